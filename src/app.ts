@@ -1,0 +1,110 @@
+import Fastify, { type FastifyServerOptions } from 'fastify';
+import cookie from '@fastify/cookie';
+import rateLimit from '@fastify/rate-limit';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { AppContext } from './platform/context.js';
+import { AppError } from './platform/errors.js';
+import { installErrorHandling } from './platform/http/error-handler.js';
+import { ErrorResponse } from './platform/http/schemas.js';
+import type { App } from './platform/http/types.js';
+import { validatorCompiler } from './platform/http/validation.js';
+import { authenticationHook } from './modules/auth/auth.hook.js';
+import { authRoutes } from './modules/auth/auth.routes.js';
+import { AuthService } from './modules/auth/auth.service.js';
+import { usersRoutes } from './modules/users/users.routes.js';
+import { organizationsRoutes } from './modules/organizations/organizations.routes.js';
+import { projectsRoutes } from './modules/projects/projects.routes.js';
+import { applicationsRoutes } from './modules/applications/applications.routes.js';
+import { ApplicationsService } from './modules/applications/applications.service.js';
+import { configurationsRoutes } from './modules/configurations/configurations.routes.js';
+import { ConfigurationsService } from './modules/configurations/configurations.service.js';
+import { healthRoutes } from './modules/integrations/health.routes.js';
+
+export interface RouteEntry {
+  method: string;
+  url: string;
+  public: boolean;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Every API route, for the OpenAPI check and the access-matrix test. */
+    routeTable: RouteEntry[];
+  }
+}
+
+export interface BuildOptions {
+  logger?: FastifyServerOptions['logger'];
+}
+
+/** Headers that carry credentials never reach the log. */
+const REDACT = ['req.headers["x-api-key"]', 'req.headers.cookie', 'req.headers.authorization', 'res.headers["set-cookie"]'];
+
+/** Builds the HTTP app without listening: main.ts listens, tests inject. */
+export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Promise<App> {
+  const app = Fastify({
+    logger: options.logger ?? { level: ctx.config.LOG_LEVEL, redact: REDACT },
+    bodyLimit: ctx.config.BODY_LIMIT_BYTES,
+    trustProxy: true,
+    ajv: { customOptions: { removeAdditional: false } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  installErrorHandling(app);
+
+  app.decorate('routeTable', [] as RouteEntry[]);
+  app.addHook('onRoute', (route) => {
+    if (!route.url.startsWith('/v1/')) return;
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const method of methods) {
+      if (method === 'HEAD') continue;
+      app.routeTable.push({ method, url: route.url, public: Boolean((route.config as { public?: boolean } | undefined)?.public) });
+    }
+  });
+
+  await app.register(cookie);
+  await app.register(rateLimit, {
+    global: false,
+    errorResponseBuilder: (_req, context) => new AppError('RATE_LIMITED', `Too many requests; retry in ${context.after}`),
+  });
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Slipway API',
+        version: '1',
+        description: 'Self-hosted deployment platform. Choices beyond the specification are described in docs/api-decisions.md.',
+      },
+      servers: [{ url: '/' }],
+      components: {
+        securitySchemes: {
+          apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+          session: { type: 'apiKey', in: 'cookie', name: 'slipway_session' },
+        },
+      },
+      security: [{ apiKey: [] }, { session: [] }],
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  app.addSchema(ErrorResponse);
+
+  const auth = new AuthService(ctx);
+  const config = new ConfigurationsService(ctx.db, ctx.secrets);
+  const apps = new ApplicationsService(ctx.db);
+
+  await app.register(async (v1) => {
+    v1.addHook('onRequest', authenticationHook(auth));
+    await v1.register(authRoutes(ctx, auth));
+    await v1.register(usersRoutes(ctx));
+    await v1.register(organizationsRoutes(ctx));
+    await v1.register(projectsRoutes(ctx));
+    await v1.register(applicationsRoutes(apps));
+    await v1.register(configurationsRoutes(ctx, apps, config));
+    await v1.register(healthRoutes(ctx));
+    v1.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
+  }, { prefix: '/v1' });
+
+  return app;
+}

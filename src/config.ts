@@ -1,0 +1,64 @@
+import { resolve } from 'node:path';
+import { Type, type Static } from 'typebox';
+import { Value } from 'typebox/value';
+
+/**
+ * The one place that reads the environment. Everything else receives a Config.
+ * Values are validated once at start so a typo fails loudly instead of at first use.
+ */
+const EnvSchema = Type.Object({
+  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
+  HOST: Type.String({ default: '0.0.0.0' }),
+  DATA_DIR: Type.String({ default: './data' }),
+  DATABASE_URL: Type.Optional(Type.String({ minLength: 1 })),
+  EMBEDDED_PG_PORT: Type.Integer({ minimum: 1, maximum: 65535, default: 54329 }),
+  SECRET_KEY: Type.Optional(Type.String({ minLength: 1 })),
+  SECRET_KEY_PREVIOUS: Type.Optional(Type.String()),
+  ADMIN_EMAIL: Type.Optional(Type.String()),
+  ADMIN_PASSWORD: Type.Optional(Type.String()),
+  ADMIN_USERNAME: Type.Optional(Type.String()),
+  LOG_LEVEL: Type.Union(
+    [Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'),
+      Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')],
+    { default: 'info' },
+  ),
+  SESSION_TTL_HOURS: Type.Integer({ minimum: 1, default: 24 * 14 }),
+  LOGIN_MAX_ATTEMPTS: Type.Integer({ minimum: 1, default: 10 }),
+  LOGIN_WINDOW_SECONDS: Type.Integer({ minimum: 1, default: 15 * 60 }),
+  BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 1024 * 1024 }),
+  ROUTER_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8081 }),
+  ROUTER_DOMAIN: Type.String({ default: 'localhost' }),
+  GITHUB_URL: Type.String({ default: 'https://github.com' }),
+  GITHUB_WEBHOOK_SECRET: Type.Optional(Type.String()),
+  REGISTRY_URL: Type.Optional(Type.String()),
+  REGISTRY_SERVICE: Type.String({ default: 'slipway-registry' }),
+  TOKEN_ISSUER: Type.String({ default: 'slipway' }),
+  /** `all` runs API and workers in one process; `api` or `worker` splits them. */
+  SLIPWAY_ROLE: Type.Union([Type.Literal('all'), Type.Literal('api'), Type.Literal('worker')], { default: 'all' }),
+});
+
+export type Env = Static<typeof EnvSchema>;
+
+export interface Config extends Env {
+  dataDir: string;
+}
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Env> = {}): Config {
+  const relevant: Record<string, unknown> = {};
+  for (const key of Object.keys(EnvSchema.properties)) {
+    const raw = env[key];
+    if (raw !== undefined && raw !== '') relevant[key] = raw;
+  }
+  Object.assign(relevant, overrides);
+  const withDefaults = Value.Default(EnvSchema, Value.Convert(EnvSchema, relevant));
+  if (!Value.Check(EnvSchema, withDefaults)) {
+    const problems = [...Value.Errors(EnvSchema, withDefaults)]
+      .map((e) => `${e.instancePath.replace(/^\//, '') || 'environment'}: ${e.message}`)
+      .join('; ');
+    throw new ConfigError(`Invalid configuration: ${problems}`);
+  }
+  const parsed = withDefaults as Env;
+  return { ...parsed, dataDir: resolve(parsed.DATA_DIR) };
+}

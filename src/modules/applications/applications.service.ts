@@ -1,0 +1,128 @@
+import { v7 as uuidv7 } from 'uuid';
+import type { Db } from '../../platform/db/database.js';
+import { conflict, isUniqueViolation, notFound } from '../../platform/errors.js';
+import { iso } from '../../platform/http/schemas.js';
+import { slugFor } from '../../platform/slug.js';
+import { OrganizationAccess } from '../organizations/access.js';
+import { ProjectsService } from '../projects/projects.service.js';
+import { ApplicationsRepository } from './applications.repository.js';
+import type { Static } from 'typebox';
+import type { ScaleBody, SettingsBody } from './applications.schemas.js';
+
+export type ApplicationRow = NonNullable<Awaited<ReturnType<ApplicationsRepository['findById']>>>;
+
+/**
+ * The pipeline's latest records for an application, supplied by the pipeline module
+ * (the control plane alone has none: every field is null).
+ */
+export interface LatestRecords {
+  latest_image: { id: string; version: number; built: boolean; error: boolean; created: string } | null;
+  latest_release: { id: string; version: number; built: boolean; error: boolean; created: string } | null;
+  latest_deployment: { id: string; release_version: number | null; complete: boolean; error: boolean; created: string } | null;
+}
+export type LatestRecordsSource = (applicationIds: string[]) => Promise<Map<string, LatestRecords>>;
+const noRecords: LatestRecordsSource = async () => new Map();
+const NONE: LatestRecords = { latest_image: null, latest_release: null, latest_deployment: null };
+
+/** Told after a scale so running instances follow the new counts. */
+export type ScaleListener = (applicationId: string) => Promise<void>;
+
+export class ApplicationsService {
+  private readonly apps: ApplicationsRepository;
+  private readonly projects: ProjectsService;
+  private readonly access: OrganizationAccess;
+
+  constructor(
+    db: Db,
+    private readonly latest: LatestRecordsSource = noRecords,
+    private readonly onScaled: ScaleListener = async () => {},
+  ) {
+    this.apps = new ApplicationsRepository(db);
+    this.projects = new ProjectsService(db);
+    this.access = new OrganizationAccess(db);
+  }
+
+  /** The application row, once the caller is known to be a member of its organization. */
+  async authorize(userId: string, applicationId: string): Promise<ApplicationRow> {
+    const app = await this.apps.findById(applicationId);
+    if (!app) throw notFound('Application');
+    await this.access.requireMember(userId, app.organization_id);
+    return app;
+  }
+
+  async list(userId: string, orgSlug: string, projectSlug: string) {
+    const project = await this.projects.resolve(userId, orgSlug, projectSlug);
+    const rows = await this.apps.listByProject(project.id);
+    const latest = await this.latest(rows.map((r) => r.id));
+    return rows.map((a) => {
+      const l = latest.get(a.id) ?? NONE;
+      return {
+        id: a.id, name: a.name, slug: a.slug, project_id: a.project_id, platform: a.platform, created: iso(a.created_at),
+        latest_image_version: l.latest_image?.version ?? null,
+        latest_release_version: l.latest_release?.version ?? null,
+        latest_deployment_complete: l.latest_deployment?.complete ?? null,
+      };
+    });
+  }
+
+  async detailBySlugs(userId: string, orgSlug: string, projectSlug: string, appSlug: string) {
+    await this.projects.resolve(userId, orgSlug, projectSlug);
+    const app = await this.apps.findBySlugs(orgSlug, projectSlug, appSlug);
+    if (!app) throw notFound('Application');
+    return this.describe(app);
+  }
+
+  async describe(app: ApplicationRow) {
+    const l = (await this.latest([app.id])).get(app.id) ?? NONE;
+    return {
+      id: app.id, name: app.name, slug: app.slug,
+      project_id: app.project_id, project_slug: app.project_slug, organization_slug: app.organization_slug,
+      platform: app.platform,
+      process_counts: app.process_counts,
+      process_pod_classes: app.process_pod_classes,
+      github_repository: app.github_repository,
+      github_repository_is_private: app.github_repository_is_private,
+      auto_deploy_branch: app.auto_deploy_branch,
+      subdirectory: app.subdirectory,
+      github_app_installation_id: app.github_app_installation_id === null ? null : Number(app.github_app_installation_id),
+      github_environment_name: app.github_environment_name,
+      deployment_timeout: app.deployment_timeout,
+      health_check_path: app.health_check_path,
+      health_check_host: app.health_check_host,
+      privileged: app.privileged,
+      created: iso(app.created_at), updated: iso(app.updated_at),
+      ...l,
+    };
+  }
+
+  private async reload(id: string) {
+    return this.describe((await this.apps.findById(id))!);
+  }
+
+  async create(userId: string, input: { name: string; slug?: string; project_id: string; platform?: string }) {
+    const project = await this.projects.resolveById(userId, input.project_id);
+    const slug = slugFor(input.name, input.slug);
+    try {
+      const { id } = await this.apps.insert({
+        id: uuidv7(), project_id: project.id, name: input.name, slug, platform: input.platform ?? 'wind',
+      });
+      return this.reload(id);
+    } catch (err) {
+      if (isUniqueViolation(err)) throw conflict(`An application with slug '${slug}' already exists in ${project.slug}`);
+      throw err;
+    }
+  }
+
+  async updateSettings(userId: string, applicationId: string, settings: Static<typeof SettingsBody>) {
+    const app = await this.authorize(userId, applicationId);
+    if (Object.keys(settings).length > 0) await this.apps.updateSettings(app.id, settings);
+    return this.reload(app.id);
+  }
+
+  async scale(userId: string, applicationId: string, input: Static<typeof ScaleBody>) {
+    const app = await this.authorize(userId, applicationId);
+    await this.apps.mergeScale(app.id, input.process_counts ?? {}, input.process_pod_classes ?? {});
+    await this.onScaled(app.id);
+    return this.reload(app.id);
+  }
+}

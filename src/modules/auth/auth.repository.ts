@@ -1,0 +1,84 @@
+import { sql } from 'kysely';
+import type { Db } from '../../platform/db/database.js';
+
+const principalColumns = ['users.id', 'users.username', 'users.email', 'users.is_admin'] as const;
+
+export class AuthRepository {
+  constructor(private readonly db: Db) {}
+
+  insertSession(session: { id: string; token_hash: string; user_id: string; expires_at: Date }) {
+    return this.db.insertInto('sessions').values(session).execute();
+  }
+
+  findSession(tokenHash: string) {
+    return this.db
+      .selectFrom('sessions')
+      .innerJoin('users', 'users.id', 'sessions.user_id')
+      .select([...principalColumns, 'sessions.id as credential_id'])
+      .where('sessions.token_hash', '=', tokenHash)
+      .where('sessions.expires_at', '>', new Date())
+      .executeTakeFirst();
+  }
+
+  deleteSession(tokenHash: string) {
+    return this.db.deleteFrom('sessions').where('token_hash', '=', tokenHash).execute();
+  }
+
+  deleteExpiredSessions() {
+    return this.db.deleteFrom('sessions').where('expires_at', '<=', new Date()).execute();
+  }
+
+  findApiKey(tokenHash: string) {
+    return this.db
+      .selectFrom('api_keys')
+      .innerJoin('users', 'users.id', 'api_keys.user_id')
+      .select([...principalColumns, 'api_keys.id as credential_id', 'api_keys.last_used_at'])
+      .where('api_keys.token_hash', '=', tokenHash)
+      .where((eb) => eb.or([eb('api_keys.expires_at', 'is', null), eb('api_keys.expires_at', '>', new Date())]))
+      .executeTakeFirst();
+  }
+
+  touchApiKey(id: string) {
+    return this.db.updateTable('api_keys').set({ last_used_at: new Date() }).where('id', '=', id).execute();
+  }
+
+  insertApiKey(key: { id: string; user_id: string; name: string; token_hash: string; token_prefix: string; expires_at: Date | null }) {
+    return this.db.insertInto('api_keys').values(key).returningAll().executeTakeFirstOrThrow();
+  }
+
+  listApiKeys(userId: string) {
+    return this.db.selectFrom('api_keys').selectAll().where('user_id', '=', userId).orderBy('created_at', 'desc').execute();
+  }
+
+  async deleteApiKey(userId: string, id: string): Promise<boolean> {
+    const res = await this.db.deleteFrom('api_keys').where('user_id', '=', userId).where('id', '=', id).executeTakeFirst();
+    return Number(res.numDeletedRows) > 0;
+  }
+
+  /** Failures counted in fixed windows; one statement so concurrent attempts all count. */
+  async recordFailure(key: string, windowSeconds: number): Promise<number> {
+    const row = await sql<{ count: number }>`
+      insert into login_failures (key, count, window_started) values (${key}, 1, now())
+      on conflict (key) do update set
+        count = case when login_failures.window_started < now() - make_interval(secs => ${windowSeconds})
+                     then 1 else login_failures.count + 1 end,
+        window_started = case when login_failures.window_started < now() - make_interval(secs => ${windowSeconds})
+                     then now() else login_failures.window_started end
+      returning count`.execute(this.db);
+    return row.rows[0]?.count ?? 1;
+  }
+
+  async failuresInWindow(keys: string[], windowSeconds: number): Promise<number> {
+    const row = await this.db
+      .selectFrom('login_failures')
+      .select((eb) => eb.fn.max('count').as('n'))
+      .where('key', 'in', keys)
+      .where('window_started', '>=', sql<Date>`now() - make_interval(secs => ${windowSeconds})`)
+      .executeTakeFirst();
+    return Number(row?.n ?? 0);
+  }
+
+  clearFailures(key: string) {
+    return this.db.deleteFrom('login_failures').where('key', '=', key).execute();
+  }
+}

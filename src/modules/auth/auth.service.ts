@@ -1,0 +1,97 @@
+import { v7 as uuidv7 } from 'uuid';
+import type { AppContext } from '../../platform/context.js';
+import { AppError, notFound, unauthenticated } from '../../platform/errors.js';
+import { UNUSABLE_PASSWORD_HASH, verifyPassword } from '../../platform/crypto/passwords.js';
+import { hashToken, newToken } from '../../platform/crypto/tokens.js';
+import { isoOrNull, iso } from '../../platform/http/schemas.js';
+import type { Principal } from '../../platform/http/types.js';
+import { UsersRepository } from '../users/users.repository.js';
+import { AuthRepository } from './auth.repository.js';
+
+export const API_KEY_PREFIX = 'slw';
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+type ApiKeyRow = Awaited<ReturnType<AuthRepository['listApiKeys']>>[number];
+
+const toApiKey = (k: ApiKeyRow) => ({
+  id: k.id,
+  name: k.name,
+  prefix: k.token_prefix,
+  created: iso(k.created_at),
+  last_used: isoOrNull(k.last_used_at),
+  expires: isoOrNull(k.expires_at),
+});
+
+export class AuthService {
+  private readonly repo: AuthRepository;
+  private readonly users: UsersRepository;
+
+  constructor(private readonly ctx: AppContext) {
+    this.repo = new AuthRepository(ctx.db);
+    this.users = new UsersRepository(ctx.db);
+  }
+
+  /** Checks the password; failures are counted per account and per address. */
+  async login(email: string, password: string, address: string) {
+    const { LOGIN_MAX_ATTEMPTS: max, LOGIN_WINDOW_SECONDS: window } = this.ctx.config;
+    const accountKey = `account:${email.toLowerCase()}`;
+    const addressKey = `address:${address}`;
+    if ((await this.repo.failuresInWindow([accountKey, addressKey], window)) >= max) {
+      throw new AppError('RATE_LIMITED', 'Too many failed login attempts; try again later');
+    }
+    const user = await this.users.findByEmailWithHash(email);
+    const valid = await verifyPassword(password, user?.password_hash ?? UNUSABLE_PASSWORD_HASH);
+    if (!user || !valid) {
+      await Promise.all([this.repo.recordFailure(accountKey, window), this.repo.recordFailure(addressKey, window)]);
+      throw unauthenticated('Invalid email or password');
+    }
+    await this.repo.clearFailures(accountKey);
+    const token = newToken('sess');
+    const expires = new Date(Date.now() + this.ctx.config.SESSION_TTL_HOURS * 3600_000);
+    await this.repo.insertSession({ id: uuidv7(), token_hash: hashToken(token), user_id: user.id, expires_at: expires });
+    return { token, expires, user: { id: user.id, username: user.username, email: user.email, is_admin: user.is_admin } };
+  }
+
+  logout(token: string) {
+    return this.repo.deleteSession(hashToken(token));
+  }
+
+  async fromSession(token: string): Promise<Principal | null> {
+    const row = await this.repo.findSession(hashToken(token));
+    if (!row) return null;
+    const { credential_id, ...user } = row;
+    return { user, via: 'session', credentialId: credential_id };
+  }
+
+  async fromApiKey(key: string): Promise<Principal | null> {
+    const row = await this.repo.findApiKey(hashToken(key));
+    if (!row) return null;
+    const { credential_id, last_used_at, ...user } = row;
+    // Recording every use would turn each read into a write; a minute's resolution is plenty.
+    if (!last_used_at || Date.now() - last_used_at.getTime() > LAST_USED_RESOLUTION_MS) {
+      await this.repo.touchApiKey(credential_id);
+    }
+    return { user, via: 'api_key', credentialId: credential_id };
+  }
+
+  async createApiKey(userId: string, name: string, expiresInDays?: number) {
+    const key = newToken(API_KEY_PREFIX);
+    const row = await this.repo.insertApiKey({
+      id: uuidv7(),
+      user_id: userId,
+      name,
+      token_hash: hashToken(key),
+      token_prefix: key.slice(0, API_KEY_PREFIX.length + 9),
+      expires_at: expiresInDays ? new Date(Date.now() + expiresInDays * 86400_000) : null,
+    });
+    return { ...toApiKey(row), key };
+  }
+
+  async listApiKeys(userId: string) {
+    return (await this.repo.listApiKeys(userId)).map(toApiKey);
+  }
+
+  async deleteApiKey(userId: string, id: string) {
+    if (!(await this.repo.deleteApiKey(userId, id))) throw notFound('API key');
+  }
+}

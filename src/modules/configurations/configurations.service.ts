@@ -1,0 +1,172 @@
+import { sql } from 'kysely';
+import { v7 as uuidv7 } from 'uuid';
+import type { SecretBox } from '../../platform/crypto/secret-box.js';
+import type { Db } from '../../platform/db/database.js';
+import type { ConfigScope } from '../../platform/db/schema.js';
+import { AppError, conflict, isUniqueViolation, notFound } from '../../platform/errors.js';
+import { iso } from '../../platform/http/schemas.js';
+import { parseDotenv } from './dotenv.js';
+import { ConfigurationsRepository, type ScopeRef } from './configurations.repository.js';
+import { CONFIG_NAME_PATTERN, MAX_VALUE_BYTES, SECRET_MASK } from './configurations.schemas.js';
+
+type ConfigRow = Awaited<ReturnType<ConfigurationsRepository['list']>>[number];
+
+export const toVariable = (row: ConfigRow) => ({
+  id: row.id,
+  name: row.name,
+  value: row.secret ? SECRET_MASK : (row.value ?? ''),
+  secret: row.secret,
+  buildtime: row.buildtime,
+  created: iso(row.created_at),
+  updated: iso(row.updated_at),
+});
+
+/** A variable after layering, with its plain value: for building and running only, never for responses. */
+export interface ResolvedVariable {
+  name: string;
+  value: string;
+  secret: boolean;
+  buildtime: boolean;
+  scope: ConfigScope;
+  scopeId: string;
+}
+
+const NAME = new RegExp(CONFIG_NAME_PATTERN);
+
+function checkEntry(name: string, value: string): string | null {
+  if (!NAME.test(name) || name.length > 255) return 'invalid name: letters, digits and _ only, not starting with a digit, at most 255 characters';
+  if (Buffer.byteLength(value, 'utf8') > MAX_VALUE_BYTES) return `value is longer than ${MAX_VALUE_BYTES} bytes`;
+  return null;
+}
+
+/** Configuration variables at any scope; callers check access to the scope first. */
+export class ConfigurationsService {
+  private readonly repo: ConfigurationsRepository;
+
+  constructor(private readonly db: Db, private readonly secrets: SecretBox) {
+    this.repo = new ConfigurationsRepository(db);
+  }
+
+  private stored(value: string, secret: boolean) {
+    return secret ? { value: null, value_sealed: this.secrets.seal(value) } : { value, value_sealed: null };
+  }
+
+  async list(scope: ScopeRef) {
+    return (await this.repo.list(scope)).map(toVariable);
+  }
+
+  async get(scope: ScopeRef, id: string) {
+    const row = await this.repo.find(scope, id);
+    if (!row) throw notFound('Configuration variable');
+    return toVariable(row);
+  }
+
+  async create(scope: ScopeRef, input: { name: string; value: string; secret?: boolean; buildtime?: boolean }) {
+    const secret = input.secret ?? false;
+    try {
+      const row = await this.repo.insert({
+        id: uuidv7(), scope: scope.scope, scope_id: scope.scopeId, name: input.name,
+        secret, buildtime: input.buildtime ?? false, ...this.stored(input.value, secret),
+      });
+      return toVariable(row);
+    } catch (err) {
+      if (isUniqueViolation(err)) throw conflict(`A variable named '${input.name}' already exists here`);
+      throw err;
+    }
+  }
+
+  async update(scope: ScopeRef, id: string, input: { value?: string; secret?: boolean; buildtime?: boolean }) {
+    const current = await this.repo.find(scope, id);
+    if (!current) throw notFound('Configuration variable');
+    const secret = input.secret ?? current.secret;
+    if (current.secret && !secret && input.value === undefined) {
+      throw new AppError('VALIDATION', 'value: required when a secret stops being secret (its old value is never revealed)',
+        [{ field: 'value', message: 'required when a secret stops being secret' }]);
+    }
+    const value = input.value ?? (current.secret ? this.secrets.open(current.value_sealed!) : current.value!);
+    const row = await this.repo.update(scope, id, {
+      secret,
+      buildtime: input.buildtime ?? current.buildtime,
+      ...this.stored(value, secret),
+    });
+    if (!row) throw notFound('Configuration variable');
+    return toVariable(row);
+  }
+
+  async delete(scope: ScopeRef, id: string) {
+    if (!(await this.repo.delete(scope, id))) throw notFound('Configuration variable');
+    return { ok: true };
+  }
+
+  /**
+   * Sets many variables at once from `variables` and/or dotenv `raw`. Existing names are
+   * updated unless secret (skipped); invalid entries are reported and the rest still apply.
+   */
+  async bulk(scope: ScopeRef, input: { variables?: Record<string, string>; raw?: string; secret?: boolean; buildtime?: boolean }) {
+    const result = { created: [] as string[], updated: [] as string[], skipped: [] as string[], errors: [] as Array<{ name: string; message: string }> };
+    const entries: Array<{ name: string; value: string }> = [];
+    if (input.raw !== undefined) {
+      const parsed = parseDotenv(input.raw);
+      entries.push(...parsed.entries);
+      result.errors.push(...parsed.errors);
+    }
+    for (const [name, value] of Object.entries(input.variables ?? {})) entries.push({ name, value });
+    // The last occurrence of a name wins, as when a shell reads a dotenv file.
+    const byName = new Map(entries.map((e) => [e.name.toLowerCase(), e]));
+    const secret = input.secret ?? false;
+    const buildtime = input.buildtime ?? false;
+    for (const { name, value } of byName.values()) {
+      const problem = checkEntry(name, value);
+      if (problem) { result.errors.push({ name, message: problem }); continue; }
+      const stored = this.stored(value, secret);
+      // One statement per name: concurrent bulk calls never collide on the unique name.
+      const { rows } = await sql<{ inserted: boolean }>`
+        insert into config_vars (id, scope, scope_id, name, value, value_sealed, secret, buildtime)
+        values (${uuidv7()}, ${scope.scope}, ${scope.scopeId}, ${name}, ${stored.value}, ${stored.value_sealed}, ${secret}, ${buildtime})
+        on conflict (scope, scope_id, lower(name)) do update
+          set value = excluded.value, value_sealed = excluded.value_sealed, secret = excluded.secret,
+              buildtime = excluded.buildtime, updated_at = now()
+          where not config_vars.secret
+        returning (xmax = 0) as inserted`.execute(this.db);
+      if (rows.length === 0) result.skipped.push(name);
+      else if (rows[0]!.inserted) result.created.push(name);
+      else result.updated.push(name);
+    }
+    return result;
+  }
+
+  /**
+   * Layers the given scopes, highest first (organization … application): a lower scope's
+   * variable overrides a higher one's of the same name (case-insensitively).
+   */
+  async resolve(scopesHighToLow: ScopeRef[]): Promise<ResolvedVariable[]> {
+    const rows = await this.repo.listMany(scopesHighToLow);
+    const rank = new Map(scopesHighToLow.map((s, i) => [`${s.scope}:${s.scopeId}`, i]));
+    rows.sort((a, b) => rank.get(`${a.scope}:${a.scope_id}`)! - rank.get(`${b.scope}:${b.scope_id}`)!);
+    const resolved = new Map<string, ResolvedVariable>();
+    for (const row of rows) {
+      resolved.set(row.name.toLowerCase(), {
+        name: row.name,
+        value: row.secret ? this.secrets.open(row.value_sealed!) : row.value!,
+        secret: row.secret,
+        buildtime: row.buildtime,
+        scope: row.scope,
+        scopeId: row.scope_id,
+      });
+    }
+    return [...resolved.values()].sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /** Re-seals every secret still sealed with an older key (after rotating SECRET_KEY). */
+  async resealAll(): Promise<number> {
+    const rows = await this.db.selectFrom('config_vars').select(['id', 'value_sealed']).where('secret', '=', true).execute();
+    let count = 0;
+    for (const row of rows) {
+      if (this.secrets.isCurrent(row.value_sealed!)) continue;
+      const resealed = this.secrets.seal(this.secrets.open(row.value_sealed!));
+      await this.db.updateTable('config_vars').set({ value_sealed: resealed }).where('id', '=', row.id).execute();
+      count++;
+    }
+    return count;
+  }
+}

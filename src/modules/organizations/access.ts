@@ -1,0 +1,25 @@
+import type { Db } from '../../platform/db/database.js';
+import { forbidden } from '../../platform/errors.js';
+import { OrganizationsRepository } from './organizations.repository.js';
+
+/**
+ * The one access rule (decisions.md): members of an organization may read and change
+ * everything in it; only its admins manage members. Every module asks here.
+ */
+export class OrganizationAccess {
+  private readonly orgs: OrganizationsRepository;
+  constructor(db: Db) {
+    this.orgs = new OrganizationsRepository(db);
+  }
+
+  async requireMember(userId: string, organizationId: string): Promise<{ admin: boolean }> {
+    const membership = await this.orgs.membership(organizationId, userId);
+    if (!membership) throw forbidden();
+    return membership;
+  }
+
+  async requireAdmin(userId: string, organizationId: string): Promise<void> {
+    const membership = await this.requireMember(userId, organizationId);
+    if (!membership.admin) throw forbidden('Only organization admins can do this');
+  }
+}

@@ -1,0 +1,100 @@
+import { sql } from 'kysely';
+import type { Db } from '../../platform/db/database.js';
+
+export class OrganizationsRepository {
+  constructor(private readonly db: Db) {}
+
+  findBySlug(slug: string) {
+    return this.db.selectFrom('organizations').selectAll().where('slug', '=', slug).executeTakeFirst();
+  }
+
+  findById(id: string) {
+    return this.db.selectFrom('organizations').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  membership(organizationId: string, userId: string) {
+    return this.db
+      .selectFrom('memberships')
+      .select(['admin'])
+      .where('organization_id', '=', organizationId)
+      .where('user_id', '=', userId)
+      .executeTakeFirst();
+  }
+
+  /** The caller's organizations with counts computed from the data. */
+  listForUser(userId: string) {
+    return this.db
+      .selectFrom('organizations as o')
+      .innerJoin('memberships as mine', (j) => j.onRef('mine.organization_id', '=', 'o.id').on('mine.user_id', '=', userId))
+      .select((eb) => [
+        'o.id', 'o.name', 'o.slug', 'o.created_at', 'o.updated_at',
+        eb.selectFrom('memberships as m').select(eb.fn.countAll<number>().as('n')).whereRef('m.organization_id', '=', 'o.id').as('member_count'),
+        eb.selectFrom('projects as p').select(eb.fn.countAll<number>().as('n')).whereRef('p.organization_id', '=', 'o.id').as('project_count'),
+      ])
+      .orderBy('o.name')
+      .execute();
+  }
+
+  members(organizationId: string) {
+    return this.db
+      .selectFrom('memberships as m')
+      .innerJoin('users as u', 'u.id', 'm.user_id')
+      .select(['u.id as user_id', 'u.username', 'u.email', 'm.admin'])
+      .where('m.organization_id', '=', organizationId)
+      .orderBy('m.created_at')
+      .execute();
+  }
+
+  async counts(organizationId: string) {
+    const row = await this.db
+      .selectNoFrom((eb) => [
+        eb.selectFrom('projects').select(eb.fn.countAll<number>().as('n')).where('organization_id', '=', organizationId).as('project_count'),
+        eb.selectFrom('applications as a').innerJoin('projects as p', 'p.id', 'a.project_id')
+          .select(eb.fn.countAll<number>().as('n')).where('p.organization_id', '=', organizationId).as('application_count'),
+      ])
+      .executeTakeFirstOrThrow();
+    return { project_count: Number(row.project_count ?? 0), application_count: Number(row.application_count ?? 0) };
+  }
+
+  createWithAdmin(org: { id: string; name: string; slug: string }, adminUserId: string) {
+    return this.db.transaction().execute(async (trx) => {
+      const created = await trx.insertInto('organizations').values(org).returningAll().executeTakeFirstOrThrow();
+      await trx.insertInto('memberships').values({ organization_id: org.id, user_id: adminUserId, admin: true }).execute();
+      return created;
+    });
+  }
+
+  addMember(organizationId: string, userId: string, admin: boolean) {
+    return this.db.insertInto('memberships').values({ organization_id: organizationId, user_id: userId, admin }).execute();
+  }
+
+  /**
+   * Changes one membership while holding a lock on all of the organization's memberships,
+   * so two admins demoting each other at once cannot leave it without an admin.
+   * `change` returns the new admin flag, or null to remove the member.
+   */
+  changeMembership(
+    organizationId: string,
+    userId: string,
+    change: (current: { admin: boolean }, adminCount: number) => boolean | null,
+  ) {
+    return this.db.transaction().execute(async (trx) => {
+      const rows = await trx
+        .selectFrom('memberships')
+        .select(['user_id', 'admin'])
+        .where('organization_id', '=', organizationId)
+        .forUpdate()
+        .execute();
+      const current = rows.find((r) => r.user_id === userId);
+      if (!current) return undefined;
+      const next = change(current, rows.filter((r) => r.admin).length);
+      if (next === null) {
+        await trx.deleteFrom('memberships').where('organization_id', '=', organizationId).where('user_id', '=', userId).execute();
+      } else {
+        await trx.updateTable('memberships').set({ admin: next }).where('organization_id', '=', organizationId).where('user_id', '=', userId).execute();
+      }
+      await trx.updateTable('organizations').set({ updated_at: sql`now()` }).where('id', '=', organizationId).execute();
+      return { admin: next };
+    });
+  }
+}

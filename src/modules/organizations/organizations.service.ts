@@ -1,0 +1,101 @@
+import { v7 as uuidv7 } from 'uuid';
+import type { Db } from '../../platform/db/database.js';
+import { conflict, isUniqueViolation, notFound } from '../../platform/errors.js';
+import { iso } from '../../platform/http/schemas.js';
+import { slugFor } from '../../platform/slug.js';
+import { UsersRepository } from '../users/users.repository.js';
+import { OrganizationAccess } from './access.js';
+import { OrganizationsRepository } from './organizations.repository.js';
+
+export class OrganizationsService {
+  private readonly orgs: OrganizationsRepository;
+  private readonly users: UsersRepository;
+  private readonly access: OrganizationAccess;
+
+  constructor(db: Db) {
+    this.orgs = new OrganizationsRepository(db);
+    this.users = new UsersRepository(db);
+    this.access = new OrganizationAccess(db);
+  }
+
+  async list(userId: string) {
+    const rows = await this.orgs.listForUser(userId);
+    return rows.map((o) => ({
+      id: o.id, name: o.name, slug: o.slug,
+      member_count: Number(o.member_count ?? 0), project_count: Number(o.project_count ?? 0),
+      created: iso(o.created_at), updated: iso(o.updated_at),
+    }));
+  }
+
+  /** The organization by slug, once the caller is known to be a member (else 404/403). */
+  async resolve(userId: string, slug: string) {
+    const org = await this.orgs.findBySlug(slug);
+    if (!org) throw notFound('Organization');
+    const membership = await this.access.requireMember(userId, org.id);
+    return { org, membership };
+  }
+
+  async detail(userId: string, slug: string) {
+    const { org } = await this.resolve(userId, slug);
+    return this.describe(org.id);
+  }
+
+  async describe(organizationId: string) {
+    const org = await this.orgs.findById(organizationId);
+    if (!org) throw notFound('Organization');
+    const [members, counts] = await Promise.all([this.orgs.members(org.id), this.orgs.counts(org.id)]);
+    return {
+      id: org.id, name: org.name, slug: org.slug,
+      members, member_count: members.length, ...counts,
+      created: iso(org.created_at), updated: iso(org.updated_at),
+    };
+  }
+
+  async create(userId: string, input: { name: string; slug?: string }) {
+    const slug = slugFor(input.name, input.slug);
+    try {
+      const org = await this.orgs.createWithAdmin({ id: uuidv7(), name: input.name, slug }, userId);
+      return this.describe(org.id);
+    } catch (err) {
+      if (isUniqueViolation(err)) throw conflict(`An organization with slug '${slug}' already exists`);
+      throw err;
+    }
+  }
+
+  async addMember(userId: string, slug: string, input: { username: string; admin?: boolean }) {
+    const { org } = await this.resolve(userId, slug);
+    await this.access.requireAdmin(userId, org.id);
+    const user = await this.users.findByUsername(input.username) ?? (await this.users.findByEmailWithHash(input.username));
+    if (!user) throw notFound(`User '${input.username}'`);
+    try {
+      await this.orgs.addMember(org.id, user.id, input.admin ?? false);
+    } catch (err) {
+      if (isUniqueViolation(err)) throw conflict(`${user.username} is already a member`);
+      throw err;
+    }
+    return this.describe(org.id);
+  }
+
+  async toggleAdmin(userId: string, slug: string, memberId: string) {
+    const { org } = await this.resolve(userId, slug);
+    await this.access.requireAdmin(userId, org.id);
+    const result = await this.orgs.changeMembership(org.id, memberId, (current, admins) => {
+      if (current.admin && admins <= 1) throw conflict('The last admin of an organization cannot be demoted');
+      return !current.admin;
+    });
+    if (!result) throw notFound('Member');
+    return { ok: true, admin: result.admin as boolean };
+  }
+
+  /** Admins remove anyone; a member may remove only themselves (leave). */
+  async removeMember(userId: string, slug: string, memberId: string) {
+    const { org, membership } = await this.resolve(userId, slug);
+    if (memberId !== userId || membership.admin) await this.access.requireAdmin(userId, org.id);
+    const result = await this.orgs.changeMembership(org.id, memberId, (current, admins) => {
+      if (current.admin && admins <= 1) throw conflict('The last admin of an organization cannot be removed');
+      return null;
+    });
+    if (!result) throw notFound('Member');
+    return { ok: true };
+  }
+}

@@ -1,0 +1,69 @@
+import { v7 as uuidv7 } from 'uuid';
+import type { Db } from '../../platform/db/database.js';
+import { conflict, isUniqueViolation, notFound } from '../../platform/errors.js';
+import { iso } from '../../platform/http/schemas.js';
+import { slugFor } from '../../platform/slug.js';
+import { OrganizationAccess } from '../organizations/access.js';
+import { OrganizationsRepository } from '../organizations/organizations.repository.js';
+import { ProjectsRepository } from './projects.repository.js';
+
+type ProjectRow = NonNullable<Awaited<ReturnType<ProjectsRepository['findById']>>>;
+
+const toSummary = (p: ProjectRow) => ({
+  id: p.id, name: p.name, slug: p.slug,
+  organization_id: p.organization_id, organization_slug: p.organization_slug,
+  application_count: Number(p.application_count ?? 0), created: iso(p.created_at),
+});
+
+const toDetail = (p: ProjectRow) => ({ ...toSummary(p), organization_name: p.organization_name, updated: iso(p.updated_at) });
+
+export class ProjectsService {
+  private readonly projects: ProjectsRepository;
+  private readonly orgs: OrganizationsRepository;
+  private readonly access: OrganizationAccess;
+
+  constructor(db: Db) {
+    this.projects = new ProjectsRepository(db);
+    this.orgs = new OrganizationsRepository(db);
+    this.access = new OrganizationAccess(db);
+  }
+
+  async list(userId: string) {
+    return (await this.projects.listForUser(userId)).map(toSummary);
+  }
+
+  /** The project row, once the caller is known to be a member of its organization. */
+  async resolve(userId: string, orgSlug: string, projectSlug: string) {
+    const org = await this.orgs.findBySlug(orgSlug);
+    if (!org) throw notFound('Organization');
+    await this.access.requireMember(userId, org.id);
+    const project = await this.projects.findBySlugs(orgSlug, projectSlug);
+    if (!project) throw notFound('Project');
+    return project;
+  }
+
+  async resolveById(userId: string, projectId: string) {
+    const project = await this.projects.findById(projectId);
+    if (!project) throw notFound('Project');
+    await this.access.requireMember(userId, project.organization_id);
+    return project;
+  }
+
+  async detail(userId: string, orgSlug: string, projectSlug: string) {
+    return toDetail(await this.resolve(userId, orgSlug, projectSlug));
+  }
+
+  async create(userId: string, input: { name: string; slug?: string; organization_id: string }) {
+    const org = await this.orgs.findById(input.organization_id);
+    if (!org) throw notFound('Organization');
+    await this.access.requireMember(userId, org.id);
+    const slug = slugFor(input.name, input.slug);
+    try {
+      const { id } = await this.projects.insert({ id: uuidv7(), organization_id: org.id, name: input.name, slug });
+      return toDetail((await this.projects.findById(id))!);
+    } catch (err) {
+      if (isUniqueViolation(err)) throw conflict(`A project with slug '${slug}' already exists in ${org.slug}`);
+      throw err;
+    }
+  }
+}

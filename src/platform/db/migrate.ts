@@ -1,0 +1,27 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Migrator, sql, type Migration, type MigrationProvider } from 'kysely';
+import type { Db } from './database.js';
+
+const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
+
+/** Numbered plain-SQL files (`0001_name.sql`), applied in order inside Kysely's migration lock. */
+class SqlFileMigrationProvider implements MigrationProvider {
+  async getMigrations(): Promise<Record<string, Migration>> {
+    const files = (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{4}_.+\.sql$/.test(f)).sort();
+    const migrations: Record<string, Migration> = {};
+    for (const file of files) {
+      const text = await readFile(join(MIGRATIONS_DIR, file), 'utf8');
+      migrations[file.replace(/\.sql$/, '')] = { up: async (db) => void (await sql.raw(text).execute(db)) };
+    }
+    return migrations;
+  }
+}
+
+export async function migrateToLatest(db: Db): Promise<string[]> {
+  const migrator = new Migrator({ db, provider: new SqlFileMigrationProvider() });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw error instanceof Error ? error : new Error(String(error));
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}

@@ -1,0 +1,52 @@
+/**
+ * One registry of error kinds. Services throw `AppError`s by kind; the HTTP layer
+ * turns any of them into `{status, message}` with the registered status.
+ */
+export const ERROR_KINDS = {
+  BAD_REQUEST: 400,
+  UNAUTHENTICATED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  VALIDATION: 422,
+  RATE_LIMITED: 429,
+  INTERNAL: 500,
+  UNAVAILABLE: 503,
+} as const;
+
+export type ErrorKind = keyof typeof ERROR_KINDS;
+
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+export class AppError extends Error {
+  readonly status: number;
+  constructor(
+    readonly kind: ErrorKind,
+    message: string,
+    readonly errors?: FieldError[],
+  ) {
+    super(message);
+    this.name = 'AppError';
+    this.status = ERROR_KINDS[kind];
+  }
+}
+
+export const notFound = (what: string) => new AppError('NOT_FOUND', `${what} not found`);
+export const forbidden = (message = 'Permission denied for this resource') => new AppError('FORBIDDEN', message);
+export const conflict = (message: string) => new AppError('CONFLICT', message);
+export const invalid = (field: string, message: string) =>
+  new AppError('VALIDATION', `${field}: ${message}`, [{ field, message }]);
+export const unauthenticated = (message = 'Not authenticated; log in or provide an API key') =>
+  new AppError('UNAUTHENTICATED', message);
+
+/** PostgreSQL unique_violation, raised when two requests race for one slug or name. */
+export function isUniqueViolation(err: unknown, constraint?: string): boolean {
+  const e = err as { code?: string; constraint?: string };
+  return e?.code === '23505' && (constraint === undefined || e.constraint === constraint);
+}

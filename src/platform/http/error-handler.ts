@@ -1,0 +1,72 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import FindMyWay from 'find-my-way';
+import { AppError, ERROR_KINDS, type FieldError } from '../errors.js';
+
+const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+
+/** Fastify's own error codes, mapped onto our registry. */
+const FASTIFY_CODES: Record<string, keyof typeof ERROR_KINDS> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: 'BAD_REQUEST',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'BAD_REQUEST',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'BAD_REQUEST',
+  FST_ERR_CTP_BODY_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
+  FST_ERR_CTP_INVALID_TYPE: 'BAD_REQUEST',
+};
+
+function send(reply: FastifyReply, status: number, message: string, errors?: FieldError[]) {
+  return reply.code(status).type('application/json; charset=utf-8').send(errors ? { status, message, errors } : { status, message });
+}
+
+function validationErrors(err: FastifyError): FieldError[] {
+  return (err.validation ?? []).map((v) => {
+    const params = v.params as { additionalProperty?: string; missingProperty?: string };
+    const path = (v.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.');
+    const field = params.missingProperty ?? params.additionalProperty ?? path;
+    const message = params.additionalProperty ? 'is not an allowed field' : v.message ?? 'is invalid';
+    return { field: [path, field].filter(Boolean).join('.').replace(/^(.+)\.\1$/, '$1') || (err.validationContext ?? 'body'), message };
+  });
+}
+
+/**
+ * Every error leaves as `{status, message}`. Known kinds keep their message; anything
+ * else is a bug: logged with its stack, answered as a bare 500 with nothing leaked.
+ */
+export function installErrorHandling(app: FastifyInstance): void {
+  // A second router holding every route, so an unmatched request can tell 405 from 404.
+  const known = FindMyWay();
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const m of methods) if (m !== 'HEAD' && m !== 'OPTIONS') known.on(m as 'GET', route.url, () => {});
+  });
+
+  app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    if (err instanceof AppError) return send(reply, err.status, err.message, err.errors);
+    // A path parameter that cannot name anything (malformed id or slug) names nothing: 404.
+    if (err.validation && err.validationContext === 'params') {
+      const field = validationErrors(err)[0]?.field ?? 'resource';
+      return send(reply, 404, `${field} not found`);
+    }
+    if (err.validation) {
+      const errors = validationErrors(err);
+      const where = err.validationContext ?? 'body';
+      const summary = errors.map((e) => `${e.field} ${e.message}`).join('; ');
+      return send(reply, 422, `Invalid ${where}: ${summary}`, errors);
+    }
+    const mapped = err.code ? FASTIFY_CODES[err.code] : undefined;
+    if (mapped) return send(reply, ERROR_KINDS[mapped], err.message);
+    if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) return send(reply, err.statusCode, err.message);
+    request.log.error({ err }, 'unhandled error');
+    return send(reply, 500, 'Internal server error');
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? '/';
+    const allowed = HTTP_METHODS.filter((m) => m !== request.method && known.find(m, path));
+    if (allowed.length > 0) {
+      reply.header('allow', allowed.join(', '));
+      return send(reply, 405, `Method ${request.method} is not allowed on ${path}`);
+    }
+    return send(reply, 404, `Route ${request.method} ${path} not found`);
+  });
+}

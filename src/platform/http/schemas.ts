@@ -1,0 +1,61 @@
+import { Type, type Static, type TSchema } from 'typebox';
+
+/** Building blocks shared by every module's schemas. */
+export const SLUG_PATTERN = '^[a-z0-9]+(?:-[a-z0-9]+)*$';
+
+export const Id = Type.String({ description: 'UUID (v7)' });
+/** An id in a path: malformed ones answer 404 like unknown ones. */
+export const IdParam = Type.String({ format: 'uuid' });
+export const Timestamp = Type.String({ format: 'date-time', description: 'ISO-8601 UTC' });
+export const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
+export const Name = Type.String({ minLength: 1, maxLength: 255 });
+export const Slug = Type.String({ minLength: 1, maxLength: 63, pattern: SLUG_PATTERN });
+
+export const ErrorResponse = Type.Object(
+  {
+    status: Type.Integer(),
+    message: Type.String(),
+    errors: Type.Optional(Type.Array(Type.Object({ field: Type.String(), message: Type.String() }))),
+  },
+  { $id: 'Error', description: 'Every error: `status` equals the HTTP status' },
+);
+
+export const Ok = Type.Object({ ok: Type.Boolean() });
+
+export const PaginationQuery = Type.Object({
+  page: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
+  per_page: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+});
+export type PaginationQuery = Static<typeof PaginationQuery>;
+
+export const Pagination = Type.Object({
+  page: Type.Integer(),
+  per_page: Type.Integer(),
+  total: Type.Integer(),
+  pages: Type.Integer(),
+});
+
+export function Paginated<T extends TSchema>(item: T) {
+  return Type.Object({ items: Type.Array(item), pagination: Pagination });
+}
+
+export function pageOf(query: PaginationQuery, total: number) {
+  const page = query.page ?? 1;
+  const per_page = query.per_page ?? 20;
+  return { page, per_page, total, pages: Math.ceil(total / per_page), offset: (page - 1) * per_page };
+}
+
+/** Responses every authenticated route can give, so OpenAPI documents them. */
+export const commonErrorResponses = {
+  400: ErrorResponse,
+  401: ErrorResponse,
+  403: ErrorResponse,
+  404: ErrorResponse,
+  409: ErrorResponse,
+  413: ErrorResponse,
+  422: ErrorResponse,
+  429: ErrorResponse,
+};
+
+export const iso = (d: Date) => d.toISOString();
+export const isoOrNull = (d: Date | null | undefined) => (d ? d.toISOString() : null);

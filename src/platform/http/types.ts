@@ -1,0 +1,33 @@
+import type { FastifyInstance, FastifyBaseLogger, RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+
+export type App = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
+
+export interface AuthenticatedUser {
+  id: string;
+  username: string;
+  email: string;
+  is_admin: boolean;
+}
+
+export interface Principal {
+  user: AuthenticatedUser;
+  via: 'session' | 'api_key';
+  credentialId: string;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal?: Principal;
+  }
+  interface FastifyContextConfig {
+    /** Reachable without credentials (decisions.md lists which). */
+    public?: boolean;
+  }
+}

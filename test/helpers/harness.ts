@@ -1,0 +1,95 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import pg from 'pg';
+import { inject } from 'vitest';
+import { buildApp } from '../../src/app.js';
+import { loadConfig, type Env } from '../../src/config.js';
+import type { AppContext } from '../../src/platform/context.js';
+import { generateKeyText, SecretBox, parseKey } from '../../src/platform/crypto/secret-box.js';
+import { createDb } from '../../src/platform/db/database.js';
+import type { App } from '../../src/platform/http/types.js';
+import { AuthService } from '../../src/modules/auth/auth.service.js';
+import { UsersService } from '../../src/modules/users/users.service.js';
+
+const TEMPLATE_DB = 'slipway_test_template';
+
+export interface TestUser {
+  id: string;
+  username: string;
+  email: string;
+  password: string;
+  apiKey: string;
+  /** Headers that authenticate as this user. */
+  headers: Record<string, string>;
+}
+
+export interface Harness {
+  app: App;
+  ctx: AppContext;
+  databaseUrl: string;
+  dataDir: string;
+  /** Everything the server logged, as text. */
+  logs: () => string;
+  user(overrides?: Partial<{ username: string; admin: boolean }>): Promise<TestUser>;
+  close(): Promise<void>;
+}
+
+/** A fresh database cloned from the migrated template: every test file gets its own. */
+export async function freshDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const adminUrl = inject('postgresAdminUrl');
+  const name = `t_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`create database ${name} template ${TEMPLATE_DB}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const c = new pg.Client({ connectionString: adminUrl });
+      await c.connect();
+      await c.query(`drop database if exists ${name} with (force)`);
+      await c.end();
+    },
+  };
+}
+
+export async function createHarness(env: Partial<Env> = {}): Promise<Harness> {
+  const database = await freshDatabase();
+  const dataDir = mkdtempSync(join(tmpdir(), 'slipway-test-data-'));
+  const config = loadConfig({}, { DATA_DIR: dataDir, DATABASE_URL: database.url, LOG_LEVEL: 'info', ...env });
+  const db = createDb(database.url, 5);
+  const secrets = new SecretBox({ current: parseKey(generateKeyText()), previous: [] });
+  const ctx: AppContext = { config, db, secrets };
+  let logText = '';
+  const stream = new Writable({ write(chunk, _enc, cb) { logText += chunk.toString(); cb(); } });
+  const app = await buildApp(ctx, {
+    logger: { level: 'trace', stream, redact: ['req.headers["x-api-key"]', 'req.headers.cookie', 'res.headers["set-cookie"]'] },
+  });
+  await app.ready();
+  const users = new UsersService(db);
+  const auth = new AuthService(ctx);
+  let counter = 0;
+  return {
+    app, ctx, databaseUrl: database.url, dataDir,
+    logs: () => logText,
+    async user(overrides = {}) {
+      counter++;
+      const username = overrides.username ?? `user${counter}-${randomBytes(3).toString('hex')}`;
+      const password = `pw-${randomBytes(8).toString('hex')}`;
+      const created = await users.create({ username, email: `${username}@example.com`, password, is_admin: overrides.admin ?? false });
+      const { key } = await auth.createApiKey(created.id, 'test');
+      return { id: created.id, username, email: created.email, password, apiKey: key, headers: { 'x-api-key': key } };
+    },
+    async close() {
+      await app.close();
+      await db.destroy();
+      await database.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    globalSetup: ['test/global-setup.ts'],
+    reporters: ['default', './test/helpers/summary-reporter.ts'],
+    pool: 'forks',
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+  },
+});
