@@ -26,15 +26,39 @@ const EnvSchema = Type.Object({
   LOGIN_MAX_ATTEMPTS: Type.Integer({ minimum: 1, default: 10 }),
   LOGIN_WINDOW_SECONDS: Type.Integer({ minimum: 1, default: 15 * 60 }),
   BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 1024 * 1024 }),
+  /** Believe X-Forwarded-For/-Proto (login rate-limit address, Secure cookie) only behind a proxy you run. */
+  TRUST_PROXY: Type.Boolean({ default: false }),
   ROUTER_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8081 }),
   ROUTER_DOMAIN: Type.String({ default: 'localhost' }),
+  /** Address the application router listens on (tests: 127.0.0.1). */
+  ROUTER_HOST: Type.String({ default: '0.0.0.0' }),
+  /** Longest wait for in-flight requests to a retired instance before it is stopped. */
+  ROUTER_DRAIN_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 30_000 }),
+  /** First restart delay of a crashed instance; doubles per consecutive crash, at most 30 s. */
+  RUNTIME_RESTART_BACKOFF_MS: Type.Integer({ minimum: 10, default: 1000 }),
+  /** Time between TERM and KILL when an instance is stopped. */
+  RUNTIME_STOP_GRACE_MS: Type.Integer({ minimum: 0, default: 10_000 }),
+  /** How often the observability sampler records the runtime's usage. */
+  OBSERVABILITY_SAMPLE_SECONDS: Type.Integer({ minimum: 1, default: 60 }),
   GITHUB_URL: Type.String({ default: 'https://github.com' }),
   GITHUB_WEBHOOK_SECRET: Type.Optional(Type.String()),
   REGISTRY_URL: Type.Optional(Type.String()),
   REGISTRY_SERVICE: Type.String({ default: 'slipway-registry' }),
   TOKEN_ISSUER: Type.String({ default: 'slipway' }),
+  /** Registry token signing key (PEM; may also hold the certificate). Unset: generated in DATA_DIR/registry/. */
+  REGISTRY_SIGNING_KEY_FILE: Type.Optional(Type.String({ minLength: 1 })),
+  REGISTRY_SIGNING_CERT_FILE: Type.Optional(Type.String({ minLength: 1 })),
+  REGISTRY_TOKEN_TTL_SECONDS: Type.Integer({ minimum: 30, maximum: 3600, default: 300 }),
+  /** containers/storage root of Dockerfile builds (vfs driver); default DATA_DIR/containers. */
+  BUILDAH_STORAGE_ROOT: Type.Optional(Type.String({ minLength: 1 })),
   /** `all` runs API and workers in one process; `api` or `worker` splits them. */
   SLIPWAY_ROLE: Type.Union([Type.Literal('all'), Type.Literal('api'), Type.Literal('worker')], { default: 'all' }),
+  /** Pipeline jobs (builds, releases, deploys) one worker process runs at once; one per application at a time. */
+  PIPELINE_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 2 }),
+  /** A build running longer than this fails. */
+  BUILD_TIMEOUT_SECONDS: Type.Integer({ minimum: 10, maximum: 24 * 3600, default: 1800 }),
+  /** Comma-separated folders that local-path repositories must lie in; unset allows any path (single-user machines). */
+  LOCAL_REPOSITORY_ROOTS: Type.Optional(Type.String()),
 });
 
 export type Env = Static<typeof EnvSchema>;

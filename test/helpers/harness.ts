@@ -11,6 +11,9 @@ import type { AppContext } from '../../src/platform/context.js';
 import { generateKeyText, SecretBox, parseKey } from '../../src/platform/crypto/secret-box.js';
 import { createDb } from '../../src/platform/db/database.js';
 import type { App } from '../../src/platform/http/types.js';
+import { PipelineJobs } from '../../src/platform/jobs/pipeline-jobs.js';
+import { createRuntime } from '../../src/platform/runtime/index.js';
+import { startDeploymentRuntime } from '../../src/modules/deployments/deployments.jobs.js';
 import { AuthService } from '../../src/modules/auth/auth.service.js';
 import { UsersService } from '../../src/modules/users/users.service.js';
 
@@ -58,19 +61,36 @@ export async function freshDatabase(): Promise<{ url: string; drop: () => Promis
   };
 }
 
-export async function createHarness(env: Partial<Env> = {}): Promise<Harness> {
+export interface HarnessOptions {
+  /** Open the pipeline job store on the test database and run workers in this process. */
+  jobs?: boolean;
+  /** Run deployed applications and the router (on ROUTER_HOST:ROUTER_PORT, e.g. 127.0.0.1:0) here; needs `jobs`. */
+  runtime?: boolean;
+}
+
+export async function createHarness(env: Partial<Env> = {}, options: HarnessOptions = {}): Promise<Harness> {
   const database = await freshDatabase();
   const dataDir = mkdtempSync(join(tmpdir(), 'slipway-test-data-'));
   const config = loadConfig({}, { DATA_DIR: dataDir, DATABASE_URL: database.url, LOG_LEVEL: 'info', ...env });
   const db = createDb(database.url, 5);
   const secrets = new SecretBox({ current: parseKey(generateKeyText()), previous: [] });
   const ctx: AppContext = { config, db, secrets };
+  if (options.jobs) {
+    ctx.jobs = new PipelineJobs({ databaseUrl: database.url, db, concurrency: config.PIPELINE_CONCURRENCY, pollIntervalMs: 200, heartbeatIntervalMs: 1000, stopTimeoutMs: 5000 });
+    await ctx.jobs.start();
+  }
+  if (options.runtime) ctx.runtime = createRuntime(config, db);
   let logText = '';
   const stream = new Writable({ write(chunk, _enc, cb) { logText += chunk.toString(); cb(); } });
   const app = await buildApp(ctx, {
     logger: { level: 'trace', stream, redact: ['req.headers["x-api-key"]', 'req.headers.cookie', 'res.headers["set-cookie"]'] },
   });
   await app.ready();
+  if (ctx.runtime) await startDeploymentRuntime(ctx, app.log.child({ component: 'runtime' }));
+  if (ctx.jobs) {
+    ctx.jobs.setLogger(app.log.child({ component: 'jobs' }));
+    await ctx.jobs.startWorkers();
+  }
   const users = new UsersService(db);
   const auth = new AuthService(ctx);
   let counter = 0;
@@ -87,6 +107,8 @@ export async function createHarness(env: Partial<Env> = {}): Promise<Harness> {
     },
     async close() {
       await app.close();
+      await ctx.jobs?.stop();
+      await ctx.runtime?.shutdown();
       await db.destroy();
       await database.drop();
       rmSync(dataDir, { recursive: true, force: true });

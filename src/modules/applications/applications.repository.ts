@@ -19,6 +19,33 @@ export class ApplicationsRepository {
     return this.withOwners().where('a.id', '=', id).executeTakeFirst();
   }
 
+  /** The application with whether `userId` is a member of its organization: one round trip per request. */
+  findByIdForUser(id: string, userId: string) {
+    return this.withOwners()
+      .select((eb) => eb.exists(
+        eb.selectFrom('memberships as m').select('m.user_id').whereRef('m.organization_id', '=', 'o.id').where('m.user_id', '=', userId),
+      ).as('is_member'))
+      .where('a.id', '=', id)
+      .executeTakeFirst();
+  }
+
+  /**
+   * The application by its slugs, with each level resolved in the same query (null when it
+   * does not exist) and the caller's membership, so callers answer 404/403 in the
+   * documented order with one round trip.
+   */
+  findBySlugsForUser(orgSlug: string, projectSlug: string, appSlug: string, userId: string) {
+    return this.db
+      .selectFrom('organizations as o')
+      .leftJoin('memberships as m', (j) => j.onRef('m.organization_id', '=', 'o.id').on('m.user_id', '=', userId))
+      .leftJoin('projects as p', (j) => j.onRef('p.organization_id', '=', 'o.id').on('p.slug', '=', projectSlug))
+      .leftJoin('applications as a', (j) => j.onRef('a.project_id', '=', 'p.id').on('a.slug', '=', appSlug))
+      .selectAll('a')
+      .select(['o.id as organization_id', 'o.slug as organization_slug', 'p.slug as project_slug', 'm.user_id as member_id', 'p.id as found_project_id'])
+      .where('o.slug', '=', orgSlug)
+      .executeTakeFirst();
+  }
+
   findBySlugs(orgSlug: string, projectSlug: string, appSlug: string) {
     return this.withOwners()
       .where('o.slug', '=', orgSlug).where('p.slug', '=', projectSlug).where('a.slug', '=', appSlug)

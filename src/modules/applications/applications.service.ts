@@ -1,9 +1,8 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { Db } from '../../platform/db/database.js';
-import { conflict, isUniqueViolation, notFound } from '../../platform/errors.js';
+import { conflict, forbidden, isUniqueViolation, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
-import { OrganizationAccess } from '../organizations/access.js';
 import { ProjectsService } from '../projects/projects.service.js';
 import { ApplicationsRepository } from './applications.repository.js';
 import type { Static } from 'typebox';
@@ -30,7 +29,6 @@ export type ScaleListener = (applicationId: string) => Promise<void>;
 export class ApplicationsService {
   private readonly apps: ApplicationsRepository;
   private readonly projects: ProjectsService;
-  private readonly access: OrganizationAccess;
 
   constructor(
     db: Db,
@@ -39,14 +37,16 @@ export class ApplicationsService {
   ) {
     this.apps = new ApplicationsRepository(db);
     this.projects = new ProjectsService(db);
-    this.access = new OrganizationAccess(db);
   }
 
   /** The application row, once the caller is known to be a member of its organization. */
   async authorize(userId: string, applicationId: string): Promise<ApplicationRow> {
-    const app = await this.apps.findById(applicationId);
-    if (!app) throw notFound('Application');
-    await this.access.requireMember(userId, app.organization_id);
+    // The membership rule of OrganizationAccess, checked in the same query as the lookup
+    // (every per-application route passes here, so it is the hottest path).
+    const found = await this.apps.findByIdForUser(applicationId, userId);
+    if (!found) throw notFound('Application');
+    if (!found.is_member) throw forbidden();
+    const { is_member: _member, ...app } = found;
     return app;
   }
 
@@ -66,10 +66,14 @@ export class ApplicationsService {
   }
 
   async detailBySlugs(userId: string, orgSlug: string, projectSlug: string, appSlug: string) {
-    await this.projects.resolve(userId, orgSlug, projectSlug);
-    const app = await this.apps.findBySlugs(orgSlug, projectSlug, appSlug);
-    if (!app) throw notFound('Application');
-    return this.describe(app);
+    const found = await this.apps.findBySlugsForUser(orgSlug, projectSlug, appSlug, userId);
+    if (!found) throw notFound('Organization');
+    if (!found.member_id) throw forbidden();
+    if (!found.found_project_id) throw notFound('Project');
+    if (!found.id) throw notFound('Application');
+    const { member_id: _member, found_project_id: _project, ...app } = found;
+    // Every application column is present once `id` is: the left join matched a row.
+    return this.describe(app as ApplicationRow);
   }
 
   async describe(app: ApplicationRow) {

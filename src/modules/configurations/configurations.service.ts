@@ -5,6 +5,7 @@ import type { Db } from '../../platform/db/database.js';
 import type { ConfigScope } from '../../platform/db/schema.js';
 import { AppError, conflict, isUniqueViolation, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
+import { resealAll } from '../../platform/crypto/rotation.js';
 import { parseDotenv } from './dotenv.js';
 import { ConfigurationsRepository, type ScopeRef } from './configurations.repository.js';
 import { CONFIG_NAME_PATTERN, MAX_VALUE_BYTES, SECRET_MASK } from './configurations.schemas.js';
@@ -159,14 +160,7 @@ export class ConfigurationsService {
 
   /** Re-seals every secret still sealed with an older key (after rotating SECRET_KEY). */
   async resealAll(): Promise<number> {
-    const rows = await this.db.selectFrom('config_vars').select(['id', 'value_sealed']).where('secret', '=', true).execute();
-    let count = 0;
-    for (const row of rows) {
-      if (this.secrets.isCurrent(row.value_sealed!)) continue;
-      const resealed = this.secrets.seal(this.secrets.open(row.value_sealed!));
-      await this.db.updateTable('config_vars').set({ value_sealed: resealed }).where('id', '=', row.id).execute();
-      count++;
-    }
-    return count;
+    const [result] = await resealAll(this.db, this.secrets, [{ table: 'config_vars', column: 'value_sealed' }]);
+    return result?.resealed ?? 0;
   }
 }

@@ -19,7 +19,8 @@ export function parseDotenv(text: string): DotenvResult {
     if (line === '' || line.startsWith('#')) continue;
     const match = /^(?:export\s+)?([^=\s]+)\s*=\s*(.*)$/.exec(line);
     if (!match) {
-      errors.push({ name: line.slice(0, 64), message: `line ${i + 1}: expected NAME=value` });
+      // Name the entry by its first word only: the rest of a malformed line may be a secret value.
+      errors.push({ name: line.split(/[\s:=]/)[0]!.slice(0, 64), message: `line ${i + 1}: expected NAME=value` });
       continue;
     }
     const name = match[1]!;

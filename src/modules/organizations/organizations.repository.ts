@@ -76,7 +76,7 @@ export class OrganizationsRepository {
   changeMembership(
     organizationId: string,
     userId: string,
-    change: (current: { admin: boolean }, adminCount: number) => boolean | null,
+    change: (current: { admin: boolean }, adminCount: number, members: Array<{ user_id: string; admin: boolean }>) => boolean | null,
   ) {
     return this.db.transaction().execute(async (trx) => {
       const rows = await trx
@@ -87,7 +87,7 @@ export class OrganizationsRepository {
         .execute();
       const current = rows.find((r) => r.user_id === userId);
       if (!current) return undefined;
-      const next = change(current, rows.filter((r) => r.admin).length);
+      const next = change(current, rows.filter((r) => r.admin).length, rows);
       if (next === null) {
         await trx.deleteFrom('memberships').where('organization_id', '=', organizationId).where('user_id', '=', userId).execute();
       } else {

@@ -1,11 +1,19 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { Db } from '../../platform/db/database.js';
-import { conflict, isUniqueViolation, notFound } from '../../platform/errors.js';
+import { conflict, forbidden, isUniqueViolation, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
 import { UsersRepository } from '../users/users.repository.js';
 import { OrganizationAccess } from './access.js';
 import { OrganizationsRepository } from './organizations.repository.js';
+
+/**
+ * The caller's admin flag, re-read under the membership lock: a caller demoted or removed
+ * by a concurrent request no longer acts as an admin.
+ */
+function requireAdminAmong(members: Array<{ user_id: string; admin: boolean }>, userId: string) {
+  if (!members.find((m) => m.user_id === userId)?.admin) throw forbidden('Only organization admins can do this');
+}
 
 export class OrganizationsService {
   private readonly orgs: OrganizationsRepository;
@@ -79,7 +87,8 @@ export class OrganizationsService {
   async toggleAdmin(userId: string, slug: string, memberId: string) {
     const { org } = await this.resolve(userId, slug);
     await this.access.requireAdmin(userId, org.id);
-    const result = await this.orgs.changeMembership(org.id, memberId, (current, admins) => {
+    const result = await this.orgs.changeMembership(org.id, memberId, (current, admins, members) => {
+      requireAdminAmong(members, userId);
       if (current.admin && admins <= 1) throw conflict('The last admin of an organization cannot be demoted');
       return !current.admin;
     });
@@ -90,8 +99,10 @@ export class OrganizationsService {
   /** Admins remove anyone; a member may remove only themselves (leave). */
   async removeMember(userId: string, slug: string, memberId: string) {
     const { org, membership } = await this.resolve(userId, slug);
-    if (memberId !== userId || membership.admin) await this.access.requireAdmin(userId, org.id);
-    const result = await this.orgs.changeMembership(org.id, memberId, (current, admins) => {
+    const adminOnly = memberId !== userId || membership.admin;
+    if (adminOnly) await this.access.requireAdmin(userId, org.id);
+    const result = await this.orgs.changeMembership(org.id, memberId, (current, admins, members) => {
+      if (adminOnly) requireAdminAmong(members, userId);
       if (current.admin && admins <= 1) throw conflict('The last admin of an organization cannot be removed');
       return null;
     });

@@ -60,6 +60,8 @@ export interface ProjectsTable {
   organization_id: string;
   name: string;
   slug: string;
+  /** The owning team (migration 0003), if any. */
+  team_id: string | null;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -131,5 +133,219 @@ export interface ControlPlaneTables {
   environments: EnvironmentsTable;
 }
 
+/** Migration 0003: teams and per-environment service settings. */
+export interface TeamsTable {
+  id: string;
+  organization_id: string;
+  name: string;
+  slug: string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface TeamMembersTable {
+  team_id: string;
+  organization_id: string;
+  user_id: string;
+  created_at: Timestamp;
+}
+
+export interface EnvironmentServicesTable {
+  environment_id: string;
+  application_id: string;
+  process_counts: ColumnType<ProcessCounts, string | undefined, string>;
+  process_pod_classes: ColumnType<ProcessPodClasses, string | undefined, string>;
+  updated_at: Timestamp;
+}
+
+export interface EnvironmentDeploysTable {
+  id: string;
+  environment_id: string;
+  kind: Generated<'deploy' | 'promote'>;
+  source_environment_id: string | null;
+  requested_by: string | null;
+  status: Generated<'deploying' | 'complete' | 'error'>;
+  complete: Generated<boolean>;
+  error: Generated<boolean>;
+  error_detail: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface EnvironmentDeployServicesTable {
+  environment_deploy_id: string;
+  application_id: string;
+  position: number;
+  image_id: string | null;
+  release_id: string | null;
+  deployment_id: string | null;
+  error_detail: string | null;
+}
+
+export interface WorkspaceTables {
+  teams: TeamsTable;
+  team_members: TeamMembersTable;
+  environment_services: EnvironmentServicesTable;
+  environment_deploys: EnvironmentDeploysTable;
+  environment_deploy_services: EnvironmentDeployServicesTable;
+}
+
+// Pipeline (migration 0002): images, releases, deployments, runtime instances, metrics, hooks, job bookkeeping.
+export type JsonColumn<T> = ColumnType<T, string | undefined, string>;
+export type NullableJsonColumn<T> = ColumnType<T | null, string | null | undefined, string | null>;
+export type ProcessDefinitions = Record<string, { cmd: string; env: Record<string, string> }>;
+export interface PipelineStep { steps: string[]; current: number; substep?: string }
+export interface ChangeSet { added: string[]; removed: string[]; changed: string[] }
+export type BuildStatus = 'building' | 'built' | 'error';
+export type DeploymentStatus = 'queued' | 'deploying' | 'complete' | 'error';
+export type InstanceState = 'starting' | 'healthy' | 'running' | 'crashed' | 'stopped';
+
+export interface ImagesTable {
+  id: string;
+  application_id: string;
+  version: number;
+  status: ColumnType<BuildStatus, BuildStatus | undefined, BuildStatus>;
+  built: Generated<boolean>;
+  error: Generated<boolean>;
+  error_detail: string | null;
+  repository_name: string;
+  image_id: string | null;
+  build_slug: string | null;
+  build_ref: string | null;
+  commit_sha: string | null;
+  dockerfile: string | null;
+  procfile: string | null;
+  processes: NullableJsonColumn<ProcessDefinitions>;
+  image_metadata: NullableJsonColumn<Record<string, unknown>>;
+  artifact_path: string | null;
+  log_text: Generated<string>;
+  build_step: NullableJsonColumn<PipelineStep>;
+  job_id: string | null;
+  started_at: NullableTimestamp;
+  finished_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ReleasesTable {
+  id: string;
+  application_id: string;
+  environment_id: string;
+  version: number;
+  platform: Generated<string>;
+  image_ref: string | null;
+  status: ColumnType<BuildStatus, BuildStatus | undefined, BuildStatus>;
+  built: Generated<boolean>;
+  error: Generated<boolean>;
+  error_detail: string | null;
+  configuration: NullableJsonColumn<unknown>;
+  configuration_sealed: string | null;
+  process_counts: NullableJsonColumn<ProcessCounts>;
+  process_pod_classes: NullableJsonColumn<ProcessPodClasses>;
+  processes: NullableJsonColumn<ProcessDefinitions>;
+  health_check_path: Generated<string>;
+  health_check_host: string | null;
+  deployment_timeout: Generated<number>;
+  image_changes: NullableJsonColumn<ChangeSet>;
+  configuration_changes: NullableJsonColumn<ChangeSet>;
+  release_metadata: NullableJsonColumn<Record<string, unknown>>;
+  commit_sha: string | null;
+  log_text: Generated<string>;
+  build_step: NullableJsonColumn<PipelineStep>;
+  job_id: string | null;
+  started_at: NullableTimestamp;
+  finished_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface DeploymentsTable {
+  id: string;
+  application_id: string;
+  environment_id: string;
+  release_id: string;
+  status: ColumnType<DeploymentStatus, DeploymentStatus | undefined, DeploymentStatus>;
+  complete: Generated<boolean>;
+  error: Generated<boolean>;
+  error_detail: string | null;
+  deploy_metadata: NullableJsonColumn<Record<string, unknown>>;
+  deploy_log: Generated<string>;
+  deploy_step: NullableJsonColumn<PipelineStep>;
+  job_id: string | null;
+  started_at: NullableTimestamp;
+  finished_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface InstancesTable {
+  id: string;
+  application_id: string;
+  environment_id: string;
+  release_id: string | null;
+  deployment_id: string | null;
+  process_type: string;
+  ordinal: number;
+  host: string | null;
+  port: number | null;
+  pid: number | null;
+  state: ColumnType<InstanceState, InstanceState | undefined, InstanceState>;
+  restart_count: Generated<number>;
+  worker_id: string | null;
+  started_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface MetricSamplesTable {
+  application_id: string;
+  environment_id: string;
+  sampled_at: Timestamp;
+  cpu_usage_m: Generated<number>;
+  memory_usage_bytes: Generated<number>;
+  pod_count: Generated<number>;
+  restart_count: Generated<number>;
+}
+
+export interface GithubHooksTable {
+  id: string;
+  event: string;
+  delivery_id: string | null;
+  repository: string | null;
+  ref: string | null;
+  after_sha: string | null;
+  payload: Json<unknown>;
+  triggered: JsonColumn<Array<{ application_id: string; job_id: string | null }>>;
+  created_at: Timestamp;
+}
+
+export interface WorkersTable {
+  id: string;
+  hostname: string;
+  pid: number;
+  started_at: Timestamp;
+  heartbeat_at: Timestamp;
+  stopped_at: NullableTimestamp;
+}
+
+export interface JobRunsTable {
+  job_id: string;
+  worker_id: string;
+  kind: string;
+  application_id: string | null;
+  data: Json<Record<string, unknown>>;
+  started_at: Timestamp;
+}
+
+export interface PipelineTables {
+  images: ImagesTable;
+  releases: ReleasesTable;
+  deployments: DeploymentsTable;
+  instances: InstancesTable;
+  metric_samples: MetricSamplesTable;
+  github_hooks: GithubHooksTable;
+  workers: WorkersTable;
+  job_runs: JobRunsTable;
+}
+
 /** Every feature adds its tables here, one interface per migration group. */
-export interface Database extends ControlPlaneTables {}
+export interface Database extends ControlPlaneTables, WorkspaceTables, PipelineTables {}

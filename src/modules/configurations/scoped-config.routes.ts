@@ -1,0 +1,86 @@
+import { Type, type TObject, type TProperties } from 'typebox';
+import { commonErrorResponses, IdParam, Ok } from '../../platform/http/schemas.js';
+import type { App } from '../../platform/http/types.js';
+import { currentUser } from '../auth/principal.js';
+import type { ScopeRef } from './configurations.repository.js';
+import { ConfigVariable, CreateConfigBody, MAX_VALUE_BYTES, UpdateConfigBody } from './configurations.schemas.js';
+import type { ConfigurationsService } from './configurations.service.js';
+import type { ScopedConfig } from './scoped-config.js';
+
+/** One entry of an array bulk request: names are checked per entry so one bad name does not refuse the rest. */
+export const BulkEntry = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 1024 }),
+    value: Type.String({ maxLength: MAX_VALUE_BYTES * 4 }),
+    secret: Type.Optional(Type.Boolean()),
+    buildtime: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+
+export const BulkEntryResult = Type.Object(
+  {
+    name: Type.String(),
+    result: Type.Union([Type.Literal('created'), Type.Literal('updated'), Type.Literal('skipped'), Type.Literal('error')]),
+    message: Type.Optional(Type.String()),
+    variable: Type.Optional(ConfigVariable),
+  },
+  { $id: 'BulkEntryResult' },
+);
+
+export interface ScopedConfigRouteOptions<P extends TProperties> {
+  /** Path up to (not including) `/config`, e.g. `/workspaces/:workspace`. */
+  prefix: string;
+  params: TObject<P>;
+  tags: string[];
+  /** What the scope is called in summaries ("workspace", "team", ...). */
+  label: string;
+  config: ConfigurationsService;
+  scoped: ScopedConfig;
+  /** Checks the caller's access and names the scope; throws 404/403. */
+  scopeOf: (params: Record<string, string>, userId: string) => Promise<ScopeRef>;
+}
+
+/**
+ * The configuration routes every workspace-group scope shares: list, set (create or
+ * replace by name), bulk (array of entries), get, change and delete one variable.
+ */
+export function registerScopedConfigRoutes<P extends TProperties>(app: App, o: ScopedConfigRouteOptions<P>) {
+  const { tags, config, scoped, label } = o;
+  const params = Type.Object({ ...o.params.properties });
+  const itemParams = Type.Object({ ...o.params.properties, config_id: IdParam });
+  const scope = (request: { params: unknown }, userId: string) => o.scopeOf(request.params as Record<string, string>, userId);
+
+  app.get(`${o.prefix}/config`, {
+    schema: { tags, summary: `The ${label}'s variables (secrets masked)`, params, response: { 200: Type.Array(ConfigVariable), ...commonErrorResponses } },
+  }, async (request) => config.list(await scope(request, currentUser(request).id)));
+
+  app.post(`${o.prefix}/config`, {
+    schema: {
+      tags, summary: `Set a ${label} variable: creates it (201) or replaces the value and flags of the one with that name (200)`,
+      params, body: CreateConfigBody, response: { 200: ConfigVariable, 201: ConfigVariable, ...commonErrorResponses },
+    },
+  }, async (request, reply) => {
+    const { created, variable } = await scoped.set(await scope(request, currentUser(request).id), request.body);
+    return reply.code(created ? 201 : 200).send(variable);
+  });
+
+  app.post(`${o.prefix}/config/bulk`, {
+    schema: {
+      tags, summary: `Set many ${label} variables: one outcome per name (existing secrets are skipped, invalid entries reported)`,
+      params, body: Type.Array(BulkEntry, { maxItems: 1000 }), response: { 200: Type.Array(BulkEntryResult), ...commonErrorResponses },
+    },
+  }, async (request) => scoped.bulk(await scope(request, currentUser(request).id), request.body));
+
+  app.get(`${o.prefix}/config/:config_id`, {
+    schema: { tags, summary: `One ${label} variable`, params: itemParams, response: { 200: ConfigVariable, ...commonErrorResponses } },
+  }, async (request) => config.get(await scope(request, currentUser(request).id), (request.params as { config_id: string }).config_id));
+
+  app.patch(`${o.prefix}/config/:config_id`, {
+    schema: { tags, summary: `Change a ${label} variable`, params: itemParams, body: UpdateConfigBody, response: { 200: ConfigVariable, ...commonErrorResponses } },
+  }, async (request) => config.update(await scope(request, currentUser(request).id), (request.params as { config_id: string }).config_id, request.body));
+
+  app.delete(`${o.prefix}/config/:config_id`, {
+    schema: { tags, summary: `Delete a ${label} variable (lower scopes then fall back to the next higher one)`, params: itemParams, response: { 200: Ok, ...commonErrorResponses } },
+  }, async (request) => config.delete(await scope(request, currentUser(request).id), (request.params as { config_id: string }).config_id));
+}

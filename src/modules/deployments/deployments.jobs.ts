@@ -1,0 +1,48 @@
+import type { AppContext } from '../../platform/context.js';
+import type { RuntimeLogger } from '../../platform/runtime/runtime.service.js';
+import { DeployRunner, INTERRUPTED_DETAIL } from './deploy-runner.js';
+import { DeploymentsRepository } from './deployments.repository.js';
+import { DEPLOY_JOB, RECONCILE_JOB } from './deployments.service.js';
+import { FormationReconciler } from './formation-reconciler.js';
+import { MetricsSampler } from '../observability/metrics-sampler.js';
+
+/**
+ * Registers the deployment job kinds in a process that has a runtime (roles `all` and
+ * `worker`): `deploy` runs a deployment, `reconcile` matches running instances to the
+ * current deployment and counts (after a scale, and to bring processes back on start).
+ */
+export function registerDeploymentJobs(ctx: AppContext, logger: RuntimeLogger) {
+  const { jobs, runtime } = ctx;
+  if (!jobs || !runtime) return;
+  const repo = new DeploymentsRepository(ctx.db);
+  const runner = new DeployRunner(ctx, runtime);
+  const reconciler = new FormationReconciler(ctx, runtime, logger);
+  jobs.register(DEPLOY_JOB, (data, job) => runner.run(String(data.recordId), job.jobId, job.signal), {
+    // The worker died mid-deploy: its processes died with it, the previous release comes back by `reconcile`.
+    onInterrupted: async (data) => { await repo.failIfUnfinished(String(data.recordId), INTERRUPTED_DETAIL); },
+  });
+  jobs.register(RECONCILE_JOB, (data, job) => reconciler.reconcile(data.applicationId, String(data.environmentId), job.signal), {
+    onInterrupted: async () => 'retry',
+  });
+}
+
+/**
+ * Starts the runtime (router, removal of leftovers, metrics sampler) and queues a `reconcile` for every
+ * deployed application environment, so the current releases run again. Call before the
+ * job workers start (a deploy needs the router listening).
+ */
+export async function startDeploymentRuntime(ctx: AppContext, logger: RuntimeLogger): Promise<void> {
+  const { runtime } = ctx;
+  if (!runtime) return;
+  runtime.setWorkerId(() => ctx.jobs?.workerId ?? null);
+  runtime.setLogger(logger);
+  await runtime.start();
+  const sampler = new MetricsSampler(ctx.db, runtime, ctx.config.OBSERVABILITY_SAMPLE_SECONDS, logger);
+  sampler.start();
+  runtime.onShutdown(() => sampler.stop());
+  if (!ctx.jobs) return;
+  const repo = new DeploymentsRepository(ctx.db);
+  for (const { application_id, environment_id } of await repo.deployedEnvironments()) {
+    await ctx.jobs.enqueue(RECONCILE_JOB, { applicationId: application_id, environmentId: environment_id });
+  }
+}

@@ -1,0 +1,52 @@
+import { Type } from 'typebox';
+import { Id, NullableTimestamp, Paginated, Timestamp } from '../../platform/http/schemas.js';
+
+const NullableString = Type.Union([Type.String(), Type.Null()]);
+
+export const DeployStep = Type.Object({
+  steps: Type.Array(Type.String()), current: Type.Integer(), substep: Type.Optional(Type.String()),
+}, { description: 'Steps Setup, Release, Deploy, Rollout, Done; `current` is the index of the running one' });
+
+export const DeploymentStatus = Type.Union([Type.Literal('deploying'), Type.Literal('complete'), Type.Literal('error')], {
+  description: 'A queued deployment reads `deploying` with `started` null',
+});
+
+const ReleaseRef = Type.Object({ id: Id, version: Type.Integer(), commit_sha: NullableString });
+
+const DeploymentFields = {
+  id: Id,
+  application_id: Id,
+  environment_id: Id,
+  release: ReleaseRef,
+  status: DeploymentStatus,
+  complete: Type.Boolean(),
+  error: Type.Boolean(),
+  error_detail: NullableString,
+  deploy_metadata: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], {
+    description: '`url`: the application through the router; `hostname`, `release_version`, `process_counts`, `instances`',
+  }),
+  deploy_step: Type.Union([DeployStep, Type.Null()]),
+  job_id: NullableString,
+  started: NullableTimestamp,
+  finished: NullableTimestamp,
+  created: Timestamp,
+  updated: Timestamp,
+};
+
+export const DeploymentSummary = Type.Object(DeploymentFields, { $id: 'DeploymentSummary' });
+export const DeploymentDetail = Type.Object({ ...DeploymentFields, deploy_log: Type.String() }, { $id: 'DeploymentDetail' });
+export const DeploymentList = Paginated(DeploymentSummary);
+
+export const DeploymentLog = Type.Object({
+  status: DeploymentStatus,
+  log_text: Type.String(),
+  error: Type.Boolean(),
+  error_detail: NullableString,
+  deploy_step: Type.Union([DeployStep, Type.Null()]),
+});
+
+export const DeploymentIdParams = Type.Object({ deployment_id: Type.String({ format: 'uuid' }) });
+export const ReleaseIdParams = Type.Object({ release_id: Type.String({ format: 'uuid' }) });
+
+export const DeployAccepted = Type.Object({ ok: Type.Boolean(), deployment_id: Id });
+export const ChainAccepted = Type.Object({ ok: Type.Boolean(), image_id: Id }, { description: 'The image being built; its release and deployment follow in the same job' });

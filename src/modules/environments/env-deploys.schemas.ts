@@ -1,0 +1,58 @@
+import { Type } from 'typebox';
+import { Id, PaginationQuery, Slug, Timestamp } from '../../platform/http/schemas.js';
+
+const NullableId = Type.Union([Id, Type.Null()]);
+const ServiceStatus = Type.Union([
+  Type.Literal('queued'), Type.Literal('building'), Type.Literal('releasing'), Type.Literal('deploying'), Type.Literal('complete'), Type.Literal('error'),
+]);
+
+export const EnvDeploy = Type.Object(
+  {
+    id: Id,
+    environment: Type.String({ description: 'environment slug' }),
+    kind: Type.Union([Type.Literal('deploy'), Type.Literal('promote')]),
+    from: Type.Union([Type.String(), Type.Null()], { description: 'source environment slug of a promotion' }),
+    services: Type.Array(Type.Object({
+      service: Type.String({ description: 'application slug' }),
+      deployment_id: NullableId,
+      image_id: NullableId,
+      release_id: NullableId,
+      status: ServiceStatus,
+      error_detail: Type.Union([Type.String(), Type.Null()]),
+    })),
+    status: Type.Union([Type.Literal('deploying'), Type.Literal('complete'), Type.Literal('error')]),
+    complete: Type.Boolean(),
+    error: Type.Boolean(),
+    error_detail: Type.Union([Type.String(), Type.Null()], { description: 'names the failing service(s)' }),
+    created: Timestamp,
+    updated: Timestamp,
+  },
+  { $id: 'EnvDeploy' },
+);
+
+export const EnvDeployLog = Type.Object(
+  {
+    status: Type.Union([Type.Literal('deploying'), Type.Literal('complete'), Type.Literal('error')]),
+    log_text: Type.String({ description: "every service's build, release and deployment log, each line prefixed with the service" }),
+    error: Type.Boolean(),
+    error_detail: Type.Union([Type.String(), Type.Null()]),
+  },
+  { $id: 'EnvDeployLog' },
+);
+
+export const DeployQuery = Type.Object({ service: Type.Optional(Slug) }, { additionalProperties: false });
+
+export const PromoteBody = Type.Object(
+  {
+    from: Slug,
+    service: Type.Optional(Slug),
+    configuration: Type.Optional(Type.Union([Type.Literal('source'), Type.Literal('target')], {
+      description: "`source` (default): the source release's frozen configuration; `target`: this environment's own, resolved now",
+    })),
+  },
+  { additionalProperties: false },
+);
+
+export const EnvDeploysQuery = PaginationQuery;
+
+export const EnvDeployParams = Type.Object({ workspace: Slug, project: Slug, env: Slug, deploy_id: Type.String({ format: 'uuid' }) });

@@ -1,0 +1,116 @@
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { BuildError, chooseBuilder, parseProcfile, type Builder } from '../../platform/builder/index.js';
+import type { AppContext } from '../../platform/context.js';
+import { fetchSource, SourceError } from '../../platform/git/source.js';
+import { ApplicationsRepository } from '../applications/applications.repository.js';
+import type { ConfigurationsService } from '../configurations/configurations.service.js';
+import { resolveServiceConfig } from '../configurations/layering.js';
+import { productionEnvironmentId } from '../pipeline/production-environment.js';
+import { RecordLog } from '../pipeline/record-log.js';
+import { ImagesRepository } from './images.repository.js';
+
+/** Scratch space of one build (removed when it ends). */
+export const buildWorkDir = (dataDir: string, imageId: string) => join(dataDir, 'builds', imageId);
+/** Where a built image's artifact lives. */
+export const artifactDir = (dataDir: string, applicationId: string, version: number) => join(dataDir, 'images', applicationId, String(version));
+
+export const ABANDONED = 'abandoned: its pipeline job is no longer queued or running (the server stopped at the wrong moment); build again';
+export const INTERRUPTED_BY_RESTART = 'interrupted by a restart: the worker running this build stopped before it finished; build again';
+
+/**
+ * Runs one image build: fetch the ref, read the Procfile, build through the builder
+ * port with the build-time configuration, and record the outcome. Build failures are
+ * recorded on the image (status `error`, a clear `error_detail`), never thrown.
+ */
+export class BuildRunner {
+  private readonly images: ImagesRepository;
+  private readonly apps: ApplicationsRepository;
+
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly configs: ConfigurationsService,
+    private readonly builders: Builder[],
+  ) {
+    this.images = new ImagesRepository(ctx.db);
+    this.apps = new ApplicationsRepository(ctx.db);
+  }
+
+  async run(imageId: string, signal: AbortSignal): Promise<{ ok: boolean }> {
+    const image = await this.images.findById(imageId);
+    if (!image || image.status !== 'building') return { ok: image?.built ?? false };
+    const app = await this.apps.findById(image.application_id);
+    if (!app) return { ok: false };
+
+    const environmentId = await productionEnvironmentId(this.ctx.db, app.id);
+    const config = await resolveServiceConfig(this.ctx.db, this.configs, app.id, environmentId);
+    const secrets = config.filter((v) => v.secret).map((v) => v.value);
+    const buildEnv = Object.fromEntries(config.filter((v) => v.buildtime).map((v) => [v.name, v.value]));
+    const log = new RecordLog(this.ctx.db, 'images', image.id, secrets);
+
+    const workDir = buildWorkDir(this.ctx.config.dataDir, image.id);
+    const artifact = artifactDir(this.ctx.config.dataDir, app.id, image.version);
+    await this.images.update(image.id, { started_at: new Date() });
+    try {
+      log.enter('Resolve');
+      if (!app.github_repository) {
+        throw new BuildError('The application has no github_repository: set it with PATCH /applications/{id}/settings');
+      }
+      const ref = image.build_ref ?? app.auto_deploy_branch ?? 'HEAD';
+      const contextDir = join(workDir, 'context');
+      const source = await fetchSource({
+        repository: app.github_repository, ref, subdirectory: app.subdirectory, githubUrl: this.ctx.config.GITHUB_URL,
+        localRoots: this.ctx.config.LOCAL_REPOSITORY_ROOTS?.split(',').map((r) => r.trim()).filter(Boolean),
+        workDir, destination: contextDir, signal, onLine: (l) => log.line(l),
+      });
+      const procfilePath = join(contextDir, 'Procfile');
+      const procfile = existsSync(procfilePath) ? await readFile(procfilePath, 'utf8') : null;
+      const procfileProcesses = procfile === null ? null : parseProcfile(procfile);
+      if (procfileProcesses) log.line(`Procfile: ${Object.keys(procfileProcesses).join(', ')}`);
+      await this.images.update(image.id, { commit_sha: source.commitSha, procfile, build_slug: `v${image.version}-${source.commitSha.slice(0, 7)}` });
+      const buildVars = Object.keys(buildEnv);
+      log.line(buildVars.length ? `Build-time variables: ${buildVars.join(', ')}` : 'No build-time variables');
+
+      log.enter('Build');
+      const builder = await chooseBuilder(this.builders, contextDir);
+      log.line(`Builder: ${builder.name}`);
+      const output = await builder.build({
+        applicationId: app.id, version: image.version, repositoryName: image.repository_name,
+        contextDir, artifactDir: artifact, buildEnv, secrets, procfileProcesses,
+        log: { line: (l) => log.line(l), substep: (s) => log.substep(s) },
+        signal, timeoutMs: this.ctx.config.BUILD_TIMEOUT_SECONDS * 1000,
+      });
+
+      log.enter('Export');
+      log.line(`Image ${output.imageId}`);
+      log.line(`Processes: ${Object.entries(output.processes).map(([n, p]) => `${n}=${p.cmd}`).join('; ')}`);
+
+      log.enter('Push');
+      log.line(`Stored at ${output.artifactPath}`);
+
+      log.enter('Done');
+      log.line('Build succeeded');
+      await log.flush();
+      await this.images.update(image.id, {
+        status: 'built', built: true, error: false, error_detail: null,
+        image_id: output.imageId, dockerfile: output.dockerfile, processes: JSON.stringify(output.processes),
+        image_metadata: JSON.stringify({ ...output.imageMetadata, source: source.displayUrl, subdirectory: app.subdirectory }),
+        artifact_path: output.artifactPath, finished_at: new Date(),
+      });
+      return { ok: true };
+    } catch (err) {
+      const known = err instanceof BuildError || err instanceof SourceError;
+      const detail = signal.aborted
+        ? 'interrupted: the server stopped during the build; build again'
+        : known ? (err as Error).message : `internal error while building: ${(err as Error).message}`;
+      log.line(`Build failed: ${detail}`);
+      await log.flush();
+      await this.images.update(image.id, { status: 'error', error: true, built: false, error_detail: log.scrub(detail), finished_at: new Date() });
+      await rm(artifact, { recursive: true, force: true });
+      return { ok: false };
+    } finally {
+      await rm(workDir, { recursive: true, force: true });
+    }
+  }
+}

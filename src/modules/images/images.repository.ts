@@ -1,0 +1,61 @@
+import { sql, type Updateable } from 'kysely';
+import { v7 as uuidv7 } from 'uuid';
+import type { Db } from '../../platform/db/database.js';
+import type { ImagesTable } from '../../platform/db/schema.js';
+import { notFound } from '../../platform/errors.js';
+import { lockApplication } from '../pipeline/production-environment.js';
+import { BUILD_STEPS } from '../pipeline/record-log.js';
+import { failIfBuilding, settleAbandoned } from '../pipeline/build-records.js';
+
+export class ImagesRepository {
+  constructor(private readonly db: Db) {}
+
+  /** A new image record with the next version of the application (taken under the application's row lock). */
+  insertNext(applicationId: string, fields: { repository_name: string; build_ref: string }) {
+    return this.db.transaction().execute(async (trx) => {
+      if (!(await lockApplication(trx, applicationId))) throw notFound('Application');
+      const { next } = await trx.selectFrom('images')
+        .select(sql<number>`coalesce(max(version), 0) + 1`.as('next'))
+        .where('application_id', '=', applicationId)
+        .executeTakeFirstOrThrow();
+      return trx.insertInto('images').values({
+        id: uuidv7(), application_id: applicationId, version: next, status: 'building',
+        repository_name: fields.repository_name, build_ref: fields.build_ref,
+        build_step: JSON.stringify({ steps: [...BUILD_STEPS], current: 0 }),
+        log_text: 'Queued\n',
+      }).returning(['id', 'version']).executeTakeFirstOrThrow();
+    });
+  }
+
+  findById(id: string) {
+    return this.db.selectFrom('images').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  async page(applicationId: string, limit: number, offset: number) {
+    const [rows, count] = await Promise.all([
+      this.db.selectFrom('images').selectAll().where('application_id', '=', applicationId)
+        .orderBy('version', 'desc').limit(limit).offset(offset).execute(),
+      this.db.selectFrom('images').select((eb) => eb.fn.countAll<number>().as('n')).where('application_id', '=', applicationId).executeTakeFirstOrThrow(),
+    ]);
+    return { rows, total: Number(count.n) };
+  }
+
+  /** The newest built image of the application. */
+  latestBuilt(applicationId: string) {
+    return this.db.selectFrom('images').selectAll().where('application_id', '=', applicationId).where('built', '=', true)
+      .orderBy('version', 'desc').limit(1).executeTakeFirst();
+  }
+
+  update(id: string, changes: Updateable<ImagesTable>) {
+    return this.db.updateTable('images').set({ ...changes, updated_at: sql`now()` }).where('id', '=', id).execute();
+  }
+
+  /** Fails the record if it is still in progress (never overwrites a finished one). */
+  failIfBuilding(id: string, detail: string) {
+    return failIfBuilding(this.db, 'images', id, detail);
+  }
+
+  settleAbandoned(liveJobIds: Set<string>, detail: string, graceSeconds?: number) {
+    return settleAbandoned(this.db, 'images', liveJobIds, detail, graceSeconds);
+  }
+}

@@ -1,0 +1,124 @@
+import { rm } from 'node:fs/promises';
+import type { Builder } from '../../platform/builder/index.js';
+import type { AppContext } from '../../platform/context.js';
+import { AppError, invalid, notFound } from '../../platform/errors.js';
+import { iso, pageOf, type PaginationQuery } from '../../platform/http/schemas.js';
+import type { JobMaintenance, Jobs } from '../../platform/jobs/types.js';
+import { ApplicationsRepository } from '../applications/applications.repository.js';
+import type { ApplicationsService } from '../applications/applications.service.js';
+import type { ConfigurationsService } from '../configurations/configurations.service.js';
+import { ABANDONED, artifactDir, BuildRunner, buildWorkDir, INTERRUPTED_BY_RESTART } from './build-runner.js';
+import { ImagesRepository } from './images.repository.js';
+
+type ImageRow = NonNullable<Awaited<ReturnType<ImagesRepository['findById']>>>;
+
+const summary = (i: ImageRow) => ({
+  id: i.id, version: i.version, application_id: i.application_id, repository_name: i.repository_name,
+  built: i.built, error: i.error, created: iso(i.created_at), updated: iso(i.updated_at),
+});
+
+/**
+ * Images (builds) of an application. `createImage` + `runBuild` are the pipeline stage
+ * (the `build` job, and the `chain` job of `POST /applications/{id}/deploy`); the rest is the API.
+ */
+export class ImagesService {
+  private readonly repo: ImagesRepository;
+  private readonly runner: BuildRunner;
+  private readonly applications: ApplicationsRepository;
+
+  constructor(private readonly ctx: AppContext, private readonly apps: ApplicationsService, configs: ConfigurationsService, builders: Builder[]) {
+    this.repo = new ImagesRepository(ctx.db);
+    this.runner = new BuildRunner(ctx, configs, builders);
+    this.applications = new ApplicationsRepository(ctx.db);
+  }
+
+  /**
+   * Registers the `build` job kind (a build interrupted by a restart fails with a clear
+   * record) and a sweeper that fails builds whose job is gone.
+   */
+  registerJobs(jobs: Jobs & JobMaintenance) {
+    jobs.register('build', async (data, job) => { await this.runBuild(data.recordId!, job.signal); }, {
+      onInterrupted: async (data) => { await this.failInterrupted(data.recordId!); },
+    });
+    jobs.addSweeper(async () => { await this.repo.settleAbandoned(await jobs.liveJobIds(), ABANDONED); });
+  }
+
+  // --- pipeline stage ---
+
+  /** A new image record (status `building`, next version); the build runs when its job does. */
+  async createImage(applicationId: string, ref?: string | null): Promise<{ id: string; version: number }> {
+    const app = await this.applications.findById(applicationId);
+    if (!app) throw notFound('Application');
+    if (!app.github_repository) throw invalid('github_repository', 'set the repository to build from (PATCH /applications/{id}/settings) first');
+    return this.repo.insertNext(app.id, {
+      repository_name: `${app.organization_slug}/${app.project_slug}/${app.slug}`,
+      build_ref: ref ?? app.auto_deploy_branch ?? 'HEAD',
+    });
+  }
+
+  /** Runs the build of an image record; failures are recorded on it. */
+  runBuild(imageId: string, signal: AbortSignal): Promise<{ ok: boolean }> {
+    return this.runner.run(imageId, signal);
+  }
+
+  /** Settles a build whose worker died, and removes what it left on disk. */
+  async failInterrupted(imageId: string): Promise<boolean> {
+    const failed = await this.repo.failIfBuilding(imageId, INTERRUPTED_BY_RESTART);
+    const image = failed ? await this.repo.findById(imageId) : undefined;
+    if (image) {
+      await rm(buildWorkDir(this.ctx.config.dataDir, image.id), { recursive: true, force: true });
+      await rm(artifactDir(this.ctx.config.dataDir, image.application_id, image.version), { recursive: true, force: true });
+    }
+    return failed;
+  }
+
+  // --- API ---
+
+  async requestBuild(userId: string, applicationId: string, ref?: string) {
+    await this.apps.authorize(userId, applicationId);
+    const jobs = this.requireJobs();
+    const image = await this.createImage(applicationId, ref);
+    try {
+      const jobId = await jobs.enqueue('build', { applicationId, recordId: image.id });
+      await this.repo.update(image.id, { job_id: jobId });
+    } catch (err) {
+      await this.repo.failIfBuilding(image.id, 'could not queue the build');
+      throw err;
+    }
+    return { ok: true, image_id: image.id, version: image.version };
+  }
+
+  async list(userId: string, applicationId: string, query: PaginationQuery) {
+    await this.apps.authorize(userId, applicationId);
+    const probe = pageOf(query, 0);
+    const { rows, total } = await this.repo.page(applicationId, probe.per_page, probe.offset);
+    const { offset: _offset, ...pagination } = pageOf(query, total);
+    return { items: rows.map(summary), pagination };
+  }
+
+  private async visible(userId: string, imageId: string): Promise<ImageRow> {
+    const image = await this.repo.findById(imageId);
+    if (!image) throw notFound('Image');
+    await this.apps.authorize(userId, image.application_id);
+    return image;
+  }
+
+  async detail(userId: string, imageId: string) {
+    const i = await this.visible(userId, imageId);
+    return {
+      ...summary(i),
+      image_id: i.image_id, error_detail: i.error_detail, build_slug: i.build_slug, build_ref: i.build_ref,
+      dockerfile: i.dockerfile, procfile: i.procfile, processes: i.processes, image_metadata: i.image_metadata, commit_sha: i.commit_sha,
+    };
+  }
+
+  async log(userId: string, imageId: string) {
+    const i = await this.visible(userId, imageId);
+    return { status: i.status, version: i.version, log_text: i.log_text, error: i.error, error_detail: i.error_detail, build_step: i.build_step };
+  }
+
+  private requireJobs(): Jobs {
+    if (!this.ctx.jobs) throw new AppError('UNAVAILABLE', 'The pipeline is not running in this process');
+    return this.ctx.jobs;
+  }
+}

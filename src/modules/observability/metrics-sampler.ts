@@ -1,0 +1,51 @@
+import { sql } from 'kysely';
+import type { Db } from '../../platform/db/database.js';
+import type { RuntimeLogger, RuntimeService } from '../../platform/runtime/runtime.service.js';
+
+/** Samples older than this are deleted (decisions.md: kept 30 days). */
+export const RETENTION_DAYS = 30;
+const PRUNE_EVERY_MS = 60 * 60 * 1000;
+
+/**
+ * Records the runtime's CPU, memory, instance and restart counts per application
+ * environment every interval (one minute by default) into `metric_samples`.
+ */
+export class MetricsSampler {
+  private timer: NodeJS.Timeout | null = null;
+  private lastPrune = 0;
+  private running: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly db: Db,
+    private readonly runtime: RuntimeService,
+    private readonly intervalSeconds: number,
+    private readonly logger: RuntimeLogger,
+  ) {}
+
+  start() {
+    if (this.timer) return;
+    this.timer = setInterval(() => { this.running = this.sampleOnce().then(() => {}, (err) => this.logger.error({ err }, 'metrics sample failed')); }, this.intervalSeconds * 1000);
+    this.timer.unref();
+  }
+
+  async stop() {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.running;
+  }
+
+  async sampleOnce(at = new Date()): Promise<number> {
+    const usage = await this.runtime.usage();
+    if (usage.length > 0) {
+      await this.db.insertInto('metric_samples').values(usage.map((u) => ({
+        application_id: u.applicationId, environment_id: u.environmentId, sampled_at: at,
+        cpu_usage_m: u.cpuMillicores, memory_usage_bytes: u.memoryBytes, pod_count: u.podCount, restart_count: u.restartCount,
+      }))).onConflict((oc) => oc.doNothing()).execute();
+    }
+    if (Date.now() - this.lastPrune > PRUNE_EVERY_MS) {
+      this.lastPrune = Date.now();
+      await this.db.deleteFrom('metric_samples').where('sampled_at', '<', sql<Date>`now() - make_interval(days => ${RETENTION_DAYS})`).execute();
+    }
+    return usage.length;
+  }
+}

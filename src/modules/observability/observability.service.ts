@@ -1,0 +1,45 @@
+import { sql } from 'kysely';
+import type { Db } from '../../platform/db/database.js';
+import { notFound } from '../../platform/errors.js';
+import type { ApplicationsService } from '../applications/applications.service.js';
+import { DeploymentsRepository } from '../deployments/deployments.repository.js';
+
+export const RANGES = { '1h': 3600, '6h': 6 * 3600, '24h': 24 * 3600, '7d': 7 * 86400, '30d': 30 * 86400 } as const;
+export type RangeName = keyof typeof RANGES;
+export const MAX_POINTS = 200;
+
+/**
+ * The resource history of an application's production processes. Samples are averaged
+ * (CPU, memory) or maxed (instances, restarts) into equal buckets so an answer never has
+ * more than 200 points.
+ */
+export class ObservabilityService {
+  private readonly deployments: DeploymentsRepository;
+
+  constructor(private readonly db: Db, private readonly apps: ApplicationsService) {
+    this.deployments = new DeploymentsRepository(db);
+  }
+
+  async history(userId: string, applicationId: string, range: RangeName) {
+    await this.apps.authorize(userId, applicationId);
+    const environmentId = await this.deployments.productionEnvironmentId(applicationId);
+    if (!environmentId) throw notFound('Production environment');
+    const seconds = RANGES[range];
+    const bucket = Math.max(1, Math.ceil(seconds / MAX_POINTS));
+    const { rows } = await sql<{ bucket: Date; cpu: number; memory: number; pods: number; restarts: number }>`
+      SELECT date_bin(make_interval(secs => ${bucket}), sampled_at, timestamptz '2000-01-01') AS bucket,
+             round(avg(cpu_usage_m))::int AS cpu, round(avg(memory_usage_bytes))::bigint AS memory,
+             max(pod_count) AS pods, max(restart_count) AS restarts
+      FROM metric_samples
+      WHERE application_id = ${applicationId} AND environment_id = ${environmentId}
+        AND sampled_at > now() - make_interval(secs => ${seconds})
+      GROUP BY 1 ORDER BY 1 DESC LIMIT ${MAX_POINTS}`.execute(this.db);
+    return {
+      range,
+      history: rows.reverse().map((r) => ({
+        timestamp: r.bucket.toISOString(), cpu_usage_m: Number(r.cpu), memory_usage_bytes: Number(r.memory),
+        pod_count: Number(r.pods), restart_count: Number(r.restarts),
+      })),
+    };
+  }
+}

@@ -1,0 +1,36 @@
+import { sql } from 'kysely';
+import type { Db } from '../../platform/db/database.js';
+
+/** Images and releases share their progress columns (status, built, error, log_text, job_id). */
+export type BuildRecordTable = 'images' | 'releases';
+
+function failure(detail: string) {
+  return {
+    status: 'error' as const, error: true, built: false, error_detail: detail,
+    finished_at: sql<Date>`now()`, updated_at: sql<Date>`now()`, log_text: sql<string>`log_text || ${`${detail}\n`}`,
+  };
+}
+
+// Both tables have the columns used here; typing against one of them keeps Kysely's checks.
+const table = (db: Db, name: BuildRecordTable) => db.updateTable(name as 'images');
+
+/** Fails a record still in progress (never overwrites a finished one). */
+export async function failIfBuilding(db: Db, name: BuildRecordTable, id: string, detail: string): Promise<boolean> {
+  const res = await table(db, name).set(failure(detail))
+    .where('id', '=', id).where('status', '=', 'building')
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) > 0;
+}
+
+/**
+ * Fails records still `building` whose job is not waiting or running any more (never
+ * queued, or finished without settling them), once older than `graceSeconds`.
+ */
+export async function settleAbandoned(db: Db, name: BuildRecordTable, liveJobIds: Set<string>, detail: string, graceSeconds = 120): Promise<number> {
+  let query = table(db, name).set(failure(detail))
+    .where('status', '=', 'building')
+    .where('created_at', '<', sql<Date>`now() - make_interval(secs => ${graceSeconds})`);
+  if (liveJobIds.size > 0) query = query.where((eb) => eb.or([eb('job_id', 'is', null), eb('job_id', 'not in', [...liveJobIds])]));
+  const res = await query.executeTakeFirst();
+  return Number(res.numUpdatedRows);
+}

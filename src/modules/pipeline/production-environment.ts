@@ -1,0 +1,25 @@
+import type { Db } from '../../platform/db/database.js';
+import { notFound } from '../../platform/errors.js';
+
+/**
+ * The environment that application-level pipeline endpoints act on: the project's
+ * `production` environment (created with the project).
+ */
+export async function productionEnvironmentId(db: Db, applicationId: string): Promise<string> {
+  const row = await db.selectFrom('environments as e')
+    .innerJoin('applications as a', 'a.project_id', 'e.project_id')
+    .select('e.id')
+    .where('a.id', '=', applicationId)
+    .where('e.env_type', '=', 'production')
+    .orderBy((eb) => eb.case().when('e.slug', '=', 'production').then(0).else(1).end())
+    .orderBy('e.created_at')
+    .executeTakeFirst();
+  if (!row) throw notFound('Production environment of the application');
+  return row.id;
+}
+
+/** Locks the application row for the rest of the transaction: version numbers are taken under it. */
+export async function lockApplication(trx: Db, applicationId: string): Promise<boolean> {
+  const row = await trx.selectFrom('applications').select('id').where('id', '=', applicationId).forUpdate().executeTakeFirst();
+  return Boolean(row);
+}

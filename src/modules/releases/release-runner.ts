@@ -1,0 +1,109 @@
+import type { AppContext } from '../../platform/context.js';
+import { ApplicationsRepository } from '../applications/applications.repository.js';
+import type { ConfigurationsService } from '../configurations/configurations.service.js';
+import { resolveServiceConfig } from '../configurations/layering.js';
+import { effectiveProcessSettings } from '../environments/process-settings.js';
+import { ImagesRepository } from '../images/images.repository.js';
+import { RecordLog } from '../pipeline/record-log.js';
+import {
+  configurationFingerprints, diff, displayConfiguration, imageFingerprints, openConfiguration, sealConfiguration, type DisplayedVariable,
+} from './release-freezer.js';
+import { ReleasesRepository } from './releases.repository.js';
+
+/** A release that failed for a reason the user can act on: the message is its `error_detail`. */
+export class ReleaseError extends Error {}
+
+const describeChanges = (label: string, c: { added: string[]; removed: string[]; changed: string[] }) =>
+  `${label}: added [${c.added.join(', ')}], removed [${c.removed.join(', ')}], changed [${c.changed.join(', ')}]`;
+
+/**
+ * Freezes a release: the application's latest built image (at the time the job runs, so
+ * a release queued behind a build uses that build), the resolved configuration of the
+ * environment, and the process and health-check settings; then its diffs against the
+ * previous release. Failures are recorded on the release, never thrown.
+ */
+export class ReleaseRunner {
+  private readonly releases: ReleasesRepository;
+  private readonly images: ImagesRepository;
+  private readonly apps: ApplicationsRepository;
+
+  constructor(private readonly ctx: AppContext, private readonly configs: ConfigurationsService) {
+    this.releases = new ReleasesRepository(ctx.db);
+    this.images = new ImagesRepository(ctx.db);
+    this.apps = new ApplicationsRepository(ctx.db);
+  }
+
+  async run(releaseId: string): Promise<{ ok: boolean }> {
+    const release = await this.releases.findById(releaseId);
+    if (!release || release.status !== 'building') return { ok: release?.built ?? false };
+    const app = await this.apps.findById(release.application_id);
+    if (!app) return { ok: false };
+    await this.releases.update(release.id, { started_at: new Date() });
+
+    let log = new RecordLog(this.ctx.db, 'releases', release.id, []);
+    try {
+      log.enter('Resolve');
+      const image = await this.images.latestBuilt(app.id);
+      if (!image) throw new ReleaseError('No built image: build the application first (POST /images/{application_id}/build)');
+      log.line(`Image v${image.version} ${image.image_id} (commit ${image.commit_sha?.slice(0, 12) ?? 'unknown'})`);
+      const resolved = await resolveServiceConfig(this.ctx.db, this.configs, app.id, release.environment_id);
+      // From here on the log knows the secret values it must hide.
+      await log.flush();
+      log = new RecordLog(this.ctx.db, 'releases', release.id, resolved.filter((v) => v.secret).map((v) => v.value));
+      log.line(`Configuration: ${resolved.length} variable(s)${resolved.length ? `: ${resolved.map((v) => v.name).join(', ')}` : ''}`);
+
+      log.enter('Build');
+      const settings = await effectiveProcessSettings(this.ctx.db, app.id, release.environment_id);
+      const display = displayConfiguration(resolved);
+      const sealed = sealConfiguration(this.ctx.secrets, resolved);
+      log.line(`Process counts: ${JSON.stringify(settings.process_counts)}`);
+
+      log.enter('Export');
+      const previous = await this.releases.previousBuilt(app.id, release.environment_id, release.version);
+      const currentValues = Object.fromEntries(resolved.map((v) => [v.name, v.value]));
+      const configurationChanges = diff(previous ? this.previousFingerprints(previous) : null, configurationFingerprints(currentValues, display));
+      const imageChanges = diff(previous ? imageFingerprints(previous) : null, imageFingerprints(image));
+      log.line(previous ? `Compared with release v${previous.version}` : 'First release');
+      log.line(describeChanges('Image changes', imageChanges));
+      log.line(describeChanges('Configuration changes', configurationChanges));
+
+      log.enter('Push');
+      await this.releases.update(release.id, {
+        image_ref: image.id, commit_sha: image.commit_sha,
+        configuration: JSON.stringify(display), configuration_sealed: sealed,
+        process_counts: JSON.stringify(settings.process_counts), process_pod_classes: JSON.stringify(settings.process_pod_classes),
+        processes: JSON.stringify(image.processes ?? {}),
+        health_check_path: app.health_check_path, health_check_host: app.health_check_host, deployment_timeout: app.deployment_timeout,
+        image_changes: JSON.stringify(imageChanges), configuration_changes: JSON.stringify(configurationChanges),
+        release_metadata: JSON.stringify({
+          image_version: image.version, image_id: image.image_id, build_ref: image.build_ref,
+          previous_release_version: previous?.version ?? null, variables: resolved.length,
+        }),
+      });
+
+      log.enter('Done');
+      log.line(`Release v${release.version} created`);
+      await log.flush();
+      await this.releases.update(release.id, { status: 'built', built: true, error: false, error_detail: null, finished_at: new Date() });
+      return { ok: true };
+    } catch (err) {
+      const detail = err instanceof ReleaseError ? err.message : `internal error while creating the release: ${(err as Error).message}`;
+      log.line(`Release failed: ${detail}`);
+      await log.flush();
+      await this.releases.update(release.id, { status: 'error', error: true, built: false, error_detail: log.scrub(detail), finished_at: new Date() });
+      return { ok: false };
+    }
+  }
+
+  /** The previous release's fingerprints; if its values cannot be opened (key gone), by display only. */
+  private previousFingerprints(previous: { configuration: unknown; configuration_sealed: string | null }) {
+    const display = (previous.configuration ?? []) as DisplayedVariable[];
+    let values: Record<string, string>;
+    try {
+      values = openConfiguration(this.ctx.secrets, previous.configuration_sealed);
+    } catch {
+      values = Object.fromEntries(display.map((d) => [d.name, d.value]));
+    }
+    return configurationFingerprints(values, display);
+  }
+}

@@ -1,0 +1,130 @@
+import type { AppContext } from '../../platform/context.js';
+import type { ChangeSet, ProcessCounts, ProcessDefinitions, ProcessPodClasses } from '../../platform/db/schema.js';
+import { AppError, notFound } from '../../platform/errors.js';
+import { iso, pageOf, type PaginationQuery } from '../../platform/http/schemas.js';
+import type { JobMaintenance, Jobs } from '../../platform/jobs/types.js';
+import { ApplicationsRepository } from '../applications/applications.repository.js';
+import type { ApplicationsService } from '../applications/applications.service.js';
+import type { ConfigurationsService } from '../configurations/configurations.service.js';
+import { productionEnvironmentId } from '../pipeline/production-environment.js';
+import type { DisplayedVariable } from './release-freezer.js';
+import { ReleaseRunner } from './release-runner.js';
+import { ReleasesRepository } from './releases.repository.js';
+
+export const RELEASE_ABANDONED = 'abandoned: its pipeline job is no longer queued or running (the server stopped at the wrong moment); create the release again';
+export const RELEASE_INTERRUPTED = 'interrupted by a restart: the worker creating this release stopped before it finished; create the release again';
+
+type ReleaseRow = NonNullable<Awaited<ReturnType<ReleasesRepository['findById']>>>;
+
+const summary = (r: ReleaseRow) => ({
+  id: r.id, version: r.version, application_id: r.application_id, platform: r.platform,
+  built: r.built, error: r.error, created: iso(r.created_at), updated: iso(r.updated_at),
+});
+
+/**
+ * Releases of an application in an environment (the application-level API uses the
+ * production environment). `createRelease` + `runRelease` are the pipeline stage (the
+ * `release` job, and the chain of `POST /applications/{id}/deploy`).
+ */
+export class ReleasesService {
+  private readonly repo: ReleasesRepository;
+  private readonly runner: ReleaseRunner;
+  private readonly applications: ApplicationsRepository;
+
+  constructor(private readonly ctx: AppContext, private readonly apps: ApplicationsService, configs: ConfigurationsService) {
+    this.repo = new ReleasesRepository(ctx.db);
+    this.runner = new ReleaseRunner(ctx, configs);
+    this.applications = new ApplicationsRepository(ctx.db);
+  }
+
+  /** Registers the `release` job kind and a sweeper that fails releases whose job is gone. */
+  registerJobs(jobs: Jobs & JobMaintenance) {
+    jobs.register('release', async (data) => { await this.runRelease(data.recordId!); }, {
+      onInterrupted: async (data) => { await this.failInterrupted(data.recordId!); },
+    });
+    jobs.addSweeper(async () => { await this.repo.settleAbandoned(await jobs.liveJobIds(), RELEASE_ABANDONED); });
+  }
+
+  // --- pipeline stage ---
+
+  /** A new release record (status `building`, next version in the environment); frozen when its job runs. */
+  async createRelease(applicationId: string, environmentId: string): Promise<{ id: string; version: number }> {
+    const app = await this.applications.findById(applicationId);
+    if (!app) throw notFound('Application');
+    return this.repo.insertNext(app.id, environmentId, app.platform);
+  }
+
+  /** Freezes the release; failures are recorded on it. (Quick and local: nothing to abort.) */
+  runRelease(releaseId: string, _signal?: AbortSignal): Promise<{ ok: boolean }> {
+    return this.runner.run(releaseId);
+  }
+
+  /** Settles a release whose worker died. */
+  failInterrupted(releaseId: string): Promise<boolean> {
+    return this.repo.failIfBuilding(releaseId, RELEASE_INTERRUPTED);
+  }
+
+  // --- API ---
+
+  async requestRelease(userId: string, applicationId: string) {
+    await this.apps.authorize(userId, applicationId);
+    if (!this.ctx.jobs) throw new AppError('UNAVAILABLE', 'The pipeline is not running in this process');
+    const environmentId = await productionEnvironmentId(this.ctx.db, applicationId);
+    const release = await this.createRelease(applicationId, environmentId);
+    try {
+      const jobId = await this.ctx.jobs.enqueue('release', { applicationId, environmentId, recordId: release.id });
+      await this.repo.update(release.id, { job_id: jobId });
+    } catch (err) {
+      await this.repo.failIfBuilding(release.id, 'could not queue the release');
+      throw err;
+    }
+    return { ok: true, release_id: release.id, version: release.version };
+  }
+
+  async list(userId: string, applicationId: string, query: PaginationQuery) {
+    await this.apps.authorize(userId, applicationId);
+    const environmentId = await productionEnvironmentId(this.ctx.db, applicationId);
+    const probe = pageOf(query, 0);
+    const { rows, total } = await this.repo.page(applicationId, environmentId, probe.per_page, probe.offset);
+    const { offset: _offset, ...pagination } = pageOf(query, total);
+    return { items: rows.map(summary), pagination };
+  }
+
+  private async visible(userId: string, releaseId: string) {
+    const release = await this.repo.withImage(releaseId);
+    if (!release) throw notFound('Release');
+    await this.apps.authorize(userId, release.application_id);
+    return release;
+  }
+
+  async detail(userId: string, releaseId: string) {
+    const r = await this.visible(userId, releaseId);
+    return {
+      ...summary(r),
+      environment_id: r.environment_id,
+      repository_name: r.img_repository_name,
+      release_id: `v${r.version}`,
+      image: r.img_id
+        ? { id: r.img_id, version: r.img_version!, image_id: r.img_digest, commit_sha: r.img_commit_sha, built: r.img_built!, created: iso(r.img_created_at!) }
+        : null,
+      configuration: r.configuration as DisplayedVariable[] | null,
+      image_changes: r.image_changes as ChangeSet | null,
+      configuration_changes: r.configuration_changes as ChangeSet | null,
+      error_detail: r.error_detail,
+      dockerfile: r.img_dockerfile,
+      release_metadata: r.release_metadata,
+      commit_sha: r.commit_sha,
+      processes: r.processes as ProcessDefinitions | null,
+      process_counts: r.process_counts as ProcessCounts | null,
+      process_pod_classes: r.process_pod_classes as ProcessPodClasses | null,
+      health_check_path: r.health_check_path,
+      health_check_host: r.health_check_host,
+      deployment_timeout: r.deployment_timeout,
+    };
+  }
+
+  async log(userId: string, releaseId: string) {
+    const r = await this.visible(userId, releaseId);
+    return { status: r.status, version: r.version, log_text: r.log_text, error: r.error, error_detail: r.error_detail, build_step: r.build_step };
+  }
+}

@@ -1,0 +1,96 @@
+import { v7 as uuidv7 } from 'uuid';
+import type { Db } from '../../platform/db/database.js';
+import { conflict, invalid, isUniqueViolation, notFound } from '../../platform/errors.js';
+import { iso } from '../../platform/http/schemas.js';
+import { slugFor } from '../../platform/slug.js';
+import { OrganizationsRepository } from '../organizations/organizations.repository.js';
+import { UsersRepository } from '../users/users.repository.js';
+import { WorkspaceScope } from '../workspaces/workspace-scope.js';
+import { TeamsRepository } from './teams.repository.js';
+
+type TeamRow = Awaited<ReturnType<TeamsRepository['list']>>[number];
+
+const toTeam = (t: TeamRow) => ({
+  id: t.id, name: t.name, slug: t.slug, members: t.members, projects: t.projects, created: iso(t.created_at),
+});
+
+/**
+ * Teams group members of a workspace and own projects. Every member reads teams and
+ * their configuration; creating teams and changing who is in them is for workspace
+ * admins, like the workspace's own membership.
+ */
+export class TeamsService {
+  private readonly teams: TeamsRepository;
+  private readonly users: UsersRepository;
+  private readonly orgs: OrganizationsRepository;
+  readonly scope: WorkspaceScope;
+
+  constructor(db: Db) {
+    this.teams = new TeamsRepository(db);
+    this.users = new UsersRepository(db);
+    this.orgs = new OrganizationsRepository(db);
+    this.scope = new WorkspaceScope(db);
+  }
+
+  async list(userId: string, workspaceSlug: string) {
+    const { workspace } = await this.scope.workspace(userId, workspaceSlug);
+    return (await this.teams.list(workspace.id)).map(toTeam);
+  }
+
+  async get(userId: string, workspaceSlug: string, teamSlug: string) {
+    const { workspace, team } = await this.scope.team(userId, workspaceSlug, teamSlug);
+    return this.describe(workspace.id, team.id);
+  }
+
+  private async describe(organizationId: string, teamId: string) {
+    const [row] = await this.teams.list(organizationId, teamId);
+    if (!row) throw notFound('Team');
+    return toTeam(row);
+  }
+
+  /** A user named by username or email who is a member of the workspace. */
+  private async workspaceMember(organizationId: string, username: string, field: string) {
+    const user = (await this.users.findByUsername(username)) ?? (await this.users.findByEmailWithHash(username));
+    if (!user) throw notFound(`User '${username}'`);
+    if (!(await this.orgs.membership(organizationId, user.id))) throw invalid(field, `${user.username} is not a member of this workspace`);
+    return user;
+  }
+
+  async create(userId: string, workspaceSlug: string, input: { name: string; slug?: string; members?: string[] }) {
+    const { workspace } = await this.scope.workspace(userId, workspaceSlug);
+    await this.scope.requireAdmin(userId, workspace.id);
+    const slug = slugFor(input.name, input.slug);
+    const memberIds: string[] = [];
+    for (const name of input.members ?? []) memberIds.push((await this.workspaceMember(workspace.id, name, 'members')).id);
+    const id = uuidv7();
+    try {
+      await this.teams.insert({ id, organization_id: workspace.id, name: input.name, slug }, [...new Set(memberIds)]);
+    } catch (err) {
+      if (isUniqueViolation(err)) throw conflict(`A team with slug '${slug}' already exists in ${workspace.slug}`);
+      throw err;
+    }
+    return this.describe(workspace.id, id);
+  }
+
+  async addMember(userId: string, workspaceSlug: string, teamSlug: string, input: { username: string }) {
+    const { workspace, team } = await this.scope.team(userId, workspaceSlug, teamSlug);
+    await this.scope.requireAdmin(userId, workspace.id);
+    const user = await this.workspaceMember(workspace.id, input.username, 'username');
+    if (!(await this.teams.addMember(team, user.id))) throw conflict(`${user.username} is already in team ${team.slug}`);
+    return this.describe(workspace.id, team.id);
+  }
+
+  async removeMember(userId: string, workspaceSlug: string, teamSlug: string, memberId: string) {
+    const { workspace, team } = await this.scope.team(userId, workspaceSlug, teamSlug);
+    await this.scope.requireAdmin(userId, workspace.id);
+    if (!(await this.teams.removeMember(team.id, memberId))) throw notFound('Team member');
+    return { ok: true };
+  }
+
+  async delete(userId: string, workspaceSlug: string, teamSlug: string) {
+    const { workspace, team } = await this.scope.team(userId, workspaceSlug, teamSlug);
+    await this.scope.requireAdmin(userId, workspace.id);
+    await this.teams.delete(team.id);
+    return { ok: true };
+  }
+}

@@ -1,0 +1,313 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Config } from '../../config.js';
+import { platformAuthFile } from '../crypto/registry-token.js';
+import { SigningKeys } from '../crypto/signing-key.js';
+import { run, type CommandResult } from '../git/command.js';
+import { IMAGE_ARTIFACT_FILE, IMAGE_ROOTFS_DIR, imageCommandLine, type ImageArtifact } from './image-artifact.js';
+import { BuildError, type BuildInput, type BuildOutput, type Builder } from './port.js';
+
+/** Dockerfile names in order of preference: a Slipway-specific one wins over the generic one. */
+export const DOCKERFILE_NAMES = ['Dockerfile.slipway', 'Dockerfile'];
+/** Character devices every process may use: name, major, minor. */
+const DEVICE_NODES: Array<[string, number, number]> = [['null', 1, 3], ['zero', 1, 5], ['random', 1, 8], ['urandom', 1, 9]];
+export const BUILDAH_MISSING = 'This build context has a Dockerfile, but buildah is not installed on the build machine: apt-get install buildah';
+
+export interface RegistryTarget {
+  /** `host[:port]` as used in image references. */
+  host: string;
+  /** Plain HTTP (an `http://` REGISTRY_URL): TLS verification off. */
+  insecure: boolean;
+  service: string;
+  issuer: string;
+  keys: SigningKeys;
+}
+
+export interface BuildahOptions {
+  /** containers/storage root (vfs driver); its `run/` holds the run root. */
+  storageRoot: string;
+  registry: RegistryTarget | null;
+  /** Looked up on PATH when unset. */
+  buildahPath?: string | null;
+}
+
+/** `REGISTRY_URL` (`http://host:port`, `https://host` or a bare `host[:port]`) as a push target. */
+export function registryTarget(config: Config): RegistryTarget | null {
+  if (!config.REGISTRY_URL) return null;
+  const url = /^[a-z]+:\/\//i.test(config.REGISTRY_URL) ? new URL(config.REGISTRY_URL) : new URL(`https://${config.REGISTRY_URL}`);
+  return {
+    host: url.host,
+    insecure: url.protocol === 'http:',
+    service: config.REGISTRY_SERVICE,
+    issuer: config.TOKEN_ISSUER,
+    keys: SigningKeys.forConfig(config),
+  };
+}
+
+export function findOnPath(binary: string): string | null {
+  for (const dir of (process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin').split(':')) {
+    if (dir && existsSync(join(dir, binary))) return join(dir, binary);
+  }
+  return null;
+}
+
+export function createBuildahBuilder(config: Config): BuildahBuilder {
+  return new BuildahBuilder({
+    storageRoot: config.BUILDAH_STORAGE_ROOT ?? join(config.dataDir, 'containers'),
+    registry: registryTarget(config),
+  });
+}
+
+interface ImageConfig {
+  Env?: string[];
+  Entrypoint?: string[] | null;
+  Cmd?: string[] | null;
+  WorkingDir?: string;
+  User?: string;
+  ExposedPorts?: Record<string, unknown>;
+  Labels?: Record<string, string>;
+}
+
+/**
+ * The image's USER as `uid:gid`, names resolved through the image's own /etc/passwd
+ * (and /etc/group), so processes run as the user the image asks for; null means root.
+ */
+export async function numericUser(rootfs: string, user: string | undefined, input: Pick<BuildInput, 'log'>): Promise<string | null> {
+  if (!user || user === 'root' || user === '0') return null;
+  const [name, group] = user.split(':') as [string, string | undefined];
+  const lookup = async (file: string, key: string): Promise<string[] | null> => {
+    const text = await readFile(join(rootfs, 'etc', file), 'utf8').catch(() => '');
+    return text.split('\n').map((l) => l.split(':')).find((f) => f[0] === key) ?? null;
+  };
+  let uid = name;
+  let gid = group;
+  if (!/^\d+$/.test(name)) {
+    const entry = await lookup('passwd', name);
+    if (!entry) throw new BuildError(`USER ${user}: no user "${name}" in the image's /etc/passwd`);
+    uid = entry[2]!;
+    gid ??= entry[3];
+  }
+  if (gid !== undefined && !/^\d+$/.test(gid)) {
+    const entry = await lookup('group', gid);
+    if (!entry) throw new BuildError(`USER ${user}: no group "${gid}" in the image's /etc/group`);
+    gid = entry[2]!;
+  }
+  input.log.line(`Processes run as uid ${uid}, gid ${gid ?? uid} (USER ${user})`);
+  return `${uid}:${gid ?? uid}`;
+}
+
+/**
+ * Builds a `Dockerfile` (or `Dockerfile.slipway`) with buildah: daemonless, vfs storage,
+ * chroot isolation (what works without a container engine). Build-time variables become
+ * `--build-arg`s, build-time secrets `--secret` files (reachable only through
+ * `RUN --mount=type=secret,id=NAME`, never in the image or its history). The image's root
+ * file system is unpacked into the artifact directory for the runtime, and with a
+ * registry configured the image is pushed to `<registry>/<org>/<project>/<app>:<version>`.
+ */
+export class BuildahBuilder implements Builder {
+  readonly name = 'buildah';
+  private readonly buildah: string | null;
+
+  constructor(private readonly options: BuildahOptions) {
+    this.buildah = options.buildahPath === undefined ? findOnPath('buildah') : options.buildahPath;
+  }
+
+  get available(): boolean {
+    return this.buildah !== null;
+  }
+
+  /** Any context with a Dockerfile is ours, buildah installed or not (then the build says what to install). */
+  async accepts(contextDir: string): Promise<boolean> {
+    return DOCKERFILE_NAMES.some((name) => existsSync(join(contextDir, name)));
+  }
+
+  /** Runs buildah on our own storage; a non-zero exit fails the build with `what`. */
+  async buildahRun(args: string[], what: string, input: Pick<BuildInput, 'signal' | 'log'>, opts: { onLine?: (l: string) => void; deadline?: number } = {}): Promise<CommandResult> {
+    if (!this.buildah) throw new BuildError(BUILDAH_MISSING);
+    const root = this.options.storageRoot;
+    const remaining = opts.deadline ? opts.deadline - Date.now() : undefined;
+    if (remaining !== undefined && remaining <= 0) throw new BuildError(`build timed out during ${what}`);
+    const result = await run(this.buildah, ['--root', join(root, 'storage'), '--runroot', join(root, 'run'), '--storage-driver', 'vfs', ...args], {
+      signal: input.signal,
+      timeoutMs: remaining,
+      onLine: opts.onLine,
+    });
+    if (input.signal.aborted) throw new BuildError('build interrupted: the server is stopping');
+    if (result.signal === 'SIGKILL' && opts.deadline && Date.now() >= opts.deadline) throw new BuildError(`build timed out during ${what}`);
+    if (result.code !== 0) {
+      if (!opts.onLine) for (const line of result.stderr.trim().split('\n').slice(-20)) input.log.line(line);
+      throw new BuildError(`${what} failed (buildah exit code ${result.code ?? result.signal})`);
+    }
+    return result;
+  }
+
+  async build(input: BuildInput): Promise<BuildOutput> {
+    if (!this.buildah) throw new BuildError(BUILDAH_MISSING);
+    const started = Date.now();
+    const deadline = started + input.timeoutMs;
+    const dockerfileName = DOCKERFILE_NAMES.find((name) => existsSync(join(input.contextDir, name)))!;
+    const dockerfile = await readFile(join(input.contextDir, dockerfileName), 'utf8');
+    const secretValues = new Set(input.secrets);
+    const argNames = Object.keys(input.buildEnv).filter((n) => !secretValues.has(input.buildEnv[n]!)).sort();
+    const secretNames = Object.keys(input.buildEnv).filter((n) => secretValues.has(input.buildEnv[n]!)).sort();
+    const localTag = `localhost/${input.repositoryName}:${input.version}`;
+    const scratch = await mkdtemp(join(tmpdir(), 'slipway-buildah-'));
+    try {
+      // Build-time secrets: files only buildah reads, removed right after the build.
+      const secretsDir = join(scratch, 'secrets');
+      await mkdir(secretsDir, { mode: 0o700 });
+      const secretArgs: string[] = [];
+      for (const name of secretNames) {
+        const file = join(secretsDir, name);
+        await writeFile(file, input.buildEnv[name]!, { mode: 0o600 });
+        secretArgs.push('--secret', `id=${name},src=${file}`);
+      }
+      const iidFile = join(scratch, 'iid');
+      input.log.line(`Building ${dockerfileName} with buildah${argNames.length ? `; build arguments: ${argNames.join(', ')}` : ''}${secretNames.length ? `; secrets: ${secretNames.join(', ')}` : ''}`);
+      let cachedSteps = 0;
+      await this.buildahRun([
+        'bud', '--isolation', 'chroot', '--layers', '--pull=false',
+        '-f', join(input.contextDir, dockerfileName), '--iidfile', iidFile, '-t', localTag,
+        ...argNames.flatMap((n) => ['--build-arg', `${n}=${input.buildEnv[n]}`]),
+        ...secretArgs,
+        input.contextDir,
+      ], 'the Dockerfile build', input, {
+        deadline,
+        onLine: (line) => {
+          const step = /^STEP (\d+)\/(\d+)/.exec(line);
+          if (step) input.log.substep(`${step[1]}/${step[2]}`);
+          if (/^--> Using cache/.test(line)) cachedSteps++;
+          input.log.line(line);
+        },
+      });
+      await rm(secretsDir, { recursive: true, force: true });
+      const imageId = `sha256:${(await readFile(iidFile, 'utf8')).trim().replace(/^sha256:/, '')}`;
+
+      input.log.enter?.('Export');
+      const inspected = JSON.parse((await this.buildahRun(['inspect', '--type', 'image', imageId], 'reading the image', input)).stdout) as {
+        OCIv1?: { config?: ImageConfig; rootfs?: { diff_ids?: string[] } };
+      };
+      const config = inspected.OCIv1?.config ?? {};
+      const artifact = await this.unpack(imageId, config, input);
+      input.log.line(`Unpacked the image root file system into the artifact directory`);
+
+      let pushed: { reference: string; digest: string } | null = null;
+      if (this.options.registry) {
+        input.log.enter?.('Push');
+        pushed = await this.push(imageId, input, this.options.registry, deadline);
+        input.log.line(`Pushed ${pushed.reference}@${pushed.digest}`);
+      }
+
+      const processes = input.procfileProcesses ?? this.defaultProcesses(artifact);
+      const exposed = Object.keys(config.ExposedPorts ?? {});
+      return {
+        artifactPath: input.artifactDir,
+        imageId,
+        dockerfile,
+        imageMetadata: {
+          builder: this.name,
+          dockerfile_path: dockerfileName,
+          local_reference: localTag,
+          layers: inspected.OCIv1?.rootfs?.diff_ids?.length ?? 0,
+          cached_steps: cachedSteps,
+          workdir: artifact.workdir,
+          entrypoint: artifact.entrypoint,
+          cmd: artifact.cmd,
+          user: config.User || null,
+          exposed_ports: exposed,
+          env_names: Object.keys(artifact.env).sort(),
+          build_args: argNames,
+          build_secrets: secretNames,
+          ...(pushed ? { registry_reference: pushed.reference, manifest_digest: pushed.digest } : {}),
+          build_seconds: Math.round((Date.now() - started) / 100) / 10,
+        },
+        processes,
+      };
+    } finally {
+      await rm(scratch, { recursive: true, force: true });
+    }
+  }
+
+  /** Copies the image's root file system into `artifactDir/rootfs` (buildah from + mount + copy). */
+  private async unpack(imageId: string, config: ImageConfig, input: BuildInput): Promise<ImageArtifact> {
+    const name = `slipway-export-${randomBytes(6).toString('hex')}`;
+    const staging = `${input.artifactDir}.staging-${randomBytes(4).toString('hex')}`;
+    await this.buildahRun(['from', '--pull=false', '--name', name, imageId], 'creating a working container', input);
+    try {
+      const mountPoint = (await this.buildahRun(['mount', name], 'mounting the image', input)).stdout.trim();
+      await mkdir(staging, { recursive: true });
+      // `cp -a` keeps owners, modes, links and special files exactly as the image has them.
+      const rootfs = join(staging, IMAGE_ROOTFS_DIR);
+      const copied = await run('cp', ['-a', mountPoint, rootfs], { signal: input.signal });
+      if (copied.code !== 0) throw new BuildError(`unpacking the image failed: ${copied.stderr.trim().split('\n').slice(-3).join(' ')}`);
+      await this.addDeviceNodes(rootfs, input);
+      const env = Object.fromEntries((config.Env ?? []).map((kv) => {
+        const eq = kv.indexOf('=');
+        return eq < 0 ? [kv, ''] : [kv.slice(0, eq), kv.slice(eq + 1)];
+      }));
+      const stored: Omit<ImageArtifact, 'rootfs'> = {
+        workdir: config.WorkingDir || '/',
+        env,
+        user: await numericUser(rootfs, config.User, input),
+        entrypoint: config.Entrypoint ?? [],
+        cmd: config.Cmd ?? [],
+      };
+      await writeFile(join(staging, IMAGE_ARTIFACT_FILE), JSON.stringify(stored, null, 2));
+      await rm(input.artifactDir, { recursive: true, force: true });
+      await mkdir(join(input.artifactDir, '..'), { recursive: true });
+      await rename(staging, input.artifactDir);
+      return { ...stored, rootfs: join(input.artifactDir, IMAGE_ROOTFS_DIR) };
+    } finally {
+      await rm(staging, { recursive: true, force: true }); // gone already unless we failed half-way
+      await this.buildahRun(['rm', name], 'removing the working container', input).catch(() => {});
+    }
+  }
+
+  /**
+   * Programs expect /dev/null and friends, which an image's /dev lacks until an engine
+   * mounts them; as root we create the few harmless character devices.
+   */
+  private async addDeviceNodes(rootfs: string, input: BuildInput) {
+    await mkdir(join(rootfs, 'dev'), { recursive: true });
+    for (const [name, major, minor] of DEVICE_NODES) {
+      const path = join(rootfs, 'dev', name);
+      if (existsSync(path)) continue;
+      const made = await run('mknod', ['-m', '666', path, 'c', String(major), String(minor)]);
+      if (made.code !== 0) {
+        input.log.line(`Note: could not create /dev/${name} in the image root (${made.stderr.trim()})`);
+        return;
+      }
+    }
+  }
+
+  /** Pushes with a credential the platform signs for itself, limited to this one repository. */
+  private async push(imageId: string, input: BuildInput, registry: RegistryTarget, deadline: number) {
+    const dir = await mkdtemp(join(tmpdir(), 'slipway-push-'));
+    try {
+      const authFile = join(dir, 'auth.json');
+      await writeFile(authFile, await platformAuthFile(registry.keys, {
+        issuer: registry.issuer, service: registry.service, registryHost: registry.host, repository: input.repositoryName,
+      }), { mode: 0o600 });
+      await chmod(authFile, 0o600);
+      const digestFile = join(dir, 'digest');
+      const reference = `${registry.host}/${input.repositoryName}:${input.version}`;
+      await this.buildahRun([
+        'push', '--authfile', authFile, '--digestfile', digestFile, '--retry', '1',
+        ...(registry.insecure ? ['--tls-verify=false'] : []),
+        imageId, `docker://${reference}`,
+      ], `pushing to ${reference}`, input, { deadline, onLine: (l) => input.log.line(l) });
+      return { reference, digest: (await readFile(digestFile, 'utf8')).trim() };
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  private defaultProcesses(artifact: ImageArtifact) {
+    const command = imageCommandLine(artifact.entrypoint, artifact.cmd);
+    if (!command) throw new BuildError('The image has no CMD or ENTRYPOINT and the context has no Procfile: add one of them');
+    return { web: { cmd: command, env: {} } };
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * The builder port: turns a source snapshot (the build context) into an immutable image
+ * artifact. The pipeline fetches the source, reads the Procfile, resolves build-time
+ * configuration and records progress; a builder only builds.
+ *
+ * Drivers: `SourceBuilder` (this machine: prepares the snapshot in place the way a
+ * buildpack would). A container driver (buildah, for a Dockerfile) implements the same
+ * interface and is chosen when it `accepts` the context.
+ */
+import type { ProcessDefinitions } from '../db/schema.js';
+
+export interface BuildLog {
+  /** One line of build output; the sink scrubs secret values before storing it. */
+  line(text: string): void;
+  /** Progress inside the current step, e.g. "2/3" commands. */
+  substep(progress: string): void;
+  /** Moves to a later build step when the driver itself exports or pushes (the buildah driver does). */
+  enter?(step: 'Export' | 'Push'): void;
+}
+
+export interface BuildInput {
+  applicationId: string;
+  version: number;
+  /** `org/project/app`: the image repository name (a registry driver pushes there). */
+  repositoryName: string;
+  /** The snapshot of the build context at the commit. */
+  contextDir: string;
+  /** Where the artifact must end up (a source build prepares the context there). */
+  artifactDir: string;
+  /** Build-time configuration: environment of build commands, or build arguments. */
+  buildEnv: Record<string, string>;
+  /** Values that must never appear in logs, metadata or image history. */
+  secrets: string[];
+  /** Process types read from the Procfile (null when the context has none). */
+  procfileProcesses: ProcessDefinitions | null;
+  log: BuildLog;
+  /** Aborted when the build must stop (shutdown): kill child processes and throw. */
+  signal: AbortSignal;
+  timeoutMs: number;
+}
+
+export interface BuildOutput {
+  /** Where the built artifact lives (a directory for source builds). */
+  artifactPath: string;
+  /** Content digest `sha256:<hex>` identifying the artifact. */
+  imageId: string;
+  /** The Dockerfile used, if any (recorded on the image). */
+  dockerfile: string | null;
+  /** What was detected and run; sizes; anything useful to show. Never secrets. */
+  imageMetadata: Record<string, unknown>;
+  /** `{name: {cmd, env}}`: the Procfile's, or defaults the builder derived. */
+  processes: ProcessDefinitions;
+}
+
+export interface Builder {
+  readonly name: string;
+  /** Whether this driver builds this context (e.g. a Dockerfile driver needs a Dockerfile). */
+  accepts(contextDir: string): Promise<boolean>;
+  build(input: BuildInput): Promise<BuildOutput>;
+}
+
+/** A failure of the user's build (bad command, missing Procfile): its message is the `error_detail`. */
+export class BuildError extends Error {}

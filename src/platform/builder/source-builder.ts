@@ -1,0 +1,165 @@
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { ProcessDefinitions } from '../db/schema.js';
+import { run } from '../git/command.js';
+import { directoryDigest } from './digest.js';
+import { BuildError, type BuildInput, type BuildOutput, type Builder } from './port.js';
+
+interface BuildPlan {
+  detected: 'slipway.json' | 'node' | 'python' | 'none';
+  commands: Array<{ display: string; file: string; args: string[] }>;
+  /** Processes to use when there is no Procfile. */
+  defaultProcesses: ProcessDefinitions | null;
+  /** Environment every process of this app needs (e.g. the virtualenv). */
+  processEnv: Record<string, string>;
+}
+
+/**
+ * Builds on this machine without a container engine: the snapshot itself becomes the
+ * artifact, prepared the way a buildpack would (`npm ci` + `npm run build`, a Python
+ * virtualenv with `pip install -r`, or the `build` command of `slipway.json`).
+ */
+export class SourceBuilder implements Builder {
+  readonly name = 'source';
+
+  constructor(private readonly cacheDir: string) {}
+
+  async accepts(): Promise<boolean> {
+    return true;
+  }
+
+  async build(input: BuildInput): Promise<BuildOutput> {
+    const started = Date.now();
+    if (input.contextDir !== input.artifactDir) {
+      await rm(input.artifactDir, { recursive: true, force: true });
+      await mkdir(join(input.artifactDir, '..'), { recursive: true });
+      await rename(input.contextDir, input.artifactDir);
+    }
+    const dir = input.artifactDir;
+    const plan = await this.plan(dir);
+    input.log.line(`Detected: ${plan.detected === 'none' ? 'no build needed (no slipway.json, package.json or requirements.txt)' : plan.detected}`);
+
+    const env = await this.buildEnvironment(input.buildEnv);
+    const deadline = Date.now() + input.timeoutMs;
+    for (const [i, command] of plan.commands.entries()) {
+      input.log.substep(`${i + 1}/${plan.commands.length}`);
+      input.log.line(`$ ${command.display}`);
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) throw new BuildError(`build timed out after ${Math.round(input.timeoutMs / 1000)} s`);
+      const result = await run(command.file, command.args, { cwd: dir, env, signal: input.signal, timeoutMs: remaining, onLine: (l) => input.log.line(l) });
+      if (input.signal.aborted) throw new BuildError('build interrupted: the server is stopping');
+      if (result.signal === 'SIGKILL' && Date.now() >= deadline) throw new BuildError(`build timed out after ${Math.round(input.timeoutMs / 1000)} s during "${command.display}"`);
+      if (result.code !== 0) {
+        throw new BuildError(`build command "${command.display}" failed with ${result.code === null ? `signal ${result.signal}` : `exit code ${result.code}`}`);
+      }
+    }
+
+    let processes = input.procfileProcesses ?? plan.defaultProcesses;
+    if (!processes) {
+      throw new BuildError('No Procfile in the build context: add one with at least a "web: <command>" line');
+    }
+    if (Object.keys(plan.processEnv).length > 0) {
+      processes = Object.fromEntries(Object.entries(processes).map(([name, p]) => [name, { cmd: p.cmd, env: { ...plan.processEnv, ...p.env } }]));
+    }
+    const digest = await directoryDigest(dir);
+    return {
+      artifactPath: dir,
+      imageId: digest.digest,
+      dockerfile: existsSync(join(dir, 'Dockerfile')) ? await readFile(join(dir, 'Dockerfile'), 'utf8') : null,
+      imageMetadata: {
+        builder: this.name,
+        detected: plan.detected,
+        build_commands: plan.commands.map((c) => c.display),
+        files: digest.files,
+        size_bytes: digest.bytes,
+        build_seconds: Math.round((Date.now() - started) / 100) / 10,
+      },
+      processes,
+    };
+  }
+
+  private async plan(dir: string): Promise<BuildPlan> {
+    const has = (f: string) => existsSync(join(dir, f));
+    const sh = (command: string) => ({ display: command, file: 'sh', args: ['-c', command] });
+    if (has('slipway.json')) {
+      let manifest: { build?: unknown };
+      try {
+        manifest = JSON.parse(await readFile(join(dir, 'slipway.json'), 'utf8'));
+      } catch (err) {
+        throw new BuildError(`slipway.json is not valid JSON: ${(err as Error).message}`);
+      }
+      if (manifest.build !== undefined) {
+        if (typeof manifest.build !== 'string' || manifest.build.trim() === '') throw new BuildError('slipway.json: "build" must be a non-empty command string');
+        return { detected: 'slipway.json', commands: [sh(manifest.build)], defaultProcesses: null, processEnv: {} };
+      }
+    }
+    if (has('package.json')) {
+      let pkg: { scripts?: Record<string, string> };
+      try {
+        pkg = JSON.parse(await readFile(join(dir, 'package.json'), 'utf8'));
+      } catch (err) {
+        throw new BuildError(`package.json is not valid JSON: ${(err as Error).message}`);
+      }
+      const install = has('package-lock.json') || has('npm-shrinkwrap.json')
+        ? { display: 'npm ci', file: 'npm', args: ['ci'] }
+        : { display: 'npm install', file: 'npm', args: ['install'] };
+      const commands = [install];
+      if (pkg.scripts?.build) commands.push({ display: 'npm run build', file: 'npm', args: ['run', 'build'] });
+      const defaultProcesses = pkg.scripts?.start ? { web: { cmd: 'npm start', env: {} } } : null;
+      return { detected: 'node', commands, defaultProcesses, processEnv: {} };
+    }
+    if (has('requirements.txt')) {
+      const venv = join(dir, '.venv');
+      const install = ['install', '--disable-pip-version-check', '-r', 'requirements.txt'];
+      // The host's pip can install into a virtualenv made without one (pip >= 22.3), which
+      // skips ensurepip: about 0.2 s instead of 10 s here.
+      const commands = (await hostPipTargetsOtherPythons())
+        ? [
+          { display: 'python3 -m venv --without-pip .venv', file: 'python3', args: ['-m', 'venv', '--without-pip', '.venv'] },
+          { display: 'pip install -r requirements.txt', file: 'python3', args: ['-m', 'pip', '--python', join(venv, 'bin', 'python'), ...install] },
+        ]
+        : [
+          { display: 'python3 -m venv .venv', file: 'python3', args: ['-m', 'venv', '.venv'] },
+          { display: 'pip install -r requirements.txt', file: join(venv, 'bin', 'pip'), args: install },
+        ];
+      return {
+        detected: 'python',
+        commands,
+        defaultProcesses: null,
+        processEnv: { VIRTUAL_ENV: venv, PATH: `${join(venv, 'bin')}:${process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'}` },
+      };
+    }
+    return { detected: 'none', commands: [], defaultProcesses: null, processEnv: {} };
+  }
+
+  /** Only what a build needs plus the build-time variables: never the platform's own environment. */
+  private async buildEnvironment(buildEnv: Record<string, string>): Promise<NodeJS.ProcessEnv> {
+    const home = join(this.cacheDir, 'home');
+    await mkdir(home, { recursive: true });
+    return {
+      PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+      HOME: home,
+      LANG: 'C.UTF-8',
+      CI: 'true',
+      npm_config_cache: join(this.cacheDir, 'npm'),
+      npm_config_update_notifier: 'false',
+      npm_config_fund: 'false',
+      npm_config_audit: 'false',
+      PIP_CACHE_DIR: join(this.cacheDir, 'pip'),
+      ...buildEnv,
+    };
+  }
+}
+
+let hostPip: Promise<boolean> | null = null;
+/** Whether `python3 -m pip` exists and knows `--python` (pip 22.3 or later); asked once. */
+function hostPipTargetsOtherPythons(): Promise<boolean> {
+  hostPip ??= run('python3', ['-m', 'pip', '--version'], { timeoutMs: 30_000 })
+    .then((r) => {
+      const m = /^pip (\d+)\.(\d+)/.exec(r.stdout);
+      return r.code === 0 && m !== null && (Number(m[1]) > 22 || (Number(m[1]) === 22 && Number(m[2]) >= 3));
+    })
+    .catch(() => false);
+  return hostPip;
+}

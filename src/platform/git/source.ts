@@ -1,0 +1,153 @@
+import { mkdir, rm } from 'node:fs/promises';
+import { isAbsolute, join, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { run, type CommandResult } from './command.js';
+
+/** A failure the user can act on (missing ref, unreachable repository): its message is the record's `error_detail`. */
+export class SourceError extends Error {}
+
+export interface SourceRequest {
+  /** `owner/repo` (cloned from `githubUrl`), any git URL, or an absolute local path. */
+  repository: string;
+  /** Branch, tag, `refs/...` or commit (full or abbreviated). */
+  ref: string;
+  /** Build context inside the repository. */
+  subdirectory?: string | null;
+  githubUrl: string;
+  /**
+   * Roots that local repository paths (and `file://` addresses a user gives) must lie in;
+   * unset allows any path. `GITHUB_URL` itself is the operator's choice and always allowed.
+   */
+  localRoots?: string[];
+  /** Access token for a private GitHub repository (sent as HTTP basic credentials; scrubbed). */
+  token?: string;
+  /** Empty scratch directory for the fetch; removed afterwards. */
+  workDir: string;
+  /** Where the snapshot of the build context is extracted. */
+  destination: string;
+  signal?: AbortSignal;
+  onLine?: (line: string) => void;
+}
+
+export interface FetchedSource {
+  commitSha: string;
+  /** The repository address without credentials, for logs and records. */
+  displayUrl: string;
+}
+
+const OWNER_REPO = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/;
+const HEX_REF = /^[0-9a-f]{7,40}$/i;
+
+/** Turns `github_repository` into a fetchable address (without credentials). */
+export function repositoryUrl(repository: string, githubUrl: string): string {
+  const repo = repository.trim();
+  if (isAbsolute(repo)) return `file://${repo}`;
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(repo) || /^[^/@\s]+@[^:\s]+:/.test(repo)) return repo;
+  if (OWNER_REPO.test(repo)) {
+    const base = githubUrl.replace(/\/+$/, '');
+    return `${base}/${repo.replace(/\.git$/, '')}.git`;
+  }
+  throw new SourceError(`github_repository '${repository}' is not owner/repo, a git URL or an absolute path`);
+}
+
+/** Transports a repository address may use: never `ext::` (runs commands) or other remote helpers. */
+const PROTOCOLS = ['-c', 'protocol.allow=never', ...['https', 'http', 'ssh', 'git', 'file'].flatMap((p) => ['-c', `protocol.${p}.allow=always`])];
+
+/**
+ * git with no prompts, no system config, only plain transports, and nothing that could run
+ * hooks from the fetched repository. A token travels as an HTTP header set through the
+ * environment, never on the command line (where `ps` would show it).
+ */
+function git(args: string[], options: { cwd: string; signal?: AbortSignal; token?: string }): Promise<CommandResult> {
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    GIT_TERMINAL_PROMPT: '0',
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_ASKPASS: 'true',
+    LANG: 'C',
+  };
+  if (options.token) {
+    const basic = Buffer.from(`x-access-token:${options.token}`).toString('base64');
+    Object.assign(env, { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'http.extraHeader', GIT_CONFIG_VALUE_0: `Authorization: Basic ${basic}` });
+  }
+  return run('git', ['-c', 'core.hooksPath=/dev/null', '-c', 'advice.detachedHead=false', ...PROTOCOLS, ...args], {
+    cwd: options.cwd, env, signal: options.signal, timeoutMs: 10 * 60_000,
+  });
+}
+
+/** Whether a local repository path is inside one of the allowed roots (none configured: any path). */
+function localPathAllowed(path: string, roots: string[] | undefined): boolean {
+  if (!roots || roots.length === 0) return true;
+  const target = resolve(path);
+  return roots.some((root) => {
+    const r = resolve(root);
+    return target === r || target.startsWith(`${r}${sep}`);
+  });
+}
+
+function lastLine(text: string, secrets: string[]): string {
+  let line = text.trim().split('\n').filter(Boolean).pop() ?? '';
+  for (const s of secrets) if (s) line = line.split(s).join('**secret**');
+  return line.replace(/^fatal:\s*/, '');
+}
+
+/**
+ * Fetches `ref` of the repository (shallow when the server allows), records the commit, and
+ * extracts the tree of `subdirectory` at that commit into `destination`.
+ */
+export async function fetchSource(req: SourceRequest): Promise<FetchedSource> {
+  // A ref is passed to git as an argument: never let one read as an option.
+  if (!/^[A-Za-z0-9_][A-Za-z0-9._/-]*$/.test(req.ref) || req.ref.includes('..')) throw new SourceError(`ref '${req.ref}' is not a valid branch, tag or commit name`);
+  const displayUrl = repositoryUrl(req.repository, req.githubUrl);
+  const fromGithubUrl = OWNER_REPO.test(req.repository.trim()) && !isAbsolute(req.repository.trim());
+  if (displayUrl.startsWith('file://') && !fromGithubUrl && !localPathAllowed(fileURLToPath(displayUrl), req.localRoots)) {
+    throw new SourceError(`local repository ${displayUrl} is outside the allowed roots (LOCAL_REPOSITORY_ROOTS)`);
+  }
+  const token = /^https?:\/\//.test(displayUrl) ? req.token : undefined;
+  const secrets = req.token ? [req.token] : [];
+  const log = req.onLine ?? (() => {});
+  const cwd = join(req.workDir, 'repo');
+  await mkdir(cwd, { recursive: true });
+  try {
+    const init = await git(['init', '-q'], { cwd });
+    if (init.code !== 0) throw new Error(`git init failed: ${init.stderr}`);
+
+    log(`Fetching ${req.ref} from ${displayUrl}`);
+    let fetched = await git(['fetch', '-q', '--depth', '1', '--no-tags', displayUrl, req.ref], { cwd, signal: req.signal, token });
+    let target = 'FETCH_HEAD';
+    if (fetched.code !== 0 && HEX_REF.test(req.ref)) {
+      // An abbreviated commit cannot be asked for by name: fetch the branches and tags, then look it up.
+      fetched = await git(['fetch', '-q', '--no-tags', displayUrl, '+refs/heads/*:refs/remotes/origin/*', '+refs/tags/*:refs/tags/*'], { cwd, signal: req.signal, token });
+      target = req.ref;
+    }
+    if (req.signal?.aborted) throw new SourceError('interrupted while fetching the source');
+    if (fetched.code !== 0) {
+      const reason = lastLine(fetched.stderr, secrets);
+      if (/couldn't find remote ref|not our ref|unadvertised object|no such remote ref/i.test(fetched.stderr)) {
+        throw new SourceError(`ref '${req.ref}' was not found in ${displayUrl}`);
+      }
+      throw new SourceError(`could not fetch ${displayUrl}: ${reason}`);
+    }
+    const resolved = await git(['rev-parse', '--verify', '--quiet', `${target}^{commit}`], { cwd });
+    if (resolved.code !== 0) throw new SourceError(`ref '${req.ref}' was not found in ${displayUrl}`);
+    const commitSha = resolved.stdout.trim();
+    log(`Commit ${commitSha}`);
+
+    const subdirectory = (req.subdirectory ?? '').replace(/^\/+|\/+$/g, '');
+    const treeish = subdirectory ? `${commitSha}:${subdirectory}` : `${commitSha}^{tree}`;
+    const tree = await git(['cat-file', '-t', treeish], { cwd });
+    if (tree.code !== 0 || tree.stdout.trim() !== 'tree') throw new SourceError(`subdirectory '${subdirectory}' does not exist at commit ${commitSha.slice(0, 12)}`);
+
+    const archive = join(req.workDir, 'source.tar');
+    const archived = await git(['archive', '--format=tar', '-o', archive, treeish], { cwd, signal: req.signal });
+    if (archived.code !== 0) throw new Error(`git archive failed: ${lastLine(archived.stderr, secrets)}`);
+    await mkdir(req.destination, { recursive: true });
+    const extracted = await run('tar', ['-xf', archive, '-C', req.destination, '--no-same-owner'], { signal: req.signal });
+    if (extracted.code !== 0) throw new Error(`extracting the source failed: ${extracted.stderr.trim()}`);
+    return { commitSha, displayUrl };
+  } finally {
+    await rm(cwd, { recursive: true, force: true });
+    await rm(join(req.workDir, 'source.tar'), { force: true });
+  }
+}

@@ -1,0 +1,142 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/database.js';
+import type { PipelineJobData } from './types.js';
+
+export const PIPELINE_QUEUE = 'pipeline';
+/** pg-boss's schema; its table layout is that of pg-boss 10.4 (pinned in package.json). */
+const BOSS = 'pgboss';
+
+export interface FetchedJob {
+  id: string;
+  data: PipelineJobData;
+}
+
+/**
+ * The SQL of the job loop that pg-boss's own fetch cannot express.
+ *
+ * pg-boss 10 takes the oldest waiting job and fails the whole fetch (unique index of the
+ * singleton policy) when that job's application already has an active one, so one busy
+ * application would hold up every other application's jobs. Our fetch takes the oldest
+ * waiting job whose application has no active job and no older waiting job (order per
+ * application is kept), marks it active, and records which worker runs it, in one
+ * statement, so no crash can leave a job active without an owner on record.
+ */
+export class JobStore {
+  constructor(private readonly db: Db) {}
+
+  async fetchNext(workerId: string, kinds: string[]): Promise<FetchedJob | null> {
+    if (kinds.length === 0) return null;
+    try {
+      const { rows } = await sql<FetchedJob>`
+        WITH next AS (
+          SELECT j.id FROM ${sql.raw(BOSS)}.job j
+          WHERE j.name = ${PIPELINE_QUEUE} AND j.state < 'active' AND j.start_after < now()
+            AND j.data->>'kind' = ANY(${kinds}::text[])
+            AND NOT EXISTS (
+              SELECT 1 FROM ${sql.raw(BOSS)}.job a
+              WHERE a.name = j.name AND a.state = 'active' AND a.singleton_key = j.singleton_key)
+            AND NOT EXISTS (
+              SELECT 1 FROM ${sql.raw(BOSS)}.job o
+              WHERE o.name = j.name AND o.state < 'active' AND o.singleton_key = j.singleton_key
+                AND (o.created_on, o.id) < (j.created_on, j.id))
+          ORDER BY j.created_on, j.id
+          LIMIT 1
+          FOR UPDATE SKIP LOCKED
+        ), started AS (
+          UPDATE ${sql.raw(BOSS)}.job j
+          SET state = 'active', started_on = now(),
+              retry_count = CASE WHEN j.started_on IS NOT NULL THEN j.retry_count + 1 ELSE j.retry_count END
+          FROM next WHERE j.name = ${PIPELINE_QUEUE} AND j.id = next.id
+          RETURNING j.id, j.data
+        ), recorded AS (
+          INSERT INTO job_runs (job_id, worker_id, kind, application_id, data)
+          SELECT id, ${workerId}, data->>'kind', (data->>'applicationId')::uuid, data FROM started
+        )
+        SELECT id, data FROM started`.execute(this.db);
+      return rows[0] ?? null;
+    } catch (err) {
+      // Two workers raced for one application: the singleton index refused the loser.
+      if ((err as { code?: string }).code === '23505') return null;
+      throw err;
+    }
+  }
+
+  async finishRun(jobId: string): Promise<void> {
+    await this.db.deleteFrom('job_runs').where('job_id', '=', jobId).execute();
+  }
+
+  /** Takes over a dead worker's run record; false when another worker's recovery already did. */
+  async claimRun(jobId: string, workerId: string): Promise<boolean> {
+    const rows = await this.db.deleteFrom('job_runs').where('job_id', '=', jobId).where('worker_id', '=', workerId).returning('job_id').execute();
+    return rows.length > 0;
+  }
+
+  // --- workers and their heartbeat ---
+
+  async registerWorker(id: string, hostname: string, pid: number): Promise<void> {
+    await this.db.insertInto('workers').values({ id, hostname, pid }).execute();
+  }
+
+  /** Also re-registers a worker that others took for dead (e.g. after a long database outage). */
+  async heartbeat(id: string, hostname: string, pid: number): Promise<void> {
+    await this.db.insertInto('workers').values({ id, hostname, pid })
+      .onConflict((oc) => oc.column('id').doUpdateSet({ heartbeat_at: sql`now()`, stopped_at: null }))
+      .execute();
+  }
+
+  async markStopped(id: string): Promise<void> {
+    await this.db.updateTable('workers').set({ stopped_at: sql`now()` }).where('id', '=', id).execute();
+  }
+
+  /** Workers that are not this one and are alive by their record (not stopped, fresh heartbeat). */
+  listOtherWorkers(selfId: string) {
+    return this.db.selectFrom('workers').selectAll().where('id', '<>', selfId).execute();
+  }
+
+  async forgetWorker(id: string): Promise<void> {
+    await this.db.deleteFrom('workers').where('id', '=', id).execute();
+  }
+
+  /** Runs recorded for the given (dead) workers or for workers no longer on record, with the state of their pg-boss job. */
+  async runsOf(workerIds: string[]) {
+    const { rows } = await sql<{ job_id: string; worker_id: string; data: PipelineJobData; state: string | null }>`
+      SELECT r.job_id, r.worker_id, r.data, j.state::text AS state
+      FROM job_runs r LEFT JOIN ${sql.raw(BOSS)}.job j ON j.name = ${PIPELINE_QUEUE} AND j.id = r.job_id
+      WHERE r.worker_id = ANY(${workerIds}::text[]) OR NOT EXISTS (SELECT 1 FROM workers w WHERE w.id = r.worker_id)`.execute(this.db);
+    return rows;
+  }
+
+  /** Active jobs nobody has on record as running (their worker died between two steps). */
+  async orphanedActiveJobs(olderThanSeconds: number) {
+    const { rows } = await sql<{ id: string; data: PipelineJobData }>`
+      SELECT j.id, j.data FROM ${sql.raw(BOSS)}.job j
+      WHERE j.name = ${PIPELINE_QUEUE} AND j.state = 'active'
+        AND j.started_on < now() - make_interval(secs => ${olderThanSeconds})
+        AND NOT EXISTS (SELECT 1 FROM job_runs r WHERE r.job_id = j.id)`.execute(this.db);
+    return rows;
+  }
+
+  /** Ids of the pipeline jobs still waiting or running. */
+  async liveJobIds(): Promise<Set<string>> {
+    const { rows } = await sql<{ id: string }>`
+      SELECT id::text AS id FROM ${sql.raw(BOSS)}.job WHERE name = ${PIPELINE_QUEUE} AND state < 'completed'`.execute(this.db);
+    return new Set(rows.map((r) => r.id));
+  }
+
+  /**
+   * Puts an interrupted job back to waiting, keeping its place in its application's queue.
+   * Only while nobody runs it (no run record), so a job already taken again is never reset.
+   */
+  async requeue(jobId: string): Promise<void> {
+    await sql`UPDATE ${sql.raw(BOSS)}.job SET state = 'created', started_on = NULL
+      WHERE name = ${PIPELINE_QUEUE} AND id = ${jobId} AND state = 'active'
+        AND NOT EXISTS (SELECT 1 FROM job_runs r WHERE r.job_id = ${jobId})`.execute(this.db);
+  }
+
+  /** Fails an interrupted job (as pg-boss's fail would, with no retries), under the same condition as requeue. */
+  async failUnowned(jobId: string, message: string): Promise<void> {
+    await sql`UPDATE ${sql.raw(BOSS)}.job SET state = 'failed', completed_on = now(), output = ${JSON.stringify({ message })}::jsonb
+      WHERE name = ${PIPELINE_QUEUE} AND id = ${jobId} AND state = 'active'
+        AND NOT EXISTS (SELECT 1 FROM job_runs r WHERE r.job_id = ${jobId})`.execute(this.db);
+  }
+}

@@ -1,0 +1,59 @@
+import { readImageArtifact, shellQuote, type ImageArtifact } from '../../builder/image-artifact.js';
+import type { InstanceSpec, InstanceStatus, LeftoverInstance, OneOffResult, OneOffSpec, ResourceUsage, RuntimeDriver } from '../port.js';
+
+const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+const CHROOT = '/usr/sbin/chroot';
+
+/**
+ * The command that runs `command` inside an image's root file system: `chroot` into it,
+ * as the image's numeric USER, in its WORKDIR, with its PATH. A container engine would
+ * isolate more; this machine has none that works (see machine notes), and the router
+ * reaches the process on loopback exactly as it does a source build's.
+ */
+export function chrootCommand(image: ImageArtifact, command: string): string {
+  // The command may be a whole script (`a && b; c`): it runs as given, after the cd.
+  const inside = `cd ${shellQuote(image.workdir)} || exit 126\n${command}`;
+  const userspec = image.user ? ` --userspec=${image.user.includes(':') ? image.user : `${image.user}:${image.user}`}` : '';
+  return `exec ${CHROOT}${userspec} ${shellQuote(image.rootfs)} /bin/sh -c ${shellQuote(inside)}`;
+}
+
+/** The image's ENV below the release's configuration; PATH for inside the image. */
+export function imageEnv(image: ImageArtifact, env: Record<string, string>): Record<string, string> {
+  return { PATH: DEFAULT_PATH, ...image.env, ...env };
+}
+
+/**
+ * A runtime driver variant for container image builds: a release whose artifact is an
+ * unpacked image (`slipway-image.json` + `rootfs/`, written by the buildah builder) runs
+ * its processes inside that root file system; any other artifact passes through unchanged.
+ * Everything else (restarts, ports, stats, reaping) is the wrapped driver's.
+ */
+export class ImageRootDriver implements RuntimeDriver {
+  readonly name: string;
+
+  constructor(private readonly inner: RuntimeDriver) {
+    this.name = `${inner.name}+image-root`;
+  }
+
+  private translate<T extends { command: string; artifactPath: string; env: Record<string, string> }>(spec: T): T {
+    const image = readImageArtifact(spec.artifactPath);
+    if (!image) return spec;
+    return { ...spec, command: chrootCommand(image, spec.command), env: imageEnv(image, spec.env) };
+  }
+
+  start(spec: InstanceSpec): Promise<InstanceStatus> {
+    return this.inner.start(this.translate(spec));
+  }
+
+  runOnce(spec: OneOffSpec): Promise<OneOffResult> {
+    return this.inner.runOnce(this.translate(spec));
+  }
+
+  stop(id: string): Promise<void> { return this.inner.stop(id); }
+  status(id: string): InstanceStatus | undefined { return this.inner.status(id); }
+  list(): InstanceStatus[] { return this.inner.list(); }
+  usage(): Promise<Map<string, ResourceUsage>> { return this.inner.usage(); }
+  onChange(listener: (status: InstanceStatus) => void): void { this.inner.onChange(listener); }
+  reap(leftovers: LeftoverInstance[]): Promise<void> { return this.inner.reap(leftovers); }
+  shutdown(): Promise<void> { return this.inner.shutdown(); }
+}

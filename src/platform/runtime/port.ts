@@ -1,0 +1,110 @@
+/**
+ * The runtime port: how the platform runs a release's processes, independent of where
+ * they run. The local driver (`local/`) spawns them on this machine; a Kubernetes driver
+ * or a driver that runs processes from an image's root filesystem implements the same
+ * interface. Drivers know nothing about the database: `RuntimeService` records what they
+ * report in the `instances` table and decides health and routing.
+ */
+
+/** Lifecycle as a driver reports it; `healthy` is set by the platform's health check. */
+export type InstanceState = 'starting' | 'healthy' | 'running' | 'crashed' | 'stopped';
+
+/** Labels a driver keeps with an instance (a Kubernetes driver would put them on the pod). */
+export interface InstanceLabels {
+  applicationId: string;
+  environmentId: string;
+  releaseId: string;
+  deploymentId: string;
+  processType: string;
+  ordinal: number;
+}
+
+/** Limits of the instance's pod class; a driver enforces what it can (the local driver: none). */
+export interface InstanceLimits {
+  cpuMillicores: number;
+  memoryBytes: number;
+}
+
+export interface InstanceSpec {
+  /** Unique id chosen by the platform (the `instances` row id). */
+  id: string;
+  labels: InstanceLabels;
+  /** Shell command line (a Procfile entry), run with `sh -c`. */
+  command: string;
+  /** The release's artifact: where the command runs (a source snapshot or an image root). */
+  artifactPath: string;
+  /** The release's frozen configuration plus the process's own environment (no PORT). */
+  env: Record<string, string>;
+  /** A web process: the driver gives it a port and sets `PORT`. */
+  listen: boolean;
+  /** Values that must never appear in captured output. */
+  secrets: string[];
+  limits?: InstanceLimits;
+}
+
+export interface InstanceStatus {
+  id: string;
+  labels: InstanceLabels;
+  state: Exclude<InstanceState, 'healthy'>;
+  pid: number | null;
+  /** Where a web instance listens (reachable from the router). */
+  host: string | null;
+  port: number | null;
+  /** How many times the driver restarted it after a crash. */
+  restartCount: number;
+  /** Exit code or signal of the last crash, for error details. */
+  lastExit: string | null;
+  startedAt: Date;
+}
+
+export interface ResourceUsage {
+  /** Average CPU since the previous reading, in millicores (1000 = one core busy). */
+  cpuMillicores: number;
+  /** Resident memory, in bytes. */
+  memoryBytes: number;
+}
+
+/** A one-off process: `release`, `postdeploy`. */
+export interface OneOffSpec {
+  command: string;
+  artifactPath: string;
+  env: Record<string, string>;
+  secrets: string[];
+  timeoutMs: number;
+  /** Ends the process early (platform shutdown). */
+  signal?: AbortSignal;
+  /** Each line of output, already scrubbed of secrets. */
+  onOutput: (line: string) => void;
+}
+
+export interface OneOffResult {
+  exitCode: number | null;
+  signal: string | null;
+  timedOut: boolean;
+}
+
+/** A process a previous platform process started and may have left behind. */
+export interface LeftoverInstance {
+  id: string;
+  pid: number | null;
+}
+
+export interface RuntimeDriver {
+  readonly name: string;
+  /** Starts one instance; resolves once it is launched (not yet healthy). */
+  start(spec: InstanceSpec): Promise<InstanceStatus>;
+  /** Stops an instance gracefully (TERM, then KILL after the grace period); no restart follows. */
+  stop(id: string): Promise<void>;
+  status(id: string): InstanceStatus | undefined;
+  list(): InstanceStatus[];
+  /** CPU and memory per running instance id. */
+  usage(): Promise<Map<string, ResourceUsage>>;
+  /** Runs a one-off process to completion (or until its timeout). */
+  runOnce(spec: OneOffSpec): Promise<OneOffResult>;
+  /** Called on every state change (start, crash, restart, stop). */
+  onChange(listener: (status: InstanceStatus) => void): void;
+  /** Ends processes a dead platform process left running (never unrelated ones). */
+  reap(leftovers: LeftoverInstance[]): Promise<void>;
+  /** Stops everything this driver started. */
+  shutdown(): Promise<void>;
+}

@@ -1,0 +1,272 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/database.js';
+import type { RouterServer } from '../router/router-server.js';
+import type { Upstream } from '../router/route-table.js';
+import { waitHealthy } from './health-check.js';
+import type { InstanceLabels, InstanceSpec, InstanceStatus, ResourceUsage, RuntimeDriver } from './port.js';
+
+export interface HealthCheck {
+  path: string;
+  /** Host header for the probe (`health_check_host`), or null. */
+  host: string | null;
+}
+
+export interface RuntimeLogger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface RuntimeServiceOptions {
+  /** Longest wait for in-flight requests to a retired instance before stopping it. */
+  drainTimeoutMs?: number;
+  /** Deadline for a restarted instance to answer its health check again. */
+  restartHealthTimeoutMs?: number;
+  workerId?: string | null;
+  logger?: RuntimeLogger;
+}
+
+export interface AppUsage {
+  applicationId: string;
+  environmentId: string;
+  cpuMillicores: number;
+  memoryBytes: number;
+  podCount: number;
+  restartCount: number;
+}
+
+const silent: RuntimeLogger = { info() {}, warn() {}, error() {} };
+
+/** A process without a health check counts as started once it has run this long. */
+const NON_WEB_SETTLE_MS = 300;
+
+/**
+ * The platform side of the runtime: runs instances through a driver, records them in the
+ * `instances` table, health-checks web instances (again after every crash restart), and
+ * publishes healthy ones to the router. Driver-neutral: the deployments module decides
+ * what to run; this decides how it is tracked and routed.
+ */
+export class RuntimeService {
+  private readonly health = new Map<string, HealthCheck>();
+  /** Instances whose health is known good (router-ready); others are skipped by the router. */
+  private readonly healthy = new Set<string>();
+  /** Per-instance chain of row writes, so events are recorded in order. */
+  private readonly writes = new Map<string, Promise<void>>();
+  private logger: RuntimeLogger;
+  private workerId: () => string | null;
+  private closing = false;
+
+  constructor(
+    private readonly db: Db,
+    readonly driver: RuntimeDriver,
+    readonly router: RouterServer,
+    private readonly options: RuntimeServiceOptions = {},
+  ) {
+    this.logger = options.logger ?? silent;
+    this.workerId = () => options.workerId ?? null;
+    driver.onChange((status) => this.onChange(status));
+  }
+
+  /** Which worker process runs the instances (recorded on each row); read when an instance starts. */
+  setWorkerId(source: () => string | null) {
+    this.workerId = source;
+  }
+
+  setLogger(logger: RuntimeLogger) {
+    this.logger = logger;
+  }
+
+  /** Starts the router (when not yet listening) and ends processes a dead platform left behind. */
+  async start(): Promise<void> {
+    if (!this.router.listening) await this.router.listen();
+    await this.reapLeftovers();
+  }
+
+  /**
+   * Every `instances` row not run by this process is a leftover of a previous one: its
+   * process (if it survived) is ended and the row removed. One runtime process per machine.
+   */
+  async reapLeftovers(): Promise<void> {
+    const mine = new Set(this.driver.list().map((s) => s.id));
+    const rows = await this.db.selectFrom('instances').select(['id', 'pid']).execute();
+    const leftovers = rows.filter((r) => !mine.has(r.id));
+    if (leftovers.length === 0) return;
+    await this.driver.reap(leftovers);
+    await this.db.deleteFrom('instances').where('id', 'in', leftovers.map((r) => r.id)).execute();
+    this.logger.info({ count: leftovers.length }, 'removed instances left by a previous platform process');
+  }
+
+  /** Launches instances and records them; web ones are not routed until `waitHealthy` passes. */
+  async launch(specs: InstanceSpec[], check: HealthCheck): Promise<InstanceStatus[]> {
+    const started: InstanceStatus[] = [];
+    for (const spec of specs) {
+      await this.db.insertInto('instances').values({
+        id: spec.id, application_id: spec.labels.applicationId, environment_id: spec.labels.environmentId,
+        release_id: spec.labels.releaseId, deployment_id: spec.labels.deploymentId,
+        process_type: spec.labels.processType, ordinal: spec.labels.ordinal, state: 'starting', worker_id: this.workerId(),
+      }).execute();
+      if (spec.listen) this.health.set(spec.id, check);
+      try {
+        started.push(await this.driver.start(spec));
+      } catch (err) {
+        await this.db.deleteFrom('instances').where('id', '=', spec.id).execute();
+        throw err;
+      }
+    }
+    return started;
+  }
+
+  /**
+   * Waits until every web instance answers 2xx on the health check by the deadline; other
+   * processes must survive their first NON_WEB_SETTLE_MS. Returns the ids that failed.
+   */
+  async waitHealthy(ids: string[], deadline: number, shouldStop: () => boolean = () => false): Promise<string[]> {
+    const results = await Promise.all(ids.map(async (id) => {
+      const check = this.health.get(id);
+      if (!check) {
+        // Not a web process: it counts once it has run for a moment without crashing.
+        await new Promise((r) => setTimeout(r, Math.max(0, Math.min(NON_WEB_SETTLE_MS, deadline - Date.now()))));
+        const s = this.driver.status(id);
+        return { id, ok: Boolean(s && s.state === 'starting' && s.restartCount === 0) };
+      }
+      const ok = await this.healthCheck(id, check, deadline, shouldStop);
+      return { id, ok };
+    }));
+    return results.filter((r) => !r.ok).map((r) => r.id);
+  }
+
+  private async healthCheck(id: string, check: HealthCheck, deadline: number, shouldStop: () => boolean): Promise<boolean> {
+    const s = this.driver.status(id);
+    if (!s || s.port === null || s.host === null) return false;
+    const ok = await waitHealthy({ host: s.host, port: s.port, path: check.path, hostHeader: check.host }, deadline,
+      () => shouldStop() || !this.driver.status(id));
+    if (ok) this.markHealthy(id);
+    return ok;
+  }
+
+  private markHealthy(id: string) {
+    this.healthy.add(id);
+    this.router.table.setReady(id, true);
+    this.record(id, { state: 'healthy' });
+  }
+
+  /** Replaces the host's route with these web instances in one step. */
+  publish(hostname: string, ids: string[]) {
+    const upstreams: Upstream[] = [];
+    for (const id of ids) {
+      const s = this.driver.status(id);
+      if (s?.host && s.port !== null) upstreams.push({ instanceId: id, host: s.host, port: s.port });
+      this.router.table.setReady(id, this.healthy.has(id));
+    }
+    this.router.table.set(hostname, upstreams);
+  }
+
+  unpublish(hostname: string) {
+    this.router.table.delete(hostname);
+  }
+
+  /** Stops instances once requests already sent to them have finished (bounded). */
+  async retire(ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await this.router.table.drain(ids, this.options.drainTimeoutMs ?? 30_000);
+    await Promise.all(ids.map((id) => this.driver.stop(id)));
+    await Promise.all(ids.map((id) => this.writes.get(id)));
+    await this.db.deleteFrom('instances').where('id', 'in', ids).execute();
+    for (const id of ids) this.forget(id);
+    this.router.table.forget(ids);
+  }
+
+  private forget(id: string) {
+    this.health.delete(id);
+    this.healthy.delete(id);
+    this.writes.delete(id);
+  }
+
+  /** Instances this runtime runs for an application's environment (optionally one deployment). */
+  instancesOf(applicationId: string, environmentId: string, deploymentId?: string): InstanceStatus[] {
+    return this.driver.list().filter((s) => s.labels.applicationId === applicationId && s.labels.environmentId === environmentId
+      && (deploymentId === undefined || s.labels.deploymentId === deploymentId));
+  }
+
+  isHealthy(id: string): boolean {
+    return this.healthy.has(id);
+  }
+
+  /** CPU, memory, instance and restart counts per application environment. */
+  async usage(): Promise<AppUsage[]> {
+    const perInstance: Map<string, ResourceUsage> = await this.driver.usage();
+    const byApp = new Map<string, AppUsage>();
+    for (const s of this.driver.list()) {
+      if (s.state === 'stopped') continue;
+      const key = `${s.labels.applicationId}/${s.labels.environmentId}`;
+      const acc = byApp.get(key) ?? {
+        applicationId: s.labels.applicationId, environmentId: s.labels.environmentId,
+        cpuMillicores: 0, memoryBytes: 0, podCount: 0, restartCount: 0,
+      };
+      const u = perInstance.get(s.id);
+      acc.cpuMillicores += u?.cpuMillicores ?? 0;
+      acc.memoryBytes += u?.memoryBytes ?? 0;
+      acc.podCount += 1;
+      acc.restartCount += s.restartCount;
+      byApp.set(key, acc);
+    }
+    return [...byApp.values()];
+  }
+
+  private readonly shutdownHooks: Array<() => Promise<void> | void> = [];
+
+  /** Runs before the instances stop (e.g. the metrics sampler stops first). */
+  onShutdown(hook: () => Promise<void> | void) {
+    this.shutdownHooks.push(hook);
+  }
+
+  /** Stops every instance (they come back from the database on the next start). */
+  async shutdown(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    for (const hook of this.shutdownHooks) await hook();
+    const ids = this.driver.list().map((s) => s.id);
+    await this.driver.shutdown();
+    await Promise.all([...this.writes.values()]);
+    if (ids.length > 0) await this.db.deleteFrom('instances').where('id', 'in', ids).execute().catch(() => {});
+    await this.router.close();
+  }
+
+  private onChange(status: InstanceStatus) {
+    if (status.state === 'crashed') {
+      this.healthy.delete(status.id);
+      this.router.table.setReady(status.id, false);
+      this.logger.warn({ instance: status.id, process: label(status.labels), exit: status.lastExit }, 'instance crashed');
+    }
+    if (status.state === 'stopped') return;
+    this.record(status.id, { state: status.state, pid: status.pid, host: status.host, port: status.port, restart_count: status.restartCount });
+    if (status.state === 'starting' && status.restartCount > 0 && !this.closing) {
+      // A restarted web instance rejoins the route only once it answers its health check again.
+      const check = this.health.get(status.id);
+      if (check) {
+        const deadline = Date.now() + (this.options.restartHealthTimeoutMs ?? 10 * 60_000);
+        void this.healthCheck(status.id, check, deadline, () => this.closing || this.driver.status(status.id)?.state !== 'starting');
+      } else {
+        this.record(status.id, { state: 'running' });
+      }
+    } else if (status.state === 'starting' && !this.health.has(status.id)) {
+      this.record(status.id, { state: 'running' });
+    }
+  }
+
+  private record(id: string, values: { state?: InstanceStatus['state'] | 'healthy'; pid?: number | null; host?: string | null; port?: number | null; restart_count?: number }) {
+    const previous = this.writes.get(id) ?? Promise.resolve();
+    const next = previous.then(async () => {
+      try {
+        await this.db.updateTable('instances').set({ ...values, updated_at: sql`now()` }).where('id', '=', id).execute();
+      } catch (err) {
+        if (!this.closing) this.logger.error({ err, instance: id }, 'recording an instance state failed');
+      }
+    });
+    this.writes.set(id, next);
+  }
+}
+
+export function label(l: InstanceLabels): string {
+  return `${l.processType}.${l.ordinal}`;
+}

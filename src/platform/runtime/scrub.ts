@@ -1,0 +1,61 @@
+/** What replaces a secret value in any captured output. */
+export const SCRUBBED = '**secret**';
+
+/** Lines of a multi-line secret shorter than this are too common to hide (e.g. a blank or `}`). */
+const MIN_FRAGMENT = 8;
+
+/**
+ * Output is scrubbed line by line, so a multi-line secret (a PEM key) would never match as a
+ * whole: each of its substantial lines is hidden as well.
+ */
+function secretFragments(values: string[]): string[] {
+  const out = new Set<string>();
+  for (const v of values) {
+    if (!v) continue;
+    out.add(v);
+    if (/[\r\n]/.test(v)) for (const line of v.split(/\r?\n/)) if (line.trim().length >= MIN_FRAGMENT) out.add(line.trim());
+  }
+  return [...out];
+}
+
+/** Replaces every occurrence of the given secret values (longest first, so overlaps stay hidden). */
+export function scrubber(secrets: string[]): (text: string) => string {
+  const values = secretFragments(secrets).sort((a, b) => b.length - a.length);
+  if (values.length === 0) return (text) => text;
+  return (text) => {
+    let out = text;
+    for (const v of values) out = out.split(v).join(SCRUBBED);
+    return out;
+  };
+}
+
+/**
+ * Splits a byte stream into scrubbed lines. Secrets are matched per whole line, so a value
+ * split across two chunks is still caught; an overlong line is cut at `maxLine`.
+ */
+export class LineScrubber {
+  private partial = '';
+  private readonly scrub: (t: string) => string;
+
+  constructor(secrets: string[], private readonly emit: (line: string) => void, private readonly maxLine = 16 * 1024) {
+    this.scrub = scrubber(secrets);
+  }
+
+  write(chunk: Buffer | string) {
+    this.partial += chunk.toString();
+    let nl: number;
+    while ((nl = this.partial.indexOf('\n')) >= 0) {
+      this.emit(this.scrub(this.partial.slice(0, nl).replace(/\r$/, '')));
+      this.partial = this.partial.slice(nl + 1);
+    }
+    if (this.partial.length > this.maxLine) {
+      this.emit(this.scrub(this.partial));
+      this.partial = '';
+    }
+  }
+
+  end() {
+    if (this.partial.length > 0) this.emit(this.scrub(this.partial));
+    this.partial = '';
+  }
+}

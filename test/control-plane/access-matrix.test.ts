@@ -1,0 +1,112 @@
+/**
+ * Walks every /v1 route of the route table: without credentials each non-public route
+ * answers 401; for an authenticated member of ANOTHER organization it answers 403 on the
+ * victim's resources (reads and writes alike) and changes nothing. As a control, the
+ * victim's own GETs succeed, which proves the fixtures name real resources.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RouteEntry } from '../../src/app.js';
+import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
+import { call, snapshotTables } from './fixtures.js';
+import { fillPath, sampleBody, seedRouteWorld, type RouteWorld } from './route-fixtures.js';
+
+/**
+ * Routes exempt from the 403 check, and why. Each acts only on the caller's own things,
+ * so "a member of another organization" has nothing to be refused.
+ */
+const EXEMPT_FROM_403: Record<string, string> = {
+  'POST /v1/auth/logout': "ends the caller's own session",
+  'GET /v1/auth/api-keys': "lists the caller's own keys",
+  'POST /v1/auth/api-keys': 'creates a key for the caller',
+  'DELETE /v1/auth/api-keys/:id': "keys belong to users, not organizations: another user's key is 404",
+  'GET /v1/organizations': "lists the caller's own organizations",
+  'POST /v1/organizations': 'creates a new organization (the caller becomes its admin)',
+  'GET /v1/projects': "lists projects of the caller's own organizations",
+  'GET /v1/workspaces': "lists the caller's own workspaces",
+  'POST /v1/workspaces': 'creates a new workspace',
+};
+
+let h: Harness;
+let world: RouteWorld;
+let outsider: TestUser;
+let routes: RouteEntry[];
+
+beforeAll(async () => {
+  h = await createHarness();
+  world = await seedRouteWorld(h);
+  outsider = await h.user();
+  // The outsider belongs to an organization of their own, just not to the victim's.
+  await call(h, 'POST', '/v1/organizations', outsider, { name: 'Outsiders' });
+  routes = h.app.routeTable.filter((r) => r.url.startsWith('/v1/'));
+});
+afterAll(async () => { await h?.close(); });
+
+const key = (r: RouteEntry) => `${r.method} ${r.url}`;
+
+describe('access matrix', () => {
+  it('the route table holds the control plane routes', () => {
+    const keys = routes.map(key);
+    for (const expected of ['GET /v1/organizations/:org_slug', 'POST /v1/configurations/:application_id/bulk', 'POST /v1/applications/:application_id/scale']) {
+      expect(keys).toContain(expected);
+    }
+  });
+
+  it('every route names only parameters with fixtures', () => {
+    const problems: string[] = [];
+    for (const route of routes) {
+      try { fillPath(route, world); } catch (err) { problems.push((err as Error).message); }
+    }
+    expect(problems, problems.join('\n')).toEqual([]);
+  });
+
+  it('every non-public route answers 401 without credentials, and with a bad key', async () => {
+    const failures: string[] = [];
+    for (const route of routes.filter((r) => !r.public)) {
+      const url = fillPath(route, world);
+      const attempts: Array<Record<string, string>> = [{}, { 'x-api-key': 'slw_not-a-key' }, { cookie: 'slipway_session=sess_forged' }];
+      for (const headers of attempts) {
+        const res = await call(h, route.method, url, null, sampleBody(route, world), headers);
+        if (res.status !== 401 || res.body?.status !== 401 || typeof res.body?.message !== 'string') {
+          failures.push(`${key(route)} with ${JSON.stringify(headers)} → ${res.status} ${res.raw.slice(0, 120)}`);
+        }
+      }
+    }
+    expect(failures, failures.join('\n')).toEqual([]);
+  });
+
+  it("every non-public route answers 403 to a member of another organization, and changes nothing", async () => {
+    const before = await snapshotTables(h);
+    const failures: string[] = [];
+    for (const route of routes.filter((r) => !r.public && !EXEMPT_FROM_403[key(r)])) {
+      const res = await call(h, route.method, fillPath(route, world), outsider, sampleBody(route, world));
+      if (res.status === 422) {
+        failures.push(`${key(route)} → 422 before the access check: add a valid body to SAMPLE_BODIES in test/control-plane/route-fixtures.ts (${res.body?.message})`);
+      } else if (res.status !== 403 || res.body?.status !== 403) {
+        failures.push(`${key(route)} → ${res.status} ${res.raw.slice(0, 160)}`);
+      }
+    }
+    expect(failures, failures.join('\n')).toEqual([]);
+    expect(await snapshotTables(h)).toEqual(before);
+  });
+
+  it('the owner reads every GET route (the fixtures are real)', async () => {
+    const failures: string[] = [];
+    const siteAdmin = await h.user({ admin: true });
+    for (const route of routes.filter((r) => r.method === 'GET' && !r.public)) {
+      const caller = route.url === '/v1/users' ? siteAdmin : world.owner;
+      const res = await call(h, 'GET', fillPath(route, world), caller);
+      if (res.status >= 400) failures.push(`${key(route)} → ${res.status} ${res.raw.slice(0, 160)}`);
+    }
+    expect(failures, failures.join('\n')).toEqual([]);
+  });
+
+  it('exemptions name routes that exist', () => {
+    const keys = new Set(routes.map(key));
+    const stale = Object.keys(EXEMPT_FROM_403).filter((k) => !keys.has(k));
+    expect(stale, `remove from EXEMPT_FROM_403: ${stale.join(', ')}`).toEqual([]);
+  });
+
+  it('site-admin routes refuse members without the site admin flag', async () => {
+    expect((await call(h, 'GET', '/v1/users', world.owner)).status).toBe(403);
+  });
+});

@@ -1,0 +1,251 @@
+import { createHash } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHarness, type Harness } from '../helpers/harness.js';
+import { call, expectError } from './fixtures.js';
+
+let h: Harness;
+// A small failure budget keeps the rate-limit tests short.
+beforeAll(async () => { h = await createHarness({ LOGIN_MAX_ATTEMPTS: 3 }); });
+afterAll(async () => { await h?.close(); });
+
+let addressCounter = 0;
+/** Each test logs in from its own address so per-address limits never cross tests. */
+const nextAddress = () => `10.0.${Math.floor(++addressCounter / 250)}.${(addressCounter % 250) + 1}`;
+
+async function login(email: string, password: string, remoteAddress = nextAddress()) {
+  return h.app.inject({ method: 'POST', url: '/v1/auth/login', payload: { email, password }, remoteAddress });
+}
+
+const sessionCookie = (res: { cookies: Array<{ name: string; value: string }> }) => res.cookies.find((c) => c.name === 'slipway_session');
+
+describe('sessions', () => {
+  it('login sets an HttpOnly SameSite=Lax cookie; the session reports the user; logout ends it', async () => {
+    const u = await h.user();
+    const res = await login(u.email.toUpperCase(), u.password);
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ authenticated: true, user: { id: u.id, username: u.username, email: u.email, is_admin: false } });
+    const setCookie = String(res.headers['set-cookie']);
+    expect(setCookie).toMatch(/slipway_session=/);
+    expect(setCookie).toMatch(/HttpOnly/i);
+    expect(setCookie).toMatch(/SameSite=Lax/i);
+    expect(setCookie).toMatch(/Path=\//);
+    expect(setCookie).not.toMatch(/Secure/i); // plain HTTP here; Secure only over TLS
+    const token = sessionCookie(res)!.value;
+
+    // Stored only as a hash.
+    const stored = await h.ctx.db.selectFrom('sessions').selectAll().where('user_id', '=', u.id).execute();
+    expect(stored).toHaveLength(1);
+    expect(stored[0]!.token_hash).toBe(createHash('sha256').update(token).digest('hex'));
+    expect(JSON.stringify(stored)).not.toContain(token);
+
+    const cookies = { slipway_session: token };
+    const session = await h.app.inject({ method: 'GET', url: '/v1/auth/session', cookies });
+    expect(session.json()).toMatchObject({ authenticated: true, user: { id: u.id } });
+    const orgs = await h.app.inject({ method: 'GET', url: '/v1/organizations', cookies });
+    expect(orgs.statusCode).toBe(200);
+
+    const out = await h.app.inject({ method: 'POST', url: '/v1/auth/logout', cookies });
+    expect(out.json()).toEqual({ ok: true });
+    expect(String(out.headers['set-cookie'])).toMatch(/slipway_session=;/);
+    expect(await h.ctx.db.selectFrom('sessions').selectAll().where('user_id', '=', u.id).execute()).toHaveLength(0);
+
+    const after = await h.app.inject({ method: 'GET', url: '/v1/auth/session', cookies });
+    expect(after.json()).toEqual({ authenticated: false, user: null });
+    const refused = await h.app.inject({ method: 'GET', url: '/v1/organizations', cookies });
+    expectError({ status: refused.statusCode, body: refused.json() }, 401);
+  });
+
+  it('an expired session is not a credential', async () => {
+    const u = await h.user();
+    const res = await login(u.email, u.password);
+    const cookies = { slipway_session: sessionCookie(res)!.value };
+    await h.ctx.db.updateTable('sessions').set({ expires_at: new Date(Date.now() - 1000) }).where('user_id', '=', u.id).execute();
+    const orgs = await h.app.inject({ method: 'GET', url: '/v1/organizations', cookies });
+    expect(orgs.statusCode).toBe(401);
+    expect(orgs.json()).toMatchObject({ status: 401 });
+  });
+
+  it('GET /auth/session without credentials answers authenticated: false', async () => {
+    const res = await call(h, 'GET', '/v1/auth/session');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ authenticated: false, user: null });
+    const bogus = await call(h, 'GET', '/v1/auth/session', null, undefined, { 'x-api-key': 'slw_nope' });
+    expect(bogus.body).toEqual({ authenticated: false, user: null });
+  });
+
+  it('logout without credentials is 401', async () => {
+    expectError(await call(h, 'POST', '/v1/auth/logout'), 401);
+  });
+
+  it('a wrong password and an unknown account get the same 401', async () => {
+    const u = await h.user();
+    const wrong = await login(u.email, 'not-the-password');
+    const unknown = await login('nobody@example.com', 'whatever');
+    expect(wrong.statusCode).toBe(401);
+    expect(unknown.statusCode).toBe(401);
+    expect(wrong.json()).toEqual(unknown.json());
+    expect(wrong.headers['set-cookie']).toBeUndefined();
+  });
+
+  it('login validates its body', async () => {
+    expectError(await call(h, 'POST', '/v1/auth/login', null, { email: 'a@b.c' }), 422);
+    expectError(await call(h, 'POST', '/v1/auth/login', null, { email: 'a@b.c', password: 'x', remember: true }), 422);
+    expectError(await call(h, 'POST', '/v1/auth/login', null, { email: 1, password: 'x' }), 422);
+  });
+});
+
+describe('login rate limits', () => {
+  it('limits failures per account, even from many addresses', async () => {
+    const u = await h.user();
+    for (let i = 0; i < 3; i++) expect((await login(u.email, 'wrong')).statusCode).toBe(401);
+    const limited = await login(u.email, 'wrong');
+    expect(limited.statusCode).toBe(429);
+    expect(limited.json()).toMatchObject({ status: 429, message: expect.any(String) });
+    // Even the right password is refused while the account is limited.
+    expect((await login(u.email, u.password)).statusCode).toBe(429);
+    // Other accounts are unaffected.
+    const other = await h.user();
+    expect((await login(other.email, other.password)).statusCode).toBe(200);
+    // When the window has passed, the right password works again.
+    await h.ctx.db.updateTable('login_failures').set({ window_started: new Date(Date.now() - 16 * 60_000) }).execute();
+    expect((await login(u.email, u.password)).statusCode).toBe(200);
+  });
+
+  it('limits failures per address, across accounts', async () => {
+    const address = nextAddress();
+    for (let i = 0; i < 3; i++) expect((await login(`ghost${i}@example.com`, 'wrong', address)).statusCode).toBe(401);
+    const u = await h.user();
+    expect((await login(u.email, u.password, address)).statusCode).toBe(429);
+    expect((await login(u.email, u.password, nextAddress())).statusCode).toBe(200);
+  });
+
+  it('X-Forwarded-For does not reset the per-address count unless TRUST_PROXY is set', async () => {
+    const address = nextAddress();
+    for (let i = 0; i < 3; i++) {
+      const res = await h.app.inject({
+        method: 'POST', url: '/v1/auth/login', remoteAddress: address,
+        headers: { 'x-forwarded-for': `192.0.2.${i + 1}` }, payload: { email: `spoof${i}@example.com`, password: 'x' },
+      });
+      expect(res.statusCode).toBe(401);
+    }
+    const res = await h.app.inject({
+      method: 'POST', url: '/v1/auth/login', remoteAddress: address,
+      headers: { 'x-forwarded-for': '192.0.2.99' }, payload: { email: 'spoof9@example.com', password: 'x' },
+    });
+    expect(res.statusCode).toBe(429);
+  });
+});
+
+describe('passwords', () => {
+  it('are stored with scrypt (memory-hard), salted, never in clear', async () => {
+    const u = await h.user();
+    const v = await h.user();
+    const rows = await h.ctx.db.selectFrom('users').select(['id', 'password_hash']).where('id', 'in', [u.id, v.id]).execute();
+    for (const row of rows) {
+      const [scheme, n, r] = row.password_hash.split('$');
+      expect(scheme).toBe('scrypt');
+      // N * r * 128 bytes of memory per hash: at least 16 MiB.
+      expect(Number(n) * Number(r) * 128).toBeGreaterThanOrEqual(16 * 1024 * 1024);
+      expect(row.password_hash).not.toContain(u.password);
+    }
+    expect(rows[0]!.password_hash).not.toBe(rows[1]!.password_hash);
+  });
+});
+
+describe('API keys', () => {
+  it('are shown once, stored only as a hash, listed without the key, and revocable', async () => {
+    const u = await h.user();
+    const created = await call(h, 'POST', '/v1/auth/api-keys', u, { name: 'ci' });
+    expect(created.status).toBe(201);
+    const { key, id, prefix } = created.body;
+    expect(created.body).toMatchObject({ name: 'ci', expires: null, last_used: null, created: expect.any(String) });
+    expect(key).toMatch(/^slw_/);
+    expect(key.startsWith(prefix)).toBe(true);
+
+    const row = await h.ctx.db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    expect(row.token_hash).toBe(createHash('sha256').update(key).digest('hex'));
+    expect(JSON.stringify(row)).not.toContain(key);
+
+    const asKey = { 'x-api-key': key };
+    const session = await call(h, 'GET', '/v1/auth/session', null, undefined, asKey);
+    expect(session.body).toMatchObject({ authenticated: true, user: { id: u.id } });
+
+    const list = await call(h, 'GET', '/v1/auth/api-keys', u);
+    expect(list.status).toBe(200);
+    const listed = list.body.find((k: any) => k.id === id);
+    expect(listed).toMatchObject({ name: 'ci', prefix });
+    expect(listed.last_used).not.toBeNull();
+    expect(list.raw).not.toContain(key);
+    expect(Object.keys(listed).sort()).toEqual(['created', 'expires', 'id', 'last_used', 'name', 'prefix']);
+
+    // Another user cannot revoke it (it is not theirs: 404).
+    const other = await h.user();
+    expectError(await call(h, 'DELETE', `/v1/auth/api-keys/${id}`, other), 404);
+
+    expect((await call(h, 'DELETE', `/v1/auth/api-keys/${id}`, u)).body).toEqual({ ok: true });
+    expectError(await call(h, 'GET', '/v1/organizations', null, undefined, asKey), 401);
+    expectError(await call(h, 'DELETE', `/v1/auth/api-keys/${id}`, u), 404);
+    expectError(await call(h, 'DELETE', '/v1/auth/api-keys/not-a-uuid', u), 404);
+  });
+
+  it('expire', async () => {
+    const u = await h.user();
+    const created = await call(h, 'POST', '/v1/auth/api-keys', u, { name: 'short', expires_in_days: 1 });
+    const expires = Date.parse(created.body.expires);
+    expect(expires - Date.now()).toBeGreaterThan(23 * 3600_000);
+    expect(expires - Date.now()).toBeLessThanOrEqual(24 * 3600_000);
+    const asKey = { 'x-api-key': created.body.key };
+    expect((await call(h, 'GET', '/v1/organizations', null, undefined, asKey)).status).toBe(200);
+    await h.ctx.db.updateTable('api_keys').set({ expires_at: new Date(Date.now() - 1000) }).where('id', '=', created.body.id).execute();
+    expectError(await call(h, 'GET', '/v1/organizations', null, undefined, asKey), 401);
+  });
+
+  it('validate their body', async () => {
+    const u = await h.user();
+    expectError(await call(h, 'POST', '/v1/auth/api-keys', u, {}), 422);
+    expectError(await call(h, 'POST', '/v1/auth/api-keys', u, { name: 'x', expires_in_days: 0 }), 422);
+    expectError(await call(h, 'POST', '/v1/auth/api-keys', u, { name: 'x', expires_in_days: '5' }), 422);
+    expectError(await call(h, 'POST', '/v1/auth/api-keys', u, { name: 'x'.repeat(256) }), 422);
+  });
+
+  it('an invalid key is 401 even with a valid session cookie alongside', async () => {
+    const u = await h.user();
+    const res = await login(u.email, u.password);
+    const cookie = sessionCookie(res)!.value;
+    const r = await h.app.inject({ method: 'GET', url: '/v1/organizations', cookies: { slipway_session: cookie }, headers: { 'x-api-key': 'slw_wrong' } });
+    expect(r.statusCode).toBe(401);
+  });
+});
+
+describe('behind a trusted proxy (TRUST_PROXY=true)', () => {
+  let proxied: Harness;
+  beforeAll(async () => { proxied = await createHarness({ TRUST_PROXY: true, LOGIN_MAX_ATTEMPTS: 2 }); });
+  afterAll(async () => { await proxied?.close(); });
+
+  it('marks the cookie Secure for https and counts failures per forwarded address', async () => {
+    const u = await proxied.user();
+    const viaTls = await proxied.app.inject({
+      method: 'POST', url: '/v1/auth/login', payload: { email: u.email, password: u.password },
+      headers: { 'x-forwarded-proto': 'https', 'x-forwarded-for': '198.51.100.7' },
+    });
+    expect(viaTls.statusCode).toBe(200);
+    expect(String(viaTls.headers['set-cookie'])).toMatch(/;\s*Secure/i);
+
+    const fail = (address: string) => proxied.app.inject({
+      method: 'POST', url: '/v1/auth/login', payload: { email: 'ghost@example.com', password: 'x' },
+      headers: { 'x-forwarded-for': address },
+    });
+    expect((await fail('198.51.100.8')).statusCode).toBe(401);
+    expect((await fail('198.51.100.8')).statusCode).toBe(401);
+    // The per-account limit is reached for ghost@; another account from another client passes.
+    const other = await proxied.app.inject({
+      method: 'POST', url: '/v1/auth/login', payload: { email: u.email, password: u.password }, headers: { 'x-forwarded-for': '198.51.100.9' },
+    });
+    expect(other.statusCode).toBe(200);
+    // The same client address is limited, whatever account it tries.
+    const sameClient = await proxied.app.inject({
+      method: 'POST', url: '/v1/auth/login', payload: { email: u.email, password: u.password }, headers: { 'x-forwarded-for': '198.51.100.8' },
+    });
+    expect(sameClient.statusCode).toBe(429);
+  });
+});

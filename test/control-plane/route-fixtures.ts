@@ -1,0 +1,189 @@
+/**
+ * Fills the path parameters of every route in `app.routeTable` with real resources of one
+ * organization (the "victim" world), for the tests that walk the whole route table
+ * (access matrix, bad input, secret leaks).
+ *
+ * ROUTE AUTHORS: a route with a path parameter not listed in PARAM_FIXTURES fails those
+ * tests; add a fixture below (a real id or slug in the world). A POST/PATCH route whose
+ * body has required fields needs a valid example in SAMPLE_BODIES so the access check
+ * reaches your authorization code instead of stopping at validation.
+ */
+import { sql } from 'kysely';
+import { v7 as uuidv7 } from 'uuid';
+import type { RouteEntry } from '../../src/app.js';
+import { ConfigurationsService } from '../../src/modules/configurations/configurations.service.js';
+import type { ConfigScope } from '../../src/platform/db/schema.js';
+import type { Harness } from '../helpers/harness.js';
+import { seedWorld, unique, type World } from './fixtures.js';
+
+export interface RouteWorld extends World {
+  environmentId: string;
+  apiKeyId: string;
+  teamSlug: string | null;
+  imageId: string | null;
+  releaseId: string | null;
+  deploymentId: string | null;
+  envDeployId: string | null;
+  /** One variable per configuration scope (ids). */
+  scopedVars: { organization: string; project: string; environment: string; team: string | null };
+}
+
+async function tableExists(h: Harness, table: string): Promise<boolean> {
+  const { rows } = await sql<{ n: number }>`
+    select count(*)::int as n from information_schema.tables where table_schema = current_schema() and table_name = ${table}`.execute(h.ctx.db);
+  return (rows[0]?.n ?? 0) > 0;
+}
+
+/**
+ * Inserts a row with the given values, filling every other NOT NULL column without a
+ * default by its type: the pipeline's tables, seeded without running a pipeline.
+ */
+export async function insertRow(h: Harness, table: string, values: Record<string, unknown>): Promise<string> {
+  const { rows: columns } = await sql<{ column_name: string; data_type: string; is_nullable: string; column_default: string | null }>`
+    select column_name, data_type, is_nullable, column_default from information_schema.columns
+    where table_schema = current_schema() and table_name = ${table}`.execute(h.ctx.db);
+  const row: Record<string, unknown> = { ...values };
+  for (const c of columns) {
+    if (c.column_name in row || c.is_nullable === 'YES' || c.column_default !== null) continue;
+    if (c.column_name === 'id' || c.data_type === 'uuid') row[c.column_name] = uuidv7();
+    else if (/int|numeric/.test(c.data_type)) row[c.column_name] = 1;
+    else if (c.data_type === 'boolean') row[c.column_name] = false;
+    else if (c.data_type.startsWith('json')) row[c.column_name] = '{}';
+    else if (c.data_type.startsWith('timestamp')) row[c.column_name] = new Date();
+    else row[c.column_name] = 'x';
+  }
+  const names = Object.keys(row);
+  await sql`insert into ${sql.table(table)} (${sql.join(names.map((n) => sql.ref(n)))}) values (${sql.join(names.map((n) => row[n]))})`.execute(h.ctx.db);
+  return String(row.id);
+}
+
+/** A world with one of everything a route can name, in one organization. */
+export async function seedRouteWorld(h: Harness): Promise<RouteWorld> {
+  const w = await seedWorld(h);
+  const env = await h.ctx.db.selectFrom('environments').select('id').where('project_id', '=', w.project.id).where('slug', '=', 'production').executeTakeFirstOrThrow();
+  const key = await h.ctx.db.selectFrom('api_keys').select('id').where('user_id', '=', w.owner.id).executeTakeFirstOrThrow();
+  const base = { application_id: w.app.id, environment_id: env.id };
+
+  let teamSlug: string | null = null;
+  let teamId: string | null = null;
+  if (await tableExists(h, 'teams')) {
+    teamSlug = unique('team');
+    teamId = await insertRow(h, 'teams', { id: uuidv7(), organization_id: w.org.id, name: teamSlug, slug: teamSlug });
+  }
+  const config = new ConfigurationsService(h.ctx.db, h.ctx.secrets);
+  const varAt = async (scope: ConfigScope, scopeId: string) =>
+    (await config.create({ scope, scopeId }, { name: `SCOPED_${scope.toUpperCase()}`, value: `${scope}-value` })).id;
+  const scopedVars = {
+    organization: await varAt('organization', w.org.id),
+    project: await varAt('project', w.project.id),
+    environment: await varAt('environment', env.id),
+    team: teamId ? await varAt('team', teamId) : null,
+  };
+  const imageId = (await tableExists(h, 'images'))
+    ? await insertRow(h, 'images', { id: uuidv7(), application_id: w.app.id, version: 1, repository_name: `${w.org.slug}/${w.project.slug}/${w.app.slug}` })
+    : null;
+  const releaseId = imageId && (await tableExists(h, 'releases'))
+    ? await insertRow(h, 'releases', { id: uuidv7(), ...base, version: 1, image_ref: imageId })
+    : null;
+  const deploymentId = releaseId && (await tableExists(h, 'deployments'))
+    ? await insertRow(h, 'deployments', { id: uuidv7(), ...base, release_id: releaseId })
+    : null;
+  // The environments helper's deploy records: whichever table name it chose.
+  let envDeployId: string | null = null;
+  for (const table of ['environment_deploys', 'env_deploys']) {
+    if (await tableExists(h, table)) { envDeployId = await insertRow(h, table, { id: uuidv7(), environment_id: env.id }); break; }
+  }
+  return { ...w, environmentId: env.id, apiKeyId: key.id, teamSlug, scopedVars, imageId, releaseId, deploymentId, envDeployId };
+}
+
+type Fixture = (w: RouteWorld, route: RouteEntry) => string | null;
+
+const need = (value: string | null, what: string) => {
+  if (value === null) throw new Error(`no ${what} could be seeded: extend seedRouteWorld in test/control-plane/route-fixtures.ts`);
+  return value;
+};
+
+/** Path parameter name → a real value in the world. */
+export const PARAM_FIXTURES: Record<string, Fixture> = {
+  org_slug: (w) => w.org.slug,
+  workspace: (w) => w.org.slug,
+  project_slug: (w) => w.project.slug,
+  project: (w) => w.project.slug,
+  app_slug: (w) => w.app.slug,
+  service: (w) => w.app.slug,
+  application_id: (w) => w.app.id,
+  // A variable of the scope the route addresses.
+  config_id: (w, route) => {
+    if (route.url.includes('/envs/')) return w.scopedVars.environment;
+    if (route.url.includes('/teams/')) return need(w.scopedVars.team, 'team variable');
+    if (route.url.includes('/projects/')) return w.scopedVars.project;
+    if (route.url.startsWith('/v1/workspaces/')) return w.scopedVars.organization;
+    return w.plainVar.id;
+  },
+  user_id: (w) => w.owner.id,
+  env: () => 'production',
+  team: (w) => need(w.teamSlug, 'team'),
+  image_id: (w) => need(w.imageId, 'image'),
+  release_id: (w) => need(w.releaseId, 'release'),
+  deployment_id: (w) => need(w.deploymentId, 'deployment'),
+  deploy_id: (w) => need(w.envDeployId, 'environment deploy'),
+  // `id` means what the route's first segment names.
+  id: (w, route) => {
+    const [, , segment, sub] = route.url.split('/');
+    if (segment === 'auth' && sub === 'api-keys') return w.apiKeyId;
+    if (segment === 'images') return need(w.imageId, 'image');
+    if (segment === 'releases') return need(w.releaseId, 'release');
+    if (segment === 'deployments') return need(w.deploymentId, 'deployment');
+    throw new Error(`route ${route.method} ${route.url}: ':id' is ambiguous here; add a case to PARAM_FIXTURES.id in test/control-plane/route-fixtures.ts`);
+  },
+};
+
+export function paramsOf(url: string): string[] {
+  return [...url.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1]!);
+}
+
+/** The route's URL with every parameter filled, or an error naming the missing fixture. */
+export function fillPath(route: RouteEntry, w: RouteWorld): string {
+  return route.url.replace(/:([A-Za-z0-9_]+)/g, (_m, name: string) => {
+    const fixture = PARAM_FIXTURES[name];
+    if (!fixture) {
+      throw new Error(`route ${route.method} ${route.url} has path parameter ':${name}' with no fixture: add one to PARAM_FIXTURES in test/control-plane/route-fixtures.ts`);
+    }
+    return encodeURIComponent(fixture(w, route)!);
+  });
+}
+
+/** Valid request bodies, so a call gets past validation to the access check. */
+export const SAMPLE_BODIES: Record<string, (w: RouteWorld) => unknown> = {
+  'POST /v1/auth/login': () => ({ email: 'nobody@example.com', password: 'nothing' }),
+  'POST /v1/auth/api-keys': () => ({ name: 'sample' }),
+  'POST /v1/users': () => ({ username: unique('sample'), email: `${unique('sample')}@example.com`, password: 'sample-password' }),
+  'POST /v1/organizations': () => ({ name: unique('Sample') }),
+  'POST /v1/organizations/:org_slug/members': () => ({ username: 'nobody-at-all' }),
+  'POST /v1/projects': (w) => ({ name: unique('sample'), organization_id: w.org.id }),
+  'POST /v1/applications': (w) => ({ name: unique('sample'), project_id: w.project.id }),
+  'PATCH /v1/applications/:application_id/settings': () => ({ health_check_path: '/sample' }),
+  'POST /v1/applications/:application_id/scale': () => ({ process_counts: { web: 3 } }),
+  'POST /v1/configurations/:application_id': () => ({ name: 'SAMPLE_NAME', value: 'sample' }),
+  'POST /v1/configurations/:application_id/bulk': () => ({ variables: { SAMPLE_NAME: 'sample' } }),
+  'PATCH /v1/configurations/:application_id/:config_id': () => ({ value: 'sample' }),
+  'POST /v1/workspaces': () => ({ name: unique('Sample') }),
+  'POST /v1/workspaces/:workspace/members': () => ({ username: 'nobody-at-all' }),
+  'POST /v1/workspaces/:workspace/teams': () => ({ name: unique('sample') }),
+  'POST /v1/workspaces/:workspace/teams/:team/members': () => ({ username: 'nobody-at-all' }),
+  'PATCH /v1/workspaces/:workspace/projects/:project': () => ({ name: 'Sample' }),
+  'POST /v1/workspaces/:workspace/projects/:project/envs': () => ({ name: unique('sample') }),
+  'PATCH /v1/workspaces/:workspace/projects/:project/envs/:env': () => ({ auto_deploy_branch: 'main' }),
+  'POST /v1/workspaces/:workspace/projects/:project/envs/:env/promote': () => ({ from: 'production' }),
+};
+
+/** Scoped config routes share one shape at every scope. */
+export function sampleBody(route: RouteEntry, w: RouteWorld): unknown {
+  const key = `${route.method} ${route.url}`;
+  if (SAMPLE_BODIES[key]) return SAMPLE_BODIES[key]!(w);
+  if (route.method === 'POST' && route.url.endsWith('/config')) return { name: 'SAMPLE_NAME', value: 'sample' };
+  if (route.method === 'POST' && route.url.endsWith('/config/bulk')) return [{ name: 'SAMPLE_NAME', value: 'sample' }];
+  if (route.method === 'PATCH' && route.url.endsWith('/:config_id')) return { value: 'sample' };
+  // A body whose fields are all optional accepts an empty object.
+  return route.method === 'POST' || route.method === 'PATCH' || route.method === 'PUT' ? {} : undefined;
+}

@@ -1,0 +1,109 @@
+import { sql } from 'kysely';
+import { v7 as uuidv7 } from 'uuid';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { JobStore, PIPELINE_QUEUE } from '../../src/platform/jobs/job-store.js';
+import type { PipelineJobData } from '../../src/platform/jobs/types.js';
+import { createHarness, type Harness } from '../helpers/harness.js';
+
+let h: Harness;
+beforeAll(async () => { h = await createHarness({ PIPELINE_CONCURRENCY: 3 }, { jobs: true }); });
+afterAll(async () => { await h?.close(); });
+
+const until = async (check: () => boolean | Promise<boolean>, ms = 10_000) => {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 25));
+  }
+};
+
+async function jobState(id: string) {
+  const { rows } = await sql<{ state: string }>`select state::text as state from pgboss.job where name = ${PIPELINE_QUEUE} and id = ${id}`.execute(h.ctx.db);
+  return rows[0]?.state;
+}
+
+describe('pipeline jobs', () => {
+  it('runs one job per application at a time, in order, and applications side by side', async () => {
+    const jobs = h.ctx.jobs!;
+    const events: string[] = [];
+    let activeA = 0;
+    let maxActiveA = 0;
+    jobs.register('order-test', async (data) => {
+      const tag = String(data.tag);
+      if (data.applicationId === appA) { activeA++; maxActiveA = Math.max(maxActiveA, activeA); }
+      events.push(`start ${tag}`);
+      await new Promise((r) => setTimeout(r, Number(data.ms)));
+      events.push(`end ${tag}`);
+      if (data.applicationId === appA) activeA--;
+    });
+    const appA = uuidv7();
+    const appB = uuidv7();
+    await jobs.enqueue('order-test', { applicationId: appA, tag: 'a1', ms: 1000 });
+    await jobs.enqueue('order-test', { applicationId: appA, tag: 'a2', ms: 50 });
+    await jobs.enqueue('order-test', { applicationId: appA, tag: 'a3', ms: 50 });
+    await jobs.enqueue('order-test', { applicationId: appB, tag: 'b1', ms: 50 });
+    await until(() => events.filter((e) => e.startsWith('end')).length === 4);
+    expect(maxActiveA).toBe(1);
+    const aOrder = events.filter((e) => e.startsWith('start a')).map((e) => e.slice(6));
+    expect(aOrder).toEqual(['a1', 'a2', 'a3']);
+    // b1 did not wait behind a1 (which was still running) even though it was queued after a2, a3.
+    expect(events.indexOf('end b1')).toBeLessThan(events.indexOf('end a1'));
+  });
+
+  /**
+   * A worker that took the first of an application's two jobs and then died: claimed as a
+   * live worker on another host, then its heartbeat is made stale.
+   */
+  async function claimAsDeadWorker(kind: string, app: string) {
+    const deadWorker = `deadhost:999999:${uuidv7().slice(-8)}`;
+    await h.ctx.db.insertInto('workers').values({ id: deadWorker, hostname: 'deadhost', pid: 999999 }).execute();
+    // Our workers skip a kind nobody registered: the dead worker is the only taker.
+    const firstId = await h.ctx.jobs!.enqueue(kind, { applicationId: app, tag: 'first' });
+    const claimed = await new JobStore(h.ctx.db).fetchNext(deadWorker, [kind]);
+    expect(claimed?.id).toBe(firstId);
+    return {
+      firstId,
+      die: () => h.ctx.db.updateTable('workers').set({ heartbeat_at: new Date(Date.now() - 10 * 60_000) }).where('id', '=', deadWorker).execute(),
+      deadWorker,
+    };
+  }
+
+  it('fails the job of a dead worker, settles its record, and unblocks the application', async () => {
+    const jobs = h.ctx.jobs!;
+    const interrupted: PipelineJobData[] = [];
+    const ran: string[] = [];
+    const app = uuidv7();
+    const { firstId, die, deadWorker } = await claimAsDeadWorker('recover-test', app);
+    // When the second job runs, the first (same application) must already be settled.
+    jobs.register('recover-test', async (data) => { ran.push(`${data.tag} after ${interrupted.length} settled`); }, {
+      onInterrupted: async (data) => { interrupted.push(data); },
+    });
+    await jobs.enqueue('recover-test', { applicationId: app, tag: 'second' });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(ran).toEqual([]);
+    // Recovery (on start and with every heartbeat) settles the dead worker's job.
+    await die();
+    await until(() => ran.length > 0);
+    expect(ran).toEqual(['second after 1 settled']);
+    expect(interrupted.map((d) => d.tag)).toEqual(['first']);
+    expect(await jobState(firstId)).toBe('failed');
+    // The dead worker is forgotten once its jobs are settled.
+    await until(async () => (await h.ctx.db.selectFrom('workers').select('id').where('id', '=', deadWorker).execute()).length === 0);
+  });
+
+  it('can put an interrupted job back at the head of its queue', async () => {
+    const jobs = h.ctx.jobs!;
+    const ran: string[] = [];
+    let interruptions = 0;
+    const app = uuidv7();
+    const { die } = await claimAsDeadWorker('retry-test', app);
+    jobs.register('retry-test', async (data) => { ran.push(String(data.tag)); }, {
+      onInterrupted: async () => { interruptions++; return 'retry'; },
+    });
+    await jobs.enqueue('retry-test', { applicationId: app, tag: 'second' });
+    await die();
+    await until(() => ran.length === 2);
+    expect(interruptions).toBe(1);
+    expect(ran).toEqual(['first', 'second']);
+  });
+});

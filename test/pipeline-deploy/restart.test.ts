@@ -1,0 +1,96 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../src/app.js';
+import type { AppContext } from '../../src/platform/context.js';
+import { PipelineJobs } from '../../src/platform/jobs/pipeline-jobs.js';
+import { createRuntime } from '../../src/platform/runtime/index.js';
+import { startDeploymentRuntime } from '../../src/modules/deployments/deployments.jobs.js';
+import { INTERRUPTED_DETAIL } from '../../src/modules/deployments/deploy-runner.js';
+import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
+import { deployableApp, NODE_APP, routerGet, settled, waitFor } from './fixtures.js';
+
+const ENV = { ROUTER_HOST: '127.0.0.1', ROUTER_PORT: 0, RUNTIME_RESTART_BACKOFF_MS: 50, RUNTIME_STOP_GRACE_MS: 2000 } as const;
+
+let h: Harness;
+let alice: TestUser;
+
+/** A second platform process on the same database: what starting the server again looks like. */
+async function startPlatform(h: Harness) {
+  const ctx: AppContext = { config: h.ctx.config, db: h.ctx.db, secrets: h.ctx.secrets };
+  ctx.jobs = new PipelineJobs({ databaseUrl: h.databaseUrl, db: h.ctx.db, pollIntervalMs: 200, heartbeatIntervalMs: 1000, stopTimeoutMs: 5000 });
+  await ctx.jobs.start();
+  ctx.runtime = createRuntime(h.ctx.config, h.ctx.db);
+  const app = await buildApp(ctx, { logger: false });
+  await app.ready();
+  await startDeploymentRuntime(ctx, app.log);
+  await ctx.jobs.startWorkers();
+  return {
+    ctx, app,
+    async stop() {
+      await app.close();
+      await ctx.jobs!.stop();
+      await ctx.runtime!.shutdown();
+    },
+  };
+}
+
+beforeAll(async () => {
+  h = await createHarness(ENV, { jobs: true, runtime: true });
+  alice = await h.user();
+});
+afterAll(async () => { await h?.close(); });
+
+const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catch { return false; } };
+
+describe('platform restart', () => {
+  it('stops processes with the platform, fails an interrupted deploy clearly, and brings the previous release back', async () => {
+    const app = await deployableApp(h, alice, { deployment_timeout: 120 });
+    const host = `${app.slugs.app}.${app.slugs.project}.${app.slugs.org}.localhost`;
+    const v1 = await app.release({ 'app.js': NODE_APP('v1') }, 'web: node app.js\n');
+    const first = (await h.app.inject({ method: 'POST', url: `/v1/releases/${v1}/deploy`, headers: alice.headers })).json();
+    expect((await settled(h, alice, first.deployment_id)).complete).toBe(true);
+    expect((await routerGet(h.ctx.runtime!.router.port, host)).body).toBe('v1:hello');
+    const v1Pid = (await h.ctx.db.selectFrom('instances').select('pid').where('application_id', '=', app.appId).executeTakeFirstOrThrow()).pid!;
+
+    // v2 takes a minute to listen: the platform stops while it rolls out.
+    const v2 = await app.release({ 'app.js': `setTimeout(() => { ${NODE_APP('v2')} }, 60000)` }, 'web: node app.js\n');
+    const second = (await h.app.inject({ method: 'POST', url: `/v1/releases/${v2}/deploy`, headers: alice.headers })).json();
+    await waitFor('rollout of v2', async () => {
+      const d = (await h.app.inject({ method: 'GET', url: `/v1/deployments/${second.deployment_id}/log`, headers: alice.headers })).json();
+      return d.deploy_step?.current === 3;
+    });
+    const v2Pid = (await h.ctx.db.selectFrom('instances').select('pid').where('release_id', '=', v2).executeTakeFirstOrThrow()).pid!;
+
+    await h.ctx.jobs!.stop();
+    await h.ctx.runtime!.shutdown();
+    expect(alive(v1Pid)).toBe(false);
+    expect(alive(v2Pid)).toBe(false);
+
+    const again = await startPlatform(h);
+    try {
+      const d = (await again.app.inject({ method: 'GET', url: `/v1/deployments/${second.deployment_id}/detail`, headers: alice.headers })).json();
+      expect(d).toMatchObject({ error: true, complete: false, status: 'error', error_detail: INTERRUPTED_DETAIL });
+      const served = await waitFor('v1 served again', async () => {
+        const r = await routerGet(again.ctx.runtime!.router.port, host).catch(() => null);
+        return r?.status === 200 ? r : null;
+      });
+      expect(served.body).toBe('v1:hello');
+      // The router switches as soon as v1 answers; the instance record follows a moment later.
+      const rows = await waitFor('v1 recorded healthy', async () => {
+        const r = await h.ctx.db.selectFrom('instances').select(['release_id', 'worker_id', 'state']).where('application_id', '=', app.appId).execute();
+        return r.length === 1 && r[0]!.state === 'healthy' ? r : null;
+      });
+      expect(rows).toEqual([{ release_id: v1, worker_id: again.ctx.jobs!.workerId, state: 'healthy' }]);
+      // The application's queue is not blocked: a new deploy runs.
+      const v3 = await app.release({ 'app.js': NODE_APP('v3') }, 'web: node app.js\n');
+      const third = (await again.app.inject({ method: 'POST', url: `/v1/releases/${v3}/deploy`, headers: alice.headers })).json();
+      const done = await waitFor('v3', async () => {
+        const x = (await again.app.inject({ method: 'GET', url: `/v1/deployments/${third.deployment_id}/detail`, headers: alice.headers })).json();
+        return x.complete || x.error ? x : null;
+      });
+      expect(done.complete).toBe(true);
+      expect((await routerGet(again.ctx.runtime!.router.port, host)).body).toBe('v3:hello');
+    } finally {
+      await again.stop();
+    }
+  });
+});
