@@ -16,8 +16,8 @@ import { tmpdir, cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import pg from 'pg';
 import type { BenchCase, BenchContext, BenchTarget, SeededWorld } from './lib/case.js';
+import { createScratchDatabase } from '../test/helpers/scratch-database.js';
 import { ROOT, startProcess, type RunningServer } from './lib/servers.js';
 
 const { values: args } = parseArgs({
@@ -76,21 +76,7 @@ async function benchDatabase(): Promise<{ url?: string; drop: () => Promise<void
   const base = process.env.DATABASE_URL;
   if (!base) return { drop: async () => {} };
   const name = `slipway_bench_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: base });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  await admin.end();
-  const url = new URL(base);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const c = new pg.Client({ connectionString: base });
-      await c.connect();
-      await c.query(`drop database if exists ${name} with (force)`);
-      await c.end();
-    },
-  };
+  return createScratchDatabase(base, name);
 }
 
 function contextFor(appUrl: string, auth: Record<string, string>): BenchContext {

@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import Fastify, { type FastifyServerOptions } from 'fastify';
 import cookie from '@fastify/cookie';
 import rateLimit from '@fastify/rate-limit';
@@ -14,40 +13,24 @@ import type { App } from './platform/http/types.js';
 import { validatorCompiler } from './platform/http/validation.js';
 import { authenticationHook } from './modules/auth/auth.hook.js';
 import { authRoutes } from './modules/auth/auth.routes.js';
-import { AuthService } from './modules/auth/auth.service.js';
 import { usersRoutes } from './modules/users/users.routes.js';
 import { organizationsRoutes } from './modules/organizations/organizations.routes.js';
 import { projectsRoutes } from './modules/projects/projects.routes.js';
 import { applicationsRoutes } from './modules/applications/applications.routes.js';
-import { ApplicationsService } from './modules/applications/applications.service.js';
 import { configurationsRoutes } from './modules/configurations/configurations.routes.js';
-import { ConfigurationsService } from './modules/configurations/configurations.service.js';
 import { healthRoutes } from './modules/integrations/health.routes.js';
-import { SourceBuilder } from './platform/builder/index.js';
-import { createBuildahBuilder } from './platform/builder/buildah.js';
 import { imagesRoutes } from './modules/images/images.routes.js';
-import { ImagesService } from './modules/images/images.service.js';
 import { releasesRoutes } from './modules/releases/releases.routes.js';
-import { ReleasesService } from './modules/releases/releases.service.js';
 import { githubRoutes } from './modules/github/github.routes.js';
-import { GithubHooksService } from './modules/github/github-hooks.service.js';
-import { latestRecordsSource } from './modules/pipeline/latest-records.js';
 import { pipelineRoutes } from './modules/pipeline/pipeline.routes.js';
-import { PipelineService } from './modules/pipeline/pipeline.service.js';
 import { workspacesRoutes } from './modules/workspaces/workspaces.routes.js';
 import { teamsRoutes } from './modules/teams/teams.routes.js';
 import { environmentsRoutes } from './modules/environments/environments.routes.js';
 import { envDeploysRoutes } from './modules/environments/env-deploys.routes.js';
-import { EnvDeploysService } from './modules/environments/env-deploys.service.js';
-import { EnvironmentPipeline } from './modules/environments/service-pipeline.js';
 import { registryRoutes } from './modules/registry/registry.routes.js';
-import { SigningKeys } from './platform/crypto/signing-key.js';
 import { deploymentsRoutes } from './modules/deployments/deployments.routes.js';
-import { DeploymentsService } from './modules/deployments/deployments.service.js';
-import { registerDeploymentJobs } from './modules/deployments/deployments.jobs.js';
-import { DeployChain } from './modules/deployments/deploy-chain.js';
 import { observabilityRoutes } from './modules/observability/observability.routes.js';
-import { ObservabilityService } from './modules/observability/observability.service.js';
+import { createServices } from './services.js';
 
 export interface RouteEntry {
   method: string;
@@ -118,43 +101,28 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.addSchema(ErrorResponse);
 
-  const auth = new AuthService(ctx);
-  const config = new ConfigurationsService(ctx.db, ctx.secrets);
-  // A scale reaches running instances through the deployments module (a queued `reconcile`).
-  let deployments: DeploymentsService | undefined;
-  const apps = new ApplicationsService(ctx.db, latestRecordsSource(ctx.db), async (id) => { await deployments?.scaled(id); });
-  deployments = new DeploymentsService(ctx, apps);
-  // Pipeline build stage: builders in order of preference (the source builder accepts anything).
-  // A context with a Dockerfile goes to buildah (which says what to install when it is missing).
-  const images = new ImagesService(ctx, apps, config, [createBuildahBuilder(ctx.config), new SourceBuilder(join(ctx.config.dataDir, 'cache'))]);
-  if (ctx.jobs) images.registerJobs(ctx.jobs);
-  const releases = new ReleasesService(ctx, apps, config);
-  if (ctx.jobs) releases.registerJobs(ctx.jobs);
-  registerDeploymentJobs(ctx, app.log.child({ component: 'runtime' }));
-  // `POST /applications/{id}/deploy` (and GitHub pushes): build → release → deploy as one job.
-  const deployChain = new DeployChain(ctx, apps, images, releases);
-  deployChain.registerJobs();
+  const services = createServices(ctx, app.log);
 
   await app.register(async (v1) => {
-    v1.addHook('onRequest', authenticationHook(auth));
-    await v1.register(authRoutes(ctx, auth));
+    v1.addHook('onRequest', authenticationHook(services.auth));
+    await v1.register(authRoutes(ctx, services.auth));
     await v1.register(usersRoutes(ctx));
     await v1.register(organizationsRoutes(ctx));
     await v1.register(projectsRoutes(ctx));
-    await v1.register(applicationsRoutes(apps));
-    await v1.register(configurationsRoutes(ctx, apps, config));
+    await v1.register(applicationsRoutes(services.apps));
+    await v1.register(configurationsRoutes(ctx, services.apps, services.config));
     await v1.register(healthRoutes(ctx));
-    await v1.register(imagesRoutes(images));
-    await v1.register(releasesRoutes(releases));
-    await v1.register(pipelineRoutes(new PipelineService(ctx.db, apps)));
-    await v1.register(githubRoutes(new GithubHooksService(ctx, (id, ref, environmentId) => deployChain.start(id, ref, environmentId))));
-    await v1.register(workspacesRoutes(ctx, config));
-    await v1.register(teamsRoutes(ctx, config));
-    await v1.register(environmentsRoutes(ctx, config));
-    await v1.register(envDeploysRoutes(new EnvDeploysService(ctx.db, new EnvironmentPipeline(ctx, deployChain, deployments, config), app.log.child({ component: 'env-deploys' }))));
-    await v1.register(registryRoutes(ctx, SigningKeys.forConfig(ctx.config), auth));
-    await v1.register(deploymentsRoutes(deployments, deployChain));
-    await v1.register(observabilityRoutes(new ObservabilityService(ctx.db, apps)));
+    await v1.register(imagesRoutes(services.images));
+    await v1.register(releasesRoutes(services.releases));
+    await v1.register(pipelineRoutes(services.pipeline));
+    await v1.register(githubRoutes(services.githubHooks));
+    await v1.register(workspacesRoutes(ctx, services.config));
+    await v1.register(teamsRoutes(ctx, services.config));
+    await v1.register(environmentsRoutes(ctx, services.config));
+    await v1.register(envDeploysRoutes(services.envDeploys));
+    await v1.register(registryRoutes(ctx, services.signingKeys, services.auth));
+    await v1.register(deploymentsRoutes(services.deployments, services.deployChain));
+    await v1.register(observabilityRoutes(services.observability));
     v1.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   }, { prefix: '/v1' });
 

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { Type, type Static } from 'typebox';
+import { Type, type Static, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 
 /**
@@ -78,9 +78,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   Object.assign(relevant, overrides);
   const withDefaults = Value.Default(EnvSchema, Value.Convert(EnvSchema, relevant));
   if (!Value.Check(EnvSchema, withDefaults)) {
-    const problems = [...Value.Errors(EnvSchema, withDefaults)]
-      .map((e) => `${e.instancePath.replace(/^\//, '') || 'environment'}: ${e.message}`)
-      .join('; ');
+    // One message per variable (checked one by one: the whole-object errors stop early), and a
+    // choice lists its values (the raw errors say "must be equal to constant" once per value).
+    const byName = new Map<string, string>();
+    const values = withDefaults as Record<string, unknown>;
+    for (const [name, schema] of Object.entries(EnvSchema.properties) as Array<[string, TSchema & { anyOf?: Array<{ const?: unknown }> }]>) {
+      if (values[name] === undefined || Value.Check(schema, values[name])) continue;
+      const first = [...Value.Errors(schema, values[name])][0];
+      byName.set(name, schema.anyOf ? `must be one of ${schema.anyOf.map((c) => c.const).join(', ')}` : first?.message ?? 'invalid');
+    }
+    if (byName.size === 0) for (const e of Value.Errors(EnvSchema, withDefaults)) byName.set(e.instancePath.replace(/^\//, '') || 'environment', e.message);
+    const problems = [...byName].map(([name, message]) => `${name}: ${message}`).join('; ');
     throw new ConfigError(`Invalid configuration: ${problems}`);
   }
   const parsed = withDefaults as Env;

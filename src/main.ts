@@ -1,12 +1,25 @@
 import { buildApp } from './app.js';
 import { startDeploymentRuntime } from './modules/deployments/deployments.jobs.js';
-import { ConfigError, loadConfig } from './config.js';
-import { openPlatform } from './platform/bootstrap.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { openPlatform, type Platform } from './platform/bootstrap.js';
+import { StartupError } from './platform/startup-error.js';
 import { UsersService } from './modules/users/users.service.js';
 
 async function main() {
   const config = loadConfig();
   const platform = await openPlatform(config, (line) => console.error(`[database] ${line}`));
+  try {
+    await serve(config, platform);
+  } catch (err) {
+    // A start that fails half-way (port in use, …) must not leave the embedded PostgreSQL,
+    // the router or application processes running behind it.
+    await closeApp?.().catch(() => {});
+    await platform.close().catch(() => {});
+    throw err;
+  }
+}
+
+async function serve(config: Config, platform: Platform) {
   const { ctx } = platform;
 
   if (config.ADMIN_EMAIL && config.ADMIN_PASSWORD) {
@@ -19,6 +32,7 @@ async function main() {
   }
 
   const app = await buildApp(ctx);
+  closeApp = () => app.close();
   // buildApp registered every job handler; a process in the `api` role only enqueues.
   ctx.jobs?.setLogger(app.log.child({ component: 'jobs' }));
   if (config.SLIPWAY_ROLE !== 'api') {
@@ -47,7 +61,21 @@ async function main() {
   else await app.listen({ port: config.PORT, host: config.HOST });
 }
 
+/** Closes the API server of a start that failed after building it. */
+let closeApp: (() => Promise<unknown>) | null = null;
+
+/** An operational failure (bad configuration, unreachable database, port in use) in one line; a bug keeps its stack. */
+function describeStartFailure(err: unknown): string {
+  if (err instanceof ConfigError) return err.message;
+  const code = (err as { code?: unknown })?.code;
+  if (err instanceof Error && (typeof code === 'string' || err instanceof StartupError)) {
+    const hint = code === 'EADDRINUSE' ? ' (another process uses that port: set PORT / ROUTER_PORT)' : '';
+    return `Slipway could not start: ${err.message}${hint}`;
+  }
+  return `Slipway could not start: ${err instanceof Error ? err.stack ?? err.message : String(err)}`;
+}
+
 main().catch((err) => {
-  console.error(err instanceof ConfigError ? err.message : err);
+  console.error(describeStartFailure(err));
   process.exit(1);
 });

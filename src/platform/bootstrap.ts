@@ -6,6 +6,7 @@ import { startEmbeddedPostgres } from './db/embedded.js';
 import { migrateToLatest } from './db/migrate.js';
 import { PipelineJobs } from './jobs/pipeline-jobs.js';
 import { createRuntime } from './runtime/index.js';
+import { StartupError } from './startup-error.js';
 
 export interface Platform {
   ctx: AppContext;
@@ -28,18 +29,26 @@ export async function openPlatform(config: Config, log: (line: string) => void =
   const embedded = config.DATABASE_URL ? null : await startEmbeddedPostgres(config.dataDir, config.EMBEDDED_PG_PORT, log);
   const databaseUrl = config.DATABASE_URL ?? embedded!.url;
   const db = createDb(databaseUrl);
+  let secrets: SecretBox;
+  let jobs: PipelineJobs | undefined;
   try {
-    const applied = await migrateToLatest(db);
-    if (applied.length > 0) log(`applied migrations: ${applied.join(', ')}`);
+    try {
+      const applied = await migrateToLatest(db);
+      if (applied.length > 0) log(`applied migrations: ${applied.join(', ')}`);
+    } catch (err) {
+      throw databaseUnusable(err, databaseUrl);
+    }
+    secrets = new SecretBox(loadKeyring(config.dataDir, config.SECRET_KEY, config.SECRET_KEY_PREVIOUS));
+    // The job store opens here (every role enqueues); main.ts starts the workers once handlers are registered.
+    jobs = pipeline ? new PipelineJobs({ databaseUrl, db, concurrency: config.PIPELINE_CONCURRENCY }) : undefined;
+    await jobs?.start();
   } catch (err) {
-    await db.destroy();
+    // Nothing opened so far may outlive a failed start (the embedded server would be orphaned).
+    await jobs?.stop().catch(() => {});
+    await db.destroy().catch(() => {});
     await embedded?.stop();
     throw err;
   }
-  const secrets = new SecretBox(loadKeyring(config.dataDir, config.SECRET_KEY, config.SECRET_KEY_PREVIOUS));
-  // The job store opens here (every role enqueues); main.ts starts the workers once handlers are registered.
-  const jobs = pipeline ? new PipelineJobs({ databaseUrl, db, concurrency: config.PIPELINE_CONCURRENCY }) : undefined;
-  await jobs?.start();
   // Processes that run workers also run the deployed applications and the router (main.ts starts them).
   const runtime = !pipeline || config.SLIPWAY_ROLE === 'api' ? undefined : createRuntime(config, db);
   return {
@@ -52,4 +61,18 @@ export async function openPlatform(config: Config, log: (line: string) => void =
       await embedded?.stop();
     },
   };
+}
+
+/** Says which database could not be used, without its password. */
+function databaseUnusable(err: unknown, databaseUrl: string): StartupError {
+  let where = 'the database';
+  try {
+    const url = new URL(databaseUrl);
+    where = `the database ${url.host}${url.pathname}`;
+  } catch {
+    where = 'the database in DATABASE_URL (not a valid postgres:// URL)';
+  }
+  const cause = err instanceof Error ? err.message : String(err);
+  const code = (err as { code?: unknown })?.code;
+  return new StartupError(`cannot use ${where}: ${cause}${typeof code === 'string' && !cause.includes(code) ? ` (${code})` : ''}`);
 }

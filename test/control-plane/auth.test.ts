@@ -55,6 +55,35 @@ describe('sessions', () => {
     expectError({ status: refused.statusCode, body: refused.json() }, 401);
   });
 
+  it('a session cookie changes nothing from another origin (an app on a sibling domain is the same site)', async () => {
+    const u = await h.user();
+    const cookies = { slipway_session: sessionCookie(await login(u.email, u.password))!.value };
+    const post = (url: string, headers: Record<string, string>, payload?: object) =>
+      h.app.inject({ method: 'POST', url, cookies, headers, ...(payload ? { payload } : {}) });
+    const keys = async () => (await h.app.inject({ method: 'GET', url: '/v1/auth/api-keys', cookies })).json().length;
+
+    for (const headers of <Array<Record<string, string>>>[
+      { 'sec-fetch-site': 'same-site', origin: 'http://app.shop.acme.localhost' },
+      { 'sec-fetch-site': 'cross-site' },
+      { origin: 'http://evil.example' },
+      { origin: 'null' },
+    ]) {
+      const refused = await post('/v1/auth/api-keys', headers, { name: 'csrf' });
+      expectError({ status: refused.statusCode, body: refused.json() }, 403);
+      expect((await post('/v1/auth/logout', headers)).statusCode).toBe(403);
+    }
+    expect(await keys()).toBe(1); // the one h.user() made
+    expect((await h.app.inject({ method: 'GET', url: '/v1/auth/session', cookies, headers: { 'sec-fetch-site': 'cross-site' } })).json().authenticated).toBe(true);
+
+    // The same origin (and clients that are not browsers) still work; API keys are not cookies.
+    expect((await post('/v1/auth/api-keys', { 'sec-fetch-site': 'same-origin' }, { name: 'a' })).statusCode).toBe(201);
+    expect((await post('/v1/auth/api-keys', { origin: 'http://localhost:80' }, { name: 'b' })).statusCode).toBe(201);
+    expect((await post('/v1/auth/api-keys', {}, { name: 'c' })).statusCode).toBe(201);
+    const byKey = await h.app.inject({ method: 'POST', url: '/v1/auth/api-keys', headers: { ...u.headers, 'sec-fetch-site': 'cross-site' }, payload: { name: 'd' } });
+    expect(byKey.statusCode).toBe(201);
+    expect(await keys()).toBe(5);
+  });
+
   it('an expired session is not a credential', async () => {
     const u = await h.user();
     const res = await login(u.email, u.password);
@@ -248,4 +277,35 @@ describe('behind a trusted proxy (TRUST_PROXY=true)', () => {
     });
     expect(sameClient.statusCode).toBe(429);
   });
+});
+
+describe('cleanup of spent login records', () => {
+  it('the pipeline sweeper deletes expired sessions and failure counters past their window, keeping live ones', async () => {
+    const w = await createHarness({ LOGIN_WINDOW_SECONDS: 60 }, { jobs: true });
+    try {
+      const u = await w.user();
+      const log = (payload: object, remoteAddress: string) => w.app.inject({ method: 'POST', url: '/v1/auth/login', payload, remoteAddress });
+      const kept = sessionCookie(await log({ email: u.email, password: u.password }, '10.9.0.1'))!.value;
+      const expired = sessionCookie(await log({ email: u.email, password: u.password }, '10.9.0.2'))!.value;
+      for (let i = 0; i < 3; i++) expect((await log({ email: `nobody${i}@example.com`, password: 'wrong password' }, '10.9.0.3')).statusCode).toBe(401);
+      // Time passes: one session expires, the failure window of nobody0 and the address ends.
+      await w.ctx.db.updateTable('sessions').set({ expires_at: new Date(Date.now() - 1000) })
+        .where('token_hash', '=', createHash('sha256').update(expired).digest('hex')).execute();
+      await w.ctx.db.updateTable('login_failures').set({ window_started: new Date(Date.now() - 120_000) })
+        .where('key', 'in', ['account:nobody0@example.com', 'address:10.9.0.3']).execute();
+
+      // Sweepers run when workers start (and about every minute after).
+      await w.ctx.jobs!.stop();
+      await w.ctx.jobs!.startWorkers();
+
+      const sessions = await w.ctx.db.selectFrom('sessions').select('token_hash').where('user_id', '=', u.id).execute();
+      expect(sessions.map((s) => s.token_hash)).toEqual([createHash('sha256').update(kept).digest('hex')]);
+      const failures = await w.ctx.db.selectFrom('login_failures').select('key').orderBy('key').execute();
+      expect(failures.map((f) => f.key)).toEqual(['account:nobody1@example.com', 'account:nobody2@example.com']);
+      const session = await w.app.inject({ method: 'GET', url: '/v1/auth/session', cookies: { slipway_session: kept } });
+      expect(session.json()).toMatchObject({ authenticated: true, user: { id: u.id } });
+    } finally {
+      await w.close();
+    }
+  }, 60_000);
 });

@@ -34,6 +34,12 @@ beforeAll(async () => {
   record(await call(h, 'POST', base, world.owner, { name: 'STRIPE_KEY', value: mark('duplicate'), secret: true }));
   record(await call(h, 'POST', `${base}/bulk`, world.owner, { variables: { 'BAD-NAME': mark('badname') }, secret: true }));
   record(await call(h, 'POST', `${base}/bulk`, world.owner, { raw: `YAML_STYLE: ${mark('yaml')}\nUNCLOSED="${mark('unclosed')}`, secret: true }));
+  // A multi-line key in single quotes (which dotenv does not continue): its lines are malformed, never echoed.
+  const keyLine = `MIIEvQIBADANBgkq${randomBytes(12).toString('hex')}`;
+  secrets.push(keyLine);
+  const pem = await call(h, 'POST', `${base}/bulk`, world.owner, { raw: `PEM_KEY='-----BEGIN PRIVATE KEY-----\n${keyLine}\n-----END PRIVATE KEY-----'`, secret: true });
+  record(pem);
+  expect(pem.body.errors.map((e: { name: string }) => e.name)).toEqual(['PEM_KEY', 'line 2', 'line 3']);
   // Secrets at the other scopes, through the shared service.
   const config = new ConfigurationsService(h.ctx.db, h.ctx.secrets);
   await config.create({ scope: 'organization', scopeId: world.org.id }, { name: 'ORG_SECRET', value: mark('org'), secret: true });

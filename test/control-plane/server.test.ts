@@ -4,7 +4,7 @@
  * production log redaction, a clean stop on SIGTERM, and data kept across a restart.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -105,4 +105,109 @@ describe('the server process', () => {
     expect(vars).toEqual([expect.objectContaining({ name: 'TOKEN', value: '**secret**', secret: true })]);
     expect(await again.stop()).toBe(0);
   });
+});
+
+/** A free loopback port (closed again at once). */
+async function freePort(): Promise<number> {
+  const { createServer } = await import('node:net');
+  return new Promise((ok) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => ok(port));
+    });
+  });
+}
+
+function alive(pid: number): boolean {
+  try { process.kill(pid, 0); return true; } catch { return false; }
+}
+
+/** Runs src/main.ts with exactly `env` (plus PATH/HOME); resolves once it listens or exits. */
+function runMain(env: Record<string, string>) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  running.add(child);
+  let output = '';
+  child.stdout!.on('data', (d) => { output += d; });
+  child.stderr!.on('data', (d) => { output += d; });
+  const exited = new Promise<number | null>((done) => child.on('exit', (code) => { running.delete(child); done(code); }));
+  const ready = new Promise<string | null>((ok) => {
+    const check = () => {
+      const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
+      if (m) ok(m[1]!);
+    };
+    child.stdout!.on('data', check);
+    child.stderr!.on('data', check);
+    void exited.then(() => ok(null));
+  });
+  return { child, ready, exited, output: () => output };
+}
+
+describe('the server process with the embedded PostgreSQL', () => {
+  it('after a kill -9, the next start takes over the orphaned database and stops it on SIGTERM; a failed start leaves nothing running', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'slipway-embedded-test-'));
+    try {
+      const env = { DATA_DIR: dir, PORT: '0', ROUTER_PORT: '0', EMBEDDED_PG_PORT: String(await freePort()), ADMIN_EMAIL: ADMIN.email, ADMIN_PASSWORD: ADMIN.password };
+      const postmasterPid = () => Number(readFileSync(join(dir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
+
+      const first = runMain(env);
+      const url = await first.ready;
+      expect(url, first.output().slice(-3000)).toBeTruthy();
+      const login = await fetch(`${url}/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ADMIN) });
+      const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+      const created = await fetch(`${url}/v1/organizations`, { method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Survives' }) });
+      expect(created.status).toBe(201);
+      const orphan = postmasterPid();
+      first.child.kill('SIGKILL');
+      await first.exited;
+      expect(alive(orphan)).toBe(true); // nothing can stop it when its parent is killed
+
+      const second = runMain(env);
+      const url2 = await second.ready;
+      expect(url2, second.output().slice(-3000)).toBeTruthy();
+      const login2 = await fetch(`${url2}/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ADMIN) });
+      const orgs = await (await fetch(`${url2}/v1/organizations`, { headers: { cookie: login2.headers.get('set-cookie')!.split(';')[0]! } })).json() as Array<{ slug: string }>;
+      expect(orgs.map((o) => o.slug)).toEqual(['survives']);
+      const adopted = postmasterPid();
+      expect(alive(orphan)).toBe(false);
+      second.child.kill('SIGTERM');
+      expect(await second.exited).toBe(0);
+      expect(alive(adopted)).toBe(false); // before: the orphan was shared and never stopped
+
+      // The API port is taken: a one-line message, exit 1, and the database it started is stopped again.
+      const { createServer } = await import('node:net');
+      const blocker = createServer();
+      await new Promise<void>((ok) => blocker.listen(0, '127.0.0.1', ok));
+      try {
+        const third = runMain({ ...env, PORT: String((blocker.address() as { port: number }).port) });
+        expect(await third.ready).toBeNull();
+        expect(await third.exited).toBe(1);
+        expect(third.output()).toMatch(/Slipway could not start: listen EADDRINUSE.*set PORT/);
+        expect(third.output()).not.toMatch(/\n\s+at /);
+        expect(existsSync(join(dir, 'postgres', 'postmaster.pid'))).toBe(false);
+      } finally {
+        blocker.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it('invalid variables stop the start naming each one, with the values a choice allows', async () => {
+    const run = runMain({ DATA_DIR: dataDir, PORT: 'abc', LOG_LEVEL: 'verbose', SLIPWAY_ROLE: 'both' });
+    expect(await run.exited).toBe(1);
+    expect(run.output().trim()).toBe('Invalid configuration: PORT: must be integer; LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent; '
+      + 'SLIPWAY_ROLE: must be one of all, api, worker');
+  }, 60_000);
+
+  it('an unreachable DATABASE_URL stops the start with one line naming the database (no password, no stack)', async () => {
+    const port = await freePort();
+    const run = runMain({ DATABASE_URL: `postgres://slipway:pw-not-shown@127.0.0.1:${port}/nowhere`, DATA_DIR: dataDir, PORT: '0', ROUTER_PORT: '0' });
+    expect(await run.exited).toBe(1);
+    expect(run.output()).toContain(`Slipway could not start: cannot use the database 127.0.0.1:${port}/nowhere: connect ECONNREFUSED`);
+    expect(run.output()).not.toContain('pw-not-shown');
+    expect(run.output()).not.toMatch(/\n\s+at /);
+  }, 60_000);
 });

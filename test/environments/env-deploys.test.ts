@@ -1,69 +1,39 @@
-import { execFileSync } from 'node:child_process';
 import { createHmac } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TestRepo } from '../helpers/git-repo.js';
+import { pythonHttpApp } from '../helpers/python-app.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
+import { routerGet } from '../helpers/router-get.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * Environment deploys over the real pipeline: a local git repository with a tiny Python
  * HTTP service, built, released and deployed per environment, read through the router.
  */
-const SERVER = `
-import http.server, os
-class Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = f"{os.environ.get('SERVICE')} {os.environ.get('ENV_LABEL')} {os.environ.get('DB_PASSWORD') is not None}".encode()
-        self.send_response(200)
-        self.send_header('content-length', str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *args):
-        pass
-http.server.ThreadingHTTPServer(('127.0.0.1', int(os.environ['PORT'])), Handler).serve_forever()
-`;
+const SERVER = pythonHttpApp(`f"{os.environ.get('SERVICE')} {os.environ.get('ENV_LABEL')} {os.environ.get('DB_PASSWORD') is not None}"`);
 const SECRET = 'pg-pass-staging-7d1e0c';
 
 let h: Harness;
 let alice: TestUser; // workspace admin
 let carol: TestUser; // plain member
 let bob: TestUser; // another workspace
-let repoDir: string;
-const cleanup: string[] = [];
-const git = (...args: string[]) => execFileSync('git', args, { cwd: repoDir, encoding: 'utf8' }).trim();
+let repo: TestRepo;
+const cleanup: TestRepo[] = [];
 const P = '/workspaces/acme/projects/shop';
 const ids: Record<string, string> = {};
 
 const call = (user: TestUser, method: string, url: string, payload?: unknown) =>
   h.app.inject({ method: method as 'GET', url: `/v1${url}`, headers: user.headers, ...(payload === undefined ? {} : { payload: payload as object }) });
 
-function routerGet(host: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port: h.ctx.runtime!.router.port, path: '/', headers: { host }, agent: false, timeout: 5000 }, (res) => {
-      let body = '';
-      res.on('data', (c) => { body += c; });
-      res.on('end', () => resolve({ status: res.statusCode!, body }));
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', reject);
-    req.end();
-  });
-}
+const viaRouter = (host: string) => routerGet(h.ctx.runtime!.router.port, host);
 
 /** Polls an env deploy until it completes or fails. */
-async function settled(env: string, deployId: string, timeoutMs = 120_000) {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const r = await call(alice, 'GET', `${P}/envs/${env}/deploys/${deployId}`);
-    expect(r.statusCode).toBe(200);
-    const d = r.json();
-    if (d.complete || d.error) return d;
-    if (Date.now() > end) throw new Error(`env deploy ${deployId} still running: ${r.body}`);
-    await new Promise((res) => setTimeout(res, 200));
-  }
-}
+const settled = (env: string, deployId: string, timeoutMs = 120_000) => waitFor(`env deploy ${deployId}`, async () => {
+  const r = await call(alice, 'GET', `${P}/envs/${env}/deploys/${deployId}`);
+  expect(r.statusCode).toBe(200);
+  const d = r.json();
+  return d.complete || d.error ? d : null;
+}, timeoutMs, 200);
 
 beforeAll(async () => {
   h = await createHarness(
@@ -71,12 +41,8 @@ beforeAll(async () => {
     { jobs: true, runtime: true },
   );
   [alice, carol, bob] = [await h.user(), await h.user(), await h.user()];
-  repoDir = mkdtempSync(join(tmpdir(), 'slipway-env-repo-'));
-  git('init', '-q', '-b', 'main');
-  writeFileSync(join(repoDir, 'server.py'), SERVER);
-  writeFileSync(join(repoDir, 'Procfile'), 'web: python3 server.py\n');
-  git('add', '-A');
-  git('-c', 'user.email=t@example.com', '-c', 'user.name=T', 'commit', '-q', '-m', 'app');
+  repo = new TestRepo('slipway-env-repo-');
+  repo.commit({ 'server.py': SERVER, Procfile: 'web: python3 server.py\n' }, 'app');
 
   const ws = (await call(alice, 'POST', '/workspaces', { name: 'Acme' })).json();
   await call(bob, 'POST', '/workspaces', { name: 'Globex' });
@@ -85,7 +51,7 @@ beforeAll(async () => {
   for (const name of ['api', 'web']) {
     const app = (await call(alice, 'POST', '/applications', { name, project_id: project.id })).json();
     ids[name] = app.id;
-    expect((await call(alice, 'PATCH', `/applications/${app.id}/settings`, { github_repository: repoDir, auto_deploy_branch: 'main', deployment_timeout: 60 })).statusCode).toBe(200);
+    expect((await call(alice, 'PATCH', `/applications/${app.id}/settings`, { github_repository: repo.dir, auto_deploy_branch: 'main', deployment_timeout: 60 })).statusCode).toBe(200);
     await call(alice, 'POST', `/configurations/${app.id}`, { name: 'SERVICE', value: name });
   }
   expect((await call(alice, 'POST', `${P}/envs`, { name: 'staging', auto_deploy_branch: 'main' })).statusCode).toBe(201);
@@ -96,7 +62,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await h?.close();
-  for (const dir of [repoDir, ...cleanup]) if (dir) rmSync(dir, { recursive: true, force: true });
+  for (const r of [repo, ...cleanup]) r?.remove();
 });
 
 describe('environment deploys', () => {
@@ -122,10 +88,10 @@ describe('environment deploys', () => {
       expect(JSON.stringify(rel.configuration)).not.toContain(SECRET);
     }
     // Each service runs in staging under its own name through the router.
-    expect(await routerGet('web.staging.shop.acme.localhost')).toEqual({ status: 200, body: 'web staging True' });
-    expect(await routerGet('api.staging.shop.acme.localhost')).toEqual({ status: 200, body: 'api staging True' });
+    expect(await viaRouter('web.staging.shop.acme.localhost')).toEqual({ status: 200, body: 'web staging True' });
+    expect(await viaRouter('api.staging.shop.acme.localhost')).toEqual({ status: 200, body: 'api staging True' });
     // Production was not deployed.
-    expect((await routerGet('web.shop.acme.localhost')).status).toBe(404);
+    expect((await viaRouter('web.shop.acme.localhost')).status).toBe(404);
 
     const log = await call(carol, 'GET', `${P}/envs/staging/deploys/${started.id}/log`);
     expect(log.statusCode).toBe(200);
@@ -151,14 +117,14 @@ describe('environment deploys', () => {
 
   it('deploys one service with ?service=; running releases keep their frozen configuration', async () => {
     expect((await call(carol, 'POST', `${P}/envs/staging/config`, { name: 'ENV_LABEL', value: 'stage-2' })).statusCode).toBe(200);
-    expect((await routerGet('web.staging.shop.acme.localhost')).body).toBe('web staging True');
+    expect((await viaRouter('web.staging.shop.acme.localhost')).body).toBe('web staging True');
     const res = await call(carol, 'POST', `${P}/envs/staging/deploy?service=web`);
     expect(res.statusCode).toBe(202);
     expect(res.json().services.map((s: { service: string }) => s.service)).toEqual(['web']);
     const d = await settled('staging', res.json().id);
     expect(d.complete).toBe(true);
-    expect((await routerGet('web.staging.shop.acme.localhost')).body).toBe('web stage-2 True');
-    expect((await routerGet('api.staging.shop.acme.localhost')).body).toBe('api staging True');
+    expect((await viaRouter('web.staging.shop.acme.localhost')).body).toBe('web stage-2 True');
+    expect((await viaRouter('api.staging.shop.acme.localhost')).body).toBe('api staging True');
     const list = await call(carol, 'GET', `${P}/envs/staging/deploys`);
     expect(list.json().map((x: { id: string }) => x.id)).toEqual([res.json().id, stagingDeploy.id]);
     expect((await call(carol, 'GET', `${P}/envs/staging/deploys?per_page=1&page=2`)).json().map((x: { id: string }) => x.id)).toEqual([stagingDeploy.id]);
@@ -198,8 +164,8 @@ describe('environment deploys', () => {
     expect(detail.body).not.toContain(SECRET);
 
     // Staging and production of one service run side by side under distinct names.
-    expect(await routerGet('web.shop.acme.localhost')).toEqual({ status: 200, body: 'web stage-2 True' });
-    expect(await routerGet('web.staging.shop.acme.localhost')).toEqual({ status: 200, body: 'web stage-2 True' });
+    expect(await viaRouter('web.shop.acme.localhost')).toEqual({ status: 200, body: 'web stage-2 True' });
+    expect(await viaRouter('web.staging.shop.acme.localhost')).toEqual({ status: 200, body: 'web stage-2 True' });
     // The promotion's log says where the release came from.
     const log = await call(alice, 'GET', `${P}/envs/production/deploys/${res.json().id}/log`);
     expect(log.json().log_text).toContain('web | Promoted from staging release v');
@@ -213,20 +179,49 @@ describe('environment deploys', () => {
     const release = (await call(alice, 'GET', `/releases/${d.services[0].release_id}/detail`)).json();
     expect(release.release_metadata.promoted_from).toMatchObject({ environment: 'staging', configuration: 'target' });
     // Production's ENV_LABEL, and no staging-only DB_PASSWORD.
-    expect(await routerGet('api.shop.acme.localhost')).toEqual({ status: 200, body: 'api production False' });
-    expect(await routerGet('api.staging.shop.acme.localhost')).toEqual({ status: 200, body: 'api staging True' });
+    expect(await viaRouter('api.shop.acme.localhost')).toEqual({ status: 200, body: 'api production False' });
+    expect(await viaRouter('api.staging.shop.acme.localhost')).toEqual({ status: 200, body: 'api staging True' });
     expect((await call(alice, 'POST', `${P}/envs/production/promote`, { from: 'staging', configuration: 'mine' })).statusCode).toBe(422);
+  });
+
+  it('keeps non-admins out of a protected environment through the application-level deploy routes too', async () => {
+    // Production is protected (above): redeploying one of its releases, or the application-level
+    // build → release → deploy into it, is for workspace admins as well.
+    const production = (await call(alice, 'GET', `${P}/envs/production`)).json();
+    expect(production.protected).toBe(true);
+    const prodRelease = await h.ctx.db.selectFrom('releases').select('id')
+      .where('application_id', '=', ids.web!).where('environment_id', '=', production.id).executeTakeFirstOrThrow();
+    const count = async () => Number((await h.ctx.db.selectFrom('deployments').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    const images = async () => Number((await h.ctx.db.selectFrom('images').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    const [deploymentsBefore, imagesBefore] = [await count(), await images()];
+    const redeploy = await call(carol, 'POST', `/releases/${prodRelease.id}/deploy`);
+    expect(redeploy.statusCode).toBe(403);
+    expect(redeploy.json().message).toBe("Environment 'production' is protected: only workspace admins deploy to it");
+    expect((await call(carol, 'POST', `/applications/${ids.web}/deploy`)).statusCode).toBe(403);
+    expect([await count(), await images()]).toEqual([deploymentsBefore, imagesBefore]);
+    // Another workspace's user still learns nothing beyond the usual 403.
+    expect((await call(bob, 'POST', `/releases/${prodRelease.id}/deploy`)).statusCode).toBe(403);
+
+    // Nor can a member pick the branch whose pushes deploy there (the environment's, or for
+    // production the application's own); other settings stay theirs to change.
+    const branchRefused = await call(carol, 'PATCH', `${P}/envs/production`, { auto_deploy_branch: 'carols-branch' });
+    expect(branchRefused.statusCode).toBe(403);
+    expect(branchRefused.json().message).toBe("Environment 'production' is protected: only workspace admins choose the branch that deploys to it");
+    expect((await call(carol, 'PATCH', `/applications/${ids.web}/settings`, { auto_deploy_branch: 'carols-branch' })).statusCode).toBe(403);
+    const unchanged = await call(carol, 'PATCH', `/applications/${ids.web}/settings`, { auto_deploy_branch: 'main', deployment_timeout: 60 });
+    expect(unchanged.statusCode).toBe(200);
+    expect(unchanged.json().auto_deploy_branch).toBe('main');
+    expect((await call(carol, 'PATCH', `${P}/envs/production`, { name: 'Production' })).statusCode).toBe(200);
+    expect((await call(alice, 'PATCH', `${P}/envs/production`, { auto_deploy_branch: 'release' })).json().auto_deploy_branch).toBe('release');
+    expect((await call(alice, 'PATCH', `${P}/envs/production`, { auto_deploy_branch: null })).statusCode).toBe(200);
   });
 
   it("deploys an environment's services on a push to its auto_deploy_branch", async () => {
     expect((await call(carol, 'PATCH', `${P}/envs/staging`, { auto_deploy_branch: 'develop' })).statusCode).toBe(200);
-    git('checkout', '-q', '-b', 'develop');
-    writeFileSync(join(repoDir, 'NOTES'), 'develop\n');
-    git('add', '-A');
-    git('-c', 'user.email=t@example.com', '-c', 'user.name=T', 'commit', '-q', '-m', 'develop');
-    const sha = git('rev-parse', 'HEAD');
-    git('checkout', '-q', 'main');
-    const body = JSON.stringify({ ref: 'refs/heads/develop', after: sha, repository: { full_name: 'acme/shop', clone_url: repoDir } });
+    repo.git('checkout', '-q', '-b', 'develop');
+    const sha = repo.commit({ NOTES: 'develop\n' }, 'develop');
+    repo.git('checkout', '-q', 'main');
+    const body = JSON.stringify({ ref: 'refs/heads/develop', after: sha, repository: { full_name: 'acme/shop', clone_url: repo.dir } });
     const signature = `sha256=${createHmac('sha256', 'hook-secret').update(body).digest('hex')}`;
     const hook = await h.app.inject({
       method: 'POST', url: '/v1/integrations/github/hooks', payload: body,
@@ -237,28 +232,21 @@ describe('environment deploys', () => {
     const row = await h.ctx.db.selectFrom('github_hooks').select('triggered').where('id', '=', hook.json().hook_id).executeTakeFirstOrThrow();
     const triggered = row.triggered as unknown as Array<{ application_id: string; environment_id?: string }>;
     expect(triggered.map((t) => [t.application_id, t.environment_id]).sort()).toEqual([[ids.api, stagingEnv.id], [ids.web, stagingEnv.id]].sort());
-    const end = Date.now() + 120_000;
-    let done: unknown[] = [];
-    while (done.length < 2 && Date.now() < end) {
-      await new Promise((r) => setTimeout(r, 200));
-      done = await h.ctx.db.selectFrom('deployments as d').innerJoin('releases as r', 'r.id', 'd.release_id').select('d.id')
+    const done = await waitFor('both staging deployments of the push', async () => {
+      const rows = await h.ctx.db.selectFrom('deployments as d').innerJoin('releases as r', 'r.id', 'd.release_id').select('d.id')
         .where('d.environment_id', '=', stagingEnv.id).where('r.commit_sha', '=', sha).where('d.status', '=', 'complete').execute();
-    }
+      return rows.length >= 2 && rows;
+    }, 120_000, 200);
     expect(done).toHaveLength(2);
   });
 
   it('marks the env deploy failed when a service fails, naming it', async () => {
     const broken = (await call(alice, 'POST', '/applications', { name: 'broken', project_id: (await call(alice, 'GET', P)).json().id })).json();
     // Its repository's build command fails (the others still deploy).
-    const brokenRepo = mkdtempSync(join(tmpdir(), 'slipway-env-broken-'));
+    const brokenRepo = new TestRepo('slipway-env-broken-', 'develop');
     cleanup.push(brokenRepo);
-    const bgit = (...args: string[]) => execFileSync('git', args, { cwd: brokenRepo, encoding: 'utf8' });
-    bgit('init', '-q', '-b', 'develop');
-    writeFileSync(join(brokenRepo, 'slipway.json'), JSON.stringify({ build: 'echo compiling; exit 3' }));
-    writeFileSync(join(brokenRepo, 'Procfile'), 'web: python3 -m http.server $PORT\n');
-    bgit('add', '-A');
-    bgit('-c', 'user.email=t@example.com', '-c', 'user.name=T', 'commit', '-q', '-m', 'broken');
-    expect((await call(alice, 'PATCH', `/applications/${broken.id}/settings`, { github_repository: brokenRepo })).statusCode).toBe(200);
+    brokenRepo.commit({ 'slipway.json': JSON.stringify({ build: 'echo compiling; exit 3' }), Procfile: 'web: python3 -m http.server $PORT\n' }, 'broken');
+    expect((await call(alice, 'PATCH', `/applications/${broken.id}/settings`, { github_repository: brokenRepo.dir })).statusCode).toBe(200);
     const res = await call(carol, 'POST', `${P}/envs/staging/deploy`);
     expect(res.statusCode).toBe(202);
     const d = await settled('staging', res.json().id);

@@ -75,8 +75,9 @@ describe('environments', () => {
     expect(res.statusCode).toBe(200);
     expect(res.json().protected).toBe(true);
     expect((await call(carol, 'PATCH', `${ENVS}/production`, { protected: false })).statusCode).toBe(403);
-    // Other settings stay open to members.
-    expect((await call(carol, 'PATCH', `${ENVS}/production`, { auto_deploy_branch: 'main' })).statusCode).toBe(200);
+    // Other settings stay open to members; the branch whose pushes deploy there does not.
+    expect((await call(carol, 'PATCH', `${ENVS}/production`, { name: 'Production' })).statusCode).toBe(200);
+    expect((await call(carol, 'PATCH', `${ENVS}/production`, { auto_deploy_branch: 'main' })).statusCode).toBe(403);
   });
 
   it('keeps environment config: list, set, bulk, delete', async () => {

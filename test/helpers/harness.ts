@@ -3,7 +3,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import pg from 'pg';
 import { inject } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { loadConfig, type Env } from '../../src/config.js';
@@ -16,6 +15,7 @@ import { createRuntime } from '../../src/platform/runtime/index.js';
 import { startDeploymentRuntime } from '../../src/modules/deployments/deployments.jobs.js';
 import { AuthService } from '../../src/modules/auth/auth.service.js';
 import { UsersService } from '../../src/modules/users/users.service.js';
+import { createScratchDatabase } from './scratch-database.js';
 
 const TEMPLATE_DB = 'slipway_test_template';
 
@@ -44,21 +44,7 @@ export interface Harness {
 export async function freshDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
   const adminUrl = inject('postgresAdminUrl');
   const name = `t_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`create database ${name} template ${TEMPLATE_DB}`);
-  await admin.end();
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const c = new pg.Client({ connectionString: adminUrl });
-      await c.connect();
-      await c.query(`drop database if exists ${name} with (force)`);
-      await c.end();
-    },
-  };
+  return createScratchDatabase(adminUrl, name, TEMPLATE_DB);
 }
 
 export interface HarnessOptions {

@@ -1,8 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from '../helpers/harness.js';
-import { buildAndWait, createApp, nodeApp, setConfig, TestRepo } from './fixtures.js';
+import { TestRepo } from '../helpers/git-repo.js';
+import { buildAndWait, createApp, nodeApp, setConfig } from './fixtures.js';
 
 let h: Harness;
 const repos: TestRepo[] = [];
@@ -145,6 +147,15 @@ describe('image builds from a git repository', () => {
     const refused = await buildAndWait(h, helper);
     expect(refused.log.error_detail).toBe("github_repository 'ext::sh -c touch% /tmp/slipway-should-not-exist' is not owner/repo, a git URL or an absolute path");
     expect(existsSync('/tmp/slipway-should-not-exist')).toBe(false);
+    // An address that reads as a git option (here `--upload-pack`, which runs a command) is refused.
+    // (`cd` alone goes to $HOME, so the marker would outlive the build's scratch directory.)
+    const marker = `slipway-upload-pack-${process.pid}`;
+    const optionLike = `--upload-pack=cd;touch\${IFS}${marker};echo@h:x`;
+    const asOption = await createApp(h, { github_repository: optionLike, auto_deploy_branch: 'main' });
+    const refusedOption = await buildAndWait(h, asOption);
+    expect(refusedOption.detail.error).toBe(true);
+    expect(refusedOption.log.error_detail).toBe(`github_repository '${optionLike}' is not owner/repo, a git URL or an absolute path`);
+    expect(existsSync(join(homedir(), marker))).toBe(false);
 
     const t = await createApp(h, { github_repository: `file://${r.dir}`, auto_deploy_branch: 'main' });
     h.ctx.config.LOCAL_REPOSITORY_ROOTS = '/srv/repos, /nonexistent';
@@ -156,6 +167,18 @@ describe('image builds from a git repository', () => {
       expect(inside.detail.built).toBe(true);
     } finally {
       h.ctx.config.LOCAL_REPOSITORY_ROOTS = undefined;
+    }
+  });
+
+  it('keeps credentials written into the repository address out of the log, the error and the record', async () => {
+    // Nothing listens on port 9: the fetch fails, and its error names the address.
+    const t = await createApp(h, { github_repository: 'http://builder:s3cr3t-token@127.0.0.1:9/acme/app.git', auto_deploy_branch: 'main' });
+    const { log, detail } = await buildAndWait(h, t);
+    expect(detail.error).toBe(true);
+    expect(log.error_detail).toContain('could not fetch http://127.0.0.1:9/acme/app.git');
+    const record = await h.ctx.db.selectFrom('images').selectAll().where('id', '=', detail.id).executeTakeFirstOrThrow();
+    for (const text of [JSON.stringify(log), JSON.stringify(detail), JSON.stringify(record), h.logs()]) {
+      expect(text).not.toContain('s3cr3t-token');
     }
   });
 

@@ -1,43 +1,7 @@
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
 import { expect } from 'vitest';
 import type { Harness, TestUser } from '../helpers/harness.js';
-
-/** A git repository in a temp dir, committed to with `commit(files)`. */
-export class TestRepo {
-  readonly dir: string;
-  constructor(prefix = 'slipway-repo-') {
-    this.dir = mkdtempSync(join(tmpdir(), prefix));
-    this.git('init', '-q', '-b', 'main');
-    this.git('config', 'user.email', 'test@example.com');
-    this.git('config', 'user.name', 'Test');
-  }
-
-  git(...args: string[]): string {
-    return execFileSync('git', args, { cwd: this.dir, encoding: 'utf8' }).trim();
-  }
-
-  /** Writes (or with null, deletes) files and commits them; returns the commit sha. */
-  commit(files: Record<string, string | null>, message = 'change'): string {
-    for (const [path, content] of Object.entries(files)) {
-      const full = join(this.dir, path);
-      if (content === null) rmSync(full, { force: true });
-      else {
-        mkdirSync(dirname(full), { recursive: true });
-        writeFileSync(full, content);
-      }
-    }
-    this.git('add', '-A');
-    this.git('commit', '-q', '--allow-empty', '-m', message);
-    return this.git('rev-parse', 'HEAD');
-  }
-
-  remove() {
-    rmSync(this.dir, { recursive: true, force: true });
-  }
-}
+import { seedApplication } from '../helpers/seed.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** A tiny Node HTTP app with a build script that reads build-time variables. */
 export function nodeApp(greeting = 'hello'): Record<string, string> {
@@ -57,16 +21,6 @@ export function nodeApp(greeting = 'hello'): Record<string, string> {
   };
 }
 
-export async function until<T>(probe: () => Promise<T | undefined | null | false>, ms = 30_000, every = 100): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, every));
-  }
-}
-
 export interface TestApp {
   user: TestUser;
   orgId: string;
@@ -80,17 +34,12 @@ let seq = 0;
 export async function createApp(h: Harness, settings: Record<string, unknown> = {}): Promise<TestApp> {
   seq++;
   const user = await h.user();
-  const org = await h.app.inject({ method: 'POST', url: '/v1/organizations', headers: user.headers, payload: { name: `Org ${seq} ${user.username}` } });
-  expect(org.statusCode).toBe(201);
-  const project = await h.app.inject({ method: 'POST', url: '/v1/projects', headers: user.headers, payload: { name: 'Shop', organization_id: org.json().id } });
-  expect(project.statusCode).toBe(201);
-  const app = await h.app.inject({ method: 'POST', url: '/v1/applications', headers: user.headers, payload: { name: 'Web', project_id: project.json().id } });
-  expect(app.statusCode).toBe(201);
+  const { org, project, app } = await seedApplication(h, user, { org: `Org ${seq} ${user.username}`, project: 'Shop', app: 'Web' });
   if (Object.keys(settings).length > 0) {
-    const patched = await h.app.inject({ method: 'PATCH', url: `/v1/applications/${app.json().id}/settings`, headers: user.headers, payload: settings });
+    const patched = await h.app.inject({ method: 'PATCH', url: `/v1/applications/${app.id}/settings`, headers: user.headers, payload: settings });
     expect(patched.statusCode).toBe(200);
   }
-  return { user, orgId: org.json().id, orgSlug: org.json().slug, projectId: project.json().id, appId: app.json().id };
+  return { user, orgId: org.id, orgSlug: org.slug, projectId: project.id, appId: app.id };
 }
 
 export async function setConfig(h: Harness, t: TestApp, name: string, value: string, flags: { secret?: boolean; buildtime?: boolean } = {}) {
@@ -103,7 +52,7 @@ export async function buildAndWait(h: Harness, t: TestApp, body?: Record<string,
   const started = await h.app.inject({ method: 'POST', url: `/v1/images/${t.appId}/build`, headers: t.user.headers, ...(body ? { payload: body } : {}) });
   expect(started.statusCode).toBe(202);
   const { image_id, version } = started.json();
-  const log = await until(async () => {
+  const log = await waitFor(`image ${image_id}`, async () => {
     const r = await h.app.inject({ method: 'GET', url: `/v1/images/${image_id}/log`, headers: t.user.headers });
     const body = r.json();
     return body.status === 'building' ? null : body;

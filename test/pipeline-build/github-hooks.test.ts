@@ -6,7 +6,8 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signBody } from '../../src/modules/github/signature.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
-import { buildAndWait, createApp, TestRepo, type TestApp } from './fixtures.js';
+import { TestRepo } from '../helpers/git-repo.js';
+import { buildAndWait, createApp, type TestApp } from './fixtures.js';
 
 const SECRET = 'hook-secret-4d2c';
 let h: Harness;

@@ -4,18 +4,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobStore, PIPELINE_QUEUE } from '../../src/platform/jobs/job-store.js';
 import type { PipelineJobData } from '../../src/platform/jobs/types.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
+import { waitFor } from '../helpers/wait.js';
 
 let h: Harness;
 beforeAll(async () => { h = await createHarness({ PIPELINE_CONCURRENCY: 3 }, { jobs: true }); });
 afterAll(async () => { await h?.close(); });
 
-const until = async (check: () => boolean | Promise<boolean>, ms = 10_000) => {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 25));
-  }
-};
+const until = (check: () => boolean | Promise<boolean>, ms = 10_000) => waitFor('the condition', async () => check(), ms, 25);
 
 async function jobState(id: string) {
   const { rows } = await sql<{ state: string }>`select state::text as state from pgboss.job where name = ${PIPELINE_QUEUE} and id = ${id}`.execute(h.ctx.db);

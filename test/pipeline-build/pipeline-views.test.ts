@@ -1,7 +1,9 @@
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from '../helpers/harness.js';
-import { buildAndWait, createApp, TestRepo, until, type TestApp } from './fixtures.js';
+import { TestRepo } from '../helpers/git-repo.js';
+import { waitFor } from '../helpers/wait.js';
+import { buildAndWait, createApp, type TestApp } from './fixtures.js';
 
 let h: Harness;
 let repo: TestRepo;
@@ -11,7 +13,7 @@ afterAll(async () => { await h?.close(); repo?.remove(); });
 async function createRelease(t: TestApp) {
   const res = await h.app.inject({ method: 'POST', url: `/v1/releases/${t.appId}/create`, headers: t.user.headers });
   const id = res.json().release_id as string;
-  await until(async () => (await h.ctx.db.selectFrom('releases').select('status').where('id', '=', id).executeTakeFirstOrThrow()).status !== 'building');
+  await waitFor(`release ${id}`, async () => (await h.ctx.db.selectFrom('releases').select('status').where('id', '=', id).executeTakeFirstOrThrow()).status !== 'building');
   return id;
 }
 

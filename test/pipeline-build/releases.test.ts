@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openConfiguration } from '../../src/modules/releases/release-freezer.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
-import { buildAndWait, createApp, nodeApp, setConfig, TestRepo, until, type TestApp } from './fixtures.js';
+import { TestRepo } from '../helpers/git-repo.js';
+import { waitFor } from '../helpers/wait.js';
+import { buildAndWait, createApp, nodeApp, setConfig, type TestApp } from './fixtures.js';
 
 let h: Harness;
 const repos: TestRepo[] = [];
@@ -15,7 +17,7 @@ async function releaseAndWait(t: TestApp) {
   const res = await h.app.inject({ method: 'POST', url: `/v1/releases/${t.appId}/create`, headers: t.user.headers });
   expect(res.statusCode).toBe(202);
   const { release_id, version } = res.json();
-  const log = await until(async () => {
+  const log = await waitFor(`release ${release_id}`, async () => {
     const r = (await h.app.inject({ method: 'GET', url: `/v1/releases/${release_id}/log`, headers: t.user.headers })).json();
     return r.status === 'building' ? null : r;
   });
@@ -125,7 +127,7 @@ describe('releases', () => {
       h.app.inject({ method: 'POST', url: `/v1/releases/${t.appId}/create`, headers: t.user.headers })));
     expect(answers.map((a) => a.statusCode)).toEqual(Array(8).fill(202));
     expect(answers.map((a) => a.json().version).sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
-    await until(async () => {
+    await waitFor('every release built', async () => {
       const rows = await h.ctx.db.selectFrom('releases').select('status').where('application_id', '=', t.appId).execute();
       return rows.every((x) => x.status === 'built');
     });

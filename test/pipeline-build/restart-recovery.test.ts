@@ -10,7 +10,9 @@ import { ImagesService } from '../../src/modules/images/images.service.js';
 import { ReleasesRepository } from '../../src/modules/releases/releases.repository.js';
 import { ReleasesService } from '../../src/modules/releases/releases.service.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
-import { createApp, TestRepo, until } from './fixtures.js';
+import { TestRepo } from '../helpers/git-repo.js';
+import { waitFor } from '../helpers/wait.js';
+import { createApp } from './fixtures.js';
 
 let h: Harness;
 let repo: TestRepo;
@@ -51,7 +53,7 @@ describe('restart recovery', () => {
       env: { ...process.env, DATABASE_URL: h.databaseUrl, DATA_DIR: h.dataDir, LOG_LEVEL: 'silent' },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
-    const pidLine = await until(async () => {
+    const pidLine = await waitFor('the build pid in the log', async () => {
       const row = await imageRow(firstId);
       return /build pid (\d+)/.exec(row.log_text)?.[1];
     }, 60_000, 100);
@@ -90,7 +92,11 @@ describe('restart recovery', () => {
     expect(failed).toMatchObject({ status: 'error', error: true, built: false });
     expect(failed.error_detail).toMatch(/^interrupted by a restart/);
     expect(failed.log_text).toContain('interrupted by a restart');
-    const next = await until(async () => {
+    // The build's process group, which outlived its worker, is ended by the recovery.
+    await waitFor('the orphaned build process to end', async () => {
+      try { process.kill(Number(pidLine), 0); return false; } catch { return true; }
+    }, 5000, 50);
+    const next = await waitFor('the second build', async () => {
       const row = await imageRow(secondId);
       return row.status === 'building' ? null : row;
     }, 30_000);

@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MetricsSampler } from '../../src/modules/observability/metrics-sampler.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
-import { deployableApp, loadDuring, NODE_APP, routerGet, settled, waitFor } from './fixtures.js';
+import { routerGet } from '../helpers/router-get.js';
+import { waitFor } from '../helpers/wait.js';
+import { deployableApp, loadDuring, NODE_APP, settled } from './fixtures.js';
 
 let h: Harness;
 let alice: TestUser;
@@ -173,10 +175,10 @@ describe('deployments', () => {
     expect((await routerGet(routerPort(), hostOf(app))).body).toBe(`v${last.release.version}:hello`);
     const rows = await h.ctx.db.selectFrom('instances').select('release_id').where('application_id', '=', app.appId).execute();
     expect(rows).toEqual([{ release_id: last.release.id }]);
-    // The list pages newest first.
+    // The list pages newest first (by the time-ordered id: created_at may tie within a millisecond).
     const page2 = (await h.app.inject({ method: 'GET', url: `/v1/applications/${app.appId}/deployments?per_page=2&page=2`, headers: alice.headers })).json();
     expect(page2.pagination).toEqual({ page: 2, per_page: 2, total: 3, pages: 2 });
-    const oldest = [...done].sort((a, b) => Date.parse(a.created) - Date.parse(b.created) || (a.id < b.id ? -1 : 1))[0];
+    const oldest = [...done].sort((a, b) => (a.id < b.id ? -1 : 1))[0];
     expect(page2.items.map((d: { id: string }) => d.id)).toEqual([oldest.id]);
   });
 

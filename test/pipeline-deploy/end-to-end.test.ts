@@ -1,7 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from '../helpers/harness.js';
-import { createApp, setConfig, TestRepo, type TestApp } from '../pipeline-build/fixtures.js';
-import { loadDuring, routerGet, waitFor } from './fixtures.js';
+import { TestRepo } from '../helpers/git-repo.js';
+import { pythonHttpApp } from '../helpers/python-app.js';
+import { routerGet } from '../helpers/router-get.js';
+import { waitFor } from '../helpers/wait.js';
+import { createApp, setConfig, type TestApp } from '../pipeline-build/fixtures.js';
+import { loadDuring } from './fixtures.js';
 
 /**
  * Issue 3's proof: a git repository with a small Python HTTP app and a Procfile, config
@@ -9,22 +13,10 @@ import { loadDuring, routerGet, waitFor } from './fixtures.js';
  * (build → release → deploy) and read through the router; then a code change is pushed
  * and deployed again while clients send requests through the router the whole time.
  */
-const server = (version: string) => `
-import http.server, os, hashlib
-BUILT = open('build-info.txt').read().strip()
-class Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        token = hashlib.sha256(os.environ['API_TOKEN'].encode()).hexdigest()[:8]
-        body = f"${version} {os.environ['GREETING']} built={BUILT} token={token}".encode()
-        self.send_response(200)
-        self.send_header('content-type', 'text/plain')
-        self.send_header('content-length', str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *args):
-        pass
-http.server.ThreadingHTTPServer(('127.0.0.1', int(os.environ['PORT'])), Handler).serve_forever()
-`;
+const server = (version: string) => pythonHttpApp(
+  `f"${version} {os.environ['GREETING']} built={BUILT} token={hashlib.sha256(os.environ['API_TOKEN'].encode()).hexdigest()[:8]}"`,
+  "BUILT = open('build-info.txt').read().strip()",
+);
 
 const SECRET = 'sk-live-5f1d2e9a7b';
 const tokenHash = async () => (await import('node:crypto')).createHash('sha256').update(SECRET).digest('hex').slice(0, 8);

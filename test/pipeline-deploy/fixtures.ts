@@ -1,9 +1,12 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { join } from 'node:path';
 import { v7 as uuidv7 } from 'uuid';
 import { parseProcfile } from '../../src/platform/builder/procfile.js';
 import type { Harness, TestUser } from '../helpers/harness.js';
+import { routerGet } from '../helpers/router-get.js';
+import { seedApplication } from '../helpers/seed.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * A small HTTP app in node: answers `<VERSION>:<GREETING>` on `/`, 200 on `/health`;
@@ -32,9 +35,7 @@ let counter = 0;
 export async function deployableApp(h: Harness, user: TestUser, settings: Record<string, unknown> = {}): Promise<Deployable> {
   counter++;
   const headers = user.headers;
-  const org = (await h.app.inject({ method: 'POST', url: '/v1/organizations', headers, payload: { name: `Org ${counter} ${uuidv7().slice(-6)}` } })).json();
-  const project = (await h.app.inject({ method: 'POST', url: '/v1/projects', headers, payload: { name: 'Shop', organization_id: org.id } })).json();
-  const app = (await h.app.inject({ method: 'POST', url: '/v1/applications', headers, payload: { name: 'Web', project_id: project.id } })).json();
+  const { org, project, app } = await seedApplication(h, user, { org: `Org ${counter} ${uuidv7().slice(-6)}`, project: 'Shop', app: 'Web' });
   if (Object.keys(settings).length > 0) {
     const r = await h.app.inject({ method: 'PATCH', url: `/v1/applications/${app.id}/settings`, headers, payload: settings });
     if (r.statusCode !== 200) throw new Error(r.body);
@@ -74,30 +75,6 @@ export async function deployableApp(h: Harness, user: TestUser, settings: Record
   };
 }
 
-export function routerGet(port: number, host: string, path = '/', timeoutMs = 5000): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, headers: { host }, timeout: timeoutMs, agent: false }, (res) => {
-      let body = '';
-      res.on('data', (c) => { body += c; });
-      res.on('end', () => resolve({ status: res.statusCode!, body }));
-      res.on('error', reject);
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 30_000, everyMs = 100): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
-
 /** Polls a deployment until it is no longer in progress. */
 export async function settled(h: Harness, user: TestUser, deploymentId: string, timeoutMs = 30_000) {
   return waitFor(`deployment ${deploymentId}`, async () => {
@@ -129,17 +106,7 @@ export async function loadDuring(port: number, host: string, stop: Promise<unkno
     while (!done) {
       report.total++;
       try {
-        const r = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-          const req = request({ host: '127.0.0.1', port, path: '/', headers: { host }, agent: i % 2 === 0 ? keepAlive : false, timeout: 10_000 }, (res) => {
-            let body = '';
-            res.on('data', (c) => { body += c; });
-            res.on('end', () => resolve({ status: res.statusCode!, body }));
-            res.on('error', reject);
-          });
-          req.on('timeout', () => req.destroy(new Error('timeout')));
-          req.on('error', reject);
-          req.end();
-        });
+        const r = await routerGet(port, host, '/', 10_000, i % 2 === 0 ? keepAlive : false);
         if (r.status !== 200) { report.failed++; report.failures.push(`status ${r.status}: ${r.body.slice(0, 100)}`); }
         else if (!report.bodies.includes(r.body)) report.bodies.push(r.body);
       } catch (err) {

@@ -6,7 +6,9 @@ import { createRuntime } from '../../src/platform/runtime/index.js';
 import { startDeploymentRuntime } from '../../src/modules/deployments/deployments.jobs.js';
 import { INTERRUPTED_DETAIL } from '../../src/modules/deployments/deploy-runner.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
-import { deployableApp, NODE_APP, routerGet, settled, waitFor } from './fixtures.js';
+import { routerGet } from '../helpers/router-get.js';
+import { waitFor } from '../helpers/wait.js';
+import { deployableApp, NODE_APP, settled } from './fixtures.js';
 
 const ENV = { ROUTER_HOST: '127.0.0.1', ROUTER_PORT: 0, RUNTIME_RESTART_BACKOFF_MS: 50, RUNTIME_STOP_GRACE_MS: 2000 } as const;
 
@@ -91,6 +93,50 @@ describe('platform restart', () => {
       expect((await routerGet(again.ctx.runtime!.router.port, host)).body).toBe('v3:hello');
     } finally {
       await again.stop();
+    }
+  });
+});
+
+describe('a second worker process', () => {
+  it('starting beside a running worker leaves that worker\'s instances alone, and the application\'s jobs stay with it', async () => {
+    // h's own workers and runtime were stopped by the test above: two fresh workers share the database.
+    const first = await startPlatform(h);
+    let second: Awaited<ReturnType<typeof startPlatform>> | undefined;
+    try {
+      const app = await deployableApp(h, alice);
+      const host = `${app.slugs.app}.${app.slugs.project}.${app.slugs.org}.localhost`;
+      const v1 = await app.release({ 'app.js': NODE_APP('v1') }, 'web: node app.js\n');
+      const d = (await first.app.inject({ method: 'POST', url: `/v1/releases/${v1}/deploy`, headers: alice.headers })).json();
+      const done = await waitFor('v1 deployed', async () => {
+        const x = (await first.app.inject({ method: 'GET', url: `/v1/deployments/${d.deployment_id}/detail`, headers: alice.headers })).json();
+        return x.complete || x.error ? x : null;
+      });
+      expect(done.complete).toBe(true);
+      const before = await h.ctx.db.selectFrom('instances').select(['id', 'pid']).where('application_id', '=', app.appId).where('worker_id', '=', first.ctx.jobs!.workerId).execute();
+      expect(before).toHaveLength(1);
+
+      second = await startPlatform(h); // before: its start killed and forgot the first worker's instance as a "leftover"
+      expect(alive(before[0]!.pid!)).toBe(true);
+      const after = await h.ctx.db.selectFrom('instances').select(['id', 'pid', 'restart_count']).where('application_id', '=', app.appId).where('worker_id', '=', first.ctx.jobs!.workerId).execute();
+      expect(after).toEqual([{ ...before[0], restart_count: 0 }]);
+      expect((await routerGet(first.ctx.runtime!.router.port, host)).body).toBe('v1:hello');
+
+      // The application's jobs stay with the worker running it, whichever process is asked:
+      // otherwise the second would run a copy of v2 while the first kept serving v1.
+      const v2 = await app.release({ 'app.js': NODE_APP('v2') }, 'web: node app.js\n');
+      const d2 = (await second!.app.inject({ method: 'POST', url: `/v1/releases/${v2}/deploy`, headers: alice.headers })).json();
+      const done2 = await waitFor('v2 deployed', async () => {
+        const x = (await second!.app.inject({ method: 'GET', url: `/v1/deployments/${d2.deployment_id}/detail`, headers: alice.headers })).json();
+        return x.complete || x.error ? x : null;
+      });
+      expect(done2.complete).toBe(true);
+      expect((await routerGet(first.ctx.runtime!.router.port, host)).body).toBe('v2:hello');
+      const rows = await h.ctx.db.selectFrom('instances').select(['release_id', 'worker_id']).where('application_id', '=', app.appId).execute();
+      expect(rows).toEqual([{ release_id: v2, worker_id: first.ctx.jobs!.workerId }]);
+      expect(second!.ctx.runtime!.instancesOf(app.appId, app.envId)).toEqual([]);
+    } finally {
+      await second?.stop();
+      await first.stop();
     }
   });
 });

@@ -7,6 +7,8 @@ import { LocalProcessDriver } from '../../src/platform/runtime/local/local-drive
 import type { InstanceSpec, InstanceStatus } from '../../src/platform/runtime/port.js';
 import { waitHealthy } from '../../src/platform/runtime/health-check.js';
 import { RouterServer } from '../../src/platform/router/router-server.js';
+import { routerGet } from '../helpers/router-get.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** A tiny HTTP app: answers its name and PORT; prints its secret to check scrubbing. */
 const APP = `
@@ -32,25 +34,9 @@ function spec(id: string, name: string, extra: Partial<InstanceSpec> = {}): Inst
   };
 }
 
-function get(port: number, host: string, path = '/'): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, headers: { host } }, (res) => {
-      let body = '';
-      res.on('data', (c) => { body += c; });
-      res.on('end', () => resolve({ status: res.statusCode!, body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+const get = (port: number, host: string, path = '/') => routerGet(port, host, path);
 
-const until = async (cond: () => boolean, ms = 10_000) => {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-};
+const until = (cond: () => boolean, ms = 10_000) => waitFor('the condition', async () => cond(), ms, 20);
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'slipway-runtime-'));

@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
-import { BuildahBuilder, BUILDAH_MISSING, createBuildahBuilder, numericUser } from '../../src/platform/builder/buildah.js';
+import { BuildahBuilder, BUILDAH_MISSING, createBuildahBuilder } from '../../src/platform/builder/buildah.js';
+import { numericUser } from '../../src/platform/builder/image-user.js';
 import { BuildError, type BuildInput, type BuildOutput } from '../../src/platform/builder/port.js';
 import { SourceBuilder, chooseBuilder } from '../../src/platform/builder/index.js';
 import { ImageRootDriver } from '../../src/platform/runtime/image-root/image-root-driver.js';
@@ -173,6 +174,12 @@ describe.skipIf(!!missing)('Dockerfile builds with buildah', () => {
     expect(await numericUser(rootfs, '1000', { log })).toBe('1000:1000');
     expect(await numericUser(rootfs, 'root', { log })).toBeNull();
     await expect(numericUser(rootfs, 'nobody-here', { log })).rejects.toThrow(/no user "nobody-here"/);
+    // The image's passwd is the image author's input: an id that is not a number never reaches the command line.
+    const marker = join(work, 'userspec-injected');
+    writeFileSync(join(rootfs, 'etc', 'passwd'), `evil:x:0$(touch \${IFS}${marker}):0::/:/bin/sh\n`);
+    await expect(numericUser(rootfs, 'evil', { log })).rejects.toThrow(BuildError);
+    await expect(numericUser(rootfs, 'evil', { log })).rejects.toThrow(/non-numeric id/);
+    writeFileSync(join(rootfs, 'etc', 'passwd'), 'root:x:0:0::/root:/bin/sh\napp:x:4242:4343::/home/app:/bin/sh\n');
 
     // The runtime applies it: a copy of the built artifact that asks for uid 4242.
     const artifact = join(work, 'artifact-as-user');
@@ -185,6 +192,11 @@ describe.skipIf(!!missing)('Dockerfile builds with buildah', () => {
       const result = await driver.runOnce({ command: 'id -u; id -g', artifactPath: artifact, env: {}, secrets: [], timeoutMs: 10_000, onOutput: (l) => out.push(l) });
       expect(result.exitCode).toBe(0);
       expect(out).toEqual(['4242', '4343']);
+      // An artifact whose recorded user is not numeric runs nothing on the host.
+      writeFileSync(join(artifact, 'slipway-image.json'), JSON.stringify({ ...meta, user: `1$(touch ${marker})` }));
+      const refused = await driver.runOnce({ command: 'true', artifactPath: artifact, env: {}, secrets: [], timeoutMs: 10_000, onOutput: () => {} });
+      expect(refused.exitCode).not.toBe(0);
+      expect(existsSync(marker)).toBe(false);
     } finally {
       await driver.shutdown();
     }

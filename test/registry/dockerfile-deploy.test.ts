@@ -2,8 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
-import { buildAndWait, createApp, setConfig, TestRepo, until, type TestApp } from '../pipeline-build/fixtures.js';
-import { routerGet, settled } from '../pipeline-deploy/fixtures.js';
+import { TestRepo } from '../helpers/git-repo.js';
+import { routerGet } from '../helpers/router-get.js';
+import { waitFor } from '../helpers/wait.js';
+import { buildAndWait, createApp, setConfig, type TestApp } from '../pipeline-build/fixtures.js';
+import { settled } from '../pipeline-deploy/fixtures.js';
 import { buildBusyboxBase, BASE_IMAGE } from './base-image.js';
 import { freePort, missingBinary, run, startRegistry, type RegistryServer } from './registry-server.js';
 
@@ -86,7 +89,7 @@ describe.skipIf(!!missing)('a Dockerfile app through the pipeline', () => {
     // Build → release → deploy in one request, as a user would; the rebuild hits the layer cache.
     const chain = await h.app.inject({ method: 'POST', url: `/v1/applications/${t.appId}/deploy`, headers: t.user.headers });
     expect(chain.statusCode, chain.body).toBe(202);
-    const deployment = await until(async () => {
+    const deployment = await waitFor('the chain\'s deployment', async () => {
       const list = await h.app.inject({ method: 'GET', url: `/v1/applications/${t.appId}/deployments`, headers: t.user.headers });
       return list.json().items?.[0];
     }, 60_000);

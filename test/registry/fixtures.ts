@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'vitest';
 import type { Harness, TestUser } from '../helpers/harness.js';
+import { seedApplication } from '../helpers/seed.js';
 
 export interface Repo {
   owner: TestUser;
@@ -12,14 +13,7 @@ export interface Repo {
 /** An organization, project and application owned by `owner` (a fresh user by default). */
 export async function seedRepository(h: Harness, owner?: TestUser): Promise<Repo> {
   owner ??= await h.user();
-  const post = async (url: string, payload: object) => {
-    const res = await h.app.inject({ method: 'POST', url, headers: owner!.headers, payload });
-    expect(res.statusCode, res.body).toBe(201);
-    return res.json();
-  };
-  const org = await post('/v1/organizations', { name: `Reg ${randomBytes(3).toString('hex')}` });
-  const project = await post('/v1/projects', { name: 'Web', organization_id: org.id });
-  const app = await post('/v1/applications', { name: 'Api', project_id: project.id });
+  const { org, project, app } = await seedApplication(h, owner, { org: `Reg ${randomBytes(3).toString('hex')}`, project: 'Web', app: 'Api' });
   return { owner, orgSlug: org.slug, name: `${org.slug}/${project.slug}/${app.slug}` };
 }
 

@@ -3,6 +3,7 @@ import type { Db } from '../../platform/db/database.js';
 import { conflict, forbidden, isUniqueViolation, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
+import { requireBranchChangeAccess } from '../environments/protection.js';
 import { ProjectsService } from '../projects/projects.service.js';
 import { ApplicationsRepository } from './applications.repository.js';
 import type { Static } from 'typebox';
@@ -31,7 +32,7 @@ export class ApplicationsService {
   private readonly projects: ProjectsService;
 
   constructor(
-    db: Db,
+    private readonly db: Db,
     private readonly latest: LatestRecordsSource = noRecords,
     private readonly onScaled: ScaleListener = async () => {},
   ) {
@@ -119,6 +120,9 @@ export class ApplicationsService {
 
   async updateSettings(userId: string, applicationId: string, settings: Static<typeof SettingsBody>) {
     const app = await this.authorize(userId, applicationId);
+    if (settings.auto_deploy_branch !== undefined && settings.auto_deploy_branch !== app.auto_deploy_branch) {
+      await requireBranchChangeAccess(this.db, userId, { applicationId: app.id });
+    }
     if (Object.keys(settings).length > 0) await this.apps.updateSettings(app.id, settings);
     return this.reload(app.id);
   }

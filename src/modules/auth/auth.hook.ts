@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { unauthenticated } from '../../platform/errors.js';
+import { forbidden, unauthenticated } from '../../platform/errors.js';
 import type { AuthService } from './auth.service.js';
 
 export const SESSION_COOKIE = 'slipway_session';
@@ -14,6 +14,28 @@ export async function identify(auth: AuthService, request: FastifyRequest) {
   return null;
 }
 
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * Whether a browser sent this request from another origin. SameSite=Lax alone is not enough:
+ * applications served by the router under a sibling domain are the *same site* as the API,
+ * and a body-less POST (toggle-admin, deploy) needs no CORS preflight. Clients that are not
+ * browsers send neither header and are not affected.
+ */
+function crossOrigin(request: FastifyRequest): boolean {
+  const fetchSite = request.headers['sec-fetch-site'];
+  if (typeof fetchSite === 'string') return fetchSite !== 'same-origin' && fetchSite !== 'none';
+  const origin = request.headers.origin;
+  if (typeof origin !== 'string') return false;
+  try {
+    const from = new URL(origin);
+    // Read the Host through the origin's scheme so `host:80` and `host` compare equal.
+    return from.host !== new URL(`${from.protocol}//${request.host}`).host;
+  } catch {
+    return true; // `Origin: null` (sandboxed frames, redirects) or garbage
+  }
+}
+
 /** Runs before every route: public routes pass, the rest need a valid credential. */
 export function authenticationHook(auth: AuthService) {
   return async (request: FastifyRequest, _reply: FastifyReply) => {
@@ -21,6 +43,10 @@ export function authenticationHook(auth: AuthService) {
     if (!request.routeOptions.url) return; // unknown route: let the 404/405 handler answer
     const principal = await identify(auth, request);
     if (!principal) throw unauthenticated();
+    // A session cookie rides along on cross-site requests: changes need a same-origin caller.
+    if (principal.via === 'session' && !SAFE_METHODS.has(request.method) && crossOrigin(request)) {
+      throw forbidden('Cross-origin requests authenticated by the session cookie cannot change anything; use an API key');
+    }
     request.principal = principal;
   };
 }

@@ -81,4 +81,10 @@ export class AuthRepository {
   clearFailures(key: string) {
     return this.db.deleteFrom('login_failures').where('key', '=', key).execute();
   }
+
+  /** Failure counters whose window has passed count for nothing (one row per address or e-mail tried). */
+  deleteStaleFailures(windowSeconds: number) {
+    return this.db.deleteFrom('login_failures')
+      .where('window_started', '<', sql<Date>`now() - make_interval(secs => ${windowSeconds})`).execute();
+  }
 }

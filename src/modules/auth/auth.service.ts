@@ -52,6 +52,12 @@ export class AuthService {
     return { token, expires, user: { id: user.id, username: user.username, email: user.email, is_admin: user.is_admin } };
   }
 
+  /** Periodic cleanup (a pipeline sweeper): expired sessions and spent failure counters would otherwise pile up. */
+  async pruneExpired() {
+    await this.repo.deleteExpiredSessions();
+    await this.repo.deleteStaleFailures(this.ctx.config.LOGIN_WINDOW_SECONDS);
+  }
+
   logout(token: string) {
     return this.repo.deleteSession(hashToken(token));
   }

@@ -12,7 +12,7 @@ import { CONFIG_NAME_PATTERN, MAX_VALUE_BYTES, SECRET_MASK } from './configurati
 
 type ConfigRow = Awaited<ReturnType<ConfigurationsRepository['list']>>[number];
 
-export const toVariable = (row: ConfigRow) => ({
+const toVariable = (row: ConfigRow) => ({
   id: row.id,
   name: row.name,
   value: row.secret ? SECRET_MASK : (row.value ?? ''),

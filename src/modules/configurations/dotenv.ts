@@ -19,8 +19,11 @@ export function parseDotenv(text: string): DotenvResult {
     if (line === '' || line.startsWith('#')) continue;
     const match = /^(?:export\s+)?([^=\s]+)\s*=\s*(.*)$/.exec(line);
     if (!match) {
-      // Name the entry by its first word only: the rest of a malformed line may be a secret value.
-      errors.push({ name: line.split(/[\s:=]/)[0]!.slice(0, 64), message: `line ${i + 1}: expected NAME=value` });
+      // Name the entry only by a first word that reads as a variable name followed by more
+      // (`NAME: value`): the rest may be a secret value, and a line that is one bare token is
+      // most likely a value itself (a line of a multi-line key), so it is named by its number.
+      const named = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]{0,63})[\s:]/.exec(line);
+      errors.push({ name: named ? named[1]! : `line ${i + 1}`, message: `line ${i + 1}: expected NAME=value` });
       continue;
     }
     const name = match[1]!;

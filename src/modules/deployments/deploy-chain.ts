@@ -1,8 +1,10 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { AppContext } from '../../platform/context.js';
 import { AppError } from '../../platform/errors.js';
+import { requireJobs } from '../../platform/jobs/require-jobs.js';
 import type { ApplicationsService } from '../applications/applications.service.js';
 import { INTERRUPTED_DETAIL, DeployRunner } from './deploy-runner.js';
+import { requireDeployAccess } from '../environments/protection.js';
 import { DeploymentsRepository } from './deployments.repository.js';
 import { RELEASE_INTERRUPTED } from '../releases/releases.service.js';
 
@@ -62,6 +64,8 @@ export class DeployChain {
   /** `POST /applications/{id}/deploy`: the caller must be a member of the application's organization. */
   async request(userId: string, applicationId: string, ref?: string | null) {
     await this.apps.authorize(userId, applicationId);
+    const production = await this.repo.productionEnvironmentId(applicationId);
+    if (production) await requireDeployAccess(this.ctx.db, userId, production);
     return this.start(applicationId, ref);
   }
 
@@ -70,13 +74,13 @@ export class DeployChain {
    * with the pushed commit); answers with the new image record.
    */
   async start(applicationId: string, ref?: string | null, targetEnvironmentId?: string) {
-    if (!this.ctx.jobs) throw new AppError('UNAVAILABLE', 'The pipeline is not running in this process');
+    const jobs = requireJobs(this.ctx);
     // Environment deploys (`POST .../envs/{env}/deploy`) name their environment.
     const environmentId = targetEnvironmentId ?? await this.repo.productionEnvironmentId(applicationId);
     if (!environmentId) throw new AppError('NOT_FOUND', 'Production environment not found');
     const image = await this.build.createImage(applicationId, ref);
     try {
-      const jobId = await this.ctx.jobs.enqueue(CHAIN_JOB, { applicationId, environmentId, recordId: image.id });
+      const jobId = await jobs.enqueue(CHAIN_JOB, { applicationId, environmentId, recordId: image.id });
       await this.ctx.db.updateTable('images').set({ job_id: jobId }).where('id', '=', image.id).execute();
       return { ok: true, image_id: image.id, job_id: jobId };
     } catch (err) {

@@ -1,9 +1,9 @@
 import { sql, type Updateable } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
 import type { DeploymentsTable, PipelineStep } from '../../platform/db/schema.js';
-import { productionEnvironmentId } from '../pipeline/production-environment.js';
+import { findProductionEnvironmentId } from '../pipeline/production-environment.js';
 
-export const DEPLOY_STEPS = ['Setup', 'Release', 'Deploy', 'Rollout', 'Done'] as const;
+const DEPLOY_STEPS = ['Setup', 'Release', 'Deploy', 'Rollout', 'Done'] as const;
 export type DeployStepName = (typeof DEPLOY_STEPS)[number];
 
 export const stepOf = (name: DeployStepName, substep?: string): PipelineStep => ({
@@ -27,7 +27,7 @@ export class DeploymentsRepository {
 
   /** The environment application-level endpoints act on (the pipeline module's rule), or null. */
   async productionEnvironmentId(applicationId: string): Promise<string | null> {
-    return productionEnvironmentId(this.db, applicationId).catch(() => null);
+    return findProductionEnvironmentId(this.db, applicationId);
   }
 
   async target(applicationId: string, environmentId: string): Promise<DeployTarget | null> {
@@ -97,7 +97,8 @@ export class DeploymentsRepository {
       .innerJoin('releases as r', 'r.id', 'd.release_id')
       .selectAll('d').select(['r.version as release_version', 'r.commit_sha as release_commit_sha'])
       .where('d.application_id', '=', applicationId).where('d.environment_id', '=', environmentId)
-      .orderBy('d.created_at', 'desc').orderBy('d.id', 'desc').limit(limit).offset(offset).execute();
+      // Ids are time-ordered UUIDv7 taken when the request arrived: newest first, no ties.
+      .orderBy('d.id', 'desc').limit(limit).offset(offset).execute();
   }
 
   withRelease(id: string) {

@@ -1,15 +1,18 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { AppContext } from '../../platform/context.js';
 import type { PipelineStep } from '../../platform/db/schema.js';
-import { AppError, conflict, notFound } from '../../platform/errors.js';
-import { iso, isoOrNull, pageOf, type PaginationQuery } from '../../platform/http/schemas.js';
+import { conflict, notFound } from '../../platform/errors.js';
+import { iso, isoOrNull, paginate, type PaginationQuery } from '../../platform/http/schemas.js';
+import { requireJobs } from '../../platform/jobs/require-jobs.js';
 import type { ApplicationsService } from '../applications/applications.service.js';
+import { requireDeployAccess } from '../environments/protection.js';
+import { productionEnvironmentId } from '../pipeline/production-environment.js';
 import { DeploymentsRepository } from './deployments.repository.js';
 
 type DeploymentWithRelease = NonNullable<Awaited<ReturnType<DeploymentsRepository['withRelease']>>>;
 
 /** Log statuses of decisions.md: a queued deployment reads `deploying` (with `started` null). */
-const logStatus = (status: string) => (status === 'queued' ? 'deploying' : status) as 'deploying' | 'complete' | 'error';
+export const deploymentLogStatus = (status: string) => (status === 'queued' ? 'deploying' : status) as 'deploying' | 'complete' | 'error';
 
 export const DEPLOY_JOB = 'deploy';
 export const RECONCILE_JOB = 'reconcile';
@@ -20,7 +23,7 @@ function summary(d: DeploymentWithRelease) {
     application_id: d.application_id,
     environment_id: d.environment_id,
     release: { id: d.release_id, version: d.release_version, commit_sha: d.release_commit_sha },
-    status: logStatus(d.status),
+    status: deploymentLogStatus(d.status),
     complete: d.complete,
     error: d.error,
     error_detail: d.error_detail,
@@ -42,29 +45,19 @@ export class DeploymentsService {
     this.repo = new DeploymentsRepository(ctx.db);
   }
 
-  private jobs() {
-    if (!this.ctx.jobs) throw new AppError('UNAVAILABLE', 'The pipeline is not running in this process');
-    return this.ctx.jobs;
-  }
-
-  async productionEnvironment(applicationId: string): Promise<string> {
-    const id = await this.repo.productionEnvironmentId(applicationId);
-    if (!id) throw notFound('Production environment');
-    return id;
-  }
-
   /** Queues a deployment of a release (behind the application's earlier pipeline jobs). */
   async deployRelease(userId: string, releaseId: string) {
     const release = await this.repo.release(releaseId);
     if (!release) throw notFound('Release');
     await this.apps.authorize(userId, release.application_id);
+    await requireDeployAccess(this.ctx.db, userId, release.environment_id);
     if (release.error) throw conflict(`Release v${release.version} failed to build and cannot be deployed`);
     return this.queue(release.application_id, release.environment_id, release.id);
   }
 
   /** Records a queued deployment and its job (also used by the build → release → deploy chain). */
   async queue(applicationId: string, environmentId: string, releaseId: string) {
-    const jobs = this.jobs();
+    const jobs = requireJobs(this.ctx);
     const deployment = await this.repo.insert({ id: uuidv7(), application_id: applicationId, environment_id: environmentId, release_id: releaseId });
     const jobId = await jobs.enqueue(DEPLOY_JOB, { applicationId, environmentId, recordId: deployment.id });
     await this.repo.update(deployment.id, { job_id: jobId });
@@ -73,11 +66,11 @@ export class DeploymentsService {
 
   async list(userId: string, applicationId: string, query: PaginationQuery) {
     await this.apps.authorize(userId, applicationId);
-    const environmentId = await this.productionEnvironment(applicationId);
-    const total = await this.repo.count(applicationId, environmentId);
-    const { offset, ...pagination } = pageOf(query, total);
-    const rows = await this.repo.page(applicationId, environmentId, pagination.per_page, offset);
-    return { items: rows.map(summary), pagination };
+    const environmentId = await productionEnvironmentId(this.ctx.db, applicationId);
+    return paginate(query, async (limit, offset) => ({
+      total: await this.repo.count(applicationId, environmentId),
+      rows: await this.repo.page(applicationId, environmentId, limit, offset),
+    }), summary);
   }
 
   private async visible(userId: string, deploymentId: string) {
@@ -95,7 +88,7 @@ export class DeploymentsService {
   async log(userId: string, deploymentId: string) {
     const d = await this.visible(userId, deploymentId);
     return {
-      status: logStatus(d.status), log_text: d.deploy_log, error: d.error, error_detail: d.error_detail,
+      status: deploymentLogStatus(d.status), log_text: d.deploy_log, error: d.error, error_detail: d.error_detail,
       deploy_step: d.deploy_step as PipelineStep | null,
     };
   }

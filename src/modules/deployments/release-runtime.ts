@@ -5,7 +5,7 @@ import type { InstanceLimits } from '../../platform/runtime/port.js';
 import { openConfiguration, type DisplayedVariable } from '../releases/release-freezer.js';
 
 /** Process types run once per deployment, never as long-running instances. */
-export const ONE_OFF_PROCESSES = new Set(['release', 'postdeploy']);
+const ONE_OFF_PROCESSES = new Set(['release', 'postdeploy']);
 
 /** What running a release needs: its command lines, frozen environment and artifact. */
 export interface ReleaseRuntime {

@@ -25,7 +25,8 @@ export class EnvDeploysRepository {
 
   page(environmentId: string, limit: number, offset: number) {
     return this.base().where('d.environment_id', '=', environmentId)
-      .orderBy('d.created_at', 'desc').orderBy('d.id', 'desc').limit(limit).offset(offset).execute();
+      // Ids are time-ordered UUIDv7 taken when the request arrived: newest first, no ties.
+      .orderBy('d.id', 'desc').limit(limit).offset(offset).execute();
   }
 
   /** The services of some env deploys with their pipeline records' state (null until a record exists). */

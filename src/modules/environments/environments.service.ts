@@ -11,6 +11,7 @@ import { SECRET_MASK } from '../configurations/configurations.schemas.js';
 import { RECONCILE_JOB } from '../deployments/deployments.service.js';
 import { WorkspaceScope } from '../workspaces/workspace-scope.js';
 import { EnvironmentsRepository } from './environments.repository.js';
+import { requireBranchChangeAccess } from './protection.js';
 import { ENV_TYPES, type UpdateEnvironmentBody } from './environments.schemas.js';
 import { serviceScopeChain } from './scope-chain.js';
 
@@ -86,6 +87,9 @@ export class EnvironmentsService {
   async update(userId: string, ws: string, projectSlug: string, envSlug: string, input: Static<typeof UpdateEnvironmentBody>) {
     const { workspace, project, environment } = await this.scope.environment(userId, ws, projectSlug, envSlug);
     if (input.protected !== undefined && input.protected !== environment.protected) await this.scope.requireAdmin(userId, workspace.id);
+    if (input.auto_deploy_branch !== undefined && input.auto_deploy_branch !== environment.auto_deploy_branch) {
+      await requireBranchChangeAccess(this.db, userId, { environmentId: environment.id });
+    }
     // Application-level pipeline endpoints act on `production`: it stays of type production.
     if (environment.slug === 'production' && input.env_type !== undefined && input.env_type !== 'production') {
       throw invalid('env_type', 'the production environment is always of type production');

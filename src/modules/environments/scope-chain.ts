@@ -4,7 +4,7 @@ import { notFound } from '../../platform/errors.js';
 import type { ScopeRef } from '../configurations/configurations.repository.js';
 
 /** What each stored scope is called in the workspace vocabulary of the API. */
-export const SCOPE_LABELS: Record<ConfigScope, 'workspace' | 'team' | 'project' | 'environment' | 'service'> = {
+const SCOPE_LABELS: Record<ConfigScope, 'workspace' | 'team' | 'project' | 'environment' | 'service'> = {
   organization: 'workspace', team: 'team', project: 'project', environment: 'environment', application: 'service',
 };
 

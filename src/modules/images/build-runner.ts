@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { BuildError, chooseBuilder, parseProcfile, type Builder } from '../../platform/builder/index.js';
 import type { AppContext } from '../../platform/context.js';

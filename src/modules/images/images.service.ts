@@ -1,12 +1,14 @@
 import { rm } from 'node:fs/promises';
 import type { Builder } from '../../platform/builder/index.js';
 import type { AppContext } from '../../platform/context.js';
-import { AppError, invalid, notFound } from '../../platform/errors.js';
-import { iso, pageOf, type PaginationQuery } from '../../platform/http/schemas.js';
+import { invalid, notFound } from '../../platform/errors.js';
+import { iso, paginate, type PaginationQuery } from '../../platform/http/schemas.js';
+import { requireJobs } from '../../platform/jobs/require-jobs.js';
 import type { JobMaintenance, Jobs } from '../../platform/jobs/types.js';
 import { ApplicationsRepository } from '../applications/applications.repository.js';
 import type { ApplicationsService } from '../applications/applications.service.js';
 import type { ConfigurationsService } from '../configurations/configurations.service.js';
+import { queueRecordJob, recordLogView } from '../pipeline/build-records.js';
 import { ABANDONED, artifactDir, BuildRunner, buildWorkDir, INTERRUPTED_BY_RESTART } from './build-runner.js';
 import { ImagesRepository } from './images.repository.js';
 
@@ -76,24 +78,15 @@ export class ImagesService {
 
   async requestBuild(userId: string, applicationId: string, ref?: string) {
     await this.apps.authorize(userId, applicationId);
-    const jobs = this.requireJobs();
+    const jobs = requireJobs(this.ctx);
     const image = await this.createImage(applicationId, ref);
-    try {
-      const jobId = await jobs.enqueue('build', { applicationId, recordId: image.id });
-      await this.repo.update(image.id, { job_id: jobId });
-    } catch (err) {
-      await this.repo.failIfBuilding(image.id, 'could not queue the build');
-      throw err;
-    }
+    await queueRecordJob(this.ctx.db, 'images', jobs, 'build', { applicationId, recordId: image.id }, 'build');
     return { ok: true, image_id: image.id, version: image.version };
   }
 
   async list(userId: string, applicationId: string, query: PaginationQuery) {
     await this.apps.authorize(userId, applicationId);
-    const probe = pageOf(query, 0);
-    const { rows, total } = await this.repo.page(applicationId, probe.per_page, probe.offset);
-    const { offset: _offset, ...pagination } = pageOf(query, total);
-    return { items: rows.map(summary), pagination };
+    return paginate(query, (limit, offset) => this.repo.page(applicationId, limit, offset), summary);
   }
 
   private async visible(userId: string, imageId: string): Promise<ImageRow> {
@@ -113,12 +106,6 @@ export class ImagesService {
   }
 
   async log(userId: string, imageId: string) {
-    const i = await this.visible(userId, imageId);
-    return { status: i.status, version: i.version, log_text: i.log_text, error: i.error, error_detail: i.error_detail, build_step: i.build_step };
-  }
-
-  private requireJobs(): Jobs {
-    if (!this.ctx.jobs) throw new AppError('UNAVAILABLE', 'The pipeline is not running in this process');
-    return this.ctx.jobs;
+    return recordLogView(await this.visible(userId, imageId));
   }
 }

@@ -3,7 +3,7 @@ import type { Db } from '../../platform/db/database.js';
 import type { RuntimeLogger, RuntimeService } from '../../platform/runtime/runtime.service.js';
 
 /** Samples older than this are deleted (decisions.md: kept 30 days). */
-export const RETENTION_DAYS = 30;
+const RETENTION_DAYS = 30;
 const PRUNE_EVERY_MS = 60 * 60 * 1000;
 
 /**

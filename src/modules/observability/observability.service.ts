@@ -6,7 +6,7 @@ import { DeploymentsRepository } from '../deployments/deployments.repository.js'
 
 export const RANGES = { '1h': 3600, '6h': 6 * 3600, '24h': 24 * 3600, '7d': 7 * 86400, '30d': 30 * 86400 } as const;
 export type RangeName = keyof typeof RANGES;
-export const MAX_POINTS = 200;
+const MAX_POINTS = 200;
 
 /**
  * The resource history of an application's production processes. Samples are averaged

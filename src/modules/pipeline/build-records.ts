@@ -1,5 +1,7 @@
-import { sql } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
+import type { BuildRecordColumns } from '../../platform/db/schema.js';
+import type { JobInput, JobKind, Jobs } from '../../platform/jobs/types.js';
 
 /** Images and releases share their progress columns (status, built, error, log_text, job_id). */
 export type BuildRecordTable = 'images' | 'releases';
@@ -33,4 +35,25 @@ export async function settleAbandoned(db: Db, name: BuildRecordTable, liveJobIds
   if (liveJobIds.size > 0) query = query.where((eb) => eb.or([eb('job_id', 'is', null), eb('job_id', 'not in', [...liveJobIds])]));
   const res = await query.executeTakeFirst();
   return Number(res.numUpdatedRows);
+}
+
+/**
+ * Queues the job that fills a new record and stores its id on the record; a record whose
+ * job could not be queued fails at once (`could not queue the <what>`) instead of waiting
+ * for the sweeper.
+ */
+export async function queueRecordJob(db: Db, name: BuildRecordTable, jobs: Jobs, kind: JobKind, data: JobInput & { recordId: string }, what: string): Promise<string> {
+  try {
+    const jobId = await jobs.enqueue(kind, data);
+    await table(db, name).set({ job_id: jobId, updated_at: sql`now()` }).where('id', '=', data.recordId).execute();
+    return jobId;
+  } catch (err) {
+    await failIfBuilding(db, name, data.recordId, `could not queue the ${what}`);
+    throw err;
+  }
+}
+
+/** The `/log` view of an image or release. */
+export function recordLogView(r: Selectable<BuildRecordColumns>) {
+  return { status: r.status, version: r.version, log_text: r.log_text, error: r.error, error_detail: r.error_detail, build_step: r.build_step };
 }

@@ -2,6 +2,7 @@ import type { Db } from '../../platform/db/database.js';
 import type { PipelineStep } from '../../platform/db/schema.js';
 import { iso } from '../../platform/http/schemas.js';
 import type { ApplicationsService } from '../applications/applications.service.js';
+import { deploymentLogStatus } from '../deployments/deployments.service.js';
 import { productionEnvironmentId } from './production-environment.js';
 
 interface FinishedRecord {
@@ -19,7 +20,7 @@ function percentile(sorted: number[], p: number): number | null {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
-export function stageMetrics(records: FinishedRecord[]) {
+function stageMetrics(records: FinishedRecord[]) {
   const success = records.filter((r) => r.ok).length;
   const durations = records
     .filter((r) => r.finished_at)
@@ -61,7 +62,7 @@ export class PipelineService {
       build: image ? view(image, image.build_step) : null,
       release: release ? view(release, release.build_step) : null,
       // A queued deployment reads `deploying`, as in its log.
-      deploy: deployment ? view({ ...deployment, status: deployment.status === 'queued' ? 'deploying' : deployment.status }, deployment.deploy_step) : null,
+      deploy: deployment ? view({ ...deployment, status: deploymentLogStatus(deployment.status) }, deployment.deploy_step) : null,
     };
   }
 

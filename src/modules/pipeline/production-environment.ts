@@ -6,6 +6,13 @@ import { notFound } from '../../platform/errors.js';
  * `production` environment (created with the project).
  */
 export async function productionEnvironmentId(db: Db, applicationId: string): Promise<string> {
+  const id = await findProductionEnvironmentId(db, applicationId);
+  if (!id) throw notFound('Production environment of the application');
+  return id;
+}
+
+/** As `productionEnvironmentId`, but null when there is none (database errors still throw). */
+export async function findProductionEnvironmentId(db: Db, applicationId: string): Promise<string | null> {
   const row = await db.selectFrom('environments as e')
     .innerJoin('applications as a', 'a.project_id', 'e.project_id')
     .select('e.id')
@@ -14,8 +21,7 @@ export async function productionEnvironmentId(db: Db, applicationId: string): Pr
     .orderBy((eb) => eb.case().when('e.slug', '=', 'production').then(0).else(1).end())
     .orderBy('e.created_at')
     .executeTakeFirst();
-  if (!row) throw notFound('Production environment of the application');
-  return row.id;
+  return row?.id ?? null;
 }
 
 /** Locks the application row for the rest of the transaction: version numbers are taken under it. */

@@ -1,17 +1,19 @@
 import type { AppContext } from '../../platform/context.js';
 import type { ChangeSet, ProcessCounts, ProcessDefinitions, ProcessPodClasses } from '../../platform/db/schema.js';
-import { AppError, notFound } from '../../platform/errors.js';
-import { iso, pageOf, type PaginationQuery } from '../../platform/http/schemas.js';
+import { notFound } from '../../platform/errors.js';
+import { iso, paginate, type PaginationQuery } from '../../platform/http/schemas.js';
+import { requireJobs } from '../../platform/jobs/require-jobs.js';
 import type { JobMaintenance, Jobs } from '../../platform/jobs/types.js';
 import { ApplicationsRepository } from '../applications/applications.repository.js';
 import type { ApplicationsService } from '../applications/applications.service.js';
 import type { ConfigurationsService } from '../configurations/configurations.service.js';
+import { queueRecordJob, recordLogView } from '../pipeline/build-records.js';
 import { productionEnvironmentId } from '../pipeline/production-environment.js';
 import type { DisplayedVariable } from './release-freezer.js';
 import { ReleaseRunner } from './release-runner.js';
 import { ReleasesRepository } from './releases.repository.js';
 
-export const RELEASE_ABANDONED = 'abandoned: its pipeline job is no longer queued or running (the server stopped at the wrong moment); create the release again';
+const RELEASE_ABANDONED = 'abandoned: its pipeline job is no longer queued or running (the server stopped at the wrong moment); create the release again';
 export const RELEASE_INTERRUPTED = 'interrupted by a restart: the worker creating this release stopped before it finished; create the release again';
 
 type ReleaseRow = NonNullable<Awaited<ReturnType<ReleasesRepository['findById']>>>;
@@ -68,26 +70,17 @@ export class ReleasesService {
 
   async requestRelease(userId: string, applicationId: string) {
     await this.apps.authorize(userId, applicationId);
-    if (!this.ctx.jobs) throw new AppError('UNAVAILABLE', 'The pipeline is not running in this process');
+    const jobs = requireJobs(this.ctx);
     const environmentId = await productionEnvironmentId(this.ctx.db, applicationId);
     const release = await this.createRelease(applicationId, environmentId);
-    try {
-      const jobId = await this.ctx.jobs.enqueue('release', { applicationId, environmentId, recordId: release.id });
-      await this.repo.update(release.id, { job_id: jobId });
-    } catch (err) {
-      await this.repo.failIfBuilding(release.id, 'could not queue the release');
-      throw err;
-    }
+    await queueRecordJob(this.ctx.db, 'releases', jobs, 'release', { applicationId, environmentId, recordId: release.id }, 'release');
     return { ok: true, release_id: release.id, version: release.version };
   }
 
   async list(userId: string, applicationId: string, query: PaginationQuery) {
     await this.apps.authorize(userId, applicationId);
     const environmentId = await productionEnvironmentId(this.ctx.db, applicationId);
-    const probe = pageOf(query, 0);
-    const { rows, total } = await this.repo.page(applicationId, environmentId, probe.per_page, probe.offset);
-    const { offset: _offset, ...pagination } = pageOf(query, total);
-    return { items: rows.map(summary), pagination };
+    return paginate(query, (limit, offset) => this.repo.page(applicationId, environmentId, limit, offset), summary);
   }
 
   private async visible(userId: string, releaseId: string) {
@@ -124,7 +117,6 @@ export class ReleasesService {
   }
 
   async log(userId: string, releaseId: string) {
-    const r = await this.visible(userId, releaseId);
-    return { status: r.status, version: r.version, log_text: r.log_text, error: r.error, error_detail: r.error_detail, build_step: r.build_step };
+    return recordLogView(await this.visible(userId, releaseId));
   }
 }

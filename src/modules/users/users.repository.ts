@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
 
-export const userColumns = ['id', 'username', 'email', 'is_admin', 'created_at', 'updated_at'] as const;
+const userColumns = ['id', 'username', 'email', 'is_admin', 'created_at', 'updated_at'] as const;
 
 export class UsersRepository {
   constructor(private readonly db: Db) {}

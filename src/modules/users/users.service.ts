@@ -16,7 +16,7 @@ export interface NewUser {
 
 type UserRow = Awaited<ReturnType<UsersRepository['list']>>[number];
 
-export const toUser = (u: UserRow) => ({
+const toUser = (u: UserRow) => ({
   id: u.id,
   username: u.username,
   email: u.email,

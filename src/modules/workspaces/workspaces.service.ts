@@ -23,7 +23,7 @@ export class WorkspacesService {
   private readonly orgs: OrganizationsService;
   readonly scope: WorkspaceScope;
 
-  constructor(private readonly db: Db) {
+  constructor(db: Db) {
     this.repo = new WorkspacesRepository(db);
     this.orgs = new OrganizationsService(db);
     this.scope = new WorkspaceScope(db);

@@ -5,10 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Config } from '../../config.js';
 import { platformAuthFile } from '../crypto/registry-token.js';
-import { SigningKeys } from '../crypto/signing-key.js';
 import { run, type CommandResult } from '../git/command.js';
 import { IMAGE_ARTIFACT_FILE, IMAGE_ROOTFS_DIR, imageCommandLine, type ImageArtifact } from './image-artifact.js';
+import { numericUser } from './image-user.js';
 import { BuildError, type BuildInput, type BuildOutput, type Builder } from './port.js';
+import { registryTarget, type RegistryTarget } from './registry-target.js';
 
 /** Dockerfile names in order of preference: a Slipway-specific one wins over the generic one. */
 export const DOCKERFILE_NAMES = ['Dockerfile.slipway', 'Dockerfile'];
@@ -16,35 +17,12 @@ export const DOCKERFILE_NAMES = ['Dockerfile.slipway', 'Dockerfile'];
 const DEVICE_NODES: Array<[string, number, number]> = [['null', 1, 3], ['zero', 1, 5], ['random', 1, 8], ['urandom', 1, 9]];
 export const BUILDAH_MISSING = 'This build context has a Dockerfile, but buildah is not installed on the build machine: apt-get install buildah';
 
-export interface RegistryTarget {
-  /** `host[:port]` as used in image references. */
-  host: string;
-  /** Plain HTTP (an `http://` REGISTRY_URL): TLS verification off. */
-  insecure: boolean;
-  service: string;
-  issuer: string;
-  keys: SigningKeys;
-}
-
 export interface BuildahOptions {
   /** containers/storage root (vfs driver); its `run/` holds the run root. */
   storageRoot: string;
   registry: RegistryTarget | null;
   /** Looked up on PATH when unset. */
   buildahPath?: string | null;
-}
-
-/** `REGISTRY_URL` (`http://host:port`, `https://host` or a bare `host[:port]`) as a push target. */
-export function registryTarget(config: Config): RegistryTarget | null {
-  if (!config.REGISTRY_URL) return null;
-  const url = /^[a-z]+:\/\//i.test(config.REGISTRY_URL) ? new URL(config.REGISTRY_URL) : new URL(`https://${config.REGISTRY_URL}`);
-  return {
-    host: url.host,
-    insecure: url.protocol === 'http:',
-    service: config.REGISTRY_SERVICE,
-    issuer: config.TOKEN_ISSUER,
-    keys: SigningKeys.forConfig(config),
-  };
 }
 
 export function findOnPath(binary: string): string | null {
@@ -69,34 +47,6 @@ interface ImageConfig {
   User?: string;
   ExposedPorts?: Record<string, unknown>;
   Labels?: Record<string, string>;
-}
-
-/**
- * The image's USER as `uid:gid`, names resolved through the image's own /etc/passwd
- * (and /etc/group), so processes run as the user the image asks for; null means root.
- */
-export async function numericUser(rootfs: string, user: string | undefined, input: Pick<BuildInput, 'log'>): Promise<string | null> {
-  if (!user || user === 'root' || user === '0') return null;
-  const [name, group] = user.split(':') as [string, string | undefined];
-  const lookup = async (file: string, key: string): Promise<string[] | null> => {
-    const text = await readFile(join(rootfs, 'etc', file), 'utf8').catch(() => '');
-    return text.split('\n').map((l) => l.split(':')).find((f) => f[0] === key) ?? null;
-  };
-  let uid = name;
-  let gid = group;
-  if (!/^\d+$/.test(name)) {
-    const entry = await lookup('passwd', name);
-    if (!entry) throw new BuildError(`USER ${user}: no user "${name}" in the image's /etc/passwd`);
-    uid = entry[2]!;
-    gid ??= entry[3];
-  }
-  if (gid !== undefined && !/^\d+$/.test(gid)) {
-    const entry = await lookup('group', gid);
-    if (!entry) throw new BuildError(`USER ${user}: no group "${gid}" in the image's /etc/group`);
-    gid = entry[2]!;
-  }
-  input.log.line(`Processes run as uid ${uid}, gid ${gid ?? uid} (USER ${user})`);
-  return `${uid}:${gid ?? uid}`;
 }
 
 /**

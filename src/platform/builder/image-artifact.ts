@@ -17,7 +17,7 @@ export interface ImageArtifact {
   workdir: string;
   /** The image's `ENV`, applied below the release's configuration. */
   env: Record<string, string>;
-  /** The image's `USER`, when numeric (`uid[:gid]`); names are not resolved. */
+  /** The image's `USER` as `uid:gid` (names resolved at build time, see image-user.ts); null runs as root. */
   user: string | null;
   entrypoint: string[];
   cmd: string[];

@@ -42,7 +42,7 @@ export async function signAccessToken(keys: SigningKeys, input: AccessTokenInput
 }
 
 /** Refresh tokens carry their own audience, so a registry never accepts one as an access token. */
-export const refreshAudience = (service: string) => `${service}#refresh`;
+const refreshAudience = (service: string) => `${service}#refresh`;
 
 export interface RefreshTokenInput {
   issuer: string;

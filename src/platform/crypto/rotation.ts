@@ -12,7 +12,7 @@ export interface SealedColumn {
   column: string;
 }
 
-export const SEALED_COLUMNS: SealedColumn[] = [
+const SEALED_COLUMNS: SealedColumn[] = [
   { table: 'config_vars', column: 'value_sealed' },
   { table: 'releases', column: 'configuration_sealed' },
 ];

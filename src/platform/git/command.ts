@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { workerMark } from '../jobs/orphan-processes.js';
 
 export interface CommandResult {
   code: number | null;
@@ -24,7 +25,8 @@ export function run(file: string, args: string[], options: RunOptions = {}): Pro
   return new Promise((resolve, reject) => {
     const child = spawn(file, args, {
       cwd: options.cwd,
-      env: options.env ?? process.env,
+      // The worker's mark lets a later worker find and end this group if this process dies (kill -9).
+      env: { ...(options.env ?? process.env), ...workerMark() },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });

@@ -41,6 +41,9 @@ const HEX_REF = /^[0-9a-f]{7,40}$/i;
 /** Turns `github_repository` into a fetchable address (without credentials). */
 export function repositoryUrl(repository: string, githubUrl: string): string {
   const repo = repository.trim();
+  // An address is a positional argument of git: one starting with '-' would be read as an
+  // option (`--upload-pack=<command>` runs a command on this server).
+  if (repo.startsWith('-')) throw new SourceError(`github_repository '${repository}' is not owner/repo, a git URL or an absolute path`);
   if (isAbsolute(repo)) return `file://${repo}`;
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(repo) || /^[^/@\s]+@[^:\s]+:/.test(repo)) return repo;
   if (OWNER_REPO.test(repo)) {
@@ -96,16 +99,33 @@ function lastLine(text: string, secrets: string[]): string {
  * Fetches `ref` of the repository (shallow when the server allows), records the commit, and
  * extracts the tree of `subdirectory` at that commit into `destination`.
  */
+/** The address as logs and records show it (no `user:password@`), and what was left out. */
+export function withoutCredentials(url: string): { displayUrl: string; credentials: string[] } {
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) return { displayUrl: url, credentials: [] };
+  try {
+    const parsed = new URL(url);
+    if (!parsed.username && !parsed.password) return { displayUrl: url, credentials: [] };
+    const credentials = [parsed.username, parsed.password].filter(Boolean).flatMap((c) => [c, decodeURIComponent(c)]);
+    parsed.username = '';
+    parsed.password = '';
+    return { displayUrl: parsed.toString(), credentials: [...new Set(credentials)] };
+  } catch {
+    return { displayUrl: url, credentials: [] };
+  }
+}
+
 export async function fetchSource(req: SourceRequest): Promise<FetchedSource> {
   // A ref is passed to git as an argument: never let one read as an option.
   if (!/^[A-Za-z0-9_][A-Za-z0-9._/-]*$/.test(req.ref) || req.ref.includes('..')) throw new SourceError(`ref '${req.ref}' is not a valid branch, tag or commit name`);
-  const displayUrl = repositoryUrl(req.repository, req.githubUrl);
+  const fetchUrl = repositoryUrl(req.repository, req.githubUrl);
+  // Credentials written into the address (`https://user:token@host/…`) reach git only.
+  const { displayUrl, credentials } = withoutCredentials(fetchUrl);
   const fromGithubUrl = OWNER_REPO.test(req.repository.trim()) && !isAbsolute(req.repository.trim());
   if (displayUrl.startsWith('file://') && !fromGithubUrl && !localPathAllowed(fileURLToPath(displayUrl), req.localRoots)) {
     throw new SourceError(`local repository ${displayUrl} is outside the allowed roots (LOCAL_REPOSITORY_ROOTS)`);
   }
   const token = /^https?:\/\//.test(displayUrl) ? req.token : undefined;
-  const secrets = req.token ? [req.token] : [];
+  const secrets = [...(req.token ? [req.token] : []), ...credentials];
   const log = req.onLine ?? (() => {});
   const cwd = join(req.workDir, 'repo');
   await mkdir(cwd, { recursive: true });
@@ -114,11 +134,11 @@ export async function fetchSource(req: SourceRequest): Promise<FetchedSource> {
     if (init.code !== 0) throw new Error(`git init failed: ${init.stderr}`);
 
     log(`Fetching ${req.ref} from ${displayUrl}`);
-    let fetched = await git(['fetch', '-q', '--depth', '1', '--no-tags', displayUrl, req.ref], { cwd, signal: req.signal, token });
+    let fetched = await git(['fetch', '-q', '--depth', '1', '--no-tags', '--', fetchUrl, req.ref], { cwd, signal: req.signal, token });
     let target = 'FETCH_HEAD';
     if (fetched.code !== 0 && HEX_REF.test(req.ref)) {
       // An abbreviated commit cannot be asked for by name: fetch the branches and tags, then look it up.
-      fetched = await git(['fetch', '-q', '--no-tags', displayUrl, '+refs/heads/*:refs/remotes/origin/*', '+refs/tags/*:refs/tags/*'], { cwd, signal: req.signal, token });
+      fetched = await git(['fetch', '-q', '--no-tags', '--', fetchUrl, '+refs/heads/*:refs/remotes/origin/*', '+refs/tags/*:refs/tags/*'], { cwd, signal: req.signal, token });
       target = req.ref;
     }
     if (req.signal?.aborted) throw new SourceError('interrupted while fetching the source');

@@ -45,6 +45,14 @@ export function pageOf(query: PaginationQuery, total: number) {
   return { page, per_page, total, pages: Math.ceil(total / per_page), offset: (page - 1) * per_page };
 }
 
+/** Fetches the requested page (`fetch(limit, offset)`) and answers it as a `Paginated` body. */
+export async function paginate<R, T>(query: PaginationQuery, fetch: (limit: number, offset: number) => Promise<{ rows: R[]; total: number }>, view: (row: R) => T) {
+  const requested = pageOf(query, 0);
+  const { rows, total } = await fetch(requested.per_page, requested.offset);
+  const { offset: _offset, ...pagination } = pageOf(query, total);
+  return { items: rows.map(view), pagination };
+}
+
 /** Responses every authenticated route can give, so OpenAPI documents them. */
 export const commonErrorResponses = {
   400: ErrorResponse,

@@ -3,6 +3,8 @@ import type { Db } from '../db/database.js';
 import type { PipelineJobData } from './types.js';
 
 export const PIPELINE_QUEUE = 'pipeline';
+/** How long a silent worker keeps its applications' jobs (its heartbeat beats every few seconds; recovery frees them sooner). */
+const WORKER_AFFINITY_SECONDS = 30;
 /** pg-boss's schema; its table layout is that of pg-boss 10.4 (pinned in package.json). */
 const BOSS = 'pgboss';
 
@@ -39,6 +41,12 @@ export class JobStore {
               SELECT 1 FROM ${sql.raw(BOSS)}.job o
               WHERE o.name = j.name AND o.state < 'active' AND o.singleton_key = j.singleton_key
                 AND (o.created_on, o.id) < (j.created_on, j.id))
+            -- An application's instances run in one worker's runtime: while another live worker
+            -- runs them, its jobs (deploys, reconciles) are that worker's, or two would diverge.
+            AND NOT EXISTS (
+              SELECT 1 FROM instances i JOIN workers w ON w.id = i.worker_id
+              WHERE i.application_id::text = j.singleton_key AND w.id <> ${workerId}
+                AND w.stopped_at IS NULL AND w.heartbeat_at > now() - make_interval(secs => ${WORKER_AFFINITY_SECONDS}))
           ORDER BY j.created_on, j.id
           LIMIT 1
           FOR UPDATE SKIP LOCKED

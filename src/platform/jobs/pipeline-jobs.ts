@@ -2,8 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import PgBoss from 'pg-boss';
 import type { Db } from '../db/database.js';
+import { deadWorkers } from './dead-workers.js';
 import { JobStore, PIPELINE_QUEUE } from './job-store.js';
+import { killOrphansOf, setWorkerMark } from './orphan-processes.js';
 import type { JobHandler, JobInput, JobKind, JobKindOptions, Jobs, PipelineJobData } from './types.js';
+import { Wakeup } from './wakeup.js';
 
 export interface JobsLogger {
   info(obj: object, msg?: string): void;
@@ -52,7 +55,7 @@ export class PipelineJobs implements Jobs {
   private id: string | null = null;
   private abort = new AbortController();
   private loops: Promise<void>[] = [];
-  private wake: (() => void)[] = [];
+  private readonly wakeup = new Wakeup();
   private heartbeatTimer: NodeJS.Timeout | null = null;
   private stopping = false;
   private sweepers: Array<() => Promise<void>> = [];
@@ -120,6 +123,7 @@ export class PipelineJobs implements Jobs {
     if (!this.boss) await this.start();
     if (this.id) return;
     this.id = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+    setWorkerMark(this.id);
     this.stopping = false;
     this.abort = new AbortController();
     await this.store.registerWorker(this.id, hostname(), process.pid);
@@ -157,18 +161,14 @@ export class PipelineJobs implements Jobs {
   async recover(): Promise<void> {
     if (!this.id) return;
     const staleMs = this.options.staleAfterMs ?? 30_000;
-    const myHost = hostname();
-    const dead: string[] = [];
-    for (const w of await this.store.listOtherWorkers(this.id)) {
-      const stale = Date.now() - w.heartbeat_at.getTime() > staleMs;
-      const goneHere = w.hostname === myHost && w.pid !== process.pid && !processExists(w.pid);
-      if (w.stopped_at || stale || goneHere) dead.push(w.id);
-    }
+    const dead = await deadWorkers(this.store, this.id, staleMs);
     for (const run of await this.store.runsOf(dead)) {
       // Several live workers may recover at once: only the one that takes the run record settles it.
       if (!(await this.store.claimRun(run.job_id, run.worker_id))) continue;
       if (run.state === 'active') await this.settleInterrupted(run.job_id, run.data, run.worker_id);
     }
+    const killed = await killOrphansOf(dead);
+    if (killed > 0) this.logger.warn({ count: killed }, 'killed processes left running by a dead worker');
     for (const id of dead) await this.store.forgetWorker(id);
     for (const job of await this.store.orphanedActiveJobs(Math.ceil(staleMs / 1000))) {
       await this.settleInterrupted(job.id, job.data, null);
@@ -219,22 +219,7 @@ export class PipelineJobs implements Jobs {
   }
 
   private poke() {
-    const waiting = this.wake;
-    this.wake = [];
-    for (const w of waiting) w();
-  }
-
-  /** Waits `ms`, or less when poked (an enqueue or a finished job in this process). */
-  private sleep(ms: number) {
-    return new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.wake = this.wake.filter((w) => w !== done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.wake.push(done);
-    });
+    this.wakeup.wakeAll();
   }
 
   private async loop(): Promise<void> {
@@ -248,7 +233,7 @@ export class PipelineJobs implements Jobs {
         this.logger.error({ err }, 'fetching a pipeline job failed');
       }
       if (!job) {
-        await this.sleep(pollMs);
+        await this.wakeup.sleep(pollMs);
         continue;
       }
       await this.run(job.id, job.data);
@@ -270,14 +255,5 @@ export class PipelineJobs implements Jobs {
     await this.store.finishRun(jobId).catch(() => {});
     // Finishing a job may unblock the application's next one.
     this.poke();
-  }
-}
-
-function processExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import { workerAlive } from '../jobs/dead-workers.js';
 import type { RouterServer } from '../router/router-server.js';
 import type { Upstream } from '../router/route-table.js';
 import { waitHealthy } from './health-check.js';
@@ -83,13 +84,19 @@ export class RuntimeService {
   }
 
   /**
-   * Every `instances` row not run by this process is a leftover of a previous one: its
-   * process (if it survived) is ended and the row removed. One runtime process per machine.
+   * An `instances` row not run by this process nor by another live worker is a leftover of a
+   * dead one: its process (if it survived on this machine) is ended and the row removed.
+   * Instances of live workers stay theirs (a second worker starting must not kill them).
    */
   async reapLeftovers(): Promise<void> {
     const mine = new Set(this.driver.list().map((s) => s.id));
-    const rows = await this.db.selectFrom('instances').select(['id', 'pid']).execute();
-    const leftovers = rows.filter((r) => !mine.has(r.id));
+    const rows = await this.db.selectFrom('instances')
+      .leftJoin('workers', 'workers.id', 'instances.worker_id')
+      .select(['instances.id', 'instances.pid', 'workers.hostname', 'workers.pid as worker_pid', 'workers.heartbeat_at', 'workers.stopped_at'])
+      .execute();
+    const ownedByLiveWorker = (r: (typeof rows)[number]) => r.hostname !== null && r.worker_pid !== null && r.heartbeat_at !== null
+      && workerAlive({ hostname: r.hostname, pid: r.worker_pid, heartbeat_at: r.heartbeat_at, stopped_at: r.stopped_at });
+    const leftovers = rows.filter((r) => !mine.has(r.id) && !ownedByLiveWorker(r));
     if (leftovers.length === 0) return;
     await this.driver.reap(leftovers);
     await this.db.deleteFrom('instances').where('id', 'in', leftovers.map((r) => r.id)).execute();

@@ -1,5 +1,5 @@
 /** What replaces a secret value in any captured output. */
-export const SCRUBBED = '**secret**';
+const SCRUBBED = '**secret**';
 
 /** Lines of a multi-line secret shorter than this are too common to hide (e.g. a blank or `}`). */
 const MIN_FRAGMENT = 8;

@@ -13,7 +13,7 @@ const CHROOT = '/usr/sbin/chroot';
 export function chrootCommand(image: ImageArtifact, command: string): string {
   // The command may be a whole script (`a && b; c`): it runs as given, after the cd.
   const inside = `cd ${shellQuote(image.workdir)} || exit 126\n${command}`;
-  const userspec = image.user ? ` --userspec=${image.user.includes(':') ? image.user : `${image.user}:${image.user}`}` : '';
+  const userspec = image.user ? ` ${shellQuote(`--userspec=${image.user.includes(':') ? image.user : `${image.user}:${image.user}`}`)}` : '';
   return `exec ${CHROOT}${userspec} ${shellQuote(image.rootfs)} /bin/sh -c ${shellQuote(inside)}`;
 }
 

@@ -1,11 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type {
   InstanceSpec, InstanceStatus, LeftoverInstance, OneOffResult, OneOffSpec, ResourceUsage, RuntimeDriver,
 } from '../port.js';
 import { LineScrubber } from '../scrub.js';
+import { runOneOff } from './one-off.js';
+import { freePort, killGroup } from './process-group.js';
 import { processEnvironment, readProcessGroups } from './proc-stats.js';
 
 export interface LocalDriverOptions {
@@ -48,28 +49,6 @@ function defaultBaseEnv(): Record<string, string> {
   for (const k of keep) if (process.env[k]) env[k] = process.env[k]!;
   env.PATH ??= '/usr/local/bin:/usr/bin:/bin';
   return env;
-}
-
-/** A port the OS considers free on `host` right now. */
-async function freePort(host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, host, () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-function killGroup(pid: number | null | undefined, signal: NodeJS.Signals) {
-  if (!pid) return;
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    // already gone
-  }
 }
 
 /**
@@ -239,38 +218,7 @@ export class LocalProcessDriver implements RuntimeDriver {
   }
 
   async runOnce(spec: OneOffSpec): Promise<OneOffResult> {
-    const child = spawn('sh', ['-c', spec.command], {
-      cwd: spec.artifactPath, env: { ...this.baseEnv, ...spec.env }, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    this.oneOffs.add(child);
-    const out = new LineScrubber(spec.secrets, spec.onOutput);
-    child.stdout!.on('data', (c) => out.write(c));
-    child.stderr!.on('data', (c) => out.write(c));
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      killGroup(child.pid, 'SIGKILL');
-    }, spec.timeoutMs);
-    const abort = () => killGroup(child.pid, 'SIGKILL');
-    spec.signal?.addEventListener('abort', abort, { once: true });
-    return new Promise((resolve) => {
-      let ended = false;
-      const end = (code: number | null, signal: NodeJS.Signals | null) => {
-        if (ended) return;
-        ended = true;
-        clearTimeout(timer);
-        spec.signal?.removeEventListener('abort', abort);
-        out.end();
-        killGroup(child.pid, 'SIGKILL');
-        this.oneOffs.delete(child);
-        resolve({ exitCode: code, signal, timedOut });
-      };
-      child.on('error', (err) => {
-        out.write(`failed to start: ${err.message}\n`);
-        if (child.pid === undefined) end(127, null);
-      });
-      child.on('close', end);
-    });
+    return runOneOff(spec, this.baseEnv, this.oneOffs);
   }
 
   async reap(leftovers: LeftoverInstance[]): Promise<void> {

@@ -1,0 +1,45 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { OneOffResult, OneOffSpec } from '../port.js';
+import { LineScrubber } from '../scrub.js';
+import { killGroup } from './process-group.js';
+import { workerMark } from '../../jobs/orphan-processes.js';
+
+/**
+ * Runs a one-off process (`release`, `postdeploy`) as its own process group, its output
+ * scrubbed line by line; killed on timeout or abort. `running` tracks it while it runs so
+ * a shutdown can kill it.
+ */
+export async function runOneOff(spec: OneOffSpec, baseEnv: Record<string, string>, running: Set<ChildProcess>): Promise<OneOffResult> {
+  const child = spawn('sh', ['-c', spec.command], {
+    cwd: spec.artifactPath, env: { ...baseEnv, ...spec.env, ...workerMark() }, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  running.add(child);
+  const out = new LineScrubber(spec.secrets, spec.onOutput);
+  child.stdout!.on('data', (c) => out.write(c));
+  child.stderr!.on('data', (c) => out.write(c));
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    killGroup(child.pid, 'SIGKILL');
+  }, spec.timeoutMs);
+  const abort = () => killGroup(child.pid, 'SIGKILL');
+  spec.signal?.addEventListener('abort', abort, { once: true });
+  return new Promise((resolve) => {
+    let ended = false;
+    const end = (code: number | null, signal: NodeJS.Signals | null) => {
+      if (ended) return;
+      ended = true;
+      clearTimeout(timer);
+      spec.signal?.removeEventListener('abort', abort);
+      out.end();
+      killGroup(child.pid, 'SIGKILL');
+      running.delete(child);
+      resolve({ exitCode: code, signal, timedOut });
+    };
+    child.on('error', (err) => {
+      out.write(`failed to start: ${err.message}\n`);
+      if (child.pid === undefined) end(127, null);
+    });
+    child.on('close', end);
+  });
+}
