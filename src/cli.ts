@@ -2,7 +2,7 @@
  * Administration from the command line (`npm run cli -- <command>`), against the same
  * database and keys as the server (DATA_DIR / DATABASE_URL / SECRET_KEY from the environment).
  *
- *   users create --username <u> --email <e> --password <p> [--admin]
+ *   users create --username <u> --email <e> (--password <p> | --password-stdin) [--admin]
  *   users list
  *   api-keys create --user <username|email> --name <n> [--expires-in-days <d>]
  *   secrets rotate
@@ -20,7 +20,8 @@ import { UsersService } from './modules/users/users.service.js';
 
 const USAGE = `Usage: npm run cli -- <command>
 
-  users create --username <name> --email <email> --password <password> [--admin]
+  users create --username <name> --email <email> (--password <password> | --password-stdin) [--admin]
+                      --password-stdin reads it from standard input, out of sight of ps and shell history
   users list
   api-keys create --user <username|email> --name <name> [--expires-in-days <days>]
   secrets rotate      re-seal every secret with SECRET_KEY (old keys in SECRET_KEY_PREVIOUS)
@@ -55,10 +56,14 @@ interface Command {
 
 const commands: Record<string, Command> = {
   'users create': {
-    options: { username: { type: 'string', required: true }, email: { type: 'string', required: true }, password: { type: 'string', required: true }, admin: { type: 'boolean' } },
+    options: {
+      username: { type: 'string', required: true }, email: { type: 'string', required: true },
+      password: { type: 'string' }, 'password-stdin': { type: 'boolean' }, admin: { type: 'boolean' },
+    },
     async run({ ctx }, f) {
+      const password = f['password-stdin'] === true ? await readStdin() : required(f, 'password');
       const user = await new UsersService(ctx.db).create({
-        username: required(f, 'username'), email: required(f, 'email'), password: required(f, 'password'), is_admin: f.admin === true,
+        username: required(f, 'username'), email: required(f, 'email'), password, is_admin: f.admin === true,
       });
       console.log(`created user ${user.username} <${user.email}>${user.is_admin ? ' (site admin)' : ''} id=${user.id}`);
     },
@@ -105,9 +110,17 @@ const commands: Record<string, Command> = {
   },
 };
 
+/** Standard input without its final newline (a password piped in with `echo` or `printf`). */
+async function readStdin(): Promise<string> {
+  let text = '';
+  for await (const chunk of process.stdin) text += chunk;
+  return text.replace(/\r?\n$/, '');
+}
+
 /** Checks what can be checked without the database, so usage errors answer at once. */
 function checkFlags(options: Options, f: Flags) {
   for (const [flag, spec] of Object.entries(options)) if (spec.required) required(f, flag);
+  if ('password-stdin' in options && f['password-stdin'] !== true) required(f, 'password');
   const days = f['expires-in-days'];
   if (days !== undefined && !/^[1-9]\d*$/.test(String(days))) throw new UsageError('--expires-in-days must be a positive integer');
 }

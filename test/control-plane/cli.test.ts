@@ -19,13 +19,14 @@ let h: Harness;
 beforeAll(async () => { h = await createHarness(); });
 afterAll(async () => { await h?.close(); });
 
-function cli(args: string[], env: Record<string, string> = {}) {
+function cli(args: string[], env: Record<string, string> = {}, input?: string) {
   return new Promise<{ code: number; stdout: string; stderr: string }>((done) => {
-    execFile(TSX, ['src/cli.ts', ...args], {
+    const child = execFile(TSX, ['src/cli.ts', ...args], {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', DATABASE_URL: h.databaseUrl, DATA_DIR: h.dataDir, ...env },
       timeout: 60_000,
     }, (err, stdout, stderr) => done({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }));
+    child.stdin?.end(input ?? '');
   });
 }
 
@@ -54,6 +55,18 @@ describe('cli', () => {
     const short = await cli(['users', 'create', '--username', 'shorty', '--email', 'shorty@example.com', '--password', 'short']);
     expect(short.code).toBe(1);
     expect(short.stderr).toMatch(/password/);
+  });
+
+  it('users create --password-stdin takes the password from standard input', async () => {
+    const created = await cli(['users', 'create', '--username', 'piped', '--email', 'piped@example.com', '--password-stdin'], {}, 'a piped password\n');
+    expect(created.code, created.stderr).toBe(0);
+    expect(created.stdout + created.stderr).not.toContain('a piped password');
+    const login = await h.app.inject({ method: 'POST', url: '/v1/auth/login', payload: { email: 'piped@example.com', password: 'a piped password' } });
+    expect(login.statusCode).toBe(200);
+    // Neither way of giving the password: a usage error, before the database is opened.
+    const neither = await cli(['users', 'create', '--username', 'nopass', '--email', 'nopass@example.com']);
+    expect(neither.code).toBe(2);
+    expect(neither.stderr).toMatch(/--password is required/);
   });
 
   it('api-keys create prints a working key once', async () => {
