@@ -20,6 +20,7 @@ import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { openPlatform } from '../src/platform/bootstrap.js';
 import { probe } from '../src/platform/runtime/health-check.js';
+import type { LocalRuntime } from '../src/platform/runtime/local/local-runtime.js';
 import { startDeploymentRuntime } from '../src/modules/deployments/deployments.jobs.js';
 import { AuthService } from '../src/modules/auth/auth.service.js';
 import { UsersService } from '../src/modules/users/users.service.js';
@@ -137,15 +138,16 @@ async function main() {
     }
 
     // Router cost: the last application's instance, directly and through the router.
-    const instance = ctx.runtime!.driver.list().find((s) => s.port !== null)!;
-    const hostname = ctx.runtime!.router.table.upstreams(`app-${iterations - 1}.bench.bench.localhost`).length > 0
+    const local = ctx.runtime as LocalRuntime;
+    const instance = local.instances.driver.list().find((s) => s.port !== null)!;
+    const hostname = local.router.table.upstreams(`app-${iterations - 1}.bench.bench.localhost`).length > 0
       ? `app-${iterations - 1}.bench.bench.localhost` : null;
     const load = async (port: number, host?: string) => {
       const r = await autocannon({ url: `http://127.0.0.1:${port}/`, connections: 10, duration: routerSeconds, ...(host ? { headers: { host } } : {}) });
       return { rps: r.requests.average, p99: r.latency.p99, errors: r.errors + r.non2xx };
     };
     const direct = await load(instance.port!);
-    const routed = hostname ? await load(ctx.runtime!.router.port, hostname) : null;
+    const routed = hostname ? await load(local.router.port, hostname) : null;
 
     const start = median(appStarts);
     console.log(`deploy bench: ${iterations} applications, app start measured by running it directly`);

@@ -38,6 +38,14 @@ const EnvSchema = Type.Object({
   RUNTIME_RESTART_BACKOFF_MS: Type.Integer({ minimum: 10, default: 1000 }),
   /** Time between TERM and KILL when an instance is stopped. */
   RUNTIME_STOP_GRACE_MS: Type.Integer({ minimum: 0, default: 10_000 }),
+  /** Where applications run: `local` (processes on this machine, the default) or `kubernetes`. */
+  RUNTIME: Type.Union([Type.Literal('local'), Type.Literal('kubernetes')], { default: 'local' }),
+  /** Kubeconfig file for RUNTIME=kubernetes; unset: in-cluster credentials, else ~/.kube/config. */
+  KUBECONFIG: Type.Optional(Type.String({ minLength: 1 })),
+  /** Each organization's applications run in namespace `<prefix><organization slug>`. */
+  KUBERNETES_NAMESPACE_PREFIX: Type.String({ default: 'slipway-', pattern: '^[a-z0-9]([-a-z0-9]*)?$', maxLength: 20 }),
+  /** Ingress class for web processes' public host names; unset: no Ingress (Services only). */
+  KUBERNETES_INGRESS_CLASS: Type.Optional(Type.String({ minLength: 1 })),
   /** How often the observability sampler records the runtime's usage. */
   OBSERVABILITY_SAMPLE_SECONDS: Type.Integer({ minimum: 1, default: 60 }),
   GITHUB_URL: Type.String({ default: 'https://github.com' }),

@@ -37,10 +37,11 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   if (ctx.jobs) images.registerJobs(ctx.jobs);
   const releases = new ReleasesService(ctx, apps, config);
   if (ctx.jobs) releases.registerJobs(ctx.jobs);
-  registerDeploymentJobs(ctx, log.child({ component: 'runtime' }));
+  const runtimeLog = log.child({ component: 'runtime' });
+  registerDeploymentJobs(ctx, runtimeLog);
   // `POST /applications/{id}/deploy` (and GitHub pushes): build → release → deploy as one job.
   const deployChain = new DeployChain(ctx, apps, images, releases);
-  deployChain.registerJobs();
+  deployChain.registerJobs(runtimeLog);
 
   return {
     auth, config, apps, deployments, images, releases, deployChain,

@@ -2,7 +2,7 @@ import type { Config } from '../config.js';
 import type { Db } from './db/database.js';
 import type { SecretBox } from './crypto/secret-box.js';
 import type { PipelineJobs } from './jobs/pipeline-jobs.js';
-import type { RuntimeService } from './runtime/runtime.service.js';
+import type { ApplicationRuntime } from './runtime/application-runtime.js';
 
 /** What every module's service needs from the platform, built once in main.ts (or a test). */
 export interface AppContext {
@@ -11,6 +11,6 @@ export interface AppContext {
   secrets: SecretBox;
   /** Durable pipeline jobs (absent in processes and tests that run no pipeline). */
   jobs?: PipelineJobs;
-  /** Runs the processes of deployed releases and the router (only in processes that run workers). */
-  runtime?: RuntimeService;
+  /** Runs deployed releases: local processes and the router, or a cluster (only in processes that run workers). */
+  runtime?: ApplicationRuntime;
 }

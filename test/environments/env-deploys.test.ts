@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { localRuntime } from '../helpers/local-runtime.js';
 import { TestRepo } from '../helpers/git-repo.js';
 import { pythonHttpApp } from '../helpers/python-app.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
@@ -25,7 +26,7 @@ const ids: Record<string, string> = {};
 const call = (user: TestUser, method: string, url: string, payload?: unknown) =>
   h.app.inject({ method: method as 'GET', url: `/v1${url}`, headers: user.headers, ...(payload === undefined ? {} : { payload: payload as object }) });
 
-const viaRouter = (host: string) => routerGet(h.ctx.runtime!.router.port, host);
+const viaRouter = (host: string) => routerGet(localRuntime(h.ctx).router.port, host);
 
 /** Polls an env deploy until it completes or fails. */
 const settled = (env: string, deployId: string, timeoutMs = 120_000) => waitFor(`env deploy ${deployId}`, async () => {
@@ -103,7 +104,7 @@ describe('environment deploys', () => {
   });
 
   it('scales a service in one environment only, reaching its running instances', async () => {
-    const upstreams = (host: string) => h.ctx.runtime!.router.table.upstreams(host).length;
+    const upstreams = (host: string) => localRuntime(h.ctx).router.table.upstreams(host).length;
     expect(upstreams('web.staging.shop.acme.localhost')).toBe(1);
     const res = await call(carol, 'PATCH', `${P}/envs/staging`, { process_counts: { web: { web: 2 } } });
     expect(res.json().process_counts.web).toEqual({ web: 2 });

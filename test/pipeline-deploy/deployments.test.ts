@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MetricsSampler } from '../../src/modules/observability/metrics-sampler.js';
+import { localRuntime } from '../helpers/local-runtime.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
 import { routerGet } from '../helpers/router-get.js';
 import { waitFor } from '../helpers/wait.js';
@@ -23,7 +24,7 @@ const deploy = async (releaseId: string) => {
   return r.json().deployment_id as string;
 };
 const hostOf = (d: { slugs: { org: string; project: string; app: string } }) => `${d.slugs.app}.${d.slugs.project}.${d.slugs.org}.localhost`;
-const routerPort = () => h.ctx.runtime!.router.port;
+const routerPort = () => localRuntime(h.ctx).router.port;
 
 describe('deployments', () => {
   it('deploys a release, runs release and postdeploy with secrets scrubbed, and serves it through the router', async () => {
@@ -60,7 +61,7 @@ describe('deployments', () => {
     const v1 = await app.release({ 'app.js': NODE_APP('v1') }, 'web: node app.js\n');
     expect((await settled(h, alice, await deploy(v1))).complete).toBe(true);
     await h.app.inject({ method: 'POST', url: `/v1/applications/${app.appId}/scale`, headers: alice.headers, payload: { process_counts: { web: 2 } } });
-    await waitFor('two web instances', async () => h.ctx.runtime!.router.table.upstreams(hostOf(app)).length === 2);
+    await waitFor('two web instances', async () => localRuntime(h.ctx).router.table.upstreams(hostOf(app)).length === 2);
     const v2 = await app.release({ 'app.js': NODE_APP('v2') }, 'web: node app.js\n');
     const rollout = (async () => {
       await new Promise((r) => setTimeout(r, 300));
@@ -88,6 +89,23 @@ describe('deployments', () => {
     expect(d.deploy_log).toContain('release | token **secret**');
     expect(d.deploy_step.current).toBe(1);
     expect((await routerGet(routerPort(), hostOf(app))).body).toBe('v1:hello');
+  });
+
+  it('fails on a failing postdeploy command and switches back to the previous release', async () => {
+    const app = await deployableApp(h, alice);
+    const good = await app.release({ 'app.js': NODE_APP('v1') }, 'web: node app.js\n');
+    const first = await settled(h, alice, await deploy(good));
+    expect(first.complete).toBe(true);
+    const bad = await app.release({ 'app.js': NODE_APP('v2') }, 'web: node app.js\npostdeploy: echo warming with $API_TOKEN; exit 3\n');
+    const d = await settled(h, alice, await deploy(bad));
+    expect(d).toMatchObject({ complete: false, error: true, status: 'error' });
+    expect(d.error_detail).toBe('The postdeploy command failed (exit code 3)');
+    expect(d.deploy_log).toContain('postdeploy | warming with **secret**');
+    expect(d.deploy_step.current).toBe(4);
+    // The failed deployment served for a moment; the serving record is still the first one, and so is the router.
+    expect((await routerGet(routerPort(), hostOf(app))).body).toBe('v1:hello');
+    const rows = await h.ctx.db.selectFrom('instances').select(['release_id', 'deployment_id']).where('application_id', '=', app.appId).execute();
+    expect(rows).toEqual([{ release_id: good, deployment_id: first.id }]);
   });
 
   it('fails an app that never becomes healthy at the timeout; the previous release keeps serving', async () => {
@@ -149,15 +167,15 @@ describe('deployments', () => {
     const up = await h.app.inject({ method: 'POST', url: `/v1/applications/${app.appId}/scale`, headers: alice.headers, payload: { process_counts: { web: 3, worker: 1 } } });
     expect(up.statusCode).toBe(200);
     await waitFor('scale up', async () => JSON.stringify(await counts()) === JSON.stringify({ web: 3, worker: 1 }) || JSON.stringify(await counts()) === JSON.stringify({ worker: 1, web: 3 }));
-    await waitFor('route of 3', async () => h.ctx.runtime!.router.table.upstreams(hostOf(app)).length === 3);
+    await waitFor('route of 3', async () => localRuntime(h.ctx).router.table.upstreams(hostOf(app)).length === 3);
     const ports = new Set<number>();
-    for (const u of h.ctx.runtime!.router.table.upstreams(hostOf(app))) ports.add(u.port);
+    for (const u of localRuntime(h.ctx).router.table.upstreams(hostOf(app))) ports.add(u.port);
     expect(ports.size).toBe(3);
     for (let i = 0; i < 6; i++) expect((await routerGet(routerPort(), hostOf(app))).body).toBe('v1:hello');
 
     await h.app.inject({ method: 'POST', url: `/v1/applications/${app.appId}/scale`, headers: alice.headers, payload: { process_counts: { web: 1, worker: 0 } } });
     await waitFor('scale down', async () => JSON.stringify(await counts()) === JSON.stringify({ web: 1 }));
-    expect(h.ctx.runtime!.router.table.upstreams(hostOf(app))).toHaveLength(1);
+    expect(localRuntime(h.ctx).router.table.upstreams(hostOf(app))).toHaveLength(1);
     expect((await routerGet(routerPort(), hostOf(app))).body).toBe('v1:hello');
   });
 

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { localRuntime } from '../helpers/local-runtime.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { TestRepo } from '../helpers/git-repo.js';
 import { pythonHttpApp } from '../helpers/python-app.js';
@@ -76,8 +77,8 @@ describe('source to running application (issue 3 proof)', () => {
     const url = new URL(first.deployment.deploy_metadata.url);
     const host = url.hostname;
     expect(host).toBe(`web.shop.${t.orgSlug}.localhost`);
-    expect(Number(url.port)).toBe(h.ctx.runtime!.router.port);
-    const r = await routerGet(h.ctx.runtime!.router.port, host);
+    expect(Number(url.port)).toBe(localRuntime(h.ctx).router.port);
+    const r = await routerGet(localRuntime(h.ctx).router.port, host);
     expect(r).toEqual({ status: 200, body: `v1 hello built=label=blue token=${await tokenHash()}` });
     expect(first.deployment.deploy_log).toContain('release | release of hello with **secret**');
     for (const text of [first.deployment.deploy_log, JSON.stringify(first.image), h.logs()]) expect(text).not.toContain(SECRET);
@@ -90,7 +91,7 @@ describe('source to running application (issue 3 proof)', () => {
       await new Promise((res) => setTimeout(res, 300));
       return second;
     })();
-    const report = await loadDuring(h.ctx.runtime!.router.port, host, rollout);
+    const report = await loadDuring(localRuntime(h.ctx).router.port, host, rollout);
     const second = await rollout;
     console.log(`end-to-end redeploy under load: ${report.total} requests through the router, ${report.failed} failed`, report.failures.slice(0, 5));
     expect(second.deployment.complete).toBe(true);

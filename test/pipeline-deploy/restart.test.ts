@@ -5,6 +5,7 @@ import { PipelineJobs } from '../../src/platform/jobs/pipeline-jobs.js';
 import { createRuntime } from '../../src/platform/runtime/index.js';
 import { startDeploymentRuntime } from '../../src/modules/deployments/deployments.jobs.js';
 import { INTERRUPTED_DETAIL } from '../../src/modules/deployments/deploy-runner.js';
+import { localRuntime } from '../helpers/local-runtime.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
 import { routerGet } from '../helpers/router-get.js';
 import { waitFor } from '../helpers/wait.js';
@@ -50,7 +51,7 @@ describe('platform restart', () => {
     const v1 = await app.release({ 'app.js': NODE_APP('v1') }, 'web: node app.js\n');
     const first = (await h.app.inject({ method: 'POST', url: `/v1/releases/${v1}/deploy`, headers: alice.headers })).json();
     expect((await settled(h, alice, first.deployment_id)).complete).toBe(true);
-    expect((await routerGet(h.ctx.runtime!.router.port, host)).body).toBe('v1:hello');
+    expect((await routerGet(localRuntime(h.ctx).router.port, host)).body).toBe('v1:hello');
     const v1Pid = (await h.ctx.db.selectFrom('instances').select('pid').where('application_id', '=', app.appId).executeTakeFirstOrThrow()).pid!;
 
     // v2 takes a minute to listen: the platform stops while it rolls out.
@@ -72,7 +73,7 @@ describe('platform restart', () => {
       const d = (await again.app.inject({ method: 'GET', url: `/v1/deployments/${second.deployment_id}/detail`, headers: alice.headers })).json();
       expect(d).toMatchObject({ error: true, complete: false, status: 'error', error_detail: INTERRUPTED_DETAIL });
       const served = await waitFor('v1 served again', async () => {
-        const r = await routerGet(again.ctx.runtime!.router.port, host).catch(() => null);
+        const r = await routerGet(localRuntime(again.ctx).router.port, host).catch(() => null);
         return r?.status === 200 ? r : null;
       });
       expect(served.body).toBe('v1:hello');
@@ -90,7 +91,7 @@ describe('platform restart', () => {
         return x.complete || x.error ? x : null;
       });
       expect(done.complete).toBe(true);
-      expect((await routerGet(again.ctx.runtime!.router.port, host)).body).toBe('v3:hello');
+      expect((await routerGet(localRuntime(again.ctx).router.port, host)).body).toBe('v3:hello');
     } finally {
       await again.stop();
     }
@@ -119,7 +120,7 @@ describe('a second worker process', () => {
       expect(alive(before[0]!.pid!)).toBe(true);
       const after = await h.ctx.db.selectFrom('instances').select(['id', 'pid', 'restart_count']).where('application_id', '=', app.appId).where('worker_id', '=', first.ctx.jobs!.workerId).execute();
       expect(after).toEqual([{ ...before[0], restart_count: 0 }]);
-      expect((await routerGet(first.ctx.runtime!.router.port, host)).body).toBe('v1:hello');
+      expect((await routerGet(localRuntime(first.ctx).router.port, host)).body).toBe('v1:hello');
 
       // The application's jobs stay with the worker running it, whichever process is asked:
       // otherwise the second would run a copy of v2 while the first kept serving v1.
@@ -130,10 +131,10 @@ describe('a second worker process', () => {
         return x.complete || x.error ? x : null;
       });
       expect(done2.complete).toBe(true);
-      expect((await routerGet(first.ctx.runtime!.router.port, host)).body).toBe('v2:hello');
+      expect((await routerGet(localRuntime(first.ctx).router.port, host)).body).toBe('v2:hello');
       const rows = await h.ctx.db.selectFrom('instances').select(['release_id', 'worker_id']).where('application_id', '=', app.appId).execute();
       expect(rows).toEqual([{ release_id: v2, worker_id: first.ctx.jobs!.workerId }]);
-      expect(second!.ctx.runtime!.instancesOf(app.appId, app.envId)).toEqual([]);
+      expect(localRuntime(second!.ctx).instancesOf(app.appId, app.envId)).toEqual([]);
     } finally {
       await second?.stop();
       await first.stop();

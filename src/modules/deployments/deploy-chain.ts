@@ -1,5 +1,6 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { AppContext } from '../../platform/context.js';
+import type { RuntimeLogger } from '../../platform/runtime/application-runtime.js';
 import { AppError } from '../../platform/errors.js';
 import { requireJobs } from '../../platform/jobs/require-jobs.js';
 import type { ApplicationsService } from '../applications/applications.service.js';
@@ -41,10 +42,10 @@ export class DeployChain {
   }
 
   /** Registers the `chain` job kind (in processes with a runtime). */
-  registerJobs() {
+  registerJobs(logger: RuntimeLogger) {
     const { jobs, runtime } = this.ctx;
     if (!jobs || !runtime) return;
-    const runner = new DeployRunner(this.ctx, runtime);
+    const runner = new DeployRunner(this.ctx, runtime, logger);
     jobs.register(CHAIN_JOB, async (data, job) => {
       await this.run(runner, data.applicationId, String(data.environmentId), String(data.recordId), job.jobId, job.signal);
     }, {

@@ -1,10 +1,9 @@
-import { existsSync } from 'node:fs';
 import type { AppContext } from '../../platform/context.js';
-import type { RuntimeService } from '../../platform/runtime/runtime.service.js';
-import { effectiveProcessSettings } from '../environments/process-settings.js';
+import { RolloutFailure, type ApplicationRuntime, type RuntimeLogger, type WorkloadPlan } from '../../platform/runtime/application-runtime.js';
+import type { OneOffResult } from '../../platform/runtime/port.js';
 import { DeploymentsRepository, stepOf, type DeployStepName } from './deployments.repository.js';
-import { describeFailure, instanceSpec, isWeb, routeHostname, routeUrl } from './instance-plan.js';
-import { formation, processEnv, releaseRuntime, type ReleaseRuntime } from './release-runtime.js';
+import { FormationReconciler } from './formation-reconciler.js';
+import { workloadPlan } from './workload-plan.js';
 
 /** A deployment failing for a reason worth showing as its `error_detail`. */
 class DeployFailure extends Error {}
@@ -40,17 +39,23 @@ class DeployLog {
 
 export const INTERRUPTED_DETAIL = 'Interrupted by a restart of the platform before it finished; the previous release keeps serving';
 
+/** A one-off process's end as a phrase: "exit code 3", "signal SIGKILL", "timed out". */
+const ending = (r: OneOffResult) => (r.timedOut ? 'timed out' : r.signal ? `signal ${r.signal}` : `exit code ${r.exitCode}`);
+
 /**
- * Runs one deployment through Setup, Release, Deploy, Rollout, Done. The previous
- * release's instances are untouched until every new web instance is healthy; then the
- * route switches in one step and the old instances drain and stop. Any failure (release
- * command, timeout, shutdown) stops the new instances and leaves the old ones serving.
+ * Runs one deployment through Setup, Release, Deploy, Rollout, Done, whatever the runtime
+ * (`local` processes or `kubernetes`). The runtime starts the new release beside the
+ * previous one and switches traffic only once it is ready. Any failure (release or
+ * postdeploy command, rollout timeout, crash loop) fails the deployment and reconciles the
+ * environment back to the deployment that was serving, so the previous release keeps serving.
  */
 export class DeployRunner {
   private readonly repo: DeploymentsRepository;
+  private readonly reconciler: FormationReconciler;
 
-  constructor(private readonly ctx: AppContext, private readonly runtime: RuntimeService) {
+  constructor(private readonly ctx: AppContext, private readonly runtime: ApplicationRuntime, private readonly logger: RuntimeLogger) {
     this.repo = new DeploymentsRepository(ctx.db);
+    this.reconciler = new FormationReconciler(ctx, runtime);
   }
 
   async run(deploymentId: string, jobId: string | null, signal: AbortSignal): Promise<void> {
@@ -62,7 +67,7 @@ export class DeployRunner {
       await log.flush();
       await this.repo.update(deploymentId, { deploy_step: JSON.stringify(stepOf(name)) });
     };
-    const started: string[] = [];
+    let rolledOut = false;
     try {
       await this.repo.update(deploymentId, { status: 'deploying', started_at: new Date(), job_id: jobId });
       const release = await this.repo.release(deployment.release_id);
@@ -73,95 +78,74 @@ export class DeployRunner {
       }
       const image = release.image_ref ? await this.repo.image(release.image_ref) : undefined;
       if (!image) throw new DeployFailure(`Release v${release.version} has no image`);
-      if (!image.artifact_path || !existsSync(image.artifact_path)) {
-        throw new DeployFailure(`The built artifact of image v${image.version} is missing; build the application again`);
-      }
-      const rt = releaseRuntime(this.ctx.secrets, release, image);
       const target = await this.repo.target(deployment.application_id, deployment.environment_id);
       if (!target) throw new DeployFailure('The application or its environment no longer exists');
-      const deadline = Date.now() + rt.timeoutSeconds * 1000;
-      const timeoutDetail = (what: string) => `Deployment timed out after ${rt.timeoutSeconds}s: ${what}`;
-      const aborted = () => signal.aborted;
+      const plan = await workloadPlan(this.ctx.db, this.ctx.secrets, deploymentId, release, image, target, this.ctx.config.ROUTER_DOMAIN);
+      const deadline = Date.now() + plan.timeoutSeconds * 1000;
+      await this.runtime.prepare(plan, (l) => log.line(`Setup: ${l}`));
 
       // Release: the one-off `release` command; its failure fails the deployment.
-      if (rt.processes.release) {
-        await step('Release', `running release command: ${rt.processes.release.cmd}`);
-        const result = await this.runtime.driver.runOnce({
-          command: rt.processes.release.cmd, artifactPath: rt.artifactPath, env: processEnv(rt, 'release'), secrets: rt.secrets,
-          timeoutMs: Math.max(1, deadline - Date.now()), signal, onOutput: (l) => log.line(`release | ${l}`),
-        });
-        await log.flush();
-        if (aborted()) throw new DeployFailure(INTERRUPTED_DETAIL);
-        if (result.timedOut) throw new DeployFailure(timeoutDetail('the release command did not finish'));
-        if (result.exitCode !== 0) {
-          throw new DeployFailure(`The release command failed (${result.signal ? `signal ${result.signal}` : `exit code ${result.exitCode}`})`);
-        }
+      if (plan.processes.release) {
+        await step('Release', `running release command: ${plan.processes.release.cmd}`);
+        const result = await this.runOnce(plan, 'release', deadline, signal, log);
+        if (result.timedOut) throw new DeployFailure(`Deployment timed out after ${plan.timeoutSeconds}s: the release command did not finish`);
+        if (result.exitCode !== 0) throw new DeployFailure(`The release command failed (${ending(result)})`);
       } else {
         await step('Release', 'no release command in the Procfile');
       }
 
-      // Deploy: start every process type's instances beside the previous release's.
-      const settings = await effectiveProcessSettings(this.ctx.db, target.applicationId, target.environmentId);
-      const counts = formation(rt.processes, settings.process_counts);
-      const summary = Object.entries(counts).map(([t, n]) => `${t}=${n}`).join(' ') || 'no long-running processes';
-      await step('Deploy', `starting ${summary}`);
-      const specs = Object.entries(counts).flatMap(([type, n]) =>
-        Array.from({ length: n }, (_, i) => instanceSpec(rt, target, deploymentId, type, i + 1, settings.process_pod_classes)));
-      for (const spec of specs) started.push(spec.id);
-      const launched = await this.runtime.launch(specs, { path: rt.healthCheckPath, host: rt.healthCheckHost });
-      for (const s of launched) log.line(`Deploy: ${s.labels.processType}.${s.labels.ordinal} started${s.port ? ` on port ${s.port}` : ''}`);
-
-      // Rollout: wait for health, switch the route, retire the previous instances.
-      await step('Rollout', `waiting for ${rt.healthCheckPath} to answer 2xx on every web instance`);
-      const failed = await this.runtime.waitHealthy(started, deadline, aborted);
-      if (aborted()) throw new DeployFailure(INTERRUPTED_DETAIL);
-      if (failed.length > 0) {
-        const what = failed.map((id) => describeFailure(this.runtime.driver.status(id), rt.healthCheckPath)).join('; ');
-        // Web instances fail only at the deadline; other processes fail as soon as they crash.
-        throw new DeployFailure(Date.now() >= deadline ? timeoutDetail(what) : `Deployment failed: ${what}`);
-      }
-      const hostname = routeHostname(target, this.ctx.config.ROUTER_DOMAIN);
-      const web = launched.filter((s) => isWeb(s.labels.processType)).map((s) => s.id);
-      const previous = this.runtime.instancesOf(target.applicationId, target.environmentId).filter((s) => !started.includes(s.id));
-      this.runtime.publish(hostname, web);
-      log.line(`Rollout: ${hostname} now routes to ${web.length} web instance(s) of v${rt.version}`);
-      if (previous.length > 0) {
-        log.line(`Rollout: retiring ${previous.length} instance(s) of the previous release`);
-        await this.runtime.retire(previous.map((s) => s.id));
-      }
-      const url = routeUrl(hostname, this.runtime.router.port);
+      // Deploy and Rollout: the runtime starts the new release beside the previous one and switches when ready.
+      const rollout = await this.runtime.rollout(plan, { step, line: (l) => log.line(l) }, deadline, signal);
+      rolledOut = true;
+      if (signal.aborted) throw new DeployFailure(INTERRUPTED_DETAIL);
       await this.repo.update(deploymentId, {
         deploy_metadata: JSON.stringify({
-          url, hostname, release_version: rt.version, commit_sha: release.commit_sha, process_counts: counts,
-          instances: launched.map((s) => ({ process_type: s.labels.processType, ordinal: s.labels.ordinal, port: s.port })),
+          url: rollout.url, hostname: plan.hostname, runtime: this.runtime.name, release_version: plan.release.version,
+          commit_sha: release.commit_sha, process_counts: plan.formation, instances: rollout.instances,
         }),
       });
 
-      // Done: `postdeploy` runs once the new release serves; its failure is logged, not fatal.
-      if (rt.processes.postdeploy) {
-        await step('Done', `running postdeploy command: ${rt.processes.postdeploy.cmd}`);
-        const result = await this.runtime.driver.runOnce({
-          command: rt.processes.postdeploy.cmd, artifactPath: rt.artifactPath, env: processEnv(rt, 'postdeploy'), secrets: rt.secrets,
-          timeoutMs: Math.max(30_000, deadline - Date.now()), signal, onOutput: (l) => log.line(`postdeploy | ${l}`),
-        });
-        if (result.exitCode !== 0) {
-          log.line(`postdeploy failed (${result.timedOut ? 'timed out' : result.signal ? `signal ${result.signal}` : `exit code ${result.exitCode}`}); the new release is serving`);
-        }
+      // Done: `postdeploy` runs once the new release serves; its failure fails the deployment (and rolls back).
+      if (plan.processes.postdeploy) {
+        await step('Done', `running postdeploy command: ${plan.processes.postdeploy.cmd}`);
+        const result = await this.runOnce(plan, 'postdeploy', Math.max(deadline, Date.now() + 30_000), signal, log);
+        if (result.exitCode !== 0 || result.timedOut) throw new DeployFailure(`The postdeploy command failed (${ending(result)})`);
       } else {
         await step('Done', 'no postdeploy command in the Procfile');
       }
-      log.line(`deployment complete: ${url}`);
+      log.line(`deployment complete${rollout.url ? `: ${rollout.url}` : ''}`);
       await log.flush();
       await this.repo.update(deploymentId, { status: 'complete', complete: true, error: false, finished_at: new Date(), deploy_step: JSON.stringify(stepOf('Done')) });
     } catch (err) {
       await log.flush();
-      // Nothing of this deployment may keep running; the previous release was never unrouted.
-      await this.runtime.retire(started.filter((id) => this.runtime.driver.status(id))).catch(() => {});
-      const detail = err instanceof DeployFailure ? err.message : `Deployment failed: ${err instanceof Error ? err.message : String(err)}`;
+      const expected = err instanceof DeployFailure || err instanceof RolloutFailure;
+      const detail = signal.aborted ? INTERRUPTED_DETAIL
+        : expected ? err.message : `Deployment failed: ${err instanceof Error ? err.message : String(err)}`;
+      // Back to the deployment that was serving before the failure is recorded, so a settled
+      // deployment means a settled environment (after a shutdown, the next start reconciles instead).
+      if (!signal.aborted) {
+        if (rolledOut) log.line('switching back to the previous release');
+        await log.flush();
+        await this.restorePrevious(deployment.application_id, deployment.environment_id, rolledOut, signal);
+      }
       await this.repo.failIfUnfinished(deploymentId, detail);
-      if (!(err instanceof DeployFailure)) throw err;
+      if (!expected) throw err;
+    }
+  }
+
+  private async runOnce(plan: WorkloadPlan, processType: string, deadline: number, signal: AbortSignal, log: DeployLog): Promise<OneOffResult> {
+    const result = await this.runtime.runOnce(plan, processType, { deadline, signal, onOutput: (l) => log.line(`${processType} | ${l}`) });
+    await log.flush();
+    if (signal.aborted) throw new DeployFailure(INTERRUPTED_DETAIL);
+    return result;
+  }
+
+  private async restorePrevious(applicationId: string, environmentId: string, rolledOut: boolean, signal: AbortSignal): Promise<void> {
+    try {
+      await this.reconciler.reconcile(applicationId, environmentId, signal);
+    } catch (err) {
+      // The failure is recorded already; a later reconcile (scale, restart) tries again.
+      this.logger.warn({ err, applicationId, environmentId, rolledOut }, 'restoring the previous release after a failed deployment failed');
     }
   }
 }
-
-export type { ReleaseRuntime };

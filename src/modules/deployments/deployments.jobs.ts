@@ -1,5 +1,5 @@
 import type { AppContext } from '../../platform/context.js';
-import type { RuntimeLogger } from '../../platform/runtime/runtime.service.js';
+import type { RuntimeLogger } from '../../platform/runtime/application-runtime.js';
 import { DeployRunner, INTERRUPTED_DETAIL } from './deploy-runner.js';
 import { DeploymentsRepository } from './deployments.repository.js';
 import { DEPLOY_JOB, RECONCILE_JOB } from './deployments.service.js';
@@ -15,10 +15,10 @@ export function registerDeploymentJobs(ctx: AppContext, logger: RuntimeLogger) {
   const { jobs, runtime } = ctx;
   if (!jobs || !runtime) return;
   const repo = new DeploymentsRepository(ctx.db);
-  const runner = new DeployRunner(ctx, runtime);
-  const reconciler = new FormationReconciler(ctx, runtime, logger);
+  const reconciler = new FormationReconciler(ctx, runtime);
+  const runner = new DeployRunner(ctx, runtime, logger);
   jobs.register(DEPLOY_JOB, (data, job) => runner.run(String(data.recordId), job.jobId, job.signal), {
-    // The worker died mid-deploy: its processes died with it, the previous release comes back by `reconcile`.
+    // The worker died mid-deploy: the previous release comes back by the `reconcile` queued at the next start.
     onInterrupted: async (data) => { await repo.failIfUnfinished(String(data.recordId), INTERRUPTED_DETAIL); },
   });
   jobs.register(RECONCILE_JOB, (data, job) => reconciler.reconcile(data.applicationId, String(data.environmentId), job.signal), {
@@ -34,9 +34,7 @@ export function registerDeploymentJobs(ctx: AppContext, logger: RuntimeLogger) {
 export async function startDeploymentRuntime(ctx: AppContext, logger: RuntimeLogger): Promise<void> {
   const { runtime } = ctx;
   if (!runtime) return;
-  runtime.setWorkerId(() => ctx.jobs?.workerId ?? null);
-  runtime.setLogger(logger);
-  await runtime.start();
+  await runtime.start({ logger, workerId: () => ctx.jobs?.workerId ?? null });
   const sampler = new MetricsSampler(ctx.db, runtime, ctx.config.OBSERVABILITY_SAMPLE_SECONDS, logger);
   sampler.start();
   runtime.onShutdown(() => sampler.stop());

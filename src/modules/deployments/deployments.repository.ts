@@ -12,6 +12,8 @@ export const stepOf = (name: DeployStepName, substep?: string): PipelineStep => 
 
 /** What a deployment needs to know about where it goes (names for the router's host). */
 export interface DeployTarget {
+  organizationId: string;
+  projectId: string;
   applicationId: string;
   environmentId: string;
   appSlug: string;
@@ -35,11 +37,12 @@ export class DeploymentsRepository {
       .innerJoin('projects as p', 'p.id', 'a.project_id')
       .innerJoin('organizations as o', 'o.id', 'p.organization_id')
       .innerJoin('environments as e', (j) => j.onRef('e.project_id', '=', 'p.id').on('e.id', '=', environmentId))
-      .select(['a.slug as app_slug', 'p.slug as project_slug', 'o.slug as org_slug', 'e.slug as env_slug'])
+      .select(['a.slug as app_slug', 'p.slug as project_slug', 'o.slug as org_slug', 'e.slug as env_slug', 'o.id as org_id', 'p.id as project_id'])
       .where('a.id', '=', applicationId)
       .executeTakeFirst();
     if (!row) return null;
     return {
+      organizationId: row.org_id, projectId: row.project_id,
       applicationId, environmentId, appSlug: row.app_slug, projectSlug: row.project_slug, orgSlug: row.org_slug,
       envSlug: row.env_slug, isProduction: (await this.productionEnvironmentId(applicationId)) === environmentId,
     };

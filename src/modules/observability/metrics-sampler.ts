@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
-import type { RuntimeLogger, RuntimeService } from '../../platform/runtime/runtime.service.js';
+import type { ApplicationRuntime, RuntimeLogger } from '../../platform/runtime/application-runtime.js';
 
 /** Samples older than this are deleted (decisions.md: kept 30 days). */
 const RETENTION_DAYS = 30;
@@ -17,7 +17,7 @@ export class MetricsSampler {
 
   constructor(
     private readonly db: Db,
-    private readonly runtime: RuntimeService,
+    private readonly runtime: ApplicationRuntime,
     private readonly intervalSeconds: number,
     private readonly logger: RuntimeLogger,
   ) {}
@@ -34,7 +34,9 @@ export class MetricsSampler {
     await this.running;
   }
 
-  async sampleOnce(at = new Date()): Promise<number> {
+  async sampleOnce(now = new Date()): Promise<number> {
+    // Every worker sees a cluster's pods: aligned to the interval, their samples are one row (the first wins).
+    const at = this.runtime.sharedUsage ? new Date(Math.floor(now.getTime() / (this.intervalSeconds * 1000)) * this.intervalSeconds * 1000) : now;
     const usage = await this.runtime.usage();
     if (usage.length > 0) {
       await this.db.insertInto('metric_samples').values(usage.map((u) => ({

@@ -37,8 +37,8 @@ export function registryRoutes(ctx: AppContext, keys: SigningKeys, auth: AuthSer
       config: { public: true },
       schema: {
         tags: ['Integrations'],
-        summary: 'Registry token (Docker registry token authentication): HTTP Basic, password = API key',
-        security: [], // HTTP Basic with an API key, checked by the handler
+        summary: 'Registry token (Docker registry token authentication): HTTP Basic, password = API key or registry refresh token',
+        security: [], // HTTP Basic with an API key or refresh token, checked by the handler
         querystring: TokenQuery,
         response: { 200: TokenResponse, ...tokenErrors },
       },

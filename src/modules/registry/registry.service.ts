@@ -10,10 +10,16 @@ import { parseScopes, repositorySlugs, type GrantedAccess } from './scopes.js';
 /** What an organization member may do to its repositories (members may change everything). */
 const MEMBER_ACTIONS = new Set(['pull', 'push', 'delete']);
 const REFRESH_TOKEN_DAYS = 30;
+/** A compact JWS (three base64url parts); API keys never look like one. */
+const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
 /** A user with an API key, or the platform itself with a fixed grant (its own pushes). */
 export type RegistryCaller =
-  | { kind: 'user'; user: AuthenticatedUser; /** refresh tokens stay tied to this key and die with it */ apiKeyId: string }
+  | {
+    kind: 'user'; user: AuthenticatedUser; /** refresh tokens stay tied to this key and die with it */ apiKeyId: string;
+    /** Came with a refresh token: it is not swapped for a fresh one, so it still ends on its date. */
+    viaRefreshToken?: boolean;
+  }
   | { kind: 'platform'; subject: string; grant: GrantedAccess[] };
 
 export interface TokenRequest {
@@ -44,14 +50,21 @@ export class RegistryTokenService {
     this.repo = new RegistryRepository(ctx.db);
   }
 
-  /** `Authorization: Basic` with any username and an API key as password; null when absent or wrong. */
+  /**
+   * `Authorization: Basic` with any username and, as password, an API key or a refresh token
+   * we signed (what an image pull secret holds: a kubelet only speaks Basic); null when
+   * absent or wrong.
+   */
   async fromBasic(header: string | undefined): Promise<RegistryCaller | null> {
     const match = /^Basic\s+([A-Za-z0-9+/=_-]+)\s*$/i.exec(header ?? '');
     if (!match) return null;
     const decoded = Buffer.from(match[1]!, 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
     if (colon < 0) return null;
-    return this.fromApiKey(decoded.slice(colon + 1));
+    const password = decoded.slice(colon + 1);
+    return JWT_SHAPE.test(password)
+      ? this.fromRefreshToken(password, this.ctx.config.REGISTRY_SERVICE)
+      : this.fromApiKey(password);
   }
 
   async fromApiKey(key: string): Promise<RegistryCaller | null> {
@@ -69,7 +82,7 @@ export class RegistryTokenService {
     const row = await this.repo.findApiKeyUser(payload.key);
     if (!row || row.id !== payload.sub) return null;
     const { credential_id, ...user } = row;
-    return { kind: 'user', user, apiKeyId: credential_id };
+    return { kind: 'user', user, apiKeyId: credential_id, viaRefreshToken: true };
   }
 
   /** Checks the requested `service`: tokens are only minted for the configured registry. */
@@ -100,7 +113,7 @@ export class RegistryTokenService {
       issued_at: signed.issuedAt.toISOString(),
       scope: access.filter((a) => a.actions.length > 0).map((a) => `${a.type}:${a.name}:${a.actions.join(',')}`).join(' '),
     };
-    if (request.offline && caller.kind === 'user') {
+    if (request.offline && caller.kind === 'user' && !caller.viaRefreshToken) {
       response.refresh_token = await signRefreshToken(this.keys, {
         issuer: this.ctx.config.TOKEN_ISSUER, service, subject: caller.user.id,
         claims: { key: caller.apiKeyId }, expiresInSeconds: REFRESH_TOKEN_DAYS * 86400,
@@ -135,4 +148,4 @@ function grantWithin(grant: GrantedAccess[], scopeValues: string[]): GrantedAcce
   });
 }
 
-export const invalidCredentials = () => unauthenticated('Registry login needs HTTP Basic credentials with an API key as the password');
+export const invalidCredentials = () => unauthenticated('Registry login needs HTTP Basic credentials with an API key (or a registry refresh token) as the password');

@@ -51,6 +51,8 @@ export interface RefreshTokenInput {
   /** `key`: the API key id a user's token is tied to; `grant`: the fixed access of a platform token. */
   claims: { key: string } | { grant: GrantedAccess[] };
   expiresInSeconds: number;
+  /** Issue time; tests pass one in the past to make expired tokens. */
+  now?: Date;
 }
 
 /**
@@ -60,7 +62,7 @@ export interface RefreshTokenInput {
  */
 export async function signRefreshToken(keys: SigningKeys, input: RefreshTokenInput): Promise<string> {
   const key = await keys.current();
-  const now = Math.floor(Date.now() / 1000);
+  const now = Math.floor((input.now ?? new Date()).getTime() / 1000);
   return new SignJWT({ ...input.claims })
     .setProtectedHeader({ alg: key.alg, typ: 'JWT', kid: key.kid })
     .setIssuer(input.issuer)
@@ -104,4 +106,27 @@ export async function platformAuthFile(keys: SigningKeys, opts: { issuer: string
     expiresInSeconds: PLATFORM_GRANT_SECONDS,
   });
   return JSON.stringify({ auths: { [opts.registryHost]: { auth: Buffer.from('slipway-builder:').toString('base64'), identitytoken: token } } });
+}
+
+/** The username of image pull secrets; the registry token service accepts any name. */
+export const PULL_SECRET_USERNAME = 'slipway-pull';
+/** How long a pull secret lives: the Kubernetes runtime re-creates it at each deployment and rollback. */
+const PULL_SECRET_SECONDS = 30 * 24 * 3600;
+
+/**
+ * A Kubernetes image pull secret (`.dockerconfigjson`) for one repository. Its password is a
+ * refresh token granting only `pull` there: the kubelet sends it as HTTP Basic to the token
+ * endpoint the registry's challenge names, and gets exactly that access back.
+ */
+export async function registryPullSecret(keys: SigningKeys, opts: { issuer: string; service: string; registryHost: string; repository: string; ttlSeconds?: number; now?: Date }) {
+  const password = await signRefreshToken(keys, {
+    issuer: opts.issuer,
+    service: opts.service,
+    subject: PULL_SECRET_USERNAME,
+    claims: { grant: [{ type: 'repository', name: opts.repository, actions: ['pull'] }] },
+    expiresInSeconds: opts.ttlSeconds ?? PULL_SECRET_SECONDS,
+    now: opts.now,
+  });
+  const auth = Buffer.from(`${PULL_SECRET_USERNAME}:${password}`).toString('base64');
+  return JSON.stringify({ auths: { [opts.registryHost]: { username: PULL_SECRET_USERNAME, password, auth } } });
 }

@@ -2,18 +2,26 @@ import { join } from 'node:path';
 import type { Config } from '../../config.js';
 import type { Db } from '../db/database.js';
 import { RouterServer } from '../router/router-server.js';
+import type { ApplicationRuntime } from './application-runtime.js';
 import { LocalProcessDriver } from './local/local-driver.js';
+import { LocalRuntime } from './local/local-runtime.js';
 import { ImageRootDriver } from './image-root/image-root-driver.js';
 import { RuntimeService } from './runtime.service.js';
 
+export type { ApplicationRuntime, WorkloadPlan } from './application-runtime.js';
 export type { RuntimeDriver, InstanceSpec, InstanceStatus } from './port.js';
 export { RuntimeService } from './runtime.service.js';
+export { LocalRuntime } from './local/local-runtime.js';
 
 /**
- * The runtime of a worker process: the local process driver (the only driver so far) and
+ * The runtime of a worker process, chosen by RUNTIME: `local` runs processes here behind
  * the router on ROUTER_HOST:ROUTER_PORT. Call `start()` before the job workers run.
  */
-export function createRuntime(config: Config, db: Db): RuntimeService {
+export function createRuntime(config: Config, db: Db): ApplicationRuntime {
+  return createLocalRuntime(config, db);
+}
+
+export function createLocalRuntime(config: Config, db: Db): LocalRuntime {
   const driver = new LocalProcessDriver({
     logDir: join(config.dataDir, 'runtime', 'logs'),
     restartBackoffMs: config.RUNTIME_RESTART_BACKOFF_MS,
@@ -21,5 +29,5 @@ export function createRuntime(config: Config, db: Db): RuntimeService {
   });
   const router = new RouterServer({ host: config.ROUTER_HOST, port: config.ROUTER_PORT });
   // Container image builds run inside their unpacked root file system; source builds pass through.
-  return new RuntimeService(db, new ImageRootDriver(driver), router, { drainTimeoutMs: config.ROUTER_DRAIN_TIMEOUT_MS });
+  return new LocalRuntime(new RuntimeService(db, new ImageRootDriver(driver), router, { drainTimeoutMs: config.ROUTER_DRAIN_TIMEOUT_MS }));
 }

@@ -4,6 +4,7 @@ import { workerAlive } from '../jobs/dead-workers.js';
 import type { RouterServer } from '../router/router-server.js';
 import type { Upstream } from '../router/route-table.js';
 import { waitHealthy } from './health-check.js';
+import type { AppUsage, RuntimeLogger } from './application-runtime.js';
 import type { InstanceLabels, InstanceSpec, InstanceStatus, ResourceUsage, RuntimeDriver } from './port.js';
 
 export interface HealthCheck {
@@ -12,11 +13,6 @@ export interface HealthCheck {
   host: string | null;
 }
 
-export interface RuntimeLogger {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
 
 export interface RuntimeServiceOptions {
   /** Longest wait for in-flight requests to a retired instance before stopping it. */
@@ -27,14 +23,6 @@ export interface RuntimeServiceOptions {
   logger?: RuntimeLogger;
 }
 
-export interface AppUsage {
-  applicationId: string;
-  environmentId: string;
-  cpuMillicores: number;
-  memoryBytes: number;
-  podCount: number;
-  restartCount: number;
-}
 
 const silent: RuntimeLogger = { info() {}, warn() {}, error() {} };
 
@@ -273,6 +261,8 @@ export class RuntimeService {
     this.writes.set(id, next);
   }
 }
+
+export type { AppUsage, RuntimeLogger };
 
 export function label(l: InstanceLabels): string {
   return `${l.processType}.${l.ordinal}`;

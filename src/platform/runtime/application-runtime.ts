@@ -1,0 +1,148 @@
+/**
+ * The application runtime port: how one deployment of a release gets running in one
+ * environment, whatever runs it. The deployments module owns the records, the log and
+ * the order of steps (Setup, Release, Deploy, Rollout, Done); a runtime owns how
+ * processes start, become healthy, receive traffic and stop.
+ *
+ * Drivers: `LocalRuntime` (processes on this machine behind the built-in router, the
+ * embedded default) and `KubernetesRuntime` (`RUNTIME=kubernetes`: a Deployment per
+ * process type in a namespace per organization).
+ */
+import type { ProcessDefinitions } from '../db/schema.js';
+import type { OneOffResult } from './port.js';
+
+/** A pod class resolved to numbers (decisions.md): what a process may request and use. */
+export interface PodResources {
+  podClass: string;
+  cpuRequestMillicores: number;
+  cpuLimitMillicores: number;
+  memoryRequestMiB: number;
+  memoryLimitMiB: number;
+}
+
+/** Everything a runtime needs to run one deployment of a release in one environment. */
+export interface WorkloadPlan {
+  deploymentId: string;
+  organization: { id: string; slug: string };
+  project: { id: string; slug: string };
+  application: { id: string; slug: string };
+  environment: { id: string; slug: string; isProduction: boolean };
+  release: { id: string; version: number; commitSha: string | null };
+  image: {
+    id: string;
+    version: number;
+    /** `org/project/app`, the image repository name. */
+    repositoryName: string;
+    /** A source snapshot or an unpacked image root on this machine (local runtime). */
+    artifactPath: string | null;
+    /** The pushed image pinned by digest, `host/org/project/app@sha256:…` (cluster runtimes). */
+    registryReference: string | null;
+  };
+  /** Every process type of the release, including the one-off `release` and `postdeploy`. */
+  processes: ProcessDefinitions;
+  /** The frozen configuration, plain: only ever handed to processes (never logged). */
+  env: Record<string, string>;
+  /** Names of the variables that are secret. */
+  secretNames: string[];
+  /** Values to scrub from every output. */
+  secrets: string[];
+  /** Replicas of each long-running process type (one-offs excluded; 0 allowed). */
+  formation: Record<string, number>;
+  /** Resources of every process type in `processes`. */
+  resources: Record<string, PodResources>;
+  healthCheck: { path: string; host: string | null };
+  timeoutSeconds: number;
+  /** The public host name of the environment's web processes. */
+  hostname: string;
+}
+
+/** Which application environment a reconcile is about (it may have no plan any more). */
+export interface WorkloadTarget {
+  applicationId: string;
+  environmentId: string;
+}
+
+export interface RolloutLog {
+  /** Moves the deployment to a step (recorded in `deploy_step`) with a log line. */
+  step(name: 'Deploy' | 'Rollout', message: string): Promise<void>;
+  /** One line of the deployment log (secrets already scrubbed by the caller's values). */
+  line(text: string): void;
+}
+
+export interface OneOffOptions {
+  /** Epoch milliseconds by which the process must have finished. */
+  deadline: number;
+  signal: AbortSignal;
+  /** Each line of output, already scrubbed of secrets. */
+  onOutput: (line: string) => void;
+}
+
+export interface RolloutResult {
+  /** Where the web processes answer, when they are reachable from outside. */
+  url: string | null;
+  /** Instances (or pods) serving the new release, for `deploy_metadata`. */
+  instances: Array<Record<string, string | number | null>>;
+}
+
+/** A failure worth showing as the deployment's `error_detail` (never a secret in it). */
+export class RolloutFailure extends Error {}
+
+/** Resource usage of one application environment at one moment. */
+export interface AppUsage {
+  applicationId: string;
+  environmentId: string;
+  cpuMillicores: number;
+  memoryBytes: number;
+  podCount: number;
+  restartCount: number;
+}
+
+/** What a runtime gets when it starts in a worker process. */
+export interface RuntimeStartOptions {
+  logger: RuntimeLogger;
+  /** The worker process's id (recorded on what it runs, so other workers leave it alone). */
+  workerId: () => string | null;
+}
+
+export interface RuntimeLogger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface ApplicationRuntime {
+  readonly name: 'local' | 'kubernetes';
+  /**
+   * Whether every platform process sees the same workloads (a cluster). Samples are then
+   * aligned to the sampling interval so several workers record one row, not one each.
+   */
+  readonly sharedUsage: boolean;
+  /** Before job workers start: routers, clients, removal of leftovers of a dead process. */
+  start(options: RuntimeStartOptions): Promise<void>;
+  /** Stops what this process runs (local processes; a cluster keeps its workloads). */
+  shutdown(): Promise<void>;
+  /** Runs before the runtime stops (e.g. the metrics sampler stops first). */
+  onShutdown(hook: () => Promise<void> | void): void;
+  /**
+   * Setup: checks the release can run here and prepares what its processes need. Throws
+   * `RolloutFailure` saying what is missing (e.g. an image that was never pushed).
+   */
+  prepare(plan: WorkloadPlan, log: (line: string) => void): Promise<void>;
+  /** Runs a one-off process type (`release`, `postdeploy`) of the plan to completion. */
+  runOnce(plan: WorkloadPlan, processType: string, options: OneOffOptions): Promise<OneOffResult>;
+  /**
+   * Deploy and Rollout: starts the plan's processes beside the previous release's, waits
+   * until they are ready (by `deadline`), switches traffic, retires the previous release.
+   * Throws `RolloutFailure` with the reason; the caller then reconciles back to the
+   * release that was serving.
+   */
+  rollout(plan: WorkloadPlan, log: RolloutLog, deadline: number, signal: AbortSignal): Promise<RolloutResult>;
+  /**
+   * Makes what runs match `plan` (the current deployment with the current process counts),
+   * or stops everything of the target when there is none. Used after a scale, after a
+   * failed deployment, and when the platform starts.
+   */
+  reconcile(target: WorkloadTarget, plan: WorkloadPlan | null, signal: AbortSignal): Promise<void>;
+  /** CPU, memory, pod and restart counts per application environment. */
+  usage(): Promise<AppUsage[]>;
+}

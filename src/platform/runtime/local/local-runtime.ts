@@ -1,0 +1,153 @@
+import { existsSync } from 'node:fs';
+import type {
+  ApplicationRuntime, AppUsage, OneOffOptions, RolloutLog, RolloutResult, RuntimeLogger, RuntimeStartOptions, WorkloadPlan, WorkloadTarget,
+} from '../application-runtime.js';
+import { RolloutFailure } from '../application-runtime.js';
+import type { OneOffResult, InstanceStatus } from '../port.js';
+import type { RuntimeService } from '../runtime.service.js';
+import { describeFailure, freeOrdinals, instanceSpec, isWeb, processEnv, routeUrl } from './instance-plan.js';
+
+const silent: RuntimeLogger = { info() {}, warn() {}, error() {} };
+
+/**
+ * Runs applications as processes on this machine (the embedded default). A rollout starts
+ * the new instances beside the previous release's; nothing moves until every new web
+ * instance is healthy; then the router switches in one step and the old instances drain
+ * and stop. Instance tracking, health checks and routing live in `RuntimeService`.
+ */
+export class LocalRuntime implements ApplicationRuntime {
+  readonly name = 'local' as const;
+  readonly sharedUsage = false;
+  private logger: RuntimeLogger = silent;
+
+  constructor(readonly instances: RuntimeService) {}
+
+  get router() {
+    return this.instances.router;
+  }
+
+  async start(options: RuntimeStartOptions): Promise<void> {
+    this.logger = options.logger;
+    this.instances.setWorkerId(options.workerId);
+    this.instances.setLogger(options.logger);
+    await this.instances.start();
+  }
+
+  shutdown(): Promise<void> {
+    return this.instances.shutdown();
+  }
+
+  onShutdown(hook: () => Promise<void> | void): void {
+    this.instances.onShutdown(hook);
+  }
+
+  async prepare(plan: WorkloadPlan): Promise<void> {
+    this.artifactOf(plan);
+  }
+
+  runOnce(plan: WorkloadPlan, processType: string, options: OneOffOptions): Promise<OneOffResult> {
+    return this.instances.driver.runOnce({
+      command: plan.processes[processType]!.cmd, artifactPath: this.artifactOf(plan), env: processEnv(plan, processType),
+      secrets: plan.secrets, timeoutMs: Math.max(1, options.deadline - Date.now()), signal: options.signal, onOutput: options.onOutput,
+    });
+  }
+
+  async rollout(plan: WorkloadPlan, log: RolloutLog, deadline: number, signal: AbortSignal): Promise<RolloutResult> {
+    const artifactPath = this.artifactOf(plan);
+    const { applicationId, environmentId } = { applicationId: plan.application.id, environmentId: plan.environment.id };
+    const summary = Object.entries(plan.formation).map(([t, n]) => `${t}=${n}`).join(' ') || 'no long-running processes';
+    await log.step('Deploy', `starting ${summary}`);
+    const specs = Object.entries(plan.formation).flatMap(([type, n]) =>
+      Array.from({ length: n }, (_, i) => instanceSpec(plan, artifactPath, type, i + 1)));
+    const started = specs.map((s) => s.id);
+    try {
+      const launched = await this.instances.launch(specs, plan.healthCheck);
+      for (const s of launched) log.line(`Deploy: ${s.labels.processType}.${s.labels.ordinal} started${s.port ? ` on port ${s.port}` : ''}`);
+
+      await log.step('Rollout', `waiting for ${plan.healthCheck.path} to answer 2xx on every web instance`);
+      const failed = await this.instances.waitHealthy(started, deadline, () => signal.aborted);
+      if (signal.aborted) throw new RolloutFailure('Interrupted before the new release was healthy');
+      if (failed.length > 0) {
+        const what = failed.map((id) => describeFailure(this.instances.driver.status(id), plan.healthCheck.path)).join('; ');
+        // Web instances fail only at the deadline; other processes fail as soon as they crash.
+        throw new RolloutFailure(Date.now() >= deadline ? `Deployment timed out after ${plan.timeoutSeconds}s: ${what}` : `Deployment failed: ${what}`);
+      }
+      const web = launched.filter((s) => isWeb(s.labels.processType)).map((s) => s.id);
+      const previous = this.instances.instancesOf(applicationId, environmentId).filter((s) => !started.includes(s.id));
+      this.instances.publish(plan.hostname, web);
+      log.line(`Rollout: ${plan.hostname} now routes to ${web.length} web instance(s) of v${plan.release.version}`);
+      if (previous.length > 0) {
+        log.line(`Rollout: retiring ${previous.length} instance(s) of the previous release`);
+        await this.instances.retire(previous.map((s) => s.id));
+      }
+      return {
+        url: routeUrl(plan.hostname, this.router.port),
+        instances: launched.map((s) => ({ process_type: s.labels.processType, ordinal: s.labels.ordinal, port: s.port })),
+      };
+    } catch (err) {
+      // Nothing of this rollout keeps running; the previous release was never unrouted.
+      await this.instances.retire(started.filter((id) => this.instances.driver.status(id))).catch(() => {});
+      throw err;
+    }
+  }
+
+  async reconcile(target: WorkloadTarget, plan: WorkloadPlan | null, signal: AbortSignal): Promise<void> {
+    const { applicationId, environmentId } = target;
+    const running = this.instances.instancesOf(applicationId, environmentId);
+    if (!plan) {
+      await this.instances.retire(running.map((s) => s.id));
+      return;
+    }
+    if (!plan.image.artifactPath || !existsSync(plan.image.artifactPath)) {
+      this.logger.warn({ applicationId, environmentId, deploymentId: plan.deploymentId }, 'the current release has no artifact on disk; its processes cannot run');
+      return;
+    }
+    // Instances of another deployment (a failed one, normally none) go; the current one's are resized.
+    const stale = running.filter((s) => s.labels.deploymentId !== plan.deploymentId);
+    const mine = running.filter((s) => s.labels.deploymentId === plan.deploymentId);
+    const surplus: InstanceStatus[] = [];
+    const specs = [];
+    for (const [type, want] of Object.entries(plan.formation)) {
+      const have = mine.filter((s) => s.labels.processType === type).sort((a, b) => a.labels.ordinal - b.labels.ordinal);
+      if (have.length > want) surplus.push(...have.slice(want));
+      for (const ordinal of freeOrdinals(have, Math.max(0, want - have.length))) {
+        specs.push(instanceSpec(plan, plan.image.artifactPath, type, ordinal));
+      }
+    }
+    // Process types the current release no longer has.
+    surplus.push(...mine.filter((s) => !(s.labels.processType in plan.formation)));
+    if (specs.length === 0 && surplus.length === 0 && stale.length === 0) return;
+
+    const launched = await this.instances.launch(specs, plan.healthCheck);
+    const failed = new Set(await this.instances.waitHealthy(launched.map((s) => s.id), Date.now() + plan.timeoutSeconds * 1000, () => signal.aborted));
+    for (const id of failed) {
+      this.logger.warn({ applicationId, instance: describeFailure(this.instances.driver.status(id), plan.healthCheck.path) }, 'new instance did not become healthy; stopped');
+    }
+    await this.instances.retire([...failed]);
+    const leaving = new Set([...surplus, ...stale].map((s) => s.id));
+    const web = this.instances.instancesOf(applicationId, environmentId, plan.deploymentId)
+      .filter((s) => isWeb(s.labels.processType) && !leaving.has(s.id) && !failed.has(s.id))
+      .map((s) => s.id);
+    // Web instances that come back after a restart join once healthy; crashed ones are skipped by the router.
+    this.instances.publish(plan.hostname, web);
+    await this.instances.retire([...leaving]);
+    this.logger.info({ applicationId, environmentId, counts: plan.formation, started: launched.length - failed.size, stopped: leaving.size }, 'instances reconciled');
+  }
+
+  usage(): Promise<AppUsage[]> {
+    return this.instances.usage();
+  }
+
+  /** Instances this process runs for an application's environment (optionally one deployment). */
+  instancesOf(applicationId: string, environmentId: string, deploymentId?: string): InstanceStatus[] {
+    return this.instances.instancesOf(applicationId, environmentId, deploymentId);
+  }
+
+  private artifactOf(plan: WorkloadPlan): string {
+    const path = plan.image.artifactPath;
+    if (!path || !existsSync(path)) {
+      throw new RolloutFailure(`The built artifact of image v${plan.image.version} is missing; build the application again`);
+    }
+    return path;
+  }
+}
