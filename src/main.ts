@@ -3,6 +3,7 @@ import { startDeploymentRuntime } from './modules/deployments/deployments.jobs.j
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { openPlatform, type Platform } from './platform/bootstrap.js';
 import { StartupError } from './platform/startup-error.js';
+import { AppError } from './platform/errors.js';
 import { UsersService } from './modules/users/users.service.js';
 
 async function main() {
@@ -26,8 +27,14 @@ async function serve(config: Config, platform: Platform) {
     const users = new UsersService(ctx.db);
     if ((await users.count()) === 0) {
       const username = config.ADMIN_USERNAME ?? config.ADMIN_EMAIL.split('@')[0]!.replace(/[^A-Za-z0-9._-]/g, '') ?? 'admin';
-      await users.create({ username, email: config.ADMIN_EMAIL, password: config.ADMIN_PASSWORD, is_admin: true });
-      console.error(`[slipway] created administrator ${username} <${config.ADMIN_EMAIL}>`);
+      try {
+        await users.create({ username, email: config.ADMIN_EMAIL, password: config.ADMIN_PASSWORD, is_admin: true });
+        console.error(`[slipway] created administrator ${username} <${config.ADMIN_EMAIL}>`);
+      } catch (err) {
+        // Several processes (API and worker replicas) starting at once on an empty database:
+        // another one created this administrator first, which is all that was wanted.
+        if (!(err instanceof AppError && err.kind === 'CONFLICT')) throw err;
+      }
     }
   }
 

@@ -7,6 +7,8 @@ import { LocalProcessDriver } from './local/local-driver.js';
 import { LocalRuntime } from './local/local-runtime.js';
 import { ImageRootDriver } from './image-root/image-root-driver.js';
 import { RuntimeService } from './runtime.service.js';
+import { createKubernetesRuntime } from './kubernetes/kubernetes-runtime.js';
+import { pullSecretFor } from '../builder/registry-target.js';
 
 export type { ApplicationRuntime, WorkloadPlan } from './application-runtime.js';
 export type { RuntimeDriver, InstanceSpec, InstanceStatus } from './port.js';
@@ -15,9 +17,12 @@ export { LocalRuntime } from './local/local-runtime.js';
 
 /**
  * The runtime of a worker process, chosen by RUNTIME: `local` runs processes here behind
- * the router on ROUTER_HOST:ROUTER_PORT. Call `start()` before the job workers run.
+ * the router on ROUTER_HOST:ROUTER_PORT; `kubernetes` runs them on a cluster, pulling
+ * images with credentials from the platform's own registry token service.
+ * Call `start()` before the job workers run.
  */
 export function createRuntime(config: Config, db: Db): ApplicationRuntime {
+  if (config.RUNTIME === 'kubernetes') return createKubernetesRuntime(config, pullSecretFor(config));
   return createLocalRuntime(config, db);
 }
 

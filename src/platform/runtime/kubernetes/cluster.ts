@@ -1,0 +1,178 @@
+/**
+ * A thin wrapper over `@kubernetes/client-node`: the few calls the runtime makes, with
+ * server-side apply under one field manager and errors turned into one-line messages
+ * (client-node's own messages carry headers and whole bodies).
+ */
+import {
+  ApiException, AppsV1Api, CoreV1Api, KubeConfig, KubernetesObjectApi, Metrics, PatchStrategy, VersionApi, Watch,
+  setHeaderOptions, type CoreV1Event, type KubernetesObject, type PodMetric, type V1Pod,
+} from '@kubernetes/client-node';
+import { MANAGER } from './names.js';
+
+export interface KubeConfigSource {
+  KUBECONFIG?: string;
+}
+
+/** KUBECONFIG file, else in-cluster credentials (inside a pod), else ~/.kube/config. */
+export function loadKubeConfig(source: KubeConfigSource, env: NodeJS.ProcessEnv = process.env): KubeConfig {
+  const kc = new KubeConfig();
+  if (source.KUBECONFIG) kc.loadFromFile(source.KUBECONFIG);
+  else if (env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
+  else kc.loadFromDefault();
+  return kc;
+}
+
+export function statusCode(error: unknown): number | null {
+  if (error instanceof ApiException) return error.code;
+  const code = (error as { statusCode?: unknown; code?: unknown } | null)?.statusCode;
+  return typeof code === 'number' ? code : null;
+}
+
+export const isNotFound = (error: unknown) => statusCode(error) === 404;
+
+/** `Kubernetes API HTTP 422: <the API's message>` (never request bodies or headers). */
+export function describeError(error: unknown): string {
+  if (error instanceof ApiException) {
+    let body: unknown = error.body;
+    if (typeof body === 'string') {
+      try { body = JSON.parse(body); } catch { /* plain text */ }
+    }
+    const message = (body as { message?: unknown } | null)?.message;
+    return `Kubernetes API HTTP ${error.code}${typeof message === 'string' && message ? `: ${message}` : ''}`;
+  }
+  return error instanceof Error ? error.message.split('\n')[0]! : String(error);
+}
+
+export interface ObjectRef {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  namespace?: string;
+}
+
+/** What one watch reports; `done` fires once when the stream ends or fails. */
+export type WatchHandler = (type: string, object: KubernetesObject) => void;
+
+export class KubernetesCluster {
+  readonly objects: KubernetesObjectApi;
+  readonly core: CoreV1Api;
+  readonly apps: AppsV1Api;
+  private readonly version: VersionApi;
+  private readonly metrics: Metrics;
+  private readonly watcher: Watch;
+  private readonly watches = new Set<AbortController>();
+
+  constructor(readonly kubeConfig: KubeConfig) {
+    this.objects = KubernetesObjectApi.makeApiClient(kubeConfig);
+    this.core = kubeConfig.makeApiClient(CoreV1Api);
+    this.apps = kubeConfig.makeApiClient(AppsV1Api);
+    this.version = kubeConfig.makeApiClient(VersionApi);
+    this.metrics = new Metrics(kubeConfig);
+    this.watcher = new Watch(kubeConfig);
+  }
+
+  get server(): string {
+    return this.kubeConfig.getCurrentCluster()?.server ?? '(no cluster in the kubeconfig)';
+  }
+
+  async serverVersion(): Promise<string> {
+    const info = await this.version.getCode();
+    return info.gitVersion;
+  }
+
+  /** Server-side apply: creates or updates, the fields we list owned by our field manager. */
+  async apply<T extends KubernetesObject>(object: T): Promise<T> {
+    // client-node fills in defaults on the object it is given: hand it a copy.
+    const copy = structuredClone(object);
+    return this.objects.patch(copy, undefined, undefined, MANAGER, true, PatchStrategy.ServerSideApply);
+  }
+
+  async read<T extends KubernetesObject>(ref: ObjectRef): Promise<T | null> {
+    try {
+      return await this.objects.read<T>({ apiVersion: ref.apiVersion, kind: ref.kind, metadata: { name: ref.name, namespace: ref.namespace } });
+    } catch (error) {
+      if (isNotFound(error)) return null;
+      throw error;
+    }
+  }
+
+  /** Objects of a kind by label selector, in one namespace or (namespace undefined) the whole cluster. */
+  async list<T extends KubernetesObject>(apiVersion: string, kind: string, namespace: string | undefined, labelSelector: string): Promise<T[]> {
+    const list = await this.objects.list<T>(apiVersion, kind, namespace, undefined, undefined, undefined, undefined, labelSelector);
+    return list.items;
+  }
+
+  /** Deletes (dependents in the background); an absent object is not an error. */
+  async delete(ref: ObjectRef): Promise<void> {
+    try {
+      await this.objects.delete({ apiVersion: ref.apiVersion, kind: ref.kind, metadata: { name: ref.name, namespace: ref.namespace } },
+        undefined, undefined, undefined, undefined, 'Background');
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+    }
+  }
+
+  /** Changes only `spec.replicas` (the scale subresource): the pod template stays as it is. */
+  async scaleDeployment(namespace: string, name: string, replicas: number): Promise<void> {
+    await this.apps.patchNamespacedDeploymentScale(
+      { name, namespace, body: { spec: { replicas } }, fieldManager: MANAGER },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+  }
+
+  async pods(namespace: string | undefined, labelSelector: string): Promise<V1Pod[]> {
+    const list = namespace === undefined
+      ? await this.core.listPodForAllNamespaces({ labelSelector })
+      : await this.core.listNamespacedPod({ namespace, labelSelector });
+    return list.items;
+  }
+
+  /** Events about one object (a pod, a Deployment), oldest first. */
+  async events(namespace: string, involvedObjectName: string): Promise<CoreV1Event[]> {
+    const list = await this.core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${involvedObjectName}` });
+    const at = (e: CoreV1Event) => new Date(e.lastTimestamp ?? e.eventTime ?? e.metadata.creationTimestamp ?? 0).getTime();
+    return [...list.items].sort((a, b) => at(a) - at(b));
+  }
+
+  async podLog(namespace: string, pod: string, container: string): Promise<string> {
+    return this.core.readNamespacedPodLog({ name: pod, namespace, container });
+  }
+
+  /** metrics.k8s.io pod metrics of a namespace; null when the metrics API is not installed. */
+  async podMetrics(namespace: string): Promise<PodMetric[] | null> {
+    try {
+      return (await this.metrics.getPodMetrics(namespace)).items;
+    } catch (error) {
+      if (isNotFound(error) || statusCode(error) === 503) return null;
+      throw error;
+    }
+  }
+
+  /**
+   * Streams changes under `path` (e.g. `/apis/apps/v1/namespaces/x/deployments`) until `done`
+   * or `stopWatches()`. Returns a function that ends this watch.
+   */
+  async watch(path: string, query: Record<string, string>, onEvent: WatchHandler, done: (error: unknown) => void): Promise<() => void> {
+    let controller: AbortController | null = null;
+    let ended = false;
+    const finish = (error: unknown) => {
+      if (ended) return;
+      ended = true;
+      if (controller) this.watches.delete(controller);
+      done(error);
+    };
+    controller = await this.watcher.watch(path, query, (type, object) => onEvent(type, object as KubernetesObject), finish);
+    if (!ended) this.watches.add(controller);
+    const stop = controller;
+    return () => {
+      stop.abort();
+      finish(null);
+    };
+  }
+
+  /** Ends every open watch (platform shutdown). */
+  stopWatches(): void {
+    for (const controller of this.watches) controller.abort();
+    this.watches.clear();
+  }
+}

@@ -1,0 +1,339 @@
+/**
+ * The Kubernetes driver of the application runtime port (`RUNTIME=kubernetes`): a namespace
+ * per organization, per application environment a Deployment per process type, a Service
+ * (and an Ingress) for `web`, the release's configuration in an immutable Secret, one-off
+ * process types as Jobs. Everything is applied server-side under the `slipway` field manager;
+ * workloads keep running when the platform stops.
+ */
+import type { KubeConfig, V1Deployment, V1Job, V1Pod, V1Secret } from '@kubernetes/client-node';
+import type { Config } from '../../../config.js';
+import {
+  RolloutFailure, type AppUsage, type ApplicationRuntime, type OneOffOptions, type RolloutLog, type RolloutResult,
+  type RuntimeStartOptions, type WorkloadPlan, type WorkloadTarget,
+} from '../application-runtime.js';
+import type { OneOffResult } from '../port.js';
+import { scrubber } from '../scrub.js';
+import { KubernetesCluster, describeError, loadKubeConfig, statusCode, type ObjectRef } from './cluster.js';
+import {
+  configSecretManifest, formationTypes, jobManifest, namespaceManifest, pullSecretManifest, workloadManifests,
+  type ManifestOptions, type WorkloadManifests,
+} from './manifests.js';
+import { ANNOTATION, LABEL, MANAGER, appLabels, labelSelector, workloadNames, type WorkloadNames } from './names.js';
+import { Waker, unrecoverablePodFailure, waitForRollout } from './rollout.js';
+import { summarizeUsage } from './usage.js';
+
+/** A `.dockerconfigjson` document that lets the cluster pull the plan's image, or null (public registry). */
+export type PullSecretSource = (plan: WorkloadPlan) => Promise<string | null>;
+
+export interface RuntimeLogger {
+  info(message: string): void;
+  warn(message: string): void;
+}
+
+export interface KubernetesRuntimeOptions {
+  kubeConfig: KubeConfig;
+  namespacePrefix: string;
+  ingressClass: string | null;
+  pullSecret: PullSecretSource;
+  logger?: RuntimeLogger;
+  /** Longest wait between two status checks (watches wake the check sooner). Default 1000. */
+  pollIntervalMs?: number;
+}
+
+const silentLogger: RuntimeLogger = { info: () => undefined, warn: () => undefined };
+
+const ref = (apiVersion: string, kind: string, name: string, namespace?: string): ObjectRef => ({ apiVersion, kind, name, namespace });
+
+/** Kinds `reconcile(target, null)` removes, dependents first. */
+const OWNED_KINDS: Array<[apiVersion: string, kind: string]> = [
+  ['networking.k8s.io/v1', 'Ingress'], ['v1', 'Service'], ['apps/v1', 'Deployment'], ['batch/v1', 'Job'], ['v1', 'Secret'],
+];
+
+export class KubernetesRuntime implements ApplicationRuntime {
+  readonly name = 'kubernetes' as const;
+  readonly sharedUsage = true;
+  readonly cluster: KubernetesCluster;
+  private readonly hooks: Array<() => Promise<void> | void> = [];
+  private logger: RuntimeLogger;
+  private readonly pollIntervalMs: number;
+  private warnedNoMetrics = false;
+
+  constructor(private readonly options: KubernetesRuntimeOptions) {
+    this.cluster = new KubernetesCluster(options.kubeConfig);
+    this.logger = options.logger ?? silentLogger;
+    this.pollIntervalMs = options.pollIntervalMs ?? 1000;
+  }
+
+  async start(options?: RuntimeStartOptions): Promise<void> {
+    // The worker's logger (structured) replaces the one given at construction.
+    if (options) this.logger = { info: (msg) => options.logger.info({}, msg), warn: (msg) => options.logger.warn({}, msg) };
+    try {
+      const version = await this.cluster.serverVersion();
+      this.logger.info(`Kubernetes runtime: API server ${this.cluster.server} (${version})`);
+    } catch (error) {
+      throw new Error(`Kubernetes API server ${this.cluster.server} is not reachable: ${describeError(error)}`);
+    }
+  }
+
+  onShutdown(hook: () => Promise<void> | void): void {
+    this.hooks.push(hook);
+  }
+
+  async shutdown(): Promise<void> {
+    for (const hook of this.hooks.splice(0)) {
+      try { await hook(); } catch (error) { this.logger.warn(`shutdown hook failed: ${describeError(error)}`); }
+    }
+    this.cluster.stopWatches();
+  }
+
+  async prepare(plan: WorkloadPlan, log: (line: string) => void): Promise<void> {
+    if (!plan.image.registryReference) {
+      throw new RolloutFailure('The Kubernetes runtime runs container images: build from a Dockerfile with REGISTRY_URL set so the image is pushed to the registry');
+    }
+    await this.guard(plan, 'Setup', async () => {
+      const names = this.names(plan);
+      await this.ensureNamespace(names);
+      log(`Namespace ${names.namespace}`);
+      await this.cluster.apply(configSecretManifest(plan, names));
+      log(`Configuration: Secret ${names.configSecret(plan.release.version)} (${Object.keys(plan.env).length} variables)`);
+      if (await this.refreshPullSecret(plan, names)) log(`Image pull secret ${names.pullSecret}`);
+    });
+  }
+
+  async runOnce(plan: WorkloadPlan, processType: string, options: OneOffOptions): Promise<OneOffResult> {
+    if (!plan.processes[processType]) throw new RolloutFailure(`The release has no ${processType} process`);
+    const names = this.names(plan);
+    const scrub = scrubber(plan.secrets);
+    const manifest = jobManifest(plan, processType, await this.manifestOptions(plan, names), (options.deadline - Date.now()) / 1000);
+    const jobName = manifest.metadata!.name!;
+    const jobRef = ref('batch/v1', 'Job', jobName, names.namespace);
+    const podSelector = `job-name=${jobName}`;
+    await this.guard(plan, processType, () => this.cluster.apply(manifest));
+
+    const waker = new Waker();
+    const stopWatch = await this.cluster
+      .watch(`/apis/batch/v1/namespaces/${names.namespace}/jobs`, { fieldSelector: `metadata.name=${jobName}` }, waker.wake, () => undefined)
+      .catch(() => () => undefined);
+    try {
+      for (;;) {
+        if (options.signal.aborted) {
+          await this.cluster.delete(jobRef).catch(() => undefined);
+          return { exitCode: null, signal: 'SIGTERM', timedOut: false };
+        }
+        const [job, pods] = await this.guard(plan, processType, () => Promise.all([
+          this.cluster.read<V1Job>(jobRef), this.cluster.pods(names.namespace, podSelector),
+        ]));
+        if (!job) throw new RolloutFailure(`${processType}: Job ${jobName} disappeared`);
+        const finished = job.status?.conditions?.find((c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True');
+        const pod = newest(pods);
+        if (finished) {
+          await this.emitLog(pod, names, processType, scrub, options.onOutput);
+          const timedOut = finished.type === 'Failed' && finished.reason === 'DeadlineExceeded';
+          const terminated = pod?.status?.containerStatuses?.[0]?.state?.terminated;
+          const exitCode = terminated?.exitCode ?? (finished.type === 'Complete' ? 0 : null);
+          return { exitCode: timedOut ? null : exitCode, signal: null, timedOut };
+        }
+        const failure = pod ? unrecoverablePodFailure(pod, processType) : null;
+        if (failure && !failure.startsWith('crash loop')) {
+          options.onOutput(scrub(`${processType}: ${failure}`));
+          await this.cluster.delete(jobRef).catch(() => undefined);
+          return { exitCode: null, signal: null, timedOut: false };
+        }
+        if (Date.now() >= options.deadline) {
+          await this.emitLog(pod, names, processType, scrub, options.onOutput);
+          await this.cluster.delete(jobRef).catch(() => undefined);
+          return { exitCode: null, signal: null, timedOut: true };
+        }
+        await waker.sleep(Math.min(this.pollIntervalMs, options.deadline - Date.now()), options.signal);
+      }
+    } finally {
+      stopWatch();
+    }
+  }
+
+  async rollout(plan: WorkloadPlan, log: RolloutLog, deadline: number, signal: AbortSignal): Promise<RolloutResult> {
+    const names = this.names(plan);
+    const manifests = workloadManifests(plan, await this.manifestOptions(plan, names));
+    const scrub = scrubber(plan.secrets);
+    const summary = manifests.deployments.map((d) => `${d.processType}=${d.replicas}`).join(', ') || 'no process types';
+    await log.step('Deploy', `Applying ${summary} to namespace ${names.namespace}`);
+    await this.guard(plan, 'Deploy', () => this.applyWorkloads(manifests, manifests.deployments.map((d) => d.processType)));
+    await log.step('Rollout', `Waiting for ${summary} to be ready (up to ${plan.timeoutSeconds}s)`);
+    let readyPods: V1Pod[];
+    try {
+      readyPods = await waitForRollout({
+        cluster: this.cluster, namespace: names.namespace, plan, deadline, signal, pollIntervalMs: this.pollIntervalMs,
+        targets: manifests.deployments.map((d) => ({ processType: d.processType, deploymentName: d.manifest.metadata!.name!, replicas: d.replicas })),
+        log: (line) => log.line(scrub(line)),
+      });
+    } catch (error) {
+      if (error instanceof RolloutFailure) throw new RolloutFailure(scrub(error.message));
+      throw error;
+    }
+    await this.guard(plan, 'Rollout', async () => {
+      await this.deleteRetiredDeployments(plan, names);
+      await this.deleteOldConfigSecrets(plan, names);
+    });
+    const web = manifests.service !== null;
+    return {
+      url: manifests.ingress ? `http://${plan.hostname}` : web ? `http://${names.service}.${names.namespace}.svc.cluster.local` : null,
+      instances: readyPods.map((pod) => ({ process_type: pod.metadata?.labels?.[LABEL.processType] ?? null, pod: pod.metadata?.name ?? null })),
+    };
+  }
+
+  async reconcile(target: WorkloadTarget, plan: WorkloadPlan | null, signal: AbortSignal): Promise<void> {
+    if (!plan) return this.removeAll(target, signal);
+    const names = this.names(plan);
+    const selector = labelSelector(appLabels(plan.application.id, plan.environment.id));
+    await this.guard(plan, 'Reconcile', async () => {
+      const existing = await this.cluster.list<V1Deployment>('apps/v1', 'Deployment', names.namespace, selector);
+      const byName = new Map(existing.map((d) => [d.metadata!.name!, d]));
+      const drifted: string[] = [];
+      for (const processType of formationTypes(plan)) {
+        if (signal.aborted) return;
+        const current = byName.get(names.deployment(processType));
+        const replicas = plan.formation[processType] ?? 0;
+        if (current?.metadata?.annotations?.[ANNOTATION.deploymentId] === plan.deploymentId) {
+          // The same deployment: only the process count may differ (a scale).
+          if (current.spec?.replicas !== replicas) await this.cluster.scaleDeployment(names.namespace, names.deployment(processType), replicas);
+        } else {
+          drifted.push(processType);
+        }
+      }
+      if (drifted.length > 0) {
+        // A failed deployment left the new release (or someone changed it): apply the serving one back.
+        await this.prepare(plan, () => undefined);
+        await this.applyWorkloads(workloadManifests(plan, await this.manifestOptions(plan, names)), drifted);
+      }
+      await this.deleteRetiredDeployments(plan, names);
+    });
+  }
+
+  async usage(): Promise<AppUsage[]> {
+    const pods = (await this.cluster.pods(undefined, labelSelector({ [LABEL.managedBy]: MANAGER })))
+      .filter((pod) => pod.metadata?.namespace?.startsWith(this.options.namespacePrefix));
+    const namespaces = [...new Set(pods.map((pod) => pod.metadata!.namespace!))];
+    let metrics: Awaited<ReturnType<KubernetesCluster['podMetrics']>> = [];
+    for (const namespace of namespaces) {
+      const items = await this.cluster.podMetrics(namespace).catch((error) => {
+        this.logger.warn(`Kubernetes pod metrics of ${namespace} unreadable: ${describeError(error)}`);
+        return [];
+      });
+      if (items === null) {
+        if (!this.warnedNoMetrics) this.logger.warn('Kubernetes metrics API (metrics.k8s.io) is not available: CPU and memory read 0');
+        this.warnedNoMetrics = true;
+        metrics = null;
+        break;
+      }
+      metrics!.push(...items);
+    }
+    return summarizeUsage(pods, metrics);
+  }
+
+  private names(plan: WorkloadPlan): WorkloadNames {
+    return workloadNames(plan, this.options.namespacePrefix);
+  }
+
+  /** Whether Deployments refer to a pull secret: it exists (prepare made it). */
+  private async manifestOptions(plan: WorkloadPlan, names: WorkloadNames): Promise<ManifestOptions> {
+    const pullSecret = await this.guard(plan, 'Setup', () => this.cluster.read<V1Secret>(ref('v1', 'Secret', names.pullSecret, names.namespace)));
+    const hasPullSecret = pullSecret !== null;
+    return { namespacePrefix: this.options.namespacePrefix, ingressClass: this.options.ingressClass, hasPullSecret };
+  }
+
+  /** Applies the Namespace; without the right to (a namespaced role), one that exists is enough. */
+  private async ensureNamespace(names: WorkloadNames): Promise<void> {
+    try {
+      await this.cluster.apply(namespaceManifest(names));
+    } catch (error) {
+      if (statusCode(error) !== 403 || !(await this.cluster.read(ref('v1', 'Namespace', names.namespace)))) throw error;
+    }
+  }
+
+  private async refreshPullSecret(plan: WorkloadPlan, names: WorkloadNames): Promise<boolean> {
+    const document = await this.options.pullSecret(plan);
+    if (!document) return false;
+    await this.cluster.apply(pullSecretManifest(plan, names, document));
+    return true;
+  }
+
+  private async applyWorkloads(manifests: WorkloadManifests, processTypes: string[]): Promise<void> {
+    for (const d of manifests.deployments) if (processTypes.includes(d.processType)) await this.cluster.apply(d.manifest);
+    const { names } = manifests;
+    if (manifests.service) await this.cluster.apply(manifests.service);
+    else await this.cluster.delete(ref('v1', 'Service', names.service, names.namespace));
+    if (manifests.ingress) await this.cluster.apply(manifests.ingress);
+    else await this.cluster.delete(ref('networking.k8s.io/v1', 'Ingress', names.ingress, names.namespace));
+  }
+
+  /** Deployments of process types the release no longer has. */
+  private async deleteRetiredDeployments(plan: WorkloadPlan, names: WorkloadNames): Promise<void> {
+    const keep = new Set(formationTypes(plan).map((type) => names.deployment(type)));
+    const selector = labelSelector(appLabels(plan.application.id, plan.environment.id));
+    for (const d of await this.cluster.list<V1Deployment>('apps/v1', 'Deployment', names.namespace, selector)) {
+      if (!keep.has(d.metadata!.name!)) await this.cluster.delete(ref('apps/v1', 'Deployment', d.metadata!.name!, names.namespace));
+    }
+  }
+
+  /** Config Secrets of releases older than the previous one (the previous stays for a roll back). */
+  private async deleteOldConfigSecrets(plan: WorkloadPlan, names: WorkloadNames): Promise<void> {
+    const selector = labelSelector({ ...appLabels(plan.application.id, plan.environment.id), [LABEL.component]: 'config' });
+    const secrets = await this.cluster.list<V1Secret>('v1', 'Secret', names.namespace, selector);
+    const version = (s: V1Secret) => Number(s.metadata?.labels?.[LABEL.releaseVersion] ?? NaN);
+    const older = secrets.filter((s) => version(s) < plan.release.version).sort((a, b) => version(b) - version(a));
+    for (const secret of older.slice(1)) await this.cluster.delete(ref('v1', 'Secret', secret.metadata!.name!, names.namespace));
+  }
+
+  /** Everything labelled with the application environment, in the namespaces of this platform. */
+  private async removeAll(target: WorkloadTarget, signal: AbortSignal): Promise<void> {
+    const selector = labelSelector(appLabels(target.applicationId, target.environmentId));
+    for (const [apiVersion, kind] of OWNED_KINDS) {
+      for (const object of await this.cluster.list(apiVersion, kind, undefined, selector)) {
+        if (signal.aborted) return;
+        const namespace = object.metadata?.namespace;
+        if (!namespace?.startsWith(this.options.namespacePrefix)) continue;
+        await this.cluster.delete(ref(apiVersion, kind, object.metadata!.name!, namespace));
+      }
+    }
+  }
+
+  private async emitLog(pod: V1Pod | undefined, names: WorkloadNames, processType: string, scrub: (t: string) => string, onOutput: (line: string) => void) {
+    if (!pod?.metadata?.name) return;
+    let text: string;
+    try {
+      text = await this.cluster.podLog(names.namespace, pod.metadata.name, names.container(processType));
+    } catch (error) {
+      onOutput(scrub(`(${processType} log unreadable: ${describeError(error)})`));
+      return;
+    }
+    const lines = text.split(/\r?\n/);
+    if (lines.at(-1) === '') lines.pop();
+    for (const line of lines) onOutput(scrub(line));
+  }
+
+  /** Errors (Kubernetes API, pull secret source) become a `RolloutFailure` naming the step, secrets scrubbed. */
+  private async guard<T>(plan: WorkloadPlan, what: string, work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      if (error instanceof RolloutFailure) throw error;
+      throw new RolloutFailure(scrubber(plan.secrets)(`${what}: ${describeError(error)}`));
+    }
+  }
+}
+
+function newest(pods: V1Pod[]): V1Pod | undefined {
+  const created = (p: V1Pod) => new Date(p.metadata?.creationTimestamp ?? 0).getTime();
+  return [...pods].sort((a, b) => created(b) - created(a))[0];
+}
+
+/** The driver from configuration: KUBECONFIG / in-cluster credentials, namespace prefix, ingress class. */
+export function createKubernetesRuntime(config: Config, pullSecret: PullSecretSource, logger?: RuntimeLogger): KubernetesRuntime {
+  return new KubernetesRuntime({
+    kubeConfig: loadKubeConfig(config),
+    namespacePrefix: config.KUBERNETES_NAMESPACE_PREFIX,
+    ingressClass: config.KUBERNETES_INGRESS_CLASS ?? null,
+    pullSecret,
+    logger,
+  });
+}

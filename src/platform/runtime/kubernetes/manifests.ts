@@ -1,0 +1,233 @@
+/**
+ * The Kubernetes objects of one deployment, built from a `WorkloadPlan` (pure: no I/O).
+ * Configuration values only ever go into the release's config Secret; Deployments and Jobs
+ * refer to it with `envFrom`, so a spec (visible to anyone who may read Deployments) never
+ * holds a value.
+ */
+import type {
+  V1Container, V1Deployment, V1Ingress, V1Job, V1Namespace, V1PodSpec, V1Probe, V1Secret, V1Service,
+} from '@kubernetes/client-node';
+import type { WorkloadPlan } from '../application-runtime.js';
+import { ANNOTATION, LABEL, appLabels, dnsLabel, workloadNames, type WorkloadNames } from './names.js';
+
+/** The port every web container listens on (`PORT`); the Service maps port 80 to it. */
+export const WEB_PORT = 5000;
+export const ONE_OFF_TYPES = new Set(['release', 'postdeploy']);
+/** Finished one-off Jobs stay this long so their logs can still be read. */
+const JOB_TTL_SECONDS = 3600;
+
+export interface ManifestOptions {
+  namespacePrefix: string;
+  ingressClass: string | null;
+  hasPullSecret: boolean;
+}
+
+export interface WorkloadManifests {
+  names: WorkloadNames;
+  namespace: V1Namespace;
+  configSecret: V1Secret;
+  /** One per long-running process type of the formation (replicas may be 0). */
+  deployments: Array<{ processType: string; replicas: number; manifest: V1Deployment }>;
+  service: V1Service | null;
+  ingress: V1Ingress | null;
+}
+
+export const isWeb = (processType: string) => processType === 'web';
+
+/** The long-running process types the plan runs: its formation, minus one-offs and unknown types. */
+export function formationTypes(plan: WorkloadPlan): string[] {
+  return Object.keys(plan.formation).filter((t) => !ONE_OFF_TYPES.has(t) && plan.processes[t]).sort();
+}
+
+function processLabels(plan: WorkloadPlan, processType: string): Record<string, string> {
+  return {
+    ...appLabels(plan.application.id, plan.environment.id),
+    [LABEL.processType]: dnsLabel(processType),
+    [LABEL.releaseVersion]: String(plan.release.version),
+  };
+}
+
+/** Labels that select one process type's pods (never the release version: selectors are immutable). */
+export function processSelector(plan: Pick<WorkloadPlan, 'application' | 'environment'>, processType: string): Record<string, string> {
+  return { ...appLabels(plan.application.id, plan.environment.id), [LABEL.processType]: dnsLabel(processType) };
+}
+
+function resources(plan: WorkloadPlan, processType: string) {
+  const r = plan.resources[processType];
+  if (!r) return undefined;
+  return {
+    requests: { cpu: `${r.cpuRequestMillicores}m`, memory: `${r.memoryRequestMiB}Mi` },
+    limits: { cpu: `${r.cpuLimitMillicores}m`, memory: `${r.memoryLimitMiB}Mi` },
+  };
+}
+
+function healthProbe(plan: WorkloadPlan, timing: Omit<V1Probe, 'httpGet'>): V1Probe {
+  return {
+    httpGet: {
+      path: plan.healthCheck.path,
+      port: 'http',
+      ...(plan.healthCheck.host ? { httpHeaders: [{ name: 'Host', value: plan.healthCheck.host }] } : {}),
+    },
+    timeoutSeconds: 5,
+    ...timing,
+  };
+}
+
+function container(plan: WorkloadPlan, names: WorkloadNames, processType: string, withProbes: boolean): V1Container {
+  const definition = plan.processes[processType]!;
+  const web = isWeb(processType) && withProbes;
+  // Explicit `env` wins over `envFrom`: PORT and the Procfile entry's own variables override the config.
+  const env = [
+    ...(web ? [{ name: 'PORT', value: String(WEB_PORT) }] : []),
+    ...Object.entries(definition.env ?? {}).filter(([k]) => !(web && k === 'PORT')).map(([name, value]) => ({ name, value })),
+  ];
+  return {
+    name: names.container(processType),
+    image: plan.image.registryReference ?? '',
+    command: ['/bin/sh', '-c', definition.cmd],
+    envFrom: [{ secretRef: { name: names.configSecret(plan.release.version) } }],
+    ...(env.length ? { env } : {}),
+    resources: resources(plan, processType),
+    ...(web
+      ? {
+        ports: [{ name: 'http', containerPort: WEB_PORT, protocol: 'TCP' }],
+        readinessProbe: healthProbe(plan, { periodSeconds: 5, failureThreshold: 3 }),
+        // The startup probe gives a slow boot the whole deployment timeout before liveness may restart it.
+        startupProbe: healthProbe(plan, { periodSeconds: 5, failureThreshold: Math.max(1, Math.ceil(plan.timeoutSeconds / 5)) }),
+        livenessProbe: healthProbe(plan, { periodSeconds: 10, failureThreshold: 6 }),
+      }
+      : {}),
+  };
+}
+
+function podSpec(plan: WorkloadPlan, names: WorkloadNames, processType: string, options: ManifestOptions, oneOff: boolean): V1PodSpec {
+  return {
+    containers: [container(plan, names, processType, !oneOff)],
+    ...(oneOff ? { restartPolicy: 'Never' } : {}),
+    ...(options.hasPullSecret ? { imagePullSecrets: [{ name: names.pullSecret }] } : {}),
+    enableServiceLinks: false,
+    automountServiceAccountToken: false,
+  };
+}
+
+export function deploymentManifest(plan: WorkloadPlan, names: WorkloadNames, processType: string, options: ManifestOptions): V1Deployment {
+  const labels = processLabels(plan, processType);
+  const annotations = { [ANNOTATION.deploymentId]: plan.deploymentId };
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: names.deployment(processType), namespace: names.namespace, labels, annotations },
+    spec: {
+      replicas: plan.formation[processType] ?? 0,
+      selector: { matchLabels: processSelector(plan, processType) },
+      // Zero downtime: a new pod must be ready before an old one goes.
+      strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+      progressDeadlineSeconds: Math.max(1, plan.timeoutSeconds),
+      revisionHistoryLimit: 3,
+      template: {
+        // The deployment id on the template rolls the pods even when the release is the same.
+        metadata: { labels, annotations },
+        spec: podSpec(plan, names, processType, options, false),
+      },
+    },
+  };
+}
+
+export function jobManifest(plan: WorkloadPlan, processType: string, options: ManifestOptions, activeDeadlineSeconds: number): V1Job {
+  const names = workloadNames(plan, options.namespacePrefix);
+  const labels = { ...processLabels(plan, processType), [LABEL.component]: 'one-off' };
+  const annotations = { [ANNOTATION.deploymentId]: plan.deploymentId };
+  return {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name: names.job(processType, plan.deploymentId), namespace: names.namespace, labels, annotations },
+    spec: {
+      backoffLimit: 0,
+      activeDeadlineSeconds: Math.max(1, Math.ceil(activeDeadlineSeconds)),
+      ttlSecondsAfterFinished: JOB_TTL_SECONDS,
+      template: { metadata: { labels, annotations }, spec: podSpec(plan, names, processType, options, true) },
+    },
+  };
+}
+
+export function namespaceManifest(names: WorkloadNames): V1Namespace {
+  return { apiVersion: 'v1', kind: 'Namespace', metadata: { name: names.namespace, labels: { [LABEL.managedBy]: 'slipway' } } };
+}
+
+/** ALL of the release's configuration; immutable, one per release version. */
+export function configSecretManifest(plan: WorkloadPlan, names: WorkloadNames): V1Secret {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: {
+      name: names.configSecret(plan.release.version),
+      namespace: names.namespace,
+      labels: { ...appLabels(plan.application.id, plan.environment.id), [LABEL.releaseVersion]: String(plan.release.version), [LABEL.component]: 'config' },
+    },
+    type: 'Opaque',
+    immutable: true,
+    stringData: { ...plan.env },
+  };
+}
+
+/** The image pull secret from a `.dockerconfigjson` document. */
+export function pullSecretManifest(plan: WorkloadPlan, names: WorkloadNames, dockerConfigJson: string): V1Secret {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: {
+      name: names.pullSecret,
+      namespace: names.namespace,
+      labels: { ...appLabels(plan.application.id, plan.environment.id), [LABEL.component]: 'registry' },
+    },
+    type: 'kubernetes.io/dockerconfigjson',
+    data: { '.dockerconfigjson': Buffer.from(dockerConfigJson).toString('base64') },
+  };
+}
+
+export function serviceManifest(plan: WorkloadPlan, names: WorkloadNames): V1Service {
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name: names.service, namespace: names.namespace, labels: { ...appLabels(plan.application.id, plan.environment.id), [LABEL.component]: 'web' } },
+    spec: {
+      type: 'ClusterIP',
+      selector: processSelector(plan, 'web'),
+      ports: [{ name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' }],
+    },
+  };
+}
+
+export function ingressManifest(plan: WorkloadPlan, names: WorkloadNames, ingressClass: string): V1Ingress {
+  return {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'Ingress',
+    metadata: { name: names.ingress, namespace: names.namespace, labels: { ...appLabels(plan.application.id, plan.environment.id), [LABEL.component]: 'web' } },
+    spec: {
+      ingressClassName: ingressClass,
+      rules: [{
+        host: plan.hostname,
+        http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: names.service, port: { name: 'http' } } } }] },
+      }],
+    },
+  };
+}
+
+/** Every long-running object of the plan. */
+export function workloadManifests(plan: WorkloadPlan, options: ManifestOptions): WorkloadManifests {
+  const names = workloadNames(plan, options.namespacePrefix);
+  const types = formationTypes(plan);
+  const hasWeb = types.some(isWeb);
+  return {
+    names,
+    namespace: namespaceManifest(names),
+    configSecret: configSecretManifest(plan, names),
+    deployments: types.map((processType) => ({
+      processType,
+      replicas: plan.formation[processType] ?? 0,
+      manifest: deploymentManifest(plan, names, processType, options),
+    })),
+    service: hasWeb ? serviceManifest(plan, names) : null,
+    ingress: hasWeb && options.ingressClass ? ingressManifest(plan, names, options.ingressClass) : null,
+  };
+}

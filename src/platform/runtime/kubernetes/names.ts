@@ -1,0 +1,92 @@
+/**
+ * Names and labels of everything the Kubernetes runtime creates. Kubernetes names are
+ * DNS labels (at most 63 lower-case letters, digits and dashes), so long slugs are cut
+ * and keep a short hash of the whole name: two long names never collide.
+ */
+import { createHash } from 'node:crypto';
+import type { WorkloadPlan } from '../application-runtime.js';
+
+export const MAX_NAME = 63;
+
+export const LABEL = {
+  managedBy: 'app.kubernetes.io/managed-by',
+  applicationId: 'slipway.dev/application-id',
+  environmentId: 'slipway.dev/environment-id',
+  processType: 'slipway.dev/process-type',
+  releaseVersion: 'slipway.dev/release-version',
+  /** What an object is for: `config`, `registry`, `web`, `process`, `one-off`. */
+  component: 'slipway.dev/component',
+} as const;
+
+export const ANNOTATION = {
+  deploymentId: 'slipway.dev/deployment-id',
+} as const;
+
+export const MANAGER = 'slipway';
+
+export function shortHash(text: string, length = 8): string {
+  return createHash('sha256').update(text).digest('hex').slice(0, length);
+}
+
+/** Lower-case, only `[a-z0-9-]`, no leading/trailing dash (a Procfile type may hold `_`). */
+export function sanitize(text: string): string {
+  return text.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/-+/g, '-').replace(/^-+|-+$/g, '') || 'x';
+}
+
+/** A DNS-1123 label from parts; over 63 characters it is cut and ends with a hash of the full name. */
+export function dnsLabel(...parts: string[]): string {
+  const full = parts.map(sanitize).join('-');
+  if (full.length <= MAX_NAME) return full;
+  const hash = shortHash(full);
+  return `${full.slice(0, MAX_NAME - hash.length - 1).replace(/-+$/, '')}-${hash}`;
+}
+
+/** A DNS-1035 label (Service names): must also start with a letter. */
+export function dns1035Label(...parts: string[]): string {
+  const name = dnsLabel(...parts);
+  return /^[a-z]/.test(name) ? name : dnsLabel('s', ...parts);
+}
+
+export function namespaceName(prefix: string, organizationSlug: string): string {
+  return dnsLabel(`${prefix}${organizationSlug}`);
+}
+
+/** What names every object of one application environment. */
+export interface WorkloadNames {
+  namespace: string;
+  base: string;
+  deployment(processType: string): string;
+  container(processType: string): string;
+  service: string;
+  ingress: string;
+  configSecret(releaseVersion: number): string;
+  pullSecret: string;
+  job(processType: string, deploymentId: string): string;
+}
+
+export function workloadNames(plan: Pick<WorkloadPlan, 'organization' | 'project' | 'application' | 'environment'>, namespacePrefix: string): WorkloadNames {
+  const base = dnsLabel(plan.project.slug, plan.application.slug, plan.environment.slug);
+  // Each name is built from the un-cut parts so a cut base still yields distinct names.
+  const parts = [plan.project.slug, plan.application.slug, plan.environment.slug];
+  return {
+    namespace: namespaceName(namespacePrefix, plan.organization.slug),
+    base,
+    deployment: (type) => dnsLabel(...parts, type),
+    container: (type) => dnsLabel(type),
+    service: dns1035Label(...parts, 'web'),
+    ingress: dnsLabel(...parts, 'web'),
+    configSecret: (version) => dnsLabel(...parts, `v${version}`),
+    pullSecret: dnsLabel(...parts, 'registry'),
+    // The random tail of the deployment id (uuid v7 starts with the clock, alike for minutes).
+    job: (type, deploymentId) => dnsLabel(...parts, type, shortHash(deploymentId)),
+  };
+}
+
+/** Labels shared by every object of one application environment (the selector of `reconcile(null)`). */
+export function appLabels(applicationId: string, environmentId: string): Record<string, string> {
+  return { [LABEL.managedBy]: MANAGER, [LABEL.applicationId]: applicationId, [LABEL.environmentId]: environmentId };
+}
+
+export function labelSelector(labels: Record<string, string>): string {
+  return Object.entries(labels).map(([k, v]) => `${k}=${v}`).join(',');
+}

@@ -1,0 +1,165 @@
+/**
+ * Waiting for a rollout: every Deployment of the plan must have seen its latest spec and run
+ * exactly its replica count of updated, ready, available pods (no old pod left). Watches wake
+ * the check early; a poll keeps going when a watch ends. Failures that cannot heal (an image
+ * that cannot be pulled, a crash loop) fail at once; at the deadline the reason is read from
+ * pod status and events.
+ */
+import type { CoreV1Event, V1Deployment, V1Pod } from '@kubernetes/client-node';
+import { RolloutFailure, type WorkloadPlan } from '../application-runtime.js';
+import { describeError, type KubernetesCluster } from './cluster.js';
+import { ANNOTATION, LABEL, appLabels, dnsLabel, labelSelector } from './names.js';
+
+const IMAGE_PULL_REASONS = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'ErrImageNeverPull']);
+const CONFIG_ERROR_REASONS = new Set(['CreateContainerConfigError', 'CreateContainerError', 'RunContainerError']);
+
+export interface RolloutTarget {
+  processType: string;
+  deploymentName: string;
+  replicas: number;
+}
+
+export interface WaitForRolloutOptions {
+  cluster: KubernetesCluster;
+  namespace: string;
+  plan: WorkloadPlan;
+  targets: RolloutTarget[];
+  deadline: number;
+  signal: AbortSignal;
+  log: (line: string) => void;
+  pollIntervalMs: number;
+}
+
+/** One wake-up source for the wait loop: a watch event, the poll timer or an abort. */
+export class Waker {
+  private resolve: (() => void) | null = null;
+  wake = () => { this.resolve?.(); this.resolve = null; };
+  sleep(ms: number, signal: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, Math.max(0, ms));
+      function done() { clearTimeout(timer); signal.removeEventListener('abort', done); resolve(); }
+      signal.addEventListener('abort', done, { once: true });
+      this.resolve = done;
+    });
+  }
+}
+
+export const isPodReady = (pod: V1Pod) => pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+
+/** Pods of this deployment (the template annotation), not the previous release's. */
+export function podsOfDeployment(pods: V1Pod[], processType: string, deploymentId: string): V1Pod[] {
+  return pods.filter((p) => p.metadata?.labels?.[LABEL.processType] === dnsLabel(processType)
+    && p.metadata?.annotations?.[ANNOTATION.deploymentId] === deploymentId
+    && !p.metadata?.deletionTimestamp);
+}
+
+/** A failure that waiting cannot heal, read from a pod's container statuses. */
+export function unrecoverablePodFailure(pod: V1Pod, processType: string): string | null {
+  const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
+  for (const status of statuses) {
+    const waiting = status.state?.waiting;
+    if (!waiting?.reason) continue;
+    if (IMAGE_PULL_REASONS.has(waiting.reason)) return `image pull error: ${waiting.message || waiting.reason}`;
+    if (waiting.reason === 'CrashLoopBackOff') {
+      const exitCode = status.lastState?.terminated?.exitCode;
+      return `crash loop: ${processType} restarted ${status.restartCount} times (last exit code ${exitCode ?? 'unknown'})`;
+    }
+    if (CONFIG_ERROR_REASONS.has(waiting.reason)) return `container error: ${waiting.message || waiting.reason}`;
+  }
+  return null;
+}
+
+function isComplete(deployment: V1Deployment | undefined, target: RolloutTarget, deploymentId: string): boolean {
+  if (!deployment) return false;
+  if (deployment.metadata?.annotations?.[ANNOTATION.deploymentId] !== deploymentId) return false;
+  const status = deployment.status ?? {};
+  const want = target.replicas;
+  return (status.observedGeneration ?? 0) >= (deployment.metadata?.generation ?? 0)
+    && (deployment.spec?.replicas ?? 1) === want
+    && (status.replicas ?? 0) === want
+    && (status.updatedReplicas ?? 0) === want
+    && (status.readyReplicas ?? 0) === want
+    && (status.availableReplicas ?? 0) === want;
+}
+
+const latest = (events: CoreV1Event[], reason: string) => [...events].reverse().find((e) => e.reason === reason);
+
+/** Why a process type is not ready at the deadline: a failed probe, an unschedulable pod, or counts. */
+async function timeoutReason(cluster: KubernetesCluster, namespace: string, target: RolloutTarget, pods: V1Pod[]): Promise<string> {
+  const ready = pods.filter(isPodReady).length;
+  for (const pod of pods.filter((p) => !isPodReady(p)).slice(0, 3)) {
+    const unrecoverable = unrecoverablePodFailure(pod, target.processType);
+    if (unrecoverable) return unrecoverable;
+    const unscheduled = pod.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False');
+    if (unscheduled) return `unschedulable: ${unscheduled.message || unscheduled.reason || 'no node fits'}`;
+    try {
+      const unhealthy = latest(await cluster.events(namespace, pod.metadata!.name!), 'Unhealthy');
+      if (unhealthy?.message) return `failed probe: ${unhealthy.message.trim()}`;
+    } catch (error) {
+      return `${ready}/${target.replicas} replicas ready (events unreadable: ${describeError(error)})`;
+    }
+  }
+  return `${ready}/${target.replicas} replicas ready`;
+}
+
+/** Waits for every target; returns the ready pods of this deployment. Throws `RolloutFailure`. */
+export async function waitForRollout(options: WaitForRolloutOptions): Promise<V1Pod[]> {
+  const { cluster, namespace, plan, targets, deadline, signal, log } = options;
+  const selector = labelSelector(appLabels(plan.application.id, plan.environment.id));
+  const waker = new Waker();
+  const stops: Array<() => void> = [];
+  let finished = false;
+  // Watches only wake the loop early; when one ends the poll interval carries on.
+  for (const path of [`/apis/apps/v1/namespaces/${namespace}/deployments`, `/api/v1/namespaces/${namespace}/pods`]) {
+    cluster.watch(path, { labelSelector: selector }, waker.wake, () => undefined)
+      .then((stop) => (finished ? stop() : stops.push(stop)), () => undefined);
+  }
+  const progress = new Map<string, string>();
+  try {
+    for (;;) {
+      if (signal.aborted) throw new RolloutFailure('Deployment cancelled: the platform is stopping');
+      let deployments: V1Deployment[];
+      let pods: V1Pod[];
+      try {
+        [deployments, pods] = await Promise.all([
+          cluster.list<V1Deployment>('apps/v1', 'Deployment', namespace, selector),
+          cluster.pods(namespace, selector),
+        ]);
+      } catch (error) {
+        // A blip of the API server is retried until the deadline.
+        if (Date.now() >= deadline) throw new RolloutFailure(`Deployment failed: ${describeError(error)}`);
+        log(`Kubernetes API error (retrying): ${describeError(error)}`);
+        await waker.sleep(Math.min(options.pollIntervalMs, deadline - Date.now()), signal);
+        continue;
+      }
+      const byName = new Map(deployments.map((d) => [d.metadata!.name!, d]));
+      const pending: Array<{ target: RolloutTarget; pods: V1Pod[] }> = [];
+      const ready: V1Pod[] = [];
+      for (const target of targets) {
+        const own = podsOfDeployment(pods, target.processType, plan.deploymentId);
+        const readyPods = own.filter(isPodReady);
+        const line = `Rollout: ${target.processType} ${Math.min(readyPods.length, target.replicas)}/${target.replicas} ready`;
+        if (progress.get(target.processType) !== line) {
+          progress.set(target.processType, line);
+          log(line);
+        }
+        for (const pod of own) {
+          const failure = unrecoverablePodFailure(pod, target.processType);
+          if (failure) throw new RolloutFailure(`Deployment failed: ${target.processType}: ${failure}`);
+        }
+        if (isComplete(byName.get(target.deploymentName), target, plan.deploymentId)) ready.push(...readyPods);
+        else pending.push({ target, pods: own });
+      }
+      if (pending.length === 0) return ready;
+      if (Date.now() >= deadline) {
+        const reasons = await Promise.all(pending.map(async ({ target, pods: own }) =>
+          `${target.processType}: ${await timeoutReason(cluster, namespace, target, own)}`));
+        throw new RolloutFailure(`Deployment timed out after ${plan.timeoutSeconds}s: ${reasons.join('; ')}`);
+      }
+      await waker.sleep(Math.min(options.pollIntervalMs, deadline - Date.now()), signal);
+    }
+  } finally {
+    finished = true;
+    for (const stop of stops) stop();
+  }
+}

@@ -1,0 +1,301 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { RolloutFailure, type RolloutLog, type WorkloadPlan } from '../../src/platform/runtime/application-runtime.js';
+import { KubernetesRuntime } from '../../src/platform/runtime/kubernetes/kubernetes-runtime.js';
+import { ANNOTATION, LABEL, workloadNames } from '../../src/platform/runtime/kubernetes/names.js';
+import { cpuMillicores, memoryBytes } from '../../src/platform/runtime/kubernetes/usage.js';
+import { FakeKubeApi } from '../helpers/fake-kube-api.js';
+import { SECRET_VALUE, makePlan, nextPlan } from './plan-fixture.js';
+
+const DOCKER_CONFIG = '{"auths":{"registry.example.test":{"auth":"dG9rZW46c2VjcmV0"}}}';
+
+function recordingLog() {
+  const steps: Array<[string, string]> = [];
+  const lines: string[] = [];
+  const log: RolloutLog = { step: async (name, message) => { steps.push([name, message]); }, line: (text) => { lines.push(text); } };
+  return { log, steps, lines };
+}
+
+async function eventually(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 5000) {
+  const until = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+const target = (plan: WorkloadPlan) => ({ applicationId: plan.application.id, environmentId: plan.environment.id });
+const never = new AbortController().signal;
+const byType = (type: string) => (d: { metadata: Record<string, any> }) => d.metadata.labels?.[LABEL.processType] === type;
+
+let kube: FakeKubeApi;
+let runtime: KubernetesRuntime;
+const warnings: string[] = [];
+
+function makeRuntime(k: FakeKubeApi, ingressClass: string | null = 'nginx') {
+  return new KubernetesRuntime({
+    kubeConfig: k.kubeConfig(), namespacePrefix: 'slipway-', ingressClass,
+    pullSecret: async () => DOCKER_CONFIG, pollIntervalMs: 100,
+    logger: { info: () => undefined, warn: (m) => warnings.push(m) },
+  });
+}
+
+/** prepare + rollout of a plan; returns the result and the log. */
+async function deploy(plan: WorkloadPlan, timeoutMs = 5000) {
+  const rec = recordingLog();
+  await runtime.prepare(plan, (line) => rec.lines.push(line));
+  const result = await runtime.rollout(plan, rec.log, Date.now() + timeoutMs, never);
+  return { result, ...rec };
+}
+
+beforeEach(async () => {
+  kube = await FakeKubeApi.start();
+  runtime = makeRuntime(kube);
+  warnings.length = 0;
+  await runtime.start();
+});
+
+afterEach(async () => {
+  await runtime.shutdown();
+  await kube.stop();
+});
+
+describe('KubernetesRuntime against a fake API server', () => {
+  it('start() names the API server it cannot reach', async () => {
+    const gone = await FakeKubeApi.start();
+    const url = gone.url;
+    const unreachable = makeRuntime(gone);
+    await gone.stop();
+    await expect(unreachable.start()).rejects.toThrow(`Kubernetes API server ${url} is not reachable`);
+  });
+
+  it('rolls out: applies Namespace, Secrets, Deployments, Service and Ingress server-side, logs steps, waits for ready pods', async () => {
+    const plan = makePlan({ formation: { web: 2, worker: 1 } });
+    const started = Date.now();
+    const { result, steps, lines } = await deploy(plan);
+    const names = workloadNames(plan, 'slipway-');
+
+    const applied = kube.applies().map((r) => `${(r.body as any).kind}/${(r.body as any).metadata.name}`);
+    expect(applied).toEqual(expect.arrayContaining([
+      `Namespace/${names.namespace}`, `Secret/${names.configSecret(1)}`, `Secret/${names.pullSecret}`,
+      `Deployment/${names.deployment('web')}`, `Deployment/${names.deployment('worker')}`,
+      `Service/${names.service}`, `Ingress/${names.ingress}`,
+    ]));
+    for (const r of kube.applies()) expect(r.query).toMatchObject({ fieldManager: 'slipway', force: 'true' });
+    // Nothing was written any other way.
+    expect(kube.requests.filter((r) => ['PATCH', 'POST', 'PUT'].includes(r.method) && r.contentType !== 'application/apply-patch+yaml')).toEqual([]);
+
+    expect(steps.map(([name]) => name)).toEqual(['Deploy', 'Rollout']);
+    expect(lines).toContain('Rollout: web 2/2 ready');
+    expect(lines).toContain('Rollout: worker 1/1 ready');
+    expect(result.url).toBe(`http://${plan.hostname}`);
+    expect(result.instances).toHaveLength(3);
+    expect(result.instances.filter((i) => i.process_type === 'web')).toHaveLength(2);
+    expect(Date.now() - started).toBeLessThan(4000);
+
+    // The configuration lives in the Secret only; the managed field record names slipway.
+    const secret = kube.get('secrets', names.namespace, names.configSecret(1))!;
+    expect(Buffer.from(secret.data.PASSWORD, 'base64').toString()).toBe(SECRET_VALUE);
+    expect(secret.metadata.managedFields[0].manager).toBe('slipway');
+    for (const d of kube.list('deployments', names.namespace)) expect(JSON.stringify(d)).not.toContain(SECRET_VALUE);
+    const pull = kube.get('secrets', names.namespace, names.pullSecret)!;
+    expect(pull.type).toBe('kubernetes.io/dockerconfigjson');
+    expect(kube.get('deployments', names.namespace, names.deployment('web'))!.spec.template.spec.imagePullSecrets).toEqual([{ name: names.pullSecret }]);
+  });
+
+  it('keeps rolling out by polling when watches end early, and without an ingress class answers the Service URL', async () => {
+    await runtime.shutdown();
+    await kube.stop();
+    kube = await FakeKubeApi.start({ closeWatchesAfterMs: 30 });
+    runtime = makeRuntime(kube, null);
+    const plan = makePlan({ formation: { web: 1 } });
+    const { result } = await deploy(plan);
+    const names = workloadNames(plan, 'slipway-');
+    expect(result.url).toBe(`http://${names.service}.${names.namespace}.svc.cluster.local`);
+    expect(kube.applies('Ingress')).toEqual([]);
+  });
+
+  it('times out with the failed probe read from events, and the previous pods keep serving', async () => {
+    const first = makePlan({ formation: { web: 1 } });
+    await deploy(first);
+    kube.deploymentBehaviour = () => 'never-ready';
+    const second = nextPlan(first, { timeoutSeconds: 1 });
+    const started = Date.now();
+    await expect(deploy(second, 1000)).rejects.toThrow(new RolloutFailure(
+      'Deployment timed out after 1s: web: failed probe: Readiness probe failed: HTTP probe failed with statuscode: 500'));
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
+    const pods = kube.list('pods').filter(byType('web'));
+    expect(pods.some((p) => p.metadata.annotations[ANNOTATION.deploymentId] === first.deploymentId && p.status.phase === 'Running')).toBe(true);
+  });
+
+  it('fails fast on a crash loop with the restart count and last exit code', async () => {
+    kube.deploymentBehaviour = (d) => (d.metadata.labels[LABEL.processType] === 'worker' ? 'crash-loop' : 'ready');
+    const started = Date.now();
+    const error = await deploy(makePlan({ timeoutSeconds: 30 }), 30_000).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RolloutFailure);
+    expect((error as Error).message).toMatch(/^Deployment failed: worker: crash loop: worker restarted \d+ times \(last exit code 1\)$/);
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+
+  it('fails fast on an image pull error with the kubelet message', async () => {
+    kube.deploymentBehaviour = () => 'image-pull-error';
+    const plan = makePlan({ timeoutSeconds: 30 });
+    const error = await deploy(plan, 30_000).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RolloutFailure);
+    expect((error as Error).message).toMatch(/^Deployment failed: (web|worker): image pull error: (failed to pull and unpack image|Back-off pulling image) "registry\.example\.test\/acme\/shop\/api@sha256:a+"/);
+  });
+
+  it('runs the release process as a Job: a failure gives its exit code and its log lines, scrubbed', async () => {
+    kube.jobBehaviour = () => ({ outcome: 'fail', exitCode: 3, logs: ['Running migrations', `connecting to postgres://app:${SECRET_VALUE}@db/app`, 'relation "users" already exists'] });
+    const plan = makePlan();
+    await runtime.prepare(plan, () => undefined);
+    const output: string[] = [];
+    const result = await runtime.runOnce(plan, 'release', { deadline: Date.now() + 5000, signal: never, onOutput: (l) => output.push(l) });
+    expect(result).toEqual({ exitCode: 3, signal: null, timedOut: false });
+    expect(output).toEqual(['Running migrations', 'connecting to **secret**', 'relation "users" already exists']);
+    const job = kube.list('jobs')[0]!;
+    expect(job.spec).toMatchObject({ backoffLimit: 0 });
+    expect(job.spec.template.spec.restartPolicy).toBe('Never');
+    expect(JSON.stringify(job)).not.toContain(SECRET_VALUE);
+  });
+
+  it('a succeeding Job exits 0; a Job past its deadline is deleted and reported as timed out', async () => {
+    const plan = makePlan();
+    await runtime.prepare(plan, () => undefined);
+    kube.jobBehaviour = () => ({ outcome: 'succeed', logs: ['warmed 12 caches'] });
+    const output: string[] = [];
+    expect(await runtime.runOnce(plan, 'postdeploy', { deadline: Date.now() + 5000, signal: never, onOutput: (l) => output.push(l) }))
+      .toEqual({ exitCode: 0, signal: null, timedOut: false });
+    expect(output).toEqual(['warmed 12 caches']);
+
+    kube.jobBehaviour = () => ({ outcome: 'hang' });
+    const result = await runtime.runOnce(plan, 'release', { deadline: Date.now() + 800, signal: never, onOutput: () => undefined });
+    expect(result).toEqual({ exitCode: null, signal: null, timedOut: true });
+    const names = workloadNames(plan, 'slipway-');
+    expect(kube.get('jobs', names.namespace, names.job('release', plan.deploymentId))).toBeUndefined();
+  });
+
+  it('scales with a replicas patch only: the pod template and its pods stay', async () => {
+    const plan = makePlan({ formation: { web: 1, worker: 1 } });
+    await deploy(plan);
+    const names = workloadNames(plan, 'slipway-');
+    const before = kube.get('deployments', names.namespace, names.deployment('web'))!;
+    const podsBefore = kube.list('pods').filter(byType('web')).map((p) => p.metadata.name);
+    const seen = kube.requests.length;
+
+    await runtime.reconcile(target(plan), { ...plan, formation: { web: 3, worker: 1 } }, never);
+
+    const writes = kube.requests.slice(seen).filter((r) => r.method !== 'GET');
+    expect(writes).toEqual([expect.objectContaining({
+      method: 'PATCH', path: `/apis/apps/v1/namespaces/${names.namespace}/deployments/${names.deployment('web')}/scale`,
+      contentType: 'application/merge-patch+json', body: { spec: { replicas: 3 } },
+    })]);
+    const after = kube.get('deployments', names.namespace, names.deployment('web'))!;
+    expect(after.spec.replicas).toBe(3);
+    expect(after.spec.template).toEqual(before.spec.template);
+    await eventually(() => kube.list('pods').filter(byType('web')).length === 3, 'three web pods');
+    expect(kube.list('pods').filter(byType('web')).map((p) => p.metadata.name)).toEqual(expect.arrayContaining(podsBefore));
+
+    // Nothing to change: no write at all.
+    const again = kube.requests.length;
+    await runtime.reconcile(target(plan), { ...plan, formation: { web: 3, worker: 1 } }, never);
+    expect(kube.requests.slice(again).filter((r) => r.method !== 'GET')).toEqual([]);
+  });
+
+  it('reconciles back to the serving release after a failed deployment, and retires removed process types', async () => {
+    const first = makePlan({ formation: { web: 1, worker: 1 } });
+    await deploy(first);
+    kube.deploymentBehaviour = () => 'never-ready';
+    const second = nextPlan(first, { timeoutSeconds: 1 });
+    await expect(deploy(second, 1000)).rejects.toBeInstanceOf(RolloutFailure);
+    const names = workloadNames(first, 'slipway-');
+    expect(kube.get('deployments', names.namespace, names.deployment('web'))!.metadata.annotations[ANNOTATION.deploymentId]).toBe(second.deploymentId);
+
+    kube.deploymentBehaviour = () => 'ready';
+    await runtime.reconcile(target(first), first, never);
+    const web = kube.get('deployments', names.namespace, names.deployment('web'))!;
+    expect(web.metadata.annotations[ANNOTATION.deploymentId]).toBe(first.deploymentId);
+    expect(web.spec.template.metadata.labels[LABEL.releaseVersion]).toBe('1');
+    await eventually(() => kube.list('pods').filter(byType('web')).every((p) => p.metadata.annotations[ANNOTATION.deploymentId] === first.deploymentId),
+      'only release 1 web pods');
+
+    // A third release without a worker: its Deployment goes after the rollout.
+    const third = nextPlan(first, { formation: { web: 1 } });
+    await deploy(third);
+    expect(kube.get('deployments', names.namespace, names.deployment('worker'))).toBeUndefined();
+    // Config Secrets: the current and the previous release stay.
+    const versions = kube.list('secrets', names.namespace).filter((s) => s.metadata.labels[LABEL.component] === 'config')
+      .map((s) => s.metadata.labels[LABEL.releaseVersion]).sort();
+    expect(versions).toEqual(['1', '2']);
+  });
+
+  it('reconcile without a plan removes everything of that application environment only', async () => {
+    const a = makePlan({ appSlug: 'api' });
+    const b = makePlan({ appSlug: 'admin' });
+    await deploy(a);
+    await deploy(b);
+    await runtime.reconcile(target(a), null, never);
+    const ofApp = (id: string) => (o: { metadata: Record<string, any> }) => o.metadata.labels?.[LABEL.applicationId] === id;
+    for (const kind of ['deployments', 'services', 'ingresses', 'secrets']) {
+      expect(kube.list(kind).filter(ofApp(a.application.id))).toEqual([]);
+      expect(kube.list(kind).filter(ofApp(b.application.id)).length).toBeGreaterThan(0);
+    }
+    await eventually(() => kube.list('pods').filter(ofApp(a.application.id)).length === 0, 'app a pods gone');
+  });
+
+  it('reports usage from pod metrics and restart counts; without metrics.k8s.io CPU and memory read 0 (warned once)', async () => {
+    const healthy = makePlan({ appSlug: 'api', formation: { web: 2, worker: 1 } });
+    await deploy(healthy);
+    kube.deploymentBehaviour = () => 'crash-loop';
+    const crashing = makePlan({ appSlug: 'flaky', formation: { worker: 1 } });
+    await expect(deploy(crashing)).rejects.toBeInstanceOf(RolloutFailure);
+    kube.podMetrics = () => ({ cpu: '250m', memory: '128Mi' });
+
+    const usage = await runtime.usage();
+    const of = (plan: WorkloadPlan) => usage.find((u) => u.applicationId === plan.application.id && u.environmentId === plan.environment.id);
+    expect(of(healthy)).toEqual({
+      applicationId: healthy.application.id, environmentId: healthy.environment.id,
+      cpuMillicores: 750, memoryBytes: 3 * 128 * 1024 * 1024, podCount: 3, restartCount: 0,
+    });
+    expect(of(crashing)!.restartCount).toBeGreaterThan(0);
+
+    kube.podMetrics = null;
+    const bare = await runtime.usage();
+    await runtime.usage();
+    expect(bare.find((u) => u.applicationId === healthy.application.id)).toMatchObject({ cpuMillicores: 0, memoryBytes: 0, podCount: 3 });
+    expect(warnings.filter((w) => w.includes('metrics.k8s.io'))).toHaveLength(1);
+  });
+
+  it('stops a one-off when the platform stops, and turns API errors into a one-line RolloutFailure', async () => {
+    const plan = makePlan();
+    await runtime.prepare(plan, () => undefined);
+    kube.jobBehaviour = () => ({ outcome: 'hang' });
+    const stop = new AbortController();
+    setTimeout(() => stop.abort(), 300);
+    expect(await runtime.runOnce(plan, 'release', { deadline: Date.now() + 10_000, signal: stop.signal, onOutput: () => undefined }))
+      .toEqual({ exitCode: null, signal: 'SIGTERM', timedOut: false });
+    expect(kube.list('jobs')).toEqual([]);
+
+    kube.unavailable = true;
+    const error = await runtime.prepare(plan, () => undefined).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RolloutFailure);
+    expect((error as Error).message).toBe('Setup: Kubernetes API HTTP 503: the server is currently unable to handle the request');
+  });
+
+  it('refuses a release without a pushed image', async () => {
+    await expect(runtime.prepare(makePlan({ registryReference: null }), () => undefined))
+      .rejects.toThrow(/^The Kubernetes runtime runs container images: build from a Dockerfile with REGISTRY_URL set/);
+  });
+});
+
+describe('Kubernetes quantities', () => {
+  it('parses CPU and memory quantities', () => {
+    expect(cpuMillicores('250m')).toBe(250);
+    expect(cpuMillicores('12345678n')).toBeCloseTo(12.345678);
+    expect(cpuMillicores('1')).toBe(1000);
+    expect(cpuMillicores('1500u')).toBe(1.5);
+    expect(memoryBytes('128Mi')).toBe(134217728);
+    expect(memoryBytes('1024Ki')).toBe(1048576);
+    expect(memoryBytes('1G')).toBe(1e9);
+    expect(memoryBytes('500')).toBe(500);
+  });
+});

@@ -1,0 +1,138 @@
+import { describe, expect, it } from 'vitest';
+import { Deployment } from 'kubernetes-models/apps/v1';
+import { Job } from 'kubernetes-models/batch/v1';
+import { Ingress } from 'kubernetes-models/networking.k8s.io/v1';
+import { Namespace, Secret, Service } from 'kubernetes-models/v1';
+import { POD_CLASSES, POD_CLASS_NAMES } from '../../src/modules/applications/pod-classes.js';
+import { jobManifest, pullSecretManifest, workloadManifests, WEB_PORT } from '../../src/platform/runtime/kubernetes/manifests.js';
+import { ANNOTATION, LABEL, MAX_NAME, dnsLabel, workloadNames } from '../../src/platform/runtime/kubernetes/names.js';
+import { SECRET_VALUE, makePlan } from './plan-fixture.js';
+
+const options = { namespacePrefix: 'slipway-', ingressClass: 'nginx', hasPullSecret: true };
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+describe('Kubernetes manifests', () => {
+  it.each(POD_CLASS_NAMES)('are valid Kubernetes objects for web, worker and a custom type with pod class %s', (podClass) => {
+    const plan = makePlan({
+      podClass,
+      processes: {
+        web: { cmd: 'node server.js', env: { NODE_ENV: 'production' } },
+        worker: { cmd: 'node worker.js', env: {} },
+        clock_tick: { cmd: 'node clock.js', env: { TZ: 'UTC' } },
+        release: { cmd: 'node migrate.js', env: {} },
+        postdeploy: { cmd: 'node warm.js', env: {} },
+      },
+      formation: { web: 3, worker: 1, clock_tick: 0 },
+    });
+    const m = workloadManifests(plan, options);
+    new Namespace(m.namespace as never).validate();
+    new Secret(m.configSecret as never).validate();
+    new Secret(pullSecretManifest(plan, m.names, '{"auths":{}}') as never).validate();
+    new Service(m.service as never).validate();
+    new Ingress(m.ingress as never).validate();
+    expect(m.deployments.map((d) => [d.processType, d.manifest.spec!.replicas])).toEqual([['clock_tick', 0], ['web', 3], ['worker', 1]]);
+    const c = POD_CLASSES[podClass];
+    const expected = {
+      requests: { cpu: `${c.cpu_request_m}m`, memory: `${c.memory_request_mib}Mi` },
+      limits: { cpu: `${c.cpu_limit_m}m`, memory: `${c.memory_limit_mib}Mi` },
+    };
+    for (const { manifest } of m.deployments) {
+      new Deployment(manifest as never).validate();
+      expect(manifest.spec!.template.spec!.containers[0]!.resources).toEqual(expected);
+      expect(manifest.spec!.template.spec!.containers[0]!.name).toMatch(DNS_LABEL);
+    }
+    for (const type of ['release', 'postdeploy']) {
+      const job = jobManifest(plan, type, options, 120);
+      new Job(job as never).validate();
+      expect(job.spec).toMatchObject({ backoffLimit: 0, activeDeadlineSeconds: 120 });
+      expect(job.spec!.template.spec!.restartPolicy).toBe('Never');
+      expect(job.spec!.template.spec!.containers[0]!.resources).toEqual(expected);
+    }
+  });
+
+  it('m1.large (the default) is 500m/1000m cpu and 1024Mi/1536Mi memory', () => {
+    const m = workloadManifests(makePlan({ podClass: 'm1.large' }), options);
+    expect(m.deployments[0]!.manifest.spec!.template.spec!.containers[0]!.resources).toEqual({
+      requests: { cpu: '500m', memory: '1024Mi' }, limits: { cpu: '1000m', memory: '1536Mi' },
+    });
+  });
+
+  it('keeps every configuration value out of Deployments and Jobs (they read the config Secret)', () => {
+    const plan = makePlan();
+    const m = workloadManifests(plan, options);
+    const specs = JSON.stringify([...m.deployments.map((d) => d.manifest), jobManifest(plan, 'release', options, 60)]);
+    for (const value of Object.values(plan.env)) expect(specs).not.toContain(value);
+    expect(specs).not.toContain(SECRET_VALUE);
+    for (const { manifest } of m.deployments) {
+      expect(manifest.spec!.template.spec!.containers[0]!.envFrom).toEqual([{ secretRef: { name: m.names.configSecret(1) } }]);
+    }
+    // ALL the configuration is in the immutable Secret.
+    expect(m.configSecret.stringData).toEqual(plan.env);
+    expect(m.configSecret.immutable).toBe(true);
+  });
+
+  it('gives web a port, PORT, probes with the Host header, a zero-downtime strategy and the deployment id', () => {
+    const plan = makePlan({ timeoutSeconds: 45 });
+    const m = workloadManifests(plan, options);
+    const web = m.deployments.find((d) => d.processType === 'web')!.manifest;
+    const container = web.spec!.template.spec!.containers[0]!;
+    expect(container.command).toEqual(['/bin/sh', '-c', plan.processes.web!.cmd]);
+    expect(container.image).toBe(plan.image.registryReference);
+    expect(container.ports).toEqual([{ name: 'http', containerPort: WEB_PORT, protocol: 'TCP' }]);
+    expect(container.env).toEqual([{ name: 'PORT', value: String(WEB_PORT) }, { name: 'GREETING', value: 'hello' }]);
+    for (const probe of [container.readinessProbe, container.livenessProbe, container.startupProbe]) {
+      expect(probe!.httpGet).toEqual({ path: '/health', port: 'http', httpHeaders: [{ name: 'Host', value: 'api.example.test' }] });
+    }
+    expect(web.spec!.strategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } });
+    expect(web.spec!.progressDeadlineSeconds).toBe(45);
+    expect(web.metadata!.annotations![ANNOTATION.deploymentId]).toBe(plan.deploymentId);
+    expect(web.spec!.template.metadata!.annotations![ANNOTATION.deploymentId]).toBe(plan.deploymentId);
+    expect(web.spec!.template.metadata!.labels).toMatchObject({
+      [LABEL.managedBy]: 'slipway', [LABEL.applicationId]: plan.application.id, [LABEL.environmentId]: plan.environment.id,
+      [LABEL.processType]: 'web', [LABEL.releaseVersion]: '1',
+    });
+    // The selector never names the release: selectors are immutable.
+    expect(Object.keys(web.spec!.selector.matchLabels!)).not.toContain(LABEL.releaseVersion);
+    expect(web.spec!.template.spec).toMatchObject({ enableServiceLinks: false, automountServiceAccountToken: false, imagePullSecrets: [{ name: m.names.pullSecret }] });
+    const worker = m.deployments.find((d) => d.processType === 'worker')!.manifest.spec!.template.spec!.containers[0]!;
+    expect(worker.readinessProbe).toBeUndefined();
+    expect(worker.ports).toBeUndefined();
+    expect(JSON.stringify(worker.env ?? [])).not.toContain('PORT');
+    expect(m.service!.spec!.ports).toEqual([{ name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' }]);
+    expect(m.ingress!.spec!.rules![0]!.host).toBe(plan.hostname);
+  });
+
+  it('leaves the Host header out without a health check host, the Ingress without a class, the pull secret when there is none', () => {
+    const plan = makePlan({ healthCheckHost: null });
+    const m = workloadManifests(plan, { namespacePrefix: 'slipway-', ingressClass: null, hasPullSecret: false });
+    const web = m.deployments.find((d) => d.processType === 'web')!.manifest.spec!.template.spec!;
+    expect(web.containers[0]!.readinessProbe!.httpGet).toEqual({ path: '/health', port: 'http' });
+    expect(web.imagePullSecrets).toBeUndefined();
+    expect(m.ingress).toBeNull();
+    const noWeb = workloadManifests(makePlan({ formation: { worker: 2 } }), options);
+    expect(noWeb.service).toBeNull();
+    expect(noWeb.deployments.map((d) => d.processType)).toEqual(['worker']);
+  });
+
+  it('keeps every name a valid DNS label of at most 63 characters, distinct for long slugs', () => {
+    const long = 'a-very-long-slug-that-goes-on-and-on-and-on-well-past-the-limit';
+    const plan = makePlan({ orgSlug: long, projectSlug: long, appSlug: `${long}-x`, envSlug: 'production' });
+    const other = makePlan({ orgSlug: long, projectSlug: long, appSlug: `${long}-y`, envSlug: 'production' });
+    const names = workloadNames(plan, 'slipway-');
+    const otherNames = workloadNames(other, 'slipway-');
+    const all = [names.namespace, names.deployment('web'), names.deployment('worker'), names.service, names.ingress,
+      names.configSecret(12), names.pullSecret, names.job('release', plan.deploymentId), names.container('clock_tick')];
+    for (const name of all) {
+      expect(name.length).toBeLessThanOrEqual(MAX_NAME);
+      expect(name).toMatch(DNS_LABEL);
+    }
+    expect(names.deployment('web')).not.toBe(otherNames.deployment('web'));
+    expect(names.deployment('web')).not.toBe(names.deployment('worker'));
+    expect(names.service).toMatch(/^[a-z]/);
+    expect(workloadNames(makePlan({ projectSlug: '9lives' }), 'slipway-').service).toMatch(/^[a-z]/);
+    expect(dnsLabel('Web_Server')).toBe('web-server');
+    const m = workloadManifests(plan, options);
+    for (const { manifest } of m.deployments) new Deployment(manifest as never).validate();
+    new Job(jobManifest(plan, 'release', options, 60) as never).validate();
+  });
+});
