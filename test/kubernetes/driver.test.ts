@@ -184,8 +184,11 @@ describe('KubernetesRuntime against a fake API server', () => {
 
     await runtime.reconcile(target(plan), { ...plan, formation: { web: 3, worker: 1 } }, never);
 
+    // Besides renewing the pull credentials (a Secret), the only write is the replicas patch.
+    const isPullSecret = (r: { body: unknown }) => (r.body as { kind?: string; type?: string } | null)?.type === 'kubernetes.io/dockerconfigjson';
     const writes = kube.requests.slice(seen).filter((r) => r.method !== 'GET');
-    expect(writes).toEqual([expect.objectContaining({
+    expect(writes.filter(isPullSecret)).toHaveLength(1);
+    expect(writes.filter((r) => !isPullSecret(r))).toEqual([expect.objectContaining({
       method: 'PATCH', path: `/apis/apps/v1/namespaces/${names.namespace}/deployments/${names.deployment('web')}/scale`,
       contentType: 'application/merge-patch+json', body: { spec: { replicas: 3 } },
     })]);
@@ -195,10 +198,10 @@ describe('KubernetesRuntime against a fake API server', () => {
     await eventually(() => kube.list('pods').filter(byType('web')).length === 3, 'three web pods');
     expect(kube.list('pods').filter(byType('web')).map((p) => p.metadata.name)).toEqual(expect.arrayContaining(podsBefore));
 
-    // Nothing to change: no write at all.
+    // Nothing to change: no write but the renewed pull credentials.
     const again = kube.requests.length;
     await runtime.reconcile(target(plan), { ...plan, formation: { web: 3, worker: 1 } }, never);
-    expect(kube.requests.slice(again).filter((r) => r.method !== 'GET')).toEqual([]);
+    expect(kube.requests.slice(again).filter((r) => r.method !== 'GET' && !isPullSecret(r))).toEqual([]);
   });
 
   it('reconciles back to the serving release after a failed deployment, and retires removed process types', async () => {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MetricsSampler } from '../../src/modules/observability/metrics-sampler.js';
@@ -10,7 +11,7 @@ import { waitFor } from '../helpers/wait.js';
 import { buildAndWait, createApp, setConfig, type TestApp } from '../pipeline-build/fixtures.js';
 import { settled } from '../pipeline-deploy/fixtures.js';
 import { buildBusyboxBase, BASE_IMAGE } from '../registry/base-image.js';
-import { freePort, missingBinary, run, startRegistry, type RegistryServer } from '../registry/registry-server.js';
+import { freePort, missingBinary, run, startRegistryFor, type RegistryServer } from '../registry/registry-server.js';
 
 const missing = missingBinary({ buildah: 'buildah', 'docker-registry': 'docker-registry', skopeo: 'skopeo', busybox: 'busybox-static', git: 'git' });
 if (missing) console.warn(`[test/kubernetes] skipping the pipeline-on-Kubernetes test: ${missing}`);
@@ -30,6 +31,7 @@ let kube: FakeKubeApi;
 let registry: RegistryServer;
 let repo: TestRepo;
 let t: TestApp;
+let kubeconfig: string;
 
 const decode = (data: Record<string, string>) => Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]));
 const secretValues = (o: { data?: Record<string, string>; stringData?: Record<string, string>; metadata: object }) => ({ ...decode(o.data ?? {}), ...(o.stringData ?? {}) });
@@ -42,16 +44,13 @@ beforeAll(async () => {
   if (missing) return;
   kube = await FakeKubeApi.start();
   const registryPort = await freePort();
-  const kubeconfig = join(await import('node:os').then((os) => os.tmpdir()), `slipway-kubeconfig-${randomBytes(4).toString('hex')}.json`);
+  kubeconfig = join(tmpdir(), `slipway-kubeconfig-${randomBytes(4).toString('hex')}.json`);
   writeFileSync(kubeconfig, kube.kubeConfig().exportConfig());
   h = await createHarness({
     RUNTIME: 'kubernetes', KUBECONFIG: kubeconfig, KUBERNETES_NAMESPACE_PREFIX: 'apps-',
     REGISTRY_URL: `http://127.0.0.1:${registryPort}`, REGISTRY_SERVICE: SERVICE,
   }, { jobs: true, runtime: true });
-  await h.app.listen({ port: 0, host: '127.0.0.1' });
-  const port = (h.app.server.address() as { port: number }).port;
-  const cert = (await h.app.inject({ method: 'GET', url: '/v1/integrations/signing-cert' })).json().certificate;
-  registry = await startRegistry({ realm: `http://127.0.0.1:${port}/v1/integrations/docker/auth`, service: SERVICE, issuer: 'slipway', rootCertBundle: cert, port: registryPort });
+  registry = await startRegistryFor(h, { service: SERVICE, port: registryPort });
   await buildBusyboxBase(join(h.dataDir, 'containers'));
   repo = new TestRepo();
   repo.commit({ Dockerfile: DOCKERFILE, Procfile: PROCFILE });
@@ -67,6 +66,7 @@ afterAll(async () => {
   await kube?.stop();
   await registry?.stop();
   repo?.remove();
+  if (kubeconfig) rmSync(kubeconfig, { force: true });
 });
 
 describe.skipIf(!!missing)('the pipeline with RUNTIME=kubernetes (fake API server, real registry)', () => {

@@ -8,7 +8,7 @@ import { waitFor } from '../helpers/wait.js';
 import { buildAndWait, createApp, setConfig, type TestApp } from '../pipeline-build/fixtures.js';
 import { settled } from '../pipeline-deploy/fixtures.js';
 import { buildBusyboxBase, BASE_IMAGE } from './base-image.js';
-import { freePort, missingBinary, run, startRegistry, type RegistryServer } from './registry-server.js';
+import { freePort, missingBinary, run, startRegistryFor, type RegistryServer } from './registry-server.js';
 
 const missing = missingBinary({ buildah: 'buildah', 'docker-registry': 'docker-registry', skopeo: 'skopeo', busybox: 'busybox-static', git: 'git' });
 if (missing) console.warn(`[test/registry] skipping the Dockerfile deploy test: ${missing}`);
@@ -37,10 +37,7 @@ beforeAll(async () => {
     { REGISTRY_URL: `http://127.0.0.1:${registryPort}`, REGISTRY_SERVICE: SERVICE, ROUTER_HOST: '127.0.0.1', ROUTER_PORT: 0, RUNTIME_STOP_GRACE_MS: 2000 },
     { jobs: true, runtime: true },
   );
-  await h.app.listen({ port: 0, host: '127.0.0.1' });
-  const port = (h.app.server.address() as { port: number }).port;
-  const cert = (await h.app.inject({ method: 'GET', url: '/v1/integrations/signing-cert' })).json().certificate;
-  registry = await startRegistry({ realm: `http://127.0.0.1:${port}/v1/integrations/docker/auth`, service: SERVICE, issuer: 'slipway', rootCertBundle: cert, port: registryPort });
+  registry = await startRegistryFor(h, { service: SERVICE, port: registryPort });
   await buildBusyboxBase(join(h.dataDir, 'containers'));
   repo = new TestRepo();
   repo.commit({ Dockerfile: DOCKERFILE });

@@ -5,6 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import type { Harness } from '../helpers/harness.js';
 
 export const run = promisify(execFile);
 
@@ -40,6 +41,17 @@ export interface RegistryServer {
  * A real `distribution` registry (Debian's docker-registry) on loopback with filesystem
  * storage in a temp dir and token auth pointing at the platform.
  */
+/**
+ * A registry whose token service is the harness's platform: serves the harness's API on
+ * loopback and trusts the platform's signing certificate.
+ */
+export async function startRegistryFor(h: Harness, opts: { service: string; port: number }): Promise<RegistryServer> {
+  await h.app.listen({ port: 0, host: '127.0.0.1' });
+  const apiPort = (h.app.server.address() as { port: number }).port;
+  const cert = (await h.app.inject({ method: 'GET', url: '/v1/integrations/signing-cert' })).json().certificate;
+  return startRegistry({ realm: `http://127.0.0.1:${apiPort}/v1/integrations/docker/auth`, service: opts.service, issuer: 'slipway', rootCertBundle: cert, port: opts.port });
+}
+
 export async function startRegistry(opts: { realm: string; service: string; issuer: string; rootCertBundle: string; port?: number }): Promise<RegistryServer> {
   const dir = mkdtempSync(join(tmpdir(), 'slipway-registry-'));
   const port = opts.port ?? await freePort();

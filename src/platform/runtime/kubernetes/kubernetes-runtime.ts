@@ -204,6 +204,9 @@ export class KubernetesRuntime implements ApplicationRuntime {
         // A failed deployment left the new release (or someone changed it): apply the serving one back.
         await this.prepare(plan, () => undefined);
         await this.applyWorkloads(workloadManifests(plan, await this.manifestOptions(plan, names)), drifted);
+      } else {
+        // Pull credentials expire: every scale and platform start renews them for pods yet to be scheduled.
+        await this.refreshPullSecret(plan, names);
       }
       await this.deleteRetiredDeployments(plan, names);
     });
