@@ -42,6 +42,8 @@ const EnvSchema = Type.Object({
   RUNTIME: Type.Union([Type.Literal('local'), Type.Literal('kubernetes')], { default: 'local' }),
   /** Kubeconfig file for RUNTIME=kubernetes; unset: in-cluster credentials, else ~/.kube/config. */
   KUBECONFIG: Type.Optional(Type.String({ minLength: 1 })),
+  /** Set by Kubernetes in every pod: with RUNTIME=kubernetes and no KUBECONFIG, use the pod's service account. */
+  KUBERNETES_SERVICE_HOST: Type.Optional(Type.String()),
   /** Each organization's applications run in namespace `<prefix><organization slug>`. */
   KUBERNETES_NAMESPACE_PREFIX: Type.String({ default: 'slipway-', pattern: '^[a-z0-9]([-a-z0-9]*)?$', maxLength: 20 }),
   /** Ingress class for web processes' public host names; unset: no Ingress (Services only). */

@@ -4,7 +4,7 @@
  * production log redaction, a clean stop on SIGTERM, and data kept across a restart.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -209,5 +209,25 @@ describe('the server process with the embedded PostgreSQL', () => {
     expect(run.output()).toContain(`Slipway could not start: cannot use the database 127.0.0.1:${port}/nowhere: connect ECONNREFUSED`);
     expect(run.output()).not.toContain('pw-not-shown');
     expect(run.output()).not.toMatch(/\n\s+at /);
+  }, 60_000);
+
+  it('RUNTIME=kubernetes without a readable kubeconfig or a reachable API server stops the start in one line', async () => {
+    const missing = runMain({ DATABASE_URL: database.url, DATA_DIR: dataDir, PORT: '0', ROUTER_PORT: '0', RUNTIME: 'kubernetes', KUBECONFIG: join(dataDir, 'no-such-kubeconfig') });
+    expect(await missing.exited).toBe(1);
+    expect(missing.output()).toContain(`Slipway could not start: RUNTIME=kubernetes: cannot read the cluster credentials from KUBECONFIG ${join(dataDir, 'no-such-kubeconfig')}`);
+
+    const port = await freePort();
+    const kubeconfig = join(dataDir, 'kubeconfig');
+    writeFileSync(kubeconfig, JSON.stringify({
+      apiVersion: 'v1', kind: 'Config', 'current-context': 'c',
+      clusters: [{ name: 'k', cluster: { server: `https://127.0.0.1:${port}` } }],
+      users: [{ name: 'u', user: { token: 'token-not-shown' } }],
+      contexts: [{ name: 'c', context: { cluster: 'k', user: 'u' } }],
+    }));
+    const unreachable = runMain({ DATABASE_URL: database.url, DATA_DIR: dataDir, PORT: '0', ROUTER_PORT: '0', RUNTIME: 'kubernetes', KUBECONFIG: kubeconfig });
+    expect(await unreachable.exited).toBe(1);
+    expect(unreachable.output()).toContain(`Slipway could not start: Kubernetes API server https://127.0.0.1:${port} is not reachable`);
+    expect(unreachable.output()).not.toContain('token-not-shown');
+    expect(unreachable.output()).not.toMatch(/\n\s+at /);
   }, 60_000);
 });

@@ -7,18 +7,27 @@ import {
   ApiException, AppsV1Api, CoreV1Api, KubeConfig, KubernetesObjectApi, Metrics, PatchStrategy, VersionApi, Watch,
   setHeaderOptions, type CoreV1Event, type KubernetesObject, type PodMetric, type V1Pod,
 } from '@kubernetes/client-node';
+import { StartupError } from '../../startup-error.js';
 import { MANAGER } from './names.js';
 
 export interface KubeConfigSource {
   KUBECONFIG?: string;
+  /** Set by Kubernetes in every pod: the platform runs inside the cluster. */
+  KUBERNETES_SERVICE_HOST?: string;
 }
 
 /** KUBECONFIG file, else in-cluster credentials (inside a pod), else ~/.kube/config. */
-export function loadKubeConfig(source: KubeConfigSource, env: NodeJS.ProcessEnv = process.env): KubeConfig {
+export function loadKubeConfig(source: KubeConfigSource): KubeConfig {
   const kc = new KubeConfig();
-  if (source.KUBECONFIG) kc.loadFromFile(source.KUBECONFIG);
-  else if (env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
-  else kc.loadFromDefault();
+  const where = source.KUBECONFIG ? `KUBECONFIG ${source.KUBECONFIG}` : source.KUBERNETES_SERVICE_HOST ? 'the in-cluster service account' : '~/.kube/config';
+  try {
+    if (source.KUBECONFIG) kc.loadFromFile(source.KUBECONFIG);
+    else if (source.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
+    else kc.loadFromDefault();
+  } catch (error) {
+    throw new StartupError(`RUNTIME=kubernetes: cannot read the cluster credentials from ${where}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  if (!kc.getCurrentCluster()) throw new StartupError(`RUNTIME=kubernetes: no cluster in ${where} (set KUBECONFIG)`);
   return kc;
 }
 

@@ -12,6 +12,7 @@ import {
   type RuntimeStartOptions, type WorkloadPlan, type WorkloadTarget,
 } from '../application-runtime.js';
 import type { OneOffResult } from '../port.js';
+import { StartupError } from '../../startup-error.js';
 import { scrubber } from '../scrub.js';
 import { KubernetesCluster, describeError, loadKubeConfig, statusCode, type ObjectRef } from './cluster.js';
 import {
@@ -71,7 +72,7 @@ export class KubernetesRuntime implements ApplicationRuntime {
       const version = await this.cluster.serverVersion();
       this.logger.info(`Kubernetes runtime: API server ${this.cluster.server} (${version})`);
     } catch (error) {
-      throw new Error(`Kubernetes API server ${this.cluster.server} is not reachable: ${describeError(error)}`);
+      throw new StartupError(`Kubernetes API server ${this.cluster.server} is not reachable: ${describeError(error)}`);
     }
   }
 
