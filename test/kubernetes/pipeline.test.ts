@@ -141,7 +141,13 @@ describe.skipIf(!!missing)('the pipeline with RUNTIME=kubernetes (fake API serve
     await waitFor('3 running web pods', async () => kube.list('pods', namespace).filter((p) => p.status?.phase === 'Running'
       && p.metadata.labels['slipway.dev/process-type'] === 'web').length === 3, 20_000);
     kube.podMetrics = () => ({ cpu: '25m', memory: '64Mi' });
-    await new MetricsSampler(h.ctx.db, h.ctx.runtime!, 60, console).sampleOnce();
+    // Two workers sampling the same cluster in the same minute record one row, not two.
+    const minute = Math.floor(Date.now() / 60_000) * 60_000;
+    await new MetricsSampler(h.ctx.db, h.ctx.runtime!, 60, console).sampleOnce(new Date(minute + 1_000));
+    await new MetricsSampler(h.ctx.db, h.ctx.runtime!, 60, console).sampleOnce(new Date(minute + 2_000));
+    const rows = await h.ctx.db.selectFrom('metric_samples').select(['sampled_at']).where('application_id', '=', t.appId).execute();
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.sampled_at.getTime() % 60_000).toBe(0);
     const obs = await api('GET', `/applications/${t.appId}/observability?range=1h`);
     expect(obs.status).toBe(200);
     const sample = JSON.stringify(obs.body);
