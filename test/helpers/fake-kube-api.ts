@@ -136,6 +136,8 @@ export class FakeKubeApi {
   podMetrics: ((pod: KObject) => { cpu: string; memory: string }) | null = () => ({ cpu: '10m', memory: '64Mi' });
   /** A reason to answer 503 to everything (an unreachable or broken API server). */
   unavailable = false;
+  /** Requests never answered (a hung API server or a dead connection); `stop()` ends them. */
+  stall: (request: RecordedRequest) => boolean = () => false;
 
   private readonly store = new Map<string, KObject>();
   private readonly sims = new Map<string, PodSim>();
@@ -206,7 +208,9 @@ export class FakeKubeApi {
     let body: unknown = raw || null;
     try { if (raw) body = JSON.parse(raw); } catch { /* recorded as text */ }
     const contentType = req.headers['content-type']?.split(';')[0]?.trim() ?? null;
-    this.requests.push({ method: req.method ?? 'GET', path: url.pathname, query, contentType, body });
+    const recorded: RecordedRequest = { method: req.method ?? 'GET', path: url.pathname, query, contentType, body };
+    this.requests.push(recorded);
+    if (this.stall(recorded)) return;
     try {
       if (this.unavailable) throw new HttpError(503, 'ServiceUnavailable', 'the server is currently unable to handle the request');
       this.route(req.method ?? 'GET', url.pathname, query, contentType, body, raw, res);

@@ -4,7 +4,7 @@ import { KubernetesRuntime } from '../../src/platform/runtime/kubernetes/kuberne
 import { ANNOTATION, LABEL, workloadNames } from '../../src/platform/runtime/kubernetes/names.js';
 import { cpuMillicores, memoryBytes } from '../../src/platform/runtime/kubernetes/usage.js';
 import { FakeKubeApi } from '../helpers/fake-kube-api.js';
-import { SECRET_VALUE, makePlan, nextPlan } from './plan-fixture.js';
+import { SECRET_VALUE, makePlan, nextPlan, resourcesOf } from './plan-fixture.js';
 
 const DOCKER_CONFIG = '{"auths":{"registry.example.test":{"auth":"dG9rZW46c2VjcmV0"}}}';
 
@@ -204,6 +204,23 @@ describe('KubernetesRuntime against a fake API server', () => {
     expect(kube.requests.slice(again).filter((r) => r.method !== 'GET' && !isPullSecret(r))).toEqual([]);
   });
 
+  it('a new pod class for a process type (a reconcile of the same deployment) reaches its Deployment', async () => {
+    const plan = makePlan({ formation: { web: 1, worker: 1 } });
+    await deploy(plan);
+    const names = workloadNames(plan, 'slipway-');
+    const small = { ...plan, resources: { ...plan.resources, worker: resourcesOf('m1.small') } };
+    await runtime.reconcile(target(plan), small, never);
+    const worker = kube.get('deployments', names.namespace, names.deployment('worker'))!;
+    expect(worker.spec.template.spec.containers[0].resources).toEqual({ requests: { cpu: '125m', memory: '256Mi' }, limits: { cpu: '250m', memory: '384Mi' } });
+    expect(worker.metadata.annotations[ANNOTATION.deploymentId]).toBe(plan.deploymentId);
+    // Unchanged types are left alone, and the API server's canonical quantities (1000m read as 1) are no change.
+    const web = kube.get('deployments', names.namespace, names.deployment('web'))!;
+    web.spec.template.spec.containers[0].resources.limits.cpu = '1';
+    const seen = kube.requests.length;
+    await runtime.reconcile(target(plan), small, never);
+    expect(kube.applies('Deployment').filter((r) => kube.requests.indexOf(r) >= seen)).toEqual([]);
+  });
+
   it('reconciles back to the serving release after a failed deployment, and retires removed process types', async () => {
     const first = makePlan({ formation: { web: 1, worker: 1 } });
     await deploy(first);
@@ -229,6 +246,21 @@ describe('KubernetesRuntime against a fake API server', () => {
     const versions = kube.list('secrets', names.namespace).filter((s) => s.metadata.labels[LABEL.component] === 'config')
       .map((s) => s.metadata.labels[LABEL.releaseVersion]).sort();
     expect(versions).toEqual(['1', '2']);
+  });
+
+  it('two applications whose slugs read alike (shop-api/web, shop/api-web) never take over each other\'s objects', async () => {
+    const a = { ...makePlan({ projectSlug: 'shop-api', appSlug: 'web', formation: { web: 1 } }), hostname: 'web.shop-api.acme.example.test' };
+    const b = { ...makePlan({ projectSlug: 'shop', appSlug: 'api-web', formation: { web: 1 } }), hostname: 'api-web.shop.acme.example.test' };
+    await deploy(a);
+    await deploy(b);
+    const [na, nb] = [workloadNames(a, 'slipway-'), workloadNames(b, 'slipway-')];
+    expect(na.namespace).toBe(nb.namespace);
+    for (const [plan, names] of [[a, na], [b, nb]] as const) {
+      expect(kube.get('services', names.namespace, names.service)!.spec.selector[LABEL.applicationId]).toBe(plan.application.id);
+      expect(kube.get('ingresses', names.namespace, names.ingress)!.spec.rules[0].host).toBe(plan.hostname);
+      expect(kube.get('deployments', names.namespace, names.deployment('web'))!.metadata.annotations[ANNOTATION.deploymentId]).toBe(plan.deploymentId);
+      expect(kube.get('secrets', names.namespace, names.pullSecret)!.metadata.labels[LABEL.applicationId]).toBe(plan.application.id);
+    }
   });
 
   it('reconcile without a plan removes everything of that application environment only', async () => {
@@ -283,6 +315,23 @@ describe('KubernetesRuntime against a fake API server', () => {
     expect(error).toBeInstanceOf(RolloutFailure);
     expect((error as Error).message).toBe('Setup: Kubernetes API HTTP 503: the server is currently unable to handle the request');
   });
+
+  it('gives up at the deadline when the API server stops answering status reads (rollout and one-off)', async () => {
+    const plan = makePlan({ formation: { web: 1 }, timeoutSeconds: 1 });
+    await runtime.prepare(plan, () => undefined);
+    kube.deploymentBehaviour = () => 'never-ready';
+    // Applies go through; every read after them hangs (watches included).
+    kube.stall = (r) => r.method === 'GET' && (r.path.endsWith('/pods') || r.path.endsWith('/deployments') || r.path.includes('/jobs'));
+    const started = Date.now();
+    const error = await runtime.rollout(plan, recordingLog().log, Date.now() + 300, never).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RolloutFailure);
+    expect((error as Error).message).toMatch(/did not answer in time/);
+    expect(Date.now() - started).toBeLessThan(300 + 5000 + 1500);
+
+    const oneOff = await runtime.runOnce(plan, 'release', { deadline: Date.now() + 300, signal: never, onOutput: () => undefined }).catch((e: unknown) => e);
+    expect(oneOff).toBeInstanceOf(RolloutFailure);
+    expect((oneOff as Error).message).toMatch(/^release: the Kubernetes API server did not answer in time$/);
+  }, 20_000);
 
   it('refuses a release without a pushed image', async () => {
     await expect(runtime.prepare(makePlan({ registryReference: null }), () => undefined))

@@ -5,7 +5,7 @@ import { Ingress } from 'kubernetes-models/networking.k8s.io/v1';
 import { Namespace, Secret, Service } from 'kubernetes-models/v1';
 import { POD_CLASSES, POD_CLASS_NAMES } from '../../src/modules/applications/pod-classes.js';
 import { jobManifest, pullSecretManifest, workloadManifests, WEB_PORT } from '../../src/platform/runtime/kubernetes/manifests.js';
-import { ANNOTATION, LABEL, MAX_NAME, dnsLabel, workloadNames } from '../../src/platform/runtime/kubernetes/names.js';
+import { ANNOTATION, LABEL, MAX_NAME, dnsLabel, processTypeLabel, workloadNames } from '../../src/platform/runtime/kubernetes/names.js';
 import { SECRET_VALUE, makePlan } from './plan-fixture.js';
 
 const options = { namespacePrefix: 'slipway-', ingressClass: 'nginx', hasPullSecret: true };
@@ -134,5 +134,39 @@ describe('Kubernetes manifests', () => {
     const m = workloadManifests(plan, options);
     for (const { manifest } of m.deployments) new Deployment(manifest as never).validate();
     new Job(jobManifest(plan, 'release', options, 60) as never).validate();
+  });
+
+  it('never gives two applications of one organization, or two process types, the same object or selector', () => {
+    // Slugs hold dashes: shop-api/web and shop/api-web once both read shop-api-web-production-*.
+    const a = makePlan({ projectSlug: 'shop-api', appSlug: 'web' });
+    const b = makePlan({ projectSlug: 'shop', appSlug: 'api-web' });
+    // ... and an environment slug can read like another environment plus a process type.
+    const c = makePlan({ projectSlug: 'shop', appSlug: 'api', envSlug: 'production-worker' });
+    const d = makePlan({ projectSlug: 'shop', appSlug: 'api', envSlug: 'production' });
+    const all = (plan: ReturnType<typeof makePlan>, types: string[]) => {
+      const n = workloadNames(plan, 'slipway-');
+      return [`Service/${n.service}`, `Ingress/${n.ingress}`, `Secret/${n.pullSecret}`, `Secret/${n.configSecret(1)}`,
+        ...types.map((t) => `Deployment/${n.deployment(t)}`), ...types.map((t) => `Job/${n.job(t, 'same-id')}`)];
+    };
+    const objects = [...all(a, ['web']), ...all(b, ['web']), ...all(c, ['web']), ...all(d, ['worker-web', 'web'])];
+    expect(new Set(objects).size).toBe(objects.length);
+    for (const object of objects) expect(object.split('/')[1]).toMatch(DNS_LABEL);
+    expect(workloadNames(a, 'slipway-').namespace).toBe(workloadNames(b, 'slipway-').namespace);
+
+    // Procfile types may be my_worker and my-worker (both valid): two Deployments, two selectors.
+    const plan = makePlan({
+      processes: { web: { cmd: 'web', env: {} }, my_worker: { cmd: 'a', env: {} }, 'my-worker': { cmd: 'b', env: {} }, 'tail-': { cmd: 'c', env: {} }, tail: { cmd: 'd', env: {} } },
+      formation: { web: 1, my_worker: 1, 'my-worker': 1, 'tail-': 1, tail: 1 },
+    });
+    const m = workloadManifests(plan, options);
+    const deploymentNames = m.deployments.map((x) => x.manifest.metadata!.name!);
+    const selectors = m.deployments.map((x) => x.manifest.spec!.selector.matchLabels![LABEL.processType]!);
+    expect(new Set(deploymentNames).size).toBe(5);
+    expect(new Set(selectors).size).toBe(5);
+    for (const { manifest } of m.deployments) new Deployment(manifest as never).validate();
+    expect(processTypeLabel('my_worker')).toBe('my_worker');
+    expect(processTypeLabel('web')).toBe('web');
+    expect(processTypeLabel('tail-')).not.toBe('tail');
+    expect(processTypeLabel('x'.repeat(63) + 'y')).toMatch(DNS_LABEL);
   });
 });

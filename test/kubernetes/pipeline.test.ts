@@ -3,6 +3,8 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { INTERRUPTED_DETAIL } from '../../src/modules/deployments/deploy-runner.js';
 import { MetricsSampler } from '../../src/modules/observability/metrics-sampler.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { FakeKubeApi } from '../helpers/fake-kube-api.js';
@@ -173,4 +175,19 @@ describe.skipIf(!!missing)('the pipeline with RUNTIME=kubernetes (fake API serve
     const latest = (await api('GET', `/applications/${t.appId}/detail`)).body;
     expect(JSON.stringify(latest)).not.toContain(SECRET);
   }, 90_000);
+
+  it('a worker stopping mid-rollout records the interruption and queues the roll back for any live worker', async () => {
+    kube.deploymentBehaviour = (dep) => (dep.metadata.annotations?.['slipway.dev/deployment-id'] === firstDeployment ? 'ready' : 'never-ready');
+    const release = (await api('GET', `/releases/${t.appId}`)).body.items[0];
+    const queued = await api('POST', `/releases/${release.id}/deploy`);
+    expect(queued.status).toBe(202);
+    const id = queued.body.deployment_id;
+    await waitFor('the Rollout step', async () => (await api('GET', `/deployments/${id}/detail`)).body.deploy_step?.current === 3, 20_000);
+
+    await h.ctx.jobs!.stop(); // this worker goes away mid-rollout; the cluster still has the new release applied
+    const d = (await api('GET', `/deployments/${id}/detail`)).body;
+    expect(d).toMatchObject({ status: 'error', error: true, error_detail: INTERRUPTED_DETAIL });
+    const { rows } = await sql<{ data: Record<string, unknown> }>`SELECT data FROM pgboss.job WHERE name = 'pipeline' AND state = 'created'`.execute(h.ctx.db);
+    expect(rows.map((r) => r.data)).toContainEqual(expect.objectContaining({ kind: 'reconcile', applicationId: t.appId, environmentId: d.environment_id }));
+  }, 60_000);
 });

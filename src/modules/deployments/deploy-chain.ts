@@ -4,7 +4,7 @@ import type { RuntimeLogger } from '../../platform/runtime/application-runtime.j
 import { AppError } from '../../platform/errors.js';
 import { requireJobs } from '../../platform/jobs/require-jobs.js';
 import type { ApplicationsService } from '../applications/applications.service.js';
-import { INTERRUPTED_DETAIL, DeployRunner } from './deploy-runner.js';
+import { DeployRunner, settleInterrupted } from './deploy-runner.js';
 import { requireDeployAccess } from '../environments/protection.js';
 import { DeploymentsRepository } from './deployments.repository.js';
 import { RELEASE_INTERRUPTED } from '../releases/releases.service.js';
@@ -57,7 +57,7 @@ export class DeployChain {
             .set({ status: 'error', error: true, error_detail: RELEASE_INTERRUPTED, finished_at: new Date(), updated_at: new Date() })
             .where('id', 'in', records.releases.map((r) => r.id)).where('status', '=', 'building').execute();
         }
-        for (const d of records.deployments) await this.repo.failIfUnfinished(d.id, INTERRUPTED_DETAIL);
+        for (const d of records.deployments) await settleInterrupted(this.ctx, d.id);
       },
     });
   }

@@ -2,6 +2,7 @@ import type { AppContext } from '../../platform/context.js';
 import { RolloutFailure, type ApplicationRuntime, type RuntimeLogger, type WorkloadPlan } from '../../platform/runtime/application-runtime.js';
 import type { OneOffResult } from '../../platform/runtime/port.js';
 import { DeploymentsRepository, stepOf, type DeployStepName } from './deployments.repository.js';
+import { RECONCILE_JOB } from './deployments.service.js';
 import { FormationReconciler } from './formation-reconciler.js';
 import { workloadPlan } from './workload-plan.js';
 
@@ -39,8 +40,23 @@ class DeployLog {
 
 export const INTERRUPTED_DETAIL = 'Interrupted by a restart of the platform before it finished; the previous release keeps serving';
 
-/** A one-off process's end as a phrase: "exit code 3", "signal SIGKILL", "timed out". */
-const ending = (r: OneOffResult) => (r.timedOut ? 'timed out' : r.signal ? `signal ${r.signal}` : `exit code ${r.exitCode}`);
+/**
+ * Records a deployment whose worker stopped or died half-way. Local processes died with
+ * their worker; a cluster keeps the half-rolled release, so a reconcile is queued at once
+ * (any live worker runs it) to apply the serving release again.
+ */
+export async function settleInterrupted(ctx: AppContext, deploymentId: string): Promise<void> {
+  const repo = new DeploymentsRepository(ctx.db);
+  const deployment = await repo.findById(deploymentId);
+  if (!(await repo.failIfUnfinished(deploymentId, INTERRUPTED_DETAIL)) || !deployment) return;
+  if (ctx.runtime?.sharedUsage && ctx.jobs) {
+    await ctx.jobs.enqueue(RECONCILE_JOB, { applicationId: deployment.application_id, environmentId: deployment.environment_id });
+  }
+}
+
+/** A one-off process's end as a phrase: "exit code 3", "signal SIGKILL", "timed out", or that it never ran. */
+const ending = (r: OneOffResult) => (r.timedOut ? 'timed out' : r.signal ? `signal ${r.signal}`
+  : r.exitCode === null ? 'it did not start; the deployment log says why' : `exit code ${r.exitCode}`);
 
 /**
  * Runs one deployment through Setup, Release, Deploy, Rollout, Done, whatever the runtime
@@ -119,16 +135,17 @@ export class DeployRunner {
     } catch (err) {
       await log.flush();
       const expected = err instanceof DeployFailure || err instanceof RolloutFailure;
-      const detail = signal.aborted ? INTERRUPTED_DETAIL
-        : expected ? err.message : `Deployment failed: ${err instanceof Error ? err.message : String(err)}`;
-      // Back to the deployment that was serving before the failure is recorded, so a settled
-      // deployment means a settled environment (after a shutdown, the next start reconciles instead).
-      if (!signal.aborted) {
+      const detail = expected ? err.message : `Deployment failed: ${err instanceof Error ? err.message : String(err)}`;
+      if (signal.aborted) {
+        await settleInterrupted(this.ctx, deploymentId);
+      } else {
+        // Back to the deployment that was serving before the failure is recorded, so a settled
+        // deployment means a settled environment.
         if (rolledOut) log.line('switching back to the previous release');
         await log.flush();
         await this.restorePrevious(deployment.application_id, deployment.environment_id, rolledOut, signal);
+        await this.repo.failIfUnfinished(deploymentId, detail);
       }
-      await this.repo.failIfUnfinished(deploymentId, detail);
       if (!expected) throw err;
     }
   }

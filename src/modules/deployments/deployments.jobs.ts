@@ -1,6 +1,6 @@
 import type { AppContext } from '../../platform/context.js';
 import type { RuntimeLogger } from '../../platform/runtime/application-runtime.js';
-import { DeployRunner, INTERRUPTED_DETAIL } from './deploy-runner.js';
+import { DeployRunner, settleInterrupted } from './deploy-runner.js';
 import { DeploymentsRepository } from './deployments.repository.js';
 import { DEPLOY_JOB, RECONCILE_JOB } from './deployments.service.js';
 import { FormationReconciler } from './formation-reconciler.js';
@@ -14,12 +14,11 @@ import { MetricsSampler } from '../observability/metrics-sampler.js';
 export function registerDeploymentJobs(ctx: AppContext, logger: RuntimeLogger) {
   const { jobs, runtime } = ctx;
   if (!jobs || !runtime) return;
-  const repo = new DeploymentsRepository(ctx.db);
   const reconciler = new FormationReconciler(ctx, runtime);
   const runner = new DeployRunner(ctx, runtime, logger);
   jobs.register(DEPLOY_JOB, (data, job) => runner.run(String(data.recordId), job.jobId, job.signal), {
     // The worker died mid-deploy: the previous release comes back by the `reconcile` queued at the next start.
-    onInterrupted: async (data) => { await repo.failIfUnfinished(String(data.recordId), INTERRUPTED_DETAIL); },
+    onInterrupted: async (data) => { await settleInterrupted(ctx, String(data.recordId)); },
   });
   jobs.register(RECONCILE_JOB, (data, job) => reconciler.reconcile(data.applicationId, String(data.environmentId), job.signal), {
     onInterrupted: async () => 'retry',

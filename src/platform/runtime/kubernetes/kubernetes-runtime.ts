@@ -20,8 +20,8 @@ import {
   type ManifestOptions, type WorkloadManifests,
 } from './manifests.js';
 import { ANNOTATION, LABEL, MANAGER, appLabels, labelSelector, workloadNames, type WorkloadNames } from './names.js';
-import { Waker, unrecoverablePodFailure, waitForRollout } from './rollout.js';
-import { summarizeUsage } from './usage.js';
+import { Waker, beforeDeadline, unrecoverablePodFailure, waitForRollout } from './rollout.js';
+import { cpuMillicores, memoryBytes, summarizeUsage } from './usage.js';
 
 /** A `.dockerconfigjson` document that lets the cluster pull the plan's image, or null (public registry). */
 export type PullSecretSource = (plan: WorkloadPlan) => Promise<string | null>;
@@ -112,18 +112,28 @@ export class KubernetesRuntime implements ApplicationRuntime {
     await this.guard(plan, processType, () => this.cluster.apply(manifest));
 
     const waker = new Waker();
-    const stopWatch = await this.cluster
+    // The watch only wakes the loop early: never wait for it to open (a hung API server).
+    let stopWatch: () => void = () => undefined;
+    let done = false;
+    this.cluster
       .watch(`/apis/batch/v1/namespaces/${names.namespace}/jobs`, { fieldSelector: `metadata.name=${jobName}` }, waker.wake, () => undefined)
-      .catch(() => () => undefined);
+      .then((stop) => { if (done) stop(); else stopWatch = stop; }, () => undefined);
     try {
       for (;;) {
         if (options.signal.aborted) {
           await this.cluster.delete(jobRef).catch(() => undefined);
           return { exitCode: null, signal: 'SIGTERM', timedOut: false };
         }
-        const [job, pods] = await this.guard(plan, processType, () => Promise.all([
-          this.cluster.read<V1Job>(jobRef), this.cluster.pods(names.namespace, podSelector),
-        ]));
+        let job: V1Job | null;
+        let pods: V1Pod[];
+        try {
+          [job, pods] = await this.guard(plan, processType, () => beforeDeadline(Promise.all([
+            this.cluster.read<V1Job>(jobRef), this.cluster.pods(names.namespace, podSelector),
+          ]), options.deadline, options.signal));
+        } catch (error) {
+          if (options.signal.aborted) continue;
+          throw error;
+        }
         if (!job) throw new RolloutFailure(`${processType}: Job ${jobName} disappeared`);
         const finished = job.status?.conditions?.find((c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True');
         const pod = newest(pods);
@@ -148,6 +158,7 @@ export class KubernetesRuntime implements ApplicationRuntime {
         await waker.sleep(Math.min(this.pollIntervalMs, options.deadline - Date.now()), options.signal);
       }
     } finally {
+      done = true;
       stopWatch();
     }
   }
@@ -194,10 +205,11 @@ export class KubernetesRuntime implements ApplicationRuntime {
         if (signal.aborted) return;
         const current = byName.get(names.deployment(processType));
         const replicas = plan.formation[processType] ?? 0;
-        if (current?.metadata?.annotations?.[ANNOTATION.deploymentId] === plan.deploymentId) {
+        if (current?.metadata?.annotations?.[ANNOTATION.deploymentId] === plan.deploymentId && sameResources(current, plan, processType)) {
           // The same deployment: only the process count may differ (a scale).
           if (current.spec?.replicas !== replicas) await this.cluster.scaleDeployment(names.namespace, names.deployment(processType), replicas);
         } else {
+          // Another deployment's spec, or a new pod class for this type: apply the whole Deployment.
           drifted.push(processType);
         }
       }
@@ -324,6 +336,17 @@ export class KubernetesRuntime implements ApplicationRuntime {
       throw new RolloutFailure(scrubber(plan.secrets)(`${what}: ${describeError(error)}`));
     }
   }
+}
+
+/** Whether the Deployment runs the plan's pod class (quantities compared as numbers: the API server rewrites `1000m` as `1`). */
+function sameResources(deployment: V1Deployment, plan: WorkloadPlan, processType: string): boolean {
+  const want = plan.resources[processType];
+  const have = deployment.spec?.template?.spec?.containers?.[0]?.resources;
+  if (!want) return true;
+  const cpu = (q: unknown) => (typeof q === 'string' || typeof q === 'number' ? cpuMillicores(String(q)) : NaN);
+  const mib = (q: unknown) => (typeof q === 'string' || typeof q === 'number' ? memoryBytes(String(q)) / 1024 ** 2 : NaN);
+  return cpu(have?.requests?.cpu) === want.cpuRequestMillicores && cpu(have?.limits?.cpu) === want.cpuLimitMillicores
+    && mib(have?.requests?.memory) === want.memoryRequestMiB && mib(have?.limits?.memory) === want.memoryLimitMiB;
 }
 
 function newest(pods: V1Pod[]): V1Pod | undefined {

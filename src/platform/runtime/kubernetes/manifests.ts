@@ -8,7 +8,7 @@ import type {
   V1Container, V1Deployment, V1Ingress, V1Job, V1Namespace, V1PodSpec, V1Probe, V1Secret, V1Service,
 } from '@kubernetes/client-node';
 import type { WorkloadPlan } from '../application-runtime.js';
-import { ANNOTATION, LABEL, appLabels, dnsLabel, workloadNames, type WorkloadNames } from './names.js';
+import { ANNOTATION, LABEL, appLabels, processTypeLabel, workloadNames, type WorkloadNames } from './names.js';
 
 /** The port every web container listens on (`PORT`); the Service maps port 80 to it. */
 export const WEB_PORT = 5000;
@@ -42,14 +42,14 @@ export function formationTypes(plan: WorkloadPlan): string[] {
 function processLabels(plan: WorkloadPlan, processType: string): Record<string, string> {
   return {
     ...appLabels(plan.application.id, plan.environment.id),
-    [LABEL.processType]: dnsLabel(processType),
+    [LABEL.processType]: processTypeLabel(processType),
     [LABEL.releaseVersion]: String(plan.release.version),
   };
 }
 
 /** Labels that select one process type's pods (never the release version: selectors are immutable). */
 export function processSelector(plan: Pick<WorkloadPlan, 'application' | 'environment'>, processType: string): Record<string, string> {
-  return { ...appLabels(plan.application.id, plan.environment.id), [LABEL.processType]: dnsLabel(processType) };
+  return { ...appLabels(plan.application.id, plan.environment.id), [LABEL.processType]: processTypeLabel(processType) };
 }
 
 function resources(plan: WorkloadPlan, processType: string) {

@@ -47,6 +47,25 @@ export function dns1035Label(...parts: string[]): string {
   return /^[a-z]/.test(name) ? name : dnsLabel('s', ...parts);
 }
 
+/**
+ * A DNS-1123 label naming exactly these parts. Slugs and process types hold dashes (and `_`
+ * reads as `-`), so `a-b`+`c` and `a`+`b-c`, or `my_worker` and `my-worker`, would read alike:
+ * the hash of the parts as given keeps two application environments or process types apart.
+ */
+export function distinctLabel(...parts: string[]): string {
+  return dnsLabel(...parts, shortHash(JSON.stringify(parts)));
+}
+
+const LABEL_VALUE = /^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$/;
+
+/**
+ * The process-type label value (selectors, pod lookups): the type itself when it is a valid
+ * label value, else a DNS label with a hash of the type, so two types never share pods.
+ */
+export function processTypeLabel(processType: string): string {
+  return processType.length <= MAX_NAME && LABEL_VALUE.test(processType) ? processType : distinctLabel(processType);
+}
+
 export function namespaceName(prefix: string, organizationSlug: string): string {
   return dnsLabel(`${prefix}${organizationSlug}`);
 }
@@ -66,19 +85,20 @@ export interface WorkloadNames {
 
 export function workloadNames(plan: Pick<WorkloadPlan, 'organization' | 'project' | 'application' | 'environment'>, namespacePrefix: string): WorkloadNames {
   const base = dnsLabel(plan.project.slug, plan.application.slug, plan.environment.slug);
-  // Each name is built from the un-cut parts so a cut base still yields distinct names.
+  // Applications of one organization share its namespace: every name holds a hash of the exact
+  // parts (distinctLabel), so no two application environments or process types share an object.
   const parts = [plan.project.slug, plan.application.slug, plan.environment.slug];
   return {
     namespace: namespaceName(namespacePrefix, plan.organization.slug),
     base,
-    deployment: (type) => dnsLabel(...parts, type),
+    deployment: (type) => distinctLabel(...parts, type),
     container: (type) => dnsLabel(type),
-    service: dns1035Label(...parts, 'web'),
-    ingress: dnsLabel(...parts, 'web'),
-    configSecret: (version) => dnsLabel(...parts, `v${version}`),
-    pullSecret: dnsLabel(...parts, 'registry'),
+    service: dns1035Label(distinctLabel(...parts, 'web')),
+    ingress: distinctLabel(...parts, 'web'),
+    configSecret: (version) => distinctLabel(...parts, `v${version}`),
+    pullSecret: distinctLabel(...parts, 'registry'),
     // The random tail of the deployment id (uuid v7 starts with the clock, alike for minutes).
-    job: (type, deploymentId) => dnsLabel(...parts, type, shortHash(deploymentId)),
+    job: (type, deploymentId) => distinctLabel(...parts, type, shortHash(deploymentId)),
   };
 }
 

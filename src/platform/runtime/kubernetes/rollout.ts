@@ -8,7 +8,7 @@
 import type { CoreV1Event, V1Deployment, V1Pod } from '@kubernetes/client-node';
 import { RolloutFailure, type WorkloadPlan } from '../application-runtime.js';
 import { describeError, type KubernetesCluster } from './cluster.js';
-import { ANNOTATION, LABEL, appLabels, dnsLabel, labelSelector } from './names.js';
+import { ANNOTATION, LABEL, appLabels, labelSelector, processTypeLabel } from './names.js';
 
 const IMAGE_PULL_REASONS = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'ErrImageNeverPull']);
 const CONFIG_ERROR_REASONS = new Set(['CreateContainerConfigError', 'CreateContainerError', 'RunContainerError']);
@@ -44,11 +44,34 @@ export class Waker {
   }
 }
 
+/** How long past the deadline a status read may take before the wait gives up on the API server. */
+const READ_GRACE_MS = 5000;
+
+/**
+ * `work`, or a rejection once `deadline` (plus a grace) has passed or `signal` aborts: client-node
+ * sets no request timeout, and an API server that stops answering must not hold a deployment
+ * past its timeout. The abandoned request ends with its connection.
+ */
+export function beforeDeadline<T>(work: Promise<T>, deadline: number, signal: AbortSignal, graceMs = READ_GRACE_MS): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  const limit = new Promise<never>((_, reject) => {
+    const fail = () => reject(new Error(signal.aborted ? 'cancelled' : 'the Kubernetes API server did not answer in time'));
+    timer = setTimeout(fail, Math.max(0, deadline + graceMs - Date.now()));
+    onAbort = fail;
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  return Promise.race([work, limit]).finally(() => {
+    clearTimeout(timer);
+    signal.removeEventListener('abort', onAbort!);
+  });
+}
+
 export const isPodReady = (pod: V1Pod) => pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 
 /** Pods of this deployment (the template annotation), not the previous release's. */
 export function podsOfDeployment(pods: V1Pod[], processType: string, deploymentId: string): V1Pod[] {
-  return pods.filter((p) => p.metadata?.labels?.[LABEL.processType] === dnsLabel(processType)
+  return pods.filter((p) => p.metadata?.labels?.[LABEL.processType] === processTypeLabel(processType)
     && p.metadata?.annotations?.[ANNOTATION.deploymentId] === deploymentId
     && !p.metadata?.deletionTimestamp);
 }
@@ -93,7 +116,7 @@ async function timeoutReason(cluster: KubernetesCluster, namespace: string, targ
     const unscheduled = pod.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False');
     if (unscheduled) return `unschedulable: ${unscheduled.message || unscheduled.reason || 'no node fits'}`;
     try {
-      const unhealthy = latest(await cluster.events(namespace, pod.metadata!.name!), 'Unhealthy');
+      const unhealthy = latest(await beforeDeadline(cluster.events(namespace, pod.metadata!.name!), Date.now(), new AbortController().signal), 'Unhealthy');
       if (unhealthy?.message) return `failed probe: ${unhealthy.message.trim()}`;
     } catch (error) {
       return `${ready}/${target.replicas} replicas ready (events unreadable: ${describeError(error)})`;
@@ -121,11 +144,12 @@ export async function waitForRollout(options: WaitForRolloutOptions): Promise<V1
       let deployments: V1Deployment[];
       let pods: V1Pod[];
       try {
-        [deployments, pods] = await Promise.all([
+        [deployments, pods] = await beforeDeadline(Promise.all([
           cluster.list<V1Deployment>('apps/v1', 'Deployment', namespace, selector),
           cluster.pods(namespace, selector),
-        ]);
+        ]), deadline, signal);
       } catch (error) {
+        if (signal.aborted) throw new RolloutFailure('Deployment cancelled: the platform is stopping');
         // A blip of the API server is retried until the deadline.
         if (Date.now() >= deadline) throw new RolloutFailure(`Deployment failed: ${describeError(error)}`);
         log(`Kubernetes API error (retrying): ${describeError(error)}`);
