@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from '../helpers/harness.js';
-import { registryPullSecret, signRefreshToken } from '../../src/platform/crypto/registry-token.js';
+import { registryPullSecret } from '../../src/platform/crypto/registry-token.js';
 import { SigningKeys } from '../../src/platform/crypto/signing-key.js';
 import { pullSecretFor, registryHost } from '../../src/platform/builder/registry-target.js';
 import { basic, decodeJwt, seedRepository, type Repo } from './fixtures.js';

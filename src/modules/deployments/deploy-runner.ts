@@ -161,7 +161,7 @@ export class DeployRunner {
     try {
       await this.reconciler.reconcile(applicationId, environmentId, signal);
     } catch (err) {
-      // The failure is recorded already; a later reconcile (scale, restart) tries again.
+      // The deployment is still recorded as failed; a later reconcile (scale, restart) tries again.
       this.logger.warn({ err, applicationId, environmentId, rolledOut }, 'restoring the previous release after a failed deployment failed');
     }
   }
