@@ -333,6 +333,20 @@ describe('KubernetesRuntime against a fake API server', () => {
     expect((oneOff as Error).message).toMatch(/^release: the Kubernetes API server did not answer in time$/);
   }, 20_000);
 
+  it('gives up on a write the API server never answers (request timeout), naming the step', async () => {
+    const impatient = new KubernetesRuntime({
+      kubeConfig: kube.kubeConfig(), namespacePrefix: 'slipway-', ingressClass: null,
+      pullSecret: async () => null, pollIntervalMs: 100, requestTimeoutMs: 300,
+    });
+    kube.stall = (r) => r.method === 'PATCH';
+    const started = Date.now();
+    const error = await impatient.prepare(makePlan(), () => undefined).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RolloutFailure);
+    expect((error as Error).message).toBe('Setup: the Kubernetes API server did not answer within 0.3 s');
+    expect(Date.now() - started).toBeLessThan(2000);
+    await impatient.shutdown();
+  });
+
   it('refuses a release without a pushed image', async () => {
     await expect(runtime.prepare(makePlan({ registryReference: null }), () => undefined))
       .rejects.toThrow(/^The Kubernetes runtime runs container images: build from a Dockerfile with REGISTRY_URL set/);

@@ -71,7 +71,14 @@ export class KubernetesCluster {
   private readonly watcher: Watch;
   private readonly watches = new Set<AbortController>();
 
-  constructor(readonly kubeConfig: KubeConfig) {
+  /**
+   * client-node sets no timeout: a request to an API server that stopped answering would
+   * hold a deployment forever. Every call (watches aside) gives up after this long.
+   */
+  private readonly requestTimeoutMs: number;
+
+  constructor(readonly kubeConfig: KubeConfig, options: { requestTimeoutMs?: number } = {}) {
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
     this.objects = KubernetesObjectApi.makeApiClient(kubeConfig);
     this.core = kubeConfig.makeApiClient(CoreV1Api);
     this.apps = kubeConfig.makeApiClient(AppsV1Api);
@@ -85,7 +92,7 @@ export class KubernetesCluster {
   }
 
   async serverVersion(): Promise<string> {
-    const info = await this.version.getCode();
+    const info = await this.limit(this.version.getCode());
     return info.gitVersion;
   }
 
@@ -93,12 +100,12 @@ export class KubernetesCluster {
   async apply<T extends KubernetesObject>(object: T): Promise<T> {
     // client-node fills in defaults on the object it is given: hand it a copy.
     const copy = structuredClone(object);
-    return this.objects.patch(copy, undefined, undefined, MANAGER, true, PatchStrategy.ServerSideApply);
+    return this.limit(this.objects.patch(copy, undefined, undefined, MANAGER, true, PatchStrategy.ServerSideApply));
   }
 
   async read<T extends KubernetesObject>(ref: ObjectRef): Promise<T | null> {
     try {
-      return await this.objects.read<T>({ apiVersion: ref.apiVersion, kind: ref.kind, metadata: { name: ref.name, namespace: ref.namespace } });
+      return await this.limit(this.objects.read<T>({ apiVersion: ref.apiVersion, kind: ref.kind, metadata: { name: ref.name, namespace: ref.namespace } }));
     } catch (error) {
       if (isNotFound(error)) return null;
       throw error;
@@ -107,15 +114,15 @@ export class KubernetesCluster {
 
   /** Objects of a kind by label selector, in one namespace or (namespace undefined) the whole cluster. */
   async list<T extends KubernetesObject>(apiVersion: string, kind: string, namespace: string | undefined, labelSelector: string): Promise<T[]> {
-    const list = await this.objects.list<T>(apiVersion, kind, namespace, undefined, undefined, undefined, undefined, labelSelector);
+    const list = await this.limit(this.objects.list<T>(apiVersion, kind, namespace, undefined, undefined, undefined, undefined, labelSelector));
     return list.items;
   }
 
   /** Deletes (dependents in the background); an absent object is not an error. */
   async delete(ref: ObjectRef): Promise<void> {
     try {
-      await this.objects.delete({ apiVersion: ref.apiVersion, kind: ref.kind, metadata: { name: ref.name, namespace: ref.namespace } },
-        undefined, undefined, undefined, undefined, 'Background');
+      await this.limit(this.objects.delete({ apiVersion: ref.apiVersion, kind: ref.kind, metadata: { name: ref.name, namespace: ref.namespace } },
+        undefined, undefined, undefined, undefined, 'Background'));
     } catch (error) {
       if (!isNotFound(error)) throw error;
     }
@@ -123,34 +130,34 @@ export class KubernetesCluster {
 
   /** Changes only `spec.replicas` (the scale subresource): the pod template stays as it is. */
   async scaleDeployment(namespace: string, name: string, replicas: number): Promise<void> {
-    await this.apps.patchNamespacedDeploymentScale(
+    await this.limit(this.apps.patchNamespacedDeploymentScale(
       { name, namespace, body: { spec: { replicas } }, fieldManager: MANAGER },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-    );
+    ));
   }
 
   async pods(namespace: string | undefined, labelSelector: string): Promise<V1Pod[]> {
-    const list = namespace === undefined
-      ? await this.core.listPodForAllNamespaces({ labelSelector })
-      : await this.core.listNamespacedPod({ namespace, labelSelector });
+    const list = await this.limit(namespace === undefined
+      ? this.core.listPodForAllNamespaces({ labelSelector })
+      : this.core.listNamespacedPod({ namespace, labelSelector }));
     return list.items;
   }
 
   /** Events about one object (a pod, a Deployment), oldest first. */
   async events(namespace: string, involvedObjectName: string): Promise<CoreV1Event[]> {
-    const list = await this.core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${involvedObjectName}` });
+    const list = await this.limit(this.core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${involvedObjectName}` }));
     const at = (e: CoreV1Event) => new Date(e.lastTimestamp ?? e.eventTime ?? e.metadata.creationTimestamp ?? 0).getTime();
     return [...list.items].sort((a, b) => at(a) - at(b));
   }
 
   async podLog(namespace: string, pod: string, container: string): Promise<string> {
-    return this.core.readNamespacedPodLog({ name: pod, namespace, container });
+    return this.limit(this.core.readNamespacedPodLog({ name: pod, namespace, container }));
   }
 
   /** metrics.k8s.io pod metrics of a namespace; null when the metrics API is not installed. */
   async podMetrics(namespace: string): Promise<PodMetric[] | null> {
     try {
-      return (await this.metrics.getPodMetrics(namespace)).items;
+      return (await this.limit(this.metrics.getPodMetrics(namespace))).items;
     } catch (error) {
       if (isNotFound(error) || statusCode(error) === 503) return null;
       throw error;
@@ -177,6 +184,14 @@ export class KubernetesCluster {
       stop.abort();
       finish(null);
     };
+  }
+
+  private limit<T>(request: Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`the Kubernetes API server did not answer within ${this.requestTimeoutMs / 1000} s`)), this.requestTimeoutMs);
+    });
+    return Promise.race([request, timeout]).finally(() => clearTimeout(timer));
   }
 
   /** Ends every open watch (platform shutdown). */

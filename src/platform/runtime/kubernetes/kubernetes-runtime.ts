@@ -39,6 +39,8 @@ export interface KubernetesRuntimeOptions {
   logger?: RuntimeLogger;
   /** Longest wait between two status checks (watches wake the check sooner). Default 1000. */
   pollIntervalMs?: number;
+  /** Longest wait for one Kubernetes API request. Default 30 s. */
+  requestTimeoutMs?: number;
 }
 
 const silentLogger: RuntimeLogger = { info: () => undefined, warn: () => undefined };
@@ -60,7 +62,7 @@ export class KubernetesRuntime implements ApplicationRuntime {
   private warnedNoMetrics = false;
 
   constructor(private readonly options: KubernetesRuntimeOptions) {
-    this.cluster = new KubernetesCluster(options.kubeConfig);
+    this.cluster = new KubernetesCluster(options.kubeConfig, { requestTimeoutMs: options.requestTimeoutMs });
     this.logger = options.logger ?? silentLogger;
     this.pollIntervalMs = options.pollIntervalMs ?? 1000;
   }
