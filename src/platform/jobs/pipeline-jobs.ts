@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { sql } from 'kysely';
 import PgBoss from 'pg-boss';
 import type { Db } from '../db/database.js';
 import { deadWorkers } from './dead-workers.js';
@@ -86,9 +87,14 @@ export class PipelineJobs implements Jobs {
     });
     boss.on('error', (err) => this.logger.error({ err }, 'job store error'));
     await boss.start();
-    if (!(await boss.getQueue(PIPELINE_QUEUE))) {
-      await boss.createQueue(PIPELINE_QUEUE, { name: PIPELINE_QUEUE, policy: 'singleton', retryLimit: 0, expireInSeconds: JOB_EXPIRE_SECONDS });
-    }
+    // pg-boss's createQueue deadlocks when processes starting together on a new database
+    // create the queue at once: one at a time, under a lock held until this transaction ends.
+    await this.options.db.transaction().execute(async (trx) => {
+      await sql`SELECT pg_advisory_xact_lock(hashtext('slipway.pipeline-queue'))`.execute(trx);
+      if (!(await boss.getQueue(PIPELINE_QUEUE))) {
+        await boss.createQueue(PIPELINE_QUEUE, { name: PIPELINE_QUEUE, policy: 'singleton', retryLimit: 0, expireInSeconds: JOB_EXPIRE_SECONDS });
+      }
+    });
     this.boss = boss;
   }
 
