@@ -142,6 +142,8 @@ export class FakeKubeApi {
   private readonly store = new Map<string, KObject>();
   private readonly sims = new Map<string, PodSim>();
   private readonly logs = new Map<string, string>();
+  /** `follow=true` log readers of a pod: how much of its log each has been sent. */
+  private readonly logFollowers = new Map<string, Set<{ res: ServerResponse; sent: number }>>();
   private readonly watchers = new Set<Watcher>();
   private resourceVersion = 1;
   private timer: NodeJS.Timeout | null = null;
@@ -193,6 +195,8 @@ export class FakeKubeApi {
     if (this.timer) clearInterval(this.timer);
     for (const w of this.watchers) w.res.end();
     this.watchers.clear();
+    for (const followers of this.logFollowers.values()) for (const f of followers) f.res.end();
+    this.logFollowers.clear();
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
@@ -285,7 +289,17 @@ export class FakeKubeApi {
     if (sub === 'log' && resource.name === 'pods' && method === 'GET') {
       if (!existing) throw new HttpError(404, 'NotFound', `pods "${name}" not found`);
       res.writeHead(200, { 'content-type': 'text/plain' });
-      return res.end(this.logs.get(key) ?? '');
+      const text = this.logs.get(key) ?? '';
+      const phase = existing.status?.phase;
+      if (query.follow !== 'true' || phase === 'Succeeded' || phase === 'Failed') return res.end(text);
+      // Following a running container: what it printed so far, then each new line, until it ends.
+      res.write(text);
+      const follower = { res, sent: text.length };
+      const followers = this.logFollowers.get(key) ?? new Set();
+      followers.add(follower);
+      this.logFollowers.set(key, followers);
+      res.on('close', () => followers.delete(follower));
+      return;
     }
     if (sub === 'scale' && resource.name === 'deployments') {
       if (!existing) throw new HttpError(404, 'NotFound', `deployments.apps "${name}" not found`);
@@ -385,10 +399,23 @@ export class FakeKubeApi {
     return stored;
   }
 
+  /** Sets a pod's whole log so far; followers get what is new, and their stream ends with the container. */
+  private writeLog(key: string, text: string, ended: boolean) {
+    this.logs.set(key, text);
+    for (const follower of this.logFollowers.get(key) ?? []) {
+      follower.res.write(text.slice(follower.sent));
+      follower.sent = text.length;
+      if (ended) follower.res.end();
+    }
+    if (ended) this.logFollowers.delete(key);
+  }
+
   /** Deletes an object and what depends on it (namespace contents, a Deployment's or Job's pods). */
   private remove(key: string) {
     const object = this.store.get(key);
     if (!object) return;
+    for (const follower of this.logFollowers.get(key) ?? []) follower.res.end();
+    this.logFollowers.delete(key);
     this.store.delete(key);
     this.sims.delete(key);
     this.notify('DELETED', { ...object, metadata: { ...object.metadata, resourceVersion: String(++this.resourceVersion) } });
@@ -565,9 +592,11 @@ export class FakeKubeApi {
         status.phase = 'Running';
         cs.state = { running: { startedAt } };
         cs.started = true;
+        // A running one-off prints its first line at once (a Job that hangs keeps printing nothing more).
+        if (sim.job.logs?.length) this.writeLog(key, `${sim.job.logs[0]}\n`, false);
       } else if (sim.age === 2 && sim.job.outcome !== 'hang') {
         const exitCode = sim.job.outcome === 'succeed' ? 0 : (sim.job.exitCode ?? 1);
-        this.logs.set(key, (sim.job.logs ?? []).map((l) => `${l}\n`).join(''));
+        this.writeLog(key, (sim.job.logs ?? []).map((l) => `${l}\n`).join(''), true);
         status.phase = exitCode === 0 ? 'Succeeded' : 'Failed';
         cs.state = { terminated: { exitCode, reason: exitCode === 0 ? 'Completed' : 'Error', startedAt, finishedAt: now() } };
         cs.started = false;

@@ -158,6 +158,20 @@ describe('KubernetesRuntime against a fake API server', () => {
     expect(JSON.stringify(job)).not.toContain(SECRET_VALUE);
   });
 
+  it('streams a one-off\'s output while it runs, each line once', async () => {
+    const plan = makePlan();
+    await runtime.prepare(plan, () => undefined);
+    kube.jobBehaviour = () => ({ outcome: 'hang', logs: [`migrating table 1 of 40 as ${SECRET_VALUE}`] });
+    const started = Date.now();
+    const output: Array<{ line: string; at: number }> = [];
+    const result = await runtime.runOnce(plan, 'release', { deadline: started + 2000, signal: never, onOutput: (line) => output.push({ line, at: Date.now() - started }) });
+    expect(result.timedOut).toBe(true);
+    expect(output.map((o) => o.line)).toEqual(['migrating table 1 of 40 as **secret**']);
+    // Read from the follow stream long before the one-off ended at its deadline.
+    expect(output[0]!.at).toBeLessThan(1500);
+    expect(kube.requests.some((r) => r.path.endsWith('/log') && r.query.follow === 'true')).toBe(true);
+  });
+
   it('a succeeding Job exits 0; a Job past its deadline is deleted and reported as timed out', async () => {
     const plan = makePlan();
     await runtime.prepare(plan, () => undefined);

@@ -4,9 +4,10 @@
  * (client-node's own messages carry headers and whole bodies).
  */
 import {
-  ApiException, AppsV1Api, CoreV1Api, KubeConfig, KubernetesObjectApi, Metrics, PatchStrategy, VersionApi, Watch,
+  ApiException, AppsV1Api, CoreV1Api, KubeConfig, KubernetesObjectApi, Log, Metrics, PatchStrategy, VersionApi, Watch,
   setHeaderOptions, type CoreV1Event, type KubernetesObject, type PodMetric, type V1Pod,
 } from '@kubernetes/client-node';
+import { Writable } from 'node:stream';
 import { StartupError } from '../../startup-error.js';
 import { MANAGER } from './names.js';
 
@@ -69,6 +70,7 @@ export class KubernetesCluster {
   private readonly version: VersionApi;
   private readonly metrics: Metrics;
   private readonly watcher: Watch;
+  private readonly logs: Log;
   private readonly watches = new Set<AbortController>();
 
   /**
@@ -85,6 +87,7 @@ export class KubernetesCluster {
     this.version = kubeConfig.makeApiClient(VersionApi);
     this.metrics = new Metrics(kubeConfig);
     this.watcher = new Watch(kubeConfig);
+    this.logs = new Log(kubeConfig);
   }
 
   get server(): string {
@@ -152,6 +155,35 @@ export class KubernetesCluster {
 
   async podLog(namespace: string, pod: string, container: string): Promise<string> {
     return this.limit(this.core.readNamespacedPodLog({ name: pod, namespace, container }));
+  }
+
+  /**
+   * Follows a container's log: each complete line to `onLine` until the container ends
+   * (`ended`) or `stop()`. Opening the stream is bounded like any request; the stream is not.
+   */
+  async followLog(namespace: string, pod: string, container: string, onLine: (line: string) => void): Promise<{ stop(): void; ended: Promise<void> }> {
+    let pending = '';
+    let markEnded!: () => void;
+    const ended = new Promise<void>((resolve) => { markEnded = resolve; });
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, callback) {
+        pending += chunk.toString('utf8');
+        for (let i = pending.indexOf('\n'); i >= 0; i = pending.indexOf('\n')) {
+          onLine(pending.slice(0, i).replace(/\r$/, ''));
+          pending = pending.slice(i + 1);
+        }
+        callback();
+      },
+      final(callback) {
+        if (pending) onLine(pending);
+        pending = '';
+        callback();
+      },
+    });
+    sink.on('finish', markEnded);
+    sink.on('error', markEnded);
+    const controller = await this.limit(this.logs.log(namespace, pod, container, sink, { follow: true }));
+    return { stop: () => controller.abort(), ended };
   }
 
   /** metrics.k8s.io pod metrics of a namespace; null when the metrics API is not installed. */

@@ -22,6 +22,7 @@ import {
 import { ANNOTATION, LABEL, MANAGER, appLabels, labelSelector, workloadNames, type WorkloadNames } from './names.js';
 import { Waker, beforeDeadline, unrecoverablePodFailure, waitForRollout } from './rollout.js';
 import { cpuMillicores, memoryBytes, summarizeUsage } from './usage.js';
+import { OneOffLog } from './one-off-log.js';
 
 /** A `.dockerconfigjson` document that lets the cluster pull the plan's image, or null (public registry). */
 export type PullSecretSource = (plan: WorkloadPlan) => Promise<string | null>;
@@ -113,6 +114,7 @@ export class KubernetesRuntime implements ApplicationRuntime {
     const podSelector = `job-name=${jobName}`;
     await this.guard(plan, processType, () => this.cluster.apply(manifest));
 
+    const output = new OneOffLog(this.cluster, names.namespace, names.container(processType), processType, (line) => options.onOutput(scrub(line)));
     const waker = new Waker();
     // The watch only wakes the loop early: never wait for it to open (a hung API server).
     let stopWatch: () => void = () => undefined;
@@ -139,8 +141,9 @@ export class KubernetesRuntime implements ApplicationRuntime {
         if (!job) throw new RolloutFailure(`${processType}: Job ${jobName} disappeared`);
         const finished = job.status?.conditions?.find((c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True');
         const pod = newest(pods);
+        output.follow(pod);
         if (finished) {
-          await this.emitLog(pod, names, processType, scrub, options.onOutput);
+          await output.finish(pod, true);
           const timedOut = finished.type === 'Failed' && finished.reason === 'DeadlineExceeded';
           const terminated = pod?.status?.containerStatuses?.[0]?.state?.terminated;
           const exitCode = terminated?.exitCode ?? (finished.type === 'Complete' ? 0 : null);
@@ -153,7 +156,7 @@ export class KubernetesRuntime implements ApplicationRuntime {
           return { exitCode: null, signal: null, timedOut: false };
         }
         if (Date.now() >= options.deadline) {
-          await this.emitLog(pod, names, processType, scrub, options.onOutput);
+          await output.finish(pod, false);
           await this.cluster.delete(jobRef).catch(() => undefined);
           return { exitCode: null, signal: null, timedOut: true };
         }
@@ -313,20 +316,6 @@ export class KubernetesRuntime implements ApplicationRuntime {
         await this.cluster.delete(ref(apiVersion, kind, object.metadata!.name!, namespace));
       }
     }
-  }
-
-  private async emitLog(pod: V1Pod | undefined, names: WorkloadNames, processType: string, scrub: (t: string) => string, onOutput: (line: string) => void) {
-    if (!pod?.metadata?.name) return;
-    let text: string;
-    try {
-      text = await this.cluster.podLog(names.namespace, pod.metadata.name, names.container(processType));
-    } catch (error) {
-      onOutput(scrub(`(${processType} log unreadable: ${describeError(error)})`));
-      return;
-    }
-    const lines = text.split(/\r?\n/);
-    if (lines.at(-1) === '') lines.pop();
-    for (const line of lines) onOutput(scrub(line));
   }
 
   /** Errors (Kubernetes API, pull secret source) become a `RolloutFailure` naming the step, secrets scrubbed. */
