@@ -49,7 +49,7 @@ export async function settleInterrupted(ctx: AppContext, deploymentId: string): 
   const repo = new DeploymentsRepository(ctx.db);
   const deployment = await repo.findById(deploymentId);
   if (!(await repo.failIfUnfinished(deploymentId, INTERRUPTED_DETAIL)) || !deployment) return;
-  if (ctx.runtime?.sharedUsage && ctx.jobs) {
+  if (ctx.runtime?.sharedWorkloads && ctx.jobs) {
     await ctx.jobs.enqueue(RECONCILE_JOB, { applicationId: deployment.application_id, environmentId: deployment.environment_id });
   }
 }

@@ -36,7 +36,7 @@ export class MetricsSampler {
 
   async sampleOnce(now = new Date()): Promise<number> {
     // Every worker sees a cluster's pods: aligned to the interval, their samples are one row (the first wins).
-    const at = this.runtime.sharedUsage ? new Date(Math.floor(now.getTime() / (this.intervalSeconds * 1000)) * this.intervalSeconds * 1000) : now;
+    const at = this.runtime.sharedWorkloads ? new Date(Math.floor(now.getTime() / (this.intervalSeconds * 1000)) * this.intervalSeconds * 1000) : now;
     const usage = await this.runtime.usage();
     if (usage.length > 0) {
       await this.db.insertInto('metric_samples').values(usage.map((u) => ({

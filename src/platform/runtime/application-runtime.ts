@@ -113,10 +113,11 @@ export interface RuntimeLogger {
 export interface ApplicationRuntime {
   readonly name: 'local' | 'kubernetes';
   /**
-   * Whether every platform process sees the same workloads (a cluster). Samples are then
-   * aligned to the sampling interval so several workers record one row, not one each.
+   * Whether the workloads live outside the platform process and every process sees the same
+   * ones (a cluster). Then samples are aligned to the sampling interval (several workers
+   * record one row), and a deployment interrupted mid-way is rolled back by another worker.
    */
-  readonly sharedUsage: boolean;
+  readonly sharedWorkloads: boolean;
   /** Before job workers start: routers, clients, removal of leftovers of a dead process. */
   start(options: RuntimeStartOptions): Promise<void>;
   /** Stops what this process runs (local processes; a cluster keeps its workloads). */

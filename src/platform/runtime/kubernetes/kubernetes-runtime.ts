@@ -55,7 +55,7 @@ const OWNED_KINDS: Array<[apiVersion: string, kind: string]> = [
 
 export class KubernetesRuntime implements ApplicationRuntime {
   readonly name = 'kubernetes' as const;
-  readonly sharedUsage = true;
+  readonly sharedWorkloads = true;
   readonly cluster: KubernetesCluster;
   private readonly hooks: Array<() => Promise<void> | void> = [];
   private logger: RuntimeLogger;

@@ -17,7 +17,7 @@ const silent: RuntimeLogger = { info() {}, warn() {}, error() {} };
  */
 export class LocalRuntime implements ApplicationRuntime {
   readonly name = 'local' as const;
-  readonly sharedUsage = false;
+  readonly sharedWorkloads = false;
   private logger: RuntimeLogger = silent;
 
   constructor(readonly instances: RuntimeService) {}
