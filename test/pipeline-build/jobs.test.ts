@@ -10,8 +10,6 @@ let h: Harness;
 beforeAll(async () => { h = await createHarness({ PIPELINE_CONCURRENCY: 3 }, { jobs: true }); });
 afterAll(async () => { await h?.close(); });
 
-const until = (check: () => boolean | Promise<boolean>, ms = 10_000) => waitFor('the condition', async () => check(), ms, 25);
-
 async function jobState(id: string) {
   const { rows } = await sql<{ state: string }>`select state::text as state from pgboss.job where name = ${PIPELINE_QUEUE} and id = ${id}`.execute(h.ctx.db);
   return rows[0]?.state;
@@ -37,7 +35,7 @@ describe('pipeline jobs', () => {
     await jobs.enqueue('order-test', { applicationId: appA, tag: 'a2', ms: 50 });
     await jobs.enqueue('order-test', { applicationId: appA, tag: 'a3', ms: 50 });
     await jobs.enqueue('order-test', { applicationId: appB, tag: 'b1', ms: 50 });
-    await until(() => events.filter((e) => e.startsWith('end')).length === 4);
+    await waitFor('all four jobs to end', () => events.filter((e) => e.startsWith('end')).length === 4, { timeout: 10_000, every: 25 });
     expect(maxActiveA).toBe(1);
     const aOrder = events.filter((e) => e.startsWith('start a')).map((e) => e.slice(6));
     expect(aOrder).toEqual(['a1', 'a2', 'a3']);
@@ -73,17 +71,21 @@ describe('pipeline jobs', () => {
     jobs.register('recover-test', async (data) => { ran.push(`${data.tag} after ${interrupted.length} settled`); }, {
       onInterrupted: async (data) => { interrupted.push(data); },
     });
-    await jobs.enqueue('recover-test', { applicationId: app, tag: 'second' });
-    await new Promise((r) => setTimeout(r, 300));
-    expect(ran).toEqual([]);
+    const secondId = await jobs.enqueue('recover-test', { applicationId: app, tag: 'second' });
+    // A younger job of another application runs: the workers have looked past `second`, which
+    // stays waiting behind the job its (still live) worker holds.
+    await jobs.enqueue('recover-test', { applicationId: uuidv7(), tag: 'probe' });
+    await waitFor('the other application\'s job to run', () => ran.length === 1, { timeout: 10_000, every: 25 });
+    expect(ran).toEqual(['probe after 0 settled']);
+    expect(await jobState(secondId)).toBe('created');
     // Recovery (on start and with every heartbeat) settles the dead worker's job.
     await die();
-    await until(() => ran.length > 0);
-    expect(ran).toEqual(['second after 1 settled']);
+    await waitFor('the second job to run', () => ran.length === 2, { timeout: 10_000, every: 25 });
+    expect(ran).toEqual(['probe after 0 settled', 'second after 1 settled']);
     expect(interrupted.map((d) => d.tag)).toEqual(['first']);
     expect(await jobState(firstId)).toBe('failed');
     // The dead worker is forgotten once its jobs are settled.
-    await until(async () => (await h.ctx.db.selectFrom('workers').select('id').where('id', '=', deadWorker).execute()).length === 0);
+    await waitFor('the dead worker to be forgotten', async () => (await h.ctx.db.selectFrom('workers').select('id').where('id', '=', deadWorker).execute()).length === 0, { timeout: 10_000, every: 25 });
   });
 
   it('can put an interrupted job back at the head of its queue', async () => {
@@ -97,8 +99,38 @@ describe('pipeline jobs', () => {
     });
     await jobs.enqueue('retry-test', { applicationId: app, tag: 'second' });
     await die();
-    await until(() => ran.length === 2);
+    await waitFor('both jobs to run', () => ran.length === 2, { timeout: 10_000, every: 25 });
     expect(interruptions).toBe(1);
     expect(ran).toEqual(['first', 'second']);
+  });
+
+  it('retries a completion that the database refuses, so the job does not stay active', async () => {
+    const jobs = h.ctx.jobs!;
+    // A real failure of pg-boss's completion write: a trigger refuses the first two attempts
+    // for this kind (a sequence counts them; it is not rolled back with the failed update).
+    await sql`CREATE SEQUENCE completion_attempts`.execute(h.ctx.db);
+    await sql.raw(`
+      CREATE FUNCTION refuse_first_completions() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF nextval('completion_attempts') <= 2 THEN RAISE EXCEPTION 'completion refused by the test'; END IF;
+        RETURN NEW;
+      END $$;
+      CREATE TRIGGER refuse_first_completions BEFORE UPDATE ON pgboss.job FOR EACH ROW
+        WHEN (NEW.state = 'completed' AND OLD.data->>'kind' = 'flaky-completion') EXECUTE FUNCTION refuse_first_completions();`).execute(h.ctx.db);
+    try {
+      let ran = 0;
+      jobs.register('flaky-completion', async () => { ran++; });
+      const id = await jobs.enqueue('flaky-completion', { applicationId: uuidv7() });
+      await waitFor('the job to be completed', async () => (await jobState(id)) === 'completed', { timeout: 15_000, every: 50 });
+      expect(ran).toBe(1);
+      const { rows } = await sql<{ last_value: string }>`SELECT last_value FROM completion_attempts`.execute(h.ctx.db);
+      expect(Number(rows[0]!.last_value)).toBe(3);
+      expect(h.logs()).toContain('completing a pipeline job failed; retrying');
+      expect(h.logs()).toContain('completion refused by the test');
+      // The run record goes only once the job is settled.
+      await waitFor('the run record to go', async () => (await h.ctx.db.selectFrom('job_runs').select('job_id').where('job_id', '=', id).execute()).length === 0);
+    } finally {
+      await sql.raw('DROP TRIGGER refuse_first_completions ON pgboss.job; DROP FUNCTION refuse_first_completions(); DROP SEQUENCE completion_attempts').execute(h.ctx.db);
+    }
   });
 });
