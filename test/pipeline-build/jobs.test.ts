@@ -1,7 +1,9 @@
 import { sql } from 'kysely';
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JobStore, PIPELINE_QUEUE } from '../../src/platform/jobs/job-store.js';
+import { JobStore, PGBOSS_SCHEMA_VERSION, PIPELINE_QUEUE } from '../../src/platform/jobs/job-store.js';
+import { PipelineJobs } from '../../src/platform/jobs/pipeline-jobs.js';
+import { StartupError } from '../../src/platform/startup-error.js';
 import type { PipelineJobData } from '../../src/platform/jobs/types.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { waitFor } from '../helpers/wait.js';
@@ -131,6 +133,20 @@ describe('pipeline jobs', () => {
       await waitFor('the run record to go', async () => (await h.ctx.db.selectFrom('job_runs').select('job_id').where('job_id', '=', id).execute()).length === 0);
     } finally {
       await sql.raw('DROP TRIGGER refuse_first_completions ON pgboss.job; DROP FUNCTION refuse_first_completions(); DROP SEQUENCE completion_attempts').execute(h.ctx.db);
+    }
+  });
+
+  it('refuses to start on a pg-boss schema it was not built against, in one line', async () => {
+    // As a newer pg-boss would leave it (pg-boss itself starts on a newer schema without a word).
+    await sql`UPDATE pgboss.version SET version = ${PGBOSS_SCHEMA_VERSION + 1}`.execute(h.ctx.db);
+    const other = new PipelineJobs({ databaseUrl: h.databaseUrl, db: h.ctx.db });
+    try {
+      const err = await other.start().then(() => null, (e: unknown) => e);
+      expect(err).toBeInstanceOf(StartupError);
+      expect((err as Error).message).toBe(`pg-boss schema version ${PGBOSS_SCHEMA_VERSION + 1} in the database, but Slipway was built against ${PGBOSS_SCHEMA_VERSION} (pg-boss 10.4.2): install the pinned pg-boss version`);
+    } finally {
+      await sql`UPDATE pgboss.version SET version = ${PGBOSS_SCHEMA_VERSION}`.execute(h.ctx.db);
+      await other.stop();
     }
   });
 });
