@@ -166,6 +166,17 @@ function rollingBounds(deployment: KObject, desired: number): { maxSurge: number
   return { maxSurge, maxUnavailable };
 }
 
+/** A pod just scheduled on the fake node, its containers being created. */
+function pendingPodStatus(spec: Record<string, any>) {
+  return {
+    phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'True', lastTransitionTime: now() }],
+    containerStatuses: (spec.containers ?? []).map((c: any) => ({
+      name: c.name, image: c.image, imageID: '', ready: false, restartCount: 0, started: false,
+      state: { waiting: { reason: 'ContainerCreating' } },
+    })),
+  };
+}
+
 const SAFE_VOLUMES = ['configMap', 'csi', 'downwardAPI', 'emptyDir', 'ephemeral', 'persistentVolumeClaim', 'projected', 'secret'];
 
 /**
@@ -592,6 +603,7 @@ export class FakeKubeApi {
       metadata: { ...object.metadata, uid: newUid(), creationTimestamp: now(), ...(object.spec ? { generation: 1 } : {}) },
       ...(resource.kind === 'Namespace' ? { spec: { finalizers: ['kubernetes'] }, status: { phase: 'Active' } } : {}),
       ...(['Deployment', 'Job', 'ReplicaSet'].includes(resource.kind) ? { status: {} } : {}),
+      ...(resource.kind === 'Pod' ? { spec: { ...object.spec, nodeName: 'fake-node' }, status: pendingPodStatus(object.spec ?? {}) } : {}),
     };
   }
 
@@ -810,13 +822,7 @@ export class FakeKubeApi {
         ownerReferences: [{ apiVersion: owner.apiVersion, kind: owner.kind, name: owner.metadata.name, uid: owner.metadata.uid, controller: true, blockOwnerDeletion: true }],
       },
       spec: { ...structuredClone(template.spec), nodeName: 'fake-node' },
-      status: {
-        phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'True', lastTransitionTime: now() }],
-        containerStatuses: (template.spec.containers ?? []).map((c: any) => ({
-          name: c.name, image: c.image, imageID: '', ready: false, restartCount: 0, started: false,
-          state: { waiting: { reason: 'ContainerCreating' } },
-        })),
-      },
+      status: pendingPodStatus(template.spec),
     };
     this.admitPod(pod);
     const key = this.podKey(owner.metadata.namespace, name);

@@ -117,14 +117,15 @@ export function mergeApplied(live: unknown, applied: unknown, path: string[] = [
   if (keys && Array.isArray(live) && keyedList(live, path)) {
     const liveItems = live as Array<Record<string, any>>;
     const appliedItems = applied as Array<Record<string, any>>;
-    const appliedKeys = new Set(appliedItems.map((a) => itemSegment(a, keys)));
+    // Live items keep their place (merged with what was applied), new ones follow.
+    const liveKeys = new Set(liveItems.map((l) => itemSegment(l, keys)));
     return [
-      ...appliedItems.map((a) => {
-        const segment = itemSegment(a, keys);
-        const match = liveItems.find((l) => itemSegment(l, keys) === segment);
-        return match ? mergeApplied(match, a, [...path, segment]) : structuredClone(a);
+      ...liveItems.map((l) => {
+        const segment = itemSegment(l, keys);
+        const match = appliedItems.find((a) => itemSegment(a, keys) === segment);
+        return match ? mergeApplied(l, match, [...path, segment]) : l;
       }),
-      ...liveItems.filter((l) => !appliedKeys.has(itemSegment(l, keys))),
+      ...appliedItems.filter((a) => !liveKeys.has(itemSegment(a, keys))).map((a) => structuredClone(a)),
     ];
   }
   return structuredClone(applied);
