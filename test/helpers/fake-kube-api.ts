@@ -525,11 +525,11 @@ export class FakeKubeApi {
   }
 
   /** A new object may only go into a namespace that exists and is not being deleted. */
-  private admitNew(resource: ResourceType, namespace: string | undefined) {
+  private admitNew(resource: ResourceType, namespace: string | undefined, name: string) {
     if (!resource.namespaced) return;
     const ns = this.store.get(this.storeKey(resourceOf('namespaces'), undefined, namespace!));
     if (!ns) throw new HttpError(404, 'NotFound', `namespaces "${namespace}" not found`);
-    if (terminating(ns)) throw new HttpError(403, 'Forbidden', `${resource.kind.toLowerCase()}s "..." is forbidden: unable to create new content in namespace ${namespace} because it is being terminated`);
+    if (terminating(ns)) throw new HttpError(403, 'Forbidden', `${qualified(resource)} "${name}" is forbidden: unable to create new content in namespace ${namespace} because it is being terminated`);
   }
 
   /** Pod Security admission and the test's webhook, as for a pod being created. */
@@ -586,7 +586,7 @@ export class FakeKubeApi {
     const name = body.metadata.name as string;
     const key = this.storeKey(resource, namespace, name);
     if (this.store.has(key)) throw new HttpError(409, 'AlreadyExists', `${qualified(resource)} "${name}" already exists`);
-    this.admitNew(resource, namespace);
+    this.admitNew(resource, namespace, name);
     const object = this.normalize(resource, { ...body, metadata: { ...body.metadata, namespace: resource.namespaced ? namespace : undefined } });
     if (resource.kind === 'Pod') this.admitPod(object);
     this.validate(resource, object, undefined);
@@ -614,7 +614,7 @@ export class FakeKubeApi {
     const key = this.storeKey(resource, namespace, name);
     const existing = this.store.get(key);
     if (existing) this.checkResourceVersion(resource, existing, body);
-    else this.admitNew(resource, namespace);
+    else this.admitNew(resource, namespace, name);
     const applied = this.normalize(resource, body);
     delete applied.metadata.resourceVersion;
     const merged = serverSideApply(existing ?? null, applied, manager, force, groupVersion(resource), now());

@@ -158,8 +158,8 @@ function describePath(path: string[]): string {
 }
 
 export class ApplyConflict extends Error {
-  constructor(readonly conflicts: Array<{ manager: string; field: string }>) {
-    super(`Apply failed with ${conflicts.length} conflict${conflicts.length === 1 ? '' : 's'}: ${conflicts.map((c) => `conflict with "${c.manager}": ${c.field}`).join('\n')}`);
+  constructor(readonly conflicts: Array<{ manager: string; apiVersion: string; field: string }>) {
+    super(`Apply failed with ${conflicts.length} conflict${conflicts.length === 1 ? '' : 's'}: ${conflicts.map((c) => `conflict with "${c.manager}" using ${c.apiVersion}: ${c.field}`).join('\n')}`);
   }
 }
 
@@ -173,11 +173,11 @@ export function serverSideApply(live: KObject | null, applied: KObject, manager:
   const mine = entries.find((e) => e.manager === manager && e.operation === 'Apply');
   const others = entries.filter((e) => e !== mine).map((e) => ({ entry: e, fields: fromFieldsV1(e.fieldsV1) }));
 
-  const conflicts: Array<{ manager: string; field: string; key: string }> = [];
+  const conflicts: Array<{ manager: string; apiVersion: string; field: string; key: string }> = [];
   for (const { entry, fields } of others) {
     for (const [key, field] of appliedFields) {
       if (field.item || !fields.has(key)) continue;
-      if (!same(getAt(live, field.path), getAt(applied, field.path))) conflicts.push({ manager: entry.manager, field: describePath(field.path), key });
+      if (!same(getAt(live, field.path), getAt(applied, field.path))) conflicts.push({ manager: entry.manager, apiVersion: entry.apiVersion, field: describePath(field.path), key });
     }
   }
   if (conflicts.length && !force) throw new ApplyConflict(conflicts);

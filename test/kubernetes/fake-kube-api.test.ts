@@ -70,7 +70,7 @@ describe('fake Kubernetes API: server-side apply', () => {
     const other = deployment('web', { replicas: 5 });
     const refused = await apply('kubectl', other);
     expect(refused.status).toBe(409);
-    expect(refused.body).toMatchObject({ reason: 'Conflict', message: expect.stringContaining('conflict with "slipway": .spec.replicas') });
+    expect(refused.body).toMatchObject({ reason: 'Conflict', message: 'Apply failed with 1 conflict: conflict with "slipway" using apps/v1: .spec.replicas' });
     expect(kube.get('deployments', NS, 'web')!.spec.replicas).toBe(2);
 
     // The same value is no conflict: both managers own the field.
@@ -217,6 +217,16 @@ describe('fake Kubernetes API: graceful deletion', () => {
     expect(kube.get('secrets', NS, 'held')).toBeDefined();
     await call('PATCH', `/api/v1/namespaces/${NS}/secrets/held`, { metadata: { finalizers: null } }, 'application/merge-patch+json');
     expect(kube.get('secrets', NS, 'held')).toBeUndefined();
+
+    // A namespace terminates until its contents are gone, and takes no new content meanwhile.
+    await apply('slipway', deployment('api'));
+    const namespace = await call('DELETE', `/api/v1/namespaces/${NS}`);
+    expect(namespace.body.status.phase).toBe('Terminating');
+    const late = await apply('slipway', deployment('late'));
+    expect(late.status).toBe(403);
+    expect(late.body.message).toBe(`deployments.apps "late" is forbidden: unable to create new content in namespace ${NS} because it is being terminated`);
+    await eventually(() => !kube.get('namespaces', undefined, NS), 'the namespace gone with its contents');
+    expect(kube.list('deployments', NS)).toEqual([]);
   });
 });
 
