@@ -241,7 +241,11 @@ export class PipelineJobs implements Jobs {
     if (!this.id || this.stopping || this.ticking) return;
     this.ticking = true;
     try {
-      await this.store.heartbeat(this.id, hostname(), process.pid);
+      const id = this.id;
+      // A missed beat would soon make the others take this worker for dead: retried with backoff.
+      if (!(await this.persist('recording the worker heartbeat', { workerId: id }, () => this.store.heartbeat(id, hostname(), process.pid)))) return;
+      // A failed recovery step is logged below and redone by the next beat; a job whose run
+      // record it already took is found again as an orphaned active job.
       await this.recover();
       if (Date.now() - this.lastSweep >= (this.options.sweepIntervalMs ?? 60_000)) await this.sweep();
     } catch (err) {
