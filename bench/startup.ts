@@ -1,6 +1,6 @@
 /**
  * Start-up: time from spawning Slipway to a healthy `/v1/integrations/health` on an existing data
- * directory (median of 5), and idle RSS of the node process plus its embedded PostgreSQL.
+ * directory (median of 5), and idle memory (PSS) of the node process plus its embedded PostgreSQL.
  * Usage: tsx bench/startup.ts [command…]   (default: node dist/main.js; run `npm run build` first)
  */
 import { spawn } from 'node:child_process';
@@ -22,15 +22,19 @@ async function healthy(): Promise<boolean> {
   try { return (await fetch(`http://127.0.0.1:${port}/v1/integrations/health`)).ok; } catch { return false; }
 }
 
-/** RSS in MiB of a process and all its descendants (node + postgres and its backends). */
-function treeRssMiB(rootPid: number): number {
+/**
+ * Memory in MiB of a process and all its descendants (node + postgres and its backends): PSS, which
+ * counts PostgreSQL's shared buffers once rather than once per backend as summed RSS would.
+ */
+function treeMemoryMiB(rootPid: number): number {
   const children = new Map<number, number[]>();
   const rss = new Map<number, number>();
   for (const entry of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
     try {
       const status = readFileSync(`/proc/${entry}/status`, 'utf8');
       const ppid = Number(/PPid:\s+(\d+)/.exec(status)?.[1]);
-      rss.set(Number(entry), Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0));
+      const rollup = readFileSync(`/proc/${entry}/smaps_rollup`, 'utf8');
+      rss.set(Number(entry), Number(/Pss:\s+(\d+)/.exec(rollup)?.[1] ?? 0));
       children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
     } catch { /* process ended meanwhile */ }
   }
@@ -50,7 +54,7 @@ async function startOnce(measureRss: boolean): Promise<{ ms: number; rssMiB?: nu
   }
   const ms = performance.now() - started;
   let rssMiB: number | undefined;
-  if (measureRss) { await sleep(5000); rssMiB = treeRssMiB(child.pid!); }
+  if (measureRss) { await sleep(5000); rssMiB = treeMemoryMiB(child.pid!); }
   child.kill('SIGTERM');
   await new Promise((resolve) => child.once('exit', resolve));
   return { ms, rssMiB };
@@ -67,7 +71,7 @@ try {
   }
   times.sort((a, b) => a - b);
   console.log(`${command.join(' ')}: start-to-healthy median ${(times[2]! / 1000).toFixed(2)} s `
-    + `(runs ${times.map((t) => (t / 1000).toFixed(2)).join(', ')}), idle RSS node + postgres ${rss.toFixed(0)} MiB`);
+    + `(runs ${times.map((t) => (t / 1000).toFixed(2)).join(', ')}), idle memory (PSS) node + postgres ${rss.toFixed(0)} MiB`);
 } finally {
   rmSync(dataDir, { recursive: true, force: true });
 }
