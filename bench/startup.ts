@@ -14,12 +14,22 @@ const runs = 5;
 const port = 20000 + Math.floor(Math.random() * 20000);
 const dataDir = mkdtempSync(join(tmpdir(), 'slipway-startup-'));
 const env = {
-  ...process.env, DATA_DIR: dataDir, PORT: String(port), ROUTER_PORT: String(port + 1), EMBEDDED_PG_PORT: String(port + 2),
-  HOST: '127.0.0.1', ADMIN_EMAIL: 'bench@example.com', ADMIN_PASSWORD: 'bench-password-123',
+  ...process.env,
+  DATA_DIR: dataDir,
+  PORT: String(port),
+  ROUTER_PORT: String(port + 1),
+  EMBEDDED_PG_PORT: String(port + 2),
+  HOST: '127.0.0.1',
+  ADMIN_EMAIL: 'bench@example.com',
+  ADMIN_PASSWORD: 'bench-password-123',
 };
 
 async function healthy(): Promise<boolean> {
-  try { return (await fetch(`http://127.0.0.1:${port}/v1/integrations/health`)).ok; } catch { return false; }
+  try {
+    return (await fetch(`http://127.0.0.1:${port}/v1/integrations/health`)).ok;
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -36,11 +46,17 @@ function treeMemoryMiB(rootPid: number): number {
       const rollup = readFileSync(`/proc/${entry}/smaps_rollup`, 'utf8');
       rss.set(Number(entry), Number(/Pss:\s+(\d+)/.exec(rollup)?.[1] ?? 0));
       children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
-    } catch { /* process ended meanwhile */ }
+    } catch {
+      /* process ended meanwhile */
+    }
   }
   let kib = 0;
   const stack = [rootPid];
-  while (stack.length) { const pid = stack.pop()!; kib += rss.get(pid) ?? 0; stack.push(...(children.get(pid) ?? [])); }
+  while (stack.length) {
+    const pid = stack.pop()!;
+    kib += rss.get(pid) ?? 0;
+    stack.push(...(children.get(pid) ?? []));
+  }
   return kib / 1024;
 }
 
@@ -54,7 +70,10 @@ async function startOnce(measureRss: boolean): Promise<{ ms: number; rssMiB?: nu
   }
   const ms = performance.now() - started;
   let rssMiB: number | undefined;
-  if (measureRss) { await sleep(5000); rssMiB = treeMemoryMiB(child.pid!); }
+  if (measureRss) {
+    await sleep(5000);
+    rssMiB = treeMemoryMiB(child.pid!);
+  }
   child.kill('SIGTERM');
   await new Promise((resolve) => child.once('exit', resolve));
   return { ms, rssMiB };
@@ -70,8 +89,10 @@ try {
     rss = r.rssMiB ?? rss;
   }
   times.sort((a, b) => a - b);
-  console.log(`${command.join(' ')}: start-to-healthy median ${(times[2]! / 1000).toFixed(2)} s `
-    + `(runs ${times.map((t) => (t / 1000).toFixed(2)).join(', ')}), idle memory (PSS) node + postgres ${rss.toFixed(0)} MiB`);
+  console.log(
+    `${command.join(' ')}: start-to-healthy median ${(times[2]! / 1000).toFixed(2)} s ` +
+      `(runs ${times.map((t) => (t / 1000).toFixed(2)).join(', ')}), idle memory (PSS) node + postgres ${rss.toFixed(0)} MiB`,
+  );
 } finally {
   rmSync(dataDir, { recursive: true, force: true });
 }

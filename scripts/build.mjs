@@ -4,6 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { cpSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
+import process from 'node:process';
 
 const outDir = resolve(process.argv[2] ?? 'dist');
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');

@@ -94,7 +94,7 @@ function describeStartFailure(err: unknown): string {
     const hint = code === 'EADDRINUSE' ? ' (another process uses that port: set PORT / ROUTER_PORT)' : '';
     return `Slipway could not start: ${err.message}${hint}`;
   }
-  return `Slipway could not start: ${err instanceof Error ? err.stack ?? err.message : String(err)}`;
+  return `Slipway could not start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`;
 }
 
 main().catch((err) => {
