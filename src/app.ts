@@ -15,6 +15,7 @@ import { authenticationHook } from './modules/auth/index.js';
 import { authRoutes } from './modules/auth/index.js';
 import { usersRoutes } from './modules/users/index.js';
 import { organizationsRoutes } from './modules/organizations/index.js';
+import { pipelineLimitsRoutes } from './modules/organizations/index.js';
 import { projectsRoutes } from './modules/projects/index.js';
 import { applicationsRoutes } from './modules/applications/index.js';
 import { configurationsRoutes } from './modules/configurations/index.js';
@@ -108,6 +109,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     await v1.register(authRoutes(ctx, services.auth));
     await v1.register(usersRoutes(ctx));
     await v1.register(organizationsRoutes(ctx));
+    await v1.register(pipelineLimitsRoutes(ctx));
     await v1.register(projectsRoutes(ctx));
     await v1.register(applicationsRoutes(services.apps));
     await v1.register(configurationsRoutes(ctx, services.apps, services.config));

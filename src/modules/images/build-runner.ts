@@ -10,6 +10,7 @@ import { resolveServiceConfig } from '../configurations/index.js';
 import { productionEnvironmentId } from '../pipeline/index.js';
 import { RecordLog } from '../pipeline/index.js';
 import { ImagesRepository } from './images.repository.js';
+import { buildTimeoutSeconds } from '../organizations/index.js';
 
 /** Scratch space of one build (removed when it ends). */
 export const buildWorkDir = (dataDir: string, imageId: string) => join(dataDir, 'builds', imageId);
@@ -79,7 +80,7 @@ export class BuildRunner {
         applicationId: app.id, version: image.version, repositoryName: image.repository_name,
         contextDir, artifactDir: artifact, buildEnv, secrets, procfileProcesses,
         log: { line: (l) => log.line(l), substep: (s) => log.substep(s) },
-        signal, timeoutMs: this.ctx.config.BUILD_TIMEOUT_SECONDS * 1000,
+        signal, timeoutMs: (await buildTimeoutSeconds(this.ctx, app.id)) * 1000,
       });
 
       log.enter('Export');
