@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { commonErrorResponses } from '../../platform/http/schemas.js';
+import { commonErrorResponses, EnvironmentQuery } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
 import { currentUser } from '../auth/index.js';
 import { ProjectParams } from '../projects/index.js';
@@ -16,10 +16,10 @@ export function applicationsRoutes(apps: ApplicationsService) {
     }, async (request) => apps.list(currentUser(request).id, request.params.org_slug, request.params.project_slug));
 
     app.get('/applications/:org_slug/:project_slug/:app_slug', {
-      schema: { tags, summary: 'An application', params: ApplicationSlugParams, response: { 200: ApplicationDetail, ...commonErrorResponses } },
+      schema: { tags, summary: 'An application; its latest_* records come from every environment, or from `?environment=<slug>`', params: ApplicationSlugParams, querystring: EnvironmentQuery, response: { 200: ApplicationDetail, ...commonErrorResponses } },
     }, async (request) => {
       const { org_slug, project_slug, app_slug } = request.params;
-      return apps.detailBySlugs(currentUser(request).id, org_slug, project_slug, app_slug);
+      return apps.detailBySlugs(currentUser(request).id, org_slug, project_slug, app_slug, request.query.environment);
     });
 
     app.post('/applications', {

@@ -10,8 +10,11 @@ export const ProcessCounts = Type.Record(ProcessType, Type.Integer({ minimum: 0,
 export const ProcessPodClasses = Type.Record(ProcessType, Type.Union(POD_CLASS_NAMES.map((n) => Type.Literal(n))), { additionalProperties: false });
 
 const ImageRef = Type.Object({ id: Id, version: Type.Integer(), built: Type.Boolean(), error: Type.Boolean(), created: Timestamp });
+const EnvironmentSlug = Type.String({ description: 'the slug of the environment the record belongs to' });
+const ReleaseRef = Type.Object({ ...ImageRef.properties, environment: EnvironmentSlug });
 const DeploymentRef = Type.Object({
   id: Id, release_version: Type.Union([Type.Integer(), Type.Null()]), complete: Type.Boolean(), error: Type.Boolean(), created: Timestamp,
+  environment: EnvironmentSlug,
 });
 
 export const ApplicationSummary = Type.Object(
@@ -45,7 +48,7 @@ export const ApplicationDetail = Type.Object(
     privileged: Type.Boolean(),
     created: Timestamp, updated: Timestamp,
     latest_image: Type.Union([ImageRef, Type.Null()]),
-    latest_release: Type.Union([ImageRef, Type.Null()]),
+    latest_release: Type.Union([ReleaseRef, Type.Null()]),
     latest_deployment: Type.Union([DeploymentRef, Type.Null()]),
   },
   { $id: 'ApplicationDetail' },

@@ -17,10 +17,14 @@ export type ApplicationRow = NonNullable<Awaited<ReturnType<ApplicationsReposito
  */
 export interface LatestRecords {
   latest_image: { id: string; version: number; built: boolean; error: boolean; created: string } | null;
-  latest_release: { id: string; version: number; built: boolean; error: boolean; created: string } | null;
-  latest_deployment: { id: string; release_version: number | null; complete: boolean; error: boolean; created: string } | null;
+  latest_release: { id: string; version: number; built: boolean; error: boolean; created: string; environment: string } | null;
+  latest_deployment: { id: string; release_version: number | null; complete: boolean; error: boolean; created: string; environment: string } | null;
 }
-export type LatestRecordsSource = (applicationIds: string[]) => Promise<Map<string, LatestRecords>>;
+/**
+ * Latest records of each application, in every environment or in the one of slug
+ * `environmentSlug`; an application whose project has no such environment is left out.
+ */
+export type LatestRecordsSource = (applicationIds: string[], environmentSlug?: string) => Promise<Map<string, LatestRecords>>;
 const noRecords: LatestRecordsSource = async () => new Map();
 const NONE: LatestRecords = { latest_image: null, latest_release: null, latest_deployment: null };
 
@@ -66,7 +70,7 @@ export class ApplicationsService {
     });
   }
 
-  async detailBySlugs(userId: string, orgSlug: string, projectSlug: string, appSlug: string) {
+  async detailBySlugs(userId: string, orgSlug: string, projectSlug: string, appSlug: string, environmentSlug?: string) {
     const found = await this.apps.findBySlugsForUser(orgSlug, projectSlug, appSlug, userId);
     if (!found) throw notFound('Organization');
     if (!found.member_id) throw forbidden();
@@ -74,11 +78,16 @@ export class ApplicationsService {
     if (!found.id) throw notFound('Application');
     const { member_id: _member, found_project_id: _project, ...app } = found;
     // Every application column is present once `id` is: the left join matched a row.
-    return this.describe(app as ApplicationRow);
+    return this.describe(app as ApplicationRow, environmentSlug);
   }
 
-  async describe(app: ApplicationRow) {
-    const l = (await this.latest([app.id])).get(app.id) ?? NONE;
+  /** The application with its latest records (in every environment, or in the one of slug `environmentSlug`). */
+  async describe(app: ApplicationRow, environmentSlug?: string) {
+    const latest = await this.latest([app.id], environmentSlug);
+    if (environmentSlug !== undefined && this.latest !== noRecords && !latest.has(app.id)) {
+      throw notFound(`Environment '${environmentSlug}' of the application's project`);
+    }
+    const l = latest.get(app.id) ?? NONE;
     return {
       id: app.id, name: app.name, slug: app.slug,
       project_id: app.project_id, project_slug: app.project_slug, organization_slug: app.organization_slug,

@@ -89,17 +89,21 @@ export class DeploymentsRepository {
       .where('status', '=', 'complete').execute();
   }
 
-  async count(applicationId: string, environmentId: string): Promise<number> {
-    const r = await this.db.selectFrom('deployments').select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('application_id', '=', applicationId).where('environment_id', '=', environmentId).executeTakeFirstOrThrow();
-    return Number(r.n);
+  /** Deployments of the application in one environment, or in all of them (null). */
+  async count(applicationId: string, environmentId: string | null): Promise<number> {
+    let q = this.db.selectFrom('deployments').select((eb) => eb.fn.countAll<number>().as('n')).where('application_id', '=', applicationId);
+    if (environmentId) q = q.where('environment_id', '=', environmentId);
+    return Number((await q.executeTakeFirstOrThrow()).n);
   }
 
-  page(applicationId: string, environmentId: string, limit: number, offset: number) {
-    return this.db.selectFrom('deployments as d')
+  page(applicationId: string, environmentId: string | null, limit: number, offset: number) {
+    let q = this.db.selectFrom('deployments as d')
       .innerJoin('releases as r', 'r.id', 'd.release_id')
-      .selectAll('d').select(['r.version as release_version', 'r.commit_sha as release_commit_sha'])
-      .where('d.application_id', '=', applicationId).where('d.environment_id', '=', environmentId)
+      .innerJoin('environments as e', 'e.id', 'd.environment_id')
+      .selectAll('d').select(['r.version as release_version', 'r.commit_sha as release_commit_sha', 'e.slug as environment'])
+      .where('d.application_id', '=', applicationId);
+    if (environmentId) q = q.where('d.environment_id', '=', environmentId);
+    return q
       // Ids are time-ordered UUIDv7 taken when the request arrived: newest first, no ties.
       .orderBy('d.id', 'desc').limit(limit).offset(offset).execute();
   }
@@ -107,7 +111,8 @@ export class DeploymentsRepository {
   withRelease(id: string) {
     return this.db.selectFrom('deployments as d')
       .innerJoin('releases as r', 'r.id', 'd.release_id')
-      .selectAll('d').select(['r.version as release_version', 'r.commit_sha as release_commit_sha'])
+      .innerJoin('environments as e', 'e.id', 'd.environment_id')
+      .selectAll('d').select(['r.version as release_version', 'r.commit_sha as release_commit_sha', 'e.slug as environment'])
       .where('d.id', '=', id).executeTakeFirst();
   }
 

@@ -1,4 +1,4 @@
-import { commonErrorResponses, ErrorResponse, PaginationQuery } from '../../platform/http/schemas.js';
+import { commonErrorResponses, ErrorResponse, PaginatedEnvironmentQuery } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
 import { currentUser } from '../auth/index.js';
 import { ApplicationIdParams } from '../applications/index.js';
@@ -32,8 +32,8 @@ export function deploymentsRoutes(deployments: DeploymentsService, chain?: Deplo
 
     app.get('/applications/:application_id/deployments', {
       schema: {
-        tags, summary: "The application's deployments to production, newest first",
-        params: ApplicationIdParams, querystring: PaginationQuery, response: { 200: DeploymentList, ...commonErrorResponses },
+        tags, summary: "The application's deployments in every environment (or `?environment=<slug>`), newest first",
+        params: ApplicationIdParams, querystring: PaginatedEnvironmentQuery, response: { 200: DeploymentList, ...commonErrorResponses },
       },
     }, async (request) => deployments.list(currentUser(request).id, request.params.application_id, request.query));
 

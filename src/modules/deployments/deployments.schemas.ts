@@ -17,6 +17,7 @@ const DeploymentFields = {
   id: Id,
   application_id: Id,
   environment_id: Id,
+  environment: Type.String({ description: 'the slug of the environment deployed to' }),
   release: ReleaseRef,
   status: DeploymentStatus,
   complete: Type.Boolean(),

@@ -2,11 +2,11 @@ import { v7 as uuidv7 } from 'uuid';
 import type { AppContext } from '../../platform/context.js';
 import type { PipelineStep } from '../../platform/db/schema.js';
 import { conflict, notFound } from '../../platform/errors.js';
-import { iso, isoOrNull, paginate, type PaginationQuery } from '../../platform/http/schemas.js';
+import { iso, isoOrNull, paginate, type PaginatedEnvironmentQuery } from '../../platform/http/schemas.js';
 import { requireJobRoom } from '../../platform/jobs/require-jobs.js';
 import type { ApplicationsService } from '../applications/index.js';
 import { requireDeployAccess } from '../environments/index.js';
-import { productionEnvironmentId } from '../pipeline/index.js';
+import { environmentFilter } from '../pipeline/index.js';
 import { DeploymentsRepository } from './deployments.repository.js';
 
 type DeploymentWithRelease = NonNullable<Awaited<ReturnType<DeploymentsRepository['withRelease']>>>;
@@ -22,6 +22,7 @@ function summary(d: DeploymentWithRelease) {
     id: d.id,
     application_id: d.application_id,
     environment_id: d.environment_id,
+    environment: d.environment,
     release: { id: d.release_id, version: d.release_version, commit_sha: d.release_commit_sha },
     status: deploymentLogStatus(d.status),
     complete: d.complete,
@@ -64,9 +65,10 @@ export class DeploymentsService {
     return { ok: true, deployment_id: deployment.id };
   }
 
-  async list(userId: string, applicationId: string, query: PaginationQuery) {
+  /** Newest first, in every environment unless `query.environment` names one. */
+  async list(userId: string, applicationId: string, query: PaginatedEnvironmentQuery) {
     await this.apps.authorize(userId, applicationId);
-    const environmentId = await productionEnvironmentId(this.ctx.db, applicationId);
+    const environmentId = await environmentFilter(this.ctx.db, applicationId, query.environment);
     return paginate(query, async (limit, offset) => ({
       total: await this.repo.count(applicationId, environmentId),
       rows: await this.repo.page(applicationId, environmentId, limit, offset),

@@ -7,39 +7,46 @@ const isoText = (t: string | Date) => new Date(t).toISOString();
 
 /**
  * The newest image, release and deployment of each application (releases and
- * deployments of its production environment), for the application list and detail:
- * one query, whatever the number of applications (it is on the detail's hot path).
+ * deployments of every environment, or of the one of slug `environmentSlug`; an
+ * application whose project has none of that slug is left out), for the application
+ * list and detail: one query, whatever the number of applications (it is on the detail's hot path).
  */
 export function latestRecordsSource(db: Db): LatestRecordsSource {
-  return async (applicationIds) => {
+  return async (applicationIds, environmentSlug) => {
     const result = new Map<string, LatestRecords>();
     if (applicationIds.length === 0) return result;
     const rows = await db.selectFrom('applications as a')
-      .innerJoin('environments as prod', (j) => j.onRef('prod.project_id', '=', 'a.project_id').on('prod.slug', '=', 'production'))
+      .leftJoin('environments as only', (j) => j.onRef('only.project_id', '=', 'a.project_id').on('only.slug', '=', environmentSlug ?? null))
       .select((eb) => [
-        'a.id',
+        'a.id', 'only.id as only_id',
         jsonObjectFrom(eb.selectFrom('images as i')
           .select(['i.id', 'i.version', 'i.built', 'i.error', 'i.created_at'])
           .whereRef('i.application_id', '=', 'a.id')
           .orderBy('i.version', 'desc').limit(1)).as('image'),
-        jsonObjectFrom(eb.selectFrom('releases as r')
-          .select(['r.id', 'r.version', 'r.built', 'r.error', 'r.created_at'])
-          .whereRef('r.application_id', '=', 'a.id').whereRef('r.environment_id', '=', 'prod.id')
+        jsonObjectFrom(eb.selectFrom('releases as r').innerJoin('environments as re', 're.id', 'r.environment_id')
+          .select(['r.id', 'r.version', 'r.built', 'r.error', 'r.created_at', 're.slug as environment'])
+          .whereRef('r.application_id', '=', 'a.id')
+          .where((w) => (environmentSlug === undefined ? w.lit(true) : w('r.environment_id', '=', w.ref('only.id'))))
           .orderBy('r.version', 'desc').limit(1)).as('release'),
         jsonObjectFrom(eb.selectFrom('deployments as d').innerJoin('releases as dr', 'dr.id', 'd.release_id')
-          .select(['d.id', 'dr.version as release_version', 'd.complete', 'd.error', 'd.created_at'])
-          .whereRef('d.application_id', '=', 'a.id').whereRef('d.environment_id', '=', 'prod.id')
+          .innerJoin('environments as de', 'de.id', 'd.environment_id')
+          .select(['d.id', 'dr.version as release_version', 'd.complete', 'd.error', 'd.created_at', 'de.slug as environment'])
+          .whereRef('d.application_id', '=', 'a.id')
+          .where((w) => (environmentSlug === undefined ? w.lit(true) : w('d.environment_id', '=', w.ref('only.id'))))
           .orderBy('d.created_at', 'desc').orderBy('d.id', 'desc').limit(1)).as('deployment'),
       ])
       .where('a.id', 'in', applicationIds)
       .execute();
-    for (const { id, image, release, deployment } of rows) {
+    for (const { id, only_id, image, release, deployment } of rows) {
+      if (environmentSlug !== undefined && !only_id) continue;
       result.set(id, {
         latest_image: image && { id: image.id, version: image.version, built: image.built, error: image.error, created: isoText(image.created_at) },
-        latest_release: release && { id: release.id, version: release.version, built: release.built, error: release.error, created: isoText(release.created_at) },
+        latest_release: release && {
+          id: release.id, version: release.version, built: release.built, error: release.error, created: isoText(release.created_at), environment: release.environment,
+        },
         latest_deployment: deployment && {
           id: deployment.id, release_version: deployment.release_version, complete: deployment.complete, error: deployment.error,
-          created: isoText(deployment.created_at),
+          created: isoText(deployment.created_at), environment: deployment.environment,
         },
       });
     }

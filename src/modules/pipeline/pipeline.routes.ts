@@ -1,4 +1,4 @@
-import { commonErrorResponses } from '../../platform/http/schemas.js';
+import { commonErrorResponses, EnvironmentQuery } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
 import { ApplicationIdParams } from '../applications/index.js';
 import { currentUser } from '../auth/index.js';
@@ -9,8 +9,8 @@ export function pipelineRoutes(pipeline: PipelineService) {
   const tags = ['Applications'];
   return async (app: App) => {
     app.get('/applications/:application_id/pipeline-status', {
-      schema: { tags, summary: 'The latest build, release and deployment (production)', params: ApplicationIdParams, response: { 200: PipelineStatus, ...commonErrorResponses } },
-    }, async (request) => pipeline.status(currentUser(request).id, request.params.application_id));
+      schema: { tags, summary: 'The latest build, release and deployment (in any environment, or `?environment=<slug>`)', params: ApplicationIdParams, querystring: EnvironmentQuery, response: { 200: PipelineStatus, ...commonErrorResponses } },
+    }, async (request) => pipeline.status(currentUser(request).id, request.params.application_id, request.query.environment));
 
     app.get('/applications/:application_id/pipeline-metrics', {
       schema: {

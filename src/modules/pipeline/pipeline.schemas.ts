@@ -11,6 +11,7 @@ const StageStatus = Nullable(Type.Object({
   error_detail: Nullable(Type.String()),
   step: Nullable(StepSchema),
   updated: Timestamp,
+  environment: Type.Optional(Type.String({ description: 'releases and deployments: the slug of their environment' })),
 }));
 
 export const PipelineStatus = Type.Object({ build: StageStatus, release: StageStatus, deploy: StageStatus }, { $id: 'PipelineStatus' });

@@ -29,3 +29,17 @@ export async function lockApplication(trx: Db, applicationId: string): Promise<b
   const row = await trx.selectFrom('applications').select('id').where('id', '=', applicationId).forUpdate().executeTakeFirst();
   return Boolean(row);
 }
+
+/**
+ * The environment a list is narrowed to by `?environment=<slug>`: null (every environment)
+ * without a slug; 404 when the application's project has no environment of that slug.
+ */
+export async function environmentFilter(db: Db, applicationId: string, slug: string | undefined): Promise<string | null> {
+  if (slug === undefined) return null;
+  const row = await db.selectFrom('environments as e')
+    .innerJoin('applications as a', 'a.project_id', 'e.project_id')
+    .select('e.id').where('a.id', '=', applicationId).where('e.slug', '=', slug)
+    .executeTakeFirst();
+  if (!row) throw notFound(`Environment '${slug}' of the application's project`);
+  return row.id;
+}

@@ -10,13 +10,16 @@ import { failIfBuilding, settleAbandoned } from '../pipeline/index.js';
 export class ReleasesRepository {
   constructor(private readonly db: Db) {}
 
-  /** A new release record with the next version of the application in the environment (under the application's row lock). */
+  /**
+   * A new release record in the environment with the application's next version: one numbering
+   * across all its environments (decisions.md), taken under the application's row lock.
+   */
   insertNext(applicationId: string, environmentId: string, platform: string) {
     return this.db.transaction().execute(async (trx) => {
       if (!(await lockApplication(trx, applicationId))) throw notFound('Application');
       const { next } = await trx.selectFrom('releases')
         .select(sql<number>`coalesce(max(version), 0) + 1`.as('next'))
-        .where('application_id', '=', applicationId).where('environment_id', '=', environmentId)
+        .where('application_id', '=', applicationId)
         .executeTakeFirstOrThrow();
       return trx.insertInto('releases').values({
         id: uuidv7(), application_id: applicationId, environment_id: environmentId, version: next, platform, status: 'building',
@@ -33,16 +36,20 @@ export class ReleasesRepository {
   withImage(id: string) {
     return this.db.selectFrom('releases as r')
       .leftJoin('images as i', 'i.id', 'r.image_ref')
+      .innerJoin('environments as e', 'e.id', 'r.environment_id')
       .selectAll('r')
-      .select(['i.id as img_id', 'i.version as img_version', 'i.image_id as img_digest', 'i.commit_sha as img_commit_sha', 'i.built as img_built',
+      .select(['e.slug as environment', 'i.id as img_id', 'i.version as img_version', 'i.image_id as img_digest', 'i.commit_sha as img_commit_sha', 'i.built as img_built',
         'i.repository_name as img_repository_name', 'i.dockerfile as img_dockerfile', 'i.created_at as img_created_at'])
       .where('r.id', '=', id).executeTakeFirst();
   }
 
-  async page(applicationId: string, environmentId: string, limit: number, offset: number) {
-    const base = this.db.selectFrom('releases').where('application_id', '=', applicationId).where('environment_id', '=', environmentId);
+  /** A page of the application's releases, newest first: in one environment, or in all of them (null). */
+  async page(applicationId: string, environmentId: string | null, limit: number, offset: number) {
+    let base = this.db.selectFrom('releases as r').innerJoin('environments as e', 'e.id', 'r.environment_id')
+      .where('r.application_id', '=', applicationId);
+    if (environmentId) base = base.where('r.environment_id', '=', environmentId);
     const [rows, count] = await Promise.all([
-      base.selectAll().orderBy('version', 'desc').limit(limit).offset(offset).execute(),
+      base.selectAll('r').select('e.slug as environment').orderBy('r.version', 'desc').limit(limit).offset(offset).execute(),
       base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
     ]);
     return { rows, total: Number(count.n) };

@@ -1,4 +1,4 @@
-import { commonErrorResponses, ErrorResponse, PaginationQuery } from '../../platform/http/schemas.js';
+import { commonErrorResponses, ErrorResponse, PaginatedEnvironmentQuery } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
 import { ApplicationIdParams } from '../applications/index.js';
 import { currentUser } from '../auth/index.js';
@@ -10,7 +10,7 @@ export function releasesRoutes(releases: ReleasesService) {
   const tags = ['Releases'];
   return async (app: App) => {
     app.get('/releases/:application_id', {
-      schema: { tags, summary: "An application's releases (production environment), newest first", params: ApplicationIdParams, querystring: PaginationQuery, response: { 200: ReleaseList, ...commonErrorResponses } },
+      schema: { tags, summary: "An application's releases in every environment (or `?environment=<slug>`), newest first", params: ApplicationIdParams, querystring: PaginatedEnvironmentQuery, response: { 200: ReleaseList, ...commonErrorResponses } },
     }, async (request) => releases.list(currentUser(request).id, request.params.application_id, request.query));
 
     app.get('/releases/:release_id/detail', {

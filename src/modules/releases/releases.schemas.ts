@@ -5,8 +5,10 @@ import { BuildLogSchema, ProcessesSchema } from '../images/index.js';
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 const ChangeSet = Type.Object({ added: Type.Array(Type.String()), removed: Type.Array(Type.String()), changed: Type.Array(Type.String()) });
 
+const EnvironmentSlug = Type.String({ description: 'the slug of the environment the release belongs to' });
+
 export const ReleaseSummary = Type.Object({
-  id: Id, version: Type.Integer(), application_id: Id, platform: Type.String(),
+  id: Id, version: Type.Integer(), application_id: Id, environment_id: Id, environment: EnvironmentSlug, platform: Type.String(),
   built: Type.Boolean(), error: Type.Boolean(), created: Timestamp, updated: Timestamp,
 }, { $id: 'ReleaseSummary' });
 
@@ -23,8 +25,8 @@ export const ReleaseImage = Type.Object({
 });
 
 export const ReleaseDetail = Type.Object({
-  id: Id, version: Type.Integer(), application_id: Id, environment_id: Id, platform: Type.String(),
-  repository_name: Nullable(Type.String()),
+  id: Id, version: Type.Integer(), application_id: Id, environment_id: Id, environment: EnvironmentSlug, platform: Type.String(),
+  repository_name: Type.String({ description: 'the image repository the release points at; "" when it never got an image' }),
   release_id: Type.String({ description: 'the release as people name it: v<version>' }),
   image: Nullable(ReleaseImage),
   configuration: Nullable(Type.Array(FrozenVariable)),

@@ -1,14 +1,14 @@
 import type { AppContext } from '../../platform/context.js';
 import type { ChangeSet, ProcessCounts, ProcessDefinitions, ProcessPodClasses } from '../../platform/db/schema.js';
 import { notFound } from '../../platform/errors.js';
-import { iso, paginate, type PaginationQuery } from '../../platform/http/schemas.js';
+import { iso, paginate, type PaginatedEnvironmentQuery } from '../../platform/http/schemas.js';
 import { requireJobRoom } from '../../platform/jobs/require-jobs.js';
 import type { JobMaintenance, Jobs } from '../../platform/jobs/types.js';
 import { ApplicationsRepository } from '../applications/index.js';
 import type { ApplicationsService } from '../applications/index.js';
 import type { ConfigurationsService } from '../configurations/index.js';
 import { queueRecordJob, recordLogView } from '../pipeline/index.js';
-import { productionEnvironmentId } from '../pipeline/index.js';
+import { environmentFilter, productionEnvironmentId } from '../pipeline/index.js';
 import type { DisplayedVariable } from './release-freezer.js';
 import { ReleaseRunner } from './release-runner.js';
 import { ReleasesRepository } from './releases.repository.js';
@@ -16,16 +16,17 @@ import { ReleasesRepository } from './releases.repository.js';
 const RELEASE_ABANDONED = 'abandoned: its pipeline job is no longer queued or running (the server stopped at the wrong moment); create the release again';
 export const RELEASE_INTERRUPTED = 'interrupted by a restart: the worker creating this release stopped before it finished; create the release again';
 
-type ReleaseRow = NonNullable<Awaited<ReturnType<ReleasesRepository['findById']>>>;
+type ReleaseRow = NonNullable<Awaited<ReturnType<ReleasesRepository['findById']>>> & { environment: string };
 
 const summary = (r: ReleaseRow) => ({
-  id: r.id, version: r.version, application_id: r.application_id, platform: r.platform,
+  id: r.id, version: r.version, application_id: r.application_id, environment_id: r.environment_id, environment: r.environment, platform: r.platform,
   built: r.built, error: r.error, created: iso(r.created_at), updated: iso(r.updated_at),
 });
 
 /**
- * Releases of an application in an environment (the application-level API uses the
- * production environment). `createRelease` + `runRelease` are the pipeline stage (the
+ * Releases of an application (one version numbering across its environments). Creating
+ * one through the application-level API targets the production environment; lists show
+ * every environment unless `?environment=` narrows them. `createRelease` + `runRelease` are the pipeline stage (the
  * `release` job, and the chain of `POST /applications/{id}/deploy`).
  */
 export class ReleasesService {
@@ -77,9 +78,10 @@ export class ReleasesService {
     return { ok: true, release_id: release.id, version: release.version };
   }
 
-  async list(userId: string, applicationId: string, query: PaginationQuery) {
+  /** Newest first, in every environment unless `query.environment` names one. */
+  async list(userId: string, applicationId: string, query: PaginatedEnvironmentQuery) {
     await this.apps.authorize(userId, applicationId);
-    const environmentId = await productionEnvironmentId(this.ctx.db, applicationId);
+    const environmentId = await environmentFilter(this.ctx.db, applicationId, query.environment);
     return paginate(query, (limit, offset) => this.repo.page(applicationId, environmentId, limit, offset), summary);
   }
 
@@ -94,8 +96,7 @@ export class ReleasesService {
     const r = await this.visible(userId, releaseId);
     return {
       ...summary(r),
-      environment_id: r.environment_id,
-      repository_name: r.img_repository_name,
+      repository_name: r.img_repository_name ?? '',
       release_id: `v${r.version}`,
       image: r.img_id
         ? { id: r.img_id, version: r.img_version!, image_id: r.img_digest, commit_sha: r.img_commit_sha, built: r.img_built!, created: iso(r.img_created_at!) }

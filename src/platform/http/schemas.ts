@@ -28,6 +28,13 @@ export const PaginationQuery = Type.Object({
 });
 export type PaginationQuery = Static<typeof PaginationQuery>;
 
+/** `?environment=<slug>` narrows an application's pipeline lists and latest records to one environment (default: all). */
+export const EnvironmentQuery = Type.Object({
+  environment: Type.Optional(Type.String({ ...Slug, description: 'an environment slug of the project; default: every environment' })),
+});
+export const PaginatedEnvironmentQuery = Type.Object({ ...PaginationQuery.properties, ...EnvironmentQuery.properties });
+export type PaginatedEnvironmentQuery = Static<typeof PaginatedEnvironmentQuery>;
+
 export const Pagination = Type.Object({
   page: Type.Integer(),
   per_page: Type.Integer(),
