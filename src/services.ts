@@ -18,6 +18,8 @@ import { DeploymentsService } from './modules/deployments/deployments.service.js
 import { registerDeploymentJobs } from './modules/deployments/deployments.jobs.js';
 import { DeployChain } from './modules/deployments/deploy-chain.js';
 import { ObservabilityService } from './modules/observability/observability.service.js';
+import { Notifications } from './platform/db/notifications.js';
+import { StreamsService } from './modules/streams/streams.service.js';
 
 /**
  * The composition root of the services: builds each once, wires their dependencies and
@@ -43,7 +45,14 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   const deployChain = new DeployChain(ctx, apps, images, releases);
   deployChain.registerJobs(runtimeLog);
 
+  // One LISTEN connection per process: live streams learn of changes any process writes.
+  const streamsLog = log.child({ component: 'streams' });
+  const notifications = new Notifications(ctx.databaseUrl ?? ctx.config.DATABASE_URL ?? '', (err) => streamsLog.warn({ err }, 'notification connection lost'));
+  const streams = new StreamsService(ctx.db, notifications, (userId, applicationId) => apps.authorize(userId, applicationId),
+    (err) => streamsLog.error({ err }, 'stream failed'));
+
   return {
+    notifications, streams,
     auth, config, apps, deployments, images, releases, deployChain,
     pipeline: new PipelineService(ctx.db, apps),
     githubHooks: new GithubHooksService(ctx, (id, ref, environmentId) => deployChain.start(id, ref, environmentId)),
