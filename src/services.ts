@@ -20,6 +20,7 @@ import { DeployChain } from './modules/deployments/deploy-chain.js';
 import { ObservabilityService } from './modules/observability/observability.service.js';
 import { Notifications } from './platform/db/notifications.js';
 import { StreamsService } from './modules/streams/streams.service.js';
+import { OneOffRunsService } from './modules/deployments/one-off-runs.service.js';
 
 /**
  * The composition root of the services: builds each once, wires their dependencies and
@@ -53,6 +54,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
 
   return {
     notifications, streams,
+    runs: new OneOffRunsService(ctx, apps),
     auth, config, apps, deployments, images, releases, deployChain,
     pipeline: new PipelineService(ctx.db, apps),
     githubHooks: new GithubHooksService(ctx, (id, ref, environmentId) => deployChain.start(id, ref, environmentId)),

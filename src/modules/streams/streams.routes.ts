@@ -5,6 +5,7 @@ import type { App } from '../../platform/http/types.js';
 import { ApplicationIdParams } from '../applications/applications.schemas.js';
 import { currentUser } from '../auth/principal.js';
 import { DeploymentIdParams } from '../deployments/deployments.schemas.js';
+import { RunIdParams } from '../deployments/one-off-runs.schemas.js';
 import { EnvDeployParams } from '../environments/env-deploys.schemas.js';
 import { ImageIdParams } from '../images/images.schemas.js';
 import { EventStream, sseSchema, StreamQuery } from './streams.schemas.js';
@@ -27,6 +28,7 @@ export function streamsRoutes(streams: StreamsService, authorizeEnvDeploy: Autho
     };
     const imageLog = recordLog('images');
     const deploymentLog = recordLog('deployments');
+    const runLog = recordLog('one_off_runs');
 
     app.get('/images/:image_id/log/stream', {
       schema: { tags, ...sseSchema("Follow an image's build log", LINE_EVENTS), params: ImageIdParams, querystring: StreamQuery, response },
@@ -35,6 +37,13 @@ export function streamsRoutes(streams: StreamsService, authorizeEnvDeploy: Autho
     app.get('/deployments/:deployment_id/log/stream', {
       schema: { tags, ...sseSchema("Follow a deployment's log", LINE_EVENTS), params: DeploymentIdParams, querystring: StreamQuery, response },
     }, async (request, reply) => deploymentLog(request, reply, request.params.deployment_id));
+
+    app.get('/runs/:run_id/log/stream', {
+      schema: {
+        tags, params: RunIdParams, querystring: StreamQuery, response,
+        ...sseSchema("Follow a one-off run's output", LINE_EVENTS.replace('`end` `{status, error_detail}`', '`end` `{status, exit_code, error_detail}`')),
+      },
+    }, async (request, reply) => runLog(request, reply, request.params.run_id));
 
     app.get('/workspaces/:workspace/projects/:project/envs/:env/deploys/:deploy_id/log/stream', {
       schema: {
