@@ -46,6 +46,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Every API route, for the OpenAPI check and the access-matrix test. */
     routeTable: RouteEntry[];
+    /** This process's LISTEN fan-out of live streams (tests check closed streams leave nothing). */
+    notifications: { readonly subscriberCount: number };
   }
 }
 
@@ -106,6 +108,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   app.addSchema(ErrorResponse);
 
   const services = createServices(ctx, app.log);
+  app.decorate('notifications', services.notifications);
   // Open event streams would hold the server open: they end first, then the LISTEN connection.
   app.addHook('preClose', async () => { endStreams(app.server); });
   app.addHook('onClose', async () => { await services.notifications.close(); });
