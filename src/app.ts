@@ -40,6 +40,8 @@ export interface RouteEntry {
   method: string;
   url: string;
   public: boolean;
+  /** A Server-Sent Events route (answers with a stream that stays open). */
+  stream: boolean;
 }
 
 declare module 'fastify' {
@@ -77,7 +79,8 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const method of methods) {
       if (method === 'HEAD') continue;
-      app.routeTable.push({ method, url: route.url, public: Boolean((route.config as { public?: boolean } | undefined)?.public) });
+      const produces = (route.schema as { produces?: string[] } | undefined)?.produces ?? [];
+      app.routeTable.push({ method, url: route.url, public: Boolean((route.config as { public?: boolean } | undefined)?.public), stream: produces.includes('text/event-stream') });
     }
   });
 
