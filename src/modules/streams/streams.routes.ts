@@ -2,13 +2,10 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { commonErrorResponses } from '../../platform/http/schemas.js';
 import { lastEventId, SseStream } from '../../platform/http/sse.js';
 import type { App } from '../../platform/http/types.js';
-import { ApplicationIdParams } from '../applications/applications.schemas.js';
-import { currentUser } from '../auth/principal.js';
-import { DeploymentIdParams } from '../deployments/deployments.schemas.js';
-import { RunIdParams } from '../deployments/one-off-runs.schemas.js';
-import { EnvDeployParams } from '../environments/env-deploys.schemas.js';
-import { ImageIdParams } from '../images/images.schemas.js';
-import { EventStream, sseSchema, StreamQuery } from './streams.schemas.js';
+import { ApplicationIdParams } from '../applications/index.js';
+import { currentUser } from '../auth/index.js';
+import { RunIdParams } from '../deployments/index.js';
+import { DeploymentIdParams, EnvDeployParams, EventStream, ImageIdParams, sseSchema, StreamQuery } from './streams.schemas.js';
 import type { LoggedRecord, StreamsService } from './streams.service.js';
 
 const LINE_EVENTS = 'Events: `line` `{line, timestamp}` for the log so far and each new line, then `end` `{status, error_detail}` and the server closes. '
