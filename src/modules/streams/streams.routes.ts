@@ -91,8 +91,12 @@ export function streamsRoutes(streams: StreamsService, authorizeEnvDeploy: Autho
         },
       },
       async (request, reply) => {
-        await authorizeEnvDeploy(currentUser(request).id, request.params);
-        await streams.followEnvironmentDeploy(new SseStream(request, reply), request.params.deploy_id, lastEventId(request));
+        const userId = currentUser(request).id;
+        const params = request.params;
+        await authorizeEnvDeploy(userId, params);
+        await streams.followEnvironmentDeploy(new SseStream(request, reply), params.deploy_id, lastEventId(request), () =>
+          authorizeEnvDeploy(userId, params),
+        );
       },
     );
 

@@ -7,6 +7,7 @@ import { StreamsRepository } from './streams.repository.js';
 
 export const RECORDS_CHANNEL = 'slipway_records';
 export const EVENTS_CHANNEL = 'slipway_events';
+const ENV_DEPLOY_POLL_MS = 2000;
 
 export type LoggedRecord = 'images' | 'deployments' | 'one_off_runs';
 
@@ -89,7 +90,12 @@ export class StreamsService {
    * count of lines sent from each section (`3.0.12.5.0.0`): a resume misses nothing even
    * when two services log at once.
    */
-  async followEnvironmentDeploy(stream: SseStream, deployId: string, lastEventId: string | undefined): Promise<void> {
+  async followEnvironmentDeploy(
+    stream: SseStream,
+    deployId: string,
+    lastEventId: string | undefined,
+    refresh: () => Promise<unknown>,
+  ): Promise<void> {
     const sent: number[] = (lastEventId ?? '')
       .split('.')
       .map((n) => Number.parseInt(n, 10))
@@ -107,6 +113,8 @@ export class StreamsService {
     const pump = serialPump(
       stream,
       async () => {
+        // The environments module links its services' records and settles the deploy when it is read.
+        await refresh();
         const deploy = await this.repo.environmentDeploy(deployId);
         if (!deploy) {
           stream.end();
@@ -160,6 +168,10 @@ export class StreamsService {
       this.onError,
     );
     await watch(`environment_deploys:${deployId}`);
+    // A service's next record (its release, its deployment) is linked only when the deploy is
+    // read, and nothing notifies its creation: a slow poll covers what no notification does.
+    const poll = setInterval(pump, ENV_DEPLOY_POLL_MS);
+    stream.onClose(() => clearInterval(poll));
     pump();
   }
 
