@@ -1,0 +1,48 @@
+import { EventSourceParserStream, type EventSourceMessage } from 'eventsource-parser/stream';
+import { apiError, fetchOrExplain, USER_AGENT } from './api.js';
+import type { ResolvedSettings } from './settings.js';
+
+/** The route is not served by this server (an older Slipway): callers fall back to polling. */
+export class StreamUnavailable extends Error {}
+
+export interface StreamOptions {
+  signal?: AbortSignal;
+  /** Reconnections allowed after the connection drops without an `end` (each resumes with Last-Event-ID). */
+  retries?: number;
+}
+
+/**
+ * Server-sent events of an API route, as a `for await` sequence. A dropped connection is
+ * resumed where it stopped (Last-Event-ID), so a CI job following a long deploy through a
+ * flaky proxy sees every line once. The sequence ends when the server closes after `end`.
+ */
+export async function* serverEvents(settings: ResolvedSettings, path: string, options: StreamOptions = {}): AsyncGenerator<EventSourceMessage> {
+  let lastEventId: string | undefined;
+  let retriesLeft = options.retries ?? 5;
+  for (;;) {
+    const headers: Record<string, string> = { accept: 'text/event-stream', 'user-agent': USER_AGENT };
+    if (settings.apiKey) headers['x-api-key'] = settings.apiKey;
+    if (lastEventId !== undefined) headers['last-event-id'] = lastEventId;
+    const response = await fetchOrExplain(settings.server, `${settings.server}${path}`, { headers, signal: options.signal });
+    if (!response.ok) {
+      const body = await response.json().catch(() => ({}));
+      if (response.status === 404 && /^Route /.test(String((body as { message?: string }).message))) throw new StreamUnavailable(path);
+      throw apiError(response.status, body);
+    }
+    let ended = false;
+    try {
+      const events = response.body!.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
+      for await (const event of events as unknown as AsyncIterable<EventSourceMessage>) {
+        if (event.id !== undefined) lastEventId = event.id;
+        if (event.event === 'end') ended = true;
+        yield event;
+      }
+    } catch (err) {
+      if (options.signal?.aborted) return;
+      if (retriesLeft <= 0) throw err;
+    }
+    if (ended || options.signal?.aborted) return;
+    if (retriesLeft-- <= 0) throw new Error(`The event stream ${path} closed before its end`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
