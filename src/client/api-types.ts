@@ -14066,6 +14066,8 @@ export interface paths {
         post: {
             parameters: {
                 query?: {
+                    /** @description branch, tag or commit to build; default: the environment's branch, else each service's */
+                    ref?: string;
                     service?: string;
                 };
                 header?: never;

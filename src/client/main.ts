@@ -52,6 +52,8 @@ Colour is off when output is not a terminal or NO_COLOR is set.`);
 
 /** Runs the CLI and answers the exit code (errors printed as one line, the API's message first). */
 export async function run(argv: string[]): Promise<number> {
+  // `slipway logs | head`: a closed pipe ends the command quietly.
+  for (const stream of [process.stdout, process.stderr]) stream.on('error', (err: NodeJS.ErrnoException) => { if (err.code === 'EPIPE') process.exit(0); throw err; });
   const program = buildProgram();
   // `slipway help config set` reads as `slipway config set --help` (commander's own help command takes one word).
   const args = argv[0] === 'help' && argv.length > 2 ? [...argv.slice(1), '--help'] : argv;

@@ -3,7 +3,7 @@ import { input, password as passwordPrompt } from '@inquirer/prompts';
 import type { Command } from 'commander';
 import { createApi, ok } from '../api.js';
 import { Context } from '../context.js';
-import { CliError, EXIT, usage } from '../errors.js';
+import { ApiError, CliError, EXIT, usage } from '../errors.js';
 import { when } from '../output.js';
 import { readSettings, updateSettings } from '../settings.js';
 import { readStdin } from '../stdin.js';
@@ -22,7 +22,7 @@ export function authCommands(program: Command) {
         const key = ctx.settings.apiKey;
         if (!key) throw usage('--with-api-key needs --api-key or SLIPWAY_API_KEY');
         const session = await ok(createApi(server, key).GET('/v1/auth/session'));
-        if (!session.user) throw new CliError('That API key is not valid', EXIT.auth);
+        if (!session.user) throw new ApiError(401, 'That API key is not valid');
         updateSettings((s) => { s.server = server; s.api_key = key; delete s.api_key_id; }, ctx.settingsFile);
         return ctx.out.result({ server, user: session.user }, () => `Logged in to ${server} as ${session.user!.username} (API key stored in ${ctx.settingsFile})`);
       }
@@ -60,7 +60,8 @@ export function authCommands(program: Command) {
       const ctx = Context.of(command);
       ctx.requireKey();
       const session = await ok(ctx.api.GET('/v1/auth/session'));
-      if (!session.user) throw new CliError('Not logged in', EXIT.auth);
+      // The session route answers 200 unauthenticated: a rejected key reads like any other 401.
+      if (!session.user) throw new ApiError(401, 'Not authenticated');
       const user = session.user;
       ctx.out.result({ server: ctx.settings.server, ...user }, () => `${user.username} <${user.email}>${user.is_admin ? ' (site admin)' : ''} on ${ctx.settings.server}`);
     });
