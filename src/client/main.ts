@@ -76,7 +76,7 @@ function report(err: unknown): number {
     let message = err.message;
     if (err instanceof ApiError && err.status === 401) {
       const { apiKeySource, server } = Context.current?.settings ?? resolveSettings({}, process.env, safeSettings());
-      message = `${message}: the API key${apiKeySource ? ` (from the ${apiKeySource})` : ''} was rejected by ${server}. Log in again with \`slipway login\`, or check --api-key / SLIPWAY_API_KEY`;
+      message = `${message}\n  The API key${apiKeySource ? ` (from the ${apiKeySource})` : ''} was rejected by ${server}: log in again with \`slipway login\`, or check --api-key / SLIPWAY_API_KEY`;
     }
     process.stderr.write(`${red('Error:')} ${message}\n`);
     return err.exitCode;

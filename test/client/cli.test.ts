@@ -105,7 +105,7 @@ describe('slipway CLI against a running server', () => {
   it('a wrong API key exits 4 with a message naming where the key came from', async () => {
     const flag = await cli(['whoami', '--api-key', 'sk-not-a-real-key']);
     expect(flag.code).toBe(4);
-    expect(flag.stderr).toMatch(/API key \(from the flag\) was rejected by http:\/\/127\.0\.0\.1:\d+/);
+    expect(flag.stderr).toMatch(/The API key \(from the flag\) was rejected by http:\/\/127\.0\.0\.1:\d+/);
     const fromEnv = await cli(['orgs', 'list'], { env: { SLIPWAY_API_KEY: 'sk-not-a-real-key' } });
     expect(fromEnv.code).toBe(4);
     expect(fromEnv.stderr).toMatch(/from the environment/);
