@@ -238,6 +238,39 @@ describe('slipway CLI against a running server', () => {
     expect(expectOk(await cli(['open', '--print'])).stdout.trim()).toMatch(new RegExp(`^http://${routerHost().replace(/\./g, '\\.')}:\\d+`));
   });
 
+  it('settings: flags win over the environment, which wins over the config file', async () => {
+    const file = join(home, '.config', 'slipway', 'config.json');
+    const stored = JSON.parse(readFileSync(file, 'utf8'));
+    // The file names a server nobody listens on; the environment's wins.
+    writeFileSync(file, JSON.stringify({ ...stored, server: 'http://127.0.0.1:9' }));
+    try {
+      expectOk(await cli(['whoami']));
+      const { SLIPWAY_SERVER: _unused, ...withoutServer } = env;
+      const fromFile = await slipway(['whoami'], withoutServer, { cwd: workdir });
+      expect(fromFile.code).toBe(1);
+      expect(fromFile.stderr).toMatch(/Cannot reach the Slipway server at http:\/\/127\.0\.0\.1:9/);
+      const flag = await cli(['whoami', '--server', 'http://127.0.0.1:9']);
+      expect(flag.stderr).toMatch(/Cannot reach the Slipway server at http:\/\/127\.0\.0\.1:9/);
+    } finally {
+      writeFileSync(file, JSON.stringify(stored));
+    }
+  });
+
+  it('promote ships what staging runs to production without rebuilding', async () => {
+    expectOk(await cli(['envs', 'create', 'Staging', '--type', 'staging']));
+    repo.commit({ 'server.js': server('v3'), 'slipway.json': JSON.stringify({ build: 'echo compiling v3' }) });
+    const staged = expectOk(await cli(['deploy', '--env', 'staging', '--wait']));
+    expect(staged.stdout).toMatch(/Deployed cli-org\/shop\/web to staging/);
+    const stagingBody = (await routerGet(localRuntime(h.ctx).router.port, 'web.staging.shop.cli-org.localhost', '/')).body;
+    expect(stagingBody).toBe('v3:hello');
+    expect((await viaRouter()).body).not.toBe('v3:hello');
+    const builds = JSON.parse(expectOk(await cli(['builds', 'list', '--json'])).stdout).length;
+    const promoted = expectOk(await cli(['promote', '--from', 'staging', '--to', 'production', '--wait']));
+    expect(promoted.stdout).toMatch(/Promoted cli-org\/shop\/web from staging to production/);
+    await waitFor('production serving the staging release', async () => (await viaRouter()).body === stagingBody, 30_000);
+    expect(JSON.parse(expectOk(await cli(['builds', 'list', '--json'])).stdout).length).toBe(builds);
+  });
+
   it('NO_COLOR output has no escape codes (and FORCE_COLOR output has them)', async () => {
     const forced = expectOk(await cli(['config', 'list'], { env: { FORCE_COLOR: '1' } }));
     expect(forced.stdout).toMatch(/\x1b\[/);
