@@ -4,7 +4,8 @@
  * configuration with a secret that never shows, deploy --wait (success exits 0, a failing
  * build exits 1 with the reason), logs --follow, run, rollback, --json, exit codes, NO_COLOR.
  */
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,7 +15,7 @@ import { localRuntime } from '../helpers/local-runtime.js';
 import { routerGet } from '../helpers/router-get.js';
 import { waitFor } from '../helpers/wait.js';
 import { openApiDocument } from '../../scripts/openapi-document.js';
-import { slipway, slipwayLive, type CliResult } from './slipway.js';
+import { BIN, slipway, slipwayLive, type CliResult } from './slipway.js';
 
 /**
  * Logs, runs and rollback are served by the streams work (another branch): until this
@@ -100,6 +101,22 @@ describe('slipway CLI against a running server', () => {
     const wrongPassword = await cli(['login', '--email', user.email, '--password-stdin'], { input: 'not-the-password\n' });
     expect(wrongPassword.code).toBe(4);
     expect(wrongPassword.stderr).toMatch(/Login failed/);
+  });
+
+  it.skipIf(!existsSync('/usr/bin/script'))('login on a terminal prompts for the password without echoing it (needs util-linux `script` for a pty)', async () => {
+    const configHome = join(home, 'tty-config');
+    const command = `${process.execPath} ${BIN} login --email ${user.email}`;
+    const child = spawn('script', ['-qfec', command, '/dev/null'], { cwd: workdir, env: { ...env, SLIPWAY_CLI_SOURCE: '1', XDG_CONFIG_HOME: configHome, TERM: 'dumb' } });
+    let screen = '';
+    child.stdout.on('data', (c) => { screen += c; });
+    const exited = new Promise<number>((r) => child.on('close', (code) => r(code ?? 1)));
+    await waitFor('the password prompt', async () => screen.includes('Password'), 30_000);
+    child.stdin.write(`${user.password}\r`);
+    expect(await exited, screen).toBe(0);
+    transcript.push(screen);
+    expect(screen).toContain(`as ${user.username}`);
+    expect(screen).not.toContain(user.password);
+    expect(readFileSync(join(configHome, 'slipway', 'config.json'), 'utf8')).not.toContain(user.password);
   });
 
   it('a wrong API key exits 4 with a message naming where the key came from', async () => {

@@ -31,10 +31,11 @@ export function deployCommands(program: Command) {
       if (!opts.wait) {
         const started = record.services[0];
         if (record.error) throw new CliError(`Deploy failed: ${record.error_detail ?? started?.error_detail}`);
-        return ctx.out.result(record, () => `Deploying ${appPath(app)} to ${env} (${record.id}); follow it with \`slipway deploy --wait\` next time, or \`slipway status\``);
+        return ctx.out.result(record, () => `Deploying ${appPath(app)} to ${env} (${record.id}): \`slipway status\` shows how it goes (--wait follows it)`);
       }
       const final = await followEnvDeploy(ctx, app, env, record, PHASES);
-      ctx.out.result(final, () => ctx.out.colors.green(`Deployed ${appPath(app)} to ${env}${urlSuffix(final)}`));
+      const url = await deployedUrl(ctx, final);
+      ctx.out.result({ ...final, url }, () => ctx.out.colors.green(`Deployed ${appPath(app)} to ${env}${url ? `: ${url}` : ''}`));
     });
 
   program.command('promote')
@@ -110,8 +111,12 @@ export function appPath(app: AppDetail) {
   return `${app.organization_slug}/${app.project_slug}/${app.slug}`;
 }
 
-function urlSuffix(record: EnvDeploy) {
-  return record.services.length === 1 ? '' : ` (${record.services.length} services)`;
+/** Where the deployed service answers (the router URL its deployment recorded). */
+async function deployedUrl(ctx: Context, record: EnvDeploy): Promise<string | null> {
+  const id = record.services[0]?.deployment_id;
+  if (!id) return null;
+  const d = await ok(ctx.api.GET('/v1/deployments/{deployment_id}/detail', { params: { path: { deployment_id: id } } }));
+  return typeof d.deploy_metadata?.url === 'string' ? d.deploy_metadata.url : null;
 }
 
 function splitPair(pair: string, shape: string): [string, string] {
