@@ -40,6 +40,7 @@ let h: Harness;
 let user: TestUser;
 let repo: TestRepo;
 let brokenRepo: TestRepo;
+let firstCommit: string;
 let home: string;
 let workdir: string;
 let env: Record<string, string>;
@@ -67,7 +68,7 @@ beforeAll(async () => {
   workdir = mkdtempSync(join(tmpdir(), 'slipway-cli-work-'));
   env = { HOME: home, XDG_CONFIG_HOME: join(home, '.config'), SLIPWAY_SERVER: `http://127.0.0.1:${address.port}` };
   repo = new TestRepo();
-  repo.commit({ 'server.js': server('v1'), Procfile: 'web: node server.js\n', 'slipway.json': JSON.stringify({ build: 'echo compiling v1' }) });
+  firstCommit = repo.commit({ 'server.js': server('v1'), Procfile: 'web: node server.js\n', 'slipway.json': JSON.stringify({ build: 'echo compiling v1' }) });
   brokenRepo = new TestRepo();
   brokenRepo.commit({ 'server.js': server('x'), Procfile: 'web: node server.js\n', 'slipway.json': JSON.stringify({ build: 'echo about to fail; exit 3' }) });
 });
@@ -286,6 +287,15 @@ describe('slipway CLI against a running server', () => {
     expect(promoted.stdout).toMatch(/Promoted cli-org\/shop\/web from staging to production/);
     await waitFor('production serving the staging release', async () => (await viaRouter()).body === stagingBody, 30_000);
     expect(JSON.parse(expectOk(await cli(['builds', 'list', '--json'])).stdout).length).toBe(builds);
+  });
+
+  it('deploy --ref builds that commit; an unknown ref fails with the reason', async () => {
+    const r = expectOk(await cli(['deploy', '--ref', firstCommit, '--wait']));
+    expect(r.stdout).toContain(`Commit ${firstCommit}`);
+    expect((await viaRouter()).body).toBe('v1:hello');
+    const unknown = await cli(['deploy', '--ref', 'no-such-branch', '--wait']);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/Deploy failed: build failed: .*no-such-branch/);
   });
 
   it('NO_COLOR output has no escape codes (and FORCE_COLOR output has them)', async () => {
