@@ -176,6 +176,14 @@ describe('slipway CLI against a running server', () => {
     expectOk(await cli(['config', 'set', 'REGION=eu', '--scope', 'project']));
     expect(expectOk(await cli(['config', 'list', '--scope', 'project'])).stdout).toMatch(/REGION\s+eu/);
     expect((await cli(['config', 'unset', 'NOPE'])).code).toBe(3);
+    // The other layers take entries parsed on the client: the workspace layer, with a bad line reported.
+    writeFileSync(join(workdir, 'shared.env'), `SHARED_TOKEN=${SECRET}\nnot a variable line\n`);
+    const shared = await cli(['config', 'import', 'shared.env', '--secret', '--scope', 'workspace']);
+    expect(shared.code).toBe(1);
+    expect(shared.stdout).toMatch(/SHARED_TOKEN\s+created/);
+    expect(shared.stderr).toMatch(/1 of 2 variables were not imported/);
+    expect(shared.stdout).toMatch(/line 2: expected NAME=value/);
+    expect(expectOk(await cli(['config', 'list', '--scope', 'workspace'])).stdout).toMatch(/SHARED_TOKEN\s+\*\*secret\*\*\s+yes/);
     // It reached the server sealed.
     const row = await h.ctx.db.selectFrom('config_vars').select(['secret', 'value', 'value_sealed']).where('name', '=', 'API_TOKEN').executeTakeFirstOrThrow();
     expect(row).toMatchObject({ secret: true, value: null, value_sealed: expect.any(String) });
