@@ -24,7 +24,11 @@ export interface PlatformOptions {
  * server in the data directory), migrated to the latest version, and the secret keyring;
  * for server processes also the job store and (unless `api` role) the runtime.
  */
-export async function openPlatform(config: Config, log: (line: string) => void = () => {}, options: PlatformOptions = {}): Promise<Platform> {
+export async function openPlatform(
+  config: Config,
+  log: (line: string) => void = () => {},
+  options: PlatformOptions = {},
+): Promise<Platform> {
   const pipeline = options.pipeline ?? true;
   const embedded = config.DATABASE_URL ? null : await startEmbeddedPostgres(config.dataDir, config.EMBEDDED_PG_PORT, log);
   const databaseUrl = config.DATABASE_URL ?? embedded!.url;
