@@ -30,6 +30,10 @@ import { envDeploysRoutes } from './modules/environments/env-deploys.routes.js';
 import { registryRoutes } from './modules/registry/registry.routes.js';
 import { deploymentsRoutes } from './modules/deployments/deployments.routes.js';
 import { observabilityRoutes } from './modules/observability/observability.routes.js';
+import { oneOffRunsRoutes } from './modules/deployments/one-off-runs.routes.js';
+import { appLogsRoutes } from './modules/app-logs/app-logs.routes.js';
+import { streamsRoutes } from './modules/streams/streams.routes.js';
+import { endStreams } from './platform/http/sse.js';
 import { createServices } from './services.js';
 
 export interface RouteEntry {
@@ -102,6 +106,9 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   app.addSchema(ErrorResponse);
 
   const services = createServices(ctx, app.log);
+  // Open event streams would hold the server open: they end first, then the LISTEN connection.
+  app.addHook('preClose', async () => { endStreams(app.server); });
+  app.addHook('onClose', async () => { await services.notifications.close(); });
 
   await app.register(async (v1) => {
     v1.addHook('onRequest', authenticationHook(services.auth));
@@ -123,6 +130,9 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     await v1.register(registryRoutes(ctx, services.signingKeys, services.auth));
     await v1.register(deploymentsRoutes(services.deployments, services.deployChain));
     await v1.register(observabilityRoutes(services.observability));
+    await v1.register(oneOffRunsRoutes(services.runs));
+    await v1.register(appLogsRoutes(services.appLogs));
+    await v1.register(streamsRoutes(services.streams, (userId, p) => services.envDeploys.detail(userId, p.workspace, p.project, p.env, p.deploy_id)));
     v1.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   }, { prefix: '/v1' });
 
