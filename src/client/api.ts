@@ -1,9 +1,8 @@
 import createClient from 'openapi-fetch';
 import type { components, paths } from './api-types.js';
 import { ApiError, CliError, EXIT } from './errors.js';
-import type { PendingPaths } from './pending-routes.js';
 
-export type Paths = paths & PendingPaths;
+export type Paths = paths;
 export type Api = ReturnType<typeof createClient<Paths>>;
 export type Schemas = components['schemas'];
 

@@ -1,6 +1,6 @@
 import { ok } from './api.js';
 import type { Context } from './context.js';
-import { serverEvents, StreamUnavailable } from './sse.js';
+import { serverEvents, streamPath, StreamUnavailable } from './sse.js';
 
 export type LogKind = 'build' | 'release' | 'deployment';
 
@@ -20,11 +20,12 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * log endpoint and printing what is new.
  */
 export async function followLog(ctx: Context, kind: LogKind, id: string, print: (line: string) => void): Promise<PhaseOutcome> {
-  const streamPath = kind === 'build' ? `/v1/images/${id}/log/stream` : kind === 'deployment' ? `/v1/deployments/${id}/log/stream` : null;
-  if (streamPath) {
+  const stream = kind === 'build' ? streamPath('/v1/images/{image_id}/log/stream', { image_id: id })
+    : kind === 'deployment' ? streamPath('/v1/deployments/{deployment_id}/log/stream', { deployment_id: id }) : null;
+  if (stream) {
     try {
       let outcome: PhaseOutcome = { status: 'error', error_detail: 'the log stream ended without a status' };
-      for await (const event of serverEvents(ctx.settings, streamPath)) {
+      for await (const event of serverEvents(ctx.settings, stream)) {
         if (event.event === 'line') print((JSON.parse(event.data) as { line: string }).line);
         else if (event.event === 'end') outcome = JSON.parse(event.data) as PhaseOutcome;
       }

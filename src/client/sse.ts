@@ -1,9 +1,26 @@
 import { EventSourceParserStream, type EventSourceMessage } from 'eventsource-parser/stream';
-import { apiError, fetchOrExplain, USER_AGENT } from './api.js';
+import { apiError, fetchOrExplain, USER_AGENT, type Paths } from './api.js';
 import type { ResolvedSettings } from './settings.js';
 
 /** The route is not served by this server (an older Slipway): callers fall back to polling. */
 export class StreamUnavailable extends Error {}
+
+/** Event-stream routes of the API document (their content type is text/event-stream). */
+type StreamRoute = { [P in keyof Paths]: P extends `${string}/stream` ? P : never }[keyof Paths];
+
+/**
+ * The URL path of a stream route with its parameters filled in: the route is named from the
+ * generated types, so a renamed stream route fails the typecheck too.
+ */
+export function streamPath(route: StreamRoute, params: Record<string, string>, query: Record<string, string | undefined> = {}): string {
+  const path = route.replace(/\{(\w+)\}/g, (_, name: string) => {
+    const value = params[name];
+    if (value === undefined) throw new Error(`streamPath: no value for {${name}} in ${route}`);
+    return encodeURIComponent(value);
+  });
+  const search = new URLSearchParams(Object.entries(query).filter((e): e is [string, string] => e[1] !== undefined)).toString();
+  return search ? `${path}?${search}` : path;
+}
 
 export interface StreamOptions {
   signal?: AbortSignal;

@@ -14,15 +14,7 @@ import { TestRepo } from '../helpers/git-repo.js';
 import { localRuntime } from '../helpers/local-runtime.js';
 import { routerGet } from '../helpers/router-get.js';
 import { waitFor } from '../helpers/wait.js';
-import { openApiDocument } from '../../scripts/openapi-document.js';
 import { BIN, slipway, slipwayLive, type CliResult } from './slipway.js';
-
-/**
- * Logs, runs and rollback are served by the streams work (another branch): until this
- * server has a route, the test of the command that uses it is skipped (and says so).
- */
-const documented = await openApiDocument();
-const hasRoute = (method: string, path: string) => Boolean((documented.paths as Record<string, Record<string, unknown>>)[path]?.[method]);
 
 const SECRET = 'sk-live-cli-9d41c07e55';
 
@@ -194,6 +186,9 @@ describe('slipway CLI against a running server', () => {
     const r = expectOk(await cli(['deploy', '--wait']));
     expect(r.stdout).toMatch(/==> Build[\s\S]*compiling v1[\s\S]*==> Release[\s\S]*==> Deploy[\s\S]*Deployed cli-org\/shop\/web to production/);
     expect((await viaRouter()).body).toBe('v1:hello');
+    // Followed live over the server's event streams, not by polling.
+    expect(h.logs()).toMatch(/\/v1\/images\/[0-9a-f-]+\/log\/stream/);
+    expect(h.logs()).toMatch(/\/v1\/deployments\/[0-9a-f-]+\/log\/stream/);
     const status = expectOk(await cli(['status']));
     expect(status.stdout).toMatch(/Deploy\s+v1 complete/);
     expect(status.stdout).toContain(`http://${routerHost()}`);
@@ -215,13 +210,11 @@ describe('slipway CLI against a running server', () => {
       expect(Array.isArray(parsed) ? parsed : parsed.items, args.join(' ')).toBeInstanceOf(Array);
       expect(parsed.length, `${args.join(' ')} is empty`).toBeGreaterThan(0);
     }
-    if (hasRoute('get', '/v1/applications/{application_id}/logs')) {
-      const logs = expectOk(await cli(['logs', '--json']));
-      for (const line of logs.stdout.trim().split('\n')) expect(JSON.parse(line)).toHaveProperty('line');
-    }
+    const logs = expectOk(await cli(['logs', '--json']));
+    for (const line of logs.stdout.trim().split('\n')) expect(JSON.parse(line)).toHaveProperty('line');
   });
 
-  it.skipIf(!hasRoute('get', '/v1/applications/{application_id}/logs/stream'))('logs --follow prints a line the app writes after the command started', async () => {
+  it('logs --follow prints a line the app writes after the command started', async () => {
     const follow = slipwayLive(['logs', '--follow'], env, { cwd: workdir });
     try {
       await follow.waitFor('boot v1');
@@ -232,9 +225,14 @@ describe('slipway CLI against a running server', () => {
     } finally {
       await follow.stop();
     }
+    // Searching the stored lines: only the matching one, of the web process, in the window.
+    const found = expectOk(await cli(['logs', '--search', 'marker-4711', '--process', 'web', '--since', '10m']));
+    expect(found.stdout.trim().split('\n')).toHaveLength(1);
+    expect(found.stdout).toContain('said marker-4711');
+    expect(expectOk(await cli(['logs', '--process', 'worker'])).stdout).toBe('');
   });
 
-  it.skipIf(!hasRoute('post', '/v1/applications/{application_id}/runs'))('run -- <command> streams its output and exits with its exit code', async () => {
+  it('run -- <command> streams its output and exits with its exit code', async () => {
     const seven = await cli(['run', '--', 'sh', '-c', 'echo running one-off; exit 7']);
     expect(seven.code, seven.stderr).toBe(7);
     expect(seven.stdout).toContain('running one-off');
@@ -242,7 +240,7 @@ describe('slipway CLI against a running server', () => {
     expect(zero.stdout).toContain('greeting=hello');
   });
 
-  it.skipIf(!hasRoute('post', '/v1/applications/{application_id}/rollback'))('rollback brings back the previous version', async () => {
+  it('rollback brings back the previous version', async () => {
     repo.commit({ 'server.js': server('v2'), 'slipway.json': JSON.stringify({ build: 'echo compiling v2' }) });
     expectOk(await cli(['deploy', '--wait']));
     expect((await viaRouter()).body).toBe('v2:hello');

@@ -3,12 +3,14 @@ import { ok } from '../api.js';
 import { Context } from '../context.js';
 import { CliError, EXIT, usage } from '../errors.js';
 import { followLog, sleep } from '../follow.js';
-import { serverEvents } from '../sse.js';
+import { serverEvents, streamPath } from '../sse.js';
 import { positiveInt } from './auth.js';
 import { appPath } from './deploy.js';
 import { releaseId } from './records.js';
 
-import type { LogEntry } from '../pending-routes.js';
+import type { Paths } from '../api.js';
+
+type LogEntry = Paths['/v1/applications/{application_id}/logs']['get']['responses']['200']['content']['application/json']['items'][number];
 
 export function runtimeCommands(program: Command) {
   program.command('logs')
@@ -21,7 +23,7 @@ export function runtimeCommands(program: Command) {
     .action(async (o: { follow?: boolean; process?: string; since?: string; search?: string; limit?: number }, command: Command) => {
       const ctx = Context.of(command);
       const app = await ctx.app();
-      const query = { ...(o.process ? { process: o.process } : {}), ...(o.search ? { search: o.search } : {}) };
+      const query = { ...(o.process ? { process: o.process } : {}), ...(o.search ? { search: o.search } : {}), ...(ctx.options.env ? { environment: ctx.options.env } : {}) };
       const print = (e: LogEntry) => {
         if (ctx.out.json) return ctx.out.stdout.write(`${JSON.stringify(e)}\n`);
         const source = ctx.out.colors.dim(`${e.timestamp.replace(/\.\d+Z$/, 'Z')} ${e.process_type}.${e.instance_id.slice(-6)}`);
@@ -35,8 +37,9 @@ export function runtimeCommands(program: Command) {
       if (!o.follow) return;
       const controller = new AbortController();
       process.once('SIGINT', () => controller.abort());
-      const search = new URLSearchParams(query).toString();
-      for await (const event of serverEvents(ctx.settings, `/v1/applications/${app.id}/logs/stream${search ? `?${search}` : ''}`, { signal: controller.signal, retries: Number.POSITIVE_INFINITY })) {
+      // The stream filters by process; the search is applied here.
+      const live = streamPath('/v1/applications/{application_id}/logs/stream', { application_id: app.id }, { process: o.process });
+      for await (const event of serverEvents(ctx.settings, live, { signal: controller.signal, retries: Number.POSITIVE_INFINITY })) {
         if (event.event !== 'log') continue;
         const entry = JSON.parse(event.data) as LogEntry;
         if (seen.has(entry.id)) continue;
@@ -60,7 +63,7 @@ export function runtimeCommands(program: Command) {
         body: { command: shellJoin(words), ...(o.process ? { process_type: o.process } : {}), ...(ctx.options.env ? { environment: ctx.options.env } : {}), ...(o.timeout ? { timeout_seconds: o.timeout } : {}) },
       }));
       let end: { status: string; exit_code: number | null } = { status: 'failed', exit_code: null };
-      for await (const event of serverEvents(ctx.settings, `/v1/runs/${started.id}/log/stream`)) {
+      for await (const event of serverEvents(ctx.settings, streamPath('/v1/runs/{run_id}/log/stream', { run_id: started.id }))) {
         if (event.event === 'line') ctx.out.stdout.write(`${(JSON.parse(event.data) as { line: string }).line}\n`);
         else if (event.event === 'end') end = JSON.parse(event.data);
       }
