@@ -4,6 +4,7 @@
 // no build (a fresh checkout, development: SLIPWAY_CLI_SOURCE=1 forces it).
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import process from 'node:process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');

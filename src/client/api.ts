@@ -22,7 +22,9 @@ export async function fetchOrExplain(server: string, input: Request | string, in
   } catch (err) {
     if ((err as Error).name === 'AbortError') throw err;
     const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-    throw new CliError(`Cannot reach the Slipway server at ${server} (${cause?.code ?? cause?.message ?? (err as Error).message}); set --server or SLIPWAY_SERVER`);
+    throw new CliError(
+      `Cannot reach the Slipway server at ${server} (${cause?.code ?? cause?.message ?? (err as Error).message}); set --server or SLIPWAY_SERVER`,
+    );
   }
 }
 

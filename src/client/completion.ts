@@ -1,6 +1,10 @@
 import type { Command } from 'commander';
 
-interface Node { name: string; subcommands: string[]; options: string[] }
+interface Node {
+  name: string;
+  subcommands: string[];
+  options: string[];
+}
 
 /** Every command path (`''`, `config`, `config set`, …) with its subcommands and options. */
 function walk(command: Command, prefix: string[] = [], into: Map<string, Node> = new Map()): Map<string, Node> {
@@ -14,9 +18,15 @@ function walk(command: Command, prefix: string[] = [], into: Map<string, Node> =
 /** A completion script for bash, zsh or fish, generated from the command tree. */
 export function completionScript(program: Command, shell: string): string {
   const tree = walk(program);
-  const globals = program.options.map((o) => o.long).filter(Boolean).join(' ');
+  const globals = program.options
+    .map((o) => o.long)
+    .filter(Boolean)
+    .join(' ');
   if (shell === 'fish') {
-    const lines = ['# slipway completion for fish: slipway completion fish > ~/.config/fish/completions/slipway.fish', 'complete -c slipway -f'];
+    const lines = [
+      '# slipway completion for fish: slipway completion fish > ~/.config/fish/completions/slipway.fish',
+      'complete -c slipway -f',
+    ];
     for (const node of tree.values()) {
       const words = node.name === '' ? [] : node.name.split(' ');
       const condition = words.length === 0 ? '__fish_use_subcommand' : `__fish_seen_subcommand_from ${words[words.length - 1]}`;
@@ -25,7 +35,9 @@ export function completionScript(program: Command, shell: string): string {
     }
     return `${lines.join('\n')}\n`;
   }
-  const cases = [...tree.values()].map((n) => `    "${n.name}") words="${[...n.subcommands, ...n.options, globals].join(' ')}" ;;`).join('\n');
+  const cases = [...tree.values()]
+    .map((n) => `    "${n.name}") words="${[...n.subcommands, ...n.options, globals].join(' ')}" ;;`)
+    .join('\n');
   const body = `_slipway_words() {
   local path="" w
   for w in "\${@}"; do

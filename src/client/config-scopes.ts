@@ -5,9 +5,22 @@ import type { Context } from './context.js';
 import { usage } from './errors.js';
 
 export type Variable = Schemas['def-7'];
-export interface NewVariable { name: string; value: string; secret?: boolean; buildtime?: boolean }
-export interface VariableChange { value?: string; secret?: boolean; buildtime?: boolean }
-export interface ImportOutcome { name: string; result: 'created' | 'updated' | 'skipped' | 'error'; message?: string | null }
+export interface NewVariable {
+  name: string;
+  value: string;
+  secret?: boolean;
+  buildtime?: boolean;
+}
+export interface VariableChange {
+  value?: string;
+  secret?: boolean;
+  buildtime?: boolean;
+}
+export interface ImportOutcome {
+  name: string;
+  result: 'created' | 'updated' | 'skipped' | 'error';
+  message?: string | null;
+}
 
 /** One configuration layer, whichever routes serve it. */
 export interface Scope {
@@ -37,8 +50,11 @@ export async function scopeOf(ctx: Context, name: string, team?: string): Promis
     return layered(`workspace ${workspace}`, {
       list: () => ok(api.GET('/v1/workspaces/{workspace}/config', { params: { path } })),
       create: (body) => ok(api.POST('/v1/workspaces/{workspace}/config', { params: { path }, body })),
-      update: (id, body) => ok(api.PATCH('/v1/workspaces/{workspace}/config/{config_id}', { params: { path: { ...path, config_id: id } }, body })),
-      remove: async (id) => { await ok(api.DELETE('/v1/workspaces/{workspace}/config/{config_id}', { params: { path: { ...path, config_id: id } } })); },
+      update: (id, body) =>
+        ok(api.PATCH('/v1/workspaces/{workspace}/config/{config_id}', { params: { path: { ...path, config_id: id } }, body })),
+      remove: async (id) => {
+        await ok(api.DELETE('/v1/workspaces/{workspace}/config/{config_id}', { params: { path: { ...path, config_id: id } } }));
+      },
       bulk: (body) => ok(api.POST('/v1/workspaces/{workspace}/config/bulk', { params: { path }, body })),
     });
   }
@@ -48,8 +64,13 @@ export async function scopeOf(ctx: Context, name: string, team?: string): Promis
     return layered(`team ${workspace}/${team}`, {
       list: () => ok(api.GET('/v1/workspaces/{workspace}/teams/{team}/config', { params: { path } })),
       create: (body) => ok(api.POST('/v1/workspaces/{workspace}/teams/{team}/config', { params: { path }, body })),
-      update: (id, body) => ok(api.PATCH('/v1/workspaces/{workspace}/teams/{team}/config/{config_id}', { params: { path: { ...path, config_id: id } }, body })),
-      remove: async (id) => { await ok(api.DELETE('/v1/workspaces/{workspace}/teams/{team}/config/{config_id}', { params: { path: { ...path, config_id: id } } })); },
+      update: (id, body) =>
+        ok(api.PATCH('/v1/workspaces/{workspace}/teams/{team}/config/{config_id}', { params: { path: { ...path, config_id: id } }, body })),
+      remove: async (id) => {
+        await ok(
+          api.DELETE('/v1/workspaces/{workspace}/teams/{team}/config/{config_id}', { params: { path: { ...path, config_id: id } } }),
+        );
+      },
       bulk: (body) => ok(api.POST('/v1/workspaces/{workspace}/teams/{team}/config/bulk', { params: { path }, body })),
     });
   }
@@ -58,8 +79,18 @@ export async function scopeOf(ctx: Context, name: string, team?: string): Promis
     return layered(`project ${workspace}/${project}`, {
       list: () => ok(api.GET('/v1/workspaces/{workspace}/projects/{project}/config', { params: { path } })),
       create: (body) => ok(api.POST('/v1/workspaces/{workspace}/projects/{project}/config', { params: { path }, body })),
-      update: (id, body) => ok(api.PATCH('/v1/workspaces/{workspace}/projects/{project}/config/{config_id}', { params: { path: { ...path, config_id: id } }, body })),
-      remove: async (id) => { await ok(api.DELETE('/v1/workspaces/{workspace}/projects/{project}/config/{config_id}', { params: { path: { ...path, config_id: id } } })); },
+      update: (id, body) =>
+        ok(
+          api.PATCH('/v1/workspaces/{workspace}/projects/{project}/config/{config_id}', {
+            params: { path: { ...path, config_id: id } },
+            body,
+          }),
+        ),
+      remove: async (id) => {
+        await ok(
+          api.DELETE('/v1/workspaces/{workspace}/projects/{project}/config/{config_id}', { params: { path: { ...path, config_id: id } } }),
+        );
+      },
       bulk: (body) => ok(api.POST('/v1/workspaces/{workspace}/projects/{project}/config/bulk', { params: { path }, body })),
     });
   }
@@ -67,8 +98,20 @@ export async function scopeOf(ctx: Context, name: string, team?: string): Promis
   return layered(`environment ${path.env} of ${workspace}/${project}`, {
     list: () => ok(api.GET('/v1/workspaces/{workspace}/projects/{project}/envs/{env}/config', { params: { path } })),
     create: (body) => ok(api.POST('/v1/workspaces/{workspace}/projects/{project}/envs/{env}/config', { params: { path }, body })),
-    update: (id, body) => ok(api.PATCH('/v1/workspaces/{workspace}/projects/{project}/envs/{env}/config/{config_id}', { params: { path: { ...path, config_id: id } }, body })),
-    remove: async (id) => { await ok(api.DELETE('/v1/workspaces/{workspace}/projects/{project}/envs/{env}/config/{config_id}', { params: { path: { ...path, config_id: id } } })); },
+    update: (id, body) =>
+      ok(
+        api.PATCH('/v1/workspaces/{workspace}/projects/{project}/envs/{env}/config/{config_id}', {
+          params: { path: { ...path, config_id: id } },
+          body,
+        }),
+      ),
+    remove: async (id) => {
+      await ok(
+        api.DELETE('/v1/workspaces/{workspace}/projects/{project}/envs/{env}/config/{config_id}', {
+          params: { path: { ...path, config_id: id } },
+        }),
+      );
+    },
     bulk: (body) => ok(api.POST('/v1/workspaces/{workspace}/projects/{project}/envs/{env}/config/bulk', { params: { path }, body })),
   });
 }
@@ -80,8 +123,11 @@ function appScope(ctx: Context, applicationId: string): Scope {
     label: `application ${ctx.appName()}`,
     list: () => ok(api.GET('/v1/configurations/{application_id}', { params: { path } })),
     create: (body) => ok(api.POST('/v1/configurations/{application_id}', { params: { path }, body })),
-    update: (id, body) => ok(api.PATCH('/v1/configurations/{application_id}/{config_id}', { params: { path: { ...path, config_id: id } }, body })),
-    remove: async (id) => { await ok(api.DELETE('/v1/configurations/{application_id}/{config_id}', { params: { path: { ...path, config_id: id } } })); },
+    update: (id, body) =>
+      ok(api.PATCH('/v1/configurations/{application_id}/{config_id}', { params: { path: { ...path, config_id: id } }, body })),
+    remove: async (id) => {
+      await ok(api.DELETE('/v1/configurations/{application_id}/{config_id}', { params: { path: { ...path, config_id: id } } }));
+    },
     // The application layer takes the dotenv text itself (the server parses it).
     async importDotenv(text, flags) {
       const r = await ok(api.POST('/v1/configurations/{application_id}/bulk', { params: { path }, body: { raw: text, ...flags } }));
@@ -100,11 +146,18 @@ type LayerRoutes = Omit<Scope, 'label' | 'importDotenv'> & { bulk(body: NewVaria
 /** The other layers take entries: the dotenv text is parsed here, with the server's own parser. */
 function layered(label: string, routes: LayerRoutes): Scope {
   return {
-    label, list: routes.list, create: routes.create, update: routes.update, remove: routes.remove,
+    label,
+    list: routes.list,
+    create: routes.create,
+    update: routes.update,
+    remove: routes.remove,
     async importDotenv(text, flags) {
       const parsed = parseDotenv(text);
       const results = parsed.entries.length > 0 ? await routes.bulk(parsed.entries.map((e) => ({ ...e, ...flags }))) : [];
-      return [...results.map((r) => ({ name: r.name, result: r.result, message: r.message })), ...parsed.errors.map((e) => ({ name: e.name, result: 'error' as const, message: e.message }))];
+      return [
+        ...results.map((r) => ({ name: r.name, result: r.result, message: r.message })),
+        ...parsed.errors.map((e) => ({ name: e.name, result: 'error' as const, message: e.message })),
+      ];
     },
   };
 }

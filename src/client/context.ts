@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { createApi, ok, type Api, type Schemas } from './api.js';
+import { createApi, ok, type Api } from './api.js';
 import { ApiError, CliError, EXIT, usage } from './errors.js';
 import { Output } from './output.js';
 import { findLink, readSettings, resolveSettings, settingsPath, type ResolvedSettings } from './settings.js';
@@ -13,7 +13,6 @@ export interface GlobalOptions {
   env?: string;
 }
 
-
 /** What a command runs with: the resolved settings, the typed API client, the output. */
 export class Context {
   readonly out: Output;
@@ -24,7 +23,11 @@ export class Context {
   /** The context of the running command (for error messages that name where the key came from). */
   static current: Context | undefined;
 
-  constructor(readonly options: GlobalOptions, readonly env: NodeJS.ProcessEnv = process.env, readonly cwd = process.cwd()) {
+  constructor(
+    readonly options: GlobalOptions,
+    readonly env: NodeJS.ProcessEnv = process.env,
+    readonly cwd = process.cwd(),
+  ) {
     Context.current = this;
     this.out = new Output(Boolean(options.json), env);
     this.settingsFile = settingsPath(env);
@@ -44,7 +47,8 @@ export class Context {
   /** `org/project/app` from --app, SLIPWAY_APP or the directory's link. */
   appName(): string {
     const name = this.options.app ?? this.env.SLIPWAY_APP ?? findLink(readSettings(this.settingsFile), this.cwd)?.name;
-    if (!name) throw usage('No application: pass --app <org/project/app>, set SLIPWAY_APP, or run `slipway apps link <org/project/app>` here');
+    if (!name)
+      throw usage('No application: pass --app <org/project/app>, set SLIPWAY_APP, or run `slipway apps link <org/project/app>` here');
     return name;
   }
 
@@ -54,9 +58,14 @@ export class Context {
     const [org, project, app, extra] = this.appName().split('/');
     if (!org || !project || !app || extra !== undefined) throw usage(`Application '${this.appName()}' must be written org/project/app`);
     try {
-      return await ok(this.api.GET('/v1/applications/{org_slug}/{project_slug}/{app_slug}', { params: { path: { org_slug: org, project_slug: project, app_slug: app } } }));
+      return await ok(
+        this.api.GET('/v1/applications/{org_slug}/{project_slug}/{app_slug}', {
+          params: { path: { org_slug: org, project_slug: project, app_slug: app } },
+        }),
+      );
     } catch (err) {
-      if (err instanceof ApiError && err.status === 404) throw new ApiError(404, `Application ${org}/${project}/${app} not found (or you are not a member of ${org})`);
+      if (err instanceof ApiError && err.status === 404)
+        throw new ApiError(404, `Application ${org}/${project}/${app} not found (or you are not a member of ${org})`);
       throw err;
     }
   }

@@ -12,14 +12,21 @@ export const EXIT = {
 
 /** An error the CLI reports in one line (no stack) and exits with. */
 export class CliError extends Error {
-  constructor(message: string, readonly exitCode: number = EXIT.failure) {
+  constructor(
+    message: string,
+    readonly exitCode: number = EXIT.failure,
+  ) {
     super(message);
   }
 }
 
 /** The API answered `{status, message}`. */
 export class ApiError extends CliError {
-  constructor(readonly status: number, message: string, readonly fieldErrors: Array<{ field: string; message: string }> = []) {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly fieldErrors: Array<{ field: string; message: string }> = [],
+  ) {
     super(message, exitCodeOf(status));
   }
 }

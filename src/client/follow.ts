@@ -20,8 +20,12 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * log endpoint and printing what is new.
  */
 export async function followLog(ctx: Context, kind: LogKind, id: string, print: (line: string) => void): Promise<PhaseOutcome> {
-  const stream = kind === 'build' ? streamPath('/v1/images/{image_id}/log/stream', { image_id: id })
-    : kind === 'deployment' ? streamPath('/v1/deployments/{deployment_id}/log/stream', { deployment_id: id }) : null;
+  const stream =
+    kind === 'build'
+      ? streamPath('/v1/images/{image_id}/log/stream', { image_id: id })
+      : kind === 'deployment'
+        ? streamPath('/v1/deployments/{deployment_id}/log/stream', { deployment_id: id })
+        : null;
   if (stream) {
     try {
       let outcome: PhaseOutcome = { status: 'error', error_detail: 'the log stream ended without a status' };

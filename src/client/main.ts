@@ -24,15 +24,20 @@ export function buildProgram(): Command {
     .version(VERSION, '-V, --version')
     .exitOverride()
     .showHelpAfterError('(run `slipway help <command>` for its usage)')
-    .addOption(new Option('--server <url>', 'Slipway server (env SLIPWAY_SERVER; default: the one you logged in to, else http://localhost:8080)'))
+    .addOption(
+      new Option('--server <url>', 'Slipway server (env SLIPWAY_SERVER; default: the one you logged in to, else http://localhost:8080)'),
+    )
     .addOption(new Option('--api-key <key>', 'API key (env SLIPWAY_API_KEY; default: the one `login` stored)'))
     .addOption(new Option('-a, --app <org/project/app>', 'application (env SLIPWAY_APP; default: the one linked to this directory)'))
     .addOption(new Option('-e, --env <env>', 'environment (env SLIPWAY_ENV; default: production)'))
     .option('--json', 'machine-readable output on stdout');
-  program.addHelpText('after', `
+  program.addHelpText(
+    'after',
+    `
 Configuration: flags > environment (SLIPWAY_SERVER, SLIPWAY_API_KEY, SLIPWAY_APP, SLIPWAY_ENV) > ${settingsPath()}
 Exit codes: 0 ok, 1 failed (deploy, build, run…), 2 usage, 3 not found, 4 not logged in / not allowed.
-Colour is off when output is not a terminal or NO_COLOR is set.`);
+Colour is off when output is not a terminal or NO_COLOR is set.`,
+  );
 
   authCommands(program);
   resourceCommands(program);
@@ -41,8 +46,14 @@ Colour is off when output is not a terminal or NO_COLOR is set.`);
   recordCommands(program);
   runtimeCommands(program);
 
-  program.command('completion').description('Shell completion script').argument('<shell>', 'bash | zsh | fish')
-    .addHelpText('after', '\n  bash: eval "$(slipway completion bash)"   (in ~/.bashrc)\n  zsh:  eval "$(slipway completion zsh)"    (in ~/.zshrc)\n  fish: slipway completion fish > ~/.config/fish/completions/slipway.fish')
+  program
+    .command('completion')
+    .description('Shell completion script')
+    .argument('<shell>', 'bash | zsh | fish')
+    .addHelpText(
+      'after',
+      '\n  bash: eval "$(slipway completion bash)"   (in ~/.bashrc)\n  zsh:  eval "$(slipway completion zsh)"    (in ~/.zshrc)\n  fish: slipway completion fish > ~/.config/fish/completions/slipway.fish',
+    )
     .action((shell: string) => {
       if (!['bash', 'zsh', 'fish'].includes(shell)) throw new CliError(`Unknown shell '${shell}': bash, zsh or fish`, EXIT.usage);
       process.stdout.write(completionScript(program, shell));
@@ -53,7 +64,11 @@ Colour is off when output is not a terminal or NO_COLOR is set.`);
 /** Runs the CLI and answers the exit code (errors printed as one line, the API's message first). */
 export async function run(argv: string[]): Promise<number> {
   // `slipway logs | head`: a closed pipe ends the command quietly.
-  for (const stream of [process.stdout, process.stderr]) stream.on('error', (err: NodeJS.ErrnoException) => { if (err.code === 'EPIPE') process.exit(0); throw err; });
+  for (const stream of [process.stdout, process.stderr])
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE') process.exit(0);
+      throw err;
+    });
   const program = buildProgram();
   // `slipway help config set` reads as `slipway config set --help` (commander's own help command takes one word).
   const args = argv[0] === 'help' && argv.length > 2 ? [...argv.slice(1), '--help'] : argv;

@@ -19,7 +19,12 @@ export class Output {
   readonly colors: Colors;
   readonly interactive: boolean;
 
-  constructor(readonly json: boolean, env: NodeJS.ProcessEnv = process.env, readonly stdout: NodeJS.WriteStream = process.stdout, readonly stderr: NodeJS.WriteStream = process.stderr) {
+  constructor(
+    readonly json: boolean,
+    env: NodeJS.ProcessEnv = process.env,
+    readonly stdout: NodeJS.WriteStream = process.stdout,
+    readonly stderr: NodeJS.WriteStream = process.stderr,
+  ) {
     const noColor = env.NO_COLOR !== undefined && env.NO_COLOR !== '';
     const forced = env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '0';
     this.colors = createColors(!noColor && (forced || Boolean(stdout.isTTY)));
@@ -57,10 +62,31 @@ export class Output {
     const table = new Table({
       head: columns.map((c) => this.colors.bold(c.header)),
       style: { head: [], border: [], compact: true },
-      chars: { top: '', 'top-mid': '', 'top-left': '', 'top-right': '', bottom: '', 'bottom-mid': '', 'bottom-left': '', 'bottom-right': '', left: '', 'left-mid': '', mid: '', 'mid-mid': '', right: '', 'right-mid': '', middle: '  ' },
+      chars: {
+        top: '',
+        'top-mid': '',
+        'top-left': '',
+        'top-right': '',
+        bottom: '',
+        'bottom-mid': '',
+        'bottom-left': '',
+        'bottom-right': '',
+        left: '',
+        'left-mid': '',
+        mid: '',
+        'mid-mid': '',
+        right: '',
+        'right-mid': '',
+        middle: '  ',
+      },
     });
     for (const row of rows) table.push(columns.map((c) => cell(c.value(row))));
-    this.print(table.toString().split('\n').map((l) => l.replace(/^ /, '').trimEnd()));
+    this.print(
+      table
+        .toString()
+        .split('\n')
+        .map((l) => l.replace(/^ /, '').trimEnd()),
+    );
   }
 
   /** Label/value pairs (an object's fields), or the object as JSON. */
@@ -84,7 +110,12 @@ export class Output {
 
 function cell(value: unknown): string {
   if (value === null || value === undefined || value === '') return '-';
-  if (typeof value === 'object') return Object.entries(value).map(([k, v]) => `${k}=${v}`).join(' ') || '-';
+  if (typeof value === 'object')
+    return (
+      Object.entries(value)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ') || '-'
+    );
   return String(value);
 }
 

@@ -78,7 +78,11 @@ export interface ResolvedSettings {
 }
 
 /** Precedence: flags > environment (SLIPWAY_SERVER, SLIPWAY_API_KEY) > config file. */
-export function resolveSettings(flags: { server?: string; apiKey?: string }, env: NodeJS.ProcessEnv, stored: StoredSettings): ResolvedSettings {
+export function resolveSettings(
+  flags: { server?: string; apiKey?: string },
+  env: NodeJS.ProcessEnv,
+  stored: StoredSettings,
+): ResolvedSettings {
   const server = (flags.server ?? env.SLIPWAY_SERVER ?? stored.server ?? DEFAULT_SERVER).replace(/\/+$/, '').replace(/\/v1$/, '');
   if (flags.apiKey) return { server, apiKey: flags.apiKey, apiKeySource: 'flag' };
   if (env.SLIPWAY_API_KEY) return { server, apiKey: env.SLIPWAY_API_KEY, apiKeySource: 'environment' };

@@ -33,7 +33,11 @@ export interface StreamOptions {
  * resumed where it stopped (Last-Event-ID), so a CI job following a long deploy through a
  * flaky proxy sees every line once. The sequence ends when the server closes after `end`.
  */
-export async function* serverEvents(settings: ResolvedSettings, path: string, options: StreamOptions = {}): AsyncGenerator<EventSourceMessage> {
+export async function* serverEvents(
+  settings: ResolvedSettings,
+  path: string,
+  options: StreamOptions = {},
+): AsyncGenerator<EventSourceMessage> {
   let lastEventId: string | undefined;
   let retriesLeft = options.retries ?? 5;
   for (;;) {

@@ -7,6 +7,9 @@ describe('src/client/api-types.ts', () => {
   it('is current with the routes (run `npm run client:types` after changing a route)', async () => {
     const generated = await generateClientTypes();
     expect(generated).toContain("'/v1/organizations'".replace(/'/g, '"'));
-    expect(readFileSync(CLIENT_TYPES_FILE, 'utf8') === generated, 'src/client/api-types.ts is out of date: run `npm run client:types`').toBe(true);
+    expect(
+      readFileSync(CLIENT_TYPES_FILE, 'utf8') === generated,
+      'src/client/api-types.ts is out of date: run `npm run client:types`',
+    ).toBe(true);
   });
 });

@@ -13,7 +13,9 @@ const requests: IncomingHttpHeaders[] = [];
 const server = createServer((req, res) => {
   requests.push(req.headers);
   if (req.url === '/v1/missing') {
-    res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 404, message: 'Route GET /v1/missing not found' }));
+    res
+      .writeHead(404, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ status: 404, message: 'Route GET /v1/missing not found' }));
     return;
   }
   if (req.url === '/v1/gone') {
@@ -41,14 +43,19 @@ describe('serverEvents', () => {
     const seen: string[] = [];
     for await (const e of serverEvents({ server: base, apiKey: 'k' }, '/v1/stream')) seen.push(`${e.id} ${e.event} ${e.data}`);
     expect(seen).toEqual([
-      '1 line {"line":"one"}', '2 line {"line":"two"}', '3 line {"line":"three"}', '4 end {"status":"complete","error_detail":null}',
+      '1 line {"line":"one"}',
+      '2 line {"line":"two"}',
+      '3 line {"line":"three"}',
+      '4 end {"status":"complete","error_detail":null}',
     ]);
     expect(requests.at(-1)).toMatchObject({ 'last-event-id': '2', 'x-api-key': 'k', accept: 'text/event-stream' });
   });
 
   it('an unknown route is StreamUnavailable; a missing record is the API error', async () => {
     await expect(serverEvents({ server: base }, '/v1/missing').next()).rejects.toBeInstanceOf(StreamUnavailable);
-    const gone = await serverEvents({ server: base }, '/v1/gone').next().catch((e) => e);
+    const gone = await serverEvents({ server: base }, '/v1/gone')
+      .next()
+      .catch((e) => e);
     expect(gone).toBeInstanceOf(ApiError);
     expect(gone).toMatchObject({ status: 404, exitCode: 3, message: 'Deployment not found' });
   });

@@ -13,7 +13,8 @@ import type { Paths } from '../api.js';
 type LogEntry = Paths['/v1/applications/{application_id}/logs']['get']['responses']['200']['content']['application/json']['items'][number];
 
 export function runtimeCommands(program: Command) {
-  program.command('logs')
+  program
+    .command('logs')
     .description("The application's output (every instance), optionally followed live")
     .option('-f, --follow', 'keep printing new lines (Ctrl-C to stop)')
     .option('-p, --process <type>', 'only this process type (web, worker, …)')
@@ -23,17 +24,29 @@ export function runtimeCommands(program: Command) {
     .action(async (o: { follow?: boolean; process?: string; since?: string; search?: string; limit?: number }, command: Command) => {
       const ctx = Context.of(command);
       const app = await ctx.app();
-      const query = { ...(o.process ? { process: o.process } : {}), ...(o.search ? { search: o.search } : {}), ...(ctx.options.env ? { environment: ctx.options.env } : {}) };
+      const query = {
+        ...(o.process ? { process: o.process } : {}),
+        ...(o.search ? { search: o.search } : {}),
+        ...(ctx.options.env ? { environment: ctx.options.env } : {}),
+      };
       const print = (e: LogEntry) => {
         if (ctx.out.json) return ctx.out.stdout.write(`${JSON.stringify(e)}\n`);
         const source = ctx.out.colors.dim(`${e.timestamp.replace(/\.\d+Z$/, 'Z')} ${e.process_type}.${e.instance_id.slice(-6)}`);
         ctx.out.stdout.write(`${source} ${e.line}\n`);
       };
-      const earlier = await ok(ctx.api.GET('/v1/applications/{application_id}/logs', {
-        params: { path: { application_id: app.id }, query: { ...query, ...(o.since ? { since: sinceTime(o.since) } : {}), ...(o.limit ? { limit: o.limit } : {}) } },
-      }));
+      const earlier = await ok(
+        ctx.api.GET('/v1/applications/{application_id}/logs', {
+          params: {
+            path: { application_id: app.id },
+            query: { ...query, ...(o.since ? { since: sinceTime(o.since) } : {}), ...(o.limit ? { limit: o.limit } : {}) },
+          },
+        }),
+      );
       const seen = new Set<string>();
-      for (const entry of earlier.items) { seen.add(entry.id); print(entry); }
+      for (const entry of earlier.items) {
+        seen.add(entry.id);
+        print(entry);
+      }
       if (!o.follow) return;
       const controller = new AbortController();
       process.once('SIGINT', () => controller.abort());
@@ -49,19 +62,27 @@ export function runtimeCommands(program: Command) {
       }
     });
 
-  program.command('run')
+  program
+    .command('run')
     .description("Run a one-off command with the application's release and configuration; exits with its exit code")
     .argument('<command...>', 'after `--`: the command and its arguments')
     .option('-p, --process <type>', 'process type whose settings it runs with')
     .option('--timeout <seconds>', 'stop it after this long', (v) => positiveInt(v, '--timeout'))
-    .addHelpText('after', '\nExamples:\n  slipway run -- npm run migrate\n  slipway run -- sh -c \'echo $DATABASE_URL | wc -c\'')
+    .addHelpText('after', "\nExamples:\n  slipway run -- npm run migrate\n  slipway run -- sh -c 'echo $DATABASE_URL | wc -c'")
     .action(async (words: string[], o: { process?: string; timeout?: number }, command: Command) => {
       const ctx = Context.of(command);
       const app = await ctx.app();
-      const started = await ok(ctx.api.POST('/v1/applications/{application_id}/runs', {
-        params: { path: { application_id: app.id } },
-        body: { command: shellJoin(words), ...(o.process ? { process_type: o.process } : {}), ...(ctx.options.env ? { environment: ctx.options.env } : {}), ...(o.timeout ? { timeout_seconds: o.timeout } : {}) },
-      }));
+      const started = await ok(
+        ctx.api.POST('/v1/applications/{application_id}/runs', {
+          params: { path: { application_id: app.id } },
+          body: {
+            command: shellJoin(words),
+            ...(o.process ? { process_type: o.process } : {}),
+            ...(ctx.options.env ? { environment: ctx.options.env } : {}),
+            ...(o.timeout ? { timeout_seconds: o.timeout } : {}),
+          },
+        }),
+      );
       let end: { status: string; exit_code: number | null } = { status: 'failed', exit_code: null };
       for await (const event of serverEvents(ctx.settings, streamPath('/v1/runs/{run_id}/log/stream', { run_id: started.id }))) {
         if (event.event === 'line') ctx.out.stdout.write(`${(JSON.parse(event.data) as { line: string }).line}\n`);
@@ -73,7 +94,8 @@ export function runtimeCommands(program: Command) {
       process.exitCode = end.exit_code ?? (end.status === 'succeeded' ? 0 : EXIT.failure);
     });
 
-  program.command('rollback')
+  program
+    .command('rollback')
     .description('Deploy the previous release again (or the one named: v<version> or id)')
     .argument('[release]')
     .option('-w, --wait', 'follow the deployment; exit 1 when it fails')
@@ -81,16 +103,23 @@ export function runtimeCommands(program: Command) {
       const ctx = Context.of(command);
       const app = await ctx.app();
       const target = release ? await releaseId(ctx, release) : undefined;
-      const deployment = await ok(ctx.api.POST('/v1/applications/{application_id}/rollback', {
-        params: { path: { application_id: app.id } },
-        body: { ...(target ? { release_id: target } : {}), ...(ctx.options.env ? { environment: ctx.options.env } : {}) },
-      }));
+      const deployment = await ok(
+        ctx.api.POST('/v1/applications/{application_id}/rollback', {
+          params: { path: { application_id: app.id } },
+          body: { ...(target ? { release_id: target } : {}), ...(ctx.options.env ? { environment: ctx.options.env } : {}) },
+        }),
+      );
       const version = `v${deployment.release.version}`;
       if (!o.wait) return ctx.out.result(deployment, () => `Rolling ${appPath(app)} back to ${version} (deployment ${deployment.id})`);
-      const outcome = await followLog(ctx, 'deployment', deployment.id, (line) => (ctx.out.json ? ctx.out.stderr : ctx.out.stdout).write(`${line}\n`));
+      const outcome = await followLog(ctx, 'deployment', deployment.id, (line) =>
+        (ctx.out.json ? ctx.out.stderr : ctx.out.stdout).write(`${line}\n`),
+      );
       if (outcome.status === 'error') throw new CliError(`Rollback failed: ${outcome.error_detail ?? 'see the log above'}`);
       let final = await ok(ctx.api.GET('/v1/deployments/{deployment_id}/detail', { params: { path: { deployment_id: deployment.id } } }));
-      while (final.status === 'deploying') { await sleep(500); final = await ok(ctx.api.GET('/v1/deployments/{deployment_id}/detail', { params: { path: { deployment_id: deployment.id } } })); }
+      while (final.status === 'deploying') {
+        await sleep(500);
+        final = await ok(ctx.api.GET('/v1/deployments/{deployment_id}/detail', { params: { path: { deployment_id: deployment.id } } }));
+      }
       ctx.out.result(final, () => ctx.out.colors.green(`Rolled ${appPath(app)} back to ${version}`));
     });
 }
