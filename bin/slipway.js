@@ -8,10 +8,10 @@ import process from 'node:process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const compiled = ['dist/src/client/main.js', 'dist/client/main.js'].map((p) => join(root, p)).find((p) => existsSync(p));
+const compiled = join(root, 'dist/client/main.js');
 
 let main;
-if (compiled && process.env.SLIPWAY_CLI_SOURCE !== '1') {
+if (existsSync(compiled) && process.env.SLIPWAY_CLI_SOURCE !== '1') {
   main = await import(pathToFileURL(compiled).href);
 } else {
   const { tsImport } = await import('tsx/esm/api');
