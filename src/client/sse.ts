@@ -44,7 +44,13 @@ export async function* serverEvents(
     const headers: Record<string, string> = { accept: 'text/event-stream', 'user-agent': USER_AGENT };
     if (settings.apiKey) headers['x-api-key'] = settings.apiKey;
     if (lastEventId !== undefined) headers['last-event-id'] = lastEventId;
-    const response = await fetchOrExplain(settings.server, `${settings.server}${path}`, { headers, signal: options.signal });
+    let response: Response;
+    try {
+      response = await fetchOrExplain(settings.server, `${settings.server}${path}`, { headers, signal: options.signal });
+    } catch (err) {
+      if (options.signal?.aborted) return; // stopped (Ctrl-C) while connecting
+      throw err;
+    }
     if (!response.ok) {
       const body = await response.json().catch(() => ({}));
       if (response.status === 404 && /^Route /.test(String((body as { message?: string }).message))) throw new StreamUnavailable(path);

@@ -261,7 +261,8 @@ describe('slipway CLI against a running server', () => {
       await follow.waitFor('said marker-4711');
       expect(follow.output().stdout).toMatch(/web\.\w+ said marker-4711/);
     } finally {
-      await follow.stop();
+      // Ctrl-C ends following quietly.
+      expect(await follow.stop()).toBe(0);
     }
     // Searching the stored lines: only the matching one, of the web process, in the window.
     const found = expectOk(await cli(['logs', '--search', 'marker-4711', '--process', 'web', '--since', '10m']));
