@@ -15,6 +15,7 @@ import { authenticationHook } from './modules/auth/auth.hook.js';
 import { authRoutes } from './modules/auth/auth.routes.js';
 import { usersRoutes } from './modules/users/users.routes.js';
 import { organizationsRoutes } from './modules/organizations/organizations.routes.js';
+import { pipelineLimitsRoutes } from './modules/organizations/pipeline-limits.js';
 import { projectsRoutes } from './modules/projects/projects.routes.js';
 import { applicationsRoutes } from './modules/applications/applications.routes.js';
 import { configurationsRoutes } from './modules/configurations/configurations.routes.js';
@@ -40,12 +41,16 @@ export interface RouteEntry {
   method: string;
   url: string;
   public: boolean;
+  /** A Server-Sent Events route (answers with a stream that stays open). */
+  stream: boolean;
 }
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** Every API route, for the OpenAPI check and the access-matrix test. */
     routeTable: RouteEntry[];
+    /** This process's LISTEN fan-out of live streams (tests check closed streams leave nothing). */
+    notifications: { readonly subscriberCount: number };
   }
 }
 
@@ -75,7 +80,8 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const method of methods) {
       if (method === 'HEAD') continue;
-      app.routeTable.push({ method, url: route.url, public: Boolean((route.config as { public?: boolean } | undefined)?.public) });
+      const produces = (route.schema as { produces?: string[] } | undefined)?.produces ?? [];
+      app.routeTable.push({ method, url: route.url, public: Boolean((route.config as { public?: boolean } | undefined)?.public), stream: produces.includes('text/event-stream') });
     }
   });
 
@@ -106,6 +112,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   app.addSchema(ErrorResponse);
 
   const services = createServices(ctx, app.log);
+  app.decorate('notifications', services.notifications);
   // Open event streams would hold the server open: they end first, then the LISTEN connection.
   app.addHook('preClose', async () => { endStreams(app.server); });
   app.addHook('onClose', async () => { await services.notifications.close(); });
@@ -115,6 +122,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     await v1.register(authRoutes(ctx, services.auth));
     await v1.register(usersRoutes(ctx));
     await v1.register(organizationsRoutes(ctx));
+    await v1.register(pipelineLimitsRoutes(ctx));
     await v1.register(projectsRoutes(ctx));
     await v1.register(applicationsRoutes(services.apps));
     await v1.register(configurationsRoutes(ctx, services.apps, services.config));

@@ -4,7 +4,7 @@ import type { OneOffRunsTable } from '../../platform/db/schema.js';
 import type { Selectable } from 'kysely';
 import { conflict, notFound } from '../../platform/errors.js';
 import { iso, isoOrNull, paginate, type PaginationQuery } from '../../platform/http/schemas.js';
-import { requireJobs } from '../../platform/jobs/require-jobs.js';
+import { requireJobRoom } from '../../platform/jobs/require-jobs.js';
 import type { ApplicationsService } from '../applications/applications.service.js';
 import { requireDeployAccess } from '../environments/protection.js';
 import { DeploymentsRepository } from './deployments.repository.js';
@@ -39,7 +39,7 @@ export class OneOffRunsService {
     await this.apps.authorize(userId, applicationId);
     const environmentId = await chosenEnvironmentId(this.ctx.db, applicationId, body.environment);
     await requireDeployAccess(this.ctx.db, userId, environmentId);
-    const jobs = requireJobs(this.ctx);
+    const jobs = await requireJobRoom(this.ctx, applicationId);
     const serving = await this.deployments.current(applicationId, environmentId);
     if (!serving) throw conflict('Nothing is deployed in that environment yet: a run uses the serving release');
     const release = await this.deployments.release(serving.release_id);
