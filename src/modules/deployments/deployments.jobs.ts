@@ -4,7 +4,7 @@ import { DeployRunner, settleInterrupted } from './deploy-runner.js';
 import { DeploymentsRepository } from './deployments.repository.js';
 import { DEPLOY_JOB, RECONCILE_JOB } from './deployments.service.js';
 import { FormationReconciler } from './formation-reconciler.js';
-import { MetricsSampler } from '../observability/metrics-sampler.js';
+import { MetricsSampler } from '../observability/index.js';
 import { OneOffRunner, RUN_INTERRUPTED } from './one-off-runner.js';
 import { OneOffRunsRepository } from './one-off-runs.repository.js';
 import { RUN_JOB } from './one-off-runs.service.js';
