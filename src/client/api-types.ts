@@ -8188,6 +8188,334 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/organizations/{org_slug}/pipeline-limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An organization's pipeline limits (site admins) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            build_timeout_seconds: number | null;
+                            effective_build_timeout_seconds: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+            };
+        };
+        /** Set an organization's build timeout (site admins; null: the default) */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        build_timeout_seconds: number | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            build_timeout_seconds: number | null;
+                            effective_build_timeout_seconds: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/projects": {
         parameters: {
             query?: never;
