@@ -4,7 +4,8 @@
  * application logs (scrubbed, searchable, rotated, kept across a restart), rollback under
  * load, one-off runs with their configuration, exit code and timeout.
  */
-import { rmSync } from 'node:fs';
+import { readdirSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
@@ -176,6 +177,12 @@ describe('application log rotation', () => {
     expect(stored.rows[0]!.bytes).toBeLessThanOrEqual(MAX_LOG_BYTES * 1.25 + 20_000);
     expect(stored.rows[0]!.n).toBeLessThan(3000);
     expect((await api('GET', `/applications/${app.appId}/logs?search=line%2000000`)).body.items).toHaveLength(0);
+    // The runtime's own copy on disk (one file per instance) is rotated at the same size: one current file and one older.
+    const instance = await h.ctx.db.selectFrom('instances').select('id').where('application_id', '=', app.appId).executeTakeFirstOrThrow();
+    const logDir = join(h.dataDir, 'runtime', 'logs');
+    const files = readdirSync(logDir).filter((f) => f.startsWith(instance.id));
+    expect(files.sort()).toEqual([`${instance.id}.log`, `${instance.id}.log.1`]);
+    for (const f of files) expect(statSync(join(logDir, f)).size).toBeLessThanOrEqual(MAX_LOG_BYTES + 1024);
   }, 60_000);
 });
 
