@@ -69,6 +69,26 @@ const logLines = async (path: string) => {
     .map((l) => l.replace(/^\d{4}-\d{2}-\d{2}T[\d:.]+Z /, ''));
 };
 
+describe('OpenAPI', () => {
+  it('documents every stream as text/event-stream and the new routes with their schemas', async () => {
+    const doc = (await h.app.inject({ method: 'GET', url: '/v1/openapi.json' })).json();
+    const streams = [
+      '/v1/images/{image_id}/log/stream',
+      '/v1/deployments/{deployment_id}/log/stream',
+      '/v1/runs/{run_id}/log/stream',
+      '/v1/workspaces/{workspace}/projects/{project}/envs/{env}/deploys/{deploy_id}/log/stream',
+      '/v1/applications/{application_id}/events',
+      '/v1/applications/{application_id}/logs/stream',
+    ];
+    for (const path of streams) expect(Object.keys(doc.paths[path].get.responses['200'].content), path).toEqual(['text/event-stream']);
+    expect(doc.paths['/v1/applications/{application_id}/rollback'].post.responses['202']).toBeDefined();
+    expect(doc.paths['/v1/applications/{application_id}/runs'].post.requestBody).toBeDefined();
+    expect(doc.paths['/v1/applications/{application_id}/logs'].get.parameters.map((p: { name: string }) => p.name)).toEqual(
+      expect.arrayContaining(['since', 'until', 'process', 'search', 'limit']),
+    );
+  });
+});
+
 describe('log streams', () => {
   it("follows a deployment's log from before it starts to its end, and resumes after a dropped connection with no gap or repeat", async () => {
     const app = await deployableApp(h, alice, { health_check_path: '/health' });
