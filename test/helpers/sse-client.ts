@@ -2,7 +2,6 @@
 export interface ReceivedEvent {
   id: string | null;
   event: string;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- whatever JSON the server sent; tests read its fields
   data: any;
 }
 
