@@ -281,6 +281,8 @@ export interface InstancesTable {
   pid: number | null;
   state: ColumnType<InstanceState, InstanceState | undefined, InstanceState>;
   restart_count: Generated<number>;
+  /** Why it last stopped on its own (migration 0006), e.g. `OOM: exceeded 384 MiB of m1.small`. */
+  last_exit: string | null;
   worker_id: string | null;
   started_at: Timestamp;
   updated_at: Timestamp;
@@ -337,5 +339,16 @@ export interface PipelineTables {
   job_runs: JobRunsTable;
 }
 
+// Isolation (migration 0006): the sandbox user of each application.
+export interface SandboxUidsTable {
+  application_id: string;
+  uid: number;
+  created_at: Timestamp;
+}
+
+export interface SandboxTables {
+  sandbox_uids: SandboxUidsTable;
+}
+
 /** Every feature adds its tables here, one interface per migration group. */
-export interface Database extends ControlPlaneTables, WorkspaceTables, PipelineTables {}
+export interface Database extends ControlPlaneTables, WorkspaceTables, PipelineTables, SandboxTables {}
