@@ -77,6 +77,11 @@ const EnvSchema = Type.Object({
   PIPELINE_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 2 }),
   /** A build running longer than this fails. */
   BUILD_TIMEOUT_SECONDS: Type.Integer({ minimum: 10, maximum: 24 * 3600, default: 1800 }),
+  /**
+   * Comma-separated folders every user may build from by local path or file:// (otherwise only
+   * site administrators may use local sources). Unset: none.
+   */
+  SOURCE_PATH_ALLOWLIST: Type.Optional(Type.String()),
   /** Comma-separated folders that local-path repositories must lie in; unset allows any path (single-user machines). */
   LOCAL_REPOSITORY_ROOTS: Type.Optional(Type.String()),
 });

@@ -57,7 +57,9 @@ export interface HarnessOptions {
 export async function createHarness(env: Partial<Env> = {}, options: HarnessOptions = {}): Promise<Harness> {
   const database = await freshDatabase();
   const dataDir = mkdtempSync(join(tmpdir(), 'slipway-test-data-'));
-  const config = loadConfig({}, { DATA_DIR: dataDir, DATABASE_URL: database.url, LOG_LEVEL: 'info', ...env });
+  // Test repositories live in the temp folder: members may build from there (the operator's
+  // SOURCE_PATH_ALLOWLIST); test/isolation/ checks the policy without it.
+  const config = loadConfig({}, { DATA_DIR: dataDir, DATABASE_URL: database.url, LOG_LEVEL: 'info', SOURCE_PATH_ALLOWLIST: tmpdir(), ...env });
   const db = createDb(database.url, 5);
   const secrets = new SecretBox({ current: parseKey(generateKeyText()), previous: [] });
   const ctx: AppContext = { config, db, secrets };

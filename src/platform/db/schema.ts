@@ -346,8 +346,17 @@ export interface SandboxUidsTable {
   created_at: Timestamp;
 }
 
+/** A repository a site administrator saved for an application (builds may fetch exactly it). */
+export interface TrustedSourcesTable {
+  application_id: string;
+  repository: string;
+  approved_by: string | null;
+  approved_at: Timestamp;
+}
+
 export interface SandboxTables {
   sandbox_uids: SandboxUidsTable;
+  trusted_sources: TrustedSourcesTable;
 }
 
 /** Every feature adds its tables here, one interface per migration group. */

@@ -10,3 +10,13 @@ CREATE TABLE sandbox_uids (
 
 -- Why the instance last stopped on its own: `exit code 1`, `signal SIGKILL`, `OOM: exceeded 384 MiB of m1.small`.
 ALTER TABLE instances ADD COLUMN last_exit text;
+
+-- Repositories a site administrator saved for an application (a local path, a private
+-- host): builds may fetch exactly that value; anything a member saves is checked again at
+-- build time (issue 10's source policy).
+CREATE TABLE trusted_sources (
+  application_id  uuid PRIMARY KEY REFERENCES applications (id) ON DELETE CASCADE,
+  repository      text NOT NULL,
+  approved_by     uuid REFERENCES users (id) ON DELETE SET NULL,
+  approved_at     timestamptz NOT NULL DEFAULT now()
+);
