@@ -43,6 +43,8 @@ export function bwrapArguments(view: SandboxView): string[] {
   args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--dir', '/var/tmp');
   // Bound after /tmp: a directory below /tmp (test data dirs) shows on top of the private one.
   if (!view.root) for (const dir of view.writable) args.push('--bind', dir, dir);
+  // The sandbox's own root (a tmpfs holding the mount points) is read-only too.
+  if (!view.root) args.push('--remount-ro', '/');
   if (view.innerUser) args.push('--uid', String(view.innerUser.uid), '--gid', String(view.innerUser.gid));
   args.push('--chdir', view.cwd);
   return args;
