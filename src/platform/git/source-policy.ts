@@ -83,7 +83,7 @@ function publicAddress(address: string): boolean {
 }
 
 function sameOrigin(url: URL | null, githubUrl: string): boolean {
-  if (!url) return false;
+  if (!url || !/^https?:$/.test(url.protocol)) return false; // other schemes' origin is the opaque "null"
   try {
     return new URL(githubUrl).origin === url.origin;
   } catch {
