@@ -1,19 +1,8 @@
-import { execFileSync } from 'node:child_process';
 import { expect } from 'vitest';
 import type { Harness } from '../helpers/harness.js';
+export { sandboxMissing } from '../helpers/sandbox.js';
 import { waitFor } from '../helpers/wait.js';
 import type { TestApp } from '../pipeline-build/fixtures.js';
-
-/** Why sandbox tests cannot run here (they need root and bubblewrap), or null. */
-export function sandboxMissing(): string | null {
-  if (process.getuid?.() !== 0) return 'the sandbox tests need root (they start processes as other users)';
-  try {
-    execFileSync('bwrap', ['--version'], { stdio: 'ignore' });
-    return null;
-  } catch {
-    return 'bubblewrap is not installed (apt-get install bubblewrap): sandbox tests skipped';
-  }
-}
 
 /** POST /deploy (build → release → deploy) and wait for both records to settle. */
 export async function chainDeploy(h: Harness, t: TestApp) {
