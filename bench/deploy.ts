@@ -91,7 +91,8 @@ async function main() {
   await startDeploymentRuntime(ctx, app.log);
   await ctx.jobs!.startWorkers();
   try {
-    const user = await new UsersService(ctx.db).create({ username: 'bench', email: 'bench@example.com', password: 'bench-password-1', is_admin: false });
+    // An administrator: the bench builds from a local path (issue 10's source policy).
+    const user = await new UsersService(ctx.db).create({ username: 'bench', email: 'bench@example.com', password: 'bench-password-1', is_admin: true });
     const { key } = await new AuthService(ctx).createApiKey(user.id, 'bench');
     const headers = { 'x-api-key': key };
     const call = async (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: object) => {
