@@ -58,6 +58,8 @@ const EnvSchema = Type.Object({
   KUBERNETES_NAMESPACE_PREFIX: Type.String({ default: 'slipway-', pattern: '^[a-z0-9]([-a-z0-9]*)?$', maxLength: 20 }),
   /** Ingress class for web processes' public host names; unset: no Ingress (Services only). */
   KUBERNETES_INGRESS_CLASS: Type.Optional(Type.String({ minLength: 1 })),
+  /** Namespace of the ingress controller: the only other namespace allowed to reach an organization's pods. */
+  KUBERNETES_INGRESS_NAMESPACE: Type.String({ default: 'ingress-nginx', pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 63 }),
   /** How often the observability sampler records the runtime's usage. */
   OBSERVABILITY_SAMPLE_SECONDS: Type.Integer({ minimum: 1, default: 60 }),
   GITHUB_URL: Type.String({ default: 'https://github.com' }),

@@ -361,6 +361,110 @@ describe('KubernetesRuntime against a fake API server', () => {
     await impatient.shutdown();
   });
 
+  it('runs pods that pass restricted Pod Security admission, in a namespace labelled restricted with its NetworkPolicy', async () => {
+    const plan = makePlan({ formation: { web: 1, worker: 1 } });
+    const { result } = await deploy(plan);
+    expect(result.instances).toHaveLength(2);
+    const names = workloadNames(plan, 'slipway-');
+    expect(kube.get('namespaces', undefined, names.namespace)!.metadata.labels).toMatchObject({
+      'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest',
+    });
+    const policy = kube.get('networkpolicies', names.namespace, 'slipway-isolation')!;
+    expect(policy.spec).toEqual({
+      podSelector: {}, policyTypes: ['Ingress'],
+      ingress: [{ from: [{ podSelector: {} }] }, { from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } }] }],
+    });
+    // The fake's Pod Security admission let these pods in (it refuses root pods: test/kubernetes/fake-kube-api.test.ts).
+    for (const pod of kube.list('pods', names.namespace)) {
+      expect(pod.spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 10001, seccompProfile: { type: 'RuntimeDefault' } });
+      expect(pod.spec.automountServiceAccountToken).toBe(false);
+    }
+    // A release Job's pod passes too.
+    expect(await runtime.runOnce(plan, 'release', { deadline: Date.now() + 5000, signal: never, onOutput: () => undefined })).toMatchObject({ exitCode: 0 });
+  });
+
+  it('fails at once, naming the policy, when admission refuses the pods of a Deployment or a release Job', async () => {
+    const plan = makePlan({ formation: { web: 1 }, timeoutSeconds: 30 });
+    kube.podAdmission = (pod) => (pod.spec.containers[0].image.startsWith('registry.internal/') ? null : 'images must come from registry.internal');
+    const error = await deploy(plan, 30_000).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RolloutFailure);
+    expect((error as Error).message).toMatch(/^Deployment failed: web: the cluster refused to create its pods: admission webhook "pods.policy.fake" denied the request: images must come from registry.internal$/);
+
+    const output: string[] = [];
+    const result = await runtime.runOnce(plan, 'release', { deadline: Date.now() + 30_000, signal: never, onOutput: (line) => output.push(line) });
+    expect(result).toEqual({ exitCode: null, signal: null, timedOut: false });
+    expect(output.join('\n')).toContain('release: the cluster refused to create its pods: admission webhook "pods.policy.fake"');
+    expect(output.join('\n')).toContain('denied the request: images must come from registry.internal');
+    const names = workloadNames(plan, 'slipway-');
+    expect(kube.get('jobs', names.namespace, names.job('release', plan.deploymentId))).toBeUndefined();
+  });
+
+  it('fails the deployment with the refusal when the cluster forbids the organization namespace (403)', async () => {
+    const plan = makePlan();
+    const names = workloadNames(plan, 'slipway-');
+    kube.forbiddenNamespaces.add(names.namespace);
+    const error = await runtime.prepare(plan, () => undefined).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RolloutFailure);
+    expect((error as Error).message).toBe(`Setup: the Kubernetes cluster refused the request (HTTP 403 Forbidden): networkpolicies.networking.k8s.io "slipway-isolation" is forbidden: `
+      + `User "system:serviceaccount:slipway:slipway" cannot patch resource "networkpolicies" in API group "networking.k8s.io" in the namespace "${names.namespace}"`);
+  });
+
+  it('server-side apply: the next release takes back a field another manager changed, keeps what others added, never sends a resourceVersion', async () => {
+    const first = makePlan({ formation: { web: 1 } });
+    await deploy(first);
+    const names = workloadNames(first, 'slipway-');
+    const name = names.deployment('web');
+    const selector = kube.get('deployments', names.namespace, name)!.spec.selector;
+    // `kubectl set image` and `kubectl rollout restart`, as server-side applies of their own.
+    kube.seed('deployments', {
+      metadata: { name, namespace: names.namespace },
+      spec: { template: { metadata: { annotations: { 'kubectl.kubernetes.io/restartedAt': '2026-01-01T00:00:00Z' } }, spec: { containers: [{ name: 'web', image: 'someone/else:latest' }] } } },
+    });
+    const second = nextPlan(first, {});
+    await deploy(second);
+    const web = kube.get('deployments', names.namespace, name)!;
+    const container = web.spec.template.spec.containers[0];
+    expect(container.image).toBe(second.image.registryReference);
+    expect(web.spec.template.metadata.annotations).toMatchObject({ 'kubectl.kubernetes.io/restartedAt': '2026-01-01T00:00:00Z', [ANNOTATION.deploymentId]: second.deploymentId });
+    const imageOwners = web.metadata.managedFields
+      .filter((f: any) => f.fieldsV1['f:spec']?.['f:template']?.['f:spec']?.['f:containers']?.['k:{"name":"web"}']?.['f:image'])
+      .map((f: any) => f.manager);
+    expect(imageOwners).toEqual(['slipway']);
+    // The selector (immutable on a cluster) is the same for every release.
+    expect(web.spec.selector).toEqual(selector);
+    for (const r of kube.applies()) expect((r.body as any).metadata.resourceVersion).toBeUndefined();
+  });
+
+  it('rolls a release out within maxSurge 1 / maxUnavailable 0 and answers only new pods while old ones terminate', async () => {
+    await runtime.shutdown();
+    await kube.stop();
+    kube = await FakeKubeApi.start({ graceSecondMs: 1000 }); // a 30 s grace period lasts 30 s
+    runtime = makeRuntime(kube);
+    const first = makePlan({ formation: { web: 3 } });
+    await deploy(first);
+    const names = workloadNames(first, 'slipway-');
+    const from = kube.rolloutSteps.length;
+    const second = nextPlan(first, {});
+    const { result } = await deploy(second);
+
+    const steps = kube.rolloutSteps.slice(from).filter((s) => s.deployment === names.deployment('web'));
+    expect(steps.length).toBeGreaterThan(3);
+    for (const step of steps) {
+      expect(step.newReplicas + step.oldReplicas).toBeLessThanOrEqual(4);
+      expect(step.available).toBeGreaterThanOrEqual(3);
+    }
+    expect(steps.at(-1)).toMatchObject({ newReplicas: 3, oldReplicas: 0, available: 3 });
+    const pods = kube.list('pods', names.namespace);
+    const terminating = pods.filter((p) => p.metadata.deletionTimestamp);
+    expect(terminating.length).toBeGreaterThan(0);
+    expect(result.instances).toHaveLength(3);
+    for (const instance of result.instances) {
+      const pod = pods.find((p) => p.metadata.name === instance.pod)!;
+      expect(pod.metadata.deletionTimestamp).toBeUndefined();
+      expect(pod.metadata.annotations[ANNOTATION.deploymentId]).toBe(second.deploymentId);
+    }
+  });
+
   it('refuses a release without a pushed image', async () => {
     await expect(runtime.prepare(makePlan({ registryReference: null }), () => undefined))
       .rejects.toThrow(/^The Kubernetes runtime runs container images: build from a Dockerfile with REGISTRY_URL set/);
