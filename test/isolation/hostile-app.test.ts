@@ -194,6 +194,24 @@ function victimPids(environmentId: string): string[] {
   return pids;
 }
 
+/** The cpu, memory and pids limits of the control group a process is in (cgroup v1 or v2). */
+function cgroupLimits(pid: number): { cpu: string; memory: string; pids: string } {
+  const groups = new Map<string, string>();
+  for (const line of readFileSync(`/proc/${pid}/cgroup`, 'utf8').trim().split('\n')) {
+    const [, controllers, path] = /^\d+:([^:]*):(.*)$/.exec(line)!;
+    for (const c of controllers!.split(',')) groups.set(c, path!);
+  }
+  const read = (file: string) => readFileSync(file, 'utf8').trim();
+  if (groups.has('memory')) {
+    const v1 = (controller: string, file: string) => read(join('/sys/fs/cgroup', controller, groups.get(controller)!, file));
+    return {
+      cpu: `${v1('cpu', 'cpu.cfs_quota_us')} ${v1('cpu', 'cpu.cfs_period_us')}`, memory: v1('memory', 'memory.limit_in_bytes'), pids: v1('pids', 'pids.max'),
+    };
+  }
+  const v2 = (file: string) => read(join('/sys/fs/cgroup', groups.get('')!, file));
+  return { cpu: v2('cpu.max'), memory: v2('memory.max'), pids: v2('pids.max') };
+}
+
 async function hostileGet(path: string, timeoutMs = 60_000) {
   return routerGet(localRuntime(h.ctx).router.port, hostileHost, path, timeoutMs);
 }
@@ -246,6 +264,11 @@ describe.skipIf(missing !== null)('a hostile application of a plain member (issu
       expect(existsSync(join(victimDir, 'pwned'))).toBe(false);
       expect(existsSync('/usr/pwned')).toBe(false);
       expect(existsSync('/etc/pwned-by-build')).toBe(false);
+
+      // The pod class's limits are the kernel's: m1.small is 250 millicores and 384 MiB.
+      const hostileEnvId = (await h.ctx.db.selectFrom('instances').select('environment_id').where('application_id', '=', hostile.appId).executeTakeFirstOrThrow()).environment_id;
+      const hostilePid = localRuntime(h.ctx).instancesOf(hostile.appId, hostileEnvId).find((s) => s.pid)!.pid!;
+      expect(cgroupLimits(hostilePid)).toEqual({ cpu: '25000 100000', memory: String(384 * 1024 * 1024), pids: String(PIDS_MAX) });
 
       // 2. Forking without bound stops at the pids limit.
       const bomb = JSON.parse((await hostileGet('/fork-bomb', 120_000)).body);

@@ -65,6 +65,11 @@ export class CgroupHierarchy {
     return this.version === 2 ? this.createV2(name, limits) : this.createV1(name, limits);
   }
 
+  /** Removes the group `name` if it is left over (its processes gone), e.g. by a platform that was killed. */
+  async discard(name: string): Promise<void> {
+    await removeDirs(Object.values(this.parents).map((parent) => join(parent, name)));
+  }
+
   private async createV2(name: string, limits: CgroupLimits): Promise<Cgroup> {
     const dir = join(this.parents['']!, name);
     await mkdir(dir, { recursive: true });

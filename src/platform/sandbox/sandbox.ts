@@ -67,6 +67,12 @@ export class Sandbox {
     return this.probe;
   }
 
+  /** Removes a control group a dead platform process left behind (see LocalProcessDriver.reap). */
+  async discard(name: string): Promise<void> {
+    const hierarchy = await this.hierarchy().catch(() => null);
+    await hierarchy?.discard(name);
+  }
+
   async prepare(request: SandboxRequest): Promise<PreparedSandbox> {
     const hierarchy = await this.hierarchy();
     const uid = await this.options.uids.uidFor(request.applicationId);

@@ -304,6 +304,8 @@ export class LocalProcessDriver implements RuntimeDriver {
       const env = await processEnvironment(pid);
       if (env?.includes(`${INSTANCE_ID_VARIABLE}=${id}`)) killGroup(pid, 'SIGKILL');
     }
+    // Their control groups empty once the sandboxes are gone (bubblewrap dies with its launcher).
+    if (this.sandbox) for (const { id } of leftovers) if (!this.instances.has(id)) await this.sandbox.discard(`instance-${id}`);
   }
 
   async shutdown(): Promise<void> {
