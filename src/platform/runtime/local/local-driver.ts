@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { v7 as uuidv7 } from 'uuid';
-import { SandboxUnavailable, type Cgroup, type PreparedSandbox, type Sandbox, type SandboxView } from '../../sandbox/index.js';
+import { SandboxUnavailable, type PreparedSandbox, type Sandbox, type SandboxView } from '../../sandbox/index.js';
 import type {
   InstanceSpec, InstanceStatus, LeftoverInstance, OneOffResult, OneOffSpec, ResourceUsage, RuntimeDriver,
 } from '../port.js';
