@@ -151,6 +151,8 @@ export async function fetchSource(req: SourceRequest): Promise<FetchedSource> {
     }
     if (req.signal?.aborted) throw new SourceError('interrupted while fetching the source');
     if (fetched.code !== 0) {
+      // A member's address on someone else's host: what answered (refused, timed out, 404) stays unsaid.
+      if (req.pins && !req.pins.followRedirects) throw new SourceError(`could not fetch ref '${req.ref}' from ${displayUrl}`);
       const reason = lastLine(fetched.stderr, secrets);
       if (/couldn't find remote ref|not our ref|unadvertised object|no such remote ref/i.test(fetched.stderr)) {
         throw new SourceError(`ref '${req.ref}' was not found in ${displayUrl}`);
