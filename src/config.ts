@@ -77,6 +77,10 @@ const EnvSchema = Type.Object({
   SLIPWAY_ROLE: Type.Union([Type.Literal('all'), Type.Literal('api'), Type.Literal('worker')], { default: 'all' }),
   /** Pipeline jobs (builds, releases, deploys) one worker process runs at once; one per application at a time. */
   PIPELINE_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 2 }),
+  /** Pipeline jobs of one organization running at once across all workers (fairness between tenants). */
+  PIPELINE_ORG_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 1024, default: 1 }),
+  /** Pipeline jobs of one organization waiting or running; more are refused with 429. */
+  PIPELINE_ORG_QUEUE_LIMIT: Type.Integer({ minimum: 1, maximum: 100_000, default: 20 }),
   /** A build running longer than this fails. */
   BUILD_TIMEOUT_SECONDS: Type.Integer({ minimum: 10, maximum: 24 * 3600, default: 1800 }),
   /**

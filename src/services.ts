@@ -1,6 +1,9 @@
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
+import { sql } from 'kysely';
 import type { AppContext } from './platform/context.js';
+import type { Db } from './platform/db/database.js';
+import type { JobPorts } from './platform/jobs/index.js';
 import { SourceBuilder } from './platform/builder/index.js';
 import { createSandbox } from './platform/sandbox/index.js';
 import { vetRepositoryChange } from './platform/git/trusted-sources.js';
@@ -26,6 +29,7 @@ import { ObservabilityService } from './modules/observability/observability.serv
  * registers the pipeline's job kinds (so any process with jobs can run them).
  */
 export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
+  ctx.jobs?.setPorts(jobPorts(ctx.db));
   const auth = new AuthService(ctx);
   ctx.jobs?.addSweeper(() => auth.pruneExpired());
   const config = new ConfigurationsService(ctx.db, ctx.secrets);
@@ -53,5 +57,24 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     envDeploys: new EnvDeploysService(ctx.db, new EnvironmentPipeline(ctx, deployChain, deployments, config), log.child({ component: 'env-deploys' })),
     signingKeys: SigningKeys.forConfig(ctx.config),
     observability: new ObservabilityService(ctx.db, apps),
+  };
+}
+
+/** What the job loop reads about applications (it never reads the modules' tables itself). */
+function jobPorts(db: Db): JobPorts {
+  return {
+    async organizationOf(applicationId) {
+      const row = await db.selectFrom('applications').innerJoin('projects', 'projects.id', 'applications.project_id')
+        .select('projects.organization_id').where('applications.id', '=', applicationId).executeTakeFirst();
+      return row?.organization_id ?? null;
+    },
+    async applicationsHeldElsewhere(workerId, freshSeconds) {
+      const rows = await db.selectFrom('instances').innerJoin('workers', 'workers.id', 'instances.worker_id')
+        .select('instances.application_id').distinct()
+        .where('workers.id', '<>', workerId).where('workers.stopped_at', 'is', null)
+        .where('workers.heartbeat_at', '>', sql<Date>`now() - make_interval(secs => ${freshSeconds})`)
+        .execute();
+      return rows.map((r) => r.application_id);
+    },
   };
 }

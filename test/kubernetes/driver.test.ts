@@ -4,6 +4,7 @@ import { KubernetesRuntime } from '../../src/platform/runtime/kubernetes/kuberne
 import { ANNOTATION, LABEL, workloadNames } from '../../src/platform/runtime/kubernetes/names.js';
 import { cpuMillicores, memoryBytes } from '../../src/platform/runtime/kubernetes/usage.js';
 import { FakeKubeApi } from '../helpers/fake-kube-api.js';
+import { waitFor } from '../helpers/wait.js';
 import { SECRET_VALUE, makePlan, nextPlan, resourcesOf } from './plan-fixture.js';
 
 const DOCKER_CONFIG = '{"auths":{"registry.example.test":{"auth":"dG9rZW46c2VjcmV0"}}}';
@@ -15,13 +16,6 @@ function recordingLog() {
   return { log, steps, lines };
 }
 
-async function eventually(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 5000) {
-  const until = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 const target = (plan: WorkloadPlan) => ({ applicationId: plan.application.id, environmentId: plan.environment.id });
 const never = new AbortController().signal;
@@ -209,7 +203,7 @@ describe('KubernetesRuntime against a fake API server', () => {
     const after = kube.get('deployments', names.namespace, names.deployment('web'))!;
     expect(after.spec.replicas).toBe(3);
     expect(after.spec.template).toEqual(before.spec.template);
-    await eventually(() => kube.list('pods').filter(byType('web')).length === 3, 'three web pods');
+    await waitFor('three web pods', () => kube.list('pods').filter(byType('web')).length === 3, { timeout: 5000, every: 25 });
     expect(kube.list('pods').filter(byType('web')).map((p) => p.metadata.name)).toEqual(expect.arrayContaining(podsBefore));
 
     // Nothing to change: no write but the renewed pull credentials.
@@ -249,8 +243,8 @@ describe('KubernetesRuntime against a fake API server', () => {
     const web = kube.get('deployments', names.namespace, names.deployment('web'))!;
     expect(web.metadata.annotations[ANNOTATION.deploymentId]).toBe(first.deploymentId);
     expect(web.spec.template.metadata.labels[LABEL.releaseVersion]).toBe('1');
-    await eventually(() => kube.list('pods').filter(byType('web')).every((p) => p.metadata.annotations[ANNOTATION.deploymentId] === first.deploymentId),
-      'only release 1 web pods');
+    await waitFor('only release 1 web pods', () => kube.list('pods').filter(byType('web')).every((p) => p.metadata.annotations[ANNOTATION.deploymentId] === first.deploymentId),
+      { timeout: 5000, every: 25 });
 
     // A third release without a worker: its Deployment goes after the rollout.
     const third = nextPlan(first, { formation: { web: 1 } });
@@ -288,7 +282,7 @@ describe('KubernetesRuntime against a fake API server', () => {
       expect(kube.list(kind).filter(ofApp(a.application.id))).toEqual([]);
       expect(kube.list(kind).filter(ofApp(b.application.id)).length).toBeGreaterThan(0);
     }
-    await eventually(() => kube.list('pods').filter(ofApp(a.application.id)).length === 0, 'app a pods gone');
+    await waitFor('app a pods gone', () => kube.list('pods').filter(ofApp(a.application.id)).length === 0, { timeout: 5000, every: 25 });
   });
 
   it('reports usage from pod metrics and restart counts; without metrics.k8s.io CPU and memory read 0 (warned once)', async () => {

@@ -11,6 +11,7 @@ import { resolveServiceConfig } from '../configurations/layering.js';
 import { productionEnvironmentId } from '../pipeline/production-environment.js';
 import { RecordLog } from '../pipeline/record-log.js';
 import { ImagesRepository } from './images.repository.js';
+import { buildTimeoutSeconds } from '../organizations/pipeline-limits.js';
 
 /** Scratch space of one build (removed when it ends). */
 export const buildWorkDir = (dataDir: string, imageId: string) => join(dataDir, 'builds', imageId);
@@ -81,7 +82,7 @@ export class BuildRunner {
         applicationId: app.id, version: image.version, repositoryName: image.repository_name,
         contextDir, artifactDir: artifact, buildEnv, secrets, procfileProcesses,
         log: { line: (l) => log.line(l), substep: (s) => log.substep(s) },
-        signal, timeoutMs: this.ctx.config.BUILD_TIMEOUT_SECONDS * 1000,
+        signal, timeoutMs: (await buildTimeoutSeconds(this.ctx, app.id)) * 1000,
       });
 
       log.enter('Export');

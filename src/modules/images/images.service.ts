@@ -3,7 +3,7 @@ import type { Builder } from '../../platform/builder/index.js';
 import type { AppContext } from '../../platform/context.js';
 import { invalid, notFound } from '../../platform/errors.js';
 import { iso, paginate, type PaginationQuery } from '../../platform/http/schemas.js';
-import { requireJobs } from '../../platform/jobs/require-jobs.js';
+import { requireJobRoom } from '../../platform/jobs/require-jobs.js';
 import type { JobMaintenance, Jobs } from '../../platform/jobs/types.js';
 import { ApplicationsRepository } from '../applications/applications.repository.js';
 import type { ApplicationsService } from '../applications/applications.service.js';
@@ -78,7 +78,7 @@ export class ImagesService {
 
   async requestBuild(userId: string, applicationId: string, ref?: string) {
     await this.apps.authorize(userId, applicationId);
-    const jobs = requireJobs(this.ctx);
+    const jobs = await requireJobRoom(this.ctx, applicationId);
     const image = await this.createImage(applicationId, ref);
     await queueRecordJob(this.ctx.db, 'images', jobs, 'build', { applicationId, recordId: image.id }, 'build');
     return { ok: true, image_id: image.id, version: image.version };
