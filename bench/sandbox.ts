@@ -28,13 +28,26 @@ http.server.ThreadingHTTPServer(('127.0.0.1', int(os.environ['PORT'])), H).serve
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const fmt = (xs: number[]) => `median ${median(xs).toFixed(0)} ms (min ${Math.min(...xs).toFixed(0)}, max ${Math.max(...xs).toFixed(0)})`;
-const labels = (n: number) => ({ applicationId: '00000000-0000-7000-8000-000000000001', environmentId: 'e', releaseId: 'r', deploymentId: 'd', processType: 'web', ordinal: n });
+const labels = (n: number) => ({
+  applicationId: '00000000-0000-7000-8000-000000000001',
+  environmentId: 'e',
+  releaseId: 'r',
+  deploymentId: 'd',
+  processType: 'web',
+  ordinal: n,
+});
 
 /** One start of the app until it answers (then stopped). */
 async function instanceStart(driver: LocalProcessDriver, dir: string, i: number): Promise<number> {
   const started = performance.now();
   const s = await driver.start({
-    id: `00000000-0000-7000-8000-${String(i).padStart(12, '0')}`, labels: labels(i + 1), command: 'python3 server.py', artifactPath: dir, env: {}, listen: true, secrets: [],
+    id: `00000000-0000-7000-8000-${String(i).padStart(12, '0')}`,
+    labels: labels(i + 1),
+    command: 'python3 server.py',
+    artifactPath: dir,
+    env: {},
+    listen: true,
+    secrets: [],
     limits: { cpuMillicores: 1000, memoryBytes: 1536 * 1024 * 1024, podClass: 'm1.large' },
   });
   for (;;) {
@@ -52,9 +65,17 @@ async function build(root: string, builder: SourceBuilder, source: string, name:
   cpSync(source, context, { recursive: true });
   const started = performance.now();
   await builder.build({
-    applicationId: '00000000-0000-7000-8000-000000000001', version: 1, repositoryName: 'o/p/a', contextDir: context,
-    artifactDir: join(root, 'images', name), buildEnv: {}, secrets: [], procfileProcesses: { web: { cmd: 'python3 server.py', env: {} } },
-    log: { line() {}, substep() {} }, signal: new AbortController().signal, timeoutMs: 120_000,
+    applicationId: '00000000-0000-7000-8000-000000000001',
+    version: 1,
+    repositoryName: 'o/p/a',
+    contextDir: context,
+    artifactDir: join(root, 'images', name),
+    buildEnv: {},
+    secrets: [],
+    procfileProcesses: { web: { cmd: 'python3 server.py', env: {} } },
+    log: { line() {}, substep() {} },
+    signal: new AbortController().signal,
+    timeoutMs: 120_000,
   });
   return performance.now() - started;
 }
@@ -75,8 +96,18 @@ async function main() {
   const source = slug('source');
   writeFileSync(join(source, 'requirements.txt'), '');
   // Alternating runs, so neither variant gets the warm caches.
-  const plain = { start: [] as number[], build: [] as number[], driver: new LocalProcessDriver({ logDir: join(root, 'logs'), stopGraceMs: 1000 }), builder: new SourceBuilder(join(root, 'cache')) };
-  const boxed = { start: [] as number[], build: [] as number[], driver: new LocalProcessDriver({ logDir: join(root, 'logs'), stopGraceMs: 1000, sandbox }), builder: new SourceBuilder(join(root, 'cache'), sandbox) };
+  const plain = {
+    start: [] as number[],
+    build: [] as number[],
+    driver: new LocalProcessDriver({ logDir: join(root, 'logs'), stopGraceMs: 1000 }),
+    builder: new SourceBuilder(join(root, 'cache')),
+  };
+  const boxed = {
+    start: [] as number[],
+    build: [] as number[],
+    driver: new LocalProcessDriver({ logDir: join(root, 'logs'), stopGraceMs: 1000, sandbox }),
+    builder: new SourceBuilder(join(root, 'cache'), sandbox),
+  };
   try {
     const plainDir = slug('slug-plain');
     const boxedDir = slug('slug-boxed');

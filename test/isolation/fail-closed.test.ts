@@ -42,7 +42,12 @@ describe.skipIf(missing !== null)('failing closed (issue 10)', () => {
     } finally {
       process.env.PATH = path;
     }
-    const t = await createApp(h, { github_repository: whoamiRepo().dir, auto_deploy_branch: 'main', health_check_path: '/', deployment_timeout: 30 });
+    const t = await createApp(h, {
+      github_repository: whoamiRepo().dir,
+      auto_deploy_branch: 'main',
+      health_check_path: '/',
+      deployment_timeout: 30,
+    });
     const { deployment } = await chainDeploy(h, t);
     expect(deployment.error).toBe(true);
     expect(deployment.error_detail).toContain('bwrap is not installed (Debian package bubblewrap)');
@@ -54,17 +59,27 @@ describe.skipIf(missing !== null)('failing closed (issue 10)', () => {
   it('runs applications unconfined only with RUNTIME_ISOLATION=none, warning at start', async () => {
     h = await createHarness({ ...runtimeEnv, RUNTIME_ISOLATION: 'none' }, { jobs: true, runtime: true });
     expect(h.logs()).toContain('RUNTIME_ISOLATION=none: builds and applications run as root');
-    const t = await createApp(h, { github_repository: whoamiRepo().dir, auto_deploy_branch: 'main', health_check_path: '/', deployment_timeout: 30 });
+    const t = await createApp(h, {
+      github_repository: whoamiRepo().dir,
+      auto_deploy_branch: 'main',
+      health_check_path: '/',
+      deployment_timeout: 30,
+    });
     const { deployment } = await chainDeploy(h, t);
     expect(deployment.complete, deployment.error_detail).toBe(true);
     const r = await routerGet(localRuntime(h.ctx).router.port, new URL(deployment.deploy_metadata.url).hostname);
     expect(r.body).toBe('uid=0');
   }, 120_000);
 
-  it('runs them as the application\'s own user by default', async () => {
+  it("runs them as the application's own user by default", async () => {
     h = await createHarness(runtimeEnv, { jobs: true, runtime: true });
     expect(h.logs()).toContain('applications run sandboxed');
-    const t = await createApp(h, { github_repository: whoamiRepo().dir, auto_deploy_branch: 'main', health_check_path: '/', deployment_timeout: 30 });
+    const t = await createApp(h, {
+      github_repository: whoamiRepo().dir,
+      auto_deploy_branch: 'main',
+      health_check_path: '/',
+      deployment_timeout: 30,
+    });
     const { deployment } = await chainDeploy(h, t);
     expect(deployment.complete, deployment.error_detail).toBe(true);
     const r = await routerGet(localRuntime(h.ctx).router.port, new URL(deployment.deploy_metadata.url).hostname);

@@ -145,7 +145,14 @@ let hostileHost: string;
 beforeAll(async () => {
   if (missing) return;
   h = await createHarness(
-    { ROUTER_HOST: '127.0.0.1', ROUTER_PORT: 0, RUNTIME_STOP_GRACE_MS: 2000, ROUTER_DRAIN_TIMEOUT_MS: 5000, RUNTIME_RESTART_BACKOFF_MS: 200, SANDBOX_PIDS_MAX: PIDS_MAX },
+    {
+      ROUTER_HOST: '127.0.0.1',
+      ROUTER_PORT: 0,
+      RUNTIME_STOP_GRACE_MS: 2000,
+      ROUTER_DRAIN_TIMEOUT_MS: 5000,
+      RUNTIME_RESTART_BACKOFF_MS: 200,
+      SANDBOX_PIDS_MAX: PIDS_MAX,
+    },
     { jobs: true, runtime: true },
   );
   // World-readable on purpose: only the sandbox's walls keep them out, not file modes.
@@ -157,7 +164,12 @@ beforeAll(async () => {
   const victimRepo = new TestRepo();
   repos.push(victimRepo);
   victimRepo.commit({ 'server.py': pythonHttpApp("'victim ok'"), Procfile: 'web: python3 server.py\n' });
-  victim = await createApp(h, { github_repository: victimRepo.dir, auto_deploy_branch: 'main', health_check_path: '/', deployment_timeout: 60 });
+  victim = await createApp(h, {
+    github_repository: victimRepo.dir,
+    auto_deploy_branch: 'main',
+    health_check_path: '/',
+    deployment_timeout: 60,
+  });
   await setConfig(h, victim, 'VICTIM_TOKEN', VICTIM_TOKEN, { secret: true });
   const v = await chainDeploy(h, victim);
   expect(v.deployment?.complete, JSON.stringify(v.deployment ?? v.image)).toBe(true);
@@ -165,9 +177,23 @@ beforeAll(async () => {
 
   const hostileRepo = new TestRepo();
   repos.push(hostileRepo);
-  hostileRepo.commit({ 'server.py': HOSTILE_SERVER, 'slipway.json': JSON.stringify({ build: HOSTILE_BUILD }), Procfile: 'web: python3 server.py\n' });
-  hostile = await createApp(h, { github_repository: hostileRepo.dir, auto_deploy_branch: 'main', health_check_path: '/health', deployment_timeout: 60 });
-  const scaled = await h.app.inject({ method: 'POST', url: `/v1/applications/${hostile.appId}/scale`, headers: hostile.user.headers, payload: { process_pod_classes: { web: 'm1.small' } } });
+  hostileRepo.commit({
+    'server.py': HOSTILE_SERVER,
+    'slipway.json': JSON.stringify({ build: HOSTILE_BUILD }),
+    Procfile: 'web: python3 server.py\n',
+  });
+  hostile = await createApp(h, {
+    github_repository: hostileRepo.dir,
+    auto_deploy_branch: 'main',
+    health_check_path: '/health',
+    deployment_timeout: 60,
+  });
+  const scaled = await h.app.inject({
+    method: 'POST',
+    url: `/v1/applications/${hostile.appId}/scale`,
+    headers: hostile.user.headers,
+    payload: { process_pod_classes: { web: 'm1.small' } },
+  });
   expect(scaled.statusCode, scaled.body).toBe(200);
   await setConfig(h, hostile, 'TARGET_DATA_DIR', h.dataDir, { buildtime: true });
   const d = await chainDeploy(h, hostile);
@@ -182,14 +208,18 @@ afterAll(async () => {
 
 /** Host pids of the victim's instance: its launcher and everything in its process group. */
 function victimPids(environmentId: string): string[] {
-  const leader = localRuntime(h.ctx).instancesOf(victim.appId, environmentId).find((s) => s.pid)!.pid!;
+  const leader = localRuntime(h.ctx)
+    .instancesOf(victim.appId, environmentId)
+    .find((s) => s.pid)!.pid!;
   const pids = [String(leader)];
   for (const entry of readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       const pgrp = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
       if (pgrp === leader && entry !== String(leader)) pids.push(entry);
-    } catch { /* gone */ }
+    } catch {
+      /* gone */
+    }
   }
   return pids;
 }
@@ -205,7 +235,9 @@ function cgroupLimits(pid: number): { cpu: string; memory: string; pids: string 
   if (groups.has('memory')) {
     const v1 = (controller: string, file: string) => read(join('/sys/fs/cgroup', controller, groups.get(controller)!, file));
     return {
-      cpu: `${v1('cpu', 'cpu.cfs_quota_us')} ${v1('cpu', 'cpu.cfs_period_us')}`, memory: v1('memory', 'memory.limit_in_bytes'), pids: v1('pids', 'pids.max'),
+      cpu: `${v1('cpu', 'cpu.cfs_quota_us')} ${v1('cpu', 'cpu.cfs_period_us')}`,
+      memory: v1('memory', 'memory.limit_in_bytes'),
+      pids: v1('pids', 'pids.max'),
     };
   }
   const v2 = (file: string) => read(join('/sys/fs/cgroup', groups.get('')!, file));
@@ -218,19 +250,37 @@ async function hostileGet(path: string, timeoutMs = 60_000) {
 
 describe.skipIf(missing !== null)('a hostile application of a plain member (issue 10)', () => {
   it('cannot reach secrets, other organizations, or the system; its fork bomb and memory hog stay inside; the victim serves throughout', async () => {
-    const victimEnvId = (await h.ctx.db.selectFrom('environments').select('id').where('project_id', '=', victim.projectId).where('slug', '=', 'production').executeTakeFirstOrThrow()).id;
-    const victimImage = await h.ctx.db.selectFrom('images').select('artifact_path').where('application_id', '=', victim.appId).executeTakeFirstOrThrow();
+    const victimEnvId = (
+      await h.ctx.db
+        .selectFrom('environments')
+        .select('id')
+        .where('project_id', '=', victim.projectId)
+        .where('slug', '=', 'production')
+        .executeTakeFirstOrThrow()
+    ).id;
+    const victimImage = await h.ctx.db
+      .selectFrom('images')
+      .select('artifact_path')
+      .where('application_id', '=', victim.appId)
+      .executeTakeFirstOrThrow();
     const victimDir = victimImage.artifact_path!;
     const pids = victimPids(victimEnvId);
     expect(pids.length).toBeGreaterThan(1);
 
     let stopLoad!: () => void;
-    const loadStopped = new Promise<void>((r) => { stopLoad = r; });
+    const loadStopped = new Promise<void>((r) => {
+      stopLoad = r;
+    });
     const load = loadDuring(localRuntime(h.ctx).router.port, victimHost, loadStopped, 2);
     try {
       // 1. Reading, signalling and writing.
       const query = new URLSearchParams({
-        data: h.dataDir, pid: pids[0]!, pids: pids.join(','), needle: VICTIM_TOKEN, victim_dir: victimDir, checkout: resolve('.'),
+        data: h.dataDir,
+        pid: pids[0]!,
+        pids: pids.join(','),
+        needle: VICTIM_TOKEN,
+        victim_dir: victimDir,
+        checkout: resolve('.'),
       });
       const attack = await hostileGet(`/attack?${query}`);
       expect(attack.status).toBe(200);
@@ -239,8 +289,20 @@ describe.skipIf(missing !== null)('a hostile application of a plain member (issu
       // DATA_DIR is not there: only the empty folders leading to its own directory (which it knows: its cwd).
       expect(r.data_dir).toEqual({ ok: true, value: "['images']" });
       expect(r.images_dir).toEqual({ ok: true, value: `['${hostile.appId}']` });
-      for (const key of ['secret_key', 'postgres_password', 'signing_key', 'victim_environ', 'victim_file', 'victim_dir',
-        'checkout', 'root_home', 'write_usr', 'write_etc', 'write_root', 'write_victim']) {
+      for (const key of [
+        'secret_key',
+        'postgres_password',
+        'signing_key',
+        'victim_environ',
+        'victim_file',
+        'victim_dir',
+        'checkout',
+        'root_home',
+        'write_usr',
+        'write_etc',
+        'write_root',
+        'write_victim',
+      ]) {
         expect(r[key], key).toMatchObject({ ok: false });
       }
       for (const [pid, result] of Object.entries(r.signal_victim)) expect(result, `kill ${pid}`).toMatchObject({ ok: false });
@@ -266,8 +328,16 @@ describe.skipIf(missing !== null)('a hostile application of a plain member (issu
       expect(existsSync('/etc/pwned-by-build')).toBe(false);
 
       // The pod class's limits are the kernel's: m1.small is 250 millicores and 384 MiB.
-      const hostileEnvId = (await h.ctx.db.selectFrom('instances').select('environment_id').where('application_id', '=', hostile.appId).executeTakeFirstOrThrow()).environment_id;
-      const hostilePid = localRuntime(h.ctx).instancesOf(hostile.appId, hostileEnvId).find((s) => s.pid)!.pid!;
+      const hostileEnvId = (
+        await h.ctx.db
+          .selectFrom('instances')
+          .select('environment_id')
+          .where('application_id', '=', hostile.appId)
+          .executeTakeFirstOrThrow()
+      ).environment_id;
+      const hostilePid = localRuntime(h.ctx)
+        .instancesOf(hostile.appId, hostileEnvId)
+        .find((s) => s.pid)!.pid!;
       expect(cgroupLimits(hostilePid)).toEqual({ cpu: '25000 100000', memory: String(384 * 1024 * 1024), pids: String(PIDS_MAX) });
 
       // 2. Forking without bound stops at the pids limit.
@@ -278,20 +348,42 @@ describe.skipIf(missing !== null)('a hostile application of a plain member (issu
 
       // 3. Signalling every process it can: only its own sandbox dies (and is restarted).
       await hostileGet('/signal-everything', 10_000).catch(() => null);
-      await waitFor('the hostile app to come back', async () => (await hostileGet('/health', 2000).catch(() => null))?.status === 200, 60_000, 200);
+      await waitFor(
+        'the hostile app to come back',
+        async () => (await hostileGet('/health', 2000).catch(() => null))?.status === 200,
+        60_000,
+        200,
+      );
 
       // 4. Allocating past m1.small's 384 MiB: killed by the kernel, recorded as an OOM crash.
       await hostileGet('/hog', 60_000).catch(() => null);
-      const deployments = (await h.app.inject({ method: 'GET', url: `/v1/applications/${hostile.appId}/deployments`, headers: hostile.user.headers })).json();
-      const crash = await waitFor('the OOM crash on the deployment record', async () => {
-        const detail = (await h.app.inject({ method: 'GET', url: `/v1/deployments/${deployments.items[0].id}/detail`, headers: hostile.user.headers })).json();
-        return (detail.deploy_metadata?.crashes ?? []).find((c: { reason: string }) => c.reason.startsWith('OOM'));
-      }, 60_000, 200);
+      const deployments = (
+        await h.app.inject({ method: 'GET', url: `/v1/applications/${hostile.appId}/deployments`, headers: hostile.user.headers })
+      ).json();
+      const crash = await waitFor(
+        'the OOM crash on the deployment record',
+        async () => {
+          const detail = (
+            await h.app.inject({ method: 'GET', url: `/v1/deployments/${deployments.items[0].id}/detail`, headers: hostile.user.headers })
+          ).json();
+          return (detail.deploy_metadata?.crashes ?? []).find((c: { reason: string }) => c.reason.startsWith('OOM'));
+        },
+        60_000,
+        200,
+      );
       expect(crash).toMatchObject({ process: 'web.1', reason: 'OOM: exceeded 384 MiB of m1.small' });
-      const instance = await h.ctx.db.selectFrom('instances').select('last_exit').where('application_id', '=', hostile.appId).executeTakeFirstOrThrow();
+      const instance = await h.ctx.db
+        .selectFrom('instances')
+        .select('last_exit')
+        .where('application_id', '=', hostile.appId)
+        .executeTakeFirstOrThrow();
       expect(instance.last_exit).toBe('OOM: exceeded 384 MiB of m1.small');
       // The crash is the hostile organization's business only.
-      const other = (await h.app.inject({ method: 'GET', url: `/v1/deployments/${deployments.items[0].id}/detail`, headers: victim.user.headers }));
+      const other = await h.app.inject({
+        method: 'GET',
+        url: `/v1/deployments/${deployments.items[0].id}/detail`,
+        headers: victim.user.headers,
+      });
       expect(other.statusCode).toBe(403);
     } finally {
       stopLoad();

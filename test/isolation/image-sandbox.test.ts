@@ -39,20 +39,28 @@ afterAll(async () => {
 });
 
 describe.skipIf(!!missing)('a Dockerfile image in the sandbox (issue 10)', () => {
-  it('runs as the application\'s unprivileged user, in its own PID namespace, without the platform\'s files', async () => {
+  it("runs as the application's unprivileged user, in its own PID namespace, without the platform's files", async () => {
     repo = new TestRepo();
     repo.commit({
       Dockerfile: `FROM ${BASE_IMAGE}\nRUN mkdir -p /www && echo image-ok > /www/index.html\nWORKDIR /www\n`,
       Procfile: `web: httpd -f -p $PORT -h /www\nrelease: ${PROBE}\n`,
     });
-    const t = await createApp(h, { github_repository: repo.dir, auto_deploy_branch: 'main', health_check_path: '/', deployment_timeout: 60 });
+    const t = await createApp(h, {
+      github_repository: repo.dir,
+      auto_deploy_branch: 'main',
+      health_check_path: '/',
+      deployment_timeout: 60,
+    });
     await setConfig(h, t, 'TARGET_DATA_DIR', h.dataDir);
     const { image, deployment } = await chainDeploy(h, t);
     expect(image.image_metadata?.builder, JSON.stringify(image)).toBe('buildah');
     expect(deployment.complete, deployment.error_detail).toBe(true);
     const { uid } = await h.ctx.db.selectFrom('sandbox_uids').select('uid').where('application_id', '=', t.appId).executeTakeFirstOrThrow();
     // The release command's output (the log also quotes the command itself).
-    const log = (deployment.deploy_log as string).split('\n').filter((l) => l.includes(' release | ')).join('\n');
+    const log = (deployment.deploy_log as string)
+      .split('\n')
+      .filter((l) => l.includes(' release | '))
+      .join('\n');
     // Root inside the image (its USER), the sandbox user outside.
     expect(log).toMatch(new RegExp(`uid_map:\\s+0\\s+${uid}\\s+1`));
     expect(Number(/processes: (\d+)/.exec(log)?.[1])).toBeLessThan(10);

@@ -35,11 +35,17 @@ afterAll(async () => {
 });
 
 async function setRepository(t: TestApp, github_repository: string | null) {
-  return h.app.inject({ method: 'PATCH', url: `/v1/applications/${t.appId}/settings`, headers: t.user.headers, payload: { github_repository } });
+  return h.app.inject({
+    method: 'PATCH',
+    url: `/v1/applications/${t.appId}/settings`,
+    headers: t.user.headers,
+    payload: { github_repository },
+  });
 }
 
 async function storedRepository(t: TestApp) {
-  return (await h.ctx.db.selectFrom('applications').select('github_repository').where('id', '=', t.appId).executeTakeFirstOrThrow()).github_repository;
+  return (await h.ctx.db.selectFrom('applications').select('github_repository').where('id', '=', t.appId).executeTakeFirstOrThrow())
+    .github_repository;
 }
 
 describe('where applications may be built from (issue 10)', () => {
@@ -47,10 +53,18 @@ describe('where applications may be built from (issue 10)', () => {
     const member = await createApp(h, { github_repository: 'acme/shop' });
     const local = [repo.dir, `file://${repo.dir}`, `file://${githubRoot}/acme/shop.git`];
     const network = [
-      'http://127.0.0.1/acme/app.git', 'http://localhost:8080/acme/app.git', 'https://10.1.2.3/acme/app.git',
-      'http://169.254.169.254/latest/meta-data', 'http://[::1]/x.git', 'http://[::ffff:127.0.0.1]/x.git', 'http://100.64.0.1/x.git',
-      'ssh://git@192.168.1.10/acme/app.git', 'git@127.0.0.1:acme/app.git', 'git://8.8.8.8/acme/app.git',
-      'http://nothing-here.invalid/acme/app.git', 'http://0.0.0.0/x.git',
+      'http://127.0.0.1/acme/app.git',
+      'http://localhost:8080/acme/app.git',
+      'https://10.1.2.3/acme/app.git',
+      'http://169.254.169.254/latest/meta-data',
+      'http://[::1]/x.git',
+      'http://[::ffff:127.0.0.1]/x.git',
+      'http://100.64.0.1/x.git',
+      'ssh://git@192.168.1.10/acme/app.git',
+      'git@127.0.0.1:acme/app.git',
+      'git://8.8.8.8/acme/app.git',
+      'http://nothing-here.invalid/acme/app.git',
+      'http://0.0.0.0/x.git',
     ];
     for (const value of [...local, ...network]) {
       const r = await setRepository(member, value);
@@ -83,8 +97,14 @@ describe('where applications may be built from (issue 10)', () => {
 
     // A member of the administrator's organization may build what the administrator saved, not save it again.
     const member = await h.user();
-    const orgSlug = (await h.ctx.db.selectFrom('organizations').select('slug').where('id', '=', admin.orgId).executeTakeFirstOrThrow()).slug;
-    const invited = await h.app.inject({ method: 'POST', url: `/v1/organizations/${orgSlug}/members`, headers: admin.user.headers, payload: { username: member.username } });
+    const orgSlug = (await h.ctx.db.selectFrom('organizations').select('slug').where('id', '=', admin.orgId).executeTakeFirstOrThrow())
+      .slug;
+    const invited = await h.app.inject({
+      method: 'POST',
+      url: `/v1/organizations/${orgSlug}/members`,
+      headers: admin.user.headers,
+      payload: { username: member.username },
+    });
     expect(invited.statusCode, invited.body).toBeLessThan(300);
     const asMember = { ...admin, user: member };
     expect((await buildAndWait(h, asMember)).detail.built).toBe(true);
@@ -96,7 +116,11 @@ describe('where applications may be built from (issue 10)', () => {
     const refused = await buildAndWait(h, old);
     expect(refused.detail.error).toBe(true);
     expect(refused.log.error_detail).toBe(REFUSED_LOCAL);
-    await h.ctx.db.updateTable('applications').set({ github_repository: 'http://127.0.0.1:9/acme/app.git' }).where('id', '=', old.appId).execute();
+    await h.ctx.db
+      .updateTable('applications')
+      .set({ github_repository: 'http://127.0.0.1:9/acme/app.git' })
+      .where('id', '=', old.appId)
+      .execute();
     expect((await buildAndWait(h, old)).log.error_detail).toBe(REFUSED_ADDRESS);
   });
 
@@ -122,7 +146,10 @@ describe('where applications may be built from (issue 10)', () => {
 
   it('pins a member fetch to the checked address and forbids redirects', async () => {
     const config = { GITHUB_URL: 'https://github.com' };
-    expect(await checkMemberSource('https://8.8.8.8:8443/acme/app.git', config)).toEqual({ followRedirects: false, resolve: '8.8.8.8:8443:8.8.8.8' });
+    expect(await checkMemberSource('https://8.8.8.8:8443/acme/app.git', config)).toEqual({
+      followRedirects: false,
+      resolve: '8.8.8.8:8443:8.8.8.8',
+    });
     expect(await checkMemberSource('https://github.com/acme/app.git', config)).toEqual({ followRedirects: true });
     expect(await checkMemberSource('acme/app', config)).toEqual({ followRedirects: true });
   });

@@ -20,8 +20,10 @@ export interface SourcePolicyConfig {
 /** Refused by the policy: the message is the same whatever answered (or did not). */
 export class SourceRefused extends SourceError {}
 
-export const REFUSED_ADDRESS = 'github_repository must be owner/repo or an http(s) or ssh git URL of a public host, reachable from this server';
-export const REFUSED_LOCAL = 'github_repository: local paths and file:// addresses are for site administrators (or inside SOURCE_PATH_ALLOWLIST)';
+export const REFUSED_ADDRESS =
+  'github_repository must be owner/repo or an http(s) or ssh git URL of a public host, reachable from this server';
+export const REFUSED_LOCAL =
+  'github_repository: local paths and file:// addresses are for site administrators (or inside SOURCE_PATH_ALLOWLIST)';
 
 /** What a permitted network fetch must respect: no redirects, and the address checked now. */
 export interface FetchPins {
@@ -68,7 +70,10 @@ export function insideFolders(path: string, folders: string[]): boolean {
 }
 
 function allowlist(config: SourcePolicyConfig): string[] {
-  return (config.SOURCE_PATH_ALLOWLIST ?? '').split(',').map((f) => f.trim()).filter(Boolean);
+  return (config.SOURCE_PATH_ALLOWLIST ?? '')
+    .split(',')
+    .map((f) => f.trim())
+    .filter(Boolean);
 }
 
 /** Only globally routed unicast addresses: never loopback, private, link-local, CGNAT, ULA, multicast… */

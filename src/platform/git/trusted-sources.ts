@@ -23,9 +23,12 @@ export async function vetRepositoryChange(db: Db, config: SourcePolicyConfig, ch
     throw err;
   }
   if (admin && change.repository) {
-    await db.insertInto('trusted_sources')
+    await db
+      .insertInto('trusted_sources')
       .values({ application_id: change.applicationId, repository: change.repository, approved_by: change.userId })
-      .onConflict((oc) => oc.column('application_id').doUpdateSet({ repository: change.repository!, approved_by: change.userId, approved_at: new Date() }))
+      .onConflict((oc) =>
+        oc.column('application_id').doUpdateSet({ repository: change.repository!, approved_by: change.userId, approved_at: new Date() }),
+      )
       .execute();
   } else {
     await db.deleteFrom('trusted_sources').where('application_id', '=', change.applicationId).execute();
@@ -33,8 +36,17 @@ export async function vetRepositoryChange(db: Db, config: SourcePolicyConfig, ch
 }
 
 /** At build time: an administrator's saved value as is; anything else under the member rules (checked again now). */
-export async function checkSourceAtBuild(db: Db, config: SourcePolicyConfig, applicationId: string, repository: string): Promise<FetchPins> {
-  const trusted = await db.selectFrom('trusted_sources').select('repository').where('application_id', '=', applicationId).executeTakeFirst();
+export async function checkSourceAtBuild(
+  db: Db,
+  config: SourcePolicyConfig,
+  applicationId: string,
+  repository: string,
+): Promise<FetchPins> {
+  const trusted = await db
+    .selectFrom('trusted_sources')
+    .select('repository')
+    .where('application_id', '=', applicationId)
+    .executeTakeFirst();
   if (trusted?.repository === repository) return { followRedirects: true };
   return checkMemberSource(repository, config);
 }

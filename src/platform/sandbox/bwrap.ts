@@ -26,7 +26,11 @@ const TOP_LEVEL_LINKS = ['/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32']
  */
 export function bwrapArguments(view: SandboxView): string[] {
   const args = [
-    '--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try',
+    '--unshare-user',
+    '--unshare-pid',
+    '--unshare-ipc',
+    '--unshare-uts',
+    '--unshare-cgroup-try',
     // The sandbox dies with its launcher: a stopped or killed instance leaves nothing behind.
     '--die-with-parent',
   ];

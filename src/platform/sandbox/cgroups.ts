@@ -51,7 +51,9 @@ export class CgroupHierarchy {
     for (const controller of CONTROLLERS) {
       const mount = join(root, controller);
       if (!existsSync(join(mount, 'cgroup.procs'))) {
-        throw new Error(`no cgroup ${controller} controller: neither a cgroup v2 hierarchy with memory, cpu and pids nor a v1 mount at ${mount}`);
+        throw new Error(
+          `no cgroup ${controller} controller: neither a cgroup v2 hierarchy with memory, cpu and pids nor a v1 mount at ${mount}`,
+        );
       }
       const parent = join(mount, ownV1Path(own, controller), 'slipway');
       await mkdir(parent, { recursive: true });
@@ -87,7 +89,10 @@ export class CgroupHierarchy {
   }
 
   private async createV1(name: string, limits: CgroupLimits): Promise<Cgroup> {
-    const dirs = Object.fromEntries(CONTROLLERS.map((c) => [c, join(this.parents[c]!, name)])) as Record<(typeof CONTROLLERS)[number], string>;
+    const dirs = Object.fromEntries(CONTROLLERS.map((c) => [c, join(this.parents[c]!, name)])) as Record<
+      (typeof CONTROLLERS)[number],
+      string
+    >;
     for (const dir of Object.values(dirs)) await mkdir(dir, { recursive: true });
     await writeFile(join(dirs.pids, 'pids.max'), String(limits.pids));
     if (limits.memoryBytes) {

@@ -13,5 +13,6 @@ export function createSandbox(config: Config, db: Db): Sandbox | null {
   return new Sandbox({ uids: new DatabaseUids(db, parseUidRange(config.SANDBOX_UID_RANGE)), pidsMax: config.SANDBOX_PIDS_MAX });
 }
 
-export const NO_ISOLATION_WARNING = 'RUNTIME_ISOLATION=none: builds and applications run as root with the platform\'s view of this machine; '
-  + 'any member who deploys can read its secrets. Use only when every member is trusted (a single team).';
+export const NO_ISOLATION_WARNING =
+  "RUNTIME_ISOLATION=none: builds and applications run as root with the platform's view of this machine; " +
+  'any member who deploys can read its secrets. Use only when every member is trusted (a single team).';

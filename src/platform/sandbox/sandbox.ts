@@ -83,16 +83,33 @@ export class Sandbox {
     }
     const cgroup = await hierarchy.create(request.name, { ...request.limits, pids: this.options.pidsMax });
     const args = [
-      '-c', LAUNCHER, 'slipway-sandbox', ...cgroup.procsFiles, '--',
-      'setpriv', `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--no-new-privs', '--inh-caps=-all', '--bounding-set=-all',
-      'bwrap', ...bwrapArguments(request.view), '/bin/sh', '-c', request.command,
+      '-c',
+      LAUNCHER,
+      'slipway-sandbox',
+      ...cgroup.procsFiles,
+      '--',
+      'setpriv',
+      `--reuid=${uid}`,
+      `--regid=${uid}`,
+      '--clear-groups',
+      '--no-new-privs',
+      '--inh-caps=-all',
+      '--bounding-set=-all',
+      'bwrap',
+      ...bwrapArguments(request.view),
+      '/bin/sh',
+      '-c',
+      request.command,
     ];
     return { file: '/bin/sh', args, uid, cgroup };
   }
 }
 
 async function probeMachine(): Promise<CgroupHierarchy> {
-  for (const [program, pkg] of [['bwrap', 'bubblewrap'], ['setpriv', 'util-linux']] as const) {
+  for (const [program, pkg] of [
+    ['bwrap', 'bubblewrap'],
+    ['setpriv', 'util-linux'],
+  ] as const) {
     try {
       await exec(program, ['--version']);
     } catch {
@@ -102,8 +119,19 @@ async function probeMachine(): Promise<CgroupHierarchy> {
   if (process.getuid?.() !== 0) throw new SandboxUnavailable('the platform must run as root to start sandboxes as other users');
   try {
     // A throwaway user that owns nothing: proves unprivileged user and PID namespaces work here.
-    await exec('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', '--no-new-privs', 'bwrap',
-      ...bwrapArguments({ cwd: '/', writable: [] }), '/bin/true'], { cwd: '/' });
+    await exec(
+      'setpriv',
+      [
+        '--reuid=65534',
+        '--regid=65534',
+        '--clear-groups',
+        '--no-new-privs',
+        'bwrap',
+        ...bwrapArguments({ cwd: '/', writable: [] }),
+        '/bin/true',
+      ],
+      { cwd: '/' },
+    );
   } catch (err) {
     const detail = ((err as { stderr?: string }).stderr ?? (err as Error).message).trim().split('\n').pop();
     throw new SandboxUnavailable(`bubblewrap cannot create user namespaces here (${detail})`);

@@ -26,13 +26,20 @@ export function parseUidRange(text: string): UidRange {
 export class DatabaseUids implements UidSource {
   private readonly known = new Map<string, number>();
 
-  constructor(private readonly db: Db, private readonly range: UidRange) {}
+  constructor(
+    private readonly db: Db,
+    private readonly range: UidRange,
+  ) {}
 
   async uidFor(applicationId: string): Promise<number> {
     const cached = this.known.get(applicationId);
     if (cached !== undefined) return cached;
     for (let attempt = 0; attempt < 10; attempt++) {
-      const existing = await this.db.selectFrom('sandbox_uids').select('uid').where('application_id', '=', applicationId).executeTakeFirst();
+      const existing = await this.db
+        .selectFrom('sandbox_uids')
+        .select('uid')
+        .where('application_id', '=', applicationId)
+        .executeTakeFirst();
       if (existing) {
         this.known.set(applicationId, existing.uid);
         return existing.uid;
@@ -49,8 +56,12 @@ export class DatabaseUids implements UidSource {
         this.known.set(applicationId, free.uid);
         return free.uid;
       }
-      const used = await this.db.selectFrom('sandbox_uids').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
-      if (Number(used.n) > this.range.last - this.range.first) throw new Error(`every uid of SANDBOX_UID_RANGE (${this.range.first}-${this.range.last}) is taken`);
+      const used = await this.db
+        .selectFrom('sandbox_uids')
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .executeTakeFirstOrThrow();
+      if (Number(used.n) > this.range.last - this.range.first)
+        throw new Error(`every uid of SANDBOX_UID_RANGE (${this.range.first}-${this.range.last}) is taken`);
     }
     throw new Error('could not allocate a sandbox uid (too much contention)');
   }
