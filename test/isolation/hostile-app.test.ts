@@ -327,6 +327,35 @@ describe.skipIf(missing !== null)('a hostile application of a plain member (issu
       expect(existsSync('/usr/pwned')).toBe(false);
       expect(existsSync('/etc/pwned-by-build')).toBe(false);
 
+      // A one-off run (POST /applications/{id}/runs) gets the same walls.
+      const command = [
+        'echo "run-uid=$(id -u)"',
+        `cat ${h.dataDir}/secret.key 2>/dev/null || echo run-could-not-read`,
+        `kill -9 ${pids.join(' ')} 2>/dev/null || echo run-could-not-signal`,
+        `cat /proc/${pids[0]}/environ 2>/dev/null || echo run-could-not-see`,
+      ].join('; ');
+      const queued = await h.app.inject({
+        method: 'POST',
+        url: `/v1/applications/${hostile.appId}/runs`,
+        headers: hostile.user.headers,
+        payload: { command, timeout_seconds: 60 },
+      });
+      expect(queued.statusCode, queued.body).toBeLessThan(300);
+      const run = await waitFor(
+        'the one-off run',
+        async () => {
+          const r = (await h.app.inject({ method: 'GET', url: `/v1/runs/${queued.json().id}`, headers: hostile.user.headers })).json();
+          return ['succeeded', 'failed', 'timed_out'].includes(r.status) ? r : null;
+        },
+        60_000,
+        200,
+      );
+      const runLog: string = (await h.app.inject({ method: 'GET', url: `/v1/runs/${run.id}/log`, headers: hostile.user.headers })).json()
+        .log_text;
+      expect(runLog).toContain(`run-uid=${r.uid}`);
+      for (const line of ['run-could-not-read', 'run-could-not-signal', 'run-could-not-see']) expect(runLog).toContain(line);
+      expect(runLog).not.toContain(DECOYS['secret.key']);
+
       // The pod class's limits are the kernel's: m1.small is 250 millicores and 384 MiB.
       const hostileEnvId = (
         await h.ctx.db
