@@ -47,11 +47,13 @@ export class OneOffRunner {
       const status = result.timedOut ? 'timed_out' : result.exitCode === 0 ? 'succeeded' : 'failed';
       const detail = result.timedOut
         ? `Killed after its timeout of ${run.timeout_seconds}s`
-        : result.exitCode === null
-          ? `Ended by ${result.signal ?? 'an unknown cause'}`
-          : result.exitCode === 0
-            ? null
-            : `Exit code ${result.exitCode}`;
+        : result.reason
+          ? result.reason
+          : result.exitCode === null
+            ? `Ended by ${result.signal ?? 'an unknown cause'}`
+            : result.exitCode === 0
+              ? null
+              : `Exit code ${result.exitCode}`;
       log.line(detail ? `run ${status}: ${detail}` : 'run succeeded');
       await log.flush();
       await this.runs.update(runId, { status, exit_code: result.exitCode, error_detail: detail, finished_at: new Date() });
