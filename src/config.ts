@@ -40,6 +40,16 @@ const EnvSchema = Type.Object({
   RUNTIME_STOP_GRACE_MS: Type.Integer({ minimum: 0, default: 10_000 }),
   /** Where applications run: `local` (processes on this machine, the default) or `kubernetes`. */
   RUNTIME: Type.Union([Type.Literal('local'), Type.Literal('kubernetes')], { default: 'local' }),
+  /**
+   * `sandbox` (default): builds, release/postdeploy commands and instances of the local runtime
+   * run as an unprivileged user per application in bubblewrap with cgroup limits; the runtime
+   * refuses to start them when that is impossible. `none`: as root, unconfined (single team only).
+   */
+  RUNTIME_ISOLATION: Type.Union([Type.Literal('sandbox'), Type.Literal('none')], { default: 'sandbox' }),
+  /** uids the sandbox users come from (`first-last`), one per application. */
+  SANDBOX_UID_RANGE: Type.String({ default: '200000-299999', pattern: '^\\s*\\d+\\s*-\\s*\\d+\\s*$' }),
+  /** Most processes and threads one sandboxed instance or build may have at once. */
+  SANDBOX_PIDS_MAX: Type.Integer({ minimum: 16, maximum: 1_000_000, default: 1024 }),
   /** Kubeconfig file for RUNTIME=kubernetes; unset: in-cluster credentials, else ~/.kube/config. */
   KUBECONFIG: Type.Optional(Type.String({ minLength: 1 })),
   /** Set by Kubernetes in every pod: with RUNTIME=kubernetes and no KUBECONFIG, use the pod's service account. */
@@ -48,6 +58,10 @@ const EnvSchema = Type.Object({
   KUBERNETES_NAMESPACE_PREFIX: Type.String({ default: 'slipway-', pattern: '^[a-z0-9]([-a-z0-9]*)?$', maxLength: 20 }),
   /** Ingress class for web processes' public host names; unset: no Ingress (Services only). */
   KUBERNETES_INGRESS_CLASS: Type.Optional(Type.String({ minLength: 1 })),
+  /** Application logs older than this are deleted (hours; default 3 days). */
+  APP_LOG_RETENTION_HOURS: Type.Integer({ minimum: 1, maximum: 24 * 365, default: 72 }),
+  /** Each application keeps at most about this much log text (bytes; default 64 MiB): the oldest lines go first. */
+  APP_LOG_MAX_BYTES_PER_APP: Type.Integer({ minimum: 4096, default: 64 * 1024 * 1024 }),
   /** Namespace of the ingress controller: the only other namespace allowed to reach an organization's pods. */
   KUBERNETES_INGRESS_NAMESPACE: Type.String({ default: 'ingress-nginx', pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 63 }),
   /** How often the observability sampler records the runtime's usage. */
@@ -73,6 +87,11 @@ const EnvSchema = Type.Object({
   PIPELINE_ORG_QUEUE_LIMIT: Type.Integer({ minimum: 1, maximum: 100_000, default: 20 }),
   /** A build running longer than this fails. */
   BUILD_TIMEOUT_SECONDS: Type.Integer({ minimum: 10, maximum: 24 * 3600, default: 1800 }),
+  /**
+   * Comma-separated folders every user may build from by local path or file:// (otherwise only
+   * site administrators may use local sources). Unset: none.
+   */
+  SOURCE_PATH_ALLOWLIST: Type.Optional(Type.String()),
   /** Comma-separated folders that local-path repositories must lie in; unset allows any path (single-user machines). */
   LOCAL_REPOSITORY_ROOTS: Type.Optional(Type.String()),
 });

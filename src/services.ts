@@ -5,6 +5,8 @@ import type { AppContext } from './platform/context.js';
 import type { Db } from './platform/db/database.js';
 import type { JobPorts } from './platform/jobs/index.js';
 import { SourceBuilder } from './platform/builder/index.js';
+import { createSandbox } from './platform/sandbox/index.js';
+import { vetRepositoryChange } from './platform/git/trusted-sources.js';
 import { createBuildahBuilder } from './platform/builder/buildah.js';
 import { SigningKeys } from './platform/crypto/signing-key.js';
 import { AuthService } from './modules/auth/index.js';
@@ -21,6 +23,10 @@ import { DeploymentsService } from './modules/deployments/index.js';
 import { registerDeploymentJobs } from './modules/deployments/index.js';
 import { DeployChain } from './modules/deployments/index.js';
 import { ObservabilityService } from './modules/observability/index.js';
+import { Notifications } from './platform/db/notifications.js';
+import { StreamsService } from './modules/streams/index.js';
+import { OneOffRunsService } from './modules/deployments/index.js';
+import { AppLogWriter, AppLogsService, oldestLiveWorker, servingReleaseScrubber, sweepAppLogs } from './modules/app-logs/index.js';
 
 /**
  * The composition root of the services: builds each once, wires their dependencies and
@@ -33,11 +39,12 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   const config = new ConfigurationsService(ctx.db, ctx.secrets);
   // A scale reaches running instances through the deployments module (a queued `reconcile`).
   let deployments: DeploymentsService | undefined;
-  const apps = new ApplicationsService(ctx.db, latestRecordsSource(ctx.db), async (id) => { await deployments?.scaled(id); });
+  const apps = new ApplicationsService(ctx.db, latestRecordsSource(ctx.db), async (id) => { await deployments?.scaled(id); },
+    (change) => vetRepositoryChange(ctx.db, ctx.config, change));
   deployments = new DeploymentsService(ctx, apps);
   // Pipeline build stage: builders in order of preference (the source builder accepts anything).
   // A context with a Dockerfile goes to buildah (which says what to install when it is missing).
-  const images = new ImagesService(ctx, apps, config, [createBuildahBuilder(ctx.config), new SourceBuilder(join(ctx.config.dataDir, 'cache'))]);
+  const images = new ImagesService(ctx, apps, config, [createBuildahBuilder(ctx.config), new SourceBuilder(join(ctx.config.dataDir, 'cache'), createSandbox(ctx.config, ctx.db))]);
   if (ctx.jobs) images.registerJobs(ctx.jobs);
   const releases = new ReleasesService(ctx, apps, config);
   if (ctx.jobs) releases.registerJobs(ctx.jobs);
@@ -47,7 +54,28 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   const deployChain = new DeployChain(ctx, apps, images, releases);
   deployChain.registerJobs(runtimeLog);
 
+  // Application logs: the output of the instances this process runs (or follows on a cluster), rotated by size and age.
+  if (ctx.runtime) {
+    const shared = ctx.runtime.sharedWorkloads;
+    const writer = new AppLogWriter(ctx.db, {
+      maxBytesPerApp: ctx.config.APP_LOG_MAX_BYTES_PER_APP, logger: runtimeLog,
+      ...(shared ? { scrub: servingReleaseScrubber(ctx), shouldStore: oldestLiveWorker(ctx, (err) => runtimeLog.warn({ err }, 'application log leader check failed')) } : {}),
+    });
+    ctx.runtime.onInstanceOutput((line) => writer.accept(line));
+    ctx.runtime.onShutdown(() => writer.flush());
+  }
+  ctx.jobs?.addSweeper(() => sweepAppLogs(ctx.db, ctx.config.APP_LOG_RETENTION_HOURS, ctx.config.APP_LOG_MAX_BYTES_PER_APP));
+
+  // One LISTEN connection per process: live streams learn of changes any process writes.
+  const streamsLog = log.child({ component: 'streams' });
+  const notifications = new Notifications(ctx.databaseUrl ?? ctx.config.DATABASE_URL ?? '', (err) => streamsLog.warn({ err }, 'notification connection lost'));
+  const streams = new StreamsService(ctx.db, notifications, (userId, applicationId) => apps.authorize(userId, applicationId),
+    (err) => streamsLog.error({ err }, 'stream failed'));
+
   return {
+    notifications, streams,
+    runs: new OneOffRunsService(ctx, apps),
+    appLogs: new AppLogsService(ctx.db, apps, notifications),
     auth, config, apps, deployments, images, releases, deployChain,
     pipeline: new PipelineService(ctx.db, apps),
     githubHooks: new GithubHooksService(ctx, (id, ref, environmentId) => deployChain.start(id, ref, environmentId)),

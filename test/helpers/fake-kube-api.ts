@@ -275,9 +275,8 @@ export class FakeKubeApi {
   private constructor(private readonly server: Server, private readonly options: FakeKubeApiOptions) {}
 
   static async start(options: FakeKubeApiOptions = {}): Promise<FakeKubeApi> {
-    let fake!: FakeKubeApi;
     const server = createServer((req, res) => void fake.handle(req, res));
-    fake = new FakeKubeApi(server, options);
+    const fake = new FakeKubeApi(server, options);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     fake.timer = setInterval(() => fake.tick(), options.tickMs ?? 40);
     return fake;
@@ -320,6 +319,12 @@ export class FakeKubeApi {
     const resource = resourceOf(plural);
     const namespace = resource.namespaced ? object.metadata.namespace : undefined;
     return this.applyObject(resource, namespace, object.metadata.name, { apiVersion: groupVersion(resource), kind: resource.kind, ...object }, manager, true);
+  }
+
+  /** Appends to a running pod's log (what its container prints); followers receive it. */
+  appendPodLog(namespace: string, pod: string, text: string): void {
+    const key = this.storeKey(resourceOf('pods'), namespace, pod);
+    this.writeLog(key, (this.logs.get(key) ?? '') + text, false);
   }
 
   async stop(): Promise<void> {
