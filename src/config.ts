@@ -68,6 +68,12 @@ const EnvSchema = Type.Object({
   OBSERVABILITY_SAMPLE_SECONDS: Type.Integer({ minimum: 1, default: 60 }),
   GITHUB_URL: Type.String({ default: 'https://github.com' }),
   GITHUB_WEBHOOK_SECRET: Type.Optional(Type.String()),
+  /** GitHub App that clones private repositories: its id and private key (PEM, or a file holding it). */
+  GITHUB_APP_ID: Type.Optional(Type.String({ minLength: 1 })),
+  GITHUB_APP_PRIVATE_KEY: Type.Optional(Type.String({ minLength: 1 })),
+  GITHUB_APP_PRIVATE_KEY_FILE: Type.Optional(Type.String({ minLength: 1 })),
+  /** Where installation access tokens are asked for. */
+  GITHUB_API_URL: Type.String({ default: 'https://api.github.com' }),
   REGISTRY_URL: Type.Optional(Type.String()),
   REGISTRY_SERVICE: Type.String({ default: 'slipway-registry' }),
   TOKEN_ISSUER: Type.String({ default: 'slipway' }),

@@ -5,6 +5,7 @@ import { BuildError, chooseBuilder, parseProcfile, type Builder } from '../../pl
 import type { AppContext } from '../../platform/context.js';
 import { fetchSource, SourceError } from '../../platform/git/source.js';
 import { checkSourceAtBuild } from '../../platform/git/trusted-sources.js';
+import { GitHubApp, GitHubAppError } from '../../platform/github/github-app.js';
 import { ApplicationsRepository } from '../applications/index.js';
 import type { ConfigurationsService } from '../configurations/index.js';
 import { resolveServiceConfig } from '../configurations/index.js';
@@ -29,6 +30,8 @@ export const INTERRUPTED_BY_RESTART = 'interrupted by a restart: the worker runn
 export class BuildRunner {
   private readonly images: ImagesRepository;
   private readonly apps: ApplicationsRepository;
+  /** Installation tokens for private repositories (cached across builds). */
+  private readonly githubApp: GitHubApp;
 
   constructor(
     private readonly ctx: AppContext,
@@ -37,6 +40,22 @@ export class BuildRunner {
   ) {
     this.images = new ImagesRepository(ctx.db);
     this.apps = new ApplicationsRepository(ctx.db);
+    this.githubApp = new GitHubApp(ctx.config);
+  }
+
+  /** The clone credential of a private repository: a fresh installation token of its GitHub App installation. */
+  private async privateRepositoryToken(app: { github_repository_is_private: boolean; github_app_installation_id: string | number | null }) {
+    if (!app.github_repository_is_private) return undefined;
+    if (app.github_app_installation_id === null) {
+      throw new BuildError('The repository is private and the application has no GitHub App installation: install the App on the repository, '
+        + 'then set github_app_installation_id with PATCH /applications/{id}/settings');
+    }
+    try {
+      return await this.githubApp.installationToken(app.github_app_installation_id);
+    } catch (err) {
+      if (err instanceof GitHubAppError) throw new BuildError(`Cannot clone the private repository: ${err.message}`);
+      throw err;
+    }
   }
 
   async run(imageId: string, signal: AbortSignal): Promise<{ ok: boolean }> {
@@ -62,8 +81,10 @@ export class BuildRunner {
       const ref = image.build_ref ?? app.auto_deploy_branch ?? 'HEAD';
       const contextDir = join(workDir, 'context');
       const pins = await checkSourceAtBuild(this.ctx.db, this.ctx.config, app.id, app.github_repository);
+      const token = await this.privateRepositoryToken(app);
+      if (token) log.line('Cloning with a GitHub App installation token');
       const source = await fetchSource({
-        pins, repository: app.github_repository, ref, subdirectory: app.subdirectory, githubUrl: this.ctx.config.GITHUB_URL,
+        pins, token, repository: app.github_repository, ref, subdirectory: app.subdirectory, githubUrl: this.ctx.config.GITHUB_URL,
         localRoots: this.ctx.config.LOCAL_REPOSITORY_ROOTS?.split(',').map((r) => r.trim()).filter(Boolean),
         workDir, destination: contextDir, signal, onLine: (l) => log.line(l),
       });

@@ -1,0 +1,111 @@
+import { spawn } from 'node:child_process';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { jwtVerify } from 'jose';
+
+/**
+ * A stand-in for the GitHub API and git host: it checks the App's RS256 JWT with the App's
+ * public key, issues installation tokens, and serves bare repositories under `/git/` over
+ * git's smart HTTP (`git http-backend` as CGI) only to `x-access-token:<issued token>`.
+ */
+export class FakeGitHub {
+  readonly appId = '123456';
+  readonly privateKeyPem: string;
+  private readonly publicKey;
+  /** Installations that exist (others: 404). */
+  readonly installations = new Set<string>();
+  /** Tokens issued, in order, with the installation they belong to. */
+  readonly issued: Array<{ installation: string; token: string }> = [];
+  /** Requests refused, for assertions ("401 /git/..."). */
+  readonly refused: string[] = [];
+  private server!: Server;
+  port = 0;
+
+  constructor(private readonly projectRoot: string) {
+    const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    this.privateKeyPem = privateKey.export({ type: 'pkcs1', format: 'pem' }).toString();
+    this.publicKey = publicKey;
+  }
+
+  get apiUrl() { return `http://127.0.0.1:${this.port}`; }
+  get gitUrl() { return `http://127.0.0.1:${this.port}/git`; }
+
+  async start() {
+    this.server = createServer((req, res) => { this.handle(req, res).catch((err) => { res.statusCode = 500; res.end(String(err)); }); });
+    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
+    this.port = (this.server.address() as AddressInfo).port;
+    return this;
+  }
+
+  close() { return new Promise<void>((r) => this.server.close(() => r())); }
+
+  private refuse(res: ServerResponse, status: number, what: string, message: string) {
+    this.refused.push(`${status} ${what}`);
+    res.writeHead(status, { 'content-type': 'application/json', ...(status === 401 ? { 'www-authenticate': 'Basic realm="fake-github"' } : {}) });
+    res.end(JSON.stringify({ message }));
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse) {
+    const url = new URL(req.url!, 'http://x');
+    const tokenRoute = /^\/app\/installations\/([^/]+)\/access_tokens$/.exec(url.pathname);
+    if (tokenRoute && req.method === 'POST') {
+      const jwt = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+      try {
+        await jwtVerify(jwt ?? '', this.publicKey, { issuer: this.appId, algorithms: ['RS256'] });
+      } catch (err) {
+        return this.refuse(res, 401, url.pathname, `A JSON web token could not be decoded (${(err as Error).message})`);
+      }
+      const installation = decodeURIComponent(tokenRoute[1]!);
+      if (!this.installations.has(installation)) return this.refuse(res, 404, url.pathname, 'Not Found');
+      const token = `ghs_${randomBytes(18).toString('hex')}`;
+      this.issued.push({ installation, token });
+      res.writeHead(201, { 'content-type': 'application/json' });
+      return res.end(JSON.stringify({ token, expires_at: new Date(Date.now() + 3600_000).toISOString() }));
+    }
+    if (url.pathname.startsWith('/git/')) {
+      const basic = /^Basic (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+      const [user, token] = basic ? Buffer.from(basic, 'base64').toString().split(':') : [];
+      if (user !== 'x-access-token' || !this.issued.some((t) => t.token === token)) return this.refuse(res, 401, url.pathname, 'Requires authentication');
+      return this.gitBackend(req, res, url);
+    }
+    return this.refuse(res, 404, url.pathname, 'Not Found');
+  }
+
+  /** Runs `git http-backend` for one request (CGI: environment in, headers + body out). */
+  private gitBackend(req: IncomingMessage, res: ServerResponse, url: URL) {
+    const backend = join(execFileSync('git', ['--exec-path'], { encoding: 'utf8' }).trim(), 'git-http-backend');
+    const child = spawn(backend, [], {
+      env: {
+        PATH: process.env.PATH, GIT_PROJECT_ROOT: this.projectRoot, GIT_HTTP_EXPORT_ALL: '1',
+        PATH_INFO: url.pathname.slice('/git'.length), QUERY_STRING: url.search.slice(1), REQUEST_METHOD: req.method!,
+        CONTENT_TYPE: req.headers['content-type'] ?? '', REMOTE_USER: 'x-access-token', REMOTE_ADDR: '127.0.0.1',
+        ...(req.headers['git-protocol'] ? { GIT_PROTOCOL: String(req.headers['git-protocol']) } : {}),
+        ...(req.headers['content-encoding'] ? { HTTP_CONTENT_ENCODING: String(req.headers['content-encoding']) } : {}),
+      },
+    });
+    req.pipe(child.stdin);
+    let buffered = Buffer.alloc(0);
+    let headersDone = false;
+    child.stdout.on('data', (chunk: Buffer) => {
+      if (headersDone) { res.write(chunk); return; }
+      buffered = Buffer.concat([buffered, chunk]);
+      const end = buffered.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      headersDone = true;
+      let status = 200;
+      for (const line of buffered.subarray(0, end).toString().split('\r\n')) {
+        const i = line.indexOf(':');
+        const name = line.slice(0, i).trim();
+        const value = line.slice(i + 1).trim();
+        if (name.toLowerCase() === 'status') status = Number.parseInt(value, 10);
+        else res.setHeader(name, value);
+      }
+      res.statusCode = status;
+      res.write(buffered.subarray(end + 4));
+    });
+    child.on('close', () => res.end());
+  }
+}
