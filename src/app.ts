@@ -1,3 +1,4 @@
+import { registerDashboard } from './dashboard/serve.js';
 import Fastify, { type FastifyServerOptions } from 'fastify';
 import cookie from '@fastify/cookie';
 import rateLimit from '@fastify/rate-limit';
@@ -125,6 +126,8 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     await v1.register(observabilityRoutes(services.observability));
     v1.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   }, { prefix: '/v1' });
+
+  await registerDashboard(app);
 
   return app;
 }
