@@ -30,6 +30,7 @@ import { envDeploysRoutes } from './modules/environments/env-deploys.routes.js';
 import { registryRoutes } from './modules/registry/registry.routes.js';
 import { deploymentsRoutes } from './modules/deployments/deployments.routes.js';
 import { observabilityRoutes } from './modules/observability/observability.routes.js';
+import { domainsRoutes } from './modules/domains/index.js';
 import { createServices } from './services.js';
 
 export interface RouteEntry {
@@ -123,6 +124,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     await v1.register(registryRoutes(ctx, services.signingKeys, services.auth));
     await v1.register(deploymentsRoutes(services.deployments, services.deployChain));
     await v1.register(observabilityRoutes(services.observability));
+    await v1.register(domainsRoutes(services.domains));
     v1.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   }, { prefix: '/v1' });
 

@@ -32,6 +32,20 @@ const EnvSchema = Type.Object({
   ROUTER_DOMAIN: Type.String({ default: 'localhost' }),
   /** Address the application router listens on (tests: 127.0.0.1). */
   ROUTER_HOST: Type.String({ default: '0.0.0.0' }),
+  /** HTTPS port of the edge for custom domains (production: 443); unset: no HTTPS listener. */
+  ROUTER_HTTPS_PORT: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535 })),
+  /** ACME directory certificates of verified custom domains come from (Let's Encrypt, or any RFC 8555 server); unset: no certificates. */
+  ACME_DIRECTORY_URL: Type.Optional(Type.String({ minLength: 1 })),
+  /** Contact address of the platform's ACME account. */
+  ACME_EMAIL: Type.Optional(Type.String({ minLength: 3 })),
+  /** PEM file of a CA to trust for the ACME directory itself (a private CA, e.g. a local pebble). */
+  ACME_CA_FILE: Type.Optional(Type.String({ minLength: 1 })),
+  /** Certificates are renewed this many days before they expire. */
+  ACME_RENEW_DAYS: Type.Integer({ minimum: 1, default: 30 }),
+  /** Port the ownership check reaches a custom domain on (its HTTP port: 80). */
+  DOMAIN_CHECK_PORT: Type.Integer({ minimum: 1, maximum: 65535, default: 80 }),
+  /** Address the ownership check connects to instead of resolving the domain (tests, split-horizon DNS). */
+  DOMAIN_CHECK_ADDRESS: Type.Optional(Type.String({ minLength: 1 })),
   /** Longest wait for in-flight requests to a retired instance before it is stopped. */
   ROUTER_DRAIN_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 30_000 }),
   /** First restart delay of a crashed instance; doubles per consecutive crash, at most 30 s. */

@@ -18,6 +18,10 @@ import { DeploymentsService } from './modules/deployments/deployments.service.js
 import { registerDeploymentJobs } from './modules/deployments/deployments.jobs.js';
 import { DeployChain } from './modules/deployments/deploy-chain.js';
 import { ObservabilityService } from './modules/observability/observability.service.js';
+import { AcmeIssuer, DomainsService } from './modules/domains/index.js';
+import { DomainsRepository } from './modules/domains/domains.repository.js';
+import { EdgeDirectory } from './platform/edge/edge-directory.js';
+import { LocalRuntime } from './platform/runtime/local/local-runtime.js';
 
 /**
  * The composition root of the services: builds each once, wires their dependencies and
@@ -43,8 +47,21 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   const deployChain = new DeployChain(ctx, apps, images, releases);
   deployChain.registerJobs(runtimeLog);
 
+  // Custom domains: served by this process's edge (the local runtime's router), certificates by ACME.
+  const edgeDirectory = ctx.runtime instanceof LocalRuntime ? new EdgeDirectory(ctx.db, ctx.secrets) : null;
+  if (edgeDirectory) (ctx.runtime as LocalRuntime).instances.router.useDirectory(edgeDirectory);
+  const acme = ctx.config.ACME_DIRECTORY_URL
+    ? new AcmeIssuer({ directoryUrl: ctx.config.ACME_DIRECTORY_URL, email: ctx.config.ACME_EMAIL, caFile: ctx.config.ACME_CA_FILE }, new DomainsRepository(ctx.db), ctx.secrets)
+    : null;
+  const domains = new DomainsService(ctx.db, ctx.secrets, apps, {
+    routerDomain: ctx.config.ROUTER_DOMAIN,
+    ownership: { port: ctx.config.DOMAIN_CHECK_PORT, address: ctx.config.DOMAIN_CHECK_ADDRESS },
+    renewDays: ctx.config.ACME_RENEW_DAYS,
+  }, acme, async () => { await edgeDirectory?.refresh(); }, log.child({ component: 'domains' }));
+  ctx.jobs?.addSweeper(() => domains.renewDue());
+
   return {
-    auth, config, apps, deployments, images, releases, deployChain,
+    auth, config, apps, deployments, images, releases, deployChain, domains,
     pipeline: new PipelineService(ctx.db, apps),
     githubHooks: new GithubHooksService(ctx, (id, ref, environmentId) => deployChain.start(id, ref, environmentId)),
     envDeploys: new EnvDeploysService(ctx.db, new EnvironmentPipeline(ctx, deployChain, deployments, config), log.child({ component: 'env-deploys' })),

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalProcessDriver } from '../../src/platform/runtime/local/local-driver.js';
 import type { InstanceSpec, InstanceStatus } from '../../src/platform/runtime/port.js';
 import { waitHealthy } from '../../src/platform/runtime/health-check.js';
-import { RouterServer } from '../../src/platform/router/router-server.js';
+import { RouterServer } from '../../src/platform/edge/router-server.js';
 import { routerGet } from '../helpers/router-get.js';
 import { waitFor } from '../helpers/wait.js';
 

@@ -337,5 +337,48 @@ export interface PipelineTables {
   job_runs: JobRunsTable;
 }
 
+export interface DomainsTable {
+  id: string;
+  application_id: string;
+  environment_id: string;
+  hostname: string;
+  route_hostname: string;
+  verification_token: string;
+  verified_at: NullableTimestamp;
+  https_redirect: Generated<boolean>;
+  hsts: Generated<boolean>;
+  certificate_status: Generated<'none' | 'pending' | 'issued' | 'failed'>;
+  certificate_error: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface CertificatesTable {
+  hostname: string;
+  certificate_pem: string;
+  private_key_enc: string;
+  not_after: Timestamp;
+  issued_at: Generated<Date>;
+}
+
+export interface AcmeChallengesTable {
+  token: string;
+  key_authorization: string;
+  created_at: Generated<Date>;
+}
+
+export interface AcmeAccountsTable {
+  directory_url: string;
+  account_key_enc: string;
+  created_at: Generated<Date>;
+}
+
+export interface EdgeTables {
+  acme_accounts: AcmeAccountsTable;
+  domains: DomainsTable;
+  certificates: CertificatesTable;
+  acme_challenges: AcmeChallengesTable;
+}
+
 /** Every feature adds its tables here, one interface per migration group. */
-export interface Database extends ControlPlaneTables, WorkspaceTables, PipelineTables {}
+export interface Database extends ControlPlaneTables, WorkspaceTables, PipelineTables, EdgeTables {}

@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { workerAlive } from '../jobs/dead-workers.js';
-import type { RouterServer } from '../router/router-server.js';
-import type { Upstream } from '../router/route-table.js';
+import type { RouterServer } from '../edge/router-server.js';
+import type { Upstream } from '../edge/route-table.js';
 import { waitHealthy } from './health-check.js';
 import type { AppUsage, RuntimeLogger } from './application-runtime.js';
 import type { InstanceLabels, InstanceSpec, InstanceStatus, ResourceUsage, RuntimeDriver } from './port.js';

@@ -1,6 +1,8 @@
 import { Agent, createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { connect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { ACME_CHALLENGE_PREFIX, OWNERSHIP_CHALLENGE_PREFIX, type EdgeDirectory } from './edge-directory.js';
 import { RouteTable, type Upstream } from './route-table.js';
 
 /** Headers that describe one hop and must not be forwarded (RFC 9110 §7.6.1). */
@@ -29,6 +31,8 @@ function hasBody(req: IncomingMessage): boolean {
 export interface RouterOptions {
   host: string;
   port: number;
+  /** HTTPS listener for custom domains with a certificate; unset: none. */
+  httpsPort?: number;
   /** Upstream connect + first-byte timeout. */
   upstreamTimeoutMs?: number;
 }
@@ -42,6 +46,9 @@ export interface RouterOptions {
 export class RouterServer {
   readonly table = new RouteTable();
   private server: Server | null = null;
+  private httpsServer: Server | null = null;
+  private directory: EdgeDirectory | null = null;
+  private boundHttpsPort: number | null = null;
   private readonly agent = new Agent({ keepAlive: true, maxSockets: 512, keepAliveMsecs: 1000 });
   private readonly sockets = new Set<Socket | Duplex>();
   private boundPort: number | null = null;
@@ -53,35 +60,64 @@ export class RouterServer {
     return this.boundPort;
   }
 
+  /** The HTTPS port, or null when the edge serves no HTTPS. */
+  get httpsPort(): number | null {
+    return this.boundHttpsPort;
+  }
+
   get listening(): boolean {
     return this.boundPort !== null;
   }
 
+  /** Custom domains, ACME challenges and certificates (set before `listen`). */
+  useDirectory(directory: EdgeDirectory) {
+    this.directory = directory;
+  }
+
   async listen(): Promise<number> {
-    const server = createServer((req, res) => this.handle(req, res));
-    server.on('upgrade', (req, socket, head) => this.upgrade(req, socket, head));
-    server.on('connection', (s) => { this.sockets.add(s); s.on('close', () => this.sockets.delete(s)); });
-    server.keepAliveTimeout = 5000;
+    await this.directory?.start();
+    const server = createServer((req, res) => this.handle(req, res, false));
     this.server = server;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.options.port, this.options.host, () => resolve());
-    });
-    this.boundPort = (server.address() as { port: number }).port;
+    this.boundPort = await this.bind(server, this.options.port);
+    if (this.options.httpsPort !== undefined) {
+      const directory = this.directory;
+      // SNI picks the custom domain's certificate; a name without one fails the handshake.
+      const https = createHttpsServer({
+        SNICallback: (name, cb) => cb(null, directory?.secureContext(RouteTable.normalize(name))),
+      }, (req, res) => this.handle(req, res, true));
+      this.httpsServer = https;
+      this.boundHttpsPort = await this.bind(https, this.options.httpsPort);
+    }
     return this.boundPort;
   }
 
+  private async bind(server: Server, port: number): Promise<number> {
+    server.on('upgrade', (req, socket, head) => this.upgrade(req, socket, head));
+    server.on(server === this.server ? 'connection' : 'secureConnection', (s: Socket) => {
+      this.sockets.add(s);
+      s.on('close', () => this.sockets.delete(s));
+    });
+    server.keepAliveTimeout = 5000;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, this.options.host, () => resolve());
+    });
+    return (server.address() as { port: number }).port;
+  }
+
   async close(): Promise<void> {
-    const server = this.server;
+    const servers = [this.server, this.httpsServer].filter((s): s is Server => s !== null);
     this.server = null;
+    this.httpsServer = null;
     this.boundPort = null;
+    this.boundHttpsPort = null;
+    this.directory?.stop();
     this.agent.destroy();
-    if (!server) return;
-    await new Promise<void>((resolve) => {
+    await Promise.all(servers.map((server) => new Promise<void>((resolve) => {
       server.close(() => resolve());
       for (const s of this.sockets) s.destroy();
       server.closeAllConnections();
-    });
+    })));
   }
 
   private reject(res: ServerResponse, status: number, message: string) {
@@ -94,15 +130,42 @@ export class RouterServer {
     res.end(body);
   }
 
-  private handle(req: IncomingMessage, res: ServerResponse) {
-    const host = RouteTable.normalize(req.headers.host ?? '');
+  private handle(req: IncomingMessage, res: ServerResponse, secure: boolean) {
+    const requested = RouteTable.normalize(req.headers.host ?? '');
+    const url = req.url ?? '/';
+    if (url.startsWith('/.well-known/') && this.directory && !secure) {
+      if (url.startsWith(ACME_CHALLENGE_PREFIX) || url.startsWith(OWNERSHIP_CHALLENGE_PREFIX)) return void this.answerChallenge(requested, url, res);
+    }
+    const domain = this.directory?.route(requested);
+    if (domain) {
+      if (!secure && domain.httpsRedirect && this.boundHttpsPort !== null && this.directory!.hasCertificate(requested)) {
+        res.writeHead(308, { location: `https://${req.headers.host ?? requested}${url}`, 'content-length': 0 });
+        return void res.end();
+      }
+      if (secure && domain.hsts) res.setHeader('strict-transport-security', 'max-age=31536000');
+    }
+    const host = domain?.routeHostname ?? requested;
     const first = this.table.pick(host);
-    if (first === undefined) return this.reject(res, 404, `No application is served at ${host || 'this address'}`);
+    if (first === undefined) return this.reject(res, 404, `No application is served at ${requested || 'this address'}`);
     if (first === null) return this.reject(res, 503, 'The application has no healthy instance right now; retry shortly');
-    this.forward(req, res, host, first, new Set());
+    this.forward(req, res, host, first, new Set(), secure);
   }
 
-  private forward(req: IncomingMessage, res: ServerResponse, host: string, upstream: Upstream, tried: Set<string>) {
+  /** ACME HTTP-01 answers and domain ownership tokens, for any host name (they prove it reaches this edge). */
+  private async answerChallenge(host: string, url: string, res: ServerResponse) {
+    try {
+      const acme = url.startsWith(ACME_CHALLENGE_PREFIX);
+      const token = decodeURIComponent(url.slice((acme ? ACME_CHALLENGE_PREFIX : OWNERSHIP_CHALLENGE_PREFIX).length).split('?')[0]!);
+      const answer = acme ? await this.directory!.acmeAnswer(token) : await this.directory!.ownershipAnswer(host, token);
+      if (answer === undefined) return this.reject(res, 404, 'No such challenge');
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': Buffer.byteLength(answer) });
+      res.end(answer);
+    } catch {
+      this.reject(res, 503, 'Challenge store unavailable; retry shortly');
+    }
+  }
+
+  private forward(req: IncomingMessage, res: ServerResponse, host: string, upstream: Upstream, tried: Set<string>, secure: boolean) {
     tried.add(upstream.instanceId);
     this.table.acquire(upstream.instanceId);
     let released = false;
@@ -116,7 +179,7 @@ export class RouterServer {
       timeout: this.options.upstreamTimeoutMs ?? 60_000,
       headers: forwardHeaders(req.headers, {
         'x-forwarded-for': priorFor ? `${priorFor}, ${remote}` : remote,
-        'x-forwarded-proto': 'http',
+        'x-forwarded-proto': secure ? 'https' : 'http',
         'x-forwarded-host': req.headers.host ?? '',
       }),
     });
@@ -135,7 +198,7 @@ export class RouterServer {
       if (answered) { res.destroy(); return; }
       if (!hasBody(req) && RETRYABLE.has(err.code ?? '') && !res.headersSent) {
         const next = this.table.pick(host, tried);
-        if (next) return this.forward(req, res, host, next, tried);
+        if (next) return this.forward(req, res, host, next, tried, secure);
       }
       this.reject(res, 502, 'The application did not answer');
     });
@@ -149,7 +212,8 @@ export class RouterServer {
 
   /** WebSocket and other upgrades: a raw tunnel to one instance. */
   private upgrade(req: IncomingMessage, socket: Duplex, head: Buffer) {
-    const host = RouteTable.normalize(req.headers.host ?? '');
+    const requested = RouteTable.normalize(req.headers.host ?? '');
+    const host = this.directory?.route(requested)?.routeHostname ?? requested;
     const upstream = this.table.pick(host);
     if (!upstream) {
       socket.end(`HTTP/1.1 ${upstream === undefined ? '404 Not Found' : '503 Service Unavailable'}\r\nconnection: close\r\n\r\n`);
