@@ -87,7 +87,10 @@ export class DomainsService {
     return this.view(await this.find(applicationId, id));
   }
 
-  /** Checks ownership; a verified domain goes live and, with ACME configured, gets its certificate. */
+  /**
+   * Checks ownership; a verified domain goes live and, with ACME configured, gets its
+   * certificate (again: renewed now when inside the renewal window or after a failure).
+   */
   async verify(userId: string, applicationId: string, domainId: string): Promise<Static<typeof Domain>> {
     await this.apps.authorize(userId, applicationId);
     const domain = await this.find(applicationId, domainId);
@@ -98,7 +101,7 @@ export class DomainsService {
       await this.repo.markVerified(domain.id);
       await this.changed();
     }
-    if (this.issuer && (await this.repo.claimIssuance(domain.id))) {
+    if (this.issuer && this.certificateDue(domain) && (await this.repo.claimIssuance(domain.id))) {
       // Issuance takes seconds to minutes: the caller follows `certificate.status`.
       void this.issue(domain.id, domain.hostname);
     }
@@ -120,6 +123,12 @@ export class DomainsService {
     for (const d of due) {
       if (await this.repo.claimIssuance(d.id)) await this.issue(d.id, d.hostname);
     }
+  }
+
+  /** No certificate yet, a failed attempt, or one inside the renewal window. */
+  private certificateDue(d: DomainRow): boolean {
+    if (d.certificate_status !== 'issued' || !d.not_after) return true;
+    return d.not_after.getTime() < Date.now() + this.settings.renewDays * 86_400_000;
   }
 
   private async issue(domainId: string, hostname: string): Promise<void> {
