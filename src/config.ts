@@ -62,6 +62,8 @@ const EnvSchema = Type.Object({
   KUBERNETES_NAMESPACE_PREFIX: Type.String({ default: 'slipway-', pattern: '^[a-z0-9]([-a-z0-9]*)?$', maxLength: 20 }),
   /** Ingress class for web processes' public host names; unset: no Ingress (Services only). */
   KUBERNETES_INGRESS_CLASS: Type.Optional(Type.String({ minLength: 1 })),
+  /** Namespace of the ingress controller: the only other namespace allowed to reach an organization's pods. */
+  KUBERNETES_INGRESS_NAMESPACE: Type.String({ default: 'ingress-nginx', pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 63 }),
   /** How often the observability sampler records the runtime's usage. */
   OBSERVABILITY_SAMPLE_SECONDS: Type.Integer({ minimum: 1, default: 60 }),
   GITHUB_URL: Type.String({ default: 'https://github.com' }),
@@ -79,6 +81,10 @@ const EnvSchema = Type.Object({
   SLIPWAY_ROLE: Type.Union([Type.Literal('all'), Type.Literal('api'), Type.Literal('worker')], { default: 'all' }),
   /** Pipeline jobs (builds, releases, deploys) one worker process runs at once; one per application at a time. */
   PIPELINE_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 2 }),
+  /** Pipeline jobs of one organization running at once across all workers (fairness between tenants). */
+  PIPELINE_ORG_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 1024, default: 1 }),
+  /** Pipeline jobs of one organization waiting or running; more are refused with 429. */
+  PIPELINE_ORG_QUEUE_LIMIT: Type.Integer({ minimum: 1, maximum: 100_000, default: 20 }),
   /** A build running longer than this fails. */
   BUILD_TIMEOUT_SECONDS: Type.Integer({ minimum: 10, maximum: 24 * 3600, default: 1800 }),
   /** Comma-separated folders that local-path repositories must lie in; unset allows any path (single-user machines). */

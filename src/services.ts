@@ -1,25 +1,27 @@
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
+import { sql } from 'kysely';
 import type { AppContext } from './platform/context.js';
+import type { Db } from './platform/db/database.js';
+import type { JobPorts } from './platform/jobs/index.js';
 import { SourceBuilder } from './platform/builder/index.js';
 import { createBuildahBuilder } from './platform/builder/buildah.js';
 import { SigningKeys } from './platform/crypto/signing-key.js';
-import { AuthService } from './modules/auth/auth.service.js';
-import { ApplicationsService } from './modules/applications/applications.service.js';
-import { ConfigurationsService } from './modules/configurations/configurations.service.js';
-import { ImagesService } from './modules/images/images.service.js';
-import { ReleasesService } from './modules/releases/releases.service.js';
-import { GithubHooksService } from './modules/github/github-hooks.service.js';
-import { latestRecordsSource } from './modules/pipeline/latest-records.js';
-import { PipelineService } from './modules/pipeline/pipeline.service.js';
-import { EnvDeploysService } from './modules/environments/env-deploys.service.js';
-import { EnvironmentPipeline } from './modules/environments/service-pipeline.js';
-import { DeploymentsService } from './modules/deployments/deployments.service.js';
-import { registerDeploymentJobs } from './modules/deployments/deployments.jobs.js';
-import { DeployChain } from './modules/deployments/deploy-chain.js';
-import { ObservabilityService } from './modules/observability/observability.service.js';
-import { AcmeIssuer, DomainsService } from './modules/domains/index.js';
-import { DomainsRepository } from './modules/domains/domains.repository.js';
+import { AuthService } from './modules/auth/index.js';
+import { ApplicationsService } from './modules/applications/index.js';
+import { ConfigurationsService } from './modules/configurations/index.js';
+import { ImagesService } from './modules/images/index.js';
+import { ReleasesService } from './modules/releases/index.js';
+import { GithubHooksService } from './modules/github/index.js';
+import { latestRecordsSource } from './modules/pipeline/index.js';
+import { PipelineService } from './modules/pipeline/index.js';
+import { EnvDeploysService } from './modules/environments/index.js';
+import { EnvironmentPipeline } from './modules/environments/index.js';
+import { DeploymentsService } from './modules/deployments/index.js';
+import { registerDeploymentJobs } from './modules/deployments/index.js';
+import { DeployChain } from './modules/deployments/index.js';
+import { ObservabilityService } from './modules/observability/index.js';
+import { AcmeIssuer, DomainsRepository, DomainsService } from './modules/domains/index.js';
 import { EdgeDirectory } from './platform/edge/edge-directory.js';
 import { LocalRuntime } from './platform/runtime/local/local-runtime.js';
 
@@ -28,6 +30,7 @@ import { LocalRuntime } from './platform/runtime/local/local-runtime.js';
  * registers the pipeline's job kinds (so any process with jobs can run them).
  */
 export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
+  ctx.jobs?.setPorts(jobPorts(ctx.db));
   const auth = new AuthService(ctx);
   ctx.jobs?.addSweeper(() => auth.pruneExpired());
   const config = new ConfigurationsService(ctx.db, ctx.secrets);
@@ -67,5 +70,24 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     envDeploys: new EnvDeploysService(ctx.db, new EnvironmentPipeline(ctx, deployChain, deployments, config), log.child({ component: 'env-deploys' })),
     signingKeys: SigningKeys.forConfig(ctx.config),
     observability: new ObservabilityService(ctx.db, apps),
+  };
+}
+
+/** What the job loop reads about applications (it never reads the modules' tables itself). */
+function jobPorts(db: Db): JobPorts {
+  return {
+    async organizationOf(applicationId) {
+      const row = await db.selectFrom('applications').innerJoin('projects', 'projects.id', 'applications.project_id')
+        .select('projects.organization_id').where('applications.id', '=', applicationId).executeTakeFirst();
+      return row?.organization_id ?? null;
+    },
+    async applicationsHeldElsewhere(workerId, freshSeconds) {
+      const rows = await db.selectFrom('instances').innerJoin('workers', 'workers.id', 'instances.worker_id')
+        .select('instances.application_id').distinct()
+        .where('workers.id', '<>', workerId).where('workers.stopped_at', 'is', null)
+        .where('workers.heartbeat_at', '>', sql<Date>`now() - make_interval(secs => ${freshSeconds})`)
+        .execute();
+      return rows.map((r) => r.application_id);
+    },
   };
 }

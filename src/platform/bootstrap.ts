@@ -24,7 +24,11 @@ export interface PlatformOptions {
  * server in the data directory), migrated to the latest version, and the secret keyring;
  * for server processes also the job store and (unless `api` role) the runtime.
  */
-export async function openPlatform(config: Config, log: (line: string) => void = () => {}, options: PlatformOptions = {}): Promise<Platform> {
+export async function openPlatform(
+  config: Config,
+  log: (line: string) => void = () => {},
+  options: PlatformOptions = {},
+): Promise<Platform> {
   const pipeline = options.pipeline ?? true;
   const embedded = config.DATABASE_URL ? null : await startEmbeddedPostgres(config.dataDir, config.EMBEDDED_PG_PORT, log);
   const databaseUrl = config.DATABASE_URL ?? embedded!.url;
@@ -40,11 +44,11 @@ export async function openPlatform(config: Config, log: (line: string) => void =
     }
     secrets = new SecretBox(loadKeyring(config.dataDir, config.SECRET_KEY, config.SECRET_KEY_PREVIOUS));
     // The job store opens here (every role enqueues); main.ts starts the workers once handlers are registered.
-    jobs = pipeline ? new PipelineJobs({ databaseUrl, db, concurrency: config.PIPELINE_CONCURRENCY }) : undefined;
+    jobs = pipeline ? new PipelineJobs({ databaseUrl, db, concurrency: config.PIPELINE_CONCURRENCY, organizationLimits: { concurrency: config.PIPELINE_ORG_CONCURRENCY, queued: config.PIPELINE_ORG_QUEUE_LIMIT } }) : undefined;
     await jobs?.start();
   } catch (err) {
     // Nothing opened so far may outlive a failed start (the embedded server would be orphaned).
-    await jobs?.stop().catch(() => {});
+    await jobs?.stop().catch(() => {}); // the start's own error is the one to report
     await db.destroy().catch(() => {});
     await embedded?.stop();
     throw err;

@@ -93,7 +93,8 @@ describe('access matrix', () => {
     const failures: string[] = [];
     const siteAdmin = await h.user({ admin: true });
     for (const route of routes.filter((r) => r.method === 'GET' && !r.public)) {
-      const caller = route.url === '/v1/users' ? siteAdmin : world.owner;
+      const siteAdminOnly = ['/v1/users', '/v1/organizations/:org_slug/pipeline-limits'];
+      const caller = siteAdminOnly.includes(route.url) ? siteAdmin : world.owner;
       const res = await call(h, 'GET', fillPath(route, world), caller);
       if (res.status >= 400) failures.push(`${key(route)} → ${res.status} ${res.raw.slice(0, 160)}`);
     }
@@ -108,5 +109,6 @@ describe('access matrix', () => {
 
   it('site-admin routes refuse members without the site admin flag', async () => {
     expect((await call(h, 'GET', '/v1/users', world.owner)).status).toBe(403);
+    expect((await call(h, 'GET', `/v1/organizations/${world.org.slug}/pipeline-limits`, world.owner)).status).toBe(403);
   });
 });

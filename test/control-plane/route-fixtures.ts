@@ -160,6 +160,7 @@ export const SAMPLE_BODIES: Record<string, (w: RouteWorld) => unknown> = {
   'POST /v1/users': () => ({ username: unique('sample'), email: `${unique('sample')}@example.com`, password: 'sample-password' }),
   'POST /v1/organizations': () => ({ name: unique('Sample') }),
   'POST /v1/organizations/:org_slug/members': () => ({ username: 'nobody-at-all' }),
+  'PUT /v1/organizations/:org_slug/pipeline-limits': () => ({ build_timeout_seconds: 600 }),
   'POST /v1/projects': (w) => ({ name: unique('sample'), organization_id: w.org.id }),
   'POST /v1/applications': (w) => ({ name: unique('sample'), project_id: w.project.id }),
   'PATCH /v1/applications/:application_id/settings': () => ({ health_check_path: '/sample' }),

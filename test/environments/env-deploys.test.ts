@@ -108,8 +108,7 @@ describe('environment deploys', () => {
     expect(upstreams('web.staging.shop.acme.localhost')).toBe(1);
     const res = await call(carol, 'PATCH', `${P}/envs/staging`, { process_counts: { web: { web: 2 } } });
     expect(res.json().process_counts.web).toEqual({ web: 2 });
-    const end = Date.now() + 30_000;
-    while (upstreams('web.staging.shop.acme.localhost') !== 2 && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
+    await waitFor('two staging web upstreams', () => upstreams('web.staging.shop.acme.localhost') === 2);
     expect(upstreams('web.staging.shop.acme.localhost')).toBe(2);
     expect(upstreams('api.staging.shop.acme.localhost')).toBe(1);
     expect((await call(carol, 'GET', `${P}/envs/production`)).json().process_counts.web).toEqual({});

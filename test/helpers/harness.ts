@@ -62,7 +62,7 @@ export async function createHarness(env: Partial<Env> = {}, options: HarnessOpti
   const secrets = new SecretBox({ current: parseKey(generateKeyText()), previous: [] });
   const ctx: AppContext = { config, db, secrets };
   if (options.jobs) {
-    ctx.jobs = new PipelineJobs({ databaseUrl: database.url, db, concurrency: config.PIPELINE_CONCURRENCY, pollIntervalMs: 200, heartbeatIntervalMs: 1000, stopTimeoutMs: 5000 });
+    ctx.jobs = new PipelineJobs({ databaseUrl: database.url, db, concurrency: config.PIPELINE_CONCURRENCY, organizationLimits: { concurrency: config.PIPELINE_ORG_CONCURRENCY, queued: config.PIPELINE_ORG_QUEUE_LIMIT }, pollIntervalMs: 200, heartbeatIntervalMs: 1000, stopTimeoutMs: 5000 });
     await ctx.jobs.start();
   }
   if (options.runtime) ctx.runtime = createRuntime(config, db);

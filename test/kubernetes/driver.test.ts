@@ -4,6 +4,7 @@ import { KubernetesRuntime } from '../../src/platform/runtime/kubernetes/kuberne
 import { ANNOTATION, LABEL, workloadNames } from '../../src/platform/runtime/kubernetes/names.js';
 import { cpuMillicores, memoryBytes } from '../../src/platform/runtime/kubernetes/usage.js';
 import { FakeKubeApi } from '../helpers/fake-kube-api.js';
+import { waitFor } from '../helpers/wait.js';
 import { SECRET_VALUE, makePlan, nextPlan, resourcesOf } from './plan-fixture.js';
 
 const DOCKER_CONFIG = '{"auths":{"registry.example.test":{"auth":"dG9rZW46c2VjcmV0"}}}';
@@ -15,13 +16,6 @@ function recordingLog() {
   return { log, steps, lines };
 }
 
-async function eventually(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 5000) {
-  const until = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 const target = (plan: WorkloadPlan) => ({ applicationId: plan.application.id, environmentId: plan.environment.id });
 const never = new AbortController().signal;
@@ -209,7 +203,7 @@ describe('KubernetesRuntime against a fake API server', () => {
     const after = kube.get('deployments', names.namespace, names.deployment('web'))!;
     expect(after.spec.replicas).toBe(3);
     expect(after.spec.template).toEqual(before.spec.template);
-    await eventually(() => kube.list('pods').filter(byType('web')).length === 3, 'three web pods');
+    await waitFor('three web pods', () => kube.list('pods').filter(byType('web')).length === 3, { timeout: 5000, every: 25 });
     expect(kube.list('pods').filter(byType('web')).map((p) => p.metadata.name)).toEqual(expect.arrayContaining(podsBefore));
 
     // Nothing to change: no write but the renewed pull credentials.
@@ -249,8 +243,8 @@ describe('KubernetesRuntime against a fake API server', () => {
     const web = kube.get('deployments', names.namespace, names.deployment('web'))!;
     expect(web.metadata.annotations[ANNOTATION.deploymentId]).toBe(first.deploymentId);
     expect(web.spec.template.metadata.labels[LABEL.releaseVersion]).toBe('1');
-    await eventually(() => kube.list('pods').filter(byType('web')).every((p) => p.metadata.annotations[ANNOTATION.deploymentId] === first.deploymentId),
-      'only release 1 web pods');
+    await waitFor('only release 1 web pods', () => kube.list('pods').filter(byType('web')).every((p) => p.metadata.annotations[ANNOTATION.deploymentId] === first.deploymentId),
+      { timeout: 5000, every: 25 });
 
     // A third release without a worker: its Deployment goes after the rollout.
     const third = nextPlan(first, { formation: { web: 1 } });
@@ -288,7 +282,7 @@ describe('KubernetesRuntime against a fake API server', () => {
       expect(kube.list(kind).filter(ofApp(a.application.id))).toEqual([]);
       expect(kube.list(kind).filter(ofApp(b.application.id)).length).toBeGreaterThan(0);
     }
-    await eventually(() => kube.list('pods').filter(ofApp(a.application.id)).length === 0, 'app a pods gone');
+    await waitFor('app a pods gone', () => kube.list('pods').filter(ofApp(a.application.id)).length === 0, { timeout: 5000, every: 25 });
   });
 
   it('reports usage from pod metrics and restart counts; without metrics.k8s.io CPU and memory read 0 (warned once)', async () => {
@@ -359,6 +353,110 @@ describe('KubernetesRuntime against a fake API server', () => {
     expect((error as Error).message).toBe('Setup: the Kubernetes API server did not answer within 0.3 s');
     expect(Date.now() - started).toBeLessThan(2000);
     await impatient.shutdown();
+  });
+
+  it('runs pods that pass restricted Pod Security admission, in a namespace labelled restricted with its NetworkPolicy', async () => {
+    const plan = makePlan({ formation: { web: 1, worker: 1 } });
+    const { result } = await deploy(plan);
+    expect(result.instances).toHaveLength(2);
+    const names = workloadNames(plan, 'slipway-');
+    expect(kube.get('namespaces', undefined, names.namespace)!.metadata.labels).toMatchObject({
+      'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest',
+    });
+    const policy = kube.get('networkpolicies', names.namespace, 'slipway-isolation')!;
+    expect(policy.spec).toEqual({
+      podSelector: {}, policyTypes: ['Ingress'],
+      ingress: [{ from: [{ podSelector: {} }] }, { from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } }] }],
+    });
+    // The fake's Pod Security admission let these pods in (it refuses root pods: test/kubernetes/fake-kube-api.test.ts).
+    for (const pod of kube.list('pods', names.namespace)) {
+      expect(pod.spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 10001, seccompProfile: { type: 'RuntimeDefault' } });
+      expect(pod.spec.automountServiceAccountToken).toBe(false);
+    }
+    // A release Job's pod passes too.
+    expect(await runtime.runOnce(plan, 'release', { deadline: Date.now() + 5000, signal: never, onOutput: () => undefined })).toMatchObject({ exitCode: 0 });
+  });
+
+  it('fails at once, naming the policy, when admission refuses the pods of a Deployment or a release Job', async () => {
+    const plan = makePlan({ formation: { web: 1 }, timeoutSeconds: 30 });
+    kube.podAdmission = (pod) => (pod.spec.containers[0].image.startsWith('registry.internal/') ? null : 'images must come from registry.internal');
+    const error = await deploy(plan, 30_000).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RolloutFailure);
+    expect((error as Error).message).toMatch(/^Deployment failed: web: the cluster refused to create its pods: admission webhook "pods.policy.fake" denied the request: images must come from registry.internal$/);
+
+    const output: string[] = [];
+    const result = await runtime.runOnce(plan, 'release', { deadline: Date.now() + 30_000, signal: never, onOutput: (line) => output.push(line) });
+    expect(result).toEqual({ exitCode: null, signal: null, timedOut: false });
+    expect(output.join('\n')).toContain('release: the cluster refused to create its pods: admission webhook "pods.policy.fake"');
+    expect(output.join('\n')).toContain('denied the request: images must come from registry.internal');
+    const names = workloadNames(plan, 'slipway-');
+    expect(kube.get('jobs', names.namespace, names.job('release', plan.deploymentId))).toBeUndefined();
+  });
+
+  it('fails the deployment with the refusal when the cluster forbids the organization namespace (403)', async () => {
+    const plan = makePlan();
+    const names = workloadNames(plan, 'slipway-');
+    kube.forbiddenNamespaces.add(names.namespace);
+    const error = await runtime.prepare(plan, () => undefined).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RolloutFailure);
+    expect((error as Error).message).toBe(`Setup: the Kubernetes cluster refused the request (HTTP 403 Forbidden): networkpolicies.networking.k8s.io "slipway-isolation" is forbidden: `
+      + `User "system:serviceaccount:slipway:slipway" cannot patch resource "networkpolicies" in API group "networking.k8s.io" in the namespace "${names.namespace}"`);
+  });
+
+  it('server-side apply: the next release takes back a field another manager changed, keeps what others added, never sends a resourceVersion', async () => {
+    const first = makePlan({ formation: { web: 1 } });
+    await deploy(first);
+    const names = workloadNames(first, 'slipway-');
+    const name = names.deployment('web');
+    const selector = kube.get('deployments', names.namespace, name)!.spec.selector;
+    // `kubectl set image` and `kubectl rollout restart`, as server-side applies of their own.
+    kube.seed('deployments', {
+      metadata: { name, namespace: names.namespace },
+      spec: { template: { metadata: { annotations: { 'kubectl.kubernetes.io/restartedAt': '2026-01-01T00:00:00Z' } }, spec: { containers: [{ name: 'web', image: 'someone/else:latest' }] } } },
+    });
+    const second = nextPlan(first, {});
+    await deploy(second);
+    const web = kube.get('deployments', names.namespace, name)!;
+    const container = web.spec.template.spec.containers[0];
+    expect(container.image).toBe(second.image.registryReference);
+    expect(web.spec.template.metadata.annotations).toMatchObject({ 'kubectl.kubernetes.io/restartedAt': '2026-01-01T00:00:00Z', [ANNOTATION.deploymentId]: second.deploymentId });
+    const imageOwners = web.metadata.managedFields
+      .filter((f: any) => f.fieldsV1['f:spec']?.['f:template']?.['f:spec']?.['f:containers']?.['k:{"name":"web"}']?.['f:image'])
+      .map((f: any) => f.manager);
+    expect(imageOwners).toEqual(['slipway']);
+    // The selector (immutable on a cluster) is the same for every release.
+    expect(web.spec.selector).toEqual(selector);
+    for (const r of kube.applies()) expect((r.body as any).metadata.resourceVersion).toBeUndefined();
+  });
+
+  it('rolls a release out within maxSurge 1 / maxUnavailable 0 and answers only new pods while old ones terminate', async () => {
+    await runtime.shutdown();
+    await kube.stop();
+    kube = await FakeKubeApi.start({ graceSecondMs: 1000 }); // a 30 s grace period lasts 30 s
+    runtime = makeRuntime(kube);
+    const first = makePlan({ formation: { web: 3 } });
+    await deploy(first);
+    const names = workloadNames(first, 'slipway-');
+    const from = kube.rolloutSteps.length;
+    const second = nextPlan(first, {});
+    const { result } = await deploy(second);
+
+    const steps = kube.rolloutSteps.slice(from).filter((s) => s.deployment === names.deployment('web'));
+    expect(steps.length).toBeGreaterThan(3);
+    for (const step of steps) {
+      expect(step.newReplicas + step.oldReplicas).toBeLessThanOrEqual(4);
+      expect(step.available).toBeGreaterThanOrEqual(3);
+    }
+    expect(steps.at(-1)).toMatchObject({ newReplicas: 3, oldReplicas: 0, available: 3 });
+    const pods = kube.list('pods', names.namespace);
+    const terminating = pods.filter((p) => p.metadata.deletionTimestamp);
+    expect(terminating.length).toBeGreaterThan(0);
+    expect(result.instances).toHaveLength(3);
+    for (const instance of result.instances) {
+      const pod = pods.find((p) => p.metadata.name === instance.pod)!;
+      expect(pod.metadata.deletionTimestamp).toBeUndefined();
+      expect(pod.metadata.annotations[ANNOTATION.deploymentId]).toBe(second.deploymentId);
+    }
   });
 
   it('refuses a release without a pushed image', async () => {

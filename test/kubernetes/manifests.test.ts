@@ -1,10 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { Job } from 'kubernetes-models/batch/v1';
-import { Ingress } from 'kubernetes-models/networking.k8s.io/v1';
+import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
+import { ObjectSerializer } from '@kubernetes/client-node/dist/gen/models/ObjectSerializer.js';
 import { Namespace, Secret, Service } from 'kubernetes-models/v1';
 import { POD_CLASSES, POD_CLASS_NAMES } from '../../src/modules/applications/pod-classes.js';
-import { jobManifest, pullSecretManifest, workloadManifests, WEB_PORT } from '../../src/platform/runtime/kubernetes/manifests.js';
+import {
+  POD_USER_ID, jobManifest, namespaceManifest, networkPolicyManifest, pullSecretManifest, workloadManifests, WEB_PORT,
+} from '../../src/platform/runtime/kubernetes/manifests.js';
+import { podSecurityViolations } from '../helpers/fake-kube-api.js';
 import { ANNOTATION, LABEL, MAX_NAME, dnsLabel, processTypeLabel, workloadNames } from '../../src/platform/runtime/kubernetes/names.js';
 import { SECRET_VALUE, makePlan } from './plan-fixture.js';
 
@@ -48,6 +52,51 @@ describe('Kubernetes manifests', () => {
       expect(job.spec!.template.spec!.restartPolicy).toBe('Never');
       expect(job.spec!.template.spec!.containers[0]!.resources).toEqual(expected);
     }
+  });
+
+  it('hardens every pod for the restricted Pod Security Standard (issue 10)', () => {
+    const plan = makePlan({ formation: { web: 2, worker: 1 } });
+    const m = workloadManifests(plan, options);
+    const specs = [...m.deployments.map((d) => d.manifest.spec!.template.spec!), jobManifest(plan, 'release', options, 60).spec!.template.spec!];
+    for (const spec of specs) {
+      expect(spec.automountServiceAccountToken).toBe(false);
+      expect(spec.securityContext).toEqual({
+        runAsNonRoot: true, runAsUser: POD_USER_ID, runAsGroup: POD_USER_ID, fsGroup: POD_USER_ID, seccompProfile: { type: 'RuntimeDefault' },
+      });
+      expect(POD_USER_ID).toBeGreaterThan(0);
+      for (const container of spec.containers) {
+        expect(container.securityContext).toEqual({
+          allowPrivilegeEscalation: false, privileged: false, capabilities: { drop: ['ALL'] },
+          runAsNonRoot: true, runAsUser: POD_USER_ID, runAsGroup: POD_USER_ID,
+        });
+      }
+      // The checks the Pod Security admission controller runs (as the fake API server implements them).
+      expect(podSecurityViolations(spec as never, 'restricted')).toEqual([]);
+    }
+  });
+
+  it('labels the organization namespace restricted and isolates it with a NetworkPolicy (same namespace and the ingress controller only)', () => {
+    const names = workloadNames(makePlan(), 'slipway-');
+    const namespace = namespaceManifest(names);
+    new Namespace(namespace as never).validate();
+    expect(namespace.metadata!.labels).toMatchObject({
+      'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest',
+      'pod-security.kubernetes.io/audit': 'restricted', 'pod-security.kubernetes.io/warn': 'restricted',
+    });
+    // What client-node sends (its model spells `from` as `_from`).
+    const policy = ObjectSerializer.serialize(networkPolicyManifest(names, 'ingress-nginx'), 'V1NetworkPolicy', '');
+    new NetworkPolicy(policy).validate();
+    expect(policy).toEqual({
+      apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy',
+      metadata: { name: 'slipway-isolation', namespace: names.namespace, labels: { [LABEL.managedBy]: 'slipway' } },
+      spec: {
+        podSelector: {}, policyTypes: ['Ingress'],
+        ingress: [
+          { from: [{ podSelector: {} }] },
+          { from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } }] },
+        ],
+      },
+    });
   });
 
   it('m1.large (the default) is 500m/1000m cpu and 1024Mi/1536Mi memory', () => {

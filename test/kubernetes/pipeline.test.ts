@@ -94,6 +94,14 @@ describe.skipIf(!!missing)('the pipeline with RUNTIME=kubernetes (fake API serve
     // What reached the cluster: a namespace per organization, server-side applied by `slipway`.
     namespace = `apps-${t.orgSlug}`;
     expect(kube.get('namespaces', undefined, namespace)).toBeDefined();
+    // Isolation (issue 10): the namespace enforces the restricted Pod Security Standard, and the
+    // fake's Pod Security admission let the web pod and the release Job's pod in.
+    expect(kube.get('namespaces', undefined, namespace)!.metadata.labels).toMatchObject({ 'pod-security.kubernetes.io/enforce': 'restricted' });
+    expect(kube.get('networkpolicies', namespace, 'slipway-isolation')).toBeDefined();
+    const admitted = kube.list('pods', namespace);
+    expect(admitted.filter((p) => p.metadata.labels['slipway.dev/process-type'] === 'web' && p.status.phase === 'Running')).toHaveLength(1);
+    expect(admitted.filter((p) => p.metadata.labels['slipway.dev/component'] === 'one-off')).toHaveLength(1);
+    expect(kube.list('events', namespace).filter((e) => e.reason === 'FailedCreate')).toEqual([]);
     const applies = kube.applies();
     expect(applies.length).toBeGreaterThan(0);
     for (const r of applies) expect(r.query.fieldManager).toBe('slipway');

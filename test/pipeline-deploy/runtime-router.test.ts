@@ -36,8 +36,6 @@ function spec(id: string, name: string, extra: Partial<InstanceSpec> = {}): Inst
 
 const get = (port: number, host: string, path = '/') => routerGet(port, host, path);
 
-const until = (cond: () => boolean, ms = 10_000) => waitFor('the condition', async () => cond(), ms, 20);
-
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'slipway-runtime-'));
   writeFileSync(join(dir, 'app.js'), APP);
@@ -73,7 +71,7 @@ describe('local driver and router', () => {
     const s = await driver.start(spec('i2', 'two'));
     await waitHealthy({ host: s.host!, port: s.port!, path: '/' }, Date.now() + 5000);
     await get(s.port!, 'x', '/crash');
-    await until(() => driver.status('i2')!.restartCount === 1 && driver.status('i2')!.state === 'starting');
+    await waitFor('i2 restarting after its crash', () => driver.status('i2')!.restartCount === 1 && driver.status('i2')!.state === 'starting', { timeout: 10_000, every: 20 });
     expect(changes.some((c) => c.id === 'i2' && c.state === 'crashed' && c.lastExit === 'exit code 3')).toBe(true);
     expect(await waitHealthy({ host: s.host!, port: s.port!, path: '/' }, Date.now() + 5000)).toBe(true);
     await driver.stop('i2');
@@ -124,7 +122,7 @@ describe('local driver and router', () => {
     await driver.reap([{ id: 'someone-else', pid: s.pid }]);
     expect(() => process.kill(s.pid!, 0)).not.toThrow();
     await driver.reap([{ id: 'left', pid: s.pid }]);
-    await until(() => { try { process.kill(s.pid!, 0); return false; } catch { return true; } });
+    await waitFor('the process to exit', () => { try { process.kill(s.pid!, 0); return false; } catch { return true; } }, { timeout: 10_000, every: 20 });
     await other.shutdown();
   });
 

@@ -88,6 +88,7 @@ describe('deploy/kubernetes manifests', () => {
       ['apps', 'deployments', MANAGE], ['apps', 'deployments/scale', ['get', 'patch']],
       ['batch', 'jobs', MANAGE], ['', 'pods', READ], ['', 'pods/log', ['get']],
       ['', 'events', READ], ['networking.k8s.io', 'ingresses', MANAGE], ['metrics.k8s.io', 'pods', ['get', 'list']],
+      ['networking.k8s.io', 'networkpolicies', [...READ, 'create', 'patch']],
     ];
     /** Verbs that would be more than the runtime needs. */
     const excess: Array<[group: string, resource: string, verbs: string[]]> = [

@@ -2,12 +2,12 @@ import { v7 as uuidv7 } from 'uuid';
 import type { AppContext } from '../../platform/context.js';
 import type { RuntimeLogger } from '../../platform/runtime/application-runtime.js';
 import { AppError } from '../../platform/errors.js';
-import { requireJobs } from '../../platform/jobs/require-jobs.js';
-import type { ApplicationsService } from '../applications/applications.service.js';
+import { requireJobRoom } from '../../platform/jobs/require-jobs.js';
+import type { ApplicationsService } from '../applications/index.js';
 import { DeployRunner, settleInterrupted } from './deploy-runner.js';
-import { requireDeployAccess } from '../environments/protection.js';
+import { requireDeployAccess } from '../environments/index.js';
 import { DeploymentsRepository } from './deployments.repository.js';
-import { RELEASE_INTERRUPTED } from '../releases/releases.service.js';
+import { RELEASE_INTERRUPTED } from '../releases/index.js';
 
 /** The build stage as the chain uses it (ImagesService). */
 export interface BuildStage {
@@ -75,7 +75,7 @@ export class DeployChain {
    * with the pushed commit); answers with the new image record.
    */
   async start(applicationId: string, ref?: string | null, targetEnvironmentId?: string) {
-    const jobs = requireJobs(this.ctx);
+    const jobs = await requireJobRoom(this.ctx, applicationId);
     // Environment deploys (`POST .../envs/{env}/deploy`) name their environment.
     const environmentId = targetEnvironmentId ?? await this.repo.productionEnvironmentId(applicationId);
     if (!environmentId) throw new AppError('NOT_FOUND', 'Production environment not found');

@@ -3,10 +3,10 @@ import type { AppContext } from '../../platform/context.js';
 import type { PipelineStep } from '../../platform/db/schema.js';
 import { conflict, notFound } from '../../platform/errors.js';
 import { iso, isoOrNull, paginate, type PaginationQuery } from '../../platform/http/schemas.js';
-import { requireJobs } from '../../platform/jobs/require-jobs.js';
-import type { ApplicationsService } from '../applications/applications.service.js';
-import { requireDeployAccess } from '../environments/protection.js';
-import { productionEnvironmentId } from '../pipeline/production-environment.js';
+import { requireJobRoom } from '../../platform/jobs/require-jobs.js';
+import type { ApplicationsService } from '../applications/index.js';
+import { requireDeployAccess } from '../environments/index.js';
+import { productionEnvironmentId } from '../pipeline/index.js';
 import { DeploymentsRepository } from './deployments.repository.js';
 
 type DeploymentWithRelease = NonNullable<Awaited<ReturnType<DeploymentsRepository['withRelease']>>>;
@@ -57,7 +57,7 @@ export class DeploymentsService {
 
   /** Records a queued deployment and its job (also used by the build → release → deploy chain). */
   async queue(applicationId: string, environmentId: string, releaseId: string) {
-    const jobs = requireJobs(this.ctx);
+    const jobs = await requireJobRoom(this.ctx, applicationId);
     const deployment = await this.repo.insert({ id: uuidv7(), application_id: applicationId, environment_id: environmentId, release_id: releaseId });
     const jobId = await jobs.enqueue(DEPLOY_JOB, { applicationId, environmentId, recordId: deployment.id });
     await this.repo.update(deployment.id, { job_id: jobId });

@@ -1,8 +1,8 @@
 import { Type } from 'typebox';
 import { commonErrorResponses, Ok } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
-import { currentUser } from '../auth/principal.js';
-import { ApplicationIdParams } from '../applications/applications.schemas.js';
+import { currentUser } from '../auth/index.js';
+import { ApplicationIdParams } from '../applications/index.js';
 import { AddDomainBody, Domain, DomainParams } from './domains.schemas.js';
 import type { DomainsService } from './domains.service.js';
 

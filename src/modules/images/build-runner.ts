@@ -4,12 +4,13 @@ import { join } from 'node:path';
 import { BuildError, chooseBuilder, parseProcfile, type Builder } from '../../platform/builder/index.js';
 import type { AppContext } from '../../platform/context.js';
 import { fetchSource, SourceError } from '../../platform/git/source.js';
-import { ApplicationsRepository } from '../applications/applications.repository.js';
-import type { ConfigurationsService } from '../configurations/configurations.service.js';
-import { resolveServiceConfig } from '../configurations/layering.js';
-import { productionEnvironmentId } from '../pipeline/production-environment.js';
-import { RecordLog } from '../pipeline/record-log.js';
+import { ApplicationsRepository } from '../applications/index.js';
+import type { ConfigurationsService } from '../configurations/index.js';
+import { resolveServiceConfig } from '../configurations/index.js';
+import { productionEnvironmentId } from '../pipeline/index.js';
+import { RecordLog } from '../pipeline/index.js';
 import { ImagesRepository } from './images.repository.js';
+import { buildTimeoutSeconds } from '../organizations/index.js';
 
 /** Scratch space of one build (removed when it ends). */
 export const buildWorkDir = (dataDir: string, imageId: string) => join(dataDir, 'builds', imageId);
@@ -79,7 +80,7 @@ export class BuildRunner {
         applicationId: app.id, version: image.version, repositoryName: image.repository_name,
         contextDir, artifactDir: artifact, buildEnv, secrets, procfileProcesses,
         log: { line: (l) => log.line(l), substep: (s) => log.substep(s) },
-        signal, timeoutMs: this.ctx.config.BUILD_TIMEOUT_SECONDS * 1000,
+        signal, timeoutMs: (await buildTimeoutSeconds(this.ctx, app.id)) * 1000,
       });
 
       log.enter('Export');

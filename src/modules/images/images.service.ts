@@ -3,12 +3,12 @@ import type { Builder } from '../../platform/builder/index.js';
 import type { AppContext } from '../../platform/context.js';
 import { invalid, notFound } from '../../platform/errors.js';
 import { iso, paginate, type PaginationQuery } from '../../platform/http/schemas.js';
-import { requireJobs } from '../../platform/jobs/require-jobs.js';
+import { requireJobRoom } from '../../platform/jobs/require-jobs.js';
 import type { JobMaintenance, Jobs } from '../../platform/jobs/types.js';
-import { ApplicationsRepository } from '../applications/applications.repository.js';
-import type { ApplicationsService } from '../applications/applications.service.js';
-import type { ConfigurationsService } from '../configurations/configurations.service.js';
-import { queueRecordJob, recordLogView } from '../pipeline/build-records.js';
+import { ApplicationsRepository } from '../applications/index.js';
+import type { ApplicationsService } from '../applications/index.js';
+import type { ConfigurationsService } from '../configurations/index.js';
+import { queueRecordJob, recordLogView } from '../pipeline/index.js';
 import { ABANDONED, artifactDir, BuildRunner, buildWorkDir, INTERRUPTED_BY_RESTART } from './build-runner.js';
 import { ImagesRepository } from './images.repository.js';
 
@@ -78,7 +78,7 @@ export class ImagesService {
 
   async requestBuild(userId: string, applicationId: string, ref?: string) {
     await this.apps.authorize(userId, applicationId);
-    const jobs = requireJobs(this.ctx);
+    const jobs = await requireJobRoom(this.ctx, applicationId);
     const image = await this.createImage(applicationId, ref);
     await queueRecordJob(this.ctx.db, 'images', jobs, 'build', { applicationId, recordId: image.id }, 'build');
     return { ok: true, image_id: image.id, version: image.version };

@@ -2,13 +2,13 @@ import type { AppContext } from '../../platform/context.js';
 import type { ChangeSet, ProcessCounts, ProcessDefinitions, ProcessPodClasses } from '../../platform/db/schema.js';
 import { notFound } from '../../platform/errors.js';
 import { iso, paginate, type PaginationQuery } from '../../platform/http/schemas.js';
-import { requireJobs } from '../../platform/jobs/require-jobs.js';
+import { requireJobRoom } from '../../platform/jobs/require-jobs.js';
 import type { JobMaintenance, Jobs } from '../../platform/jobs/types.js';
-import { ApplicationsRepository } from '../applications/applications.repository.js';
-import type { ApplicationsService } from '../applications/applications.service.js';
-import type { ConfigurationsService } from '../configurations/configurations.service.js';
-import { queueRecordJob, recordLogView } from '../pipeline/build-records.js';
-import { productionEnvironmentId } from '../pipeline/production-environment.js';
+import { ApplicationsRepository } from '../applications/index.js';
+import type { ApplicationsService } from '../applications/index.js';
+import type { ConfigurationsService } from '../configurations/index.js';
+import { queueRecordJob, recordLogView } from '../pipeline/index.js';
+import { productionEnvironmentId } from '../pipeline/index.js';
 import type { DisplayedVariable } from './release-freezer.js';
 import { ReleaseRunner } from './release-runner.js';
 import { ReleasesRepository } from './releases.repository.js';
@@ -70,7 +70,7 @@ export class ReleasesService {
 
   async requestRelease(userId: string, applicationId: string) {
     await this.apps.authorize(userId, applicationId);
-    const jobs = requireJobs(this.ctx);
+    const jobs = await requireJobRoom(this.ctx, applicationId);
     const environmentId = await productionEnvironmentId(this.ctx.db, applicationId);
     const release = await this.createRelease(applicationId, environmentId);
     await queueRecordJob(this.ctx.db, 'releases', jobs, 'release', { applicationId, environmentId, recordId: release.id }, 'release');

@@ -44,6 +44,8 @@ export interface OrganizationsTable {
   id: string;
   name: string;
   slug: string;
+  /** Migration 0005: a site administrator's per-organization build timeout (null: the configured default). */
+  build_timeout_seconds: ColumnType<number | null, number | null | undefined, number | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }

@@ -48,7 +48,10 @@ export function describeError(error: unknown): string {
       try { body = JSON.parse(body); } catch { /* plain text */ }
     }
     const message = (body as { message?: unknown } | null)?.message;
-    return `Kubernetes API HTTP ${error.code}${typeof message === 'string' && message ? `: ${message}` : ''}`;
+    const detail = typeof message === 'string' && message ? `: ${message}` : '';
+    // 403: RBAC or an admission policy said no; retrying cannot help, the message says who and why.
+    if (error.code === 403) return `the Kubernetes cluster refused the request (HTTP 403 Forbidden)${detail}`;
+    return `Kubernetes API HTTP ${error.code}${detail}`;
   }
   return error instanceof Error ? error.message.split('\n')[0]! : String(error);
 }

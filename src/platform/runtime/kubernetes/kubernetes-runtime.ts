@@ -16,11 +16,11 @@ import { StartupError } from '../../startup-error.js';
 import { scrubber } from '../scrub.js';
 import { KubernetesCluster, describeError, loadKubeConfig, statusCode, type ObjectRef } from './cluster.js';
 import {
-  configSecretManifest, formationTypes, jobManifest, namespaceManifest, pullSecretManifest, workloadManifests,
+  configSecretManifest, formationTypes, jobManifest, namespaceManifest, networkPolicyManifest, pullSecretManifest, workloadManifests,
   type ManifestOptions, type WorkloadManifests,
 } from './manifests.js';
 import { ANNOTATION, LABEL, MANAGER, appLabels, labelSelector, workloadNames, type WorkloadNames } from './names.js';
-import { Waker, beforeDeadline, unrecoverablePodFailure, waitForRollout } from './rollout.js';
+import { Waker, beforeDeadline, refusedPodCreation, unrecoverablePodFailure, waitForRollout } from './rollout.js';
 import { cpuMillicores, memoryBytes, summarizeUsage } from './usage.js';
 import { OneOffLog } from './one-off-log.js';
 
@@ -36,6 +36,8 @@ export interface KubernetesRuntimeOptions {
   kubeConfig: KubeConfig;
   namespacePrefix: string;
   ingressClass: string | null;
+  /** The ingress controller's namespace, allowed through each organization's NetworkPolicy. Default `ingress-nginx`. */
+  ingressNamespace?: string;
   pullSecret: PullSecretSource;
   logger?: RuntimeLogger;
   /** Longest wait between two status checks (watches wake the check sooner). Default 1000. */
@@ -148,6 +150,14 @@ export class KubernetesRuntime implements ApplicationRuntime {
           const terminated = pod?.status?.containerStatuses?.[0]?.state?.terminated;
           const exitCode = terminated?.exitCode ?? (finished.type === 'Complete' ? 0 : null);
           return { exitCode: timedOut ? null : exitCode, signal: null, timedOut };
+        }
+        // No pod: the cluster may refuse to create it (Pod Security, an admission webhook, a quota).
+        const refused = pod ? null : await this.guard(plan, processType, () => beforeDeadline(
+          this.cluster.events(names.namespace, jobName), options.deadline, options.signal)).then(refusedPodCreation, () => null);
+        if (refused) {
+          options.onOutput(scrub(`${processType}: ${refused}`));
+          await this.cluster.delete(jobRef).catch(() => undefined);
+          return { exitCode: null, signal: null, timedOut: false };
         }
         const failure = pod ? unrecoverablePodFailure(pod, processType) : null;
         if (failure && !failure.startsWith('crash loop')) {
@@ -262,13 +272,18 @@ export class KubernetesRuntime implements ApplicationRuntime {
     return { namespacePrefix: this.options.namespacePrefix, ingressClass: this.options.ingressClass, hasPullSecret };
   }
 
-  /** Applies the Namespace; without the right to (a namespaced role), one that exists is enough. */
+  /**
+   * Applies the Namespace (restricted Pod Security labels) and its NetworkPolicy. Without the
+   * right to write namespaces (a namespaced role), one that exists is enough; the isolation
+   * policy is not optional.
+   */
   private async ensureNamespace(names: WorkloadNames): Promise<void> {
     try {
       await this.cluster.apply(namespaceManifest(names));
     } catch (error) {
       if (statusCode(error) !== 403 || !(await this.cluster.read(ref('v1', 'Namespace', names.namespace)))) throw error;
     }
+    await this.cluster.apply(networkPolicyManifest(names, this.options.ingressNamespace ?? 'ingress-nginx'));
   }
 
   private async refreshPullSecret(plan: WorkloadPlan, names: WorkloadNames): Promise<boolean> {
@@ -351,6 +366,7 @@ export function createKubernetesRuntime(config: Config, pullSecret: PullSecretSo
     kubeConfig: loadKubeConfig(config),
     namespacePrefix: config.KUBERNETES_NAMESPACE_PREFIX,
     ingressClass: config.KUBERNETES_INGRESS_CLASS ?? null,
+    ingressNamespace: config.KUBERNETES_INGRESS_NAMESPACE,
     pullSecret,
     logger,
   });

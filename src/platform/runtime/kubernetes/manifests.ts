@@ -5,7 +5,7 @@
  * holds a value.
  */
 import type {
-  V1Container, V1Deployment, V1Ingress, V1Job, V1Namespace, V1PodSpec, V1Probe, V1Secret, V1Service,
+  V1Container, V1Deployment, V1Ingress, V1Job, V1Namespace, V1NetworkPolicy, V1PodSpec, V1Probe, V1Secret, V1Service,
 } from '@kubernetes/client-node';
 import type { WorkloadPlan } from '../application-runtime.js';
 import { ANNOTATION, LABEL, appLabels, processTypeLabel, workloadNames, type WorkloadNames } from './names.js';
@@ -15,6 +15,15 @@ export const WEB_PORT = 5000;
 export const ONE_OFF_TYPES = new Set(['release', 'postdeploy']);
 /** Finished one-off Jobs stay this long so their logs can still be read. */
 const JOB_TTL_SECONDS = 3600;
+
+/**
+ * The user every application container runs as (not root; the image's USER is overridden):
+ * what the restricted Pod Security Standard asks, and the same for every image.
+ */
+export const POD_USER_ID = 10001;
+/** The Pod Security Standard every organization namespace enforces. */
+export const POD_SECURITY_LEVEL = 'restricted';
+export const NETWORK_POLICY_NAME = 'slipway-isolation';
 
 export interface ManifestOptions {
   namespacePrefix: string;
@@ -88,6 +97,14 @@ function container(plan: WorkloadPlan, names: WorkloadNames, processType: string
     envFrom: [{ secretRef: { name: names.configSecret(plan.release.version) } }],
     ...(env.length ? { env } : {}),
     resources: resources(plan, processType),
+    securityContext: {
+      allowPrivilegeEscalation: false,
+      privileged: false,
+      capabilities: { drop: ['ALL'] },
+      runAsNonRoot: true,
+      runAsUser: POD_USER_ID,
+      runAsGroup: POD_USER_ID,
+    },
     ...(web
       ? {
         ports: [{ name: 'http', containerPort: WEB_PORT, protocol: 'TCP' }],
@@ -106,7 +123,15 @@ function podSpec(plan: WorkloadPlan, names: WorkloadNames, processType: string, 
     ...(oneOff ? { restartPolicy: 'Never' } : {}),
     ...(options.hasPullSecret ? { imagePullSecrets: [{ name: names.pullSecret }] } : {}),
     enableServiceLinks: false,
+    // Applications never talk to the Kubernetes API: no token in their file system.
     automountServiceAccountToken: false,
+    securityContext: {
+      runAsNonRoot: true,
+      runAsUser: POD_USER_ID,
+      runAsGroup: POD_USER_ID,
+      fsGroup: POD_USER_ID,
+      seccompProfile: { type: 'RuntimeDefault' },
+    },
   };
 }
 
@@ -150,8 +175,44 @@ export function jobManifest(plan: WorkloadPlan, processType: string, options: Ma
   };
 }
 
+/** The organization's namespace, labelled so Pod Security admission refuses any pod below the restricted standard. */
 export function namespaceManifest(names: WorkloadNames): V1Namespace {
-  return { apiVersion: 'v1', kind: 'Namespace', metadata: { name: names.namespace, labels: { [LABEL.managedBy]: 'slipway' } } };
+  return {
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: {
+      name: names.namespace,
+      labels: {
+        [LABEL.managedBy]: 'slipway',
+        'pod-security.kubernetes.io/enforce': POD_SECURITY_LEVEL,
+        'pod-security.kubernetes.io/enforce-version': 'latest',
+        'pod-security.kubernetes.io/audit': POD_SECURITY_LEVEL,
+        'pod-security.kubernetes.io/warn': POD_SECURITY_LEVEL,
+      },
+    },
+  };
+}
+
+/**
+ * Ingress isolation of an organization's namespace: its pods accept connections from pods of
+ * the same namespace (the same organization) and from the ingress controller's namespace only,
+ * so no other organization's pod can reach them. Egress stays open (applications call out).
+ */
+export function networkPolicyManifest(names: WorkloadNames, ingressNamespace: string): V1NetworkPolicy {
+  return {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: { name: NETWORK_POLICY_NAME, namespace: names.namespace, labels: { [LABEL.managedBy]: 'slipway' } },
+    spec: {
+      podSelector: {},
+      policyTypes: ['Ingress'],
+      ingress: [
+        // client-node's model spells `from` as `_from` (it serializes it back to `from`).
+        { _from: [{ podSelector: {} }] },
+        { _from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ingressNamespace } } }] },
+      ],
+    },
+  };
 }
 
 /** ALL of the release's configuration; immutable, one per release version. */

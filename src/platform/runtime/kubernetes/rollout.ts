@@ -7,7 +7,7 @@
  */
 import type { CoreV1Event, V1Deployment, V1Pod } from '@kubernetes/client-node';
 import { RolloutFailure, type WorkloadPlan } from '../application-runtime.js';
-import { describeError, type KubernetesCluster } from './cluster.js';
+import { describeError, statusCode, type KubernetesCluster } from './cluster.js';
 import { ANNOTATION, LABEL, appLabels, labelSelector, processTypeLabel } from './names.js';
 
 const IMAGE_PULL_REASONS = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'ErrImageNeverPull']);
@@ -92,6 +92,25 @@ export function unrecoverablePodFailure(pod: V1Pod, processType: string): string
   return null;
 }
 
+/** Admission refusals no wait can heal: Pod Security, a validating webhook. (A quota may free up: it waits.) */
+const ADMISSION_REFUSAL = /violates PodSecurity|admission webhook .* denied the request/;
+
+function podsRefused(message: string): string {
+  return `the cluster refused to create its pods: ${message.replace(/^Error creating: /, '')}`;
+}
+
+/** Why a Deployment's ReplicaSet cannot create pods (condition ReplicaFailure), or null. */
+export function replicaFailure(deployment: V1Deployment | undefined): string | null {
+  const failure = deployment?.status?.conditions?.find((c) => c.type === 'ReplicaFailure' && c.status === 'True');
+  return failure?.message ? podsRefused(failure.message) : null;
+}
+
+/** An admission refusal of a controller's pod (a FailedCreate event), or null. */
+export function refusedPodCreation(events: CoreV1Event[]): string | null {
+  const failed = latest(events, 'FailedCreate');
+  return failed?.message && ADMISSION_REFUSAL.test(failed.message) ? podsRefused(failed.message) : null;
+}
+
 function isComplete(deployment: V1Deployment | undefined, target: RolloutTarget, deploymentId: string): boolean {
   if (!deployment) return false;
   if (deployment.metadata?.annotations?.[ANNOTATION.deploymentId] !== deploymentId) return false;
@@ -108,8 +127,10 @@ function isComplete(deployment: V1Deployment | undefined, target: RolloutTarget,
 const latest = (events: CoreV1Event[], reason: string) => [...events].reverse().find((e) => e.reason === reason);
 
 /** Why a process type is not ready at the deadline: a failed probe, an unschedulable pod, or counts. */
-async function timeoutReason(cluster: KubernetesCluster, namespace: string, target: RolloutTarget, pods: V1Pod[]): Promise<string> {
+async function timeoutReason(cluster: KubernetesCluster, namespace: string, target: RolloutTarget, pods: V1Pod[], deployment: V1Deployment | undefined): Promise<string> {
   const ready = pods.filter(isPodReady).length;
+  const refused = replicaFailure(deployment);
+  if (refused) return refused;
   for (const pod of pods.filter((p) => !isPodReady(p)).slice(0, 3)) {
     const unrecoverable = unrecoverablePodFailure(pod, target.processType);
     if (unrecoverable) return unrecoverable;
@@ -150,8 +171,8 @@ export async function waitForRollout(options: WaitForRolloutOptions): Promise<V1
         ]), deadline, signal);
       } catch (error) {
         if (signal.aborted) throw new RolloutFailure('Deployment cancelled: the platform is stopping');
-        // A blip of the API server is retried until the deadline.
-        if (Date.now() >= deadline) throw new RolloutFailure(`Deployment failed: ${describeError(error)}`);
+        // A blip of the API server is retried until the deadline; a refusal (RBAC) is not a blip.
+        if (Date.now() >= deadline || statusCode(error) === 403) throw new RolloutFailure(`Deployment failed: ${describeError(error)}`);
         log(`Kubernetes API error (retrying): ${describeError(error)}`);
         await waker.sleep(Math.min(options.pollIntervalMs, deadline - Date.now()), signal);
         continue;
@@ -171,13 +192,15 @@ export async function waitForRollout(options: WaitForRolloutOptions): Promise<V1
           const failure = unrecoverablePodFailure(pod, target.processType);
           if (failure) throw new RolloutFailure(`Deployment failed: ${target.processType}: ${failure}`);
         }
+        const refused = replicaFailure(byName.get(target.deploymentName));
+        if (refused && ADMISSION_REFUSAL.test(refused)) throw new RolloutFailure(`Deployment failed: ${target.processType}: ${refused}`);
         if (isComplete(byName.get(target.deploymentName), target, plan.deploymentId)) ready.push(...readyPods);
         else pending.push({ target, pods: own });
       }
       if (pending.length === 0) return ready;
       if (Date.now() >= deadline) {
         const reasons = await Promise.all(pending.map(async ({ target, pods: own }) =>
-          `${target.processType}: ${await timeoutReason(cluster, namespace, target, own)}`));
+          `${target.processType}: ${await timeoutReason(cluster, namespace, target, own, byName.get(target.deploymentName))}`));
         throw new RolloutFailure(`Deployment timed out after ${plan.timeoutSeconds}s: ${reasons.join('; ')}`);
       }
       await waker.sleep(Math.min(options.pollIntervalMs, deadline - Date.now()), signal);
