@@ -29,7 +29,9 @@ export function httpsGetText(url: string, ca: string): Promise<string> {
   return new Promise((resolve, reject) => {
     get(url, { ca }, (res) => {
       let body = '';
-      res.on('data', (c) => { body += c; });
+      res.on('data', (c) => {
+        body += c;
+      });
       res.on('end', () => (res.statusCode === 200 ? resolve(body) : reject(new Error(`${url}: ${res.statusCode}`))));
     }).on('error', reject);
   });
@@ -51,24 +53,73 @@ export interface Pebble {
 export async function startPebble(dir: string, httpPort: number): Promise<Pebble> {
   const cert = join(dir, 'pebble-cert.pem');
   const key = join(dir, 'pebble-key.pem');
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2',
-    '-subj', '/CN=pebble test listener', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost',
-    '-keyout', key, '-out', cert,
-  ], { stdio: 'ignore' });
-  const [listen, management, dns, challengeManagement, tlsPort] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '2',
+      '-subj',
+      '/CN=pebble test listener',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1,DNS:localhost',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+    ],
+    { stdio: 'ignore' },
+  );
+  const [listen, management, dns, challengeManagement, tlsPort] = await Promise.all([
+    freePort(),
+    freePort(),
+    freePort(),
+    freePort(),
+    freePort(),
+  ]);
   const config = join(dir, 'pebble-config.json');
-  writeFileSync(config, JSON.stringify({
-    pebble: {
-      listenAddress: `127.0.0.1:${listen}`, managementListenAddress: `127.0.0.1:${management}`,
-      certificate: cert, privateKey: key, httpPort, tlsPort, ocspResponderURL: '', externalAccountBindingRequired: false,
-    },
-  }));
+  writeFileSync(
+    config,
+    JSON.stringify({
+      pebble: {
+        listenAddress: `127.0.0.1:${listen}`,
+        managementListenAddress: `127.0.0.1:${management}`,
+        certificate: cert,
+        privateKey: key,
+        httpPort,
+        tlsPort,
+        ocspResponderURL: '',
+        externalAccountBindingRequired: false,
+      },
+    }),
+  );
   const children: ChildProcess[] = [];
-  const dnsServer = spawn('pebble-challtestsrv', [
-    '-dns01', `127.0.0.1:${dns}`, '-http01', '', '-https01', '', '-tlsalpn01', '',
-    '-management', `127.0.0.1:${challengeManagement}`, '-defaultIPv4', '127.0.0.1', '-defaultIPv6', '',
-  ], { stdio: 'ignore' });
+  const dnsServer = spawn(
+    'pebble-challtestsrv',
+    [
+      '-dns01',
+      `127.0.0.1:${dns}`,
+      '-http01',
+      '',
+      '-https01',
+      '',
+      '-tlsalpn01',
+      '',
+      '-management',
+      `127.0.0.1:${challengeManagement}`,
+      '-defaultIPv4',
+      '127.0.0.1',
+      '-defaultIPv6',
+      '',
+    ],
+    { stdio: 'ignore' },
+  );
   children.push(dnsServer);
   const pebble = spawn('pebble', ['-config', config, '-dnsserver', `127.0.0.1:${dns}`], {
     env: { ...process.env, PEBBLE_VA_NOSLEEP: '1', PEBBLE_WFE_NONCEREJECT: '0', PEBBLE_AUTHZREUSE: '0' },
@@ -77,17 +128,31 @@ export async function startPebble(dir: string, httpPort: number): Promise<Pebble
   children.push(pebble);
   const caPem = execFileSync('cat', [cert]).toString();
   const directoryUrl = `https://127.0.0.1:${listen}/dir`;
-  await waitFor('pebble to listen', () => httpsGetText(directoryUrl, caPem).then(() => true, () => false), 15_000, 100);
+  await waitFor(
+    'pebble to listen',
+    () =>
+      httpsGetText(directoryUrl, caPem).then(
+        () => true,
+        () => false,
+      ),
+    15_000,
+    100,
+  );
   return {
     directoryUrl,
     listenerCaFile: cert,
     issuingRoot: () => httpsGetText(`https://127.0.0.1:${management}/roots/0`, caPem),
     async stop() {
-      await Promise.all(children.map((c) => new Promise<void>((resolve) => {
-        if (c.exitCode !== null || c.signalCode !== null) return resolve();
-        c.once('exit', () => resolve());
-        c.kill('SIGTERM');
-      })));
+      await Promise.all(
+        children.map(
+          (c) =>
+            new Promise<void>((resolve) => {
+              if (c.exitCode !== null || c.signalCode !== null) return resolve();
+              c.once('exit', () => resolve());
+              c.kill('SIGTERM');
+            }),
+        ),
+      );
     },
   };
 }

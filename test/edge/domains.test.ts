@@ -14,7 +14,8 @@ import { deployableApp, settled, type Deployable } from '../pipeline-deploy/fixt
 import { freePort, missingPackage, startPebble, type Pebble } from './acme-pebble.js';
 
 const missing = missingPackage(['pebble', 'pebble-challtestsrv', 'openssl']);
-if (missing) console.warn(`skipping custom domains with ACME: install the Debian package ${missing === 'pebble-challtestsrv' ? 'pebble' : missing}`);
+if (missing)
+  console.warn(`skipping custom domains with ACME: install the Debian package ${missing === 'pebble-challtestsrv' ? 'pebble' : missing}`);
 
 const requireHere = createRequire(import.meta.url);
 const WS_PATH = requireHere.resolve('ws');
@@ -42,7 +43,13 @@ server.listen(Number(process.env.PORT), '127.0.0.1');
 
 const HOSTNAME = 'shop.example.com';
 
-interface HttpsAnswer { status: number; body: string; serial: string; authorized: boolean; headers: Record<string, unknown> }
+interface HttpsAnswer {
+  status: number;
+  body: string;
+  serial: string;
+  authorized: boolean;
+  headers: Record<string, unknown>;
+}
 
 /** A GET over HTTPS to the edge on 127.0.0.1 for `host` (SNI and Host), trusting only `ca`. */
 function httpsGet(port: number, host: string, ca: string, agent: Agent | false = false): Promise<HttpsAnswer> {
@@ -52,7 +59,9 @@ function httpsGet(port: number, host: string, ca: string, agent: Agent | false =
       const socket = res.socket as TLSSocket;
       const serial = socket.getPeerCertificate().serialNumber;
       let body = '';
-      res.on('data', (c) => { body += c; });
+      res.on('data', (c) => {
+        body += c;
+      });
       res.on('end', () => resolve({ status: res.statusCode!, body, serial, authorized: socket.authorized, headers: res.headers }));
       res.on('error', reject);
     });
@@ -67,22 +76,30 @@ async function httpsLoad(port: number, host: string, ca: string, stop: Promise<u
   const report = { total: 0, failed: 0, failures: [] as string[], bodies: [] as string[], serials: new Set<string>() };
   const keepAlive = new Agent({ keepAlive: true, maxSockets: 2, ca });
   let done = false;
-  void stop.finally(() => { done = true; });
-  await Promise.all([0, 1, 2, 3].map(async (i) => {
-    while (!done) {
-      report.total++;
-      try {
-        const r = await httpsGet(port, host, ca, i % 2 === 0 ? keepAlive : false);
-        if (r.status !== 200) { report.failed++; report.failures.push(`status ${r.status}`); continue; }
-        report.serials.add(r.serial);
-        const version = r.body.split(':')[0]!;
-        if (!report.bodies.includes(version)) report.bodies.push(version);
-      } catch (err) {
-        report.failed++;
-        report.failures.push((err as Error).message);
+  void stop.finally(() => {
+    done = true;
+  });
+  await Promise.all(
+    [0, 1, 2, 3].map(async (i) => {
+      while (!done) {
+        report.total++;
+        try {
+          const r = await httpsGet(port, host, ca, i % 2 === 0 ? keepAlive : false);
+          if (r.status !== 200) {
+            report.failed++;
+            report.failures.push(`status ${r.status}`);
+            continue;
+          }
+          report.serials.add(r.serial);
+          const version = r.body.split(':')[0]!;
+          if (!report.bodies.includes(version)) report.bodies.push(version);
+        } catch (err) {
+          report.failed++;
+          report.failures.push((err as Error).message);
+        }
       }
-    }
-  }));
+    }),
+  );
   keepAlive.destroy();
   return report;
 }
@@ -114,13 +131,23 @@ describe.skipIf(!!missing)('custom domains: ownership, ACME certificates from a 
     dir = mkdtempSync(join(tmpdir(), 'slipway-acme-'));
     edgePort = await freePort();
     pebble = await startPebble(dir, edgePort);
-    h = await createHarness({
-      ROUTER_HOST: '127.0.0.1', ROUTER_PORT: edgePort, ROUTER_HTTPS_PORT: 0, ROUTER_DRAIN_TIMEOUT_MS: 5000, RUNTIME_STOP_GRACE_MS: 2000,
-      ACME_DIRECTORY_URL: pebble.directoryUrl, ACME_CA_FILE: pebble.listenerCaFile, ACME_EMAIL: 'ops@example.com',
-      // Every certificate is inside the renewal window, so verifying again renews it now.
-      ACME_RENEW_DAYS: 100_000,
-      DOMAIN_CHECK_ADDRESS: '127.0.0.1', DOMAIN_CHECK_PORT: edgePort,
-    }, { jobs: true, runtime: true });
+    h = await createHarness(
+      {
+        ROUTER_HOST: '127.0.0.1',
+        ROUTER_PORT: edgePort,
+        ROUTER_HTTPS_PORT: 0,
+        ROUTER_DRAIN_TIMEOUT_MS: 5000,
+        RUNTIME_STOP_GRACE_MS: 2000,
+        ACME_DIRECTORY_URL: pebble.directoryUrl,
+        ACME_CA_FILE: pebble.listenerCaFile,
+        ACME_EMAIL: 'ops@example.com',
+        // Every certificate is inside the renewal window, so verifying again renews it now.
+        ACME_RENEW_DAYS: 100_000,
+        DOMAIN_CHECK_ADDRESS: '127.0.0.1',
+        DOMAIN_CHECK_PORT: edgePort,
+      },
+      { jobs: true, runtime: true },
+    );
     httpsPort = localRuntime(h.ctx).instances.router.httpsPort!;
     root = await pebble.issuingRoot();
     alice = await h.user();
@@ -140,11 +167,20 @@ describe.skipIf(!!missing)('custom domains: ownership, ACME certificates from a 
     expect(r.statusCode, r.body).toBe(201);
     const domain = r.json();
     domainId = domain.id;
-    expect(domain).toMatchObject({ hostname: HOSTNAME, environment: 'production', verified: false, hsts: true, certificate: { status: 'none' } });
+    expect(domain).toMatchObject({
+      hostname: HOSTNAME,
+      environment: 'production',
+      verified: false,
+      hsts: true,
+      certificate: { status: 'none' },
+    });
     expect(domain.verification.url).toBe(`http://${HOSTNAME}/.well-known/slipway-domain/${domain.verification.token}`);
     expect((await routerGet(edgePort, HOSTNAME)).status).toBe(404);
     // The edge answers the token for that name only (what the ownership check fetches).
-    expect(await routerGet(edgePort, HOSTNAME, `/.well-known/slipway-domain/${domain.verification.token}`)).toEqual({ status: 200, body: domain.verification.token });
+    expect(await routerGet(edgePort, HOSTNAME, `/.well-known/slipway-domain/${domain.verification.token}`)).toEqual({
+      status: 200,
+      body: domain.verification.token,
+    });
     expect((await routerGet(edgePort, 'other.example.com', `/.well-known/slipway-domain/${domain.verification.token}`)).status).toBe(404);
     const list = await api('GET', `/v1/applications/${app.appId}/domains`, alice);
     expect(list.json().map((d: { hostname: string }) => d.hostname)).toEqual([HOSTNAME]);
@@ -168,13 +204,26 @@ describe.skipIf(!!missing)('custom domains: ownership, ACME certificates from a 
     const r = await api('POST', `/v1/applications/${app.appId}/domains/${domainId}/verify`, alice);
     expect(r.statusCode, r.body).toBe(200);
     expect(r.json()).toMatchObject({ verified: true, certificate: { status: 'pending' } });
-    const issued = await waitFor('the certificate', async () => {
-      const d = (await api('GET', `/v1/applications/${app.appId}/domains/${domainId}`, alice)).json();
-      if (d.certificate.status === 'failed') throw new Error(d.certificate.error);
-      return d.certificate.status === 'issued' ? d : null;
-    }, 60_000, 200);
+    const issued = await waitFor(
+      'the certificate',
+      async () => {
+        const d = (await api('GET', `/v1/applications/${app.appId}/domains/${domainId}`, alice)).json();
+        if (d.certificate.status === 'failed') throw new Error(d.certificate.error);
+        return d.certificate.status === 'issued' ? d : null;
+      },
+      60_000,
+      200,
+    );
     expect(Date.parse(issued.certificate.not_after)).toBeGreaterThan(Date.now());
-    await waitFor('the edge to load the certificate', () => httpsGet(httpsPort, HOSTNAME, root).then(() => true, () => false), 10_000);
+    await waitFor(
+      'the edge to load the certificate',
+      () =>
+        httpsGet(httpsPort, HOSTNAME, root).then(
+          () => true,
+          () => false,
+        ),
+      10_000,
+    );
     const answer = await httpsGet(httpsPort, HOSTNAME, root);
     expect(answer.authorized).toBe(true);
     expect(answer.status).toBe(200);
@@ -206,7 +255,12 @@ describe.skipIf(!!missing)('custom domains: ownership, ACME certificates from a 
       await new Promise((r) => setTimeout(r, 300));
       const r = await api('POST', `/v1/applications/${app.appId}/domains/${domainId}/verify`, alice);
       expect(r.json().certificate.status).toBe('pending');
-      await waitFor('the renewed certificate on the edge', async () => (await httpsGet(httpsPort, HOSTNAME, root)).serial !== before, 60_000, 200);
+      await waitFor(
+        'the renewed certificate on the edge',
+        async () => (await httpsGet(httpsPort, HOSTNAME, root)).serial !== before,
+        60_000,
+        200,
+      );
       await new Promise((r) => setTimeout(r, 300));
     })();
     const report = await httpsLoad(httpsPort, HOSTNAME, root, renewed);

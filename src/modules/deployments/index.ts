@@ -4,4 +4,3 @@ export * from './deploy-chain.js';
 export * from './deployments.jobs.js';
 export * from './deployments.service.js';
 export * from './deployments.routes.js';
-export { routeHostname } from './workload-plan.js';

@@ -6,6 +6,7 @@ import { podClassOf, DEFAULT_POD_CLASS } from '../applications/index.js';
 import { effectiveProcessSettings } from '../environments/index.js';
 import { openConfiguration, type DisplayedVariable } from '../releases/index.js';
 import type { DeployTarget, DeploymentsRepository } from './deployments.repository.js';
+import { routeHostname } from '../../platform/edge/route-hostname.js';
 
 /** Process types run once per deployment, never as long-running instances. */
 const ONE_OFF_PROCESSES = new Set(['release', 'postdeploy']);
@@ -26,11 +27,8 @@ export function formation(processes: ProcessDefinitions, counts: ProcessCounts):
   return result;
 }
 
-/** `{app}.{project}.{org}.<domain>`; other environments than production add `{env}` after the app. */
-export function routeHostname(t: DeployTarget, domain: string): string {
-  const parts = t.isProduction ? [t.appSlug, t.projectSlug, t.orgSlug] : [t.appSlug, t.envSlug, t.projectSlug, t.orgSlug];
-  return [...parts, domain].join('.').toLowerCase();
-}
+// The naming scheme lives with the edge that serves it (custom domains route to these names too).
+export { routeHostname };
 
 /** The pushed image pinned by its manifest digest (`host/repo@sha256:…`), or null when never pushed. */
 function registryReference(image: ImageRow): string | null {

@@ -24,7 +24,11 @@ export interface IssuedCertificate {
  * reaches. The platform's account key is created once per directory and kept encrypted.
  */
 export class AcmeIssuer {
-  constructor(private readonly settings: AcmeSettings, private readonly repo: DomainsRepository, private readonly secrets: SecretBox) {
+  constructor(
+    private readonly settings: AcmeSettings,
+    private readonly repo: DomainsRepository,
+    private readonly secrets: SecretBox,
+  ) {
     // acme-client talks through its own axios instance: trust the private CA there only.
     if (settings.caFile) acme.axios.defaults.httpsAgent = new Agent({ ca: readFileSync(settings.caFile) });
   }
@@ -52,8 +56,9 @@ export class AcmeIssuer {
 
   private async accountKey(): Promise<Buffer> {
     const url = this.settings.directoryUrl;
-    const stored = await this.repo.accountKey(url)
-      ?? await this.repo.keepAccountKey(url, this.secrets.seal((await acme.crypto.createPrivateKey()).toString()));
+    const stored =
+      (await this.repo.accountKey(url)) ??
+      (await this.repo.keepAccountKey(url, this.secrets.seal((await acme.crypto.createPrivateKey()).toString())));
     return Buffer.from(this.secrets.open(stored));
   }
 }

@@ -7,7 +7,8 @@ export class DomainsRepository {
   constructor(private readonly db: Db) {}
 
   private selectDomains() {
-    return this.db.selectFrom('domains as d')
+    return this.db
+      .selectFrom('domains as d')
       .innerJoin('environments as e', 'e.id', 'd.environment_id')
       .leftJoin('certificates as c', 'c.hostname', 'd.hostname')
       .selectAll('d')
@@ -22,8 +23,16 @@ export class DomainsRepository {
     return this.selectDomains().where('d.application_id', '=', applicationId).where('d.id', '=', id).executeTakeFirst();
   }
 
-  async insert(row: Pick<DomainsTable, 'id' | 'application_id' | 'environment_id' | 'hostname' | 'route_hostname' | 'verification_token'> & { https_redirect: boolean; hsts: boolean }) {
-    await this.db.insertInto('domains').values({ ...row, created_at: new Date(), updated_at: new Date() }).execute();
+  async insert(
+    row: Pick<DomainsTable, 'id' | 'application_id' | 'environment_id' | 'hostname' | 'route_hostname' | 'verification_token'> & {
+      https_redirect: boolean;
+      hsts: boolean;
+    },
+  ) {
+    await this.db
+      .insertInto('domains')
+      .values({ ...row, created_at: new Date(), updated_at: new Date() })
+      .execute();
   }
 
   async markVerified(id: string) {
@@ -42,7 +51,8 @@ export class DomainsRepository {
    * older than 10 minutes (its process died) may be taken over.
    */
   async claimIssuance(id: string): Promise<boolean> {
-    const row = await this.db.updateTable('domains')
+    const row = await this.db
+      .updateTable('domains')
       .set({ certificate_status: 'pending', certificate_error: null, updated_at: new Date() })
       .where('id', '=', id)
       .where('verified_at', 'is not', null)
@@ -54,21 +64,35 @@ export class DomainsRepository {
 
   async saveCertificate(domainId: string, hostname: string, certificatePem: string, privateKeyEnc: string, notAfter: Date) {
     await this.db.transaction().execute(async (trx) => {
-      await trx.insertInto('certificates')
+      await trx
+        .insertInto('certificates')
         .values({ hostname, certificate_pem: certificatePem, private_key_enc: privateKeyEnc, not_after: notAfter, issued_at: new Date() })
-        .onConflict((oc) => oc.column('hostname').doUpdateSet({ certificate_pem: certificatePem, private_key_enc: privateKeyEnc, not_after: notAfter, issued_at: new Date() }))
+        .onConflict((oc) =>
+          oc
+            .column('hostname')
+            .doUpdateSet({ certificate_pem: certificatePem, private_key_enc: privateKeyEnc, not_after: notAfter, issued_at: new Date() }),
+        )
         .execute();
-      await trx.updateTable('domains').set({ certificate_status: 'issued', certificate_error: null, updated_at: new Date() }).where('id', '=', domainId).execute();
+      await trx
+        .updateTable('domains')
+        .set({ certificate_status: 'issued', certificate_error: null, updated_at: new Date() })
+        .where('id', '=', domainId)
+        .execute();
     });
   }
 
   async markFailed(domainId: string, message: string) {
-    await this.db.updateTable('domains').set({ certificate_status: 'failed', certificate_error: message.slice(0, 500), updated_at: new Date() }).where('id', '=', domainId).execute();
+    await this.db
+      .updateTable('domains')
+      .set({ certificate_status: 'failed', certificate_error: message.slice(0, 500), updated_at: new Date() })
+      .where('id', '=', domainId)
+      .execute();
   }
 
   /** Verified domains whose certificate is missing, failed, or expires before `before`. */
   dueForCertificate(before: Date) {
-    return this.db.selectFrom('domains as d')
+    return this.db
+      .selectFrom('domains as d')
       .leftJoin('certificates as c', 'c.hostname', 'd.hostname')
       .select(['d.id', 'd.hostname'])
       .where('d.verified_at', 'is not', null)
@@ -77,8 +101,11 @@ export class DomainsRepository {
   }
 
   async putChallenge(token: string, keyAuthorization: string) {
-    await this.db.insertInto('acme_challenges').values({ token, key_authorization: keyAuthorization })
-      .onConflict((oc) => oc.column('token').doUpdateSet({ key_authorization: keyAuthorization })).execute();
+    await this.db
+      .insertInto('acme_challenges')
+      .values({ token, key_authorization: keyAuthorization })
+      .onConflict((oc) => oc.column('token').doUpdateSet({ key_authorization: keyAuthorization }))
+      .execute();
   }
 
   async dropChallenge(token: string) {
@@ -86,14 +113,21 @@ export class DomainsRepository {
   }
 
   async accountKey(directoryUrl: string): Promise<string | undefined> {
-    const row = await this.db.selectFrom('acme_accounts').select('account_key_enc').where('directory_url', '=', directoryUrl).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('acme_accounts')
+      .select('account_key_enc')
+      .where('directory_url', '=', directoryUrl)
+      .executeTakeFirst();
     return row?.account_key_enc;
   }
 
   /** Stores the account key unless another process stored one first; returns the one kept. */
   async keepAccountKey(directoryUrl: string, keyEnc: string): Promise<string> {
-    await this.db.insertInto('acme_accounts').values({ directory_url: directoryUrl, account_key_enc: keyEnc })
-      .onConflict((oc) => oc.column('directory_url').doNothing()).execute();
+    await this.db
+      .insertInto('acme_accounts')
+      .values({ directory_url: directoryUrl, account_key_enc: keyEnc })
+      .onConflict((oc) => oc.column('directory_url').doNothing())
+      .execute();
     return (await this.accountKey(directoryUrl))!;
   }
 }

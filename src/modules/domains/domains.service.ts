@@ -5,7 +5,8 @@ import type { SecretBox } from '../../platform/crypto/secret-box.js';
 import type { Db } from '../../platform/db/database.js';
 import { AppError, conflict, invalid, isUniqueViolation, notFound } from '../../platform/errors.js';
 import type { ApplicationsService } from '../applications/index.js';
-import { DeploymentsRepository, routeHostname } from '../deployments/index.js';
+import { DeploymentsRepository } from '../deployments/index.js';
+import { routeHostname } from '../../platform/edge/route-hostname.js';
 import { findProductionEnvironmentId } from '../pipeline/index.js';
 import type { AcmeIssuer } from './acme-issuer.js';
 import { DomainsRepository, type DomainRow } from './domains.repository.js';
@@ -62,7 +63,8 @@ export class DomainsService {
   async add(userId: string, applicationId: string, input: Static<typeof AddDomainBody>): Promise<Static<typeof Domain>> {
     const app = await this.apps.authorize(userId, applicationId);
     const hostname = input.hostname.trim().toLowerCase().replace(/\.$/, '');
-    if (!HOSTNAME.test(hostname)) throw invalid('hostname', `'${input.hostname}' is not a host name (letters, digits, hyphens; at least two labels)`);
+    if (!HOSTNAME.test(hostname))
+      throw invalid('hostname', `'${input.hostname}' is not a host name (letters, digits, hyphens; at least two labels)`);
     const platformDomain = this.settings.routerDomain.toLowerCase();
     if (hostname === platformDomain || hostname.endsWith(`.${platformDomain}`)) {
       throw invalid('hostname', `Names under ${platformDomain} are the platform's own: every application environment has one already`);
@@ -74,10 +76,14 @@ export class DomainsService {
     const id = uuidv7();
     try {
       await this.repo.insert({
-        id, application_id: applicationId, environment_id: environmentId, hostname,
+        id,
+        application_id: applicationId,
+        environment_id: environmentId,
+        hostname,
         route_hostname: routeHostname(target, this.settings.routerDomain),
         verification_token: randomBytes(24).toString('base64url'),
-        https_redirect: input.https_redirect ?? true, hsts: input.hsts ?? false,
+        https_redirect: input.https_redirect ?? true,
+        hsts: input.hsts ?? false,
       });
     } catch (err) {
       if (isUniqueViolation(err)) throw conflict(`${hostname} is already claimed by an application`);
@@ -155,28 +161,40 @@ export class DomainsService {
       if (!id) throw notFound('Production environment of the application');
       return id;
     }
-    const env = await this.db.selectFrom('environments').select('id').where('project_id', '=', projectId).where('slug', '=', slug).executeTakeFirst();
+    const env = await this.db
+      .selectFrom('environments')
+      .select('id')
+      .where('project_id', '=', projectId)
+      .where('slug', '=', slug)
+      .executeTakeFirst();
     if (!env) throw notFound(`Environment '${slug}'`);
     return env.id;
   }
 
   /** As application settings: any member, but a protected environment's names are the workspace admins' to change. */
   private async requireSettingsAccess(userId: string, environmentId: string): Promise<void> {
-    const row = await this.db.selectFrom('environments as e')
+    const row = await this.db
+      .selectFrom('environments as e')
       .innerJoin('projects as p', 'p.id', 'e.project_id')
       .leftJoin('memberships as m', (j) => j.onRef('m.organization_id', '=', 'p.organization_id').on('m.user_id', '=', userId))
       .select(['e.slug', 'e.protected', 'm.admin'])
       .where('e.id', '=', environmentId)
       .executeTakeFirst();
-    if (row?.protected && !row.admin) throw new AppError('FORBIDDEN', `Environment '${row.slug}' is protected: only workspace admins change its domains`);
+    if (row?.protected && !row.admin)
+      throw new AppError('FORBIDDEN', `Environment '${row.slug}' is protected: only workspace admins change its domains`);
   }
 
   private view(d: DomainRow): Static<typeof Domain> {
     return {
-      id: d.id, hostname: d.hostname, application_id: d.application_id, environment: d.environment_slug,
-      verified: d.verified_at !== null, verified_at: d.verified_at?.toISOString() ?? null,
+      id: d.id,
+      hostname: d.hostname,
+      application_id: d.application_id,
+      environment: d.environment_slug,
+      verified: d.verified_at !== null,
+      verified_at: d.verified_at?.toISOString() ?? null,
       verification: { method: 'http', url: ownershipUrl(d.hostname, d.verification_token), token: d.verification_token },
-      https_redirect: d.https_redirect, hsts: d.hsts,
+      https_redirect: d.https_redirect,
+      hsts: d.hsts,
       certificate: { status: d.certificate_status, error: d.certificate_error, not_after: d.not_after?.toISOString() ?? null },
       created: d.created_at.toISOString(),
     };

@@ -25,7 +25,11 @@ export class EdgeDirectory {
   private timer: NodeJS.Timeout | null = null;
   private loading: Promise<void> | null = null;
 
-  constructor(private readonly db: Db, private readonly secrets: SecretBox, private readonly refreshMs = 2000) {}
+  constructor(
+    private readonly db: Db,
+    private readonly secrets: SecretBox,
+    private readonly refreshMs = 2000,
+  ) {}
 
   async start(): Promise<void> {
     await this.refresh();
@@ -41,7 +45,9 @@ export class EdgeDirectory {
   /** Reloads now (one load at a time; a call during a load waits for a fresh one). */
   async refresh(): Promise<void> {
     while (this.loading) await this.loading;
-    this.loading = this.load().finally(() => { this.loading = null; });
+    this.loading = this.load().finally(() => {
+      this.loading = null;
+    });
     await this.loading;
   }
 
@@ -66,13 +72,18 @@ export class EdgeDirectory {
 
   /** The ownership token of a domain not yet verified (served so the platform can check it reaches this edge). */
   async ownershipAnswer(host: string, token: string): Promise<string | undefined> {
-    const row = await this.db.selectFrom('domains').select('verification_token')
-      .where('hostname', '=', host).where('verification_token', '=', token).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('domains')
+      .select('verification_token')
+      .where('hostname', '=', host)
+      .where('verification_token', '=', token)
+      .executeTakeFirst();
     return row?.verification_token;
   }
 
   private async load(): Promise<void> {
-    const rows = await this.db.selectFrom('domains')
+    const rows = await this.db
+      .selectFrom('domains')
       .select(['hostname', 'route_hostname', 'https_redirect', 'hsts'])
       .where('verified_at', 'is not', null)
       .execute();
