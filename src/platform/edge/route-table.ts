@@ -42,6 +42,13 @@ export class RouteTable {
     return [...(this.routes.get(RouteTable.normalize(host))?.upstreams ?? [])];
   }
 
+  /** Every instance some route names. */
+  instanceIds(): Set<string> {
+    const ids = new Set<string>();
+    for (const route of this.routes.values()) for (const u of route.upstreams) ids.add(u.instanceId);
+    return ids;
+  }
+
   setReady(instanceId: string, ready: boolean) {
     if (ready) this.down.delete(instanceId);
     else this.down.add(instanceId);

@@ -1,14 +1,15 @@
-import { Agent, createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { connect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ACME_CHALLENGE_PREFIX, OWNERSHIP_CHALLENGE_PREFIX, type EdgeDirectory } from './edge-directory.js';
+import { Pool, type Dispatcher } from 'undici';
 import { RouteTable, type Upstream } from './route-table.js';
 
 /** Headers that describe one hop and must not be forwarded (RFC 9110 §7.6.1). */
 const HOP_BY_HOP = new Set([
   'connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer',
-  'transfer-encoding', 'upgrade',
+  'transfer-encoding', 'upgrade', 'expect',
 ]);
 
 function forwardHeaders(headers: IncomingMessage['headers'], extra: Record<string, string>) {
@@ -49,7 +50,8 @@ export class RouterServer {
   private httpsServer: Server | null = null;
   private directory: EdgeDirectory | null = null;
   private boundHttpsPort: number | null = null;
-  private readonly agent = new Agent({ keepAlive: true, maxSockets: 512, keepAliveMsecs: 1000 });
+  private readonly pools = new Map<string, Pool>();
+  private poolSweep: NodeJS.Timeout | null = null;
   private readonly sockets = new Set<Socket | Duplex>();
   private boundPort: number | null = null;
 
@@ -77,6 +79,8 @@ export class RouterServer {
   async listen(): Promise<number> {
     await this.directory?.start();
     const server = createServer((req, res) => this.handle(req, res, false));
+    this.poolSweep = setInterval(() => this.sweepPools(), 10_000);
+    this.poolSweep.unref();
     this.server = server;
     this.boundPort = await this.bind(server, this.options.port);
     if (this.options.httpsPort !== undefined) {
@@ -112,7 +116,10 @@ export class RouterServer {
     this.boundPort = null;
     this.boundHttpsPort = null;
     this.directory?.stop();
-    this.agent.destroy();
+    if (this.poolSweep) clearInterval(this.poolSweep);
+    this.poolSweep = null;
+    await Promise.all([...this.pools.values()].map((p) => p.destroy().catch(() => {})));
+    this.pools.clear();
     await Promise.all(servers.map((server) => new Promise<void>((resolve) => {
       server.close(() => resolve());
       for (const s of this.sockets) s.destroy();
@@ -165,6 +172,28 @@ export class RouterServer {
     }
   }
 
+  /** The keep-alive connection pool of one instance (created on first use, closed when the instance leaves every route). */
+  private poolOf(upstream: Upstream): Pool {
+    let pool = this.pools.get(upstream.instanceId);
+    if (!pool) {
+      pool = new Pool(`http://${upstream.host}:${upstream.port}`, {
+        connections: 256, keepAliveTimeout: 4000, headersTimeout: this.options.upstreamTimeoutMs ?? 60_000, bodyTimeout: 0,
+      });
+      this.pools.set(upstream.instanceId, pool);
+    }
+    return pool;
+  }
+
+  /** Closes the pools of instances no route names any more (retired after draining). */
+  private sweepPools() {
+    const live = this.table.instanceIds();
+    for (const [id, pool] of this.pools) {
+      if (live.has(id)) continue;
+      this.pools.delete(id);
+      void pool.close().catch(() => {});
+    }
+  }
+
   private forward(req: IncomingMessage, res: ServerResponse, host: string, upstream: Upstream, tried: Set<string>, secure: boolean) {
     tried.add(upstream.instanceId);
     this.table.acquire(upstream.instanceId);
@@ -174,40 +203,35 @@ export class RouterServer {
     };
     const remote = req.socket.remoteAddress ?? '';
     const priorFor = req.headers['x-forwarded-for'];
-    const proxyReq = httpRequest({
-      host: upstream.host, port: upstream.port, method: req.method, path: req.url, agent: this.agent,
-      timeout: this.options.upstreamTimeoutMs ?? 60_000,
+    const withBody = hasBody(req);
+    const abort = new AbortController();
+    res.on('close', () => {
+      release();
+      if (!res.writableFinished) abort.abort();
+    });
+    this.poolOf(upstream).stream({
+      method: req.method as Dispatcher.HttpMethod, path: req.url ?? '/', signal: abort.signal,
       headers: forwardHeaders(req.headers, {
         'x-forwarded-for': priorFor ? `${priorFor}, ${remote}` : remote,
         'x-forwarded-proto': secure ? 'https' : 'http',
         'x-forwarded-host': req.headers.host ?? '',
       }),
-    });
-    let answered = false;
-    proxyReq.on('response', (upstreamRes) => {
-      answered = true;
-      const headers = forwardHeaders(upstreamRes.headers, {});
-      res.writeHead(upstreamRes.statusCode ?? 502, upstreamRes.statusMessage, headers);
-      upstreamRes.pipe(res);
-      upstreamRes.on('end', release);
-      upstreamRes.on('error', () => { release(); res.destroy(); });
-    });
-    proxyReq.on('timeout', () => proxyReq.destroy(Object.assign(new Error('upstream timeout'), { code: 'ETIMEDOUT' })));
-    proxyReq.on('error', (err: NodeJS.ErrnoException) => {
+      // Request bodies stream through; undici sends them chunked unless a length was given.
+      body: withBody ? req : null,
+    }, ({ statusCode, headers }) => {
+      res.writeHead(statusCode, forwardHeaders(headers as IncomingMessage['headers'], {}));
+      return res;
+    }, (err) => {
       release();
-      if (answered) { res.destroy(); return; }
-      if (!hasBody(req) && RETRYABLE.has(err.code ?? '') && !res.headersSent) {
+      if (!err) return;
+      if (res.headersSent) { res.destroy(); return; }
+      const code = (err as NodeJS.ErrnoException).code ?? '';
+      if (!withBody && (RETRYABLE.has(code) || code === 'UND_ERR_SOCKET' || code === 'UND_ERR_CLOSED') && !abort.signal.aborted) {
         const next = this.table.pick(host, tried);
         if (next) return this.forward(req, res, host, next, tried, secure);
       }
-      this.reject(res, 502, 'The application did not answer');
+      if (!abort.signal.aborted) this.reject(res, 502, 'The application did not answer');
     });
-    res.on('close', () => {
-      release();
-      if (!res.writableFinished) proxyReq.destroy();
-    });
-    if (hasBody(req)) req.pipe(proxyReq);
-    else proxyReq.end();
   }
 
   /** WebSocket and other upgrades: a raw tunnel to one instance. */
