@@ -46,6 +46,8 @@ const EnvSchema = Type.Object({
   DOMAIN_CHECK_PORT: Type.Integer({ minimum: 1, maximum: 65535, default: 80 }),
   /** Address the ownership check connects to instead of resolving the domain (tests, split-horizon DNS). */
   DOMAIN_CHECK_ADDRESS: Type.Optional(Type.String({ minLength: 1 })),
+  /** How often the edge adds its per-application request counters to PostgreSQL. */
+  REQUEST_STATS_FLUSH_MS: Type.Integer({ minimum: 100, default: 5000 }),
   /** Longest wait for in-flight requests to a retired instance before it is stopped. */
   ROUTER_DRAIN_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 30_000 }),
   /** First restart delay of a crashed instance; doubles per consecutive crash, at most 30 s. */

@@ -143,6 +143,7 @@ describe.skipIf(!!missing)('custom domains: ownership, ACME certificates from a 
         ACME_EMAIL: 'ops@example.com',
         // Every certificate is inside the renewal window, so verifying again renews it now.
         ACME_RENEW_DAYS: 100_000,
+        REQUEST_STATS_FLUSH_MS: 200,
         DOMAIN_CHECK_ADDRESS: '127.0.0.1',
         DOMAIN_CHECK_PORT: edgePort,
       },
@@ -281,6 +282,36 @@ describe.skipIf(!!missing)('custom domains: ownership, ACME certificates from a 
     await redeployed;
     expect(report.failures).toEqual([]);
     expect(report.bodies).toEqual(['v1', 'v2']);
+  });
+
+  it('counts the requests it served per application, minute and status class, readable through the API', async () => {
+    for (let i = 0; i < 5; i++) expect((await httpsGet(httpsPort, HOSTNAME, root)).status).toBe(200);
+    type Minute = {
+      environment: string;
+      process_type: string;
+      requests: number;
+      status: Record<string, number>;
+      latency: { buckets: number[]; bounds_ms: number[] };
+    };
+    const rows = await waitFor(
+      'the counters in PostgreSQL',
+      async () => {
+        const r = await api('GET', `/v1/applications/${app.appId}/observability/requests?minutes=10`, alice);
+        expect(r.statusCode, r.body).toBe(200);
+        const list = r.json() as Minute[];
+        return list.reduce((n, m) => n + m.requests, 0) >= 5 ? list : null;
+      },
+      10_000,
+      100,
+    );
+    const web = rows.filter((m) => m.process_type === 'web' && m.environment === 'production');
+    const total = web.reduce((n, m) => n + m.requests, 0);
+    expect(web.reduce((n, m) => n + m.status['2xx']!, 0)).toBe(total);
+    for (const m of web) {
+      expect(m.latency.buckets).toHaveLength(m.latency.bounds_ms.length + 1);
+      expect(m.latency.buckets.reduce((a, b) => a + b, 0)).toBe(m.requests);
+    }
+    expect((await api('GET', `/v1/applications/${app.appId}/observability/requests`, mallory)).statusCode).toBe(403);
   });
 
   it('releases the name: no longer served, and free to claim again', async () => {

@@ -375,7 +375,19 @@ export interface AcmeAccountsTable {
   created_at: Generated<Date>;
 }
 
+export interface RequestStatsTable {
+  application_id: string;
+  environment_id: string;
+  process_type: string;
+  minute: Timestamp;
+  requests: ColumnType<string, number, number>;
+  status_classes: ColumnType<string[], number[], number[]>;
+  latency_buckets: ColumnType<string[], number[], number[]>;
+  latency_sum_ms: number;
+}
+
 export interface EdgeTables {
+  request_stats: RequestStatsTable;
   acme_accounts: AcmeAccountsTable;
   domains: DomainsTable;
   certificates: CertificatesTable;

@@ -1,8 +1,14 @@
+import { RequestStats, type RequestOwner } from './request-stats.js';
+
 /** One running web instance the router may send requests to. */
 export interface Upstream {
   instanceId: string;
   host: string;
   port: number;
+  /** Whose requests these are, for the per-application counters (none: not counted). */
+  owner?: RequestOwner;
+  /** `RequestStats.keyOf(owner)`, computed once when the route is set. */
+  statsKey?: string;
 }
 
 interface Route {
@@ -27,7 +33,8 @@ export class RouteTable {
   }
 
   set(host: string, upstreams: Upstream[]) {
-    this.routes.set(RouteTable.normalize(host), { upstreams: [...upstreams], next: 0 });
+    const withKeys = upstreams.map((u) => (u.owner ? { ...u, statsKey: RequestStats.keyOf(u.owner) } : { ...u }));
+    this.routes.set(RouteTable.normalize(host), { upstreams: withKeys, next: 0 });
   }
 
   delete(host: string) {

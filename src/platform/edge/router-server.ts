@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createServer as createHttpsServer } from 'node:https';
 import { connect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import type { RequestStats } from './request-stats.js';
 import { ACME_CHALLENGE_PREFIX, OWNERSHIP_CHALLENGE_PREFIX, type EdgeDirectory } from './edge-directory.js';
 import { Pool, type Dispatcher } from 'undici';
 import { RouteTable, type Upstream } from './route-table.js';
@@ -49,6 +50,7 @@ export class RouterServer {
   private server: Server | null = null;
   private httpsServer: Server | null = null;
   private directory: EdgeDirectory | null = null;
+  private stats: RequestStats | null = null;
   private boundHttpsPort: number | null = null;
   private readonly pools = new Map<string, Pool>();
   private poolSweep: NodeJS.Timeout | null = null;
@@ -76,8 +78,14 @@ export class RouterServer {
     this.directory = directory;
   }
 
+  /** Per-application request counters, flushed to PostgreSQL (set before `listen`). */
+  useStats(stats: RequestStats) {
+    this.stats = stats;
+  }
+
   async listen(): Promise<number> {
     await this.directory?.start();
+    this.stats?.start();
     const server = createServer((req, res) => this.handle(req, res, false));
     this.poolSweep = setInterval(() => this.sweepPools(), 10_000);
     this.poolSweep.unref();
@@ -116,6 +124,7 @@ export class RouterServer {
     this.boundPort = null;
     this.boundHttpsPort = null;
     this.directory?.stop();
+    await this.stats?.stop();
     if (this.poolSweep) clearInterval(this.poolSweep);
     this.poolSweep = null;
     await Promise.all([...this.pools.values()].map((p) => p.destroy().catch(() => {})));
@@ -205,6 +214,8 @@ export class RouterServer {
     const priorFor = req.headers['x-forwarded-for'];
     const withBody = hasBody(req);
     const abort = new AbortController();
+    const started = performance.now();
+    let status = 502;
     res.on('close', () => {
       release();
       if (!res.writableFinished) abort.abort();
@@ -219,19 +230,29 @@ export class RouterServer {
       // Request bodies stream through; undici sends them chunked unless a length was given.
       body: withBody ? req : null,
     }, ({ statusCode, headers }) => {
+      status = statusCode;
       res.writeHead(statusCode, forwardHeaders(headers as IncomingMessage['headers'], {}));
       return res;
     }, (err) => {
       release();
-      if (!err) return;
-      if (res.headersSent) { res.destroy(); return; }
+      if (!err) return this.count(upstream, status, started);
+      if (res.headersSent) {
+        this.count(upstream, 502, started);
+        return void res.destroy();
+      }
       const code = (err as NodeJS.ErrnoException).code ?? '';
       if (!withBody && (RETRYABLE.has(code) || code === 'UND_ERR_SOCKET' || code === 'UND_ERR_CLOSED') && !abort.signal.aborted) {
+        // Not counted: the request goes on to another instance (counted there).
         const next = this.table.pick(host, tried);
         if (next) return this.forward(req, res, host, next, tried, secure);
       }
+      this.count(upstream, 502, started);
       if (!abort.signal.aborted) this.reject(res, 502, 'The application did not answer');
     });
+  }
+
+  private count(upstream: Upstream, status: number, started: number) {
+    if (upstream.owner && this.stats) this.stats.record(upstream.statsKey!, upstream.owner, status, performance.now() - started);
   }
 
   /** WebSocket and other upgrades: a raw tunnel to one instance. */

@@ -150,7 +150,10 @@ export class RuntimeService {
     const upstreams: Upstream[] = [];
     for (const id of ids) {
       const s = this.driver.status(id);
-      if (s?.host && s.port !== null) upstreams.push({ instanceId: id, host: s.host, port: s.port });
+      if (s?.host && s.port !== null) {
+        const owner = { applicationId: s.labels.applicationId, environmentId: s.labels.environmentId, processType: s.labels.processType };
+        upstreams.push({ instanceId: id, host: s.host, port: s.port, owner });
+      }
       this.router.table.setReady(id, this.healthy.has(id));
     }
     this.router.table.set(hostname, upstreams);

@@ -42,3 +42,19 @@ CREATE TABLE acme_accounts (
   account_key_enc     text NOT NULL,
   created_at          timestamptz NOT NULL DEFAULT now()
 );
+
+-- Requests the edge served, per application environment, process type and minute: the
+-- edges add their counts every few seconds, so any process reads the same figures.
+CREATE TABLE request_stats (
+  application_id   uuid NOT NULL REFERENCES applications (id) ON DELETE CASCADE,
+  environment_id   uuid NOT NULL,
+  process_type     text NOT NULL,
+  minute           timestamptz NOT NULL,
+  requests         bigint NOT NULL DEFAULT 0,
+  -- Responses by status class: 1xx, 2xx, 3xx, 4xx, 5xx (a request the app never answered counts as 5xx).
+  status_classes   bigint[] NOT NULL,
+  -- Latency histogram: counts at or under each bound of the edge's LATENCY_BOUNDS_MS, then above the last.
+  latency_buckets  bigint[] NOT NULL,
+  latency_sum_ms   double precision NOT NULL DEFAULT 0,
+  PRIMARY KEY (application_id, environment_id, process_type, minute)
+);
