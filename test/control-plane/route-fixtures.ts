@@ -25,6 +25,7 @@ export interface RouteWorld extends World {
   deploymentId: string | null;
   envDeployId: string | null;
   runId: string | null;
+  domainId: string | null;
   /** One variable per configuration scope (ids). */
   scopedVars: { organization: string; project: string; environment: string; team: string | null };
 }
@@ -97,7 +98,10 @@ export async function seedRouteWorld(h: Harness): Promise<RouteWorld> {
   const runId = releaseId && (await tableExists(h, 'one_off_runs'))
     ? await insertRow(h, 'one_off_runs', { id: uuidv7(), ...base, release_id: releaseId, command: 'true', process_type: 'web', timeout_seconds: 60 })
     : null;
-  return { ...w, environmentId: env.id, apiKeyId: key.id, teamSlug, scopedVars, imageId, releaseId, deploymentId, envDeployId, runId };
+  const domainId = (await tableExists(h, 'domains'))
+    ? await insertRow(h, 'domains', { id: uuidv7(), ...base, hostname: `${unique('d')}.example.com`, route_hostname: 'x.localhost', verification_token: 'x' })
+    : null;
+  return { ...w, environmentId: env.id, apiKeyId: key.id, teamSlug, scopedVars, imageId, releaseId, deploymentId, envDeployId, runId, domainId };
 }
 
 type Fixture = (w: RouteWorld, route: RouteEntry) => string | null;
@@ -132,6 +136,7 @@ export const PARAM_FIXTURES: Record<string, Fixture> = {
   deployment_id: (w) => need(w.deploymentId, 'deployment'),
   deploy_id: (w) => need(w.envDeployId, 'environment deploy'),
   run_id: (w) => need(w.runId, 'one-off run'),
+  domain_id: (w) => need(w.domainId, 'domain'),
   // `id` means what the route's first segment names.
   id: (w, route) => {
     const [, , segment, sub] = route.url.split('/');
@@ -163,6 +168,7 @@ export const SAMPLE_BODIES: Record<string, (w: RouteWorld) => unknown> = {
   'POST /v1/auth/login': () => ({ email: 'nobody@example.com', password: 'nothing' }),
   'POST /v1/auth/api-keys': () => ({ name: 'sample' }),
   'POST /v1/users': () => ({ username: unique('sample'), email: `${unique('sample')}@example.com`, password: 'sample-password' }),
+  'POST /v1/applications/:application_id/domains': () => ({ hostname: `${unique('sample')}.example.org` }),
   'POST /v1/organizations': () => ({ name: unique('Sample') }),
   'POST /v1/applications/:application_id/runs': () => ({ command: 'true' }),
   'POST /v1/organizations/:org_slug/members': () => ({ username: 'nobody-at-all' }),
