@@ -62,6 +62,8 @@ const EnvSchema = Type.Object({
   KUBERNETES_SERVICE_HOST: Type.Optional(Type.String()),
   /** Each organization's applications run in namespace `<prefix><organization slug>`. */
   KUBERNETES_NAMESPACE_PREFIX: Type.String({ default: 'slipway-', pattern: '^[a-z0-9]([-a-z0-9]*)?$', maxLength: 20 }),
+  /** JSON object of annotations on every Ingress, e.g. {"cert-manager.io/cluster-issuer":"letsencrypt"} for custom domains' TLS. */
+  KUBERNETES_INGRESS_ANNOTATIONS: Type.Optional(Type.String({ pattern: '^\\s*\\{[\\s\\S]*\\}\\s*$' })),
   /** Ingress class for web processes' public host names; unset: no Ingress (Services only). */
   KUBERNETES_INGRESS_CLASS: Type.Optional(Type.String({ minLength: 1 })),
   /** Application logs older than this are deleted (hours; default 3 days). */

@@ -66,7 +66,11 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     routerDomain: ctx.config.ROUTER_DOMAIN,
     ownership: { port: ctx.config.DOMAIN_CHECK_PORT, address: ctx.config.DOMAIN_CHECK_ADDRESS },
     renewDays: ctx.config.ACME_RENEW_DAYS,
-  }, acme, async () => { await edgeDirectory?.refresh(); }, log.child({ component: 'domains' }));
+  }, acme, async (applicationId) => {
+    await edgeDirectory?.refresh();
+    // On a cluster the names are Ingress hosts: a reconcile re-applies the Ingress.
+    if (applicationId && ctx.config.RUNTIME === 'kubernetes') await deployments?.scaled(applicationId);
+  }, log.child({ component: 'domains' }));
   ctx.jobs?.addSweeper(() => domains.renewDue());
 
   // Application logs: the output of the instances this process runs (or follows on a cluster), rotated by size and age.

@@ -151,6 +151,19 @@ describe('Kubernetes manifests', () => {
     expect(m.ingress!.spec!.rules![0]!.host).toBe(plan.hostname);
   });
 
+  it('adds verified custom domains as Ingress hosts with TLS, and the configured annotations (cert-manager)', () => {
+    const plan = { ...makePlan(), customDomains: ['shop.example.com', 'www.example.com'] };
+    const annotations = { 'cert-manager.io/cluster-issuer': 'letsencrypt' };
+    const m = workloadManifests(plan, { ...options, ingressAnnotations: annotations });
+    new Ingress(m.ingress as never).validate();
+    expect(m.ingress!.metadata!.annotations).toEqual(annotations);
+    expect(m.ingress!.spec!.rules!.map((r) => r.host)).toEqual([plan.hostname, 'shop.example.com', 'www.example.com']);
+    for (const rule of m.ingress!.spec!.rules!) expect(rule.http!.paths[0]!.backend.service!.name).toBe(m.names.service);
+    expect(m.ingress!.spec!.tls).toEqual([{ hosts: ['shop.example.com', 'www.example.com'], secretName: `${m.names.ingress}-tls` }]);
+    // Without custom domains: no TLS section (the platform's own name is served as before).
+    expect(workloadManifests(makePlan(), options).ingress!.spec!.tls).toBeUndefined();
+  });
+
   it('leaves the Host header out without a health check host, the Ingress without a class, the pull secret when there is none', () => {
     const plan = makePlan({ healthCheckHost: null });
     const m = workloadManifests(plan, { namespacePrefix: 'slipway-', ingressClass: null, hasPullSecret: false });

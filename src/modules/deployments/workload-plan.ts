@@ -79,5 +79,8 @@ export async function workloadPlan(
     healthCheck: { path: release.health_check_path || '/', host: release.health_check_host },
     timeoutSeconds: release.deployment_timeout,
     hostname: routeHostname(target, routerDomain),
+    customDomains: (await db.selectFrom('domains').select('hostname')
+      .where('application_id', '=', target.applicationId).where('environment_id', '=', target.environmentId)
+      .where('verified_at', 'is not', null).orderBy('hostname').execute()).map((d) => d.hostname),
   };
 }

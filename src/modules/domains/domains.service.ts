@@ -42,8 +42,11 @@ export class DomainsService {
     private readonly apps: ApplicationsService,
     private readonly settings: DomainsSettings,
     private readonly issuer: AcmeIssuer | null,
-    /** Tells this process's edge (if any) to reload now rather than at its next refresh. */
-    private readonly changed: () => Promise<void>,
+    /**
+     * Served names changed: this process's edge reloads now, and for an application's names
+     * (null: only a certificate) a cluster's Ingress is reconciled.
+     */
+    private readonly changed: (applicationId: string | null) => Promise<void>,
     private readonly log: DomainsLogger,
   ) {
     this.repo = new DomainsRepository(db);
@@ -104,7 +107,7 @@ export class DomainsService {
       const failure = await checkOwnership(domain.hostname, domain.verification_token, this.settings.ownership);
       if (failure) throw new AppError('VALIDATION', `Ownership of ${domain.hostname} not proven: ${failure}`);
       await this.repo.markVerified(domain.id);
-      await this.changed();
+      await this.changed(applicationId);
     }
     if (this.issuer && this.certificateDue(domain) && (await this.repo.claimIssuance(domain.id))) {
       // Issuance takes seconds to minutes: the caller follows `certificate.status`.
@@ -118,7 +121,7 @@ export class DomainsService {
     const domain = await this.find(applicationId, domainId);
     await this.requireSettingsAccess(userId, domain.environment_id);
     await this.repo.remove(domain.id, domain.hostname);
-    await this.changed();
+    await this.changed(applicationId);
   }
 
   /** Issues missing certificates and renews those expiring within ACME_RENEW_DAYS (a periodic sweep). */
@@ -141,7 +144,7 @@ export class DomainsService {
       const cert = await this.issuer!.issue(hostname);
       await this.repo.saveCertificate(domainId, hostname, cert.certificatePem, this.secrets.seal(cert.privateKeyPem), cert.notAfter);
       this.log.info({ hostname, notAfter: cert.notAfter }, 'certificate issued');
-      await this.changed();
+      await this.changed(null);
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       this.log.warn({ hostname, err: message }, 'certificate issuance failed');

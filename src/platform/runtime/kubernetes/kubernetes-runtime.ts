@@ -38,6 +38,7 @@ export interface KubernetesRuntimeOptions {
   kubeConfig: KubeConfig;
   namespacePrefix: string;
   ingressClass: string | null;
+  ingressAnnotations?: Record<string, string>;
   /** The ingress controller's namespace, allowed through each organization's NetworkPolicy. Default `ingress-nginx`. */
   ingressNamespace?: string;
   pullSecret: PullSecretSource;
@@ -278,7 +279,7 @@ export class KubernetesRuntime implements ApplicationRuntime {
   private async manifestOptions(plan: WorkloadPlan, names: WorkloadNames): Promise<ManifestOptions> {
     const pullSecret = await this.guard(plan, 'Setup', () => this.cluster.read<V1Secret>(ref('v1', 'Secret', names.pullSecret, names.namespace)));
     const hasPullSecret = pullSecret !== null;
-    return { namespacePrefix: this.options.namespacePrefix, ingressClass: this.options.ingressClass, hasPullSecret };
+    return { namespacePrefix: this.options.namespacePrefix, ingressClass: this.options.ingressClass, ingressAnnotations: this.options.ingressAnnotations, hasPullSecret };
   }
 
   /**
@@ -375,6 +376,7 @@ export function createKubernetesRuntime(config: Config, pullSecret: PullSecretSo
     kubeConfig: loadKubeConfig(config),
     namespacePrefix: config.KUBERNETES_NAMESPACE_PREFIX,
     ingressClass: config.KUBERNETES_INGRESS_CLASS ?? null,
+    ingressAnnotations: config.KUBERNETES_INGRESS_ANNOTATIONS ? JSON.parse(config.KUBERNETES_INGRESS_ANNOTATIONS) as Record<string, string> : undefined,
     ingressNamespace: config.KUBERNETES_INGRESS_NAMESPACE,
     pullSecret,
     logger,

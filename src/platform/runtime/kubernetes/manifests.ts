@@ -29,6 +29,8 @@ export interface ManifestOptions {
   namespacePrefix: string;
   ingressClass: string | null;
   hasPullSecret: boolean;
+  /** Annotations of every Ingress, e.g. `cert-manager.io/cluster-issuer` so custom domains get certificates. */
+  ingressAnnotations?: Record<string, string>;
 }
 
 export interface WorkloadManifests {
@@ -259,17 +261,25 @@ export function serviceManifest(plan: WorkloadPlan, names: WorkloadNames): V1Ser
   };
 }
 
-export function ingressManifest(plan: WorkloadPlan, names: WorkloadNames, ingressClass: string): V1Ingress {
+/**
+ * The platform host name and every verified custom domain route to the web Service; the
+ * custom domains get TLS from the Secret `<ingress>-tls`, which cert-manager fills when the
+ * configured annotations name an issuer (KUBERNETES_INGRESS_ANNOTATIONS).
+ */
+export function ingressManifest(plan: WorkloadPlan, names: WorkloadNames, ingressClass: string, annotations: Record<string, string> = {}): V1Ingress {
+  const http = { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: names.service, port: { name: 'http' } } } }] };
+  const domains = plan.customDomains ?? [];
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'Ingress',
-    metadata: { name: names.ingress, namespace: names.namespace, labels: { ...appLabels(plan.application.id, plan.environment.id), [LABEL.component]: 'web' } },
+    metadata: {
+      name: names.ingress, namespace: names.namespace, labels: { ...appLabels(plan.application.id, plan.environment.id), [LABEL.component]: 'web' },
+      ...(Object.keys(annotations).length ? { annotations } : {}),
+    },
     spec: {
       ingressClassName: ingressClass,
-      rules: [{
-        host: plan.hostname,
-        http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: names.service, port: { name: 'http' } } } }] },
-      }],
+      rules: [plan.hostname, ...domains].map((host) => ({ host, http })),
+      ...(domains.length ? { tls: [{ hosts: domains, secretName: `${names.ingress}-tls` }] } : {}),
     },
   };
 }
@@ -289,6 +299,6 @@ export function workloadManifests(plan: WorkloadPlan, options: ManifestOptions):
       manifest: deploymentManifest(plan, names, processType, options),
     })),
     service: hasWeb ? serviceManifest(plan, names) : null,
-    ingress: hasWeb && options.ingressClass ? ingressManifest(plan, names, options.ingressClass) : null,
+    ingress: hasWeb && options.ingressClass ? ingressManifest(plan, names, options.ingressClass, options.ingressAnnotations) : null,
   };
 }
