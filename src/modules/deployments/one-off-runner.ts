@@ -41,6 +41,7 @@ export class OneOffRunner {
       if (signal.aborted) throw new RunFailure(RUN_INTERRUPTED);
       const status = result.timedOut ? 'timed_out' : result.exitCode === 0 ? 'succeeded' : 'failed';
       const detail = result.timedOut ? `Killed after its timeout of ${run.timeout_seconds}s`
+        : result.reason ? result.reason
         : result.exitCode === null ? `Ended by ${result.signal ?? 'an unknown cause'}` : result.exitCode === 0 ? null : `Exit code ${result.exitCode}`;
       log.line(detail ? `run ${status}: ${detail}` : 'run succeeded');
       await log.flush();

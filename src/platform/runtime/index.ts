@@ -10,6 +10,7 @@ import { ImageRootDriver } from './image-root/image-root-driver.js';
 import { RuntimeService } from './runtime.service.js';
 import { createKubernetesRuntime } from './kubernetes/kubernetes-runtime.js';
 import { pullSecretFor } from '../builder/registry-target.js';
+import { createSandbox } from '../sandbox/index.js';
 
 export type { ApplicationRuntime, WorkloadPlan } from './application-runtime.js';
 export type { RuntimeDriver, InstanceSpec, InstanceStatus } from './port.js';
@@ -28,7 +29,9 @@ export function createRuntime(config: Config, db: Db): ApplicationRuntime {
 }
 
 export function createLocalRuntime(config: Config, db: Db): LocalRuntime {
+  const sandbox = createSandbox(config, db);
   const driver = new LocalProcessDriver({
+    sandbox,
     logDir: join(config.dataDir, 'runtime', 'logs'),
     restartBackoffMs: config.RUNTIME_RESTART_BACKOFF_MS,
     stopGraceMs: config.RUNTIME_STOP_GRACE_MS,
@@ -36,5 +39,5 @@ export function createLocalRuntime(config: Config, db: Db): LocalRuntime {
   const router = new RouterServer({ host: config.ROUTER_HOST, port: config.ROUTER_PORT, httpsPort: config.ROUTER_HTTPS_PORT });
   router.useStats(new RequestStats(db, config.REQUEST_STATS_FLUSH_MS));
   // Container image builds run inside their unpacked root file system; source builds pass through.
-  return new LocalRuntime(new RuntimeService(db, new ImageRootDriver(driver), router, { drainTimeoutMs: config.ROUTER_DRAIN_TIMEOUT_MS }));
+  return new LocalRuntime(new RuntimeService(db, new ImageRootDriver(driver), router, { drainTimeoutMs: config.ROUTER_DRAIN_TIMEOUT_MS }), sandbox);
 }
