@@ -18,7 +18,6 @@ if (missing)
   console.warn(`skipping custom domains with ACME: install the Debian package ${missing === 'pebble-challtestsrv' ? 'pebble' : missing}`);
 
 const requireHere = createRequire(import.meta.url);
-const WS_PATH = requireHere.resolve('ws');
 
 /** The `ws` client (the package ships no types). */
 interface WsClient {
@@ -30,14 +29,28 @@ interface WsClient {
 }
 const WebSocket = requireHere('ws') as new (url: string, options: object) => WsClient;
 
-/** Answers `<version>:<GREETING>`; a WebSocket on the same port echoes each message back. */
+/**
+ * Answers `<version>:<GREETING>:<x-forwarded-proto>:<x-forwarded-host>`; a WebSocket on the
+ * same port echoes each short text message (RFC 6455 by hand: the app runs sandboxed,
+ * without the platform's node_modules).
+ */
 const APP = (version: string) => `
 const http = require('http');
-const { WebSocketServer } = require(${JSON.stringify(WS_PATH)});
+const { createHash } = require('crypto');
 const server = http.createServer((req, res) => {
   res.end('${version}:' + process.env.GREETING + ':' + req.headers['x-forwarded-proto'] + ':' + req.headers['x-forwarded-host']);
 });
-new WebSocketServer({ server }).on('connection', (ws) => ws.on('message', (m) => ws.send('echo ' + m)));
+server.on('upgrade', (req, socket) => {
+  const accept = createHash('sha1').update(req.headers['sec-websocket-key'] + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11').digest('base64');
+  socket.write('HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\nSec-WebSocket-Accept: ' + accept + '\\r\\n\\r\\n');
+  socket.on('data', (frame) => {
+    if ((frame[0] & 0x0f) !== 1) return socket.end();
+    const length = frame[1] & 0x7f, mask = frame.subarray(2, 6);
+    const text = Buffer.from(frame.subarray(6, 6 + length).map((b, i) => b ^ mask[i % 4])).toString();
+    const reply = Buffer.from('echo ' + text);
+    socket.write(Buffer.concat([Buffer.from([0x81, reply.length]), reply]));
+  });
+});
 server.listen(Number(process.env.PORT), '127.0.0.1');
 `;
 
