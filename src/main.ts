@@ -16,7 +16,7 @@ async function main() {
   const platform = await openPlatform(config, (line) => {
     if (verbose) console.error(`[database] ${line}`);
     else databaseOutput.push(line);
-  }).catch((err) => {
+  }, { notice: (line) => console.error(`[database] ${line}`) }).catch((err) => {
     for (const line of databaseOutput) console.error(`[database] ${line}`);
     throw err;
   });

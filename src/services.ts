@@ -27,11 +27,9 @@ import { AcmeIssuer, DomainsRepository, DomainsService } from './modules/domains
 import { EdgeDirectory } from './platform/edge/edge-directory.js';
 import { LocalRuntime } from './platform/runtime/local/local-runtime.js';
 import { Notifications } from './platform/db/notifications.js';
-import { StreamsService } from './modules/streams/streams.service.js';
-import { OneOffRunsService } from './modules/deployments/one-off-runs.service.js';
-import { AppLogWriter, sweepAppLogs } from './modules/app-logs/app-log-writer.js';
-import { oldestLiveWorker, servingReleaseScrubber } from './modules/app-logs/cluster-logs.js';
-import { AppLogsService } from './modules/app-logs/app-logs.service.js';
+import { StreamsService } from './modules/streams/index.js';
+import { OneOffRunsService } from './modules/deployments/index.js';
+import { AppLogWriter, AppLogsService, oldestLiveWorker, servingReleaseScrubber, sweepAppLogs } from './modules/app-logs/index.js';
 
 /**
  * The composition root of the services: builds each once, wires their dependencies and

@@ -33,6 +33,8 @@ export function createLocalRuntime(config: Config, db: Db): LocalRuntime {
   const driver = new LocalProcessDriver({
     sandbox,
     logDir: join(config.dataDir, 'runtime', 'logs'),
+    // The files are a local copy of what the database keeps: never more than 8 MiB (or the app log limit) each, plus one rotated file.
+    maxLogFileBytes: Math.min(8 * 1024 * 1024, config.APP_LOG_MAX_BYTES_PER_APP),
     restartBackoffMs: config.RUNTIME_RESTART_BACKOFF_MS,
     stopGraceMs: config.RUNTIME_STOP_GRACE_MS,
   });

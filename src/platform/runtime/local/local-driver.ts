@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
+import { createWriteStream, mkdirSync, renameSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { v7 as uuidv7 } from 'uuid';
 import { SandboxUnavailable, type PreparedSandbox, type Sandbox, type SandboxView } from '../../sandbox/index.js';
@@ -16,6 +16,8 @@ export interface LocalDriverOptions {
   host?: string;
   /** Where each instance's output is written (`<dir>/<instance id>.log`). */
   logDir: string;
+  /** Past this size an instance's file is rotated to `<id>.log.1` (default 8 MiB). */
+  maxLogFileBytes?: number;
   /** First restart delay after a crash; doubles per consecutive crash up to `maxBackoffMs`. */
   restartBackoffMs?: number;
   maxBackoffMs?: number;
@@ -42,6 +44,8 @@ interface LocalInstance {
   restartTimer: NodeJS.Timeout | null;
   exited: Promise<void>;
   log: WriteStream;
+  /** Bytes written to the current log file (rotated at `maxLogFileBytes`). */
+  logBytes: number;
   /** Previous CPU reading, for the average since then. */
   cpu: { seconds: number; at: number } | null;
   /** The sandbox it runs in (same user and control group across restarts), when sandboxed. */
@@ -49,6 +53,9 @@ interface LocalInstance {
   /** OOM kills of its control group seen so far. */
   oomKills: number;
 }
+
+/** Default size past which an instance's output file is rotated (to `<id>.log.1`), so a chatty app cannot fill the disk. */
+const MAX_INSTANCE_LOG_BYTES = 8 * 1024 * 1024;
 
 /** Platform variables never handed to applications (the database, keys) stay out by construction. */
 function defaultBaseEnv(sandboxed: boolean): Record<string, string> {
@@ -133,6 +140,20 @@ export class LocalProcessDriver implements RuntimeDriver {
     this.listeners.push(listener);
   }
 
+  /** Appends to the instance's file; past the size limit the file becomes `<id>.log.1` (replacing the previous one). */
+  private writeLog(inst: LocalInstance, text: string) {
+    inst.logBytes += Buffer.byteLength(text);
+    if (inst.logBytes > (this.options.maxLogFileBytes ?? MAX_INSTANCE_LOG_BYTES)) {
+      const path = join(this.options.logDir, `${inst.spec.id}.log`);
+      inst.log.end();
+      try { renameSync(path, `${path}.1`); } catch { /* the next file starts anyway */ }
+      inst.log = createWriteStream(path, { flags: 'w' });
+      inst.log.on('error', () => {});
+      inst.logBytes = Buffer.byteLength(text);
+    }
+    inst.log.write(text);
+  }
+
   onOutput(listener: (output: InstanceOutput) => void) {
     this.outputListeners.push(listener);
   }
@@ -164,6 +185,7 @@ export class LocalProcessDriver implements RuntimeDriver {
       child: null, stopping: false, consecutiveCrashes: 0, lastSpawn: 0, restartTimer: null,
       exited: Promise.resolve(),
       log: createWriteStream(join(this.options.logDir, `${spec.id}.log`), { flags: 'a' }),
+      logBytes: 0,
       cpu: null,
       sandbox,
       oomKills: 0,
@@ -187,7 +209,7 @@ export class LocalProcessDriver implements RuntimeDriver {
     // stdout and stderr are split into lines separately, so each line keeps its stream.
     const capture = (stream: 'stdout' | 'stderr') => new LineScrubber(spec.secrets, (line) => {
       const at = new Date();
-      inst.log.write(`${at.toISOString()} ${spec.labels.processType}.${spec.labels.ordinal} ${line}\n`);
+      this.writeLog(inst, `${at.toISOString()} ${spec.labels.processType}.${spec.labels.ordinal} ${line}\n`);
       for (const l of this.outputListeners) {
         try { l({ instanceId: spec.id, labels: spec.labels, stream, line, at }); } catch { /* never break the capture */ }
       }
