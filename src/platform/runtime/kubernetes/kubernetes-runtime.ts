@@ -6,7 +6,7 @@
  * workloads keep running when the platform stops.
  */
 import type { KubeConfig, V1Deployment, V1Job, V1Pod, V1Secret } from '@kubernetes/client-node';
-import type { Config } from '../../../config.js';
+import { ConfigError, type Config } from '../../../config.js';
 import {
   RolloutFailure, type AppUsage, type ApplicationRuntime, type OneOffOptions, type RolloutLog, type RolloutResult,
   type RuntimeStartOptions, type WorkloadPlan, type WorkloadTarget,
@@ -370,13 +370,24 @@ function newest(pods: V1Pod[]): V1Pod | undefined {
   return [...pods].sort((a, b) => created(b) - created(a))[0];
 }
 
+/** KUBERNETES_INGRESS_ANNOTATIONS as an object of strings; a bad value stops the start with a one-line message. */
+function ingressAnnotations(text: string | undefined): Record<string, string> | undefined {
+  if (!text) return undefined;
+  let parsed: unknown;
+  try { parsed = JSON.parse(text); } catch { parsed = null; }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed) || Object.values(parsed).some((v) => typeof v !== 'string')) {
+    throw new ConfigError('Invalid configuration: KUBERNETES_INGRESS_ANNOTATIONS: must be a JSON object of string values');
+  }
+  return parsed as Record<string, string>;
+}
+
 /** The driver from configuration: KUBECONFIG / in-cluster credentials, namespace prefix, ingress class. */
 export function createKubernetesRuntime(config: Config, pullSecret: PullSecretSource, logger?: RuntimeLogger): KubernetesRuntime {
   return new KubernetesRuntime({
     kubeConfig: loadKubeConfig(config),
     namespacePrefix: config.KUBERNETES_NAMESPACE_PREFIX,
     ingressClass: config.KUBERNETES_INGRESS_CLASS ?? null,
-    ingressAnnotations: config.KUBERNETES_INGRESS_ANNOTATIONS ? JSON.parse(config.KUBERNETES_INGRESS_ANNOTATIONS) as Record<string, string> : undefined,
+    ingressAnnotations: ingressAnnotations(config.KUBERNETES_INGRESS_ANNOTATIONS),
     ingressNamespace: config.KUBERNETES_INGRESS_NAMESPACE,
     pullSecret,
     logger,
