@@ -14,9 +14,9 @@ import { openPlatform, type Platform } from './platform/bootstrap.js';
 import { AppError } from './platform/errors.js';
 import { resealAll, RotationError } from './platform/crypto/rotation.js';
 import { rotateSigningKey } from './platform/crypto/signing-key.js';
-import { AuthService } from './modules/auth/auth.service.js';
-import { UsersRepository } from './modules/users/users.repository.js';
-import { UsersService } from './modules/users/users.service.js';
+import { AuthService } from './modules/auth/index.js';
+import { UsersRepository } from './modules/users/index.js';
+import { UsersService } from './modules/users/index.js';
 
 const USAGE = `Usage: npm run cli -- <command>
 

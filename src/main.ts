@@ -1,10 +1,10 @@
 import { buildApp } from './app.js';
-import { startDeploymentRuntime } from './modules/deployments/deployments.jobs.js';
+import { startDeploymentRuntime } from './modules/deployments/index.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { openPlatform, type Platform } from './platform/bootstrap.js';
 import { StartupError } from './platform/startup-error.js';
 import { AppError } from './platform/errors.js';
-import { UsersService } from './modules/users/users.service.js';
+import { UsersService } from './modules/users/index.js';
 
 async function main() {
   const config = loadConfig();

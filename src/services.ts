@@ -7,20 +7,20 @@ import type { JobPorts } from './platform/jobs/index.js';
 import { SourceBuilder } from './platform/builder/index.js';
 import { createBuildahBuilder } from './platform/builder/buildah.js';
 import { SigningKeys } from './platform/crypto/signing-key.js';
-import { AuthService } from './modules/auth/auth.service.js';
-import { ApplicationsService } from './modules/applications/applications.service.js';
-import { ConfigurationsService } from './modules/configurations/configurations.service.js';
-import { ImagesService } from './modules/images/images.service.js';
-import { ReleasesService } from './modules/releases/releases.service.js';
-import { GithubHooksService } from './modules/github/github-hooks.service.js';
-import { latestRecordsSource } from './modules/pipeline/latest-records.js';
-import { PipelineService } from './modules/pipeline/pipeline.service.js';
-import { EnvDeploysService } from './modules/environments/env-deploys.service.js';
-import { EnvironmentPipeline } from './modules/environments/service-pipeline.js';
-import { DeploymentsService } from './modules/deployments/deployments.service.js';
-import { registerDeploymentJobs } from './modules/deployments/deployments.jobs.js';
-import { DeployChain } from './modules/deployments/deploy-chain.js';
-import { ObservabilityService } from './modules/observability/observability.service.js';
+import { AuthService } from './modules/auth/index.js';
+import { ApplicationsService } from './modules/applications/index.js';
+import { ConfigurationsService } from './modules/configurations/index.js';
+import { ImagesService } from './modules/images/index.js';
+import { ReleasesService } from './modules/releases/index.js';
+import { GithubHooksService } from './modules/github/index.js';
+import { latestRecordsSource } from './modules/pipeline/index.js';
+import { PipelineService } from './modules/pipeline/index.js';
+import { EnvDeploysService } from './modules/environments/index.js';
+import { EnvironmentPipeline } from './modules/environments/index.js';
+import { DeploymentsService } from './modules/deployments/index.js';
+import { registerDeploymentJobs } from './modules/deployments/index.js';
+import { DeployChain } from './modules/deployments/index.js';
+import { ObservabilityService } from './modules/observability/index.js';
 
 /**
  * The composition root of the services: builds each once, wires their dependencies and

@@ -1,8 +1,8 @@
 import { Type } from 'typebox';
 import { commonErrorResponses } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
-import { currentUser } from '../auth/principal.js';
-import { ProjectParams } from '../projects/projects.schemas.js';
+import { currentUser } from '../auth/index.js';
+import { ProjectParams } from '../projects/index.js';
 import {
   ApplicationDetail, ApplicationIdParams, ApplicationSlugParams, ApplicationSummary, CreateApplicationBody, ScaleBody, SettingsBody,
 } from './applications.schemas.js';

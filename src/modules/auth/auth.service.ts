@@ -5,7 +5,7 @@ import { UNUSABLE_PASSWORD_HASH, verifyPassword } from '../../platform/crypto/pa
 import { hashToken, newToken } from '../../platform/crypto/tokens.js';
 import { isoOrNull, iso } from '../../platform/http/schemas.js';
 import type { Principal } from '../../platform/http/types.js';
-import { UsersRepository } from '../users/users.repository.js';
+import { UsersRepository } from '../users/index.js';
 import { AuthRepository } from './auth.repository.js';
 
 export const API_KEY_PREFIX = 'slw';

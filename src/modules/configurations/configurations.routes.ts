@@ -2,8 +2,8 @@ import { Type } from 'typebox';
 import type { AppContext } from '../../platform/context.js';
 import { commonErrorResponses, Ok } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
-import type { ApplicationsService } from '../applications/applications.service.js';
-import { currentUser } from '../auth/principal.js';
+import type { ApplicationsService } from '../applications/index.js';
+import { currentUser } from '../auth/index.js';
 import {
   AppConfigItemParams, AppConfigParams, BulkConfigBody, BulkConfigResult, ConfigVariable, CreateConfigBody, UpdateConfigBody,
 } from './configurations.schemas.js';

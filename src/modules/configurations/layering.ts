@@ -1,5 +1,5 @@
 import type { Db } from '../../platform/db/database.js';
-import { serviceScopeChain } from '../environments/scope-chain.js';
+import { serviceScopeChain } from '../environments/index.js';
 import type { ConfigurationsService, ResolvedVariable } from './configurations.service.js';
 
 /**

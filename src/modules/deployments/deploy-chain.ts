@@ -3,11 +3,11 @@ import type { AppContext } from '../../platform/context.js';
 import type { RuntimeLogger } from '../../platform/runtime/application-runtime.js';
 import { AppError } from '../../platform/errors.js';
 import { requireJobRoom } from '../../platform/jobs/require-jobs.js';
-import type { ApplicationsService } from '../applications/applications.service.js';
+import type { ApplicationsService } from '../applications/index.js';
 import { DeployRunner, settleInterrupted } from './deploy-runner.js';
-import { requireDeployAccess } from '../environments/protection.js';
+import { requireDeployAccess } from '../environments/index.js';
 import { DeploymentsRepository } from './deployments.repository.js';
-import { RELEASE_INTERRUPTED } from '../releases/releases.service.js';
+import { RELEASE_INTERRUPTED } from '../releases/index.js';
 
 /** The build stage as the chain uses it (ImagesService). */
 export interface BuildStage {

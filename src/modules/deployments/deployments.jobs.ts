@@ -4,7 +4,7 @@ import { DeployRunner, settleInterrupted } from './deploy-runner.js';
 import { DeploymentsRepository } from './deployments.repository.js';
 import { DEPLOY_JOB, RECONCILE_JOB } from './deployments.service.js';
 import { FormationReconciler } from './formation-reconciler.js';
-import { MetricsSampler } from '../observability/metrics-sampler.js';
+import { MetricsSampler } from '../observability/index.js';
 
 /**
  * Registers the deployment job kinds in a process that has a runtime (roles `all` and

@@ -1,7 +1,7 @@
 import { commonErrorResponses, ErrorResponse, PaginationQuery } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
-import { currentUser } from '../auth/principal.js';
-import { ApplicationIdParams } from '../applications/applications.schemas.js';
+import { currentUser } from '../auth/index.js';
+import { ApplicationIdParams } from '../applications/index.js';
 import {
   ChainAccepted, DeployAccepted, DeploymentDetail, DeploymentIdParams, DeploymentList, DeploymentLog, ReleaseIdParams,
 } from './deployments.schemas.js';

@@ -4,9 +4,9 @@ import type { PipelineStep } from '../../platform/db/schema.js';
 import { conflict, notFound } from '../../platform/errors.js';
 import { iso, isoOrNull, paginate, type PaginationQuery } from '../../platform/http/schemas.js';
 import { requireJobRoom } from '../../platform/jobs/require-jobs.js';
-import type { ApplicationsService } from '../applications/applications.service.js';
-import { requireDeployAccess } from '../environments/protection.js';
-import { productionEnvironmentId } from '../pipeline/production-environment.js';
+import type { ApplicationsService } from '../applications/index.js';
+import { requireDeployAccess } from '../environments/index.js';
+import { productionEnvironmentId } from '../pipeline/index.js';
 import { DeploymentsRepository } from './deployments.repository.js';
 
 type DeploymentWithRelease = NonNullable<Awaited<ReturnType<DeploymentsRepository['withRelease']>>>;

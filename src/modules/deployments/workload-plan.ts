@@ -2,9 +2,9 @@ import type { Db } from '../../platform/db/database.js';
 import type { SecretBox } from '../../platform/crypto/secret-box.js';
 import type { ProcessCounts, ProcessDefinitions } from '../../platform/db/schema.js';
 import type { PodResources, WorkloadPlan } from '../../platform/runtime/application-runtime.js';
-import { podClassOf, DEFAULT_POD_CLASS } from '../applications/pod-classes.js';
-import { effectiveProcessSettings } from '../environments/process-settings.js';
-import { openConfiguration, type DisplayedVariable } from '../releases/release-freezer.js';
+import { podClassOf, DEFAULT_POD_CLASS } from '../applications/index.js';
+import { effectiveProcessSettings } from '../environments/index.js';
+import { openConfiguration, type DisplayedVariable } from '../releases/index.js';
 import type { DeployTarget, DeploymentsRepository } from './deployments.repository.js';
 
 /** Process types run once per deployment, never as long-running instances. */

@@ -2,7 +2,7 @@ import { v7 as uuidv7 } from 'uuid';
 import type { Db } from '../../platform/db/database.js';
 import { AppError, conflict, invalid, notFound } from '../../platform/errors.js';
 import { iso, pageOf, type PaginationQuery } from '../../platform/http/schemas.js';
-import { WorkspaceScope } from '../workspaces/workspace-scope.js';
+import { WorkspaceScope } from '../workspaces/index.js';
 import { EnvDeploysRepository, type EnvDeployRow, type EnvDeployServiceRow } from './env-deploys.repository.js';
 
 /**

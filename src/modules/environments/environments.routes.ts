@@ -2,10 +2,10 @@ import { Type } from 'typebox';
 import type { AppContext } from '../../platform/context.js';
 import { commonErrorResponses } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
-import { currentUser } from '../auth/principal.js';
-import type { ConfigurationsService } from '../configurations/configurations.service.js';
-import { ScopedConfig } from '../configurations/scoped-config.js';
-import { registerScopedConfigRoutes } from '../configurations/scoped-config.routes.js';
+import { currentUser } from '../auth/index.js';
+import type { ConfigurationsService } from '../configurations/index.js';
+import { ScopedConfig } from '../configurations/index.js';
+import { registerScopedConfigRoutes } from '../configurations/index.js';
 import {
   CreateEnvironmentBody, Environment, EnvParams, EnvServiceParams, ProjectParams, ResolvedServiceConfig, UpdateEnvironmentBody,
 } from './environments.schemas.js';

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { Id, Name, Slug, Timestamp } from '../../platform/http/schemas.js';
-import { PROCESS_TYPE_PATTERN } from '../applications/applications.schemas.js';
-import { POD_CLASS_NAMES } from '../applications/pod-classes.js';
+import { PROCESS_TYPE_PATTERN } from '../applications/index.js';
+import { POD_CLASS_NAMES } from '../applications/index.js';
 
 export const ENV_TYPES = ['production', 'staging', 'development', 'preview'] as const;
 const EnvType = Type.Union([Type.Literal('production'), Type.Literal('staging'), Type.Literal('development'), Type.Literal('preview')]);

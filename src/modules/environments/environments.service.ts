@@ -6,10 +6,10 @@ import type { EnvironmentsTable, EnvironmentType } from '../../platform/db/schem
 import { conflict, invalid, isUniqueViolation } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
-import { ConfigurationsRepository } from '../configurations/configurations.repository.js';
-import { SECRET_MASK } from '../configurations/configurations.schemas.js';
-import { RECONCILE_JOB } from '../deployments/deployments.service.js';
-import { WorkspaceScope } from '../workspaces/workspace-scope.js';
+import { ConfigurationsRepository } from '../configurations/index.js';
+import { SECRET_MASK } from '../configurations/index.js';
+import { RECONCILE_JOB } from '../deployments/index.js';
+import { WorkspaceScope } from '../workspaces/index.js';
 import { EnvironmentsRepository } from './environments.repository.js';
 import { requireBranchChangeAccess } from './protection.js';
 import { ENV_TYPES, type UpdateEnvironmentBody } from './environments.schemas.js';

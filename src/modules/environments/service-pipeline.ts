@@ -1,16 +1,16 @@
 import type { AppContext } from '../../platform/context.js';
 import { conflict, notFound } from '../../platform/errors.js';
-import type { DeployChain } from '../deployments/deploy-chain.js';
-import { DeploymentsRepository } from '../deployments/deployments.repository.js';
-import type { DeploymentsService } from '../deployments/deployments.service.js';
-import { ImagesRepository } from '../images/images.repository.js';
-import { BUILD_STEPS } from '../pipeline/record-log.js';
-import type { ConfigurationsService } from '../configurations/configurations.service.js';
-import { resolveServiceConfig } from '../configurations/layering.js';
+import type { DeployChain } from '../deployments/index.js';
+import { DeploymentsRepository } from '../deployments/index.js';
+import type { DeploymentsService } from '../deployments/index.js';
+import { ImagesRepository } from '../images/index.js';
+import { BUILD_STEPS } from '../pipeline/index.js';
+import type { ConfigurationsService } from '../configurations/index.js';
+import { resolveServiceConfig } from '../configurations/index.js';
 import {
   configurationFingerprints, diff, displayConfiguration, imageFingerprints, openConfiguration, sealConfiguration, type DisplayedVariable,
-} from '../releases/release-freezer.js';
-import { ReleasesRepository } from '../releases/releases.repository.js';
+} from '../releases/index.js';
+import { ReleasesRepository } from '../releases/index.js';
 import type { ServicePipeline } from './env-deploys.service.js';
 import { effectiveProcessSettings } from './process-settings.js';
 

@@ -4,13 +4,13 @@ import { join } from 'node:path';
 import { BuildError, chooseBuilder, parseProcfile, type Builder } from '../../platform/builder/index.js';
 import type { AppContext } from '../../platform/context.js';
 import { fetchSource, SourceError } from '../../platform/git/source.js';
-import { ApplicationsRepository } from '../applications/applications.repository.js';
-import type { ConfigurationsService } from '../configurations/configurations.service.js';
-import { resolveServiceConfig } from '../configurations/layering.js';
-import { productionEnvironmentId } from '../pipeline/production-environment.js';
-import { RecordLog } from '../pipeline/record-log.js';
+import { ApplicationsRepository } from '../applications/index.js';
+import type { ConfigurationsService } from '../configurations/index.js';
+import { resolveServiceConfig } from '../configurations/index.js';
+import { productionEnvironmentId } from '../pipeline/index.js';
+import { RecordLog } from '../pipeline/index.js';
 import { ImagesRepository } from './images.repository.js';
-import { buildTimeoutSeconds } from '../organizations/pipeline-limits.js';
+import { buildTimeoutSeconds } from '../organizations/index.js';
 
 /** Scratch space of one build (removed when it ends). */
 export const buildWorkDir = (dataDir: string, imageId: string) => join(dataDir, 'builds', imageId);

@@ -5,10 +5,10 @@ import { invalid, notFound } from '../../platform/errors.js';
 import { iso, paginate, type PaginationQuery } from '../../platform/http/schemas.js';
 import { requireJobRoom } from '../../platform/jobs/require-jobs.js';
 import type { JobMaintenance, Jobs } from '../../platform/jobs/types.js';
-import { ApplicationsRepository } from '../applications/applications.repository.js';
-import type { ApplicationsService } from '../applications/applications.service.js';
-import type { ConfigurationsService } from '../configurations/configurations.service.js';
-import { queueRecordJob, recordLogView } from '../pipeline/build-records.js';
+import { ApplicationsRepository } from '../applications/index.js';
+import type { ApplicationsService } from '../applications/index.js';
+import type { ConfigurationsService } from '../configurations/index.js';
+import { queueRecordJob, recordLogView } from '../pipeline/index.js';
 import { ABANDONED, artifactDir, BuildRunner, buildWorkDir, INTERRUPTED_BY_RESTART } from './build-runner.js';
 import { ImagesRepository } from './images.repository.js';
 

@@ -1,8 +1,8 @@
 import { Type } from 'typebox';
 import { commonErrorResponses, Timestamp } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
-import { currentUser } from '../auth/principal.js';
-import { ApplicationIdParams } from '../applications/applications.schemas.js';
+import { currentUser } from '../auth/index.js';
+import { ApplicationIdParams } from '../applications/index.js';
 import { RANGES, type ObservabilityService, type RangeName } from './observability.service.js';
 
 const RangeSchema = Type.Union(Object.keys(RANGES).map((r) => Type.Literal(r)), { default: '1h' });

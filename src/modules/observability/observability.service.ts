@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
 import { notFound } from '../../platform/errors.js';
-import type { ApplicationsService } from '../applications/applications.service.js';
-import { DeploymentsRepository } from '../deployments/deployments.repository.js';
+import type { ApplicationsService } from '../applications/index.js';
+import { DeploymentsRepository } from '../deployments/index.js';
 
 export const RANGES = { '1h': 3600, '6h': 6 * 3600, '24h': 24 * 3600, '7d': 7 * 86400, '30d': 30 * 86400 } as const;
 export type RangeName = keyof typeof RANGES;

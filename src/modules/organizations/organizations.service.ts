@@ -3,7 +3,7 @@ import type { Db } from '../../platform/db/database.js';
 import { conflict, forbidden, isUniqueViolation, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
-import { UsersRepository } from '../users/users.repository.js';
+import { UsersRepository } from '../users/index.js';
 import { OrganizationAccess } from './access.js';
 import { OrganizationsRepository } from './organizations.repository.js';
 

@@ -1,6 +1,6 @@
 import { jsonObjectFrom } from 'kysely/helpers/postgres';
 import type { Db } from '../../platform/db/database.js';
-import type { LatestRecords, LatestRecordsSource } from '../applications/applications.service.js';
+import type { LatestRecords, LatestRecordsSource } from '../applications/index.js';
 
 /** Timestamps inside JSON arrive as PostgreSQL text; the API speaks ISO-8601 UTC. */
 const isoText = (t: string | Date) => new Date(t).toISOString();

@@ -1,7 +1,7 @@
 import { commonErrorResponses } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
-import { ApplicationIdParams } from '../applications/applications.schemas.js';
-import { currentUser } from '../auth/principal.js';
+import { ApplicationIdParams } from '../applications/index.js';
+import { currentUser } from '../auth/index.js';
 import { MetricsQuery, PipelineMetrics, PipelineStatus } from './pipeline.schemas.js';
 import type { PipelineService } from './pipeline.service.js';
 

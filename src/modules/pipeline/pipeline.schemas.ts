@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { Id, Timestamp } from '../../platform/http/schemas.js';
-import { StepSchema } from '../images/images.schemas.js';
+import { StepSchema } from '../images/index.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 

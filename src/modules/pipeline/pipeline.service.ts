@@ -1,8 +1,8 @@
 import type { Db } from '../../platform/db/database.js';
 import type { PipelineStep } from '../../platform/db/schema.js';
 import { iso } from '../../platform/http/schemas.js';
-import type { ApplicationsService } from '../applications/applications.service.js';
-import { deploymentLogStatus } from '../deployments/deployments.service.js';
+import type { ApplicationsService } from '../applications/index.js';
+import { deploymentLogStatus } from '../deployments/index.js';
 import { productionEnvironmentId } from './production-environment.js';
 
 interface FinishedRecord {

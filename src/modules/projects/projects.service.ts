@@ -3,8 +3,8 @@ import type { Db } from '../../platform/db/database.js';
 import { conflict, isUniqueViolation, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
-import { OrganizationAccess } from '../organizations/access.js';
-import { OrganizationsRepository } from '../organizations/organizations.repository.js';
+import { OrganizationAccess } from '../organizations/index.js';
+import { OrganizationsRepository } from '../organizations/index.js';
 import { ProjectsRepository } from './projects.repository.js';
 
 type ProjectRow = NonNullable<Awaited<ReturnType<ProjectsRepository['findById']>>>;

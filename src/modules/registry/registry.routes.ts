@@ -2,7 +2,7 @@ import type { AppContext } from '../../platform/context.js';
 import type { SigningKeys } from '../../platform/crypto/signing-key.js';
 import { AppError } from '../../platform/errors.js';
 import type { App } from '../../platform/http/types.js';
-import type { AuthService } from '../auth/auth.service.js';
+import type { AuthService } from '../auth/index.js';
 import { invalidCredentials, RegistryTokenService, type RegistryCaller } from './registry.service.js';
 import { SigningCert, TokenForm, TokenQuery, TokenResponse, tokenErrors } from './registry.schemas.js';
 

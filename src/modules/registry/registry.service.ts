@@ -2,7 +2,7 @@ import type { AppContext } from '../../platform/context.js';
 import type { SigningKeys } from '../../platform/crypto/signing-key.js';
 import { AppError, unauthenticated } from '../../platform/errors.js';
 import type { AuthenticatedUser } from '../../platform/http/types.js';
-import type { AuthService } from '../auth/auth.service.js';
+import type { AuthService } from '../auth/index.js';
 import { RegistryRepository } from './registry.repository.js';
 import { signAccessToken, signRefreshToken, verifyRefreshToken } from '../../platform/crypto/registry-token.js';
 import { parseScopes, repositorySlugs, type GrantedAccess } from './scopes.js';

@@ -1,7 +1,7 @@
 import type { SecretBox } from '../../platform/crypto/secret-box.js';
 import type { ChangeSet, ProcessDefinitions } from '../../platform/db/schema.js';
-import type { ResolvedVariable } from '../configurations/configurations.service.js';
-import { SECRET_MASK } from '../configurations/configurations.schemas.js';
+import type { ResolvedVariable } from '../configurations/index.js';
+import { SECRET_MASK } from '../configurations/index.js';
 
 /** A frozen variable as a release shows it: secrets read "**secret**". */
 export interface DisplayedVariable {

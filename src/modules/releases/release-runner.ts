@@ -1,10 +1,10 @@
 import type { AppContext } from '../../platform/context.js';
-import { ApplicationsRepository } from '../applications/applications.repository.js';
-import type { ConfigurationsService } from '../configurations/configurations.service.js';
-import { resolveServiceConfig } from '../configurations/layering.js';
-import { effectiveProcessSettings } from '../environments/process-settings.js';
-import { ImagesRepository } from '../images/images.repository.js';
-import { RecordLog } from '../pipeline/record-log.js';
+import { ApplicationsRepository } from '../applications/index.js';
+import type { ConfigurationsService } from '../configurations/index.js';
+import { resolveServiceConfig } from '../configurations/index.js';
+import { effectiveProcessSettings } from '../environments/index.js';
+import { ImagesRepository } from '../images/index.js';
+import { RecordLog } from '../pipeline/index.js';
 import {
   configurationFingerprints, diff, displayConfiguration, imageFingerprints, openConfiguration, sealConfiguration, type DisplayedVariable,
 } from './release-freezer.js';

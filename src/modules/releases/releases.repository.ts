@@ -3,9 +3,9 @@ import { v7 as uuidv7 } from 'uuid';
 import type { Db } from '../../platform/db/database.js';
 import type { ReleasesTable } from '../../platform/db/schema.js';
 import { notFound } from '../../platform/errors.js';
-import { lockApplication } from '../pipeline/production-environment.js';
-import { BUILD_STEPS } from '../pipeline/record-log.js';
-import { failIfBuilding, settleAbandoned } from '../pipeline/build-records.js';
+import { lockApplication } from '../pipeline/index.js';
+import { BUILD_STEPS } from '../pipeline/index.js';
+import { failIfBuilding, settleAbandoned } from '../pipeline/index.js';
 
 export class ReleasesRepository {
   constructor(private readonly db: Db) {}

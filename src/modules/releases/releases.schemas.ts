@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { Id, Paginated, Timestamp } from '../../platform/http/schemas.js';
-import { BuildLogSchema, ProcessesSchema } from '../images/images.schemas.js';
+import { BuildLogSchema, ProcessesSchema } from '../images/index.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 const ChangeSet = Type.Object({ added: Type.Array(Type.String()), removed: Type.Array(Type.String()), changed: Type.Array(Type.String()) });

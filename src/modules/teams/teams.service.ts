@@ -3,9 +3,9 @@ import type { Db } from '../../platform/db/database.js';
 import { conflict, invalid, isUniqueViolation, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
-import { OrganizationsRepository } from '../organizations/organizations.repository.js';
-import { UsersRepository } from '../users/users.repository.js';
-import { WorkspaceScope } from '../workspaces/workspace-scope.js';
+import { OrganizationsRepository } from '../organizations/index.js';
+import { UsersRepository } from '../users/index.js';
+import { WorkspaceScope } from '../workspaces/index.js';
 import { TeamsRepository } from './teams.repository.js';
 
 type TeamRow = Awaited<ReturnType<TeamsRepository['list']>>[number];

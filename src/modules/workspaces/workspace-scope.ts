@@ -1,7 +1,7 @@
 import type { Db } from '../../platform/db/database.js';
 import { notFound } from '../../platform/errors.js';
-import { OrganizationAccess } from '../organizations/access.js';
-import { OrganizationsService } from '../organizations/organizations.service.js';
+import { OrganizationAccess } from '../organizations/index.js';
+import { OrganizationsService } from '../organizations/index.js';
 
 /**
  * Resolves the slugs of a `/workspaces/{workspace}/...` path, checking access once at the

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { Id, Name, Slug, Timestamp } from '../../platform/http/schemas.js';
-import { Member } from '../organizations/organizations.schemas.js';
+import { Member } from '../organizations/index.js';
 
 /** A workspace is an organization seen by its slug (decisions.md). */
 export const Workspace = Type.Object(

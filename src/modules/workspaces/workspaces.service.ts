@@ -1,7 +1,7 @@
 import type { Db } from '../../platform/db/database.js';
 import { notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
-import { OrganizationsService } from '../organizations/organizations.service.js';
+import { OrganizationsService } from '../organizations/index.js';
 import { WorkspaceScope } from './workspace-scope.js';
 import { WorkspacesRepository } from './workspaces.repository.js';
 
