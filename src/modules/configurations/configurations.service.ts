@@ -6,6 +6,7 @@ import type { ConfigScope } from '../../platform/db/schema.js';
 import { AppError, conflict, isUniqueViolation, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { resealAll } from '../../platform/crypto/rotation.js';
+import { reachOfScope, requireProtectedEnvironmentAdmin } from '../environments/index.js';
 import { parseDotenv } from './dotenv.js';
 import { ConfigurationsRepository, type ScopeRef } from './configurations.repository.js';
 import { CONFIG_NAME_PATTERN, MAX_VALUE_BYTES, SECRET_MASK } from './configurations.schemas.js';
@@ -46,6 +47,15 @@ export class ConfigurationsService {
 
   constructor(private readonly db: Db, private readonly secrets: SecretBox) {
     this.repo = new ConfigurationsRepository(db);
+  }
+
+  /**
+   * Any write to a scope a protected environment inherits (its own, its project's, team's
+   * or organization's, or an application's) needs an organization admin: the next release
+   * ships the value. The HTTP routes call this before every create, bulk, change or delete.
+   */
+  authorizeWrite(userId: string, scope: ScopeRef): Promise<void> {
+    return requireProtectedEnvironmentAdmin(this.db, userId, reachOfScope(scope), `the configuration it inherits (${scope.scope} scope)`);
   }
 
   private stored(value: string, secret: boolean) {

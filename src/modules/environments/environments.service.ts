@@ -11,7 +11,7 @@ import { SECRET_MASK } from '../configurations/index.js';
 import { RECONCILE_JOB } from '../deployments/index.js';
 import { WorkspaceScope } from '../workspaces/index.js';
 import { EnvironmentsRepository } from './environments.repository.js';
-import { requireBranchChangeAccess } from './protection.js';
+import { requireBranchChangeAccess, requireProtectedEnvironmentAdmin } from './protection.js';
 import { ENV_TYPES, type UpdateEnvironmentBody } from './environments.schemas.js';
 import { serviceScopeChain } from './scope-chain.js';
 
@@ -87,6 +87,7 @@ export class EnvironmentsService {
   async update(userId: string, ws: string, projectSlug: string, envSlug: string, input: Static<typeof UpdateEnvironmentBody>) {
     const { workspace, project, environment } = await this.scope.environment(userId, ws, projectSlug, envSlug);
     if (input.protected !== undefined && input.protected !== environment.protected) await this.scope.requireAdmin(userId, workspace.id);
+    await requireProtectedEnvironmentAdmin(this.db, userId, { environmentId: environment.id }, 'its settings, scale or pod classes');
     if (input.auto_deploy_branch !== undefined && input.auto_deploy_branch !== environment.auto_deploy_branch) {
       await requireBranchChangeAccess(this.db, userId, { environmentId: environment.id });
     }

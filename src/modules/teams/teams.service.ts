@@ -1,6 +1,6 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { Db } from '../../platform/db/database.js';
-import { conflict, invalid, isUniqueViolation, notFound } from '../../platform/errors.js';
+import { conflict, forbidden, invalid, isUniqueViolation, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
 import { OrganizationsRepository } from '../organizations/index.js';
@@ -70,6 +70,17 @@ export class TeamsService {
       throw err;
     }
     return this.describe(workspace.id, id);
+  }
+
+  /**
+   * A team's configuration is changed by its own members and by the workspace's admins;
+   * other members of the workspace may read it (it is inherited by the team's projects)
+   * but not change it.
+   */
+  async requireConfigWriter(userId: string, workspaceSlug: string, teamSlug: string) {
+    const { admin, team } = await this.scope.team(userId, workspaceSlug, teamSlug);
+    if (admin || (await this.teams.isMember(team.id, userId))) return;
+    throw forbidden(`Only members of team '${team.slug}' and workspace admins change its configuration`);
   }
 
   async addMember(userId: string, workspaceSlug: string, teamSlug: string, input: { username: string }) {

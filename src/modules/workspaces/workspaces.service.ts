@@ -1,6 +1,7 @@
 import type { Db } from '../../platform/db/database.js';
 import { notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
+import { requireProtectedEnvironmentAdmin } from '../environments/index.js';
 import { OrganizationsService } from '../organizations/index.js';
 import { WorkspaceScope } from './workspace-scope.js';
 import { WorkspacesRepository } from './workspaces.repository.js';
@@ -23,7 +24,7 @@ export class WorkspacesService {
   private readonly orgs: OrganizationsService;
   readonly scope: WorkspaceScope;
 
-  constructor(db: Db) {
+  constructor(private readonly db: Db) {
     this.repo = new WorkspacesRepository(db);
     this.orgs = new OrganizationsService(db);
     this.scope = new WorkspaceScope(db);
@@ -92,6 +93,9 @@ export class WorkspacesService {
     if (input.name !== undefined) changes.name = input.name;
     if (input.team === null) changes.team_id = null;
     else if (input.team !== undefined) changes.team_id = (await this.scope.team(userId, slug, input.team)).team.id;
+    if (changes.team_id !== undefined && changes.team_id !== project.team_id) {
+      await requireProtectedEnvironmentAdmin(this.db, userId, { projectId: project.id }, 'the team a project inherits configuration from');
+    }
     await this.repo.updateProject(project.id, changes);
     return this.project(userId, workspace.slug, project.slug);
   }
