@@ -125,10 +125,12 @@ export class ApplicationsService {
     if (settings.auto_deploy_branch !== undefined && settings.auto_deploy_branch !== app.auto_deploy_branch) {
       await requireBranchChangeAccess(this.db, userId, { applicationId: app.id });
     }
-    if (Object.keys(settings).length > 0) {
-      await requireProtectedEnvironmentAdmin(this.db, userId, { applicationId: app.id }, "the settings of an application it runs (repository, branch, subdirectory, health check)");
-      await this.apps.updateSettings(app.id, settings);
+    // Every setting shapes what a protected environment builds or how it deploys it; sending a value unchanged changes nothing.
+    const changed = Object.entries(settings).filter(([field, value]) => value !== (app as Record<string, unknown>)[field]);
+    if (changed.length > 0) {
+      await requireProtectedEnvironmentAdmin(this.db, userId, { applicationId: app.id }, `the settings of an application it runs (${changed.map(([f]) => f).join(', ')})`);
     }
+    if (Object.keys(settings).length > 0) await this.apps.updateSettings(app.id, settings);
     return this.reload(app.id);
   }
 
