@@ -30,7 +30,9 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   ctx.jobs?.setPorts(jobPorts(ctx.db));
   const auth = new AuthService(ctx);
   ctx.jobs?.addSweeper(() => auth.pruneExpired());
-  const config = new ConfigurationsService(ctx.db, ctx.secrets);
+  const config = new ConfigurationsService(ctx.db, ctx.secrets, {
+    variables: ctx.config.CONFIG_MAX_VARIABLES_PER_SCOPE, bytes: ctx.config.CONFIG_MAX_BYTES_PER_SCOPE,
+  });
   // A scale reaches running instances through the deployments module (a queued `reconcile`).
   let deployments: DeploymentsService | undefined;
   const apps = new ApplicationsService(ctx.db, latestRecordsSource(ctx.db), async (id) => { await deployments?.scaled(id); });

@@ -42,10 +42,18 @@ function checkEntry(name: string, value: string): string | null {
 }
 
 /** Configuration variables at any scope; callers check access to the scope first. */
+/** How much one scope may hold (CONFIG_MAX_VARIABLES_PER_SCOPE, CONFIG_MAX_BYTES_PER_SCOPE). */
+export interface ScopeLimits { variables: number; bytes: number }
+export const DEFAULT_SCOPE_LIMITS: ScopeLimits = { variables: 1000, bytes: 1024 * 1024 };
+
 export class ConfigurationsService {
   private readonly repo: ConfigurationsRepository;
 
-  constructor(private readonly db: Db, private readonly secrets: SecretBox) {
+  constructor(
+    private readonly db: Db,
+    private readonly secrets: SecretBox,
+    private readonly limits: ScopeLimits = DEFAULT_SCOPE_LIMITS,
+  ) {
     this.repo = new ConfigurationsRepository(db);
   }
 
@@ -56,6 +64,27 @@ export class ConfigurationsService {
    */
   authorizeWrite(userId: string, scope: ScopeRef): Promise<void> {
     return requireProtectedEnvironmentAdmin(this.db, userId, reachOfScope(scope), `the configuration it inherits (${scope.scope} scope)`);
+  }
+
+  /**
+   * Refuses (422, nothing written) a write that would leave the scope over its limits: every
+   * release copies the whole scope, so an unbounded one makes every release and start slow.
+   */
+  private async requireRoom(scope: ScopeRef, incoming: Array<{ name: string; value: string }>) {
+    const existing = await sql<{ name: string; bytes: number }>`
+      select lower(name) as name, (octet_length(name) + coalesce(octet_length(value), octet_length(value_sealed), 0))::int as bytes
+      from config_vars where scope = ${scope.scope} and scope_id = ${scope.scopeId}`.execute(this.db);
+    const sizes = new Map(existing.rows.map((r) => [r.name, r.bytes]));
+    for (const e of incoming) sizes.set(e.name.toLowerCase(), Buffer.byteLength(e.name) + Buffer.byteLength(e.value));
+    const bytes = [...sizes.values()].reduce((a, b) => a + b, 0);
+    if (sizes.size > this.limits.variables) {
+      throw new AppError('VALIDATION', `variables: a ${scope.scope} holds at most ${this.limits.variables} variables (this would make ${sizes.size})`,
+        [{ field: 'variables', message: `at most ${this.limits.variables} per scope` }]);
+    }
+    if (bytes > this.limits.bytes) {
+      throw new AppError('VALIDATION', `variables: a ${scope.scope} holds at most ${this.limits.bytes} bytes of names and values (this would make ${bytes})`,
+        [{ field: 'variables', message: `at most ${this.limits.bytes} bytes per scope` }]);
+    }
   }
 
   private stored(value: string, secret: boolean) {
@@ -74,6 +103,7 @@ export class ConfigurationsService {
 
   async create(scope: ScopeRef, input: { name: string; value: string; secret?: boolean; buildtime?: boolean }) {
     const secret = input.secret ?? false;
+    await this.requireRoom(scope, [{ name: input.name, value: input.value }]);
     try {
       const row = await this.repo.insert({
         id: uuidv7(), scope: scope.scope, scope_id: scope.scopeId, name: input.name,
@@ -94,6 +124,7 @@ export class ConfigurationsService {
       throw new AppError('VALIDATION', 'value: required when a secret stops being secret (its old value is never revealed)',
         [{ field: 'value', message: 'required when a secret stops being secret' }]);
     }
+    if (input.value !== undefined) await this.requireRoom(scope, [{ name: current.name, value: input.value }]);
     const value = input.value ?? (current.secret ? this.secrets.open(current.value_sealed!) : current.value!);
     const row = await this.repo.update(scope, id, {
       secret,
@@ -126,6 +157,7 @@ export class ConfigurationsService {
     const byName = new Map(entries.map((e) => [e.name.toLowerCase(), e]));
     const secret = input.secret ?? false;
     const buildtime = input.buildtime ?? false;
+    await this.requireRoom(scope, [...byName.values()].filter((e) => !checkEntry(e.name, e.value)));
     for (const { name, value } of byName.values()) {
       const problem = checkEntry(name, value);
       if (problem) { result.errors.push({ name, message: problem }); continue; }

@@ -3,7 +3,7 @@ import type { Db } from '../../platform/db/database.js';
 import { conflict, forbidden, invalid, isUniqueViolation, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
-import { OrganizationsRepository } from '../organizations/index.js';
+import { membersAsSeenBy, OrganizationsRepository } from '../organizations/index.js';
 import { UsersRepository } from '../users/index.js';
 import { WorkspaceScope } from '../workspaces/index.js';
 import { TeamsRepository } from './teams.repository.js';
@@ -33,13 +33,14 @@ export class TeamsService {
   }
 
   async list(userId: string, workspaceSlug: string) {
-    const { workspace } = await this.scope.workspace(userId, workspaceSlug);
-    return (await this.teams.list(workspace.id)).map(toTeam);
+    const { workspace, admin } = await this.scope.workspace(userId, workspaceSlug);
+    return (await this.teams.list(workspace.id)).map(toTeam).map((t) => ({ ...t, members: membersAsSeenBy(t.members, { userId, admin }) }));
   }
 
   async get(userId: string, workspaceSlug: string, teamSlug: string) {
-    const { workspace, team } = await this.scope.team(userId, workspaceSlug, teamSlug);
-    return this.describe(workspace.id, team.id);
+    const { workspace, team, admin } = await this.scope.team(userId, workspaceSlug, teamSlug);
+    const described = await this.describe(workspace.id, team.id);
+    return { ...described, members: membersAsSeenBy(described.members, { userId, admin }) };
   }
 
   private async describe(organizationId: string, teamId: string) {

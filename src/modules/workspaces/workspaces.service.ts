@@ -2,7 +2,7 @@ import type { Db } from '../../platform/db/database.js';
 import { notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { requireProtectedEnvironmentAdmin } from '../environments/index.js';
-import { OrganizationsService } from '../organizations/index.js';
+import { membersAsSeenBy, OrganizationsService } from '../organizations/index.js';
 import { WorkspaceScope } from './workspace-scope.js';
 import { WorkspacesRepository } from './workspaces.repository.js';
 
@@ -51,8 +51,8 @@ export class WorkspacesService {
   }
 
   async members(userId: string, slug: string) {
-    const { workspace } = await this.scope.workspace(userId, slug);
-    return (await this.orgs.describe(workspace.id)).members;
+    const { workspace, admin } = await this.scope.workspace(userId, slug);
+    return membersAsSeenBy((await this.orgs.describe(workspace.id)).members, { userId, admin });
   }
 
   /** Admins add members; answers the new member. */
