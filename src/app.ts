@@ -31,18 +31,26 @@ import { envDeploysRoutes } from './modules/environments/index.js';
 import { registryRoutes } from './modules/registry/index.js';
 import { deploymentsRoutes } from './modules/deployments/index.js';
 import { observabilityRoutes } from './modules/observability/index.js';
+import { oneOffRunsRoutes } from './modules/deployments/one-off-runs.routes.js';
+import { appLogsRoutes } from './modules/app-logs/app-logs.routes.js';
+import { streamsRoutes } from './modules/streams/streams.routes.js';
+import { endStreams } from './platform/http/sse.js';
 import { createServices } from './services.js';
 
 export interface RouteEntry {
   method: string;
   url: string;
   public: boolean;
+  /** A Server-Sent Events route (answers with a stream that stays open). */
+  stream: boolean;
 }
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** Every API route, for the OpenAPI check and the access-matrix test. */
     routeTable: RouteEntry[];
+    /** This process's LISTEN fan-out of live streams (tests check closed streams leave nothing). */
+    notifications: { readonly subscriberCount: number };
   }
 }
 
@@ -74,7 +82,8 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const method of methods) {
       if (method === 'HEAD') continue;
-      app.routeTable.push({ method, url: route.url, public: Boolean((route.config as { public?: boolean } | undefined)?.public) });
+      const produces = (route.schema as { produces?: string[] } | undefined)?.produces ?? [];
+      app.routeTable.push({ method, url: route.url, public: Boolean((route.config as { public?: boolean } | undefined)?.public), stream: produces.includes('text/event-stream') });
     }
   });
 
@@ -105,6 +114,10 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   app.addSchema(ErrorResponse);
 
   const services = createServices(ctx, app.log);
+  app.decorate('notifications', services.notifications);
+  // Open event streams would hold the server open: they end first, then the LISTEN connection.
+  app.addHook('preClose', async () => { endStreams(app.server); });
+  app.addHook('onClose', async () => { await services.notifications.close(); });
 
   await app.register(async (v1) => {
     v1.addHook('onRequest', authenticationHook(services.auth));
@@ -127,6 +140,9 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     await v1.register(registryRoutes(ctx, services.signingKeys, services.auth));
     await v1.register(deploymentsRoutes(services.deployments, services.deployChain));
     await v1.register(observabilityRoutes(services.observability));
+    await v1.register(oneOffRunsRoutes(services.runs));
+    await v1.register(appLogsRoutes(services.appLogs));
+    await v1.register(streamsRoutes(services.streams, (userId, p) => services.envDeploys.detail(userId, p.workspace, p.project, p.env, p.deploy_id)));
     v1.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   }, { prefix: '/v1' });
 

@@ -54,6 +54,10 @@ const EnvSchema = Type.Object({
   KUBERNETES_NAMESPACE_PREFIX: Type.String({ default: 'slipway-', pattern: '^[a-z0-9]([-a-z0-9]*)?$', maxLength: 20 }),
   /** Ingress class for web processes' public host names; unset: no Ingress (Services only). */
   KUBERNETES_INGRESS_CLASS: Type.Optional(Type.String({ minLength: 1 })),
+  /** Application logs older than this are deleted (hours; default 3 days). */
+  APP_LOG_RETENTION_HOURS: Type.Integer({ minimum: 1, maximum: 24 * 365, default: 72 }),
+  /** Each application keeps at most about this much log text (bytes; default 64 MiB): the oldest lines go first. */
+  APP_LOG_MAX_BYTES_PER_APP: Type.Integer({ minimum: 4096, default: 64 * 1024 * 1024 }),
   /** Namespace of the ingress controller: the only other namespace allowed to reach an organization's pods. */
   KUBERNETES_INGRESS_NAMESPACE: Type.String({ default: 'ingress-nginx', pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 63 }),
   /** How often the observability sampler records the runtime's usage. */

@@ -21,6 +21,12 @@ import { DeploymentsService } from './modules/deployments/index.js';
 import { registerDeploymentJobs } from './modules/deployments/index.js';
 import { DeployChain } from './modules/deployments/index.js';
 import { ObservabilityService } from './modules/observability/index.js';
+import { Notifications } from './platform/db/notifications.js';
+import { StreamsService } from './modules/streams/streams.service.js';
+import { OneOffRunsService } from './modules/deployments/one-off-runs.service.js';
+import { AppLogWriter, sweepAppLogs } from './modules/app-logs/app-log-writer.js';
+import { oldestLiveWorker, servingReleaseScrubber } from './modules/app-logs/cluster-logs.js';
+import { AppLogsService } from './modules/app-logs/app-logs.service.js';
 
 /**
  * The composition root of the services: builds each once, wires their dependencies and
@@ -49,7 +55,28 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   const deployChain = new DeployChain(ctx, apps, images, releases);
   deployChain.registerJobs(runtimeLog);
 
+  // Application logs: the output of the instances this process runs (or follows on a cluster), rotated by size and age.
+  if (ctx.runtime) {
+    const shared = ctx.runtime.sharedWorkloads;
+    const writer = new AppLogWriter(ctx.db, {
+      maxBytesPerApp: ctx.config.APP_LOG_MAX_BYTES_PER_APP, logger: runtimeLog,
+      ...(shared ? { scrub: servingReleaseScrubber(ctx), shouldStore: oldestLiveWorker(ctx, (err) => runtimeLog.warn({ err }, 'application log leader check failed')) } : {}),
+    });
+    ctx.runtime.onInstanceOutput((line) => writer.accept(line));
+    ctx.runtime.onShutdown(() => writer.flush());
+  }
+  ctx.jobs?.addSweeper(() => sweepAppLogs(ctx.db, ctx.config.APP_LOG_RETENTION_HOURS, ctx.config.APP_LOG_MAX_BYTES_PER_APP));
+
+  // One LISTEN connection per process: live streams learn of changes any process writes.
+  const streamsLog = log.child({ component: 'streams' });
+  const notifications = new Notifications(ctx.databaseUrl ?? ctx.config.DATABASE_URL ?? '', (err) => streamsLog.warn({ err }, 'notification connection lost'));
+  const streams = new StreamsService(ctx.db, notifications, (userId, applicationId) => apps.authorize(userId, applicationId),
+    (err) => streamsLog.error({ err }, 'stream failed'));
+
   return {
+    notifications, streams,
+    runs: new OneOffRunsService(ctx, apps),
+    appLogs: new AppLogsService(ctx.db, apps, notifications),
     auth, config, apps, deployments, images, releases, deployChain,
     pipeline: new PipelineService(ctx.db, apps),
     githubHooks: new GithubHooksService(ctx, (id, ref, environmentId) => deployChain.start(id, ref, environmentId)),

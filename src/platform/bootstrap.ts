@@ -56,7 +56,7 @@ export async function openPlatform(
   // Processes that run workers also run the deployed applications and the router (main.ts starts them).
   const runtime = !pipeline || config.SLIPWAY_ROLE === 'api' ? undefined : createRuntime(config, db);
   return {
-    ctx: { config, db, secrets, jobs, runtime },
+    ctx: { config, db, secrets, jobs, runtime, databaseUrl },
     databaseUrl,
     async close() {
       await jobs?.stop();

@@ -24,6 +24,7 @@ export interface RouteWorld extends World {
   releaseId: string | null;
   deploymentId: string | null;
   envDeployId: string | null;
+  runId: string | null;
   /** One variable per configuration scope (ids). */
   scopedVars: { organization: string; project: string; environment: string; team: string | null };
 }
@@ -93,7 +94,10 @@ export async function seedRouteWorld(h: Harness): Promise<RouteWorld> {
   for (const table of ['environment_deploys', 'env_deploys']) {
     if (await tableExists(h, table)) { envDeployId = await insertRow(h, table, { id: uuidv7(), environment_id: env.id }); break; }
   }
-  return { ...w, environmentId: env.id, apiKeyId: key.id, teamSlug, scopedVars, imageId, releaseId, deploymentId, envDeployId };
+  const runId = releaseId && (await tableExists(h, 'one_off_runs'))
+    ? await insertRow(h, 'one_off_runs', { id: uuidv7(), ...base, release_id: releaseId, command: 'true', process_type: 'web', timeout_seconds: 60 })
+    : null;
+  return { ...w, environmentId: env.id, apiKeyId: key.id, teamSlug, scopedVars, imageId, releaseId, deploymentId, envDeployId, runId };
 }
 
 type Fixture = (w: RouteWorld, route: RouteEntry) => string | null;
@@ -127,6 +131,7 @@ export const PARAM_FIXTURES: Record<string, Fixture> = {
   release_id: (w) => need(w.releaseId, 'release'),
   deployment_id: (w) => need(w.deploymentId, 'deployment'),
   deploy_id: (w) => need(w.envDeployId, 'environment deploy'),
+  run_id: (w) => need(w.runId, 'one-off run'),
   // `id` means what the route's first segment names.
   id: (w, route) => {
     const [, , segment, sub] = route.url.split('/');
@@ -159,6 +164,7 @@ export const SAMPLE_BODIES: Record<string, (w: RouteWorld) => unknown> = {
   'POST /v1/auth/api-keys': () => ({ name: 'sample' }),
   'POST /v1/users': () => ({ username: unique('sample'), email: `${unique('sample')}@example.com`, password: 'sample-password' }),
   'POST /v1/organizations': () => ({ name: unique('Sample') }),
+  'POST /v1/applications/:application_id/runs': () => ({ command: 'true' }),
   'POST /v1/organizations/:org_slug/members': () => ({ username: 'nobody-at-all' }),
   'PUT /v1/organizations/:org_slug/pipeline-limits': () => ({ build_timeout_seconds: 600 }),
   'POST /v1/projects': (w) => ({ name: unique('sample'), organization_id: w.org.id }),

@@ -275,9 +275,8 @@ export class FakeKubeApi {
   private constructor(private readonly server: Server, private readonly options: FakeKubeApiOptions) {}
 
   static async start(options: FakeKubeApiOptions = {}): Promise<FakeKubeApi> {
-    let fake!: FakeKubeApi;
     const server = createServer((req, res) => void fake.handle(req, res));
-    fake = new FakeKubeApi(server, options);
+    const fake = new FakeKubeApi(server, options);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     fake.timer = setInterval(() => fake.tick(), options.tickMs ?? 40);
     return fake;

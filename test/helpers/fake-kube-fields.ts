@@ -6,7 +6,7 @@
  * containerPort+protocol, Service ports by port+protocol, ...), other lists are atomic, and an
  * apply that changes a field another manager owns is a conflict unless forced.
  */
-/* eslint-disable @typescript-eslint/no-explicit-any */
+ 
 export type KObject = Record<string, any> & { metadata: Record<string, any> };
 
 export interface ManagedFieldsEntry {

@@ -60,7 +60,7 @@ export async function createHarness(env: Partial<Env> = {}, options: HarnessOpti
   const config = loadConfig({}, { DATA_DIR: dataDir, DATABASE_URL: database.url, LOG_LEVEL: 'info', ...env });
   const db = createDb(database.url, 5);
   const secrets = new SecretBox({ current: parseKey(generateKeyText()), previous: [] });
-  const ctx: AppContext = { config, db, secrets };
+  const ctx: AppContext = { config, db, secrets, databaseUrl: database.url };
   if (options.jobs) {
     ctx.jobs = new PipelineJobs({ databaseUrl: database.url, db, concurrency: config.PIPELINE_CONCURRENCY, organizationLimits: { concurrency: config.PIPELINE_ORG_CONCURRENCY, queued: config.PIPELINE_ORG_QUEUE_LIMIT }, pollIntervalMs: 200, heartbeatIntervalMs: 1000, stopTimeoutMs: 5000 });
     await ctx.jobs.start();

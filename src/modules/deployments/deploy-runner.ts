@@ -13,13 +13,13 @@ class DeployFailure extends Error {}
 const MAX_LOG_CHARS = 2 * 1024 * 1024;
 
 /** Buffers log lines and writes them in batches (a chatty release command is one UPDATE per 100 ms). */
-class DeployLog {
+export class DeployLog {
   private buffer = '';
   private timer: NodeJS.Timeout | null = null;
   private writing: Promise<void> = Promise.resolve();
   private size = 0;
 
-  constructor(private readonly repo: DeploymentsRepository, private readonly id: string) {}
+  constructor(private readonly append: (text: string) => Promise<unknown>) {}
 
   line(text: string) {
     if (this.size > MAX_LOG_CHARS) return;
@@ -33,7 +33,7 @@ class DeployLog {
     if (this.timer) { clearTimeout(this.timer); this.timer = null; }
     const text = this.buffer;
     this.buffer = '';
-    if (text) this.writing = this.writing.then(() => this.repo.appendLog(this.id, text).then(() => {}, () => {}));
+    if (text) this.writing = this.writing.then(() => this.append(text).then(() => {}, () => {}));
     return this.writing;
   }
 }
@@ -77,7 +77,7 @@ export class DeployRunner {
   async run(deploymentId: string, jobId: string | null, signal: AbortSignal): Promise<void> {
     const deployment = await this.repo.findById(deploymentId);
     if (!deployment || deployment.status !== 'queued') return; // settled already (e.g. after a restart)
-    const log = new DeployLog(this.repo, deploymentId);
+    const log = new DeployLog((text) => this.repo.appendLog(deploymentId, text));
     const step = async (name: DeployStepName, message: string) => {
       log.line(`${name}: ${message}`);
       await log.flush();

@@ -5,6 +5,9 @@ import { DeploymentsRepository } from './deployments.repository.js';
 import { DEPLOY_JOB, RECONCILE_JOB } from './deployments.service.js';
 import { FormationReconciler } from './formation-reconciler.js';
 import { MetricsSampler } from '../observability/index.js';
+import { OneOffRunner, RUN_INTERRUPTED } from './one-off-runner.js';
+import { OneOffRunsRepository } from './one-off-runs.repository.js';
+import { RUN_JOB } from './one-off-runs.service.js';
 
 /**
  * Registers the deployment job kinds in a process that has a runtime (roles `all` and
@@ -22,6 +25,11 @@ export function registerDeploymentJobs(ctx: AppContext, logger: RuntimeLogger) {
   });
   jobs.register(RECONCILE_JOB, (data, job) => reconciler.reconcile(data.applicationId, String(data.environmentId), job.signal), {
     onInterrupted: async () => 'retry',
+  });
+  const runs = new OneOffRunner(ctx, runtime);
+  jobs.register(RUN_JOB, (data, job) => runs.run(String(data.recordId), job.jobId, job.signal), {
+    // A one-off may have side effects: never run it twice on its own.
+    onInterrupted: async (data) => { await new OneOffRunsRepository(ctx.db).failIfUnfinished(String(data.recordId), RUN_INTERRUPTED); },
   });
 }
 

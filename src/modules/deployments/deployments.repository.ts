@@ -48,7 +48,7 @@ export class DeploymentsRepository {
     };
   }
 
-  insert(values: { id: string; application_id: string; environment_id: string; release_id: string }) {
+  insert(values: { id: string; application_id: string; environment_id: string; release_id: string; rollback_of?: string | null }) {
     return this.db.insertInto('deployments').values({ ...values, status: 'queued', deploy_step: JSON.stringify(stepOf('Setup')) })
       .returningAll().executeTakeFirstOrThrow();
   }
@@ -109,6 +109,18 @@ export class DeploymentsRepository {
       .innerJoin('releases as r', 'r.id', 'd.release_id')
       .selectAll('d').select(['r.version as release_version', 'r.commit_sha as release_commit_sha'])
       .where('d.id', '=', id).executeTakeFirst();
+  }
+
+  /**
+   * The release a rollback goes back to by default: the newest release older than the
+   * serving one that once served here (a complete deployment), so it is known to work.
+   */
+  previousServedRelease(applicationId: string, environmentId: string, servingVersion: number) {
+    return this.db.selectFrom('releases as r').selectAll('r')
+      .where('r.application_id', '=', applicationId).where('r.environment_id', '=', environmentId)
+      .where('r.version', '<', servingVersion).where('r.built', '=', true)
+      .where((eb) => eb.exists(eb.selectFrom('deployments as d').select('d.id').whereRef('d.release_id', '=', 'r.id').where('d.status', '=', 'complete')))
+      .orderBy('r.version', 'desc').limit(1).executeTakeFirst();
   }
 
   release(id: string) {

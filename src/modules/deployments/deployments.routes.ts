@@ -3,7 +3,7 @@ import type { App } from '../../platform/http/types.js';
 import { currentUser } from '../auth/index.js';
 import { ApplicationIdParams } from '../applications/index.js';
 import {
-  ChainAccepted, DeployAccepted, DeploymentDetail, DeploymentIdParams, DeploymentList, DeploymentLog, ReleaseIdParams,
+  ChainAccepted, DeployAccepted, DeploymentDetail, DeploymentIdParams, DeploymentList, DeploymentLog, DeploymentSummary, ReleaseIdParams, RollbackBody,
 } from './deployments.schemas.js';
 import type { DeploymentsService } from './deployments.service.js';
 import type { DeployChain } from './deploy-chain.js';
@@ -29,6 +29,15 @@ export function deploymentsRoutes(deployments: DeploymentsService, chain?: Deplo
         return reply.code(202).send({ ok, image_id });
       });
     }
+
+    app.post('/applications/:application_id/rollback', {
+      schema: {
+        tags, summary: 'Roll back: redeploy an earlier release as it was (its image and frozen configuration, no rebuild)',
+        description: 'Default: the newest older release that once served the environment (production unless `environment`). '
+          + 'Answers 202 with the queued deployment (`is_rollback`, `rollback_of`); 409 when the release\'s image is gone.',
+        params: ApplicationIdParams, body: RollbackBody, response: { 202: DeploymentSummary, 503: ErrorResponse, ...commonErrorResponses },
+      },
+    }, async (request, reply) => reply.code(202).send(await deployments.rollback(currentUser(request).id, request.params.application_id, request.body)));
 
     app.get('/applications/:application_id/deployments', {
       schema: {

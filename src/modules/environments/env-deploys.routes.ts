@@ -20,7 +20,7 @@ export function envDeploysRoutes(deploys: EnvDeploysService) {
       },
     }, async (request, reply) => {
       const p = request.params;
-      return reply.code(202).send(await deploys.deploy(currentUser(request).id, p.workspace, p.project, p.env, request.query.service));
+      return reply.code(202).send(await deploys.deploy(currentUser(request).id, p.workspace, p.project, p.env, request.query.service, request.query.ref));
     });
 
     app.post(`${BASE}/promote`, {

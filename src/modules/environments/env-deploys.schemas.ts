@@ -40,7 +40,10 @@ export const EnvDeployLog = Type.Object(
   { $id: 'EnvDeployLog' },
 );
 
-export const DeployQuery = Type.Object({ service: Type.Optional(Slug) }, { additionalProperties: false });
+export const DeployQuery = Type.Object({
+  service: Type.Optional(Slug),
+  ref: Type.Optional(Type.String({ minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9_][A-Za-z0-9._/-]*$', description: "branch, tag or commit to build; default: the environment's branch, else each service's" })),
+}, { additionalProperties: false });
 
 export const PromoteBody = Type.Object(
   {

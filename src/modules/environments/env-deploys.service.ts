@@ -82,8 +82,8 @@ export class EnvDeploysService {
       .where('environment_deploy_id', '=', deployId).where('application_id', '=', applicationId).execute();
   }
 
-  /** Builds, releases and deploys every service (or one) from the environment's branch. */
-  async deploy(userId: string, ws: string, projectSlug: string, envSlug: string, serviceSlug?: string) {
+  /** Builds, releases and deploys every service (or one) from `ref`, else the environment's branch. */
+  async deploy(userId: string, ws: string, projectSlug: string, envSlug: string, serviceSlug?: string, ref?: string) {
     const { project, environment } = await this.target(userId, ws, projectSlug, envSlug);
     const services = await this.services(project.id, serviceSlug);
     const id = uuidv7();
@@ -93,7 +93,7 @@ export class EnvDeploysService {
     );
     for (const s of services) {
       try {
-        const { imageId } = await this.pipeline.deploy(s.id, environment.id, environment.auto_deploy_branch);
+        const { imageId } = await this.pipeline.deploy(s.id, environment.id, ref ?? environment.auto_deploy_branch);
         await this.setService(id, s.id, { image_id: imageId });
       } catch (err) {
         if (!(err instanceof AppError)) this.logger?.error({ err, applicationId: s.id }, 'could not start an environment deploy');

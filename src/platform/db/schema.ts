@@ -270,6 +270,8 @@ export interface DeploymentsTable {
   finished_at: NullableTimestamp;
   created_at: Timestamp;
   updated_at: Timestamp;
+  /** A rollback: the release it replaced (migration 0008). */
+  rollback_of: Generated<string | null>;
 }
 
 export interface InstancesTable {
@@ -341,5 +343,55 @@ export interface PipelineTables {
   job_runs: JobRunsTable;
 }
 
+// Streams (migration 0008): one-off runs, application log lines, application events.
+export type RunStatus = 'pending' | 'running' | 'succeeded' | 'failed' | 'timed_out';
+
+export interface OneOffRunsTable {
+  id: string;
+  application_id: string;
+  environment_id: string;
+  release_id: string | null;
+  command: string;
+  process_type: string;
+  status: ColumnType<RunStatus, RunStatus | undefined, RunStatus>;
+  exit_code: number | null;
+  timeout_seconds: number;
+  error_detail: string | null;
+  log_text: Generated<string>;
+  requested_by: string | null;
+  job_id: string | null;
+  started_at: NullableTimestamp;
+  finished_at: NullableTimestamp;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface AppLogLinesTable {
+  id: Generated<number>;
+  application_id: string;
+  environment_id: string;
+  instance_id: string;
+  process_type: string;
+  stream: 'stdout' | 'stderr';
+  line: string;
+  logged_at: Date;
+}
+
+export interface ApplicationEventsTable {
+  id: Generated<number>;
+  application_id: string;
+  kind: string;
+  subject_id: string;
+  status: string | null;
+  data: Json<Record<string, unknown>>;
+  at: Generated<Date>;
+}
+
+export interface StreamTables {
+  one_off_runs: OneOffRunsTable;
+  app_log_lines: AppLogLinesTable;
+  application_events: ApplicationEventsTable;
+}
+
 /** Every feature adds its tables here, one interface per migration group. */
-export interface Database extends ControlPlaneTables, WorkspaceTables, PipelineTables {}
+export interface Database extends ControlPlaneTables, WorkspaceTables, PipelineTables, StreamTables {}

@@ -89,6 +89,15 @@ export interface LeftoverInstance {
   pid: number | null;
 }
 
+/** One line an instance wrote, already scrubbed of its secret values. */
+export interface InstanceOutput {
+  instanceId: string;
+  labels: InstanceLabels;
+  stream: 'stdout' | 'stderr';
+  line: string;
+  at: Date;
+}
+
 export interface RuntimeDriver {
   readonly name: string;
   /** Starts one instance; resolves once it is launched (not yet healthy). */
@@ -103,6 +112,8 @@ export interface RuntimeDriver {
   runOnce(spec: OneOffSpec): Promise<OneOffResult>;
   /** Called on every state change (start, crash, restart, stop). */
   onChange(listener: (status: InstanceStatus) => void): void;
+  /** Called with every line of every instance's output (scrubbed). */
+  onOutput(listener: (output: InstanceOutput) => void): void;
   /** Ends processes a dead platform process left running (never unrelated ones). */
   reap(leftovers: LeftoverInstance[]): Promise<void>;
   /** Stops everything this driver started. */

@@ -1,5 +1,5 @@
 import { readImageArtifact, shellQuote, type ImageArtifact } from '../../builder/image-artifact.js';
-import type { InstanceSpec, InstanceStatus, LeftoverInstance, OneOffResult, OneOffSpec, ResourceUsage, RuntimeDriver } from '../port.js';
+import type { InstanceSpec, InstanceOutput, InstanceStatus, LeftoverInstance, OneOffResult, OneOffSpec, ResourceUsage, RuntimeDriver } from '../port.js';
 
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 const CHROOT = '/usr/sbin/chroot';
@@ -54,6 +54,7 @@ export class ImageRootDriver implements RuntimeDriver {
   list(): InstanceStatus[] { return this.inner.list(); }
   usage(): Promise<Map<string, ResourceUsage>> { return this.inner.usage(); }
   onChange(listener: (status: InstanceStatus) => void): void { this.inner.onChange(listener); }
+  onOutput(listener: (output: InstanceOutput) => void): void { this.inner.onOutput(listener); }
   reap(leftovers: LeftoverInstance[]): Promise<void> { return this.inner.reap(leftovers); }
   shutdown(): Promise<void> { return this.inner.shutdown(); }
 }

@@ -164,7 +164,7 @@ export class KubernetesCluster {
    * Follows a container's log: each complete line to `onLine` until the container ends
    * (`ended`) or `stop()`. Opening the stream is bounded like any request; the stream is not.
    */
-  async followLog(namespace: string, pod: string, container: string, onLine: (line: string) => void): Promise<{ stop(): void; ended: Promise<void> }> {
+  async followLog(namespace: string, pod: string, container: string, onLine: (line: string) => void, since?: Date): Promise<{ stop(): void; ended: Promise<void> }> {
     let pending = '';
     let markEnded!: () => void;
     const ended = new Promise<void>((resolve) => { markEnded = resolve; });
@@ -185,7 +185,7 @@ export class KubernetesCluster {
     });
     sink.on('finish', markEnded);
     sink.on('error', markEnded);
-    const controller = await this.limit(this.logs.log(namespace, pod, container, sink, { follow: true }));
+    const controller = await this.limit(this.logs.log(namespace, pod, container, sink, { follow: true, ...(since ? { sinceTime: since.toISOString() } : {}) }));
     return { stop: () => controller.abort(), ended };
   }
 

@@ -11,6 +11,7 @@ import {
   RolloutFailure, type AppUsage, type ApplicationRuntime, type OneOffOptions, type RolloutLog, type RolloutResult,
   type RuntimeStartOptions, type WorkloadPlan, type WorkloadTarget,
 } from '../application-runtime.js';
+import type { AppOutputLine } from '../application-runtime.js';
 import type { OneOffResult } from '../port.js';
 import { StartupError } from '../../startup-error.js';
 import { scrubber } from '../scrub.js';
@@ -23,6 +24,7 @@ import { ANNOTATION, LABEL, MANAGER, appLabels, labelSelector, workloadNames, ty
 import { Waker, beforeDeadline, refusedPodCreation, unrecoverablePodFailure, waitForRollout } from './rollout.js';
 import { cpuMillicores, memoryBytes, summarizeUsage } from './usage.js';
 import { OneOffLog } from './one-off-log.js';
+import { PodLogFollower } from './pod-logs.js';
 
 /** A `.dockerconfigjson` document that lets the cluster pull the plan's image, or null (public registry). */
 export type PullSecretSource = (plan: WorkloadPlan) => Promise<string | null>;
@@ -63,6 +65,7 @@ export class KubernetesRuntime implements ApplicationRuntime {
   private logger: RuntimeLogger;
   private readonly pollIntervalMs: number;
   private warnedNoMetrics = false;
+  private podLogs: PodLogFollower | null = null;
 
   constructor(private readonly options: KubernetesRuntimeOptions) {
     this.cluster = new KubernetesCluster(options.kubeConfig, { requestTimeoutMs: options.requestTimeoutMs });
@@ -79,6 +82,12 @@ export class KubernetesRuntime implements ApplicationRuntime {
     } catch (error) {
       throw new StartupError(`Kubernetes API server ${this.cluster.server} is not reachable: ${describeError(error)}`);
     }
+    this.podLogs?.start();
+  }
+
+  onInstanceOutput(listener: (line: AppOutputLine) => void): void {
+    this.podLogs = new PodLogFollower(this.cluster, listener, (message) => this.logger.warn(message));
+    this.hooks.push(() => this.podLogs?.stop());
   }
 
   onShutdown(hook: () => Promise<void> | void): void {

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import type {
-  InstanceSpec, InstanceStatus, LeftoverInstance, OneOffResult, OneOffSpec, ResourceUsage, RuntimeDriver,
+  InstanceOutput, InstanceSpec, InstanceStatus, LeftoverInstance, OneOffResult, OneOffSpec, ResourceUsage, RuntimeDriver,
 } from '../port.js';
 import { LineScrubber } from '../scrub.js';
 import { runOneOff } from './one-off.js';
@@ -60,6 +60,7 @@ export class LocalProcessDriver implements RuntimeDriver {
   private readonly instances = new Map<string, LocalInstance>();
   private readonly oneOffs = new Set<ChildProcess>();
   private readonly listeners: Array<(s: InstanceStatus) => void> = [];
+  private readonly outputListeners: Array<(output: InstanceOutput) => void> = [];
   private readonly usedPorts = new Set<number>();
   private readonly host: string;
   private readonly backoff: number;
@@ -81,6 +82,10 @@ export class LocalProcessDriver implements RuntimeDriver {
 
   onChange(listener: (s: InstanceStatus) => void) {
     this.listeners.push(listener);
+  }
+
+  onOutput(listener: (output: InstanceOutput) => void) {
+    this.outputListeners.push(listener);
   }
 
   private emit(inst: LocalInstance) {
@@ -124,9 +129,19 @@ export class LocalProcessDriver implements RuntimeDriver {
     });
     inst.child = child;
     inst.lastSpawn = Date.now();
-    const out = new LineScrubber(spec.secrets, (line) => inst.log.write(`${new Date().toISOString()} ${spec.labels.processType}.${spec.labels.ordinal} ${line}\n`));
-    child.stdout!.on('data', (c) => out.write(c));
-    child.stderr!.on('data', (c) => out.write(c));
+    // stdout and stderr are split into lines separately, so each line keeps its stream.
+    const capture = (stream: 'stdout' | 'stderr') => new LineScrubber(spec.secrets, (line) => {
+      const at = new Date();
+      inst.log.write(`${at.toISOString()} ${spec.labels.processType}.${spec.labels.ordinal} ${line}\n`);
+      for (const l of this.outputListeners) {
+        try { l({ instanceId: spec.id, labels: spec.labels, stream, line, at }); } catch { /* never break the capture */ }
+      }
+    });
+    const stdout = capture('stdout');
+    const stderr = capture('stderr');
+    const out = { write: (c: Buffer | string) => stderr.write(c), end: () => { stdout.end(); stderr.end(); } };
+    child.stdout!.on('data', (c) => stdout.write(c));
+    child.stderr!.on('data', (c) => stderr.write(c));
     inst.exited = new Promise((resolve) => {
       let ended = false;
       const end = (code: number | null, signal: NodeJS.Signals | null) => {

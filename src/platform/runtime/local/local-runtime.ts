@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import type {
-  ApplicationRuntime, AppUsage, OneOffOptions, RolloutLog, RolloutResult, RuntimeLogger, RuntimeStartOptions, WorkloadPlan, WorkloadTarget,
+  ApplicationRuntime, AppOutputLine, AppUsage, OneOffOptions, RolloutLog, RolloutResult, RuntimeLogger, RuntimeStartOptions, WorkloadPlan, WorkloadTarget,
 } from '../application-runtime.js';
 import { RolloutFailure } from '../application-runtime.js';
 import type { OneOffResult, InstanceStatus } from '../port.js';
@@ -39,6 +39,13 @@ export class LocalRuntime implements ApplicationRuntime {
 
   onShutdown(hook: () => Promise<void> | void): void {
     this.instances.onShutdown(hook);
+  }
+
+  onInstanceOutput(listener: (line: AppOutputLine) => void): void {
+    this.instances.driver.onOutput((o) => listener({
+      applicationId: o.labels.applicationId, environmentId: o.labels.environmentId, instanceId: o.instanceId,
+      processType: o.labels.processType, stream: o.stream, line: o.line, at: o.at,
+    }));
   }
 
   async prepare(plan: WorkloadPlan): Promise<void> {
