@@ -6,7 +6,6 @@ import type { ConfigScope } from '../../platform/db/schema.js';
 import { AppError, conflict, isUniqueViolation, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { resealAll } from '../../platform/crypto/rotation.js';
-import { reachOfScope, requireProtectedEnvironmentAdmin } from '../environments/index.js';
 import { parseDotenv } from './dotenv.js';
 import { ConfigurationsRepository, type ScopeRef } from './configurations.repository.js';
 import { CONFIG_NAME_PATTERN, MAX_VALUE_BYTES, SECRET_MASK } from './configurations.schemas.js';
@@ -46,6 +45,13 @@ function checkEntry(name: string, value: string): string | null {
 export interface ScopeLimits { variables: number; bytes: number }
 export const DEFAULT_SCOPE_LIMITS: ScopeLimits = { variables: 1000, bytes: 1024 * 1024 };
 
+/**
+ * Decides whether a caller may write to a scope beyond being a member: the protected-
+ * environment rule, supplied by the composition root (the environments module owns it and
+ * itself depends on this one).
+ */
+export type ScopeWriteGuard = (userId: string, scope: ScopeRef) => Promise<void>;
+
 export class ConfigurationsService {
   private readonly repo: ConfigurationsRepository;
 
@@ -53,6 +59,7 @@ export class ConfigurationsService {
     private readonly db: Db,
     private readonly secrets: SecretBox,
     private readonly limits: ScopeLimits = DEFAULT_SCOPE_LIMITS,
+    private readonly writeGuard: ScopeWriteGuard | null = null,
   ) {
     this.repo = new ConfigurationsRepository(db);
   }
@@ -62,8 +69,9 @@ export class ConfigurationsService {
    * or organization's, or an application's) needs an organization admin: the next release
    * ships the value. The HTTP routes call this before every create, bulk, change or delete.
    */
-  authorizeWrite(userId: string, scope: ScopeRef): Promise<void> {
-    return requireProtectedEnvironmentAdmin(this.db, userId, reachOfScope(scope), `the configuration it inherits (${scope.scope} scope)`);
+  async authorizeWrite(userId: string, scope: ScopeRef): Promise<void> {
+    if (!this.writeGuard) throw new Error('ConfigurationsService serves HTTP writes only with a write guard (see src/services.ts)');
+    await this.writeGuard(userId, scope);
   }
 
   /**
