@@ -6,6 +6,7 @@
  * autocannon against the instance directly and through the router.
  *
  *   npx tsx bench/deploy.ts [--iterations 5] [--router-seconds 3]
+ *   RUNTIME_ISOLATION=none npx tsx bench/deploy.ts     # without the sandbox
  *
  * Bounded (each wait times out) and loopback only: embedded PostgreSQL in a temp dir, the
  * router on 127.0.0.1, the API driven in-process through `inject`.
@@ -78,7 +79,8 @@ async function main() {
   writeFileSync(join(repoDir, 'Procfile'), 'web: node app.js\n');
   execFileSync('sh', ['-c', `cd ${repoDir} && git add -A && git commit -q -m app`]);
 
-  const config = loadConfig({}, {
+  // RUNTIME_ISOLATION=none in the environment measures without the sandbox (issue 10's overhead).
+  const config = loadConfig({ RUNTIME_ISOLATION: process.env.RUNTIME_ISOLATION }, {
     DATA_DIR: dataDir, EMBEDDED_PG_PORT: 40000 + Math.floor(Math.random() * 10000), LOG_LEVEL: 'silent',
     ROUTER_HOST: '127.0.0.1', ROUTER_PORT: 0, RUNTIME_STOP_GRACE_MS: 2000, ROUTER_DRAIN_TIMEOUT_MS: 2000,
   });
@@ -89,7 +91,8 @@ async function main() {
   await startDeploymentRuntime(ctx, app.log);
   await ctx.jobs!.startWorkers();
   try {
-    const user = await new UsersService(ctx.db).create({ username: 'bench', email: 'bench@example.com', password: 'bench-password-1', is_admin: false });
+    // An administrator: the bench builds from a local path (issue 10's source policy).
+    const user = await new UsersService(ctx.db).create({ username: 'bench', email: 'bench@example.com', password: 'bench-password-1', is_admin: true });
     const { key } = await new AuthService(ctx).createApiKey(user.id, 'bench');
     const headers = { 'x-api-key': key };
     const call = async (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: object) => {

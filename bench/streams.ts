@@ -23,17 +23,30 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 async function openIdleStreams(base: string, paths: string[], n: number, key: string): Promise<() => void> {
   const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
   const requests: http.ClientRequest[] = [];
-  await Promise.all(Array.from({ length: n }, (_, i) => new Promise<void>((ok, fail) => {
-    const req = http.get(`${base}${paths[i % paths.length]}`, { agent, headers: { 'x-api-key': key, accept: 'text/event-stream' } }, (res) => {
-      if (res.statusCode !== 200) fail(new Error(`stream answered ${res.statusCode}`));
-      res.on('data', () => {});
-      res.on('error', () => {});
-      ok();
-    });
-    req.on('error', () => {});
-    requests.push(req);
-  })));
-  return () => { for (const r of requests) r.destroy(); agent.destroy(); };
+  await Promise.all(
+    Array.from(
+      { length: n },
+      (_, i) =>
+        new Promise<void>((ok, fail) => {
+          const req = http.get(
+            `${base}${paths[i % paths.length]}`,
+            { agent, headers: { 'x-api-key': key, accept: 'text/event-stream' } },
+            (res) => {
+              if (res.statusCode !== 200) fail(new Error(`stream answered ${res.statusCode}`));
+              res.on('data', () => {});
+              res.on('error', () => {});
+              ok();
+            },
+          );
+          req.on('error', () => {});
+          requests.push(req);
+        }),
+    ),
+  );
+  return () => {
+    for (const r of requests) r.destroy();
+    agent.destroy();
+  };
 }
 
 async function measure(url: string, key: string) {
@@ -44,16 +57,44 @@ async function measure(url: string, key: string) {
 
 async function main() {
   const dataDir = mkdtempSync(join(tmpdir(), 'slipway-bench-streams-'));
-  const server = await startProcess('src/main.ts', {
-    DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', ROUTER_PORT: '0', SLIPWAY_ROLE: 'api', LOG_LEVEL: 'warn',
-    EMBEDDED_PG_PORT: String(56000 + Math.floor(Math.random() * 4000)), ADMIN_EMAIL: ADMIN.email, ADMIN_PASSWORD: ADMIN.password,
-  }, /(?:Server listening at|API listening on) (http:\/\/127\.0\.0\.1:\d+)/);
+  const server = await startProcess(
+    'src/main.ts',
+    {
+      DATA_DIR: dataDir,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      ROUTER_PORT: '0',
+      SLIPWAY_ROLE: 'api',
+      LOG_LEVEL: 'warn',
+      EMBEDDED_PG_PORT: String(56000 + Math.floor(Math.random() * 4000)),
+      ADMIN_EMAIL: ADMIN.email,
+      ADMIN_PASSWORD: ADMIN.password,
+    },
+    /(?:Server listening at|API listening on) (http:\/\/127\.0\.0\.1:\d+)/,
+  );
   try {
     const base = server.url;
-    const login = await fetch(`${base}/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ADMIN) });
+    const login = await fetch(`${base}/v1/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(ADMIN),
+    });
     const cookie = login.headers.get('set-cookie')?.split(';')[0] ?? '';
-    const { key } = await (await fetch(`${base}/v1/auth/api-keys`, { method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench' }) })).json() as { key: string };
-    const api = async (path: string, body: unknown) => (await fetch(`${base}/v1${path}`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: JSON.stringify(body) })).json() as Promise<{ id: string }>;
+    const { key } = (await (
+      await fetch(`${base}/v1/auth/api-keys`, {
+        method: 'POST',
+        headers: { cookie, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'bench' }),
+      })
+    ).json()) as { key: string };
+    const api = async (path: string, body: unknown) =>
+      (
+        await fetch(`${base}/v1${path}`, {
+          method: 'POST',
+          headers: { 'x-api-key': key, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        })
+      ).json() as Promise<{ id: string }>;
     const org = await api('/organizations', { name: 'Bench' });
     const project = await api('/projects', { name: 'Web', organization_id: org.id });
     const app = await api('/applications', { name: 'API', project_id: project.id });
@@ -68,15 +109,23 @@ async function main() {
       const close = await openIdleStreams(base, streams, CLIENTS, key);
       withStreams.push(await measure(target, key));
       close();
-      console.log(`round ${round}: no streams p50 ${without.at(-1)!.p50} ms p99 ${without.at(-1)!.p99} ms ${Math.round(without.at(-1)!.rps)} req/s; `
-        + `${CLIENTS} idle streams p50 ${withStreams.at(-1)!.p50} ms p99 ${withStreams.at(-1)!.p99} ms ${Math.round(withStreams.at(-1)!.rps)} req/s`);
+      console.log(
+        `round ${round}: no streams p50 ${without.at(-1)!.p50} ms p99 ${without.at(-1)!.p99} ms ${Math.round(without.at(-1)!.rps)} req/s; ` +
+          `${CLIENTS} idle streams p50 ${withStreams.at(-1)!.p50} ms p99 ${withStreams.at(-1)!.p99} ms ${Math.round(withStreams.at(-1)!.rps)} req/s`,
+      );
     }
-    const row = (name: string, rs: typeof without) => `| ${name} | ${Math.round(median(rs.map((r) => r.rps)))} | ${median(rs.map((r) => r.p50))} | ${median(rs.map((r) => r.p99))} |`;
-    console.log(`\n| GET application deployments, 10 connections | req/s | p50 ms | p99 ms |\n|---|---:|---:|---:|\n${row('no stream open', without)}\n${row(`${CLIENTS} idle SSE clients`, withStreams)}`);
+    const row = (name: string, rs: typeof without) =>
+      `| ${name} | ${Math.round(median(rs.map((r) => r.rps)))} | ${median(rs.map((r) => r.p50))} | ${median(rs.map((r) => r.p99))} |`;
+    console.log(
+      `\n| GET application deployments, 10 connections | req/s | p50 ms | p99 ms |\n|---|---:|---:|---:|\n${row('no stream open', without)}\n${row(`${CLIENTS} idle SSE clients`, withStreams)}`,
+    );
   } finally {
     await server.stop();
     rmSync(dataDir, { recursive: true, force: true });
   }
 }
 
-main().catch((err) => { console.error(err); process.exit(1); });
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

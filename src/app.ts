@@ -31,9 +31,9 @@ import { envDeploysRoutes } from './modules/environments/index.js';
 import { registryRoutes } from './modules/registry/index.js';
 import { deploymentsRoutes } from './modules/deployments/index.js';
 import { observabilityRoutes } from './modules/observability/index.js';
-import { oneOffRunsRoutes } from './modules/deployments/one-off-runs.routes.js';
-import { appLogsRoutes } from './modules/app-logs/app-logs.routes.js';
-import { streamsRoutes } from './modules/streams/streams.routes.js';
+import { oneOffRunsRoutes } from './modules/deployments/index.js';
+import { appLogsRoutes } from './modules/app-logs/index.js';
+import { streamsRoutes } from './modules/streams/index.js';
 import { endStreams } from './platform/http/sse.js';
 import { createServices } from './services.js';
 

@@ -46,6 +46,16 @@ const EnvSchema = Type.Object({
   RUNTIME_STOP_GRACE_MS: Type.Integer({ minimum: 0, default: 10_000 }),
   /** Where applications run: `local` (processes on this machine, the default) or `kubernetes`. */
   RUNTIME: Type.Union([Type.Literal('local'), Type.Literal('kubernetes')], { default: 'local' }),
+  /**
+   * `sandbox` (default): builds, release/postdeploy commands and instances of the local runtime
+   * run as an unprivileged user per application in bubblewrap with cgroup limits; the runtime
+   * refuses to start them when that is impossible. `none`: as root, unconfined (single team only).
+   */
+  RUNTIME_ISOLATION: Type.Union([Type.Literal('sandbox'), Type.Literal('none')], { default: 'sandbox' }),
+  /** uids the sandbox users come from (`first-last`), one per application. */
+  SANDBOX_UID_RANGE: Type.String({ default: '200000-299999', pattern: '^\\s*\\d+\\s*-\\s*\\d+\\s*$' }),
+  /** Most processes and threads one sandboxed instance or build may have at once. */
+  SANDBOX_PIDS_MAX: Type.Integer({ minimum: 16, maximum: 1_000_000, default: 1024 }),
   /** Kubeconfig file for RUNTIME=kubernetes; unset: in-cluster credentials, else ~/.kube/config. */
   KUBECONFIG: Type.Optional(Type.String({ minLength: 1 })),
   /** Set by Kubernetes in every pod: with RUNTIME=kubernetes and no KUBECONFIG, use the pod's service account. */
@@ -83,6 +93,11 @@ const EnvSchema = Type.Object({
   PIPELINE_ORG_QUEUE_LIMIT: Type.Integer({ minimum: 1, maximum: 100_000, default: 20 }),
   /** A build running longer than this fails. */
   BUILD_TIMEOUT_SECONDS: Type.Integer({ minimum: 10, maximum: 24 * 3600, default: 1800 }),
+  /**
+   * Comma-separated folders every user may build from by local path or file:// (otherwise only
+   * site administrators may use local sources). Unset: none.
+   */
+  SOURCE_PATH_ALLOWLIST: Type.Optional(Type.String()),
   /** Comma-separated folders that local-path repositories must lie in; unset allows any path (single-user machines). */
   LOCAL_REPOSITORY_ROOTS: Type.Optional(Type.String()),
 });

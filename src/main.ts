@@ -5,6 +5,7 @@ import { openPlatform, type Platform } from './platform/bootstrap.js';
 import { StartupError } from './platform/startup-error.js';
 import { AppError } from './platform/errors.js';
 import { UsersService } from './modules/users/index.js';
+import { NO_ISOLATION_WARNING } from './platform/sandbox/index.js';
 
 async function main() {
   const config = loadConfig();
@@ -15,7 +16,7 @@ async function main() {
   const platform = await openPlatform(config, (line) => {
     if (verbose) console.error(`[database] ${line}`);
     else databaseOutput.push(line);
-  }).catch((err) => {
+  }, { notice: (line) => console.error(`[database] ${line}`) }).catch((err) => {
     for (const line of databaseOutput) console.error(`[database] ${line}`);
     throw err;
   });
@@ -56,6 +57,8 @@ async function serve(config: Config, platform: Platform) {
   if (config.SLIPWAY_ROLE !== 'api') {
     // The router starts, leftovers are removed and the current releases are queued to run again.
     await startDeploymentRuntime(ctx, app.log.child({ component: 'runtime' }));
+    // The local runtime says it itself; with Kubernetes, source builds still run here.
+    if (config.RUNTIME_ISOLATION === 'none' && config.RUNTIME !== 'local') app.log.warn({ isolation: 'none' }, NO_ISOLATION_WARNING);
     await ctx.jobs?.startWorkers();
   }
   let stopping = false;

@@ -5,6 +5,8 @@ import type { AppContext } from './platform/context.js';
 import type { Db } from './platform/db/database.js';
 import type { JobPorts } from './platform/jobs/index.js';
 import { SourceBuilder } from './platform/builder/index.js';
+import { createSandbox } from './platform/sandbox/index.js';
+import { vetRepositoryChange } from './platform/git/trusted-sources.js';
 import { createBuildahBuilder } from './platform/builder/buildah.js';
 import { SigningKeys } from './platform/crypto/signing-key.js';
 import { AuthService } from './modules/auth/index.js';
@@ -22,11 +24,9 @@ import { registerDeploymentJobs } from './modules/deployments/index.js';
 import { DeployChain } from './modules/deployments/index.js';
 import { ObservabilityService } from './modules/observability/index.js';
 import { Notifications } from './platform/db/notifications.js';
-import { StreamsService } from './modules/streams/streams.service.js';
-import { OneOffRunsService } from './modules/deployments/one-off-runs.service.js';
-import { AppLogWriter, sweepAppLogs } from './modules/app-logs/app-log-writer.js';
-import { oldestLiveWorker, servingReleaseScrubber } from './modules/app-logs/cluster-logs.js';
-import { AppLogsService } from './modules/app-logs/app-logs.service.js';
+import { StreamsService } from './modules/streams/index.js';
+import { OneOffRunsService } from './modules/deployments/index.js';
+import { AppLogWriter, AppLogsService, oldestLiveWorker, servingReleaseScrubber, sweepAppLogs } from './modules/app-logs/index.js';
 
 /**
  * The composition root of the services: builds each once, wires their dependencies and
@@ -44,11 +44,12 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   );
   // A scale reaches running instances through the deployments module (a queued `reconcile`).
   let deployments: DeploymentsService | undefined;
-  const apps = new ApplicationsService(ctx.db, latestRecordsSource(ctx.db), async (id) => { await deployments?.scaled(id); });
+  const apps = new ApplicationsService(ctx.db, latestRecordsSource(ctx.db), async (id) => { await deployments?.scaled(id); },
+    (change) => vetRepositoryChange(ctx.db, ctx.config, change));
   deployments = new DeploymentsService(ctx, apps);
   // Pipeline build stage: builders in order of preference (the source builder accepts anything).
   // A context with a Dockerfile goes to buildah (which says what to install when it is missing).
-  const images = new ImagesService(ctx, apps, config, [createBuildahBuilder(ctx.config), new SourceBuilder(join(ctx.config.dataDir, 'cache'))]);
+  const images = new ImagesService(ctx, apps, config, [createBuildahBuilder(ctx.config), new SourceBuilder(join(ctx.config.dataDir, 'cache'), createSandbox(ctx.config, ctx.db))]);
   if (ctx.jobs) images.registerJobs(ctx.jobs);
   const releases = new ReleasesService(ctx, apps, config);
   if (ctx.jobs) releases.registerJobs(ctx.jobs);

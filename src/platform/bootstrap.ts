@@ -17,6 +17,8 @@ export interface Platform {
 export interface PlatformOptions {
   /** false for one-shot tools (the CLI): no job store, no runtime. */
   pipeline?: boolean;
+  /** Slipway's own start-up notices (migrations applied), apart from the database's output. */
+  notice?: (line: string) => void;
 }
 
 /**
@@ -38,7 +40,7 @@ export async function openPlatform(
   try {
     try {
       const applied = await migrateToLatest(db);
-      if (applied.length > 0) log(`applied migrations: ${applied.join(', ')}`);
+      if (applied.length > 0) (options.notice ?? log)(`applied migrations: ${applied.join(', ')}`);
     } catch (err) {
       throw databaseUnusable(err, databaseUrl);
     }

@@ -321,6 +321,12 @@ export class FakeKubeApi {
     return this.applyObject(resource, namespace, object.metadata.name, { apiVersion: groupVersion(resource), kind: resource.kind, ...object }, manager, true);
   }
 
+  /** Appends to a running pod's log (what its container prints); followers receive it. */
+  appendPodLog(namespace: string, pod: string, text: string): void {
+    const key = this.storeKey(resourceOf('pods'), namespace, pod);
+    this.writeLog(key, (this.logs.get(key) ?? '') + text, false);
+  }
+
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     for (const w of this.watchers) w.res.end();

@@ -22,11 +22,16 @@ export interface SseClient {
 /** A minimal SSE client over fetch (Node 20): parses `id`, `event`, `data` and comments. */
 export async function openSse(url: string, headers: Record<string, string>, lastEventId?: string): Promise<SseClient> {
   const controller = new AbortController();
-  const res = await fetch(url, { headers: { accept: 'text/event-stream', ...headers, ...(lastEventId ? { 'last-event-id': lastEventId } : {}) }, signal: controller.signal });
+  const res = await fetch(url, {
+    headers: { accept: 'text/event-stream', ...headers, ...(lastEventId ? { 'last-event-id': lastEventId } : {}) },
+    signal: controller.signal,
+  });
   const events: ReceivedEvent[] = [];
   const comments: string[] = [];
   const waiters = new Set<() => void>();
-  const notify = () => { for (const w of [...waiters]) w(); };
+  const notify = () => {
+    for (const w of [...waiters]) w();
+  };
   let done = false;
   const ended = (async () => {
     if (!res.body) return;
@@ -44,7 +49,11 @@ export async function openSse(url: string, headers: Record<string, string>, last
             if (current.data.length > 0) {
               const text = current.data.join('\n');
               let data: unknown = text;
-              try { data = JSON.parse(text); } catch { /* plain text */ }
+              try {
+                data = JSON.parse(text);
+              } catch {
+                /* plain text */
+              }
               events.push({ id: current.id, event: current.event, data });
               notify();
             }
@@ -61,18 +70,29 @@ export async function openSse(url: string, headers: Record<string, string>, last
           }
         }
       }
-    } catch { /* aborted by close() */ }
+    } catch {
+      /* aborted by close() */
+    }
     done = true;
     notify();
   })();
   return {
-    events, comments, ended, status: res.status,
+    events,
+    comments,
+    ended,
+    status: res.status,
     close: () => controller.abort(),
     until(match, what = 'an event') {
       return new Promise((resolve, reject) => {
         const check = () => {
           const found = events.find(match);
-          if (found) { waiters.delete(check); resolve(found); } else if (done) { waiters.delete(check); reject(new Error(`the stream ended before ${what}`)); }
+          if (found) {
+            waiters.delete(check);
+            resolve(found);
+          } else if (done) {
+            waiters.delete(check);
+            reject(new Error(`the stream ended before ${what}`));
+          }
         };
         waiters.add(check);
         check();

@@ -11,6 +11,11 @@ const repos: TestRepo[] = [];
 beforeAll(async () => { h = await createHarness({}, { jobs: true }); });
 afterAll(async () => { await h?.close(); for (const r of repos) r.remove(); });
 
+/** Writes the setting past the API's checks, as a value saved before they existed. */
+async function storeRepository(appId: string, repository: string) {
+  await h.ctx.db.updateTable('applications').set({ github_repository: repository }).where('id', '=', appId).execute();
+}
+
 function repo() {
   const r = new TestRepo();
   repos.push(r);
@@ -143,7 +148,11 @@ describe('image builds from a git repository', () => {
   it('fetches only over plain transports, and local paths only inside LOCAL_REPOSITORY_ROOTS when set', async () => {
     const r = repo();
     r.commit({ Procfile: 'web: true\n' });
-    const helper = await createApp(h, { github_repository: 'ext::sh -c touch% /tmp/slipway-should-not-exist', auto_deploy_branch: 'main' });
+    // Refused on save (400, nothing stored); a value stored before that check existed is refused by the build.
+    const helper = await createApp(h, { auto_deploy_branch: 'main' });
+    const saved = await h.app.inject({ method: 'PATCH', url: `/v1/applications/${helper.appId}/settings`, headers: helper.user.headers, payload: { github_repository: 'ext::sh -c touch% /tmp/slipway-should-not-exist' } });
+    expect(saved.statusCode).toBe(422);
+    await storeRepository(helper.appId, 'ext::sh -c touch% /tmp/slipway-should-not-exist');
     const refused = await buildAndWait(h, helper);
     expect(refused.log.error_detail).toBe("github_repository 'ext::sh -c touch% /tmp/slipway-should-not-exist' is not owner/repo, a git URL or an absolute path");
     expect(existsSync('/tmp/slipway-should-not-exist')).toBe(false);
@@ -151,7 +160,8 @@ describe('image builds from a git repository', () => {
     // (`cd` alone goes to $HOME, so the marker would outlive the build's scratch directory.)
     const marker = `slipway-upload-pack-${process.pid}`;
     const optionLike = `--upload-pack=cd;touch\${IFS}${marker};echo@h:x`;
-    const asOption = await createApp(h, { github_repository: optionLike, auto_deploy_branch: 'main' });
+    const asOption = await createApp(h, { auto_deploy_branch: 'main' });
+    await storeRepository(asOption.appId, optionLike);
     const refusedOption = await buildAndWait(h, asOption);
     expect(refusedOption.detail.error).toBe(true);
     expect(refusedOption.log.error_detail).toBe(`github_repository '${optionLike}' is not owner/repo, a git URL or an absolute path`);
@@ -172,7 +182,8 @@ describe('image builds from a git repository', () => {
 
   it('keeps credentials written into the repository address out of the log, the error and the record', async () => {
     // Nothing listens on port 9: the fetch fails, and its error names the address.
-    const t = await createApp(h, { github_repository: 'http://builder:s3cr3t-token@127.0.0.1:9/acme/app.git', auto_deploy_branch: 'main' });
+    // A loopback address: a site administrator's choice (members may not use one).
+    const t = await createApp(h, { github_repository: 'http://builder:s3cr3t-token@127.0.0.1:9/acme/app.git', auto_deploy_branch: 'main' }, { admin: true });
     const { log, detail } = await buildAndWait(h, t);
     expect(detail.error).toBe(true);
     expect(log.error_detail).toContain('could not fetch http://127.0.0.1:9/acme/app.git');

@@ -31,9 +31,9 @@ export interface TestApp {
 
 let seq = 0;
 /** An organization, project and application owned by a fresh user, pointed at `repository`. */
-export async function createApp(h: Harness, settings: Record<string, unknown> = {}): Promise<TestApp> {
+export async function createApp(h: Harness, settings: Record<string, unknown> = {}, owner: { admin?: boolean } = {}): Promise<TestApp> {
   seq++;
-  const user = await h.user();
+  const user = await h.user({ admin: owner.admin ?? false });
   const { org, project, app } = await seedApplication(h, user, { org: `Org ${seq} ${user.username}`, project: 'Shop', app: 'Web' });
   if (Object.keys(settings).length > 0) {
     const patched = await h.app.inject({ method: 'PATCH', url: `/v1/applications/${app.id}/settings`, headers: user.headers, payload: settings });

@@ -25,7 +25,8 @@ beforeAll(async () => {
   execFileSync('git', ['clone', '-q', '--bare', source.dir, join(githubRoot, 'acme', 'shop.git')]);
   h = await createHarness({ GITHUB_WEBHOOK_SECRET: SECRET, GITHUB_URL: `file://${githubRoot}` }, { jobs: true });
   apps.main = await createApp(h, { github_repository: 'acme/shop', auto_deploy_branch: 'main' });
-  apps.byUrl = await createApp(h, { github_repository: 'https://github.com/Acme/Shop.git', auto_deploy_branch: 'main' });
+  // An administrator: github.com does not resolve on this offline machine, which a member's source may not (issue 10).
+  apps.byUrl = await createApp(h, { github_repository: 'https://github.com/Acme/Shop.git', auto_deploy_branch: 'main' }, { admin: true });
   apps.otherBranch = await createApp(h, { github_repository: 'acme/shop', auto_deploy_branch: 'develop' });
   apps.otherRepo = await createApp(h, { github_repository: 'acme/other', auto_deploy_branch: 'main' });
 });

@@ -50,7 +50,7 @@ describe('restart recovery', () => {
 
     // Another process takes the job and starts the build...
     worker = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'worker-process.ts')], {
-      env: { ...process.env, DATABASE_URL: h.databaseUrl, DATA_DIR: h.dataDir, LOG_LEVEL: 'silent' },
+      env: { ...process.env, DATABASE_URL: h.databaseUrl, DATA_DIR: h.dataDir, LOG_LEVEL: 'silent', SOURCE_PATH_ALLOWLIST: h.ctx.config.SOURCE_PATH_ALLOWLIST },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     const pidLine = await waitFor('the build pid in the log', async () => {

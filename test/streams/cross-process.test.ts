@@ -39,7 +39,14 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stopAllStarted();
-  if (workerDir) for (const pid of processesUnder(workerDir)) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
+  if (workerDir)
+    for (const pid of processesUnder(workerDir)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }
   await database?.drop();
   for (const dir of [apiDir, workerDir]) if (dir) rmSync(dir, { recursive: true, force: true });
   repo?.remove();
@@ -48,8 +55,12 @@ afterAll(async () => {
 describe('log streams across processes', () => {
   it('streams a deployment a worker process runs, every line once and in order, resumable', async () => {
     const common = {
-      DATABASE_URL: database.url, SECRET_KEY: randomBytes(32).toString('base64'),
-      ADMIN_EMAIL: ADMIN.email, ADMIN_PASSWORD: ADMIN.password, ROUTER_DRAIN_TIMEOUT_MS: '1000', RUNTIME_STOP_GRACE_MS: '2000',
+      DATABASE_URL: database.url,
+      SECRET_KEY: randomBytes(32).toString('base64'),
+      ADMIN_EMAIL: ADMIN.email,
+      ADMIN_PASSWORD: ADMIN.password,
+      ROUTER_DRAIN_TIMEOUT_MS: '1000',
+      RUNTIME_STOP_GRACE_MS: '2000',
     };
     api = startPlatformProcess('api', 'api', { ...common, DATA_DIR: apiDir });
     await api.ready;
@@ -60,7 +71,8 @@ describe('log streams across processes', () => {
     const headers = { 'x-api-key': apiKey };
     const call = async (method: string, path: string, body?: unknown) => {
       const res = await fetch(`${apiUrl}/v1${path}`, {
-        method, headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        method,
+        headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
       const text = await res.text();
@@ -71,7 +83,11 @@ describe('log streams across processes', () => {
     const org = await call('POST', '/organizations', { name: 'Streams' });
     const project = await call('POST', '/projects', { name: 'Shop', organization_id: org.id });
     const app = await call('POST', '/applications', { name: 'Web', project_id: project.id });
-    await call('PATCH', `/applications/${app.id}/settings`, { github_repository: repo.dir, health_check_path: '/', deployment_timeout: 60 });
+    await call('PATCH', `/applications/${app.id}/settings`, {
+      github_repository: repo.dir,
+      health_check_path: '/',
+      deployment_timeout: 60,
+    });
     const { image_id } = await call('POST', `/images/${app.id}/build`);
     await waitFor('the build', async () => (await call('GET', `/images/${image_id}/detail`)).built, 60_000, 200);
     await call('POST', `/configurations/${app.id}`, { name: 'MARK', value: '1', secret: false, buildtime: false });
@@ -81,7 +97,12 @@ describe('log streams across processes', () => {
       return release_id as string;
     };
     const first = await call('POST', `/releases/${await release()}/deploy`);
-    await waitFor('the first deployment', async () => (await call('GET', `/deployments/${first.deployment_id}/detail`)).complete, 60_000, 200);
+    await waitFor(
+      'the first deployment',
+      async () => (await call('GET', `/deployments/${first.deployment_id}/detail`)).complete,
+      60_000,
+      200,
+    );
 
     // A one-off run holds the application's job queue, so the next deployment waits, queued,
     // while both clients connect.
@@ -101,7 +122,10 @@ describe('log streams across processes', () => {
     await Promise.all([whole.ended, resumed.ended]);
     expect(end.data).toMatchObject({ status: 'complete' });
     const logText: string = (await call('GET', `/deployments/${id}/log`)).log_text;
-    const expected = logText.split('\n').filter(Boolean).map((l) => l.replace(/^\S+Z /, ''));
+    const expected = logText
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => l.replace(/^\S+Z /, ''));
     expect(expected.filter((l) => l.startsWith('release | migration step'))).toHaveLength(8);
     const lines = whole.events.filter((e) => e.event === 'line');
     expect(lines.map((e) => e.data.line)).toEqual(expected);
@@ -114,11 +138,17 @@ describe('log streams across processes', () => {
 });
 
 async function login(apiUrl: string): Promise<string> {
-  const res = await fetch(`${apiUrl}/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ADMIN) });
+  const res = await fetch(`${apiUrl}/v1/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(ADMIN),
+  });
   expect(res.status).toBe(200);
   const cookie = res.headers.get('set-cookie')!.split(';')[0]!;
   const key = await fetch(`${apiUrl}/v1/auth/api-keys`, {
-    method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'streams' }),
+    method: 'POST',
+    headers: { cookie, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'streams' }),
   });
   expect(key.status).toBe(201);
   return ((await key.json()) as { key: string }).key;

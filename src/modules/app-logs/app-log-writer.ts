@@ -30,14 +30,20 @@ export class AppLogWriter {
   private readonly written = new Map<string, number>();
   private readonly repo: AppLogsRepository;
 
-  constructor(db: Db, private readonly options: AppLogWriterOptions) {
+  constructor(
+    db: Db,
+    private readonly options: AppLogWriterOptions,
+  ) {
     this.repo = new AppLogsRepository(db);
   }
 
   accept(out: AppOutputLine): void {
     if (this.options.shouldStore && !this.options.shouldStore()) return;
     if (this.options.scrub) {
-      void Promise.resolve(this.options.scrub(out)).then((line) => this.add({ ...out, line }), () => {});
+      void Promise.resolve(this.options.scrub(out)).then(
+        (line) => this.add({ ...out, line }),
+        () => {},
+      );
     } else {
       this.add(out);
     }
@@ -45,8 +51,13 @@ export class AppLogWriter {
 
   private add(out: AppOutputLine) {
     const row: NewLogLine = {
-      application_id: out.applicationId, environment_id: out.environmentId, instance_id: out.instanceId,
-      process_type: out.processType, stream: out.stream, line: out.line.slice(0, MAX_LINE_CHARS), logged_at: out.at,
+      application_id: out.applicationId,
+      environment_id: out.environmentId,
+      instance_id: out.instanceId,
+      process_type: out.processType,
+      stream: out.stream,
+      line: out.line.slice(0, MAX_LINE_CHARS),
+      logged_at: out.at,
     };
     if (this.pending.length >= MAX_PENDING) {
       const d = this.dropped.get(out.instanceId);
@@ -54,13 +65,20 @@ export class AppLogWriter {
     } else {
       this.pending.push(row);
     }
-    this.timer ??= setTimeout(() => { this.timer = null; void this.flush(); }, FLUSH_MS);
+    this.timer ??= setTimeout(() => {
+      this.timer = null;
+      void this.flush();
+    }, FLUSH_MS);
   }
 
   flush(): Promise<void> {
-    if (this.timer) { clearTimeout(this.timer); this.timer = null; }
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
     const batch = this.pending;
-    for (const { line, count } of this.dropped.values()) batch.push({ ...line, stream: 'stderr', line: `[slipway: ${count} lines dropped: the log store fell behind]` });
+    for (const { line, count } of this.dropped.values())
+      batch.push({ ...line, stream: 'stderr', line: `[slipway: ${count} lines dropped: the log store fell behind]` });
     this.pending = [];
     this.dropped = new Map();
     if (batch.length === 0) return this.chain;
@@ -81,7 +99,9 @@ export class AppLogWriter {
     for (const [app, bytes] of this.written) {
       if (bytes < this.options.maxBytesPerApp / 4) continue;
       this.written.set(app, 0);
-      await this.repo.trimToSize(app, this.options.maxBytesPerApp).catch((err) => this.options.logger.warn({ err }, 'rotating application logs failed'));
+      await this.repo
+        .trimToSize(app, this.options.maxBytesPerApp)
+        .catch((err) => this.options.logger.warn({ err }, 'rotating application logs failed'));
     }
   }
 }

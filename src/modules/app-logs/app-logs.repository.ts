@@ -48,8 +48,11 @@ export class AppLogsRepository {
 
   /** The newest `limit` lines of the window, oldest first. */
   async query(applicationId: string, q: LogQuery) {
-    let query = this.db.selectFrom('app_log_lines').selectAll()
-      .where('application_id', '=', applicationId).where('environment_id', '=', q.environmentId);
+    let query = this.db
+      .selectFrom('app_log_lines')
+      .selectAll()
+      .where('application_id', '=', applicationId)
+      .where('environment_id', '=', q.environmentId);
     if (q.since) query = query.where('logged_at', '>=', q.since);
     if (q.until) query = query.where('logged_at', '<', q.until);
     if (q.process) query = query.where('process_type', '=', q.process);
@@ -65,19 +68,30 @@ export class AppLogsRepository {
   }
 
   async lastId(applicationId: string): Promise<number> {
-    const row = await this.db.selectFrom('app_log_lines').select((eb) => eb.fn.max('id').as('id'))
-      .where('application_id', '=', applicationId).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('app_log_lines')
+      .select((eb) => eb.fn.max('id').as('id'))
+      .where('application_id', '=', applicationId)
+      .executeTakeFirst();
     return Number(row?.id ?? 0);
   }
 
   /** Deletes lines older than `maxAgeHours`; returns how many. */
   async deleteOlderThan(maxAgeHours: number): Promise<number> {
-    const r = await this.db.deleteFrom('app_log_lines').where('logged_at', '<', sql<Date>`now() - make_interval(hours => ${maxAgeHours})`).executeTakeFirst();
+    const r = await this.db
+      .deleteFrom('app_log_lines')
+      .where('logged_at', '<', sql<Date>`now() - make_interval(hours => ${maxAgeHours})`)
+      .executeTakeFirst();
     return Number(r.numDeletedRows);
   }
 
   applicationsWithLogs(): Promise<string[]> {
-    return this.db.selectFrom('app_log_lines').select('application_id').distinct().execute().then((rows) => rows.map((r) => r.application_id));
+    return this.db
+      .selectFrom('app_log_lines')
+      .select('application_id')
+      .distinct()
+      .execute()
+      .then((rows) => rows.map((r) => r.application_id));
   }
 
   /** Rotation: keeps the newest lines of an application that fit in `maxBytes`, deletes the older ones. */
@@ -89,7 +103,11 @@ export class AppLogsRepository {
       ) t WHERE newer_bytes > ${maxBytes} ORDER BY id DESC LIMIT 1`.execute(this.db);
     const id = cutoff.rows[0]?.id;
     if (id === undefined) return 0;
-    const r = await this.db.deleteFrom('app_log_lines').where('application_id', '=', applicationId).where('id', '<=', Number(id)).executeTakeFirst();
+    const r = await this.db
+      .deleteFrom('app_log_lines')
+      .where('application_id', '=', applicationId)
+      .where('id', '<=', Number(id))
+      .executeTakeFirst();
     return Number(r.numDeletedRows);
   }
 }

@@ -1,15 +1,18 @@
 import { Type } from 'typebox';
 import { Id } from '../../platform/http/schemas.js';
 
-export const AppLogLine = Type.Object({
-  id: Type.String({ description: 'Increasing per application; the SSE event id' }),
-  timestamp: Type.String({ format: 'date-time' }),
-  process_type: Type.String(),
-  instance_id: Type.String(),
-  stream: Type.Union([Type.Literal('stdout'), Type.Literal('stderr')]),
-  line: Type.String({ description: 'Secret values of the release are replaced by **secret**' }),
-  environment_id: Id,
-}, { $id: 'AppLogLine' });
+export const AppLogLine = Type.Object(
+  {
+    id: Type.String({ description: 'Increasing per application; the SSE event id' }),
+    timestamp: Type.String({ format: 'date-time' }),
+    process_type: Type.String(),
+    instance_id: Type.String(),
+    stream: Type.Union([Type.Literal('stdout'), Type.Literal('stderr')]),
+    line: Type.String({ description: 'Secret values of the release are replaced by **secret**' }),
+    environment_id: Id,
+  },
+  { $id: 'AppLogLine' },
+);
 
 export const AppLogQuery = Type.Object({
   since: Type.Optional(Type.String({ format: 'date-time', description: 'Lines at or after this time' })),

@@ -24,6 +24,9 @@ export type LatestRecordsSource = (applicationIds: string[]) => Promise<Map<stri
 const noRecords: LatestRecordsSource = async () => new Map();
 const NONE: LatestRecords = { latest_image: null, latest_release: null, latest_deployment: null };
 
+/** Refuses a `github_repository` the user may not build from (the source policy, issue 10). */
+export type RepositoryVetter = (change: { userId: string; applicationId: string; repository: string | null }) => Promise<void>;
+
 /** Told after a scale so running instances follow the new counts. */
 export type ScaleListener = (applicationId: string) => Promise<void>;
 
@@ -35,6 +38,7 @@ export class ApplicationsService {
     private readonly db: Db,
     private readonly latest: LatestRecordsSource = noRecords,
     private readonly onScaled: ScaleListener = async () => {},
+    private readonly vetRepository: RepositoryVetter = async () => {},
   ) {
     this.apps = new ApplicationsRepository(db);
     this.projects = new ProjectsService(db);
@@ -122,6 +126,7 @@ export class ApplicationsService {
 
   async updateSettings(userId: string, applicationId: string, settings: Static<typeof SettingsBody>) {
     const app = await this.authorize(userId, applicationId);
+    if (settings.github_repository !== undefined) await this.vetRepository({ userId, applicationId: app.id, repository: settings.github_repository });
     if (settings.auto_deploy_branch !== undefined && settings.auto_deploy_branch !== app.auto_deploy_branch) {
       await requireBranchChangeAccess(this.db, userId, { applicationId: app.id });
     }

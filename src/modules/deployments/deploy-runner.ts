@@ -55,7 +55,7 @@ export async function settleInterrupted(ctx: AppContext, deploymentId: string): 
 }
 
 /** A one-off process's end as a phrase: "exit code 3", "signal SIGKILL", "timed out", or that it never ran. */
-const ending = (r: OneOffResult) => (r.timedOut ? 'timed out' : r.signal ? `signal ${r.signal}`
+const ending = (r: OneOffResult) => (r.timedOut ? 'timed out' : r.reason ? r.reason : r.signal ? `signal ${r.signal}`
   : r.exitCode === null ? 'it did not start; the deployment log says why' : `exit code ${r.exitCode}`);
 
 /**

@@ -4,3 +4,7 @@ export * from './deploy-chain.js';
 export * from './deployments.jobs.js';
 export * from './deployments.service.js';
 export * from './deployments.routes.js';
+export * from './one-off-runs.service.js';
+export * from './one-off-runs.routes.js';
+export * from './one-off-runs.schemas.js';
+export * from './environment-choice.js';

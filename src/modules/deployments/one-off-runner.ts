@@ -20,7 +20,10 @@ export class OneOffRunner {
   private readonly runs: OneOffRunsRepository;
   private readonly deployments: DeploymentsRepository;
 
-  constructor(private readonly ctx: AppContext, private readonly runtime: ApplicationRuntime) {
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly runtime: ApplicationRuntime,
+  ) {
     this.runs = new OneOffRunsRepository(ctx.db);
     this.deployments = new DeploymentsRepository(ctx.db);
   }
@@ -36,12 +39,21 @@ export class OneOffRunner {
       await log.flush();
       await this.runtime.prepare(plan, (l) => log.line(l));
       const result = await this.runtime.runOnce(plan, run.process_type, {
-        deadline: Date.now() + run.timeout_seconds * 1000, signal, onOutput: (l) => log.line(l),
+        deadline: Date.now() + run.timeout_seconds * 1000,
+        signal,
+        onOutput: (l) => log.line(l),
       });
       if (signal.aborted) throw new RunFailure(RUN_INTERRUPTED);
       const status = result.timedOut ? 'timed_out' : result.exitCode === 0 ? 'succeeded' : 'failed';
-      const detail = result.timedOut ? `Killed after its timeout of ${run.timeout_seconds}s`
-        : result.exitCode === null ? `Ended by ${result.signal ?? 'an unknown cause'}` : result.exitCode === 0 ? null : `Exit code ${result.exitCode}`;
+      const detail = result.timedOut
+        ? `Killed after its timeout of ${run.timeout_seconds}s`
+        : result.reason
+          ? result.reason
+          : result.exitCode === null
+            ? `Ended by ${result.signal ?? 'an unknown cause'}`
+            : result.exitCode === 0
+              ? null
+              : `Exit code ${result.exitCode}`;
       log.line(detail ? `run ${status}: ${detail}` : 'run succeeded');
       await log.flush();
       await this.runs.update(runId, { status, exit_code: result.exitCode, error_detail: detail, finished_at: new Date() });
@@ -54,7 +66,14 @@ export class OneOffRunner {
   }
 
   /** The release's workload plan with the command in place of the process type's own. */
-  private async plan(runId: string, releaseId: string | null, applicationId: string, environmentId: string, processType: string, command: string): Promise<WorkloadPlan> {
+  private async plan(
+    runId: string,
+    releaseId: string | null,
+    applicationId: string,
+    environmentId: string,
+    processType: string,
+    command: string,
+  ): Promise<WorkloadPlan> {
     const release = releaseId ? await this.deployments.release(releaseId) : undefined;
     if (!release) throw new RunFailure('The release of this run no longer exists');
     const image = release.image_ref ? await this.deployments.image(release.image_ref) : undefined;

@@ -5,8 +5,8 @@ import type { Selectable } from 'kysely';
 import { conflict, notFound } from '../../platform/errors.js';
 import { iso, isoOrNull, paginate, type PaginationQuery } from '../../platform/http/schemas.js';
 import { requireJobRoom } from '../../platform/jobs/require-jobs.js';
-import type { ApplicationsService } from '../applications/applications.service.js';
-import { requireDeployAccess } from '../environments/protection.js';
+import type { ApplicationsService } from '../applications/index.js';
+import { requireDeployAccess } from '../environments/index.js';
 import { DeploymentsRepository } from './deployments.repository.js';
 import { chosenEnvironmentId } from './environment-choice.js';
 import { OneOffRunsRepository } from './one-off-runs.repository.js';
@@ -18,10 +18,19 @@ type RunRow = Selectable<OneOffRunsTable>;
 
 export function runView(r: RunRow) {
   return {
-    id: r.id, application_id: r.application_id, environment_id: r.environment_id, release_id: r.release_id,
-    command: r.command, process_type: r.process_type, status: r.status, exit_code: r.exit_code,
-    timeout_seconds: r.timeout_seconds, error_detail: r.error_detail,
-    started_at: isoOrNull(r.started_at), finished_at: isoOrNull(r.finished_at), created_at: iso(r.created_at),
+    id: r.id,
+    application_id: r.application_id,
+    environment_id: r.environment_id,
+    release_id: r.release_id,
+    command: r.command,
+    process_type: r.process_type,
+    status: r.status,
+    exit_code: r.exit_code,
+    timeout_seconds: r.timeout_seconds,
+    error_detail: r.error_detail,
+    started_at: isoOrNull(r.started_at),
+    finished_at: isoOrNull(r.finished_at),
+    created_at: iso(r.created_at),
   };
 }
 
@@ -30,12 +39,19 @@ export class OneOffRunsService {
   readonly repo: OneOffRunsRepository;
   private readonly deployments: DeploymentsRepository;
 
-  constructor(private readonly ctx: AppContext, private readonly apps: ApplicationsService) {
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly apps: ApplicationsService,
+  ) {
     this.repo = new OneOffRunsRepository(ctx.db);
     this.deployments = new DeploymentsRepository(ctx.db);
   }
 
-  async create(userId: string, applicationId: string, body: { command: string; process_type?: string; environment?: string; timeout_seconds?: number }) {
+  async create(
+    userId: string,
+    applicationId: string,
+    body: { command: string; process_type?: string; environment?: string; timeout_seconds?: number },
+  ) {
     await this.apps.authorize(userId, applicationId);
     const environmentId = await chosenEnvironmentId(this.ctx.db, applicationId, body.environment);
     await requireDeployAccess(this.ctx.db, userId, environmentId);
@@ -44,10 +60,16 @@ export class OneOffRunsService {
     if (!serving) throw conflict('Nothing is deployed in that environment yet: a run uses the serving release');
     const release = await this.deployments.release(serving.release_id);
     const processes = release?.processes ?? {};
-    const processType = body.process_type ?? ('web' in processes ? 'web' : Object.keys(processes)[0] ?? 'web');
+    const processType = body.process_type ?? ('web' in processes ? 'web' : (Object.keys(processes)[0] ?? 'web'));
     const run = await this.repo.insert({
-      id: uuidv7(), application_id: applicationId, environment_id: environmentId, release_id: serving.release_id,
-      command: body.command, process_type: processType, timeout_seconds: body.timeout_seconds ?? DEFAULT_RUN_TIMEOUT_SECONDS, requested_by: userId,
+      id: uuidv7(),
+      application_id: applicationId,
+      environment_id: environmentId,
+      release_id: serving.release_id,
+      command: body.command,
+      process_type: processType,
+      timeout_seconds: body.timeout_seconds ?? DEFAULT_RUN_TIMEOUT_SECONDS,
+      requested_by: userId,
     });
     const jobId = await jobs.enqueue(RUN_JOB, { applicationId, environmentId, recordId: run.id });
     await this.repo.update(run.id, { job_id: jobId });
@@ -56,10 +78,14 @@ export class OneOffRunsService {
 
   async list(userId: string, applicationId: string, query: PaginationQuery) {
     await this.apps.authorize(userId, applicationId);
-    return paginate(query, async (limit, offset) => ({
-      total: await this.repo.count(applicationId),
-      rows: await this.repo.page(applicationId, limit, offset),
-    }), runView);
+    return paginate(
+      query,
+      async (limit, offset) => ({
+        total: await this.repo.count(applicationId),
+        rows: await this.repo.page(applicationId, limit, offset),
+      }),
+      runView,
+    );
   }
 
   private async visible(userId: string, runId: string) {
@@ -76,8 +102,12 @@ export class OneOffRunsService {
   async log(userId: string, runId: string) {
     const r = await this.visible(userId, runId);
     return {
-      status: r.status, log_text: r.log_text, error: r.status === 'failed' || r.status === 'timed_out',
-      error_detail: r.error_detail, exit_code: r.exit_code, deploy_step: null,
+      status: r.status,
+      log_text: r.log_text,
+      error: r.status === 'failed' || r.status === 'timed_out',
+      error_detail: r.error_detail,
+      exit_code: r.exit_code,
+      deploy_step: null,
     };
   }
 }

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { BuildError, chooseBuilder, parseProcfile, type Builder } from '../../platform/builder/index.js';
 import type { AppContext } from '../../platform/context.js';
 import { fetchSource, SourceError } from '../../platform/git/source.js';
+import { checkSourceAtBuild } from '../../platform/git/trusted-sources.js';
 import { ApplicationsRepository } from '../applications/index.js';
 import type { ConfigurationsService } from '../configurations/index.js';
 import { resolveServiceConfig } from '../configurations/index.js';
@@ -60,8 +61,9 @@ export class BuildRunner {
       }
       const ref = image.build_ref ?? app.auto_deploy_branch ?? 'HEAD';
       const contextDir = join(workDir, 'context');
+      const pins = await checkSourceAtBuild(this.ctx.db, this.ctx.config, app.id, app.github_repository);
       const source = await fetchSource({
-        repository: app.github_repository, ref, subdirectory: app.subdirectory, githubUrl: this.ctx.config.GITHUB_URL,
+        pins, repository: app.github_repository, ref, subdirectory: app.subdirectory, githubUrl: this.ctx.config.GITHUB_URL,
         localRoots: this.ctx.config.LOCAL_REPOSITORY_ROOTS?.split(',').map((r) => r.trim()).filter(Boolean),
         workDir, destination: contextDir, signal, onLine: (l) => log.line(l),
       });

@@ -17,7 +17,10 @@ export class Notifications {
   private closed = false;
   private retry: NodeJS.Timeout | null = null;
 
-  constructor(private readonly databaseUrl: string, private readonly onError: (err: unknown) => void = () => {}) {}
+  constructor(
+    private readonly databaseUrl: string,
+    private readonly onError: (err: unknown) => void = () => {},
+  ) {}
 
   /** Calls `listener` on every notification of `channel` with `payload`; returns the unsubscribe. */
   async subscribe(channel: string, payload: string, listener: Listener): Promise<() => void> {
@@ -76,7 +79,9 @@ export class Notifications {
         await client.end().catch(() => {});
         throw err;
       }
-    })().finally(() => { this.connecting = null; });
+    })().finally(() => {
+      this.connecting = null;
+    });
     return this.connecting;
   }
 
@@ -97,8 +102,13 @@ export class Notifications {
     this.retry = setTimeout(() => {
       this.retry = null;
       this.connect().then(
-        () => { for (const set of [...this.listeners.values()]) for (const listener of [...set]) listener(); },
-        (e) => { this.onError(e); this.reconnect(); },
+        () => {
+          for (const set of [...this.listeners.values()]) for (const listener of [...set]) listener();
+        },
+        (e) => {
+          this.onError(e);
+          this.reconnect();
+        },
       );
     }, 1000);
     this.retry.unref();

@@ -287,6 +287,8 @@ export interface InstancesTable {
   pid: number | null;
   state: ColumnType<InstanceState, InstanceState | undefined, InstanceState>;
   restart_count: Generated<number>;
+  /** Why it last stopped on its own (migration 0006), e.g. `OOM: exceeded 384 MiB of m1.small`. */
+  last_exit: string | null;
   worker_id: string | null;
   started_at: Timestamp;
   updated_at: Timestamp;
@@ -343,6 +345,26 @@ export interface PipelineTables {
   job_runs: JobRunsTable;
 }
 
+// Isolation (migration 0006): the sandbox user of each application.
+export interface SandboxUidsTable {
+  application_id: string;
+  uid: number;
+  created_at: Timestamp;
+}
+
+/** A repository a site administrator saved for an application (builds may fetch exactly it). */
+export interface TrustedSourcesTable {
+  application_id: string;
+  repository: string;
+  approved_by: string | null;
+  approved_at: Timestamp;
+}
+
+export interface SandboxTables {
+  sandbox_uids: SandboxUidsTable;
+  trusted_sources: TrustedSourcesTable;
+}
+
 // Streams (migration 0008): one-off runs, application log lines, application events.
 export type RunStatus = 'pending' | 'running' | 'succeeded' | 'failed' | 'timed_out';
 
@@ -394,4 +416,4 @@ export interface StreamTables {
 }
 
 /** Every feature adds its tables here, one interface per migration group. */
-export interface Database extends ControlPlaneTables, WorkspaceTables, PipelineTables, StreamTables {}
+export interface Database extends ControlPlaneTables, WorkspaceTables, PipelineTables, StreamTables, SandboxTables {}

@@ -2,6 +2,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { isAbsolute, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { run, type CommandResult } from './command.js';
+import type { FetchPins } from './source-policy.js';
 
 /** A failure the user can act on (missing ref, unreachable repository): its message is the record's `error_detail`. */
 export class SourceError extends Error {}
@@ -19,6 +20,8 @@ export interface SourceRequest {
    * unset allows any path. `GITHUB_URL` itself is the operator's choice and always allowed.
    */
   localRoots?: string[];
+  /** What the source policy requires of the fetch (no redirects, the checked address); unset: no limits. */
+  pins?: FetchPins;
   /** Access token for a private GitHub repository (sent as HTTP basic credentials; scrubbed). */
   token?: string;
   /** Empty scratch directory for the fetch; removed afterwards. */
@@ -47,6 +50,8 @@ export function repositoryUrl(repository: string, githubUrl: string): string {
   if (isAbsolute(repo)) return `file://${repo}`;
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(repo) || /^[^/@\s]+@[^:\s]+:/.test(repo)) return repo;
   if (OWNER_REPO.test(repo)) {
+    // `../x` would leave GITHUB_URL's folder when it is a file:// address.
+    if (repo.split('/').some((part) => /^\.+$/.test(part))) throw new SourceError(`github_repository '${repository}' is not a valid owner/repo`);
     const base = githubUrl.replace(/\/+$/, '');
     return `${base}/${repo.replace(/\.git$/, '')}.git`;
   }
@@ -61,7 +66,7 @@ const PROTOCOLS = ['-c', 'protocol.allow=never', ...['https', 'http', 'ssh', 'gi
  * hooks from the fetched repository. A token travels as an HTTP header set through the
  * environment, never on the command line (where `ps` would show it).
  */
-function git(args: string[], options: { cwd: string; signal?: AbortSignal; token?: string }): Promise<CommandResult> {
+function git(args: string[], options: { cwd: string; signal?: AbortSignal; token?: string; pins?: FetchPins }): Promise<CommandResult> {
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
     HOME: process.env.HOME,
@@ -74,7 +79,10 @@ function git(args: string[], options: { cwd: string; signal?: AbortSignal; token
     const basic = Buffer.from(`x-access-token:${options.token}`).toString('base64');
     Object.assign(env, { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'http.extraHeader', GIT_CONFIG_VALUE_0: `Authorization: Basic ${basic}` });
   }
-  return run('git', ['-c', 'core.hooksPath=/dev/null', '-c', 'advice.detachedHead=false', ...PROTOCOLS, ...args], {
+  const pinned = options.pins
+    ? [...(options.pins.followRedirects ? [] : ['-c', 'http.followRedirects=false']), ...(options.pins.resolve ? ['-c', `http.curloptResolve=${options.pins.resolve}`] : [])]
+    : [];
+  return run('git', ['-c', 'core.hooksPath=/dev/null', '-c', 'advice.detachedHead=false', ...PROTOCOLS, ...pinned, ...args], {
     cwd: options.cwd, env, signal: options.signal, timeoutMs: 10 * 60_000,
   });
 }
@@ -134,15 +142,17 @@ export async function fetchSource(req: SourceRequest): Promise<FetchedSource> {
     if (init.code !== 0) throw new Error(`git init failed: ${init.stderr}`);
 
     log(`Fetching ${req.ref} from ${displayUrl}`);
-    let fetched = await git(['fetch', '-q', '--depth', '1', '--no-tags', '--', fetchUrl, req.ref], { cwd, signal: req.signal, token });
+    let fetched = await git(['fetch', '-q', '--depth', '1', '--no-tags', '--', fetchUrl, req.ref], { cwd, signal: req.signal, token, pins: req.pins });
     let target = 'FETCH_HEAD';
     if (fetched.code !== 0 && HEX_REF.test(req.ref)) {
       // An abbreviated commit cannot be asked for by name: fetch the branches and tags, then look it up.
-      fetched = await git(['fetch', '-q', '--no-tags', '--', fetchUrl, '+refs/heads/*:refs/remotes/origin/*', '+refs/tags/*:refs/tags/*'], { cwd, signal: req.signal, token });
+      fetched = await git(['fetch', '-q', '--no-tags', '--', fetchUrl, '+refs/heads/*:refs/remotes/origin/*', '+refs/tags/*:refs/tags/*'], { cwd, signal: req.signal, token, pins: req.pins });
       target = req.ref;
     }
     if (req.signal?.aborted) throw new SourceError('interrupted while fetching the source');
     if (fetched.code !== 0) {
+      // A member's address on someone else's host: what answered (refused, timed out, 404) stays unsaid.
+      if (req.pins && !req.pins.followRedirects) throw new SourceError(`could not fetch ref '${req.ref}' from ${displayUrl}`);
       const reason = lastLine(fetched.stderr, secrets);
       if (/couldn't find remote ref|not our ref|unadvertised object|no such remote ref/i.test(fetched.stderr)) {
         throw new SourceError(`ref '${req.ref}' was not found in ${displayUrl}`);

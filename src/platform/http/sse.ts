@@ -28,7 +28,11 @@ export class SseStream {
   private readonly cleanups: Array<() => void> = [];
   private readonly heartbeat: NodeJS.Timeout;
 
-  constructor(private readonly request: FastifyRequest, private readonly reply: FastifyReply, heartbeatMs = HEARTBEAT_MS) {
+  constructor(
+    private readonly request: FastifyRequest,
+    private readonly reply: FastifyReply,
+    heartbeatMs = HEARTBEAT_MS,
+  ) {
     reply.hijack();
     const raw = reply.raw;
     raw.writeHead(200, {
@@ -38,7 +42,9 @@ export class SseStream {
       'x-accel-buffering': 'no',
     });
     raw.write('retry: 2000\n\n');
-    this.heartbeat = setInterval(() => { if (!this.closed) raw.write(': ping\n\n'); }, heartbeatMs);
+    this.heartbeat = setInterval(() => {
+      if (!this.closed) raw.write(': ping\n\n');
+    }, heartbeatMs);
     this.heartbeat.unref();
     const open = openStreams.get(request.server.server) ?? new Set<SseStream>();
     openStreams.set(request.server.server, open);
@@ -76,7 +82,11 @@ export class SseStream {
     this.closed = true;
     clearInterval(this.heartbeat);
     for (const cleanup of this.cleanups.splice(0)) {
-      try { cleanup(); } catch { /* a failed cleanup must not stop the others */ }
+      try {
+        cleanup();
+      } catch {
+        /* a failed cleanup must not stop the others */
+      }
     }
     if (!this.reply.raw.writableEnded) this.reply.raw.end();
   }
@@ -99,7 +109,10 @@ export function serialPump(stream: SseStream, step: () => Promise<void>, onError
   let running = false;
   let again = false;
   const run = async () => {
-    if (running) { again = true; return; }
+    if (running) {
+      again = true;
+      return;
+    }
     running = true;
     try {
       do {

@@ -26,6 +26,9 @@ export interface RuntimeServiceOptions {
 
 const silent: RuntimeLogger = { info() {}, warn() {}, error() {} };
 
+/** Crashes kept on a deployment record (the latest ones). */
+const CRASHES_KEPT = 20;
+
 /** A process without a health check counts as started once it has run this long. */
 const NON_WEB_SETTLE_MS = 300;
 
@@ -232,9 +235,12 @@ export class RuntimeService {
       this.healthy.delete(status.id);
       this.router.table.setReady(status.id, false);
       this.logger.warn({ instance: status.id, process: label(status.labels), exit: status.lastExit }, 'instance crashed');
+      this.recordCrash(status);
     }
     if (status.state === 'stopped') return;
-    this.record(status.id, { state: status.state, pid: status.pid, host: status.host, port: status.port, restart_count: status.restartCount });
+    this.record(status.id, {
+      state: status.state, pid: status.pid, host: status.host, port: status.port, restart_count: status.restartCount, last_exit: status.lastExit,
+    });
     if (status.state === 'starting' && status.restartCount > 0 && !this.closing) {
       // A restarted web instance rejoins the route only once it answers its health check again.
       const check = this.health.get(status.id);
@@ -249,7 +255,29 @@ export class RuntimeService {
     }
   }
 
-  private record(id: string, values: { state?: InstanceStatus['state'] | 'healthy'; pid?: number | null; host?: string | null; port?: number | null; restart_count?: number }) {
+  /**
+   * A crash shows on the deployment that started the instance (`deploy_metadata.crashes`, the
+   * latest CRASHES_KEPT): what ended it, e.g. `OOM: exceeded 384 MiB of m1.small`.
+   */
+  private recordCrash(status: InstanceStatus) {
+    const crash = JSON.stringify({ process: label(status.labels), instance_id: status.id, reason: status.lastExit, at: new Date().toISOString() });
+    const previous = this.writes.get(status.id) ?? Promise.resolve();
+    const next = previous.then(async () => {
+      try {
+        await sql`
+          UPDATE deployments SET deploy_metadata = jsonb_set(coalesce(deploy_metadata, '{}'::jsonb), '{crashes}',
+            coalesce((SELECT jsonb_agg(c ORDER BY n) FROM (SELECT c, n FROM jsonb_array_elements(deploy_metadata->'crashes') WITH ORDINALITY AS e(c, n)
+              ORDER BY n DESC LIMIT ${CRASHES_KEPT - 1}) kept), '[]'::jsonb) || jsonb_build_array(${crash}::jsonb)),
+            updated_at = now()
+          WHERE id = ${status.labels.deploymentId}`.execute(this.db);
+      } catch (err) {
+        if (!this.closing) this.logger.error({ err, instance: status.id }, 'recording an instance crash failed');
+      }
+    });
+    this.writes.set(status.id, next);
+  }
+
+  private record(id: string, values: { state?: InstanceStatus['state'] | 'healthy'; pid?: number | null; host?: string | null; port?: number | null; restart_count?: number; last_exit?: string | null }) {
     const previous = this.writes.get(id) ?? Promise.resolve();
     const next = previous.then(async () => {
       try {

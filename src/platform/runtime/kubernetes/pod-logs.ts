@@ -17,12 +17,19 @@ export class PodLogFollower {
   private timer: NodeJS.Timeout | null = null;
   private readonly startedAt = new Date();
 
-  constructor(private readonly cluster: KubernetesCluster, private readonly onLine: (line: AppOutputLine) => void,
-    private readonly onError: (message: string) => void) {}
+  constructor(
+    private readonly cluster: KubernetesCluster,
+    private readonly onLine: (line: AppOutputLine) => void,
+    private readonly onError: (message: string) => void,
+  ) {}
 
   start(): void {
     if (this.timer) return;
-    const tick = () => { void this.refresh().finally(() => { if (this.timer) this.timer = setTimeout(tick, LIST_INTERVAL_MS).unref(); }); };
+    const tick = () => {
+      void this.refresh().finally(() => {
+        if (this.timer) this.timer = setTimeout(tick, LIST_INTERVAL_MS).unref();
+      });
+    };
     this.timer = setTimeout(tick, 0);
   }
 
@@ -48,7 +55,11 @@ export class PodLogFollower {
       running.add(uid);
       if (!this.following.has(uid)) this.follow(pod, uid);
     }
-    for (const [uid, f] of this.following) if (!running.has(uid)) { f.stop(); this.following.delete(uid); }
+    for (const [uid, f] of this.following)
+      if (!running.has(uid)) {
+        f.stop();
+        this.following.delete(uid);
+      }
   }
 
   private follow(pod: V1Pod, uid: string) {
@@ -57,20 +68,42 @@ export class PodLogFollower {
     const environmentId = labels[LABEL.environmentId];
     const container = pod.spec?.containers?.[0]?.name;
     if (!applicationId || !environmentId || !container) return;
-    const placeholder = { stop: () => { placeholder.stopped = true; }, stopped: false };
+    const placeholder = {
+      stop: () => {
+        placeholder.stopped = true;
+      },
+      stopped: false,
+    };
     this.following.set(uid, placeholder);
     // Pods already running when this follower started: only what they write from now on.
     const podStart = new Date(pod.status?.startTime ?? 0);
     const since = podStart < this.startedAt ? this.startedAt : undefined;
-    this.cluster.followLog(pod.metadata!.namespace!, pod.metadata!.name!, container, (line) => this.onLine({
-      applicationId, environmentId, instanceId: pod.metadata!.name!, processType: labels[LABEL.processType] ?? 'web',
-      stream: 'stdout', line, at: new Date(),
-    }), since).then((f) => {
-      if (placeholder.stopped || this.following.get(uid) !== placeholder) f.stop();
-      else this.following.set(uid, f);
-    }, (error) => {
-      this.following.delete(uid);
-      this.onError(`following ${pod.metadata?.name} failed: ${String(error)}`);
-    });
+    this.cluster
+      .followLog(
+        pod.metadata!.namespace!,
+        pod.metadata!.name!,
+        container,
+        (line) =>
+          this.onLine({
+            applicationId,
+            environmentId,
+            instanceId: pod.metadata!.name!,
+            processType: labels[LABEL.processType] ?? 'web',
+            stream: 'stdout',
+            line,
+            at: new Date(),
+          }),
+        since,
+      )
+      .then(
+        (f) => {
+          if (placeholder.stopped || this.following.get(uid) !== placeholder) f.stop();
+          else this.following.set(uid, f);
+        },
+        (error) => {
+          this.following.delete(uid);
+          this.onError(`following ${pod.metadata?.name} failed: ${String(error)}`);
+        },
+      );
   }
 }

@@ -1,6 +1,6 @@
 import { v7 as uuidv7 } from 'uuid';
-import type { WorkloadPlan } from '../application-runtime.js';
-import type { InstanceSpec, InstanceStatus } from '../port.js';
+import type { PodResources, WorkloadPlan } from '../application-runtime.js';
+import type { InstanceLimits, InstanceSpec, InstanceStatus } from '../port.js';
 
 /** Only `web` instances get a port and the router's traffic (as on Heroku). */
 export const isWeb = (processType: string) => processType === 'web';
@@ -28,8 +28,13 @@ export function instanceSpec(plan: WorkloadPlan, artifactPath: string, processTy
     env: processEnv(plan, processType),
     listen: isWeb(processType),
     secrets: plan.secrets,
-    ...(resources ? { limits: { cpuMillicores: resources.cpuLimitMillicores, memoryBytes: resources.memoryLimitMiB * 1024 * 1024 } } : {}),
+    ...(resources ? { limits: limitsOf(resources) } : {}),
   };
+}
+
+/** The pod class's limits as the driver applies them. */
+export function limitsOf(resources: PodResources): InstanceLimits {
+  return { cpuMillicores: resources.cpuLimitMillicores, memoryBytes: resources.memoryLimitMiB * 1024 * 1024, podClass: resources.podClass };
 }
 
 /** The lowest ordinals (from 1) not yet taken by `existing`, `n` of them. */

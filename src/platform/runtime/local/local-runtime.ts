@@ -5,7 +5,8 @@ import type {
 import { RolloutFailure } from '../application-runtime.js';
 import type { OneOffResult, InstanceStatus } from '../port.js';
 import type { RuntimeService } from '../runtime.service.js';
-import { describeFailure, freeOrdinals, instanceSpec, isWeb, processEnv, routeUrl } from './instance-plan.js';
+import { NO_ISOLATION_WARNING, type Sandbox } from '../../sandbox/index.js';
+import { describeFailure, freeOrdinals, instanceSpec, isWeb, limitsOf, processEnv, routeUrl } from './instance-plan.js';
 
 const silent: RuntimeLogger = { info() {}, warn() {}, error() {} };
 
@@ -20,7 +21,7 @@ export class LocalRuntime implements ApplicationRuntime {
   readonly sharedWorkloads = false;
   private logger: RuntimeLogger = silent;
 
-  constructor(readonly instances: RuntimeService) {}
+  constructor(readonly instances: RuntimeService, private readonly sandbox: Sandbox | null = null) {}
 
   get router() {
     return this.instances.router;
@@ -30,7 +31,23 @@ export class LocalRuntime implements ApplicationRuntime {
     this.logger = options.logger;
     this.instances.setWorkerId(options.workerId);
     this.instances.setLogger(options.logger);
+    await this.checkIsolation();
     await this.instances.start();
+  }
+
+  /** Says at every start how applications are confined (never silently unconfined). */
+  private async checkIsolation() {
+    if (!this.sandbox) {
+      this.logger.warn({ isolation: 'none' }, NO_ISOLATION_WARNING);
+      return;
+    }
+    try {
+      await this.sandbox.ready();
+      this.logger.info({ isolation: 'sandbox' }, 'applications run sandboxed (bubblewrap, one user per application, cgroup limits)');
+    } catch (err) {
+      // Fail closed: the API stays up, every instance start fails with this reason.
+      this.logger.error({ isolation: 'sandbox' }, `applications cannot run: ${(err as Error).message}; install what is missing or set RUNTIME_ISOLATION=none (single team only)`);
+    }
   }
 
   shutdown(): Promise<void> {
@@ -53,7 +70,10 @@ export class LocalRuntime implements ApplicationRuntime {
   }
 
   runOnce(plan: WorkloadPlan, processType: string, options: OneOffOptions): Promise<OneOffResult> {
+    const resources = plan.resources[processType];
     return this.instances.driver.runOnce({
+      applicationId: plan.application.id,
+      ...(resources ? { limits: limitsOf(resources) } : {}),
       command: plan.processes[processType]!.cmd, artifactPath: this.artifactOf(plan), env: processEnv(plan, processType),
       secrets: plan.secrets, timeoutMs: Math.max(1, options.deadline - Date.now()), signal: options.signal, onOutput: options.onOutput,
     });
