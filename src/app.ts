@@ -6,8 +6,8 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from './platform/context.js';
 import { AppError } from './platform/errors.js';
-import { installErrorHandling } from './platform/http/error-handler.js';
-import { installJsonBodyParser } from './platform/http/json-body.js';
+import { frameworkErrorHandler, installErrorHandling } from './platform/http/error-handler.js';
+import { installJsonBodyParser, refuseUnexpectedBodies } from './platform/http/json-body.js';
 import { ErrorResponse } from './platform/http/schemas.js';
 import type { App } from './platform/http/types.js';
 import { validatorCompiler } from './platform/http/validation.js';
@@ -69,11 +69,13 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     bodyLimit: ctx.config.BODY_LIMIT_BYTES,
     trustProxy: ctx.config.TRUST_PROXY,
     ajv: { customOptions: { removeAdditional: false } },
+    frameworkErrors: frameworkErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
   installErrorHandling(app);
   installJsonBodyParser(app);
+  refuseUnexpectedBodies(app);
 
   app.decorate('routeTable', [] as RouteEntry[]);
   app.addHook('onRoute', (route) => {

@@ -24,8 +24,14 @@ const EnvSchema = Type.Object({
   ),
   SESSION_TTL_HOURS: Type.Integer({ minimum: 1, default: 24 * 14 }),
   LOGIN_MAX_ATTEMPTS: Type.Integer({ minimum: 1, default: 10 }),
+  /** Failed logins per (account, address) before each further attempt waits (1 s, 2 s, 4 s, ...). */
+  LOGIN_FREE_ATTEMPTS: Type.Integer({ minimum: 1, default: 3 }),
   LOGIN_WINDOW_SECONDS: Type.Integer({ minimum: 1, default: 15 * 60 }),
   BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 1024 * 1024 }),
+  /** Most variables one configuration scope may hold (a bulk request past it is refused, 422). */
+  CONFIG_MAX_VARIABLES_PER_SCOPE: Type.Integer({ minimum: 1, default: 1000 }),
+  /** Most bytes of names and values one configuration scope may hold (secrets count by their sealed size). */
+  CONFIG_MAX_BYTES_PER_SCOPE: Type.Integer({ minimum: 1024, default: 1024 * 1024 }),
   /** Believe X-Forwarded-For/-Proto (login rate-limit address, Secure cookie) only behind a proxy you run. */
   TRUST_PROXY: Type.Boolean({ default: false }),
   ROUTER_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8081 }),

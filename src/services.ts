@@ -17,7 +17,7 @@ import { ReleasesService } from './modules/releases/index.js';
 import { GithubHooksService } from './modules/github/index.js';
 import { latestRecordsSource } from './modules/pipeline/index.js';
 import { PipelineService } from './modules/pipeline/index.js';
-import { EnvDeploysService } from './modules/environments/index.js';
+import { EnvDeploysService, reachOfScope, requireProtectedEnvironmentAdmin } from './modules/environments/index.js';
 import { EnvironmentPipeline } from './modules/environments/index.js';
 import { DeploymentsService } from './modules/deployments/index.js';
 import { registerDeploymentJobs } from './modules/deployments/index.js';
@@ -39,7 +39,12 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   ctx.jobs?.setPorts(jobPorts(ctx.db));
   const auth = new AuthService(ctx);
   ctx.jobs?.addSweeper(() => auth.pruneExpired());
-  const config = new ConfigurationsService(ctx.db, ctx.secrets);
+  const config = new ConfigurationsService(
+    ctx.db, ctx.secrets,
+    { variables: ctx.config.CONFIG_MAX_VARIABLES_PER_SCOPE, bytes: ctx.config.CONFIG_MAX_BYTES_PER_SCOPE },
+    // A write to any scope a protected environment inherits needs an organization admin.
+    (userId, scope) => requireProtectedEnvironmentAdmin(ctx.db, userId, reachOfScope(scope), `the configuration it inherits (${scope.scope} scope)`),
+  );
   // A scale reaches running instances through the deployments module (a queued `reconcile`).
   let deployments: DeploymentsService | undefined;
   const apps = new ApplicationsService(ctx.db, latestRecordsSource(ctx.db), async (id) => { await deployments?.scaled(id); },

@@ -124,20 +124,20 @@ describe('sessions', () => {
 });
 
 describe('login rate limits', () => {
-  it('limits failures per account, even from many addresses', async () => {
+  it('limits failures per (account, address); the account itself is never locked for everyone (issue 20)', async () => {
     const u = await h.user();
-    for (let i = 0; i < 3; i++) expect((await login(u.email, 'wrong')).statusCode).toBe(401);
-    const limited = await login(u.email, 'wrong');
+    const stranger = nextAddress();
+    for (let i = 0; i < 3; i++) expect((await login(u.email, 'wrong', stranger)).statusCode).toBe(401);
+    const limited = await login(u.email, 'wrong', stranger);
     expect(limited.statusCode).toBe(429);
     expect(limited.json()).toMatchObject({ status: 429, message: expect.any(String) });
-    // Even the right password is refused while the account is limited.
-    expect((await login(u.email, u.password)).statusCode).toBe(429);
-    // Other accounts are unaffected.
-    const other = await h.user();
-    expect((await login(other.email, other.password)).statusCode).toBe(200);
-    // When the window has passed, the right password works again.
-    await h.ctx.db.updateTable('login_failures').set({ window_started: new Date(Date.now() - 16 * 60_000) }).execute();
+    // Even the right password is refused from that address while it is limited...
+    expect((await login(u.email, u.password, stranger)).statusCode).toBe(429);
+    // ...but the owner, from their own address, logs in.
     expect((await login(u.email, u.password)).statusCode).toBe(200);
+    // When the window has passed, the right password works again from the limited address too.
+    await h.ctx.db.updateTable('login_failures').set({ window_started: new Date(Date.now() - 16 * 60_000) }).execute();
+    expect((await login(u.email, u.password, stranger)).statusCode).toBe(200);
   });
 
   it('limits failures per address, across accounts', async () => {
@@ -292,7 +292,7 @@ describe('cleanup of spent login records', () => {
       await w.ctx.db.updateTable('sessions').set({ expires_at: new Date(Date.now() - 1000) })
         .where('token_hash', '=', createHash('sha256').update(expired).digest('hex')).execute();
       await w.ctx.db.updateTable('login_failures').set({ window_started: new Date(Date.now() - 120_000) })
-        .where('key', 'in', ['account:nobody0@example.com', 'address:10.9.0.3']).execute();
+        .where('key', 'in', ['pair:nobody0@example.com|10.9.0.3', 'address:10.9.0.3']).execute();
 
       // Sweepers run when workers start (and about every minute after).
       await w.ctx.jobs!.stop();
@@ -301,7 +301,7 @@ describe('cleanup of spent login records', () => {
       const sessions = await w.ctx.db.selectFrom('sessions').select('token_hash').where('user_id', '=', u.id).execute();
       expect(sessions.map((s) => s.token_hash)).toEqual([createHash('sha256').update(kept).digest('hex')]);
       const failures = await w.ctx.db.selectFrom('login_failures').select('key').orderBy('key').execute();
-      expect(failures.map((f) => f.key)).toEqual(['account:nobody1@example.com', 'account:nobody2@example.com']);
+      expect(failures.map((f) => f.key)).toEqual(['pair:nobody1@example.com|10.9.0.3', 'pair:nobody2@example.com|10.9.0.3']);
       const session = await w.app.inject({ method: 'GET', url: '/v1/auth/session', cookies: { slipway_session: kept } });
       expect(session.json()).toMatchObject({ authenticated: true, user: { id: u.id } });
     } finally {

@@ -200,3 +200,24 @@ export function sampleBody(route: RouteEntry, w: RouteWorld): unknown {
   // A body whose fields are all optional accepts an empty object.
   return route.method === 'POST' || route.method === 'PATCH' || route.method === 'PUT' ? {} : undefined;
 }
+
+/**
+ * Writes a plain member may still make while the world's `production` is protected, and
+ * why each reaches no protected environment. Every other non-GET route must answer 403 to
+ * a plain member (docs/api-decisions.md, "Protected environments"). ROUTE AUTHORS: a new
+ * write route is refused by default; list it here only if it cannot change what a
+ * protected environment runs.
+ */
+export const MEMBER_WRITES_BESIDE_PROTECTED: Record<string, string> = {
+  'POST /v1/auth/login': 'logs in',
+  'POST /v1/auth/logout': "ends the caller's own session",
+  'POST /v1/auth/api-keys': "the caller's own key",
+  'DELETE /v1/auth/api-keys/:id': "the caller's own key",
+  'POST /v1/organizations': 'a new organization',
+  'POST /v1/workspaces': 'a new workspace',
+  'POST /v1/projects': 'a new project (its production starts unprotected)',
+  'POST /v1/workspaces/:workspace/projects/:project/envs': 'a new environment (creating a protected one needs an admin)',
+  'PATCH /v1/workspaces/:workspace/projects/:project': 'renaming; moving the project to another team needs an admin',
+  'POST /v1/integrations/github/hooks': 'public: authenticated by its signature, not by membership',
+  'POST /v1/integrations/docker/auth': 'public: issues a registry token for the caller',
+};

@@ -208,9 +208,12 @@ describe('environment deploys', () => {
     expect(branchRefused.statusCode).toBe(403);
     expect(branchRefused.json().message).toBe("Environment 'production' is protected: only workspace admins choose the branch that deploys to it");
     expect((await call(carol, 'PATCH', `/applications/${ids.web}/settings`, { auto_deploy_branch: 'carols-branch' })).statusCode).toBe(403);
-    const unchanged = await call(carol, 'PATCH', `/applications/${ids.web}/settings`, { auto_deploy_branch: 'main', deployment_timeout: 60 });
+    // Issue 20: every other setting that changes is the admins' too; a value sent unchanged is not a change.
+    expect((await call(carol, 'PATCH', `/applications/${ids.web}/settings`, { deployment_timeout: 61 })).statusCode).toBe(403);
+    const unchanged = await call(carol, 'PATCH', `/applications/${ids.web}/settings`, { auto_deploy_branch: 'main' });
     expect(unchanged.statusCode).toBe(200);
     expect(unchanged.json().auto_deploy_branch).toBe('main');
+    expect((await call(alice, 'PATCH', `/applications/${ids.web}/settings`, { deployment_timeout: 60 })).statusCode).toBe(200);
     expect((await call(carol, 'PATCH', `${P}/envs/production`, { name: 'Production' })).statusCode).toBe(200);
     expect((await call(alice, 'PATCH', `${P}/envs/production`, { auto_deploy_branch: 'release' })).json().auto_deploy_branch).toBe('release');
     expect((await call(alice, 'PATCH', `${P}/envs/production`, { auto_deploy_branch: null })).statusCode).toBe(200);

@@ -108,7 +108,9 @@ describe('environments', () => {
     expect((await call(carol, 'GET', `${ENVS}/production/config`)).json()).toEqual([]);
 
     const id = list.json()[0].id;
-    expect((await call(carol, 'DELETE', `${ENVS}/production/config/${id}`)).statusCode).toBe(404);
+    // Production is protected by now (test above): a plain member's write there is refused before any look-up.
+    expect((await call(carol, 'DELETE', `${ENVS}/production/config/${id}`)).statusCode).toBe(403);
+    expect((await call(alice, 'DELETE', `${ENVS}/production/config/${id}`)).statusCode).toBe(404);
     expect((await call(carol, 'DELETE', `${ENVS}/staging/config/${id}`)).json()).toEqual({ ok: true });
     expect((await call(carol, 'DELETE', `${ENVS}/staging/config/${id}`)).statusCode).toBe(404);
     expect((await call(carol, 'DELETE', `${ENVS}/staging/config/not-a-uuid`)).statusCode).toBe(404);

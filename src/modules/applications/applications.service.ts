@@ -3,7 +3,7 @@ import type { Db } from '../../platform/db/database.js';
 import { conflict, forbidden, isUniqueViolation, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
-import { requireBranchChangeAccess } from '../environments/index.js';
+import { requireBranchChangeAccess, requireProtectedEnvironmentAdmin } from '../environments/index.js';
 import { ProjectsService } from '../projects/index.js';
 import { ApplicationsRepository } from './applications.repository.js';
 import type { Static } from 'typebox';
@@ -110,6 +110,8 @@ export class ApplicationsService {
 
   async create(userId: string, input: { name: string; slug?: string; project_id: string; platform?: string }) {
     const project = await this.projects.resolveById(userId, input.project_id);
+    // A new service of the project is deployed by the project's next environment deploy.
+    await requireProtectedEnvironmentAdmin(this.db, userId, { projectId: project.id }, 'the services of its project');
     const slug = slugFor(input.name, input.slug);
     try {
       const { id } = await this.apps.insert({
@@ -128,12 +130,18 @@ export class ApplicationsService {
     if (settings.auto_deploy_branch !== undefined && settings.auto_deploy_branch !== app.auto_deploy_branch) {
       await requireBranchChangeAccess(this.db, userId, { applicationId: app.id });
     }
+    // Every setting shapes what a protected environment builds or how it deploys it; sending a value unchanged changes nothing.
+    const changed = Object.entries(settings).filter(([field, value]) => value !== (app as Record<string, unknown>)[field]);
+    if (changed.length > 0) {
+      await requireProtectedEnvironmentAdmin(this.db, userId, { applicationId: app.id }, `the settings of an application it runs (${changed.map(([f]) => f).join(', ')})`);
+    }
     if (Object.keys(settings).length > 0) await this.apps.updateSettings(app.id, settings);
     return this.reload(app.id);
   }
 
   async scale(userId: string, applicationId: string, input: Static<typeof ScaleBody>) {
     const app = await this.authorize(userId, applicationId);
+    await requireProtectedEnvironmentAdmin(this.db, userId, { applicationId: app.id }, 'the scale or pod classes of an application it runs');
     await this.apps.mergeScale(app.id, input.process_counts ?? {}, input.process_pod_classes ?? {});
     await this.onScaled(app.id);
     return this.reload(app.id);

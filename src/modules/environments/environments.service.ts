@@ -11,7 +11,7 @@ import { SECRET_MASK } from '../configurations/index.js';
 import { RECONCILE_JOB } from '../deployments/index.js';
 import { WorkspaceScope } from '../workspaces/index.js';
 import { EnvironmentsRepository } from './environments.repository.js';
-import { requireBranchChangeAccess } from './protection.js';
+import { requireBranchChangeAccess, requireProtectedEnvironmentAdmin } from './protection.js';
 import { ENV_TYPES, type UpdateEnvironmentBody } from './environments.schemas.js';
 import { serviceScopeChain } from './scope-chain.js';
 
@@ -87,12 +87,16 @@ export class EnvironmentsService {
   async update(userId: string, ws: string, projectSlug: string, envSlug: string, input: Static<typeof UpdateEnvironmentBody>) {
     const { workspace, project, environment } = await this.scope.environment(userId, ws, projectSlug, envSlug);
     if (input.protected !== undefined && input.protected !== environment.protected) await this.scope.requireAdmin(userId, workspace.id);
-    if (input.auto_deploy_branch !== undefined && input.auto_deploy_branch !== environment.auto_deploy_branch) {
-      await requireBranchChangeAccess(this.db, userId, { environmentId: environment.id });
-    }
     // Application-level pipeline endpoints act on `production`: it stays of type production.
     if (environment.slug === 'production' && input.env_type !== undefined && input.env_type !== 'production') {
       throw invalid('env_type', 'the production environment is always of type production');
+    }
+    // Renaming is cosmetic; its type, scale and pod classes change what runs there.
+    if (input.env_type !== undefined || input.process_counts !== undefined || input.process_pod_classes !== undefined) {
+      await requireProtectedEnvironmentAdmin(this.db, userId, { environmentId: environment.id }, 'its type, scale or pod classes');
+    }
+    if (input.auto_deploy_branch !== undefined && input.auto_deploy_branch !== environment.auto_deploy_branch) {
+      await requireBranchChangeAccess(this.db, userId, { environmentId: environment.id });
     }
     const services = new Map((await this.envs.services(project.id)).map((s) => [s.slug, s.id]));
     const serviceId = (field: string, slug: string) => {

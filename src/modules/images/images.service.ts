@@ -8,6 +8,7 @@ import type { JobMaintenance, Jobs } from '../../platform/jobs/types.js';
 import { ApplicationsRepository } from '../applications/index.js';
 import type { ApplicationsService } from '../applications/index.js';
 import type { ConfigurationsService } from '../configurations/index.js';
+import { requireProtectedEnvironmentAdmin } from '../environments/index.js';
 import { queueRecordJob, recordLogView } from '../pipeline/index.js';
 import { ABANDONED, artifactDir, BuildRunner, buildWorkDir, INTERRUPTED_BY_RESTART } from './build-runner.js';
 import { ImagesRepository } from './images.repository.js';
@@ -78,6 +79,8 @@ export class ImagesService {
 
   async requestBuild(userId: string, applicationId: string, ref?: string) {
     await this.apps.authorize(userId, applicationId);
+    // The latest built image is what the next release ships: building one picks it.
+    await requireProtectedEnvironmentAdmin(this.ctx.db, userId, { applicationId }, 'the images its releases are made from');
     const jobs = await requireJobRoom(this.ctx, applicationId);
     const image = await this.createImage(applicationId, ref);
     await queueRecordJob(this.ctx.db, 'images', jobs, 'build', { applicationId, recordId: image.id }, 'build');

@@ -11,7 +11,7 @@ export const OrganizationSummary = Type.Object(
 );
 
 export const Member = Type.Object(
-  { user_id: Id, username: Type.String(), email: Type.String(), admin: Type.Boolean() },
+  { user_id: Id, username: Type.String(), email: Type.Optional(Type.String({ description: 'shown to organization admins, and to the member themself' })), admin: Type.Boolean() },
   { $id: 'Member' },
 );
 

@@ -11,6 +11,15 @@ import { OrganizationsRepository } from './organizations.repository.js';
  * The caller's admin flag, re-read under the membership lock: a caller demoted or removed
  * by a concurrent request no longer acts as an admin.
  */
+/**
+ * Members' e-mail addresses are for the organization's admins (who add members by
+ * username or e-mail) and for each member themself; other members see usernames only.
+ */
+export function membersAsSeenBy<M extends { user_id: string; email?: string }>(members: M[], viewer: { userId: string; admin: boolean }): M[] {
+  if (viewer.admin) return members;
+  return members.map((m) => (m.user_id === viewer.userId ? m : (({ email: _email, ...rest }) => rest as M)(m)));
+}
+
 function requireAdminAmong(members: Array<{ user_id: string; admin: boolean }>, userId: string) {
   if (!members.find((m) => m.user_id === userId)?.admin) throw forbidden('Only organization admins can do this');
 }
@@ -44,8 +53,9 @@ export class OrganizationsService {
   }
 
   async detail(userId: string, slug: string) {
-    const { org } = await this.resolve(userId, slug);
-    return this.describe(org.id);
+    const { org, membership } = await this.resolve(userId, slug);
+    const detail = await this.describe(org.id);
+    return { ...detail, members: membersAsSeenBy(detail.members, { userId, admin: membership.admin }) };
   }
 
   async describe(organizationId: string) {

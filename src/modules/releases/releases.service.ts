@@ -11,6 +11,7 @@ import { queueRecordJob, recordLogView } from '../pipeline/index.js';
 import { productionEnvironmentId } from '../pipeline/index.js';
 import type { DisplayedVariable } from './release-freezer.js';
 import { ReleaseRunner } from './release-runner.js';
+import { requireProtectedEnvironmentAdmin } from '../environments/index.js';
 import { ReleasesRepository } from './releases.repository.js';
 
 const RELEASE_ABANDONED = 'abandoned: its pipeline job is no longer queued or running (the server stopped at the wrong moment); create the release again';
@@ -70,8 +71,9 @@ export class ReleasesService {
 
   async requestRelease(userId: string, applicationId: string) {
     await this.apps.authorize(userId, applicationId);
-    const jobs = await requireJobRoom(this.ctx, applicationId);
     const environmentId = await productionEnvironmentId(this.ctx.db, applicationId);
+    await requireProtectedEnvironmentAdmin(this.ctx.db, userId, { environmentId }, 'its releases');
+    const jobs = await requireJobRoom(this.ctx, applicationId);
     const release = await this.createRelease(applicationId, environmentId);
     await queueRecordJob(this.ctx.db, 'releases', jobs, 'release', { applicationId, environmentId, recordId: release.id }, 'release');
     return { ok: true, release_id: release.id, version: release.version };

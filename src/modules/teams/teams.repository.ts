@@ -32,6 +32,11 @@ export class TeamsRepository {
     });
   }
 
+  async isMember(teamId: string, userId: string): Promise<boolean> {
+    const row = await this.db.selectFrom('team_members').select('user_id').where('team_id', '=', teamId).where('user_id', '=', userId).executeTakeFirst();
+    return Boolean(row);
+  }
+
   async addMember(team: { id: string; organization_id: string }, userId: string) {
     const res = await this.db.insertInto('team_members')
       .values({ team_id: team.id, organization_id: team.organization_id, user_id: userId })

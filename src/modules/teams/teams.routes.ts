@@ -43,6 +43,7 @@ export function teamsRoutes(ctx: AppContext, config: ConfigurationsService) {
     registerScopedConfigRoutes(app, {
       prefix: '/workspaces/:workspace/teams/:team', params: TeamParams, tags, label: 'team', config, scoped,
       scopeOf: async (params, userId) => ({ scope: 'team', scopeId: (await teams.scope.team(userId, params.workspace!, params.team!)).team.id }),
+      mayWrite: async (_ref, userId, params) => teams.requireConfigWriter(userId, params.workspace!, params.team!),
     });
   };
 }

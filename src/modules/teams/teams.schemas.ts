@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { Id, Name, Slug, Timestamp } from '../../platform/http/schemas.js';
 
-export const TeamMember = Type.Object({ user_id: Id, username: Type.String(), email: Type.String() }, { $id: 'TeamMember' });
+export const TeamMember = Type.Object({ user_id: Id, username: Type.String(), email: Type.Optional(Type.String({ description: 'shown to workspace admins and the member themself' })) }, { $id: 'TeamMember' });
 
 export const Team = Type.Object(
   {

@@ -57,7 +57,12 @@ export function workspacesRoutes(ctx: AppContext, config: ConfigurationsService)
 
     app.patch('/workspaces/:workspace/projects/:project', {
       schema: { tags, summary: 'Rename a project or set its team (`team: null` for none)', params: WorkspaceProjectParams, body: UpdateWorkspaceProjectBody, response: { 200: WorkspaceProject, ...commonErrorResponses } },
-    }, async (request) => workspaces.updateProject(currentUser(request).id, request.params.workspace, request.params.project, request.body));
+    }, async (request) => {
+      const userId = currentUser(request).id;
+      // Another team means other inherited configuration: the same rule as a project-scope write.
+      return workspaces.updateProject(userId, request.params.workspace, request.params.project, request.body,
+        (projectId) => config.authorizeWrite(userId, { scope: 'project', scopeId: projectId }));
+    });
 
     registerScopedConfigRoutes(app, {
       prefix: '/workspaces/:workspace/projects/:project', params: WorkspaceProjectParams, tags, label: 'project', config, scoped,

@@ -38,6 +38,8 @@ export interface LoginFailuresTable {
   key: string;
   count: number;
   window_started: Timestamp;
+  /** Migration 0010: when the last failure was counted (the backoff runs from it). */
+  last_failed_at: Generated<Date>;
 }
 
 export interface OrganizationsTable {

@@ -22,8 +22,11 @@ export const ErrorResponse = Type.Object(
 
 export const Ok = Type.Object({ ok: Type.Boolean() });
 
+/** Far beyond any real list, and small enough that `(page - 1) * per_page` stays a valid SQL offset. */
+export const MAX_PAGE = 100_000;
+
 export const PaginationQuery = Type.Object({
-  page: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
+  page: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, default: 1 })),
   per_page: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
 });
 export type PaginationQuery = Static<typeof PaginationQuery>;
