@@ -13728,7 +13728,8 @@ export interface paths {
                     content: {
                         "application/json": {
                             admin: boolean;
-                            email: string;
+                            /** @description shown to organization admins, and to the member themself */
+                            email?: string;
                             /** @description UUID (v7) */
                             user_id: string;
                             username: string;
@@ -21050,7 +21051,8 @@ export interface components {
         /** Member */
         "def-4": {
             admin: boolean;
-            email: string;
+            /** @description shown to organization admins, and to the member themself */
+            email?: string;
             /** @description UUID (v7) */
             user_id: string;
             username: string;
@@ -21220,7 +21222,8 @@ export interface components {
         };
         /** TeamMember */
         "def-14": {
-            email: string;
+            /** @description shown to workspace admins and the member themself */
+            email?: string;
             /** @description UUID (v7) */
             user_id: string;
             username: string;
