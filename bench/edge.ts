@@ -55,18 +55,37 @@ async function startCaddy(upstreamPort: number, dir: string): Promise<number | n
   // The initial configuration only moves the admin API off its fixed port; routes come through POST /load.
   const initial = join(dir, 'caddy.json');
   writeFileSync(initial, JSON.stringify({ admin: { listen: `127.0.0.1:${admin}` } }));
-  const caddy = spawn('caddy', ['run', '--config', initial], { env: { ...process.env, HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir }, stdio: 'ignore' });
+  const caddy = spawn('caddy', ['run', '--config', initial], {
+    env: { ...process.env, HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir },
+    stdio: 'ignore',
+  });
   children.push(caddy);
   const config = {
     admin: { listen: `127.0.0.1:${admin}` },
     logging: { logs: { default: { level: 'ERROR' } } },
-    apps: { http: { servers: { edge: {
-      listen: [`127.0.0.1:${port}`], automatic_https: { disable: true },
-      routes: [{ match: [{ host: [HOST] }], handle: [{ handler: 'reverse_proxy', upstreams: [{ dial: `127.0.0.1:${upstreamPort}` }] }] }],
-    } } } },
+    apps: {
+      http: {
+        servers: {
+          edge: {
+            listen: [`127.0.0.1:${port}`],
+            automatic_https: { disable: true },
+            routes: [
+              { match: [{ host: [HOST] }], handle: [{ handler: 'reverse_proxy', upstreams: [{ dial: `127.0.0.1:${upstreamPort}` }] }] },
+            ],
+          },
+        },
+      },
+    },
   };
   for (let i = 0; i < 100; i++) {
-    const ok = await fetch(`http://127.0.0.1:${admin}/load`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(config) }).then((r) => r.ok, () => false);
+    const ok = await fetch(`http://127.0.0.1:${admin}/load`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(config),
+    }).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) return port;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -78,7 +97,9 @@ try {
   const upstream = spawn(process.execPath, ['-e', UPSTREAM], { stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(upstream);
   const upstreamPort = Number(await firstLine(upstream));
-  const edge = spawn(process.execPath, ['--import', 'tsx', 'bench/edge-server.ts', String(upstreamPort)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const edge = spawn(process.execPath, ['--import', 'tsx', 'bench/edge-server.ts', String(upstreamPort)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   children.push(edge);
   const edgePort = Number(await firstLine(edge));
   const caddyPort = await startCaddy(upstreamPort, dir);
@@ -89,9 +110,15 @@ try {
   console.log(`one instance, ${connections} connections, ${seconds} s each (after 1 s warm-up):`);
   console.log('| path | req/s | ratio to direct | p50 ms | p99 ms | added p99 ms | errors |');
   console.log('|---|---:|---:|---:|---:|---:|---:|');
-  for (const [name, r] of [['direct', direct], ['built-in edge', builtin], ['Caddy', caddy]] as const) {
+  for (const [name, r] of [
+    ['direct', direct],
+    ['built-in edge', builtin],
+    ['Caddy', caddy],
+  ] as const) {
     if (!r) continue;
-    console.log(`| ${name} | ${r.rps.toFixed(0)} | ${(r.rps / direct.rps).toFixed(2)} | ${r.p50} | ${r.p99} | ${r === direct ? '' : r.p99 - direct.p99} | ${r.errors} |`);
+    console.log(
+      `| ${name} | ${r.rps.toFixed(0)} | ${(r.rps / direct.rps).toFixed(2)} | ${r.p50} | ${r.p99} | ${r === direct ? '' : r.p99 - direct.p99} | ${r.errors} |`,
+    );
   }
 } finally {
   for (const c of children) c.kill('SIGTERM');

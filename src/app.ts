@@ -84,7 +84,12 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     for (const method of methods) {
       if (method === 'HEAD') continue;
       const produces = (route.schema as { produces?: string[] } | undefined)?.produces ?? [];
-      app.routeTable.push({ method, url: route.url, public: Boolean((route.config as { public?: boolean } | undefined)?.public), stream: produces.includes('text/event-stream') });
+      app.routeTable.push({
+        method,
+        url: route.url,
+        public: Boolean((route.config as { public?: boolean } | undefined)?.public),
+        stream: produces.includes('text/event-stream'),
+      });
     }
   });
 
@@ -117,36 +122,45 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   const services = createServices(ctx, app.log);
   app.decorate('notifications', services.notifications);
   // Open event streams would hold the server open: they end first, then the LISTEN connection.
-  app.addHook('preClose', async () => { endStreams(app.server); });
-  app.addHook('onClose', async () => { await services.notifications.close(); });
+  app.addHook('preClose', async () => {
+    endStreams(app.server);
+  });
+  app.addHook('onClose', async () => {
+    await services.notifications.close();
+  });
 
-  await app.register(async (v1) => {
-    v1.addHook('onRequest', authenticationHook(services.auth));
-    await v1.register(authRoutes(ctx, services.auth));
-    await v1.register(usersRoutes(ctx));
-    await v1.register(organizationsRoutes(ctx));
-    await v1.register(pipelineLimitsRoutes(ctx));
-    await v1.register(projectsRoutes(ctx));
-    await v1.register(applicationsRoutes(services.apps));
-    await v1.register(configurationsRoutes(ctx, services.apps, services.config));
-    await v1.register(healthRoutes(ctx));
-    await v1.register(imagesRoutes(services.images));
-    await v1.register(releasesRoutes(services.releases));
-    await v1.register(pipelineRoutes(services.pipeline));
-    await v1.register(githubRoutes(services.githubHooks));
-    await v1.register(workspacesRoutes(ctx, services.config));
-    await v1.register(teamsRoutes(ctx, services.config));
-    await v1.register(environmentsRoutes(ctx, services.config));
-    await v1.register(envDeploysRoutes(services.envDeploys));
-    await v1.register(registryRoutes(ctx, services.signingKeys, services.auth));
-    await v1.register(deploymentsRoutes(services.deployments, services.deployChain));
-    await v1.register(observabilityRoutes(services.observability));
-    await v1.register(domainsRoutes(services.domains));
-    await v1.register(oneOffRunsRoutes(services.runs));
-    await v1.register(appLogsRoutes(services.appLogs));
-    await v1.register(streamsRoutes(services.streams, (userId, p) => services.envDeploys.detail(userId, p.workspace, p.project, p.env, p.deploy_id)));
-    v1.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
-  }, { prefix: '/v1' });
+  await app.register(
+    async (v1) => {
+      v1.addHook('onRequest', authenticationHook(services.auth));
+      await v1.register(authRoutes(ctx, services.auth));
+      await v1.register(usersRoutes(ctx));
+      await v1.register(organizationsRoutes(ctx));
+      await v1.register(pipelineLimitsRoutes(ctx));
+      await v1.register(projectsRoutes(ctx));
+      await v1.register(applicationsRoutes(services.apps));
+      await v1.register(configurationsRoutes(ctx, services.apps, services.config));
+      await v1.register(healthRoutes(ctx));
+      await v1.register(imagesRoutes(services.images));
+      await v1.register(releasesRoutes(services.releases));
+      await v1.register(pipelineRoutes(services.pipeline));
+      await v1.register(githubRoutes(services.githubHooks));
+      await v1.register(workspacesRoutes(ctx, services.config));
+      await v1.register(teamsRoutes(ctx, services.config));
+      await v1.register(environmentsRoutes(ctx, services.config));
+      await v1.register(envDeploysRoutes(services.envDeploys));
+      await v1.register(registryRoutes(ctx, services.signingKeys, services.auth));
+      await v1.register(deploymentsRoutes(services.deployments, services.deployChain));
+      await v1.register(observabilityRoutes(services.observability));
+      await v1.register(domainsRoutes(services.domains));
+      await v1.register(oneOffRunsRoutes(services.runs));
+      await v1.register(appLogsRoutes(services.appLogs));
+      await v1.register(
+        streamsRoutes(services.streams, (userId, p) => services.envDeploys.detail(userId, p.workspace, p.project, p.env, p.deploy_id)),
+      );
+      v1.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
+    },
+    { prefix: '/v1' },
+  );
 
   return app;
 }

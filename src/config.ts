@@ -18,8 +18,15 @@ const EnvSchema = Type.Object({
   ADMIN_PASSWORD: Type.Optional(Type.String()),
   ADMIN_USERNAME: Type.Optional(Type.String()),
   LOG_LEVEL: Type.Union(
-    [Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'),
-      Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')],
+    [
+      Type.Literal('fatal'),
+      Type.Literal('error'),
+      Type.Literal('warn'),
+      Type.Literal('info'),
+      Type.Literal('debug'),
+      Type.Literal('trace'),
+      Type.Literal('silent'),
+    ],
     { default: 'info' },
   ),
   SESSION_TTL_HOURS: Type.Integer({ minimum: 1, default: 24 * 14 }),
@@ -141,12 +148,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     // choice lists its values (the raw errors say "must be equal to constant" once per value).
     const byName = new Map<string, string>();
     const values = withDefaults as Record<string, unknown>;
-    for (const [name, schema] of Object.entries(EnvSchema.properties) as Array<[string, TSchema & { anyOf?: Array<{ const?: unknown }> }]>) {
+    for (const [name, schema] of Object.entries(EnvSchema.properties) as Array<
+      [string, TSchema & { anyOf?: Array<{ const?: unknown }> }]
+    >) {
       if (values[name] === undefined || Value.Check(schema, values[name])) continue;
       const first = [...Value.Errors(schema, values[name])][0];
-      byName.set(name, schema.anyOf ? `must be one of ${schema.anyOf.map((c) => c.const).join(', ')}` : first?.message ?? 'invalid');
+      byName.set(name, schema.anyOf ? `must be one of ${schema.anyOf.map((c) => c.const).join(', ')}` : (first?.message ?? 'invalid'));
     }
-    if (byName.size === 0) for (const e of Value.Errors(EnvSchema, withDefaults)) byName.set(e.instancePath.replace(/^\//, '') || 'environment', e.message);
+    if (byName.size === 0)
+      for (const e of Value.Errors(EnvSchema, withDefaults)) byName.set(e.instancePath.replace(/^\//, '') || 'environment', e.message);
     const problems = [...byName].map(([name, message]) => `${name}: ${message}`).join('; ');
     throw new ConfigError(`Invalid configuration: ${problems}`);
   }

@@ -41,10 +41,8 @@ export class AppError extends Error {
 export const notFound = (what: string) => new AppError('NOT_FOUND', `${what} not found`);
 export const forbidden = (message = 'Permission denied for this resource') => new AppError('FORBIDDEN', message);
 export const conflict = (message: string) => new AppError('CONFLICT', message);
-export const invalid = (field: string, message: string) =>
-  new AppError('VALIDATION', `${field}: ${message}`, [{ field, message }]);
-export const unauthenticated = (message = 'Not authenticated; log in or provide an API key') =>
-  new AppError('UNAUTHENTICATED', message);
+export const invalid = (field: string, message: string) => new AppError('VALIDATION', `${field}: ${message}`, [{ field, message }]);
+export const unauthenticated = (message = 'Not authenticated; log in or provide an API key') => new AppError('UNAUTHENTICATED', message);
 
 /** PostgreSQL unique_violation, raised when two requests race for one slug or name. */
 export function isUniqueViolation(err: unknown, constraint?: string): boolean {

@@ -34,7 +34,12 @@ beforeAll(async () => {
   const ctx = { config, db, secrets: new SecretBox({ current: parseKey(generateKeyText()), previous: [] }) };
   app = await buildApp(ctx, { logger: false });
   await app.ready();
-  const user = await new UsersService(db).create({ username: 'dana', email: 'dana@example.com', password: 'dana-password-1', is_admin: false });
+  const user = await new UsersService(db).create({
+    username: 'dana',
+    email: 'dana@example.com',
+    password: 'dana-password-1',
+    is_admin: false,
+  });
   const { key } = await new AuthService(ctx).createApiKey(user.id, 'test');
   headers = { 'x-api-key': key };
 });

@@ -14,7 +14,9 @@ beforeAll(async () => {
   h = await createHarness({ ROUTER_HOST: '127.0.0.1', ROUTER_PORT: 0, RUNTIME_STOP_GRACE_MS: 2000 }, { jobs: true, runtime: true });
   alice = await h.user();
 });
-afterAll(async () => { await h?.close(); });
+afterAll(async () => {
+  await h?.close();
+});
 
 // The fixture's secret API_TOKEN is 'tok-very-secret-123'; it is split after 'tok-very-s'.
 const LEAK = `
@@ -26,7 +28,10 @@ setTimeout(() => { process.stdout.write(token.slice(10) + ' done\\n'); process.e
 describe('scrubbing across the line cut', () => {
   it('a secret split across the 16 KiB cut is masked in the deploy log', async () => {
     const app = await deployableApp(h, alice);
-    const rel = await app.release({ 'app.js': 'setInterval(() => {}, 1000);', 'leak.js': LEAK }, 'web: node app.js\nrelease: node leak.js\n');
+    const rel = await app.release(
+      { 'app.js': 'setInterval(() => {}, 1000);', 'leak.js': LEAK },
+      'web: node app.js\nrelease: node leak.js\n',
+    );
     const res = await h.app.inject({ method: 'POST', url: `/v1/releases/${rel}/deploy`, headers: alice.headers });
     expect(res.statusCode, res.body).toBe(202);
     const d = await settled(h, alice, res.json().deployment_id);

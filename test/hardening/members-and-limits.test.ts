@@ -23,7 +23,9 @@ beforeAll(async () => {
   project = (await call(h, 'POST', '/v1/projects', admin, { name: 'Shop', organization_id: org.id })).body;
   appId = (await call(h, 'POST', '/v1/applications', admin, { name: 'Web', project_id: project.id })).body.id;
 });
-afterAll(async () => { await h?.close(); });
+afterAll(async () => {
+  await h?.close();
+});
 
 const ws = () => `/v1/workspaces/${org.slug}`;
 const envs = () => `${ws()}/projects/${project.slug}/envs`;
@@ -83,8 +85,12 @@ describe('login lockout', () => {
     const victim = await h.user();
     for (let i = 0; i < 3; i++) expect((await login(victim.email, 'guess', '203.0.113.77')).statusCode).toBe(401);
     const pair = `pair:${victim.email.toLowerCase()}|203.0.113.77`;
-    const passTime = (seconds: number) => h.ctx.db.updateTable('login_failures')
-      .set({ last_failed_at: new Date(Date.now() - seconds * 1000) }).where('key', '=', pair).execute();
+    const passTime = (seconds: number) =>
+      h.ctx.db
+        .updateTable('login_failures')
+        .set({ last_failed_at: new Date(Date.now() - seconds * 1000) })
+        .where('key', '=', pair)
+        .execute();
     await passTime(2);
     expect((await login(victim.email, 'guess', '203.0.113.77')).statusCode).toBe(401);
     await passTime(1.5);
@@ -96,7 +102,7 @@ describe('login lockout', () => {
 });
 
 describe('members and their e-mail', () => {
-  it('admins see every member\'s e-mail; a plain member sees only their own', async () => {
+  it("admins see every member's e-mail; a plain member sees only their own", async () => {
     const team = (await call(h, 'POST', `${ws()}/teams`, admin, { name: unique('ops'), members: [member.username, admin.username] })).body;
     const asMember = [
       (await call(h, 'GET', `/v1/organizations/${org.slug}`, member)).body.members,
@@ -134,7 +140,8 @@ describe('configuration size', () => {
     const before = await snapshotTables(h);
     expectError(await call(h, 'POST', `/v1/configurations/${appId}/bulk`, admin, { variables: { A: big, B: big, C: big, D: big } }), 422);
     expect(await snapshotTables(h)).toEqual(before);
-    for (const name of ['A', 'B', 'C']) expect((await call(h, 'POST', `/v1/configurations/${appId}`, admin, { name, value: big })).status).toBe(201);
+    for (const name of ['A', 'B', 'C'])
+      expect((await call(h, 'POST', `/v1/configurations/${appId}`, admin, { name, value: big })).status).toBe(201);
     expectError(await call(h, 'POST', `/v1/configurations/${appId}`, admin, { name: 'D', value: big }), 422);
   });
 });
@@ -142,14 +149,17 @@ describe('configuration size', () => {
 describe('team configuration', () => {
   it("only the team's members and workspace admins change it; other members read it", async () => {
     const outsider = await h.user();
-    expect((await call(h, 'POST', `/v1/organizations/${org.slug}/members`, admin, { username: outsider.username })).status).toBeLessThan(300);
+    expect((await call(h, 'POST', `/v1/organizations/${org.slug}/members`, admin, { username: outsider.username })).status).toBeLessThan(
+      300,
+    );
     const team = (await call(h, 'POST', `${ws()}/teams`, admin, { name: unique('data'), members: [member.username] })).body;
     const config = `${ws()}/teams/${team.slug}/config`;
     const before = await snapshotTables(h);
     for (const [method, url, payload] of [
       ['POST', config, { name: 'TEAM_VAR', value: 'x' }],
       ['POST', `${config}/bulk`, [{ name: 'TEAM_VAR', value: 'x' }]],
-    ] as const) expectError(await call(h, method, url, outsider, payload), 403);
+    ] as const)
+      expectError(await call(h, method, url, outsider, payload), 403);
     expect(await snapshotTables(h)).toEqual(before);
     const set = await call(h, 'POST', config, member, { name: 'TEAM_VAR', value: 'by-member' });
     expect(set.status).toBe(201);

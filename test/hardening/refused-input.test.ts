@@ -18,7 +18,9 @@ beforeAll(async () => {
   world = await seedRouteWorld(h);
   doc = h.app.swagger();
 });
-afterAll(async () => { await h?.close(); });
+afterAll(async () => {
+  await h?.close();
+});
 
 const operation = (route: RouteEntry) => doc.paths?.[route.url.replace(/:(\w+)/g, '{$1}')]?.[route.method.toLowerCase()];
 const key = (r: RouteEntry) => `${r.method} ${r.url}`;
@@ -36,7 +38,10 @@ describe('paths Fastify refuses before routing answer in our shape', () => {
 });
 
 describe('pagination is bounded on every paginated list', () => {
-  const paginated = () => h.app.routeTable.filter((r) => r.method === 'GET' && (operation(r)?.parameters ?? []).some((p: any) => p.in === 'query' && p.name === 'page'));
+  const paginated = () =>
+    h.app.routeTable.filter(
+      (r) => r.method === 'GET' && (operation(r)?.parameters ?? []).some((p: any) => p.in === 'query' && p.name === 'page'),
+    );
 
   it('finds the paginated lists (releases, images, deployments, environment deploys)', () => {
     const urls = paginated().map((r) => r.url);
@@ -48,9 +53,19 @@ describe('pagination is bounded on every paginated list', () => {
     const failures: string[] = [];
     for (const route of paginated()) {
       const url = fillPath(route, world);
-      for (const query of ['page=1e20', 'page=100000000000', 'page=100001', 'per_page=1e20', 'per_page=101', 'page=0', 'page=-1', 'page=abc']) {
+      for (const query of [
+        'page=1e20',
+        'page=100000000000',
+        'page=100001',
+        'per_page=1e20',
+        'per_page=101',
+        'page=0',
+        'page=-1',
+        'page=abc',
+      ]) {
         const res = await call(h, 'GET', `${url}?${query}`, world.owner);
-        if (res.status !== 422 || res.body?.status !== 422 || typeof res.body?.message !== 'string') failures.push(`${key(route)}?${query}: ${res.status} ${res.raw.slice(0, 120)}`);
+        if (res.status !== 422 || res.body?.status !== 422 || typeof res.body?.message !== 'string')
+          failures.push(`${key(route)}?${query}: ${res.status} ${res.raw.slice(0, 120)}`);
       }
       const last = await call(h, 'GET', `${url}?page=100000&per_page=100`, world.owner);
       const items = Array.isArray(last.body) ? last.body : last.body?.items;
@@ -61,7 +76,8 @@ describe('pagination is bounded on every paginated list', () => {
 });
 
 describe('routes that take no body refuse one', () => {
-  const bodiless = () => h.app.routeTable.filter((r) => ['POST', 'PUT', 'PATCH', 'DELETE'].includes(r.method) && !r.public && !operation(r)?.requestBody);
+  const bodiless = () =>
+    h.app.routeTable.filter((r) => ['POST', 'PUT', 'PATCH', 'DELETE'].includes(r.method) && !r.public && !operation(r)?.requestBody);
 
   it('[], 123, "text" and unknown fields: 422 and nothing stored; no body or {} still accepted', async () => {
     const routes = bodiless();
@@ -71,10 +87,20 @@ describe('routes that take no body refuse one', () => {
       const url = fillPath(route, world);
       const before = await snapshotTables(h);
       for (const payload of ['[]', '123', '"text"', '{"unexpected":true}', 'null']) {
-        const res = await h.app.inject({ method: route.method as 'POST', url, payload, headers: { ...world.owner.headers, 'content-type': 'application/json' } });
+        const res = await h.app.inject({
+          method: route.method as 'POST',
+          url,
+          payload,
+          headers: { ...world.owner.headers, 'content-type': 'application/json' },
+        });
         let body: any = null;
-        try { body = res.json(); } catch { /* not JSON: reported below */ }
-        if (res.statusCode !== 422 || body?.status !== 422) failures.push(`${key(route)} ${payload}: ${res.statusCode} ${res.body.slice(0, 120)}`);
+        try {
+          body = res.json();
+        } catch {
+          /* not JSON: reported below */
+        }
+        if (res.statusCode !== 422 || body?.status !== 422)
+          failures.push(`${key(route)} ${payload}: ${res.statusCode} ${res.body.slice(0, 120)}`);
       }
       const after = await snapshotTables(h);
       const changed = Object.keys(after).filter((t) => JSON.stringify(after[t]) !== JSON.stringify(before[t]));
@@ -85,7 +111,12 @@ describe('routes that take no body refuse one', () => {
   });
 
   it('an empty object is still accepted where no body is needed', async () => {
-    const res = await h.app.inject({ method: 'POST', url: '/v1/auth/logout', payload: '{}', headers: { ...world.owner.headers, 'content-type': 'application/json' } });
+    const res = await h.app.inject({
+      method: 'POST',
+      url: '/v1/auth/logout',
+      payload: '{}',
+      headers: { ...world.owner.headers, 'content-type': 'application/json' },
+    });
     expect(res.statusCode, res.body).toBeLessThan(300);
   });
 });

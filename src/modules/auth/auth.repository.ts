@@ -96,7 +96,9 @@ export class AuthRepository {
 
   /** Failure counters whose window has passed count for nothing (one row per address or e-mail tried). */
   deleteStaleFailures(windowSeconds: number) {
-    return this.db.deleteFrom('login_failures')
-      .where('window_started', '<', sql<Date>`now() - make_interval(secs => ${windowSeconds})`).execute();
+    return this.db
+      .deleteFrom('login_failures')
+      .where('window_started', '<', sql<Date>`now() - make_interval(secs => ${windowSeconds})`)
+      .execute();
   }
 }

@@ -46,7 +46,8 @@ export class AuthService {
     if (pair) {
       const wait = pair.count >= max ? window : pair.count >= free ? Math.min(window, 2 ** (pair.count - free)) : 0;
       const left = Math.ceil(wait - pair.secondsSinceLast);
-      if (left > 0) throw new AppError('RATE_LIMITED', `Too many failed login attempts for this account from this address; retry in ${left} s`);
+      if (left > 0)
+        throw new AppError('RATE_LIMITED', `Too many failed login attempts for this account from this address; retry in ${left} s`);
     }
     if ((await this.repo.failuresInWindow([addressKey], window)) >= max) {
       throw new AppError('RATE_LIMITED', 'Too many failed login attempts from this address; try again later');

@@ -35,14 +35,18 @@ export interface ResolvedVariable {
 const NAME = new RegExp(CONFIG_NAME_PATTERN);
 
 function checkEntry(name: string, value: string): string | null {
-  if (!NAME.test(name) || name.length > 255) return 'invalid name: letters, digits and _ only, not starting with a digit, at most 255 characters';
+  if (!NAME.test(name) || name.length > 255)
+    return 'invalid name: letters, digits and _ only, not starting with a digit, at most 255 characters';
   if (Buffer.byteLength(value, 'utf8') > MAX_VALUE_BYTES) return `value is longer than ${MAX_VALUE_BYTES} bytes`;
   return null;
 }
 
 /** Configuration variables at any scope; callers check access to the scope first. */
 /** How much one scope may hold (CONFIG_MAX_VARIABLES_PER_SCOPE, CONFIG_MAX_BYTES_PER_SCOPE). */
-export interface ScopeLimits { variables: number; bytes: number }
+export interface ScopeLimits {
+  variables: number;
+  bytes: number;
+}
 export const DEFAULT_SCOPE_LIMITS: ScopeLimits = { variables: 1000, bytes: 1024 * 1024 };
 
 /**
@@ -86,12 +90,18 @@ export class ConfigurationsService {
     for (const e of incoming) sizes.set(e.name.toLowerCase(), Buffer.byteLength(e.name) + Buffer.byteLength(e.value));
     const bytes = [...sizes.values()].reduce((a, b) => a + b, 0);
     if (sizes.size > this.limits.variables) {
-      throw new AppError('VALIDATION', `variables: a ${scope.scope} holds at most ${this.limits.variables} variables (this would make ${sizes.size})`,
-        [{ field: 'variables', message: `at most ${this.limits.variables} per scope` }]);
+      throw new AppError(
+        'VALIDATION',
+        `variables: a ${scope.scope} holds at most ${this.limits.variables} variables (this would make ${sizes.size})`,
+        [{ field: 'variables', message: `at most ${this.limits.variables} per scope` }],
+      );
     }
     if (bytes > this.limits.bytes) {
-      throw new AppError('VALIDATION', `variables: a ${scope.scope} holds at most ${this.limits.bytes} bytes of names and values (this would make ${bytes})`,
-        [{ field: 'variables', message: `at most ${this.limits.bytes} bytes per scope` }]);
+      throw new AppError(
+        'VALIDATION',
+        `variables: a ${scope.scope} holds at most ${this.limits.bytes} bytes of names and values (this would make ${bytes})`,
+        [{ field: 'variables', message: `at most ${this.limits.bytes} bytes per scope` }],
+      );
     }
   }
 
@@ -114,8 +124,13 @@ export class ConfigurationsService {
     await this.requireRoom(scope, [{ name: input.name, value: input.value }]);
     try {
       const row = await this.repo.insert({
-        id: uuidv7(), scope: scope.scope, scope_id: scope.scopeId, name: input.name,
-        secret, buildtime: input.buildtime ?? false, ...this.stored(input.value, secret),
+        id: uuidv7(),
+        scope: scope.scope,
+        scope_id: scope.scopeId,
+        name: input.name,
+        secret,
+        buildtime: input.buildtime ?? false,
+        ...this.stored(input.value, secret),
       });
       return toVariable(row);
     } catch (err) {
@@ -129,8 +144,9 @@ export class ConfigurationsService {
     if (!current) throw notFound('Configuration variable');
     const secret = input.secret ?? current.secret;
     if (current.secret && !secret && input.value === undefined) {
-      throw new AppError('VALIDATION', 'value: required when a secret stops being secret (its old value is never revealed)',
-        [{ field: 'value', message: 'required when a secret stops being secret' }]);
+      throw new AppError('VALIDATION', 'value: required when a secret stops being secret (its old value is never revealed)', [
+        { field: 'value', message: 'required when a secret stops being secret' },
+      ]);
     }
     if (input.value !== undefined) await this.requireRoom(scope, [{ name: current.name, value: input.value }]);
     const value = input.value ?? (current.secret ? this.secrets.open(current.value_sealed!) : current.value!);
@@ -153,7 +169,12 @@ export class ConfigurationsService {
    * updated unless secret (skipped); invalid entries are reported and the rest still apply.
    */
   async bulk(scope: ScopeRef, input: { variables?: Record<string, string>; raw?: string; secret?: boolean; buildtime?: boolean }) {
-    const result = { created: [] as string[], updated: [] as string[], skipped: [] as string[], errors: [] as Array<{ name: string; message: string }> };
+    const result = {
+      created: [] as string[],
+      updated: [] as string[],
+      skipped: [] as string[],
+      errors: [] as Array<{ name: string; message: string }>,
+    };
     const entries: Array<{ name: string; value: string }> = [];
     if (input.raw !== undefined) {
       const parsed = parseDotenv(input.raw);
@@ -165,10 +186,16 @@ export class ConfigurationsService {
     const byName = new Map(entries.map((e) => [e.name.toLowerCase(), e]));
     const secret = input.secret ?? false;
     const buildtime = input.buildtime ?? false;
-    await this.requireRoom(scope, [...byName.values()].filter((e) => !checkEntry(e.name, e.value)));
+    await this.requireRoom(
+      scope,
+      [...byName.values()].filter((e) => !checkEntry(e.name, e.value)),
+    );
     for (const { name, value } of byName.values()) {
       const problem = checkEntry(name, value);
-      if (problem) { result.errors.push({ name, message: problem }); continue; }
+      if (problem) {
+        result.errors.push({ name, message: problem });
+        continue;
+      }
       const stored = this.stored(value, secret);
       // One statement per name: concurrent bulk calls never collide on the unique name.
       const { rows } = await sql<{ inserted: boolean }>`

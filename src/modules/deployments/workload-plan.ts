@@ -42,8 +42,10 @@ function resourcesOf(podClasses: Record<string, string>, processType: string): P
   const pc = podClassOf(podClasses, processType);
   return {
     podClass: podClasses[processType] ?? DEFAULT_POD_CLASS,
-    cpuRequestMillicores: pc.cpu_request_m, cpuLimitMillicores: pc.cpu_limit_m,
-    memoryRequestMiB: pc.memory_request_mib, memoryLimitMiB: pc.memory_limit_mib,
+    cpuRequestMillicores: pc.cpu_request_m,
+    cpuLimitMillicores: pc.cpu_limit_m,
+    memoryRequestMiB: pc.memory_request_mib,
+    memoryLimitMiB: pc.memory_limit_mib,
   };
 }
 
@@ -53,7 +55,13 @@ function resourcesOf(podClasses: Record<string, string>, processType: string): P
  * counts and pod classes of the environment.
  */
 export async function workloadPlan(
-  db: Db, secrets: SecretBox, deploymentId: string, release: ReleaseRow, image: ImageRow, target: DeployTarget, routerDomain: string,
+  db: Db,
+  secrets: SecretBox,
+  deploymentId: string,
+  release: ReleaseRow,
+  image: ImageRow,
+  target: DeployTarget,
+  routerDomain: string,
 ): Promise<WorkloadPlan> {
   const env = openConfiguration(secrets, release.configuration_sealed);
   const secretNames = ((release.configuration ?? []) as DisplayedVariable[]).filter((v) => v.secret).map((v) => v.name);
@@ -67,20 +75,32 @@ export async function workloadPlan(
     environment: { id: target.environmentId, slug: target.envSlug, isProduction: target.isProduction },
     release: { id: release.id, version: release.version, commitSha: release.commit_sha },
     image: {
-      id: image.id, version: image.version, repositoryName: image.repository_name,
-      artifactPath: image.artifact_path, registryReference: registryReference(image),
+      id: image.id,
+      version: image.version,
+      repositoryName: image.repository_name,
+      artifactPath: image.artifact_path,
+      registryReference: registryReference(image),
     },
     processes,
     env,
     secretNames,
-    secrets: Object.entries(env).filter(([k]) => secretNames.includes(k)).map(([, v]) => v),
+    secrets: Object.entries(env)
+      .filter(([k]) => secretNames.includes(k))
+      .map(([, v]) => v),
     formation: formation(processes, settings.process_counts),
     resources: Object.fromEntries(Object.keys(processes).map((type) => [type, resourcesOf(settings.process_pod_classes, type)])),
     healthCheck: { path: release.health_check_path || '/', host: release.health_check_host },
     timeoutSeconds: release.deployment_timeout,
     hostname: routeHostname(target, routerDomain),
-    customDomains: (await db.selectFrom('domains').select('hostname')
-      .where('application_id', '=', target.applicationId).where('environment_id', '=', target.environmentId)
-      .where('verified_at', 'is not', null).orderBy('hostname').execute()).map((d) => d.hostname),
+    customDomains: (
+      await db
+        .selectFrom('domains')
+        .select('hostname')
+        .where('application_id', '=', target.applicationId)
+        .where('environment_id', '=', target.environmentId)
+        .where('verified_at', 'is not', null)
+        .orderBy('hostname')
+        .execute()
+    ).map((d) => d.hostname),
   };
 }

@@ -4,7 +4,8 @@ import { findProductionEnvironmentId } from '../pipeline/index.js';
 
 /** The environment's slug when it is protected and the caller is not an admin of its workspace; else null. */
 async function lockedOut(db: Db, userId: string, environmentId: string): Promise<string | null> {
-  const row = await db.selectFrom('environments as e')
+  const row = await db
+    .selectFrom('environments as e')
     .innerJoin('projects as p', 'p.id', 'e.project_id')
     .leftJoin('memberships as m', (j) => j.onRef('m.organization_id', '=', 'p.organization_id').on('m.user_id', '=', userId))
     .select(['e.slug', 'e.protected', 'm.admin'])
@@ -30,12 +31,15 @@ export async function requireDeployAccess(db: Db, userId: string, environmentId:
  * choosing what gets deployed, so on a protected environment (for an application's own
  * `auto_deploy_branch`: its production) it is the admins' choice too.
  */
-export async function requireBranchChangeAccess(db: Db, userId: string, target: { environmentId: string } | { applicationId: string }): Promise<void> {
-  const environmentId = 'environmentId' in target
-    ? target.environmentId
-    : await findProductionEnvironmentId(db, target.applicationId);
+export async function requireBranchChangeAccess(
+  db: Db,
+  userId: string,
+  target: { environmentId: string } | { applicationId: string },
+): Promise<void> {
+  const environmentId = 'environmentId' in target ? target.environmentId : await findProductionEnvironmentId(db, target.applicationId);
   const slug = environmentId ? await lockedOut(db, userId, environmentId) : null;
-  if (slug) throw new AppError('FORBIDDEN', `Environment '${slug}' is protected: only workspace admins choose the branch that deploys to it`);
+  if (slug)
+    throw new AppError('FORBIDDEN', `Environment '${slug}' is protected: only workspace admins choose the branch that deploys to it`);
 }
 
 /**
@@ -44,20 +48,24 @@ export async function requireBranchChangeAccess(db: Db, userId: string, target: 
  * application's source and settings, a project's owning team).
  */
 export type ProtectedReach =
-  | { environmentId: string }
-  | { applicationId: string }
-  | { projectId: string }
-  | { teamId: string }
-  | { organizationId: string };
+  { environmentId: string } | { applicationId: string } | { projectId: string } | { teamId: string } | { organizationId: string };
 
 /** A configuration scope, as the configurations module names it, mapped to what it reaches. */
-export function reachOfScope(scope: { scope: 'organization' | 'team' | 'project' | 'environment' | 'application'; scopeId: string }): ProtectedReach {
+export function reachOfScope(scope: {
+  scope: 'organization' | 'team' | 'project' | 'environment' | 'application';
+  scopeId: string;
+}): ProtectedReach {
   switch (scope.scope) {
-    case 'organization': return { organizationId: scope.scopeId };
-    case 'team': return { teamId: scope.scopeId };
-    case 'project': return { projectId: scope.scopeId };
-    case 'environment': return { environmentId: scope.scopeId };
-    case 'application': return { applicationId: scope.scopeId };
+    case 'organization':
+      return { organizationId: scope.scopeId };
+    case 'team':
+      return { teamId: scope.scopeId };
+    case 'project':
+      return { projectId: scope.scopeId };
+    case 'environment':
+      return { environmentId: scope.scopeId };
+    case 'application':
+      return { applicationId: scope.scopeId };
   }
 }
 
@@ -69,7 +77,8 @@ export function reachOfScope(scope: { scope: 'organization' | 'team' | 'project'
  * already checked membership. Shared with every module through the environments index.
  */
 export async function requireProtectedEnvironmentAdmin(db: Db, userId: string, reach: ProtectedReach, change: string): Promise<void> {
-  let query = db.selectFrom('environments as e')
+  let query = db
+    .selectFrom('environments as e')
     .innerJoin('projects as p', 'p.id', 'e.project_id')
     .leftJoin('memberships as m', (j) => j.onRef('m.organization_id', '=', 'p.organization_id').on('m.user_id', '=', userId))
     .select(['e.slug', 'm.admin'])

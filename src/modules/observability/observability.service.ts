@@ -17,7 +17,10 @@ const MAX_POINTS = 200;
 export class ObservabilityService {
   private readonly deployments: DeploymentsRepository;
 
-  constructor(private readonly db: Db, private readonly apps: ApplicationsService) {
+  constructor(
+    private readonly db: Db,
+    private readonly apps: ApplicationsService,
+  ) {
     this.deployments = new DeploymentsRepository(db);
   }
 
@@ -44,8 +47,11 @@ export class ObservabilityService {
     return {
       range,
       history: rows.reverse().map((r) => ({
-        timestamp: r.bucket.toISOString(), cpu_usage_m: Number(r.cpu), memory_usage_bytes: Number(r.memory),
-        pod_count: Number(r.pods), restart_count: Number(r.restarts),
+        timestamp: r.bucket.toISOString(),
+        cpu_usage_m: Number(r.cpu),
+        memory_usage_bytes: Number(r.memory),
+        pod_count: Number(r.pods),
+        restart_count: Number(r.restarts),
       })),
     };
   }

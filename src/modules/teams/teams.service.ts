@@ -11,7 +11,12 @@ import { TeamsRepository } from './teams.repository.js';
 type TeamRow = Awaited<ReturnType<TeamsRepository['list']>>[number];
 
 const toTeam = (t: TeamRow) => ({
-  id: t.id, name: t.name, slug: t.slug, members: t.members, projects: t.projects, created: iso(t.created_at),
+  id: t.id,
+  name: t.name,
+  slug: t.slug,
+  members: t.members,
+  projects: t.projects,
+  created: iso(t.created_at),
 });
 
 /**

@@ -9,9 +9,14 @@ type WorkspaceRow = NonNullable<Awaited<ReturnType<WorkspacesRepository['findByI
 type ProjectRow = Awaited<ReturnType<WorkspacesRepository['projects']>>[number];
 
 const toWorkspace = (o: WorkspaceRow) => ({
-  id: o.id, name: o.name, slug: o.slug,
-  member_count: Number(o.member_count ?? 0), project_count: Number(o.project_count ?? 0), service_count: Number(o.service_count ?? 0),
-  created: iso(o.created_at), updated: iso(o.updated_at),
+  id: o.id,
+  name: o.name,
+  slug: o.slug,
+  member_count: Number(o.member_count ?? 0),
+  project_count: Number(o.project_count ?? 0),
+  service_count: Number(o.service_count ?? 0),
+  created: iso(o.created_at),
+  updated: iso(o.updated_at),
 });
 
 /**
@@ -68,9 +73,15 @@ export class WorkspacesService {
 
   private toProject(workspaceSlug: string, p: ProjectRow) {
     return {
-      id: p.id, name: p.name, slug: p.slug, workspace: workspaceSlug, team: p.team ?? null,
-      services: p.services, environments: p.environments,
-      created: iso(p.created_at), updated: iso(p.updated_at),
+      id: p.id,
+      name: p.name,
+      slug: p.slug,
+      workspace: workspaceSlug,
+      team: p.team ?? null,
+      services: p.services,
+      environments: p.environments,
+      created: iso(p.created_at),
+      updated: iso(p.updated_at),
     };
   }
 
@@ -87,7 +98,13 @@ export class WorkspacesService {
 
   /** Renames a project or moves it into (or out of) a team of the same workspace. */
   /** `mayChangeInheritance` checks a change of the configuration the project inherits (its team). */
-  async updateProject(userId: string, slug: string, projectSlug: string, input: { name?: string; team?: string | null }, mayChangeInheritance: (projectId: string) => Promise<void>) {
+  async updateProject(
+    userId: string,
+    slug: string,
+    projectSlug: string,
+    input: { name?: string; team?: string | null },
+    mayChangeInheritance: (projectId: string) => Promise<void>,
+  ) {
     const { workspace, project } = await this.scope.project(userId, slug, projectSlug);
     const changes: { name?: string; team_id?: string | null } = {};
     if (input.name !== undefined) changes.name = input.name;

@@ -198,8 +198,16 @@ export interface WorkspaceTables {
 export type JsonColumn<T> = ColumnType<T, string | undefined, string>;
 export type NullableJsonColumn<T> = ColumnType<T | null, string | null | undefined, string | null>;
 export type ProcessDefinitions = Record<string, { cmd: string; env: Record<string, string> }>;
-export interface PipelineStep { steps: string[]; current: number; substep?: string }
-export interface ChangeSet { added: string[]; removed: string[]; changed: string[] }
+export interface PipelineStep {
+  steps: string[];
+  current: number;
+  substep?: string;
+}
+export interface ChangeSet {
+  added: string[];
+  removed: string[];
+  changed: string[];
+}
 export type BuildStatus = 'building' | 'built' | 'error';
 export type DeploymentStatus = 'queued' | 'deploying' | 'complete' | 'error';
 export type InstanceState = 'starting' | 'healthy' | 'running' | 'crashed' | 'stopped';

@@ -99,14 +99,24 @@ export class RouteTable {
 
   /** Resolves when no request is in flight to any of the instances, or after `timeoutMs`. */
   async drain(instanceIds: string[], timeoutMs: number): Promise<void> {
-    const waits = instanceIds.filter((id) => this.inflightOf(id) > 0).map((id) => new Promise<void>((resolve) => {
-      const list = this.drained.get(id) ?? [];
-      list.push(resolve);
-      this.drained.set(id, list);
-    }));
+    const waits = instanceIds
+      .filter((id) => this.inflightOf(id) > 0)
+      .map(
+        (id) =>
+          new Promise<void>((resolve) => {
+            const list = this.drained.get(id) ?? [];
+            list.push(resolve);
+            this.drained.set(id, list);
+          }),
+      );
     if (waits.length === 0) return;
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.all(waits), new Promise<void>((r) => { timer = setTimeout(r, timeoutMs); })]);
+    await Promise.race([
+      Promise.all(waits),
+      new Promise<void>((r) => {
+        timer = setTimeout(r, timeoutMs);
+      }),
+    ]);
     clearTimeout(timer);
   }
 

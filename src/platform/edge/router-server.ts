@@ -9,13 +9,23 @@ import { RouteTable, type Upstream } from './route-table.js';
 
 /** Headers that describe one hop and must not be forwarded (RFC 9110 §7.6.1). */
 const HOP_BY_HOP = new Set([
-  'connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer',
-  'transfer-encoding', 'upgrade', 'expect',
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'expect',
 ]);
 
 function forwardHeaders(headers: IncomingMessage['headers'], extra: Record<string, string>) {
   const out: Record<string, string | string[]> = {};
-  const named = String(headers.connection ?? '').split(',').map((s) => s.trim().toLowerCase());
+  const named = String(headers.connection ?? '')
+    .split(',')
+    .map((s) => s.trim().toLowerCase());
   for (const [k, v] of Object.entries(headers)) {
     if (v === undefined || HOP_BY_HOP.has(k) || named.includes(k)) continue;
     out[k] = v;
@@ -94,9 +104,12 @@ export class RouterServer {
     if (this.options.httpsPort !== undefined) {
       const directory = this.directory;
       // SNI picks the custom domain's certificate; a name without one fails the handshake.
-      const https = createHttpsServer({
-        SNICallback: (name, cb) => cb(null, directory?.secureContext(RouteTable.normalize(name))),
-      }, (req, res) => this.handle(req, res, true));
+      const https = createHttpsServer(
+        {
+          SNICallback: (name, cb) => cb(null, directory?.secureContext(RouteTable.normalize(name))),
+        },
+        (req, res) => this.handle(req, res, true),
+      );
       this.httpsServer = https;
       this.boundHttpsPort = await this.bind(https, this.options.httpsPort);
     }
@@ -129,11 +142,16 @@ export class RouterServer {
     this.poolSweep = null;
     await Promise.all([...this.pools.values()].map((p) => p.destroy().catch(() => {})));
     this.pools.clear();
-    await Promise.all(servers.map((server) => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      for (const s of this.sockets) s.destroy();
-      server.closeAllConnections();
-    })));
+    await Promise.all(
+      servers.map(
+        (server) =>
+          new Promise<void>((resolve) => {
+            server.close(() => resolve());
+            for (const s of this.sockets) s.destroy();
+            server.closeAllConnections();
+          }),
+      ),
+    );
   }
 
   private reject(res: ServerResponse, status: number, message: string) {
@@ -150,7 +168,8 @@ export class RouterServer {
     const requested = RouteTable.normalize(req.headers.host ?? '');
     const url = req.url ?? '/';
     if (url.startsWith('/.well-known/') && this.directory && !secure) {
-      if (url.startsWith(ACME_CHALLENGE_PREFIX) || url.startsWith(OWNERSHIP_CHALLENGE_PREFIX)) return void this.answerChallenge(requested, url, res);
+      if (url.startsWith(ACME_CHALLENGE_PREFIX) || url.startsWith(OWNERSHIP_CHALLENGE_PREFIX))
+        return void this.answerChallenge(requested, url, res);
     }
     const domain = this.directory?.route(requested);
     if (domain) {
@@ -186,7 +205,10 @@ export class RouterServer {
     let pool = this.pools.get(upstream.instanceId);
     if (!pool) {
       pool = new Pool(`http://${upstream.host}:${upstream.port}`, {
-        connections: 256, keepAliveTimeout: 4000, headersTimeout: this.options.upstreamTimeoutMs ?? 60_000, bodyTimeout: 0,
+        connections: 256,
+        keepAliveTimeout: 4000,
+        headersTimeout: this.options.upstreamTimeoutMs ?? 60_000,
+        bodyTimeout: 0,
       });
       this.pools.set(upstream.instanceId, pool);
     }
@@ -208,7 +230,10 @@ export class RouterServer {
     this.table.acquire(upstream.instanceId);
     let released = false;
     const release = () => {
-      if (!released) { released = true; this.table.release(upstream.instanceId); }
+      if (!released) {
+        released = true;
+        this.table.release(upstream.instanceId);
+      }
     };
     const remote = req.socket.remoteAddress ?? '';
     const priorFor = req.headers['x-forwarded-for'];
@@ -220,35 +245,41 @@ export class RouterServer {
       release();
       if (!res.writableFinished) abort.abort();
     });
-    this.poolOf(upstream).stream({
-      method: req.method as Dispatcher.HttpMethod, path: req.url ?? '/', signal: abort.signal,
-      headers: forwardHeaders(req.headers, {
-        'x-forwarded-for': priorFor ? `${priorFor}, ${remote}` : remote,
-        'x-forwarded-proto': secure ? 'https' : 'http',
-        'x-forwarded-host': req.headers.host ?? '',
-      }),
-      // Request bodies stream through; undici sends them chunked unless a length was given.
-      body: withBody ? req : null,
-    }, ({ statusCode, headers }) => {
-      status = statusCode;
-      res.writeHead(statusCode, forwardHeaders(headers as IncomingMessage['headers'], {}));
-      return res;
-    }, (err) => {
-      release();
-      if (!err) return this.count(upstream, status, started);
-      if (res.headersSent) {
+    this.poolOf(upstream).stream(
+      {
+        method: req.method as Dispatcher.HttpMethod,
+        path: req.url ?? '/',
+        signal: abort.signal,
+        headers: forwardHeaders(req.headers, {
+          'x-forwarded-for': priorFor ? `${priorFor}, ${remote}` : remote,
+          'x-forwarded-proto': secure ? 'https' : 'http',
+          'x-forwarded-host': req.headers.host ?? '',
+        }),
+        // Request bodies stream through; undici sends them chunked unless a length was given.
+        body: withBody ? req : null,
+      },
+      ({ statusCode, headers }) => {
+        status = statusCode;
+        res.writeHead(statusCode, forwardHeaders(headers as IncomingMessage['headers'], {}));
+        return res;
+      },
+      (err) => {
+        release();
+        if (!err) return this.count(upstream, status, started);
+        if (res.headersSent) {
+          this.count(upstream, 502, started);
+          return void res.destroy();
+        }
+        const code = (err as NodeJS.ErrnoException).code ?? '';
+        if (!withBody && (RETRYABLE.has(code) || code === 'UND_ERR_SOCKET' || code === 'UND_ERR_CLOSED') && !abort.signal.aborted) {
+          // Not counted: the request goes on to another instance (counted there).
+          const next = this.table.pick(host, tried);
+          if (next) return this.forward(req, res, host, next, tried, secure);
+        }
         this.count(upstream, 502, started);
-        return void res.destroy();
-      }
-      const code = (err as NodeJS.ErrnoException).code ?? '';
-      if (!withBody && (RETRYABLE.has(code) || code === 'UND_ERR_SOCKET' || code === 'UND_ERR_CLOSED') && !abort.signal.aborted) {
-        // Not counted: the request goes on to another instance (counted there).
-        const next = this.table.pick(host, tried);
-        if (next) return this.forward(req, res, host, next, tried, secure);
-      }
-      this.count(upstream, 502, started);
-      if (!abort.signal.aborted) this.reject(res, 502, 'The application did not answer');
-    });
+        if (!abort.signal.aborted) this.reject(res, 502, 'The application did not answer');
+      },
+    );
   }
 
   private count(upstream: Upstream, status: number, started: number) {

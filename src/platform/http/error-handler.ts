@@ -18,8 +18,23 @@ const FASTIFY_CODES: Record<string, keyof typeof ERROR_KINDS> = {
 export const DATABASE_RETRY_AFTER_SECONDS = 5;
 
 /** Node's socket errors and PostgreSQL's connection-class codes (08xxx, 57P01-03: shutting down, cannot connect now). */
-const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', '57P01', '57P02', '57P03']);
-const CONNECTION_MESSAGES = [/Connection terminated/i, /timeout exceeded when trying to connect/i, /Client has encountered a connection error/i, /connect ECONNREFUSED/i];
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  '57P01',
+  '57P02',
+  '57P03',
+]);
+const CONNECTION_MESSAGES = [
+  /Connection terminated/i,
+  /timeout exceeded when trying to connect/i,
+  /Client has encountered a connection error/i,
+  /connect ECONNREFUSED/i,
+];
 
 /**
  * True when the error says the database cannot be reached (not that a query was wrong): `pg`
@@ -36,7 +51,10 @@ export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
 }
 
 function send(reply: FastifyReply, status: number, message: string, errors?: FieldError[]) {
-  return reply.code(status).type('application/json; charset=utf-8').send(errors ? { status, message, errors } : { status, message });
+  return reply
+    .code(status)
+    .type('application/json; charset=utf-8')
+    .send(errors ? { status, message, errors } : { status, message });
 }
 
 function validationErrors(err: FastifyError): FieldError[] {
@@ -44,8 +62,16 @@ function validationErrors(err: FastifyError): FieldError[] {
     const params = v.params as { additionalProperty?: string; missingProperty?: string };
     const path = (v.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.');
     const field = params.missingProperty ?? params.additionalProperty ?? path;
-    const message = params.additionalProperty ? 'is not an allowed field' : v.message ?? 'is invalid';
-    return { field: [path, field].filter(Boolean).join('.').replace(/^(.+)\.\1$/, '$1') || (err.validationContext ?? 'body'), message };
+    const message = params.additionalProperty ? 'is not an allowed field' : (v.message ?? 'is invalid');
+    return {
+      field:
+        [path, field]
+          .filter(Boolean)
+          .join('.')
+          .replace(/^(.+)\.\1$/, '$1') ||
+        (err.validationContext ?? 'body'),
+      message,
+    };
   });
 }
 
@@ -55,7 +81,8 @@ function validationErrors(err: FastifyError): FieldError[] {
  */
 export function frameworkErrorHandler(err: FastifyError, _request: FastifyRequest, reply: FastifyReply) {
   if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') return send(reply, ERROR_KINDS.URI_TOO_LONG, 'A path parameter is too long');
-  if (err.code === 'FST_ERR_BAD_URL') return send(reply, ERROR_KINDS.BAD_REQUEST, 'The request path is not a valid URL (bad percent-encoding)');
+  if (err.code === 'FST_ERR_BAD_URL')
+    return send(reply, ERROR_KINDS.BAD_REQUEST, 'The request path is not a valid URL (bad percent-encoding)');
   return send(reply, ERROR_KINDS.BAD_REQUEST, 'Bad request');
 }
 

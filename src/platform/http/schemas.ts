@@ -49,7 +49,11 @@ export function pageOf(query: PaginationQuery, total: number) {
 }
 
 /** Fetches the requested page (`fetch(limit, offset)`) and answers it as a `Paginated` body. */
-export async function paginate<R, T>(query: PaginationQuery, fetch: (limit: number, offset: number) => Promise<{ rows: R[]; total: number }>, view: (row: R) => T) {
+export async function paginate<R, T>(
+  query: PaginationQuery,
+  fetch: (limit: number, offset: number) => Promise<{ rows: R[]; total: number }>,
+  view: (row: R) => T,
+) {
   const requested = pageOf(query, 0);
   const { rows, total } = await fetch(requested.per_page, requested.offset);
   const { offset: _offset, ...pagination } = pageOf(query, total);

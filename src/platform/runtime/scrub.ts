@@ -48,7 +48,11 @@ export class LineScrubber {
   private readonly scrub: (t: string) => string;
   private readonly holdBack: number;
 
-  constructor(secrets: string[], private readonly emit: (line: string) => void, private readonly maxLine = 16 * 1024) {
+  constructor(
+    secrets: string[],
+    private readonly emit: (line: string) => void,
+    private readonly maxLine = 16 * 1024,
+  ) {
     const { scrub, longest } = scrubberWithLongest(secrets);
     this.scrub = scrub;
     this.holdBack = Math.max(0, longest - 1);
