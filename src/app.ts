@@ -7,42 +7,52 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from './platform/context.js';
 import { AppError } from './platform/errors.js';
-import { installErrorHandling } from './platform/http/error-handler.js';
-import { installJsonBodyParser } from './platform/http/json-body.js';
+import { frameworkErrorHandler, installErrorHandling } from './platform/http/error-handler.js';
+import { installJsonBodyParser, refuseUnexpectedBodies } from './platform/http/json-body.js';
 import { ErrorResponse } from './platform/http/schemas.js';
 import type { App } from './platform/http/types.js';
 import { validatorCompiler } from './platform/http/validation.js';
-import { authenticationHook } from './modules/auth/auth.hook.js';
-import { authRoutes } from './modules/auth/auth.routes.js';
-import { usersRoutes } from './modules/users/users.routes.js';
-import { organizationsRoutes } from './modules/organizations/organizations.routes.js';
-import { projectsRoutes } from './modules/projects/projects.routes.js';
-import { applicationsRoutes } from './modules/applications/applications.routes.js';
-import { configurationsRoutes } from './modules/configurations/configurations.routes.js';
-import { healthRoutes } from './modules/integrations/health.routes.js';
-import { imagesRoutes } from './modules/images/images.routes.js';
-import { releasesRoutes } from './modules/releases/releases.routes.js';
-import { githubRoutes } from './modules/github/github.routes.js';
-import { pipelineRoutes } from './modules/pipeline/pipeline.routes.js';
-import { workspacesRoutes } from './modules/workspaces/workspaces.routes.js';
-import { teamsRoutes } from './modules/teams/teams.routes.js';
-import { environmentsRoutes } from './modules/environments/environments.routes.js';
-import { envDeploysRoutes } from './modules/environments/env-deploys.routes.js';
-import { registryRoutes } from './modules/registry/registry.routes.js';
-import { deploymentsRoutes } from './modules/deployments/deployments.routes.js';
-import { observabilityRoutes } from './modules/observability/observability.routes.js';
+import { authenticationHook } from './modules/auth/index.js';
+import { authRoutes } from './modules/auth/index.js';
+import { usersRoutes } from './modules/users/index.js';
+import { organizationsRoutes } from './modules/organizations/index.js';
+import { pipelineLimitsRoutes } from './modules/organizations/index.js';
+import { projectsRoutes } from './modules/projects/index.js';
+import { applicationsRoutes } from './modules/applications/index.js';
+import { configurationsRoutes } from './modules/configurations/index.js';
+import { healthRoutes } from './modules/integrations/index.js';
+import { imagesRoutes } from './modules/images/index.js';
+import { releasesRoutes } from './modules/releases/index.js';
+import { githubRoutes } from './modules/github/index.js';
+import { pipelineRoutes } from './modules/pipeline/index.js';
+import { workspacesRoutes } from './modules/workspaces/index.js';
+import { teamsRoutes } from './modules/teams/index.js';
+import { environmentsRoutes } from './modules/environments/index.js';
+import { envDeploysRoutes } from './modules/environments/index.js';
+import { registryRoutes } from './modules/registry/index.js';
+import { deploymentsRoutes } from './modules/deployments/index.js';
+import { observabilityRoutes } from './modules/observability/index.js';
+import { domainsRoutes } from './modules/domains/index.js';
+import { oneOffRunsRoutes } from './modules/deployments/index.js';
+import { appLogsRoutes } from './modules/app-logs/index.js';
+import { streamsRoutes } from './modules/streams/index.js';
+import { endStreams } from './platform/http/sse.js';
 import { createServices } from './services.js';
 
 export interface RouteEntry {
   method: string;
   url: string;
   public: boolean;
+  /** A Server-Sent Events route (answers with a stream that stays open). */
+  stream: boolean;
 }
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** Every API route, for the OpenAPI check and the access-matrix test. */
     routeTable: RouteEntry[];
+    /** This process's LISTEN fan-out of live streams (tests check closed streams leave nothing). */
+    notifications: { readonly subscriberCount: number };
   }
 }
 
@@ -60,11 +70,13 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     bodyLimit: ctx.config.BODY_LIMIT_BYTES,
     trustProxy: ctx.config.TRUST_PROXY,
     ajv: { customOptions: { removeAdditional: false } },
+    frameworkErrors: frameworkErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
   installErrorHandling(app);
   installJsonBodyParser(app);
+  refuseUnexpectedBodies(app);
 
   app.decorate('routeTable', [] as RouteEntry[]);
   app.addHook('onRoute', (route) => {
@@ -72,7 +84,13 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const method of methods) {
       if (method === 'HEAD') continue;
-      app.routeTable.push({ method, url: route.url, public: Boolean((route.config as { public?: boolean } | undefined)?.public) });
+      const produces = (route.schema as { produces?: string[] } | undefined)?.produces ?? [];
+      app.routeTable.push({
+        method,
+        url: route.url,
+        public: Boolean((route.config as { public?: boolean } | undefined)?.public),
+        stream: produces.includes('text/event-stream'),
+      });
     }
   });
 
@@ -103,29 +121,47 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   app.addSchema(ErrorResponse);
 
   const services = createServices(ctx, app.log);
+  app.decorate('notifications', services.notifications);
+  // Open event streams would hold the server open: they end first, then the LISTEN connection.
+  app.addHook('preClose', async () => {
+    endStreams(app.server);
+  });
+  app.addHook('onClose', async () => {
+    await services.notifications.close();
+  });
 
-  await app.register(async (v1) => {
-    v1.addHook('onRequest', authenticationHook(services.auth));
-    await v1.register(authRoutes(ctx, services.auth));
-    await v1.register(usersRoutes(ctx));
-    await v1.register(organizationsRoutes(ctx));
-    await v1.register(projectsRoutes(ctx));
-    await v1.register(applicationsRoutes(services.apps));
-    await v1.register(configurationsRoutes(ctx, services.apps, services.config));
-    await v1.register(healthRoutes(ctx));
-    await v1.register(imagesRoutes(services.images));
-    await v1.register(releasesRoutes(services.releases));
-    await v1.register(pipelineRoutes(services.pipeline));
-    await v1.register(githubRoutes(services.githubHooks));
-    await v1.register(workspacesRoutes(ctx, services.config));
-    await v1.register(teamsRoutes(ctx, services.config));
-    await v1.register(environmentsRoutes(ctx, services.config));
-    await v1.register(envDeploysRoutes(services.envDeploys));
-    await v1.register(registryRoutes(ctx, services.signingKeys, services.auth));
-    await v1.register(deploymentsRoutes(services.deployments, services.deployChain));
-    await v1.register(observabilityRoutes(services.observability));
-    v1.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
-  }, { prefix: '/v1' });
+  await app.register(
+    async (v1) => {
+      v1.addHook('onRequest', authenticationHook(services.auth));
+      await v1.register(authRoutes(ctx, services.auth));
+      await v1.register(usersRoutes(ctx));
+      await v1.register(organizationsRoutes(ctx));
+      await v1.register(pipelineLimitsRoutes(ctx));
+      await v1.register(projectsRoutes(ctx));
+      await v1.register(applicationsRoutes(services.apps));
+      await v1.register(configurationsRoutes(ctx, services.apps, services.config));
+      await v1.register(healthRoutes(ctx));
+      await v1.register(imagesRoutes(services.images));
+      await v1.register(releasesRoutes(services.releases));
+      await v1.register(pipelineRoutes(services.pipeline));
+      await v1.register(githubRoutes(services.githubHooks));
+      await v1.register(workspacesRoutes(ctx, services.config));
+      await v1.register(teamsRoutes(ctx, services.config));
+      await v1.register(environmentsRoutes(ctx, services.config));
+      await v1.register(envDeploysRoutes(services.envDeploys));
+      await v1.register(registryRoutes(ctx, services.signingKeys, services.auth));
+      await v1.register(deploymentsRoutes(services.deployments, services.deployChain));
+      await v1.register(observabilityRoutes(services.observability));
+      await v1.register(domainsRoutes(services.domains));
+      await v1.register(oneOffRunsRoutes(services.runs));
+      await v1.register(appLogsRoutes(services.appLogs));
+      await v1.register(
+        streamsRoutes(services.streams, (userId, p) => services.envDeploys.detail(userId, p.workspace, p.project, p.env, p.deploy_id)),
+      );
+      v1.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
+    },
+    { prefix: '/v1' },
+  );
 
   await registerDashboard(app);
 

@@ -1,14 +1,30 @@
 import { buildApp } from './app.js';
-import { startDeploymentRuntime } from './modules/deployments/deployments.jobs.js';
+import { startDeploymentRuntime } from './modules/deployments/index.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { openPlatform, type Platform } from './platform/bootstrap.js';
 import { StartupError } from './platform/startup-error.js';
 import { AppError } from './platform/errors.js';
-import { UsersService } from './modules/users/users.service.js';
+import { UsersService } from './modules/users/index.js';
+import { NO_ISOLATION_WARNING } from './platform/sandbox/index.js';
 
 async function main() {
   const config = loadConfig();
-  const platform = await openPlatform(config, (line) => console.error(`[database] ${line}`));
+  // The embedded database's own output (initdb, server log) is noise on a healthy start: shown
+  // live at LOG_LEVEL=debug/trace, otherwise kept and printed whole only if the start fails.
+  const verbose = config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'trace';
+  const databaseOutput: string[] = [];
+  const platform = await openPlatform(
+    config,
+    (line) => {
+      if (verbose) console.error(`[database] ${line}`);
+      else databaseOutput.push(line);
+    },
+    { notice: (line) => console.error(`[database] ${line}`) },
+  ).catch((err) => {
+    for (const line of databaseOutput) console.error(`[database] ${line}`);
+    throw err;
+  });
+  databaseOutput.length = 0;
   try {
     await serve(config, platform);
   } catch (err) {
@@ -45,6 +61,8 @@ async function serve(config: Config, platform: Platform) {
   if (config.SLIPWAY_ROLE !== 'api') {
     // The router starts, leftovers are removed and the current releases are queued to run again.
     await startDeploymentRuntime(ctx, app.log.child({ component: 'runtime' }));
+    // The local runtime says it itself; with Kubernetes, source builds still run here.
+    if (config.RUNTIME_ISOLATION === 'none' && config.RUNTIME !== 'local') app.log.warn({ isolation: 'none' }, NO_ISOLATION_WARNING);
     await ctx.jobs?.startWorkers();
   }
   let stopping = false;
@@ -65,7 +83,11 @@ async function serve(config: Config, platform: Platform) {
 
   // A `worker` process builds the app only to register the job handlers: it serves no API.
   if (config.SLIPWAY_ROLE === 'worker') app.log.info('worker role: running pipeline jobs and applications, not serving the API');
-  else await app.listen({ port: config.PORT, host: config.HOST });
+  else {
+    const apiUrl = await app.listen({ port: config.PORT, host: config.HOST });
+    const router = config.SLIPWAY_ROLE === 'api' ? '' : `, application router on http://${config.ROUTER_HOST}:${config.ROUTER_PORT}`;
+    console.error(`[slipway] API listening on ${apiUrl}${router}`);
+  }
 }
 
 /** Closes the API server of a start that failed after building it. */
@@ -79,7 +101,7 @@ function describeStartFailure(err: unknown): string {
     const hint = code === 'EADDRINUSE' ? ' (another process uses that port: set PORT / ROUTER_PORT)' : '';
     return `Slipway could not start: ${err.message}${hint}`;
   }
-  return `Slipway could not start: ${err instanceof Error ? err.stack ?? err.message : String(err)}`;
+  return `Slipway could not start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`;
 }
 
 main().catch((err) => {

@@ -18,7 +18,7 @@ export interface BenchContext {
   /** Headers that authenticate as the benchmark's administrator. */
   auth: Record<string, string>;
   /** Authenticated JSON call to the server; throws on an error status. */
-  api<T = any>(method: string, path: string, body?: unknown): Promise<T>;
+  api<T = unknown>(method: string, path: string, body?: unknown): Promise<T>;
   /** One organization, project and application, created on first use. */
   world(): Promise<SeededWorld>;
 }

@@ -1,7 +1,14 @@
 // The dashboard talks only to the public API on its own origin; the session cookie authenticates it.
 
-interface ApiError { status: number; message: string }
-interface Organization { id: string; name: string; slug?: string }
+interface ApiError {
+  status: number;
+  message: string;
+}
+interface Organization {
+  id: string;
+  name: string;
+  slug?: string;
+}
 
 const root = document.getElementById('app') as HTMLElement;
 
@@ -17,7 +24,11 @@ async function api<T>(method: string, path: string, body?: unknown): Promise<T> 
   return payload as T;
 }
 
-function element<K extends keyof HTMLElementTagNameMap>(tag: K, props: Record<string, unknown> = {}, ...children: (Node | string)[]): HTMLElementTagNameMap[K] {
+function element<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  props: Record<string, unknown> = {},
+  ...children: (Node | string)[]
+): HTMLElementTagNameMap[K] {
   const node: HTMLElementTagNameMap[K] = Object.assign(document.createElement(tag), props);
   node.append(...children);
   return node;
@@ -31,12 +42,21 @@ function renderLogin(): void {
   const email = element('input', { type: 'email', name: 'email', required: true, autocomplete: 'username' });
   const password = element('input', { type: 'password', name: 'password', required: true, autocomplete: 'current-password' });
   const error = element('p', { className: 'error', role: 'alert' });
-  const form = element('form', {}, element('label', {}, 'Email ', email), element('label', {}, 'Password ', password), element('button', { type: 'submit' }, 'Log in'), error);
+  const form = element(
+    'form',
+    {},
+    element('label', {}, 'Email ', email),
+    element('label', {}, 'Password ', password),
+    element('button', { type: 'submit' }, 'Log in'),
+    error,
+  );
   form.addEventListener('submit', (event) => {
     event.preventDefault();
     api('POST', '/auth/login', { email: email.value, password: password.value })
       .then(() => renderOrganizations())
-      .catch((failure: ApiError) => { error.textContent = failure.message ?? 'Login failed'; });
+      .catch((failure: ApiError) => {
+        error.textContent = failure.message ?? 'Login failed';
+      });
   });
   show(element('h1', {}, 'Slipway'), form);
   email.focus();
@@ -48,10 +68,13 @@ async function renderOrganizations(): Promise<void> {
     const page = await api<{ items?: Organization[] } | Organization[]>('GET', '/organizations');
     const organizations = Array.isArray(page) ? page : (page.items ?? []);
     const logout = element('button', { type: 'button' }, 'Log out');
-    logout.addEventListener('click', () => { void api('POST', '/auth/logout').finally(renderLogin); });
-    const list = organizations.length === 0
-      ? element('p', { className: 'muted' }, 'No organizations yet.')
-      : element('ul', {}, ...organizations.map((org) => element('li', {}, org.name)));
+    logout.addEventListener('click', () => {
+      void api('POST', '/auth/logout').finally(renderLogin);
+    });
+    const list =
+      organizations.length === 0
+        ? element('p', { className: 'muted' }, 'No organizations yet.')
+        : element('ul', {}, ...organizations.map((org) => element('li', {}, org.name)));
     show(element('h1', {}, 'Organizations'), list, logout);
   } catch (failure) {
     show(element('p', { className: 'error', role: 'alert' }, (failure as ApiError).message ?? 'Could not load organizations'));

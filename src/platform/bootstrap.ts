@@ -17,6 +17,8 @@ export interface Platform {
 export interface PlatformOptions {
   /** false for one-shot tools (the CLI): no job store, no runtime. */
   pipeline?: boolean;
+  /** Slipway's own start-up notices (migrations applied), apart from the database's output. */
+  notice?: (line: string) => void;
 }
 
 /**
@@ -24,7 +26,11 @@ export interface PlatformOptions {
  * server in the data directory), migrated to the latest version, and the secret keyring;
  * for server processes also the job store and (unless `api` role) the runtime.
  */
-export async function openPlatform(config: Config, log: (line: string) => void = () => {}, options: PlatformOptions = {}): Promise<Platform> {
+export async function openPlatform(
+  config: Config,
+  log: (line: string) => void = () => {},
+  options: PlatformOptions = {},
+): Promise<Platform> {
   const pipeline = options.pipeline ?? true;
   const embedded = config.DATABASE_URL ? null : await startEmbeddedPostgres(config.dataDir, config.EMBEDDED_PG_PORT, log);
   const databaseUrl = config.DATABASE_URL ?? embedded!.url;
@@ -34,17 +40,24 @@ export async function openPlatform(config: Config, log: (line: string) => void =
   try {
     try {
       const applied = await migrateToLatest(db);
-      if (applied.length > 0) log(`applied migrations: ${applied.join(', ')}`);
+      if (applied.length > 0) (options.notice ?? log)(`applied migrations: ${applied.join(', ')}`);
     } catch (err) {
       throw databaseUnusable(err, databaseUrl);
     }
     secrets = new SecretBox(loadKeyring(config.dataDir, config.SECRET_KEY, config.SECRET_KEY_PREVIOUS));
     // The job store opens here (every role enqueues); main.ts starts the workers once handlers are registered.
-    jobs = pipeline ? new PipelineJobs({ databaseUrl, db, concurrency: config.PIPELINE_CONCURRENCY }) : undefined;
+    jobs = pipeline
+      ? new PipelineJobs({
+          databaseUrl,
+          db,
+          concurrency: config.PIPELINE_CONCURRENCY,
+          organizationLimits: { concurrency: config.PIPELINE_ORG_CONCURRENCY, queued: config.PIPELINE_ORG_QUEUE_LIMIT },
+        })
+      : undefined;
     await jobs?.start();
   } catch (err) {
     // Nothing opened so far may outlive a failed start (the embedded server would be orphaned).
-    await jobs?.stop().catch(() => {});
+    await jobs?.stop().catch(() => {}); // the start's own error is the one to report
     await db.destroy().catch(() => {});
     await embedded?.stop();
     throw err;
@@ -52,7 +65,7 @@ export async function openPlatform(config: Config, log: (line: string) => void =
   // Processes that run workers also run the deployed applications and the router (main.ts starts them).
   const runtime = !pipeline || config.SLIPWAY_ROLE === 'api' ? undefined : createRuntime(config, db);
   return {
-    ctx: { config, db, secrets, jobs, runtime },
+    ctx: { config, db, secrets, jobs, runtime, databaseUrl },
     databaseUrl,
     async close() {
       await jobs?.stop();

@@ -13,4 +13,6 @@ export interface AppContext {
   jobs?: PipelineJobs;
   /** Runs deployed releases: local processes and the router, or a cluster (only in processes that run workers). */
   runtime?: ApplicationRuntime;
+  /** The database's connection string (for the LISTEN connection of live streams); else `config.DATABASE_URL`. */
+  databaseUrl?: string;
 }

@@ -9,8 +9,12 @@ import { createHarness, type Harness } from '../helpers/harness.js';
 const built = existsSync(join(DASHBOARD_DIST, 'index.html'));
 let h: Harness;
 
-beforeAll(async () => { h = await createHarness(); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await createHarness();
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 describe.skipIf(!built)('dashboard serving (needs `npm run build:dashboard`)', () => {
   it('serves index.html at / with a strict CSP and no inline script or style', async () => {

@@ -3,8 +3,8 @@ import type { Db } from '../../platform/db/database.js';
 import { conflict, forbidden, isUniqueViolation, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
-import { requireBranchChangeAccess } from '../environments/protection.js';
-import { ProjectsService } from '../projects/projects.service.js';
+import { requireBranchChangeAccess, requireProtectedEnvironmentAdmin } from '../environments/index.js';
+import { ProjectsService } from '../projects/index.js';
 import { ApplicationsRepository } from './applications.repository.js';
 import type { Static } from 'typebox';
 import type { ScaleBody, SettingsBody } from './applications.schemas.js';
@@ -24,6 +24,9 @@ export type LatestRecordsSource = (applicationIds: string[]) => Promise<Map<stri
 const noRecords: LatestRecordsSource = async () => new Map();
 const NONE: LatestRecords = { latest_image: null, latest_release: null, latest_deployment: null };
 
+/** Refuses a `github_repository` the user may not build from (the source policy, issue 10). */
+export type RepositoryVetter = (change: { userId: string; applicationId: string; repository: string | null }) => Promise<void>;
+
 /** Told after a scale so running instances follow the new counts. */
 export type ScaleListener = (applicationId: string) => Promise<void>;
 
@@ -35,6 +38,7 @@ export class ApplicationsService {
     private readonly db: Db,
     private readonly latest: LatestRecordsSource = noRecords,
     private readonly onScaled: ScaleListener = async () => {},
+    private readonly vetRepository: RepositoryVetter = async () => {},
   ) {
     this.apps = new ApplicationsRepository(db);
     this.projects = new ProjectsService(db);
@@ -58,7 +62,12 @@ export class ApplicationsService {
     return rows.map((a) => {
       const l = latest.get(a.id) ?? NONE;
       return {
-        id: a.id, name: a.name, slug: a.slug, project_id: a.project_id, platform: a.platform, created: iso(a.created_at),
+        id: a.id,
+        name: a.name,
+        slug: a.slug,
+        project_id: a.project_id,
+        platform: a.platform,
+        created: iso(a.created_at),
         latest_image_version: l.latest_image?.version ?? null,
         latest_release_version: l.latest_release?.version ?? null,
         latest_deployment_complete: l.latest_deployment?.complete ?? null,
@@ -80,8 +89,12 @@ export class ApplicationsService {
   async describe(app: ApplicationRow) {
     const l = (await this.latest([app.id])).get(app.id) ?? NONE;
     return {
-      id: app.id, name: app.name, slug: app.slug,
-      project_id: app.project_id, project_slug: app.project_slug, organization_slug: app.organization_slug,
+      id: app.id,
+      name: app.name,
+      slug: app.slug,
+      project_id: app.project_id,
+      project_slug: app.project_slug,
+      organization_slug: app.organization_slug,
       platform: app.platform,
       process_counts: app.process_counts,
       process_pod_classes: app.process_pod_classes,
@@ -95,7 +108,8 @@ export class ApplicationsService {
       health_check_path: app.health_check_path,
       health_check_host: app.health_check_host,
       privileged: app.privileged,
-      created: iso(app.created_at), updated: iso(app.updated_at),
+      created: iso(app.created_at),
+      updated: iso(app.updated_at),
       ...l,
     };
   }
@@ -106,10 +120,16 @@ export class ApplicationsService {
 
   async create(userId: string, input: { name: string; slug?: string; project_id: string; platform?: string }) {
     const project = await this.projects.resolveById(userId, input.project_id);
+    // A new service of the project is deployed by the project's next environment deploy.
+    await requireProtectedEnvironmentAdmin(this.db, userId, { projectId: project.id }, 'the services of its project');
     const slug = slugFor(input.name, input.slug);
     try {
       const { id } = await this.apps.insert({
-        id: uuidv7(), project_id: project.id, name: input.name, slug, platform: input.platform ?? 'wind',
+        id: uuidv7(),
+        project_id: project.id,
+        name: input.name,
+        slug,
+        platform: input.platform ?? 'wind',
       });
       return this.reload(id);
     } catch (err) {
@@ -120,8 +140,20 @@ export class ApplicationsService {
 
   async updateSettings(userId: string, applicationId: string, settings: Static<typeof SettingsBody>) {
     const app = await this.authorize(userId, applicationId);
+    if (settings.github_repository !== undefined)
+      await this.vetRepository({ userId, applicationId: app.id, repository: settings.github_repository });
     if (settings.auto_deploy_branch !== undefined && settings.auto_deploy_branch !== app.auto_deploy_branch) {
       await requireBranchChangeAccess(this.db, userId, { applicationId: app.id });
+    }
+    // Every setting shapes what a protected environment builds or how it deploys it; sending a value unchanged changes nothing.
+    const changed = Object.entries(settings).filter(([field, value]) => value !== (app as Record<string, unknown>)[field]);
+    if (changed.length > 0) {
+      await requireProtectedEnvironmentAdmin(
+        this.db,
+        userId,
+        { applicationId: app.id },
+        `the settings of an application it runs (${changed.map(([f]) => f).join(', ')})`,
+      );
     }
     if (Object.keys(settings).length > 0) await this.apps.updateSettings(app.id, settings);
     return this.reload(app.id);
@@ -129,6 +161,12 @@ export class ApplicationsService {
 
   async scale(userId: string, applicationId: string, input: Static<typeof ScaleBody>) {
     const app = await this.authorize(userId, applicationId);
+    await requireProtectedEnvironmentAdmin(
+      this.db,
+      userId,
+      { applicationId: app.id },
+      'the scale or pod classes of an application it runs',
+    );
     await this.apps.mergeScale(app.id, input.process_counts ?? {}, input.process_pod_classes ?? {});
     await this.onScaled(app.id);
     return this.reload(app.id);

@@ -4,7 +4,10 @@ import { DeployRunner, settleInterrupted } from './deploy-runner.js';
 import { DeploymentsRepository } from './deployments.repository.js';
 import { DEPLOY_JOB, RECONCILE_JOB } from './deployments.service.js';
 import { FormationReconciler } from './formation-reconciler.js';
-import { MetricsSampler } from '../observability/metrics-sampler.js';
+import { MetricsSampler } from '../observability/index.js';
+import { OneOffRunner, RUN_INTERRUPTED } from './one-off-runner.js';
+import { OneOffRunsRepository } from './one-off-runs.repository.js';
+import { RUN_JOB } from './one-off-runs.service.js';
 
 /**
  * Registers the deployment job kinds in a process that has a runtime (roles `all` and
@@ -18,10 +21,19 @@ export function registerDeploymentJobs(ctx: AppContext, logger: RuntimeLogger) {
   const runner = new DeployRunner(ctx, runtime, logger);
   jobs.register(DEPLOY_JOB, (data, job) => runner.run(String(data.recordId), job.jobId, job.signal), {
     // The worker died mid-deploy: the previous release comes back by the `reconcile` queued at the next start.
-    onInterrupted: async (data) => { await settleInterrupted(ctx, String(data.recordId)); },
+    onInterrupted: async (data) => {
+      await settleInterrupted(ctx, String(data.recordId));
+    },
   });
   jobs.register(RECONCILE_JOB, (data, job) => reconciler.reconcile(data.applicationId, String(data.environmentId), job.signal), {
     onInterrupted: async () => 'retry',
+  });
+  const runs = new OneOffRunner(ctx, runtime);
+  jobs.register(RUN_JOB, (data, job) => runs.run(String(data.recordId), job.jobId, job.signal), {
+    // A one-off may have side effects: never run it twice on its own.
+    onInterrupted: async (data) => {
+      await new OneOffRunsRepository(ctx.db).failIfUnfinished(String(data.recordId), RUN_INTERRUPTED);
+    },
   });
 }
 

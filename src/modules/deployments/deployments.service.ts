@@ -1,13 +1,21 @@
+import { existsSync } from 'node:fs';
 import { v7 as uuidv7 } from 'uuid';
+import { chosenEnvironmentId } from './environment-choice.js';
 import type { AppContext } from '../../platform/context.js';
 import type { PipelineStep } from '../../platform/db/schema.js';
 import { conflict, notFound } from '../../platform/errors.js';
 import { iso, isoOrNull, paginate, type PaginationQuery } from '../../platform/http/schemas.js';
-import { requireJobs } from '../../platform/jobs/require-jobs.js';
-import type { ApplicationsService } from '../applications/applications.service.js';
-import { requireDeployAccess } from '../environments/protection.js';
-import { productionEnvironmentId } from '../pipeline/production-environment.js';
+import { requireJobRoom } from '../../platform/jobs/require-jobs.js';
+import type { ApplicationsService } from '../applications/index.js';
+import { requireDeployAccess } from '../environments/index.js';
+import { productionEnvironmentId } from '../pipeline/index.js';
 import { DeploymentsRepository } from './deployments.repository.js';
+
+/** An image a deployment can still run: pushed to the registry, or its artifact still on disk. */
+function imageAvailable(image: { artifact_path: string | null; image_metadata: Record<string, unknown> | null }): boolean {
+  if (typeof image.image_metadata?.manifest_digest === 'string') return true;
+  return image.artifact_path !== null && existsSync(image.artifact_path);
+}
 
 type DeploymentWithRelease = NonNullable<Awaited<ReturnType<DeploymentsRepository['withRelease']>>>;
 
@@ -30,6 +38,8 @@ function summary(d: DeploymentWithRelease) {
     deploy_metadata: d.deploy_metadata,
     deploy_step: d.deploy_step as PipelineStep | null,
     job_id: d.job_id,
+    is_rollback: d.rollback_of !== null,
+    rollback_of: d.rollback_of,
     started: isoOrNull(d.started_at),
     finished: isoOrNull(d.finished_at),
     created: iso(d.created_at),
@@ -41,7 +51,10 @@ function summary(d: DeploymentWithRelease) {
 export class DeploymentsService {
   readonly repo: DeploymentsRepository;
 
-  constructor(private readonly ctx: AppContext, private readonly apps: ApplicationsService) {
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly apps: ApplicationsService,
+  ) {
     this.repo = new DeploymentsRepository(ctx.db);
   }
 
@@ -55,10 +68,43 @@ export class DeploymentsService {
     return this.queue(release.application_id, release.environment_id, release.id);
   }
 
+  /**
+   * Redeploys an earlier release as it was (its image and frozen configuration, no
+   * rebuild): by default the newest older release that once served the environment.
+   */
+  async rollback(userId: string, applicationId: string, body: { release_id?: string; environment?: string }) {
+    await this.apps.authorize(userId, applicationId);
+    const environmentId = await chosenEnvironmentId(this.ctx.db, applicationId, body.environment);
+    await requireDeployAccess(this.ctx.db, userId, environmentId);
+    const current = await this.repo.current(applicationId, environmentId);
+    const serving = current ? await this.repo.release(current.release_id) : undefined;
+    if (!current || !serving) throw conflict('Nothing serves that environment yet: there is nothing to roll back');
+    const target = body.release_id
+      ? await this.repo.release(body.release_id)
+      : await this.repo.previousServedRelease(applicationId, environmentId, serving.version);
+    if (body.release_id && (!target || target.application_id !== applicationId || target.environment_id !== environmentId))
+      throw notFound('Release');
+    if (!target) throw conflict(`No earlier release served before v${serving.version}: there is nothing to roll back to`);
+    if (target.id === serving.id) throw conflict(`Release v${target.version} is the one serving`);
+    if (!target.built) throw conflict(`Release v${target.version} was never built and cannot be deployed`);
+    const image = target.image_ref ? await this.repo.image(target.image_ref) : undefined;
+    if (!image || !imageAvailable(image))
+      throw conflict(`The image of release v${target.version} is gone: roll back to another release or rebuild`);
+    const { deployment_id } = await this.queue(applicationId, environmentId, target.id, serving.id);
+    const d = await this.repo.withRelease(deployment_id);
+    return summary(d!);
+  }
+
   /** Records a queued deployment and its job (also used by the build → release → deploy chain). */
-  async queue(applicationId: string, environmentId: string, releaseId: string) {
-    const jobs = requireJobs(this.ctx);
-    const deployment = await this.repo.insert({ id: uuidv7(), application_id: applicationId, environment_id: environmentId, release_id: releaseId });
+  async queue(applicationId: string, environmentId: string, releaseId: string, rollbackOf: string | null = null) {
+    const jobs = await requireJobRoom(this.ctx, applicationId);
+    const deployment = await this.repo.insert({
+      id: uuidv7(),
+      application_id: applicationId,
+      environment_id: environmentId,
+      release_id: releaseId,
+      rollback_of: rollbackOf,
+    });
     const jobId = await jobs.enqueue(DEPLOY_JOB, { applicationId, environmentId, recordId: deployment.id });
     await this.repo.update(deployment.id, { job_id: jobId });
     return { ok: true, deployment_id: deployment.id };
@@ -67,10 +113,14 @@ export class DeploymentsService {
   async list(userId: string, applicationId: string, query: PaginationQuery) {
     await this.apps.authorize(userId, applicationId);
     const environmentId = await productionEnvironmentId(this.ctx.db, applicationId);
-    return paginate(query, async (limit, offset) => ({
-      total: await this.repo.count(applicationId, environmentId),
-      rows: await this.repo.page(applicationId, environmentId, limit, offset),
-    }), summary);
+    return paginate(
+      query,
+      async (limit, offset) => ({
+        total: await this.repo.count(applicationId, environmentId),
+        rows: await this.repo.page(applicationId, environmentId, limit, offset),
+      }),
+      summary,
+    );
   }
 
   private async visible(userId: string, deploymentId: string) {
@@ -88,7 +138,10 @@ export class DeploymentsService {
   async log(userId: string, deploymentId: string) {
     const d = await this.visible(userId, deploymentId);
     return {
-      status: deploymentLogStatus(d.status), log_text: d.deploy_log, error: d.error, error_detail: d.error_detail,
+      status: deploymentLogStatus(d.status),
+      log_text: d.deploy_log,
+      error: d.error,
+      error_detail: d.error_detail,
       deploy_step: d.deploy_step as PipelineStep | null,
     };
   }

@@ -4,17 +4,20 @@ import { join } from 'node:path';
 import { BuildError, chooseBuilder, parseProcfile, type Builder } from '../../platform/builder/index.js';
 import type { AppContext } from '../../platform/context.js';
 import { fetchSource, SourceError } from '../../platform/git/source.js';
-import { ApplicationsRepository } from '../applications/applications.repository.js';
-import type { ConfigurationsService } from '../configurations/configurations.service.js';
-import { resolveServiceConfig } from '../configurations/layering.js';
-import { productionEnvironmentId } from '../pipeline/production-environment.js';
-import { RecordLog } from '../pipeline/record-log.js';
+import { checkSourceAtBuild } from '../../platform/git/trusted-sources.js';
+import { ApplicationsRepository } from '../applications/index.js';
+import type { ConfigurationsService } from '../configurations/index.js';
+import { resolveServiceConfig } from '../configurations/index.js';
+import { productionEnvironmentId } from '../pipeline/index.js';
+import { RecordLog } from '../pipeline/index.js';
 import { ImagesRepository } from './images.repository.js';
+import { buildTimeoutSeconds } from '../organizations/index.js';
 
 /** Scratch space of one build (removed when it ends). */
 export const buildWorkDir = (dataDir: string, imageId: string) => join(dataDir, 'builds', imageId);
 /** Where a built image's artifact lives. */
-export const artifactDir = (dataDir: string, applicationId: string, version: number) => join(dataDir, 'images', applicationId, String(version));
+export const artifactDir = (dataDir: string, applicationId: string, version: number) =>
+  join(dataDir, 'images', applicationId, String(version));
 
 export const ABANDONED = 'abandoned: its pipeline job is no longer queued or running (the server stopped at the wrong moment); build again';
 export const INTERRUPTED_BY_RESTART = 'interrupted by a restart: the worker running this build stopped before it finished; build again';
@@ -59,16 +62,30 @@ export class BuildRunner {
       }
       const ref = image.build_ref ?? app.auto_deploy_branch ?? 'HEAD';
       const contextDir = join(workDir, 'context');
+      const pins = await checkSourceAtBuild(this.ctx.db, this.ctx.config, app.id, app.github_repository);
       const source = await fetchSource({
-        repository: app.github_repository, ref, subdirectory: app.subdirectory, githubUrl: this.ctx.config.GITHUB_URL,
-        localRoots: this.ctx.config.LOCAL_REPOSITORY_ROOTS?.split(',').map((r) => r.trim()).filter(Boolean),
-        workDir, destination: contextDir, signal, onLine: (l) => log.line(l),
+        pins,
+        repository: app.github_repository,
+        ref,
+        subdirectory: app.subdirectory,
+        githubUrl: this.ctx.config.GITHUB_URL,
+        localRoots: this.ctx.config.LOCAL_REPOSITORY_ROOTS?.split(',')
+          .map((r) => r.trim())
+          .filter(Boolean),
+        workDir,
+        destination: contextDir,
+        signal,
+        onLine: (l) => log.line(l),
       });
       const procfilePath = join(contextDir, 'Procfile');
       const procfile = existsSync(procfilePath) ? await readFile(procfilePath, 'utf8') : null;
       const procfileProcesses = procfile === null ? null : parseProcfile(procfile);
       if (procfileProcesses) log.line(`Procfile: ${Object.keys(procfileProcesses).join(', ')}`);
-      await this.images.update(image.id, { commit_sha: source.commitSha, procfile, build_slug: `v${image.version}-${source.commitSha.slice(0, 7)}` });
+      await this.images.update(image.id, {
+        commit_sha: source.commitSha,
+        procfile,
+        build_slug: `v${image.version}-${source.commitSha.slice(0, 7)}`,
+      });
       const buildVars = Object.keys(buildEnv);
       log.line(buildVars.length ? `Build-time variables: ${buildVars.join(', ')}` : 'No build-time variables');
 
@@ -76,15 +93,26 @@ export class BuildRunner {
       const builder = await chooseBuilder(this.builders, contextDir);
       log.line(`Builder: ${builder.name}`);
       const output = await builder.build({
-        applicationId: app.id, version: image.version, repositoryName: image.repository_name,
-        contextDir, artifactDir: artifact, buildEnv, secrets, procfileProcesses,
+        applicationId: app.id,
+        version: image.version,
+        repositoryName: image.repository_name,
+        contextDir,
+        artifactDir: artifact,
+        buildEnv,
+        secrets,
+        procfileProcesses,
         log: { line: (l) => log.line(l), substep: (s) => log.substep(s) },
-        signal, timeoutMs: this.ctx.config.BUILD_TIMEOUT_SECONDS * 1000,
+        signal,
+        timeoutMs: (await buildTimeoutSeconds(this.ctx, app.id)) * 1000,
       });
 
       log.enter('Export');
       log.line(`Image ${output.imageId}`);
-      log.line(`Processes: ${Object.entries(output.processes).map(([n, p]) => `${n}=${p.cmd}`).join('; ')}`);
+      log.line(
+        `Processes: ${Object.entries(output.processes)
+          .map(([n, p]) => `${n}=${p.cmd}`)
+          .join('; ')}`,
+      );
 
       log.enter('Push');
       log.line(`Stored at ${output.artifactPath}`);
@@ -93,20 +121,34 @@ export class BuildRunner {
       log.line('Build succeeded');
       await log.flush();
       await this.images.update(image.id, {
-        status: 'built', built: true, error: false, error_detail: null,
-        image_id: output.imageId, dockerfile: output.dockerfile, processes: JSON.stringify(output.processes),
+        status: 'built',
+        built: true,
+        error: false,
+        error_detail: null,
+        image_id: output.imageId,
+        dockerfile: output.dockerfile,
+        processes: JSON.stringify(output.processes),
         image_metadata: JSON.stringify({ ...output.imageMetadata, source: source.displayUrl, subdirectory: app.subdirectory }),
-        artifact_path: output.artifactPath, finished_at: new Date(),
+        artifact_path: output.artifactPath,
+        finished_at: new Date(),
       });
       return { ok: true };
     } catch (err) {
       const known = err instanceof BuildError || err instanceof SourceError;
       const detail = signal.aborted
         ? 'interrupted: the server stopped during the build; build again'
-        : known ? (err as Error).message : `internal error while building: ${(err as Error).message}`;
+        : known
+          ? (err as Error).message
+          : `internal error while building: ${(err as Error).message}`;
       log.line(`Build failed: ${detail}`);
       await log.flush();
-      await this.images.update(image.id, { status: 'error', error: true, built: false, error_detail: log.scrub(detail), finished_at: new Date() });
+      await this.images.update(image.id, {
+        status: 'error',
+        error: true,
+        built: false,
+        error_detail: log.scrub(detail),
+        finished_at: new Date(),
+      });
       await rm(artifact, { recursive: true, force: true });
       return { ok: false };
     } finally {

@@ -1,22 +1,38 @@
 import { commonErrorResponses } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
-import { ApplicationIdParams } from '../applications/applications.schemas.js';
-import { currentUser } from '../auth/principal.js';
+import { ApplicationIdParams } from '../applications/index.js';
+import { currentUser } from '../auth/index.js';
 import { MetricsQuery, PipelineMetrics, PipelineStatus } from './pipeline.schemas.js';
 import type { PipelineService } from './pipeline.service.js';
 
 export function pipelineRoutes(pipeline: PipelineService) {
   const tags = ['Applications'];
   return async (app: App) => {
-    app.get('/applications/:application_id/pipeline-status', {
-      schema: { tags, summary: 'The latest build, release and deployment (production)', params: ApplicationIdParams, response: { 200: PipelineStatus, ...commonErrorResponses } },
-    }, async (request) => pipeline.status(currentUser(request).id, request.params.application_id));
-
-    app.get('/applications/:application_id/pipeline-metrics', {
-      schema: {
-        tags, summary: 'Success rates and durations of the last `range` builds, releases and deployments',
-        params: ApplicationIdParams, querystring: MetricsQuery, response: { 200: PipelineMetrics, ...commonErrorResponses },
+    app.get(
+      '/applications/:application_id/pipeline-status',
+      {
+        schema: {
+          tags,
+          summary: 'The latest build, release and deployment (production)',
+          params: ApplicationIdParams,
+          response: { 200: PipelineStatus, ...commonErrorResponses },
+        },
       },
-    }, async (request) => pipeline.metrics(currentUser(request).id, request.params.application_id, request.query.range));
+      async (request) => pipeline.status(currentUser(request).id, request.params.application_id),
+    );
+
+    app.get(
+      '/applications/:application_id/pipeline-metrics',
+      {
+        schema: {
+          tags,
+          summary: 'Success rates and durations of the last `range` builds, releases and deployments',
+          params: ApplicationIdParams,
+          querystring: MetricsQuery,
+          response: { 200: PipelineMetrics, ...commonErrorResponses },
+        },
+      },
+      async (request) => pipeline.metrics(currentUser(request).id, request.params.application_id, request.query.range),
+    );
   };
 }

@@ -1,8 +1,8 @@
 import type { Db } from '../../platform/db/database.js';
 import type { PipelineStep } from '../../platform/db/schema.js';
 import { iso } from '../../platform/http/schemas.js';
-import type { ApplicationsService } from '../applications/applications.service.js';
-import { deploymentLogStatus } from '../deployments/deployments.service.js';
+import type { ApplicationsService } from '../applications/index.js';
+import { deploymentLogStatus } from '../deployments/index.js';
 import { productionEnvironmentId } from './production-environment.js';
 
 interface FinishedRecord {
@@ -40,23 +40,51 @@ function stageMetrics(records: FinishedRecord[]) {
 
 /** Views of an application's pipeline computed from its records (images, and production releases and deployments). */
 export class PipelineService {
-  constructor(private readonly db: Db, private readonly apps: ApplicationsService) {}
+  constructor(
+    private readonly db: Db,
+    private readonly apps: ApplicationsService,
+  ) {}
 
   async status(userId: string, applicationId: string) {
     await this.apps.authorize(userId, applicationId);
     const environmentId = await productionEnvironmentId(this.db, applicationId);
     const [image, release, deployment] = await Promise.all([
-      this.db.selectFrom('images').select(['id', 'version', 'status', 'error_detail', 'build_step', 'updated_at'])
-        .where('application_id', '=', applicationId).orderBy('version', 'desc').limit(1).executeTakeFirst(),
-      this.db.selectFrom('releases').select(['id', 'version', 'status', 'error_detail', 'build_step', 'updated_at'])
-        .where('application_id', '=', applicationId).where('environment_id', '=', environmentId).orderBy('version', 'desc').limit(1).executeTakeFirst(),
-      this.db.selectFrom('deployments as d').leftJoin('releases as r', 'r.id', 'd.release_id')
+      this.db
+        .selectFrom('images')
+        .select(['id', 'version', 'status', 'error_detail', 'build_step', 'updated_at'])
+        .where('application_id', '=', applicationId)
+        .orderBy('version', 'desc')
+        .limit(1)
+        .executeTakeFirst(),
+      this.db
+        .selectFrom('releases')
+        .select(['id', 'version', 'status', 'error_detail', 'build_step', 'updated_at'])
+        .where('application_id', '=', applicationId)
+        .where('environment_id', '=', environmentId)
+        .orderBy('version', 'desc')
+        .limit(1)
+        .executeTakeFirst(),
+      this.db
+        .selectFrom('deployments as d')
+        .leftJoin('releases as r', 'r.id', 'd.release_id')
         .select(['d.id', 'r.version', 'd.status', 'd.error_detail', 'd.deploy_step', 'd.updated_at'])
-        .where('d.application_id', '=', applicationId).where('d.environment_id', '=', environmentId)
-        .orderBy('d.created_at', 'desc').orderBy('d.id', 'desc').limit(1).executeTakeFirst(),
+        .where('d.application_id', '=', applicationId)
+        .where('d.environment_id', '=', environmentId)
+        .orderBy('d.created_at', 'desc')
+        .orderBy('d.id', 'desc')
+        .limit(1)
+        .executeTakeFirst(),
     ]);
-    const view = (r: { id: string; version: number | null; status: string; error_detail: string | null; updated_at: Date }, step: PipelineStep | null) => ({
-      id: r.id, version: r.version, status: r.status, error_detail: r.error_detail, step, updated: iso(r.updated_at),
+    const view = (
+      r: { id: string; version: number | null; status: string; error_detail: string | null; updated_at: Date },
+      step: PipelineStep | null,
+    ) => ({
+      id: r.id,
+      version: r.version,
+      status: r.status,
+      error_detail: r.error_detail,
+      step,
+      updated: iso(r.updated_at),
     });
     return {
       build: image ? view(image, image.build_step) : null,
@@ -70,15 +98,32 @@ export class PipelineService {
     await this.apps.authorize(userId, applicationId);
     const environmentId = await productionEnvironmentId(this.db, applicationId);
     const [images, releases, deployments] = await Promise.all([
-      this.db.selectFrom('images').select(['built as ok', 'started_at', 'created_at', 'finished_at'])
-        .where('application_id', '=', applicationId).where('status', 'in', ['built', 'error'])
-        .orderBy('version', 'desc').limit(range).execute(),
-      this.db.selectFrom('releases').select(['built as ok', 'started_at', 'created_at', 'finished_at'])
-        .where('application_id', '=', applicationId).where('environment_id', '=', environmentId).where('status', 'in', ['built', 'error'])
-        .orderBy('version', 'desc').limit(range).execute(),
-      this.db.selectFrom('deployments').select(['complete as ok', 'started_at', 'created_at', 'finished_at'])
-        .where('application_id', '=', applicationId).where('environment_id', '=', environmentId).where('status', 'in', ['complete', 'error'])
-        .orderBy('created_at', 'desc').limit(range).execute(),
+      this.db
+        .selectFrom('images')
+        .select(['built as ok', 'started_at', 'created_at', 'finished_at'])
+        .where('application_id', '=', applicationId)
+        .where('status', 'in', ['built', 'error'])
+        .orderBy('version', 'desc')
+        .limit(range)
+        .execute(),
+      this.db
+        .selectFrom('releases')
+        .select(['built as ok', 'started_at', 'created_at', 'finished_at'])
+        .where('application_id', '=', applicationId)
+        .where('environment_id', '=', environmentId)
+        .where('status', 'in', ['built', 'error'])
+        .orderBy('version', 'desc')
+        .limit(range)
+        .execute(),
+      this.db
+        .selectFrom('deployments')
+        .select(['complete as ok', 'started_at', 'created_at', 'finished_at'])
+        .where('application_id', '=', applicationId)
+        .where('environment_id', '=', environmentId)
+        .where('status', 'in', ['complete', 'error'])
+        .orderBy('created_at', 'desc')
+        .limit(range)
+        .execute(),
     ]);
     return { range, build: stageMetrics(images), release: stageMetrics(releases), deploy: stageMetrics(deployments) };
   }

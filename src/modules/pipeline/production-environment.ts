@@ -13,7 +13,8 @@ export async function productionEnvironmentId(db: Db, applicationId: string): Pr
 
 /** As `productionEnvironmentId`, but null when there is none (database errors still throw). */
 export async function findProductionEnvironmentId(db: Db, applicationId: string): Promise<string | null> {
-  const row = await db.selectFrom('environments as e')
+  const row = await db
+    .selectFrom('environments as e')
     .innerJoin('applications as a', 'a.project_id', 'e.project_id')
     .select('e.id')
     .where('a.id', '=', applicationId)

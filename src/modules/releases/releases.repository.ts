@@ -3,9 +3,9 @@ import { v7 as uuidv7 } from 'uuid';
 import type { Db } from '../../platform/db/database.js';
 import type { ReleasesTable } from '../../platform/db/schema.js';
 import { notFound } from '../../platform/errors.js';
-import { lockApplication } from '../pipeline/production-environment.js';
-import { BUILD_STEPS } from '../pipeline/record-log.js';
-import { failIfBuilding, settleAbandoned } from '../pipeline/build-records.js';
+import { lockApplication } from '../pipeline/index.js';
+import { BUILD_STEPS } from '../pipeline/index.js';
+import { failIfBuilding, settleAbandoned } from '../pipeline/index.js';
 
 export class ReleasesRepository {
   constructor(private readonly db: Db) {}
@@ -14,14 +14,26 @@ export class ReleasesRepository {
   insertNext(applicationId: string, environmentId: string, platform: string) {
     return this.db.transaction().execute(async (trx) => {
       if (!(await lockApplication(trx, applicationId))) throw notFound('Application');
-      const { next } = await trx.selectFrom('releases')
+      const { next } = await trx
+        .selectFrom('releases')
         .select(sql<number>`coalesce(max(version), 0) + 1`.as('next'))
-        .where('application_id', '=', applicationId).where('environment_id', '=', environmentId)
+        .where('application_id', '=', applicationId)
+        .where('environment_id', '=', environmentId)
         .executeTakeFirstOrThrow();
-      return trx.insertInto('releases').values({
-        id: uuidv7(), application_id: applicationId, environment_id: environmentId, version: next, platform, status: 'building',
-        build_step: JSON.stringify({ steps: [...BUILD_STEPS], current: 0 }), log_text: 'Queued\n',
-      }).returning(['id', 'version']).executeTakeFirstOrThrow();
+      return trx
+        .insertInto('releases')
+        .values({
+          id: uuidv7(),
+          application_id: applicationId,
+          environment_id: environmentId,
+          version: next,
+          platform,
+          status: 'building',
+          build_step: JSON.stringify({ steps: [...BUILD_STEPS], current: 0 }),
+          log_text: 'Queued\n',
+        })
+        .returning(['id', 'version'])
+        .executeTakeFirstOrThrow();
     });
   }
 
@@ -31,12 +43,22 @@ export class ReleasesRepository {
 
   /** The release with its image's repository name and Dockerfile, for the detail view. */
   withImage(id: string) {
-    return this.db.selectFrom('releases as r')
+    return this.db
+      .selectFrom('releases as r')
       .leftJoin('images as i', 'i.id', 'r.image_ref')
       .selectAll('r')
-      .select(['i.id as img_id', 'i.version as img_version', 'i.image_id as img_digest', 'i.commit_sha as img_commit_sha', 'i.built as img_built',
-        'i.repository_name as img_repository_name', 'i.dockerfile as img_dockerfile', 'i.created_at as img_created_at'])
-      .where('r.id', '=', id).executeTakeFirst();
+      .select([
+        'i.id as img_id',
+        'i.version as img_version',
+        'i.image_id as img_digest',
+        'i.commit_sha as img_commit_sha',
+        'i.built as img_built',
+        'i.repository_name as img_repository_name',
+        'i.dockerfile as img_dockerfile',
+        'i.created_at as img_created_at',
+      ])
+      .where('r.id', '=', id)
+      .executeTakeFirst();
   }
 
   async page(applicationId: string, environmentId: string, limit: number, offset: number) {
@@ -50,15 +72,25 @@ export class ReleasesRepository {
 
   /** The newest successful release before `version`: what a new release is compared with. */
   previousBuilt(applicationId: string, environmentId: string, version: number) {
-    return this.db.selectFrom('releases as r').leftJoin('images as i', 'i.id', 'r.image_ref')
+    return this.db
+      .selectFrom('releases as r')
+      .leftJoin('images as i', 'i.id', 'r.image_ref')
       .select(['r.id', 'r.version', 'r.configuration', 'r.configuration_sealed', 'i.image_id', 'i.commit_sha', 'i.processes'])
-      .where('r.application_id', '=', applicationId).where('r.environment_id', '=', environmentId)
-      .where('r.built', '=', true).where('r.version', '<', version)
-      .orderBy('r.version', 'desc').limit(1).executeTakeFirst();
+      .where('r.application_id', '=', applicationId)
+      .where('r.environment_id', '=', environmentId)
+      .where('r.built', '=', true)
+      .where('r.version', '<', version)
+      .orderBy('r.version', 'desc')
+      .limit(1)
+      .executeTakeFirst();
   }
 
   update(id: string, changes: Updateable<ReleasesTable>) {
-    return this.db.updateTable('releases').set({ ...changes, updated_at: sql`now()` }).where('id', '=', id).execute();
+    return this.db
+      .updateTable('releases')
+      .set({ ...changes, updated_at: sql`now()` })
+      .where('id', '=', id)
+      .execute();
   }
 
   /** Fails the record if it is still in progress (never overwrites a finished one). */

@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import type { App } from '../../platform/http/types.js';
 import type { AppContext } from '../../platform/context.js';
 import { commonErrorResponses } from '../../platform/http/schemas.js';
-import { requireSiteAdmin } from '../auth/principal.js';
+import { requireSiteAdmin } from '../auth/index.js';
 import { UsersService } from './users.service.js';
 import { CreateUserBody, User } from './users.schemas.js';
 
@@ -10,18 +10,31 @@ import { CreateUserBody, User } from './users.schemas.js';
 export function usersRoutes(ctx: AppContext) {
   const users = new UsersService(ctx.db);
   return async (app: App) => {
-    app.get('/users', {
-      schema: { tags: ['Users'], summary: 'List users (site admins)', response: { 200: Type.Array(User), ...commonErrorResponses } },
-    }, async (request) => {
-      requireSiteAdmin(request);
-      return users.list();
-    });
+    app.get(
+      '/users',
+      {
+        schema: { tags: ['Users'], summary: 'List users (site admins)', response: { 200: Type.Array(User), ...commonErrorResponses } },
+      },
+      async (request) => {
+        requireSiteAdmin(request);
+        return users.list();
+      },
+    );
 
-    app.post('/users', {
-      schema: { tags: ['Users'], summary: 'Create a user (site admins)', body: CreateUserBody, response: { 201: User, ...commonErrorResponses } },
-    }, async (request, reply) => {
-      requireSiteAdmin(request);
-      return reply.code(201).send(await users.create(request.body));
-    });
+    app.post(
+      '/users',
+      {
+        schema: {
+          tags: ['Users'],
+          summary: 'Create a user (site admins)',
+          body: CreateUserBody,
+          response: { 201: User, ...commonErrorResponses },
+        },
+      },
+      async (request, reply) => {
+        requireSiteAdmin(request);
+        return reply.code(201).send(await users.create(request.body));
+      },
+    );
   };
 }

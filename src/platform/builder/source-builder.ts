@@ -3,6 +3,8 @@ import { mkdir, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ProcessDefinitions } from '../db/schema.js';
 import { run } from '../git/command.js';
+import { SandboxUnavailable, type Sandbox } from '../sandbox/index.js';
+import { shellQuote } from './image-artifact.js';
 import { directoryDigest } from './digest.js';
 import { BuildError, type BuildInput, type BuildOutput, type Builder } from './port.js';
 
@@ -19,11 +21,16 @@ interface BuildPlan {
  * Builds on this machine without a container engine: the snapshot itself becomes the
  * artifact, prepared the way a buildpack would (`npm ci` + `npm run build`, a Python
  * virtualenv with `pip install -r`, or the `build` command of `slipway.json`).
+ * With a sandbox, every build command runs as the application's own user, seeing only the
+ * build directory and the application's own caches (writable) and the system (read-only).
  */
 export class SourceBuilder implements Builder {
   readonly name = 'source';
 
-  constructor(private readonly cacheDir: string) {}
+  constructor(
+    private readonly cacheDir: string,
+    private readonly sandbox: Sandbox | null = null,
+  ) {}
 
   async accepts(): Promise<boolean> {
     return true;
@@ -38,20 +45,27 @@ export class SourceBuilder implements Builder {
     }
     const dir = input.artifactDir;
     const plan = await this.plan(dir);
-    input.log.line(`Detected: ${plan.detected === 'none' ? 'no build needed (no slipway.json, package.json or requirements.txt)' : plan.detected}`);
+    input.log.line(
+      `Detected: ${plan.detected === 'none' ? 'no build needed (no slipway.json, package.json or requirements.txt)' : plan.detected}`,
+    );
 
-    const env = await this.buildEnvironment(input.buildEnv);
+    // Caches are per application when sandboxed: one tenant cannot poison another's packages.
+    const cacheDir = this.sandbox ? join(this.cacheDir, 'apps', input.applicationId) : this.cacheDir;
+    const env = await this.buildEnvironment(cacheDir, input.buildEnv);
     const deadline = Date.now() + input.timeoutMs;
     for (const [i, command] of plan.commands.entries()) {
       input.log.substep(`${i + 1}/${plan.commands.length}`);
       input.log.line(`$ ${command.display}`);
       const remaining = deadline - Date.now();
       if (remaining <= 0) throw new BuildError(`build timed out after ${Math.round(input.timeoutMs / 1000)} s`);
-      const result = await run(command.file, command.args, { cwd: dir, env, signal: input.signal, timeoutMs: remaining, onLine: (l) => input.log.line(l) });
+      const result = await this.runCommand(command, input, dir, cacheDir, env, i, remaining);
       if (input.signal.aborted) throw new BuildError('build interrupted: the server is stopping');
-      if (result.signal === 'SIGKILL' && Date.now() >= deadline) throw new BuildError(`build timed out after ${Math.round(input.timeoutMs / 1000)} s during "${command.display}"`);
+      if (result.signal === 'SIGKILL' && Date.now() >= deadline)
+        throw new BuildError(`build timed out after ${Math.round(input.timeoutMs / 1000)} s during "${command.display}"`);
       if (result.code !== 0) {
-        throw new BuildError(`build command "${command.display}" failed with ${result.code === null ? `signal ${result.signal}` : `exit code ${result.code}`}`);
+        throw new BuildError(
+          `build command "${command.display}" failed with ${result.code === null ? `signal ${result.signal}` : `exit code ${result.code}`}`,
+        );
       }
     }
 
@@ -60,7 +74,9 @@ export class SourceBuilder implements Builder {
       throw new BuildError('No Procfile in the build context: add one with at least a "web: <command>" line');
     }
     if (Object.keys(plan.processEnv).length > 0) {
-      processes = Object.fromEntries(Object.entries(processes).map(([name, p]) => [name, { cmd: p.cmd, env: { ...plan.processEnv, ...p.env } }]));
+      processes = Object.fromEntries(
+        Object.entries(processes).map(([name, p]) => [name, { cmd: p.cmd, env: { ...plan.processEnv, ...p.env } }]),
+      );
     }
     const digest = await directoryDigest(dir);
     return {
@@ -79,6 +95,36 @@ export class SourceBuilder implements Builder {
     };
   }
 
+  private async runCommand(
+    command: BuildPlan['commands'][number],
+    input: BuildInput,
+    dir: string,
+    cacheDir: string,
+    env: NodeJS.ProcessEnv,
+    index: number,
+    timeoutMs: number,
+  ) {
+    const options = { cwd: dir, env, signal: input.signal, timeoutMs, onLine: (l: string) => input.log.line(l) };
+    if (!this.sandbox) return run(command.file, command.args, options);
+    try {
+      await this.sandbox.ready();
+    } catch (err) {
+      if (err instanceof SandboxUnavailable) throw new BuildError(`builds cannot run isolated: ${err.message}`);
+      throw err;
+    }
+    const sandbox = await this.sandbox.prepare({
+      applicationId: input.applicationId,
+      name: `build-${input.applicationId}-${input.version}-${index}`,
+      command: [command.file, ...command.args].map(shellQuote).join(' '),
+      view: { cwd: dir, writable: [dir, cacheDir] },
+    });
+    try {
+      return await run(sandbox.file, sandbox.args, options);
+    } finally {
+      await sandbox.cgroup.remove();
+    }
+  }
+
   private async plan(dir: string): Promise<BuildPlan> {
     const has = (f: string) => existsSync(join(dir, f));
     const sh = (command: string) => ({ display: command, file: 'sh', args: ['-c', command] });
@@ -90,7 +136,8 @@ export class SourceBuilder implements Builder {
         throw new BuildError(`slipway.json is not valid JSON: ${(err as Error).message}`);
       }
       if (manifest.build !== undefined) {
-        if (typeof manifest.build !== 'string' || manifest.build.trim() === '') throw new BuildError('slipway.json: "build" must be a non-empty command string');
+        if (typeof manifest.build !== 'string' || manifest.build.trim() === '')
+          throw new BuildError('slipway.json: "build" must be a non-empty command string');
         return { detected: 'slipway.json', commands: [sh(manifest.build)], defaultProcesses: null, processEnv: {} };
       }
     }
@@ -101,9 +148,10 @@ export class SourceBuilder implements Builder {
       } catch (err) {
         throw new BuildError(`package.json is not valid JSON: ${(err as Error).message}`);
       }
-      const install = has('package-lock.json') || has('npm-shrinkwrap.json')
-        ? { display: 'npm ci', file: 'npm', args: ['ci'] }
-        : { display: 'npm install', file: 'npm', args: ['install'] };
+      const install =
+        has('package-lock.json') || has('npm-shrinkwrap.json')
+          ? { display: 'npm ci', file: 'npm', args: ['ci'] }
+          : { display: 'npm install', file: 'npm', args: ['install'] };
       const commands = [install];
       if (pkg.scripts?.build) commands.push({ display: 'npm run build', file: 'npm', args: ['run', 'build'] });
       const defaultProcesses = pkg.scripts?.start ? { web: { cmd: 'npm start', env: {} } } : null;
@@ -116,13 +164,17 @@ export class SourceBuilder implements Builder {
       // skips ensurepip: about 0.2 s instead of 10 s here.
       const commands = (await hostPipTargetsOtherPythons())
         ? [
-          { display: 'python3 -m venv --without-pip .venv', file: 'python3', args: ['-m', 'venv', '--without-pip', '.venv'] },
-          { display: 'pip install -r requirements.txt', file: 'python3', args: ['-m', 'pip', '--python', join(venv, 'bin', 'python'), ...install] },
-        ]
+            { display: 'python3 -m venv --without-pip .venv', file: 'python3', args: ['-m', 'venv', '--without-pip', '.venv'] },
+            {
+              display: 'pip install -r requirements.txt',
+              file: 'python3',
+              args: ['-m', 'pip', '--python', join(venv, 'bin', 'python'), ...install],
+            },
+          ]
         : [
-          { display: 'python3 -m venv .venv', file: 'python3', args: ['-m', 'venv', '.venv'] },
-          { display: 'pip install -r requirements.txt', file: join(venv, 'bin', 'pip'), args: install },
-        ];
+            { display: 'python3 -m venv .venv', file: 'python3', args: ['-m', 'venv', '.venv'] },
+            { display: 'pip install -r requirements.txt', file: join(venv, 'bin', 'pip'), args: install },
+          ];
       return {
         detected: 'python',
         commands,
@@ -134,19 +186,19 @@ export class SourceBuilder implements Builder {
   }
 
   /** Only what a build needs plus the build-time variables: never the platform's own environment. */
-  private async buildEnvironment(buildEnv: Record<string, string>): Promise<NodeJS.ProcessEnv> {
-    const home = join(this.cacheDir, 'home');
+  private async buildEnvironment(cacheDir: string, buildEnv: Record<string, string>): Promise<NodeJS.ProcessEnv> {
+    const home = join(cacheDir, 'home');
     await mkdir(home, { recursive: true });
     return {
       PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
       HOME: home,
       LANG: 'C.UTF-8',
       CI: 'true',
-      npm_config_cache: join(this.cacheDir, 'npm'),
+      npm_config_cache: join(cacheDir, 'npm'),
       npm_config_update_notifier: 'false',
       npm_config_fund: 'false',
       npm_config_audit: 'false',
-      PIP_CACHE_DIR: join(this.cacheDir, 'pip'),
+      PIP_CACHE_DIR: join(cacheDir, 'pip'),
       ...buildEnv,
     };
   }

@@ -38,12 +38,16 @@ export interface LoginFailuresTable {
   key: string;
   count: number;
   window_started: Timestamp;
+  /** Migration 0010: when the last failure was counted (the backoff runs from it). */
+  last_failed_at: Generated<Date>;
 }
 
 export interface OrganizationsTable {
   id: string;
   name: string;
   slug: string;
+  /** Migration 0005: a site administrator's per-organization build timeout (null: the configured default). */
+  build_timeout_seconds: ColumnType<number | null, number | null | undefined, number | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -194,8 +198,16 @@ export interface WorkspaceTables {
 export type JsonColumn<T> = ColumnType<T, string | undefined, string>;
 export type NullableJsonColumn<T> = ColumnType<T | null, string | null | undefined, string | null>;
 export type ProcessDefinitions = Record<string, { cmd: string; env: Record<string, string> }>;
-export interface PipelineStep { steps: string[]; current: number; substep?: string }
-export interface ChangeSet { added: string[]; removed: string[]; changed: string[] }
+export interface PipelineStep {
+  steps: string[];
+  current: number;
+  substep?: string;
+}
+export interface ChangeSet {
+  added: string[];
+  removed: string[];
+  changed: string[];
+}
 export type BuildStatus = 'building' | 'built' | 'error';
 export type DeploymentStatus = 'queued' | 'deploying' | 'complete' | 'error';
 export type InstanceState = 'starting' | 'healthy' | 'running' | 'crashed' | 'stopped';
@@ -266,6 +278,8 @@ export interface DeploymentsTable {
   finished_at: NullableTimestamp;
   created_at: Timestamp;
   updated_at: Timestamp;
+  /** A rollback: the release it replaced (migration 0008). */
+  rollback_of: Generated<string | null>;
 }
 
 export interface InstancesTable {
@@ -281,6 +295,8 @@ export interface InstancesTable {
   pid: number | null;
   state: ColumnType<InstanceState, InstanceState | undefined, InstanceState>;
   restart_count: Generated<number>;
+  /** Why it last stopped on its own (migration 0006), e.g. `OOM: exceeded 384 MiB of m1.small`. */
+  last_exit: string | null;
   worker_id: string | null;
   started_at: Timestamp;
   updated_at: Timestamp;
@@ -337,5 +353,130 @@ export interface PipelineTables {
   job_runs: JobRunsTable;
 }
 
+export interface DomainsTable {
+  id: string;
+  application_id: string;
+  environment_id: string;
+  hostname: string;
+  route_hostname: string;
+  verification_token: string;
+  verified_at: NullableTimestamp;
+  https_redirect: Generated<boolean>;
+  hsts: Generated<boolean>;
+  certificate_status: Generated<'none' | 'pending' | 'issued' | 'failed'>;
+  certificate_error: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface CertificatesTable {
+  hostname: string;
+  certificate_pem: string;
+  private_key_enc: string;
+  not_after: Timestamp;
+  issued_at: Generated<Date>;
+}
+
+export interface AcmeChallengesTable {
+  token: string;
+  key_authorization: string;
+  created_at: Generated<Date>;
+}
+
+export interface AcmeAccountsTable {
+  directory_url: string;
+  account_key_enc: string;
+  created_at: Generated<Date>;
+}
+
+export interface RequestStatsTable {
+  application_id: string;
+  environment_id: string;
+  process_type: string;
+  minute: Timestamp;
+  requests: ColumnType<string, number, number>;
+  status_classes: ColumnType<string[], number[], number[]>;
+  latency_buckets: ColumnType<string[], number[], number[]>;
+  latency_sum_ms: number;
+}
+
+export interface EdgeTables {
+  request_stats: RequestStatsTable;
+  acme_accounts: AcmeAccountsTable;
+  domains: DomainsTable;
+  certificates: CertificatesTable;
+  acme_challenges: AcmeChallengesTable;
+}
+
+// Isolation (migration 0006): the sandbox user of each application.
+export interface SandboxUidsTable {
+  application_id: string;
+  uid: number;
+  created_at: Timestamp;
+}
+
+/** A repository a site administrator saved for an application (builds may fetch exactly it). */
+export interface TrustedSourcesTable {
+  application_id: string;
+  repository: string;
+  approved_by: string | null;
+  approved_at: Timestamp;
+}
+
+export interface SandboxTables {
+  sandbox_uids: SandboxUidsTable;
+  trusted_sources: TrustedSourcesTable;
+}
+
+// Streams (migration 0008): one-off runs, application log lines, application events.
+export type RunStatus = 'pending' | 'running' | 'succeeded' | 'failed' | 'timed_out';
+
+export interface OneOffRunsTable {
+  id: string;
+  application_id: string;
+  environment_id: string;
+  release_id: string | null;
+  command: string;
+  process_type: string;
+  status: ColumnType<RunStatus, RunStatus | undefined, RunStatus>;
+  exit_code: number | null;
+  timeout_seconds: number;
+  error_detail: string | null;
+  log_text: Generated<string>;
+  requested_by: string | null;
+  job_id: string | null;
+  started_at: NullableTimestamp;
+  finished_at: NullableTimestamp;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface AppLogLinesTable {
+  id: Generated<number>;
+  application_id: string;
+  environment_id: string;
+  instance_id: string;
+  process_type: string;
+  stream: 'stdout' | 'stderr';
+  line: string;
+  logged_at: Date;
+}
+
+export interface ApplicationEventsTable {
+  id: Generated<number>;
+  application_id: string;
+  kind: string;
+  subject_id: string;
+  status: string | null;
+  data: Json<Record<string, unknown>>;
+  at: Generated<Date>;
+}
+
+export interface StreamTables {
+  one_off_runs: OneOffRunsTable;
+  app_log_lines: AppLogLinesTable;
+  application_events: ApplicationEventsTable;
+}
+
 /** Every feature adds its tables here, one interface per migration group. */
-export interface Database extends ControlPlaneTables, WorkspaceTables, PipelineTables {}
+export interface Database extends ControlPlaneTables, WorkspaceTables, PipelineTables, StreamTables, SandboxTables, EdgeTables {}

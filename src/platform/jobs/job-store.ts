@@ -4,9 +4,33 @@ import type { PipelineJobData } from './types.js';
 
 export const PIPELINE_QUEUE = 'pipeline';
 /** How long a silent worker keeps its applications' jobs (its heartbeat beats every few seconds; recovery frees them sooner). */
-const WORKER_AFFINITY_SECONDS = 30;
-/** pg-boss's schema; its table layout is that of pg-boss 10.4 (pinned in package.json). */
+export const WORKER_AFFINITY_SECONDS = 30;
+/** pg-boss's schema; its table layout is that of pg-boss 10.4.2 (pinned exactly in package.json). */
 const BOSS = 'pgboss';
+/** The pg-boss schema version whose private tables the SQL below was written against (checked at start). */
+export const PGBOSS_SCHEMA_VERSION = 24;
+
+/**
+ * What the job loop needs to know about applications, given by the composition root so the
+ * job store never reads the modules' tables.
+ */
+export interface JobPorts {
+  /** The organization an application belongs to (null when unknown): its jobs count against its caps. */
+  organizationOf(applicationId: string): Promise<string | null>;
+  /**
+   * Applications whose instances run in another live worker's runtime (heartbeat within
+   * `freshSeconds`): their jobs (deploys, reconciles) are that worker's, or two would diverge.
+   */
+  applicationsHeldElsewhere(workerId: string, freshSeconds: number): Promise<string[]>;
+}
+
+/** Per-organization limits of the shared pipeline (see README, configuration). */
+export interface OrganizationLimits {
+  /** Jobs of one organization running at once, across all workers. */
+  concurrency: number;
+  /** Jobs of one organization waiting or running; more are refused (429). */
+  queued: number;
+}
 
 export interface FetchedJob {
   id: string;
@@ -24,15 +48,46 @@ export interface FetchedJob {
  * statement, so no crash can leave a job active without an owner on record.
  */
 export class JobStore {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly limits: OrganizationLimits = { concurrency: 64, queued: 1_000_000 },
+  ) {}
 
-  async fetchNext(workerId: string, kinds: string[]): Promise<FetchedJob | null> {
+  /** The version of pg-boss's schema in the database (null before pg-boss created it). */
+  async bossSchemaVersion(): Promise<number | null> {
+    const { rows } = await sql<{ version: number }>`SELECT version FROM ${sql.raw(BOSS)}.version`.execute(this.db);
+    return rows[0] ? Number(rows[0].version) : null;
+  }
+
+  /** Jobs of the organization waiting or running. */
+  async queuedFor(organizationId: string): Promise<number> {
+    const { rows } = await sql<{ n: string }>`
+      SELECT count(*) AS n FROM ${sql.raw(BOSS)}.job
+      WHERE name = ${PIPELINE_QUEUE} AND state < 'completed' AND data->>'organizationId' = ${organizationId}`.execute(this.db);
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  /**
+   * Fairness across organizations: among the organizations under their concurrency cap, the
+   * one with the fewest running jobs goes first (oldest job first on a tie), so one
+   * organization's flood takes at most its cap of workers and others' jobs go next.
+   * Fetches run one at a time (advisory lock) so the cap holds across workers.
+   */
+  async fetchNext(workerId: string, kinds: string[], heldElsewhere: string[] = []): Promise<FetchedJob | null> {
     if (kinds.length === 0) return null;
     try {
-      const { rows } = await sql<FetchedJob>`
-        WITH next AS (
+      return await this.db.transaction().execute(async (trx) => {
+        await sql`SELECT pg_advisory_xact_lock(hashtext('slipway.pipeline-fetch'))`.execute(trx);
+        const { rows } = await sql<FetchedJob>`
+        WITH running AS (
+          SELECT data->>'organizationId' AS org, count(*) AS n FROM ${sql.raw(BOSS)}.job
+          WHERE name = ${PIPELINE_QUEUE} AND state = 'active' GROUP BY 1
+        ), next AS (
           SELECT j.id FROM ${sql.raw(BOSS)}.job j
+          LEFT JOIN running r ON r.org = j.data->>'organizationId'
           WHERE j.name = ${PIPELINE_QUEUE} AND j.state < 'active' AND j.start_after < now()
+            -- Jobs of no known organization (none in the API's jobs) have no cap.
+            AND coalesce(r.n, 0) < ${this.limits.concurrency}
             AND j.data->>'kind' = ANY(${kinds}::text[])
             AND NOT EXISTS (
               SELECT 1 FROM ${sql.raw(BOSS)}.job a
@@ -41,15 +96,11 @@ export class JobStore {
               SELECT 1 FROM ${sql.raw(BOSS)}.job o
               WHERE o.name = j.name AND o.state < 'active' AND o.singleton_key = j.singleton_key
                 AND (o.created_on, o.id) < (j.created_on, j.id))
-            -- An application's instances run in one worker's runtime: while another live worker
-            -- runs them, its jobs (deploys, reconciles) are that worker's, or two would diverge.
-            AND NOT EXISTS (
-              SELECT 1 FROM instances i JOIN workers w ON w.id = i.worker_id
-              WHERE i.application_id::text = j.singleton_key AND w.id <> ${workerId}
-                AND w.stopped_at IS NULL AND w.heartbeat_at > now() - make_interval(secs => ${WORKER_AFFINITY_SECONDS}))
-          ORDER BY j.created_on, j.id
+            -- An application's instances run in one worker's runtime (see JobPorts).
+            AND NOT (j.singleton_key = ANY(${heldElsewhere}::text[]))
+          ORDER BY coalesce(r.n, 0), j.created_on, j.id
           LIMIT 1
-          FOR UPDATE SKIP LOCKED
+          FOR UPDATE OF j SKIP LOCKED
         ), started AS (
           UPDATE ${sql.raw(BOSS)}.job j
           SET state = 'active', started_on = now(),
@@ -60,8 +111,9 @@ export class JobStore {
           INSERT INTO job_runs (job_id, worker_id, kind, application_id, data)
           SELECT id, ${workerId}, data->>'kind', (data->>'applicationId')::uuid, data FROM started
         )
-        SELECT id, data FROM started`.execute(this.db);
-      return rows[0] ?? null;
+        SELECT id, data FROM started`.execute(trx);
+        return rows[0] ?? null;
+      });
     } catch (err) {
       // Two workers raced for one application: the singleton index refused the loser.
       if ((err as { code?: string }).code === '23505') return null;
@@ -75,7 +127,12 @@ export class JobStore {
 
   /** Takes over a dead worker's run record; false when another worker's recovery already did. */
   async claimRun(jobId: string, workerId: string): Promise<boolean> {
-    const rows = await this.db.deleteFrom('job_runs').where('job_id', '=', jobId).where('worker_id', '=', workerId).returning('job_id').execute();
+    const rows = await this.db
+      .deleteFrom('job_runs')
+      .where('job_id', '=', jobId)
+      .where('worker_id', '=', workerId)
+      .returning('job_id')
+      .execute();
     return rows.length > 0;
   }
 
@@ -87,13 +144,19 @@ export class JobStore {
 
   /** Also re-registers a worker that others took for dead (e.g. after a long database outage). */
   async heartbeat(id: string, hostname: string, pid: number): Promise<void> {
-    await this.db.insertInto('workers').values({ id, hostname, pid })
+    await this.db
+      .insertInto('workers')
+      .values({ id, hostname, pid })
       .onConflict((oc) => oc.column('id').doUpdateSet({ heartbeat_at: sql`now()`, stopped_at: null }))
       .execute();
   }
 
   async markStopped(id: string): Promise<void> {
-    await this.db.updateTable('workers').set({ stopped_at: sql`now()` }).where('id', '=', id).execute();
+    await this.db
+      .updateTable('workers')
+      .set({ stopped_at: sql`now()` })
+      .where('id', '=', id)
+      .execute();
   }
 
   /** Workers that are not this one and are alive by their record (not stopped, fresh heartbeat). */

@@ -23,21 +23,29 @@ export function workerMark(): Record<string, string> {
  */
 export async function killOrphansOf(deadWorkerIds: string[]): Promise<number> {
   const prefix = `${hostname()}:`;
-  const marks = new Set(deadWorkerIds
-    .filter((id) => id.startsWith(prefix) && Number(id.slice(prefix.length).split(':')[0]) !== process.pid)
-    .map((id) => `${WORKER_MARK_VARIABLE}=${id}`));
+  const marks = new Set(
+    deadWorkerIds
+      .filter((id) => id.startsWith(prefix) && Number(id.slice(prefix.length).split(':')[0]) !== process.pid)
+      .map((id) => `${WORKER_MARK_VARIABLE}=${id}`),
+  );
   if (marks.size === 0) return 0;
   let killed = 0;
+  // No /proc (not Linux): nothing can be found, as documented above.
   const entries = await readdir('/proc').catch(() => [] as string[]);
   for (const entry of entries) {
     if (!/^\d+$/.test(entry)) continue;
+    // The process ended since readdir, or is not ours to read: not one of our orphans.
     const environ = await readFile(`/proc/${entry}/environ`, 'utf8').catch(() => '');
     if (!environ || !environ.split('\0').some((kv) => marks.has(kv))) continue;
     const pid = Number(entry);
     try {
       process.kill(-pid, 'SIGKILL'); // the group leader: its whole group
     } catch {
-      try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
     }
     killed++;
   }

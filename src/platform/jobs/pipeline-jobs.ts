@@ -4,7 +4,16 @@ import { sql } from 'kysely';
 import PgBoss from 'pg-boss';
 import type { Db } from '../db/database.js';
 import { deadWorkers } from './dead-workers.js';
-import { JobStore, PIPELINE_QUEUE } from './job-store.js';
+import { AppError } from '../errors.js';
+import { StartupError } from '../startup-error.js';
+import {
+  JobStore,
+  PGBOSS_SCHEMA_VERSION,
+  PIPELINE_QUEUE,
+  WORKER_AFFINITY_SECONDS,
+  type JobPorts,
+  type OrganizationLimits,
+} from './job-store.js';
 import { killOrphansOf, setWorkerMark } from './orphan-processes.js';
 import type { JobHandler, JobInput, JobKind, JobKindOptions, Jobs, PipelineJobData } from './types.js';
 import { Wakeup } from './wakeup.js';
@@ -29,6 +38,10 @@ export interface PipelineJobsOptions {
   sweepIntervalMs?: number;
   /** How long stop() waits for running jobs after aborting them. */
   stopTimeoutMs?: number;
+  /** First delay before retrying a failed bookkeeping write (completing a job, …); doubles up to 5 s. */
+  retryBaseMs?: number;
+  /** Per-organization caps (defaults: no practical limit). */
+  organizationLimits?: OrganizationLimits;
   logger?: JobsLogger;
 }
 
@@ -36,6 +49,9 @@ export interface PipelineJobsOptions {
 const JOB_EXPIRE_SECONDS = 6 * 60 * 60;
 
 const silent: JobsLogger = { info() {}, warn() {}, error() {} };
+const MAX_RETRY_DELAY_MS = 5000;
+/** Until the composition root gives real ports: no organization, no application held elsewhere. */
+const noPorts: JobPorts = { organizationOf: async () => null, applicationsHeldElsewhere: async () => [] };
 
 interface Registration {
   handler: JobHandler;
@@ -62,10 +78,16 @@ export class PipelineJobs implements Jobs {
   private sweepers: Array<() => Promise<void>> = [];
   private lastSweep = 0;
   private ticking = false;
+  private ports: JobPorts = noPorts;
 
   constructor(private readonly options: PipelineJobsOptions) {
-    this.store = new JobStore(options.db);
+    this.store = new JobStore(options.db, options.organizationLimits);
     this.logger = options.logger ?? silent;
+  }
+
+  /** What the job loop needs from the modules (see JobPorts), given by the composition root. */
+  setPorts(ports: JobPorts) {
+    this.ports = ports;
   }
 
   get workerId() {
@@ -87,12 +109,28 @@ export class PipelineJobs implements Jobs {
     });
     boss.on('error', (err) => this.logger.error({ err }, 'job store error'));
     await boss.start();
+    // Our fetch and recovery use pg-boss's tables directly (docs/api-decisions.md): refuse a
+    // schema they were not written for rather than corrupt its jobs.
+    const version = await this.store.bossSchemaVersion();
+    if (version !== PGBOSS_SCHEMA_VERSION) {
+      await boss
+        .stop({ graceful: false, wait: true, timeout: 1000 })
+        .catch((err) => this.logger.error({ err }, 'stopping the job store failed'));
+      throw new StartupError(
+        `pg-boss schema version ${version} in the database, but Slipway was built against ${PGBOSS_SCHEMA_VERSION} (pg-boss 10.4.2): install the pinned pg-boss version`,
+      );
+    }
     // pg-boss's createQueue deadlocks when processes starting together on a new database
     // create the queue at once: one at a time, under a lock held until this transaction ends.
     await this.options.db.transaction().execute(async (trx) => {
       await sql`SELECT pg_advisory_xact_lock(hashtext('slipway.pipeline-queue'))`.execute(trx);
       if (!(await boss.getQueue(PIPELINE_QUEUE))) {
-        await boss.createQueue(PIPELINE_QUEUE, { name: PIPELINE_QUEUE, policy: 'singleton', retryLimit: 0, expireInSeconds: JOB_EXPIRE_SECONDS });
+        await boss.createQueue(PIPELINE_QUEUE, {
+          name: PIPELINE_QUEUE,
+          policy: 'singleton',
+          retryLimit: 0,
+          expireInSeconds: JOB_EXPIRE_SECONDS,
+        });
       }
     });
     this.boss = boss;
@@ -116,9 +154,26 @@ export class PipelineJobs implements Jobs {
     return this.store.liveJobIds();
   }
 
+  /**
+   * Refuses (429) a new job of an application whose organization already has its cap of
+   * jobs waiting or running. Services call this before storing the job's record.
+   */
+  async ensureRoom(applicationId: string): Promise<void> {
+    const organizationId = await this.ports.organizationOf(applicationId);
+    if (!organizationId) return;
+    const limit = this.options.organizationLimits?.queued;
+    if (limit !== undefined && (await this.store.queuedFor(organizationId)) >= limit) {
+      throw new AppError(
+        'RATE_LIMITED',
+        `The organization already has ${limit} pipeline jobs waiting or running; try again when some have finished`,
+      );
+    }
+  }
+
   async enqueue(kind: JobKind, data: JobInput): Promise<string> {
     if (!this.boss) throw new Error('The job store is not started');
-    const id = await this.boss.send(PIPELINE_QUEUE, { ...data, kind }, { singletonKey: data.applicationId });
+    const organizationId = data.organizationId ?? (await this.ports.organizationOf(data.applicationId));
+    const id = await this.boss.send(PIPELINE_QUEUE, { ...data, organizationId, kind }, { singletonKey: data.applicationId });
     if (!id) throw new Error('The job store refused the job');
     this.poke();
     return id;
@@ -154,13 +209,17 @@ export class PipelineJobs implements Jobs {
     await Promise.race([Promise.allSettled(this.loops), new Promise((r) => setTimeout(r, timeout).unref())]);
     this.loops = [];
     if (this.id) {
-      // Jobs still running past the timeout are settled by the next start's recovery.
-      await this.store.markStopped(this.id).catch(() => {});
+      // Jobs still running past the timeout are settled by the next start's recovery; an
+      // unrecorded stop only delays that until the heartbeat goes stale.
+      await this.store.markStopped(this.id).catch((err) => this.logger.error({ err }, 'recording the worker as stopped failed'));
       this.id = null;
     }
     const boss = this.boss;
     this.boss = null;
-    await boss?.stop({ graceful: false, wait: true, timeout: 1000 }).catch(() => {});
+    // Shutting down: a pool that fails to close has nothing left to lose; log and go on.
+    await boss
+      ?.stop({ graceful: false, wait: true, timeout: 1000 })
+      .catch((err) => this.logger.warn({ err }, 'stopping the job store failed'));
   }
 
   /** Settles the jobs of dead workers now (also done on start and with every heartbeat). */
@@ -203,7 +262,14 @@ export class PipelineJobs implements Jobs {
     if (!this.id || this.stopping || this.ticking) return;
     this.ticking = true;
     try {
-      await this.store.heartbeat(this.id, hostname(), process.pid);
+      const id = this.id;
+      // A missed beat would soon make the others take this worker for dead: retried with backoff.
+      if (
+        !(await this.persist('recording the worker heartbeat', { workerId: id }, () => this.store.heartbeat(id, hostname(), process.pid)))
+      )
+        return;
+      // A failed recovery step is logged below and redone by the next beat; a job whose run
+      // record it already took is found again as an orphaned active job.
       await this.recover();
       if (Date.now() - this.lastSweep >= (this.options.sweepIntervalMs ?? 60_000)) await this.sweep();
     } catch (err) {
@@ -233,7 +299,8 @@ export class PipelineJobs implements Jobs {
     while (!this.stopping) {
       let job;
       try {
-        job = await this.store.fetchNext(this.id!, [...this.kinds.keys()]);
+        const heldElsewhere = await this.ports.applicationsHeldElsewhere(this.id!, WORKER_AFFINITY_SECONDS);
+        job = await this.store.fetchNext(this.id!, [...this.kinds.keys()], heldElsewhere);
       } catch (err) {
         if (this.stopping) break;
         this.logger.error({ err }, 'fetching a pipeline job failed');
@@ -250,16 +317,50 @@ export class PipelineJobs implements Jobs {
     const registration = this.kinds.get(data.kind)!;
     const started = Date.now();
     this.logger.info({ jobId, kind: data.kind, applicationId: data.applicationId }, 'pipeline job started');
+    const boss = this.boss!;
+    let failure: unknown = null;
     try {
       await registration.handler(data, { jobId, workerId: this.id!, signal: this.abort.signal });
-      await this.boss!.complete(PIPELINE_QUEUE, jobId);
-      this.logger.info({ jobId, kind: data.kind, ms: Date.now() - started }, 'pipeline job finished');
     } catch (err) {
+      failure = err;
       this.logger.error({ err, jobId, kind: data.kind }, 'pipeline job failed');
-      await this.boss?.fail(PIPELINE_QUEUE, jobId, { message: err instanceof Error ? err.message : String(err) }).catch(() => {});
     }
-    await this.store.finishRun(jobId).catch(() => {});
+    // The job's outcome must reach the store, or it would stay `active` and hold up its
+    // application: retried until it does (or this process stops: recovery settles it then).
+    const settled =
+      failure === null
+        ? await this.persist('completing a pipeline job', { jobId }, () => boss.complete(PIPELINE_QUEUE, jobId))
+        : await this.persist('failing a pipeline job', { jobId }, () =>
+            boss.fail(PIPELINE_QUEUE, jobId, { message: failure instanceof Error ? failure.message : String(failure) }),
+          );
+    if (settled && failure === null) this.logger.info({ jobId, kind: data.kind, ms: Date.now() - started }, 'pipeline job finished');
+    // Only once the job is settled: a run record without a settled job is what recovery looks for.
+    if (settled) await this.persist('finishing a pipeline run', { jobId }, () => this.store.finishRun(jobId));
     // Finishing a job may unblock the application's next one.
     this.poke();
+  }
+
+  /**
+   * Runs a bookkeeping write until it succeeds, logging each failure and waiting longer
+   * each time (retryBaseMs, doubling, at most 5 s). Gives up only when this process stops
+   * (false): the next start's recovery then settles what was left.
+   */
+  private async persist(what: string, context: object, write: () => Promise<unknown>): Promise<boolean> {
+    let delay = this.options.retryBaseMs ?? 200;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await write();
+        if (attempt > 1) this.logger.warn({ ...context, attempt }, `${what} succeeded after a retry`);
+        return true;
+      } catch (err) {
+        if (this.stopping) {
+          this.logger.error({ err, ...context, attempt }, `${what} failed while stopping; recovery will settle it`);
+          return false;
+        }
+        this.logger.error({ err, ...context, attempt, retryInMs: delay }, `${what} failed; retrying`);
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
+      }
+    }
   }
 }

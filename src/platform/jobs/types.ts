@@ -13,6 +13,8 @@ export interface JobInput {
   environmentId?: string;
   /** The record (image, release, deployment) the job works on. */
   recordId?: string;
+  /** Filled in at enqueue (JobPorts.organizationOf): the organization whose caps the job counts against. */
+  organizationId?: string | null;
   [key: string]: unknown;
 }
 

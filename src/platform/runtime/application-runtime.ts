@@ -54,6 +54,8 @@ export interface WorkloadPlan {
   timeoutSeconds: number;
   /** The public host name of the environment's web processes. */
   hostname: string;
+  /** Verified custom domains of the environment (Ingress hosts with TLS on Kubernetes; the local edge reads them itself). */
+  customDomains?: string[];
 }
 
 /** Which application environment a reconcile is about (it may have no plan any more). */
@@ -110,6 +112,17 @@ export interface RuntimeLogger {
   error(obj: object, msg?: string): void;
 }
 
+/** One line of a running instance's output (scrubbed of the release's secret values). */
+export interface AppOutputLine {
+  applicationId: string;
+  environmentId: string;
+  instanceId: string;
+  processType: string;
+  stream: 'stdout' | 'stderr';
+  line: string;
+  at: Date;
+}
+
 export interface ApplicationRuntime {
   readonly name: 'local' | 'kubernetes';
   /**
@@ -146,4 +159,9 @@ export interface ApplicationRuntime {
   reconcile(target: WorkloadTarget, plan: WorkloadPlan | null, signal: AbortSignal): Promise<void>;
   /** CPU, memory, pod and restart counts per application environment. */
   usage(): Promise<AppUsage[]>;
+  /**
+   * Every line the application instances this process runs (or, on a cluster, follows)
+   * write, for the application logs. Call before `start`.
+   */
+  onInstanceOutput(listener: (line: AppOutputLine) => void): void;
 }

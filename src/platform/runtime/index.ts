@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import type { Config } from '../../config.js';
 import type { Db } from '../db/database.js';
-import { RouterServer } from '../router/router-server.js';
+import { RouterServer } from '../edge/router-server.js';
+import { RequestStats } from '../edge/request-stats.js';
 import type { ApplicationRuntime } from './application-runtime.js';
 import { LocalProcessDriver } from './local/local-driver.js';
 import { LocalRuntime } from './local/local-runtime.js';
@@ -9,6 +10,7 @@ import { ImageRootDriver } from './image-root/image-root-driver.js';
 import { RuntimeService } from './runtime.service.js';
 import { createKubernetesRuntime } from './kubernetes/kubernetes-runtime.js';
 import { pullSecretFor } from '../builder/registry-target.js';
+import { createSandbox } from '../sandbox/index.js';
 
 export type { ApplicationRuntime, WorkloadPlan } from './application-runtime.js';
 export type { RuntimeDriver, InstanceSpec, InstanceStatus } from './port.js';
@@ -27,12 +29,20 @@ export function createRuntime(config: Config, db: Db): ApplicationRuntime {
 }
 
 export function createLocalRuntime(config: Config, db: Db): LocalRuntime {
+  const sandbox = createSandbox(config, db);
   const driver = new LocalProcessDriver({
+    sandbox,
     logDir: join(config.dataDir, 'runtime', 'logs'),
+    // The files are a local copy of what the database keeps: never more than 8 MiB (or the app log limit) each, plus one rotated file.
+    maxLogFileBytes: Math.min(8 * 1024 * 1024, config.APP_LOG_MAX_BYTES_PER_APP),
     restartBackoffMs: config.RUNTIME_RESTART_BACKOFF_MS,
     stopGraceMs: config.RUNTIME_STOP_GRACE_MS,
   });
-  const router = new RouterServer({ host: config.ROUTER_HOST, port: config.ROUTER_PORT });
+  const router = new RouterServer({ host: config.ROUTER_HOST, port: config.ROUTER_PORT, httpsPort: config.ROUTER_HTTPS_PORT });
+  router.useStats(new RequestStats(db, config.REQUEST_STATS_FLUSH_MS));
   // Container image builds run inside their unpacked root file system; source builds pass through.
-  return new LocalRuntime(new RuntimeService(db, new ImageRootDriver(driver), router, { drainTimeoutMs: config.ROUTER_DRAIN_TIMEOUT_MS }));
+  return new LocalRuntime(
+    new RuntimeService(db, new ImageRootDriver(driver), router, { drainTimeoutMs: config.ROUTER_DRAIN_TIMEOUT_MS }),
+    sandbox,
+  );
 }

@@ -19,10 +19,20 @@ export interface InstanceLabels {
   ordinal: number;
 }
 
-/** Limits of the instance's pod class; a driver enforces what it can (the local driver: none). */
+/** Limits of the instance's pod class; the sandboxed local driver enforces them with cgroups. */
 export interface InstanceLimits {
   cpuMillicores: number;
   memoryBytes: number;
+  /** The pod class's name, for crash reasons (`OOM: exceeded 384 MiB of m1.small`). */
+  podClass?: string;
+}
+
+/** An image's unpacked root file system the process runs in (Dockerfile builds), instead of the host's. */
+export interface ProcessRoot {
+  rootfs: string;
+  workdir: string;
+  /** The image's numeric USER (what the process sees itself as); null: root inside. */
+  user: { uid: number; gid: number } | null;
 }
 
 export interface InstanceSpec {
@@ -40,6 +50,8 @@ export interface InstanceSpec {
   /** Values that must never appear in captured output. */
   secrets: string[];
   limits?: InstanceLimits;
+  /** Set by the image-root driver for a sandboxing driver: run inside this root file system. */
+  root?: ProcessRoot;
 }
 
 export interface InstanceStatus {
@@ -66,6 +78,8 @@ export interface ResourceUsage {
 
 /** A one-off process: `release`, `postdeploy`. */
 export interface OneOffSpec {
+  /** Whose sandbox user runs it (required by a sandboxing driver). */
+  applicationId?: string;
   command: string;
   artifactPath: string;
   env: Record<string, string>;
@@ -75,12 +89,16 @@ export interface OneOffSpec {
   signal?: AbortSignal;
   /** Each line of output, already scrubbed of secrets. */
   onOutput: (line: string) => void;
+  limits?: InstanceLimits;
+  root?: ProcessRoot;
 }
 
 export interface OneOffResult {
   exitCode: number | null;
   signal: string | null;
   timedOut: boolean;
+  /** Why it ended when the exit code does not say (e.g. `OOM: exceeded 384 MiB of m1.small`). */
+  reason?: string;
 }
 
 /** A process a previous platform process started and may have left behind. */
@@ -89,8 +107,19 @@ export interface LeftoverInstance {
   pid: number | null;
 }
 
+/** One line an instance wrote, already scrubbed of its secret values. */
+export interface InstanceOutput {
+  instanceId: string;
+  labels: InstanceLabels;
+  stream: 'stdout' | 'stderr';
+  line: string;
+  at: Date;
+}
+
 export interface RuntimeDriver {
   readonly name: string;
+  /** Whether processes run in a sandbox (then an image's root is passed as `root`, not chrooted into). */
+  readonly sandboxed?: boolean;
   /** Starts one instance; resolves once it is launched (not yet healthy). */
   start(spec: InstanceSpec): Promise<InstanceStatus>;
   /** Stops an instance gracefully (TERM, then KILL after the grace period); no restart follows. */
@@ -103,6 +132,8 @@ export interface RuntimeDriver {
   runOnce(spec: OneOffSpec): Promise<OneOffResult>;
   /** Called on every state change (start, crash, restart, stop). */
   onChange(listener: (status: InstanceStatus) => void): void;
+  /** Called with every line of every instance's output (scrubbed). */
+  onOutput(listener: (output: InstanceOutput) => void): void;
   /** Ends processes a dead platform process left running (never unrelated ones). */
   reap(leftovers: LeftoverInstance[]): Promise<void>;
   /** Stops everything this driver started. */

@@ -1,5 +1,15 @@
 import { readImageArtifact, shellQuote, type ImageArtifact } from '../../builder/image-artifact.js';
-import type { InstanceSpec, InstanceStatus, LeftoverInstance, OneOffResult, OneOffSpec, ResourceUsage, RuntimeDriver } from '../port.js';
+import type {
+  InstanceSpec,
+  InstanceOutput,
+  InstanceStatus,
+  LeftoverInstance,
+  OneOffResult,
+  OneOffSpec,
+  ProcessRoot,
+  ResourceUsage,
+  RuntimeDriver,
+} from '../port.js';
 
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 const CHROOT = '/usr/sbin/chroot';
@@ -13,8 +23,16 @@ const CHROOT = '/usr/sbin/chroot';
 export function chrootCommand(image: ImageArtifact, command: string): string {
   // The command may be a whole script (`a && b; c`): it runs as given, after the cd.
   const inside = `cd ${shellQuote(image.workdir)} || exit 126\n${command}`;
-  const userspec = image.user ? ` ${shellQuote(`--userspec=${image.user.includes(':') ? image.user : `${image.user}:${image.user}`}`)}` : '';
+  const userspec = image.user
+    ? ` ${shellQuote(`--userspec=${image.user.includes(':') ? image.user : `${image.user}:${image.user}`}`)}`
+    : '';
   return `exec ${CHROOT}${userspec} ${shellQuote(image.rootfs)} /bin/sh -c ${shellQuote(inside)}`;
+}
+
+/** The image's root for a sandboxing driver: bound as `/`, USER seen inside (outside: the app's sandbox user). */
+export function processRoot(image: ImageArtifact): ProcessRoot {
+  const [uid, gid] = (image.user ?? '0').split(':').map(Number);
+  return { rootfs: image.rootfs, workdir: image.workdir || '/', user: { uid: uid ?? 0, gid: gid ?? uid ?? 0 } };
 }
 
 /** The image's ENV below the release's configuration; PATH for inside the image. */
@@ -26,18 +44,23 @@ export function imageEnv(image: ImageArtifact, env: Record<string, string>): Rec
  * A runtime driver variant for container image builds: a release whose artifact is an
  * unpacked image (`slipway-image.json` + `rootfs/`, written by the buildah builder) runs
  * its processes inside that root file system; any other artifact passes through unchanged.
+ * A sandboxing inner driver gets the root as `root` (bubblewrap binds it as `/`, the same
+ * walls as a source build's processes); an unconfined one gets a `chroot` command.
  * Everything else (restarts, ports, stats, reaping) is the wrapped driver's.
  */
 export class ImageRootDriver implements RuntimeDriver {
   readonly name: string;
+  readonly sandboxed: boolean;
 
   constructor(private readonly inner: RuntimeDriver) {
     this.name = `${inner.name}+image-root`;
+    this.sandboxed = inner.sandboxed === true;
   }
 
   private translate<T extends { command: string; artifactPath: string; env: Record<string, string> }>(spec: T): T {
     const image = readImageArtifact(spec.artifactPath);
     if (!image) return spec;
+    if (this.sandboxed) return { ...spec, root: processRoot(image), env: imageEnv(image, spec.env) };
     return { ...spec, command: chrootCommand(image, spec.command), env: imageEnv(image, spec.env) };
   }
 
@@ -49,11 +72,28 @@ export class ImageRootDriver implements RuntimeDriver {
     return this.inner.runOnce(this.translate(spec));
   }
 
-  stop(id: string): Promise<void> { return this.inner.stop(id); }
-  status(id: string): InstanceStatus | undefined { return this.inner.status(id); }
-  list(): InstanceStatus[] { return this.inner.list(); }
-  usage(): Promise<Map<string, ResourceUsage>> { return this.inner.usage(); }
-  onChange(listener: (status: InstanceStatus) => void): void { this.inner.onChange(listener); }
-  reap(leftovers: LeftoverInstance[]): Promise<void> { return this.inner.reap(leftovers); }
-  shutdown(): Promise<void> { return this.inner.shutdown(); }
+  stop(id: string): Promise<void> {
+    return this.inner.stop(id);
+  }
+  status(id: string): InstanceStatus | undefined {
+    return this.inner.status(id);
+  }
+  list(): InstanceStatus[] {
+    return this.inner.list();
+  }
+  usage(): Promise<Map<string, ResourceUsage>> {
+    return this.inner.usage();
+  }
+  onChange(listener: (status: InstanceStatus) => void): void {
+    this.inner.onChange(listener);
+  }
+  onOutput(listener: (output: InstanceOutput) => void): void {
+    this.inner.onOutput(listener);
+  }
+  reap(leftovers: LeftoverInstance[]): Promise<void> {
+    return this.inner.reap(leftovers);
+  }
+  shutdown(): Promise<void> {
+    return this.inner.shutdown();
+  }
 }

@@ -1,6 +1,6 @@
 import { v7 as uuidv7 } from 'uuid';
-import type { WorkloadPlan } from '../application-runtime.js';
-import type { InstanceSpec, InstanceStatus } from '../port.js';
+import type { PodResources, WorkloadPlan } from '../application-runtime.js';
+import type { InstanceLimits, InstanceSpec, InstanceStatus } from '../port.js';
 
 /** Only `web` instances get a port and the router's traffic (as on Heroku). */
 export const isWeb = (processType: string) => processType === 'web';
@@ -20,16 +20,25 @@ export function instanceSpec(plan: WorkloadPlan, artifactPath: string, processTy
   return {
     id: uuidv7(),
     labels: {
-      applicationId: plan.application.id, environmentId: plan.environment.id, releaseId: plan.release.id,
-      deploymentId: plan.deploymentId, processType, ordinal,
+      applicationId: plan.application.id,
+      environmentId: plan.environment.id,
+      releaseId: plan.release.id,
+      deploymentId: plan.deploymentId,
+      processType,
+      ordinal,
     },
     command: plan.processes[processType]!.cmd,
     artifactPath,
     env: processEnv(plan, processType),
     listen: isWeb(processType),
     secrets: plan.secrets,
-    ...(resources ? { limits: { cpuMillicores: resources.cpuLimitMillicores, memoryBytes: resources.memoryLimitMiB * 1024 * 1024 } } : {}),
+    ...(resources ? { limits: limitsOf(resources) } : {}),
   };
+}
+
+/** The pod class's limits as the driver applies them. */
+export function limitsOf(resources: PodResources): InstanceLimits {
+  return { cpuMillicores: resources.cpuLimitMillicores, memoryBytes: resources.memoryLimitMiB * 1024 * 1024, podClass: resources.podClass };
 }
 
 /** The lowest ordinals (from 1) not yet taken by `existing`, `n` of them. */
@@ -43,9 +52,9 @@ export function freeOrdinals(existing: InstanceStatus[], n: number): number[] {
 export function describeFailure(s: InstanceStatus | undefined, healthPath: string): string {
   if (!s) return 'stopped unexpectedly';
   const name = `${s.labels.processType}.${s.labels.ordinal}`;
-  const crashes = s.restartCount > 0 || s.state === 'crashed'
-    ? ` (crashed ${s.restartCount + (s.state === 'crashed' ? 1 : 0)} time(s), last ${s.lastExit ?? 'exit unknown'})` : '';
-  return isWeb(s.labels.processType)
-    ? `${name} never answered 2xx on ${healthPath}${crashes}`
-    : `${name} did not keep running${crashes}`;
+  const crashes =
+    s.restartCount > 0 || s.state === 'crashed'
+      ? ` (crashed ${s.restartCount + (s.state === 'crashed' ? 1 : 0)} time(s), last ${s.lastExit ?? 'exit unknown'})`
+      : '';
+  return isWeb(s.labels.processType) ? `${name} never answered 2xx on ${healthPath}${crashes}` : `${name} did not keep running${crashes}`;
 }

@@ -1,8 +1,17 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
+import { createWriteStream, mkdirSync, renameSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
+import { v7 as uuidv7 } from 'uuid';
+import { SandboxUnavailable, type PreparedSandbox, type Sandbox, type SandboxView } from '../../sandbox/index.js';
 import type {
-  InstanceSpec, InstanceStatus, LeftoverInstance, OneOffResult, OneOffSpec, ResourceUsage, RuntimeDriver,
+  InstanceOutput,
+  InstanceSpec,
+  InstanceStatus,
+  LeftoverInstance,
+  OneOffResult,
+  OneOffSpec,
+  ResourceUsage,
+  RuntimeDriver,
 } from '../port.js';
 import { LineScrubber } from '../scrub.js';
 import { runOneOff } from './one-off.js';
@@ -14,6 +23,8 @@ export interface LocalDriverOptions {
   host?: string;
   /** Where each instance's output is written (`<dir>/<instance id>.log`). */
   logDir: string;
+  /** Past this size an instance's file is rotated to `<id>.log.1` (default 8 MiB). */
+  maxLogFileBytes?: number;
   /** First restart delay after a crash; doubles per consecutive crash up to `maxBackoffMs`. */
   restartBackoffMs?: number;
   maxBackoffMs?: number;
@@ -23,6 +34,8 @@ export interface LocalDriverOptions {
   stableAfterMs?: number;
   /** PATH and the like: the only parts of the platform's own environment instances see. */
   baseEnv?: Record<string, string>;
+  /** Runs every instance and one-off in this sandbox (unset: as the platform's user, unconfined). */
+  sandbox?: Sandbox | null;
 }
 
 /** The name of the variable that marks a process as ours, so leftovers are recognized safely. */
@@ -38,17 +51,48 @@ interface LocalInstance {
   restartTimer: NodeJS.Timeout | null;
   exited: Promise<void>;
   log: WriteStream;
+  /** Bytes written to the current log file (rotated at `maxLogFileBytes`). */
+  logBytes: number;
   /** Previous CPU reading, for the average since then. */
   cpu: { seconds: number; at: number } | null;
+  /** The sandbox it runs in (same user and control group across restarts), when sandboxed. */
+  sandbox: PreparedSandbox | null;
+  /** OOM kills of its control group seen so far. */
+  oomKills: number;
 }
 
+/** Default size past which an instance's output file is rotated (to `<id>.log.1`), so a chatty app cannot fill the disk. */
+const MAX_INSTANCE_LOG_BYTES = 8 * 1024 * 1024;
+
 /** Platform variables never handed to applications (the database, keys) stay out by construction. */
-function defaultBaseEnv(): Record<string, string> {
-  const keep = ['PATH', 'LANG', 'LC_ALL', 'TZ', 'HOME'];
+function defaultBaseEnv(sandboxed: boolean): Record<string, string> {
+  const keep = ['PATH', 'LANG', 'LC_ALL', 'TZ', ...(sandboxed ? [] : ['HOME'])];
   const env: Record<string, string> = {};
   for (const k of keep) if (process.env[k]) env[k] = process.env[k]!;
   env.PATH ??= '/usr/local/bin:/usr/bin:/bin';
+  // A sandbox has no home of the platform's: its private /tmp is the only other writable place.
+  if (sandboxed) env.HOME = '/tmp';
   return env;
+}
+
+/** What a sandboxed process sees: its own artifact directory writable, or its image's root. */
+function sandboxView(spec: { artifactPath: string; root?: InstanceSpec['root'] }): SandboxView {
+  if (spec.root) return { cwd: spec.root.workdir, writable: [], root: spec.root.rootfs, innerUser: spec.root.user ?? { uid: 0, gid: 0 } };
+  return { cwd: spec.artifactPath, writable: [spec.artifactPath] };
+}
+
+/** Why a sandboxed process ended, in words: an OOM kill names the pod class's limit. */
+export function exitReason(
+  code: number | null,
+  signal: NodeJS.Signals | null,
+  outOfMemory: boolean,
+  limits: InstanceSpec['limits'],
+): string {
+  if (outOfMemory && limits) {
+    return `OOM: exceeded ${Math.round(limits.memoryBytes / (1024 * 1024))} MiB${limits.podClass ? ` of ${limits.podClass}` : ''}`;
+  }
+  if (outOfMemory) return 'OOM: killed for lack of memory';
+  return signal ? `signal ${signal}` : `exit code ${code}`;
 }
 
 /**
@@ -60,6 +104,7 @@ export class LocalProcessDriver implements RuntimeDriver {
   private readonly instances = new Map<string, LocalInstance>();
   private readonly oneOffs = new Set<ChildProcess>();
   private readonly listeners: Array<(s: InstanceStatus) => void> = [];
+  private readonly outputListeners: Array<(output: InstanceOutput) => void> = [];
   private readonly usedPorts = new Set<number>();
   private readonly host: string;
   private readonly backoff: number;
@@ -68,46 +113,127 @@ export class LocalProcessDriver implements RuntimeDriver {
   private readonly stableAfter: number;
   private readonly baseEnv: Record<string, string>;
   private shuttingDown = false;
+  private readonly sandbox: Sandbox | null;
 
   constructor(private readonly options: LocalDriverOptions) {
+    this.sandbox = options.sandbox ?? null;
     this.host = options.host ?? '127.0.0.1';
     this.backoff = options.restartBackoffMs ?? 1000;
     this.maxBackoff = options.maxBackoffMs ?? 30_000;
     this.grace = options.stopGraceMs ?? 10_000;
     this.stableAfter = options.stableAfterMs ?? 60_000;
-    this.baseEnv = options.baseEnv ?? defaultBaseEnv();
+    this.baseEnv = options.baseEnv ?? defaultBaseEnv(this.sandbox !== null);
     mkdirSync(options.logDir, { recursive: true });
+  }
+
+  get sandboxed(): boolean {
+    return this.sandbox !== null;
+  }
+
+  /** Fails closed: nothing runs unconfined when the sandbox cannot be set up. */
+  private async sandboxFor(request: {
+    applicationId: string | undefined;
+    name: string;
+    command: string;
+    view: SandboxView;
+    limits?: InstanceSpec['limits'];
+  }): Promise<PreparedSandbox | null> {
+    if (!this.sandbox) return null;
+    try {
+      await this.sandbox.ready();
+    } catch (err) {
+      if (err instanceof SandboxUnavailable) {
+        throw new Error(`Cannot run applications isolated: ${err.message}. Fix it, or set RUNTIME_ISOLATION=none (single team only)`);
+      }
+      throw err;
+    }
+    if (!request.applicationId) throw new Error('a sandboxed process needs the application it belongs to');
+    return this.sandbox.prepare({
+      applicationId: request.applicationId,
+      name: request.name,
+      command: request.command,
+      view: request.view,
+      ...(request.limits ? { limits: { memoryBytes: request.limits.memoryBytes, cpuMillicores: request.limits.cpuMillicores } } : {}),
+    });
   }
 
   onChange(listener: (s: InstanceStatus) => void) {
     this.listeners.push(listener);
   }
 
+  /** Appends to the instance's file; past the size limit the file becomes `<id>.log.1` (replacing the previous one). */
+  private writeLog(inst: LocalInstance, text: string) {
+    inst.logBytes += Buffer.byteLength(text);
+    if (inst.logBytes > (this.options.maxLogFileBytes ?? MAX_INSTANCE_LOG_BYTES)) {
+      const path = join(this.options.logDir, `${inst.spec.id}.log`);
+      inst.log.end();
+      try {
+        renameSync(path, `${path}.1`);
+      } catch {
+        /* the next file starts anyway */
+      }
+      inst.log = createWriteStream(path, { flags: 'w' });
+      inst.log.on('error', () => {});
+      inst.logBytes = Buffer.byteLength(text);
+    }
+    inst.log.write(text);
+  }
+
+  onOutput(listener: (output: InstanceOutput) => void) {
+    this.outputListeners.push(listener);
+  }
+
   private emit(inst: LocalInstance) {
     const snapshot = { ...inst.status };
     for (const l of this.listeners) {
-      try { l(snapshot); } catch { /* a listener's failure must not break supervision */ }
+      try {
+        l(snapshot);
+      } catch {
+        /* a listener's failure must not break supervision */
+      }
     }
   }
 
   async start(spec: InstanceSpec): Promise<InstanceStatus> {
     if (this.shuttingDown) throw new Error('runtime is shutting down');
     if (this.instances.has(spec.id)) throw new Error(`instance ${spec.id} already exists`);
+    const sandbox = await this.sandboxFor({
+      applicationId: spec.labels.applicationId,
+      name: `instance-${spec.id}`,
+      command: spec.command,
+      view: sandboxView(spec),
+      limits: spec.limits,
+    });
     let port: number | null = null;
     if (spec.listen) {
-      do port = await freePort(this.host); while (this.usedPorts.has(port));
+      do port = await freePort(this.host);
+      while (this.usedPorts.has(port));
       this.usedPorts.add(port);
     }
     const inst: LocalInstance = {
       spec,
       status: {
-        id: spec.id, labels: spec.labels, state: 'starting', pid: null,
-        host: spec.listen ? this.host : null, port, restartCount: 0, lastExit: null, startedAt: new Date(),
+        id: spec.id,
+        labels: spec.labels,
+        state: 'starting',
+        pid: null,
+        host: spec.listen ? this.host : null,
+        port,
+        restartCount: 0,
+        lastExit: null,
+        startedAt: new Date(),
       },
-      child: null, stopping: false, consecutiveCrashes: 0, lastSpawn: 0, restartTimer: null,
+      child: null,
+      stopping: false,
+      consecutiveCrashes: 0,
+      lastSpawn: 0,
+      restartTimer: null,
       exited: Promise.resolve(),
       log: createWriteStream(join(this.options.logDir, `${spec.id}.log`), { flags: 'a' }),
+      logBytes: 0,
       cpu: null,
+      sandbox,
+      oomKills: 0,
     };
     inst.log.on('error', () => {});
     this.instances.set(spec.id, inst);
@@ -119,14 +245,39 @@ export class LocalProcessDriver implements RuntimeDriver {
     const { spec } = inst;
     const env: Record<string, string> = { ...this.baseEnv, ...spec.env, [INSTANCE_ID_VARIABLE]: spec.id };
     if (inst.status.port !== null) env.PORT = String(inst.status.port);
-    const child = spawn('sh', ['-c', spec.command], {
-      cwd: spec.artifactPath, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+    const [file, args] = inst.sandbox ? [inst.sandbox.file, inst.sandbox.args] : ['sh', ['-c', spec.command]];
+    const child = spawn(file, args, {
+      cwd: spec.artifactPath,
+      env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
     inst.child = child;
     inst.lastSpawn = Date.now();
-    const out = new LineScrubber(spec.secrets, (line) => inst.log.write(`${new Date().toISOString()} ${spec.labels.processType}.${spec.labels.ordinal} ${line}\n`));
-    child.stdout!.on('data', (c) => out.write(c));
-    child.stderr!.on('data', (c) => out.write(c));
+    // stdout and stderr are split into lines separately, so each line keeps its stream.
+    const capture = (stream: 'stdout' | 'stderr') =>
+      new LineScrubber(spec.secrets, (line) => {
+        const at = new Date();
+        this.writeLog(inst, `${at.toISOString()} ${spec.labels.processType}.${spec.labels.ordinal} ${line}\n`);
+        for (const l of this.outputListeners) {
+          try {
+            l({ instanceId: spec.id, labels: spec.labels, stream, line, at });
+          } catch {
+            /* never break the capture */
+          }
+        }
+      });
+    const stdout = capture('stdout');
+    const stderr = capture('stderr');
+    const out = {
+      write: (c: Buffer | string) => stderr.write(c),
+      end: () => {
+        stdout.end();
+        stderr.end();
+      },
+    };
+    child.stdout!.on('data', (c) => stdout.write(c));
+    child.stderr!.on('data', (c) => stderr.write(c));
     inst.exited = new Promise((resolve) => {
       let ended = false;
       const end = (code: number | null, signal: NodeJS.Signals | null) => {
@@ -134,8 +285,10 @@ export class LocalProcessDriver implements RuntimeDriver {
         ended = true;
         out.end();
         killGroup(child.pid, 'SIGKILL'); // children the shell left behind would hold the port
-        this.onExit(inst, child, code, signal);
-        resolve();
+        void this.outOfMemory(inst).then((oom) => {
+          this.onExit(inst, child, exitReason(code, signal, oom, spec.limits));
+          resolve();
+        });
       };
       child.on('error', (err) => {
         out.write(`failed to start: ${err.message}\n`);
@@ -148,7 +301,16 @@ export class LocalProcessDriver implements RuntimeDriver {
     this.emit(inst);
   }
 
-  private onExit(inst: LocalInstance, child: ChildProcess, code: number | null, signal: NodeJS.Signals | null) {
+  /** Whether the kernel's OOM killer struck the instance's control group since the last look. */
+  private async outOfMemory(inst: LocalInstance): Promise<boolean> {
+    if (!inst.sandbox) return false;
+    const kills = await inst.sandbox.cgroup.oomKills();
+    const struck = kills > inst.oomKills;
+    inst.oomKills = kills;
+    return struck;
+  }
+
+  private onExit(inst: LocalInstance, child: ChildProcess, reason: string) {
     if (inst.child !== child) return;
     inst.child = null;
     inst.cpu = null;
@@ -160,7 +322,7 @@ export class LocalProcessDriver implements RuntimeDriver {
     const ranFor = Date.now() - inst.lastSpawn;
     inst.consecutiveCrashes = ranFor >= this.stableAfter ? 1 : inst.consecutiveCrashes + 1;
     const delay = Math.min(this.backoff * 2 ** (inst.consecutiveCrashes - 1), this.maxBackoff);
-    inst.status = { ...inst.status, state: 'crashed', pid: null, lastExit: signal ? `signal ${signal}` : `exit code ${code}` };
+    inst.status = { ...inst.status, state: 'crashed', pid: null, lastExit: reason };
     this.emit(inst);
     inst.restartTimer = setTimeout(() => {
       inst.restartTimer = null;
@@ -186,6 +348,7 @@ export class LocalProcessDriver implements RuntimeDriver {
       this.emit(inst);
     }
     inst.log.end();
+    await inst.sandbox?.cgroup.remove();
     if (inst.status.port !== null) this.usedPorts.delete(inst.status.port);
     this.instances.delete(id);
   }
@@ -218,7 +381,20 @@ export class LocalProcessDriver implements RuntimeDriver {
   }
 
   async runOnce(spec: OneOffSpec): Promise<OneOffResult> {
-    return runOneOff(spec, this.baseEnv, this.oneOffs);
+    const sandbox = await this.sandboxFor({
+      applicationId: spec.applicationId,
+      name: `one-off-${uuidv7()}`,
+      command: spec.command,
+      view: sandboxView(spec),
+      limits: spec.limits,
+    });
+    try {
+      const result = await runOneOff(spec, this.baseEnv, this.oneOffs, sandbox);
+      if (sandbox && (await sandbox.cgroup.oomKills()) > 0) return { ...result, reason: exitReason(null, null, true, spec.limits) };
+      return result;
+    } finally {
+      await sandbox?.cgroup.remove();
+    }
   }
 
   async reap(leftovers: LeftoverInstance[]): Promise<void> {
@@ -228,6 +404,8 @@ export class LocalProcessDriver implements RuntimeDriver {
       const env = await processEnvironment(pid);
       if (env?.includes(`${INSTANCE_ID_VARIABLE}=${id}`)) killGroup(pid, 'SIGKILL');
     }
+    // Their control groups empty once the sandboxes are gone (bubblewrap dies with its launcher).
+    if (this.sandbox) for (const { id } of leftovers) if (!this.instances.has(id)) await this.sandbox.discard(`instance-${id}`);
   }
 
   async shutdown(): Promise<void> {

@@ -3,15 +3,25 @@ import type { OneOffResult, OneOffSpec } from '../port.js';
 import { LineScrubber } from '../scrub.js';
 import { killGroup } from './process-group.js';
 import { workerMark } from '../../jobs/orphan-processes.js';
+import type { PreparedSandbox } from '../../sandbox/index.js';
 
 /**
  * Runs a one-off process (`release`, `postdeploy`) as its own process group, its output
  * scrubbed line by line; killed on timeout or abort. `running` tracks it while it runs so
  * a shutdown can kill it.
  */
-export async function runOneOff(spec: OneOffSpec, baseEnv: Record<string, string>, running: Set<ChildProcess>): Promise<OneOffResult> {
-  const child = spawn('sh', ['-c', spec.command], {
-    cwd: spec.artifactPath, env: { ...baseEnv, ...spec.env, ...workerMark() }, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+export async function runOneOff(
+  spec: OneOffSpec,
+  baseEnv: Record<string, string>,
+  running: Set<ChildProcess>,
+  sandbox: PreparedSandbox | null = null,
+): Promise<OneOffResult> {
+  const [file, args] = sandbox ? [sandbox.file, sandbox.args] : ['sh', ['-c', spec.command]];
+  const child = spawn(file, args, {
+    cwd: spec.artifactPath,
+    env: { ...baseEnv, ...spec.env, ...workerMark() },
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   running.add(child);
   const out = new LineScrubber(spec.secrets, spec.onOutput);

@@ -1,0 +1,48 @@
+/**
+ * Module boundaries (checked in CI by `npm run lint:deps`):
+ * - no dependency cycle among src/modules;
+ * - a module uses another module only through that module's index.ts;
+ * - src/platform (infrastructure) never depends on src/modules (features).
+ * Tests are not cruised: they may reach into a module's files.
+ * Violations that predate the rule are listed in .dependency-cruiser-known-violations.json
+ * (paid down by issue 18); any new one fails CI.
+ */
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-module-cycles',
+      severity: 'error',
+      comment: 'Modules form a DAG: invert a dependency with a port/callback owned by the lower module.',
+      from: { path: '^src/modules/' },
+      to: { path: '^src/modules/', circular: true },
+    },
+    {
+      name: 'module-through-index',
+      severity: 'error',
+      comment: "Another module's files are private: import its index.ts.",
+      from: { path: '^src/modules/([^/]+)/' },
+      to: { path: '^src/modules/([^/]+)/', pathNot: ['^src/modules/$1/', '^src/modules/[^/]+/index\\.ts$'] },
+    },
+    {
+      name: 'root-through-index',
+      severity: 'error',
+      comment: 'The composition root and entry points use a module through its index.ts.',
+      from: { path: '^src/[^/]+\\.ts$' },
+      to: { path: '^src/modules/[^/]+/', pathNot: '^src/modules/[^/]+/index\\.ts$' },
+    },
+    {
+      name: 'platform-not-on-modules',
+      severity: 'error',
+      comment: 'Infrastructure must not depend on features: move the shared need into src/platform.',
+      from: { path: '^src/platform/' },
+      to: { path: '^src/modules/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { extensions: ['.ts', '.js'] },
+  },
+};

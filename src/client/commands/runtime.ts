@@ -1,0 +1,139 @@
+import type { Command } from 'commander';
+import { ok } from '../api.js';
+import { Context } from '../context.js';
+import { CliError, EXIT, usage } from '../errors.js';
+import { followLog, sleep } from '../follow.js';
+import { serverEvents, streamPath } from '../sse.js';
+import { positiveInt } from './auth.js';
+import { appPath } from './deploy.js';
+import { releaseId } from './records.js';
+
+import type { Paths } from '../api.js';
+
+type LogEntry = Paths['/v1/applications/{application_id}/logs']['get']['responses']['200']['content']['application/json']['items'][number];
+
+export function runtimeCommands(program: Command) {
+  program
+    .command('logs')
+    .description("The application's output (every instance), optionally followed live")
+    .option('-f, --follow', 'keep printing new lines (Ctrl-C to stop)')
+    .option('-p, --process <type>', 'only this process type (web, worker, …)')
+    .option('--since <when>', 'from this long ago (30s, 10m, 2h, 1d) or an ISO time')
+    .option('--search <text>', 'only lines containing this text')
+    .option('-n, --limit <n>', 'at most this many earlier lines', (v) => positiveInt(v, '--limit'))
+    .action(async (o: { follow?: boolean; process?: string; since?: string; search?: string; limit?: number }, command: Command) => {
+      const ctx = Context.of(command);
+      const app = await ctx.app();
+      const query = {
+        ...(o.process ? { process: o.process } : {}),
+        ...(o.search ? { search: o.search } : {}),
+        ...(ctx.options.env ? { environment: ctx.options.env } : {}),
+      };
+      const print = (e: LogEntry) => {
+        if (ctx.out.json) return ctx.out.stdout.write(`${JSON.stringify(e)}\n`);
+        const source = ctx.out.colors.dim(`${e.timestamp.replace(/\.\d+Z$/, 'Z')} ${e.process_type}.${e.instance_id.slice(-6)}`);
+        ctx.out.stdout.write(`${source} ${e.line}\n`);
+      };
+      const earlier = await ok(
+        ctx.api.GET('/v1/applications/{application_id}/logs', {
+          params: {
+            path: { application_id: app.id },
+            query: { ...query, ...(o.since ? { since: sinceTime(o.since) } : {}), ...(o.limit ? { limit: o.limit } : {}) },
+          },
+        }),
+      );
+      const seen = new Set<string>();
+      for (const entry of earlier.items) {
+        seen.add(entry.id);
+        print(entry);
+      }
+      if (!o.follow) return;
+      const controller = new AbortController();
+      process.once('SIGINT', () => controller.abort());
+      // The stream filters by process; the search is applied here.
+      const live = streamPath('/v1/applications/{application_id}/logs/stream', { application_id: app.id }, { process: o.process });
+      for await (const event of serverEvents(ctx.settings, live, { signal: controller.signal, retries: Number.POSITIVE_INFINITY })) {
+        if (event.event !== 'log') continue;
+        const entry = JSON.parse(event.data) as LogEntry;
+        if (seen.has(entry.id)) continue;
+        if (o.process && entry.process_type !== o.process) continue;
+        if (o.search && !entry.line.includes(o.search)) continue;
+        print(entry);
+      }
+    });
+
+  program
+    .command('run')
+    .description("Run a one-off command with the application's release and configuration; exits with its exit code")
+    .argument('<command...>', 'after `--`: the command and its arguments')
+    .option('-p, --process <type>', 'process type whose settings it runs with')
+    .option('--timeout <seconds>', 'stop it after this long', (v) => positiveInt(v, '--timeout'))
+    .addHelpText('after', "\nExamples:\n  slipway run -- npm run migrate\n  slipway run -- sh -c 'echo $DATABASE_URL | wc -c'")
+    .action(async (words: string[], o: { process?: string; timeout?: number }, command: Command) => {
+      const ctx = Context.of(command);
+      const app = await ctx.app();
+      const started = await ok(
+        ctx.api.POST('/v1/applications/{application_id}/runs', {
+          params: { path: { application_id: app.id } },
+          body: {
+            command: shellJoin(words),
+            ...(o.process ? { process_type: o.process } : {}),
+            ...(ctx.options.env ? { environment: ctx.options.env } : {}),
+            ...(o.timeout ? { timeout_seconds: o.timeout } : {}),
+          },
+        }),
+      );
+      let end: { status: string; exit_code: number | null } = { status: 'failed', exit_code: null };
+      for await (const event of serverEvents(ctx.settings, streamPath('/v1/runs/{run_id}/log/stream', { run_id: started.id }))) {
+        if (event.event === 'line') ctx.out.stdout.write(`${(JSON.parse(event.data) as { line: string }).line}\n`);
+        else if (event.event === 'end') end = JSON.parse(event.data);
+      }
+      if (ctx.out.json) ctx.out.stderr.write(`${JSON.stringify({ id: started.id, ...end })}\n`);
+      if (end.status === 'timed_out') ctx.out.stderr.write(`slipway: the command timed out\n`);
+      else if (end.exit_code === null && end.status !== 'succeeded') ctx.out.stderr.write(`slipway: the command ${end.status}\n`);
+      process.exitCode = end.exit_code ?? (end.status === 'succeeded' ? 0 : EXIT.failure);
+    });
+
+  program
+    .command('rollback')
+    .description('Deploy the previous release again (or the one named: v<version> or id)')
+    .argument('[release]')
+    .option('-w, --wait', 'follow the deployment; exit 1 when it fails')
+    .action(async (release: string | undefined, o: { wait?: boolean }, command: Command) => {
+      const ctx = Context.of(command);
+      const app = await ctx.app();
+      const target = release ? await releaseId(ctx, release) : undefined;
+      const deployment = await ok(
+        ctx.api.POST('/v1/applications/{application_id}/rollback', {
+          params: { path: { application_id: app.id } },
+          body: { ...(target ? { release_id: target } : {}), ...(ctx.options.env ? { environment: ctx.options.env } : {}) },
+        }),
+      );
+      const version = `v${deployment.release.version}`;
+      if (!o.wait) return ctx.out.result(deployment, () => `Rolling ${appPath(app)} back to ${version} (deployment ${deployment.id})`);
+      const outcome = await followLog(ctx, 'deployment', deployment.id, (line) =>
+        (ctx.out.json ? ctx.out.stderr : ctx.out.stdout).write(`${line}\n`),
+      );
+      if (outcome.status === 'error') throw new CliError(`Rollback failed: ${outcome.error_detail ?? 'see the log above'}`);
+      let final = await ok(ctx.api.GET('/v1/deployments/{deployment_id}/detail', { params: { path: { deployment_id: deployment.id } } }));
+      while (final.status === 'deploying') {
+        await sleep(500);
+        final = await ok(ctx.api.GET('/v1/deployments/{deployment_id}/detail', { params: { path: { deployment_id: deployment.id } } }));
+      }
+      ctx.out.result(final, () => ctx.out.colors.green(`Rolled ${appPath(app)} back to ${version}`));
+    });
+}
+
+/** `10m` → ten minutes ago (ISO); an ISO time passes through. */
+export function sinceTime(value: string, now = Date.now()): string {
+  const m = /^(\d+)\s*(s|m|h|d)$/.exec(value);
+  if (m) return new Date(now - Number(m[1]) * { s: 1e3, m: 6e4, h: 36e5, d: 864e5 }[m[2] as 's' | 'm' | 'h' | 'd']).toISOString();
+  if (Number.isNaN(Date.parse(value))) throw usage(`--since '${value}' is neither a duration (30s, 10m, 2h, 1d) nor a time`);
+  return new Date(value).toISOString();
+}
+
+/** Words back into one shell command line, each quoted when it needs to be. */
+export function shellJoin(words: string[]): string {
+  if (words.length === 1) return words[0]!;
+  return words.map((w) => (/^[A-Za-z0-9_\-./=:,@%+]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`)).join(' ');
+}

@@ -1,0 +1,125 @@
+import Table from 'cli-table3';
+import ora, { type Ora } from 'ora';
+import { createColors } from 'picocolors';
+
+export type Colors = ReturnType<typeof createColors>;
+
+/** Column of a table: a header and how to read the cell from a row. */
+export interface Column<T> {
+  header: string;
+  value: (row: T) => unknown;
+}
+
+/**
+ * Everything the CLI prints goes through here: tables for people, JSON for scripts, colour
+ * only on a terminal without NO_COLOR, spinners only on a terminal and never with --json.
+ * Data goes to stdout; progress and notes to stderr, so `slipway x --json | jq` stays clean.
+ */
+export class Output {
+  readonly colors: Colors;
+  readonly interactive: boolean;
+
+  constructor(
+    readonly json: boolean,
+    env: NodeJS.ProcessEnv = process.env,
+    readonly stdout: NodeJS.WriteStream = process.stdout,
+    readonly stderr: NodeJS.WriteStream = process.stderr,
+  ) {
+    const noColor = env.NO_COLOR !== undefined && env.NO_COLOR !== '';
+    const forced = env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '0';
+    this.colors = createColors(!noColor && (forced || Boolean(stdout.isTTY)));
+    this.interactive = Boolean(stderr.isTTY) && !json;
+  }
+
+  /** A value for scripts (with --json) or a line for people. */
+  result(value: unknown, human: () => string | string[]) {
+    if (this.json) this.printJson(value);
+    else this.print(human());
+  }
+
+  printJson(value: unknown) {
+    this.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  }
+
+  print(text: string | string[]) {
+    const lines = Array.isArray(text) ? text : [text];
+    for (const line of lines) this.stdout.write(`${line}\n`);
+  }
+
+  /** A note for people (stderr), silent with --json. */
+  note(text: string) {
+    if (!this.json) this.stderr.write(`${text}\n`);
+  }
+
+  warn(text: string) {
+    this.stderr.write(`${this.colors.yellow('warning:')} ${text}\n`);
+  }
+
+  /** Rows as a table (or as JSON with --json). */
+  table<T>(rows: T[], columns: Column<T>[], empty = 'nothing yet') {
+    if (this.json) return this.printJson(rows);
+    if (rows.length === 0) return this.note(empty);
+    const table = new Table({
+      head: columns.map((c) => this.colors.bold(c.header)),
+      style: { head: [], border: [], compact: true },
+      chars: {
+        top: '',
+        'top-mid': '',
+        'top-left': '',
+        'top-right': '',
+        bottom: '',
+        'bottom-mid': '',
+        'bottom-left': '',
+        'bottom-right': '',
+        left: '',
+        'left-mid': '',
+        mid: '',
+        'mid-mid': '',
+        right: '',
+        'right-mid': '',
+        middle: '  ',
+      },
+    });
+    for (const row of rows) table.push(columns.map((c) => cell(c.value(row))));
+    this.print(
+      table
+        .toString()
+        .split('\n')
+        .map((l) => l.replace(/^ /, '').trimEnd()),
+    );
+  }
+
+  /** Label/value pairs (an object's fields), or the object as JSON. */
+  fields(value: unknown, pairs: Array<[string, unknown]>) {
+    if (this.json) return this.printJson(value);
+    const width = Math.max(...pairs.map(([k]) => k.length));
+    this.print(pairs.map(([k, v]) => `${this.colors.bold(k.padEnd(width))}  ${cell(v)}`));
+  }
+
+  /** A spinner on a terminal; elsewhere a no-op that prints nothing. */
+  spinner(text: string): Ora {
+    return ora({ text, stream: this.stderr, isEnabled: this.interactive, isSilent: !this.interactive });
+  }
+
+  status(status: string): string {
+    if (/^(complete|built|succeeded|running|up)$/.test(status)) return this.colors.green(status);
+    if (/^(error|failed|timed_out|crashed)$/.test(status)) return this.colors.red(status);
+    return this.colors.yellow(status);
+  }
+}
+
+function cell(value: unknown): string {
+  if (value === null || value === undefined || value === '') return '-';
+  if (typeof value === 'object')
+    return (
+      Object.entries(value)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ') || '-'
+    );
+  return String(value);
+}
+
+/** `2026-01-02T03:04:05.678Z` → `2026-01-02 03:04:05`. */
+export function when(iso: string | null | undefined): string {
+  return iso ? iso.replace('T', ' ').replace(/\.\d+Z$|Z$/, '') : '-';
+}

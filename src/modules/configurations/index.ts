@@ -1,0 +1,8 @@
+// The configurations module's public surface: other modules and the composition root import only from here.
+export * from './configurations.schemas.js';
+export * from './layering.js';
+export * from './scoped-config.js';
+export * from './configurations.repository.js';
+export * from './configurations.service.js';
+export * from './configurations.routes.js';
+export * from './scoped-config.routes.js';

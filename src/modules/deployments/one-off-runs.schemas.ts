@@ -1,0 +1,63 @@
+import { Type } from 'typebox';
+import { Id, NullableTimestamp, Paginated, Timestamp } from '../../platform/http/schemas.js';
+
+const NullableString = Type.Union([Type.String(), Type.Null()]);
+
+export const RunStatus = Type.Union([
+  Type.Literal('pending'),
+  Type.Literal('running'),
+  Type.Literal('succeeded'),
+  Type.Literal('failed'),
+  Type.Literal('timed_out'),
+]);
+
+export const RunBody = Type.Object(
+  {
+    command: Type.String({ minLength: 1, maxLength: 4096, description: 'Shell command line, run with `sh -c`' }),
+    process_type: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 63,
+        pattern: '^[A-Za-z0-9_-]+$',
+        description: "Whose environment and pod class the run gets; default `web` (or the release's first process type)",
+      }),
+    ),
+    environment: Type.Optional(Type.String({ minLength: 1, maxLength: 63, description: 'Environment slug or id; default production' })),
+    timeout_seconds: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 24 * 3600, default: 600, description: 'Killed after this (status `timed_out`)' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const Run = Type.Object(
+  {
+    id: Id,
+    application_id: Id,
+    environment_id: Id,
+    release_id: Type.Union([Id, Type.Null()]),
+    command: Type.String(),
+    process_type: Type.String(),
+    status: RunStatus,
+    exit_code: Type.Union([Type.Integer(), Type.Null()]),
+    timeout_seconds: Type.Integer(),
+    error_detail: NullableString,
+    started_at: NullableTimestamp,
+    finished_at: NullableTimestamp,
+    created_at: Timestamp,
+  },
+  { $id: 'OneOffRun' },
+);
+
+export const RunList = Paginated(Run);
+
+export const RunLog = Type.Object({
+  status: RunStatus,
+  log_text: Type.String(),
+  error: Type.Boolean(),
+  error_detail: NullableString,
+  exit_code: Type.Union([Type.Integer(), Type.Null()]),
+  deploy_step: Type.Null({ description: 'Always null: kept so the shape matches the deployment log' }),
+});
+
+export const RunIdParams = Type.Object({ run_id: Type.String({ format: 'uuid' }) });

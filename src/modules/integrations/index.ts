@@ -1,0 +1,2 @@
+// The integrations module's public surface: other modules and the composition root import only from here.
+export * from './health.routes.js';

@@ -1,0 +1,7 @@
+// The organizations module's public surface: other modules and the composition root import only from here.
+export * from './access.js';
+export * from './organizations.schemas.js';
+export * from './pipeline-limits.js';
+export * from './organizations.repository.js';
+export * from './organizations.service.js';
+export * from './organizations.routes.js';

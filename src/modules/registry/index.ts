@@ -1,0 +1,2 @@
+// The registry module's public surface: other modules and the composition root import only from here.
+export * from './registry.routes.js';

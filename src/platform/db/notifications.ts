@@ -1,0 +1,116 @@
+import pg from 'pg';
+
+type Listener = () => void;
+
+/**
+ * One LISTEN connection per process, fanned out in memory: streams subscribe to a
+ * `(channel, payload)` pair (`slipway_records` / `deployments:<id>`, `slipway_events` /
+ * `<application id>`) whatever process wrote the change. The connection opens at the first
+ * subscription; when it drops it reconnects and wakes every subscriber, which then re-reads
+ * from its cursor (so a notification lost meanwhile costs nothing).
+ */
+export class Notifications {
+  private client: pg.Client | null = null;
+  private connecting: Promise<void> | null = null;
+  private readonly channels = new Set<string>();
+  private readonly listeners = new Map<string, Set<Listener>>();
+  private closed = false;
+  private retry: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly databaseUrl: string,
+    private readonly onError: (err: unknown) => void = () => {},
+  ) {}
+
+  /** Calls `listener` on every notification of `channel` with `payload`; returns the unsubscribe. */
+  async subscribe(channel: string, payload: string, listener: Listener): Promise<() => void> {
+    const key = `${channel}\u0000${payload}`;
+    let set = this.listeners.get(key);
+    if (!set) this.listeners.set(key, (set = new Set()));
+    set.add(listener);
+    const unsubscribe = () => {
+      set!.delete(listener);
+      if (set!.size === 0 && this.listeners.get(key) === set) this.listeners.delete(key);
+    };
+    try {
+      await this.listen(channel);
+    } catch (err) {
+      unsubscribe();
+      throw err;
+    }
+    return unsubscribe;
+  }
+
+  /** How many subscriptions are live (tests check that closed streams leave none). */
+  get subscriberCount(): number {
+    let n = 0;
+    for (const set of this.listeners.values()) n += set.size;
+    return n;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.retry) clearTimeout(this.retry);
+    const client = this.client;
+    this.client = null;
+    await client?.end().catch(() => {});
+  }
+
+  private async listen(channel: string): Promise<void> {
+    if (this.closed) throw new Error('notifications are closed');
+    await this.connect();
+    if (this.channels.has(channel)) return;
+    this.channels.add(channel);
+    await this.client!.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+  }
+
+  private connect(): Promise<void> {
+    if (this.client) return Promise.resolve();
+    this.connecting ??= (async () => {
+      const client = new pg.Client({ connectionString: this.databaseUrl });
+      client.on('notification', (n) => this.dispatch(n.channel, n.payload ?? ''));
+      client.on('error', (err) => this.lost(client, err));
+      client.on('end', () => this.lost(client, null));
+      try {
+        await client.connect();
+        for (const channel of this.channels) await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+        this.client = client;
+      } catch (err) {
+        await client.end().catch(() => {});
+        throw err;
+      }
+    })().finally(() => {
+      this.connecting = null;
+    });
+    return this.connecting;
+  }
+
+  private dispatch(channel: string, payload: string) {
+    const set = this.listeners.get(`${channel}\u0000${payload}`);
+    if (set) for (const listener of [...set]) listener();
+  }
+
+  private lost(client: pg.Client, err: unknown) {
+    if (this.client !== client || this.closed) return;
+    this.client = null;
+    if (err) this.onError(err);
+    this.reconnect();
+  }
+
+  private reconnect() {
+    if (this.closed || this.retry) return;
+    this.retry = setTimeout(() => {
+      this.retry = null;
+      this.connect().then(
+        () => {
+          for (const set of [...this.listeners.values()]) for (const listener of [...set]) listener();
+        },
+        (e) => {
+          this.onError(e);
+          this.reconnect();
+        },
+      );
+    }, 1000);
+    this.retry.unref();
+  }
+}

@@ -1,0 +1,63 @@
+import { existsSync, lstatSync, readlinkSync } from 'node:fs';
+
+/** What a sandboxed command sees of the file system and who it is inside. */
+export interface SandboxView {
+  /** Working directory inside the sandbox. */
+  cwd: string;
+  /** Directories bound read-write at their own path (the app's slug or build directory, its caches). */
+  writable: string[];
+  /** An image's unpacked root file system, bound as `/` instead of the host's system directories. */
+  root?: string;
+  /** uid:gid the command sees itself as (an image's USER); outside it is always the sandbox user. */
+  innerUser?: { uid: number; gid: number };
+}
+
+/** The host's system directories, read-only: programs and libraries, nothing of the platform's. */
+const SYSTEM_DIRS = ['/usr', '/etc', '/opt'];
+/** Usually symlinks into /usr (merged /usr); bound when they are real directories. */
+const TOP_LEVEL_LINKS = ['/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
+
+/**
+ * bubblewrap arguments for a command run as an unprivileged user: new user, mount, PID,
+ * IPC and UTS namespaces; the system read-only (or the image's root); /proc of its own PID
+ * namespace only; a private /tmp; only `writable` writable; nothing else of the host (no
+ * DATA_DIR, no other application, no Slipway checkout, no /root). The network is shared:
+ * instances listen on loopback for the router.
+ */
+export function bwrapArguments(view: SandboxView): string[] {
+  const args = [
+    '--unshare-user',
+    '--unshare-pid',
+    '--unshare-ipc',
+    '--unshare-uts',
+    '--unshare-cgroup-try',
+    // The sandbox dies with its launcher: a stopped or killed instance leaves nothing behind.
+    '--die-with-parent',
+  ];
+  if (view.root) {
+    args.push('--bind', view.root, '/');
+  } else {
+    for (const dir of SYSTEM_DIRS) if (existsSync(dir)) args.push('--ro-bind', dir, dir);
+    for (const path of TOP_LEVEL_LINKS) {
+      const stat = lstatOrNull(path);
+      if (stat?.isSymbolicLink()) args.push('--symlink', readlinkSync(path), path);
+      else if (stat?.isDirectory()) args.push('--ro-bind', path, path);
+    }
+  }
+  args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--dir', '/var/tmp');
+  // Bound after /tmp: a directory below /tmp (test data dirs) shows on top of the private one.
+  if (!view.root) for (const dir of view.writable) args.push('--bind', dir, dir);
+  // The sandbox's own root (a tmpfs holding the mount points) is read-only too.
+  if (!view.root) args.push('--remount-ro', '/');
+  if (view.innerUser) args.push('--uid', String(view.innerUser.uid), '--gid', String(view.innerUser.gid));
+  args.push('--chdir', view.cwd);
+  return args;
+}
+
+function lstatOrNull(path: string) {
+  try {
+    return lstatSync(path);
+  } catch {
+    return null;
+  }
+}

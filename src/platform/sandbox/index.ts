@@ -1,0 +1,18 @@
+import type { Config } from '../../config.js';
+import type { Db } from '../db/database.js';
+import { Sandbox } from './sandbox.js';
+import { DatabaseUids, parseUidRange } from './uid-allocator.js';
+
+export { Sandbox, SandboxUnavailable, type PreparedSandbox, type SandboxRequest, type UidSource } from './sandbox.js';
+export type { SandboxView } from './bwrap.js';
+export type { Cgroup } from './cgroups.js';
+
+/** The sandbox of builds and application processes, or null with RUNTIME_ISOLATION=none. */
+export function createSandbox(config: Config, db: Db): Sandbox | null {
+  if (config.RUNTIME_ISOLATION === 'none') return null;
+  return new Sandbox({ uids: new DatabaseUids(db, parseUidRange(config.SANDBOX_UID_RANGE)), pidsMax: config.SANDBOX_PIDS_MAX });
+}
+
+export const NO_ISOLATION_WARNING =
+  "RUNTIME_ISOLATION=none: builds and applications run as root with the platform's view of this machine; " +
+  'any member who deploys can read its secrets. Use only when every member is trusted (a single team).';

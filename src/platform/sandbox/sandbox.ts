@@ -1,0 +1,163 @@
+import { execFile } from 'node:child_process';
+import { stat, chmod, mkdir } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { promisify } from 'node:util';
+import { bwrapArguments, type SandboxView } from './bwrap.js';
+import { CgroupHierarchy, type Cgroup, type CgroupLimits } from './cgroups.js';
+
+const exec = promisify(execFile);
+
+/** Where each application's sandbox user comes from (one uid per application). */
+export interface UidSource {
+  uidFor(applicationId: string): Promise<number>;
+}
+
+export interface SandboxOptions {
+  uids: UidSource;
+  /** Most processes (and threads) one sandbox may have at once: a fork bomb stops there. */
+  pidsMax: number;
+}
+
+export interface SandboxRequest {
+  /** The application whose user runs the command. */
+  applicationId: string;
+  /** Unique name of the control group (e.g. `instance-<id>`, `build-<app>-<version>`). */
+  name: string;
+  /** Shell command line, run with `sh -c` inside. */
+  command: string;
+  view: SandboxView;
+  limits?: Omit<CgroupLimits, 'pids'>;
+}
+
+/** A ready sandbox: spawn `file args` (as root: the launcher joins the cgroup, then drops to `uid`). */
+export interface PreparedSandbox {
+  file: string;
+  args: string[];
+  uid: number;
+  cgroup: Cgroup;
+}
+
+/** Raised when the machine cannot sandbox (no bubblewrap, no user namespaces, no cgroups). */
+export class SandboxUnavailable extends Error {}
+
+/**
+ * The launcher, run as root: joins the control groups (before anything is forked, so every
+ * descendant is counted), then `exec`s the rest of its arguments: setpriv (drop to the
+ * sandbox user, no capabilities, no new privileges) and bwrap.
+ */
+const LAUNCHER = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"';
+
+/**
+ * Runs commands of an application as its own unprivileged user in a bubblewrap sandbox
+ * (see `bwrapArguments`) inside a control group with the pod class's memory, CPU and pids
+ * limits. `ready()` checks once that this machine can do it and fails closed otherwise.
+ */
+export class Sandbox {
+  private probe: Promise<CgroupHierarchy> | null = null;
+
+  constructor(private readonly options: SandboxOptions) {}
+
+  /** Resolves when sandboxing works here; rejects with SandboxUnavailable naming what is missing. */
+  async ready(): Promise<void> {
+    await this.hierarchy();
+  }
+
+  private hierarchy(): Promise<CgroupHierarchy> {
+    this.probe ??= probeMachine();
+    return this.probe;
+  }
+
+  /** Removes a control group a dead platform process left behind (see LocalProcessDriver.reap). */
+  async discard(name: string): Promise<void> {
+    const hierarchy = await this.hierarchy().catch(() => null);
+    await hierarchy?.discard(name);
+  }
+
+  async prepare(request: SandboxRequest): Promise<PreparedSandbox> {
+    const hierarchy = await this.hierarchy();
+    const uid = await this.options.uids.uidFor(request.applicationId);
+    for (const dir of [...request.view.writable, ...(request.view.root ? [request.view.root] : [])]) {
+      await mkdir(dir, { recursive: true });
+      await ownedBy(dir, uid);
+      await reachable(dir);
+    }
+    const cgroup = await hierarchy.create(request.name, { ...request.limits, pids: this.options.pidsMax });
+    const args = [
+      '-c',
+      LAUNCHER,
+      'slipway-sandbox',
+      ...cgroup.procsFiles,
+      '--',
+      'setpriv',
+      `--reuid=${uid}`,
+      `--regid=${uid}`,
+      '--clear-groups',
+      '--no-new-privs',
+      '--inh-caps=-all',
+      '--bounding-set=-all',
+      'bwrap',
+      ...bwrapArguments(request.view),
+      '/bin/sh',
+      '-c',
+      request.command,
+    ];
+    return { file: '/bin/sh', args, uid, cgroup };
+  }
+}
+
+async function probeMachine(): Promise<CgroupHierarchy> {
+  for (const [program, pkg] of [
+    ['bwrap', 'bubblewrap'],
+    ['setpriv', 'util-linux'],
+  ] as const) {
+    try {
+      await exec(program, ['--version']);
+    } catch {
+      throw new SandboxUnavailable(`${program} is not installed (Debian package ${pkg})`);
+    }
+  }
+  if (process.getuid?.() !== 0) throw new SandboxUnavailable('the platform must run as root to start sandboxes as other users');
+  try {
+    // A throwaway user that owns nothing: proves unprivileged user and PID namespaces work here.
+    await exec(
+      'setpriv',
+      [
+        '--reuid=65534',
+        '--regid=65534',
+        '--clear-groups',
+        '--no-new-privs',
+        'bwrap',
+        ...bwrapArguments({ cwd: '/', writable: [] }),
+        '/bin/true',
+      ],
+      { cwd: '/' },
+    );
+  } catch (err) {
+    const detail = ((err as { stderr?: string }).stderr ?? (err as Error).message).trim().split('\n').pop();
+    throw new SandboxUnavailable(`bubblewrap cannot create user namespaces here (${detail})`);
+  }
+  try {
+    return await CgroupHierarchy.detect();
+  } catch (err) {
+    throw new SandboxUnavailable(`cgroups are not usable: ${(err as Error).message}`);
+  }
+}
+
+/** Gives the directory (recursively) to the sandbox user, once: a directory it already owns is left as is. */
+async function ownedBy(dir: string, uid: number): Promise<void> {
+  if ((await stat(dir)).uid === uid) return;
+  await exec('chown', ['-R', '--no-dereference', `${uid}:${uid}`, dir]);
+}
+
+/**
+ * Adds the search bit (never read) to the directory's parents that lack it: bubblewrap
+ * mounts as the sandbox user, which must be able to walk to the directory. Nothing becomes
+ * listable, and inside the sandbox the parents are empty directories anyway.
+ */
+async function reachable(dir: string): Promise<void> {
+  for (let parent = dirname(dir); ; parent = dirname(parent)) {
+    const mode = (await stat(parent)).mode & 0o7777;
+    if ((mode & 0o001) === 0) await chmod(parent, mode | 0o001);
+    if (parent === dirname(parent)) return;
+  }
+}

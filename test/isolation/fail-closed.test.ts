@@ -1,0 +1,90 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createHarness, type Harness } from '../helpers/harness.js';
+import { TestRepo } from '../helpers/git-repo.js';
+import { localRuntime } from '../helpers/local-runtime.js';
+import { pythonHttpApp } from '../helpers/python-app.js';
+import { routerGet } from '../helpers/router-get.js';
+import { createApp } from '../pipeline-build/fixtures.js';
+import { chainDeploy, sandboxMissing } from './fixtures.js';
+
+/**
+ * Issue 10: the local runtime never runs an application unconfined by accident. When the
+ * sandbox cannot be set up it refuses to start instances, naming what is missing; only
+ * RUNTIME_ISOLATION=none runs them unconfined, with a warning at every start.
+ */
+const missing = sandboxMissing();
+if (missing) console.warn(missing);
+
+const WHOAMI = pythonHttpApp("f'uid={os.getuid()}'");
+const runtimeEnv = { ROUTER_HOST: '127.0.0.1', ROUTER_PORT: 0, RUNTIME_STOP_GRACE_MS: 2000, ROUTER_DRAIN_TIMEOUT_MS: 2000 };
+
+let h: Harness | undefined;
+let repo: TestRepo | undefined;
+afterEach(async () => {
+  await h?.close();
+  repo?.remove();
+  h = undefined;
+});
+
+function whoamiRepo() {
+  repo = new TestRepo();
+  repo.commit({ 'server.py': WHOAMI, Procfile: 'web: python3 server.py\n' });
+  return repo;
+}
+
+describe.skipIf(missing !== null)('failing closed (issue 10)', () => {
+  it('refuses to start instances when bubblewrap cannot be found, and says so', async () => {
+    // The runtime checks the machine once, at start: here without bwrap on its PATH.
+    const path = process.env.PATH;
+    process.env.PATH = '/nonexistent';
+    try {
+      h = await createHarness(runtimeEnv, { jobs: true, runtime: true });
+    } finally {
+      process.env.PATH = path;
+    }
+    const t = await createApp(h, {
+      github_repository: whoamiRepo().dir,
+      auto_deploy_branch: 'main',
+      health_check_path: '/',
+      deployment_timeout: 30,
+    });
+    const { deployment } = await chainDeploy(h, t);
+    expect(deployment.error).toBe(true);
+    expect(deployment.error_detail).toContain('bwrap is not installed (Debian package bubblewrap)');
+    expect(deployment.error_detail).toContain('RUNTIME_ISOLATION=none');
+    expect(localRuntime(h.ctx).instances.driver.list()).toEqual([]);
+    expect(h.logs()).toContain('applications cannot run: bwrap is not installed');
+  }, 120_000);
+
+  it('runs applications unconfined only with RUNTIME_ISOLATION=none, warning at start', async () => {
+    h = await createHarness({ ...runtimeEnv, RUNTIME_ISOLATION: 'none' }, { jobs: true, runtime: true });
+    expect(h.logs()).toContain('RUNTIME_ISOLATION=none: builds and applications run as root');
+    const t = await createApp(h, {
+      github_repository: whoamiRepo().dir,
+      auto_deploy_branch: 'main',
+      health_check_path: '/',
+      deployment_timeout: 30,
+    });
+    const { deployment } = await chainDeploy(h, t);
+    expect(deployment.complete, deployment.error_detail).toBe(true);
+    const r = await routerGet(localRuntime(h.ctx).router.port, new URL(deployment.deploy_metadata.url).hostname);
+    expect(r.body).toBe('uid=0');
+  }, 120_000);
+
+  it("runs them as the application's own user by default", async () => {
+    h = await createHarness(runtimeEnv, { jobs: true, runtime: true });
+    expect(h.logs()).toContain('applications run sandboxed');
+    const t = await createApp(h, {
+      github_repository: whoamiRepo().dir,
+      auto_deploy_branch: 'main',
+      health_check_path: '/',
+      deployment_timeout: 30,
+    });
+    const { deployment } = await chainDeploy(h, t);
+    expect(deployment.complete, deployment.error_detail).toBe(true);
+    const r = await routerGet(localRuntime(h.ctx).router.port, new URL(deployment.deploy_metadata.url).hostname);
+    const { uid } = await h.ctx.db.selectFrom('sandbox_uids').select('uid').where('application_id', '=', t.appId).executeTakeFirstOrThrow();
+    expect(uid).toBeGreaterThanOrEqual(200000);
+    expect(r.body).toBe(`uid=${uid}`);
+  }, 120_000);
+});
