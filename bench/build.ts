@@ -26,7 +26,10 @@ CMD httpd -f -p $PORT -h /www
 `;
 
 async function main() {
-  for (const [binary, pkg] of [['buildah', 'buildah'], ['busybox', 'busybox-static']]) {
+  for (const [binary, pkg] of [
+    ['buildah', 'buildah'],
+    ['busybox', 'busybox-static'],
+  ]) {
     if (!findOnPath(binary!)) throw new Error(`${binary} is not installed (apt-get install ${pkg})`);
   }
   const work = mkdtempSync(join(tmpdir(), 'slipway-bench-build-'));
@@ -39,10 +42,17 @@ async function main() {
       writeFileSync(join(ctx, 'Dockerfile'), DOCKERFILE);
       writeFileSync(join(ctx, 'index.html'), index);
       const input: BuildInput = {
-        applicationId: 'bench', version, repositoryName: 'bench/app/web', contextDir: ctx,
-        artifactDir: join(work, 'artifacts', String(version)), buildEnv: { GREETING: 'hello' }, secrets: [],
-        procfileProcesses: null, log: { line: () => {}, substep: () => {} },
-        signal: new AbortController().signal, timeoutMs: 300_000,
+        applicationId: 'bench',
+        version,
+        repositoryName: 'bench/app/web',
+        contextDir: ctx,
+        artifactDir: join(work, 'artifacts', String(version)),
+        buildEnv: { GREETING: 'hello' },
+        secrets: [],
+        procfileProcesses: null,
+        log: { line: () => {}, substep: () => {} },
+        signal: new AbortController().signal,
+        timeoutMs: 300_000,
       };
       const started = process.hrtime.bigint();
       await new BuildahBuilder({ storageRoot, registry: null }).build(input);
@@ -61,10 +71,20 @@ async function main() {
       results.changed!.push(await build(storage, `<p>v${i} changed</p>`));
       rmSync(storage, { recursive: true, force: true });
     }
-    const summary = Object.fromEntries(Object.entries(results).map(([phase, ms]) => {
-      const sorted = [...ms].sort((a, b) => a - b);
-      return [phase, { median_ms: Math.round(sorted[Math.floor(sorted.length / 2)]!), min_ms: Math.round(sorted[0]!), max_ms: Math.round(sorted.at(-1)!), runs: ms.length }];
-    }));
+    const summary = Object.fromEntries(
+      Object.entries(results).map(([phase, ms]) => {
+        const sorted = [...ms].sort((a, b) => a - b);
+        return [
+          phase,
+          {
+            median_ms: Math.round(sorted[Math.floor(sorted.length / 2)]!),
+            min_ms: Math.round(sorted[0]!),
+            max_ms: Math.round(sorted.at(-1)!),
+            runs: ms.length,
+          },
+        ];
+      }),
+    );
     for (const [phase, s] of Object.entries(summary)) {
       console.log(`${phase.padEnd(8)} median ${s.median_ms} ms (min ${s.min_ms}, max ${s.max_ms}, ${s.runs} runs)`);
     }

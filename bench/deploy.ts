@@ -59,7 +59,12 @@ async function freePort(): Promise<number> {
 async function appStartMs(dir: string): Promise<number> {
   const port = await freePort();
   const started = performance.now();
-  const child = spawn('sh', ['-c', 'node app.js'], { cwd: dir, env: { PATH: process.env.PATH, PORT: String(port) }, stdio: 'ignore', detached: true });
+  const child = spawn('sh', ['-c', 'node app.js'], {
+    cwd: dir,
+    env: { PATH: process.env.PATH, PORT: String(port) },
+    stdio: 'ignore',
+    detached: true,
+  });
   try {
     await until('the app to answer', () => probe({ host: '127.0.0.1', port, path: '/' }, 500), 10_000, 5);
     return performance.now() - started;
@@ -74,16 +79,27 @@ const fmt = (xs: number[]) => `median ${median(xs).toFixed(0)} ms (min ${Math.mi
 async function main() {
   const dataDir = mkdtempSync(join(tmpdir(), 'slipway-bench-'));
   const repoDir = join(dataDir, 'repo');
-  execFileSync('sh', ['-c', `mkdir -p ${repoDir} && cd ${repoDir} && git init -q -b main && git config user.email b@e && git config user.name b`]);
+  execFileSync('sh', [
+    '-c',
+    `mkdir -p ${repoDir} && cd ${repoDir} && git init -q -b main && git config user.email b@e && git config user.name b`,
+  ]);
   writeFileSync(join(repoDir, 'app.js'), APP);
   writeFileSync(join(repoDir, 'Procfile'), 'web: node app.js\n');
   execFileSync('sh', ['-c', `cd ${repoDir} && git add -A && git commit -q -m app`]);
 
   // RUNTIME_ISOLATION=none in the environment measures without the sandbox (issue 10's overhead).
-  const config = loadConfig({ RUNTIME_ISOLATION: process.env.RUNTIME_ISOLATION }, {
-    DATA_DIR: dataDir, EMBEDDED_PG_PORT: 40000 + Math.floor(Math.random() * 10000), LOG_LEVEL: 'silent',
-    ROUTER_HOST: '127.0.0.1', ROUTER_PORT: 0, RUNTIME_STOP_GRACE_MS: 2000, ROUTER_DRAIN_TIMEOUT_MS: 2000,
-  });
+  const config = loadConfig(
+    { RUNTIME_ISOLATION: process.env.RUNTIME_ISOLATION },
+    {
+      DATA_DIR: dataDir,
+      EMBEDDED_PG_PORT: 40000 + Math.floor(Math.random() * 10000),
+      LOG_LEVEL: 'silent',
+      ROUTER_HOST: '127.0.0.1',
+      ROUTER_PORT: 0,
+      RUNTIME_STOP_GRACE_MS: 2000,
+      ROUTER_DRAIN_TIMEOUT_MS: 2000,
+    },
+  );
   const platform = await openPlatform(config);
   const { ctx } = platform;
   const app = await buildApp(ctx, { logger: false });
@@ -92,7 +108,12 @@ async function main() {
   await ctx.jobs!.startWorkers();
   try {
     // An administrator: the bench builds from a local path (issue 10's source policy).
-    const user = await new UsersService(ctx.db).create({ username: 'bench', email: 'bench@example.com', password: 'bench-password-1', is_admin: true });
+    const user = await new UsersService(ctx.db).create({
+      username: 'bench',
+      email: 'bench@example.com',
+      password: 'bench-password-1',
+      is_admin: true,
+    });
     const { key } = await new AuthService(ctx).createApiKey(user.id, 'bench');
     const headers = { 'x-api-key': key };
     const call = async (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: object) => {
@@ -125,16 +146,26 @@ async function main() {
       const a = await call('POST', '/applications', { name: `app ${i}`, project_id: project.id });
       await call('PATCH', `/applications/${a.id}/settings`, { github_repository: repoDir, auto_deploy_branch: 'main' });
       const image = await call('POST', `/images/${a.id}/build`);
-      const built = await until('the build', async () => {
-        const x = await call('GET', `/images/${image.image_id}/detail`);
-        return x.built || x.error ? x : null;
-      }, 60_000, 20);
+      const built = await until(
+        'the build',
+        async () => {
+          const x = await call('GET', `/images/${image.image_id}/detail`);
+          return x.built || x.error ? x : null;
+        },
+        60_000,
+        20,
+      );
       if (!built.built) throw new Error(`build failed: ${built.error_detail}`);
       const release = await call('POST', `/releases/${a.id}/create`);
-      await until('the release', async () => {
-        const x = await call('GET', `/releases/${release.release_id}/detail`);
-        return x.built || x.error ? x : null;
-      }, 60_000, 20);
+      await until(
+        'the release',
+        async () => {
+          const x = await call('GET', `/releases/${release.release_id}/detail`);
+          return x.built || x.error ? x : null;
+        },
+        60_000,
+        20,
+      );
       appStarts.push(await appStartMs(repoDir));
       await deployOnce(release.release_id, cold);
       await deployOnce(release.release_id, warm);
@@ -143,10 +174,17 @@ async function main() {
     // Router cost: the last application's instance, directly and through the router.
     const local = ctx.runtime as LocalRuntime;
     const instance = local.instances.driver.list().find((s) => s.port !== null)!;
-    const hostname = local.router.table.upstreams(`app-${iterations - 1}.bench.bench.localhost`).length > 0
-      ? `app-${iterations - 1}.bench.bench.localhost` : null;
+    const hostname =
+      local.router.table.upstreams(`app-${iterations - 1}.bench.bench.localhost`).length > 0
+        ? `app-${iterations - 1}.bench.bench.localhost`
+        : null;
     const load = async (port: number, host?: string) => {
-      const r = await autocannon({ url: `http://127.0.0.1:${port}/`, connections: 10, duration: routerSeconds, ...(host ? { headers: { host } } : {}) });
+      const r = await autocannon({
+        url: `http://127.0.0.1:${port}/`,
+        connections: 10,
+        duration: routerSeconds,
+        ...(host ? { headers: { host } } : {}),
+      });
       return { rps: r.requests.average, p99: r.latency.p99, errors: r.errors + r.non2xx };
     };
     const direct = await load(instance.port!);
@@ -160,14 +198,25 @@ async function main() {
     console.log(`    platform overhead (total − app start):   median ${(median(cold.total) - start).toFixed(0)} ms`);
     console.log(`  redeploy, POST → new release routed:       ${fmt(warm.total)}`);
     console.log(`    platform overhead (total − app start):   median ${(median(warm.total) - start).toFixed(0)} ms`);
-    console.log(`  one instance, 10 connections, ${routerSeconds} s:  direct ${direct.rps.toFixed(0)} req/s (p99 ${direct.p99} ms)` +
-      (routed ? `, through the router ${routed.rps.toFixed(0)} req/s (p99 ${routed.p99} ms, ${routed.errors} errors)` : ''));
-    console.log(JSON.stringify({
-      bench: 'deploy', iterations, app_start_ms: median(appStarts),
-      deploy_ms: median(cold.total), deploy_overhead_ms: median(cold.total) - start, deploy_queue_ms: median(cold.queue),
-      redeploy_ms: median(warm.total), redeploy_overhead_ms: median(warm.total) - start,
-      direct_rps: direct.rps, router_rps: routed?.rps ?? null, router_p99_ms: routed?.p99 ?? null,
-    }));
+    console.log(
+      `  one instance, 10 connections, ${routerSeconds} s:  direct ${direct.rps.toFixed(0)} req/s (p99 ${direct.p99} ms)` +
+        (routed ? `, through the router ${routed.rps.toFixed(0)} req/s (p99 ${routed.p99} ms, ${routed.errors} errors)` : ''),
+    );
+    console.log(
+      JSON.stringify({
+        bench: 'deploy',
+        iterations,
+        app_start_ms: median(appStarts),
+        deploy_ms: median(cold.total),
+        deploy_overhead_ms: median(cold.total) - start,
+        deploy_queue_ms: median(cold.queue),
+        redeploy_ms: median(warm.total),
+        redeploy_overhead_ms: median(warm.total) - start,
+        direct_rps: direct.rps,
+        router_rps: routed?.rps ?? null,
+        router_p99_ms: routed?.p99 ?? null,
+      }),
+    );
   } finally {
     await app.close();
     await platform.close();

@@ -12,7 +12,13 @@ import { KubernetesRuntime } from '../src/platform/runtime/kubernetes/kubernetes
 import { FakeKubeApi } from '../test/helpers/fake-kube-api.js';
 import { makePlan, nextPlan } from '../test/kubernetes/plan-fixture.js';
 
-const { values } = parseArgs({ options: { deploys: { type: 'string', default: '10' }, poll: { type: 'string', default: '1000' }, tick: { type: 'string', default: '40' } } });
+const { values } = parseArgs({
+  options: {
+    deploys: { type: 'string', default: '10' },
+    poll: { type: 'string', default: '1000' },
+    tick: { type: 'string', default: '40' },
+  },
+});
 const deploys = Number(values.deploys);
 const never = new AbortController().signal;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -20,13 +26,21 @@ const p95 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length -
 
 const kube = await FakeKubeApi.start({ tickMs: Number(values.tick) });
 const runtime = new KubernetesRuntime({
-  kubeConfig: kube.kubeConfig(), namespacePrefix: 'bench-', ingressClass: null,
+  kubeConfig: kube.kubeConfig(),
+  namespacePrefix: 'bench-',
+  ingressClass: null,
   pullSecret: async () => JSON.stringify({ auths: { 'registry.example.test': { auth: Buffer.from('u:p').toString('base64') } } }),
   pollIntervalMs: Number(values.poll),
 });
 await runtime.start();
 
-const phases: Record<'setup' | 'release' | 'rollout' | 'postdeploy' | 'total', number[]> = { setup: [], release: [], rollout: [], postdeploy: [], total: [] };
+const phases: Record<'setup' | 'release' | 'rollout' | 'postdeploy' | 'total', number[]> = {
+  setup: [],
+  release: [],
+  rollout: [],
+  postdeploy: [],
+  total: [],
+};
 const requests: number[] = [];
 const noLog = { step: async () => {}, line: () => {} };
 let plan = makePlan({ formation: { web: 2, worker: 1 } });
@@ -42,13 +56,20 @@ for (let i = 0; i < deploys; i++) {
   const t3 = performance.now();
   await runtime.runOnce(plan, 'postdeploy', { deadline: Date.now() + 30_000, signal: never, onOutput: () => {} });
   const t4 = performance.now();
-  phases.setup.push(t1 - t0); phases.release.push(t2 - t1); phases.rollout.push(t3 - t2); phases.postdeploy.push(t4 - t3); phases.total.push(t4 - t0);
+  phases.setup.push(t1 - t0);
+  phases.release.push(t2 - t1);
+  phases.rollout.push(t3 - t2);
+  phases.postdeploy.push(t4 - t3);
+  phases.total.push(t4 - t0);
   requests.push(kube.requests.length - seen);
 }
 await runtime.shutdown();
 await kube.stop();
 
-console.log(`Kubernetes runtime against the fake API server: ${deploys} deployments of web=2 worker=1 (poll ${values.poll} ms, fake controller tick ${values.tick} ms)`);
+console.log(
+  `Kubernetes runtime against the fake API server: ${deploys} deployments of web=2 worker=1 (poll ${values.poll} ms, fake controller tick ${values.tick} ms)`,
+);
 console.log('phase        median ms   p95 ms');
-for (const [name, xs] of Object.entries(phases)) console.log(`${name.padEnd(12)} ${median(xs).toFixed(0).padStart(9)} ${p95(xs).toFixed(0).padStart(8)}`);
+for (const [name, xs] of Object.entries(phases))
+  console.log(`${name.padEnd(12)} ${median(xs).toFixed(0).padStart(9)} ${p95(xs).toFixed(0).padStart(8)}`);
 console.log(`API requests per deployment: median ${median(requests)}, max ${Math.max(...requests)}`);

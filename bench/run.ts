@@ -46,7 +46,10 @@ interface Measurement {
 
 async function measure(name: string, baseUrl: string, target: BenchTarget): Promise<Measurement> {
   const options = {
-    url: `${baseUrl}${target.path}`, method: target.method ?? 'GET', headers: target.headers, body: target.body,
+    url: `${baseUrl}${target.path}`,
+    method: target.method ?? 'GET',
+    headers: target.headers,
+    body: target.body,
     connections: CONNECTIONS,
   };
   if (WARMUP > 0) await autocannon({ ...options, duration: WARMUP });
@@ -64,7 +67,9 @@ async function measure(name: string, baseUrl: string, target: BenchTarget): Prom
 async function loadCases(): Promise<BenchCase[]> {
   const dir = join(ROOT, 'bench', 'cases');
   const cases: BenchCase[] = [];
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.ts')).sort()) {
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith('.ts'))
+    .sort()) {
     const mod = (await import(join(dir, file))) as { default: BenchCase[] };
     cases.push(...mod.default);
   }
@@ -83,7 +88,8 @@ function contextFor(appUrl: string, auth: Record<string, string>): BenchContext 
   let world: Promise<SeededWorld> | undefined;
   const api = async (method: string, path: string, body?: unknown) => {
     const res = await fetch(`${appUrl}${path}`, {
-      method, headers: { ...auth, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      method,
+      headers: { ...auth, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const json = await res.json();
@@ -91,13 +97,16 @@ function contextFor(appUrl: string, auth: Record<string, string>): BenchContext 
     return json;
   };
   return {
-    appUrl, auth, api,
-    world: () => (world ??= (async () => {
-      const org = await api('POST', '/v1/organizations', { name: 'Bench' });
-      const project = await api('POST', '/v1/projects', { name: 'Web', organization_id: org.id });
-      const app = await api('POST', '/v1/applications', { name: 'API', project_id: project.id });
-      return { org, project, app };
-    })()),
+    appUrl,
+    auth,
+    api,
+    world: () =>
+      (world ??= (async () => {
+        const org = await api('POST', '/v1/organizations', { name: 'Bench' });
+        const project = await api('POST', '/v1/projects', { name: 'Web', organization_id: org.id });
+        const app = await api('POST', '/v1/applications', { name: 'API', project_id: project.id });
+        return { org, project, app };
+      })()),
   };
 }
 
@@ -109,21 +118,39 @@ async function main() {
   const database = await benchDatabase();
   const servers: RunningServer[] = [];
   try {
-    const app = await startProcess('src/main.ts', {
-      DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', ROUTER_PORT: '0', SLIPWAY_ROLE: 'api', LOG_LEVEL,
-      EMBEDDED_PG_PORT: String(56000 + Math.floor(Math.random() * 4000)),
-      ADMIN_EMAIL: ADMIN.email, ADMIN_PASSWORD: ADMIN.password,
-      ...(database.url ? { DATABASE_URL: database.url } : {}),
-    }, /Server listening at (http:\/\/127\.0\.0\.1:\d+)/);
+    const app = await startProcess(
+      'src/main.ts',
+      {
+        DATA_DIR: dataDir,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        ROUTER_PORT: '0',
+        SLIPWAY_ROLE: 'api',
+        LOG_LEVEL,
+        EMBEDDED_PG_PORT: String(56000 + Math.floor(Math.random() * 4000)),
+        ADMIN_EMAIL: ADMIN.email,
+        ADMIN_PASSWORD: ADMIN.password,
+        ...(database.url ? { DATABASE_URL: database.url } : {}),
+      },
+      /Server listening at (http:\/\/127\.0\.0\.1:\d+)/,
+    );
     servers.push(app);
     const bare = await startProcess('bench/bare-server.ts', { LOG_LEVEL }, /listening (http:\/\/127\.0\.0\.1:\d+)/);
     servers.push(bare);
 
-    const login = await fetch(`${app.url}/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ADMIN) });
+    const login = await fetch(`${app.url}/v1/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(ADMIN),
+    });
     const cookie = login.headers.get('set-cookie')?.split(';')[0] ?? '';
-    const key = await (await fetch(`${app.url}/v1/auth/api-keys`, {
-      method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench' }),
-    })).json() as { key: string };
+    const key = (await (
+      await fetch(`${app.url}/v1/auth/api-keys`, {
+        method: 'POST',
+        headers: { cookie, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'bench' }),
+      })
+    ).json()) as { key: string };
     const ctx = contextFor(app.url, { 'x-api-key': key.key });
 
     const cases = await loadCases();
@@ -139,23 +166,42 @@ async function main() {
     for (const { name, target } of targets) results.push(await measure(name, app.url, target));
     const afterLoad = { app_rss_mib: mib(app.rss()) };
 
-    console.log(`\n${DURATION} s per case after ${WARMUP} s warm-up, ${CONNECTIONS} connections, LOG_LEVEL=${LOG_LEVEL}, ${cpus().length} CPUs, Node ${process.version}\n`);
+    console.log(
+      `\n${DURATION} s per case after ${WARMUP} s warm-up, ${CONNECTIONS} connections, LOG_LEVEL=${LOG_LEVEL}, ${cpus().length} CPUs, Node ${process.version}\n`,
+    );
     console.log('| case | req/s | ratio to bare | p50 ms | p97.5 ms | p99 ms | non-2xx |');
     console.log('|---|---:|---:|---:|---:|---:|---:|');
     for (const r of results) {
-      console.log(`| ${r.name} | ${Math.round(r.requests_per_second)} | ${fixed(r.requests_per_second / baseline.requests_per_second)} | ${r.latency_ms.p50} | ${r.latency_ms.p97_5} | ${r.latency_ms.p99} | ${r.non_2xx + r.errors} |`);
+      console.log(
+        `| ${r.name} | ${Math.round(r.requests_per_second)} | ${fixed(r.requests_per_second / baseline.requests_per_second)} | ${r.latency_ms.p50} | ${r.latency_ms.p97_5} | ${r.latency_ms.p99} | ${r.non_2xx + r.errors} |`,
+      );
     }
-    console.log(`\nRSS at rest: server ${rest.app_rss_mib} MiB (bare Fastify ${rest.bare_rss_mib} MiB); server after load ${afterLoad.app_rss_mib} MiB`);
+    console.log(
+      `\nRSS at rest: server ${rest.app_rss_mib} MiB (bare Fastify ${rest.bare_rss_mib} MiB); server after load ${afterLoad.app_rss_mib} MiB`,
+    );
 
     const outDir = join(ROOT, 'bench', '.results');
     mkdirSync(outDir, { recursive: true });
     const file = join(outDir, `http-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-    writeFileSync(file, JSON.stringify({
-      when: new Date().toISOString(), node: process.version, cpus: cpus().length,
-      duration_s: DURATION, warmup_s: WARMUP, connections: CONNECTIONS, log_level: LOG_LEVEL,
-      database: database.url ? 'DATABASE_URL' : 'embedded', memory: { ...rest, after_load_app_rss_mib: afterLoad.app_rss_mib },
-      results: results.map((r) => ({ ...r, ratio_to_bare: r.requests_per_second / baseline.requests_per_second })),
-    }, null, 2));
+    writeFileSync(
+      file,
+      JSON.stringify(
+        {
+          when: new Date().toISOString(),
+          node: process.version,
+          cpus: cpus().length,
+          duration_s: DURATION,
+          warmup_s: WARMUP,
+          connections: CONNECTIONS,
+          log_level: LOG_LEVEL,
+          database: database.url ? 'DATABASE_URL' : 'embedded',
+          memory: { ...rest, after_load_app_rss_mib: afterLoad.app_rss_mib },
+          results: results.map((r) => ({ ...r, ratio_to_bare: r.requests_per_second / baseline.requests_per_second })),
+        },
+        null,
+        2,
+      ),
+    );
     console.log(`results: ${file}`);
     if (results.some((r) => r.non_2xx + r.errors > 0)) {
       console.error('some requests failed: the numbers above are not valid');

@@ -1,3 +1,4 @@
+import { registerDashboard } from './dashboard/serve.js';
 import Fastify, { type FastifyServerOptions } from 'fastify';
 import cookie from '@fastify/cookie';
 import rateLimit from '@fastify/rate-limit';
@@ -6,8 +7,8 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from './platform/context.js';
 import { AppError } from './platform/errors.js';
-import { installErrorHandling } from './platform/http/error-handler.js';
-import { installJsonBodyParser } from './platform/http/json-body.js';
+import { frameworkErrorHandler, installErrorHandling } from './platform/http/error-handler.js';
+import { installJsonBodyParser, refuseUnexpectedBodies } from './platform/http/json-body.js';
 import { ErrorResponse } from './platform/http/schemas.js';
 import type { App } from './platform/http/types.js';
 import { validatorCompiler } from './platform/http/validation.js';
@@ -31,6 +32,7 @@ import { envDeploysRoutes } from './modules/environments/index.js';
 import { registryRoutes } from './modules/registry/index.js';
 import { deploymentsRoutes } from './modules/deployments/index.js';
 import { observabilityRoutes } from './modules/observability/index.js';
+import { domainsRoutes } from './modules/domains/index.js';
 import { oneOffRunsRoutes } from './modules/deployments/index.js';
 import { appLogsRoutes } from './modules/app-logs/index.js';
 import { streamsRoutes } from './modules/streams/index.js';
@@ -68,11 +70,13 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     bodyLimit: ctx.config.BODY_LIMIT_BYTES,
     trustProxy: ctx.config.TRUST_PROXY,
     ajv: { customOptions: { removeAdditional: false } },
+    frameworkErrors: frameworkErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
   installErrorHandling(app);
   installJsonBodyParser(app);
+  refuseUnexpectedBodies(app);
 
   app.decorate('routeTable', [] as RouteEntry[]);
   app.addHook('onRoute', (route) => {
@@ -81,7 +85,12 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     for (const method of methods) {
       if (method === 'HEAD') continue;
       const produces = (route.schema as { produces?: string[] } | undefined)?.produces ?? [];
-      app.routeTable.push({ method, url: route.url, public: Boolean((route.config as { public?: boolean } | undefined)?.public), stream: produces.includes('text/event-stream') });
+      app.routeTable.push({
+        method,
+        url: route.url,
+        public: Boolean((route.config as { public?: boolean } | undefined)?.public),
+        stream: produces.includes('text/event-stream'),
+      });
     }
   });
 
@@ -114,35 +123,47 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   const services = createServices(ctx, app.log);
   app.decorate('notifications', services.notifications);
   // Open event streams would hold the server open: they end first, then the LISTEN connection.
-  app.addHook('preClose', async () => { endStreams(app.server); });
-  app.addHook('onClose', async () => { await services.notifications.close(); });
+  app.addHook('preClose', async () => {
+    endStreams(app.server);
+  });
+  app.addHook('onClose', async () => {
+    await services.notifications.close();
+  });
 
-  await app.register(async (v1) => {
-    v1.addHook('onRequest', authenticationHook(services.auth));
-    await v1.register(authRoutes(ctx, services.auth));
-    await v1.register(usersRoutes(ctx));
-    await v1.register(organizationsRoutes(ctx));
-    await v1.register(pipelineLimitsRoutes(ctx));
-    await v1.register(projectsRoutes(ctx));
-    await v1.register(applicationsRoutes(services.apps));
-    await v1.register(configurationsRoutes(ctx, services.apps, services.config));
-    await v1.register(healthRoutes(ctx));
-    await v1.register(imagesRoutes(services.images));
-    await v1.register(releasesRoutes(services.releases));
-    await v1.register(pipelineRoutes(services.pipeline));
-    await v1.register(githubRoutes(services.githubHooks));
-    await v1.register(workspacesRoutes(ctx, services.config));
-    await v1.register(teamsRoutes(ctx, services.config));
-    await v1.register(environmentsRoutes(ctx, services.config));
-    await v1.register(envDeploysRoutes(services.envDeploys));
-    await v1.register(registryRoutes(ctx, services.signingKeys, services.auth));
-    await v1.register(deploymentsRoutes(services.deployments, services.deployChain));
-    await v1.register(observabilityRoutes(services.observability));
-    await v1.register(oneOffRunsRoutes(services.runs));
-    await v1.register(appLogsRoutes(services.appLogs));
-    await v1.register(streamsRoutes(services.streams, (userId, p) => services.envDeploys.detail(userId, p.workspace, p.project, p.env, p.deploy_id)));
-    v1.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
-  }, { prefix: '/v1' });
+  await app.register(
+    async (v1) => {
+      v1.addHook('onRequest', authenticationHook(services.auth));
+      await v1.register(authRoutes(ctx, services.auth));
+      await v1.register(usersRoutes(ctx));
+      await v1.register(organizationsRoutes(ctx));
+      await v1.register(pipelineLimitsRoutes(ctx));
+      await v1.register(projectsRoutes(ctx));
+      await v1.register(applicationsRoutes(services.apps));
+      await v1.register(configurationsRoutes(ctx, services.apps, services.config));
+      await v1.register(healthRoutes(ctx));
+      await v1.register(imagesRoutes(services.images));
+      await v1.register(releasesRoutes(services.releases));
+      await v1.register(pipelineRoutes(services.pipeline));
+      await v1.register(githubRoutes(services.githubHooks));
+      await v1.register(workspacesRoutes(ctx, services.config));
+      await v1.register(teamsRoutes(ctx, services.config));
+      await v1.register(environmentsRoutes(ctx, services.config));
+      await v1.register(envDeploysRoutes(services.envDeploys));
+      await v1.register(registryRoutes(ctx, services.signingKeys, services.auth));
+      await v1.register(deploymentsRoutes(services.deployments, services.deployChain));
+      await v1.register(observabilityRoutes(services.observability));
+      await v1.register(domainsRoutes(services.domains));
+      await v1.register(oneOffRunsRoutes(services.runs));
+      await v1.register(appLogsRoutes(services.appLogs));
+      await v1.register(
+        streamsRoutes(services.streams, (userId, p) => services.envDeploys.detail(userId, p.workspace, p.project, p.env, p.deploy_id)),
+      );
+      v1.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
+    },
+    { prefix: '/v1' },
+  );
+
+  await registerDashboard(app);
 
   return app;
 }

@@ -57,13 +57,19 @@ interface Command {
 const commands: Record<string, Command> = {
   'users create': {
     options: {
-      username: { type: 'string', required: true }, email: { type: 'string', required: true },
-      password: { type: 'string' }, 'password-stdin': { type: 'boolean' }, admin: { type: 'boolean' },
+      username: { type: 'string', required: true },
+      email: { type: 'string', required: true },
+      password: { type: 'string' },
+      'password-stdin': { type: 'boolean' },
+      admin: { type: 'boolean' },
     },
     async run({ ctx }, f) {
       const password = f['password-stdin'] === true ? await readStdin() : required(f, 'password');
       const user = await new UsersService(ctx.db).create({
-        username: required(f, 'username'), email: required(f, 'email'), password, is_admin: f.admin === true,
+        username: required(f, 'username'),
+        email: required(f, 'email'),
+        password,
+        is_admin: f.admin === true,
       });
       console.log(`created user ${user.username} <${user.email}>${user.is_admin ? ' (site admin)' : ''} id=${user.id}`);
     },
@@ -87,7 +93,9 @@ const commands: Record<string, Command> = {
       if (!user) throw new AppError('NOT_FOUND', `No user with username or email '${who}'`);
       const days = f['expires-in-days'] === undefined ? undefined : Number(f['expires-in-days']);
       const key = await new AuthService(ctx).createApiKey(user.id, required(f, 'name'), days);
-      console.error(`API key '${key.name}' for ${user.username} (id ${key.id}${key.expires ? `, expires ${key.expires}` : ''}); it is shown only this once:`);
+      console.error(
+        `API key '${key.name}' for ${user.username} (id ${key.id}${key.expires ? `, expires ${key.expires}` : ''}); it is shown only this once:`,
+      );
       console.log(key.key);
     },
   },
@@ -96,7 +104,9 @@ const commands: Record<string, Command> = {
     options: {},
     async run({ ctx }) {
       const { kid, retiredKid } = await rotateSigningKey(ctx.config);
-      console.log(`registry signing key rotated: new kid ${kid}${retiredKid ? `, previous ${retiredKid} kept in the certificate bundle` : ''}`);
+      console.log(
+        `registry signing key rotated: new kid ${kid}${retiredKid ? `, previous ${retiredKid} kept in the certificate bundle` : ''}`,
+      );
     },
   },
 
@@ -129,7 +139,9 @@ async function main(argv: string[]): Promise<number> {
   const name = argv.slice(0, 2).join(' ');
   const command = commands[name];
   if (!command) {
-    process.stderr.write(argv.length === 0 || argv[0] === 'help' || argv[0] === '--help' ? USAGE : `Unknown command '${argv.join(' ')}'\n\n${USAGE}`);
+    process.stderr.write(
+      argv.length === 0 || argv[0] === 'help' || argv[0] === '--help' ? USAGE : `Unknown command '${argv.join(' ')}'\n\n${USAGE}`,
+    );
     return argv.length === 0 || argv[0] === 'help' || argv[0] === '--help' ? 0 : 2;
   }
   const f = flags(argv.slice(2), command.options);
@@ -147,7 +159,8 @@ main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err) => {
     if (err instanceof UsageError) process.stderr.write(`${err.message}\n\n${USAGE}`);
-    else if (err instanceof AppError || err instanceof ConfigError || err instanceof RotationError) process.stderr.write(`error: ${err.message}\n`);
+    else if (err instanceof AppError || err instanceof ConfigError || err instanceof RotationError)
+      process.stderr.write(`error: ${err.message}\n`);
     else process.stderr.write(`error: ${(err as Error)?.stack ?? err}\n`);
     process.exit(err instanceof UsageError ? 2 : 1);
   },

@@ -18,20 +18,49 @@ const EnvSchema = Type.Object({
   ADMIN_PASSWORD: Type.Optional(Type.String()),
   ADMIN_USERNAME: Type.Optional(Type.String()),
   LOG_LEVEL: Type.Union(
-    [Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'),
-      Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')],
+    [
+      Type.Literal('fatal'),
+      Type.Literal('error'),
+      Type.Literal('warn'),
+      Type.Literal('info'),
+      Type.Literal('debug'),
+      Type.Literal('trace'),
+      Type.Literal('silent'),
+    ],
     { default: 'info' },
   ),
   SESSION_TTL_HOURS: Type.Integer({ minimum: 1, default: 24 * 14 }),
   LOGIN_MAX_ATTEMPTS: Type.Integer({ minimum: 1, default: 10 }),
+  /** Failed logins per (account, address) before each further attempt waits (1 s, 2 s, 4 s, ...). */
+  LOGIN_FREE_ATTEMPTS: Type.Integer({ minimum: 1, default: 3 }),
   LOGIN_WINDOW_SECONDS: Type.Integer({ minimum: 1, default: 15 * 60 }),
   BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 1024 * 1024 }),
+  /** Most variables one configuration scope may hold (a bulk request past it is refused, 422). */
+  CONFIG_MAX_VARIABLES_PER_SCOPE: Type.Integer({ minimum: 1, default: 1000 }),
+  /** Most bytes of names and values one configuration scope may hold (secrets count by their sealed size). */
+  CONFIG_MAX_BYTES_PER_SCOPE: Type.Integer({ minimum: 1024, default: 1024 * 1024 }),
   /** Believe X-Forwarded-For/-Proto (login rate-limit address, Secure cookie) only behind a proxy you run. */
   TRUST_PROXY: Type.Boolean({ default: false }),
   ROUTER_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8081 }),
   ROUTER_DOMAIN: Type.String({ default: 'localhost' }),
   /** Address the application router listens on (tests: 127.0.0.1). */
   ROUTER_HOST: Type.String({ default: '0.0.0.0' }),
+  /** HTTPS port of the edge for custom domains (production: 443); unset: no HTTPS listener. */
+  ROUTER_HTTPS_PORT: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535 })),
+  /** ACME directory certificates of verified custom domains come from (Let's Encrypt, or any RFC 8555 server); unset: no certificates. */
+  ACME_DIRECTORY_URL: Type.Optional(Type.String({ minLength: 1 })),
+  /** Contact address of the platform's ACME account. */
+  ACME_EMAIL: Type.Optional(Type.String({ minLength: 3 })),
+  /** PEM file of a CA to trust for the ACME directory itself (a private CA, e.g. a local pebble). */
+  ACME_CA_FILE: Type.Optional(Type.String({ minLength: 1 })),
+  /** Certificates are renewed this many days before they expire. */
+  ACME_RENEW_DAYS: Type.Integer({ minimum: 1, default: 30 }),
+  /** Port the ownership check reaches a custom domain on (its HTTP port: 80). */
+  DOMAIN_CHECK_PORT: Type.Integer({ minimum: 1, maximum: 65535, default: 80 }),
+  /** Address the ownership check connects to instead of resolving the domain (tests, split-horizon DNS). */
+  DOMAIN_CHECK_ADDRESS: Type.Optional(Type.String({ minLength: 1 })),
+  /** How often the edge adds its per-application request counters to PostgreSQL. */
+  REQUEST_STATS_FLUSH_MS: Type.Integer({ minimum: 100, default: 5000 }),
   /** Longest wait for in-flight requests to a retired instance before it is stopped. */
   ROUTER_DRAIN_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 30_000 }),
   /** First restart delay of a crashed instance; doubles per consecutive crash, at most 30 s. */
@@ -56,6 +85,8 @@ const EnvSchema = Type.Object({
   KUBERNETES_SERVICE_HOST: Type.Optional(Type.String()),
   /** Each organization's applications run in namespace `<prefix><organization slug>`. */
   KUBERNETES_NAMESPACE_PREFIX: Type.String({ default: 'slipway-', pattern: '^[a-z0-9]([-a-z0-9]*)?$', maxLength: 20 }),
+  /** JSON object of annotations on every Ingress, e.g. {"cert-manager.io/cluster-issuer":"letsencrypt"} for custom domains' TLS. */
+  KUBERNETES_INGRESS_ANNOTATIONS: Type.Optional(Type.String({ pattern: '^\\s*\\{[\\s\\S]*\\}\\s*$' })),
   /** Ingress class for web processes' public host names; unset: no Ingress (Services only). */
   KUBERNETES_INGRESS_CLASS: Type.Optional(Type.String({ minLength: 1 })),
   /** Application logs older than this are deleted (hours; default 3 days). */
@@ -123,12 +154,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     // choice lists its values (the raw errors say "must be equal to constant" once per value).
     const byName = new Map<string, string>();
     const values = withDefaults as Record<string, unknown>;
-    for (const [name, schema] of Object.entries(EnvSchema.properties) as Array<[string, TSchema & { anyOf?: Array<{ const?: unknown }> }]>) {
+    for (const [name, schema] of Object.entries(EnvSchema.properties) as Array<
+      [string, TSchema & { anyOf?: Array<{ const?: unknown }> }]
+    >) {
       if (values[name] === undefined || Value.Check(schema, values[name])) continue;
       const first = [...Value.Errors(schema, values[name])][0];
-      byName.set(name, schema.anyOf ? `must be one of ${schema.anyOf.map((c) => c.const).join(', ')}` : first?.message ?? 'invalid');
+      byName.set(name, schema.anyOf ? `must be one of ${schema.anyOf.map((c) => c.const).join(', ')}` : (first?.message ?? 'invalid'));
     }
-    if (byName.size === 0) for (const e of Value.Errors(EnvSchema, withDefaults)) byName.set(e.instancePath.replace(/^\//, '') || 'environment', e.message);
+    if (byName.size === 0)
+      for (const e of Value.Errors(EnvSchema, withDefaults)) byName.set(e.instancePath.replace(/^\//, '') || 'environment', e.message);
     const problems = [...byName].map(([name, message]) => `${name}: ${message}`).join('; ');
     throw new ConfigError(`Invalid configuration: ${problems}`);
   }

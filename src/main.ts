@@ -13,10 +13,14 @@ async function main() {
   // live at LOG_LEVEL=debug/trace, otherwise kept and printed whole only if the start fails.
   const verbose = config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'trace';
   const databaseOutput: string[] = [];
-  const platform = await openPlatform(config, (line) => {
-    if (verbose) console.error(`[database] ${line}`);
-    else databaseOutput.push(line);
-  }, { notice: (line) => console.error(`[database] ${line}`) }).catch((err) => {
+  const platform = await openPlatform(
+    config,
+    (line) => {
+      if (verbose) console.error(`[database] ${line}`);
+      else databaseOutput.push(line);
+    },
+    { notice: (line) => console.error(`[database] ${line}`) },
+  ).catch((err) => {
     for (const line of databaseOutput) console.error(`[database] ${line}`);
     throw err;
   });

@@ -17,12 +17,15 @@ import { ReleasesService } from './modules/releases/index.js';
 import { GithubHooksService } from './modules/github/index.js';
 import { latestRecordsSource } from './modules/pipeline/index.js';
 import { PipelineService } from './modules/pipeline/index.js';
-import { EnvDeploysService } from './modules/environments/index.js';
+import { EnvDeploysService, reachOfScope, requireProtectedEnvironmentAdmin } from './modules/environments/index.js';
 import { EnvironmentPipeline } from './modules/environments/index.js';
 import { DeploymentsService } from './modules/deployments/index.js';
 import { registerDeploymentJobs } from './modules/deployments/index.js';
 import { DeployChain } from './modules/deployments/index.js';
 import { ObservabilityService } from './modules/observability/index.js';
+import { AcmeIssuer, DomainsRepository, DomainsService } from './modules/domains/index.js';
+import { EdgeDirectory } from './platform/edge/edge-directory.js';
+import { LocalRuntime } from './platform/runtime/local/local-runtime.js';
 import { Notifications } from './platform/db/notifications.js';
 import { StreamsService } from './modules/streams/index.js';
 import { OneOffRunsService } from './modules/deployments/index.js';
@@ -36,15 +39,33 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   ctx.jobs?.setPorts(jobPorts(ctx.db));
   const auth = new AuthService(ctx);
   ctx.jobs?.addSweeper(() => auth.pruneExpired());
-  const config = new ConfigurationsService(ctx.db, ctx.secrets);
+  const config = new ConfigurationsService(
+    ctx.db,
+    ctx.secrets,
+    { variables: ctx.config.CONFIG_MAX_VARIABLES_PER_SCOPE, bytes: ctx.config.CONFIG_MAX_BYTES_PER_SCOPE },
+    // A write to any scope a protected environment inherits needs an organization admin.
+    (userId, scope) =>
+      requireProtectedEnvironmentAdmin(ctx.db, userId, reachOfScope(scope), `the configuration it inherits (${scope.scope} scope)`),
+  );
   // A scale reaches running instances through the deployments module (a queued `reconcile`).
+  // Late-bound because that module needs this one: the remaining module cycle (issue 18) removes it.
+  // eslint-disable-next-line prefer-const
   let deployments: DeploymentsService | undefined;
-  const apps = new ApplicationsService(ctx.db, latestRecordsSource(ctx.db), async (id) => { await deployments?.scaled(id); },
-    (change) => vetRepositoryChange(ctx.db, ctx.config, change));
+  const apps = new ApplicationsService(
+    ctx.db,
+    latestRecordsSource(ctx.db),
+    async (id) => {
+      await deployments?.scaled(id);
+    },
+    (change) => vetRepositoryChange(ctx.db, ctx.config, change),
+  );
   deployments = new DeploymentsService(ctx, apps);
   // Pipeline build stage: builders in order of preference (the source builder accepts anything).
   // A context with a Dockerfile goes to buildah (which says what to install when it is missing).
-  const images = new ImagesService(ctx, apps, config, [createBuildahBuilder(ctx.config), new SourceBuilder(join(ctx.config.dataDir, 'cache'), createSandbox(ctx.config, ctx.db))]);
+  const images = new ImagesService(ctx, apps, config, [
+    createBuildahBuilder(ctx.config),
+    new SourceBuilder(join(ctx.config.dataDir, 'cache'), createSandbox(ctx.config, ctx.db)),
+  ]);
   if (ctx.jobs) images.registerJobs(ctx.jobs);
   const releases = new ReleasesService(ctx, apps, config);
   if (ctx.jobs) releases.registerJobs(ctx.jobs);
@@ -54,12 +75,47 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   const deployChain = new DeployChain(ctx, apps, images, releases);
   deployChain.registerJobs(runtimeLog);
 
+  // Custom domains: served by this process's edge (the local runtime's router), certificates by ACME.
+  const edgeDirectory = ctx.runtime instanceof LocalRuntime ? new EdgeDirectory(ctx.db, ctx.secrets) : null;
+  if (edgeDirectory) (ctx.runtime as LocalRuntime).instances.router.useDirectory(edgeDirectory);
+  const acme = ctx.config.ACME_DIRECTORY_URL
+    ? new AcmeIssuer(
+        { directoryUrl: ctx.config.ACME_DIRECTORY_URL, email: ctx.config.ACME_EMAIL, caFile: ctx.config.ACME_CA_FILE },
+        new DomainsRepository(ctx.db),
+        ctx.secrets,
+      )
+    : null;
+  const domains = new DomainsService(
+    ctx.db,
+    ctx.secrets,
+    apps,
+    {
+      routerDomain: ctx.config.ROUTER_DOMAIN,
+      ownership: { port: ctx.config.DOMAIN_CHECK_PORT, address: ctx.config.DOMAIN_CHECK_ADDRESS },
+      renewDays: ctx.config.ACME_RENEW_DAYS,
+    },
+    acme,
+    async (applicationId) => {
+      await edgeDirectory?.refresh();
+      // On a cluster the names are Ingress hosts: a reconcile re-applies the Ingress.
+      if (applicationId && ctx.config.RUNTIME === 'kubernetes') await deployments?.scaled(applicationId);
+    },
+    log.child({ component: 'domains' }),
+  );
+  ctx.jobs?.addSweeper(() => domains.renewDue());
+
   // Application logs: the output of the instances this process runs (or follows on a cluster), rotated by size and age.
   if (ctx.runtime) {
     const shared = ctx.runtime.sharedWorkloads;
     const writer = new AppLogWriter(ctx.db, {
-      maxBytesPerApp: ctx.config.APP_LOG_MAX_BYTES_PER_APP, logger: runtimeLog,
-      ...(shared ? { scrub: servingReleaseScrubber(ctx), shouldStore: oldestLiveWorker(ctx, (err) => runtimeLog.warn({ err }, 'application log leader check failed')) } : {}),
+      maxBytesPerApp: ctx.config.APP_LOG_MAX_BYTES_PER_APP,
+      logger: runtimeLog,
+      ...(shared
+        ? {
+            scrub: servingReleaseScrubber(ctx),
+            shouldStore: oldestLiveWorker(ctx, (err) => runtimeLog.warn({ err }, 'application log leader check failed')),
+          }
+        : {}),
     });
     ctx.runtime.onInstanceOutput((line) => writer.accept(line));
     ctx.runtime.onShutdown(() => writer.flush());
@@ -68,18 +124,36 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
 
   // One LISTEN connection per process: live streams learn of changes any process writes.
   const streamsLog = log.child({ component: 'streams' });
-  const notifications = new Notifications(ctx.databaseUrl ?? ctx.config.DATABASE_URL ?? '', (err) => streamsLog.warn({ err }, 'notification connection lost'));
-  const streams = new StreamsService(ctx.db, notifications, (userId, applicationId) => apps.authorize(userId, applicationId),
-    (err) => streamsLog.error({ err }, 'stream failed'));
+  const notifications = new Notifications(ctx.databaseUrl ?? ctx.config.DATABASE_URL ?? '', (err) =>
+    streamsLog.warn({ err }, 'notification connection lost'),
+  );
+  const streams = new StreamsService(
+    ctx.db,
+    notifications,
+    (userId, applicationId) => apps.authorize(userId, applicationId),
+    (err) => streamsLog.error({ err }, 'stream failed'),
+  );
 
   return {
-    notifications, streams,
+    notifications,
+    streams,
     runs: new OneOffRunsService(ctx, apps),
     appLogs: new AppLogsService(ctx.db, apps, notifications),
-    auth, config, apps, deployments, images, releases, deployChain,
+    auth,
+    config,
+    apps,
+    deployments,
+    images,
+    releases,
+    deployChain,
+    domains,
     pipeline: new PipelineService(ctx.db, apps),
     githubHooks: new GithubHooksService(ctx, (id, ref, environmentId) => deployChain.start(id, ref, environmentId)),
-    envDeploys: new EnvDeploysService(ctx.db, new EnvironmentPipeline(ctx, deployChain, deployments, config), log.child({ component: 'env-deploys' })),
+    envDeploys: new EnvDeploysService(
+      ctx.db,
+      new EnvironmentPipeline(ctx, deployChain, deployments, config),
+      log.child({ component: 'env-deploys' }),
+    ),
     signingKeys: SigningKeys.forConfig(ctx.config),
     observability: new ObservabilityService(ctx.db, apps),
   };
@@ -89,14 +163,22 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
 function jobPorts(db: Db): JobPorts {
   return {
     async organizationOf(applicationId) {
-      const row = await db.selectFrom('applications').innerJoin('projects', 'projects.id', 'applications.project_id')
-        .select('projects.organization_id').where('applications.id', '=', applicationId).executeTakeFirst();
+      const row = await db
+        .selectFrom('applications')
+        .innerJoin('projects', 'projects.id', 'applications.project_id')
+        .select('projects.organization_id')
+        .where('applications.id', '=', applicationId)
+        .executeTakeFirst();
       return row?.organization_id ?? null;
     },
     async applicationsHeldElsewhere(workerId, freshSeconds) {
-      const rows = await db.selectFrom('instances').innerJoin('workers', 'workers.id', 'instances.worker_id')
-        .select('instances.application_id').distinct()
-        .where('workers.id', '<>', workerId).where('workers.stopped_at', 'is', null)
+      const rows = await db
+        .selectFrom('instances')
+        .innerJoin('workers', 'workers.id', 'instances.worker_id')
+        .select('instances.application_id')
+        .distinct()
+        .where('workers.id', '<>', workerId)
+        .where('workers.stopped_at', 'is', null)
         .where('workers.heartbeat_at', '>', sql<Date>`now() - make_interval(secs => ${freshSeconds})`)
         .execute();
       return rows.map((r) => r.application_id);

@@ -27,7 +27,10 @@ export default async function setup(project: TestProject) {
     const port = 55000 + Math.floor(Math.random() * 5000);
     const embedded = await startEmbeddedPostgres(dir, port);
     adminUrl = embedded.url;
-    stop = async () => { await embedded.stop(); rmSync(dir, { recursive: true, force: true }); };
+    stop = async () => {
+      await embedded.stop();
+      rmSync(dir, { recursive: true, force: true });
+    };
   }
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();

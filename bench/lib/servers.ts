@@ -26,11 +26,17 @@ export async function startProcess(script: string, env: Record<string, string>, 
       // Logs during load are discarded: only the start-up output is kept for errors.
       if (output.length < 100_000) output += d;
       const m = listening.exec(output);
-      if (m) { clearTimeout(timer); ok(m[1]!); }
+      if (m) {
+        clearTimeout(timer);
+        ok(m[1]!);
+      }
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
-    child.once('exit', (code) => { clearTimeout(timer); fail(new Error(`${script} exited with ${code}:\n${output.slice(-2000)}`)); });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      fail(new Error(`${script} exited with ${code}:\n${output.slice(-2000)}`));
+    });
   });
   return {
     url,
@@ -39,11 +45,15 @@ export async function startProcess(script: string, env: Record<string, string>, 
       const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
       return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
     },
-    stop: () => new Promise((done) => {
-      if (child.exitCode !== null) return done();
-      const killer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-      child.once('exit', () => { clearTimeout(killer); done(); });
-      child.kill('SIGTERM');
-    }),
+    stop: () =>
+      new Promise((done) => {
+        if (child.exitCode !== null) return done();
+        const killer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+        child.once('exit', () => {
+          clearTimeout(killer);
+          done();
+        });
+        child.kill('SIGTERM');
+      }),
   };
 }

@@ -46,7 +46,14 @@ export async function openPlatform(
     }
     secrets = new SecretBox(loadKeyring(config.dataDir, config.SECRET_KEY, config.SECRET_KEY_PREVIOUS));
     // The job store opens here (every role enqueues); main.ts starts the workers once handlers are registered.
-    jobs = pipeline ? new PipelineJobs({ databaseUrl, db, concurrency: config.PIPELINE_CONCURRENCY, organizationLimits: { concurrency: config.PIPELINE_ORG_CONCURRENCY, queued: config.PIPELINE_ORG_QUEUE_LIMIT } }) : undefined;
+    jobs = pipeline
+      ? new PipelineJobs({
+          databaseUrl,
+          db,
+          concurrency: config.PIPELINE_CONCURRENCY,
+          organizationLimits: { concurrency: config.PIPELINE_ORG_CONCURRENCY, queued: config.PIPELINE_ORG_QUEUE_LIMIT },
+        })
+      : undefined;
     await jobs?.start();
   } catch (err) {
     // Nothing opened so far may outlive a failed start (the embedded server would be orphaned).

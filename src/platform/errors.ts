@@ -10,6 +10,7 @@ export const ERROR_KINDS = {
   METHOD_NOT_ALLOWED: 405,
   CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
+  URI_TOO_LONG: 414,
   UNSUPPORTED_MEDIA_TYPE: 415,
   VALIDATION: 422,
   RATE_LIMITED: 429,
@@ -40,10 +41,8 @@ export class AppError extends Error {
 export const notFound = (what: string) => new AppError('NOT_FOUND', `${what} not found`);
 export const forbidden = (message = 'Permission denied for this resource') => new AppError('FORBIDDEN', message);
 export const conflict = (message: string) => new AppError('CONFLICT', message);
-export const invalid = (field: string, message: string) =>
-  new AppError('VALIDATION', `${field}: ${message}`, [{ field, message }]);
-export const unauthenticated = (message = 'Not authenticated; log in or provide an API key') =>
-  new AppError('UNAUTHENTICATED', message);
+export const invalid = (field: string, message: string) => new AppError('VALIDATION', `${field}: ${message}`, [{ field, message }]);
+export const unauthenticated = (message = 'Not authenticated; log in or provide an API key') => new AppError('UNAUTHENTICATED', message);
 
 /** PostgreSQL unique_violation, raised when two requests race for one slug or name. */
 export function isUniqueViolation(err: unknown, constraint?: string): boolean {

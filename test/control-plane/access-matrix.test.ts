@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RouteEntry } from '../../src/app.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
 import { call, snapshotTables } from './fixtures.js';
-import { fillPath, sampleBody, seedRouteWorld, type RouteWorld } from './route-fixtures.js';
+import { fillPath, MEMBER_WRITES_BESIDE_PROTECTED, sampleBody, seedRouteWorld, type RouteWorld } from './route-fixtures.js';
 
 /**
  * Routes exempt from the 403 check, and why. Each acts only on the caller's own things,
@@ -39,14 +39,20 @@ beforeAll(async () => {
   await call(h, 'POST', '/v1/organizations', outsider, { name: 'Outsiders' });
   routes = h.app.routeTable.filter((r) => r.url.startsWith('/v1/'));
 });
-afterAll(async () => { await h?.close(); });
+afterAll(async () => {
+  await h?.close();
+});
 
 const key = (r: RouteEntry) => `${r.method} ${r.url}`;
 
 describe('access matrix', () => {
   it('the route table holds the control plane routes', () => {
     const keys = routes.map(key);
-    for (const expected of ['GET /v1/organizations/:org_slug', 'POST /v1/configurations/:application_id/bulk', 'POST /v1/applications/:application_id/scale']) {
+    for (const expected of [
+      'GET /v1/organizations/:org_slug',
+      'POST /v1/configurations/:application_id/bulk',
+      'POST /v1/applications/:application_id/scale',
+    ]) {
       expect(keys).toContain(expected);
     }
   });
@@ -54,7 +60,11 @@ describe('access matrix', () => {
   it('every route names only parameters with fixtures', () => {
     const problems: string[] = [];
     for (const route of routes) {
-      try { fillPath(route, world); } catch (err) { problems.push((err as Error).message); }
+      try {
+        fillPath(route, world);
+      } catch (err) {
+        problems.push((err as Error).message);
+      }
     }
     expect(problems, problems.join('\n')).toEqual([]);
   });
@@ -74,13 +84,15 @@ describe('access matrix', () => {
     expect(failures, failures.join('\n')).toEqual([]);
   });
 
-  it("every non-public route answers 403 to a member of another organization, and changes nothing", async () => {
+  it('every non-public route answers 403 to a member of another organization, and changes nothing', async () => {
     const before = await snapshotTables(h);
     const failures: string[] = [];
     for (const route of routes.filter((r) => !r.public && !EXEMPT_FROM_403[key(r)])) {
       const res = await call(h, route.method, fillPath(route, world), outsider, sampleBody(route, world));
       if (res.status === 422) {
-        failures.push(`${key(route)} → 422 before the access check: add a valid body to SAMPLE_BODIES in test/control-plane/route-fixtures.ts (${res.body?.message})`);
+        failures.push(
+          `${key(route)} → 422 before the access check: add a valid body to SAMPLE_BODIES in test/control-plane/route-fixtures.ts (${res.body?.message})`,
+        );
       } else if (res.status !== 403 || res.body?.status !== 403) {
         failures.push(`${key(route)} → ${res.status} ${res.raw.slice(0, 160)}`);
       }
@@ -111,5 +123,51 @@ describe('access matrix', () => {
   it('site-admin routes refuse members without the site admin flag', async () => {
     expect((await call(h, 'GET', '/v1/users', world.owner)).status).toBe(403);
     expect((await call(h, 'GET', `/v1/organizations/${world.org.slug}/pipeline-limits`, world.owner)).status).toBe(403);
+  });
+
+  // Last: it protects the world's production and adds a plain member.
+  it('with production protected, every write that reaches it answers 403 to a plain member and changes nothing', async () => {
+    const member = await h.user();
+    const owner = world.owner;
+    expect(
+      (await call(h, 'POST', `/v1/organizations/${world.org.slug}/members`, owner, { username: member.username })).status,
+    ).toBeLessThan(300);
+    // The member is on the team that owns the project, so the team's own rule does not hide the protected-environment one.
+    if (world.teamSlug) {
+      expect(
+        (await call(h, 'POST', `/v1/workspaces/${world.org.slug}/teams/${world.teamSlug}/members`, owner, { username: member.username }))
+          .status,
+      ).toBe(200);
+      expect(
+        (await call(h, 'PATCH', `/v1/workspaces/${world.org.slug}/projects/${world.project.slug}`, owner, { team: world.teamSlug })).status,
+      ).toBe(200);
+    }
+    const env = `/v1/workspaces/${world.org.slug}/projects/${world.project.slug}/envs/production`;
+    expect((await call(h, 'PATCH', env, owner, { protected: true })).status).toBe(200);
+
+    const writes = routes.filter((r) => r.method !== 'GET' && !r.public && !MEMBER_WRITES_BESIDE_PROTECTED[key(r)]);
+    expect(writes.map(key)).toEqual(
+      expect.arrayContaining([
+        'POST /v1/applications/:application_id/scale',
+        'PATCH /v1/applications/:application_id/settings',
+        'POST /v1/configurations/:application_id',
+        'POST /v1/workspaces/:workspace/config',
+      ]),
+    );
+    const before = await snapshotTables(h);
+    const failures: string[] = [];
+    for (const route of writes) {
+      const res = await call(h, route.method, fillPath(route, world), member, sampleBody(route, world));
+      if (res.status !== 403 || res.body?.status !== 403) failures.push(`${key(route)} → ${res.status} ${res.raw.slice(0, 160)}`);
+    }
+    expect(failures, failures.join('\n')).toEqual([]);
+    expect(await snapshotTables(h)).toEqual(before);
+    console.log(`protected matrix: ${writes.length} write routes refused to a plain member`);
+  });
+
+  it('routes allowed beside a protected environment exist', () => {
+    const keys = new Set(routes.map(key));
+    const stale = Object.keys(MEMBER_WRITES_BESIDE_PROTECTED).filter((k) => !keys.has(k));
+    expect(stale, `remove from MEMBER_WRITES_BESIDE_PROTECTED: ${stale.join(', ')}`).toEqual([]);
   });
 });

@@ -4,31 +4,62 @@ import { POD_CLASS_NAMES } from '../../src/modules/applications/pod-classes.js';
 import { call, expectError, seedWorld } from './fixtures.js';
 
 let h: Harness;
-beforeAll(async () => { h = await createHarness(); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await createHarness();
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 describe('applications', () => {
   it('create gives the documented defaults; detail and list by slugs', async () => {
     const w = await seedWorld(h);
-    const created = await call(h, 'POST', '/v1/applications', w.owner, { name: 'Worker Queue', project_id: w.project.id, platform: 'steam' });
+    const created = await call(h, 'POST', '/v1/applications', w.owner, {
+      name: 'Worker Queue',
+      project_id: w.project.id,
+      platform: 'steam',
+    });
     expect(created.status).toBe(201);
     expect(created.body).toEqual({
-      id: expect.any(String), name: 'Worker Queue', slug: 'worker-queue',
-      project_id: w.project.id, project_slug: w.project.slug, organization_slug: w.org.slug,
-      platform: 'steam', process_counts: {}, process_pod_classes: {},
-      github_repository: null, github_repository_is_private: false, auto_deploy_branch: null, subdirectory: null,
-      github_app_installation_id: null, github_environment_name: null, deployment_timeout: 180,
-      health_check_path: '/', health_check_host: null, privileged: false,
-      created: expect.any(String), updated: expect.any(String),
-      latest_image: null, latest_release: null, latest_deployment: null,
+      id: expect.any(String),
+      name: 'Worker Queue',
+      slug: 'worker-queue',
+      project_id: w.project.id,
+      project_slug: w.project.slug,
+      organization_slug: w.org.slug,
+      platform: 'steam',
+      process_counts: {},
+      process_pod_classes: {},
+      github_repository: null,
+      github_repository_is_private: false,
+      auto_deploy_branch: null,
+      subdirectory: null,
+      github_app_installation_id: null,
+      github_environment_name: null,
+      deployment_timeout: 180,
+      health_check_path: '/',
+      health_check_host: null,
+      privileged: false,
+      created: expect.any(String),
+      updated: expect.any(String),
+      latest_image: null,
+      latest_release: null,
+      latest_deployment: null,
     });
     const detail = await call(h, 'GET', `/v1/applications/${w.org.slug}/${w.project.slug}/worker-queue`, w.owner);
     expect(detail.body).toEqual(created.body);
     const list = await call(h, 'GET', `/v1/applications/${w.org.slug}/${w.project.slug}`, w.owner);
     expect(list.body.map((a: any) => a.slug)).toEqual(['api', 'worker-queue']);
     expect(list.body[1]).toEqual({
-      id: created.body.id, name: 'Worker Queue', slug: 'worker-queue', project_id: w.project.id, platform: 'steam',
-      created: created.body.created, latest_image_version: null, latest_release_version: null, latest_deployment_complete: null,
+      id: created.body.id,
+      name: 'Worker Queue',
+      slug: 'worker-queue',
+      project_id: w.project.id,
+      platform: 'steam',
+      created: created.body.created,
+      latest_image_version: null,
+      latest_release_version: null,
+      latest_deployment_complete: null,
     });
     expect((await call(h, 'GET', `/v1/projects/${w.org.slug}/${w.project.slug}`, w.owner)).body.application_count).toBe(2);
   });
@@ -62,26 +93,48 @@ describe('applications', () => {
     const w = await seedWorld(h);
     const url = `/v1/applications/${w.app.id}/settings`;
     const res = await call(h, 'PATCH', url, w.owner, {
-      github_repository: 'acme/api', github_repository_is_private: true, auto_deploy_branch: 'main', subdirectory: 'services/api',
-      github_app_installation_id: 1234, github_environment_name: 'production', deployment_timeout: 300,
-      health_check_path: '/healthz', health_check_host: 'api.example.com',
+      github_repository: 'acme/api',
+      github_repository_is_private: true,
+      auto_deploy_branch: 'main',
+      subdirectory: 'services/api',
+      github_app_installation_id: 1234,
+      github_environment_name: 'production',
+      deployment_timeout: 300,
+      health_check_path: '/healthz',
+      health_check_host: 'api.example.com',
     });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
-      github_repository: 'acme/api', github_repository_is_private: true, auto_deploy_branch: 'main', subdirectory: 'services/api',
-      github_app_installation_id: 1234, github_environment_name: 'production', deployment_timeout: 300,
-      health_check_path: '/healthz', health_check_host: 'api.example.com',
+      github_repository: 'acme/api',
+      github_repository_is_private: true,
+      auto_deploy_branch: 'main',
+      subdirectory: 'services/api',
+      github_app_installation_id: 1234,
+      github_environment_name: 'production',
+      deployment_timeout: 300,
+      health_check_path: '/healthz',
+      health_check_host: 'api.example.com',
     });
     const partial = await call(h, 'PATCH', url, w.owner, { health_check_host: null });
     expect(partial.body).toMatchObject({ health_check_host: null, health_check_path: '/healthz', deployment_timeout: 300 });
     const bad = [
-      { deployment_timeout: 0 }, { deployment_timeout: '60' }, { health_check_path: 'no-slash' },
-      { subdirectory: '../etc' }, { subdirectory: '/abs' }, { auto_deploy_branch: 'bad branch' },
-      { privileged: true }, { name: 'renamed' }, { github_app_installation_id: -1 },
+      { deployment_timeout: 0 },
+      { deployment_timeout: '60' },
+      { health_check_path: 'no-slash' },
+      { subdirectory: '../etc' },
+      { subdirectory: '/abs' },
+      { auto_deploy_branch: 'bad branch' },
+      { privileged: true },
+      { name: 'renamed' },
+      { github_app_installation_id: -1 },
     ];
     for (const body of bad) expectError(await call(h, 'PATCH', url, w.owner, body), 422);
-    expect((await call(h, 'GET', `/v1/applications/${w.org.slug}/${w.project.slug}/${w.app.slug}`, w.owner)).body)
-      .toMatchObject({ deployment_timeout: 300, health_check_path: '/healthz', subdirectory: 'services/api', privileged: false });
+    expect((await call(h, 'GET', `/v1/applications/${w.org.slug}/${w.project.slug}/${w.app.slug}`, w.owner)).body).toMatchObject({
+      deployment_timeout: 300,
+      health_check_path: '/healthz',
+      subdirectory: 'services/api',
+      privileged: false,
+    });
   });
 
   it('scale merges counts and pod classes, validated against the catalogue', async () => {
@@ -91,16 +144,28 @@ describe('applications', () => {
     expect(first.status).toBe(200);
     expect(first.body).toMatchObject({ process_counts: { web: 2, worker: 1 }, process_pod_classes: { web: 'c1.medium' } });
     const second = await call(h, 'POST', url, w.owner, { process_counts: { worker: 0 }, process_pod_classes: { worker: 'r1.2xlarge' } });
-    expect(second.body).toMatchObject({ process_counts: { web: 2, worker: 0 }, process_pod_classes: { web: 'c1.medium', worker: 'r1.2xlarge' } });
+    expect(second.body).toMatchObject({
+      process_counts: { web: 2, worker: 0 },
+      process_pod_classes: { web: 'c1.medium', worker: 'r1.2xlarge' },
+    });
     for (const name of POD_CLASS_NAMES) {
       expect((await call(h, 'POST', url, w.owner, { process_pod_classes: { web: name } })).status).toBe(200);
     }
     const bad = [
-      { process_pod_classes: { web: 'x1.huge' } }, { process_counts: { web: -1 } }, { process_counts: { web: 1.5 } },
-      { process_counts: { web: '2' } }, { process_counts: { 'Bad Name': 1 } }, { process_counts: { web: 101 } }, { replicas: 3 },
+      { process_pod_classes: { web: 'x1.huge' } },
+      { process_counts: { web: -1 } },
+      { process_counts: { web: 1.5 } },
+      { process_counts: { web: '2' } },
+      { process_counts: { 'Bad Name': 1 } },
+      { process_counts: { web: 101 } },
+      { replicas: 3 },
     ];
     for (const body of bad) expectError(await call(h, 'POST', url, w.owner, body), 422);
-    const row = await h.ctx.db.selectFrom('applications').select(['process_counts', 'process_pod_classes']).where('id', '=', w.app.id).executeTakeFirstOrThrow();
+    const row = await h.ctx.db
+      .selectFrom('applications')
+      .select(['process_counts', 'process_pod_classes'])
+      .where('id', '=', w.app.id)
+      .executeTakeFirstOrThrow();
     expect(row.process_counts).toEqual({ web: 2, worker: 0 });
     expect(row.process_pod_classes).toEqual({ web: POD_CLASS_NAMES.at(-1), worker: 'r1.2xlarge' });
   });

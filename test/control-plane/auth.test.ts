@@ -5,8 +5,12 @@ import { call, expectError } from './fixtures.js';
 
 let h: Harness;
 // A small failure budget keeps the rate-limit tests short.
-beforeAll(async () => { h = await createHarness({ LOGIN_MAX_ATTEMPTS: 3 }); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await createHarness({ LOGIN_MAX_ATTEMPTS: 3 });
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 let addressCounter = 0;
 /** Each test logs in from its own address so per-address limits never cross tests. */
@@ -73,13 +77,21 @@ describe('sessions', () => {
       expect((await post('/v1/auth/logout', headers)).statusCode).toBe(403);
     }
     expect(await keys()).toBe(1); // the one h.user() made
-    expect((await h.app.inject({ method: 'GET', url: '/v1/auth/session', cookies, headers: { 'sec-fetch-site': 'cross-site' } })).json().authenticated).toBe(true);
+    expect(
+      (await h.app.inject({ method: 'GET', url: '/v1/auth/session', cookies, headers: { 'sec-fetch-site': 'cross-site' } })).json()
+        .authenticated,
+    ).toBe(true);
 
     // The same origin (and clients that are not browsers) still work; API keys are not cookies.
     expect((await post('/v1/auth/api-keys', { 'sec-fetch-site': 'same-origin' }, { name: 'a' })).statusCode).toBe(201);
     expect((await post('/v1/auth/api-keys', { origin: 'http://localhost:80' }, { name: 'b' })).statusCode).toBe(201);
     expect((await post('/v1/auth/api-keys', {}, { name: 'c' })).statusCode).toBe(201);
-    const byKey = await h.app.inject({ method: 'POST', url: '/v1/auth/api-keys', headers: { ...u.headers, 'sec-fetch-site': 'cross-site' }, payload: { name: 'd' } });
+    const byKey = await h.app.inject({
+      method: 'POST',
+      url: '/v1/auth/api-keys',
+      headers: { ...u.headers, 'sec-fetch-site': 'cross-site' },
+      payload: { name: 'd' },
+    });
     expect(byKey.statusCode).toBe(201);
     expect(await keys()).toBe(5);
   });
@@ -88,7 +100,11 @@ describe('sessions', () => {
     const u = await h.user();
     const res = await login(u.email, u.password);
     const cookies = { slipway_session: sessionCookie(res)!.value };
-    await h.ctx.db.updateTable('sessions').set({ expires_at: new Date(Date.now() - 1000) }).where('user_id', '=', u.id).execute();
+    await h.ctx.db
+      .updateTable('sessions')
+      .set({ expires_at: new Date(Date.now() - 1000) })
+      .where('user_id', '=', u.id)
+      .execute();
     const orgs = await h.app.inject({ method: 'GET', url: '/v1/organizations', cookies });
     expect(orgs.statusCode).toBe(401);
     expect(orgs.json()).toMatchObject({ status: 401 });
@@ -124,20 +140,23 @@ describe('sessions', () => {
 });
 
 describe('login rate limits', () => {
-  it('limits failures per account, even from many addresses', async () => {
+  it('limits failures per (account, address); the account itself is never locked for everyone (issue 20)', async () => {
     const u = await h.user();
-    for (let i = 0; i < 3; i++) expect((await login(u.email, 'wrong')).statusCode).toBe(401);
-    const limited = await login(u.email, 'wrong');
+    const stranger = nextAddress();
+    for (let i = 0; i < 3; i++) expect((await login(u.email, 'wrong', stranger)).statusCode).toBe(401);
+    const limited = await login(u.email, 'wrong', stranger);
     expect(limited.statusCode).toBe(429);
     expect(limited.json()).toMatchObject({ status: 429, message: expect.any(String) });
-    // Even the right password is refused while the account is limited.
-    expect((await login(u.email, u.password)).statusCode).toBe(429);
-    // Other accounts are unaffected.
-    const other = await h.user();
-    expect((await login(other.email, other.password)).statusCode).toBe(200);
-    // When the window has passed, the right password works again.
-    await h.ctx.db.updateTable('login_failures').set({ window_started: new Date(Date.now() - 16 * 60_000) }).execute();
+    // Even the right password is refused from that address while it is limited...
+    expect((await login(u.email, u.password, stranger)).statusCode).toBe(429);
+    // ...but the owner, from their own address, logs in.
     expect((await login(u.email, u.password)).statusCode).toBe(200);
+    // When the window has passed, the right password works again from the limited address too.
+    await h.ctx.db
+      .updateTable('login_failures')
+      .set({ window_started: new Date(Date.now() - 16 * 60_000) })
+      .execute();
+    expect((await login(u.email, u.password, stranger)).statusCode).toBe(200);
   });
 
   it('limits failures per address, across accounts', async () => {
@@ -152,14 +171,20 @@ describe('login rate limits', () => {
     const address = nextAddress();
     for (let i = 0; i < 3; i++) {
       const res = await h.app.inject({
-        method: 'POST', url: '/v1/auth/login', remoteAddress: address,
-        headers: { 'x-forwarded-for': `192.0.2.${i + 1}` }, payload: { email: `spoof${i}@example.com`, password: 'x' },
+        method: 'POST',
+        url: '/v1/auth/login',
+        remoteAddress: address,
+        headers: { 'x-forwarded-for': `192.0.2.${i + 1}` },
+        payload: { email: `spoof${i}@example.com`, password: 'x' },
       });
       expect(res.statusCode).toBe(401);
     }
     const res = await h.app.inject({
-      method: 'POST', url: '/v1/auth/login', remoteAddress: address,
-      headers: { 'x-forwarded-for': '192.0.2.99' }, payload: { email: 'spoof9@example.com', password: 'x' },
+      method: 'POST',
+      url: '/v1/auth/login',
+      remoteAddress: address,
+      headers: { 'x-forwarded-for': '192.0.2.99' },
+      payload: { email: 'spoof9@example.com', password: 'x' },
     });
     expect(res.statusCode).toBe(429);
   });
@@ -225,7 +250,11 @@ describe('API keys', () => {
     expect(expires - Date.now()).toBeLessThanOrEqual(24 * 3600_000);
     const asKey = { 'x-api-key': created.body.key };
     expect((await call(h, 'GET', '/v1/organizations', null, undefined, asKey)).status).toBe(200);
-    await h.ctx.db.updateTable('api_keys').set({ expires_at: new Date(Date.now() - 1000) }).where('id', '=', created.body.id).execute();
+    await h.ctx.db
+      .updateTable('api_keys')
+      .set({ expires_at: new Date(Date.now() - 1000) })
+      .where('id', '=', created.body.id)
+      .execute();
     expectError(await call(h, 'GET', '/v1/organizations', null, undefined, asKey), 401);
   });
 
@@ -241,39 +270,59 @@ describe('API keys', () => {
     const u = await h.user();
     const res = await login(u.email, u.password);
     const cookie = sessionCookie(res)!.value;
-    const r = await h.app.inject({ method: 'GET', url: '/v1/organizations', cookies: { slipway_session: cookie }, headers: { 'x-api-key': 'slw_wrong' } });
+    const r = await h.app.inject({
+      method: 'GET',
+      url: '/v1/organizations',
+      cookies: { slipway_session: cookie },
+      headers: { 'x-api-key': 'slw_wrong' },
+    });
     expect(r.statusCode).toBe(401);
   });
 });
 
 describe('behind a trusted proxy (TRUST_PROXY=true)', () => {
   let proxied: Harness;
-  beforeAll(async () => { proxied = await createHarness({ TRUST_PROXY: true, LOGIN_MAX_ATTEMPTS: 2 }); });
-  afterAll(async () => { await proxied?.close(); });
+  beforeAll(async () => {
+    proxied = await createHarness({ TRUST_PROXY: true, LOGIN_MAX_ATTEMPTS: 2 });
+  });
+  afterAll(async () => {
+    await proxied?.close();
+  });
 
   it('marks the cookie Secure for https and counts failures per forwarded address', async () => {
     const u = await proxied.user();
     const viaTls = await proxied.app.inject({
-      method: 'POST', url: '/v1/auth/login', payload: { email: u.email, password: u.password },
+      method: 'POST',
+      url: '/v1/auth/login',
+      payload: { email: u.email, password: u.password },
       headers: { 'x-forwarded-proto': 'https', 'x-forwarded-for': '198.51.100.7' },
     });
     expect(viaTls.statusCode).toBe(200);
     expect(String(viaTls.headers['set-cookie'])).toMatch(/;\s*Secure/i);
 
-    const fail = (address: string) => proxied.app.inject({
-      method: 'POST', url: '/v1/auth/login', payload: { email: 'ghost@example.com', password: 'x' },
-      headers: { 'x-forwarded-for': address },
-    });
+    const fail = (address: string) =>
+      proxied.app.inject({
+        method: 'POST',
+        url: '/v1/auth/login',
+        payload: { email: 'ghost@example.com', password: 'x' },
+        headers: { 'x-forwarded-for': address },
+      });
     expect((await fail('198.51.100.8')).statusCode).toBe(401);
     expect((await fail('198.51.100.8')).statusCode).toBe(401);
     // The per-account limit is reached for ghost@; another account from another client passes.
     const other = await proxied.app.inject({
-      method: 'POST', url: '/v1/auth/login', payload: { email: u.email, password: u.password }, headers: { 'x-forwarded-for': '198.51.100.9' },
+      method: 'POST',
+      url: '/v1/auth/login',
+      payload: { email: u.email, password: u.password },
+      headers: { 'x-forwarded-for': '198.51.100.9' },
     });
     expect(other.statusCode).toBe(200);
     // The same client address is limited, whatever account it tries.
     const sameClient = await proxied.app.inject({
-      method: 'POST', url: '/v1/auth/login', payload: { email: u.email, password: u.password }, headers: { 'x-forwarded-for': '198.51.100.8' },
+      method: 'POST',
+      url: '/v1/auth/login',
+      payload: { email: u.email, password: u.password },
+      headers: { 'x-forwarded-for': '198.51.100.8' },
     });
     expect(sameClient.statusCode).toBe(429);
   });
@@ -284,15 +333,23 @@ describe('cleanup of spent login records', () => {
     const w = await createHarness({ LOGIN_WINDOW_SECONDS: 60 }, { jobs: true });
     try {
       const u = await w.user();
-      const log = (payload: object, remoteAddress: string) => w.app.inject({ method: 'POST', url: '/v1/auth/login', payload, remoteAddress });
+      const log = (payload: object, remoteAddress: string) =>
+        w.app.inject({ method: 'POST', url: '/v1/auth/login', payload, remoteAddress });
       const kept = sessionCookie(await log({ email: u.email, password: u.password }, '10.9.0.1'))!.value;
       const expired = sessionCookie(await log({ email: u.email, password: u.password }, '10.9.0.2'))!.value;
-      for (let i = 0; i < 3; i++) expect((await log({ email: `nobody${i}@example.com`, password: 'wrong password' }, '10.9.0.3')).statusCode).toBe(401);
+      for (let i = 0; i < 3; i++)
+        expect((await log({ email: `nobody${i}@example.com`, password: 'wrong password' }, '10.9.0.3')).statusCode).toBe(401);
       // Time passes: one session expires, the failure window of nobody0 and the address ends.
-      await w.ctx.db.updateTable('sessions').set({ expires_at: new Date(Date.now() - 1000) })
-        .where('token_hash', '=', createHash('sha256').update(expired).digest('hex')).execute();
-      await w.ctx.db.updateTable('login_failures').set({ window_started: new Date(Date.now() - 120_000) })
-        .where('key', 'in', ['account:nobody0@example.com', 'address:10.9.0.3']).execute();
+      await w.ctx.db
+        .updateTable('sessions')
+        .set({ expires_at: new Date(Date.now() - 1000) })
+        .where('token_hash', '=', createHash('sha256').update(expired).digest('hex'))
+        .execute();
+      await w.ctx.db
+        .updateTable('login_failures')
+        .set({ window_started: new Date(Date.now() - 120_000) })
+        .where('key', 'in', ['pair:nobody0@example.com|10.9.0.3', 'address:10.9.0.3'])
+        .execute();
 
       // Sweepers run when workers start (and about every minute after).
       await w.ctx.jobs!.stop();
@@ -301,7 +358,7 @@ describe('cleanup of spent login records', () => {
       const sessions = await w.ctx.db.selectFrom('sessions').select('token_hash').where('user_id', '=', u.id).execute();
       expect(sessions.map((s) => s.token_hash)).toEqual([createHash('sha256').update(kept).digest('hex')]);
       const failures = await w.ctx.db.selectFrom('login_failures').select('key').orderBy('key').execute();
-      expect(failures.map((f) => f.key)).toEqual(['account:nobody1@example.com', 'account:nobody2@example.com']);
+      expect(failures.map((f) => f.key)).toEqual(['pair:nobody1@example.com|10.9.0.3', 'pair:nobody2@example.com|10.9.0.3']);
       const session = await w.app.inject({ method: 'GET', url: '/v1/auth/session', cookies: { slipway_session: kept } });
       expect(session.json()).toMatchObject({ authenticated: true, user: { id: u.id } });
     } finally {

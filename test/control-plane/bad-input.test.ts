@@ -31,7 +31,9 @@ beforeAll(async () => {
   headers = world.owner.headers;
   doc = h.app.swagger();
 });
-afterAll(async () => { await h?.close(); });
+afterAll(async () => {
+  await h?.close();
+});
 
 const key = (r: RouteEntry) => `${r.method} ${r.url}`;
 
@@ -47,7 +49,12 @@ function wrongValue(prop: Schema): unknown {
   return { wrong: [1] };
 }
 
-interface Case { name: string; payload: string; contentType?: string; expect: number[] }
+interface Case {
+  name: string;
+  payload: string;
+  contentType?: string;
+  expect: number[];
+}
 
 function casesFor(route: RouteEntry): Case[] {
   const json = (name: string, body: unknown): Case => ({ name, payload: JSON.stringify(body), expect: [422] });
@@ -85,12 +92,18 @@ describe('bad input on every POST/PATCH route', () => {
       for (const c of casesFor(route)) {
         if (CREDENTIALS_CHECKED_BEFORE_PARSING.has(key(route))) c.expect = [...c.expect, 401, 403];
         const res = await h.app.inject({
-          method: route.method as 'POST', url, payload: c.payload,
+          method: route.method as 'POST',
+          url,
+          payload: c.payload,
           headers: { ...headers, 'content-type': c.contentType ?? 'application/json' },
         });
         checked++;
         let body: any;
-        try { body = res.json(); } catch { body = null; }
+        try {
+          body = res.json();
+        } catch {
+          body = null;
+        }
         const shapeOk = body && body.status === res.statusCode && typeof body.message === 'string' && body.message.length > 0;
         if (!c.expect.includes(res.statusCode) || !shapeOk) {
           failures.push(`${key(route)} ${c.name}: expected ${c.expect.join('/')}, got ${res.statusCode} ${res.body.slice(0, 160)}`);

@@ -16,23 +16,42 @@ const ROOT = resolve(import.meta.dirname, '../..');
 const TSX = resolve(ROOT, 'node_modules/.bin/tsx');
 
 let h: Harness;
-beforeAll(async () => { h = await createHarness(); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await createHarness();
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 function cli(args: string[], env: Record<string, string> = {}, input?: string) {
   return new Promise<{ code: number; stdout: string; stderr: string }>((done) => {
-    const child = execFile(TSX, ['src/cli.ts', ...args], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', DATABASE_URL: h.databaseUrl, DATA_DIR: h.dataDir, ...env },
-      timeout: 60_000,
-    }, (err, stdout, stderr) => done({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }));
+    const child = execFile(
+      TSX,
+      ['src/cli.ts', ...args],
+      {
+        cwd: ROOT,
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', DATABASE_URL: h.databaseUrl, DATA_DIR: h.dataDir, ...env },
+        timeout: 60_000,
+      },
+      (err, stdout, stderr) => done({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
+    );
     child.stdin?.end(input ?? '');
   });
 }
 
 describe('cli', () => {
   it('users create / users list', async () => {
-    const created = await cli(['users', 'create', '--username', 'root', '--email', 'Root@Example.com', '--password', 'a-long-password', '--admin']);
+    const created = await cli([
+      'users',
+      'create',
+      '--username',
+      'root',
+      '--email',
+      'Root@Example.com',
+      '--password',
+      'a-long-password',
+      '--admin',
+    ]);
     expect(created.code, created.stderr).toBe(0);
     expect(created.stdout).toMatch(/created user root <root@example\.com> \(site admin\)/);
     expect(created.stdout + created.stderr).not.toContain('a-long-password');
@@ -45,7 +64,11 @@ describe('cli', () => {
     expect(list.stdout).toMatch(new RegExp(`${row.id}\\troot\\troot@example.com\\tadmin`));
 
     // The new administrator can log in over the API.
-    const login = await h.app.inject({ method: 'POST', url: '/v1/auth/login', payload: { email: 'root@example.com', password: 'a-long-password' } });
+    const login = await h.app.inject({
+      method: 'POST',
+      url: '/v1/auth/login',
+      payload: { email: 'root@example.com', password: 'a-long-password' },
+    });
     expect(login.statusCode).toBe(200);
     expect(login.json().user.is_admin).toBe(true);
 
@@ -58,10 +81,18 @@ describe('cli', () => {
   });
 
   it('users create --password-stdin takes the password from standard input', async () => {
-    const created = await cli(['users', 'create', '--username', 'piped', '--email', 'piped@example.com', '--password-stdin'], {}, 'a piped password\n');
+    const created = await cli(
+      ['users', 'create', '--username', 'piped', '--email', 'piped@example.com', '--password-stdin'],
+      {},
+      'a piped password\n',
+    );
     expect(created.code, created.stderr).toBe(0);
     expect(created.stdout + created.stderr).not.toContain('a piped password');
-    const login = await h.app.inject({ method: 'POST', url: '/v1/auth/login', payload: { email: 'piped@example.com', password: 'a piped password' } });
+    const login = await h.app.inject({
+      method: 'POST',
+      url: '/v1/auth/login',
+      payload: { email: 'piped@example.com', password: 'a piped password' },
+    });
     expect(login.statusCode).toBe(200);
     // Neither way of giving the password: a usage error, before the database is opened.
     const neither = await cli(['users', 'create', '--username', 'nopass', '--email', 'nopass@example.com']);
@@ -105,11 +136,18 @@ describe('secret key rotation', () => {
     const scope = { scope: 'application' as const, scopeId: w.app.id };
     const created = await before.create(scope, { name: 'ROTATE_ME', value: 'value-under-old-key', secret: true });
     // A release's frozen configuration is sealed too.
-    const sealedConfig = new SecretBox({ current: parseKey(oldKey), previous: [] }).seal(JSON.stringify({ ROTATE_ME: 'value-under-old-key' }));
+    const sealedConfig = new SecretBox({ current: parseKey(oldKey), previous: [] }).seal(
+      JSON.stringify({ ROTATE_ME: 'value-under-old-key' }),
+    );
     const image = await insertRow(h, 'images', { id: uuidv7(), application_id: w.app.id, version: 1, repository_name: 'r' });
     const env = await h.ctx.db.selectFrom('environments').select('id').where('project_id', '=', w.project.id).executeTakeFirstOrThrow();
     const release = await insertRow(h, 'releases', {
-      id: uuidv7(), application_id: w.app.id, environment_id: env.id, version: 1, image_ref: image, configuration_sealed: sealedConfig,
+      id: uuidv7(),
+      application_id: w.app.id,
+      environment_id: env.id,
+      version: 1,
+      image_ref: image,
+      configuration_sealed: sealedConfig,
     });
 
     // Only values sealed under the old key take part (the harness sealed the world's own secret with its key).

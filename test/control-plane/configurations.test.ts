@@ -4,8 +4,12 @@ import { ConfigurationsService } from '../../src/modules/configurations/configur
 import { call, expectError, seedWorld, type World } from './fixtures.js';
 
 let h: Harness;
-beforeAll(async () => { h = await createHarness(); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await createHarness();
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 const base = (w: World) => `/v1/configurations/${w.app.id}`;
 
@@ -21,8 +25,13 @@ describe('configuration variables', () => {
     const created = await call(h, 'POST', base(w), w.owner, { name: 'API_TOKEN', value: 'tok-123456789', secret: true, buildtime: true });
     expect(created.status).toBe(201);
     expect(created.body).toEqual({
-      id: expect.any(String), name: 'API_TOKEN', value: '**secret**', secret: true, buildtime: true,
-      created: expect.any(String), updated: expect.any(String),
+      id: expect.any(String),
+      name: 'API_TOKEN',
+      value: '**secret**',
+      secret: true,
+      buildtime: true,
+      created: expect.any(String),
+      updated: expect.any(String),
     });
     const row = await h.ctx.db.selectFrom('config_vars').selectAll().where('id', '=', created.body.id).executeTakeFirstOrThrow();
     expect(row.value).toBeNull();
@@ -31,9 +40,16 @@ describe('configuration variables', () => {
 
     const list = await call(h, 'GET', base(w), w.owner);
     expect(list.body.map((v: any) => [v.name, v.value])).toEqual([
-      ['API_TOKEN', '**secret**'], ['DATABASE_PASSWORD', '**secret**'], ['LOG_LEVEL', 'debug'],
+      ['API_TOKEN', '**secret**'],
+      ['DATABASE_PASSWORD', '**secret**'],
+      ['LOG_LEVEL', 'debug'],
     ]);
-    expect((await call(h, 'GET', `${base(w)}/${w.plainVar.id}`, w.owner)).body).toMatchObject({ name: 'LOG_LEVEL', value: 'debug', secret: false, buildtime: false });
+    expect((await call(h, 'GET', `${base(w)}/${w.plainVar.id}`, w.owner)).body).toMatchObject({
+      name: 'LOG_LEVEL',
+      value: 'debug',
+      secret: false,
+      buildtime: false,
+    });
     expect((await call(h, 'GET', `${base(w)}/${created.body.id}`, w.owner)).body.value).toBe('**secret**');
 
     const patched = await call(h, 'PATCH', `${base(w)}/${w.plainVar.id}`, w.owner, { value: 'info', buildtime: true });
@@ -68,7 +84,8 @@ describe('configuration variables', () => {
   it('names are validated and unique case-insensitively; values at most 32 KiB', async () => {
     const w = await seedWorld(h);
     expectError(await call(h, 'POST', base(w), w.owner, { name: 'log_level', value: 'x' }), 409);
-    for (const name of ['1ABC', 'A-B', 'A B', '', 'x'.repeat(256)]) expectError(await call(h, 'POST', base(w), w.owner, { name, value: 'x' }), 422);
+    for (const name of ['1ABC', 'A-B', 'A B', '', 'x'.repeat(256)])
+      expectError(await call(h, 'POST', base(w), w.owner, { name, value: 'x' }), 422);
     expectError(await call(h, 'POST', base(w), w.owner, { name: 'BIG', value: 'x'.repeat(32 * 1024 + 1) }), 422);
     expect((await call(h, 'POST', base(w), w.owner, { name: 'BIG', value: 'x'.repeat(32 * 1024) })).status).toBe(201);
     expectError(await call(h, 'POST', base(w), w.owner, { name: 'N', value: 1 }), 422);
@@ -90,7 +107,14 @@ describe('bulk', () => {
   it('sets `variables`: creates new names, updates plain ones, skips existing secrets, reports invalid ones', async () => {
     const w = await seedWorld(h);
     const res = await call(h, 'POST', `${base(w)}/bulk`, w.owner, {
-      variables: { NEW_ONE: 'a', log_level: 'warn', DATABASE_PASSWORD: 'overwrite?', '9BAD': 'x', 'ALSO-BAD': 'y', HUGE: 'z'.repeat(40_000) },
+      variables: {
+        NEW_ONE: 'a',
+        log_level: 'warn',
+        DATABASE_PASSWORD: 'overwrite?',
+        '9BAD': 'x',
+        'ALSO-BAD': 'y',
+        HUGE: 'z'.repeat(40_000),
+      },
     });
     expect(res.status).toBe(200);
     expect(res.body.created).toEqual(['NEW_ONE']);
@@ -128,8 +152,13 @@ describe('bulk', () => {
     expect(res.body.errors.map((e: any) => e.message).join(' ')).toMatch(/line 13/);
     const values = await resolved(w);
     expect(values).toMatchObject({
-      EXPORTED: 'yes', PLAIN: 'hello world', SINGLE: 'literal \\n $HOME # not a comment',
-      DOUBLE: 'line1\nline2\ttab "quoted"', MULTI: 'first\nsecond\nthird', SPACED: 'padded', EMPTY: '',
+      EXPORTED: 'yes',
+      PLAIN: 'hello world',
+      SINGLE: 'literal \\n $HOME # not a comment',
+      DOUBLE: 'line1\nline2\ttab "quoted"',
+      MULTI: 'first\nsecond\nthird',
+      SPACED: 'padded',
+      EMPTY: '',
       URL: 'postgres://u:p@h:5432/db?x=1#frag',
     });
     const list = await call(h, 'GET', base(w), w.owner);
@@ -138,10 +167,15 @@ describe('bulk', () => {
 
   it('marks everything secret when asked, and never echoes the values', async () => {
     const w = await seedWorld(h);
-    const res = await call(h, 'POST', `${base(w)}/bulk`, w.owner, { raw: 'STRIPE_KEY=sk_live_abcdef123456\nOTHER_SECRET="zzz-top-secret"', variables: { THIRD: 'v3-secret-value' }, secret: true });
+    const res = await call(h, 'POST', `${base(w)}/bulk`, w.owner, {
+      raw: 'STRIPE_KEY=sk_live_abcdef123456\nOTHER_SECRET="zzz-top-secret"',
+      variables: { THIRD: 'v3-secret-value' },
+      secret: true,
+    });
     expect(res.body).toEqual({ created: ['STRIPE_KEY', 'OTHER_SECRET', 'THIRD'], updated: [], skipped: [], errors: [] });
     const list = await call(h, 'GET', base(w), w.owner);
-    for (const name of ['STRIPE_KEY', 'OTHER_SECRET', 'THIRD']) expect(list.body.find((v: any) => v.name === name)).toMatchObject({ secret: true, value: '**secret**' });
+    for (const name of ['STRIPE_KEY', 'OTHER_SECRET', 'THIRD'])
+      expect(list.body.find((v: any) => v.name === name)).toMatchObject({ secret: true, value: '**secret**' });
     for (const s of ['sk_live_abcdef123456', 'zzz-top-secret', 'v3-secret-value']) expect(list.raw + res.raw).not.toContain(s);
   });
 

@@ -4,7 +4,14 @@ import { expect } from 'vitest';
 import type { Harness, TestUser } from '../helpers/harness.js';
 
 /** One HTTP call through the app, JSON in and out. */
-export async function call(h: Harness, method: string, url: string, user?: TestUser | null, payload?: unknown, headers: Record<string, string> = {}) {
+export async function call(
+  h: Harness,
+  method: string,
+  url: string,
+  user?: TestUser | null,
+  payload?: unknown,
+  headers: Record<string, string> = {},
+) {
   const res = await h.app.inject({
     method: method as 'GET',
     url,
@@ -12,7 +19,11 @@ export async function call(h: Harness, method: string, url: string, user?: TestU
     ...(payload === undefined ? {} : { payload: payload as object }),
   });
   let body: any = null;
-  try { body = res.json(); } catch { body = res.body; }
+  try {
+    body = res.json();
+  } catch {
+    body = res.body;
+  }
   return { status: res.statusCode, body, headers: res.headers, raw: res.body };
 }
 
@@ -46,7 +57,11 @@ export async function seedWorld(h: Harness, owner?: TestUser): Promise<World> {
   const plain = await call(h, 'POST', `/v1/configurations/${app.body.id}`, owner, { name: 'LOG_LEVEL', value: 'debug' });
   expect(plain.status).toBe(201);
   const secretValue = `s3cr3t-${randomBytes(12).toString('hex')}`;
-  const secret = await call(h, 'POST', `/v1/configurations/${app.body.id}`, owner, { name: 'DATABASE_PASSWORD', value: secretValue, secret: true });
+  const secret = await call(h, 'POST', `/v1/configurations/${app.body.id}`, owner, {
+    name: 'DATABASE_PASSWORD',
+    value: secretValue,
+    secret: true,
+  });
   expect(secret.status).toBe(201);
   return {
     owner,
@@ -72,10 +87,10 @@ export async function snapshotTables(h: Harness): Promise<Record<string, string[
     // Bookkeeping that legitimately changes on any authenticated call.
     if (table_name === 'login_failures') continue;
     // last_used_at of an API key moves on every authenticated call: not a change of state.
-    const { rows } = await sql<{ r: string }>`select (to_jsonb(t) - 'last_used_at')::text as r from ${sql.table(table_name)} t`.execute(h.ctx.db);
-    snapshot[table_name] = rows
-      .map((x) => x.r)
-      .sort();
+    const { rows } = await sql<{ r: string }>`select (to_jsonb(t) - 'last_used_at')::text as r from ${sql.table(table_name)} t`.execute(
+      h.ctx.db,
+    );
+    snapshot[table_name] = rows.map((x) => x.r).sort();
   }
   return snapshot;
 }

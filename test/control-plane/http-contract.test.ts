@@ -10,8 +10,12 @@ import { createHarness, type Harness } from '../helpers/harness.js';
 import { call, expectError, seedWorld } from './fixtures.js';
 
 let h: Harness;
-beforeAll(async () => { h = await createHarness(); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await createHarness();
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 /** Routes deliberately absent from the document. */
 const UNDOCUMENTED = new Set(['GET /v1/openapi.json']);
@@ -29,14 +33,19 @@ describe('OpenAPI', () => {
       const key = `${route.method} ${route.url}`;
       if (UNDOCUMENTED.has(key)) continue;
       const op = doc.paths?.[route.url.replace(/:(\w+)/g, '{$1}')]?.[route.method.toLowerCase()];
-      if (!op) { missing.push(`${key}: not in the document`); continue; }
+      if (!op) {
+        missing.push(`${key}: not in the document`);
+        continue;
+      }
       // Every operation says what it answers; JSON routes describe their success body.
       const success = Object.keys(op.responses ?? {}).filter((s) => s.startsWith('2'));
       if (success.length === 0) missing.push(`${key}: no success response documented`);
-      if (route.method !== 'DELETE' && !route.public && !success.some((s) => op.responses[s].content)) missing.push(`${key}: success response has no schema`);
+      if (route.method !== 'DELETE' && !route.public && !success.some((s) => op.responses[s].content))
+        missing.push(`${key}: success response has no schema`);
       if (!route.public && !op.responses?.['401']) missing.push(`${key}: 401 not documented`);
       for (const param of route.url.matchAll(/:(\w+)/g)) {
-        if (!op.parameters?.some((p: any) => p.in === 'path' && p.name === param[1])) missing.push(`${key}: path parameter ${param[1]} not documented`);
+        if (!op.parameters?.some((p: any) => p.in === 'path' && p.name === param[1]))
+          missing.push(`${key}: path parameter ${param[1]} not documented`);
       }
     }
     expect(missing, missing.join('\n')).toEqual([]);
@@ -45,7 +54,8 @@ describe('OpenAPI', () => {
 
   it('/docs renders the document', async () => {
     const res = await h.app.inject({ method: 'GET', url: '/docs' });
-    const page = res.statusCode === 302 ? await h.app.inject({ method: 'GET', url: String(res.headers.location).replace(/^\.\//, '/docs/') }) : res;
+    const page =
+      res.statusCode === 302 ? await h.app.inject({ method: 'GET', url: String(res.headers.location).replace(/^\.\//, '/docs/') }) : res;
     expect(page.statusCode).toBe(200);
     expect(page.headers['content-type']).toMatch(/text\/html/);
     expect(page.body).toMatch(/swagger-ui/i);
@@ -74,7 +84,12 @@ describe('errors', () => {
 
   it('an unsupported media type is 415', async () => {
     const user = await h.user();
-    const res = await h.app.inject({ method: 'POST', url: '/v1/organizations', headers: { ...user.headers, 'content-type': 'application/xml' }, payload: '<name>x</name>' });
+    const res = await h.app.inject({
+      method: 'POST',
+      url: '/v1/organizations',
+      headers: { ...user.headers, 'content-type': 'application/xml' },
+      payload: '<name>x</name>',
+    });
     expect(res.statusCode).toBe(415);
     expect(res.json()).toMatchObject({ status: 415, message: expect.any(String) });
   });
@@ -82,16 +97,22 @@ describe('errors', () => {
   it('malformed ids and slugs in paths answer 404, like unknown ones', async () => {
     const w = await seedWorld(h);
     for (const url of [
-      '/v1/configurations/not-a-uuid', `/v1/configurations/${w.app.id}/123`, '/v1/organizations/UPPER_case',
-      `/v1/applications/${w.org.slug}/${w.project.slug}/-bad-`, `/v1/organizations/${'a'.repeat(64)}`,
-    ]) expectError(await call(h, 'GET', url, w.owner), 404);
+      '/v1/configurations/not-a-uuid',
+      `/v1/configurations/${w.app.id}/123`,
+      '/v1/organizations/UPPER_case',
+      `/v1/applications/${w.org.slug}/${w.project.slug}/-bad-`,
+      `/v1/organizations/${'a'.repeat(64)}`,
+    ])
+      expectError(await call(h, 'GET', url, w.owner), 404);
   });
 
   it('validation errors list their fields; no error carries a stack or SQL', async () => {
     const user = await h.user();
     const res = await call(h, 'POST', '/v1/organizations', user, { name: 5, extra: true });
     expectError(res, 422);
-    expect(res.body.errors).toEqual(expect.arrayContaining([expect.objectContaining({ field: expect.any(String), message: expect.any(String) })]));
+    expect(res.body.errors).toEqual(
+      expect.arrayContaining([expect.objectContaining({ field: expect.any(String), message: expect.any(String) })]),
+    );
     for (const text of [res.raw, (await call(h, 'POST', '/v1/projects', user, { name: 'x', organization_id: 'nope' })).raw]) {
       expect(text).not.toMatch(/\n\s+at |node_modules|select |insert into/i);
     }
@@ -124,28 +145,37 @@ describe('JSON bodies', () => {
     const bob = await h.user();
     await call(h, 'POST', `/v1/organizations/${w.org.slug}/members`, w.owner, { username: bob.username });
     const res = await h.app.inject({
-      method: 'POST', url: `/v1/organizations/${w.org.slug}/members/${bob.id}/toggle-admin`,
+      method: 'POST',
+      url: `/v1/organizations/${w.org.slug}/members/${bob.id}/toggle-admin`,
       headers: { ...w.owner.headers, 'content-type': 'application/json' },
     });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ ok: true, admin: true });
     const del = await h.app.inject({
-      method: 'DELETE', url: `/v1/configurations/${w.app.id}/${w.plainVar.id}`,
-      headers: { ...w.owner.headers, 'content-type': 'application/json' }, payload: '  ',
+      method: 'DELETE',
+      url: `/v1/configurations/${w.app.id}/${w.plainVar.id}`,
+      headers: { ...w.owner.headers, 'content-type': 'application/json' },
+      payload: '  ',
     });
     expect(del.statusCode).toBe(200);
   });
 
   it('where a body is required, an empty one is 422', async () => {
     const user = await h.user();
-    const res = await h.app.inject({ method: 'POST', url: '/v1/organizations', headers: { ...user.headers, 'content-type': 'application/json' } });
+    const res = await h.app.inject({
+      method: 'POST',
+      url: '/v1/organizations',
+      headers: { ...user.headers, 'content-type': 'application/json' },
+    });
     expectError({ status: res.statusCode, body: res.json() }, 422);
   });
 
   it('prototype poisoning is refused (400)', async () => {
     const user = await h.user();
     const res = await h.app.inject({
-      method: 'POST', url: '/v1/organizations', headers: { ...user.headers, 'content-type': 'application/json' },
+      method: 'POST',
+      url: '/v1/organizations',
+      headers: { ...user.headers, 'content-type': 'application/json' },
       payload: '{"name":"Poison","__proto__":{"admin":true}}',
     });
     expectError({ status: res.statusCode, body: res.json() }, 400);

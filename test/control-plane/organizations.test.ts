@@ -3,8 +3,12 @@ import { createHarness, type Harness, type TestUser } from '../helpers/harness.j
 import { call, expectError, unique } from './fixtures.js';
 
 let h: Harness;
-beforeAll(async () => { h = await createHarness(); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await createHarness();
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 async function newOrg(owner: TestUser, name = unique('Team')) {
   const res = await call(h, 'POST', '/v1/organizations', owner, { name });
@@ -24,10 +28,15 @@ describe('organizations', () => {
     const res = await call(h, 'POST', '/v1/organizations', alice, { name: 'Ünïcode Späce Org!' });
     expect(res.status).toBe(201);
     expect(res.body).toEqual({
-      id: expect.any(String), name: 'Ünïcode Späce Org!', slug: 'unicode-space-org',
+      id: expect.any(String),
+      name: 'Ünïcode Späce Org!',
+      slug: 'unicode-space-org',
       members: [{ user_id: alice.id, username: alice.username, email: alice.email, admin: true }],
-      member_count: 1, project_count: 0, application_count: 0,
-      created: expect.any(String), updated: expect.any(String),
+      member_count: 1,
+      project_count: 0,
+      application_count: 0,
+      created: expect.any(String),
+      updated: expect.any(String),
     });
     const explicit = await call(h, 'POST', '/v1/organizations', alice, { name: 'Whatever', slug: 'my-slug' });
     expect(explicit.body.slug).toBe('my-slug');
@@ -35,7 +44,7 @@ describe('organizations', () => {
     expectError(await call(h, 'POST', '/v1/organizations', alice, { name: '!!!' }), 422);
   });
 
-  it('lists only the caller\'s organizations, with counts computed from the data', async () => {
+  it("lists only the caller's organizations, with counts computed from the data", async () => {
     const owner = await h.user();
     const member = await h.user();
     const outsider = await h.user();
@@ -53,8 +62,12 @@ describe('organizations', () => {
     expect(detail.body.members.map((m: any) => m.username).sort()).toEqual([owner.username, member.username].sort());
 
     // Counts follow the data, not a stored counter.
-    const counted = await h.ctx.db.selectFrom('applications').innerJoin('projects', 'projects.id', 'applications.project_id')
-      .select((eb) => eb.fn.countAll<number>().as('n')).where('projects.organization_id', '=', org.id).executeTakeFirstOrThrow();
+    const counted = await h.ctx.db
+      .selectFrom('applications')
+      .innerJoin('projects', 'projects.id', 'applications.project_id')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('projects.organization_id', '=', org.id)
+      .executeTakeFirstOrThrow();
     expect(counted.n).toBe(3);
 
     expect((await call(h, 'GET', '/v1/organizations', outsider)).body).toEqual([]);
@@ -72,7 +85,10 @@ describe('members', () => {
     const org = await newOrg(owner);
     const added = await addMember(owner, org.slug, bob);
     expect(added.members).toContainEqual({ user_id: bob.id, username: bob.username, email: bob.email, admin: false });
-    const byEmail = await call(h, 'POST', `/v1/organizations/${org.slug}/members`, owner, { username: carol.email.toUpperCase(), admin: true });
+    const byEmail = await call(h, 'POST', `/v1/organizations/${org.slug}/members`, owner, {
+      username: carol.email.toUpperCase(),
+      admin: true,
+    });
     expect(byEmail.status).toBe(200);
     expect(byEmail.body.members).toContainEqual(expect.objectContaining({ user_id: carol.id, admin: true }));
     expect(byEmail.body.member_count).toBe(3);
@@ -92,7 +108,12 @@ describe('members', () => {
     expectError(await call(h, 'POST', `/v1/organizations/${org.slug}/members/${bob.id}/toggle-admin`, bob), 403);
     expectError(await call(h, 'DELETE', `/v1/organizations/${org.slug}/members/${owner.id}`, bob), 403);
     const members = await h.ctx.db.selectFrom('memberships').selectAll().where('organization_id', '=', org.id).execute();
-    expect(members.map((m) => [m.user_id, m.admin]).sort()).toEqual([[owner.id, true], [bob.id, false]].sort());
+    expect(members.map((m) => [m.user_id, m.admin]).sort()).toEqual(
+      [
+        [owner.id, true],
+        [bob.id, false],
+      ].sort(),
+    );
   });
 
   it('toggle-admin flips the flag; a plain member may leave; admins remove members', async () => {
@@ -102,10 +123,19 @@ describe('members', () => {
     const org = await newOrg(owner);
     await addMember(owner, org.slug, bob);
     await addMember(owner, org.slug, carol);
-    expect((await call(h, 'POST', `/v1/organizations/${org.slug}/members/${bob.id}/toggle-admin`, owner)).body).toEqual({ ok: true, admin: true });
+    expect((await call(h, 'POST', `/v1/organizations/${org.slug}/members/${bob.id}/toggle-admin`, owner)).body).toEqual({
+      ok: true,
+      admin: true,
+    });
     // Bob is an admin now, so he can demote the owner (there are two admins).
-    expect((await call(h, 'POST', `/v1/organizations/${org.slug}/members/${owner.id}/toggle-admin`, bob)).body).toEqual({ ok: true, admin: false });
-    expect((await call(h, 'POST', `/v1/organizations/${org.slug}/members/${owner.id}/toggle-admin`, bob)).body).toEqual({ ok: true, admin: true });
+    expect((await call(h, 'POST', `/v1/organizations/${org.slug}/members/${owner.id}/toggle-admin`, bob)).body).toEqual({
+      ok: true,
+      admin: false,
+    });
+    expect((await call(h, 'POST', `/v1/organizations/${org.slug}/members/${owner.id}/toggle-admin`, bob)).body).toEqual({
+      ok: true,
+      admin: true,
+    });
     // Carol leaves on her own.
     expect((await call(h, 'DELETE', `/v1/organizations/${org.slug}/members/${carol.id}`, carol)).body).toEqual({ ok: true });
     expectError(await call(h, 'GET', `/v1/organizations/${org.slug}`, carol), 403);
@@ -124,7 +154,12 @@ describe('members', () => {
     await addMember(owner, org.slug, bob);
     expectError(await call(h, 'POST', `/v1/organizations/${org.slug}/members/${owner.id}/toggle-admin`, owner), 409);
     expectError(await call(h, 'DELETE', `/v1/organizations/${org.slug}/members/${owner.id}`, owner), 409);
-    const rows = await h.ctx.db.selectFrom('memberships').selectAll().where('organization_id', '=', org.id).where('admin', '=', true).execute();
+    const rows = await h.ctx.db
+      .selectFrom('memberships')
+      .selectAll()
+      .where('organization_id', '=', org.id)
+      .where('admin', '=', true)
+      .execute();
     expect(rows.map((r) => r.user_id)).toEqual([owner.id]);
   });
 
@@ -135,16 +170,21 @@ describe('members', () => {
         const b = await h.user();
         const org = await newOrg(a);
         await addMember(a, org.slug, b, true);
-        const act = (caller: TestUser, target: TestUser) => action === 'toggle'
-          ? call(h, 'POST', `/v1/organizations/${org.slug}/members/${target.id}/toggle-admin`, caller)
-          : call(h, 'DELETE', `/v1/organizations/${org.slug}/members/${target.id}`, caller);
+        const act = (caller: TestUser, target: TestUser) =>
+          action === 'toggle'
+            ? call(h, 'POST', `/v1/organizations/${org.slug}/members/${target.id}/toggle-admin`, caller)
+            : call(h, 'DELETE', `/v1/organizations/${org.slug}/members/${target.id}`, caller);
         const results = await Promise.all([act(a, b), act(b, a)]);
         const statuses = results.map((r) => r.status).sort();
         // One wins; the other finds itself the last admin (409) or, once removed, no longer a member (403).
         expect(statuses[0]).toBe(200);
         expect([403, 409]).toContain(statuses[1]);
-        const admins = await h.ctx.db.selectFrom('memberships').select('user_id')
-          .where('organization_id', '=', org.id).where('admin', '=', true).execute();
+        const admins = await h.ctx.db
+          .selectFrom('memberships')
+          .select('user_id')
+          .where('organization_id', '=', org.id)
+          .where('admin', '=', true)
+          .execute();
         expect(admins).toHaveLength(1);
       }
     }

@@ -3,8 +3,12 @@ import { createHarness, type Harness } from '../helpers/harness.js';
 import { call, expectError, seedWorld, unique } from './fixtures.js';
 
 let h: Harness;
-beforeAll(async () => { h = await createHarness(); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await createHarness();
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 describe('projects', () => {
   it('create, detail and list, with application counts; every project starts with production', async () => {
@@ -13,9 +17,15 @@ describe('projects', () => {
     const created = await call(h, 'POST', '/v1/projects', owner, { name: 'Storefront', organization_id: org.body.id });
     expect(created.status).toBe(201);
     expect(created.body).toEqual({
-      id: expect.any(String), name: 'Storefront', slug: 'storefront',
-      organization_id: org.body.id, organization_slug: org.body.slug, organization_name: org.body.name,
-      application_count: 0, created: expect.any(String), updated: expect.any(String),
+      id: expect.any(String),
+      name: 'Storefront',
+      slug: 'storefront',
+      organization_id: org.body.id,
+      organization_slug: org.body.slug,
+      organization_name: org.body.name,
+      application_count: 0,
+      created: expect.any(String),
+      updated: expect.any(String),
     });
     const envs = await h.ctx.db.selectFrom('environments').selectAll().where('project_id', '=', created.body.id).execute();
     expect(envs.map((e) => [e.slug, e.env_type])).toEqual([['production', 'production']]);
@@ -24,10 +34,17 @@ describe('projects', () => {
     const detail = await call(h, 'GET', `/v1/projects/${org.body.slug}/storefront`, owner);
     expect(detail.body).toMatchObject({ id: created.body.id, application_count: 1, organization_name: org.body.name });
     const list = await call(h, 'GET', '/v1/projects', owner);
-    expect(list.body).toEqual([{
-      id: created.body.id, name: 'Storefront', slug: 'storefront', organization_id: org.body.id,
-      organization_slug: org.body.slug, application_count: 1, created: created.body.created,
-    }]);
+    expect(list.body).toEqual([
+      {
+        id: created.body.id,
+        name: 'Storefront',
+        slug: 'storefront',
+        organization_id: org.body.id,
+        organization_slug: org.body.slug,
+        application_count: 1,
+        created: created.body.created,
+      },
+    ]);
   });
 
   it('slugs are unique per organization only', async () => {
@@ -46,7 +63,10 @@ describe('projects', () => {
     expectError(await call(h, 'POST', '/v1/projects', outsider, { name: 'Sneaky', organization_id: w.org.id }), 403);
     expectError(await call(h, 'GET', `/v1/projects/${w.org.slug}/${w.project.slug}`, outsider), 403);
     expectError(await call(h, 'GET', `/v1/projects/${w.org.slug}/nope`, w.owner), 404);
-    expectError(await call(h, 'POST', '/v1/projects', w.owner, { name: 'X', organization_id: '0190b6a4-7c3e-7000-8000-000000000000' }), 404);
+    expectError(
+      await call(h, 'POST', '/v1/projects', w.owner, { name: 'X', organization_id: '0190b6a4-7c3e-7000-8000-000000000000' }),
+      404,
+    );
     expect((await call(h, 'GET', '/v1/projects', outsider)).body).toEqual([]);
   });
 });

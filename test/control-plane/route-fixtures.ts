@@ -25,13 +25,16 @@ export interface RouteWorld extends World {
   deploymentId: string | null;
   envDeployId: string | null;
   runId: string | null;
+  domainId: string | null;
   /** One variable per configuration scope (ids). */
   scopedVars: { organization: string; project: string; environment: string; team: string | null };
 }
 
 async function tableExists(h: Harness, table: string): Promise<boolean> {
   const { rows } = await sql<{ n: number }>`
-    select count(*)::int as n from information_schema.tables where table_schema = current_schema() and table_name = ${table}`.execute(h.ctx.db);
+    select count(*)::int as n from information_schema.tables where table_schema = current_schema() and table_name = ${table}`.execute(
+    h.ctx.db,
+  );
   return (rows[0]?.n ?? 0) > 0;
 }
 
@@ -54,14 +57,21 @@ export async function insertRow(h: Harness, table: string, values: Record<string
     else row[c.column_name] = 'x';
   }
   const names = Object.keys(row);
-  await sql`insert into ${sql.table(table)} (${sql.join(names.map((n) => sql.ref(n)))}) values (${sql.join(names.map((n) => row[n]))})`.execute(h.ctx.db);
+  await sql`insert into ${sql.table(table)} (${sql.join(names.map((n) => sql.ref(n)))}) values (${sql.join(names.map((n) => row[n]))})`.execute(
+    h.ctx.db,
+  );
   return String(row.id);
 }
 
 /** A world with one of everything a route can name, in one organization. */
 export async function seedRouteWorld(h: Harness): Promise<RouteWorld> {
   const w = await seedWorld(h);
-  const env = await h.ctx.db.selectFrom('environments').select('id').where('project_id', '=', w.project.id).where('slug', '=', 'production').executeTakeFirstOrThrow();
+  const env = await h.ctx.db
+    .selectFrom('environments')
+    .select('id')
+    .where('project_id', '=', w.project.id)
+    .where('slug', '=', 'production')
+    .executeTakeFirstOrThrow();
   const key = await h.ctx.db.selectFrom('api_keys').select('id').where('user_id', '=', w.owner.id).executeTakeFirstOrThrow();
   const base = { application_id: w.app.id, environment_id: env.id };
 
@@ -81,23 +91,62 @@ export async function seedRouteWorld(h: Harness): Promise<RouteWorld> {
     team: teamId ? await varAt('team', teamId) : null,
   };
   const imageId = (await tableExists(h, 'images'))
-    ? await insertRow(h, 'images', { id: uuidv7(), application_id: w.app.id, version: 1, repository_name: `${w.org.slug}/${w.project.slug}/${w.app.slug}` })
+    ? await insertRow(h, 'images', {
+        id: uuidv7(),
+        application_id: w.app.id,
+        version: 1,
+        repository_name: `${w.org.slug}/${w.project.slug}/${w.app.slug}`,
+      })
     : null;
-  const releaseId = imageId && (await tableExists(h, 'releases'))
-    ? await insertRow(h, 'releases', { id: uuidv7(), ...base, version: 1, image_ref: imageId })
-    : null;
-  const deploymentId = releaseId && (await tableExists(h, 'deployments'))
-    ? await insertRow(h, 'deployments', { id: uuidv7(), ...base, release_id: releaseId })
-    : null;
+  const releaseId =
+    imageId && (await tableExists(h, 'releases'))
+      ? await insertRow(h, 'releases', { id: uuidv7(), ...base, version: 1, image_ref: imageId })
+      : null;
+  const deploymentId =
+    releaseId && (await tableExists(h, 'deployments'))
+      ? await insertRow(h, 'deployments', { id: uuidv7(), ...base, release_id: releaseId })
+      : null;
   // The environments helper's deploy records: whichever table name it chose.
   let envDeployId: string | null = null;
   for (const table of ['environment_deploys', 'env_deploys']) {
-    if (await tableExists(h, table)) { envDeployId = await insertRow(h, table, { id: uuidv7(), environment_id: env.id }); break; }
+    if (await tableExists(h, table)) {
+      envDeployId = await insertRow(h, table, { id: uuidv7(), environment_id: env.id });
+      break;
+    }
   }
-  const runId = releaseId && (await tableExists(h, 'one_off_runs'))
-    ? await insertRow(h, 'one_off_runs', { id: uuidv7(), ...base, release_id: releaseId, command: 'true', process_type: 'web', timeout_seconds: 60 })
+  const runId =
+    releaseId && (await tableExists(h, 'one_off_runs'))
+      ? await insertRow(h, 'one_off_runs', {
+          id: uuidv7(),
+          ...base,
+          release_id: releaseId,
+          command: 'true',
+          process_type: 'web',
+          timeout_seconds: 60,
+        })
+      : null;
+  const domainId = (await tableExists(h, 'domains'))
+    ? await insertRow(h, 'domains', {
+        id: uuidv7(),
+        ...base,
+        hostname: `${unique('d')}.example.com`,
+        route_hostname: 'x.localhost',
+        verification_token: 'x',
+      })
     : null;
-  return { ...w, environmentId: env.id, apiKeyId: key.id, teamSlug, scopedVars, imageId, releaseId, deploymentId, envDeployId, runId };
+  return {
+    ...w,
+    environmentId: env.id,
+    apiKeyId: key.id,
+    teamSlug,
+    scopedVars,
+    imageId,
+    releaseId,
+    deploymentId,
+    envDeployId,
+    runId,
+    domainId,
+  };
 }
 
 type Fixture = (w: RouteWorld, route: RouteEntry) => string | null;
@@ -132,6 +181,7 @@ export const PARAM_FIXTURES: Record<string, Fixture> = {
   deployment_id: (w) => need(w.deploymentId, 'deployment'),
   deploy_id: (w) => need(w.envDeployId, 'environment deploy'),
   run_id: (w) => need(w.runId, 'one-off run'),
+  domain_id: (w) => need(w.domainId, 'domain'),
   // `id` means what the route's first segment names.
   id: (w, route) => {
     const [, , segment, sub] = route.url.split('/');
@@ -139,7 +189,9 @@ export const PARAM_FIXTURES: Record<string, Fixture> = {
     if (segment === 'images') return need(w.imageId, 'image');
     if (segment === 'releases') return need(w.releaseId, 'release');
     if (segment === 'deployments') return need(w.deploymentId, 'deployment');
-    throw new Error(`route ${route.method} ${route.url}: ':id' is ambiguous here; add a case to PARAM_FIXTURES.id in test/control-plane/route-fixtures.ts`);
+    throw new Error(
+      `route ${route.method} ${route.url}: ':id' is ambiguous here; add a case to PARAM_FIXTURES.id in test/control-plane/route-fixtures.ts`,
+    );
   },
 };
 
@@ -152,7 +204,9 @@ export function fillPath(route: RouteEntry, w: RouteWorld): string {
   return route.url.replace(/:([A-Za-z0-9_]+)/g, (_m, name: string) => {
     const fixture = PARAM_FIXTURES[name];
     if (!fixture) {
-      throw new Error(`route ${route.method} ${route.url} has path parameter ':${name}' with no fixture: add one to PARAM_FIXTURES in test/control-plane/route-fixtures.ts`);
+      throw new Error(
+        `route ${route.method} ${route.url} has path parameter ':${name}' with no fixture: add one to PARAM_FIXTURES in test/control-plane/route-fixtures.ts`,
+      );
     }
     return encodeURIComponent(fixture(w, route)!);
   });
@@ -163,6 +217,7 @@ export const SAMPLE_BODIES: Record<string, (w: RouteWorld) => unknown> = {
   'POST /v1/auth/login': () => ({ email: 'nobody@example.com', password: 'nothing' }),
   'POST /v1/auth/api-keys': () => ({ name: 'sample' }),
   'POST /v1/users': () => ({ username: unique('sample'), email: `${unique('sample')}@example.com`, password: 'sample-password' }),
+  'POST /v1/applications/:application_id/domains': () => ({ hostname: `${unique('sample')}.example.org` }),
   'POST /v1/organizations': () => ({ name: unique('Sample') }),
   'POST /v1/applications/:application_id/runs': () => ({ command: 'true' }),
   'POST /v1/organizations/:org_slug/members': () => ({ username: 'nobody-at-all' }),
@@ -194,3 +249,24 @@ export function sampleBody(route: RouteEntry, w: RouteWorld): unknown {
   // A body whose fields are all optional accepts an empty object.
   return route.method === 'POST' || route.method === 'PATCH' || route.method === 'PUT' ? {} : undefined;
 }
+
+/**
+ * Writes a plain member may still make while the world's `production` is protected, and
+ * why each reaches no protected environment. Every other non-GET route must answer 403 to
+ * a plain member (docs/api-decisions.md, "Protected environments"). ROUTE AUTHORS: a new
+ * write route is refused by default; list it here only if it cannot change what a
+ * protected environment runs.
+ */
+export const MEMBER_WRITES_BESIDE_PROTECTED: Record<string, string> = {
+  'POST /v1/auth/login': 'logs in',
+  'POST /v1/auth/logout': "ends the caller's own session",
+  'POST /v1/auth/api-keys': "the caller's own key",
+  'DELETE /v1/auth/api-keys/:id': "the caller's own key",
+  'POST /v1/organizations': 'a new organization',
+  'POST /v1/workspaces': 'a new workspace',
+  'POST /v1/projects': 'a new project (its production starts unprotected)',
+  'POST /v1/workspaces/:workspace/projects/:project/envs': 'a new environment (creating a protected one needs an admin)',
+  'PATCH /v1/workspaces/:workspace/projects/:project': 'renaming; moving the project to another team needs an admin',
+  'POST /v1/integrations/github/hooks': 'public: authenticated by its signature, not by membership',
+  'POST /v1/integrations/docker/auth': 'public: issues a registry token for the caller',
+};

@@ -17,40 +17,65 @@ let database: Awaited<ReturnType<typeof freshDatabase>>;
 let dataDir: string;
 const running = new Set<ChildProcess>();
 
-interface Server { url: string; output: () => string; stop: () => Promise<number | null> }
+interface Server {
+  url: string;
+  output: () => string;
+  stop: () => Promise<number | null>;
+}
 
 async function startServer(): Promise<Server> {
   // node with the tsx loader (not the tsx wrapper) so the exit code is the server's own.
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
     env: {
-      PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp',
-      DATABASE_URL: database.url, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', ROUTER_PORT: '0',
-      ADMIN_EMAIL: ADMIN.email, ADMIN_PASSWORD: ADMIN.password, LOG_LEVEL: 'info',
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/tmp',
+      DATABASE_URL: database.url,
+      DATA_DIR: dataDir,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      ROUTER_PORT: '0',
+      ADMIN_EMAIL: ADMIN.email,
+      ADMIN_PASSWORD: ADMIN.password,
+      LOG_LEVEL: 'info',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   running.add(child);
   let output = '';
-  child.stdout!.on('data', (d) => { output += d; });
-  child.stderr!.on('data', (d) => { output += d; });
+  child.stdout!.on('data', (d) => {
+    output += d;
+  });
+  child.stderr!.on('data', (d) => {
+    output += d;
+  });
   const url = await new Promise<string>((ok, fail) => {
     const timer = setTimeout(() => fail(new Error(`server did not start:\n${output}`)), 45_000);
     const check = () => {
       const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
-      if (m) { clearTimeout(timer); ok(m[1]!); }
+      if (m) {
+        clearTimeout(timer);
+        ok(m[1]!);
+      }
     };
     child.stdout!.on('data', check);
     child.stderr!.on('data', check);
-    child.on('exit', (code) => { clearTimeout(timer); fail(new Error(`server exited with ${code}:\n${output}`)); });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      fail(new Error(`server exited with ${code}:\n${output}`));
+    });
   });
   return {
     url,
     output: () => output,
-    stop: () => new Promise((done) => {
-      child.once('exit', (code) => { running.delete(child); done(code); });
-      child.kill('SIGTERM');
-    }),
+    stop: () =>
+      new Promise((done) => {
+        child.once('exit', (code) => {
+          running.delete(child);
+          done(code);
+        });
+        child.kill('SIGTERM');
+      }),
   };
 }
 
@@ -70,7 +95,9 @@ describe('the server process', () => {
     expect(server.output()).toMatch(/created administrator admin <admin@example\.com>/);
 
     const login = await fetch(`${server.url}/v1/auth/login`, {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ADMIN),
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(ADMIN),
     });
     expect(login.status).toBe(200);
     const setCookie = login.headers.get('set-cookie')!;
@@ -79,15 +106,27 @@ describe('the server process', () => {
     const token = cookie.split('=')[1]!;
 
     const keyRes = await fetch(`${server.url}/v1/auth/api-keys`, {
-      method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'server-test' }),
+      method: 'POST',
+      headers: { cookie, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'server-test' }),
     });
-    const apiKey = (await keyRes.json() as { key: string }).key;
+    const apiKey = ((await keyRes.json()) as { key: string }).key;
     const headers = { 'x-api-key': apiKey, 'content-type': 'application/json' };
-    const org = await (await fetch(`${server.url}/v1/organizations`, { method: 'POST', headers, body: JSON.stringify({ name: 'Persisted' }) })).json() as any;
-    const project = await (await fetch(`${server.url}/v1/projects`, { method: 'POST', headers, body: JSON.stringify({ name: 'P', organization_id: org.id }) })).json() as any;
-    const app = await (await fetch(`${server.url}/v1/applications`, { method: 'POST', headers, body: JSON.stringify({ name: 'A', project_id: project.id }) })).json() as any;
+    const org = (await (
+      await fetch(`${server.url}/v1/organizations`, { method: 'POST', headers, body: JSON.stringify({ name: 'Persisted' }) })
+    ).json()) as any;
+    const project = (await (
+      await fetch(`${server.url}/v1/projects`, { method: 'POST', headers, body: JSON.stringify({ name: 'P', organization_id: org.id }) })
+    ).json()) as any;
+    const app = (await (
+      await fetch(`${server.url}/v1/applications`, { method: 'POST', headers, body: JSON.stringify({ name: 'A', project_id: project.id }) })
+    ).json()) as any;
     const secret = 'server-test-secret-value-93f1';
-    const created = await fetch(`${server.url}/v1/configurations/${app.id}`, { method: 'POST', headers, body: JSON.stringify({ name: 'TOKEN', value: secret, secret: true }) });
+    const created = await fetch(`${server.url}/v1/configurations/${app.id}`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ name: 'TOKEN', value: secret, secret: true }),
+    });
     expect(created.status).toBe(201);
 
     const code = await server.stop();
@@ -99,9 +138,9 @@ describe('the server process', () => {
     // Start again on the same database: nothing is lost, the admin is not created twice.
     const again = await startServer();
     expect(again.output()).not.toMatch(/created administrator/);
-    const orgs = await (await fetch(`${again.url}/v1/organizations`, { headers })).json() as any[];
+    const orgs = (await (await fetch(`${again.url}/v1/organizations`, { headers })).json()) as any[];
     expect(orgs.map((o) => o.slug)).toEqual(['persisted']);
-    const vars = await (await fetch(`${again.url}/v1/configurations/${app.id}`, { headers })).json() as any[];
+    const vars = (await (await fetch(`${again.url}/v1/configurations/${app.id}`, { headers })).json()) as any[];
     expect(vars).toEqual([expect.objectContaining({ name: 'TOKEN', value: '**secret**', secret: true })]);
     expect(await again.stop()).toBe(0);
   });
@@ -119,20 +158,35 @@ async function freePort(): Promise<number> {
 }
 
 function alive(pid: number): boolean {
-  try { process.kill(pid, 0); return true; } catch { return false; }
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Runs src/main.ts with exactly `env` (plus PATH/HOME); resolves once it listens or exits. */
 function runMain(env: Record<string, string>) {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   running.add(child);
   let output = '';
-  child.stdout!.on('data', (d) => { output += d; });
-  child.stderr!.on('data', (d) => { output += d; });
-  const exited = new Promise<number | null>((done) => child.on('exit', (code) => { running.delete(child); done(code); }));
+  child.stdout!.on('data', (d) => {
+    output += d;
+  });
+  child.stderr!.on('data', (d) => {
+    output += d;
+  });
+  const exited = new Promise<number | null>((done) =>
+    child.on('exit', (code) => {
+      running.delete(child);
+      done(code);
+    }),
+  );
   const ready = new Promise<string | null>((ok) => {
     const check = () => {
       const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
@@ -149,15 +203,30 @@ describe('the server process with the embedded PostgreSQL', () => {
   it('after a kill -9, the next start takes over the orphaned database and stops it on SIGTERM; a failed start leaves nothing running', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'slipway-embedded-test-'));
     try {
-      const env = { DATA_DIR: dir, PORT: '0', ROUTER_PORT: '0', EMBEDDED_PG_PORT: String(await freePort()), ADMIN_EMAIL: ADMIN.email, ADMIN_PASSWORD: ADMIN.password };
+      const env = {
+        DATA_DIR: dir,
+        PORT: '0',
+        ROUTER_PORT: '0',
+        EMBEDDED_PG_PORT: String(await freePort()),
+        ADMIN_EMAIL: ADMIN.email,
+        ADMIN_PASSWORD: ADMIN.password,
+      };
       const postmasterPid = () => Number(readFileSync(join(dir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
 
       const first = runMain(env);
       const url = await first.ready;
       expect(url, first.output().slice(-3000)).toBeTruthy();
-      const login = await fetch(`${url}/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ADMIN) });
+      const login = await fetch(`${url}/v1/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(ADMIN),
+      });
       const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
-      const created = await fetch(`${url}/v1/organizations`, { method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Survives' }) });
+      const created = await fetch(`${url}/v1/organizations`, {
+        method: 'POST',
+        headers: { cookie, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'Survives' }),
+      });
       expect(created.status).toBe(201);
       const orphan = postmasterPid();
       first.child.kill('SIGKILL');
@@ -167,8 +236,14 @@ describe('the server process with the embedded PostgreSQL', () => {
       const second = runMain(env);
       const url2 = await second.ready;
       expect(url2, second.output().slice(-3000)).toBeTruthy();
-      const login2 = await fetch(`${url2}/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ADMIN) });
-      const orgs = await (await fetch(`${url2}/v1/organizations`, { headers: { cookie: login2.headers.get('set-cookie')!.split(';')[0]! } })).json() as Array<{ slug: string }>;
+      const login2 = await fetch(`${url2}/v1/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(ADMIN),
+      });
+      const orgs = (await (
+        await fetch(`${url2}/v1/organizations`, { headers: { cookie: login2.headers.get('set-cookie')!.split(';')[0]! } })
+      ).json()) as Array<{ slug: string }>;
       expect(orgs.map((o) => o.slug)).toEqual(['survives']);
       const adopted = postmasterPid();
       expect(alive(orphan)).toBe(false);
@@ -198,13 +273,20 @@ describe('the server process with the embedded PostgreSQL', () => {
   it('invalid variables stop the start naming each one, with the values a choice allows', async () => {
     const run = runMain({ DATA_DIR: dataDir, PORT: 'abc', LOG_LEVEL: 'verbose', SLIPWAY_ROLE: 'both' });
     expect(await run.exited).toBe(1);
-    expect(run.output().trim()).toBe('Invalid configuration: PORT: must be integer; LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent; '
-      + 'SLIPWAY_ROLE: must be one of all, api, worker');
+    expect(run.output().trim()).toBe(
+      'Invalid configuration: PORT: must be integer; LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent; ' +
+        'SLIPWAY_ROLE: must be one of all, api, worker',
+    );
   }, 60_000);
 
   it('an unreachable DATABASE_URL stops the start with one line naming the database (no password, no stack)', async () => {
     const port = await freePort();
-    const run = runMain({ DATABASE_URL: `postgres://slipway:pw-not-shown@127.0.0.1:${port}/nowhere`, DATA_DIR: dataDir, PORT: '0', ROUTER_PORT: '0' });
+    const run = runMain({
+      DATABASE_URL: `postgres://slipway:pw-not-shown@127.0.0.1:${port}/nowhere`,
+      DATA_DIR: dataDir,
+      PORT: '0',
+      ROUTER_PORT: '0',
+    });
     expect(await run.exited).toBe(1);
     expect(run.output()).toContain(`Slipway could not start: cannot use the database 127.0.0.1:${port}/nowhere: connect ECONNREFUSED`);
     expect(run.output()).not.toContain('pw-not-shown');
@@ -212,19 +294,40 @@ describe('the server process with the embedded PostgreSQL', () => {
   }, 60_000);
 
   it('RUNTIME=kubernetes without a readable kubeconfig or a reachable API server stops the start in one line', async () => {
-    const missing = runMain({ DATABASE_URL: database.url, DATA_DIR: dataDir, PORT: '0', ROUTER_PORT: '0', RUNTIME: 'kubernetes', KUBECONFIG: join(dataDir, 'no-such-kubeconfig') });
+    const missing = runMain({
+      DATABASE_URL: database.url,
+      DATA_DIR: dataDir,
+      PORT: '0',
+      ROUTER_PORT: '0',
+      RUNTIME: 'kubernetes',
+      KUBECONFIG: join(dataDir, 'no-such-kubeconfig'),
+    });
     expect(await missing.exited).toBe(1);
-    expect(missing.output()).toContain(`Slipway could not start: RUNTIME=kubernetes: cannot read the cluster credentials from KUBECONFIG ${join(dataDir, 'no-such-kubeconfig')}`);
+    expect(missing.output()).toContain(
+      `Slipway could not start: RUNTIME=kubernetes: cannot read the cluster credentials from KUBECONFIG ${join(dataDir, 'no-such-kubeconfig')}`,
+    );
 
     const port = await freePort();
     const kubeconfig = join(dataDir, 'kubeconfig');
-    writeFileSync(kubeconfig, JSON.stringify({
-      apiVersion: 'v1', kind: 'Config', 'current-context': 'c',
-      clusters: [{ name: 'k', cluster: { server: `https://127.0.0.1:${port}` } }],
-      users: [{ name: 'u', user: { token: 'token-not-shown' } }],
-      contexts: [{ name: 'c', context: { cluster: 'k', user: 'u' } }],
-    }));
-    const unreachable = runMain({ DATABASE_URL: database.url, DATA_DIR: dataDir, PORT: '0', ROUTER_PORT: '0', RUNTIME: 'kubernetes', KUBECONFIG: kubeconfig });
+    writeFileSync(
+      kubeconfig,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        'current-context': 'c',
+        clusters: [{ name: 'k', cluster: { server: `https://127.0.0.1:${port}` } }],
+        users: [{ name: 'u', user: { token: 'token-not-shown' } }],
+        contexts: [{ name: 'c', context: { cluster: 'k', user: 'u' } }],
+      }),
+    );
+    const unreachable = runMain({
+      DATABASE_URL: database.url,
+      DATA_DIR: dataDir,
+      PORT: '0',
+      ROUTER_PORT: '0',
+      RUNTIME: 'kubernetes',
+      KUBECONFIG: kubeconfig,
+    });
     expect(await unreachable.exited).toBe(1);
     expect(unreachable.output()).toContain(`Slipway could not start: Kubernetes API server https://127.0.0.1:${port} is not reachable`);
     expect(unreachable.output()).not.toContain('token-not-shown');

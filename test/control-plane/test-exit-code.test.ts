@@ -9,9 +9,15 @@ const vitest = resolve(root, 'node_modules/vitest/vitest.mjs');
 function runFixture(name: string) {
   const env = { ...process.env };
   delete env.DATABASE_URL; // the nested run must not touch the template database of this run
-  delete env.VITEST; delete env.VITEST_WORKER_ID; delete env.VITEST_POOL_ID; delete env.NODE_ENV;
-  const r = spawnSync(process.execPath, [vitest, 'run', '--config', 'test/fixtures/exit-code/vitest.config.ts', `test/fixtures/exit-code/${name}.spec.ts`],
-    { cwd: root, env, encoding: 'utf8', timeout: 90_000 });
+  delete env.VITEST;
+  delete env.VITEST_WORKER_ID;
+  delete env.VITEST_POOL_ID;
+  delete env.NODE_ENV;
+  const r = spawnSync(
+    process.execPath,
+    [vitest, 'run', '--config', 'test/fixtures/exit-code/vitest.config.ts', `test/fixtures/exit-code/${name}.spec.ts`],
+    { cwd: root, env, encoding: 'utf8', timeout: 90_000 },
+  );
   return { status: r.status, output: `${r.stdout}${r.stderr}` };
 }
 

@@ -3,32 +3,53 @@ import { createHarness, type Harness } from '../helpers/harness.js';
 import { call, expectError, unique } from './fixtures.js';
 
 let h: Harness;
-beforeAll(async () => { h = await createHarness(); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await createHarness();
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 describe('/v1/users (site administrators)', () => {
   it('an admin creates and lists users; the new user can log in', async () => {
     const admin = await h.user({ admin: true });
     const username = unique('dev');
-    const created = await call(h, 'POST', '/v1/users', admin, { username, email: `${username}@Example.com`, password: 'correct horse battery' });
+    const created = await call(h, 'POST', '/v1/users', admin, {
+      username,
+      email: `${username}@Example.com`,
+      password: 'correct horse battery',
+    });
     expect(created.status).toBe(201);
     expect(created.body).toEqual({
-      id: expect.any(String), username, email: `${username}@example.com`, is_admin: false,
-      created: expect.any(String), updated: expect.any(String),
+      id: expect.any(String),
+      username,
+      email: `${username}@example.com`,
+      is_admin: false,
+      created: expect.any(String),
+      updated: expect.any(String),
     });
     expect(created.raw).not.toContain('correct horse');
     const list = await call(h, 'GET', '/v1/users', admin);
     expect(list.status).toBe(200);
     expect(list.body.map((u: any) => u.username)).toEqual(expect.arrayContaining([admin.username, username]));
     expect(list.raw).not.toMatch(/password|scrypt/);
-    const login = await h.app.inject({ method: 'POST', url: '/v1/auth/login', payload: { email: `${username}@example.com`, password: 'correct horse battery' } });
+    const login = await h.app.inject({
+      method: 'POST',
+      url: '/v1/auth/login',
+      payload: { email: `${username}@example.com`, password: 'correct horse battery' },
+    });
     expect(login.statusCode).toBe(200);
   });
 
   it('an admin can create another admin', async () => {
     const admin = await h.user({ admin: true });
     const username = unique('ops');
-    const created = await call(h, 'POST', '/v1/users', admin, { username, email: `${username}@example.com`, password: 'longenough', is_admin: true });
+    const created = await call(h, 'POST', '/v1/users', admin, {
+      username,
+      email: `${username}@example.com`,
+      password: 'longenough',
+      is_admin: true,
+    });
     expect(created.body.is_admin).toBe(true);
   });
 
@@ -43,9 +64,21 @@ describe('/v1/users (site administrators)', () => {
   it('duplicate usernames and emails are 409, case-insensitively', async () => {
     const admin = await h.user({ admin: true });
     const username = unique('dup');
-    expect((await call(h, 'POST', '/v1/users', admin, { username, email: `${username}@example.com`, password: 'longenough' })).status).toBe(201);
-    expectError(await call(h, 'POST', '/v1/users', admin, { username: username.toUpperCase(), email: 'other@example.com', password: 'longenough' }), 409);
-    expectError(await call(h, 'POST', '/v1/users', admin, { username: unique('x'), email: `${username.toUpperCase()}@EXAMPLE.com`, password: 'longenough' }), 409);
+    expect((await call(h, 'POST', '/v1/users', admin, { username, email: `${username}@example.com`, password: 'longenough' })).status).toBe(
+      201,
+    );
+    expectError(
+      await call(h, 'POST', '/v1/users', admin, { username: username.toUpperCase(), email: 'other@example.com', password: 'longenough' }),
+      409,
+    );
+    expectError(
+      await call(h, 'POST', '/v1/users', admin, {
+        username: unique('x'),
+        email: `${username.toUpperCase()}@EXAMPLE.com`,
+        password: 'longenough',
+      }),
+      409,
+    );
   });
 
   it('validates username, email and password', async () => {

@@ -24,21 +24,39 @@ const P = '/workspaces/acme/projects/shop';
 const ids: Record<string, string> = {};
 
 const call = (user: TestUser, method: string, url: string, payload?: unknown) =>
-  h.app.inject({ method: method as 'GET', url: `/v1${url}`, headers: user.headers, ...(payload === undefined ? {} : { payload: payload as object }) });
+  h.app.inject({
+    method: method as 'GET',
+    url: `/v1${url}`,
+    headers: user.headers,
+    ...(payload === undefined ? {} : { payload: payload as object }),
+  });
 
 const viaRouter = (host: string) => routerGet(localRuntime(h.ctx).router.port, host);
 
 /** Polls an env deploy until it completes or fails. */
-const settled = (env: string, deployId: string, timeoutMs = 120_000) => waitFor(`env deploy ${deployId}`, async () => {
-  const r = await call(alice, 'GET', `${P}/envs/${env}/deploys/${deployId}`);
-  expect(r.statusCode).toBe(200);
-  const d = r.json();
-  return d.complete || d.error ? d : null;
-}, timeoutMs, 200);
+const settled = (env: string, deployId: string, timeoutMs = 120_000) =>
+  waitFor(
+    `env deploy ${deployId}`,
+    async () => {
+      const r = await call(alice, 'GET', `${P}/envs/${env}/deploys/${deployId}`);
+      expect(r.statusCode).toBe(200);
+      const d = r.json();
+      return d.complete || d.error ? d : null;
+    },
+    timeoutMs,
+    200,
+  );
 
 beforeAll(async () => {
   h = await createHarness(
-    { ROUTER_HOST: '127.0.0.1', ROUTER_PORT: 0, RUNTIME_STOP_GRACE_MS: 2000, ROUTER_DRAIN_TIMEOUT_MS: 2000, PIPELINE_CONCURRENCY: 4, GITHUB_WEBHOOK_SECRET: 'hook-secret' },
+    {
+      ROUTER_HOST: '127.0.0.1',
+      ROUTER_PORT: 0,
+      RUNTIME_STOP_GRACE_MS: 2000,
+      ROUTER_DRAIN_TIMEOUT_MS: 2000,
+      PIPELINE_CONCURRENCY: 4,
+      GITHUB_WEBHOOK_SECRET: 'hook-secret',
+    },
     { jobs: true, runtime: true },
   );
   [alice, carol, bob] = [await h.user(), await h.user(), await h.user()];
@@ -52,7 +70,15 @@ beforeAll(async () => {
   for (const name of ['api', 'web']) {
     const app = (await call(alice, 'POST', '/applications', { name, project_id: project.id })).json();
     ids[name] = app.id;
-    expect((await call(alice, 'PATCH', `/applications/${app.id}/settings`, { github_repository: repo.dir, auto_deploy_branch: 'main', deployment_timeout: 60 })).statusCode).toBe(200);
+    expect(
+      (
+        await call(alice, 'PATCH', `/applications/${app.id}/settings`, {
+          github_repository: repo.dir,
+          auto_deploy_branch: 'main',
+          deployment_timeout: 60,
+        })
+      ).statusCode,
+    ).toBe(200);
     await call(alice, 'POST', `/configurations/${app.id}`, { name: 'SERVICE', value: name });
   }
   expect((await call(alice, 'POST', `${P}/envs`, { name: 'staging', auto_deploy_branch: 'main' })).statusCode).toBe(201);
@@ -73,7 +99,14 @@ describe('environment deploys', () => {
     const res = await call(carol, 'POST', `${P}/envs/staging/deploy`);
     expect(res.statusCode).toBe(202);
     const started = res.json();
-    expect(started).toMatchObject({ environment: 'staging', kind: 'deploy', from: null, complete: false, error: false, status: 'deploying' });
+    expect(started).toMatchObject({
+      environment: 'staging',
+      kind: 'deploy',
+      from: null,
+      complete: false,
+      error: false,
+      status: 'deploying',
+    });
     expect(started.services.map((s: { service: string }) => s.service)).toEqual(['api', 'web']);
     stagingDeploy = started;
 
@@ -127,7 +160,9 @@ describe('environment deploys', () => {
     expect((await viaRouter('api.staging.shop.acme.localhost')).body).toBe('api staging True');
     const list = await call(carol, 'GET', `${P}/envs/staging/deploys`);
     expect(list.json().map((x: { id: string }) => x.id)).toEqual([res.json().id, stagingDeploy.id]);
-    expect((await call(carol, 'GET', `${P}/envs/staging/deploys?per_page=1&page=2`)).json().map((x: { id: string }) => x.id)).toEqual([stagingDeploy.id]);
+    expect((await call(carol, 'GET', `${P}/envs/staging/deploys?per_page=1&page=2`)).json().map((x: { id: string }) => x.id)).toEqual([
+      stagingDeploy.id,
+    ]);
     expect((await call(carol, 'POST', `${P}/envs/staging/deploy?service=nope`)).statusCode).toBe(404);
     expect((await call(carol, 'GET', `${P}/envs/production/deploys/${res.json().id}`)).statusCode).toBe(404);
   });
@@ -150,10 +185,21 @@ describe('environment deploys', () => {
 
     // No build ran: the production release points at the very image staging runs.
     expect(await h.ctx.db.selectFrom('images').select(['id', 'application_id', 'image_id']).execute()).toEqual(imagesBefore);
-    const prodRelease = await h.ctx.db.selectFrom('releases').selectAll().where('id', '=', d.services[0].release_id).executeTakeFirstOrThrow();
-    const stagingCurrent = await h.ctx.db.selectFrom('deployments as dp').innerJoin('releases as r', 'r.id', 'dp.release_id')
-      .select(['r.id', 'r.image_ref', 'r.configuration']).where('dp.application_id', '=', ids.web!).where('dp.environment_id', '=', stagingEnv.id)
-      .where('dp.status', '=', 'complete').orderBy('dp.finished_at', 'desc').limit(1).executeTakeFirstOrThrow();
+    const prodRelease = await h.ctx.db
+      .selectFrom('releases')
+      .selectAll()
+      .where('id', '=', d.services[0].release_id)
+      .executeTakeFirstOrThrow();
+    const stagingCurrent = await h.ctx.db
+      .selectFrom('deployments as dp')
+      .innerJoin('releases as r', 'r.id', 'dp.release_id')
+      .select(['r.id', 'r.image_ref', 'r.configuration'])
+      .where('dp.application_id', '=', ids.web!)
+      .where('dp.environment_id', '=', stagingEnv.id)
+      .where('dp.status', '=', 'complete')
+      .orderBy('dp.finished_at', 'desc')
+      .limit(1)
+      .executeTakeFirstOrThrow();
     expect(prodRelease.image_ref).toBe(stagingCurrent.image_ref);
     expect(prodRelease.configuration).toEqual(stagingCurrent.configuration);
     const detail = await call(alice, 'GET', `/releases/${prodRelease.id}/detail`);
@@ -189,10 +235,30 @@ describe('environment deploys', () => {
     // build → release → deploy into it, is for workspace admins as well.
     const production = (await call(alice, 'GET', `${P}/envs/production`)).json();
     expect(production.protected).toBe(true);
-    const prodRelease = await h.ctx.db.selectFrom('releases').select('id')
-      .where('application_id', '=', ids.web!).where('environment_id', '=', production.id).executeTakeFirstOrThrow();
-    const count = async () => Number((await h.ctx.db.selectFrom('deployments').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
-    const images = async () => Number((await h.ctx.db.selectFrom('images').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    const prodRelease = await h.ctx.db
+      .selectFrom('releases')
+      .select('id')
+      .where('application_id', '=', ids.web!)
+      .where('environment_id', '=', production.id)
+      .executeTakeFirstOrThrow();
+    const count = async () =>
+      Number(
+        (
+          await h.ctx.db
+            .selectFrom('deployments')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+    const images = async () =>
+      Number(
+        (
+          await h.ctx.db
+            .selectFrom('images')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
     const [deploymentsBefore, imagesBefore] = [await count(), await images()];
     const redeploy = await call(carol, 'POST', `/releases/${prodRelease.id}/deploy`);
     expect(redeploy.statusCode).toBe(403);
@@ -206,13 +272,20 @@ describe('environment deploys', () => {
     // production the application's own); other settings stay theirs to change.
     const branchRefused = await call(carol, 'PATCH', `${P}/envs/production`, { auto_deploy_branch: 'carols-branch' });
     expect(branchRefused.statusCode).toBe(403);
-    expect(branchRefused.json().message).toBe("Environment 'production' is protected: only workspace admins choose the branch that deploys to it");
+    expect(branchRefused.json().message).toBe(
+      "Environment 'production' is protected: only workspace admins choose the branch that deploys to it",
+    );
     expect((await call(carol, 'PATCH', `/applications/${ids.web}/settings`, { auto_deploy_branch: 'carols-branch' })).statusCode).toBe(403);
-    const unchanged = await call(carol, 'PATCH', `/applications/${ids.web}/settings`, { auto_deploy_branch: 'main', deployment_timeout: 60 });
+    // Issue 20: every other setting that changes is the admins' too; a value sent unchanged is not a change.
+    expect((await call(carol, 'PATCH', `/applications/${ids.web}/settings`, { deployment_timeout: 61 })).statusCode).toBe(403);
+    const unchanged = await call(carol, 'PATCH', `/applications/${ids.web}/settings`, { auto_deploy_branch: 'main' });
     expect(unchanged.statusCode).toBe(200);
     expect(unchanged.json().auto_deploy_branch).toBe('main');
+    expect((await call(alice, 'PATCH', `/applications/${ids.web}/settings`, { deployment_timeout: 60 })).statusCode).toBe(200);
     expect((await call(carol, 'PATCH', `${P}/envs/production`, { name: 'Production' })).statusCode).toBe(200);
-    expect((await call(alice, 'PATCH', `${P}/envs/production`, { auto_deploy_branch: 'release' })).json().auto_deploy_branch).toBe('release');
+    expect((await call(alice, 'PATCH', `${P}/envs/production`, { auto_deploy_branch: 'release' })).json().auto_deploy_branch).toBe(
+      'release',
+    );
     expect((await call(alice, 'PATCH', `${P}/envs/production`, { auto_deploy_branch: null })).statusCode).toBe(200);
   });
 
@@ -224,28 +297,60 @@ describe('environment deploys', () => {
     const body = JSON.stringify({ ref: 'refs/heads/develop', after: sha, repository: { full_name: 'acme/shop', clone_url: repo.dir } });
     const signature = `sha256=${createHmac('sha256', 'hook-secret').update(body).digest('hex')}`;
     const hook = await h.app.inject({
-      method: 'POST', url: '/v1/integrations/github/hooks', payload: body,
-      headers: { 'content-type': 'application/json', 'x-github-event': 'push', 'x-github-delivery': 'd-1', 'x-hub-signature-256': signature },
+      method: 'POST',
+      url: '/v1/integrations/github/hooks',
+      payload: body,
+      headers: {
+        'content-type': 'application/json',
+        'x-github-event': 'push',
+        'x-github-delivery': 'd-1',
+        'x-hub-signature-256': signature,
+      },
     });
     expect(hook.statusCode).toBe(200);
     const stagingEnv = (await call(alice, 'GET', `${P}/envs/staging`)).json();
-    const row = await h.ctx.db.selectFrom('github_hooks').select('triggered').where('id', '=', hook.json().hook_id).executeTakeFirstOrThrow();
+    const row = await h.ctx.db
+      .selectFrom('github_hooks')
+      .select('triggered')
+      .where('id', '=', hook.json().hook_id)
+      .executeTakeFirstOrThrow();
     const triggered = row.triggered as unknown as Array<{ application_id: string; environment_id?: string }>;
-    expect(triggered.map((t) => [t.application_id, t.environment_id]).sort()).toEqual([[ids.api, stagingEnv.id], [ids.web, stagingEnv.id]].sort());
-    const done = await waitFor('both staging deployments of the push', async () => {
-      const rows = await h.ctx.db.selectFrom('deployments as d').innerJoin('releases as r', 'r.id', 'd.release_id').select('d.id')
-        .where('d.environment_id', '=', stagingEnv.id).where('r.commit_sha', '=', sha).where('d.status', '=', 'complete').execute();
-      return rows.length >= 2 && rows;
-    }, 120_000, 200);
+    expect(triggered.map((t) => [t.application_id, t.environment_id]).sort()).toEqual(
+      [
+        [ids.api, stagingEnv.id],
+        [ids.web, stagingEnv.id],
+      ].sort(),
+    );
+    const done = await waitFor(
+      'both staging deployments of the push',
+      async () => {
+        const rows = await h.ctx.db
+          .selectFrom('deployments as d')
+          .innerJoin('releases as r', 'r.id', 'd.release_id')
+          .select('d.id')
+          .where('d.environment_id', '=', stagingEnv.id)
+          .where('r.commit_sha', '=', sha)
+          .where('d.status', '=', 'complete')
+          .execute();
+        return rows.length >= 2 && rows;
+      },
+      120_000,
+      200,
+    );
     expect(done).toHaveLength(2);
   });
 
   it('marks the env deploy failed when a service fails, naming it', async () => {
-    const broken = (await call(alice, 'POST', '/applications', { name: 'broken', project_id: (await call(alice, 'GET', P)).json().id })).json();
+    const broken = (
+      await call(alice, 'POST', '/applications', { name: 'broken', project_id: (await call(alice, 'GET', P)).json().id })
+    ).json();
     // Its repository's build command fails (the others still deploy).
     const brokenRepo = new TestRepo('slipway-env-broken-', 'develop');
     cleanup.push(brokenRepo);
-    brokenRepo.commit({ 'slipway.json': JSON.stringify({ build: 'echo compiling; exit 3' }), Procfile: 'web: python3 -m http.server $PORT\n' }, 'broken');
+    brokenRepo.commit(
+      { 'slipway.json': JSON.stringify({ build: 'echo compiling; exit 3' }), Procfile: 'web: python3 -m http.server $PORT\n' },
+      'broken',
+    );
     expect((await call(alice, 'PATCH', `/applications/${broken.id}/settings`, { github_repository: brokenRepo.dir })).statusCode).toBe(200);
     const res = await call(carol, 'POST', `${P}/envs/staging/deploy`);
     expect(res.statusCode).toBe(202);
@@ -261,7 +366,11 @@ describe('environment deploys', () => {
     await call(alice, 'POST', '/applications', { name: 'norepo', project_id: (await call(alice, 'GET', P)).json().id });
     const now = await call(carol, 'POST', `${P}/envs/staging/deploy?service=norepo`);
     expect(now.statusCode).toBe(202);
-    expect(now.json()).toMatchObject({ status: 'error', error: true, services: [{ service: 'norepo', status: 'error', deployment_id: null }] });
+    expect(now.json()).toMatchObject({
+      status: 'error',
+      error: true,
+      services: [{ service: 'norepo', status: 'error', deployment_id: null }],
+    });
     expect(now.json().error_detail).toMatch(/^service 'norepo' failed: .*github_repository/);
     // The failure is reported at once; the other services' runs go on and their progress stays visible.
     const end = Date.now() + 120_000;
@@ -276,8 +385,10 @@ describe('environment deploys', () => {
 
   it('refuses another workspace with 403', async () => {
     for (const [method, url, payload] of [
-      ['POST', `${P}/envs/staging/deploy`], ['POST', `${P}/envs/staging/promote`, { from: 'production' }],
-      ['GET', `${P}/envs/staging/deploys`], ['GET', `${P}/envs/staging/deploys/${stagingDeploy.id}`],
+      ['POST', `${P}/envs/staging/deploy`],
+      ['POST', `${P}/envs/staging/promote`, { from: 'production' }],
+      ['GET', `${P}/envs/staging/deploys`],
+      ['GET', `${P}/envs/staging/deploys/${stagingDeploy.id}`],
       ['GET', `${P}/envs/staging/deploys/${stagingDeploy.id}/log`],
     ] as const) {
       expect((await call(bob, method, url, payload)).statusCode, `${method} ${url}`).toBe(403);

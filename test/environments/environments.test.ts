@@ -8,7 +8,12 @@ let bob: TestUser; // admin of globex only
 const ENVS = '/workspaces/acme/projects/shop/envs';
 
 const call = (user: TestUser, method: string, url: string, payload?: unknown) =>
-  h.app.inject({ method: method as 'GET', url: `/v1${url}`, headers: user.headers, ...(payload === undefined ? {} : { payload: payload as object }) });
+  h.app.inject({
+    method: method as 'GET',
+    url: `/v1${url}`,
+    headers: user.headers,
+    ...(payload === undefined ? {} : { payload: payload as object }),
+  });
 
 beforeAll(async () => {
   h = await createHarness();
@@ -21,36 +26,56 @@ beforeAll(async () => {
   await call(alice, 'POST', '/applications', { name: 'worker', project_id: project.id });
   await call(alice, 'POST', `/applications/${web.id}/scale`, { process_counts: { web: 2 }, process_pod_classes: { web: 'm1.small' } });
 });
-afterAll(async () => { await h?.close(); });
+afterAll(async () => {
+  await h?.close();
+});
 
 describe('environments', () => {
   it('lists the production environment every project starts with', async () => {
     const list = await call(carol, 'GET', ENVS);
     expect(list.statusCode).toBe(200);
-    expect(list.json()).toEqual([{
-      id: expect.any(String), name: 'production', slug: 'production', env_type: 'production',
-      auto_deploy_branch: null, protected: false,
-      process_counts: { web: { web: 2 }, worker: {} }, process_pod_classes: { web: { web: 'm1.small' }, worker: {} },
-      created: expect.any(String), updated: expect.any(String),
-    }]);
+    expect(list.json()).toEqual([
+      {
+        id: expect.any(String),
+        name: 'production',
+        slug: 'production',
+        env_type: 'production',
+        auto_deploy_branch: null,
+        protected: false,
+        process_counts: { web: { web: 2 }, worker: {} },
+        process_pod_classes: { web: { web: 'm1.small' }, worker: {} },
+        created: expect.any(String),
+        updated: expect.any(String),
+      },
+    ]);
   });
 
   it('creates, gets and patches an environment', async () => {
     const created = await call(carol, 'POST', ENVS, { name: 'Staging', auto_deploy_branch: 'develop' });
     expect(created.statusCode).toBe(201);
-    expect(created.json()).toMatchObject({ name: 'Staging', slug: 'staging', env_type: 'staging', auto_deploy_branch: 'develop', protected: false });
+    expect(created.json()).toMatchObject({
+      name: 'Staging',
+      slug: 'staging',
+      env_type: 'staging',
+      auto_deploy_branch: 'develop',
+      protected: false,
+    });
     const preview = await call(carol, 'POST', ENVS, { name: 'PR 42', env_type: 'preview' });
     expect(preview.json()).toMatchObject({ slug: 'pr-42', env_type: 'preview' });
     expect((await call(carol, 'POST', ENVS, { name: 'Other', slug: 'staging' })).statusCode).toBe(409);
     expect((await call(carol, 'POST', ENVS, { name: 'x', env_type: 'qa' })).statusCode).toBe(422);
 
     const patched = await call(carol, 'PATCH', `${ENVS}/staging`, {
-      name: 'Staging EU', auto_deploy_branch: 'main',
-      process_counts: { web: { web: 1, clock: 1 } }, process_pod_classes: { worker: { worker: 'c1.medium' } },
+      name: 'Staging EU',
+      auto_deploy_branch: 'main',
+      process_counts: { web: { web: 1, clock: 1 } },
+      process_pod_classes: { worker: { worker: 'c1.medium' } },
     });
     expect(patched.statusCode).toBe(200);
     expect(patched.json()).toMatchObject({
-      name: 'Staging EU', slug: 'staging', auto_deploy_branch: 'main',
+      name: 'Staging EU',
+      slug: 'staging',
+      auto_deploy_branch: 'main',
       process_counts: { web: { web: 1, clock: 1 }, worker: {} },
       process_pod_classes: { web: { web: 'm1.small' }, worker: { worker: 'c1.medium' } },
     });
@@ -91,7 +116,10 @@ describe('environments', () => {
     ]);
     expect(bulk.statusCode).toBe(200);
     expect(bulk.json().map((r: { name: string; result: string }) => [r.name, r.result])).toEqual([
-      ['DB_PASSWORD', 'created'], ['FEATURE_X', 'created'], ['API_URL', 'updated'], ['9BAD', 'error'],
+      ['DB_PASSWORD', 'created'],
+      ['FEATURE_X', 'created'],
+      ['API_URL', 'updated'],
+      ['9BAD', 'error'],
     ]);
     expect(bulk.body).not.toContain('s3cr3t-db');
     // A second bulk never replaces an existing secret.
@@ -100,15 +128,23 @@ describe('environments', () => {
     expect((await call(carol, 'POST', `${ENVS}/staging/config/bulk`, { variables: {} })).statusCode).toBe(422);
 
     const list = await call(carol, 'GET', `${ENVS}/staging/config`);
-    expect(list.json().map((v: { name: string; value: string; secret: boolean; buildtime: boolean }) => [v.name, v.value, v.secret, v.buildtime])).toEqual([
-      ['API_URL', 'https://staging2.example', false, false], ['DB_PASSWORD', '**secret**', true, false], ['FEATURE_X', 'on', false, true],
+    expect(
+      list
+        .json()
+        .map((v: { name: string; value: string; secret: boolean; buildtime: boolean }) => [v.name, v.value, v.secret, v.buildtime]),
+    ).toEqual([
+      ['API_URL', 'https://staging2.example', false, false],
+      ['DB_PASSWORD', '**secret**', true, false],
+      ['FEATURE_X', 'on', false, true],
     ]);
     expect(list.body).not.toContain('s3cr3t-db');
     // Production has its own, separate configuration.
     expect((await call(carol, 'GET', `${ENVS}/production/config`)).json()).toEqual([]);
 
     const id = list.json()[0].id;
-    expect((await call(carol, 'DELETE', `${ENVS}/production/config/${id}`)).statusCode).toBe(404);
+    // Production is protected by now (test above): a plain member's write there is refused before any look-up.
+    expect((await call(carol, 'DELETE', `${ENVS}/production/config/${id}`)).statusCode).toBe(403);
+    expect((await call(alice, 'DELETE', `${ENVS}/production/config/${id}`)).statusCode).toBe(404);
     expect((await call(carol, 'DELETE', `${ENVS}/staging/config/${id}`)).json()).toEqual({ ok: true });
     expect((await call(carol, 'DELETE', `${ENVS}/staging/config/${id}`)).statusCode).toBe(404);
     expect((await call(carol, 'DELETE', `${ENVS}/staging/config/not-a-uuid`)).statusCode).toBe(404);
@@ -125,8 +161,12 @@ describe('environments', () => {
 
   it('refuses another workspace with 403', async () => {
     for (const [method, url, payload] of [
-      ['GET', ENVS], ['POST', ENVS, { name: 'mine' }], ['GET', `${ENVS}/staging`], ['PATCH', `${ENVS}/staging`, { name: 'x' }],
-      ['GET', `${ENVS}/staging/config`], ['POST', `${ENVS}/staging/config`, { name: 'A', value: 'b' }],
+      ['GET', ENVS],
+      ['POST', ENVS, { name: 'mine' }],
+      ['GET', `${ENVS}/staging`],
+      ['PATCH', `${ENVS}/staging`, { name: 'x' }],
+      ['GET', `${ENVS}/staging/config`],
+      ['POST', `${ENVS}/staging/config`, { name: 'A', value: 'b' }],
       ['POST', `${ENVS}/staging/config/bulk`, [{ name: 'A', value: 'b' }]],
       ['DELETE', `${ENVS}/staging/config/0190c0de-0000-7000-8000-000000000000`],
       ['GET', `${ENVS}/staging/services/web/config`],

@@ -8,7 +8,12 @@ const P = '/workspaces/acme/projects/shop';
 const VIEW = `${P}/envs/staging/services/web/config`;
 
 const call = (method: string, url: string, payload?: unknown) =>
-  h.app.inject({ method: method as 'GET', url: `/v1${url}`, headers: alice.headers, ...(payload === undefined ? {} : { payload: payload as object }) });
+  h.app.inject({
+    method: method as 'GET',
+    url: `/v1${url}`,
+    headers: alice.headers,
+    ...(payload === undefined ? {} : { payload: payload as object }),
+  });
 
 /** Where each scope's variables are written (the service scope is the application's own config). */
 const scopeUrl = () => ({
@@ -24,7 +29,10 @@ const ORDER: Scope[] = ['workspace', 'team', 'project', 'environment', 'service'
 async function view() {
   const res = await call('GET', VIEW);
   expect(res.statusCode).toBe(200);
-  return res.json() as { scopes: Array<{ scope: string; slug: string }>; variables: Array<{ name: string; value: string; secret: boolean; scope: string; overrides: string[]; config_id: string }> };
+  return res.json() as {
+    scopes: Array<{ scope: string; slug: string }>;
+    variables: Array<{ name: string; value: string; secret: boolean; scope: string; overrides: string[]; config_id: string }>;
+  };
 }
 const entry = async (name: string) => (await view()).variables.find((v) => v.name === name);
 
@@ -38,7 +46,9 @@ beforeAll(async () => {
   await call('POST', '/workspaces/acme/teams', { name: 'Core' });
   expect((await call('PATCH', P, { team: 'core' })).statusCode).toBe(200);
 });
-afterAll(async () => { await h?.close(); });
+afterAll(async () => {
+  await h?.close();
+});
 
 describe('layered configuration', () => {
   it('resolves workspace → team → project → environment → service, the lower scope winning', async () => {
@@ -51,9 +61,18 @@ describe('layered configuration', () => {
       expect((await call('POST', scopeUrl()[scope], { name: `ONLY_${scope.toUpperCase()}`, value: scope })).statusCode).toBe(201);
     }
     const v = await view();
-    expect(v.scopes.map((s) => `${s.scope}:${s.slug}`)).toEqual(['workspace:acme', 'team:core', 'project:shop', 'environment:staging', 'service:web']);
+    expect(v.scopes.map((s) => `${s.scope}:${s.slug}`)).toEqual([
+      'workspace:acme',
+      'team:core',
+      'project:shop',
+      'environment:staging',
+      'service:web',
+    ]);
     expect(v.variables.find((x) => x.name === 'LEVEL')).toMatchObject({
-      value: 'from-service', scope: 'service', config_id: ids.service, overrides: ['workspace', 'team', 'project', 'environment'],
+      value: 'from-service',
+      scope: 'service',
+      config_id: ids.service,
+      overrides: ['workspace', 'team', 'project', 'environment'],
     });
     for (const scope of ORDER) {
       expect(v.variables.find((x) => x.name === `ONLY_${scope.toUpperCase()}`)).toMatchObject({ value: scope, scope, overrides: [] });
@@ -87,14 +106,21 @@ describe('layered configuration', () => {
       expect(res.statusCode, scope).toBe(201);
       expect(res.json().value).toBe('**secret**');
       const list = await call('GET', scopeUrl()[scope]);
-      expect(list.json().find((x: { name: string }) => x.name === `SECRET_${scope.toUpperCase()}`)).toMatchObject({ value: '**secret**', secret: true });
+      expect(list.json().find((x: { name: string }) => x.name === `SECRET_${scope.toUpperCase()}`)).toMatchObject({
+        value: '**secret**',
+        secret: true,
+      });
       for (const s of secretValues) expect(list.body).not.toContain(s);
       const one = await call('GET', `${scopeUrl()[scope]}/${res.json().id}`);
       expect(one.json().value).toBe('**secret**');
     }
     const res = await call('GET', VIEW);
     for (const scope of ORDER) {
-      expect(res.json().variables.find((x: { name: string }) => x.name === `SECRET_${scope.toUpperCase()}`)).toMatchObject({ value: '**secret**', secret: true, scope });
+      expect(res.json().variables.find((x: { name: string }) => x.name === `SECRET_${scope.toUpperCase()}`)).toMatchObject({
+        value: '**secret**',
+        secret: true,
+        scope,
+      });
     }
     for (const s of secretValues) {
       expect(res.body).not.toContain(s);
@@ -103,7 +129,10 @@ describe('layered configuration', () => {
     // The stored values are sealed, never plain.
     const rows = await h.ctx.db.selectFrom('config_vars').select(['value', 'value_sealed']).where('secret', '=', true).execute();
     expect(rows).toHaveLength(ORDER.length);
-    for (const r of rows) { expect(r.value).toBeNull(); for (const s of secretValues) expect(r.value_sealed).not.toContain(s); }
+    for (const r of rows) {
+      expect(r.value).toBeNull();
+      for (const s of secretValues) expect(r.value_sealed).not.toContain(s);
+    }
   });
 
   it('answers 404 for an unknown service or environment', async () => {

@@ -7,7 +7,12 @@ let carol: TestUser; // plain member of acme
 let bob: TestUser; // admin of globex only
 
 const call = (user: TestUser, method: string, url: string, payload?: unknown) =>
-  h.app.inject({ method: method as 'GET', url: `/v1${url}`, headers: user.headers, ...(payload === undefined ? {} : { payload: payload as object }) });
+  h.app.inject({
+    method: method as 'GET',
+    url: `/v1${url}`,
+    headers: user.headers,
+    ...(payload === undefined ? {} : { payload: payload as object }),
+  });
 
 beforeAll(async () => {
   h = await createHarness();
@@ -16,13 +21,21 @@ beforeAll(async () => {
   expect((await call(bob, 'POST', '/workspaces', { name: 'Globex' })).statusCode).toBe(201);
   expect((await call(alice, 'POST', '/workspaces/acme/members', { username: carol.username })).statusCode).toBe(201);
 });
-afterAll(async () => { await h?.close(); });
+afterAll(async () => {
+  await h?.close();
+});
 
 describe('workspaces', () => {
   it('creates, lists and shows a workspace with counts, the same organization as /organizations', async () => {
     const created = await call(alice, 'POST', '/workspaces', { name: 'Initech Labs' });
     expect(created.statusCode).toBe(201);
-    expect(created.json()).toMatchObject({ name: 'Initech Labs', slug: 'initech-labs', member_count: 1, project_count: 0, service_count: 0 });
+    expect(created.json()).toMatchObject({
+      name: 'Initech Labs',
+      slug: 'initech-labs',
+      member_count: 1,
+      project_count: 0,
+      service_count: 0,
+    });
 
     const org = (await call(alice, 'GET', '/organizations/acme')).json();
     const project = await call(alice, 'POST', '/projects', { name: 'Shop', organization_id: org.id });
@@ -32,8 +45,14 @@ describe('workspaces', () => {
     const ws = await call(alice, 'GET', '/workspaces/acme');
     expect(ws.statusCode).toBe(200);
     expect(ws.json()).toEqual({
-      id: org.id, name: 'Acme', slug: 'acme', member_count: 2, project_count: 1, service_count: 2,
-      created: org.created, updated: expect.any(String),
+      id: org.id,
+      name: 'Acme',
+      slug: 'acme',
+      member_count: 2,
+      project_count: 1,
+      service_count: 2,
+      created: org.created,
+      updated: expect.any(String),
     });
     const list = (await call(alice, 'GET', '/workspaces')).json();
     expect(list.map((w: { slug: string }) => w.slug)).toEqual(['acme', 'initech-labs']);
@@ -46,7 +65,10 @@ describe('workspaces', () => {
     expect(members.statusCode).toBe(200);
     const orgMembers = (await call(carol, 'GET', '/organizations/acme')).json().members;
     expect(members.json()).toEqual(orgMembers);
-    expect(members.json().map((m: { username: string; admin: boolean }) => [m.username, m.admin])).toEqual([[alice.username, true], [carol.username, false]]);
+    expect(members.json().map((m: { username: string; admin: boolean }) => [m.username, m.admin])).toEqual([
+      [alice.username, true],
+      [carol.username, false],
+    ]);
 
     const dave = await h.user();
     expect((await call(carol, 'POST', '/workspaces/acme/members', { username: dave.username })).statusCode).toBe(403);
@@ -67,7 +89,10 @@ describe('workspaces', () => {
     const secret = await call(carol, 'POST', '/workspaces/acme/config', { name: 'SENTRY_DSN', value: 'https://key@sentry', secret: true });
     expect(secret.json().value).toBe('**secret**');
     const list = await call(alice, 'GET', '/workspaces/acme/config');
-    expect(list.json().map((v: { name: string; value: string }) => [v.name, v.value])).toEqual([['LOG_LEVEL', 'debug'], ['SENTRY_DSN', '**secret**']]);
+    expect(list.json().map((v: { name: string; value: string }) => [v.name, v.value])).toEqual([
+      ['LOG_LEVEL', 'debug'],
+      ['SENTRY_DSN', '**secret**'],
+    ]);
     expect(list.body).not.toContain('key@sentry');
     expect((await call(alice, 'POST', '/workspaces/acme/config', { name: '1BAD', value: 'x' })).statusCode).toBe(422);
   });
@@ -75,10 +100,15 @@ describe('workspaces', () => {
   it('refuses other workspaces with 403 and unknown ones with 404', async () => {
     const secret = (await call(alice, 'GET', '/workspaces/acme/config')).json()[0];
     for (const [method, url, payload] of [
-      ['GET', '/workspaces/acme'], ['GET', '/workspaces/acme/members'], ['GET', '/workspaces/acme/config'],
-      ['POST', '/workspaces/acme/config', { name: 'X', value: 'y' }], ['POST', '/workspaces/acme/members', { username: bob.username }],
-      ['GET', `/workspaces/acme/config/${secret.id}`], ['DELETE', `/workspaces/acme/config/${secret.id}`],
-      ['GET', '/workspaces/acme/projects'], ['PATCH', '/workspaces/acme/projects/shop', { team: null }],
+      ['GET', '/workspaces/acme'],
+      ['GET', '/workspaces/acme/members'],
+      ['GET', '/workspaces/acme/config'],
+      ['POST', '/workspaces/acme/config', { name: 'X', value: 'y' }],
+      ['POST', '/workspaces/acme/members', { username: bob.username }],
+      ['GET', `/workspaces/acme/config/${secret.id}`],
+      ['DELETE', `/workspaces/acme/config/${secret.id}`],
+      ['GET', '/workspaces/acme/projects'],
+      ['PATCH', '/workspaces/acme/projects/shop', { team: null }],
     ] as const) {
       const res = await call(bob, method, url, payload);
       expect(res.statusCode, `${method} ${url}`).toBe(403);
@@ -96,8 +126,12 @@ describe('teams', () => {
     const team = await call(alice, 'POST', '/workspaces/acme/teams', { name: 'Platform', members: [carol.username] });
     expect(team.statusCode).toBe(201);
     expect(team.json()).toEqual({
-      id: expect.any(String), name: 'Platform', slug: 'platform', projects: [],
-      members: [{ user_id: carol.id, username: carol.username, email: carol.email }], created: expect.any(String),
+      id: expect.any(String),
+      name: 'Platform',
+      slug: 'platform',
+      projects: [],
+      members: [{ user_id: carol.id, username: carol.username, email: carol.email }],
+      created: expect.any(String),
     });
     expect((await call(alice, 'POST', '/workspaces/acme/teams', { name: 'Platform' })).statusCode).toBe(409);
     // Only workspace members can join a team.
@@ -117,7 +151,13 @@ describe('teams', () => {
   it('assigns a project to a team and keeps team config', async () => {
     const moved = await call(carol, 'PATCH', '/workspaces/acme/projects/shop', { team: 'platform' });
     expect(moved.statusCode).toBe(200);
-    expect(moved.json()).toMatchObject({ slug: 'shop', workspace: 'acme', team: 'platform', services: ['web', 'worker'], environments: ['production'] });
+    expect(moved.json()).toMatchObject({
+      slug: 'shop',
+      workspace: 'acme',
+      team: 'platform',
+      services: ['web', 'worker'],
+      environments: ['production'],
+    });
     expect((await call(carol, 'GET', '/workspaces/acme/teams/platform')).json().projects).toEqual(['shop']);
     expect((await call(carol, 'PATCH', '/workspaces/acme/projects/shop', { team: 'nope' })).statusCode).toBe(404);
 

@@ -30,21 +30,35 @@ export class FakeGitHub {
     this.publicKey = publicKey;
   }
 
-  get apiUrl() { return `http://127.0.0.1:${this.port}`; }
-  get gitUrl() { return `http://127.0.0.1:${this.port}/git`; }
+  get apiUrl() {
+    return `http://127.0.0.1:${this.port}`;
+  }
+  get gitUrl() {
+    return `http://127.0.0.1:${this.port}/git`;
+  }
 
   async start() {
-    this.server = createServer((req, res) => { this.handle(req, res).catch((err) => { res.statusCode = 500; res.end(String(err)); }); });
+    this.server = createServer((req, res) => {
+      this.handle(req, res).catch((err) => {
+        res.statusCode = 500;
+        res.end(String(err));
+      });
+    });
     await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
     this.port = (this.server.address() as AddressInfo).port;
     return this;
   }
 
-  close() { return new Promise<void>((r) => this.server.close(() => r())); }
+  close() {
+    return new Promise<void>((r) => this.server.close(() => r()));
+  }
 
   private refuse(res: ServerResponse, status: number, what: string, message: string) {
     this.refused.push(`${status} ${what}`);
-    res.writeHead(status, { 'content-type': 'application/json', ...(status === 401 ? { 'www-authenticate': 'Basic realm="fake-github"' } : {}) });
+    res.writeHead(status, {
+      'content-type': 'application/json',
+      ...(status === 401 ? { 'www-authenticate': 'Basic realm="fake-github"' } : {}),
+    });
     res.end(JSON.stringify({ message }));
   }
 
@@ -68,7 +82,8 @@ export class FakeGitHub {
     if (url.pathname.startsWith('/git/')) {
       const basic = /^Basic (.+)$/.exec(req.headers.authorization ?? '')?.[1];
       const [user, token] = basic ? Buffer.from(basic, 'base64').toString().split(':') : [];
-      if (user !== 'x-access-token' || !this.issued.some((t) => t.token === token)) return this.refuse(res, 401, url.pathname, 'Requires authentication');
+      if (user !== 'x-access-token' || !this.issued.some((t) => t.token === token))
+        return this.refuse(res, 401, url.pathname, 'Requires authentication');
       return this.gitBackend(req, res, url);
     }
     return this.refuse(res, 404, url.pathname, 'Not Found');
@@ -79,9 +94,15 @@ export class FakeGitHub {
     const backend = join(execFileSync('git', ['--exec-path'], { encoding: 'utf8' }).trim(), 'git-http-backend');
     const child = spawn(backend, [], {
       env: {
-        PATH: process.env.PATH, GIT_PROJECT_ROOT: this.projectRoot, GIT_HTTP_EXPORT_ALL: '1',
-        PATH_INFO: url.pathname.slice('/git'.length), QUERY_STRING: url.search.slice(1), REQUEST_METHOD: req.method!,
-        CONTENT_TYPE: req.headers['content-type'] ?? '', REMOTE_USER: 'x-access-token', REMOTE_ADDR: '127.0.0.1',
+        PATH: process.env.PATH,
+        GIT_PROJECT_ROOT: this.projectRoot,
+        GIT_HTTP_EXPORT_ALL: '1',
+        PATH_INFO: url.pathname.slice('/git'.length),
+        QUERY_STRING: url.search.slice(1),
+        REQUEST_METHOD: req.method!,
+        CONTENT_TYPE: req.headers['content-type'] ?? '',
+        REMOTE_USER: 'x-access-token',
+        REMOTE_ADDR: '127.0.0.1',
         ...(req.headers['git-protocol'] ? { GIT_PROTOCOL: String(req.headers['git-protocol']) } : {}),
         ...(req.headers['content-encoding'] ? { HTTP_CONTENT_ENCODING: String(req.headers['content-encoding']) } : {}),
       },
@@ -90,7 +111,10 @@ export class FakeGitHub {
     let buffered = Buffer.alloc(0);
     let headersDone = false;
     child.stdout.on('data', (chunk: Buffer) => {
-      if (headersDone) { res.write(chunk); return; }
+      if (headersDone) {
+        res.write(chunk);
+        return;
+      }
       buffered = Buffer.concat([buffered, chunk]);
       const end = buffered.indexOf('\r\n\r\n');
       if (end < 0) return;

@@ -37,7 +37,6 @@ import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { ApplyConflict, recordUpdate, serverSideApply, type KObject } from './fake-kube-fields.js';
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
 export type { KObject };
 
 export type PodBehaviour = 'ready' | 'never-ready' | 'crash-loop' | 'image-pull-error';
@@ -107,30 +106,43 @@ const qualified = (r: ResourceType) => (r.group ? `${r.name}.${r.group}` : r.nam
 const kindQualified = (r: ResourceType) => (r.group ? `${r.kind}.${r.group}` : r.kind);
 
 class HttpError extends Error {
-  constructor(readonly code: number, readonly reason: string, message: string) { super(message); }
+  constructor(
+    readonly code: number,
+    readonly reason: string,
+    message: string,
+  ) {
+    super(message);
+  }
 }
 
 function matchesLabels(labels: Record<string, string> | undefined, selector: string | undefined): boolean {
   if (!selector) return true;
   const l = labels ?? {};
-  return selector.split(',').map((t) => t.trim()).filter(Boolean).every((term) => {
-    let m: RegExpExecArray | null;
-    if ((m = /^([^!=]+)!=(.*)$/.exec(term))) return l[m[1]!.trim()] !== m[2]!.trim();
-    if ((m = /^([^!=]+)==?(.*)$/.exec(term))) return l[m[1]!.trim()] === m[2]!.trim();
-    if (term.startsWith('!')) return !(term.slice(1) in l);
-    return term in l;
-  });
+  return selector
+    .split(',')
+    .map((t) => t.trim())
+    .filter(Boolean)
+    .every((term) => {
+      let m: RegExpExecArray | null;
+      if ((m = /^([^!=]+)!=(.*)$/.exec(term))) return l[m[1]!.trim()] !== m[2]!.trim();
+      if ((m = /^([^!=]+)==?(.*)$/.exec(term))) return l[m[1]!.trim()] === m[2]!.trim();
+      if (term.startsWith('!')) return !(term.slice(1) in l);
+      return term in l;
+    });
 }
 
 function matchesFields(object: KObject, selector: string | undefined): boolean {
   if (!selector) return true;
-  return selector.split(',').filter(Boolean).every((term) => {
-    const m = /^([^!=]+)(!=|==|=)(.*)$/.exec(term);
-    if (!m) return false;
-    const value = m[1]!.split('.').reduce<any>((o, k) => (o == null ? undefined : o[k]), object);
-    const equal = String(value ?? '') === m[3];
-    return m[2] === '!=' ? !equal : equal;
-  });
+  return selector
+    .split(',')
+    .filter(Boolean)
+    .every((term) => {
+      const m = /^([^!=]+)(!=|==|=)(.*)$/.exec(term);
+      if (!m) return false;
+      const value = m[1]!.split('.').reduce<any>((o, k) => (o == null ? undefined : o[k]), object);
+      const equal = String(value ?? '') === m[3];
+      return m[2] === '!=' ? !equal : equal;
+    });
 }
 
 /** RFC 7386 JSON merge patch. */
@@ -157,7 +169,7 @@ function rollingBounds(deployment: KObject, desired: number): { maxSurge: number
   const resolve = (value: unknown, fallback: string, roundUp: boolean) => {
     const v = value ?? fallback;
     if (typeof v === 'number') return v;
-    const pct = Number(String(v).replace('%', '')) / 100 * desired;
+    const pct = (Number(String(v).replace('%', '')) / 100) * desired;
     return roundUp ? Math.ceil(pct) : Math.floor(pct);
   };
   const maxSurge = resolve(rolling.maxSurge, '25%', true);
@@ -169,9 +181,15 @@ function rollingBounds(deployment: KObject, desired: number): { maxSurge: number
 /** A pod just scheduled on the fake node, its containers being created. */
 function pendingPodStatus(spec: Record<string, any>) {
   return {
-    phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'True', lastTransitionTime: now() }],
+    phase: 'Pending',
+    conditions: [{ type: 'PodScheduled', status: 'True', lastTransitionTime: now() }],
     containerStatuses: (spec.containers ?? []).map((c: any) => ({
-      name: c.name, image: c.image, imageID: '', ready: false, restartCount: 0, started: false,
+      name: c.name,
+      image: c.image,
+      imageID: '',
+      ready: false,
+      restartCount: 0,
+      started: false,
       state: { waiting: { reason: 'ContainerCreating' } },
     })),
   };
@@ -198,20 +216,33 @@ export function podSecurityViolations(spec: Record<string, any>, level: string):
   if (level === 'baseline') return out;
 
   const pod = spec.securityContext ?? {};
-  const badVolumes = (spec.volumes ?? []).filter((v: any) => !v.hostPath && !Object.keys(v).some((k) => SAFE_VOLUMES.includes(k) || k === 'name'));
+  const badVolumes = (spec.volumes ?? []).filter(
+    (v: any) => !v.hostPath && !Object.keys(v).some((k) => SAFE_VOLUMES.includes(k) || k === 'name'),
+  );
   if (badVolumes.length) out.push(`restricted volume types (volumes ${badVolumes.map((v: any) => `"${v.name}"`).join(', ')})`);
   const escalating = containers.filter((c) => c.securityContext?.allowPrivilegeEscalation !== false);
-  if (escalating.length) out.push(`allowPrivilegeEscalation != false (${plural(escalating)} ${names(escalating)} must set securityContext.allowPrivilegeEscalation=false)`);
-  const capable = containers.filter((c) => !(c.securityContext?.capabilities?.drop ?? []).includes('ALL')
-    || (c.securityContext?.capabilities?.add ?? []).some((a: string) => a !== 'NET_BIND_SERVICE'));
-  if (capable.length) out.push(`unrestricted capabilities (${plural(capable)} ${names(capable)} must set securityContext.capabilities.drop=["ALL"])`);
+  if (escalating.length)
+    out.push(
+      `allowPrivilegeEscalation != false (${plural(escalating)} ${names(escalating)} must set securityContext.allowPrivilegeEscalation=false)`,
+    );
+  const capable = containers.filter(
+    (c) =>
+      !(c.securityContext?.capabilities?.drop ?? []).includes('ALL') ||
+      (c.securityContext?.capabilities?.add ?? []).some((a: string) => a !== 'NET_BIND_SERVICE'),
+  );
+  if (capable.length)
+    out.push(`unrestricted capabilities (${plural(capable)} ${names(capable)} must set securityContext.capabilities.drop=["ALL"])`);
   const rootish = containers.filter((c) => (c.securityContext?.runAsNonRoot ?? pod.runAsNonRoot) !== true);
-  if (rootish.length) out.push(`runAsNonRoot != true (pod or ${plural(rootish)} ${names(rootish)} must set securityContext.runAsNonRoot=true)`);
+  if (rootish.length)
+    out.push(`runAsNonRoot != true (pod or ${plural(rootish)} ${names(rootish)} must set securityContext.runAsNonRoot=true)`);
   const root = containers.filter((c) => (c.securityContext?.runAsUser ?? pod.runAsUser) === 0);
   if (root.length) out.push(`runAsUser=0 (pod or ${plural(root)} ${names(root)} must not set runAsUser=0)`);
   const seccompOk = (p: any) => p?.type === 'RuntimeDefault' || p?.type === 'Localhost';
   const noSeccomp = containers.filter((c) => !seccompOk(c.securityContext?.seccompProfile ?? pod.seccompProfile));
-  if (noSeccomp.length) out.push(`seccompProfile (pod or ${plural(noSeccomp)} ${names(noSeccomp)} must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")`);
+  if (noSeccomp.length)
+    out.push(
+      `seccompProfile (pod or ${plural(noSeccomp)} ${names(noSeccomp)} must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")`,
+    );
   return out;
 }
 
@@ -272,7 +303,10 @@ export class FakeKubeApi {
   private resourceVersion = 1;
   private timer: NodeJS.Timeout | null = null;
 
-  private constructor(private readonly server: Server, private readonly options: FakeKubeApiOptions) {}
+  private constructor(
+    private readonly server: Server,
+    private readonly options: FakeKubeApiOptions,
+  ) {}
 
   static async start(options: FakeKubeApiOptions = {}): Promise<FakeKubeApi> {
     const server = createServer((req, res) => void fake.handle(req, res));
@@ -310,15 +344,26 @@ export class FakeKubeApi {
 
   /** Requests that applied (server-side) an object of this kind. */
   applies(kind?: string): RecordedRequest[] {
-    return this.requests.filter((r) => r.method === 'PATCH' && r.contentType === 'application/apply-patch+yaml'
-      && (kind === undefined || (r.body as KObject | null)?.kind === kind));
+    return this.requests.filter(
+      (r) =>
+        r.method === 'PATCH' &&
+        r.contentType === 'application/apply-patch+yaml' &&
+        (kind === undefined || (r.body as KObject | null)?.kind === kind),
+    );
   }
 
   /** Stores an object as an administrator would (`kubectl apply` with its own field manager), e.g. a labelled namespace. */
   seed(plural: string, object: KObject, manager = 'kubectl'): KObject {
     const resource = resourceOf(plural);
     const namespace = resource.namespaced ? object.metadata.namespace : undefined;
-    return this.applyObject(resource, namespace, object.metadata.name, { apiVersion: groupVersion(resource), kind: resource.kind, ...object }, manager, true);
+    return this.applyObject(
+      resource,
+      namespace,
+      object.metadata.name,
+      { apiVersion: groupVersion(resource), kind: resource.kind, ...object },
+      manager,
+      true,
+    );
   }
 
   /** Appends to a running pod's log (what its container prints); followers receive it. */
@@ -346,7 +391,11 @@ export class FakeKubeApi {
     for await (const c of req) chunks.push(c as Buffer);
     const raw = Buffer.concat(chunks).toString();
     let body: unknown = raw || null;
-    try { if (raw) body = JSON.parse(raw); } catch { /* recorded as text */ }
+    try {
+      if (raw) body = JSON.parse(raw);
+    } catch {
+      /* recorded as text */
+    }
     const contentType = req.headers['content-type']?.split(';')[0]?.trim() ?? null;
     const recorded: RecordedRequest = { method: req.method ?? 'GET', path: url.pathname, query, contentType, body };
     this.requests.push(recorded);
@@ -355,10 +404,21 @@ export class FakeKubeApi {
       if (this.unavailable) throw new HttpError(503, 'ServiceUnavailable', 'the server is currently unable to handle the request');
       this.route(req.method ?? 'GET', url.pathname, query, contentType, body, raw, res);
     } catch (error) {
-      const e = error instanceof HttpError ? error
-        : error instanceof ApplyConflict ? new HttpError(409, 'Conflict', error.message)
-          : new HttpError(500, 'InternalError', String(error));
-      this.send(res, e.code, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: e.message, reason: e.reason, code: e.code });
+      const e =
+        error instanceof HttpError
+          ? error
+          : error instanceof ApplyConflict
+            ? new HttpError(409, 'Conflict', error.message)
+            : new HttpError(500, 'InternalError', String(error));
+      this.send(res, e.code, {
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        message: e.message,
+        reason: e.reason,
+        code: e.code,
+      });
     }
   }
 
@@ -370,25 +430,51 @@ export class FakeKubeApi {
   private authorize(access: Access) {
     const refused = (access.namespace !== undefined && this.forbiddenNamespaces.has(access.namespace)) || this.forbidden(access);
     if (!refused) return;
-    const what = access.name ? `${access.resource}${access.group ? `.${access.group}` : ''} "${access.name}"` : `${access.resource}${access.group ? `.${access.group}` : ''}`;
-    throw new HttpError(403, 'Forbidden', `${what} is forbidden: User "${SERVICE_ACCOUNT}" cannot ${access.verb} resource "${access.resource}" in API group "${access.group}"${access.namespace ? ` in the namespace "${access.namespace}"` : ' at the cluster scope'}`);
+    const what = access.name
+      ? `${access.resource}${access.group ? `.${access.group}` : ''} "${access.name}"`
+      : `${access.resource}${access.group ? `.${access.group}` : ''}`;
+    throw new HttpError(
+      403,
+      'Forbidden',
+      `${what} is forbidden: User "${SERVICE_ACCOUNT}" cannot ${access.verb} resource "${access.resource}" in API group "${access.group}"${access.namespace ? ` in the namespace "${access.namespace}"` : ' at the cluster scope'}`,
+    );
   }
 
-  private route(method: string, path: string, query: Record<string, string>, contentType: string | null, body: any, raw: string, res: ServerResponse) {
+  private route(
+    method: string,
+    path: string,
+    query: Record<string, string>,
+    contentType: string | null,
+    body: any,
+    raw: string,
+    res: ServerResponse,
+  ) {
     if (path === '/version') {
       return this.send(res, 200, {
-        major: '1', minor: '31', gitVersion: 'v1.31.0-fake', gitCommit: 'fake', gitTreeState: 'clean',
-        buildDate: '2024-01-01T00:00:00Z', goVersion: 'go1.22', compiler: 'gc', platform: 'linux/amd64',
+        major: '1',
+        minor: '31',
+        gitVersion: 'v1.31.0-fake',
+        gitCommit: 'fake',
+        gitTreeState: 'clean',
+        buildDate: '2024-01-01T00:00:00Z',
+        goVersion: 'go1.22',
+        compiler: 'gc',
+        platform: 'linux/amd64',
       });
     }
     if (path === '/api') return this.send(res, 200, { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [] });
     if (path === '/apis') {
       const groups = [...new Set(RESOURCES.filter((r) => r.group).map((r) => r.group)), 'metrics.k8s.io'];
       return this.send(res, 200, {
-        kind: 'APIGroupList', apiVersion: 'v1',
+        kind: 'APIGroupList',
+        apiVersion: 'v1',
         groups: groups.map((g) => {
           const v = g === 'metrics.k8s.io' ? 'v1beta1' : 'v1';
-          return { name: g, versions: [{ groupVersion: `${g}/${v}`, version: v }], preferredVersion: { groupVersion: `${g}/${v}`, version: v } };
+          return {
+            name: g,
+            versions: [{ groupVersion: `${g}/${v}`, version: v }],
+            preferredVersion: { groupVersion: `${g}/${v}`, version: v },
+          };
         }),
       });
     }
@@ -401,10 +487,30 @@ export class FakeKubeApi {
       const resources = RESOURCES.filter((r) => groupVersion(r) === gv);
       if (resources.length === 0) throw new HttpError(404, 'NotFound', `no API group version ${gv}`);
       return this.send(res, 200, {
-        kind: 'APIResourceList', apiVersion: 'v1', groupVersion: gv,
+        kind: 'APIResourceList',
+        apiVersion: 'v1',
+        groupVersion: gv,
         resources: resources.flatMap((r) => [
-          { name: r.name, singularName: r.kind.toLowerCase(), namespaced: r.namespaced, kind: r.kind, verbs: ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'] },
-          ...(r.name === 'deployments' ? [{ name: 'deployments/scale', singularName: '', namespaced: true, group: 'autoscaling', version: 'v1', kind: 'Scale', verbs: ['get', 'patch', 'update'] }] : []),
+          {
+            name: r.name,
+            singularName: r.kind.toLowerCase(),
+            namespaced: r.namespaced,
+            kind: r.kind,
+            verbs: ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'],
+          },
+          ...(r.name === 'deployments'
+            ? [
+                {
+                  name: 'deployments/scale',
+                  singularName: '',
+                  namespaced: true,
+                  group: 'autoscaling',
+                  version: 'v1',
+                  kind: 'Scale',
+                  verbs: ['get', 'patch', 'update'],
+                },
+              ]
+            : []),
           ...(r.name === 'pods' ? [{ name: 'pods/log', singularName: '', namespaced: true, kind: 'Pod', verbs: ['get'] }] : []),
         ]),
       });
@@ -418,19 +524,47 @@ export class FakeKubeApi {
     const [plural, name, sub] = rest;
     const resource = resourceByKey.get(`${gv}/${plural}`);
     if (!resource) throw new HttpError(404, 'NotFound', `the server could not find the requested resource (${path})`);
-    if (resource.namespaced && name !== undefined && namespace === undefined) throw new HttpError(404, 'NotFound', `${resource.name} must be namespaced`);
-    const verb: Access['verb'] = method === 'GET' ? (name === undefined ? (query.watch === 'true' || query.watch === '1' ? 'watch' : 'list') : 'get')
-      : method === 'POST' ? 'create' : method === 'PUT' ? 'update' : method === 'PATCH' ? 'patch' : 'delete';
-    this.authorize({ verb, resource: sub ? `${resource.name}/${sub}` : resource.name, group: resource.group, namespace: resource.namespaced ? namespace : undefined, name });
+    if (resource.namespaced && name !== undefined && namespace === undefined)
+      throw new HttpError(404, 'NotFound', `${resource.name} must be namespaced`);
+    const verb: Access['verb'] =
+      method === 'GET'
+        ? name === undefined
+          ? query.watch === 'true' || query.watch === '1'
+            ? 'watch'
+            : 'list'
+          : 'get'
+        : method === 'POST'
+          ? 'create'
+          : method === 'PUT'
+            ? 'update'
+            : method === 'PATCH'
+              ? 'patch'
+              : 'delete';
+    this.authorize({
+      verb,
+      resource: sub ? `${resource.name}/${sub}` : resource.name,
+      group: resource.group,
+      namespace: resource.namespaced ? namespace : undefined,
+      name,
+    });
 
     if (name === undefined) {
       if (method === 'POST') return this.send(res, 201, this.create(resource, namespace, body, query));
       if (method !== 'GET') throw new HttpError(405, 'MethodNotAllowed', `${method} on a collection is not supported by the fake`);
       if (verb === 'watch') return this.openWatch(resource, namespace, query, res);
-      const items = [...this.store.values()].filter((o) => o.kind === resource.kind
-        && (namespace === undefined || o.metadata.namespace === namespace)
-        && matchesLabels(o.metadata.labels, query.labelSelector) && matchesFields(o, query.fieldSelector));
-      return this.send(res, 200, { apiVersion: gv, kind: `${resource.kind}List`, metadata: { resourceVersion: String(this.resourceVersion) }, items });
+      const items = [...this.store.values()].filter(
+        (o) =>
+          o.kind === resource.kind &&
+          (namespace === undefined || o.metadata.namespace === namespace) &&
+          matchesLabels(o.metadata.labels, query.labelSelector) &&
+          matchesFields(o, query.fieldSelector),
+      );
+      return this.send(res, 200, {
+        apiVersion: gv,
+        kind: `${resource.kind}List`,
+        metadata: { resourceVersion: String(this.resourceVersion) },
+        items,
+      });
     }
     const key = this.storeKey(resource, namespace, name);
     const existing = this.store.get(key);
@@ -454,17 +588,25 @@ export class FakeKubeApi {
     if (sub === 'scale' && resource.name === 'deployments') {
       if (!existing) throw notFound();
       if (method === 'PATCH') {
-        if (contentType !== 'application/merge-patch+json') throw new HttpError(415, 'UnsupportedMediaType', `the fake takes merge patches of scale, not ${contentType}`);
+        if (contentType !== 'application/merge-patch+json')
+          throw new HttpError(415, 'UnsupportedMediaType', `the fake takes merge patches of scale, not ${contentType}`);
         this.checkResourceVersion(resource, existing, body);
         const replicas = body?.spec?.replicas;
-        if (typeof replicas !== 'number' || replicas < 0) throw new HttpError(422, 'Invalid', `Scale.autoscaling "${name}" is invalid: spec.replicas: Invalid value: ${json(replicas)}: must be greater than or equal to 0`);
+        if (typeof replicas !== 'number' || replicas < 0)
+          throw new HttpError(
+            422,
+            'Invalid',
+            `Scale.autoscaling "${name}" is invalid: spec.replicas: Invalid value: ${json(replicas)}: must be greater than or equal to 0`,
+          );
         this.updateObject(resource, key, { ...existing, spec: { ...existing.spec, replicas } }, query.fieldManager ?? 'unknown');
       } else if (method !== 'GET') throw new HttpError(405, 'MethodNotAllowed', `${method} scale`);
       const d = this.store.get(key)!;
       return this.send(res, 200, {
-        apiVersion: 'autoscaling/v1', kind: 'Scale',
+        apiVersion: 'autoscaling/v1',
+        kind: 'Scale',
         metadata: { name, namespace, resourceVersion: d.metadata.resourceVersion, uid: d.metadata.uid },
-        spec: { replicas: d.spec.replicas }, status: { replicas: d.status?.replicas ?? 0, selector: '' },
+        spec: { replicas: d.spec.replicas },
+        status: { replicas: d.status?.replicas ?? 0, selector: '' },
       });
     }
     if (sub !== undefined) throw new HttpError(404, 'NotFound', `subresource ${sub} is not simulated`);
@@ -480,20 +622,38 @@ export class FakeKubeApi {
           gracePeriodSeconds: options.gracePeriodSeconds !== undefined ? Number(options.gracePeriodSeconds) : undefined,
           propagationPolicy: options.propagationPolicy,
         });
-        if (gone) return this.send(res, 200, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details: { name, kind: resource.name, uid: existing.metadata.uid } });
+        if (gone)
+          return this.send(res, 200, {
+            kind: 'Status',
+            apiVersion: 'v1',
+            metadata: {},
+            status: 'Success',
+            details: { name, kind: resource.name, uid: existing.metadata.uid },
+          });
         return this.send(res, 200, this.store.get(key));
       }
       case 'PUT': {
         if (!existing) throw notFound();
-        if (!body || typeof body !== 'object' || body.metadata?.name !== name) throw new HttpError(400, 'BadRequest', `the body of a PUT must be the ${resource.kind} "${name}"`);
+        if (!body || typeof body !== 'object' || body.metadata?.name !== name)
+          throw new HttpError(400, 'BadRequest', `the body of a PUT must be the ${resource.kind} "${name}"`);
         this.checkResourceVersion(resource, existing, body);
-        const next: KObject = { ...structuredClone(body), metadata: { ...body.metadata, ...this.serverMetadata(existing) }, ...(existing.status ? { status: existing.status } : {}) };
+        const next: KObject = {
+          ...structuredClone(body),
+          metadata: { ...body.metadata, ...this.serverMetadata(existing) },
+          ...(existing.status ? { status: existing.status } : {}),
+        };
         return this.send(res, 200, this.updateObject(resource, key, next, query.fieldManager ?? 'unknown'));
       }
       case 'PATCH':
         if (contentType === 'application/apply-patch+yaml') {
-          if (!query.fieldManager) throw new HttpError(400, 'BadRequest', 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch');
-          if (!body || typeof body !== 'object') throw new HttpError(400, 'BadRequest', `the fake parses apply bodies as JSON only: ${raw.slice(0, 60)}`);
+          if (!query.fieldManager)
+            throw new HttpError(
+              400,
+              'BadRequest',
+              'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
+            );
+          if (!body || typeof body !== 'object')
+            throw new HttpError(400, 'BadRequest', `the fake parses apply bodies as JSON only: ${raw.slice(0, 60)}`);
           const force = query.force === 'true';
           return this.send(res, 200, this.applyObject(resource, namespace, name, body, query.fieldManager, force));
         }
@@ -516,16 +676,41 @@ export class FakeKubeApi {
 
   /** What a client cannot set: identity, version, deletion state (status is kept by the callers). */
   private serverMetadata(existing: KObject): Record<string, any> {
-    const { uid, creationTimestamp, resourceVersion, generation, deletionTimestamp, deletionGracePeriodSeconds, managedFields, namespace, name } = existing.metadata;
-    return Object.fromEntries(Object.entries({ uid, creationTimestamp, resourceVersion, generation, deletionTimestamp, deletionGracePeriodSeconds, managedFields, namespace, name })
-      .filter(([, v]) => v !== undefined));
+    const {
+      uid,
+      creationTimestamp,
+      resourceVersion,
+      generation,
+      deletionTimestamp,
+      deletionGracePeriodSeconds,
+      managedFields,
+      namespace,
+      name,
+    } = existing.metadata;
+    return Object.fromEntries(
+      Object.entries({
+        uid,
+        creationTimestamp,
+        resourceVersion,
+        generation,
+        deletionTimestamp,
+        deletionGracePeriodSeconds,
+        managedFields,
+        namespace,
+        name,
+      }).filter(([, v]) => v !== undefined),
+    );
   }
 
   /** Optimistic concurrency: a write naming a resourceVersion must name the current one. */
   private checkResourceVersion(resource: ResourceType, existing: KObject, body: any) {
     const wanted = body?.metadata?.resourceVersion;
     if (wanted !== undefined && wanted !== null && String(wanted) !== existing.metadata.resourceVersion) {
-      throw new HttpError(409, 'Conflict', `Operation cannot be fulfilled on ${qualified(resource)} "${existing.metadata.name}": the object has been modified; please apply your changes to the latest version and try again`);
+      throw new HttpError(
+        409,
+        'Conflict',
+        `Operation cannot be fulfilled on ${qualified(resource)} "${existing.metadata.name}": the object has been modified; please apply your changes to the latest version and try again`,
+      );
     }
   }
 
@@ -534,7 +719,12 @@ export class FakeKubeApi {
     if (!resource.namespaced) return;
     const ns = this.store.get(this.storeKey(resourceOf('namespaces'), undefined, namespace!));
     if (!ns) throw new HttpError(404, 'NotFound', `namespaces "${namespace}" not found`);
-    if (terminating(ns)) throw new HttpError(403, 'Forbidden', `${qualified(resource)} "${name}" is forbidden: unable to create new content in namespace ${namespace} because it is being terminated`);
+    if (terminating(ns))
+      throw new HttpError(
+        403,
+        'Forbidden',
+        `${qualified(resource)} "${name}" is forbidden: unable to create new content in namespace ${namespace} because it is being terminated`,
+      );
   }
 
   /** Pod Security admission and the test's webhook, as for a pod being created. */
@@ -544,7 +734,11 @@ export class FakeKubeApi {
     const version = ns?.metadata.labels?.['pod-security.kubernetes.io/enforce-version'] ?? 'latest';
     const violations = level ? podSecurityViolations(pod.spec ?? {}, level) : [];
     if (violations.length) {
-      throw new HttpError(403, 'Forbidden', `pods "${pod.metadata.name}" is forbidden: violates PodSecurity "${level}:${version}": ${violations.join(', ')}`);
+      throw new HttpError(
+        403,
+        'Forbidden',
+        `pods "${pod.metadata.name}" is forbidden: violates PodSecurity "${level}:${version}": ${violations.join(', ')}`,
+      );
     }
     const denied = this.podAdmission?.(pod);
     if (denied) throw new HttpError(403, 'Forbidden', `admission webhook "pods.policy.fake" denied the request: ${denied}`);
@@ -552,18 +746,26 @@ export class FakeKubeApi {
 
   /** The checks of the API server's validation that the driver depends on. */
   private validate(resource: ResourceType, next: KObject, existing: KObject | undefined) {
-    const invalid = (detail: string) => new HttpError(422, 'Invalid', `${kindQualified(resource)} "${next.metadata.name}" is invalid: ${detail}`);
+    const invalid = (detail: string) =>
+      new HttpError(422, 'Invalid', `${kindQualified(resource)} "${next.metadata.name}" is invalid: ${detail}`);
     if (resource.kind === 'Deployment') {
       const selector = next.spec?.selector;
-      const selectorText = `v1.LabelSelector{MatchLabels:map[string]string{${Object.entries(selector?.matchLabels ?? {}).map(([k, v]) => `"${k}":"${v}"`).join(', ')}}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}`;
-      if (existing && json(existing.spec?.selector) !== json(selector)) throw invalid(`spec.selector: Invalid value: ${selectorText}: field is immutable`);
+      const selectorText = `v1.LabelSelector{MatchLabels:map[string]string{${Object.entries(selector?.matchLabels ?? {})
+        .map(([k, v]) => `"${k}":"${v}"`)
+        .join(', ')}}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}`;
+      if (existing && json(existing.spec?.selector) !== json(selector))
+        throw invalid(`spec.selector: Invalid value: ${selectorText}: field is immutable`);
       const labels = next.spec?.template?.metadata?.labels ?? {};
       if (!selector?.matchLabels || Object.keys(selector.matchLabels).length === 0) throw invalid('spec.selector: Required value');
       if (!Object.entries(selector.matchLabels).every(([k, v]) => labels[k] === v)) {
         throw invalid(`spec.template.metadata.labels: Invalid value: ${json(labels)}: \`selector\` does not match template \`labels\``);
       }
       const rolling = next.spec?.strategy?.rollingUpdate;
-      if (rolling && (rolling.maxSurge === 0 || rolling.maxSurge === '0%') && (rolling.maxUnavailable === 0 || rolling.maxUnavailable === '0%')) {
+      if (
+        rolling &&
+        (rolling.maxSurge === 0 || rolling.maxSurge === '0%') &&
+        (rolling.maxUnavailable === 0 || rolling.maxUnavailable === '0%')
+      ) {
         throw invalid('spec.strategy.rollingUpdate.maxUnavailable: Invalid value: 0: may not be 0 when `maxSurge` is 0');
       }
     }
@@ -571,7 +773,11 @@ export class FakeKubeApi {
       throw invalid('spec.template: Invalid value: field is immutable');
     }
     if (resource.kind === 'Secret' && existing?.immutable && json(existing.data ?? {}) !== json(next.data ?? {})) {
-      throw new HttpError(422, 'Invalid', `Secret "${next.metadata.name}" is invalid: data: Forbidden: field is immutable when \`immutable\` is set`);
+      throw new HttpError(
+        422,
+        'Invalid',
+        `Secret "${next.metadata.name}" is invalid: data: Forbidden: field is immutable when \`immutable\` is set`,
+      );
     }
   }
 
@@ -587,12 +793,16 @@ export class FakeKubeApi {
 
   /** POST: a new object (pods go through admission). */
   private create(resource: ResourceType, namespace: string | undefined, body: any, query: Record<string, string>): KObject {
-    if (!body || typeof body !== 'object' || !body.metadata?.name) throw new HttpError(400, 'BadRequest', 'the fake needs metadata.name on a create');
+    if (!body || typeof body !== 'object' || !body.metadata?.name)
+      throw new HttpError(400, 'BadRequest', 'the fake needs metadata.name on a create');
     const name = body.metadata.name as string;
     const key = this.storeKey(resource, namespace, name);
     if (this.store.has(key)) throw new HttpError(409, 'AlreadyExists', `${qualified(resource)} "${name}" already exists`);
     this.admitNew(resource, namespace, name);
-    const object = this.normalize(resource, { ...body, metadata: { ...body.metadata, namespace: resource.namespaced ? namespace : undefined } });
+    const object = this.normalize(resource, {
+      ...body,
+      metadata: { ...body.metadata, namespace: resource.namespaced ? namespace : undefined },
+    });
     if (resource.kind === 'Pod') this.admitPod(object);
     this.validate(resource, object, undefined);
     const created = this.withCreationMetadata(resource, object);
@@ -613,9 +823,18 @@ export class FakeKubeApi {
   }
 
   /** Server-side apply: creates, or merges the applied configuration under `manager`'s field ownership. */
-  private applyObject(resource: ResourceType, namespace: string | undefined, name: string, body: KObject, manager: string, force: boolean): KObject {
-    if (body.kind !== resource.kind || body.metadata?.name !== name) throw new HttpError(400, 'BadRequest', `body ${body.kind}/${body.metadata?.name} does not match ${resource.kind}/${name}`);
-    if (resource.namespaced && body.metadata.namespace && body.metadata.namespace !== namespace) throw new HttpError(400, 'BadRequest', 'namespace mismatch');
+  private applyObject(
+    resource: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    body: KObject,
+    manager: string,
+    force: boolean,
+  ): KObject {
+    if (body.kind !== resource.kind || body.metadata?.name !== name)
+      throw new HttpError(400, 'BadRequest', `body ${body.kind}/${body.metadata?.name} does not match ${resource.kind}/${name}`);
+    if (resource.namespaced && body.metadata.namespace && body.metadata.namespace !== namespace)
+      throw new HttpError(400, 'BadRequest', 'namespace mismatch');
     const key = this.storeKey(resource, namespace, name);
     const existing = this.store.get(key);
     if (existing) this.checkResourceVersion(resource, existing, body);
@@ -631,7 +850,10 @@ export class FakeKubeApi {
       if (resource.kind === 'Pod') this.sims.set(key, { behaviour: 'ready', age: 0 });
       return stored;
     }
-    const next: KObject = { ...merged, metadata: { ...merged.metadata, ...this.serverMetadata(existing), managedFields: merged.metadata.managedFields } };
+    const next: KObject = {
+      ...merged,
+      metadata: { ...merged.metadata, ...this.serverMetadata(existing), managedFields: merged.metadata.managedFields },
+    };
     if (existing.status) next.status = existing.status;
     this.validate(resource, next, existing);
     return this.write(resource, key, next);
@@ -653,11 +875,13 @@ export class FakeKubeApi {
   private write(resource: ResourceType, key: string, next: KObject): KObject {
     const previous = this.store.get(key);
     const metadata: Record<string, any> = { ...next.metadata, resourceVersion: String(++this.resourceVersion) };
-    if (previous && json(previous.spec) !== json(next.spec) && resource.kind !== 'Namespace') metadata.generation = (previous.metadata.generation ?? 0) + 1;
+    if (previous && json(previous.spec) !== json(next.spec) && resource.kind !== 'Namespace')
+      metadata.generation = (previous.metadata.generation ?? 0) + 1;
     const stored = { ...next, apiVersion: groupVersion(resource), kind: resource.kind, metadata };
     this.store.set(key, stored);
     this.notify(previous ? 'MODIFIED' : 'ADDED', stored);
-    if (terminating(stored) && !(stored.metadata.finalizers ?? []).length && resource.kind !== 'Pod' && resource.kind !== 'Namespace') this.remove(key);
+    if (terminating(stored) && !(stored.metadata.finalizers ?? []).length && resource.kind !== 'Pod' && resource.kind !== 'Namespace')
+      this.remove(key);
     return stored;
   }
 
@@ -689,27 +913,50 @@ export class FakeKubeApi {
     const resource = resourceOf(RESOURCES.find((r) => r.kind === object.kind)!.name);
     if (object.kind === 'Pod') {
       const grace = options.gracePeriodSeconds ?? object.spec?.terminationGracePeriodSeconds ?? 30;
-      if (grace === 0 || !object.spec?.nodeName) { this.remove(key); return true; }
+      if (grace === 0 || !object.spec?.nodeName) {
+        this.remove(key);
+        return true;
+      }
       if (terminating(object)) return false;
       this.graceEnds.set(key, Date.now() + grace * (this.options.graceSecondMs ?? 2));
-      this.write(resource, key, { ...object, metadata: { ...object.metadata, deletionTimestamp: new Date(Date.now() + grace * 1000).toISOString(), deletionGracePeriodSeconds: grace } });
+      this.write(resource, key, {
+        ...object,
+        metadata: {
+          ...object.metadata,
+          deletionTimestamp: new Date(Date.now() + grace * 1000).toISOString(),
+          deletionGracePeriodSeconds: grace,
+        },
+      });
       return false;
     }
     if (terminating(object)) return false;
     if (object.kind === 'Namespace') {
-      this.write(resource, key, { ...object, metadata: { ...object.metadata, deletionTimestamp: now(), deletionGracePeriodSeconds: 0 }, status: { phase: 'Terminating' } });
+      this.write(resource, key, {
+        ...object,
+        metadata: { ...object.metadata, deletionTimestamp: now(), deletionGracePeriodSeconds: 0 },
+        status: { phase: 'Terminating' },
+      });
       return false;
     }
     const policy = options.propagationPolicy ?? (object.kind === 'Job' ? 'Orphan' : 'Background');
     if (policy === 'Orphan') {
       for (const dependent of this.dependents(object)) {
         const refs = dependent.metadata.ownerReferences.filter((r: any) => r.uid !== object.metadata.uid);
-        this.put(RESOURCES.find((r) => r.kind === dependent.kind)!.name, { ...dependent, metadata: { ...dependent.metadata, ownerReferences: refs.length ? refs : undefined } });
+        this.put(RESOURCES.find((r) => r.kind === dependent.kind)!.name, {
+          ...dependent,
+          metadata: { ...dependent.metadata, ownerReferences: refs.length ? refs : undefined },
+        });
       }
     }
     const finalizers = [...(object.metadata.finalizers ?? []), ...(policy === 'Foreground' ? ['foregroundDeletion'] : [])];
-    if (finalizers.length === 0) { this.remove(key); return true; }
-    this.write(resource, key, { ...object, metadata: { ...object.metadata, finalizers, deletionTimestamp: now(), deletionGracePeriodSeconds: 0 } });
+    if (finalizers.length === 0) {
+      this.remove(key);
+      return true;
+    }
+    this.write(resource, key, {
+      ...object,
+      metadata: { ...object.metadata, finalizers, deletionTimestamp: now(), deletionGracePeriodSeconds: 0 },
+    });
     return false;
   }
 
@@ -735,7 +982,8 @@ export class FakeKubeApi {
     for (const [key, o] of [...this.store]) {
       if (!this.store.has(key)) continue;
       const owners = o.metadata.ownerReferences ?? [];
-      if (owners.length && !terminating(o) && owners.every((r: any) => !uids.has(r.uid))) this.deleteObject(key, { propagationPolicy: 'Background' });
+      if (owners.length && !terminating(o) && owners.every((r: any) => !uids.has(r.uid)))
+        this.deleteObject(key, { propagationPolicy: 'Background' });
     }
     for (const [key, o] of [...this.store]) {
       if (!terminating(o) || !this.store.has(key)) continue;
@@ -746,11 +994,23 @@ export class FakeKubeApi {
       } else if (o.metadata.finalizers?.includes('foregroundDeletion')) {
         const dependents = this.dependents(o);
         for (const d of dependents) {
-          if (!terminating(d)) this.deleteObject(this.storeKey(RESOURCES.find((r) => r.kind === d.kind)!, d.metadata.namespace, d.metadata.name), { propagationPolicy: 'Foreground' });
+          if (!terminating(d))
+            this.deleteObject(
+              this.storeKey(
+                RESOURCES.find((r) => r.kind === d.kind)!,
+                d.metadata.namespace,
+                d.metadata.name,
+              ),
+              { propagationPolicy: 'Foreground' },
+            );
         }
         if (dependents.length === 0) {
           const finalizers = o.metadata.finalizers.filter((f: string) => f !== 'foregroundDeletion');
-          this.write(RESOURCES.find((r) => r.kind === o.kind)!, key, { ...o, metadata: { ...o.metadata, finalizers: finalizers.length ? finalizers : undefined } });
+          this.write(
+            RESOURCES.find((r) => r.kind === o.kind)!,
+            key,
+            { ...o, metadata: { ...o.metadata, finalizers: finalizers.length ? finalizers : undefined } },
+          );
         }
       }
     }
@@ -766,12 +1026,20 @@ export class FakeKubeApi {
       for (const o of this.store.values()) if (this.watches(watcher, o)) res.write(`${json({ type: 'ADDED', object: o })}\n`);
     }
     const limit = this.options.closeWatchesAfterMs ?? (query.timeoutSeconds ? Number(query.timeoutSeconds) * 1000 : undefined);
-    if (limit !== undefined) setTimeout(() => { this.watchers.delete(watcher); res.end(); }, limit).unref();
+    if (limit !== undefined)
+      setTimeout(() => {
+        this.watchers.delete(watcher);
+        res.end();
+      }, limit).unref();
   }
 
   private watches(w: Watcher, o: KObject) {
-    return o.kind === w.resource.kind && (w.namespace === undefined || o.metadata.namespace === w.namespace)
-      && matchesLabels(o.metadata.labels, w.labelSelector) && matchesFields(o, w.fieldSelector);
+    return (
+      o.kind === w.resource.kind &&
+      (w.namespace === undefined || o.metadata.namespace === w.namespace) &&
+      matchesLabels(o.metadata.labels, w.labelSelector) &&
+      matchesFields(o, w.fieldSelector)
+    );
   }
 
   private notify(type: string, object: KObject) {
@@ -784,10 +1052,13 @@ export class FakeKubeApi {
     const pods = this.list('pods', namespace).filter((p) => p.status?.phase === 'Running');
     const usage = this.podMetrics;
     return this.send(res, 200, {
-      kind: 'PodMetricsList', apiVersion: 'metrics.k8s.io/v1beta1', metadata: { selfLink: '' },
+      kind: 'PodMetricsList',
+      apiVersion: 'metrics.k8s.io/v1beta1',
+      metadata: { selfLink: '' },
       items: pods.map((p) => ({
         metadata: { name: p.metadata.name, namespace: p.metadata.namespace, selfLink: '', creationTimestamp: now() },
-        timestamp: now(), window: '30s',
+        timestamp: now(),
+        window: '30s',
         containers: (p.spec?.containers ?? []).map((c: any) => ({ name: c.name, usage: usage(p) })),
       })),
     });
@@ -814,7 +1085,9 @@ export class FakeKubeApi {
   }
 
   private owned(plural: string, owner: KObject): KObject[] {
-    return this.list(plural, owner.metadata.namespace).filter((o) => o.metadata.ownerReferences?.some((r: any) => r.uid === owner.metadata.uid));
+    return this.list(plural, owner.metadata.namespace).filter((o) =>
+      o.metadata.ownerReferences?.some((r: any) => r.uid === owner.metadata.uid),
+    );
   }
 
   /** Creates a controller's pod, through admission (throws the 403 a real API server answers). */
@@ -822,9 +1095,22 @@ export class FakeKubeApi {
     const template = owner.spec.template;
     const pod: KObject = {
       metadata: {
-        name, namespace: owner.metadata.namespace, labels, annotations: { ...(template.metadata?.annotations ?? {}) },
-        uid: newUid(), creationTimestamp: now(),
-        ownerReferences: [{ apiVersion: owner.apiVersion, kind: owner.kind, name: owner.metadata.name, uid: owner.metadata.uid, controller: true, blockOwnerDeletion: true }],
+        name,
+        namespace: owner.metadata.namespace,
+        labels,
+        annotations: { ...(template.metadata?.annotations ?? {}) },
+        uid: newUid(),
+        creationTimestamp: now(),
+        ownerReferences: [
+          {
+            apiVersion: owner.apiVersion,
+            kind: owner.kind,
+            name: owner.metadata.name,
+            uid: owner.metadata.uid,
+            controller: true,
+            blockOwnerDeletion: true,
+          },
+        ],
       },
       spec: { ...structuredClone(template.spec), nodeName: 'fake-node' },
       status: pendingPodStatus(template.spec),
@@ -843,11 +1129,17 @@ export class FakeKubeApi {
     const pods = live();
     let failure: string | null = null;
     if (pods.length < want) {
-      const deployment = this.list('deployments', rs.metadata.namespace).find((d) => rs.metadata.ownerReferences?.some((r: any) => r.uid === d.metadata.uid));
+      const deployment = this.list('deployments', rs.metadata.namespace).find((d) =>
+        rs.metadata.ownerReferences?.some((r: any) => r.uid === d.metadata.uid),
+      );
       for (let i = pods.length; i < want; i++) {
         try {
-          this.createPod(rs, `${rs.metadata.name}-${suffix()}`, { ...(rs.spec.template.metadata?.labels ?? {}) },
-            { behaviour: deployment ? this.deploymentBehaviour(deployment) : 'ready', age: 0 });
+          this.createPod(
+            rs,
+            `${rs.metadata.name}-${suffix()}`,
+            { ...(rs.spec.template.metadata?.labels ?? {}) },
+            { behaviour: deployment ? this.deploymentBehaviour(deployment) : 'ready', age: 0 },
+          );
         } catch (error) {
           if (!(error instanceof HttpError)) throw error;
           failure = error.message;
@@ -857,7 +1149,9 @@ export class FakeKubeApi {
       }
     } else if (pods.length > want) {
       // Not-ready pods go first, then the newest.
-      const order = [...pods].sort((a, b) => Number(isReady(a)) - Number(isReady(b)) || b.metadata.creationTimestamp.localeCompare(a.metadata.creationTimestamp));
+      const order = [...pods].sort(
+        (a, b) => Number(isReady(a)) - Number(isReady(b)) || b.metadata.creationTimestamp.localeCompare(a.metadata.creationTimestamp),
+      );
       for (const p of order.slice(0, pods.length - want)) this.deleteObject(this.podKey(p.metadata.namespace, p.metadata.name), {});
     }
     const after = live();
@@ -865,13 +1159,30 @@ export class FakeKubeApi {
     const previousFailure = rs.status?.conditions?.find((c: any) => c.type === 'ReplicaFailure');
     const stillFailing = failure ?? (after.length < want ? previousFailure?.message : null);
     const status = {
-      replicas: after.length, fullyLabeledReplicas: after.length, readyReplicas: ready, availableReplicas: ready,
+      replicas: after.length,
+      fullyLabeledReplicas: after.length,
+      readyReplicas: ready,
+      availableReplicas: ready,
       observedGeneration: rs.metadata.generation,
-      ...(stillFailing ? {
-        conditions: [{ type: 'ReplicaFailure', status: 'True', reason: 'FailedCreate', message: stillFailing, lastTransitionTime: previousFailure?.lastTransitionTime ?? now() }],
-      } : {}),
+      ...(stillFailing
+        ? {
+            conditions: [
+              {
+                type: 'ReplicaFailure',
+                status: 'True',
+                reason: 'FailedCreate',
+                message: stillFailing,
+                lastTransitionTime: previousFailure?.lastTransitionTime ?? now(),
+              },
+            ],
+          }
+        : {}),
     };
-    if (json(status) !== json(rs.status)) this.put('replicasets', { ...this.store.get(this.storeKey(resourceOf('replicasets'), rs.metadata.namespace, rs.metadata.name))!, status });
+    if (json(status) !== json(rs.status))
+      this.put('replicasets', {
+        ...this.store.get(this.storeKey(resourceOf('replicasets'), rs.metadata.namespace, rs.metadata.name))!,
+        status,
+      });
   }
 
   /**
@@ -888,7 +1199,12 @@ export class FakeKubeApi {
     const replicasOf = (rs: KObject) => fresh(rs).spec.replicas ?? 0;
     const setReplicas = (rs: KObject, n: number) => {
       const current = fresh(rs);
-      if ((current.spec.replicas ?? 0) !== n) this.put('replicasets', { ...current, spec: { ...current.spec, replicas: n }, metadata: { ...current.metadata, generation: (current.metadata.generation ?? 1) + 1 } });
+      if ((current.spec.replicas ?? 0) !== n)
+        this.put('replicasets', {
+          ...current,
+          spec: { ...current.spec, replicas: n },
+          metadata: { ...current.metadata, generation: (current.metadata.generation ?? 1) + 1 },
+        });
     };
     const sets = this.owned('replicasets', d);
     let current = sets.find((rs) => rs.metadata.labels?.['pod-template-hash'] === hash);
@@ -897,19 +1213,37 @@ export class FakeKubeApi {
       const labels = { ...(d.spec.template.metadata?.labels ?? {}), 'pod-template-hash': hash };
       current = this.put('replicasets', {
         metadata: {
-          name: `${d.metadata.name}-${hash}`, namespace: d.metadata.namespace, labels, uid: newUid(), creationTimestamp: now(), generation: 1,
+          name: `${d.metadata.name}-${hash}`,
+          namespace: d.metadata.namespace,
+          labels,
+          uid: newUid(),
+          creationTimestamp: now(),
+          generation: 1,
           annotations: { 'deployment.kubernetes.io/revision': String(revision) },
-          ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: d.metadata.name, uid: d.metadata.uid, controller: true, blockOwnerDeletion: true }],
+          ownerReferences: [
+            {
+              apiVersion: 'apps/v1',
+              kind: 'Deployment',
+              name: d.metadata.name,
+              uid: d.metadata.uid,
+              controller: true,
+              blockOwnerDeletion: true,
+            },
+          ],
         },
         spec: {
           replicas: 0,
           selector: { matchLabels: { ...d.spec.selector.matchLabels, 'pod-template-hash': hash } },
-          template: { metadata: { ...structuredClone(d.spec.template.metadata ?? {}), labels }, spec: structuredClone(d.spec.template.spec) },
+          template: {
+            metadata: { ...structuredClone(d.spec.template.metadata ?? {}), labels },
+            spec: structuredClone(d.spec.template.spec),
+          },
         },
         status: { replicas: 0 },
       });
     }
-    const old = sets.filter((rs) => rs.metadata.uid !== current!.metadata.uid)
+    const old = sets
+      .filter((rs) => rs.metadata.uid !== current!.metadata.uid)
       .sort((a, b) => a.metadata.creationTimestamp.localeCompare(b.metadata.creationTimestamp));
     const all = [current, ...old];
     const sum = (f: (rs: KObject) => number) => all.reduce((n, rs) => n + f(fresh(rs)), 0);
@@ -950,12 +1284,16 @@ export class FakeKubeApi {
     }
     // Old ReplicaSets beyond revisionHistoryLimit go once they have no pods.
     const retired = old.filter((rs) => replicasOf(rs) === 0 && this.owned('pods', rs).length === 0);
-    for (const rs of retired.slice(0, Math.max(0, retired.length - (d.spec.revisionHistoryLimit ?? 10)))) this.deleteObject(rsKey(rs), { propagationPolicy: 'Background' });
+    for (const rs of retired.slice(0, Math.max(0, retired.length - (d.spec.revisionHistoryLimit ?? 10))))
+      this.deleteObject(rsKey(rs), { propagationPolicy: 'Background' });
     const remaining = all.filter((rs) => this.store.has(rsKey(rs)));
 
     const step: RolloutStep = {
-      namespace: d.metadata.namespace, deployment: d.metadata.name, desired,
-      newReplicas: replicasOf(current), oldReplicas: old.filter((rs) => this.store.has(rsKey(rs))).reduce((n, rs) => n + replicasOf(rs), 0),
+      namespace: d.metadata.namespace,
+      deployment: d.metadata.name,
+      desired,
+      newReplicas: replicasOf(current),
+      oldReplicas: old.filter((rs) => this.store.has(rsKey(rs))).reduce((n, rs) => n + replicasOf(rs), 0),
       available: remaining.reduce((n, rs) => n + available(rs), 0),
     };
     const last = [...this.rolloutSteps].reverse().find((s) => s.namespace === step.namespace && s.deployment === step.deployment);
@@ -970,21 +1308,47 @@ export class FakeKubeApi {
     const condition = (type: string, status: string, reason: string, message: string) => {
       const before = previous(type);
       const same = before?.status === status;
-      return { type, status, reason, message, lastUpdateTime: same && before.reason === reason ? before.lastUpdateTime : now(), lastTransitionTime: same ? before.lastTransitionTime : now() };
+      return {
+        type,
+        status,
+        reason,
+        message,
+        lastUpdateTime: same && before.reason === reason ? before.lastUpdateTime : now(),
+        lastTransitionTime: same ? before.lastTransitionTime : now(),
+      };
     };
     const status = {
       observedGeneration: d.metadata.generation,
-      replicas: total((s) => s.replicas ?? 0), updatedReplicas: updated, readyReplicas: total((s) => s.readyReplicas ?? 0),
-      availableReplicas: availableNow, unavailableReplicas: Math.max(0, remaining.reduce((n, rs) => n + replicasOf(rs), 0) - availableNow),
+      replicas: total((s) => s.replicas ?? 0),
+      updatedReplicas: updated,
+      readyReplicas: total((s) => s.readyReplicas ?? 0),
+      availableReplicas: availableNow,
+      unavailableReplicas: Math.max(0, remaining.reduce((n, rs) => n + replicasOf(rs), 0) - availableNow),
       conditions: [
-        condition('Available', availableNow >= desired - maxUnavailable ? 'True' : 'False', availableNow >= desired - maxUnavailable ? 'MinimumReplicasAvailable' : 'MinimumReplicasUnavailable',
-          availableNow >= desired - maxUnavailable ? 'Deployment has minimum availability.' : 'Deployment does not have minimum availability.'),
-        condition('Progressing', 'True', complete ? 'NewReplicaSetAvailable' : 'ReplicaSetUpdated',
-          complete ? `ReplicaSet "${current.metadata.name}" has successfully progressed.` : `ReplicaSet "${current.metadata.name}" is progressing.`),
+        condition(
+          'Available',
+          availableNow >= desired - maxUnavailable ? 'True' : 'False',
+          availableNow >= desired - maxUnavailable ? 'MinimumReplicasAvailable' : 'MinimumReplicasUnavailable',
+          availableNow >= desired - maxUnavailable
+            ? 'Deployment has minimum availability.'
+            : 'Deployment does not have minimum availability.',
+        ),
+        condition(
+          'Progressing',
+          'True',
+          complete ? 'NewReplicaSetAvailable' : 'ReplicaSetUpdated',
+          complete
+            ? `ReplicaSet "${current.metadata.name}" has successfully progressed.`
+            : `ReplicaSet "${current.metadata.name}" is progressing.`,
+        ),
         ...(failure ? [condition('ReplicaFailure', 'True', 'FailedCreate', failure.message)] : []),
       ],
     };
-    if (json(status) !== json(d.status)) this.put('deployments', { ...this.store.get(this.storeKey(resourceOf('deployments'), d.metadata.namespace, d.metadata.name))!, status });
+    if (json(status) !== json(d.status))
+      this.put('deployments', {
+        ...this.store.get(this.storeKey(resourceOf('deployments'), d.metadata.namespace, d.metadata.name))!,
+        status,
+      });
   }
 
   private reconcileJob(j: KObject) {
@@ -996,10 +1360,17 @@ export class FakeKubeApi {
     if (pods.length === 0 && !overdue) {
       const behaviour = this.jobBehaviour(j);
       try {
-        this.createPod(j, `${j.metadata.name}-${suffix()}`, {
-          ...(j.spec.template.metadata?.labels ?? {}), 'job-name': j.metadata.name, 'batch.kubernetes.io/job-name': j.metadata.name,
-          'controller-uid': j.metadata.uid,
-        }, { behaviour: behaviour.outcome === 'image-pull-error' ? 'image-pull-error' : 'ready', job: behaviour, age: 0 });
+        this.createPod(
+          j,
+          `${j.metadata.name}-${suffix()}`,
+          {
+            ...(j.spec.template.metadata?.labels ?? {}),
+            'job-name': j.metadata.name,
+            'batch.kubernetes.io/job-name': j.metadata.name,
+            'controller-uid': j.metadata.uid,
+          },
+          { behaviour: behaviour.outcome === 'image-pull-error' ? 'image-pull-error' : 'ready', job: behaviour, age: 0 },
+        );
       } catch (error) {
         if (!(error instanceof HttpError)) throw error;
         this.event(j, 'FailedCreate', `Error creating: ${error.message}`, 'job-controller');
@@ -1011,14 +1382,18 @@ export class FakeKubeApi {
     }
     const terminated = pods[0]?.status?.containerStatuses?.[0]?.state?.terminated;
     let condition: Record<string, string> | null = null;
-    if (terminated) condition = terminated.exitCode === 0 ? { type: 'Complete', reason: 'Completed' } : { type: 'Failed', reason: 'BackoffLimitExceeded' };
+    if (terminated)
+      condition =
+        terminated.exitCode === 0 ? { type: 'Complete', reason: 'Completed' } : { type: 'Failed', reason: 'BackoffLimitExceeded' };
     else if (overdue) condition = { type: 'Failed', reason: 'DeadlineExceeded', message: 'Job was active longer than specified deadline' };
     if (!condition) return;
     if (overdue && !terminated) for (const p of pods) this.deleteObject(this.podKey(p.metadata.namespace, p.metadata.name), {});
     this.put('jobs', {
       ...this.store.get(key)!,
       status: {
-        startTime, completionTime: now(), active: 0,
+        startTime,
+        completionTime: now(),
+        active: 0,
         ...(condition.type === 'Complete' ? { succeeded: 1 } : { failed: 1 }),
         conditions: [{ ...condition, status: 'True', lastProbeTime: now(), lastTransitionTime: now() }],
       },
@@ -1030,17 +1405,36 @@ export class FakeKubeApi {
     const key = this.storeKey(resourceOf('events'), object.metadata.namespace, name);
     const existing = this.store.get(key);
     this.put('events', {
-      metadata: { name, namespace: object.metadata.namespace, uid: existing?.metadata.uid ?? newUid(), creationTimestamp: existing?.metadata.creationTimestamp ?? now() },
-      involvedObject: { kind: object.kind, name: object.metadata.name, namespace: object.metadata.namespace, uid: object.metadata.uid, apiVersion: object.apiVersion },
-      reason, message, type: 'Warning', count: (existing?.count ?? 0) + 1, source: { component, ...(component === 'kubelet' ? { host: 'fake-node' } : {}) },
-      firstTimestamp: existing?.firstTimestamp ?? now(), lastTimestamp: now(),
+      metadata: {
+        name,
+        namespace: object.metadata.namespace,
+        uid: existing?.metadata.uid ?? newUid(),
+        creationTimestamp: existing?.metadata.creationTimestamp ?? now(),
+      },
+      involvedObject: {
+        kind: object.kind,
+        name: object.metadata.name,
+        namespace: object.metadata.namespace,
+        uid: object.metadata.uid,
+        apiVersion: object.apiVersion,
+      },
+      reason,
+      message,
+      type: 'Warning',
+      count: (existing?.count ?? 0) + 1,
+      source: { component, ...(component === 'kubelet' ? { host: 'fake-node' } : {}) },
+      firstTimestamp: existing?.firstTimestamp ?? now(),
+      lastTimestamp: now(),
     });
   }
 
   /** Moves a pod one step along its behaviour. */
   private advancePod(key: string, sim: PodSim) {
     const pod = this.store.get(key);
-    if (!pod) { this.sims.delete(key); return; }
+    if (!pod) {
+      this.sims.delete(key);
+      return;
+    }
     sim.age += 1;
     const container = pod.spec.containers[0];
     const status = structuredClone(pod.status);
@@ -1091,12 +1485,19 @@ export class FakeKubeApi {
       status.phase = 'Running';
       cs.restartCount = sim.age;
       cs.lastState = { terminated: { exitCode: 1, reason: 'Error', startedAt, finishedAt: now() } };
-      cs.state = { waiting: { reason: 'CrashLoopBackOff', message: `back-off 10s restarting failed container=${container.name} pod=${pod.metadata.name}` } };
+      cs.state = {
+        waiting: {
+          reason: 'CrashLoopBackOff',
+          message: `back-off 10s restarting failed container=${container.name} pod=${pod.metadata.name}`,
+        },
+      };
       setReady(false);
       this.event(pod, 'BackOff', 'Back-off restarting failed container');
     } else if (sim.behaviour === 'image-pull-error') {
       if (sim.age === 1) {
-        cs.state = { waiting: { reason: 'ErrImagePull', message: `failed to pull and unpack image "${container.image}": 401 Unauthorized` } };
+        cs.state = {
+          waiting: { reason: 'ErrImagePull', message: `failed to pull and unpack image "${container.image}": 401 Unauthorized` },
+        };
         this.event(pod, 'Failed', `Failed to pull image "${container.image}": 401 Unauthorized`);
       } else if (sim.age === 3) {
         cs.state = { waiting: { reason: 'ImagePullBackOff', message: `Back-off pulling image "${container.image}"` } };

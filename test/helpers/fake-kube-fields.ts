@@ -6,7 +6,7 @@
  * containerPort+protocol, Service ports by port+protocol, ...), other lists are atomic, and an
  * apply that changes a field another manager owns is a conflict unless forced.
  */
- 
+
 export type KObject = Record<string, any> & { metadata: Record<string, any> };
 
 export interface ManagedFieldsEntry {
@@ -19,7 +19,10 @@ export interface ManagedFieldsEntry {
 }
 
 /** One field: its FieldsV1 path (`f:spec`, `k:{"name":"web"}`), and whether it is a list item rather than a value. */
-interface Field { path: string[]; item: boolean }
+interface Field {
+  path: string[];
+  item: boolean;
+}
 type FieldSet = Map<string, Field>;
 
 const SEPARATOR = '\n';
@@ -31,13 +34,21 @@ const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
 function mergeKeys(path: string[]): string[] | null {
   const name = path[path.length - 1]?.slice(2);
   switch (name) {
-    case 'containers': case 'initContainers': case 'ephemeralContainers': case 'env': case 'volumes': case 'imagePullSecrets':
+    case 'containers':
+    case 'initContainers':
+    case 'ephemeralContainers':
+    case 'env':
+    case 'volumes':
+    case 'imagePullSecrets':
       return ['name'];
-    case 'volumeMounts': return ['mountPath'];
-    case 'conditions': return ['type'];
+    case 'volumeMounts':
+      return ['mountPath'];
+    case 'conditions':
+      return ['type'];
     case 'ports':
       return path.some((s) => s === 'f:containers' || s === 'f:initContainers') ? ['containerPort', 'protocol'] : ['port', 'protocol'];
-    default: return null;
+    default:
+      return null;
   }
 }
 
@@ -88,7 +99,9 @@ function getAt(object: unknown, path: string[]): unknown {
     if (segment.startsWith('f:')) node = node[segment.slice(2)];
     else {
       const key = JSON.parse(segment.slice(2)) as Record<string, unknown>;
-      node = Array.isArray(node) ? node.find((i) => isObject(i) && Object.entries(key).every(([k, v]) => (i[k] ?? (k === 'protocol' ? 'TCP' : null)) === v)) : undefined;
+      node = Array.isArray(node)
+        ? node.find((i) => isObject(i) && Object.entries(key).every(([k, v]) => (i[k] ?? (k === 'protocol' ? 'TCP' : null)) === v))
+        : undefined;
     }
   }
   return node;
@@ -154,12 +167,22 @@ export function fromFieldsV1(fieldsV1: Record<string, any>): FieldSet {
 
 /** `.spec.template.spec.containers[name="web"].image`: how the API server names a field in a conflict. */
 function describePath(path: string[]): string {
-  return path.map((s) => (s.startsWith('f:') ? `.${s.slice(2)}` : `[${Object.entries(JSON.parse(s.slice(2))).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(',')}]`)).join('');
+  return path
+    .map((s) =>
+      s.startsWith('f:')
+        ? `.${s.slice(2)}`
+        : `[${Object.entries(JSON.parse(s.slice(2)))
+            .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+            .join(',')}]`,
+    )
+    .join('');
 }
 
 export class ApplyConflict extends Error {
   constructor(readonly conflicts: Array<{ manager: string; apiVersion: string; field: string }>) {
-    super(`Apply failed with ${conflicts.length} conflict${conflicts.length === 1 ? '' : 's'}: ${conflicts.map((c) => `conflict with "${c.manager}" using ${c.apiVersion}: ${c.field}`).join('\n')}`);
+    super(
+      `Apply failed with ${conflicts.length} conflict${conflicts.length === 1 ? '' : 's'}: ${conflicts.map((c) => `conflict with "${c.manager}" using ${c.apiVersion}: ${c.field}`).join('\n')}`,
+    );
   }
 }
 
@@ -167,7 +190,14 @@ export class ApplyConflict extends Error {
  * Server-side apply of `applied` by `manager` onto `live` (null: a create). Returns the new
  * object (metadata as the live one, managedFields updated) or throws `ApplyConflict`.
  */
-export function serverSideApply(live: KObject | null, applied: KObject, manager: string, force: boolean, apiVersion: string, time: string): KObject {
+export function serverSideApply(
+  live: KObject | null,
+  applied: KObject,
+  manager: string,
+  force: boolean,
+  apiVersion: string,
+  time: string,
+): KObject {
   const entries: ManagedFieldsEntry[] = structuredClone(live?.metadata.managedFields ?? []);
   const appliedFields = fieldsOf(managedView(applied));
   const mine = entries.find((e) => e.manager === manager && e.operation === 'Apply');
@@ -177,17 +207,20 @@ export function serverSideApply(live: KObject | null, applied: KObject, manager:
   for (const { entry, fields } of others) {
     for (const [key, field] of appliedFields) {
       if (field.item || !fields.has(key)) continue;
-      if (!same(getAt(live, field.path), getAt(applied, field.path))) conflicts.push({ manager: entry.manager, apiVersion: entry.apiVersion, field: describePath(field.path), key });
+      if (!same(getAt(live, field.path), getAt(applied, field.path)))
+        conflicts.push({ manager: entry.manager, apiVersion: entry.apiVersion, field: describePath(field.path), key });
     }
   }
   if (conflicts.length && !force) throw new ApplyConflict(conflicts);
   // Forced: the fields change owner.
   for (const c of conflicts) for (const o of others) if (o.entry.manager === c.manager) o.fields.delete(c.key);
 
-  const next: KObject = structuredClone(live ?? { metadata: { name: applied.metadata.name, ...(applied.metadata.namespace ? { namespace: applied.metadata.namespace } : {}) } });
+  const next: KObject = structuredClone(
+    live ?? { metadata: { name: applied.metadata.name, ...(applied.metadata.namespace ? { namespace: applied.metadata.namespace } : {}) } },
+  );
   // Fields this manager applied before and no longer does go, unless another manager owns them too.
   const ownedByOthers = (key: string) => others.some((o) => [...o.fields.keys()].some((k) => k === key || k.startsWith(key + SEPARATOR)));
-  const dropped = [...(mine ? fromFieldsV1(mine.fieldsV1) : new Map() as FieldSet).entries()]
+  const dropped = [...(mine ? fromFieldsV1(mine.fieldsV1) : (new Map() as FieldSet)).entries()]
     .filter(([key]) => !appliedFields.has(key) && !ownedByOthers(key))
     .sort(([a], [b]) => a.length - b.length);
   for (const [, field] of dropped) removeAt(next, field.path);
@@ -204,9 +237,15 @@ export function serverSideApply(live: KObject | null, applied: KObject, manager:
  * An update (PUT, merge patch, the scale subresource) by `manager`: the fields it changed
  * become its own (operation Update) and leave every other manager.
  */
-export function recordUpdate(before: KObject | null, after: KObject, manager: string, apiVersion: string, time: string): ManagedFieldsEntry[] {
+export function recordUpdate(
+  before: KObject | null,
+  after: KObject,
+  manager: string,
+  apiVersion: string,
+  time: string,
+): ManagedFieldsEntry[] {
   const entries: ManagedFieldsEntry[] = structuredClone(before?.metadata.managedFields ?? []);
-  const beforeFields = before ? fieldsOf(managedView(before)) : new Map() as FieldSet;
+  const beforeFields = before ? fieldsOf(managedView(before)) : (new Map() as FieldSet);
   const afterFields = fieldsOf(managedView(after));
   const changed: FieldSet = new Map();
   for (const [key, field] of afterFields) {
@@ -217,7 +256,10 @@ export function recordUpdate(before: KObject | null, after: KObject, manager: st
   let own: FieldSet = new Map();
   for (const entry of entries) {
     const fields = fromFieldsV1(entry.fieldsV1);
-    if (entry.manager === manager && entry.operation === 'Update') { own = fields; continue; }
+    if (entry.manager === manager && entry.operation === 'Update') {
+      own = fields;
+      continue;
+    }
     for (const key of [...fields.keys()]) if (changed.has(key) || !afterFields.has(key)) fields.delete(key);
     if (fields.size) result.push({ ...entry, fieldsV1: toFieldsV1(fields) });
   }

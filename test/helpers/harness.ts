@@ -63,21 +63,42 @@ export async function createHarness(env: Partial<Env> = {}, options: HarnessOpti
   // Applications run sandboxed (the default) wherever the machine allows it; elsewhere the
   // runtime's other tests still run, unconfined, and test/isolation/ skips.
   const unsandboxed = options.runtime || options.jobs ? sandboxMissing() : null;
-  if (unsandboxed && env.RUNTIME_ISOLATION === undefined) console.warn(`${unsandboxed}; this harness runs applications with RUNTIME_ISOLATION=none`);
-  const config = loadConfig({}, {
-    DATA_DIR: dataDir, DATABASE_URL: database.url, LOG_LEVEL: 'info', SOURCE_PATH_ALLOWLIST: tmpdir(),
-    ...(unsandboxed ? { RUNTIME_ISOLATION: 'none' as const } : {}), ...env,
-  });
+  if (unsandboxed && env.RUNTIME_ISOLATION === undefined)
+    console.warn(`${unsandboxed}; this harness runs applications with RUNTIME_ISOLATION=none`);
+  const config = loadConfig(
+    {},
+    {
+      DATA_DIR: dataDir,
+      DATABASE_URL: database.url,
+      LOG_LEVEL: 'info',
+      SOURCE_PATH_ALLOWLIST: tmpdir(),
+      ...(unsandboxed ? { RUNTIME_ISOLATION: 'none' as const } : {}),
+      ...env,
+    },
+  );
   const db = createDb(database.url, 5);
   const secrets = new SecretBox({ current: parseKey(generateKeyText()), previous: [] });
   const ctx: AppContext = { config, db, secrets, databaseUrl: database.url };
   if (options.jobs) {
-    ctx.jobs = new PipelineJobs({ databaseUrl: database.url, db, concurrency: config.PIPELINE_CONCURRENCY, organizationLimits: { concurrency: config.PIPELINE_ORG_CONCURRENCY, queued: config.PIPELINE_ORG_QUEUE_LIMIT }, pollIntervalMs: 200, heartbeatIntervalMs: 1000, stopTimeoutMs: 5000 });
+    ctx.jobs = new PipelineJobs({
+      databaseUrl: database.url,
+      db,
+      concurrency: config.PIPELINE_CONCURRENCY,
+      organizationLimits: { concurrency: config.PIPELINE_ORG_CONCURRENCY, queued: config.PIPELINE_ORG_QUEUE_LIMIT },
+      pollIntervalMs: 200,
+      heartbeatIntervalMs: 1000,
+      stopTimeoutMs: 5000,
+    });
     await ctx.jobs.start();
   }
   if (options.runtime) ctx.runtime = createRuntime(config, db);
   let logText = '';
-  const stream = new Writable({ write(chunk, _enc, cb) { logText += chunk.toString(); cb(); } });
+  const stream = new Writable({
+    write(chunk, _enc, cb) {
+      logText += chunk.toString();
+      cb();
+    },
+  });
   const app = await buildApp(ctx, {
     logger: { level: 'trace', stream, redact: ['req.headers["x-api-key"]', 'req.headers.cookie', 'res.headers["set-cookie"]'] },
   });
@@ -91,7 +112,10 @@ export async function createHarness(env: Partial<Env> = {}, options: HarnessOpti
   const auth = new AuthService(ctx);
   let counter = 0;
   return {
-    app, ctx, databaseUrl: database.url, dataDir,
+    app,
+    ctx,
+    databaseUrl: database.url,
+    dataDir,
     logs: () => logText,
     async user(overrides = {}) {
       counter++;

@@ -8,7 +8,11 @@ export interface SeededApplication {
 }
 
 /** An organization, project and application owned by `owner`, created through the API. */
-export async function seedApplication(h: Harness, owner: TestUser, names: { org: string; project: string; app: string }): Promise<SeededApplication> {
+export async function seedApplication(
+  h: Harness,
+  owner: TestUser,
+  names: { org: string; project: string; app: string },
+): Promise<SeededApplication> {
   const post = async (url: string, payload: object) => {
     const res = await h.app.inject({ method: 'POST', url, headers: owner.headers, payload });
     expect(res.statusCode, res.body).toBe(201);

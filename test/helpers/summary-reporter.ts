@@ -9,9 +9,13 @@ import type { Reporter, SerializedError, TestModule } from 'vitest/node';
  */
 export default class SummaryReporter implements Reporter {
   onTestRunEnd(modules: ReadonlyArray<TestModule>, unhandledErrors: ReadonlyArray<SerializedError>) {
-    let passed = 0, failed = 0, skipped = 0;
+    let passed = 0,
+      failed = 0,
+      skipped = 0;
     // A file that fails outside any test (an import error, a throwing beforeAll) counts too.
-    const brokenFiles = modules.filter((mod) => mod.state() === 'failed' && ![...mod.children.allTests()].some((t) => t.result().state === 'failed')).length;
+    const brokenFiles = modules.filter(
+      (mod) => mod.state() === 'failed' && ![...mod.children.allTests()].some((t) => t.result().state === 'failed'),
+    ).length;
     for (const mod of modules) {
       for (const test of mod.children.allTests()) {
         const state = test.result().state;
@@ -21,15 +25,23 @@ export default class SummaryReporter implements Reporter {
       }
     }
     process.stdout.write(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped\n`);
-    const reason = passed + failed === 0 ? 'no test ran'
-      : unhandledErrors.length > 0 ? `${unhandledErrors.length} unhandled error(s)`
-        : failed > 0 ? `${failed} failed`
-          : brokenFiles > 0 ? `${brokenFiles} test file(s) failed outside their tests` : null;
+    const reason =
+      passed + failed === 0
+        ? 'no test ran'
+        : unhandledErrors.length > 0
+          ? `${unhandledErrors.length} unhandled error(s)`
+          : failed > 0
+            ? `${failed} failed`
+            : brokenFiles > 0
+              ? `${brokenFiles} test file(s) failed outside their tests`
+              : null;
     if (reason) {
       process.stdout.write(`test run failed: ${reason}\n`);
       process.exitCode = 1;
       // Vitest sets its own exit code after the reporters; make this one stick.
-      process.on('exit', () => { process.exitCode = 1; });
+      process.on('exit', () => {
+        process.exitCode = 1;
+      });
     }
   }
 }

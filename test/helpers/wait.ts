@@ -10,7 +10,12 @@ export interface WaitOptions {
  * (returned) or the timeout passes, then throws naming `what` and the last value seen.
  * Tests wait on a condition like this, never on a fixed sleep.
  */
-export async function waitFor<T>(what: string, probe: () => T | undefined | null | false | Promise<T | undefined | null | false>, options: WaitOptions | number = {}, everyMs?: number): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  probe: () => T | undefined | null | false | Promise<T | undefined | null | false>,
+  options: WaitOptions | number = {},
+  everyMs?: number,
+): Promise<T> {
   const { timeout = 30_000, every = 100 } = typeof options === 'number' ? { timeout: options, every: everyMs } : options;
   const end = Date.now() + timeout;
   for (;;) {

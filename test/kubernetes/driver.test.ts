@@ -12,10 +12,16 @@ const DOCKER_CONFIG = '{"auths":{"registry.example.test":{"auth":"dG9rZW46c2Vjcm
 function recordingLog() {
   const steps: Array<[string, string]> = [];
   const lines: string[] = [];
-  const log: RolloutLog = { step: async (name, message) => { steps.push([name, message]); }, line: (text) => { lines.push(text); } };
+  const log: RolloutLog = {
+    step: async (name, message) => {
+      steps.push([name, message]);
+    },
+    line: (text) => {
+      lines.push(text);
+    },
+  };
   return { log, steps, lines };
 }
-
 
 const target = (plan: WorkloadPlan) => ({ applicationId: plan.application.id, environmentId: plan.environment.id });
 const never = new AbortController().signal;
@@ -27,8 +33,11 @@ const warnings: string[] = [];
 
 function makeRuntime(k: FakeKubeApi, ingressClass: string | null = 'nginx') {
   return new KubernetesRuntime({
-    kubeConfig: k.kubeConfig(), namespacePrefix: 'slipway-', ingressClass,
-    pullSecret: async () => DOCKER_CONFIG, pollIntervalMs: 100,
+    kubeConfig: k.kubeConfig(),
+    namespacePrefix: 'slipway-',
+    ingressClass,
+    pullSecret: async () => DOCKER_CONFIG,
+    pollIntervalMs: 100,
     logger: { info: () => undefined, warn: (m) => warnings.push(m) },
   });
 }
@@ -69,14 +78,22 @@ describe('KubernetesRuntime against a fake API server', () => {
     const names = workloadNames(plan, 'slipway-');
 
     const applied = kube.applies().map((r) => `${(r.body as any).kind}/${(r.body as any).metadata.name}`);
-    expect(applied).toEqual(expect.arrayContaining([
-      `Namespace/${names.namespace}`, `Secret/${names.configSecret(1)}`, `Secret/${names.pullSecret}`,
-      `Deployment/${names.deployment('web')}`, `Deployment/${names.deployment('worker')}`,
-      `Service/${names.service}`, `Ingress/${names.ingress}`,
-    ]));
+    expect(applied).toEqual(
+      expect.arrayContaining([
+        `Namespace/${names.namespace}`,
+        `Secret/${names.configSecret(1)}`,
+        `Secret/${names.pullSecret}`,
+        `Deployment/${names.deployment('web')}`,
+        `Deployment/${names.deployment('worker')}`,
+        `Service/${names.service}`,
+        `Ingress/${names.ingress}`,
+      ]),
+    );
     for (const r of kube.applies()) expect(r.query).toMatchObject({ fieldManager: 'slipway', force: 'true' });
     // Nothing was written any other way.
-    expect(kube.requests.filter((r) => ['PATCH', 'POST', 'PUT'].includes(r.method) && r.contentType !== 'application/apply-patch+yaml')).toEqual([]);
+    expect(
+      kube.requests.filter((r) => ['PATCH', 'POST', 'PUT'].includes(r.method) && r.contentType !== 'application/apply-patch+yaml'),
+    ).toEqual([]);
 
     expect(steps.map(([name]) => name)).toEqual(['Deploy', 'Rollout']);
     expect(lines).toContain('Rollout: web 2/2 ready');
@@ -93,7 +110,9 @@ describe('KubernetesRuntime against a fake API server', () => {
     for (const d of kube.list('deployments', names.namespace)) expect(JSON.stringify(d)).not.toContain(SECRET_VALUE);
     const pull = kube.get('secrets', names.namespace, names.pullSecret)!;
     expect(pull.type).toBe('kubernetes.io/dockerconfigjson');
-    expect(kube.get('deployments', names.namespace, names.deployment('web'))!.spec.template.spec.imagePullSecrets).toEqual([{ name: names.pullSecret }]);
+    expect(kube.get('deployments', names.namespace, names.deployment('web'))!.spec.template.spec.imagePullSecrets).toEqual([
+      { name: names.pullSecret },
+    ]);
   });
 
   it('keeps rolling out by polling when watches end early, and without an ingress class answers the Service URL', async () => {
@@ -114,11 +133,16 @@ describe('KubernetesRuntime against a fake API server', () => {
     kube.deploymentBehaviour = () => 'never-ready';
     const second = nextPlan(first, { timeoutSeconds: 1 });
     const started = Date.now();
-    await expect(deploy(second, 1000)).rejects.toThrow(new RolloutFailure(
-      'Deployment timed out after 1s: web: failed probe: Readiness probe failed: HTTP probe failed with statuscode: 500'));
+    await expect(deploy(second, 1000)).rejects.toThrow(
+      new RolloutFailure(
+        'Deployment timed out after 1s: web: failed probe: Readiness probe failed: HTTP probe failed with statuscode: 500',
+      ),
+    );
     expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
     const pods = kube.list('pods').filter(byType('web'));
-    expect(pods.some((p) => p.metadata.annotations[ANNOTATION.deploymentId] === first.deploymentId && p.status.phase === 'Running')).toBe(true);
+    expect(pods.some((p) => p.metadata.annotations[ANNOTATION.deploymentId] === first.deploymentId && p.status.phase === 'Running')).toBe(
+      true,
+    );
   });
 
   it('fails fast on a crash loop with the restart count and last exit code', async () => {
@@ -135,11 +159,17 @@ describe('KubernetesRuntime against a fake API server', () => {
     const plan = makePlan({ timeoutSeconds: 30 });
     const error = await deploy(plan, 30_000).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RolloutFailure);
-    expect((error as Error).message).toMatch(/^Deployment failed: (web|worker): image pull error: (failed to pull and unpack image|Back-off pulling image) "registry\.example\.test\/acme\/shop\/api@sha256:a+"/);
+    expect((error as Error).message).toMatch(
+      /^Deployment failed: (web|worker): image pull error: (failed to pull and unpack image|Back-off pulling image) "registry\.example\.test\/acme\/shop\/api@sha256:a+"/,
+    );
   });
 
   it('runs the release process as a Job: a failure gives its exit code and its log lines, scrubbed', async () => {
-    kube.jobBehaviour = () => ({ outcome: 'fail', exitCode: 3, logs: ['Running migrations', `connecting to postgres://app:${SECRET_VALUE}@db/app`, 'relation "users" already exists'] });
+    kube.jobBehaviour = () => ({
+      outcome: 'fail',
+      exitCode: 3,
+      logs: ['Running migrations', `connecting to postgres://app:${SECRET_VALUE}@db/app`, 'relation "users" already exists'],
+    });
     const plan = makePlan();
     await runtime.prepare(plan, () => undefined);
     const output: string[] = [];
@@ -152,13 +182,17 @@ describe('KubernetesRuntime against a fake API server', () => {
     expect(JSON.stringify(job)).not.toContain(SECRET_VALUE);
   });
 
-  it('streams a one-off\'s output while it runs, each line once', async () => {
+  it("streams a one-off's output while it runs, each line once", async () => {
     const plan = makePlan();
     await runtime.prepare(plan, () => undefined);
     kube.jobBehaviour = () => ({ outcome: 'hang', logs: [`migrating table 1 of 40 as ${SECRET_VALUE}`] });
     const started = Date.now();
     const output: Array<{ line: string; at: number }> = [];
-    const result = await runtime.runOnce(plan, 'release', { deadline: started + 2000, signal: never, onOutput: (line) => output.push({ line, at: Date.now() - started }) });
+    const result = await runtime.runOnce(plan, 'release', {
+      deadline: started + 2000,
+      signal: never,
+      onOutput: (line) => output.push({ line, at: Date.now() - started }),
+    });
     expect(result.timedOut).toBe(true);
     expect(output.map((o) => o.line)).toEqual(['migrating table 1 of 40 as **secret**']);
     // Read from the follow stream long before the one-off ended at its deadline.
@@ -171,8 +205,9 @@ describe('KubernetesRuntime against a fake API server', () => {
     await runtime.prepare(plan, () => undefined);
     kube.jobBehaviour = () => ({ outcome: 'succeed', logs: ['warmed 12 caches'] });
     const output: string[] = [];
-    expect(await runtime.runOnce(plan, 'postdeploy', { deadline: Date.now() + 5000, signal: never, onOutput: (l) => output.push(l) }))
-      .toEqual({ exitCode: 0, signal: null, timedOut: false });
+    expect(
+      await runtime.runOnce(plan, 'postdeploy', { deadline: Date.now() + 5000, signal: never, onOutput: (l) => output.push(l) }),
+    ).toEqual({ exitCode: 0, signal: null, timedOut: false });
     expect(output).toEqual(['warmed 12 caches']);
 
     kube.jobBehaviour = () => ({ outcome: 'hang' });
@@ -187,24 +222,37 @@ describe('KubernetesRuntime against a fake API server', () => {
     await deploy(plan);
     const names = workloadNames(plan, 'slipway-');
     const before = kube.get('deployments', names.namespace, names.deployment('web'))!;
-    const podsBefore = kube.list('pods').filter(byType('web')).map((p) => p.metadata.name);
+    const podsBefore = kube
+      .list('pods')
+      .filter(byType('web'))
+      .map((p) => p.metadata.name);
     const seen = kube.requests.length;
 
     await runtime.reconcile(target(plan), { ...plan, formation: { web: 3, worker: 1 } }, never);
 
     // Besides renewing the pull credentials (a Secret), the only write is the replicas patch.
-    const isPullSecret = (r: { body: unknown }) => (r.body as { kind?: string; type?: string } | null)?.type === 'kubernetes.io/dockerconfigjson';
+    const isPullSecret = (r: { body: unknown }) =>
+      (r.body as { kind?: string; type?: string } | null)?.type === 'kubernetes.io/dockerconfigjson';
     const writes = kube.requests.slice(seen).filter((r) => r.method !== 'GET');
     expect(writes.filter(isPullSecret)).toHaveLength(1);
-    expect(writes.filter((r) => !isPullSecret(r))).toEqual([expect.objectContaining({
-      method: 'PATCH', path: `/apis/apps/v1/namespaces/${names.namespace}/deployments/${names.deployment('web')}/scale`,
-      contentType: 'application/merge-patch+json', body: { spec: { replicas: 3 } },
-    })]);
+    expect(writes.filter((r) => !isPullSecret(r))).toEqual([
+      expect.objectContaining({
+        method: 'PATCH',
+        path: `/apis/apps/v1/namespaces/${names.namespace}/deployments/${names.deployment('web')}/scale`,
+        contentType: 'application/merge-patch+json',
+        body: { spec: { replicas: 3 } },
+      }),
+    ]);
     const after = kube.get('deployments', names.namespace, names.deployment('web'))!;
     expect(after.spec.replicas).toBe(3);
     expect(after.spec.template).toEqual(before.spec.template);
     await waitFor('three web pods', () => kube.list('pods').filter(byType('web')).length === 3, { timeout: 5000, every: 25 });
-    expect(kube.list('pods').filter(byType('web')).map((p) => p.metadata.name)).toEqual(expect.arrayContaining(podsBefore));
+    expect(
+      kube
+        .list('pods')
+        .filter(byType('web'))
+        .map((p) => p.metadata.name),
+    ).toEqual(expect.arrayContaining(podsBefore));
 
     // Nothing to change: no write but the renewed pull credentials.
     const again = kube.requests.length;
@@ -219,7 +267,10 @@ describe('KubernetesRuntime against a fake API server', () => {
     const small = { ...plan, resources: { ...plan.resources, worker: resourcesOf('m1.small') } };
     await runtime.reconcile(target(plan), small, never);
     const worker = kube.get('deployments', names.namespace, names.deployment('worker'))!;
-    expect(worker.spec.template.spec.containers[0].resources).toEqual({ requests: { cpu: '125m', memory: '256Mi' }, limits: { cpu: '250m', memory: '384Mi' } });
+    expect(worker.spec.template.spec.containers[0].resources).toEqual({
+      requests: { cpu: '125m', memory: '256Mi' },
+      limits: { cpu: '250m', memory: '384Mi' },
+    });
     expect(worker.metadata.annotations[ANNOTATION.deploymentId]).toBe(plan.deploymentId);
     // Unchanged types are left alone, and the API server's canonical quantities (1000m read as 1) are no change.
     const web = kube.get('deployments', names.namespace, names.deployment('web'))!;
@@ -236,37 +287,60 @@ describe('KubernetesRuntime against a fake API server', () => {
     const second = nextPlan(first, { timeoutSeconds: 1 });
     await expect(deploy(second, 1000)).rejects.toBeInstanceOf(RolloutFailure);
     const names = workloadNames(first, 'slipway-');
-    expect(kube.get('deployments', names.namespace, names.deployment('web'))!.metadata.annotations[ANNOTATION.deploymentId]).toBe(second.deploymentId);
+    expect(kube.get('deployments', names.namespace, names.deployment('web'))!.metadata.annotations[ANNOTATION.deploymentId]).toBe(
+      second.deploymentId,
+    );
 
     kube.deploymentBehaviour = () => 'ready';
     await runtime.reconcile(target(first), first, never);
     const web = kube.get('deployments', names.namespace, names.deployment('web'))!;
     expect(web.metadata.annotations[ANNOTATION.deploymentId]).toBe(first.deploymentId);
     expect(web.spec.template.metadata.labels[LABEL.releaseVersion]).toBe('1');
-    await waitFor('only release 1 web pods', () => kube.list('pods').filter(byType('web')).every((p) => p.metadata.annotations[ANNOTATION.deploymentId] === first.deploymentId),
-      { timeout: 5000, every: 25 });
+    await waitFor(
+      'only release 1 web pods',
+      () =>
+        kube
+          .list('pods')
+          .filter(byType('web'))
+          .every((p) => p.metadata.annotations[ANNOTATION.deploymentId] === first.deploymentId),
+      { timeout: 5000, every: 25 },
+    );
 
     // A third release without a worker: its Deployment goes after the rollout.
     const third = nextPlan(first, { formation: { web: 1 } });
     await deploy(third);
     expect(kube.get('deployments', names.namespace, names.deployment('worker'))).toBeUndefined();
     // Config Secrets: the current and the previous release stay.
-    const versions = kube.list('secrets', names.namespace).filter((s) => s.metadata.labels[LABEL.component] === 'config')
-      .map((s) => s.metadata.labels[LABEL.releaseVersion]).sort();
+    const versions = kube
+      .list('secrets', names.namespace)
+      .filter((s) => s.metadata.labels[LABEL.component] === 'config')
+      .map((s) => s.metadata.labels[LABEL.releaseVersion])
+      .sort();
     expect(versions).toEqual(['1', '2']);
   });
 
-  it('two applications whose slugs read alike (shop-api/web, shop/api-web) never take over each other\'s objects', async () => {
-    const a = { ...makePlan({ projectSlug: 'shop-api', appSlug: 'web', formation: { web: 1 } }), hostname: 'web.shop-api.acme.example.test' };
-    const b = { ...makePlan({ projectSlug: 'shop', appSlug: 'api-web', formation: { web: 1 } }), hostname: 'api-web.shop.acme.example.test' };
+  it("two applications whose slugs read alike (shop-api/web, shop/api-web) never take over each other's objects", async () => {
+    const a = {
+      ...makePlan({ projectSlug: 'shop-api', appSlug: 'web', formation: { web: 1 } }),
+      hostname: 'web.shop-api.acme.example.test',
+    };
+    const b = {
+      ...makePlan({ projectSlug: 'shop', appSlug: 'api-web', formation: { web: 1 } }),
+      hostname: 'api-web.shop.acme.example.test',
+    };
     await deploy(a);
     await deploy(b);
     const [na, nb] = [workloadNames(a, 'slipway-'), workloadNames(b, 'slipway-')];
     expect(na.namespace).toBe(nb.namespace);
-    for (const [plan, names] of [[a, na], [b, nb]] as const) {
+    for (const [plan, names] of [
+      [a, na],
+      [b, nb],
+    ] as const) {
       expect(kube.get('services', names.namespace, names.service)!.spec.selector[LABEL.applicationId]).toBe(plan.application.id);
       expect(kube.get('ingresses', names.namespace, names.ingress)!.spec.rules[0].host).toBe(plan.hostname);
-      expect(kube.get('deployments', names.namespace, names.deployment('web'))!.metadata.annotations[ANNOTATION.deploymentId]).toBe(plan.deploymentId);
+      expect(kube.get('deployments', names.namespace, names.deployment('web'))!.metadata.annotations[ANNOTATION.deploymentId]).toBe(
+        plan.deploymentId,
+      );
       expect(kube.get('secrets', names.namespace, names.pullSecret)!.metadata.labels[LABEL.applicationId]).toBe(plan.application.id);
     }
   });
@@ -294,10 +368,15 @@ describe('KubernetesRuntime against a fake API server', () => {
     kube.podMetrics = () => ({ cpu: '250m', memory: '128Mi' });
 
     const usage = await runtime.usage();
-    const of = (plan: WorkloadPlan) => usage.find((u) => u.applicationId === plan.application.id && u.environmentId === plan.environment.id);
+    const of = (plan: WorkloadPlan) =>
+      usage.find((u) => u.applicationId === plan.application.id && u.environmentId === plan.environment.id);
     expect(of(healthy)).toEqual({
-      applicationId: healthy.application.id, environmentId: healthy.environment.id,
-      cpuMillicores: 750, memoryBytes: 3 * 128 * 1024 * 1024, podCount: 3, restartCount: 0,
+      applicationId: healthy.application.id,
+      environmentId: healthy.environment.id,
+      cpuMillicores: 750,
+      memoryBytes: 3 * 128 * 1024 * 1024,
+      podCount: 3,
+      restartCount: 0,
     });
     expect(of(crashing)!.restartCount).toBeGreaterThan(0);
 
@@ -314,8 +393,9 @@ describe('KubernetesRuntime against a fake API server', () => {
     kube.jobBehaviour = () => ({ outcome: 'hang' });
     const stop = new AbortController();
     setTimeout(() => stop.abort(), 300);
-    expect(await runtime.runOnce(plan, 'release', { deadline: Date.now() + 10_000, signal: stop.signal, onOutput: () => undefined }))
-      .toEqual({ exitCode: null, signal: 'SIGTERM', timedOut: false });
+    expect(
+      await runtime.runOnce(plan, 'release', { deadline: Date.now() + 10_000, signal: stop.signal, onOutput: () => undefined }),
+    ).toEqual({ exitCode: null, signal: 'SIGTERM', timedOut: false });
     expect(kube.list('jobs')).toEqual([]);
 
     kube.unavailable = true;
@@ -336,15 +416,21 @@ describe('KubernetesRuntime against a fake API server', () => {
     expect((error as Error).message).toMatch(/did not answer in time/);
     expect(Date.now() - started).toBeLessThan(300 + 5000 + 1500);
 
-    const oneOff = await runtime.runOnce(plan, 'release', { deadline: Date.now() + 300, signal: never, onOutput: () => undefined }).catch((e: unknown) => e);
+    const oneOff = await runtime
+      .runOnce(plan, 'release', { deadline: Date.now() + 300, signal: never, onOutput: () => undefined })
+      .catch((e: unknown) => e);
     expect(oneOff).toBeInstanceOf(RolloutFailure);
     expect((oneOff as Error).message).toMatch(/^release: the Kubernetes API server did not answer in time$/);
   }, 20_000);
 
   it('gives up on a write the API server never answers (request timeout), naming the step', async () => {
     const impatient = new KubernetesRuntime({
-      kubeConfig: kube.kubeConfig(), namespacePrefix: 'slipway-', ingressClass: null,
-      pullSecret: async () => null, pollIntervalMs: 100, requestTimeoutMs: 300,
+      kubeConfig: kube.kubeConfig(),
+      namespacePrefix: 'slipway-',
+      ingressClass: null,
+      pullSecret: async () => null,
+      pollIntervalMs: 100,
+      requestTimeoutMs: 300,
     });
     kube.stall = (r) => r.method === 'PATCH';
     const started = Date.now();
@@ -361,12 +447,17 @@ describe('KubernetesRuntime against a fake API server', () => {
     expect(result.instances).toHaveLength(2);
     const names = workloadNames(plan, 'slipway-');
     expect(kube.get('namespaces', undefined, names.namespace)!.metadata.labels).toMatchObject({
-      'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest',
+      'pod-security.kubernetes.io/enforce': 'restricted',
+      'pod-security.kubernetes.io/enforce-version': 'latest',
     });
     const policy = kube.get('networkpolicies', names.namespace, 'slipway-isolation')!;
     expect(policy.spec).toEqual({
-      podSelector: {}, policyTypes: ['Ingress'],
-      ingress: [{ from: [{ podSelector: {} }] }, { from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } }] }],
+      podSelector: {},
+      policyTypes: ['Ingress'],
+      ingress: [
+        { from: [{ podSelector: {} }] },
+        { from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } }] },
+      ],
     });
     // The fake's Pod Security admission let these pods in (it refuses root pods: test/kubernetes/fake-kube-api.test.ts).
     for (const pod of kube.list('pods', names.namespace)) {
@@ -374,18 +465,27 @@ describe('KubernetesRuntime against a fake API server', () => {
       expect(pod.spec.automountServiceAccountToken).toBe(false);
     }
     // A release Job's pod passes too.
-    expect(await runtime.runOnce(plan, 'release', { deadline: Date.now() + 5000, signal: never, onOutput: () => undefined })).toMatchObject({ exitCode: 0 });
+    expect(await runtime.runOnce(plan, 'release', { deadline: Date.now() + 5000, signal: never, onOutput: () => undefined })).toMatchObject(
+      { exitCode: 0 },
+    );
   });
 
   it('fails at once, naming the policy, when admission refuses the pods of a Deployment or a release Job', async () => {
     const plan = makePlan({ formation: { web: 1 }, timeoutSeconds: 30 });
-    kube.podAdmission = (pod) => (pod.spec.containers[0].image.startsWith('registry.internal/') ? null : 'images must come from registry.internal');
+    kube.podAdmission = (pod) =>
+      pod.spec.containers[0].image.startsWith('registry.internal/') ? null : 'images must come from registry.internal';
     const error = await deploy(plan, 30_000).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RolloutFailure);
-    expect((error as Error).message).toMatch(/^Deployment failed: web: the cluster refused to create its pods: admission webhook "pods.policy.fake" denied the request: images must come from registry.internal$/);
+    expect((error as Error).message).toMatch(
+      /^Deployment failed: web: the cluster refused to create its pods: admission webhook "pods.policy.fake" denied the request: images must come from registry.internal$/,
+    );
 
     const output: string[] = [];
-    const result = await runtime.runOnce(plan, 'release', { deadline: Date.now() + 30_000, signal: never, onOutput: (line) => output.push(line) });
+    const result = await runtime.runOnce(plan, 'release', {
+      deadline: Date.now() + 30_000,
+      signal: never,
+      onOutput: (line) => output.push(line),
+    });
     expect(result).toEqual({ exitCode: null, signal: null, timedOut: false });
     expect(output.join('\n')).toContain('release: the cluster refused to create its pods: admission webhook "pods.policy.fake"');
     expect(output.join('\n')).toContain('denied the request: images must come from registry.internal');
@@ -399,8 +499,10 @@ describe('KubernetesRuntime against a fake API server', () => {
     kube.forbiddenNamespaces.add(names.namespace);
     const error = await runtime.prepare(plan, () => undefined).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RolloutFailure);
-    expect((error as Error).message).toBe(`Setup: the Kubernetes cluster refused the request (HTTP 403 Forbidden): networkpolicies.networking.k8s.io "slipway-isolation" is forbidden: `
-      + `User "system:serviceaccount:slipway:slipway" cannot patch resource "networkpolicies" in API group "networking.k8s.io" in the namespace "${names.namespace}"`);
+    expect((error as Error).message).toBe(
+      `Setup: the Kubernetes cluster refused the request (HTTP 403 Forbidden): networkpolicies.networking.k8s.io "slipway-isolation" is forbidden: ` +
+        `User "system:serviceaccount:slipway:slipway" cannot patch resource "networkpolicies" in API group "networking.k8s.io" in the namespace "${names.namespace}"`,
+    );
   });
 
   it('server-side apply: the next release takes back a field another manager changed, keeps what others added, never sends a resourceVersion', async () => {
@@ -412,14 +514,22 @@ describe('KubernetesRuntime against a fake API server', () => {
     // `kubectl set image` and `kubectl rollout restart`, as server-side applies of their own.
     kube.seed('deployments', {
       metadata: { name, namespace: names.namespace },
-      spec: { template: { metadata: { annotations: { 'kubectl.kubernetes.io/restartedAt': '2026-01-01T00:00:00Z' } }, spec: { containers: [{ name: 'web', image: 'someone/else:latest' }] } } },
+      spec: {
+        template: {
+          metadata: { annotations: { 'kubectl.kubernetes.io/restartedAt': '2026-01-01T00:00:00Z' } },
+          spec: { containers: [{ name: 'web', image: 'someone/else:latest' }] },
+        },
+      },
     });
     const second = nextPlan(first, {});
     await deploy(second);
     const web = kube.get('deployments', names.namespace, name)!;
     const container = web.spec.template.spec.containers[0];
     expect(container.image).toBe(second.image.registryReference);
-    expect(web.spec.template.metadata.annotations).toMatchObject({ 'kubectl.kubernetes.io/restartedAt': '2026-01-01T00:00:00Z', [ANNOTATION.deploymentId]: second.deploymentId });
+    expect(web.spec.template.metadata.annotations).toMatchObject({
+      'kubectl.kubernetes.io/restartedAt': '2026-01-01T00:00:00Z',
+      [ANNOTATION.deploymentId]: second.deploymentId,
+    });
     const imageOwners = web.metadata.managedFields
       .filter((f: any) => f.fieldsV1['f:spec']?.['f:template']?.['f:spec']?.['f:containers']?.['k:{"name":"web"}']?.['f:image'])
       .map((f: any) => f.manager);
@@ -460,8 +570,9 @@ describe('KubernetesRuntime against a fake API server', () => {
   });
 
   it('refuses a release without a pushed image', async () => {
-    await expect(runtime.prepare(makePlan({ registryReference: null }), () => undefined))
-      .rejects.toThrow(/^The Kubernetes runtime runs container images: build from a Dockerfile with REGISTRY_URL set/);
+    await expect(runtime.prepare(makePlan({ registryReference: null }), () => undefined)).rejects.toThrow(
+      /^The Kubernetes runtime runs container images: build from a Dockerfile with REGISTRY_URL set/,
+    );
   });
 });
 

@@ -8,36 +8,71 @@ import { FakeKubeApi, type KObject } from '../helpers/fake-kube-api.js';
 let kube: FakeKubeApi;
 const NS = 'team-a';
 
-interface Answer { status: number; body: any }
+interface Answer {
+  status: number;
+  body: any;
+}
 
 async function call(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<Answer> {
   const r = await fetch(`${kube.url}${path}`, {
-    method, headers: body === undefined ? {} : { 'content-type': contentType }, body: body === undefined ? undefined : JSON.stringify(body),
+    method,
+    headers: body === undefined ? {} : { 'content-type': contentType },
+    body: body === undefined ? undefined : JSON.stringify(body),
   });
   return { status: r.status, body: await r.json() };
 }
 
 const deploymentsPath = `/apis/apps/v1/namespaces/${NS}/deployments`;
 const apply = (manager: string, object: KObject, force = false) =>
-  call('PATCH', `${deploymentsPath}/${object.metadata.name}?fieldManager=${manager}${force ? '&force=true' : ''}`, object, 'application/apply-patch+yaml');
+  call(
+    'PATCH',
+    `${deploymentsPath}/${object.metadata.name}?fieldManager=${manager}${force ? '&force=true' : ''}`,
+    object,
+    'application/apply-patch+yaml',
+  );
 
-function deployment(name: string, options: { replicas?: number; image?: string; env?: Array<{ name: string; value: string }>; selector?: Record<string, string>; surge?: number; unavailable?: number } = {}): KObject {
+function deployment(
+  name: string,
+  options: {
+    replicas?: number;
+    image?: string;
+    env?: Array<{ name: string; value: string }>;
+    selector?: Record<string, string>;
+    surge?: number;
+    unavailable?: number;
+  } = {},
+): KObject {
   const labels = options.selector ?? { app: name };
   return {
-    apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name, namespace: NS },
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name, namespace: NS },
     spec: {
       replicas: options.replicas ?? 1,
       selector: { matchLabels: labels },
       strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: options.surge ?? 1, maxUnavailable: options.unavailable ?? 0 } },
       template: {
         metadata: { labels },
-        spec: { containers: [{ name: 'web', image: options.image ?? 'app:v1', ...(options.env ? { env: options.env } : {}), ports: [{ containerPort: 5000 }] }] },
+        spec: {
+          containers: [
+            {
+              name: 'web',
+              image: options.image ?? 'app:v1',
+              ...(options.env ? { env: options.env } : {}),
+              ports: [{ containerPort: 5000 }],
+            },
+          ],
+        },
       },
     },
   };
 }
 
-async function eventually<T>(read: () => T | undefined | false | Promise<T | undefined | false>, what: string, timeoutMs = 5000): Promise<T> {
+async function eventually<T>(
+  read: () => T | undefined | false | Promise<T | undefined | false>,
+  what: string,
+  timeoutMs = 5000,
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const value = await read();
@@ -47,17 +82,34 @@ async function eventually<T>(read: () => T | undefined | false | Promise<T | und
   }
 }
 
-const managers = (o: KObject) => Object.fromEntries((o.metadata.managedFields ?? []).map((f: any) => [`${f.manager}/${f.operation}`, f.fieldsV1]));
+const managers = (o: KObject) =>
+  Object.fromEntries((o.metadata.managedFields ?? []).map((f: any) => [`${f.manager}/${f.operation}`, f.fieldsV1]));
 const rolledOut = (name: string, replicas: number) => () => {
   const d = kube.get('deployments', NS, name);
   const s = d?.status;
-  return s && d.metadata.generation === s.observedGeneration && s.replicas === replicas && s.updatedReplicas === replicas
-    && s.readyReplicas === replicas && s.availableReplicas === replicas && d;
+  return (
+    s &&
+    d.metadata.generation === s.observedGeneration &&
+    s.replicas === replicas &&
+    s.updatedReplicas === replicas &&
+    s.readyReplicas === replicas &&
+    s.availableReplicas === replicas &&
+    d
+  );
 };
 
 beforeEach(async () => {
   kube = await FakeKubeApi.start({ tickMs: 10 });
-  expect((await call('PATCH', `/api/v1/namespaces/${NS}?fieldManager=admin`, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } }, 'application/apply-patch+yaml')).status).toBe(200);
+  expect(
+    (
+      await call(
+        'PATCH',
+        `/api/v1/namespaces/${NS}?fieldManager=admin`,
+        { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } },
+        'application/apply-patch+yaml',
+      )
+    ).status,
+  ).toBe(200);
 });
 
 afterEach(async () => {
@@ -70,7 +122,10 @@ describe('fake Kubernetes API: server-side apply', () => {
     const other = deployment('web', { replicas: 5 });
     const refused = await apply('kubectl', other);
     expect(refused.status).toBe(409);
-    expect(refused.body).toMatchObject({ reason: 'Conflict', message: 'Apply failed with 1 conflict: conflict with "slipway" using apps/v1: .spec.replicas' });
+    expect(refused.body).toMatchObject({
+      reason: 'Conflict',
+      message: 'Apply failed with 1 conflict: conflict with "slipway" using apps/v1: .spec.replicas',
+    });
     expect(kube.get('deployments', NS, 'web')!.spec.replicas).toBe(2);
 
     // The same value is no conflict: both managers own the field.
@@ -85,14 +140,29 @@ describe('fake Kubernetes API: server-side apply', () => {
   });
 
   it('merges lists by key (containers and env by name, ports by containerPort) and removes only what the manager stopped applying', async () => {
-    await apply('slipway', deployment('web', { env: [{ name: 'A', value: '1' }, { name: 'B', value: '2' }] }));
+    await apply(
+      'slipway',
+      deployment('web', {
+        env: [
+          { name: 'A', value: '1' },
+          { name: 'B', value: '2' },
+        ],
+      }),
+    );
     // Another manager adds a container, an env var and a template annotation.
     const sidecar = {
-      apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web', namespace: NS },
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'web', namespace: NS },
       spec: {
         template: {
           metadata: { annotations: { 'kubectl.kubernetes.io/restartedAt': '2026-01-01T00:00:00Z' } },
-          spec: { containers: [{ name: 'web', env: [{ name: 'C', value: '3' }] }, { name: 'proxy', image: 'envoy:1' }] },
+          spec: {
+            containers: [
+              { name: 'web', env: [{ name: 'C', value: '3' }] },
+              { name: 'proxy', image: 'envoy:1' },
+            ],
+          },
         },
       },
     };
@@ -117,7 +187,12 @@ describe('fake Kubernetes API: validation and concurrency', () => {
     const created = await apply('slipway', deployment('web'));
     const stale = created.body.metadata.resourceVersion;
     expect((await call('PATCH', `${deploymentsPath}/web`, { spec: { replicas: 2 } }, 'application/merge-patch+json')).status).toBe(200);
-    const patch = await call('PATCH', `${deploymentsPath}/web`, { metadata: { resourceVersion: stale }, spec: { replicas: 3 } }, 'application/merge-patch+json');
+    const patch = await call(
+      'PATCH',
+      `${deploymentsPath}/web`,
+      { metadata: { resourceVersion: stale }, spec: { replicas: 3 } },
+      'application/merge-patch+json',
+    );
     expect(patch.status).toBe(409);
     expect(patch.body.message).toContain('the object has been modified; please apply your changes to the latest version and try again');
     const current = kube.get('deployments', NS, 'web')!;
@@ -126,7 +201,12 @@ describe('fake Kubernetes API: validation and concurrency', () => {
     expect(kube.get('deployments', NS, 'web')!.spec.replicas).toBe(2);
     // The current version (a Secret: no controller writes its status in between) is accepted.
     const secretPath = `/api/v1/namespaces/${NS}/secrets/s`;
-    const secret = await call('PATCH', `${secretPath}?fieldManager=slipway`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 's' }, data: { a: 'MQ==' } }, 'application/apply-patch+yaml');
+    const secret = await call(
+      'PATCH',
+      `${secretPath}?fieldManager=slipway`,
+      { apiVersion: 'v1', kind: 'Secret', metadata: { name: 's' }, data: { a: 'MQ==' } },
+      'application/apply-patch+yaml',
+    );
     const fresh = await call('PUT', secretPath, { ...secret.body, data: { a: 'Mg==' } });
     expect(fresh.status).toBe(200);
     expect((await call('PUT', secretPath, { ...secret.body, data: { a: 'Mw==' } })).status).toBe(409);
@@ -155,7 +235,13 @@ describe('fake Kubernetes API: Deployment rollouts through ReplicaSets', () => {
     await eventually(rolledOut('web', 4), 'the first rollout');
     const from = kube.rolloutSteps.length;
     await apply('slipway', deployment('web', { replicas: 4, surge, unavailable, image: 'app:v2' }));
-    const done = await eventually(() => rolledOut('web', 4)() && kube.list('replicasets', NS).every((rs) => rs.spec.template.spec.containers[0].image === 'app:v2' || rs.spec.replicas === 0) && rolledOut('web', 4)(), 'the second rollout');
+    const done = await eventually(
+      () =>
+        rolledOut('web', 4)() &&
+        kube.list('replicasets', NS).every((rs) => rs.spec.template.spec.containers[0].image === 'app:v2' || rs.spec.replicas === 0) &&
+        rolledOut('web', 4)(),
+      'the second rollout',
+    );
 
     const steps = kube.rolloutSteps.slice(from).filter((s) => s.deployment === 'web');
     expect(steps.length).toBeGreaterThan(2);
@@ -182,7 +268,12 @@ describe('fake Kubernetes API: Deployment rollouts through ReplicaSets', () => {
     await apply('slipway', deployment('web', { replicas: 1 }));
     await eventually(rolledOut('web', 1), 'one replica');
     const first = kube.list('pods', NS)[0]!.metadata.name;
-    const scaled = await call('PATCH', `${deploymentsPath}/web/scale?fieldManager=slipway`, { spec: { replicas: 3 } }, 'application/merge-patch+json');
+    const scaled = await call(
+      'PATCH',
+      `${deploymentsPath}/web/scale?fieldManager=slipway`,
+      { spec: { replicas: 3 } },
+      'application/merge-patch+json',
+    );
     expect(scaled.status).toBe(200);
     await eventually(rolledOut('web', 3), 'three replicas');
     expect(kube.list('replicasets', NS)).toHaveLength(1);
@@ -224,7 +315,9 @@ describe('fake Kubernetes API: graceful deletion', () => {
     expect(namespace.body.status.phase).toBe('Terminating');
     const late = await apply('slipway', deployment('late'));
     expect(late.status).toBe(403);
-    expect(late.body.message).toBe(`deployments.apps "late" is forbidden: unable to create new content in namespace ${NS} because it is being terminated`);
+    expect(late.body.message).toBe(
+      `deployments.apps "late" is forbidden: unable to create new content in namespace ${NS} because it is being terminated`,
+    );
     await eventually(() => !kube.get('namespaces', undefined, NS), 'the namespace gone with its contents');
     expect(kube.list('deployments', NS)).toEqual([]);
   });
@@ -245,28 +338,45 @@ describe('fake Kubernetes API: authorization and admission', () => {
 
   it('enforces the restricted Pod Security Standard in a labelled namespace: a violating pod is refused (403), a Deployment of them reports FailedCreate', async () => {
     kube.seed('namespaces', { metadata: { name: NS, labels: { 'pod-security.kubernetes.io/enforce': 'restricted' } } });
-    const root = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'root', namespace: NS }, spec: { containers: [{ name: 'app', image: 'app:v1' }] } };
+    const root = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'root', namespace: NS },
+      spec: { containers: [{ name: 'app', image: 'app:v1' }] },
+    };
     const refused = await call('POST', `/api/v1/namespaces/${NS}/pods`, root);
     expect(refused.status).toBe(403);
-    expect(refused.body.message).toBe('pods "root" is forbidden: violates PodSecurity "restricted:latest": '
-      + 'allowPrivilegeEscalation != false (container "app" must set securityContext.allowPrivilegeEscalation=false), '
-      + 'unrestricted capabilities (container "app" must set securityContext.capabilities.drop=["ALL"]), '
-      + 'runAsNonRoot != true (pod or container "app" must set securityContext.runAsNonRoot=true), '
-      + 'seccompProfile (pod or container "app" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")');
+    expect(refused.body.message).toBe(
+      'pods "root" is forbidden: violates PodSecurity "restricted:latest": ' +
+        'allowPrivilegeEscalation != false (container "app" must set securityContext.allowPrivilegeEscalation=false), ' +
+        'unrestricted capabilities (container "app" must set securityContext.capabilities.drop=["ALL"]), ' +
+        'runAsNonRoot != true (pod or container "app" must set securityContext.runAsNonRoot=true), ' +
+        'seccompProfile (pod or container "app" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")',
+    );
 
     const hardened = {
-      ...root, metadata: { name: 'hardened', namespace: NS },
+      ...root,
+      metadata: { name: 'hardened', namespace: NS },
       spec: {
         securityContext: { runAsNonRoot: true, runAsUser: 10001, seccompProfile: { type: 'RuntimeDefault' } },
-        containers: [{ name: 'app', image: 'app:v1', securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } } }],
+        containers: [
+          { name: 'app', image: 'app:v1', securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } } },
+        ],
       },
     };
     expect((await call('POST', `/api/v1/namespaces/${NS}/pods`, hardened)).status).toBe(201);
 
     // Pod Security admission checks pods, not their Deployment: the ReplicaSet cannot create them.
     expect((await apply('slipway', deployment('web'))).status).toBe(200);
-    const failing = await eventually(() => kube.get('deployments', NS, 'web')?.status?.conditions?.find((c: any) => c.type === 'ReplicaFailure'), 'ReplicaFailure');
-    expect(failing).toMatchObject({ status: 'True', reason: 'FailedCreate', message: expect.stringContaining('violates PodSecurity "restricted:latest"') });
+    const failing = await eventually(
+      () => kube.get('deployments', NS, 'web')?.status?.conditions?.find((c: any) => c.type === 'ReplicaFailure'),
+      'ReplicaFailure',
+    );
+    expect(failing).toMatchObject({
+      status: 'True',
+      reason: 'FailedCreate',
+      message: expect.stringContaining('violates PodSecurity "restricted:latest"'),
+    });
     const event = kube.list('events', NS).find((e) => e.reason === 'FailedCreate')!;
     expect(event.involvedObject.kind).toBe('ReplicaSet');
     expect(event.message).toMatch(/^Error creating: pods "web-[0-9a-f]+-[0-9a-f]+" is forbidden: violates PodSecurity/);

@@ -6,7 +6,13 @@ import { ObjectSerializer } from '@kubernetes/client-node/dist/gen/models/Object
 import { Namespace, Secret, Service } from 'kubernetes-models/v1';
 import { POD_CLASSES, POD_CLASS_NAMES } from '../../src/modules/applications/pod-classes.js';
 import {
-  POD_USER_ID, jobManifest, namespaceManifest, networkPolicyManifest, pullSecretManifest, workloadManifests, WEB_PORT,
+  POD_USER_ID,
+  jobManifest,
+  namespaceManifest,
+  networkPolicyManifest,
+  pullSecretManifest,
+  workloadManifests,
+  WEB_PORT,
 } from '../../src/platform/runtime/kubernetes/manifests.js';
 import { podSecurityViolations } from '../helpers/fake-kube-api.js';
 import { ANNOTATION, LABEL, MAX_NAME, dnsLabel, processTypeLabel, workloadNames } from '../../src/platform/runtime/kubernetes/names.js';
@@ -34,7 +40,11 @@ describe('Kubernetes manifests', () => {
     new Secret(pullSecretManifest(plan, m.names, '{"auths":{}}') as never).validate();
     new Service(m.service as never).validate();
     new Ingress(m.ingress as never).validate();
-    expect(m.deployments.map((d) => [d.processType, d.manifest.spec!.replicas])).toEqual([['clock_tick', 0], ['web', 3], ['worker', 1]]);
+    expect(m.deployments.map((d) => [d.processType, d.manifest.spec!.replicas])).toEqual([
+      ['clock_tick', 0],
+      ['web', 3],
+      ['worker', 1],
+    ]);
     const c = POD_CLASSES[podClass];
     const expected = {
       requests: { cpu: `${c.cpu_request_m}m`, memory: `${c.memory_request_mib}Mi` },
@@ -57,17 +67,28 @@ describe('Kubernetes manifests', () => {
   it('hardens every pod for the restricted Pod Security Standard (issue 10)', () => {
     const plan = makePlan({ formation: { web: 2, worker: 1 } });
     const m = workloadManifests(plan, options);
-    const specs = [...m.deployments.map((d) => d.manifest.spec!.template.spec!), jobManifest(plan, 'release', options, 60).spec!.template.spec!];
+    const specs = [
+      ...m.deployments.map((d) => d.manifest.spec!.template.spec!),
+      jobManifest(plan, 'release', options, 60).spec!.template.spec!,
+    ];
     for (const spec of specs) {
       expect(spec.automountServiceAccountToken).toBe(false);
       expect(spec.securityContext).toEqual({
-        runAsNonRoot: true, runAsUser: POD_USER_ID, runAsGroup: POD_USER_ID, fsGroup: POD_USER_ID, seccompProfile: { type: 'RuntimeDefault' },
+        runAsNonRoot: true,
+        runAsUser: POD_USER_ID,
+        runAsGroup: POD_USER_ID,
+        fsGroup: POD_USER_ID,
+        seccompProfile: { type: 'RuntimeDefault' },
       });
       expect(POD_USER_ID).toBeGreaterThan(0);
       for (const container of spec.containers) {
         expect(container.securityContext).toEqual({
-          allowPrivilegeEscalation: false, privileged: false, capabilities: { drop: ['ALL'] },
-          runAsNonRoot: true, runAsUser: POD_USER_ID, runAsGroup: POD_USER_ID,
+          allowPrivilegeEscalation: false,
+          privileged: false,
+          capabilities: { drop: ['ALL'] },
+          runAsNonRoot: true,
+          runAsUser: POD_USER_ID,
+          runAsGroup: POD_USER_ID,
         });
       }
       // The checks the Pod Security admission controller runs (as the fake API server implements them).
@@ -80,17 +101,21 @@ describe('Kubernetes manifests', () => {
     const namespace = namespaceManifest(names);
     new Namespace(namespace as never).validate();
     expect(namespace.metadata!.labels).toMatchObject({
-      'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest',
-      'pod-security.kubernetes.io/audit': 'restricted', 'pod-security.kubernetes.io/warn': 'restricted',
+      'pod-security.kubernetes.io/enforce': 'restricted',
+      'pod-security.kubernetes.io/enforce-version': 'latest',
+      'pod-security.kubernetes.io/audit': 'restricted',
+      'pod-security.kubernetes.io/warn': 'restricted',
     });
     // What client-node sends (its model spells `from` as `_from`).
     const policy = ObjectSerializer.serialize(networkPolicyManifest(names, 'ingress-nginx'), 'V1NetworkPolicy', '');
     new NetworkPolicy(policy).validate();
     expect(policy).toEqual({
-      apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy',
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
       metadata: { name: 'slipway-isolation', namespace: names.namespace, labels: { [LABEL.managedBy]: 'slipway' } },
       spec: {
-        podSelector: {}, policyTypes: ['Ingress'],
+        podSelector: {},
+        policyTypes: ['Ingress'],
         ingress: [
           { from: [{ podSelector: {} }] },
           { from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } }] },
@@ -102,7 +127,8 @@ describe('Kubernetes manifests', () => {
   it('m1.large (the default) is 500m/1000m cpu and 1024Mi/1536Mi memory', () => {
     const m = workloadManifests(makePlan({ podClass: 'm1.large' }), options);
     expect(m.deployments[0]!.manifest.spec!.template.spec!.containers[0]!.resources).toEqual({
-      requests: { cpu: '500m', memory: '1024Mi' }, limits: { cpu: '1000m', memory: '1536Mi' },
+      requests: { cpu: '500m', memory: '1024Mi' },
+      limits: { cpu: '1000m', memory: '1536Mi' },
     });
   });
 
@@ -128,7 +154,10 @@ describe('Kubernetes manifests', () => {
     expect(container.command).toEqual(['/bin/sh', '-c', plan.processes.web!.cmd]);
     expect(container.image).toBe(plan.image.registryReference);
     expect(container.ports).toEqual([{ name: 'http', containerPort: WEB_PORT, protocol: 'TCP' }]);
-    expect(container.env).toEqual([{ name: 'PORT', value: String(WEB_PORT) }, { name: 'GREETING', value: 'hello' }]);
+    expect(container.env).toEqual([
+      { name: 'PORT', value: String(WEB_PORT) },
+      { name: 'GREETING', value: 'hello' },
+    ]);
     for (const probe of [container.readinessProbe, container.livenessProbe, container.startupProbe]) {
       expect(probe!.httpGet).toEqual({ path: '/health', port: 'http', httpHeaders: [{ name: 'Host', value: 'api.example.test' }] });
     }
@@ -137,18 +166,38 @@ describe('Kubernetes manifests', () => {
     expect(web.metadata!.annotations![ANNOTATION.deploymentId]).toBe(plan.deploymentId);
     expect(web.spec!.template.metadata!.annotations![ANNOTATION.deploymentId]).toBe(plan.deploymentId);
     expect(web.spec!.template.metadata!.labels).toMatchObject({
-      [LABEL.managedBy]: 'slipway', [LABEL.applicationId]: plan.application.id, [LABEL.environmentId]: plan.environment.id,
-      [LABEL.processType]: 'web', [LABEL.releaseVersion]: '1',
+      [LABEL.managedBy]: 'slipway',
+      [LABEL.applicationId]: plan.application.id,
+      [LABEL.environmentId]: plan.environment.id,
+      [LABEL.processType]: 'web',
+      [LABEL.releaseVersion]: '1',
     });
     // The selector never names the release: selectors are immutable.
     expect(Object.keys(web.spec!.selector.matchLabels!)).not.toContain(LABEL.releaseVersion);
-    expect(web.spec!.template.spec).toMatchObject({ enableServiceLinks: false, automountServiceAccountToken: false, imagePullSecrets: [{ name: m.names.pullSecret }] });
+    expect(web.spec!.template.spec).toMatchObject({
+      enableServiceLinks: false,
+      automountServiceAccountToken: false,
+      imagePullSecrets: [{ name: m.names.pullSecret }],
+    });
     const worker = m.deployments.find((d) => d.processType === 'worker')!.manifest.spec!.template.spec!.containers[0]!;
     expect(worker.readinessProbe).toBeUndefined();
     expect(worker.ports).toBeUndefined();
     expect(JSON.stringify(worker.env ?? [])).not.toContain('PORT');
     expect(m.service!.spec!.ports).toEqual([{ name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' }]);
     expect(m.ingress!.spec!.rules![0]!.host).toBe(plan.hostname);
+  });
+
+  it('adds verified custom domains as Ingress hosts with TLS, and the configured annotations (cert-manager)', () => {
+    const plan = { ...makePlan(), customDomains: ['shop.example.com', 'www.example.com'] };
+    const annotations = { 'cert-manager.io/cluster-issuer': 'letsencrypt' };
+    const m = workloadManifests(plan, { ...options, ingressAnnotations: annotations });
+    new Ingress(m.ingress as never).validate();
+    expect(m.ingress!.metadata!.annotations).toEqual(annotations);
+    expect(m.ingress!.spec!.rules!.map((r) => r.host)).toEqual([plan.hostname, 'shop.example.com', 'www.example.com']);
+    for (const rule of m.ingress!.spec!.rules!) expect(rule.http!.paths[0]!.backend.service!.name).toBe(m.names.service);
+    expect(m.ingress!.spec!.tls).toEqual([{ hosts: ['shop.example.com', 'www.example.com'], secretName: `${m.names.ingress}-tls` }]);
+    // Without custom domains: no TLS section (the platform's own name is served as before).
+    expect(workloadManifests(makePlan(), options).ingress!.spec!.tls).toBeUndefined();
   });
 
   it('leaves the Host header out without a health check host, the Ingress without a class, the pull secret when there is none', () => {
@@ -169,8 +218,17 @@ describe('Kubernetes manifests', () => {
     const other = makePlan({ orgSlug: long, projectSlug: long, appSlug: `${long}-y`, envSlug: 'production' });
     const names = workloadNames(plan, 'slipway-');
     const otherNames = workloadNames(other, 'slipway-');
-    const all = [names.namespace, names.deployment('web'), names.deployment('worker'), names.service, names.ingress,
-      names.configSecret(12), names.pullSecret, names.job('release', plan.deploymentId), names.container('clock_tick')];
+    const all = [
+      names.namespace,
+      names.deployment('web'),
+      names.deployment('worker'),
+      names.service,
+      names.ingress,
+      names.configSecret(12),
+      names.pullSecret,
+      names.job('release', plan.deploymentId),
+      names.container('clock_tick'),
+    ];
     for (const name of all) {
       expect(name.length).toBeLessThanOrEqual(MAX_NAME);
       expect(name).toMatch(DNS_LABEL);
@@ -194,8 +252,14 @@ describe('Kubernetes manifests', () => {
     const d = makePlan({ projectSlug: 'shop', appSlug: 'api', envSlug: 'production' });
     const all = (plan: ReturnType<typeof makePlan>, types: string[]) => {
       const n = workloadNames(plan, 'slipway-');
-      return [`Service/${n.service}`, `Ingress/${n.ingress}`, `Secret/${n.pullSecret}`, `Secret/${n.configSecret(1)}`,
-        ...types.map((t) => `Deployment/${n.deployment(t)}`), ...types.map((t) => `Job/${n.job(t, 'same-id')}`)];
+      return [
+        `Service/${n.service}`,
+        `Ingress/${n.ingress}`,
+        `Secret/${n.pullSecret}`,
+        `Secret/${n.configSecret(1)}`,
+        ...types.map((t) => `Deployment/${n.deployment(t)}`),
+        ...types.map((t) => `Job/${n.job(t, 'same-id')}`),
+      ];
     };
     const objects = [...all(a, ['web']), ...all(b, ['web']), ...all(c, ['web']), ...all(d, ['worker-web', 'web'])];
     expect(new Set(objects).size).toBe(objects.length);
@@ -204,7 +268,13 @@ describe('Kubernetes manifests', () => {
 
     // Procfile types may be my_worker and my-worker (both valid): two Deployments, two selectors.
     const plan = makePlan({
-      processes: { web: { cmd: 'web', env: {} }, my_worker: { cmd: 'a', env: {} }, 'my-worker': { cmd: 'b', env: {} }, 'tail-': { cmd: 'c', env: {} }, tail: { cmd: 'd', env: {} } },
+      processes: {
+        web: { cmd: 'web', env: {} },
+        my_worker: { cmd: 'a', env: {} },
+        'my-worker': { cmd: 'b', env: {} },
+        'tail-': { cmd: 'c', env: {} },
+        tail: { cmd: 'd', env: {} },
+      },
       formation: { web: 1, my_worker: 1, 'my-worker': 1, 'tail-': 1, tail: 1 },
     });
     const m = workloadManifests(plan, options);

@@ -15,7 +15,13 @@ import { settled } from '../pipeline-deploy/fixtures.js';
 import { buildBusyboxBase, BASE_IMAGE } from '../registry/base-image.js';
 import { freePort, missingBinary, run, startRegistryFor, type RegistryServer } from '../registry/registry-server.js';
 
-const missing = missingBinary({ buildah: 'buildah', 'docker-registry': 'docker-registry', skopeo: 'skopeo', busybox: 'busybox-static', git: 'git' });
+const missing = missingBinary({
+  buildah: 'buildah',
+  'docker-registry': 'docker-registry',
+  skopeo: 'skopeo',
+  busybox: 'busybox-static',
+  git: 'git',
+});
 if (missing) console.warn(`[test/kubernetes] skipping the pipeline-on-Kubernetes test: ${missing}`);
 
 const SERVICE = 'slipway-registry';
@@ -35,8 +41,12 @@ let repo: TestRepo;
 let t: TestApp;
 let kubeconfig: string;
 
-const decode = (data: Record<string, string>) => Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]));
-const secretValues = (o: { data?: Record<string, string>; stringData?: Record<string, string>; metadata: object }) => ({ ...decode(o.data ?? {}), ...(o.stringData ?? {}) });
+const decode = (data: Record<string, string>) =>
+  Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]));
+const secretValues = (o: { data?: Record<string, string>; stringData?: Record<string, string>; metadata: object }) => ({
+  ...decode(o.data ?? {}),
+  ...(o.stringData ?? {}),
+});
 const api = async (method: 'GET' | 'POST', url: string, payload?: unknown) => {
   const r = await h.app.inject({ method, url: `/v1${url}`, headers: t.user.headers, ...(payload ? { payload: payload as object } : {}) });
   return { status: r.statusCode, body: r.json() };
@@ -48,15 +58,26 @@ beforeAll(async () => {
   const registryPort = await freePort();
   kubeconfig = join(tmpdir(), `slipway-kubeconfig-${randomBytes(4).toString('hex')}.json`);
   writeFileSync(kubeconfig, kube.kubeConfig().exportConfig());
-  h = await createHarness({
-    RUNTIME: 'kubernetes', KUBECONFIG: kubeconfig, KUBERNETES_NAMESPACE_PREFIX: 'apps-',
-    REGISTRY_URL: `http://127.0.0.1:${registryPort}`, REGISTRY_SERVICE: SERVICE,
-  }, { jobs: true, runtime: true });
+  h = await createHarness(
+    {
+      RUNTIME: 'kubernetes',
+      KUBECONFIG: kubeconfig,
+      KUBERNETES_NAMESPACE_PREFIX: 'apps-',
+      REGISTRY_URL: `http://127.0.0.1:${registryPort}`,
+      REGISTRY_SERVICE: SERVICE,
+    },
+    { jobs: true, runtime: true },
+  );
   registry = await startRegistryFor(h, { service: SERVICE, port: registryPort });
   await buildBusyboxBase(join(h.dataDir, 'containers'));
   repo = new TestRepo();
   repo.commit({ Dockerfile: DOCKERFILE, Procfile: PROCFILE });
-  t = await createApp(h, { github_repository: repo.dir, auto_deploy_branch: 'main', deployment_timeout: 20, health_check_host: 'health.internal' });
+  t = await createApp(h, {
+    github_repository: repo.dir,
+    auto_deploy_branch: 'main',
+    deployment_timeout: 20,
+    health_check_host: 'health.internal',
+  });
   await setConfig(h, t, 'GREETING', GREETING);
   await setConfig(h, t, 'API_TOKEN', SECRET, { secret: true });
   // The fake cluster "runs" the release Job: its output shows the secret, which the log must scrub.
@@ -80,7 +101,11 @@ describe.skipIf(!!missing)('the pipeline with RUNTIME=kubernetes (fake API serve
     expect(detail.built).toBe(true);
     const chain = await api('POST', `/applications/${t.appId}/deploy`);
     expect(chain.status, JSON.stringify(chain.body)).toBe(202);
-    const deployment = await waitFor('the chain\'s deployment', async () => (await api('GET', `/applications/${t.appId}/deployments`)).body.items?.[0], 60_000);
+    const deployment = await waitFor(
+      "the chain's deployment",
+      async () => (await api('GET', `/applications/${t.appId}/deployments`)).body.items?.[0],
+      60_000,
+    );
     const d = await settled(h, t.user, deployment.id, 60_000);
     firstDeployment = d.id;
     expect(d.status, d.deploy_log).toBe('complete');
@@ -96,7 +121,9 @@ describe.skipIf(!!missing)('the pipeline with RUNTIME=kubernetes (fake API serve
     expect(kube.get('namespaces', undefined, namespace)).toBeDefined();
     // Isolation (issue 10): the namespace enforces the restricted Pod Security Standard, and the
     // fake's Pod Security admission let the web pod and the release Job's pod in.
-    expect(kube.get('namespaces', undefined, namespace)!.metadata.labels).toMatchObject({ 'pod-security.kubernetes.io/enforce': 'restricted' });
+    expect(kube.get('namespaces', undefined, namespace)!.metadata.labels).toMatchObject({
+      'pod-security.kubernetes.io/enforce': 'restricted',
+    });
     expect(kube.get('networkpolicies', namespace, 'slipway-isolation')).toBeDefined();
     const admitted = kube.list('pods', namespace);
     expect(admitted.filter((p) => p.metadata.labels['slipway.dev/process-type'] === 'web' && p.status.phase === 'Running')).toHaveLength(1);
@@ -126,13 +153,24 @@ describe.skipIf(!!missing)('the pipeline with RUNTIME=kubernetes (fake API serve
     expect(web.spec.template.spec.imagePullSecrets).toEqual([{ name: pull.metadata.name }]);
     const auth = JSON.parse(secretValues(pull)['.dockerconfigjson']!).auths[registry.host];
     const ref = `docker://${detail.image_metadata.registry_reference}`;
-    const inspected = await run('skopeo', ['--insecure-policy', 'inspect', '--tls-verify=false', '--creds', `${auth.username}:${auth.password}`, ref]);
+    const inspected = await run('skopeo', [
+      '--insecure-policy',
+      'inspect',
+      '--tls-verify=false',
+      '--creds',
+      `${auth.username}:${auth.password}`,
+      ref,
+    ]);
     expect(JSON.parse(inspected.stdout).Digest).toBe(detail.image_metadata.manifest_digest);
 
     // The pipeline status reads the same records.
     const pipeline = await api('GET', `/applications/${t.appId}/pipeline-status`);
     expect(pipeline.status).toBe(200);
-    expect(pipeline.body.deploy).toMatchObject({ id: d.id, status: 'complete', step: { steps: ['Setup', 'Release', 'Deploy', 'Rollout', 'Done'], current: 4 } });
+    expect(pipeline.body.deploy).toMatchObject({
+      id: d.id,
+      status: 'complete',
+      step: { steps: ['Setup', 'Release', 'Deploy', 'Rollout', 'Done'], current: 4 },
+    });
     expect(JSON.stringify(pipeline.body)).not.toContain(SECRET);
   }, 180_000);
 
@@ -148,8 +186,13 @@ describe.skipIf(!!missing)('the pipeline with RUNTIME=kubernetes (fake API serve
     expect(after.spec.template).toEqual(before.spec.template);
     expect(after.metadata.generation).toBe(generationBefore + 1);
 
-    await waitFor('3 running web pods', async () => kube.list('pods', namespace).filter((p) => p.status?.phase === 'Running'
-      && p.metadata.labels['slipway.dev/process-type'] === 'web').length === 3, 20_000);
+    await waitFor(
+      '3 running web pods',
+      async () =>
+        kube.list('pods', namespace).filter((p) => p.status?.phase === 'Running' && p.metadata.labels['slipway.dev/process-type'] === 'web')
+          .length === 3,
+      20_000,
+    );
     kube.podMetrics = () => ({ cpu: '25m', memory: '64Mi' });
     // Two workers sampling the same cluster in the same minute record one row, not two.
     const minute = Math.floor(Date.now() / 60_000) * 60_000;
@@ -166,7 +209,8 @@ describe.skipIf(!!missing)('the pipeline with RUNTIME=kubernetes (fake API serve
   }, 60_000);
 
   it('fails a crash-looping release with the reason and rolls the cluster back to the serving deployment', async () => {
-    kube.deploymentBehaviour = (dep) => (dep.metadata.annotations?.['slipway.dev/deployment-id'] === firstDeployment ? 'ready' : 'crash-loop');
+    kube.deploymentBehaviour = (dep) =>
+      dep.metadata.annotations?.['slipway.dev/deployment-id'] === firstDeployment ? 'ready' : 'crash-loop';
     const releases = await api('GET', `/releases/${t.appId}`);
     const release = releases.body.items[0];
     const queued = await api('POST', `/releases/${release.id}/deploy`);
@@ -185,7 +229,8 @@ describe.skipIf(!!missing)('the pipeline with RUNTIME=kubernetes (fake API serve
   }, 90_000);
 
   it('a worker stopping mid-rollout records the interruption and queues the roll back for any live worker', async () => {
-    kube.deploymentBehaviour = (dep) => (dep.metadata.annotations?.['slipway.dev/deployment-id'] === firstDeployment ? 'ready' : 'never-ready');
+    kube.deploymentBehaviour = (dep) =>
+      dep.metadata.annotations?.['slipway.dev/deployment-id'] === firstDeployment ? 'ready' : 'never-ready';
     const release = (await api('GET', `/releases/${t.appId}`)).body.items[0];
     const queued = await api('POST', `/releases/${release.id}/deploy`);
     expect(queued.status).toBe(202);
@@ -195,7 +240,11 @@ describe.skipIf(!!missing)('the pipeline with RUNTIME=kubernetes (fake API serve
     await h.ctx.jobs!.stop(); // this worker goes away mid-rollout; the cluster still has the new release applied
     const d = (await api('GET', `/deployments/${id}/detail`)).body;
     expect(d).toMatchObject({ status: 'error', error: true, error_detail: INTERRUPTED_DETAIL });
-    const { rows } = await sql<{ data: Record<string, unknown> }>`SELECT data FROM pgboss.job WHERE name = 'pipeline' AND state = 'created'`.execute(h.ctx.db);
-    expect(rows.map((r) => r.data)).toContainEqual(expect.objectContaining({ kind: 'reconcile', applicationId: t.appId, environmentId: d.environment_id }));
+    const { rows } = await sql<{
+      data: Record<string, unknown>;
+    }>`SELECT data FROM pgboss.job WHERE name = 'pipeline' AND state = 'created'`.execute(h.ctx.db);
+    expect(rows.map((r) => r.data)).toContainEqual(
+      expect.objectContaining({ kind: 'reconcile', applicationId: t.appId, environmentId: d.environment_id }),
+    );
   }, 60_000);
 });

@@ -8,8 +8,11 @@ export const SECRET_VALUE = 's3cr3t-database-password-9f2c';
 export function resourcesOf(podClass: PodClassName): PodResources {
   const c = POD_CLASSES[podClass];
   return {
-    podClass, cpuRequestMillicores: c.cpu_request_m, cpuLimitMillicores: c.cpu_limit_m,
-    memoryRequestMiB: c.memory_request_mib, memoryLimitMiB: c.memory_limit_mib,
+    podClass,
+    cpuRequestMillicores: c.cpu_request_m,
+    cpuLimitMillicores: c.cpu_limit_m,
+    memoryRequestMiB: c.memory_request_mib,
+    memoryLimitMiB: c.memory_limit_mib,
   };
 }
 
@@ -46,12 +49,22 @@ export function makePlan(options: PlanOptions = {}): WorkloadPlan {
     environment: { id: options.environmentId ?? uuidv7(), slug: options.envSlug ?? 'production', isProduction: true },
     release: { id: uuidv7(), version, commitSha: 'abc123' },
     image: {
-      id: uuidv7(), version, repositoryName: 'acme/shop/api', artifactPath: null,
-      registryReference: options.registryReference === undefined
-        ? `registry.example.test/acme/shop/api@sha256:${'a'.repeat(64)}` : options.registryReference,
+      id: uuidv7(),
+      version,
+      repositoryName: 'acme/shop/api',
+      artifactPath: null,
+      registryReference:
+        options.registryReference === undefined
+          ? `registry.example.test/acme/shop/api@sha256:${'a'.repeat(64)}`
+          : options.registryReference,
     },
     processes,
-    env: { DATABASE_URL: `postgres://app:${SECRET_VALUE}@db/app`, PASSWORD: SECRET_VALUE, LOG_LEVEL: 'log-level-chatty', RELEASE_NOTE: `release-note-number-${version}` },
+    env: {
+      DATABASE_URL: `postgres://app:${SECRET_VALUE}@db/app`,
+      PASSWORD: SECRET_VALUE,
+      LOG_LEVEL: 'log-level-chatty',
+      RELEASE_NOTE: `release-note-number-${version}`,
+    },
     secretNames: ['DATABASE_URL', 'PASSWORD'],
     secrets: [`postgres://app:${SECRET_VALUE}@db/app`, SECRET_VALUE],
     formation: options.formation ?? { web: 2, worker: 1 },

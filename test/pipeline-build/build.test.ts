@@ -8,8 +8,13 @@ import { buildAndWait, createApp, nodeApp, setConfig } from './fixtures.js';
 
 let h: Harness;
 const repos: TestRepo[] = [];
-beforeAll(async () => { h = await createHarness({}, { jobs: true }); });
-afterAll(async () => { await h?.close(); for (const r of repos) r.remove(); });
+beforeAll(async () => {
+  h = await createHarness({}, { jobs: true });
+});
+afterAll(async () => {
+  await h?.close();
+  for (const r of repos) r.remove();
+});
 
 /** Writes the setting past the API's checks, as a value saved before they existed. */
 async function storeRepository(appId: string, repository: string) {
@@ -30,7 +35,10 @@ describe('image builds from a git repository', () => {
     await setConfig(h, t, 'BUILD_GREETING', 'hi-from-build', { buildtime: true });
     await setConfig(h, t, 'API_TOKEN', 'tok-3f9a7c21-very-secret', { secret: true, buildtime: true });
     await setConfig(h, t, 'RUNTIME_ONLY', 'not-for-builds');
-    await setConfig(h, t, 'PEM_KEY', '-----BEGIN KEY-----\nMIIEpAIBAAKCAQEAxk9secretline\n-----END KEY-----', { secret: true, buildtime: true });
+    await setConfig(h, t, 'PEM_KEY', '-----BEGIN KEY-----\nMIIEpAIBAAKCAQEAxk9secretline\n-----END KEY-----', {
+      secret: true,
+      buildtime: true,
+    });
 
     const { log, detail, version } = await buildAndWait(h, t);
     expect(log.error_detail).toBeNull();
@@ -51,7 +59,11 @@ describe('image builds from a git repository', () => {
     expect(log.log_text).toContain('$ npm run build');
 
     expect(detail).toMatchObject({
-      version: 1, built: true, error: false, commit_sha: sha, build_ref: 'main',
+      version: 1,
+      built: true,
+      error: false,
+      commit_sha: sha,
+      build_ref: 'main',
       repository_name: `${t.orgSlug}/shop/web`,
       procfile: nodeApp().Procfile,
       processes: { web: { cmd: 'node server.js', env: {} }, worker: { cmd: 'node -e "setInterval(() => {}, 1000)"', env: {} } },
@@ -72,7 +84,8 @@ describe('image builds from a git repository', () => {
     const r = repo();
     r.commit({
       'requirements.txt': '# no dependencies: the machine has no package index\n',
-      'app.py': 'import os, http.server\nhttp.server.HTTPServer(("", int(os.environ["PORT"])), http.server.SimpleHTTPRequestHandler).serve_forever()\n',
+      'app.py':
+        'import os, http.server\nhttp.server.HTTPServer(("", int(os.environ["PORT"])), http.server.SimpleHTTPRequestHandler).serve_forever()\n',
       Procfile: 'web: python app.py\n',
     });
     const t = await createApp(h, { github_repository: r.dir });
@@ -94,7 +107,11 @@ describe('image builds from a git repository', () => {
     const t = await createApp(h, { github_repository: r.dir, auto_deploy_branch: 'main', subdirectory: 'svc' });
     const byTag = await buildAndWait(h, t, { ref: 'v1' });
     expect(byTag.log.error_detail).toBeNull();
-    expect(byTag.detail).toMatchObject({ commit_sha: first, build_ref: 'v1', processes: { web: { cmd: 'python3 -m http.server $PORT', env: {} } } });
+    expect(byTag.detail).toMatchObject({
+      commit_sha: first,
+      build_ref: 'v1',
+      processes: { web: { cmd: 'python3 -m http.server $PORT', env: {} } },
+    });
     expect(readFileSync(join(h.dataDir, 'images', t.appId, String(byTag.version), 'index.html'), 'utf8')).toBe('one');
     expect(byTag.detail.image_metadata.detected).toBe('none');
     // An abbreviated commit works too.
@@ -142,7 +159,9 @@ describe('image builds from a git repository', () => {
     const refused = await h.app.inject({ method: 'POST', url: `/v1/images/${bare.appId}/build`, headers: bare.user.headers });
     expect(refused.statusCode).toBe(422);
     expect(refused.json().message).toBe('github_repository: set the repository to build from (PATCH /applications/{id}/settings) first');
-    expect((await h.app.inject({ method: 'GET', url: `/v1/images/${bare.appId}`, headers: bare.user.headers })).json().pagination.total).toBe(0);
+    expect(
+      (await h.app.inject({ method: 'GET', url: `/v1/images/${bare.appId}`, headers: bare.user.headers })).json().pagination.total,
+    ).toBe(0);
   });
 
   it('fetches only over plain transports, and local paths only inside LOCAL_REPOSITORY_ROOTS when set', async () => {
@@ -150,11 +169,18 @@ describe('image builds from a git repository', () => {
     r.commit({ Procfile: 'web: true\n' });
     // Refused on save (400, nothing stored); a value stored before that check existed is refused by the build.
     const helper = await createApp(h, { auto_deploy_branch: 'main' });
-    const saved = await h.app.inject({ method: 'PATCH', url: `/v1/applications/${helper.appId}/settings`, headers: helper.user.headers, payload: { github_repository: 'ext::sh -c touch% /tmp/slipway-should-not-exist' } });
+    const saved = await h.app.inject({
+      method: 'PATCH',
+      url: `/v1/applications/${helper.appId}/settings`,
+      headers: helper.user.headers,
+      payload: { github_repository: 'ext::sh -c touch% /tmp/slipway-should-not-exist' },
+    });
     expect(saved.statusCode).toBe(422);
     await storeRepository(helper.appId, 'ext::sh -c touch% /tmp/slipway-should-not-exist');
     const refused = await buildAndWait(h, helper);
-    expect(refused.log.error_detail).toBe("github_repository 'ext::sh -c touch% /tmp/slipway-should-not-exist' is not owner/repo, a git URL or an absolute path");
+    expect(refused.log.error_detail).toBe(
+      "github_repository 'ext::sh -c touch% /tmp/slipway-should-not-exist' is not owner/repo, a git URL or an absolute path",
+    );
     expect(existsSync('/tmp/slipway-should-not-exist')).toBe(false);
     // An address that reads as a git option (here `--upload-pack`, which runs a command) is refused.
     // (`cd` alone goes to $HOME, so the marker would outlive the build's scratch directory.)
@@ -183,7 +209,11 @@ describe('image builds from a git repository', () => {
   it('keeps credentials written into the repository address out of the log, the error and the record', async () => {
     // Nothing listens on port 9: the fetch fails, and its error names the address.
     // A loopback address: a site administrator's choice (members may not use one).
-    const t = await createApp(h, { github_repository: 'http://builder:s3cr3t-token@127.0.0.1:9/acme/app.git', auto_deploy_branch: 'main' }, { admin: true });
+    const t = await createApp(
+      h,
+      { github_repository: 'http://builder:s3cr3t-token@127.0.0.1:9/acme/app.git', auto_deploy_branch: 'main' },
+      { admin: true },
+    );
     const { log, detail } = await buildAndWait(h, t);
     expect(detail.error).toBe(true);
     expect(log.error_detail).toContain('could not fetch http://127.0.0.1:9/acme/app.git');
@@ -197,8 +227,9 @@ describe('image builds from a git repository', () => {
     const r = repo();
     r.commit({ Procfile: 'web: true\n' });
     const t = await createApp(h, { github_repository: r.dir, auto_deploy_branch: 'main' });
-    const answers = await Promise.all(Array.from({ length: 8 }, () =>
-      h.app.inject({ method: 'POST', url: `/v1/images/${t.appId}/build`, headers: t.user.headers })));
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () => h.app.inject({ method: 'POST', url: `/v1/images/${t.appId}/build`, headers: t.user.headers })),
+    );
     expect(answers.map((a) => a.statusCode)).toEqual(Array(8).fill(202));
     expect(answers.map((a) => a.json().version).sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
     const page = await h.app.inject({ method: 'GET', url: `/v1/images/${t.appId}?per_page=3&page=2`, headers: t.user.headers });
@@ -217,7 +248,10 @@ describe('image builds from a git repository', () => {
       expect((await h.app.inject({ method: 'GET', url, headers: stranger.headers })).statusCode).toBe(403);
     }
     expect((await h.app.inject({ method: 'POST', url: `/v1/images/${t.appId}/build`, headers: stranger.headers })).statusCode).toBe(403);
-    expect((await h.app.inject({ method: 'GET', url: '/v1/images/00000000-0000-7000-8000-000000000000/detail', headers: t.user.headers })).statusCode).toBe(404);
+    expect(
+      (await h.app.inject({ method: 'GET', url: '/v1/images/00000000-0000-7000-8000-000000000000/detail', headers: t.user.headers }))
+        .statusCode,
+    ).toBe(404);
     expect((await h.app.inject({ method: 'GET', url: `/v1/images/${image_id}/detail` })).statusCode).toBe(401);
   });
 });

@@ -14,7 +14,10 @@ const repos: TestRepo[] = [];
 beforeAll(async () => {
   h = await createHarness({ PIPELINE_CONCURRENCY: 2, PIPELINE_ORG_CONCURRENCY: 1, PIPELINE_ORG_QUEUE_LIMIT: 4 }, { jobs: true });
 });
-afterAll(async () => { await h?.close(); for (const r of repos) r.remove(); });
+afterAll(async () => {
+  await h?.close();
+  for (const r of repos) r.remove();
+});
 
 function repoBuilding(command: string) {
   const r = new TestRepo();
@@ -27,16 +30,31 @@ const build = (user: TestUser, appId: string) => h.app.inject({ method: 'POST', 
 
 /** Another application in the same organization and project as `t`. */
 async function sibling(t: TestApp, name: string, repository: string) {
-  const res = await h.app.inject({ method: 'POST', url: '/v1/applications', headers: t.user.headers, payload: { name, project_id: t.projectId } });
+  const res = await h.app.inject({
+    method: 'POST',
+    url: '/v1/applications',
+    headers: t.user.headers,
+    payload: { name, project_id: t.projectId },
+  });
   expect(res.statusCode, res.body).toBe(201);
   const id = res.json().id as string;
-  const patched = await h.app.inject({ method: 'PATCH', url: `/v1/applications/${id}/settings`, headers: t.user.headers, payload: { github_repository: repository } });
+  const patched = await h.app.inject({
+    method: 'PATCH',
+    url: `/v1/applications/${id}/settings`,
+    headers: t.user.headers,
+    payload: { github_repository: repository },
+  });
   expect(patched.statusCode, patched.body).toBe(200);
   return id;
 }
 
-const imagesOf = (appIds: string[]) => h.ctx.db.selectFrom('images').select(['id', 'status', 'started_at', 'finished_at', 'error_detail'])
-  .where('application_id', 'in', appIds).orderBy('created_at').execute();
+const imagesOf = (appIds: string[]) =>
+  h.ctx.db
+    .selectFrom('images')
+    .select(['id', 'status', 'started_at', 'finished_at', 'error_detail'])
+    .where('application_id', 'in', appIds)
+    .orderBy('created_at')
+    .execute();
 
 describe('fair pipeline across organizations', () => {
   let flood: TestApp;
@@ -54,10 +72,14 @@ describe('fair pipeline across organizations', () => {
     const started = await build(other.user, other.appId);
     expect(started.statusCode).toBe(202);
     const otherImage = started.json().image_id as string;
-    const finished = await waitFor('the other organization\'s build', async () => {
-      const [image] = await imagesOf([other.appId]);
-      return image!.status !== 'building' ? image : null;
-    }, { timeout: 120_000 });
+    const finished = await waitFor(
+      "the other organization's build",
+      async () => {
+        const [image] = await imagesOf([other.appId]);
+        return image!.status !== 'building' ? image : null;
+      },
+      { timeout: 120_000 },
+    );
     expect(finished.id).toBe(otherImage);
     expect(finished.status).toBe('built');
 
@@ -69,10 +91,14 @@ describe('fair pipeline across organizations', () => {
     expect(floodImages.filter((i) => i.status === 'building').length).toBeGreaterThanOrEqual(2);
 
     // The flood drains, one build of the organization at a time.
-    const drained = await waitFor('the flood to drain', async () => {
-      const rows = await imagesOf(floodApps);
-      return rows.every((i) => i.status !== 'building') ? rows : null;
-    }, { timeout: 180_000, every: 250 });
+    const drained = await waitFor(
+      'the flood to drain',
+      async () => {
+        const rows = await imagesOf(floodApps);
+        return rows.every((i) => i.status !== 'building') ? rows : null;
+      },
+      { timeout: 180_000, every: 250 },
+    );
     expect(drained.map((i) => i.status)).toEqual(['built', 'built', 'built', 'built']);
     const spans = drained.map((i) => [i.started_at!.getTime(), i.finished_at!.getTime()] as const).sort((a, b) => a[0] - b[0]);
     for (let i = 1; i < spans.length; i++) expect(spans[i]![0]).toBeGreaterThanOrEqual(spans[i - 1]![1]);
@@ -94,7 +120,10 @@ describe('fair pipeline across organizations', () => {
     expect(await imagesOf(apps)).toEqual(before);
 
     // Room again once some have finished.
-    await waitFor('a build of the full queue to finish', async () => (await imagesOf(apps)).some((i) => i.status !== 'building'), { timeout: 120_000, every: 250 });
+    await waitFor('a build of the full queue to finish', async () => (await imagesOf(apps)).some((i) => i.status !== 'building'), {
+      timeout: 120_000,
+      every: 250,
+    });
     expect((await build(t.user, apps[1]!)).statusCode).toBe(202);
   });
 
@@ -112,10 +141,14 @@ describe('fair pipeline across organizations', () => {
     expect(set.json()).toEqual({ build_timeout_seconds: 10, effective_build_timeout_seconds: 10 });
 
     expect((await build(t.user, t.appId)).statusCode).toBe(202);
-    const [image] = await waitFor('the build to time out', async () => {
-      const rows = await imagesOf([t.appId]);
-      return rows[0]!.status !== 'building' ? rows : null;
-    }, { timeout: 120_000, every: 250 });
+    const [image] = await waitFor(
+      'the build to time out',
+      async () => {
+        const rows = await imagesOf([t.appId]);
+        return rows[0]!.status !== 'building' ? rows : null;
+      },
+      { timeout: 120_000, every: 250 },
+    );
     expect(image!.status).toBe('error');
     expect(image!.error_detail).toContain('build timed out after 10 s');
 

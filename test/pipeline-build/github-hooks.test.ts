@@ -37,28 +37,49 @@ afterAll(async () => {
 });
 
 const pushPayload = () => ({
-  ref: 'refs/heads/main', before: '0'.repeat(40), after: pushedSha, deleted: false,
-  repository: { full_name: 'acme/shop', clone_url: 'https://github.com/acme/shop.git', ssh_url: 'git@github.com:acme/shop.git', html_url: 'https://github.com/acme/shop' },
+  ref: 'refs/heads/main',
+  before: '0'.repeat(40),
+  after: pushedSha,
+  deleted: false,
+  repository: {
+    full_name: 'acme/shop',
+    clone_url: 'https://github.com/acme/shop.git',
+    ssh_url: 'git@github.com:acme/shop.git',
+    html_url: 'https://github.com/acme/shop',
+  },
 });
 
 function deliver(event: string, payload: unknown, options: { signature?: string; delivery?: string } = {}) {
   const body = Buffer.from(JSON.stringify(payload));
   return h.app.inject({
-    method: 'POST', url: '/v1/integrations/github/hooks', payload: body,
+    method: 'POST',
+    url: '/v1/integrations/github/hooks',
+    payload: body,
     headers: {
-      'content-type': 'application/json', 'x-github-event': event, 'x-github-delivery': options.delivery ?? `d-${Math.random()}`,
+      'content-type': 'application/json',
+      'x-github-event': event,
+      'x-github-delivery': options.delivery ?? `d-${Math.random()}`,
       'x-hub-signature-256': options.signature ?? signBody(SECRET, body),
     },
   });
 }
 
 async function hookCount() {
-  return Number((await h.ctx.db.selectFrom('github_hooks').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+  return Number(
+    (
+      await h.ctx.db
+        .selectFrom('github_hooks')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
 }
 
 async function chainJobs() {
   const { rows } = await sql<{ app: string; record: string }>`
-    select data->>'applicationId' as app, data->>'recordId' as record from pgboss.job where name = 'pipeline' and data->>'kind' = 'chain'`.execute(h.ctx.db);
+    select data->>'applicationId' as app, data->>'recordId' as record from pgboss.job where name = 'pipeline' and data->>'kind' = 'chain'`.execute(
+    h.ctx.db,
+  );
   return rows;
 }
 
@@ -84,7 +105,12 @@ describe('POST /integrations/github/hooks', () => {
     // A signature of other bytes than those sent (the payload was re-serialized) fails too.
     const tampered = await deliver('push', { ...pushPayload(), after: 'f'.repeat(40) }, { signature: signBody(SECRET, body) });
     expect(tampered.statusCode).toBe(403);
-    const missing = await h.app.inject({ method: 'POST', url: '/v1/integrations/github/hooks', payload: pushPayload(), headers: { 'x-github-event': 'push' } });
+    const missing = await h.app.inject({
+      method: 'POST',
+      url: '/v1/integrations/github/hooks',
+      payload: pushPayload(),
+      headers: { 'x-github-event': 'push' },
+    });
     expect(missing.statusCode).toBe(403);
     expect(await hookCount()).toBe(0);
     expect(await chainJobs()).toEqual([]);
@@ -104,7 +130,13 @@ describe('POST /integrations/github/hooks', () => {
     const jobs = await chainJobs();
     expect(jobs.map((j) => j.app).sort()).toEqual([apps.main!.appId, apps.byUrl!.appId].sort());
     const stored = await h.ctx.db.selectFrom('github_hooks').selectAll().where('id', '=', res.json().hook_id).executeTakeFirstOrThrow();
-    expect(stored).toMatchObject({ event: 'push', repository: 'acme/shop', ref: 'refs/heads/main', after_sha: pushedSha, delivery_id: 'delivery-1' });
+    expect(stored).toMatchObject({
+      event: 'push',
+      repository: 'acme/shop',
+      ref: 'refs/heads/main',
+      after_sha: pushedSha,
+      delivery_id: 'delivery-1',
+    });
     expect(stored.triggered.map((t) => t.application_id).sort()).toEqual(jobs.map((j) => j.app).sort());
     // Each chain starts with an image record at the pushed commit.
     const image = await h.ctx.db.selectFrom('images').selectAll().where('id', '=', jobs[0]!.record).executeTakeFirstOrThrow();
@@ -132,7 +164,9 @@ describe('POST /integrations/github/hooks', () => {
   it('rejects a signed payload that is not JSON', async () => {
     const body = Buffer.from('not json');
     const res = await h.app.inject({
-      method: 'POST', url: '/v1/integrations/github/hooks', payload: body,
+      method: 'POST',
+      url: '/v1/integrations/github/hooks',
+      payload: body,
       headers: { 'content-type': 'application/json', 'x-github-event': 'push', 'x-hub-signature-256': signBody(SECRET, body) },
     });
     expect(res.statusCode).toBe(400);

@@ -9,11 +9,17 @@ import { createHarness, type Harness } from '../helpers/harness.js';
 import { waitFor } from '../helpers/wait.js';
 
 let h: Harness;
-beforeAll(async () => { h = await createHarness({ PIPELINE_CONCURRENCY: 3 }, { jobs: true }); });
-afterAll(async () => { await h?.close(); });
+beforeAll(async () => {
+  h = await createHarness({ PIPELINE_CONCURRENCY: 3 }, { jobs: true });
+});
+afterAll(async () => {
+  await h?.close();
+});
 
 async function jobState(id: string) {
-  const { rows } = await sql<{ state: string }>`select state::text as state from pgboss.job where name = ${PIPELINE_QUEUE} and id = ${id}`.execute(h.ctx.db);
+  const { rows } = await sql<{
+    state: string;
+  }>`select state::text as state from pgboss.job where name = ${PIPELINE_QUEUE} and id = ${id}`.execute(h.ctx.db);
   return rows[0]?.state;
 }
 
@@ -25,7 +31,10 @@ describe('pipeline jobs', () => {
     let maxActiveA = 0;
     jobs.register('order-test', async (data) => {
       const tag = String(data.tag);
-      if (data.applicationId === appA) { activeA++; maxActiveA = Math.max(maxActiveA, activeA); }
+      if (data.applicationId === appA) {
+        activeA++;
+        maxActiveA = Math.max(maxActiveA, activeA);
+      }
       events.push(`start ${tag}`);
       await new Promise((r) => setTimeout(r, Number(data.ms)));
       events.push(`end ${tag}`);
@@ -58,7 +67,12 @@ describe('pipeline jobs', () => {
     expect(claimed?.id).toBe(firstId);
     return {
       firstId,
-      die: () => h.ctx.db.updateTable('workers').set({ heartbeat_at: new Date(Date.now() - 10 * 60_000) }).where('id', '=', deadWorker).execute(),
+      die: () =>
+        h.ctx.db
+          .updateTable('workers')
+          .set({ heartbeat_at: new Date(Date.now() - 10 * 60_000) })
+          .where('id', '=', deadWorker)
+          .execute(),
       deadWorker,
     };
   }
@@ -70,14 +84,22 @@ describe('pipeline jobs', () => {
     const app = uuidv7();
     const { firstId, die, deadWorker } = await claimAsDeadWorker('recover-test', app);
     // When the second job runs, the first (same application) must already be settled.
-    jobs.register('recover-test', async (data) => { ran.push(`${data.tag} after ${interrupted.length} settled`); }, {
-      onInterrupted: async (data) => { interrupted.push(data); },
-    });
+    jobs.register(
+      'recover-test',
+      async (data) => {
+        ran.push(`${data.tag} after ${interrupted.length} settled`);
+      },
+      {
+        onInterrupted: async (data) => {
+          interrupted.push(data);
+        },
+      },
+    );
     const secondId = await jobs.enqueue('recover-test', { applicationId: app, tag: 'second' });
     // A younger job of another application runs: the workers have looked past `second`, which
     // stays waiting behind the job its (still live) worker holds.
     await jobs.enqueue('recover-test', { applicationId: uuidv7(), tag: 'probe' });
-    await waitFor('the other application\'s job to run', () => ran.length === 1, { timeout: 10_000, every: 25 });
+    await waitFor("the other application's job to run", () => ran.length === 1, { timeout: 10_000, every: 25 });
     expect(ran).toEqual(['probe after 0 settled']);
     expect(await jobState(secondId)).toBe('created');
     // Recovery (on start and with every heartbeat) settles the dead worker's job.
@@ -87,7 +109,11 @@ describe('pipeline jobs', () => {
     expect(interrupted.map((d) => d.tag)).toEqual(['first']);
     expect(await jobState(firstId)).toBe('failed');
     // The dead worker is forgotten once its jobs are settled.
-    await waitFor('the dead worker to be forgotten', async () => (await h.ctx.db.selectFrom('workers').select('id').where('id', '=', deadWorker).execute()).length === 0, { timeout: 10_000, every: 25 });
+    await waitFor(
+      'the dead worker to be forgotten',
+      async () => (await h.ctx.db.selectFrom('workers').select('id').where('id', '=', deadWorker).execute()).length === 0,
+      { timeout: 10_000, every: 25 },
+    );
   });
 
   it('can put an interrupted job back at the head of its queue', async () => {
@@ -96,9 +122,18 @@ describe('pipeline jobs', () => {
     let interruptions = 0;
     const app = uuidv7();
     const { die } = await claimAsDeadWorker('retry-test', app);
-    jobs.register('retry-test', async (data) => { ran.push(String(data.tag)); }, {
-      onInterrupted: async () => { interruptions++; return 'retry'; },
-    });
+    jobs.register(
+      'retry-test',
+      async (data) => {
+        ran.push(String(data.tag));
+      },
+      {
+        onInterrupted: async () => {
+          interruptions++;
+          return 'retry';
+        },
+      },
+    );
     await jobs.enqueue('retry-test', { applicationId: app, tag: 'second' });
     await die();
     await waitFor('both jobs to run', () => ran.length === 2, { timeout: 10_000, every: 25 });
@@ -111,17 +146,23 @@ describe('pipeline jobs', () => {
     // A real failure of pg-boss's completion write: a trigger refuses the first two attempts
     // for this kind (a sequence counts them; it is not rolled back with the failed update).
     await sql`CREATE SEQUENCE completion_attempts`.execute(h.ctx.db);
-    await sql.raw(`
+    await sql
+      .raw(
+        `
       CREATE FUNCTION refuse_first_completions() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
         IF nextval('completion_attempts') <= 2 THEN RAISE EXCEPTION 'completion refused by the test'; END IF;
         RETURN NEW;
       END $$;
       CREATE TRIGGER refuse_first_completions BEFORE UPDATE ON pgboss.job FOR EACH ROW
-        WHEN (NEW.state = 'completed' AND OLD.data->>'kind' = 'flaky-completion') EXECUTE FUNCTION refuse_first_completions();`).execute(h.ctx.db);
+        WHEN (NEW.state = 'completed' AND OLD.data->>'kind' = 'flaky-completion') EXECUTE FUNCTION refuse_first_completions();`,
+      )
+      .execute(h.ctx.db);
     try {
       let ran = 0;
-      jobs.register('flaky-completion', async () => { ran++; });
+      jobs.register('flaky-completion', async () => {
+        ran++;
+      });
       const id = await jobs.enqueue('flaky-completion', { applicationId: uuidv7() });
       await waitFor('the job to be completed', async () => (await jobState(id)) === 'completed', { timeout: 15_000, every: 50 });
       expect(ran).toBe(1);
@@ -130,9 +171,16 @@ describe('pipeline jobs', () => {
       expect(h.logs()).toContain('completing a pipeline job failed; retrying');
       expect(h.logs()).toContain('completion refused by the test');
       // The run record goes only once the job is settled.
-      await waitFor('the run record to go', async () => (await h.ctx.db.selectFrom('job_runs').select('job_id').where('job_id', '=', id).execute()).length === 0);
+      await waitFor(
+        'the run record to go',
+        async () => (await h.ctx.db.selectFrom('job_runs').select('job_id').where('job_id', '=', id).execute()).length === 0,
+      );
     } finally {
-      await sql.raw('DROP TRIGGER refuse_first_completions ON pgboss.job; DROP FUNCTION refuse_first_completions(); DROP SEQUENCE completion_attempts').execute(h.ctx.db);
+      await sql
+        .raw(
+          'DROP TRIGGER refuse_first_completions ON pgboss.job; DROP FUNCTION refuse_first_completions(); DROP SEQUENCE completion_attempts',
+        )
+        .execute(h.ctx.db);
     }
   });
 
@@ -141,9 +189,14 @@ describe('pipeline jobs', () => {
     await sql`UPDATE pgboss.version SET version = ${PGBOSS_SCHEMA_VERSION + 1}`.execute(h.ctx.db);
     const other = new PipelineJobs({ databaseUrl: h.databaseUrl, db: h.ctx.db });
     try {
-      const err = await other.start().then(() => null, (e: unknown) => e);
+      const err = await other.start().then(
+        () => null,
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(StartupError);
-      expect((err as Error).message).toBe(`pg-boss schema version ${PGBOSS_SCHEMA_VERSION + 1} in the database, but Slipway was built against ${PGBOSS_SCHEMA_VERSION} (pg-boss 10.4.2): install the pinned pg-boss version`);
+      expect((err as Error).message).toBe(
+        `pg-boss schema version ${PGBOSS_SCHEMA_VERSION + 1} in the database, but Slipway was built against ${PGBOSS_SCHEMA_VERSION} (pg-boss 10.4.2): install the pinned pg-boss version`,
+      );
     } finally {
       await sql`UPDATE pgboss.version SET version = ${PGBOSS_SCHEMA_VERSION}`.execute(h.ctx.db);
       await other.stop();

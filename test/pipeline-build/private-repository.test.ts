@@ -29,9 +29,15 @@ beforeAll(async () => {
   execFileSync('git', ['clone', '-q', '--bare', source.dir, join(projectRoot, 'acme', 'private-app.git')]);
   github = await new FakeGitHub(projectRoot).start();
   github.installations.add('4242');
-  h = await createHarness({
-    GITHUB_URL: github.gitUrl, GITHUB_API_URL: github.apiUrl, GITHUB_APP_ID: github.appId, GITHUB_APP_PRIVATE_KEY: github.privateKeyPem,
-  }, { jobs: true });
+  h = await createHarness(
+    {
+      GITHUB_URL: github.gitUrl,
+      GITHUB_API_URL: github.apiUrl,
+      GITHUB_APP_ID: github.appId,
+      GITHUB_APP_PRIVATE_KEY: github.privateKeyPem,
+    },
+    { jobs: true },
+  );
 });
 afterAll(async () => {
   await h?.close();
@@ -43,19 +49,30 @@ afterAll(async () => {
 /** Every row of the pipeline's tables as text, to look for a token in. */
 async function everyRecord(): Promise<string> {
   const tables = ['applications', 'images', 'releases', 'deployments'];
-  const parts = await Promise.all(tables.map((t) => sql<{ row: string }>`select row_to_json(x)::text as row from ${sql.table(t)} x`.execute(h.ctx.db)));
+  const parts = await Promise.all(
+    tables.map((t) => sql<{ row: string }>`select row_to_json(x)::text as row from ${sql.table(t)} x`.execute(h.ctx.db)),
+  );
   return parts.flatMap((p) => p.rows.map((r) => r.row)).join('\n');
 }
 
 describe('private repositories through the GitHub App', () => {
   it('refuses the repository to an anonymous clone (the stand-in really is private)', async () => {
     // Asynchronously: the stand-in answers from this process.
-    await expect(promisify(execFile)('git', ['ls-remote', `${github.gitUrl}/acme/private-app.git`], { env: { ...process.env, GIT_TERMINAL_PROMPT: '0' } })).rejects.toThrow();
+    await expect(
+      promisify(execFile)('git', ['ls-remote', `${github.gitUrl}/acme/private-app.git`], {
+        env: { ...process.env, GIT_TERMINAL_PROMPT: '0' },
+      }),
+    ).rejects.toThrow();
     expect(github.refused.some((r) => r.startsWith('401 /git/acme/private-app.git'))).toBe(true);
   });
 
   it('builds with a fresh installation token that appears in no log, record or response', async () => {
-    const t = await createApp(h, { github_repository: 'acme/private-app', github_repository_is_private: true, github_app_installation_id: 4242, auto_deploy_branch: 'main' });
+    const t = await createApp(h, {
+      github_repository: 'acme/private-app',
+      github_repository_is_private: true,
+      github_app_installation_id: 4242,
+      auto_deploy_branch: 'main',
+    });
     const build = await buildAndWait(h, t);
     expect(build.log.error_detail).toBeNull();
     expect(build.detail).toMatchObject({ built: true, commit_sha: sha });
@@ -69,8 +86,11 @@ describe('private repositories through the GitHub App', () => {
 
     const { token } = github.issued[0]!;
     const basic = Buffer.from(`x-access-token:${token}`).toString('base64');
-    const responses = [JSON.stringify(build), JSON.stringify(again),
-      (await h.app.inject({ method: 'GET', url: `/v1/images/${t.appId}`, headers: t.user.headers })).body];
+    const responses = [
+      JSON.stringify(build),
+      JSON.stringify(again),
+      (await h.app.inject({ method: 'GET', url: `/v1/images/${t.appId}`, headers: t.user.headers })).body,
+    ];
     for (const text of [h.logs(), await everyRecord(), ...responses]) {
       expect(text).not.toContain(token);
       expect(text).not.toContain(basic);
@@ -84,8 +104,13 @@ describe('private repositories through the GitHub App', () => {
     expect(build.log.error_detail).toContain('The repository is private and the application has no GitHub App installation');
   });
 
-  it('fails with GitHub\'s answer when the installation does not exist', async () => {
-    const t = await createApp(h, { github_repository: 'acme/private-app', github_repository_is_private: true, github_app_installation_id: 999, auto_deploy_branch: 'main' });
+  it("fails with GitHub's answer when the installation does not exist", async () => {
+    const t = await createApp(h, {
+      github_repository: 'acme/private-app',
+      github_repository_is_private: true,
+      github_app_installation_id: 999,
+      auto_deploy_branch: 'main',
+    });
     const build = await buildAndWait(h, t);
     expect(build.detail.built).toBe(false);
     expect(build.log.error_detail).toContain('GitHub refused an installation token for installation 999 (404');

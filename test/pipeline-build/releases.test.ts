@@ -7,8 +7,13 @@ import { buildAndWait, createApp, nodeApp, setConfig, type TestApp } from './fix
 
 let h: Harness;
 const repos: TestRepo[] = [];
-beforeAll(async () => { h = await createHarness({}, { jobs: true }); });
-afterAll(async () => { await h?.close(); for (const r of repos) r.remove(); });
+beforeAll(async () => {
+  h = await createHarness({}, { jobs: true });
+});
+afterAll(async () => {
+  await h?.close();
+  for (const r of repos) r.remove();
+});
 
 const SECRET = 'sk-live-5b1e0c9d7a';
 const SECRET_2 = 'sk-live-rotated-77aa';
@@ -32,13 +37,19 @@ async function configId(t: TestApp, name: string): Promise<string> {
 
 describe('releases', () => {
   it('freezes the latest image, resolved configuration and process settings, with diffs against the previous release', async () => {
-    const r = new TestRepo(); repos.push(r);
+    const r = new TestRepo();
+    repos.push(r);
     const firstSha = r.commit(nodeApp('v1'));
     const t = await createApp(h, { github_repository: r.dir, auto_deploy_branch: 'main', health_check_path: '/health' });
     await setConfig(h, t, 'PLAIN', 'one');
     await setConfig(h, t, 'API_KEY', SECRET, { secret: true });
     await setConfig(h, t, 'BUILD_GREETING', 'hi', { buildtime: true });
-    await h.app.inject({ method: 'POST', url: `/v1/applications/${t.appId}/scale`, headers: t.user.headers, payload: { process_counts: { web: 2 } } });
+    await h.app.inject({
+      method: 'POST',
+      url: `/v1/applications/${t.appId}/scale`,
+      headers: t.user.headers,
+      payload: { process_counts: { web: 2 } },
+    });
     const image1 = await buildAndWait(h, t);
     expect(image1.detail.built).toBe(true);
 
@@ -46,10 +57,16 @@ describe('releases', () => {
     expect(first.log.error_detail).toBeNull();
     expect(first.version).toBe(1);
     expect(first.detail).toMatchObject({
-      version: 1, release_id: 'v1', built: true, error: false, platform: 'wind',
-      repository_name: `${t.orgSlug}/shop/web`, commit_sha: firstSha,
+      version: 1,
+      release_id: 'v1',
+      built: true,
+      error: false,
+      platform: 'wind',
+      repository_name: `${t.orgSlug}/shop/web`,
+      commit_sha: firstSha,
       image: { id: image1.image_id, version: 1, commit_sha: firstSha, built: true },
-      health_check_path: '/health', deployment_timeout: 180,
+      health_check_path: '/health',
+      deployment_timeout: 180,
       process_counts: { web: 2 },
       processes: { web: { cmd: 'node server.js' } },
       configuration: [
@@ -63,19 +80,30 @@ describe('releases', () => {
     expect(first.log.build_step).toEqual({ steps: ['Resolve', 'Build', 'Export', 'Push', 'Done'], current: 4 });
     expect(JSON.stringify(first)).not.toContain(SECRET);
     // What runs the release: the frozen values, sealed.
-    const row = await h.ctx.db.selectFrom('releases').select('configuration_sealed').where('id', '=', first.release_id).executeTakeFirstOrThrow();
+    const row = await h.ctx.db
+      .selectFrom('releases')
+      .select('configuration_sealed')
+      .where('id', '=', first.release_id)
+      .executeTakeFirstOrThrow();
     expect(row.configuration_sealed).not.toContain(SECRET);
     expect(openConfiguration(h.ctx.secrets, row.configuration_sealed)).toEqual({ API_KEY: SECRET, BUILD_GREETING: 'hi', PLAIN: 'one' });
 
     // Change the secret's value, remove one variable, add one, and change the code.
-    await h.app.inject({ method: 'PATCH', url: `/v1/configurations/${t.appId}/${await configId(t, 'API_KEY')}`, headers: t.user.headers, payload: { value: SECRET_2 } });
+    await h.app.inject({
+      method: 'PATCH',
+      url: `/v1/configurations/${t.appId}/${await configId(t, 'API_KEY')}`,
+      headers: t.user.headers,
+      payload: { value: SECRET_2 },
+    });
     await h.app.inject({ method: 'DELETE', url: `/v1/configurations/${t.appId}/${await configId(t, 'PLAIN')}`, headers: t.user.headers });
     await setConfig(h, t, 'ADDED', 'new');
     const secondSha = r.commit({ 'server.js': nodeApp('v2')['server.js']! });
     const image2 = await buildAndWait(h, t);
     const second = await releaseAndWait(t);
     expect(second.detail).toMatchObject({
-      version: 2, commit_sha: secondSha, image: { id: image2.image_id, version: 2 },
+      version: 2,
+      commit_sha: secondSha,
+      image: { id: image2.image_id, version: 2 },
       configuration_changes: { added: ['ADDED'], removed: ['PLAIN'], changed: ['API_KEY'] },
       image_changes: { added: [], removed: [], changed: ['commit_sha', 'image_id'] },
     });
@@ -100,11 +128,12 @@ describe('releases', () => {
   });
 
   it('uses the image of a build queued just before it', async () => {
-    const r = new TestRepo(); repos.push(r);
+    const r = new TestRepo();
+    repos.push(r);
     r.commit({ Procfile: 'web: true\n' });
     const t = await createApp(h, { github_repository: r.dir, auto_deploy_branch: 'main' });
     await buildAndWait(h, t);
-    const newer = r.commit({ 'README': 'changed' });
+    const newer = r.commit({ README: 'changed' });
     const build = await h.app.inject({ method: 'POST', url: `/v1/images/${t.appId}/build`, headers: t.user.headers });
     const release = await releaseAndWait(t);
     expect(release.detail.image).toMatchObject({ id: build.json().image_id, version: 2, commit_sha: newer });
@@ -119,12 +148,14 @@ describe('releases', () => {
   });
 
   it('numbers concurrent releases 1..n without gaps or duplicates', async () => {
-    const r = new TestRepo(); repos.push(r);
+    const r = new TestRepo();
+    repos.push(r);
     r.commit({ Procfile: 'web: true\n' });
     const t = await createApp(h, { github_repository: r.dir });
     await buildAndWait(h, t);
-    const answers = await Promise.all(Array.from({ length: 8 }, () =>
-      h.app.inject({ method: 'POST', url: `/v1/releases/${t.appId}/create`, headers: t.user.headers })));
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () => h.app.inject({ method: 'POST', url: `/v1/releases/${t.appId}/create`, headers: t.user.headers })),
+    );
     expect(answers.map((a) => a.statusCode)).toEqual(Array(8).fill(202));
     expect(answers.map((a) => a.json().version).sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
     await waitFor('every release built', async () => {
@@ -138,7 +169,10 @@ describe('releases', () => {
     const stranger = await h.user();
     expect((await h.app.inject({ method: 'POST', url: `/v1/releases/${t.appId}/create`, headers: stranger.headers })).statusCode).toBe(403);
     expect((await h.app.inject({ method: 'GET', url: `/v1/releases/${t.appId}`, headers: stranger.headers })).statusCode).toBe(403);
-    expect((await h.app.inject({ method: 'GET', url: '/v1/releases/00000000-0000-7000-8000-000000000000/detail', headers: t.user.headers })).statusCode).toBe(404);
+    expect(
+      (await h.app.inject({ method: 'GET', url: '/v1/releases/00000000-0000-7000-8000-000000000000/detail', headers: t.user.headers }))
+        .statusCode,
+    ).toBe(404);
     expect((await h.app.inject({ method: 'GET', url: '/v1/releases/not-a-uuid/log', headers: t.user.headers })).statusCode).toBe(404);
   });
 });

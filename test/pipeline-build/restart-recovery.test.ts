@@ -28,7 +28,13 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   if (worker && worker.exitCode === null) worker.kill('SIGKILL');
-  for (const pid of orphans) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
+  for (const pid of orphans) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
   await h?.ctx.jobs?.stop();
   await h?.close();
   repo?.remove();
@@ -50,13 +56,24 @@ describe('restart recovery', () => {
 
     // Another process takes the job and starts the build...
     worker = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'worker-process.ts')], {
-      env: { ...process.env, DATABASE_URL: h.databaseUrl, DATA_DIR: h.dataDir, LOG_LEVEL: 'silent', SOURCE_PATH_ALLOWLIST: h.ctx.config.SOURCE_PATH_ALLOWLIST },
+      env: {
+        ...process.env,
+        DATABASE_URL: h.databaseUrl,
+        DATA_DIR: h.dataDir,
+        LOG_LEVEL: 'silent',
+        SOURCE_PATH_ALLOWLIST: h.ctx.config.SOURCE_PATH_ALLOWLIST,
+      },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
-    const pidLine = await waitFor('the build pid in the log', async () => {
-      const row = await imageRow(firstId);
-      return /build pid (\d+)/.exec(row.log_text)?.[1];
-    }, 60_000, 100);
+    const pidLine = await waitFor(
+      'the build pid in the log',
+      async () => {
+        const row = await imageRow(firstId);
+        return /build pid (\d+)/.exec(row.log_text)?.[1];
+      },
+      60_000,
+      100,
+    );
     orphans.push(Number(pidLine));
     expect((await imageRow(firstId)).status).toBe('building');
 
@@ -73,10 +90,18 @@ describe('restart recovery', () => {
     // the two), and a release whose job finished without settling it.
     const other = await createApp(h, { github_repository: repo.dir });
     const neverQueued = await new ImagesRepository(h.ctx.db).insertNext(other.appId, { repository_name: 'x/y/z', build_ref: 'main' });
-    const env = await h.ctx.db.selectFrom('environments').select('environments.id').innerJoin('applications', 'applications.project_id', 'environments.project_id')
-      .where('applications.id', '=', other.appId).executeTakeFirstOrThrow();
+    const env = await h.ctx.db
+      .selectFrom('environments')
+      .select('environments.id')
+      .innerJoin('applications', 'applications.project_id', 'environments.project_id')
+      .where('applications.id', '=', other.appId)
+      .executeTakeFirstOrThrow();
     const orphanRelease = await new ReleasesRepository(h.ctx.db).insertNext(other.appId, env.id, 'wind');
-    await h.ctx.db.updateTable('releases').set({ job_id: '00000000-0000-4000-8000-000000000000' }).where('id', '=', orphanRelease.id).execute();
+    await h.ctx.db
+      .updateTable('releases')
+      .set({ job_id: '00000000-0000-4000-8000-000000000000' })
+      .where('id', '=', orphanRelease.id)
+      .execute();
     const tenMinutesAgo = new Date(Date.now() - 10 * 60_000);
     await h.ctx.db.updateTable('images').set({ created_at: tenMinutesAgo }).where('id', '=', neverQueued.id).execute();
     await h.ctx.db.updateTable('releases').set({ created_at: tenMinutesAgo }).where('id', '=', orphanRelease.id).execute();
@@ -84,7 +109,9 @@ describe('restart recovery', () => {
     // The server starts again: its workers find the dead worker's job on start.
     const apps = new ApplicationsService(h.ctx.db);
     new ReleasesService(h.ctx, apps, new ConfigurationsService(h.ctx.db, h.ctx.secrets)).registerJobs(h.ctx.jobs!);
-    new ImagesService(h.ctx, apps, new ConfigurationsService(h.ctx.db, h.ctx.secrets), [new SourceBuilder(join(h.dataDir, 'cache'))]).registerJobs(h.ctx.jobs!);
+    new ImagesService(h.ctx, apps, new ConfigurationsService(h.ctx.db, h.ctx.secrets), [
+      new SourceBuilder(join(h.dataDir, 'cache')),
+    ]).registerJobs(h.ctx.jobs!);
     const restartedAt = Date.now();
     await h.ctx.jobs!.startWorkers();
 
@@ -93,13 +120,27 @@ describe('restart recovery', () => {
     expect(failed.error_detail).toMatch(/^interrupted by a restart/);
     expect(failed.log_text).toContain('interrupted by a restart');
     // The build's process group, which outlived its worker, is ended by the recovery.
-    await waitFor('the orphaned build process to end', async () => {
-      try { process.kill(Number(pidLine), 0); return false; } catch { return true; }
-    }, 5000, 50);
-    const next = await waitFor('the second build', async () => {
-      const row = await imageRow(secondId);
-      return row.status === 'building' ? null : row;
-    }, 30_000);
+    await waitFor(
+      'the orphaned build process to end',
+      async () => {
+        try {
+          process.kill(Number(pidLine), 0);
+          return false;
+        } catch {
+          return true;
+        }
+      },
+      5000,
+      50,
+    );
+    const next = await waitFor(
+      'the second build',
+      async () => {
+        const row = await imageRow(secondId);
+        return row.status === 'building' ? null : row;
+      },
+      30_000,
+    );
     expect(next).toMatchObject({ status: 'built', version: 2 });
     expect(Date.now() - restartedAt).toBeLessThan(15_000);
     // Abandoned records are settled too; the queued second build (its job alive) was not.

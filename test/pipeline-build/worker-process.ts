@@ -18,7 +18,9 @@ const db = createDb(config.DATABASE_URL!, 3);
 const secrets = new SecretBox({ current: parseKey(generateKeyText()), previous: [] });
 const jobs = new PipelineJobs({ databaseUrl: config.DATABASE_URL!, db, pollIntervalMs: 100, heartbeatIntervalMs: 500 });
 const ctx: AppContext = { config, db, secrets, jobs };
-const images = new ImagesService(ctx, new ApplicationsService(db), new ConfigurationsService(db, secrets), [new SourceBuilder(join(config.dataDir, 'cache'))]);
+const images = new ImagesService(ctx, new ApplicationsService(db), new ConfigurationsService(db, secrets), [
+  new SourceBuilder(join(config.dataDir, 'cache')),
+]);
 images.registerJobs(jobs);
 await jobs.startWorkers();
 console.log(`ready ${jobs.workerId}`);

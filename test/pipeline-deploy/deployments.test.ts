@@ -11,25 +11,39 @@ let alice: TestUser;
 
 beforeAll(async () => {
   h = await createHarness(
-    { ROUTER_HOST: '127.0.0.1', ROUTER_PORT: 0, RUNTIME_RESTART_BACKOFF_MS: 50, RUNTIME_STOP_GRACE_MS: 2000, ROUTER_DRAIN_TIMEOUT_MS: 5000, PIPELINE_CONCURRENCY: 4, OBSERVABILITY_SAMPLE_SECONDS: 1 },
+    {
+      ROUTER_HOST: '127.0.0.1',
+      ROUTER_PORT: 0,
+      RUNTIME_RESTART_BACKOFF_MS: 50,
+      RUNTIME_STOP_GRACE_MS: 2000,
+      ROUTER_DRAIN_TIMEOUT_MS: 5000,
+      PIPELINE_CONCURRENCY: 4,
+      OBSERVABILITY_SAMPLE_SECONDS: 1,
+    },
     { jobs: true, runtime: true },
   );
   alice = await h.user();
 });
-afterAll(async () => { await h?.close(); });
+afterAll(async () => {
+  await h?.close();
+});
 
 const deploy = async (releaseId: string) => {
   const r = await h.app.inject({ method: 'POST', url: `/v1/releases/${releaseId}/deploy`, headers: alice.headers });
   expect(r.statusCode).toBe(202);
   return r.json().deployment_id as string;
 };
-const hostOf = (d: { slugs: { org: string; project: string; app: string } }) => `${d.slugs.app}.${d.slugs.project}.${d.slugs.org}.localhost`;
+const hostOf = (d: { slugs: { org: string; project: string; app: string } }) =>
+  `${d.slugs.app}.${d.slugs.project}.${d.slugs.org}.localhost`;
 const routerPort = () => localRuntime(h.ctx).router.port;
 
 describe('deployments', () => {
   it('deploys a release, runs release and postdeploy with secrets scrubbed, and serves it through the router', async () => {
     const app = await deployableApp(h, alice, { health_check_path: '/health' });
-    const rel = await app.release({ 'app.js': NODE_APP('v1') }, 'web: node app.js\nrelease: echo migrating with $API_TOKEN\npostdeploy: echo done $GREETING\n');
+    const rel = await app.release(
+      { 'app.js': NODE_APP('v1') },
+      'web: node app.js\nrelease: echo migrating with $API_TOKEN\npostdeploy: echo done $GREETING\n',
+    );
     const id = await deploy(rel);
     const d = await settled(h, alice, id);
     expect(d).toMatchObject({ complete: true, error: false, status: 'complete', release: { id: rel, version: 1 } });
@@ -60,7 +74,12 @@ describe('deployments', () => {
     const app = await deployableApp(h, alice, { health_check_path: '/health' });
     const v1 = await app.release({ 'app.js': NODE_APP('v1') }, 'web: node app.js\n');
     expect((await settled(h, alice, await deploy(v1))).complete).toBe(true);
-    await h.app.inject({ method: 'POST', url: `/v1/applications/${app.appId}/scale`, headers: alice.headers, payload: { process_counts: { web: 2 } } });
+    await h.app.inject({
+      method: 'POST',
+      url: `/v1/applications/${app.appId}/scale`,
+      headers: alice.headers,
+      payload: { process_counts: { web: 2 } },
+    });
     await waitFor('two web instances', async () => localRuntime(h.ctx).router.table.upstreams(hostOf(app)).length === 2);
     const v2 = await app.release({ 'app.js': NODE_APP('v2') }, 'web: node app.js\n');
     const rollout = (async () => {
@@ -104,7 +123,11 @@ describe('deployments', () => {
     expect(d.deploy_step.current).toBe(4);
     // The failed deployment served for a moment; the serving record is still the first one, and so is the router.
     expect((await routerGet(routerPort(), hostOf(app))).body).toBe('v1:hello');
-    const rows = await h.ctx.db.selectFrom('instances').select(['release_id', 'deployment_id']).where('application_id', '=', app.appId).execute();
+    const rows = await h.ctx.db
+      .selectFrom('instances')
+      .select(['release_id', 'deployment_id'])
+      .where('application_id', '=', app.appId)
+      .execute();
     expect(rows).toEqual([{ release_id: good, deployment_id: first.id }]);
   });
 
@@ -139,13 +162,20 @@ describe('deployments', () => {
     const loop = await app.release({ 'app.js': 'process.exit(5)' }, 'web: node app.js\n');
     const d = await settled(h, alice, await deploy(loop));
     expect(d.error).toBe(true);
-    expect(d.error_detail).toMatch(/^Deployment timed out after 5s: web\.1 never answered 2xx on \/ \(crashed \d+ time\(s\), last exit code 5\)$/);
+    expect(d.error_detail).toMatch(
+      /^Deployment timed out after 5s: web\.1 never answered 2xx on \/ \(crashed \d+ time\(s\), last exit code 5\)$/,
+    );
     expect((await routerGet(routerPort(), hostOf(app))).body).toBe('v1:hello');
   });
 
   it('fails at once when a non-web process crashes on start', async () => {
     const app = await deployableApp(h, alice);
-    await h.app.inject({ method: 'POST', url: `/v1/applications/${app.appId}/scale`, headers: alice.headers, payload: { process_counts: { worker: 1 } } });
+    await h.app.inject({
+      method: 'POST',
+      url: `/v1/applications/${app.appId}/scale`,
+      headers: alice.headers,
+      payload: { process_counts: { worker: 1 } },
+    });
     const rel = await app.release({ 'app.js': NODE_APP('v1') }, 'web: node app.js\nworker: exit 2\n');
     const d = await settled(h, alice, await deploy(rel));
     expect(d.error).toBe(true);
@@ -155,25 +185,47 @@ describe('deployments', () => {
 
   it('scales web instances up and down without a new release', async () => {
     const app = await deployableApp(h, alice);
-    const rel = await app.release({ 'app.js': NODE_APP('v1'), 'worker.js': 'setInterval(() => {}, 1000)' }, 'web: node app.js\nworker: node worker.js\n');
+    const rel = await app.release(
+      { 'app.js': NODE_APP('v1'), 'worker.js': 'setInterval(() => {}, 1000)' },
+      'web: node app.js\nworker: node worker.js\n',
+    );
     expect((await settled(h, alice, await deploy(rel))).complete).toBe(true);
     const counts = async () => {
-      const rows = await h.ctx.db.selectFrom('instances').select(['process_type', 'state']).where('application_id', '=', app.appId).execute();
+      const rows = await h.ctx.db
+        .selectFrom('instances')
+        .select(['process_type', 'state'])
+        .where('application_id', '=', app.appId)
+        .execute();
       const c: Record<string, number> = {};
       for (const r of rows) if (r.state === 'healthy' || r.state === 'running') c[r.process_type] = (c[r.process_type] ?? 0) + 1;
       return c;
     };
     expect(await counts()).toEqual({ web: 1 });
-    const up = await h.app.inject({ method: 'POST', url: `/v1/applications/${app.appId}/scale`, headers: alice.headers, payload: { process_counts: { web: 3, worker: 1 } } });
+    const up = await h.app.inject({
+      method: 'POST',
+      url: `/v1/applications/${app.appId}/scale`,
+      headers: alice.headers,
+      payload: { process_counts: { web: 3, worker: 1 } },
+    });
     expect(up.statusCode).toBe(200);
-    await waitFor('scale up', async () => JSON.stringify(await counts()) === JSON.stringify({ web: 3, worker: 1 }) || JSON.stringify(await counts()) === JSON.stringify({ worker: 1, web: 3 }));
+    await waitFor(
+      'scale up',
+      async () =>
+        JSON.stringify(await counts()) === JSON.stringify({ web: 3, worker: 1 }) ||
+        JSON.stringify(await counts()) === JSON.stringify({ worker: 1, web: 3 }),
+    );
     await waitFor('route of 3', async () => localRuntime(h.ctx).router.table.upstreams(hostOf(app)).length === 3);
     const ports = new Set<number>();
     for (const u of localRuntime(h.ctx).router.table.upstreams(hostOf(app))) ports.add(u.port);
     expect(ports.size).toBe(3);
     for (let i = 0; i < 6; i++) expect((await routerGet(routerPort(), hostOf(app))).body).toBe('v1:hello');
 
-    await h.app.inject({ method: 'POST', url: `/v1/applications/${app.appId}/scale`, headers: alice.headers, payload: { process_counts: { web: 1, worker: 0 } } });
+    await h.app.inject({
+      method: 'POST',
+      url: `/v1/applications/${app.appId}/scale`,
+      headers: alice.headers,
+      payload: { process_counts: { web: 1, worker: 0 } },
+    });
     await waitFor('scale down', async () => JSON.stringify(await counts()) === JSON.stringify({ web: 1 }));
     expect(localRuntime(h.ctx).router.table.upstreams(hostOf(app))).toHaveLength(1);
     expect((await routerGet(routerPort(), hostOf(app))).body).toBe('v1:hello');
@@ -194,7 +246,9 @@ describe('deployments', () => {
     const rows = await h.ctx.db.selectFrom('instances').select('release_id').where('application_id', '=', app.appId).execute();
     expect(rows).toEqual([{ release_id: last.release.id }]);
     // The list pages newest first (by the time-ordered id: created_at may tie within a millisecond).
-    const page2 = (await h.app.inject({ method: 'GET', url: `/v1/applications/${app.appId}/deployments?per_page=2&page=2`, headers: alice.headers })).json();
+    const page2 = (
+      await h.app.inject({ method: 'GET', url: `/v1/applications/${app.appId}/deployments?per_page=2&page=2`, headers: alice.headers })
+    ).json();
     expect(page2.pagination).toEqual({ page: 2, per_page: 2, total: 3, pages: 2 });
     const oldest = [...done].sort((a, b) => (a.id < b.id ? -1 : 1))[0];
     expect(page2.items.map((d: { id: string }) => d.id)).toEqual([oldest.id]);
@@ -204,11 +258,26 @@ describe('deployments', () => {
     const app = await deployableApp(h, alice);
     const rel = await app.release({ 'app.js': NODE_APP('v1') }, 'web: node app.js\n');
     expect((await settled(h, alice, await deploy(rel))).complete).toBe(true);
-    await h.app.inject({ method: 'POST', url: `/v1/applications/${app.appId}/scale`, headers: alice.headers, payload: { process_counts: { web: 2 } } });
-    await waitFor('two samples with 2 instances', async () => {
-      const rows = await h.ctx.db.selectFrom('metric_samples').selectAll().where('application_id', '=', app.appId).where('pod_count', '=', 2).execute();
-      return rows.length >= 2;
-    }, 15_000, 250);
+    await h.app.inject({
+      method: 'POST',
+      url: `/v1/applications/${app.appId}/scale`,
+      headers: alice.headers,
+      payload: { process_counts: { web: 2 } },
+    });
+    await waitFor(
+      'two samples with 2 instances',
+      async () => {
+        const rows = await h.ctx.db
+          .selectFrom('metric_samples')
+          .selectAll()
+          .where('application_id', '=', app.appId)
+          .where('pod_count', '=', 2)
+          .execute();
+        return rows.length >= 2;
+      },
+      15_000,
+      250,
+    );
     const r = await h.app.inject({ method: 'GET', url: `/v1/applications/${app.appId}/observability?range=1h`, headers: alice.headers });
     expect(r.statusCode).toBe(200);
     const body = r.json();
@@ -222,18 +291,32 @@ describe('deployments', () => {
     expect(last.restart_count).toBe(0);
     expect(Date.parse(last.timestamp)).toBeGreaterThan(Date.now() - 3_600_000);
     // Default range, every range, and a bad one.
-    expect((await h.app.inject({ method: 'GET', url: `/v1/applications/${app.appId}/observability`, headers: alice.headers })).json().range).toBe('1h');
+    expect(
+      (await h.app.inject({ method: 'GET', url: `/v1/applications/${app.appId}/observability`, headers: alice.headers })).json().range,
+    ).toBe('1h');
     for (const range of ['6h', '24h', '7d', '30d']) {
-      const x = await h.app.inject({ method: 'GET', url: `/v1/applications/${app.appId}/observability?range=${range}`, headers: alice.headers });
+      const x = await h.app.inject({
+        method: 'GET',
+        url: `/v1/applications/${app.appId}/observability?range=${range}`,
+        headers: alice.headers,
+      });
       expect(x.json().history.length).toBeGreaterThanOrEqual(1);
     }
     const bad = await h.app.inject({ method: 'GET', url: `/v1/applications/${app.appId}/observability?range=2h`, headers: alice.headers });
     expect([400, 422]).toContain(bad.statusCode);
     // Samples are kept 30 days.
     const old = new Date(Date.now() - 31 * 86_400_000);
-    await h.ctx.db.insertInto('metric_samples').values({ application_id: app.appId, environment_id: app.envId, sampled_at: old, pod_count: 9 }).execute();
+    await h.ctx.db
+      .insertInto('metric_samples')
+      .values({ application_id: app.appId, environment_id: app.envId, sampled_at: old, pod_count: 9 })
+      .execute();
     await new MetricsSampler(h.ctx.db, h.ctx.runtime!, 60, console).sampleOnce();
-    const kept = await h.ctx.db.selectFrom('metric_samples').select('pod_count').where('application_id', '=', app.appId).where('sampled_at', '<=', old).execute();
+    const kept = await h.ctx.db
+      .selectFrom('metric_samples')
+      .select('pod_count')
+      .where('application_id', '=', app.appId)
+      .where('sampled_at', '<=', old)
+      .execute();
     expect(kept).toEqual([]);
   });
 });

@@ -14,10 +14,11 @@ import { loadDuring } from './fixtures.js';
  * (build → release → deploy) and read through the router; then a code change is pushed
  * and deployed again while clients send requests through the router the whole time.
  */
-const server = (version: string) => pythonHttpApp(
-  `f"${version} {os.environ['GREETING']} built={BUILT} token={hashlib.sha256(os.environ['API_TOKEN'].encode()).hexdigest()[:8]}"`,
-  "BUILT = open('build-info.txt').read().strip()",
-);
+const server = (version: string) =>
+  pythonHttpApp(
+    `f"${version} {os.environ['GREETING']} built={BUILT} token={hashlib.sha256(os.environ['API_TOKEN'].encode()).hexdigest()[:8]}"`,
+    "BUILT = open('build-info.txt').read().strip()",
+  );
 
 const SECRET = 'sk-live-5f1d2e9a7b';
 const tokenHash = async () => (await import('node:crypto')).createHash('sha256').update(SECRET).digest('hex').slice(0, 8);
@@ -53,19 +54,27 @@ async function chainDeploy() {
   expect(r.statusCode).toBe(202);
   const { ok, image_id } = r.json();
   expect(ok).toBe(true);
-  const image = await waitFor('the build', async () => {
-    const i = (await h.app.inject({ method: 'GET', url: `/v1/images/${image_id}/detail`, headers: t.user.headers })).json();
-    return i.built || i.error ? i : null;
-  }, 120_000);
+  const image = await waitFor(
+    'the build',
+    async () => {
+      const i = (await h.app.inject({ method: 'GET', url: `/v1/images/${image_id}/detail`, headers: t.user.headers })).json();
+      return i.built || i.error ? i : null;
+    },
+    120_000,
+  );
   expect(image.error_detail ?? null).toBeNull();
-  const deployment = await waitFor('the deployment', async () => {
-    const list = (await h.app.inject({ method: 'GET', url: `/v1/applications/${t.appId}/deployments`, headers: t.user.headers })).json();
-    // The chain's deployment is the one created after its image.
-    const d = list.items.find((x: { created: string }) => Date.parse(x.created) >= Date.parse(image.created));
-    if (!d) return null;
-    const detail = (await h.app.inject({ method: 'GET', url: `/v1/deployments/${d.id}/detail`, headers: t.user.headers })).json();
-    return detail.complete || detail.error ? detail : null;
-  }, 120_000);
+  const deployment = await waitFor(
+    'the deployment',
+    async () => {
+      const list = (await h.app.inject({ method: 'GET', url: `/v1/applications/${t.appId}/deployments`, headers: t.user.headers })).json();
+      // The chain's deployment is the one created after its image.
+      const d = list.items.find((x: { created: string }) => Date.parse(x.created) >= Date.parse(image.created));
+      if (!d) return null;
+      const detail = (await h.app.inject({ method: 'GET', url: `/v1/deployments/${d.id}/detail`, headers: t.user.headers })).json();
+      return detail.complete || detail.error ? detail : null;
+    },
+    120_000,
+  );
   return { image, deployment };
 }
 
@@ -93,7 +102,10 @@ describe('source to running application (issue 3 proof)', () => {
     })();
     const report = await loadDuring(localRuntime(h.ctx).router.port, host, rollout);
     const second = await rollout;
-    console.log(`end-to-end redeploy under load: ${report.total} requests through the router, ${report.failed} failed`, report.failures.slice(0, 5));
+    console.log(
+      `end-to-end redeploy under load: ${report.total} requests through the router, ${report.failed} failed`,
+      report.failures.slice(0, 5),
+    );
     expect(second.deployment.complete).toBe(true);
     expect(second.image.commit_sha).toBe(sha);
     expect(report.total).toBeGreaterThan(20);
@@ -111,7 +123,9 @@ describe('source to running application (issue 3 proof)', () => {
       const r = await h.app.inject({ method: 'POST', url: `/v1/applications/${other.appId}/deploy`, headers: other.user.headers });
       expect(r.statusCode).toBe(202);
       const image = await waitFor('the build', async () => {
-        const i = (await h.app.inject({ method: 'GET', url: `/v1/images/${r.json().image_id}/detail`, headers: other.user.headers })).json();
+        const i = (
+          await h.app.inject({ method: 'GET', url: `/v1/images/${r.json().image_id}/detail`, headers: other.user.headers })
+        ).json();
         return i.built || i.error ? i : null;
       });
       expect(image.error).toBe(true);
@@ -123,12 +137,24 @@ describe('source to running application (issue 3 proof)', () => {
       });
       const releases = (await h.app.inject({ method: 'GET', url: `/v1/releases/${other.appId}`, headers: other.user.headers })).json();
       expect(releases.items).toEqual([]);
-      const deployments = (await h.app.inject({ method: 'GET', url: `/v1/applications/${other.appId}/deployments`, headers: other.user.headers })).json();
+      const deployments = (
+        await h.app.inject({ method: 'GET', url: `/v1/applications/${other.appId}/deployments`, headers: other.user.headers })
+      ).json();
       expect(deployments.items).toEqual([]);
       // Someone else's application: 403; no such application: 404.
       const stranger = await h.user();
-      expect((await h.app.inject({ method: 'POST', url: `/v1/applications/${other.appId}/deploy`, headers: stranger.headers })).statusCode).toBe(403);
-      expect((await h.app.inject({ method: 'POST', url: '/v1/applications/00000000-0000-7000-8000-000000000000/deploy', headers: stranger.headers })).statusCode).toBe(404);
+      expect(
+        (await h.app.inject({ method: 'POST', url: `/v1/applications/${other.appId}/deploy`, headers: stranger.headers })).statusCode,
+      ).toBe(403);
+      expect(
+        (
+          await h.app.inject({
+            method: 'POST',
+            url: '/v1/applications/00000000-0000-7000-8000-000000000000/deploy',
+            headers: stranger.headers,
+          })
+        ).statusCode,
+      ).toBe(404);
     } finally {
       bad.remove();
     }

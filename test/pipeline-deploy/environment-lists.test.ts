@@ -15,16 +15,24 @@ let stagingId: string;
 const get = (url: string, user = alice) => h.app.inject({ method: 'GET', url: `/v1${url}`, headers: user.headers });
 
 beforeAll(async () => {
-  h = await createHarness({ ROUTER_HOST: '127.0.0.1', ROUTER_PORT: 0, RUNTIME_STOP_GRACE_MS: 1000, PIPELINE_CONCURRENCY: 4 }, { jobs: true, runtime: true });
+  h = await createHarness(
+    { ROUTER_HOST: '127.0.0.1', ROUTER_PORT: 0, RUNTIME_STOP_GRACE_MS: 1000, PIPELINE_CONCURRENCY: 4 },
+    { jobs: true, runtime: true },
+  );
   alice = await h.user();
   app = await deployableApp(h, alice, { health_check_path: '/' });
   const env = await h.app.inject({
-    method: 'POST', url: `/v1/workspaces/${app.slugs.org}/projects/${app.slugs.project}/envs`, headers: alice.headers, payload: { name: 'staging' },
+    method: 'POST',
+    url: `/v1/workspaces/${app.slugs.org}/projects/${app.slugs.project}/envs`,
+    headers: alice.headers,
+    payload: { name: 'staging' },
   });
   expect(env.statusCode).toBe(201);
   stagingId = env.json().id;
 });
-afterAll(async () => { await h?.close(); });
+afterAll(async () => {
+  await h?.close();
+});
 
 describe('every environment in the lists', () => {
   it('lists a production and a staging deployment, newest first, each naming its environment, filtered by ?environment=', async () => {
@@ -39,8 +47,14 @@ describe('every environment in the lists', () => {
     expect(staging.version).toBe(2);
     const prodRow = (await repo.findById(prodRelease))!;
     await repo.update(staging.id, {
-      status: 'built', built: true, image_ref: prodRow.image_ref, configuration: JSON.stringify([]), configuration_sealed: prodRow.configuration_sealed,
-      processes: JSON.stringify(prodRow.processes), process_counts: JSON.stringify(prodRow.process_counts), health_check_path: '/',
+      status: 'built',
+      built: true,
+      image_ref: prodRow.image_ref,
+      configuration: JSON.stringify([]),
+      configuration_sealed: prodRow.configuration_sealed,
+      processes: JSON.stringify(prodRow.processes),
+      process_counts: JSON.stringify(prodRow.process_counts),
+      health_check_path: '/',
     });
     const stagingDeploy = await h.app.inject({ method: 'POST', url: `/v1/releases/${staging.id}/deploy`, headers: alice.headers });
     expect(stagingDeploy.statusCode).toBe(202);
@@ -48,7 +62,10 @@ describe('every environment in the lists', () => {
 
     const all = (await get(`/applications/${app.appId}/deployments`)).json();
     expect(all.pagination).toMatchObject({ total: 2, pages: 1 });
-    expect(all.items.map((d: { environment: string; release: { version: number } }) => [d.environment, d.release.version])).toEqual([['staging', 2], ['production', 1]]);
+    expect(all.items.map((d: { environment: string; release: { version: number } }) => [d.environment, d.release.version])).toEqual([
+      ['staging', 2],
+      ['production', 1],
+    ]);
     expect(all.items[0].environment_id).toBe(stagingId);
 
     const onlyProd = (await get(`/applications/${app.appId}/deployments?environment=production`)).json();
@@ -63,9 +80,15 @@ describe('every environment in the lists', () => {
     expect(page2.items.map((d: { environment: string }) => d.environment)).toEqual(['production']);
 
     const releases = (await get(`/releases/${app.appId}`)).json();
-    expect(releases.items.map((r: { version: number; environment: string }) => [r.version, r.environment])).toEqual([[2, 'staging'], [1, 'production']]);
+    expect(releases.items.map((r: { version: number; environment: string }) => [r.version, r.environment])).toEqual([
+      [2, 'staging'],
+      [1, 'production'],
+    ]);
     const stagingReleases = (await get(`/releases/${app.appId}?environment=staging&per_page=1`)).json();
-    expect(stagingReleases).toMatchObject({ items: [{ id: staging.id, environment: 'staging', environment_id: stagingId }], pagination: { total: 1, pages: 1 } });
+    expect(stagingReleases).toMatchObject({
+      items: [{ id: staging.id, environment: 'staging', environment_id: stagingId }],
+      pagination: { total: 1, pages: 1 },
+    });
 
     // Latest records: the newest of any environment by default, or of the one named.
     const detailUrl = `/applications/${app.slugs.org}/${app.slugs.project}/${app.slugs.app}`;
@@ -85,8 +108,12 @@ describe('every environment in the lists', () => {
   });
 
   it('answers 404 for an environment the project does not have, 422 for a malformed one, and 403 to outsiders', async () => {
-    for (const url of [`/applications/${app.appId}/deployments?environment=qa`, `/releases/${app.appId}?environment=qa`,
-      `/applications/${app.appId}/pipeline-status?environment=qa`, `/applications/${app.slugs.org}/${app.slugs.project}/${app.slugs.app}?environment=qa`]) {
+    for (const url of [
+      `/applications/${app.appId}/deployments?environment=qa`,
+      `/releases/${app.appId}?environment=qa`,
+      `/applications/${app.appId}/pipeline-status?environment=qa`,
+      `/applications/${app.slugs.org}/${app.slugs.project}/${app.slugs.app}?environment=qa`,
+    ]) {
       const res = await get(url);
       expect(res.statusCode, url).toBe(404);
       expect(res.json().message).toContain("Environment 'qa'");
@@ -102,13 +129,17 @@ describe('one release numbering per application', () => {
   it('gives 8 concurrent releases across two environments 8 distinct consecutive versions', async () => {
     const before = (await get(`/releases/${app.appId}`)).json().pagination.total as number;
     const repo = new ReleasesRepository(h.ctx.db);
-    const created = await Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 === 0
-      // Half through the API (production), half as an environment deploy or promotion records them (staging).
-      ? h.app.inject({ method: 'POST', url: `/v1/releases/${app.appId}/create`, headers: alice.headers }).then((r) => {
-        expect(r.statusCode).toBe(202);
-        return r.json().version as number;
-      })
-      : repo.insertNext(app.appId, stagingId, 'wind').then((r) => r.version))));
+    const created = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        i % 2 === 0
+          ? // Half through the API (production), half as an environment deploy or promotion records them (staging).
+            h.app.inject({ method: 'POST', url: `/v1/releases/${app.appId}/create`, headers: alice.headers }).then((r) => {
+              expect(r.statusCode).toBe(202);
+              return r.json().version as number;
+            })
+          : repo.insertNext(app.appId, stagingId, 'wind').then((r) => r.version),
+      ),
+    );
     expect([...created].sort((a, b) => a - b)).toEqual(Array.from({ length: 8 }, (_, i) => before + 1 + i));
 
     const list = (await get(`/releases/${app.appId}?per_page=100`)).json();

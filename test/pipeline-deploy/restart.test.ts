@@ -19,7 +19,13 @@ let alice: TestUser;
 /** A second platform process on the same database: what starting the server again looks like. */
 async function startPlatform(h: Harness) {
   const ctx: AppContext = { config: h.ctx.config, db: h.ctx.db, secrets: h.ctx.secrets };
-  ctx.jobs = new PipelineJobs({ databaseUrl: h.databaseUrl, db: h.ctx.db, pollIntervalMs: 200, heartbeatIntervalMs: 1000, stopTimeoutMs: 5000 });
+  ctx.jobs = new PipelineJobs({
+    databaseUrl: h.databaseUrl,
+    db: h.ctx.db,
+    pollIntervalMs: 200,
+    heartbeatIntervalMs: 1000,
+    stopTimeoutMs: 5000,
+  });
   await ctx.jobs.start();
   ctx.runtime = createRuntime(h.ctx.config, h.ctx.db);
   const app = await buildApp(ctx, { logger: false });
@@ -27,7 +33,8 @@ async function startPlatform(h: Harness) {
   await startDeploymentRuntime(ctx, app.log);
   await ctx.jobs.startWorkers();
   return {
-    ctx, app,
+    ctx,
+    app,
     async stop() {
       await app.close();
       await ctx.jobs!.stop();
@@ -40,9 +47,18 @@ beforeAll(async () => {
   h = await createHarness(ENV, { jobs: true, runtime: true });
   alice = await h.user();
 });
-afterAll(async () => { await h?.close(); });
+afterAll(async () => {
+  await h?.close();
+});
 
-const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catch { return false; } };
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 describe('platform restart', () => {
   it('stops processes with the platform, fails an interrupted deploy clearly, and brings the previous release back', async () => {
@@ -52,7 +68,8 @@ describe('platform restart', () => {
     const first = (await h.app.inject({ method: 'POST', url: `/v1/releases/${v1}/deploy`, headers: alice.headers })).json();
     expect((await settled(h, alice, first.deployment_id)).complete).toBe(true);
     expect((await routerGet(localRuntime(h.ctx).router.port, host)).body).toBe('v1:hello');
-    const v1Pid = (await h.ctx.db.selectFrom('instances').select('pid').where('application_id', '=', app.appId).executeTakeFirstOrThrow()).pid!;
+    const v1Pid = (await h.ctx.db.selectFrom('instances').select('pid').where('application_id', '=', app.appId).executeTakeFirstOrThrow())
+      .pid!;
 
     // v2 takes a minute to listen: the platform stops while it rolls out.
     const v2 = await app.release({ 'app.js': `setTimeout(() => { ${NODE_APP('v2')} }, 60000)` }, 'web: node app.js\n');
@@ -70,7 +87,9 @@ describe('platform restart', () => {
 
     const again = await startPlatform(h);
     try {
-      const d = (await again.app.inject({ method: 'GET', url: `/v1/deployments/${second.deployment_id}/detail`, headers: alice.headers })).json();
+      const d = (
+        await again.app.inject({ method: 'GET', url: `/v1/deployments/${second.deployment_id}/detail`, headers: alice.headers })
+      ).json();
       expect(d).toMatchObject({ error: true, complete: false, status: 'error', error_detail: INTERRUPTED_DETAIL });
       const served = await waitFor('v1 served again', async () => {
         const r = await routerGet(localRuntime(again.ctx).router.port, host).catch(() => null);
@@ -79,7 +98,11 @@ describe('platform restart', () => {
       expect(served.body).toBe('v1:hello');
       // The router switches as soon as v1 answers; the instance record follows a moment later.
       const rows = await waitFor('v1 recorded healthy', async () => {
-        const r = await h.ctx.db.selectFrom('instances').select(['release_id', 'worker_id', 'state']).where('application_id', '=', app.appId).execute();
+        const r = await h.ctx.db
+          .selectFrom('instances')
+          .select(['release_id', 'worker_id', 'state'])
+          .where('application_id', '=', app.appId)
+          .execute();
         return r.length === 1 && r[0]!.state === 'healthy' ? r : null;
       });
       expect(rows).toEqual([{ release_id: v1, worker_id: again.ctx.jobs!.workerId, state: 'healthy' }]);
@@ -87,7 +110,9 @@ describe('platform restart', () => {
       const v3 = await app.release({ 'app.js': NODE_APP('v3') }, 'web: node app.js\n');
       const third = (await again.app.inject({ method: 'POST', url: `/v1/releases/${v3}/deploy`, headers: alice.headers })).json();
       const done = await waitFor('v3', async () => {
-        const x = (await again.app.inject({ method: 'GET', url: `/v1/deployments/${third.deployment_id}/detail`, headers: alice.headers })).json();
+        const x = (
+          await again.app.inject({ method: 'GET', url: `/v1/deployments/${third.deployment_id}/detail`, headers: alice.headers })
+        ).json();
         return x.complete || x.error ? x : null;
       });
       expect(done.complete).toBe(true);
@@ -99,7 +124,7 @@ describe('platform restart', () => {
 });
 
 describe('a second worker process', () => {
-  it('starting beside a running worker leaves that worker\'s instances alone, and the application\'s jobs stay with it', async () => {
+  it("starting beside a running worker leaves that worker's instances alone, and the application's jobs stay with it", async () => {
     // h's own workers and runtime were stopped by the test above: two fresh workers share the database.
     const first = await startPlatform(h);
     let second: Awaited<ReturnType<typeof startPlatform>> | undefined;
@@ -109,16 +134,28 @@ describe('a second worker process', () => {
       const v1 = await app.release({ 'app.js': NODE_APP('v1') }, 'web: node app.js\n');
       const d = (await first.app.inject({ method: 'POST', url: `/v1/releases/${v1}/deploy`, headers: alice.headers })).json();
       const done = await waitFor('v1 deployed', async () => {
-        const x = (await first.app.inject({ method: 'GET', url: `/v1/deployments/${d.deployment_id}/detail`, headers: alice.headers })).json();
+        const x = (
+          await first.app.inject({ method: 'GET', url: `/v1/deployments/${d.deployment_id}/detail`, headers: alice.headers })
+        ).json();
         return x.complete || x.error ? x : null;
       });
       expect(done.complete).toBe(true);
-      const before = await h.ctx.db.selectFrom('instances').select(['id', 'pid']).where('application_id', '=', app.appId).where('worker_id', '=', first.ctx.jobs!.workerId).execute();
+      const before = await h.ctx.db
+        .selectFrom('instances')
+        .select(['id', 'pid'])
+        .where('application_id', '=', app.appId)
+        .where('worker_id', '=', first.ctx.jobs!.workerId)
+        .execute();
       expect(before).toHaveLength(1);
 
       second = await startPlatform(h); // before: its start killed and forgot the first worker's instance as a "leftover"
       expect(alive(before[0]!.pid!)).toBe(true);
-      const after = await h.ctx.db.selectFrom('instances').select(['id', 'pid', 'restart_count']).where('application_id', '=', app.appId).where('worker_id', '=', first.ctx.jobs!.workerId).execute();
+      const after = await h.ctx.db
+        .selectFrom('instances')
+        .select(['id', 'pid', 'restart_count'])
+        .where('application_id', '=', app.appId)
+        .where('worker_id', '=', first.ctx.jobs!.workerId)
+        .execute();
       expect(after).toEqual([{ ...before[0], restart_count: 0 }]);
       expect((await routerGet(localRuntime(first.ctx).router.port, host)).body).toBe('v1:hello');
 
@@ -127,12 +164,18 @@ describe('a second worker process', () => {
       const v2 = await app.release({ 'app.js': NODE_APP('v2') }, 'web: node app.js\n');
       const d2 = (await second!.app.inject({ method: 'POST', url: `/v1/releases/${v2}/deploy`, headers: alice.headers })).json();
       const done2 = await waitFor('v2 deployed', async () => {
-        const x = (await second!.app.inject({ method: 'GET', url: `/v1/deployments/${d2.deployment_id}/detail`, headers: alice.headers })).json();
+        const x = (
+          await second!.app.inject({ method: 'GET', url: `/v1/deployments/${d2.deployment_id}/detail`, headers: alice.headers })
+        ).json();
         return x.complete || x.error ? x : null;
       });
       expect(done2.complete).toBe(true);
       expect((await routerGet(localRuntime(first.ctx).router.port, host)).body).toBe('v2:hello');
-      const rows = await h.ctx.db.selectFrom('instances').select(['release_id', 'worker_id']).where('application_id', '=', app.appId).execute();
+      const rows = await h.ctx.db
+        .selectFrom('instances')
+        .select(['release_id', 'worker_id'])
+        .where('application_id', '=', app.appId)
+        .execute();
       expect(rows).toEqual([{ release_id: v2, worker_id: first.ctx.jobs!.workerId }]);
       expect(localRuntime(second!.ctx).instancesOf(app.appId, app.envId)).toEqual([]);
     } finally {

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalProcessDriver } from '../../src/platform/runtime/local/local-driver.js';
 import type { InstanceSpec, InstanceStatus } from '../../src/platform/runtime/port.js';
 import { waitHealthy } from '../../src/platform/runtime/health-check.js';
-import { RouterServer } from '../../src/platform/router/router-server.js';
+import { RouterServer } from '../../src/platform/edge/router-server.js';
 import { routerGet } from '../helpers/router-get.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -29,8 +29,12 @@ function spec(id: string, name: string, extra: Partial<InstanceSpec> = {}): Inst
   return {
     id,
     labels: { applicationId: 'a', environmentId: 'e', releaseId: 'r', deploymentId: 'd', processType: 'web', ordinal: 1 },
-    command: 'node app.js', artifactPath: dir, env: { NAME: name, SECRET_TOKEN: 'hunter2-very-secret' },
-    listen: true, secrets: ['hunter2-very-secret'], ...extra,
+    command: 'node app.js',
+    artifactPath: dir,
+    env: { NAME: name, SECRET_TOKEN: 'hunter2-very-secret' },
+    listen: true,
+    secrets: ['hunter2-very-secret'],
+    ...extra,
   };
 }
 
@@ -71,7 +75,11 @@ describe('local driver and router', () => {
     const s = await driver.start(spec('i2', 'two'));
     await waitHealthy({ host: s.host!, port: s.port!, path: '/' }, Date.now() + 5000);
     await get(s.port!, 'x', '/crash');
-    await waitFor('i2 restarting after its crash', () => driver.status('i2')!.restartCount === 1 && driver.status('i2')!.state === 'starting', { timeout: 10_000, every: 20 });
+    await waitFor(
+      'i2 restarting after its crash',
+      () => driver.status('i2')!.restartCount === 1 && driver.status('i2')!.state === 'starting',
+      { timeout: 10_000, every: 20 },
+    );
     expect(changes.some((c) => c.id === 'i2' && c.state === 'crashed' && c.lastExit === 'exit code 3')).toBe(true);
     expect(await waitHealthy({ host: s.host!, port: s.port!, path: '/' }, Date.now() + 5000)).toBe(true);
     await driver.stop('i2');
@@ -79,10 +87,24 @@ describe('local driver and router', () => {
 
   it('runs one-off processes with a timeout', async () => {
     const lines: string[] = [];
-    const ok = await driver.runOnce({ command: 'echo hello $SECRET_TOKEN; exit 4', artifactPath: dir, env: { SECRET_TOKEN: 'abc-secret' }, secrets: ['abc-secret'], timeoutMs: 5000, onOutput: (l) => lines.push(l) });
+    const ok = await driver.runOnce({
+      command: 'echo hello $SECRET_TOKEN; exit 4',
+      artifactPath: dir,
+      env: { SECRET_TOKEN: 'abc-secret' },
+      secrets: ['abc-secret'],
+      timeoutMs: 5000,
+      onOutput: (l) => lines.push(l),
+    });
     expect(ok).toMatchObject({ exitCode: 4, timedOut: false });
     expect(lines).toEqual(['hello **secret**']);
-    const gone = await driver.runOnce({ command: 'true', artifactPath: join(dir, 'missing'), env: {}, secrets: [], timeoutMs: 5000, onOutput: (l) => lines.push(l) });
+    const gone = await driver.runOnce({
+      command: 'true',
+      artifactPath: join(dir, 'missing'),
+      env: {},
+      secrets: [],
+      timeoutMs: 5000,
+      onOutput: (l) => lines.push(l),
+    });
     expect(gone.exitCode).toBe(127);
     const slow = await driver.runOnce({ command: 'sleep 10', artifactPath: dir, env: {}, secrets: [], timeoutMs: 200, onOutput: () => {} });
     expect(slow.timedOut).toBe(true);
@@ -93,7 +115,10 @@ describe('local driver and router', () => {
     const b = await driver.start(spec('rb', 'B'));
     for (const s of [a, b]) await waitHealthy({ host: s.host!, port: s.port!, path: '/' }, Date.now() + 5000);
     const host = 'web.proj.org.localhost';
-    router.table.set(host, [a, b].map((s) => ({ instanceId: s.id, host: s.host!, port: s.port! })));
+    router.table.set(
+      host,
+      [a, b].map((s) => ({ instanceId: s.id, host: s.host!, port: s.port! })),
+    );
     const seen = new Set<string>();
     for (let i = 0; i < 4; i++) {
       const r = await get(router.port, `${host}:${router.port}`);
@@ -122,12 +147,25 @@ describe('local driver and router', () => {
     await driver.reap([{ id: 'someone-else', pid: s.pid }]);
     expect(() => process.kill(s.pid!, 0)).not.toThrow();
     await driver.reap([{ id: 'left', pid: s.pid }]);
-    await waitFor('the process to exit', () => { try { process.kill(s.pid!, 0); return false; } catch { return true; } }, { timeout: 10_000, every: 20 });
+    await waitFor(
+      'the process to exit',
+      () => {
+        try {
+          process.kill(s.pid!, 0);
+          return false;
+        } catch {
+          return true;
+        }
+      },
+      { timeout: 10_000, every: 20 },
+    );
     await other.shutdown();
   });
 
   it('tunnels upgrade requests (WebSocket) to an instance', async () => {
-    writeFileSync(join(dir, 'ws.js'), `
+    writeFileSync(
+      join(dir, 'ws.js'),
+      `
 const http = require('http');
 const server = http.createServer((q, s) => s.end('plain'));
 server.on('upgrade', (req, socket) => {
@@ -135,15 +173,24 @@ server.on('upgrade', (req, socket) => {
   socket.on('data', (d) => socket.write('echo:' + d));
 });
 server.listen(Number(process.env.PORT), '127.0.0.1');
-`);
+`,
+    );
     const s = await driver.start(spec('ws', 'W', { command: 'node ws.js' }));
     await waitHealthy({ host: s.host!, port: s.port!, path: '/' }, Date.now() + 5000);
     router.table.set('ws.localhost', [{ instanceId: 'ws', host: s.host!, port: s.port! }]);
     const reply = await new Promise<string>((resolve, reject) => {
-      const req = request({ host: '127.0.0.1', port: router.port, path: '/', headers: { host: 'ws.localhost', connection: 'Upgrade', upgrade: 'echo' } });
+      const req = request({
+        host: '127.0.0.1',
+        port: router.port,
+        path: '/',
+        headers: { host: 'ws.localhost', connection: 'Upgrade', upgrade: 'echo' },
+      });
       req.on('upgrade', (res, socket) => {
         expect(res.statusCode).toBe(101);
-        socket.on('data', (d) => { resolve(d.toString()); socket.destroy(); });
+        socket.on('data', (d) => {
+          resolve(d.toString());
+          socket.destroy();
+        });
         socket.write('ping');
       });
       req.on('error', reject);

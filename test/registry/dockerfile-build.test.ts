@@ -15,7 +15,13 @@ import { addMember, seedRepository, type Repo } from './fixtures.js';
 import { buildBusyboxBase, BASE_IMAGE } from './base-image.js';
 import { freePort, missingBinary, run, startRegistry, type RegistryServer } from './registry-server.js';
 
-const missing = missingBinary({ buildah: 'buildah', 'docker-registry': 'docker-registry', skopeo: 'skopeo', busybox: 'busybox-static', chroot: 'coreutils' });
+const missing = missingBinary({
+  buildah: 'buildah',
+  'docker-registry': 'docker-registry',
+  skopeo: 'skopeo',
+  busybox: 'busybox-static',
+  chroot: 'coreutils',
+});
 if (missing) console.warn(`[test/registry] skipping the Dockerfile build tests: ${missing}`);
 
 const SERVICE = 'slipway-registry';
@@ -68,11 +74,21 @@ beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'slipway-dockerfile-'));
   storageRoot = join(work, 'containers');
   const registryPort = await freePort();
-  h = await createHarness({ REGISTRY_URL: `http://127.0.0.1:${registryPort}`, REGISTRY_SERVICE: SERVICE, BUILDAH_STORAGE_ROOT: storageRoot });
+  h = await createHarness({
+    REGISTRY_URL: `http://127.0.0.1:${registryPort}`,
+    REGISTRY_SERVICE: SERVICE,
+    BUILDAH_STORAGE_ROOT: storageRoot,
+  });
   await h.app.listen({ port: 0, host: '127.0.0.1' });
   const port = (h.app.server.address() as { port: number }).port;
   const cert = (await h.app.inject({ method: 'GET', url: '/v1/integrations/signing-cert' })).json().certificate;
-  registry = await startRegistry({ realm: `http://127.0.0.1:${port}/v1/integrations/docker/auth`, service: SERVICE, issuer: 'slipway', rootCertBundle: cert, port: registryPort });
+  registry = await startRegistry({
+    realm: `http://127.0.0.1:${port}/v1/integrations/docker/auth`,
+    service: SERVICE,
+    issuer: 'slipway',
+    rootCertBundle: cert,
+    port: registryPort,
+  });
   repo = await seedRepository(h);
   member = await h.user();
   await addMember(h, repo, member);
@@ -98,8 +114,13 @@ describe.skipIf(!!missing)('Dockerfile builds with buildah', () => {
     expect(built.dockerfile).toBe(DOCKERFILE);
     expect(built.processes).toEqual({ web: { cmd: 'httpd -f -p $PORT -h /www', env: {} } });
     expect(built.imageMetadata).toMatchObject({
-      builder: 'buildah', dockerfile_path: 'Dockerfile', workdir: '/www', build_args: ['GREETING'], build_secrets: ['API_TOKEN'],
-      registry_reference: `${registry.host}/${repo.name}:1`, manifest_digest: expect.stringMatching(/^sha256:/),
+      builder: 'buildah',
+      dockerfile_path: 'Dockerfile',
+      workdir: '/www',
+      build_args: ['GREETING'],
+      build_secrets: ['API_TOKEN'],
+      registry_reference: `${registry.host}/${repo.name}:1`,
+      manifest_digest: expect.stringMatching(/^sha256:/),
     });
     expect(steps).toEqual(['Build 1/6', 'Build 2/6', 'Build 3/6', 'Build 4/6', 'Build 5/6', 'Build 6/6', 'Export', 'Push']);
     const rootfs = join(built.artifactPath, 'rootfs');
@@ -116,7 +137,15 @@ describe.skipIf(!!missing)('Dockerfile builds with buildah', () => {
     expect(logLines.join('\n')).not.toContain(SECRET);
     // What the registry holds: every blob (config, layers, unzipped) is free of it.
     const dest = join(work, 'pulled-owner');
-    await run('skopeo', ['--insecure-policy', 'copy', '--src-tls-verify=false', '--src-creds', `x:${repo.owner.apiKey}`, `docker://${registry.host}/${repo.name}:1`, `dir:${dest}`]);
+    await run('skopeo', [
+      '--insecure-policy',
+      'copy',
+      '--src-tls-verify=false',
+      '--src-creds',
+      `x:${repo.owner.apiKey}`,
+      `docker://${registry.host}/${repo.name}:1`,
+      `dir:${dest}`,
+    ]);
     for (const f of readdirSync(dest)) {
       const raw = readFileSync(join(dest, f));
       const text = (raw[0] === 0x1f && raw[1] === 0x8b ? gunzipSync(raw) : raw).toString('latin1');
@@ -125,10 +154,25 @@ describe.skipIf(!!missing)('Dockerfile builds with buildah', () => {
   });
 
   it('lets another member pull the pushed image and refuses a non-member', async () => {
-    const ok = await run('skopeo', ['--insecure-policy', 'inspect', '--tls-verify=false', '--creds', `x:${member.apiKey}`, `docker://${registry.host}/${repo.name}:1`]);
+    const ok = await run('skopeo', [
+      '--insecure-policy',
+      'inspect',
+      '--tls-verify=false',
+      '--creds',
+      `x:${member.apiKey}`,
+      `docker://${registry.host}/${repo.name}:1`,
+    ]);
     expect(JSON.parse(ok.stdout).Digest).toBe(built.imageMetadata.manifest_digest);
-    await expect(run('skopeo', ['--insecure-policy', 'inspect', '--tls-verify=false', '--creds', `x:${stranger.apiKey}`, `docker://${registry.host}/${repo.name}:1`]))
-      .rejects.toThrow(/unauthorized|authentication required|denied/i);
+    await expect(
+      run('skopeo', [
+        '--insecure-policy',
+        'inspect',
+        '--tls-verify=false',
+        '--creds',
+        `x:${stranger.apiKey}`,
+        `docker://${registry.host}/${repo.name}:1`,
+      ]),
+    ).rejects.toThrow(/unauthorized|authentication required|denied/i);
   });
 
   it('runs the image processes from the unpacked root file system', async () => {
@@ -145,13 +189,23 @@ describe.skipIf(!!missing)('Dockerfile builds with buildah', () => {
       });
       let body = '';
       for (let i = 0; i < 100 && !body; i++) {
-        body = await fetch(`http://${status.host}:${status.port}/index.html`).then((r) => (r.ok ? r.text() : ''), () => '');
+        body = await fetch(`http://${status.host}:${status.port}/index.html`).then(
+          (r) => (r.ok ? r.text() : ''),
+          () => '',
+        );
         if (!body) await new Promise((r) => setTimeout(r, 100));
       }
       expect(body).toBe('hello from a dockerfile\n');
       // One-off processes (release, postdeploy) see the image's ENV, WORKDIR and root.
       const out: string[] = [];
-      const result = await driver.runOnce({ command: 'echo "$APP_MODE $RELEASE_VAR $(pwd)" 2>/dev/null; ls / && head -c 4 /dev/urandom | wc -c', artifactPath: built.artifactPath, env: { RELEASE_VAR: 'rv' }, secrets: [], timeoutMs: 10_000, onOutput: (l) => out.push(l) });
+      const result = await driver.runOnce({
+        command: 'echo "$APP_MODE $RELEASE_VAR $(pwd)" 2>/dev/null; ls / && head -c 4 /dev/urandom | wc -c',
+        artifactPath: built.artifactPath,
+        env: { RELEASE_VAR: 'rv' },
+        secrets: [],
+        timeoutMs: 10_000,
+        onOutput: (l) => out.push(l),
+      });
       expect(result.exitCode).toBe(0);
       expect(out[0]).toBe('image rv /www');
       expect(out).toContain('www');
@@ -189,12 +243,26 @@ describe.skipIf(!!missing)('Dockerfile builds with buildah', () => {
     const driver = new ImageRootDriver(new LocalProcessDriver({ logDir: join(work, 'runtime-logs-user'), stopGraceMs: 2000 }));
     try {
       const out: string[] = [];
-      const result = await driver.runOnce({ command: 'id -u; id -g', artifactPath: artifact, env: {}, secrets: [], timeoutMs: 10_000, onOutput: (l) => out.push(l) });
+      const result = await driver.runOnce({
+        command: 'id -u; id -g',
+        artifactPath: artifact,
+        env: {},
+        secrets: [],
+        timeoutMs: 10_000,
+        onOutput: (l) => out.push(l),
+      });
       expect(result.exitCode).toBe(0);
       expect(out).toEqual(['4242', '4343']);
       // An artifact whose recorded user is not numeric runs nothing on the host.
       writeFileSync(join(artifact, 'slipway-image.json'), JSON.stringify({ ...meta, user: `1$(touch ${marker})` }));
-      const refused = await driver.runOnce({ command: 'true', artifactPath: artifact, env: {}, secrets: [], timeoutMs: 10_000, onOutput: () => {} });
+      const refused = await driver.runOnce({
+        command: 'true',
+        artifactPath: artifact,
+        env: {},
+        secrets: [],
+        timeoutMs: 10_000,
+        onOutput: () => {},
+      });
       expect(refused.exitCode).not.toBe(0);
       expect(existsSync(marker)).toBe(false);
     } finally {
@@ -205,7 +273,9 @@ describe.skipIf(!!missing)('Dockerfile builds with buildah', () => {
   it('uses the layer cache on a rebuild, and prefers Dockerfile.slipway', async () => {
     logLines = [];
     steps = [];
-    const again = await createBuildahBuilder(h.ctx.config).build(buildInput(2, writeContext('ctx2', { Dockerfile: 'FROM scratch\n', 'Dockerfile.slipway': DOCKERFILE })));
+    const again = await createBuildahBuilder(h.ctx.config).build(
+      buildInput(2, writeContext('ctx2', { Dockerfile: 'FROM scratch\n', 'Dockerfile.slipway': DOCKERFILE })),
+    );
     expect(again.imageMetadata.dockerfile_path).toBe('Dockerfile.slipway');
     expect(again.imageMetadata.cached_steps).toBeGreaterThan(0);
     expect(again.imageId).toBe(built.imageId);

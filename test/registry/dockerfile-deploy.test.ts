@@ -10,7 +10,13 @@ import { settled } from '../pipeline-deploy/fixtures.js';
 import { buildBusyboxBase, BASE_IMAGE } from './base-image.js';
 import { freePort, missingBinary, run, startRegistryFor, type RegistryServer } from './registry-server.js';
 
-const missing = missingBinary({ buildah: 'buildah', 'docker-registry': 'docker-registry', skopeo: 'skopeo', busybox: 'busybox-static', git: 'git' });
+const missing = missingBinary({
+  buildah: 'buildah',
+  'docker-registry': 'docker-registry',
+  skopeo: 'skopeo',
+  busybox: 'busybox-static',
+  git: 'git',
+});
 if (missing) console.warn(`[test/registry] skipping the Dockerfile deploy test: ${missing}`);
 
 const SERVICE = 'slipway-registry';
@@ -34,7 +40,13 @@ beforeAll(async () => {
   if (missing) return;
   const registryPort = await freePort();
   h = await createHarness(
-    { REGISTRY_URL: `http://127.0.0.1:${registryPort}`, REGISTRY_SERVICE: SERVICE, ROUTER_HOST: '127.0.0.1', ROUTER_PORT: 0, RUNTIME_STOP_GRACE_MS: 2000 },
+    {
+      REGISTRY_URL: `http://127.0.0.1:${registryPort}`,
+      REGISTRY_SERVICE: SERVICE,
+      ROUTER_HOST: '127.0.0.1',
+      ROUTER_PORT: 0,
+      RUNTIME_STOP_GRACE_MS: 2000,
+    },
     { jobs: true, runtime: true },
   );
   registry = await startRegistryFor(h, { service: SERVICE, port: registryPort });
@@ -45,7 +57,12 @@ beforeAll(async () => {
   await setConfig(h, t, 'GREETING', 'hello', { buildtime: true });
   await setConfig(h, t, 'API_TOKEN', SECRET, { secret: true, buildtime: true });
   member = await h.user();
-  const added = await h.app.inject({ method: 'POST', url: `/v1/organizations/${t.orgSlug}/members`, headers: t.user.headers, payload: { username: member.username } });
+  const added = await h.app.inject({
+    method: 'POST',
+    url: `/v1/organizations/${t.orgSlug}/members`,
+    headers: t.user.headers,
+    payload: { username: member.username },
+  });
   expect(added.statusCode).toBe(200);
   stranger = await h.user();
 });
@@ -78,18 +95,32 @@ describe.skipIf(!!missing)('a Dockerfile app through the pipeline', () => {
 
     // The registry: another member pulls, a stranger is refused; the image's history has no secret.
     const ref = `docker://${detail.image_metadata.registry_reference}`;
-    const inspected = await run('skopeo', ['--insecure-policy', 'inspect', '--config', '--tls-verify=false', '--creds', `x:${member.apiKey}`, ref]);
+    const inspected = await run('skopeo', [
+      '--insecure-policy',
+      'inspect',
+      '--config',
+      '--tls-verify=false',
+      '--creds',
+      `x:${member.apiKey}`,
+      ref,
+    ]);
     expect(inspected.stdout).toContain('GREETING');
     expect(inspected.stdout).not.toContain(SECRET);
-    await expect(run('skopeo', ['--insecure-policy', 'inspect', '--tls-verify=false', '--creds', `x:${stranger.apiKey}`, ref])).rejects.toThrow(/unauthorized|authentication required|denied/i);
+    await expect(
+      run('skopeo', ['--insecure-policy', 'inspect', '--tls-verify=false', '--creds', `x:${stranger.apiKey}`, ref]),
+    ).rejects.toThrow(/unauthorized|authentication required|denied/i);
 
     // Build → release → deploy in one request, as a user would; the rebuild hits the layer cache.
     const chain = await h.app.inject({ method: 'POST', url: `/v1/applications/${t.appId}/deploy`, headers: t.user.headers });
     expect(chain.statusCode, chain.body).toBe(202);
-    const deployment = await waitFor('the chain\'s deployment', async () => {
-      const list = await h.app.inject({ method: 'GET', url: `/v1/applications/${t.appId}/deployments`, headers: t.user.headers });
-      return list.json().items?.[0];
-    }, 60_000);
+    const deployment = await waitFor(
+      "the chain's deployment",
+      async () => {
+        const list = await h.app.inject({ method: 'GET', url: `/v1/applications/${t.appId}/deployments`, headers: t.user.headers });
+        return list.json().items?.[0];
+      },
+      60_000,
+    );
     const d = await settled(h, t.user, deployment.id, 60_000);
     expect(d.status, d.deploy_log).toBe('complete');
     expect(d.deploy_log).not.toContain(SECRET);

@@ -13,12 +13,21 @@ export interface Repo {
 /** An organization, project and application owned by `owner` (a fresh user by default). */
 export async function seedRepository(h: Harness, owner?: TestUser): Promise<Repo> {
   owner ??= await h.user();
-  const { org, project, app } = await seedApplication(h, owner, { org: `Reg ${randomBytes(3).toString('hex')}`, project: 'Web', app: 'Api' });
+  const { org, project, app } = await seedApplication(h, owner, {
+    org: `Reg ${randomBytes(3).toString('hex')}`,
+    project: 'Web',
+    app: 'Api',
+  });
   return { owner, orgSlug: org.slug, name: `${org.slug}/${project.slug}/${app.slug}` };
 }
 
 export async function addMember(h: Harness, repo: Repo, user: TestUser) {
-  const res = await h.app.inject({ method: 'POST', url: `/v1/organizations/${repo.orgSlug}/members`, headers: repo.owner.headers, payload: { username: user.username } });
+  const res = await h.app.inject({
+    method: 'POST',
+    url: `/v1/organizations/${repo.orgSlug}/members`,
+    headers: repo.owner.headers,
+    payload: { username: user.username },
+  });
   expect(res.statusCode, res.body).toBe(200);
 }
 

@@ -42,7 +42,11 @@ function credentialsOf(dockerConfigJson: string, host = HOST) {
 
 /** The kubelet's call: GET the token endpoint with the pull secret's Basic credentials. */
 const tokenFor = (password: string, scope: string, username = 'slipway-pull') =>
-  h.app.inject({ method: 'GET', url: `${AUTH}?service=${SERVICE}&scope=${encodeURIComponent(scope)}`, headers: { authorization: basic(username, password) } });
+  h.app.inject({
+    method: 'GET',
+    url: `${AUTH}?service=${SERVICE}&scope=${encodeURIComponent(scope)}`,
+    headers: { authorization: basic(username, password) },
+  });
 
 async function grantedAccess(password: string, scope: string) {
   const res = await tokenFor(password, scope);
@@ -51,7 +55,7 @@ async function grantedAccess(password: string, scope: string) {
 }
 
 describe('pullSecretFor', () => {
-  it('makes a .dockerconfigjson for the configured registry host, pull-only on the plan\'s repository', async () => {
+  it("makes a .dockerconfigjson for the configured registry host, pull-only on the plan's repository", async () => {
     expect(registryHost(h.ctx.config)).toBe(HOST);
     const secret = await pullSecretFor(h.ctx.config)({ image: { repositoryName: repo.name } });
     expect(secret).not.toBeNull();
@@ -76,7 +80,7 @@ describe('pullSecretFor', () => {
   });
 });
 
-describe('token endpoint with a pull secret\'s Basic credentials', () => {
+describe("token endpoint with a pull secret's Basic credentials", () => {
   let password: string;
   beforeAll(async () => {
     password = credentialsOf((await pullSecretFor(h.ctx.config)({ image: { repositoryName: repo.name } }))!).password;
@@ -99,11 +103,15 @@ describe('token endpoint with a pull secret\'s Basic credentials', () => {
 
   it('does not grant push or delete', async () => {
     expect(await grantedAccess(password, `repository:${repo.name}:push`)).toEqual([{ type: 'repository', name: repo.name, actions: [] }]);
-    expect(await grantedAccess(password, `repository:${repo.name}:pull,push,delete`)).toEqual([{ type: 'repository', name: repo.name, actions: ['pull'] }]);
+    expect(await grantedAccess(password, `repository:${repo.name}:pull,push,delete`)).toEqual([
+      { type: 'repository', name: repo.name, actions: ['pull'] },
+    ]);
   });
 
   it('does not grant another repository', async () => {
-    expect(await grantedAccess(password, `repository:${otherRepo.name}:pull`)).toEqual([{ type: 'repository', name: otherRepo.name, actions: [] }]);
+    expect(await grantedAccess(password, `repository:${otherRepo.name}:pull`)).toEqual([
+      { type: 'repository', name: otherRepo.name, actions: [] },
+    ]);
   });
 
   it('refuses a refresh token signed for another service (the registry service is checked)', async () => {
@@ -114,7 +122,12 @@ describe('token endpoint with a pull secret\'s Basic credentials', () => {
 
   it('answers 401 with a Basic challenge for an expired pull secret', async () => {
     const expired = await registryPullSecret(keys, {
-      issuer: ISSUER, service: SERVICE, registryHost: HOST, repository: repo.name, ttlSeconds: 3600, now: new Date(Date.now() - 2 * 3600_000),
+      issuer: ISSUER,
+      service: SERVICE,
+      registryHost: HOST,
+      repository: repo.name,
+      ttlSeconds: 3600,
+      now: new Date(Date.now() - 2 * 3600_000),
     });
     const res = await tokenFor(credentialsOf(expired).password, `repository:${repo.name}:pull`);
     expect(res.statusCode).toBe(401);
@@ -132,8 +145,11 @@ describe('token endpoint with a pull secret\'s Basic credentials', () => {
     const now = Math.floor(Date.now() / 1000);
     const impostor = await new SignJWT({ grant: [{ type: 'repository', name: repo.name, actions: ['pull', 'push'] }] })
       .setProtectedHeader({ alg: other.alg, typ: 'JWT', kid: ours.kid })
-      .setIssuer(ISSUER).setSubject('slipway-pull').setAudience(`${SERVICE}#refresh`)
-      .setIssuedAt(now).setExpirationTime(now + 600)
+      .setIssuer(ISSUER)
+      .setSubject('slipway-pull')
+      .setAudience(`${SERVICE}#refresh`)
+      .setIssuedAt(now)
+      .setExpirationTime(now + 600)
       .sign(other.privateKey);
     expect((await tokenFor(impostor, `repository:${repo.name}:pull`)).statusCode).toBe(401);
   });
@@ -144,10 +160,14 @@ describe('token endpoint with a pull secret\'s Basic credentials', () => {
     expect((await tokenFor('a.b.c', `repository:${repo.name}:pull`)).statusCode).toBe(401);
   });
 
-  it('keeps a user\'s refresh token tied to its API key, without minting another refresh token', async () => {
+  it("keeps a user's refresh token tied to its API key, without minting another refresh token", async () => {
     const user = await h.user();
     const mine = await seedRepository(h, user);
-    const login = await h.app.inject({ method: 'GET', url: `${AUTH}?service=${SERVICE}&offline_token=true`, headers: { authorization: basic('u', user.apiKey) } });
+    const login = await h.app.inject({
+      method: 'GET',
+      url: `${AUTH}?service=${SERVICE}&offline_token=true`,
+      headers: { authorization: basic('u', user.apiKey) },
+    });
     const refreshToken = login.json().refresh_token as string;
     expect(refreshToken).toEqual(expect.any(String));
 
@@ -199,7 +219,14 @@ describe.skipIf(!!missing)('a real registry pulled from with a pull secret, as a
     pushRepo = await seedRepository(rh);
     work = mkdtempSync(join(tmpdir(), 'slipway-pull-secret-registry-'));
     const layout = await makeOciLayout(work, 'v1', { 'hello.txt': 'pulled with a pull secret\n' });
-    const push = await skopeo(['copy', '--dest-tls-verify=false', '--dest-creds', `anyone:${pushRepo.owner.apiKey}`, `oci:${layout}:v1`, `docker://${registry.host}/${pushRepo.name}:v1`]);
+    const push = await skopeo([
+      'copy',
+      '--dest-tls-verify=false',
+      '--dest-creds',
+      `anyone:${pushRepo.owner.apiKey}`,
+      `oci:${layout}:v1`,
+      `docker://${registry.host}/${pushRepo.name}:v1`,
+    ]);
     expect(push.ok, push.output).toBe(true);
   }, 60_000);
 
@@ -209,8 +236,10 @@ describe.skipIf(!!missing)('a real registry pulled from with a pull secret, as a
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
-  it('inspects and copies the image with the secret\'s credentials, and refuses a push with them', async () => {
-    const secret = await pullSecretFor({ ...rh.ctx.config, REGISTRY_URL: `http://${registry.host}` })({ image: { repositoryName: pushRepo.name } });
+  it("inspects and copies the image with the secret's credentials, and refuses a push with them", async () => {
+    const secret = await pullSecretFor({ ...rh.ctx.config, REGISTRY_URL: `http://${registry.host}` })({
+      image: { repositoryName: pushRepo.name },
+    });
     const { username, password } = credentialsOf(secret!, registry.host);
     const creds = `${username}:${password}`;
     const image = `docker://${registry.host}/${pushRepo.name}:v1`;
@@ -222,20 +251,44 @@ describe.skipIf(!!missing)('a real registry pulled from with a pull secret, as a
     const copy = await skopeo(['copy', '--src-tls-verify=false', '--src-creds', creds, image, `dir:${join(work, 'pulled')}`]);
     expect(copy.ok, copy.output).toBe(true);
 
-    const push = await skopeo(['copy', '--src-tls-verify=false', '--dest-tls-verify=false', '--src-creds', creds, '--dest-creds', creds, image, `docker://${registry.host}/${pushRepo.name}:evil`]);
+    const push = await skopeo([
+      'copy',
+      '--src-tls-verify=false',
+      '--dest-tls-verify=false',
+      '--src-creds',
+      creds,
+      '--dest-creds',
+      creds,
+      image,
+      `docker://${registry.host}/${pushRepo.name}:evil`,
+    ]);
     expect(push.ok).toBe(false);
     expect(push.output).toMatch(/unauthorized|authentication required|denied/i);
 
-    const tags = await skopeo(['list-tags', '--tls-verify=false', '--creds', `anyone:${pushRepo.owner.apiKey}`, `docker://${registry.host}/${pushRepo.name}`]);
+    const tags = await skopeo([
+      'list-tags',
+      '--tls-verify=false',
+      '--creds',
+      `anyone:${pushRepo.owner.apiKey}`,
+      `docker://${registry.host}/${pushRepo.name}`,
+    ]);
     expect(tags.ok, tags.output).toBe(true);
     expect(JSON.parse(tags.output.slice(0, tags.output.lastIndexOf('}') + 1)).Tags).toEqual(['v1']);
   }, 120_000);
 
   it('refuses pulling another repository with the secret', async () => {
     const other = await seedRepository(rh);
-    const secret = await pullSecretFor({ ...rh.ctx.config, REGISTRY_URL: `http://${registry.host}` })({ image: { repositoryName: other.name } });
+    const secret = await pullSecretFor({ ...rh.ctx.config, REGISTRY_URL: `http://${registry.host}` })({
+      image: { repositoryName: other.name },
+    });
     const { username, password } = credentialsOf(secret!, registry.host);
-    const inspect = await skopeo(['inspect', '--tls-verify=false', '--creds', `${username}:${password}`, `docker://${registry.host}/${pushRepo.name}:v1`]);
+    const inspect = await skopeo([
+      'inspect',
+      '--tls-verify=false',
+      '--creds',
+      `${username}:${password}`,
+      `docker://${registry.host}/${pushRepo.name}:v1`,
+    ]);
     expect(inspect.ok).toBe(false);
     expect(inspect.output).toMatch(/unauthorized|authentication required|denied/i);
   }, 60_000);

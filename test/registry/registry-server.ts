@@ -49,41 +49,60 @@ export async function startRegistryFor(h: Harness, opts: { service: string; port
   await h.app.listen({ port: 0, host: '127.0.0.1' });
   const apiPort = (h.app.server.address() as { port: number }).port;
   const cert = (await h.app.inject({ method: 'GET', url: '/v1/integrations/signing-cert' })).json().certificate;
-  return startRegistry({ realm: `http://127.0.0.1:${apiPort}/v1/integrations/docker/auth`, service: opts.service, issuer: 'slipway', rootCertBundle: cert, port: opts.port });
+  return startRegistry({
+    realm: `http://127.0.0.1:${apiPort}/v1/integrations/docker/auth`,
+    service: opts.service,
+    issuer: 'slipway',
+    rootCertBundle: cert,
+    port: opts.port,
+  });
 }
 
-export async function startRegistry(opts: { realm: string; service: string; issuer: string; rootCertBundle: string; port?: number }): Promise<RegistryServer> {
+export async function startRegistry(opts: {
+  realm: string;
+  service: string;
+  issuer: string;
+  rootCertBundle: string;
+  port?: number;
+}): Promise<RegistryServer> {
   const dir = mkdtempSync(join(tmpdir(), 'slipway-registry-'));
-  const port = opts.port ?? await freePort();
+  const port = opts.port ?? (await freePort());
   const bundle = join(dir, 'rootcerts.pem');
   writeFileSync(bundle, opts.rootCertBundle);
   mkdirSync(join(dir, 'storage'));
   const configPath = join(dir, 'config.yml');
-  writeFileSync(configPath, [
-    'version: 0.1',
-    'log:',
-    '  level: warn',
-    '  accesslog:',
-    '    disabled: true',
-    'storage:',
-    '  filesystem:',
-    `    rootdirectory: ${join(dir, 'storage')}`,
-    '  delete:',
-    '    enabled: true',
-    'http:',
-    `  addr: 127.0.0.1:${port}`,
-    'auth:',
-    '  token:',
-    `    realm: ${opts.realm}`,
-    `    service: ${opts.service}`,
-    `    issuer: ${opts.issuer}`,
-    `    rootcertbundle: ${bundle}`,
-    '',
-  ].join('\n'));
+  writeFileSync(
+    configPath,
+    [
+      'version: 0.1',
+      'log:',
+      '  level: warn',
+      '  accesslog:',
+      '    disabled: true',
+      'storage:',
+      '  filesystem:',
+      `    rootdirectory: ${join(dir, 'storage')}`,
+      '  delete:',
+      '    enabled: true',
+      'http:',
+      `  addr: 127.0.0.1:${port}`,
+      'auth:',
+      '  token:',
+      `    realm: ${opts.realm}`,
+      `    service: ${opts.service}`,
+      `    issuer: ${opts.issuer}`,
+      `    rootcertbundle: ${bundle}`,
+      '',
+    ].join('\n'),
+  );
   let output = '';
   const child: ChildProcess = spawn('/usr/bin/docker-registry', ['serve', configPath], { stdio: ['ignore', 'pipe', 'pipe'] });
-  child.stdout!.on('data', (d) => { output += d; });
-  child.stderr!.on('data', (d) => { output += d; });
+  child.stdout!.on('data', (d) => {
+    output += d;
+  });
+  child.stderr!.on('data', (d) => {
+    output += d;
+  });
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) {
       const exited = new Promise((r) => child.once('exit', r));
@@ -128,19 +147,35 @@ export async function makeOciLayout(parent: string, tag: string, files: Record<s
     return { digest: `sha256:${digest}`, size: data.length };
   };
   const layer = blob(readFileSync(layerTar));
-  const config = blob(Buffer.from(JSON.stringify({
-    architecture: 'amd64', os: 'linux', config: {}, rootfs: { type: 'layers', diff_ids: [layer.digest] },
-  })));
-  const manifest = blob(Buffer.from(JSON.stringify({
-    schemaVersion: 2,
-    mediaType: 'application/vnd.oci.image.manifest.v1+json',
-    config: { mediaType: 'application/vnd.oci.image.config.v1+json', ...config },
-    layers: [{ mediaType: 'application/vnd.oci.image.layer.v1.tar', ...layer }],
-  })));
+  const config = blob(
+    Buffer.from(
+      JSON.stringify({
+        architecture: 'amd64',
+        os: 'linux',
+        config: {},
+        rootfs: { type: 'layers', diff_ids: [layer.digest] },
+      }),
+    ),
+  );
+  const manifest = blob(
+    Buffer.from(
+      JSON.stringify({
+        schemaVersion: 2,
+        mediaType: 'application/vnd.oci.image.manifest.v1+json',
+        config: { mediaType: 'application/vnd.oci.image.config.v1+json', ...config },
+        layers: [{ mediaType: 'application/vnd.oci.image.layer.v1.tar', ...layer }],
+      }),
+    ),
+  );
   writeFileSync(join(layout, 'oci-layout'), JSON.stringify({ imageLayoutVersion: '1.0.0' }));
-  writeFileSync(join(layout, 'index.json'), JSON.stringify({
-    schemaVersion: 2,
-    manifests: [{ mediaType: 'application/vnd.oci.image.manifest.v1+json', ...manifest, annotations: { 'org.opencontainers.image.ref.name': tag } }],
-  }));
+  writeFileSync(
+    join(layout, 'index.json'),
+    JSON.stringify({
+      schemaVersion: 2,
+      manifests: [
+        { mediaType: 'application/vnd.oci.image.manifest.v1+json', ...manifest, annotations: { 'org.opencontainers.image.ref.name': tag } },
+      ],
+    }),
+  );
   return layout;
 }

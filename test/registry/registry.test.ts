@@ -34,7 +34,10 @@ async function bundle(): Promise<string> {
 /** skopeo with loopback http registries allowed; resolves to {ok, output} instead of throwing. */
 async function skopeo(args: string[], stdin?: string) {
   const child = run('skopeo', ['--insecure-policy', ...args], { timeout: 60_000 });
-  if (stdin !== undefined) { child.child.stdin!.write(stdin); child.child.stdin!.end(); }
+  if (stdin !== undefined) {
+    child.child.stdin!.write(stdin);
+    child.child.stdin!.end();
+  }
   try {
     const { stdout, stderr } = await child;
     return { ok: true, output: stdout + stderr };
@@ -72,7 +75,10 @@ afterAll(async () => {
 describe.skipIf(!!missing)('a real distribution registry with token auth against the platform', () => {
   it('accepts a push by skopeo logged in with an API key', async () => {
     const authfile = join(work, 'auth.json');
-    const login = await skopeo(['login', '--tls-verify=false', '--authfile', authfile, '-u', 'anyone', '--password-stdin', registry.host], repo.owner.apiKey);
+    const login = await skopeo(
+      ['login', '--tls-verify=false', '--authfile', authfile, '-u', 'anyone', '--password-stdin', registry.host],
+      repo.owner.apiKey,
+    );
     expect(login.ok, login.output).toBe(true);
     const push = await skopeo(['copy', '--dest-tls-verify=false', '--authfile', authfile, `oci:${layout}:v1`, ref('v1')]);
     expect(push.ok, push.output).toBe(true);
@@ -86,7 +92,10 @@ describe.skipIf(!!missing)('a real distribution registry with token auth against
     const pull = await skopeo(['copy', '--src-tls-verify=false', '--src-creds', creds(member), ref('v1'), `dir:${dest}`]);
     expect(pull.ok, pull.output).toBe(true);
     // skopeo compresses the layer on push; look inside whichever way it is stored.
-    const text = (f: string) => { const b = readFileSync(join(dest, f)); return (b[0] === 0x1f && b[1] === 0x8b ? gunzipSync(b) : b).toString('latin1'); };
+    const text = (f: string) => {
+      const b = readFileSync(join(dest, f));
+      return (b[0] === 0x1f && b[1] === 0x8b ? gunzipSync(b) : b).toString('latin1');
+    };
     const layerFile = readdirSync(dest).find((f) => /^[0-9a-f]{64}$/.test(f) && text(f).includes('hello from slipway'));
     expect(layerFile).toBeDefined();
   });
@@ -104,45 +113,87 @@ describe.skipIf(!!missing)('a real distribution registry with token auth against
   });
 
   it('refuses a wrong API key at login', async () => {
-    const login = await skopeo(['login', '--tls-verify=false', '--authfile', join(work, 'bad.json'), '-u', 'x', '--password-stdin', registry.host], 'slw_wrong');
+    const login = await skopeo(
+      ['login', '--tls-verify=false', '--authfile', join(work, 'bad.json'), '-u', 'x', '--password-stdin', registry.host],
+      'slw_wrong',
+    );
     expect(login.ok).toBe(false);
   });
 
   it('grants a member pull only when pull is all it may do, per action', async () => {
     // A pull-only token cannot push even for a member: the registry checks the action.
     const keys = SigningKeys.forConfig(h.ctx.config);
-    const pullOnly = await signAccessToken(keys, { issuer: ISSUER, service: SERVICE, subject: member.username, expiresInSeconds: 60, access: [{ type: 'repository', name: repo.name, actions: ['pull'] }] });
-    const upload = await fetch(`http://${registry.host}/v2/${repo.name}/blobs/uploads/`, { method: 'POST', headers: { authorization: `Bearer ${pullOnly.token}` } });
+    const pullOnly = await signAccessToken(keys, {
+      issuer: ISSUER,
+      service: SERVICE,
+      subject: member.username,
+      expiresInSeconds: 60,
+      access: [{ type: 'repository', name: repo.name, actions: ['pull'] }],
+    });
+    const upload = await fetch(`http://${registry.host}/v2/${repo.name}/blobs/uploads/`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${pullOnly.token}` },
+    });
     expect(upload.status).toBe(401);
-    const tags = await fetch(`http://${registry.host}/v2/${repo.name}/tags/list`, { headers: { authorization: `Bearer ${pullOnly.token}` } });
+    const tags = await fetch(`http://${registry.host}/v2/${repo.name}/tags/list`, {
+      headers: { authorization: `Bearer ${pullOnly.token}` },
+    });
     expect(tags.status).toBe(200);
   });
 
   it('rejects expired tokens, tokens of unknown keys, and accepts the libtrust kid alone', async () => {
     const keys = SigningKeys.forConfig(h.ctx.config);
     const access = [{ type: 'repository', name: repo.name, actions: ['pull'] }];
-    const tagsWith = (token: string) => fetch(`http://${registry.host}/v2/${repo.name}/tags/list`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.status);
+    const tagsWith = (token: string) =>
+      fetch(`http://${registry.host}/v2/${repo.name}/tags/list`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.status);
 
     const fresh = await signAccessToken(keys, { issuer: ISSUER, service: SERVICE, subject: 'u', access, expiresInSeconds: 300 });
     expect(await tagsWith(fresh.token)).toBe(200);
 
     // Expired well beyond the registry's clock-skew leeway.
-    const expired = await signAccessToken(keys, { issuer: ISSUER, service: SERVICE, subject: 'u', access, expiresInSeconds: 300, now: new Date(Date.now() - 20 * 60_000) });
+    const expired = await signAccessToken(keys, {
+      issuer: ISSUER,
+      service: SERVICE,
+      subject: 'u',
+      access,
+      expiresInSeconds: 300,
+      now: new Date(Date.now() - 20 * 60_000),
+    });
     expect(await tagsWith(expired.token)).toBe(401);
 
-    const wrongAudience = await signAccessToken(keys, { issuer: ISSUER, service: 'other-registry', subject: 'u', access, expiresInSeconds: 300 });
+    const wrongAudience = await signAccessToken(keys, {
+      issuer: ISSUER,
+      service: 'other-registry',
+      subject: 'u',
+      access,
+      expiresInSeconds: 300,
+    });
     expect(await tagsWith(wrongAudience.token)).toBe(401);
 
     // Only the kid, no x5c: the registry finds the key by libtrust id in its root bundle.
     const key = await keys.current();
-    const kidOnly = await new SignJWT({ access }).setProtectedHeader({ alg: key.alg, typ: 'JWT', kid: key.kid })
-      .setIssuer(ISSUER).setAudience(SERVICE).setSubject('u').setIssuedAt().setNotBefore('0s').setExpirationTime('5m').setJti('kid-only').sign(key.privateKey);
+    const kidOnly = await new SignJWT({ access })
+      .setProtectedHeader({ alg: key.alg, typ: 'JWT', kid: key.kid })
+      .setIssuer(ISSUER)
+      .setAudience(SERVICE)
+      .setSubject('u')
+      .setIssuedAt()
+      .setNotBefore('0s')
+      .setExpirationTime('5m')
+      .setJti('kid-only')
+      .sign(key.privateKey);
     expect(await tagsWith(kidOnly)).toBe(200);
 
     // Same kid, a key the registry does not trust.
     const rogue = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
-    const forged = await new SignJWT({ access }).setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid: key.kid })
-      .setIssuer(ISSUER).setAudience(SERVICE).setSubject('u').setIssuedAt().setExpirationTime('5m').sign(rogue);
+    const forged = await new SignJWT({ access })
+      .setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid: key.kid })
+      .setIssuer(ISSUER)
+      .setAudience(SERVICE)
+      .setSubject('u')
+      .setIssuedAt()
+      .setExpirationTime('5m')
+      .sign(rogue);
     expect(await tagsWith(forged)).toBe(401);
   });
 

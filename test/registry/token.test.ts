@@ -20,7 +20,9 @@ beforeAll(async () => {
   otherRepo = await seedRepository(h);
   stranger = await h.user();
 });
-afterAll(async () => { await h?.close(); });
+afterAll(async () => {
+  await h?.close();
+});
 
 const get = (query: string, authorization?: string) =>
   h.app.inject({ method: 'GET', url: `${AUTH}${query}`, headers: authorization ? { authorization } : {} });
@@ -60,7 +62,11 @@ describe('GET /integrations/docker/auth credentials', () => {
 
   it('refuses an expired API key', async () => {
     const user = await h.user();
-    await h.ctx.db.updateTable('api_keys').set({ expires_at: new Date(Date.now() - 1000) }).where('user_id', '=', user.id).execute();
+    await h.ctx.db
+      .updateTable('api_keys')
+      .set({ expires_at: new Date(Date.now() - 1000) })
+      .where('user_id', '=', user.id)
+      .execute();
     const res = await get('', basic('u', user.apiKey));
     expect(res.statusCode).toBe(401);
   });
@@ -113,7 +119,14 @@ describe('token contents', () => {
 
   it('grants nothing on unknown or malformed repositories', async () => {
     const [org, project] = repo.name.split('/');
-    const names = [`${org}/${project}/nope`, `${org}/nope/api`, `nope/${project}/api`, `${repo.name}/extra`, `${org}/${project}`, 'UPPER/Case/Name'];
+    const names = [
+      `${org}/${project}/nope`,
+      `${org}/nope/api`,
+      `nope/${project}/api`,
+      `${repo.name}/extra`,
+      `${org}/${project}`,
+      'UPPER/Case/Name',
+    ];
     const q = names.map((n) => `scope=${encodeURIComponent(`repository:${n}:pull,push`)}`).join('&') + '&scope=nonsense';
     const res = await get(`?${q}`, basic('u', repo.owner.apiKey));
     expect(res.statusCode).toBe(200);
@@ -159,13 +172,23 @@ describe('POST /integrations/docker/auth (OAuth2 form)', () => {
   const post = (form: Record<string, string | string[]>) => {
     const params = new URLSearchParams();
     for (const [k, v] of Object.entries(form)) for (const one of [v].flat()) params.append(k, one);
-    return h.app.inject({ method: 'POST', url: AUTH, headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: params.toString() });
+    return h.app.inject({
+      method: 'POST',
+      url: AUTH,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: params.toString(),
+    });
   };
 
   it('issues tokens for grant_type=password with a space-separated scope list, and a refresh token offline', async () => {
     const res = await post({
-      grant_type: 'password', username: 'x', password: repo.owner.apiKey, service: 'slipway-registry', client_id: 'test',
-      access_type: 'offline', scope: `repository:${repo.name}:pull repository:${otherRepo.name}:pull`,
+      grant_type: 'password',
+      username: 'x',
+      password: repo.owner.apiKey,
+      service: 'slipway-registry',
+      client_id: 'test',
+      access_type: 'offline',
+      scope: `repository:${repo.name}:pull repository:${otherRepo.name}:pull`,
     });
     expect(res.statusCode, res.body).toBe(200);
     const body = res.json();
@@ -178,7 +201,12 @@ describe('POST /integrations/docker/auth (OAuth2 form)', () => {
     // The refresh token is not an access token for the registry.
     expect(decodeJwt(body.refresh_token).claims.aud).not.toBe('slipway-registry');
 
-    const refreshed = await post({ grant_type: 'refresh_token', refresh_token: body.refresh_token, service: 'slipway-registry', scope: `repository:${repo.name}:push` });
+    const refreshed = await post({
+      grant_type: 'refresh_token',
+      refresh_token: body.refresh_token,
+      service: 'slipway-registry',
+      scope: `repository:${repo.name}:push`,
+    });
     expect(refreshed.statusCode, refreshed.body).toBe(200);
     expect(decodeJwt(refreshed.json().access_token).claims.access).toEqual([{ type: 'repository', name: repo.name, actions: ['push'] }]);
   });
@@ -198,18 +226,32 @@ describe('POST /integrations/docker/auth (OAuth2 form)', () => {
   });
 });
 
-describe('the platform\'s own push credential', () => {
+describe("the platform's own push credential", () => {
   it('is an identity token limited to one repository, refused on other services', async () => {
     const { SigningKeys } = await import('../../src/platform/crypto/signing-key.js');
     const { platformAuthFile } = await import('../../src/platform/crypto/registry-token.js');
-    const authFile = JSON.parse(await platformAuthFile(SigningKeys.forConfig(h.ctx.config), {
-      issuer: 'slipway', service: 'slipway-registry', registryHost: '127.0.0.1:5000', repository: repo.name,
-    }));
+    const authFile = JSON.parse(
+      await platformAuthFile(SigningKeys.forConfig(h.ctx.config), {
+        issuer: 'slipway',
+        service: 'slipway-registry',
+        registryHost: '127.0.0.1:5000',
+        repository: repo.name,
+      }),
+    );
     const identityToken = authFile.auths['127.0.0.1:5000'].identitytoken;
-    const form = (scope: string, service = 'slipway-registry') => h.app.inject({
-      method: 'POST', url: AUTH, headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      payload: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: identityToken, service, client_id: 'buildah', scope }).toString(),
-    });
+    const form = (scope: string, service = 'slipway-registry') =>
+      h.app.inject({
+        method: 'POST',
+        url: AUTH,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: new URLSearchParams({
+          grant_type: 'refresh_token',
+          refresh_token: identityToken,
+          service,
+          client_id: 'buildah',
+          scope,
+        }).toString(),
+      });
     const res = await form(`repository:${repo.name}:pull,push,delete repository:${otherRepo.name}:pull,push`);
     expect(res.statusCode, res.body).toBe(200);
     const { claims } = decodeJwt(res.json().access_token);
@@ -262,7 +304,9 @@ describe('configured signing key', () => {
     const configured = await createHarness({ REGISTRY_SIGNING_KEY_FILE: keyFile });
     try {
       const res = await configured.app.inject({ method: 'GET', url: '/v1/integrations/signing-cert' });
-      expect(res.json().certificate).toBe(readFileSync(keyFile, 'utf8').slice(readFileSync(keyFile, 'utf8').indexOf('-----BEGIN CERTIFICATE-----')));
+      expect(res.json().certificate).toBe(
+        readFileSync(keyFile, 'utf8').slice(readFileSync(keyFile, 'utf8').indexOf('-----BEGIN CERTIFICATE-----')),
+      );
       await expect(rotateSigningKey(configured.ctx.config)).rejects.toThrow(/REGISTRY_SIGNING_KEY_FILE/);
       expect(existsSync(join(configured.dataDir, 'registry'))).toBe(false);
     } finally {

@@ -30,7 +30,10 @@ describe('processes starting together on an empty database', () => {
         const errors = results.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason));
         expect(errors, `round ${round}`).toEqual([]);
         const db = createDb(scratch.url, 1);
-        const queues = await db.selectFrom('pgboss.queue' as never).select('name' as never).execute();
+        const queues = await db
+          .selectFrom('pgboss.queue' as never)
+          .select('name' as never)
+          .execute();
         await db.destroy();
         expect(queues).toHaveLength(1);
       } finally {

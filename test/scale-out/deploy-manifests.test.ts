@@ -33,15 +33,23 @@ const MODELS: Record<string, new (data: any) => { validate(): void }> = {
   'rbac.authorization.k8s.io/v1/ClusterRoleBinding': ClusterRoleBinding,
 };
 
-interface Manifest { file: string; object: any }
+interface Manifest {
+  file: string;
+  object: any;
+}
 
 function readManifests(): { manifests: Manifest[]; kustomization: any } {
   const manifests: Manifest[] = [];
   let kustomization: any = null;
-  for (const file of readdirSync(DIR).filter((f) => /\.ya?ml$/.test(f)).sort()) {
+  for (const file of readdirSync(DIR)
+    .filter((f) => /\.ya?ml$/.test(f))
+    .sort()) {
     const docs = parseAllDocuments(readFileSync(join(DIR, file), 'utf8'));
     for (const doc of Array.isArray(docs) ? docs : [docs]) {
-      expect(doc.errors.map((e) => e.message), `${file} parses`).toEqual([]);
+      expect(
+        doc.errors.map((e) => e.message),
+        `${file} parses`,
+      ).toEqual([]);
       const object = doc.toJS();
       if (object === null) continue;
       if (file === KUSTOMIZATION) kustomization = object;
@@ -73,7 +81,8 @@ describe('deploy/kubernetes manifests', () => {
     for (const f of kustomization.resources) expect(existsSync(join(DIR, f)), f).toBe(true);
     // Namespaced objects live in Slipway's namespace; the image is set in one place.
     for (const { object } of manifests) {
-      if (!['Namespace', 'ClusterRole', 'ClusterRoleBinding'].includes(object.kind)) expect(object.metadata.namespace, object.metadata.name).toBe('slipway');
+      if (!['Namespace', 'ClusterRole', 'ClusterRoleBinding'].includes(object.kind))
+        expect(object.metadata.namespace, object.metadata.name).toBe('slipway');
     }
     expect(kustomization.images).toEqual([expect.objectContaining({ name: 'slipway' })]);
   });
@@ -84,19 +93,27 @@ describe('deploy/kubernetes manifests', () => {
     const MANAGE = [...READ, 'create', 'update', 'patch', 'delete'];
     // Objects are written by server-side apply (patch) and read by get/list/watch.
     const needed: Array<[group: string, resource: string, verbs: string[]]> = [
-      ['', 'namespaces', [...READ, 'create', 'patch']], ['', 'secrets', MANAGE], ['', 'services', MANAGE],
-      ['apps', 'deployments', MANAGE], ['apps', 'deployments/scale', ['get', 'patch']],
-      ['batch', 'jobs', MANAGE], ['', 'pods', READ], ['', 'pods/log', ['get']],
-      ['', 'events', READ], ['networking.k8s.io', 'ingresses', MANAGE], ['metrics.k8s.io', 'pods', ['get', 'list']],
+      ['', 'namespaces', [...READ, 'create', 'patch']],
+      ['', 'secrets', MANAGE],
+      ['', 'services', MANAGE],
+      ['apps', 'deployments', MANAGE],
+      ['apps', 'deployments/scale', ['get', 'patch']],
+      ['batch', 'jobs', MANAGE],
+      ['', 'pods', READ],
+      ['', 'pods/log', ['get']],
+      ['', 'events', READ],
+      ['networking.k8s.io', 'ingresses', MANAGE],
+      ['metrics.k8s.io', 'pods', ['get', 'list']],
       ['networking.k8s.io', 'networkpolicies', [...READ, 'create', 'patch']],
     ];
     /** Verbs that would be more than the runtime needs. */
     const excess: Array<[group: string, resource: string, verbs: string[]]> = [
-      ['', 'namespaces', ['delete']], ['', 'pods', ['create', 'update', 'patch', 'delete']], ['', 'events', ['create', 'update', 'patch', 'delete']],
+      ['', 'namespaces', ['delete']],
+      ['', 'pods', ['create', 'update', 'patch', 'delete']],
+      ['', 'events', ['create', 'update', 'patch', 'delete']],
     ];
-    const granted = (group: string, resource: string) => new Set(role.rules
-      .filter((r: any) => r.apiGroups.includes(group) && r.resources.includes(resource))
-      .flatMap((r: any) => r.verbs));
+    const granted = (group: string, resource: string) =>
+      new Set(role.rules.filter((r: any) => r.apiGroups.includes(group) && r.resources.includes(resource)).flatMap((r: any) => r.verbs));
     for (const [group, resource, verbs] of needed) {
       const have = granted(group, resource);
       for (const verb of verbs) expect(have.has(verb), `${verb} ${group || 'core'}/${resource}`).toBe(true);
@@ -125,12 +142,17 @@ describe('deploy/kubernetes manifests', () => {
   it('run two API replicas and two kubernetes-runtime worker replicas from one Secret and ConfigMap', () => {
     const api = deployment('api');
     const worker = deployment('worker');
-    for (const [d, role] of [[api, 'api'], [worker, 'worker']] as const) {
+    for (const [d, role] of [
+      [api, 'api'],
+      [worker, 'worker'],
+    ] as const) {
       expect(d.spec.replicas, role).toBe(2);
       expect(d.spec.template.metadata.labels).toMatchObject(d.spec.selector.matchLabels);
       const [container] = d.spec.template.spec.containers;
       expect(envOf(container).SLIPWAY_ROLE).toBe(role);
-      expect(container.envFrom).toEqual(expect.arrayContaining([{ configMapRef: { name: 'slipway' } }, { secretRef: { name: 'slipway' } }]));
+      expect(container.envFrom).toEqual(
+        expect.arrayContaining([{ configMapRef: { name: 'slipway' } }, { secretRef: { name: 'slipway' } }]),
+      );
     }
     expect(envOf(worker.spec.template.spec.containers[0]).RUNTIME).toBe('kubernetes');
 
@@ -143,7 +165,11 @@ describe('deploy/kubernetes manifests', () => {
     const [secret] = ofKind('Secret');
     expect(secret.metadata.name).toBe('slipway');
     expect(Object.keys(secret.stringData)).toEqual(expect.arrayContaining(['DATABASE_URL', 'SECRET_KEY']));
-    for (const value of [secret.stringData.SECRET_KEY, secret.stringData.ADMIN_PASSWORD, new URL(secret.stringData.DATABASE_URL).password]) {
+    for (const value of [
+      secret.stringData.SECRET_KEY,
+      secret.stringData.ADMIN_PASSWORD,
+      new URL(secret.stringData.DATABASE_URL).password,
+    ]) {
       expect(value).toMatch(/CHANGE-ME/);
     }
   });
@@ -154,7 +180,8 @@ describe('deploy/kubernetes manifests', () => {
     const [secret] = ofKind('Secret');
     for (const role of ['api', 'worker']) {
       const env = { ...configMap.data, ...secret.stringData, ...envOf(deployment(role).spec.template.spec.containers[0]) };
-      for (const name of Object.keys(env)) expect(configSource, `${name} is read by src/config.ts`).toMatch(new RegExp(`\\b${name}: Type\\.`));
+      for (const name of Object.keys(env))
+        expect(configSource, `${name} is read by src/config.ts`).toMatch(new RegExp(`\\b${name}: Type\\.`));
       const config = loadConfig(env);
       expect(config.SLIPWAY_ROLE).toBe(role);
       expect(config.RUNTIME).toBe('kubernetes');
@@ -163,8 +190,12 @@ describe('deploy/kubernetes manifests', () => {
 
   describe('probes', () => {
     let h: Harness;
-    beforeAll(async () => { h = await createHarness(); });
-    afterAll(async () => { await h?.close(); });
+    beforeAll(async () => {
+      h = await createHarness();
+    });
+    afterAll(async () => {
+      await h?.close();
+    });
 
     it('of the API ask an endpoint it serves without credentials, on its container port', async () => {
       const container = deployment('api').spec.template.spec.containers[0];
@@ -188,6 +219,7 @@ describe('deploy/Dockerfile', () => {
     expect(text).toMatch(/^RUN npm ci\b/m);
     expect(text).toMatch(/^CMD \["npm", "start"\]$/m);
     // Everything `npm start` runs is copied in.
-    for (const path of ['package.json', 'package-lock.json', 'tsconfig.json', 'src']) expect(text).toMatch(new RegExp(`^COPY .*\\b${path.replace('.', '\\.')}\\b`, 'm'));
+    for (const path of ['package.json', 'package-lock.json', 'tsconfig.json', 'src'])
+      expect(text).toMatch(new RegExp(`^COPY .*\\b${path.replace('.', '\\.')}\\b`, 'm'));
   });
 });

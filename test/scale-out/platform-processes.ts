@@ -30,38 +30,72 @@ export function startPlatformProcess(role: Role, name: string, env: Record<strin
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
     env: {
-      PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp',
-      HOST: '127.0.0.1', PORT: '0', ROUTER_HOST: '127.0.0.1', ROUTER_PORT: '0', LOG_LEVEL: 'info',
-      ...env, SLIPWAY_ROLE: role,
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/tmp',
+      HOST: '127.0.0.1',
+      PORT: '0',
+      ROUTER_HOST: '127.0.0.1',
+      ROUTER_PORT: '0',
+      LOG_LEVEL: 'info',
+      ...env,
+      SLIPWAY_ROLE: role,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   running.add(child);
   let output = '';
   let exited = false;
-  child.stdout!.on('data', (d) => { output += d; });
-  child.stderr!.on('data', (d) => { output += d; });
-  const exit = new Promise<number | null>((done) => child.once('exit', (code) => { exited = true; running.delete(child); done(code); }));
+  child.stdout!.on('data', (d) => {
+    output += d;
+  });
+  child.stderr!.on('data', (d) => {
+    output += d;
+  });
+  const exit = new Promise<number | null>((done) =>
+    child.once('exit', (code) => {
+      exited = true;
+      running.delete(child);
+      done(code);
+    }),
+  );
 
   const ready = new Promise<string>((ok, fail) => {
     const timer = setTimeout(() => fail(new Error(`${name} did not become ready:\n${output.slice(-4000)}`)), 60_000);
-    const pattern = role === 'api' ? /Server listening at (http:\/\/127\.0\.0\.1:\d+)/ : /"workerId":"([^"]+)"[^\n]*"msg":"pipeline workers started"/;
+    const pattern =
+      role === 'api' ? /Server listening at (http:\/\/127\.0\.0\.1:\d+)/ : /"workerId":"([^"]+)"[^\n]*"msg":"pipeline workers started"/;
     const check = () => {
       const m = pattern.exec(output);
-      if (m) { clearTimeout(timer); ok(m[1]!); }
+      if (m) {
+        clearTimeout(timer);
+        ok(m[1]!);
+      }
     };
     child.stdout!.on('data', check);
     child.stderr!.on('data', check);
-    void exit.then((code) => { clearTimeout(timer); fail(new Error(`${name} exited with ${code}:\n${output.slice(-4000)}`)); });
+    void exit.then((code) => {
+      clearTimeout(timer);
+      fail(new Error(`${name} exited with ${code}:\n${output.slice(-4000)}`));
+    });
   });
   ready.catch(() => {}); // observed by the caller; no unhandled rejection when it is not awaited
 
   return {
-    role, name, child, ready,
+    role,
+    name,
+    child,
+    ready,
     output: () => output,
-    logLines: () => output.split('\n').filter((l) => l.startsWith('{')).flatMap((l) => {
-      try { return [JSON.parse(l) as Record<string, unknown>]; } catch { return []; }
-    }),
+    logLines: () =>
+      output
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .flatMap((l) => {
+          try {
+            return [JSON.parse(l) as Record<string, unknown>];
+          } catch {
+            return [];
+          }
+        }),
     async stop(timeoutMs = 30_000) {
       if (exited || child.exitCode !== null) return child.exitCode;
       child.kill('SIGTERM');
@@ -78,12 +112,20 @@ export function startPlatformProcess(role: Role, name: string, env: Record<strin
  * the application processes it started), SIGKILL after `graceMs`.
  */
 export async function stopAllStarted(graceMs = 15_000): Promise<void> {
-  await Promise.all([...running].map((child) => new Promise<void>((done) => {
-    if (child.exitCode !== null || child.signalCode !== null) return done();
-    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-    child.once('exit', () => { clearTimeout(timer); done(); });
-    child.kill('SIGTERM');
-  })));
+  await Promise.all(
+    [...running].map(
+      (child) =>
+        new Promise<void>((done) => {
+          if (child.exitCode !== null || child.signalCode !== null) return done();
+          const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+          child.once('exit', () => {
+            clearTimeout(timer);
+            done();
+          });
+          child.kill('SIGTERM');
+        }),
+    ),
+  );
   running.clear();
 }
 
@@ -94,7 +136,9 @@ export function processesUnder(dir: string): number[] {
     if (!/^\d+$/.test(entry)) continue;
     try {
       if (readlinkSync(`/proc/${entry}/cwd`).startsWith(dir)) pids.push(Number(entry));
-    } catch { /* gone, or not ours to read */ }
+    } catch {
+      /* gone, or not ours to read */
+    }
   }
   return pids;
 }

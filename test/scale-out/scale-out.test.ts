@@ -54,7 +54,14 @@ beforeAll(async () => {
 afterAll(async () => {
   await stopAllStarted();
   // Application processes our workers started and could not stop (e.g. a worker killed): ours to end.
-  if (workerDir) for (const pid of processesUnder(workerDir)) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
+  if (workerDir)
+    for (const pid of processesUnder(workerDir)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }
   await sql?.end().catch(() => {});
   await database?.drop();
   for (const dir of [apiDir, workerDir]) if (dir) rmSync(dir, { recursive: true, force: true });
@@ -68,8 +75,11 @@ describe('the platform scaled out: one API process, two worker processes, one da
       DATABASE_URL: database.url,
       SECRET_KEY: randomBytes(32).toString('base64'),
       // Every replica gets the same first-administrator settings (as pods of one Deployment would).
-      ADMIN_EMAIL: ADMIN.email, ADMIN_PASSWORD: ADMIN.password,
-      PIPELINE_CONCURRENCY: '2', ROUTER_DRAIN_TIMEOUT_MS: '1000', RUNTIME_STOP_GRACE_MS: '2000',
+      ADMIN_EMAIL: ADMIN.email,
+      ADMIN_PASSWORD: ADMIN.password,
+      PIPELINE_CONCURRENCY: '2',
+      ROUTER_DRAIN_TIMEOUT_MS: '1000',
+      RUNTIME_STOP_GRACE_MS: '2000',
     };
     // All three at the same moment on the empty database.
     api = startPlatformProcess('api', 'api', { ...common, DATA_DIR: apiDir });
@@ -104,70 +114,112 @@ describe('the platform scaled out: one API process, two worker processes, one da
     };
 
     // Five applications, each built once and released four times (MARK=1..4 frozen into each release).
-    const apps = await Promise.all(Array.from({ length: APPS }, async (_, i) => {
-      const org = await call('POST', '/organizations', { name: `Scale ${i}` });
-      const project = await call('POST', '/projects', { name: 'Shop', organization_id: org.id });
-      const app = await call('POST', '/applications', { name: 'Web', project_id: project.id });
-      await call('PATCH', `/applications/${app.id}/settings`, { github_repository: repo.dir, health_check_path: '/', deployment_timeout: 60 });
-      const { image_id } = await call('POST', `/images/${app.id}/build`);
-      const image = await waitFor(`build of app ${i}`, async () => {
-        const d = await call('GET', `/images/${image_id}/detail`);
-        return d.built || d.error ? d : null;
-      }, 60_000, 200);
-      expect(image.error_detail ?? null, `build of app ${i}`).toBeNull();
-      const mark = await call('POST', `/configurations/${app.id}`, { name: 'MARK', value: '1', secret: false, buildtime: false });
-      const releases: Array<{ id: string; mark: number }> = [];
-      for (let n = 1; n <= DEPLOYS_PER_APP; n++) {
-        if (n > 1) await call('PATCH', `/configurations/${app.id}/${mark.id}`, { value: String(n) });
-        const { release_id } = await call('POST', `/releases/${app.id}/create`);
-        const release = await waitFor(`release ${n} of app ${i}`, async () => {
-          const d = await call('GET', `/releases/${release_id}/detail`);
-          return d.built || d.error ? d : null;
-        }, 60_000, 200);
-        expect(release.error_detail ?? null, `release ${n} of app ${i}`).toBeNull();
-        releases.push({ id: release_id, mark: n });
-      }
-      return { id: app.id as string, index: i, releases };
-    }));
+    const apps = await Promise.all(
+      Array.from({ length: APPS }, async (_, i) => {
+        const org = await call('POST', '/organizations', { name: `Scale ${i}` });
+        const project = await call('POST', '/projects', { name: 'Shop', organization_id: org.id });
+        const app = await call('POST', '/applications', { name: 'Web', project_id: project.id });
+        await call('PATCH', `/applications/${app.id}/settings`, {
+          github_repository: repo.dir,
+          health_check_path: '/',
+          deployment_timeout: 60,
+        });
+        const { image_id } = await call('POST', `/images/${app.id}/build`);
+        const image = await waitFor(
+          `build of app ${i}`,
+          async () => {
+            const d = await call('GET', `/images/${image_id}/detail`);
+            return d.built || d.error ? d : null;
+          },
+          60_000,
+          200,
+        );
+        expect(image.error_detail ?? null, `build of app ${i}`).toBeNull();
+        const mark = await call('POST', `/configurations/${app.id}`, { name: 'MARK', value: '1', secret: false, buildtime: false });
+        const releases: Array<{ id: string; mark: number }> = [];
+        for (let n = 1; n <= DEPLOYS_PER_APP; n++) {
+          if (n > 1) await call('PATCH', `/configurations/${app.id}/${mark.id}`, { value: String(n) });
+          const { release_id } = await call('POST', `/releases/${app.id}/create`);
+          const release = await waitFor(
+            `release ${n} of app ${i}`,
+            async () => {
+              const d = await call('GET', `/releases/${release_id}/detail`);
+              return d.built || d.error ? d : null;
+            },
+            60_000,
+            200,
+          );
+          expect(release.error_detail ?? null, `release ${n} of app ${i}`).toBeNull();
+          releases.push({ id: release_id, mark: n });
+        }
+        return { id: app.id as string, index: i, releases };
+      }),
+    );
     const prepared = Date.now();
 
     // 20 deployments queued in a burst: the five applications side by side, each application's
     // four one request after the other (so "creation order" is defined), its releases shuffled.
-    const queued = (await Promise.all(apps.map(async (app) => {
-      const out: Array<{ appId: string; deploymentId: string; mark: number }> = [];
-      for (const release of shuffle(app.releases)) {
-        const { deployment_id } = await call('POST', `/releases/${release.id}/deploy`);
-        out.push({ appId: app.id, deploymentId: deployment_id as string, mark: release.mark });
-      }
-      return out;
-    }))).flat();
+    const queued = (
+      await Promise.all(
+        apps.map(async (app) => {
+          const out: Array<{ appId: string; deploymentId: string; mark: number }> = [];
+          for (const release of shuffle(app.releases)) {
+            const { deployment_id } = await call('POST', `/releases/${release.id}/deploy`);
+            out.push({ appId: app.id, deploymentId: deployment_id as string, mark: release.mark });
+          }
+          return out;
+        }),
+      )
+    ).flat();
     expect(queued).toHaveLength(APPS * DEPLOYS_PER_APP);
 
     // Wait for every deployment to settle, then read them back (oldest first: ids are time-ordered).
     const byApp = new Map<string, any[]>();
     for (const app of apps) {
-      const list = await waitFor(`the deployments of app ${app.index}`, async () => {
-        const page = await call('GET', `/applications/${app.id}/deployments?per_page=50`);
-        const settled = page.items.every((d: any) => d.complete || d.error);
-        return page.items.length === DEPLOYS_PER_APP && settled ? page.items : null;
-      }, 90_000, 250);
+      const list = await waitFor(
+        `the deployments of app ${app.index}`,
+        async () => {
+          const page = await call('GET', `/applications/${app.id}/deployments?per_page=50`);
+          const settled = page.items.every((d: any) => d.complete || d.error);
+          return page.items.length === DEPLOYS_PER_APP && settled ? page.items : null;
+        },
+        90_000,
+        250,
+      );
       const details = await Promise.all(list.map((d: any) => call('GET', `/deployments/${d.id}/detail`)));
-      byApp.set(app.id, details.sort((a, b) => (a.id < b.id ? -1 : 1)));
+      byApp.set(
+        app.id,
+        details.sort((a, b) => (a.id < b.id ? -1 : 1)),
+      );
     }
     const deployed = Date.now();
     const all = [...byApp.values()].flat();
 
     // Every deployment completed.
-    for (const d of all) expect({ id: d.id, complete: d.complete, error: d.error, detail: d.error_detail }).toEqual({ id: d.id, complete: true, error: false, detail: null });
+    for (const d of all)
+      expect({ id: d.id, complete: d.complete, error: d.error, detail: d.error_detail }).toEqual({
+        id: d.id,
+        complete: true,
+        error: false,
+        detail: null,
+      });
 
     // Each ran exactly once: one Setup step in its log, one pg-boss job (not retried), one start logged by one worker.
     for (const d of all) expect(d.deploy_log.match(/ Setup: /g), `log of ${d.id}`).toHaveLength(1);
-    const jobs = await sql.query<{ id: string; record_id: string; state: string; retry_count: number; started_on: Date; completed_on: Date }>(
+    const jobs = await sql.query<{
+      id: string;
+      record_id: string;
+      state: string;
+      retry_count: number;
+      started_on: Date;
+      completed_on: Date;
+    }>(
       `SELECT id::text, data->>'recordId' AS record_id, state::text, retry_count, started_on, completed_on FROM pgboss.job
        WHERE name = 'pipeline' AND data->>'kind' = 'deploy'
        UNION ALL
        SELECT id::text, data->>'recordId', state::text, retry_count, started_on, completed_on FROM pgboss.archive
-       WHERE name = 'pipeline' AND data->>'kind' = 'deploy'`);
+       WHERE name = 'pipeline' AND data->>'kind' = 'deploy'`,
+    );
     expect(jobs.rows).toHaveLength(all.length);
     const jobOf = new Map(jobs.rows.map((j) => [j.record_id, j]));
     for (const d of all) {
@@ -178,7 +230,8 @@ describe('the platform scaled out: one API process, two worker processes, one da
     const startsByJob = new Map<string, string[]>();
     for (const w of workers) {
       for (const line of w.logLines()) {
-        if (line.msg === 'pipeline job started' && typeof line.jobId === 'string') startsByJob.set(line.jobId, [...(startsByJob.get(line.jobId) ?? []), w.name]);
+        if (line.msg === 'pipeline job started' && typeof line.jobId === 'string')
+          startsByJob.set(line.jobId, [...(startsByJob.get(line.jobId) ?? []), w.name]);
       }
     }
     for (const d of all) expect(startsByJob.get(d.job_id), `workers that started deployment ${d.id}`).toHaveLength(1);
@@ -189,7 +242,9 @@ describe('the platform scaled out: one API process, two worker processes, one da
     for (const app of apps) {
       const list = byApp.get(app.id)!;
       for (let n = 1; n < list.length; n++) {
-        expect(Date.parse(list[n].started), `app ${app.index}: deployment ${n + 1} starts after ${n} finished`).toBeGreaterThanOrEqual(Date.parse(list[n - 1].finished));
+        expect(Date.parse(list[n].started), `app ${app.index}: deployment ${n + 1} starts after ${n} finished`).toBeGreaterThanOrEqual(
+          Date.parse(list[n - 1].finished),
+        );
         expect(jobOf.get(list[n].id)!.started_on.getTime()).toBeGreaterThanOrEqual(jobOf.get(list[n - 1].id)!.completed_on.getTime());
       }
       const last = list[list.length - 1];
@@ -205,8 +260,10 @@ describe('the platform scaled out: one API process, two worker processes, one da
       deploysPerWorker.set(worker!, (deploysPerWorker.get(worker!) ?? 0) + 1);
     }
     const allJobsPerWorker = workers.map((w) => w.logLines().filter((l) => l.msg === 'pipeline job started').length);
-    console.log(`scale-out: start ${started - began} ms, 5 builds + 20 releases ${prepared - started} ms, 20 deployments ${deployed - prepared} ms; `
-      + `deployments per worker ${JSON.stringify(Object.fromEntries(deploysPerWorker))}, all pipeline jobs per worker ${JSON.stringify(allJobsPerWorker)}`);
+    console.log(
+      `scale-out: start ${started - began} ms, 5 builds + 20 releases ${prepared - started} ms, 20 deployments ${deployed - prepared} ms; ` +
+        `deployments per worker ${JSON.stringify(Object.fromEntries(deploysPerWorker))}, all pipeline jobs per worker ${JSON.stringify(allJobsPerWorker)}`,
+    );
     expect(allJobsPerWorker.every((n) => n > 0)).toBe(true);
     expect(deploysPerWorker.size).toBe(2);
 
@@ -221,11 +278,17 @@ describe('the platform scaled out: one API process, two worker processes, one da
 
 /** Logs in as the first administrator and makes an API key. */
 async function login(apiUrl: string): Promise<string> {
-  const res = await fetch(`${apiUrl}/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ADMIN) });
+  const res = await fetch(`${apiUrl}/v1/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(ADMIN),
+  });
   expect(res.status).toBe(200);
   const cookie = res.headers.get('set-cookie')!.split(';')[0]!;
   const key = await fetch(`${apiUrl}/v1/auth/api-keys`, {
-    method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'scale-out' }),
+    method: 'POST',
+    headers: { cookie, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'scale-out' }),
   });
   expect(key.status).toBe(201);
   return ((await key.json()) as { key: string }).key;

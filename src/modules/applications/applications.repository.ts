@@ -22,9 +22,17 @@ export class ApplicationsRepository {
   /** The application with whether `userId` is a member of its organization: one round trip per request. */
   findByIdForUser(id: string, userId: string) {
     return this.withOwners()
-      .select((eb) => eb.exists(
-        eb.selectFrom('memberships as m').select('m.user_id').whereRef('m.organization_id', '=', 'o.id').where('m.user_id', '=', userId),
-      ).as('is_member'))
+      .select((eb) =>
+        eb
+          .exists(
+            eb
+              .selectFrom('memberships as m')
+              .select('m.user_id')
+              .whereRef('m.organization_id', '=', 'o.id')
+              .where('m.user_id', '=', userId),
+          )
+          .as('is_member'),
+      )
       .where('a.id', '=', id)
       .executeTakeFirst();
   }
@@ -41,14 +49,22 @@ export class ApplicationsRepository {
       .leftJoin('projects as p', (j) => j.onRef('p.organization_id', '=', 'o.id').on('p.slug', '=', projectSlug))
       .leftJoin('applications as a', (j) => j.onRef('a.project_id', '=', 'p.id').on('a.slug', '=', appSlug))
       .selectAll('a')
-      .select(['o.id as organization_id', 'o.slug as organization_slug', 'p.slug as project_slug', 'm.user_id as member_id', 'p.id as found_project_id'])
+      .select([
+        'o.id as organization_id',
+        'o.slug as organization_slug',
+        'p.slug as project_slug',
+        'm.user_id as member_id',
+        'p.id as found_project_id',
+      ])
       .where('o.slug', '=', orgSlug)
       .executeTakeFirst();
   }
 
   findBySlugs(orgSlug: string, projectSlug: string, appSlug: string) {
     return this.withOwners()
-      .where('o.slug', '=', orgSlug).where('p.slug', '=', projectSlug).where('a.slug', '=', appSlug)
+      .where('o.slug', '=', orgSlug)
+      .where('p.slug', '=', projectSlug)
+      .where('a.slug', '=', appSlug)
       .executeTakeFirst();
   }
 
@@ -61,7 +77,11 @@ export class ApplicationsRepository {
   }
 
   updateSettings(id: string, changes: Updateable<ApplicationsTable>) {
-    return this.db.updateTable('applications').set({ ...changes, updated_at: sql`now()` }).where('id', '=', id).execute();
+    return this.db
+      .updateTable('applications')
+      .set({ ...changes, updated_at: sql`now()` })
+      .where('id', '=', id)
+      .execute();
   }
 
   /** Merges into the stored maps in one statement, so concurrent scales never lose each other's changes. */

@@ -4,37 +4,88 @@ import type { App } from '../../platform/http/types.js';
 import { currentUser } from '../auth/index.js';
 import { ProjectParams } from '../projects/index.js';
 import {
-  ApplicationDetail, ApplicationIdParams, ApplicationSlugParams, ApplicationSummary, CreateApplicationBody, ScaleBody, SettingsBody,
+  ApplicationDetail,
+  ApplicationIdParams,
+  ApplicationSlugParams,
+  ApplicationSummary,
+  CreateApplicationBody,
+  ScaleBody,
+  SettingsBody,
 } from './applications.schemas.js';
 import type { ApplicationsService } from './applications.service.js';
 
 export function applicationsRoutes(apps: ApplicationsService) {
   const tags = ['Applications'];
   return async (app: App) => {
-    app.get('/applications/:org_slug/:project_slug', {
-      schema: { tags, summary: "A project's applications", params: ProjectParams, response: { 200: Type.Array(ApplicationSummary), ...commonErrorResponses } },
-    }, async (request) => apps.list(currentUser(request).id, request.params.org_slug, request.params.project_slug));
-
-    app.get('/applications/:org_slug/:project_slug/:app_slug', {
-      schema: { tags, summary: 'An application; its latest_* records come from every environment, or from `?environment=<slug>`', params: ApplicationSlugParams, querystring: EnvironmentQuery, response: { 200: ApplicationDetail, ...commonErrorResponses } },
-    }, async (request) => {
-      const { org_slug, project_slug, app_slug } = request.params;
-      return apps.detailBySlugs(currentUser(request).id, org_slug, project_slug, app_slug, request.query.environment);
-    });
-
-    app.post('/applications', {
-      schema: { tags, summary: 'Create an application', body: CreateApplicationBody, response: { 201: ApplicationDetail, ...commonErrorResponses } },
-    }, async (request, reply) => reply.code(201).send(await apps.create(currentUser(request).id, request.body)));
-
-    app.patch('/applications/:application_id/settings', {
-      schema: { tags, summary: 'Change source, health check and deployment settings', params: ApplicationIdParams, body: SettingsBody, response: { 200: ApplicationDetail, ...commonErrorResponses } },
-    }, async (request) => apps.updateSettings(currentUser(request).id, request.params.application_id, request.body));
-
-    app.post('/applications/:application_id/scale', {
-      schema: {
-        tags, summary: 'Set instance counts and pod classes per process type (merged into the current ones)',
-        params: ApplicationIdParams, body: ScaleBody, response: { 200: ApplicationDetail, ...commonErrorResponses },
+    app.get(
+      '/applications/:org_slug/:project_slug',
+      {
+        schema: {
+          tags,
+          summary: "A project's applications",
+          params: ProjectParams,
+          response: { 200: Type.Array(ApplicationSummary), ...commonErrorResponses },
+        },
       },
-    }, async (request) => apps.scale(currentUser(request).id, request.params.application_id, request.body));
+      async (request) => apps.list(currentUser(request).id, request.params.org_slug, request.params.project_slug),
+    );
+
+    app.get(
+      '/applications/:org_slug/:project_slug/:app_slug',
+      {
+        schema: {
+          tags,
+          summary: 'An application; its latest_* records come from every environment, or from `?environment=<slug>`',
+          params: ApplicationSlugParams,
+          querystring: EnvironmentQuery,
+          response: { 200: ApplicationDetail, ...commonErrorResponses },
+        },
+      },
+      async (request) => {
+        const { org_slug, project_slug, app_slug } = request.params;
+        return apps.detailBySlugs(currentUser(request).id, org_slug, project_slug, app_slug, request.query.environment);
+      },
+    );
+
+    app.post(
+      '/applications',
+      {
+        schema: {
+          tags,
+          summary: 'Create an application',
+          body: CreateApplicationBody,
+          response: { 201: ApplicationDetail, ...commonErrorResponses },
+        },
+      },
+      async (request, reply) => reply.code(201).send(await apps.create(currentUser(request).id, request.body)),
+    );
+
+    app.patch(
+      '/applications/:application_id/settings',
+      {
+        schema: {
+          tags,
+          summary: 'Change source, health check and deployment settings',
+          params: ApplicationIdParams,
+          body: SettingsBody,
+          response: { 200: ApplicationDetail, ...commonErrorResponses },
+        },
+      },
+      async (request) => apps.updateSettings(currentUser(request).id, request.params.application_id, request.body),
+    );
+
+    app.post(
+      '/applications/:application_id/scale',
+      {
+        schema: {
+          tags,
+          summary: 'Set instance counts and pod classes per process type (merged into the current ones)',
+          params: ApplicationIdParams,
+          body: ScaleBody,
+          response: { 200: ApplicationDetail, ...commonErrorResponses },
+        },
+      },
+      async (request) => apps.scale(currentUser(request).id, request.params.application_id, request.body),
+    );
   };
 }

@@ -7,19 +7,30 @@ export const PROCESS_TYPE_PATTERN = '^[a-z][a-z0-9_-]{0,62}$';
 
 const ProcessType = Type.String({ pattern: PROCESS_TYPE_PATTERN });
 export const ProcessCounts = Type.Record(ProcessType, Type.Integer({ minimum: 0, maximum: 100 }), { additionalProperties: false });
-export const ProcessPodClasses = Type.Record(ProcessType, Type.Union(POD_CLASS_NAMES.map((n) => Type.Literal(n))), { additionalProperties: false });
+export const ProcessPodClasses = Type.Record(ProcessType, Type.Union(POD_CLASS_NAMES.map((n) => Type.Literal(n))), {
+  additionalProperties: false,
+});
 
 const ImageRef = Type.Object({ id: Id, version: Type.Integer(), built: Type.Boolean(), error: Type.Boolean(), created: Timestamp });
 const EnvironmentSlug = Type.String({ description: 'the slug of the environment the record belongs to' });
 const ReleaseRef = Type.Object({ ...ImageRef.properties, environment: EnvironmentSlug });
 const DeploymentRef = Type.Object({
-  id: Id, release_version: Type.Union([Type.Integer(), Type.Null()]), complete: Type.Boolean(), error: Type.Boolean(), created: Timestamp,
+  id: Id,
+  release_version: Type.Union([Type.Integer(), Type.Null()]),
+  complete: Type.Boolean(),
+  error: Type.Boolean(),
+  created: Timestamp,
   environment: EnvironmentSlug,
 });
 
 export const ApplicationSummary = Type.Object(
   {
-    id: Id, name: Type.String(), slug: Type.String(), project_id: Id, platform: Type.String(), created: Timestamp,
+    id: Id,
+    name: Type.String(),
+    slug: Type.String(),
+    project_id: Id,
+    platform: Type.String(),
+    created: Timestamp,
     latest_image_version: Type.Union([Type.Integer(), Type.Null()]),
     latest_release_version: Type.Union([Type.Integer(), Type.Null()]),
     latest_deployment_complete: Type.Union([Type.Boolean(), Type.Null()]),
@@ -31,8 +42,12 @@ const NullableString = Type.Union([Type.String(), Type.Null()]);
 
 export const ApplicationDetail = Type.Object(
   {
-    id: Id, name: Type.String(), slug: Type.String(),
-    project_id: Id, project_slug: Type.String(), organization_slug: Type.String(),
+    id: Id,
+    name: Type.String(),
+    slug: Type.String(),
+    project_id: Id,
+    project_slug: Type.String(),
+    organization_slug: Type.String(),
     platform: Type.String(),
     process_counts: Type.Record(Type.String(), Type.Integer()),
     process_pod_classes: Type.Record(Type.String(), Type.String()),
@@ -46,7 +61,8 @@ export const ApplicationDetail = Type.Object(
     health_check_path: Type.String(),
     health_check_host: NullableString,
     privileged: Type.Boolean(),
-    created: Timestamp, updated: Timestamp,
+    created: Timestamp,
+    updated: Timestamp,
     latest_image: Type.Union([ImageRef, Type.Null()]),
     latest_release: Type.Union([ReleaseRef, Type.Null()]),
     latest_deployment: Type.Union([DeploymentRef, Type.Null()]),
@@ -59,7 +75,12 @@ export const CreateApplicationBody = Type.Object(
     name: Name,
     slug: Type.Optional(Slug),
     project_id: Type.String({ format: 'uuid' }),
-    platform: Type.Optional(Type.Union(PLATFORMS.map((p) => Type.Literal(p)), { default: 'wind' })),
+    platform: Type.Optional(
+      Type.Union(
+        PLATFORMS.map((p) => Type.Literal(p)),
+        { default: 'wind' },
+      ),
+    ),
   },
   { additionalProperties: false },
 );
@@ -72,7 +93,9 @@ export const SettingsBody = Type.Object(
     github_repository: Type.Optional(NullableText(1024, { description: 'owner/repo, a git URL, or a local path' })),
     github_repository_is_private: Type.Optional(Type.Boolean()),
     auto_deploy_branch: Type.Optional(NullableText(255, { pattern: '^[A-Za-z0-9._/-]+$' })),
-    subdirectory: Type.Optional(NullableText(1024, { pattern: '^(?!/)(?!.*(^|/)\\.\\.(/|$)).+$', description: 'relative path inside the repository' })),
+    subdirectory: Type.Optional(
+      NullableText(1024, { pattern: '^(?!/)(?!.*(^|/)\\.\\.(/|$)).+$', description: 'relative path inside the repository' }),
+    ),
     github_app_installation_id: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()])),
     github_environment_name: Type.Optional(NullableText(255)),
     deployment_timeout: Type.Optional(Type.Integer({ minimum: 5, maximum: 3600 })),

@@ -3,7 +3,7 @@ import type { Db } from '../../platform/db/database.js';
 import { conflict, forbidden, isUniqueViolation, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
-import { requireBranchChangeAccess } from '../environments/index.js';
+import { requireBranchChangeAccess, requireProtectedEnvironmentAdmin } from '../environments/index.js';
 import { ProjectsService } from '../projects/index.js';
 import { ApplicationsRepository } from './applications.repository.js';
 import type { Static } from 'typebox';
@@ -18,7 +18,14 @@ export type ApplicationRow = NonNullable<Awaited<ReturnType<ApplicationsReposito
 export interface LatestRecords {
   latest_image: { id: string; version: number; built: boolean; error: boolean; created: string } | null;
   latest_release: { id: string; version: number; built: boolean; error: boolean; created: string; environment: string } | null;
-  latest_deployment: { id: string; release_version: number | null; complete: boolean; error: boolean; created: string; environment: string } | null;
+  latest_deployment: {
+    id: string;
+    release_version: number | null;
+    complete: boolean;
+    error: boolean;
+    created: string;
+    environment: string;
+  } | null;
 }
 /**
  * Latest records of each application, in every environment or in the one of slug
@@ -66,7 +73,12 @@ export class ApplicationsService {
     return rows.map((a) => {
       const l = latest.get(a.id) ?? NONE;
       return {
-        id: a.id, name: a.name, slug: a.slug, project_id: a.project_id, platform: a.platform, created: iso(a.created_at),
+        id: a.id,
+        name: a.name,
+        slug: a.slug,
+        project_id: a.project_id,
+        platform: a.platform,
+        created: iso(a.created_at),
         latest_image_version: l.latest_image?.version ?? null,
         latest_release_version: l.latest_release?.version ?? null,
         latest_deployment_complete: l.latest_deployment?.complete ?? null,
@@ -93,8 +105,12 @@ export class ApplicationsService {
     }
     const l = latest.get(app.id) ?? NONE;
     return {
-      id: app.id, name: app.name, slug: app.slug,
-      project_id: app.project_id, project_slug: app.project_slug, organization_slug: app.organization_slug,
+      id: app.id,
+      name: app.name,
+      slug: app.slug,
+      project_id: app.project_id,
+      project_slug: app.project_slug,
+      organization_slug: app.organization_slug,
       platform: app.platform,
       process_counts: app.process_counts,
       process_pod_classes: app.process_pod_classes,
@@ -108,7 +124,8 @@ export class ApplicationsService {
       health_check_path: app.health_check_path,
       health_check_host: app.health_check_host,
       privileged: app.privileged,
-      created: iso(app.created_at), updated: iso(app.updated_at),
+      created: iso(app.created_at),
+      updated: iso(app.updated_at),
       ...l,
     };
   }
@@ -119,10 +136,16 @@ export class ApplicationsService {
 
   async create(userId: string, input: { name: string; slug?: string; project_id: string; platform?: string }) {
     const project = await this.projects.resolveById(userId, input.project_id);
+    // A new service of the project is deployed by the project's next environment deploy.
+    await requireProtectedEnvironmentAdmin(this.db, userId, { projectId: project.id }, 'the services of its project');
     const slug = slugFor(input.name, input.slug);
     try {
       const { id } = await this.apps.insert({
-        id: uuidv7(), project_id: project.id, name: input.name, slug, platform: input.platform ?? 'wind',
+        id: uuidv7(),
+        project_id: project.id,
+        name: input.name,
+        slug,
+        platform: input.platform ?? 'wind',
       });
       return this.reload(id);
     } catch (err) {
@@ -133,9 +156,20 @@ export class ApplicationsService {
 
   async updateSettings(userId: string, applicationId: string, settings: Static<typeof SettingsBody>) {
     const app = await this.authorize(userId, applicationId);
-    if (settings.github_repository !== undefined) await this.vetRepository({ userId, applicationId: app.id, repository: settings.github_repository });
+    if (settings.github_repository !== undefined)
+      await this.vetRepository({ userId, applicationId: app.id, repository: settings.github_repository });
     if (settings.auto_deploy_branch !== undefined && settings.auto_deploy_branch !== app.auto_deploy_branch) {
       await requireBranchChangeAccess(this.db, userId, { applicationId: app.id });
+    }
+    // Every setting shapes what a protected environment builds or how it deploys it; sending a value unchanged changes nothing.
+    const changed = Object.entries(settings).filter(([field, value]) => value !== (app as Record<string, unknown>)[field]);
+    if (changed.length > 0) {
+      await requireProtectedEnvironmentAdmin(
+        this.db,
+        userId,
+        { applicationId: app.id },
+        `the settings of an application it runs (${changed.map(([f]) => f).join(', ')})`,
+      );
     }
     if (Object.keys(settings).length > 0) await this.apps.updateSettings(app.id, settings);
     return this.reload(app.id);
@@ -143,6 +177,12 @@ export class ApplicationsService {
 
   async scale(userId: string, applicationId: string, input: Static<typeof ScaleBody>) {
     const app = await this.authorize(userId, applicationId);
+    await requireProtectedEnvironmentAdmin(
+      this.db,
+      userId,
+      { applicationId: app.id },
+      'the scale or pod classes of an application it runs',
+    );
     await this.apps.mergeScale(app.id, input.process_counts ?? {}, input.process_pod_classes ?? {});
     await this.onScaled(app.id);
     return this.reload(app.id);

@@ -7,7 +7,10 @@ export interface PodClass {
 }
 
 const pc = (cr: number, cl: number, mr: number, ml: number): PodClass => ({
-  cpu_request_m: cr, cpu_limit_m: cl, memory_request_mib: mr, memory_limit_mib: ml,
+  cpu_request_m: cr,
+  cpu_limit_m: cl,
+  memory_request_mib: mr,
+  memory_limit_mib: ml,
 });
 
 export const POD_CLASSES = {

@@ -63,7 +63,8 @@ export class AuthRepository {
         count = case when login_failures.window_started < now() - make_interval(secs => ${windowSeconds})
                      then 1 else login_failures.count + 1 end,
         window_started = case when login_failures.window_started < now() - make_interval(secs => ${windowSeconds})
-                     then now() else login_failures.window_started end
+                     then now() else login_failures.window_started end,
+        last_failed_at = now()
       returning count`.execute(this.db);
     return row.rows[0]?.count ?? 1;
   }
@@ -78,13 +79,26 @@ export class AuthRepository {
     return Number(row?.n ?? 0);
   }
 
+  /** The counter of one key in its window, and how many seconds ago its last failure was. */
+  async failureState(key: string, windowSeconds: number): Promise<{ count: number; secondsSinceLast: number } | null> {
+    const row = await this.db
+      .selectFrom('login_failures')
+      .select(['count', sql<number>`extract(epoch from now() - last_failed_at)::float8`.as('since')])
+      .where('key', '=', key)
+      .where('window_started', '>=', sql<Date>`now() - make_interval(secs => ${windowSeconds})`)
+      .executeTakeFirst();
+    return row ? { count: row.count, secondsSinceLast: Number(row.since) } : null;
+  }
+
   clearFailures(key: string) {
     return this.db.deleteFrom('login_failures').where('key', '=', key).execute();
   }
 
   /** Failure counters whose window has passed count for nothing (one row per address or e-mail tried). */
   deleteStaleFailures(windowSeconds: number) {
-    return this.db.deleteFrom('login_failures')
-      .where('window_started', '<', sql<Date>`now() - make_interval(secs => ${windowSeconds})`).execute();
+    return this.db
+      .deleteFrom('login_failures')
+      .where('window_started', '<', sql<Date>`now() - make_interval(secs => ${windowSeconds})`)
+      .execute();
   }
 }

@@ -9,48 +9,91 @@ import type { AuthService } from './auth.service.js';
 
 export function authRoutes(_ctx: AppContext, auth: AuthService) {
   return async (app: App) => {
-    app.get('/auth/session', {
-      config: { public: true },
-      schema: { tags: ['Authentication'], summary: 'Who is calling', response: { 200: Session } },
-    }, async (request) => {
-      const principal = await identify(auth, request);
-      return principal ? { authenticated: true, user: principal.user } : { authenticated: false, user: null };
-    });
+    app.get(
+      '/auth/session',
+      {
+        config: { public: true },
+        schema: { tags: ['Authentication'], summary: 'Who is calling', response: { 200: Session } },
+      },
+      async (request) => {
+        const principal = await identify(auth, request);
+        return principal ? { authenticated: true, user: principal.user } : { authenticated: false, user: null };
+      },
+    );
 
-    app.post('/auth/login', {
-      config: { public: true, rateLimit: { max: 30, timeWindow: '1 minute' } },
-      schema: { tags: ['Authentication'], summary: 'Log in; sets the session cookie', body: LoginBody, response: { 200: Session, ...commonErrorResponses } },
-    }, async (request, reply) => {
-      const { token, expires, user } = await auth.login(request.body.email, request.body.password, request.ip);
-      reply.setCookie(SESSION_COOKIE, token, { path: '/', httpOnly: true, sameSite: 'lax', secure: 'auto', expires });
-      return { authenticated: true, user };
-    });
+    app.post(
+      '/auth/login',
+      {
+        config: { public: true, rateLimit: { max: 30, timeWindow: '1 minute' } },
+        schema: {
+          tags: ['Authentication'],
+          summary: 'Log in; sets the session cookie',
+          body: LoginBody,
+          response: { 200: Session, ...commonErrorResponses },
+        },
+      },
+      async (request, reply) => {
+        const { token, expires, user } = await auth.login(request.body.email, request.body.password, request.ip);
+        reply.setCookie(SESSION_COOKIE, token, { path: '/', httpOnly: true, sameSite: 'lax', secure: 'auto', expires });
+        return { authenticated: true, user };
+      },
+    );
 
-    app.post('/auth/logout', {
-      schema: { tags: ['Authentication'], summary: 'End the session', response: { 200: Ok, ...commonErrorResponses } },
-    }, async (request, reply) => {
-      const token = request.cookies[SESSION_COOKIE];
-      if (token) await auth.logout(token);
-      reply.clearCookie(SESSION_COOKIE, { path: '/' });
-      return { ok: true };
-    });
+    app.post(
+      '/auth/logout',
+      {
+        schema: { tags: ['Authentication'], summary: 'End the session', response: { 200: Ok, ...commonErrorResponses } },
+      },
+      async (request, reply) => {
+        const token = request.cookies[SESSION_COOKIE];
+        if (token) await auth.logout(token);
+        reply.clearCookie(SESSION_COOKIE, { path: '/' });
+        return { ok: true };
+      },
+    );
 
-    app.get('/auth/api-keys', {
-      schema: { tags: ['Authentication'], summary: "The caller's API keys", response: { 200: Type.Array(ApiKey), ...commonErrorResponses } },
-    }, async (request) => auth.listApiKeys(currentUser(request).id));
+    app.get(
+      '/auth/api-keys',
+      {
+        schema: {
+          tags: ['Authentication'],
+          summary: "The caller's API keys",
+          response: { 200: Type.Array(ApiKey), ...commonErrorResponses },
+        },
+      },
+      async (request) => auth.listApiKeys(currentUser(request).id),
+    );
 
-    app.post('/auth/api-keys', {
-      schema: { tags: ['Authentication'], summary: 'Create an API key (shown once)', body: CreateApiKeyBody, response: { 201: CreatedApiKey, ...commonErrorResponses } },
-    }, async (request, reply) => {
-      const key = await auth.createApiKey(currentUser(request).id, request.body.name, request.body.expires_in_days);
-      return reply.code(201).send(key);
-    });
+    app.post(
+      '/auth/api-keys',
+      {
+        schema: {
+          tags: ['Authentication'],
+          summary: 'Create an API key (shown once)',
+          body: CreateApiKeyBody,
+          response: { 201: CreatedApiKey, ...commonErrorResponses },
+        },
+      },
+      async (request, reply) => {
+        const key = await auth.createApiKey(currentUser(request).id, request.body.name, request.body.expires_in_days);
+        return reply.code(201).send(key);
+      },
+    );
 
-    app.delete('/auth/api-keys/:id', {
-      schema: { tags: ['Authentication'], summary: 'Revoke an API key', params: Type.Object({ id: IdParam }), response: { 200: Ok, ...commonErrorResponses } },
-    }, async (request) => {
-      await auth.deleteApiKey(currentUser(request).id, request.params.id);
-      return { ok: true };
-    });
+    app.delete(
+      '/auth/api-keys/:id',
+      {
+        schema: {
+          tags: ['Authentication'],
+          summary: 'Revoke an API key',
+          params: Type.Object({ id: IdParam }),
+          response: { 200: Ok, ...commonErrorResponses },
+        },
+      },
+      async (request) => {
+        await auth.deleteApiKey(currentUser(request).id, request.params.id);
+        return { ok: true };
+      },
+    );
   };
 }

@@ -8,10 +8,7 @@ export const SessionUser = Type.Object({
   is_admin: Type.Boolean(),
 });
 
-export const Session = Type.Object(
-  { authenticated: Type.Boolean(), user: Type.Union([SessionUser, Type.Null()]) },
-  { $id: 'Session' },
-);
+export const Session = Type.Object({ authenticated: Type.Boolean(), user: Type.Union([SessionUser, Type.Null()]) }, { $id: 'Session' });
 
 export const LoginBody = Type.Object(
   { email: Type.String({ minLength: 1, maxLength: 254 }), password: Type.String({ minLength: 1, maxLength: 1024 }) },

@@ -31,21 +31,34 @@ export class AuthService {
     this.users = new UsersRepository(ctx.db);
   }
 
-  /** Checks the password; failures are counted per account and per address. */
+  /**
+   * Checks the password. Failures are counted per (account, address), never per account
+   * alone, so a stranger's bad guesses cannot lock the owner out: after LOGIN_FREE_ATTEMPTS
+   * failures each further attempt from that pair waits twice as long as the one before
+   * (1 s, 2 s, 4 s, ... up to the window), and LOGIN_MAX_ATTEMPTS ends the pair's attempts
+   * for the window. One address guessing across accounts is capped at LOGIN_MAX_ATTEMPTS too.
+   */
   async login(email: string, password: string, address: string) {
-    const { LOGIN_MAX_ATTEMPTS: max, LOGIN_WINDOW_SECONDS: window } = this.ctx.config;
-    const accountKey = `account:${email.toLowerCase()}`;
+    const { LOGIN_MAX_ATTEMPTS: max, LOGIN_FREE_ATTEMPTS: free, LOGIN_WINDOW_SECONDS: window } = this.ctx.config;
+    const pairKey = `pair:${email.toLowerCase()}|${address}`;
     const addressKey = `address:${address}`;
-    if ((await this.repo.failuresInWindow([accountKey, addressKey], window)) >= max) {
-      throw new AppError('RATE_LIMITED', 'Too many failed login attempts; try again later');
+    const pair = await this.repo.failureState(pairKey, window);
+    if (pair) {
+      const wait = pair.count >= max ? window : pair.count >= free ? Math.min(window, 2 ** (pair.count - free)) : 0;
+      const left = Math.ceil(wait - pair.secondsSinceLast);
+      if (left > 0)
+        throw new AppError('RATE_LIMITED', `Too many failed login attempts for this account from this address; retry in ${left} s`);
+    }
+    if ((await this.repo.failuresInWindow([addressKey], window)) >= max) {
+      throw new AppError('RATE_LIMITED', 'Too many failed login attempts from this address; try again later');
     }
     const user = await this.users.findByEmailWithHash(email);
     const valid = await verifyPassword(password, user?.password_hash ?? UNUSABLE_PASSWORD_HASH);
     if (!user || !valid) {
-      await Promise.all([this.repo.recordFailure(accountKey, window), this.repo.recordFailure(addressKey, window)]);
+      await Promise.all([this.repo.recordFailure(pairKey, window), this.repo.recordFailure(addressKey, window)]);
       throw unauthenticated('Invalid email or password');
     }
-    await this.repo.clearFailures(accountKey);
+    await this.repo.clearFailures(pairKey);
     const token = newToken('sess');
     const expires = new Date(Date.now() + this.ctx.config.SESSION_TTL_HOURS * 3600_000);
     await this.repo.insertSession({ id: uuidv7(), token_hash: hashToken(token), user_id: user.id, expires_at: expires });

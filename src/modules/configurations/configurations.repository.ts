@@ -11,20 +11,31 @@ export class ConfigurationsRepository {
   constructor(private readonly db: Db) {}
 
   list({ scope, scopeId }: ScopeRef) {
-    return this.db.selectFrom('config_vars').selectAll()
-      .where('scope', '=', scope).where('scope_id', '=', scopeId)
-      .orderBy('name').execute();
+    return this.db
+      .selectFrom('config_vars')
+      .selectAll()
+      .where('scope', '=', scope)
+      .where('scope_id', '=', scopeId)
+      .orderBy('name')
+      .execute();
   }
 
   find({ scope, scopeId }: ScopeRef, id: string) {
-    return this.db.selectFrom('config_vars').selectAll()
-      .where('scope', '=', scope).where('scope_id', '=', scopeId).where('id', '=', id)
+    return this.db
+      .selectFrom('config_vars')
+      .selectAll()
+      .where('scope', '=', scope)
+      .where('scope_id', '=', scopeId)
+      .where('id', '=', id)
       .executeTakeFirst();
   }
 
   findByName({ scope, scopeId }: ScopeRef, name: string) {
-    return this.db.selectFrom('config_vars').selectAll()
-      .where('scope', '=', scope).where('scope_id', '=', scopeId)
+    return this.db
+      .selectFrom('config_vars')
+      .selectAll()
+      .where('scope', '=', scope)
+      .where('scope_id', '=', scopeId)
       .where(sql<string>`lower(name)`, '=', name.toLowerCase())
       .executeTakeFirst();
   }
@@ -34,14 +45,22 @@ export class ConfigurationsRepository {
   }
 
   update({ scope, scopeId }: ScopeRef, id: string, changes: Updateable<ConfigVarsTable>) {
-    return this.db.updateTable('config_vars').set({ ...changes, updated_at: sql`now()` })
-      .where('scope', '=', scope).where('scope_id', '=', scopeId).where('id', '=', id)
-      .returningAll().executeTakeFirst();
+    return this.db
+      .updateTable('config_vars')
+      .set({ ...changes, updated_at: sql`now()` })
+      .where('scope', '=', scope)
+      .where('scope_id', '=', scopeId)
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirst();
   }
 
   async delete({ scope, scopeId }: ScopeRef, id: string): Promise<boolean> {
-    const res = await this.db.deleteFrom('config_vars')
-      .where('scope', '=', scope).where('scope_id', '=', scopeId).where('id', '=', id)
+    const res = await this.db
+      .deleteFrom('config_vars')
+      .where('scope', '=', scope)
+      .where('scope_id', '=', scopeId)
+      .where('id', '=', id)
       .executeTakeFirst();
     return Number(res.numDeletedRows) > 0;
   }
@@ -49,7 +68,9 @@ export class ConfigurationsRepository {
   /** Every variable of the given scopes, for resolving a layered configuration. */
   listMany(scopes: ScopeRef[]) {
     if (scopes.length === 0) return Promise.resolve([]);
-    return this.db.selectFrom('config_vars').selectAll()
+    return this.db
+      .selectFrom('config_vars')
+      .selectAll()
       .where((eb) => eb.or(scopes.map((s) => eb.and([eb('scope', '=', s.scope), eb('scope_id', '=', s.scopeId)]))))
       .execute();
   }

@@ -5,7 +5,13 @@ import type { App } from '../../platform/http/types.js';
 import type { ApplicationsService } from '../applications/index.js';
 import { currentUser } from '../auth/index.js';
 import {
-  AppConfigItemParams, AppConfigParams, BulkConfigBody, BulkConfigResult, ConfigVariable, CreateConfigBody, UpdateConfigBody,
+  AppConfigItemParams,
+  AppConfigParams,
+  BulkConfigBody,
+  BulkConfigResult,
+  ConfigVariable,
+  CreateConfigBody,
+  UpdateConfigBody,
 } from './configurations.schemas.js';
 import type { ConfigurationsService } from './configurations.service.js';
 import type { FastifyRequest } from 'fastify';
@@ -17,29 +23,82 @@ export function configurationsRoutes(_ctx: AppContext, apps: ApplicationsService
     const app = await apps.authorize(currentUser(request).id, applicationId);
     return { scope: 'application' as const, scopeId: app.id };
   };
+  const writeScopeOf = async (request: FastifyRequest, applicationId: string) => {
+    const scope = await scopeOf(request, applicationId);
+    await config.authorizeWrite(currentUser(request).id, scope);
+    return scope;
+  };
   return async (app: App) => {
-    app.get('/configurations/:application_id', {
-      schema: { tags, summary: "An application's variables (secrets masked)", params: AppConfigParams, response: { 200: Type.Array(ConfigVariable), ...commonErrorResponses } },
-    }, async (request) => config.list(await scopeOf(request, request.params.application_id)));
+    app.get(
+      '/configurations/:application_id',
+      {
+        schema: {
+          tags,
+          summary: "An application's variables (secrets masked)",
+          params: AppConfigParams,
+          response: { 200: Type.Array(ConfigVariable), ...commonErrorResponses },
+        },
+      },
+      async (request) => config.list(await scopeOf(request, request.params.application_id)),
+    );
 
-    app.get('/configurations/:application_id/:config_id', {
-      schema: { tags, summary: 'One variable', params: AppConfigItemParams, response: { 200: ConfigVariable, ...commonErrorResponses } },
-    }, async (request) => config.get(await scopeOf(request, request.params.application_id), request.params.config_id));
+    app.get(
+      '/configurations/:application_id/:config_id',
+      {
+        schema: { tags, summary: 'One variable', params: AppConfigItemParams, response: { 200: ConfigVariable, ...commonErrorResponses } },
+      },
+      async (request) => config.get(await scopeOf(request, request.params.application_id), request.params.config_id),
+    );
 
-    app.post('/configurations/:application_id', {
-      schema: { tags, summary: 'Create a variable', params: AppConfigParams, body: CreateConfigBody, response: { 201: ConfigVariable, ...commonErrorResponses } },
-    }, async (request, reply) => reply.code(201).send(await config.create(await scopeOf(request, request.params.application_id), request.body)));
+    app.post(
+      '/configurations/:application_id',
+      {
+        schema: {
+          tags,
+          summary: 'Create a variable',
+          params: AppConfigParams,
+          body: CreateConfigBody,
+          response: { 201: ConfigVariable, ...commonErrorResponses },
+        },
+      },
+      async (request, reply) =>
+        reply.code(201).send(await config.create(await writeScopeOf(request, request.params.application_id), request.body)),
+    );
 
-    app.post('/configurations/:application_id/bulk', {
-      schema: { tags, summary: 'Set many variables from an object and/or dotenv text', params: AppConfigParams, body: BulkConfigBody, response: { 200: BulkConfigResult, ...commonErrorResponses } },
-    }, async (request) => config.bulk(await scopeOf(request, request.params.application_id), request.body));
+    app.post(
+      '/configurations/:application_id/bulk',
+      {
+        schema: {
+          tags,
+          summary: 'Set many variables from an object and/or dotenv text',
+          params: AppConfigParams,
+          body: BulkConfigBody,
+          response: { 200: BulkConfigResult, ...commonErrorResponses },
+        },
+      },
+      async (request) => config.bulk(await writeScopeOf(request, request.params.application_id), request.body),
+    );
 
-    app.patch('/configurations/:application_id/:config_id', {
-      schema: { tags, summary: 'Change a variable', params: AppConfigItemParams, body: UpdateConfigBody, response: { 200: ConfigVariable, ...commonErrorResponses } },
-    }, async (request) => config.update(await scopeOf(request, request.params.application_id), request.params.config_id, request.body));
+    app.patch(
+      '/configurations/:application_id/:config_id',
+      {
+        schema: {
+          tags,
+          summary: 'Change a variable',
+          params: AppConfigItemParams,
+          body: UpdateConfigBody,
+          response: { 200: ConfigVariable, ...commonErrorResponses },
+        },
+      },
+      async (request) => config.update(await writeScopeOf(request, request.params.application_id), request.params.config_id, request.body),
+    );
 
-    app.delete('/configurations/:application_id/:config_id', {
-      schema: { tags, summary: 'Delete a variable', params: AppConfigItemParams, response: { 200: Ok, ...commonErrorResponses } },
-    }, async (request) => config.delete(await scopeOf(request, request.params.application_id), request.params.config_id));
+    app.delete(
+      '/configurations/:application_id/:config_id',
+      {
+        schema: { tags, summary: 'Delete a variable', params: AppConfigItemParams, response: { 200: Ok, ...commonErrorResponses } },
+      },
+      async (request) => config.delete(await writeScopeOf(request, request.params.application_id), request.params.config_id),
+    );
   };
 }

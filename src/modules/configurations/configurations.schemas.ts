@@ -10,10 +10,13 @@ const ConfigValue = Type.String({ maxLength: MAX_VALUE_BYTES });
 
 export const ConfigVariable = Type.Object(
   {
-    id: Id, name: Type.String(),
+    id: Id,
+    name: Type.String(),
     value: Type.String({ description: `"${SECRET_MASK}" for secrets: their values never leave the server` }),
-    secret: Type.Boolean(), buildtime: Type.Boolean(),
-    created: Timestamp, updated: Timestamp,
+    secret: Type.Boolean(),
+    buildtime: Type.Boolean(),
+    created: Timestamp,
+    updated: Timestamp,
   },
   { $id: 'ConfigVariable' },
 );

@@ -35,17 +35,74 @@ export interface ResolvedVariable {
 const NAME = new RegExp(CONFIG_NAME_PATTERN);
 
 function checkEntry(name: string, value: string): string | null {
-  if (!NAME.test(name) || name.length > 255) return 'invalid name: letters, digits and _ only, not starting with a digit, at most 255 characters';
+  if (!NAME.test(name) || name.length > 255)
+    return 'invalid name: letters, digits and _ only, not starting with a digit, at most 255 characters';
   if (Buffer.byteLength(value, 'utf8') > MAX_VALUE_BYTES) return `value is longer than ${MAX_VALUE_BYTES} bytes`;
   return null;
 }
 
 /** Configuration variables at any scope; callers check access to the scope first. */
+/** How much one scope may hold (CONFIG_MAX_VARIABLES_PER_SCOPE, CONFIG_MAX_BYTES_PER_SCOPE). */
+export interface ScopeLimits {
+  variables: number;
+  bytes: number;
+}
+export const DEFAULT_SCOPE_LIMITS: ScopeLimits = { variables: 1000, bytes: 1024 * 1024 };
+
+/**
+ * Decides whether a caller may write to a scope beyond being a member: the protected-
+ * environment rule, supplied by the composition root (the environments module owns it and
+ * itself depends on this one).
+ */
+export type ScopeWriteGuard = (userId: string, scope: ScopeRef) => Promise<void>;
+
 export class ConfigurationsService {
   private readonly repo: ConfigurationsRepository;
 
-  constructor(private readonly db: Db, private readonly secrets: SecretBox) {
+  constructor(
+    private readonly db: Db,
+    private readonly secrets: SecretBox,
+    private readonly limits: ScopeLimits = DEFAULT_SCOPE_LIMITS,
+    private readonly writeGuard: ScopeWriteGuard | null = null,
+  ) {
     this.repo = new ConfigurationsRepository(db);
+  }
+
+  /**
+   * Any write to a scope a protected environment inherits (its own, its project's, team's
+   * or organization's, or an application's) needs an organization admin: the next release
+   * ships the value. The HTTP routes call this before every create, bulk, change or delete.
+   */
+  async authorizeWrite(userId: string, scope: ScopeRef): Promise<void> {
+    if (!this.writeGuard) throw new Error('ConfigurationsService serves HTTP writes only with a write guard (see src/services.ts)');
+    await this.writeGuard(userId, scope);
+  }
+
+  /**
+   * Refuses (422, nothing written) a write that would leave the scope over its limits: every
+   * release copies the whole scope, so an unbounded one makes every release and start slow.
+   */
+  private async requireRoom(scope: ScopeRef, incoming: Array<{ name: string; value: string }>) {
+    const existing = await sql<{ name: string; bytes: number }>`
+      select lower(name) as name, (octet_length(name) + coalesce(octet_length(value), octet_length(value_sealed), 0))::int as bytes
+      from config_vars where scope = ${scope.scope} and scope_id = ${scope.scopeId}`.execute(this.db);
+    const sizes = new Map(existing.rows.map((r) => [r.name, r.bytes]));
+    for (const e of incoming) sizes.set(e.name.toLowerCase(), Buffer.byteLength(e.name) + Buffer.byteLength(e.value));
+    const bytes = [...sizes.values()].reduce((a, b) => a + b, 0);
+    if (sizes.size > this.limits.variables) {
+      throw new AppError(
+        'VALIDATION',
+        `variables: a ${scope.scope} holds at most ${this.limits.variables} variables (this would make ${sizes.size})`,
+        [{ field: 'variables', message: `at most ${this.limits.variables} per scope` }],
+      );
+    }
+    if (bytes > this.limits.bytes) {
+      throw new AppError(
+        'VALIDATION',
+        `variables: a ${scope.scope} holds at most ${this.limits.bytes} bytes of names and values (this would make ${bytes})`,
+        [{ field: 'variables', message: `at most ${this.limits.bytes} bytes per scope` }],
+      );
+    }
   }
 
   private stored(value: string, secret: boolean) {
@@ -64,10 +121,16 @@ export class ConfigurationsService {
 
   async create(scope: ScopeRef, input: { name: string; value: string; secret?: boolean; buildtime?: boolean }) {
     const secret = input.secret ?? false;
+    await this.requireRoom(scope, [{ name: input.name, value: input.value }]);
     try {
       const row = await this.repo.insert({
-        id: uuidv7(), scope: scope.scope, scope_id: scope.scopeId, name: input.name,
-        secret, buildtime: input.buildtime ?? false, ...this.stored(input.value, secret),
+        id: uuidv7(),
+        scope: scope.scope,
+        scope_id: scope.scopeId,
+        name: input.name,
+        secret,
+        buildtime: input.buildtime ?? false,
+        ...this.stored(input.value, secret),
       });
       return toVariable(row);
     } catch (err) {
@@ -81,9 +144,11 @@ export class ConfigurationsService {
     if (!current) throw notFound('Configuration variable');
     const secret = input.secret ?? current.secret;
     if (current.secret && !secret && input.value === undefined) {
-      throw new AppError('VALIDATION', 'value: required when a secret stops being secret (its old value is never revealed)',
-        [{ field: 'value', message: 'required when a secret stops being secret' }]);
+      throw new AppError('VALIDATION', 'value: required when a secret stops being secret (its old value is never revealed)', [
+        { field: 'value', message: 'required when a secret stops being secret' },
+      ]);
     }
+    if (input.value !== undefined) await this.requireRoom(scope, [{ name: current.name, value: input.value }]);
     const value = input.value ?? (current.secret ? this.secrets.open(current.value_sealed!) : current.value!);
     const row = await this.repo.update(scope, id, {
       secret,
@@ -104,7 +169,12 @@ export class ConfigurationsService {
    * updated unless secret (skipped); invalid entries are reported and the rest still apply.
    */
   async bulk(scope: ScopeRef, input: { variables?: Record<string, string>; raw?: string; secret?: boolean; buildtime?: boolean }) {
-    const result = { created: [] as string[], updated: [] as string[], skipped: [] as string[], errors: [] as Array<{ name: string; message: string }> };
+    const result = {
+      created: [] as string[],
+      updated: [] as string[],
+      skipped: [] as string[],
+      errors: [] as Array<{ name: string; message: string }>,
+    };
     const entries: Array<{ name: string; value: string }> = [];
     if (input.raw !== undefined) {
       const parsed = parseDotenv(input.raw);
@@ -116,9 +186,16 @@ export class ConfigurationsService {
     const byName = new Map(entries.map((e) => [e.name.toLowerCase(), e]));
     const secret = input.secret ?? false;
     const buildtime = input.buildtime ?? false;
+    await this.requireRoom(
+      scope,
+      [...byName.values()].filter((e) => !checkEntry(e.name, e.value)),
+    );
     for (const { name, value } of byName.values()) {
       const problem = checkEntry(name, value);
-      if (problem) { result.errors.push({ name, message: problem }); continue; }
+      if (problem) {
+        result.errors.push({ name, message: problem });
+        continue;
+      }
       const stored = this.stored(value, secret);
       // One statement per name: concurrent bulk calls never collide on the unique name.
       const { rows } = await sql<{ inserted: boolean }>`

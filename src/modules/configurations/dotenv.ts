@@ -30,7 +30,10 @@ export function parseDotenv(text: string): DotenvResult {
     let rest = match[2]!;
     if (rest.startsWith("'")) {
       const end = rest.indexOf("'", 1);
-      if (end < 0) { errors.push({ name, message: `line ${i + 1}: unterminated single quote` }); continue; }
+      if (end < 0) {
+        errors.push({ name, message: `line ${i + 1}: unterminated single quote` });
+        continue;
+      }
       entries.push({ name, value: rest.slice(1, end) });
     } else if (rest.startsWith('"')) {
       let value = '';
@@ -40,8 +43,15 @@ export function parseDotenv(text: string): DotenvResult {
       for (;;) {
         for (; j < rest.length; j++) {
           const ch = rest[j]!;
-          if (ch === '\\' && j + 1 < rest.length) { const next = rest[++j]!; value += ESCAPES[next] ?? `\\${next}`; continue; }
-          if (ch === '"') { closed = true; break; }
+          if (ch === '\\' && j + 1 < rest.length) {
+            const next = rest[++j]!;
+            value += ESCAPES[next] ?? `\\${next}`;
+            continue;
+          }
+          if (ch === '"') {
+            closed = true;
+            break;
+          }
           value += ch;
         }
         if (closed || i + 1 >= lines.length) break;
@@ -49,7 +59,10 @@ export function parseDotenv(text: string): DotenvResult {
         rest = lines[++i]!;
         j = 0;
       }
-      if (!closed) { errors.push({ name, message: 'unterminated double quote' }); continue; }
+      if (!closed) {
+        errors.push({ name, message: 'unterminated double quote' });
+        continue;
+      }
       entries.push({ name, value });
     } else {
       entries.push({ name, value: rest.replace(/\s+#.*$/, '').trim() });

@@ -8,7 +8,10 @@ import type { ConfigurationsService, ResolvedVariable } from './configurations.s
  * overriding a higher one. Plain values: for builds and frozen releases only, never responses.
  */
 export async function resolveServiceConfig(
-  db: Db, configService: ConfigurationsService, applicationId: string, environmentId: string,
+  db: Db,
+  configService: ConfigurationsService,
+  applicationId: string,
+  environmentId: string,
 ): Promise<ResolvedVariable[]> {
   return configService.resolve(await serviceScopeChain(db, applicationId, environmentId));
 }

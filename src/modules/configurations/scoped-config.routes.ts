@@ -39,6 +39,8 @@ export interface ScopedConfigRouteOptions<P extends TProperties> {
   scoped: ScopedConfig;
   /** Checks the caller's access and names the scope; throws 404/403. */
   scopeOf: (params: Record<string, string>, userId: string) => Promise<ScopeRef>;
+  /** A further check before any write (e.g. team configuration: the team's members and admins); throws 403. */
+  mayWrite?: (scope: ScopeRef, userId: string, params: Record<string, string>) => Promise<void>;
 }
 
 /**
@@ -50,37 +52,92 @@ export function registerScopedConfigRoutes<P extends TProperties>(app: App, o: S
   const params = Type.Object({ ...o.params.properties });
   const itemParams = Type.Object({ ...o.params.properties, config_id: IdParam });
   const scope = (request: { params: unknown }, userId: string) => o.scopeOf(request.params as Record<string, string>, userId);
+  /** The scope of a write: readable by the caller, writable under the scope's own rule and the protected-environment rule. */
+  const writeScope = async (request: { params: unknown }, userId: string) => {
+    const ref = await scope(request, userId);
+    await o.mayWrite?.(ref, userId, request.params as Record<string, string>);
+    await config.authorizeWrite(userId, ref);
+    return ref;
+  };
 
-  app.get(`${o.prefix}/config`, {
-    schema: { tags, summary: `The ${label}'s variables (secrets masked)`, params, response: { 200: Type.Array(ConfigVariable), ...commonErrorResponses } },
-  }, async (request) => config.list(await scope(request, currentUser(request).id)));
-
-  app.post(`${o.prefix}/config`, {
-    schema: {
-      tags, summary: `Set a ${label} variable: creates it (201) or replaces the value and flags of the one with that name (200)`,
-      params, body: CreateConfigBody, response: { 200: ConfigVariable, 201: ConfigVariable, ...commonErrorResponses },
+  app.get(
+    `${o.prefix}/config`,
+    {
+      schema: {
+        tags,
+        summary: `The ${label}'s variables (secrets masked)`,
+        params,
+        response: { 200: Type.Array(ConfigVariable), ...commonErrorResponses },
+      },
     },
-  }, async (request, reply) => {
-    const { created, variable } = await scoped.set(await scope(request, currentUser(request).id), request.body);
-    return reply.code(created ? 201 : 200).send(variable);
-  });
+    async (request) => config.list(await scope(request, currentUser(request).id)),
+  );
 
-  app.post(`${o.prefix}/config/bulk`, {
-    schema: {
-      tags, summary: `Set many ${label} variables: one outcome per name (existing secrets are skipped, invalid entries reported)`,
-      params, body: Type.Array(BulkEntry, { maxItems: 1000 }), response: { 200: Type.Array(BulkEntryResult), ...commonErrorResponses },
+  app.post(
+    `${o.prefix}/config`,
+    {
+      schema: {
+        tags,
+        summary: `Set a ${label} variable: creates it (201) or replaces the value and flags of the one with that name (200)`,
+        params,
+        body: CreateConfigBody,
+        response: { 200: ConfigVariable, 201: ConfigVariable, ...commonErrorResponses },
+      },
     },
-  }, async (request) => scoped.bulk(await scope(request, currentUser(request).id), request.body));
+    async (request, reply) => {
+      const { created, variable } = await scoped.set(await writeScope(request, currentUser(request).id), request.body);
+      return reply.code(created ? 201 : 200).send(variable);
+    },
+  );
 
-  app.get(`${o.prefix}/config/:config_id`, {
-    schema: { tags, summary: `One ${label} variable`, params: itemParams, response: { 200: ConfigVariable, ...commonErrorResponses } },
-  }, async (request) => config.get(await scope(request, currentUser(request).id), (request.params as { config_id: string }).config_id));
+  app.post(
+    `${o.prefix}/config/bulk`,
+    {
+      schema: {
+        tags,
+        summary: `Set many ${label} variables: one outcome per name (existing secrets are skipped, invalid entries reported)`,
+        params,
+        body: Type.Array(BulkEntry, { maxItems: 1000 }),
+        response: { 200: Type.Array(BulkEntryResult), ...commonErrorResponses },
+      },
+    },
+    async (request) => scoped.bulk(await writeScope(request, currentUser(request).id), request.body),
+  );
 
-  app.patch(`${o.prefix}/config/:config_id`, {
-    schema: { tags, summary: `Change a ${label} variable`, params: itemParams, body: UpdateConfigBody, response: { 200: ConfigVariable, ...commonErrorResponses } },
-  }, async (request) => config.update(await scope(request, currentUser(request).id), (request.params as { config_id: string }).config_id, request.body));
+  app.get(
+    `${o.prefix}/config/:config_id`,
+    {
+      schema: { tags, summary: `One ${label} variable`, params: itemParams, response: { 200: ConfigVariable, ...commonErrorResponses } },
+    },
+    async (request) => config.get(await scope(request, currentUser(request).id), (request.params as { config_id: string }).config_id),
+  );
 
-  app.delete(`${o.prefix}/config/:config_id`, {
-    schema: { tags, summary: `Delete a ${label} variable (lower scopes then fall back to the next higher one)`, params: itemParams, response: { 200: Ok, ...commonErrorResponses } },
-  }, async (request) => config.delete(await scope(request, currentUser(request).id), (request.params as { config_id: string }).config_id));
+  app.patch(
+    `${o.prefix}/config/:config_id`,
+    {
+      schema: {
+        tags,
+        summary: `Change a ${label} variable`,
+        params: itemParams,
+        body: UpdateConfigBody,
+        response: { 200: ConfigVariable, ...commonErrorResponses },
+      },
+    },
+    async (request) =>
+      config.update(await writeScope(request, currentUser(request).id), (request.params as { config_id: string }).config_id, request.body),
+  );
+
+  app.delete(
+    `${o.prefix}/config/:config_id`,
+    {
+      schema: {
+        tags,
+        summary: `Delete a ${label} variable (lower scopes then fall back to the next higher one)`,
+        params: itemParams,
+        response: { 200: Ok, ...commonErrorResponses },
+      },
+    },
+    async (request) =>
+      config.delete(await writeScope(request, currentUser(request).id), (request.params as { config_id: string }).config_id),
+  );
 }

@@ -21,17 +21,25 @@ export type BulkOutcome = 'created' | 'updated' | 'skipped' | 'error';
 export class ScopedConfig {
   private readonly repo: ConfigurationsRepository;
 
-  constructor(db: Db, private readonly config: ConfigurationsService) {
+  constructor(
+    db: Db,
+    private readonly config: ConfigurationsService,
+  ) {
     this.repo = new ConfigurationsRepository(db);
   }
 
   /** Creates the variable, or replaces the value and flags of the one with that name. */
-  async set(scope: ScopeRef, entry: ConfigEntry): Promise<{ created: boolean; variable: Awaited<ReturnType<ConfigurationsService['get']>> }> {
+  async set(
+    scope: ScopeRef,
+    entry: ConfigEntry,
+  ): Promise<{ created: boolean; variable: Awaited<ReturnType<ConfigurationsService['get']>> }> {
     for (let attempt = 0; ; attempt++) {
       const existing = await this.repo.findByName(scope, entry.name);
       if (existing) {
         const variable = await this.config.update(scope, existing.id, {
-          value: entry.value, secret: entry.secret ?? existing.secret, buildtime: entry.buildtime ?? existing.buildtime,
+          value: entry.value,
+          secret: entry.secret ?? existing.secret,
+          buildtime: entry.buildtime ?? existing.buildtime,
         });
         return { created: false, variable };
       }
@@ -48,7 +56,10 @@ export class ScopedConfig {
   /** Applies an array of entries; the last entry of a name wins. One outcome per distinct name, in input order. */
   async bulk(scope: ScopeRef, entries: ConfigEntry[]) {
     const last = new Map<string, ConfigEntry>();
-    for (const e of entries) { last.delete(e.name.toLowerCase()); last.set(e.name.toLowerCase(), e); }
+    for (const e of entries) {
+      last.delete(e.name.toLowerCase());
+      last.set(e.name.toLowerCase(), e);
+    }
     // ConfigurationsService.bulk takes one set of flags per call: group the entries by flags.
     const groups = new Map<string, { secret: boolean; buildtime: boolean; variables: Record<string, string> }>();
     for (const e of last.values()) {
@@ -63,7 +74,11 @@ export class ScopedConfig {
       const r = await this.config.bulk(scope, g);
       for (const name of r.created) outcome.set(name.toLowerCase(), { result: 'created' });
       for (const name of r.updated) outcome.set(name.toLowerCase(), { result: 'updated' });
-      for (const name of r.skipped) outcome.set(name.toLowerCase(), { result: 'skipped', message: 'an existing secret is never replaced by a bulk update; set it on its own' });
+      for (const name of r.skipped)
+        outcome.set(name.toLowerCase(), {
+          result: 'skipped',
+          message: 'an existing secret is never replaced by a bulk update; set it on its own',
+        });
       for (const e of r.errors) outcome.set(e.name.toLowerCase(), { result: 'error', message: e.message });
     }
     const current = new Map((await this.config.list(scope)).map((v) => [v.name.toLowerCase(), v]));

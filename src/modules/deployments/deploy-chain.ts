@@ -46,20 +46,31 @@ export class DeployChain {
     const { jobs, runtime } = this.ctx;
     if (!jobs || !runtime) return;
     const runner = new DeployRunner(this.ctx, runtime, logger);
-    jobs.register(CHAIN_JOB, async (data, job) => {
-      await this.run(runner, data.applicationId, String(data.environmentId), String(data.recordId), job.jobId, job.signal);
-    }, {
-      onInterrupted: async (data, job) => {
-        await this.build.failInterrupted(String(data.recordId));
-        const records = await this.recordsOf(job.jobId);
-        if (records.releases.length > 0) {
-          await this.ctx.db.updateTable('releases')
-            .set({ status: 'error', error: true, error_detail: RELEASE_INTERRUPTED, finished_at: new Date(), updated_at: new Date() })
-            .where('id', 'in', records.releases.map((r) => r.id)).where('status', '=', 'building').execute();
-        }
-        for (const d of records.deployments) await settleInterrupted(this.ctx, d.id);
+    jobs.register(
+      CHAIN_JOB,
+      async (data, job) => {
+        await this.run(runner, data.applicationId, String(data.environmentId), String(data.recordId), job.jobId, job.signal);
       },
-    });
+      {
+        onInterrupted: async (data, job) => {
+          await this.build.failInterrupted(String(data.recordId));
+          const records = await this.recordsOf(job.jobId);
+          if (records.releases.length > 0) {
+            await this.ctx.db
+              .updateTable('releases')
+              .set({ status: 'error', error: true, error_detail: RELEASE_INTERRUPTED, finished_at: new Date(), updated_at: new Date() })
+              .where(
+                'id',
+                'in',
+                records.releases.map((r) => r.id),
+              )
+              .where('status', '=', 'building')
+              .execute();
+          }
+          for (const d of records.deployments) await settleInterrupted(this.ctx, d.id);
+        },
+      },
+    );
   }
 
   /** `POST /applications/{id}/deploy`: the caller must be a member of the application's organization. */
@@ -77,7 +88,7 @@ export class DeployChain {
   async start(applicationId: string, ref?: string | null, targetEnvironmentId?: string) {
     const jobs = await requireJobRoom(this.ctx, applicationId);
     // Environment deploys (`POST .../envs/{env}/deploy`) name their environment.
-    const environmentId = targetEnvironmentId ?? await this.repo.productionEnvironmentId(applicationId);
+    const environmentId = targetEnvironmentId ?? (await this.repo.productionEnvironmentId(applicationId));
     if (!environmentId) throw new AppError('NOT_FOUND', 'Production environment not found');
     const image = await this.build.createImage(applicationId, ref);
     try {
@@ -90,14 +101,26 @@ export class DeployChain {
     }
   }
 
-  private async run(runner: DeployRunner, applicationId: string, environmentId: string, imageId: string, jobId: string, signal: AbortSignal) {
+  private async run(
+    runner: DeployRunner,
+    applicationId: string,
+    environmentId: string,
+    imageId: string,
+    jobId: string,
+    signal: AbortSignal,
+  ) {
     const built = await this.build.runBuild(imageId, signal);
     if (!built.ok || signal.aborted) return;
     const release = await this.release.createRelease(applicationId, environmentId);
     await this.ctx.db.updateTable('releases').set({ job_id: jobId }).where('id', '=', release.id).execute();
     const released = await this.release.runRelease(release.id, signal);
     if (!released.ok || signal.aborted) return;
-    const deployment = await this.repo.insert({ id: uuidv7(), application_id: applicationId, environment_id: environmentId, release_id: release.id });
+    const deployment = await this.repo.insert({
+      id: uuidv7(),
+      application_id: applicationId,
+      environment_id: environmentId,
+      release_id: release.id,
+    });
     await this.repo.update(deployment.id, { job_id: jobId });
     await runner.run(deployment.id, jobId, signal);
   }

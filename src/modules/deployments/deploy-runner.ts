@@ -1,5 +1,10 @@
 import type { AppContext } from '../../platform/context.js';
-import { RolloutFailure, type ApplicationRuntime, type RuntimeLogger, type WorkloadPlan } from '../../platform/runtime/application-runtime.js';
+import {
+  RolloutFailure,
+  type ApplicationRuntime,
+  type RuntimeLogger,
+  type WorkloadPlan,
+} from '../../platform/runtime/application-runtime.js';
 import type { OneOffResult } from '../../platform/runtime/port.js';
 import { DeploymentsRepository, stepOf, type DeployStepName } from './deployments.repository.js';
 import { RECONCILE_JOB } from './deployments.service.js';
@@ -26,14 +31,26 @@ export class DeployLog {
     const entry = `${new Date().toISOString()} ${text}\n`;
     this.size += entry.length;
     this.buffer += this.size > MAX_LOG_CHARS ? `[log truncated at ${MAX_LOG_CHARS} characters]\n` : entry;
-    this.timer ??= setTimeout(() => { this.timer = null; void this.flush(); }, 100);
+    this.timer ??= setTimeout(() => {
+      this.timer = null;
+      void this.flush();
+    }, 100);
   }
 
   flush(): Promise<void> {
-    if (this.timer) { clearTimeout(this.timer); this.timer = null; }
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
     const text = this.buffer;
     this.buffer = '';
-    if (text) this.writing = this.writing.then(() => this.append(text).then(() => {}, () => {}));
+    if (text)
+      this.writing = this.writing.then(() =>
+        this.append(text).then(
+          () => {},
+          () => {},
+        ),
+      );
     return this.writing;
   }
 }
@@ -55,8 +72,16 @@ export async function settleInterrupted(ctx: AppContext, deploymentId: string): 
 }
 
 /** A one-off process's end as a phrase: "exit code 3", "signal SIGKILL", "timed out", or that it never ran. */
-const ending = (r: OneOffResult) => (r.timedOut ? 'timed out' : r.reason ? r.reason : r.signal ? `signal ${r.signal}`
-  : r.exitCode === null ? 'it did not start; the deployment log says why' : `exit code ${r.exitCode}`);
+const ending = (r: OneOffResult) =>
+  r.timedOut
+    ? 'timed out'
+    : r.reason
+      ? r.reason
+      : r.signal
+        ? `signal ${r.signal}`
+        : r.exitCode === null
+          ? 'it did not start; the deployment log says why'
+          : `exit code ${r.exitCode}`;
 
 /**
  * Runs one deployment through Setup, Release, Deploy, Rollout, Done, whatever the runtime
@@ -69,7 +94,11 @@ export class DeployRunner {
   private readonly repo: DeploymentsRepository;
   private readonly reconciler: FormationReconciler;
 
-  constructor(private readonly ctx: AppContext, private readonly runtime: ApplicationRuntime, private readonly logger: RuntimeLogger) {
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly runtime: ApplicationRuntime,
+    private readonly logger: RuntimeLogger,
+  ) {
     this.repo = new DeploymentsRepository(ctx.db);
     this.reconciler = new FormationReconciler(ctx, runtime);
   }
@@ -90,7 +119,9 @@ export class DeployRunner {
       if (!release) throw new DeployFailure('The release no longer exists');
       await step('Setup', `deploying release v${release.version}`);
       if (!release.built) {
-        throw new DeployFailure(`Release v${release.version} is not built (${release.status}${release.error_detail ? `: ${release.error_detail}` : ''})`);
+        throw new DeployFailure(
+          `Release v${release.version} is not built (${release.status}${release.error_detail ? `: ${release.error_detail}` : ''})`,
+        );
       }
       const image = release.image_ref ? await this.repo.image(release.image_ref) : undefined;
       if (!image) throw new DeployFailure(`Release v${release.version} has no image`);
@@ -104,7 +135,8 @@ export class DeployRunner {
       if (plan.processes.release) {
         await step('Release', `running release command: ${plan.processes.release.cmd}`);
         const result = await this.runOnce(plan, 'release', deadline, signal, log);
-        if (result.timedOut) throw new DeployFailure(`Deployment timed out after ${plan.timeoutSeconds}s: the release command did not finish`);
+        if (result.timedOut)
+          throw new DeployFailure(`Deployment timed out after ${plan.timeoutSeconds}s: the release command did not finish`);
         if (result.exitCode !== 0) throw new DeployFailure(`The release command failed (${ending(result)})`);
       } else {
         await step('Release', 'no release command in the Procfile');
@@ -116,8 +148,13 @@ export class DeployRunner {
       if (signal.aborted) throw new DeployFailure(INTERRUPTED_DETAIL);
       await this.repo.update(deploymentId, {
         deploy_metadata: JSON.stringify({
-          url: rollout.url, hostname: plan.hostname, runtime: this.runtime.name, release_version: plan.release.version,
-          commit_sha: release.commit_sha, process_counts: plan.formation, instances: rollout.instances,
+          url: rollout.url,
+          hostname: plan.hostname,
+          runtime: this.runtime.name,
+          release_version: plan.release.version,
+          commit_sha: release.commit_sha,
+          process_counts: plan.formation,
+          instances: rollout.instances,
         }),
       });
 
@@ -131,7 +168,13 @@ export class DeployRunner {
       }
       log.line(`deployment complete${rollout.url ? `: ${rollout.url}` : ''}`);
       await log.flush();
-      await this.repo.update(deploymentId, { status: 'complete', complete: true, error: false, finished_at: new Date(), deploy_step: JSON.stringify(stepOf('Done')) });
+      await this.repo.update(deploymentId, {
+        status: 'complete',
+        complete: true,
+        error: false,
+        finished_at: new Date(),
+        deploy_step: JSON.stringify(stepOf('Done')),
+      });
     } catch (err) {
       await log.flush();
       const expected = err instanceof DeployFailure || err instanceof RolloutFailure;
@@ -150,7 +193,13 @@ export class DeployRunner {
     }
   }
 
-  private async runOnce(plan: WorkloadPlan, processType: string, deadline: number, signal: AbortSignal, log: DeployLog): Promise<OneOffResult> {
+  private async runOnce(
+    plan: WorkloadPlan,
+    processType: string,
+    deadline: number,
+    signal: AbortSignal,
+    log: DeployLog,
+  ): Promise<OneOffResult> {
     const result = await this.runtime.runOnce(plan, processType, { deadline, signal, onOutput: (l) => log.line(`${processType} | ${l}`) });
     await log.flush();
     if (signal.aborted) throw new DeployFailure(INTERRUPTED_DETAIL);

@@ -21,7 +21,9 @@ export function registerDeploymentJobs(ctx: AppContext, logger: RuntimeLogger) {
   const runner = new DeployRunner(ctx, runtime, logger);
   jobs.register(DEPLOY_JOB, (data, job) => runner.run(String(data.recordId), job.jobId, job.signal), {
     // The worker died mid-deploy: the previous release comes back by the `reconcile` queued at the next start.
-    onInterrupted: async (data) => { await settleInterrupted(ctx, String(data.recordId)); },
+    onInterrupted: async (data) => {
+      await settleInterrupted(ctx, String(data.recordId));
+    },
   });
   jobs.register(RECONCILE_JOB, (data, job) => reconciler.reconcile(data.applicationId, String(data.environmentId), job.signal), {
     onInterrupted: async () => 'retry',
@@ -29,7 +31,9 @@ export function registerDeploymentJobs(ctx: AppContext, logger: RuntimeLogger) {
   const runs = new OneOffRunner(ctx, runtime);
   jobs.register(RUN_JOB, (data, job) => runs.run(String(data.recordId), job.jobId, job.signal), {
     // A one-off may have side effects: never run it twice on its own.
-    onInterrupted: async (data) => { await new OneOffRunsRepository(ctx.db).failIfUnfinished(String(data.recordId), RUN_INTERRUPTED); },
+    onInterrupted: async (data) => {
+      await new OneOffRunsRepository(ctx.db).failIfUnfinished(String(data.recordId), RUN_INTERRUPTED);
+    },
   });
 }
 

@@ -7,7 +7,9 @@ const DEPLOY_STEPS = ['Setup', 'Release', 'Deploy', 'Rollout', 'Done'] as const;
 export type DeployStepName = (typeof DEPLOY_STEPS)[number];
 
 export const stepOf = (name: DeployStepName, substep?: string): PipelineStep => ({
-  steps: [...DEPLOY_STEPS], current: DEPLOY_STEPS.indexOf(name), ...(substep ? { substep } : {}),
+  steps: [...DEPLOY_STEPS],
+  current: DEPLOY_STEPS.indexOf(name),
+  ...(substep ? { substep } : {}),
 });
 
 /** What a deployment needs to know about where it goes (names for the router's host). */
@@ -33,24 +35,41 @@ export class DeploymentsRepository {
   }
 
   async target(applicationId: string, environmentId: string): Promise<DeployTarget | null> {
-    const row = await this.db.selectFrom('applications as a')
+    const row = await this.db
+      .selectFrom('applications as a')
       .innerJoin('projects as p', 'p.id', 'a.project_id')
       .innerJoin('organizations as o', 'o.id', 'p.organization_id')
       .innerJoin('environments as e', (j) => j.onRef('e.project_id', '=', 'p.id').on('e.id', '=', environmentId))
-      .select(['a.slug as app_slug', 'p.slug as project_slug', 'o.slug as org_slug', 'e.slug as env_slug', 'o.id as org_id', 'p.id as project_id'])
+      .select([
+        'a.slug as app_slug',
+        'p.slug as project_slug',
+        'o.slug as org_slug',
+        'e.slug as env_slug',
+        'o.id as org_id',
+        'p.id as project_id',
+      ])
       .where('a.id', '=', applicationId)
       .executeTakeFirst();
     if (!row) return null;
     return {
-      organizationId: row.org_id, projectId: row.project_id,
-      applicationId, environmentId, appSlug: row.app_slug, projectSlug: row.project_slug, orgSlug: row.org_slug,
-      envSlug: row.env_slug, isProduction: (await this.productionEnvironmentId(applicationId)) === environmentId,
+      organizationId: row.org_id,
+      projectId: row.project_id,
+      applicationId,
+      environmentId,
+      appSlug: row.app_slug,
+      projectSlug: row.project_slug,
+      orgSlug: row.org_slug,
+      envSlug: row.env_slug,
+      isProduction: (await this.productionEnvironmentId(applicationId)) === environmentId,
     };
   }
 
   insert(values: { id: string; application_id: string; environment_id: string; release_id: string; rollback_of?: string | null }) {
-    return this.db.insertInto('deployments').values({ ...values, status: 'queued', deploy_step: JSON.stringify(stepOf('Setup')) })
-      .returningAll().executeTakeFirstOrThrow();
+    return this.db
+      .insertInto('deployments')
+      .values({ ...values, status: 'queued', deploy_step: JSON.stringify(stepOf('Setup')) })
+      .returningAll()
+      .executeTakeFirstOrThrow();
   }
 
   findById(id: string) {
@@ -58,62 +77,102 @@ export class DeploymentsRepository {
   }
 
   update(id: string, changes: Updateable<DeploymentsTable>) {
-    return this.db.updateTable('deployments').set({ ...changes, updated_at: sql`now()` }).where('id', '=', id).execute();
+    return this.db
+      .updateTable('deployments')
+      .set({ ...changes, updated_at: sql`now()` })
+      .where('id', '=', id)
+      .execute();
   }
 
   /** Settles a deployment only if it is still in progress (a restart may race a finishing worker). */
   async failIfUnfinished(id: string, detail: string): Promise<boolean> {
-    const r = await this.db.updateTable('deployments')
-      .set({ status: 'error', error: true, complete: false, error_detail: detail, finished_at: sql`now()`, updated_at: sql`now()`,
-        deploy_log: sql`deploy_log || ${`${new Date().toISOString()} error: ${detail}\n`}` })
-      .where('id', '=', id).where('status', 'in', ['queued', 'deploying'])
+    const r = await this.db
+      .updateTable('deployments')
+      .set({
+        status: 'error',
+        error: true,
+        complete: false,
+        error_detail: detail,
+        finished_at: sql`now()`,
+        updated_at: sql`now()`,
+        deploy_log: sql`deploy_log || ${`${new Date().toISOString()} error: ${detail}\n`}`,
+      })
+      .where('id', '=', id)
+      .where('status', 'in', ['queued', 'deploying'])
       .executeTakeFirst();
     return Number(r.numUpdatedRows) > 0;
   }
 
   appendLog(id: string, text: string) {
-    return this.db.updateTable('deployments').set({ deploy_log: sql`deploy_log || ${text}`, updated_at: sql`now()` })
-      .where('id', '=', id).execute();
+    return this.db
+      .updateTable('deployments')
+      .set({ deploy_log: sql`deploy_log || ${text}`, updated_at: sql`now()` })
+      .where('id', '=', id)
+      .execute();
   }
 
   /** The deployment now serving an application's environment: the latest complete one. */
   current(applicationId: string, environmentId: string) {
-    return this.db.selectFrom('deployments').selectAll()
-      .where('application_id', '=', applicationId).where('environment_id', '=', environmentId).where('status', '=', 'complete')
-      .orderBy('finished_at', 'desc').orderBy('created_at', 'desc').limit(1).executeTakeFirst();
+    return this.db
+      .selectFrom('deployments')
+      .selectAll()
+      .where('application_id', '=', applicationId)
+      .where('environment_id', '=', environmentId)
+      .where('status', '=', 'complete')
+      .orderBy('finished_at', 'desc')
+      .orderBy('created_at', 'desc')
+      .limit(1)
+      .executeTakeFirst();
   }
 
   /** Every application environment with a complete deployment (to bring back after a restart). */
   async deployedEnvironments(): Promise<Array<{ application_id: string; environment_id: string }>> {
-    return this.db.selectFrom('deployments').select(['application_id', 'environment_id']).distinct()
-      .where('status', '=', 'complete').execute();
+    return this.db
+      .selectFrom('deployments')
+      .select(['application_id', 'environment_id'])
+      .distinct()
+      .where('status', '=', 'complete')
+      .execute();
   }
 
   /** Deployments of the application in one environment, or in all of them (null). */
   async count(applicationId: string, environmentId: string | null): Promise<number> {
-    let q = this.db.selectFrom('deployments').select((eb) => eb.fn.countAll<number>().as('n')).where('application_id', '=', applicationId);
+    let q = this.db
+      .selectFrom('deployments')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('application_id', '=', applicationId);
     if (environmentId) q = q.where('environment_id', '=', environmentId);
     return Number((await q.executeTakeFirstOrThrow()).n);
   }
 
   page(applicationId: string, environmentId: string | null, limit: number, offset: number) {
-    let q = this.db.selectFrom('deployments as d')
+    let q = this.db
+      .selectFrom('deployments as d')
       .innerJoin('releases as r', 'r.id', 'd.release_id')
       .innerJoin('environments as e', 'e.id', 'd.environment_id')
-      .selectAll('d').select(['r.version as release_version', 'r.commit_sha as release_commit_sha', 'e.slug as environment'])
+      .selectAll('d')
+      .select(['r.version as release_version', 'r.commit_sha as release_commit_sha', 'e.slug as environment'])
       .where('d.application_id', '=', applicationId);
     if (environmentId) q = q.where('d.environment_id', '=', environmentId);
-    return q
-      // Ids are time-ordered UUIDv7 taken when the request arrived: newest first, no ties.
-      .orderBy('d.id', 'desc').limit(limit).offset(offset).execute();
+    return (
+      q
+        // Ids are time-ordered UUIDv7 taken when the request arrived: newest first, no ties.
+        .orderBy('d.id', 'desc')
+        .limit(limit)
+        .offset(offset)
+        .execute()
+    );
   }
 
   withRelease(id: string) {
-    return this.db.selectFrom('deployments as d')
+    return this.db
+      .selectFrom('deployments as d')
       .innerJoin('releases as r', 'r.id', 'd.release_id')
       .innerJoin('environments as e', 'e.id', 'd.environment_id')
-      .selectAll('d').select(['r.version as release_version', 'r.commit_sha as release_commit_sha', 'e.slug as environment'])
-      .where('d.id', '=', id).executeTakeFirst();
+      .selectAll('d')
+      .select(['r.version as release_version', 'r.commit_sha as release_commit_sha', 'e.slug as environment'])
+      .where('d.id', '=', id)
+      .executeTakeFirst();
   }
 
   /**
@@ -121,11 +180,21 @@ export class DeploymentsRepository {
    * serving one that once served here (a complete deployment), so it is known to work.
    */
   previousServedRelease(applicationId: string, environmentId: string, servingVersion: number) {
-    return this.db.selectFrom('releases as r').selectAll('r')
-      .where('r.application_id', '=', applicationId).where('r.environment_id', '=', environmentId)
-      .where('r.version', '<', servingVersion).where('r.built', '=', true)
-      .where((eb) => eb.exists(eb.selectFrom('deployments as d').select('d.id').whereRef('d.release_id', '=', 'r.id').where('d.status', '=', 'complete')))
-      .orderBy('r.version', 'desc').limit(1).executeTakeFirst();
+    return this.db
+      .selectFrom('releases as r')
+      .selectAll('r')
+      .where('r.application_id', '=', applicationId)
+      .where('r.environment_id', '=', environmentId)
+      .where('r.version', '<', servingVersion)
+      .where('r.built', '=', true)
+      .where((eb) =>
+        eb.exists(
+          eb.selectFrom('deployments as d').select('d.id').whereRef('d.release_id', '=', 'r.id').where('d.status', '=', 'complete'),
+        ),
+      )
+      .orderBy('r.version', 'desc')
+      .limit(1)
+      .executeTakeFirst();
   }
 
   release(id: string) {

@@ -3,7 +3,15 @@ import type { App } from '../../platform/http/types.js';
 import { currentUser } from '../auth/index.js';
 import { ApplicationIdParams } from '../applications/index.js';
 import {
-  ChainAccepted, DeployAccepted, DeploymentDetail, DeploymentIdParams, DeploymentList, DeploymentLog, DeploymentSummary, ReleaseIdParams, RollbackBody,
+  ChainAccepted,
+  DeployAccepted,
+  DeploymentDetail,
+  DeploymentIdParams,
+  DeploymentList,
+  DeploymentLog,
+  DeploymentSummary,
+  ReleaseIdParams,
+  RollbackBody,
 } from './deployments.schemas.js';
 import type { DeploymentsService } from './deployments.service.js';
 import type { DeployChain } from './deploy-chain.js';
@@ -11,47 +19,88 @@ import type { DeployChain } from './deploy-chain.js';
 export function deploymentsRoutes(deployments: DeploymentsService, chain?: DeployChain) {
   const tags = ['Deployments'];
   return async (app: App) => {
-    app.post('/releases/:release_id/deploy', {
-      schema: {
-        tags, summary: 'Deploy a release (queued behind the application\'s running pipeline jobs; answers at once)',
-        params: ReleaseIdParams, response: { 202: DeployAccepted, 503: ErrorResponse, ...commonErrorResponses },
+    app.post(
+      '/releases/:release_id/deploy',
+      {
+        schema: {
+          tags,
+          summary: "Deploy a release (queued behind the application's running pipeline jobs; answers at once)",
+          params: ReleaseIdParams,
+          response: { 202: DeployAccepted, 503: ErrorResponse, ...commonErrorResponses },
+        },
       },
-    }, async (request, reply) => reply.code(202).send(await deployments.deployRelease(currentUser(request).id, request.params.release_id)));
+      async (request, reply) => reply.code(202).send(await deployments.deployRelease(currentUser(request).id, request.params.release_id)),
+    );
 
     if (chain) {
-      app.post('/applications/:application_id/deploy', {
-        schema: {
-          tags, summary: 'Build the configured branch, create a release and deploy it (one queued job; answers at once)',
-          params: ApplicationIdParams, response: { 202: ChainAccepted, 503: ErrorResponse, ...commonErrorResponses },
+      app.post(
+        '/applications/:application_id/deploy',
+        {
+          schema: {
+            tags,
+            summary: 'Build the configured branch, create a release and deploy it (one queued job; answers at once)',
+            params: ApplicationIdParams,
+            response: { 202: ChainAccepted, 503: ErrorResponse, ...commonErrorResponses },
+          },
         },
-      }, async (request, reply) => {
-        const { ok, image_id } = await chain.request(currentUser(request).id, request.params.application_id);
-        return reply.code(202).send({ ok, image_id });
-      });
+        async (request, reply) => {
+          const { ok, image_id } = await chain.request(currentUser(request).id, request.params.application_id);
+          return reply.code(202).send({ ok, image_id });
+        },
+      );
     }
 
-    app.post('/applications/:application_id/rollback', {
-      schema: {
-        tags, summary: 'Roll back: redeploy an earlier release as it was (its image and frozen configuration, no rebuild)',
-        description: 'Default: the newest older release that once served the environment (production unless `environment`). '
-          + 'Answers 202 with the queued deployment (`is_rollback`, `rollback_of`); 409 when the release\'s image is gone.',
-        params: ApplicationIdParams, body: RollbackBody, response: { 202: DeploymentSummary, 503: ErrorResponse, ...commonErrorResponses },
+    app.post(
+      '/applications/:application_id/rollback',
+      {
+        schema: {
+          tags,
+          summary: 'Roll back: redeploy an earlier release as it was (its image and frozen configuration, no rebuild)',
+          description:
+            'Default: the newest older release that once served the environment (production unless `environment`). ' +
+            "Answers 202 with the queued deployment (`is_rollback`, `rollback_of`); 409 when the release's image is gone.",
+          params: ApplicationIdParams,
+          body: RollbackBody,
+          response: { 202: DeploymentSummary, 503: ErrorResponse, ...commonErrorResponses },
+        },
       },
-    }, async (request, reply) => reply.code(202).send(await deployments.rollback(currentUser(request).id, request.params.application_id, request.body)));
+      async (request, reply) =>
+        reply.code(202).send(await deployments.rollback(currentUser(request).id, request.params.application_id, request.body)),
+    );
 
-    app.get('/applications/:application_id/deployments', {
-      schema: {
-        tags, summary: "The application's deployments in every environment (or `?environment=<slug>`), newest first",
-        params: ApplicationIdParams, querystring: PaginatedEnvironmentQuery, response: { 200: DeploymentList, ...commonErrorResponses },
+    app.get(
+      '/applications/:application_id/deployments',
+      {
+        schema: {
+          tags,
+          summary: "The application's deployments in every environment (or `?environment=<slug>`), newest first",
+          params: ApplicationIdParams,
+          querystring: PaginatedEnvironmentQuery,
+          response: { 200: DeploymentList, ...commonErrorResponses },
+        },
       },
-    }, async (request) => deployments.list(currentUser(request).id, request.params.application_id, request.query));
+      async (request) => deployments.list(currentUser(request).id, request.params.application_id, request.query),
+    );
 
-    app.get('/deployments/:deployment_id/detail', {
-      schema: { tags, summary: 'A deployment', params: DeploymentIdParams, response: { 200: DeploymentDetail, ...commonErrorResponses } },
-    }, async (request) => deployments.detail(currentUser(request).id, request.params.deployment_id));
+    app.get(
+      '/deployments/:deployment_id/detail',
+      {
+        schema: { tags, summary: 'A deployment', params: DeploymentIdParams, response: { 200: DeploymentDetail, ...commonErrorResponses } },
+      },
+      async (request) => deployments.detail(currentUser(request).id, request.params.deployment_id),
+    );
 
-    app.get('/deployments/:deployment_id/log', {
-      schema: { tags, summary: "A deployment's log and step", params: DeploymentIdParams, response: { 200: DeploymentLog, ...commonErrorResponses } },
-    }, async (request) => deployments.log(currentUser(request).id, request.params.deployment_id));
+    app.get(
+      '/deployments/:deployment_id/log',
+      {
+        schema: {
+          tags,
+          summary: "A deployment's log and step",
+          params: DeploymentIdParams,
+          response: { 200: DeploymentLog, ...commonErrorResponses },
+        },
+      },
+      async (request) => deployments.log(currentUser(request).id, request.params.deployment_id),
+    );
   };
 }

@@ -3,9 +3,14 @@ import { Id, NullableTimestamp, Paginated, Timestamp } from '../../platform/http
 
 const NullableString = Type.Union([Type.String(), Type.Null()]);
 
-export const DeployStep = Type.Object({
-  steps: Type.Array(Type.String()), current: Type.Integer(), substep: Type.Optional(Type.String()),
-}, { description: 'Steps Setup, Release, Deploy, Rollout, Done; `current` is the index of the running one' });
+export const DeployStep = Type.Object(
+  {
+    steps: Type.Array(Type.String()),
+    current: Type.Integer(),
+    substep: Type.Optional(Type.String()),
+  },
+  { description: 'Steps Setup, Release, Deploy, Rollout, Done; `current` is the index of the running one' },
+);
 
 export const DeploymentStatus = Type.Union([Type.Literal('deploying'), Type.Literal('complete'), Type.Literal('error')], {
   description: 'A queued deployment reads `deploying` with `started` null',
@@ -52,9 +57,17 @@ export const DeploymentIdParams = Type.Object({ deployment_id: Type.String({ for
 export const ReleaseIdParams = Type.Object({ release_id: Type.String({ format: 'uuid' }) });
 
 export const DeployAccepted = Type.Object({ ok: Type.Boolean(), deployment_id: Id });
-export const ChainAccepted = Type.Object({ ok: Type.Boolean(), image_id: Id }, { description: 'The image being built; its release and deployment follow in the same job' });
+export const ChainAccepted = Type.Object(
+  { ok: Type.Boolean(), image_id: Id },
+  { description: 'The image being built; its release and deployment follow in the same job' },
+);
 
-export const RollbackBody = Type.Object({
-  release_id: Type.Optional(Type.String({ format: 'uuid', description: 'The release to go back to; default: the release before the one serving' })),
-  environment: Type.Optional(Type.String({ minLength: 1, maxLength: 63, description: 'Environment slug or id; default production' })),
-}, { additionalProperties: false });
+export const RollbackBody = Type.Object(
+  {
+    release_id: Type.Optional(
+      Type.String({ format: 'uuid', description: 'The release to go back to; default: the release before the one serving' }),
+    ),
+    environment: Type.Optional(Type.String({ minLength: 1, maxLength: 63, description: 'Environment slug or id; default production' })),
+  },
+  { additionalProperties: false },
+);

@@ -52,7 +52,10 @@ function summary(d: DeploymentWithRelease) {
 export class DeploymentsService {
   readonly repo: DeploymentsRepository;
 
-  constructor(private readonly ctx: AppContext, private readonly apps: ApplicationsService) {
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly apps: ApplicationsService,
+  ) {
     this.repo = new DeploymentsRepository(ctx.db);
   }
 
@@ -77,13 +80,17 @@ export class DeploymentsService {
     const current = await this.repo.current(applicationId, environmentId);
     const serving = current ? await this.repo.release(current.release_id) : undefined;
     if (!current || !serving) throw conflict('Nothing serves that environment yet: there is nothing to roll back');
-    const target = body.release_id ? await this.repo.release(body.release_id) : await this.repo.previousServedRelease(applicationId, environmentId, serving.version);
-    if (body.release_id && (!target || target.application_id !== applicationId || target.environment_id !== environmentId)) throw notFound('Release');
+    const target = body.release_id
+      ? await this.repo.release(body.release_id)
+      : await this.repo.previousServedRelease(applicationId, environmentId, serving.version);
+    if (body.release_id && (!target || target.application_id !== applicationId || target.environment_id !== environmentId))
+      throw notFound('Release');
     if (!target) throw conflict(`No earlier release served before v${serving.version}: there is nothing to roll back to`);
     if (target.id === serving.id) throw conflict(`Release v${target.version} is the one serving`);
     if (!target.built) throw conflict(`Release v${target.version} was never built and cannot be deployed`);
     const image = target.image_ref ? await this.repo.image(target.image_ref) : undefined;
-    if (!image || !imageAvailable(image)) throw conflict(`The image of release v${target.version} is gone: roll back to another release or rebuild`);
+    if (!image || !imageAvailable(image))
+      throw conflict(`The image of release v${target.version} is gone: roll back to another release or rebuild`);
     const { deployment_id } = await this.queue(applicationId, environmentId, target.id, serving.id);
     const d = await this.repo.withRelease(deployment_id);
     return summary(d!);
@@ -92,7 +99,13 @@ export class DeploymentsService {
   /** Records a queued deployment and its job (also used by the build → release → deploy chain). */
   async queue(applicationId: string, environmentId: string, releaseId: string, rollbackOf: string | null = null) {
     const jobs = await requireJobRoom(this.ctx, applicationId);
-    const deployment = await this.repo.insert({ id: uuidv7(), application_id: applicationId, environment_id: environmentId, release_id: releaseId, rollback_of: rollbackOf });
+    const deployment = await this.repo.insert({
+      id: uuidv7(),
+      application_id: applicationId,
+      environment_id: environmentId,
+      release_id: releaseId,
+      rollback_of: rollbackOf,
+    });
     const jobId = await jobs.enqueue(DEPLOY_JOB, { applicationId, environmentId, recordId: deployment.id });
     await this.repo.update(deployment.id, { job_id: jobId });
     return { ok: true, deployment_id: deployment.id };
@@ -102,10 +115,14 @@ export class DeploymentsService {
   async list(userId: string, applicationId: string, query: PaginatedEnvironmentQuery) {
     await this.apps.authorize(userId, applicationId);
     const environmentId = await environmentFilter(this.ctx.db, applicationId, query.environment);
-    return paginate(query, async (limit, offset) => ({
-      total: await this.repo.count(applicationId, environmentId),
-      rows: await this.repo.page(applicationId, environmentId, limit, offset),
-    }), summary);
+    return paginate(
+      query,
+      async (limit, offset) => ({
+        total: await this.repo.count(applicationId, environmentId),
+        rows: await this.repo.page(applicationId, environmentId, limit, offset),
+      }),
+      summary,
+    );
   }
 
   private async visible(userId: string, deploymentId: string) {
@@ -123,7 +140,10 @@ export class DeploymentsService {
   async log(userId: string, deploymentId: string) {
     const d = await this.visible(userId, deploymentId);
     return {
-      status: deploymentLogStatus(d.status), log_text: d.deploy_log, error: d.error, error_detail: d.error_detail,
+      status: deploymentLogStatus(d.status),
+      log_text: d.deploy_log,
+      error: d.error,
+      error_detail: d.error_detail,
       deploy_step: d.deploy_step as PipelineStep | null,
     };
   }

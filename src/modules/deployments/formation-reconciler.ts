@@ -12,7 +12,10 @@ import { workloadPlan } from './workload-plan.js';
 export class FormationReconciler {
   private readonly repo: DeploymentsRepository;
 
-  constructor(private readonly ctx: AppContext, private readonly runtime: ApplicationRuntime) {
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly runtime: ApplicationRuntime,
+  ) {
     this.repo = new DeploymentsRepository(ctx.db);
   }
 

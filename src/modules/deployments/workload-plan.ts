@@ -6,6 +6,7 @@ import { podClassOf, DEFAULT_POD_CLASS } from '../applications/index.js';
 import { effectiveProcessSettings } from '../environments/index.js';
 import { openConfiguration, type DisplayedVariable } from '../releases/index.js';
 import type { DeployTarget, DeploymentsRepository } from './deployments.repository.js';
+import { routeHostname } from '../../platform/edge/route-hostname.js';
 
 /** Process types run once per deployment, never as long-running instances. */
 const ONE_OFF_PROCESSES = new Set(['release', 'postdeploy']);
@@ -26,11 +27,8 @@ export function formation(processes: ProcessDefinitions, counts: ProcessCounts):
   return result;
 }
 
-/** `{app}.{project}.{org}.<domain>`; other environments than production add `{env}` after the app. */
-export function routeHostname(t: DeployTarget, domain: string): string {
-  const parts = t.isProduction ? [t.appSlug, t.projectSlug, t.orgSlug] : [t.appSlug, t.envSlug, t.projectSlug, t.orgSlug];
-  return [...parts, domain].join('.').toLowerCase();
-}
+// The naming scheme lives with the edge that serves it (custom domains route to these names too).
+export { routeHostname };
 
 /** The pushed image pinned by its manifest digest (`host/repo@sha256:…`), or null when never pushed. */
 function registryReference(image: ImageRow): string | null {
@@ -44,8 +42,10 @@ function resourcesOf(podClasses: Record<string, string>, processType: string): P
   const pc = podClassOf(podClasses, processType);
   return {
     podClass: podClasses[processType] ?? DEFAULT_POD_CLASS,
-    cpuRequestMillicores: pc.cpu_request_m, cpuLimitMillicores: pc.cpu_limit_m,
-    memoryRequestMiB: pc.memory_request_mib, memoryLimitMiB: pc.memory_limit_mib,
+    cpuRequestMillicores: pc.cpu_request_m,
+    cpuLimitMillicores: pc.cpu_limit_m,
+    memoryRequestMiB: pc.memory_request_mib,
+    memoryLimitMiB: pc.memory_limit_mib,
   };
 }
 
@@ -55,7 +55,13 @@ function resourcesOf(podClasses: Record<string, string>, processType: string): P
  * counts and pod classes of the environment.
  */
 export async function workloadPlan(
-  db: Db, secrets: SecretBox, deploymentId: string, release: ReleaseRow, image: ImageRow, target: DeployTarget, routerDomain: string,
+  db: Db,
+  secrets: SecretBox,
+  deploymentId: string,
+  release: ReleaseRow,
+  image: ImageRow,
+  target: DeployTarget,
+  routerDomain: string,
 ): Promise<WorkloadPlan> {
   const env = openConfiguration(secrets, release.configuration_sealed);
   const secretNames = ((release.configuration ?? []) as DisplayedVariable[]).filter((v) => v.secret).map((v) => v.name);
@@ -69,17 +75,32 @@ export async function workloadPlan(
     environment: { id: target.environmentId, slug: target.envSlug, isProduction: target.isProduction },
     release: { id: release.id, version: release.version, commitSha: release.commit_sha },
     image: {
-      id: image.id, version: image.version, repositoryName: image.repository_name,
-      artifactPath: image.artifact_path, registryReference: registryReference(image),
+      id: image.id,
+      version: image.version,
+      repositoryName: image.repository_name,
+      artifactPath: image.artifact_path,
+      registryReference: registryReference(image),
     },
     processes,
     env,
     secretNames,
-    secrets: Object.entries(env).filter(([k]) => secretNames.includes(k)).map(([, v]) => v),
+    secrets: Object.entries(env)
+      .filter(([k]) => secretNames.includes(k))
+      .map(([, v]) => v),
     formation: formation(processes, settings.process_counts),
     resources: Object.fromEntries(Object.keys(processes).map((type) => [type, resourcesOf(settings.process_pod_classes, type)])),
     healthCheck: { path: release.health_check_path || '/', host: release.health_check_host },
     timeoutSeconds: release.deployment_timeout,
     hostname: routeHostname(target, routerDomain),
+    customDomains: (
+      await db
+        .selectFrom('domains')
+        .select('hostname')
+        .where('application_id', '=', target.applicationId)
+        .where('environment_id', '=', target.environmentId)
+        .where('verified_at', 'is not', null)
+        .orderBy('hostname')
+        .execute()
+    ).map((d) => d.hostname),
   };
 }

@@ -3,7 +3,12 @@ import { Id, PaginationQuery, Slug, Timestamp } from '../../platform/http/schema
 
 const NullableId = Type.Union([Id, Type.Null()]);
 const ServiceStatus = Type.Union([
-  Type.Literal('queued'), Type.Literal('building'), Type.Literal('releasing'), Type.Literal('deploying'), Type.Literal('complete'), Type.Literal('error'),
+  Type.Literal('queued'),
+  Type.Literal('building'),
+  Type.Literal('releasing'),
+  Type.Literal('deploying'),
+  Type.Literal('complete'),
+  Type.Literal('error'),
 ]);
 
 export const EnvDeploy = Type.Object(
@@ -12,14 +17,16 @@ export const EnvDeploy = Type.Object(
     environment: Type.String({ description: 'environment slug' }),
     kind: Type.Union([Type.Literal('deploy'), Type.Literal('promote')]),
     from: Type.Union([Type.String(), Type.Null()], { description: 'source environment slug of a promotion' }),
-    services: Type.Array(Type.Object({
-      service: Type.String({ description: 'application slug' }),
-      deployment_id: NullableId,
-      image_id: NullableId,
-      release_id: NullableId,
-      status: ServiceStatus,
-      error_detail: Type.Union([Type.String(), Type.Null()]),
-    })),
+    services: Type.Array(
+      Type.Object({
+        service: Type.String({ description: 'application slug' }),
+        deployment_id: NullableId,
+        image_id: NullableId,
+        release_id: NullableId,
+        status: ServiceStatus,
+        error_detail: Type.Union([Type.String(), Type.Null()]),
+      }),
+    ),
     status: Type.Union([Type.Literal('deploying'), Type.Literal('complete'), Type.Literal('error')]),
     complete: Type.Boolean(),
     error: Type.Boolean(),
@@ -40,18 +47,30 @@ export const EnvDeployLog = Type.Object(
   { $id: 'EnvDeployLog' },
 );
 
-export const DeployQuery = Type.Object({
-  service: Type.Optional(Slug),
-  ref: Type.Optional(Type.String({ minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9_][A-Za-z0-9._/-]*$', description: "branch, tag or commit to build; default: the environment's branch, else each service's" })),
-}, { additionalProperties: false });
+export const DeployQuery = Type.Object(
+  {
+    service: Type.Optional(Slug),
+    ref: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 255,
+        pattern: '^[A-Za-z0-9_][A-Za-z0-9._/-]*$',
+        description: "branch, tag or commit to build; default: the environment's branch, else each service's",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
 
 export const PromoteBody = Type.Object(
   {
     from: Slug,
     service: Type.Optional(Slug),
-    configuration: Type.Optional(Type.Union([Type.Literal('source'), Type.Literal('target')], {
-      description: "`source` (default): the source release's frozen configuration; `target`: this environment's own, resolved now",
-    })),
+    configuration: Type.Optional(
+      Type.Union([Type.Literal('source'), Type.Literal('target')], {
+        description: "`source` (default): the source release's frozen configuration; `target`: this environment's own, resolved now",
+      }),
+    ),
   },
   { additionalProperties: false },
 );

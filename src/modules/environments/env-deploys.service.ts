@@ -18,7 +18,11 @@ export interface ServicePipeline {
    * Releases an existing release's image into another environment and deploys it, with the
    * source's frozen configuration (`source`) or the target environment's own (`target`).
    */
-  promote(sourceReleaseId: string, environmentId: string, configuration: 'source' | 'target'): Promise<{ imageId: string | null; releaseId: string; deploymentId: string }>;
+  promote(
+    sourceReleaseId: string,
+    environmentId: string,
+    configuration: 'source' | 'target',
+  ): Promise<{ imageId: string | null; releaseId: string; deploymentId: string }>;
   /** The release serving a service in an environment (its latest complete deployment's), if any. */
   currentRelease(applicationId: string, environmentId: string): Promise<{ id: string; version: number } | null>;
 }
@@ -30,12 +34,15 @@ function serviceState(s: EnvDeployServiceRow): { status: ServiceStatus; error_de
   if (s.error_detail) return { status: 'error', error_detail: s.error_detail };
   if (s.deployment_status) {
     if (s.deployment_status === 'complete') return { status: 'complete', error_detail: null };
-    if (s.deployment_status === 'error') return { status: 'error', error_detail: `deployment failed: ${s.deployment_error ?? 'unknown error'}` };
+    if (s.deployment_status === 'error')
+      return { status: 'error', error_detail: `deployment failed: ${s.deployment_error ?? 'unknown error'}` };
     return { status: 'deploying', error_detail: null };
   }
-  if (s.release_status === 'error') return { status: 'error', error_detail: `release v${s.release_version} failed: ${s.release_error ?? 'unknown error'}` };
+  if (s.release_status === 'error')
+    return { status: 'error', error_detail: `release v${s.release_version} failed: ${s.release_error ?? 'unknown error'}` };
   if (s.release_id) return { status: s.release_status === 'built' ? 'deploying' : 'releasing', error_detail: null };
-  if (s.image_status === 'error') return { status: 'error', error_detail: `build v${s.image_version} failed: ${s.image_error ?? 'unknown error'}` };
+  if (s.image_status === 'error')
+    return { status: 'error', error_detail: `build v${s.image_version} failed: ${s.image_error ?? 'unknown error'}` };
   if (s.image_status === 'built') return { status: 'releasing', error_detail: null };
   if (s.image_id) return { status: 'building', error_detail: null };
   return { status: 'queued', error_detail: null };
@@ -55,7 +62,11 @@ export class EnvDeploysService {
   readonly scope: WorkspaceScope;
 
   /** `logger` records the unexpected errors that a record shows only as "internal error". */
-  constructor(private readonly db: Db, private readonly pipeline: ServicePipeline, private readonly logger?: { error(obj: object, msg: string): void }) {
+  constructor(
+    private readonly db: Db,
+    private readonly pipeline: ServicePipeline,
+    private readonly logger?: { error(obj: object, msg: string): void },
+  ) {
     this.repo = new EnvDeploysRepository(db);
     this.scope = new WorkspaceScope(db);
   }
@@ -77,9 +88,17 @@ export class EnvDeploysService {
     return all;
   }
 
-  private setService(deployId: string, applicationId: string, changes: { image_id?: string | null; release_id?: string; deployment_id?: string; error_detail?: string }) {
-    return this.db.updateTable('environment_deploy_services').set(changes)
-      .where('environment_deploy_id', '=', deployId).where('application_id', '=', applicationId).execute();
+  private setService(
+    deployId: string,
+    applicationId: string,
+    changes: { image_id?: string | null; release_id?: string; deployment_id?: string; error_detail?: string },
+  ) {
+    return this.db
+      .updateTable('environment_deploy_services')
+      .set(changes)
+      .where('environment_deploy_id', '=', deployId)
+      .where('application_id', '=', applicationId)
+      .execute();
   }
 
   /** Builds, releases and deploys every service (or one) from `ref`, else the environment's branch. */
@@ -107,11 +126,21 @@ export class EnvDeploysService {
    * Promotion: deploys into this environment the exact release (same image, same frozen
    * configuration) that serves each service in `from`, without rebuilding.
    */
-  async promote(userId: string, ws: string, projectSlug: string, envSlug: string, input: { from: string; service?: string; configuration?: 'source' | 'target' }) {
+  async promote(
+    userId: string,
+    ws: string,
+    projectSlug: string,
+    envSlug: string,
+    input: { from: string; service?: string; configuration?: 'source' | 'target' },
+  ) {
     const { project, environment } = await this.target(userId, ws, projectSlug, envSlug);
     if (input.from === envSlug) throw invalid('from', 'must name another environment than the target');
-    const source = await this.db.selectFrom('environments').selectAll()
-      .where('project_id', '=', project.id).where('slug', '=', input.from).executeTakeFirst();
+    const source = await this.db
+      .selectFrom('environments')
+      .selectAll()
+      .where('project_id', '=', project.id)
+      .where('slug', '=', input.from)
+      .executeTakeFirst();
     if (!source) throw notFound(`Environment '${input.from}'`);
     const candidates = await this.services(project.id, input.service);
     const plan: Array<{ applicationId: string; releaseId: string }> = [];
@@ -161,12 +190,24 @@ export class EnvDeploysService {
   private async view(row: EnvDeployRow) {
     const { row: current, states } = await this.refresh(row);
     return {
-      id: current.id, environment: current.environment_slug, kind: current.kind, from: current.source_slug ?? null,
+      id: current.id,
+      environment: current.environment_slug,
+      kind: current.kind,
+      from: current.source_slug ?? null,
       services: states.map(({ s, status, error_detail }) => ({
-        service: s.service, deployment_id: s.deployment_id, image_id: s.image_id, release_id: s.release_id, status, error_detail,
+        service: s.service,
+        deployment_id: s.deployment_id,
+        image_id: s.image_id,
+        release_id: s.release_id,
+        status,
+        error_detail,
       })),
-      status: current.status, complete: current.complete, error: current.error, error_detail: current.error_detail,
-      created: iso(current.created_at), updated: iso(current.updated_at),
+      status: current.status,
+      complete: current.complete,
+      error: current.error,
+      error_detail: current.error_detail,
+      created: iso(current.created_at),
+      updated: iso(current.updated_at),
     };
   }
 
@@ -211,6 +252,11 @@ export class EnvDeploysService {
         for (const line of text.replace(/\n$/, '').split('\n')) lines.push(`${s.service} | ${line}`);
       }
     }
-    return { status: row.status, log_text: lines.join('\n') + (lines.length ? '\n' : ''), error: row.error, error_detail: row.error_detail };
+    return {
+      status: row.status,
+      log_text: lines.join('\n') + (lines.length ? '\n' : ''),
+      error: row.error,
+      error_detail: row.error_detail,
+    };
   }
 }

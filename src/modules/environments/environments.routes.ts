@@ -7,7 +7,13 @@ import type { ConfigurationsService } from '../configurations/index.js';
 import { ScopedConfig } from '../configurations/index.js';
 import { registerScopedConfigRoutes } from '../configurations/index.js';
 import {
-  CreateEnvironmentBody, Environment, EnvParams, EnvServiceParams, ProjectParams, ResolvedServiceConfig, UpdateEnvironmentBody,
+  CreateEnvironmentBody,
+  Environment,
+  EnvParams,
+  EnvServiceParams,
+  ProjectParams,
+  ResolvedServiceConfig,
+  UpdateEnvironmentBody,
 } from './environments.schemas.js';
 import { EnvironmentsService } from './environments.service.js';
 
@@ -19,37 +25,80 @@ export function environmentsRoutes(ctx: AppContext, config: ConfigurationsServic
   const scoped = new ScopedConfig(ctx.db, config);
   const tags = ['Environments'];
   return async (app: App) => {
-    app.get(BASE, {
-      schema: { tags, summary: "The project's environments", params: ProjectParams, response: { 200: Type.Array(Environment), ...commonErrorResponses } },
-    }, async (request) => envs.list(currentUser(request).id, request.params.workspace, request.params.project));
-
-    app.post(BASE, {
-      schema: { tags, summary: 'Create an environment (a protected one: admins)', params: ProjectParams, body: CreateEnvironmentBody, response: { 201: Environment, ...commonErrorResponses } },
-    }, async (request, reply) => reply.code(201).send(await envs.create(currentUser(request).id, request.params.workspace, request.params.project, request.body)));
-
-    app.get(`${BASE}/:env`, {
-      schema: { tags, summary: 'An environment', params: EnvParams, response: { 200: Environment, ...commonErrorResponses } },
-    }, async (request) => envs.get(currentUser(request).id, request.params.workspace, request.params.project, request.params.env));
-
-    app.patch(`${BASE}/:env`, {
-      schema: {
-        tags, summary: 'Change an environment: name, type, branch, protection (admins), per-service process counts and pod classes',
-        params: EnvParams, body: UpdateEnvironmentBody, response: { 200: Environment, ...commonErrorResponses },
+    app.get(
+      BASE,
+      {
+        schema: {
+          tags,
+          summary: "The project's environments",
+          params: ProjectParams,
+          response: { 200: Type.Array(Environment), ...commonErrorResponses },
+        },
       },
-    }, async (request) => envs.update(currentUser(request).id, request.params.workspace, request.params.project, request.params.env, request.body));
+      async (request) => envs.list(currentUser(request).id, request.params.workspace, request.params.project),
+    );
 
-    app.get(`${BASE}/:env/services/:service/config`, {
-      schema: {
-        tags, summary: 'The resolved configuration of a service in this environment: each value with the layer it came from (secrets masked)',
-        params: EnvServiceParams, response: { 200: ResolvedServiceConfig, ...commonErrorResponses },
+    app.post(
+      BASE,
+      {
+        schema: {
+          tags,
+          summary: 'Create an environment (a protected one: admins)',
+          params: ProjectParams,
+          body: CreateEnvironmentBody,
+          response: { 201: Environment, ...commonErrorResponses },
+        },
       },
-    }, async (request) => {
-      const p = request.params;
-      return envs.resolvedConfig(currentUser(request).id, p.workspace, p.project, p.env, p.service);
-    });
+      async (request, reply) =>
+        reply.code(201).send(await envs.create(currentUser(request).id, request.params.workspace, request.params.project, request.body)),
+    );
+
+    app.get(
+      `${BASE}/:env`,
+      {
+        schema: { tags, summary: 'An environment', params: EnvParams, response: { 200: Environment, ...commonErrorResponses } },
+      },
+      async (request) => envs.get(currentUser(request).id, request.params.workspace, request.params.project, request.params.env),
+    );
+
+    app.patch(
+      `${BASE}/:env`,
+      {
+        schema: {
+          tags,
+          summary: 'Change an environment: name, type, branch, protection (admins), per-service process counts and pod classes',
+          params: EnvParams,
+          body: UpdateEnvironmentBody,
+          response: { 200: Environment, ...commonErrorResponses },
+        },
+      },
+      async (request) =>
+        envs.update(currentUser(request).id, request.params.workspace, request.params.project, request.params.env, request.body),
+    );
+
+    app.get(
+      `${BASE}/:env/services/:service/config`,
+      {
+        schema: {
+          tags,
+          summary: 'The resolved configuration of a service in this environment: each value with the layer it came from (secrets masked)',
+          params: EnvServiceParams,
+          response: { 200: ResolvedServiceConfig, ...commonErrorResponses },
+        },
+      },
+      async (request) => {
+        const p = request.params;
+        return envs.resolvedConfig(currentUser(request).id, p.workspace, p.project, p.env, p.service);
+      },
+    );
 
     registerScopedConfigRoutes(app, {
-      prefix: `${BASE}/:env`, params: EnvParams, tags, label: 'environment', config, scoped,
+      prefix: `${BASE}/:env`,
+      params: EnvParams,
+      tags,
+      label: 'environment',
+      config,
+      scoped,
       scopeOf: async (params, userId) => ({
         scope: 'environment',
         scopeId: (await envs.scope.environment(userId, params.workspace!, params.project!, params.env!)).environment.id,

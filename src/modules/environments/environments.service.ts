@@ -11,7 +11,7 @@ import { SECRET_MASK } from '../configurations/index.js';
 import { RECONCILE_JOB } from '../deployments/index.js';
 import { WorkspaceScope } from '../workspaces/index.js';
 import { EnvironmentsRepository } from './environments.repository.js';
-import { requireBranchChangeAccess } from './protection.js';
+import { requireBranchChangeAccess, requireProtectedEnvironmentAdmin } from './protection.js';
 import { ENV_TYPES, type UpdateEnvironmentBody } from './environments.schemas.js';
 import { serviceScopeChain } from './scope-chain.js';
 
@@ -28,7 +28,10 @@ export class EnvironmentsService {
   readonly scope: WorkspaceScope;
 
   /** `jobs`, when the pipeline runs: a change of process settings reaches running services at once. */
-  constructor(private readonly db: Db, private readonly jobs?: Jobs) {
+  constructor(
+    private readonly db: Db,
+    private readonly jobs?: Jobs,
+  ) {
     this.envs = new EnvironmentsRepository(db);
     this.configRepo = new ConfigurationsRepository(db);
     this.scope = new WorkspaceScope(db);
@@ -46,10 +49,16 @@ export class EnvironmentsService {
       process_pod_classes[s.slug] = { ...s.process_pod_classes, ...(o?.process_pod_classes ?? {}) };
     }
     return {
-      id: env.id, name: env.name, slug: env.slug, env_type: env.env_type,
-      auto_deploy_branch: env.auto_deploy_branch, protected: env.protected,
-      process_counts, process_pod_classes,
-      created: iso(env.created_at), updated: iso(env.updated_at),
+      id: env.id,
+      name: env.name,
+      slug: env.slug,
+      env_type: env.env_type,
+      auto_deploy_branch: env.auto_deploy_branch,
+      protected: env.protected,
+      process_counts,
+      process_pod_classes,
+      created: iso(env.created_at),
+      updated: iso(env.updated_at),
     };
   }
 
@@ -64,18 +73,32 @@ export class EnvironmentsService {
     return this.describe(environment);
   }
 
-  async create(userId: string, ws: string, projectSlug: string, input: {
-    name: string; slug?: string; env_type?: EnvironmentType; auto_deploy_branch?: string | null; protected?: boolean;
-  }) {
+  async create(
+    userId: string,
+    ws: string,
+    projectSlug: string,
+    input: {
+      name: string;
+      slug?: string;
+      env_type?: EnvironmentType;
+      auto_deploy_branch?: string | null;
+      protected?: boolean;
+    },
+  ) {
     const { workspace, project } = await this.scope.project(userId, ws, projectSlug);
     if (input.protected) await this.scope.requireAdmin(userId, workspace.id);
     const slug = slugFor(input.name, input.slug);
     // An environment named like a type (staging, preview, ...) is of that type unless told otherwise.
-    const env_type = input.env_type ?? ((ENV_TYPES as readonly string[]).includes(slug) ? slug as EnvironmentType : 'development');
+    const env_type = input.env_type ?? ((ENV_TYPES as readonly string[]).includes(slug) ? (slug as EnvironmentType) : 'development');
     try {
       const row = await this.envs.insert({
-        id: uuidv7(), project_id: project.id, name: input.name, slug, env_type,
-        auto_deploy_branch: input.auto_deploy_branch ?? null, protected: input.protected ?? false,
+        id: uuidv7(),
+        project_id: project.id,
+        name: input.name,
+        slug,
+        env_type,
+        auto_deploy_branch: input.auto_deploy_branch ?? null,
+        protected: input.protected ?? false,
       });
       return this.describe(row);
     } catch (err) {
@@ -87,12 +110,16 @@ export class EnvironmentsService {
   async update(userId: string, ws: string, projectSlug: string, envSlug: string, input: Static<typeof UpdateEnvironmentBody>) {
     const { workspace, project, environment } = await this.scope.environment(userId, ws, projectSlug, envSlug);
     if (input.protected !== undefined && input.protected !== environment.protected) await this.scope.requireAdmin(userId, workspace.id);
-    if (input.auto_deploy_branch !== undefined && input.auto_deploy_branch !== environment.auto_deploy_branch) {
-      await requireBranchChangeAccess(this.db, userId, { environmentId: environment.id });
-    }
     // Application-level pipeline endpoints act on `production`: it stays of type production.
     if (environment.slug === 'production' && input.env_type !== undefined && input.env_type !== 'production') {
       throw invalid('env_type', 'the production environment is always of type production');
+    }
+    // Renaming is cosmetic; its type, scale and pod classes change what runs there.
+    if (input.env_type !== undefined || input.process_counts !== undefined || input.process_pod_classes !== undefined) {
+      await requireProtectedEnvironmentAdmin(this.db, userId, { environmentId: environment.id }, 'its type, scale or pod classes');
+    }
+    if (input.auto_deploy_branch !== undefined && input.auto_deploy_branch !== environment.auto_deploy_branch) {
+      await requireBranchChangeAccess(this.db, userId, { environmentId: environment.id });
     }
     const services = new Map((await this.envs.services(project.id)).map((s) => [s.slug, s.id]));
     const serviceId = (field: string, slug: string) => {
@@ -103,7 +130,8 @@ export class EnvironmentsService {
     const perService = new Map<string, { counts: Record<string, number | null>; classes: Record<string, string | null> }>();
     const entry = (id: string) => perService.get(id) ?? perService.set(id, { counts: {}, classes: {} }).get(id)!;
     for (const [slug, counts] of Object.entries(input.process_counts ?? {})) entry(serviceId('process_counts', slug)).counts = counts;
-    for (const [slug, classes] of Object.entries(input.process_pod_classes ?? {})) entry(serviceId('process_pod_classes', slug)).classes = classes;
+    for (const [slug, classes] of Object.entries(input.process_pod_classes ?? {}))
+      entry(serviceId('process_pod_classes', slug)).classes = classes;
 
     const changes: Partial<Pick<EnvironmentsTable, 'name' | 'env_type' | 'auto_deploy_branch'>> & { protected?: boolean } = {};
     if (input.name !== undefined) changes.name = input.name;
@@ -146,11 +174,15 @@ export class EnvironmentsService {
       .map(({ row, overrides }) => ({
         name: row.name,
         value: row.secret ? SECRET_MASK : (row.value ?? ''),
-        secret: row.secret, buildtime: row.buildtime,
-        scope: labelOf(row.scope, row.scope_id), config_id: row.id, overrides,
+        secret: row.secret,
+        buildtime: row.buildtime,
+        scope: labelOf(row.scope, row.scope_id),
+        config_id: row.id,
+        overrides,
       }));
     return {
-      environment: environment.slug, service: service.slug,
+      environment: environment.slug,
+      service: service.slug,
       scopes: chain.map((l) => ({ scope: l.label, id: l.scopeId, slug: l.slug })),
       variables,
     };

@@ -4,7 +4,8 @@ import { findProductionEnvironmentId } from '../pipeline/index.js';
 
 /** The environment's slug when it is protected and the caller is not an admin of its workspace; else null. */
 async function lockedOut(db: Db, userId: string, environmentId: string): Promise<string | null> {
-  const row = await db.selectFrom('environments as e')
+  const row = await db
+    .selectFrom('environments as e')
     .innerJoin('projects as p', 'p.id', 'e.project_id')
     .leftJoin('memberships as m', (j) => j.onRef('m.organization_id', '=', 'p.organization_id').on('m.user_id', '=', userId))
     .select(['e.slug', 'e.protected', 'm.admin'])
@@ -30,10 +31,65 @@ export async function requireDeployAccess(db: Db, userId: string, environmentId:
  * choosing what gets deployed, so on a protected environment (for an application's own
  * `auto_deploy_branch`: its production) it is the admins' choice too.
  */
-export async function requireBranchChangeAccess(db: Db, userId: string, target: { environmentId: string } | { applicationId: string }): Promise<void> {
-  const environmentId = 'environmentId' in target
-    ? target.environmentId
-    : await findProductionEnvironmentId(db, target.applicationId);
+export async function requireBranchChangeAccess(
+  db: Db,
+  userId: string,
+  target: { environmentId: string } | { applicationId: string },
+): Promise<void> {
+  const environmentId = 'environmentId' in target ? target.environmentId : await findProductionEnvironmentId(db, target.applicationId);
   const slug = environmentId ? await lockedOut(db, userId, environmentId) : null;
-  if (slug) throw new AppError('FORBIDDEN', `Environment '${slug}' is protected: only workspace admins choose the branch that deploys to it`);
+  if (slug)
+    throw new AppError('FORBIDDEN', `Environment '${slug}' is protected: only workspace admins choose the branch that deploys to it`);
+}
+
+/**
+ * What a change reaches: an environment directly, or every environment that inherits from
+ * the application, project, team or organization it changes (configuration layers, the
+ * application's source and settings, a project's owning team).
+ */
+export type ProtectedReach =
+  { environmentId: string } | { applicationId: string } | { projectId: string } | { teamId: string } | { organizationId: string };
+
+/** A configuration scope, as the configurations module names it, mapped to what it reaches. */
+export function reachOfScope(scope: {
+  scope: 'organization' | 'team' | 'project' | 'environment' | 'application';
+  scopeId: string;
+}): ProtectedReach {
+  switch (scope.scope) {
+    case 'organization':
+      return { organizationId: scope.scopeId };
+    case 'team':
+      return { teamId: scope.scopeId };
+    case 'project':
+      return { projectId: scope.scopeId };
+    case 'environment':
+      return { environmentId: scope.scopeId };
+    case 'application':
+      return { applicationId: scope.scopeId };
+  }
+}
+
+/**
+ * The one rule for protected environments: a change that reaches one (its scale and pod
+ * classes, any configuration layer it inherits, an application's repository, branch,
+ * subdirectory, health check or other settings, a deploy, promote, rollback or run) needs
+ * an organization admin. Throws 403 naming the environment and the change; callers have
+ * already checked membership. Shared with every module through the environments index.
+ */
+export async function requireProtectedEnvironmentAdmin(db: Db, userId: string, reach: ProtectedReach, change: string): Promise<void> {
+  let query = db
+    .selectFrom('environments as e')
+    .innerJoin('projects as p', 'p.id', 'e.project_id')
+    .leftJoin('memberships as m', (j) => j.onRef('m.organization_id', '=', 'p.organization_id').on('m.user_id', '=', userId))
+    .select(['e.slug', 'm.admin'])
+    .where('e.protected', '=', true);
+  if ('environmentId' in reach) query = query.where('e.id', '=', reach.environmentId);
+  else if ('projectId' in reach) query = query.where('p.id', '=', reach.projectId);
+  else if ('teamId' in reach) query = query.where('p.team_id', '=', reach.teamId);
+  else if ('organizationId' in reach) query = query.where('p.organization_id', '=', reach.organizationId);
+  else query = query.where('p.id', '=', (eb) => eb.selectFrom('applications').select('project_id').where('id', '=', reach.applicationId));
+  const row = await query.orderBy('e.slug').limit(1).executeTakeFirst();
+  if (row && !row.admin) {
+    throw new AppError('FORBIDDEN', `Environment '${row.slug}' is protected: only organization admins change ${change}`);
+  }
 }

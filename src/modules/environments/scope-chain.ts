@@ -5,7 +5,11 @@ import type { ScopeRef } from '../configurations/index.js';
 
 /** What each stored scope is called in the workspace vocabulary of the API. */
 const SCOPE_LABELS: Record<ConfigScope, 'workspace' | 'team' | 'project' | 'environment' | 'service'> = {
-  organization: 'workspace', team: 'team', project: 'project', environment: 'environment', application: 'service',
+  organization: 'workspace',
+  team: 'team',
+  project: 'project',
+  environment: 'environment',
+  application: 'service',
 };
 
 export interface ScopeLayer extends ScopeRef {
@@ -25,8 +29,18 @@ export async function serviceScopeChain(db: Db, applicationId: string, environme
     .innerJoin('organizations as o', 'o.id', 'p.organization_id')
     .innerJoin('environments as e', (j) => j.onRef('e.project_id', '=', 'p.id').on('e.id', '=', environmentId))
     .leftJoin('teams as t', 't.id', 'p.team_id')
-    .select(['o.id as org_id', 'o.slug as org_slug', 't.id as team_id', 't.slug as team_slug', 'p.id as project_id', 'p.slug as project_slug',
-      'e.id as env_id', 'e.slug as env_slug', 'a.id as app_id', 'a.slug as app_slug'])
+    .select([
+      'o.id as org_id',
+      'o.slug as org_slug',
+      't.id as team_id',
+      't.slug as team_slug',
+      'p.id as project_id',
+      'p.slug as project_slug',
+      'e.id as env_id',
+      'e.slug as env_slug',
+      'a.id as app_id',
+      'a.slug as app_slug',
+    ])
     .where('a.id', '=', applicationId)
     .executeTakeFirst();
   if (!row) throw notFound('Service in this environment');

@@ -8,7 +8,13 @@ import { BUILD_STEPS } from '../pipeline/index.js';
 import type { ConfigurationsService } from '../configurations/index.js';
 import { resolveServiceConfig } from '../configurations/index.js';
 import {
-  configurationFingerprints, diff, displayConfiguration, imageFingerprints, openConfiguration, sealConfiguration, type DisplayedVariable,
+  configurationFingerprints,
+  diff,
+  displayConfiguration,
+  imageFingerprints,
+  openConfiguration,
+  sealConfiguration,
+  type DisplayedVariable,
 } from '../releases/index.js';
 import { ReleasesRepository } from '../releases/index.js';
 import type { ServicePipeline } from './env-deploys.service.js';
@@ -61,7 +67,11 @@ export class EnvironmentPipeline implements ServicePipeline {
     if (!source.built || !source.image_ref) throw conflict(`Release v${source.version} is not built and cannot be promoted`);
     const image = await this.images.findById(source.image_ref);
     if (!image) throw conflict(`The image of release v${source.version} no longer exists`);
-    const sourceEnv = await this.ctx.db.selectFrom('environments').select('slug').where('id', '=', source.environment_id).executeTakeFirst();
+    const sourceEnv = await this.ctx.db
+      .selectFrom('environments')
+      .select('slug')
+      .where('id', '=', source.environment_id)
+      .executeTakeFirst();
 
     // The source's frozen configuration, or (on request) the target's own, resolved now and frozen the same way.
     let frozen = { configuration: source.configuration ?? [], configuration_sealed: source.configuration_sealed };
@@ -73,7 +83,10 @@ export class EnvironmentPipeline implements ServicePipeline {
     const previous = await this.releases.previousBuilt(source.application_id, environmentId, version);
     // Diffs against the target's previous release, compared by value in memory only (secrets never leave the seal).
     const fingerprints = (r: { configuration: unknown; configuration_sealed: string | null }) =>
-      configurationFingerprints(openConfiguration(this.ctx.secrets, r.configuration_sealed), (r.configuration ?? []) as DisplayedVariable[]);
+      configurationFingerprints(
+        openConfiguration(this.ctx.secrets, r.configuration_sealed),
+        (r.configuration ?? []) as DisplayedVariable[],
+      );
     const configurationChanges = diff(previous ? fingerprints(previous) : null, fingerprints(frozen));
     const imageChanges = diff(previous ? imageFingerprints(previous) : null, imageFingerprints(image));
     const settings = await effectiveProcessSettings(this.ctx.db, source.application_id, environmentId);
@@ -88,19 +101,32 @@ export class EnvironmentPipeline implements ServicePipeline {
     ].join('\n');
     const now = new Date();
     await this.releases.update(id, {
-      image_ref: image.id, commit_sha: source.commit_sha,
-      configuration: JSON.stringify(frozen.configuration), configuration_sealed: frozen.configuration_sealed,
+      image_ref: image.id,
+      commit_sha: source.commit_sha,
+      configuration: JSON.stringify(frozen.configuration),
+      configuration_sealed: frozen.configuration_sealed,
       processes: JSON.stringify(source.processes ?? {}),
-      process_counts: JSON.stringify(settings.process_counts), process_pod_classes: JSON.stringify(settings.process_pod_classes),
-      health_check_path: source.health_check_path, health_check_host: source.health_check_host, deployment_timeout: source.deployment_timeout,
-      image_changes: JSON.stringify(imageChanges), configuration_changes: JSON.stringify(configurationChanges),
+      process_counts: JSON.stringify(settings.process_counts),
+      process_pod_classes: JSON.stringify(settings.process_pod_classes),
+      health_check_path: source.health_check_path,
+      health_check_host: source.health_check_host,
+      deployment_timeout: source.deployment_timeout,
+      image_changes: JSON.stringify(imageChanges),
+      configuration_changes: JSON.stringify(configurationChanges),
       release_metadata: JSON.stringify({
-        image_version: image.version, image_id: image.image_id, build_ref: image.build_ref,
+        image_version: image.version,
+        image_id: image.image_id,
+        build_ref: image.build_ref,
         previous_release_version: previous?.version ?? null,
         promoted_from: { environment: sourceEnv?.slug ?? null, release_id: source.id, release_version: source.version, configuration },
       }),
-      log_text: `${log}\n`, build_step: JSON.stringify({ steps: [...BUILD_STEPS], current: BUILD_STEPS.length - 1 }),
-      status: 'built', built: true, error: false, started_at: now, finished_at: now,
+      log_text: `${log}\n`,
+      build_step: JSON.stringify({ steps: [...BUILD_STEPS], current: BUILD_STEPS.length - 1 }),
+      status: 'built',
+      built: true,
+      error: false,
+      started_at: now,
+      finished_at: now,
     });
     const { deployment_id } = await this.deployments.queue(source.application_id, environmentId, id);
     return { imageId: image.id, releaseId: id, deploymentId: deployment_id };

@@ -17,7 +17,8 @@ import { buildTimeoutSeconds } from '../organizations/index.js';
 /** Scratch space of one build (removed when it ends). */
 export const buildWorkDir = (dataDir: string, imageId: string) => join(dataDir, 'builds', imageId);
 /** Where a built image's artifact lives. */
-export const artifactDir = (dataDir: string, applicationId: string, version: number) => join(dataDir, 'images', applicationId, String(version));
+export const artifactDir = (dataDir: string, applicationId: string, version: number) =>
+  join(dataDir, 'images', applicationId, String(version));
 
 export const ABANDONED = 'abandoned: its pipeline job is no longer queued or running (the server stopped at the wrong moment); build again';
 export const INTERRUPTED_BY_RESTART = 'interrupted by a restart: the worker running this build stopped before it finished; build again';
@@ -47,8 +48,10 @@ export class BuildRunner {
   private async privateRepositoryToken(app: { github_repository_is_private: boolean; github_app_installation_id: string | number | null }) {
     if (!app.github_repository_is_private) return undefined;
     if (app.github_app_installation_id === null) {
-      throw new BuildError('The repository is private and the application has no GitHub App installation: install the App on the repository, '
-        + 'then set github_app_installation_id with PATCH /applications/{id}/settings');
+      throw new BuildError(
+        'The repository is private and the application has no GitHub App installation: install the App on the repository, ' +
+          'then set github_app_installation_id with PATCH /applications/{id}/settings',
+      );
     }
     try {
       return await this.githubApp.installationToken(app.github_app_installation_id);
@@ -84,15 +87,29 @@ export class BuildRunner {
       const token = await this.privateRepositoryToken(app);
       if (token) log.line('Cloning with a GitHub App installation token');
       const source = await fetchSource({
-        pins, token, repository: app.github_repository, ref, subdirectory: app.subdirectory, githubUrl: this.ctx.config.GITHUB_URL,
-        localRoots: this.ctx.config.LOCAL_REPOSITORY_ROOTS?.split(',').map((r) => r.trim()).filter(Boolean),
-        workDir, destination: contextDir, signal, onLine: (l) => log.line(l),
+        pins,
+        token,
+        repository: app.github_repository,
+        ref,
+        subdirectory: app.subdirectory,
+        githubUrl: this.ctx.config.GITHUB_URL,
+        localRoots: this.ctx.config.LOCAL_REPOSITORY_ROOTS?.split(',')
+          .map((r) => r.trim())
+          .filter(Boolean),
+        workDir,
+        destination: contextDir,
+        signal,
+        onLine: (l) => log.line(l),
       });
       const procfilePath = join(contextDir, 'Procfile');
       const procfile = existsSync(procfilePath) ? await readFile(procfilePath, 'utf8') : null;
       const procfileProcesses = procfile === null ? null : parseProcfile(procfile);
       if (procfileProcesses) log.line(`Procfile: ${Object.keys(procfileProcesses).join(', ')}`);
-      await this.images.update(image.id, { commit_sha: source.commitSha, procfile, build_slug: `v${image.version}-${source.commitSha.slice(0, 7)}` });
+      await this.images.update(image.id, {
+        commit_sha: source.commitSha,
+        procfile,
+        build_slug: `v${image.version}-${source.commitSha.slice(0, 7)}`,
+      });
       const buildVars = Object.keys(buildEnv);
       log.line(buildVars.length ? `Build-time variables: ${buildVars.join(', ')}` : 'No build-time variables');
 
@@ -100,15 +117,26 @@ export class BuildRunner {
       const builder = await chooseBuilder(this.builders, contextDir);
       log.line(`Builder: ${builder.name}`);
       const output = await builder.build({
-        applicationId: app.id, version: image.version, repositoryName: image.repository_name,
-        contextDir, artifactDir: artifact, buildEnv, secrets, procfileProcesses,
+        applicationId: app.id,
+        version: image.version,
+        repositoryName: image.repository_name,
+        contextDir,
+        artifactDir: artifact,
+        buildEnv,
+        secrets,
+        procfileProcesses,
         log: { line: (l) => log.line(l), substep: (s) => log.substep(s) },
-        signal, timeoutMs: (await buildTimeoutSeconds(this.ctx, app.id)) * 1000,
+        signal,
+        timeoutMs: (await buildTimeoutSeconds(this.ctx, app.id)) * 1000,
       });
 
       log.enter('Export');
       log.line(`Image ${output.imageId}`);
-      log.line(`Processes: ${Object.entries(output.processes).map(([n, p]) => `${n}=${p.cmd}`).join('; ')}`);
+      log.line(
+        `Processes: ${Object.entries(output.processes)
+          .map(([n, p]) => `${n}=${p.cmd}`)
+          .join('; ')}`,
+      );
 
       log.enter('Push');
       log.line(`Stored at ${output.artifactPath}`);
@@ -117,20 +145,34 @@ export class BuildRunner {
       log.line('Build succeeded');
       await log.flush();
       await this.images.update(image.id, {
-        status: 'built', built: true, error: false, error_detail: null,
-        image_id: output.imageId, dockerfile: output.dockerfile, processes: JSON.stringify(output.processes),
+        status: 'built',
+        built: true,
+        error: false,
+        error_detail: null,
+        image_id: output.imageId,
+        dockerfile: output.dockerfile,
+        processes: JSON.stringify(output.processes),
         image_metadata: JSON.stringify({ ...output.imageMetadata, source: source.displayUrl, subdirectory: app.subdirectory }),
-        artifact_path: output.artifactPath, finished_at: new Date(),
+        artifact_path: output.artifactPath,
+        finished_at: new Date(),
       });
       return { ok: true };
     } catch (err) {
       const known = err instanceof BuildError || err instanceof SourceError;
       const detail = signal.aborted
         ? 'interrupted: the server stopped during the build; build again'
-        : known ? (err as Error).message : `internal error while building: ${(err as Error).message}`;
+        : known
+          ? (err as Error).message
+          : `internal error while building: ${(err as Error).message}`;
       log.line(`Build failed: ${detail}`);
       await log.flush();
-      await this.images.update(image.id, { status: 'error', error: true, built: false, error_detail: log.scrub(detail), finished_at: new Date() });
+      await this.images.update(image.id, {
+        status: 'error',
+        error: true,
+        built: false,
+        error_detail: log.scrub(detail),
+        finished_at: new Date(),
+      });
       await rm(artifact, { recursive: true, force: true });
       return { ok: false };
     } finally {

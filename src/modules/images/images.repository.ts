@@ -14,16 +14,25 @@ export class ImagesRepository {
   insertNext(applicationId: string, fields: { repository_name: string; build_ref: string }) {
     return this.db.transaction().execute(async (trx) => {
       if (!(await lockApplication(trx, applicationId))) throw notFound('Application');
-      const { next } = await trx.selectFrom('images')
+      const { next } = await trx
+        .selectFrom('images')
         .select(sql<number>`coalesce(max(version), 0) + 1`.as('next'))
         .where('application_id', '=', applicationId)
         .executeTakeFirstOrThrow();
-      return trx.insertInto('images').values({
-        id: uuidv7(), application_id: applicationId, version: next, status: 'building',
-        repository_name: fields.repository_name, build_ref: fields.build_ref,
-        build_step: JSON.stringify({ steps: [...BUILD_STEPS], current: 0 }),
-        log_text: 'Queued\n',
-      }).returning(['id', 'version']).executeTakeFirstOrThrow();
+      return trx
+        .insertInto('images')
+        .values({
+          id: uuidv7(),
+          application_id: applicationId,
+          version: next,
+          status: 'building',
+          repository_name: fields.repository_name,
+          build_ref: fields.build_ref,
+          build_step: JSON.stringify({ steps: [...BUILD_STEPS], current: 0 }),
+          log_text: 'Queued\n',
+        })
+        .returning(['id', 'version'])
+        .executeTakeFirstOrThrow();
     });
   }
 
@@ -33,21 +42,41 @@ export class ImagesRepository {
 
   async page(applicationId: string, limit: number, offset: number) {
     const [rows, count] = await Promise.all([
-      this.db.selectFrom('images').selectAll().where('application_id', '=', applicationId)
-        .orderBy('version', 'desc').limit(limit).offset(offset).execute(),
-      this.db.selectFrom('images').select((eb) => eb.fn.countAll<number>().as('n')).where('application_id', '=', applicationId).executeTakeFirstOrThrow(),
+      this.db
+        .selectFrom('images')
+        .selectAll()
+        .where('application_id', '=', applicationId)
+        .orderBy('version', 'desc')
+        .limit(limit)
+        .offset(offset)
+        .execute(),
+      this.db
+        .selectFrom('images')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('application_id', '=', applicationId)
+        .executeTakeFirstOrThrow(),
     ]);
     return { rows, total: Number(count.n) };
   }
 
   /** The newest built image of the application. */
   latestBuilt(applicationId: string) {
-    return this.db.selectFrom('images').selectAll().where('application_id', '=', applicationId).where('built', '=', true)
-      .orderBy('version', 'desc').limit(1).executeTakeFirst();
+    return this.db
+      .selectFrom('images')
+      .selectAll()
+      .where('application_id', '=', applicationId)
+      .where('built', '=', true)
+      .orderBy('version', 'desc')
+      .limit(1)
+      .executeTakeFirst();
   }
 
   update(id: string, changes: Updateable<ImagesTable>) {
-    return this.db.updateTable('images').set({ ...changes, updated_at: sql`now()` }).where('id', '=', id).execute();
+    return this.db
+      .updateTable('images')
+      .set({ ...changes, updated_at: sql`now()` })
+      .where('id', '=', id)
+      .execute();
   }
 
   /** Fails the record if it is still in progress (never overwrites a finished one). */

@@ -8,6 +8,7 @@ import type { JobMaintenance, Jobs } from '../../platform/jobs/types.js';
 import { ApplicationsRepository } from '../applications/index.js';
 import type { ApplicationsService } from '../applications/index.js';
 import type { ConfigurationsService } from '../configurations/index.js';
+import { requireProtectedEnvironmentAdmin } from '../environments/index.js';
 import { queueRecordJob, recordLogView } from '../pipeline/index.js';
 import { ABANDONED, artifactDir, BuildRunner, buildWorkDir, INTERRUPTED_BY_RESTART } from './build-runner.js';
 import { ImagesRepository } from './images.repository.js';
@@ -15,8 +16,14 @@ import { ImagesRepository } from './images.repository.js';
 type ImageRow = NonNullable<Awaited<ReturnType<ImagesRepository['findById']>>>;
 
 const summary = (i: ImageRow) => ({
-  id: i.id, version: i.version, application_id: i.application_id, repository_name: i.repository_name,
-  built: i.built, error: i.error, created: iso(i.created_at), updated: iso(i.updated_at),
+  id: i.id,
+  version: i.version,
+  application_id: i.application_id,
+  repository_name: i.repository_name,
+  built: i.built,
+  error: i.error,
+  created: iso(i.created_at),
+  updated: iso(i.updated_at),
 });
 
 /**
@@ -28,7 +35,12 @@ export class ImagesService {
   private readonly runner: BuildRunner;
   private readonly applications: ApplicationsRepository;
 
-  constructor(private readonly ctx: AppContext, private readonly apps: ApplicationsService, configs: ConfigurationsService, builders: Builder[]) {
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly apps: ApplicationsService,
+    configs: ConfigurationsService,
+    builders: Builder[],
+  ) {
     this.repo = new ImagesRepository(ctx.db);
     this.runner = new BuildRunner(ctx, configs, builders);
     this.applications = new ApplicationsRepository(ctx.db);
@@ -39,10 +51,20 @@ export class ImagesService {
    * record) and a sweeper that fails builds whose job is gone.
    */
   registerJobs(jobs: Jobs & JobMaintenance) {
-    jobs.register('build', async (data, job) => { await this.runBuild(data.recordId!, job.signal); }, {
-      onInterrupted: async (data) => { await this.failInterrupted(data.recordId!); },
+    jobs.register(
+      'build',
+      async (data, job) => {
+        await this.runBuild(data.recordId!, job.signal);
+      },
+      {
+        onInterrupted: async (data) => {
+          await this.failInterrupted(data.recordId!);
+        },
+      },
+    );
+    jobs.addSweeper(async () => {
+      await this.repo.settleAbandoned(await jobs.liveJobIds(), ABANDONED);
     });
-    jobs.addSweeper(async () => { await this.repo.settleAbandoned(await jobs.liveJobIds(), ABANDONED); });
   }
 
   // --- pipeline stage ---
@@ -51,7 +73,8 @@ export class ImagesService {
   async createImage(applicationId: string, ref?: string | null): Promise<{ id: string; version: number }> {
     const app = await this.applications.findById(applicationId);
     if (!app) throw notFound('Application');
-    if (!app.github_repository) throw invalid('github_repository', 'set the repository to build from (PATCH /applications/{id}/settings) first');
+    if (!app.github_repository)
+      throw invalid('github_repository', 'set the repository to build from (PATCH /applications/{id}/settings) first');
     return this.repo.insertNext(app.id, {
       repository_name: `${app.organization_slug}/${app.project_slug}/${app.slug}`,
       build_ref: ref ?? app.auto_deploy_branch ?? 'HEAD',
@@ -78,6 +101,8 @@ export class ImagesService {
 
   async requestBuild(userId: string, applicationId: string, ref?: string) {
     await this.apps.authorize(userId, applicationId);
+    // The latest built image is what the next release ships: building one picks it.
+    await requireProtectedEnvironmentAdmin(this.ctx.db, userId, { applicationId }, 'the images its releases are made from');
     const jobs = await requireJobRoom(this.ctx, applicationId);
     const image = await this.createImage(applicationId, ref);
     await queueRecordJob(this.ctx.db, 'images', jobs, 'build', { applicationId, recordId: image.id }, 'build');
@@ -100,8 +125,15 @@ export class ImagesService {
     const i = await this.visible(userId, imageId);
     return {
       ...summary(i),
-      image_id: i.image_id, error_detail: i.error_detail, build_slug: i.build_slug, build_ref: i.build_ref,
-      dockerfile: i.dockerfile, procfile: i.procfile, processes: i.processes, image_metadata: i.image_metadata, commit_sha: i.commit_sha,
+      image_id: i.image_id,
+      error_detail: i.error_detail,
+      build_slug: i.build_slug,
+      build_ref: i.build_ref,
+      dockerfile: i.dockerfile,
+      procfile: i.procfile,
+      processes: i.processes,
+      image_metadata: i.image_metadata,
+      commit_sha: i.commit_sha,
     };
   }
 

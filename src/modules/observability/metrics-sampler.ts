@@ -24,7 +24,12 @@ export class MetricsSampler {
 
   start() {
     if (this.timer) return;
-    this.timer = setInterval(() => { this.running = this.sampleOnce().then(() => {}, (err) => this.logger.error({ err }, 'metrics sample failed')); }, this.intervalSeconds * 1000);
+    this.timer = setInterval(() => {
+      this.running = this.sampleOnce().then(
+        () => {},
+        (err) => this.logger.error({ err }, 'metrics sample failed'),
+      );
+    }, this.intervalSeconds * 1000);
     this.timer.unref();
   }
 
@@ -36,17 +41,33 @@ export class MetricsSampler {
 
   async sampleOnce(now = new Date()): Promise<number> {
     // Every worker sees a cluster's pods: aligned to the interval, their samples are one row (the first wins).
-    const at = this.runtime.sharedWorkloads ? new Date(Math.floor(now.getTime() / (this.intervalSeconds * 1000)) * this.intervalSeconds * 1000) : now;
+    const at = this.runtime.sharedWorkloads
+      ? new Date(Math.floor(now.getTime() / (this.intervalSeconds * 1000)) * this.intervalSeconds * 1000)
+      : now;
     const usage = await this.runtime.usage();
     if (usage.length > 0) {
-      await this.db.insertInto('metric_samples').values(usage.map((u) => ({
-        application_id: u.applicationId, environment_id: u.environmentId, sampled_at: at,
-        cpu_usage_m: u.cpuMillicores, memory_usage_bytes: u.memoryBytes, pod_count: u.podCount, restart_count: u.restartCount,
-      }))).onConflict((oc) => oc.doNothing()).execute();
+      await this.db
+        .insertInto('metric_samples')
+        .values(
+          usage.map((u) => ({
+            application_id: u.applicationId,
+            environment_id: u.environmentId,
+            sampled_at: at,
+            cpu_usage_m: u.cpuMillicores,
+            memory_usage_bytes: u.memoryBytes,
+            pod_count: u.podCount,
+            restart_count: u.restartCount,
+          })),
+        )
+        .onConflict((oc) => oc.doNothing())
+        .execute();
     }
     if (Date.now() - this.lastPrune > PRUNE_EVERY_MS) {
       this.lastPrune = Date.now();
-      await this.db.deleteFrom('metric_samples').where('sampled_at', '<', sql<Date>`now() - make_interval(days => ${RETENTION_DAYS})`).execute();
+      await this.db
+        .deleteFrom('metric_samples')
+        .where('sampled_at', '<', sql<Date>`now() - make_interval(days => ${RETENTION_DAYS})`)
+        .execute();
     }
     return usage.length;
   }

@@ -5,27 +5,81 @@ import { currentUser } from '../auth/index.js';
 import { ApplicationIdParams } from '../applications/index.js';
 import { RANGES, type ObservabilityService, type RangeName } from './observability.service.js';
 
-const RangeSchema = Type.Union(Object.keys(RANGES).map((r) => Type.Literal(r)), { default: '1h' });
+const RangeSchema = Type.Union(
+  Object.keys(RANGES).map((r) => Type.Literal(r)),
+  { default: '1h' },
+);
 
-const Observability = Type.Object({
-  range: Type.String(),
-  history: Type.Array(Type.Object({
-    timestamp: Timestamp,
-    cpu_usage_m: Type.Integer({ description: 'millicores (1000 = one core), average over the bucket' }),
-    memory_usage_bytes: Type.Integer({ description: 'resident memory of all instances, average over the bucket' }),
-    pod_count: Type.Integer({ description: 'running instances' }),
-    restart_count: Type.Integer({ description: 'crash restarts of the running instances' }),
-  })),
-}, { $id: 'Observability' });
+const Observability = Type.Object(
+  {
+    range: Type.String(),
+    history: Type.Array(
+      Type.Object({
+        timestamp: Timestamp,
+        cpu_usage_m: Type.Integer({ description: 'millicores (1000 = one core), average over the bucket' }),
+        memory_usage_bytes: Type.Integer({ description: 'resident memory of all instances, average over the bucket' }),
+        pod_count: Type.Integer({ description: 'running instances' }),
+        restart_count: Type.Integer({ description: 'crash restarts of the running instances' }),
+      }),
+    ),
+  },
+  { $id: 'Observability' },
+);
+
+const RequestMinute = Type.Object(
+  {
+    minute: Timestamp,
+    environment: Type.String(),
+    process_type: Type.String(),
+    requests: Type.Integer(),
+    status: Type.Object({
+      '1xx': Type.Integer(),
+      '2xx': Type.Integer(),
+      '3xx': Type.Integer(),
+      '4xx': Type.Integer(),
+      '5xx': Type.Integer(),
+    }),
+    latency: Type.Object({
+      bounds_ms: Type.Array(Type.Number(), { description: 'upper bound of each bucket; the last bucket counts slower requests' }),
+      buckets: Type.Array(Type.Integer()),
+      mean_ms: Type.Number(),
+    }),
+  },
+  { $id: 'RequestMinute' },
+);
 
 export function observabilityRoutes(observability: ObservabilityService) {
   return async (app: App) => {
-    app.get('/applications/:application_id/observability', {
-      schema: {
-        tags: ['Applications'], summary: 'CPU, memory, instance and restart history of the production processes (at most 200 points)',
-        params: ApplicationIdParams, querystring: Type.Object({ range: Type.Optional(RangeSchema) }, { additionalProperties: false }),
-        response: { 200: Observability, ...commonErrorResponses },
+    app.get(
+      '/applications/:application_id/observability/requests',
+      {
+        schema: {
+          tags: ['Applications'],
+          summary: 'Requests the edge served, per minute, environment and process type: status classes and a latency histogram',
+          params: ApplicationIdParams,
+          querystring: Type.Object(
+            { minutes: Type.Optional(Type.Integer({ minimum: 1, maximum: 1440, default: 60 })) },
+            { additionalProperties: false },
+          ),
+          response: { 200: Type.Array(RequestMinute), ...commonErrorResponses },
+        },
       },
-    }, async (request) => observability.history(currentUser(request).id, request.params.application_id, (request.query.range ?? '1h') as RangeName));
+      async (request) => observability.requests(currentUser(request).id, request.params.application_id, request.query.minutes ?? 60),
+    );
+
+    app.get(
+      '/applications/:application_id/observability',
+      {
+        schema: {
+          tags: ['Applications'],
+          summary: 'CPU, memory, instance and restart history of the production processes (at most 200 points)',
+          params: ApplicationIdParams,
+          querystring: Type.Object({ range: Type.Optional(RangeSchema) }, { additionalProperties: false }),
+          response: { 200: Observability, ...commonErrorResponses },
+        },
+      },
+      async (request) =>
+        observability.history(currentUser(request).id, request.params.application_id, (request.query.range ?? '1h') as RangeName),
+    );
   };
 }

@@ -1,3 +1,4 @@
+import { readRequestStats } from '../../platform/edge/request-stats.js';
 import { sql } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
 import { notFound } from '../../platform/errors.js';
@@ -16,8 +17,17 @@ const MAX_POINTS = 200;
 export class ObservabilityService {
   private readonly deployments: DeploymentsRepository;
 
-  constructor(private readonly db: Db, private readonly apps: ApplicationsService) {
+  constructor(
+    private readonly db: Db,
+    private readonly apps: ApplicationsService,
+  ) {
     this.deployments = new DeploymentsRepository(db);
+  }
+
+  /** Requests the edge served for the application over the last `minutes` (per minute, environment, process type). */
+  async requests(userId: string, applicationId: string, minutes: number) {
+    await this.apps.authorize(userId, applicationId);
+    return readRequestStats(this.db, applicationId, new Date(Math.floor(Date.now() / 60_000) * 60_000 - (minutes - 1) * 60_000));
   }
 
   async history(userId: string, applicationId: string, range: RangeName) {
@@ -37,8 +47,11 @@ export class ObservabilityService {
     return {
       range,
       history: rows.reverse().map((r) => ({
-        timestamp: r.bucket.toISOString(), cpu_usage_m: Number(r.cpu), memory_usage_bytes: Number(r.memory),
-        pod_count: Number(r.pods), restart_count: Number(r.restarts),
+        timestamp: r.bucket.toISOString(),
+        cpu_usage_m: Number(r.cpu),
+        memory_usage_bytes: Number(r.memory),
+        pod_count: Number(r.pods),
+        restart_count: Number(r.restarts),
       })),
     };
   }

@@ -27,9 +27,21 @@ export class OrganizationsRepository {
       .selectFrom('organizations as o')
       .innerJoin('memberships as mine', (j) => j.onRef('mine.organization_id', '=', 'o.id').on('mine.user_id', '=', userId))
       .select((eb) => [
-        'o.id', 'o.name', 'o.slug', 'o.created_at', 'o.updated_at',
-        eb.selectFrom('memberships as m').select(eb.fn.countAll<number>().as('n')).whereRef('m.organization_id', '=', 'o.id').as('member_count'),
-        eb.selectFrom('projects as p').select(eb.fn.countAll<number>().as('n')).whereRef('p.organization_id', '=', 'o.id').as('project_count'),
+        'o.id',
+        'o.name',
+        'o.slug',
+        'o.created_at',
+        'o.updated_at',
+        eb
+          .selectFrom('memberships as m')
+          .select(eb.fn.countAll<number>().as('n'))
+          .whereRef('m.organization_id', '=', 'o.id')
+          .as('member_count'),
+        eb
+          .selectFrom('projects as p')
+          .select(eb.fn.countAll<number>().as('n'))
+          .whereRef('p.organization_id', '=', 'o.id')
+          .as('project_count'),
       ])
       .orderBy('o.name')
       .execute();
@@ -48,9 +60,17 @@ export class OrganizationsRepository {
   async counts(organizationId: string) {
     const row = await this.db
       .selectNoFrom((eb) => [
-        eb.selectFrom('projects').select(eb.fn.countAll<number>().as('n')).where('organization_id', '=', organizationId).as('project_count'),
-        eb.selectFrom('applications as a').innerJoin('projects as p', 'p.id', 'a.project_id')
-          .select(eb.fn.countAll<number>().as('n')).where('p.organization_id', '=', organizationId).as('application_count'),
+        eb
+          .selectFrom('projects')
+          .select(eb.fn.countAll<number>().as('n'))
+          .where('organization_id', '=', organizationId)
+          .as('project_count'),
+        eb
+          .selectFrom('applications as a')
+          .innerJoin('projects as p', 'p.id', 'a.project_id')
+          .select(eb.fn.countAll<number>().as('n'))
+          .where('p.organization_id', '=', organizationId)
+          .as('application_count'),
       ])
       .executeTakeFirstOrThrow();
     return { project_count: Number(row.project_count ?? 0), application_count: Number(row.application_count ?? 0) };
@@ -91,9 +111,18 @@ export class OrganizationsRepository {
       if (next === null) {
         await trx.deleteFrom('memberships').where('organization_id', '=', organizationId).where('user_id', '=', userId).execute();
       } else {
-        await trx.updateTable('memberships').set({ admin: next }).where('organization_id', '=', organizationId).where('user_id', '=', userId).execute();
+        await trx
+          .updateTable('memberships')
+          .set({ admin: next })
+          .where('organization_id', '=', organizationId)
+          .where('user_id', '=', userId)
+          .execute();
       }
-      await trx.updateTable('organizations').set({ updated_at: sql`now()` }).where('id', '=', organizationId).execute();
+      await trx
+        .updateTable('organizations')
+        .set({ updated_at: sql`now()` })
+        .where('id', '=', organizationId)
+        .execute();
       return { admin: next };
     });
   }

@@ -11,6 +11,18 @@ import { OrganizationsRepository } from './organizations.repository.js';
  * The caller's admin flag, re-read under the membership lock: a caller demoted or removed
  * by a concurrent request no longer acts as an admin.
  */
+/**
+ * Members' e-mail addresses are for the organization's admins (who add members by
+ * username or e-mail) and for each member themself; other members see usernames only.
+ */
+export function membersAsSeenBy<M extends { user_id: string; email?: string }>(
+  members: M[],
+  viewer: { userId: string; admin: boolean },
+): M[] {
+  if (viewer.admin) return members;
+  return members.map((m) => (m.user_id === viewer.userId ? m : (({ email: _email, ...rest }) => rest as M)(m)));
+}
+
 function requireAdminAmong(members: Array<{ user_id: string; admin: boolean }>, userId: string) {
   if (!members.find((m) => m.user_id === userId)?.admin) throw forbidden('Only organization admins can do this');
 }
@@ -29,9 +41,13 @@ export class OrganizationsService {
   async list(userId: string) {
     const rows = await this.orgs.listForUser(userId);
     return rows.map((o) => ({
-      id: o.id, name: o.name, slug: o.slug,
-      member_count: Number(o.member_count ?? 0), project_count: Number(o.project_count ?? 0),
-      created: iso(o.created_at), updated: iso(o.updated_at),
+      id: o.id,
+      name: o.name,
+      slug: o.slug,
+      member_count: Number(o.member_count ?? 0),
+      project_count: Number(o.project_count ?? 0),
+      created: iso(o.created_at),
+      updated: iso(o.updated_at),
     }));
   }
 
@@ -44,8 +60,9 @@ export class OrganizationsService {
   }
 
   async detail(userId: string, slug: string) {
-    const { org } = await this.resolve(userId, slug);
-    return this.describe(org.id);
+    const { org, membership } = await this.resolve(userId, slug);
+    const detail = await this.describe(org.id);
+    return { ...detail, members: membersAsSeenBy(detail.members, { userId, admin: membership.admin }) };
   }
 
   async describe(organizationId: string) {
@@ -53,9 +70,14 @@ export class OrganizationsService {
     if (!org) throw notFound('Organization');
     const [members, counts] = await Promise.all([this.orgs.members(org.id), this.orgs.counts(org.id)]);
     return {
-      id: org.id, name: org.name, slug: org.slug,
-      members, member_count: members.length, ...counts,
-      created: iso(org.created_at), updated: iso(org.updated_at),
+      id: org.id,
+      name: org.name,
+      slug: org.slug,
+      members,
+      member_count: members.length,
+      ...counts,
+      created: iso(org.created_at),
+      updated: iso(org.updated_at),
     };
   }
 
@@ -73,7 +95,7 @@ export class OrganizationsService {
   async addMember(userId: string, slug: string, input: { username: string; admin?: boolean }) {
     const { org } = await this.resolve(userId, slug);
     await this.access.requireAdmin(userId, org.id);
-    const user = await this.users.findByUsername(input.username) ?? (await this.users.findByEmailWithHash(input.username));
+    const user = (await this.users.findByUsername(input.username)) ?? (await this.users.findByEmailWithHash(input.username));
     if (!user) throw notFound(`User '${input.username}'`);
     try {
       await this.orgs.addMember(org.id, user.id, input.admin ?? false);

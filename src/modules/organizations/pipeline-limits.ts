@@ -8,10 +8,13 @@ import { OrgSlugParams } from './organizations.schemas.js';
 
 /** The build timeout of an application's organization: its own when an operator set one, else the configured default. */
 export async function buildTimeoutSeconds(ctx: AppContext, applicationId: string): Promise<number> {
-  const row = await ctx.db.selectFrom('applications')
+  const row = await ctx.db
+    .selectFrom('applications')
     .innerJoin('projects', 'projects.id', 'applications.project_id')
     .innerJoin('organizations', 'organizations.id', 'projects.organization_id')
-    .select('organizations.build_timeout_seconds').where('applications.id', '=', applicationId).executeTakeFirst();
+    .select('organizations.build_timeout_seconds')
+    .where('applications.id', '=', applicationId)
+    .executeTakeFirst();
   return row?.build_timeout_seconds ?? ctx.config.BUILD_TIMEOUT_SECONDS;
 }
 
@@ -21,32 +24,65 @@ const PipelineLimits = Type.Object({
   /** What its builds get now. */
   effective_build_timeout_seconds: Type.Integer(),
 });
-const PipelineLimitsBody = Type.Object({
-  build_timeout_seconds: Type.Union([Type.Integer({ minimum: 10, maximum: 86_400 }), Type.Null()]),
-}, { additionalProperties: false });
+const PipelineLimitsBody = Type.Object(
+  {
+    build_timeout_seconds: Type.Union([Type.Integer({ minimum: 10, maximum: 86_400 }), Type.Null()]),
+  },
+  { additionalProperties: false },
+);
 
 /** Operator controls over one organization's share of the pipeline (site administrators only). */
 export function pipelineLimitsRoutes(ctx: AppContext) {
   const tags = ['Organizations'];
-  const view = (own: number | null) => ({ build_timeout_seconds: own, effective_build_timeout_seconds: own ?? ctx.config.BUILD_TIMEOUT_SECONDS });
+  const view = (own: number | null) => ({
+    build_timeout_seconds: own,
+    effective_build_timeout_seconds: own ?? ctx.config.BUILD_TIMEOUT_SECONDS,
+  });
   return async (app: App) => {
-    app.get('/organizations/:org_slug/pipeline-limits', {
-      schema: { tags, summary: "An organization's pipeline limits (site admins)", params: OrgSlugParams, response: { 200: PipelineLimits, ...commonErrorResponses } },
-    }, async (request) => {
-      requireSiteAdmin(request);
-      const org = await ctx.db.selectFrom('organizations').select('build_timeout_seconds').where('slug', '=', request.params.org_slug).executeTakeFirst();
-      if (!org) throw notFound('Organization');
-      return view(org.build_timeout_seconds);
-    });
+    app.get(
+      '/organizations/:org_slug/pipeline-limits',
+      {
+        schema: {
+          tags,
+          summary: "An organization's pipeline limits (site admins)",
+          params: OrgSlugParams,
+          response: { 200: PipelineLimits, ...commonErrorResponses },
+        },
+      },
+      async (request) => {
+        requireSiteAdmin(request);
+        const org = await ctx.db
+          .selectFrom('organizations')
+          .select('build_timeout_seconds')
+          .where('slug', '=', request.params.org_slug)
+          .executeTakeFirst();
+        if (!org) throw notFound('Organization');
+        return view(org.build_timeout_seconds);
+      },
+    );
 
-    app.put('/organizations/:org_slug/pipeline-limits', {
-      schema: { tags, summary: "Set an organization's build timeout (site admins; null: the default)", params: OrgSlugParams, body: PipelineLimitsBody, response: { 200: PipelineLimits, ...commonErrorResponses } },
-    }, async (request) => {
-      requireSiteAdmin(request);
-      const org = await ctx.db.updateTable('organizations').set({ build_timeout_seconds: request.body.build_timeout_seconds })
-        .where('slug', '=', request.params.org_slug).returning('build_timeout_seconds').executeTakeFirst();
-      if (!org) throw notFound('Organization');
-      return view(org.build_timeout_seconds);
-    });
+    app.put(
+      '/organizations/:org_slug/pipeline-limits',
+      {
+        schema: {
+          tags,
+          summary: "Set an organization's build timeout (site admins; null: the default)",
+          params: OrgSlugParams,
+          body: PipelineLimitsBody,
+          response: { 200: PipelineLimits, ...commonErrorResponses },
+        },
+      },
+      async (request) => {
+        requireSiteAdmin(request);
+        const org = await ctx.db
+          .updateTable('organizations')
+          .set({ build_timeout_seconds: request.body.build_timeout_seconds })
+          .where('slug', '=', request.params.org_slug)
+          .returning('build_timeout_seconds')
+          .executeTakeFirst();
+        if (!org) throw notFound('Organization');
+        return view(org.build_timeout_seconds);
+      },
+    );
   };
 }

@@ -8,8 +8,13 @@ export type BuildRecordTable = 'images' | 'releases';
 
 function failure(detail: string) {
   return {
-    status: 'error' as const, error: true, built: false, error_detail: detail,
-    finished_at: sql<Date>`now()`, updated_at: sql<Date>`now()`, log_text: sql<string>`log_text || ${`${detail}\n`}`,
+    status: 'error' as const,
+    error: true,
+    built: false,
+    error_detail: detail,
+    finished_at: sql<Date>`now()`,
+    updated_at: sql<Date>`now()`,
+    log_text: sql<string>`log_text || ${`${detail}\n`}`,
   };
 }
 
@@ -18,9 +23,7 @@ const table = (db: Db, name: BuildRecordTable) => db.updateTable(name as 'images
 
 /** Fails a record still in progress (never overwrites a finished one). */
 export async function failIfBuilding(db: Db, name: BuildRecordTable, id: string, detail: string): Promise<boolean> {
-  const res = await table(db, name).set(failure(detail))
-    .where('id', '=', id).where('status', '=', 'building')
-    .executeTakeFirst();
+  const res = await table(db, name).set(failure(detail)).where('id', '=', id).where('status', '=', 'building').executeTakeFirst();
   return Number(res.numUpdatedRows) > 0;
 }
 
@@ -28,8 +31,15 @@ export async function failIfBuilding(db: Db, name: BuildRecordTable, id: string,
  * Fails records still `building` whose job is not waiting or running any more (never
  * queued, or finished without settling them), once older than `graceSeconds`.
  */
-export async function settleAbandoned(db: Db, name: BuildRecordTable, liveJobIds: Set<string>, detail: string, graceSeconds = 120): Promise<number> {
-  let query = table(db, name).set(failure(detail))
+export async function settleAbandoned(
+  db: Db,
+  name: BuildRecordTable,
+  liveJobIds: Set<string>,
+  detail: string,
+  graceSeconds = 120,
+): Promise<number> {
+  let query = table(db, name)
+    .set(failure(detail))
     .where('status', '=', 'building')
     .where('created_at', '<', sql<Date>`now() - make_interval(secs => ${graceSeconds})`);
   if (liveJobIds.size > 0) query = query.where((eb) => eb.or([eb('job_id', 'is', null), eb('job_id', 'not in', [...liveJobIds])]));
@@ -42,10 +52,20 @@ export async function settleAbandoned(db: Db, name: BuildRecordTable, liveJobIds
  * job could not be queued fails at once (`could not queue the <what>`) instead of waiting
  * for the sweeper.
  */
-export async function queueRecordJob(db: Db, name: BuildRecordTable, jobs: Jobs, kind: JobKind, data: JobInput & { recordId: string }, what: string): Promise<string> {
+export async function queueRecordJob(
+  db: Db,
+  name: BuildRecordTable,
+  jobs: Jobs,
+  kind: JobKind,
+  data: JobInput & { recordId: string },
+  what: string,
+): Promise<string> {
   try {
     const jobId = await jobs.enqueue(kind, data);
-    await table(db, name).set({ job_id: jobId, updated_at: sql`now()` }).where('id', '=', data.recordId).execute();
+    await table(db, name)
+      .set({ job_id: jobId, updated_at: sql`now()` })
+      .where('id', '=', data.recordId)
+      .execute();
     return jobId;
   } catch (err) {
     await failIfBuilding(db, name, data.recordId, `could not queue the ${what}`);
@@ -55,5 +75,12 @@ export async function queueRecordJob(db: Db, name: BuildRecordTable, jobs: Jobs,
 
 /** The `/log` view of an image or release. */
 export function recordLogView(r: Selectable<BuildRecordColumns>) {
-  return { status: r.status, version: r.version, log_text: r.log_text, error: r.error, error_detail: r.error_detail, build_step: r.build_step };
+  return {
+    status: r.status,
+    version: r.version,
+    log_text: r.log_text,
+    error: r.error,
+    error_detail: r.error_detail,
+    build_step: r.build_step,
+  };
 }

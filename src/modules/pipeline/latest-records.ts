@@ -15,38 +15,72 @@ export function latestRecordsSource(db: Db): LatestRecordsSource {
   return async (applicationIds, environmentSlug) => {
     const result = new Map<string, LatestRecords>();
     if (applicationIds.length === 0) return result;
-    const rows = await db.selectFrom('applications as a')
-      .leftJoin('environments as only', (j) => j.onRef('only.project_id', '=', 'a.project_id').on('only.slug', '=', environmentSlug ?? null))
+    const rows = await db
+      .selectFrom('applications as a')
+      .leftJoin('environments as only', (j) =>
+        j.onRef('only.project_id', '=', 'a.project_id').on('only.slug', '=', environmentSlug ?? null),
+      )
       .select((eb) => [
-        'a.id', 'only.id as only_id',
-        jsonObjectFrom(eb.selectFrom('images as i')
-          .select(['i.id', 'i.version', 'i.built', 'i.error', 'i.created_at'])
-          .whereRef('i.application_id', '=', 'a.id')
-          .orderBy('i.version', 'desc').limit(1)).as('image'),
-        jsonObjectFrom(eb.selectFrom('releases as r').innerJoin('environments as re', 're.id', 'r.environment_id')
-          .select(['r.id', 'r.version', 'r.built', 'r.error', 'r.created_at', 're.slug as environment'])
-          .whereRef('r.application_id', '=', 'a.id')
-          .where((w) => (environmentSlug === undefined ? w.lit(true) : w('r.environment_id', '=', w.ref('only.id'))))
-          .orderBy('r.version', 'desc').limit(1)).as('release'),
-        jsonObjectFrom(eb.selectFrom('deployments as d').innerJoin('releases as dr', 'dr.id', 'd.release_id')
-          .innerJoin('environments as de', 'de.id', 'd.environment_id')
-          .select(['d.id', 'dr.version as release_version', 'd.complete', 'd.error', 'd.created_at', 'de.slug as environment'])
-          .whereRef('d.application_id', '=', 'a.id')
-          .where((w) => (environmentSlug === undefined ? w.lit(true) : w('d.environment_id', '=', w.ref('only.id'))))
-          .orderBy('d.created_at', 'desc').orderBy('d.id', 'desc').limit(1)).as('deployment'),
+        'a.id',
+        'only.id as only_id',
+        jsonObjectFrom(
+          eb
+            .selectFrom('images as i')
+            .select(['i.id', 'i.version', 'i.built', 'i.error', 'i.created_at'])
+            .whereRef('i.application_id', '=', 'a.id')
+            .orderBy('i.version', 'desc')
+            .limit(1),
+        ).as('image'),
+        jsonObjectFrom(
+          eb
+            .selectFrom('releases as r')
+            .innerJoin('environments as re', 're.id', 'r.environment_id')
+            .select(['r.id', 'r.version', 'r.built', 'r.error', 'r.created_at', 're.slug as environment'])
+            .whereRef('r.application_id', '=', 'a.id')
+            .where((w) => (environmentSlug === undefined ? w.lit(true) : w('r.environment_id', '=', w.ref('only.id'))))
+            .orderBy('r.version', 'desc')
+            .limit(1),
+        ).as('release'),
+        jsonObjectFrom(
+          eb
+            .selectFrom('deployments as d')
+            .innerJoin('releases as dr', 'dr.id', 'd.release_id')
+            .innerJoin('environments as de', 'de.id', 'd.environment_id')
+            .select(['d.id', 'dr.version as release_version', 'd.complete', 'd.error', 'd.created_at', 'de.slug as environment'])
+            .whereRef('d.application_id', '=', 'a.id')
+            .where((w) => (environmentSlug === undefined ? w.lit(true) : w('d.environment_id', '=', w.ref('only.id'))))
+            .orderBy('d.created_at', 'desc')
+            .orderBy('d.id', 'desc')
+            .limit(1),
+        ).as('deployment'),
       ])
       .where('a.id', 'in', applicationIds)
       .execute();
     for (const { id, only_id, image, release, deployment } of rows) {
       if (environmentSlug !== undefined && !only_id) continue;
       result.set(id, {
-        latest_image: image && { id: image.id, version: image.version, built: image.built, error: image.error, created: isoText(image.created_at) },
+        latest_image: image && {
+          id: image.id,
+          version: image.version,
+          built: image.built,
+          error: image.error,
+          created: isoText(image.created_at),
+        },
         latest_release: release && {
-          id: release.id, version: release.version, built: release.built, error: release.error, created: isoText(release.created_at), environment: release.environment,
+          id: release.id,
+          version: release.version,
+          built: release.built,
+          error: release.error,
+          created: isoText(release.created_at),
+          environment: release.environment,
         },
         latest_deployment: deployment && {
-          id: deployment.id, release_version: deployment.release_version, complete: deployment.complete, error: deployment.error,
-          created: isoText(deployment.created_at), environment: deployment.environment,
+          id: deployment.id,
+          release_version: deployment.release_version,
+          complete: deployment.complete,
+          error: deployment.error,
+          created: isoText(deployment.created_at),
+          environment: deployment.environment,
         },
       });
     }

@@ -8,15 +8,32 @@ import type { PipelineService } from './pipeline.service.js';
 export function pipelineRoutes(pipeline: PipelineService) {
   const tags = ['Applications'];
   return async (app: App) => {
-    app.get('/applications/:application_id/pipeline-status', {
-      schema: { tags, summary: 'The latest build, release and deployment (in any environment, or `?environment=<slug>`)', params: ApplicationIdParams, querystring: EnvironmentQuery, response: { 200: PipelineStatus, ...commonErrorResponses } },
-    }, async (request) => pipeline.status(currentUser(request).id, request.params.application_id, request.query.environment));
-
-    app.get('/applications/:application_id/pipeline-metrics', {
-      schema: {
-        tags, summary: 'Success rates and durations of the last `range` builds, releases and deployments',
-        params: ApplicationIdParams, querystring: MetricsQuery, response: { 200: PipelineMetrics, ...commonErrorResponses },
+    app.get(
+      '/applications/:application_id/pipeline-status',
+      {
+        schema: {
+          tags,
+          summary: 'The latest build, release and deployment (in any environment, or `?environment=<slug>`)',
+          params: ApplicationIdParams,
+          querystring: EnvironmentQuery,
+          response: { 200: PipelineStatus, ...commonErrorResponses },
+        },
       },
-    }, async (request) => pipeline.metrics(currentUser(request).id, request.params.application_id, request.query.range));
+      async (request) => pipeline.status(currentUser(request).id, request.params.application_id, request.query.environment),
+    );
+
+    app.get(
+      '/applications/:application_id/pipeline-metrics',
+      {
+        schema: {
+          tags,
+          summary: 'Success rates and durations of the last `range` builds, releases and deployments',
+          params: ApplicationIdParams,
+          querystring: MetricsQuery,
+          response: { 200: PipelineMetrics, ...commonErrorResponses },
+        },
+      },
+      async (request) => pipeline.metrics(currentUser(request).id, request.params.application_id, request.query.range),
+    );
   };
 }

@@ -13,7 +13,8 @@ export async function productionEnvironmentId(db: Db, applicationId: string): Pr
 
 /** As `productionEnvironmentId`, but null when there is none (database errors still throw). */
 export async function findProductionEnvironmentId(db: Db, applicationId: string): Promise<string | null> {
-  const row = await db.selectFrom('environments as e')
+  const row = await db
+    .selectFrom('environments as e')
     .innerJoin('applications as a', 'a.project_id', 'e.project_id')
     .select('e.id')
     .where('a.id', '=', applicationId)
@@ -36,9 +37,12 @@ export async function lockApplication(trx: Db, applicationId: string): Promise<b
  */
 export async function environmentFilter(db: Db, applicationId: string, slug: string | undefined): Promise<string | null> {
   if (slug === undefined) return null;
-  const row = await db.selectFrom('environments as e')
+  const row = await db
+    .selectFrom('environments as e')
     .innerJoin('applications as a', 'a.project_id', 'e.project_id')
-    .select('e.id').where('a.id', '=', applicationId).where('e.slug', '=', slug)
+    .select('e.id')
+    .where('a.id', '=', applicationId)
+    .where('e.slug', '=', slug)
     .executeTakeFirst();
   if (!row) throw notFound(`Environment '${slug}' of the application's project`);
   return row.id;

@@ -61,19 +61,26 @@ export class RecordLog {
 
   /** Writes everything buffered; resolves once it is stored. */
   flush(): Promise<void> {
-    if (this.timer) { clearTimeout(this.timer); this.timer = null; }
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
     const text = this.pending;
     const step = this.stepDirty ? this.step : null;
     this.pending = '';
     this.stepDirty = false;
     if (!text && !step) return this.chain;
     this.written += text.length;
-    this.chain = this.chain.then(async () => {
-      const set: Record<string, unknown> = { updated_at: sql`now()` };
-      if (text) set.log_text = sql`log_text || ${text}`;
-      if (step) set.build_step = JSON.stringify(step);
-      await this.db.updateTable(this.table).set(set).where('id', '=', this.id).execute();
-    }).catch(() => { /* a lost log write must not fail the build; the outcome is written separately */ });
+    this.chain = this.chain
+      .then(async () => {
+        const set: Record<string, unknown> = { updated_at: sql`now()` };
+        if (text) set.log_text = sql`log_text || ${text}`;
+        if (step) set.build_step = JSON.stringify(step);
+        await this.db.updateTable(this.table).set(set).where('id', '=', this.id).execute();
+      })
+      .catch(() => {
+        /* a lost log write must not fail the build; the outcome is written separately */
+      });
     return this.chain;
   }
 

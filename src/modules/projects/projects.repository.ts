@@ -9,9 +9,19 @@ export class ProjectsRepository {
       .selectFrom('projects as p')
       .innerJoin('organizations as o', 'o.id', 'p.organization_id')
       .select((eb) => [
-        'p.id', 'p.name', 'p.slug', 'p.organization_id', 'p.created_at', 'p.updated_at',
-        'o.slug as organization_slug', 'o.name as organization_name',
-        eb.selectFrom('applications as a').select(eb.fn.countAll<number>().as('n')).whereRef('a.project_id', '=', 'p.id').as('application_count'),
+        'p.id',
+        'p.name',
+        'p.slug',
+        'p.organization_id',
+        'p.created_at',
+        'p.updated_at',
+        'o.slug as organization_slug',
+        'o.name as organization_name',
+        eb
+          .selectFrom('applications as a')
+          .select(eb.fn.countAll<number>().as('n'))
+          .whereRef('a.project_id', '=', 'p.id')
+          .as('application_count'),
       ]);
   }
 
@@ -35,7 +45,8 @@ export class ProjectsRepository {
   insert(project: { id: string; organization_id: string; name: string; slug: string }) {
     return this.db.transaction().execute(async (trx) => {
       const created = await trx.insertInto('projects').values(project).returning('id').executeTakeFirstOrThrow();
-      await trx.insertInto('environments')
+      await trx
+        .insertInto('environments')
         .values({ id: uuidv7(), project_id: created.id, name: 'production', slug: 'production', env_type: 'production' })
         .execute();
       return created;

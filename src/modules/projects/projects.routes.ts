@@ -10,16 +10,32 @@ export function projectsRoutes(ctx: AppContext) {
   const projects = new ProjectsService(ctx.db);
   const tags = ['Projects'];
   return async (app: App) => {
-    app.get('/projects', {
-      schema: { tags, summary: "Projects in the caller's organizations", response: { 200: Type.Array(ProjectSummary), ...commonErrorResponses } },
-    }, async (request) => projects.list(currentUser(request).id));
+    app.get(
+      '/projects',
+      {
+        schema: {
+          tags,
+          summary: "Projects in the caller's organizations",
+          response: { 200: Type.Array(ProjectSummary), ...commonErrorResponses },
+        },
+      },
+      async (request) => projects.list(currentUser(request).id),
+    );
 
-    app.get('/projects/:org_slug/:project_slug', {
-      schema: { tags, summary: 'A project', params: ProjectParams, response: { 200: ProjectDetail, ...commonErrorResponses } },
-    }, async (request) => projects.detail(currentUser(request).id, request.params.org_slug, request.params.project_slug));
+    app.get(
+      '/projects/:org_slug/:project_slug',
+      {
+        schema: { tags, summary: 'A project', params: ProjectParams, response: { 200: ProjectDetail, ...commonErrorResponses } },
+      },
+      async (request) => projects.detail(currentUser(request).id, request.params.org_slug, request.params.project_slug),
+    );
 
-    app.post('/projects', {
-      schema: { tags, summary: 'Create a project', body: CreateProjectBody, response: { 201: ProjectDetail, ...commonErrorResponses } },
-    }, async (request, reply) => reply.code(201).send(await projects.create(currentUser(request).id, request.body)));
+    app.post(
+      '/projects',
+      {
+        schema: { tags, summary: 'Create a project', body: CreateProjectBody, response: { 201: ProjectDetail, ...commonErrorResponses } },
+      },
+      async (request, reply) => reply.code(201).send(await projects.create(currentUser(request).id, request.body)),
+    );
   };
 }

@@ -3,9 +3,13 @@ import { Id, Name, Slug, Timestamp } from '../../platform/http/schemas.js';
 
 export const ProjectSummary = Type.Object(
   {
-    id: Id, name: Type.String(), slug: Type.String(),
-    organization_id: Id, organization_slug: Type.String(),
-    application_count: Type.Integer(), created: Timestamp,
+    id: Id,
+    name: Type.String(),
+    slug: Type.String(),
+    organization_id: Id,
+    organization_slug: Type.String(),
+    application_count: Type.Integer(),
+    created: Timestamp,
   },
   { $id: 'ProjectSummary' },
 );

@@ -10,9 +10,13 @@ import { ProjectsRepository } from './projects.repository.js';
 type ProjectRow = NonNullable<Awaited<ReturnType<ProjectsRepository['findById']>>>;
 
 const toSummary = (p: ProjectRow) => ({
-  id: p.id, name: p.name, slug: p.slug,
-  organization_id: p.organization_id, organization_slug: p.organization_slug,
-  application_count: Number(p.application_count ?? 0), created: iso(p.created_at),
+  id: p.id,
+  name: p.name,
+  slug: p.slug,
+  organization_id: p.organization_id,
+  organization_slug: p.organization_slug,
+  application_count: Number(p.application_count ?? 0),
+  created: iso(p.created_at),
 });
 
 const toDetail = (p: ProjectRow) => ({ ...toSummary(p), organization_name: p.organization_name, updated: iso(p.updated_at) });

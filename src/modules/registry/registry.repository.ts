@@ -13,9 +13,9 @@ export class RegistryRepository {
       .selectFrom('applications')
       .innerJoin('projects', 'projects.id', 'applications.project_id')
       .innerJoin('organizations', 'organizations.id', 'projects.organization_id')
-      .leftJoin('memberships', (join) => join
-        .onRef('memberships.organization_id', '=', 'organizations.id')
-        .on('memberships.user_id', '=', userId))
+      .leftJoin('memberships', (join) =>
+        join.onRef('memberships.organization_id', '=', 'organizations.id').on('memberships.user_id', '=', userId),
+      )
       .select(['applications.id as application_id', 'memberships.user_id as member_id'])
       .where('organizations.slug', '=', orgSlug)
       .where('projects.slug', '=', projectSlug)

@@ -37,7 +37,9 @@ export const TokenResponse = Type.Object({
 });
 
 export const SigningCert = Type.Object({
-  certificate: Type.String({ description: 'PEM: the current certificate, then certificates of recently rotated keys (a registry rootcertbundle)' }),
+  certificate: Type.String({
+    description: 'PEM: the current certificate, then certificates of recently rotated keys (a registry rootcertbundle)',
+  }),
   key_id: Type.String({ description: 'libtrust key id of the current signing key' }),
 });
 

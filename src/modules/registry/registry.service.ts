@@ -16,10 +16,12 @@ const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 /** A user with an API key, or the platform itself with a fixed grant (its own pushes). */
 export type RegistryCaller =
   | {
-    kind: 'user'; user: AuthenticatedUser; /** refresh tokens stay tied to this key and die with it */ apiKeyId: string;
-    /** Came with a refresh token: it is not swapped for a fresh one, so it still ends on its date. */
-    viaRefreshToken?: boolean;
-  }
+      kind: 'user';
+      user: AuthenticatedUser;
+      /** refresh tokens stay tied to this key and die with it */ apiKeyId: string;
+      /** Came with a refresh token: it is not swapped for a fresh one, so it still ends on its date. */
+      viaRefreshToken?: boolean;
+    }
   | { kind: 'platform'; subject: string; grant: GrantedAccess[] };
 
 export interface TokenRequest {
@@ -46,7 +48,11 @@ export interface TokenResponse {
 export class RegistryTokenService {
   private readonly repo: RegistryRepository;
 
-  constructor(private readonly ctx: AppContext, private readonly keys: SigningKeys, private readonly auth: AuthService) {
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly keys: SigningKeys,
+    private readonly auth: AuthService,
+  ) {
     this.repo = new RegistryRepository(ctx.db);
   }
 
@@ -62,9 +68,7 @@ export class RegistryTokenService {
     const colon = decoded.indexOf(':');
     if (colon < 0) return null;
     const password = decoded.slice(colon + 1);
-    return JWT_SHAPE.test(password)
-      ? this.fromRefreshToken(password, this.ctx.config.REGISTRY_SERVICE)
-      : this.fromApiKey(password);
+    return JWT_SHAPE.test(password) ? this.fromRefreshToken(password, this.ctx.config.REGISTRY_SERVICE) : this.fromApiKey(password);
   }
 
   async fromApiKey(key: string): Promise<RegistryCaller | null> {
@@ -96,9 +100,7 @@ export class RegistryTokenService {
 
   async issue(caller: RegistryCaller, request: TokenRequest): Promise<TokenResponse> {
     const service = this.serviceOf(request.service);
-    const access = caller.kind === 'user'
-      ? await this.grant(caller.user.id, request.scopes)
-      : grantWithin(caller.grant, request.scopes);
+    const access = caller.kind === 'user' ? await this.grant(caller.user.id, request.scopes) : grantWithin(caller.grant, request.scopes);
     const signed = await signAccessToken(this.keys, {
       issuer: this.ctx.config.TOKEN_ISSUER,
       service,
@@ -111,12 +113,18 @@ export class RegistryTokenService {
       access_token: signed.token,
       expires_in: signed.expiresIn,
       issued_at: signed.issuedAt.toISOString(),
-      scope: access.filter((a) => a.actions.length > 0).map((a) => `${a.type}:${a.name}:${a.actions.join(',')}`).join(' '),
+      scope: access
+        .filter((a) => a.actions.length > 0)
+        .map((a) => `${a.type}:${a.name}:${a.actions.join(',')}`)
+        .join(' '),
     };
     if (request.offline && caller.kind === 'user' && !caller.viaRefreshToken) {
       response.refresh_token = await signRefreshToken(this.keys, {
-        issuer: this.ctx.config.TOKEN_ISSUER, service, subject: caller.user.id,
-        claims: { key: caller.apiKeyId }, expiresInSeconds: REFRESH_TOKEN_DAYS * 86400,
+        issuer: this.ctx.config.TOKEN_ISSUER,
+        service,
+        subject: caller.user.id,
+        claims: { key: caller.apiKeyId },
+        expiresInSeconds: REFRESH_TOKEN_DAYS * 86400,
       });
     }
     return response;
@@ -148,4 +156,5 @@ function grantWithin(grant: GrantedAccess[], scopeValues: string[]): GrantedAcce
   });
 }
 
-export const invalidCredentials = () => unauthenticated('Registry login needs HTTP Basic credentials with an API key (or a registry refresh token) as the password');
+export const invalidCredentials = () =>
+  unauthenticated('Registry login needs HTTP Basic credentials with an API key (or a registry refresh token) as the password');

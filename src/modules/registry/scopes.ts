@@ -22,7 +22,15 @@ export function parseScopes(values: string[]): RequestedScope[] {
       if (first <= 0 || last === first) continue; // malformed: grants nothing, like an unknown resource
       const type = item.slice(0, first).replace(/\(.*\)$/, '');
       const name = item.slice(first + 1, last);
-      const actions = [...new Set(item.slice(last + 1).split(',').map((a) => a.trim()).filter(Boolean))];
+      const actions = [
+        ...new Set(
+          item
+            .slice(last + 1)
+            .split(',')
+            .map((a) => a.trim())
+            .filter(Boolean),
+        ),
+      ];
       if (name) scopes.push({ type, name, actions });
     }
   }

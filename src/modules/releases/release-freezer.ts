@@ -19,7 +19,13 @@ export interface SealedConfiguration {
 }
 
 export function displayConfiguration(resolved: ResolvedVariable[]): DisplayedVariable[] {
-  return resolved.map((v) => ({ name: v.name, value: v.secret ? SECRET_MASK : v.value, secret: v.secret, buildtime: v.buildtime, scope: v.scope }));
+  return resolved.map((v) => ({
+    name: v.name,
+    value: v.secret ? SECRET_MASK : v.value,
+    secret: v.secret,
+    buildtime: v.buildtime,
+    scope: v.scope,
+  }));
 }
 
 export function sealConfiguration(secrets: SecretBox, resolved: ResolvedVariable[]): string {
@@ -50,7 +56,11 @@ export function configurationFingerprints(values: Record<string, string>, displa
 }
 
 /** What an image contributes to a release, by name: its digest, commit and each process type's command. */
-export function imageFingerprints(image: { image_id: string | null; commit_sha: string | null; processes: ProcessDefinitions | null }): Map<string, string> {
+export function imageFingerprints(image: {
+  image_id: string | null;
+  commit_sha: string | null;
+  processes: ProcessDefinitions | null;
+}): Map<string, string> {
   const out = new Map<string, string>();
   out.set('image_id', image.image_id ?? '');
   out.set('commit_sha', image.commit_sha ?? '');

@@ -6,7 +6,13 @@ import { effectiveProcessSettings } from '../environments/index.js';
 import { ImagesRepository } from '../images/index.js';
 import { RecordLog } from '../pipeline/index.js';
 import {
-  configurationFingerprints, diff, displayConfiguration, imageFingerprints, openConfiguration, sealConfiguration, type DisplayedVariable,
+  configurationFingerprints,
+  diff,
+  displayConfiguration,
+  imageFingerprints,
+  openConfiguration,
+  sealConfiguration,
+  type DisplayedVariable,
 } from './release-freezer.js';
 import { ReleasesRepository } from './releases.repository.js';
 
@@ -27,7 +33,10 @@ export class ReleaseRunner {
   private readonly images: ImagesRepository;
   private readonly apps: ApplicationsRepository;
 
-  constructor(private readonly ctx: AppContext, private readonly configs: ConfigurationsService) {
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly configs: ConfigurationsService,
+  ) {
     this.releases = new ReleasesRepository(ctx.db);
     this.images = new ImagesRepository(ctx.db);
     this.apps = new ApplicationsRepository(ctx.db);
@@ -49,7 +58,12 @@ export class ReleaseRunner {
       const resolved = await resolveServiceConfig(this.ctx.db, this.configs, app.id, release.environment_id);
       // From here on the log knows the secret values it must hide.
       await log.flush();
-      log = new RecordLog(this.ctx.db, 'releases', release.id, resolved.filter((v) => v.secret).map((v) => v.value));
+      log = new RecordLog(
+        this.ctx.db,
+        'releases',
+        release.id,
+        resolved.filter((v) => v.secret).map((v) => v.value),
+      );
       log.line(`Configuration: ${resolved.length} variable(s)${resolved.length ? `: ${resolved.map((v) => v.name).join(', ')}` : ''}`);
 
       log.enter('Build');
@@ -61,7 +75,10 @@ export class ReleaseRunner {
       log.enter('Export');
       const previous = await this.releases.previousBuilt(app.id, release.environment_id, release.version);
       const currentValues = Object.fromEntries(resolved.map((v) => [v.name, v.value]));
-      const configurationChanges = diff(previous ? this.previousFingerprints(previous) : null, configurationFingerprints(currentValues, display));
+      const configurationChanges = diff(
+        previous ? this.previousFingerprints(previous) : null,
+        configurationFingerprints(currentValues, display),
+      );
       const imageChanges = diff(previous ? imageFingerprints(previous) : null, imageFingerprints(image));
       log.line(previous ? `Compared with release v${previous.version}` : 'First release');
       log.line(describeChanges('Image changes', imageChanges));
@@ -69,15 +86,24 @@ export class ReleaseRunner {
 
       log.enter('Push');
       await this.releases.update(release.id, {
-        image_ref: image.id, commit_sha: image.commit_sha,
-        configuration: JSON.stringify(display), configuration_sealed: sealed,
-        process_counts: JSON.stringify(settings.process_counts), process_pod_classes: JSON.stringify(settings.process_pod_classes),
+        image_ref: image.id,
+        commit_sha: image.commit_sha,
+        configuration: JSON.stringify(display),
+        configuration_sealed: sealed,
+        process_counts: JSON.stringify(settings.process_counts),
+        process_pod_classes: JSON.stringify(settings.process_pod_classes),
         processes: JSON.stringify(image.processes ?? {}),
-        health_check_path: app.health_check_path, health_check_host: app.health_check_host, deployment_timeout: app.deployment_timeout,
-        image_changes: JSON.stringify(imageChanges), configuration_changes: JSON.stringify(configurationChanges),
+        health_check_path: app.health_check_path,
+        health_check_host: app.health_check_host,
+        deployment_timeout: app.deployment_timeout,
+        image_changes: JSON.stringify(imageChanges),
+        configuration_changes: JSON.stringify(configurationChanges),
         release_metadata: JSON.stringify({
-          image_version: image.version, image_id: image.image_id, build_ref: image.build_ref,
-          previous_release_version: previous?.version ?? null, variables: resolved.length,
+          image_version: image.version,
+          image_id: image.image_id,
+          build_ref: image.build_ref,
+          previous_release_version: previous?.version ?? null,
+          variables: resolved.length,
         }),
       });
 
@@ -90,7 +116,13 @@ export class ReleaseRunner {
       const detail = err instanceof ReleaseError ? err.message : `internal error while creating the release: ${(err as Error).message}`;
       log.line(`Release failed: ${detail}`);
       await log.flush();
-      await this.releases.update(release.id, { status: 'error', error: true, built: false, error_detail: log.scrub(detail), finished_at: new Date() });
+      await this.releases.update(release.id, {
+        status: 'error',
+        error: true,
+        built: false,
+        error_detail: log.scrub(detail),
+        finished_at: new Date(),
+      });
       return { ok: false };
     }
   }

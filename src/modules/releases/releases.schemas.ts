@@ -7,10 +7,21 @@ const ChangeSet = Type.Object({ added: Type.Array(Type.String()), removed: Type.
 
 const EnvironmentSlug = Type.String({ description: 'the slug of the environment the release belongs to' });
 
-export const ReleaseSummary = Type.Object({
-  id: Id, version: Type.Integer(), application_id: Id, environment_id: Id, environment: EnvironmentSlug, platform: Type.String(),
-  built: Type.Boolean(), error: Type.Boolean(), created: Timestamp, updated: Timestamp,
-}, { $id: 'ReleaseSummary' });
+export const ReleaseSummary = Type.Object(
+  {
+    id: Id,
+    version: Type.Integer(),
+    application_id: Id,
+    environment_id: Id,
+    environment: EnvironmentSlug,
+    platform: Type.String(),
+    built: Type.Boolean(),
+    error: Type.Boolean(),
+    created: Timestamp,
+    updated: Timestamp,
+  },
+  { $id: 'ReleaseSummary' },
+);
 
 export const FrozenVariable = Type.Object({
   name: Type.String(),
@@ -21,29 +32,45 @@ export const FrozenVariable = Type.Object({
 });
 
 export const ReleaseImage = Type.Object({
-  id: Id, version: Type.Integer(), image_id: Nullable(Type.String()), commit_sha: Nullable(Type.String()), built: Type.Boolean(), created: Timestamp,
+  id: Id,
+  version: Type.Integer(),
+  image_id: Nullable(Type.String()),
+  commit_sha: Nullable(Type.String()),
+  built: Type.Boolean(),
+  created: Timestamp,
 });
 
-export const ReleaseDetail = Type.Object({
-  id: Id, version: Type.Integer(), application_id: Id, environment_id: Id, environment: EnvironmentSlug, platform: Type.String(),
-  repository_name: Type.String({ description: 'the image repository the release points at; "" when it never got an image' }),
-  release_id: Type.String({ description: 'the release as people name it: v<version>' }),
-  image: Nullable(ReleaseImage),
-  configuration: Nullable(Type.Array(FrozenVariable)),
-  image_changes: Nullable(ChangeSet),
-  configuration_changes: Nullable(ChangeSet),
-  built: Type.Boolean(), error: Type.Boolean(), error_detail: Nullable(Type.String()),
-  dockerfile: Nullable(Type.String()),
-  release_metadata: Nullable(Type.Record(Type.String(), Type.Unknown())),
-  commit_sha: Nullable(Type.String()),
-  processes: Nullable(ProcessesSchema),
-  process_counts: Nullable(Type.Record(Type.String(), Type.Integer())),
-  process_pod_classes: Nullable(Type.Record(Type.String(), Type.String())),
-  health_check_path: Type.String(),
-  health_check_host: Nullable(Type.String()),
-  deployment_timeout: Type.Integer({ description: 'seconds' }),
-  created: Timestamp, updated: Timestamp,
-}, { $id: 'ReleaseDetail' });
+export const ReleaseDetail = Type.Object(
+  {
+    id: Id,
+    version: Type.Integer(),
+    application_id: Id,
+    environment_id: Id,
+    environment: EnvironmentSlug,
+    platform: Type.String(),
+    repository_name: Type.String({ description: 'the image repository the release points at; "" when it never got an image' }),
+    release_id: Type.String({ description: 'the release as people name it: v<version>' }),
+    image: Nullable(ReleaseImage),
+    configuration: Nullable(Type.Array(FrozenVariable)),
+    image_changes: Nullable(ChangeSet),
+    configuration_changes: Nullable(ChangeSet),
+    built: Type.Boolean(),
+    error: Type.Boolean(),
+    error_detail: Nullable(Type.String()),
+    dockerfile: Nullable(Type.String()),
+    release_metadata: Nullable(Type.Record(Type.String(), Type.Unknown())),
+    commit_sha: Nullable(Type.String()),
+    processes: Nullable(ProcessesSchema),
+    process_counts: Nullable(Type.Record(Type.String(), Type.Integer())),
+    process_pod_classes: Nullable(Type.Record(Type.String(), Type.String())),
+    health_check_path: Type.String(),
+    health_check_host: Nullable(Type.String()),
+    deployment_timeout: Type.Integer({ description: 'seconds' }),
+    created: Timestamp,
+    updated: Timestamp,
+  },
+  { $id: 'ReleaseDetail' },
+);
 
 export const ReleaseList = Paginated(ReleaseSummary);
 export const ReleaseLog = BuildLogSchema;

@@ -11,16 +11,27 @@ import { queueRecordJob, recordLogView } from '../pipeline/index.js';
 import { environmentFilter, productionEnvironmentId } from '../pipeline/index.js';
 import type { DisplayedVariable } from './release-freezer.js';
 import { ReleaseRunner } from './release-runner.js';
+import { requireProtectedEnvironmentAdmin } from '../environments/index.js';
 import { ReleasesRepository } from './releases.repository.js';
 
-const RELEASE_ABANDONED = 'abandoned: its pipeline job is no longer queued or running (the server stopped at the wrong moment); create the release again';
-export const RELEASE_INTERRUPTED = 'interrupted by a restart: the worker creating this release stopped before it finished; create the release again';
+const RELEASE_ABANDONED =
+  'abandoned: its pipeline job is no longer queued or running (the server stopped at the wrong moment); create the release again';
+export const RELEASE_INTERRUPTED =
+  'interrupted by a restart: the worker creating this release stopped before it finished; create the release again';
 
 type ReleaseRow = NonNullable<Awaited<ReturnType<ReleasesRepository['findById']>>> & { environment: string };
 
 const summary = (r: ReleaseRow) => ({
-  id: r.id, version: r.version, application_id: r.application_id, environment_id: r.environment_id, environment: r.environment, platform: r.platform,
-  built: r.built, error: r.error, created: iso(r.created_at), updated: iso(r.updated_at),
+  id: r.id,
+  version: r.version,
+  application_id: r.application_id,
+  environment_id: r.environment_id,
+  environment: r.environment,
+  platform: r.platform,
+  built: r.built,
+  error: r.error,
+  created: iso(r.created_at),
+  updated: iso(r.updated_at),
 });
 
 /**
@@ -34,7 +45,11 @@ export class ReleasesService {
   private readonly runner: ReleaseRunner;
   private readonly applications: ApplicationsRepository;
 
-  constructor(private readonly ctx: AppContext, private readonly apps: ApplicationsService, configs: ConfigurationsService) {
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly apps: ApplicationsService,
+    configs: ConfigurationsService,
+  ) {
     this.repo = new ReleasesRepository(ctx.db);
     this.runner = new ReleaseRunner(ctx, configs);
     this.applications = new ApplicationsRepository(ctx.db);
@@ -42,10 +57,20 @@ export class ReleasesService {
 
   /** Registers the `release` job kind and a sweeper that fails releases whose job is gone. */
   registerJobs(jobs: Jobs & JobMaintenance) {
-    jobs.register('release', async (data) => { await this.runRelease(data.recordId!); }, {
-      onInterrupted: async (data) => { await this.failInterrupted(data.recordId!); },
+    jobs.register(
+      'release',
+      async (data) => {
+        await this.runRelease(data.recordId!);
+      },
+      {
+        onInterrupted: async (data) => {
+          await this.failInterrupted(data.recordId!);
+        },
+      },
+    );
+    jobs.addSweeper(async () => {
+      await this.repo.settleAbandoned(await jobs.liveJobIds(), RELEASE_ABANDONED);
     });
-    jobs.addSweeper(async () => { await this.repo.settleAbandoned(await jobs.liveJobIds(), RELEASE_ABANDONED); });
   }
 
   // --- pipeline stage ---
@@ -71,8 +96,9 @@ export class ReleasesService {
 
   async requestRelease(userId: string, applicationId: string) {
     await this.apps.authorize(userId, applicationId);
-    const jobs = await requireJobRoom(this.ctx, applicationId);
     const environmentId = await productionEnvironmentId(this.ctx.db, applicationId);
+    await requireProtectedEnvironmentAdmin(this.ctx.db, userId, { environmentId }, 'its releases');
+    const jobs = await requireJobRoom(this.ctx, applicationId);
     const release = await this.createRelease(applicationId, environmentId);
     await queueRecordJob(this.ctx.db, 'releases', jobs, 'release', { applicationId, environmentId, recordId: release.id }, 'release');
     return { ok: true, release_id: release.id, version: release.version };
@@ -99,7 +125,14 @@ export class ReleasesService {
       repository_name: r.img_repository_name ?? '',
       release_id: `v${r.version}`,
       image: r.img_id
-        ? { id: r.img_id, version: r.img_version!, image_id: r.img_digest, commit_sha: r.img_commit_sha, built: r.img_built!, created: iso(r.img_created_at!) }
+        ? {
+            id: r.img_id,
+            version: r.img_version!,
+            image_id: r.img_digest,
+            commit_sha: r.img_commit_sha,
+            built: r.img_built!,
+            created: iso(r.img_created_at!),
+          }
         : null,
       configuration: r.configuration as DisplayedVariable[] | null,
       image_changes: r.image_changes as ChangeSet | null,

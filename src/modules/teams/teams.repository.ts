@@ -8,7 +8,10 @@ export class TeamsRepository {
     let q = this.db
       .selectFrom('teams as t')
       .select([
-        't.id', 't.name', 't.slug', 't.created_at',
+        't.id',
+        't.name',
+        't.slug',
+        't.created_at',
         sql<Array<{ user_id: string; username: string; email: string }>>`coalesce((
           select json_agg(json_build_object('user_id', u.id, 'username', u.username, 'email', u.email) order by tm.created_at)
           from team_members tm join users u on u.id = tm.user_id where tm.team_id = t.id), '[]'::json)`.as('members'),
@@ -24,7 +27,8 @@ export class TeamsRepository {
     return this.db.transaction().execute(async (trx) => {
       await trx.insertInto('teams').values(team).execute();
       if (memberIds.length > 0) {
-        await trx.insertInto('team_members')
+        await trx
+          .insertInto('team_members')
           .values(memberIds.map((user_id) => ({ team_id: team.id, organization_id: team.organization_id, user_id })))
           .onConflict((oc) => oc.doNothing())
           .execute();
@@ -32,8 +36,19 @@ export class TeamsRepository {
     });
   }
 
+  async isMember(teamId: string, userId: string): Promise<boolean> {
+    const row = await this.db
+      .selectFrom('team_members')
+      .select('user_id')
+      .where('team_id', '=', teamId)
+      .where('user_id', '=', userId)
+      .executeTakeFirst();
+    return Boolean(row);
+  }
+
   async addMember(team: { id: string; organization_id: string }, userId: string) {
-    const res = await this.db.insertInto('team_members')
+    const res = await this.db
+      .insertInto('team_members')
       .values({ team_id: team.id, organization_id: team.organization_id, user_id: userId })
       .onConflict((oc) => oc.doNothing())
       .executeTakeFirst();

@@ -1,11 +1,20 @@
 import { Type } from 'typebox';
 import { Id, Name, Slug, Timestamp } from '../../platform/http/schemas.js';
 
-export const TeamMember = Type.Object({ user_id: Id, username: Type.String(), email: Type.String() }, { $id: 'TeamMember' });
+export const TeamMember = Type.Object(
+  {
+    user_id: Id,
+    username: Type.String(),
+    email: Type.Optional(Type.String({ description: 'shown to workspace admins and the member themself' })),
+  },
+  { $id: 'TeamMember' },
+);
 
 export const Team = Type.Object(
   {
-    id: Id, name: Type.String(), slug: Type.String(),
+    id: Id,
+    name: Type.String(),
+    slug: Type.String(),
     members: Type.Array(TeamMember),
     projects: Type.Array(Type.String(), { description: 'slugs of the projects the team owns' }),
     created: Timestamp,
@@ -17,7 +26,9 @@ export const CreateTeamBody = Type.Object(
   {
     name: Name,
     slug: Type.Optional(Slug),
-    members: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 254 }), { maxItems: 500, description: 'usernames or emails of workspace members' })),
+    members: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 254 }), { maxItems: 500, description: 'usernames or emails of workspace members' }),
+    ),
   },
   { additionalProperties: false },
 );

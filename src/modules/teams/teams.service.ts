@@ -1,9 +1,9 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { Db } from '../../platform/db/database.js';
-import { conflict, invalid, isUniqueViolation, notFound } from '../../platform/errors.js';
+import { conflict, forbidden, invalid, isUniqueViolation, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
-import { OrganizationsRepository } from '../organizations/index.js';
+import { membersAsSeenBy, OrganizationsRepository } from '../organizations/index.js';
 import { UsersRepository } from '../users/index.js';
 import { WorkspaceScope } from '../workspaces/index.js';
 import { TeamsRepository } from './teams.repository.js';
@@ -11,7 +11,12 @@ import { TeamsRepository } from './teams.repository.js';
 type TeamRow = Awaited<ReturnType<TeamsRepository['list']>>[number];
 
 const toTeam = (t: TeamRow) => ({
-  id: t.id, name: t.name, slug: t.slug, members: t.members, projects: t.projects, created: iso(t.created_at),
+  id: t.id,
+  name: t.name,
+  slug: t.slug,
+  members: t.members,
+  projects: t.projects,
+  created: iso(t.created_at),
 });
 
 /**
@@ -33,13 +38,14 @@ export class TeamsService {
   }
 
   async list(userId: string, workspaceSlug: string) {
-    const { workspace } = await this.scope.workspace(userId, workspaceSlug);
-    return (await this.teams.list(workspace.id)).map(toTeam);
+    const { workspace, admin } = await this.scope.workspace(userId, workspaceSlug);
+    return (await this.teams.list(workspace.id)).map(toTeam).map((t) => ({ ...t, members: membersAsSeenBy(t.members, { userId, admin }) }));
   }
 
   async get(userId: string, workspaceSlug: string, teamSlug: string) {
-    const { workspace, team } = await this.scope.team(userId, workspaceSlug, teamSlug);
-    return this.describe(workspace.id, team.id);
+    const { workspace, team, admin } = await this.scope.team(userId, workspaceSlug, teamSlug);
+    const described = await this.describe(workspace.id, team.id);
+    return { ...described, members: membersAsSeenBy(described.members, { userId, admin }) };
   }
 
   private async describe(organizationId: string, teamId: string) {
@@ -70,6 +76,17 @@ export class TeamsService {
       throw err;
     }
     return this.describe(workspace.id, id);
+  }
+
+  /**
+   * A team's configuration is changed by its own members and by the workspace's admins;
+   * other members of the workspace may read it (it is inherited by the team's projects)
+   * but not change it.
+   */
+  async requireConfigWriter(userId: string, workspaceSlug: string, teamSlug: string) {
+    const { admin, team } = await this.scope.team(userId, workspaceSlug, teamSlug);
+    if (admin || (await this.teams.isMember(team.id, userId))) return;
+    throw forbidden(`Only members of team '${team.slug}' and workspace admins change its configuration`);
   }
 
   async addMember(userId: string, workspaceSlug: string, teamSlug: string, input: { username: string }) {

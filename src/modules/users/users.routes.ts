@@ -10,18 +10,31 @@ import { CreateUserBody, User } from './users.schemas.js';
 export function usersRoutes(ctx: AppContext) {
   const users = new UsersService(ctx.db);
   return async (app: App) => {
-    app.get('/users', {
-      schema: { tags: ['Users'], summary: 'List users (site admins)', response: { 200: Type.Array(User), ...commonErrorResponses } },
-    }, async (request) => {
-      requireSiteAdmin(request);
-      return users.list();
-    });
+    app.get(
+      '/users',
+      {
+        schema: { tags: ['Users'], summary: 'List users (site admins)', response: { 200: Type.Array(User), ...commonErrorResponses } },
+      },
+      async (request) => {
+        requireSiteAdmin(request);
+        return users.list();
+      },
+    );
 
-    app.post('/users', {
-      schema: { tags: ['Users'], summary: 'Create a user (site admins)', body: CreateUserBody, response: { 201: User, ...commonErrorResponses } },
-    }, async (request, reply) => {
-      requireSiteAdmin(request);
-      return reply.code(201).send(await users.create(request.body));
-    });
+    app.post(
+      '/users',
+      {
+        schema: {
+          tags: ['Users'],
+          summary: 'Create a user (site admins)',
+          body: CreateUserBody,
+          response: { 201: User, ...commonErrorResponses },
+        },
+      },
+      async (request, reply) => {
+        requireSiteAdmin(request);
+        return reply.code(201).send(await users.create(request.body));
+      },
+    );
   };
 }

@@ -29,8 +29,11 @@ export class WorkspaceScope {
 
   async project(userId: string, workspaceSlug: string, projectSlug: string) {
     const ws = await this.workspace(userId, workspaceSlug);
-    const project = await this.db.selectFrom('projects').selectAll()
-      .where('organization_id', '=', ws.workspace.id).where('slug', '=', projectSlug)
+    const project = await this.db
+      .selectFrom('projects')
+      .selectAll()
+      .where('organization_id', '=', ws.workspace.id)
+      .where('slug', '=', projectSlug)
       .executeTakeFirst();
     if (!project) throw notFound('Project');
     return { ...ws, project };
@@ -38,8 +41,11 @@ export class WorkspaceScope {
 
   async environment(userId: string, workspaceSlug: string, projectSlug: string, envSlug: string) {
     const scope = await this.project(userId, workspaceSlug, projectSlug);
-    const environment = await this.db.selectFrom('environments').selectAll()
-      .where('project_id', '=', scope.project.id).where('slug', '=', envSlug)
+    const environment = await this.db
+      .selectFrom('environments')
+      .selectAll()
+      .where('project_id', '=', scope.project.id)
+      .where('slug', '=', envSlug)
       .executeTakeFirst();
     if (!environment) throw notFound('Environment');
     return { ...scope, environment };
@@ -47,8 +53,11 @@ export class WorkspaceScope {
 
   /** A service of an environment is an application of its project, by slug. */
   async service(projectId: string, serviceSlug: string) {
-    const app = await this.db.selectFrom('applications').selectAll()
-      .where('project_id', '=', projectId).where('slug', '=', serviceSlug)
+    const app = await this.db
+      .selectFrom('applications')
+      .selectAll()
+      .where('project_id', '=', projectId)
+      .where('slug', '=', serviceSlug)
       .executeTakeFirst();
     if (!app) throw notFound(`Service '${serviceSlug}'`);
     return app;
@@ -56,8 +65,11 @@ export class WorkspaceScope {
 
   async team(userId: string, workspaceSlug: string, teamSlug: string) {
     const ws = await this.workspace(userId, workspaceSlug);
-    const team = await this.db.selectFrom('teams').selectAll()
-      .where('organization_id', '=', ws.workspace.id).where('slug', '=', teamSlug)
+    const team = await this.db
+      .selectFrom('teams')
+      .selectAll()
+      .where('organization_id', '=', ws.workspace.id)
+      .where('slug', '=', teamSlug)
       .executeTakeFirst();
     if (!team) throw notFound('Team');
     return { ...ws, team };

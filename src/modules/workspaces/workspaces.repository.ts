@@ -8,11 +8,27 @@ export class WorkspacesRepository {
     return this.db
       .selectFrom('organizations as o')
       .select((eb) => [
-        'o.id', 'o.name', 'o.slug', 'o.created_at', 'o.updated_at',
-        eb.selectFrom('memberships as m').select(eb.fn.countAll<number>().as('n')).whereRef('m.organization_id', '=', 'o.id').as('member_count'),
-        eb.selectFrom('projects as p').select(eb.fn.countAll<number>().as('n')).whereRef('p.organization_id', '=', 'o.id').as('project_count'),
-        eb.selectFrom('applications as a').innerJoin('projects as p', 'p.id', 'a.project_id')
-          .select(eb.fn.countAll<number>().as('n')).whereRef('p.organization_id', '=', 'o.id').as('service_count'),
+        'o.id',
+        'o.name',
+        'o.slug',
+        'o.created_at',
+        'o.updated_at',
+        eb
+          .selectFrom('memberships as m')
+          .select(eb.fn.countAll<number>().as('n'))
+          .whereRef('m.organization_id', '=', 'o.id')
+          .as('member_count'),
+        eb
+          .selectFrom('projects as p')
+          .select(eb.fn.countAll<number>().as('n'))
+          .whereRef('p.organization_id', '=', 'o.id')
+          .as('project_count'),
+        eb
+          .selectFrom('applications as a')
+          .innerJoin('projects as p', 'p.id', 'a.project_id')
+          .select(eb.fn.countAll<number>().as('n'))
+          .whereRef('p.organization_id', '=', 'o.id')
+          .as('service_count'),
       ]);
   }
 
@@ -32,9 +48,18 @@ export class WorkspacesRepository {
       .selectFrom('projects as p')
       .leftJoin('teams as t', 't.id', 'p.team_id')
       .select([
-        'p.id', 'p.name', 'p.slug', 'p.created_at', 'p.updated_at', 't.slug as team',
-        sql<string[]>`coalesce((select array_agg(a.slug order by a.slug) from applications a where a.project_id = p.id), '{}')`.as('services'),
-        sql<string[]>`coalesce((select array_agg(e.slug order by e.created_at) from environments e where e.project_id = p.id), '{}')`.as('environments'),
+        'p.id',
+        'p.name',
+        'p.slug',
+        'p.created_at',
+        'p.updated_at',
+        't.slug as team',
+        sql<string[]>`coalesce((select array_agg(a.slug order by a.slug) from applications a where a.project_id = p.id), '{}')`.as(
+          'services',
+        ),
+        sql<string[]>`coalesce((select array_agg(e.slug order by e.created_at) from environments e where e.project_id = p.id), '{}')`.as(
+          'environments',
+        ),
       ])
       .where('p.organization_id', '=', organizationId);
     if (projectSlug !== undefined) q = q.where('p.slug', '=', projectSlug);
@@ -42,6 +67,10 @@ export class WorkspacesRepository {
   }
 
   updateProject(projectId: string, changes: { name?: string; team_id?: string | null }) {
-    return this.db.updateTable('projects').set({ ...changes, updated_at: sql`now()` }).where('id', '=', projectId).execute();
+    return this.db
+      .updateTable('projects')
+      .set({ ...changes, updated_at: sql`now()` })
+      .where('id', '=', projectId)
+      .execute();
   }
 }

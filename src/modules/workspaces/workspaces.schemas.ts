@@ -5,10 +5,14 @@ import { Member } from '../organizations/index.js';
 /** A workspace is an organization seen by its slug (decisions.md). */
 export const Workspace = Type.Object(
   {
-    id: Id, name: Type.String(), slug: Type.String(),
-    member_count: Type.Integer(), project_count: Type.Integer(),
+    id: Id,
+    name: Type.String(),
+    slug: Type.String(),
+    member_count: Type.Integer(),
+    project_count: Type.Integer(),
     service_count: Type.Integer({ description: 'applications in all its projects' }),
-    created: Timestamp, updated: Timestamp,
+    created: Timestamp,
+    updated: Timestamp,
   },
   { $id: 'Workspace' },
 );
@@ -16,7 +20,10 @@ export const Workspace = Type.Object(
 export const CreateWorkspaceBody = Type.Object({ name: Name, slug: Type.Optional(Slug) }, { additionalProperties: false });
 
 export const AddWorkspaceMemberBody = Type.Object(
-  { username: Type.String({ minLength: 1, maxLength: 254, description: 'Username or email' }), admin: Type.Optional(Type.Boolean({ default: false })) },
+  {
+    username: Type.String({ minLength: 1, maxLength: 254, description: 'Username or email' }),
+    admin: Type.Optional(Type.Boolean({ default: false })),
+  },
   { additionalProperties: false },
 );
 
@@ -25,12 +32,15 @@ export { Member };
 /** A project seen from its workspace, with the team it belongs to. */
 export const WorkspaceProject = Type.Object(
   {
-    id: Id, name: Type.String(), slug: Type.String(),
+    id: Id,
+    name: Type.String(),
+    slug: Type.String(),
     workspace: Type.String({ description: 'workspace slug' }),
     team: Type.Union([Type.String({ description: 'team slug' }), Type.Null()]),
     services: Type.Array(Type.String(), { description: 'slugs of its applications' }),
     environments: Type.Array(Type.String(), { description: 'slugs of its environments' }),
-    created: Timestamp, updated: Timestamp,
+    created: Timestamp,
+    updated: Timestamp,
   },
   { $id: 'WorkspaceProject' },
 );

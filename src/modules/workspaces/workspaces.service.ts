@@ -1,7 +1,7 @@
 import type { Db } from '../../platform/db/database.js';
 import { notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
-import { OrganizationsService } from '../organizations/index.js';
+import { membersAsSeenBy, OrganizationsService } from '../organizations/index.js';
 import { WorkspaceScope } from './workspace-scope.js';
 import { WorkspacesRepository } from './workspaces.repository.js';
 
@@ -9,9 +9,14 @@ type WorkspaceRow = NonNullable<Awaited<ReturnType<WorkspacesRepository['findByI
 type ProjectRow = Awaited<ReturnType<WorkspacesRepository['projects']>>[number];
 
 const toWorkspace = (o: WorkspaceRow) => ({
-  id: o.id, name: o.name, slug: o.slug,
-  member_count: Number(o.member_count ?? 0), project_count: Number(o.project_count ?? 0), service_count: Number(o.service_count ?? 0),
-  created: iso(o.created_at), updated: iso(o.updated_at),
+  id: o.id,
+  name: o.name,
+  slug: o.slug,
+  member_count: Number(o.member_count ?? 0),
+  project_count: Number(o.project_count ?? 0),
+  service_count: Number(o.service_count ?? 0),
+  created: iso(o.created_at),
+  updated: iso(o.updated_at),
 });
 
 /**
@@ -50,8 +55,8 @@ export class WorkspacesService {
   }
 
   async members(userId: string, slug: string) {
-    const { workspace } = await this.scope.workspace(userId, slug);
-    return (await this.orgs.describe(workspace.id)).members;
+    const { workspace, admin } = await this.scope.workspace(userId, slug);
+    return membersAsSeenBy((await this.orgs.describe(workspace.id)).members, { userId, admin });
   }
 
   /** Admins add members; answers the new member. */
@@ -68,9 +73,15 @@ export class WorkspacesService {
 
   private toProject(workspaceSlug: string, p: ProjectRow) {
     return {
-      id: p.id, name: p.name, slug: p.slug, workspace: workspaceSlug, team: p.team ?? null,
-      services: p.services, environments: p.environments,
-      created: iso(p.created_at), updated: iso(p.updated_at),
+      id: p.id,
+      name: p.name,
+      slug: p.slug,
+      workspace: workspaceSlug,
+      team: p.team ?? null,
+      services: p.services,
+      environments: p.environments,
+      created: iso(p.created_at),
+      updated: iso(p.updated_at),
     };
   }
 
@@ -86,12 +97,22 @@ export class WorkspacesService {
   }
 
   /** Renames a project or moves it into (or out of) a team of the same workspace. */
-  async updateProject(userId: string, slug: string, projectSlug: string, input: { name?: string; team?: string | null }) {
+  /** `mayChangeInheritance` checks a change of the configuration the project inherits (its team). */
+  async updateProject(
+    userId: string,
+    slug: string,
+    projectSlug: string,
+    input: { name?: string; team?: string | null },
+    mayChangeInheritance: (projectId: string) => Promise<void>,
+  ) {
     const { workspace, project } = await this.scope.project(userId, slug, projectSlug);
     const changes: { name?: string; team_id?: string | null } = {};
     if (input.name !== undefined) changes.name = input.name;
     if (input.team === null) changes.team_id = null;
     else if (input.team !== undefined) changes.team_id = (await this.scope.team(userId, slug, input.team)).team.id;
+    if (changes.team_id !== undefined && changes.team_id !== project.team_id) {
+      await mayChangeInheritance(project.id);
+    }
     await this.repo.updateProject(project.id, changes);
     return this.project(userId, workspace.slug, project.slug);
   }

@@ -14,8 +14,14 @@ import { registryTarget, type RegistryTarget } from './registry-target.js';
 /** Dockerfile names in order of preference: a Slipway-specific one wins over the generic one. */
 export const DOCKERFILE_NAMES = ['Dockerfile.slipway', 'Dockerfile'];
 /** Character devices every process may use: name, major, minor. */
-const DEVICE_NODES: Array<[string, number, number]> = [['null', 1, 3], ['zero', 1, 5], ['random', 1, 8], ['urandom', 1, 9]];
-export const BUILDAH_MISSING = 'This build context has a Dockerfile, but buildah is not installed on the build machine: apt-get install buildah';
+const DEVICE_NODES: Array<[string, number, number]> = [
+  ['null', 1, 3],
+  ['zero', 1, 5],
+  ['random', 1, 8],
+  ['urandom', 1, 9],
+];
+export const BUILDAH_MISSING =
+  'This build context has a Dockerfile, but buildah is not installed on the build machine: apt-get install buildah';
 
 export interface BuildahOptions {
   /** containers/storage root (vfs driver); its `run/` holds the run root. */
@@ -75,16 +81,25 @@ export class BuildahBuilder implements Builder {
   }
 
   /** Runs buildah on our own storage; a non-zero exit fails the build with `what`. */
-  async buildahRun(args: string[], what: string, input: Pick<BuildInput, 'signal' | 'log'>, opts: { onLine?: (l: string) => void; deadline?: number } = {}): Promise<CommandResult> {
+  async buildahRun(
+    args: string[],
+    what: string,
+    input: Pick<BuildInput, 'signal' | 'log'>,
+    opts: { onLine?: (l: string) => void; deadline?: number } = {},
+  ): Promise<CommandResult> {
     if (!this.buildah) throw new BuildError(BUILDAH_MISSING);
     const root = this.options.storageRoot;
     const remaining = opts.deadline ? opts.deadline - Date.now() : undefined;
     if (remaining !== undefined && remaining <= 0) throw new BuildError(`build timed out during ${what}`);
-    const result = await run(this.buildah, ['--root', join(root, 'storage'), '--runroot', join(root, 'run'), '--storage-driver', 'vfs', ...args], {
-      signal: input.signal,
-      timeoutMs: remaining,
-      onLine: opts.onLine,
-    });
+    const result = await run(
+      this.buildah,
+      ['--root', join(root, 'storage'), '--runroot', join(root, 'run'), '--storage-driver', 'vfs', ...args],
+      {
+        signal: input.signal,
+        timeoutMs: remaining,
+        onLine: opts.onLine,
+      },
+    );
     if (input.signal.aborted) throw new BuildError('build interrupted: the server is stopping');
     if (result.signal === 'SIGKILL' && opts.deadline && Date.now() >= opts.deadline) throw new BuildError(`build timed out during ${what}`);
     if (result.code !== 0) {
@@ -101,8 +116,12 @@ export class BuildahBuilder implements Builder {
     const dockerfileName = DOCKERFILE_NAMES.find((name) => existsSync(join(input.contextDir, name)))!;
     const dockerfile = await readFile(join(input.contextDir, dockerfileName), 'utf8');
     const secretValues = new Set(input.secrets);
-    const argNames = Object.keys(input.buildEnv).filter((n) => !secretValues.has(input.buildEnv[n]!)).sort();
-    const secretNames = Object.keys(input.buildEnv).filter((n) => secretValues.has(input.buildEnv[n]!)).sort();
+    const argNames = Object.keys(input.buildEnv)
+      .filter((n) => !secretValues.has(input.buildEnv[n]!))
+      .sort();
+    const secretNames = Object.keys(input.buildEnv)
+      .filter((n) => secretValues.has(input.buildEnv[n]!))
+      .sort();
     const localTag = `localhost/${input.repositoryName}:${input.version}`;
     const scratch = await mkdtemp(join(tmpdir(), 'slipway-buildah-'));
     try {
@@ -116,23 +135,39 @@ export class BuildahBuilder implements Builder {
         secretArgs.push('--secret', `id=${name},src=${file}`);
       }
       const iidFile = join(scratch, 'iid');
-      input.log.line(`Building ${dockerfileName} with buildah${argNames.length ? `; build arguments: ${argNames.join(', ')}` : ''}${secretNames.length ? `; secrets: ${secretNames.join(', ')}` : ''}`);
+      input.log.line(
+        `Building ${dockerfileName} with buildah${argNames.length ? `; build arguments: ${argNames.join(', ')}` : ''}${secretNames.length ? `; secrets: ${secretNames.join(', ')}` : ''}`,
+      );
       let cachedSteps = 0;
-      await this.buildahRun([
-        'bud', '--isolation', 'chroot', '--layers', '--pull=false',
-        '-f', join(input.contextDir, dockerfileName), '--iidfile', iidFile, '-t', localTag,
-        ...argNames.flatMap((n) => ['--build-arg', `${n}=${input.buildEnv[n]}`]),
-        ...secretArgs,
-        input.contextDir,
-      ], 'the Dockerfile build', input, {
-        deadline,
-        onLine: (line) => {
-          const step = /^STEP (\d+)\/(\d+)/.exec(line);
-          if (step) input.log.substep(`${step[1]}/${step[2]}`);
-          if (/^--> Using cache/.test(line)) cachedSteps++;
-          input.log.line(line);
+      await this.buildahRun(
+        [
+          'bud',
+          '--isolation',
+          'chroot',
+          '--layers',
+          '--pull=false',
+          '-f',
+          join(input.contextDir, dockerfileName),
+          '--iidfile',
+          iidFile,
+          '-t',
+          localTag,
+          ...argNames.flatMap((n) => ['--build-arg', `${n}=${input.buildEnv[n]}`]),
+          ...secretArgs,
+          input.contextDir,
+        ],
+        'the Dockerfile build',
+        input,
+        {
+          deadline,
+          onLine: (line) => {
+            const step = /^STEP (\d+)\/(\d+)/.exec(line);
+            if (step) input.log.substep(`${step[1]}/${step[2]}`);
+            if (/^--> Using cache/.test(line)) cachedSteps++;
+            input.log.line(line);
+          },
         },
-      });
+      );
       await rm(secretsDir, { recursive: true, force: true });
       const imageId = `sha256:${(await readFile(iidFile, 'utf8')).trim().replace(/^sha256:/, '')}`;
 
@@ -194,10 +229,12 @@ export class BuildahBuilder implements Builder {
       const copied = await run('cp', ['-a', mountPoint, rootfs], { signal: input.signal });
       if (copied.code !== 0) throw new BuildError(`unpacking the image failed: ${copied.stderr.trim().split('\n').slice(-3).join(' ')}`);
       await this.addDeviceNodes(rootfs, input);
-      const env = Object.fromEntries((config.Env ?? []).map((kv) => {
-        const eq = kv.indexOf('=');
-        return eq < 0 ? [kv, ''] : [kv.slice(0, eq), kv.slice(eq + 1)];
-      }));
+      const env = Object.fromEntries(
+        (config.Env ?? []).map((kv) => {
+          const eq = kv.indexOf('=');
+          return eq < 0 ? [kv, ''] : [kv.slice(0, eq), kv.slice(eq + 1)];
+        }),
+      );
       const stored: Omit<ImageArtifact, 'rootfs'> = {
         workdir: config.WorkingDir || '/',
         env,
@@ -238,17 +275,36 @@ export class BuildahBuilder implements Builder {
     const dir = await mkdtemp(join(tmpdir(), 'slipway-push-'));
     try {
       const authFile = join(dir, 'auth.json');
-      await writeFile(authFile, await platformAuthFile(registry.keys, {
-        issuer: registry.issuer, service: registry.service, registryHost: registry.host, repository: input.repositoryName,
-      }), { mode: 0o600 });
+      await writeFile(
+        authFile,
+        await platformAuthFile(registry.keys, {
+          issuer: registry.issuer,
+          service: registry.service,
+          registryHost: registry.host,
+          repository: input.repositoryName,
+        }),
+        { mode: 0o600 },
+      );
       await chmod(authFile, 0o600);
       const digestFile = join(dir, 'digest');
       const reference = `${registry.host}/${input.repositoryName}:${input.version}`;
-      await this.buildahRun([
-        'push', '--authfile', authFile, '--digestfile', digestFile, '--retry', '1',
-        ...(registry.insecure ? ['--tls-verify=false'] : []),
-        imageId, `docker://${reference}`,
-      ], `pushing to ${reference}`, input, { deadline, onLine: (l) => input.log.line(l) });
+      await this.buildahRun(
+        [
+          'push',
+          '--authfile',
+          authFile,
+          '--digestfile',
+          digestFile,
+          '--retry',
+          '1',
+          ...(registry.insecure ? ['--tls-verify=false'] : []),
+          imageId,
+          `docker://${reference}`,
+        ],
+        `pushing to ${reference}`,
+        input,
+        { deadline, onLine: (l) => input.log.line(l) },
+      );
       return { reference, digest: (await readFile(digestFile, 'utf8')).trim() };
     } finally {
       await rm(dir, { recursive: true, force: true });

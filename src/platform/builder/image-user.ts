@@ -11,7 +11,12 @@ export async function numericUser(rootfs: string, user: string | undefined, inpu
   const [name, group] = user.split(':') as [string, string | undefined];
   const lookup = async (file: string, key: string): Promise<string[] | null> => {
     const text = await readFile(join(rootfs, 'etc', file), 'utf8').catch(() => '');
-    return text.split('\n').map((l) => l.split(':')).find((f) => f[0] === key) ?? null;
+    return (
+      text
+        .split('\n')
+        .map((l) => l.split(':'))
+        .find((f) => f[0] === key) ?? null
+    );
   };
   let uid = name;
   let gid = group;

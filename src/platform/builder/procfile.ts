@@ -21,7 +21,9 @@ export function parseProcfile(text: string): ProcessDefinitions {
     if (!match) throw new BuildError(`${where}: expected "<process type>: <command>", got "${truncate(line)}"`);
     const [, name, command] = match as unknown as [string, string, string];
     if (!PROCESS_TYPE.test(name)) {
-      throw new BuildError(`${where}: process type "${truncate(name)}" must start with a lowercase letter and contain only a-z, 0-9, _ and -`);
+      throw new BuildError(
+        `${where}: process type "${truncate(name)}" must start with a lowercase letter and contain only a-z, 0-9, _ and -`,
+      );
     }
     if (command.trim() === '') throw new BuildError(`${where}: process type "${name}" has no command`);
     if (processes[name]) throw new BuildError(`${where}: process type "${name}" is defined twice`);

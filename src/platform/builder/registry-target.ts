@@ -40,8 +40,11 @@ export function pullSecretFor(config: Config, opts: { ttlSeconds?: number } = {}
   return async (plan: { image: { repositoryName: string } }): Promise<string | null> => {
     if (!target) return null;
     return registryPullSecret(target.keys, {
-      issuer: target.issuer, service: target.service, registryHost: target.host,
-      repository: plan.image.repositoryName, ttlSeconds: opts.ttlSeconds,
+      issuer: target.issuer,
+      service: target.service,
+      registryHost: target.host,
+      repository: plan.image.repositoryName,
+      ttlSeconds: opts.ttlSeconds,
     });
   };
 }

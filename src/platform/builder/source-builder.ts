@@ -27,7 +27,10 @@ interface BuildPlan {
 export class SourceBuilder implements Builder {
   readonly name = 'source';
 
-  constructor(private readonly cacheDir: string, private readonly sandbox: Sandbox | null = null) {}
+  constructor(
+    private readonly cacheDir: string,
+    private readonly sandbox: Sandbox | null = null,
+  ) {}
 
   async accepts(): Promise<boolean> {
     return true;
@@ -42,7 +45,9 @@ export class SourceBuilder implements Builder {
     }
     const dir = input.artifactDir;
     const plan = await this.plan(dir);
-    input.log.line(`Detected: ${plan.detected === 'none' ? 'no build needed (no slipway.json, package.json or requirements.txt)' : plan.detected}`);
+    input.log.line(
+      `Detected: ${plan.detected === 'none' ? 'no build needed (no slipway.json, package.json or requirements.txt)' : plan.detected}`,
+    );
 
     // Caches are per application when sandboxed: one tenant cannot poison another's packages.
     const cacheDir = this.sandbox ? join(this.cacheDir, 'apps', input.applicationId) : this.cacheDir;
@@ -55,9 +60,12 @@ export class SourceBuilder implements Builder {
       if (remaining <= 0) throw new BuildError(`build timed out after ${Math.round(input.timeoutMs / 1000)} s`);
       const result = await this.runCommand(command, input, dir, cacheDir, env, i, remaining);
       if (input.signal.aborted) throw new BuildError('build interrupted: the server is stopping');
-      if (result.signal === 'SIGKILL' && Date.now() >= deadline) throw new BuildError(`build timed out after ${Math.round(input.timeoutMs / 1000)} s during "${command.display}"`);
+      if (result.signal === 'SIGKILL' && Date.now() >= deadline)
+        throw new BuildError(`build timed out after ${Math.round(input.timeoutMs / 1000)} s during "${command.display}"`);
       if (result.code !== 0) {
-        throw new BuildError(`build command "${command.display}" failed with ${result.code === null ? `signal ${result.signal}` : `exit code ${result.code}`}`);
+        throw new BuildError(
+          `build command "${command.display}" failed with ${result.code === null ? `signal ${result.signal}` : `exit code ${result.code}`}`,
+        );
       }
     }
 
@@ -66,7 +74,9 @@ export class SourceBuilder implements Builder {
       throw new BuildError('No Procfile in the build context: add one with at least a "web: <command>" line');
     }
     if (Object.keys(plan.processEnv).length > 0) {
-      processes = Object.fromEntries(Object.entries(processes).map(([name, p]) => [name, { cmd: p.cmd, env: { ...plan.processEnv, ...p.env } }]));
+      processes = Object.fromEntries(
+        Object.entries(processes).map(([name, p]) => [name, { cmd: p.cmd, env: { ...plan.processEnv, ...p.env } }]),
+      );
     }
     const digest = await directoryDigest(dir);
     return {
@@ -85,7 +95,15 @@ export class SourceBuilder implements Builder {
     };
   }
 
-  private async runCommand(command: BuildPlan['commands'][number], input: BuildInput, dir: string, cacheDir: string, env: NodeJS.ProcessEnv, index: number, timeoutMs: number) {
+  private async runCommand(
+    command: BuildPlan['commands'][number],
+    input: BuildInput,
+    dir: string,
+    cacheDir: string,
+    env: NodeJS.ProcessEnv,
+    index: number,
+    timeoutMs: number,
+  ) {
     const options = { cwd: dir, env, signal: input.signal, timeoutMs, onLine: (l: string) => input.log.line(l) };
     if (!this.sandbox) return run(command.file, command.args, options);
     try {
@@ -95,7 +113,8 @@ export class SourceBuilder implements Builder {
       throw err;
     }
     const sandbox = await this.sandbox.prepare({
-      applicationId: input.applicationId, name: `build-${input.applicationId}-${input.version}-${index}`,
+      applicationId: input.applicationId,
+      name: `build-${input.applicationId}-${input.version}-${index}`,
       command: [command.file, ...command.args].map(shellQuote).join(' '),
       view: { cwd: dir, writable: [dir, cacheDir] },
     });
@@ -117,7 +136,8 @@ export class SourceBuilder implements Builder {
         throw new BuildError(`slipway.json is not valid JSON: ${(err as Error).message}`);
       }
       if (manifest.build !== undefined) {
-        if (typeof manifest.build !== 'string' || manifest.build.trim() === '') throw new BuildError('slipway.json: "build" must be a non-empty command string');
+        if (typeof manifest.build !== 'string' || manifest.build.trim() === '')
+          throw new BuildError('slipway.json: "build" must be a non-empty command string');
         return { detected: 'slipway.json', commands: [sh(manifest.build)], defaultProcesses: null, processEnv: {} };
       }
     }
@@ -128,9 +148,10 @@ export class SourceBuilder implements Builder {
       } catch (err) {
         throw new BuildError(`package.json is not valid JSON: ${(err as Error).message}`);
       }
-      const install = has('package-lock.json') || has('npm-shrinkwrap.json')
-        ? { display: 'npm ci', file: 'npm', args: ['ci'] }
-        : { display: 'npm install', file: 'npm', args: ['install'] };
+      const install =
+        has('package-lock.json') || has('npm-shrinkwrap.json')
+          ? { display: 'npm ci', file: 'npm', args: ['ci'] }
+          : { display: 'npm install', file: 'npm', args: ['install'] };
       const commands = [install];
       if (pkg.scripts?.build) commands.push({ display: 'npm run build', file: 'npm', args: ['run', 'build'] });
       const defaultProcesses = pkg.scripts?.start ? { web: { cmd: 'npm start', env: {} } } : null;
@@ -143,13 +164,17 @@ export class SourceBuilder implements Builder {
       // skips ensurepip: about 0.2 s instead of 10 s here.
       const commands = (await hostPipTargetsOtherPythons())
         ? [
-          { display: 'python3 -m venv --without-pip .venv', file: 'python3', args: ['-m', 'venv', '--without-pip', '.venv'] },
-          { display: 'pip install -r requirements.txt', file: 'python3', args: ['-m', 'pip', '--python', join(venv, 'bin', 'python'), ...install] },
-        ]
+            { display: 'python3 -m venv --without-pip .venv', file: 'python3', args: ['-m', 'venv', '--without-pip', '.venv'] },
+            {
+              display: 'pip install -r requirements.txt',
+              file: 'python3',
+              args: ['-m', 'pip', '--python', join(venv, 'bin', 'python'), ...install],
+            },
+          ]
         : [
-          { display: 'python3 -m venv .venv', file: 'python3', args: ['-m', 'venv', '.venv'] },
-          { display: 'pip install -r requirements.txt', file: join(venv, 'bin', 'pip'), args: install },
-        ];
+            { display: 'python3 -m venv .venv', file: 'python3', args: ['-m', 'venv', '.venv'] },
+            { display: 'pip install -r requirements.txt', file: join(venv, 'bin', 'pip'), args: install },
+          ];
       return {
         detected: 'python',
         commands,

@@ -75,14 +75,22 @@ export async function signRefreshToken(keys: SigningKeys, input: RefreshTokenInp
 }
 
 /** The claims of a refresh token we signed (current or previous key), or null. */
-export async function verifyRefreshToken(keys: SigningKeys, token: string, opts: { issuer: string; service: string }): Promise<JWTPayload | null> {
+export async function verifyRefreshToken(
+  keys: SigningKeys,
+  token: string,
+  opts: { issuer: string; service: string },
+): Promise<JWTPayload | null> {
   const candidates = await keys.verificationKeys();
   try {
-    const { payload } = await jwtVerify(token, async (header) => {
-      const found = candidates.find((k) => k.kid === header.kid);
-      if (!found) throw new Error('unknown signing key');
-      return found.publicKey;
-    }, { issuer: opts.issuer, audience: refreshAudience(opts.service) });
+    const { payload } = await jwtVerify(
+      token,
+      async (header) => {
+        const found = candidates.find((k) => k.kid === header.kid);
+        if (!found) throw new Error('unknown signing key');
+        return found.publicKey;
+      },
+      { issuer: opts.issuer, audience: refreshAudience(opts.service) },
+    );
     return payload;
   } catch {
     return null;
@@ -97,7 +105,10 @@ const PLATFORM_GRANT_SECONDS = 30 * 60;
  * repository: its `identitytoken` is a refresh token limited to that repository, so the
  * registry's token dance comes back to this platform and gets exactly that access.
  */
-export async function platformAuthFile(keys: SigningKeys, opts: { issuer: string; service: string; registryHost: string; repository: string; actions?: string[] }) {
+export async function platformAuthFile(
+  keys: SigningKeys,
+  opts: { issuer: string; service: string; registryHost: string; repository: string; actions?: string[] },
+) {
   const token = await signRefreshToken(keys, {
     issuer: opts.issuer,
     service: opts.service,
@@ -105,7 +116,9 @@ export async function platformAuthFile(keys: SigningKeys, opts: { issuer: string
     claims: { grant: [{ type: 'repository', name: opts.repository, actions: opts.actions ?? ['pull', 'push'] }] },
     expiresInSeconds: PLATFORM_GRANT_SECONDS,
   });
-  return JSON.stringify({ auths: { [opts.registryHost]: { auth: Buffer.from('slipway-builder:').toString('base64'), identitytoken: token } } });
+  return JSON.stringify({
+    auths: { [opts.registryHost]: { auth: Buffer.from('slipway-builder:').toString('base64'), identitytoken: token } },
+  });
 }
 
 /** The username of image pull secrets; the registry token service accepts any name. */
@@ -118,7 +131,10 @@ const PULL_SECRET_SECONDS = 30 * 24 * 3600;
  * refresh token granting only `pull` there: the kubelet sends it as HTTP Basic to the token
  * endpoint the registry's challenge names, and gets exactly that access back.
  */
-export async function registryPullSecret(keys: SigningKeys, opts: { issuer: string; service: string; registryHost: string; repository: string; ttlSeconds?: number; now?: Date }) {
+export async function registryPullSecret(
+  keys: SigningKeys,
+  opts: { issuer: string; service: string; registryHost: string; repository: string; ttlSeconds?: number; now?: Date },
+) {
   const password = await signRefreshToken(keys, {
     issuer: opts.issuer,
     service: opts.service,

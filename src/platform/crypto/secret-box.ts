@@ -42,7 +42,11 @@ export function loadKeyring(dataDir: string, secretKey?: string, previous?: stri
     }
     currentText = readFileSync(file, 'utf8');
   }
-  const prev = (previous ?? '').split(',').map((s) => s.trim()).filter(Boolean).map(parseKey);
+  const prev = (previous ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map(parseKey);
   return { current: parseKey(currentText), previous: prev };
 }
 

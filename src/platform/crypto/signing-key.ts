@@ -46,7 +46,12 @@ function signingKeyLocation(config: Config): SigningKeyLocation {
   }
   const dir = join(config.dataDir, 'registry');
   // Key and certificate share one file so a rotation replaces both in one rename.
-  return { keyFile: join(dir, 'token-signing.pem'), certFile: join(dir, 'token-signing.pem'), previousFile: join(dir, 'token-previous-certs.pem'), configured: false };
+  return {
+    keyFile: join(dir, 'token-signing.pem'),
+    certFile: join(dir, 'token-signing.pem'),
+    previousFile: join(dir, 'token-previous-certs.pem'),
+    configured: false,
+  };
 }
 
 /**
@@ -108,20 +113,28 @@ export async function generateSigningKeyPem(now = new Date()): Promise<string> {
   const keys = await webcrypto.subtle.generateKey(algorithm, true, ['sign', 'verify']);
   const notAfter = new Date(now);
   notAfter.setUTCFullYear(notAfter.getUTCFullYear() + CERT_VALIDITY_YEARS);
-  const cert = await x509.X509CertificateGenerator.createSelfSigned({
-    serialNumber: randomBytes(16).toString('hex').replace(/^[89a-f]/, '1'),
-    name: CERT_SUBJECT,
-    notBefore: new Date(now.getTime() - 60_000),
-    notAfter,
-    signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' },
-    keys,
-    extensions: [
-      new x509.BasicConstraintsExtension(true, undefined, true),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyCertSign, true),
-    ],
-  }, webcrypto as unknown as Crypto);
+  const cert = await x509.X509CertificateGenerator.createSelfSigned(
+    {
+      serialNumber: randomBytes(16)
+        .toString('hex')
+        .replace(/^[89a-f]/, '1'),
+      name: CERT_SUBJECT,
+      notBefore: new Date(now.getTime() - 60_000),
+      notAfter,
+      signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' },
+      keys,
+      extensions: [
+        new x509.BasicConstraintsExtension(true, undefined, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyCertSign, true),
+      ],
+    },
+    webcrypto as unknown as Crypto,
+  );
   const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
-  const keyPem = `-----BEGIN PRIVATE KEY-----\n${pkcs8.toString('base64').match(/.{1,64}/g)!.join('\n')}\n-----END PRIVATE KEY-----\n`;
+  const keyPem = `-----BEGIN PRIVATE KEY-----\n${pkcs8
+    .toString('base64')
+    .match(/.{1,64}/g)!
+    .join('\n')}\n-----END PRIVATE KEY-----\n`;
   return keyPem + cert.toString('pem').trimEnd() + '\n';
 }
 
@@ -169,14 +182,16 @@ export class SigningKeys {
 
   private stamp(): string {
     const files = [this.location.keyFile, this.location.certFile, this.location.previousFile].filter((f): f is string => !!f);
-    return files.map((f) => {
-      try {
-        const s = statSync(f);
-        return `${s.ino}:${s.mtimeMs}:${s.size}`;
-      } catch {
-        return '-';
-      }
-    }).join('|');
+    return files
+      .map((f) => {
+        try {
+          const s = statSync(f);
+          return `${s.ino}:${s.mtimeMs}:${s.size}`;
+        } catch {
+          return '-';
+        }
+      })
+      .join('|');
   }
 
   private load() {
@@ -184,9 +199,10 @@ export class SigningKeys {
     if (this.cached && this.cached.stamp === stamp) return this.cached;
     const { keyFile, certFile, previousFile } = this.location;
     const key = parseSigningKey(readFileSync(keyFile, 'utf8'), readFileSync(certFile, 'utf8'), keyFile);
-    const previousPems = previousFile && existsSync(previousFile)
-      ? pemBlocks(readFileSync(previousFile, 'utf8'), /^CERTIFICATE$/).filter((pem) => pem !== key.certificatePem)
-      : [];
+    const previousPems =
+      previousFile && existsSync(previousFile)
+        ? pemBlocks(readFileSync(previousFile, 'utf8'), /^CERTIFICATE$/).filter((pem) => pem !== key.certificatePem)
+        : [];
     this.cached = { stamp, key, previousPems };
     return this.cached;
   }

@@ -38,6 +38,8 @@ export interface LoginFailuresTable {
   key: string;
   count: number;
   window_started: Timestamp;
+  /** Migration 0010: when the last failure was counted (the backoff runs from it). */
+  last_failed_at: Generated<Date>;
 }
 
 export interface OrganizationsTable {
@@ -196,8 +198,16 @@ export interface WorkspaceTables {
 export type JsonColumn<T> = ColumnType<T, string | undefined, string>;
 export type NullableJsonColumn<T> = ColumnType<T | null, string | null | undefined, string | null>;
 export type ProcessDefinitions = Record<string, { cmd: string; env: Record<string, string> }>;
-export interface PipelineStep { steps: string[]; current: number; substep?: string }
-export interface ChangeSet { added: string[]; removed: string[]; changed: string[] }
+export interface PipelineStep {
+  steps: string[];
+  current: number;
+  substep?: string;
+}
+export interface ChangeSet {
+  added: string[];
+  removed: string[];
+  changed: string[];
+}
 export type BuildStatus = 'building' | 'built' | 'error';
 export type DeploymentStatus = 'queued' | 'deploying' | 'complete' | 'error';
 export type InstanceState = 'starting' | 'healthy' | 'running' | 'crashed' | 'stopped';
@@ -343,6 +353,61 @@ export interface PipelineTables {
   job_runs: JobRunsTable;
 }
 
+export interface DomainsTable {
+  id: string;
+  application_id: string;
+  environment_id: string;
+  hostname: string;
+  route_hostname: string;
+  verification_token: string;
+  verified_at: NullableTimestamp;
+  https_redirect: Generated<boolean>;
+  hsts: Generated<boolean>;
+  certificate_status: Generated<'none' | 'pending' | 'issued' | 'failed'>;
+  certificate_error: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface CertificatesTable {
+  hostname: string;
+  certificate_pem: string;
+  private_key_enc: string;
+  not_after: Timestamp;
+  issued_at: Generated<Date>;
+}
+
+export interface AcmeChallengesTable {
+  token: string;
+  key_authorization: string;
+  created_at: Generated<Date>;
+}
+
+export interface AcmeAccountsTable {
+  directory_url: string;
+  account_key_enc: string;
+  created_at: Generated<Date>;
+}
+
+export interface RequestStatsTable {
+  application_id: string;
+  environment_id: string;
+  process_type: string;
+  minute: Timestamp;
+  requests: ColumnType<string, number, number>;
+  status_classes: ColumnType<string[], number[], number[]>;
+  latency_buckets: ColumnType<string[], number[], number[]>;
+  latency_sum_ms: number;
+}
+
+export interface EdgeTables {
+  request_stats: RequestStatsTable;
+  acme_accounts: AcmeAccountsTable;
+  domains: DomainsTable;
+  certificates: CertificatesTable;
+  acme_challenges: AcmeChallengesTable;
+}
+
 // Isolation (migration 0006): the sandbox user of each application.
 export interface SandboxUidsTable {
   application_id: string;
@@ -414,4 +479,4 @@ export interface StreamTables {
 }
 
 /** Every feature adds its tables here, one interface per migration group. */
-export interface Database extends ControlPlaneTables, WorkspaceTables, PipelineTables, StreamTables, SandboxTables {}
+export interface Database extends ControlPlaneTables, WorkspaceTables, PipelineTables, StreamTables, SandboxTables, EdgeTables {}

@@ -35,7 +35,8 @@ export function run(file: string, args: string[], options: RunOptions = {}): Pro
     const partial = { out: '', err: '' };
     const feed = (key: 'out' | 'err', chunk: Buffer) => {
       const text = chunk.toString();
-      if (key === 'out') stdout += text; else stderr += text;
+      if (key === 'out') stdout += text;
+      else stderr += text;
       if (!options.onLine) return;
       partial[key] += text;
       let nl: number;
@@ -47,7 +48,11 @@ export function run(file: string, args: string[], options: RunOptions = {}): Pro
     child.stdout.on('data', (c: Buffer) => feed('out', c));
     child.stderr.on('data', (c: Buffer) => feed('err', c));
     const kill = () => {
-      try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* already gone */ }
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
     };
     const timer = options.timeoutMs ? setTimeout(kill, options.timeoutMs) : null;
     options.signal?.addEventListener('abort', kill, { once: true });

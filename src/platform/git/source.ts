@@ -51,7 +51,8 @@ export function repositoryUrl(repository: string, githubUrl: string): string {
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(repo) || /^[^/@\s]+@[^:\s]+:/.test(repo)) return repo;
   if (OWNER_REPO.test(repo)) {
     // `../x` would leave GITHUB_URL's folder when it is a file:// address.
-    if (repo.split('/').some((part) => /^\.+$/.test(part))) throw new SourceError(`github_repository '${repository}' is not a valid owner/repo`);
+    if (repo.split('/').some((part) => /^\.+$/.test(part)))
+      throw new SourceError(`github_repository '${repository}' is not a valid owner/repo`);
     const base = githubUrl.replace(/\/+$/, '');
     return `${base}/${repo.replace(/\.git$/, '')}.git`;
   }
@@ -59,7 +60,11 @@ export function repositoryUrl(repository: string, githubUrl: string): string {
 }
 
 /** Transports a repository address may use: never `ext::` (runs commands) or other remote helpers. */
-const PROTOCOLS = ['-c', 'protocol.allow=never', ...['https', 'http', 'ssh', 'git', 'file'].flatMap((p) => ['-c', `protocol.${p}.allow=always`])];
+const PROTOCOLS = [
+  '-c',
+  'protocol.allow=never',
+  ...['https', 'http', 'ssh', 'git', 'file'].flatMap((p) => ['-c', `protocol.${p}.allow=always`]),
+];
 
 /**
  * git with no prompts, no system config, only plain transports, and nothing that could run
@@ -77,13 +82,23 @@ function git(args: string[], options: { cwd: string; signal?: AbortSignal; token
   };
   if (options.token) {
     const basic = Buffer.from(`x-access-token:${options.token}`).toString('base64');
-    Object.assign(env, { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'http.extraHeader', GIT_CONFIG_VALUE_0: `Authorization: Basic ${basic}` });
+    Object.assign(env, {
+      GIT_CONFIG_COUNT: '1',
+      GIT_CONFIG_KEY_0: 'http.extraHeader',
+      GIT_CONFIG_VALUE_0: `Authorization: Basic ${basic}`,
+    });
   }
   const pinned = options.pins
-    ? [...(options.pins.followRedirects ? [] : ['-c', 'http.followRedirects=false']), ...(options.pins.resolve ? ['-c', `http.curloptResolve=${options.pins.resolve}`] : [])]
+    ? [
+        ...(options.pins.followRedirects ? [] : ['-c', 'http.followRedirects=false']),
+        ...(options.pins.resolve ? ['-c', `http.curloptResolve=${options.pins.resolve}`] : []),
+      ]
     : [];
   return run('git', ['-c', 'core.hooksPath=/dev/null', '-c', 'advice.detachedHead=false', ...PROTOCOLS, ...pinned, ...args], {
-    cwd: options.cwd, env, signal: options.signal, timeoutMs: 10 * 60_000,
+    cwd: options.cwd,
+    env,
+    signal: options.signal,
+    timeoutMs: 10 * 60_000,
   });
 }
 
@@ -124,7 +139,8 @@ export function withoutCredentials(url: string): { displayUrl: string; credentia
 
 export async function fetchSource(req: SourceRequest): Promise<FetchedSource> {
   // A ref is passed to git as an argument: never let one read as an option.
-  if (!/^[A-Za-z0-9_][A-Za-z0-9._/-]*$/.test(req.ref) || req.ref.includes('..')) throw new SourceError(`ref '${req.ref}' is not a valid branch, tag or commit name`);
+  if (!/^[A-Za-z0-9_][A-Za-z0-9._/-]*$/.test(req.ref) || req.ref.includes('..'))
+    throw new SourceError(`ref '${req.ref}' is not a valid branch, tag or commit name`);
   const fetchUrl = repositoryUrl(req.repository, req.githubUrl);
   // Credentials written into the address (`https://user:token@host/…`) reach git only.
   const { displayUrl, credentials } = withoutCredentials(fetchUrl);
@@ -142,11 +158,21 @@ export async function fetchSource(req: SourceRequest): Promise<FetchedSource> {
     if (init.code !== 0) throw new Error(`git init failed: ${init.stderr}`);
 
     log(`Fetching ${req.ref} from ${displayUrl}`);
-    let fetched = await git(['fetch', '-q', '--depth', '1', '--no-tags', '--', fetchUrl, req.ref], { cwd, signal: req.signal, token, pins: req.pins });
+    let fetched = await git(['fetch', '-q', '--depth', '1', '--no-tags', '--', fetchUrl, req.ref], {
+      cwd,
+      signal: req.signal,
+      token,
+      pins: req.pins,
+    });
     let target = 'FETCH_HEAD';
     if (fetched.code !== 0 && HEX_REF.test(req.ref)) {
       // An abbreviated commit cannot be asked for by name: fetch the branches and tags, then look it up.
-      fetched = await git(['fetch', '-q', '--no-tags', '--', fetchUrl, '+refs/heads/*:refs/remotes/origin/*', '+refs/tags/*:refs/tags/*'], { cwd, signal: req.signal, token, pins: req.pins });
+      fetched = await git(['fetch', '-q', '--no-tags', '--', fetchUrl, '+refs/heads/*:refs/remotes/origin/*', '+refs/tags/*:refs/tags/*'], {
+        cwd,
+        signal: req.signal,
+        token,
+        pins: req.pins,
+      });
       target = req.ref;
     }
     if (req.signal?.aborted) throw new SourceError('interrupted while fetching the source');
@@ -167,7 +193,8 @@ export async function fetchSource(req: SourceRequest): Promise<FetchedSource> {
     const subdirectory = (req.subdirectory ?? '').replace(/^\/+|\/+$/g, '');
     const treeish = subdirectory ? `${commitSha}:${subdirectory}` : `${commitSha}^{tree}`;
     const tree = await git(['cat-file', '-t', treeish], { cwd });
-    if (tree.code !== 0 || tree.stdout.trim() !== 'tree') throw new SourceError(`subdirectory '${subdirectory}' does not exist at commit ${commitSha.slice(0, 12)}`);
+    if (tree.code !== 0 || tree.stdout.trim() !== 'tree')
+      throw new SourceError(`subdirectory '${subdirectory}' does not exist at commit ${commitSha.slice(0, 12)}`);
 
     const archive = join(req.workDir, 'source.tar');
     const archived = await git(['archive', '--format=tar', '-o', archive, treeish], { cwd, signal: req.signal });

@@ -25,7 +25,10 @@ export class GitHubApp {
   private readonly cache = new Map<string, { token: string; expiresAt: number }>();
   private key: KeyObject | null = null;
 
-  constructor(private readonly settings: GitHubAppSettings, private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly settings: GitHubAppSettings,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   get configured(): boolean {
     return Boolean(this.settings.GITHUB_APP_ID && (this.settings.GITHUB_APP_PRIVATE_KEY || this.settings.GITHUB_APP_PRIVATE_KEY_FILE));
@@ -43,14 +46,20 @@ export class GitHubApp {
   /** The App's own JWT (for `/app/...` endpoints). */
   async appJwt(): Promise<string> {
     const nowSeconds = Math.floor(this.now() / 1000);
-    return new SignJWT({}).setProtectedHeader({ alg: 'RS256' })
-      .setIssuer(this.settings.GITHUB_APP_ID!).setIssuedAt(nowSeconds - 60).setExpirationTime(nowSeconds + 9 * 60)
+    return new SignJWT({})
+      .setProtectedHeader({ alg: 'RS256' })
+      .setIssuer(this.settings.GITHUB_APP_ID!)
+      .setIssuedAt(nowSeconds - 60)
+      .setExpirationTime(nowSeconds + 9 * 60)
       .sign(this.privateKey());
   }
 
   /** An installation access token (from the cache while it has more than 5 minutes left). */
   async installationToken(installationId: string | number): Promise<string> {
-    if (!this.configured) throw new GitHubAppError('the GitHub App is not configured on this server (GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY or GITHUB_APP_PRIVATE_KEY_FILE)');
+    if (!this.configured)
+      throw new GitHubAppError(
+        'the GitHub App is not configured on this server (GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY or GITHUB_APP_PRIVATE_KEY_FILE)',
+      );
     const id = String(installationId);
     const cached = this.cache.get(id);
     if (cached && cached.expiresAt - RENEW_BEFORE_MS > this.now()) return cached.token;
@@ -59,16 +68,23 @@ export class GitHubApp {
     try {
       res = await fetch(url, {
         method: 'POST',
-        headers: { authorization: `Bearer ${await this.appJwt()}`, accept: 'application/vnd.github+json', 'x-github-api-version': '2022-11-28', 'user-agent': 'slipway' },
+        headers: {
+          authorization: `Bearer ${await this.appJwt()}`,
+          accept: 'application/vnd.github+json',
+          'x-github-api-version': '2022-11-28',
+          'user-agent': 'slipway',
+        },
       });
     } catch (err) {
       throw new GitHubAppError(`could not reach the GitHub API at ${this.settings.GITHUB_API_URL}: ${(err as Error).message}`);
     }
     if (!res.ok) {
-      const body = await res.json().catch(() => ({})) as { message?: string };
-      throw new GitHubAppError(`GitHub refused an installation token for installation ${id} (${res.status}${body.message ? `: ${body.message}` : ''})`);
+      const body = (await res.json().catch(() => ({}))) as { message?: string };
+      throw new GitHubAppError(
+        `GitHub refused an installation token for installation ${id} (${res.status}${body.message ? `: ${body.message}` : ''})`,
+      );
     }
-    const { token, expires_at } = await res.json() as { token: string; expires_at: string };
+    const { token, expires_at } = (await res.json()) as { token: string; expires_at: string };
     this.cache.set(id, { token, expiresAt: Date.parse(expires_at) });
     return token;
   }

@@ -14,8 +14,47 @@ const FASTIFY_CODES: Record<string, keyof typeof ERROR_KINDS> = {
   FST_ERR_CTP_INVALID_TYPE: 'BAD_REQUEST',
 };
 
+/** How long a client should wait before retrying while the database is unreachable. */
+export const DATABASE_RETRY_AFTER_SECONDS = 5;
+
+/** Node's socket errors and PostgreSQL's connection-class codes (08xxx, 57P01-03: shutting down, cannot connect now). */
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  '57P01',
+  '57P02',
+  '57P03',
+]);
+const CONNECTION_MESSAGES = [
+  /Connection terminated/i,
+  /timeout exceeded when trying to connect/i,
+  /Client has encountered a connection error/i,
+  /connect ECONNREFUSED/i,
+];
+
+/**
+ * True when the error says the database cannot be reached (not that a query was wrong): `pg`
+ * reports these as socket errors (an AggregateError when several addresses were tried),
+ * PostgreSQL as a connection-class SQLSTATE, or as a bare "Connection terminated" message.
+ */
+export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
+  if (!err || typeof err !== 'object' || depth > 3) return false;
+  const e = err as { code?: unknown; message?: unknown; errors?: unknown; cause?: unknown };
+  if (typeof e.code === 'string' && (CONNECTION_CODES.has(e.code) || e.code.startsWith('08'))) return true;
+  if (typeof e.message === 'string' && CONNECTION_MESSAGES.some((re) => re.test(e.message as string))) return true;
+  if (Array.isArray(e.errors) && e.errors.some((inner) => isDatabaseUnavailable(inner, depth + 1))) return true;
+  return isDatabaseUnavailable(e.cause, depth + 1);
+}
+
 function send(reply: FastifyReply, status: number, message: string, errors?: FieldError[]) {
-  return reply.code(status).type('application/json; charset=utf-8').send(errors ? { status, message, errors } : { status, message });
+  return reply
+    .code(status)
+    .type('application/json; charset=utf-8')
+    .send(errors ? { status, message, errors } : { status, message });
 }
 
 function validationErrors(err: FastifyError): FieldError[] {
@@ -23,9 +62,28 @@ function validationErrors(err: FastifyError): FieldError[] {
     const params = v.params as { additionalProperty?: string; missingProperty?: string };
     const path = (v.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.');
     const field = params.missingProperty ?? params.additionalProperty ?? path;
-    const message = params.additionalProperty ? 'is not an allowed field' : v.message ?? 'is invalid';
-    return { field: [path, field].filter(Boolean).join('.').replace(/^(.+)\.\1$/, '$1') || (err.validationContext ?? 'body'), message };
+    const message = params.additionalProperty ? 'is not an allowed field' : (v.message ?? 'is invalid');
+    return {
+      field:
+        [path, field]
+          .filter(Boolean)
+          .join('.')
+          .replace(/^(.+)\.\1$/, '$1') ||
+        (err.validationContext ?? 'body'),
+      message,
+    };
   });
+}
+
+/**
+ * Errors Fastify raises before routing (`frameworkErrors`): a path that does not decode
+ * (`%ff`) or a path parameter over `maxParamLength`, answered in our shape too.
+ */
+export function frameworkErrorHandler(err: FastifyError, _request: FastifyRequest, reply: FastifyReply) {
+  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') return send(reply, ERROR_KINDS.URI_TOO_LONG, 'A path parameter is too long');
+  if (err.code === 'FST_ERR_BAD_URL')
+    return send(reply, ERROR_KINDS.BAD_REQUEST, 'The request path is not a valid URL (bad percent-encoding)');
+  return send(reply, ERROR_KINDS.BAD_REQUEST, 'Bad request');
 }
 
 /**
@@ -56,6 +114,12 @@ export function installErrorHandling(app: FastifyInstance): void {
     const mapped = err.code ? FASTIFY_CODES[err.code] : undefined;
     if (mapped) return send(reply, ERROR_KINDS[mapped], err.message);
     if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) return send(reply, err.statusCode, err.message);
+    if (isDatabaseUnavailable(err)) {
+      // Not a bug: the pool reconnects on its own once PostgreSQL is back, so the client may simply retry.
+      request.log.warn({ err: { message: err.message, code: err.code } }, 'database unavailable');
+      reply.header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
+      return send(reply, 503, 'The database is unavailable; retry shortly');
+    }
     request.log.error({ err }, 'unhandled error');
     return send(reply, 500, 'Internal server error');
   });

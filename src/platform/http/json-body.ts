@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { AppError } from '../errors.js';
 
 /**
  * Fastify's own JSON parser (prototype-poisoning checks included), except that an empty
@@ -13,5 +14,23 @@ export function installJsonBodyParser(app: FastifyInstance): void {
     const text = body.toString();
     if (text.trim() === '') return done(null, undefined);
     return parse(request, text, done);
+  });
+}
+
+/**
+ * A route without a body schema takes no body: no body or `{}` is fine, anything else
+ * (`[]`, `123`, `"text"`, `null`, an object with fields) is refused with 422 before the
+ * handler runs, as the routes with a schema refuse unknown fields.
+ */
+export function refuseUnexpectedBodies(app: FastifyInstance): void {
+  app.addHook('preValidation', async (request) => {
+    if (request.routeOptions.schema?.body !== undefined) return;
+    const contentType = request.headers['content-type'] ?? '';
+    if (!/^application\/json\b/i.test(contentType)) return;
+    const body = request.body;
+    // A route that keeps its body raw (a signed webhook) reads it itself.
+    if (body === undefined || Buffer.isBuffer(body)) return;
+    if (body !== null && typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0) return;
+    throw new AppError('VALIDATION', 'This route takes no request body: send none, or {}', [{ field: 'body', message: 'must be empty' }]);
   });
 }

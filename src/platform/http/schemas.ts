@@ -22,8 +22,11 @@ export const ErrorResponse = Type.Object(
 
 export const Ok = Type.Object({ ok: Type.Boolean() });
 
+/** Far beyond any real list, and small enough that `(page - 1) * per_page` stays a valid SQL offset. */
+export const MAX_PAGE = 100_000;
+
 export const PaginationQuery = Type.Object({
-  page: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
+  page: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, default: 1 })),
   per_page: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
 });
 export type PaginationQuery = Static<typeof PaginationQuery>;
@@ -53,7 +56,11 @@ export function pageOf(query: PaginationQuery, total: number) {
 }
 
 /** Fetches the requested page (`fetch(limit, offset)`) and answers it as a `Paginated` body. */
-export async function paginate<R, T>(query: PaginationQuery, fetch: (limit: number, offset: number) => Promise<{ rows: R[]; total: number }>, view: (row: R) => T) {
+export async function paginate<R, T>(
+  query: PaginationQuery,
+  fetch: (limit: number, offset: number) => Promise<{ rows: R[]; total: number }>,
+  view: (row: R) => T,
+) {
   const requested = pageOf(query, 0);
   const { rows, total } = await fetch(requested.per_page, requested.offset);
   const { offset: _offset, ...pagination } = pageOf(query, total);

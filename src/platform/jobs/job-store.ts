@@ -127,7 +127,12 @@ export class JobStore {
 
   /** Takes over a dead worker's run record; false when another worker's recovery already did. */
   async claimRun(jobId: string, workerId: string): Promise<boolean> {
-    const rows = await this.db.deleteFrom('job_runs').where('job_id', '=', jobId).where('worker_id', '=', workerId).returning('job_id').execute();
+    const rows = await this.db
+      .deleteFrom('job_runs')
+      .where('job_id', '=', jobId)
+      .where('worker_id', '=', workerId)
+      .returning('job_id')
+      .execute();
     return rows.length > 0;
   }
 
@@ -139,13 +144,19 @@ export class JobStore {
 
   /** Also re-registers a worker that others took for dead (e.g. after a long database outage). */
   async heartbeat(id: string, hostname: string, pid: number): Promise<void> {
-    await this.db.insertInto('workers').values({ id, hostname, pid })
+    await this.db
+      .insertInto('workers')
+      .values({ id, hostname, pid })
       .onConflict((oc) => oc.column('id').doUpdateSet({ heartbeat_at: sql`now()`, stopped_at: null }))
       .execute();
   }
 
   async markStopped(id: string): Promise<void> {
-    await this.db.updateTable('workers').set({ stopped_at: sql`now()` }).where('id', '=', id).execute();
+    await this.db
+      .updateTable('workers')
+      .set({ stopped_at: sql`now()` })
+      .where('id', '=', id)
+      .execute();
   }
 
   /** Workers that are not this one and are alive by their record (not stopped, fresh heartbeat). */

@@ -23,9 +23,11 @@ export function workerMark(): Record<string, string> {
  */
 export async function killOrphansOf(deadWorkerIds: string[]): Promise<number> {
   const prefix = `${hostname()}:`;
-  const marks = new Set(deadWorkerIds
-    .filter((id) => id.startsWith(prefix) && Number(id.slice(prefix.length).split(':')[0]) !== process.pid)
-    .map((id) => `${WORKER_MARK_VARIABLE}=${id}`));
+  const marks = new Set(
+    deadWorkerIds
+      .filter((id) => id.startsWith(prefix) && Number(id.slice(prefix.length).split(':')[0]) !== process.pid)
+      .map((id) => `${WORKER_MARK_VARIABLE}=${id}`),
+  );
   if (marks.size === 0) return 0;
   let killed = 0;
   // No /proc (not Linux): nothing can be found, as documented above.
@@ -39,7 +41,11 @@ export async function killOrphansOf(deadWorkerIds: string[]): Promise<number> {
     try {
       process.kill(-pid, 'SIGKILL'); // the group leader: its whole group
     } catch {
-      try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
     }
     killed++;
   }

@@ -6,7 +6,14 @@ import type { Db } from '../db/database.js';
 import { deadWorkers } from './dead-workers.js';
 import { AppError } from '../errors.js';
 import { StartupError } from '../startup-error.js';
-import { JobStore, PGBOSS_SCHEMA_VERSION, PIPELINE_QUEUE, WORKER_AFFINITY_SECONDS, type JobPorts, type OrganizationLimits } from './job-store.js';
+import {
+  JobStore,
+  PGBOSS_SCHEMA_VERSION,
+  PIPELINE_QUEUE,
+  WORKER_AFFINITY_SECONDS,
+  type JobPorts,
+  type OrganizationLimits,
+} from './job-store.js';
 import { killOrphansOf, setWorkerMark } from './orphan-processes.js';
 import type { JobHandler, JobInput, JobKind, JobKindOptions, Jobs, PipelineJobData } from './types.js';
 import { Wakeup } from './wakeup.js';
@@ -106,15 +113,24 @@ export class PipelineJobs implements Jobs {
     // schema they were not written for rather than corrupt its jobs.
     const version = await this.store.bossSchemaVersion();
     if (version !== PGBOSS_SCHEMA_VERSION) {
-      await boss.stop({ graceful: false, wait: true, timeout: 1000 }).catch((err) => this.logger.error({ err }, 'stopping the job store failed'));
-      throw new StartupError(`pg-boss schema version ${version} in the database, but Slipway was built against ${PGBOSS_SCHEMA_VERSION} (pg-boss 10.4.2): install the pinned pg-boss version`);
+      await boss
+        .stop({ graceful: false, wait: true, timeout: 1000 })
+        .catch((err) => this.logger.error({ err }, 'stopping the job store failed'));
+      throw new StartupError(
+        `pg-boss schema version ${version} in the database, but Slipway was built against ${PGBOSS_SCHEMA_VERSION} (pg-boss 10.4.2): install the pinned pg-boss version`,
+      );
     }
     // pg-boss's createQueue deadlocks when processes starting together on a new database
     // create the queue at once: one at a time, under a lock held until this transaction ends.
     await this.options.db.transaction().execute(async (trx) => {
       await sql`SELECT pg_advisory_xact_lock(hashtext('slipway.pipeline-queue'))`.execute(trx);
       if (!(await boss.getQueue(PIPELINE_QUEUE))) {
-        await boss.createQueue(PIPELINE_QUEUE, { name: PIPELINE_QUEUE, policy: 'singleton', retryLimit: 0, expireInSeconds: JOB_EXPIRE_SECONDS });
+        await boss.createQueue(PIPELINE_QUEUE, {
+          name: PIPELINE_QUEUE,
+          policy: 'singleton',
+          retryLimit: 0,
+          expireInSeconds: JOB_EXPIRE_SECONDS,
+        });
       }
     });
     this.boss = boss;
@@ -147,13 +163,16 @@ export class PipelineJobs implements Jobs {
     if (!organizationId) return;
     const limit = this.options.organizationLimits?.queued;
     if (limit !== undefined && (await this.store.queuedFor(organizationId)) >= limit) {
-      throw new AppError('RATE_LIMITED', `The organization already has ${limit} pipeline jobs waiting or running; try again when some have finished`);
+      throw new AppError(
+        'RATE_LIMITED',
+        `The organization already has ${limit} pipeline jobs waiting or running; try again when some have finished`,
+      );
     }
   }
 
   async enqueue(kind: JobKind, data: JobInput): Promise<string> {
     if (!this.boss) throw new Error('The job store is not started');
-    const organizationId = data.organizationId ?? await this.ports.organizationOf(data.applicationId);
+    const organizationId = data.organizationId ?? (await this.ports.organizationOf(data.applicationId));
     const id = await this.boss.send(PIPELINE_QUEUE, { ...data, organizationId, kind }, { singletonKey: data.applicationId });
     if (!id) throw new Error('The job store refused the job');
     this.poke();
@@ -198,7 +217,9 @@ export class PipelineJobs implements Jobs {
     const boss = this.boss;
     this.boss = null;
     // Shutting down: a pool that fails to close has nothing left to lose; log and go on.
-    await boss?.stop({ graceful: false, wait: true, timeout: 1000 }).catch((err) => this.logger.warn({ err }, 'stopping the job store failed'));
+    await boss
+      ?.stop({ graceful: false, wait: true, timeout: 1000 })
+      .catch((err) => this.logger.warn({ err }, 'stopping the job store failed'));
   }
 
   /** Settles the jobs of dead workers now (also done on start and with every heartbeat). */
@@ -243,7 +264,10 @@ export class PipelineJobs implements Jobs {
     try {
       const id = this.id;
       // A missed beat would soon make the others take this worker for dead: retried with backoff.
-      if (!(await this.persist('recording the worker heartbeat', { workerId: id }, () => this.store.heartbeat(id, hostname(), process.pid)))) return;
+      if (
+        !(await this.persist('recording the worker heartbeat', { workerId: id }, () => this.store.heartbeat(id, hostname(), process.pid)))
+      )
+        return;
       // A failed recovery step is logged below and redone by the next beat; a job whose run
       // record it already took is found again as an orphaned active job.
       await this.recover();
@@ -303,9 +327,12 @@ export class PipelineJobs implements Jobs {
     }
     // The job's outcome must reach the store, or it would stay `active` and hold up its
     // application: retried until it does (or this process stops: recovery settles it then).
-    const settled = failure === null
-      ? await this.persist('completing a pipeline job', { jobId }, () => boss.complete(PIPELINE_QUEUE, jobId))
-      : await this.persist('failing a pipeline job', { jobId }, () => boss.fail(PIPELINE_QUEUE, jobId, { message: failure instanceof Error ? failure.message : String(failure) }));
+    const settled =
+      failure === null
+        ? await this.persist('completing a pipeline job', { jobId }, () => boss.complete(PIPELINE_QUEUE, jobId))
+        : await this.persist('failing a pipeline job', { jobId }, () =>
+            boss.fail(PIPELINE_QUEUE, jobId, { message: failure instanceof Error ? failure.message : String(failure) }),
+          );
     if (settled && failure === null) this.logger.info({ jobId, kind: data.kind, ms: Date.now() - started }, 'pipeline job finished');
     // Only once the job is settled: a run record without a settled job is what recovery looks for.
     if (settled) await this.persist('finishing a pipeline run', { jobId }, () => this.store.finishRun(jobId));

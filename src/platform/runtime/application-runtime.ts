@@ -54,6 +54,8 @@ export interface WorkloadPlan {
   timeoutSeconds: number;
   /** The public host name of the environment's web processes. */
   hostname: string;
+  /** Verified custom domains of the environment (Ingress hosts with TLS on Kubernetes; the local edge reads them itself). */
+  customDomains?: string[];
 }
 
 /** Which application environment a reconcile is about (it may have no plan any more). */

@@ -11,14 +11,20 @@ export interface HealthTarget {
 /** One GET: true on a 2xx answer within `timeoutMs`. */
 export function probe(target: HealthTarget, timeoutMs = 2000): Promise<boolean> {
   return new Promise((resolve) => {
-    const req = request({
-      host: target.host, port: target.port, path: target.path, method: 'GET',
-      headers: { host: target.hostHeader || `${target.host}:${target.port}`, 'user-agent': 'slipway-health-check', connection: 'close' },
-      timeout: timeoutMs,
-    }, (res) => {
-      res.resume();
-      resolve(res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300);
-    });
+    const req = request(
+      {
+        host: target.host,
+        port: target.port,
+        path: target.path,
+        method: 'GET',
+        headers: { host: target.hostHeader || `${target.host}:${target.port}`, 'user-agent': 'slipway-health-check', connection: 'close' },
+        timeout: timeoutMs,
+      },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300);
+      },
+    );
     req.on('timeout', () => req.destroy());
     req.on('error', () => resolve(false));
     req.end();

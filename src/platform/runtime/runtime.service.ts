@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { workerAlive } from '../jobs/dead-workers.js';
-import type { RouterServer } from '../router/router-server.js';
-import type { Upstream } from '../router/route-table.js';
+import type { RouterServer } from '../edge/router-server.js';
+import type { Upstream } from '../edge/route-table.js';
 import { waitHealthy } from './health-check.js';
 import type { AppUsage, RuntimeLogger } from './application-runtime.js';
 import type { InstanceLabels, InstanceSpec, InstanceStatus, ResourceUsage, RuntimeDriver } from './port.js';
@@ -13,7 +13,6 @@ export interface HealthCheck {
   host: string | null;
 }
 
-
 export interface RuntimeServiceOptions {
   /** Longest wait for in-flight requests to a retired instance before stopping it. */
   drainTimeoutMs?: number;
@@ -22,7 +21,6 @@ export interface RuntimeServiceOptions {
   workerId?: string | null;
   logger?: RuntimeLogger;
 }
-
 
 const silent: RuntimeLogger = { info() {}, warn() {}, error() {} };
 
@@ -81,16 +79,34 @@ export class RuntimeService {
    */
   async reapLeftovers(): Promise<void> {
     const mine = new Set(this.driver.list().map((s) => s.id));
-    const rows = await this.db.selectFrom('instances')
+    const rows = await this.db
+      .selectFrom('instances')
       .leftJoin('workers', 'workers.id', 'instances.worker_id')
-      .select(['instances.id', 'instances.pid', 'workers.hostname', 'workers.pid as worker_pid', 'workers.heartbeat_at', 'workers.stopped_at'])
+      .select([
+        'instances.id',
+        'instances.pid',
+        'workers.hostname',
+        'workers.pid as worker_pid',
+        'workers.heartbeat_at',
+        'workers.stopped_at',
+      ])
       .execute();
-    const ownedByLiveWorker = (r: (typeof rows)[number]) => r.hostname !== null && r.worker_pid !== null && r.heartbeat_at !== null
-      && workerAlive({ hostname: r.hostname, pid: r.worker_pid, heartbeat_at: r.heartbeat_at, stopped_at: r.stopped_at });
+    const ownedByLiveWorker = (r: (typeof rows)[number]) =>
+      r.hostname !== null &&
+      r.worker_pid !== null &&
+      r.heartbeat_at !== null &&
+      workerAlive({ hostname: r.hostname, pid: r.worker_pid, heartbeat_at: r.heartbeat_at, stopped_at: r.stopped_at });
     const leftovers = rows.filter((r) => !mine.has(r.id) && !ownedByLiveWorker(r));
     if (leftovers.length === 0) return;
     await this.driver.reap(leftovers);
-    await this.db.deleteFrom('instances').where('id', 'in', leftovers.map((r) => r.id)).execute();
+    await this.db
+      .deleteFrom('instances')
+      .where(
+        'id',
+        'in',
+        leftovers.map((r) => r.id),
+      )
+      .execute();
     this.logger.info({ count: leftovers.length }, 'removed instances left by a previous platform process');
   }
 
@@ -98,11 +114,20 @@ export class RuntimeService {
   async launch(specs: InstanceSpec[], check: HealthCheck): Promise<InstanceStatus[]> {
     const started: InstanceStatus[] = [];
     for (const spec of specs) {
-      await this.db.insertInto('instances').values({
-        id: spec.id, application_id: spec.labels.applicationId, environment_id: spec.labels.environmentId,
-        release_id: spec.labels.releaseId, deployment_id: spec.labels.deploymentId,
-        process_type: spec.labels.processType, ordinal: spec.labels.ordinal, state: 'starting', worker_id: this.workerId(),
-      }).execute();
+      await this.db
+        .insertInto('instances')
+        .values({
+          id: spec.id,
+          application_id: spec.labels.applicationId,
+          environment_id: spec.labels.environmentId,
+          release_id: spec.labels.releaseId,
+          deployment_id: spec.labels.deploymentId,
+          process_type: spec.labels.processType,
+          ordinal: spec.labels.ordinal,
+          state: 'starting',
+          worker_id: this.workerId(),
+        })
+        .execute();
       if (spec.listen) this.health.set(spec.id, check);
       try {
         started.push(await this.driver.start(spec));
@@ -119,25 +144,30 @@ export class RuntimeService {
    * processes must survive their first NON_WEB_SETTLE_MS. Returns the ids that failed.
    */
   async waitHealthy(ids: string[], deadline: number, shouldStop: () => boolean = () => false): Promise<string[]> {
-    const results = await Promise.all(ids.map(async (id) => {
-      const check = this.health.get(id);
-      if (!check) {
-        // Not a web process: it counts once it has run for a moment without crashing.
-        await new Promise((r) => setTimeout(r, Math.max(0, Math.min(NON_WEB_SETTLE_MS, deadline - Date.now()))));
-        const s = this.driver.status(id);
-        return { id, ok: Boolean(s && s.state === 'starting' && s.restartCount === 0) };
-      }
-      const ok = await this.healthCheck(id, check, deadline, shouldStop);
-      return { id, ok };
-    }));
+    const results = await Promise.all(
+      ids.map(async (id) => {
+        const check = this.health.get(id);
+        if (!check) {
+          // Not a web process: it counts once it has run for a moment without crashing.
+          await new Promise((r) => setTimeout(r, Math.max(0, Math.min(NON_WEB_SETTLE_MS, deadline - Date.now()))));
+          const s = this.driver.status(id);
+          return { id, ok: Boolean(s && s.state === 'starting' && s.restartCount === 0) };
+        }
+        const ok = await this.healthCheck(id, check, deadline, shouldStop);
+        return { id, ok };
+      }),
+    );
     return results.filter((r) => !r.ok).map((r) => r.id);
   }
 
   private async healthCheck(id: string, check: HealthCheck, deadline: number, shouldStop: () => boolean): Promise<boolean> {
     const s = this.driver.status(id);
     if (!s || s.port === null || s.host === null) return false;
-    const ok = await waitHealthy({ host: s.host, port: s.port, path: check.path, hostHeader: check.host }, deadline,
-      () => shouldStop() || !this.driver.status(id));
+    const ok = await waitHealthy(
+      { host: s.host, port: s.port, path: check.path, hostHeader: check.host },
+      deadline,
+      () => shouldStop() || !this.driver.status(id),
+    );
     if (ok) this.markHealthy(id);
     return ok;
   }
@@ -153,7 +183,10 @@ export class RuntimeService {
     const upstreams: Upstream[] = [];
     for (const id of ids) {
       const s = this.driver.status(id);
-      if (s?.host && s.port !== null) upstreams.push({ instanceId: id, host: s.host, port: s.port });
+      if (s?.host && s.port !== null) {
+        const owner = { applicationId: s.labels.applicationId, environmentId: s.labels.environmentId, processType: s.labels.processType };
+        upstreams.push({ instanceId: id, host: s.host, port: s.port, owner });
+      }
       this.router.table.setReady(id, this.healthy.has(id));
     }
     this.router.table.set(hostname, upstreams);
@@ -182,8 +215,14 @@ export class RuntimeService {
 
   /** Instances this runtime runs for an application's environment (optionally one deployment). */
   instancesOf(applicationId: string, environmentId: string, deploymentId?: string): InstanceStatus[] {
-    return this.driver.list().filter((s) => s.labels.applicationId === applicationId && s.labels.environmentId === environmentId
-      && (deploymentId === undefined || s.labels.deploymentId === deploymentId));
+    return this.driver
+      .list()
+      .filter(
+        (s) =>
+          s.labels.applicationId === applicationId &&
+          s.labels.environmentId === environmentId &&
+          (deploymentId === undefined || s.labels.deploymentId === deploymentId),
+      );
   }
 
   isHealthy(id: string): boolean {
@@ -198,8 +237,12 @@ export class RuntimeService {
       if (s.state === 'stopped') continue;
       const key = `${s.labels.applicationId}/${s.labels.environmentId}`;
       const acc = byApp.get(key) ?? {
-        applicationId: s.labels.applicationId, environmentId: s.labels.environmentId,
-        cpuMillicores: 0, memoryBytes: 0, podCount: 0, restartCount: 0,
+        applicationId: s.labels.applicationId,
+        environmentId: s.labels.environmentId,
+        cpuMillicores: 0,
+        memoryBytes: 0,
+        podCount: 0,
+        restartCount: 0,
       };
       const u = perInstance.get(s.id);
       acc.cpuMillicores += u?.cpuMillicores ?? 0;
@@ -226,7 +269,12 @@ export class RuntimeService {
     const ids = this.driver.list().map((s) => s.id);
     await this.driver.shutdown();
     await Promise.all([...this.writes.values()]);
-    if (ids.length > 0) await this.db.deleteFrom('instances').where('id', 'in', ids).execute().catch(() => {});
+    if (ids.length > 0)
+      await this.db
+        .deleteFrom('instances')
+        .where('id', 'in', ids)
+        .execute()
+        .catch(() => {});
     await this.router.close();
   }
 
@@ -239,7 +287,12 @@ export class RuntimeService {
     }
     if (status.state === 'stopped') return;
     this.record(status.id, {
-      state: status.state, pid: status.pid, host: status.host, port: status.port, restart_count: status.restartCount, last_exit: status.lastExit,
+      state: status.state,
+      pid: status.pid,
+      host: status.host,
+      port: status.port,
+      restart_count: status.restartCount,
+      last_exit: status.lastExit,
     });
     if (status.state === 'starting' && status.restartCount > 0 && !this.closing) {
       // A restarted web instance rejoins the route only once it answers its health check again.
@@ -260,7 +313,12 @@ export class RuntimeService {
    * latest CRASHES_KEPT): what ended it, e.g. `OOM: exceeded 384 MiB of m1.small`.
    */
   private recordCrash(status: InstanceStatus) {
-    const crash = JSON.stringify({ process: label(status.labels), instance_id: status.id, reason: status.lastExit, at: new Date().toISOString() });
+    const crash = JSON.stringify({
+      process: label(status.labels),
+      instance_id: status.id,
+      reason: status.lastExit,
+      at: new Date().toISOString(),
+    });
     const previous = this.writes.get(status.id) ?? Promise.resolve();
     const next = previous.then(async () => {
       try {
@@ -277,11 +335,25 @@ export class RuntimeService {
     this.writes.set(status.id, next);
   }
 
-  private record(id: string, values: { state?: InstanceStatus['state'] | 'healthy'; pid?: number | null; host?: string | null; port?: number | null; restart_count?: number; last_exit?: string | null }) {
+  private record(
+    id: string,
+    values: {
+      state?: InstanceStatus['state'] | 'healthy';
+      pid?: number | null;
+      host?: string | null;
+      port?: number | null;
+      restart_count?: number;
+      last_exit?: string | null;
+    },
+  ) {
     const previous = this.writes.get(id) ?? Promise.resolve();
     const next = previous.then(async () => {
       try {
-        await this.db.updateTable('instances').set({ ...values, updated_at: sql`now()` }).where('id', '=', id).execute();
+        await this.db
+          .updateTable('instances')
+          .set({ ...values, updated_at: sql`now()` })
+          .where('id', '=', id)
+          .execute();
       } catch (err) {
         if (!this.closing) this.logger.error({ err, instance: id }, 'recording an instance state failed');
       }

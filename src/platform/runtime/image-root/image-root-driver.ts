@@ -1,5 +1,15 @@
 import { readImageArtifact, shellQuote, type ImageArtifact } from '../../builder/image-artifact.js';
-import type { InstanceSpec, InstanceOutput, InstanceStatus, LeftoverInstance, OneOffResult, OneOffSpec, ProcessRoot, ResourceUsage, RuntimeDriver } from '../port.js';
+import type {
+  InstanceSpec,
+  InstanceOutput,
+  InstanceStatus,
+  LeftoverInstance,
+  OneOffResult,
+  OneOffSpec,
+  ProcessRoot,
+  ResourceUsage,
+  RuntimeDriver,
+} from '../port.js';
 
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 const CHROOT = '/usr/sbin/chroot';
@@ -13,7 +23,9 @@ const CHROOT = '/usr/sbin/chroot';
 export function chrootCommand(image: ImageArtifact, command: string): string {
   // The command may be a whole script (`a && b; c`): it runs as given, after the cd.
   const inside = `cd ${shellQuote(image.workdir)} || exit 126\n${command}`;
-  const userspec = image.user ? ` ${shellQuote(`--userspec=${image.user.includes(':') ? image.user : `${image.user}:${image.user}`}`)}` : '';
+  const userspec = image.user
+    ? ` ${shellQuote(`--userspec=${image.user.includes(':') ? image.user : `${image.user}:${image.user}`}`)}`
+    : '';
   return `exec ${CHROOT}${userspec} ${shellQuote(image.rootfs)} /bin/sh -c ${shellQuote(inside)}`;
 }
 
@@ -60,12 +72,28 @@ export class ImageRootDriver implements RuntimeDriver {
     return this.inner.runOnce(this.translate(spec));
   }
 
-  stop(id: string): Promise<void> { return this.inner.stop(id); }
-  status(id: string): InstanceStatus | undefined { return this.inner.status(id); }
-  list(): InstanceStatus[] { return this.inner.list(); }
-  usage(): Promise<Map<string, ResourceUsage>> { return this.inner.usage(); }
-  onChange(listener: (status: InstanceStatus) => void): void { this.inner.onChange(listener); }
-  onOutput(listener: (output: InstanceOutput) => void): void { this.inner.onOutput(listener); }
-  reap(leftovers: LeftoverInstance[]): Promise<void> { return this.inner.reap(leftovers); }
-  shutdown(): Promise<void> { return this.inner.shutdown(); }
+  stop(id: string): Promise<void> {
+    return this.inner.stop(id);
+  }
+  status(id: string): InstanceStatus | undefined {
+    return this.inner.status(id);
+  }
+  list(): InstanceStatus[] {
+    return this.inner.list();
+  }
+  usage(): Promise<Map<string, ResourceUsage>> {
+    return this.inner.usage();
+  }
+  onChange(listener: (status: InstanceStatus) => void): void {
+    this.inner.onChange(listener);
+  }
+  onOutput(listener: (output: InstanceOutput) => void): void {
+    this.inner.onOutput(listener);
+  }
+  reap(leftovers: LeftoverInstance[]): Promise<void> {
+    return this.inner.reap(leftovers);
+  }
+  shutdown(): Promise<void> {
+    return this.inner.shutdown();
+  }
 }

@@ -4,8 +4,21 @@
  * (client-node's own messages carry headers and whole bodies).
  */
 import {
-  ApiException, AppsV1Api, CoreV1Api, KubeConfig, KubernetesObjectApi, Log, Metrics, PatchStrategy, VersionApi, Watch,
-  setHeaderOptions, type CoreV1Event, type KubernetesObject, type PodMetric, type V1Pod,
+  ApiException,
+  AppsV1Api,
+  CoreV1Api,
+  KubeConfig,
+  KubernetesObjectApi,
+  Log,
+  Metrics,
+  PatchStrategy,
+  VersionApi,
+  Watch,
+  setHeaderOptions,
+  type CoreV1Event,
+  type KubernetesObject,
+  type PodMetric,
+  type V1Pod,
 } from '@kubernetes/client-node';
 import { Writable } from 'node:stream';
 import { StartupError } from '../../startup-error.js';
@@ -20,13 +33,19 @@ export interface KubeConfigSource {
 /** KUBECONFIG file, else in-cluster credentials (inside a pod), else ~/.kube/config. */
 export function loadKubeConfig(source: KubeConfigSource): KubeConfig {
   const kc = new KubeConfig();
-  const where = source.KUBECONFIG ? `KUBECONFIG ${source.KUBECONFIG}` : source.KUBERNETES_SERVICE_HOST ? 'the in-cluster service account' : '~/.kube/config';
+  const where = source.KUBECONFIG
+    ? `KUBECONFIG ${source.KUBECONFIG}`
+    : source.KUBERNETES_SERVICE_HOST
+      ? 'the in-cluster service account'
+      : '~/.kube/config';
   try {
     if (source.KUBECONFIG) kc.loadFromFile(source.KUBECONFIG);
     else if (source.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
     else kc.loadFromDefault();
   } catch (error) {
-    throw new StartupError(`RUNTIME=kubernetes: cannot read the cluster credentials from ${where}: ${error instanceof Error ? error.message : String(error)}`);
+    throw new StartupError(
+      `RUNTIME=kubernetes: cannot read the cluster credentials from ${where}: ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
   if (!kc.getCurrentCluster()) throw new StartupError(`RUNTIME=kubernetes: no cluster in ${where} (set KUBECONFIG)`);
   return kc;
@@ -45,7 +64,11 @@ export function describeError(error: unknown): string {
   if (error instanceof ApiException) {
     let body: unknown = error.body;
     if (typeof body === 'string') {
-      try { body = JSON.parse(body); } catch { /* plain text */ }
+      try {
+        body = JSON.parse(body);
+      } catch {
+        /* plain text */
+      }
     }
     const message = (body as { message?: unknown } | null)?.message;
     const detail = typeof message === 'string' && message ? `: ${message}` : '';
@@ -82,7 +105,10 @@ export class KubernetesCluster {
    */
   private readonly requestTimeoutMs: number;
 
-  constructor(readonly kubeConfig: KubeConfig, options: { requestTimeoutMs?: number } = {}) {
+  constructor(
+    readonly kubeConfig: KubeConfig,
+    options: { requestTimeoutMs?: number } = {},
+  ) {
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
     this.objects = KubernetesObjectApi.makeApiClient(kubeConfig);
     this.core = kubeConfig.makeApiClient(CoreV1Api);
@@ -111,7 +137,9 @@ export class KubernetesCluster {
 
   async read<T extends KubernetesObject>(ref: ObjectRef): Promise<T | null> {
     try {
-      return await this.limit(this.objects.read<T>({ apiVersion: ref.apiVersion, kind: ref.kind, metadata: { name: ref.name, namespace: ref.namespace } }));
+      return await this.limit(
+        this.objects.read<T>({ apiVersion: ref.apiVersion, kind: ref.kind, metadata: { name: ref.name, namespace: ref.namespace } }),
+      );
     } catch (error) {
       if (isNotFound(error)) return null;
       throw error;
@@ -119,16 +147,31 @@ export class KubernetesCluster {
   }
 
   /** Objects of a kind by label selector, in one namespace or (namespace undefined) the whole cluster. */
-  async list<T extends KubernetesObject>(apiVersion: string, kind: string, namespace: string | undefined, labelSelector: string): Promise<T[]> {
-    const list = await this.limit(this.objects.list<T>(apiVersion, kind, namespace, undefined, undefined, undefined, undefined, labelSelector));
+  async list<T extends KubernetesObject>(
+    apiVersion: string,
+    kind: string,
+    namespace: string | undefined,
+    labelSelector: string,
+  ): Promise<T[]> {
+    const list = await this.limit(
+      this.objects.list<T>(apiVersion, kind, namespace, undefined, undefined, undefined, undefined, labelSelector),
+    );
     return list.items;
   }
 
   /** Deletes (dependents in the background); an absent object is not an error. */
   async delete(ref: ObjectRef): Promise<void> {
     try {
-      await this.limit(this.objects.delete({ apiVersion: ref.apiVersion, kind: ref.kind, metadata: { name: ref.name, namespace: ref.namespace } },
-        undefined, undefined, undefined, undefined, 'Background'));
+      await this.limit(
+        this.objects.delete(
+          { apiVersion: ref.apiVersion, kind: ref.kind, metadata: { name: ref.name, namespace: ref.namespace } },
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+          'Background',
+        ),
+      );
     } catch (error) {
       if (!isNotFound(error)) throw error;
     }
@@ -136,16 +179,20 @@ export class KubernetesCluster {
 
   /** Changes only `spec.replicas` (the scale subresource): the pod template stays as it is. */
   async scaleDeployment(namespace: string, name: string, replicas: number): Promise<void> {
-    await this.limit(this.apps.patchNamespacedDeploymentScale(
-      { name, namespace, body: { spec: { replicas } }, fieldManager: MANAGER },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-    ));
+    await this.limit(
+      this.apps.patchNamespacedDeploymentScale(
+        { name, namespace, body: { spec: { replicas } }, fieldManager: MANAGER },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      ),
+    );
   }
 
   async pods(namespace: string | undefined, labelSelector: string): Promise<V1Pod[]> {
-    const list = await this.limit(namespace === undefined
-      ? this.core.listPodForAllNamespaces({ labelSelector })
-      : this.core.listNamespacedPod({ namespace, labelSelector }));
+    const list = await this.limit(
+      namespace === undefined
+        ? this.core.listPodForAllNamespaces({ labelSelector })
+        : this.core.listNamespacedPod({ namespace, labelSelector }),
+    );
     return list.items;
   }
 
@@ -164,10 +211,18 @@ export class KubernetesCluster {
    * Follows a container's log: each complete line to `onLine` until the container ends
    * (`ended`) or `stop()`. Opening the stream is bounded like any request; the stream is not.
    */
-  async followLog(namespace: string, pod: string, container: string, onLine: (line: string) => void, since?: Date): Promise<{ stop(): void; ended: Promise<void> }> {
+  async followLog(
+    namespace: string,
+    pod: string,
+    container: string,
+    onLine: (line: string) => void,
+    since?: Date,
+  ): Promise<{ stop(): void; ended: Promise<void> }> {
     let pending = '';
     let markEnded!: () => void;
-    const ended = new Promise<void>((resolve) => { markEnded = resolve; });
+    const ended = new Promise<void>((resolve) => {
+      markEnded = resolve;
+    });
     const sink = new Writable({
       write(chunk: Buffer, _encoding, callback) {
         pending += chunk.toString('utf8');
@@ -185,7 +240,9 @@ export class KubernetesCluster {
     });
     sink.on('finish', markEnded);
     sink.on('error', markEnded);
-    const controller = await this.limit(this.logs.log(namespace, pod, container, sink, { follow: true, ...(since ? { sinceTime: since.toISOString() } : {}) }));
+    const controller = await this.limit(
+      this.logs.log(namespace, pod, container, sink, { follow: true, ...(since ? { sinceTime: since.toISOString() } : {}) }),
+    );
     return { stop: () => controller.abort(), ended };
   }
 
@@ -224,7 +281,10 @@ export class KubernetesCluster {
   private limit<T>(request: Promise<T>): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`the Kubernetes API server did not answer within ${this.requestTimeoutMs / 1000} s`)), this.requestTimeoutMs);
+      timer = setTimeout(
+        () => reject(new Error(`the Kubernetes API server did not answer within ${this.requestTimeoutMs / 1000} s`)),
+        this.requestTimeoutMs,
+      );
     });
     return Promise.race([request, timeout]).finally(() => clearTimeout(timer));
   }

@@ -6,10 +6,17 @@
  * workloads keep running when the platform stops.
  */
 import type { KubeConfig, V1Deployment, V1Job, V1Pod, V1Secret } from '@kubernetes/client-node';
-import type { Config } from '../../../config.js';
+import { ConfigError, type Config } from '../../../config.js';
 import {
-  RolloutFailure, type AppUsage, type ApplicationRuntime, type OneOffOptions, type RolloutLog, type RolloutResult,
-  type RuntimeStartOptions, type WorkloadPlan, type WorkloadTarget,
+  RolloutFailure,
+  type AppUsage,
+  type ApplicationRuntime,
+  type OneOffOptions,
+  type RolloutLog,
+  type RolloutResult,
+  type RuntimeStartOptions,
+  type WorkloadPlan,
+  type WorkloadTarget,
 } from '../application-runtime.js';
 import type { AppOutputLine } from '../application-runtime.js';
 import type { OneOffResult } from '../port.js';
@@ -17,8 +24,15 @@ import { StartupError } from '../../startup-error.js';
 import { scrubber } from '../scrub.js';
 import { KubernetesCluster, describeError, loadKubeConfig, statusCode, type ObjectRef } from './cluster.js';
 import {
-  configSecretManifest, formationTypes, jobManifest, namespaceManifest, networkPolicyManifest, pullSecretManifest, workloadManifests,
-  type ManifestOptions, type WorkloadManifests,
+  configSecretManifest,
+  formationTypes,
+  jobManifest,
+  namespaceManifest,
+  networkPolicyManifest,
+  pullSecretManifest,
+  workloadManifests,
+  type ManifestOptions,
+  type WorkloadManifests,
 } from './manifests.js';
 import { ANNOTATION, LABEL, MANAGER, appLabels, labelSelector, workloadNames, type WorkloadNames } from './names.js';
 import { Waker, beforeDeadline, refusedPodCreation, unrecoverablePodFailure, waitForRollout } from './rollout.js';
@@ -38,6 +52,7 @@ export interface KubernetesRuntimeOptions {
   kubeConfig: KubeConfig;
   namespacePrefix: string;
   ingressClass: string | null;
+  ingressAnnotations?: Record<string, string>;
   /** The ingress controller's namespace, allowed through each organization's NetworkPolicy. Default `ingress-nginx`. */
   ingressNamespace?: string;
   pullSecret: PullSecretSource;
@@ -54,7 +69,11 @@ const ref = (apiVersion: string, kind: string, name: string, namespace?: string)
 
 /** Kinds `reconcile(target, null)` removes, dependents first. */
 const OWNED_KINDS: Array<[apiVersion: string, kind: string]> = [
-  ['networking.k8s.io/v1', 'Ingress'], ['v1', 'Service'], ['apps/v1', 'Deployment'], ['batch/v1', 'Job'], ['v1', 'Secret'],
+  ['networking.k8s.io/v1', 'Ingress'],
+  ['v1', 'Service'],
+  ['apps/v1', 'Deployment'],
+  ['batch/v1', 'Job'],
+  ['v1', 'Secret'],
 ];
 
 export class KubernetesRuntime implements ApplicationRuntime {
@@ -96,14 +115,20 @@ export class KubernetesRuntime implements ApplicationRuntime {
 
   async shutdown(): Promise<void> {
     for (const hook of this.hooks.splice(0)) {
-      try { await hook(); } catch (error) { this.logger.warn(`shutdown hook failed: ${describeError(error)}`); }
+      try {
+        await hook();
+      } catch (error) {
+        this.logger.warn(`shutdown hook failed: ${describeError(error)}`);
+      }
     }
     this.cluster.stopWatches();
   }
 
   async prepare(plan: WorkloadPlan, log: (line: string) => void): Promise<void> {
     if (!plan.image.registryReference) {
-      throw new RolloutFailure('The Kubernetes runtime runs container images: build from a Dockerfile with REGISTRY_URL set so the image is pushed to the registry');
+      throw new RolloutFailure(
+        'The Kubernetes runtime runs container images: build from a Dockerfile with REGISTRY_URL set so the image is pushed to the registry',
+      );
     }
     await this.guard(plan, 'Setup', async () => {
       const names = this.names(plan);
@@ -125,14 +150,27 @@ export class KubernetesRuntime implements ApplicationRuntime {
     const podSelector = `job-name=${jobName}`;
     await this.guard(plan, processType, () => this.cluster.apply(manifest));
 
-    const output = new OneOffLog(this.cluster, names.namespace, names.container(processType), processType, (line) => options.onOutput(scrub(line)));
+    const output = new OneOffLog(this.cluster, names.namespace, names.container(processType), processType, (line) =>
+      options.onOutput(scrub(line)),
+    );
     const waker = new Waker();
     // The watch only wakes the loop early: never wait for it to open (a hung API server).
     let stopWatch: () => void = () => undefined;
     let done = false;
     this.cluster
-      .watch(`/apis/batch/v1/namespaces/${names.namespace}/jobs`, { fieldSelector: `metadata.name=${jobName}` }, waker.wake, () => undefined)
-      .then((stop) => { if (done) stop(); else stopWatch = stop; }, () => undefined);
+      .watch(
+        `/apis/batch/v1/namespaces/${names.namespace}/jobs`,
+        { fieldSelector: `metadata.name=${jobName}` },
+        waker.wake,
+        () => undefined,
+      )
+      .then(
+        (stop) => {
+          if (done) stop();
+          else stopWatch = stop;
+        },
+        () => undefined,
+      );
     try {
       for (;;) {
         if (options.signal.aborted) {
@@ -142,9 +180,13 @@ export class KubernetesRuntime implements ApplicationRuntime {
         let job: V1Job | null;
         let pods: V1Pod[];
         try {
-          [job, pods] = await this.guard(plan, processType, () => beforeDeadline(Promise.all([
-            this.cluster.read<V1Job>(jobRef), this.cluster.pods(names.namespace, podSelector),
-          ]), options.deadline, options.signal));
+          [job, pods] = await this.guard(plan, processType, () =>
+            beforeDeadline(
+              Promise.all([this.cluster.read<V1Job>(jobRef), this.cluster.pods(names.namespace, podSelector)]),
+              options.deadline,
+              options.signal,
+            ),
+          );
         } catch (error) {
           if (options.signal.aborted) continue;
           throw error;
@@ -161,8 +203,11 @@ export class KubernetesRuntime implements ApplicationRuntime {
           return { exitCode: timedOut ? null : exitCode, signal: null, timedOut };
         }
         // No pod: the cluster may refuse to create it (Pod Security, an admission webhook, a quota).
-        const refused = pod ? null : await this.guard(plan, processType, () => beforeDeadline(
-          this.cluster.events(names.namespace, jobName), options.deadline, options.signal)).then(refusedPodCreation, () => null);
+        const refused = pod
+          ? null
+          : await this.guard(plan, processType, () =>
+              beforeDeadline(this.cluster.events(names.namespace, jobName), options.deadline, options.signal),
+            ).then(refusedPodCreation, () => null);
         if (refused) {
           options.onOutput(scrub(`${processType}: ${refused}`));
           await this.cluster.delete(jobRef).catch(() => undefined);
@@ -193,13 +238,27 @@ export class KubernetesRuntime implements ApplicationRuntime {
     const scrub = scrubber(plan.secrets);
     const summary = manifests.deployments.map((d) => `${d.processType}=${d.replicas}`).join(', ') || 'no process types';
     await log.step('Deploy', `Applying ${summary} to namespace ${names.namespace}`);
-    await this.guard(plan, 'Deploy', () => this.applyWorkloads(manifests, manifests.deployments.map((d) => d.processType)));
+    await this.guard(plan, 'Deploy', () =>
+      this.applyWorkloads(
+        manifests,
+        manifests.deployments.map((d) => d.processType),
+      ),
+    );
     await log.step('Rollout', `Waiting for ${summary} to be ready (up to ${plan.timeoutSeconds}s)`);
     let readyPods: V1Pod[];
     try {
       readyPods = await waitForRollout({
-        cluster: this.cluster, namespace: names.namespace, plan, deadline, signal, pollIntervalMs: this.pollIntervalMs,
-        targets: manifests.deployments.map((d) => ({ processType: d.processType, deploymentName: d.manifest.metadata!.name!, replicas: d.replicas })),
+        cluster: this.cluster,
+        namespace: names.namespace,
+        plan,
+        deadline,
+        signal,
+        pollIntervalMs: this.pollIntervalMs,
+        targets: manifests.deployments.map((d) => ({
+          processType: d.processType,
+          deploymentName: d.manifest.metadata!.name!,
+          replicas: d.replicas,
+        })),
         log: (line) => log.line(scrub(line)),
       });
     } catch (error) {
@@ -213,7 +272,10 @@ export class KubernetesRuntime implements ApplicationRuntime {
     const web = manifests.service !== null;
     return {
       url: manifests.ingress ? `http://${plan.hostname}` : web ? `http://${names.service}.${names.namespace}.svc.cluster.local` : null,
-      instances: readyPods.map((pod) => ({ process_type: pod.metadata?.labels?.[LABEL.processType] ?? null, pod: pod.metadata?.name ?? null })),
+      instances: readyPods.map((pod) => ({
+        process_type: pod.metadata?.labels?.[LABEL.processType] ?? null,
+        pod: pod.metadata?.name ?? null,
+      })),
     };
   }
 
@@ -231,7 +293,8 @@ export class KubernetesRuntime implements ApplicationRuntime {
         const replicas = plan.formation[processType] ?? 0;
         if (current?.metadata?.annotations?.[ANNOTATION.deploymentId] === plan.deploymentId && sameResources(current, plan, processType)) {
           // The same deployment: only the process count may differ (a scale).
-          if (current.spec?.replicas !== replicas) await this.cluster.scaleDeployment(names.namespace, names.deployment(processType), replicas);
+          if (current.spec?.replicas !== replicas)
+            await this.cluster.scaleDeployment(names.namespace, names.deployment(processType), replicas);
         } else {
           // Another deployment's spec, or a new pod class for this type: apply the whole Deployment.
           drifted.push(processType);
@@ -250,8 +313,9 @@ export class KubernetesRuntime implements ApplicationRuntime {
   }
 
   async usage(): Promise<AppUsage[]> {
-    const pods = (await this.cluster.pods(undefined, labelSelector({ [LABEL.managedBy]: MANAGER })))
-      .filter((pod) => pod.metadata?.namespace?.startsWith(this.options.namespacePrefix));
+    const pods = (await this.cluster.pods(undefined, labelSelector({ [LABEL.managedBy]: MANAGER }))).filter((pod) =>
+      pod.metadata?.namespace?.startsWith(this.options.namespacePrefix),
+    );
     const namespaces = [...new Set(pods.map((pod) => pod.metadata!.namespace!))];
     let metrics: Awaited<ReturnType<KubernetesCluster['podMetrics']>> = [];
     for (const namespace of namespaces) {
@@ -276,9 +340,16 @@ export class KubernetesRuntime implements ApplicationRuntime {
 
   /** Whether Deployments refer to a pull secret: it exists (prepare made it). */
   private async manifestOptions(plan: WorkloadPlan, names: WorkloadNames): Promise<ManifestOptions> {
-    const pullSecret = await this.guard(plan, 'Setup', () => this.cluster.read<V1Secret>(ref('v1', 'Secret', names.pullSecret, names.namespace)));
+    const pullSecret = await this.guard(plan, 'Setup', () =>
+      this.cluster.read<V1Secret>(ref('v1', 'Secret', names.pullSecret, names.namespace)),
+    );
     const hasPullSecret = pullSecret !== null;
-    return { namespacePrefix: this.options.namespacePrefix, ingressClass: this.options.ingressClass, hasPullSecret };
+    return {
+      namespacePrefix: this.options.namespacePrefix,
+      ingressClass: this.options.ingressClass,
+      ingressAnnotations: this.options.ingressAnnotations,
+      hasPullSecret,
+    };
   }
 
   /**
@@ -360,13 +431,32 @@ function sameResources(deployment: V1Deployment, plan: WorkloadPlan, processType
   if (!want) return true;
   const cpu = (q: unknown) => (typeof q === 'string' || typeof q === 'number' ? cpuMillicores(String(q)) : NaN);
   const mib = (q: unknown) => (typeof q === 'string' || typeof q === 'number' ? memoryBytes(String(q)) / 1024 ** 2 : NaN);
-  return cpu(have?.requests?.cpu) === want.cpuRequestMillicores && cpu(have?.limits?.cpu) === want.cpuLimitMillicores
-    && mib(have?.requests?.memory) === want.memoryRequestMiB && mib(have?.limits?.memory) === want.memoryLimitMiB;
+  return (
+    cpu(have?.requests?.cpu) === want.cpuRequestMillicores &&
+    cpu(have?.limits?.cpu) === want.cpuLimitMillicores &&
+    mib(have?.requests?.memory) === want.memoryRequestMiB &&
+    mib(have?.limits?.memory) === want.memoryLimitMiB
+  );
 }
 
 function newest(pods: V1Pod[]): V1Pod | undefined {
   const created = (p: V1Pod) => new Date(p.metadata?.creationTimestamp ?? 0).getTime();
   return [...pods].sort((a, b) => created(b) - created(a))[0];
+}
+
+/** KUBERNETES_INGRESS_ANNOTATIONS as an object of strings; a bad value stops the start with a one-line message. */
+function ingressAnnotations(text: string | undefined): Record<string, string> | undefined {
+  if (!text) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = null;
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed) || Object.values(parsed).some((v) => typeof v !== 'string')) {
+    throw new ConfigError('Invalid configuration: KUBERNETES_INGRESS_ANNOTATIONS: must be a JSON object of string values');
+  }
+  return parsed as Record<string, string>;
 }
 
 /** The driver from configuration: KUBECONFIG / in-cluster credentials, namespace prefix, ingress class. */
@@ -375,6 +465,7 @@ export function createKubernetesRuntime(config: Config, pullSecret: PullSecretSo
     kubeConfig: loadKubeConfig(config),
     namespacePrefix: config.KUBERNETES_NAMESPACE_PREFIX,
     ingressClass: config.KUBERNETES_INGRESS_CLASS ?? null,
+    ingressAnnotations: ingressAnnotations(config.KUBERNETES_INGRESS_ANNOTATIONS),
     ingressNamespace: config.KUBERNETES_INGRESS_NAMESPACE,
     pullSecret,
     logger,

@@ -5,7 +5,16 @@
  * holds a value.
  */
 import type {
-  V1Container, V1Deployment, V1Ingress, V1Job, V1Namespace, V1NetworkPolicy, V1PodSpec, V1Probe, V1Secret, V1Service,
+  V1Container,
+  V1Deployment,
+  V1Ingress,
+  V1Job,
+  V1Namespace,
+  V1NetworkPolicy,
+  V1PodSpec,
+  V1Probe,
+  V1Secret,
+  V1Service,
 } from '@kubernetes/client-node';
 import type { WorkloadPlan } from '../application-runtime.js';
 import { ANNOTATION, LABEL, appLabels, processTypeLabel, workloadNames, type WorkloadNames } from './names.js';
@@ -29,6 +38,8 @@ export interface ManifestOptions {
   namespacePrefix: string;
   ingressClass: string | null;
   hasPullSecret: boolean;
+  /** Annotations of every Ingress, e.g. `cert-manager.io/cluster-issuer` so custom domains get certificates. */
+  ingressAnnotations?: Record<string, string>;
 }
 
 export interface WorkloadManifests {
@@ -45,7 +56,9 @@ export const isWeb = (processType: string) => processType === 'web';
 
 /** The long-running process types the plan runs: its formation, minus one-offs and unknown types. */
 export function formationTypes(plan: WorkloadPlan): string[] {
-  return Object.keys(plan.formation).filter((t) => !ONE_OFF_TYPES.has(t) && plan.processes[t]).sort();
+  return Object.keys(plan.formation)
+    .filter((t) => !ONE_OFF_TYPES.has(t) && plan.processes[t])
+    .sort();
 }
 
 function processLabels(plan: WorkloadPlan, processType: string): Record<string, string> {
@@ -88,7 +101,9 @@ function container(plan: WorkloadPlan, names: WorkloadNames, processType: string
   // Explicit `env` wins over `envFrom`: PORT and the Procfile entry's own variables override the config.
   const env = [
     ...(web ? [{ name: 'PORT', value: String(WEB_PORT) }] : []),
-    ...Object.entries(definition.env ?? {}).filter(([k]) => !(web && k === 'PORT')).map(([name, value]) => ({ name, value })),
+    ...Object.entries(definition.env ?? {})
+      .filter(([k]) => !(web && k === 'PORT'))
+      .map(([name, value]) => ({ name, value })),
   ];
   return {
     name: names.container(processType),
@@ -107,12 +122,12 @@ function container(plan: WorkloadPlan, names: WorkloadNames, processType: string
     },
     ...(web
       ? {
-        ports: [{ name: 'http', containerPort: WEB_PORT, protocol: 'TCP' }],
-        readinessProbe: healthProbe(plan, { periodSeconds: 5, failureThreshold: 3 }),
-        // The startup probe gives a slow boot the whole deployment timeout before liveness may restart it.
-        startupProbe: healthProbe(plan, { periodSeconds: 5, failureThreshold: Math.max(1, Math.ceil(plan.timeoutSeconds / 5)) }),
-        livenessProbe: healthProbe(plan, { periodSeconds: 10, failureThreshold: 6 }),
-      }
+          ports: [{ name: 'http', containerPort: WEB_PORT, protocol: 'TCP' }],
+          readinessProbe: healthProbe(plan, { periodSeconds: 5, failureThreshold: 3 }),
+          // The startup probe gives a slow boot the whole deployment timeout before liveness may restart it.
+          startupProbe: healthProbe(plan, { periodSeconds: 5, failureThreshold: Math.max(1, Math.ceil(plan.timeoutSeconds / 5)) }),
+          livenessProbe: healthProbe(plan, { periodSeconds: 10, failureThreshold: 6 }),
+        }
       : {}),
   };
 }
@@ -223,7 +238,11 @@ export function configSecretManifest(plan: WorkloadPlan, names: WorkloadNames): 
     metadata: {
       name: names.configSecret(plan.release.version),
       namespace: names.namespace,
-      labels: { ...appLabels(plan.application.id, plan.environment.id), [LABEL.releaseVersion]: String(plan.release.version), [LABEL.component]: 'config' },
+      labels: {
+        ...appLabels(plan.application.id, plan.environment.id),
+        [LABEL.releaseVersion]: String(plan.release.version),
+        [LABEL.component]: 'config',
+      },
     },
     type: 'Opaque',
     immutable: true,
@@ -250,7 +269,11 @@ export function serviceManifest(plan: WorkloadPlan, names: WorkloadNames): V1Ser
   return {
     apiVersion: 'v1',
     kind: 'Service',
-    metadata: { name: names.service, namespace: names.namespace, labels: { ...appLabels(plan.application.id, plan.environment.id), [LABEL.component]: 'web' } },
+    metadata: {
+      name: names.service,
+      namespace: names.namespace,
+      labels: { ...appLabels(plan.application.id, plan.environment.id), [LABEL.component]: 'web' },
+    },
     spec: {
       type: 'ClusterIP',
       selector: processSelector(plan, 'web'),
@@ -259,17 +282,32 @@ export function serviceManifest(plan: WorkloadPlan, names: WorkloadNames): V1Ser
   };
 }
 
-export function ingressManifest(plan: WorkloadPlan, names: WorkloadNames, ingressClass: string): V1Ingress {
+/**
+ * The platform host name and every verified custom domain route to the web Service; the
+ * custom domains get TLS from the Secret `<ingress>-tls`, which cert-manager fills when the
+ * configured annotations name an issuer (KUBERNETES_INGRESS_ANNOTATIONS).
+ */
+export function ingressManifest(
+  plan: WorkloadPlan,
+  names: WorkloadNames,
+  ingressClass: string,
+  annotations: Record<string, string> = {},
+): V1Ingress {
+  const http = { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: names.service, port: { name: 'http' } } } }] };
+  const domains = plan.customDomains ?? [];
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'Ingress',
-    metadata: { name: names.ingress, namespace: names.namespace, labels: { ...appLabels(plan.application.id, plan.environment.id), [LABEL.component]: 'web' } },
+    metadata: {
+      name: names.ingress,
+      namespace: names.namespace,
+      labels: { ...appLabels(plan.application.id, plan.environment.id), [LABEL.component]: 'web' },
+      ...(Object.keys(annotations).length ? { annotations } : {}),
+    },
     spec: {
       ingressClassName: ingressClass,
-      rules: [{
-        host: plan.hostname,
-        http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: names.service, port: { name: 'http' } } } }] },
-      }],
+      rules: [plan.hostname, ...domains].map((host) => ({ host, http })),
+      ...(domains.length ? { tls: [{ hosts: domains, secretName: `${names.ingress}-tls` }] } : {}),
     },
   };
 }
@@ -289,6 +327,6 @@ export function workloadManifests(plan: WorkloadPlan, options: ManifestOptions):
       manifest: deploymentManifest(plan, names, processType, options),
     })),
     service: hasWeb ? serviceManifest(plan, names) : null,
-    ingress: hasWeb && options.ingressClass ? ingressManifest(plan, names, options.ingressClass) : null,
+    ingress: hasWeb && options.ingressClass ? ingressManifest(plan, names, options.ingressClass, options.ingressAnnotations) : null,
   };
 }

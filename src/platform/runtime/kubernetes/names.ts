@@ -30,7 +30,13 @@ export function shortHash(text: string, length = 8): string {
 
 /** Lower-case, only `[a-z0-9-]`, no leading/trailing dash (a Procfile type may hold `_`). */
 export function sanitize(text: string): string {
-  return text.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/-+/g, '-').replace(/^-+|-+$/g, '') || 'x';
+  return (
+    text
+      .toLowerCase()
+      .replace(/[^a-z0-9-]+/g, '-')
+      .replace(/-+/g, '-')
+      .replace(/^-+|-+$/g, '') || 'x'
+  );
 }
 
 /** A DNS-1123 label from parts; over 63 characters it is cut and ends with a hash of the full name. */
@@ -83,7 +89,10 @@ export interface WorkloadNames {
   job(processType: string, deploymentId: string): string;
 }
 
-export function workloadNames(plan: Pick<WorkloadPlan, 'organization' | 'project' | 'application' | 'environment'>, namespacePrefix: string): WorkloadNames {
+export function workloadNames(
+  plan: Pick<WorkloadPlan, 'organization' | 'project' | 'application' | 'environment'>,
+  namespacePrefix: string,
+): WorkloadNames {
   const base = dnsLabel(plan.project.slug, plan.application.slug, plan.environment.slug);
   // Applications of one organization share its namespace: every name holds a hash of the exact
   // parts (distinctLabel), so no two application environments or process types share an object.
@@ -108,5 +117,7 @@ export function appLabels(applicationId: string, environmentId: string): Record<
 }
 
 export function labelSelector(labels: Record<string, string>): string {
-  return Object.entries(labels).map(([k, v]) => `${k}=${v}`).join(',');
+  return Object.entries(labels)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
 }

@@ -29,10 +29,15 @@ export class OneOffLog {
     const name = pod?.metadata?.name;
     if (this.started || !name || !RUNNING_OR_ENDED.has(pod.status?.phase ?? '')) return;
     this.started = true;
-    this.cluster.followLog(this.namespace, name, this.container, (line) => this.emit(line)).then(
-      (following) => { if (this.closed) following.stop(); else this.following = following; },
-      () => undefined, // the final read below still delivers everything
-    );
+    this.cluster
+      .followLog(this.namespace, name, this.container, (line) => this.emit(line))
+      .then(
+        (following) => {
+          if (this.closed) following.stop();
+          else this.following = following;
+        },
+        () => undefined, // the final read below still delivers everything
+      );
   }
 
   /** The one-off ended (or ran out of time): stops following and adds the lines the stream missed. */

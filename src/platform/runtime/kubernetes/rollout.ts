@@ -33,11 +33,18 @@ export interface WaitForRolloutOptions {
 /** One wake-up source for the wait loop: a watch event, the poll timer or an abort. */
 export class Waker {
   private resolve: (() => void) | null = null;
-  wake = () => { this.resolve?.(); this.resolve = null; };
+  wake = () => {
+    this.resolve?.();
+    this.resolve = null;
+  };
   sleep(ms: number, signal: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
       const timer = setTimeout(done, Math.max(0, ms));
-      function done() { clearTimeout(timer); signal.removeEventListener('abort', done); resolve(); }
+      function done() {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        resolve();
+      }
       signal.addEventListener('abort', done, { once: true });
       this.resolve = done;
     });
@@ -71,9 +78,12 @@ export const isPodReady = (pod: V1Pod) => pod.status?.conditions?.some((c) => c.
 
 /** Pods of this deployment (the template annotation), not the previous release's. */
 export function podsOfDeployment(pods: V1Pod[], processType: string, deploymentId: string): V1Pod[] {
-  return pods.filter((p) => p.metadata?.labels?.[LABEL.processType] === processTypeLabel(processType)
-    && p.metadata?.annotations?.[ANNOTATION.deploymentId] === deploymentId
-    && !p.metadata?.deletionTimestamp);
+  return pods.filter(
+    (p) =>
+      p.metadata?.labels?.[LABEL.processType] === processTypeLabel(processType) &&
+      p.metadata?.annotations?.[ANNOTATION.deploymentId] === deploymentId &&
+      !p.metadata?.deletionTimestamp,
+  );
 }
 
 /** A failure that waiting cannot heal, read from a pod's container statuses. */
@@ -116,18 +126,26 @@ function isComplete(deployment: V1Deployment | undefined, target: RolloutTarget,
   if (deployment.metadata?.annotations?.[ANNOTATION.deploymentId] !== deploymentId) return false;
   const status = deployment.status ?? {};
   const want = target.replicas;
-  return (status.observedGeneration ?? 0) >= (deployment.metadata?.generation ?? 0)
-    && (deployment.spec?.replicas ?? 1) === want
-    && (status.replicas ?? 0) === want
-    && (status.updatedReplicas ?? 0) === want
-    && (status.readyReplicas ?? 0) === want
-    && (status.availableReplicas ?? 0) === want;
+  return (
+    (status.observedGeneration ?? 0) >= (deployment.metadata?.generation ?? 0) &&
+    (deployment.spec?.replicas ?? 1) === want &&
+    (status.replicas ?? 0) === want &&
+    (status.updatedReplicas ?? 0) === want &&
+    (status.readyReplicas ?? 0) === want &&
+    (status.availableReplicas ?? 0) === want
+  );
 }
 
 const latest = (events: CoreV1Event[], reason: string) => [...events].reverse().find((e) => e.reason === reason);
 
 /** Why a process type is not ready at the deadline: a failed probe, an unschedulable pod, or counts. */
-async function timeoutReason(cluster: KubernetesCluster, namespace: string, target: RolloutTarget, pods: V1Pod[], deployment: V1Deployment | undefined): Promise<string> {
+async function timeoutReason(
+  cluster: KubernetesCluster,
+  namespace: string,
+  target: RolloutTarget,
+  pods: V1Pod[],
+  deployment: V1Deployment | undefined,
+): Promise<string> {
   const ready = pods.filter(isPodReady).length;
   const refused = replicaFailure(deployment);
   if (refused) return refused;
@@ -137,7 +155,10 @@ async function timeoutReason(cluster: KubernetesCluster, namespace: string, targ
     const unscheduled = pod.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False');
     if (unscheduled) return `unschedulable: ${unscheduled.message || unscheduled.reason || 'no node fits'}`;
     try {
-      const unhealthy = latest(await beforeDeadline(cluster.events(namespace, pod.metadata!.name!), Date.now(), new AbortController().signal), 'Unhealthy');
+      const unhealthy = latest(
+        await beforeDeadline(cluster.events(namespace, pod.metadata!.name!), Date.now(), new AbortController().signal),
+        'Unhealthy',
+      );
       if (unhealthy?.message) return `failed probe: ${unhealthy.message.trim()}`;
     } catch (error) {
       return `${ready}/${target.replicas} replicas ready (events unreadable: ${describeError(error)})`;
@@ -155,8 +176,12 @@ export async function waitForRollout(options: WaitForRolloutOptions): Promise<V1
   let finished = false;
   // Watches only wake the loop early; when one ends the poll interval carries on.
   for (const path of [`/apis/apps/v1/namespaces/${namespace}/deployments`, `/api/v1/namespaces/${namespace}/pods`]) {
-    cluster.watch(path, { labelSelector: selector }, waker.wake, () => undefined)
-      .then((stop) => (finished ? stop() : stops.push(stop)), () => undefined);
+    cluster
+      .watch(path, { labelSelector: selector }, waker.wake, () => undefined)
+      .then(
+        (stop) => (finished ? stop() : stops.push(stop)),
+        () => undefined,
+      );
   }
   const progress = new Map<string, string>();
   try {
@@ -165,10 +190,11 @@ export async function waitForRollout(options: WaitForRolloutOptions): Promise<V1
       let deployments: V1Deployment[];
       let pods: V1Pod[];
       try {
-        [deployments, pods] = await beforeDeadline(Promise.all([
-          cluster.list<V1Deployment>('apps/v1', 'Deployment', namespace, selector),
-          cluster.pods(namespace, selector),
-        ]), deadline, signal);
+        [deployments, pods] = await beforeDeadline(
+          Promise.all([cluster.list<V1Deployment>('apps/v1', 'Deployment', namespace, selector), cluster.pods(namespace, selector)]),
+          deadline,
+          signal,
+        );
       } catch (error) {
         if (signal.aborted) throw new RolloutFailure('Deployment cancelled: the platform is stopping');
         // A blip of the API server is retried until the deadline; a refusal (RBAC) is not a blip.
@@ -199,8 +225,12 @@ export async function waitForRollout(options: WaitForRolloutOptions): Promise<V1
       }
       if (pending.length === 0) return ready;
       if (Date.now() >= deadline) {
-        const reasons = await Promise.all(pending.map(async ({ target, pods: own }) =>
-          `${target.processType}: ${await timeoutReason(cluster, namespace, target, own, byName.get(target.deploymentName))}`));
+        const reasons = await Promise.all(
+          pending.map(
+            async ({ target, pods: own }) =>
+              `${target.processType}: ${await timeoutReason(cluster, namespace, target, own, byName.get(target.deploymentName))}`,
+          ),
+        );
         throw new RolloutFailure(`Deployment timed out after ${plan.timeoutSeconds}s: ${reasons.join('; ')}`);
       }
       await waker.sleep(Math.min(options.pollIntervalMs, deadline - Date.now()), signal);

@@ -8,8 +8,19 @@ import { LABEL } from './names.js';
 
 const CPU_SUFFIX: Record<string, number> = { n: 1e-6, u: 1e-3, m: 1, '': 1000 };
 const MEMORY_SUFFIX: Record<string, number> = {
-  '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18,
-  Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3, Ti: 1024 ** 4, Pi: 1024 ** 5, Ei: 1024 ** 6,
+  '': 1,
+  k: 1e3,
+  M: 1e6,
+  G: 1e9,
+  T: 1e12,
+  P: 1e15,
+  E: 1e18,
+  Ki: 1024,
+  Mi: 1024 ** 2,
+  Gi: 1024 ** 3,
+  Ti: 1024 ** 4,
+  Pi: 1024 ** 5,
+  Ei: 1024 ** 6,
 };
 
 function splitQuantity(quantity: string): { value: number; suffix: string } | null {

@@ -20,8 +20,12 @@ export function instanceSpec(plan: WorkloadPlan, artifactPath: string, processTy
   return {
     id: uuidv7(),
     labels: {
-      applicationId: plan.application.id, environmentId: plan.environment.id, releaseId: plan.release.id,
-      deploymentId: plan.deploymentId, processType, ordinal,
+      applicationId: plan.application.id,
+      environmentId: plan.environment.id,
+      releaseId: plan.release.id,
+      deploymentId: plan.deploymentId,
+      processType,
+      ordinal,
     },
     command: plan.processes[processType]!.cmd,
     artifactPath,
@@ -48,9 +52,9 @@ export function freeOrdinals(existing: InstanceStatus[], n: number): number[] {
 export function describeFailure(s: InstanceStatus | undefined, healthPath: string): string {
   if (!s) return 'stopped unexpectedly';
   const name = `${s.labels.processType}.${s.labels.ordinal}`;
-  const crashes = s.restartCount > 0 || s.state === 'crashed'
-    ? ` (crashed ${s.restartCount + (s.state === 'crashed' ? 1 : 0)} time(s), last ${s.lastExit ?? 'exit unknown'})` : '';
-  return isWeb(s.labels.processType)
-    ? `${name} never answered 2xx on ${healthPath}${crashes}`
-    : `${name} did not keep running${crashes}`;
+  const crashes =
+    s.restartCount > 0 || s.state === 'crashed'
+      ? ` (crashed ${s.restartCount + (s.state === 'crashed' ? 1 : 0)} time(s), last ${s.lastExit ?? 'exit unknown'})`
+      : '';
+  return isWeb(s.labels.processType) ? `${name} never answered 2xx on ${healthPath}${crashes}` : `${name} did not keep running${crashes}`;
 }

@@ -4,7 +4,14 @@ import { join } from 'node:path';
 import { v7 as uuidv7 } from 'uuid';
 import { SandboxUnavailable, type PreparedSandbox, type Sandbox, type SandboxView } from '../../sandbox/index.js';
 import type {
-  InstanceOutput, InstanceSpec, InstanceStatus, LeftoverInstance, OneOffResult, OneOffSpec, ResourceUsage, RuntimeDriver,
+  InstanceOutput,
+  InstanceSpec,
+  InstanceStatus,
+  LeftoverInstance,
+  OneOffResult,
+  OneOffSpec,
+  ResourceUsage,
+  RuntimeDriver,
 } from '../port.js';
 import { LineScrubber } from '../scrub.js';
 import { runOneOff } from './one-off.js';
@@ -75,7 +82,12 @@ function sandboxView(spec: { artifactPath: string; root?: InstanceSpec['root'] }
 }
 
 /** Why a sandboxed process ended, in words: an OOM kill names the pod class's limit. */
-export function exitReason(code: number | null, signal: NodeJS.Signals | null, outOfMemory: boolean, limits: InstanceSpec['limits']): string {
+export function exitReason(
+  code: number | null,
+  signal: NodeJS.Signals | null,
+  outOfMemory: boolean,
+  limits: InstanceSpec['limits'],
+): string {
   if (outOfMemory && limits) {
     return `OOM: exceeded ${Math.round(limits.memoryBytes / (1024 * 1024))} MiB${limits.podClass ? ` of ${limits.podClass}` : ''}`;
   }
@@ -119,7 +131,13 @@ export class LocalProcessDriver implements RuntimeDriver {
   }
 
   /** Fails closed: nothing runs unconfined when the sandbox cannot be set up. */
-  private async sandboxFor(request: { applicationId: string | undefined; name: string; command: string; view: SandboxView; limits?: InstanceSpec['limits'] }): Promise<PreparedSandbox | null> {
+  private async sandboxFor(request: {
+    applicationId: string | undefined;
+    name: string;
+    command: string;
+    view: SandboxView;
+    limits?: InstanceSpec['limits'];
+  }): Promise<PreparedSandbox | null> {
     if (!this.sandbox) return null;
     try {
       await this.sandbox.ready();
@@ -131,7 +149,10 @@ export class LocalProcessDriver implements RuntimeDriver {
     }
     if (!request.applicationId) throw new Error('a sandboxed process needs the application it belongs to');
     return this.sandbox.prepare({
-      applicationId: request.applicationId, name: request.name, command: request.command, view: request.view,
+      applicationId: request.applicationId,
+      name: request.name,
+      command: request.command,
+      view: request.view,
       ...(request.limits ? { limits: { memoryBytes: request.limits.memoryBytes, cpuMillicores: request.limits.cpuMillicores } } : {}),
     });
   }
@@ -146,7 +167,11 @@ export class LocalProcessDriver implements RuntimeDriver {
     if (inst.logBytes > (this.options.maxLogFileBytes ?? MAX_INSTANCE_LOG_BYTES)) {
       const path = join(this.options.logDir, `${inst.spec.id}.log`);
       inst.log.end();
-      try { renameSync(path, `${path}.1`); } catch { /* the next file starts anyway */ }
+      try {
+        renameSync(path, `${path}.1`);
+      } catch {
+        /* the next file starts anyway */
+      }
       inst.log = createWriteStream(path, { flags: 'w' });
       inst.log.on('error', () => {});
       inst.logBytes = Buffer.byteLength(text);
@@ -161,7 +186,11 @@ export class LocalProcessDriver implements RuntimeDriver {
   private emit(inst: LocalInstance) {
     const snapshot = { ...inst.status };
     for (const l of this.listeners) {
-      try { l(snapshot); } catch { /* a listener's failure must not break supervision */ }
+      try {
+        l(snapshot);
+      } catch {
+        /* a listener's failure must not break supervision */
+      }
     }
   }
 
@@ -169,20 +198,36 @@ export class LocalProcessDriver implements RuntimeDriver {
     if (this.shuttingDown) throw new Error('runtime is shutting down');
     if (this.instances.has(spec.id)) throw new Error(`instance ${spec.id} already exists`);
     const sandbox = await this.sandboxFor({
-      applicationId: spec.labels.applicationId, name: `instance-${spec.id}`, command: spec.command, view: sandboxView(spec), limits: spec.limits,
+      applicationId: spec.labels.applicationId,
+      name: `instance-${spec.id}`,
+      command: spec.command,
+      view: sandboxView(spec),
+      limits: spec.limits,
     });
     let port: number | null = null;
     if (spec.listen) {
-      do port = await freePort(this.host); while (this.usedPorts.has(port));
+      do port = await freePort(this.host);
+      while (this.usedPorts.has(port));
       this.usedPorts.add(port);
     }
     const inst: LocalInstance = {
       spec,
       status: {
-        id: spec.id, labels: spec.labels, state: 'starting', pid: null,
-        host: spec.listen ? this.host : null, port, restartCount: 0, lastExit: null, startedAt: new Date(),
+        id: spec.id,
+        labels: spec.labels,
+        state: 'starting',
+        pid: null,
+        host: spec.listen ? this.host : null,
+        port,
+        restartCount: 0,
+        lastExit: null,
+        startedAt: new Date(),
       },
-      child: null, stopping: false, consecutiveCrashes: 0, lastSpawn: 0, restartTimer: null,
+      child: null,
+      stopping: false,
+      consecutiveCrashes: 0,
+      lastSpawn: 0,
+      restartTimer: null,
       exited: Promise.resolve(),
       log: createWriteStream(join(this.options.logDir, `${spec.id}.log`), { flags: 'a' }),
       logBytes: 0,
@@ -202,21 +247,35 @@ export class LocalProcessDriver implements RuntimeDriver {
     if (inst.status.port !== null) env.PORT = String(inst.status.port);
     const [file, args] = inst.sandbox ? [inst.sandbox.file, inst.sandbox.args] : ['sh', ['-c', spec.command]];
     const child = spawn(file, args, {
-      cwd: spec.artifactPath, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: spec.artifactPath,
+      env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
     inst.child = child;
     inst.lastSpawn = Date.now();
     // stdout and stderr are split into lines separately, so each line keeps its stream.
-    const capture = (stream: 'stdout' | 'stderr') => new LineScrubber(spec.secrets, (line) => {
-      const at = new Date();
-      this.writeLog(inst, `${at.toISOString()} ${spec.labels.processType}.${spec.labels.ordinal} ${line}\n`);
-      for (const l of this.outputListeners) {
-        try { l({ instanceId: spec.id, labels: spec.labels, stream, line, at }); } catch { /* never break the capture */ }
-      }
-    });
+    const capture = (stream: 'stdout' | 'stderr') =>
+      new LineScrubber(spec.secrets, (line) => {
+        const at = new Date();
+        this.writeLog(inst, `${at.toISOString()} ${spec.labels.processType}.${spec.labels.ordinal} ${line}\n`);
+        for (const l of this.outputListeners) {
+          try {
+            l({ instanceId: spec.id, labels: spec.labels, stream, line, at });
+          } catch {
+            /* never break the capture */
+          }
+        }
+      });
     const stdout = capture('stdout');
     const stderr = capture('stderr');
-    const out = { write: (c: Buffer | string) => stderr.write(c), end: () => { stdout.end(); stderr.end(); } };
+    const out = {
+      write: (c: Buffer | string) => stderr.write(c),
+      end: () => {
+        stdout.end();
+        stderr.end();
+      },
+    };
     child.stdout!.on('data', (c) => stdout.write(c));
     child.stderr!.on('data', (c) => stderr.write(c));
     inst.exited = new Promise((resolve) => {
@@ -323,7 +382,11 @@ export class LocalProcessDriver implements RuntimeDriver {
 
   async runOnce(spec: OneOffSpec): Promise<OneOffResult> {
     const sandbox = await this.sandboxFor({
-      applicationId: spec.applicationId, name: `one-off-${uuidv7()}`, command: spec.command, view: sandboxView(spec), limits: spec.limits,
+      applicationId: spec.applicationId,
+      name: `one-off-${uuidv7()}`,
+      command: spec.command,
+      view: sandboxView(spec),
+      limits: spec.limits,
     });
     try {
       const result = await runOneOff(spec, this.baseEnv, this.oneOffs, sandbox);

@@ -1,6 +1,15 @@
 import { existsSync } from 'node:fs';
 import type {
-  ApplicationRuntime, AppOutputLine, AppUsage, OneOffOptions, RolloutLog, RolloutResult, RuntimeLogger, RuntimeStartOptions, WorkloadPlan, WorkloadTarget,
+  ApplicationRuntime,
+  AppOutputLine,
+  AppUsage,
+  OneOffOptions,
+  RolloutLog,
+  RolloutResult,
+  RuntimeLogger,
+  RuntimeStartOptions,
+  WorkloadPlan,
+  WorkloadTarget,
 } from '../application-runtime.js';
 import { RolloutFailure } from '../application-runtime.js';
 import type { OneOffResult, InstanceStatus } from '../port.js';
@@ -21,7 +30,10 @@ export class LocalRuntime implements ApplicationRuntime {
   readonly sharedWorkloads = false;
   private logger: RuntimeLogger = silent;
 
-  constructor(readonly instances: RuntimeService, private readonly sandbox: Sandbox | null = null) {}
+  constructor(
+    readonly instances: RuntimeService,
+    private readonly sandbox: Sandbox | null = null,
+  ) {}
 
   get router() {
     return this.instances.router;
@@ -46,7 +58,10 @@ export class LocalRuntime implements ApplicationRuntime {
       this.logger.info({ isolation: 'sandbox' }, 'applications run sandboxed (bubblewrap, one user per application, cgroup limits)');
     } catch (err) {
       // Fail closed: the API stays up, every instance start fails with this reason.
-      this.logger.error({ isolation: 'sandbox' }, `applications cannot run: ${(err as Error).message}; install what is missing or set RUNTIME_ISOLATION=none (single team only)`);
+      this.logger.error(
+        { isolation: 'sandbox' },
+        `applications cannot run: ${(err as Error).message}; install what is missing or set RUNTIME_ISOLATION=none (single team only)`,
+      );
     }
   }
 
@@ -59,10 +74,17 @@ export class LocalRuntime implements ApplicationRuntime {
   }
 
   onInstanceOutput(listener: (line: AppOutputLine) => void): void {
-    this.instances.driver.onOutput((o) => listener({
-      applicationId: o.labels.applicationId, environmentId: o.labels.environmentId, instanceId: o.instanceId,
-      processType: o.labels.processType, stream: o.stream, line: o.line, at: o.at,
-    }));
+    this.instances.driver.onOutput((o) =>
+      listener({
+        applicationId: o.labels.applicationId,
+        environmentId: o.labels.environmentId,
+        instanceId: o.instanceId,
+        processType: o.labels.processType,
+        stream: o.stream,
+        line: o.line,
+        at: o.at,
+      }),
+    );
   }
 
   async prepare(plan: WorkloadPlan): Promise<void> {
@@ -74,22 +96,32 @@ export class LocalRuntime implements ApplicationRuntime {
     return this.instances.driver.runOnce({
       applicationId: plan.application.id,
       ...(resources ? { limits: limitsOf(resources) } : {}),
-      command: plan.processes[processType]!.cmd, artifactPath: this.artifactOf(plan), env: processEnv(plan, processType),
-      secrets: plan.secrets, timeoutMs: Math.max(1, options.deadline - Date.now()), signal: options.signal, onOutput: options.onOutput,
+      command: plan.processes[processType]!.cmd,
+      artifactPath: this.artifactOf(plan),
+      env: processEnv(plan, processType),
+      secrets: plan.secrets,
+      timeoutMs: Math.max(1, options.deadline - Date.now()),
+      signal: options.signal,
+      onOutput: options.onOutput,
     });
   }
 
   async rollout(plan: WorkloadPlan, log: RolloutLog, deadline: number, signal: AbortSignal): Promise<RolloutResult> {
     const artifactPath = this.artifactOf(plan);
     const { applicationId, environmentId } = { applicationId: plan.application.id, environmentId: plan.environment.id };
-    const summary = Object.entries(plan.formation).map(([t, n]) => `${t}=${n}`).join(' ') || 'no long-running processes';
+    const summary =
+      Object.entries(plan.formation)
+        .map(([t, n]) => `${t}=${n}`)
+        .join(' ') || 'no long-running processes';
     await log.step('Deploy', `starting ${summary}`);
     const specs = Object.entries(plan.formation).flatMap(([type, n]) =>
-      Array.from({ length: n }, (_, i) => instanceSpec(plan, artifactPath, type, i + 1)));
+      Array.from({ length: n }, (_, i) => instanceSpec(plan, artifactPath, type, i + 1)),
+    );
     const started = specs.map((s) => s.id);
     try {
       const launched = await this.instances.launch(specs, plan.healthCheck);
-      for (const s of launched) log.line(`Deploy: ${s.labels.processType}.${s.labels.ordinal} started${s.port ? ` on port ${s.port}` : ''}`);
+      for (const s of launched)
+        log.line(`Deploy: ${s.labels.processType}.${s.labels.ordinal} started${s.port ? ` on port ${s.port}` : ''}`);
 
       await log.step('Rollout', `waiting for ${plan.healthCheck.path} to answer 2xx on every web instance`);
       const failed = await this.instances.waitHealthy(started, deadline, () => signal.aborted);
@@ -97,7 +129,9 @@ export class LocalRuntime implements ApplicationRuntime {
       if (failed.length > 0) {
         const what = failed.map((id) => describeFailure(this.instances.driver.status(id), plan.healthCheck.path)).join('; ');
         // Web instances fail only at the deadline; other processes fail as soon as they crash.
-        throw new RolloutFailure(Date.now() >= deadline ? `Deployment timed out after ${plan.timeoutSeconds}s: ${what}` : `Deployment failed: ${what}`);
+        throw new RolloutFailure(
+          Date.now() >= deadline ? `Deployment timed out after ${plan.timeoutSeconds}s: ${what}` : `Deployment failed: ${what}`,
+        );
       }
       const web = launched.filter((s) => isWeb(s.labels.processType)).map((s) => s.id);
       const previous = this.instances.instancesOf(applicationId, environmentId).filter((s) => !started.includes(s.id));
@@ -126,7 +160,10 @@ export class LocalRuntime implements ApplicationRuntime {
       return;
     }
     if (!plan.image.artifactPath || !existsSync(plan.image.artifactPath)) {
-      this.logger.warn({ applicationId, environmentId, deploymentId: plan.deploymentId }, 'the current release has no artifact on disk; its processes cannot run');
+      this.logger.warn(
+        { applicationId, environmentId, deploymentId: plan.deploymentId },
+        'the current release has no artifact on disk; its processes cannot run',
+      );
       return;
     }
     // Instances of another deployment (a failed one, normally none) go; the current one's are resized.
@@ -146,19 +183,32 @@ export class LocalRuntime implements ApplicationRuntime {
     if (specs.length === 0 && surplus.length === 0 && stale.length === 0) return;
 
     const launched = await this.instances.launch(specs, plan.healthCheck);
-    const failed = new Set(await this.instances.waitHealthy(launched.map((s) => s.id), Date.now() + plan.timeoutSeconds * 1000, () => signal.aborted));
+    const failed = new Set(
+      await this.instances.waitHealthy(
+        launched.map((s) => s.id),
+        Date.now() + plan.timeoutSeconds * 1000,
+        () => signal.aborted,
+      ),
+    );
     for (const id of failed) {
-      this.logger.warn({ applicationId, instance: describeFailure(this.instances.driver.status(id), plan.healthCheck.path) }, 'new instance did not become healthy; stopped');
+      this.logger.warn(
+        { applicationId, instance: describeFailure(this.instances.driver.status(id), plan.healthCheck.path) },
+        'new instance did not become healthy; stopped',
+      );
     }
     await this.instances.retire([...failed]);
     const leaving = new Set([...surplus, ...stale].map((s) => s.id));
-    const web = this.instances.instancesOf(applicationId, environmentId, plan.deploymentId)
+    const web = this.instances
+      .instancesOf(applicationId, environmentId, plan.deploymentId)
       .filter((s) => isWeb(s.labels.processType) && !leaving.has(s.id) && !failed.has(s.id))
       .map((s) => s.id);
     // Web instances that come back after a restart join once healthy; crashed ones are skipped by the router.
     this.instances.publish(plan.hostname, web);
     await this.instances.retire([...leaving]);
-    this.logger.info({ applicationId, environmentId, counts: plan.formation, started: launched.length - failed.size, stopped: leaving.size }, 'instances reconciled');
+    this.logger.info(
+      { applicationId, environmentId, counts: plan.formation, started: launched.length - failed.size, stopped: leaving.size },
+      'instances reconciled',
+    );
   }
 
   usage(): Promise<AppUsage[]> {

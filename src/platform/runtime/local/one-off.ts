@@ -10,10 +10,18 @@ import type { PreparedSandbox } from '../../sandbox/index.js';
  * scrubbed line by line; killed on timeout or abort. `running` tracks it while it runs so
  * a shutdown can kill it.
  */
-export async function runOneOff(spec: OneOffSpec, baseEnv: Record<string, string>, running: Set<ChildProcess>, sandbox: PreparedSandbox | null = null): Promise<OneOffResult> {
+export async function runOneOff(
+  spec: OneOffSpec,
+  baseEnv: Record<string, string>,
+  running: Set<ChildProcess>,
+  sandbox: PreparedSandbox | null = null,
+): Promise<OneOffResult> {
   const [file, args] = sandbox ? [sandbox.file, sandbox.args] : ['sh', ['-c', spec.command]];
   const child = spawn(file, args, {
-    cwd: spec.artifactPath, env: { ...baseEnv, ...spec.env, ...workerMark() }, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: spec.artifactPath,
+    env: { ...baseEnv, ...spec.env, ...workerMark() },
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   running.add(child);
   const out = new LineScrubber(spec.secrets, spec.onOutput);

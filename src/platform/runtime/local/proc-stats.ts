@@ -57,22 +57,26 @@ export async function readProcessGroups(leaders: number[]): Promise<Map<number, 
   const wanted = new Set(leaders);
   const uptime = await uptimeSeconds();
   const entries = await readdir('/proc').catch(() => [] as string[]);
-  await Promise.all(entries.filter((e) => /^\d+$/.test(e)).map(async (entry) => {
-    const pid = Number(entry);
-    let stat: ProcStat | null;
-    try {
-      stat = parseStat(pid, await readFile(`/proc/${pid}/stat`, 'utf8'));
-    } catch {
-      return; // exited while we looked
-    }
-    if (!stat || !wanted.has(stat.pgrp)) return;
-    const rss = await rssBytes(pid);
-    const acc = result.get(stat.pgrp) ?? { cpuSeconds: 0, memoryBytes: 0, ageSeconds: 0 };
-    acc.cpuSeconds += stat.cpuTicks / CLOCK_TICKS;
-    acc.memoryBytes += rss;
-    if (pid === stat.pgrp) acc.ageSeconds = Math.max(0.001, uptime - stat.startTicks / CLOCK_TICKS);
-    result.set(stat.pgrp, acc);
-  }));
+  await Promise.all(
+    entries
+      .filter((e) => /^\d+$/.test(e))
+      .map(async (entry) => {
+        const pid = Number(entry);
+        let stat: ProcStat | null;
+        try {
+          stat = parseStat(pid, await readFile(`/proc/${pid}/stat`, 'utf8'));
+        } catch {
+          return; // exited while we looked
+        }
+        if (!stat || !wanted.has(stat.pgrp)) return;
+        const rss = await rssBytes(pid);
+        const acc = result.get(stat.pgrp) ?? { cpuSeconds: 0, memoryBytes: 0, ageSeconds: 0 };
+        acc.cpuSeconds += stat.cpuTicks / CLOCK_TICKS;
+        acc.memoryBytes += rss;
+        if (pid === stat.pgrp) acc.ageSeconds = Math.max(0.001, uptime - stat.startTicks / CLOCK_TICKS);
+        result.set(stat.pgrp, acc);
+      }),
+  );
   return result;
 }
 

@@ -1,8 +1,14 @@
+import { RequestStats, type RequestOwner } from './request-stats.js';
+
 /** One running web instance the router may send requests to. */
 export interface Upstream {
   instanceId: string;
   host: string;
   port: number;
+  /** Whose requests these are, for the per-application counters (none: not counted). */
+  owner?: RequestOwner;
+  /** `RequestStats.keyOf(owner)`, computed once when the route is set. */
+  statsKey?: string;
 }
 
 interface Route {
@@ -27,7 +33,8 @@ export class RouteTable {
   }
 
   set(host: string, upstreams: Upstream[]) {
-    this.routes.set(RouteTable.normalize(host), { upstreams: [...upstreams], next: 0 });
+    const withKeys = upstreams.map((u) => (u.owner ? { ...u, statsKey: RequestStats.keyOf(u.owner) } : { ...u }));
+    this.routes.set(RouteTable.normalize(host), { upstreams: withKeys, next: 0 });
   }
 
   delete(host: string) {
@@ -40,6 +47,13 @@ export class RouteTable {
 
   upstreams(host: string): Upstream[] {
     return [...(this.routes.get(RouteTable.normalize(host))?.upstreams ?? [])];
+  }
+
+  /** Every instance some route names. */
+  instanceIds(): Set<string> {
+    const ids = new Set<string>();
+    for (const route of this.routes.values()) for (const u of route.upstreams) ids.add(u.instanceId);
+    return ids;
   }
 
   setReady(instanceId: string, ready: boolean) {
@@ -85,14 +99,24 @@ export class RouteTable {
 
   /** Resolves when no request is in flight to any of the instances, or after `timeoutMs`. */
   async drain(instanceIds: string[], timeoutMs: number): Promise<void> {
-    const waits = instanceIds.filter((id) => this.inflightOf(id) > 0).map((id) => new Promise<void>((resolve) => {
-      const list = this.drained.get(id) ?? [];
-      list.push(resolve);
-      this.drained.set(id, list);
-    }));
+    const waits = instanceIds
+      .filter((id) => this.inflightOf(id) > 0)
+      .map(
+        (id) =>
+          new Promise<void>((resolve) => {
+            const list = this.drained.get(id) ?? [];
+            list.push(resolve);
+            this.drained.set(id, list);
+          }),
+      );
     if (waits.length === 0) return;
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.all(waits), new Promise<void>((r) => { timer = setTimeout(r, timeoutMs); })]);
+    await Promise.race([
+      Promise.all(waits),
+      new Promise<void>((r) => {
+        timer = setTimeout(r, timeoutMs);
+      }),
+    ]);
     clearTimeout(timer);
   }
 

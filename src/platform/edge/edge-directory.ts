@@ -1,0 +1,111 @@
+import { createSecureContext, type SecureContext } from 'node:tls';
+import type { SecretBox } from '../crypto/secret-box.js';
+import type { Db } from '../db/database.js';
+
+/** What the edge knows about a verified custom domain. */
+export interface DomainRoute {
+  /** The platform host name whose instances serve this domain. */
+  routeHostname: string;
+  httpsRedirect: boolean;
+  hsts: boolean;
+}
+
+/** Path prefixes the edge answers itself, before routing to an application. */
+export const ACME_CHALLENGE_PREFIX = '/.well-known/acme-challenge/';
+export const OWNERSHIP_CHALLENGE_PREFIX = '/.well-known/slipway-domain/';
+
+/**
+ * The edge's view of custom domains and certificates, read from PostgreSQL so every edge
+ * process serves the same names and certificates. Held in memory (a request never waits
+ * for the database) and reloaded every `refreshMs` and whenever this process changes one.
+ */
+export class EdgeDirectory {
+  private routes = new Map<string, DomainRoute>();
+  private contexts = new Map<string, { issuedAt: number; context: SecureContext }>();
+  private timer: NodeJS.Timeout | null = null;
+  private loading: Promise<void> | null = null;
+
+  constructor(
+    private readonly db: Db,
+    private readonly secrets: SecretBox,
+    private readonly refreshMs = 2000,
+  ) {}
+
+  async start(): Promise<void> {
+    await this.refresh();
+    this.timer ??= setInterval(() => void this.refresh().catch(() => {}), this.refreshMs);
+    this.timer.unref();
+  }
+
+  stop() {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  /** Reloads now (one load at a time; a call during a load waits for a fresh one). */
+  async refresh(): Promise<void> {
+    while (this.loading) await this.loading;
+    this.loading = this.load().finally(() => {
+      this.loading = null;
+    });
+    await this.loading;
+  }
+
+  route(host: string): DomainRoute | undefined {
+    return this.routes.get(host);
+  }
+
+  /** The TLS context of a host name (a custom domain with a certificate), else undefined. */
+  secureContext(host: string): SecureContext | undefined {
+    return this.contexts.get(host)?.context;
+  }
+
+  hasCertificate(host: string): boolean {
+    return this.contexts.has(host);
+  }
+
+  /** The key authorization of a pending ACME HTTP-01 challenge. */
+  async acmeAnswer(token: string): Promise<string | undefined> {
+    const row = await this.db.selectFrom('acme_challenges').select('key_authorization').where('token', '=', token).executeTakeFirst();
+    return row?.key_authorization;
+  }
+
+  /** The ownership token of a domain not yet verified (served so the platform can check it reaches this edge). */
+  async ownershipAnswer(host: string, token: string): Promise<string | undefined> {
+    const row = await this.db
+      .selectFrom('domains')
+      .select('verification_token')
+      .where('hostname', '=', host)
+      .where('verification_token', '=', token)
+      .executeTakeFirst();
+    return row?.verification_token;
+  }
+
+  private async load(): Promise<void> {
+    const rows = await this.db
+      .selectFrom('domains')
+      .select(['hostname', 'route_hostname', 'https_redirect', 'hsts'])
+      .where('verified_at', 'is not', null)
+      .execute();
+    const routes = new Map<string, DomainRoute>();
+    for (const r of rows) routes.set(r.hostname, { routeHostname: r.route_hostname, httpsRedirect: r.https_redirect, hsts: r.hsts });
+    this.routes = routes;
+
+    const certs = await this.db.selectFrom('certificates').select(['hostname', 'issued_at']).execute();
+    const contexts = new Map<string, { issuedAt: number; context: SecureContext }>();
+    const stale: string[] = [];
+    for (const c of certs) {
+      const known = this.contexts.get(c.hostname);
+      if (known && known.issuedAt === c.issued_at.getTime()) contexts.set(c.hostname, known);
+      else stale.push(c.hostname);
+    }
+    if (stale.length) {
+      const full = await this.db.selectFrom('certificates').selectAll().where('hostname', 'in', stale).execute();
+      for (const c of full) {
+        const context = createSecureContext({ cert: c.certificate_pem, key: this.secrets.open(c.private_key_enc) });
+        contexts.set(c.hostname, { issuedAt: c.issued_at.getTime(), context });
+      }
+    }
+    this.contexts = contexts;
+  }
+}

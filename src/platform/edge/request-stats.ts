@@ -1,0 +1,147 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/database.js';
+
+/** Upper bounds (ms) of the latency histogram's buckets; one more bucket counts the slower ones. */
+export const LATENCY_BOUNDS_MS = [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000] as const;
+
+/** Whose requests an upstream serves: the key the edge counts them under. */
+export interface RequestOwner {
+  applicationId: string;
+  environmentId: string;
+  processType: string;
+}
+
+interface Counts {
+  owner: RequestOwner;
+  minute: number;
+  requests: number;
+  classes: number[];
+  buckets: number[];
+  latencySumMs: number;
+}
+
+/**
+ * Per-application request counters of one edge process: counted in memory per owner and
+ * minute (a request costs a map lookup and a few increments), added to `request_stats` in
+ * PostgreSQL every `flushMs`, so the observability endpoint of any process reads them.
+ */
+export class RequestStats {
+  private counts = new Map<string, Counts>();
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly db: Db,
+    private readonly flushMs = 5000,
+  ) {}
+
+  static keyOf(owner: RequestOwner): string {
+    return `${owner.applicationId}/${owner.environmentId}/${owner.processType}`;
+  }
+
+  record(key: string, owner: RequestOwner, status: number, elapsedMs: number) {
+    const minute = Math.floor(Date.now() / 60_000) * 60_000;
+    let c = this.counts.get(key);
+    if (c && c.minute !== minute) {
+      // A new minute: the finished one is flushed under its own key.
+      this.counts.set(`${key}@${c.minute}`, c);
+      c = undefined;
+    }
+    if (!c) {
+      c = {
+        owner,
+        minute,
+        requests: 0,
+        classes: [0, 0, 0, 0, 0],
+        buckets: new Array<number>(LATENCY_BOUNDS_MS.length + 1).fill(0),
+        latencySumMs: 0,
+      };
+      this.counts.set(key, c);
+    }
+    c.requests++;
+    c.classes[Math.min(Math.max(Math.floor(status / 100), 1), 5) - 1]!++;
+    let b = 0;
+    while (b < LATENCY_BOUNDS_MS.length && elapsedMs > LATENCY_BOUNDS_MS[b]!) b++;
+    c.buckets[b]!++;
+    c.latencySumMs += elapsedMs;
+  }
+
+  start() {
+    this.timer ??= setInterval(() => void this.flush().catch(() => {}), this.flushMs);
+    this.timer.unref();
+  }
+
+  /** Stops the timer and writes what is counted. */
+  async stop() {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.flush().catch(() => {});
+  }
+
+  async flush(): Promise<void> {
+    if (this.counts.size === 0) return;
+    const batch = [...this.counts.values()];
+    this.counts = new Map();
+    const rows = batch.map((c) => ({
+      application_id: c.owner.applicationId,
+      environment_id: c.owner.environmentId,
+      process_type: c.owner.processType,
+      minute: new Date(c.minute),
+      requests: c.requests,
+      status_classes: c.classes,
+      latency_buckets: c.buckets,
+      latency_sum_ms: c.latencySumMs,
+    }));
+    const add = (column: 'status_classes' | 'latency_buckets') =>
+      sql<number[]>`array(select a + b from unnest(request_stats.${sql.ref(column)}, excluded.${sql.ref(column)}) as t(a, b))`;
+    await this.db
+      .insertInto('request_stats')
+      .values(rows)
+      .onConflict((oc) =>
+        oc.columns(['application_id', 'environment_id', 'process_type', 'minute']).doUpdateSet({
+          requests: sql`request_stats.requests + excluded.requests`,
+          status_classes: add('status_classes'),
+          latency_buckets: add('latency_buckets'),
+          latency_sum_ms: sql`request_stats.latency_sum_ms + excluded.latency_sum_ms`,
+        }),
+      )
+      .execute();
+  }
+}
+
+/** The edge's counters of an application since `since`, per minute, environment and process type. */
+export async function readRequestStats(db: Db, applicationId: string, since: Date) {
+  const rows = await db
+    .selectFrom('request_stats as r')
+    .innerJoin('environments as e', 'e.id', 'r.environment_id')
+    .select([
+      'r.minute',
+      'e.slug as environment',
+      'r.process_type',
+      'r.requests',
+      'r.status_classes',
+      'r.latency_buckets',
+      'r.latency_sum_ms',
+    ])
+    .where('r.application_id', '=', applicationId)
+    .where('r.minute', '>=', since)
+    .orderBy('r.minute')
+    .orderBy('e.slug')
+    .orderBy('r.process_type')
+    .execute();
+  return rows.map((r) => {
+    const [s1, s2, s3, s4, s5] = r.status_classes.map(Number);
+    const requests = Number(r.requests);
+    return {
+      minute: r.minute.toISOString(),
+      environment: r.environment,
+      process_type: r.process_type,
+      requests,
+      status: { '1xx': s1 ?? 0, '2xx': s2 ?? 0, '3xx': s3 ?? 0, '4xx': s4 ?? 0, '5xx': s5 ?? 0 },
+      latency: {
+        bounds_ms: [...LATENCY_BOUNDS_MS],
+        buckets: r.latency_buckets.map(Number),
+        mean_ms: requests ? r.latency_sum_ms / requests : 0,
+      },
+    };
+  });
+}

@@ -1,0 +1,337 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { Agent, request, type RequestOptions } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TLSSocket } from 'node:tls';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
+import { localRuntime } from '../helpers/local-runtime.js';
+import { routerGet } from '../helpers/router-get.js';
+import { seedApplication } from '../helpers/seed.js';
+import { waitFor } from '../helpers/wait.js';
+import { deployableApp, settled, type Deployable } from '../pipeline-deploy/fixtures.js';
+import { freePort, missingPackage, startPebble, type Pebble } from './acme-pebble.js';
+
+const missing = missingPackage(['pebble', 'pebble-challtestsrv', 'openssl']);
+if (missing)
+  console.warn(`skipping custom domains with ACME: install the Debian package ${missing === 'pebble-challtestsrv' ? 'pebble' : missing}`);
+
+const requireHere = createRequire(import.meta.url);
+
+/** The `ws` client (the package ships no types). */
+interface WsClient {
+  once(event: 'open', cb: () => void): void;
+  once(event: 'message', cb: (m: unknown) => void): void;
+  once(event: 'error', cb: (e: Error) => void): void;
+  send(data: string): void;
+  close(): void;
+}
+const WebSocket = requireHere('ws') as new (url: string, options: object) => WsClient;
+
+/**
+ * Answers `<version>:<GREETING>:<x-forwarded-proto>:<x-forwarded-host>`; a WebSocket on the
+ * same port echoes each short text message (RFC 6455 by hand: the app runs sandboxed,
+ * without the platform's node_modules).
+ */
+const APP = (version: string) => `
+const http = require('http');
+const { createHash } = require('crypto');
+const server = http.createServer((req, res) => {
+  res.end('${version}:' + process.env.GREETING + ':' + req.headers['x-forwarded-proto'] + ':' + req.headers['x-forwarded-host']);
+});
+server.on('upgrade', (req, socket) => {
+  const accept = createHash('sha1').update(req.headers['sec-websocket-key'] + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11').digest('base64');
+  socket.write('HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\nSec-WebSocket-Accept: ' + accept + '\\r\\n\\r\\n');
+  socket.on('data', (frame) => {
+    if ((frame[0] & 0x0f) !== 1) return socket.end();
+    const length = frame[1] & 0x7f, mask = frame.subarray(2, 6);
+    const text = Buffer.from(frame.subarray(6, 6 + length).map((b, i) => b ^ mask[i % 4])).toString();
+    const reply = Buffer.from('echo ' + text);
+    socket.write(Buffer.concat([Buffer.from([0x81, reply.length]), reply]));
+  });
+});
+server.listen(Number(process.env.PORT), '127.0.0.1');
+`;
+
+const HOSTNAME = 'shop.example.com';
+
+interface HttpsAnswer {
+  status: number;
+  body: string;
+  serial: string;
+  authorized: boolean;
+  headers: Record<string, unknown>;
+}
+
+/** A GET over HTTPS to the edge on 127.0.0.1 for `host` (SNI and Host), trusting only `ca`. */
+function httpsGet(port: number, host: string, ca: string, agent: Agent | false = false): Promise<HttpsAnswer> {
+  return new Promise((resolve, reject) => {
+    const options: RequestOptions = { host: '127.0.0.1', port, servername: host, path: '/', headers: { host }, ca, agent, timeout: 10_000 };
+    const req = request(options, (res) => {
+      const socket = res.socket as TLSSocket;
+      const serial = socket.getPeerCertificate().serialNumber;
+      let body = '';
+      res.on('data', (c) => {
+        body += c;
+      });
+      res.on('end', () => resolve({ status: res.statusCode!, body, serial, authorized: socket.authorized, headers: res.headers }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** GETs over HTTPS from 4 loops (half keep-alive) until `stop` settles; every failure is counted. */
+async function httpsLoad(port: number, host: string, ca: string, stop: Promise<unknown>) {
+  const report = { total: 0, failed: 0, failures: [] as string[], bodies: [] as string[], serials: new Set<string>() };
+  const keepAlive = new Agent({ keepAlive: true, maxSockets: 2, ca });
+  let done = false;
+  void stop.finally(() => {
+    done = true;
+  });
+  await Promise.all(
+    [0, 1, 2, 3].map(async (i) => {
+      while (!done) {
+        report.total++;
+        try {
+          const r = await httpsGet(port, host, ca, i % 2 === 0 ? keepAlive : false);
+          if (r.status !== 200) {
+            report.failed++;
+            report.failures.push(`status ${r.status}`);
+            continue;
+          }
+          report.serials.add(r.serial);
+          const version = r.body.split(':')[0]!;
+          if (!report.bodies.includes(version)) report.bodies.push(version);
+        } catch (err) {
+          report.failed++;
+          report.failures.push((err as Error).message);
+        }
+      }
+    }),
+  );
+  keepAlive.destroy();
+  return report;
+}
+
+describe.skipIf(!!missing)('custom domains: ownership, ACME certificates from a local pebble, HTTPS through the edge', () => {
+  let h: Harness;
+  let pebble: Pebble;
+  let dir: string;
+  let alice: TestUser;
+  let mallory: TestUser;
+  let app: Deployable;
+  let edgePort: number;
+  let httpsPort: number;
+  let root: string;
+  let domainId: string;
+
+  const api = (method: 'GET' | 'POST' | 'DELETE', url: string, user: TestUser, payload?: object) =>
+    h.app.inject({ method, url, headers: user.headers, ...(payload ? { payload } : {}) });
+
+  async function deploy(version: string) {
+    const releaseId = await app.release({ 'app.js': APP(version) }, 'web: node app.js\n');
+    const r = await api('POST', `/v1/releases/${releaseId}/deploy`, alice);
+    expect(r.statusCode, r.body).toBe(202);
+    const d = await settled(h, alice, r.json().deployment_id);
+    expect(d.error, JSON.stringify(d)).toBe(false);
+  }
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'slipway-acme-'));
+    edgePort = await freePort();
+    pebble = await startPebble(dir, edgePort);
+    h = await createHarness(
+      {
+        ROUTER_HOST: '127.0.0.1',
+        ROUTER_PORT: edgePort,
+        ROUTER_HTTPS_PORT: 0,
+        ROUTER_DRAIN_TIMEOUT_MS: 5000,
+        RUNTIME_STOP_GRACE_MS: 2000,
+        ACME_DIRECTORY_URL: pebble.directoryUrl,
+        ACME_CA_FILE: pebble.listenerCaFile,
+        ACME_EMAIL: 'ops@example.com',
+        // Every certificate is inside the renewal window, so verifying again renews it now.
+        ACME_RENEW_DAYS: 100_000,
+        REQUEST_STATS_FLUSH_MS: 200,
+        DOMAIN_CHECK_ADDRESS: '127.0.0.1',
+        DOMAIN_CHECK_PORT: edgePort,
+      },
+      { jobs: true, runtime: true },
+    );
+    httpsPort = localRuntime(h.ctx).instances.router.httpsPort!;
+    root = await pebble.issuingRoot();
+    alice = await h.user();
+    mallory = await h.user();
+    app = await deployableApp(h, alice);
+    await deploy('v1');
+  }, 60_000);
+
+  afterAll(async () => {
+    await h?.close();
+    await pebble?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('claims a name, which is not served before its ownership is proven', async () => {
+    const r = await api('POST', `/v1/applications/${app.appId}/domains`, alice, { hostname: 'Shop.Example.com', hsts: true });
+    expect(r.statusCode, r.body).toBe(201);
+    const domain = r.json();
+    domainId = domain.id;
+    expect(domain).toMatchObject({
+      hostname: HOSTNAME,
+      environment: 'production',
+      verified: false,
+      hsts: true,
+      certificate: { status: 'none' },
+    });
+    expect(domain.verification.url).toBe(`http://${HOSTNAME}/.well-known/slipway-domain/${domain.verification.token}`);
+    expect((await routerGet(edgePort, HOSTNAME)).status).toBe(404);
+    // The edge answers the token for that name only (what the ownership check fetches).
+    expect(await routerGet(edgePort, HOSTNAME, `/.well-known/slipway-domain/${domain.verification.token}`)).toEqual({
+      status: 200,
+      body: domain.verification.token,
+    });
+    expect((await routerGet(edgePort, 'other.example.com', `/.well-known/slipway-domain/${domain.verification.token}`)).status).toBe(404);
+    const list = await api('GET', `/v1/applications/${app.appId}/domains`, alice);
+    expect(list.json().map((d: { hostname: string }) => d.hostname)).toEqual([HOSTNAME]);
+  });
+
+  it('refuses a name another organization claimed, bad names and platform names; hides domains from non-members', async () => {
+    const { app: other } = await seedApplication(h, mallory, { org: 'Mallory Inc', project: 'Shop', app: 'Web' });
+    const taken = await api('POST', `/v1/applications/${other.id}/domains`, mallory, { hostname: HOSTNAME });
+    expect(taken.statusCode).toBe(409);
+    expect(taken.json().message).toContain('already claimed');
+    for (const hostname of ['not a name', 'localhost', '-x.example.com', 'web.shop.org.localhost']) {
+      const bad = await api('POST', `/v1/applications/${other.id}/domains`, mallory, { hostname });
+      expect(bad.statusCode, hostname).toBe(422);
+    }
+    expect((await api('GET', `/v1/applications/${app.appId}/domains`, mallory)).statusCode).toBe(403);
+    expect((await api('POST', `/v1/applications/${app.appId}/domains/${domainId}/verify`, mallory)).statusCode).toBe(403);
+    expect((await api('DELETE', `/v1/applications/${app.appId}/domains/${domainId}`, mallory)).statusCode).toBe(403);
+  });
+
+  it('proves ownership over HTTP, gets a certificate pebble signed, and serves the app over HTTPS by that name', async () => {
+    const r = await api('POST', `/v1/applications/${app.appId}/domains/${domainId}/verify`, alice);
+    expect(r.statusCode, r.body).toBe(200);
+    expect(r.json()).toMatchObject({ verified: true, certificate: { status: 'pending' } });
+    const issued = await waitFor(
+      'the certificate',
+      async () => {
+        const d = (await api('GET', `/v1/applications/${app.appId}/domains/${domainId}`, alice)).json();
+        if (d.certificate.status === 'failed') throw new Error(d.certificate.error);
+        return d.certificate.status === 'issued' ? d : null;
+      },
+      60_000,
+      200,
+    );
+    expect(Date.parse(issued.certificate.not_after)).toBeGreaterThan(Date.now());
+    await waitFor(
+      'the edge to load the certificate',
+      () =>
+        httpsGet(httpsPort, HOSTNAME, root).then(
+          () => true,
+          () => false,
+        ),
+      10_000,
+    );
+    const answer = await httpsGet(httpsPort, HOSTNAME, root);
+    expect(answer.authorized).toBe(true);
+    expect(answer.status).toBe(200);
+    expect(answer.body).toBe(`v1:hello:https:${HOSTNAME}`);
+    expect(answer.headers['strict-transport-security']).toBe('max-age=31536000');
+    // Plain HTTP for that name redirects to HTTPS; the platform name keeps serving plain HTTP.
+    const plain = await routerGet(edgePort, HOSTNAME, '/x?y=1');
+    expect(plain.status).toBe(308);
+    const platformName = `${app.slugs.app}.${app.slugs.project}.${app.slugs.org}.localhost`;
+    expect((await routerGet(edgePort, platformName)).body).toBe(`v1:hello:http:${platformName}`);
+    // A name without a certificate gets no TLS handshake.
+    await expect(httpsGet(httpsPort, 'unknown.example.com', root)).rejects.toThrow();
+  });
+
+  it('carries WebSockets through the edge over HTTPS', async () => {
+    const ws = new WebSocket(`wss://127.0.0.1:${httpsPort}/`, { headers: { host: HOSTNAME }, servername: HOSTNAME, ca: root });
+    const reply = await new Promise<string>((resolve, reject) => {
+      ws.once('open', () => ws.send('ping'));
+      ws.once('message', (m) => resolve(String(m)));
+      ws.once('error', reject);
+    });
+    ws.close();
+    expect(reply).toBe('echo ping');
+  });
+
+  it('renews the certificate under continuous HTTPS load without a failed request', async () => {
+    const before = (await httpsGet(httpsPort, HOSTNAME, root)).serial;
+    const renewed = (async () => {
+      await new Promise((r) => setTimeout(r, 300));
+      const r = await api('POST', `/v1/applications/${app.appId}/domains/${domainId}/verify`, alice);
+      expect(r.json().certificate.status).toBe('pending');
+      await waitFor(
+        'the renewed certificate on the edge',
+        async () => (await httpsGet(httpsPort, HOSTNAME, root)).serial !== before,
+        60_000,
+        200,
+      );
+      await new Promise((r) => setTimeout(r, 300));
+    })();
+    const report = await httpsLoad(httpsPort, HOSTNAME, root, renewed);
+    await renewed;
+    expect(report.failures).toEqual([]);
+    expect(report.total).toBeGreaterThan(10);
+    expect([...report.serials]).toContain(before);
+    expect(report.serials.size).toBe(2);
+  });
+
+  it('redeploys under continuous HTTPS load with no failed request', async () => {
+    const redeployed = (async () => {
+      await new Promise((r) => setTimeout(r, 300));
+      await deploy('v2');
+      await new Promise((r) => setTimeout(r, 300));
+    })();
+    const report = await httpsLoad(httpsPort, HOSTNAME, root, redeployed);
+    await redeployed;
+    expect(report.failures).toEqual([]);
+    expect(report.bodies).toEqual(['v1', 'v2']);
+  });
+
+  it('counts the requests it served per application, minute and status class, readable through the API', async () => {
+    for (let i = 0; i < 5; i++) expect((await httpsGet(httpsPort, HOSTNAME, root)).status).toBe(200);
+    type Minute = {
+      environment: string;
+      process_type: string;
+      requests: number;
+      status: Record<string, number>;
+      latency: { buckets: number[]; bounds_ms: number[] };
+    };
+    const rows = await waitFor(
+      'the counters in PostgreSQL',
+      async () => {
+        const r = await api('GET', `/v1/applications/${app.appId}/observability/requests?minutes=10`, alice);
+        expect(r.statusCode, r.body).toBe(200);
+        const list = r.json() as Minute[];
+        return list.reduce((n, m) => n + m.requests, 0) >= 5 ? list : null;
+      },
+      10_000,
+      100,
+    );
+    const web = rows.filter((m) => m.process_type === 'web' && m.environment === 'production');
+    const total = web.reduce((n, m) => n + m.requests, 0);
+    expect(web.reduce((n, m) => n + m.status['2xx']!, 0)).toBe(total);
+    for (const m of web) {
+      expect(m.latency.buckets).toHaveLength(m.latency.bounds_ms.length + 1);
+      expect(m.latency.buckets.reduce((a, b) => a + b, 0)).toBe(m.requests);
+    }
+    expect((await api('GET', `/v1/applications/${app.appId}/observability/requests`, mallory)).statusCode).toBe(403);
+  });
+
+  it('releases the name: no longer served, and free to claim again', async () => {
+    expect((await api('DELETE', `/v1/applications/${app.appId}/domains/${domainId}`, alice)).statusCode).toBe(200);
+    expect((await routerGet(edgePort, HOSTNAME)).status).toBe(404);
+    await expect(httpsGet(httpsPort, HOSTNAME, root)).rejects.toThrow();
+    const again = await api('POST', `/v1/applications/${app.appId}/domains`, alice, { hostname: HOSTNAME });
+    expect(again.statusCode).toBe(201);
+  });
+});
