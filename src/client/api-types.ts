@@ -61,6 +61,8 @@ export interface paths {
                                  * @description ISO-8601 UTC
                                  */
                                 created: string;
+                                /** @description the slug of the environment the record belongs to */
+                                environment: string;
                                 error: boolean;
                                 /** @description UUID (v7) */
                                 id: string;
@@ -85,6 +87,8 @@ export interface paths {
                                  * @description ISO-8601 UTC
                                  */
                                 created: string;
+                                /** @description the slug of the environment the record belongs to */
+                                environment: string;
                                 error: boolean;
                                 /** @description UUID (v7) */
                                 id: string;
@@ -442,10 +446,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The application's deployments to production, newest first */
+        /** The application's deployments in every environment (or `?environment=<slug>`), newest first */
         get: {
             parameters: {
                 query?: {
+                    /** @description an environment slug of the project; default: every environment */
+                    environment?: string;
                     page?: number;
                     per_page?: number;
                 };
@@ -2610,10 +2616,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The latest build, release and deployment (production) */
+        /** The latest build, release and deployment (in any environment, or `?environment=<slug>`) */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    /** @description an environment slug of the project; default: every environment */
+                    environment?: string;
+                };
                 header?: never;
                 path: {
                     application_id: string;
@@ -2630,6 +2639,8 @@ export interface paths {
                     content: {
                         "application/json": {
                             build: {
+                                /** @description releases and deployments: the slug of their environment */
+                                environment?: string;
                                 error_detail: string | null;
                                 /** @description UUID (v7) */
                                 id: string;
@@ -2648,6 +2659,8 @@ export interface paths {
                                 version: number | null;
                             } | null;
                             deploy: {
+                                /** @description releases and deployments: the slug of their environment */
+                                environment?: string;
                                 error_detail: string | null;
                                 /** @description UUID (v7) */
                                 id: string;
@@ -2666,6 +2679,8 @@ export interface paths {
                                 version: number | null;
                             } | null;
                             release: {
+                                /** @description releases and deployments: the slug of their environment */
+                                environment?: string;
                                 error_detail: string | null;
                                 /** @description UUID (v7) */
                                 id: string;
@@ -2884,6 +2899,8 @@ export interface paths {
                                 steps: string[];
                                 substep?: string;
                             } | null;
+                            /** @description the slug of the environment deployed to */
+                            environment: string;
                             /** @description UUID (v7) */
                             environment_id: string;
                             error: boolean;
@@ -3507,6 +3524,8 @@ export interface paths {
                                  * @description ISO-8601 UTC
                                  */
                                 created: string;
+                                /** @description the slug of the environment the record belongs to */
+                                environment: string;
                                 error: boolean;
                                 /** @description UUID (v7) */
                                 id: string;
@@ -3531,6 +3550,8 @@ export interface paths {
                                  * @description ISO-8601 UTC
                                  */
                                 created: string;
+                                /** @description the slug of the environment the record belongs to */
+                                environment: string;
                                 error: boolean;
                                 /** @description UUID (v7) */
                                 id: string;
@@ -3764,6 +3785,8 @@ export interface paths {
                                  * @description ISO-8601 UTC
                                  */
                                 created: string;
+                                /** @description the slug of the environment the record belongs to */
+                                environment: string;
                                 error: boolean;
                                 /** @description UUID (v7) */
                                 id: string;
@@ -3788,6 +3811,8 @@ export interface paths {
                                  * @description ISO-8601 UTC
                                  */
                                 created: string;
+                                /** @description the slug of the environment the record belongs to */
+                                environment: string;
                                 error: boolean;
                                 /** @description UUID (v7) */
                                 id: string;
@@ -4122,10 +4147,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** An application */
+        /** An application; its latest_* records come from every environment, or from `?environment=<slug>` */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    /** @description an environment slug of the project; default: every environment */
+                    environment?: string;
+                };
                 header?: never;
                 path: {
                     app_slug: string;
@@ -4166,6 +4194,8 @@ export interface paths {
                                  * @description ISO-8601 UTC
                                  */
                                 created: string;
+                                /** @description the slug of the environment the record belongs to */
+                                environment: string;
                                 error: boolean;
                                 /** @description UUID (v7) */
                                 id: string;
@@ -4190,6 +4220,8 @@ export interface paths {
                                  * @description ISO-8601 UTC
                                  */
                                 created: string;
+                                /** @description the slug of the environment the record belongs to */
+                                environment: string;
                                 error: boolean;
                                 /** @description UUID (v7) */
                                 id: string;
@@ -6338,6 +6370,8 @@ export interface paths {
                                 steps: string[];
                                 substep?: string;
                             } | null;
+                            /** @description the slug of the environment deployed to */
+                            environment: string;
                             /** @description UUID (v7) */
                             environment_id: string;
                             error: boolean;
@@ -10120,10 +10154,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** An application's releases (production environment), newest first */
+        /** An application's releases in every environment (or `?environment=<slug>`), newest first */
         get: {
             parameters: {
                 query?: {
+                    /** @description an environment slug of the project; default: every environment */
+                    environment?: string;
                     page?: number;
                     per_page?: number;
                 };
@@ -10715,6 +10751,8 @@ export interface paths {
                             /** @description seconds */
                             deployment_timeout: number;
                             dockerfile: string | null;
+                            /** @description the slug of the environment the release belongs to */
+                            environment: string;
                             /** @description UUID (v7) */
                             environment_id: string;
                             error: boolean;
@@ -10761,7 +10799,8 @@ export interface paths {
                             release_metadata: {
                                 [key: string]: unknown;
                             } | null;
-                            repository_name: string | null;
+                            /** @description the image repository the release points at; "" when it never got an image */
+                            repository_name: string;
                             /**
                              * Format: date-time
                              * @description ISO-8601 UTC
@@ -21142,6 +21181,10 @@ export interface components {
              * @description ISO-8601 UTC
              */
             created: string;
+            /** @description the slug of the environment the release belongs to */
+            environment: string;
+            /** @description UUID (v7) */
+            environment_id: string;
             error: boolean;
             /** @description UUID (v7) */
             id: string;
@@ -21315,6 +21358,8 @@ export interface components {
                 steps: string[];
                 substep?: string;
             } | null;
+            /** @description the slug of the environment deployed to */
+            environment: string;
             /** @description UUID (v7) */
             environment_id: string;
             error: boolean;
