@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance } from 'fastify';
+import { setPageFallback } from '../platform/http/error-handler.js';
 
 /** Where `vite build` (npm run build / prepare) writes the dashboard. */
 export const DASHBOARD_DIST = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'dashboard', 'dist');
@@ -56,13 +57,14 @@ export async function registerDashboard(app: FastifyInstance, dist = DASHBOARD_D
 
   app.get('/', { schema: { hide: true } }, (_request, reply) => sendIndex(reply));
 
-  // A wildcard GET loses to every concrete route, so /v1 and /docs keep theirs; anything else that
-  // is not a page request goes on to the API's ordinary 404/405 handling.
-  app.get('/*', { schema: { hide: true } }, (request, reply) => {
+  // Only requests no route matched get here, so /v1 and /docs keep theirs; anything that is not a
+  // page request goes on to the API's ordinary 404/405 handling.
+  setPageFallback(app, (request, reply) => {
     const path = request.url.split('?')[0] ?? '';
     const wantsHtml = (request.headers.accept ?? '').includes('text/html');
     const apiPath = path === '/v1' || path.startsWith('/v1/') || path.startsWith('/docs') || path.startsWith('/assets/');
-    if (wantsHtml && !apiPath) return sendIndex(reply);
-    return reply.callNotFound();
+    if (request.method !== 'GET' || !wantsHtml || apiPath) return false;
+    void sendIndex(reply);
+    return true;
   });
 }

@@ -90,6 +90,19 @@ export function frameworkErrorHandler(err: FastifyError, _request: FastifyReques
  * Every error leaves as `{status, message}`. Known kinds keep their message; anything
  * else is a bug: logged with its stack, answered as a bare 500 with nothing leaked.
  */
+/** Answers a request no route matched with a page (the dashboard's routes); false when it is not one. */
+export type PageFallback = (request: FastifyRequest, reply: FastifyReply) => boolean;
+const pageFallbacks = new WeakMap<object, PageFallback>();
+
+/**
+ * Lets unmatched GETs that ask for HTML reach a single-page app. It sits in the not-found handler
+ * rather than in a wildcard route so that the router's own refusals (a too-long path parameter: 414)
+ * and 405s stay as they are.
+ */
+export function setPageFallback(app: object, fallback: PageFallback): void {
+  pageFallbacks.set(app, fallback);
+}
+
 export function installErrorHandling(app: FastifyInstance): void {
   // A second router holding every route, so an unmatched request can tell 405 from 404.
   const known = FindMyWay();
@@ -126,6 +139,8 @@ export function installErrorHandling(app: FastifyInstance): void {
 
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? '/';
+    const page = pageFallbacks.get(app);
+    if (page && page(request, reply)) return reply;
     const allowed = HTTP_METHODS.filter((m) => m !== request.method && known.find(m, path));
     if (allowed.length > 0) {
       reply.header('allow', allowed.join(', '));
