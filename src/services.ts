@@ -18,7 +18,7 @@ import { GithubHooksService } from './modules/github/index.js';
 import { latestRecordsSource } from './modules/pipeline/index.js';
 import { PipelineService } from './modules/pipeline/index.js';
 import { EnvDeploysService, reachOfScope, requireProtectedEnvironmentAdmin } from './modules/environments/index.js';
-import { EnvironmentPipeline } from './modules/environments/index.js';
+import { EnvironmentPipeline } from './modules/pipeline/index.js';
 import { DeploymentsService } from './modules/deployments/index.js';
 import { registerDeploymentJobs } from './modules/deployments/index.js';
 import { DeployChain } from './modules/deployments/index.js';

@@ -7,8 +7,8 @@ import { conflict, notFound } from '../../platform/errors.js';
 import { iso, isoOrNull, paginate, type PaginatedEnvironmentQuery } from '../../platform/http/schemas.js';
 import { requireJobRoom } from '../../platform/jobs/require-jobs.js';
 import type { ApplicationsService } from '../applications/index.js';
-import { requireDeployAccess } from '../environments/index.js';
-import { environmentFilter } from '../pipeline/index.js';
+import { requireDeployAccess } from '../../platform/access/environment-protection.js';
+import { environmentFilter, RECONCILE_JOB } from '../../platform/pipeline/index.js';
 import { DeploymentsRepository } from './deployments.repository.js';
 
 /** An image a deployment can still run: pushed to the registry, or its artifact still on disk. */
@@ -23,7 +23,8 @@ type DeploymentWithRelease = NonNullable<Awaited<ReturnType<DeploymentsRepositor
 export const deploymentLogStatus = (status: string) => (status === 'queued' ? 'deploying' : status) as 'deploying' | 'complete' | 'error';
 
 export const DEPLOY_JOB = 'deploy';
-export const RECONCILE_JOB = 'reconcile';
+// Queued by other modules too, so its name lives in src/platform/pipeline; re-exported here.
+export { RECONCILE_JOB } from '../../platform/pipeline/index.js';
 
 function summary(d: DeploymentWithRelease) {
   return {

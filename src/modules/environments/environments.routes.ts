@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import type { AppContext } from '../../platform/context.js';
 import { commonErrorResponses } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
-import { currentUser } from '../auth/index.js';
+import { currentUser } from '../../platform/http/principal.js';
 import type { ConfigurationsService } from '../configurations/index.js';
 import { ScopedConfig } from '../configurations/index.js';
 import { registerScopedConfigRoutes } from '../configurations/index.js';

@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import type { AppContext } from '../../platform/context.js';
 import { commonErrorResponses, Ok } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
-import { currentUser } from '../auth/index.js';
+import { currentUser } from '../../platform/http/principal.js';
 import {
   AddMemberBody,
   CreateOrganizationBody,

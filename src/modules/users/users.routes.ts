@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import type { App } from '../../platform/http/types.js';
 import type { AppContext } from '../../platform/context.js';
 import { commonErrorResponses } from '../../platform/http/schemas.js';
-import { requireSiteAdmin } from '../auth/index.js';
+import { requireSiteAdmin } from '../../platform/http/principal.js';
 import { UsersService } from './users.service.js';
 import { CreateUserBody, User } from './users.schemas.js';
 
