@@ -150,10 +150,22 @@ export class DeploymentsService {
   }
 
   /** After a scale: running instances follow the new counts (through the queue, never racing a deploy). */
-  async scaled(applicationId: string): Promise<void> {
-    if (!this.ctx.jobs) return;
-    const environmentId = await this.repo.productionEnvironmentId(applicationId);
-    if (!environmentId || !(await this.repo.current(applicationId, environmentId))) return;
-    await this.ctx.jobs.enqueue(RECONCILE_JOB, { applicationId, environmentId });
+  scaled(applicationId: string): Promise<void> {
+    return reconcileAfterScale(this.ctx)(applicationId);
   }
+}
+
+/**
+ * What the applications module calls after a scale (its `onScaled` port, wired by the composition
+ * root): running instances of the production environment follow the new counts through a queued
+ * `reconcile`, never racing a deploy. Nothing runs yet, nothing to do.
+ */
+export function reconcileAfterScale(ctx: AppContext): (applicationId: string) => Promise<void> {
+  const repo = new DeploymentsRepository(ctx.db);
+  return async (applicationId) => {
+    if (!ctx.jobs) return;
+    const environmentId = await repo.productionEnvironmentId(applicationId);
+    if (!environmentId || !(await repo.current(applicationId, environmentId))) return;
+    await ctx.jobs.enqueue(RECONCILE_JOB, { applicationId, environmentId });
+  };
 }

@@ -4,4 +4,5 @@ export * from './process-settings.js';
 export * from '../../platform/access/environment-protection.js';
 export * from './env-deploys.service.js';
 export * from './env-deploys.routes.js';
+export * from './environments.service.js';
 export * from './environments.routes.js';

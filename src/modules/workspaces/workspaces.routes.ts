@@ -1,5 +1,4 @@
 import { Type } from 'typebox';
-import type { AppContext } from '../../platform/context.js';
 import { commonErrorResponses, Ok } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
 import { currentUser } from '../../platform/http/principal.js';
@@ -20,9 +19,7 @@ import {
 import { WorkspacesService } from './workspaces.service.js';
 
 /** `/workspaces`: organizations by slug, their members, projects and configuration. */
-export function workspacesRoutes(ctx: AppContext, config: ConfigurationsService) {
-  const workspaces = new WorkspacesService(ctx.db);
-  const scoped = new ScopedConfig(ctx.db, config);
+export function workspacesRoutes(workspaces: WorkspacesService, scoped: ScopedConfig, config: ConfigurationsService) {
   const tags = ['Workspaces'];
   return async (app: App) => {
     app.get(
