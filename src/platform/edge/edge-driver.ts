@@ -4,10 +4,13 @@ import type { RouteTable } from './route-table.js';
 
 /** The one per-request line of the edge (written at `debug`: see docs/api-decisions.md). */
 export interface EdgeRequestLogger {
-  isLevelEnabled(level: 'debug'): boolean;
+  /** The logger's level (pino's names): the per-request line is written at `debug` and `trace`. */
+  readonly level: string;
   debug(fields: object, message: string): void;
   warn(fields: object, message: string): void;
 }
+
+export const logsRequests = (logger: EdgeRequestLogger | null) => logger?.level === 'debug' || logger?.level === 'trace';
 
 /**
  * The edge as a port: what the runtime needs from whatever proxies traffic to application

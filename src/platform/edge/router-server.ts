@@ -5,7 +5,7 @@ import type { Duplex } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
 import type { RequestStats } from './request-stats.js';
 import { ACME_CHALLENGE_PREFIX, OWNERSHIP_CHALLENGE_PREFIX, type EdgeDirectory } from './edge-directory.js';
-import type { EdgeDriver, EdgeRequestLogger } from './edge-driver.js';
+import { logsRequests, type EdgeDriver, type EdgeRequestLogger } from './edge-driver.js';
 import { RouteTable, type Upstream } from './route-table.js';
 
 /** Headers that describe one hop and must not be forwarded (RFC 9110 §7.6.1), and those the edge sets itself. */
@@ -99,7 +99,7 @@ export class RouterServer implements EdgeDriver {
   /** The per-request line is written only when the logger is at `debug` (checked once, not per request). */
   useLogger(logger: EdgeRequestLogger) {
     this.logger = logger;
-    this.logRequests = logger.isLevelEnabled('debug');
+    this.logRequests = logsRequests(logger);
   }
 
   async apply(): Promise<void> {}
