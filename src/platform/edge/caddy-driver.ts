@@ -39,8 +39,14 @@ export class CaddyDriver implements EdgeDriver {
   private applying: Promise<void> = Promise.resolve();
   private loaded: string | null = null;
   private isListening = false;
-  /** Dial address of every instance a loaded configuration named (for draining). */
-  private readonly dials = new Map<string, string>();
+  /** Dial address of every instance the loaded configuration routes to. */
+  private dials = new Map<string, string>();
+  /**
+   * Instances a route switch left, until drained: kept in the configuration on a route no
+   * request matches, because Caddy forgets an upstream's in-flight count once no loaded
+   * configuration names it (and those requests are still running).
+   */
+  private readonly draining = new Map<string, string>();
 
   constructor(private readonly options: CaddyOptions) {}
 
@@ -90,6 +96,11 @@ export class CaddyDriver implements EdgeDriver {
   apply(): Promise<void> {
     const next = this.applying.then(async () => {
       if (!this.isListening) return;
+      const routed = this.routedDials();
+      // Instances the previous configuration routed to and this one does not: draining from now on.
+      for (const [id, dial] of this.dials) if (!routed.has(id)) this.draining.set(id, dial);
+      for (const id of routed.keys()) this.draining.delete(id);
+      this.dials = routed;
       const config = JSON.stringify(this.render());
       if (config === this.loaded) return;
       await this.admin('POST', '/load', config);
@@ -100,14 +111,17 @@ export class CaddyDriver implements EdgeDriver {
   }
 
   async drain(instanceIds: string[], timeoutMs: number): Promise<void> {
-    const dials = new Set(instanceIds.map((id) => this.dials.get(id)).filter((d): d is string => d !== undefined));
+    await this.applying;
+    const dials = new Set(instanceIds.map((id) => this.draining.get(id)).filter((d): d is string => d !== undefined));
     const deadline = Date.now() + timeoutMs;
     while (dials.size > 0 && Date.now() < deadline) {
       const upstreams = JSON.parse(await this.admin('GET', '/reverse_proxy/upstreams')) as Array<{ address: string; num_requests: number }>;
       if (!upstreams.some((u) => dials.has(u.address) && u.num_requests > 0)) break;
       await new Promise((r) => setTimeout(r, 50));
     }
-    for (const id of instanceIds) this.dials.delete(id);
+    // Forgotten here, dropped from the configuration at the next load: a reload of its own would
+    // close clients' idle keep-alive connections once more (Caddy restarts its servers on every load).
+    for (const id of instanceIds) this.draining.delete(id);
   }
 
   async close(): Promise<void> {
@@ -139,6 +153,13 @@ export class CaddyDriver implements EdgeDriver {
 
   private listenAddress(port: number) {
     return `${this.options.host === '0.0.0.0' || this.options.host === '' ? '' : this.options.host}:${port}`;
+  }
+
+  private routedDials(): Map<string, string> {
+    const dials = new Map<string, string>();
+    for (const { upstreams } of this.table.snapshot())
+      for (const u of upstreams) if (u.ready) dials.set(u.instanceId, `${u.host}:${u.port}`);
+    return dials;
   }
 
   /** The whole Caddy configuration for the current routes, domains and certificates. */
@@ -186,7 +207,6 @@ export class CaddyDriver implements EdgeDriver {
       }
       for (const { host, upstreams } of this.table.snapshot()) {
         const ready = upstreams.filter((u) => u.ready);
-        for (const u of ready) this.dials.set(u.instanceId, `${u.host}:${u.port}`);
         list.push({
           match: [{ host: names.get(host)! }],
           handle: [
@@ -202,6 +222,12 @@ export class CaddyDriver implements EdgeDriver {
           terminal: true,
         });
       }
+      if (this.draining.size)
+        list.push({
+          match: [{ host: ['draining.slipway.invalid'] }],
+          handle: [{ handler: 'reverse_proxy', upstreams: [...new Set(this.draining.values())].map((dial) => ({ dial })) }],
+          terminal: true,
+        });
       list.push({ handle: [jsonResponse(404, 'No application is served at this address')] });
       return list;
     };

@@ -1,0 +1,140 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
+import { routerGet } from '../helpers/router-get.js';
+import { waitFor } from '../helpers/wait.js';
+import { deployableApp, loadDuring, settled, type Deployable } from '../pipeline-deploy/fixtures.js';
+import { freePort, missingPackage, startPebble, type Pebble } from './acme-pebble.js';
+import { startCaddy, type CaddyProcess } from './caddy-process.js';
+import { httpsGet, httpsLoad } from './https-client.js';
+
+const missing = missingPackage(['caddy', 'pebble', 'pebble-challtestsrv', 'openssl']);
+if (missing) console.warn(`skipping the Caddy edge driver: install the Debian package ${missing === 'pebble-challtestsrv' ? 'pebble' : missing}`);
+
+/** Answers `<version>:<x-forwarded-proto>:<x-forwarded-host>`. */
+const APP = (version: string) => `
+require('http').createServer((req, res) => {
+  res.end('${version}:' + req.headers['x-forwarded-proto'] + ':' + req.headers['x-forwarded-host']);
+}).listen(Number(process.env.PORT), '127.0.0.1');
+`;
+
+const DOMAIN = 'caddy-shop.example.com';
+
+describe.skipIf(!!missing)('EDGE_DRIVER=caddy: applications served by Caddy, configured through its admin API', () => {
+  let h: Harness;
+  let caddy: CaddyProcess;
+  let pebble: Pebble;
+  let dir: string;
+  let alice: TestUser;
+  let app: Deployable;
+  let httpPort: number;
+  let httpsPort: number;
+  let root: string;
+  let platformName: string;
+
+  const api = (method: 'GET' | 'POST', url: string, payload?: object) =>
+    h.app.inject({ method, url, headers: alice.headers, ...(payload ? { payload } : {}) });
+
+  async function deploy(version: string) {
+    const releaseId = await app.release({ 'app.js': APP(version) }, 'web: node app.js\n');
+    const r = await api('POST', `/v1/releases/${releaseId}/deploy`);
+    expect(r.statusCode, r.body).toBe(202);
+    const d = await settled(h, alice, r.json().deployment_id);
+    expect(d.error, JSON.stringify(d)).toBe(false);
+  }
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'slipway-caddy-'));
+    [httpPort, httpsPort] = [await freePort(), await freePort()];
+    caddy = await startCaddy(dir);
+    pebble = await startPebble(dir, httpPort);
+    h = await createHarness(
+      {
+        EDGE_DRIVER: 'caddy',
+        CADDY_ADMIN_URL: caddy.adminUrl,
+        ROUTER_HOST: '127.0.0.1',
+        ROUTER_PORT: httpPort,
+        ROUTER_HTTPS_PORT: httpsPort,
+        ROUTER_DRAIN_TIMEOUT_MS: 5000,
+        RUNTIME_STOP_GRACE_MS: 2000,
+        ACME_DIRECTORY_URL: pebble.directoryUrl,
+        ACME_CA_FILE: pebble.listenerCaFile,
+        ACME_EMAIL: 'ops@example.com',
+        DOMAIN_CHECK_ADDRESS: '127.0.0.1',
+        DOMAIN_CHECK_PORT: httpPort,
+      },
+      { jobs: true, runtime: true },
+    );
+    root = await pebble.issuingRoot();
+    alice = await h.user();
+    app = await deployableApp(h, alice);
+    await deploy('v1');
+    platformName = `${app.slugs.app}.${app.slugs.project}.${app.slugs.org}.localhost`;
+  }, 90_000);
+
+  afterAll(async () => {
+    await h?.close();
+    await caddy?.stop();
+    await pebble?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('serves the app at its platform name through Caddy; an unknown name is 404', async () => {
+    const r = await routerGet(httpPort, platformName);
+    expect(r).toEqual({ status: 200, body: `v1:http:${platformName}` });
+    const config = await (await fetch(`${caddy.adminUrl}/config/apps/http/servers/slipway_http/listen`)).json();
+    expect(config).toEqual([`127.0.0.1:${httpPort}`]);
+    const unknown = await routerGet(httpPort, 'nobody.localhost');
+    expect(unknown.status).toBe(404);
+    expect(JSON.parse(unknown.body)).toEqual({ status: 404, message: 'No application is served at this address' });
+  });
+
+  it('serves a verified custom domain: ownership token through Caddy, certificate from pebble, HTTPS by that name', async () => {
+    const created = await api('POST', `/v1/applications/${app.appId}/domains`, { hostname: DOMAIN, hsts: true });
+    expect(created.statusCode, created.body).toBe(201);
+    const domainId = created.json().id;
+    const verified = await api('POST', `/v1/applications/${app.appId}/domains/${domainId}/verify`);
+    expect(verified.statusCode, verified.body).toBe(200);
+    await waitFor(
+      'the certificate',
+      async () => {
+        const d = (await api('GET', `/v1/applications/${app.appId}/domains/${domainId}`)).json();
+        if (d.certificate.status === 'failed') throw new Error(d.certificate.error);
+        return d.certificate.status === 'issued';
+      },
+      60_000,
+      200,
+    );
+    const answer = await waitFor(
+      'Caddy to serve the certificate',
+      () => httpsGet(httpsPort, DOMAIN, root).catch(() => null),
+      15_000,
+      200,
+    );
+    expect(answer.authorized).toBe(true);
+    expect(answer.status).toBe(200);
+    expect(answer.body).toBe(`v1:https:${DOMAIN}`);
+    expect(answer.headers['strict-transport-security']).toBe('max-age=31536000');
+    // Plain HTTP for the domain redirects to HTTPS; the platform name stays plain HTTP.
+    const plain = await routerGet(httpPort, DOMAIN, '/x?y=1');
+    expect(plain.status).toBe(308);
+    expect((await routerGet(httpPort, platformName)).status).toBe(200);
+  });
+
+  it('redeploys under continuous load through Caddy (HTTP and HTTPS) with no failed request', async () => {
+    const redeployed = (async () => {
+      await new Promise((r) => setTimeout(r, 300));
+      await deploy('v2');
+      await new Promise((r) => setTimeout(r, 300));
+    })();
+    const [plain, secure] = await Promise.all([loadDuring(httpPort, platformName, redeployed), httpsLoad(httpsPort, DOMAIN, root, redeployed)]);
+    await redeployed;
+    expect(plain.failures, caddy.output().slice(-4000)).toEqual([]);
+    expect(plain.bodies).toEqual([`v1:http:${platformName}`, `v2:http:${platformName}`]);
+    expect(secure.failures, caddy.output().slice(-4000)).toEqual([]);
+    expect(secure.bodies).toEqual(['v1', 'v2']);
+    expect(plain.total + secure.total).toBeGreaterThan(20);
+  });
+});
