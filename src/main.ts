@@ -114,7 +114,9 @@ async function serveEdge(config: Config, platform: Platform) {
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
   const https = edge.driver.httpsPort === null ? '' : `, HTTPS on port ${edge.driver.httpsPort}`;
-  console.error(`[slipway] edge role (${edge.driver.name}): application router on http://${config.ROUTER_HOST}:${edge.driver.port}${https}`);
+  console.error(
+    `[slipway] edge role (${edge.driver.name}): application router on http://${config.ROUTER_HOST}:${edge.driver.port}${https}`,
+  );
 }
 
 /** Closes the API server of a start that failed after building it. */

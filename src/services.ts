@@ -84,13 +84,14 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   }
   // With Caddy's own ACME (EDGE_CERTIFICATES=caddy) the platform requests no certificates itself.
   const caddyIssues = ctx.config.EDGE_DRIVER === 'caddy' && ctx.config.EDGE_CERTIFICATES === 'caddy';
-  const acme = ctx.config.ACME_DIRECTORY_URL && !caddyIssues
-    ? new AcmeIssuer(
-        { directoryUrl: ctx.config.ACME_DIRECTORY_URL, email: ctx.config.ACME_EMAIL, caFile: ctx.config.ACME_CA_FILE },
-        new DomainsRepository(ctx.db),
-        ctx.secrets,
-      )
-    : null;
+  const acme =
+    ctx.config.ACME_DIRECTORY_URL && !caddyIssues
+      ? new AcmeIssuer(
+          { directoryUrl: ctx.config.ACME_DIRECTORY_URL, email: ctx.config.ACME_EMAIL, caFile: ctx.config.ACME_CA_FILE },
+          new DomainsRepository(ctx.db),
+          ctx.secrets,
+        )
+      : null;
   const domains = new DomainsService(
     ctx.db,
     ctx.secrets,

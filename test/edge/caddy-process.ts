@@ -28,7 +28,16 @@ export async function startCaddy(dir: string): Promise<CaddyProcess> {
     output = (output + d).slice(-1_000_000);
   });
   const adminUrl = `http://127.0.0.1:${admin}`;
-  await waitFor('caddy admin API', () => fetch(`${adminUrl}/config/`).then((r) => r.ok, () => false), 15_000, 100).catch((err) => {
+  await waitFor(
+    'caddy admin API',
+    () =>
+      fetch(`${adminUrl}/config/`).then(
+        (r) => r.ok,
+        () => false,
+      ),
+    15_000,
+    100,
+  ).catch((err) => {
     child.kill('SIGKILL');
     throw new Error(`${(err as Error).message}\n${output.slice(-2000)}`);
   });

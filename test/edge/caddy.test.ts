@@ -11,7 +11,8 @@ import { startCaddy, type CaddyProcess } from './caddy-process.js';
 import { httpsGet, httpsLoad } from './https-client.js';
 
 const missing = missingPackage(['caddy', 'pebble', 'pebble-challtestsrv', 'openssl']);
-if (missing) console.warn(`skipping the Caddy edge driver: install the Debian package ${missing === 'pebble-challtestsrv' ? 'pebble' : missing}`);
+if (missing)
+  console.warn(`skipping the Caddy edge driver: install the Debian package ${missing === 'pebble-challtestsrv' ? 'pebble' : missing}`);
 
 /** Answers `<version>:<x-forwarded-proto>:<x-forwarded-host>`. */
 const APP = (version: string) => `
@@ -107,12 +108,7 @@ describe.skipIf(!!missing)('EDGE_DRIVER=caddy: applications served by Caddy, con
       60_000,
       200,
     );
-    const answer = await waitFor(
-      'Caddy to serve the certificate',
-      () => httpsGet(httpsPort, DOMAIN, root).catch(() => null),
-      15_000,
-      200,
-    );
+    const answer = await waitFor('Caddy to serve the certificate', () => httpsGet(httpsPort, DOMAIN, root).catch(() => null), 15_000, 200);
     expect(answer.authorized).toBe(true);
     expect(answer.status).toBe(200);
     expect(answer.body).toBe(`v1:https:${DOMAIN}`);
@@ -129,7 +125,10 @@ describe.skipIf(!!missing)('EDGE_DRIVER=caddy: applications served by Caddy, con
       await deploy('v2');
       await new Promise((r) => setTimeout(r, 300));
     })();
-    const [plain, secure] = await Promise.all([loadDuring(httpPort, platformName, redeployed), httpsLoad(httpsPort, DOMAIN, root, redeployed)]);
+    const [plain, secure] = await Promise.all([
+      loadDuring(httpPort, platformName, redeployed),
+      httpsLoad(httpsPort, DOMAIN, root, redeployed),
+    ]);
     await redeployed;
     expect(plain.failures, caddy.output().slice(-4000)).toEqual([]);
     expect(plain.bodies).toEqual([`v1:http:${platformName}`, `v2:http:${platformName}`]);

@@ -61,4 +61,3 @@ export async function httpsLoad(port: number, host: string, ca: string, stop: Pr
   keepAlive.destroy();
   return report;
 }
-

@@ -28,7 +28,10 @@ const FILTERED_LENGTHS = new Set([...HOP_BY_HOP, ...SET_BY_EDGE].map((h) => h.le
 /** Header names a `Connection` header lists (they are hop-by-hop too); null for the usual `keep-alive`/`close`. */
 function namedByConnection(value: string | undefined): Set<string> | null {
   if (value === undefined) return null;
-  const names = value.toLowerCase().split(',').map((s) => s.trim());
+  const names = value
+    .toLowerCase()
+    .split(',')
+    .map((s) => s.trim());
   const extra = names.filter((n) => n !== 'keep-alive' && n !== 'close' && n !== '');
   return extra.length ? new Set(extra) : null;
 }
