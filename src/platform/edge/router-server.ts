@@ -27,7 +27,7 @@ const FILTERED_LENGTHS = new Set([...HOP_BY_HOP, ...SET_BY_EDGE].map((h) => h.le
 
 /** Header names a `Connection` header lists (they are hop-by-hop too); null for the usual `keep-alive`/`close`. */
 function namedByConnection(value: string | undefined): Set<string> | null {
-  if (value === undefined) return null;
+  if (value === undefined || value === 'keep-alive' || value === 'close') return null;
   const names = value
     .toLowerCase()
     .split(',')
