@@ -139,7 +139,9 @@ try {
         };
   const direct = summary(runs.direct)!;
   const load_ = rate ? `${rate} req/s overall` : 'as fast as possible';
-  console.log(`one instance, ${connections} connections, ${load_}, ${seconds} s each after 1 s warm-up, median of ${rounds} interleaved rounds:`);
+  console.log(
+    `one instance, ${connections} connections, ${load_}, ${seconds} s each after 1 s warm-up, median of ${rounds} interleaved rounds:`,
+  );
   console.log('| path | req/s | ratio to direct | p50 ms | p99 ms | added p99 ms | errors |');
   console.log('|---|---:|---:|---:|---:|---:|---:|');
   for (const [name, list] of [
@@ -153,7 +155,10 @@ try {
       `| ${name} | ${r.rps.toFixed(0)} | ${(r.rps / direct.rps).toFixed(2)} | ${r.p50} | ${r.p99} | ${list === runs.direct ? '' : r.p99 - direct.p99} | ${r.errors} |`,
     );
   }
-  console.log('rounds (req/s):', JSON.stringify(Object.fromEntries(Object.entries(runs).map(([k, v]) => [k, v.map((r) => Math.round(r.rps))]))));
+  console.log(
+    'rounds (req/s):',
+    JSON.stringify(Object.fromEntries(Object.entries(runs).map(([k, v]) => [k, v.map((r) => Math.round(r.rps))]))),
+  );
 } finally {
   for (const c of children) c.kill('SIGTERM');
   rmSync(dir, { recursive: true, force: true });
