@@ -137,3 +137,76 @@ describe.skipIf(!!missing)('EDGE_DRIVER=caddy: applications served by Caddy, con
     expect(plain.total + secure.total).toBeGreaterThan(20);
   });
 });
+
+describe.skipIf(!!missing)('EDGE_DRIVER=caddy with EDGE_CERTIFICATES=caddy: Caddy obtains the certificate itself', () => {
+  let h: Harness;
+  let caddy: CaddyProcess;
+  let pebble: Pebble;
+  let dir: string;
+  let alice: TestUser;
+  let app: Deployable;
+  let httpPort: number;
+  let httpsPort: number;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'slipway-caddy-acme-'));
+    [httpPort, httpsPort] = [await freePort(), await freePort()];
+    caddy = await startCaddy(dir);
+    pebble = await startPebble(dir, httpPort);
+    h = await createHarness(
+      {
+        EDGE_DRIVER: 'caddy',
+        EDGE_CERTIFICATES: 'caddy',
+        CADDY_ADMIN_URL: caddy.adminUrl,
+        ROUTER_HOST: '127.0.0.1',
+        ROUTER_PORT: httpPort,
+        ROUTER_HTTPS_PORT: httpsPort,
+        ACME_DIRECTORY_URL: pebble.directoryUrl,
+        ACME_CA_FILE: pebble.listenerCaFile,
+        ACME_EMAIL: 'ops@example.com',
+        DOMAIN_CHECK_ADDRESS: '127.0.0.1',
+        DOMAIN_CHECK_PORT: httpPort,
+      },
+      { jobs: true, runtime: true },
+    );
+    alice = await h.user();
+    app = await deployableApp(h, alice);
+    const releaseId = await app.release({ 'app.js': APP('v1') }, 'web: node app.js\n');
+    const r = await h.app.inject({ method: 'POST', url: `/v1/releases/${releaseId}/deploy`, headers: alice.headers });
+    expect(r.statusCode, r.body).toBe(202);
+    expect((await settled(h, alice, r.json().deployment_id)).error).toBe(false);
+  }, 90_000);
+
+  afterAll(async () => {
+    await h?.close();
+    await caddy?.stop();
+    await pebble?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('serves a verified domain over HTTPS with a certificate Caddy got from pebble; the platform requests none', async () => {
+    const api = (method: 'GET' | 'POST', url: string) => h.app.inject({ method, url, headers: alice.headers });
+    const created = await h.app.inject({
+      method: 'POST',
+      url: `/v1/applications/${app.appId}/domains`,
+      headers: alice.headers,
+      payload: { hostname: DOMAIN },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const verified = await api('POST', `/v1/applications/${app.appId}/domains/${created.json().id}/verify`);
+    expect(verified.statusCode, verified.body).toBe(200);
+    expect(verified.json().certificate.status).toBe('none');
+    const root = await pebble.issuingRoot();
+    const answer = await waitFor(
+      'Caddy to obtain and serve the certificate',
+      () => httpsGet(httpsPort, DOMAIN, root).catch(() => null),
+      40_000,
+      500,
+    ).catch((err) => {
+      throw new Error(`${(err as Error).message}\n${caddy.output().slice(-4000)}`);
+    });
+    expect(answer.authorized).toBe(true);
+    expect(answer.body).toBe(`v1:https:${DOMAIN}`);
+    expect(await h.ctx.db.selectFrom('certificates').selectAll().execute()).toEqual([]);
+  });
+});

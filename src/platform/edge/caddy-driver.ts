@@ -270,7 +270,7 @@ export class CaddyDriver implements EdgeDriver {
       ...(acme.email ? { email: acme.email } : {}),
       ...(acme.caFile ? { trusted_roots_pem_files: [acme.caFile] } : {}),
       // The HTTP challenge reaches Caddy on the edge's HTTP port (not necessarily 80).
-      challenges: { http: { alternate_port: this.options.port }, tls_alpn: { disabled: true } },
+      challenges: { http: { alternate_port: this.options.port }, 'tls-alpn': { disabled: true } },
     };
   }
 }
