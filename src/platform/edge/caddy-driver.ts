@@ -1,3 +1,4 @@
+import { Agent, request } from 'undici';
 import type { EdgeDirectory } from './edge-directory.js';
 import { logsRequests, type EdgeDriver, type EdgeRequestLogger } from './edge-driver.js';
 import type { RequestStats } from './request-stats.js';
@@ -134,17 +135,30 @@ export class CaddyDriver implements EdgeDriver {
     await this.responder.close();
   }
 
-  private async admin(method: string, path: string, body?: string): Promise<string> {
-    const res = await fetch(new URL(path, this.options.adminUrl), {
-      method,
-      // Caddy refuses admin requests whose Origin/Host it does not expect; the admin address is what it listens on.
-      headers: body ? { 'content-type': 'application/json' } : {},
-      ...(body ? { body } : {}),
-      signal: AbortSignal.timeout(30_000),
-    });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`Caddy admin ${method} ${path}: ${res.status} ${text.slice(0, 500)}`);
-    return text;
+  /**
+   * One admin API call on a fresh connection: Caddy restarts its admin endpoint on every load,
+   * closing kept-alive connections. A refused or reset connection is tried again (a load that
+   * never arrived is safe to repeat; a repeated load of the same configuration changes nothing).
+   */
+  private async admin(method: 'GET' | 'POST', path: string, body?: string): Promise<string> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const res = await request(new URL(path, this.options.adminUrl), {
+          method,
+          dispatcher: adminAgent,
+          headers: body ? { 'content-type': 'application/json' } : {},
+          ...(body ? { body } : {}),
+          headersTimeout: 30_000,
+          bodyTimeout: 30_000,
+        });
+        const text = await res.body.text();
+        if (res.statusCode >= 300) throw new AdminError(`Caddy admin ${method} ${path}: ${res.statusCode} ${text.slice(0, 500)}`);
+        return text;
+      } catch (err) {
+        if (err instanceof AdminError || attempt >= 5) throw err;
+        await new Promise((r) => setTimeout(r, 50 * (attempt + 1)));
+      }
+    }
   }
 
   private adminSection() {
@@ -274,6 +288,11 @@ export class CaddyDriver implements EdgeDriver {
     };
   }
 }
+
+/** No keep-alive to the admin API (see `admin`). */
+const adminAgent = new Agent({ pipelining: 0 });
+
+class AdminError extends Error {}
 
 function jsonResponse(status: number, message: string): Json {
   return {
