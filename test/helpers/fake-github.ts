@@ -29,6 +29,8 @@ export class FakeGitHub {
   readonly installations = new Set<string>();
   /** Tokens issued, in order, with the installation they belong to. */
   readonly issued: Array<{ installation: string; token: string }> = [];
+  /** Delay before answering each git request. */
+  gitDelayMs = 0;
   /** Personal tokens the API accepts (besides issued installation tokens). */
   readonly personalTokens = new Set<string>();
   /** Commit statuses received (`POST /repos/{owner}/{repo}/statuses/{sha}`), in order. */
@@ -131,6 +133,8 @@ export class FakeGitHub {
       return res.end(JSON.stringify(answer));
     }
     if (url.pathname.startsWith('/git/')) {
+      // A slow git host keeps a clone running long enough to be watched (test/pipeline-build/github-reporting.test.ts).
+      if (this.gitDelayMs) await new Promise((r) => setTimeout(r, this.gitDelayMs));
       const basic = /^Basic (.+)$/.exec(req.headers.authorization ?? '')?.[1];
       const [user, token] = basic ? Buffer.from(basic, 'base64').toString().split(':') : [];
       if (user !== 'x-access-token' || !this.issued.some((t) => t.token === token))
