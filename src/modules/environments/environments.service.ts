@@ -157,10 +157,10 @@ export class EnvironmentsService {
    */
   async remove(userId: string, ws: string, projectSlug: string, envSlug: string) {
     const { project, environment } = await this.scope.environment(userId, ws, projectSlug, envSlug);
+    await requireProtectedEnvironmentAdmin(this.db, userId, { environmentId: environment.id }, 'whether it exists');
     if (environment.slug === 'production' || environment.env_type === 'production') {
       throw conflict(`The production environment of ${project.slug} cannot be deleted`);
     }
-    await requireProtectedEnvironmentAdmin(this.db, userId, { environmentId: environment.id }, 'whether it exists');
     const template = await this.db
       .selectFrom('preview_settings')
       .select('project_id')
