@@ -23,7 +23,8 @@ type DeploymentWithRelease = NonNullable<Awaited<ReturnType<DeploymentsRepositor
 export const deploymentLogStatus = (status: string) => (status === 'queued' ? 'deploying' : status) as 'deploying' | 'complete' | 'error';
 
 export const DEPLOY_JOB = 'deploy';
-export const RECONCILE_JOB = 'reconcile';
+import { RECONCILE_JOB } from '../../platform/jobs/kinds.js';
+export { RECONCILE_JOB };
 
 function summary(d: DeploymentWithRelease) {
   return {
