@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signBody } from '../../src/modules/github/signature.js';
+import { sweepDeletedEnvironments } from '../../src/modules/environments/index.js';
 import { FakeGitHub } from '../helpers/fake-github.js';
 import { TestRepo } from '../helpers/git-repo.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
@@ -260,5 +261,15 @@ describe('DELETE an environment', () => {
     expect(triggered).toMatchObject([{ environment: 'pr-8', created: true }]);
     await answers('web.pr-8.shop.acme.localhost', 'from-template v2 None');
     expect((await call(carol, 'GET', `${P}/envs/pr-8`)).statusCode).toBe(200);
+  });
+
+  it('past the retention period, the sweep removes deleted environments with their records; live ones stay', async () => {
+    const pr7 = await h.ctx.db.selectFrom('environments').select('id').where('slug', '=', 'pr-7').executeTakeFirstOrThrow();
+    expect(await h.ctx.db.selectFrom('deployments').select('id').where('environment_id', '=', pr7.id).execute()).not.toHaveLength(0);
+    // The job loop runs this with PREVIEW_RETENTION_HOURS; zero hours: everything deleted so far is due.
+    expect(await sweepDeletedEnvironments(h.ctx.db, 0)).toBe(2); // pr-7 and qa
+    expect(await h.ctx.db.selectFrom('deployments').select('id').where('environment_id', '=', pr7.id).execute()).toHaveLength(0);
+    expect((await call(carol, 'GET', `${P}/envs`)).json().map((e: { slug: string }) => e.slug)).toEqual(['production', 'staging', 'pr-8']);
+    expect((await call(alice, 'POST', `${P}/envs`, { name: 'qa' })).statusCode).toBe(201);
   });
 });
