@@ -111,6 +111,10 @@ const EnvSchema = Type.Object({
   GITHUB_APP_PRIVATE_KEY_FILE: Type.Optional(Type.String({ minLength: 1 })),
   /** Where installation access tokens are asked for. */
   GITHUB_API_URL: Type.String({ default: 'https://api.github.com' }),
+  /** A personal access token for commit statuses and deployments where no App installation covers the repository. */
+  GITHUB_TOKEN: Type.Optional(Type.String({ minLength: 1 })),
+  /** How long a closed preview or deleted environment stays readable before it is swept. */
+  PREVIEW_RETENTION_HOURS: Type.Number({ minimum: 0, default: 168 }),
   REGISTRY_URL: Type.Optional(Type.String()),
   REGISTRY_SERVICE: Type.String({ default: 'slipway-registry' }),
   TOKEN_ISSUER: Type.String({ default: 'slipway' }),

@@ -20,7 +20,14 @@ import { ProjectsService } from './modules/projects/index.js';
 import { RegistryTokenService } from './modules/registry/index.js';
 import { ImagesService } from './modules/images/index.js';
 import { ReleasesService } from './modules/releases/index.js';
-import { GithubHooksService } from './modules/github/index.js';
+import { GithubHooksService, GitHubDeploymentReports } from './modules/github/index.js';
+import { PreviewsService, PreviewStatuses } from './modules/previews/index.js';
+import { sweepDeletedEnvironments } from './modules/environments/index.js';
+import { DeploymentsRepository } from './modules/deployments/index.js';
+import { GitHubApp } from './platform/github/github-app.js';
+import { GitHubApi } from './platform/github/github-api.js';
+import { routeHostname } from './platform/edge/route-hostname.js';
+import { routeUrl } from './platform/runtime/local/instance-plan.js';
 import { latestRecordsSource } from './modules/pipeline/index.js';
 import { PipelineService } from './modules/pipeline/index.js';
 import { EnvDeploysService, EnvironmentsService, reachOfScope, requireProtectedEnvironmentAdmin } from './modules/environments/index.js';
@@ -143,9 +150,30 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     (err) => streamsLog.error({ err }, 'stream failed'),
   );
 
+  // Previews (issue 16) and GitHub reporting: commit statuses and the Deployments API, told by the chain.
+  const github = new GitHubApi(ctx.config, new GitHubApp(ctx.config));
+  const urlOf = (hostname: string) =>
+    ctx.runtime instanceof LocalRuntime ? routeUrl(hostname, ctx.runtime.router.port) : `http://${hostname}`;
+  const deploymentTargets = new DeploymentsRepository(ctx.db);
+  const previews = new PreviewsService(ctx.db, ctx.jobs, (id, ref, environmentId) => deployChain.start(id, ref, environmentId), {
+    routerDomain: ctx.config.ROUTER_DOMAIN,
+    urlOf,
+  });
+  deployChain.observe(
+    new PreviewStatuses(ctx.db, github, async (applicationId, environmentId) => {
+      const target = await deploymentTargets.target(applicationId, environmentId);
+      return target ? urlOf(routeHostname(target, ctx.config.ROUTER_DOMAIN)) : null;
+    }),
+  );
+  deployChain.observe(new GitHubDeploymentReports(ctx.db, github));
+  ctx.jobs?.addSweeper(async () => {
+    await sweepDeletedEnvironments(ctx.db, ctx.config.PREVIEW_RETENTION_HOURS);
+  });
+
   const signingKeys = SigningKeys.forConfig(ctx.config);
   return {
     notifications,
+    previews,
     streams,
     runs: new OneOffRunsService(ctx, apps),
     appLogs: new AppLogsService(ctx.db, apps, notifications),
@@ -158,7 +186,9 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     deployChain,
     domains,
     pipeline: new PipelineService(ctx.db, apps),
-    githubHooks: new GithubHooksService(ctx, (id, ref, environmentId) => deployChain.start(id, ref, environmentId)),
+    githubHooks: new GithubHooksService(ctx, (id, ref, environmentId) => deployChain.start(id, ref, environmentId), {
+      pullRequest: (event) => previews.pullRequest(event),
+    }),
     envDeploys: new EnvDeploysService(
       ctx.db,
       new EnvironmentPipeline(ctx, deployChain, deployments, config),

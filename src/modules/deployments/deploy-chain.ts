@@ -27,6 +27,32 @@ export interface ReleaseStage {
 
 export const CHAIN_JOB = 'chain';
 
+/** A chain as its observers see it: which application, environment and commit. */
+export interface ChainEvent {
+  applicationId: string;
+  environmentId: string;
+  /** The chain's image record (its id identifies the chain). */
+  imageId: string;
+  /** The commit built (the requested ref until the build resolved it). */
+  commitSha: string | null;
+}
+
+/** How a chain ended: deployed (with the URL it serves at) or failed (with the reason). */
+export interface ChainOutcome extends ChainEvent {
+  ok: boolean;
+  url: string | null;
+  detail: string | null;
+}
+
+/**
+ * Told when a chain starts running and when it settles (GitHub commit statuses and
+ * deployments). An observer's failure is logged and never fails the chain.
+ */
+export interface ChainObserver {
+  started?(chain: ChainEvent): Promise<void>;
+  settled?(outcome: ChainOutcome): Promise<void>;
+}
+
 /**
  * `POST /applications/{id}/deploy` (and a GitHub push): build, then release, then deploy,
  * as ONE pipeline job so nothing of the same application runs in between. Each stage
@@ -34,6 +60,7 @@ export const CHAIN_JOB = 'chain';
  */
 export class DeployChain {
   private readonly repo: DeploymentsRepository;
+  private readonly observers: ChainObserver[] = [];
 
   constructor(
     private readonly ctx: AppContext,
@@ -44,15 +71,36 @@ export class DeployChain {
     this.repo = new DeploymentsRepository(ctx.db);
   }
 
+  observe(observer: ChainObserver) {
+    this.observers.push(observer);
+  }
+
   /** Registers the `chain` job kind (in processes with a runtime). */
   registerJobs(logger: RuntimeLogger) {
     const { jobs, runtime } = this.ctx;
     if (!jobs || !runtime) return;
     const runner = new DeployRunner(this.ctx, runtime, logger);
+    const tell = async (what: (o: ChainObserver) => Promise<void> | undefined) => {
+      for (const o of this.observers) await what(o)?.catch((err: unknown) => logger.warn({ err }, 'chain observer failed'));
+    };
     jobs.register(
       CHAIN_JOB,
       async (data, job) => {
-        await this.run(runner, data.applicationId, String(data.environmentId), String(data.recordId), job.jobId, job.signal);
+        const environmentId = String(data.environmentId);
+        const imageId = String(data.recordId);
+        const chain = { applicationId: data.applicationId, environmentId, imageId };
+        if (this.observers.length) {
+          const started = { ...chain, commitSha: await this.commitOf(imageId) };
+          await tell((o) => o.started?.(started));
+        }
+        try {
+          await this.run(runner, data.applicationId, environmentId, imageId, job.jobId, job.signal);
+        } finally {
+          if (this.observers.length && !job.signal.aborted) {
+            const outcome = await this.outcomeOf(chain, job.jobId);
+            await tell((o) => o.settled?.(outcome));
+          }
+        }
       },
       {
         onInterrupted: async (data, job) => {
@@ -115,4 +163,34 @@ export class DeployChain {
     await this.repo.update(deployment.id, { job_id: jobId });
     await runner.run(deployment.id, jobId, signal);
   }
+
+  private async commitOf(imageId: string) {
+    const image = await this.ctx.db.selectFrom('images').select(['commit_sha', 'build_ref']).where('id', '=', imageId).executeTakeFirst();
+    return image?.commit_sha ?? image?.build_ref ?? null;
+  }
+
+  /** The chain's result, read from its records: the deployment's, else the first failed stage's. */
+  private async outcomeOf(chain: Omit<ChainEvent, 'commitSha'>, jobId: string): Promise<ChainOutcome> {
+    const commitSha = await this.commitOf(chain.imageId);
+    const deployment = await this.ctx.db
+      .selectFrom('deployments')
+      .select(['status', 'error_detail', 'deploy_metadata'])
+      .where('job_id', '=', jobId)
+      .orderBy('created_at', 'desc')
+      .executeTakeFirst();
+    if (deployment) {
+      const url = (deployment.deploy_metadata as { url?: string } | null)?.url ?? null;
+      return { ...chain, commitSha, ok: deployment.status === 'complete', url, detail: deployment.error_detail };
+    }
+    const failed =
+      (await this.ctx.db
+        .selectFrom('releases')
+        .select('error_detail')
+        .where('job_id', '=', jobId)
+        .where('error', '=', true)
+        .executeTakeFirst()) ??
+      (await this.ctx.db.selectFrom('images').select('error_detail').where('id', '=', chain.imageId).executeTakeFirst());
+    return { ...chain, commitSha, ok: false, url: null, detail: failed?.error_detail ?? 'The chain did not reach a deployment' };
+  }
+
 }

@@ -49,6 +49,9 @@ export class DeploymentsRepository {
         'p.id as project_id',
       ])
       .where('a.id', '=', applicationId)
+      // A deleted or stopped environment has nothing to run: its instances stop.
+      .where('e.deleted_at', 'is', null)
+      .where('e.stopped_at', 'is', null)
       .executeTakeFirst();
     if (!row) return null;
     return {

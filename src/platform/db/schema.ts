@@ -122,6 +122,10 @@ export interface EnvironmentsTable {
   protected: Generated<boolean>;
   created_at: Timestamp;
   updated_at: Timestamp;
+  /** Closed or deleted: kept (records readable) until the retention sweep. */
+  deleted_at: NullableTimestamp;
+  /** A preview stopped by its project's cap: runs nothing until its pull request changes. */
+  stopped_at: NullableTimestamp;
 }
 
 export interface ControlPlaneTables {
@@ -513,4 +517,54 @@ export interface StreamTables {
 }
 
 /** Every feature adds its tables here, one interface per migration group. */
-export interface Database extends ControlPlaneTables, WorkspaceTables, PipelineTables, StreamTables, SandboxTables, EdgeTables {}
+export interface PreviewSettingsTable {
+  project_id: string;
+  template_environment_id: string;
+  max_concurrent: number;
+  copy_secrets: boolean;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface PreviewsTable {
+  environment_id: string;
+  project_id: string;
+  pr_number: number;
+  repository: string;
+  head_sha: string;
+  installation_id: number | null;
+  source_application_ids: ColumnType<string[], string, string>;
+  active_at: Generated<Date>;
+  created_at: Generated<Date>;
+}
+
+export interface GithubInstallationsTable {
+  installation_id: number;
+  account: string | null;
+  repository_selection: string | null;
+  updated_at: Generated<Date>;
+}
+
+export interface GithubInstallationRepositoriesTable {
+  installation_id: number;
+  repository: string;
+  added_at: Generated<Date>;
+}
+
+export interface GithubDeploymentReportsTable {
+  image_id: string;
+  github_deployment_id: number;
+  repository: string;
+  created_at: Generated<Date>;
+}
+
+export interface PreviewTables {
+  preview_settings: PreviewSettingsTable;
+  previews: PreviewsTable;
+  github_installations: GithubInstallationsTable;
+  github_installation_repositories: GithubInstallationRepositoriesTable;
+  github_deployment_reports: GithubDeploymentReportsTable;
+}
+
+export interface Database
+  extends ControlPlaneTables, WorkspaceTables, PipelineTables, StreamTables, SandboxTables, EdgeTables, PreviewTables {}

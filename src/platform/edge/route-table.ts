@@ -41,6 +41,12 @@ export class RouteTable {
     this.routes.delete(RouteTable.normalize(host));
   }
 
+  /** The hosts with a route to any of these instances. */
+  hostsRoutingTo(instanceIds: string[]): string[] {
+    const ids = new Set(instanceIds);
+    return [...this.routes].filter(([, route]) => route.upstreams.some((u) => ids.has(u.instanceId))).map(([host]) => host);
+  }
+
   has(host: string): boolean {
     return this.routes.has(RouteTable.normalize(host));
   }

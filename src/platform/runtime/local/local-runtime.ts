@@ -156,7 +156,10 @@ export class LocalRuntime implements ApplicationRuntime {
     const { applicationId, environmentId } = target;
     const running = this.instances.instancesOf(applicationId, environmentId);
     if (!plan) {
-      await this.instances.retire(running.map((s) => s.id));
+      // Nothing should run (a deleted or stopped environment): its names stop answering too.
+      const ids = running.map((s) => s.id);
+      for (const host of this.router.table.hostsRoutingTo(ids)) this.instances.unpublish(host);
+      await this.instances.retire(ids);
       return;
     }
     if (!plan.image.artifactPath || !existsSync(plan.image.artifactPath)) {
