@@ -3,7 +3,7 @@ import type { GuardSettings } from '../../platform/db/schema.js';
 import { invalid, notFound } from '../../platform/errors.js';
 import type { ApplicationsService } from '../applications/index.js';
 import { chosenEnvironmentId } from '../deployments/index.js';
-import { requireDeployAccess } from '../environments/index.js';
+import { requireDeployAccess } from '../../platform/access/environment-protection.js';
 import { GuardsRepository } from './guards.repository.js';
 
 export const DEFAULT_WINDOW_SECONDS = 300;
