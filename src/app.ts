@@ -32,6 +32,8 @@ import { envDeploysRoutes } from './modules/environments/index.js';
 import { registryRoutes } from './modules/registry/index.js';
 import { deploymentsRoutes } from './modules/deployments/index.js';
 import { observabilityRoutes } from './modules/observability/index.js';
+import { guardsRoutes } from './modules/guards/index.js';
+import { countRequests, metricsRoutes } from './modules/metrics/index.js';
 import { domainsRoutes } from './modules/domains/index.js';
 import { oneOffRunsRoutes } from './modules/deployments/index.js';
 import { appLogsRoutes } from './modules/app-logs/index.js';
@@ -113,6 +115,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
         securitySchemes: {
           apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
           session: { type: 'apiKey', in: 'cookie', name: 'slipway_session' },
+          metricsToken: { type: 'http', scheme: 'bearer', description: 'METRICS_TOKEN, for GET /metrics only' },
         },
       },
       security: [{ apiKey: [] }, { session: [] }],
@@ -122,12 +125,15 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   app.addSchema(ErrorResponse);
 
   const services = createServices(ctx, app.log);
+  countRequests(app, services.metrics);
+  await app.register(metricsRoutes(services.metrics, ctx.config.METRICS_TOKEN));
   app.decorate('notifications', services.notifications);
   // Open event streams would hold the server open: they end first, then the LISTEN connection.
   app.addHook('preClose', async () => {
     endStreams(app.server);
   });
   app.addHook('onClose', async () => {
+    await services.guardWatcher?.stop();
     await services.notifications.close();
   });
 
@@ -154,6 +160,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
       await v1.register(registryRoutes(services.signingKeys, services.registryTokens));
       await v1.register(deploymentsRoutes(services.deployments, services.deployChain));
       await v1.register(observabilityRoutes(services.observability));
+      await v1.register(guardsRoutes(services.guards));
       await v1.register(domainsRoutes(services.domains));
       await v1.register(oneOffRunsRoutes(services.runs));
       await v1.register(appLogsRoutes(services.appLogs));

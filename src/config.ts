@@ -101,6 +101,10 @@ const EnvSchema = Type.Object({
   APP_LOG_MAX_BYTES_PER_APP: Type.Integer({ minimum: 4096, default: 64 * 1024 * 1024 }),
   /** Namespace of the ingress controller: the only other namespace allowed to reach an organization's pods. */
   KUBERNETES_INGRESS_NAMESPACE: Type.String({ default: 'ingress-nginx', pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 63 }),
+  /** How often workers judge the deployments their guards watch (milliseconds). */
+  GUARD_CHECK_MS: Type.Integer({ minimum: 100, default: 5000 }),
+  /** Bearer token of `GET /metrics` (Prometheus); unset: the endpoint answers 404. */
+  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
   /** How often the observability sampler records the runtime's usage. */
   OBSERVABILITY_SAMPLE_SECONDS: Type.Integer({ minimum: 1, default: 60 }),
   GITHUB_URL: Type.String({ default: 'https://github.com' }),

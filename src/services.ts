@@ -36,6 +36,8 @@ import { DeploymentsService, reconcileAfterScale } from './modules/deployments/i
 import { registerDeploymentJobs } from './modules/deployments/index.js';
 import { DeployChain } from './modules/deployments/index.js';
 import { ObservabilityService } from './modules/observability/index.js';
+import { GuardsService, GuardWatcher } from './modules/guards/index.js';
+import { PlatformMetrics } from './modules/metrics/index.js';
 import { AcmeIssuer, DomainsRepository, DomainsService } from './modules/domains/index.js';
 import { EdgeDirectory } from './platform/edge/index.js';
 import { LocalRuntime } from './platform/runtime/local/local-runtime.js';
@@ -83,6 +85,12 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   // `POST /applications/{id}/deploy` (and GitHub pushes): build → release → deploy as one job.
   const deployChain = new DeployChain(ctx, apps, images, releases);
   deployChain.registerJobs(runtimeLog);
+
+  // Guarded rollouts: processes that run jobs judge the deployments under watch (and queue the rollbacks).
+  const guardWatcher = ctx.jobs
+    ? new GuardWatcher(ctx.db, deployments, ctx.config.GUARD_CHECK_MS, log.child({ component: 'guard' }))
+    : null;
+  guardWatcher?.start();
 
   // Custom domains: served by this process's edge (the local runtime's router), certificates by ACME.
   const edgeDirectory = ctx.runtime instanceof LocalRuntime ? new EdgeDirectory(ctx.db, ctx.secrets) : null;
@@ -172,6 +180,9 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
 
   const signingKeys = SigningKeys.forConfig(ctx.config);
   return {
+    guardWatcher,
+    guards: new GuardsService(ctx.db, apps),
+    metrics: new PlatformMetrics(ctx.db),
     notifications,
     previews,
     streams,

@@ -213,7 +213,7 @@ export interface ChangeSet {
   changed: string[];
 }
 export type BuildStatus = 'building' | 'built' | 'error';
-export type DeploymentStatus = 'queued' | 'deploying' | 'complete' | 'error';
+export type DeploymentStatus = 'queued' | 'deploying' | 'complete' | 'error' | 'rolled_back';
 export type InstanceState = 'starting' | 'healthy' | 'running' | 'crashed' | 'stopped';
 
 /** Progress columns images and releases share (their stage code in `modules/pipeline` works on both). */
@@ -435,11 +435,69 @@ export interface EdgeNodesTable {
   heartbeat_at: ColumnType<Date, Date | undefined, Date>;
 }
 
+/** Request counters summed over minutes (`slipway_request_counts`, migration 0014). */
+export interface RequestCounts {
+  requests: number;
+  classes: number[];
+  buckets: number[];
+}
+
+/** Guarded rollouts (migration 0014): an application environment's guard settings. */
+export interface ApplicationGuardsTable {
+  application_id: string;
+  environment_id: string;
+  window_seconds: number;
+  max_error_ratio: number | null;
+  max_p95_factor: number | null;
+  max_restarts: number | null;
+  min_requests: number;
+  updated_at: Generated<Date>;
+}
+
+export type GuardStatus = 'watching' | 'passed' | 'rolled_back' | 'breached' | 'superseded';
+
+/** One deployment's watch (started by a trigger when a guarded deployment completes). */
+export interface DeploymentGuardsTable {
+  deployment_id: string;
+  application_id: string;
+  environment_id: string;
+  settings: JsonColumn<GuardSettings>;
+  status: ColumnType<GuardStatus, GuardStatus | undefined, GuardStatus>;
+  started_at: Generated<Date>;
+  watch_until: Date;
+  start_counts: JsonColumn<RequestCounts>;
+  baseline_counts: JsonColumn<RequestCounts>;
+  measures: NullableJsonColumn<GuardMeasures>;
+  breach: string | null;
+  rollback_deployment_id: string | null;
+  checked_at: Date | null;
+}
+
+/** What the guard measured over a deployment's window so far. */
+export interface GuardMeasures {
+  requests: number;
+  errors_5xx: number;
+  error_ratio: number | null;
+  p95_ms: number | null;
+  baseline_p95_ms: number | null;
+  restarts: number;
+}
+
+export interface GuardSettings {
+  window_seconds: number;
+  max_error_ratio: number | null;
+  max_p95_factor: number | null;
+  max_restarts: number | null;
+  min_requests: number;
+}
+
 export interface EdgeTables {
   edge_routes: EdgeRoutesTable;
   edge_route_version: EdgeRouteVersionTable;
   edge_nodes: EdgeNodesTable;
   request_stats: RequestStatsTable;
+  application_guards: ApplicationGuardsTable;
+  deployment_guards: DeploymentGuardsTable;
   acme_accounts: AcmeAccountsTable;
   domains: DomainsTable;
   certificates: CertificatesTable;
