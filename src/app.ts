@@ -34,6 +34,8 @@ import { deploymentsRoutes } from './modules/deployments/index.js';
 import { observabilityRoutes } from './modules/observability/index.js';
 import { domainsRoutes } from './modules/domains/index.js';
 import { oneOffRunsRoutes } from './modules/deployments/index.js';
+import { cronRoutes } from './modules/cron/index.js';
+import { autoscalingRoutes } from './modules/autoscaling/index.js';
 import { appLogsRoutes } from './modules/app-logs/index.js';
 import { streamsRoutes } from './modules/streams/index.js';
 import { endStreams } from './platform/http/sse.js';
@@ -127,6 +129,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     endStreams(app.server);
   });
   app.addHook('onClose', async () => {
+    await services.cronScheduler?.stop();
     await services.notifications.close();
   });
 
@@ -154,6 +157,8 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
       await v1.register(observabilityRoutes(services.observability));
       await v1.register(domainsRoutes(services.domains));
       await v1.register(oneOffRunsRoutes(services.runs));
+      await v1.register(cronRoutes(services.cron));
+      await v1.register(autoscalingRoutes(services.autoscaling));
       await v1.register(appLogsRoutes(services.appLogs));
       await v1.register(
         streamsRoutes(services.streams, (userId, p) => services.envDeploys.detail(userId, p.workspace, p.project, p.env, p.deploy_id)),

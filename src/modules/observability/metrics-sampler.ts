@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
-import type { ApplicationRuntime, RuntimeLogger } from '../../platform/runtime/application-runtime.js';
+import type { ApplicationRuntime, AppUsage, RuntimeLogger } from '../../platform/runtime/application-runtime.js';
 
 /** Samples older than this are deleted (decisions.md: kept 30 days). */
 const RETENTION_DAYS = 30;
@@ -20,6 +20,8 @@ export class MetricsSampler {
     private readonly runtime: ApplicationRuntime,
     private readonly intervalSeconds: number,
     private readonly logger: RuntimeLogger,
+    /** Told every sample once it is stored (the autoscaler evaluates it). */
+    private readonly listeners: ReadonlyArray<(usage: AppUsage[]) => Promise<unknown>> = [],
   ) {}
 
   start() {
@@ -61,6 +63,9 @@ export class MetricsSampler {
         )
         .onConflict((oc) => oc.doNothing())
         .execute();
+    }
+    for (const listener of this.listeners) {
+      await listener(usage).catch((err) => this.logger.error({ err }, 'a metrics sample listener failed'));
     }
     if (Date.now() - this.lastPrune > PRUNE_EVERY_MS) {
       this.lastPrune = Date.now();
