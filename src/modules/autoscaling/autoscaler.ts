@@ -14,8 +14,9 @@ const ONE_OFF_TYPES = new Set(['release', 'postdeploy']);
 
 /**
  * Evaluates the autoscaling policies of the application environments a sample covered,
- * right after the metrics sampler read them (so once per sampling interval): each policy is
- * claimed in the database first, so with several workers sampling the same pods it runs once.
+ * right after the metrics sampler stored them (so once per sampling interval): the sampler
+ * hands a sample only to the worker that stored it, so with several workers sampling the same
+ * pods (a cluster) one evaluates; a claim in the database guards each policy as well.
  * A change sets the process count, records a scale event and queues a `reconcile` (the same
  * path as `POST /applications/{id}/scale`), so it never races a deployment.
  */

@@ -66,8 +66,9 @@ export class AutoscalingRepository {
   }
 
   /**
-   * Takes the policy for this sampling interval: true for exactly one caller per interval,
-   * however many workers sample the same pods (a cluster's).
+   * Takes the policy for this sampling interval. The sampler already hands each sample to
+   * one worker (the one whose row was stored); this guards the policy against a second
+   * evaluation within half an interval all the same (e.g. two samplers on one database).
    */
   async claim(policyId: string, intervalSeconds: number): Promise<PolicyRow | undefined> {
     return this.db
@@ -77,7 +78,7 @@ export class AutoscalingRepository {
       .where((eb) =>
         eb.or([
           eb('evaluated_at', 'is', null),
-          eb('evaluated_at', '<=', sql<Date>`now() - make_interval(secs => ${intervalSeconds * 0.9})`),
+          eb('evaluated_at', '<=', sql<Date>`now() - make_interval(secs => ${intervalSeconds * 0.5})`),
         ]),
       )
       .returningAll()

@@ -20,7 +20,7 @@ export class MetricsSampler {
     private readonly runtime: ApplicationRuntime,
     private readonly intervalSeconds: number,
     private readonly logger: RuntimeLogger,
-    /** Told every sample once it is stored (the autoscaler evaluates it). */
+    /** Told every sample this process stored (the autoscaler evaluates it). */
     private readonly listeners: ReadonlyArray<(usage: AppUsage[]) => Promise<unknown>> = [],
   ) {}
 
@@ -47,8 +47,9 @@ export class MetricsSampler {
       ? new Date(Math.floor(now.getTime() / (this.intervalSeconds * 1000)) * this.intervalSeconds * 1000)
       : now;
     const usage = await this.runtime.usage();
+    let stored: AppUsage[] = [];
     if (usage.length > 0) {
-      await this.db
+      const inserted = await this.db
         .insertInto('metric_samples')
         .values(
           usage.map((u) => ({
@@ -62,10 +63,14 @@ export class MetricsSampler {
           })),
         )
         .onConflict((oc) => oc.doNothing())
+        .returning(['application_id', 'environment_id'])
         .execute();
+      const mine = new Set(inserted.map((r) => `${r.application_id}/${r.environment_id}`));
+      stored = usage.filter((u) => mine.has(`${u.applicationId}/${u.environmentId}`));
     }
+    // Only the samples this process stored: on a cluster, the worker whose sample won acts on it.
     for (const listener of this.listeners) {
-      await listener(usage).catch((err) => this.logger.error({ err }, 'a metrics sample listener failed'));
+      await listener(stored).catch((err) => this.logger.error({ err }, 'a metrics sample listener failed'));
     }
     if (Date.now() - this.lastPrune > PRUNE_EVERY_MS) {
       this.lastPrune = Date.now();
