@@ -13,7 +13,9 @@ import { startDeploymentRuntime } from '../../src/modules/deployments/index.js';
 import type { AppContext } from '../../src/platform/context.js';
 import { PipelineJobs } from '../../src/platform/jobs/pipeline-jobs.js';
 import { createRuntime } from '../../src/platform/runtime/index.js';
+import { TestRepo } from '../helpers/git-repo.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
+import { createApp } from '../pipeline-build/fixtures.js';
 import { waitFor } from '../helpers/wait.js';
 import { deployableApp, NODE_APP, settled, type Deployable } from '../pipeline-deploy/fixtures.js';
 
@@ -241,5 +243,70 @@ describe('cron runs (one-off runs of the serving release)', () => {
     expect((await api('GET', `/runs/${finishedSlow[0]!.id}/log`)).body.log_text).toContain('slow done');
     await api('DELETE', `/applications/${slow.appId}/cron/slow`);
     await api('DELETE', `/applications/${ticking.appId}/cron/tick`);
+  }, 180_000);
+});
+
+describe('cron entries in slipway.json', () => {
+  it('come with the deployed release (and run); the next deployment replaces them; a bad entry fails the build', async () => {
+    const repo = new TestRepo();
+    const files = (cron: unknown) => ({
+      'server.js': 'require("http").createServer((q, s) => s.end("ok")).listen(process.env.PORT);\n',
+      Procfile: 'web: node server.js\n',
+      'slipway.json': JSON.stringify({ cron }),
+    });
+    repo.commit(files([{ name: 'report', schedule: '*/2 * * * * *', command: 'echo "manifest report"' }]));
+    const t = await createApp(h, { github_repository: repo.dir, auto_deploy_branch: 'main' });
+    const as = t.user;
+    let deployments = 0;
+    const deploy = async () => {
+      const r = await platform!.app.inject({ method: 'POST', url: `/v1/applications/${t.appId}/deploy`, headers: as.headers });
+      expect(r.statusCode, r.body).toBe(202);
+      deployments++;
+      const latest = await waitFor(
+        'the chain deployment',
+        async () => {
+          const list = (await api('GET', `/applications/${t.appId}/deployments`, undefined, as)).body.items;
+          return list?.length === deployments ? list[0] : null;
+        },
+        90_000,
+      );
+      const d = await settled(h, as, latest.id, 60_000);
+      expect(d.status, d.deploy_log).toBe('complete');
+    };
+    try {
+      await deploy();
+      const entries = (await api('GET', `/applications/${t.appId}/cron`, undefined, as)).body;
+      expect(entries).toMatchObject([{ name: 'report', schedule: '*/2 * * * * *', source: 'manifest' }]);
+      const run = await waitFor(
+        'a finished run of the manifest entry',
+        async () =>
+          (await api('GET', `/applications/${t.appId}/cron/report/runs`, undefined, as)).body.items.find((r: RunView) => r.finished_at),
+        60_000,
+      );
+      expect(run).toMatchObject({ status: 'succeeded', exit_code: 0 });
+      expect((await api('GET', `/runs/${run.id}/log`, undefined, as)).body.log_text).toContain('manifest report');
+
+      repo.commit(files([{ name: 'nightly', schedule: '0 3 * * *', command: 'echo nightly' }]));
+      await deploy();
+      expect((await api('GET', `/applications/${t.appId}/cron`, undefined, as)).body).toMatchObject([
+        { name: 'nightly', schedule: '0 3 * * *', source: 'manifest' },
+      ]);
+
+      repo.commit(files([{ name: 'bad', schedule: 'every day', command: 'true' }]));
+      const build = await platform!.app.inject({ method: 'POST', url: `/v1/images/${t.appId}/build`, headers: as.headers });
+      expect(build.statusCode).toBe(202);
+      const failed = await waitFor(
+        'the failed build',
+        async () => {
+          const l = (await api('GET', `/images/${build.json().image_id}/log`, undefined, as)).body;
+          return l.status === 'building' ? null : l;
+        },
+        60_000,
+      );
+      expect(failed.error).toBe(true);
+      expect(failed.error_detail).toContain('slipway.json: cron[0]: schedule "every day"');
+    } finally {
+      repo.remove();
+    }
   }, 180_000);
 });

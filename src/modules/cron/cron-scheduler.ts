@@ -1,7 +1,7 @@
 import type { RuntimeLogger } from '../../platform/runtime/application-runtime.js';
 import type { Db } from '../../platform/db/database.js';
 import type { OneOffRunsService } from '../deployments/index.js';
-import { nextOccurrence } from './cron-schedule.js';
+import { nextOccurrence } from '../../platform/cron/schedule.js';
 import { CronRepository } from './cron.repository.js';
 
 const BATCH = 100;

@@ -6,7 +6,7 @@ import { iso, isoOrNull, type PaginationQuery } from '../../platform/http/schema
 import type { ApplicationsService } from '../applications/index.js';
 import { chosenEnvironmentId, DEFAULT_RUN_TIMEOUT_SECONDS, type OneOffRunsService } from '../deployments/index.js';
 import { requireDeployAccess } from '../environments/index.js';
-import { CronScheduleError, nextOccurrence } from './cron-schedule.js';
+import { CronScheduleError, nextOccurrence } from '../../platform/cron/schedule.js';
 import { CronRepository, type CronEntryRow } from './cron.repository.js';
 import type { CronBody } from './cron.schemas.js';
 
