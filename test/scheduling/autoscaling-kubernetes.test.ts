@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LABEL } from '../../src/platform/runtime/kubernetes/names.js';
 import { FakeKubeApi } from '../helpers/fake-kube-api.js';
@@ -82,6 +83,25 @@ describe('autoscaling on CPU with the Kubernetes runtime', () => {
     await waitFor('four worker replicas', () => replicas() === 4, 30_000);
     kube.podMetrics = () => ({ cpu: '5m', memory: '64Mi' });
     await waitFor('back to one worker replica', () => replicas() === 1, 30_000);
+
+    // Without metrics-server there is no CPU reading: nothing changes (rather than a scale-down to min on "0%").
+    await api('PUT', `/applications/${app.appId}/autoscaling/worker`, { min: 1, max: 4, target: { cpu_percent: 50 }, cooldown_seconds: 0 });
+    await h.app.inject({
+      method: 'POST',
+      url: `/v1/applications/${app.appId}/scale`,
+      headers: alice.headers,
+      payload: { process_counts: { worker: 3 } },
+    });
+    await waitFor('three worker replicas', () => replicas() === 3, 30_000);
+    kube.podMetrics = null;
+    const samples = async () =>
+      Number(
+        (await sql<{ n: string }>`SELECT count(*) AS n FROM metric_samples WHERE application_id = ${app.appId}`.execute(h.ctx.db)).rows[0]!
+          .n,
+      );
+    const seen = await samples();
+    await waitFor('three samples without metrics', async () => (await samples()) >= seen + 3, 30_000);
+    expect(replicas()).toBe(3);
 
     const events = (await api('GET', `/applications/${app.appId}/scale-events`)).body.items.reverse();
     expect(events.map((e: { from: number; to: number }) => [e.from, e.to])).toEqual([

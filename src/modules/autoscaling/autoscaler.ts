@@ -58,7 +58,9 @@ export class Autoscaler {
     let measurement: Measurement;
     if (policy.target_cpu_percent !== null) {
       const request = podClassOf(settings.process_pod_classes, policy.process_type).cpu_request_m;
-      const perInstance = running.podCount > 0 ? (running.cpuMillicores / running.podCount / request) * 100 : null;
+      // No reading (no running instance, or no metrics-server): no decision but keeping within min/max.
+      const perInstance =
+        running.podCount > 0 && running.cpuMillicores !== null ? (running.cpuMillicores / running.podCount / request) * 100 : null;
       measurement = { kind: 'cpu_percent', target: policy.target_cpu_percent, perInstance };
     } else {
       const rate = await this.requestRate(before, policy);

@@ -103,7 +103,8 @@ export interface AppUsage {
 
 /** CPU and running instances of one process type of an application environment. */
 export interface ProcessUsage {
-  cpuMillicores: number;
+  /** null when the runtime cannot read CPU (a cluster without metrics-server). */
+  cpuMillicores: number | null;
   podCount: number;
 }
 

@@ -251,7 +251,7 @@ export class RuntimeService {
       acc.podCount += 1;
       acc.restartCount += s.restartCount;
       const perProcess = (acc.processes![s.labels.processType] ??= { cpuMillicores: 0, podCount: 0 });
-      perProcess.cpuMillicores += u?.cpuMillicores ?? 0;
+      perProcess.cpuMillicores = (perProcess.cpuMillicores ?? 0) + (u?.cpuMillicores ?? 0);
       perProcess.podCount += 1;
       byApp.set(key, acc);
     }

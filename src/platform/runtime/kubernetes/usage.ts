@@ -69,7 +69,7 @@ export function summarizeUsage(pods: V1Pod[], metrics: PodMetric[] | null): AppU
     for (const container of metric?.containers ?? []) {
       usage.cpuMillicores += cpuMillicores(container.usage.cpu);
       usage.memoryBytes += memoryBytes(container.usage.memory);
-      if (perProcess) perProcess.cpuMillicores += cpuMillicores(container.usage.cpu);
+      if (perProcess) perProcess.cpuMillicores = (perProcess.cpuMillicores ?? 0) + cpuMillicores(container.usage.cpu);
     }
   }
   return [...byApp.values()].map((u) => ({
@@ -77,7 +77,10 @@ export function summarizeUsage(pods: V1Pod[], metrics: PodMetric[] | null): AppU
     cpuMillicores: Math.round(u.cpuMillicores),
     memoryBytes: Math.round(u.memoryBytes),
     processes: Object.fromEntries(
-      Object.entries(u.processes ?? {}).map(([type, p]) => [type, { ...p, cpuMillicores: Math.round(p.cpuMillicores) }]),
+      Object.entries(u.processes ?? {}).map(([type, p]) => [
+        type,
+        { ...p, cpuMillicores: metrics === null ? null : Math.round(p.cpuMillicores ?? 0) },
+      ]),
     ),
   }));
 }
