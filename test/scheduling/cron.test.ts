@@ -8,7 +8,9 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
-import { nextOccurrence } from '../../src/modules/cron/index.js';
+import { ApplicationsService } from '../../src/modules/applications/index.js';
+import { CronScheduler, nextOccurrence } from '../../src/modules/cron/index.js';
+import { OneOffRunsService } from '../../src/modules/deployments/index.js';
 import { startDeploymentRuntime } from '../../src/modules/deployments/index.js';
 import type { AppContext } from '../../src/platform/context.js';
 import { PipelineJobs } from '../../src/platform/jobs/pipeline-jobs.js';
@@ -44,6 +46,7 @@ async function startPlatform() {
   await ctx.jobs.startWorkers();
   return {
     app,
+    ctx,
     async stop() {
       await app.close();
       await ctx.jobs!.stop();
@@ -244,6 +247,30 @@ describe('cron runs (one-off runs of the serving release)', () => {
     await api('DELETE', `/applications/${slow.appId}/cron/slow`);
     await api('DELETE', `/applications/${ticking.appId}/cron/tick`);
   }, 180_000);
+});
+
+describe('cron with several schedulers', () => {
+  it('takes each occurrence once however many schedulers poll the database at once', async () => {
+    const app = await deployedApp();
+    const put = await api('PUT', `/applications/${app.appId}/cron/yearly`, { schedule: '0 0 1 1 *', command: 'echo once' });
+    expect(put.status).toBe(200);
+    // Due now (as after a downtime): the platform's own scheduler and two more race for it.
+    const due = new Date(Date.UTC(2026, 0, 1));
+    await h.ctx.db.updateTable('cron_entries').set({ next_run_at: due }).where('id', '=', put.body.id).execute();
+    const runs = new OneOffRunsService(platform!.ctx, new ApplicationsService(h.ctx.db));
+    const quiet = { info: () => {}, warn: () => {}, error: () => {} } as never;
+    const schedulers = [1, 2].map(() => new CronScheduler(h.ctx.db, runs, { pollMs: 1000, allowSeconds: true }, quiet));
+    const started = await Promise.all([...schedulers, ...schedulers].map((s) => s.tick()));
+    const all = await waitFor('the run of the occurrence', async () => {
+      const items = await runsOf(app, 'yearly');
+      return items.length > 0 ? items : null;
+    });
+    expect(started.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(1);
+    expect(all.map((r) => r.scheduled_for)).toEqual([due.toISOString()]);
+    const entry = (await api('GET', `/applications/${app.appId}/cron`)).body.find((e: { name: string }) => e.name === 'yearly');
+    expect(Date.parse(entry.next_run_at)).toBeGreaterThan(Date.now());
+    expect(new Date(entry.next_run_at).toISOString()).toMatch(/-01-01T00:00:00\.000Z$/);
+  });
 });
 
 describe('cron entries in slipway.json', () => {
