@@ -9,6 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MetricsSampler } from '../../src/modules/observability/index.js';
+import type { AppUsage } from '../../src/platform/runtime/application-runtime.js';
 import { LABEL } from '../../src/platform/runtime/kubernetes/names.js';
 import { FakeKubeApi } from '../helpers/fake-kube-api.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
@@ -114,4 +116,29 @@ describe('autoscaling on CPU with the Kubernetes runtime', () => {
     expect(events[2].reason).toContain('after the cooldown of 2s: scaled down');
     expect(events.every((e: { process_type: string }) => e.process_type === 'worker')).toBe(true);
   }, 120_000);
+
+  it('hands a sample of the shared cluster to one worker only: the one whose sample was stored evaluates it', async () => {
+    kube.podMetrics = () => ({ cpu: '20m', memory: '64Mi' });
+    const received: string[][] = [[], []];
+    const samplers = received.map(
+      (got) =>
+        new MetricsSampler(h.ctx.db, h.ctx.runtime!, 3600, console, [
+          async (usage: AppUsage[]) => {
+            got.push(...usage.map((u) => u.applicationId));
+          },
+        ]),
+    );
+    // Two workers sampling the same cluster in the same interval (an hour far ahead: no other sampler writes there).
+    await Promise.all([
+      samplers[0]!.sampleOnce(new Date('2030-01-01T00:10:00Z')),
+      samplers[1]!.sampleOnce(new Date('2030-01-01T00:20:00Z')),
+    ]);
+    const apps = await h.ctx.db
+      .selectFrom('metric_samples')
+      .select('application_id')
+      .where('sampled_at', '=', new Date('2030-01-01T00:00:00Z'))
+      .execute();
+    expect(apps.length).toBeGreaterThan(0);
+    expect([...received[0]!, ...received[1]!].sort()).toEqual(apps.map((a) => a.application_id).sort());
+  });
 });
