@@ -140,7 +140,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   // Autoscaling: evaluated with every metrics sample of a process that runs applications.
   if (ctx.runtime) {
     const autoscaler = new Autoscaler(ctx.db, ctx.jobs, ctx.config.OBSERVABILITY_SAMPLE_SECONDS, runtimeLog);
-    (ctx.usageListeners ??= []).push((usage) => autoscaler.evaluate(usage));
+    (ctx.usageListeners ??= []).push((usage, sampledAt) => autoscaler.evaluate(usage, sampledAt));
   }
   // Scheduled jobs: started by every process that runs pipeline workers (each occurrence is taken once).
   const cronScheduler =

@@ -14,7 +14,7 @@ export interface AppContext {
   /** Runs deployed releases: local processes and the router, or a cluster (only in processes that run workers). */
   runtime?: ApplicationRuntime;
   /** Told each usage sample the metrics sampler takes (the autoscaler); the composition root adds them. */
-  usageListeners?: Array<(usage: AppUsage[]) => Promise<unknown>>;
+  usageListeners?: Array<(usage: AppUsage[], sampledAt: Date) => Promise<unknown>>;
   /** The database's connection string (for the LISTEN connection of live streams); else `config.DATABASE_URL`. */
   databaseUrl?: string;
 }

@@ -32,13 +32,14 @@ export class Autoscaler {
     this.repo = new AutoscalingRepository(db);
   }
 
-  async evaluate(usage: AppUsage[]): Promise<number> {
+  /** Evaluates the policies of the sampled application environments; `sampledAt` is the sample's time. */
+  async evaluate(usage: AppUsage[], sampledAt = new Date()): Promise<number> {
     const policies = await this.repo.forEnvironments(usage);
     let changes = 0;
     for (const policy of policies) {
       const sample = usage.find((u) => u.applicationId === policy.application_id && u.environmentId === policy.environment_id)!;
       try {
-        if (await this.evaluateOne(policy, sample)) changes++;
+        if (await this.evaluateOne(policy, sample, sampledAt)) changes++;
       } catch (err) {
         this.logger.error({ err, applicationId: policy.application_id, processType: policy.process_type }, 'autoscaling failed');
       }
@@ -46,8 +47,8 @@ export class Autoscaler {
     return changes;
   }
 
-  private async evaluateOne(before: PolicyRow, sample: AppUsage): Promise<boolean> {
-    const policy = await this.repo.claim(before.id, this.intervalSeconds);
+  private async evaluateOne(before: PolicyRow, sample: AppUsage, sampledAt: Date): Promise<boolean> {
+    const policy = await this.repo.claim(before.id, sampledAt, this.intervalSeconds);
     if (!policy) return false;
     const processes = await this.repo.servingProcesses(policy.application_id, policy.environment_id);
     if (!processes || !(policy.process_type in processes) || ONE_OFF_TYPES.has(policy.process_type)) return false;
@@ -69,7 +70,7 @@ export class Autoscaler {
       measurement = { kind: 'requests_per_second', target: policy.target_rps!, perInstance };
     }
 
-    const decision = decideScale(policy, current, measurement, policy.evaluated_at ?? new Date());
+    const decision = decideScale(policy, current, measurement, policy.db_now);
     if (!decision) return false;
     const isProduction = (await findProductionEnvironmentId(this.db, policy.application_id)) === policy.environment_id;
     await this.repo.applyCount(policy, isProduction, {

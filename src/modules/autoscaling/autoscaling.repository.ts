@@ -70,19 +70,20 @@ export class AutoscalingRepository {
    * one worker (the one whose row was stored); this guards the policy against a second
    * evaluation within half an interval all the same (e.g. two samplers on one database).
    */
-  async claim(policyId: string, intervalSeconds: number): Promise<PolicyRow | undefined> {
-    return this.db
-      .updateTable('autoscale_policies')
-      .set({ evaluated_at: sql`now()` })
-      .where('id', '=', policyId)
-      .where((eb) =>
-        eb.or([
-          eb('evaluated_at', 'is', null),
-          eb('evaluated_at', '<=', sql<Date>`now() - make_interval(secs => ${intervalSeconds * 0.5})`),
-        ]),
-      )
-      .returningAll()
-      .executeTakeFirst();
+  async claim(policyId: string, sampledAt: Date, intervalSeconds: number): Promise<(PolicyRow & { db_now: Date }) | undefined> {
+    // Timed by the samples themselves (not by when this statement runs), so a slow sample cannot make the next one look early.
+    const earliest = new Date(sampledAt.getTime() - intervalSeconds * 500);
+    return (
+      this.db
+        .updateTable('autoscale_policies')
+        .set({ evaluated_at: sampledAt })
+        .where('id', '=', policyId)
+        .where((eb) => eb.or([eb('evaluated_at', 'is', null), eb('evaluated_at', '<=', earliest)]))
+        // The database's clock for the cooldown: `last_scaled_at` is written by it too.
+        .returning(sql<Date>`now()`.as('db_now'))
+        .returningAll()
+        .executeTakeFirst()
+    );
   }
 
   /** Requests the edge counted for the process type in the minutes from `sinceMinute` on. */

@@ -21,7 +21,7 @@ export class MetricsSampler {
     private readonly intervalSeconds: number,
     private readonly logger: RuntimeLogger,
     /** Told every sample this process stored (the autoscaler evaluates it). */
-    private readonly listeners: ReadonlyArray<(usage: AppUsage[]) => Promise<unknown>> = [],
+    private readonly listeners: ReadonlyArray<(usage: AppUsage[], sampledAt: Date) => Promise<unknown>> = [],
   ) {}
 
   start() {
@@ -70,7 +70,7 @@ export class MetricsSampler {
     }
     // Only the samples this process stored: on a cluster, the worker whose sample won acts on it.
     for (const listener of this.listeners) {
-      await listener(stored).catch((err) => this.logger.error({ err }, 'a metrics sample listener failed'));
+      await listener(stored, at).catch((err) => this.logger.error({ err }, 'a metrics sample listener failed'));
     }
     if (Date.now() - this.lastPrune > PRUNE_EVERY_MS) {
       this.lastPrune = Date.now();
