@@ -11,7 +11,7 @@ import { buildApp } from '../../src/app.js';
 import { ApplicationsService } from '../../src/modules/applications/index.js';
 import { CronScheduler, nextOccurrence } from '../../src/modules/cron/index.js';
 import { OneOffRunsService } from '../../src/modules/deployments/index.js';
-import { startDeploymentRuntime } from '../../src/modules/deployments/index.js';
+import { startDeploymentRuntime } from '../../src/runtime-startup.js';
 import type { AppContext } from '../../src/platform/context.js';
 import { PipelineJobs } from '../../src/platform/jobs/pipeline-jobs.js';
 import { createRuntime } from '../../src/platform/runtime/index.js';

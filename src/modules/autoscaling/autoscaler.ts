@@ -3,9 +3,8 @@ import type { Db } from '../../platform/db/database.js';
 import type { Jobs } from '../../platform/jobs/index.js';
 import type { AppUsage, RuntimeLogger } from '../../platform/runtime/application-runtime.js';
 import { podClassOf } from '../applications/index.js';
-import { RECONCILE_JOB } from '../deployments/index.js';
 import { effectiveProcessSettings } from '../environments/index.js';
-import { findProductionEnvironmentId } from '../pipeline/index.js';
+import { findProductionEnvironmentId, RECONCILE_JOB } from '../../platform/pipeline/index.js';
 import { AutoscalingRepository, type PolicyRow } from './autoscaling.repository.js';
 import { decideScale, type Measurement } from './scaling-decision.js';
 

@@ -5,7 +5,7 @@ import { invalid, notFound } from '../../platform/errors.js';
 import { iso, isoOrNull, paginate, type PaginationQuery } from '../../platform/http/schemas.js';
 import type { ApplicationsService } from '../applications/index.js';
 import { chosenEnvironmentId } from '../deployments/index.js';
-import { requireDeployAccess } from '../environments/index.js';
+import { requireDeployAccess } from '../../platform/access/environment-protection.js';
 import { AutoscalingRepository, type PolicyRow } from './autoscaling.repository.js';
 import type { AutoscaleBody } from './autoscaling.schemas.js';
 
