@@ -87,6 +87,7 @@ describe('autoscaling on CPU with the Kubernetes runtime', () => {
     await waitFor('back to one worker replica', () => replicas() === 1, 30_000);
 
     // Without metrics-server there is no CPU reading: nothing changes (rather than a scale-down to min on "0%").
+    kube.podMetrics = null;
     await api('PUT', `/applications/${app.appId}/autoscaling/worker`, { min: 1, max: 4, target: { cpu_percent: 50 }, cooldown_seconds: 0 });
     await h.app.inject({
       method: 'POST',
@@ -95,7 +96,6 @@ describe('autoscaling on CPU with the Kubernetes runtime', () => {
       payload: { process_counts: { worker: 3 } },
     });
     await waitFor('three worker replicas', () => replicas() === 3, 30_000);
-    kube.podMetrics = null;
     const samples = async () =>
       Number(
         (await sql<{ n: string }>`SELECT count(*) AS n FROM metric_samples WHERE application_id = ${app.appId}`.execute(h.ctx.db)).rows[0]!
