@@ -36,6 +36,8 @@ import { guardsRoutes } from './modules/guards/index.js';
 import { countRequests, metricsRoutes } from './modules/metrics/index.js';
 import { domainsRoutes } from './modules/domains/index.js';
 import { oneOffRunsRoutes } from './modules/deployments/index.js';
+import { cronRoutes } from './modules/cron/index.js';
+import { autoscalingRoutes } from './modules/autoscaling/index.js';
 import { appLogsRoutes } from './modules/app-logs/index.js';
 import { streamsRoutes } from './modules/streams/index.js';
 import { previewsRoutes } from './modules/previews/index.js';
@@ -134,6 +136,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   });
   app.addHook('onClose', async () => {
     await services.guardWatcher?.stop();
+    await services.cronScheduler?.stop();
     await services.notifications.close();
   });
 
@@ -163,6 +166,8 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
       await v1.register(guardsRoutes(services.guards));
       await v1.register(domainsRoutes(services.domains));
       await v1.register(oneOffRunsRoutes(services.runs));
+      await v1.register(cronRoutes(services.cron));
+      await v1.register(autoscalingRoutes(services.autoscaling));
       await v1.register(appLogsRoutes(services.appLogs));
       await v1.register(
         streamsRoutes(services.streams, (userId, p) => services.envDeploys.detail(userId, p.workspace, p.project, p.env, p.deploy_id)),

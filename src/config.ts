@@ -107,6 +107,10 @@ const EnvSchema = Type.Object({
   METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
   /** How often the observability sampler records the runtime's usage. */
   OBSERVABILITY_SAMPLE_SECONDS: Type.Integer({ minimum: 1, default: 60 }),
+  /** How often each worker process looks for due cron entries (milliseconds). */
+  CRON_POLL_MS: Type.Integer({ minimum: 50, maximum: 60_000, default: 5000 }),
+  /** Accept a sixth, leading seconds field in cron schedules (tests and demos; a schedule per second is costly). */
+  CRON_SECONDS_FIELD: Type.Boolean({ default: false }),
   GITHUB_URL: Type.String({ default: 'https://github.com' }),
   GITHUB_WEBHOOK_SECRET: Type.Optional(Type.String()),
   /** GitHub App that clones private repositories: its id and private key (PEM, or a file holding it). */

@@ -44,6 +44,8 @@ import { LocalRuntime } from './platform/runtime/local/local-runtime.js';
 import { Notifications } from './platform/db/notifications.js';
 import { StreamsService } from './modules/streams/index.js';
 import { OneOffRunsService } from './modules/deployments/index.js';
+import { Autoscaler, AutoscalingService } from './modules/autoscaling/index.js';
+import { CronScheduler, CronService } from './modules/cron/index.js';
 import { AppLogWriter, AppLogsService, oldestLiveWorker, servingReleaseScrubber, sweepAppLogs } from './modules/app-logs/index.js';
 
 /**
@@ -177,6 +179,23 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   ctx.jobs?.addSweeper(async () => {
     await sweepDeletedEnvironments(ctx.db, ctx.config.PREVIEW_RETENTION_HOURS);
   });
+  const runs = new OneOffRunsService(ctx, apps);
+  // Autoscaling: evaluated with every metrics sample of a process that runs applications.
+  if (ctx.runtime) {
+    const autoscaler = new Autoscaler(ctx.db, ctx.jobs, ctx.config.OBSERVABILITY_SAMPLE_SECONDS, runtimeLog);
+    (ctx.usageListeners ??= []).push((usage, sampledAt) => autoscaler.evaluate(usage, sampledAt));
+  }
+  // Scheduled jobs: started by every process that runs pipeline workers (each occurrence is taken once).
+  const cronScheduler =
+    ctx.jobs && ctx.runtime
+      ? new CronScheduler(
+          ctx.db,
+          runs,
+          { pollMs: ctx.config.CRON_POLL_MS, allowSeconds: ctx.config.CRON_SECONDS_FIELD },
+          log.child({ component: 'cron' }),
+        )
+      : null;
+  cronScheduler?.start();
 
   const signingKeys = SigningKeys.forConfig(ctx.config);
   return {
@@ -186,7 +205,10 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     notifications,
     previews,
     streams,
-    runs: new OneOffRunsService(ctx, apps),
+    runs,
+    cronScheduler,
+    cron: new CronService(ctx.db, apps, runs, ctx.config.CRON_SECONDS_FIELD),
+    autoscaling: new AutoscalingService(ctx.db, apps),
     appLogs: new AppLogsService(ctx.db, apps, notifications),
     auth,
     config,

@@ -417,6 +417,1251 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/applications/{application_id}/autoscaling": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The application's autoscaling policies (every environment, or `?environment=<slug>`) */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description environment slug of the project; default production */
+                    environment?: string;
+                };
+                header?: never;
+                path: {
+                    application_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-24"][];
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/applications/{application_id}/autoscaling/{process_type}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Autoscale a process type between min and max instances towards a CPU or requests-per-second target */
+        put: {
+            parameters: {
+                query?: {
+                    /** @description environment slug of the project; default production */
+                    environment?: string;
+                };
+                header?: never;
+                path: {
+                    application_id: string;
+                    process_type: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /**
+                         * @description least time after a change before scaling down
+                         * @default 300
+                         */
+                        cooldown_seconds?: number;
+                        max: number;
+                        min: number;
+                        target: components["schemas"]["def-25"];
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description UUID (v7) */
+                            application_id: string;
+                            cooldown_seconds: number;
+                            /**
+                             * Format: date-time
+                             * @description ISO-8601 UTC
+                             */
+                            created_at: string;
+                            /** @description UUID (v7) */
+                            environment_id: string;
+                            /** @description UUID (v7) */
+                            id: string;
+                            last_evaluated_at: string | null;
+                            last_scaled_at: string | null;
+                            max: number;
+                            min: number;
+                            process_type: string;
+                            target: components["schemas"]["def-25"];
+                            /**
+                             * Format: date-time
+                             * @description ISO-8601 UTC
+                             */
+                            updated_at: string;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+            };
+        };
+        post?: never;
+        /** Stop autoscaling a process type (its count stays where it is) */
+        delete: {
+            parameters: {
+                query?: {
+                    /** @description environment slug of the project; default production */
+                    environment?: string;
+                };
+                header?: never;
+                path: {
+                    application_id: string;
+                    process_type: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            ok: boolean;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/applications/{application_id}/cron": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The application's cron entries (every environment, or `?environment=<slug>`) with their next run */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description environment slug of the project; default production */
+                    environment?: string;
+                };
+                header?: never;
+                path: {
+                    application_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-23"][];
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/applications/{application_id}/cron/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Create or replace a cron entry: its command runs as a one-off run of the serving release on the schedule */
+        put: {
+            parameters: {
+                query?: {
+                    /** @description environment slug of the project; default production */
+                    environment?: string;
+                };
+                header?: never;
+                path: {
+                    application_id: string;
+                    name: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Shell command line, run with `sh -c` as a one-off run */
+                        command: string;
+                        /** @description Whose environment and pod class the runs get; default `web` (or the release's first process type) */
+                        process_type?: string;
+                        /** @description cron expression in UTC: minute hour day-of-month month day-of-week, or @hourly/@daily/… */
+                        schedule: string;
+                        /** @default 600 */
+                        timeout_seconds?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description UUID (v7) */
+                            application_id: string;
+                            command: string;
+                            /**
+                             * Format: date-time
+                             * @description ISO-8601 UTC
+                             */
+                            created_at: string;
+                            /** @description UUID (v7) */
+                            environment_id: string;
+                            /** @description UUID (v7) */
+                            id: string;
+                            name: string;
+                            next_run_at: string | null;
+                            process_type: string | null;
+                            schedule: string;
+                            /** @description `manifest`: from the deployed release’s slipway.json (replaced by the next deployment) */
+                            source: "api" | "manifest";
+                            timeout_seconds: number;
+                            /**
+                             * Format: date-time
+                             * @description ISO-8601 UTC
+                             */
+                            updated_at: string;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+            };
+        };
+        post?: never;
+        /** Remove a cron entry (its past runs stay; a slipway.json entry comes back with the next deployment) */
+        delete: {
+            parameters: {
+                query?: {
+                    /** @description environment slug of the project; default production */
+                    environment?: string;
+                };
+                header?: never;
+                path: {
+                    application_id: string;
+                    name: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            ok: boolean;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/applications/{application_id}/cron/{name}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A cron entry's runs, newest first (each one's log and exit code: GET /runs/{id} and /runs/{id}/log) */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description environment slug of the project; default production */
+                    environment?: string;
+                    page?: number;
+                    per_page?: number;
+                };
+                header?: never;
+                path: {
+                    application_id: string;
+                    name: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            items: components["schemas"]["def-22"][];
+                            pagination: {
+                                page: number;
+                                pages: number;
+                                per_page: number;
+                                total: number;
+                            };
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/applications/{application_id}/deploy": {
         parameters: {
             query?: never;
@@ -2418,7 +3663,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            items: components["schemas"]["def-23"][];
+                            items: components["schemas"]["def-27"][];
                         };
                     };
                 };
@@ -4039,6 +5284,8 @@ export interface paths {
                              * @description ISO-8601 UTC
                              */
                             created_at: string;
+                            /** @description the scheduled job (cron entry) that started it; null when a user did */
+                            cron_entry_id: string | null;
                             /** @description UUID (v7) */
                             environment_id: string;
                             error_detail: string | null;
@@ -4048,6 +5295,8 @@ export interface paths {
                             id: string;
                             process_type: string;
                             release_id: string | null;
+                            /** @description the occurrence of the schedule it ran for */
+                            scheduled_for: string | null;
                             started_at: string | null;
                             status: "pending" | "running" | "succeeded" | "failed" | "timed_out";
                             timeout_seconds: number;
@@ -4454,6 +5703,185 @@ export interface paths {
                 };
             };
         };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/applications/{application_id}/scale-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Process count changes the autoscaler made, newest first, each with its reason and measurement */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description environment slug of the project; default production */
+                    environment?: string;
+                    page?: number;
+                    per_page?: number;
+                };
+                header?: never;
+                path: {
+                    application_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            items: components["schemas"]["def-26"][];
+                            pagination: {
+                                page: number;
+                                pages: number;
+                                per_page: number;
+                                total: number;
+                            };
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -11934,6 +13362,8 @@ export interface paths {
                              * @description ISO-8601 UTC
                              */
                             created_at: string;
+                            /** @description the scheduled job (cron entry) that started it; null when a user did */
+                            cron_entry_id: string | null;
                             /** @description UUID (v7) */
                             environment_id: string;
                             error_detail: string | null;
@@ -11943,6 +13373,8 @@ export interface paths {
                             id: string;
                             process_type: string;
                             release_id: string | null;
+                            /** @description the occurrence of the schedule it ran for */
+                            scheduled_for: string | null;
                             started_at: string | null;
                             status: "pending" | "running" | "succeeded" | "failed" | "timed_out";
                             timeout_seconds: number;
@@ -22923,6 +24355,8 @@ export interface components {
              * @description ISO-8601 UTC
              */
             created_at: string;
+            /** @description the scheduled job (cron entry) that started it; null when a user did */
+            cron_entry_id: string | null;
             /** @description UUID (v7) */
             environment_id: string;
             error_detail: string | null;
@@ -22932,12 +24366,96 @@ export interface components {
             id: string;
             process_type: string;
             release_id: string | null;
+            /** @description the occurrence of the schedule it ran for */
+            scheduled_for: string | null;
             started_at: string | null;
             status: "pending" | "running" | "succeeded" | "failed" | "timed_out";
             timeout_seconds: number;
         };
-        /** AppLogLine */
+        /** CronEntry */
         "def-23": {
+            /** @description UUID (v7) */
+            application_id: string;
+            command: string;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            created_at: string;
+            /** @description UUID (v7) */
+            environment_id: string;
+            /** @description UUID (v7) */
+            id: string;
+            name: string;
+            next_run_at: string | null;
+            process_type: string | null;
+            schedule: string;
+            /** @description `manifest`: from the deployed release’s slipway.json (replaced by the next deployment) */
+            source: "api" | "manifest";
+            timeout_seconds: number;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            updated_at: string;
+        };
+        /** AutoscalePolicy */
+        "def-24": {
+            /** @description UUID (v7) */
+            application_id: string;
+            cooldown_seconds: number;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            created_at: string;
+            /** @description UUID (v7) */
+            environment_id: string;
+            /** @description UUID (v7) */
+            id: string;
+            last_evaluated_at: string | null;
+            last_scaled_at: string | null;
+            max: number;
+            min: number;
+            process_type: string;
+            target: components["schemas"]["def-25"];
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            updated_at: string;
+        };
+        /** AutoscaleTarget */
+        "def-25": {
+            /** @description average CPU per instance, % of its pod class's CPU request */
+            cpu_percent: number;
+        } | {
+            /** @description requests per second per instance the edge routes to this process type (`web`) */
+            requests_per_second: number;
+        };
+        /** ScaleEvent */
+        "def-26": {
+            /** @description UUID (v7) */
+            application_id: string;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            created_at: string;
+            /** @description UUID (v7) */
+            environment_id: string;
+            from: number;
+            /** @description UUID (v7) */
+            id: string;
+            metric: {
+                [key: string]: number | null;
+            };
+            process_type: string;
+            reason: string;
+            to: number;
+        };
+        /** AppLogLine */
+        "def-27": {
             /** @description UUID (v7) */
             environment_id: string;
             /** @description Increasing per application; the SSE event id */

@@ -245,6 +245,8 @@ export interface ImagesTable extends BuildRecordColumns {
   processes: NullableJsonColumn<ProcessDefinitions>;
   image_metadata: NullableJsonColumn<Record<string, unknown>>;
   artifact_path: string | null;
+  /** `cron` of the image's slipway.json (migration 0015). */
+  cron: NullableJsonColumn<ManifestCronEntry[]>;
 }
 
 export interface ReleasesTable extends BuildRecordColumns {
@@ -545,6 +547,8 @@ export interface OneOffRunsTable {
   finished_at: NullableTimestamp;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
+  cron_entry_id: ColumnType<string | null, string | null | undefined, string | null>;
+  scheduled_for: NullableTimestamp;
 }
 
 export interface AppLogLinesTable {
@@ -572,6 +576,65 @@ export interface StreamTables {
   one_off_runs: OneOffRunsTable;
   app_log_lines: AppLogLinesTable;
   application_events: ApplicationEventsTable;
+}
+
+// Autoscaling and scheduled jobs (migration 0015).
+export interface ManifestCronEntry {
+  name: string;
+  schedule: string;
+  command: string;
+}
+
+export interface AutoscalePoliciesTable {
+  id: string;
+  application_id: string;
+  environment_id: string;
+  process_type: string;
+  min_count: number;
+  max_count: number;
+  target_cpu_percent: number | null;
+  target_rps: number | null;
+  cooldown_seconds: number;
+  evaluated_at: NullableTimestamp;
+  last_scaled_at: NullableTimestamp;
+  requests_minute: NullableTimestamp;
+  /** bigint: read as a string. */
+  requests_seen: ColumnType<string | null, number | null | undefined, number | null>;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface ScaleEventsTable {
+  id: string;
+  application_id: string;
+  environment_id: string;
+  process_type: string;
+  from_count: number;
+  to_count: number;
+  reason: string;
+  metric: Json<Record<string, unknown>>;
+  created_at: Generated<Date>;
+}
+
+export interface CronEntriesTable {
+  id: string;
+  application_id: string;
+  environment_id: string;
+  name: string;
+  schedule: string;
+  command: string;
+  process_type: string | null;
+  timeout_seconds: number;
+  source: ColumnType<'api' | 'manifest', 'api' | 'manifest' | undefined, 'api' | 'manifest'>;
+  next_run_at: NullableTimestamp;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface ScheduleTables {
+  autoscale_policies: AutoscalePoliciesTable;
+  scale_events: ScaleEventsTable;
+  cron_entries: CronEntriesTable;
 }
 
 /** Every feature adds its tables here, one interface per migration group. */
@@ -626,3 +689,5 @@ export interface PreviewTables {
 
 export interface Database
   extends ControlPlaneTables, WorkspaceTables, PipelineTables, StreamTables, SandboxTables, EdgeTables, PreviewTables {}
+export interface Database
+  extends ControlPlaneTables, WorkspaceTables, PipelineTables, StreamTables, SandboxTables, EdgeTables, ScheduleTables {}
