@@ -12,15 +12,14 @@
  * DATABASE_URL is set, in a fresh database created on that server (dropped afterwards).
  * Results: a table on stdout and JSON in bench/.results/.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
-import { tmpdir, cpus } from 'node:os';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import type { BenchCase, BenchContext, BenchTarget, SeededWorld } from './lib/case.js';
-import { createScratchDatabase } from '../test/helpers/scratch-database.js';
+import type { BenchCase, BenchTarget } from './lib/case.js';
 import { ROOT, cpuSeconds, startProcess, type RunningServer } from './lib/servers.js';
+import { startSlipway } from './lib/slipway.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -39,7 +38,6 @@ const WARMUP = Number(args.warmup);
 const CONNECTIONS = Number(args.connections);
 const ROUNDS = Number(args.rounds);
 const LOG_LEVEL = args['log-level']!;
-const ADMIN = { email: 'bench@example.com', password: `bench-${randomBytes(8).toString('hex')}` };
 
 interface Measurement {
   name: string;
@@ -97,40 +95,6 @@ async function loadCases(): Promise<BenchCase[]> {
   return args.only ? cases.filter((c) => c.name.toLowerCase().includes(args.only!.toLowerCase())) : cases;
 }
 
-/** A database for the run: a fresh one on DATABASE_URL's server, or none (embedded). */
-async function benchDatabase(): Promise<{ url?: string; drop: () => Promise<void> }> {
-  const base = process.env.DATABASE_URL;
-  if (!base) return { drop: async () => {} };
-  const name = `slipway_bench_${randomBytes(4).toString('hex')}`;
-  return createScratchDatabase(base, name);
-}
-
-function contextFor(appUrl: string, auth: Record<string, string>): BenchContext {
-  let world: Promise<SeededWorld> | undefined;
-  const api = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${appUrl}${path}`, {
-      method,
-      headers: { ...auth, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const json = await res.json();
-    if (!res.ok) throw new Error(`${method} ${path} → ${res.status} ${JSON.stringify(json)}`);
-    return json;
-  };
-  return {
-    appUrl,
-    auth,
-    api,
-    world: () =>
-      (world ??= (async () => {
-        const org = await api('POST', '/v1/organizations', { name: 'Bench' });
-        const project = await api('POST', '/v1/projects', { name: 'Web', organization_id: org.id });
-        const app = await api('POST', '/v1/applications', { name: 'API', project_id: project.id });
-        return { org, project, app };
-      })()),
-  };
-}
-
 const mib = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
 const fixed = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : '-');
 
@@ -160,57 +124,23 @@ function medianOf(rounds: Measurement[]): Measurement {
 }
 
 async function main() {
-  if (!existsSync(join(ROOT, 'dist', 'main.js'))) throw new Error('dist/main.js is missing: run `npm run build` first');
-  const dataDir = mkdtempSync(join(tmpdir(), 'slipway-bench-'));
-  const database = await benchDatabase();
   const servers: RunningServer[] = [];
-  const embeddedPort = 56000 + Math.floor(Math.random() * 4000);
+  const slipway = await startSlipway({
+    logLevel: LOG_LEVEL,
+    nodeFlags: args.profile ? ['--cpu-prof', `--cpu-prof-dir=${args.profile}`] : [],
+  });
+  const { server: app, ctx } = slipway;
   try {
-    const app = await startProcess(
-      'dist/main.js',
-      {
-        DATA_DIR: dataDir,
-        PORT: '0',
-        HOST: '127.0.0.1',
-        ROUTER_PORT: '0',
-        SLIPWAY_ROLE: 'api',
-        LOG_LEVEL,
-        EMBEDDED_PG_PORT: String(embeddedPort),
-        ADMIN_EMAIL: ADMIN.email,
-        ADMIN_PASSWORD: ADMIN.password,
-        ...(database.url ? { DATABASE_URL: database.url } : {}),
-      },
-      /API listening on (http:\/\/127\.0\.0\.1:\d+)/,
-      args.profile ? ['--cpu-prof', `--cpu-prof-dir=${args.profile}`] : [],
-    );
-    servers.push(app);
-    const databaseUrl =
-      database.url ??
-      `postgres://postgres:${encodeURIComponent(readFileSync(join(dataDir, 'postgres.password'), 'utf8').trim())}@127.0.0.1:${embeddedPort}/slipway`;
     const bare = await startProcess('bench/bare-server.ts', { LOG_LEVEL }, /listening (http:\/\/127\.0\.0\.1:\d+)/);
     servers.push(bare);
     const handwritten = await startProcess(
       'bench/handwritten-server.ts',
-      { LOG_LEVEL, DATABASE_URL: databaseUrl },
+      { LOG_LEVEL, DATABASE_URL: slipway.databaseUrl },
       /listening (http:\/\/127\.0\.0\.1:\d+)/,
       args.profile ? ['--cpu-prof', `--cpu-prof-dir=${args.profile}/handwritten`] : [],
     );
     servers.push(handwritten);
 
-    const login = await fetch(`${app.url}/v1/auth/login`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(ADMIN),
-    });
-    const cookie = login.headers.get('set-cookie')?.split(';')[0] ?? '';
-    const key = (await (
-      await fetch(`${app.url}/v1/auth/api-keys`, {
-        method: 'POST',
-        headers: { cookie, 'content-type': 'application/json' },
-        body: JSON.stringify({ name: 'bench' }),
-      })
-    ).json()) as { key: string };
-    const ctx = contextFor(app.url, { 'x-api-key': key.key });
     const world = await ctx.world();
 
     const runs: { name: string; url: string; pid: number; target: BenchTarget }[] = [
@@ -271,7 +201,7 @@ async function main() {
           warmup_s: WARMUP,
           connections: CONNECTIONS,
           log_level: LOG_LEVEL,
-          database: database.url ? 'DATABASE_URL' : 'embedded',
+          database: process.env.DATABASE_URL ? 'DATABASE_URL' : 'embedded',
           memory: { ...rest, after_load_app_rss_mib: afterLoad.app_rss_mib },
           results: results.map((r) => ({
             ...r,
@@ -291,8 +221,7 @@ async function main() {
     }
   } finally {
     for (const s of servers.reverse()) await s.stop();
-    await database.drop();
-    rmSync(dataDir, { recursive: true, force: true });
+    await slipway.stop();
   }
 }
 

@@ -61,8 +61,16 @@ export class ApplicationsRepository {
       .executeTakeFirst();
   }
 
-  listByProject(projectId: string) {
-    return this.db.selectFrom('applications').selectAll().where('project_id', '=', projectId).orderBy('slug').execute();
+  /** A page of the project's applications by slug (the unique (project_id, slug) index serves it at any size). */
+  listByProject(projectId: string, limit: number, offset: number) {
+    return this.db
+      .selectFrom('applications')
+      .selectAll()
+      .where('project_id', '=', projectId)
+      .orderBy('slug')
+      .limit(limit)
+      .offset(offset)
+      .execute();
   }
 
   insert(app: { id: string; project_id: string; name: string; slug: string; platform: string }) {

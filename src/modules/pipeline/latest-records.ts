@@ -91,7 +91,7 @@ function latestRecordsQuery(db: Db, oneEnvironment: boolean) {
             .select(['d.id', 'dr.version as release_version', 'd.complete', 'd.error', 'd.created_at', 'de.slug as environment'])
             .whereRef('d.application_id', '=', 'a.id')
             .where((w) => (oneEnvironment ? w('d.environment_id', '=', w.ref('only.id')) : w.lit(true)))
-            .orderBy('d.created_at', 'desc')
+            // Ids are time-ordered (UUIDv7 taken when the request arrived): the index serves this.
             .orderBy('d.id', 'desc')
             .limit(1),
         ).as('deployment'),
