@@ -24,7 +24,11 @@ describe("a project's application list in pages", () => {
     const seen: string[] = [];
     let next: string | undefined = `${base}?per_page=2`;
     while (next) {
-      const page = await h.app.inject({ method: 'GET', url: next, headers: w.owner.headers });
+      const page: { statusCode: number; json(): any; headers: Record<string, unknown> } = await h.app.inject({
+        method: 'GET',
+        url: next,
+        headers: w.owner.headers,
+      });
       expect(page.statusCode).toBe(200);
       seen.push(...page.json().map((a: { slug: string }) => a.slug));
       next = /<([^>]+)>; rel="next"/.exec(String(page.headers.link ?? ''))?.[1];
