@@ -7,7 +7,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from './platform/context.js';
 import { AppError } from './platform/errors.js';
-import { installRequestLog } from './platform/http/request-log.js';
+import { OneLinePerRequest } from './platform/http/request-log.js';
 import { frameworkErrorHandler, installErrorHandling } from './platform/http/error-handler.js';
 import { installJsonBodyParser, refuseUnexpectedBodies } from './platform/http/json-body.js';
 import { ErrorResponse } from './platform/http/schemas.js';
@@ -72,9 +72,8 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     trustProxy: ctx.config.TRUST_PROXY,
     ajv: { customOptions: { removeAdditional: false } },
     frameworkErrors: frameworkErrorHandler,
-    disableRequestLogging: true,
+    logController: new OneLinePerRequest(),
   }).withTypeProvider<TypeBoxTypeProvider>();
-  installRequestLog(app);
 
   app.setValidatorCompiler(validatorCompiler);
   installErrorHandling(app);
