@@ -30,6 +30,8 @@ const EnvSchema = Type.Object({
     { default: 'info' },
   ),
   SESSION_TTL_HOURS: Type.Integer({ minimum: 1, default: 24 * 14 }),
+  /** Seconds a verified API key or session is trusted without a lookup (0 turns the cache off); changes are announced at once. */
+  CREDENTIAL_CACHE_SECONDS: Type.Integer({ minimum: 0, maximum: 60, default: 5 }),
   LOGIN_MAX_ATTEMPTS: Type.Integer({ minimum: 1, default: 10 }),
   /** Failed logins per (account, address) before each further attempt waits (1 s, 2 s, 4 s, ...). */
   LOGIN_FREE_ATTEMPTS: Type.Integer({ minimum: 1, default: 3 }),

@@ -153,6 +153,10 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   const notifications = new Notifications(ctx.databaseUrl ?? ctx.config.DATABASE_URL ?? '', (err) =>
     streamsLog.warn({ err }, 'notification connection lost'),
   );
+  auth.followCredentialChanges(notifications).catch((err: unknown) => {
+    // Without the LISTEN connection cached credentials still expire after CREDENTIAL_CACHE_SECONDS.
+    log.warn({ err }, 'credential changes are not followed: revocations take effect after the cache TTL');
+  });
   const streams = new StreamsService(
     ctx.db,
     notifications,

@@ -6152,10 +6152,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A project's applications */
+        /**
+         * A project's applications
+         * @description Sorted by slug, in pages of `per_page` (default and most 100): when more follow, a `Link` header names the next page (`rel="next"`).
+         */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    page?: number;
+                    per_page?: number;
+                };
                 header?: never;
                 path: {
                     org_slug: string;
