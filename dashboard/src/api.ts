@@ -36,7 +36,8 @@ export async function ok<T>(call: Promise<Result<T>>): Promise<NonNullable<T>> {
   if (response.ok) return data as NonNullable<T>;
   const body = (error ?? {}) as { message?: unknown; errors?: Array<{ field: string; message: string }> };
   const message = typeof body.message === 'string' ? body.message : `HTTP ${response.status}`;
-  const fields = Array.isArray(body.errors) && body.errors.length > 0 ? `: ${body.errors.map((f) => `${f.field} ${f.message}`).join('; ')}` : '';
+  const fields =
+    Array.isArray(body.errors) && body.errors.length > 0 ? `: ${body.errors.map((f) => `${f.field} ${f.message}`).join('; ')}` : '';
   if (response.status === 401) window.dispatchEvent(new CustomEvent('slipway:unauthenticated'));
   throw new ApiError(response.status, message + fields);
 }

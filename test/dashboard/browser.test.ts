@@ -38,7 +38,12 @@ let appPath: string;
 const bodies: string[] = [];
 
 const api = async (method: string, url: string, payload?: unknown, user = owner) => {
-  const res = await h.app.inject({ method: method as 'GET', url, headers: user.headers, ...(payload === undefined ? {} : { payload: payload as object }) });
+  const res = await h.app.inject({
+    method: method as 'GET',
+    url,
+    headers: user.headers,
+    ...(payload === undefined ? {} : { payload: payload as object }),
+  });
   return { status: res.statusCode, body: res.body ? res.json() : undefined };
 };
 
@@ -73,8 +78,7 @@ async function fitsPhone(p: Page) {
 
 async function latestDeployment() {
   return (await api('GET', `/v1/applications/${appId}/deployments`)).body.items[0] as
-    | { id: string; status: string; release: { version: number }; deploy_metadata: { url?: string } | null }
-    | undefined;
+    { id: string; status: string; release: { version: number }; deploy_metadata: { url?: string } | null } | undefined;
 }
 
 beforeAll(async () => {
@@ -133,7 +137,11 @@ describe.skipIf(missing !== null)('the dashboard in Chromium', () => {
 
     const app = await api('GET', '/v1/applications/acme-dash/shop/web');
     appId = app.body.id;
-    const patched = await api('PATCH', `/v1/applications/${appId}/settings`, { github_repository: repo.dir, health_check_path: '/', deployment_timeout: 60 });
+    const patched = await api('PATCH', `/v1/applications/${appId}/settings`, {
+      github_repository: repo.dir,
+      health_check_path: '/',
+      deployment_timeout: 60,
+    });
     expect(patched.status).toBe(200);
   }, 60_000);
 
@@ -163,29 +171,33 @@ describe.skipIf(missing !== null)('the dashboard in Chromium', () => {
     expect(bodies.filter((b) => b.includes(SECRET))).toEqual([]);
   }, 60_000);
 
-  it('shows a deploy made through the API without reloading and follows its log live to completion', async () => {
-    await page.getByRole('link', { name: 'Overview' }).click();
-    await page.locator('.live[data-live="true"]').waitFor();
-    const started = await api('POST', `/v1/applications/${appId}/deploy`);
-    expect(started.status).toBe(202);
-    // No reload from here on: the events stream brings the build, the release and the deployment.
-    await page.locator('.panel', { hasText: 'Builds' }).getByText('Image v1').waitFor({ timeout: LONG });
-    const log = page.locator('section.log');
-    await log.waitFor({ timeout: LONG });
-    await log.locator('.log-state[data-state="live"], .log-state[data-state="complete"]').waitFor({ timeout: LONG });
-    await log.locator('.log-state[data-state="complete"]').waitFor({ timeout: LONG });
-    const text = await log.locator('.log-lines').textContent();
-    expect(text?.split('\n').length).toBeGreaterThan(1);
-    await page.getByTestId('serving-release').getByText('v1').waitFor({ timeout: LONG });
-    await screenshots('application-deployed');
+  it(
+    'shows a deploy made through the API without reloading and follows its log live to completion',
+    async () => {
+      await page.getByRole('link', { name: 'Overview' }).click();
+      await page.locator('.live[data-live="true"]').waitFor();
+      const started = await api('POST', `/v1/applications/${appId}/deploy`);
+      expect(started.status).toBe(202);
+      // No reload from here on: the events stream brings the build, the release and the deployment.
+      await page.locator('.panel', { hasText: 'Builds' }).getByText('Image v1').waitFor({ timeout: LONG });
+      const log = page.locator('section.log');
+      await log.waitFor({ timeout: LONG });
+      await log.locator('.log-state[data-state="live"], .log-state[data-state="complete"]').waitFor({ timeout: LONG });
+      await log.locator('.log-state[data-state="complete"]').waitFor({ timeout: LONG });
+      const text = await log.locator('.log-lines').textContent();
+      expect(text?.split('\n').length).toBeGreaterThan(1);
+      await page.getByTestId('serving-release').getByText('v1').waitFor({ timeout: LONG });
+      await screenshots('application-deployed');
 
-    // The URL the page shows answers with the app.
-    const href = await page.locator('.facts a').getAttribute('href');
-    expect(href).toBeTruthy();
-    const url = new URL(href!);
-    const answer = await routerGet(localRuntime(h.ctx).router.port, url.host, '/');
-    expect(answer).toMatchObject({ status: 200, body: 'hello v1 from-dotenv' });
-  }, LONG + 60_000);
+      // The URL the page shows answers with the app.
+      const href = await page.locator('.facts a').getAttribute('href');
+      expect(href).toBeTruthy();
+      const url = new URL(href!);
+      const answer = await routerGet(localRuntime(h.ctx).router.port, url.host, '/');
+      expect(answer).toMatchObject({ status: 200, body: 'hello v1 from-dotenv' });
+    },
+    LONG + 60_000,
+  );
 
   it('scales a process type from the page', async () => {
     const form = page.getByRole('form', { name: 'Scale another process type' });
@@ -196,19 +208,27 @@ describe.skipIf(missing !== null)('the dashboard in Chromium', () => {
     expect((await api('GET', '/v1/applications/acme-dash/shop/web')).body.process_counts).toMatchObject({ web: 2 });
   }, 60_000);
 
-  it('rolls back to the previous release with the button and shows it serving', async () => {
-    repo.commit({ 'server.py': pythonHttpApp('"hello v2 " + os.environ["GREETING"]') }, 'v2');
-    expect((await api('POST', `/v1/applications/${appId}/deploy`)).status).toBe(202);
-    await page.getByTestId('serving-release').getByText('v2').waitFor({ timeout: LONG });
-    const deployed = await latestDeployment();
-    const host = new URL(deployed!.deploy_metadata!.url!).host;
-    expect((await routerGet(localRuntime(h.ctx).router.port, host)).body).toBe('hello v2 from-dotenv');
+  it(
+    'rolls back to the previous release with the button and shows it serving',
+    async () => {
+      repo.commit({ 'server.py': pythonHttpApp('"hello v2 " + os.environ["GREETING"]') }, 'v2');
+      expect((await api('POST', `/v1/applications/${appId}/deploy`)).status).toBe(202);
+      await page.getByTestId('serving-release').getByText('v2').waitFor({ timeout: LONG });
+      const deployed = await latestDeployment();
+      const host = new URL(deployed!.deploy_metadata!.url!).host;
+      expect((await routerGet(localRuntime(h.ctx).router.port, host)).body).toBe('hello v2 from-dotenv');
 
-    await page.getByRole('button', { name: 'Roll back' }).click();
-    await page.getByRole('status').getByText('Rollback started.').waitFor();
-    await page.getByTestId('serving-release').getByText('v1').waitFor({ timeout: LONG });
-    await waitFor('the rollback serving', async () => (await routerGet(localRuntime(h.ctx).router.port, host)).body === 'hello v1 from-dotenv', LONG);
-  }, 2 * LONG);
+      await page.getByRole('button', { name: 'Roll back' }).click();
+      await page.getByRole('status').getByText('Rollback started.').waitFor();
+      await page.getByTestId('serving-release').getByText('v1').waitFor({ timeout: LONG });
+      await waitFor(
+        'the rollback serving',
+        async () => (await routerGet(localRuntime(h.ctx).router.port, host)).body === 'hello v1 from-dotenv',
+        LONG,
+      );
+    },
+    2 * LONG,
+  );
 
   it('draws the metrics page and stays readable at 375 px', async () => {
     await page.getByRole('link', { name: 'Metrics' }).click();

@@ -44,7 +44,10 @@ export function AccountPage() {
                   <td>{when(k.last_used)}</td>
                   <td>{when(k.expires)}</td>
                   <td>
-                    <button type="button" onClick={() => run(() => ok(api.DELETE('/v1/auth/api-keys/{id}', { params: { path: { id: k.id } } })))}>
+                    <button
+                      type="button"
+                      onClick={() => run(() => ok(api.DELETE('/v1/auth/api-keys/{id}', { params: { path: { id: k.id } } })))}
+                    >
                       Revoke
                     </button>
                   </td>

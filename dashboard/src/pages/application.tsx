@@ -6,8 +6,28 @@ import { useEventStream, useLoad } from '../hooks.js';
 import { ConfigurationPanel } from './configuration.js';
 import { MetricsPanel } from './metrics.js';
 
-const EVENT_KINDS = ['image.updated', 'release.updated', 'deployment.updated', 'scale.updated', 'instance.crashed', 'instance.restarted', 'run.updated'];
-const POD_CLASSES = ['m1.small', 'm1.medium', 'm1.large', 'c1.small', 'c1.medium', 'c1.large', 'r1.small', 'r1.medium', 'r1.large', 'r1.xlarge', 'r1.2xlarge'] as const;
+const EVENT_KINDS = [
+  'image.updated',
+  'release.updated',
+  'deployment.updated',
+  'scale.updated',
+  'instance.crashed',
+  'instance.restarted',
+  'run.updated',
+];
+const POD_CLASSES = [
+  'm1.small',
+  'm1.medium',
+  'm1.large',
+  'c1.small',
+  'c1.medium',
+  'c1.large',
+  'r1.small',
+  'r1.medium',
+  'r1.large',
+  'r1.xlarge',
+  'r1.2xlarge',
+] as const;
 type PodClass = (typeof POD_CLASSES)[number];
 
 interface AppEvent {
@@ -87,10 +107,7 @@ function Overview({ app, reloadApp }: { app: Application; reloadApp: () => void 
     if (event.kind === 'deployment.updated' && event.status === 'deploying')
       setSelected((s) => s ?? { kind: 'deployment', id: event.id, label: 'Deployment' });
   };
-  const live = useEventStream(
-    `/v1/applications/${app.id}/events`,
-    Object.fromEntries(EVENT_KINDS.map((k) => [k, onEvent])),
-  );
+  const live = useEventStream(`/v1/applications/${app.id}/events`, Object.fromEntries(EVENT_KINDS.map((k) => [k, onEvent])));
 
   const act = async (work: () => Promise<unknown>, done?: string) => {
     try {
@@ -137,12 +154,17 @@ function Overview({ app, reloadApp }: { app: Application; reloadApp: () => void 
         )}
         <p class="muted">Repository: {app.github_repository ?? 'none set (Configuration → settings)'}</p>
         <div class="buttons">
-          <button type="button" onClick={() => act(() => ok(api.POST('/v1/applications/{application_id}/deploy', path)), 'Deploy started.')}>
+          <button
+            type="button"
+            onClick={() => act(() => ok(api.POST('/v1/applications/{application_id}/deploy', path)), 'Deploy started.')}
+          >
             Deploy
           </button>
           <button
             type="button"
-            onClick={() => act(() => ok(api.POST('/v1/applications/{application_id}/rollback', { ...path, body: {} })), 'Rollback started.')}
+            onClick={() =>
+              act(() => ok(api.POST('/v1/applications/{application_id}/rollback', { ...path, body: {} })), 'Rollback started.')
+            }
           >
             Roll back
           </button>
@@ -180,11 +202,16 @@ function Overview({ app, reloadApp }: { app: Application; reloadApp: () => void 
                         <Status error={d.error} done={d.complete} label={d.status} />
                       </td>
                       <td>
-                        {d.deploy_step ? `${Math.min(d.deploy_step.current + 1, d.deploy_step.steps.length)}/${d.deploy_step.steps.length} ${d.deploy_step.steps[d.deploy_step.current] ?? ''}` : '—'}
+                        {d.deploy_step
+                          ? `${Math.min(d.deploy_step.current + 1, d.deploy_step.steps.length)}/${d.deploy_step.steps.length} ${d.deploy_step.steps[d.deploy_step.current] ?? ''}`
+                          : '—'}
                       </td>
                       <td>{when(d.created)}</td>
                       <td>
-                        <button type="button" onClick={() => setSelected({ kind: 'deployment', id: d.id, label: `Deployment of v${d.release.version}` })}>
+                        <button
+                          type="button"
+                          onClick={() => setSelected({ kind: 'deployment', id: d.id, label: `Deployment of v${d.release.version}` })}
+                        >
                           Log
                         </button>
                       </td>
@@ -216,8 +243,13 @@ function Overview({ app, reloadApp }: { app: Application; reloadApp: () => void 
                 <ul class="plain">
                   {page.items.slice(0, 8).map((i) => (
                     <li key={i.id}>
-                      Image v{i.version} <Status error={i.error} done={i.built} label={i.error ? 'failed' : i.built ? 'built' : 'building'} />{' '}
-                      <button type="button" class="link" onClick={() => setSelected({ kind: 'image', id: i.id, label: `Build of image v${i.version}` })}>
+                      Image v{i.version}{' '}
+                      <Status error={i.error} done={i.built} label={i.error ? 'failed' : i.built ? 'built' : 'building'} />{' '}
+                      <button
+                        type="button"
+                        class="link"
+                        onClick={() => setSelected({ kind: 'image', id: i.id, label: `Build of image v${i.version}` })}
+                      >
                         log
                       </button>
                     </li>

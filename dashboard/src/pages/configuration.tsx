@@ -67,14 +67,25 @@ export function ConfigurationPanel({ applicationId }: { applicationId: string })
                           onSubmit={async (e) => {
                             e.preventDefault();
                             const value = String(new FormData(e.currentTarget as HTMLFormElement).get('value'));
-                            if (await run(() => ok(api.PATCH('/v1/configurations/{application_id}/{config_id}', { ...configPath(v.id), body: { value } }))))
+                            if (
+                              await run(() =>
+                                ok(api.PATCH('/v1/configurations/{application_id}/{config_id}', { ...configPath(v.id), body: { value } })),
+                              )
+                            )
                               setEditing(null);
                           }}
                         >
                           {v.secret ? (
                             <input name="value" aria-label={`New value of ${v.name}`} type="password" autocomplete="off" autofocus />
                           ) : (
-                            <input name="value" aria-label={`New value of ${v.name}`} type="text" value={v.value} autocomplete="off" autofocus />
+                            <input
+                              name="value"
+                              aria-label={`New value of ${v.name}`}
+                              type="text"
+                              value={v.value}
+                              autocomplete="off"
+                              autofocus
+                            />
                           )}
                           <button type="submit">Save</button>
                           <button type="button" onClick={() => setEditing(null)}>
@@ -97,7 +108,8 @@ export function ConfigurationPanel({ applicationId }: { applicationId: string })
                       <button
                         type="button"
                         onClick={() => {
-                          if (confirm(`Delete ${v.name}?`)) void run(() => ok(api.DELETE('/v1/configurations/{application_id}/{config_id}', configPath(v.id))));
+                          if (confirm(`Delete ${v.name}?`))
+                            void run(() => ok(api.DELETE('/v1/configurations/{application_id}/{config_id}', configPath(v.id))));
                         }}
                       >
                         Delete
@@ -124,7 +136,12 @@ export function ConfigurationPanel({ applicationId }: { applicationId: string })
                 ok(
                   api.POST('/v1/configurations/{application_id}', {
                     ...path,
-                    body: { name: String(data.get('name')), value: String(data.get('value')), secret: data.has('secret'), buildtime: data.has('buildtime') },
+                    body: {
+                      name: String(data.get('name')),
+                      value: String(data.get('value')),
+                      secret: data.has('secret'),
+                      buildtime: data.has('buildtime'),
+                    },
                   }),
                 ),
               form,
@@ -159,7 +176,12 @@ export function ConfigurationPanel({ applicationId }: { applicationId: string })
             const data = new FormData(form);
             void run(async () => {
               setBulk(
-                await ok(api.POST('/v1/configurations/{application_id}/bulk', { ...path, body: { raw: String(data.get('raw')), secret: data.has('secret') } })),
+                await ok(
+                  api.POST('/v1/configurations/{application_id}/bulk', {
+                    ...path,
+                    body: { raw: String(data.get('raw')), secret: data.has('secret') },
+                  }),
+                ),
               );
             }, form);
           }}

@@ -10,7 +10,9 @@ export function LoginPage({ onLogin }: { onLogin: (user: { username: string; ema
     const form = new FormData(event.currentTarget as HTMLFormElement);
     setBusy(true);
     try {
-      const session = await ok(api.POST('/v1/auth/login', { body: { email: String(form.get('email')), password: String(form.get('password')) } }));
+      const session = await ok(
+        api.POST('/v1/auth/login', { body: { email: String(form.get('email')), password: String(form.get('password')) } }),
+      );
       if (session.user) onLogin(session.user);
     } catch (e) {
       setError(errorText(e));

@@ -37,7 +37,10 @@ function Chart({ title, times, values, unit }: { title: string; times: number[];
 export function MetricsPanel({ applicationId }: { applicationId: string }) {
   const [range, setRange] = useState<Range>('1h');
   const path = { application_id: applicationId };
-  const history = useLoad(() => ok(api.GET('/v1/applications/{application_id}/observability', { params: { path, query: { range } } })), [applicationId, range]);
+  const history = useLoad(
+    () => ok(api.GET('/v1/applications/{application_id}/observability', { params: { path, query: { range } } })),
+    [applicationId, range],
+  );
   const pipeline = useLoad(() => ok(api.GET('/v1/applications/{application_id}/pipeline-metrics', { params: { path } })), [applicationId]);
   return (
     <>
