@@ -230,12 +230,39 @@ describe.skipIf(missing !== null)('the dashboard in Chromium', () => {
     2 * LONG,
   );
 
+  it(
+    'creates an environment and promotes what serves in production into it',
+    async () => {
+      await page.getByRole('link', { name: 'shop', exact: true }).click();
+      await page.getByLabel('Environment name').fill('Staging');
+      await page.getByRole('button', { name: 'Create environment' }).click();
+      const promote = page.getByRole('form', { name: 'Promote into staging' });
+      await promote.getByLabel('Promote into staging from').selectOption('production');
+      await promote.getByRole('button', { name: 'Promote' }).click();
+      await page.locator('section.log .log-state[data-state="complete"]').waitFor({ timeout: LONG });
+      expect(await page.locator('section.log .log-lines').textContent()).toContain('web |');
+      await screenshots('environments');
+      const answer = await routerGet(localRuntime(h.ctx).router.port, `web.staging.shop.acme-dash.localhost`);
+      expect(answer).toMatchObject({ status: 200, body: 'hello v1 from-dotenv' });
+      await page.goto(base + appPath);
+    },
+    LONG + 60_000,
+  );
+
   it('draws the metrics page and stays readable at 375 px', async () => {
     await page.getByRole('link', { name: 'Metrics' }).click();
     await page.getByRole('heading', { name: 'Pipeline' }).waitFor();
     await page.locator('table').getByText('build').waitFor();
     await screenshots('metrics');
-    for (const path of ['/', appPath, `${appPath}/configuration`, `${appPath}/metrics`, '/orgs/acme-dash', '/account']) {
+    for (const path of [
+      '/',
+      '/orgs/acme-dash/shop',
+      appPath,
+      `${appPath}/configuration`,
+      `${appPath}/metrics`,
+      '/orgs/acme-dash',
+      '/account',
+    ]) {
       await page.goto(base + path);
       await page.locator('h1').first().waitFor();
       await page.waitForLoadState('networkidle').catch(() => undefined);

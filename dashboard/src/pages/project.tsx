@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { api, errorText, ok } from '../api.js';
 import { ErrorMessage, Loading, matches, SearchBox } from '../components/ui.js';
 import { useLoad } from '../hooks.js';
+import { EnvironmentsPanel } from './environments.js';
 
 /** A project's applications, with search and creation. */
 export function ProjectPage({ org, project }: { org: string; project: string }) {
@@ -73,6 +74,7 @@ export function ProjectPage({ org, project }: { org: string; project: string }) 
             <button type="submit">Create application</button>
           </form>
           <ErrorMessage message={error} />
+          <EnvironmentsPanel org={org} project={project} />
         </>
       )}
     </Loading>
