@@ -5,6 +5,7 @@ import { ErrorMessage, Loading, Status, when } from '../components/ui.js';
 import { useEventStream, useLoad } from '../hooks.js';
 import { ConfigurationPanel } from './configuration.js';
 import { MetricsPanel } from './metrics.js';
+import { SettingsPanel } from './settings.js';
 
 const EVENT_KINDS = [
   'image.updated',
@@ -64,6 +65,7 @@ export function ApplicationPage({ org, project, app, tab = 'overview' }: { org: 
               ['overview', 'Overview'],
               ['configuration', 'Configuration'],
               ['metrics', 'Metrics'],
+              ['settings', 'Settings'],
             ].map(([slug, label]) => (
               <a key={slug} href={slug === 'overview' ? base : `${base}/${slug}`} aria-current={tab === slug ? 'page' : undefined}>
                 {label}
@@ -72,6 +74,8 @@ export function ApplicationPage({ org, project, app, tab = 'overview' }: { org: 
           </nav>
           {tab === 'configuration' ? (
             <ConfigurationPanel applicationId={a.id} />
+          ) : tab === 'settings' ? (
+            <SettingsPanel app={a} onSaved={detail.reload} />
           ) : tab === 'metrics' ? (
             <MetricsPanel applicationId={a.id} />
           ) : (
@@ -92,6 +96,7 @@ function Overview({ app, reloadApp }: { app: Application; reloadApp: () => void 
   const releases = useLoad(() => ok(api.GET('/v1/releases/{application_id}', path)), [app.id]);
   const [events, setEvents] = useState<AppEvent[]>([]);
   const [selected, setSelected] = useState<Selected>(null);
+  const [release, setRelease] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
 
@@ -120,8 +125,11 @@ function Overview({ app, reloadApp }: { app: Application; reloadApp: () => void 
     }
   };
 
-  const serving = deployments.data?.items.find((d) => d.status === 'complete');
-  const url = serving && typeof serving.deploy_metadata?.url === 'string' ? serving.deploy_metadata.url : null;
+  // What serves in each environment: its newest complete deployment (production first).
+  const serving = [...(deployments.data?.items ?? [])]
+    .filter((d) => d.status === 'complete')
+    .filter((d, n, all) => all.findIndex((o) => o.environment === d.environment) === n)
+    .sort((x, y) => Number(y.environment === 'production') - Number(x.environment === 'production'));
 
   return (
     <>
@@ -132,27 +140,13 @@ function Overview({ app, reloadApp }: { app: Application; reloadApp: () => void 
       {notice && <p role="status">{notice}</p>}
       <section aria-labelledby="serving-h" class="panel">
         <h2 id="serving-h">Serving</h2>
-        {serving ? (
-          <dl class="facts">
-            <dt>Release</dt>
-            <dd data-testid="serving-release">v{serving.release.version}</dd>
-            <dt>Commit</dt>
-            <dd>
-              <code>{serving.release.commit_sha?.slice(0, 12) ?? '—'}</code>
-            </dd>
-            <dt>Environment</dt>
-            <dd>{serving.environment}</dd>
-            <dt>URL</dt>
-            <dd>{url ? <a href={url}>{url}</a> : '—'}</dd>
-            <dt>Deployed</dt>
-            <dd>
-              {when(serving.finished)} {serving.is_rollback && <span class="status status-busy">rollback</span>}
-            </dd>
-          </dl>
-        ) : (
+        {serving.length === 0 ? (
           <p class="muted empty">Nothing is serving yet: deploy to start.</p>
+        ) : (
+          serving.map((d) => <Serving key={d.id} deployment={d} />)
         )}
-        <p class="muted">Repository: {app.github_repository ?? 'none set (Configuration → settings)'}</p>
+        <Health applicationId={app.id} refresh={events.length} />
+        <p class="muted">Repository: {app.github_repository ?? 'none set (see Settings)'}</p>
         <div class="buttons">
           <button
             type="button"
@@ -269,14 +263,22 @@ function Overview({ app, reloadApp }: { app: Application; reloadApp: () => void 
                 <ul class="plain">
                   {page.items.slice(0, 8).map((r) => (
                     <li key={r.id}>
-                      v{r.version} <span class="muted">{r.environment}</span>{' '}
+                      <button
+                        type="button"
+                        class="link"
+                        aria-expanded={release === r.id}
+                        onClick={() => setRelease(release === r.id ? null : r.id)}
+                      >
+                        v{r.version}
+                      </button>{' '}
+                      <span class="muted">{r.environment}</span>{' '}
                       <Status error={r.error} done={r.built} label={r.error ? 'failed' : r.built ? 'ready' : 'preparing'} />{' '}
                       <button
                         type="button"
                         class="link"
                         onClick={() =>
                           act(
-                            () => ok(api.POST('/v1/applications/{application_id}/rollback', { ...path, body: { release_id: r.id } })),
+                            () => ok(api.POST('/v1/releases/{release_id}/deploy', { params: { path: { release_id: r.id } } })),
                             `Deploying release v${r.version}.`,
                           )
                         }
@@ -289,6 +291,7 @@ function Overview({ app, reloadApp }: { app: Application; reloadApp: () => void 
               )
             }
           </Loading>
+          {release && <ReleaseDetail id={release} />}
         </section>
       </div>
 
@@ -375,5 +378,125 @@ function Processes({ app, onScaled, onError }: { app: Application; onScaled: () 
         <button type="submit">Scale</button>
       </form>
     </section>
+  );
+}
+
+type Deployment =
+  Paths['/v1/applications/{application_id}/deployments']['get']['responses'][200]['content']['application/json']['items'][number];
+
+function Serving({ deployment: d }: { deployment: Deployment }) {
+  const url = typeof d.deploy_metadata?.url === 'string' ? d.deploy_metadata.url : null;
+  return (
+    <div class="serving" data-environment={d.environment}>
+      <h3>{d.environment}</h3>
+      <dl class="facts">
+        <dt>Release</dt>
+        <dd data-testid={`serving-release-${d.environment}`}>v{d.release.version}</dd>
+        <dt>Commit</dt>
+        <dd>
+          <code>{d.release.commit_sha?.slice(0, 12) ?? '—'}</code>
+        </dd>
+        <dt>URL</dt>
+        <dd>{url ? <a href={url}>{url}</a> : '—'}</dd>
+        <dt>Processes</dt>
+        <dd>{processSummary(d.deploy_metadata?.process_counts)}</dd>
+        <dt>Deployed</dt>
+        <dd>
+          {when(d.finished)} {d.is_rollback && <span class="status status-busy">rollback</span>}
+        </dd>
+      </dl>
+      <Instances metadata={d.deploy_metadata} />
+    </div>
+  );
+}
+
+function processSummary(counts: unknown): string {
+  if (!counts || typeof counts !== 'object') return '—';
+  const entries = Object.entries(counts as Record<string, number>);
+  return entries.length === 0 ? '—' : entries.map(([type, n]) => `${type}=${n}`).join(', ');
+}
+
+/** The instances the serving deployment rolled out, as the runtime reported them. */
+function Instances({ metadata }: { metadata: Record<string, unknown> | null }) {
+  const instances = Array.isArray(metadata?.instances) ? (metadata.instances as Record<string, string | number | null>[]) : [];
+  if (instances.length === 0) return null;
+  const columns = [...new Set(instances.flatMap((i) => Object.keys(i)))];
+  return (
+    <table aria-label="Instances">
+      <thead>
+        <tr>
+          {columns.map((c) => (
+            <th key={c}>{c.replace(/_/g, ' ')}</th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>
+        {instances.map((instance, n) => (
+          <tr key={n}>
+            {columns.map((c) => (
+              <td key={c}>{String(instance[c] ?? '—')}</td>
+            ))}
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+/** The latest observability sample: running instances, CPU, memory and restarts (refreshed with every event). */
+function Health({ applicationId, refresh }: { applicationId: string; refresh: number }) {
+  const sample = useLoad(
+    async () =>
+      (
+        await ok(
+          api.GET('/v1/applications/{application_id}/observability', {
+            params: { path: { application_id: applicationId }, query: { range: '1h' } },
+          }),
+        )
+      ).history.at(-1) ?? null,
+    [applicationId, refresh],
+  );
+  const s = sample.data;
+  if (!s) return null;
+  return (
+    <p class="muted" data-testid="health">
+      Last sample {when(s.timestamp)}: {s.pod_count} instances, {s.restart_count} restarts, CPU {s.cpu_usage_m} m, memory{' '}
+      {(s.memory_usage_bytes / 2 ** 20).toFixed(0)} MiB
+    </p>
+  );
+}
+
+function Changes({ title, changes }: { title: string; changes: { added: string[]; changed: string[]; removed: string[] } | null }) {
+  if (!changes) return null;
+  const parts = (['added', 'changed', 'removed'] as const).filter((k) => changes[k].length > 0);
+  return (
+    <p>
+      <strong>{title}:</strong> {parts.length === 0 ? 'no changes' : parts.map((k) => `${k} ${changes[k].join(', ')}`).join('; ')}
+    </p>
+  );
+}
+
+/** A release: its image, commit, processes, and what changed in its image and configuration since the previous one. */
+function ReleaseDetail({ id }: { id: string }) {
+  const detail = useLoad(() => ok(api.GET('/v1/releases/{release_id}/detail', { params: { path: { release_id: id } } })), [id]);
+  return (
+    <div class="release-detail" aria-live="polite">
+      <Loading state={detail}>
+        {(r) => (
+          <>
+            <h3>Release v{r.version}</h3>
+            <p>
+              Image v{r.image?.version ?? '—'} <code>{r.commit_sha?.slice(0, 12) ?? '—'}</code> · {when(r.created)}
+            </p>
+            <p>Processes: {Object.keys(r.processes ?? {}).join(', ') || '—'}</p>
+            <Changes title="Image changes" changes={r.image_changes} />
+            <Changes title="Configuration changes" changes={r.configuration_changes} />
+            <p class="muted">
+              Configuration: {(r.configuration ?? []).map((c) => (c.secret ? `${c.name} (secret)` : c.name)).join(', ') || 'none'}
+            </p>
+          </>
+        )}
+      </Loading>
+    </div>
   );
 }
