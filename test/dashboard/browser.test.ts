@@ -264,7 +264,27 @@ describe.skipIf(missing !== null)('the dashboard in Chromium', () => {
     LONG + 60_000,
   );
 
+  it('adds a member to the organization and to a new team', async () => {
+    const colleague = await h.user();
+    await page.goto(`${base}/orgs/acme-dash`);
+    await page.getByLabel('Username or e-mail').fill('nobody-here');
+    await page.getByRole('button', { name: 'Add member' }).click();
+    expect(await page.getByRole('alert').textContent()).toMatch(/not found/i);
+    await page.getByLabel('Username or e-mail').fill(colleague.username);
+    await page.getByRole('button', { name: 'Add member' }).click();
+    await page.getByRole('cell', { name: new RegExp(colleague.username) }).waitFor();
+    await page.getByLabel('Team name').fill('Ops');
+    await page.getByRole('button', { name: 'Create team' }).click();
+    await page.getByLabel('New member of Ops').fill(colleague.username);
+    await page.getByRole('button', { name: 'Add to team' }).click();
+    await page.getByRole('button', { name: `Remove ${colleague.username} from Ops` }).waitFor();
+    await screenshots('organization');
+    const teams = await api('GET', '/v1/workspaces/acme-dash/teams');
+    expect(teams.body).toMatchObject([{ slug: 'ops', members: [{ username: colleague.username }] }]);
+  }, 60_000);
+
   it('draws the metrics page and stays readable at 375 px', async () => {
+    await page.goto(base + appPath);
     await page.getByRole('link', { name: 'Metrics' }).click();
     await page.getByRole('heading', { name: 'Pipeline' }).waitFor();
     await page.locator('table').getByText('build').waitFor();

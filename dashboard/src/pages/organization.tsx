@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { api, errorText, ok } from '../api.js';
 import { ErrorMessage, Loading, matches, SearchBox } from '../components/ui.js';
 import { useLoad } from '../hooks.js';
+import { TeamsPanel } from './teams.js';
 
 /** One organization: its projects (search, create) and its members (add, remove, admin flag). */
 export function OrganizationPage({ org }: { org: string }) {
@@ -132,6 +133,7 @@ export function OrganizationPage({ org }: { org: string }) {
               <button type="submit">Add member</button>
             </form>
           </section>
+          <TeamsPanel org={org} />
         </>
       )}
     </Loading>
