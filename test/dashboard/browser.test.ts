@@ -308,6 +308,19 @@ describe.skipIf(missing !== null)('the dashboard in Chromium', () => {
     await screenshots('application');
   }, 60_000);
 
+  it('is usable with the keyboard alone: Tab reaches the organization link, Enter opens it', async () => {
+    await page.goto(base);
+    await page.getByRole('link', { name: 'Acme Dash' }).waitFor();
+    let focused = '';
+    for (let n = 0; n < 20 && focused !== 'Acme Dash'; n++) {
+      await page.keyboard.press('Tab');
+      focused = await page.evaluate(() => document.activeElement?.textContent?.trim() ?? '');
+    }
+    expect(focused).toBe('Acme Dash');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Acme Dash', level: 1 }).waitFor();
+  });
+
   it('shows a member of another organization none of it', async () => {
     const stranger = await h.user();
     const other = await browser.newContext();
