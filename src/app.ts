@@ -134,10 +134,10 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     async (v1) => {
       v1.addHook('onRequest', authenticationHook(services.auth));
       await v1.register(authRoutes(ctx, services.auth));
-      await v1.register(usersRoutes(ctx));
-      await v1.register(organizationsRoutes(ctx));
+      await v1.register(usersRoutes(services.users));
+      await v1.register(organizationsRoutes(services.organizations));
       await v1.register(pipelineLimitsRoutes(ctx));
-      await v1.register(projectsRoutes(ctx));
+      await v1.register(projectsRoutes(services.projects));
       await v1.register(applicationsRoutes(services.apps));
       await v1.register(configurationsRoutes(ctx, services.apps, services.config));
       await v1.register(healthRoutes(ctx));
@@ -145,11 +145,11 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
       await v1.register(releasesRoutes(services.releases));
       await v1.register(pipelineRoutes(services.pipeline));
       await v1.register(githubRoutes(services.githubHooks));
-      await v1.register(workspacesRoutes(ctx, services.config));
-      await v1.register(teamsRoutes(ctx, services.config));
-      await v1.register(environmentsRoutes(ctx, services.config));
+      await v1.register(workspacesRoutes(services.workspaces, services.scopedConfig, services.config));
+      await v1.register(teamsRoutes(services.teams, services.scopedConfig, services.config));
+      await v1.register(environmentsRoutes(services.environments, services.scopedConfig, services.config));
       await v1.register(envDeploysRoutes(services.envDeploys));
-      await v1.register(registryRoutes(ctx, services.signingKeys, services.auth));
+      await v1.register(registryRoutes(services.signingKeys, services.registryTokens));
       await v1.register(deploymentsRoutes(services.deployments, services.deployChain));
       await v1.register(observabilityRoutes(services.observability));
       await v1.register(domainsRoutes(services.domains));
