@@ -30,7 +30,7 @@ import { registerDeploymentJobs } from './modules/deployments/index.js';
 import { DeployChain } from './modules/deployments/index.js';
 import { ObservabilityService } from './modules/observability/index.js';
 import { AcmeIssuer, DomainsRepository, DomainsService } from './modules/domains/index.js';
-import { EdgeDirectory } from './platform/edge/edge-directory.js';
+import { EdgeDirectory } from './platform/edge/index.js';
 import { LocalRuntime } from './platform/runtime/local/local-runtime.js';
 import { Notifications } from './platform/db/notifications.js';
 import { StreamsService } from './modules/streams/index.js';
@@ -79,14 +79,21 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
 
   // Custom domains: served by this process's edge (the local runtime's router), certificates by ACME.
   const edgeDirectory = ctx.runtime instanceof LocalRuntime ? new EdgeDirectory(ctx.db, ctx.secrets) : null;
-  if (edgeDirectory) (ctx.runtime as LocalRuntime).instances.router.useDirectory(edgeDirectory);
-  const acme = ctx.config.ACME_DIRECTORY_URL
-    ? new AcmeIssuer(
-        { directoryUrl: ctx.config.ACME_DIRECTORY_URL, email: ctx.config.ACME_EMAIL, caFile: ctx.config.ACME_CA_FILE },
-        new DomainsRepository(ctx.db),
-        ctx.secrets,
-      )
-    : null;
+  if (edgeDirectory) {
+    const edge = (ctx.runtime as LocalRuntime).instances.router;
+    edge.useDirectory(edgeDirectory);
+    edge.useLogger(log.child({ component: 'edge' }));
+  }
+  // With Caddy's own ACME (EDGE_CERTIFICATES=caddy) the platform requests no certificates itself.
+  const caddyIssues = ctx.config.EDGE_DRIVER === 'caddy' && ctx.config.EDGE_CERTIFICATES === 'caddy';
+  const acme =
+    ctx.config.ACME_DIRECTORY_URL && !caddyIssues
+      ? new AcmeIssuer(
+          { directoryUrl: ctx.config.ACME_DIRECTORY_URL, email: ctx.config.ACME_EMAIL, caFile: ctx.config.ACME_CA_FILE },
+          new DomainsRepository(ctx.db),
+          ctx.secrets,
+        )
+      : null;
   const domains = new DomainsService(
     ctx.db,
     ctx.secrets,

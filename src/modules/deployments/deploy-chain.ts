@@ -7,19 +7,22 @@ import type { ApplicationsService } from '../applications/index.js';
 import { DeployRunner, settleInterrupted } from './deploy-runner.js';
 import { requireDeployAccess } from '../../platform/access/environment-protection.js';
 import { DeploymentsRepository } from './deployments.repository.js';
-import { RELEASE_INTERRUPTED } from '../releases/index.js';
 
 /** The build stage as the chain uses it (ImagesService). */
 export interface BuildStage {
   createImage(applicationId: string, ref?: string | null): Promise<{ id: string; version: number }>;
   runBuild(imageId: string, signal: AbortSignal): Promise<{ ok: boolean }>;
   failInterrupted(imageId: string): Promise<boolean>;
+  assignJob(imageId: string, jobId: string): Promise<void>;
 }
 
 /** The release stage as the chain uses it (ReleasesService). */
 export interface ReleaseStage {
   createRelease(applicationId: string, environmentId: string): Promise<{ id: string; version: number }>;
   runRelease(releaseId: string, signal: AbortSignal): Promise<{ ok: boolean }>;
+  assignJob(releaseId: string, jobId: string): Promise<void>;
+  /** Fails (with the stage's own "interrupted" message) the releases the job left in progress. */
+  failInterruptedOfJob(jobId: string): Promise<void>;
 }
 
 export const CHAIN_JOB = 'chain';
@@ -54,20 +57,8 @@ export class DeployChain {
       {
         onInterrupted: async (data, job) => {
           await this.build.failInterrupted(String(data.recordId));
-          const records = await this.recordsOf(job.jobId);
-          if (records.releases.length > 0) {
-            await this.ctx.db
-              .updateTable('releases')
-              .set({ status: 'error', error: true, error_detail: RELEASE_INTERRUPTED, finished_at: new Date(), updated_at: new Date() })
-              .where(
-                'id',
-                'in',
-                records.releases.map((r) => r.id),
-              )
-              .where('status', '=', 'building')
-              .execute();
-          }
-          for (const d of records.deployments) await settleInterrupted(this.ctx, d.id);
+          await this.release.failInterruptedOfJob(job.jobId);
+          for (const d of await this.repo.idsOfJob(job.jobId)) await settleInterrupted(this.ctx, d.id);
         },
       },
     );
@@ -93,7 +84,7 @@ export class DeployChain {
     const image = await this.build.createImage(applicationId, ref);
     try {
       const jobId = await jobs.enqueue(CHAIN_JOB, { applicationId, environmentId, recordId: image.id });
-      await this.ctx.db.updateTable('images').set({ job_id: jobId }).where('id', '=', image.id).execute();
+      await this.build.assignJob(image.id, jobId);
       return { ok: true, image_id: image.id, job_id: jobId };
     } catch (err) {
       await this.build.failInterrupted(image.id);
@@ -112,7 +103,7 @@ export class DeployChain {
     const built = await this.build.runBuild(imageId, signal);
     if (!built.ok || signal.aborted) return;
     const release = await this.release.createRelease(applicationId, environmentId);
-    await this.ctx.db.updateTable('releases').set({ job_id: jobId }).where('id', '=', release.id).execute();
+    await this.release.assignJob(release.id, jobId);
     const released = await this.release.runRelease(release.id, signal);
     if (!released.ok || signal.aborted) return;
     const deployment = await this.repo.insert({
@@ -123,11 +114,5 @@ export class DeployChain {
     });
     await this.repo.update(deployment.id, { job_id: jobId });
     await runner.run(deployment.id, jobId, signal);
-  }
-
-  private async recordsOf(jobId: string) {
-    const releases = await this.ctx.db.selectFrom('releases').select('id').where('job_id', '=', jobId).execute();
-    const deployments = await this.ctx.db.selectFrom('deployments').select('id').where('job_id', '=', jobId).execute();
-    return { releases, deployments };
   }
 }

@@ -76,6 +76,11 @@ export class DeploymentsRepository {
     return this.db.selectFrom('deployments').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
+  /** The deployments a pipeline job created. */
+  idsOfJob(jobId: string) {
+    return this.db.selectFrom('deployments').select('id').where('job_id', '=', jobId).execute();
+  }
+
   update(id: string, changes: Updateable<DeploymentsTable>) {
     return this.db
       .updateTable('deployments')

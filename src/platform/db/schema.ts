@@ -400,7 +400,41 @@ export interface RequestStatsTable {
   latency_sum_ms: number;
 }
 
+/** One upstream of `edge_routes.upstreams` (migration 0016). */
+export interface EdgeRouteUpstream {
+  instance_id: string;
+  host: string;
+  port: number;
+  ready: boolean;
+  application_id: string | null;
+  environment_id: string | null;
+  process_type: string | null;
+}
+
+export interface EdgeRoutesTable {
+  hostname: string;
+  upstreams: ColumnType<EdgeRouteUpstream[], string, string>;
+  version: ColumnType<string, number, number>;
+  updated_at: Generated<Date>;
+}
+
+export interface EdgeRouteVersionTable {
+  id: Generated<boolean>;
+  version: ColumnType<string, number, number>;
+}
+
+export interface EdgeNodesTable {
+  id: string;
+  hostname: string;
+  pid: number;
+  drained_version: ColumnType<string, number | undefined, number>;
+  heartbeat_at: ColumnType<Date, Date | undefined, Date>;
+}
+
 export interface EdgeTables {
+  edge_routes: EdgeRoutesTable;
+  edge_route_version: EdgeRouteVersionTable;
+  edge_nodes: EdgeNodesTable;
   request_stats: RequestStatsTable;
   acme_accounts: AcmeAccountsTable;
   domains: DomainsTable;

@@ -135,7 +135,7 @@ export class LocalRuntime implements ApplicationRuntime {
       }
       const web = launched.filter((s) => isWeb(s.labels.processType)).map((s) => s.id);
       const previous = this.instances.instancesOf(applicationId, environmentId).filter((s) => !started.includes(s.id));
-      this.instances.publish(plan.hostname, web);
+      await this.instances.publish(plan.hostname, web);
       log.line(`Rollout: ${plan.hostname} now routes to ${web.length} web instance(s) of v${plan.release.version}`);
       if (previous.length > 0) {
         log.line(`Rollout: retiring ${previous.length} instance(s) of the previous release`);
@@ -203,7 +203,7 @@ export class LocalRuntime implements ApplicationRuntime {
       .filter((s) => isWeb(s.labels.processType) && !leaving.has(s.id) && !failed.has(s.id))
       .map((s) => s.id);
     // Web instances that come back after a restart join once healthy; crashed ones are skipped by the router.
-    this.instances.publish(plan.hostname, web);
+    await this.instances.publish(plan.hostname, web);
     await this.instances.retire([...leaving]);
     this.logger.info(
       { applicationId, environmentId, counts: plan.formation, started: launched.length - failed.size, stopped: leaving.size },
