@@ -69,13 +69,16 @@ export function cpuSeconds(pid: number): { self: number; descendants: number } {
   const ticks = 100; // USER_HZ on Linux
   const children = new Map<number, number[]>();
   const used = new Map<number, number>();
+  const exited = new Map<number, number>();
   for (const entry of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
     try {
-      // Fields after the parenthesised command name: state ppid ... utime(14) stime(15).
+      // Fields after the parenthesised command name: state ppid ... utime(14) stime(15) cutime(16) cstime(17).
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       const ppid = Number(fields[1]);
       used.set(Number(entry), (Number(fields[11]) + Number(fields[12])) / ticks);
+      // cutime + cstime: what its exited children used (PostgreSQL backends that closed meanwhile).
+      exited.set(Number(entry), (Number(fields[13]) + Number(fields[14])) / ticks);
       children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
     } catch {
       /* the process ended meanwhile */
@@ -85,7 +88,7 @@ export function cpuSeconds(pid: number): { self: number; descendants: number } {
   const stack = [...(children.get(pid) ?? [])];
   while (stack.length) {
     const next = stack.pop()!;
-    descendants += used.get(next) ?? 0;
+    descendants += (used.get(next) ?? 0) + (exited.get(next) ?? 0);
     stack.push(...(children.get(next) ?? []));
   }
   return { self: used.get(pid) ?? 0, descendants };
