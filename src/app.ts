@@ -120,6 +120,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.addSchema(ErrorResponse);
 
+  ctx.logger ??= app.log.child({ component: 'pipeline' });
   const services = createServices(ctx, app.log);
   app.decorate('notifications', services.notifications);
   // Open event streams would hold the server open: they end first, then the LISTEN connection.

@@ -1,4 +1,5 @@
 import type { Config } from '../config.js';
+import type { LogWriteFailureLogger } from './logs/index.js';
 import type { Db } from './db/database.js';
 import type { SecretBox } from './crypto/secret-box.js';
 import type { PipelineJobs } from './jobs/pipeline-jobs.js';
@@ -15,4 +16,6 @@ export interface AppContext {
   runtime?: ApplicationRuntime;
   /** The database's connection string (for the LISTEN connection of live streams); else `config.DATABASE_URL`. */
   databaseUrl?: string;
+  /** The platform's logger for work outside a request (set by buildApp from the app's pino logger). */
+  logger?: LogWriteFailureLogger & { error(obj: object, msg?: string): void; info(obj: object, msg?: string): void };
 }

@@ -1,4 +1,5 @@
 import type { AppContext } from '../../platform/context.js';
+import { BufferedLog, type LogWriteFailureLogger } from '../../platform/logs/index.js';
 import {
   RolloutFailure,
   type ApplicationRuntime,
@@ -14,45 +15,13 @@ import { workloadPlan } from './workload-plan.js';
 /** A deployment failing for a reason worth showing as its `error_detail`. */
 class DeployFailure extends Error {}
 
-/** Above this a deployment's log keeps its beginning (a chatty release command cannot fill the database). */
-const MAX_LOG_CHARS = 2 * 1024 * 1024;
-
-/** Buffers log lines and writes them in batches (a chatty release command is one UPDATE per 100 ms). */
-export class DeployLog {
-  private buffer = '';
-  private timer: NodeJS.Timeout | null = null;
-  private writing: Promise<void> = Promise.resolve();
-  private size = 0;
-
-  constructor(private readonly append: (text: string) => Promise<unknown>) {}
-
-  line(text: string) {
-    if (this.size > MAX_LOG_CHARS) return;
-    const entry = `${new Date().toISOString()} ${text}\n`;
-    this.size += entry.length;
-    this.buffer += this.size > MAX_LOG_CHARS ? `[log truncated at ${MAX_LOG_CHARS} characters]\n` : entry;
-    this.timer ??= setTimeout(() => {
-      this.timer = null;
-      void this.flush();
-    }, 100);
-  }
-
-  flush(): Promise<void> {
-    if (this.timer) {
-      clearTimeout(this.timer);
-      this.timer = null;
-    }
-    const text = this.buffer;
-    this.buffer = '';
-    if (text)
-      this.writing = this.writing.then(() =>
-        this.append(text).then(
-          () => {},
-          () => {},
-        ),
-      );
-    return this.writing;
-  }
+/** A deployment's (or one-off run's) log: timestamped lines, batched every 100 ms (a chatty release command is one UPDATE per batch). */
+export function deployLog(
+  append: (text: string) => Promise<unknown>,
+  logger: LogWriteFailureLogger | undefined,
+  label: string,
+): BufferedLog {
+  return new BufferedLog({ append, flushMs: 100, format: (line) => `${new Date().toISOString()} ${line}`, logger, label });
 }
 
 export const INTERRUPTED_DETAIL = 'Interrupted by a restart of the platform before it finished; the previous release keeps serving';
@@ -106,7 +75,7 @@ export class DeployRunner {
   async run(deploymentId: string, jobId: string | null, signal: AbortSignal): Promise<void> {
     const deployment = await this.repo.findById(deploymentId);
     if (!deployment || deployment.status !== 'queued') return; // settled already (e.g. after a restart)
-    const log = new DeployLog((text) => this.repo.appendLog(deploymentId, text));
+    const log = deployLog((text) => this.repo.appendLog(deploymentId, text), this.logger, `deployment ${deploymentId}`);
     const step = async (name: DeployStepName, message: string) => {
       log.line(`${name}: ${message}`);
       await log.flush();
@@ -198,7 +167,7 @@ export class DeployRunner {
     processType: string,
     deadline: number,
     signal: AbortSignal,
-    log: DeployLog,
+    log: BufferedLog,
   ): Promise<OneOffResult> {
     const result = await this.runtime.runOnce(plan, processType, { deadline, signal, onOutput: (l) => log.line(`${processType} | ${l}`) });
     await log.flush();

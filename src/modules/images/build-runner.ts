@@ -71,7 +71,7 @@ export class BuildRunner {
     const config = await resolveServiceConfig(this.ctx.db, this.configs, app.id, environmentId);
     const secrets = config.filter((v) => v.secret).map((v) => v.value);
     const buildEnv = Object.fromEntries(config.filter((v) => v.buildtime).map((v) => [v.name, v.value]));
-    const log = new RecordLog(this.ctx.db, 'images', image.id, secrets);
+    const log = new RecordLog(this.ctx.db, 'images', image.id, secrets, this.ctx.logger);
 
     const workDir = buildWorkDir(this.ctx.config.dataDir, image.id);
     const artifact = artifactDir(this.ctx.config.dataDir, app.id, image.version);

@@ -49,7 +49,7 @@ export class ReleaseRunner {
     if (!app) return { ok: false };
     await this.releases.update(release.id, { started_at: new Date() });
 
-    let log = new RecordLog(this.ctx.db, 'releases', release.id, []);
+    let log = new RecordLog(this.ctx.db, 'releases', release.id, [], this.ctx.logger);
     try {
       log.enter('Resolve');
       const image = await this.images.latestBuilt(app.id);
@@ -63,6 +63,7 @@ export class ReleaseRunner {
         'releases',
         release.id,
         resolved.filter((v) => v.secret).map((v) => v.value),
+        this.ctx.logger,
       );
       log.line(`Configuration: ${resolved.length} variable(s)${resolved.length ? `: ${resolved.map((v) => v.name).join(', ')}` : ''}`);
 
