@@ -249,6 +249,7 @@ export class BuildahBuilder implements Builder {
       return { ...stored, rootfs: join(input.artifactDir, IMAGE_ROOTFS_DIR) };
     } finally {
       await rm(staging, { recursive: true, force: true }); // gone already unless we failed half-way
+      // The build's own outcome is what matters; a leftover working container is removed by the next `buildah rm`.
       await this.buildahRun(['rm', name], 'removing the working container', input).catch(() => {});
     }
   }

@@ -140,7 +140,7 @@ export class RouterServer {
     await this.stats?.stop();
     if (this.poolSweep) clearInterval(this.poolSweep);
     this.poolSweep = null;
-    await Promise.all([...this.pools.values()].map((p) => p.destroy().catch(() => {})));
+    await Promise.all([...this.pools.values()].map((p) => p.destroy().catch(() => {}))); // shutdown
     this.pools.clear();
     await Promise.all(
       servers.map(
@@ -221,7 +221,7 @@ export class RouterServer {
     for (const [id, pool] of this.pools) {
       if (live.has(id)) continue;
       this.pools.delete(id);
-      void pool.close().catch(() => {});
+      void pool.close().catch(() => {}); // no route uses it any more; its sockets go with it
     }
   }
 

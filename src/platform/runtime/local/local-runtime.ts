@@ -147,7 +147,9 @@ export class LocalRuntime implements ApplicationRuntime {
       };
     } catch (err) {
       // Nothing of this rollout keeps running; the previous release was never unrouted.
-      await this.instances.retire(started.filter((id) => this.instances.driver.status(id))).catch(() => {});
+      await this.instances
+        .retire(started.filter((id) => this.instances.driver.status(id)))
+        .catch((retireErr) => this.logger.warn({ err: retireErr }, 'retiring the instances of a failed rollout failed'));
       throw err;
     }
   }
