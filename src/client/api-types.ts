@@ -2904,6 +2904,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             environment_id: string;
                             error: boolean;
+                            /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
                             error_detail: string | null;
                             finished: string | null;
                             /** @description UUID (v7) */
@@ -6375,6 +6377,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             environment_id: string;
                             error: boolean;
+                            /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
                             error_detail: string | null;
                             finished: string | null;
                             /** @description UUID (v7) */
@@ -6571,6 +6575,8 @@ export interface paths {
                                 substep?: string;
                             } | null;
                             error: boolean;
+                            /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
                             error_detail: string | null;
                             log_text: string;
                             /** @description A queued deployment reads `deploying` with `started` null */
@@ -7298,6 +7304,8 @@ export interface paths {
                             created: string;
                             dockerfile: string | null;
                             error: boolean;
+                            /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
                             error_detail: string | null;
                             /** @description UUID (v7) */
                             id: string;
@@ -7494,6 +7502,8 @@ export interface paths {
                                 substep?: string;
                             } | null;
                             error: boolean;
+                            /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
                             error_detail: string | null;
                             log_text: string;
                             status: "building" | "built" | "error";
@@ -10756,6 +10766,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             environment_id: string;
                             error: boolean;
+                            /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
                             error_detail: string | null;
                             health_check_host: string | null;
                             health_check_path: string;
@@ -10980,6 +10992,8 @@ export interface paths {
                                 substep?: string;
                             } | null;
                             error: boolean;
+                            /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
                             error_detail: string | null;
                             log_text: string;
                             status: "building" | "built" | "error";
@@ -21363,6 +21377,8 @@ export interface components {
             /** @description UUID (v7) */
             environment_id: string;
             error: boolean;
+            /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
+            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
             error_detail: string | null;
             finished: string | null;
             /** @description UUID (v7) */

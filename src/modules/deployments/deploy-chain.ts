@@ -58,7 +58,14 @@ export class DeployChain {
           if (records.releases.length > 0) {
             await this.ctx.db
               .updateTable('releases')
-              .set({ status: 'error', error: true, error_detail: RELEASE_INTERRUPTED, finished_at: new Date(), updated_at: new Date() })
+              .set({
+                status: 'error',
+                error: true,
+                error_detail: RELEASE_INTERRUPTED,
+                error_code: 'interrupted',
+                finished_at: new Date(),
+                updated_at: new Date(),
+              })
               .where(
                 'id',
                 'in',

@@ -1,4 +1,5 @@
 import type { AppContext } from '../../platform/context.js';
+import { PipelineFailure, failureCodeOf, type FailureCode } from '../../platform/failures.js';
 import { BufferedLog, type LogWriteFailureLogger } from '../../platform/logs/index.js';
 import {
   RolloutFailure,
@@ -13,7 +14,11 @@ import { FormationReconciler } from './formation-reconciler.js';
 import { workloadPlan } from './workload-plan.js';
 
 /** A deployment failing for a reason worth showing as its `error_detail`. */
-class DeployFailure extends Error {}
+class DeployFailure extends PipelineFailure {
+  constructor(message: string, code: FailureCode = 'deploy_failed') {
+    super(message, code);
+  }
+}
 
 /** A deployment's (or one-off run's) log: timestamped lines, batched every 100 ms (a chatty release command is one UPDATE per batch). */
 export function deployLog(
@@ -34,7 +39,7 @@ export const INTERRUPTED_DETAIL = 'Interrupted by a restart of the platform befo
 export async function settleInterrupted(ctx: AppContext, deploymentId: string): Promise<void> {
   const repo = new DeploymentsRepository(ctx.db);
   const deployment = await repo.findById(deploymentId);
-  if (!(await repo.failIfUnfinished(deploymentId, INTERRUPTED_DETAIL)) || !deployment) return;
+  if (!(await repo.failIfUnfinished(deploymentId, INTERRUPTED_DETAIL, 'interrupted')) || !deployment) return;
   if (ctx.runtime?.sharedWorkloads && ctx.jobs) {
     await ctx.jobs.enqueue(RECONCILE_JOB, { applicationId: deployment.application_id, environmentId: deployment.environment_id });
   }
@@ -105,8 +110,11 @@ export class DeployRunner {
         await step('Release', `running release command: ${plan.processes.release.cmd}`);
         const result = await this.runOnce(plan, 'release', deadline, signal, log);
         if (result.timedOut)
-          throw new DeployFailure(`Deployment timed out after ${plan.timeoutSeconds}s: the release command did not finish`);
-        if (result.exitCode !== 0) throw new DeployFailure(`The release command failed (${ending(result)})`);
+          throw new DeployFailure(
+            `Deployment timed out after ${plan.timeoutSeconds}s: the release command did not finish`,
+            'release_command_failed',
+          );
+        if (result.exitCode !== 0) throw new DeployFailure(`The release command failed (${ending(result)})`, 'release_command_failed');
       } else {
         await step('Release', 'no release command in the Procfile');
       }
@@ -114,7 +122,7 @@ export class DeployRunner {
       // Deploy and Rollout: the runtime starts the new release beside the previous one and switches when ready.
       const rollout = await this.runtime.rollout(plan, { step, line: (l) => log.line(l) }, deadline, signal);
       rolledOut = true;
-      if (signal.aborted) throw new DeployFailure(INTERRUPTED_DETAIL);
+      if (signal.aborted) throw new DeployFailure(INTERRUPTED_DETAIL, 'interrupted');
       await this.repo.update(deploymentId, {
         deploy_metadata: JSON.stringify({
           url: rollout.url,
@@ -131,7 +139,8 @@ export class DeployRunner {
       if (plan.processes.postdeploy) {
         await step('Done', `running postdeploy command: ${plan.processes.postdeploy.cmd}`);
         const result = await this.runOnce(plan, 'postdeploy', Math.max(deadline, Date.now() + 30_000), signal, log);
-        if (result.exitCode !== 0 || result.timedOut) throw new DeployFailure(`The postdeploy command failed (${ending(result)})`);
+        if (result.exitCode !== 0 || result.timedOut)
+          throw new DeployFailure(`The postdeploy command failed (${ending(result)})`, 'release_command_failed');
       } else {
         await step('Done', 'no postdeploy command in the Procfile');
       }
@@ -156,7 +165,7 @@ export class DeployRunner {
         if (rolledOut) log.line('switching back to the previous release');
         await log.flush();
         await this.restorePrevious(deployment.application_id, deployment.environment_id, rolledOut, signal);
-        await this.repo.failIfUnfinished(deploymentId, detail);
+        await this.repo.failIfUnfinished(deploymentId, detail, failureCodeOf(err));
       }
       if (!expected) throw err;
     }
@@ -171,7 +180,7 @@ export class DeployRunner {
   ): Promise<OneOffResult> {
     const result = await this.runtime.runOnce(plan, processType, { deadline, signal, onOutput: (l) => log.line(`${processType} | ${l}`) });
     await log.flush();
-    if (signal.aborted) throw new DeployFailure(INTERRUPTED_DETAIL);
+    if (signal.aborted) throw new DeployFailure(INTERRUPTED_DETAIL, 'interrupted');
     return result;
   }
 

@@ -1,3 +1,4 @@
+import { failureCodeOf } from '../../platform/failures.js';
 import { existsSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -149,6 +150,7 @@ export class BuildRunner {
         built: true,
         error: false,
         error_detail: null,
+        error_code: null,
         image_id: output.imageId,
         dockerfile: output.dockerfile,
         processes: JSON.stringify(output.processes),
@@ -171,6 +173,7 @@ export class BuildRunner {
         error: true,
         built: false,
         error_detail: log.scrub(detail),
+        error_code: signal.aborted ? 'interrupted' : failureCodeOf(err),
         finished_at: new Date(),
       });
       await rm(artifact, { recursive: true, force: true });

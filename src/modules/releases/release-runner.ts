@@ -1,3 +1,4 @@
+import { PipelineFailure, failureCodeOf, type FailureCode } from '../../platform/failures.js';
 import type { AppContext } from '../../platform/context.js';
 import { ApplicationsRepository } from '../applications/index.js';
 import type { ConfigurationsService } from '../configurations/index.js';
@@ -17,7 +18,11 @@ import {
 import { ReleasesRepository } from './releases.repository.js';
 
 /** A release that failed for a reason the user can act on: the message is its `error_detail`. */
-export class ReleaseError extends Error {}
+export class ReleaseError extends PipelineFailure {
+  constructor(message: string, code: FailureCode = 'release_failed') {
+    super(message, code);
+  }
+}
 
 const describeChanges = (label: string, c: { added: string[]; removed: string[]; changed: string[] }) =>
   `${label}: added [${c.added.join(', ')}], removed [${c.removed.join(', ')}], changed [${c.changed.join(', ')}]`;
@@ -111,7 +116,14 @@ export class ReleaseRunner {
       log.enter('Done');
       log.line(`Release v${release.version} created`);
       await log.flush();
-      await this.releases.update(release.id, { status: 'built', built: true, error: false, error_detail: null, finished_at: new Date() });
+      await this.releases.update(release.id, {
+        status: 'built',
+        built: true,
+        error: false,
+        error_detail: null,
+        error_code: null,
+        finished_at: new Date(),
+      });
       return { ok: true };
     } catch (err) {
       const detail = err instanceof ReleaseError ? err.message : `internal error while creating the release: ${(err as Error).message}`;
@@ -122,6 +134,7 @@ export class ReleaseRunner {
         error: true,
         built: false,
         error_detail: log.scrub(detail),
+        error_code: failureCodeOf(err),
         finished_at: new Date(),
       });
       return { ok: false };

@@ -214,8 +214,8 @@ export class KubernetesRuntime implements ApplicationRuntime {
           return { exitCode: null, signal: null, timedOut: false };
         }
         const failure = pod ? unrecoverablePodFailure(pod, processType) : null;
-        if (failure && !failure.startsWith('crash loop')) {
-          options.onOutput(scrub(`${processType}: ${failure}`));
+        if (failure && failure.code !== 'crash_loop' && failure.code !== 'oom') {
+          options.onOutput(scrub(`${processType}: ${failure.message}`));
           await this.cluster.delete(jobRef).catch(() => undefined);
           return { exitCode: null, signal: null, timedOut: false };
         }
@@ -262,7 +262,7 @@ export class KubernetesRuntime implements ApplicationRuntime {
         log: (line) => log.line(scrub(line)),
       });
     } catch (error) {
-      if (error instanceof RolloutFailure) throw new RolloutFailure(scrub(error.message));
+      if (error instanceof RolloutFailure) throw new RolloutFailure(scrub(error.message), error.code);
       throw error;
     }
     await this.guard(plan, 'Rollout', async () => {

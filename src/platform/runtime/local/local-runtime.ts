@@ -15,7 +15,7 @@ import { RolloutFailure } from '../application-runtime.js';
 import type { OneOffResult, InstanceStatus } from '../port.js';
 import type { RuntimeService } from '../runtime.service.js';
 import { NO_ISOLATION_WARNING, type Sandbox } from '../../sandbox/index.js';
-import { describeFailure, freeOrdinals, instanceSpec, isWeb, limitsOf, processEnv, routeUrl } from './instance-plan.js';
+import { describeFailure, rolloutFailureCode, freeOrdinals, instanceSpec, isWeb, limitsOf, processEnv, routeUrl } from './instance-plan.js';
 
 const silent: RuntimeLogger = { info() {}, warn() {}, error() {} };
 
@@ -125,12 +125,13 @@ export class LocalRuntime implements ApplicationRuntime {
 
       await log.step('Rollout', `waiting for ${plan.healthCheck.path} to answer 2xx on every web instance`);
       const failed = await this.instances.waitHealthy(started, deadline, () => signal.aborted);
-      if (signal.aborted) throw new RolloutFailure('Interrupted before the new release was healthy');
+      if (signal.aborted) throw new RolloutFailure('Interrupted before the new release was healthy', 'interrupted');
       if (failed.length > 0) {
         const what = failed.map((id) => describeFailure(this.instances.driver.status(id), plan.healthCheck.path)).join('; ');
         // Web instances fail only at the deadline; other processes fail as soon as they crash.
         throw new RolloutFailure(
           Date.now() >= deadline ? `Deployment timed out after ${plan.timeoutSeconds}s: ${what}` : `Deployment failed: ${what}`,
+          rolloutFailureCode(failed.map((id) => this.instances.driver.status(id))),
         );
       }
       const web = launched.filter((s) => isWeb(s.labels.processType)).map((s) => s.id);
