@@ -79,7 +79,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
 
   // Custom domains: served by this process's edge (the local runtime's router), certificates by ACME.
   const edgeDirectory = ctx.runtime instanceof LocalRuntime ? new EdgeDirectory(ctx.db, ctx.secrets) : null;
-  if (edgeDirectory) (ctx.runtime as LocalRuntime).instances.router.useDirectory(edgeDirectory);
+  if (edgeDirectory) (ctx.runtime as LocalRuntime).runtimeService.router.useDirectory(edgeDirectory);
   const acme = ctx.config.ACME_DIRECTORY_URL
     ? new AcmeIssuer(
         { directoryUrl: ctx.config.ACME_DIRECTORY_URL, email: ctx.config.ACME_EMAIL, caFile: ctx.config.ACME_CA_FILE },

@@ -38,7 +38,7 @@ function makeRuntime(k: FakeKubeApi, ingressClass: string | null = 'nginx') {
     ingressClass,
     pullSecret: async () => DOCKER_CONFIG,
     pollIntervalMs: 100,
-    logger: { info: () => undefined, warn: (m) => warnings.push(m) },
+    logger: { info: () => undefined, warn: (_obj: object, m?: string) => warnings.push(m ?? ''), error: () => undefined },
   });
 }
 
