@@ -36,6 +36,7 @@ import { domainsRoutes } from './modules/domains/index.js';
 import { oneOffRunsRoutes } from './modules/deployments/index.js';
 import { appLogsRoutes } from './modules/app-logs/index.js';
 import { streamsRoutes } from './modules/streams/index.js';
+import { previewsRoutes } from './modules/previews/index.js';
 import { endStreams } from './platform/http/sse.js';
 import { createServices } from './services.js';
 
@@ -150,6 +151,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
       await v1.register(teamsRoutes(services.teams, services.scopedConfig, services.config));
       await v1.register(environmentsRoutes(services.environments, services.scopedConfig, services.config));
       await v1.register(envDeploysRoutes(services.envDeploys));
+      await v1.register(previewsRoutes(services.previews));
       await v1.register(registryRoutes(services.signingKeys, services.registryTokens));
       await v1.register(deploymentsRoutes(services.deployments, services.deployChain));
       await v1.register(observabilityRoutes(services.observability));

@@ -5,7 +5,7 @@ import { UNUSABLE_PASSWORD_HASH, verifyPassword } from '../../platform/crypto/pa
 import { hashToken, newToken } from '../../platform/crypto/tokens.js';
 import { isoOrNull, iso } from '../../platform/http/schemas.js';
 import type { Principal } from '../../platform/http/types.js';
-import { UsersRepository } from '../users/index.js';
+import { UsersService } from '../users/index.js';
 import { AuthRepository } from './auth.repository.js';
 
 export const API_KEY_PREFIX = 'slw';
@@ -24,11 +24,11 @@ const toApiKey = (k: ApiKeyRow) => ({
 
 export class AuthService {
   private readonly repo: AuthRepository;
-  private readonly users: UsersRepository;
+  private readonly users: UsersService;
 
   constructor(private readonly ctx: AppContext) {
     this.repo = new AuthRepository(ctx.db);
-    this.users = new UsersRepository(ctx.db);
+    this.users = new UsersService(ctx.db);
   }
 
   /**
@@ -52,7 +52,7 @@ export class AuthService {
     if ((await this.repo.failuresInWindow([addressKey], window)) >= max) {
       throw new AppError('RATE_LIMITED', 'Too many failed login attempts from this address; try again later');
     }
-    const user = await this.users.findByEmailWithHash(email);
+    const user = await this.users.findCredentials(email);
     const valid = await verifyPassword(password, user?.password_hash ?? UNUSABLE_PASSWORD_HASH);
     if (!user || !valid) {
       await Promise.all([this.repo.recordFailure(pairKey, window), this.repo.recordFailure(addressKey, window)]);

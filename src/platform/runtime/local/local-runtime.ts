@@ -136,7 +136,7 @@ export class LocalRuntime implements ApplicationRuntime {
       }
       const web = launched.filter((s) => isWeb(s.labels.processType)).map((s) => s.id);
       const previous = this.runtimeService.instancesOf(applicationId, environmentId).filter((s) => !started.includes(s.id));
-      this.runtimeService.publish(plan.hostname, web);
+      await this.runtimeService.publish(plan.hostname, web);
       log.line(`Rollout: ${plan.hostname} now routes to ${web.length} web instance(s) of v${plan.release.version}`);
       if (previous.length > 0) {
         log.line(`Rollout: retiring ${previous.length} instance(s) of the previous release`);
@@ -159,7 +159,10 @@ export class LocalRuntime implements ApplicationRuntime {
     const { applicationId, environmentId } = target;
     const running = this.runtimeService.instancesOf(applicationId, environmentId);
     if (!plan) {
-      await this.runtimeService.retire(running.map((s) => s.id));
+      // Nothing should run (a deleted or stopped environment): its names stop answering too.
+      const ids = running.map((s) => s.id);
+      for (const host of this.router.table.hostsRoutingTo(ids)) this.runtimeService.unpublish(host);
+      await this.runtimeService.retire(ids);
       return;
     }
     if (!plan.image.artifactPath || !existsSync(plan.image.artifactPath)) {
@@ -206,7 +209,7 @@ export class LocalRuntime implements ApplicationRuntime {
       .filter((s) => isWeb(s.labels.processType) && !leaving.has(s.id) && !failed.has(s.id))
       .map((s) => s.id);
     // Web instances that come back after a restart join once healthy; crashed ones are skipped by the router.
-    this.runtimeService.publish(plan.hostname, web);
+    await this.runtimeService.publish(plan.hostname, web);
     await this.runtimeService.retire([...leaving]);
     this.logger.info(
       { applicationId, environmentId, counts: plan.formation, started: launched.length - failed.size, stopped: leaving.size },
