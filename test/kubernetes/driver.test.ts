@@ -136,6 +136,7 @@ describe('KubernetesRuntime against a fake API server', () => {
     await expect(deploy(second, 1000)).rejects.toThrow(
       new RolloutFailure(
         'Deployment timed out after 1s: web: failed probe: Readiness probe failed: HTTP probe failed with statuscode: 500',
+        'deploy_timeout',
       ),
     );
     expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
