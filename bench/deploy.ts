@@ -173,7 +173,7 @@ async function main() {
 
     // Router cost: the last application's instance, directly and through the router.
     const local = ctx.runtime as LocalRuntime;
-    const instance = local.instances.driver.list().find((s) => s.port !== null)!;
+    const instance = local.runtimeService.driver.list().find((s) => s.port !== null)!;
     const hostname =
       local.router.table.upstreams(`app-${iterations - 1}.bench.bench.localhost`).length > 0
         ? `app-${iterations - 1}.bench.bench.localhost`

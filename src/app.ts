@@ -128,6 +128,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.addSchema(ErrorResponse);
 
+  ctx.logger ??= app.log.child({ component: 'pipeline' });
   const services = createServices(ctx, app.log);
   countRequests(app, services.metrics);
   await app.register(metricsRoutes(services.metrics, ctx.config.METRICS_TOKEN));

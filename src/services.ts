@@ -97,7 +97,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   // Custom domains: served by this process's edge (the local runtime's router), certificates by ACME.
   const edgeDirectory = ctx.runtime instanceof LocalRuntime ? new EdgeDirectory(ctx.db, ctx.secrets) : null;
   if (edgeDirectory) {
-    const edge = (ctx.runtime as LocalRuntime).instances.router;
+    const edge = (ctx.runtime as LocalRuntime).runtimeService.router;
     edge.useDirectory(edgeDirectory);
     edge.useLogger(log.child({ component: 'edge' }));
   }

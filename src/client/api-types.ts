@@ -4862,6 +4862,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             environment_id: string;
                             error: boolean;
+                            /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
                             error_detail: string | null;
                             finished: string | null;
                             guard: {
@@ -8553,6 +8555,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             environment_id: string;
                             error: boolean;
+                            /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
                             error_detail: string | null;
                             finished: string | null;
                             guard: {
@@ -8780,6 +8784,8 @@ export interface paths {
                                 substep?: string;
                             } | null;
                             error: boolean;
+                            /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
                             error_detail: string | null;
                             log_text: string;
                             /** @description A queued deployment reads `deploying` with `started` null; `rolled_back`: completed, then undone by its guard */
@@ -9507,6 +9513,8 @@ export interface paths {
                             created: string;
                             dockerfile: string | null;
                             error: boolean;
+                            /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
                             error_detail: string | null;
                             /** @description UUID (v7) */
                             id: string;
@@ -9703,6 +9711,8 @@ export interface paths {
                                 substep?: string;
                             } | null;
                             error: boolean;
+                            /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
                             error_detail: string | null;
                             log_text: string;
                             status: "building" | "built" | "error";
@@ -12965,6 +12975,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             environment_id: string;
                             error: boolean;
+                            /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
                             error_detail: string | null;
                             health_check_host: string | null;
                             health_check_path: string;
@@ -13189,6 +13201,8 @@ export interface paths {
                                 substep?: string;
                             } | null;
                             error: boolean;
+                            /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
                             error_detail: string | null;
                             log_text: string;
                             status: "building" | "built" | "error";
@@ -24241,6 +24255,8 @@ export interface components {
             /** @description UUID (v7) */
             environment_id: string;
             error: boolean;
+            /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
+            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
             error_detail: string | null;
             finished: string | null;
             guard: {

@@ -58,7 +58,7 @@ export async function openPlatform(
   } catch (err) {
     // Nothing opened so far may outlive a failed start (the embedded server would be orphaned).
     await jobs?.stop().catch(() => {}); // the start's own error is the one to report
-    await db.destroy().catch(() => {});
+    await db.destroy().catch(() => {}); // same: the start's error is reported
     await embedded?.stop();
     throw err;
   }

@@ -1,4 +1,5 @@
 import type { Config } from '../config.js';
+import type { LogWriteFailureLogger } from './logs/index.js';
 import type { Db } from './db/database.js';
 import type { SecretBox } from './crypto/secret-box.js';
 import type { PipelineJobs } from './jobs/pipeline-jobs.js';
@@ -17,4 +18,6 @@ export interface AppContext {
   usageListeners?: Array<(usage: AppUsage[], sampledAt: Date) => Promise<unknown>>;
   /** The database's connection string (for the LISTEN connection of live streams); else `config.DATABASE_URL`. */
   databaseUrl?: string;
+  /** The platform's logger for work outside a request (set by buildApp from the app's pino logger). */
+  logger?: LogWriteFailureLogger & { error(obj: object, msg?: string): void; info(obj: object, msg?: string): void };
 }

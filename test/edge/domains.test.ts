@@ -100,7 +100,7 @@ describe.skipIf(!!missing)('custom domains: ownership, ACME certificates from a 
       },
       { jobs: true, runtime: true },
     );
-    httpsPort = localRuntime(h.ctx).instances.router.httpsPort!;
+    httpsPort = localRuntime(h.ctx).runtimeService.router.httpsPort!;
     root = await pebble.issuingRoot();
     alice = await h.user();
     mallory = await h.user();

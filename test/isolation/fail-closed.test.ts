@@ -52,7 +52,7 @@ describe.skipIf(missing !== null)('failing closed (issue 10)', () => {
     expect(deployment.error).toBe(true);
     expect(deployment.error_detail).toContain('bwrap is not installed (Debian package bubblewrap)');
     expect(deployment.error_detail).toContain('RUNTIME_ISOLATION=none');
-    expect(localRuntime(h.ctx).instances.driver.list()).toEqual([]);
+    expect(localRuntime(h.ctx).runtimeService.driver.list()).toEqual([]);
     expect(h.logs()).toContain('applications cannot run: bwrap is not installed');
   }, 120_000);
 

@@ -38,7 +38,7 @@ function makeRuntime(k: FakeKubeApi, ingressClass: string | null = 'nginx') {
     ingressClass,
     pullSecret: async () => DOCKER_CONFIG,
     pollIntervalMs: 100,
-    logger: { info: () => undefined, warn: (m) => warnings.push(m) },
+    logger: { info: () => undefined, warn: (_obj: object, m?: string) => warnings.push(m ?? ''), error: () => undefined },
   });
 }
 
@@ -136,6 +136,7 @@ describe('KubernetesRuntime against a fake API server', () => {
     await expect(deploy(second, 1000)).rejects.toThrow(
       new RolloutFailure(
         'Deployment timed out after 1s: web: failed probe: Readiness probe failed: HTTP probe failed with statuscode: 500',
+        'deploy_timeout',
       ),
     );
     expect(Date.now() - started).toBeGreaterThanOrEqual(1000);

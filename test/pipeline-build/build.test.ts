@@ -126,7 +126,7 @@ describe('image builds from a git repository', () => {
     const t = await createApp(h, { github_repository: r.dir, auto_deploy_branch: 'main' });
     const { log, detail } = await buildAndWait(h, t, { ref: 'no-such-branch' });
     expect(log.status).toBe('error');
-    expect(detail).toMatchObject({ built: false, error: true, commit_sha: null });
+    expect(detail).toMatchObject({ built: false, error: true, commit_sha: null, error_code: 'source_unavailable' });
     expect(log.error_detail).toBe(`ref 'no-such-branch' was not found in file://${r.dir}`);
     expect(log.build_step.current).toBe(0);
     expect(existsSync(join(h.dataDir, 'images', t.appId, '1'))).toBe(false);
@@ -151,6 +151,8 @@ describe('image builds from a git repository', () => {
     const t = await createApp(h, { github_repository: r.dir, auto_deploy_branch: 'main' });
     const failed = await buildAndWait(h, t);
     expect(failed.log.error_detail).toBe('build command "echo building; exit 3" failed with exit code 3');
+    expect(failed.log.error_code).toBe('build_failed');
+    expect(failed.detail.error_code).toBe('build_failed');
     expect(failed.log.log_text).toContain('building');
     expect(failed.log.build_step.current).toBe(1);
 

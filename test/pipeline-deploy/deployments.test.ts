@@ -105,6 +105,7 @@ describe('deployments', () => {
     const d = await settled(h, alice, await deploy(bad));
     expect(d).toMatchObject({ complete: false, error: true, status: 'error' });
     expect(d.error_detail).toBe('The release command failed (exit code 7)');
+    expect(d.error_code).toBe('release_command_failed');
     expect(d.deploy_log).toContain('release | token **secret**');
     expect(d.deploy_step.current).toBe(1);
     expect((await routerGet(routerPort(), hostOf(app))).body).toBe('v1:hello');
@@ -142,6 +143,7 @@ describe('deployments', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(5000);
     expect(d.error).toBe(true);
     expect(d.error_detail).toBe('Deployment timed out after 5s: web.1 never answered 2xx on /health');
+    expect(d.error_code).toBe('health_check_failed');
     expect((await routerGet(routerPort(), hostOf(app))).body).toBe('v1:hello');
     const rows = await h.ctx.db.selectFrom('instances').select(['release_id']).where('application_id', '=', app.appId).execute();
     expect(rows).toEqual([{ release_id: good }]);
@@ -165,6 +167,7 @@ describe('deployments', () => {
     expect(d.error_detail).toMatch(
       /^Deployment timed out after 5s: web\.1 never answered 2xx on \/ \(crashed \d+ time\(s\), last exit code 5\)$/,
     );
+    expect(d.error_code).toBe('crash_loop');
     expect((await routerGet(routerPort(), hostOf(app))).body).toBe('v1:hello');
   });
 
@@ -179,6 +182,7 @@ describe('deployments', () => {
     const rel = await app.release({ 'app.js': NODE_APP('v1') }, 'web: node app.js\nworker: exit 2\n');
     const d = await settled(h, alice, await deploy(rel));
     expect(d.error).toBe(true);
+    expect(d.error_code).toBe('crash_loop');
     expect(d.error_detail).toMatch(/^Deployment failed: worker\.1 did not keep running \(crashed \d+ time\(s\), last exit code 2\)$/);
     expect(await h.ctx.db.selectFrom('instances').select('id').where('application_id', '=', app.appId).execute()).toEqual([]);
   });

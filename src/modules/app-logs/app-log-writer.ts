@@ -42,7 +42,7 @@ export class AppLogWriter {
     if (this.options.scrub) {
       void Promise.resolve(this.options.scrub(out)).then(
         (line) => this.add({ ...out, line }),
-        () => {},
+        (err) => this.options.logger.warn({ err }, 'an application log line could not be scrubbed; not stored'),
       );
     } else {
       this.add(out);

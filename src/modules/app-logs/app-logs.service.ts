@@ -73,6 +73,7 @@ export class AppLogsService {
           if (rows.length < 500 || stream.isClosed) return;
         }
       },
+      // The pump ends the stream on an error; the client reconnects with Last-Event-ID and misses nothing.
       () => {},
     );
     stream.onClose(await this.notifications.subscribe(APP_LOGS_CHANNEL, applicationId, pump));

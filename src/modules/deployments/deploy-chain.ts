@@ -192,5 +192,4 @@ export class DeployChain {
       (await this.ctx.db.selectFrom('images').select('error_detail').where('id', '=', chain.imageId).executeTakeFirst());
     return { ...chain, commitSha, ok: false, url: null, detail: failed?.error_detail ?? 'The chain did not reach a deployment' };
   }
-
 }

@@ -1,4 +1,6 @@
 import type { AppContext } from '../../platform/context.js';
+import { PipelineFailure, failureCodeOf, type FailureCode } from '../../platform/failures.js';
+import { BufferedLog, type LogWriteFailureLogger } from '../../platform/logs/index.js';
 import {
   RolloutFailure,
   type ApplicationRuntime,
@@ -12,47 +14,19 @@ import { FormationReconciler } from './formation-reconciler.js';
 import { workloadPlan } from './workload-plan.js';
 
 /** A deployment failing for a reason worth showing as its `error_detail`. */
-class DeployFailure extends Error {}
-
-/** Above this a deployment's log keeps its beginning (a chatty release command cannot fill the database). */
-const MAX_LOG_CHARS = 2 * 1024 * 1024;
-
-/** Buffers log lines and writes them in batches (a chatty release command is one UPDATE per 100 ms). */
-export class DeployLog {
-  private buffer = '';
-  private timer: NodeJS.Timeout | null = null;
-  private writing: Promise<void> = Promise.resolve();
-  private size = 0;
-
-  constructor(private readonly append: (text: string) => Promise<unknown>) {}
-
-  line(text: string) {
-    if (this.size > MAX_LOG_CHARS) return;
-    const entry = `${new Date().toISOString()} ${text}\n`;
-    this.size += entry.length;
-    this.buffer += this.size > MAX_LOG_CHARS ? `[log truncated at ${MAX_LOG_CHARS} characters]\n` : entry;
-    this.timer ??= setTimeout(() => {
-      this.timer = null;
-      void this.flush();
-    }, 100);
+class DeployFailure extends PipelineFailure {
+  constructor(message: string, code: FailureCode = 'deploy_failed') {
+    super(message, code);
   }
+}
 
-  flush(): Promise<void> {
-    if (this.timer) {
-      clearTimeout(this.timer);
-      this.timer = null;
-    }
-    const text = this.buffer;
-    this.buffer = '';
-    if (text)
-      this.writing = this.writing.then(() =>
-        this.append(text).then(
-          () => {},
-          () => {},
-        ),
-      );
-    return this.writing;
-  }
+/** A deployment's (or one-off run's) log: timestamped lines, batched every 100 ms (a chatty release command is one UPDATE per batch). */
+export function deployLog(
+  append: (text: string) => Promise<unknown>,
+  logger: LogWriteFailureLogger | undefined,
+  label: string,
+): BufferedLog {
+  return new BufferedLog({ append, flushMs: 100, format: (line) => `${new Date().toISOString()} ${line}`, logger, label });
 }
 
 export const INTERRUPTED_DETAIL = 'Interrupted by a restart of the platform before it finished; the previous release keeps serving';
@@ -65,7 +39,7 @@ export const INTERRUPTED_DETAIL = 'Interrupted by a restart of the platform befo
 export async function settleInterrupted(ctx: AppContext, deploymentId: string): Promise<void> {
   const repo = new DeploymentsRepository(ctx.db);
   const deployment = await repo.findById(deploymentId);
-  if (!(await repo.failIfUnfinished(deploymentId, INTERRUPTED_DETAIL)) || !deployment) return;
+  if (!(await repo.failIfUnfinished(deploymentId, INTERRUPTED_DETAIL, 'interrupted')) || !deployment) return;
   if (ctx.runtime?.sharedWorkloads && ctx.jobs) {
     await ctx.jobs.enqueue(RECONCILE_JOB, { applicationId: deployment.application_id, environmentId: deployment.environment_id });
   }
@@ -106,7 +80,7 @@ export class DeployRunner {
   async run(deploymentId: string, jobId: string | null, signal: AbortSignal): Promise<void> {
     const deployment = await this.repo.findById(deploymentId);
     if (!deployment || deployment.status !== 'queued') return; // settled already (e.g. after a restart)
-    const log = new DeployLog((text) => this.repo.appendLog(deploymentId, text));
+    const log = deployLog((text) => this.repo.appendLog(deploymentId, text), this.logger, `deployment ${deploymentId}`);
     const step = async (name: DeployStepName, message: string) => {
       log.line(`${name}: ${message}`);
       await log.flush();
@@ -136,8 +110,11 @@ export class DeployRunner {
         await step('Release', `running release command: ${plan.processes.release.cmd}`);
         const result = await this.runOnce(plan, 'release', deadline, signal, log);
         if (result.timedOut)
-          throw new DeployFailure(`Deployment timed out after ${plan.timeoutSeconds}s: the release command did not finish`);
-        if (result.exitCode !== 0) throw new DeployFailure(`The release command failed (${ending(result)})`);
+          throw new DeployFailure(
+            `Deployment timed out after ${plan.timeoutSeconds}s: the release command did not finish`,
+            'release_command_failed',
+          );
+        if (result.exitCode !== 0) throw new DeployFailure(`The release command failed (${ending(result)})`, 'release_command_failed');
       } else {
         await step('Release', 'no release command in the Procfile');
       }
@@ -145,7 +122,7 @@ export class DeployRunner {
       // Deploy and Rollout: the runtime starts the new release beside the previous one and switches when ready.
       const rollout = await this.runtime.rollout(plan, { step, line: (l) => log.line(l) }, deadline, signal);
       rolledOut = true;
-      if (signal.aborted) throw new DeployFailure(INTERRUPTED_DETAIL);
+      if (signal.aborted) throw new DeployFailure(INTERRUPTED_DETAIL, 'interrupted');
       await this.repo.update(deploymentId, {
         deploy_metadata: JSON.stringify({
           url: rollout.url,
@@ -162,7 +139,8 @@ export class DeployRunner {
       if (plan.processes.postdeploy) {
         await step('Done', `running postdeploy command: ${plan.processes.postdeploy.cmd}`);
         const result = await this.runOnce(plan, 'postdeploy', Math.max(deadline, Date.now() + 30_000), signal, log);
-        if (result.exitCode !== 0 || result.timedOut) throw new DeployFailure(`The postdeploy command failed (${ending(result)})`);
+        if (result.exitCode !== 0 || result.timedOut)
+          throw new DeployFailure(`The postdeploy command failed (${ending(result)})`, 'release_command_failed');
       } else {
         await step('Done', 'no postdeploy command in the Procfile');
       }
@@ -187,7 +165,7 @@ export class DeployRunner {
         if (rolledOut) log.line('switching back to the previous release');
         await log.flush();
         await this.restorePrevious(deployment.application_id, deployment.environment_id, rolledOut, signal);
-        await this.repo.failIfUnfinished(deploymentId, detail);
+        await this.repo.failIfUnfinished(deploymentId, detail, failureCodeOf(err));
       }
       if (!expected) throw err;
     }
@@ -198,11 +176,11 @@ export class DeployRunner {
     processType: string,
     deadline: number,
     signal: AbortSignal,
-    log: DeployLog,
+    log: BufferedLog,
   ): Promise<OneOffResult> {
     const result = await this.runtime.runOnce(plan, processType, { deadline, signal, onOutput: (l) => log.line(`${processType} | ${l}`) });
     await log.flush();
-    if (signal.aborted) throw new DeployFailure(INTERRUPTED_DETAIL);
+    if (signal.aborted) throw new DeployFailure(INTERRUPTED_DETAIL, 'interrupted');
     return result;
   }
 

@@ -1,3 +1,4 @@
+import type { FailureCode } from '../../platform/failures.js';
 import { sql, type Updateable } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
 import type { DeploymentsTable, PipelineStep } from '../../platform/db/schema.js';
@@ -93,7 +94,7 @@ export class DeploymentsRepository {
   }
 
   /** Settles a deployment only if it is still in progress (a restart may race a finishing worker). */
-  async failIfUnfinished(id: string, detail: string): Promise<boolean> {
+  async failIfUnfinished(id: string, detail: string, code: FailureCode): Promise<boolean> {
     const r = await this.db
       .updateTable('deployments')
       .set({
@@ -101,6 +102,7 @@ export class DeploymentsRepository {
         error: true,
         complete: false,
         error_detail: detail,
+        error_code: code,
         finished_at: sql`now()`,
         updated_at: sql`now()`,
         deploy_log: sql`deploy_log || ${`${new Date().toISOString()} error: ${detail}\n`}`,

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { ErrorCodeSchema } from '../../platform/failures.js';
 import { Id, NullableTimestamp, Paginated, Timestamp } from '../../platform/http/schemas.js';
 
 const NullableString = Type.Union([Type.String(), Type.Null()]);
@@ -73,6 +74,7 @@ const DeploymentFields = {
   complete: Type.Boolean(),
   error: Type.Boolean(),
   error_detail: NullableString,
+  error_code: ErrorCodeSchema,
   deploy_metadata: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], {
     description: '`url`: the application through the router; `hostname`, `release_version`, `process_counts`, `instances`',
   }),
@@ -96,6 +98,7 @@ export const DeploymentLog = Type.Object({
   log_text: Type.String(),
   error: Type.Boolean(),
   error_detail: NullableString,
+  error_code: ErrorCodeSchema,
   deploy_step: Type.Union([DeployStep, Type.Null()]),
 });
 

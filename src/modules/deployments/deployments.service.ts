@@ -38,6 +38,7 @@ function summary(d: DeploymentWithRelease) {
     complete: d.complete,
     error: d.error,
     error_detail: d.error_detail,
+    error_code: d.error_code,
     deploy_metadata: d.deploy_metadata,
     deploy_step: d.deploy_step as PipelineStep | null,
     job_id: d.job_id,
@@ -183,6 +184,7 @@ export class DeploymentsService {
       log_text: d.deploy_log,
       error: d.error,
       error_detail: d.error_detail,
+      error_code: d.error_code,
       deploy_step: d.deploy_step as PipelineStep | null,
     };
   }

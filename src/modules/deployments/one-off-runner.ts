@@ -1,7 +1,7 @@
 import type { AppContext } from '../../platform/context.js';
 import type { ApplicationRuntime, WorkloadPlan } from '../../platform/runtime/application-runtime.js';
 import { RolloutFailure } from '../../platform/runtime/application-runtime.js';
-import { DeployLog } from './deploy-runner.js';
+import { deployLog } from './deploy-runner.js';
 import { DeploymentsRepository } from './deployments.repository.js';
 import { OneOffRunsRepository } from './one-off-runs.repository.js';
 import { workloadPlan } from './workload-plan.js';
@@ -31,7 +31,7 @@ export class OneOffRunner {
   async run(runId: string, jobId: string | null, signal: AbortSignal): Promise<void> {
     const run = await this.runs.find(runId);
     if (!run || run.status !== 'pending') return;
-    const log = new DeployLog((text) => this.runs.appendLog(runId, text));
+    const log = deployLog((text) => this.runs.appendLog(runId, text), this.ctx.logger, `one-off run ${runId}`);
     try {
       await this.runs.update(runId, { status: 'running', started_at: new Date(), job_id: jobId });
       const plan = await this.plan(run.id, run.release_id, run.application_id, run.environment_id, run.process_type, run.command);

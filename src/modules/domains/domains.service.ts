@@ -148,7 +148,9 @@ export class DomainsService {
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       this.log.warn({ hostname, err: message }, 'certificate issuance failed');
-      await this.repo.markFailed(domainId, message).catch(() => {});
+      await this.repo
+        .markFailed(domainId, message)
+        .catch((err) => this.log.warn({ hostname, err }, 'recording the failed issuance failed'));
     }
   }
 

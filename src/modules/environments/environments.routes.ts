@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { commonErrorResponses } from '../../platform/http/schemas.js';
+import { commonErrorResponses, WorkspaceProjectParams } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
 import { currentUser } from '../../platform/http/principal.js';
 import type { ConfigurationsService } from '../configurations/index.js';
@@ -10,7 +10,6 @@ import {
   Environment,
   EnvParams,
   EnvServiceParams,
-  ProjectParams,
   ResolvedServiceConfig,
   UpdateEnvironmentBody,
 } from './environments.schemas.js';
@@ -28,7 +27,7 @@ export function environmentsRoutes(envs: EnvironmentsService, scoped: ScopedConf
         schema: {
           tags,
           summary: "The project's environments",
-          params: ProjectParams,
+          params: WorkspaceProjectParams,
           response: { 200: Type.Array(Environment), ...commonErrorResponses },
         },
       },
@@ -41,7 +40,7 @@ export function environmentsRoutes(envs: EnvironmentsService, scoped: ScopedConf
         schema: {
           tags,
           summary: 'Create an environment (a protected one: admins)',
-          params: ProjectParams,
+          params: WorkspaceProjectParams,
           body: CreateEnvironmentBody,
           response: { 201: Environment, ...commonErrorResponses },
         },

@@ -98,6 +98,5 @@ export const ResolvedServiceConfig = Type.Object(
   { $id: 'ResolvedServiceConfig' },
 );
 
-export const ProjectParams = Type.Object({ workspace: Slug, project: Slug });
 export const EnvParams = Type.Object({ workspace: Slug, project: Slug, env: Slug });
 export const EnvServiceParams = Type.Object({ workspace: Slug, project: Slug, env: Slug, service: Slug });

@@ -1,3 +1,4 @@
+import { failureCodeOf } from '../../platform/failures.js';
 import { existsSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -86,7 +87,7 @@ export class BuildRunner {
     const config = await resolveServiceConfig(this.ctx.db, this.configs, app.id, environmentId);
     const secrets = config.filter((v) => v.secret).map((v) => v.value);
     const buildEnv = Object.fromEntries(config.filter((v) => v.buildtime).map((v) => [v.name, v.value]));
-    const log = new RecordLog(this.ctx.db, 'images', image.id, secrets);
+    const log = new RecordLog(this.ctx.db, 'images', image.id, secrets, this.ctx.logger);
 
     const workDir = buildWorkDir(this.ctx.config.dataDir, image.id);
     const artifact = artifactDir(this.ctx.config.dataDir, app.id, image.version);
@@ -168,6 +169,7 @@ export class BuildRunner {
         built: true,
         error: false,
         error_detail: null,
+        error_code: null,
         image_id: output.imageId,
         dockerfile: output.dockerfile,
         processes: JSON.stringify(output.processes),
@@ -191,6 +193,7 @@ export class BuildRunner {
         error: true,
         built: false,
         error_detail: log.scrub(detail),
+        error_code: signal.aborted ? 'interrupted' : failureCodeOf(err),
         finished_at: new Date(),
       });
       await rm(artifact, { recursive: true, force: true });

@@ -6,6 +6,7 @@ import { notFound } from '../../platform/errors.js';
 import { lockApplication } from '../../platform/pipeline/index.js';
 import { BUILD_STEPS } from '../../platform/pipeline/index.js';
 import { failIfBuilding, settleAbandoned } from '../../platform/pipeline/index.js';
+import type { FailureCode } from '../../platform/failures.js';
 
 export class ImagesRepository {
   constructor(private readonly db: Db) {}
@@ -80,8 +81,8 @@ export class ImagesRepository {
   }
 
   /** Fails the record if it is still in progress (never overwrites a finished one). */
-  failIfBuilding(id: string, detail: string) {
-    return failIfBuilding(this.db, 'images', id, detail);
+  failIfBuilding(id: string, detail: string, code: FailureCode = 'interrupted') {
+    return failIfBuilding(this.db, 'images', id, detail, code);
   }
 
   settleAbandoned(liveJobIds: Set<string>, detail: string, graceSeconds?: number) {

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { ErrorCodeSchema } from '../../platform/failures.js';
 import { Id, Paginated, Timestamp } from '../../platform/http/schemas.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
@@ -33,6 +34,7 @@ export const ImageDetail = Type.Object(
     built: Type.Boolean(),
     error: Type.Boolean(),
     error_detail: Nullable(Type.String()),
+    error_code: ErrorCodeSchema,
     build_slug: Nullable(Type.String()),
     build_ref: Nullable(Type.String()),
     dockerfile: Nullable(Type.String()),
@@ -53,6 +55,7 @@ export const BuildLogSchema = Type.Object(
     log_text: Type.String(),
     error: Type.Boolean(),
     error_detail: Nullable(Type.String()),
+    error_code: ErrorCodeSchema,
     build_step: Nullable(StepSchema),
   },
   { $id: 'BuildLog' },

@@ -132,6 +132,7 @@ export class ImagesService {
       ...summary(i),
       image_id: i.image_id,
       error_detail: i.error_detail,
+      error_code: i.error_code,
       build_slug: i.build_slug,
       build_ref: i.build_ref,
       dockerfile: i.dockerfile,

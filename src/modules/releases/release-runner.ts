@@ -1,3 +1,4 @@
+import { PipelineFailure, failureCodeOf, type FailureCode } from '../../platform/failures.js';
 import type { AppContext } from '../../platform/context.js';
 import { ApplicationsRepository } from '../applications/index.js';
 import type { ConfigurationsService } from '../configurations/index.js';
@@ -17,7 +18,11 @@ import {
 import { ReleasesRepository } from './releases.repository.js';
 
 /** A release that failed for a reason the user can act on: the message is its `error_detail`. */
-export class ReleaseError extends Error {}
+export class ReleaseError extends PipelineFailure {
+  constructor(message: string, code: FailureCode = 'release_failed') {
+    super(message, code);
+  }
+}
 
 const describeChanges = (label: string, c: { added: string[]; removed: string[]; changed: string[] }) =>
   `${label}: added [${c.added.join(', ')}], removed [${c.removed.join(', ')}], changed [${c.changed.join(', ')}]`;
@@ -49,7 +54,7 @@ export class ReleaseRunner {
     if (!app) return { ok: false };
     await this.releases.update(release.id, { started_at: new Date() });
 
-    let log = new RecordLog(this.ctx.db, 'releases', release.id, []);
+    let log = new RecordLog(this.ctx.db, 'releases', release.id, [], this.ctx.logger);
     try {
       log.enter('Resolve');
       const image = await this.images.latestBuilt(app.id);
@@ -63,6 +68,7 @@ export class ReleaseRunner {
         'releases',
         release.id,
         resolved.filter((v) => v.secret).map((v) => v.value),
+        this.ctx.logger,
       );
       log.line(`Configuration: ${resolved.length} variable(s)${resolved.length ? `: ${resolved.map((v) => v.name).join(', ')}` : ''}`);
 
@@ -110,7 +116,14 @@ export class ReleaseRunner {
       log.enter('Done');
       log.line(`Release v${release.version} created`);
       await log.flush();
-      await this.releases.update(release.id, { status: 'built', built: true, error: false, error_detail: null, finished_at: new Date() });
+      await this.releases.update(release.id, {
+        status: 'built',
+        built: true,
+        error: false,
+        error_detail: null,
+        error_code: null,
+        finished_at: new Date(),
+      });
       return { ok: true };
     } catch (err) {
       const detail = err instanceof ReleaseError ? err.message : `internal error while creating the release: ${(err as Error).message}`;
@@ -121,6 +134,7 @@ export class ReleaseRunner {
         error: true,
         built: false,
         error_detail: log.scrub(detail),
+        error_code: failureCodeOf(err),
         finished_at: new Date(),
       });
       return { ok: false };

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { ErrorCodeSchema } from '../../platform/failures.js';
 import { Id, Paginated, Timestamp } from '../../platform/http/schemas.js';
 import { BuildLogSchema, ProcessesSchema } from '../images/index.js';
 
@@ -57,6 +58,7 @@ export const ReleaseDetail = Type.Object(
     built: Type.Boolean(),
     error: Type.Boolean(),
     error_detail: Nullable(Type.String()),
+    error_code: ErrorCodeSchema,
     dockerfile: Nullable(Type.String()),
     release_metadata: Nullable(Type.Record(Type.String(), Type.Unknown())),
     commit_sha: Nullable(Type.String()),

@@ -148,6 +148,7 @@ export class ReleasesService {
       image_changes: r.image_changes as ChangeSet | null,
       configuration_changes: r.configuration_changes as ChangeSet | null,
       error_detail: r.error_detail,
+      error_code: r.error_code,
       dockerfile: r.img_dockerfile,
       release_metadata: r.release_metadata,
       commit_sha: r.commit_sha,

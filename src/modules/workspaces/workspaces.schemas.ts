@@ -55,4 +55,4 @@ export const UpdateWorkspaceProjectBody = Type.Object(
 
 export const WorkspaceParams = Type.Object({ workspace: Slug });
 export const WorkspaceMemberParams = Type.Object({ workspace: Slug, user_id: Type.String({ format: 'uuid' }) });
-export const WorkspaceProjectParams = Type.Object({ workspace: Slug, project: Slug });
+export { WorkspaceProjectParams } from '../../platform/http/schemas.js';

@@ -90,7 +90,7 @@ export class BuildahBuilder implements Builder {
     if (!this.buildah) throw new BuildError(BUILDAH_MISSING);
     const root = this.options.storageRoot;
     const remaining = opts.deadline ? opts.deadline - Date.now() : undefined;
-    if (remaining !== undefined && remaining <= 0) throw new BuildError(`build timed out during ${what}`);
+    if (remaining !== undefined && remaining <= 0) throw new BuildError(`build timed out during ${what}`, 'build_timeout');
     const result = await run(
       this.buildah,
       ['--root', join(root, 'storage'), '--runroot', join(root, 'run'), '--storage-driver', 'vfs', ...args],
@@ -101,7 +101,8 @@ export class BuildahBuilder implements Builder {
       },
     );
     if (input.signal.aborted) throw new BuildError('build interrupted: the server is stopping');
-    if (result.signal === 'SIGKILL' && opts.deadline && Date.now() >= opts.deadline) throw new BuildError(`build timed out during ${what}`);
+    if (result.signal === 'SIGKILL' && opts.deadline && Date.now() >= opts.deadline)
+      throw new BuildError(`build timed out during ${what}`, 'build_timeout');
     if (result.code !== 0) {
       if (!opts.onLine) for (const line of result.stderr.trim().split('\n').slice(-20)) input.log.line(line);
       throw new BuildError(`${what} failed (buildah exit code ${result.code ?? result.signal})`);
@@ -249,6 +250,7 @@ export class BuildahBuilder implements Builder {
       return { ...stored, rootfs: join(input.artifactDir, IMAGE_ROOTFS_DIR) };
     } finally {
       await rm(staging, { recursive: true, force: true }); // gone already unless we failed half-way
+      // The build's own outcome is what matters; a leftover working container is removed by the next `buildah rm`.
       await this.buildahRun(['rm', name], 'removing the working container', input).catch(() => {});
     }
   }

@@ -1,3 +1,4 @@
+import { PipelineFailure, type FailureCode } from '../failures.js';
 /**
  * The builder port: turns a source snapshot (the build context) into an immutable image
  * artifact. The pipeline fetches the source, reads the Procfile, resolves build-time
@@ -60,4 +61,8 @@ export interface Builder {
 }
 
 /** A failure of the user's build (bad command, missing Procfile): its message is the `error_detail`. */
-export class BuildError extends Error {}
+export class BuildError extends PipelineFailure {
+  constructor(message: string, code: FailureCode = 'build_failed') {
+    super(message, code);
+  }
+}

@@ -57,11 +57,11 @@ export class SourceBuilder implements Builder {
       input.log.substep(`${i + 1}/${plan.commands.length}`);
       input.log.line(`$ ${command.display}`);
       const remaining = deadline - Date.now();
-      if (remaining <= 0) throw new BuildError(`build timed out after ${Math.round(input.timeoutMs / 1000)} s`);
+      if (remaining <= 0) throw new BuildError(`build timed out after ${Math.round(input.timeoutMs / 1000)} s`, 'build_timeout');
       const result = await this.runCommand(command, input, dir, cacheDir, env, i, remaining);
       if (input.signal.aborted) throw new BuildError('build interrupted: the server is stopping');
       if (result.signal === 'SIGKILL' && Date.now() >= deadline)
-        throw new BuildError(`build timed out after ${Math.round(input.timeoutMs / 1000)} s during "${command.display}"`);
+        throw new BuildError(`build timed out after ${Math.round(input.timeoutMs / 1000)} s during "${command.display}"`, 'build_timeout');
       if (result.code !== 0) {
         throw new BuildError(
           `build command "${command.display}" failed with ${result.code === null ? `signal ${result.signal}` : `exit code ${result.code}`}`,

@@ -135,6 +135,6 @@ async function answers(url: string): Promise<boolean> {
   } catch {
     return false;
   } finally {
-    await client.end().catch(() => {});
+    await client.end().catch(() => {}); // a probe: its answer is already known
   }
 }

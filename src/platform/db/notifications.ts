@@ -71,7 +71,7 @@ export class Notifications {
     if (this.retry) clearTimeout(this.retry);
     const client = this.client;
     this.client = null;
-    await client?.end().catch(() => {});
+    await client?.end().catch(() => {}); // shutdown
   }
 
   private async listen(channel: string): Promise<void> {
@@ -94,7 +94,7 @@ export class Notifications {
         for (const channel of this.channels) await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
         this.client = client;
       } catch (err) {
-        await client.end().catch(() => {});
+        await client.end().catch(() => {}); // the connect error below is the one to report
         throw err;
       }
     })().finally(() => {

@@ -1,4 +1,5 @@
 import type { ColumnType, Generated } from 'kysely';
+import type { FailureCode } from '../failures.js';
 
 /** Timestamps read as Date, written as Date or left to their database default. */
 export type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
@@ -225,6 +226,8 @@ export interface BuildRecordColumns {
   built: Generated<boolean>;
   error: Generated<boolean>;
   error_detail: string | null;
+  /** Why it failed, stable for code and clients (migration 0011). */
+  error_code: ColumnType<FailureCode | null, FailureCode | null | undefined, FailureCode | null>;
   log_text: Generated<string>;
   build_step: NullableJsonColumn<PipelineStep>;
   job_id: string | null;
@@ -276,6 +279,7 @@ export interface DeploymentsTable {
   complete: Generated<boolean>;
   error: Generated<boolean>;
   error_detail: string | null;
+  error_code: ColumnType<FailureCode | null, FailureCode | null | undefined, FailureCode | null>;
   deploy_metadata: NullableJsonColumn<Record<string, unknown>>;
   deploy_log: Generated<string>;
   deploy_step: NullableJsonColumn<PipelineStep>;

@@ -107,7 +107,7 @@ export class CaddyDriver implements EdgeDriver {
       await this.admin('POST', '/load', config);
       this.loaded = config;
     });
-    this.applying = next.catch(() => {});
+    this.applying = next.catch(() => {}); // the chain only orders loads; `next` itself rejects to the caller
     return next;
   }
 
@@ -130,7 +130,7 @@ export class CaddyDriver implements EdgeDriver {
       this.isListening = false;
       await this.applying;
       // Caddy keeps running for whatever else it serves; the platform's servers go.
-      await this.admin('POST', '/load', JSON.stringify({ admin: this.adminSection() })).catch(() => {});
+      await this.admin('POST', '/load', JSON.stringify({ admin: this.adminSection() })).catch(() => {}); // shutdown
     }
     await this.responder.close();
   }

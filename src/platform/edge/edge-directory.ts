@@ -36,6 +36,7 @@ export class EdgeDirectory {
 
   async start(): Promise<void> {
     await this.refresh();
+    // A failed refresh keeps the last table serving; the next tick tries again.
     this.timer ??= setInterval(() => void this.refresh().catch(() => {}), this.refreshMs);
     this.timer.unref();
   }

@@ -128,6 +128,7 @@ export class EdgeNode {
       .deleteFrom('edge_nodes')
       .where('id', '=', this.id)
       .execute()
+      // Shutdown: a stale edge node row expires by its heartbeat age.
       .catch(() => {});
   }
 

@@ -88,6 +88,7 @@ export class RequestStats {
   }
 
   start() {
+    // A failed flush loses one interval of counters (metrics only); the edge must keep serving requests.
     this.timer ??= setInterval(() => void this.flush().catch(() => {}), this.flushMs);
     this.timer.unref();
   }
@@ -96,7 +97,7 @@ export class RequestStats {
   async stop() {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    await this.flush().catch(() => {});
+    await this.flush().catch(() => {}); // shutdown: the database may already be closing
   }
 
   async flush(): Promise<void> {

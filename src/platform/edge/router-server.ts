@@ -159,7 +159,7 @@ export class RouterServer implements EdgeDriver {
     await this.stats?.stop();
     if (this.poolSweep) clearInterval(this.poolSweep);
     this.poolSweep = null;
-    await Promise.all([...this.pools.values()].map((p) => p.destroy().catch(() => {})));
+    await Promise.all([...this.pools.values()].map((p) => p.destroy().catch(() => {}))); // shutdown
     this.pools.clear();
     await Promise.all(
       servers.map(
@@ -251,7 +251,7 @@ export class RouterServer implements EdgeDriver {
     for (const [id, pool] of this.pools) {
       if (live.has(id)) continue;
       this.pools.delete(id);
-      void pool.close().catch(() => {});
+      void pool.close().catch(() => {}); // no route uses it any more; its sockets go with it
     }
   }
 

@@ -1,3 +1,4 @@
+import { PipelineFailure } from '../failures.js';
 import { mkdir, rm } from 'node:fs/promises';
 import { isAbsolute, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -5,7 +6,11 @@ import { run, type CommandResult } from './command.js';
 import type { FetchPins } from './source-policy.js';
 
 /** A failure the user can act on (missing ref, unreachable repository): its message is the record's `error_detail`. */
-export class SourceError extends Error {}
+export class SourceError extends PipelineFailure {
+  constructor(message: string) {
+    super(message, 'source_unavailable');
+  }
+}
 
 export interface SourceRequest {
   /** `owner/repo` (cloned from `githubUrl`), any git URL, or an absolute local path. */

@@ -11,6 +11,9 @@ export const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
 export const Name = Type.String({ minLength: 1, maxLength: 255 });
 export const Slug = Type.String({ minLength: 1, maxLength: 63, pattern: SLUG_PATTERN });
 
+/** A project under the API's `workspace` alias of an organization (`/v1/workspaces/{workspace}/projects/{project}`). */
+export const WorkspaceProjectParams = Type.Object({ workspace: Slug, project: Slug });
+
 export const ErrorResponse = Type.Object(
   {
     status: Type.Integer(),

@@ -1,17 +1,19 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db/database.js';
+import type { FailureCode } from '../failures.js';
 import type { BuildRecordColumns } from '../db/schema.js';
 import type { JobInput, JobKind, Jobs } from '../jobs/types.js';
 
 /** Images and releases share their progress columns (status, built, error, log_text, job_id). */
 export type BuildRecordTable = 'images' | 'releases';
 
-function failure(detail: string) {
+function failure(detail: string, code: FailureCode) {
   return {
     status: 'error' as const,
     error: true,
     built: false,
     error_detail: detail,
+    error_code: code,
     finished_at: sql<Date>`now()`,
     updated_at: sql<Date>`now()`,
     log_text: sql<string>`log_text || ${`${detail}\n`}`,
@@ -22,8 +24,8 @@ function failure(detail: string) {
 const table = (db: Db, name: BuildRecordTable) => db.updateTable(name as 'images');
 
 /** Fails a record still in progress (never overwrites a finished one). */
-export async function failIfBuilding(db: Db, name: BuildRecordTable, id: string, detail: string): Promise<boolean> {
-  const res = await table(db, name).set(failure(detail)).where('id', '=', id).where('status', '=', 'building').executeTakeFirst();
+export async function failIfBuilding(db: Db, name: BuildRecordTable, id: string, detail: string, code: FailureCode): Promise<boolean> {
+  const res = await table(db, name).set(failure(detail, code)).where('id', '=', id).where('status', '=', 'building').executeTakeFirst();
   return Number(res.numUpdatedRows) > 0;
 }
 
@@ -39,7 +41,7 @@ export async function settleAbandoned(
   graceSeconds = 120,
 ): Promise<number> {
   let query = table(db, name)
-    .set(failure(detail))
+    .set(failure(detail, 'abandoned'))
     .where('status', '=', 'building')
     .where('created_at', '<', sql<Date>`now() - make_interval(secs => ${graceSeconds})`);
   if (liveJobIds.size > 0) query = query.where((eb) => eb.or([eb('job_id', 'is', null), eb('job_id', 'not in', [...liveJobIds])]));
@@ -68,7 +70,7 @@ export async function queueRecordJob(
       .execute();
     return jobId;
   } catch (err) {
-    await failIfBuilding(db, name, data.recordId, `could not queue the ${what}`);
+    await failIfBuilding(db, name, data.recordId, `could not queue the ${what}`, 'internal_error');
     throw err;
   }
 }
@@ -81,6 +83,7 @@ export function recordLogView(r: Selectable<BuildRecordColumns>) {
     log_text: r.log_text,
     error: r.error,
     error_detail: r.error_detail,
+    error_code: r.error_code,
     build_step: r.build_step,
   };
 }

@@ -1,3 +1,4 @@
+import { PipelineFailure, type FailureCode } from '../failures.js';
 /**
  * The application runtime port: how one deployment of a release gets running in one
  * environment, whatever runs it. The deployments module owns the records, the log and
@@ -87,7 +88,11 @@ export interface RolloutResult {
 }
 
 /** A failure worth showing as the deployment's `error_detail` (never a secret in it). */
-export class RolloutFailure extends Error {}
+export class RolloutFailure extends PipelineFailure {
+  constructor(message: string, code: FailureCode = 'deploy_failed') {
+    super(message, code);
+  }
+}
 
 /** Resource usage of one application environment at one moment. */
 export interface AppUsage {

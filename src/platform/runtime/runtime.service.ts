@@ -300,6 +300,7 @@ export class RuntimeService {
         .deleteFrom('instances')
         .where('id', 'in', ids)
         .execute()
+        // Shutdown: rows left behind are removed by the next start's leftover sweep.
         .catch(() => {});
     await this.router.close();
   }

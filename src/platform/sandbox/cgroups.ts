@@ -99,6 +99,7 @@ export class CgroupHierarchy {
       await writeFile(join(dirs.memory, 'memory.limit_in_bytes'), String(limits.memoryBytes));
       // Swap counts too where the kernel accounts it (memsw), so the limit cannot be dodged by swapping.
       const memsw = join(dirs.memory, 'memory.memsw.limit_in_bytes');
+      // Refused where swap accounting is off; the memory limit above still holds.
       if (existsSync(memsw)) await writeFile(memsw, String(limits.memoryBytes)).catch(() => {});
     }
     if (limits.cpuMillicores) {

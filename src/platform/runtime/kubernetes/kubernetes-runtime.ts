@@ -18,7 +18,7 @@ import {
   type WorkloadPlan,
   type WorkloadTarget,
 } from '../application-runtime.js';
-import type { AppOutputLine } from '../application-runtime.js';
+import type { AppOutputLine, RuntimeLogger } from '../application-runtime.js';
 import type { OneOffResult } from '../port.js';
 import { StartupError } from '../../startup-error.js';
 import { scrubber } from '../scrub.js';
@@ -43,11 +43,6 @@ import { PodLogFollower } from './pod-logs.js';
 /** A `.dockerconfigjson` document that lets the cluster pull the plan's image, or null (public registry). */
 export type PullSecretSource = (plan: WorkloadPlan) => Promise<string | null>;
 
-export interface RuntimeLogger {
-  info(message: string): void;
-  warn(message: string): void;
-}
-
 export interface KubernetesRuntimeOptions {
   kubeConfig: KubeConfig;
   namespacePrefix: string;
@@ -63,7 +58,7 @@ export interface KubernetesRuntimeOptions {
   requestTimeoutMs?: number;
 }
 
-const silentLogger: RuntimeLogger = { info: () => undefined, warn: () => undefined };
+const silentLogger: RuntimeLogger = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
 const ref = (apiVersion: string, kind: string, name: string, namespace?: string): ObjectRef => ({ apiVersion, kind, name, namespace });
 
@@ -94,10 +89,10 @@ export class KubernetesRuntime implements ApplicationRuntime {
 
   async start(options?: RuntimeStartOptions): Promise<void> {
     // The worker's logger (structured) replaces the one given at construction.
-    if (options) this.logger = { info: (msg) => options.logger.info({}, msg), warn: (msg) => options.logger.warn({}, msg) };
+    if (options) this.logger = options.logger;
     try {
       const version = await this.cluster.serverVersion();
-      this.logger.info(`Kubernetes runtime: API server ${this.cluster.server} (${version})`);
+      this.logger.info({}, `Kubernetes runtime: API server ${this.cluster.server} (${version})`);
     } catch (error) {
       throw new StartupError(`Kubernetes API server ${this.cluster.server} is not reachable: ${describeError(error)}`);
     }
@@ -105,7 +100,7 @@ export class KubernetesRuntime implements ApplicationRuntime {
   }
 
   onInstanceOutput(listener: (line: AppOutputLine) => void): void {
-    this.podLogs = new PodLogFollower(this.cluster, listener, (message) => this.logger.warn(message));
+    this.podLogs = new PodLogFollower(this.cluster, listener, (message) => this.logger.warn({}, message));
     this.hooks.push(() => this.podLogs?.stop());
   }
 
@@ -118,7 +113,7 @@ export class KubernetesRuntime implements ApplicationRuntime {
       try {
         await hook();
       } catch (error) {
-        this.logger.warn(`shutdown hook failed: ${describeError(error)}`);
+        this.logger.warn({ err: error }, 'Kubernetes runtime: a shutdown hook failed');
       }
     }
     this.cluster.stopWatches();
@@ -214,8 +209,8 @@ export class KubernetesRuntime implements ApplicationRuntime {
           return { exitCode: null, signal: null, timedOut: false };
         }
         const failure = pod ? unrecoverablePodFailure(pod, processType) : null;
-        if (failure && !failure.startsWith('crash loop')) {
-          options.onOutput(scrub(`${processType}: ${failure}`));
+        if (failure && failure.code !== 'crash_loop' && failure.code !== 'oom') {
+          options.onOutput(scrub(`${processType}: ${failure.message}`));
           await this.cluster.delete(jobRef).catch(() => undefined);
           return { exitCode: null, signal: null, timedOut: false };
         }
@@ -262,7 +257,7 @@ export class KubernetesRuntime implements ApplicationRuntime {
         log: (line) => log.line(scrub(line)),
       });
     } catch (error) {
-      if (error instanceof RolloutFailure) throw new RolloutFailure(scrub(error.message));
+      if (error instanceof RolloutFailure) throw new RolloutFailure(scrub(error.message), error.code);
       throw error;
     }
     await this.guard(plan, 'Rollout', async () => {
@@ -320,11 +315,11 @@ export class KubernetesRuntime implements ApplicationRuntime {
     let metrics: Awaited<ReturnType<KubernetesCluster['podMetrics']>> = [];
     for (const namespace of namespaces) {
       const items = await this.cluster.podMetrics(namespace).catch((error) => {
-        this.logger.warn(`Kubernetes pod metrics of ${namespace} unreadable: ${describeError(error)}`);
+        this.logger.warn({}, `Kubernetes pod metrics of ${namespace} unreadable: ${describeError(error)}`);
         return [];
       });
       if (items === null) {
-        if (!this.warnedNoMetrics) this.logger.warn('Kubernetes metrics API (metrics.k8s.io) is not available: CPU and memory read 0');
+        if (!this.warnedNoMetrics) this.logger.warn({}, 'Kubernetes metrics API (metrics.k8s.io) is not available: CPU and memory read 0');
         this.warnedNoMetrics = true;
         metrics = null;
         break;

@@ -1,3 +1,4 @@
+import type { FailureCode } from '../../failures.js';
 /**
  * Waiting for a rollout: every Deployment of the plan must have seen its latest spec and run
  * exactly its replica count of updated, ready, available pods (no old pod left). Watches wake
@@ -87,17 +88,23 @@ export function podsOfDeployment(pods: V1Pod[], processType: string, deploymentI
 }
 
 /** A failure that waiting cannot heal, read from a pod's container statuses. */
-export function unrecoverablePodFailure(pod: V1Pod, processType: string): string | null {
+export function unrecoverablePodFailure(pod: V1Pod, processType: string): { code: FailureCode; message: string } | null {
   const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
   for (const status of statuses) {
     const waiting = status.state?.waiting;
     if (!waiting?.reason) continue;
-    if (IMAGE_PULL_REASONS.has(waiting.reason)) return `image pull error: ${waiting.message || waiting.reason}`;
+    if (IMAGE_PULL_REASONS.has(waiting.reason))
+      return { code: 'image_pull_failed', message: `image pull error: ${waiting.message || waiting.reason}` };
     if (waiting.reason === 'CrashLoopBackOff') {
-      const exitCode = status.lastState?.terminated?.exitCode;
-      return `crash loop: ${processType} restarted ${status.restartCount} times (last exit code ${exitCode ?? 'unknown'})`;
+      const last = status.lastState?.terminated;
+      const oom = last?.reason === 'OOMKilled';
+      return {
+        code: oom ? 'oom' : 'crash_loop',
+        message: `crash loop: ${processType} restarted ${status.restartCount} times (last exit code ${last?.exitCode ?? 'unknown'}${oom ? ', out of memory' : ''})`,
+      };
     }
-    if (CONFIG_ERROR_REASONS.has(waiting.reason)) return `container error: ${waiting.message || waiting.reason}`;
+    if (CONFIG_ERROR_REASONS.has(waiting.reason))
+      return { code: 'deploy_failed', message: `container error: ${waiting.message || waiting.reason}` };
   }
   return null;
 }
@@ -151,7 +158,7 @@ async function timeoutReason(
   if (refused) return refused;
   for (const pod of pods.filter((p) => !isPodReady(p)).slice(0, 3)) {
     const unrecoverable = unrecoverablePodFailure(pod, target.processType);
-    if (unrecoverable) return unrecoverable;
+    if (unrecoverable) return unrecoverable.message;
     const unscheduled = pod.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False');
     if (unscheduled) return `unschedulable: ${unscheduled.message || unscheduled.reason || 'no node fits'}`;
     try {
@@ -186,7 +193,7 @@ export async function waitForRollout(options: WaitForRolloutOptions): Promise<V1
   const progress = new Map<string, string>();
   try {
     for (;;) {
-      if (signal.aborted) throw new RolloutFailure('Deployment cancelled: the platform is stopping');
+      if (signal.aborted) throw new RolloutFailure('Deployment cancelled: the platform is stopping', 'interrupted');
       let deployments: V1Deployment[];
       let pods: V1Pod[];
       try {
@@ -196,9 +203,13 @@ export async function waitForRollout(options: WaitForRolloutOptions): Promise<V1
           signal,
         );
       } catch (error) {
-        if (signal.aborted) throw new RolloutFailure('Deployment cancelled: the platform is stopping');
+        if (signal.aborted) throw new RolloutFailure('Deployment cancelled: the platform is stopping', 'interrupted');
         // A blip of the API server is retried until the deadline; a refusal (RBAC) is not a blip.
-        if (Date.now() >= deadline || statusCode(error) === 403) throw new RolloutFailure(`Deployment failed: ${describeError(error)}`);
+        if (Date.now() >= deadline || statusCode(error) === 403)
+          throw new RolloutFailure(
+            `Deployment failed: ${describeError(error)}`,
+            statusCode(error) === 403 ? 'workload_refused' : 'deploy_timeout',
+          );
         log(`Kubernetes API error (retrying): ${describeError(error)}`);
         await waker.sleep(Math.min(options.pollIntervalMs, deadline - Date.now()), signal);
         continue;
@@ -216,10 +227,11 @@ export async function waitForRollout(options: WaitForRolloutOptions): Promise<V1
         }
         for (const pod of own) {
           const failure = unrecoverablePodFailure(pod, target.processType);
-          if (failure) throw new RolloutFailure(`Deployment failed: ${target.processType}: ${failure}`);
+          if (failure) throw new RolloutFailure(`Deployment failed: ${target.processType}: ${failure.message}`, failure.code);
         }
         const refused = replicaFailure(byName.get(target.deploymentName));
-        if (refused && ADMISSION_REFUSAL.test(refused)) throw new RolloutFailure(`Deployment failed: ${target.processType}: ${refused}`);
+        if (refused && ADMISSION_REFUSAL.test(refused))
+          throw new RolloutFailure(`Deployment failed: ${target.processType}: ${refused}`, 'workload_refused');
         if (isComplete(byName.get(target.deploymentName), target, plan.deploymentId)) ready.push(...readyPods);
         else pending.push({ target, pods: own });
       }
@@ -231,7 +243,7 @@ export async function waitForRollout(options: WaitForRolloutOptions): Promise<V1
               `${target.processType}: ${await timeoutReason(cluster, namespace, target, own, byName.get(target.deploymentName))}`,
           ),
         );
-        throw new RolloutFailure(`Deployment timed out after ${plan.timeoutSeconds}s: ${reasons.join('; ')}`);
+        throw new RolloutFailure(`Deployment timed out after ${plan.timeoutSeconds}s: ${reasons.join('; ')}`, 'deploy_timeout');
       }
       await waker.sleep(Math.min(options.pollIntervalMs, deadline - Date.now()), signal);
     }

@@ -1,3 +1,4 @@
+import type { FailureCode } from '../../failures.js';
 import { v7 as uuidv7 } from 'uuid';
 import type { PodResources, WorkloadPlan } from '../application-runtime.js';
 import type { InstanceLimits, InstanceSpec, InstanceStatus } from '../port.js';
@@ -47,6 +48,12 @@ export function freeOrdinals(existing: InstanceStatus[], n: number): number[] {
   const out: number[] = [];
   for (let i = 1; out.length < n; i++) if (!taken.has(i)) out.push(i);
   return out;
+}
+
+/** A failed rollout's code: instances that crashed are a crash loop; web instances that ran but never answered failed the health check. */
+export function rolloutFailureCode(statuses: Array<InstanceStatus | undefined>): FailureCode {
+  const crashed = statuses.some((s) => !s || s.restartCount > 0 || s.state === 'crashed');
+  return crashed ? 'crash_loop' : 'health_check_failed';
 }
 
 export function describeFailure(s: InstanceStatus | undefined, healthPath: string): string {

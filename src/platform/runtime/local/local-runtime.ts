@@ -15,7 +15,7 @@ import { RolloutFailure } from '../application-runtime.js';
 import type { OneOffResult, InstanceStatus } from '../port.js';
 import type { RuntimeService } from '../runtime.service.js';
 import { NO_ISOLATION_WARNING, type Sandbox } from '../../sandbox/index.js';
-import { describeFailure, freeOrdinals, instanceSpec, isWeb, limitsOf, processEnv, routeUrl } from './instance-plan.js';
+import { describeFailure, rolloutFailureCode, freeOrdinals, instanceSpec, isWeb, limitsOf, processEnv, routeUrl } from './instance-plan.js';
 
 const silent: RuntimeLogger = { info() {}, warn() {}, error() {} };
 
@@ -31,20 +31,20 @@ export class LocalRuntime implements ApplicationRuntime {
   private logger: RuntimeLogger = silent;
 
   constructor(
-    readonly instances: RuntimeService,
+    readonly runtimeService: RuntimeService,
     private readonly sandbox: Sandbox | null = null,
   ) {}
 
   get router() {
-    return this.instances.router;
+    return this.runtimeService.router;
   }
 
   async start(options: RuntimeStartOptions): Promise<void> {
     this.logger = options.logger;
-    this.instances.setWorkerId(options.workerId);
-    this.instances.setLogger(options.logger);
+    this.runtimeService.setWorkerId(options.workerId);
+    this.runtimeService.setLogger(options.logger);
     await this.checkIsolation();
-    await this.instances.start();
+    await this.runtimeService.start();
   }
 
   /** Says at every start how applications are confined (never silently unconfined). */
@@ -66,15 +66,15 @@ export class LocalRuntime implements ApplicationRuntime {
   }
 
   shutdown(): Promise<void> {
-    return this.instances.shutdown();
+    return this.runtimeService.shutdown();
   }
 
   onShutdown(hook: () => Promise<void> | void): void {
-    this.instances.onShutdown(hook);
+    this.runtimeService.onShutdown(hook);
   }
 
   onInstanceOutput(listener: (line: AppOutputLine) => void): void {
-    this.instances.driver.onOutput((o) =>
+    this.runtimeService.driver.onOutput((o) =>
       listener({
         applicationId: o.labels.applicationId,
         environmentId: o.labels.environmentId,
@@ -93,7 +93,7 @@ export class LocalRuntime implements ApplicationRuntime {
 
   runOnce(plan: WorkloadPlan, processType: string, options: OneOffOptions): Promise<OneOffResult> {
     const resources = plan.resources[processType];
-    return this.instances.driver.runOnce({
+    return this.runtimeService.driver.runOnce({
       applicationId: plan.application.id,
       ...(resources ? { limits: limitsOf(resources) } : {}),
       command: plan.processes[processType]!.cmd,
@@ -119,27 +119,28 @@ export class LocalRuntime implements ApplicationRuntime {
     );
     const started = specs.map((s) => s.id);
     try {
-      const launched = await this.instances.launch(specs, plan.healthCheck);
+      const launched = await this.runtimeService.launch(specs, plan.healthCheck);
       for (const s of launched)
         log.line(`Deploy: ${s.labels.processType}.${s.labels.ordinal} started${s.port ? ` on port ${s.port}` : ''}`);
 
       await log.step('Rollout', `waiting for ${plan.healthCheck.path} to answer 2xx on every web instance`);
-      const failed = await this.instances.waitHealthy(started, deadline, () => signal.aborted);
-      if (signal.aborted) throw new RolloutFailure('Interrupted before the new release was healthy');
+      const failed = await this.runtimeService.waitHealthy(started, deadline, () => signal.aborted);
+      if (signal.aborted) throw new RolloutFailure('Interrupted before the new release was healthy', 'interrupted');
       if (failed.length > 0) {
-        const what = failed.map((id) => describeFailure(this.instances.driver.status(id), plan.healthCheck.path)).join('; ');
+        const what = failed.map((id) => describeFailure(this.runtimeService.driver.status(id), plan.healthCheck.path)).join('; ');
         // Web instances fail only at the deadline; other processes fail as soon as they crash.
         throw new RolloutFailure(
           Date.now() >= deadline ? `Deployment timed out after ${plan.timeoutSeconds}s: ${what}` : `Deployment failed: ${what}`,
+          rolloutFailureCode(failed.map((id) => this.runtimeService.driver.status(id))),
         );
       }
       const web = launched.filter((s) => isWeb(s.labels.processType)).map((s) => s.id);
-      const previous = this.instances.instancesOf(applicationId, environmentId).filter((s) => !started.includes(s.id));
-      await this.instances.publish(plan.hostname, web);
+      const previous = this.runtimeService.instancesOf(applicationId, environmentId).filter((s) => !started.includes(s.id));
+      await this.runtimeService.publish(plan.hostname, web);
       log.line(`Rollout: ${plan.hostname} now routes to ${web.length} web instance(s) of v${plan.release.version}`);
       if (previous.length > 0) {
         log.line(`Rollout: retiring ${previous.length} instance(s) of the previous release`);
-        await this.instances.retire(previous.map((s) => s.id));
+        await this.runtimeService.retire(previous.map((s) => s.id));
       }
       return {
         url: routeUrl(plan.hostname, this.router.port),
@@ -147,19 +148,21 @@ export class LocalRuntime implements ApplicationRuntime {
       };
     } catch (err) {
       // Nothing of this rollout keeps running; the previous release was never unrouted.
-      await this.instances.retire(started.filter((id) => this.instances.driver.status(id))).catch(() => {});
+      await this.runtimeService
+        .retire(started.filter((id) => this.runtimeService.driver.status(id)))
+        .catch((retireErr) => this.logger.warn({ err: retireErr }, 'retiring the instances of a failed rollout failed'));
       throw err;
     }
   }
 
   async reconcile(target: WorkloadTarget, plan: WorkloadPlan | null, signal: AbortSignal): Promise<void> {
     const { applicationId, environmentId } = target;
-    const running = this.instances.instancesOf(applicationId, environmentId);
+    const running = this.runtimeService.instancesOf(applicationId, environmentId);
     if (!plan) {
       // Nothing should run (a deleted or stopped environment): its names stop answering too.
       const ids = running.map((s) => s.id);
-      for (const host of this.router.table.hostsRoutingTo(ids)) this.instances.unpublish(host);
-      await this.instances.retire(ids);
+      for (const host of this.router.table.hostsRoutingTo(ids)) this.runtimeService.unpublish(host);
+      await this.runtimeService.retire(ids);
       return;
     }
     if (!plan.image.artifactPath || !existsSync(plan.image.artifactPath)) {
@@ -185,9 +188,9 @@ export class LocalRuntime implements ApplicationRuntime {
     surplus.push(...mine.filter((s) => !(s.labels.processType in plan.formation)));
     if (specs.length === 0 && surplus.length === 0 && stale.length === 0) return;
 
-    const launched = await this.instances.launch(specs, plan.healthCheck);
+    const launched = await this.runtimeService.launch(specs, plan.healthCheck);
     const failed = new Set(
-      await this.instances.waitHealthy(
+      await this.runtimeService.waitHealthy(
         launched.map((s) => s.id),
         Date.now() + plan.timeoutSeconds * 1000,
         () => signal.aborted,
@@ -195,19 +198,19 @@ export class LocalRuntime implements ApplicationRuntime {
     );
     for (const id of failed) {
       this.logger.warn(
-        { applicationId, instance: describeFailure(this.instances.driver.status(id), plan.healthCheck.path) },
+        { applicationId, instance: describeFailure(this.runtimeService.driver.status(id), plan.healthCheck.path) },
         'new instance did not become healthy; stopped',
       );
     }
-    await this.instances.retire([...failed]);
+    await this.runtimeService.retire([...failed]);
     const leaving = new Set([...surplus, ...stale].map((s) => s.id));
-    const web = this.instances
+    const web = this.runtimeService
       .instancesOf(applicationId, environmentId, plan.deploymentId)
       .filter((s) => isWeb(s.labels.processType) && !leaving.has(s.id) && !failed.has(s.id))
       .map((s) => s.id);
     // Web instances that come back after a restart join once healthy; crashed ones are skipped by the router.
-    await this.instances.publish(plan.hostname, web);
-    await this.instances.retire([...leaving]);
+    await this.runtimeService.publish(plan.hostname, web);
+    await this.runtimeService.retire([...leaving]);
     this.logger.info(
       { applicationId, environmentId, counts: plan.formation, started: launched.length - failed.size, stopped: leaving.size },
       'instances reconciled',
@@ -215,12 +218,12 @@ export class LocalRuntime implements ApplicationRuntime {
   }
 
   usage(): Promise<AppUsage[]> {
-    return this.instances.usage();
+    return this.runtimeService.usage();
   }
 
   /** Instances this process runs for an application's environment (optionally one deployment). */
   instancesOf(applicationId: string, environmentId: string, deploymentId?: string): InstanceStatus[] {
-    return this.instances.instancesOf(applicationId, environmentId, deploymentId);
+    return this.runtimeService.instancesOf(applicationId, environmentId, deploymentId);
   }
 
   private artifactOf(plan: WorkloadPlan): string {
