@@ -275,7 +275,7 @@ describe('the server process with the embedded PostgreSQL', () => {
     expect(await run.exited).toBe(1);
     expect(run.output().trim()).toBe(
       'Invalid configuration: PORT: must be integer; LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent; ' +
-        'SLIPWAY_ROLE: must be one of all, api, worker',
+        'SLIPWAY_ROLE: must be one of all, api, worker, edge',
     );
   }, 60_000);
 
