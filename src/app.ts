@@ -36,6 +36,7 @@ import { domainsRoutes } from './modules/domains/index.js';
 import { oneOffRunsRoutes } from './modules/deployments/index.js';
 import { appLogsRoutes } from './modules/app-logs/index.js';
 import { streamsRoutes } from './modules/streams/index.js';
+import { auditRoutes, installAuditHooks } from './modules/audit/index.js';
 import { endStreams } from './platform/http/sse.js';
 import { createServices } from './services.js';
 
@@ -133,6 +134,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   await app.register(
     async (v1) => {
       v1.addHook('onRequest', authenticationHook(services.auth));
+      installAuditHooks(v1, services.audit);
       await v1.register(authRoutes(ctx, services.auth));
       await v1.register(usersRoutes(ctx));
       await v1.register(organizationsRoutes(ctx));
@@ -158,6 +160,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
       await v1.register(
         streamsRoutes(services.streams, (userId, p) => services.envDeploys.detail(userId, p.workspace, p.project, p.env, p.deploy_id)),
       );
+      await v1.register(auditRoutes(services.audit));
       v1.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
     },
     { prefix: '/v1' },

@@ -29,6 +29,9 @@ import { LocalRuntime } from './platform/runtime/local/local-runtime.js';
 import { Notifications } from './platform/db/notifications.js';
 import { StreamsService } from './modules/streams/index.js';
 import { OneOffRunsService } from './modules/deployments/index.js';
+import { AuditService } from './modules/audit/index.js';
+import { OrganizationsService } from './modules/organizations/index.js';
+import { forbidden } from './platform/errors.js';
 import { AppLogWriter, AppLogsService, oldestLiveWorker, servingReleaseScrubber, sweepAppLogs } from './modules/app-logs/index.js';
 
 /**
@@ -134,7 +137,16 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     (err) => streamsLog.error({ err }, 'stream failed'),
   );
 
+  // Audit log and webhooks are managed by an organization's admins.
+  const organizations = new OrganizationsService(ctx.db);
+  const requireOrganizationAdmin = async (userId: string, slug: string) => {
+    const { org, membership } = await organizations.resolve(userId, slug);
+    if (!membership.admin) throw forbidden('Only organization admins can do this');
+    return org;
+  };
+
   return {
+    audit: new AuditService(ctx.db, requireOrganizationAdmin),
     notifications,
     streams,
     runs: new OneOffRunsService(ctx, apps),

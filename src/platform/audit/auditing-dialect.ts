@@ -1,0 +1,179 @@
+import {
+  CompiledQuery,
+  PostgresDialect,
+  type DatabaseConnection,
+  type Driver,
+  type OperationNode,
+  type PostgresDialectConfig,
+  type QueryResult,
+  type TransactionSettings,
+} from 'kysely';
+import { auditInsert } from './audit-row.js';
+import { currentAudit, type RequestAudit } from './request-audit.js';
+
+/** Writes that are bookkeeping, not a change someone made (failed-login counters, the log itself). */
+const UNAUDITED_TABLES = new Set(['audit_log', 'login_failures']);
+
+/** The table a write query changes, or null for a read (or a write we do not audit). */
+export function writtenTable(query: CompiledQuery): string | null {
+  const node = query.query as OperationNode & Record<string, any>;
+  let table: string | undefined;
+  switch (node.kind) {
+    case 'InsertQueryNode':
+      table = node.into?.table?.identifier?.name;
+      break;
+    case 'UpdateQueryNode':
+      table = (node.table?.table ?? node.table?.node?.table)?.identifier?.name;
+      break;
+    case 'DeleteQueryNode': {
+      const from = node.from?.froms?.[0];
+      table = (from?.table ?? from?.node?.table)?.identifier?.name;
+      break;
+    }
+    case 'MergeQueryNode':
+      table = (node.into?.table ?? node.into?.node?.table)?.identifier?.name;
+      break;
+    case 'RawNode': {
+      const match = /^\s*(?:insert\s+into|update|delete\s+from)\s+"?([a-z_][a-z0-9_]*)"?/i.exec(query.sql);
+      table = match?.[1];
+      break;
+    }
+  }
+  if (!table) return null;
+  return UNAUDITED_TABLES.has(table.toLowerCase()) ? null : table;
+}
+
+interface ConnectionState {
+  inTransaction: boolean;
+  /** The request whose audit row this transaction wrote (released again on rollback). */
+  audited: RequestAudit | null;
+}
+
+/**
+ * A connection that writes the current request's audit row (request-audit.ts) in the same
+ * transaction as the request's first change: inside the caller's transaction when there is
+ * one, else it wraps that single statement in one. A rolled-back transaction takes the row
+ * with it, and the request's next write records it again.
+ */
+class AuditingConnection implements DatabaseConnection {
+  readonly state: ConnectionState = { inTransaction: false, audited: null };
+  constructor(readonly inner: DatabaseConnection) {}
+
+  async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    const audit = currentAudit();
+    if (!audit?.wantsRow || !writtenTable(query)) return this.inner.executeQuery<R>(query);
+    audit.claimed = true;
+    if (this.state.inTransaction) {
+      this.state.audited = audit;
+      try {
+        await this.writeRow(audit);
+      } catch (err) {
+        audit.claimed = false;
+        throw err;
+      }
+      return this.inner.executeQuery<R>(query);
+    }
+    await this.inner.executeQuery(CompiledQuery.raw('begin'));
+    try {
+      await this.writeRow(audit);
+      const result = await this.inner.executeQuery<R>(query);
+      await this.inner.executeQuery(CompiledQuery.raw('commit'));
+      return result;
+    } catch (err) {
+      audit.claimed = false;
+      audit.rowId = null;
+      await this.inner.executeQuery(CompiledQuery.raw('rollback')).catch(() => {});
+      throw err;
+    }
+  }
+
+  streamQuery<R>(query: CompiledQuery, chunkSize?: number): AsyncIterableIterator<QueryResult<R>> {
+    return this.inner.streamQuery<R>(query, chunkSize);
+  }
+
+  private async writeRow(audit: RequestAudit) {
+    const { sql, values } = auditInsert(audit);
+    const result = await this.inner.executeQuery<{ id: number }>(CompiledQuery.raw(sql, values));
+    audit.rowId = Number(result.rows[0]!.id);
+  }
+}
+
+class AuditingDriver implements Driver {
+  private readonly wrappers = new WeakMap<DatabaseConnection, AuditingConnection>();
+  savepoint?: Driver['savepoint'];
+  rollbackToSavepoint?: Driver['rollbackToSavepoint'];
+  releaseSavepoint?: Driver['releaseSavepoint'];
+
+  constructor(private readonly inner: Driver) {
+    const unwrap = (c: DatabaseConnection) => (c instanceof AuditingConnection ? c.inner : c);
+    if (inner.savepoint) this.savepoint = (c, name, compile) => inner.savepoint!(unwrap(c), name, compile);
+    if (inner.rollbackToSavepoint) this.rollbackToSavepoint = (c, name, compile) => inner.rollbackToSavepoint!(unwrap(c), name, compile);
+    if (inner.releaseSavepoint) this.releaseSavepoint = (c, name, compile) => inner.releaseSavepoint!(unwrap(c), name, compile);
+  }
+
+  init() {
+    return this.inner.init();
+  }
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    const connection = await this.inner.acquireConnection();
+    let wrapper = this.wrappers.get(connection);
+    if (!wrapper) this.wrappers.set(connection, (wrapper = new AuditingConnection(connection)));
+    return wrapper;
+  }
+
+  async beginTransaction(connection: DatabaseConnection, settings: TransactionSettings) {
+    const c = connection as AuditingConnection;
+    await this.inner.beginTransaction(c.inner, settings);
+    c.state.inTransaction = true;
+    c.state.audited = null;
+  }
+
+  async commitTransaction(connection: DatabaseConnection) {
+    const c = connection as AuditingConnection;
+    try {
+      await this.inner.commitTransaction(c.inner);
+    } catch (err) {
+      this.release(c);
+      throw err;
+    }
+    c.state.inTransaction = false;
+    c.state.audited = null;
+  }
+
+  async rollbackTransaction(connection: DatabaseConnection) {
+    const c = connection as AuditingConnection;
+    this.release(c);
+    await this.inner.rollbackTransaction(c.inner);
+  }
+
+  /** The transaction's audit row is gone with it: the request's next write records one again. */
+  private release(c: AuditingConnection) {
+    const audit = c.state.audited;
+    if (audit) {
+      audit.claimed = false;
+      audit.rowId = null;
+    }
+    c.state.inTransaction = false;
+    c.state.audited = null;
+  }
+
+  releaseConnection(connection: DatabaseConnection) {
+    return this.inner.releaseConnection((connection as AuditingConnection).inner);
+  }
+
+  destroy() {
+    return this.inner.destroy();
+  }
+}
+
+/** PostgreSQL, with each changing API request's audit row written in the transaction of its change. */
+export class AuditingPostgresDialect extends PostgresDialect {
+  constructor(config: PostgresDialectConfig) {
+    super(config);
+  }
+
+  override createDriver(): Driver {
+    return new AuditingDriver(super.createDriver());
+  }
+}

@@ -1,0 +1,36 @@
+/** Field names whose values are secret or may hold one: the audit log keeps the name, never the value. */
+const SECRET_FIELD = /pass|secret|token|key|value|variables|certificate|private|credential|authorization|signature|cookie/i;
+
+export const REDACTED = '[redacted]';
+
+/**
+ * A copy of a request body fit for the audit log: values of secret-looking fields replaced
+ * (booleans and numbers stay: `secret: true` says nothing secret), URLs without their userinfo,
+ * arrays and objects walked. A configuration variable's value is always dropped, secret or not.
+ */
+export function redactForAudit(value: unknown, depth = 0): unknown {
+  if (depth > 8) return REDACTED;
+  if (Array.isArray(value)) return value.slice(0, 100).map((v) => redactForAudit(v, depth + 1));
+  if (value && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) {
+      out[k] = SECRET_FIELD.test(k) && typeof v !== 'boolean' && typeof v !== 'number' && v !== null ? REDACTED : redactForAudit(v, depth + 1);
+    }
+    return out;
+  }
+  if (typeof value === 'string') return withoutUserinfo(value).slice(0, 2000);
+  return value;
+}
+
+function withoutUserinfo(text: string): string {
+  if (!/^[a-z][a-z0-9+.-]*:\/\/[^/]*@/i.test(text)) return text;
+  try {
+    const url = new URL(text);
+    if (!url.username && !url.password) return text;
+    url.username = '';
+    url.password = '';
+    return url.toString();
+  } catch {
+    return REDACTED;
+  }
+}
