@@ -37,6 +37,7 @@ import { oneOffRunsRoutes } from './modules/deployments/index.js';
 import { appLogsRoutes } from './modules/app-logs/index.js';
 import { streamsRoutes } from './modules/streams/index.js';
 import { auditRoutes, installAuditHooks } from './modules/audit/index.js';
+import { webhooksRoutes } from './modules/webhooks/index.js';
 import { endStreams } from './platform/http/sse.js';
 import { createServices } from './services.js';
 
@@ -161,6 +162,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
         streamsRoutes(services.streams, (userId, p) => services.envDeploys.detail(userId, p.workspace, p.project, p.env, p.deploy_id)),
       );
       await v1.register(auditRoutes(services.audit));
+      await v1.register(webhooksRoutes(services.webhooks));
       v1.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
     },
     { prefix: '/v1' },

@@ -30,6 +30,8 @@ import { Notifications } from './platform/db/notifications.js';
 import { StreamsService } from './modules/streams/index.js';
 import { OneOffRunsService } from './modules/deployments/index.js';
 import { AuditService } from './modules/audit/index.js';
+import { WebhookDeliveries, WebhooksService } from './modules/webhooks/index.js';
+import { WEBHOOKS_CHANNEL } from './platform/webhook-events.js';
 import { OrganizationsService } from './modules/organizations/index.js';
 import { forbidden } from './platform/errors.js';
 import { AppLogWriter, AppLogsService, oldestLiveWorker, servingReleaseScrubber, sweepAppLogs } from './modules/app-logs/index.js';
@@ -145,8 +147,28 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     return org;
   };
 
+  // Outbound webhooks: the outbox is fanned out into durable delivery jobs wherever the job store is open.
+  const webhooksLog = log.child({ component: 'webhooks' });
+  const webhookDeliveries = ctx.jobs ? new WebhookDeliveries(ctx.db, ctx.secrets, ctx.jobs, ctx.config, webhooksLog) : null;
+  if (webhookDeliveries) {
+    const deliveries = webhookDeliveries;
+    void deliveries
+      .register()
+      .then(() => notifications.subscribe(WEBHOOKS_CHANNEL, '', () => void deliveries.drain()))
+      .then(() => deliveries.drain())
+      .catch((err) => webhooksLog.error({ err }, 'starting webhook deliveries failed'));
+    ctx.jobs?.addSweeper(() => deliveries.drain());
+  }
+
   return {
     audit: new AuditService(ctx.db, requireOrganizationAdmin),
+    webhooks: new WebhooksService(
+      ctx.db,
+      ctx.secrets,
+      requireOrganizationAdmin,
+      { allowPrivate: ctx.config.WEBHOOK_ALLOW_PRIVATE },
+      webhookDeliveries,
+    ),
     notifications,
     streams,
     runs: new OneOffRunsService(ctx, apps),

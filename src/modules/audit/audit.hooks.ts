@@ -10,7 +10,12 @@ const audits = new WeakMap<FastifyRequest, RequestAudit>();
 function actorOf(request: FastifyRequest): AuditActor {
   const principal = request.principal;
   if (principal) {
-    return { userId: principal.user.id, username: principal.user.username, credentialKind: principal.via, credentialId: principal.credentialId };
+    return {
+      userId: principal.user.id,
+      username: principal.user.username,
+      credentialKind: principal.via,
+      credentialId: principal.credentialId,
+    };
   }
   // Public routes that change something are authenticated by a signature (the GitHub hook).
   const signed = Boolean(request.headers['x-hub-signature-256']);

@@ -10,9 +10,7 @@ export class AuditRepository {
     if (filter.organizationId !== undefined) query = query.where('organization_id', '=', filter.organizationId);
     if (filter.actor) {
       const actor = filter.actor;
-      query = query.where((eb) =>
-        eb.or([eb('actor_username', '=', actor), eb(eb.cast('actor_user_id', 'text'), '=', actor)]),
-      );
+      query = query.where((eb) => eb.or([eb('actor_username', '=', actor), eb(eb.cast('actor_user_id', 'text'), '=', actor)]));
     }
     if (filter.resource_type) query = query.where('resource_type', '=', filter.resource_type);
     if (filter.resource_id) query = query.where('resource_id', '=', filter.resource_id);

@@ -3,7 +3,10 @@ import type { RequestAudit } from './request-audit.js';
 
 /** The resource a route addresses: its last `noun/:param` pair, or the collection a POST adds to. */
 export function resourceOfRoute(route: string, params: Record<string, string>): { type: string; id: string | null } {
-  const segments = route.replace(/^\/v1\//, '').split('/').filter(Boolean);
+  const segments = route
+    .replace(/^\/v1\//, '')
+    .split('/')
+    .filter(Boolean);
   let type = segments[0] ?? 'api';
   let id: string | null = null;
   for (let i = 0; i < segments.length; i++) {
@@ -38,7 +41,8 @@ function organizationLookups(audit: RequestAudit, values: unknown[]): string[] {
   if (params.id && (first === 'images' || first === 'releases' || first === 'deployments'))
     lookups.push(viaApplication(`(SELECT application_id::text FROM ${first} WHERE id::text = ${bind(params.id)})`));
   const fields = body && typeof body === 'object' ? (body as Record<string, unknown>) : {};
-  if (typeof fields.organization_id === 'string') lookups.push(`(SELECT id FROM organizations WHERE id::text = ${bind(fields.organization_id)})`);
+  if (typeof fields.organization_id === 'string')
+    lookups.push(`(SELECT id FROM organizations WHERE id::text = ${bind(fields.organization_id)})`);
   if (typeof fields.project_id === 'string')
     lookups.push(`(SELECT organization_id FROM projects WHERE id::text = ${bind(fields.project_id)})`);
   return lookups;

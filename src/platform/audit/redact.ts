@@ -14,7 +14,8 @@ export function redactForAudit(value: unknown, depth = 0): unknown {
   if (value && typeof value === 'object') {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value)) {
-      out[k] = SECRET_FIELD.test(k) && typeof v !== 'boolean' && typeof v !== 'number' && v !== null ? REDACTED : redactForAudit(v, depth + 1);
+      out[k] =
+        SECRET_FIELD.test(k) && typeof v !== 'boolean' && typeof v !== 'number' && v !== null ? REDACTED : redactForAudit(v, depth + 1);
     }
     return out;
   }

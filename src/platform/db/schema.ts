@@ -548,4 +548,5 @@ export interface HookAndAuditTables {
 }
 
 /** Every feature adds its tables here, one interface per migration group. */
-export interface Database extends ControlPlaneTables, WorkspaceTables, PipelineTables, StreamTables, SandboxTables, EdgeTables, HookAndAuditTables {}
+export interface Database
+  extends ControlPlaneTables, WorkspaceTables, PipelineTables, StreamTables, SandboxTables, EdgeTables, HookAndAuditTables {}
