@@ -57,7 +57,7 @@ export function installAuditHooks(app: App, audit: AuditService) {
     entry.closed = true;
     if (entry.rowId !== null && reply.statusCode < 400 && typeof payload === 'string' && payload.startsWith('{')) {
       try {
-        const resource = entry.change.resourceType ?? resourceOfRoute(entry.request.route, entry.request.params).type;
+        const resource = entry.change.resourceType ?? resourceOfRoute(entry.request.route, entry.request.params, entry.request.method).type;
         await audit.complete(entry.rowId, resource, JSON.parse(payload), reply.statusCode === 201);
       } catch (err) {
         request.log.warn({ err }, 'completing the audit entry failed');

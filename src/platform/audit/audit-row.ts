@@ -1,8 +1,12 @@
 import { redactForAudit } from './redact.js';
 import type { RequestAudit } from './request-audit.js';
 
-/** The resource a route addresses: its last `noun/:param` pair, or the collection a POST adds to. */
-export function resourceOfRoute(route: string, params: Record<string, string>): { type: string; id: string | null } {
+/**
+ * The resource a route addresses: its last `noun/:param` pair, or the collection a POST adds to
+ * (`POST …/:org_slug/webhooks`); a trailing singular verb (`/scale`, `/redeliver`) or, for other
+ * methods, any trailing word (`PATCH …/:application_id/settings`) acts on the resource before it.
+ */
+export function resourceOfRoute(route: string, params: Record<string, string>, method = 'POST'): { type: string; id: string | null } {
   const segments = route
     .replace(/^\/v1\//, '')
     .split('/')
@@ -16,7 +20,8 @@ export function resourceOfRoute(route: string, params: Record<string, string>): 
       continue;
     }
     // A trailing verb (`/scale`, `/deploy`, `/redeliver`) acts on the resource before it; a plural adds to a collection.
-    const trailingVerb = i === segments.length - 1 && i > 0 && segments[i - 1]!.startsWith(':') && !segment.endsWith('s');
+    const trailingVerb =
+      i === segments.length - 1 && i > 0 && segments[i - 1]!.startsWith(':') && (method !== 'POST' || !segment.endsWith('s'));
     if (trailingVerb) break;
     type = segment;
     id = null;
@@ -52,7 +57,7 @@ function organizationLookups(audit: RequestAudit, values: unknown[]): string[] {
 export function auditInsert(audit: RequestAudit): { sql: string; values: unknown[] } {
   const { request, change } = audit;
   const actor = audit.actor;
-  const resource = resourceOfRoute(request.route, request.params);
+  const resource = resourceOfRoute(request.route, request.params, request.method);
   const after = change.after !== undefined ? change.after : request.method === 'DELETE' ? null : redactForAudit(request.body ?? null);
   const values: unknown[] = [
     change.organizationId ?? null,

@@ -63,28 +63,45 @@ class AuditingConnection implements DatabaseConnection {
     const audit = currentAudit();
     if (!audit?.wantsRow || !writtenTable(query)) return this.inner.executeQuery<R>(query);
     audit.claimed = true;
-    if (this.state.inTransaction) {
-      this.state.audited = audit;
-      try {
-        await this.writeRow(audit);
-      } catch (err) {
-        audit.claimed = false;
-        throw err;
-      }
-      return this.inner.executeQuery<R>(query);
-    }
-    await this.inner.executeQuery(CompiledQuery.raw('begin'));
+    const own = !this.state.inTransaction;
+    // Inside the caller's transaction a savepoint lets a write that changed nothing (or failed) take the row back.
+    await this.run(own ? 'begin' : 'savepoint slipway_audit');
+    let result: QueryResult<R>;
     try {
       await this.writeRow(audit);
-      const result = await this.inner.executeQuery<R>(query);
-      await this.inner.executeQuery(CompiledQuery.raw('commit'));
-      return result;
+      result = await this.inner.executeQuery<R>(query);
     } catch (err) {
-      audit.claimed = false;
-      audit.rowId = null;
-      await this.inner.executeQuery(CompiledQuery.raw('rollback')).catch(() => {});
+      this.unclaim(audit);
+      await this.run(own ? 'rollback' : 'rollback to savepoint slipway_audit').catch(() => {});
       throw err;
     }
+    // An UPDATE or DELETE that matched nothing changed nothing: no row for it (the request's next write records one).
+    if (result.numAffectedRows === 0n) {
+      this.unclaim(audit);
+      await this.run(own ? 'rollback' : 'rollback to savepoint slipway_audit');
+      return result;
+    }
+    if (own) {
+      try {
+        await this.run('commit');
+      } catch (err) {
+        this.unclaim(audit);
+        throw err;
+      }
+    } else {
+      await this.run('release savepoint slipway_audit');
+      this.state.audited = audit;
+    }
+    return result;
+  }
+
+  private run(statement: string) {
+    return this.inner.executeQuery(CompiledQuery.raw(statement));
+  }
+
+  private unclaim(audit: RequestAudit) {
+    audit.claimed = false;
+    audit.rowId = null;
   }
 
   streamQuery<R>(query: CompiledQuery, chunkSize?: number): AsyncIterableIterator<QueryResult<R>> {
