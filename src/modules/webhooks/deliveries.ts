@@ -29,7 +29,7 @@ function executorOf(trx: Db): SqlExecutor {
   return {
     async executeSql(text, values) {
       const result = await trx.executeQuery(CompiledQuery.raw(text, values));
-      return { rows: result.rows as any[] };
+      return { rows: result.rows as unknown[] };
     },
   };
 }

@@ -3,7 +3,6 @@ import {
   PostgresDialect,
   type DatabaseConnection,
   type Driver,
-  type OperationNode,
   type PostgresDialectConfig,
   type QueryResult,
   type TransactionSettings,
@@ -16,31 +15,38 @@ const UNAUDITED_TABLES = new Set(['audit_log', 'login_failures']);
 
 /** The table a write query changes, or null for a read (or a write we do not audit). */
 export function writtenTable(query: CompiledQuery): string | null {
-  const node = query.query as OperationNode & Record<string, any>;
+  const node = query.query;
   let table: string | undefined;
   switch (node.kind) {
     case 'InsertQueryNode':
-      table = node.into?.table?.identifier?.name;
+      table = tableName(field(node, 'into'));
       break;
     case 'UpdateQueryNode':
-      table = (node.table?.table ?? node.table?.node?.table)?.identifier?.name;
+      table = tableName(field(node, 'table'));
       break;
-    case 'DeleteQueryNode': {
-      const from = node.from?.froms?.[0];
-      table = (from?.table ?? from?.node?.table)?.identifier?.name;
+    case 'DeleteQueryNode':
+      table = tableName((field(field(node, 'from'), 'froms') as unknown[] | undefined)?.[0]);
       break;
-    }
     case 'MergeQueryNode':
-      table = (node.into?.table ?? node.into?.node?.table)?.identifier?.name;
+      table = tableName(field(node, 'into'));
       break;
-    case 'RawNode': {
-      const match = /^\s*(?:insert\s+into|update|delete\s+from)\s+"?([a-z_][a-z0-9_]*)"?/i.exec(query.sql);
-      table = match?.[1];
+    case 'RawNode':
+      table = /^\s*(?:insert\s+into|update|delete\s+from)\s+"?([a-z_][a-z0-9_]*)"?/i.exec(query.sql)?.[1];
       break;
-    }
   }
   if (!table) return null;
   return UNAUDITED_TABLES.has(table.toLowerCase()) ? null : table;
+}
+
+function field(node: unknown, name: string): unknown {
+  return node && typeof node === 'object' ? (node as Record<string, unknown>)[name] : undefined;
+}
+
+/** The name in a TableNode, or in the TableNode of an AliasNode (`update users as u`). */
+function tableName(node: unknown): string | undefined {
+  const table = field(node, 'kind') === 'AliasNode' ? field(node, 'node') : node;
+  const name = field(field(field(table, 'table'), 'identifier'), 'name');
+  return typeof name === 'string' ? name : undefined;
 }
 
 interface ConnectionState {

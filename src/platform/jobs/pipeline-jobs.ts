@@ -67,7 +67,7 @@ export type SideQueueHandler = (data: Record<string, unknown>, job: { id: string
 
 /** Runs a pg-boss statement on the caller's connection, so a job is queued in the caller's transaction. */
 export interface SqlExecutor {
-  executeSql(text: string, values: unknown[]): Promise<{ rows: any[] }>;
+  executeSql(text: string, values: unknown[]): Promise<{ rows: unknown[] }>;
 }
 
 interface SideQueue {
