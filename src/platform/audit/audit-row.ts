@@ -1,4 +1,7 @@
-import { redactForAudit } from './redact.js';
+import { redactConfigurationBody, redactForAudit } from './redact.js';
+
+/** Routes that write configuration variables: every text in their body may be a secret. */
+const CONFIGURATION_ROUTE = /\/configurations\/|\/config(\/|$)/;
 import type { RequestAudit } from './request-audit.js';
 
 /**
@@ -58,7 +61,8 @@ export function auditInsert(audit: RequestAudit): { sql: string; values: unknown
   const { request, change } = audit;
   const actor = audit.actor;
   const resource = resourceOfRoute(request.route, request.params, request.method);
-  const after = change.after !== undefined ? change.after : request.method === 'DELETE' ? null : redactForAudit(request.body ?? null);
+  const redactBody = CONFIGURATION_ROUTE.test(request.route) ? redactConfigurationBody : redactForAudit;
+  const after = change.after !== undefined ? change.after : request.method === 'DELETE' ? null : redactBody(request.body ?? null);
   const values: unknown[] = [
     change.organizationId ?? null,
     actor.userId,
