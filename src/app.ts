@@ -130,6 +130,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   });
   app.addHook('onClose', async () => {
     await services.notifications.close();
+    await services.webhookWakeups.close();
   });
 
   await app.register(

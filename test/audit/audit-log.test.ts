@@ -199,7 +199,7 @@ describe('audit log', () => {
     const unexpected = refused.filter((r) => !Object.keys(NOT_EXERCISED).some((k) => r.startsWith(`${k} →`)));
     expect(unexpected, unexpected.join('\n')).toEqual([]);
     expect(audited.length).toBe(routes.length - Object.keys(NOT_EXERCISED).length);
-  });
+  }, 300_000);
 
   it('no audit row holds a secret value', async () => {
     const text = (await sql<{ r: string }>`select to_jsonb(a)::text as r from audit_log a`.execute(h.ctx.db)).rows
