@@ -1,4 +1,4 @@
-import { commonErrorResponses, Ok } from '../../platform/http/schemas.js';
+import { commonErrorResponses, ErrorResponse, Ok } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
 import { currentUser } from '../auth/index.js';
 import {
@@ -95,7 +95,7 @@ export function webhooksRoutes(webhooks: WebhooksService) {
           tags,
           summary: 'Send a delivery again (same payload and delivery id); answers 202 with the delivery, queued',
           params: DeliveryParams,
-          response: { 202: Delivery, ...commonErrorResponses, 503: commonErrorResponses[404] },
+          response: { 202: Delivery, ...commonErrorResponses, 503: ErrorResponse },
         },
       },
       async (request, reply) =>
