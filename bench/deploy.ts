@@ -22,7 +22,7 @@ import { loadConfig } from '../src/config.js';
 import { openPlatform } from '../src/platform/bootstrap.js';
 import { probe } from '../src/platform/runtime/health-check.js';
 import type { LocalRuntime } from '../src/platform/runtime/local/local-runtime.js';
-import { startDeploymentRuntime } from '../src/modules/deployments/deployments.jobs.js';
+import { startDeploymentRuntime } from '../src/runtime-startup.js';
 import { AuthService } from '../src/modules/auth/auth.service.js';
 import { UsersService } from '../src/modules/users/users.service.js';
 

@@ -1,5 +1,5 @@
 import { buildApp } from './app.js';
-import { startDeploymentRuntime } from './modules/deployments/index.js';
+import { startDeploymentRuntime } from './runtime-startup.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { openPlatform, type Platform } from './platform/bootstrap.js';
 import { StartupError } from './platform/startup-error.js';

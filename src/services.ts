@@ -11,15 +11,21 @@ import { createBuildahBuilder } from './platform/builder/buildah.js';
 import { SigningKeys } from './platform/crypto/signing-key.js';
 import { AuthService } from './modules/auth/index.js';
 import { ApplicationsService } from './modules/applications/index.js';
-import { ConfigurationsService } from './modules/configurations/index.js';
+import { ConfigurationsService, ScopedConfig } from './modules/configurations/index.js';
+import { UsersService } from './modules/users/index.js';
+import { OrganizationsService } from './modules/organizations/index.js';
+import { WorkspacesService } from './modules/workspaces/index.js';
+import { TeamsService } from './modules/teams/index.js';
+import { ProjectsService } from './modules/projects/index.js';
+import { RegistryTokenService } from './modules/registry/index.js';
 import { ImagesService } from './modules/images/index.js';
 import { ReleasesService } from './modules/releases/index.js';
 import { GithubHooksService } from './modules/github/index.js';
 import { latestRecordsSource } from './modules/pipeline/index.js';
 import { PipelineService } from './modules/pipeline/index.js';
-import { EnvDeploysService, reachOfScope, requireProtectedEnvironmentAdmin } from './modules/environments/index.js';
-import { EnvironmentPipeline } from './modules/environments/index.js';
-import { DeploymentsService } from './modules/deployments/index.js';
+import { EnvDeploysService, EnvironmentsService, reachOfScope, requireProtectedEnvironmentAdmin } from './modules/environments/index.js';
+import { EnvironmentPipeline } from './modules/pipeline/index.js';
+import { DeploymentsService, reconcileAfterScale } from './modules/deployments/index.js';
 import { registerDeploymentJobs } from './modules/deployments/index.js';
 import { DeployChain } from './modules/deployments/index.js';
 import { ObservabilityService } from './modules/observability/index.js';
@@ -32,7 +38,6 @@ import { OneOffRunsService } from './modules/deployments/index.js';
 import { AuditService } from './modules/audit/index.js';
 import { WebhookDeliveries, WebhooksService } from './modules/webhooks/index.js';
 import { WEBHOOKS_CHANNEL } from './platform/webhook-events.js';
-import { OrganizationsService } from './modules/organizations/index.js';
 import { forbidden } from './platform/errors.js';
 import { AppLogWriter, AppLogsService, oldestLiveWorker, servingReleaseScrubber, sweepAppLogs } from './modules/app-logs/index.js';
 
@@ -52,19 +57,15 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     (userId, scope) =>
       requireProtectedEnvironmentAdmin(ctx.db, userId, reachOfScope(scope), `the configuration it inherits (${scope.scope} scope)`),
   );
-  // A scale reaches running instances through the deployments module (a queued `reconcile`).
-  // Late-bound because that module needs this one: the remaining module cycle (issue 18) removes it.
-  // eslint-disable-next-line prefer-const
-  let deployments: DeploymentsService | undefined;
   const apps = new ApplicationsService(
     ctx.db,
     latestRecordsSource(ctx.db),
-    async (id) => {
-      await deployments?.scaled(id);
-    },
+    // A scale reaches running instances through the deployments module (a queued `reconcile`):
+    // a port the applications module owns, so it needs nothing above it.
+    reconcileAfterScale(ctx),
     (change) => vetRepositoryChange(ctx.db, ctx.config, change),
   );
-  deployments = new DeploymentsService(ctx, apps);
+  const deployments = new DeploymentsService(ctx, apps);
   // Pipeline build stage: builders in order of preference (the source builder accepts anything).
   // A context with a Dockerfile goes to buildah (which says what to install when it is missing).
   const images = new ImagesService(ctx, apps, config, [
@@ -103,7 +104,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     async (applicationId) => {
       await edgeDirectory?.refresh();
       // On a cluster the names are Ingress hosts: a reconcile re-applies the Ingress.
-      if (applicationId && ctx.config.RUNTIME === 'kubernetes') await deployments?.scaled(applicationId);
+      if (applicationId && ctx.config.RUNTIME === 'kubernetes') await deployments.scaled(applicationId);
     },
     log.child({ component: 'domains' }),
   );
@@ -164,6 +165,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     ctx.jobs?.addSweeper(() => deliveries.drain());
   }
 
+  const signingKeys = SigningKeys.forConfig(ctx.config);
   return {
     webhookWakeups,
     audit: new AuditService(ctx.db, requireOrganizationAdmin),
@@ -193,7 +195,16 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
       new EnvironmentPipeline(ctx, deployChain, deployments, config),
       log.child({ component: 'env-deploys' }),
     ),
-    signingKeys: SigningKeys.forConfig(ctx.config),
+    signingKeys,
+    registryTokens: new RegistryTokenService(ctx, signingKeys, auth),
+    users: new UsersService(ctx.db),
+    organizations,
+    workspaces: new WorkspacesService(ctx.db),
+    teams: new TeamsService(ctx.db),
+    projects: new ProjectsService(ctx.db),
+    environments: new EnvironmentsService(ctx.db, ctx.jobs),
+    // The configuration layers of workspaces, teams and environments, behind their own routes.
+    scopedConfig: new ScopedConfig(ctx.db, config),
     observability: new ObservabilityService(ctx.db, apps),
   };
 }

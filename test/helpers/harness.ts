@@ -12,7 +12,7 @@ import { createDb } from '../../src/platform/db/database.js';
 import type { App } from '../../src/platform/http/types.js';
 import { PipelineJobs } from '../../src/platform/jobs/pipeline-jobs.js';
 import { createRuntime } from '../../src/platform/runtime/index.js';
-import { startDeploymentRuntime } from '../../src/modules/deployments/deployments.jobs.js';
+import { startDeploymentRuntime } from '../../src/runtime-startup.js';
 import { AuthService } from '../../src/modules/auth/auth.service.js';
 import { UsersService } from '../../src/modules/users/users.service.js';
 import { createScratchDatabase } from './scratch-database.js';

@@ -3,7 +3,7 @@ import { buildApp } from '../../src/app.js';
 import type { AppContext } from '../../src/platform/context.js';
 import { PipelineJobs } from '../../src/platform/jobs/pipeline-jobs.js';
 import { createRuntime } from '../../src/platform/runtime/index.js';
-import { startDeploymentRuntime } from '../../src/modules/deployments/deployments.jobs.js';
+import { startDeploymentRuntime } from '../../src/runtime-startup.js';
 import { INTERRUPTED_DETAIL } from '../../src/modules/deployments/deploy-runner.js';
 import { localRuntime } from '../helpers/local-runtime.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';

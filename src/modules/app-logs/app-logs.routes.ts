@@ -2,7 +2,7 @@ import { commonErrorResponses } from '../../platform/http/schemas.js';
 import { lastEventId, SseStream } from '../../platform/http/sse.js';
 import type { App } from '../../platform/http/types.js';
 import { ApplicationIdParams } from '../applications/index.js';
-import { currentUser } from '../auth/index.js';
+import { currentUser } from '../../platform/http/principal.js';
 import { EventStream, sseSchema } from '../streams/index.js';
 import { AppLogPage, AppLogQuery, AppLogStreamQuery } from './app-logs.schemas.js';
 import type { AppLogsService } from './app-logs.service.js';

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { commonErrorResponses, EnvironmentQuery } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
-import { currentUser } from '../auth/index.js';
+import { currentUser } from '../../platform/http/principal.js';
 import { ProjectParams } from '../projects/index.js';
 import {
   ApplicationDetail,

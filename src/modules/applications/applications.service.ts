@@ -3,7 +3,7 @@ import type { Db } from '../../platform/db/database.js';
 import { conflict, forbidden, isUniqueViolation, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
-import { requireBranchChangeAccess, requireProtectedEnvironmentAdmin } from '../environments/index.js';
+import { requireBranchChangeAccess, requireProtectedEnvironmentAdmin } from '../../platform/access/environment-protection.js';
 import { ProjectsService } from '../projects/index.js';
 import { ApplicationsRepository } from './applications.repository.js';
 import type { Static } from 'typebox';

@@ -1,6 +1,6 @@
 import { commonErrorResponses } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
-import { currentUser, requireSiteAdmin } from '../auth/index.js';
+import { currentUser, requireSiteAdmin } from '../../platform/http/principal.js';
 import { AuditList, AuditOrgParams, AuditQuery } from './audit.schemas.js';
 import type { AuditService } from './audit.service.js';
 

@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import type { AppContext } from '../../platform/context.js';
 import { commonErrorResponses, IdParam, Ok } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
-import { currentUser } from './principal.js';
+import { currentUser } from '../../platform/http/principal.js';
 import { identify, SESSION_COOKIE } from './auth.hook.js';
 import { ApiKey, CreateApiKeyBody, CreatedApiKey, LoginBody, Session } from './auth.schemas.js';
 import type { AuthService } from './auth.service.js';

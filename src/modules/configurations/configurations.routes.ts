@@ -2,8 +2,7 @@ import { Type } from 'typebox';
 import type { AppContext } from '../../platform/context.js';
 import { commonErrorResponses, Ok } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
-import type { ApplicationsService } from '../applications/index.js';
-import { currentUser } from '../auth/index.js';
+import { currentUser } from '../../platform/http/principal.js';
 import {
   AppConfigItemParams,
   AppConfigParams,
@@ -16,8 +15,16 @@ import {
 import type { ConfigurationsService } from './configurations.service.js';
 import type { FastifyRequest } from 'fastify';
 
+/**
+ * How these routes check the caller may use an application: the applications module's service
+ * satisfies it (a port, because applications sit above configurations in the module layering).
+ */
+export interface ApplicationAccess {
+  authorize(userId: string, applicationId: string): Promise<{ id: string }>;
+}
+
 /** Per-application configuration: the `application` scope. */
-export function configurationsRoutes(_ctx: AppContext, apps: ApplicationsService, config: ConfigurationsService) {
+export function configurationsRoutes(_ctx: AppContext, apps: ApplicationAccess, config: ConfigurationsService) {
   const tags = ['Configuration'];
   const scopeOf = async (request: FastifyRequest, applicationId: string) => {
     const app = await apps.authorize(currentUser(request).id, applicationId);

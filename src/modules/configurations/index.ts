@@ -1,6 +1,7 @@
 // The configurations module's public surface: other modules and the composition root import only from here.
 export * from './configurations.schemas.js';
 export * from './layering.js';
+export * from './scope-chain.js';
 export * from './scoped-config.js';
 export * from './configurations.repository.js';
 export * from './configurations.service.js';

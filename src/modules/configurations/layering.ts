@@ -1,5 +1,5 @@
 import type { Db } from '../../platform/db/database.js';
-import { serviceScopeChain } from '../environments/index.js';
+import { serviceScopeChain } from './scope-chain.js';
 import type { ConfigurationsService, ResolvedVariable } from './configurations.service.js';
 
 /**

@@ -1,7 +1,7 @@
 import { Type, type TObject, type TProperties } from 'typebox';
 import { commonErrorResponses, IdParam, Ok } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
-import { currentUser } from '../auth/index.js';
+import { currentUser } from '../../platform/http/principal.js';
 import type { ScopeRef } from './configurations.repository.js';
 import { ConfigVariable, CreateConfigBody, MAX_VALUE_BYTES, UpdateConfigBody } from './configurations.schemas.js';
 import type { ConfigurationsService } from './configurations.service.js';

@@ -5,7 +5,7 @@ import { AppError } from '../../platform/errors.js';
 import { requireJobRoom } from '../../platform/jobs/require-jobs.js';
 import type { ApplicationsService } from '../applications/index.js';
 import { DeployRunner, settleInterrupted } from './deploy-runner.js';
-import { requireDeployAccess } from '../environments/index.js';
+import { requireDeployAccess } from '../../platform/access/environment-protection.js';
 import { DeploymentsRepository } from './deployments.repository.js';
 import { RELEASE_INTERRUPTED } from '../releases/index.js';
 

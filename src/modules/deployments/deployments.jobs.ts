@@ -4,7 +4,6 @@ import { DeployRunner, settleInterrupted } from './deploy-runner.js';
 import { DeploymentsRepository } from './deployments.repository.js';
 import { DEPLOY_JOB, RECONCILE_JOB } from './deployments.service.js';
 import { FormationReconciler } from './formation-reconciler.js';
-import { MetricsSampler } from '../observability/index.js';
 import { OneOffRunner, RUN_INTERRUPTED } from './one-off-runner.js';
 import { OneOffRunsRepository } from './one-off-runs.repository.js';
 import { RUN_JOB } from './one-off-runs.service.js';
@@ -38,17 +37,11 @@ export function registerDeploymentJobs(ctx: AppContext, logger: RuntimeLogger) {
 }
 
 /**
- * Starts the runtime (router, removal of leftovers, metrics sampler) and queues a `reconcile` for every
- * deployed application environment, so the current releases run again. Call before the
- * job workers start (a deploy needs the router listening).
+ * Queues a `reconcile` for every deployed application environment, so the current releases
+ * run again after a start. The process start-up (src/runtime-startup.ts) calls it once the
+ * runtime is started and before the job workers start.
  */
-export async function startDeploymentRuntime(ctx: AppContext, logger: RuntimeLogger): Promise<void> {
-  const { runtime } = ctx;
-  if (!runtime) return;
-  await runtime.start({ logger, workerId: () => ctx.jobs?.workerId ?? null });
-  const sampler = new MetricsSampler(ctx.db, runtime, ctx.config.OBSERVABILITY_SAMPLE_SECONDS, logger);
-  sampler.start();
-  runtime.onShutdown(() => sampler.stop());
+export async function queueReconcileOfDeployed(ctx: AppContext): Promise<void> {
   if (!ctx.jobs) return;
   const repo = new DeploymentsRepository(ctx.db);
   for (const { application_id, environment_id } of await repo.deployedEnvironments()) {

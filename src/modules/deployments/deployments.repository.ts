@@ -1,7 +1,7 @@
 import { sql, type Updateable } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
 import type { DeploymentsTable, PipelineStep } from '../../platform/db/schema.js';
-import { findProductionEnvironmentId } from '../pipeline/index.js';
+import { findProductionEnvironmentId } from '../../platform/pipeline/index.js';
 
 const DEPLOY_STEPS = ['Setup', 'Release', 'Deploy', 'Rollout', 'Done'] as const;
 export type DeployStepName = (typeof DEPLOY_STEPS)[number];

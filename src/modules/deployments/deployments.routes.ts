@@ -1,6 +1,6 @@
 import { commonErrorResponses, ErrorResponse, PaginatedEnvironmentQuery } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
-import { currentUser } from '../auth/index.js';
+import { currentUser } from '../../platform/http/principal.js';
 import { ApplicationIdParams } from '../applications/index.js';
 import {
   ChainAccepted,

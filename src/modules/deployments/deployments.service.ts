@@ -7,8 +7,8 @@ import { conflict, notFound } from '../../platform/errors.js';
 import { iso, isoOrNull, paginate, type PaginatedEnvironmentQuery } from '../../platform/http/schemas.js';
 import { requireJobRoom } from '../../platform/jobs/require-jobs.js';
 import type { ApplicationsService } from '../applications/index.js';
-import { requireDeployAccess } from '../environments/index.js';
-import { environmentFilter } from '../pipeline/index.js';
+import { requireDeployAccess } from '../../platform/access/environment-protection.js';
+import { environmentFilter, RECONCILE_JOB } from '../../platform/pipeline/index.js';
 import { DeploymentsRepository } from './deployments.repository.js';
 
 /** An image a deployment can still run: pushed to the registry, or its artifact still on disk. */
@@ -23,7 +23,8 @@ type DeploymentWithRelease = NonNullable<Awaited<ReturnType<DeploymentsRepositor
 export const deploymentLogStatus = (status: string) => (status === 'queued' ? 'deploying' : status) as 'deploying' | 'complete' | 'error';
 
 export const DEPLOY_JOB = 'deploy';
-export const RECONCILE_JOB = 'reconcile';
+// Queued by other modules too, so its name lives in src/platform/pipeline; re-exported here.
+export { RECONCILE_JOB } from '../../platform/pipeline/index.js';
 
 function summary(d: DeploymentWithRelease) {
   return {
@@ -149,10 +150,22 @@ export class DeploymentsService {
   }
 
   /** After a scale: running instances follow the new counts (through the queue, never racing a deploy). */
-  async scaled(applicationId: string): Promise<void> {
-    if (!this.ctx.jobs) return;
-    const environmentId = await this.repo.productionEnvironmentId(applicationId);
-    if (!environmentId || !(await this.repo.current(applicationId, environmentId))) return;
-    await this.ctx.jobs.enqueue(RECONCILE_JOB, { applicationId, environmentId });
+  scaled(applicationId: string): Promise<void> {
+    return reconcileAfterScale(this.ctx)(applicationId);
   }
+}
+
+/**
+ * What the applications module calls after a scale (its `onScaled` port, wired by the composition
+ * root): running instances of the production environment follow the new counts through a queued
+ * `reconcile`, never racing a deploy. Nothing runs yet, nothing to do.
+ */
+export function reconcileAfterScale(ctx: AppContext): (applicationId: string) => Promise<void> {
+  const repo = new DeploymentsRepository(ctx.db);
+  return async (applicationId) => {
+    if (!ctx.jobs) return;
+    const environmentId = await repo.productionEnvironmentId(applicationId);
+    if (!environmentId || !(await repo.current(applicationId, environmentId))) return;
+    await ctx.jobs.enqueue(RECONCILE_JOB, { applicationId, environmentId });
+  };
 }

@@ -1,7 +1,7 @@
 import { commonErrorResponses, ErrorResponse, PaginationQuery } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
 import { ApplicationIdParams } from '../applications/index.js';
-import { currentUser } from '../auth/index.js';
+import { currentUser } from '../../platform/http/principal.js';
 import { Run, RunBody, RunIdParams, RunList, RunLog } from './one-off-runs.schemas.js';
 import type { OneOffRunsService } from './one-off-runs.service.js';
 

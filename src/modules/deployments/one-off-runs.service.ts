@@ -6,7 +6,7 @@ import { conflict, notFound } from '../../platform/errors.js';
 import { iso, isoOrNull, paginate, type PaginationQuery } from '../../platform/http/schemas.js';
 import { requireJobRoom } from '../../platform/jobs/require-jobs.js';
 import type { ApplicationsService } from '../applications/index.js';
-import { requireDeployAccess } from '../environments/index.js';
+import { requireDeployAccess } from '../../platform/access/environment-protection.js';
 import { DeploymentsRepository } from './deployments.repository.js';
 import { chosenEnvironmentId } from './environment-choice.js';
 import { OneOffRunsRepository } from './one-off-runs.repository.js';

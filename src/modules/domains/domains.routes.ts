@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { commonErrorResponses, Ok } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
-import { currentUser } from '../auth/index.js';
+import { currentUser } from '../../platform/http/principal.js';
 import { ApplicationIdParams } from '../applications/index.js';
 import { AddDomainBody, Domain, DomainParams } from './domains.schemas.js';
 import type { DomainsService } from './domains.service.js';

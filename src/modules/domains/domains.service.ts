@@ -7,7 +7,7 @@ import { AppError, conflict, invalid, isUniqueViolation, notFound } from '../../
 import type { ApplicationsService } from '../applications/index.js';
 import { DeploymentsRepository } from '../deployments/index.js';
 import { routeHostname } from '../../platform/edge/route-hostname.js';
-import { findProductionEnvironmentId } from '../pipeline/index.js';
+import { findProductionEnvironmentId } from '../../platform/pipeline/index.js';
 import type { AcmeIssuer } from './acme-issuer.js';
 import { DomainsRepository, type DomainRow } from './domains.repository.js';
 import { AddDomainBody, HOSTNAME_PATTERN, type Domain } from './domains.schemas.js';

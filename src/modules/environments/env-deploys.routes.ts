@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { commonErrorResponses, ErrorResponse } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
-import { currentUser } from '../auth/index.js';
+import { currentUser } from '../../platform/http/principal.js';
 import { DeployQuery, EnvDeploy, EnvDeployLog, EnvDeployParams, EnvDeploysQuery, PromoteBody } from './env-deploys.schemas.js';
 import type { EnvDeploysService } from './env-deploys.service.js';
 import { EnvParams } from './environments.schemas.js';

@@ -1,8 +1,7 @@
 import { Type } from 'typebox';
-import type { AppContext } from '../../platform/context.js';
 import { commonErrorResponses } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
-import { currentUser } from '../auth/index.js';
+import { currentUser } from '../../platform/http/principal.js';
 import type { ConfigurationsService } from '../configurations/index.js';
 import { ScopedConfig } from '../configurations/index.js';
 import { registerScopedConfigRoutes } from '../configurations/index.js';
@@ -20,9 +19,7 @@ import { EnvironmentsService } from './environments.service.js';
 const BASE = '/workspaces/:workspace/projects/:project/envs';
 
 /** A project's environments, their configuration and the resolved configuration of their services. */
-export function environmentsRoutes(ctx: AppContext, config: ConfigurationsService) {
-  const envs = new EnvironmentsService(ctx.db, ctx.jobs);
-  const scoped = new ScopedConfig(ctx.db, config);
+export function environmentsRoutes(envs: EnvironmentsService, scoped: ScopedConfig, config: ConfigurationsService) {
   const tags = ['Environments'];
   return async (app: App) => {
     app.get(

@@ -8,12 +8,12 @@ import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
 import { ConfigurationsRepository } from '../configurations/index.js';
 import { SECRET_MASK } from '../configurations/index.js';
-import { RECONCILE_JOB } from '../deployments/index.js';
+import { RECONCILE_JOB } from '../../platform/pipeline/index.js';
 import { WorkspaceScope } from '../workspaces/index.js';
 import { EnvironmentsRepository } from './environments.repository.js';
-import { requireBranchChangeAccess, requireProtectedEnvironmentAdmin } from './protection.js';
+import { requireBranchChangeAccess, requireProtectedEnvironmentAdmin } from '../../platform/access/environment-protection.js';
 import { ENV_TYPES, type UpdateEnvironmentBody } from './environments.schemas.js';
-import { serviceScopeChain } from './scope-chain.js';
+import { serviceScopeChain } from '../configurations/index.js';
 
 type EnvRow = NonNullable<Awaited<ReturnType<EnvironmentsRepository['findById']>>>;
 

@@ -1,8 +1,8 @@
 // The environments module's public surface: other modules and the composition root import only from here.
 export * from './process-settings.js';
-export * from './protection.js';
+// Moved down to src/platform/access (applications, images and releases check it too); re-exported.
+export * from '../../platform/access/environment-protection.js';
 export * from './env-deploys.service.js';
-export * from './scope-chain.js';
-export * from './service-pipeline.js';
 export * from './env-deploys.routes.js';
+export * from './environments.service.js';
 export * from './environments.routes.js';

@@ -9,8 +9,8 @@ import { GitHubApp, GitHubAppError } from '../../platform/github/github-app.js';
 import { ApplicationsRepository } from '../applications/index.js';
 import type { ConfigurationsService } from '../configurations/index.js';
 import { resolveServiceConfig } from '../configurations/index.js';
-import { productionEnvironmentId } from '../pipeline/index.js';
-import { RecordLog } from '../pipeline/index.js';
+import { productionEnvironmentId } from '../../platform/pipeline/index.js';
+import { RecordLog } from '../../platform/pipeline/index.js';
 import { ImagesRepository } from './images.repository.js';
 import { buildTimeoutSeconds } from '../organizations/index.js';
 

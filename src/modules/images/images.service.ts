@@ -8,8 +8,8 @@ import type { JobMaintenance, Jobs } from '../../platform/jobs/types.js';
 import { ApplicationsRepository } from '../applications/index.js';
 import type { ApplicationsService } from '../applications/index.js';
 import type { ConfigurationsService } from '../configurations/index.js';
-import { requireProtectedEnvironmentAdmin } from '../environments/index.js';
-import { queueRecordJob, recordLogView } from '../pipeline/index.js';
+import { requireProtectedEnvironmentAdmin } from '../../platform/access/environment-protection.js';
+import { queueRecordJob, recordLogView } from '../../platform/pipeline/index.js';
 import { ABANDONED, artifactDir, BuildRunner, buildWorkDir, INTERRUPTED_BY_RESTART } from './build-runner.js';
 import { ImagesRepository } from './images.repository.js';
 

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { commonErrorResponses, Timestamp } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
-import { currentUser } from '../auth/index.js';
+import { currentUser } from '../../platform/http/principal.js';
 import { ApplicationIdParams } from '../applications/index.js';
 import { RANGES, type ObservabilityService, type RangeName } from './observability.service.js';
 

@@ -1,8 +1,7 @@
 import { Type } from 'typebox';
-import type { AppContext } from '../../platform/context.js';
 import { commonErrorResponses, Ok } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
-import { currentUser } from '../auth/index.js';
+import { currentUser } from '../../platform/http/principal.js';
 import {
   AddMemberBody,
   CreateOrganizationBody,
@@ -13,8 +12,7 @@ import {
 } from './organizations.schemas.js';
 import { OrganizationsService } from './organizations.service.js';
 
-export function organizationsRoutes(ctx: AppContext) {
-  const orgs = new OrganizationsService(ctx.db);
+export function organizationsRoutes(orgs: OrganizationsService) {
   const tags = ['Organizations'];
   return async (app: App) => {
     app.get(

@@ -3,7 +3,7 @@ import type { AppContext } from '../../platform/context.js';
 import { notFound } from '../../platform/errors.js';
 import { commonErrorResponses } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
-import { requireSiteAdmin } from '../auth/index.js';
+import { requireSiteAdmin } from '../../platform/http/principal.js';
 import { OrgSlugParams } from './organizations.schemas.js';
 
 /** The build timeout of an application's organization: its own when an operator set one, else the configured default. */

@@ -1,7 +1,7 @@
 import { commonErrorResponses, EnvironmentQuery } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
 import { ApplicationIdParams } from '../applications/index.js';
-import { currentUser } from '../auth/index.js';
+import { currentUser } from '../../platform/http/principal.js';
 import { MetricsQuery, PipelineMetrics, PipelineStatus } from './pipeline.schemas.js';
 import type { PipelineService } from './pipeline.service.js';
 

@@ -3,7 +3,7 @@ import type { PipelineStep } from '../../platform/db/schema.js';
 import { iso } from '../../platform/http/schemas.js';
 import type { ApplicationsService } from '../applications/index.js';
 import { deploymentLogStatus } from '../deployments/index.js';
-import { environmentFilter, productionEnvironmentId } from './production-environment.js';
+import { environmentFilter, productionEnvironmentId } from '../../platform/pipeline/index.js';
 
 interface FinishedRecord {
   ok: boolean;

@@ -1,13 +1,11 @@
 import { Type } from 'typebox';
-import type { AppContext } from '../../platform/context.js';
 import { commonErrorResponses } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
-import { currentUser } from '../auth/index.js';
+import { currentUser } from '../../platform/http/principal.js';
 import { CreateProjectBody, ProjectDetail, ProjectParams, ProjectSummary } from './projects.schemas.js';
 import { ProjectsService } from './projects.service.js';
 
-export function projectsRoutes(ctx: AppContext) {
-  const projects = new ProjectsService(ctx.db);
+export function projectsRoutes(projects: ProjectsService) {
   const tags = ['Projects'];
   return async (app: App) => {
     app.get(

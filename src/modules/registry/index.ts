@@ -1,2 +1,3 @@
 // The registry module's public surface: other modules and the composition root import only from here.
+export * from './registry.service.js';
 export * from './registry.routes.js';

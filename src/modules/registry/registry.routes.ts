@@ -1,8 +1,6 @@
-import type { AppContext } from '../../platform/context.js';
 import type { SigningKeys } from '../../platform/crypto/signing-key.js';
 import { AppError } from '../../platform/errors.js';
 import type { App } from '../../platform/http/types.js';
-import type { AuthService } from '../auth/index.js';
 import { invalidCredentials, RegistryTokenService, type RegistryCaller } from './registry.service.js';
 import { SigningCert, TokenForm, TokenQuery, TokenResponse, tokenErrors } from './registry.schemas.js';
 
@@ -24,8 +22,7 @@ const asList = (v: string | string[] | undefined) => (v === undefined ? [] : Arr
  * The registry token service (`/integrations/docker/auth`) and the certificate a registry
  * trusts. Public in the route sense: they authenticate with Basic or the form themselves.
  */
-export function registryRoutes(ctx: AppContext, keys: SigningKeys, auth: AuthService) {
-  const tokens = new RegistryTokenService(ctx, keys, auth);
+export function registryRoutes(keys: SigningKeys, tokens: RegistryTokenService) {
   return async (app: App) => {
     await keys.ensure(); // first start generates the key, so the certificate can be fetched at once
 

@@ -4,7 +4,7 @@ import type { ConfigurationsService } from '../configurations/index.js';
 import { resolveServiceConfig } from '../configurations/index.js';
 import { effectiveProcessSettings } from '../environments/index.js';
 import { ImagesRepository } from '../images/index.js';
-import { RecordLog } from '../pipeline/index.js';
+import { RecordLog } from '../../platform/pipeline/index.js';
 import {
   configurationFingerprints,
   diff,

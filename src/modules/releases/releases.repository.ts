@@ -3,9 +3,9 @@ import { v7 as uuidv7 } from 'uuid';
 import type { Db } from '../../platform/db/database.js';
 import type { ReleasesTable } from '../../platform/db/schema.js';
 import { notFound } from '../../platform/errors.js';
-import { lockApplication } from '../pipeline/index.js';
-import { BUILD_STEPS } from '../pipeline/index.js';
-import { failIfBuilding, settleAbandoned } from '../pipeline/index.js';
+import { lockApplication } from '../../platform/pipeline/index.js';
+import { BUILD_STEPS } from '../../platform/pipeline/index.js';
+import { failIfBuilding, settleAbandoned } from '../../platform/pipeline/index.js';
 
 export class ReleasesRepository {
   constructor(private readonly db: Db) {}

@@ -1,7 +1,7 @@
 import { commonErrorResponses, ErrorResponse, PaginatedEnvironmentQuery } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
 import { ApplicationIdParams } from '../applications/index.js';
-import { currentUser } from '../auth/index.js';
+import { currentUser } from '../../platform/http/principal.js';
 import { ReleaseAccepted, ReleaseDetail, ReleaseIdParams, ReleaseList, ReleaseLog } from './releases.schemas.js';
 import type { ReleasesService } from './releases.service.js';
 

@@ -7,11 +7,11 @@ import type { JobMaintenance, Jobs } from '../../platform/jobs/types.js';
 import { ApplicationsRepository } from '../applications/index.js';
 import type { ApplicationsService } from '../applications/index.js';
 import type { ConfigurationsService } from '../configurations/index.js';
-import { queueRecordJob, recordLogView } from '../pipeline/index.js';
-import { environmentFilter, productionEnvironmentId } from '../pipeline/index.js';
+import { queueRecordJob, recordLogView } from '../../platform/pipeline/index.js';
+import { environmentFilter, productionEnvironmentId } from '../../platform/pipeline/index.js';
 import type { DisplayedVariable } from './release-freezer.js';
 import { ReleaseRunner } from './release-runner.js';
-import { requireProtectedEnvironmentAdmin } from '../environments/index.js';
+import { requireProtectedEnvironmentAdmin } from '../../platform/access/environment-protection.js';
 import { ReleasesRepository } from './releases.repository.js';
 
 const RELEASE_ABANDONED =

@@ -3,7 +3,7 @@ import { commonErrorResponses } from '../../platform/http/schemas.js';
 import { lastEventId, SseStream } from '../../platform/http/sse.js';
 import type { App } from '../../platform/http/types.js';
 import { ApplicationIdParams } from '../applications/index.js';
-import { currentUser } from '../auth/index.js';
+import { currentUser } from '../../platform/http/principal.js';
 import { RunIdParams } from '../deployments/index.js';
 import { DeploymentIdParams, EnvDeployParams, EventStream, ImageIdParams, sseSchema, StreamQuery } from './streams.schemas.js';
 import type { LoggedRecord, StreamsService } from './streams.service.js';

@@ -1,2 +1,3 @@
 // The teams module's public surface: other modules and the composition root import only from here.
+export * from './teams.service.js';
 export * from './teams.routes.js';

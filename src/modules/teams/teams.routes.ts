@@ -1,8 +1,7 @@
 import { Type } from 'typebox';
-import type { AppContext } from '../../platform/context.js';
 import { commonErrorResponses, Ok } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
-import { currentUser } from '../auth/index.js';
+import { currentUser } from '../../platform/http/principal.js';
 import type { ConfigurationsService } from '../configurations/index.js';
 import { ScopedConfig } from '../configurations/index.js';
 import { registerScopedConfigRoutes } from '../configurations/index.js';
@@ -11,9 +10,7 @@ import { AddTeamMemberBody, CreateTeamBody, Team, TeamMemberParams, TeamParams }
 import { TeamsService } from './teams.service.js';
 
 /** `/workspaces/{workspace}/teams`: teams, their members and their configuration. */
-export function teamsRoutes(ctx: AppContext, config: ConfigurationsService) {
-  const teams = new TeamsService(ctx.db);
-  const scoped = new ScopedConfig(ctx.db, config);
+export function teamsRoutes(teams: TeamsService, scoped: ScopedConfig, config: ConfigurationsService) {
   const tags = ['Teams'];
   return async (app: App) => {
     app.get(

@@ -1,14 +1,12 @@
 import { Type } from 'typebox';
 import type { App } from '../../platform/http/types.js';
-import type { AppContext } from '../../platform/context.js';
 import { commonErrorResponses } from '../../platform/http/schemas.js';
-import { requireSiteAdmin } from '../auth/index.js';
+import { requireSiteAdmin } from '../../platform/http/principal.js';
 import { UsersService } from './users.service.js';
 import { CreateUserBody, User } from './users.schemas.js';
 
 /** Beyond the spec (decisions.md): site administrators manage users. */
-export function usersRoutes(ctx: AppContext) {
-  const users = new UsersService(ctx.db);
+export function usersRoutes(users: UsersService) {
   return async (app: App) => {
     app.get(
       '/users',

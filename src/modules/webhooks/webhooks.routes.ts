@@ -1,6 +1,6 @@
 import { commonErrorResponses, ErrorResponse, Ok } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
-import { currentUser } from '../auth/index.js';
+import { currentUser } from '../../platform/http/principal.js';
 import {
   CreatedWebhook,
   CreateWebhookBody,

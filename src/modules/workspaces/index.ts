@@ -1,4 +1,5 @@
 // The workspaces module's public surface: other modules and the composition root import only from here.
 export * from './workspace-scope.js';
 export * from './workspaces.schemas.js';
+export * from './workspaces.service.js';
 export * from './workspaces.routes.js';

@@ -1,8 +1,7 @@
 import { Type } from 'typebox';
-import type { AppContext } from '../../platform/context.js';
 import { commonErrorResponses, Ok } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
-import { currentUser } from '../auth/index.js';
+import { currentUser } from '../../platform/http/principal.js';
 import type { ConfigurationsService } from '../configurations/index.js';
 import { ScopedConfig } from '../configurations/index.js';
 import { registerScopedConfigRoutes } from '../configurations/index.js';
@@ -20,9 +19,7 @@ import {
 import { WorkspacesService } from './workspaces.service.js';
 
 /** `/workspaces`: organizations by slug, their members, projects and configuration. */
-export function workspacesRoutes(ctx: AppContext, config: ConfigurationsService) {
-  const workspaces = new WorkspacesService(ctx.db);
-  const scoped = new ScopedConfig(ctx.db, config);
+export function workspacesRoutes(workspaces: WorkspacesService, scoped: ScopedConfig, config: ConfigurationsService) {
   const tags = ['Workspaces'];
   return async (app: App) => {
     app.get(

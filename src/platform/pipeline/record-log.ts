@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
-import type { Db } from '../../platform/db/database.js';
-import type { PipelineStep } from '../../platform/db/schema.js';
-import { scrubber } from '../../platform/runtime/scrub.js';
+import type { Db } from '../db/database.js';
+import type { PipelineStep } from '../db/schema.js';
+import { scrubber } from '../runtime/scrub.js';
 
 export const BUILD_STEPS = ['Resolve', 'Build', 'Export', 'Push', 'Done'] as const;
 export type BuildStepName = (typeof BUILD_STEPS)[number];

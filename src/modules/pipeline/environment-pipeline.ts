@@ -4,7 +4,7 @@ import type { DeployChain } from '../deployments/index.js';
 import { DeploymentsRepository } from '../deployments/index.js';
 import type { DeploymentsService } from '../deployments/index.js';
 import { ImagesRepository } from '../images/index.js';
-import { BUILD_STEPS } from '../pipeline/index.js';
+import { BUILD_STEPS } from '../../platform/pipeline/index.js';
 import type { ConfigurationsService } from '../configurations/index.js';
 import { resolveServiceConfig } from '../configurations/index.js';
 import {
@@ -17,8 +17,8 @@ import {
   type DisplayedVariable,
 } from '../releases/index.js';
 import { ReleasesRepository } from '../releases/index.js';
-import type { ServicePipeline } from './env-deploys.service.js';
-import { effectiveProcessSettings } from './process-settings.js';
+import type { ServicePipeline } from '../environments/index.js';
+import { effectiveProcessSettings } from '../environments/index.js';
 
 const summarize = (label: string, c: { added: string[]; removed: string[]; changed: string[] }) =>
   `${label}: added [${c.added.join(', ')}], removed [${c.removed.join(', ')}], changed [${c.changed.join(', ')}]`;

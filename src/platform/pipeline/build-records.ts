@@ -1,7 +1,7 @@
 import { sql, type Selectable } from 'kysely';
-import type { Db } from '../../platform/db/database.js';
-import type { BuildRecordColumns } from '../../platform/db/schema.js';
-import type { JobInput, JobKind, Jobs } from '../../platform/jobs/types.js';
+import type { Db } from '../db/database.js';
+import type { BuildRecordColumns } from '../db/schema.js';
+import type { JobInput, JobKind, Jobs } from '../jobs/types.js';
 
 /** Images and releases share their progress columns (status, built, error, log_text, job_id). */
 export type BuildRecordTable = 'images' | 'releases';

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
-import { forbidden, unauthenticated } from '../../platform/errors.js';
-import type { AuthenticatedUser } from '../../platform/http/types.js';
+import { forbidden, unauthenticated } from '../errors.js';
+import type { AuthenticatedUser } from './types.js';
 
 export function currentUser(request: FastifyRequest): AuthenticatedUser {
   if (!request.principal) throw unauthenticated();

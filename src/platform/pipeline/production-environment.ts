@@ -1,5 +1,5 @@
-import type { Db } from '../../platform/db/database.js';
-import { notFound } from '../../platform/errors.js';
+import type { Db } from '../db/database.js';
+import { notFound } from '../errors.js';
 
 /**
  * The environment that application-level pipeline endpoints act on: the project's

@@ -1,7 +1,7 @@
 import type { Db } from '../../platform/db/database.js';
 import type { ConfigScope } from '../../platform/db/schema.js';
 import { notFound } from '../../platform/errors.js';
-import type { ScopeRef } from '../configurations/index.js';
+import type { ScopeRef } from './configurations.repository.js';
 
 /** What each stored scope is called in the workspace vocabulary of the API. */
 const SCOPE_LABELS: Record<ConfigScope, 'workspace' | 'team' | 'project' | 'environment' | 'service'> = {
