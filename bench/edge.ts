@@ -3,7 +3,13 @@
  * the built-in edge (its own process), and through Caddy (when installed; reverse_proxy
  * configured through its admin API's POST /load, as the Caddy driver would).
  *
- *   npx tsx bench/edge.ts [--seconds 5] [--connections 50]
+ * Rounds are interleaved (direct, built-in, Caddy, direct, …) and the medians reported, so a
+ * burst of load from elsewhere on the machine hits every path alike.
+ *
+ *   npx tsx bench/edge.ts [--seconds 5] [--connections 50] [--rounds 3] [--rate 0]
+ *
+ * `--rate N` caps every connection at N requests/s (autocannon's overallRate / connections):
+ * latency at a moderate, fixed load instead of at saturation.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -19,6 +25,8 @@ const arg = (name: string, fallback: number) => {
 };
 const seconds = arg('--seconds', 5);
 const connections = arg('--connections', 50);
+const rounds = arg('--rounds', 3);
+const rate = arg('--rate', 0);
 const HOST = 'app.bench.localhost';
 
 const UPSTREAM = `require('http').createServer((q, s) => s.end('hello from the instance')).listen(0, '127.0.0.1', function () { console.log(this.address().port); });`;
@@ -43,7 +51,12 @@ async function freePort(): Promise<number> {
 }
 
 async function load(port: number, host?: string) {
-  const opts = { url: `http://127.0.0.1:${port}/`, connections, ...(host ? { headers: { host } } : {}) };
+  const opts = {
+    url: `http://127.0.0.1:${port}/`,
+    connections,
+    ...(rate ? { overallRate: rate } : {}),
+    ...(host ? { headers: { host } } : {}),
+  };
   await autocannon({ ...opts, duration: 1 });
   const r = await autocannon({ ...opts, duration: seconds });
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx };
@@ -104,22 +117,48 @@ try {
   const edgePort = Number(await firstLine(edge));
   const caddyPort = await startCaddy(upstreamPort, dir);
 
-  const direct = await load(upstreamPort);
-  const builtin = await load(edgePort, HOST);
-  const caddy = caddyPort ? await load(caddyPort, HOST) : null;
-  console.log(`one instance, ${connections} connections, ${seconds} s each (after 1 s warm-up):`);
+  type Result = Awaited<ReturnType<typeof load>>;
+  const runs: Record<'direct' | 'builtin' | 'caddy', Result[]> = { direct: [], builtin: [], caddy: [] };
+  for (let round = 0; round < rounds; round++) {
+    runs.direct.push(await load(upstreamPort));
+    runs.builtin.push(await load(edgePort, HOST));
+    if (caddyPort) runs.caddy.push(await load(caddyPort, HOST));
+  }
+  const median = (list: Result[], pick: (r: Result) => number) => {
+    const sorted = list.map(pick).sort((a, b) => a - b);
+    return sorted[Math.floor(sorted.length / 2)]!;
+  };
+  const summary = (list: Result[]) =>
+    list.length === 0
+      ? null
+      : {
+          rps: median(list, (r) => r.rps),
+          p50: median(list, (r) => r.p50),
+          p99: median(list, (r) => r.p99),
+          errors: list.reduce((n, r) => n + r.errors, 0),
+        };
+  const direct = summary(runs.direct)!;
+  const load_ = rate ? `${rate} req/s overall` : 'as fast as possible';
+  console.log(
+    `one instance, ${connections} connections, ${load_}, ${seconds} s each after 1 s warm-up, median of ${rounds} interleaved rounds:`,
+  );
   console.log('| path | req/s | ratio to direct | p50 ms | p99 ms | added p99 ms | errors |');
   console.log('|---|---:|---:|---:|---:|---:|---:|');
-  for (const [name, r] of [
-    ['direct', direct],
-    ['built-in edge', builtin],
-    ['Caddy', caddy],
+  for (const [name, list] of [
+    ['direct', runs.direct],
+    ['built-in edge', runs.builtin],
+    ['Caddy', runs.caddy],
   ] as const) {
+    const r = summary(list);
     if (!r) continue;
     console.log(
-      `| ${name} | ${r.rps.toFixed(0)} | ${(r.rps / direct.rps).toFixed(2)} | ${r.p50} | ${r.p99} | ${r === direct ? '' : r.p99 - direct.p99} | ${r.errors} |`,
+      `| ${name} | ${r.rps.toFixed(0)} | ${(r.rps / direct.rps).toFixed(2)} | ${r.p50} | ${r.p99} | ${list === runs.direct ? '' : r.p99 - direct.p99} | ${r.errors} |`,
     );
   }
+  console.log(
+    'rounds (req/s):',
+    JSON.stringify(Object.fromEntries(Object.entries(runs).map(([k, v]) => [k, v.map((r) => Math.round(r.rps))]))),
+  );
 } finally {
   for (const c of children) c.kill('SIGTERM');
   rmSync(dir, { recursive: true, force: true });

@@ -38,6 +38,7 @@ import { appLogsRoutes } from './modules/app-logs/index.js';
 import { streamsRoutes } from './modules/streams/index.js';
 import { auditRoutes, installAuditHooks } from './modules/audit/index.js';
 import { webhooksRoutes } from './modules/webhooks/index.js';
+import { previewsRoutes } from './modules/previews/index.js';
 import { endStreams } from './platform/http/sse.js';
 import { createServices } from './services.js';
 
@@ -153,6 +154,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
       await v1.register(teamsRoutes(services.teams, services.scopedConfig, services.config));
       await v1.register(environmentsRoutes(services.environments, services.scopedConfig, services.config));
       await v1.register(envDeploysRoutes(services.envDeploys));
+      await v1.register(previewsRoutes(services.previews));
       await v1.register(registryRoutes(services.signingKeys, services.registryTokens));
       await v1.register(deploymentsRoutes(services.deployments, services.deployChain));
       await v1.register(observabilityRoutes(services.observability));

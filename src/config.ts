@@ -59,6 +59,12 @@ const EnvSchema = Type.Object({
   DOMAIN_CHECK_PORT: Type.Integer({ minimum: 1, maximum: 65535, default: 80 }),
   /** Address the ownership check connects to instead of resolving the domain (tests, split-horizon DNS). */
   DOMAIN_CHECK_ADDRESS: Type.Optional(Type.String({ minLength: 1 })),
+  /** What serves applications: `builtin` (this process, no dependency) or `caddy` (a Caddy 2 configured through its admin API). */
+  EDGE_DRIVER: Type.Union([Type.Literal('builtin'), Type.Literal('caddy')], { default: 'builtin' }),
+  /** With EDGE_DRIVER=caddy: its admin API (the platform loads whole configurations there). */
+  CADDY_ADMIN_URL: Type.String({ default: 'http://127.0.0.1:2019' }),
+  /** With EDGE_DRIVER=caddy: certificates of custom domains from the platform's ACME (`platform`) or from Caddy's own (`caddy`). */
+  EDGE_CERTIFICATES: Type.Union([Type.Literal('platform'), Type.Literal('caddy')], { default: 'platform' }),
   /** How often the edge adds its per-application request counters to PostgreSQL. */
   REQUEST_STATS_FLUSH_MS: Type.Integer({ minimum: 100, default: 5000 }),
   /** Longest wait for in-flight requests to a retired instance before it is stopped. */
@@ -105,6 +111,10 @@ const EnvSchema = Type.Object({
   GITHUB_APP_PRIVATE_KEY_FILE: Type.Optional(Type.String({ minLength: 1 })),
   /** Where installation access tokens are asked for. */
   GITHUB_API_URL: Type.String({ default: 'https://api.github.com' }),
+  /** A personal access token for commit statuses and deployments where no App installation covers the repository. */
+  GITHUB_TOKEN: Type.Optional(Type.String({ minLength: 1 })),
+  /** How long a closed preview or deleted environment stays readable before it is swept. */
+  PREVIEW_RETENTION_HOURS: Type.Number({ minimum: 0, default: 168 }),
   REGISTRY_URL: Type.Optional(Type.String()),
   REGISTRY_SERVICE: Type.String({ default: 'slipway-registry' }),
   TOKEN_ISSUER: Type.String({ default: 'slipway' }),
@@ -114,8 +124,8 @@ const EnvSchema = Type.Object({
   REGISTRY_TOKEN_TTL_SECONDS: Type.Integer({ minimum: 30, maximum: 3600, default: 300 }),
   /** containers/storage root of Dockerfile builds (vfs driver); default DATA_DIR/containers. */
   BUILDAH_STORAGE_ROOT: Type.Optional(Type.String({ minLength: 1 })),
-  /** `all` runs API and workers in one process; `api` or `worker` splits them. */
-  SLIPWAY_ROLE: Type.Union([Type.Literal('all'), Type.Literal('api'), Type.Literal('worker')], { default: 'all' }),
+  /** `all` runs API and workers in one process; `api` or `worker` splits them; `edge` only serves applications. */
+  SLIPWAY_ROLE: Type.Union([Type.Literal('all'), Type.Literal('api'), Type.Literal('worker'), Type.Literal('edge')], { default: 'all' }),
   /** Pipeline jobs (builds, releases, deploys) one worker process runs at once; one per application at a time. */
   PIPELINE_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 2 }),
   /** Pipeline jobs of one organization running at once across all workers (fairness between tenants). */

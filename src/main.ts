@@ -6,6 +6,8 @@ import { StartupError } from './platform/startup-error.js';
 import { AppError } from './platform/errors.js';
 import { UsersService } from './modules/users/index.js';
 import { NO_ISOLATION_WARNING } from './platform/sandbox/index.js';
+import { startEdgeProcess } from './platform/edge/index.js';
+import { pino } from 'pino';
 
 async function main() {
   const config = loadConfig();
@@ -13,20 +15,23 @@ async function main() {
   // live at LOG_LEVEL=debug/trace, otherwise kept and printed whole only if the start fails.
   const verbose = config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'trace';
   const databaseOutput: string[] = [];
+  const edgeOnly = config.SLIPWAY_ROLE === 'edge';
   const platform = await openPlatform(
     config,
     (line) => {
       if (verbose) console.error(`[database] ${line}`);
       else databaseOutput.push(line);
     },
-    { notice: (line) => console.error(`[database] ${line}`) },
+    // An edge process opens no job store and runs no application: it only serves them.
+    { notice: (line) => console.error(`[database] ${line}`), pipeline: !edgeOnly },
   ).catch((err) => {
     for (const line of databaseOutput) console.error(`[database] ${line}`);
     throw err;
   });
   databaseOutput.length = 0;
   try {
-    await serve(config, platform);
+    if (edgeOnly) await serveEdge(config, platform);
+    else await serve(config, platform);
   } catch (err) {
     // A start that fails half-way (port in use, …) must not leave the embedded PostgreSQL,
     // the router or application processes running behind it.
@@ -88,6 +93,30 @@ async function serve(config: Config, platform: Platform) {
     const router = config.SLIPWAY_ROLE === 'api' ? '' : `, application router on http://${config.ROUTER_HOST}:${config.ROUTER_PORT}`;
     console.error(`[slipway] API listening on ${apiUrl}${router}`);
   }
+}
+
+/** `SLIPWAY_ROLE=edge`: the edge alone, routes and certificates from PostgreSQL (README: Roles). */
+async function serveEdge(config: Config, platform: Platform) {
+  const logger = pino({ level: config.LOG_LEVEL, base: { component: 'edge' } });
+  const edge = await startEdgeProcess(config, { ...platform.ctx, databaseUrl: platform.databaseUrl, logger });
+  closeApp = () => edge.close();
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'stopping');
+    await edge.close();
+    await platform.close();
+    process.exit(0);
+  };
+  process.removeAllListeners('SIGINT');
+  process.removeAllListeners('SIGTERM');
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  const https = edge.driver.httpsPort === null ? '' : `, HTTPS on port ${edge.driver.httpsPort}`;
+  console.error(
+    `[slipway] edge role (${edge.driver.name}): application router on http://${config.ROUTER_HOST}:${edge.driver.port}${https}`,
+  );
 }
 
 /** Closes the API server of a start that failed after building it. */

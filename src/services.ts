@@ -20,7 +20,14 @@ import { ProjectsService } from './modules/projects/index.js';
 import { RegistryTokenService } from './modules/registry/index.js';
 import { ImagesService } from './modules/images/index.js';
 import { ReleasesService } from './modules/releases/index.js';
-import { GithubHooksService } from './modules/github/index.js';
+import { GithubHooksService, GitHubDeploymentReports } from './modules/github/index.js';
+import { PreviewsService, PreviewStatuses } from './modules/previews/index.js';
+import { sweepDeletedEnvironments } from './modules/environments/index.js';
+import { DeploymentsRepository } from './modules/deployments/index.js';
+import { GitHubApp } from './platform/github/github-app.js';
+import { GitHubApi } from './platform/github/github-api.js';
+import { routeHostname } from './platform/edge/route-hostname.js';
+import { routeUrl } from './platform/runtime/local/instance-plan.js';
 import { latestRecordsSource } from './modules/pipeline/index.js';
 import { PipelineService } from './modules/pipeline/index.js';
 import { EnvDeploysService, EnvironmentsService, reachOfScope, requireProtectedEnvironmentAdmin } from './modules/environments/index.js';
@@ -30,7 +37,7 @@ import { registerDeploymentJobs } from './modules/deployments/index.js';
 import { DeployChain } from './modules/deployments/index.js';
 import { ObservabilityService } from './modules/observability/index.js';
 import { AcmeIssuer, DomainsRepository, DomainsService } from './modules/domains/index.js';
-import { EdgeDirectory } from './platform/edge/edge-directory.js';
+import { EdgeDirectory } from './platform/edge/index.js';
 import { LocalRuntime } from './platform/runtime/local/local-runtime.js';
 import { Notifications } from './platform/db/notifications.js';
 import { StreamsService } from './modules/streams/index.js';
@@ -83,14 +90,21 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
 
   // Custom domains: served by this process's edge (the local runtime's router), certificates by ACME.
   const edgeDirectory = ctx.runtime instanceof LocalRuntime ? new EdgeDirectory(ctx.db, ctx.secrets) : null;
-  if (edgeDirectory) (ctx.runtime as LocalRuntime).instances.router.useDirectory(edgeDirectory);
-  const acme = ctx.config.ACME_DIRECTORY_URL
-    ? new AcmeIssuer(
-        { directoryUrl: ctx.config.ACME_DIRECTORY_URL, email: ctx.config.ACME_EMAIL, caFile: ctx.config.ACME_CA_FILE },
-        new DomainsRepository(ctx.db),
-        ctx.secrets,
-      )
-    : null;
+  if (edgeDirectory) {
+    const edge = (ctx.runtime as LocalRuntime).instances.router;
+    edge.useDirectory(edgeDirectory);
+    edge.useLogger(log.child({ component: 'edge' }));
+  }
+  // With Caddy's own ACME (EDGE_CERTIFICATES=caddy) the platform requests no certificates itself.
+  const caddyIssues = ctx.config.EDGE_DRIVER === 'caddy' && ctx.config.EDGE_CERTIFICATES === 'caddy';
+  const acme =
+    ctx.config.ACME_DIRECTORY_URL && !caddyIssues
+      ? new AcmeIssuer(
+          { directoryUrl: ctx.config.ACME_DIRECTORY_URL, email: ctx.config.ACME_EMAIL, caFile: ctx.config.ACME_CA_FILE },
+          new DomainsRepository(ctx.db),
+          ctx.secrets,
+        )
+      : null;
   const domains = new DomainsService(
     ctx.db,
     ctx.secrets,
@@ -165,6 +179,26 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     ctx.jobs?.addSweeper(() => deliveries.drain());
   }
 
+  // Previews (issue 16) and GitHub reporting: commit statuses and the Deployments API, told by the chain.
+  const github = new GitHubApi(ctx.config, new GitHubApp(ctx.config));
+  const urlOf = (hostname: string) =>
+    ctx.runtime instanceof LocalRuntime ? routeUrl(hostname, ctx.runtime.router.port) : `http://${hostname}`;
+  const deploymentTargets = new DeploymentsRepository(ctx.db);
+  const previews = new PreviewsService(ctx.db, ctx.jobs, (id, ref, environmentId) => deployChain.start(id, ref, environmentId), {
+    routerDomain: ctx.config.ROUTER_DOMAIN,
+    urlOf,
+  });
+  deployChain.observe(
+    new PreviewStatuses(ctx.db, github, async (applicationId, environmentId) => {
+      const target = await deploymentTargets.target(applicationId, environmentId);
+      return target ? urlOf(routeHostname(target, ctx.config.ROUTER_DOMAIN)) : null;
+    }),
+  );
+  deployChain.observe(new GitHubDeploymentReports(ctx.db, github));
+  ctx.jobs?.addSweeper(async () => {
+    await sweepDeletedEnvironments(ctx.db, ctx.config.PREVIEW_RETENTION_HOURS);
+  });
+
   const signingKeys = SigningKeys.forConfig(ctx.config);
   return {
     webhookWakeups,
@@ -177,6 +211,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
       webhookDeliveries,
     ),
     notifications,
+    previews,
     streams,
     runs: new OneOffRunsService(ctx, apps),
     appLogs: new AppLogsService(ctx.db, apps, notifications),
@@ -189,7 +224,9 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     deployChain,
     domains,
     pipeline: new PipelineService(ctx.db, apps),
-    githubHooks: new GithubHooksService(ctx, (id, ref, environmentId) => deployChain.start(id, ref, environmentId)),
+    githubHooks: new GithubHooksService(ctx, (id, ref, environmentId) => deployChain.start(id, ref, environmentId), {
+      pullRequest: (event) => previews.pullRequest(event),
+    }),
     envDeploys: new EnvDeploysService(
       ctx.db,
       new EnvironmentPipeline(ctx, deployChain, deployments, config),

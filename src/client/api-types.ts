@@ -470,7 +470,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            items: components["schemas"]["def-17"][];
+                            items: components["schemas"]["def-19"][];
                             pagination: {
                                 page: number;
                                 pages: number;
@@ -643,7 +643,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-19"][];
+                        "application/json": components["schemas"]["def-21"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -1730,7 +1730,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            items: components["schemas"]["def-21"][];
+                            items: components["schemas"]["def-23"][];
                         };
                     };
                 };
@@ -2258,7 +2258,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-18"][];
+                        "application/json": components["schemas"]["def-20"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -3111,7 +3111,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            items: components["schemas"]["def-20"][];
+                            items: components["schemas"]["def-22"][];
                             pagination: {
                                 page: number;
                                 pages: number;
@@ -17773,7 +17773,157 @@ export interface paths {
         };
         put?: never;
         post?: never;
-        delete?: never;
+        /** Delete an environment (not production; a protected one: organization admins). Its instances stop; its records stay readable for PREVIEW_RETENTION_HOURS */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    env: string;
+                    project: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+            };
+        };
         options?: never;
         head?: never;
         /** Change an environment: name, type, branch, protection (admins), per-service process counts and pod classes */
@@ -20462,6 +20612,490 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workspaces/{workspace}/projects/{project}/previews": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The project's preview settings and its previews (one environment per open pull request) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    project: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            previews: components["schemas"]["def-18"][];
+                            settings: components["schemas"]["def-17"];
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+            };
+        };
+        /** Turn previews on (or change them): template environment, cap, whether secrets are copied (admins) */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    project: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description copy the template's secret values into previews (default false; organization admins only) */
+                        copy_secrets?: boolean;
+                        /** @description running previews at most; past it the least recently active one stops (default 5) */
+                        max_concurrent?: number;
+                        /** @description slug of the environment whose configuration and process settings each preview starts from */
+                        template_environment: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            previews: components["schemas"]["def-18"][];
+                            settings: components["schemas"]["def-17"];
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+            };
+        };
+        post?: never;
+        /** Turn previews off: no new ones; existing previews live until their pull requests close */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    project: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/workspaces/{workspace}/teams": {
         parameters: {
             query?: never;
@@ -22876,8 +23510,39 @@ export interface components {
              */
             updated: string;
         };
-        /** DeploymentSummary */
+        /** PreviewSettings */
         "def-17": {
+            copy_secrets: boolean;
+            enabled: boolean;
+            max_concurrent: number | null;
+            template_environment: string | null;
+        };
+        /** Preview */
+        "def-18": {
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            active: string;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            created: string;
+            /** @description pr-<number> */
+            environment: string;
+            head_sha: string;
+            pr_number: number;
+            repository: string;
+            /** @description stopped by the cap; a new push to the pull request starts it again */
+            stopped: boolean;
+            /** @description per service slug, the URL its preview answers at */
+            urls: {
+                [key: string]: string;
+            };
+        };
+        /** DeploymentSummary */
+        "def-19": {
             /** @description UUID (v7) */
             application_id: string;
             complete: boolean;
@@ -22925,7 +23590,7 @@ export interface components {
             updated: string;
         };
         /** RequestMinute */
-        "def-18": {
+        "def-20": {
             environment: string;
             latency: {
                 /** @description upper bound of each bucket; the last bucket counts slower requests */
@@ -22949,7 +23614,7 @@ export interface components {
             };
         };
         /** Domain */
-        "def-19": {
+        "def-21": {
             /** @description UUID (v7) */
             application_id: string;
             certificate: {
@@ -22980,7 +23645,7 @@ export interface components {
             verified_at: string | null;
         };
         /** OneOffRun */
-        "def-20": {
+        "def-22": {
             /** @description UUID (v7) */
             application_id: string;
             command: string;
@@ -23003,7 +23668,7 @@ export interface components {
             timeout_seconds: number;
         };
         /** AppLogLine */
-        "def-21": {
+        "def-23": {
             /** @description UUID (v7) */
             environment_id: string;
             /** @description Increasing per application; the SSE event id */

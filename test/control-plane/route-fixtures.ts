@@ -256,6 +256,7 @@ export const SAMPLE_BODIES: Record<string, (w: RouteWorld) => unknown> = {
   'POST /v1/workspaces/:workspace/projects/:project/envs': () => ({ name: unique('sample') }),
   'PATCH /v1/workspaces/:workspace/projects/:project/envs/:env': () => ({ auto_deploy_branch: 'main' }),
   'POST /v1/workspaces/:workspace/projects/:project/envs/:env/promote': () => ({ from: 'production' }),
+  'PUT /v1/workspaces/:workspace/projects/:project/previews': () => ({ template_environment: 'production' }),
 };
 
 /** Scoped config routes share one shape at every scope. */
@@ -286,6 +287,7 @@ export const MEMBER_WRITES_BESIDE_PROTECTED: Record<string, string> = {
   'POST /v1/projects': 'a new project (its production starts unprotected)',
   'POST /v1/workspaces/:workspace/projects/:project/envs': 'a new environment (creating a protected one needs an admin)',
   'PATCH /v1/workspaces/:workspace/projects/:project': 'renaming; moving the project to another team needs an admin',
+  'DELETE /v1/workspaces/:workspace/projects/:project/previews': 'turning previews off starts and stops nothing',
   'POST /v1/integrations/github/hooks': 'public: authenticated by its signature, not by membership',
   'POST /v1/integrations/docker/auth': 'public: issues a registry token for the caller',
 };

@@ -1,9 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { Agent, request, type RequestOptions } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
 import { localRuntime } from '../helpers/local-runtime.js';
@@ -12,6 +10,7 @@ import { seedApplication } from '../helpers/seed.js';
 import { waitFor } from '../helpers/wait.js';
 import { deployableApp, settled, type Deployable } from '../pipeline-deploy/fixtures.js';
 import { freePort, missingPackage, startPebble, type Pebble } from './acme-pebble.js';
+import { httpsGet, httpsLoad } from './https-client.js';
 
 const missing = missingPackage(['pebble', 'pebble-challtestsrv', 'openssl']);
 if (missing)
@@ -55,67 +54,6 @@ server.listen(Number(process.env.PORT), '127.0.0.1');
 `;
 
 const HOSTNAME = 'shop.example.com';
-
-interface HttpsAnswer {
-  status: number;
-  body: string;
-  serial: string;
-  authorized: boolean;
-  headers: Record<string, unknown>;
-}
-
-/** A GET over HTTPS to the edge on 127.0.0.1 for `host` (SNI and Host), trusting only `ca`. */
-function httpsGet(port: number, host: string, ca: string, agent: Agent | false = false): Promise<HttpsAnswer> {
-  return new Promise((resolve, reject) => {
-    const options: RequestOptions = { host: '127.0.0.1', port, servername: host, path: '/', headers: { host }, ca, agent, timeout: 10_000 };
-    const req = request(options, (res) => {
-      const socket = res.socket as TLSSocket;
-      const serial = socket.getPeerCertificate().serialNumber;
-      let body = '';
-      res.on('data', (c) => {
-        body += c;
-      });
-      res.on('end', () => resolve({ status: res.statusCode!, body, serial, authorized: socket.authorized, headers: res.headers }));
-      res.on('error', reject);
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-/** GETs over HTTPS from 4 loops (half keep-alive) until `stop` settles; every failure is counted. */
-async function httpsLoad(port: number, host: string, ca: string, stop: Promise<unknown>) {
-  const report = { total: 0, failed: 0, failures: [] as string[], bodies: [] as string[], serials: new Set<string>() };
-  const keepAlive = new Agent({ keepAlive: true, maxSockets: 2, ca });
-  let done = false;
-  void stop.finally(() => {
-    done = true;
-  });
-  await Promise.all(
-    [0, 1, 2, 3].map(async (i) => {
-      while (!done) {
-        report.total++;
-        try {
-          const r = await httpsGet(port, host, ca, i % 2 === 0 ? keepAlive : false);
-          if (r.status !== 200) {
-            report.failed++;
-            report.failures.push(`status ${r.status}`);
-            continue;
-          }
-          report.serials.add(r.serial);
-          const version = r.body.split(':')[0]!;
-          if (!report.bodies.includes(version)) report.bodies.push(version);
-        } catch (err) {
-          report.failed++;
-          report.failures.push((err as Error).message);
-        }
-      }
-    }),
-  );
-  keepAlive.destroy();
-  return report;
-}
 
 describe.skipIf(!!missing)('custom domains: ownership, ACME certificates from a local pebble, HTTPS through the edge', () => {
   let h: Harness;

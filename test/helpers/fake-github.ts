@@ -6,10 +6,20 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { jwtVerify } from 'jose';
 
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    req.on('data', (c) => (text += c));
+    req.on('end', () => resolve(text));
+    req.on('error', reject);
+  });
+}
+
 /**
  * A stand-in for the GitHub API and git host: it checks the App's RS256 JWT with the App's
  * public key, issues installation tokens, and serves bare repositories under `/git/` over
- * git's smart HTTP (`git http-backend` as CGI) only to `x-access-token:<issued token>`.
+ * git's smart HTTP (`git http-backend` as CGI) only to `x-access-token:<issued token>`, and
+ * records the commit statuses, deployments and deployment statuses it receives.
  */
 export class FakeGitHub {
   readonly appId = '123456';
@@ -19,6 +29,17 @@ export class FakeGitHub {
   readonly installations = new Set<string>();
   /** Tokens issued, in order, with the installation they belong to. */
   readonly issued: Array<{ installation: string; token: string }> = [];
+  /** Delay before answering each git request. */
+  gitDelayMs = 0;
+  /** Personal tokens the API accepts (besides issued installation tokens). */
+  readonly personalTokens = new Set<string>();
+  /** Commit statuses received (`POST /repos/{owner}/{repo}/statuses/{sha}`), in order. */
+  readonly statuses: Array<{ repository: string; sha: string; state: string; context: string; description: string; target_url?: string }> =
+    [];
+  /** Deployments created (`POST /repos/{owner}/{repo}/deployments`), in order. */
+  readonly deployments: Array<{ id: number; repository: string; ref: string; environment: string }> = [];
+  /** Deployment statuses received, in order. */
+  readonly deploymentStatuses: Array<{ deployment: number; repository: string; state: string; environment_url?: string }> = [];
   /** Requests refused, for assertions ("401 /git/..."). */
   readonly refused: string[] = [];
   private server!: Server;
@@ -79,7 +100,41 @@ export class FakeGitHub {
       res.writeHead(201, { 'content-type': 'application/json' });
       return res.end(JSON.stringify({ token, expires_at: new Date(Date.now() + 3600_000).toISOString() }));
     }
+    const repoRoute = /^\/repos\/([^/]+\/[^/]+)\/(statuses\/([^/]+)|deployments|deployments\/(\d+)\/statuses)$/.exec(url.pathname);
+    if (repoRoute && req.method === 'POST') {
+      const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
+      if (!this.personalTokens.has(token) && !this.issued.some((t) => t.token === token))
+        return this.refuse(res, 401, url.pathname, 'Bad credentials');
+      const body = JSON.parse(await readBody(req)) as Record<string, string>;
+      const repository = decodeURIComponent(repoRoute[1]!);
+      let answer: unknown = {};
+      if (repoRoute[3]) {
+        this.statuses.push({
+          repository,
+          sha: repoRoute[3],
+          state: body.state!,
+          context: body.context!,
+          description: body.description!,
+          target_url: body.target_url,
+        });
+      } else if (repoRoute[4]) {
+        this.deploymentStatuses.push({
+          deployment: Number(repoRoute[4]),
+          repository,
+          state: body.state!,
+          environment_url: body.environment_url,
+        });
+      } else {
+        const id = this.deployments.length + 1000;
+        this.deployments.push({ id, repository, ref: body.ref!, environment: body.environment! });
+        answer = { id };
+      }
+      res.writeHead(201, { 'content-type': 'application/json' });
+      return res.end(JSON.stringify(answer));
+    }
     if (url.pathname.startsWith('/git/')) {
+      // A slow git host keeps a clone running long enough to be watched (test/pipeline-build/github-reporting.test.ts).
+      if (this.gitDelayMs) await new Promise((r) => setTimeout(r, this.gitDelayMs));
       const basic = /^Basic (.+)$/.exec(req.headers.authorization ?? '')?.[1];
       const [user, token] = basic ? Buffer.from(basic, 'base64').toString().split(':') : [];
       if (user !== 'x-access-token' || !this.issued.some((t) => t.token === token))

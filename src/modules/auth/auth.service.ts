@@ -6,7 +6,7 @@ import { hashToken, newToken } from '../../platform/crypto/tokens.js';
 import { isoOrNull, iso } from '../../platform/http/schemas.js';
 import { setAuditActor } from '../../platform/audit/request-audit.js';
 import type { Principal } from '../../platform/http/types.js';
-import { UsersRepository } from '../users/index.js';
+import { UsersService } from '../users/index.js';
 import { AuthRepository } from './auth.repository.js';
 
 export const API_KEY_PREFIX = 'slw';
@@ -25,11 +25,11 @@ const toApiKey = (k: ApiKeyRow) => ({
 
 export class AuthService {
   private readonly repo: AuthRepository;
-  private readonly users: UsersRepository;
+  private readonly users: UsersService;
 
   constructor(private readonly ctx: AppContext) {
     this.repo = new AuthRepository(ctx.db);
-    this.users = new UsersRepository(ctx.db);
+    this.users = new UsersService(ctx.db);
   }
 
   /**
@@ -53,7 +53,7 @@ export class AuthService {
     if ((await this.repo.failuresInWindow([addressKey], window)) >= max) {
       throw new AppError('RATE_LIMITED', 'Too many failed login attempts from this address; try again later');
     }
-    const user = await this.users.findByEmailWithHash(email);
+    const user = await this.users.findCredentials(email);
     const valid = await verifyPassword(password, user?.password_hash ?? UNUSABLE_PASSWORD_HASH);
     if (!user || !valid) {
       await Promise.all([this.repo.recordFailure(pairKey, window), this.repo.recordFailure(addressKey, window)]);

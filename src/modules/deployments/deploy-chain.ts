@@ -7,22 +7,51 @@ import type { ApplicationsService } from '../applications/index.js';
 import { DeployRunner, settleInterrupted } from './deploy-runner.js';
 import { requireDeployAccess } from '../../platform/access/environment-protection.js';
 import { DeploymentsRepository } from './deployments.repository.js';
-import { RELEASE_INTERRUPTED } from '../releases/index.js';
 
 /** The build stage as the chain uses it (ImagesService). */
 export interface BuildStage {
   createImage(applicationId: string, ref?: string | null): Promise<{ id: string; version: number }>;
   runBuild(imageId: string, signal: AbortSignal): Promise<{ ok: boolean }>;
   failInterrupted(imageId: string): Promise<boolean>;
+  assignJob(imageId: string, jobId: string): Promise<void>;
 }
 
 /** The release stage as the chain uses it (ReleasesService). */
 export interface ReleaseStage {
   createRelease(applicationId: string, environmentId: string): Promise<{ id: string; version: number }>;
   runRelease(releaseId: string, signal: AbortSignal): Promise<{ ok: boolean }>;
+  assignJob(releaseId: string, jobId: string): Promise<void>;
+  /** Fails (with the stage's own "interrupted" message) the releases the job left in progress. */
+  failInterruptedOfJob(jobId: string): Promise<void>;
 }
 
 export const CHAIN_JOB = 'chain';
+
+/** A chain as its observers see it: which application, environment and commit. */
+export interface ChainEvent {
+  applicationId: string;
+  environmentId: string;
+  /** The chain's image record (its id identifies the chain). */
+  imageId: string;
+  /** The commit built (the requested ref until the build resolved it). */
+  commitSha: string | null;
+}
+
+/** How a chain ended: deployed (with the URL it serves at) or failed (with the reason). */
+export interface ChainOutcome extends ChainEvent {
+  ok: boolean;
+  url: string | null;
+  detail: string | null;
+}
+
+/**
+ * Told when a chain starts running and when it settles (GitHub commit statuses and
+ * deployments). An observer's failure is logged and never fails the chain.
+ */
+export interface ChainObserver {
+  started?(chain: ChainEvent): Promise<void>;
+  settled?(outcome: ChainOutcome): Promise<void>;
+}
 
 /**
  * `POST /applications/{id}/deploy` (and a GitHub push): build, then release, then deploy,
@@ -31,6 +60,7 @@ export const CHAIN_JOB = 'chain';
  */
 export class DeployChain {
   private readonly repo: DeploymentsRepository;
+  private readonly observers: ChainObserver[] = [];
 
   constructor(
     private readonly ctx: AppContext,
@@ -41,33 +71,42 @@ export class DeployChain {
     this.repo = new DeploymentsRepository(ctx.db);
   }
 
+  observe(observer: ChainObserver) {
+    this.observers.push(observer);
+  }
+
   /** Registers the `chain` job kind (in processes with a runtime). */
   registerJobs(logger: RuntimeLogger) {
     const { jobs, runtime } = this.ctx;
     if (!jobs || !runtime) return;
     const runner = new DeployRunner(this.ctx, runtime, logger);
+    const tell = async (what: (o: ChainObserver) => Promise<void> | undefined) => {
+      for (const o of this.observers) await what(o)?.catch((err: unknown) => logger.warn({ err }, 'chain observer failed'));
+    };
     jobs.register(
       CHAIN_JOB,
       async (data, job) => {
-        await this.run(runner, data.applicationId, String(data.environmentId), String(data.recordId), job.jobId, job.signal);
+        const environmentId = String(data.environmentId);
+        const imageId = String(data.recordId);
+        const chain = { applicationId: data.applicationId, environmentId, imageId };
+        if (this.observers.length) {
+          const started = { ...chain, commitSha: await this.commitOf(imageId) };
+          await tell((o) => o.started?.(started));
+        }
+        try {
+          await this.run(runner, data.applicationId, environmentId, imageId, job.jobId, job.signal);
+        } finally {
+          if (this.observers.length && !job.signal.aborted) {
+            const outcome = await this.outcomeOf(chain, job.jobId);
+            await tell((o) => o.settled?.(outcome));
+          }
+        }
       },
       {
         onInterrupted: async (data, job) => {
           await this.build.failInterrupted(String(data.recordId));
-          const records = await this.recordsOf(job.jobId);
-          if (records.releases.length > 0) {
-            await this.ctx.db
-              .updateTable('releases')
-              .set({ status: 'error', error: true, error_detail: RELEASE_INTERRUPTED, finished_at: new Date(), updated_at: new Date() })
-              .where(
-                'id',
-                'in',
-                records.releases.map((r) => r.id),
-              )
-              .where('status', '=', 'building')
-              .execute();
-          }
-          for (const d of records.deployments) await settleInterrupted(this.ctx, d.id);
+          await this.release.failInterruptedOfJob(job.jobId);
+          for (const d of await this.repo.idsOfJob(job.jobId)) await settleInterrupted(this.ctx, d.id);
         },
       },
     );
@@ -93,7 +132,7 @@ export class DeployChain {
     const image = await this.build.createImage(applicationId, ref);
     try {
       const jobId = await jobs.enqueue(CHAIN_JOB, { applicationId, environmentId, recordId: image.id });
-      await this.ctx.db.updateTable('images').set({ job_id: jobId }).where('id', '=', image.id).execute();
+      await this.build.assignJob(image.id, jobId);
       return { ok: true, image_id: image.id, job_id: jobId };
     } catch (err) {
       await this.build.failInterrupted(image.id);
@@ -112,7 +151,7 @@ export class DeployChain {
     const built = await this.build.runBuild(imageId, signal);
     if (!built.ok || signal.aborted) return;
     const release = await this.release.createRelease(applicationId, environmentId);
-    await this.ctx.db.updateTable('releases').set({ job_id: jobId }).where('id', '=', release.id).execute();
+    await this.release.assignJob(release.id, jobId);
     const released = await this.release.runRelease(release.id, signal);
     if (!released.ok || signal.aborted) return;
     const deployment = await this.repo.insert({
@@ -125,9 +164,33 @@ export class DeployChain {
     await runner.run(deployment.id, jobId, signal);
   }
 
-  private async recordsOf(jobId: string) {
-    const releases = await this.ctx.db.selectFrom('releases').select('id').where('job_id', '=', jobId).execute();
-    const deployments = await this.ctx.db.selectFrom('deployments').select('id').where('job_id', '=', jobId).execute();
-    return { releases, deployments };
+  private async commitOf(imageId: string) {
+    const image = await this.ctx.db.selectFrom('images').select(['commit_sha', 'build_ref']).where('id', '=', imageId).executeTakeFirst();
+    return image?.commit_sha ?? image?.build_ref ?? null;
   }
+
+  /** The chain's result, read from its records: the deployment's, else the first failed stage's. */
+  private async outcomeOf(chain: Omit<ChainEvent, 'commitSha'>, jobId: string): Promise<ChainOutcome> {
+    const commitSha = await this.commitOf(chain.imageId);
+    const deployment = await this.ctx.db
+      .selectFrom('deployments')
+      .select(['status', 'error_detail', 'deploy_metadata'])
+      .where('job_id', '=', jobId)
+      .orderBy('created_at', 'desc')
+      .executeTakeFirst();
+    if (deployment) {
+      const url = (deployment.deploy_metadata as { url?: string } | null)?.url ?? null;
+      return { ...chain, commitSha, ok: deployment.status === 'complete', url, detail: deployment.error_detail };
+    }
+    const failed =
+      (await this.ctx.db
+        .selectFrom('releases')
+        .select('error_detail')
+        .where('job_id', '=', jobId)
+        .where('error', '=', true)
+        .executeTakeFirst()) ??
+      (await this.ctx.db.selectFrom('images').select('error_detail').where('id', '=', chain.imageId).executeTakeFirst());
+    return { ...chain, commitSha, ok: false, url: null, detail: failed?.error_detail ?? 'The chain did not reach a deployment' };
+  }
+
 }

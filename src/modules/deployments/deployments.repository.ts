@@ -49,6 +49,9 @@ export class DeploymentsRepository {
         'p.id as project_id',
       ])
       .where('a.id', '=', applicationId)
+      // A deleted or stopped environment has nothing to run: its instances stop.
+      .where('e.deleted_at', 'is', null)
+      .where('e.stopped_at', 'is', null)
       .executeTakeFirst();
     if (!row) return null;
     return {
@@ -74,6 +77,11 @@ export class DeploymentsRepository {
 
   findById(id: string) {
     return this.db.selectFrom('deployments').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  /** The deployments a pipeline job created. */
+  idsOfJob(jobId: string) {
+    return this.db.selectFrom('deployments').select('id').where('job_id', '=', jobId).execute();
   }
 
   update(id: string, changes: Updateable<DeploymentsTable>) {

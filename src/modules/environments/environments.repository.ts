@@ -10,6 +10,7 @@ export class EnvironmentsRepository {
       .selectFrom('environments')
       .selectAll()
       .where('project_id', '=', projectId)
+      .where('deleted_at', 'is', null)
       .orderBy('created_at')
       .orderBy('slug')
       .execute();

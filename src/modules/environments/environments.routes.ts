@@ -73,6 +73,23 @@ export function environmentsRoutes(envs: EnvironmentsService, scoped: ScopedConf
         envs.update(currentUser(request).id, request.params.workspace, request.params.project, request.params.env, request.body),
     );
 
+    app.delete(
+      `${BASE}/:env`,
+      {
+        schema: {
+          tags,
+          summary:
+            'Delete an environment (not production; a protected one: organization admins). Its instances stop; its records stay readable for PREVIEW_RETENTION_HOURS',
+          params: EnvParams,
+          response: { 204: Type.Null(), ...commonErrorResponses },
+        },
+      },
+      async (request, reply) => {
+        await envs.remove(currentUser(request).id, request.params.workspace, request.params.project, request.params.env);
+        return reply.code(204).send(null);
+      },
+    );
+
     app.get(
       `${BASE}/:env/services/:service/config`,
       {

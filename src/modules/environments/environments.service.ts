@@ -14,6 +14,7 @@ import { EnvironmentsRepository } from './environments.repository.js';
 import { requireBranchChangeAccess, requireProtectedEnvironmentAdmin } from '../../platform/access/environment-protection.js';
 import { ENV_TYPES, type UpdateEnvironmentBody } from './environments.schemas.js';
 import { serviceScopeChain } from '../configurations/index.js';
+import { deleteEnvironment } from './retirement.js';
 
 type EnvRow = NonNullable<Awaited<ReturnType<EnvironmentsRepository['findById']>>>;
 
@@ -102,7 +103,12 @@ export class EnvironmentsService {
       });
       return this.describe(row);
     } catch (err) {
-      if (isUniqueViolation(err)) throw conflict(`An environment with slug '${slug}' already exists in ${project.slug}`);
+      if (isUniqueViolation(err)) {
+        const held = await this.envs.findBySlug(project.id, slug);
+        if (held?.deleted_at)
+          throw conflict(`The slug '${slug}' belongs to a deleted environment of ${project.slug}, kept until its retention period ends`);
+        throw conflict(`An environment with slug '${slug}' already exists in ${project.slug}`);
+      }
       throw err;
     }
   }
@@ -142,6 +148,27 @@ export class EnvironmentsService {
     for (const [appId, o] of perService) await this.envs.mergeOverrides(environment.id, appId, o.counts, o.classes);
     await this.reconcile(environment.id, [...perService.keys()]);
     return this.describe((await this.envs.findById(environment.id))!);
+  }
+
+  /**
+   * `DELETE`: any environment but `production` (a protected one: organization admins only),
+   * and not the template of the project's previews. Its instances stop; its records stay
+   * readable until the retention sweep.
+   */
+  async remove(userId: string, ws: string, projectSlug: string, envSlug: string) {
+    const { project, environment } = await this.scope.environment(userId, ws, projectSlug, envSlug);
+    await requireProtectedEnvironmentAdmin(this.db, userId, { environmentId: environment.id }, 'whether it exists');
+    if (environment.slug === 'production' || environment.env_type === 'production') {
+      throw conflict(`The production environment of ${project.slug} cannot be deleted`);
+    }
+    const template = await this.db
+      .selectFrom('preview_settings')
+      .select('project_id')
+      .where('template_environment_id', '=', environment.id)
+      .executeTakeFirst();
+    if (template)
+      throw conflict(`Environment '${environment.slug}' is the template of the project's previews: change the preview settings first`);
+    await deleteEnvironment(this.db, this.jobs, environment.id);
   }
 
   /** Deployed services follow new counts without a new release, through the queue (never racing a deploy). */

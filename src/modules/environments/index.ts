@@ -3,6 +3,7 @@ export * from './process-settings.js';
 // Moved down to src/platform/access (applications, images and releases check it too); re-exported.
 export * from '../../platform/access/environment-protection.js';
 export * from './env-deploys.service.js';
+export * from './retirement.js';
 export * from './env-deploys.routes.js';
 export * from './environments.service.js';
 export * from './environments.routes.js';

@@ -1,6 +1,8 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { AppContext } from '../../platform/context.js';
 import { AppError, forbidden } from '../../platform/errors.js';
+import { normalizeRepository } from '../../platform/github/github-api.js';
+import { GitHubInstallations, type InstallationPayload } from '../../platform/github/installations.js';
 import { verifySignature } from './signature.js';
 
 /** Starts build → release → deploy of an application at a commit (the `chain` job). */
@@ -9,6 +11,29 @@ export type ChainStarter = (
   ref: string,
   environmentId?: string,
 ) => Promise<{ image_id: string; job_id: string | null }>;
+
+/** A `pull_request` event as the previews module takes it. */
+export interface PullRequestHook {
+  action: string;
+  number: number;
+  headSha: string;
+  repository: string;
+  repositoryNames: string[];
+  installationId: number | null;
+}
+
+/** What a hook can do beyond pushes (wired by the composition root). */
+export interface HookHandlers {
+  pullRequest?: (event: PullRequestHook) => Promise<unknown>;
+}
+
+interface PullRequestPayload {
+  action?: string;
+  number?: number;
+  pull_request?: { number?: number; head?: { sha?: string } };
+  repository?: PushPayload['repository'];
+  installation?: { id?: number };
+}
 
 export interface HookDelivery {
   event: string | undefined;
@@ -25,15 +50,6 @@ interface PushPayload {
   repository?: { full_name?: string; clone_url?: string; ssh_url?: string; html_url?: string; git_url?: string };
 }
 
-/** Compares repository addresses the way people write them: case-insensitive, without `.git` or a trailing slash. */
-function normalizeRepository(value: string): string {
-  return value
-    .trim()
-    .toLowerCase()
-    .replace(/\/+$/, '')
-    .replace(/\.git$/, '');
-}
-
 /**
  * `POST /integrations/github/hooks`: authenticated by the HMAC signature alone. A hook
  * with a bad signature (or any hook while no secret is configured) is refused before
@@ -41,10 +57,15 @@ function normalizeRepository(value: string): string {
  * `github_repository` starts that application's chain at the pushed commit.
  */
 export class GithubHooksService {
+  private readonly installations: GitHubInstallations;
+
   constructor(
     private readonly ctx: AppContext,
     private readonly startChain: ChainStarter,
-  ) {}
+    private readonly handlers: HookHandlers = {},
+  ) {
+    this.installations = new GitHubInstallations(ctx.db);
+  }
 
   async receive(delivery: HookDelivery): Promise<{ ok: boolean; hook_id: string }> {
     const secret = this.ctx.config.GITHUB_WEBHOOK_SECRET;
@@ -78,8 +99,12 @@ export class GithubHooksService {
       })
       .execute();
 
-    if (push) {
-      const triggered = await this.triggerPush(push);
+    let triggered: unknown = null;
+    if (push) triggered = await this.triggerPush(push);
+    else if (delivery.event === 'pull_request') triggered = await this.pullRequest(payload as PullRequestPayload);
+    else if (delivery.event === 'installation' || delivery.event === 'installation_repositories')
+      triggered = await this.installations.apply(delivery.event, payload as InstallationPayload);
+    if (triggered !== null) {
       await this.ctx.db
         .updateTable('github_hooks')
         .set({ triggered: JSON.stringify(triggered) })
@@ -87,6 +112,22 @@ export class GithubHooksService {
         .execute();
     }
     return { ok: true, hook_id: id };
+  }
+
+  /** opened / reopened / synchronize / closed of a pull request: its preview environments. */
+  private async pullRequest(payload: PullRequestPayload) {
+    const number = payload.number ?? payload.pull_request?.number;
+    const headSha = payload.pull_request?.head?.sha;
+    const repo = payload.repository;
+    if (!this.handlers.pullRequest || !payload.action || !Number.isSafeInteger(number) || !headSha || !repo?.full_name) return [];
+    return this.handlers.pullRequest({
+      action: payload.action,
+      number: number!,
+      headSha,
+      repository: repo.full_name,
+      repositoryNames: [repo.full_name, repo.clone_url, repo.ssh_url, repo.html_url, repo.git_url].filter((v): v is string => Boolean(v)),
+      installationId: Number.isSafeInteger(payload.installation?.id) ? payload.installation!.id! : null,
+    });
   }
 
   private parse(delivery: HookDelivery): unknown {
@@ -140,6 +181,7 @@ export class GithubHooksService {
       .select(['a.id', 'a.github_repository', 'e.id as environment_id'])
       .where('e.auto_deploy_branch', '=', branch)
       .where('e.slug', '!=', 'production')
+      .where('e.deleted_at', 'is', null)
       .where('a.github_repository', 'is not', null)
       .execute();
     for (const target of envTargets) {

@@ -6,6 +6,8 @@ import type { AppContext } from '../../platform/context.js';
 import { fetchSource, SourceError } from '../../platform/git/source.js';
 import { checkSourceAtBuild } from '../../platform/git/trusted-sources.js';
 import { GitHubApp, GitHubAppError } from '../../platform/github/github-app.js';
+import { repositoryFullName } from '../../platform/github/github-api.js';
+import { GitHubInstallations } from '../../platform/github/installations.js';
 import { ApplicationsRepository } from '../applications/index.js';
 import type { ConfigurationsService } from '../configurations/index.js';
 import { resolveServiceConfig } from '../configurations/index.js';
@@ -45,12 +47,24 @@ export class BuildRunner {
   }
 
   /** The clone credential of a private repository: a fresh installation token of its GitHub App installation. */
-  private async privateRepositoryToken(app: { github_repository_is_private: boolean; github_app_installation_id: string | number | null }) {
+  private async privateRepositoryToken(app: {
+    github_repository: string | null;
+    github_repository_is_private: boolean;
+    github_app_installation_id: number | null;
+  }) {
     if (!app.github_repository_is_private) return undefined;
     if (app.github_app_installation_id === null) {
       throw new BuildError(
         'The repository is private and the application has no GitHub App installation: install the App on the repository, ' +
           'then set github_app_installation_id with PATCH /applications/{id}/settings',
+      );
+    }
+    // What GitHub's installation hooks said the installation covers (unknown installations are not judged).
+    const repository = repositoryFullName(app.github_repository);
+    if (repository && (await new GitHubInstallations(this.ctx.db).covers(app.github_app_installation_id, repository)) === false) {
+      throw new BuildError(
+        `The GitHub App installation ${app.github_app_installation_id} does not cover ${repository}: ` +
+          'add the repository to the installation on GitHub (its installation_repositories hook updates this)',
       );
     }
     try {

@@ -87,6 +87,11 @@ export class ImagesService {
   }
 
   /** Settles a build whose worker died, and removes what it left on disk. */
+  /** Records that a pipeline job (the deploy chain) fills this image. */
+  async assignJob(imageId: string, jobId: string): Promise<void> {
+    await this.repo.update(imageId, { job_id: jobId });
+  }
+
   async failInterrupted(imageId: string): Promise<boolean> {
     const failed = await this.repo.failIfBuilding(imageId, INTERRUPTED_BY_RESTART);
     const image = failed ? await this.repo.findById(imageId) : undefined;

@@ -3,7 +3,7 @@ import type { Db } from '../../platform/db/database.js';
 import { conflict, forbidden, isUniqueViolation, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
-import { UsersRepository } from '../users/index.js';
+import { UsersService } from '../users/index.js';
 import { OrganizationAccess } from './access.js';
 import { OrganizationsRepository } from './organizations.repository.js';
 
@@ -29,12 +29,12 @@ function requireAdminAmong(members: Array<{ user_id: string; admin: boolean }>, 
 
 export class OrganizationsService {
   private readonly orgs: OrganizationsRepository;
-  private readonly users: UsersRepository;
+  private readonly users: UsersService;
   private readonly access: OrganizationAccess;
 
   constructor(db: Db) {
     this.orgs = new OrganizationsRepository(db);
-    this.users = new UsersRepository(db);
+    this.users = new UsersService(db);
     this.access = new OrganizationAccess(db);
   }
 
@@ -95,7 +95,7 @@ export class OrganizationsService {
   async addMember(userId: string, slug: string, input: { username: string; admin?: boolean }) {
     const { org } = await this.resolve(userId, slug);
     await this.access.requireAdmin(userId, org.id);
-    const user = (await this.users.findByUsername(input.username)) ?? (await this.users.findByEmailWithHash(input.username));
+    const user = await this.users.findByUsernameOrEmail(input.username);
     if (!user) throw notFound(`User '${input.username}'`);
     try {
       await this.orgs.addMember(org.id, user.id, input.admin ?? false);

@@ -102,6 +102,11 @@ export class ReleasesRepository {
       .execute();
   }
 
+  /** The releases a pipeline job created (a `chain` job makes at most one per environment). */
+  idsOfJob(jobId: string) {
+    return this.db.selectFrom('releases').select('id').where('job_id', '=', jobId).execute();
+  }
+
   /** Fails the record if it is still in progress (never overwrites a finished one). */
   failIfBuilding(id: string, detail: string) {
     return failIfBuilding(this.db, 'releases', id, detail);

@@ -87,6 +87,16 @@ export class ReleasesService {
     return this.runner.run(releaseId);
   }
 
+  /** Records that a pipeline job (the deploy chain) fills this release. */
+  async assignJob(releaseId: string, jobId: string): Promise<void> {
+    await this.repo.update(releaseId, { job_id: jobId });
+  }
+
+  /** Settles the releases a pipeline job left in progress when its worker died. */
+  async failInterruptedOfJob(jobId: string): Promise<void> {
+    for (const { id } of await this.repo.idsOfJob(jobId)) await this.failInterrupted(id);
+  }
+
   /** Settles a release whose worker died. */
   failInterrupted(releaseId: string): Promise<boolean> {
     return this.repo.failIfBuilding(releaseId, RELEASE_INTERRUPTED);

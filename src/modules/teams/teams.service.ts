@@ -4,7 +4,7 @@ import { conflict, forbidden, invalid, isUniqueViolation, notFound } from '../..
 import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
 import { membersAsSeenBy, OrganizationsRepository } from '../organizations/index.js';
-import { UsersRepository } from '../users/index.js';
+import { UsersService } from '../users/index.js';
 import { WorkspaceScope } from '../workspaces/index.js';
 import { TeamsRepository } from './teams.repository.js';
 
@@ -26,13 +26,13 @@ const toTeam = (t: TeamRow) => ({
  */
 export class TeamsService {
   private readonly teams: TeamsRepository;
-  private readonly users: UsersRepository;
+  private readonly users: UsersService;
   private readonly orgs: OrganizationsRepository;
   readonly scope: WorkspaceScope;
 
   constructor(db: Db) {
     this.teams = new TeamsRepository(db);
-    this.users = new UsersRepository(db);
+    this.users = new UsersService(db);
     this.orgs = new OrganizationsRepository(db);
     this.scope = new WorkspaceScope(db);
   }
@@ -56,7 +56,7 @@ export class TeamsService {
 
   /** A user named by username or email who is a member of the workspace. */
   private async workspaceMember(organizationId: string, username: string, field: string) {
-    const user = (await this.users.findByUsername(username)) ?? (await this.users.findByEmailWithHash(username));
+    const user = await this.users.findByUsernameOrEmail(username);
     if (!user) throw notFound(`User '${username}'`);
     if (!(await this.orgs.membership(organizationId, user.id))) throw invalid(field, `${user.username} is not a member of this workspace`);
     return user;

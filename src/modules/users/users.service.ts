@@ -31,6 +31,16 @@ export class UsersService {
     this.users = new UsersRepository(db);
   }
 
+  /** A user named by username or else by e-mail (how members are added), or undefined. */
+  async findByUsernameOrEmail(name: string) {
+    return (await this.users.findByUsername(name)) ?? (await this.users.findByEmailWithHash(name));
+  }
+
+  /** The user of this e-mail with the password hash, for login only. */
+  findCredentials(email: string) {
+    return this.users.findByEmailWithHash(email);
+  }
+
   /** Used by the API, the CLI and first-start bootstrap alike, so all validate the same way. */
   async create(input: NewUser) {
     if (!Value.Check(CreateUserBody, input)) {

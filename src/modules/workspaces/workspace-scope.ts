@@ -46,6 +46,8 @@ export class WorkspaceScope {
       .selectAll()
       .where('project_id', '=', scope.project.id)
       .where('slug', '=', envSlug)
+      // A deleted environment is gone from the API (its records stay readable until swept).
+      .where('deleted_at', 'is', null)
       .executeTakeFirst();
     if (!environment) throw notFound('Environment');
     return { ...scope, environment };

@@ -25,3 +25,10 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
+
+/** Applies migrations up to and including `name` (e.g. `0008_streams`): tests of a migration's data changes. */
+export async function migrateTo(db: Db, name: string): Promise<void> {
+  const migrator = new Migrator({ db, provider: new SqlFileMigrationProvider() });
+  const { error } = await migrator.migrateTo(name);
+  if (error) throw error instanceof Error ? error : new Error(String(error));
+}

@@ -122,6 +122,10 @@ export interface EnvironmentsTable {
   protected: Generated<boolean>;
   created_at: Timestamp;
   updated_at: Timestamp;
+  /** Closed or deleted: kept (records readable) until the retention sweep. */
+  deleted_at: NullableTimestamp;
+  /** A preview stopped by its project's cap: runs nothing until its pull request changes. */
+  stopped_at: NullableTimestamp;
 }
 
 export interface ControlPlaneTables {
@@ -400,7 +404,41 @@ export interface RequestStatsTable {
   latency_sum_ms: number;
 }
 
+/** One upstream of `edge_routes.upstreams` (migration 0016). */
+export interface EdgeRouteUpstream {
+  instance_id: string;
+  host: string;
+  port: number;
+  ready: boolean;
+  application_id: string | null;
+  environment_id: string | null;
+  process_type: string | null;
+}
+
+export interface EdgeRoutesTable {
+  hostname: string;
+  upstreams: ColumnType<EdgeRouteUpstream[], string, string>;
+  version: ColumnType<string, number, number>;
+  updated_at: Generated<Date>;
+}
+
+export interface EdgeRouteVersionTable {
+  id: Generated<boolean>;
+  version: ColumnType<string, number, number>;
+}
+
+export interface EdgeNodesTable {
+  id: string;
+  hostname: string;
+  pid: number;
+  drained_version: ColumnType<string, number | undefined, number>;
+  heartbeat_at: ColumnType<Date, Date | undefined, Date>;
+}
+
 export interface EdgeTables {
+  edge_routes: EdgeRoutesTable;
+  edge_route_version: EdgeRouteVersionTable;
+  edge_nodes: EdgeNodesTable;
   request_stats: RequestStatsTable;
   acme_accounts: AcmeAccountsTable;
   domains: DomainsTable;
@@ -548,5 +586,54 @@ export interface HookAndAuditTables {
 }
 
 /** Every feature adds its tables here, one interface per migration group. */
+export interface PreviewSettingsTable {
+  project_id: string;
+  template_environment_id: string;
+  max_concurrent: number;
+  copy_secrets: boolean;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface PreviewsTable {
+  environment_id: string;
+  project_id: string;
+  pr_number: number;
+  repository: string;
+  head_sha: string;
+  installation_id: number | null;
+  source_application_ids: ColumnType<string[], string, string>;
+  active_at: Generated<Date>;
+  created_at: Generated<Date>;
+}
+
+export interface GithubInstallationsTable {
+  installation_id: number;
+  account: string | null;
+  repository_selection: string | null;
+  updated_at: Generated<Date>;
+}
+
+export interface GithubInstallationRepositoriesTable {
+  installation_id: number;
+  repository: string;
+  added_at: Generated<Date>;
+}
+
+export interface GithubDeploymentReportsTable {
+  image_id: string;
+  github_deployment_id: number;
+  repository: string;
+  created_at: Generated<Date>;
+}
+
+export interface PreviewTables {
+  preview_settings: PreviewSettingsTable;
+  previews: PreviewsTable;
+  github_installations: GithubInstallationsTable;
+  github_installation_repositories: GithubInstallationRepositoriesTable;
+  github_deployment_reports: GithubDeploymentReportsTable;
+}
+
 export interface Database
-  extends ControlPlaneTables, WorkspaceTables, PipelineTables, StreamTables, SandboxTables, EdgeTables, HookAndAuditTables {}
+  extends ControlPlaneTables, WorkspaceTables, PipelineTables, StreamTables, SandboxTables, EdgeTables, HookAndAuditTables, PreviewTables {}

@@ -21,7 +21,10 @@ export const OWNERSHIP_CHALLENGE_PREFIX = '/.well-known/slipway-domain/';
  */
 export class EdgeDirectory {
   private routes = new Map<string, DomainRoute>();
-  private contexts = new Map<string, { issuedAt: number; context: SecureContext }>();
+  private contexts = new Map<string, { issuedAt: number; context: SecureContext; pem: { certificate: string; key: string } }>();
+  private readonly listeners: Array<() => void> = [];
+  /** What the last load found (host names, flags, certificate dates): a change calls the listeners. */
+  private signature = '';
   private timer: NodeJS.Timeout | null = null;
   private loading: Promise<void> | null = null;
 
@@ -64,6 +67,21 @@ export class EdgeDirectory {
     return this.contexts.has(host);
   }
 
+  /** Every verified custom domain (an external proxy is configured from them). */
+  domains(): Array<DomainRoute & { hostname: string }> {
+    return [...this.routes].map(([hostname, route]) => ({ hostname, ...route }));
+  }
+
+  /** The certificate chain and private key (PEM) of a host name, for an external proxy. */
+  certificatePem(host: string): { certificate: string; key: string } | undefined {
+    return this.contexts.get(host)?.pem;
+  }
+
+  /** Called after a reload that changed a domain or a certificate. */
+  onChange(listener: () => void) {
+    this.listeners.push(listener);
+  }
+
   /** The key authorization of a pending ACME HTTP-01 challenge. */
   async acmeAnswer(token: string): Promise<string | undefined> {
     const row = await this.db.selectFrom('acme_challenges').select('key_authorization').where('token', '=', token).executeTakeFirst();
@@ -92,7 +110,7 @@ export class EdgeDirectory {
     this.routes = routes;
 
     const certs = await this.db.selectFrom('certificates').select(['hostname', 'issued_at']).execute();
-    const contexts = new Map<string, { issuedAt: number; context: SecureContext }>();
+    const contexts = new Map<string, { issuedAt: number; context: SecureContext; pem: { certificate: string; key: string } }>();
     const stale: string[] = [];
     for (const c of certs) {
       const known = this.contexts.get(c.hostname);
@@ -102,10 +120,16 @@ export class EdgeDirectory {
     if (stale.length) {
       const full = await this.db.selectFrom('certificates').selectAll().where('hostname', 'in', stale).execute();
       for (const c of full) {
-        const context = createSecureContext({ cert: c.certificate_pem, key: this.secrets.open(c.private_key_enc) });
-        contexts.set(c.hostname, { issuedAt: c.issued_at.getTime(), context });
+        const key = this.secrets.open(c.private_key_enc);
+        const context = createSecureContext({ cert: c.certificate_pem, key });
+        contexts.set(c.hostname, { issuedAt: c.issued_at.getTime(), context, pem: { certificate: c.certificate_pem, key } });
       }
     }
     this.contexts = contexts;
+    const signature = JSON.stringify([[...routes], [...contexts].map(([h, c]) => [h, c.issuedAt])]);
+    if (signature !== this.signature) {
+      this.signature = signature;
+      for (const listener of this.listeners) listener();
+    }
   }
 }

@@ -41,6 +41,12 @@ export class RouteTable {
     this.routes.delete(RouteTable.normalize(host));
   }
 
+  /** The hosts with a route to any of these instances. */
+  hostsRoutingTo(instanceIds: string[]): string[] {
+    const ids = new Set(instanceIds);
+    return [...this.routes].filter(([, route]) => route.upstreams.some((u) => ids.has(u.instanceId))).map(([host]) => host);
+  }
+
   has(host: string): boolean {
     return this.routes.has(RouteTable.normalize(host));
   }
@@ -62,20 +68,34 @@ export class RouteTable {
   }
 
   /**
-   * The next ready upstream round-robin, skipping `exclude` (those that already failed this
-   * request). `undefined`: no such host; `null`: the host has no ready instance.
+   * The next ready upstream round-robin for an already normalized host name, skipping
+   * `exclude` (those that already failed this request). `undefined`: no such host; `null`:
+   * the host has no ready instance.
    */
-  pick(host: string, exclude: ReadonlySet<string> = new Set()): Upstream | null | undefined {
-    const route = this.routes.get(RouteTable.normalize(host));
+  pick(host: string, exclude?: ReadonlySet<string>): Upstream | null | undefined {
+    const route = this.routes.get(host);
     if (!route) return undefined;
     const n = route.upstreams.length;
     for (let i = 0; i < n; i++) {
       const u = route.upstreams[(route.next + i) % n]!;
-      if (this.down.has(u.instanceId) || exclude.has(u.instanceId)) continue;
+      if (this.down.has(u.instanceId) || exclude?.has(u.instanceId)) continue;
       route.next = (route.next + i + 1) % n;
       return u;
     }
     return null;
+  }
+
+  /** Every route with its upstreams and whether each is ready (what an external proxy is configured from). */
+  snapshot(): Array<{ host: string; upstreams: Array<Upstream & { ready: boolean }> }> {
+    return [...this.routes].map(([host, route]) => ({
+      host,
+      upstreams: route.upstreams.map((u) => ({ ...u, ready: !this.down.has(u.instanceId) })),
+    }));
+  }
+
+  /** Host names whose route names this instance. */
+  hostsOf(instanceId: string): string[] {
+    return [...this.routes].filter(([, r]) => r.upstreams.some((u) => u.instanceId === instanceId)).map(([host]) => host);
   }
 
   acquire(instanceId: string) {

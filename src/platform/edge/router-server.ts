@@ -2,12 +2,13 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createServer as createHttpsServer } from 'node:https';
 import { connect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { Pool, type Dispatcher } from 'undici';
 import type { RequestStats } from './request-stats.js';
 import { ACME_CHALLENGE_PREFIX, OWNERSHIP_CHALLENGE_PREFIX, type EdgeDirectory } from './edge-directory.js';
-import { Pool, type Dispatcher } from 'undici';
+import { logsRequests, type EdgeDriver, type EdgeRequestLogger } from './edge-driver.js';
 import { RouteTable, type Upstream } from './route-table.js';
 
-/** Headers that describe one hop and must not be forwarded (RFC 9110 §7.6.1). */
+/** Headers that describe one hop and must not be forwarded (RFC 9110 §7.6.1), and those the edge sets itself. */
 const HOP_BY_HOP = new Set([
   'connection',
   'keep-alive',
@@ -20,25 +21,26 @@ const HOP_BY_HOP = new Set([
   'upgrade',
   'expect',
 ]);
+const SET_BY_EDGE = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host']);
+/** Lengths of every name above: most headers are skipped by length without lower-casing them. */
+const FILTERED_LENGTHS = new Set([...HOP_BY_HOP, ...SET_BY_EDGE].map((h) => h.length));
 
-function forwardHeaders(headers: IncomingMessage['headers'], extra: Record<string, string>) {
-  const out: Record<string, string | string[]> = {};
-  const named = String(headers.connection ?? '')
+/** Header names a `Connection` header lists (they are hop-by-hop too); null for the usual `keep-alive`/`close`. */
+function namedByConnection(value: string | undefined): Set<string> | null {
+  if (value === undefined || value === 'keep-alive' || value === 'close') return null;
+  const names = value
+    .toLowerCase()
     .split(',')
-    .map((s) => s.trim().toLowerCase());
-  for (const [k, v] of Object.entries(headers)) {
-    if (v === undefined || HOP_BY_HOP.has(k) || named.includes(k)) continue;
-    out[k] = v;
-  }
-  return { ...out, ...extra };
+    .map((s) => s.trim());
+  const extra = names.filter((n) => n !== 'keep-alive' && n !== 'close' && n !== '');
+  return extra.length ? new Set(extra) : null;
 }
 
 /** Connection failures before any answer: safe to try another instance for a bodiless request. */
-const RETRYABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'EHOSTUNREACH', 'ETIMEDOUT']);
+const RETRYABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'EHOSTUNREACH', 'ETIMEDOUT', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
 
-function hasBody(req: IncomingMessage): boolean {
-  return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
-}
+/** Normalized host names by raw `Host` header: the same few headers arrive again and again. */
+const HOST_CACHE_LIMIT = 4096;
 
 export interface RouterOptions {
   host: string;
@@ -50,21 +52,27 @@ export interface RouterOptions {
 }
 
 /**
- * The built-in HTTP router: `{app}.{project}.{org}.<domain>` → the application's healthy
- * web instances, round-robin, streaming both ways. Unknown host: 404; no ready instance:
- * 503. A request without a body that fails to connect is retried on the next instance, so
- * an instance crashing or being retired does not surface as an error.
+ * The built-in edge driver: `{app}.{project}.{org}.<domain>` (or a verified custom domain) →
+ * the application's healthy web instances, round-robin, streaming both ways over keep-alive
+ * pools (undici) per instance. Unknown host: 404; no ready instance: 503. A request without a
+ * body that fails to connect is retried on the next instance, so an instance crashing or being
+ * retired does not surface as an error. Routes are served from the table itself: `apply()` has
+ * nothing to do.
  */
-export class RouterServer {
+export class RouterServer implements EdgeDriver {
+  readonly name = 'builtin' as const;
   readonly table = new RouteTable();
   private server: Server | null = null;
   private httpsServer: Server | null = null;
   private directory: EdgeDirectory | null = null;
   private stats: RequestStats | null = null;
+  private logger: EdgeRequestLogger | null = null;
+  private logRequests = false;
   private boundHttpsPort: number | null = null;
   private readonly pools = new Map<string, Pool>();
   private poolSweep: NodeJS.Timeout | null = null;
   private readonly sockets = new Set<Socket | Duplex>();
+  private readonly hosts = new Map<string, string>();
   private boundPort: number | null = null;
 
   constructor(private readonly options: RouterOptions) {}
@@ -83,20 +91,30 @@ export class RouterServer {
     return this.boundPort !== null;
   }
 
-  /** Custom domains, ACME challenges and certificates (set before `listen`). */
   useDirectory(directory: EdgeDirectory) {
     this.directory = directory;
   }
 
-  /** Per-application request counters, flushed to PostgreSQL (set before `listen`). */
   useStats(stats: RequestStats) {
     this.stats = stats;
+  }
+
+  /** The per-request line is written only when the logger is at `debug` (checked once, not per request). */
+  useLogger(logger: EdgeRequestLogger) {
+    this.logger = logger;
+    this.logRequests = logsRequests(logger);
+  }
+
+  async apply(): Promise<void> {}
+
+  drain(instanceIds: string[], timeoutMs: number): Promise<void> {
+    return this.table.drain(instanceIds, timeoutMs);
   }
 
   async listen(): Promise<number> {
     await this.directory?.start();
     this.stats?.start();
-    const server = createServer((req, res) => this.handle(req, res, false));
+    const server = createServer({ noDelay: true }, (req, res) => this.handle(req, res, false));
     this.poolSweep = setInterval(() => this.sweepPools(), 10_000);
     this.poolSweep.unref();
     this.server = server;
@@ -106,6 +124,7 @@ export class RouterServer {
       // SNI picks the custom domain's certificate; a name without one fails the handshake.
       const https = createHttpsServer(
         {
+          noDelay: true,
           SNICallback: (name, cb) => cb(null, directory?.secureContext(RouteTable.normalize(name))),
         },
         (req, res) => this.handle(req, res, true),
@@ -154,7 +173,7 @@ export class RouterServer {
     );
   }
 
-  private reject(res: ServerResponse, status: number, message: string) {
+  reject(res: ServerResponse, status: number, message: string) {
     if (res.headersSent) {
       res.destroy();
       return;
@@ -164,10 +183,21 @@ export class RouterServer {
     res.end(body);
   }
 
+  private normalizedHost(raw: string | undefined): string {
+    if (raw === undefined) return '';
+    let host = this.hosts.get(raw);
+    if (host === undefined) {
+      if (this.hosts.size >= HOST_CACHE_LIMIT) this.hosts.clear();
+      host = RouteTable.normalize(raw);
+      this.hosts.set(raw, host);
+    }
+    return host;
+  }
+
   private handle(req: IncomingMessage, res: ServerResponse, secure: boolean) {
-    const requested = RouteTable.normalize(req.headers.host ?? '');
+    const requested = this.normalizedHost(req.headers.host);
     const url = req.url ?? '/';
-    if (url.startsWith('/.well-known/') && this.directory && !secure) {
+    if (!secure && this.directory && url.startsWith('/.well-known/')) {
       if (url.startsWith(ACME_CHALLENGE_PREFIX) || url.startsWith(OWNERSHIP_CHALLENGE_PREFIX))
         return void this.answerChallenge(requested, url, res);
     }
@@ -183,7 +213,7 @@ export class RouterServer {
     const first = this.table.pick(host);
     if (first === undefined) return this.reject(res, 404, `No application is served at ${requested || 'this address'}`);
     if (first === null) return this.reject(res, 503, 'The application has no healthy instance right now; retry shortly');
-    this.forward(req, res, host, first, new Set(), secure);
+    new ProxiedRequest(this, req, res, host, secure).send(first);
   }
 
   /** ACME HTTP-01 answers and domain ownership tokens, for any host name (they prove it reaches this edge). */
@@ -201,7 +231,7 @@ export class RouterServer {
   }
 
   /** The keep-alive connection pool of one instance (created on first use, closed when the instance leaves every route). */
-  private poolOf(upstream: Upstream): Pool {
+  poolOf(upstream: Upstream): Pool {
     let pool = this.pools.get(upstream.instanceId);
     if (!pool) {
       pool = new Pool(`http://${upstream.host}:${upstream.port}`, {
@@ -225,70 +255,29 @@ export class RouterServer {
     }
   }
 
-  private forward(req: IncomingMessage, res: ServerResponse, host: string, upstream: Upstream, tried: Set<string>, secure: boolean) {
-    tried.add(upstream.instanceId);
-    this.table.acquire(upstream.instanceId);
-    let released = false;
-    const release = () => {
-      if (!released) {
-        released = true;
-        this.table.release(upstream.instanceId);
-      }
-    };
-    const remote = req.socket.remoteAddress ?? '';
-    const priorFor = req.headers['x-forwarded-for'];
-    const withBody = hasBody(req);
-    const abort = new AbortController();
-    const started = performance.now();
-    let status = 502;
-    res.on('close', () => {
-      release();
-      if (!res.writableFinished) abort.abort();
-    });
-    this.poolOf(upstream).stream(
-      {
-        method: req.method as Dispatcher.HttpMethod,
-        path: req.url ?? '/',
-        signal: abort.signal,
-        headers: forwardHeaders(req.headers, {
-          'x-forwarded-for': priorFor ? `${priorFor}, ${remote}` : remote,
-          'x-forwarded-proto': secure ? 'https' : 'http',
-          'x-forwarded-host': req.headers.host ?? '',
-        }),
-        // Request bodies stream through; undici sends them chunked unless a length was given.
-        body: withBody ? req : null,
-      },
-      ({ statusCode, headers }) => {
-        status = statusCode;
-        res.writeHead(statusCode, forwardHeaders(headers as IncomingMessage['headers'], {}));
-        return res;
-      },
-      (err) => {
-        release();
-        if (!err) return this.count(upstream, status, started);
-        if (res.headersSent) {
-          this.count(upstream, 502, started);
-          return void res.destroy();
-        }
-        const code = (err as NodeJS.ErrnoException).code ?? '';
-        if (!withBody && (RETRYABLE.has(code) || code === 'UND_ERR_SOCKET' || code === 'UND_ERR_CLOSED') && !abort.signal.aborted) {
-          // Not counted: the request goes on to another instance (counted there).
-          const next = this.table.pick(host, tried);
-          if (next) return this.forward(req, res, host, next, tried, secure);
-        }
-        this.count(upstream, 502, started);
-        if (!abort.signal.aborted) this.reject(res, 502, 'The application did not answer');
-      },
-    );
-  }
-
-  private count(upstream: Upstream, status: number, started: number) {
-    if (upstream.owner && this.stats) this.stats.record(upstream.statsKey!, upstream.owner, status, performance.now() - started);
+  /** Counts a finished request and writes its line (at debug). */
+  finished(upstream: Upstream, req: IncomingMessage, host: string, status: number, started: number) {
+    const elapsedMs = performance.now() - started;
+    if (upstream.owner && this.stats) this.stats.record(upstream.statsKey!, upstream.owner, status, elapsedMs);
+    if (this.logRequests)
+      this.logger!.debug(
+        {
+          host,
+          method: req.method,
+          path: req.url,
+          status,
+          ms: Math.round(elapsedMs * 10) / 10,
+          instance: upstream.instanceId,
+          application: upstream.owner?.applicationId,
+          client: req.socket.remoteAddress,
+        },
+        'edge request',
+      );
   }
 
   /** WebSocket and other upgrades: a raw tunnel to one instance. */
   private upgrade(req: IncomingMessage, socket: Duplex, head: Buffer) {
-    const requested = RouteTable.normalize(req.headers.host ?? '');
+    const requested = this.normalizedHost(req.headers.host);
     const host = this.directory?.route(requested)?.routeHostname ?? requested;
     const upstream = this.table.pick(host);
     if (!upstream) {
@@ -319,4 +308,156 @@ export class RouterServer {
     socket.on('error', finish);
     socket.on('close', finish);
   }
+}
+
+/**
+ * One request on its way through the edge: the undici dispatch handler that streams the
+ * instance's answer into the client's response. One object per request (no closures, no
+ * AbortController, no header objects): the hot path of the edge, shaped by profiling.
+ */
+class ProxiedRequest implements Dispatcher.DispatchHandlers {
+  private upstream!: Upstream;
+  private tried: Set<string> | null = null;
+  private abort: ((err?: Error) => void) | null = null;
+  private resume: (() => void) | null = null;
+  private readonly started = performance.now();
+  private status = 502;
+  private released = true;
+  private clientGone = false;
+  private readonly withBody: boolean;
+  private readonly headers: string[];
+
+  constructor(
+    private readonly router: RouterServer,
+    private readonly req: IncomingMessage,
+    private readonly res: ServerResponse,
+    private readonly host: string,
+    secure: boolean,
+  ) {
+    const h = req.headers;
+    this.withBody = h['transfer-encoding'] !== undefined || (h['content-length'] !== undefined && h['content-length'] !== '0');
+    this.headers = upstreamHeaders(req, secure);
+    res.on('close', this.onClientClose);
+  }
+
+  private readonly onClientClose = () => {
+    this.release();
+    if (this.res.writableFinished) return;
+    this.clientGone = true;
+    this.abort?.();
+  };
+
+  send(upstream: Upstream) {
+    this.upstream = upstream;
+    this.released = false;
+    this.router.table.acquire(upstream.instanceId);
+    this.router.poolOf(upstream).dispatch(
+      {
+        method: this.req.method as Dispatcher.HttpMethod,
+        path: this.req.url ?? '/',
+        headers: this.headers,
+        // Request bodies stream through; undici sends them chunked unless a length was given.
+        body: this.withBody ? this.req : null,
+      },
+      this,
+    );
+  }
+
+  private release() {
+    if (this.released) return;
+    this.released = true;
+    this.router.table.release(this.upstream.instanceId);
+  }
+
+  onConnect(abort: (err?: Error) => void) {
+    if (this.clientGone) return abort();
+    this.abort = abort;
+  }
+
+  onHeaders(statusCode: number, raw: Buffer[], resume: () => void): boolean {
+    if (statusCode < 200) return true; // 1xx informational answers are not relayed
+    this.status = statusCode;
+    this.resume = resume;
+    this.res.writeHead(statusCode, responseHeaders(raw));
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    const more = this.res.write(chunk);
+    if (!more) this.res.once('drain', this.resume!);
+    return more;
+  }
+
+  onComplete() {
+    this.res.end();
+    this.release();
+    this.router.finished(this.upstream, this.req, this.host, this.status, this.started);
+  }
+
+  onError(err: Error) {
+    this.release();
+    if (this.res.headersSent) {
+      this.router.finished(this.upstream, this.req, this.host, 502, this.started);
+      return void this.res.destroy();
+    }
+    const code = (err as NodeJS.ErrnoException).code ?? '';
+    if (!this.withBody && !this.clientGone && RETRYABLE.has(code)) {
+      // Not counted: the request goes on to another instance (counted there).
+      (this.tried ??= new Set()).add(this.upstream.instanceId);
+      const next = this.router.table.pick(this.host, this.tried);
+      if (next) return this.send(next);
+    }
+    this.router.finished(this.upstream, this.req, this.host, 502, this.started);
+    if (!this.clientGone) this.router.reject(this.res, 502, 'The application did not answer');
+  }
+}
+
+/** The request's headers for the instance, as undici's flat array: hop-by-hop ones out, `X-Forwarded-*` set. */
+function upstreamHeaders(req: IncomingMessage, secure: boolean): string[] {
+  const raw = req.rawHeaders;
+  const named = namedByConnection(req.headers.connection);
+  const out: string[] = [];
+  let priorFor: string | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (FILTERED_LENGTHS.has(name.length) || named) {
+      const lower = name.toLowerCase();
+      if (lower === 'x-forwarded-for') {
+        priorFor = priorFor === undefined ? raw[i + 1] : `${priorFor}, ${raw[i + 1]}`;
+        continue;
+      }
+      if (HOP_BY_HOP.has(lower) || SET_BY_EDGE.has(lower) || named?.has(lower)) continue;
+    }
+    out.push(name, raw[i + 1]!);
+  }
+  const remote = req.socket.remoteAddress ?? '';
+  out.push(
+    'x-forwarded-for',
+    priorFor === undefined ? remote : `${priorFor}, ${remote}`,
+    'x-forwarded-proto',
+    secure ? 'https' : 'http',
+    'x-forwarded-host',
+    req.headers.host ?? '',
+  );
+  return out;
+}
+
+/** The instance's response headers for the client (flat array, hop-by-hop ones out). */
+function responseHeaders(raw: Buffer[]): string[] {
+  const out: string[] = [];
+  let named: Set<string> | null = null;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toString('latin1');
+    const value = raw[i + 1]!.toString('latin1');
+    if (FILTERED_LENGTHS.has(name.length)) {
+      const lower = name.toLowerCase();
+      if (lower === 'connection') named = namedByConnection(value);
+      if (HOP_BY_HOP.has(lower)) continue;
+    }
+    out.push(name, value);
+  }
+  if (named === null) return out;
+  const kept: string[] = [];
+  for (let i = 0; i < out.length; i += 2) if (!named.has(out[i]!.toLowerCase())) kept.push(out[i]!, out[i + 1]!);
+  return kept;
 }

@@ -1,8 +1,7 @@
 import { join } from 'node:path';
 import type { Config } from '../../config.js';
 import type { Db } from '../db/database.js';
-import { RouterServer } from '../edge/router-server.js';
-import { RequestStats } from '../edge/request-stats.js';
+import { createEdgeDriver, RequestStats } from '../edge/index.js';
 import type { ApplicationRuntime } from './application-runtime.js';
 import { LocalProcessDriver } from './local/local-driver.js';
 import { LocalRuntime } from './local/local-runtime.js';
@@ -38,7 +37,7 @@ export function createLocalRuntime(config: Config, db: Db): LocalRuntime {
     restartBackoffMs: config.RUNTIME_RESTART_BACKOFF_MS,
     stopGraceMs: config.RUNTIME_STOP_GRACE_MS,
   });
-  const router = new RouterServer({ host: config.ROUTER_HOST, port: config.ROUTER_PORT, httpsPort: config.ROUTER_HTTPS_PORT });
+  const router = createEdgeDriver(config);
   router.useStats(new RequestStats(db, config.REQUEST_STATS_FLUSH_MS));
   // Container image builds run inside their unpacked root file system; source builds pass through.
   return new LocalRuntime(

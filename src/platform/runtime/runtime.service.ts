@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { workerAlive } from '../jobs/dead-workers.js';
-import type { RouterServer } from '../edge/router-server.js';
+import type { EdgeDriver } from '../edge/edge-driver.js';
+import { EdgeRoutes } from '../edge/edge-routes.js';
 import type { Upstream } from '../edge/route-table.js';
 import { waitHealthy } from './health-check.js';
 import type { AppUsage, RuntimeLogger } from './application-runtime.js';
@@ -45,14 +46,17 @@ export class RuntimeService {
   private logger: RuntimeLogger;
   private workerId: () => string | null;
   private closing = false;
+  /** The routes in PostgreSQL, for edge processes of their own (`SLIPWAY_ROLE=edge`). */
+  private readonly routes: EdgeRoutes;
 
   constructor(
     private readonly db: Db,
     readonly driver: RuntimeDriver,
-    readonly router: RouterServer,
+    readonly router: EdgeDriver,
     private readonly options: RuntimeServiceOptions = {},
   ) {
     this.logger = options.logger ?? silent;
+    this.routes = new EdgeRoutes(db);
     this.workerId = () => options.workerId ?? null;
     driver.onChange((status) => this.onChange(status));
   }
@@ -174,12 +178,27 @@ export class RuntimeService {
 
   private markHealthy(id: string) {
     this.healthy.add(id);
-    this.router.table.setReady(id, true);
+    this.setReady(id, true);
     this.record(id, { state: 'healthy' });
   }
 
-  /** Replaces the host's route with these web instances in one step. */
-  publish(hostname: string, ids: string[]) {
+  /** An instance joins or leaves its routes (crash, healthy again) on every edge. */
+  private setReady(id: string, ready: boolean) {
+    const hosts = this.router.table.hostsOf(id);
+    this.router.table.setReady(id, ready);
+    if (hosts.length === 0) return;
+    void this.applyRoutes(hosts).catch((err) => {
+      if (!this.closing) this.logger.error({ err, instance: id }, 'updating the edge failed');
+    });
+  }
+
+  /** Makes the table live on this process's edge and writes the hosts' routes for the other edge processes. */
+  private async applyRoutes(hosts: string[]) {
+    await Promise.all([this.router.apply(), this.routes.publish(this.router.table, hosts)]);
+  }
+
+  /** Replaces the host's route with these web instances in one step; resolves once every edge follows it. */
+  async publish(hostname: string, ids: string[]) {
     const upstreams: Upstream[] = [];
     for (const id of ids) {
       const s = this.driver.status(id);
@@ -190,16 +209,19 @@ export class RuntimeService {
       this.router.table.setReady(id, this.healthy.has(id));
     }
     this.router.table.set(hostname, upstreams);
+    await this.applyRoutes([hostname]);
   }
 
-  unpublish(hostname: string) {
+  async unpublish(hostname: string) {
     this.router.table.delete(hostname);
+    await this.applyRoutes([hostname]);
   }
 
   /** Stops instances once requests already sent to them have finished (bounded). */
   async retire(ids: string[]): Promise<void> {
     if (ids.length === 0) return;
-    await this.router.table.drain(ids, this.options.drainTimeoutMs ?? 30_000);
+    const timeoutMs = this.options.drainTimeoutMs ?? 30_000;
+    await Promise.all([this.router.drain(ids, timeoutMs), this.routes.drained(timeoutMs)]);
     await Promise.all(ids.map((id) => this.driver.stop(id)));
     await Promise.all(ids.map((id) => this.writes.get(id)));
     await this.db.deleteFrom('instances').where('id', 'in', ids).execute();
@@ -281,7 +303,7 @@ export class RuntimeService {
   private onChange(status: InstanceStatus) {
     if (status.state === 'crashed') {
       this.healthy.delete(status.id);
-      this.router.table.setReady(status.id, false);
+      this.setReady(status.id, false);
       this.logger.warn({ instance: status.id, process: label(status.labels), exit: status.lastExit }, 'instance crashed');
       this.recordCrash(status);
     }

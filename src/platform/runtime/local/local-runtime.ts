@@ -135,7 +135,7 @@ export class LocalRuntime implements ApplicationRuntime {
       }
       const web = launched.filter((s) => isWeb(s.labels.processType)).map((s) => s.id);
       const previous = this.instances.instancesOf(applicationId, environmentId).filter((s) => !started.includes(s.id));
-      this.instances.publish(plan.hostname, web);
+      await this.instances.publish(plan.hostname, web);
       log.line(`Rollout: ${plan.hostname} now routes to ${web.length} web instance(s) of v${plan.release.version}`);
       if (previous.length > 0) {
         log.line(`Rollout: retiring ${previous.length} instance(s) of the previous release`);
@@ -156,7 +156,10 @@ export class LocalRuntime implements ApplicationRuntime {
     const { applicationId, environmentId } = target;
     const running = this.instances.instancesOf(applicationId, environmentId);
     if (!plan) {
-      await this.instances.retire(running.map((s) => s.id));
+      // Nothing should run (a deleted or stopped environment): its names stop answering too.
+      const ids = running.map((s) => s.id);
+      for (const host of this.router.table.hostsRoutingTo(ids)) this.instances.unpublish(host);
+      await this.instances.retire(ids);
       return;
     }
     if (!plan.image.artifactPath || !existsSync(plan.image.artifactPath)) {
@@ -203,7 +206,7 @@ export class LocalRuntime implements ApplicationRuntime {
       .filter((s) => isWeb(s.labels.processType) && !leaving.has(s.id) && !failed.has(s.id))
       .map((s) => s.id);
     // Web instances that come back after a restart join once healthy; crashed ones are skipped by the router.
-    this.instances.publish(plan.hostname, web);
+    await this.instances.publish(plan.hostname, web);
     await this.instances.retire([...leaving]);
     this.logger.info(
       { applicationId, environmentId, counts: plan.formation, started: launched.length - failed.size, stopped: leaving.size },

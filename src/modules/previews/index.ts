@@ -1,0 +1,4 @@
+// The previews module's public surface: other modules and the composition root import only from here.
+export * from './previews.service.js';
+export * from './previews.routes.js';
+export * from './preview-statuses.js';
