@@ -76,6 +76,18 @@ const PREPARE: Record<string, (w: RouteWorld, url: string, other: TestUser) => P
     expect(added.status, added.raw).toBeLessThan(300);
     return { url: url.replace(w.owner.id, other.id) };
   },
+  'DELETE /v1/workspaces/:workspace/projects/:project/previews': async (w) => {
+    const on = await call(h, 'PUT', `/v1/workspaces/${w.org.slug}/projects/${w.project.slug}/previews`, w.owner, {
+      template_environment: 'production',
+    });
+    expect(on.status, on.raw).toBeLessThan(300);
+    return {};
+  },
+  'DELETE /v1/workspaces/:workspace/projects/:project/envs/:env': async (w, url) => {
+    const env = await call(h, 'POST', `/v1/workspaces/${w.org.slug}/projects/${w.project.slug}/envs`, w.owner, { name: 'staging' });
+    expect(env.status, env.raw).toBeLessThan(300);
+    return { url: url.replace('/envs/production', `/envs/${env.body.slug}`) };
+  },
   'POST /v1/images/:application_id/build': async (w) => {
     await h.ctx.db.updateTable('applications').set({ github_repository: 'acme/web' }).where('id', '=', w.app.id).execute();
     return {};
