@@ -1,39 +1,43 @@
 /**
- * HTTP load benchmark: the real Slipway server and a bare Fastify route, in one run, on
- * loopback. Every case in bench/cases/*.ts is measured with autocannon and reported as a
- * ratio to the bare route; the server's resident memory is read at rest and after load.
+ * HTTP load benchmark: Slipway as `npm start` runs it (compiled `dist/main.js`), a bare Fastify
+ * route, and a hand-written Fastify route doing the same reads as the application detail over
+ * `pg` (bench/handwritten-server.ts), in one run, on loopback. Cases are interleaved round by
+ * round (the machine is shared and noisy) and each figure is the median of the rounds.
  *
- *   npm run bench                            # every case, 5 s each, 10 connections
- *   npm run bench -- --duration 3 --connections 20 --only config
+ *   npm run build && npm run bench            # 3 rounds, 8 s per case, 50 connections
+ *   npm run bench -- --rounds 5 --duration 5 --connections 10 --only config
+ *   npm run bench -- --rounds 1 --only detail --profile /tmp/prof   # CPU profile of the server
  *
  * The server runs with its embedded PostgreSQL in a temporary directory, or, when
  * DATABASE_URL is set, in a fresh database created on that server (dropped afterwards).
  * Results: a table on stdout and JSON in bench/.results/.
  */
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
-import { tmpdir, cpus } from 'node:os';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import type { BenchCase, BenchContext, BenchTarget, SeededWorld } from './lib/case.js';
-import { createScratchDatabase } from '../test/helpers/scratch-database.js';
-import { ROOT, startProcess, type RunningServer } from './lib/servers.js';
+import type { BenchCase, BenchTarget } from './lib/case.js';
+import { ROOT, cpuSeconds, startProcess, type RunningServer } from './lib/servers.js';
+import { startSlipway } from './lib/slipway.js';
 
 const { values: args } = parseArgs({
   options: {
-    duration: { type: 'string', default: process.env.BENCH_DURATION ?? '5' },
+    duration: { type: 'string', default: process.env.BENCH_DURATION ?? '8' },
     warmup: { type: 'string', default: '1' },
-    connections: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '50' },
+    rounds: { type: 'string', default: '3' },
     only: { type: 'string' },
+    // Writes V8 CPU profiles of the Slipway server and the hand-written baseline (Chrome DevTools, speedscope).
+    profile: { type: 'string' },
     'log-level': { type: 'string', default: 'info' },
   },
 });
 const DURATION = Number(args.duration);
 const WARMUP = Number(args.warmup);
 const CONNECTIONS = Number(args.connections);
+const ROUNDS = Number(args.rounds);
 const LOG_LEVEL = args['log-level']!;
-const ADMIN = { email: 'bench@example.com', password: `bench-${randomBytes(8).toString('hex')}` };
 
 interface Measurement {
   name: string;
@@ -42,9 +46,17 @@ interface Measurement {
   total_requests: number;
   errors: number;
   non_2xx: number;
+  /** CPU time per request of the process answering, and of the database (the embedded PostgreSQL's processes). */
+  cpu_ms_per_request: { server: number; database: number };
 }
 
-async function measure(name: string, baseUrl: string, target: BenchTarget): Promise<Measurement> {
+async function measure(
+  name: string,
+  baseUrl: string,
+  target: BenchTarget,
+  serverPid: number,
+  databaseRootPid: number,
+): Promise<Measurement> {
   const options = {
     url: `${baseUrl}${target.path}`,
     method: target.method ?? 'GET',
@@ -53,8 +65,15 @@ async function measure(name: string, baseUrl: string, target: BenchTarget): Prom
     connections: CONNECTIONS,
   };
   if (WARMUP > 0) await autocannon({ ...options, duration: WARMUP });
+  const server0 = cpuSeconds(serverPid).self;
+  const database0 = cpuSeconds(databaseRootPid).descendants;
   const r = await autocannon({ ...options, duration: DURATION });
+  const perRequest = (seconds: number) => Math.round(((seconds * 1000) / Math.max(1, r.requests.total)) * 1000) / 1000;
   return {
+    cpu_ms_per_request: {
+      server: perRequest(cpuSeconds(serverPid).self - server0),
+      database: perRequest(cpuSeconds(databaseRootPid).descendants - database0),
+    },
     name,
     requests_per_second: r.requests.average,
     latency_ms: { p50: r.latency.p50, p97_5: r.latency.p97_5, p99: r.latency.p99, mean: r.latency.average },
@@ -76,104 +95,91 @@ async function loadCases(): Promise<BenchCase[]> {
   return args.only ? cases.filter((c) => c.name.toLowerCase().includes(args.only!.toLowerCase())) : cases;
 }
 
-/** A database for the run: a fresh one on DATABASE_URL's server, or none (embedded). */
-async function benchDatabase(): Promise<{ url?: string; drop: () => Promise<void> }> {
-  const base = process.env.DATABASE_URL;
-  if (!base) return { drop: async () => {} };
-  const name = `slipway_bench_${randomBytes(4).toString('hex')}`;
-  return createScratchDatabase(base, name);
-}
-
-function contextFor(appUrl: string, auth: Record<string, string>): BenchContext {
-  let world: Promise<SeededWorld> | undefined;
-  const api = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${appUrl}${path}`, {
-      method,
-      headers: { ...auth, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const json = await res.json();
-    if (!res.ok) throw new Error(`${method} ${path} → ${res.status} ${JSON.stringify(json)}`);
-    return json;
-  };
-  return {
-    appUrl,
-    auth,
-    api,
-    world: () =>
-      (world ??= (async () => {
-        const org = await api('POST', '/v1/organizations', { name: 'Bench' });
-        const project = await api('POST', '/v1/projects', { name: 'Web', organization_id: org.id });
-        const app = await api('POST', '/v1/applications', { name: 'API', project_id: project.id });
-        return { org, project, app };
-      })()),
-  };
-}
-
 const mib = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
 const fixed = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : '-');
 
+const median = (xs: number[]) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+
+/** One figure per case: the median of its rounds, field by field. */
+function medianOf(rounds: Measurement[]): Measurement {
+  const pick = (f: (m: Measurement) => number) => median(rounds.map(f));
+  return {
+    name: rounds[0]!.name,
+    requests_per_second: pick((m) => m.requests_per_second),
+    latency_ms: {
+      p50: pick((m) => m.latency_ms.p50),
+      p97_5: pick((m) => m.latency_ms.p97_5),
+      p99: pick((m) => m.latency_ms.p99),
+      mean: pick((m) => m.latency_ms.mean),
+    },
+    cpu_ms_per_request: { server: pick((m) => m.cpu_ms_per_request.server), database: pick((m) => m.cpu_ms_per_request.database) },
+    total_requests: rounds.reduce((n, m) => n + m.total_requests, 0),
+    errors: rounds.reduce((n, m) => n + m.errors, 0),
+    non_2xx: rounds.reduce((n, m) => n + m.non_2xx, 0),
+  };
+}
+
 async function main() {
-  const dataDir = mkdtempSync(join(tmpdir(), 'slipway-bench-'));
-  const database = await benchDatabase();
   const servers: RunningServer[] = [];
+  const slipway = await startSlipway({
+    logLevel: LOG_LEVEL,
+    nodeFlags: args.profile ? ['--cpu-prof', `--cpu-prof-dir=${args.profile}`] : [],
+  });
+  const { server: app, ctx } = slipway;
   try {
-    const app = await startProcess(
-      'src/main.ts',
-      {
-        DATA_DIR: dataDir,
-        PORT: '0',
-        HOST: '127.0.0.1',
-        ROUTER_PORT: '0',
-        SLIPWAY_ROLE: 'api',
-        LOG_LEVEL,
-        EMBEDDED_PG_PORT: String(56000 + Math.floor(Math.random() * 4000)),
-        ADMIN_EMAIL: ADMIN.email,
-        ADMIN_PASSWORD: ADMIN.password,
-        ...(database.url ? { DATABASE_URL: database.url } : {}),
-      },
-      /Server listening at (http:\/\/127\.0\.0\.1:\d+)/,
-    );
-    servers.push(app);
     const bare = await startProcess('bench/bare-server.ts', { LOG_LEVEL }, /listening (http:\/\/127\.0\.0\.1:\d+)/);
     servers.push(bare);
+    const handwritten = await startProcess(
+      'bench/handwritten-server.ts',
+      { LOG_LEVEL, DATABASE_URL: slipway.databaseUrl },
+      /listening (http:\/\/127\.0\.0\.1:\d+)/,
+      args.profile ? ['--cpu-prof', `--cpu-prof-dir=${args.profile}/handwritten`] : [],
+    );
+    servers.push(handwritten);
 
-    const login = await fetch(`${app.url}/v1/auth/login`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(ADMIN),
-    });
-    const cookie = login.headers.get('set-cookie')?.split(';')[0] ?? '';
-    const key = (await (
-      await fetch(`${app.url}/v1/auth/api-keys`, {
-        method: 'POST',
-        headers: { cookie, 'content-type': 'application/json' },
-        body: JSON.stringify({ name: 'bench' }),
-      })
-    ).json()) as { key: string };
-    const ctx = contextFor(app.url, { 'x-api-key': key.key });
+    const world = await ctx.world();
 
-    const cases = await loadCases();
-    const targets = [];
-    for (const c of cases) targets.push({ name: c.name, target: await c.prepare(ctx) });
+    const runs: { name: string; url: string; pid: number; target: BenchTarget }[] = [
+      { name: 'bare Fastify route', url: bare.url, pid: bare.pid, target: { path: '/bare' } },
+      {
+        name: 'hand-written application detail (3 queries over pg)',
+        url: handwritten.url,
+        pid: handwritten.pid,
+        target: { path: `/v1/applications/${world.org.slug}/${world.project.slug}/${world.app.slug}`, headers: ctx.auth },
+      },
+    ];
+    for (const c of await loadCases()) runs.push({ name: c.name, url: app.url, pid: app.pid, target: await c.prepare(ctx) });
 
     // At rest: started, seeded, idle for a moment.
     await new Promise((r) => setTimeout(r, 2000));
     const rest = { app_rss_mib: mib(app.rss()), bare_rss_mib: mib(bare.rss()) };
 
-    const baseline = await measure('bare Fastify route', bare.url, { path: '/bare' });
-    const results: Measurement[] = [baseline];
-    for (const { name, target } of targets) results.push(await measure(name, app.url, target));
+    const rounds = new Map<string, Measurement[]>(runs.map((r) => [r.name, []]));
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const run of runs) {
+        const m = await measure(run.name, run.url, run.target, run.pid, app.pid);
+        rounds.get(run.name)!.push(m);
+        console.error(`round ${round}/${ROUNDS} ${run.name}: ${Math.round(m.requests_per_second)} req/s, p99 ${m.latency_ms.p99} ms`);
+      }
+    }
+    const results = runs.map((r) => medianOf(rounds.get(r.name)!));
+    const [baseline, handwrittenResult] = results as [Measurement, Measurement];
     const afterLoad = { app_rss_mib: mib(app.rss()) };
 
     console.log(
-      `\n${DURATION} s per case after ${WARMUP} s warm-up, ${CONNECTIONS} connections, LOG_LEVEL=${LOG_LEVEL}, ${cpus().length} CPUs, Node ${process.version}\n`,
+      `\nmedians of ${ROUNDS} interleaved rounds, ${DURATION} s per case after ${WARMUP} s warm-up, ${CONNECTIONS} connections, LOG_LEVEL=${LOG_LEVEL}, ${cpus().length} CPUs, Node ${process.version}\n`,
     );
-    console.log('| case | req/s | ratio to bare | p50 ms | p97.5 ms | p99 ms | non-2xx |');
-    console.log('|---|---:|---:|---:|---:|---:|---:|');
+    console.log(
+      '| case | req/s | ratio to bare | ratio to hand-written | p50 ms | p97.5 ms | p99 ms | server CPU ms/req | database CPU ms/req | non-2xx |',
+    );
+    console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const r of results) {
       console.log(
-        `| ${r.name} | ${Math.round(r.requests_per_second)} | ${fixed(r.requests_per_second / baseline.requests_per_second)} | ${r.latency_ms.p50} | ${r.latency_ms.p97_5} | ${r.latency_ms.p99} | ${r.non_2xx + r.errors} |`,
+        `| ${r.name} | ${Math.round(r.requests_per_second)} | ${fixed(r.requests_per_second / baseline.requests_per_second)} | ${fixed(r.requests_per_second / handwrittenResult.requests_per_second)} | ${r.latency_ms.p50} | ${r.latency_ms.p97_5} | ${r.latency_ms.p99} | ${r.cpu_ms_per_request.server} | ${r.cpu_ms_per_request.database} | ${r.non_2xx + r.errors} |`,
       );
     }
     console.log(
@@ -190,13 +196,19 @@ async function main() {
           when: new Date().toISOString(),
           node: process.version,
           cpus: cpus().length,
+          rounds: ROUNDS,
           duration_s: DURATION,
           warmup_s: WARMUP,
           connections: CONNECTIONS,
           log_level: LOG_LEVEL,
-          database: database.url ? 'DATABASE_URL' : 'embedded',
+          database: process.env.DATABASE_URL ? 'DATABASE_URL' : 'embedded',
           memory: { ...rest, after_load_app_rss_mib: afterLoad.app_rss_mib },
-          results: results.map((r) => ({ ...r, ratio_to_bare: r.requests_per_second / baseline.requests_per_second })),
+          results: results.map((r) => ({
+            ...r,
+            ratio_to_bare: r.requests_per_second / baseline.requests_per_second,
+            ratio_to_handwritten: r.requests_per_second / handwrittenResult.requests_per_second,
+          })),
+          per_round: Object.fromEntries(rounds),
         },
         null,
         2,
@@ -209,8 +221,7 @@ async function main() {
     }
   } finally {
     for (const s of servers.reverse()) await s.stop();
-    await database.drop();
-    rmSync(dataDir, { recursive: true, force: true });
+    await slipway.stop();
   }
 }
 

@@ -32,35 +32,43 @@ async function healthy(): Promise<boolean> {
   }
 }
 
-/**
- * Memory in MiB of a process and all its descendants (node + postgres and its backends): PSS, which
- * counts PostgreSQL's shared buffers once rather than once per backend as summed RSS would.
- */
-function treeMemoryMiB(rootPid: number): number {
+interface TreeMemory {
+  /** Resident memory of the node process and of its descendants (PostgreSQL and its backends), summed. */
+  nodeRss: number;
+  databaseRss: number;
+  /** PSS of the whole tree: PostgreSQL's shared buffers counted once rather than once per backend. */
+  pss: number;
+}
+
+/** Memory in MiB of a process and all its descendants (node + postgres and its backends). */
+function treeMemoryMiB(rootPid: number): TreeMemory {
   const children = new Map<number, number[]>();
   const rss = new Map<number, number>();
+  const pss = new Map<number, number>();
   for (const entry of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
     try {
       const status = readFileSync(`/proc/${entry}/status`, 'utf8');
       const ppid = Number(/PPid:\s+(\d+)/.exec(status)?.[1]);
       const rollup = readFileSync(`/proc/${entry}/smaps_rollup`, 'utf8');
-      rss.set(Number(entry), Number(/Pss:\s+(\d+)/.exec(rollup)?.[1] ?? 0));
+      rss.set(Number(entry), Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0));
+      pss.set(Number(entry), Number(/Pss:\s+(\d+)/.exec(rollup)?.[1] ?? 0));
       children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
     } catch {
       /* process ended meanwhile */
     }
   }
-  let kib = 0;
-  const stack = [rootPid];
+  const total = { nodeRss: (rss.get(rootPid) ?? 0) / 1024, databaseRss: 0, pss: (pss.get(rootPid) ?? 0) / 1024 };
+  const stack = [...(children.get(rootPid) ?? [])];
   while (stack.length) {
     const pid = stack.pop()!;
-    kib += rss.get(pid) ?? 0;
+    total.databaseRss += (rss.get(pid) ?? 0) / 1024;
+    total.pss += (pss.get(pid) ?? 0) / 1024;
     stack.push(...(children.get(pid) ?? []));
   }
-  return kib / 1024;
+  return total;
 }
 
-async function startOnce(measureRss: boolean): Promise<{ ms: number; rssMiB?: number }> {
+async function startOnce(measureRss: boolean): Promise<{ ms: number; memory?: TreeMemory }> {
   const started = performance.now();
   const child = spawn(command[0]!, command.slice(1), { env, stdio: 'ignore' });
   while (!(await healthy())) {
@@ -69,29 +77,31 @@ async function startOnce(measureRss: boolean): Promise<{ ms: number; rssMiB?: nu
     await sleep(25);
   }
   const ms = performance.now() - started;
-  let rssMiB: number | undefined;
+  let memory: TreeMemory | undefined;
   if (measureRss) {
     await sleep(5000);
-    rssMiB = treeMemoryMiB(child.pid!);
+    memory = treeMemoryMiB(child.pid!);
   }
   child.kill('SIGTERM');
   await new Promise((resolve) => child.once('exit', resolve));
-  return { ms, rssMiB };
+  return { ms, memory };
 }
 
 try {
   await startOnce(false); // first start: initdb + migrations, not measured
   const times: number[] = [];
-  let rss = 0;
+  let memory: TreeMemory | undefined;
   for (let i = 0; i < runs; i++) {
     const r = await startOnce(i === runs - 1);
     times.push(r.ms);
-    rss = r.rssMiB ?? rss;
+    memory = r.memory ?? memory;
   }
+  const mib = (n = 0) => n.toFixed(0);
   times.sort((a, b) => a - b);
   console.log(
     `${command.join(' ')}: start-to-healthy median ${(times[2]! / 1000).toFixed(2)} s ` +
-      `(runs ${times.map((t) => (t / 1000).toFixed(2)).join(', ')}), idle memory (PSS) node + postgres ${rss.toFixed(0)} MiB`,
+      `(runs ${times.map((t) => (t / 1000).toFixed(2)).join(', ')}); idle memory: RSS node ${mib(memory?.nodeRss)} MiB + ` +
+      `postgres ${mib(memory?.databaseRss)} MiB = ${mib((memory?.nodeRss ?? 0) + (memory?.databaseRss ?? 0))} MiB, PSS ${mib(memory?.pss)} MiB`,
   );
 } finally {
   rmSync(dataDir, { recursive: true, force: true });

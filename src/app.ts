@@ -7,6 +7,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from './platform/context.js';
 import { AppError } from './platform/errors.js';
+import { OneLinePerRequest } from './platform/http/request-log.js';
 import { frameworkErrorHandler, installErrorHandling } from './platform/http/error-handler.js';
 import { installJsonBodyParser, refuseUnexpectedBodies } from './platform/http/json-body.js';
 import { ErrorResponse } from './platform/http/schemas.js';
@@ -32,8 +33,12 @@ import { envDeploysRoutes } from './modules/environments/index.js';
 import { registryRoutes } from './modules/registry/index.js';
 import { deploymentsRoutes } from './modules/deployments/index.js';
 import { observabilityRoutes } from './modules/observability/index.js';
+import { guardsRoutes } from './modules/guards/index.js';
+import { countRequests, metricsRoutes } from './modules/metrics/index.js';
 import { domainsRoutes } from './modules/domains/index.js';
 import { oneOffRunsRoutes } from './modules/deployments/index.js';
+import { cronRoutes } from './modules/cron/index.js';
+import { autoscalingRoutes } from './modules/autoscaling/index.js';
 import { appLogsRoutes } from './modules/app-logs/index.js';
 import { streamsRoutes } from './modules/streams/index.js';
 import { auditRoutes, installAuditHooks } from './modules/audit/index.js';
@@ -74,6 +79,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     trustProxy: ctx.config.TRUST_PROXY,
     ajv: { customOptions: { removeAdditional: false } },
     frameworkErrors: frameworkErrorHandler,
+    logController: new OneLinePerRequest(),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
@@ -115,6 +121,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
         securitySchemes: {
           apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
           session: { type: 'apiKey', in: 'cookie', name: 'slipway_session' },
+          metricsToken: { type: 'http', scheme: 'bearer', description: 'METRICS_TOKEN, for GET /metrics only' },
         },
       },
       security: [{ apiKey: [] }, { session: [] }],
@@ -124,12 +131,16 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   app.addSchema(ErrorResponse);
 
   const services = createServices(ctx, app.log);
+  countRequests(app, services.metrics);
+  await app.register(metricsRoutes(services.metrics, ctx.config.METRICS_TOKEN));
   app.decorate('notifications', services.notifications);
   // Open event streams would hold the server open: they end first, then the LISTEN connection.
   app.addHook('preClose', async () => {
     endStreams(app.server);
   });
   app.addHook('onClose', async () => {
+    await services.guardWatcher?.stop();
+    await services.cronScheduler?.stop();
     await services.notifications.close();
     await services.webhookWakeups.close();
   });
@@ -158,8 +169,11 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
       await v1.register(registryRoutes(services.signingKeys, services.registryTokens));
       await v1.register(deploymentsRoutes(services.deployments, services.deployChain));
       await v1.register(observabilityRoutes(services.observability));
+      await v1.register(guardsRoutes(services.guards));
       await v1.register(domainsRoutes(services.domains));
       await v1.register(oneOffRunsRoutes(services.runs));
+      await v1.register(cronRoutes(services.cron));
+      await v1.register(autoscalingRoutes(services.autoscaling));
       await v1.register(appLogsRoutes(services.appLogs));
       await v1.register(
         streamsRoutes(services.streams, (userId, p) => services.envDeploys.detail(userId, p.workspace, p.project, p.env, p.deploy_id)),

@@ -30,6 +30,8 @@ const EnvSchema = Type.Object({
     { default: 'info' },
   ),
   SESSION_TTL_HOURS: Type.Integer({ minimum: 1, default: 24 * 14 }),
+  /** Seconds a verified API key or session is trusted without a lookup (0 turns the cache off); changes are announced at once. */
+  CREDENTIAL_CACHE_SECONDS: Type.Integer({ minimum: 0, maximum: 60, default: 5 }),
   LOGIN_MAX_ATTEMPTS: Type.Integer({ minimum: 1, default: 10 }),
   /** Failed logins per (account, address) before each further attempt waits (1 s, 2 s, 4 s, ...). */
   LOGIN_FREE_ATTEMPTS: Type.Integer({ minimum: 1, default: 3 }),
@@ -101,8 +103,16 @@ const EnvSchema = Type.Object({
   APP_LOG_MAX_BYTES_PER_APP: Type.Integer({ minimum: 4096, default: 64 * 1024 * 1024 }),
   /** Namespace of the ingress controller: the only other namespace allowed to reach an organization's pods. */
   KUBERNETES_INGRESS_NAMESPACE: Type.String({ default: 'ingress-nginx', pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 63 }),
+  /** How often workers judge the deployments their guards watch (milliseconds). */
+  GUARD_CHECK_MS: Type.Integer({ minimum: 100, default: 5000 }),
+  /** Bearer token of `GET /metrics` (Prometheus); unset: the endpoint answers 404. */
+  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
   /** How often the observability sampler records the runtime's usage. */
   OBSERVABILITY_SAMPLE_SECONDS: Type.Integer({ minimum: 1, default: 60 }),
+  /** How often each worker process looks for due cron entries (milliseconds). */
+  CRON_POLL_MS: Type.Integer({ minimum: 50, maximum: 60_000, default: 5000 }),
+  /** Accept a sixth, leading seconds field in cron schedules (tests and demos; a schedule per second is costly). */
+  CRON_SECONDS_FIELD: Type.Boolean({ default: false }),
   GITHUB_URL: Type.String({ default: 'https://github.com' }),
   GITHUB_WEBHOOK_SECRET: Type.Optional(Type.String()),
   /** GitHub App that clones private repositories: its id and private key (PEM, or a file holding it). */

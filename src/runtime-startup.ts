@@ -13,7 +13,7 @@ export async function startDeploymentRuntime(ctx: AppContext, logger: RuntimeLog
   const { runtime } = ctx;
   if (!runtime) return;
   await runtime.start({ logger, workerId: () => ctx.jobs?.workerId ?? null });
-  const sampler = new MetricsSampler(ctx.db, runtime, ctx.config.OBSERVABILITY_SAMPLE_SECONDS, logger);
+  const sampler = new MetricsSampler(ctx.db, runtime, ctx.config.OBSERVABILITY_SAMPLE_SECONDS, logger, ctx.usageListeners);
   sampler.start();
   runtime.onShutdown(() => sampler.stop());
   await queueReconcileOfDeployed(ctx);

@@ -36,6 +36,8 @@ import { DeploymentsService, reconcileAfterScale } from './modules/deployments/i
 import { registerDeploymentJobs } from './modules/deployments/index.js';
 import { DeployChain } from './modules/deployments/index.js';
 import { ObservabilityService } from './modules/observability/index.js';
+import { GuardsService, GuardWatcher } from './modules/guards/index.js';
+import { PlatformMetrics } from './modules/metrics/index.js';
 import { AcmeIssuer, DomainsRepository, DomainsService } from './modules/domains/index.js';
 import { EdgeDirectory } from './platform/edge/index.js';
 import { LocalRuntime } from './platform/runtime/local/local-runtime.js';
@@ -46,6 +48,8 @@ import { AuditService } from './modules/audit/index.js';
 import { WebhookDeliveries, WebhooksService } from './modules/webhooks/index.js';
 import { WEBHOOKS_CHANNEL } from './platform/webhook-events.js';
 import { forbidden } from './platform/errors.js';
+import { Autoscaler, AutoscalingService } from './modules/autoscaling/index.js';
+import { CronScheduler, CronService } from './modules/cron/index.js';
 import { AppLogWriter, AppLogsService, oldestLiveWorker, servingReleaseScrubber, sweepAppLogs } from './modules/app-logs/index.js';
 
 /**
@@ -87,6 +91,12 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   // `POST /applications/{id}/deploy` (and GitHub pushes): build → release → deploy as one job.
   const deployChain = new DeployChain(ctx, apps, images, releases);
   deployChain.registerJobs(runtimeLog);
+
+  // Guarded rollouts: processes that run jobs judge the deployments under watch (and queue the rollbacks).
+  const guardWatcher = ctx.jobs
+    ? new GuardWatcher(ctx.db, deployments, ctx.config.GUARD_CHECK_MS, log.child({ component: 'guard' }))
+    : null;
+  guardWatcher?.start();
 
   // Custom domains: served by this process's edge (the local runtime's router), certificates by ACME.
   const edgeDirectory = ctx.runtime instanceof LocalRuntime ? new EdgeDirectory(ctx.db, ctx.secrets) : null;
@@ -147,6 +157,10 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   const notifications = new Notifications(ctx.databaseUrl ?? ctx.config.DATABASE_URL ?? '', (err) =>
     streamsLog.warn({ err }, 'notification connection lost'),
   );
+  auth.followCredentialChanges(notifications).catch((err: unknown) => {
+    // Without the LISTEN connection cached credentials still expire after CREDENTIAL_CACHE_SECONDS.
+    log.warn({ err }, 'credential changes are not followed: revocations take effect after the cache TTL');
+  });
   const streams = new StreamsService(
     ctx.db,
     notifications,
@@ -198,6 +212,23 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   ctx.jobs?.addSweeper(async () => {
     await sweepDeletedEnvironments(ctx.db, ctx.config.PREVIEW_RETENTION_HOURS);
   });
+  const runs = new OneOffRunsService(ctx, apps);
+  // Autoscaling: evaluated with every metrics sample of a process that runs applications.
+  if (ctx.runtime) {
+    const autoscaler = new Autoscaler(ctx.db, ctx.jobs, ctx.config.OBSERVABILITY_SAMPLE_SECONDS, runtimeLog);
+    (ctx.usageListeners ??= []).push((usage, sampledAt) => autoscaler.evaluate(usage, sampledAt));
+  }
+  // Scheduled jobs: started by every process that runs pipeline workers (each occurrence is taken once).
+  const cronScheduler =
+    ctx.jobs && ctx.runtime
+      ? new CronScheduler(
+          ctx.db,
+          runs,
+          { pollMs: ctx.config.CRON_POLL_MS, allowSeconds: ctx.config.CRON_SECONDS_FIELD },
+          log.child({ component: 'cron' }),
+        )
+      : null;
+  cronScheduler?.start();
 
   const signingKeys = SigningKeys.forConfig(ctx.config);
   return {
@@ -210,10 +241,16 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
       { allowPrivate: ctx.config.WEBHOOK_ALLOW_PRIVATE },
       webhookDeliveries,
     ),
+    guardWatcher,
+    guards: new GuardsService(ctx.db, apps),
+    metrics: new PlatformMetrics(ctx.db),
     notifications,
     previews,
     streams,
-    runs: new OneOffRunsService(ctx, apps),
+    runs,
+    cronScheduler,
+    cron: new CronService(ctx.db, apps, runs, ctx.config.CRON_SECONDS_FIELD),
+    autoscaling: new AutoscalingService(ctx.db, apps),
     appLogs: new AppLogsService(ctx.db, apps, notifications),
     auth,
     config,

@@ -12,6 +12,7 @@ import { deployCommands } from './commands/deploy.js';
 import { recordCommands } from './commands/records.js';
 import { resourceCommands } from './commands/resources.js';
 import { runtimeCommands } from './commands/runtime.js';
+import { scheduleCommands } from './commands/schedule.js';
 import { completionScript } from './completion.js';
 import { Context } from './context.js';
 import { readSettings, resolveSettings, settingsPath } from './settings.js';
@@ -45,6 +46,7 @@ Colour is off when output is not a terminal or NO_COLOR is set.`,
   deployCommands(program);
   recordCommands(program);
   runtimeCommands(program);
+  scheduleCommands(program);
 
   program
     .command('completion')

@@ -41,6 +41,8 @@ export async function registerDashboard(app: FastifyInstance, dist = DASHBOARD_D
       maxAge: '365d',
       index: false,
       wildcard: true,
+      // The build writes .br and .gz beside each asset (dashboard/vite.config.ts).
+      preCompressed: true,
     });
   }
 

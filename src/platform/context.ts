@@ -2,7 +2,7 @@ import type { Config } from '../config.js';
 import type { Db } from './db/database.js';
 import type { SecretBox } from './crypto/secret-box.js';
 import type { PipelineJobs } from './jobs/pipeline-jobs.js';
-import type { ApplicationRuntime } from './runtime/application-runtime.js';
+import type { ApplicationRuntime, AppUsage } from './runtime/application-runtime.js';
 
 /** What every module's service needs from the platform, built once in main.ts (or a test). */
 export interface AppContext {
@@ -13,6 +13,8 @@ export interface AppContext {
   jobs?: PipelineJobs;
   /** Runs deployed releases: local processes and the router, or a cluster (only in processes that run workers). */
   runtime?: ApplicationRuntime;
+  /** Told each usage sample the metrics sampler takes (the autoscaler); the composition root adds them. */
+  usageListeners?: Array<(usage: AppUsage[], sampledAt: Date) => Promise<unknown>>;
   /** The database's connection string (for the LISTEN connection of live streams); else `config.DATABASE_URL`. */
   databaseUrl?: string;
 }

@@ -28,6 +28,9 @@ export interface RouteWorld extends World {
   domainId: string | null;
   webhookId: string | null;
   webhookDeliveryId: string | null;
+  /** A cron entry of the application (its name) and the process type with an autoscaling policy. */
+  cronName: string | null;
+  autoscaledType: string | null;
   /** One variable per configuration scope (ids). */
   scopedVars: { organization: string; project: string; environment: string; team: string | null };
 }
@@ -148,8 +151,37 @@ export async function seedRouteWorld(h: Harness): Promise<RouteWorld> {
   const webhookDeliveryId = webhookId
     ? await insertRow(h, 'webhook_deliveries', { id: uuidv7(), webhook_id: webhookId, event: 'deployment.succeeded', payload: '{}' })
     : null;
+  const cronName = (await tableExists(h, 'cron_entries'))
+    ? (
+        await h.ctx.db
+          .insertInto('cron_entries')
+          .values({ id: uuidv7(), ...base, name: 'nightly', schedule: '0 3 * * *', command: 'true', timeout_seconds: 60 })
+          .returning('name')
+          .executeTakeFirstOrThrow()
+      ).name
+    : null;
+  const autoscaledType = (await tableExists(h, 'autoscale_policies'))
+    ? (
+        await h.ctx.db
+          .insertInto('autoscale_policies')
+          .values({
+            id: uuidv7(),
+            ...base,
+            process_type: 'web',
+            min_count: 1,
+            max_count: 2,
+            target_cpu_percent: 80,
+            target_rps: null,
+            cooldown_seconds: 60,
+          })
+          .returning('process_type')
+          .executeTakeFirstOrThrow()
+      ).process_type
+    : null;
   return {
     ...w,
+    cronName,
+    autoscaledType,
     environmentId: env.id,
     webhookId,
     webhookDeliveryId,
@@ -200,6 +232,8 @@ export const PARAM_FIXTURES: Record<string, Fixture> = {
   domain_id: (w) => need(w.domainId, 'domain'),
   webhook_id: (w) => need(w.webhookId, 'webhook'),
   delivery_id: (w) => need(w.webhookDeliveryId, 'webhook delivery'),
+  name: (w) => need(w.cronName, 'cron entry'),
+  process_type: (w) => need(w.autoscaledType, 'autoscaling policy'),
   // `id` means what the route's first segment names.
   id: (w, route) => {
     const [, , segment, sub] = route.url.split('/');
@@ -244,6 +278,8 @@ export const SAMPLE_BODIES: Record<string, (w: RouteWorld) => unknown> = {
   'POST /v1/applications': (w) => ({ name: unique('sample'), project_id: w.project.id }),
   'PATCH /v1/applications/:application_id/settings': () => ({ health_check_path: '/sample' }),
   'POST /v1/applications/:application_id/scale': () => ({ process_counts: { web: 3 } }),
+  'PUT /v1/applications/:application_id/cron/:name': () => ({ schedule: '0 4 * * *', command: 'true' }),
+  'PUT /v1/applications/:application_id/autoscaling/:process_type': () => ({ min: 1, max: 3, target: { cpu_percent: 60 } }),
   'POST /v1/configurations/:application_id': () => ({ name: 'SAMPLE_NAME', value: 'sample' }),
   'POST /v1/configurations/:application_id/bulk': () => ({ variables: { SAMPLE_NAME: 'sample' } }),
   'PATCH /v1/configurations/:application_id/:config_id': () => ({ value: 'sample' }),

@@ -1,5 +1,5 @@
 // HTTP-level proof that Slipway serves the built dashboard next to the API (the browser-driven
-// end-to-end tests of issue 13 are not written yet; see the report on branch f-dashboard).
+// end-to-end tests are in browser.test.ts).
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -31,6 +31,19 @@ describe.skipIf(!built)('dashboard serving (needs `npm run build:dashboard`)', (
     const res = await h.app.inject({ method: 'GET', url: script! });
     expect(res.statusCode).toBe(200);
     expect(res.headers['cache-control']).toContain('immutable');
+  });
+
+  it("sends the script precompressed, under 200 KB compressed (the issue's budget for initial JavaScript)", async () => {
+    const index = await h.app.inject({ method: 'GET', url: '/' });
+    const script = /src="(\/assets\/index-[\w-]+\.js)"/.exec(index.body)![1]!;
+    const plain = await h.app.inject({ method: 'GET', url: script });
+    for (const encoding of ['br', 'gzip']) {
+      const res = await h.app.inject({ method: 'GET', url: script, headers: { 'accept-encoding': encoding } });
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['content-encoding']).toBe(encoding);
+      expect(res.rawPayload.length).toBeLessThan(200 * 1024);
+      expect(res.rawPayload.length).toBeLessThan(plain.rawPayload.length / 2);
+    }
   });
 
   it('falls back to index.html for page routes but leaves /v1 and unknown non-page requests to the API', async () => {

@@ -91,7 +91,7 @@ export async function createHarness(env: Partial<Env> = {}, options: HarnessOpti
     });
     await ctx.jobs.start();
   }
-  if (options.runtime) ctx.runtime = createRuntime(config, db);
+  if (options.runtime) ctx.runtime = await createRuntime(config, db);
   let logText = '';
   const stream = new Writable({
     write(chunk, _enc, cb) {

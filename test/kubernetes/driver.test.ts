@@ -377,6 +377,7 @@ describe('KubernetesRuntime against a fake API server', () => {
       memoryBytes: 3 * 128 * 1024 * 1024,
       podCount: 3,
       restartCount: 0,
+      processes: { web: { cpuMillicores: 500, podCount: 2 }, worker: { cpuMillicores: 250, podCount: 1 } },
     });
     expect(of(crashing)!.restartCount).toBeGreaterThan(0);
 

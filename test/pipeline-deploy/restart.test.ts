@@ -27,7 +27,7 @@ async function startPlatform(h: Harness) {
     stopTimeoutMs: 5000,
   });
   await ctx.jobs.start();
-  ctx.runtime = createRuntime(h.ctx.config, h.ctx.db);
+  ctx.runtime = await createRuntime(h.ctx.config, h.ctx.db);
   const app = await buildApp(ctx, { logger: false });
   await app.ready();
   await startDeploymentRuntime(ctx, app.log);

@@ -1,10 +1,13 @@
 import { sql } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
+import { precompiled } from '../../platform/db/precompiled.js';
 import type { ApplicationsTable } from '../../platform/db/schema.js';
 import type { Updateable } from 'kysely';
 
 export class ApplicationsRepository {
-  constructor(private readonly db: Db) {}
+  constructor(private readonly db: Db) {
+    this.bySlugsForUser = bySlugsForUserQuery(db);
+  }
 
   private withOwners() {
     return this.db
@@ -42,23 +45,13 @@ export class ApplicationsRepository {
    * does not exist) and the caller's membership, so callers answer 404/403 in the
    * documented order with one round trip.
    */
-  findBySlugsForUser(orgSlug: string, projectSlug: string, appSlug: string, userId: string) {
-    return this.db
-      .selectFrom('organizations as o')
-      .leftJoin('memberships as m', (j) => j.onRef('m.organization_id', '=', 'o.id').on('m.user_id', '=', userId))
-      .leftJoin('projects as p', (j) => j.onRef('p.organization_id', '=', 'o.id').on('p.slug', '=', projectSlug))
-      .leftJoin('applications as a', (j) => j.onRef('a.project_id', '=', 'p.id').on('a.slug', '=', appSlug))
-      .selectAll('a')
-      .select([
-        'o.id as organization_id',
-        'o.slug as organization_slug',
-        'p.slug as project_slug',
-        'm.user_id as member_id',
-        'p.id as found_project_id',
-      ])
-      .where('o.slug', '=', orgSlug)
-      .executeTakeFirst();
+  async findBySlugsForUser(orgSlug: string, projectSlug: string, appSlug: string, userId: string) {
+    const [row] = await this.bySlugsForUser({ orgSlug, projectSlug, appSlug, userId });
+    return row;
   }
+
+  // Compiled once: the application detail's hot path.
+  private readonly bySlugsForUser: ReturnType<typeof bySlugsForUserQuery>;
 
   findBySlugs(orgSlug: string, projectSlug: string, appSlug: string) {
     return this.withOwners()
@@ -68,8 +61,16 @@ export class ApplicationsRepository {
       .executeTakeFirst();
   }
 
-  listByProject(projectId: string) {
-    return this.db.selectFrom('applications').selectAll().where('project_id', '=', projectId).orderBy('slug').execute();
+  /** A page of the project's applications by slug (the unique (project_id, slug) index serves it at any size). */
+  listByProject(projectId: string, limit: number, offset: number) {
+    return this.db
+      .selectFrom('applications')
+      .selectAll()
+      .where('project_id', '=', projectId)
+      .orderBy('slug')
+      .limit(limit)
+      .offset(offset)
+      .execute();
   }
 
   insert(app: { id: string; project_id: string; name: string; slug: string; platform: string }) {
@@ -96,4 +97,27 @@ export class ApplicationsRepository {
       .where('id', '=', id)
       .execute();
   }
+}
+
+/** The application by its slugs with each level resolved (null when missing) and the caller's membership. */
+function bySlugsForUserQuery(db: Db) {
+  return precompiled(
+    db,
+    ['orgSlug', 'projectSlug', 'appSlug', 'userId'],
+    ({ orgSlug, projectSlug, appSlug, userId }: { orgSlug: string; projectSlug: string; appSlug: string; userId: string }) =>
+      db
+        .selectFrom('organizations as o')
+        .leftJoin('memberships as m', (j) => j.onRef('m.organization_id', '=', 'o.id').on('m.user_id', '=', userId))
+        .leftJoin('projects as p', (j) => j.onRef('p.organization_id', '=', 'o.id').on('p.slug', '=', projectSlug))
+        .leftJoin('applications as a', (j) => j.onRef('a.project_id', '=', 'p.id').on('a.slug', '=', appSlug))
+        .selectAll('a')
+        .select([
+          'o.id as organization_id',
+          'o.slug as organization_slug',
+          'p.slug as project_slug',
+          'm.user_id as member_id',
+          'p.id as found_project_id',
+        ])
+        .where('o.slug', '=', orgSlug),
+  );
 }

@@ -6,6 +6,7 @@ import { ProjectParams } from '../projects/index.js';
 import {
   ApplicationDetail,
   ApplicationIdParams,
+  ApplicationListQuery,
   ApplicationSlugParams,
   ApplicationSummary,
   CreateApplicationBody,
@@ -23,11 +24,25 @@ export function applicationsRoutes(apps: ApplicationsService) {
         schema: {
           tags,
           summary: "A project's applications",
+          description:
+            'Sorted by slug, in pages of `per_page` (default and most 100): when more follow, a `Link` header names the next page (`rel="next"`).',
           params: ProjectParams,
+          querystring: ApplicationListQuery,
           response: { 200: Type.Array(ApplicationSummary), ...commonErrorResponses },
         },
       },
-      async (request) => apps.list(currentUser(request).id, request.params.org_slug, request.params.project_slug),
+      async (request, reply) => {
+        const { page = 1, per_page = 100 } = request.query;
+        const { items, hasMore } = await apps.list(currentUser(request).id, request.params.org_slug, request.params.project_slug, {
+          page,
+          per_page,
+        });
+        if (hasMore) {
+          const path = request.url.split('?')[0];
+          reply.header('link', `<${path}?page=${page + 1}&per_page=${per_page}>; rel="next"`);
+        }
+        return items;
+      },
     );
 
     app.get(

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Id, Name, Slug, Timestamp } from '../../platform/http/schemas.js';
+import { Id, MAX_PAGE, Name, Slug, Timestamp } from '../../platform/http/schemas.js';
 import { POD_CLASS_NAMES } from './pod-classes.js';
 
 export const PLATFORMS = ['wind', 'steam', 'diesel', 'stirling', 'nuclear', 'electric'] as const;
@@ -112,3 +112,9 @@ export const ScaleBody = Type.Object(
 
 export const ApplicationIdParams = Type.Object({ application_id: Type.String({ format: 'uuid' }) });
 export const ApplicationSlugParams = Type.Object({ org_slug: Slug, project_slug: Slug, app_slug: Slug });
+
+/** The application list is an array (the API's contract) read in pages; `Link: <…>; rel="next"` says when more follow. */
+export const ApplicationListQuery = Type.Object({
+  page: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, default: 1 })),
+  per_page: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 100 })),
+});

@@ -66,11 +66,14 @@ export class ApplicationsService {
     return app;
   }
 
-  async list(userId: string, orgSlug: string, projectSlug: string) {
+  /** One page of the project's applications by slug, and whether another page follows. */
+  async list(userId: string, orgSlug: string, projectSlug: string, page: { page: number; per_page: number }) {
     const project = await this.projects.resolve(userId, orgSlug, projectSlug);
-    const rows = await this.apps.listByProject(project.id);
+    // One row more than the page tells whether a next page exists, without counting the project.
+    const found = await this.apps.listByProject(project.id, page.per_page + 1, (page.page - 1) * page.per_page);
+    const rows = found.slice(0, page.per_page);
     const latest = await this.latest(rows.map((r) => r.id));
-    return rows.map((a) => {
+    const items = rows.map((a) => {
       const l = latest.get(a.id) ?? NONE;
       return {
         id: a.id,
@@ -84,6 +87,7 @@ export class ApplicationsService {
         latest_deployment_complete: l.latest_deployment?.complete ?? null,
       };
     });
+    return { items, hasMore: found.length > page.per_page };
   }
 
   async detailBySlugs(userId: string, orgSlug: string, projectSlug: string, appSlug: string, environmentSlug?: string) {

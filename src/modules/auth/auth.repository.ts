@@ -14,7 +14,7 @@ export class AuthRepository {
     return this.db
       .selectFrom('sessions')
       .innerJoin('users', 'users.id', 'sessions.user_id')
-      .select([...principalColumns, 'sessions.id as credential_id'])
+      .select([...principalColumns, 'sessions.id as credential_id', 'sessions.expires_at'])
       .where('sessions.token_hash', '=', tokenHash)
       .where('sessions.expires_at', '>', new Date())
       .executeTakeFirst();
@@ -32,7 +32,7 @@ export class AuthRepository {
     return this.db
       .selectFrom('api_keys')
       .innerJoin('users', 'users.id', 'api_keys.user_id')
-      .select([...principalColumns, 'api_keys.id as credential_id', 'api_keys.last_used_at'])
+      .select([...principalColumns, 'api_keys.id as credential_id', 'api_keys.last_used_at', 'api_keys.expires_at'])
       .where('api_keys.token_hash', '=', tokenHash)
       .where((eb) => eb.or([eb('api_keys.expires_at', 'is', null), eb('api_keys.expires_at', '>', new Date())]))
       .executeTakeFirst();

@@ -8,6 +8,7 @@ import { setAuditActor } from '../../platform/audit/request-audit.js';
 import type { Principal } from '../../platform/http/types.js';
 import { UsersService } from '../users/index.js';
 import { AuthRepository } from './auth.repository.js';
+import { CREDENTIALS_CHANNEL, CredentialCache } from './credential-cache.js';
 
 export const API_KEY_PREFIX = 'slw';
 const LAST_USED_RESOLUTION_MS = 60_000;
@@ -26,10 +27,19 @@ const toApiKey = (k: ApiKeyRow) => ({
 export class AuthService {
   private readonly repo: AuthRepository;
   private readonly users: UsersService;
+  private readonly verified: CredentialCache;
 
   constructor(private readonly ctx: AppContext) {
     this.repo = new AuthRepository(ctx.db);
     this.users = new UsersService(ctx.db);
+    this.verified = new CredentialCache(ctx.config.CREDENTIAL_CACHE_SECONDS);
+  }
+
+  /** Drops cached credentials as soon as any process changes them (the TTL bounds a missed notice). */
+  followCredentialChanges(notifications: {
+    subscribeChannel(channel: string, listener: (payload: string | null) => void): Promise<unknown>;
+  }) {
+    return notifications.subscribeChannel(CREDENTIALS_CHANNEL, (userId) => this.verified.changed(userId));
   }
 
   /**
@@ -74,25 +84,38 @@ export class AuthService {
   }
 
   logout(token: string) {
-    return this.repo.deleteSession(hashToken(token));
+    const tokenHash = hashToken(token);
+    this.verified.forget(tokenHash);
+    return this.repo.deleteSession(tokenHash);
   }
 
   async fromSession(token: string): Promise<Principal | null> {
-    const row = await this.repo.findSession(hashToken(token));
+    const tokenHash = hashToken(token);
+    const cached = this.verified.get(tokenHash);
+    if (cached) return cached;
+    const row = await this.repo.findSession(tokenHash);
     if (!row) return null;
-    const { credential_id, ...user } = row;
-    return { user, via: 'session', credentialId: credential_id };
+    const { credential_id, expires_at, ...user } = row;
+    const principal: Principal = { user, via: 'session', credentialId: credential_id };
+    this.verified.remember(tokenHash, principal, expires_at);
+    return principal;
   }
 
   async fromApiKey(key: string): Promise<Principal | null> {
-    const row = await this.repo.findApiKey(hashToken(key));
+    const tokenHash = hashToken(key);
+    const cached = this.verified.get(tokenHash);
+    if (cached) return cached;
+    const row = await this.repo.findApiKey(tokenHash);
     if (!row) return null;
-    const { credential_id, last_used_at, ...user } = row;
-    // Recording every use would turn each read into a write; a minute's resolution is plenty.
+    const { credential_id, last_used_at, expires_at, ...user } = row;
+    // Recording every use would turn each read into a write; a minute's resolution is plenty
+    // (the cache's few seconds hide uses from it, well within that resolution).
     if (!last_used_at || Date.now() - last_used_at.getTime() > LAST_USED_RESOLUTION_MS) {
       await this.repo.touchApiKey(credential_id);
     }
-    return { user, via: 'api_key', credentialId: credential_id };
+    const principal: Principal = { user, via: 'api_key', credentialId: credential_id };
+    this.verified.remember(tokenHash, principal, expires_at);
+    return principal;
   }
 
   async createApiKey(userId: string, name: string, expiresInDays?: number) {
@@ -114,5 +137,7 @@ export class AuthService {
 
   async deleteApiKey(userId: string, id: string) {
     if (!(await this.repo.deleteApiKey(userId, id))) throw notFound('API key');
+    // This process forgets at once; the others on the database's announcement.
+    this.verified.changed(userId);
   }
 }

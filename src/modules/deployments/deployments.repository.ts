@@ -111,6 +111,29 @@ export class DeploymentsRepository {
     return Number(r.numUpdatedRows) > 0;
   }
 
+  /** A complete deployment the guard rolled back: status, detail, log line and the event, in one transaction. */
+  markRolledBack(id: string, detail: string, logLine: string, event: Record<string, unknown>) {
+    return this.db.transaction().execute(async (trx) => {
+      const d = await trx
+        .updateTable('deployments')
+        .set({
+          status: 'rolled_back',
+          error: true,
+          error_detail: detail,
+          deploy_log: sql`deploy_log || ${logLine}`,
+          updated_at: sql`now()`,
+        })
+        .where('id', '=', id)
+        .where('status', '=', 'complete')
+        .returning('application_id')
+        .executeTakeFirst();
+      if (!d) return;
+      await sql`SELECT slipway_record_event(${d.application_id}, 'deployment.rolled_back', ${id}, 'rolled_back', ${JSON.stringify(event)}::jsonb)`.execute(
+        trx,
+      );
+    });
+  }
+
   appendLog(id: string, text: string) {
     return this.db
       .updateTable('deployments')
@@ -160,6 +183,15 @@ export class DeploymentsRepository {
       .innerJoin('environments as e', 'e.id', 'd.environment_id')
       .selectAll('d')
       .select(['r.version as release_version', 'r.commit_sha as release_commit_sha', 'e.slug as environment'])
+      .leftJoin('deployment_guards as g', 'g.deployment_id', 'd.id')
+      .select([
+        'g.status as guard_status',
+        'g.watch_until as guard_watch_until',
+        'g.settings as guard_settings',
+        'g.measures as guard_measures',
+        'g.breach as guard_breach',
+        'g.rollback_deployment_id as guard_rollback_deployment_id',
+      ])
       .where('d.application_id', '=', applicationId);
     if (environmentId) q = q.where('d.environment_id', '=', environmentId);
     return (
@@ -179,6 +211,15 @@ export class DeploymentsRepository {
       .innerJoin('environments as e', 'e.id', 'd.environment_id')
       .selectAll('d')
       .select(['r.version as release_version', 'r.commit_sha as release_commit_sha', 'e.slug as environment'])
+      .leftJoin('deployment_guards as g', 'g.deployment_id', 'd.id')
+      .select([
+        'g.status as guard_status',
+        'g.watch_until as guard_watch_until',
+        'g.settings as guard_settings',
+        'g.measures as guard_measures',
+        'g.breach as guard_breach',
+        'g.rollback_deployment_id as guard_rollback_deployment_id',
+      ])
       .where('d.id', '=', id)
       .executeTakeFirst();
   }

@@ -12,9 +12,54 @@ export const DeployStep = Type.Object(
   { description: 'Steps Setup, Release, Deploy, Rollout, Done; `current` is the index of the running one' },
 );
 
-export const DeploymentStatus = Type.Union([Type.Literal('deploying'), Type.Literal('complete'), Type.Literal('error')], {
-  description: 'A queued deployment reads `deploying` with `started` null',
+export const DeploymentStatus = Type.Union(
+  [Type.Literal('deploying'), Type.Literal('complete'), Type.Literal('error'), Type.Literal('rolled_back')],
+  { description: 'A queued deployment reads `deploying` with `started` null; `rolled_back`: completed, then undone by its guard' },
+);
+
+const NullableNumber = Type.Union([Type.Number(), Type.Null()]);
+
+export const GuardSettingsSchema = Type.Object({
+  window_seconds: Type.Integer({ minimum: 1, maximum: 86400, description: 'How long after completing a deployment is watched' }),
+  max_error_ratio: Type.Union([Type.Number({ exclusiveMinimum: 0, maximum: 1 }), Type.Null()], {
+    description: 'Largest share of 5xx answers at the edge (0..1]; null: not watched',
+  }),
+  max_p95_factor: Type.Union([Type.Number({ minimum: 1 }), Type.Null()], {
+    description: "Largest p95 latency as a multiple of the previous release's last window; null: not watched",
+  }),
+  max_restarts: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], {
+    description: 'Most crash restarts of the new instances; null: not watched',
+  }),
+  min_requests: Type.Integer({ minimum: 1, description: 'Ratios and latency are judged only past this many requests' }),
 });
+
+const GuardVerdict = Type.Object(
+  {
+    status: Type.Union(
+      [Type.Literal('watching'), Type.Literal('passed'), Type.Literal('rolled_back'), Type.Literal('breached'), Type.Literal('superseded')],
+      {
+        description:
+          '`breached`: a threshold was crossed but there was no earlier release to go back to; `superseded`: a later deployment came',
+      },
+    ),
+    watch_until: Timestamp,
+    settings: GuardSettingsSchema,
+    measures: Type.Union([
+      Type.Object({
+        requests: Type.Integer(),
+        errors_5xx: Type.Integer(),
+        error_ratio: NullableNumber,
+        p95_ms: NullableNumber,
+        baseline_p95_ms: NullableNumber,
+        restarts: Type.Integer(),
+      }),
+      Type.Null(),
+    ]),
+    breach: NullableString,
+    rollback_deployment_id: Type.Union([Id, Type.Null()]),
+  },
+  { description: "The guard's watch of this deployment (null: the environment had no guard when it completed, or a rollback)" },
+);
 
 const ReleaseRef = Type.Object({ id: Id, version: Type.Integer(), commit_sha: NullableString });
 
@@ -35,6 +80,7 @@ const DeploymentFields = {
   job_id: NullableString,
   is_rollback: Type.Boolean({ description: 'A rollback: an earlier release redeployed as it was' }),
   rollback_of: Type.Union([Id, Type.Null()], { description: 'A rollback: the release it rolled back from' }),
+  guard: Type.Union([GuardVerdict, Type.Null()]),
   started: NullableTimestamp,
   finished: NullableTimestamp,
   created: Timestamp,

@@ -20,7 +20,8 @@ function imageAvailable(image: { artifact_path: string | null; image_metadata: R
 type DeploymentWithRelease = NonNullable<Awaited<ReturnType<DeploymentsRepository['withRelease']>>>;
 
 /** Log statuses of decisions.md: a queued deployment reads `deploying` (with `started` null). */
-export const deploymentLogStatus = (status: string) => (status === 'queued' ? 'deploying' : status) as 'deploying' | 'complete' | 'error';
+export const deploymentLogStatus = (status: string) =>
+  (status === 'queued' ? 'deploying' : status) as 'deploying' | 'complete' | 'error' | 'rolled_back';
 
 export const DEPLOY_JOB = 'deploy';
 // Queued by other modules too, so its name lives in src/platform/pipeline; re-exported here.
@@ -42,6 +43,16 @@ function summary(d: DeploymentWithRelease) {
     job_id: d.job_id,
     is_rollback: d.rollback_of !== null,
     rollback_of: d.rollback_of,
+    guard: d.guard_status
+      ? {
+          status: d.guard_status,
+          watch_until: iso(d.guard_watch_until!),
+          settings: d.guard_settings!,
+          measures: d.guard_measures,
+          breach: d.guard_breach,
+          rollback_deployment_id: d.guard_rollback_deployment_id,
+        }
+      : null,
     started: isoOrNull(d.started_at),
     finished: isoOrNull(d.finished_at),
     created: iso(d.created_at),
@@ -95,6 +106,33 @@ export class DeploymentsService {
     const { deployment_id } = await this.queue(applicationId, environmentId, target.id, serving.id);
     const d = await this.repo.withRelease(deployment_id);
     return summary(d!);
+  }
+
+  /**
+   * The guard's rollback (no user: the platform acts on a breach): the release before the
+   * deployment's goes back through the normal deploy job, and the deployment is recorded as
+   * `rolled_back` with the breach in its log and `error_detail`, with an application event
+   * `deployment.rolled_back`. Null when there is nothing to go back to (the breach is logged).
+   */
+  async rollBackBreached(deploymentId: string, breach: { detail: string } & Record<string, unknown>): Promise<string | null> {
+    const d = await this.repo.findById(deploymentId);
+    const serving = d ? await this.repo.release(d.release_id) : undefined;
+    if (!d || !serving || d.status !== 'complete') return null;
+    const line = (text: string) => `${new Date().toISOString()} guard: ${text}\n`;
+    const target = await this.repo.previousServedRelease(d.application_id, d.environment_id, serving.version);
+    const image = target?.image_ref ? await this.repo.image(target.image_ref) : undefined;
+    if (!target || !image || !imageAvailable(image)) {
+      await this.repo.appendLog(deploymentId, line(`${breach.detail}; no earlier release with its image to roll back to`));
+      return null;
+    }
+    const { deployment_id } = await this.queue(d.application_id, d.environment_id, target.id, serving.id);
+    const detail = `Rolled back by the guard: ${breach.detail}`;
+    await this.repo.markRolledBack(deploymentId, detail, line(`${breach.detail}: rolling back to v${target.version}`), {
+      ...breach,
+      rollback_deployment_id: deployment_id,
+      rolled_back_to: { id: target.id, version: target.version },
+    });
+    return deployment_id;
   }
 
   /** Records a queued deployment and its job (also used by the build → release → deploy chain). */

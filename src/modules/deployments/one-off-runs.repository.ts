@@ -18,6 +18,57 @@ export class OneOffRunsRepository {
     return this.db.insertInto('one_off_runs').values(values).returningAll().executeTakeFirstOrThrow();
   }
 
+  /** A cron entry's run for one occurrence; undefined when that occurrence already has its run. */
+  insertScheduled(values: {
+    id: string;
+    application_id: string;
+    environment_id: string;
+    release_id: string;
+    command: string;
+    process_type: string;
+    timeout_seconds: number;
+    cron_entry_id: string;
+    scheduled_for: Date;
+  }) {
+    return this.db
+      .insertInto('one_off_runs')
+      .values(values)
+      .onConflict((oc) => oc.columns(['cron_entry_id', 'scheduled_for']).doNothing())
+      .returningAll()
+      .executeTakeFirst();
+  }
+
+  /** The cron entry's run still pending or running, if any. */
+  unfinishedOfCron(cronEntryId: string) {
+    return this.db
+      .selectFrom('one_off_runs')
+      .selectAll()
+      .where('cron_entry_id', '=', cronEntryId)
+      .where('status', 'in', ['pending', 'running'])
+      .orderBy('created_at', 'desc')
+      .executeTakeFirst();
+  }
+
+  async countOfCron(cronEntryId: string): Promise<number> {
+    const r = await this.db
+      .selectFrom('one_off_runs')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('cron_entry_id', '=', cronEntryId)
+      .executeTakeFirstOrThrow();
+    return Number(r.n);
+  }
+
+  pageOfCron(cronEntryId: string, limit: number, offset: number) {
+    return this.db
+      .selectFrom('one_off_runs')
+      .selectAll()
+      .where('cron_entry_id', '=', cronEntryId)
+      .orderBy('id', 'desc')
+      .limit(limit)
+      .offset(offset)
+      .execute();
+  }
+
   find(id: string) {
     return this.db.selectFrom('one_off_runs').selectAll().where('id', '=', id).executeTakeFirst();
   }

@@ -42,6 +42,8 @@ export const Run = Type.Object(
     exit_code: Type.Union([Type.Integer(), Type.Null()]),
     timeout_seconds: Type.Integer(),
     error_detail: NullableString,
+    cron_entry_id: Type.Union([Id, Type.Null()], { description: 'the scheduled job (cron entry) that started it; null when a user did' }),
+    scheduled_for: Type.Union([Timestamp, Type.Null()], { description: 'the occurrence of the schedule it ran for' }),
     started_at: NullableTimestamp,
     finished_at: NullableTimestamp,
     created_at: Timestamp,

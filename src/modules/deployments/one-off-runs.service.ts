@@ -4,7 +4,7 @@ import type { OneOffRunsTable } from '../../platform/db/schema.js';
 import type { Selectable } from 'kysely';
 import { conflict, notFound } from '../../platform/errors.js';
 import { iso, isoOrNull, paginate, type PaginationQuery } from '../../platform/http/schemas.js';
-import { requireJobRoom } from '../../platform/jobs/require-jobs.js';
+import { requireJobRoom, requireJobs } from '../../platform/jobs/require-jobs.js';
 import type { ApplicationsService } from '../applications/index.js';
 import { requireDeployAccess } from '../../platform/access/environment-protection.js';
 import { DeploymentsRepository } from './deployments.repository.js';
@@ -13,6 +13,8 @@ import { OneOffRunsRepository } from './one-off-runs.repository.js';
 
 export const RUN_JOB = 'run';
 export const DEFAULT_RUN_TIMEOUT_SECONDS = 600;
+/** A scheduled run still without a job this long after it was recorded was never queued. */
+const UNQUEUED_AFTER_MS = 60_000;
 
 type RunRow = Selectable<OneOffRunsTable>;
 
@@ -28,6 +30,8 @@ export function runView(r: RunRow) {
     exit_code: r.exit_code,
     timeout_seconds: r.timeout_seconds,
     error_detail: r.error_detail,
+    cron_entry_id: r.cron_entry_id,
+    scheduled_for: isoOrNull(r.scheduled_for),
     started_at: isoOrNull(r.started_at),
     finished_at: isoOrNull(r.finished_at),
     created_at: iso(r.created_at),
@@ -74,6 +78,73 @@ export class OneOffRunsService {
     const jobId = await jobs.enqueue(RUN_JOB, { applicationId, environmentId, recordId: run.id });
     await this.repo.update(run.id, { job_id: jobId });
     return runView({ ...run, job_id: jobId });
+  }
+
+  /**
+   * Queues the run of one occurrence of a cron entry in the serving release (no user asked:
+   * the schedule did). Skipped, with the reason, when nothing is deployed, the entry's
+   * previous run has not finished (one at a time per entry) or the occurrence already has
+   * its run (another process took it).
+   */
+  async createScheduled(entry: {
+    id: string;
+    application_id: string;
+    environment_id: string;
+    command: string;
+    process_type: string | null;
+    timeout_seconds: number;
+    scheduled_for: Date;
+  }): Promise<{ run: ReturnType<typeof runView> } | { skipped: string }> {
+    const jobs = requireJobs(this.ctx);
+    const previous = await this.repo.unfinishedOfCron(entry.id);
+    // A run recorded but never queued (its process stopped in between) would hold the entry forever.
+    if (previous && previous.status === 'pending' && !previous.job_id && Date.now() - previous.created_at.getTime() > UNQUEUED_AFTER_MS) {
+      await this.repo.failIfUnfinished(previous.id, 'Never queued: the platform stopped before it could');
+    } else if (previous) {
+      return { skipped: `the previous run ${previous.id} has not finished` };
+    }
+    const serving = await this.deployments.current(entry.application_id, entry.environment_id);
+    if (!serving) return { skipped: 'nothing is deployed in the environment' };
+    const release = await this.deployments.release(serving.release_id);
+    const processes = release?.processes ?? {};
+    const processType = entry.process_type ?? ('web' in processes ? 'web' : (Object.keys(processes)[0] ?? 'web'));
+    await jobs.ensureRoom(entry.application_id);
+    const run = await this.repo.insertScheduled({
+      id: uuidv7(),
+      application_id: entry.application_id,
+      environment_id: entry.environment_id,
+      release_id: serving.release_id,
+      command: entry.command,
+      process_type: processType,
+      timeout_seconds: entry.timeout_seconds,
+      cron_entry_id: entry.id,
+      scheduled_for: entry.scheduled_for,
+    });
+    if (!run) return { skipped: 'the occurrence already has its run' };
+    try {
+      const jobId = await jobs.enqueue(RUN_JOB, {
+        applicationId: entry.application_id,
+        environmentId: entry.environment_id,
+        recordId: run.id,
+      });
+      await this.repo.update(run.id, { job_id: jobId });
+      return { run: runView({ ...run, job_id: jobId }) };
+    } catch (err) {
+      await this.repo.failIfUnfinished(run.id, `Could not be queued: ${err instanceof Error ? err.message : String(err)}`);
+      throw err;
+    }
+  }
+
+  /** A cron entry's runs, newest first (the caller checked access to its application). */
+  cronRuns(cronEntryId: string, query: PaginationQuery) {
+    return paginate(
+      query,
+      async (limit, offset) => ({
+        total: await this.repo.countOfCron(cronEntryId),
+        rows: await this.repo.pageOfCron(cronEntryId, limit, offset),
+      }),
+      runView,
+    );
   }
 
   async list(userId: string, applicationId: string, query: PaginationQuery) {

@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
 import { Agent } from 'node:https';
-import acme from 'acme-client';
 import type { SecretBox } from '../../platform/crypto/secret-box.js';
 import type { DomainsRepository } from './domains.repository.js';
 
@@ -23,17 +22,30 @@ export interface IssuedCertificate {
  * challenge answer is stored in PostgreSQL and served by whichever edge process the CA
  * reaches. The platform's account key is created once per directory and kept encrypted.
  */
+type AcmeClientModule = typeof import('acme-client');
+
 export class AcmeIssuer {
+  private client: Promise<AcmeClientModule> | undefined;
+
   constructor(
     private readonly settings: AcmeSettings,
     private readonly repo: DomainsRepository,
     private readonly secrets: SecretBox,
-  ) {
-    // acme-client talks through its own axios instance: trust the private CA there only.
-    if (settings.caFile) acme.axios.defaults.httpsAgent = new Agent({ ca: readFileSync(settings.caFile) });
+  ) {}
+
+  /** acme-client is loaded at the first certificate: it weighs ~30 MiB of memory that a platform without domains never needs. */
+  private acme() {
+    return (this.client ??= import('acme-client').then((loaded) => {
+      // A CommonJS module: its exports arrive as `default`.
+      const acme = ((loaded as unknown as { default?: AcmeClientModule }).default ?? loaded) as AcmeClientModule;
+      // acme-client talks through its own axios instance: trust the private CA there only.
+      if (this.settings.caFile) acme.axios.defaults.httpsAgent = new Agent({ ca: readFileSync(this.settings.caFile) });
+      return acme;
+    }));
   }
 
   async issue(hostname: string): Promise<IssuedCertificate> {
+    const acme = await this.acme();
     const client = new acme.Client({ directoryUrl: this.settings.directoryUrl, accountKey: await this.accountKey() });
     const [key, csr] = await acme.crypto.createCsr({ commonName: hostname, altNames: [hostname] });
     const certificatePem = await client.auto({
@@ -55,6 +67,7 @@ export class AcmeIssuer {
   }
 
   private async accountKey(): Promise<Buffer> {
+    const acme = await this.acme();
     const url = this.settings.directoryUrl;
     const stored =
       (await this.repo.accountKey(url)) ??

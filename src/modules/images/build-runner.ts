@@ -5,6 +5,7 @@ import { BuildError, chooseBuilder, parseProcfile, type Builder } from '../../pl
 import type { AppContext } from '../../platform/context.js';
 import { fetchSource, SourceError } from '../../platform/git/source.js';
 import { checkSourceAtBuild } from '../../platform/git/trusted-sources.js';
+import { ManifestCronError, readManifestCron } from '../../platform/cron/manifest.js';
 import { GitHubApp, GitHubAppError } from '../../platform/github/github-app.js';
 import { repositoryFullName } from '../../platform/github/github-api.js';
 import { GitHubInstallations } from '../../platform/github/installations.js';
@@ -119,6 +120,10 @@ export class BuildRunner {
       const procfile = existsSync(procfilePath) ? await readFile(procfilePath, 'utf8') : null;
       const procfileProcesses = procfile === null ? null : parseProcfile(procfile);
       if (procfileProcesses) log.line(`Procfile: ${Object.keys(procfileProcesses).join(', ')}`);
+      const cron = await readManifestCron(contextDir, this.ctx.config.CRON_SECONDS_FIELD).catch((err) => {
+        throw err instanceof ManifestCronError ? new BuildError(err.message) : err;
+      });
+      if (cron) log.line(`Cron (slipway.json): ${cron.map((c) => `${c.name} "${c.schedule}"`).join(', ') || 'none'}`);
       await this.images.update(image.id, {
         commit_sha: source.commitSha,
         procfile,
@@ -166,6 +171,7 @@ export class BuildRunner {
         image_id: output.imageId,
         dockerfile: output.dockerfile,
         processes: JSON.stringify(output.processes),
+        cron: cron ? JSON.stringify(cron) : null,
         image_metadata: JSON.stringify({ ...output.imageMetadata, source: source.displayUrl, subdirectory: app.subdirectory }),
         artifact_path: output.artifactPath,
         finished_at: new Date(),

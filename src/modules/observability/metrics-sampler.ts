@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
-import type { ApplicationRuntime, RuntimeLogger } from '../../platform/runtime/application-runtime.js';
+import type { ApplicationRuntime, AppUsage, RuntimeLogger } from '../../platform/runtime/application-runtime.js';
 
 /** Samples older than this are deleted (decisions.md: kept 30 days). */
 const RETENTION_DAYS = 30;
@@ -20,6 +20,8 @@ export class MetricsSampler {
     private readonly runtime: ApplicationRuntime,
     private readonly intervalSeconds: number,
     private readonly logger: RuntimeLogger,
+    /** Told every sample this process stored (the autoscaler evaluates it). */
+    private readonly listeners: ReadonlyArray<(usage: AppUsage[], sampledAt: Date) => Promise<unknown>> = [],
   ) {}
 
   start() {
@@ -45,8 +47,9 @@ export class MetricsSampler {
       ? new Date(Math.floor(now.getTime() / (this.intervalSeconds * 1000)) * this.intervalSeconds * 1000)
       : now;
     const usage = await this.runtime.usage();
+    let stored: AppUsage[] = [];
     if (usage.length > 0) {
-      await this.db
+      const inserted = await this.db
         .insertInto('metric_samples')
         .values(
           usage.map((u) => ({
@@ -60,7 +63,14 @@ export class MetricsSampler {
           })),
         )
         .onConflict((oc) => oc.doNothing())
+        .returning(['application_id', 'environment_id'])
         .execute();
+      const mine = new Set(inserted.map((r) => `${r.application_id}/${r.environment_id}`));
+      stored = usage.filter((u) => mine.has(`${u.applicationId}/${u.environmentId}`));
+    }
+    // Only the samples this process stored: on a cluster, the worker whose sample won acts on it.
+    for (const listener of this.listeners) {
+      await listener(stored, at).catch((err) => this.logger.error({ err }, 'a metrics sample listener failed'));
     }
     if (Date.now() - this.lastPrune > PRUNE_EVERY_MS) {
       this.lastPrune = Date.now();

@@ -5,6 +5,8 @@ import { currentUser } from '../../platform/http/principal.js';
 import { ApplicationIdParams } from '../applications/index.js';
 import { RANGES, type ObservabilityService, type RangeName } from './observability.service.js';
 
+const NullableNumber = Type.Union([Type.Number(), Type.Null()]);
+
 const RangeSchema = Type.Union(
   Object.keys(RANGES).map((r) => Type.Literal(r)),
   { default: '1h' },
@@ -21,6 +23,26 @@ const Observability = Type.Object(
         pod_count: Type.Integer({ description: 'running instances' }),
         restart_count: Type.Integer({ description: 'crash restarts of the running instances' }),
       }),
+    ),
+    requests: Type.Array(
+      Type.Object({
+        timestamp: Timestamp,
+        process_type: Type.String(),
+        requests: Type.Integer(),
+        requests_per_second: Type.Number({ description: 'requests over the bucket divided by its length' }),
+        status: Type.Object({
+          '1xx': Type.Integer(),
+          '2xx': Type.Integer(),
+          '3xx': Type.Integer(),
+          '4xx': Type.Integer(),
+          '5xx': Type.Integer(),
+        }),
+        latency_ms: Type.Object(
+          { p50: NullableNumber, p95: NullableNumber, p99: NullableNumber },
+          { description: "read off the edge's latency histogram (linear within a bucket)" },
+        ),
+      }),
+      { description: "The edge's requests per process type in buckets of at least a minute (at most 200 per process type)" },
     ),
   },
   { $id: 'Observability' },
@@ -72,7 +94,8 @@ export function observabilityRoutes(observability: ObservabilityService) {
       {
         schema: {
           tags: ['Applications'],
-          summary: 'CPU, memory, instance and restart history of the production processes (at most 200 points)',
+          summary:
+            'CPU, memory, instance and restart history of the production processes (at most 200 points), and their requests at the edge',
           params: ApplicationIdParams,
           querystring: Type.Object({ range: Type.Optional(RangeSchema) }, { additionalProperties: false }),
           response: { 200: Observability, ...commonErrorResponses },

@@ -1,4 +1,4 @@
-import { readRequestStats } from '../../platform/edge/request-stats.js';
+import { latencyPercentile, readRequestStats } from '../../platform/edge/request-stats.js';
 import { sql } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
 import { notFound } from '../../platform/errors.js';
@@ -46,6 +46,7 @@ export class ObservabilityService {
       GROUP BY 1 ORDER BY 1 DESC LIMIT ${MAX_POINTS}`.execute(this.db);
     return {
       range,
+      requests: await this.requestHistory(applicationId, environmentId, seconds),
       history: rows.reverse().map((r) => ({
         timestamp: r.bucket.toISOString(),
         cpu_usage_m: Number(r.cpu),
@@ -54,5 +55,43 @@ export class ObservabilityService {
         restart_count: Number(r.restarts),
       })),
     };
+  }
+
+  /**
+   * The edge's counters of the environment in equal buckets per process type (at most 200 per
+   * type; the counters are per minute, so a bucket is never shorter than a minute): requests
+   * per second over the bucket, status classes, and latency percentiles from the histogram.
+   */
+  private async requestHistory(applicationId: string, environmentId: string, seconds: number) {
+    const bucket = Math.max(60, Math.ceil(seconds / MAX_POINTS / 60) * 60);
+    const { rows } = await sql<{ bucket: Date; process_type: string; requests: string; classes: string[]; buckets: string[] }>`
+      SELECT b.bucket, b.process_type, sum(b.requests) AS requests,
+             array(SELECT sum(v) FROM request_stats r2, unnest(r2.status_classes) WITH ORDINALITY u(v, i)
+                   WHERE r2.application_id = ${applicationId} AND r2.environment_id = ${environmentId} AND r2.process_type = b.process_type
+                     AND date_bin(make_interval(secs => ${bucket}), r2.minute, timestamptz '2000-01-01') = b.bucket GROUP BY i ORDER BY i) AS classes,
+             array(SELECT sum(v) FROM request_stats r2, unnest(r2.latency_buckets) WITH ORDINALITY u(v, i)
+                   WHERE r2.application_id = ${applicationId} AND r2.environment_id = ${environmentId} AND r2.process_type = b.process_type
+                     AND date_bin(make_interval(secs => ${bucket}), r2.minute, timestamptz '2000-01-01') = b.bucket GROUP BY i ORDER BY i) AS buckets
+      FROM (SELECT date_bin(make_interval(secs => ${bucket}), minute, timestamptz '2000-01-01') AS bucket, process_type, requests
+            FROM request_stats
+            WHERE application_id = ${applicationId} AND environment_id = ${environmentId}
+              AND minute > now() - make_interval(secs => ${seconds})) b
+      GROUP BY 1, 2 ORDER BY 1, 2`.execute(this.db);
+    return rows.map((r) => {
+      const [c1, c2, c3, c4, c5] = r.classes.map(Number);
+      const histogram = r.buckets.map(Number);
+      return {
+        timestamp: r.bucket.toISOString(),
+        process_type: r.process_type,
+        requests: Number(r.requests),
+        requests_per_second: Math.round((Number(r.requests) / bucket) * 1000) / 1000,
+        status: { '1xx': c1 ?? 0, '2xx': c2 ?? 0, '3xx': c3 ?? 0, '4xx': c4 ?? 0, '5xx': c5 ?? 0 },
+        latency_ms: {
+          p50: latencyPercentile(histogram, 0.5),
+          p95: latencyPercentile(histogram, 0.95),
+          p99: latencyPercentile(histogram, 0.99),
+        },
+      };
+    });
   }
 }

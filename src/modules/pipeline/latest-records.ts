@@ -1,5 +1,7 @@
 import { jsonObjectFrom } from 'kysely/helpers/postgres';
+import { sql } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
+import { precompiled } from '../../platform/db/precompiled.js';
 import type { LatestRecords, LatestRecordsSource } from '../applications/index.js';
 
 /** Timestamps inside JSON arrive as PostgreSQL text; the API speaks ISO-8601 UTC. */
@@ -12,50 +14,16 @@ const isoText = (t: string | Date) => new Date(t).toISOString();
  * list and detail: one query, whatever the number of applications (it is on the detail's hot path).
  */
 export function latestRecordsSource(db: Db): LatestRecordsSource {
+  // Compiled once per shape (every environment, or one): this query runs on every application detail.
+  const inEveryEnvironment = latestRecordsQuery(db, false);
+  const inOneEnvironment = latestRecordsQuery(db, true);
   return async (applicationIds, environmentSlug) => {
     const result = new Map<string, LatestRecords>();
     if (applicationIds.length === 0) return result;
-    const rows = await db
-      .selectFrom('applications as a')
-      .leftJoin('environments as only', (j) =>
-        j.onRef('only.project_id', '=', 'a.project_id').on('only.slug', '=', environmentSlug ?? null),
-      )
-      .select((eb) => [
-        'a.id',
-        'only.id as only_id',
-        jsonObjectFrom(
-          eb
-            .selectFrom('images as i')
-            .select(['i.id', 'i.version', 'i.built', 'i.error', 'i.created_at'])
-            .whereRef('i.application_id', '=', 'a.id')
-            .orderBy('i.version', 'desc')
-            .limit(1),
-        ).as('image'),
-        jsonObjectFrom(
-          eb
-            .selectFrom('releases as r')
-            .innerJoin('environments as re', 're.id', 'r.environment_id')
-            .select(['r.id', 'r.version', 'r.built', 'r.error', 'r.created_at', 're.slug as environment'])
-            .whereRef('r.application_id', '=', 'a.id')
-            .where((w) => (environmentSlug === undefined ? w.lit(true) : w('r.environment_id', '=', w.ref('only.id'))))
-            .orderBy('r.version', 'desc')
-            .limit(1),
-        ).as('release'),
-        jsonObjectFrom(
-          eb
-            .selectFrom('deployments as d')
-            .innerJoin('releases as dr', 'dr.id', 'd.release_id')
-            .innerJoin('environments as de', 'de.id', 'd.environment_id')
-            .select(['d.id', 'dr.version as release_version', 'd.complete', 'd.error', 'd.created_at', 'de.slug as environment'])
-            .whereRef('d.application_id', '=', 'a.id')
-            .where((w) => (environmentSlug === undefined ? w.lit(true) : w('d.environment_id', '=', w.ref('only.id'))))
-            .orderBy('d.created_at', 'desc')
-            .orderBy('d.id', 'desc')
-            .limit(1),
-        ).as('deployment'),
-      ])
-      .where('a.id', 'in', applicationIds)
-      .execute();
+    const rows =
+      environmentSlug === undefined
+        ? await inEveryEnvironment({ ids: applicationIds, environment: null })
+        : await inOneEnvironment({ ids: applicationIds, environment: environmentSlug });
     for (const { id, only_id, image, release, deployment } of rows) {
       if (environmentSlug !== undefined && !only_id) continue;
       result.set(id, {
@@ -86,4 +54,48 @@ export function latestRecordsSource(db: Db): LatestRecordsSource {
     }
     return result;
   };
+}
+
+/** The newest records of each application in `ids`, of every environment or of the one of slug `environment`. */
+function latestRecordsQuery(db: Db, oneEnvironment: boolean) {
+  return precompiled(db, ['ids', 'environment'], ({ ids, environment }: { ids: string[]; environment: string | null }) =>
+    db
+      .selectFrom('applications as a')
+      .leftJoin('environments as only', (j) => j.onRef('only.project_id', '=', 'a.project_id').on('only.slug', '=', environment))
+      .select((eb) => [
+        'a.id',
+        'only.id as only_id',
+        jsonObjectFrom(
+          eb
+            .selectFrom('images as i')
+            .select(['i.id', 'i.version', 'i.built', 'i.error', 'i.created_at'])
+            .whereRef('i.application_id', '=', 'a.id')
+            .orderBy('i.version', 'desc')
+            .limit(1),
+        ).as('image'),
+        jsonObjectFrom(
+          eb
+            .selectFrom('releases as r')
+            .innerJoin('environments as re', 're.id', 'r.environment_id')
+            .select(['r.id', 'r.version', 'r.built', 'r.error', 'r.created_at', 're.slug as environment'])
+            .whereRef('r.application_id', '=', 'a.id')
+            .where((w) => (oneEnvironment ? w('r.environment_id', '=', w.ref('only.id')) : w.lit(true)))
+            .orderBy('r.version', 'desc')
+            .limit(1),
+        ).as('release'),
+        jsonObjectFrom(
+          eb
+            .selectFrom('deployments as d')
+            .innerJoin('releases as dr', 'dr.id', 'd.release_id')
+            .innerJoin('environments as de', 'de.id', 'd.environment_id')
+            .select(['d.id', 'dr.version as release_version', 'd.complete', 'd.error', 'd.created_at', 'de.slug as environment'])
+            .whereRef('d.application_id', '=', 'a.id')
+            .where((w) => (oneEnvironment ? w('d.environment_id', '=', w.ref('only.id')) : w.lit(true)))
+            // Ids are time-ordered (UUIDv7 taken when the request arrived): the index serves this.
+            .orderBy('d.id', 'desc')
+            .limit(1),
+        ).as('deployment'),
+      ])
+      .where(sql<boolean>`a.id = any(${ids}::uuid[])`),
+  );
 }

@@ -1,6 +1,8 @@
 import pg from 'pg';
 
 type Listener = () => void;
+/** Called with each payload of a channel, and with `null` after a reconnect (notifications may have been lost). */
+type ChannelListener = (payload: string | null) => void;
 
 /**
  * One LISTEN connection per process, fanned out in memory: streams subscribe to a
@@ -14,6 +16,7 @@ export class Notifications {
   private connecting: Promise<void> | null = null;
   private readonly channels = new Set<string>();
   private readonly listeners = new Map<string, Set<Listener>>();
+  private readonly channelListeners = new Map<string, Set<ChannelListener>>();
   private closed = false;
   private retry: NodeJS.Timeout | null = null;
 
@@ -32,6 +35,21 @@ export class Notifications {
       set!.delete(listener);
       if (set!.size === 0 && this.listeners.get(key) === set) this.listeners.delete(key);
     };
+    try {
+      await this.listen(channel);
+    } catch (err) {
+      unsubscribe();
+      throw err;
+    }
+    return unsubscribe;
+  }
+
+  /** Calls `listener` with every payload of `channel` (e.g. to drop cached entries); returns the unsubscribe. */
+  async subscribeChannel(channel: string, listener: ChannelListener): Promise<() => void> {
+    let set = this.channelListeners.get(channel);
+    if (!set) this.channelListeners.set(channel, (set = new Set()));
+    set.add(listener);
+    const unsubscribe = () => void set!.delete(listener);
     try {
       await this.listen(channel);
     } catch (err) {
@@ -88,6 +106,7 @@ export class Notifications {
   private dispatch(channel: string, payload: string) {
     const set = this.listeners.get(`${channel}\u0000${payload}`);
     if (set) for (const listener of [...set]) listener();
+    for (const listener of this.channelListeners.get(channel) ?? []) listener(payload);
   }
 
   private lost(client: pg.Client, err: unknown) {
@@ -104,6 +123,7 @@ export class Notifications {
       this.connect().then(
         () => {
           for (const set of [...this.listeners.values()]) for (const listener of [...set]) listener();
+          for (const set of [...this.channelListeners.values()]) for (const listener of [...set]) listener(null);
         },
         (e) => {
           this.onError(e);

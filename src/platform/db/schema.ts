@@ -213,7 +213,7 @@ export interface ChangeSet {
   changed: string[];
 }
 export type BuildStatus = 'building' | 'built' | 'error';
-export type DeploymentStatus = 'queued' | 'deploying' | 'complete' | 'error';
+export type DeploymentStatus = 'queued' | 'deploying' | 'complete' | 'error' | 'rolled_back';
 export type InstanceState = 'starting' | 'healthy' | 'running' | 'crashed' | 'stopped';
 
 /** Progress columns images and releases share (their stage code in `modules/pipeline` works on both). */
@@ -245,6 +245,8 @@ export interface ImagesTable extends BuildRecordColumns {
   processes: NullableJsonColumn<ProcessDefinitions>;
   image_metadata: NullableJsonColumn<Record<string, unknown>>;
   artifact_path: string | null;
+  /** `cron` of the image's slipway.json (migration 0015). */
+  cron: NullableJsonColumn<ManifestCronEntry[]>;
 }
 
 export interface ReleasesTable extends BuildRecordColumns {
@@ -435,11 +437,69 @@ export interface EdgeNodesTable {
   heartbeat_at: ColumnType<Date, Date | undefined, Date>;
 }
 
+/** Request counters summed over minutes (`slipway_request_counts`, migration 0014). */
+export interface RequestCounts {
+  requests: number;
+  classes: number[];
+  buckets: number[];
+}
+
+/** Guarded rollouts (migration 0014): an application environment's guard settings. */
+export interface ApplicationGuardsTable {
+  application_id: string;
+  environment_id: string;
+  window_seconds: number;
+  max_error_ratio: number | null;
+  max_p95_factor: number | null;
+  max_restarts: number | null;
+  min_requests: number;
+  updated_at: Generated<Date>;
+}
+
+export type GuardStatus = 'watching' | 'passed' | 'rolled_back' | 'breached' | 'superseded';
+
+/** One deployment's watch (started by a trigger when a guarded deployment completes). */
+export interface DeploymentGuardsTable {
+  deployment_id: string;
+  application_id: string;
+  environment_id: string;
+  settings: JsonColumn<GuardSettings>;
+  status: ColumnType<GuardStatus, GuardStatus | undefined, GuardStatus>;
+  started_at: Generated<Date>;
+  watch_until: Date;
+  start_counts: JsonColumn<RequestCounts>;
+  baseline_counts: JsonColumn<RequestCounts>;
+  measures: NullableJsonColumn<GuardMeasures>;
+  breach: string | null;
+  rollback_deployment_id: string | null;
+  checked_at: Date | null;
+}
+
+/** What the guard measured over a deployment's window so far. */
+export interface GuardMeasures {
+  requests: number;
+  errors_5xx: number;
+  error_ratio: number | null;
+  p95_ms: number | null;
+  baseline_p95_ms: number | null;
+  restarts: number;
+}
+
+export interface GuardSettings {
+  window_seconds: number;
+  max_error_ratio: number | null;
+  max_p95_factor: number | null;
+  max_restarts: number | null;
+  min_requests: number;
+}
+
 export interface EdgeTables {
   edge_routes: EdgeRoutesTable;
   edge_route_version: EdgeRouteVersionTable;
   edge_nodes: EdgeNodesTable;
   request_stats: RequestStatsTable;
+  application_guards: ApplicationGuardsTable;
+  deployment_guards: DeploymentGuardsTable;
   acme_accounts: AcmeAccountsTable;
   domains: DomainsTable;
   certificates: CertificatesTable;
@@ -487,6 +547,8 @@ export interface OneOffRunsTable {
   finished_at: NullableTimestamp;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
+  cron_entry_id: ColumnType<string | null, string | null | undefined, string | null>;
+  scheduled_for: NullableTimestamp;
 }
 
 export interface AppLogLinesTable {
@@ -549,6 +611,32 @@ export interface WebhookDeliveriesTable {
   updated_at: Generated<Date>;
 }
 
+// Autoscaling and scheduled jobs (migration 0015).
+export interface ManifestCronEntry {
+  name: string;
+  schedule: string;
+  command: string;
+}
+
+export interface AutoscalePoliciesTable {
+  id: string;
+  application_id: string;
+  environment_id: string;
+  process_type: string;
+  min_count: number;
+  max_count: number;
+  target_cpu_percent: number | null;
+  target_rps: number | null;
+  cooldown_seconds: number;
+  evaluated_at: NullableTimestamp;
+  last_scaled_at: NullableTimestamp;
+  requests_minute: NullableTimestamp;
+  /** bigint: read as a string. */
+  requests_seen: ColumnType<string | null, number | null | undefined, number | null>;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
 export interface WebhookDeliveryAttemptsTable {
   id: Generated<number>;
   delivery_id: string;
@@ -583,6 +671,39 @@ export interface HookAndAuditTables {
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_delivery_attempts: WebhookDeliveryAttemptsTable;
   audit_log: AuditLogTable;
+}
+
+export interface ScaleEventsTable {
+  id: string;
+  application_id: string;
+  environment_id: string;
+  process_type: string;
+  from_count: number;
+  to_count: number;
+  reason: string;
+  metric: Json<Record<string, unknown>>;
+  created_at: Generated<Date>;
+}
+
+export interface CronEntriesTable {
+  id: string;
+  application_id: string;
+  environment_id: string;
+  name: string;
+  schedule: string;
+  command: string;
+  process_type: string | null;
+  timeout_seconds: number;
+  source: ColumnType<'api' | 'manifest', 'api' | 'manifest' | undefined, 'api' | 'manifest'>;
+  next_run_at: NullableTimestamp;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface ScheduleTables {
+  autoscale_policies: AutoscalePoliciesTable;
+  scale_events: ScaleEventsTable;
+  cron_entries: CronEntriesTable;
 }
 
 /** Every feature adds its tables here, one interface per migration group. */
@@ -636,4 +757,13 @@ export interface PreviewTables {
 }
 
 export interface Database
-  extends ControlPlaneTables, WorkspaceTables, PipelineTables, StreamTables, SandboxTables, EdgeTables, HookAndAuditTables, PreviewTables {}
+  extends
+    ControlPlaneTables,
+    WorkspaceTables,
+    PipelineTables,
+    StreamTables,
+    SandboxTables,
+    EdgeTables,
+    HookAndAuditTables,
+    PreviewTables,
+    ScheduleTables {}

@@ -4,6 +4,28 @@ import type { Db } from '../db/database.js';
 /** Upper bounds (ms) of the latency histogram's buckets; one more bucket counts the slower ones. */
 export const LATENCY_BOUNDS_MS = [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000] as const;
 
+/**
+ * The latency below which a share `q` (0..1) of the requests fell, read off the histogram: linear
+ * within the bucket it lands in (a bucket's requests are taken as spread evenly over it); the
+ * open last bucket answers twice the last bound. Null without requests.
+ */
+export function latencyPercentile(buckets: readonly number[], q: number): number | null {
+  const total = buckets.reduce((a, b) => a + b, 0);
+  if (total === 0) return null;
+  const rank = q * total;
+  let seen = 0;
+  for (let i = 0; i < buckets.length; i++) {
+    const n = buckets[i]!;
+    if (n > 0 && seen + n >= rank) {
+      const lower = i === 0 ? 0 : LATENCY_BOUNDS_MS[i - 1]!;
+      const upper = LATENCY_BOUNDS_MS[i] ?? lower * 2;
+      return Math.round((lower + ((rank - seen) / n) * (upper - lower)) * 100) / 100;
+    }
+    seen += n;
+  }
+  return null;
+}
+
 /** Whose requests an upstream serves: the key the edge counts them under. */
 export interface RequestOwner {
   applicationId: string;

@@ -97,6 +97,15 @@ export interface AppUsage {
   memoryBytes: number;
   podCount: number;
   restartCount: number;
+  /** The same per process type (what autoscaling reads). */
+  processes?: Record<string, ProcessUsage>;
+}
+
+/** CPU and running instances of one process type of an application environment. */
+export interface ProcessUsage {
+  /** null when the runtime cannot read CPU (a cluster without metrics-server). */
+  cpuMillicores: number | null;
+  podCount: number;
 }
 
 /** What a runtime gets when it starts in a worker process. */

@@ -7,7 +7,6 @@ import { LocalProcessDriver } from './local/local-driver.js';
 import { LocalRuntime } from './local/local-runtime.js';
 import { ImageRootDriver } from './image-root/image-root-driver.js';
 import { RuntimeService } from './runtime.service.js';
-import { createKubernetesRuntime } from './kubernetes/kubernetes-runtime.js';
 import { pullSecretFor } from '../builder/registry-target.js';
 import { createSandbox } from '../sandbox/index.js';
 
@@ -22,8 +21,12 @@ export { LocalRuntime } from './local/local-runtime.js';
  * images with credentials from the platform's own registry token service.
  * Call `start()` before the job workers run.
  */
-export function createRuntime(config: Config, db: Db): ApplicationRuntime {
-  if (config.RUNTIME === 'kubernetes') return createKubernetesRuntime(config, pullSecretFor(config));
+export async function createRuntime(config: Config, db: Db): Promise<ApplicationRuntime> {
+  if (config.RUNTIME === 'kubernetes') {
+    // Loaded only for clusters: the Kubernetes client alone weighs ~65 MiB of a local platform's memory.
+    const { createKubernetesRuntime } = await import('./kubernetes/kubernetes-runtime.js');
+    return createKubernetesRuntime(config, pullSecretFor(config));
+  }
   return createLocalRuntime(config, db);
 }
 

@@ -265,12 +265,16 @@ export class RuntimeService {
         memoryBytes: 0,
         podCount: 0,
         restartCount: 0,
+        processes: {},
       };
       const u = perInstance.get(s.id);
       acc.cpuMillicores += u?.cpuMillicores ?? 0;
       acc.memoryBytes += u?.memoryBytes ?? 0;
       acc.podCount += 1;
       acc.restartCount += s.restartCount;
+      const perProcess = (acc.processes![s.labels.processType] ??= { cpuMillicores: 0, podCount: 0 });
+      perProcess.cpuMillicores = (perProcess.cpuMillicores ?? 0) + (u?.cpuMillicores ?? 0);
+      perProcess.podCount += 1;
       byApp.set(key, acc);
     }
     return [...byApp.values()];

@@ -54,16 +54,33 @@ export function summarizeUsage(pods: V1Pod[], metrics: PodMetric[] | null): AppU
     const key = `${applicationId}/${environmentId}`;
     let usage = byApp.get(key);
     if (!usage) {
-      usage = { applicationId, environmentId, cpuMillicores: 0, memoryBytes: 0, podCount: 0, restartCount: 0 };
+      usage = { applicationId, environmentId, cpuMillicores: 0, memoryBytes: 0, podCount: 0, restartCount: 0, processes: {} };
       byApp.set(key, usage);
     }
-    if (pod.status?.phase === 'Running') usage.podCount += 1;
+    // The label holds the process type itself for every ordinary name (letters, digits, dashes).
+    const processType = pod.metadata?.labels?.[LABEL.processType];
+    const perProcess = processType ? (usage.processes![processType] ??= { cpuMillicores: 0, podCount: 0 }) : null;
+    if (pod.status?.phase === 'Running') {
+      usage.podCount += 1;
+      if (perProcess) perProcess.podCount += 1;
+    }
     for (const status of pod.status?.containerStatuses ?? []) usage.restartCount += status.restartCount ?? 0;
     const metric = metricByPod.get(`${pod.metadata?.namespace}/${pod.metadata?.name}`);
     for (const container of metric?.containers ?? []) {
       usage.cpuMillicores += cpuMillicores(container.usage.cpu);
       usage.memoryBytes += memoryBytes(container.usage.memory);
+      if (perProcess) perProcess.cpuMillicores = (perProcess.cpuMillicores ?? 0) + cpuMillicores(container.usage.cpu);
     }
   }
-  return [...byApp.values()].map((u) => ({ ...u, cpuMillicores: Math.round(u.cpuMillicores), memoryBytes: Math.round(u.memoryBytes) }));
+  return [...byApp.values()].map((u) => ({
+    ...u,
+    cpuMillicores: Math.round(u.cpuMillicores),
+    memoryBytes: Math.round(u.memoryBytes),
+    processes: Object.fromEntries(
+      Object.entries(u.processes ?? {}).map(([type, p]) => [
+        type,
+        { ...p, cpuMillicores: metrics === null ? null : Math.round(p.cpuMillicores ?? 0) },
+      ]),
+    ),
+  }));
 }

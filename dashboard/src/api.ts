@@ -1,0 +1,45 @@
+// The dashboard's only way to the server: the public /v1 API on its own origin, typed by the
+// client's generated OpenAPI types (npm run client:types), authenticated by the session cookie.
+import createClient from 'openapi-fetch';
+import type { components, paths } from '../../src/client/api-types.js';
+
+export type Schemas = components['schemas'];
+export type Paths = paths;
+
+export const api = createClient<paths>({ baseUrl: '/', credentials: 'same-origin' });
+
+/** An API failure in the API's own words (`message`, plus the fields a 422 names). */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+interface Result<T> {
+  data?: T;
+  error?: unknown;
+  response: Response;
+}
+
+/** The success body, or an ApiError; a 401 sends the user to the login page. */
+export async function ok<T>(call: Promise<Result<T>>): Promise<NonNullable<T>> {
+  let result: Result<T>;
+  try {
+    result = await call;
+  } catch {
+    throw new ApiError(0, 'Cannot reach the Slipway server');
+  }
+  const { data, error, response } = result;
+  if (response.ok) return data as NonNullable<T>;
+  const body = (error ?? {}) as { message?: unknown; errors?: Array<{ field: string; message: string }> };
+  const message = typeof body.message === 'string' ? body.message : `HTTP ${response.status}`;
+  const fields =
+    Array.isArray(body.errors) && body.errors.length > 0 ? `: ${body.errors.map((f) => `${f.field} ${f.message}`).join('; ')}` : '';
+  if (response.status === 401) window.dispatchEvent(new CustomEvent('slipway:unauthenticated'));
+  throw new ApiError(response.status, message + fields);
+}
+
+export const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e));

@@ -1,0 +1,5 @@
+// The autoscaling module's public surface: other modules and the composition root import only from here.
+export * from './autoscaler.js';
+export * from './autoscaling.service.js';
+export * from './autoscaling.routes.js';
+export * from './scaling-decision.js';

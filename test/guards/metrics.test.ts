@@ -1,0 +1,99 @@
+/**
+ * Issue 17 (request metrics): the observability endpoint's requests per second, status classes
+ * and latency percentiles per process type, and `GET /metrics` in Prometheus text format behind
+ * its scrape token, parsed with a text-format parser; its counters move with traffic.
+ */
+import parsePrometheusTextFormat from 'parse-prometheus-text-format';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
+import { localRuntime } from '../helpers/local-runtime.js';
+import { routerGet } from '../helpers/router-get.js';
+import { waitFor } from '../helpers/wait.js';
+import { deployableApp, NODE_APP, settled, type Deployable } from '../pipeline-deploy/fixtures.js';
+
+const TOKEN = 'scrape-token-0123456789abcdef';
+
+let h: Harness;
+let alice: TestUser;
+
+beforeAll(async () => {
+  h = await createHarness(
+    { ROUTER_HOST: '127.0.0.1', ROUTER_PORT: 0, RUNTIME_STOP_GRACE_MS: 1000, REQUEST_STATS_FLUSH_MS: 200, METRICS_TOKEN: TOKEN },
+    { jobs: true, runtime: true },
+  );
+  alice = await h.user();
+}, 60_000);
+afterAll(async () => {
+  await h?.close();
+});
+
+const hostOf = (d: Deployable) => `${d.slugs.app}.${d.slugs.project}.${d.slugs.org}.localhost`;
+const scrape = async (authorization?: string) =>
+  h.app.inject({ method: 'GET', url: '/metrics', headers: authorization ? { authorization } : {} });
+
+/** The value of one series (labels matched as a subset), 0 when absent. */
+async function sample(name: string, labels: Record<string, string>): Promise<number> {
+  const r = await scrape(`Bearer ${TOKEN}`);
+  expect(r.statusCode).toBe(200);
+  const family = parsePrometheusTextFormat(r.body).find((f) => f.name === name);
+  const found = family?.metrics.filter((m) => Object.entries(labels).every(([k, v]) => m.labels?.[k] === v)) ?? [];
+  return found.reduce((sum, m) => sum + Number(m.value ?? m.count ?? 0), 0);
+}
+
+describe('GET /metrics', () => {
+  it('answers 401 without the scrape token or with a wrong one (a user session is not enough)', async () => {
+    expect((await scrape()).statusCode).toBe(401);
+    expect((await scrape('Bearer wrong-token')).statusCode).toBe(401);
+    const asUser = await h.app.inject({ method: 'GET', url: '/metrics', headers: alice.headers });
+    expect(asUser.statusCode).toBe(401);
+    expect(asUser.json()).toMatchObject({ status: 401, message: expect.stringMatching(/metrics token/) });
+  });
+
+  it('parses as Prometheus text; platform and per-application counters move with traffic; observability shows rates and percentiles', async () => {
+    const app = await deployableApp(h, alice);
+    const v1 = await app.release({ 'app.js': NODE_APP('v1') }, 'web: node app.js\n');
+    const dep = await h.app.inject({ method: 'POST', url: `/v1/releases/${v1}/deploy`, headers: alice.headers });
+    expect(await settled(h, alice, dep.json().deployment_id)).toMatchObject({ status: 'complete' });
+
+    const text = (await scrape(`Bearer ${TOKEN}`)).body;
+    const families = parsePrometheusTextFormat(text);
+    const names = families.map((f) => f.name);
+    for (const name of [
+      'slipway_http_requests_total',
+      'slipway_http_request_duration_seconds',
+      'slipway_jobs',
+      'slipway_job_wait_seconds',
+      'slipway_builds',
+      'slipway_deployments',
+      'slipway_instances',
+      'slipway_app_requests_total',
+    ])
+      expect(names, name).toContain(name);
+    expect(await sample('slipway_deployments', { status: 'complete' })).toBeGreaterThanOrEqual(1);
+    expect(await sample('slipway_instances', { state: 'healthy' })).toBeGreaterThanOrEqual(1);
+    expect(await sample('slipway_jobs', { kind: 'deploy', state: 'completed' })).toBeGreaterThanOrEqual(1);
+
+    const ok = { application_id: app.appId, environment: 'production', process_type: 'web', status_class: '2xx' };
+    const before = await sample('slipway_app_requests_total', ok);
+    const port = localRuntime(h.ctx).router.port;
+    for (let i = 0; i < 25; i++) expect((await routerGet(port, hostOf(app))).status).toBe(200);
+    await waitFor('the edge counters in /metrics', async () => (await sample('slipway_app_requests_total', ok)) === before + 25);
+
+    // The API's own counter moves with its requests.
+    const route = { route: '/v1/applications/:application_id/observability' };
+    const apiBefore = await sample('slipway_http_requests_total', route);
+    const obs = await h.app.inject({ method: 'GET', url: `/v1/applications/${app.appId}/observability?range=1h`, headers: alice.headers });
+    expect(obs.statusCode).toBe(200);
+    expect(await sample('slipway_http_requests_total', { ...route, status_class: '2xx' })).toBe(apiBefore + 1);
+
+    const web = obs.json().requests.filter((r: { process_type: string }) => r.process_type === 'web');
+    const total = web.reduce((n: number, r: { requests: number }) => n + r.requests, 0);
+    expect(total).toBe(before + 25);
+    const last = web.at(-1);
+    expect(last.status['2xx']).toBe(last.requests);
+    expect(last.requests_per_second).toBeCloseTo(last.requests / 60, 2);
+    expect(last.latency_ms.p50).toBeGreaterThan(0);
+    expect(last.latency_ms.p99).toBeGreaterThanOrEqual(last.latency_ms.p95);
+    expect(last.latency_ms.p95).toBeGreaterThanOrEqual(last.latency_ms.p50);
+  }, 120_000);
+});
