@@ -88,6 +88,12 @@ const PREPARE: Record<string, (w: RouteWorld, url: string, other: TestUser) => P
     expect(env.status, env.raw).toBeLessThan(300);
     return { url: url.replace('/envs/production', `/envs/${env.body.slug}`) };
   },
+  'PUT /v1/applications/:application_id/guard': async () => ({ body: { max_error_ratio: 0.5 } }),
+  'DELETE /v1/applications/:application_id/guard': async (w) => {
+    const guard = await call(h, 'PUT', `/v1/applications/${w.app.id}/guard`, w.owner, { max_error_ratio: 0.5 });
+    expect(guard.status, guard.raw).toBeLessThan(300);
+    return {};
+  },
   'POST /v1/images/:application_id/build': async (w) => {
     await h.ctx.db.updateTable('applications').set({ github_repository: 'acme/web' }).where('id', '=', w.app.id).execute();
     return {};
