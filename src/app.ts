@@ -41,6 +41,8 @@ import { cronRoutes } from './modules/cron/index.js';
 import { autoscalingRoutes } from './modules/autoscaling/index.js';
 import { appLogsRoutes } from './modules/app-logs/index.js';
 import { streamsRoutes } from './modules/streams/index.js';
+import { auditRoutes, installAuditHooks } from './modules/audit/index.js';
+import { webhooksRoutes } from './modules/webhooks/index.js';
 import { previewsRoutes } from './modules/previews/index.js';
 import { endStreams } from './platform/http/sse.js';
 import { createServices } from './services.js';
@@ -141,11 +143,13 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     await services.guardWatcher?.stop();
     await services.cronScheduler?.stop();
     await services.notifications.close();
+    await services.webhookWakeups.close();
   });
 
   await app.register(
     async (v1) => {
       v1.addHook('onRequest', authenticationHook(services.auth));
+      installAuditHooks(v1, services.audit);
       await v1.register(authRoutes(ctx, services.auth));
       await v1.register(usersRoutes(services.users));
       await v1.register(organizationsRoutes(services.organizations));
@@ -175,6 +179,8 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
       await v1.register(
         streamsRoutes(services.streams, (userId, p) => services.envDeploys.detail(userId, p.workspace, p.project, p.env, p.deploy_id)),
       );
+      await v1.register(auditRoutes(services.audit));
+      await v1.register(webhooksRoutes(services.webhooks));
       v1.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
     },
     { prefix: '/v1' },

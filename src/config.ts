@@ -149,6 +149,14 @@ const EnvSchema = Type.Object({
    * site administrators may use local sources). Unset: none.
    */
   SOURCE_PATH_ALLOWLIST: Type.Optional(Type.String()),
+  /** Outbound webhooks may target loopback and private addresses (a trusted single-network install, tests). */
+  WEBHOOK_ALLOW_PRIVATE: Type.Boolean({ default: false }),
+  /** Tries of one webhook delivery before it is marked failed (the first included). */
+  WEBHOOK_MAX_ATTEMPTS: Type.Integer({ minimum: 1, maximum: 20, default: 8 }),
+  /** Seconds before a failed delivery's first retry; each later one waits about twice as long. */
+  WEBHOOK_RETRY_DELAY_SECONDS: Type.Integer({ minimum: 1, maximum: 3600, default: 10 }),
+  /** A receiver must answer within this time (milliseconds). */
+  WEBHOOK_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 60_000, default: 10_000 }),
   /** Comma-separated folders that local-path repositories must lie in; unset allows any path (single-user machines). */
   LOCAL_REPOSITORY_ROOTS: Type.Optional(Type.String()),
 });

@@ -44,6 +44,10 @@ import { LocalRuntime } from './platform/runtime/local/local-runtime.js';
 import { Notifications } from './platform/db/notifications.js';
 import { StreamsService } from './modules/streams/index.js';
 import { OneOffRunsService } from './modules/deployments/index.js';
+import { AuditService } from './modules/audit/index.js';
+import { WebhookDeliveries, WebhooksService } from './modules/webhooks/index.js';
+import { WEBHOOKS_CHANNEL } from './platform/webhook-events.js';
+import { forbidden } from './platform/errors.js';
 import { Autoscaler, AutoscalingService } from './modules/autoscaling/index.js';
 import { CronScheduler, CronService } from './modules/cron/index.js';
 import { AppLogWriter, AppLogsService, oldestLiveWorker, servingReleaseScrubber, sweepAppLogs } from './modules/app-logs/index.js';
@@ -164,6 +168,31 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     (err) => streamsLog.error({ err }, 'stream failed'),
   );
 
+  // Audit log and webhooks are managed by an organization's admins.
+  const organizations = new OrganizationsService(ctx.db);
+  const requireOrganizationAdmin = async (userId: string, slug: string) => {
+    const { org, membership } = await organizations.resolve(userId, slug);
+    if (!membership.admin) throw forbidden('Only organization admins can do this');
+    return org;
+  };
+
+  // Outbound webhooks: the outbox is fanned out into durable delivery jobs wherever the job store is open.
+  const webhooksLog = log.child({ component: 'webhooks' });
+  const webhookDeliveries = ctx.jobs ? new WebhookDeliveries(ctx.db, ctx.secrets, ctx.jobs, ctx.config, webhooksLog) : null;
+  // Its own LISTEN connection: the streams' one counts only live streams' subscriptions.
+  const webhookWakeups = new Notifications(ctx.databaseUrl ?? ctx.config.DATABASE_URL ?? '', (err) =>
+    webhooksLog.warn({ err }, 'webhook notification connection lost'),
+  );
+  if (webhookDeliveries) {
+    const deliveries = webhookDeliveries;
+    void deliveries
+      .register()
+      .then(() => webhookWakeups.subscribe(WEBHOOKS_CHANNEL, '', () => void deliveries.drain()))
+      .then(() => deliveries.drain())
+      .catch((err) => webhooksLog.error({ err }, 'starting webhook deliveries failed'));
+    ctx.jobs?.addSweeper(() => deliveries.drain());
+  }
+
   // Previews (issue 16) and GitHub reporting: commit statuses and the Deployments API, told by the chain.
   const github = new GitHubApi(ctx.config, new GitHubApp(ctx.config));
   const urlOf = (hostname: string) =>
@@ -203,6 +232,15 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
 
   const signingKeys = SigningKeys.forConfig(ctx.config);
   return {
+    webhookWakeups,
+    audit: new AuditService(ctx.db, requireOrganizationAdmin),
+    webhooks: new WebhooksService(
+      ctx.db,
+      ctx.secrets,
+      requireOrganizationAdmin,
+      { allowPrivate: ctx.config.WEBHOOK_ALLOW_PRIVATE },
+      webhookDeliveries,
+    ),
     guardWatcher,
     guards: new GuardsService(ctx.db, apps),
     metrics: new PlatformMetrics(ctx.db),
@@ -234,7 +272,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     signingKeys,
     registryTokens: new RegistryTokenService(ctx, signingKeys, auth),
     users: new UsersService(ctx.db),
-    organizations: new OrganizationsService(ctx.db),
+    organizations,
     workspaces: new WorkspacesService(ctx.db),
     teams: new TeamsService(ctx.db),
     projects: new ProjectsService(ctx.db),

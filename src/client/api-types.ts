@@ -6568,6 +6568,220 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The whole audit log (site administrators)
+         * @description Every change made through the API, newest first: who (user and credential), what (`action` is the route), which resource, from which address, when, and non-secret fields of the change. Filters: `actor` (user id or username), `resource_type`, `resource_id`, `since`/`until` (ISO-8601).
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description a user id or username */
+                    actor?: string;
+                    page?: number;
+                    per_page?: number;
+                    resource_id?: string;
+                    resource_type?: string;
+                    /** @description entries at or after this time */
+                    since?: string;
+                    /** @description entries before this time */
+                    until?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            items: {
+                                /** @description The route that made the change: `METHOD /v1/pattern` */
+                                action: string;
+                                actor: {
+                                    /** @description The API key or session id (never the secret itself) */
+                                    credential_id: string | null;
+                                    /** @description `api_key`, `session`, `password` (a login), `signature` (a signed webhook) or `none` */
+                                    credential_kind: string;
+                                    user_id: string | null;
+                                    username: string | null;
+                                };
+                                /** @description Non-secret fields of the change (secret-looking values redacted) */
+                                after: unknown | null;
+                                /**
+                                 * Format: date-time
+                                 * @description ISO-8601 UTC
+                                 */
+                                at: string;
+                                /** @description Non-secret fields before the change */
+                                before: {
+                                    [key: string]: unknown;
+                                } | null;
+                                client_address: string | null;
+                                id: number;
+                                organization_id: string | null;
+                                request_id: string;
+                                resource_id: string | null;
+                                resource_type: string;
+                            }[];
+                            pagination: {
+                                page: number;
+                                pages: number;
+                                per_page: number;
+                                total: number;
+                            };
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/auth/api-keys": {
         parameters: {
             query?: never;
@@ -10977,6 +11191,222 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/organizations/{org_slug}/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An organization's audit log (its admins)
+         * @description Every change made through the API, newest first: who (user and credential), what (`action` is the route), which resource, from which address, when, and non-secret fields of the change. Filters: `actor` (user id or username), `resource_type`, `resource_id`, `since`/`until` (ISO-8601).
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description a user id or username */
+                    actor?: string;
+                    page?: number;
+                    per_page?: number;
+                    resource_id?: string;
+                    resource_type?: string;
+                    /** @description entries at or after this time */
+                    since?: string;
+                    /** @description entries before this time */
+                    until?: string;
+                };
+                header?: never;
+                path: {
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            items: {
+                                /** @description The route that made the change: `METHOD /v1/pattern` */
+                                action: string;
+                                actor: {
+                                    /** @description The API key or session id (never the secret itself) */
+                                    credential_id: string | null;
+                                    /** @description `api_key`, `session`, `password` (a login), `signature` (a signed webhook) or `none` */
+                                    credential_kind: string;
+                                    user_id: string | null;
+                                    username: string | null;
+                                };
+                                /** @description Non-secret fields of the change (secret-looking values redacted) */
+                                after: unknown | null;
+                                /**
+                                 * Format: date-time
+                                 * @description ISO-8601 UTC
+                                 */
+                                at: string;
+                                /** @description Non-secret fields before the change */
+                                before: {
+                                    [key: string]: unknown;
+                                } | null;
+                                client_address: string | null;
+                                id: number;
+                                organization_id: string | null;
+                                request_id: string;
+                                resource_id: string | null;
+                                resource_type: string;
+                            }[];
+                            pagination: {
+                                page: number;
+                                pages: number;
+                                per_page: number;
+                                total: number;
+                            };
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/organizations/{org_slug}/members": {
         parameters: {
             query?: never;
@@ -11832,6 +12262,1113 @@ export interface paths {
             };
         };
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organizations/{org_slug}/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organization's webhooks */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /**
+                             * Format: date-time
+                             * @description ISO-8601 UTC
+                             */
+                            created: string;
+                            events: string[];
+                            /** @description UUID (v7) */
+                            id: string;
+                            /** @description project slug, or null for the whole organization */
+                            project: string | null;
+                            url: string;
+                        }[];
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Subscribe an address to platform events (the signing secret is shown once, in this response)
+         * @description Each delivery is a POST of JSON `{id, event, occurred_at, organization_id, project_id, data}` with headers `X-Slipway-Event`, `X-Slipway-Delivery` (the delivery id) and `X-Slipway-Signature: sha256=<hex HMAC-SHA256 of the body>`; any answer other than 2xx is retried with exponential backoff.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "preview.created" | "preview.deleted")[];
+                        /** @description only this project’s events (slug); default: the whole organization */
+                        project?: string;
+                        /** @description http(s) address of the receiver; private and loopback addresses are refused unless the operator allows them */
+                        url: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /**
+                             * Format: date-time
+                             * @description ISO-8601 UTC
+                             */
+                            created: string;
+                            events: string[];
+                            /** @description UUID (v7) */
+                            id: string;
+                            /** @description project slug, or null for the whole organization */
+                            project: string | null;
+                            /** @description HMAC-SHA256 key of `X-Slipway-Signature: sha256=<hex of HMAC(secret, body)>`. Shown only in this response. */
+                            secret: string;
+                            url: string;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organizations/{org_slug}/webhooks/{webhook_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A webhook */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    org_slug: string;
+                    webhook_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /**
+                             * Format: date-time
+                             * @description ISO-8601 UTC
+                             */
+                            created: string;
+                            events: string[];
+                            /** @description UUID (v7) */
+                            id: string;
+                            /** @description project slug, or null for the whole organization */
+                            project: string | null;
+                            url: string;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Delete a webhook (and its delivery log) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    org_slug: string;
+                    webhook_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            ok: boolean;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organizations/{org_slug}/webhooks/{webhook_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The webhook's deliveries, newest first, each with every attempt's response status or error */
+        get: {
+            parameters: {
+                query?: {
+                    page?: number;
+                    per_page?: number;
+                };
+                header?: never;
+                path: {
+                    org_slug: string;
+                    webhook_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            items: {
+                                attempts: {
+                                    /**
+                                     * Format: date-time
+                                     * @description ISO-8601 UTC
+                                     */
+                                    at: string;
+                                    duration_ms: number;
+                                    error: string | null;
+                                    /** @description the receiver's HTTP status; null when it did not answer */
+                                    response_status: number | null;
+                                }[];
+                                /**
+                                 * Format: date-time
+                                 * @description ISO-8601 UTC
+                                 */
+                                created: string;
+                                event: string;
+                                /** @description UUID (v7) */
+                                id: string;
+                                payload: {
+                                    [key: string]: unknown;
+                                };
+                                status: "pending" | "succeeded" | "failed";
+                                /**
+                                 * Format: date-time
+                                 * @description ISO-8601 UTC
+                                 */
+                                updated: string;
+                            }[];
+                            pagination: {
+                                page: number;
+                                pages: number;
+                                per_page: number;
+                                total: number;
+                            };
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organizations/{org_slug}/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a delivery again (same payload and delivery id); answers 202 with the delivery, queued */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    delivery_id: string;
+                    org_slug: string;
+                    webhook_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            attempts: {
+                                /**
+                                 * Format: date-time
+                                 * @description ISO-8601 UTC
+                                 */
+                                at: string;
+                                duration_ms: number;
+                                error: string | null;
+                                /** @description the receiver's HTTP status; null when it did not answer */
+                                response_status: number | null;
+                            }[];
+                            /**
+                             * Format: date-time
+                             * @description ISO-8601 UTC
+                             */
+                            created: string;
+                            event: string;
+                            /** @description UUID (v7) */
+                            id: string;
+                            payload: {
+                                [key: string]: unknown;
+                            };
+                            status: "pending" | "succeeded" | "failed";
+                            /**
+                             * Format: date-time
+                             * @description ISO-8601 UTC
+                             */
+                            updated: string;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;

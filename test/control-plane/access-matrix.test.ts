@@ -106,7 +106,7 @@ describe('access matrix', () => {
     const siteAdmin = await h.user({ admin: true });
     // Event streams stay open (inject would wait forever): test/streams reads them over real connections.
     for (const route of routes.filter((r) => r.method === 'GET' && !r.public && !r.stream)) {
-      const siteAdminOnly = ['/v1/users', '/v1/organizations/:org_slug/pipeline-limits'];
+      const siteAdminOnly = ['/v1/users', '/v1/organizations/:org_slug/pipeline-limits', '/v1/audit-log'];
       const caller = siteAdminOnly.includes(route.url) ? siteAdmin : world.owner;
       const res = await call(h, 'GET', fillPath(route, world), caller);
       if (res.status >= 400) failures.push(`${key(route)} → ${res.status} ${res.raw.slice(0, 160)}`);
@@ -123,6 +123,7 @@ describe('access matrix', () => {
   it('site-admin routes refuse members without the site admin flag', async () => {
     expect((await call(h, 'GET', '/v1/users', world.owner)).status).toBe(403);
     expect((await call(h, 'GET', `/v1/organizations/${world.org.slug}/pipeline-limits`, world.owner)).status).toBe(403);
+    expect((await call(h, 'GET', '/v1/audit-log', world.owner)).status).toBe(403);
   });
 
   // Last: it protects the world's production and adds a plain member.

@@ -26,6 +26,8 @@ export interface RouteWorld extends World {
   envDeployId: string | null;
   runId: string | null;
   domainId: string | null;
+  webhookId: string | null;
+  webhookDeliveryId: string | null;
   /** A cron entry of the application (its name) and the process type with an autoscaling policy. */
   cronName: string | null;
   autoscaledType: string | null;
@@ -137,6 +139,18 @@ export async function seedRouteWorld(h: Harness): Promise<RouteWorld> {
         verification_token: 'x',
       })
     : null;
+  const webhookId = (await tableExists(h, 'webhooks'))
+    ? await insertRow(h, 'webhooks', {
+        id: uuidv7(),
+        organization_id: w.org.id,
+        url: 'http://127.0.0.1:9/hook',
+        events: ['deployment.succeeded'],
+        secret_sealed: h.ctx.secrets.seal('whsec_fixture'),
+      })
+    : null;
+  const webhookDeliveryId = webhookId
+    ? await insertRow(h, 'webhook_deliveries', { id: uuidv7(), webhook_id: webhookId, event: 'deployment.succeeded', payload: '{}' })
+    : null;
   const cronName = (await tableExists(h, 'cron_entries'))
     ? (
         await h.ctx.db
@@ -169,6 +183,8 @@ export async function seedRouteWorld(h: Harness): Promise<RouteWorld> {
     cronName,
     autoscaledType,
     environmentId: env.id,
+    webhookId,
+    webhookDeliveryId,
     apiKeyId: key.id,
     teamSlug,
     scopedVars,
@@ -214,6 +230,8 @@ export const PARAM_FIXTURES: Record<string, Fixture> = {
   deploy_id: (w) => need(w.envDeployId, 'environment deploy'),
   run_id: (w) => need(w.runId, 'one-off run'),
   domain_id: (w) => need(w.domainId, 'domain'),
+  webhook_id: (w) => need(w.webhookId, 'webhook'),
+  delivery_id: (w) => need(w.webhookDeliveryId, 'webhook delivery'),
   name: (w) => need(w.cronName, 'cron entry'),
   process_type: (w) => need(w.autoscaledType, 'autoscaling policy'),
   // `id` means what the route's first segment names.
@@ -266,6 +284,7 @@ export const SAMPLE_BODIES: Record<string, (w: RouteWorld) => unknown> = {
   'POST /v1/configurations/:application_id/bulk': () => ({ variables: { SAMPLE_NAME: 'sample' } }),
   'PATCH /v1/configurations/:application_id/:config_id': () => ({ value: 'sample' }),
   'POST /v1/workspaces': () => ({ name: unique('Sample') }),
+  'POST /v1/organizations/:org_slug/webhooks': () => ({ url: 'http://127.0.0.1:9/hook', events: ['deployment.succeeded'] }),
   'POST /v1/workspaces/:workspace/members': () => ({ username: 'nobody-at-all' }),
   'POST /v1/workspaces/:workspace/teams': () => ({ name: unique('sample') }),
   'POST /v1/workspaces/:workspace/teams/:team/members': () => ({ username: 'nobody-at-all' }),

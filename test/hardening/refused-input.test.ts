@@ -51,8 +51,10 @@ describe('pagination is bounded on every paginated list', () => {
 
   it('a huge page number or per_page is a 422, never a 500', async () => {
     const failures: string[] = [];
+    const siteAdmin = await h.user({ admin: true });
     for (const route of paginated()) {
       const url = fillPath(route, world);
+      const caller = route.url === '/v1/audit-log' ? siteAdmin : world.owner;
       for (const query of [
         'page=1e20',
         'page=100000000000',
@@ -63,11 +65,11 @@ describe('pagination is bounded on every paginated list', () => {
         'page=-1',
         'page=abc',
       ]) {
-        const res = await call(h, 'GET', `${url}?${query}`, world.owner);
+        const res = await call(h, 'GET', `${url}?${query}`, caller);
         if (res.status !== 422 || res.body?.status !== 422 || typeof res.body?.message !== 'string')
           failures.push(`${key(route)}?${query}: ${res.status} ${res.raw.slice(0, 120)}`);
       }
-      const last = await call(h, 'GET', `${url}?page=100000&per_page=100`, world.owner);
+      const last = await call(h, 'GET', `${url}?page=100000&per_page=100`, caller);
       const items = Array.isArray(last.body) ? last.body : last.body?.items;
       if (last.status !== 200 || items?.length !== 0) failures.push(`${key(route)}?page=100000: ${last.status} ${last.raw.slice(0, 120)}`);
     }

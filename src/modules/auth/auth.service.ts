@@ -4,6 +4,7 @@ import { AppError, notFound, unauthenticated } from '../../platform/errors.js';
 import { UNUSABLE_PASSWORD_HASH, verifyPassword } from '../../platform/crypto/passwords.js';
 import { hashToken, newToken } from '../../platform/crypto/tokens.js';
 import { isoOrNull, iso } from '../../platform/http/schemas.js';
+import { setAuditActor } from '../../platform/audit/request-audit.js';
 import type { Principal } from '../../platform/http/types.js';
 import { UsersService } from '../users/index.js';
 import { AuthRepository } from './auth.repository.js';
@@ -69,6 +70,7 @@ export class AuthService {
       throw unauthenticated('Invalid email or password');
     }
     await this.repo.clearFailures(pairKey);
+    setAuditActor({ userId: user.id, username: user.username, credentialKind: 'password', credentialId: null });
     const token = newToken('sess');
     const expires = new Date(Date.now() + this.ctx.config.SESSION_TTL_HOURS * 3600_000);
     await this.repo.insertSession({ id: uuidv7(), token_hash: hashToken(token), user_id: user.id, expires_at: expires });

@@ -582,6 +582,39 @@ export interface StreamTables {
   application_events: ApplicationEventsTable;
 }
 
+export interface WebhooksTable {
+  id: string;
+  organization_id: string;
+  project_id: string | null;
+  url: string;
+  events: string[];
+  secret_sealed: string;
+  created_by: string | null;
+  created_at: Generated<Date>;
+}
+
+export interface WebhookOutboxTable {
+  id: Generated<number>;
+  organization_id: string;
+  project_id: string | null;
+  event: string;
+  data: Json<Record<string, unknown>>;
+  occurred_at: Generated<Date>;
+}
+
+export type WebhookDeliveryStatus = 'pending' | 'succeeded' | 'failed';
+
+export interface WebhookDeliveriesTable {
+  id: string;
+  webhook_id: string;
+  event: string;
+  payload: Json<Record<string, unknown>>;
+  status: ColumnType<WebhookDeliveryStatus, WebhookDeliveryStatus | undefined, WebhookDeliveryStatus>;
+  job_id: string | null;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
 // Autoscaling and scheduled jobs (migration 0015).
 export interface ManifestCronEntry {
   name: string;
@@ -606,6 +639,42 @@ export interface AutoscalePoliciesTable {
   requests_seen: ColumnType<string | null, number | null | undefined, number | null>;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
+}
+
+export interface WebhookDeliveryAttemptsTable {
+  id: Generated<number>;
+  delivery_id: string;
+  response_status: number | null;
+  error: string | null;
+  duration_ms: number;
+  attempted_at: Generated<Date>;
+}
+
+export type CredentialKind = 'api_key' | 'session' | 'signature' | 'password' | 'none';
+
+export interface AuditLogTable {
+  id: Generated<number>;
+  organization_id: string | null;
+  actor_user_id: string | null;
+  actor_username: string | null;
+  credential_kind: CredentialKind;
+  credential_id: string | null;
+  action: string;
+  resource_type: string;
+  resource_id: string | null;
+  client_address: string | null;
+  request_id: string;
+  before: Json<Record<string, unknown>> | null;
+  after: Json<Record<string, unknown>> | null;
+  at: Generated<Date>;
+}
+
+export interface HookAndAuditTables {
+  webhooks: WebhooksTable;
+  webhook_outbox: WebhookOutboxTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_delivery_attempts: WebhookDeliveryAttemptsTable;
+  audit_log: AuditLogTable;
 }
 
 export interface ScaleEventsTable {
@@ -692,6 +761,13 @@ export interface PreviewTables {
 }
 
 export interface Database
-  extends ControlPlaneTables, WorkspaceTables, PipelineTables, StreamTables, SandboxTables, EdgeTables, PreviewTables {}
-export interface Database
-  extends ControlPlaneTables, WorkspaceTables, PipelineTables, StreamTables, SandboxTables, EdgeTables, ScheduleTables {}
+  extends
+    ControlPlaneTables,
+    WorkspaceTables,
+    PipelineTables,
+    StreamTables,
+    SandboxTables,
+    EdgeTables,
+    HookAndAuditTables,
+    PreviewTables,
+    ScheduleTables {}

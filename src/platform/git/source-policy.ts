@@ -2,7 +2,7 @@ import { realpathSync } from 'node:fs';
 import { lookup } from 'node:dns/promises';
 import { isAbsolute, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import ipaddr from 'ipaddr.js';
+import { isPublicAddress } from '../net/public-address.js';
 import { repositoryUrl, SourceError } from './source.js';
 
 /**
@@ -76,17 +76,6 @@ function allowlist(config: SourcePolicyConfig): string[] {
     .filter(Boolean);
 }
 
-/** Only globally routed unicast addresses: never loopback, private, link-local, CGNAT, ULA, multicast… */
-function publicAddress(address: string): boolean {
-  try {
-    let parsed = ipaddr.parse(address);
-    if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address();
-    return parsed.range() === 'unicast';
-  } catch {
-    return false;
-  }
-}
-
 function sameOrigin(url: URL | null, githubUrl: string): boolean {
   if (!url || !/^https?:$/.test(url.protocol)) return false; // other schemes' origin is the opaque "null"
   try {
@@ -115,7 +104,7 @@ export async function checkMemberSource(repository: string, config: SourcePolicy
   } catch {
     throw new SourceRefused(REFUSED_ADDRESS);
   }
-  if (addresses.length === 0 || !addresses.every((a) => publicAddress(a.address))) throw new SourceRefused(REFUSED_ADDRESS);
+  if (addresses.length === 0 || !addresses.every((a) => isPublicAddress(a.address))) throw new SourceRefused(REFUSED_ADDRESS);
   if (!source.url || source.scheme === 'ssh') return { followRedirects: false };
   const port = source.url.port || (source.scheme === 'https' ? '443' : '80');
   const first = addresses[0]!.address;

@@ -53,6 +53,30 @@ const MAX_RETRY_DELAY_MS = 5000;
 /** Until the composition root gives real ports: no organization, no application held elsewhere. */
 const noPorts: JobPorts = { organizationOf: async () => null, applicationsHeldElsewhere: async () => [] };
 
+/** A queue beside the pipeline's: no per-application order; pg-boss retries a failed job with backoff. */
+export interface SideQueueOptions {
+  /** Tries after the first. */
+  retryLimit: number;
+  /** Seconds before the first retry; each later one waits about twice as long (pg-boss's retryBackoff). */
+  retryDelaySeconds: number;
+  /** Jobs of this queue one worker process runs at once. */
+  concurrency?: number;
+}
+
+export type SideQueueHandler = (data: Record<string, unknown>, job: { id: string; retryCount: number }) => Promise<void>;
+
+/** Runs a pg-boss statement on the caller's connection, so a job is queued in the caller's transaction. */
+export interface SqlExecutor {
+  executeSql(text: string, values: unknown[]): Promise<{ rows: unknown[] }>;
+}
+
+interface SideQueue {
+  options: SideQueueOptions;
+  handler: SideQueueHandler;
+  created: Promise<void> | null;
+  working: boolean;
+}
+
 interface Registration {
   handler: JobHandler;
   options: JobKindOptions;
@@ -79,6 +103,7 @@ export class PipelineJobs implements Jobs {
   private lastSweep = 0;
   private ticking = false;
   private ports: JobPorts = noPorts;
+  private readonly sideQueues = new Map<string, SideQueue>();
 
   constructor(private readonly options: PipelineJobsOptions) {
     this.store = new JobStore(options.db, options.organizationLimits);
@@ -134,6 +159,73 @@ export class PipelineJobs implements Jobs {
       }
     });
     this.boss = boss;
+    for (const name of this.sideQueues.keys()) await this.createSideQueue(name);
+  }
+
+  /**
+   * Adds a queue of its own (webhook deliveries, …) with its handler; its jobs run in the
+   * processes that run workers, through pg-boss's own fetch loop.
+   */
+  async addQueue(name: string, options: SideQueueOptions, handler: SideQueueHandler): Promise<void> {
+    this.sideQueues.set(name, { options, handler, created: null, working: false });
+    if (this.boss) await this.createSideQueue(name);
+    if (this.id) await this.workSideQueue(name);
+  }
+
+  /** Queues a job on a side queue; with `executor`, inside the caller's transaction. */
+  async sendTo(name: string, data: Record<string, unknown>, executor?: SqlExecutor): Promise<string> {
+    const queue = this.sideQueues.get(name);
+    if (!this.boss || !queue) throw new Error(`The job queue ${name} is not started`);
+    const id = await this.boss.send(name, data, {
+      retryLimit: queue.options.retryLimit,
+      retryDelay: queue.options.retryDelaySeconds,
+      retryBackoff: true,
+      ...(executor ? { db: executor } : {}),
+    });
+    if (!id) throw new Error('The job store refused the job');
+    return id;
+  }
+
+  private createSideQueue(name: string): Promise<void> {
+    const queue = this.sideQueues.get(name)!;
+    const boss = this.boss!;
+    queue.created ??= this.options.db
+      .transaction()
+      .execute(async (trx) => {
+        await sql`SELECT pg_advisory_xact_lock(hashtext(${`slipway.queue.${name}`}))`.execute(trx);
+        if (!(await boss.getQueue(name))) {
+          await boss.createQueue(name, {
+            name,
+            policy: 'standard',
+            retryLimit: queue.options.retryLimit,
+            retryDelay: queue.options.retryDelaySeconds,
+            retryBackoff: true,
+            expireInSeconds: 60 * 15,
+          });
+        }
+      })
+      .catch((err) => {
+        queue.created = null;
+        throw err;
+      });
+    return queue.created;
+  }
+
+  private async workSideQueue(name: string) {
+    const queue = this.sideQueues.get(name)!;
+    if (queue.working) return;
+    queue.working = true;
+    await this.createSideQueue(name);
+    const boss = this.boss!;
+    for (let i = 0; i < (queue.options.concurrency ?? 2); i++) {
+      await boss.work<Record<string, unknown>>(
+        name,
+        { pollingIntervalSeconds: 0.5, batchSize: 1, includeMetadata: true },
+        async ([job]) => {
+          if (job) await queue.handler(job.data, { id: job.id, retryCount: (job as { retryCount?: number }).retryCount ?? 0 });
+        },
+      );
+    }
   }
 
   register(kind: JobKind, handler: JobHandler, options: JobKindOptions = {}): void {
@@ -195,6 +287,7 @@ export class PipelineJobs implements Jobs {
     this.heartbeatTimer.unref();
     const concurrency = this.options.concurrency ?? 2;
     for (let i = 0; i < concurrency; i++) this.loops.push(this.loop());
+    for (const name of this.sideQueues.keys()) await this.workSideQueue(name);
     this.logger.info({ workerId: this.id, concurrency }, 'pipeline workers started');
   }
 
@@ -216,6 +309,10 @@ export class PipelineJobs implements Jobs {
     }
     const boss = this.boss;
     this.boss = null;
+    for (const queue of this.sideQueues.values()) {
+      queue.working = false;
+      queue.created = null;
+    }
     // Shutting down: a pool that fails to close has nothing left to lose; log and go on.
     await boss
       ?.stop({ graceful: false, wait: true, timeout: 1000 })

@@ -1,0 +1,72 @@
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import { resourceOfRoute } from '../../platform/audit/audit-row.js';
+import { RequestAudit, runWithAudit, type AuditActor } from '../../platform/audit/request-audit.js';
+import type { App } from '../../platform/http/types.js';
+import type { AuditService } from './audit.service.js';
+
+const CHANGING_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const audits = new WeakMap<FastifyRequest, RequestAudit>();
+
+function actorOf(request: FastifyRequest): AuditActor {
+  const principal = request.principal;
+  if (principal) {
+    return {
+      userId: principal.user.id,
+      username: principal.user.username,
+      credentialKind: principal.via,
+      credentialId: principal.credentialId,
+    };
+  }
+  // Public routes that change something are authenticated by a signature (the GitHub hook).
+  const signed = Boolean(request.headers['x-hub-signature-256']);
+  return { userId: null, username: null, credentialKind: signed ? 'signature' : 'none', credentialId: null };
+}
+
+/**
+ * Every changing request runs inside its RequestAudit; the auditing database driver writes
+ * its row in the transaction of its first write (platform/audit/). Armed once the handler
+ * runs (authenticated, valid), closed with the response.
+ */
+export function installAuditHooks(app: App, audit: AuditService) {
+  app.addHook('onRequest', (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
+    const route = request.routeOptions.url;
+    if (!CHANGING_METHODS.has(request.method) || !route) return done();
+    const entry = new RequestAudit(
+      {
+        requestId: String(request.id),
+        method: request.method,
+        route,
+        params: (request.params ?? {}) as Record<string, string>,
+        clientAddress: request.ip ?? null,
+        body: undefined,
+      },
+      () => actorOf(request),
+    );
+    audits.set(request, entry);
+    runWithAudit(entry, done);
+  });
+  app.addHook('preHandler', async (request) => {
+    const entry = audits.get(request);
+    if (!entry) return;
+    entry.request.body = request.body;
+    entry.armed = true;
+  });
+  app.addHook('onSend', async (request, reply, payload) => {
+    const entry = audits.get(request);
+    if (!entry) return payload;
+    entry.closed = true;
+    if (entry.rowId !== null && reply.statusCode < 400 && typeof payload === 'string' && payload.startsWith('{')) {
+      try {
+        const resource = entry.change.resourceType ?? resourceOfRoute(entry.request.route, entry.request.params, entry.request.method).type;
+        await audit.complete(entry.rowId, resource, JSON.parse(payload), reply.statusCode === 201);
+      } catch (err) {
+        request.log.warn({ err }, 'completing the audit entry failed');
+      }
+    }
+    return payload;
+  });
+  app.addHook('onResponse', async (request) => {
+    const entry = audits.get(request);
+    if (entry) entry.closed = true;
+  });
+}

@@ -1,0 +1,6 @@
+// The webhooks module's public surface: event names live in platform/webhook-events.ts (any module publishes there).
+export { WebhooksService, type RequireOrganizationAdmin } from './webhooks.service.js';
+export { WebhookDeliveries, WEBHOOKS_QUEUE } from './deliveries.js';
+export { webhooksRoutes } from './webhooks.routes.js';
+export { signatureOf } from './signature.js';
+export { postDelivery, RefusedAddress } from './transport.js';

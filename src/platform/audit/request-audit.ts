@@ -1,0 +1,89 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { CredentialKind } from '../db/schema.js';
+
+/** Who made a change: the authenticated user and the credential they used. */
+export interface AuditActor {
+  userId: string | null;
+  username: string | null;
+  credentialKind: CredentialKind;
+  credentialId: string | null;
+}
+
+/** What a service knows better than the route: which resource, and its non-secret fields before and after. */
+export interface AuditedChange {
+  organizationId?: string | null;
+  resourceType?: string;
+  resourceId?: string | null;
+  before?: Record<string, unknown> | null;
+  after?: Record<string, unknown> | null;
+}
+
+/** The request facts an audit row is made of (read when the row is written). */
+export interface AuditedRequest {
+  requestId: string;
+  method: string;
+  /** The route pattern, e.g. `/v1/organizations/:org_slug/webhooks`. */
+  route: string;
+  params: Record<string, string>;
+  clientAddress: string | null;
+  body: unknown;
+}
+
+/**
+ * One changing API request, for the length of its handler: the auditing database driver
+ * (auditing-dialect.ts) writes its audit row in the transaction of its first write.
+ */
+export class RequestAudit {
+  /** Writes count only once the request is authenticated and valid (the handler runs). */
+  armed = false;
+  /** After the response: later writes (background work the request started) are not its change. */
+  closed = false;
+  /** A transaction holds (or committed) this request's audit row. */
+  claimed = false;
+  rowId: number | null = null;
+  readonly change: AuditedChange = {};
+  private actorOverride: AuditActor | null = null;
+
+  constructor(
+    readonly request: AuditedRequest,
+    private readonly principal: () => AuditActor,
+  ) {}
+
+  get actor(): AuditActor {
+    return this.actorOverride ?? this.principal();
+  }
+
+  /** Whether a write now belongs to this request and still needs its row. */
+  get wantsRow(): boolean {
+    return this.armed && !this.closed && !this.claimed;
+  }
+
+  setActor(actor: AuditActor) {
+    this.actorOverride = actor;
+  }
+}
+
+const storage = new AsyncLocalStorage<RequestAudit>();
+
+/** Runs `fn` (the rest of the request) with `audit` as the current request's audit. */
+export function runWithAudit(audit: RequestAudit, fn: () => void) {
+  storage.run(audit, fn);
+}
+
+export function currentAudit(): RequestAudit | undefined {
+  return storage.getStore();
+}
+
+/**
+ * Services describe their change before they write it (the row is written with the first
+ * write): the resource, and before/after of NON-secret fields only.
+ */
+export function describeAuditedChange(change: AuditedChange) {
+  const audit = storage.getStore();
+  if (audit) Object.assign(audit.change, change);
+}
+
+/** For requests whose actor is only known in the handler (a login: the user whose password matched). */
+export function setAuditActor(actor: AuditActor) {
+  storage.getStore()?.setActor(actor);
+}

@@ -1,0 +1,49 @@
+import { sql } from 'kysely';
+import type { Db } from './db/database.js';
+
+/**
+ * The events outbound webhooks can subscribe to. The pipeline's (build, release, deployment,
+ * rollback, scale) are published by the database itself: every application event becomes
+ * webhook events in the transaction that recorded it (trigger `slipway_webhook_event`,
+ * migration 0012). Other modules publish theirs with `publishWebhookEvent`.
+ */
+export const WEBHOOK_EVENTS = [
+  'build.started',
+  'build.succeeded',
+  'build.failed',
+  'release.started',
+  'release.succeeded',
+  'release.failed',
+  'deployment.started',
+  'deployment.succeeded',
+  'deployment.failed',
+  'rollback.started',
+  'rollback.succeeded',
+  'rollback.failed',
+  'scale.changed',
+  'preview.created',
+  'preview.deleted',
+] as const;
+
+export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+
+export const PREVIEW_CREATED: WebhookEvent = 'preview.created';
+export const PREVIEW_DELETED: WebhookEvent = 'preview.deleted';
+
+/** The channel that wakes the webhook dispatcher when the outbox has events. */
+export const WEBHOOKS_CHANNEL = 'slipway_webhooks';
+
+/**
+ * Publishes an event to the organization's webhooks, in the caller's transaction (pass
+ * the transaction as `db`): it is delivered only if that transaction commits.
+ */
+export async function publishWebhookEvent(
+  db: Db,
+  event: { organizationId: string; projectId?: string | null; event: WebhookEvent; data: Record<string, unknown> },
+): Promise<void> {
+  const inserted = await sql`
+    INSERT INTO webhook_outbox (organization_id, project_id, event, data)
+    SELECT ${event.organizationId}::uuid, ${event.projectId ?? null}::uuid, ${event.event}, ${JSON.stringify(event.data)}::jsonb
+    WHERE EXISTS (SELECT 1 FROM webhooks WHERE organization_id = ${event.organizationId}::uuid)`.execute(db);
+  if (inserted.numAffectedRows) await sql`SELECT pg_notify(${WEBHOOKS_CHANNEL}, '')`.execute(db);
+}

@@ -1,0 +1,346 @@
+/**
+ * The audit log over HTTP against real PostgreSQL: walks the live route table and, for every
+ * route that changes something, makes a valid request as an administrator and checks that
+ * exactly one audit row names its actor (and none when the request was refused); no audit
+ * row holds a secret value used here; the listing routes filter, paginate and check access.
+ */
+import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RouteEntry } from '../../src/app.js';
+import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
+import { call, expectError, seedWorld } from '../control-plane/fixtures.js';
+import { fillPath, sampleBody, seedRouteWorld, type RouteWorld } from '../control-plane/route-fixtures.js';
+import { signBody } from '../../src/modules/github/signature.js';
+import { RequestAudit, runWithAudit } from '../../src/platform/audit/request-audit.js';
+
+/** Changing routes whose valid request changes nothing, so leaves no row (and why). */
+const CHANGES_NOTHING: Record<string, string> = {
+  'POST /v1/integrations/docker/auth': 'issues a short-lived registry token; nothing is stored',
+};
+
+/** Changing routes this walk cannot make succeed in a bare world (and why): their refusal must leave no row. */
+const NOT_EXERCISED: Record<string, string> = {
+  'POST /v1/integrations/docker/auth': 'a registry token request (changes nothing)',
+  'POST /v1/applications/:application_id/rollback': 'needs an earlier deployment that served the environment',
+  'POST /v1/applications/:application_id/runs': 'needs a serving release',
+  'POST /v1/applications/:application_id/domains/:domain_id/verify': 'needs the domain to answer the ownership check',
+  'POST /v1/workspaces/:workspace/projects/:project/envs/:env/promote': 'needs a deployed source environment',
+};
+
+const SECRET = 'audit-walk-github-secret';
+
+interface Prepared {
+  url?: string;
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** Who the row must name: the world's owner by API key unless said otherwise. */
+  actor?: { userId: string | null; credential: string };
+  raw?: string;
+}
+
+/** What some routes need beyond the shared fixtures to succeed. */
+const PREPARE: Record<string, (w: RouteWorld, url: string, other: TestUser) => Promise<Prepared>> = {
+  'POST /v1/auth/login': async (w) => ({
+    body: { email: w.owner.email, password: w.owner.password },
+    headers: { 'x-api-key': '' },
+    actor: { userId: w.owner.id, credential: 'password' },
+  }),
+  'POST /v1/auth/logout': async (w) => {
+    const login = await call(h, 'POST', '/v1/auth/login', null, { email: w.owner.email, password: w.owner.password });
+    const cookie = String(login.headers['set-cookie']).split(';')[0]!;
+    secrets.push(cookie.split('=')[1]!);
+    return { headers: { 'x-api-key': '', cookie }, actor: { userId: w.owner.id, credential: 'session' } };
+  },
+  'POST /v1/organizations/:org_slug/members': async (_w, _url, other) => ({ body: { username: other.username } }),
+  'POST /v1/workspaces/:workspace/members': async (_w, _url, other) => ({ body: { username: other.username } }),
+  'POST /v1/organizations/:org_slug/members/:user_id/toggle-admin': async (w, url, other) => {
+    await call(h, 'POST', `/v1/organizations/${w.org.slug}/members`, w.owner, { username: other.username });
+    return { url: url.replace(w.owner.id, other.id) };
+  },
+  'DELETE /v1/organizations/:org_slug/members/:user_id': async (w, url, other) => {
+    await call(h, 'POST', `/v1/organizations/${w.org.slug}/members`, w.owner, { username: other.username });
+    return { url: url.replace(w.owner.id, other.id) };
+  },
+  'DELETE /v1/workspaces/:workspace/members/:user_id': async (w, url, other) => {
+    await call(h, 'POST', `/v1/organizations/${w.org.slug}/members`, w.owner, { username: other.username });
+    return { url: url.replace(w.owner.id, other.id) };
+  },
+  'POST /v1/workspaces/:workspace/teams/:team/members': async (w, _url, other) => {
+    await call(h, 'POST', `/v1/organizations/${w.org.slug}/members`, w.owner, { username: other.username });
+    return { body: { username: other.username } };
+  },
+  'DELETE /v1/workspaces/:workspace/teams/:team/members/:user_id': async (w, url, other) => {
+    await call(h, 'POST', `/v1/organizations/${w.org.slug}/members`, w.owner, { username: other.username });
+    const added = await call(h, 'POST', `/v1/workspaces/${w.org.slug}/teams/${w.teamSlug}/members`, w.owner, { username: other.username });
+    expect(added.status, added.raw).toBeLessThan(300);
+    return { url: url.replace(w.owner.id, other.id) };
+  },
+  'DELETE /v1/workspaces/:workspace/projects/:project/previews': async (w) => {
+    const on = await call(h, 'PUT', `/v1/workspaces/${w.org.slug}/projects/${w.project.slug}/previews`, w.owner, {
+      template_environment: 'production',
+    });
+    expect(on.status, on.raw).toBeLessThan(300);
+    return {};
+  },
+  'DELETE /v1/workspaces/:workspace/projects/:project/envs/:env': async (w, url) => {
+    const env = await call(h, 'POST', `/v1/workspaces/${w.org.slug}/projects/${w.project.slug}/envs`, w.owner, { name: 'staging' });
+    expect(env.status, env.raw).toBeLessThan(300);
+    return { url: url.replace('/envs/production', `/envs/${env.body.slug}`) };
+  },
+  'PUT /v1/applications/:application_id/guard': async () => ({ body: { max_error_ratio: 0.5 } }),
+  'DELETE /v1/applications/:application_id/guard': async (w) => {
+    const guard = await call(h, 'PUT', `/v1/applications/${w.app.id}/guard`, w.owner, { max_error_ratio: 0.5 });
+    expect(guard.status, guard.raw).toBeLessThan(300);
+    return {};
+  },
+  'POST /v1/images/:application_id/build': async (w) => {
+    await h.ctx.db.updateTable('applications').set({ github_repository: 'acme/web' }).where('id', '=', w.app.id).execute();
+    return {};
+  },
+  'POST /v1/applications/:application_id/deploy': async (w) => {
+    await h.ctx.db.updateTable('applications').set({ github_repository: 'acme/web' }).where('id', '=', w.app.id).execute();
+    return {};
+  },
+  'POST /v1/integrations/github/hooks': async () => {
+    const raw = JSON.stringify({ zen: 'Keep it logically awesome.', hook_id: 1 });
+    return {
+      raw,
+      headers: {
+        'x-api-key': '',
+        'content-type': 'application/json',
+        'x-github-event': 'ping',
+        'x-github-delivery': randomBytes(8).toString('hex'),
+        'x-hub-signature-256': signBody(SECRET, Buffer.from(raw)),
+      },
+      actor: { userId: null, credential: 'signature' },
+    };
+  },
+};
+
+let h: Harness;
+/** Every secret value this file sends or receives: none may appear in an audit row. */
+const secrets: string[] = [];
+const secretValue = () => {
+  const value = `s3cret-${randomBytes(10).toString('hex')}`;
+  secrets.push(value);
+  return value;
+};
+
+/** The sample body with every `value`/`password` replaced by a fresh secret (config values are treated as secret). */
+function withSecrets(body: unknown): unknown {
+  if (Array.isArray(body)) return body.map(withSecrets);
+  if (body && typeof body === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(body)) {
+      if ((k === 'value' || k === 'password') && typeof v === 'string') out[k] = secretValue();
+      else if (k === 'variables' && v && typeof v === 'object' && !Array.isArray(v))
+        out[k] = Object.fromEntries(Object.keys(v).map((name) => [name, secretValue()]));
+      else out[k] = withSecrets(v);
+    }
+    return out;
+  }
+  return body;
+}
+
+const countRows = async () => Number((await sql<{ n: number }>`select count(*)::int as n from audit_log`.execute(h.ctx.db)).rows[0]!.n);
+const key = (r: RouteEntry) => `${r.method} ${r.url}`;
+
+beforeAll(async () => {
+  h = await createHarness({ WEBHOOK_ALLOW_PRIVATE: true, GITHUB_WEBHOOK_SECRET: SECRET }, { jobs: true });
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+describe('audit log', () => {
+  it('every changing route of the live route table leaves exactly one audit row naming its actor', async () => {
+    const routes = h.app.routeTable.filter((r) => r.url.startsWith('/v1/') && r.method !== 'GET' && !r.stream);
+    expect(routes.length).toBeGreaterThan(30);
+    const audited: string[] = [];
+    const problems: string[] = [];
+    const refused: string[] = [];
+    for (const route of routes) {
+      // A fresh world per route: deleting one thing must not starve the next route.
+      const world: RouteWorld = await seedRouteWorld(h);
+      const actor: TestUser = world.owner;
+      secrets.push(world.secretVar.value, actor.apiKey, actor.password);
+      await h.ctx.db.updateTable('users').set({ is_admin: true }).where('id', '=', actor.id).execute();
+      const other = await h.user();
+      const prepared = (await PREPARE[key(route)]?.(world, fillPath(route, world), other)) ?? {};
+      const body = 'body' in prepared ? prepared.body : withSecrets(sampleBody(route, world));
+      const before = await countRows();
+      const headers = { ...actor.headers, ...prepared.headers };
+      if (headers['x-api-key'] === '') delete headers['x-api-key'];
+      const response = await h.app.inject({
+        method: route.method as 'POST',
+        url: prepared.url ?? fillPath(route, world),
+        headers,
+        ...(prepared.raw !== undefined ? { payload: prepared.raw } : body === undefined ? {} : { payload: body as object }),
+      });
+      let parsed: any = null;
+      try {
+        parsed = response.json();
+      } catch {
+        parsed = null;
+      }
+      const res = { status: response.statusCode, body: parsed, headers: response.headers, raw: response.body };
+      for (const value of [res.body?.secret, res.body?.key, res.body?.token]) if (typeof value === 'string') secrets.push(value);
+      const cookie = res.headers['set-cookie'];
+      if (cookie) secrets.push(String(cookie).split(';')[0]!.split('=')[1]!);
+      const rows = await h.ctx.db.selectFrom('audit_log').selectAll().where('id', '>', 0).orderBy('id').offset(before).execute();
+      if (res.status >= 400) {
+        refused.push(`${key(route)} → ${res.status} ${res.raw.slice(0, 100)}`);
+        if (rows.length !== 0) problems.push(`${key(route)} was refused (${res.status}) yet left ${rows.length} audit rows`);
+        continue;
+      }
+      if (CHANGES_NOTHING[key(route)] !== undefined) {
+        if (rows.length !== 0) problems.push(`${key(route)} changes nothing yet left ${rows.length} audit rows`);
+        continue;
+      }
+      if (rows.length !== 1) {
+        problems.push(`${key(route)} → ${res.status}: ${rows.length} audit rows instead of 1`);
+        continue;
+      }
+      const row = rows[0]!;
+      const expected = prepared.actor ?? { userId: actor.id, credential: 'api_key' };
+      if (row.actor_user_id !== expected.userId) problems.push(`${key(route)}: actor ${row.actor_user_id} instead of ${expected.userId}`);
+      const credential = expected.credential;
+      if (row.credential_kind !== credential) problems.push(`${key(route)}: credential ${row.credential_kind} instead of ${credential}`);
+      if (row.action !== key(route)) problems.push(`${key(route)}: action ${row.action}`);
+      if (row.client_address !== '127.0.0.1') problems.push(`${key(route)}: address ${row.client_address}`);
+      audited.push(key(route));
+    }
+    console.log(`audit walk: ${audited.length} changing routes audited, ${refused.length} refused:\n${refused.join('\n')}`);
+    expect(problems, problems.join('\n')).toEqual([]);
+    // The walk exercised (almost) every changing route: refusals are listed above.
+    const unexpected = refused.filter((r) => !Object.keys(NOT_EXERCISED).some((k) => r.startsWith(`${k} →`)));
+    expect(unexpected, unexpected.join('\n')).toEqual([]);
+    expect(audited.length).toBe(routes.length - Object.keys(NOT_EXERCISED).length);
+  }, 300_000);
+
+  it('no audit row holds a secret value', async () => {
+    const text = (await sql<{ r: string }>`select to_jsonb(a)::text as r from audit_log a`.execute(h.ctx.db)).rows
+      .map((x) => x.r)
+      .join('\n');
+    expect(text.length).toBeGreaterThan(0);
+    const leaked = [...new Set(secrets)].filter((s) => s.length >= 8 && text.includes(s));
+    expect(leaked).toEqual([]);
+  });
+
+  it("lists an organization's entries to its admins, filtered and paginated, and everything to site admins", async () => {
+    const owner = await h.user();
+    const w = await seedWorld(h, owner);
+    const member = await h.user();
+    expect((await call(h, 'POST', `/v1/organizations/${w.org.slug}/members`, owner, { username: member.username })).status).toBe(200);
+    const renamed = await call(h, 'PATCH', `/v1/applications/${w.app.id}/settings`, member, { health_check_path: '/up' });
+    expect(renamed.status, renamed.raw).toBe(200);
+
+    const base = `/v1/organizations/${w.org.slug}/audit-log`;
+    const all = await call(h, 'GET', base, owner);
+    expect(all.status, all.raw).toBe(200);
+    // seedWorld: organization, project, application, two variables; then the member and the settings.
+    expect(all.body.items.map((e: { action: string }) => e.action)).toEqual([
+      'PATCH /v1/applications/:application_id/settings',
+      'POST /v1/organizations/:org_slug/members',
+      'POST /v1/configurations/:application_id',
+      'POST /v1/configurations/:application_id',
+      'POST /v1/applications',
+      'POST /v1/projects',
+      'POST /v1/organizations',
+    ]);
+    expect(all.body.pagination).toEqual({ page: 1, per_page: 20, total: 7, pages: 1 });
+    const first = all.body.items.at(-1);
+    expect(first).toMatchObject({
+      organization_id: w.org.id,
+      actor: { user_id: owner.id, username: owner.username, credential_kind: 'api_key' },
+      resource_type: 'organizations',
+      resource_id: w.org.id,
+      client_address: '127.0.0.1',
+    });
+    expect(all.body.items[0]).toMatchObject({
+      actor: { user_id: member.id },
+      resource_type: 'applications',
+      resource_id: w.app.id,
+      after: { health_check_path: '/up' },
+    });
+    expect(all.raw).not.toContain(w.secretVar.value);
+
+    const byMember = await call(h, 'GET', `${base}?actor=${member.username}`, owner);
+    expect(byMember.body.items.map((e: { actor: { user_id: string } }) => e.actor.user_id)).toEqual([member.id]);
+    const byResource = await call(h, 'GET', `${base}?resource_type=projects&resource_id=${w.project.id}`, owner);
+    expect(byResource.body.items.map((e: { action: string }) => e.action)).toEqual(['POST /v1/projects']);
+    const page2 = await call(h, 'GET', `${base}?per_page=3&page=2`, owner);
+    expect(page2.body.items.map((e: { id: number }) => e.id)).toEqual(all.body.items.slice(3, 6).map((e: { id: number }) => e.id));
+    const future = new Date(Date.now() + 3600_000).toISOString();
+    expect((await call(h, 'GET', `${base}?since=${encodeURIComponent(future)}`, owner)).body.items).toEqual([]);
+    expect((await call(h, 'GET', `${base}?until=${encodeURIComponent(future)}`, owner)).body.pagination.total).toBe(7);
+    expectError(await call(h, 'GET', `${base}?since=yesterday`, owner), 422);
+
+    // Members who are not admins, outsiders and non-site-admins are refused.
+    expectError(await call(h, 'GET', base, member), 403);
+    expectError(await call(h, 'GET', base, await h.user()), 403);
+    expectError(await call(h, 'GET', '/v1/audit-log', owner), 403);
+    const admin = await h.user({ admin: true });
+    const site = await call(h, 'GET', `/v1/audit-log?actor=${owner.id}&per_page=100`, admin);
+    expect(site.status).toBe(200);
+    expect(site.body.items.length).toBe(6);
+  });
+
+  it('writes the row in the transaction of the change: a rolled-back or empty change leaves none', async () => {
+    const owner = await h.user();
+    const inRequest = <T>(fn: () => Promise<T>) => {
+      const audit = new RequestAudit(
+        {
+          requestId: 'req-test',
+          method: 'PATCH',
+          route: '/v1/users/:user_id',
+          params: { user_id: owner.id },
+          clientAddress: '10.0.0.1',
+          body: {},
+        },
+        () => ({ userId: owner.id, username: owner.username, credentialKind: 'api_key', credentialId: null }),
+      );
+      audit.armed = true;
+      return new Promise<{ audit: RequestAudit; result: T | Error }>((resolve) =>
+        runWithAudit(
+          audit,
+          () =>
+            void fn().then(
+              (result) => resolve({ audit, result }),
+              (err: Error) => resolve({ audit, result: err }),
+            ),
+        ),
+      );
+    };
+    const rowsOf = () => h.ctx.db.selectFrom('audit_log').select('id').where('request_id', '=', 'req-test').execute();
+
+    // A transaction that fails after its write takes the audit row with it.
+    const failed = await inRequest(() =>
+      h.ctx.db.transaction().execute(async (trx) => {
+        await trx.updateTable('users').set({ username: 'renamed-then-rolled-back' }).where('id', '=', owner.id).execute();
+        throw new Error('boom');
+      }),
+    );
+    expect(failed.result).toBeInstanceOf(Error);
+    expect(failed.audit.claimed).toBe(false);
+    expect(await rowsOf()).toEqual([]);
+    // A write that matches nothing changed nothing.
+    await inRequest(() =>
+      h.ctx.db.updateTable('users').set({ username: 'x' }).where('id', '=', '00000000-0000-0000-0000-000000000000').execute(),
+    );
+    expect(await rowsOf()).toEqual([]);
+    // Two writes of one request: one row, committed with the first.
+    const ok = await inRequest(async () => {
+      await h.ctx.db
+        .updateTable('users')
+        .set({ email: `${owner.username}@renamed.example.com` })
+        .where('id', '=', owner.id)
+        .execute();
+      await h.ctx.db.updateTable('users').set({ email: owner.email }).where('id', '=', owner.id).execute();
+    });
+    expect(ok.result).toBeUndefined();
+    const rows = await rowsOf();
+    expect(rows.map((r) => Number(r.id))).toEqual([ok.audit.rowId]);
+  });
+});
