@@ -12455,7 +12455,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "preview.created" | "preview.deleted")[];
+                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "preview.created" | "preview.deleted")[];
                         /** @description only this project’s events (slug); default: the whole organization */
                         project?: string;
                         /** @description http(s) address of the receiver; private and loopback addresses are refused unless the operator allows them */

@@ -3,7 +3,7 @@ import type { Db } from './db/database.js';
 
 /**
  * The events outbound webhooks can subscribe to. The pipeline's (build, release, deployment,
- * rollback, scale) are published by the database itself: every application event becomes
+ * rollback, scale, a guard's automatic rollback, previews) are published by the database itself: every application event becomes
  * webhook events in the transaction that recorded it (trigger `slipway_webhook_event`,
  * migration 0012). Other modules publish theirs with `publishWebhookEvent`.
  */
@@ -17,6 +17,7 @@ export const WEBHOOK_EVENTS = [
   'deployment.started',
   'deployment.succeeded',
   'deployment.failed',
+  'deployment.rolled_back',
   'rollback.started',
   'rollback.succeeded',
   'rollback.failed',

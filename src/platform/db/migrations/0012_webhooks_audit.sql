@@ -72,7 +72,10 @@ BEGIN
     names := ARRAY['deployment.' || outcome];
     SELECT d.rollback_of INTO rolled_back FROM deployments d WHERE d.id::text = NEW.subject_id;
     IF rolled_back IS NOT NULL THEN names := names || ('rollback.' || outcome); END IF;
-  ELSIF NEW.kind = 'scale.updated' THEN names := ARRAY['scale.changed'];
+  ELSIF NEW.kind IN ('scale.updated', 'autoscale.scaled') THEN names := ARRAY['scale.changed'];
+  -- A guard's automatic rollback (issue 17): the deployment it judged, as its own event.
+  ELSIF NEW.kind = 'deployment.rolled_back' THEN names := ARRAY['deployment.rolled_back'];
+  ELSIF NEW.kind IN ('preview.created', 'preview.deleted') THEN names := ARRAY[NEW.kind];
   END IF;
   FOREACH name IN ARRAY names LOOP
     INSERT INTO webhook_outbox (organization_id, project_id, event, data)
