@@ -178,6 +178,13 @@ export async function seedRouteWorld(h: Harness): Promise<RouteWorld> {
           .executeTakeFirstOrThrow()
       ).process_type
     : null;
+  // A guard of the application's production environment, so its GET answers 200.
+  if (await tableExists(h, 'application_guards')) {
+    await h.ctx.db
+      .insertInto('application_guards')
+      .values({ ...base, window_seconds: 300, max_error_ratio: 0.5, max_p95_factor: null, max_restarts: null, min_requests: 20 })
+      .execute();
+  }
   return {
     ...w,
     cronName,
