@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RouteEntry } from '../../src/app.js';
+import { waitFor } from '../helpers/wait.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
 import { call, expectError, seedWorld } from '../control-plane/fixtures.js';
 import { fillPath, sampleBody, seedRouteWorld, type RouteWorld } from '../control-plane/route-fixtures.js';
@@ -166,6 +167,11 @@ describe('audit log', () => {
       const actor: TestUser = world.owner;
       secrets.push(world.secretVar.value, actor.apiKey, actor.password);
       await h.ctx.db.updateTable('users').set({ is_admin: true }).where('id', '=', actor.id).execute();
+      // Verified credentials are cached a few seconds; the database announces the change at once.
+      await waitFor('the actor to act as a site administrator', async () => {
+        const res = await h.app.inject({ method: 'GET', url: '/v1/audit-log', headers: actor.headers });
+        return res.statusCode === 200;
+      });
       const other = await h.user();
       const prepared = (await PREPARE[key(route)]?.(world, fillPath(route, world), other)) ?? {};
       const body = 'body' in prepared ? prepared.body : withSecrets(sampleBody(route, world));

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../helpers/wait.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { call, expectError } from './fixtures.js';
 
@@ -255,6 +256,14 @@ describe('API keys', () => {
       .set({ expires_at: new Date(Date.now() - 1000) })
       .where('id', '=', created.body.id)
       .execute();
+    // The verified key may be cached for CREDENTIAL_CACHE_SECONDS; the database announces the change at once.
+    await waitFor(
+      'the expired key to be refused',
+      async () => (await call(h, 'GET', '/v1/organizations', null, undefined, asKey)).status === 401,
+      {
+        timeout: 5000,
+      },
+    );
     expectError(await call(h, 'GET', '/v1/organizations', null, undefined, asKey), 401);
   });
 
