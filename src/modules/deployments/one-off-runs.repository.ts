@@ -49,26 +49,6 @@ export class OneOffRunsRepository {
       .executeTakeFirst();
   }
 
-  async countOfCron(cronEntryId: string): Promise<number> {
-    const r = await this.db
-      .selectFrom('one_off_runs')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('cron_entry_id', '=', cronEntryId)
-      .executeTakeFirstOrThrow();
-    return Number(r.n);
-  }
-
-  pageOfCron(cronEntryId: string, limit: number, offset: number) {
-    return this.db
-      .selectFrom('one_off_runs')
-      .selectAll()
-      .where('cron_entry_id', '=', cronEntryId)
-      .orderBy('id', 'desc')
-      .limit(limit)
-      .offset(offset)
-      .execute();
-  }
-
   find(id: string) {
     return this.db.selectFrom('one_off_runs').selectAll().where('id', '=', id).executeTakeFirst();
   }
@@ -106,23 +86,31 @@ export class OneOffRunsRepository {
       .execute();
   }
 
-  async count(applicationId: string): Promise<number> {
+  /** How many runs an application, or one of its cron entries, has had. */
+  async count(of: RunsOf): Promise<number> {
     const r = await this.db
       .selectFrom('one_off_runs')
       .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('application_id', '=', applicationId)
+      .where(ownerColumn(of), '=', ownerId(of))
       .executeTakeFirstOrThrow();
     return Number(r.n);
   }
 
-  page(applicationId: string, limit: number, offset: number) {
+  /** A page of those runs, newest first. */
+  page(of: RunsOf, limit: number, offset: number) {
     return this.db
       .selectFrom('one_off_runs')
       .selectAll()
-      .where('application_id', '=', applicationId)
+      .where(ownerColumn(of), '=', ownerId(of))
       .orderBy('id', 'desc')
       .limit(limit)
       .offset(offset)
       .execute();
   }
 }
+
+/** Whose runs a list reads: an application's, or one cron entry's. */
+export type RunsOf = { applicationId: string } | { cronEntryId: string };
+
+const ownerColumn = (of: RunsOf) => ('cronEntryId' in of ? 'cron_entry_id' : 'application_id');
+const ownerId = (of: RunsOf) => ('cronEntryId' in of ? of.cronEntryId : of.applicationId);

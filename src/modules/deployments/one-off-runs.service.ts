@@ -140,8 +140,8 @@ export class OneOffRunsService {
     return paginate(
       query,
       async (limit, offset) => ({
-        total: await this.repo.countOfCron(cronEntryId),
-        rows: await this.repo.pageOfCron(cronEntryId, limit, offset),
+        total: await this.repo.count({ cronEntryId }),
+        rows: await this.repo.page({ cronEntryId }, limit, offset),
       }),
       runView,
     );
@@ -152,8 +152,8 @@ export class OneOffRunsService {
     return paginate(
       query,
       async (limit, offset) => ({
-        total: await this.repo.count(applicationId),
-        rows: await this.repo.page(applicationId, limit, offset),
+        total: await this.repo.count({ applicationId }),
+        rows: await this.repo.page({ applicationId }, limit, offset),
       }),
       runView,
     );
