@@ -1,11 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/app.js';
-import type { AppContext } from '../../src/platform/context.js';
-import { PipelineJobs } from '../../src/platform/jobs/pipeline-jobs.js';
-import { createRuntime } from '../../src/platform/runtime/index.js';
-import { startDeploymentRuntime } from '../../src/runtime-startup.js';
 import { INTERRUPTED_DETAIL } from '../../src/modules/deployments/deploy-runner.js';
 import { localRuntime } from '../helpers/local-runtime.js';
+import { startPlatformProcess, type PlatformProcess } from '../helpers/platform-process.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
 import { routerGet } from '../helpers/router-get.js';
 import { waitFor } from '../helpers/wait.js';
@@ -15,33 +11,6 @@ const ENV = { ROUTER_HOST: '127.0.0.1', ROUTER_PORT: 0, RUNTIME_RESTART_BACKOFF_
 
 let h: Harness;
 let alice: TestUser;
-
-/** A second platform process on the same database: what starting the server again looks like. */
-async function startPlatform(h: Harness) {
-  const ctx: AppContext = { config: h.ctx.config, db: h.ctx.db, secrets: h.ctx.secrets };
-  ctx.jobs = new PipelineJobs({
-    databaseUrl: h.databaseUrl,
-    db: h.ctx.db,
-    pollIntervalMs: 200,
-    heartbeatIntervalMs: 1000,
-    stopTimeoutMs: 5000,
-  });
-  await ctx.jobs.start();
-  ctx.runtime = await createRuntime(h.ctx.config, h.ctx.db);
-  const app = await buildApp(ctx, { logger: false });
-  await app.ready();
-  await startDeploymentRuntime(ctx, app.log);
-  await ctx.jobs.startWorkers();
-  return {
-    ctx,
-    app,
-    async stop() {
-      await app.close();
-      await ctx.jobs!.stop();
-      await ctx.runtime!.shutdown();
-    },
-  };
-}
 
 beforeAll(async () => {
   h = await createHarness(ENV, { jobs: true, runtime: true });
@@ -85,7 +54,7 @@ describe('platform restart', () => {
     expect(alive(v1Pid)).toBe(false);
     expect(alive(v2Pid)).toBe(false);
 
-    const again = await startPlatform(h);
+    const again = await startPlatformProcess(h);
     try {
       const d = (
         await again.app.inject({ method: 'GET', url: `/v1/deployments/${second.deployment_id}/detail`, headers: alice.headers })
@@ -126,8 +95,8 @@ describe('platform restart', () => {
 describe('a second worker process', () => {
   it("starting beside a running worker leaves that worker's instances alone, and the application's jobs stay with it", async () => {
     // h's own workers and runtime were stopped by the test above: two fresh workers share the database.
-    const first = await startPlatform(h);
-    let second: Awaited<ReturnType<typeof startPlatform>> | undefined;
+    const first = await startPlatformProcess(h);
+    let second: PlatformProcess | undefined;
     try {
       const app = await deployableApp(h, alice);
       const host = `${app.slugs.app}.${app.slugs.project}.${app.slugs.org}.localhost`;
@@ -148,7 +117,7 @@ describe('a second worker process', () => {
         .execute();
       expect(before).toHaveLength(1);
 
-      second = await startPlatform(h); // before: its start killed and forgot the first worker's instance as a "leftover"
+      second = await startPlatformProcess(h); // before: its start killed and forgot the first worker's instance as a "leftover"
       expect(alive(before[0]!.pid!)).toBe(true);
       const after = await h.ctx.db
         .selectFrom('instances')

@@ -7,15 +7,11 @@
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/app.js';
 import { ApplicationsService } from '../../src/modules/applications/index.js';
 import { CronScheduler, nextOccurrence } from '../../src/modules/cron/index.js';
 import { OneOffRunsService } from '../../src/modules/deployments/index.js';
-import { startDeploymentRuntime } from '../../src/runtime-startup.js';
-import type { AppContext } from '../../src/platform/context.js';
-import { PipelineJobs } from '../../src/platform/jobs/pipeline-jobs.js';
-import { createRuntime } from '../../src/platform/runtime/index.js';
 import { TestRepo } from '../helpers/git-repo.js';
+import { startPlatformProcess, type PlatformProcess } from '../helpers/platform-process.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
 import { createApp } from '../pipeline-build/fixtures.js';
 import { waitFor } from '../helpers/wait.js';
@@ -26,34 +22,7 @@ const PERIOD_SECONDS = 3;
 let h: Harness;
 let alice: TestUser;
 let mallory: TestUser;
-let platform: Awaited<ReturnType<typeof startPlatform>> | null = null;
-
-/** A platform process (API, workers, runtime, cron scheduler) on the harness's database: started again = a restart. */
-async function startPlatform() {
-  const ctx: AppContext = { config: h.ctx.config, db: h.ctx.db, secrets: h.ctx.secrets, databaseUrl: h.databaseUrl };
-  ctx.jobs = new PipelineJobs({
-    databaseUrl: h.databaseUrl,
-    db: h.ctx.db,
-    pollIntervalMs: 200,
-    heartbeatIntervalMs: 1000,
-    stopTimeoutMs: 5000,
-  });
-  await ctx.jobs.start();
-  ctx.runtime = await createRuntime(h.ctx.config, h.ctx.db);
-  const app = await buildApp(ctx, { logger: false });
-  await app.ready();
-  await startDeploymentRuntime(ctx, app.log);
-  await ctx.jobs.startWorkers();
-  return {
-    app,
-    ctx,
-    async stop() {
-      await app.close();
-      await ctx.jobs!.stop();
-      await ctx.runtime!.shutdown();
-    },
-  };
-}
+let platform: PlatformProcess | null = null;
 
 beforeAll(async () => {
   // The harness itself only serves the API (no workers, so no scheduler): platforms come and go beside it.
@@ -66,7 +35,7 @@ beforeAll(async () => {
   });
   alice = await h.user();
   mallory = await h.user();
-  platform = await startPlatform();
+  platform = await startPlatformProcess(h);
 }, 60_000);
 afterAll(async () => {
   await platform?.stop();
@@ -208,7 +177,7 @@ describe('cron runs (one-off runs of the serving release)', () => {
       async () => (await dbNow()).getTime() > stoppedAt.getTime() + 2.5 * PERIOD_SECONDS * 1000,
       { timeout: 30_000, every: 250 },
     );
-    platform = await startPlatform();
+    platform = await startPlatformProcess(h);
     const startedAt = await dbNow();
     expect(owed).toBeLessThan(startedAt.getTime() - PERIOD_SECONDS * 1000);
     await waitFor(
