@@ -158,11 +158,17 @@ describe('releases', () => {
     );
     expect(answers.map((a) => a.statusCode)).toEqual(Array(8).fill(202));
     expect(answers.map((a) => a.json().version).sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
-    await waitFor('every release built', async () => {
-      const rows = await h.ctx.db.selectFrom('releases').select('status').where('application_id', '=', t.appId).execute();
-      return rows.every((x) => x.status === 'built');
-    });
-  });
+    // The eight release jobs run one after another (one job per application at a time); on a
+    // loaded 2-core CI machine that once took longer than waitFor's default 30 s.
+    await waitFor(
+      'every release built',
+      async () => {
+        const rows = await h.ctx.db.selectFrom('releases').select('status').where('application_id', '=', t.appId).execute();
+        return rows.every((x) => x.status === 'built');
+      },
+      { timeout: 100_000 },
+    );
+  }, 150_000);
 
   it('answers 403 to strangers and 404 to unknown releases', async () => {
     const t = await createApp(h);
