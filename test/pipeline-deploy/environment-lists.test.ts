@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReleasesRepository } from '../../src/modules/releases/releases.repository.js';
+import { sweepDeletedEnvironments } from '../../src/modules/environments/retirement.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
 import { deployableApp, NODE_APP, settled, type Deployable } from './fixtures.js';
 
@@ -154,5 +155,40 @@ describe('one release numbering per application', () => {
     const detail = (await get(`/releases/${id}/detail`)).json();
     expect(detail.repository_name).toBe('');
     expect(detail.environment).toBe('staging');
+  });
+});
+
+describe('list totals kept by triggers (issue 15)', () => {
+  const total = async (url: string) => (await get(url)).json().pagination.total as number;
+  const counted = async (table: 'images' | 'releases' | 'deployments', environmentId?: string) => {
+    let q = h.ctx.db
+      .selectFrom(table)
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('application_id', '=', app.appId);
+    if (environmentId) q = q.where('environment_id' as never, '=', environmentId as never);
+    return Number((await q.executeTakeFirstOrThrow()).n);
+  };
+
+  it('answers the same totals as counting the rows, per environment and in all, and forgets a swept environment', async () => {
+    const prodId = app.envId;
+    expect(await total(`/images/${app.appId}`)).toBe(await counted('images'));
+    expect(await total(`/releases/${app.appId}`)).toBe(await counted('releases'));
+    expect(await total(`/releases/${app.appId}?environment=staging`)).toBe(await counted('releases', stagingId));
+    expect(await total(`/releases/${app.appId}?environment=production`)).toBe(await counted('releases', prodId));
+    expect(await total(`/applications/${app.appId}/deployments`)).toBe(await counted('deployments'));
+    expect(await total(`/applications/${app.appId}/deployments?environment=staging`)).toBe(await counted('deployments', stagingId));
+
+    // Deleting staging and sweeping it removes its records with it (cascade); the totals follow.
+    const deleted = await h.app.inject({
+      method: 'DELETE',
+      url: `/v1/workspaces/${app.slugs.org}/projects/${app.slugs.project}/envs/staging`,
+      headers: alice.headers,
+    });
+    expect(deleted.statusCode).toBe(204);
+    expect(await sweepDeletedEnvironments(h.ctx.db, 0)).toBe(1);
+    expect(await total(`/releases/${app.appId}`)).toBe(await counted('releases', prodId));
+    expect(await total(`/applications/${app.appId}/deployments`)).toBe(await counted('deployments', prodId));
+    const leftover = await h.ctx.db.selectFrom('row_counts').select('n').where('environment_id', '=', stagingId).execute();
+    expect(leftover).toEqual([]);
   });
 });

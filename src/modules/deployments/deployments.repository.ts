@@ -2,7 +2,7 @@ import type { FailureCode } from '../../platform/failures.js';
 import { sql, type Updateable } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
 import type { DeploymentsTable, PipelineStep } from '../../platform/db/schema.js';
-import { findProductionEnvironmentId } from '../../platform/pipeline/index.js';
+import { countRows, findProductionEnvironmentId } from '../../platform/pipeline/index.js';
 
 const DEPLOY_STEPS = ['Setup', 'Release', 'Deploy', 'Rollout', 'Done'] as const;
 export type DeployStepName = (typeof DEPLOY_STEPS)[number];
@@ -169,13 +169,8 @@ export class DeploymentsRepository {
   }
 
   /** Deployments of the application in one environment, or in all of them (null). */
-  async count(applicationId: string, environmentId: string | null): Promise<number> {
-    let q = this.db
-      .selectFrom('deployments')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('application_id', '=', applicationId);
-    if (environmentId) q = q.where('environment_id', '=', environmentId);
-    return Number((await q.executeTakeFirstOrThrow()).n);
+  count(applicationId: string, environmentId: string | null): Promise<number> {
+    return countRows(this.db, 'deployments', applicationId, environmentId);
   }
 
   page(applicationId: string, environmentId: string | null, limit: number, offset: number) {

@@ -5,7 +5,7 @@ import type { ImagesTable } from '../../platform/db/schema.js';
 import { notFound } from '../../platform/errors.js';
 import { lockApplication } from '../../platform/pipeline/index.js';
 import { BUILD_STEPS } from '../../platform/pipeline/index.js';
-import { failIfBuilding, settleAbandoned } from '../../platform/pipeline/index.js';
+import { countRows, failIfBuilding, settleAbandoned } from '../../platform/pipeline/index.js';
 import type { FailureCode } from '../../platform/failures.js';
 
 export class ImagesRepository {
@@ -42,7 +42,7 @@ export class ImagesRepository {
   }
 
   async page(applicationId: string, limit: number, offset: number) {
-    const [rows, count] = await Promise.all([
+    const [rows, total] = await Promise.all([
       this.db
         .selectFrom('images')
         .selectAll()
@@ -51,13 +51,9 @@ export class ImagesRepository {
         .limit(limit)
         .offset(offset)
         .execute(),
-      this.db
-        .selectFrom('images')
-        .select((eb) => eb.fn.countAll<number>().as('n'))
-        .where('application_id', '=', applicationId)
-        .executeTakeFirstOrThrow(),
+      countRows(this.db, 'images', applicationId),
     ]);
-    return { rows, total: Number(count.n) };
+    return { rows, total };
   }
 
   /** The newest built image of the application. */

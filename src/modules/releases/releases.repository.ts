@@ -5,7 +5,7 @@ import type { ReleasesTable } from '../../platform/db/schema.js';
 import { notFound } from '../../platform/errors.js';
 import { lockApplication } from '../../platform/pipeline/index.js';
 import { BUILD_STEPS } from '../../platform/pipeline/index.js';
-import { failIfBuilding, settleAbandoned } from '../../platform/pipeline/index.js';
+import { countRows, failIfBuilding, settleAbandoned } from '../../platform/pipeline/index.js';
 import type { FailureCode } from '../../platform/failures.js';
 
 export class ReleasesRepository {
@@ -73,11 +73,11 @@ export class ReleasesRepository {
       .innerJoin('environments as e', 'e.id', 'r.environment_id')
       .where('r.application_id', '=', applicationId);
     if (environmentId) base = base.where('r.environment_id', '=', environmentId);
-    const [rows, count] = await Promise.all([
+    const [rows, total] = await Promise.all([
       base.selectAll('r').select('e.slug as environment').orderBy('r.version', 'desc').limit(limit).offset(offset).execute(),
-      base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+      countRows(this.db, 'releases', applicationId, environmentId),
     ]);
-    return { rows, total: Number(count.n) };
+    return { rows, total };
   }
 
   /** The newest successful release before `version`: what a new release is compared with. */

@@ -361,6 +361,15 @@ export interface PipelineTables {
   github_hooks: GithubHooksTable;
   workers: WorkersTable;
   job_runs: JobRunsTable;
+  row_counts: RowCountsTable;
+}
+
+/** Exact row totals of an application's lists, kept by triggers (migration 0019). */
+export interface RowCountsTable {
+  table_name: 'images' | 'releases' | 'deployments';
+  application_id: string;
+  environment_id: Generated<string>;
+  n: ColumnType<string, never, never>;
 }
 
 export interface DomainsTable {

@@ -5,3 +5,4 @@ export * from './build-records.js';
 export * from './job-names.js';
 export * from './production-environment.js';
 export * from './record-log.js';
+export * from './row-counts.js';
