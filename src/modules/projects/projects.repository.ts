@@ -33,6 +33,17 @@ export class ProjectsRepository {
       .execute();
   }
 
+  /** The project without its application count: what a request inside the project needs (counting is O(applications)). */
+  findRefBySlugs(orgSlug: string, projectSlug: string) {
+    return this.db
+      .selectFrom('projects as p')
+      .innerJoin('organizations as o', 'o.id', 'p.organization_id')
+      .select(['p.id', 'p.name', 'p.slug', 'p.organization_id', 'o.slug as organization_slug'])
+      .where('o.slug', '=', orgSlug)
+      .where('p.slug', '=', projectSlug)
+      .executeTakeFirst();
+  }
+
   findBySlugs(orgSlug: string, projectSlug: string) {
     return this.withCounts().where('o.slug', '=', orgSlug).where('p.slug', '=', projectSlug).executeTakeFirst();
   }

@@ -41,7 +41,7 @@ export class ProjectsService {
     const org = await this.orgs.findBySlug(orgSlug);
     if (!org) throw notFound('Organization');
     await this.access.requireMember(userId, org.id);
-    const project = await this.projects.findBySlugs(orgSlug, projectSlug);
+    const project = await this.projects.findRefBySlugs(orgSlug, projectSlug);
     if (!project) throw notFound('Project');
     return project;
   }
@@ -54,7 +54,10 @@ export class ProjectsService {
   }
 
   async detail(userId: string, orgSlug: string, projectSlug: string) {
-    return toDetail(await this.resolve(userId, orgSlug, projectSlug));
+    await this.resolve(userId, orgSlug, projectSlug);
+    const project = await this.projects.findBySlugs(orgSlug, projectSlug);
+    if (!project) throw notFound('Project');
+    return toDetail(project);
   }
 
   async create(userId: string, input: { name: string; slug?: string; organization_id: string }) {
