@@ -31,6 +31,8 @@ const { values: args } = parseArgs({
     // Writes V8 CPU profiles of the Slipway server and the hand-written baseline (Chrome DevTools, speedscope).
     profile: { type: 'string' },
     'log-level': { type: 'string', default: 'info' },
+    // Extra node flags for the Slipway server, e.g. to compare V8 settings.
+    'node-flags': { type: 'string', default: '' },
   },
 });
 const DURATION = Number(args.duration);
@@ -127,7 +129,10 @@ async function main() {
   const servers: RunningServer[] = [];
   const slipway = await startSlipway({
     logLevel: LOG_LEVEL,
-    nodeFlags: args.profile ? ['--cpu-prof', `--cpu-prof-dir=${args.profile}`] : [],
+    nodeFlags: [
+      ...(args.profile ? ['--cpu-prof', `--cpu-prof-dir=${args.profile}`] : []),
+      ...args['node-flags'].split(' ').filter(Boolean),
+    ],
   });
   const { server: app, ctx } = slipway;
   try {

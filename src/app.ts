@@ -143,7 +143,6 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     await services.guardWatcher?.stop();
     await services.cronScheduler?.stop();
     await services.notifications.close();
-    await services.webhookWakeups.close();
   });
 
   await app.register(

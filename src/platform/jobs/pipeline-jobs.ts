@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { sql } from 'kysely';
 import PgBoss from 'pg-boss';
-import type { Db } from '../db/database.js';
+import { sqlExecutorOf, type Db } from '../db/database.js';
 import { deadWorkers } from './dead-workers.js';
 import { AppError } from '../errors.js';
 import { StartupError } from '../startup-error.js';
@@ -126,9 +126,10 @@ export class PipelineJobs implements Jobs {
   /** Opens the job store (creating pg-boss's schema and the queue when missing). Enough to enqueue. */
   async start(): Promise<void> {
     if (this.boss) return;
+    // pg-boss runs its SQL on our pool (one pool per process, sized by the API's needs) when it can.
+    const shared = sqlExecutorOf(this.options.db);
     const boss = new PgBoss({
-      connectionString: this.options.databaseUrl,
-      max: 3,
+      ...(shared ? { db: shared } : { connectionString: this.options.databaseUrl, max: 3 }),
       schedule: false,
       application_name: 'slipway-jobs',
     });
