@@ -7,6 +7,21 @@ import type { Updateable } from 'kysely';
 export class ApplicationsRepository {
   constructor(private readonly db: Db) {
     this.bySlugsForUser = bySlugsForUserQuery(db);
+    this.byIdForUser = precompiled(db, ['id', 'userId'], ({ id, userId }: { id: string; userId: string }) =>
+      this.withOwners()
+        .select((eb) =>
+          eb
+            .exists(
+              eb
+                .selectFrom('memberships as m')
+                .select('m.user_id')
+                .whereRef('m.organization_id', '=', 'o.id')
+                .where('m.user_id', '=', userId),
+            )
+            .as('is_member'),
+        )
+        .where('a.id', '=', id),
+    );
   }
 
   private withOwners() {
@@ -23,21 +38,9 @@ export class ApplicationsRepository {
   }
 
   /** The application with whether `userId` is a member of its organization: one round trip per request. */
-  findByIdForUser(id: string, userId: string) {
-    return this.withOwners()
-      .select((eb) =>
-        eb
-          .exists(
-            eb
-              .selectFrom('memberships as m')
-              .select('m.user_id')
-              .whereRef('m.organization_id', '=', 'o.id')
-              .where('m.user_id', '=', userId),
-          )
-          .as('is_member'),
-      )
-      .where('a.id', '=', id)
-      .executeTakeFirst();
+  async findByIdForUser(id: string, userId: string) {
+    const [row] = await this.byIdForUser({ id, userId });
+    return row;
   }
 
   /**
@@ -52,6 +55,8 @@ export class ApplicationsRepository {
 
   // Compiled once: the application detail's hot path.
   private readonly bySlugsForUser: ReturnType<typeof bySlugsForUserQuery>;
+  // Every per-application route authorizes through this (compiled once, prepared per connection).
+  private readonly byIdForUser;
 
   findBySlugs(orgSlug: string, projectSlug: string, appSlug: string) {
     return this.withOwners()

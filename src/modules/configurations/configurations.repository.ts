@@ -1,5 +1,6 @@
 import { sql, type Updateable } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
+import { precompiled } from '../../platform/db/precompiled.js';
 import type { ConfigScope, ConfigVarsTable } from '../../platform/db/schema.js';
 
 export interface ScopeRef {
@@ -8,16 +9,17 @@ export interface ScopeRef {
 }
 
 export class ConfigurationsRepository {
-  constructor(private readonly db: Db) {}
+  // The variables of a scope: read on every configuration list and every release.
+  private readonly inScope;
+
+  constructor(private readonly db: Db) {
+    this.inScope = precompiled(db, ['scope', 'scopeId'], ({ scope, scopeId }: { scope: ConfigScope; scopeId: string }) =>
+      db.selectFrom('config_vars').selectAll().where('scope', '=', scope).where('scope_id', '=', scopeId).orderBy('name'),
+    );
+  }
 
   list({ scope, scopeId }: ScopeRef) {
-    return this.db
-      .selectFrom('config_vars')
-      .selectAll()
-      .where('scope', '=', scope)
-      .where('scope_id', '=', scopeId)
-      .orderBy('name')
-      .execute();
+    return this.inScope({ scope, scopeId });
   }
 
   find({ scope, scopeId }: ScopeRef, id: string) {

@@ -1,5 +1,5 @@
 import type { CompiledQuery, Compilable } from 'kysely';
-import type { Db } from './database.js';
+import { prepareOnEveryConnection, type Db } from './database.js';
 
 /** Stands in for a value while a query is compiled; replaced by the caller's value at each run. */
 class Placeholder {
@@ -23,6 +23,7 @@ export function precompiled<P extends Record<string, unknown>, R>(
       compiled = build(Object.fromEntries(names.map((n) => [n, new Placeholder(n)])) as unknown as P).compile();
       const unused = names.filter((n) => !compiled!.parameters.some((p) => p instanceof Placeholder && p.name === n));
       if (unused.length) throw new Error(`precompiled query does not use ${unused.join(', ')}`);
+      prepareOnEveryConnection(compiled.sql);
     }
     const parameters = compiled.parameters.map((p) => (p instanceof Placeholder ? values[p.name] : p));
     return (await db.executeQuery<R>({ ...compiled, parameters })).rows;
