@@ -14,16 +14,24 @@ const isoText = (t: string | Date) => new Date(t).toISOString();
  * list and detail: one query, whatever the number of applications (it is on the detail's hot path).
  */
 export function latestRecordsSource(db: Db): LatestRecordsSource {
-  // Compiled once per shape (every environment, or one): this query runs on every application detail.
-  const inEveryEnvironment = latestRecordsQuery(db, false);
-  const inOneEnvironment = latestRecordsQuery(db, true);
+  // Compiled once per shape: this query runs on every application detail (one application), and
+  // is prepared per connection. A detail's shape has no array parameter and no null constant, so
+  // PostgreSQL settles on the generic plan instead of planning it again on every request.
+  const queries = {
+    detail: latestRecordsQuery(db, false, 'one'),
+    detailInEnvironment: latestRecordsQuery(db, true, 'one'),
+    list: latestRecordsQuery(db, false, 'many'),
+    listInEnvironment: latestRecordsQuery(db, true, 'many'),
+  };
   return async (applicationIds, environmentSlug) => {
     const result = new Map<string, LatestRecords>();
     if (applicationIds.length === 0) return result;
-    const rows =
-      environmentSlug === undefined
-        ? await inEveryEnvironment({ ids: applicationIds, environment: null })
-        : await inOneEnvironment({ ids: applicationIds, environment: environmentSlug });
+    const one = applicationIds.length === 1;
+    // No slug is empty: in every environment, `only` matches nothing.
+    const environment = environmentSlug ?? '';
+    const rows = one
+      ? await (environmentSlug === undefined ? queries.detail : queries.detailInEnvironment)({ ids: applicationIds[0]!, environment })
+      : await (environmentSlug === undefined ? queries.list : queries.listInEnvironment)({ ids: applicationIds, environment });
     for (const { id, only_id, image, release, deployment } of rows) {
       if (environmentSlug !== undefined && !only_id) continue;
       result.set(id, {
@@ -57,8 +65,8 @@ export function latestRecordsSource(db: Db): LatestRecordsSource {
 }
 
 /** The newest records of each application in `ids`, of every environment or of the one of slug `environment`. */
-function latestRecordsQuery(db: Db, oneEnvironment: boolean) {
-  return precompiled(db, ['ids', 'environment'], ({ ids, environment }: { ids: string[]; environment: string | null }) =>
+function latestRecordsQuery(db: Db, oneEnvironment: boolean, applications: 'one' | 'many') {
+  return precompiled(db, ['ids', 'environment'], ({ ids, environment }: { ids: string | string[]; environment: string }) =>
     db
       .selectFrom('applications as a')
       .leftJoin('environments as only', (j) => j.onRef('only.project_id', '=', 'a.project_id').on('only.slug', '=', environment))
@@ -96,6 +104,6 @@ function latestRecordsQuery(db: Db, oneEnvironment: boolean) {
             .limit(1),
         ).as('deployment'),
       ])
-      .where(sql<boolean>`a.id = any(${ids}::uuid[])`),
+      .where(applications === 'one' ? sql<boolean>`a.id = ${ids}` : sql<boolean>`a.id = any(${ids}::uuid[])`),
   );
 }
