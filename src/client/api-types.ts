@@ -4863,7 +4863,7 @@ export interface paths {
                             environment_id: string;
                             error: boolean;
                             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
                             error_detail: string | null;
                             finished: string | null;
                             guard: {
@@ -5290,6 +5290,8 @@ export interface paths {
                             cron_entry_id: string | null;
                             /** @description UUID (v7) */
                             environment_id: string;
+                            /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
                             error_detail: string | null;
                             exit_code: number | null;
                             finished_at: string | null;
@@ -8770,7 +8772,7 @@ export interface paths {
                             environment_id: string;
                             error: boolean;
                             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
                             error_detail: string | null;
                             finished: string | null;
                             guard: {
@@ -8999,7 +9001,7 @@ export interface paths {
                             } | null;
                             error: boolean;
                             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
                             error_detail: string | null;
                             log_text: string;
                             /** @description A queued deployment reads `deploying` with `started` null; `rolled_back`: completed, then undone by its guard */
@@ -9728,7 +9730,7 @@ export interface paths {
                             dockerfile: string | null;
                             error: boolean;
                             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
                             error_detail: string | null;
                             /** @description UUID (v7) */
                             id: string;
@@ -9926,7 +9928,7 @@ export interface paths {
                             } | null;
                             error: boolean;
                             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
                             error_detail: string | null;
                             log_text: string;
                             status: "building" | "built" | "error";
@@ -14513,7 +14515,7 @@ export interface paths {
                             environment_id: string;
                             error: boolean;
                             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
                             error_detail: string | null;
                             health_check_host: string | null;
                             health_check_path: string;
@@ -14739,7 +14741,7 @@ export interface paths {
                             } | null;
                             error: boolean;
                             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
                             error_detail: string | null;
                             log_text: string;
                             status: "building" | "built" | "error";
@@ -14923,6 +14925,8 @@ export interface paths {
                             cron_entry_id: string | null;
                             /** @description UUID (v7) */
                             environment_id: string;
+                            /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
                             error_detail: string | null;
                             exit_code: number | null;
                             finished_at: string | null;
@@ -15105,6 +15109,8 @@ export interface paths {
                             /** @description Always null: kept so the shape matches the deployment log */
                             deploy_step: null;
                             error: boolean;
+                            /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
                             error_detail: string | null;
                             exit_code: number | null;
                             log_text: string;
@@ -25793,7 +25799,7 @@ export interface components {
             environment_id: string;
             error: boolean;
             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
+            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
             error_detail: string | null;
             finished: string | null;
             guard: {
@@ -25918,6 +25924,8 @@ export interface components {
             cron_entry_id: string | null;
             /** @description UUID (v7) */
             environment_id: string;
+            /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
+            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
             error_detail: string | null;
             exit_code: number | null;
             finished_at: string | null;

@@ -23,6 +23,10 @@ export const FAILURE_CODES = [
   'image_pull_failed',
   /** The cluster refused the workload (Pod Security, an admission webhook, a forbidden namespace). */
   'workload_refused',
+  /** A one-off run's command exited non-zero or was ended by a signal. */
+  'command_failed',
+  /** A one-off run's command was killed after its timeout. */
+  'command_timeout',
   /** The rollout did not finish before its timeout for another reason. */
   'deploy_timeout',
   /** Any other failure of the rollout the user can act on (its detail says which). */

@@ -279,7 +279,7 @@ describe('cron entries in slipway.json', () => {
           (await api('GET', `/applications/${t.appId}/cron/report/runs`, undefined, as)).body.items.find((r: RunView) => r.finished_at),
         60_000,
       );
-      expect(run).toMatchObject({ status: 'succeeded', exit_code: 0 });
+      expect(run).toMatchObject({ status: 'succeeded', exit_code: 0, error_code: null });
       expect((await api('GET', `/runs/${run.id}/log`, undefined, as)).body.log_text).toContain('manifest report');
 
       repo.commit(files([{ name: 'nightly', schedule: '0 3 * * *', command: 'echo nightly' }]));

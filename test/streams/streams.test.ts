@@ -290,11 +290,11 @@ describe('one-off runs', () => {
     expect(lines).toContain('GREETING=hello');
     expect(lines).toContain('API_TOKEN=**secret**');
     const run = (await api('GET', `/runs/${r.body.id}`)).body;
-    expect(run).toMatchObject({ status: 'failed', exit_code: 3, command: r.body.command });
+    expect(run).toMatchObject({ status: 'failed', exit_code: 3, command: r.body.command, error_code: 'command_failed' });
     expect(run.started_at).toBeTruthy();
     expect(run.finished_at).toBeTruthy();
     const log = (await api('GET', `/runs/${r.body.id}/log`)).body;
-    expect(log).toMatchObject({ status: 'failed', exit_code: 3, error: true });
+    expect(log).toMatchObject({ status: 'failed', exit_code: 3, error: true, error_code: 'command_failed' });
     expect(log.log_text).toContain('API_TOKEN=**secret**');
     expect(log.log_text).not.toContain(SECRET);
 
@@ -310,7 +310,7 @@ describe('one-off runs', () => {
       },
       30_000,
     );
-    expect(timedOut).toMatchObject({ status: 'timed_out' });
+    expect(timedOut).toMatchObject({ status: 'timed_out', error_code: 'command_timeout' });
     const slowLog = (await api('GET', `/runs/${slow.body.id}/log`)).body.log_text as string;
     expect(slowLog).toMatch(/Z started$/m);
     expect(slowLog).not.toMatch(/Z never$/m);

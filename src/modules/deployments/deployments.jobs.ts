@@ -31,7 +31,7 @@ export function registerDeploymentJobs(ctx: AppContext, logger: RuntimeLogger) {
   jobs.register(RUN_JOB, (data, job) => runs.run(String(data.recordId), job.jobId, job.signal), {
     // A one-off may have side effects: never run it twice on its own.
     onInterrupted: async (data) => {
-      await new OneOffRunsRepository(ctx.db).failIfUnfinished(String(data.recordId), RUN_INTERRUPTED);
+      await new OneOffRunsRepository(ctx.db).failIfUnfinished(String(data.recordId), RUN_INTERRUPTED, 'interrupted');
     },
   });
 }

@@ -1,4 +1,6 @@
 import type { AppContext } from '../../platform/context.js';
+import { failureCodeOf, PipelineFailure, type FailureCode } from '../../platform/failures.js';
+import type { OneOffResult } from '../../platform/runtime/port.js';
 import type { ApplicationRuntime, WorkloadPlan } from '../../platform/runtime/application-runtime.js';
 import { RolloutFailure } from '../../platform/runtime/application-runtime.js';
 import { deployLog } from './deploy-runner.js';
@@ -8,7 +10,8 @@ import { workloadPlan } from './workload-plan.js';
 
 export const RUN_INTERRUPTED = 'Interrupted by a restart of the platform before it finished';
 
-class RunFailure extends Error {}
+/** A run that could not go ahead, with the code its record carries. */
+class RunFailure extends PipelineFailure {}
 
 /**
  * Runs a one-off command (worker side) in the release the run was queued against, with
@@ -43,7 +46,7 @@ export class OneOffRunner {
         signal,
         onOutput: (l) => log.line(l),
       });
-      if (signal.aborted) throw new RunFailure(RUN_INTERRUPTED);
+      if (signal.aborted) throw new RunFailure(RUN_INTERRUPTED, 'interrupted');
       const status = result.timedOut ? 'timed_out' : result.exitCode === 0 ? 'succeeded' : 'failed';
       const detail = result.timedOut
         ? `Killed after its timeout of ${run.timeout_seconds}s`
@@ -56,11 +59,21 @@ export class OneOffRunner {
               : `Exit code ${result.exitCode}`;
       log.line(detail ? `run ${status}: ${detail}` : 'run succeeded');
       await log.flush();
-      await this.runs.update(runId, { status, exit_code: result.exitCode, error_detail: detail, finished_at: new Date() });
+      await this.runs.update(runId, {
+        status,
+        exit_code: result.exitCode,
+        error_detail: detail,
+        error_code: runFailureCode(status, result),
+        finished_at: new Date(),
+      });
     } catch (err) {
       await log.flush();
       const expected = err instanceof RunFailure || err instanceof RolloutFailure;
-      await this.runs.failIfUnfinished(runId, expected ? err.message : `Run failed: ${err instanceof Error ? err.message : String(err)}`);
+      await this.runs.failIfUnfinished(
+        runId,
+        expected ? err.message : `Run failed: ${err instanceof Error ? err.message : String(err)}`,
+        failureCodeOf(err),
+      );
       if (!expected) throw err;
     }
   }
@@ -75,11 +88,11 @@ export class OneOffRunner {
     command: string,
   ): Promise<WorkloadPlan> {
     const release = releaseId ? await this.deployments.release(releaseId) : undefined;
-    if (!release) throw new RunFailure('The release of this run no longer exists');
+    if (!release) throw new RunFailure('The release of this run no longer exists', 'release_failed');
     const image = release.image_ref ? await this.deployments.image(release.image_ref) : undefined;
-    if (!image) throw new RunFailure(`Release v${release.version} has no image`);
+    if (!image) throw new RunFailure(`Release v${release.version} has no image`, 'release_failed');
     const target = await this.deployments.target(applicationId, environmentId);
-    if (!target) throw new RunFailure('The application or its environment no longer exists');
+    if (!target) throw new RunFailure('The application or its environment no longer exists', 'deploy_failed');
     // The run's own id names what the runtime creates for it (a Kubernetes Job), so runs never collide.
     const plan = await workloadPlan(this.ctx.db, this.ctx.secrets, runId, release, image, target, this.ctx.config.ROUTER_DOMAIN);
     const base = plan.processes[processType];
@@ -90,4 +103,11 @@ export class OneOffRunner {
       resources: resources ? { ...plan.resources, [processType]: resources } : plan.resources,
     };
   }
+}
+
+/** The code of a finished run: none when it succeeded; a memory kill is `oom` whatever its exit status. */
+function runFailureCode(status: 'succeeded' | 'failed' | 'timed_out', result: OneOffResult): FailureCode | null {
+  if (status === 'succeeded') return null;
+  if (status === 'timed_out') return 'command_timeout';
+  return result.reason?.startsWith('OOM') ? 'oom' : 'command_failed';
 }

@@ -1,6 +1,7 @@
 import { sql, type Updateable } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
 import type { OneOffRunsTable } from '../../platform/db/schema.js';
+import type { FailureCode } from '../../platform/failures.js';
 
 export class OneOffRunsRepository {
   constructor(private readonly db: Db) {}
@@ -62,12 +63,13 @@ export class OneOffRunsRepository {
   }
 
   /** Settles a run still pending or running (its worker died, or it could not start). */
-  async failIfUnfinished(id: string, detail: string): Promise<boolean> {
+  async failIfUnfinished(id: string, detail: string, code: FailureCode): Promise<boolean> {
     const r = await this.db
       .updateTable('one_off_runs')
       .set({
         status: 'failed',
         error_detail: detail,
+        error_code: code,
         finished_at: sql`now()`,
         updated_at: sql`now()`,
         log_text: sql`log_text || ${`${new Date().toISOString()} error: ${detail}\n`}`,

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { ErrorCodeSchema } from '../../platform/failures.js';
 import { Id, NullableTimestamp, Paginated, Timestamp } from '../../platform/http/schemas.js';
 
 const NullableString = Type.Union([Type.String(), Type.Null()]);
@@ -42,6 +43,7 @@ export const Run = Type.Object(
     exit_code: Type.Union([Type.Integer(), Type.Null()]),
     timeout_seconds: Type.Integer(),
     error_detail: NullableString,
+    error_code: ErrorCodeSchema,
     cron_entry_id: Type.Union([Id, Type.Null()], { description: 'the scheduled job (cron entry) that started it; null when a user did' }),
     scheduled_for: Type.Union([Timestamp, Type.Null()], { description: 'the occurrence of the schedule it ran for' }),
     started_at: NullableTimestamp,
@@ -58,6 +60,7 @@ export const RunLog = Type.Object({
   log_text: Type.String(),
   error: Type.Boolean(),
   error_detail: NullableString,
+  error_code: ErrorCodeSchema,
   exit_code: Type.Union([Type.Integer(), Type.Null()]),
   deploy_step: Type.Null({ description: 'Always null: kept so the shape matches the deployment log' }),
 });

@@ -30,6 +30,7 @@ export function runView(r: RunRow) {
     exit_code: r.exit_code,
     timeout_seconds: r.timeout_seconds,
     error_detail: r.error_detail,
+    error_code: r.error_code,
     cron_entry_id: r.cron_entry_id,
     scheduled_for: isoOrNull(r.scheduled_for),
     started_at: isoOrNull(r.started_at),
@@ -99,7 +100,7 @@ export class OneOffRunsService {
     const previous = await this.repo.unfinishedOfCron(entry.id);
     // A run recorded but never queued (its process stopped in between) would hold the entry forever.
     if (previous && previous.status === 'pending' && !previous.job_id && Date.now() - previous.created_at.getTime() > UNQUEUED_AFTER_MS) {
-      await this.repo.failIfUnfinished(previous.id, 'Never queued: the platform stopped before it could');
+      await this.repo.failIfUnfinished(previous.id, 'Never queued: the platform stopped before it could', 'interrupted');
     } else if (previous) {
       return { skipped: `the previous run ${previous.id} has not finished` };
     }
@@ -130,7 +131,11 @@ export class OneOffRunsService {
       await this.repo.update(run.id, { job_id: jobId });
       return { run: runView({ ...run, job_id: jobId }) };
     } catch (err) {
-      await this.repo.failIfUnfinished(run.id, `Could not be queued: ${err instanceof Error ? err.message : String(err)}`);
+      await this.repo.failIfUnfinished(
+        run.id,
+        `Could not be queued: ${err instanceof Error ? err.message : String(err)}`,
+        'internal_error',
+      );
       throw err;
     }
   }
@@ -177,6 +182,7 @@ export class OneOffRunsService {
       log_text: r.log_text,
       error: r.status === 'failed' || r.status === 'timed_out',
       error_detail: r.error_detail,
+      error_code: r.error_code,
       exit_code: r.exit_code,
       deploy_step: null,
     };

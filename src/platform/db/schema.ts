@@ -553,6 +553,7 @@ export interface OneOffRunsTable {
   exit_code: number | null;
   timeout_seconds: number;
   error_detail: string | null;
+  error_code: ColumnType<FailureCode | null, FailureCode | null | undefined, FailureCode | null>;
   log_text: Generated<string>;
   requested_by: string | null;
   job_id: string | null;
