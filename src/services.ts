@@ -19,7 +19,7 @@ import { TeamsService } from './modules/teams/index.js';
 import { ProjectsService } from './modules/projects/index.js';
 import { RegistryTokenService } from './modules/registry/index.js';
 import { ImagesService } from './modules/images/index.js';
-import { ReleasesService } from './modules/releases/index.js';
+import { ReleasePromoter, ReleasesService } from './modules/releases/index.js';
 import { GithubHooksService, GitHubDeploymentReports } from './modules/github/index.js';
 import { PreviewsService, PreviewStatuses } from './modules/previews/index.js';
 import { sweepDeletedEnvironments } from './modules/environments/index.js';
@@ -119,6 +119,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     ctx.db,
     ctx.secrets,
     apps,
+    deployments,
     {
       routerDomain: ctx.config.ROUTER_DOMAIN,
       ownership: { port: ctx.config.DOMAIN_CHECK_PORT, address: ctx.config.DOMAIN_CHECK_ADDRESS },
@@ -262,7 +263,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     }),
     envDeploys: new EnvDeploysService(
       ctx.db,
-      new EnvironmentPipeline(ctx, deployChain, deployments, config),
+      new EnvironmentPipeline(ctx, deployChain, deployments, new ReleasePromoter(ctx, config)),
       log.child({ component: 'env-deploys' }),
     ),
     signingKeys,

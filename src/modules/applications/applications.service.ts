@@ -55,6 +55,11 @@ export class ApplicationsService {
     this.projects = new ProjectsService(db);
   }
 
+  /** The application with its organization and project slugs, for pipeline workers (they act for no caller). */
+  find(applicationId: string) {
+    return this.apps.findById(applicationId);
+  }
+
   /** The application row, once the caller is known to be a member of its organization. */
   async authorize(userId: string, applicationId: string): Promise<ApplicationRow> {
     // The membership rule of OrganizationAccess, checked in the same query as the lookup

@@ -71,6 +71,18 @@ export class DeploymentsService {
   ) {
     this.repo = new DeploymentsRepository(ctx.db);
   }
+  /** The release an environment serves (its latest complete deployment's), or null. */
+  async currentRelease(applicationId: string, environmentId: string): Promise<{ id: string; version: number } | null> {
+    const current = await this.repo.current(applicationId, environmentId);
+    if (!current) return null;
+    const release = await this.repo.release(current.release_id);
+    return release ? { id: release.id, version: release.version } : null;
+  }
+
+  /** Where an application environment deploys (null when either is gone): the names its domains serve. */
+  target(applicationId: string, environmentId: string) {
+    return this.repo.target(applicationId, environmentId);
+  }
 
   /** Queues a deployment of a release (behind the application's earlier pipeline jobs). */
   async deployRelease(userId: string, releaseId: string) {

@@ -5,7 +5,7 @@ import type { SecretBox } from '../../platform/crypto/secret-box.js';
 import type { Db } from '../../platform/db/database.js';
 import { AppError, conflict, invalid, isUniqueViolation, notFound } from '../../platform/errors.js';
 import type { ApplicationsService } from '../applications/index.js';
-import { DeploymentsRepository } from '../deployments/index.js';
+import type { DeploymentsService } from '../deployments/index.js';
 import { routeHostname } from '../../platform/edge/route-hostname.js';
 import { findProductionEnvironmentId } from '../../platform/pipeline/index.js';
 import type { AcmeIssuer } from './acme-issuer.js';
@@ -34,12 +34,12 @@ const HOSTNAME = new RegExp(HOSTNAME_PATTERN);
  */
 export class DomainsService {
   private readonly repo: DomainsRepository;
-  private readonly targets: DeploymentsRepository;
-
   constructor(
     private readonly db: Db,
     private readonly secrets: SecretBox,
     private readonly apps: ApplicationsService,
+    /** Where an application environment deploys (the deployments module's answer). */
+    private readonly targets: Pick<DeploymentsService, 'target'>,
     private readonly settings: DomainsSettings,
     private readonly issuer: AcmeIssuer | null,
     /**
@@ -50,7 +50,6 @@ export class DomainsService {
     private readonly log: DomainsLogger,
   ) {
     this.repo = new DomainsRepository(db);
-    this.targets = new DeploymentsRepository(db);
   }
 
   async list(userId: string, applicationId: string): Promise<Static<typeof Domain>[]> {

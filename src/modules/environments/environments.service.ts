@@ -6,7 +6,7 @@ import type { EnvironmentsTable, EnvironmentType } from '../../platform/db/schem
 import { conflict, invalid, isUniqueViolation } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
-import { ConfigurationsRepository } from '../configurations/index.js';
+import { variablesInScopes } from '../configurations/index.js';
 import { SECRET_MASK } from '../configurations/index.js';
 import { RECONCILE_JOB } from '../../platform/pipeline/index.js';
 import { WorkspaceScope } from '../workspaces/index.js';
@@ -25,7 +25,6 @@ type EnvRow = NonNullable<Awaited<ReturnType<EnvironmentsRepository['findById']>
  */
 export class EnvironmentsService {
   private readonly envs: EnvironmentsRepository;
-  private readonly configRepo: ConfigurationsRepository;
   readonly scope: WorkspaceScope;
 
   /** `jobs`, when the pipeline runs: a change of process settings reaches running services at once. */
@@ -34,7 +33,6 @@ export class EnvironmentsService {
     private readonly jobs?: Jobs,
   ) {
     this.envs = new EnvironmentsRepository(db);
-    this.configRepo = new ConfigurationsRepository(db);
     this.scope = new WorkspaceScope(db);
   }
 
@@ -186,7 +184,7 @@ export class EnvironmentsService {
     const { project, environment } = await this.scope.environment(userId, ws, projectSlug, envSlug);
     const service = await this.scope.service(project.id, serviceSlug);
     const chain = await serviceScopeChain(this.db, service.id, environment.id);
-    const rows = await this.configRepo.listMany(chain);
+    const rows = await variablesInScopes(this.db, chain);
     const rank = new Map(chain.map((l, i) => [`${l.scope}:${l.scopeId}`, i]));
     rows.sort((a, b) => rank.get(`${a.scope}:${a.scope_id}`)! - rank.get(`${b.scope}:${b.scope_id}`)!);
     const labelOf = (scope: string, scopeId: string) => chain[rank.get(`${scope}:${scopeId}`)!]!.label;

@@ -10,7 +10,7 @@ import { ManifestCronError, readManifestCron } from '../../platform/cron/manifes
 import { GitHubApp, GitHubAppError } from '../../platform/github/github-app.js';
 import { repositoryFullName } from '../../platform/github/github-api.js';
 import { GitHubInstallations } from '../../platform/github/installations.js';
-import { ApplicationsRepository } from '../applications/index.js';
+import type { ApplicationsService } from '../applications/index.js';
 import type { ConfigurationsService } from '../configurations/index.js';
 import { resolveServiceConfig } from '../configurations/index.js';
 import { productionEnvironmentId } from '../../platform/pipeline/index.js';
@@ -34,17 +34,16 @@ export const INTERRUPTED_BY_RESTART = 'interrupted by a restart: the worker runn
  */
 export class BuildRunner {
   private readonly images: ImagesRepository;
-  private readonly apps: ApplicationsRepository;
   /** Installation tokens for private repositories (cached across builds). */
   private readonly githubApp: GitHubApp;
 
   constructor(
     private readonly ctx: AppContext,
+    private readonly apps: Pick<ApplicationsService, 'find'>,
     private readonly configs: ConfigurationsService,
     private readonly builders: Builder[],
   ) {
     this.images = new ImagesRepository(ctx.db);
-    this.apps = new ApplicationsRepository(ctx.db);
     this.githubApp = new GitHubApp(ctx.config);
   }
 
@@ -80,7 +79,7 @@ export class BuildRunner {
   async run(imageId: string, signal: AbortSignal): Promise<{ ok: boolean }> {
     const image = await this.images.findById(imageId);
     if (!image || image.status !== 'building') return { ok: image?.built ?? false };
-    const app = await this.apps.findById(image.application_id);
+    const app = await this.apps.find(image.application_id);
     if (!app) return { ok: false };
 
     const environmentId = await productionEnvironmentId(this.ctx.db, app.id);

@@ -5,7 +5,6 @@ import { invalid, notFound } from '../../platform/errors.js';
 import { iso, paginate, type PaginationQuery } from '../../platform/http/schemas.js';
 import { requireJobRoom } from '../../platform/jobs/require-jobs.js';
 import type { JobMaintenance, Jobs } from '../../platform/jobs/types.js';
-import { ApplicationsRepository } from '../applications/index.js';
 import type { ApplicationsService } from '../applications/index.js';
 import type { ConfigurationsService } from '../configurations/index.js';
 import { requireProtectedEnvironmentAdmin } from '../../platform/access/environment-protection.js';
@@ -33,7 +32,6 @@ const summary = (i: ImageRow) => ({
 export class ImagesService {
   private readonly repo: ImagesRepository;
   private readonly runner: BuildRunner;
-  private readonly applications: ApplicationsRepository;
 
   constructor(
     private readonly ctx: AppContext,
@@ -42,8 +40,7 @@ export class ImagesService {
     builders: Builder[],
   ) {
     this.repo = new ImagesRepository(ctx.db);
-    this.runner = new BuildRunner(ctx, configs, builders);
-    this.applications = new ApplicationsRepository(ctx.db);
+    this.runner = new BuildRunner(ctx, apps, configs, builders);
   }
 
   /**
@@ -71,7 +68,7 @@ export class ImagesService {
 
   /** A new image record (status `building`, next version); the build runs when its job does. */
   async createImage(applicationId: string, ref?: string | null): Promise<{ id: string; version: number }> {
-    const app = await this.applications.findById(applicationId);
+    const app = await this.apps.find(applicationId);
     if (!app) throw notFound('Application');
     if (!app.github_repository)
       throw invalid('github_repository', 'set the repository to build from (PATCH /applications/{id}/settings) first');

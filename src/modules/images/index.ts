@@ -1,5 +1,5 @@
 // The images module's public surface: other modules and the composition root import only from here.
 export * from './images.schemas.js';
-export * from './images.repository.js';
+export * from './image-records.js';
 export * from './images.service.js';
 export * from './images.routes.js';

@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
 import { notFound } from '../../platform/errors.js';
 import type { ApplicationsService } from '../applications/index.js';
-import { DeploymentsRepository } from '../deployments/index.js';
+import { findProductionEnvironmentId } from '../../platform/pipeline/index.js';
 
 export const RANGES = { '1h': 3600, '6h': 6 * 3600, '24h': 24 * 3600, '7d': 7 * 86400, '30d': 30 * 86400 } as const;
 export type RangeName = keyof typeof RANGES;
@@ -15,14 +15,10 @@ const MAX_POINTS = 200;
  * more than 200 points.
  */
 export class ObservabilityService {
-  private readonly deployments: DeploymentsRepository;
-
   constructor(
     private readonly db: Db,
     private readonly apps: ApplicationsService,
-  ) {
-    this.deployments = new DeploymentsRepository(db);
-  }
+  ) {}
 
   /** Requests the edge served for the application over the last `minutes` (per minute, environment, process type). */
   async requests(userId: string, applicationId: string, minutes: number) {
@@ -32,7 +28,7 @@ export class ObservabilityService {
 
   async history(userId: string, applicationId: string, range: RangeName) {
     await this.apps.authorize(userId, applicationId);
-    const environmentId = await this.deployments.productionEnvironmentId(applicationId);
+    const environmentId = await findProductionEnvironmentId(this.db, applicationId);
     if (!environmentId) throw notFound('Production environment');
     const seconds = RANGES[range];
     const bucket = Math.max(1, Math.ceil(seconds / MAX_POINTS));

@@ -12,6 +12,20 @@ export class OrganizationAccess {
     this.orgs = new OrganizationsRepository(db);
   }
 
+  /** Whether the user is a member (for checks that answer something other than 403). */
+  async isMember(userId: string, organizationId: string): Promise<boolean> {
+    return (await this.orgs.membership(organizationId, userId)) !== undefined;
+  }
+
+  /** The organization of a slug or id (null when none), for modules that hold only a reference. */
+  findBySlug(slug: string) {
+    return this.orgs.findBySlug(slug);
+  }
+
+  findById(id: string) {
+    return this.orgs.findById(id);
+  }
+
   async requireMember(userId: string, organizationId: string): Promise<{ admin: boolean }> {
     const membership = await this.orgs.membership(organizationId, userId);
     if (!membership) throw forbidden();

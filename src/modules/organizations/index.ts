@@ -2,6 +2,5 @@
 export * from './access.js';
 export * from './organizations.schemas.js';
 export * from './pipeline-limits.js';
-export * from './organizations.repository.js';
 export * from './organizations.service.js';
 export * from './organizations.routes.js';

@@ -1,49 +1,24 @@
 import type { AppContext } from '../../platform/context.js';
-import { conflict, notFound } from '../../platform/errors.js';
 import type { DeployChain } from '../deployments/index.js';
-import { DeploymentsRepository } from '../deployments/index.js';
 import type { DeploymentsService } from '../deployments/index.js';
-import { ImagesRepository } from '../images/index.js';
-import { BUILD_STEPS } from '../../platform/pipeline/index.js';
-import type { ConfigurationsService } from '../configurations/index.js';
-import { resolveServiceConfig } from '../configurations/index.js';
-import {
-  configurationFingerprints,
-  diff,
-  displayConfiguration,
-  imageFingerprints,
-  openConfiguration,
-  sealConfiguration,
-  type DisplayedVariable,
-} from '../releases/index.js';
-import { ReleasesRepository } from '../releases/index.js';
+import type { ReleasePromoter } from '../releases/index.js';
 import type { ServicePipeline } from '../environments/index.js';
 import { effectiveProcessSettings } from '../environments/index.js';
-
-const summarize = (label: string, c: { added: string[]; removed: string[]; changed: string[] }) =>
-  `${label}: added [${c.added.join(', ')}], removed [${c.removed.join(', ')}], changed [${c.changed.join(', ')}]`;
 
 /**
  * Environment deploys over the pipeline modules: a deploy is the same build → release →
  * deploy chain as `POST /applications/{id}/deploy`, aimed at the environment; a promotion
  * copies a built release (image reference + frozen configuration) into the target
- * environment as its next release and queues its deployment, so nothing is rebuilt.
+ * environment as its next release (the releases module's promoter) and queues its
+ * deployment, so nothing is rebuilt.
  */
 export class EnvironmentPipeline implements ServicePipeline {
-  private readonly releases: ReleasesRepository;
-  private readonly images: ImagesRepository;
-  private readonly deploymentsRepo: DeploymentsRepository;
-
   constructor(
     private readonly ctx: AppContext,
     private readonly chain: DeployChain,
     private readonly deployments: DeploymentsService,
-    private readonly configs: ConfigurationsService,
-  ) {
-    this.releases = new ReleasesRepository(ctx.db);
-    this.images = new ImagesRepository(ctx.db);
-    this.deploymentsRepo = new DeploymentsRepository(ctx.db);
-  }
+    private readonly promoter: ReleasePromoter,
+  ) {}
 
   available() {
     return Boolean(this.ctx.jobs);
@@ -54,81 +29,15 @@ export class EnvironmentPipeline implements ServicePipeline {
     return { imageId: started.image_id };
   }
 
-  async currentRelease(applicationId: string, environmentId: string) {
-    const current = await this.deploymentsRepo.current(applicationId, environmentId);
-    if (!current) return null;
-    const release = await this.releases.findById(current.release_id);
-    return release ? { id: release.id, version: release.version } : null;
+  currentRelease(applicationId: string, environmentId: string) {
+    return this.deployments.currentRelease(applicationId, environmentId);
   }
 
   async promote(sourceReleaseId: string, environmentId: string, configuration: 'source' | 'target') {
-    const source = await this.releases.findById(sourceReleaseId);
-    if (!source) throw notFound('Release');
-    if (!source.built || !source.image_ref) throw conflict(`Release v${source.version} is not built and cannot be promoted`);
-    const image = await this.images.findById(source.image_ref);
-    if (!image) throw conflict(`The image of release v${source.version} no longer exists`);
-    const sourceEnv = await this.ctx.db
-      .selectFrom('environments')
-      .select('slug')
-      .where('id', '=', source.environment_id)
-      .executeTakeFirst();
-
-    // The source's frozen configuration, or (on request) the target's own, resolved now and frozen the same way.
-    let frozen = { configuration: source.configuration ?? [], configuration_sealed: source.configuration_sealed };
-    if (configuration === 'target') {
-      const resolved = await resolveServiceConfig(this.ctx.db, this.configs, source.application_id, environmentId);
-      frozen = { configuration: displayConfiguration(resolved), configuration_sealed: sealConfiguration(this.ctx.secrets, resolved) };
-    }
-    const { id, version } = await this.releases.insertNext(source.application_id, environmentId, source.platform);
-    const previous = await this.releases.previousBuilt(source.application_id, environmentId, version);
-    // Diffs against the target's previous release, compared by value in memory only (secrets never leave the seal).
-    const fingerprints = (r: { configuration: unknown; configuration_sealed: string | null }) =>
-      configurationFingerprints(
-        openConfiguration(this.ctx.secrets, r.configuration_sealed),
-        (r.configuration ?? []) as DisplayedVariable[],
-      );
-    const configurationChanges = diff(previous ? fingerprints(previous) : null, fingerprints(frozen));
-    const imageChanges = diff(previous ? imageFingerprints(previous) : null, imageFingerprints(image));
-    const settings = await effectiveProcessSettings(this.ctx.db, source.application_id, environmentId);
-    const origin = `${sourceEnv?.slug ?? 'another environment'} release v${source.version}`;
-    const log = [
-      `Promoted from ${origin}: image v${image.version} ${image.image_id ?? ''} (commit ${image.commit_sha?.slice(0, 12) ?? 'unknown'}), not rebuilt`,
-      configuration === 'source' ? `Configuration: frozen from ${origin}` : "Configuration: this environment's own, resolved now",
-      previous ? `Compared with release v${previous.version}` : 'First release in this environment',
-      summarize('Image changes', imageChanges),
-      summarize('Configuration changes', configurationChanges),
-      `Release v${version} created`,
-    ].join('\n');
-    const now = new Date();
-    await this.releases.update(id, {
-      image_ref: image.id,
-      commit_sha: source.commit_sha,
-      configuration: JSON.stringify(frozen.configuration),
-      configuration_sealed: frozen.configuration_sealed,
-      processes: JSON.stringify(source.processes ?? {}),
-      process_counts: JSON.stringify(settings.process_counts),
-      process_pod_classes: JSON.stringify(settings.process_pod_classes),
-      health_check_path: source.health_check_path,
-      health_check_host: source.health_check_host,
-      deployment_timeout: source.deployment_timeout,
-      image_changes: JSON.stringify(imageChanges),
-      configuration_changes: JSON.stringify(configurationChanges),
-      release_metadata: JSON.stringify({
-        image_version: image.version,
-        image_id: image.image_id,
-        build_ref: image.build_ref,
-        previous_release_version: previous?.version ?? null,
-        promoted_from: { environment: sourceEnv?.slug ?? null, release_id: source.id, release_version: source.version, configuration },
-      }),
-      log_text: `${log}\n`,
-      build_step: JSON.stringify({ steps: [...BUILD_STEPS], current: BUILD_STEPS.length - 1 }),
-      status: 'built',
-      built: true,
-      error: false,
-      started_at: now,
-      finished_at: now,
-    });
-    const { deployment_id } = await this.deployments.queue(source.application_id, environmentId, id);
-    return { imageId: image.id, releaseId: id, deploymentId: deployment_id };
+    const promoted = await this.promoter.promote(sourceReleaseId, environmentId, configuration, (applicationId) =>
+      effectiveProcessSettings(this.ctx.db, applicationId, environmentId),
+    );
+    const { deployment_id } = await this.deployments.queue(promoted.applicationId, environmentId, promoted.releaseId);
+    return { imageId: promoted.imageId, releaseId: promoted.releaseId, deploymentId: deployment_id };
   }
 }

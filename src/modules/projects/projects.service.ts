@@ -4,7 +4,6 @@ import { conflict, isUniqueViolation, notFound } from '../../platform/errors.js'
 import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
 import { OrganizationAccess } from '../organizations/index.js';
-import { OrganizationsRepository } from '../organizations/index.js';
 import { ProjectsRepository } from './projects.repository.js';
 
 type ProjectRow = NonNullable<Awaited<ReturnType<ProjectsRepository['findById']>>>;
@@ -23,12 +22,10 @@ const toDetail = (p: ProjectRow) => ({ ...toSummary(p), organization_name: p.org
 
 export class ProjectsService {
   private readonly projects: ProjectsRepository;
-  private readonly orgs: OrganizationsRepository;
   private readonly access: OrganizationAccess;
 
   constructor(db: Db) {
     this.projects = new ProjectsRepository(db);
-    this.orgs = new OrganizationsRepository(db);
     this.access = new OrganizationAccess(db);
   }
 
@@ -38,7 +35,7 @@ export class ProjectsService {
 
   /** The project row, once the caller is known to be a member of its organization. */
   async resolve(userId: string, orgSlug: string, projectSlug: string) {
-    const org = await this.orgs.findBySlug(orgSlug);
+    const org = await this.access.findBySlug(orgSlug);
     if (!org) throw notFound('Organization');
     await this.access.requireMember(userId, org.id);
     const project = await this.projects.findRefBySlugs(orgSlug, projectSlug);
@@ -61,7 +58,7 @@ export class ProjectsService {
   }
 
   async create(userId: string, input: { name: string; slug?: string; organization_id: string }) {
-    const org = await this.orgs.findById(input.organization_id);
+    const org = await this.access.findById(input.organization_id);
     if (!org) throw notFound('Organization');
     await this.access.requireMember(userId, org.id);
     const slug = slugFor(input.name, input.slug);

@@ -1,5 +1,5 @@
 // The releases module's public surface: other modules and the composition root import only from here.
 export * from './release-freezer.js';
-export * from './releases.repository.js';
+export * from './promotion.js';
 export * from './releases.service.js';
 export * from './releases.routes.js';

@@ -1,10 +1,10 @@
 import { PipelineFailure, failureCodeOf, type FailureCode } from '../../platform/failures.js';
 import type { AppContext } from '../../platform/context.js';
-import { ApplicationsRepository } from '../applications/index.js';
+import type { ApplicationsService } from '../applications/index.js';
 import type { ConfigurationsService } from '../configurations/index.js';
 import { resolveServiceConfig } from '../configurations/index.js';
 import { effectiveProcessSettings } from '../environments/index.js';
-import { ImagesRepository } from '../images/index.js';
+import { imageRecords, type ImageRecords } from '../images/index.js';
 import { RecordLog } from '../../platform/pipeline/index.js';
 import {
   configurationFingerprints,
@@ -35,22 +35,21 @@ const describeChanges = (label: string, c: { added: string[]; removed: string[];
  */
 export class ReleaseRunner {
   private readonly releases: ReleasesRepository;
-  private readonly images: ImagesRepository;
-  private readonly apps: ApplicationsRepository;
+  private readonly images: ImageRecords;
 
   constructor(
     private readonly ctx: AppContext,
+    private readonly apps: Pick<ApplicationsService, 'find'>,
     private readonly configs: ConfigurationsService,
   ) {
     this.releases = new ReleasesRepository(ctx.db);
-    this.images = new ImagesRepository(ctx.db);
-    this.apps = new ApplicationsRepository(ctx.db);
+    this.images = imageRecords(ctx.db);
   }
 
   async run(releaseId: string): Promise<{ ok: boolean }> {
     const release = await this.releases.findById(releaseId);
     if (!release || release.status !== 'building') return { ok: release?.built ?? false };
-    const app = await this.apps.findById(release.application_id);
+    const app = await this.apps.find(release.application_id);
     if (!app) return { ok: false };
     await this.releases.update(release.id, { started_at: new Date() });
 

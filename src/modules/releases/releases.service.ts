@@ -4,7 +4,6 @@ import { notFound } from '../../platform/errors.js';
 import { iso, paginate, type PaginatedEnvironmentQuery } from '../../platform/http/schemas.js';
 import { requireJobRoom } from '../../platform/jobs/require-jobs.js';
 import type { JobMaintenance, Jobs } from '../../platform/jobs/types.js';
-import { ApplicationsRepository } from '../applications/index.js';
 import type { ApplicationsService } from '../applications/index.js';
 import type { ConfigurationsService } from '../configurations/index.js';
 import { queueRecordJob, recordLogView } from '../../platform/pipeline/index.js';
@@ -43,7 +42,6 @@ const summary = (r: ReleaseRow) => ({
 export class ReleasesService {
   private readonly repo: ReleasesRepository;
   private readonly runner: ReleaseRunner;
-  private readonly applications: ApplicationsRepository;
 
   constructor(
     private readonly ctx: AppContext,
@@ -51,8 +49,7 @@ export class ReleasesService {
     configs: ConfigurationsService,
   ) {
     this.repo = new ReleasesRepository(ctx.db);
-    this.runner = new ReleaseRunner(ctx, configs);
-    this.applications = new ApplicationsRepository(ctx.db);
+    this.runner = new ReleaseRunner(ctx, apps, configs);
   }
 
   /** Registers the `release` job kind and a sweeper that fails releases whose job is gone. */
@@ -77,7 +74,7 @@ export class ReleasesService {
 
   /** A new release record (status `building`, next version in the environment); frozen when its job runs. */
   async createRelease(applicationId: string, environmentId: string): Promise<{ id: string; version: number }> {
-    const app = await this.applications.findById(applicationId);
+    const app = await this.apps.find(applicationId);
     if (!app) throw notFound('Application');
     return this.repo.insertNext(app.id, environmentId, app.platform);
   }

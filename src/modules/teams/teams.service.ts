@@ -3,7 +3,7 @@ import type { Db } from '../../platform/db/database.js';
 import { conflict, forbidden, invalid, isUniqueViolation, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
-import { membersAsSeenBy, OrganizationsRepository } from '../organizations/index.js';
+import { membersAsSeenBy, OrganizationAccess } from '../organizations/index.js';
 import { UsersService } from '../users/index.js';
 import { WorkspaceScope } from '../workspaces/index.js';
 import { TeamsRepository } from './teams.repository.js';
@@ -27,13 +27,13 @@ const toTeam = (t: TeamRow) => ({
 export class TeamsService {
   private readonly teams: TeamsRepository;
   private readonly users: UsersService;
-  private readonly orgs: OrganizationsRepository;
+  private readonly access: OrganizationAccess;
   readonly scope: WorkspaceScope;
 
   constructor(db: Db) {
     this.teams = new TeamsRepository(db);
     this.users = new UsersService(db);
-    this.orgs = new OrganizationsRepository(db);
+    this.access = new OrganizationAccess(db);
     this.scope = new WorkspaceScope(db);
   }
 
@@ -58,7 +58,7 @@ export class TeamsService {
   private async workspaceMember(organizationId: string, username: string, field: string) {
     const user = await this.users.findByUsernameOrEmail(username);
     if (!user) throw notFound(`User '${username}'`);
-    if (!(await this.orgs.membership(organizationId, user.id))) throw invalid(field, `${user.username} is not a member of this workspace`);
+    if (!(await this.access.isMember(user.id, organizationId))) throw invalid(field, `${user.username} is not a member of this workspace`);
     return user;
   }
 
