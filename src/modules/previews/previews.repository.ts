@@ -1,3 +1,4 @@
+import { copyEnvironmentVariables } from '../configurations/index.js';
 import { sql } from 'kysely';
 import { v7 as uuidv7 } from 'uuid';
 import type { Db } from '../../platform/db/database.js';
@@ -104,26 +105,7 @@ export class PreviewsRepository {
           protected: false,
         })
         .execute();
-      let vars = trx
-        .selectFrom('config_vars')
-        .select((eb) => [
-          sql<string>`gen_random_uuid()`.as('id'),
-          eb.val('environment').as('scope'),
-          eb.val(id).as('scope_id'),
-          'name',
-          'value',
-          'value_sealed',
-          'secret',
-          'buildtime',
-        ])
-        .where('scope', '=', 'environment')
-        .where('scope_id', '=', input.templateId);
-      if (!input.copySecrets) vars = vars.where('secret', '=', false);
-      await trx
-        .insertInto('config_vars')
-        .columns(['id', 'scope', 'scope_id', 'name', 'value', 'value_sealed', 'secret', 'buildtime'])
-        .expression(vars)
-        .execute();
+      await copyEnvironmentVariables(trx, input.templateId, id, input.copySecrets);
       await trx
         .insertInto('environment_services')
         .columns(['environment_id', 'application_id', 'process_counts', 'process_pod_classes'])

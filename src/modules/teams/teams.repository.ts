@@ -1,3 +1,4 @@
+import { deleteScopeVariables } from '../configurations/index.js';
 import { sql } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
 
@@ -63,7 +64,7 @@ export class TeamsRepository {
   /** Deletes the team and its configuration; its projects stay, without a team. */
   delete(teamId: string) {
     return this.db.transaction().execute(async (trx) => {
-      await trx.deleteFrom('config_vars').where('scope', '=', 'team').where('scope_id', '=', teamId).execute();
+      await deleteScopeVariables(trx, { scope: 'team', scopeId: teamId });
       await trx.deleteFrom('teams').where('id', '=', teamId).execute();
     });
   }

@@ -65,12 +65,4 @@ export class WorkspacesRepository {
     if (projectSlug !== undefined) q = q.where('p.slug', '=', projectSlug);
     return q.orderBy('p.slug').execute();
   }
-
-  updateProject(projectId: string, changes: { name?: string; team_id?: string | null }) {
-    return this.db
-      .updateTable('projects')
-      .set({ ...changes, updated_at: sql`now()` })
-      .where('id', '=', projectId)
-      .execute();
-  }
 }

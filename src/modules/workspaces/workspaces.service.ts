@@ -1,3 +1,4 @@
+import { updateProjectRecord } from '../projects/index.js';
 import type { Db } from '../../platform/db/database.js';
 import { notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
@@ -28,7 +29,7 @@ export class WorkspacesService {
   private readonly orgs: OrganizationsService;
   readonly scope: WorkspaceScope;
 
-  constructor(db: Db) {
+  constructor(private readonly db: Db) {
     this.repo = new WorkspacesRepository(db);
     this.orgs = new OrganizationsService(db);
     this.scope = new WorkspaceScope(db);
@@ -113,7 +114,7 @@ export class WorkspacesService {
     if (changes.team_id !== undefined && changes.team_id !== project.team_id) {
       await mayChangeInheritance(project.id);
     }
-    await this.repo.updateProject(project.id, changes);
+    await updateProjectRecord(this.db, project.id, changes);
     return this.project(userId, workspace.slug, project.slug);
   }
 }
