@@ -283,6 +283,75 @@ describe.skipIf(missing !== null)('the dashboard in Chromium', () => {
     expect(teams.body).toMatchObject([{ slug: 'ops', members: [{ username: colleague.username }] }]);
   }, 60_000);
 
+  it('sets variables at the organization, team, project and environment scopes, secrets masked', async () => {
+    page.on('dialog', (dialog) => void dialog.accept());
+    const orgSecret = `${SECRET}-org`;
+    await page.goto(`${base}/orgs/acme-dash`);
+    await page.getByRole('link', { name: 'Organization configuration' }).click();
+    await page.getByRole('heading', { name: 'Configuration: Organization acme-dash' }).waitFor();
+    await page.locator('.empty', { hasText: 'No variables yet.' }).waitFor();
+    // A .env is read in the browser: the lines it cannot read are reported with the bulk result.
+    const contents = page.getByLabel('Contents');
+    await contents.fill('REGION=eu-west\nnot a line\n');
+    await page.getByRole('button', { name: 'Import' }).click();
+    await page.locator('.bulk', { hasText: 'Created 1, updated 0, skipped 0, errors 1.' }).waitFor();
+    await contents.fill(`ORG_TOKEN="${orgSecret}"\n`);
+    await page.getByLabel('Import every variable as a secret').check();
+    await page.getByRole('button', { name: 'Import' }).click();
+    await page.locator('tr[data-variable="ORG_TOKEN"] .masked').waitFor();
+    expect(await page.locator('tr[data-variable="REGION"]').textContent()).toContain('eu-west');
+    await screenshots('configuration-organization');
+
+    // A team's variables: added, then edited in place.
+    await page.goto(`${base}/orgs/acme-dash`);
+    await page.getByRole('link', { name: 'Configuration of Ops' }).click();
+    await page.getByRole('heading', { name: 'Configuration: Team ops' }).waitFor();
+    await page.getByLabel('Name').fill('TEAM_FLAG');
+    await page.getByLabel('Value', { exact: true }).fill('on');
+    await page.getByRole('button', { name: 'Add variable' }).click();
+    const flag = page.locator('tr[data-variable="TEAM_FLAG"]');
+    await flag.getByText('on', { exact: true }).waitFor();
+    await flag.getByRole('button', { name: 'Edit' }).click();
+    await page.getByLabel('New value of TEAM_FLAG').fill('off');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await flag.getByText('off', { exact: true }).waitFor();
+
+    // A project's: added, then deleted.
+    await page.goto(`${base}/orgs/acme-dash/shop`);
+    await page.getByRole('link', { name: 'Project configuration' }).click();
+    await page.getByRole('heading', { name: 'Configuration: Project shop' }).waitFor();
+    await page.getByLabel('Name').fill('PROJECT_NOTE');
+    await page.getByLabel('Value', { exact: true }).fill('hello');
+    await page.getByRole('button', { name: 'Add variable' }).click();
+    const note = page.locator('tr[data-variable="PROJECT_NOTE"]');
+    await note.waitFor();
+    await note.getByRole('button', { name: 'Delete' }).click();
+    await page.locator('.empty', { hasText: 'No variables yet.' }).waitFor();
+
+    // An environment's, reached from the project's environments.
+    await page.goto(`${base}/orgs/acme-dash/shop`);
+    await page.getByRole('link', { name: 'Configuration of production' }).click();
+    await page.getByRole('heading', { name: 'Configuration: Environment production of shop' }).waitFor();
+    await page.getByLabel('Name').fill('ENV_ONLY');
+    await page.getByLabel('Value', { exact: true }).fill('prod');
+    await page.getByRole('button', { name: 'Add variable' }).click();
+    await page.locator('tr[data-variable="ENV_ONLY"]').waitFor();
+    expect(await fitsPhone(page)).toBeLessThanOrEqual(375);
+
+    // Each landed in its own scope, and an application in the environment inherits them.
+    const names = async (url: string) =>
+      ((await api('GET', url)).body as Array<{ name: string; value: string }>).map((v) => `${v.name}=${v.value}`).sort();
+    expect(await names('/v1/workspaces/acme-dash/config')).toEqual(['ORG_TOKEN=**secret**', 'REGION=eu-west']);
+    expect(await names('/v1/workspaces/acme-dash/teams/ops/config')).toEqual(['TEAM_FLAG=off']);
+    expect(await names('/v1/workspaces/acme-dash/projects/shop/config')).toEqual([]);
+    expect(await names('/v1/workspaces/acme-dash/projects/shop/envs/production/config')).toEqual(['ENV_ONLY=prod']);
+    const resolved = JSON.stringify((await api('GET', '/v1/workspaces/acme-dash/projects/shop/envs/production/services/web/config')).body);
+    expect(resolved).toContain('ENV_ONLY');
+    expect(resolved).toContain('REGION');
+    expect(await page.content()).not.toContain(orgSecret);
+    expect(bodies.filter((b) => b.includes(orgSecret))).toEqual([]);
+  }, 90_000);
+
   it('draws the metrics page and stays readable at 375 px', async () => {
     await page.goto(base + appPath);
     await page.getByRole('link', { name: 'Metrics' }).click();

@@ -3,7 +3,7 @@ import { api, errorText, ok, type Paths } from '../api.js';
 import { LogView } from '../components/log-view.js';
 import { ErrorMessage, Loading, Status, when } from '../components/ui.js';
 import { useEventStream, useLoad } from '../hooks.js';
-import { ConfigurationPanel } from './configuration.js';
+import { applicationConfig, ConfigurationPanel } from './configuration.js';
 import { MetricsPanel } from './metrics.js';
 import { SettingsPanel } from './settings.js';
 
@@ -73,7 +73,7 @@ export function ApplicationPage({ org, project, app, tab = 'overview' }: { org: 
             ))}
           </nav>
           {tab === 'configuration' ? (
-            <ConfigurationPanel applicationId={a.id} />
+            <ConfigurationPanel endpoints={applicationConfig(a.id)} />
           ) : tab === 'settings' ? (
             <SettingsPanel app={a} onSaved={detail.reload} />
           ) : tab === 'metrics' ? (
