@@ -43,3 +43,21 @@ export async function ok<T>(call: Promise<Result<T>>): Promise<NonNullable<T>> {
 }
 
 export const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e));
+
+/**
+ * A call by plain path, for routes the typed client cannot name statically (the configuration
+ * routes every workspace-group scope shares under its own prefix). Same origin, same cookie.
+ */
+export function send<T = unknown>(method: string, path: string, body?: unknown): Promise<NonNullable<T>> {
+  return ok<T>(
+    fetch(path, {
+      method,
+      credentials: 'same-origin',
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }).then(async (response) => {
+      const json: unknown = response.status === 204 ? undefined : await response.json().catch(() => undefined);
+      return response.ok ? { data: json as T, response } : { error: json, response };
+    }),
+  );
+}

@@ -8,6 +8,7 @@ import { OrganizationPage } from './pages/organization.js';
 import { ProjectPage } from './pages/project.js';
 import { ApplicationPage } from './pages/application.js';
 import { AccountPage } from './pages/account.js';
+import { ScopeConfigPage } from './pages/scope-config.js';
 
 type User = { username: string; email: string };
 
@@ -53,6 +54,10 @@ function Shell() {
           <Route path="/orgs/:org" component={OrganizationPage} />
           <Route path="/orgs/:org/:project" component={ProjectPage} />
           <Route path="/apps/:org/:project/:app/:tab?" component={ApplicationPage} />
+          <Route path="/config/:org" component={ScopeConfigPage} />
+          <Route path="/config/:org/teams/:team" component={ScopeConfigPage} />
+          <Route path="/config/:org/projects/:project" component={ScopeConfigPage} />
+          <Route path="/config/:org/projects/:project/envs/:env" component={ScopeConfigPage} />
           <Route default component={() => <p class="error">No such page.</p>} />
         </Router>
       </main>

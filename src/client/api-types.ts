@@ -445,7 +445,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-24"][];
+                        "application/json": components["schemas"]["def-25"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -618,7 +618,7 @@ export interface paths {
                         cooldown_seconds?: number;
                         max: number;
                         min: number;
-                        target: components["schemas"]["def-25"];
+                        target: components["schemas"]["def-26"];
                     };
                 };
             };
@@ -647,7 +647,7 @@ export interface paths {
                             max: number;
                             min: number;
                             process_type: string;
-                            target: components["schemas"]["def-25"];
+                            target: components["schemas"]["def-26"];
                             /**
                              * Format: date-time
                              * @description ISO-8601 UTC
@@ -977,7 +977,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-23"][];
+                        "application/json": components["schemas"]["def-24"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -1514,7 +1514,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            items: components["schemas"]["def-22"][];
+                            items: components["schemas"]["def-23"][];
                             pagination: {
                                 page: number;
                                 pages: number;
@@ -2052,7 +2052,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-21"][];
+                        "application/json": components["schemas"]["def-22"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -3624,6 +3624,175 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/applications/{application_id}/instances": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The application's instances in an environment (production by default): state, restarts, why each last exited */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description an environment slug of the project; default: every environment */
+                    environment?: string;
+                };
+                header?: never;
+                path: {
+                    application_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-20"][];
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/applications/{application_id}/logs": {
         parameters: {
             query?: never;
@@ -3663,7 +3832,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            items: components["schemas"]["def-27"][];
+                            items: components["schemas"]["def-28"][];
                         };
                     };
                 };
@@ -4216,7 +4385,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-20"][];
+                        "application/json": components["schemas"]["def-21"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -5102,7 +5271,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            items: components["schemas"]["def-22"][];
+                            items: components["schemas"]["def-23"][];
                             pagination: {
                                 page: number;
                                 pages: number;
@@ -5744,7 +5913,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            items: components["schemas"]["def-26"][];
+                            items: components["schemas"]["def-27"][];
                             pagination: {
                                 page: number;
                                 pages: number;
@@ -25855,8 +26024,32 @@ export interface components {
              */
             updated: string;
         };
-        /** RequestMinute */
+        /** Instance */
         "def-20": {
+            id: string;
+            /** @description why it last stopped on its own, e.g. `OOM: exceeded 384 MiB of m1.small` */
+            last_exit: string | null;
+            /** @description `<process type>.<ordinal>`, e.g. `web.1` */
+            name: string;
+            process_type: string;
+            release_version: number | null;
+            /** @description times it was restarted after exiting on its own */
+            restarts: number;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            started_at: string;
+            /** @description `healthy`: a web instance passing its health check; `running`: a process without one */
+            state: "starting" | "healthy" | "running" | "crashed" | "stopped";
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            updated_at: string;
+        };
+        /** RequestMinute */
+        "def-21": {
             environment: string;
             latency: {
                 /** @description upper bound of each bucket; the last bucket counts slower requests */
@@ -25880,7 +26073,7 @@ export interface components {
             };
         };
         /** Domain */
-        "def-21": {
+        "def-22": {
             /** @description UUID (v7) */
             application_id: string;
             certificate: {
@@ -25911,7 +26104,7 @@ export interface components {
             verified_at: string | null;
         };
         /** OneOffRun */
-        "def-22": {
+        "def-23": {
             /** @description UUID (v7) */
             application_id: string;
             command: string;
@@ -25940,7 +26133,7 @@ export interface components {
             timeout_seconds: number;
         };
         /** CronEntry */
-        "def-23": {
+        "def-24": {
             /** @description UUID (v7) */
             application_id: string;
             command: string;
@@ -25967,7 +26160,7 @@ export interface components {
             updated_at: string;
         };
         /** AutoscalePolicy */
-        "def-24": {
+        "def-25": {
             /** @description UUID (v7) */
             application_id: string;
             cooldown_seconds: number;
@@ -25985,7 +26178,7 @@ export interface components {
             max: number;
             min: number;
             process_type: string;
-            target: components["schemas"]["def-25"];
+            target: components["schemas"]["def-26"];
             /**
              * Format: date-time
              * @description ISO-8601 UTC
@@ -25993,7 +26186,7 @@ export interface components {
             updated_at: string;
         };
         /** AutoscaleTarget */
-        "def-25": {
+        "def-26": {
             /** @description average CPU per instance, % of its pod class's CPU request */
             cpu_percent: number;
         } | {
@@ -26001,7 +26194,7 @@ export interface components {
             requests_per_second: number;
         };
         /** ScaleEvent */
-        "def-26": {
+        "def-27": {
             /** @description UUID (v7) */
             application_id: string;
             /**
@@ -26022,7 +26215,7 @@ export interface components {
             to: number;
         };
         /** AppLogLine */
-        "def-27": {
+        "def-28": {
             /** @description UUID (v7) */
             environment_id: string;
             /** @description Increasing per application; the SSE event id */

@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DASHBOARD_DIST } from '../../src/dashboard/serve.js';
+import { MetricsSampler } from '../../src/modules/observability/index.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
 import { TestRepo } from '../helpers/git-repo.js';
 import { localRuntime } from '../helpers/local-runtime.js';
@@ -207,14 +208,43 @@ describe.skipIf(missing !== null)('the dashboard in Chromium', () => {
     LONG + 60_000,
   );
 
-  it('scales a process type from the page', async () => {
-    const form = page.getByRole('form', { name: 'Scale another process type' });
-    await form.getByLabel('Process type').fill('web');
-    await form.getByLabel('Instances').fill('2');
-    await form.getByRole('button', { name: 'Scale' }).click();
-    await page.getByTestId('count-web').getByText('2 running').waitFor();
-    expect((await api('GET', '/v1/applications/acme-dash/shop/web')).body.process_counts).toMatchObject({ web: 2 });
-  }, 60_000);
+  it(
+    'scales a process type from the page',
+    async () => {
+      const form = page.getByRole('form', { name: 'Scale another process type' });
+      await form.getByLabel('Process type').fill('web');
+      await form.getByLabel('Instances').fill('2');
+      await form.getByRole('button', { name: 'Scale' }).click();
+      await page.getByTestId('count-web').getByText('2 running').waitFor();
+      expect((await api('GET', '/v1/applications/acme-dash/shop/web')).body.process_counts).toMatchObject({ web: 2 });
+      // What serves, live: both instances appear in the table without a reload, healthy.
+      const instances = page.getByTestId('instances-production');
+      await instances.locator('tr[data-instance="web.2"]', { hasText: 'healthy' }).waitFor({ timeout: LONG });
+      await instances.locator('tr[data-instance="web.1"]', { hasText: 'healthy' }).waitFor();
+
+      // An instance that dies is restarted by the runtime; the page shows the restart as it happens.
+      const victim = await h.ctx.db
+        .selectFrom('instances')
+        .select('pid')
+        .where('application_id', '=', appId)
+        .where('process_type', '=', 'web')
+        .where('ordinal', '=', 2)
+        .executeTakeFirstOrThrow();
+      process.kill(victim.pid!, 'SIGKILL');
+      await instances.locator('tr[data-instance="web.2"] td:nth-child(3)', { hasText: '1' }).waitFor({ timeout: LONG });
+      await screenshots('application-instances');
+
+      // A change made through the API, not the page: back to one instance, and the table follows.
+      expect((await api('POST', `/v1/applications/${appId}/scale`, { process_counts: { web: 1 } })).status).toBeLessThan(300);
+      await instances.locator('tr[data-instance="web.2"]').waitFor({ state: 'detached', timeout: LONG });
+      const rows = (await api('GET', `/v1/applications/${appId}/instances`)).body as Array<{ name: string; restarts: number }>;
+      expect(rows.map((r) => r.name)).toEqual(['web.1']);
+      const stranger = await h.user();
+      expect((await api('GET', `/v1/applications/${appId}/instances`, undefined, stranger)).status).toBe(403);
+      expect((await api('GET', `/v1/applications/${appId}/instances?environment=qa`)).status).toBe(404);
+    },
+    LONG,
+  );
 
   it(
     'rolls back to the previous release with the button and shows it serving',
@@ -283,11 +313,98 @@ describe.skipIf(missing !== null)('the dashboard in Chromium', () => {
     expect(teams.body).toMatchObject([{ slug: 'ops', members: [{ username: colleague.username }] }]);
   }, 60_000);
 
-  it('draws the metrics page and stays readable at 375 px', async () => {
+  it('sets variables at the organization, team, project and environment scopes, secrets masked', async () => {
+    page.on('dialog', (dialog) => void dialog.accept());
+    const orgSecret = `${SECRET}-org`;
+    await page.goto(`${base}/orgs/acme-dash`);
+    await page.getByRole('link', { name: 'Organization configuration' }).click();
+    await page.getByRole('heading', { name: 'Configuration: Organization acme-dash' }).waitFor();
+    await page.locator('.empty', { hasText: 'No variables yet.' }).waitFor();
+    // A .env is read in the browser: the lines it cannot read are reported with the bulk result.
+    const contents = page.getByLabel('Contents');
+    await contents.fill('REGION=eu-west\nnot a line\n');
+    await page.getByRole('button', { name: 'Import' }).click();
+    await page.locator('.bulk', { hasText: 'Created 1, updated 0, skipped 0, errors 1.' }).waitFor();
+    await contents.fill(`ORG_TOKEN="${orgSecret}"\n`);
+    await page.getByLabel('Import every variable as a secret').check();
+    await page.getByRole('button', { name: 'Import' }).click();
+    await page.locator('tr[data-variable="ORG_TOKEN"] .masked').waitFor();
+    expect(await page.locator('tr[data-variable="REGION"]').textContent()).toContain('eu-west');
+    await screenshots('configuration-organization');
+
+    // A team's variables: added, then edited in place.
+    await page.goto(`${base}/orgs/acme-dash`);
+    await page.getByRole('link', { name: 'Configuration of Ops' }).click();
+    await page.getByRole('heading', { name: 'Configuration: Team ops' }).waitFor();
+    await page.getByLabel('Name').fill('TEAM_FLAG');
+    await page.getByLabel('Value', { exact: true }).fill('on');
+    await page.getByRole('button', { name: 'Add variable' }).click();
+    const flag = page.locator('tr[data-variable="TEAM_FLAG"]');
+    await flag.getByText('on', { exact: true }).waitFor();
+    await flag.getByRole('button', { name: 'Edit' }).click();
+    await page.getByLabel('New value of TEAM_FLAG').fill('off');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await flag.getByText('off', { exact: true }).waitFor();
+
+    // A project's: added, then deleted.
+    await page.goto(`${base}/orgs/acme-dash/shop`);
+    await page.getByRole('link', { name: 'Project configuration' }).click();
+    await page.getByRole('heading', { name: 'Configuration: Project shop' }).waitFor();
+    await page.getByLabel('Name').fill('PROJECT_NOTE');
+    await page.getByLabel('Value', { exact: true }).fill('hello');
+    await page.getByRole('button', { name: 'Add variable' }).click();
+    const note = page.locator('tr[data-variable="PROJECT_NOTE"]');
+    await note.waitFor();
+    await note.getByRole('button', { name: 'Delete' }).click();
+    await page.locator('.empty', { hasText: 'No variables yet.' }).waitFor();
+
+    // An environment's, reached from the project's environments.
+    await page.goto(`${base}/orgs/acme-dash/shop`);
+    await page.getByRole('link', { name: 'Configuration of production' }).click();
+    await page.getByRole('heading', { name: 'Configuration: Environment production of shop' }).waitFor();
+    await page.getByLabel('Name').fill('ENV_ONLY');
+    await page.getByLabel('Value', { exact: true }).fill('prod');
+    await page.getByRole('button', { name: 'Add variable' }).click();
+    await page.locator('tr[data-variable="ENV_ONLY"]').waitFor();
+    expect(await fitsPhone(page)).toBeLessThanOrEqual(375);
+
+    // Each landed in its own scope, and an application in the environment inherits them.
+    const names = async (url: string) =>
+      ((await api('GET', url)).body as Array<{ name: string; value: string }>).map((v) => `${v.name}=${v.value}`).sort();
+    expect(await names('/v1/workspaces/acme-dash/config')).toEqual(['ORG_TOKEN=**secret**', 'REGION=eu-west']);
+    expect(await names('/v1/workspaces/acme-dash/teams/ops/config')).toEqual(['TEAM_FLAG=off']);
+    expect(await names('/v1/workspaces/acme-dash/projects/shop/config')).toEqual([]);
+    expect(await names('/v1/workspaces/acme-dash/projects/shop/envs/production/config')).toEqual(['ENV_ONLY=prod']);
+    const resolved = JSON.stringify((await api('GET', '/v1/workspaces/acme-dash/projects/shop/envs/production/services/web/config')).body);
+    expect(resolved).toContain('ENV_ONLY');
+    expect(resolved).toContain('REGION');
+    expect(await page.content()).not.toContain(orgSecret);
+    expect(bodies.filter((b) => b.includes(orgSecret))).toEqual([]);
+  }, 90_000);
+
+  it('draws the metrics page with real samples and stays readable at 375 px', async () => {
+    // Samples of the running app, taken as the platform's sampler takes them (on its timer, here at three moments).
+    const sampler = new MetricsSampler(h.ctx.db, h.ctx.runtime!, 60, console);
+    for (const minutesAgo of [2, 1, 0]) expect(await sampler.sampleOnce(new Date(Date.now() - minutesAgo * 60_000))).toBeGreaterThan(0);
     await page.goto(base + appPath);
     await page.getByRole('link', { name: 'Metrics' }).click();
     await page.getByRole('heading', { name: 'Pipeline' }).waitFor();
     await page.locator('table').getByText('build').waitFor();
+    for (const title of ['CPU', 'Memory', 'Instances', 'Restarts']) await page.getByRole('img', { name: `${title} chart` }).waitFor();
+    // Each chart's series is drawn: its line colour is on the canvas, not only the axes.
+    const seriesPixels = await page.evaluate(() =>
+      [...document.querySelectorAll<HTMLCanvasElement>('.chart canvas')].map((canvas) => {
+        const { data } = canvas.getContext('2d')!.getImageData(0, 0, canvas.width, canvas.height);
+        let n = 0;
+        for (let i = 0; i < data.length; i += 4) if (data[i] === 0x44 && data[i + 1] === 0x93 && data[i + 2] === 0xf8) n++;
+        return n;
+      }),
+    );
+    expect(seriesPixels).toHaveLength(4);
+    for (const n of seriesPixels) expect(n).toBeGreaterThan(10);
+    // The pipeline metrics count what this app went through.
+    const build = page.locator('tr', { hasText: 'build' });
+    expect(Number(await build.locator('td').nth(1).textContent())).toBeGreaterThan(0);
     await screenshots('metrics');
     for (const path of [
       '/',

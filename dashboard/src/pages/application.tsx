@@ -1,9 +1,9 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api, errorText, ok, type Paths } from '../api.js';
 import { LogView } from '../components/log-view.js';
 import { ErrorMessage, Loading, Status, when } from '../components/ui.js';
 import { useEventStream, useLoad } from '../hooks.js';
-import { ConfigurationPanel } from './configuration.js';
+import { applicationConfig, ConfigurationPanel } from './configuration.js';
 import { MetricsPanel } from './metrics.js';
 import { SettingsPanel } from './settings.js';
 
@@ -73,7 +73,7 @@ export function ApplicationPage({ org, project, app, tab = 'overview' }: { org: 
             ))}
           </nav>
           {tab === 'configuration' ? (
-            <ConfigurationPanel applicationId={a.id} />
+            <ConfigurationPanel endpoints={applicationConfig(a.id)} />
           ) : tab === 'settings' ? (
             <SettingsPanel app={a} onSaved={detail.reload} />
           ) : tab === 'metrics' ? (
@@ -143,7 +143,7 @@ function Overview({ app, reloadApp }: { app: Application; reloadApp: () => void 
         {serving.length === 0 ? (
           <p class="muted empty">Nothing is serving yet: deploy to start.</p>
         ) : (
-          serving.map((d) => <Serving key={d.id} deployment={d} />)
+          serving.map((d) => <Serving key={d.id} deployment={d} refresh={events.length} />)
         )}
         <Health applicationId={app.id} refresh={events.length} />
         <p class="muted">Repository: {app.github_repository ?? 'none set (see Settings)'}</p>
@@ -384,7 +384,7 @@ function Processes({ app, onScaled, onError }: { app: Application; onScaled: () 
 type Deployment =
   Paths['/v1/applications/{application_id}/deployments']['get']['responses'][200]['content']['application/json']['items'][number];
 
-function Serving({ deployment: d }: { deployment: Deployment }) {
+function Serving({ deployment: d, refresh }: { deployment: Deployment; refresh: number }) {
   const url = typeof d.deploy_metadata?.url === 'string' ? d.deploy_metadata.url : null;
   return (
     <div class="serving" data-environment={d.environment}>
@@ -405,7 +405,7 @@ function Serving({ deployment: d }: { deployment: Deployment }) {
           {when(d.finished)} {d.is_rollback && <span class="status status-busy">rollback</span>}
         </dd>
       </dl>
-      <Instances metadata={d.deploy_metadata} />
+      <Instances applicationId={d.application_id} environment={d.environment} refresh={refresh} />
     </div>
   );
 }
@@ -416,26 +416,61 @@ function processSummary(counts: unknown): string {
   return entries.length === 0 ? '—' : entries.map(([type, n]) => `${type}=${n}`).join(', ');
 }
 
-/** The instances the serving deployment rolled out, as the runtime reported them. */
-function Instances({ metadata }: { metadata: Record<string, unknown> | null }) {
-  const instances = Array.isArray(metadata?.instances) ? (metadata.instances as Record<string, string | number | null>[]) : [];
-  if (instances.length === 0) return null;
-  const columns = [...new Set(instances.flatMap((i) => Object.keys(i)))];
+const STATE_CLASS: Record<string, string> = {
+  healthy: 'status-ok',
+  running: 'status-ok',
+  starting: 'status-busy',
+  crashed: 'status-error',
+};
+
+/** How often the instance table is read again between events (an instance becoming healthy sends none). */
+const INSTANCES_POLL_MS = 3000;
+
+/**
+ * What runs in one environment right now: each instance's state, restarts and why it last
+ * exited, from the API's instance list, read again on every event of the application and
+ * every few seconds while shown.
+ */
+function Instances({ applicationId, environment, refresh }: { applicationId: string; environment: string; refresh: number }) {
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    const timer = setInterval(() => document.visibilityState === 'visible' && setTick((t) => t + 1), INSTANCES_POLL_MS);
+    return () => clearInterval(timer);
+  }, []);
+  const instances = useLoad(
+    () =>
+      ok(
+        api.GET('/v1/applications/{application_id}/instances', {
+          params: { path: { application_id: applicationId }, query: { environment } },
+        }),
+      ),
+    [applicationId, environment, refresh, tick],
+  );
+  const rows = instances.data ?? [];
+  if (rows.length === 0) return null;
   return (
-    <table aria-label="Instances">
+    <table aria-label={`Instances in ${environment}`} data-testid={`instances-${environment}`}>
       <thead>
         <tr>
-          {columns.map((c) => (
-            <th key={c}>{c.replace(/_/g, ' ')}</th>
-          ))}
+          <th>Instance</th>
+          <th>State</th>
+          <th>Restarts</th>
+          <th>Last exit</th>
+          <th>Release</th>
+          <th>Since</th>
         </tr>
       </thead>
       <tbody>
-        {instances.map((instance, n) => (
-          <tr key={n}>
-            {columns.map((c) => (
-              <td key={c}>{String(instance[c] ?? '—')}</td>
-            ))}
+        {rows.map((i) => (
+          <tr key={i.id} data-instance={i.name}>
+            <td>{i.name}</td>
+            <td>
+              <span class={`status ${STATE_CLASS[i.state] ?? ''}`}>{i.state}</span>
+            </td>
+            <td>{i.restarts}</td>
+            <td>{i.last_exit ?? '—'}</td>
+            <td>{i.release_version === null ? '—' : `v${i.release_version}`}</td>
+            <td>{when(i.started_at)}</td>
           </tr>
         ))}
       </tbody>

@@ -1,22 +1,86 @@
 import { useState } from 'preact/hooks';
-import { api, errorText, ok } from '../api.js';
+import { parseDotenv } from '../../../src/modules/configurations/dotenv.js';
+import { api, errorText, ok, send } from '../api.js';
 import { ErrorMessage, Loading } from '../components/ui.js';
 import { useLoad } from '../hooks.js';
 
-interface BulkResult {
+export interface BulkResult {
   created: string[];
   updated: string[];
   skipped: string[];
   errors: { name: string; message?: string }[];
 }
 
-/**
- * An application's configuration. Secret values never reach the browser: the API answers them
- * masked, and editing a secret only ever sends a new value.
- */
-export function ConfigurationPanel({ applicationId }: { applicationId: string }) {
+/** A variable as the API answers it (a secret's value masked). */
+type Variable = { id: string; name: string; value: string; secret: boolean; buildtime: boolean };
+type BulkEntryResult = { name: string; result: 'created' | 'updated' | 'skipped' | 'error'; message?: string };
+type NewVariable = { name: string; value: string; secret: boolean; buildtime: boolean };
+
+/** What the panel needs from one configuration scope's routes. */
+export interface ConfigEndpoints {
+  /** Names the scope: the panel reloads when it changes. */
+  key: string;
+  list(): Promise<Variable[]>;
+  create(body: NewVariable): Promise<unknown>;
+  update(id: string, value: string): Promise<unknown>;
+  remove(id: string): Promise<unknown>;
+  importEnv(raw: string, secret: boolean): Promise<BulkResult>;
+}
+
+/** An application's variables: `/v1/configurations/{application_id}`. */
+export function applicationConfig(applicationId: string): ConfigEndpoints {
   const path = { params: { path: { application_id: applicationId } } };
-  const vars = useLoad(() => ok(api.GET('/v1/configurations/{application_id}', path)), [applicationId]);
+  const item = (config_id: string) => ({ params: { path: { application_id: applicationId, config_id } } });
+  return {
+    key: `application:${applicationId}`,
+    list: () => ok(api.GET('/v1/configurations/{application_id}', path)),
+    create: (body) => ok(api.POST('/v1/configurations/{application_id}', { ...path, body })),
+    update: (id, value) => ok(api.PATCH('/v1/configurations/{application_id}/{config_id}', { ...item(id), body: { value } })),
+    remove: (id) => ok(api.DELETE('/v1/configurations/{application_id}/{config_id}', item(id))),
+    importEnv: (raw, secret) => ok(api.POST('/v1/configurations/{application_id}/bulk', { ...path, body: { raw, secret } })),
+  };
+}
+
+/**
+ * A workspace-group scope's variables (organization, team, project, environment): the same
+ * routes under `prefix` (e.g. `/v1/workspaces/acme/teams/core`). A `.env` file is parsed here
+ * and sent as the bulk route's array of entries; lines it cannot read are reported, not sent.
+ */
+export function scopedConfig(prefix: string): ConfigEndpoints {
+  const base = `${prefix}/config`;
+  return {
+    key: prefix,
+    list: () => send<Variable[]>('GET', base),
+    create: (body) => send('POST', base, body),
+    update: (id, value) => send('PATCH', `${base}/${id}`, { value }),
+    remove: (id) => send('DELETE', `${base}/${id}`),
+    importEnv: async (raw, secret) => {
+      const parsed = parseDotenv(raw);
+      const results =
+        parsed.entries.length === 0
+          ? []
+          : await send<BulkEntryResult[]>(
+              'POST',
+              `${base}/bulk`,
+              parsed.entries.map((e) => ({ ...e, secret })),
+            );
+      const named = (result: string) => results.filter((r) => r.result === result).map((r) => r.name);
+      return {
+        created: named('created'),
+        updated: named('updated'),
+        skipped: named('skipped'),
+        errors: [...parsed.errors, ...results.filter((r) => r.result === 'error').map((r) => ({ name: r.name, message: r.message }))],
+      };
+    },
+  };
+}
+
+/**
+ * The variables of one configuration scope. Secret values never reach the browser: the API
+ * answers them masked, and editing a secret only ever sends a new value.
+ */
+export function ConfigurationPanel({ endpoints }: { endpoints: ConfigEndpoints }) {
+  const vars = useLoad(() => endpoints.list(), [endpoints.key]);
   const [error, setError] = useState<string | null>(null);
   const [bulk, setBulk] = useState<BulkResult | null>(null);
   const [editing, setEditing] = useState<string | null>(null);
@@ -33,8 +97,6 @@ export function ConfigurationPanel({ applicationId }: { applicationId: string })
       return false;
     }
   };
-  const configPath = (config_id: string) => ({ params: { path: { application_id: applicationId, config_id } } });
-
   return (
     <>
       <ErrorMessage message={error} />
@@ -67,12 +129,7 @@ export function ConfigurationPanel({ applicationId }: { applicationId: string })
                           onSubmit={async (e) => {
                             e.preventDefault();
                             const value = String(new FormData(e.currentTarget as HTMLFormElement).get('value'));
-                            if (
-                              await run(() =>
-                                ok(api.PATCH('/v1/configurations/{application_id}/{config_id}', { ...configPath(v.id), body: { value } })),
-                              )
-                            )
-                              setEditing(null);
+                            if (await run(() => endpoints.update(v.id, value))) setEditing(null);
                           }}
                         >
                           {v.secret ? (
@@ -108,8 +165,7 @@ export function ConfigurationPanel({ applicationId }: { applicationId: string })
                       <button
                         type="button"
                         onClick={() => {
-                          if (confirm(`Delete ${v.name}?`))
-                            void run(() => ok(api.DELETE('/v1/configurations/{application_id}/{config_id}', configPath(v.id))));
+                          if (confirm(`Delete ${v.name}?`)) void run(() => endpoints.remove(v.id));
                         }}
                       >
                         Delete
@@ -133,17 +189,12 @@ export function ConfigurationPanel({ applicationId }: { applicationId: string })
             const data = new FormData(form);
             void run(
               () =>
-                ok(
-                  api.POST('/v1/configurations/{application_id}', {
-                    ...path,
-                    body: {
-                      name: String(data.get('name')),
-                      value: String(data.get('value')),
-                      secret: data.has('secret'),
-                      buildtime: data.has('buildtime'),
-                    },
-                  }),
-                ),
+                endpoints.create({
+                  name: String(data.get('name')),
+                  value: String(data.get('value')),
+                  secret: data.has('secret'),
+                  buildtime: data.has('buildtime'),
+                }),
               form,
             );
           }}
@@ -175,14 +226,7 @@ export function ConfigurationPanel({ applicationId }: { applicationId: string })
             const form = e.currentTarget as HTMLFormElement;
             const data = new FormData(form);
             void run(async () => {
-              setBulk(
-                await ok(
-                  api.POST('/v1/configurations/{application_id}/bulk', {
-                    ...path,
-                    body: { raw: String(data.get('raw')), secret: data.has('secret') },
-                  }),
-                ),
-              );
+              setBulk(await endpoints.importEnv(String(data.get('raw')), data.has('secret')));
             }, form);
           }}
         >

@@ -54,7 +54,13 @@ export function EnvironmentsPanel({ org, project }: { org: string; project: stri
                 return (
                   <tr key={e.id} data-environment={e.slug}>
                     <td>
-                      {e.name} {e.protected && <span class="status">protected</span>}
+                      {e.name} {e.protected && <span class="status">protected</span>}{' '}
+                      <a
+                        href={`/config/${projectPath.workspace}/projects/${projectPath.project}/envs/${e.slug}`}
+                        aria-label={`Configuration of ${e.slug}`}
+                      >
+                        configuration
+                      </a>
                     </td>
                     <td>{e.env_type}</td>
                     <td>{e.auto_deploy_branch ?? '—'}</td>

@@ -32,6 +32,9 @@ export function OrganizationPage({ org }: { org: string }) {
             <a href="/">Organizations</a> /
           </p>
           <h1>{o.name}</h1>
+          <p>
+            <a href={`/config/${org}`}>Organization configuration</a>
+          </p>
           <ErrorMessage message={error} />
           <section aria-labelledby="projects-h">
             <h2 id="projects-h">Projects</h2>

@@ -24,6 +24,9 @@ export function ProjectPage({ org, project }: { org: string; project: string }) 
             <a href="/">Organizations</a> / <a href={`/orgs/${org}`}>{org}</a> /
           </p>
           <h1>{p.name}</h1>
+          <p>
+            <a href={`/config/${org}/projects/${project}`}>Project configuration</a>
+          </p>
           <h2>Applications</h2>
           <SearchBox label="Search applications" value={query} onInput={setQuery} />
           <Loading state={apps} empty="No applications yet.">

@@ -29,7 +29,10 @@ export function TeamsPanel({ org }: { org: string }) {
               const path = { workspace: org, team: t.slug };
               return (
                 <li key={t.id} data-team={t.slug}>
-                  <strong>{t.name}</strong> <span class="muted">projects: {t.projects.join(', ') || 'none'}</span>
+                  <strong>{t.name}</strong> <span class="muted">projects: {t.projects.join(', ') || 'none'}</span>{' '}
+                  <a href={`/config/${org}/teams/${t.slug}`} aria-label={`Configuration of ${t.name}`}>
+                    configuration
+                  </a>
                   <ul class="plain">
                     {t.members.map((m) => (
                       <li key={m.user_id}>

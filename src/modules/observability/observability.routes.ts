@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { commonErrorResponses, Timestamp } from '../../platform/http/schemas.js';
+import { commonErrorResponses, EnvironmentQuery, Timestamp } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
 import { currentUser } from '../../platform/http/principal.js';
 import { ApplicationIdParams } from '../applications/index.js';
@@ -70,8 +70,42 @@ const RequestMinute = Type.Object(
   { $id: 'RequestMinute' },
 );
 
+const Instance = Type.Object(
+  {
+    id: Type.String(),
+    name: Type.String({ description: '`<process type>.<ordinal>`, e.g. `web.1`' }),
+    process_type: Type.String(),
+    state: Type.Union(
+      [Type.Literal('starting'), Type.Literal('healthy'), Type.Literal('running'), Type.Literal('crashed'), Type.Literal('stopped')],
+      { description: '`healthy`: a web instance passing its health check; `running`: a process without one' },
+    ),
+    restarts: Type.Integer({ description: 'times it was restarted after exiting on its own' }),
+    last_exit: Type.Union([Type.String(), Type.Null()], {
+      description: 'why it last stopped on its own, e.g. `OOM: exceeded 384 MiB of m1.small`',
+    }),
+    release_version: Type.Union([Type.Integer(), Type.Null()]),
+    started_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { $id: 'Instance' },
+);
+
 export function observabilityRoutes(observability: ObservabilityService) {
   return async (app: App) => {
+    app.get(
+      '/applications/:application_id/instances',
+      {
+        schema: {
+          tags: ['Applications'],
+          summary: "The application's instances in an environment (production by default): state, restarts, why each last exited",
+          params: ApplicationIdParams,
+          querystring: EnvironmentQuery,
+          response: { 200: Type.Array(Instance), ...commonErrorResponses },
+        },
+      },
+      async (request) => observability.instances(currentUser(request).id, request.params.application_id, request.query.environment),
+    );
+
     app.get(
       '/applications/:application_id/observability/requests',
       {

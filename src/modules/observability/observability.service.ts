@@ -4,6 +4,7 @@ import type { Db } from '../../platform/db/database.js';
 import { notFound } from '../../platform/errors.js';
 import type { ApplicationsService } from '../applications/index.js';
 import { findProductionEnvironmentId } from '../../platform/pipeline/index.js';
+import { chosenEnvironmentId } from '../deployments/index.js';
 
 export const RANGES = { '1h': 3600, '6h': 6 * 3600, '24h': 24 * 3600, '7d': 7 * 86400, '30d': 30 * 86400 } as const;
 export type RangeName = keyof typeof RANGES;
@@ -24,6 +25,36 @@ export class ObservabilityService {
   async requests(userId: string, applicationId: string, minutes: number) {
     await this.apps.authorize(userId, applicationId);
     return readRequestStats(this.db, applicationId, new Date(Math.floor(Date.now() / 60_000) * 60_000 - (minutes - 1) * 60_000));
+  }
+
+  /**
+   * The application's instances in one environment (production by default) as the runtime
+   * last recorded them: what is serving right now, its health and its restarts (`ps`).
+   */
+  async instances(userId: string, applicationId: string, environment: string | undefined) {
+    await this.apps.authorize(userId, applicationId);
+    const environmentId = await chosenEnvironmentId(this.db, applicationId, environment);
+    const rows = await this.db
+      .selectFrom('instances as i')
+      .leftJoin('releases as r', 'r.id', 'i.release_id')
+      .select(['i.id', 'i.process_type', 'i.ordinal', 'i.state', 'i.restart_count', 'i.last_exit', 'i.started_at', 'i.updated_at'])
+      .select('r.version as release_version')
+      .where('i.application_id', '=', applicationId)
+      .where('i.environment_id', '=', environmentId)
+      .orderBy('i.process_type')
+      .orderBy('i.ordinal')
+      .execute();
+    return rows.map((r) => ({
+      id: r.id,
+      name: `${r.process_type}.${r.ordinal}`,
+      process_type: r.process_type,
+      state: r.state,
+      restarts: r.restart_count,
+      last_exit: r.last_exit,
+      release_version: r.release_version,
+      started_at: r.started_at.toISOString(),
+      updated_at: r.updated_at.toISOString(),
+    }));
   }
 
   async history(userId: string, applicationId: string, range: RangeName) {
