@@ -1,5 +1,6 @@
 // The applications module's public surface: other modules and the composition root import only from here.
 export * from './applications.schemas.js';
 export * from './pod-classes.js';
+export * from './application-records.js';
 export * from './applications.service.js';
 export * from './applications.routes.js';

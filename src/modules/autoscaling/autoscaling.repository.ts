@@ -1,3 +1,5 @@
+import { mergeProcessCounts } from '../applications/index.js';
+import { mergeServiceProcessCounts } from '../environments/index.js';
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
 import type { AutoscalePoliciesTable, ProcessDefinitions } from '../../platform/db/schema.js';
@@ -133,31 +135,10 @@ export class AutoscalingRepository {
     isProduction: boolean,
     change: { id: string; from: number; to: number; reason: string; metric: Record<string, unknown> },
   ): Promise<void> {
-    const counts = JSON.stringify({ [policy.process_type]: change.to });
     await this.db.transaction().execute(async (trx) => {
-      if (isProduction) {
-        await trx
-          .updateTable('applications')
-          .set({ process_counts: sql`process_counts || ${counts}::jsonb`, updated_at: sql`now()` })
-          .where('id', '=', policy.application_id)
-          .execute();
-      } else {
-        await trx
-          .insertInto('environment_services')
-          .values({
-            environment_id: policy.environment_id,
-            application_id: policy.application_id,
-            process_counts: sql`${counts}::jsonb`,
-            process_pod_classes: sql`'{}'::jsonb`,
-          })
-          .onConflict((oc) =>
-            oc.columns(['environment_id', 'application_id']).doUpdateSet({
-              process_counts: sql`environment_services.process_counts || ${counts}::jsonb`,
-              updated_at: sql`now()`,
-            }),
-          )
-          .execute();
-      }
+      const counts = { [policy.process_type]: change.to };
+      if (isProduction) await mergeProcessCounts(trx, policy.application_id, counts);
+      else await mergeServiceProcessCounts(trx, policy.environment_id, policy.application_id, counts);
       await trx
         .insertInto('scale_events')
         .values({

@@ -4,6 +4,7 @@ export * from './process-settings.js';
 export * from '../../platform/access/environment-protection.js';
 export * from './env-deploys.service.js';
 export * from './retirement.js';
+export * from './environment-records.js';
 export * from './env-deploys.routes.js';
 export * from './environments.service.js';
 export * from './environments.routes.js';

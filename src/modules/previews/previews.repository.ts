@@ -1,6 +1,6 @@
+import { copyServiceSettings, insertPreviewEnvironment, resumeEnvironment, reviveEnvironment } from '../environments/index.js';
 import { copyEnvironmentVariables } from '../configurations/index.js';
 import { sql } from 'kysely';
-import { v7 as uuidv7 } from 'uuid';
 import type { Db } from '../../platform/db/database.js';
 
 export type PreviewSettingsRow = NonNullable<Awaited<ReturnType<PreviewsRepository['settings']>>>;
@@ -92,45 +92,20 @@ export class PreviewsRepository {
    */
   async createFromTemplate(input: { projectId: string; slug: string; name: string; templateId: string; copySecrets: boolean }) {
     return this.db.transaction().execute(async (trx) => {
-      const id = uuidv7();
-      await trx
-        .insertInto('environments')
-        .values({
-          id,
-          project_id: input.projectId,
-          name: input.name,
-          slug: input.slug,
-          env_type: 'preview',
-          auto_deploy_branch: null,
-          protected: false,
-        })
-        .execute();
+      const id = await insertPreviewEnvironment(trx, { projectId: input.projectId, slug: input.slug, name: input.name });
       await copyEnvironmentVariables(trx, input.templateId, id, input.copySecrets);
-      await trx
-        .insertInto('environment_services')
-        .columns(['environment_id', 'application_id', 'process_counts', 'process_pod_classes'])
-        .expression((eb) =>
-          eb
-            .selectFrom('environment_services')
-            .select((s) => [s.val(id).as('environment_id'), 'application_id', 'process_counts', 'process_pod_classes'])
-            .where('environment_id', '=', input.templateId),
-        )
-        .execute();
+      await copyServiceSettings(trx, input.templateId, id);
       return id;
     });
   }
 
   /** Brings back a closed preview's environment (its retained records join the new ones). */
   revive(environmentId: string) {
-    return this.db
-      .updateTable('environments')
-      .set({ deleted_at: null, stopped_at: null, updated_at: sql`now()` })
-      .where('id', '=', environmentId)
-      .execute();
+    return reviveEnvironment(this.db, environmentId);
   }
 
   resume(environmentId: string) {
-    return this.db.updateTable('environments').set({ stopped_at: null }).where('id', '=', environmentId).execute();
+    return resumeEnvironment(this.db, environmentId);
   }
 
   savePreview(values: {

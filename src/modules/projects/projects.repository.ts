@@ -1,4 +1,4 @@
-import { v7 as uuidv7 } from 'uuid';
+import { createProductionEnvironment } from '../../platform/pipeline/index.js';
 import type { Db } from '../../platform/db/database.js';
 
 export class ProjectsRepository {
@@ -56,10 +56,7 @@ export class ProjectsRepository {
   insert(project: { id: string; organization_id: string; name: string; slug: string }) {
     return this.db.transaction().execute(async (trx) => {
       const created = await trx.insertInto('projects').values(project).returning('id').executeTakeFirstOrThrow();
-      await trx
-        .insertInto('environments')
-        .values({ id: uuidv7(), project_id: created.id, name: 'production', slug: 'production', env_type: 'production' })
-        .execute();
+      await createProductionEnvironment(trx, created.id);
       return created;
     });
   }

@@ -1,3 +1,4 @@
+import { v7 as uuidv7 } from 'uuid';
 import type { Db } from '../db/database.js';
 import { notFound } from '../errors.js';
 
@@ -9,6 +10,18 @@ export async function productionEnvironmentId(db: Db, applicationId: string): Pr
   const id = await findProductionEnvironmentId(db, applicationId);
   if (!id) throw notFound('Production environment of the application');
   return id;
+}
+
+/**
+ * Creates a new project's `production` environment, in the caller's transaction. It lives here,
+ * below the modules, because the projects module creates it and the environments module (above
+ * projects in the layering) owns everything else about environments.
+ */
+export async function createProductionEnvironment(db: Db, projectId: string): Promise<void> {
+  await db
+    .insertInto('environments')
+    .values({ id: uuidv7(), project_id: projectId, name: 'production', slug: 'production', env_type: 'production' })
+    .execute();
 }
 
 /** As `productionEnvironmentId`, but null when there is none (database errors still throw). */
