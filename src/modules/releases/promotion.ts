@@ -6,6 +6,7 @@ import { resolveServiceConfig } from '../configurations/index.js';
 import { imageRecords, type ImageRecords } from '../images/index.js';
 import {
   configurationFingerprints,
+  describeChanges,
   diff,
   displayConfiguration,
   imageFingerprints,
@@ -14,9 +15,6 @@ import {
   type DisplayedVariable,
 } from './release-freezer.js';
 import { ReleasesRepository } from './releases.repository.js';
-
-const summarize = (label: string, c: { added: string[]; removed: string[]; changed: string[] }) =>
-  `${label}: added [${c.added.join(', ')}], removed [${c.removed.join(', ')}], changed [${c.changed.join(', ')}]`;
 
 /** A promotion's release: nothing is rebuilt, the image and (by default) the frozen configuration are copied. */
 export class ReleasePromoter {
@@ -76,8 +74,8 @@ export class ReleasePromoter {
       `Promoted from ${origin}: image v${image.version} ${image.image_id ?? ''} (commit ${image.commit_sha?.slice(0, 12) ?? 'unknown'}), not rebuilt`,
       configuration === 'source' ? `Configuration: frozen from ${origin}` : "Configuration: this environment's own, resolved now",
       previous ? `Compared with release v${previous.version}` : 'First release in this environment',
-      summarize('Image changes', imageChanges),
-      summarize('Configuration changes', configurationChanges),
+      describeChanges('Image changes', imageChanges),
+      describeChanges('Configuration changes', configurationChanges),
       `Release v${version} created`,
     ].join('\n');
     const now = new Date();

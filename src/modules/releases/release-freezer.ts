@@ -67,3 +67,7 @@ export function imageFingerprints(image: {
   for (const [name, p] of Object.entries(image.processes ?? {})) out.set(`processes.${name}`, JSON.stringify(p));
   return out;
 }
+
+/** One line of a release log naming what a diff added, removed and changed. */
+export const describeChanges = (label: string, c: { added: string[]; removed: string[]; changed: string[] }) =>
+  `${label}: added [${c.added.join(', ')}], removed [${c.removed.join(', ')}], changed [${c.changed.join(', ')}]`;

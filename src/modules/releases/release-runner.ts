@@ -8,6 +8,7 @@ import { imageRecords, type ImageRecords } from '../images/index.js';
 import { RecordLog } from '../../platform/pipeline/index.js';
 import {
   configurationFingerprints,
+  describeChanges,
   diff,
   displayConfiguration,
   imageFingerprints,
@@ -23,9 +24,6 @@ export class ReleaseError extends PipelineFailure {
     super(message, code);
   }
 }
-
-const describeChanges = (label: string, c: { added: string[]; removed: string[]; changed: string[] }) =>
-  `${label}: added [${c.added.join(', ')}], removed [${c.removed.join(', ')}], changed [${c.changed.join(', ')}]`;
 
 /**
  * Freezes a release: the application's latest built image (at the time the job runs, so
