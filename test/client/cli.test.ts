@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 /**
  * Issue 12's proof: the `slipway` executable, run as a child process against a real server
  * (listening on a port, real PostgreSQL, real pipeline and runtime): login, resources,
@@ -171,6 +172,20 @@ describe('slipway CLI against a running server', () => {
     const list = expectOk(await cli(['apps', 'list']));
     expect(list.stdout).toMatch(/cli-org\/shop\/web/);
     expect(list.stdout).toMatch(/cli-org\/shop\/broken/);
+  });
+
+  it('apps list follows the pages of a project with more than 100 applications', async () => {
+    expectOk(await cli(['projects', 'create', 'Many', '--org', 'cli-org']));
+    const project = await h.ctx.db.selectFrom('projects').select('id').where('slug', '=', 'many').executeTakeFirstOrThrow();
+    await h.ctx.db
+      .insertInto('applications')
+      .values(Array.from({ length: 130 }, (_, i) => ({ id: randomUUID(), project_id: project.id, name: `a${i}`, slug: `a${i}` })))
+      .execute();
+    const listed = JSON.parse(expectOk(await cli(['apps', 'list', '--project', 'cli-org/many', '--json'])).stdout) as Array<{
+      slug: string;
+    }>;
+    expect(listed).toHaveLength(130);
+    expect(new Set(listed.map((a) => a.slug)).size).toBe(130);
   });
 
   it('imports a dotenv file with a secret that never appears in any output', async () => {

@@ -139,10 +139,15 @@ export function resourceCommands(program: Command) {
         : (await ok(ctx.api.GET('/v1/projects'))).map((p) => ({ org: p.organization_slug, project: p.slug }));
       const rows = [];
       for (const t of targets) {
-        const list = await ok(
-          ctx.api.GET('/v1/applications/{org_slug}/{project_slug}', { params: { path: { org_slug: t.org, project_slug: t.project } } }),
-        );
-        rows.push(...list.map((a) => ({ ...a, path: `${t.org}/${t.project}/${a.slug}` })));
+        // The list comes in pages of 100; `Link: <…>; rel="next"` says another follows.
+        for (let page = 1; ; page++) {
+          const answer = ctx.api.GET('/v1/applications/{org_slug}/{project_slug}', {
+            params: { path: { org_slug: t.org, project_slug: t.project }, query: { page } },
+          });
+          const list = await ok(answer);
+          rows.push(...list.map((a) => ({ ...a, path: `${t.org}/${t.project}/${a.slug}` })));
+          if (!/rel="next"/.test((await answer).response.headers.get('link') ?? '')) break;
+        }
       }
       ctx.out.table(
         rows,
