@@ -114,7 +114,7 @@ async function main() {
       password: 'bench-password-1',
       is_admin: true,
     });
-    const { key } = await new AuthService(ctx).createApiKey(user.id, 'bench');
+    const { key } = await new AuthService(ctx, new UsersService(ctx.db)).createApiKey(user.id, 'bench');
     const headers = { 'x-api-key': key };
     const call = async (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: object) => {
       const r = await app.inject({ method, url: `/v1${url}`, headers, ...(payload ? { payload } : {}) });

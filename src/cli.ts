@@ -92,7 +92,7 @@ const commands: Record<string, Command> = {
       const user = (await repo.findByUsername(who)) ?? (await repo.findByEmailWithHash(who));
       if (!user) throw new AppError('NOT_FOUND', `No user with username or email '${who}'`);
       const days = f['expires-in-days'] === undefined ? undefined : Number(f['expires-in-days']);
-      const key = await new AuthService(ctx).createApiKey(user.id, required(f, 'name'), days);
+      const key = await new AuthService(ctx, new UsersService(ctx.db)).createApiKey(user.id, required(f, 'name'), days);
       console.error(
         `API key '${key.name}' for ${user.username} (id ${key.id}${key.expires ? `, expires ${key.expires}` : ''}); it is shown only this once:`,
       );

@@ -14,7 +14,7 @@ import { ApplicationsService } from './modules/applications/index.js';
 import { ConfigurationsService, ScopedConfig } from './modules/configurations/index.js';
 import { UsersService } from './modules/users/index.js';
 import { OrganizationsService } from './modules/organizations/index.js';
-import { WorkspacesService } from './modules/workspaces/index.js';
+import { WorkspaceScope, WorkspacesService } from './modules/workspaces/index.js';
 import { TeamsService } from './modules/teams/index.js';
 import { ProjectsService } from './modules/projects/index.js';
 import { RegistryTokenService } from './modules/registry/index.js';
@@ -58,7 +58,12 @@ import { AppLogWriter, AppLogsService, oldestLiveWorker, servingReleaseScrubber,
  */
 export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   ctx.jobs?.setPorts(jobPorts(ctx.db));
-  const auth = new AuthService(ctx);
+  // Identity: users, organizations (workspaces) and the workspace scope the feature services resolve through.
+  const users = new UsersService(ctx.db);
+  const organizations = new OrganizationsService(ctx.db, users);
+  const workspaceScope = new WorkspaceScope(ctx.db, organizations);
+  const projects = new ProjectsService(ctx.db);
+  const auth = new AuthService(ctx, users);
   ctx.jobs?.addSweeper(() => auth.pruneExpired());
   const config = new ConfigurationsService(
     ctx.db,
@@ -70,6 +75,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   );
   const apps = new ApplicationsService(
     ctx.db,
+    projects,
     latestRecordsSource(ctx.db),
     // A scale reaches running instances through the deployments module (a queued `reconcile`):
     // a port the applications module owns, so it needs nothing above it.
@@ -170,7 +176,6 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   );
 
   // Audit log and webhooks are managed by an organization's admins.
-  const organizations = new OrganizationsService(ctx.db);
   const requireOrganizationAdmin = async (userId: string, slug: string) => {
     const { org, membership } = await organizations.resolve(userId, slug);
     if (!membership.admin) throw forbidden('Only organization admins can do this');
@@ -196,10 +201,16 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   const urlOf = (hostname: string) =>
     ctx.runtime instanceof LocalRuntime ? routeUrl(hostname, ctx.runtime.router.port) : `http://${hostname}`;
   const deploymentTargets = new DeploymentsRepository(ctx.db);
-  const previews = new PreviewsService(ctx.db, ctx.jobs, (id, ref, environmentId) => deployChain.start(id, ref, environmentId), {
-    routerDomain: ctx.config.ROUTER_DOMAIN,
-    urlOf,
-  });
+  const previews = new PreviewsService(
+    ctx.db,
+    ctx.jobs,
+    (id, ref, environmentId) => deployChain.start(id, ref, environmentId),
+    {
+      routerDomain: ctx.config.ROUTER_DOMAIN,
+      urlOf,
+    },
+    workspaceScope,
+  );
   deployChain.observe(
     new PreviewStatuses(ctx.db, github, async (applicationId, environmentId) => {
       const target = await deploymentTargets.target(applicationId, environmentId);
@@ -264,16 +275,17 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     envDeploys: new EnvDeploysService(
       ctx.db,
       new EnvironmentPipeline(ctx, deployChain, deployments, new ReleasePromoter(ctx, config)),
+      workspaceScope,
       log.child({ component: 'env-deploys' }),
     ),
     signingKeys,
     registryTokens: new RegistryTokenService(ctx, signingKeys, auth),
-    users: new UsersService(ctx.db),
+    users,
     organizations,
-    workspaces: new WorkspacesService(ctx.db),
-    teams: new TeamsService(ctx.db),
-    projects: new ProjectsService(ctx.db),
-    environments: new EnvironmentsService(ctx.db, ctx.jobs),
+    workspaces: new WorkspacesService(ctx.db, organizations, workspaceScope),
+    teams: new TeamsService(ctx.db, users, workspaceScope),
+    projects,
+    environments: new EnvironmentsService(ctx.db, workspaceScope, ctx.jobs),
     // The configuration layers of workspaces, teams and environments, behind their own routes.
     scopedConfig: new ScopedConfig(ctx.db, config),
     observability: new ObservabilityService(ctx.db, apps),

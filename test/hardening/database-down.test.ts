@@ -40,7 +40,7 @@ beforeAll(async () => {
     password: 'dana-password-1',
     is_admin: false,
   });
-  const { key } = await new AuthService(ctx).createApiKey(user.id, 'test');
+  const { key } = await new AuthService(ctx, new UsersService(db)).createApiKey(user.id, 'test');
   headers = { 'x-api-key': key };
 });
 

@@ -109,7 +109,7 @@ export async function createHarness(env: Partial<Env> = {}, options: HarnessOpti
     await ctx.jobs.startWorkers();
   }
   const users = new UsersService(db);
-  const auth = new AuthService(ctx);
+  const auth = new AuthService(ctx, users);
   let counter = 0;
   return {
     app,

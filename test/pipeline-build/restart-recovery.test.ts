@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SourceBuilder } from '../../src/platform/builder/index.js';
 import { PipelineJobs } from '../../src/platform/jobs/pipeline-jobs.js';
 import { ApplicationsService } from '../../src/modules/applications/applications.service.js';
+import { ProjectsService } from '../../src/modules/projects/projects.service.js';
 import { ConfigurationsService } from '../../src/modules/configurations/configurations.service.js';
 import { ImagesRepository } from '../../src/modules/images/images.repository.js';
 import { ImagesService } from '../../src/modules/images/images.service.js';
@@ -107,7 +108,7 @@ describe('restart recovery', () => {
     await h.ctx.db.updateTable('releases').set({ created_at: tenMinutesAgo }).where('id', '=', orphanRelease.id).execute();
 
     // The server starts again: its workers find the dead worker's job on start.
-    const apps = new ApplicationsService(h.ctx.db);
+    const apps = new ApplicationsService(h.ctx.db, new ProjectsService(h.ctx.db));
     new ReleasesService(h.ctx, apps, new ConfigurationsService(h.ctx.db, h.ctx.secrets)).registerJobs(h.ctx.jobs!);
     new ImagesService(h.ctx, apps, new ConfigurationsService(h.ctx.db, h.ctx.secrets), [
       new SourceBuilder(join(h.dataDir, 'cache')),

@@ -8,6 +8,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApplicationsService } from '../../src/modules/applications/index.js';
+import { ProjectsService } from '../../src/modules/projects/index.js';
 import { CronScheduler, nextOccurrence } from '../../src/modules/cron/index.js';
 import { OneOffRunsService } from '../../src/modules/deployments/index.js';
 import { TestRepo } from '../helpers/git-repo.js';
@@ -226,7 +227,7 @@ describe('cron with several schedulers', () => {
     // Due now (as after a downtime): the platform's own scheduler and two more race for it.
     const due = new Date(Date.UTC(2026, 0, 1));
     await h.ctx.db.updateTable('cron_entries').set({ next_run_at: due }).where('id', '=', put.body.id).execute();
-    const runs = new OneOffRunsService(platform!.ctx, new ApplicationsService(h.ctx.db));
+    const runs = new OneOffRunsService(platform!.ctx, new ApplicationsService(h.ctx.db, new ProjectsService(h.ctx.db)));
     const quiet = { info: () => {}, warn: () => {}, error: () => {} } as never;
     const schedulers = [1, 2].map(() => new CronScheduler(h.ctx.db, runs, { pollMs: 1000, allowSeconds: true }, quiet));
     const started = await Promise.all([...schedulers, ...schedulers].map((s) => s.tick()));

@@ -47,12 +47,13 @@ export class ApplicationsService {
 
   constructor(
     private readonly db: Db,
+    projects: ProjectsService,
     private readonly latest: LatestRecordsSource = noRecords,
     private readonly onScaled: ScaleListener = async () => {},
     private readonly vetRepository: RepositoryVetter = async () => {},
   ) {
     this.apps = new ApplicationsRepository(db);
-    this.projects = new ProjectsService(db);
+    this.projects = projects;
   }
 
   /** The application with its organization and project slugs, for pipeline workers (they act for no caller). */

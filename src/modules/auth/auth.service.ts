@@ -29,9 +29,12 @@ export class AuthService {
   private readonly users: UsersService;
   private readonly verified: CredentialCache;
 
-  constructor(private readonly ctx: AppContext) {
+  constructor(
+    private readonly ctx: AppContext,
+    users: UsersService,
+  ) {
     this.repo = new AuthRepository(ctx.db);
-    this.users = new UsersService(ctx.db);
+    this.users = users;
     this.verified = new CredentialCache(ctx.config.CREDENTIAL_CACHE_SECONDS);
   }
 

@@ -65,10 +65,11 @@ export class EnvDeploysService {
   constructor(
     private readonly db: Db,
     private readonly pipeline: ServicePipeline,
+    scope: WorkspaceScope,
     private readonly logger?: { error(obj: object, msg: string): void },
   ) {
     this.repo = new EnvDeploysRepository(db);
-    this.scope = new WorkspaceScope(db);
+    this.scope = scope;
   }
 
   /** The target environment, once the caller may deploy into it (protected: workspace admins only). */

@@ -30,10 +30,11 @@ export class EnvironmentsService {
   /** `jobs`, when the pipeline runs: a change of process settings reaches running services at once. */
   constructor(
     private readonly db: Db,
+    scope: WorkspaceScope,
     private readonly jobs?: Jobs,
   ) {
     this.envs = new EnvironmentsRepository(db);
-    this.scope = new WorkspaceScope(db);
+    this.scope = scope;
   }
 
   /** The record shown by the API, with each service's effective process settings here. */

@@ -32,9 +32,9 @@ export class OrganizationsService {
   private readonly users: UsersService;
   private readonly access: OrganizationAccess;
 
-  constructor(db: Db) {
+  constructor(db: Db, users: UsersService) {
     this.orgs = new OrganizationsRepository(db);
-    this.users = new UsersService(db);
+    this.users = users;
     this.access = new OrganizationAccess(db);
   }
 

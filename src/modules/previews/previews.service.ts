@@ -46,9 +46,10 @@ export class PreviewsService {
     private readonly jobs: Jobs | undefined,
     private readonly startChain: PreviewChainStarter,
     private readonly settingsOf: { routerDomain: string; urlOf: (hostname: string) => string },
+    scope: WorkspaceScope,
   ) {
     this.repo = new PreviewsRepository(db);
-    this.scope = new WorkspaceScope(db);
+    this.scope = scope;
   }
 
   private describeSettings(row: Awaited<ReturnType<PreviewsRepository['settings']>>) {

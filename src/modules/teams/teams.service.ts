@@ -30,11 +30,11 @@ export class TeamsService {
   private readonly access: OrganizationAccess;
   readonly scope: WorkspaceScope;
 
-  constructor(db: Db) {
+  constructor(db: Db, users: UsersService, scope: WorkspaceScope) {
     this.teams = new TeamsRepository(db);
-    this.users = new UsersService(db);
+    this.users = users;
     this.access = new OrganizationAccess(db);
-    this.scope = new WorkspaceScope(db);
+    this.scope = scope;
   }
 
   async list(userId: string, workspaceSlug: string) {

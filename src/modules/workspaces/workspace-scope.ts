@@ -12,8 +12,11 @@ export class WorkspaceScope {
   private readonly orgs: OrganizationsService;
   private readonly access: OrganizationAccess;
 
-  constructor(private readonly db: Db) {
-    this.orgs = new OrganizationsService(db);
+  constructor(
+    private readonly db: Db,
+    orgs: OrganizationsService,
+  ) {
+    this.orgs = orgs;
     this.access = new OrganizationAccess(db);
   }
 

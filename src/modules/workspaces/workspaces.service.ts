@@ -29,10 +29,14 @@ export class WorkspacesService {
   private readonly orgs: OrganizationsService;
   readonly scope: WorkspaceScope;
 
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    orgs: OrganizationsService,
+    scope: WorkspaceScope,
+  ) {
     this.repo = new WorkspacesRepository(db);
-    this.orgs = new OrganizationsService(db);
-    this.scope = new WorkspaceScope(db);
+    this.orgs = orgs;
+    this.scope = scope;
   }
 
   async list(userId: string) {
