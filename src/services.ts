@@ -14,15 +14,15 @@ import { ApplicationsService } from './modules/applications/index.js';
 import { ConfigurationsService, ScopedConfig } from './modules/configurations/index.js';
 import { UsersService } from './modules/users/index.js';
 import { OrganizationsService } from './modules/organizations/index.js';
-import { WorkspaceScope, WorkspacesService } from './modules/workspaces/index.js';
-import { TeamsService } from './modules/teams/index.js';
+import { WorkspaceScope, WorkspacesService, WorkspacesRepository } from './modules/workspaces/index.js';
+import { TeamsService, TeamsRepository } from './modules/teams/index.js';
 import { ProjectsService } from './modules/projects/index.js';
 import { RegistryTokenService } from './modules/registry/index.js';
 import { ImagesService } from './modules/images/index.js';
 import { ReleasePromoter, ReleasesService } from './modules/releases/index.js';
 import { GithubHooksService, GitHubDeploymentReports } from './modules/github/index.js';
-import { PreviewsService, PreviewStatuses } from './modules/previews/index.js';
-import { sweepDeletedEnvironments } from './modules/environments/index.js';
+import { PreviewsService, PreviewStatuses, PreviewsRepository } from './modules/previews/index.js';
+import { sweepDeletedEnvironments, EnvironmentsRepository, EnvDeploysRepository } from './modules/environments/index.js';
 import { DeploymentsRepository } from './modules/deployments/index.js';
 import { GitHubApp } from './platform/github/github-app.js';
 import { GitHubApi } from './platform/github/github-api.js';
@@ -36,21 +36,28 @@ import { DeploymentsService, reconcileAfterScale } from './modules/deployments/i
 import { registerDeploymentJobs } from './modules/deployments/index.js';
 import { DeployChain } from './modules/deployments/index.js';
 import { ObservabilityService } from './modules/observability/index.js';
-import { GuardsService, GuardWatcher } from './modules/guards/index.js';
+import { GuardsService, GuardWatcher, GuardsRepository } from './modules/guards/index.js';
 import { PlatformMetrics } from './modules/metrics/index.js';
 import { AcmeIssuer, DomainsRepository, DomainsService } from './modules/domains/index.js';
 import { EdgeDirectory } from './platform/edge/index.js';
 import { LocalRuntime } from './platform/runtime/local/local-runtime.js';
 import { Notifications } from './platform/db/notifications.js';
-import { StreamsService } from './modules/streams/index.js';
+import { StreamsService, StreamsRepository } from './modules/streams/index.js';
 import { OneOffRunsService } from './modules/deployments/index.js';
-import { AuditService } from './modules/audit/index.js';
-import { WebhookDeliveries, WebhooksService } from './modules/webhooks/index.js';
+import { AuditService, AuditRepository } from './modules/audit/index.js';
+import { WebhookDeliveries, WebhooksService, WebhooksRepository } from './modules/webhooks/index.js';
 import { WEBHOOKS_CHANNEL } from './platform/webhook-events.js';
 import { forbidden } from './platform/errors.js';
-import { Autoscaler, AutoscalingService } from './modules/autoscaling/index.js';
-import { CronScheduler, CronService } from './modules/cron/index.js';
-import { AppLogWriter, AppLogsService, oldestLiveWorker, servingReleaseScrubber, sweepAppLogs } from './modules/app-logs/index.js';
+import { Autoscaler, AutoscalingService, AutoscalingRepository } from './modules/autoscaling/index.js';
+import { CronScheduler, CronService, CronRepository } from './modules/cron/index.js';
+import {
+  AppLogWriter,
+  AppLogsService,
+  oldestLiveWorker,
+  servingReleaseScrubber,
+  sweepAppLogs,
+  AppLogsRepository,
+} from './modules/app-logs/index.js';
 
 /**
  * The composition root of the services: builds each once, wires their dependencies and
@@ -123,6 +130,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
       : null;
   const domains = new DomainsService(
     ctx.db,
+    new DomainsRepository(ctx.db),
     ctx.secrets,
     apps,
     deployments,
@@ -170,6 +178,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   });
   const streams = new StreamsService(
     ctx.db,
+    new StreamsRepository(ctx.db),
     notifications,
     (userId, applicationId) => apps.authorize(userId, applicationId),
     (err) => streamsLog.error({ err }, 'stream failed'),
@@ -203,6 +212,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   const deploymentTargets = new DeploymentsRepository(ctx.db);
   const previews = new PreviewsService(
     ctx.db,
+    new PreviewsRepository(ctx.db),
     ctx.jobs,
     (id, ref, environmentId) => deployChain.start(id, ref, environmentId),
     {
@@ -241,25 +251,26 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
 
   const signingKeys = SigningKeys.forConfig(ctx.config);
   return {
-    audit: new AuditService(ctx.db, requireOrganizationAdmin),
+    audit: new AuditService(ctx.db, new AuditRepository(ctx.db), requireOrganizationAdmin),
     webhooks: new WebhooksService(
       ctx.db,
+      new WebhooksRepository(ctx.db),
       ctx.secrets,
       requireOrganizationAdmin,
       { allowPrivate: ctx.config.WEBHOOK_ALLOW_PRIVATE },
       webhookDeliveries,
     ),
     guardWatcher,
-    guards: new GuardsService(ctx.db, apps),
+    guards: new GuardsService(ctx.db, new GuardsRepository(ctx.db), apps),
     metrics: new PlatformMetrics(ctx.db),
     notifications,
     previews,
     streams,
     runs,
     cronScheduler,
-    cron: new CronService(ctx.db, apps, runs, ctx.config.CRON_SECONDS_FIELD),
-    autoscaling: new AutoscalingService(ctx.db, apps),
-    appLogs: new AppLogsService(ctx.db, apps, notifications),
+    cron: new CronService(ctx.db, new CronRepository(ctx.db), apps, runs, ctx.config.CRON_SECONDS_FIELD),
+    autoscaling: new AutoscalingService(ctx.db, new AutoscalingRepository(ctx.db), apps),
+    appLogs: new AppLogsService(ctx.db, new AppLogsRepository(ctx.db), apps, notifications),
     auth,
     config,
     apps,
@@ -274,6 +285,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     }),
     envDeploys: new EnvDeploysService(
       ctx.db,
+      new EnvDeploysRepository(ctx.db),
       new EnvironmentPipeline(ctx, deployChain, deployments, new ReleasePromoter(ctx, config)),
       workspaceScope,
       log.child({ component: 'env-deploys' }),
@@ -282,10 +294,10 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     registryTokens: new RegistryTokenService(ctx, signingKeys, auth),
     users,
     organizations,
-    workspaces: new WorkspacesService(ctx.db, organizations, workspaceScope),
-    teams: new TeamsService(ctx.db, users, workspaceScope),
+    workspaces: new WorkspacesService(ctx.db, new WorkspacesRepository(ctx.db), organizations, workspaceScope),
+    teams: new TeamsService(ctx.db, new TeamsRepository(ctx.db), users, workspaceScope),
     projects,
-    environments: new EnvironmentsService(ctx.db, workspaceScope, ctx.jobs),
+    environments: new EnvironmentsService(ctx.db, new EnvironmentsRepository(ctx.db), workspaceScope, ctx.jobs),
     // The configuration layers of workspaces, teams and environments, behind their own routes.
     scopedConfig: new ScopedConfig(ctx.db, config),
     observability: new ObservabilityService(ctx.db, apps),

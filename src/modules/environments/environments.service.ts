@@ -30,10 +30,11 @@ export class EnvironmentsService {
   /** `jobs`, when the pipeline runs: a change of process settings reaches running services at once. */
   constructor(
     private readonly db: Db,
+    envs: EnvironmentsRepository,
     scope: WorkspaceScope,
     private readonly jobs?: Jobs,
   ) {
-    this.envs = new EnvironmentsRepository(db);
+    this.envs = envs;
     this.scope = scope;
   }
 

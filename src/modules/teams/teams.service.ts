@@ -30,8 +30,8 @@ export class TeamsService {
   private readonly access: OrganizationAccess;
   readonly scope: WorkspaceScope;
 
-  constructor(db: Db, users: UsersService, scope: WorkspaceScope) {
-    this.teams = new TeamsRepository(db);
+  constructor(db: Db, teams: TeamsRepository, users: UsersService, scope: WorkspaceScope) {
+    this.teams = teams;
     this.users = users;
     this.access = new OrganizationAccess(db);
     this.scope = scope;

@@ -31,10 +31,11 @@ export class WorkspacesService {
 
   constructor(
     private readonly db: Db,
+    repo: WorkspacesRepository,
     orgs: OrganizationsService,
     scope: WorkspaceScope,
   ) {
-    this.repo = new WorkspacesRepository(db);
+    this.repo = repo;
     this.orgs = orgs;
     this.scope = scope;
   }
