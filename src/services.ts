@@ -13,7 +13,7 @@ import { AuthService } from './modules/auth/index.js';
 import { ApplicationsService } from './modules/applications/index.js';
 import { ConfigurationsService, ScopedConfig } from './modules/configurations/index.js';
 import { UsersService } from './modules/users/index.js';
-import { OrganizationsService } from './modules/organizations/index.js';
+import { OrganizationsRepository, OrganizationsService } from './modules/organizations/index.js';
 import { WorkspaceScope, WorkspacesService, WorkspacesRepository } from './modules/workspaces/index.js';
 import { TeamsService, TeamsRepository } from './modules/teams/index.js';
 import { ProjectsService } from './modules/projects/index.js';
@@ -67,7 +67,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   ctx.jobs?.setPorts(jobPorts(ctx.db));
   // Identity: users, organizations (workspaces) and the workspace scope the feature services resolve through.
   const users = new UsersService(ctx.db);
-  const organizations = new OrganizationsService(ctx.db, users);
+  const organizations = new OrganizationsService(ctx.db, new OrganizationsRepository(ctx.db), users);
   const workspaceScope = new WorkspaceScope(ctx.db, organizations);
   const projects = new ProjectsService(ctx.db);
   const auth = new AuthService(ctx, users);
@@ -107,7 +107,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
 
   // Guarded rollouts: processes that run jobs judge the deployments under watch (and queue the rollbacks).
   const guardWatcher = ctx.jobs
-    ? new GuardWatcher(ctx.db, deployments, ctx.config.GUARD_CHECK_MS, log.child({ component: 'guard' }))
+    ? new GuardWatcher(ctx.db, new GuardsRepository(ctx.db), deployments, ctx.config.GUARD_CHECK_MS, log.child({ component: 'guard' }))
     : null;
   guardWatcher?.start();
 
@@ -152,7 +152,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   // Application logs: the output of the instances this process runs (or follows on a cluster), rotated by size and age.
   if (ctx.runtime) {
     const shared = ctx.runtime.sharedWorkloads;
-    const writer = new AppLogWriter(ctx.db, {
+    const writer = new AppLogWriter(ctx.db, new AppLogsRepository(ctx.db), {
       maxBytesPerApp: ctx.config.APP_LOG_MAX_BYTES_PER_APP,
       logger: runtimeLog,
       ...(shared
@@ -193,7 +193,9 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
 
   // Outbound webhooks: the outbox is fanned out into durable delivery jobs wherever the job store is open.
   const webhooksLog = log.child({ component: 'webhooks' });
-  const webhookDeliveries = ctx.jobs ? new WebhookDeliveries(ctx.db, ctx.secrets, ctx.jobs, ctx.config, webhooksLog) : null;
+  const webhookDeliveries = ctx.jobs
+    ? new WebhookDeliveries(ctx.db, new WebhooksRepository(ctx.db), ctx.secrets, ctx.jobs, ctx.config, webhooksLog)
+    : null;
   if (webhookDeliveries) {
     const deliveries = webhookDeliveries;
     void deliveries
@@ -222,7 +224,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     workspaceScope,
   );
   deployChain.observe(
-    new PreviewStatuses(ctx.db, github, async (applicationId, environmentId) => {
+    new PreviewStatuses(ctx.db, new PreviewsRepository(ctx.db), github, async (applicationId, environmentId) => {
       const target = await deploymentTargets.target(applicationId, environmentId);
       return target ? urlOf(routeHostname(target, ctx.config.ROUTER_DOMAIN)) : null;
     }),
@@ -234,7 +236,13 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   const runs = new OneOffRunsService(ctx, apps);
   // Autoscaling: evaluated with every metrics sample of a process that runs applications.
   if (ctx.runtime) {
-    const autoscaler = new Autoscaler(ctx.db, ctx.jobs, ctx.config.OBSERVABILITY_SAMPLE_SECONDS, runtimeLog);
+    const autoscaler = new Autoscaler(
+      ctx.db,
+      new AutoscalingRepository(ctx.db),
+      ctx.jobs,
+      ctx.config.OBSERVABILITY_SAMPLE_SECONDS,
+      runtimeLog,
+    );
     (ctx.usageListeners ??= []).push((usage, sampledAt) => autoscaler.evaluate(usage, sampledAt));
   }
   // Scheduled jobs: started by every process that runs pipeline workers (each occurrence is taken once).
@@ -242,6 +250,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     ctx.jobs && ctx.runtime
       ? new CronScheduler(
           ctx.db,
+          new CronRepository(ctx.db),
           runs,
           { pollMs: ctx.config.CRON_POLL_MS, allowSeconds: ctx.config.CRON_SECONDS_FIELD },
           log.child({ component: 'cron' }),

@@ -9,7 +9,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApplicationsService } from '../../src/modules/applications/index.js';
 import { ProjectsService } from '../../src/modules/projects/index.js';
-import { CronScheduler, nextOccurrence } from '../../src/modules/cron/index.js';
+import { CronRepository, CronScheduler, nextOccurrence } from '../../src/modules/cron/index.js';
 import { OneOffRunsService } from '../../src/modules/deployments/index.js';
 import { TestRepo } from '../helpers/git-repo.js';
 import { startPlatformProcess, type PlatformProcess } from '../helpers/platform-process.js';
@@ -229,7 +229,9 @@ describe('cron with several schedulers', () => {
     await h.ctx.db.updateTable('cron_entries').set({ next_run_at: due }).where('id', '=', put.body.id).execute();
     const runs = new OneOffRunsService(platform!.ctx, new ApplicationsService(h.ctx.db, new ProjectsService(h.ctx.db)));
     const quiet = { info: () => {}, warn: () => {}, error: () => {} } as never;
-    const schedulers = [1, 2].map(() => new CronScheduler(h.ctx.db, runs, { pollMs: 1000, allowSeconds: true }, quiet));
+    const schedulers = [1, 2].map(
+      () => new CronScheduler(h.ctx.db, new CronRepository(h.ctx.db), runs, { pollMs: 1000, allowSeconds: true }, quiet),
+    );
     const started = await Promise.all([...schedulers, ...schedulers].map((s) => s.tick()));
     const all = await waitFor('the run of the occurrence', async () => {
       const items = await runsOf(app, 'yearly');

@@ -32,9 +32,10 @@ export class AppLogWriter {
 
   constructor(
     db: Db,
+    repo: AppLogsRepository,
     private readonly options: AppLogWriterOptions,
   ) {
-    this.repo = new AppLogsRepository(db);
+    this.repo = repo;
   }
 
   accept(out: AppOutputLine): void {

@@ -32,8 +32,8 @@ export class OrganizationsService {
   private readonly users: UsersService;
   private readonly access: OrganizationAccess;
 
-  constructor(db: Db, users: UsersService) {
-    this.orgs = new OrganizationsRepository(db);
+  constructor(db: Db, orgs: OrganizationsRepository, users: UsersService) {
+    this.orgs = orgs;
     this.users = users;
     this.access = new OrganizationAccess(db);
   }
