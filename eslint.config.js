@@ -13,6 +13,57 @@ export default tseslint.config(
     },
   },
   {
+    // One composition root (src/services.ts) builds every repository and service once; modules receive them
+    // through constructors (src/modules/README.md, "Composition root").
+    files: ['src/modules/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: 'NewExpression[callee.name=/Service$/]',
+          message: 'Services are built once in src/services.ts and passed in through constructors.',
+        },
+        {
+          selector: 'NewExpression[callee.name=/Repository$/]',
+          message: 'Repositories are built once in src/services.ts and passed in through constructors.',
+        },
+      ],
+    },
+  },
+  {
+    // Not yet moved to the composition root (issue 18 item 3): this list only shrinks. A repository may
+    // rebuild itself over a transaction (`*.repository.ts`).
+    files: [
+      'src/modules/**/*.repository.ts',
+      'src/modules/projects/projects.service.ts',
+      'src/modules/users/users.service.ts',
+      'src/modules/auth/auth.service.ts',
+      'src/modules/images/images.service.ts',
+      'src/modules/images/image-records.ts',
+      'src/modules/images/build-runner.ts',
+      'src/modules/app-logs/app-log-writer.ts',
+      'src/modules/releases/promotion.ts',
+      'src/modules/releases/release-runner.ts',
+      'src/modules/releases/releases.service.ts',
+      'src/modules/configurations/configurations.service.ts',
+      'src/modules/configurations/scoped-config.ts',
+      'src/modules/configurations/variables-in-scopes.ts',
+      'src/modules/registry/registry.service.ts',
+      'src/modules/organizations/access.ts',
+      'src/modules/deployments/*.ts',
+      'src/modules/applications/applications.service.ts',
+    ],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: 'NewExpression[callee.name=/Service$/]',
+          message: 'Services are built once in src/services.ts and passed in through constructors.',
+        },
+      ],
+    },
+  },
+  {
     // Tests read JSON answers whose shape the assertions check; typing each one adds noise, not safety.
     files: ['test/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
