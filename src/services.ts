@@ -11,15 +11,15 @@ import { createBuildahBuilder } from './platform/builder/buildah.js';
 import { SigningKeys } from './platform/crypto/signing-key.js';
 import { AuthService } from './modules/auth/index.js';
 import { ApplicationsService } from './modules/applications/index.js';
-import { ConfigurationsService, ScopedConfig } from './modules/configurations/index.js';
+import { ConfigurationsService, ScopedConfig, ConfigurationsRepository } from './modules/configurations/index.js';
 import { UsersService } from './modules/users/index.js';
 import { OrganizationsRepository, OrganizationsService } from './modules/organizations/index.js';
 import { WorkspaceScope, WorkspacesService, WorkspacesRepository } from './modules/workspaces/index.js';
 import { TeamsService, TeamsRepository } from './modules/teams/index.js';
 import { ProjectsService } from './modules/projects/index.js';
-import { RegistryTokenService } from './modules/registry/index.js';
+import { RegistryTokenService, RegistryRepository } from './modules/registry/index.js';
 import { ImagesService } from './modules/images/index.js';
-import { ReleasePromoter, ReleasesService } from './modules/releases/index.js';
+import { ReleasePromoter, ReleasesService, ReleasesRepository } from './modules/releases/index.js';
 import { GithubHooksService, GitHubDeploymentReports } from './modules/github/index.js';
 import { PreviewsService, PreviewStatuses, PreviewsRepository } from './modules/previews/index.js';
 import { sweepDeletedEnvironments, EnvironmentsRepository, EnvDeploysRepository } from './modules/environments/index.js';
@@ -89,7 +89,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     reconcileAfterScale(ctx),
     (change) => vetRepositoryChange(ctx.db, ctx.config, change),
   );
-  const deployments = new DeploymentsService(ctx, apps);
+  const deployments = new DeploymentsService(ctx, new DeploymentsRepository(ctx.db), apps);
   // Pipeline build stage: builders in order of preference (the source builder accepts anything).
   // A context with a Dockerfile goes to buildah (which says what to install when it is missing).
   const images = new ImagesService(ctx, apps, config, [
@@ -102,7 +102,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   const runtimeLog = log.child({ component: 'runtime' });
   registerDeploymentJobs(ctx, runtimeLog);
   // `POST /applications/{id}/deploy` (and GitHub pushes): build → release → deploy as one job.
-  const deployChain = new DeployChain(ctx, apps, images, releases);
+  const deployChain = new DeployChain(ctx, new DeploymentsRepository(ctx.db), apps, images, releases);
   deployChain.registerJobs(runtimeLog);
 
   // Guarded rollouts: processes that run jobs judge the deployments under watch (and queue the rollbacks).
@@ -295,12 +295,12 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     envDeploys: new EnvDeploysService(
       ctx.db,
       new EnvDeploysRepository(ctx.db),
-      new EnvironmentPipeline(ctx, deployChain, deployments, new ReleasePromoter(ctx, config)),
+      new EnvironmentPipeline(ctx, deployChain, deployments, new ReleasePromoter(ctx, new ReleasesRepository(ctx.db), config)),
       workspaceScope,
       log.child({ component: 'env-deploys' }),
     ),
     signingKeys,
-    registryTokens: new RegistryTokenService(ctx, signingKeys, auth),
+    registryTokens: new RegistryTokenService(ctx, new RegistryRepository(ctx.db), signingKeys, auth),
     users,
     organizations,
     workspaces: new WorkspacesService(ctx.db, new WorkspacesRepository(ctx.db), organizations, workspaceScope),
@@ -308,7 +308,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     projects,
     environments: new EnvironmentsService(ctx.db, new EnvironmentsRepository(ctx.db), workspaceScope, ctx.jobs),
     // The configuration layers of workspaces, teams and environments, behind their own routes.
-    scopedConfig: new ScopedConfig(ctx.db, config),
+    scopedConfig: new ScopedConfig(ctx.db, new ConfigurationsRepository(ctx.db), config),
     observability: new ObservabilityService(ctx.db, apps),
   };
 }

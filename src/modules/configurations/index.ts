@@ -8,3 +8,4 @@ export * from './variables-in-scopes.js';
 export * from './configurations.service.js';
 export * from './configurations.routes.js';
 export * from './scoped-config.routes.js';
+export { ConfigurationsRepository } from './configurations.repository.js';

@@ -64,11 +64,12 @@ export class DeployChain {
 
   constructor(
     private readonly ctx: AppContext,
+    repo: DeploymentsRepository,
     private readonly apps: ApplicationsService,
     private readonly build: BuildStage,
     private readonly release: ReleaseStage,
   ) {
-    this.repo = new DeploymentsRepository(ctx.db);
+    this.repo = repo;
   }
 
   observe(observer: ChainObserver) {

@@ -67,9 +67,10 @@ export class DeploymentsService {
 
   constructor(
     private readonly ctx: AppContext,
+    repo: DeploymentsRepository,
     private readonly apps: ApplicationsService,
   ) {
-    this.repo = new DeploymentsRepository(ctx.db);
+    this.repo = repo;
   }
   /** The release an environment serves (its latest complete deployment's), or null. */
   async currentRelease(applicationId: string, environmentId: string): Promise<{ id: string; version: number } | null> {

@@ -23,9 +23,10 @@ export class ReleasePromoter {
 
   constructor(
     private readonly ctx: AppContext,
+    releases: ReleasesRepository,
     private readonly configs: ConfigurationsService,
   ) {
-    this.releases = new ReleasesRepository(ctx.db);
+    this.releases = releases;
     this.images = imageRecords(ctx.db);
   }
 
