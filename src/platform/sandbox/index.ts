@@ -5,6 +5,7 @@ import { DatabaseUids, parseUidRange } from './uid-allocator.js';
 
 export { Sandbox, SandboxUnavailable, type PreparedSandbox, type SandboxRequest, type UidSource } from './sandbox.js';
 export type { SandboxView } from './bwrap.js';
+export { runSandboxed } from './user-map.js';
 export type { Cgroup } from './cgroups.js';
 
 /** The sandbox of builds and application processes, or null with RUNTIME_ISOLATION=none. */

@@ -35,6 +35,8 @@ export interface PreparedSandbox {
   args: string[];
   uid: number;
   cgroup: Cgroup;
+  /** Run it with `runSandboxed`: the platform maps the user to root inside (see SandboxView.mappedRoot). */
+  mappedRoot: boolean;
 }
 
 /** Raised when the machine cannot sandbox (no bubblewrap, no user namespaces, no cgroups). */
@@ -73,6 +75,11 @@ export class Sandbox {
     await hierarchy?.discard(name);
   }
 
+  /** The application's sandbox user (files its sandboxes must read are given to it). */
+  uidOf(applicationId: string): Promise<number> {
+    return this.options.uids.uidFor(applicationId);
+  }
+
   async prepare(request: SandboxRequest): Promise<PreparedSandbox> {
     const hierarchy = await this.hierarchy();
     const uid = await this.options.uids.uidFor(request.applicationId);
@@ -94,14 +101,15 @@ export class Sandbox {
       '--clear-groups',
       '--no-new-privs',
       '--inh-caps=-all',
-      '--bounding-set=-all',
+      // A mapped root needs its namespace's capabilities after exec; outside, setuid programs stay inert (no new privileges).
+      ...(request.view.mappedRoot ? [] : ['--bounding-set=-all']),
       'bwrap',
       ...bwrapArguments(request.view),
       '/bin/sh',
       '-c',
       request.command,
     ];
-    return { file: '/bin/sh', args, uid, cgroup };
+    return { file: '/bin/sh', args, uid, cgroup, mappedRoot: request.view.mappedRoot === true };
   }
 }
 
