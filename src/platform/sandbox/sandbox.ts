@@ -3,7 +3,7 @@ import { stat, chmod, mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { promisify } from 'node:util';
 import { bwrapArguments, type SandboxView } from './bwrap.js';
-import { CgroupHierarchy, type Cgroup, type CgroupLimits } from './cgroups.js';
+import { CgroupHierarchy, type Cgroup, type CgroupLimits, type CgroupSettings } from './cgroups.js';
 
 const exec = promisify(execFile);
 
@@ -16,6 +16,8 @@ export interface SandboxOptions {
   uids: UidSource;
   /** Most processes (and threads) one sandbox may have at once: a fork bomb stops there. */
   pidsMax: number;
+  /** Where the cgroup hierarchy is (default: found below /sys/fs/cgroup, v2 preferred). */
+  cgroups?: CgroupSettings;
 }
 
 export interface SandboxRequest {
@@ -65,7 +67,7 @@ export class Sandbox {
   }
 
   private hierarchy(): Promise<CgroupHierarchy> {
-    this.probe ??= probeMachine();
+    this.probe ??= probeMachine(this.options.cgroups);
     return this.probe;
   }
 
@@ -113,7 +115,7 @@ export class Sandbox {
   }
 }
 
-async function probeMachine(): Promise<CgroupHierarchy> {
+async function probeMachine(cgroups: CgroupSettings = {}): Promise<CgroupHierarchy> {
   for (const [program, pkg] of [
     ['bwrap', 'bubblewrap'],
     ['setpriv', 'util-linux'],
@@ -145,7 +147,7 @@ async function probeMachine(): Promise<CgroupHierarchy> {
     throw new SandboxUnavailable(`bubblewrap cannot create user namespaces here (${detail})`);
   }
   try {
-    return await CgroupHierarchy.detect();
+    return await CgroupHierarchy.detect(cgroups);
   } catch (err) {
     throw new SandboxUnavailable(`cgroups are not usable: ${(err as Error).message}`);
   }
