@@ -154,4 +154,36 @@ describe.skipIf(!!missing)("a plain member's hostile Dockerfile (issue 10)", () 
     const url = new URL(deployment.deploy_metadata.url);
     expect(await routerGet(Number(url.port), url.hostname)).toEqual({ status: 200, body: 'hostile-but-served\n' });
   }, 240_000);
+
+  it('copies the base images a COPY --from names into its storage, but never another application image', async () => {
+    const repo = new TestRepo();
+    repos.push(repo);
+    // A scratch image filled from the operator's base image: buildah must find that image in the application's storage.
+    repo.commit({
+      Dockerfile: `FROM scratch\nCOPY --from=${BASE_IMAGE} / /\nRUN mkdir -p /www && echo copied-from-base > /www/index.html\n`,
+      Procfile: 'web: httpd -f -p $PORT -h /www\n',
+    });
+    const app = await createApp(h, { github_repository: repo.dir, auto_deploy_branch: 'main', health_check_path: '/' });
+    const { deployment } = await chainDeploy(h, app);
+    expect(deployment?.complete, deployment?.error_detail).toBe(true);
+    const url = new URL(deployment.deploy_metadata.url);
+    expect(await routerGet(Number(url.port), url.hostname)).toEqual({ status: 200, body: 'copied-from-base\n' });
+
+    // The victim's image, named the way the platform names it, is not there to copy from.
+    const { repository_name: victimRepository } = await h.ctx.db
+      .selectFrom('images')
+      .select('repository_name')
+      .where('application_id', '=', victim.appId)
+      .executeTakeFirstOrThrow();
+    const thief = new TestRepo();
+    repos.push(thief);
+    thief.commit({
+      Dockerfile: `FROM ${BASE_IMAGE}\nCOPY --from=localhost/${victimRepository}:1 /www /stolen\n`,
+      Procfile: 'web: httpd -f -p $PORT -h /stolen\n',
+    });
+    const stealing = await createApp(h, { github_repository: thief.dir, auto_deploy_branch: 'main' });
+    const built = await buildAndWait(h, stealing);
+    expect(built.log.status, built.log.log_text).toBe('error');
+    expect(built.log.log_text).toContain('no stage or image found');
+  }, 240_000);
 });

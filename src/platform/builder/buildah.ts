@@ -66,16 +66,19 @@ export function createBuildahBuilder(config: Config, sandbox: Sandbox | null = n
 }
 
 /**
- * Images a Dockerfile builds on (`FROM`), except `scratch`, its own stages and names built
- * from ARGs. Names of applications' images (`localhost/<org>/<project>/<app>`) are left out:
- * a build may only start from the operator's base images, never from another tenant's image.
+ * Images a Dockerfile reads (`FROM`, `COPY --from=`, `RUN --mount=...,from=`), except
+ * `scratch`, its own stages (by name or index) and names built from ARGs. Names of
+ * applications' images (`localhost/<org>/<project>/<app>`) are left out: a build may only
+ * read the operator's base images, never another tenant's image.
  */
 export function baseImageNames(dockerfile: string): string[] {
   const stages = new Set<string>();
   const names: string[] = [];
-  for (const m of dockerfile.matchAll(/^\s*FROM\s+((?:--\S+\s+)*)(\S+)(?:\s+AS\s+(\S+))?/gim)) {
-    const name = m[2]!;
-    const ownStage = stages.has(name.toLowerCase());
+  const instruction =
+    /^\s*(?:FROM\s+((?:--\S+\s+)*)(\S+)(?:\s+AS\s+(\S+))?|(?:COPY|ADD)\s+.*?--from=(\S+)|RUN\s+.*?--mount=\S*?\bfrom=([^,\s]+))/gim;
+  for (const m of dockerfile.matchAll(instruction)) {
+    const name = (m[2] ?? m[4] ?? m[5])!;
+    const ownStage = stages.has(name.toLowerCase()) || (m[2] === undefined && /^\d+$/.test(name));
     if (m[3]) stages.add(m[3].toLowerCase());
     if (name === 'scratch' || name.includes('$') || ownStage || /^localhost\/[^/]+\/[^/]+\/[^/]+/.test(name)) continue;
     if (!names.includes(name)) names.push(name);
