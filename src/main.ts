@@ -91,7 +91,8 @@ async function serve(config: Config, platform: Platform) {
   else {
     const apiUrl = await app.listen({ port: config.PORT, host: config.HOST });
     const router = config.SLIPWAY_ROLE === 'api' ? '' : `, application router on http://${config.ROUTER_HOST}:${config.ROUTER_PORT}`;
-    console.error(`[slipway] API listening on ${apiUrl}${router}`);
+    // One line saying where everything is: the dashboard is served by the API, at its root.
+    console.error(`[slipway] API listening on ${apiUrl} (dashboard: ${apiUrl}/)${router}`);
   }
 }
 

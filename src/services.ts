@@ -92,9 +92,11 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   const deployments = new DeploymentsService(ctx, new DeploymentsRepository(ctx.db), apps);
   // Pipeline build stage: builders in order of preference (the source builder accepts anything).
   // A context with a Dockerfile goes to buildah (which says what to install when it is missing).
+  // Both run a member's build steps in the application's sandbox (unless RUNTIME_ISOLATION=none).
+  const buildSandbox = createSandbox(ctx.config, ctx.db);
   const images = new ImagesService(ctx, apps, config, [
-    createBuildahBuilder(ctx.config),
-    new SourceBuilder(join(ctx.config.dataDir, 'cache'), createSandbox(ctx.config, ctx.db)),
+    createBuildahBuilder(ctx.config, buildSandbox),
+    new SourceBuilder(join(ctx.config.dataDir, 'cache'), buildSandbox),
   ]);
   if (ctx.jobs) images.registerJobs(ctx.jobs);
   const releases = new ReleasesService(ctx, apps, config);

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { parseDotenv } from '../modules/configurations/dotenv.js';
+import { importDotenvAsEntries, type ImportOutcome } from '../modules/configurations/dotenv-import.js';
 import { ok, type Schemas } from './api.js';
 import type { Context } from './context.js';
 import { usage } from './errors.js';
@@ -16,11 +16,7 @@ export interface VariableChange {
   secret?: boolean;
   buildtime?: boolean;
 }
-export interface ImportOutcome {
-  name: string;
-  result: 'created' | 'updated' | 'skipped' | 'error';
-  message?: string | null;
-}
+export type { ImportOutcome };
 
 /** One configuration layer, whichever routes serve it. */
 export interface Scope {
@@ -151,14 +147,7 @@ function layered(label: string, routes: LayerRoutes): Scope {
     create: routes.create,
     update: routes.update,
     remove: routes.remove,
-    async importDotenv(text, flags) {
-      const parsed = parseDotenv(text);
-      const results = parsed.entries.length > 0 ? await routes.bulk(parsed.entries.map((e) => ({ ...e, ...flags }))) : [];
-      return [
-        ...results.map((r) => ({ name: r.name, result: r.result, message: r.message })),
-        ...parsed.errors.map((e) => ({ name: e.name, result: 'error' as const, message: e.message })),
-      ];
-    },
+    importDotenv: (text, flags) => importDotenvAsEntries(text, flags, routes.bulk),
   };
 }
 

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { TestRepo } from '../helpers/git-repo.js';
@@ -25,6 +27,14 @@ afterEach(async () => {
   repo?.remove();
   h = undefined;
 });
+
+function controllersOf(dir: string): string[] {
+  try {
+    return readFileSync(join(dir, 'cgroup.controllers'), 'utf8').trim().split(/\s+/);
+  } catch {
+    return [];
+  }
+}
 
 function whoamiRepo() {
   repo = new TestRepo();
@@ -54,6 +64,33 @@ describe.skipIf(missing !== null)('failing closed (issue 10)', () => {
     expect(deployment.error_detail).toContain('RUNTIME_ISOLATION=none');
     expect(localRuntime(h.ctx).runtimeService.driver.list()).toEqual([]);
     expect(h.logs()).toContain('applications cannot run: bwrap is not installed');
+  }, 120_000);
+
+  it('applies the limits with cgroup v2 when CGROUP_VERSION=2, and refuses to start instances where v2 lacks the controllers', async () => {
+    h = await createHarness({ ...runtimeEnv, CGROUP_VERSION: '2' }, { jobs: true, runtime: true });
+    const t = await createApp(h, {
+      github_repository: whoamiRepo().dir,
+      auto_deploy_branch: 'main',
+      health_check_path: '/',
+      deployment_timeout: 30,
+    });
+    const { deployment } = await chainDeploy(h, t);
+    const v2 = ['/sys/fs/cgroup', '/sys/fs/cgroup/unified'].some((dir) =>
+      ['memory', 'cpu', 'pids'].every((c) => controllersOf(dir).includes(c)),
+    );
+    if (v2) {
+      // A v2 host: the instance runs in a v2 group (one "0::" line, no per-controller v1 groups of ours).
+      expect(deployment.complete, deployment.error_detail).toBe(true);
+      const pid = localRuntime(h.ctx)
+        .runtimeService.driver.list()
+        .find((s) => s.pid)!.pid!;
+      expect(readFileSync(`/proc/${pid}/cgroup`, 'utf8')).toMatch(/^0::\/.*slipway\/instance-/m);
+    } else {
+      // This machine: v2 (/sys/fs/cgroup/unified) has only hugetlb, so nothing starts and the reason is given.
+      expect(deployment.error).toBe(true);
+      expect(deployment.error_detail).toContain('no cgroup v2 hierarchy with the memory, cpu and pids controllers');
+      expect(localRuntime(h.ctx).runtimeService.driver.list()).toEqual([]);
+    }
   }, 120_000);
 
   it('runs applications unconfined only with RUNTIME_ISOLATION=none, warning at start', async () => {

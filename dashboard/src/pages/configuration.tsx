@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { parseDotenv } from '../../../src/modules/configurations/dotenv.js';
+import { importDotenvAsEntries, type ImportOutcome } from '../../../src/modules/configurations/dotenv-import.js';
 import { api, errorText, ok, send } from '../api.js';
 import { ErrorMessage, Loading } from '../components/ui.js';
 import { useLoad } from '../hooks.js';
@@ -13,7 +13,6 @@ export interface BulkResult {
 
 /** A variable as the API answers it (a secret's value masked). */
 type Variable = { id: string; name: string; value: string; secret: boolean; buildtime: boolean };
-type BulkEntryResult = { name: string; result: 'created' | 'updated' | 'skipped' | 'error'; message?: string };
 type NewVariable = { name: string; value: string; secret: boolean; buildtime: boolean };
 
 /** What the panel needs from one configuration scope's routes. */
@@ -55,21 +54,13 @@ export function scopedConfig(prefix: string): ConfigEndpoints {
     update: (id, value) => send('PATCH', `${base}/${id}`, { value }),
     remove: (id) => send('DELETE', `${base}/${id}`),
     importEnv: async (raw, secret) => {
-      const parsed = parseDotenv(raw);
-      const results =
-        parsed.entries.length === 0
-          ? []
-          : await send<BulkEntryResult[]>(
-              'POST',
-              `${base}/bulk`,
-              parsed.entries.map((e) => ({ ...e, secret })),
-            );
-      const named = (result: string) => results.filter((r) => r.result === result).map((r) => r.name);
+      const outcomes = await importDotenvAsEntries(raw, { secret }, (entries) => send<ImportOutcome[]>('POST', `${base}/bulk`, entries));
+      const named = (result: ImportOutcome['result']) => outcomes.filter((o) => o.result === result).map((o) => o.name);
       return {
         created: named('created'),
         updated: named('updated'),
         skipped: named('skipped'),
-        errors: [...parsed.errors, ...results.filter((r) => r.result === 'error').map((r) => ({ name: r.name, message: r.message }))],
+        errors: outcomes.filter((o) => o.result === 'error').map((o) => ({ name: o.name, message: o.message ?? undefined })),
       };
     },
   };

@@ -35,12 +35,17 @@ export class ProjectsService {
 
   /** The project row, once the caller is known to be a member of its organization. */
   async resolve(userId: string, orgSlug: string, projectSlug: string) {
-    const org = await this.access.findBySlug(orgSlug);
-    if (!org) throw notFound('Organization');
-    await this.access.requireMember(userId, org.id);
+    await this.requireMemberOf(userId, orgSlug);
     const project = await this.projects.findRefBySlugs(orgSlug, projectSlug);
     if (!project) throw notFound('Project');
     return project;
+  }
+
+  /** 404 for an unknown organization, 403 for a caller outside it (in that order). */
+  private async requireMemberOf(userId: string, orgSlug: string) {
+    const org = await this.access.findBySlug(orgSlug);
+    if (!org) throw notFound('Organization');
+    await this.access.requireMember(userId, org.id);
   }
 
   async resolveById(userId: string, projectId: string) {
@@ -51,7 +56,8 @@ export class ProjectsService {
   }
 
   async detail(userId: string, orgSlug: string, projectSlug: string) {
-    await this.resolve(userId, orgSlug, projectSlug);
+    // The one view that shows the application count: counted here only, not on every lookup inside the project.
+    await this.requireMemberOf(userId, orgSlug);
     const project = await this.projects.findBySlugs(orgSlug, projectSlug);
     if (!project) throw notFound('Project');
     return toDetail(project);
