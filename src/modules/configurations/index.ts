@@ -4,7 +4,7 @@ export * from './layering.js';
 export * from './scope-chain.js';
 export * from './scoped-config.js';
 export type { ScopeRef } from './configurations.repository.js';
-export * from './variables-in-scopes.js';
+export * from './scope-variable-records.js';
 export * from './configurations.service.js';
 export * from './configurations.routes.js';
 export * from './scoped-config.routes.js';

@@ -204,7 +204,7 @@ export class DeploymentsService {
 
   /** After a scale: running instances follow the new counts (through the queue, never racing a deploy). */
   scaled(applicationId: string): Promise<void> {
-    return reconcileAfterScale(this.ctx)(applicationId);
+    return reconcileAfterScale(this.ctx, this.repo)(applicationId);
   }
 }
 
@@ -213,8 +213,7 @@ export class DeploymentsService {
  * root): running instances of the production environment follow the new counts through a queued
  * `reconcile`, never racing a deploy. Nothing runs yet, nothing to do.
  */
-export function reconcileAfterScale(ctx: AppContext): (applicationId: string) => Promise<void> {
-  const repo = new DeploymentsRepository(ctx.db);
+export function reconcileAfterScale(ctx: AppContext, repo: DeploymentsRepository): (applicationId: string) => Promise<void> {
   return async (applicationId) => {
     if (!ctx.jobs) return;
     const environmentId = await repo.productionEnvironmentId(applicationId);

@@ -1,5 +1,4 @@
 import { v7 as uuidv7 } from 'uuid';
-import type { Db } from '../../platform/db/database.js';
 import { conflict, forbidden, invalid, isUniqueViolation, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
@@ -30,10 +29,10 @@ export class TeamsService {
   private readonly access: OrganizationAccess;
   readonly scope: WorkspaceScope;
 
-  constructor(db: Db, teams: TeamsRepository, users: UsersService, scope: WorkspaceScope) {
+  constructor(teams: TeamsRepository, users: UsersService, scope: WorkspaceScope, access: OrganizationAccess) {
     this.teams = teams;
     this.users = users;
-    this.access = new OrganizationAccess(db);
+    this.access = access;
     this.scope = scope;
   }
 

@@ -15,9 +15,10 @@ export class WorkspaceScope {
   constructor(
     private readonly db: Db,
     orgs: OrganizationsService,
+    access: OrganizationAccess,
   ) {
     this.orgs = orgs;
-    this.access = new OrganizationAccess(db);
+    this.access = access;
   }
 
   /** The workspace (organization) and the caller's membership in it. */
