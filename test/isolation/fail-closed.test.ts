@@ -42,6 +42,10 @@ function whoamiRepo() {
   return repo;
 }
 
+/** The app each case deploys: it answers with the user it runs as. */
+const createWhoamiApp = () =>
+  createApp(h!, { github_repository: whoamiRepo().dir, auto_deploy_branch: 'main', health_check_path: '/', deployment_timeout: 30 });
+
 describe.skipIf(missing !== null)('failing closed (issue 10)', () => {
   it('refuses to start instances when bubblewrap cannot be found, and says so', async () => {
     // The runtime checks the machine once, at start: here without bwrap on its PATH.
@@ -52,12 +56,7 @@ describe.skipIf(missing !== null)('failing closed (issue 10)', () => {
     } finally {
       process.env.PATH = path;
     }
-    const t = await createApp(h, {
-      github_repository: whoamiRepo().dir,
-      auto_deploy_branch: 'main',
-      health_check_path: '/',
-      deployment_timeout: 30,
-    });
+    const t = await createWhoamiApp();
     const { deployment } = await chainDeploy(h, t);
     expect(deployment.error).toBe(true);
     expect(deployment.error_detail).toContain('bwrap is not installed (Debian package bubblewrap)');
@@ -68,12 +67,7 @@ describe.skipIf(missing !== null)('failing closed (issue 10)', () => {
 
   it('applies the limits with cgroup v2 when CGROUP_VERSION=2, and refuses to start instances where v2 lacks the controllers', async () => {
     h = await createHarness({ ...runtimeEnv, CGROUP_VERSION: '2' }, { jobs: true, runtime: true });
-    const t = await createApp(h, {
-      github_repository: whoamiRepo().dir,
-      auto_deploy_branch: 'main',
-      health_check_path: '/',
-      deployment_timeout: 30,
-    });
+    const t = await createWhoamiApp();
     const { deployment } = await chainDeploy(h, t);
     const v2 = ['/sys/fs/cgroup', '/sys/fs/cgroup/unified'].some((dir) =>
       ['memory', 'cpu', 'pids'].every((c) => controllersOf(dir).includes(c)),
@@ -96,12 +90,7 @@ describe.skipIf(missing !== null)('failing closed (issue 10)', () => {
   it('runs applications unconfined only with RUNTIME_ISOLATION=none, warning at start', async () => {
     h = await createHarness({ ...runtimeEnv, RUNTIME_ISOLATION: 'none' }, { jobs: true, runtime: true });
     expect(h.logs()).toContain('RUNTIME_ISOLATION=none: builds and applications run as root');
-    const t = await createApp(h, {
-      github_repository: whoamiRepo().dir,
-      auto_deploy_branch: 'main',
-      health_check_path: '/',
-      deployment_timeout: 30,
-    });
+    const t = await createWhoamiApp();
     const { deployment } = await chainDeploy(h, t);
     expect(deployment.complete, deployment.error_detail).toBe(true);
     const r = await routerGet(localRuntime(h.ctx).router.port, new URL(deployment.deploy_metadata.url).hostname);
@@ -111,12 +100,7 @@ describe.skipIf(missing !== null)('failing closed (issue 10)', () => {
   it("runs them as the application's own user by default", async () => {
     h = await createHarness(runtimeEnv, { jobs: true, runtime: true });
     expect(h.logs()).toContain('applications run sandboxed');
-    const t = await createApp(h, {
-      github_repository: whoamiRepo().dir,
-      auto_deploy_branch: 'main',
-      health_check_path: '/',
-      deployment_timeout: 30,
-    });
+    const t = await createWhoamiApp();
     const { deployment } = await chainDeploy(h, t);
     expect(deployment.complete, deployment.error_detail).toBe(true);
     const r = await routerGet(localRuntime(h.ctx).router.port, new URL(deployment.deploy_metadata.url).hostname);
