@@ -13,6 +13,51 @@ export default tseslint.config(
     },
   },
   {
+    // One composition root (src/services.ts) builds every repository and service once; modules receive them
+    // through constructors (src/modules/README.md, "Composition root").
+    files: ['src/modules/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: 'NewExpression[callee.name=/Service$/]',
+          message: 'Services are built once in src/services.ts and passed in through constructors.',
+        },
+        {
+          selector: 'NewExpression[callee.name=/Repository$/]',
+          message: 'Repositories are built once in src/repositories.ts and passed in through constructors.',
+        },
+      ],
+      // A module reads another's tables through that module's services or record functions, never its repository.
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              // `../<module>/…`: another module (platform imports start with `../../`).
+              regex: '^\\.\\./[\\w-]+/',
+              importNamePattern: '^[A-Z]\\w*Repository$',
+              message: "Use the owning module's service or record functions, not its repository.",
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // A repository may rebuild itself over a transaction.
+    files: ['src/modules/**/*.repository.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: 'NewExpression[callee.name=/Service$/]',
+          message: 'Services are built once in src/services.ts and passed in through constructors.',
+        },
+      ],
+    },
+  },
+  {
     // Tests read JSON answers whose shape the assertions check; typing each one adds noise, not safety.
     files: ['test/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },

@@ -23,8 +23,7 @@ import { openPlatform } from '../src/platform/bootstrap.js';
 import { probe } from '../src/platform/runtime/health-check.js';
 import type { LocalRuntime } from '../src/platform/runtime/local/local-runtime.js';
 import { startDeploymentRuntime } from '../src/runtime-startup.js';
-import { AuthService } from '../src/modules/auth/auth.service.js';
-import { UsersService } from '../src/modules/users/users.service.js';
+import { createIdentity } from '../src/services.js';
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(name);
@@ -108,13 +107,14 @@ async function main() {
   await ctx.jobs!.startWorkers();
   try {
     // An administrator: the bench builds from a local path (issue 10's source policy).
-    const user = await new UsersService(ctx.db).create({
+    const { users, auth } = createIdentity(ctx);
+    const user = await users.create({
       username: 'bench',
       email: 'bench@example.com',
       password: 'bench-password-1',
       is_admin: true,
     });
-    const { key } = await new AuthService(ctx).createApiKey(user.id, 'bench');
+    const { key } = await auth.createApiKey(user.id, 'bench');
     const headers = { 'x-api-key': key };
     const call = async (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: object) => {
       const r = await app.inject({ method, url: `/v1${url}`, headers, ...(payload ? { payload } : {}) });

@@ -14,9 +14,7 @@ import { openPlatform, type Platform } from './platform/bootstrap.js';
 import { AppError } from './platform/errors.js';
 import { resealAll, RotationError } from './platform/crypto/rotation.js';
 import { rotateSigningKey } from './platform/crypto/signing-key.js';
-import { AuthService } from './modules/auth/index.js';
-import { UsersRepository } from './modules/users/index.js';
-import { UsersService } from './modules/users/index.js';
+import { createIdentity } from './services.js';
 
 const USAGE = `Usage: npm run cli -- <command>
 
@@ -65,7 +63,7 @@ const commands: Record<string, Command> = {
     },
     async run({ ctx }, f) {
       const password = f['password-stdin'] === true ? await readStdin() : required(f, 'password');
-      const user = await new UsersService(ctx.db).create({
+      const user = await createIdentity(ctx).users.create({
         username: required(f, 'username'),
         email: required(f, 'email'),
         password,
@@ -78,7 +76,7 @@ const commands: Record<string, Command> = {
   'users list': {
     options: {},
     async run({ ctx }) {
-      const users = await new UsersService(ctx.db).list();
+      const users = await createIdentity(ctx).users.list();
       for (const u of users) console.log([u.id, u.username, u.email, u.is_admin ? 'admin' : '-', u.created].join('\t'));
       if (users.length === 0) console.error('no users');
     },
@@ -88,11 +86,11 @@ const commands: Record<string, Command> = {
     options: { user: { type: 'string', required: true }, name: { type: 'string', required: true }, 'expires-in-days': { type: 'string' } },
     async run({ ctx }, f) {
       const who = required(f, 'user');
-      const repo = new UsersRepository(ctx.db);
-      const user = (await repo.findByUsername(who)) ?? (await repo.findByEmailWithHash(who));
+      const { users, auth } = createIdentity(ctx);
+      const user = await users.findByUsernameOrEmail(who);
       if (!user) throw new AppError('NOT_FOUND', `No user with username or email '${who}'`);
       const days = f['expires-in-days'] === undefined ? undefined : Number(f['expires-in-days']);
-      const key = await new AuthService(ctx).createApiKey(user.id, required(f, 'name'), days);
+      const key = await auth.createApiKey(user.id, required(f, 'name'), days);
       console.error(
         `API key '${key.name}' for ${user.username} (id ${key.id}${key.expires ? `, expires ${key.expires}` : ''}); it is shown only this once:`,
       );

@@ -87,6 +87,10 @@ const EnvSchema = Type.Object({
   SANDBOX_UID_RANGE: Type.String({ default: '200000-299999', pattern: '^\\s*\\d+\\s*-\\s*\\d+\\s*$' }),
   /** Most processes and threads one sandboxed instance or build may have at once. */
   SANDBOX_PIDS_MAX: Type.Integer({ minimum: 16, maximum: 1_000_000, default: 1024 }),
+  /** Mount point of the cgroup hierarchy the sandbox limits are applied with (v2 there or at `<root>/unified`, else v1 below it). */
+  CGROUP_ROOT: Type.String({ default: '/sys/fs/cgroup', minLength: 1 }),
+  /** `auto`: cgroup v2 when it offers memory, cpu and pids, else v1; `1` or `2`: only that version (fail closed otherwise). */
+  CGROUP_VERSION: Type.Union([Type.Literal('auto'), Type.Literal('1'), Type.Literal('2')], { default: 'auto' }),
   /** Kubeconfig file for RUNTIME=kubernetes; unset: in-cluster credentials, else ~/.kube/config. */
   KUBECONFIG: Type.Optional(Type.String({ minLength: 1 })),
   /** Set by Kubernetes in every pod: with RUNTIME=kubernetes and no KUBECONFIG, use the pod's service account. */

@@ -4,7 +4,7 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { openPlatform, type Platform } from './platform/bootstrap.js';
 import { StartupError } from './platform/startup-error.js';
 import { AppError } from './platform/errors.js';
-import { UsersService } from './modules/users/index.js';
+import { createIdentity } from './services.js';
 import { NO_ISOLATION_WARNING } from './platform/sandbox/index.js';
 import { startEdgeProcess } from './platform/edge/index.js';
 import { pino } from 'pino';
@@ -45,7 +45,7 @@ async function serve(config: Config, platform: Platform) {
   const { ctx } = platform;
 
   if (config.ADMIN_EMAIL && config.ADMIN_PASSWORD) {
-    const users = new UsersService(ctx.db);
+    const { users } = createIdentity(ctx);
     if ((await users.count()) === 0) {
       const username = config.ADMIN_USERNAME ?? config.ADMIN_EMAIL.split('@')[0]!.replace(/[^A-Za-z0-9._-]/g, '') ?? 'admin';
       try {

@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import type { AppContext } from './platform/context.js';
 import type { Db } from './platform/db/database.js';
 import type { JobPorts } from './platform/jobs/index.js';
+import { createRepositories, type Repositories } from './repositories.js';
 import { SourceBuilder } from './platform/builder/index.js';
 import { createSandbox } from './platform/sandbox/index.js';
 import { vetRepositoryChange } from './platform/git/trusted-sources.js';
@@ -13,17 +14,16 @@ import { AuthService } from './modules/auth/index.js';
 import { ApplicationsService } from './modules/applications/index.js';
 import { ConfigurationsService, ScopedConfig } from './modules/configurations/index.js';
 import { UsersService } from './modules/users/index.js';
-import { OrganizationsService } from './modules/organizations/index.js';
-import { WorkspacesService } from './modules/workspaces/index.js';
+import { OrganizationAccess, OrganizationsService } from './modules/organizations/index.js';
+import { WorkspaceScope, WorkspacesService } from './modules/workspaces/index.js';
 import { TeamsService } from './modules/teams/index.js';
 import { ProjectsService } from './modules/projects/index.js';
 import { RegistryTokenService } from './modules/registry/index.js';
-import { ImagesService } from './modules/images/index.js';
+import { imageRecords, ImagesService } from './modules/images/index.js';
 import { ReleasePromoter, ReleasesService } from './modules/releases/index.js';
 import { GithubHooksService, GitHubDeploymentReports } from './modules/github/index.js';
 import { PreviewsService, PreviewStatuses } from './modules/previews/index.js';
 import { sweepDeletedEnvironments } from './modules/environments/index.js';
-import { DeploymentsRepository } from './modules/deployments/index.js';
 import { GitHubApp } from './platform/github/github-app.js';
 import { GitHubApi } from './platform/github/github-api.js';
 import { routeHostname } from './platform/edge/route-hostname.js';
@@ -32,13 +32,13 @@ import { latestRecordsSource } from './modules/pipeline/index.js';
 import { PipelineService } from './modules/pipeline/index.js';
 import { EnvDeploysService, EnvironmentsService, reachOfScope, requireProtectedEnvironmentAdmin } from './modules/environments/index.js';
 import { EnvironmentPipeline } from './modules/pipeline/index.js';
-import { DeploymentsService, reconcileAfterScale } from './modules/deployments/index.js';
+import { DeploymentsService, queueReconcileOfDeployed, reconcileAfterScale } from './modules/deployments/index.js';
 import { registerDeploymentJobs } from './modules/deployments/index.js';
 import { DeployChain } from './modules/deployments/index.js';
 import { ObservabilityService } from './modules/observability/index.js';
 import { GuardsService, GuardWatcher } from './modules/guards/index.js';
 import { PlatformMetrics } from './modules/metrics/index.js';
-import { AcmeIssuer, DomainsRepository, DomainsService } from './modules/domains/index.js';
+import { AcmeIssuer, DomainsService } from './modules/domains/index.js';
 import { EdgeDirectory } from './platform/edge/index.js';
 import { LocalRuntime } from './platform/runtime/local/local-runtime.js';
 import { Notifications } from './platform/db/notifications.js';
@@ -58,43 +58,32 @@ import { AppLogWriter, AppLogsService, oldestLiveWorker, servingReleaseScrubber,
  */
 export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   ctx.jobs?.setPorts(jobPorts(ctx.db));
-  const auth = new AuthService(ctx);
+  const repos = createRepositories(ctx.db);
+  const { users, auth, organizations, workspaceScope, projects, access, config, apps } = createCoreServices(ctx, repos);
   ctx.jobs?.addSweeper(() => auth.pruneExpired());
-  const config = new ConfigurationsService(
-    ctx.db,
-    ctx.secrets,
-    { variables: ctx.config.CONFIG_MAX_VARIABLES_PER_SCOPE, bytes: ctx.config.CONFIG_MAX_BYTES_PER_SCOPE },
-    // A write to any scope a protected environment inherits needs an organization admin.
-    (userId, scope) =>
-      requireProtectedEnvironmentAdmin(ctx.db, userId, reachOfScope(scope), `the configuration it inherits (${scope.scope} scope)`),
-  );
-  const apps = new ApplicationsService(
-    ctx.db,
-    latestRecordsSource(ctx.db),
-    // A scale reaches running instances through the deployments module (a queued `reconcile`):
-    // a port the applications module owns, so it needs nothing above it.
-    reconcileAfterScale(ctx),
-    (change) => vetRepositoryChange(ctx.db, ctx.config, change),
-  );
-  const deployments = new DeploymentsService(ctx, apps);
+  const deployments = new DeploymentsService(ctx, repos.deployments, apps);
   // Pipeline build stage: builders in order of preference (the source builder accepts anything).
   // A context with a Dockerfile goes to buildah (which says what to install when it is missing).
-  const images = new ImagesService(ctx, apps, config, [
-    createBuildahBuilder(ctx.config),
-    new SourceBuilder(join(ctx.config.dataDir, 'cache'), createSandbox(ctx.config, ctx.db)),
+  // Both run a member's build steps in the application's sandbox (unless RUNTIME_ISOLATION=none).
+  const buildSandbox = createSandbox(ctx.config, ctx.db);
+  const images = new ImagesService(ctx, repos.images, apps, config, [
+    createBuildahBuilder(ctx.config, buildSandbox),
+    new SourceBuilder(join(ctx.config.dataDir, 'cache'), buildSandbox),
   ]);
   if (ctx.jobs) images.registerJobs(ctx.jobs);
-  const releases = new ReleasesService(ctx, apps, config);
+  const imageSource = imageRecords(repos.images);
+  const releases = new ReleasesService(ctx, repos.releases, imageSource, apps, config);
   if (ctx.jobs) releases.registerJobs(ctx.jobs);
   const runtimeLog = log.child({ component: 'runtime' });
-  registerDeploymentJobs(ctx, runtimeLog);
+  registerDeploymentJobs(ctx, { deployments: repos.deployments, runs: repos.oneOffRuns }, runtimeLog);
+  (ctx.runtimeStartTasks ??= []).push(() => queueReconcileOfDeployed(ctx, repos.deployments));
   // `POST /applications/{id}/deploy` (and GitHub pushes): build → release → deploy as one job.
-  const deployChain = new DeployChain(ctx, apps, images, releases);
+  const deployChain = new DeployChain(ctx, repos.deployments, apps, images, releases);
   deployChain.registerJobs(runtimeLog);
 
   // Guarded rollouts: processes that run jobs judge the deployments under watch (and queue the rollbacks).
   const guardWatcher = ctx.jobs
-    ? new GuardWatcher(ctx.db, deployments, ctx.config.GUARD_CHECK_MS, log.child({ component: 'guard' }))
+    ? new GuardWatcher(ctx.db, repos.guards, deployments, ctx.config.GUARD_CHECK_MS, log.child({ component: 'guard' }))
     : null;
   guardWatcher?.start();
 
@@ -111,12 +100,13 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     ctx.config.ACME_DIRECTORY_URL && !caddyIssues
       ? new AcmeIssuer(
           { directoryUrl: ctx.config.ACME_DIRECTORY_URL, email: ctx.config.ACME_EMAIL, caFile: ctx.config.ACME_CA_FILE },
-          new DomainsRepository(ctx.db),
+          repos.domains,
           ctx.secrets,
         )
       : null;
   const domains = new DomainsService(
     ctx.db,
+    repos.domains,
     ctx.secrets,
     apps,
     deployments,
@@ -138,7 +128,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   // Application logs: the output of the instances this process runs (or follows on a cluster), rotated by size and age.
   if (ctx.runtime) {
     const shared = ctx.runtime.sharedWorkloads;
-    const writer = new AppLogWriter(ctx.db, {
+    const writer = new AppLogWriter(ctx.db, repos.appLogs, {
       maxBytesPerApp: ctx.config.APP_LOG_MAX_BYTES_PER_APP,
       logger: runtimeLog,
       ...(shared
@@ -151,7 +141,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     ctx.runtime.onInstanceOutput((line) => writer.accept(line));
     ctx.runtime.onShutdown(() => writer.flush());
   }
-  ctx.jobs?.addSweeper(() => sweepAppLogs(ctx.db, ctx.config.APP_LOG_RETENTION_HOURS, ctx.config.APP_LOG_MAX_BYTES_PER_APP));
+  ctx.jobs?.addSweeper(() => sweepAppLogs(repos.appLogs, ctx.config.APP_LOG_RETENTION_HOURS, ctx.config.APP_LOG_MAX_BYTES_PER_APP));
 
   // One LISTEN connection per process: live streams learn of changes any process writes.
   const streamsLog = log.child({ component: 'streams' });
@@ -164,13 +154,13 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   });
   const streams = new StreamsService(
     ctx.db,
+    repos.streams,
     notifications,
     (userId, applicationId) => apps.authorize(userId, applicationId),
     (err) => streamsLog.error({ err }, 'stream failed'),
   );
 
   // Audit log and webhooks are managed by an organization's admins.
-  const organizations = new OrganizationsService(ctx.db);
   const requireOrganizationAdmin = async (userId: string, slug: string) => {
     const { org, membership } = await organizations.resolve(userId, slug);
     if (!membership.admin) throw forbidden('Only organization admins can do this');
@@ -179,7 +169,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
 
   // Outbound webhooks: the outbox is fanned out into durable delivery jobs wherever the job store is open.
   const webhooksLog = log.child({ component: 'webhooks' });
-  const webhookDeliveries = ctx.jobs ? new WebhookDeliveries(ctx.db, ctx.secrets, ctx.jobs, ctx.config, webhooksLog) : null;
+  const webhookDeliveries = ctx.jobs ? new WebhookDeliveries(ctx.db, repos.webhooks, ctx.secrets, ctx.jobs, ctx.config, webhooksLog) : null;
   if (webhookDeliveries) {
     const deliveries = webhookDeliveries;
     void deliveries
@@ -195,13 +185,20 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   const github = new GitHubApi(ctx.config, new GitHubApp(ctx.config));
   const urlOf = (hostname: string) =>
     ctx.runtime instanceof LocalRuntime ? routeUrl(hostname, ctx.runtime.router.port) : `http://${hostname}`;
-  const deploymentTargets = new DeploymentsRepository(ctx.db);
-  const previews = new PreviewsService(ctx.db, ctx.jobs, (id, ref, environmentId) => deployChain.start(id, ref, environmentId), {
-    routerDomain: ctx.config.ROUTER_DOMAIN,
-    urlOf,
-  });
+  const deploymentTargets = repos.deployments;
+  const previews = new PreviewsService(
+    ctx.db,
+    repos.previews,
+    ctx.jobs,
+    (id, ref, environmentId) => deployChain.start(id, ref, environmentId),
+    {
+      routerDomain: ctx.config.ROUTER_DOMAIN,
+      urlOf,
+    },
+    workspaceScope,
+  );
   deployChain.observe(
-    new PreviewStatuses(ctx.db, github, async (applicationId, environmentId) => {
+    new PreviewStatuses(ctx.db, repos.previews, github, async (applicationId, environmentId) => {
       const target = await deploymentTargets.target(applicationId, environmentId);
       return target ? urlOf(routeHostname(target, ctx.config.ROUTER_DOMAIN)) : null;
     }),
@@ -210,10 +207,10 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   ctx.jobs?.addSweeper(async () => {
     await sweepDeletedEnvironments(ctx.db, ctx.config.PREVIEW_RETENTION_HOURS);
   });
-  const runs = new OneOffRunsService(ctx, apps);
+  const runs = new OneOffRunsService(ctx, repos.oneOffRuns, repos.deployments, apps);
   // Autoscaling: evaluated with every metrics sample of a process that runs applications.
   if (ctx.runtime) {
-    const autoscaler = new Autoscaler(ctx.db, ctx.jobs, ctx.config.OBSERVABILITY_SAMPLE_SECONDS, runtimeLog);
+    const autoscaler = new Autoscaler(ctx.db, repos.autoscaling, ctx.jobs, ctx.config.OBSERVABILITY_SAMPLE_SECONDS, runtimeLog);
     (ctx.usageListeners ??= []).push((usage, sampledAt) => autoscaler.evaluate(usage, sampledAt));
   }
   // Scheduled jobs: started by every process that runs pipeline workers (each occurrence is taken once).
@@ -221,6 +218,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     ctx.jobs && ctx.runtime
       ? new CronScheduler(
           ctx.db,
+          repos.cron,
           runs,
           { pollMs: ctx.config.CRON_POLL_MS, allowSeconds: ctx.config.CRON_SECONDS_FIELD },
           log.child({ component: 'cron' }),
@@ -230,25 +228,26 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
 
   const signingKeys = SigningKeys.forConfig(ctx.config);
   return {
-    audit: new AuditService(ctx.db, requireOrganizationAdmin),
+    audit: new AuditService(ctx.db, repos.audit, requireOrganizationAdmin),
     webhooks: new WebhooksService(
       ctx.db,
+      repos.webhooks,
       ctx.secrets,
       requireOrganizationAdmin,
       { allowPrivate: ctx.config.WEBHOOK_ALLOW_PRIVATE },
       webhookDeliveries,
     ),
     guardWatcher,
-    guards: new GuardsService(ctx.db, apps),
+    guards: new GuardsService(ctx.db, repos.guards, apps),
     metrics: new PlatformMetrics(ctx.db),
     notifications,
     previews,
     streams,
     runs,
     cronScheduler,
-    cron: new CronService(ctx.db, apps, runs, ctx.config.CRON_SECONDS_FIELD),
-    autoscaling: new AutoscalingService(ctx.db, apps),
-    appLogs: new AppLogsService(ctx.db, apps, notifications),
+    cron: new CronService(ctx.db, repos.cron, apps, runs, ctx.config.CRON_SECONDS_FIELD),
+    autoscaling: new AutoscalingService(ctx.db, repos.autoscaling, apps),
+    appLogs: new AppLogsService(ctx.db, repos.appLogs, apps, notifications),
     auth,
     config,
     apps,
@@ -263,21 +262,63 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     }),
     envDeploys: new EnvDeploysService(
       ctx.db,
-      new EnvironmentPipeline(ctx, deployChain, deployments, new ReleasePromoter(ctx, config)),
+      repos.envDeploys,
+      new EnvironmentPipeline(ctx, deployChain, deployments, new ReleasePromoter(ctx, repos.releases, imageSource, config)),
+      workspaceScope,
       log.child({ component: 'env-deploys' }),
     ),
     signingKeys,
-    registryTokens: new RegistryTokenService(ctx, signingKeys, auth),
-    users: new UsersService(ctx.db),
+    registryTokens: new RegistryTokenService(ctx, repos.registry, signingKeys, auth),
+    users,
     organizations,
-    workspaces: new WorkspacesService(ctx.db),
-    teams: new TeamsService(ctx.db),
-    projects: new ProjectsService(ctx.db),
-    environments: new EnvironmentsService(ctx.db, ctx.jobs),
+    workspaces: new WorkspacesService(ctx.db, repos.workspaces, organizations, workspaceScope),
+    teams: new TeamsService(repos.teams, users, workspaceScope, access),
+    projects,
+    environments: new EnvironmentsService(ctx.db, repos.environments, workspaceScope, config, ctx.jobs),
     // The configuration layers of workspaces, teams and environments, behind their own routes.
-    scopedConfig: new ScopedConfig(ctx.db, config),
+    scopedConfig: new ScopedConfig(ctx.db, repos.configurations, config),
     observability: new ObservabilityService(ctx.db, apps),
   };
+}
+
+/**
+ * The services every feature builds on: identity, organizations and their access rule,
+ * projects, configuration and applications. Also what a process that runs only some
+ * pipeline stages (a test's worker process) needs.
+ */
+export function createCoreServices(ctx: AppContext, repos: Repositories = createRepositories(ctx.db)) {
+  // Identity: users, organizations (workspaces) and the workspace scope the feature services resolve through.
+  const { users, auth } = createIdentity(ctx, repos);
+  const access = new OrganizationAccess(repos.organizations);
+  const organizations = new OrganizationsService(repos.organizations, users, access);
+  const workspaceScope = new WorkspaceScope(ctx.db, organizations, access);
+  const projects = new ProjectsService(repos.projects, access);
+  const config = new ConfigurationsService(
+    ctx.db,
+    repos.configurations,
+    ctx.secrets,
+    { variables: ctx.config.CONFIG_MAX_VARIABLES_PER_SCOPE, bytes: ctx.config.CONFIG_MAX_BYTES_PER_SCOPE },
+    // A write to any scope a protected environment inherits needs an organization admin.
+    (userId, scope) =>
+      requireProtectedEnvironmentAdmin(ctx.db, userId, reachOfScope(scope), `the configuration it inherits (${scope.scope} scope)`),
+  );
+  const apps = new ApplicationsService(
+    ctx.db,
+    repos.applications,
+    projects,
+    latestRecordsSource(ctx.db),
+    // A scale reaches running instances through the deployments module (a queued `reconcile`):
+    // a port the applications module owns, so it needs nothing above it.
+    reconcileAfterScale(ctx, repos.deployments),
+    (change) => vetRepositoryChange(ctx.db, ctx.config, change),
+  );
+  return { users, auth, access, organizations, workspaceScope, projects, config, apps };
+}
+
+/** Users and sign-in: the API's, and the command line's and first start's (which build no other service). */
+export function createIdentity(ctx: AppContext, repos: Pick<Repositories, 'users' | 'auth'> = createRepositories(ctx.db)) {
+  const users = new UsersService(repos.users);
+  return { users, auth: new AuthService(ctx, repos.auth, users) };
 }
 
 /** What the job loop reads about applications (it never reads the modules' tables itself). */

@@ -16,6 +16,8 @@ export interface AppContext {
   runtime?: ApplicationRuntime;
   /** Told each usage sample the metrics sampler takes (the autoscaler); the composition root adds them. */
   usageListeners?: Array<(usage: AppUsage[], sampledAt: Date) => Promise<unknown>>;
+  /** Run once the runtime has started, before the job workers (the composition root adds them: the reconcile of what was deployed). */
+  runtimeStartTasks?: Array<() => Promise<unknown>>;
   /** The database's connection string (for the LISTEN connection of live streams); else `config.DATABASE_URL`. */
   databaseUrl?: string;
   /** The platform's logger for work outside a request (set by buildApp from the app's pino logger). */

@@ -5,7 +5,7 @@
 import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigurationsService } from '../../src/modules/configurations/configurations.service.js';
+import { ConfigurationsRepository, ConfigurationsService } from '../../src/modules/configurations/index.js';
 import { generateKeyText, keyId, parseKey, SecretBox } from '../../src/platform/crypto/secret-box.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { call, seedWorld } from './fixtures.js';
@@ -132,7 +132,11 @@ describe('secret key rotation', () => {
     const oldKey = generateKeyText();
     const newKey = generateKeyText();
     const w = await seedWorld(h);
-    const before = new ConfigurationsService(h.ctx.db, new SecretBox({ current: parseKey(oldKey), previous: [] }));
+    const before = new ConfigurationsService(
+      h.ctx.db,
+      new ConfigurationsRepository(h.ctx.db),
+      new SecretBox({ current: parseKey(oldKey), previous: [] }),
+    );
     const scope = { scope: 'application' as const, scopeId: w.app.id };
     const created = await before.create(scope, { name: 'ROTATE_ME', value: 'value-under-old-key', secret: true });
     // A release's frozen configuration is sealed too.
@@ -155,7 +159,7 @@ describe('secret key rotation', () => {
 
     // After rotation (new key current, old key previous) the old value still reads.
     const rotated = new SecretBox({ current: parseKey(newKey), previous: [parseKey(oldKey)] });
-    const during = new ConfigurationsService(h.ctx.db, rotated);
+    const during = new ConfigurationsService(h.ctx.db, new ConfigurationsRepository(h.ctx.db), rotated);
     expect((await during.resolve([scope])).find((v) => v.name === 'ROTATE_ME')?.value).toBe('value-under-old-key');
 
     // Without the old key the CLI refuses rather than losing data.
@@ -171,7 +175,7 @@ describe('secret key rotation', () => {
 
     // Now the new key alone reads everything.
     const onlyNew = new SecretBox({ current: parseKey(newKey), previous: [] });
-    const after = new ConfigurationsService(h.ctx.db, onlyNew);
+    const after = new ConfigurationsService(h.ctx.db, new ConfigurationsRepository(h.ctx.db), onlyNew);
     expect((await after.resolve([scope])).find((v) => v.name === 'ROTATE_ME')?.value).toBe('value-under-old-key');
     const row = await h.ctx.db.selectFrom('config_vars').select('value_sealed').where('id', '=', created.id).executeTakeFirstOrThrow();
     expect(row.value_sealed!.split(':')[1]).toBe(keyId(parseKey(newKey)));

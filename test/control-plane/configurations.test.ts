@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from '../helpers/harness.js';
-import { ConfigurationsService } from '../../src/modules/configurations/configurations.service.js';
+import { ConfigurationsRepository, ConfigurationsService } from '../../src/modules/configurations/index.js';
 import { call, expectError, seedWorld, type World } from './fixtures.js';
 
 let h: Harness;
@@ -15,7 +15,9 @@ const base = (w: World) => `/v1/configurations/${w.app.id}`;
 
 /** The plain values the pipeline would see (never shown by the API). */
 async function resolved(w: World) {
-  const vars = await new ConfigurationsService(h.ctx.db, h.ctx.secrets).resolve([{ scope: 'application', scopeId: w.app.id }]);
+  const vars = await new ConfigurationsService(h.ctx.db, new ConfigurationsRepository(h.ctx.db), h.ctx.secrets).resolve([
+    { scope: 'application', scopeId: w.app.id },
+  ]);
   return Object.fromEntries(vars.map((v) => [v.name, v.value]));
 }
 

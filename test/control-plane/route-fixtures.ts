@@ -11,7 +11,7 @@
 import { sql } from 'kysely';
 import { v7 as uuidv7 } from 'uuid';
 import type { RouteEntry } from '../../src/app.js';
-import { ConfigurationsService } from '../../src/modules/configurations/configurations.service.js';
+import { ConfigurationsRepository, ConfigurationsService } from '../../src/modules/configurations/index.js';
 import type { ConfigScope } from '../../src/platform/db/schema.js';
 import type { Harness } from '../helpers/harness.js';
 import { seedWorld, unique, type World } from './fixtures.js';
@@ -86,7 +86,7 @@ export async function seedRouteWorld(h: Harness): Promise<RouteWorld> {
     teamSlug = unique('team');
     teamId = await insertRow(h, 'teams', { id: uuidv7(), organization_id: w.org.id, name: teamSlug, slug: teamSlug });
   }
-  const config = new ConfigurationsService(h.ctx.db, h.ctx.secrets);
+  const config = new ConfigurationsService(h.ctx.db, new ConfigurationsRepository(h.ctx.db), h.ctx.secrets);
   const varAt = async (scope: ConfigScope, scopeId: string) =>
     (await config.create({ scope, scopeId }, { name: `SCOPED_${scope.toUpperCase()}`, value: `${scope}-value` })).id;
   const scopedVars = {

@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigurationsService } from '../../src/modules/configurations/configurations.service.js';
+import { ConfigurationsRepository, ConfigurationsService } from '../../src/modules/configurations/index.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { call, snapshotTables } from './fixtures.js';
 import { fillPath, seedRouteWorld, type RouteWorld } from './route-fixtures.js';
@@ -58,7 +58,7 @@ beforeAll(async () => {
   record(pem);
   expect(pem.body.errors.map((e: { name: string }) => e.name)).toEqual(['PEM_KEY', 'line 2', 'line 3']);
   // Secrets at the other scopes, through the shared service.
-  const config = new ConfigurationsService(h.ctx.db, h.ctx.secrets);
+  const config = new ConfigurationsService(h.ctx.db, new ConfigurationsRepository(h.ctx.db), h.ctx.secrets);
   await config.create({ scope: 'organization', scopeId: world.org.id }, { name: 'ORG_SECRET', value: mark('org'), secret: true });
   await config.create({ scope: 'project', scopeId: world.project.id }, { name: 'PROJECT_SECRET', value: mark('project'), secret: true });
   await config.create({ scope: 'environment', scopeId: world.environmentId }, { name: 'ENV_SECRET', value: mark('env'), secret: true });

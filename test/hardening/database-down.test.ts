@@ -9,8 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
-import { AuthService } from '../../src/modules/auth/auth.service.js';
-import { UsersService } from '../../src/modules/users/users.service.js';
+import { createIdentity } from '../../src/services.js';
 import { generateKeyText, parseKey, SecretBox } from '../../src/platform/crypto/secret-box.js';
 import { createDb, type Db } from '../../src/platform/db/database.js';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/platform/db/embedded.js';
@@ -34,13 +33,14 @@ beforeAll(async () => {
   const ctx = { config, db, secrets: new SecretBox({ current: parseKey(generateKeyText()), previous: [] }) };
   app = await buildApp(ctx, { logger: false });
   await app.ready();
-  const user = await new UsersService(db).create({
+  const { users, auth } = createIdentity(ctx);
+  const user = await users.create({
     username: 'dana',
     email: 'dana@example.com',
     password: 'dana-password-1',
     is_admin: false,
   });
-  const { key } = await new AuthService(ctx).createApiKey(user.id, 'test');
+  const { key } = await auth.createApiKey(user.id, 'test');
   headers = { 'x-api-key': key };
 });
 

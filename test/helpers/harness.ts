@@ -13,8 +13,7 @@ import type { App } from '../../src/platform/http/types.js';
 import { PipelineJobs } from '../../src/platform/jobs/pipeline-jobs.js';
 import { createRuntime } from '../../src/platform/runtime/index.js';
 import { startDeploymentRuntime } from '../../src/runtime-startup.js';
-import { AuthService } from '../../src/modules/auth/auth.service.js';
-import { UsersService } from '../../src/modules/users/users.service.js';
+import { createIdentity } from '../../src/services.js';
 import { createScratchDatabase } from './scratch-database.js';
 import { sandboxMissing } from './sandbox.js';
 
@@ -108,8 +107,7 @@ export async function createHarness(env: Partial<Env> = {}, options: HarnessOpti
     ctx.jobs.setLogger(app.log.child({ component: 'jobs' }));
     await ctx.jobs.startWorkers();
   }
-  const users = new UsersService(db);
-  const auth = new AuthService(ctx);
+  const { users, auth } = createIdentity(ctx);
   let counter = 0;
   return {
     app,

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { TestRepo } from '../helpers/git-repo.js';
@@ -26,11 +28,23 @@ afterEach(async () => {
   h = undefined;
 });
 
+function controllersOf(dir: string): string[] {
+  try {
+    return readFileSync(join(dir, 'cgroup.controllers'), 'utf8').trim().split(/\s+/);
+  } catch {
+    return [];
+  }
+}
+
 function whoamiRepo() {
   repo = new TestRepo();
   repo.commit({ 'server.py': WHOAMI, Procfile: 'web: python3 server.py\n' });
   return repo;
 }
+
+/** The app each case deploys: it answers with the user it runs as. */
+const createWhoamiApp = () =>
+  createApp(h!, { github_repository: whoamiRepo().dir, auto_deploy_branch: 'main', health_check_path: '/', deployment_timeout: 30 });
 
 describe.skipIf(missing !== null)('failing closed (issue 10)', () => {
   it('refuses to start instances when bubblewrap cannot be found, and says so', async () => {
@@ -42,12 +56,7 @@ describe.skipIf(missing !== null)('failing closed (issue 10)', () => {
     } finally {
       process.env.PATH = path;
     }
-    const t = await createApp(h, {
-      github_repository: whoamiRepo().dir,
-      auto_deploy_branch: 'main',
-      health_check_path: '/',
-      deployment_timeout: 30,
-    });
+    const t = await createWhoamiApp();
     const { deployment } = await chainDeploy(h, t);
     expect(deployment.error).toBe(true);
     expect(deployment.error_detail).toContain('bwrap is not installed (Debian package bubblewrap)');
@@ -56,15 +65,32 @@ describe.skipIf(missing !== null)('failing closed (issue 10)', () => {
     expect(h.logs()).toContain('applications cannot run: bwrap is not installed');
   }, 120_000);
 
+  it('applies the limits with cgroup v2 when CGROUP_VERSION=2, and refuses to start instances where v2 lacks the controllers', async () => {
+    h = await createHarness({ ...runtimeEnv, CGROUP_VERSION: '2' }, { jobs: true, runtime: true });
+    const t = await createWhoamiApp();
+    const { deployment } = await chainDeploy(h, t);
+    const v2 = ['/sys/fs/cgroup', '/sys/fs/cgroup/unified'].some((dir) =>
+      ['memory', 'cpu', 'pids'].every((c) => controllersOf(dir).includes(c)),
+    );
+    if (v2) {
+      // A v2 host: the instance runs in a v2 group (one "0::" line, no per-controller v1 groups of ours).
+      expect(deployment.complete, deployment.error_detail).toBe(true);
+      const pid = localRuntime(h.ctx)
+        .runtimeService.driver.list()
+        .find((s) => s.pid)!.pid!;
+      expect(readFileSync(`/proc/${pid}/cgroup`, 'utf8')).toMatch(/^0::\/.*slipway\/instance-/m);
+    } else {
+      // This machine: v2 (/sys/fs/cgroup/unified) has only hugetlb, so nothing starts and the reason is given.
+      expect(deployment.error).toBe(true);
+      expect(deployment.error_detail).toContain('no cgroup v2 hierarchy with the memory, cpu and pids controllers');
+      expect(localRuntime(h.ctx).runtimeService.driver.list()).toEqual([]);
+    }
+  }, 120_000);
+
   it('runs applications unconfined only with RUNTIME_ISOLATION=none, warning at start', async () => {
     h = await createHarness({ ...runtimeEnv, RUNTIME_ISOLATION: 'none' }, { jobs: true, runtime: true });
     expect(h.logs()).toContain('RUNTIME_ISOLATION=none: builds and applications run as root');
-    const t = await createApp(h, {
-      github_repository: whoamiRepo().dir,
-      auto_deploy_branch: 'main',
-      health_check_path: '/',
-      deployment_timeout: 30,
-    });
+    const t = await createWhoamiApp();
     const { deployment } = await chainDeploy(h, t);
     expect(deployment.complete, deployment.error_detail).toBe(true);
     const r = await routerGet(localRuntime(h.ctx).router.port, new URL(deployment.deploy_metadata.url).hostname);
@@ -74,12 +100,7 @@ describe.skipIf(missing !== null)('failing closed (issue 10)', () => {
   it("runs them as the application's own user by default", async () => {
     h = await createHarness(runtimeEnv, { jobs: true, runtime: true });
     expect(h.logs()).toContain('applications run sandboxed');
-    const t = await createApp(h, {
-      github_repository: whoamiRepo().dir,
-      auto_deploy_branch: 'main',
-      health_check_path: '/',
-      deployment_timeout: 30,
-    });
+    const t = await createWhoamiApp();
     const { deployment } = await chainDeploy(h, t);
     expect(deployment.complete, deployment.error_detail).toBe(true);
     const r = await routerGet(localRuntime(h.ctx).router.port, new URL(deployment.deploy_metadata.url).hostname);

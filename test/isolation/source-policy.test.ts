@@ -3,7 +3,9 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkMemberSource, REFUSED_ADDRESS, REFUSED_LOCAL } from '../../src/platform/git/source-policy.js';
+import { createServer, type AddressInfo } from 'node:net';
+import { fetchSource } from '../../src/platform/git/source.js';
+import { checkMemberSource, REFUSED_ADDRESS, REFUSED_LOCAL, type FetchPins } from '../../src/platform/git/source-policy.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { TestRepo } from '../helpers/git-repo.js';
 import { buildAndWait, createApp, type TestApp } from '../pipeline-build/fixtures.js';
@@ -55,6 +57,10 @@ describe('where applications may be built from (issue 10)', () => {
     const network = [
       'http://127.0.0.1/acme/app.git',
       'http://localhost:8080/acme/app.git',
+      // Names that resolve to loopback, whatever the transport.
+      'https://localhost/acme/app.git',
+      'ssh://git@localhost/acme/app.git',
+      'git@localhost:acme/app.git',
       'https://10.1.2.3/acme/app.git',
       'http://169.254.169.254/latest/meta-data',
       'http://[::1]/x.git',
@@ -150,7 +156,57 @@ describe('where applications may be built from (issue 10)', () => {
       followRedirects: false,
       resolve: '8.8.8.8:8443:8.8.8.8',
     });
+    // ssh: the address checked, with the host key of the name.
+    expect(await checkMemberSource('ssh://git@8.8.4.4:2222/acme/app.git', config)).toEqual({
+      followRedirects: false,
+      ssh: { host: '8.8.4.4', address: '8.8.4.4' },
+    });
+    expect(await checkMemberSource('git@1.1.1.1:acme/app.git', config)).toEqual({
+      followRedirects: false,
+      ssh: { host: '1.1.1.1', address: '1.1.1.1' },
+    });
     expect(await checkMemberSource('https://github.com/acme/app.git', config)).toEqual({ followRedirects: true });
     expect(await checkMemberSource('acme/app', config)).toEqual({ followRedirects: true });
+  });
+
+  it('fetches from the pinned address, never from what the name resolves to at fetch time (DNS rebinding)', async () => {
+    // A listener stands in for the host the policy checked; the name itself does not resolve at all
+    // (.invalid), so a connection proves git and ssh went to the pinned address without asking DNS again.
+    const connections: string[] = [];
+    const server = createServer((socket) => {
+      connections.push(socket.remoteAddress ?? '');
+      socket.destroy();
+    });
+    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+    const port = (server.address() as AddressInfo).port;
+    const work = mkdtempSync(join(tmpdir(), 'slipway-pinned-'));
+    const fetch = (repository: string, pins?: FetchPins) =>
+      fetchSource({
+        repository,
+        ref: 'main',
+        githubUrl: 'https://github.com',
+        pins,
+        workDir: join(work, 'w'),
+        destination: join(work, 'd'),
+      });
+    try {
+      const sshUrl = `ssh://git@rebound.invalid:${port}/acme/app.git`;
+      await expect(fetch(sshUrl, { followRedirects: false, ssh: { host: 'rebound.invalid', address: '127.0.0.1' } })).rejects.toThrow(
+        /could not fetch ref 'main' from ssh:.*rebound\.invalid/,
+      );
+      expect(connections.length).toBe(1);
+      const httpsUrl = `https://rebound.invalid:${port}/acme/app.git`;
+      await expect(fetch(httpsUrl, { followRedirects: false, resolve: `rebound.invalid:${port}:127.0.0.1` })).rejects.toThrow(
+        `could not fetch ref 'main' from https://rebound.invalid:${port}/acme/app.git`,
+      );
+      expect(connections.length).toBe(2);
+      // Unpinned (an administrator's source), the name is resolved at fetch time: nothing reaches the listener.
+      await expect(fetch(sshUrl)).rejects.toThrow(/could not fetch/);
+      await expect(fetch(httpsUrl)).rejects.toThrow(/could not fetch/);
+      expect(connections.length).toBe(2);
+    } finally {
+      server.close();
+      rmSync(work, { recursive: true, force: true });
+    }
   });
 });

@@ -3,10 +3,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SourceBuilder } from '../../src/platform/builder/index.js';
 import { PipelineJobs } from '../../src/platform/jobs/pipeline-jobs.js';
-import { ApplicationsService } from '../../src/modules/applications/applications.service.js';
-import { ConfigurationsService } from '../../src/modules/configurations/configurations.service.js';
 import { ImagesRepository } from '../../src/modules/images/images.repository.js';
-import { ImagesService } from '../../src/modules/images/images.service.js';
+import { imageRecords, ImagesService } from '../../src/modules/images/index.js';
+import { createCoreServices } from '../../src/services.js';
+import { createRepositories } from '../../src/repositories.js';
 import { ReleasesRepository } from '../../src/modules/releases/releases.repository.js';
 import { ReleasesService } from '../../src/modules/releases/releases.service.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
@@ -107,11 +107,10 @@ describe('restart recovery', () => {
     await h.ctx.db.updateTable('releases').set({ created_at: tenMinutesAgo }).where('id', '=', orphanRelease.id).execute();
 
     // The server starts again: its workers find the dead worker's job on start.
-    const apps = new ApplicationsService(h.ctx.db);
-    new ReleasesService(h.ctx, apps, new ConfigurationsService(h.ctx.db, h.ctx.secrets)).registerJobs(h.ctx.jobs!);
-    new ImagesService(h.ctx, apps, new ConfigurationsService(h.ctx.db, h.ctx.secrets), [
-      new SourceBuilder(join(h.dataDir, 'cache')),
-    ]).registerJobs(h.ctx.jobs!);
+    const repos = createRepositories(h.ctx.db);
+    const { apps, config } = createCoreServices(h.ctx, repos);
+    new ReleasesService(h.ctx, repos.releases, imageRecords(repos.images), apps, config).registerJobs(h.ctx.jobs!);
+    new ImagesService(h.ctx, repos.images, apps, config, [new SourceBuilder(join(h.dataDir, 'cache'))]).registerJobs(h.ctx.jobs!);
     const restartedAt = Date.now();
     await h.ctx.jobs!.startWorkers();
 

@@ -9,18 +9,18 @@ import type { AppContext } from '../../src/platform/context.js';
 import { generateKeyText, parseKey, SecretBox } from '../../src/platform/crypto/secret-box.js';
 import { createDb } from '../../src/platform/db/database.js';
 import { PipelineJobs } from '../../src/platform/jobs/pipeline-jobs.js';
-import { ApplicationsService } from '../../src/modules/applications/applications.service.js';
-import { ConfigurationsService } from '../../src/modules/configurations/configurations.service.js';
-import { ImagesService } from '../../src/modules/images/images.service.js';
+import { ImagesService } from '../../src/modules/images/index.js';
+import { createCoreServices } from '../../src/services.js';
+import { createRepositories } from '../../src/repositories.js';
 
 const config = loadConfig();
 const db = createDb(config.DATABASE_URL!, 3);
 const secrets = new SecretBox({ current: parseKey(generateKeyText()), previous: [] });
 const jobs = new PipelineJobs({ databaseUrl: config.DATABASE_URL!, db, pollIntervalMs: 100, heartbeatIntervalMs: 500 });
 const ctx: AppContext = { config, db, secrets, jobs };
-const images = new ImagesService(ctx, new ApplicationsService(db), new ConfigurationsService(db, secrets), [
-  new SourceBuilder(join(config.dataDir, 'cache')),
-]);
+const repos = createRepositories(db);
+const { apps, config: configs } = createCoreServices(ctx, repos);
+const images = new ImagesService(ctx, repos.images, apps, configs, [new SourceBuilder(join(config.dataDir, 'cache'))]);
 images.registerJobs(jobs);
 await jobs.startWorkers();
 console.log(`ready ${jobs.workerId}`);

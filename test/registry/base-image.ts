@@ -2,7 +2,25 @@ import { join } from 'node:path';
 import { run } from './registry-server.js';
 
 export const BASE_IMAGE = 'localhost/busybox-base:latest';
-const APPLETS = ['sh', 'ls', 'cat', 'echo', 'mkdir', 'test', '[', 'env', 'sleep', 'httpd', 'wc', 'id', 'pwd', 'head'];
+const APPLETS = [
+  'sh',
+  'ls',
+  'cat',
+  'echo',
+  'mkdir',
+  'test',
+  '[',
+  'env',
+  'sleep',
+  'httpd',
+  'wc',
+  'id',
+  'pwd',
+  'head',
+  'grep',
+  'tr',
+  'mknod',
+];
 
 /**
  * A base image without network: busybox-static copied into an empty image (`buildah from

@@ -7,9 +7,10 @@
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApplicationsService } from '../../src/modules/applications/index.js';
 import { CronScheduler, nextOccurrence } from '../../src/modules/cron/index.js';
 import { OneOffRunsService } from '../../src/modules/deployments/index.js';
+import { createCoreServices } from '../../src/services.js';
+import { createRepositories } from '../../src/repositories.js';
 import { TestRepo } from '../helpers/git-repo.js';
 import { startPlatformProcess, type PlatformProcess } from '../helpers/platform-process.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
@@ -226,9 +227,10 @@ describe('cron with several schedulers', () => {
     // Due now (as after a downtime): the platform's own scheduler and two more race for it.
     const due = new Date(Date.UTC(2026, 0, 1));
     await h.ctx.db.updateTable('cron_entries').set({ next_run_at: due }).where('id', '=', put.body.id).execute();
-    const runs = new OneOffRunsService(platform!.ctx, new ApplicationsService(h.ctx.db));
+    const repos = createRepositories(h.ctx.db);
+    const runs = new OneOffRunsService(platform!.ctx, repos.oneOffRuns, repos.deployments, createCoreServices(h.ctx, repos).apps);
     const quiet = { info: () => {}, warn: () => {}, error: () => {} } as never;
-    const schedulers = [1, 2].map(() => new CronScheduler(h.ctx.db, runs, { pollMs: 1000, allowSeconds: true }, quiet));
+    const schedulers = [1, 2].map(() => new CronScheduler(h.ctx.db, repos.cron, runs, { pollMs: 1000, allowSeconds: true }, quiet));
     const started = await Promise.all([...schedulers, ...schedulers].map((s) => s.tick()));
     const all = await waitFor('the run of the occurrence', async () => {
       const items = await runsOf(app, 'yearly');

@@ -32,9 +32,10 @@ export class AppLogWriter {
 
   constructor(
     db: Db,
+    repo: AppLogsRepository,
     private readonly options: AppLogWriterOptions,
   ) {
-    this.repo = new AppLogsRepository(db);
+    this.repo = repo;
   }
 
   accept(out: AppOutputLine): void {
@@ -107,8 +108,7 @@ export class AppLogWriter {
 }
 
 /** The sweep every worker runs: age limit for everyone, size limit per application. */
-export async function sweepAppLogs(db: Db, maxAgeHours: number, maxBytesPerApp: number): Promise<void> {
-  const repo = new AppLogsRepository(db);
+export async function sweepAppLogs(repo: AppLogsRepository, maxAgeHours: number, maxBytesPerApp: number): Promise<void> {
   await repo.deleteOlderThan(maxAgeHours);
   for (const app of await repo.applicationsWithLogs()) await repo.trimToSize(app, maxBytesPerApp);
 }

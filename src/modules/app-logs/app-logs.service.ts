@@ -25,10 +25,11 @@ export class AppLogsService {
 
   constructor(
     private readonly db: Db,
+    repo: AppLogsRepository,
     private readonly apps: { authorize(userId: string, applicationId: string): Promise<unknown> },
     private readonly notifications: Notifications,
   ) {
-    this.repo = new AppLogsRepository(db);
+    this.repo = repo;
   }
 
   async query(

@@ -5,7 +5,7 @@ import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
 import { requireBranchChangeAccess, requireProtectedEnvironmentAdmin } from '../../platform/access/environment-protection.js';
 import { ProjectsService } from '../projects/index.js';
-import { ApplicationsRepository } from './applications.repository.js';
+import type { ApplicationsRepository } from './applications.repository.js';
 import type { Static } from 'typebox';
 import type { ScaleBody, SettingsBody } from './applications.schemas.js';
 
@@ -47,12 +47,14 @@ export class ApplicationsService {
 
   constructor(
     private readonly db: Db,
+    apps: ApplicationsRepository,
+    projects: ProjectsService,
     private readonly latest: LatestRecordsSource = noRecords,
     private readonly onScaled: ScaleListener = async () => {},
     private readonly vetRepository: RepositoryVetter = async () => {},
   ) {
-    this.apps = new ApplicationsRepository(db);
-    this.projects = new ProjectsService(db);
+    this.apps = apps;
+    this.projects = projects;
   }
 
   /** The application with its organization and project slugs, for pipeline workers (they act for no caller). */

@@ -4,3 +4,4 @@ export * from './pod-classes.js';
 export * from './application-records.js';
 export * from './applications.service.js';
 export * from './applications.routes.js';
+export { ApplicationsRepository } from './applications.repository.js';

@@ -14,9 +14,10 @@ export class AuditService {
 
   constructor(
     db: Db,
+    repo: AuditRepository,
     private readonly requireAdmin: RequireOrganizationAdmin,
   ) {
-    this.repo = new AuditRepository(db);
+    this.repo = repo;
   }
 
   async forOrganization(userId: string, slug: string, query: AuditQuery) {

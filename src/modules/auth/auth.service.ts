@@ -7,7 +7,7 @@ import { isoOrNull, iso } from '../../platform/http/schemas.js';
 import { setAuditActor } from '../../platform/audit/request-audit.js';
 import type { Principal } from '../../platform/http/types.js';
 import { UsersService } from '../users/index.js';
-import { AuthRepository } from './auth.repository.js';
+import type { AuthRepository } from './auth.repository.js';
 import { CREDENTIALS_CHANNEL, CredentialCache } from './credential-cache.js';
 
 export const API_KEY_PREFIX = 'slw';
@@ -29,9 +29,13 @@ export class AuthService {
   private readonly users: UsersService;
   private readonly verified: CredentialCache;
 
-  constructor(private readonly ctx: AppContext) {
-    this.repo = new AuthRepository(ctx.db);
-    this.users = new UsersService(ctx.db);
+  constructor(
+    private readonly ctx: AppContext,
+    repo: AuthRepository,
+    users: UsersService,
+  ) {
+    this.repo = repo;
+    this.users = users;
     this.verified = new CredentialCache(ctx.config.CREDENTIAL_CACHE_SECONDS);
   }
 

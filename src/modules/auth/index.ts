@@ -4,3 +4,4 @@ export * from '../../platform/http/principal.js';
 export * from './auth.hook.js';
 export * from './auth.service.js';
 export * from './auth.routes.js';
+export { AuthRepository } from './auth.repository.js';

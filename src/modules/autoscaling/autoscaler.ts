@@ -24,11 +24,12 @@ export class Autoscaler {
 
   constructor(
     private readonly db: Db,
+    repo: AutoscalingRepository,
     private readonly jobs: Pick<Jobs, 'enqueue'> | undefined,
     private readonly intervalSeconds: number,
     private readonly logger: RuntimeLogger,
   ) {
-    this.repo = new AutoscalingRepository(db);
+    this.repo = repo;
   }
 
   /** Evaluates the policies of the sampled application environments; `sampledAt` is the sample's time. */

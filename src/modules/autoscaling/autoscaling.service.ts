@@ -36,9 +36,10 @@ export class AutoscalingService {
 
   constructor(
     private readonly db: Db,
+    repo: AutoscalingRepository,
     private readonly apps: ApplicationsService,
   ) {
-    this.repo = new AutoscalingRepository(db);
+    this.repo = repo;
   }
 
   async list(userId: string, applicationId: string, environment: string | undefined) {

@@ -3,3 +3,4 @@ export * from './autoscaler.js';
 export * from './autoscaling.service.js';
 export * from './autoscaling.routes.js';
 export * from './scaling-decision.js';
+export { AutoscalingRepository } from './autoscaling.repository.js';

@@ -7,7 +7,7 @@ import { AppError, conflict, isUniqueViolation, notFound } from '../../platform/
 import { iso } from '../../platform/http/schemas.js';
 import { resealAll } from '../../platform/crypto/rotation.js';
 import { parseDotenv } from './dotenv.js';
-import { ConfigurationsRepository, type ScopeRef } from './configurations.repository.js';
+import type { ConfigurationsRepository, ScopeRef } from './configurations.repository.js';
 import { CONFIG_NAME_PATTERN, MAX_VALUE_BYTES, SECRET_MASK } from './configurations.schemas.js';
 
 type ConfigRow = Awaited<ReturnType<ConfigurationsRepository['list']>>[number];
@@ -57,15 +57,17 @@ export const DEFAULT_SCOPE_LIMITS: ScopeLimits = { variables: 1000, bytes: 1024 
 export type ScopeWriteGuard = (userId: string, scope: ScopeRef) => Promise<void>;
 
 export class ConfigurationsService {
-  private readonly repo: ConfigurationsRepository;
-
   constructor(
     private readonly db: Db,
+    private readonly repo: ConfigurationsRepository,
     private readonly secrets: SecretBox,
     private readonly limits: ScopeLimits = DEFAULT_SCOPE_LIMITS,
     private readonly writeGuard: ScopeWriteGuard | null = null,
-  ) {
-    this.repo = new ConfigurationsRepository(db);
+  ) {}
+
+  /** Every variable of the given scopes (values of secrets stay sealed), for views that show layering. */
+  variablesInScopes(scopes: ScopeRef[]) {
+    return this.repo.listMany(scopes);
   }
 
   /**

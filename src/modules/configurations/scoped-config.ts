@@ -23,9 +23,10 @@ export class ScopedConfig {
 
   constructor(
     db: Db,
+    repo: ConfigurationsRepository,
     private readonly config: ConfigurationsService,
   ) {
-    this.repo = new ConfigurationsRepository(db);
+    this.repo = repo;
   }
 
   /** Creates the variable, or replaces the value and flags of the one with that name. */

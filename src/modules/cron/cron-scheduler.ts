@@ -21,11 +21,12 @@ export class CronScheduler {
 
   constructor(
     db: Db,
+    repo: CronRepository,
     private readonly runs: OneOffRunsService,
     private readonly options: { pollMs: number; allowSeconds: boolean },
     private readonly logger: RuntimeLogger,
   ) {
-    this.repo = new CronRepository(db);
+    this.repo = repo;
   }
 
   start(): void {

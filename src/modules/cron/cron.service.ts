@@ -33,11 +33,12 @@ export class CronService {
 
   constructor(
     private readonly db: Db,
+    repo: CronRepository,
     private readonly apps: ApplicationsService,
     private readonly runs: OneOffRunsService,
     private readonly allowSeconds: boolean,
   ) {
-    this.repo = new CronRepository(db);
+    this.repo = repo;
   }
 
   async list(userId: string, applicationId: string, environment: string | undefined) {

@@ -3,3 +3,4 @@ export * from '../../platform/cron/schedule.js';
 export * from './cron-scheduler.js';
 export * from './cron.service.js';
 export * from './cron.routes.js';
+export { CronRepository } from './cron.repository.js';

@@ -64,11 +64,12 @@ export class DeployChain {
 
   constructor(
     private readonly ctx: AppContext,
+    repo: DeploymentsRepository,
     private readonly apps: ApplicationsService,
     private readonly build: BuildStage,
     private readonly release: ReleaseStage,
   ) {
-    this.repo = new DeploymentsRepository(ctx.db);
+    this.repo = repo;
   }
 
   observe(observer: ChainObserver) {
@@ -79,7 +80,7 @@ export class DeployChain {
   registerJobs(logger: RuntimeLogger) {
     const { jobs, runtime } = this.ctx;
     if (!jobs || !runtime) return;
-    const runner = new DeployRunner(this.ctx, runtime, logger);
+    const runner = new DeployRunner(this.ctx, this.repo, runtime, logger);
     const tell = async (what: (o: ChainObserver) => Promise<void> | undefined) => {
       for (const o of this.observers) await what(o)?.catch((err: unknown) => logger.warn({ err }, 'chain observer failed'));
     };
@@ -106,7 +107,7 @@ export class DeployChain {
         onInterrupted: async (data, job) => {
           await this.build.failInterrupted(String(data.recordId));
           await this.release.failInterruptedOfJob(job.jobId);
-          for (const d of await this.repo.idsOfJob(job.jobId)) await settleInterrupted(this.ctx, d.id);
+          for (const d of await this.repo.idsOfJob(job.jobId)) await settleInterrupted(this.ctx, this.repo, d.id);
         },
       },
     );

@@ -8,7 +8,7 @@ import {
   type WorkloadPlan,
 } from '../../platform/runtime/application-runtime.js';
 import type { OneOffResult } from '../../platform/runtime/port.js';
-import { DeploymentsRepository, stepOf, type DeployStepName } from './deployments.repository.js';
+import { stepOf, type DeploymentsRepository, type DeployStepName } from './deployments.repository.js';
 import { RECONCILE_JOB } from './deployments.service.js';
 import { FormationReconciler } from './formation-reconciler.js';
 import { workloadPlan } from './workload-plan.js';
@@ -36,8 +36,7 @@ export const INTERRUPTED_DETAIL = 'Interrupted by a restart of the platform befo
  * their worker; a cluster keeps the half-rolled release, so a reconcile is queued at once
  * (any live worker runs it) to apply the serving release again.
  */
-export async function settleInterrupted(ctx: AppContext, deploymentId: string): Promise<void> {
-  const repo = new DeploymentsRepository(ctx.db);
+export async function settleInterrupted(ctx: AppContext, repo: DeploymentsRepository, deploymentId: string): Promise<void> {
   const deployment = await repo.findById(deploymentId);
   if (!(await repo.failIfUnfinished(deploymentId, INTERRUPTED_DETAIL, 'interrupted')) || !deployment) return;
   if (ctx.runtime?.sharedWorkloads && ctx.jobs) {
@@ -65,16 +64,15 @@ const ending = (r: OneOffResult) =>
  * environment back to the deployment that was serving, so the previous release keeps serving.
  */
 export class DeployRunner {
-  private readonly repo: DeploymentsRepository;
   private readonly reconciler: FormationReconciler;
 
   constructor(
     private readonly ctx: AppContext,
+    private readonly repo: DeploymentsRepository,
     private readonly runtime: ApplicationRuntime,
     private readonly logger: RuntimeLogger,
   ) {
-    this.repo = new DeploymentsRepository(ctx.db);
-    this.reconciler = new FormationReconciler(ctx, runtime);
+    this.reconciler = new FormationReconciler(ctx, repo, runtime);
   }
 
   async run(deploymentId: string, jobId: string | null, signal: AbortSignal): Promise<void> {
@@ -158,7 +156,7 @@ export class DeployRunner {
       const expected = err instanceof DeployFailure || err instanceof RolloutFailure;
       const detail = expected ? err.message : `Deployment failed: ${err instanceof Error ? err.message : String(err)}`;
       if (signal.aborted) {
-        await settleInterrupted(this.ctx, deploymentId);
+        await settleInterrupted(this.ctx, this.repo, deploymentId);
       } else {
         // Back to the deployment that was serving before the failure is recorded, so a settled
         // deployment means a settled environment.

@@ -1,11 +1,11 @@
 import type { AppContext } from '../../platform/context.js';
 import type { RuntimeLogger } from '../../platform/runtime/application-runtime.js';
 import { DeployRunner, settleInterrupted } from './deploy-runner.js';
-import { DeploymentsRepository } from './deployments.repository.js';
+import type { DeploymentsRepository } from './deployments.repository.js';
 import { DEPLOY_JOB, RECONCILE_JOB } from './deployments.service.js';
 import { FormationReconciler } from './formation-reconciler.js';
 import { OneOffRunner, RUN_INTERRUPTED } from './one-off-runner.js';
-import { OneOffRunsRepository } from './one-off-runs.repository.js';
+import type { OneOffRunsRepository } from './one-off-runs.repository.js';
 import { RUN_JOB } from './one-off-runs.service.js';
 
 /**
@@ -13,37 +13,40 @@ import { RUN_JOB } from './one-off-runs.service.js';
  * `worker`): `deploy` runs a deployment, `reconcile` matches running instances to the
  * current deployment and counts (after a scale, and to bring processes back on start).
  */
-export function registerDeploymentJobs(ctx: AppContext, logger: RuntimeLogger) {
+export function registerDeploymentJobs(
+  ctx: AppContext,
+  records: { deployments: DeploymentsRepository; runs: OneOffRunsRepository },
+  logger: RuntimeLogger,
+) {
   const { jobs, runtime } = ctx;
   if (!jobs || !runtime) return;
-  const reconciler = new FormationReconciler(ctx, runtime);
-  const runner = new DeployRunner(ctx, runtime, logger);
+  const reconciler = new FormationReconciler(ctx, records.deployments, runtime);
+  const runner = new DeployRunner(ctx, records.deployments, runtime, logger);
   jobs.register(DEPLOY_JOB, (data, job) => runner.run(String(data.recordId), job.jobId, job.signal), {
     // The worker died mid-deploy: the previous release comes back by the `reconcile` queued at the next start.
     onInterrupted: async (data) => {
-      await settleInterrupted(ctx, String(data.recordId));
+      await settleInterrupted(ctx, records.deployments, String(data.recordId));
     },
   });
   jobs.register(RECONCILE_JOB, (data, job) => reconciler.reconcile(data.applicationId, String(data.environmentId), job.signal), {
     onInterrupted: async () => 'retry',
   });
-  const runs = new OneOffRunner(ctx, runtime);
+  const runs = new OneOffRunner(ctx, records.runs, records.deployments, runtime);
   jobs.register(RUN_JOB, (data, job) => runs.run(String(data.recordId), job.jobId, job.signal), {
     // A one-off may have side effects: never run it twice on its own.
     onInterrupted: async (data) => {
-      await new OneOffRunsRepository(ctx.db).failIfUnfinished(String(data.recordId), RUN_INTERRUPTED, 'interrupted');
+      await records.runs.failIfUnfinished(String(data.recordId), RUN_INTERRUPTED, 'interrupted');
     },
   });
 }
 
 /**
  * Queues a `reconcile` for every deployed application environment, so the current releases
- * run again after a start. The process start-up (src/runtime-startup.ts) calls it once the
- * runtime is started and before the job workers start.
+ * run again after a start. The composition root adds it to the runtime's start tasks
+ * (src/runtime-startup.ts runs them once the runtime is started, before the job workers).
  */
-export async function queueReconcileOfDeployed(ctx: AppContext): Promise<void> {
+export async function queueReconcileOfDeployed(ctx: AppContext, repo: DeploymentsRepository): Promise<void> {
   if (!ctx.jobs) return;
-  const repo = new DeploymentsRepository(ctx.db);
   for (const { application_id, environment_id } of await repo.deployedEnvironments()) {
     await ctx.jobs.enqueue(RECONCILE_JOB, { applicationId: application_id, environmentId: environment_id });
   }

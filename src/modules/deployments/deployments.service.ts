@@ -67,9 +67,10 @@ export class DeploymentsService {
 
   constructor(
     private readonly ctx: AppContext,
+    repo: DeploymentsRepository,
     private readonly apps: ApplicationsService,
   ) {
-    this.repo = new DeploymentsRepository(ctx.db);
+    this.repo = repo;
   }
   /** The release an environment serves (its latest complete deployment's), or null. */
   async currentRelease(applicationId: string, environmentId: string): Promise<{ id: string; version: number } | null> {
@@ -203,7 +204,7 @@ export class DeploymentsService {
 
   /** After a scale: running instances follow the new counts (through the queue, never racing a deploy). */
   scaled(applicationId: string): Promise<void> {
-    return reconcileAfterScale(this.ctx)(applicationId);
+    return reconcileAfterScale(this.ctx, this.repo)(applicationId);
   }
 }
 
@@ -212,8 +213,7 @@ export class DeploymentsService {
  * root): running instances of the production environment follow the new counts through a queued
  * `reconcile`, never racing a deploy. Nothing runs yet, nothing to do.
  */
-export function reconcileAfterScale(ctx: AppContext): (applicationId: string) => Promise<void> {
-  const repo = new DeploymentsRepository(ctx.db);
+export function reconcileAfterScale(ctx: AppContext, repo: DeploymentsRepository): (applicationId: string) => Promise<void> {
   return async (applicationId) => {
     if (!ctx.jobs) return;
     const environmentId = await repo.productionEnvironmentId(applicationId);

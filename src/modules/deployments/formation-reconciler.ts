@@ -1,6 +1,6 @@
 import type { AppContext } from '../../platform/context.js';
 import type { ApplicationRuntime, WorkloadPlan } from '../../platform/runtime/application-runtime.js';
-import { DeploymentsRepository } from './deployments.repository.js';
+import type { DeploymentsRepository } from './deployments.repository.js';
 import { workloadPlan } from './workload-plan.js';
 
 /**
@@ -10,14 +10,11 @@ import { workloadPlan } from './workload-plan.js';
  * pipeline job, so it never races a deployment of the same application.
  */
 export class FormationReconciler {
-  private readonly repo: DeploymentsRepository;
-
   constructor(
     private readonly ctx: AppContext,
+    private readonly repo: DeploymentsRepository,
     private readonly runtime: ApplicationRuntime,
-  ) {
-    this.repo = new DeploymentsRepository(ctx.db);
-  }
+  ) {}
 
   async reconcile(applicationId: string, environmentId: string, signal: AbortSignal): Promise<void> {
     await this.runtime.reconcile({ applicationId, environmentId }, await this.currentPlan(applicationId, environmentId), signal);

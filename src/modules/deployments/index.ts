@@ -1,5 +1,6 @@
 // The deployments module's public surface: other modules and the composition root import only from here.
 export * from './deployments.repository.js';
+export { OneOffRunsRepository } from './one-off-runs.repository.js';
 export * from './deploy-chain.js';
 export * from './deployments.jobs.js';
 export * from './deployments.service.js';

@@ -4,8 +4,8 @@ import type { OneOffResult } from '../../platform/runtime/port.js';
 import type { ApplicationRuntime, WorkloadPlan } from '../../platform/runtime/application-runtime.js';
 import { RolloutFailure } from '../../platform/runtime/application-runtime.js';
 import { deployLog } from './deploy-runner.js';
-import { DeploymentsRepository } from './deployments.repository.js';
-import { OneOffRunsRepository } from './one-off-runs.repository.js';
+import type { DeploymentsRepository } from './deployments.repository.js';
+import type { OneOffRunsRepository } from './one-off-runs.repository.js';
 import { workloadPlan } from './workload-plan.js';
 
 export const RUN_INTERRUPTED = 'Interrupted by a restart of the platform before it finished';
@@ -20,16 +20,12 @@ class RunFailure extends PipelineFailure {}
  * isolation, limits and scrubbing are the same. The timeout kills it (`timed_out`).
  */
 export class OneOffRunner {
-  private readonly runs: OneOffRunsRepository;
-  private readonly deployments: DeploymentsRepository;
-
   constructor(
     private readonly ctx: AppContext,
+    private readonly runs: OneOffRunsRepository,
+    private readonly deployments: DeploymentsRepository,
     private readonly runtime: ApplicationRuntime,
-  ) {
-    this.runs = new OneOffRunsRepository(ctx.db);
-    this.deployments = new DeploymentsRepository(ctx.db);
-  }
+  ) {}
 
   async run(runId: string, jobId: string | null, signal: AbortSignal): Promise<void> {
     const run = await this.runs.find(runId);

@@ -7,9 +7,9 @@ import { iso, isoOrNull, paginate, type PaginationQuery } from '../../platform/h
 import { requireJobRoom, requireJobs } from '../../platform/jobs/require-jobs.js';
 import type { ApplicationsService } from '../applications/index.js';
 import { requireDeployAccess } from '../../platform/access/environment-protection.js';
-import { DeploymentsRepository } from './deployments.repository.js';
+import type { DeploymentsRepository } from './deployments.repository.js';
 import { chosenEnvironmentId } from './environment-choice.js';
-import { OneOffRunsRepository } from './one-off-runs.repository.js';
+import type { OneOffRunsRepository } from './one-off-runs.repository.js';
 
 export const RUN_JOB = 'run';
 export const DEFAULT_RUN_TIMEOUT_SECONDS = 600;
@@ -41,16 +41,12 @@ export function runView(r: RunRow) {
 
 /** The API side of one-off runs: queue one in the serving release, list, show, log. */
 export class OneOffRunsService {
-  readonly repo: OneOffRunsRepository;
-  private readonly deployments: DeploymentsRepository;
-
   constructor(
     private readonly ctx: AppContext,
+    readonly repo: OneOffRunsRepository,
+    private readonly deployments: DeploymentsRepository,
     private readonly apps: ApplicationsService,
-  ) {
-    this.repo = new OneOffRunsRepository(ctx.db);
-    this.deployments = new DeploymentsRepository(ctx.db);
-  }
+  ) {}
 
   async create(
     userId: string,

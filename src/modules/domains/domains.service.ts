@@ -36,6 +36,7 @@ export class DomainsService {
   private readonly repo: DomainsRepository;
   constructor(
     private readonly db: Db,
+    repo: DomainsRepository,
     private readonly secrets: SecretBox,
     private readonly apps: ApplicationsService,
     /** Where an application environment deploys (the deployments module's answer). */
@@ -49,7 +50,7 @@ export class DomainsService {
     private readonly changed: (applicationId: string | null) => Promise<void>,
     private readonly log: DomainsLogger,
   ) {
-    this.repo = new DomainsRepository(db);
+    this.repo = repo;
   }
 
   async list(userId: string, applicationId: string): Promise<Static<typeof Domain>[]> {

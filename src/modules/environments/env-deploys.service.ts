@@ -64,11 +64,13 @@ export class EnvDeploysService {
   /** `logger` records the unexpected errors that a record shows only as "internal error". */
   constructor(
     private readonly db: Db,
+    repo: EnvDeploysRepository,
     private readonly pipeline: ServicePipeline,
+    scope: WorkspaceScope,
     private readonly logger?: { error(obj: object, msg: string): void },
   ) {
-    this.repo = new EnvDeploysRepository(db);
-    this.scope = new WorkspaceScope(db);
+    this.repo = repo;
+    this.scope = scope;
   }
 
   /** The target environment, once the caller may deploy into it (protected: workspace admins only). */

@@ -6,7 +6,7 @@ import type { EnvironmentsTable, EnvironmentType } from '../../platform/db/schem
 import { conflict, invalid, isUniqueViolation } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
-import { variablesInScopes } from '../configurations/index.js';
+import type { ConfigurationsService } from '../configurations/index.js';
 import { SECRET_MASK } from '../configurations/index.js';
 import { RECONCILE_JOB } from '../../platform/pipeline/index.js';
 import { WorkspaceScope } from '../workspaces/index.js';
@@ -30,10 +30,13 @@ export class EnvironmentsService {
   /** `jobs`, when the pipeline runs: a change of process settings reaches running services at once. */
   constructor(
     private readonly db: Db,
+    envs: EnvironmentsRepository,
+    scope: WorkspaceScope,
+    private readonly configs: Pick<ConfigurationsService, 'variablesInScopes'>,
     private readonly jobs?: Jobs,
   ) {
-    this.envs = new EnvironmentsRepository(db);
-    this.scope = new WorkspaceScope(db);
+    this.envs = envs;
+    this.scope = scope;
   }
 
   /** The record shown by the API, with each service's effective process settings here. */
@@ -184,7 +187,7 @@ export class EnvironmentsService {
     const { project, environment } = await this.scope.environment(userId, ws, projectSlug, envSlug);
     const service = await this.scope.service(project.id, serviceSlug);
     const chain = await serviceScopeChain(this.db, service.id, environment.id);
-    const rows = await variablesInScopes(this.db, chain);
+    const rows = await this.configs.variablesInScopes(chain);
     const rank = new Map(chain.map((l, i) => [`${l.scope}:${l.scopeId}`, i]));
     rows.sort((a, b) => rank.get(`${a.scope}:${a.scope_id}`)! - rank.get(`${b.scope}:${b.scope_id}`)!);
     const labelOf = (scope: string, scopeId: string) => chain[rank.get(`${scope}:${scopeId}`)!]!.label;

@@ -8,3 +8,5 @@ export * from './environment-records.js';
 export * from './env-deploys.routes.js';
 export * from './environments.service.js';
 export * from './environments.routes.js';
+export { EnvironmentsRepository } from './environments.repository.js';
+export { EnvDeploysRepository } from './env-deploys.repository.js';

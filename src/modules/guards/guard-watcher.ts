@@ -21,11 +21,12 @@ export class GuardWatcher {
 
   constructor(
     db: Db,
+    repo: GuardsRepository,
     private readonly deployments: DeploymentsService,
     private readonly intervalMs: number,
     private readonly logger: RuntimeLogger,
   ) {
-    this.repo = new GuardsRepository(db);
+    this.repo = repo;
   }
 
   start() {

@@ -17,9 +17,10 @@ export class GuardsService {
 
   constructor(
     private readonly db: Db,
+    repo: GuardsRepository,
     private readonly apps: ApplicationsService,
   ) {
-    this.repo = new GuardsRepository(db);
+    this.repo = repo;
   }
 
   async get(userId: string, applicationId: string, environment: string | undefined) {

@@ -2,3 +2,4 @@
 export * from './guard-watcher.js';
 export * from './guards.service.js';
 export * from './guards.routes.js';
+export { GuardsRepository } from './guards.repository.js';

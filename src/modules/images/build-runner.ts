@@ -15,7 +15,7 @@ import type { ConfigurationsService } from '../configurations/index.js';
 import { resolveServiceConfig } from '../configurations/index.js';
 import { productionEnvironmentId } from '../../platform/pipeline/index.js';
 import { RecordLog } from '../../platform/pipeline/index.js';
-import { ImagesRepository } from './images.repository.js';
+import type { ImagesRepository } from './images.repository.js';
 import { buildTimeoutSeconds } from '../organizations/index.js';
 
 /** Scratch space of one build (removed when it ends). */
@@ -39,11 +39,12 @@ export class BuildRunner {
 
   constructor(
     private readonly ctx: AppContext,
+    images: ImagesRepository,
     private readonly apps: Pick<ApplicationsService, 'find'>,
     private readonly configs: ConfigurationsService,
     private readonly builders: Builder[],
   ) {
-    this.images = new ImagesRepository(ctx.db);
+    this.images = images;
     this.githubApp = new GitHubApp(ctx.config);
   }
 

@@ -1,12 +1,10 @@
-import type { Db } from '../../platform/db/database.js';
-import { ImagesRepository } from './images.repository.js';
+import type { ImagesRepository } from './images.repository.js';
 
 /**
  * Image records as the later pipeline stages read them: a release freezes the latest built
  * image, a promotion copies a release's image. Reads only: images are written by this module.
  */
-export function imageRecords(db: Db) {
-  const images = new ImagesRepository(db);
+export function imageRecords(images: ImagesRepository) {
   return {
     findById: (id: string) => images.findById(id),
     latestBuilt: (applicationId: string) => images.latestBuilt(applicationId),

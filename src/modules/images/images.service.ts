@@ -10,7 +10,7 @@ import type { ConfigurationsService } from '../configurations/index.js';
 import { requireProtectedEnvironmentAdmin } from '../../platform/access/environment-protection.js';
 import { queueRecordJob, recordLogView } from '../../platform/pipeline/index.js';
 import { ABANDONED, artifactDir, BuildRunner, buildWorkDir, INTERRUPTED_BY_RESTART } from './build-runner.js';
-import { ImagesRepository } from './images.repository.js';
+import type { ImagesRepository } from './images.repository.js';
 
 type ImageRow = NonNullable<Awaited<ReturnType<ImagesRepository['findById']>>>;
 
@@ -35,12 +35,13 @@ export class ImagesService {
 
   constructor(
     private readonly ctx: AppContext,
+    repo: ImagesRepository,
     private readonly apps: ApplicationsService,
     configs: ConfigurationsService,
     builders: Builder[],
   ) {
-    this.repo = new ImagesRepository(ctx.db);
-    this.runner = new BuildRunner(ctx, apps, configs, builders);
+    this.repo = repo;
+    this.runner = new BuildRunner(ctx, repo, apps, configs, builders);
   }
 
   /**

@@ -3,3 +3,4 @@ export * from './images.schemas.js';
 export * from './image-records.js';
 export * from './images.service.js';
 export * from './images.routes.js';
+export { ImagesRepository } from './images.repository.js';

@@ -1,16 +1,12 @@
-import type { Db } from '../../platform/db/database.js';
 import { forbidden } from '../../platform/errors.js';
-import { OrganizationsRepository } from './organizations.repository.js';
+import type { OrganizationsRepository } from './organizations.repository.js';
 
 /**
  * The one access rule (decisions.md): members of an organization may read and change
  * everything in it; only its admins manage members. Every module asks here.
  */
 export class OrganizationAccess {
-  private readonly orgs: OrganizationsRepository;
-  constructor(db: Db) {
-    this.orgs = new OrganizationsRepository(db);
-  }
+  constructor(private readonly orgs: OrganizationsRepository) {}
 
   /** Whether the user is a member (for checks that answer something other than 403). */
   async isMember(userId: string, organizationId: string): Promise<boolean> {

@@ -4,3 +4,4 @@ export * from './organizations.schemas.js';
 export * from './pipeline-limits.js';
 export * from './organizations.service.js';
 export * from './organizations.routes.js';
+export { OrganizationsRepository } from './organizations.repository.js';

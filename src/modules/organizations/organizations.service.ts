@@ -1,5 +1,4 @@
 import { v7 as uuidv7 } from 'uuid';
-import type { Db } from '../../platform/db/database.js';
 import { conflict, forbidden, isUniqueViolation, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
@@ -32,10 +31,10 @@ export class OrganizationsService {
   private readonly users: UsersService;
   private readonly access: OrganizationAccess;
 
-  constructor(db: Db) {
-    this.orgs = new OrganizationsRepository(db);
-    this.users = new UsersService(db);
-    this.access = new OrganizationAccess(db);
+  constructor(orgs: OrganizationsRepository, users: UsersService, access: OrganizationAccess) {
+    this.orgs = orgs;
+    this.users = users;
+    this.access = access;
   }
 
   async list(userId: string) {

@@ -2,3 +2,4 @@
 export * from './previews.service.js';
 export * from './previews.routes.js';
 export * from './preview-statuses.js';
+export { PreviewsRepository } from './previews.repository.js';

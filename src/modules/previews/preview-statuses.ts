@@ -14,10 +14,11 @@ export class PreviewStatuses implements ChainObserver {
 
   constructor(
     private readonly db: Db,
+    repo: PreviewsRepository,
     private readonly github: GitHubApi,
     private readonly previewUrl: (applicationId: string, environmentId: string) => Promise<string | null>,
   ) {
-    this.repo = new PreviewsRepository(db);
+    this.repo = repo;
   }
 
   private async subject(chain: ChainEvent) {

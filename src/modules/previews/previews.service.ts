@@ -43,12 +43,14 @@ export class PreviewsService {
 
   constructor(
     private readonly db: Db,
+    repo: PreviewsRepository,
     private readonly jobs: Jobs | undefined,
     private readonly startChain: PreviewChainStarter,
     private readonly settingsOf: { routerDomain: string; urlOf: (hostname: string) => string },
+    scope: WorkspaceScope,
   ) {
-    this.repo = new PreviewsRepository(db);
-    this.scope = new WorkspaceScope(db);
+    this.repo = repo;
+    this.scope = scope;
   }
 
   private describeSettings(row: Awaited<ReturnType<PreviewsRepository['settings']>>) {

@@ -3,3 +3,4 @@ export * from './projects.schemas.js';
 export * from './projects.service.js';
 export * from './project-records.js';
 export * from './projects.routes.js';
+export { ProjectsRepository } from './projects.repository.js';

@@ -1,10 +1,9 @@
 import { v7 as uuidv7 } from 'uuid';
-import type { Db } from '../../platform/db/database.js';
 import { conflict, isUniqueViolation, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
 import { OrganizationAccess } from '../organizations/index.js';
-import { ProjectsRepository } from './projects.repository.js';
+import type { ProjectsRepository } from './projects.repository.js';
 
 type ProjectRow = NonNullable<Awaited<ReturnType<ProjectsRepository['findById']>>>;
 
@@ -21,13 +20,10 @@ const toSummary = (p: ProjectRow) => ({
 const toDetail = (p: ProjectRow) => ({ ...toSummary(p), organization_name: p.organization_name, updated: iso(p.updated_at) });
 
 export class ProjectsService {
-  private readonly projects: ProjectsRepository;
-  private readonly access: OrganizationAccess;
-
-  constructor(db: Db) {
-    this.projects = new ProjectsRepository(db);
-    this.access = new OrganizationAccess(db);
-  }
+  constructor(
+    private readonly projects: ProjectsRepository,
+    private readonly access: OrganizationAccess,
+  ) {}
 
   async list(userId: string) {
     return (await this.projects.listForUser(userId)).map(toSummary);

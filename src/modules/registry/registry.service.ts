@@ -50,10 +50,11 @@ export class RegistryTokenService {
 
   constructor(
     private readonly ctx: AppContext,
+    repo: RegistryRepository,
     private readonly keys: SigningKeys,
     private readonly auth: AuthService,
   ) {
-    this.repo = new RegistryRepository(ctx.db);
+    this.repo = repo;
   }
 
   /**

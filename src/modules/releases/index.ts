@@ -3,3 +3,4 @@ export * from './release-freezer.js';
 export * from './promotion.js';
 export * from './releases.service.js';
 export * from './releases.routes.js';
+export { ReleasesRepository } from './releases.repository.js';

@@ -3,7 +3,7 @@ import { conflict, notFound } from '../../platform/errors.js';
 import { BUILD_STEPS } from '../../platform/pipeline/index.js';
 import type { ConfigurationsService } from '../configurations/index.js';
 import { resolveServiceConfig } from '../configurations/index.js';
-import { imageRecords, type ImageRecords } from '../images/index.js';
+import type { ImageRecords } from '../images/index.js';
 import {
   configurationFingerprints,
   describeChanges,
@@ -23,10 +23,12 @@ export class ReleasePromoter {
 
   constructor(
     private readonly ctx: AppContext,
+    releases: ReleasesRepository,
+    images: ImageRecords,
     private readonly configs: ConfigurationsService,
   ) {
-    this.releases = new ReleasesRepository(ctx.db);
-    this.images = imageRecords(ctx.db);
+    this.releases = releases;
+    this.images = images;
   }
 
   /**

@@ -4,7 +4,7 @@ import type { ApplicationsService } from '../applications/index.js';
 import type { ConfigurationsService } from '../configurations/index.js';
 import { resolveServiceConfig } from '../configurations/index.js';
 import { effectiveProcessSettings } from '../environments/index.js';
-import { imageRecords, type ImageRecords } from '../images/index.js';
+import type { ImageRecords } from '../images/index.js';
 import { RecordLog } from '../../platform/pipeline/index.js';
 import {
   configurationFingerprints,
@@ -16,7 +16,7 @@ import {
   sealConfiguration,
   type DisplayedVariable,
 } from './release-freezer.js';
-import { ReleasesRepository } from './releases.repository.js';
+import type { ReleasesRepository } from './releases.repository.js';
 
 /** A release that failed for a reason the user can act on: the message is its `error_detail`. */
 export class ReleaseError extends PipelineFailure {
@@ -37,11 +37,13 @@ export class ReleaseRunner {
 
   constructor(
     private readonly ctx: AppContext,
+    releases: ReleasesRepository,
+    images: ImageRecords,
     private readonly apps: Pick<ApplicationsService, 'find'>,
     private readonly configs: ConfigurationsService,
   ) {
-    this.releases = new ReleasesRepository(ctx.db);
-    this.images = imageRecords(ctx.db);
+    this.releases = releases;
+    this.images = images;
   }
 
   async run(releaseId: string): Promise<{ ok: boolean }> {

@@ -11,7 +11,8 @@ import { environmentFilter, productionEnvironmentId } from '../../platform/pipel
 import type { DisplayedVariable } from './release-freezer.js';
 import { ReleaseRunner } from './release-runner.js';
 import { requireProtectedEnvironmentAdmin } from '../../platform/access/environment-protection.js';
-import { ReleasesRepository } from './releases.repository.js';
+import type { ReleasesRepository } from './releases.repository.js';
+import type { ImageRecords } from '../images/index.js';
 
 const RELEASE_ABANDONED =
   'abandoned: its pipeline job is no longer queued or running (the server stopped at the wrong moment); create the release again';
@@ -45,11 +46,13 @@ export class ReleasesService {
 
   constructor(
     private readonly ctx: AppContext,
+    repo: ReleasesRepository,
+    images: ImageRecords,
     private readonly apps: ApplicationsService,
     configs: ConfigurationsService,
   ) {
-    this.repo = new ReleasesRepository(ctx.db);
-    this.runner = new ReleaseRunner(ctx, apps, configs);
+    this.repo = repo;
+    this.runner = new ReleaseRunner(ctx, repo, images, apps, configs);
   }
 
   /** Registers the `release` job kind and a sweeper that fails releases whose job is gone. */

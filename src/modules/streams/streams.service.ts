@@ -37,11 +37,12 @@ export class StreamsService {
 
   constructor(
     db: Db,
+    repo: StreamsRepository,
     private readonly notifications: Notifications,
     private readonly authorize: AuthorizeApplication,
     private readonly onError: (err: unknown) => void = () => {},
   ) {
-    this.repo = new StreamsRepository(db);
+    this.repo = repo;
   }
 
   private read(kind: LoggedRecord, id: string) {

@@ -1,5 +1,4 @@
 import { v7 as uuidv7 } from 'uuid';
-import type { Db } from '../../platform/db/database.js';
 import { conflict, forbidden, invalid, isUniqueViolation, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
@@ -30,11 +29,11 @@ export class TeamsService {
   private readonly access: OrganizationAccess;
   readonly scope: WorkspaceScope;
 
-  constructor(db: Db) {
-    this.teams = new TeamsRepository(db);
-    this.users = new UsersService(db);
-    this.access = new OrganizationAccess(db);
-    this.scope = new WorkspaceScope(db);
+  constructor(teams: TeamsRepository, users: UsersService, scope: WorkspaceScope, access: OrganizationAccess) {
+    this.teams = teams;
+    this.users = users;
+    this.access = access;
+    this.scope = scope;
   }
 
   async list(userId: string, workspaceSlug: string) {

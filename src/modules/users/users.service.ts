@@ -3,8 +3,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { AppError, conflict, isUniqueViolation } from '../../platform/errors.js';
 import { hashPassword } from '../../platform/crypto/passwords.js';
 import { iso } from '../../platform/http/schemas.js';
-import type { Db } from '../../platform/db/database.js';
-import { UsersRepository } from './users.repository.js';
+import type { UsersRepository } from './users.repository.js';
 import { CreateUserBody } from './users.schemas.js';
 
 export interface NewUser {
@@ -26,10 +25,7 @@ const toUser = (u: UserRow) => ({
 });
 
 export class UsersService {
-  private readonly users: UsersRepository;
-  constructor(db: Db) {
-    this.users = new UsersRepository(db);
-  }
+  constructor(private readonly users: UsersRepository) {}
 
   /** A user named by username or else by e-mail (how members are added), or undefined. */
   async findByUsernameOrEmail(name: string) {

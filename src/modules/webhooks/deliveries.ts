@@ -46,6 +46,7 @@ export class WebhookDeliveries {
 
   constructor(
     private readonly db: Db,
+    repo: WebhooksRepository,
     private readonly secrets: SecretBox,
     private readonly jobs: PipelineJobs,
     private readonly config: Pick<
@@ -54,7 +55,7 @@ export class WebhookDeliveries {
     >,
     private readonly log: Logger,
   ) {
-    this.repo = new WebhooksRepository(db);
+    this.repo = repo;
   }
 
   register(): Promise<void> {

@@ -4,3 +4,4 @@ export { WebhookDeliveries, WEBHOOKS_QUEUE } from './deliveries.js';
 export { webhooksRoutes } from './webhooks.routes.js';
 export { signatureOf } from './signature.js';
 export { postDelivery, RefusedAddress } from './transport.js';
+export { WebhooksRepository } from './webhooks.repository.js';

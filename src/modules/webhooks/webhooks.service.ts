@@ -29,13 +29,14 @@ export class WebhooksService {
 
   constructor(
     private readonly db: Db,
+    repo: WebhooksRepository,
     private readonly secrets: SecretBox,
     private readonly requireAdmin: RequireOrganizationAdmin,
     private readonly settings: { allowPrivate: boolean },
     /** Absent in processes without the job store: redelivery then answers 503. */
     private readonly deliveries: WebhookDeliveries | null,
   ) {
-    this.repo = new WebhooksRepository(db);
+    this.repo = repo;
   }
 
   async create(userId: string, orgSlug: string, input: CreateWebhookBody) {

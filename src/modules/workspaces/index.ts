@@ -3,3 +3,4 @@ export * from './workspace-scope.js';
 export * from './workspaces.schemas.js';
 export * from './workspaces.service.js';
 export * from './workspaces.routes.js';
+export { WorkspacesRepository } from './workspaces.repository.js';

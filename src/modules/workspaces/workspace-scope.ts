@@ -12,9 +12,13 @@ export class WorkspaceScope {
   private readonly orgs: OrganizationsService;
   private readonly access: OrganizationAccess;
 
-  constructor(private readonly db: Db) {
-    this.orgs = new OrganizationsService(db);
-    this.access = new OrganizationAccess(db);
+  constructor(
+    private readonly db: Db,
+    orgs: OrganizationsService,
+    access: OrganizationAccess,
+  ) {
+    this.orgs = orgs;
+    this.access = access;
   }
 
   /** The workspace (organization) and the caller's membership in it. */

@@ -29,10 +29,15 @@ export class WorkspacesService {
   private readonly orgs: OrganizationsService;
   readonly scope: WorkspaceScope;
 
-  constructor(private readonly db: Db) {
-    this.repo = new WorkspacesRepository(db);
-    this.orgs = new OrganizationsService(db);
-    this.scope = new WorkspaceScope(db);
+  constructor(
+    private readonly db: Db,
+    repo: WorkspacesRepository,
+    orgs: OrganizationsService,
+    scope: WorkspaceScope,
+  ) {
+    this.repo = repo;
+    this.orgs = orgs;
+    this.scope = scope;
   }
 
   async list(userId: string) {

@@ -78,6 +78,7 @@ class AuditingConnection implements DatabaseConnection {
       result = await this.inner.executeQuery<R>(query);
     } catch (err) {
       this.unclaim(audit);
+      // The statement's own error is the one to report; a failed rollback leaves an aborted transaction the pool discards.
       await this.run(own ? 'rollback' : 'rollback to savepoint slipway_audit').catch(() => {});
       throw err;
     }

@@ -5,8 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Config } from '../../config.js';
 import { platformAuthFile } from '../crypto/registry-token.js';
-import { run, type CommandResult } from '../git/command.js';
-import { IMAGE_ARTIFACT_FILE, IMAGE_ROOTFS_DIR, imageCommandLine, type ImageArtifact } from './image-artifact.js';
+import { run, type CommandResult, type RunOptions } from '../git/command.js';
+import { runSandboxed, SandboxUnavailable, type Sandbox } from '../sandbox/index.js';
+import { IMAGE_ARTIFACT_FILE, IMAGE_ROOTFS_DIR, imageCommandLine, shellQuote, type ImageArtifact } from './image-artifact.js';
 import { numericUser } from './image-user.js';
 import { BuildError, type BuildInput, type BuildOutput, type Builder } from './port.js';
 import { registryTarget, type RegistryTarget } from './registry-target.js';
@@ -29,7 +30,25 @@ export interface BuildahOptions {
   registry: RegistryTarget | null;
   /** Looked up on PATH when unset. */
   buildahPath?: string | null;
+  /**
+   * With a sandbox, every buildah command of a build runs as the application's own user
+   * (root only inside its user namespace), sees only its own storage, build context and
+   * scratch directories, and stores its layers per application. Without one (RUNTIME_ISOLATION=none)
+   * buildah runs as root on the shared storage.
+   */
+  sandbox?: Sandbox | null;
 }
+
+/** Where one build's buildah commands run. */
+interface Workspace {
+  /** containers/storage root: holds `storage/` and `run/`. */
+  storage: string;
+  /** When sandboxed: whose user runs it, and the directories it may write (the rest of the host is out of view). */
+  sandboxed: { applicationId: string; label: string; writable: string[]; cwd: string } | null;
+}
+
+/** The environment of a sandboxed buildah: never the platform's own (its pid 1 is readable from build steps). */
+const SANDBOX_ENV = { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', HOME: '/tmp', LANG: 'C.UTF-8' };
 
 export function findOnPath(binary: string): string | null {
   for (const dir of (process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin').split(':')) {
@@ -38,11 +57,33 @@ export function findOnPath(binary: string): string | null {
   return null;
 }
 
-export function createBuildahBuilder(config: Config): BuildahBuilder {
+export function createBuildahBuilder(config: Config, sandbox: Sandbox | null = null): BuildahBuilder {
   return new BuildahBuilder({
     storageRoot: config.BUILDAH_STORAGE_ROOT ?? join(config.dataDir, 'containers'),
     registry: registryTarget(config),
+    sandbox,
   });
+}
+
+/**
+ * Images a Dockerfile reads (`FROM`, `COPY --from=`, `RUN --mount=...,from=`), except
+ * `scratch`, its own stages (by name or index) and names built from ARGs. Names of
+ * applications' images (`localhost/<org>/<project>/<app>`) are left out: a build may only
+ * read the operator's base images, never another tenant's image.
+ */
+export function baseImageNames(dockerfile: string): string[] {
+  const stages = new Set<string>();
+  const names: string[] = [];
+  const instruction =
+    /^\s*(?:FROM\s+((?:--\S+\s+)*)(\S+)(?:\s+AS\s+(\S+))?|(?:COPY|ADD)\s+.*?--from=(\S+)|RUN\s+.*?--mount=\S*?\bfrom=([^,\s]+))/gim;
+  for (const m of dockerfile.matchAll(instruction)) {
+    const name = (m[2] ?? m[4] ?? m[5])!;
+    const ownStage = stages.has(name.toLowerCase()) || (m[2] === undefined && /^\d+$/.test(name));
+    if (m[3]) stages.add(m[3].toLowerCase());
+    if (name === 'scratch' || name.includes('$') || ownStage || /^localhost\/[^/]+\/[^/]+\/[^/]+/.test(name)) continue;
+    if (!names.includes(name)) names.push(name);
+  }
+  return names;
 }
 
 interface ImageConfig {
@@ -62,13 +103,21 @@ interface ImageConfig {
  * `RUN --mount=type=secret,id=NAME`, never in the image or its history). The image's root
  * file system is unpacked into the artifact directory for the runtime, and with a
  * registry configured the image is pushed to `<registry>/<org>/<project>/<app>:<version>`.
+ *
+ * Sandboxed (the default), buildah itself runs in the application's sandbox: as its user,
+ * mapped to root only inside a user namespace of its own, with its own storage
+ * (`<storage root>/apps/<application>`); the operator's base images in the shared storage
+ * are copied in when a Dockerfile names them. A `RUN` step that escapes buildah's chroot
+ * lands in that sandbox, not on the host.
  */
 export class BuildahBuilder implements Builder {
   readonly name = 'buildah';
   private readonly buildah: string | null;
+  private readonly shared: Workspace;
 
   constructor(private readonly options: BuildahOptions) {
     this.buildah = options.buildahPath === undefined ? findOnPath('buildah') : options.buildahPath;
+    this.shared = { storage: options.storageRoot, sandboxed: null };
   }
 
   get available(): boolean {
@@ -80,26 +129,23 @@ export class BuildahBuilder implements Builder {
     return DOCKERFILE_NAMES.some((name) => existsSync(join(contextDir, name)));
   }
 
-  /** Runs buildah on our own storage; a non-zero exit fails the build with `what`. */
-  async buildahRun(
+  /** Runs buildah on the workspace's storage; a non-zero exit fails the build with `what`. */
+  private async buildahRun(
+    ws: Workspace,
     args: string[],
     what: string,
     input: Pick<BuildInput, 'signal' | 'log'>,
-    opts: { onLine?: (l: string) => void; deadline?: number } = {},
+    opts: { onLine?: (l: string) => void; deadline?: number; writable?: string[] } = {},
   ): Promise<CommandResult> {
     if (!this.buildah) throw new BuildError(BUILDAH_MISSING);
-    const root = this.options.storageRoot;
     const remaining = opts.deadline ? opts.deadline - Date.now() : undefined;
     if (remaining !== undefined && remaining <= 0) throw new BuildError(`build timed out during ${what}`, 'build_timeout');
-    const result = await run(
-      this.buildah,
-      ['--root', join(root, 'storage'), '--runroot', join(root, 'run'), '--storage-driver', 'vfs', ...args],
-      {
-        signal: input.signal,
-        timeoutMs: remaining,
-        onLine: opts.onLine,
-      },
-    );
+    const result = await this.exec(ws, this.buildah, [...this.storageArgs(ws), ...args], {
+      signal: input.signal,
+      timeoutMs: remaining,
+      onLine: opts.onLine,
+      writable: opts.writable,
+    });
     if (input.signal.aborted) throw new BuildError('build interrupted: the server is stopping');
     if (result.signal === 'SIGKILL' && opts.deadline && Date.now() >= opts.deadline)
       throw new BuildError(`build timed out during ${what}`, 'build_timeout');
@@ -108,6 +154,49 @@ export class BuildahBuilder implements Builder {
       throw new BuildError(`${what} failed (buildah exit code ${result.code ?? result.signal})`);
     }
     return result;
+  }
+
+  private storageArgs(ws: Workspace): string[] {
+    return ['--root', join(ws.storage, 'storage'), '--runroot', join(ws.storage, 'run'), '--storage-driver', 'vfs'];
+  }
+
+  /** Runs a program in the workspace: in the application's sandbox when it has one, else as we are. */
+  private async exec(ws: Workspace, file: string, args: string[], options: RunOptions & { writable?: string[] }): Promise<CommandResult> {
+    const { writable = [], ...runOptions } = options;
+    if (!ws.sandboxed || !this.options.sandbox) return run(file, args, runOptions);
+    const prepared = await this.options.sandbox.prepare({
+      applicationId: ws.sandboxed.applicationId,
+      name: `${ws.sandboxed.label}-${randomBytes(4).toString('hex')}`,
+      command: [file, ...args].map(shellQuote).join(' '),
+      view: { cwd: ws.sandboxed.cwd, writable: [...ws.sandboxed.writable, ...writable], mappedRoot: true },
+    });
+    try {
+      return await runSandboxed(prepared, { ...runOptions, cwd: ws.sandboxed.cwd, env: SANDBOX_ENV });
+    } finally {
+      await prepared.cgroup.remove();
+    }
+  }
+
+  /** The application's own workspace when sandboxed (failing closed when this machine cannot), else the shared one. */
+  private async workspace(input: BuildInput, scratch: string): Promise<Workspace> {
+    const sandbox = this.options.sandbox;
+    if (!sandbox) return this.shared;
+    try {
+      await sandbox.ready();
+    } catch (err) {
+      if (err instanceof SandboxUnavailable) throw new BuildError(`builds cannot run isolated: ${err.message}`);
+      throw err;
+    }
+    const storage = join(this.options.storageRoot, 'apps', input.applicationId);
+    return {
+      storage,
+      sandboxed: {
+        applicationId: input.applicationId,
+        label: `build-${input.applicationId}-${input.version}`,
+        writable: [storage, input.contextDir, scratch],
+        cwd: scratch,
+      },
+    };
   }
 
   async build(input: BuildInput): Promise<BuildOutput> {
@@ -135,12 +224,15 @@ export class BuildahBuilder implements Builder {
         await writeFile(file, input.buildEnv[name]!, { mode: 0o600 });
         secretArgs.push('--secret', `id=${name},src=${file}`);
       }
+      const ws = await this.workspace(input, scratch);
+      await this.importBaseImages(ws, dockerfile, input, scratch, deadline);
       const iidFile = join(scratch, 'iid');
       input.log.line(
         `Building ${dockerfileName} with buildah${argNames.length ? `; build arguments: ${argNames.join(', ')}` : ''}${secretNames.length ? `; secrets: ${secretNames.join(', ')}` : ''}`,
       );
       let cachedSteps = 0;
       await this.buildahRun(
+        ws,
         [
           'bud',
           '--isolation',
@@ -173,17 +265,19 @@ export class BuildahBuilder implements Builder {
       const imageId = `sha256:${(await readFile(iidFile, 'utf8')).trim().replace(/^sha256:/, '')}`;
 
       input.log.enter?.('Export');
-      const inspected = JSON.parse((await this.buildahRun(['inspect', '--type', 'image', imageId], 'reading the image', input)).stdout) as {
+      const inspected = JSON.parse(
+        (await this.buildahRun(ws, ['inspect', '--type', 'image', imageId], 'reading the image', input)).stdout,
+      ) as {
         OCIv1?: { config?: ImageConfig; rootfs?: { diff_ids?: string[] } };
       };
       const config = inspected.OCIv1?.config ?? {};
-      const artifact = await this.unpack(imageId, config, input);
+      const artifact = await this.unpack(ws, imageId, config, input);
       input.log.line(`Unpacked the image root file system into the artifact directory`);
 
       let pushed: { reference: string; digest: string } | null = null;
       if (this.options.registry) {
         input.log.enter?.('Push');
-        pushed = await this.push(imageId, input, this.options.registry, deadline);
+        pushed = await this.push(ws, imageId, input, this.options.registry, deadline);
         input.log.line(`Pushed ${pushed.reference}@${pushed.digest}`);
       }
 
@@ -217,17 +311,56 @@ export class BuildahBuilder implements Builder {
     }
   }
 
+  /**
+   * Copies the operator's base images a sandboxed build names (`FROM`) from the shared
+   * storage into the application's own, once per image version: exported by us (the shared
+   * storage stays out of the sandbox's view), imported by the sandboxed buildah.
+   */
+  private async importBaseImages(ws: Workspace, dockerfile: string, input: BuildInput, scratch: string, deadline: number) {
+    if (!ws.sandboxed) return;
+    for (const [i, name] of baseImageNames(dockerfile).entries()) {
+      const shared = await this.imageIdOf(this.shared, name);
+      if (!shared || (await this.imageIdOf(ws, name)) === shared) continue;
+      const exported = join(scratch, `base-${i}`);
+      await this.buildahRun(this.shared, ['push', '--quiet', shared, `oci:${exported}`], `exporting the base image ${name}`, input, {
+        deadline,
+      });
+      // Relative to the sandbox's working directory (scratch): buildah names the image after the path, which must be lower case.
+      const pulled = await this.buildahRun(ws, ['pull', '--quiet', `oci:base-${i}`], `importing the base image ${name}`, input, {
+        deadline,
+        writable: [exported],
+      });
+      await this.buildahRun(ws, ['tag', pulled.stdout.trim().split('\n').pop()!, name], `naming the base image ${name}`, input);
+      await this.buildahRun(ws, ['rmi', `localhost/base-${i}`], `naming the base image ${name}`, input);
+      await rm(exported, { recursive: true, force: true });
+      input.log.line(`Base image ${name} copied into this application's build storage`);
+    }
+  }
+
+  /** The id of a local image, or null when the storage has no such image. */
+  private async imageIdOf(ws: Workspace, name: string): Promise<string | null> {
+    if (!this.buildah) return null;
+    const result = await this.exec(
+      ws,
+      this.buildah,
+      [...this.storageArgs(ws), 'inspect', '--type', 'image', '--format', '{{.FromImageID}}', name],
+      {},
+    );
+    return result.code === 0 ? result.stdout.trim() || null : null;
+  }
+
   /** Copies the image's root file system into `artifactDir/rootfs` (buildah from + mount + copy). */
-  private async unpack(imageId: string, config: ImageConfig, input: BuildInput): Promise<ImageArtifact> {
+  private async unpack(ws: Workspace, imageId: string, config: ImageConfig, input: BuildInput): Promise<ImageArtifact> {
     const name = `slipway-export-${randomBytes(6).toString('hex')}`;
     const staging = `${input.artifactDir}.staging-${randomBytes(4).toString('hex')}`;
-    await this.buildahRun(['from', '--pull=false', '--name', name, imageId], 'creating a working container', input);
+    await this.buildahRun(ws, ['from', '--pull=false', '--name', name, imageId], 'creating a working container', input);
     try {
-      const mountPoint = (await this.buildahRun(['mount', name], 'mounting the image', input)).stdout.trim();
+      const mountPoint = (await this.buildahRun(ws, ['mount', name], 'mounting the image', input)).stdout.trim();
       await mkdir(staging, { recursive: true });
-      // `cp -a` keeps owners, modes, links and special files exactly as the image has them.
+      // `cp -a` keeps owners, modes, links and special files exactly as the image has them
+      // (sandboxed: as the image sees them, all owned by the application's user outside).
       const rootfs = join(staging, IMAGE_ROOTFS_DIR);
-      const copied = await run('cp', ['-a', mountPoint, rootfs], { signal: input.signal });
+      const copied = await this.exec(ws, 'cp', ['-a', mountPoint, rootfs], { signal: input.signal, writable: [staging] });
       if (copied.code !== 0) throw new BuildError(`unpacking the image failed: ${copied.stderr.trim().split('\n').slice(-3).join(' ')}`);
       await this.addDeviceNodes(rootfs, input);
       const env = Object.fromEntries(
@@ -251,7 +384,7 @@ export class BuildahBuilder implements Builder {
     } finally {
       await rm(staging, { recursive: true, force: true }); // gone already unless we failed half-way
       // The build's own outcome is what matters; a leftover working container is removed by the next `buildah rm`.
-      await this.buildahRun(['rm', name], 'removing the working container', input).catch(() => {});
+      await this.buildahRun(ws, ['rm', name], 'removing the working container', input).catch(() => {});
     }
   }
 
@@ -273,7 +406,7 @@ export class BuildahBuilder implements Builder {
   }
 
   /** Pushes with a credential the platform signs for itself, limited to this one repository. */
-  private async push(imageId: string, input: BuildInput, registry: RegistryTarget, deadline: number) {
+  private async push(ws: Workspace, imageId: string, input: BuildInput, registry: RegistryTarget, deadline: number) {
     const dir = await mkdtemp(join(tmpdir(), 'slipway-push-'));
     try {
       const authFile = join(dir, 'auth.json');
@@ -291,6 +424,7 @@ export class BuildahBuilder implements Builder {
       const digestFile = join(dir, 'digest');
       const reference = `${registry.host}/${input.repositoryName}:${input.version}`;
       await this.buildahRun(
+        ws,
         [
           'push',
           '--authfile',
@@ -305,7 +439,7 @@ export class BuildahBuilder implements Builder {
         ],
         `pushing to ${reference}`,
         input,
-        { deadline, onLine: (l) => input.log.line(l) },
+        { deadline, onLine: (l) => input.log.line(l), writable: [dir] },
       );
       return { reference, digest: (await readFile(digestFile, 'utf8')).trim() };
     } finally {

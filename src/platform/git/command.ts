@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { workerMark } from '../jobs/orphan-processes.js';
 
 export interface CommandResult {
@@ -15,6 +15,10 @@ export interface RunOptions {
   timeoutMs?: number;
   /** Each output line as it arrives (both streams), for streaming logs. */
   onLine?: (line: string) => void;
+  /** Pipes on fds 3, 4, … of the child (e.g. bubblewrap's --userns-block-fd and --info-fd). */
+  extraPipes?: number;
+  /** Called once the child is spawned, with its extra pipes at `child.stdio[3…]`. */
+  onSpawn?: (child: ChildProcess) => void;
 }
 
 /**
@@ -27,9 +31,10 @@ export function run(file: string, args: string[], options: RunOptions = {}): Pro
       cwd: options.cwd,
       // The worker's mark lets a later worker find and end this group if this process dies (kill -9).
       env: { ...(options.env ?? process.env), ...workerMark() },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['ignore', 'pipe', 'pipe', ...Array<'pipe'>(options.extraPipes ?? 0).fill('pipe')],
       detached: true,
     });
+    options.onSpawn?.(child);
     let stdout = '';
     let stderr = '';
     const partial = { out: '', err: '' };
@@ -45,8 +50,8 @@ export function run(file: string, args: string[], options: RunOptions = {}): Pro
         partial[key] = partial[key].slice(nl + 1);
       }
     };
-    child.stdout.on('data', (c: Buffer) => feed('out', c));
-    child.stderr.on('data', (c: Buffer) => feed('err', c));
+    child.stdout!.on('data', (c: Buffer) => feed('out', c));
+    child.stderr!.on('data', (c: Buffer) => feed('err', c));
     const kill = () => {
       try {
         process.kill(-child.pid!, 'SIGKILL');

@@ -30,6 +30,8 @@ export interface FetchPins {
   followRedirects: boolean;
   /** `host:port:address` for curl (git's http.curloptResolve): git connects where we checked. */
   resolve?: string;
+  /** ssh: connect to `address` (ssh's HostName), checking the host key recorded for `host` (HostKeyAlias). */
+  ssh?: { host: string; address: string };
 }
 
 type Kind = { kind: 'github' } | { kind: 'local'; path: string } | { kind: 'remote'; url: URL | null; host: string; scheme: string };
@@ -105,9 +107,10 @@ export async function checkMemberSource(repository: string, config: SourcePolicy
     throw new SourceRefused(REFUSED_ADDRESS);
   }
   if (addresses.length === 0 || !addresses.every((a) => isPublicAddress(a.address))) throw new SourceRefused(REFUSED_ADDRESS);
-  if (!source.url || source.scheme === 'ssh') return { followRedirects: false };
-  const port = source.url.port || (source.scheme === 'https' ? '443' : '80');
   const first = addresses[0]!.address;
+  // ssh would resolve the name again (DNS rebinding): it connects to the address checked now.
+  if (!source.url || source.scheme === 'ssh') return { followRedirects: false, ssh: { host: source.host, address: first } };
+  const port = source.url.port || (source.scheme === 'https' ? '443' : '80');
   return { followRedirects: false, resolve: `${source.url.hostname}:${port}:${first.includes(':') ? `[${first}]` : first}` };
 }
 

@@ -97,6 +97,7 @@ function git(args: string[], options: { cwd: string; signal?: AbortSignal; token
     ? [
         ...(options.pins.followRedirects ? [] : ['-c', 'http.followRedirects=false']),
         ...(options.pins.resolve ? ['-c', `http.curloptResolve=${options.pins.resolve}`] : []),
+        ...(options.pins.ssh ? ['-c', `core.sshCommand=${pinnedSsh(options.pins.ssh)}`] : []),
       ]
     : [];
   return run('git', ['-c', 'core.hooksPath=/dev/null', '-c', 'advice.detachedHead=false', ...PROTOCOLS, ...pinned, ...args], {
@@ -105,6 +106,16 @@ function git(args: string[], options: { cwd: string; signal?: AbortSignal; token
     signal: options.signal,
     timeoutMs: 10 * 60_000,
   });
+}
+
+/**
+ * The ssh command of a pinned fetch (git runs it through a shell): connect to the address
+ * the policy checked, verify the host key known for the name, and ignore the address check
+ * against known_hosts (the name is what the key was recorded under).
+ */
+function pinnedSsh(pin: { host: string; address: string }): string {
+  const quote = (value: string) => `'${value.replace(/'/g, `'\\''`)}'`;
+  return `ssh -o HostName=${quote(pin.address)} -o HostKeyAlias=${quote(pin.host)} -o CheckHostIP=no`;
 }
 
 /** Whether a local repository path is inside one of the allowed roots (none configured: any path). */

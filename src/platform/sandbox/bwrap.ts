@@ -10,6 +10,13 @@ export interface SandboxView {
   root?: string;
   /** uid:gid the command sees itself as (an image's USER); outside it is always the sandbox user. */
   innerUser?: { uid: number; gid: number };
+  /**
+   * Root inside its own user namespace (only the sandbox user mapped, as 0) with that
+   * namespace's capabilities: what a container builder (buildah) needs to chroot and mount
+   * inside. The platform writes the uid/gid map itself (see `runSandboxed`), which keeps
+   * `setgroups` allowed. Outside the namespace it is still only the sandbox user.
+   */
+  mappedRoot?: boolean;
 }
 
 /** The host's system directories, read-only: programs and libraries, nothing of the platform's. */
@@ -27,6 +34,8 @@ const TOP_LEVEL_LINKS = ['/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32']
 export function bwrapArguments(view: SandboxView): string[] {
   const args = [
     '--unshare-user',
+    // fd 3: wait until the platform has written the user map; fd 4: tells it the child's pid.
+    ...(view.mappedRoot ? ['--userns-block-fd', '3', '--info-fd', '4', '--uid', '0', '--gid', '0', '--cap-add', 'ALL'] : []),
     '--unshare-pid',
     '--unshare-ipc',
     '--unshare-uts',
@@ -44,7 +53,10 @@ export function bwrapArguments(view: SandboxView): string[] {
       else if (stat?.isDirectory()) args.push('--ro-bind', path, path);
     }
   }
-  args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--dir', '/var/tmp');
+  args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp');
+  // A builder writes below /var/tmp and bind-mounts /sys into its build containers (an empty one here).
+  if (view.mappedRoot) args.push('--tmpfs', '/var/tmp', '--dir', '/sys');
+  else args.push('--dir', '/var/tmp');
   // Bound after /tmp: a directory below /tmp (test data dirs) shows on top of the private one.
   if (!view.root) for (const dir of view.writable) args.push('--bind', dir, dir);
   // The sandbox's own root (a tmpfs holding the mount points) is read-only too.

@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /** What one sandboxed process tree may use; absent fields are not limited. */
@@ -22,6 +22,16 @@ export interface Cgroup {
 const CONTROLLERS = ['memory', 'cpu', 'pids'] as const;
 const CPU_PERIOD_US = 100_000;
 
+/** Where to find the cgroup hierarchy (`CGROUP_ROOT`, `CGROUP_VERSION`); tests point it at a directory tree. */
+export interface CgroupSettings {
+  /** Mount point of the hierarchy: v2 there or at `<root>/unified`, v1 one mount per controller below it. */
+  root?: string;
+  /** `auto`: v2 when it offers memory, cpu and pids, else v1. `1` / `2`: only that one (fails closed otherwise). */
+  version?: 'auto' | '1' | '2';
+  /** Text of /proc/self/cgroup (the platform's own groups). */
+  selfCgroup?: string;
+}
+
 /**
  * The cgroup hierarchy of this machine: v2 when its unified hierarchy has the memory, cpu
  * and pids controllers; otherwise v1 with one mount per controller (hybrid hosts such as
@@ -36,23 +46,36 @@ export class CgroupHierarchy {
   ) {}
 
   /** Finds a usable hierarchy, or throws saying what is missing. */
-  static async detect(root = '/sys/fs/cgroup'): Promise<CgroupHierarchy> {
-    const own = ownGroups();
-    for (const unified of [root, join(root, 'unified')]) {
-      const controllers = readOr(join(unified, 'cgroup.controllers'))?.split(/\s+/) ?? [];
-      if (!CONTROLLERS.every((c) => controllers.includes(c))) continue;
-      const parent = join(unified, own.get('') ?? '/', 'slipway');
-      await mkdir(parent, { recursive: true });
-      // The platform's own group may hold processes ("no internal processes" rule): delegate from a child.
-      await writeFile(join(parent, 'cgroup.subtree_control'), CONTROLLERS.map((c) => `+${c}`).join(' '));
-      return new CgroupHierarchy(2, { '': parent });
+  static async detect(settings: CgroupSettings = {}): Promise<CgroupHierarchy> {
+    const root = settings.root ?? '/sys/fs/cgroup';
+    const version = settings.version ?? 'auto';
+    const own = ownGroups(settings.selfCgroup ?? readOr('/proc/self/cgroup') ?? '');
+    const v2Found: string[] = [];
+    if (version !== '1') {
+      for (const unified of [root, join(root, 'unified')]) {
+        const controllers = readOr(join(unified, 'cgroup.controllers'))?.split(/\s+/).filter(Boolean);
+        if (!controllers) continue;
+        if (!CONTROLLERS.every((c) => controllers.includes(c))) {
+          v2Found.push(`${unified} has only ${controllers.join(', ') || 'no controllers'}`);
+          continue;
+        }
+        return new CgroupHierarchy(2, { '': await delegateV2(unified, own.get('') ?? '/') });
+      }
+      if (version === '2') {
+        throw new Error(
+          `no cgroup v2 hierarchy with the memory, cpu and pids controllers at ${root} or ${join(root, 'unified')}` +
+            (v2Found.length ? ` (${v2Found.join('; ')})` : ''),
+        );
+      }
     }
     const parents: Record<string, string> = {};
     for (const controller of CONTROLLERS) {
       const mount = join(root, controller);
       if (!existsSync(join(mount, 'cgroup.procs'))) {
         throw new Error(
-          `no cgroup ${controller} controller: neither a cgroup v2 hierarchy with memory, cpu and pids nor a v1 mount at ${mount}`,
+          version === '1'
+            ? `no cgroup v1 ${controller} controller at ${mount}`
+            : `no cgroup ${controller} controller: neither a cgroup v2 hierarchy with memory, cpu and pids nor a v1 mount at ${mount}`,
         );
       }
       const parent = join(mount, ownV1Path(own, controller), 'slipway');
@@ -131,10 +154,10 @@ function readOr(path: string): string | null {
   }
 }
 
-/** This process's group per controller (`''` is the v2 one), from /proc/self/cgroup. */
-function ownGroups(): Map<string, string> {
+/** This process's group per controller (`''` is the v2 one), from the text of /proc/self/cgroup. */
+function ownGroups(selfCgroup: string): Map<string, string> {
   const groups = new Map<string, string>();
-  for (const line of (readOr('/proc/self/cgroup') ?? '').split('\n')) {
+  for (const line of selfCgroup.split('\n')) {
     const [, controllers, path] = /^\d+:([^:]*):(.*)$/.exec(line) ?? [];
     if (controllers === undefined || path === undefined) continue;
     for (const c of controllers.split(',')) groups.set(c, path);
@@ -145,6 +168,43 @@ function ownGroups(): Map<string, string> {
 function ownV1Path(own: Map<string, string>, controller: string): string {
   // cpu is often co-mounted as cpu,cpuacct and listed under either name.
   return own.get(controller) ?? (controller === 'cpu' ? own.get('cpuacct') : undefined) ?? '/';
+}
+
+/**
+ * Makes `<own group>/slipway` a group whose children get the memory, cpu and pids
+ * controllers, and returns it. v2's "no internal processes" rule: a group holding processes
+ * cannot hand controllers down, so when the platform's own group (not the root, which is
+ * exempt) must enable them, its processes first move to a leaf `<own group>/platform`, the way
+ * a delegated service (systemd `Delegate=yes`) does.
+ */
+async function delegateV2(mount: string, ownPath: string): Promise<string> {
+  const own = join(mount, ownPath);
+  const available = readOr(join(own, 'cgroup.controllers'))?.split(/\s+/) ?? [];
+  const missing = CONTROLLERS.filter((c) => !available.includes(c));
+  if (missing.length > 0) {
+    throw new Error(`the platform's cgroup ${own} is not given ${missing.join(', ')} (delegate them to it, e.g. systemd Delegate=yes)`);
+  }
+  const enable = CONTROLLERS.map((c) => `+${c}`).join(' ');
+  const enabled = readOr(join(own, 'cgroup.subtree_control'))?.split(/\s+/) ?? [];
+  if (!CONTROLLERS.every((c) => enabled.includes(c))) {
+    if (ownPath !== '/') await moveProcesses(own, join(own, 'platform'));
+    await writeFile(join(own, 'cgroup.subtree_control'), enable);
+  }
+  const parent = join(own, 'slipway');
+  await mkdir(parent, { recursive: true });
+  await writeFile(join(parent, 'cgroup.subtree_control'), enable);
+  return parent;
+}
+
+/** Moves every process of group `from` into the (new) group `to`. */
+async function moveProcesses(from: string, to: string): Promise<void> {
+  await mkdir(to, { recursive: true });
+  for (const pid of (readOr(join(from, 'cgroup.procs')) ?? '').split(/\s+/).filter(Boolean)) {
+    // One at a time (the kernel takes one pid a write); one that exited meanwhile is skipped.
+    await appendFile(join(to, 'cgroup.procs'), `${pid}\n`).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ESRCH') throw err;
+    });
+  }
 }
 
 async function removeDirs(dirs: string[]): Promise<void> {

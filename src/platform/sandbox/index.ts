@@ -5,12 +5,17 @@ import { DatabaseUids, parseUidRange } from './uid-allocator.js';
 
 export { Sandbox, SandboxUnavailable, type PreparedSandbox, type SandboxRequest, type UidSource } from './sandbox.js';
 export type { SandboxView } from './bwrap.js';
-export type { Cgroup } from './cgroups.js';
+export { runSandboxed } from './user-map.js';
+export { CgroupHierarchy, type Cgroup, type CgroupSettings } from './cgroups.js';
 
 /** The sandbox of builds and application processes, or null with RUNTIME_ISOLATION=none. */
 export function createSandbox(config: Config, db: Db): Sandbox | null {
   if (config.RUNTIME_ISOLATION === 'none') return null;
-  return new Sandbox({ uids: new DatabaseUids(db, parseUidRange(config.SANDBOX_UID_RANGE)), pidsMax: config.SANDBOX_PIDS_MAX });
+  return new Sandbox({
+    uids: new DatabaseUids(db, parseUidRange(config.SANDBOX_UID_RANGE)),
+    pidsMax: config.SANDBOX_PIDS_MAX,
+    cgroups: { root: config.CGROUP_ROOT, version: config.CGROUP_VERSION },
+  });
 }
 
 export const NO_ISOLATION_WARNING =

@@ -3,7 +3,7 @@ import { stat, chmod, mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { promisify } from 'node:util';
 import { bwrapArguments, type SandboxView } from './bwrap.js';
-import { CgroupHierarchy, type Cgroup, type CgroupLimits } from './cgroups.js';
+import { CgroupHierarchy, type Cgroup, type CgroupLimits, type CgroupSettings } from './cgroups.js';
 
 const exec = promisify(execFile);
 
@@ -16,6 +16,8 @@ export interface SandboxOptions {
   uids: UidSource;
   /** Most processes (and threads) one sandbox may have at once: a fork bomb stops there. */
   pidsMax: number;
+  /** Where the cgroup hierarchy is (default: found below /sys/fs/cgroup, v2 preferred). */
+  cgroups?: CgroupSettings;
 }
 
 export interface SandboxRequest {
@@ -35,6 +37,8 @@ export interface PreparedSandbox {
   args: string[];
   uid: number;
   cgroup: Cgroup;
+  /** Run it with `runSandboxed`: the platform maps the user to root inside (see SandboxView.mappedRoot). */
+  mappedRoot: boolean;
 }
 
 /** Raised when the machine cannot sandbox (no bubblewrap, no user namespaces, no cgroups). */
@@ -63,7 +67,7 @@ export class Sandbox {
   }
 
   private hierarchy(): Promise<CgroupHierarchy> {
-    this.probe ??= probeMachine();
+    this.probe ??= probeMachine(this.options.cgroups);
     return this.probe;
   }
 
@@ -71,6 +75,11 @@ export class Sandbox {
   async discard(name: string): Promise<void> {
     const hierarchy = await this.hierarchy().catch(() => null);
     await hierarchy?.discard(name);
+  }
+
+  /** The application's sandbox user (files its sandboxes must read are given to it). */
+  uidOf(applicationId: string): Promise<number> {
+    return this.options.uids.uidFor(applicationId);
   }
 
   async prepare(request: SandboxRequest): Promise<PreparedSandbox> {
@@ -94,18 +103,19 @@ export class Sandbox {
       '--clear-groups',
       '--no-new-privs',
       '--inh-caps=-all',
-      '--bounding-set=-all',
+      // A mapped root needs its namespace's capabilities after exec; outside, setuid programs stay inert (no new privileges).
+      ...(request.view.mappedRoot ? [] : ['--bounding-set=-all']),
       'bwrap',
       ...bwrapArguments(request.view),
       '/bin/sh',
       '-c',
       request.command,
     ];
-    return { file: '/bin/sh', args, uid, cgroup };
+    return { file: '/bin/sh', args, uid, cgroup, mappedRoot: request.view.mappedRoot === true };
   }
 }
 
-async function probeMachine(): Promise<CgroupHierarchy> {
+async function probeMachine(cgroups: CgroupSettings = {}): Promise<CgroupHierarchy> {
   for (const [program, pkg] of [
     ['bwrap', 'bubblewrap'],
     ['setpriv', 'util-linux'],
@@ -137,7 +147,7 @@ async function probeMachine(): Promise<CgroupHierarchy> {
     throw new SandboxUnavailable(`bubblewrap cannot create user namespaces here (${detail})`);
   }
   try {
-    return await CgroupHierarchy.detect();
+    return await CgroupHierarchy.detect(cgroups);
   } catch (err) {
     throw new SandboxUnavailable(`cgroups are not usable: ${(err as Error).message}`);
   }

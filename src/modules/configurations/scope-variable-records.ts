@@ -1,11 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
-import { ConfigurationsRepository, type ScopeRef } from './configurations.repository.js';
-
-/** Every variable of the given scopes (values of secrets stay sealed), for views that show layering. */
-export function variablesInScopes(db: Db, scopes: ScopeRef[]) {
-  return new ConfigurationsRepository(db).listMany(scopes);
-}
+import type { ScopeRef } from './configurations.repository.js';
 
 /** Deletes every variable of a scope (its owner is being deleted); runs in the caller's transaction when given one. */
 export async function deleteScopeVariables(db: Db, scope: ScopeRef): Promise<void> {

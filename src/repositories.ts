@@ -1,0 +1,59 @@
+import type { Db } from './platform/db/database.js';
+import { ApplicationsRepository } from './modules/applications/index.js';
+import { AppLogsRepository } from './modules/app-logs/index.js';
+import { AuditRepository } from './modules/audit/index.js';
+import { AuthRepository } from './modules/auth/index.js';
+import { AutoscalingRepository } from './modules/autoscaling/index.js';
+import { ConfigurationsRepository } from './modules/configurations/index.js';
+import { CronRepository } from './modules/cron/index.js';
+import { DeploymentsRepository, OneOffRunsRepository } from './modules/deployments/index.js';
+import { DomainsRepository } from './modules/domains/index.js';
+import { EnvDeploysRepository, EnvironmentsRepository } from './modules/environments/index.js';
+import { GuardsRepository } from './modules/guards/index.js';
+import { ImagesRepository } from './modules/images/index.js';
+import { OrganizationsRepository } from './modules/organizations/index.js';
+import { PreviewsRepository } from './modules/previews/index.js';
+import { ProjectsRepository } from './modules/projects/index.js';
+import { RegistryRepository } from './modules/registry/index.js';
+import { ReleasesRepository } from './modules/releases/index.js';
+import { StreamsRepository } from './modules/streams/index.js';
+import { TeamsRepository } from './modules/teams/index.js';
+import { UsersRepository } from './modules/users/index.js';
+import { WebhooksRepository } from './modules/webhooks/index.js';
+import { WorkspacesRepository } from './modules/workspaces/index.js';
+
+/**
+ * Every module's repository, built once per database. Only the composition root
+ * (src/services.ts) and the command line's few direct operations use this; modules receive
+ * the repositories they own through their constructors (a lint rule keeps it so).
+ */
+export function createRepositories(db: Db) {
+  return {
+    applications: new ApplicationsRepository(db),
+    appLogs: new AppLogsRepository(db),
+    audit: new AuditRepository(db),
+    auth: new AuthRepository(db),
+    autoscaling: new AutoscalingRepository(db),
+    configurations: new ConfigurationsRepository(db),
+    cron: new CronRepository(db),
+    deployments: new DeploymentsRepository(db),
+    domains: new DomainsRepository(db),
+    envDeploys: new EnvDeploysRepository(db),
+    environments: new EnvironmentsRepository(db),
+    guards: new GuardsRepository(db),
+    images: new ImagesRepository(db),
+    oneOffRuns: new OneOffRunsRepository(db),
+    organizations: new OrganizationsRepository(db),
+    previews: new PreviewsRepository(db),
+    projects: new ProjectsRepository(db),
+    registry: new RegistryRepository(db),
+    releases: new ReleasesRepository(db),
+    streams: new StreamsRepository(db),
+    teams: new TeamsRepository(db),
+    users: new UsersRepository(db),
+    webhooks: new WebhooksRepository(db),
+    workspaces: new WorkspacesRepository(db),
+  };
+}
+
+export type Repositories = ReturnType<typeof createRepositories>;
