@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { lookup } from 'node:dns/promises';
-import { isIPv4 } from 'node:net';
+import { isIPv4, isIPv6 } from 'node:net';
 import * as dnsPacket from 'dns-packet';
 
 /** The zone the name server answers for; nothing else is asked of it. */
@@ -10,6 +10,12 @@ const ZONE = 'slipway.internal';
 const ADDRESS_SUFFIX = `.addr.${ZONE}`;
 const NXDOMAIN = 3;
 const SERVFAIL = 2;
+
+/** A host name without an address of that family is an empty answer, not a failure. */
+function noAddress(err: NodeJS.ErrnoException): Array<{ address: string }> {
+  if (err.code === 'ENOTFOUND' || err.code === 'ENODATA') return [];
+  throw err;
+}
 
 export interface SrvTarget {
   host: string;
@@ -39,7 +45,14 @@ export class UpstreamNameServer {
 
   /** The name an SRV record targets for an instance host; dialed by Caddy as `<name>.:<port>`. */
   static targetOf(host: string): string {
-    return `${host}${ADDRESS_SUFFIX}`;
+    // An IPv6 address as one label: `::1` → `v6--1` (a label may not start with a dash).
+    return `${isIPv6(host) ? `v6${host.replace(/:/g, '-')}` : host}${ADDRESS_SUFFIX}`;
+  }
+
+  /** The instance host a target name stands for (inverse of `targetOf`). */
+  private static hostOf(target: string): string {
+    const host = target.slice(0, -ADDRESS_SUFFIX.length);
+    return host.startsWith('v6') && isIPv6(host.slice(2).replace(/-/g, ':')) ? host.slice(2).replace(/-/g, ':') : host;
   }
 
   get port(): number {
@@ -106,10 +119,16 @@ export class UpstreamNameServer {
             data: { priority: 10, weight: 10, port: t.port, target: UpstreamNameServer.targetOf(t.host) },
           }));
       } else if (name.endsWith(ADDRESS_SUFFIX)) {
-        const host = name.slice(0, -ADDRESS_SUFFIX.length);
-        if (question.type === 'A') {
-          const ips = isIPv4(host) ? [host] : (await lookup(host, { family: 4, all: true })).map((a) => a.address);
-          answers = ips.map((ip) => ({ type: 'A', name: question.name, ttl: 0, data: ip }));
+        const host = UpstreamNameServer.hostOf(name);
+        const family = question.type === 'A' ? 4 : question.type === 'AAAA' ? 6 : 0;
+        if (family) {
+          const literal = family === 4 ? isIPv4(host) : isIPv6(host);
+          const ips = literal
+            ? [host]
+            : isIPv4(host) || isIPv6(host)
+              ? []
+              : (await lookup(host, { family, all: true }).catch(noAddress)).map((a) => a.address);
+          answers = ips.map((ip) => ({ type: family === 4 ? 'A' : 'AAAA', name: question.name, ttl: 0, data: ip }));
         }
       } else rcode = NXDOMAIN;
     } catch {
