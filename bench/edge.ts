@@ -70,9 +70,20 @@ async function load(port: number, host: string | undefined, pids: number[]) {
   await autocannon({ ...opts, duration: 1 });
   const cpu = () => pids.reduce((n, pid) => n + cpuMs(pid), 0);
   const before = cpu();
+  const generatorBefore = process.cpuUsage(); // autocannon runs in this process
   const r = await autocannon({ ...opts, duration: seconds });
-  const cpuUsPerRequest = ((cpu() - before) * 1000) / Math.max(1, r.requests.total);
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx, cpuUsPerRequest };
+  const generator = process.cpuUsage(generatorBefore);
+  const requests = Math.max(1, r.requests.total);
+  const cpuUsPerRequest = ((cpu() - before) * 1000) / requests;
+  const generatorUsPerRequest = (generator.user + generator.system) / requests;
+  return {
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    errors: r.errors + r.non2xx,
+    cpuUsPerRequest,
+    generatorUsPerRequest,
+  };
 }
 
 /** A Caddy with its admin API on a free port and nothing else; null when caddy is not installed. */
@@ -174,14 +185,15 @@ try {
           p99: median(list, (r) => r.p99),
           errors: list.reduce((n, r) => n + r.errors, 0),
           cpu: median(list, (r) => r.cpuUsPerRequest),
+          generator: median(list, (r) => r.generatorUsPerRequest),
         };
   const direct = summary(runs.direct)!;
   const load_ = rate ? `${rate} req/s overall` : 'as fast as possible';
   console.log(
     `one instance, ${connections} connections, ${load_}, ${seconds} s each after 1 s warm-up, median of ${rounds} interleaved rounds:`,
   );
-  console.log('| path | req/s | ratio to direct | p50 ms | p99 ms | added p99 ms | errors | CPU µs/request |');
-  console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
+  console.log('| path | req/s | ratio to direct | p50 ms | p99 ms | added p99 ms | errors | CPU µs/request | load generator µs/request |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const [name, list] of [
     ['direct', runs.direct],
     ['built-in edge', runs.builtin],
@@ -191,7 +203,7 @@ try {
     const r = summary(list);
     if (!r) continue;
     console.log(
-      `| ${name} | ${r.rps.toFixed(0)} | ${(r.rps / direct.rps).toFixed(2)} | ${r.p50} | ${r.p99} | ${list === runs.direct ? '' : r.p99 - direct.p99} | ${r.errors} | ${r.cpu.toFixed(0)} |`,
+      `| ${name} | ${r.rps.toFixed(0)} | ${(r.rps / direct.rps).toFixed(2)} | ${r.p50} | ${r.p99} | ${list === runs.direct ? '' : r.p99 - direct.p99} | ${r.errors} | ${r.cpu.toFixed(0)} | ${r.generator.toFixed(0)} |`,
     );
   }
   console.log(
