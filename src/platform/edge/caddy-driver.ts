@@ -53,6 +53,7 @@ export class CaddyDriver implements EdgeDriver {
   private readonly accessLog = new CaddyAccessLog((entry) => this.counted(entry));
   /** Route host name → an instance of its route (whose owner its requests are counted under). */
   private owners = new Map<string, Upstream>();
+  private readonly hosts = new Map<string, string>();
   private readonly responder = new RouterServer({ host: '127.0.0.1', port: 0 });
   private readonly nameServer = new UpstreamNameServer();
   private applying: Promise<void> = Promise.resolve();
@@ -168,10 +169,21 @@ export class CaddyDriver implements EdgeDriver {
     await this.stats?.stop();
   }
 
+  /** `RouteTable.normalize`, cached: the same few `Host` headers come again and again. */
+  private normalizedHost(raw: string): string {
+    let host = this.hosts.get(raw);
+    if (host === undefined) {
+      if (this.hosts.size >= 4096) this.hosts.clear();
+      host = RouteTable.normalize(raw);
+      this.hosts.set(raw, host);
+    }
+    return host;
+  }
+
   /** One request Caddy served, from its access log: counted for its application, and its line at debug. */
   private counted(entry: CaddyAccessEntry) {
     const request = entry.request ?? {};
-    const requested = RouteTable.normalize(request.host ?? '');
+    const requested = this.normalizedHost(request.host ?? '');
     const upstream = this.owners.get(this.directory?.route(requested)?.routeHostname ?? requested);
     // Challenges and ownership tokens are the platform's, not the application's.
     if (!upstream || /^\/\.well-known\/(acme-challenge|slipway-domain)\//.test(request.uri ?? '')) return;
