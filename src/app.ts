@@ -149,13 +149,13 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     async (v1) => {
       v1.addHook('onRequest', authenticationHook(services.auth));
       installAuditHooks(v1, services.audit);
-      await v1.register(authRoutes(ctx, services.auth));
+      await v1.register(authRoutes(services.auth));
       await v1.register(usersRoutes(services.users));
       await v1.register(organizationsRoutes(services.organizations));
-      await v1.register(pipelineLimitsRoutes(ctx));
+      await v1.register(pipelineLimitsRoutes(services.organizations, ctx.config.BUILD_TIMEOUT_SECONDS));
       await v1.register(projectsRoutes(services.projects));
       await v1.register(applicationsRoutes(services.apps));
-      await v1.register(configurationsRoutes(ctx, services.apps, services.config));
+      await v1.register(configurationsRoutes(services.apps, services.config));
       await v1.register(healthRoutes(ctx));
       await v1.register(imagesRoutes(services.images));
       await v1.register(releasesRoutes(services.releases));

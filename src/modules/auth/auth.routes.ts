@@ -1,5 +1,4 @@
 import { Type } from 'typebox';
-import type { AppContext } from '../../platform/context.js';
 import { commonErrorResponses, IdParam, Ok } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
 import { currentUser } from '../../platform/http/principal.js';
@@ -7,7 +6,7 @@ import { identify, SESSION_COOKIE } from './auth.hook.js';
 import { ApiKey, CreateApiKeyBody, CreatedApiKey, LoginBody, Session } from './auth.schemas.js';
 import type { AuthService } from './auth.service.js';
 
-export function authRoutes(_ctx: AppContext, auth: AuthService) {
+export function authRoutes(auth: AuthService) {
   return async (app: App) => {
     app.get(
       '/auth/session',

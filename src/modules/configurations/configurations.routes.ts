@@ -1,5 +1,4 @@
 import { Type } from 'typebox';
-import type { AppContext } from '../../platform/context.js';
 import { commonErrorResponses, Ok } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
 import { currentUser } from '../../platform/http/principal.js';
@@ -24,7 +23,7 @@ export interface ApplicationAccess {
 }
 
 /** Per-application configuration: the `application` scope. */
-export function configurationsRoutes(_ctx: AppContext, apps: ApplicationAccess, config: ConfigurationsService) {
+export function configurationsRoutes(apps: ApplicationAccess, config: ConfigurationsService) {
   const tags = ['Configuration'];
   const scopeOf = async (request: FastifyRequest, applicationId: string) => {
     const app = await apps.authorize(currentUser(request).id, applicationId);

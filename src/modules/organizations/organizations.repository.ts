@@ -8,6 +8,16 @@ export class OrganizationsRepository {
     return this.db.selectFrom('organizations').selectAll().where('slug', '=', slug).executeTakeFirst();
   }
 
+  /** Sets the organization's own build timeout (null: the default); undefined when there is no such organization. */
+  setBuildTimeout(slug: string, seconds: number | null) {
+    return this.db
+      .updateTable('organizations')
+      .set({ build_timeout_seconds: seconds })
+      .where('slug', '=', slug)
+      .returning('build_timeout_seconds')
+      .executeTakeFirst();
+  }
+
   findById(id: string) {
     return this.db.selectFrom('organizations').selectAll().where('id', '=', id).executeTakeFirst();
   }

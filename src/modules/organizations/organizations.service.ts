@@ -117,6 +117,19 @@ export class OrganizationsService {
     return { ok: true, admin: result.admin as boolean };
   }
 
+  /** An organization's own build timeout, or null for the default (site administrators only: checked by the route). */
+  async buildTimeout(slug: string): Promise<number | null> {
+    const org = await this.orgs.findBySlug(slug);
+    if (!org) throw notFound('Organization');
+    return org.build_timeout_seconds;
+  }
+
+  async setBuildTimeout(slug: string, seconds: number | null): Promise<number | null> {
+    const org = await this.orgs.setBuildTimeout(slug, seconds);
+    if (!org) throw notFound('Organization');
+    return org.build_timeout_seconds;
+  }
+
   /** Admins remove anyone; a member may remove only themselves (leave). */
   async removeMember(userId: string, slug: string, memberId: string) {
     const { org, membership } = await this.resolve(userId, slug);

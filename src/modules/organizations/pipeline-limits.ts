@@ -1,10 +1,10 @@
 import { Type } from 'typebox';
 import type { AppContext } from '../../platform/context.js';
-import { notFound } from '../../platform/errors.js';
 import { commonErrorResponses } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
 import { requireSiteAdmin } from '../../platform/http/principal.js';
 import { OrgSlugParams } from './organizations.schemas.js';
+import type { OrganizationsService } from './organizations.service.js';
 
 /** The build timeout of an application's organization: its own when an operator set one, else the configured default. */
 export async function buildTimeoutSeconds(ctx: AppContext, applicationId: string): Promise<number> {
@@ -32,11 +32,11 @@ const PipelineLimitsBody = Type.Object(
 );
 
 /** Operator controls over one organization's share of the pipeline (site administrators only). */
-export function pipelineLimitsRoutes(ctx: AppContext) {
+export function pipelineLimitsRoutes(organizations: OrganizationsService, defaultBuildTimeoutSeconds: number) {
   const tags = ['Organizations'];
   const view = (own: number | null) => ({
     build_timeout_seconds: own,
-    effective_build_timeout_seconds: own ?? ctx.config.BUILD_TIMEOUT_SECONDS,
+    effective_build_timeout_seconds: own ?? defaultBuildTimeoutSeconds,
   });
   return async (app: App) => {
     app.get(
@@ -51,13 +51,7 @@ export function pipelineLimitsRoutes(ctx: AppContext) {
       },
       async (request) => {
         requireSiteAdmin(request);
-        const org = await ctx.db
-          .selectFrom('organizations')
-          .select('build_timeout_seconds')
-          .where('slug', '=', request.params.org_slug)
-          .executeTakeFirst();
-        if (!org) throw notFound('Organization');
-        return view(org.build_timeout_seconds);
+        return view(await organizations.buildTimeout(request.params.org_slug));
       },
     );
 
@@ -74,14 +68,7 @@ export function pipelineLimitsRoutes(ctx: AppContext) {
       },
       async (request) => {
         requireSiteAdmin(request);
-        const org = await ctx.db
-          .updateTable('organizations')
-          .set({ build_timeout_seconds: request.body.build_timeout_seconds })
-          .where('slug', '=', request.params.org_slug)
-          .returning('build_timeout_seconds')
-          .executeTakeFirst();
-        if (!org) throw notFound('Organization');
-        return view(org.build_timeout_seconds);
+        return view(await organizations.setBuildTimeout(request.params.org_slug, request.body.build_timeout_seconds));
       },
     );
   };
