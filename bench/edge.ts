@@ -1,10 +1,14 @@
 /**
  * The edge's cost, all in one run: autocannon against one small instance directly, through
- * the built-in edge (its own process), and through Caddy (when installed; reverse_proxy
- * configured through its admin API's POST /load, as the Caddy driver would).
+ * the built-in edge (its own process, as `SLIPWAY_ROLE=edge`), and through Caddy (when
+ * installed) twice: driven by the platform's Caddy driver in its own process (the instance
+ * from its SRV name server, the access log counted by the platform), and with a plain static
+ * `reverse_proxy` and no access log (Caddy's own floor).
  *
  * Rounds are interleaved (direct, built-in, Caddy, direct, …) and the medians reported, so a
- * burst of load from elsewhere on the machine hits every path alike.
+ * burst of load from elsewhere on the machine hits every path alike. Besides req/s and latency,
+ * each row gives the CPU time the proxy's processes spent per request (from /proc, user +
+ * system), which the other load on a shared machine disturbs far less than req/s.
  *
  *   npx tsx bench/edge.ts [--seconds 5] [--connections 50] [--rounds 3] [--rate 0]
  *
@@ -12,7 +16,7 @@
  * latency at a moderate, fixed load instead of at saturation.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -50,7 +54,13 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function load(port: number, host?: string) {
+/** CPU time (ms, user + system) a process has used so far. */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in clock ticks (USER_HZ 100)
+}
+
+async function load(port: number, host: string | undefined, pids: number[]) {
   const opts = {
     url: `http://127.0.0.1:${port}/`,
     connections,
@@ -58,21 +68,44 @@ async function load(port: number, host?: string) {
     ...(host ? { headers: { host } } : {}),
   };
   await autocannon({ ...opts, duration: 1 });
+  const cpu = () => pids.reduce((n, pid) => n + cpuMs(pid), 0);
+  const before = cpu();
+  const generatorBefore = process.cpuUsage(); // autocannon runs in this process
   const r = await autocannon({ ...opts, duration: seconds });
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx };
+  const generator = process.cpuUsage(generatorBefore);
+  const requests = Math.max(1, r.requests.total);
+  const cpuUsPerRequest = ((cpu() - before) * 1000) / requests;
+  const generatorUsPerRequest = (generator.user + generator.system) / requests;
+  return {
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    errors: r.errors + r.non2xx,
+    cpuUsPerRequest,
+    generatorUsPerRequest,
+  };
 }
 
-async function startCaddy(upstreamPort: number, dir: string): Promise<number | null> {
+/** A Caddy with its admin API on a free port and nothing else; null when caddy is not installed. */
+async function startCaddy(dir: string): Promise<{ admin: number; pid: number } | null> {
   if (!existsSync('/usr/bin/caddy')) return null;
-  const [admin, port] = [await freePort(), await freePort()];
-  // The initial configuration only moves the admin API off its fixed port; routes come through POST /load.
-  const initial = join(dir, 'caddy.json');
+  const admin = await freePort();
+  const initial = join(dir, `caddy-${admin}.json`);
   writeFileSync(initial, JSON.stringify({ admin: { listen: `127.0.0.1:${admin}` } }));
   const caddy = spawn('caddy', ['run', '--config', initial], {
     env: { ...process.env, HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir },
     stdio: 'ignore',
   });
   children.push(caddy);
+  return { admin, pid: caddy.pid! };
+}
+
+/** Caddy with one static `reverse_proxy` route, no access log. */
+async function startStaticCaddy(upstreamPort: number, dir: string): Promise<{ port: number; pids: number[] } | null> {
+  const caddy = await startCaddy(dir);
+  if (!caddy) return null;
+  const { admin } = caddy;
+  const port = await freePort();
   const config = {
     admin: { listen: `127.0.0.1:${admin}` },
     logging: { logs: { default: { level: 'ERROR' } } },
@@ -99,10 +132,23 @@ async function startCaddy(upstreamPort: number, dir: string): Promise<number | n
       (r) => r.ok,
       () => false,
     );
-    if (ok) return port;
+    if (ok) return { port, pids: [caddy.pid] };
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error('caddy did not accept its configuration');
+}
+
+/** Caddy configured by the platform's Caddy driver (bench/caddy-edge-server.ts) in its own process. */
+async function startDriverCaddy(upstreamPort: number, dir: string): Promise<{ port: number; pids: number[] } | null> {
+  const caddy = await startCaddy(dir);
+  if (!caddy) return null;
+  const driver = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'bench/caddy-edge-server.ts', String(upstreamPort), `http://127.0.0.1:${caddy.admin}`, String(await freePort())],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  children.push(driver);
+  return { port: Number(await firstLine(driver)), pids: [caddy.pid, driver.pid!] };
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'slipway-edge-bench-'));
@@ -115,14 +161,16 @@ try {
   });
   children.push(edge);
   const edgePort = Number(await firstLine(edge));
-  const caddyPort = await startCaddy(upstreamPort, dir);
+  const caddyDriver = await startDriverCaddy(upstreamPort, dir);
+  const caddyStatic = await startStaticCaddy(upstreamPort, dir);
 
   type Result = Awaited<ReturnType<typeof load>>;
-  const runs: Record<'direct' | 'builtin' | 'caddy', Result[]> = { direct: [], builtin: [], caddy: [] };
+  const runs: Record<'direct' | 'builtin' | 'caddy' | 'caddyStatic', Result[]> = { direct: [], builtin: [], caddy: [], caddyStatic: [] };
   for (let round = 0; round < rounds; round++) {
-    runs.direct.push(await load(upstreamPort));
-    runs.builtin.push(await load(edgePort, HOST));
-    if (caddyPort) runs.caddy.push(await load(caddyPort, HOST));
+    runs.direct.push(await load(upstreamPort, undefined, [upstream.pid!]));
+    runs.builtin.push(await load(edgePort, HOST, [edge.pid!]));
+    if (caddyDriver) runs.caddy.push(await load(caddyDriver.port, HOST, caddyDriver.pids));
+    if (caddyStatic) runs.caddyStatic.push(await load(caddyStatic.port, HOST, caddyStatic.pids));
   }
   const median = (list: Result[], pick: (r: Result) => number) => {
     const sorted = list.map(pick).sort((a, b) => a - b);
@@ -136,23 +184,26 @@ try {
           p50: median(list, (r) => r.p50),
           p99: median(list, (r) => r.p99),
           errors: list.reduce((n, r) => n + r.errors, 0),
+          cpu: median(list, (r) => r.cpuUsPerRequest),
+          generator: median(list, (r) => r.generatorUsPerRequest),
         };
   const direct = summary(runs.direct)!;
   const load_ = rate ? `${rate} req/s overall` : 'as fast as possible';
   console.log(
     `one instance, ${connections} connections, ${load_}, ${seconds} s each after 1 s warm-up, median of ${rounds} interleaved rounds:`,
   );
-  console.log('| path | req/s | ratio to direct | p50 ms | p99 ms | added p99 ms | errors |');
-  console.log('|---|---:|---:|---:|---:|---:|---:|');
+  console.log('| path | req/s | ratio to direct | p50 ms | p99 ms | added p99 ms | errors | CPU µs/request | load generator µs/request |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const [name, list] of [
     ['direct', runs.direct],
     ['built-in edge', runs.builtin],
-    ['Caddy', runs.caddy],
+    ['Caddy (driver: SRV upstreams, access log)', runs.caddy],
+    ['Caddy (static upstream, no log)', runs.caddyStatic],
   ] as const) {
     const r = summary(list);
     if (!r) continue;
     console.log(
-      `| ${name} | ${r.rps.toFixed(0)} | ${(r.rps / direct.rps).toFixed(2)} | ${r.p50} | ${r.p99} | ${list === runs.direct ? '' : r.p99 - direct.p99} | ${r.errors} |`,
+      `| ${name} | ${r.rps.toFixed(0)} | ${(r.rps / direct.rps).toFixed(2)} | ${r.p50} | ${r.p99} | ${list === runs.direct ? '' : r.p99 - direct.p99} | ${r.errors} | ${r.cpu.toFixed(0)} | ${r.generator.toFixed(0)} |`,
     );
   }
   console.log(
@@ -160,6 +211,7 @@ try {
     JSON.stringify(Object.fromEntries(Object.entries(runs).map(([k, v]) => [k, v.map((r) => Math.round(r.rps))]))),
   );
 } finally {
-  for (const c of children) c.kill('SIGTERM');
-  rmSync(dir, { recursive: true, force: true });
+  // Caddy writes to its data directory until it has exited.
+  await Promise.all(children.map((c) => (c.exitCode === null ? (c.kill('SIGTERM'), once(c, 'exit')) : null)));
+  rmSync(dir, { recursive: true, force: true, maxRetries: 5 });
 }

@@ -1,9 +1,17 @@
 import { Agent, request } from 'undici';
 import type { EdgeDirectory } from './edge-directory.js';
 import { logsRequests, type EdgeDriver, type EdgeRequestLogger } from './edge-driver.js';
+import { CaddyAccessLog, type CaddyAccessEntry } from './caddy-access-log.js';
 import type { RequestStats } from './request-stats.js';
-import { RouteTable } from './route-table.js';
+import { RouteTable, type Upstream } from './route-table.js';
 import { RouterServer } from './router-server.js';
+import { UpstreamNameServer, type SrvTarget } from './upstream-name-server.js';
+
+/**
+ * How long Caddy keeps a route's instances before asking the name server again; a route switch
+ * is live once this has passed (`apply` waits for it).
+ */
+const UPSTREAMS_REFRESH_MS = 200;
 
 export interface CaddyOptions {
   /** Caddy's admin API, e.g. `http://127.0.0.1:2019` (loaded configurations keep it there). */
@@ -23,30 +31,37 @@ export interface CaddyOptions {
 type Json = Record<string, unknown>;
 
 /**
- * The edge driver for Caddy 2 (a proxy users already run for this job): the route table,
+ * The edge driver for Caddy 2 (a proxy users already run for this job): the routes' host names,
  * the verified custom domains and their certificates are rendered into one whole Caddy
- * configuration and loaded with `POST /load` of the admin API, which Caddy applies atomically
- * (new requests follow the new routes; requests in flight finish on the old ones), so a route
- * switch drops nothing. Draining reads Caddy's own in-flight count per upstream
- * (`GET /reverse_proxy/upstreams`). Ownership tokens and the platform's ACME challenges are
- * answered by a built-in responder on loopback that Caddy forwards `/.well-known/…` to.
+ * configuration and loaded with `POST /load` of the admin API, which Caddy applies atomically.
+ * The instances behind each route are not in that configuration: Caddy reads them from the
+ * platform's `UpstreamNameServer` (SRV dynamic upstreams), so a redeploy changes a DNS answer
+ * and never reloads Caddy (a load restarts Caddy's servers, which closes clients' idle
+ * keep-alive connections: a request racing with that close was lost). Caddy writes its access
+ * log to the platform (`CaddyAccessLog`), which feeds the same per-application counters and
+ * per-request line as the built-in edge. Draining reads Caddy's
+ * own in-flight count per upstream (`GET /reverse_proxy/upstreams`). Ownership tokens and the
+ * platform's ACME challenges are answered by a built-in responder on loopback that Caddy
+ * forwards `/.well-known/…` to.
  */
 export class CaddyDriver implements EdgeDriver {
   readonly name = 'caddy' as const;
   readonly table = new RouteTable();
   private directory: EdgeDirectory | null = null;
   private logger: EdgeRequestLogger | null = null;
+  private stats: RequestStats | null = null;
+  private readonly accessLog = new CaddyAccessLog((entry) => this.counted(entry));
+  /** Route host name → an instance of its route (whose owner its requests are counted under). */
+  private owners = new Map<string, Upstream>();
+  private readonly hosts = new Map<string, string>();
   private readonly responder = new RouterServer({ host: '127.0.0.1', port: 0 });
+  private readonly nameServer = new UpstreamNameServer();
   private applying: Promise<void> = Promise.resolve();
   private loaded: string | null = null;
   private isListening = false;
-  /** Dial address of every instance the loaded configuration routes to. */
+  /** Caddy's name (its dial address) of every instance the routes send requests to. */
   private dials = new Map<string, string>();
-  /**
-   * Instances a route switch left, until drained: kept in the configuration on a route no
-   * request matches, because Caddy forgets an upstream's in-flight count once no loaded
-   * configuration names it (and those requests are still running).
-   */
+  /** Instances a route switch left, until drained (by Caddy's name, as its in-flight counts list them). */
   private readonly draining = new Map<string, string>();
 
   constructor(private readonly options: CaddyOptions) {}
@@ -69,8 +84,9 @@ export class CaddyDriver implements EdgeDriver {
     directory.onChange(() => void this.apply().catch((err) => this.logger?.warn({ err }, 'loading the Caddy configuration failed')));
   }
 
-  /** Counters stay with the built-in edge: Caddy keeps its own metrics. */
-  useStats(_stats: RequestStats) {}
+  useStats(stats: RequestStats) {
+    this.stats = stats;
+  }
 
   useLogger(logger: EdgeRequestLogger) {
     this.logger = logger;
@@ -78,6 +94,9 @@ export class CaddyDriver implements EdgeDriver {
 
   async listen(): Promise<number> {
     await this.responder.listen();
+    await this.nameServer.listen();
+    await this.accessLog.listen();
+    this.stats?.start();
     // Caddy may still be starting next to the platform: its admin API gets a few seconds.
     for (let attempt = 0; ; attempt++) {
       try {
@@ -93,19 +112,33 @@ export class CaddyDriver implements EdgeDriver {
     return this.options.port;
   }
 
-  /** Loads the configuration rendered from the current state (one load at a time, the latest state each time). */
+  /**
+   * Makes the current state live (one change at a time, the latest state each time): the
+   * instances through the name server, then the configuration when something else changed
+   * (host names, domains, certificates, a route without any ready instance).
+   */
   apply(): Promise<void> {
     const next = this.applying.then(async () => {
       if (!this.isListening) return;
       const routed = this.routedDials();
-      // Instances the previous configuration routed to and this one does not: draining from now on.
+      // Instances the routes sent requests to and no longer do: draining from now on.
       for (const [id, dial] of this.dials) if (!routed.has(id)) this.draining.set(id, dial);
       for (const id of routed.keys()) this.draining.delete(id);
       this.dials = routed;
+      this.owners = new Map(
+        this.table
+          .snapshot()
+          .flatMap(({ host, upstreams }) => upstreams.filter((u) => u.owner).map((u) => [host, u] as const))
+          .reverse(), // the first instance of a route wins
+      );
+      const answersChanged = this.nameServer.set(this.upstreamRecords());
       const config = JSON.stringify(this.render());
-      if (config === this.loaded) return;
-      await this.admin('POST', '/load', config);
-      this.loaded = config;
+      if (config !== this.loaded) {
+        await this.admin('POST', '/load', config);
+        this.loaded = config;
+      }
+      // Caddy may hold the previous answer for one refresh interval.
+      if (answersChanged) await new Promise((r) => setTimeout(r, UPSTREAMS_REFRESH_MS + 50));
     });
     this.applying = next.catch(() => {}); // the chain only orders loads; `next` itself rejects to the caller
     return next;
@@ -120,8 +153,6 @@ export class CaddyDriver implements EdgeDriver {
       if (!upstreams.some((u) => dials.has(u.address) && u.num_requests > 0)) break;
       await new Promise((r) => setTimeout(r, 50));
     }
-    // Forgotten here, dropped from the configuration at the next load: a reload of its own would
-    // close clients' idle keep-alive connections once more (Caddy restarts its servers on every load).
     for (const id of instanceIds) this.draining.delete(id);
   }
 
@@ -133,6 +164,45 @@ export class CaddyDriver implements EdgeDriver {
       await this.admin('POST', '/load', JSON.stringify({ admin: this.adminSection() })).catch(() => {}); // shutdown
     }
     await this.responder.close();
+    await this.nameServer.close();
+    await this.accessLog.close();
+    await this.stats?.stop();
+  }
+
+  /** `RouteTable.normalize`, cached: the same few `Host` headers come again and again. */
+  private normalizedHost(raw: string): string {
+    let host = this.hosts.get(raw);
+    if (host === undefined) {
+      if (this.hosts.size >= 4096) this.hosts.clear();
+      host = RouteTable.normalize(raw);
+      this.hosts.set(raw, host);
+    }
+    return host;
+  }
+
+  /** One request Caddy served, from its access log: counted for its application, and its line at debug. */
+  private counted(entry: CaddyAccessEntry) {
+    const request = entry.request ?? {};
+    const requested = this.normalizedHost(request.host ?? '');
+    const upstream = this.owners.get(this.directory?.route(requested)?.routeHostname ?? requested);
+    // Challenges and ownership tokens are the platform's, not the application's.
+    if (!upstream || /^\/\.well-known\/(acme-challenge|slipway-domain)\//.test(request.uri ?? '')) return;
+    const status = entry.status ?? 0;
+    const elapsedMs = (entry.duration ?? 0) * 1000;
+    if (upstream.owner && this.stats) this.stats.record(upstream.statsKey!, upstream.owner, status, elapsedMs);
+    if (logsRequests(this.logger))
+      this.logger!.debug(
+        {
+          host: requested,
+          method: request.method,
+          path: request.uri,
+          status,
+          ms: Math.round(elapsedMs * 10) / 10,
+          application: upstream.owner?.applicationId,
+          client: request.remote_ip,
+        },
+        'edge request',
+      );
   }
 
   /**
@@ -169,11 +239,23 @@ export class CaddyDriver implements EdgeDriver {
     return `${this.options.host === '0.0.0.0' || this.options.host === '' ? '' : this.options.host}:${port}`;
   }
 
+  /** Caddy's name of every ready instance: the dial address an SRV answer gives (`<target>.:<port>`). */
   private routedDials(): Map<string, string> {
     const dials = new Map<string, string>();
     for (const { upstreams } of this.table.snapshot())
-      for (const u of upstreams) if (u.ready) dials.set(u.instanceId, `${u.host}:${u.port}`);
+      for (const u of upstreams) if (u.ready) dials.set(u.instanceId, `${UpstreamNameServer.targetOf(u.host)}.:${u.port}`);
     return dials;
+  }
+
+  /** The name server's answers: each route's ready instances. */
+  private upstreamRecords(): Map<string, SrvTarget[]> {
+    const records = new Map<string, SrvTarget[]>();
+    for (const { host, upstreams } of this.table.snapshot())
+      records.set(
+        UpstreamNameServer.nameOf(host),
+        upstreams.filter((u) => u.ready).map((u) => ({ host: u.host, port: u.port })),
+      );
+    return records;
   }
 
   /** The whole Caddy configuration for the current routes, domains and certificates. */
@@ -220,15 +302,23 @@ export class CaddyDriver implements EdgeDriver {
           });
       }
       for (const { host, upstreams } of this.table.snapshot()) {
-        const ready = upstreams.filter((u) => u.ready);
+        // Only whether a route has a ready instance is in the configuration; which ones is in the name server.
+        const resolver = { addresses: [this.nameServer.address] };
         list.push({
           match: [{ host: names.get(host)! }],
           handle: [
-            ready.length
+            upstreams.some((u) => u.ready)
               ? {
                   handler: 'reverse_proxy',
-                  upstreams: ready.map((u) => ({ dial: `${u.host}:${u.port}` })),
-                  // A failed connection (an instance that just stopped) is tried on the next instance.
+                  dynamic_upstreams: {
+                    source: 'srv',
+                    name: UpstreamNameServer.nameOf(host),
+                    refresh: `${UPSTREAMS_REFRESH_MS}ms`,
+                    resolver,
+                  },
+                  // The SRV targets are names of the name server too.
+                  transport: { protocol: 'http', resolver },
+                  // A failed connection (an instance that just stopped) is tried again, on a fresh answer.
                   load_balancing: { selection_policy: { policy: 'round_robin' }, try_duration: '5s', try_interval: '50ms' },
                 }
               : jsonResponse(503, 'The application has no healthy instance right now; retry shortly'),
@@ -236,12 +326,6 @@ export class CaddyDriver implements EdgeDriver {
           terminal: true,
         });
       }
-      if (this.draining.size)
-        list.push({
-          match: [{ host: ['draining.slipway.invalid'] }],
-          handle: [{ handler: 'reverse_proxy', upstreams: [...new Set(this.draining.values())].map((dial) => ({ dial })) }],
-          terminal: true,
-        });
       list.push({ handle: [jsonResponse(404, 'No application is served at this address')] });
       return list;
     };
@@ -251,7 +335,7 @@ export class CaddyDriver implements EdgeDriver {
         listen: [this.listenAddress(this.options.port)],
         routes: routes(false),
         automatic_https: { disable: true },
-        ...(logsRequests(this.logger) ? { logs: {} } : {}),
+        logs: { default_logger_name: ACCESS_LOGGER },
       },
     };
     const apps: Json = { http: { http_port: this.options.port, ...(httpsPort ? { https_port: httpsPort } : {}), servers } };
@@ -262,7 +346,7 @@ export class CaddyDriver implements EdgeDriver {
         tls_connection_policies: [{ match: { sni: tlsNames } }],
         // Caddy's own ACME manages exactly the custom domains; otherwise it manages nothing.
         automatic_https: ownCertificates ? { disable: true } : { disable_redirects: true },
-        ...(logsRequests(this.logger) ? { logs: {} } : {}),
+        logs: { default_logger_name: ACCESS_LOGGER },
       };
       apps.tls = ownCertificates
         ? { certificates: { load_pem: withCertificate.map((h) => ({ ...this.directory!.certificatePem(h)!, tags: [h] })) } }
@@ -270,7 +354,24 @@ export class CaddyDriver implements EdgeDriver {
     }
     return {
       admin: this.adminSection(),
-      logging: { logs: { default: { level: logsRequests(this.logger) ? 'DEBUG' : 'WARN' } } },
+      logging: {
+        logs: {
+          default: { level: 'WARN', exclude: [`http.log.access.${ACCESS_LOGGER}`] },
+          // Every request (4xx and 5xx at ERROR, the rest at INFO), as JSON lines to the platform.
+          [ACCESS_LOGGER]: {
+            writer: { output: 'net', address: this.accessLog.address },
+            // Only the fields the platform reads: the headers Caddy logs by default were most of each
+            // line, and of the CPU time Caddy and the platform spent on the log (bench/README.md).
+            encoder: {
+              format: 'filter',
+              wrap: { format: 'json' },
+              fields: Object.fromEntries(DROPPED_LOG_FIELDS.map((field) => [field, { filter: 'delete' }])),
+            },
+            level: 'INFO',
+            include: [`http.log.access.${ACCESS_LOGGER}`],
+          },
+        },
+      },
       apps,
     };
   }
@@ -288,6 +389,20 @@ export class CaddyDriver implements EdgeDriver {
     };
   }
 }
+
+/** The access logger's name in Caddy's configuration. */
+const ACCESS_LOGGER = 'slipway_access';
+
+/** Fields of Caddy's access log lines the platform does not read (`CaddyAccessEntry` lists those it does). */
+const DROPPED_LOG_FIELDS = [
+  'request>headers',
+  'request>tls',
+  'request>proto',
+  'request>remote_port',
+  'resp_headers',
+  'user_id',
+  'common_log',
+];
 
 /** No keep-alive to the admin API (see `admin`). */
 const adminAgent = new Agent({ pipelining: 0 });
