@@ -39,7 +39,7 @@ import { ObservabilityService } from './modules/observability/index.js';
 import { GuardsService, GuardWatcher } from './modules/guards/index.js';
 import { PlatformMetrics } from './modules/metrics/index.js';
 import { AcmeIssuer, DomainsService } from './modules/domains/index.js';
-import { EdgeDirectory } from './platform/edge/index.js';
+import { EdgeDirectory, foldOldRequestStats } from './platform/edge/index.js';
 import { LocalRuntime } from './platform/runtime/local/local-runtime.js';
 import { Notifications } from './platform/db/notifications.js';
 import { StreamsService } from './modules/streams/index.js';
@@ -124,6 +124,13 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     log.child({ component: 'domains' }),
   );
   ctx.jobs?.addSweeper(() => domains.renewDue());
+  // The edge's per-minute counters: old minutes folded into totals, hourly (it only keeps the table from growing).
+  let foldedAt = 0;
+  ctx.jobs?.addSweeper(async () => {
+    if (Date.now() - foldedAt < 3_600_000) return;
+    foldedAt = Date.now();
+    await foldOldRequestStats(ctx.db);
+  });
 
   // Application logs: the output of the instances this process runs (or follows on a cluster), rotated by size and age.
   if (ctx.runtime) {

@@ -4,7 +4,9 @@
  * its scrape token, parsed with a text-format parser; its counters move with traffic.
  */
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { foldOldRequestStats } from '../../src/platform/edge/index.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
 import { localRuntime } from '../helpers/local-runtime.js';
 import { routerGet } from '../helpers/router-get.js';
@@ -95,5 +97,34 @@ describe('GET /metrics', () => {
     expect(last.latency_ms.p50).toBeGreaterThan(0);
     expect(last.latency_ms.p99).toBeGreaterThanOrEqual(last.latency_ms.p95);
     expect(last.latency_ms.p95).toBeGreaterThanOrEqual(last.latency_ms.p50);
+
+    // Minutes older than the detail window are folded into one total per process type: the
+    // table stops growing, the Prometheus counter keeps its value, the recent views lose them.
+    const served = await sample('slipway_app_requests_total', ok);
+    await h.ctx.db
+      .updateTable('request_stats')
+      .set({ minute: sql<Date>`minute - interval '40 days'` })
+      .where('application_id', '=', app.appId)
+      .execute();
+    for (let i = 0; i < 3; i++) expect((await routerGet(port, hostOf(app))).status).toBe(200);
+    await waitFor('the new minute in /metrics', async () => (await sample('slipway_app_requests_total', ok)) === served + 3);
+    expect(await foldOldRequestStats(h.ctx.db)).toBeGreaterThanOrEqual(1);
+    expect(await foldOldRequestStats(h.ctx.db)).toBe(0);
+    expect(await sample('slipway_app_requests_total', ok)).toBe(served + 3);
+    const minutes = await h.ctx.db
+      .selectFrom('request_stats')
+      .select(['minute', 'requests'])
+      .where('application_id', '=', app.appId)
+      .orderBy('minute')
+      .execute();
+    expect(minutes[0]).toEqual({ minute: new Date(0), requests: served });
+    expect(minutes.slice(1).every((m) => m.minute.getTime() > Date.now() - 3_600_000)).toBe(true);
+    const recent = await h.app.inject({
+      method: 'GET',
+      url: `/v1/applications/${app.appId}/observability?range=1h`,
+      headers: alice.headers,
+    });
+    const recentWeb = recent.json().requests.filter((r: { process_type: string }) => r.process_type === 'web');
+    expect(recentWeb.reduce((n: number, r: { requests: number }) => n + r.requests, 0)).toBe(3);
   }, 120_000);
 });

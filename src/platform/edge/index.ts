@@ -14,7 +14,7 @@ export { EdgeDirectory } from './edge-directory.js';
 export { RouterServer } from './router-server.js';
 export { CaddyDriver } from './caddy-driver.js';
 export { RouteTable, type Upstream } from './route-table.js';
-export { RequestStats, readRequestStats } from './request-stats.js';
+export { RequestStats, readRequestStats, foldOldRequestStats } from './request-stats.js';
 
 /** The edge EDGE_DRIVER names: the built-in router (default) or Caddy through its admin API. */
 export function createEdgeDriver(config: Config): EdgeDriver {

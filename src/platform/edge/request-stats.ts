@@ -131,6 +131,42 @@ export class RequestStats {
   }
 }
 
+/** How long the edge's counters are kept per minute; older minutes are folded into one total per process type. */
+export const REQUEST_STATS_DETAIL_DAYS = 30;
+/** The minute the folded totals are kept under: before any window a view or a guard reads. */
+const TOTALS_MINUTE = '1970-01-01T00:00:00Z';
+
+/**
+ * Folds the per-minute counters older than `days` into one row per application, environment
+ * and process type (at the epoch), so the table stops growing while `GET /metrics`, whose
+ * counters sum every row and must never go down, keeps the same totals. One statement: the
+ * rows deleted are the rows added, whichever process sweeps.
+ */
+export async function foldOldRequestStats(db: Db, days = REQUEST_STATS_DETAIL_DAYS): Promise<number> {
+  const sumOf = (column: 'status_classes' | 'latency_buckets') =>
+    sql.raw(`array(SELECT sum(v) FROM old o2, unnest(o2.${column}) WITH ORDINALITY u(v, i)
+      WHERE (o2.application_id, o2.environment_id, o2.process_type) = (old.application_id, old.environment_id, old.process_type)
+      GROUP BY i ORDER BY i)`);
+  const { rows } = await sql<{ folded: string }>`
+    WITH old AS (
+      DELETE FROM request_stats
+      WHERE minute < now() - make_interval(days => ${days}) AND minute > ${TOTALS_MINUTE}::timestamptz
+      RETURNING *
+    ), totals AS (
+      INSERT INTO request_stats AS r (application_id, environment_id, process_type, minute, requests, status_classes, latency_buckets, latency_sum_ms)
+      SELECT application_id, environment_id, process_type, ${TOTALS_MINUTE}::timestamptz, sum(requests),
+             ${sumOf('status_classes')}, ${sumOf('latency_buckets')}, sum(latency_sum_ms)
+      FROM old GROUP BY application_id, environment_id, process_type
+      ON CONFLICT (application_id, environment_id, process_type, minute) DO UPDATE SET
+        requests = r.requests + excluded.requests,
+        status_classes = array(SELECT a + b FROM unnest(r.status_classes, excluded.status_classes) AS t(a, b)),
+        latency_buckets = array(SELECT a + b FROM unnest(r.latency_buckets, excluded.latency_buckets) AS t(a, b)),
+        latency_sum_ms = r.latency_sum_ms + excluded.latency_sum_ms
+    )
+    SELECT count(*) AS folded FROM old`.execute(db);
+  return Number(rows[0]?.folded ?? 0);
+}
+
 /** The edge's counters of an application since `since`, per minute, environment and process type. */
 export async function readRequestStats(db: Db, applicationId: string, since: Date) {
   const rows = await db
