@@ -3,7 +3,8 @@
  * the built-in edge (its own process, as `SLIPWAY_ROLE=edge`), and through Caddy (when
  * installed) twice: driven by the platform's Caddy driver in its own process (the instance
  * from its SRV name server, the access log counted by the platform), and with a plain static
- * `reverse_proxy` and no access log (Caddy's own floor).
+ * `reverse_proxy` and no access log (Caddy's own floor); last, a raw TCP relay that parses
+ * nothing (the floor of any proxy process: two sockets per request, no HTTP work).
  *
  * Rounds are interleaved (direct, built-in, Caddy, direct, …) and the medians reported, so a
  * burst of load from elsewhere on the machine hits every path alike. Besides req/s and latency,
@@ -32,6 +33,11 @@ const connections = arg('--connections', 50);
 const rounds = arg('--rounds', 3);
 const rate = arg('--rate', 0);
 const HOST = 'app.bench.localhost';
+
+// A raw TCP relay: no HTTP parsing at all (no routing, headers or counters), the floor of what any proxy process costs.
+const RELAY = `const net = require('net'); const up = Number(process.argv[1]);
+net.createServer((c) => { const u = net.connect(up, '127.0.0.1'); c.pipe(u).pipe(c); c.on('error', () => u.destroy()); u.on('error', () => c.destroy()); })
+  .listen(0, '127.0.0.1', function () { console.log(this.address().port); });`;
 
 const UPSTREAM = `require('http').createServer((q, s) => s.end('hello from the instance')).listen(0, '127.0.0.1', function () { console.log(this.address().port); });`;
 
@@ -161,16 +167,26 @@ try {
   });
   children.push(edge);
   const edgePort = Number(await firstLine(edge));
+  const relay = spawn(process.execPath, ['-e', RELAY, String(upstreamPort)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(relay);
+  const relayPort = Number(await firstLine(relay));
   const caddyDriver = await startDriverCaddy(upstreamPort, dir);
   const caddyStatic = await startStaticCaddy(upstreamPort, dir);
 
   type Result = Awaited<ReturnType<typeof load>>;
-  const runs: Record<'direct' | 'builtin' | 'caddy' | 'caddyStatic', Result[]> = { direct: [], builtin: [], caddy: [], caddyStatic: [] };
+  const runs: Record<'direct' | 'builtin' | 'caddy' | 'caddyStatic' | 'relay', Result[]> = {
+    direct: [],
+    builtin: [],
+    caddy: [],
+    caddyStatic: [],
+    relay: [],
+  };
   for (let round = 0; round < rounds; round++) {
     runs.direct.push(await load(upstreamPort, undefined, [upstream.pid!]));
     runs.builtin.push(await load(edgePort, HOST, [edge.pid!]));
     if (caddyDriver) runs.caddy.push(await load(caddyDriver.port, HOST, caddyDriver.pids));
     if (caddyStatic) runs.caddyStatic.push(await load(caddyStatic.port, HOST, caddyStatic.pids));
+    runs.relay.push(await load(relayPort, HOST, [relay.pid!]));
   }
   const median = (list: Result[], pick: (r: Result) => number) => {
     const sorted = list.map(pick).sort((a, b) => a - b);
@@ -199,6 +215,7 @@ try {
     ['built-in edge', runs.builtin],
     ['Caddy (driver: SRV upstreams, access log)', runs.caddy],
     ['Caddy (static upstream, no log)', runs.caddyStatic],
+    ['raw TCP relay (floor: no HTTP, no routing)', runs.relay],
   ] as const) {
     const r = summary(list);
     if (!r) continue;
