@@ -125,12 +125,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   );
   ctx.jobs?.addSweeper(() => domains.renewDue());
   // The edge's per-minute counters: old minutes folded into totals, hourly (it only keeps the table from growing).
-  let foldedAt = 0;
-  ctx.jobs?.addSweeper(async () => {
-    if (Date.now() - foldedAt < 3_600_000) return;
-    foldedAt = Date.now();
-    await foldOldRequestStats(ctx.db);
-  });
+  ctx.jobs?.addSweeper(() => foldOldRequestStats(ctx.db), { everyMs: 3_600_000 });
 
   // Application logs: the output of the instances this process runs (or follows on a cluster), rotated by size and age.
   if (ctx.runtime) {

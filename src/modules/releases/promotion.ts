@@ -5,16 +5,14 @@ import type { ConfigurationsService } from '../configurations/index.js';
 import { resolveServiceConfig } from '../configurations/index.js';
 import type { ImageRecords } from '../images/index.js';
 import {
-  configurationFingerprints,
   describeChanges,
   diff,
   displayConfiguration,
+  frozenFingerprints,
   imageFingerprints,
-  openConfiguration,
   sealConfiguration,
-  type DisplayedVariable,
 } from './release-freezer.js';
-import { ReleasesRepository } from './releases.repository.js';
+import type { ReleasesRepository } from './releases.repository.js';
 
 /** A promotion's release: nothing is rebuilt, the image and (by default) the frozen configuration are copied. */
 export class ReleasePromoter {
@@ -63,11 +61,7 @@ export class ReleasePromoter {
     const { id, version } = await this.releases.insertNext(source.application_id, environmentId, source.platform);
     const previous = await this.releases.previousBuilt(source.application_id, environmentId, version);
     // Diffs against the target's previous release, compared by value in memory only (secrets never leave the seal).
-    const fingerprints = (r: { configuration: unknown; configuration_sealed: string | null }) =>
-      configurationFingerprints(
-        openConfiguration(this.ctx.secrets, r.configuration_sealed),
-        (r.configuration ?? []) as DisplayedVariable[],
-      );
+    const fingerprints = (r: { configuration: unknown; configuration_sealed: string | null }) => frozenFingerprints(this.ctx.secrets, r);
     const settings = await settingsOf(source.application_id);
     const configurationChanges = diff(previous ? fingerprints(previous) : null, fingerprints(frozen));
     const imageChanges = diff(previous ? imageFingerprints(previous) : null, imageFingerprints(image));

@@ -55,6 +55,18 @@ export function configurationFingerprints(values: Record<string, string>, displa
   return new Map(display.map((d) => [d.name, JSON.stringify([values[d.name] ?? '', d.secret, d.buildtime])]));
 }
 
+/** A stored release's configuration fingerprints; if its values cannot be opened (key gone), by display only. */
+export function frozenFingerprints(secrets: SecretBox, release: { configuration: unknown; configuration_sealed: string | null }) {
+  const display = (release.configuration ?? []) as DisplayedVariable[];
+  let values: Record<string, string>;
+  try {
+    values = openConfiguration(secrets, release.configuration_sealed);
+  } catch {
+    values = Object.fromEntries(display.map((d) => [d.name, d.value]));
+  }
+  return configurationFingerprints(values, display);
+}
+
 /** What an image contributes to a release, by name: its digest, commit and each process type's command. */
 export function imageFingerprints(image: {
   image_id: string | null;

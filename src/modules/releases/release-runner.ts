@@ -11,10 +11,9 @@ import {
   describeChanges,
   diff,
   displayConfiguration,
+  frozenFingerprints,
   imageFingerprints,
-  openConfiguration,
   sealConfiguration,
-  type DisplayedVariable,
 } from './release-freezer.js';
 import type { ReleasesRepository } from './releases.repository.js';
 
@@ -81,7 +80,7 @@ export class ReleaseRunner {
       const previous = await this.releases.previousBuilt(app.id, release.environment_id, release.version);
       const currentValues = Object.fromEntries(resolved.map((v) => [v.name, v.value]));
       const configurationChanges = diff(
-        previous ? this.previousFingerprints(previous) : null,
+        previous ? frozenFingerprints(this.ctx.secrets, previous) : null,
         configurationFingerprints(currentValues, display),
       );
       const imageChanges = diff(previous ? imageFingerprints(previous) : null, imageFingerprints(image));
@@ -138,17 +137,5 @@ export class ReleaseRunner {
       });
       return { ok: false };
     }
-  }
-
-  /** The previous release's fingerprints; if its values cannot be opened (key gone), by display only. */
-  private previousFingerprints(previous: { configuration: unknown; configuration_sealed: string | null }) {
-    const display = (previous.configuration ?? []) as DisplayedVariable[];
-    let values: Record<string, string>;
-    try {
-      values = openConfiguration(this.ctx.secrets, previous.configuration_sealed);
-    } catch {
-      values = Object.fromEntries(display.map((d) => [d.name, d.value]));
-    }
-    return configurationFingerprints(values, display);
   }
 }

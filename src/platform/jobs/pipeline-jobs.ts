@@ -99,7 +99,7 @@ export class PipelineJobs implements Jobs {
   private readonly wakeup = new Wakeup();
   private heartbeatTimer: NodeJS.Timeout | null = null;
   private stopping = false;
-  private sweepers: Array<() => Promise<void>> = [];
+  private sweepers: Array<{ sweep: () => Promise<unknown>; everyMs: number; lastRun: number }> = [];
   private lastSweep = 0;
   private ticking = false;
   private ports: JobPorts = noPorts;
@@ -236,10 +236,11 @@ export class PipelineJobs implements Jobs {
 
   /**
    * Adds periodic maintenance run by this process's workers (at start, then about every
-   * `sweepIntervalMs`): e.g. settling records whose job is gone, so none stays in progress.
+   * `sweepIntervalMs`, or at most every `everyMs` for work that need not run that often):
+   * e.g. settling records whose job is gone, so none stays in progress.
    */
-  addSweeper(sweep: () => Promise<void>): void {
-    this.sweepers.push(sweep);
+  addSweeper(sweep: () => Promise<unknown>, options: { everyMs?: number } = {}): void {
+    this.sweepers.push({ sweep, everyMs: options.everyMs ?? 0, lastRun: 0 });
   }
 
   /** Ids of the pipeline jobs still waiting or running (records whose job is not among them are abandoned). */
@@ -379,9 +380,11 @@ export class PipelineJobs implements Jobs {
 
   private async sweep() {
     this.lastSweep = Date.now();
-    for (const sweep of this.sweepers) {
+    for (const sweeper of this.sweepers) {
+      if (Date.now() - sweeper.lastRun < sweeper.everyMs) continue;
+      sweeper.lastRun = Date.now();
       try {
-        await sweep();
+        await sweeper.sweep();
       } catch (err) {
         this.logger.error({ err }, 'pipeline sweep failed');
       }

@@ -58,6 +58,6 @@ export interface Jobs {
 
 /** What a module needs to keep its records from staying in progress forever. */
 export interface JobMaintenance {
-  addSweeper(sweep: () => Promise<void>): void;
+  addSweeper(sweep: () => Promise<unknown>, options?: { everyMs?: number }): void;
   liveJobIds(): Promise<Set<string>>;
 }
