@@ -11,7 +11,10 @@ const EnvSchema = Type.Object({
   HOST: Type.String({ default: '0.0.0.0' }),
   DATA_DIR: Type.String({ default: './data' }),
   DATABASE_URL: Type.Optional(Type.String({ minLength: 1 })),
+  /** Names the embedded PostgreSQL's unix socket (`DATA_DIR/pg-socket/.s.PGSQL.<port>`); it listens on no TCP port. */
   EMBEDDED_PG_PORT: Type.Integer({ minimum: 1, maximum: 65535, default: 54329 }),
+  /** Start even when DATABASE_URL's role is a superuser or may read server files or run programs (issue 27). */
+  DATABASE_ALLOW_SUPERUSER: Type.Boolean({ default: false }),
   SECRET_KEY: Type.Optional(Type.String({ minLength: 1 })),
   SECRET_KEY_PREVIOUS: Type.Optional(Type.String()),
   ADMIN_EMAIL: Type.Optional(Type.String()),
