@@ -11,7 +11,10 @@ const EnvSchema = Type.Object({
   HOST: Type.String({ default: '0.0.0.0' }),
   DATA_DIR: Type.String({ default: './data' }),
   DATABASE_URL: Type.Optional(Type.String({ minLength: 1 })),
+  /** Names the embedded PostgreSQL's unix socket (`DATA_DIR/pg-socket/.s.PGSQL.<port>`); it listens on no TCP port. */
   EMBEDDED_PG_PORT: Type.Integer({ minimum: 1, maximum: 65535, default: 54329 }),
+  /** Start even when DATABASE_URL's role is a superuser or may read server files or run programs (issue 27). */
+  DATABASE_ALLOW_SUPERUSER: Type.Boolean({ default: false }),
   SECRET_KEY: Type.Optional(Type.String({ minLength: 1 })),
   SECRET_KEY_PREVIOUS: Type.Optional(Type.String()),
   ADMIN_EMAIL: Type.Optional(Type.String()),
@@ -63,8 +66,10 @@ const EnvSchema = Type.Object({
   DOMAIN_CHECK_ADDRESS: Type.Optional(Type.String({ minLength: 1 })),
   /** What serves applications: `builtin` (this process, no dependency) or `caddy` (a Caddy 2 configured through its admin API). */
   EDGE_DRIVER: Type.Union([Type.Literal('builtin'), Type.Literal('caddy')], { default: 'builtin' }),
-  /** With EDGE_DRIVER=caddy: its admin API (the platform loads whole configurations there). */
-  CADDY_ADMIN_URL: Type.String({ default: 'http://127.0.0.1:2019' }),
+  /** With EDGE_DRIVER=caddy: its admin API (the platform loads whole configurations there), on a unix socket only it and the platform open. */
+  CADDY_ADMIN_URL: Type.String({ default: 'unix//run/slipway-caddy/admin.sock' }),
+  /** Accept a CADDY_ADMIN_URL on TCP, which any process on the host reaching it can use to rewrite every route (issue 27). */
+  CADDY_ADMIN_ALLOW_TCP: Type.Boolean({ default: false }),
   /** With EDGE_DRIVER=caddy: certificates of custom domains from the platform's ACME (`platform`) or from Caddy's own (`caddy`). */
   EDGE_CERTIFICATES: Type.Union([Type.Literal('platform'), Type.Literal('caddy')], { default: 'platform' }),
   /** How often the edge adds its per-application request counters to PostgreSQL. */

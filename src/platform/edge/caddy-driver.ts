@@ -1,4 +1,5 @@
-import { Agent, request } from 'undici';
+import { request } from 'undici';
+import { caddyAdminEndpoint, checkAdminSocketPrivate, type CaddyAdminEndpoint } from './caddy-admin.js';
 import type { EdgeDirectory } from './edge-directory.js';
 import { logsRequests, type EdgeDriver, type EdgeRequestLogger } from './edge-driver.js';
 import { CaddyAccessLog, type CaddyAccessEntry } from './caddy-access-log.js';
@@ -14,7 +15,10 @@ import { UpstreamNameServer, type SrvTarget } from './upstream-name-server.js';
 const UPSTREAMS_REFRESH_MS = 200;
 
 export interface CaddyOptions {
-  /** Caddy's admin API, e.g. `http://127.0.0.1:2019` (loaded configurations keep it there). */
+  /**
+   * Caddy's admin API (loaded configurations keep it there): a unix socket `unix//path/admin.sock`
+   * (the default setup: Caddy's `admin` has `origins localhost`) or `http://127.0.0.1:2019`.
+   */
   adminUrl: string;
   /** Where Caddy serves applications (a port Caddy can bind: not 0). */
   host: string;
@@ -64,7 +68,11 @@ export class CaddyDriver implements EdgeDriver {
   /** Instances a route switch left, until drained (by Caddy's name, as its in-flight counts list them). */
   private readonly draining = new Map<string, string>();
 
-  constructor(private readonly options: CaddyOptions) {}
+  private readonly adminEndpoint: CaddyAdminEndpoint;
+
+  constructor(private readonly options: CaddyOptions) {
+    this.adminEndpoint = caddyAdminEndpoint(options.adminUrl);
+  }
 
   get listening() {
     return this.isListening;
@@ -103,10 +111,13 @@ export class CaddyDriver implements EdgeDriver {
         await this.admin('GET', '/config/');
         break;
       } catch (err) {
-        if (attempt >= 50) throw new Error(`Caddy's admin API at ${this.options.adminUrl} did not answer: ${(err as Error).message}`);
+        if (attempt >= 50 || err instanceof AdminError)
+          throw new Error(`Caddy's admin API at ${this.options.adminUrl} did not answer: ${(err as Error).message}${hostHint(err)}`);
         await new Promise((r) => setTimeout(r, 200));
       }
     }
+    // Issue 27: whoever opens the admin socket owns every route; only Caddy and the platform may.
+    if (this.adminEndpoint.socketPath) checkAdminSocketPrivate(this.adminEndpoint.socketPath);
     this.isListening = true;
     await this.apply();
     return this.options.port;
@@ -213,9 +224,9 @@ export class CaddyDriver implements EdgeDriver {
   private async admin(method: 'GET' | 'POST', path: string, body?: string): Promise<string> {
     for (let attempt = 0; ; attempt++) {
       try {
-        const res = await request(new URL(path, this.options.adminUrl), {
+        const res = await request(new URL(path, this.adminEndpoint.base), {
           method,
-          dispatcher: adminAgent,
+          dispatcher: this.adminEndpoint.dispatcher,
           headers: body ? { 'content-type': 'application/json' } : {},
           ...(body ? { body } : {}),
           headersTimeout: 30_000,
@@ -232,7 +243,10 @@ export class CaddyDriver implements EdgeDriver {
   }
 
   private adminSection() {
-    return { listen: new URL(this.options.adminUrl).host };
+    // On a socket the Host is `localhost` (Caddy 2.6 admits no request without a Host, and none but its origins).
+    return this.adminEndpoint.socketPath
+      ? { listen: this.adminEndpoint.listen, origins: ['localhost'] }
+      : { listen: this.adminEndpoint.listen };
   }
 
   private listenAddress(port: number) {
@@ -404,10 +418,12 @@ const DROPPED_LOG_FIELDS = [
   'common_log',
 ];
 
-/** No keep-alive to the admin API (see `admin`). */
-const adminAgent = new Agent({ pipelining: 0 });
-
 class AdminError extends Error {}
+
+/** Caddy 2.6 on a socket refuses every Host but its `origins`: say what to add. */
+function hostHint(err: unknown): string {
+  return /host not allowed/.test((err as Error)?.message ?? '') ? " (give Caddy's admin `origins localhost`)" : '';
+}
 
 function jsonResponse(status: number, message: string): Json {
   return {
