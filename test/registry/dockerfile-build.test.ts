@@ -238,8 +238,8 @@ describe.skipIf(!!missing)('Dockerfile builds with buildah', () => {
     // The runtime applies it: a copy of the built artifact that asks for uid 4242.
     const artifact = join(work, 'artifact-as-user');
     await run('cp', ['-a', built.artifactPath, artifact]);
-    const meta = JSON.parse(readFileSync(join(artifact, 'slipway-image.json'), 'utf8'));
-    writeFileSync(join(artifact, 'slipway-image.json'), JSON.stringify({ ...meta, user: '4242:4343' }));
+    const meta = JSON.parse(readFileSync(join(artifact, 'slipway-artifact.json'), 'utf8'));
+    writeFileSync(join(artifact, 'slipway-artifact.json'), JSON.stringify({ ...meta, user: '4242:4343' }));
     const driver = new ImageRootDriver(new LocalProcessDriver({ logDir: join(work, 'runtime-logs-user'), stopGraceMs: 2000 }));
     try {
       const out: string[] = [];
@@ -254,8 +254,8 @@ describe.skipIf(!!missing)('Dockerfile builds with buildah', () => {
       expect(result.exitCode).toBe(0);
       expect(out).toEqual(['4242', '4343']);
       // An artifact whose recorded user is not numeric runs nothing on the host.
-      writeFileSync(join(artifact, 'slipway-image.json'), JSON.stringify({ ...meta, user: `1$(touch ${marker})` }));
-      const refused = await driver.runOnce({
+      writeFileSync(join(artifact, 'slipway-artifact.json'), JSON.stringify({ ...meta, user: `1$(touch ${marker})` }));
+      const refused = driver.runOnce({
         command: 'true',
         artifactPath: artifact,
         env: {},
@@ -263,7 +263,7 @@ describe.skipIf(!!missing)('Dockerfile builds with buildah', () => {
         timeoutMs: 10_000,
         onOutput: () => {},
       });
-      expect(refused.exitCode).not.toBe(0);
+      await expect(refused).rejects.toThrow(/image manifest of this artifact is malformed/);
       expect(existsSync(marker)).toBe(false);
     } finally {
       await driver.shutdown();
