@@ -171,7 +171,9 @@ describe.skipIf(!!missing)('privileged code and the paths a plain member control
   }, 120_000);
 
   it("ignores a build's planted Dockerfile symlink and forged image manifest: no secret in the image, no host / for the instance", async () => {
-    const manifest = (extra: string) => `printf '{${extra}"workdir":"%s","env":{},"user":null,"entrypoint":[],"cmd":[]}' "$(pwd)"`;
+    // The forged root's working directory is `/` and the server comes from the configuration, so on the
+    // host's / (were the manifest obeyed) the process would run and report what it reached.
+    const manifest = (extra: string) => `printf '{${extra}"workdir":"/","env":{},"user":null,"entrypoint":[],"cmd":[]}'`;
     const plant = [
       'ln -s "$TARGET_DATA_DIR/postgres.password" Dockerfile',
       'ln -s "$TARGET_DATA_DIR/secret.key" Dockerfile.slipway',
@@ -180,10 +182,9 @@ describe.skipIf(!!missing)('privileged code and the paths a plain member control
       `${manifest('"layout":2,"kind":"image",')} > slipway-artifact.json`,
       'ln -s / rootfs',
     ].join(' && ');
-    const t = await appFor(
-      repoWith({ 'server.py': PROBE_SERVER, Procfile: 'web: python3 server.py\n', 'slipway.json': JSON.stringify({ build: plant }) }),
-    );
+    const t = await appFor(repoWith({ Procfile: 'web: python3 -c "$PROBE_CODE"\n', 'slipway.json': JSON.stringify({ build: plant }) }));
     await setConfig(h, t, 'TARGET_DATA_DIR', h.dataDir, { buildtime: true });
+    await setConfig(h, t, 'PROBE_CODE', PROBE_SERVER);
     const { image, deployment } = await chainDeploy(h, t);
     expect(image.built, JSON.stringify(image)).toBe(true);
     const detail = await imageDetail(t, image.id);

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
@@ -268,6 +268,27 @@ describe.skipIf(!!missing)('Dockerfile builds with buildah', () => {
     } finally {
       await driver.shutdown();
     }
+  });
+
+  it("creates no device node through an image's /dev that links outside it (unconfined builds make /dev/null and friends as root)", async () => {
+    const trap = join(work, 'devtrap');
+    mkdirSync(trap);
+    logLines = [];
+    const dockerfile = [
+      `FROM ${BASE_IMAGE} AS parts`,
+      `RUN busybox mkdir -p /x && busybox cp -a /bin /x/bin && busybox ln -s ${trap} /x/dev`,
+      'FROM scratch',
+      'COPY --from=parts /x/ /',
+      'CMD ["sleep", "1"]',
+    ].join('\n');
+    const out = await createBuildahBuilder(h.ctx.config).build(
+      buildInput(5, writeContext('ctx-devtrap', { Dockerfile: `${dockerfile}\n` })),
+    );
+    expect(lstatSync(join(out.artifactPath, 'rootfs', 'dev')).isSymbolicLink()).toBe(true);
+    expect(readdirSync(trap)).toEqual([]);
+    expect(logLines).toContain("Note: the image's /dev is a symbolic link or not a directory: no device nodes were created in it");
+    // An ordinary image gets them in its own /dev.
+    expect(lstatSync(join(built.artifactPath, 'rootfs', 'dev', 'null')).isCharacterDevice()).toBe(true);
   });
 
   it('uses the layer cache on a rebuild, and prefers Dockerfile.slipway', async () => {

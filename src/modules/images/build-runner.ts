@@ -1,7 +1,14 @@
 import { failureCodeOf } from '../../platform/failures.js';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { BuildError, chooseBuilder, MAX_PROCFILE_BYTES, parseProcfile, readContextFile, type Builder } from '../../platform/builder/index.js';
+import {
+  BuildError,
+  chooseBuilder,
+  MAX_PROCFILE_BYTES,
+  parseProcfile,
+  readContextFile,
+  type Builder,
+} from '../../platform/builder/index.js';
 import { chmodBeneath } from '../../platform/fs/beneath.js';
 import { privateDir } from '../../platform/fs/private-dir.js';
 import type { AppContext } from '../../platform/context.js';

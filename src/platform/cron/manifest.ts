@@ -16,7 +16,8 @@ export class ManifestCronError extends Error {}
 export async function readManifestCron(contextDir: string, allowSeconds: boolean): Promise<ManifestCronEntry[] | null> {
   // The checkout is the member's: read without following a symlink, bounded (see fs/beneath.ts).
   const text = await readTextBeneath(contextDir, 'slipway.json', MAX_MANIFEST_BYTES).catch((err) => {
-    if (err instanceof UnsafePathError) throw new ManifestCronError(`${err.message}: the platform reads only regular files inside the build context`);
+    if (err instanceof UnsafePathError)
+      throw new ManifestCronError(`${err.message}: the platform reads only regular files inside the build context`);
     throw err;
   });
   if (text === null) return null;
