@@ -187,10 +187,16 @@ describe.skipIf(!!missing)('privileged code and the paths a plain member control
     await setConfig(h, t, 'PROBE_CODE', PROBE_SERVER);
     const { image, deployment } = await chainDeploy(h, t);
     expect(image.built, JSON.stringify(image)).toBe(true);
-    const detail = await imageDetail(t, image.id);
-    expect(detail.dockerfile).toBeNull();
-    expectNoDecoy(JSON.stringify(detail));
     expect(deployment?.complete, JSON.stringify(deployment)).toBe(true);
+    const host = new URL(deployment.deploy_metadata.url).hostname;
+    const query = new URLSearchParams({ canary: join(hostDir, 'canary.txt'), write: join(hostDir, 'writable'), checkout: resolve('.') });
+    const answer = await routerGet(localRuntime(h.ctx).router.port, host, `/?${query}`);
+    expect(answer.status, answer.body).toBe(200);
+    const r = JSON.parse(answer.body);
+    expect(r.canary).toMatchObject({ ok: false });
+    expect(r.write_host).toMatchObject({ ok: false });
+    expect(r.platform_checkout).toMatchObject({ ok: false });
+    expect(readdirSync(join(hostDir, 'writable'))).toEqual([]);
 
     // On disk the planted files sit inside the member's own tree; the platform's manifest says "source".
     const { artifact_path: artifact } = await h.ctx.db
@@ -203,17 +209,10 @@ describe.skipIf(!!missing)('privileged code and the paths a plain member control
     expect(existsSync(join(artifact!, 'rootfs'))).toBe(false);
     expect(statSync(artifact!).mode & 0o777).toBe(0o711);
     expect(statSync(join(artifact!, 'app')).mode & 0o777).toBe(0o700);
-
-    const host = new URL(deployment.deploy_metadata.url).hostname;
-    const query = new URLSearchParams({ canary: join(hostDir, 'canary.txt'), write: join(hostDir, 'writable'), checkout: resolve('.') });
-    const answer = await routerGet(localRuntime(h.ctx).router.port, host, `/?${query}`);
-    expect(answer.status, answer.body).toBe(200);
-    const r = JSON.parse(answer.body);
-    expect(r.canary).toMatchObject({ ok: false });
-    expect(r.write_host).toMatchObject({ ok: false });
-    expect(r.platform_checkout).toMatchObject({ ok: false });
     expect(r.cwd).toBe(join(artifact!, 'app'));
-    expect(readdirSync(join(hostDir, 'writable'))).toEqual([]);
+    const detail = await imageDetail(t, image.id);
+    expect(detail.dockerfile).toBeNull();
+    expectNoDecoy(JSON.stringify(detail));
   }, 240_000);
 
   it('refuses an artifact of the earlier layout that carries an image manifest, with a clear message', async () => {
