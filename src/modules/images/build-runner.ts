@@ -107,8 +107,10 @@ export class BuildRunner {
       }
       const ref = image.build_ref ?? app.auto_deploy_branch ?? 'HEAD';
       const contextDir = join(workDir, 'context');
-      await privateDir(join(this.ctx.config.dataDir, 'builds'), 0o711);
-      await privateDir(workDir, 0o711);
+      // Sandbox users pass through to their own trees below; none can list or write these.
+      for (const dir of [join(this.ctx.config.dataDir, 'builds'), join(this.ctx.config.dataDir, 'images'), workDir]) {
+        await privateDir(dir, 0o711);
+      }
       const pins = await checkSourceAtBuild(this.ctx.db, this.ctx.config, app.id, app.github_repository);
       const token = await this.privateRepositoryToken(app);
       if (token) log.line('Cloning with a GitHub App installation token');
