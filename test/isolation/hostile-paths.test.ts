@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import {
   chmodSync,
   existsSync,
@@ -277,6 +278,47 @@ describe.skipIf(!!missing)('privileged code and the paths a plain member control
     // bubblewrap will not mount the sandbox's own /dev through the link: the processes never start, the host directory stays empty.
     expect(deployment?.error_code, JSON.stringify(deployment)).toBe('crash_loop');
     expect(readdirSync(trap)).toEqual([]);
+  }, 240_000);
+
+  it('keeps running an image stored by an earlier Slipway when the platform wrote its manifest', async () => {
+    const dockerfile = [
+      `FROM ${BASE_IMAGE}`,
+      'RUN busybox mkdir -p /www && echo ok > /www/index.html && echo legacy-image-ok > /marker.txt',
+    ].join('\n');
+    const t = await appFor(repoWith({ Dockerfile: `${dockerfile}\n`, Procfile: 'web: httpd -f -p $PORT -h /www\n' }));
+    const { image, deployment } = await chainDeploy(h, t);
+    expect(deployment?.complete, JSON.stringify(deployment ?? image)).toBe(true);
+    const { artifact_path: artifact } = await h.ctx.db
+      .selectFrom('images')
+      .select('artifact_path')
+      .where('id', '=', image.id)
+      .executeTakeFirstOrThrow();
+    // The earlier layout: the image manifest (written by the platform, as root) beside rootfs/.
+    const { layout: _layout, kind: _kind, ...fields } = JSON.parse(readFileSync(join(artifact!, 'slipway-artifact.json'), 'utf8'));
+    const legacy = `${artifact}-earlier-layout`;
+    mkdirSync(legacy);
+    execFileSync('cp', ['-a', join(artifact!, 'rootfs'), join(legacy, 'rootfs')]);
+    writeFileSync(join(legacy, 'slipway-image.json'), JSON.stringify(fields));
+    await h.ctx.db.updateTable('images').set({ artifact_path: legacy }).where('id', '=', image.id).execute();
+    const runs = await h.app.inject({
+      method: 'POST',
+      url: `/v1/applications/${t.appId}/runs`,
+      headers: t.user.headers,
+      payload: { command: 'busybox cat /marker.txt', timeout_seconds: 30 },
+    });
+    expect(runs.statusCode, runs.body).toBeLessThan(300);
+    const run = await waitFor(
+      'the one-off run',
+      async () => {
+        const r = (await h.app.inject({ method: 'GET', url: `/v1/runs/${runs.json().id}`, headers: t.user.headers })).json();
+        return ['succeeded', 'failed', 'timed_out'].includes(r.status) ? r : null;
+      },
+      60_000,
+      200,
+    );
+    expect(run.status, JSON.stringify(run)).toBe('succeeded');
+    const log = await h.app.inject({ method: 'GET', url: `/v1/runs/${run.id}/log`, headers: t.user.headers });
+    expect(log.json().log_text).toContain('legacy-image-ok');
   }, 240_000);
 
   it("refuses to resolve USER through an image's /etc linked to a host directory", async () => {

@@ -1,6 +1,6 @@
 import { lstat, mkdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { readTextBeneath, statBeneath, UnsafePathError } from '../fs/beneath.js';
+import { readTextBeneath, statBeneath, UnsafePathError, type BeneathStat } from '../fs/beneath.js';
 import { privateDir } from '../fs/private-dir.js';
 
 /**
@@ -80,9 +80,8 @@ function imageFields(m: Record<string, unknown>): Omit<ImageArtifact, 'rootfs'> 
  * What the runtime runs for an artifact path, decided only by what the platform wrote: the
  * manifest must be a regular file owned by the platform in a directory only the platform can
  * write, and the tenant's tree below it a real directory (no symlink; its parent is the
- * platform's, so it cannot be swapped afterwards). An artifact of the earlier layout with an
- * image manifest is refused (a source build could have planted it); one without is a source
- * tree as before, of which nothing is read.
+ * platform's, so it cannot be swapped afterwards). An artifact of the earlier layout is a
+ * source tree as before (nothing of it is read), or an image under `legacyImage`'s rule.
  */
 export async function resolveArtifact(artifactPath: string): Promise<ResolvedArtifact> {
   const top = await lstat(artifactPath).catch(() => null);
@@ -91,12 +90,8 @@ export async function resolveArtifact(artifactPath: string): Promise<ResolvedArt
   try {
     const manifest = await statBeneath(artifactPath, ARTIFACT_MANIFEST);
     if (!manifest) {
-      if (await statBeneath(artifactPath, LEGACY_IMAGE_MANIFEST)) {
-        throw new ArtifactRefused(
-          `this release's artifact was stored by an earlier Slipway with its image manifest (${LEGACY_IMAGE_MANIFEST}) ` +
-            `where a build could write it, so it is not run; ${REBUILD}`,
-        );
-      }
+      const legacy = await statBeneath(artifactPath, LEGACY_IMAGE_MANIFEST);
+      if (legacy) return await legacyImage(artifactPath, legacy, platformUid);
       return { kind: 'source', dir: artifactPath };
     }
     if (top.uid !== platformUid || (top.mode & 0o022) !== 0 || manifest.kind !== 'file' || manifest.uid !== platformUid) {
@@ -117,6 +112,26 @@ export async function resolveArtifact(artifactPath: string): Promise<ResolvedArt
     if (err instanceof SyntaxError) throw new ArtifactRefused(`the artifact's manifest is not valid JSON; ${REBUILD}`);
     throw err;
   }
+}
+
+/**
+ * An image stored before this layout keeps running after an upgrade when its manifest can
+ * only have come from the platform: a regular file owned by the platform's user (a sandbox
+ * user can neither create one nor hard-link one, protected_hardlinks) beside a real `rootfs/`
+ * directory. No tenant process can write an image artifact's directory after its build, so
+ * nothing can be swapped between this check and the mount. Anything else is refused: a
+ * source build could have planted it.
+ */
+async function legacyImage(artifactPath: string, manifest: BeneathStat, platformUid: number): Promise<ResolvedArtifact> {
+  const rootfs = await statBeneath(artifactPath, IMAGE_ROOTFS_DIR);
+  if (manifest.kind !== 'file' || manifest.uid !== platformUid || (manifest.mode & 0o022) !== 0 || rootfs?.kind !== 'directory') {
+    throw new ArtifactRefused(
+      `this release's artifact was stored by an earlier Slipway with an image manifest (${LEGACY_IMAGE_MANIFEST}) ` +
+        `the platform did not write, so it is not run; ${REBUILD}`,
+    );
+  }
+  const parsed = JSON.parse((await readTextBeneath(artifactPath, LEGACY_IMAGE_MANIFEST, MAX_MANIFEST_BYTES))!) as Record<string, unknown>;
+  return { kind: 'image', image: { ...imageFields(parsed), rootfs: join(artifactPath, IMAGE_ROOTFS_DIR) } };
 }
 
 /** Quotes one argument for `sh` (single quotes; an embedded quote closes, escapes, reopens). */
