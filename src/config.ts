@@ -65,6 +65,11 @@ const EnvSchema = Type.Object({
   EDGE_DRIVER: Type.Union([Type.Literal('builtin'), Type.Literal('caddy')], { default: 'builtin' }),
   /** With EDGE_DRIVER=caddy: its admin API (the platform loads whole configurations there). */
   CADDY_ADMIN_URL: Type.String({ default: 'http://127.0.0.1:2019' }),
+  /**
+   * With EDGE_DRIVER=caddy and Caddy running as its own user: the group id (Caddy's) that may connect to the
+   * access-log socket DATA_DIR/edge/caddy-access.sock; unset: only the platform's user (Caddy runs as it).
+   */
+  CADDY_ACCESS_LOG_GID: Type.Optional(Type.Integer({ minimum: 0 })),
   /** With EDGE_DRIVER=caddy: certificates of custom domains from the platform's ACME (`platform`) or from Caddy's own (`caddy`). */
   EDGE_CERTIFICATES: Type.Union([Type.Literal('platform'), Type.Literal('caddy')], { default: 'platform' }),
   /** How often the edge adds its per-application request counters to PostgreSQL. */
