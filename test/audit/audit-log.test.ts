@@ -303,6 +303,7 @@ describe('audit log', () => {
           route: '/v1/users/:user_id',
           params: { user_id: owner.id },
           clientAddress: '10.0.0.1',
+          peerAddress: '10.0.0.1',
           body: {},
         },
         () => ({ userId: owner.id, username: owner.username, credentialKind: 'api_key', credentialId: null }),
