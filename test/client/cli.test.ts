@@ -311,7 +311,7 @@ describe('slipway CLI against a running server', () => {
     expect(JSON.parse(json.stdout.trim().split('\n')[0]!).line).toContain(`${ESC}]0;pwned\u0007`);
     // A one-off command's output, streamed.
     const run = expectOk(await cli(['run', '--', 'sh', '-c', "printf 'run \\033]0;pwned\\007 \\033[2J done\\n'"]));
-    expect(run.stdout).toContain('run  done');
+    expect(run.stdout).toContain('run   done');
     expect(run.stdout).not.toMatch(controls);
   });
 
