@@ -125,3 +125,49 @@ describe('the access-log socket', () => {
     expect(final.heapMb).toBeLessThan(48);
   }, 120_000);
 });
+
+describe('the access-log socket with Caddy in its own group (CADDY_ACCESS_LOG_GID)', () => {
+  /** An unused group id standing for Caddy's group; the uid trying to connect is nobody's. */
+  const CADDY_GID = 64_999;
+  let dir: string;
+  let receiver: ChildProcess;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'slipway-access-log-group-'));
+    chmodSync(dir, 0o755);
+    let output = '';
+    receiver = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(import.meta.dirname, 'access-log-receiver.ts'), join(dir, 'edge'), String(CADDY_GID)],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
+    receiver.stdout!.on('data', (d) => (output += d));
+    await waitFor('the receiver', () => output.includes('ready'), 20_000, 50);
+  }, 30_000);
+
+  afterAll(async () => {
+    if (receiver && receiver.exitCode === null) {
+      receiver.kill('SIGTERM');
+      await once(receiver, 'exit');
+    }
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("lets that group's members connect (search on the directory, write on the socket), and nobody else", () => {
+    const socketDir = join(dir, 'edge');
+    const socketPath = join(socketDir, 'caddy-access.sock');
+    expect(statSync(socketDir)).toMatchObject({ gid: CADDY_GID });
+    expect(statSync(socketDir).mode & 0o777).toBe(0o710);
+    expect(statSync(socketPath)).toMatchObject({ gid: CADDY_GID });
+    expect(statSync(socketPath).mode & 0o777).toBe(0o660);
+    const script = `const s = require('net').connect(${JSON.stringify(socketPath)});
+      s.on('connect', () => { s.end(); console.log('connected'); });
+      s.on('error', (e) => console.log(e.code));`;
+    const as = (gid: number) =>
+      spawnSync(process.execPath, ['-e', script], { uid: 65534, gid, encoding: 'utf8', timeout: 10_000 }).stdout.trim();
+    expect(as(CADDY_GID)).toBe('connected');
+    expect(as(65534)).toBe('EACCES');
+  });
+});
