@@ -316,7 +316,13 @@ describe.skipIf(!!missing)('EDGE_DRIVER=caddy: an admin socket other users could
     const caddy = await startCaddy(dir, { socketDirMode: 0o755 });
     const socketPath = caddy.adminUrl.slice('unix/'.length);
     chmodSync(socketPath, 0o777);
-    const driver = new CaddyDriver({ adminUrl: caddy.adminUrl, host: '127.0.0.1', port: await freePort(), certificates: 'platform' });
+    const driver = new CaddyDriver({
+      adminUrl: caddy.adminUrl,
+      host: '127.0.0.1',
+      port: await freePort(),
+      certificates: 'platform',
+      accessLogDirectory: join(dir, 'edge'),
+    });
     try {
       await expect(driver.listen()).rejects.toThrow(
         `Caddy's admin socket ${socketPath} can be opened by other users of the host (socket mode 0777, directory mode 0755): give its directory mode 0700`,

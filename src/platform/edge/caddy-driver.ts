@@ -2,7 +2,7 @@ import { request } from 'undici';
 import { caddyAdminEndpoint, checkAdminSocketPrivate, type CaddyAdminEndpoint } from './caddy-admin.js';
 import type { EdgeDirectory } from './edge-directory.js';
 import { logsRequests, type EdgeDriver, type EdgeRequestLogger } from './edge-driver.js';
-import { CaddyAccessLog, type CaddyAccessEntry } from './caddy-access-log.js';
+import { CaddyAccessLog, type AccessLogDropReason, type CaddyAccessEntry } from './caddy-access-log.js';
 import type { RequestStats } from './request-stats.js';
 import { RouteTable, type Upstream } from './route-table.js';
 import { RouterServer } from './router-server.js';
@@ -30,7 +30,14 @@ export interface CaddyOptions {
    */
   certificates: 'platform' | 'caddy';
   acme?: { directoryUrl: string; email?: string; caFile?: string };
+  /** The platform-owned directory of the access log's unix socket (made owner-only). */
+  accessLogDirectory: string;
+  /** Caddy's group, when Caddy runs as its own user: it may connect to the access log socket too. */
+  accessLogGroupId?: number;
 }
+
+/** How often dropped access-log lines are reported (one warning per interval, with the counts). */
+const DROP_REPORT_MS = 10_000;
 
 type Json = Record<string, unknown>;
 
@@ -54,7 +61,11 @@ export class CaddyDriver implements EdgeDriver {
   private directory: EdgeDirectory | null = null;
   private logger: EdgeRequestLogger | null = null;
   private stats: RequestStats | null = null;
-  private readonly accessLog = new CaddyAccessLog((entry) => this.counted(entry));
+  private readonly accessLog: CaddyAccessLog;
+  /** Access-log lines counted for no route since start, by reason (reported as a warning, `accessLogDrops`). */
+  private readonly drops: Record<AccessLogDropReason, number> = { malformed: 0, oversized: 0, unknown_host: 0 };
+  private dropsReported = 0;
+  private dropReport: NodeJS.Timeout | null = null;
   /** Route host name → an instance of its route (whose owner its requests are counted under). */
   private owners = new Map<string, Upstream>();
   private readonly hosts = new Map<string, string>();
@@ -72,6 +83,22 @@ export class CaddyDriver implements EdgeDriver {
 
   constructor(private readonly options: CaddyOptions) {
     this.adminEndpoint = caddyAdminEndpoint(options.adminUrl);
+    this.accessLog = new CaddyAccessLog({
+      directory: options.accessLogDirectory,
+      groupId: options.accessLogGroupId,
+      onEntry: (entry) => this.counted(entry),
+      onDrop: (reason) => this.dropped(reason),
+    });
+  }
+
+  /** Access-log lines that counted for no route, by reason, since this driver started. */
+  get accessLogDrops(): Readonly<Record<AccessLogDropReason, number>> {
+    return { ...this.drops };
+  }
+
+  /** The access log's socket (a path in the platform's own directory). */
+  get accessLogSocket(): string {
+    return this.accessLog.socketPath;
   }
 
   get listening() {
@@ -177,6 +204,8 @@ export class CaddyDriver implements EdgeDriver {
     await this.responder.close();
     await this.nameServer.close();
     await this.accessLog.close();
+    if (this.dropReport) clearTimeout(this.dropReport);
+    this.reportDrops();
     await this.stats?.stop();
   }
 
@@ -191,15 +220,42 @@ export class CaddyDriver implements EdgeDriver {
     return host;
   }
 
-  /** One request Caddy served, from its access log: counted for its application, and its line at debug. */
+  /** A line counted for no route; reported as one warning per interval, not one per line. */
+  private dropped(reason: AccessLogDropReason) {
+    this.drops[reason]++;
+    this.dropReport ??= setTimeout(() => {
+      this.dropReport = null;
+      this.reportDrops();
+    }, DROP_REPORT_MS).unref();
+  }
+
+  private reportDrops() {
+    const total = this.drops.malformed + this.drops.oversized + this.drops.unknown_host;
+    if (total === this.dropsReported) return;
+    this.dropsReported = total;
+    this.logger?.warn(
+      { dropped: { ...this.drops } },
+      'edge access log: lines counted for no route (malformed, oversized or for an unknown host)',
+    );
+  }
+
+  /**
+   * One request Caddy served, from its access log: counted for the route its host name is
+   * (the platform's own map of host names and verified domains), and its line at debug. A line
+   * for any other host is counted for nobody.
+   */
   private counted(entry: CaddyAccessEntry) {
-    const request = entry.request ?? {};
-    const requested = this.normalizedHost(request.host ?? '');
+    const request = entry.request;
+    const requested = this.normalizedHost(request.host);
     const upstream = this.owners.get(this.directory?.route(requested)?.routeHostname ?? requested);
+    if (!upstream) {
+      this.dropped('unknown_host');
+      return;
+    }
     // Challenges and ownership tokens are the platform's, not the application's.
-    if (!upstream || /^\/\.well-known\/(acme-challenge|slipway-domain)\//.test(request.uri ?? '')) return;
-    const status = entry.status ?? 0;
-    const elapsedMs = (entry.duration ?? 0) * 1000;
+    if (/^\/\.well-known\/(acme-challenge|slipway-domain)\//.test(request.uri)) return;
+    const status = entry.status;
+    const elapsedMs = entry.duration * 1000;
     if (upstream.owner && this.stats) this.stats.record(upstream.statsKey!, upstream.owner, status, elapsedMs);
     if (logsRequests(this.logger))
       this.logger!.debug(

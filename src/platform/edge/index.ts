@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import type { Config } from '../../config.js';
 import type { Db } from '../db/database.js';
 import type { SecretBox } from '../crypto/secret-box.js';
@@ -32,6 +33,8 @@ export function createEdgeDriver(config: Config): EdgeDriver {
       acme: config.ACME_DIRECTORY_URL
         ? { directoryUrl: config.ACME_DIRECTORY_URL, email: config.ACME_EMAIL, caFile: config.ACME_CA_FILE }
         : undefined,
+      accessLogDirectory: join(config.dataDir, 'edge'),
+      accessLogGroupId: config.CADDY_ACCESS_LOG_GID,
     });
   }
   return new RouterServer({ host: config.ROUTER_HOST, port: config.ROUTER_PORT, httpsPort: config.ROUTER_HTTPS_PORT });
