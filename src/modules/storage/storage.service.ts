@@ -19,7 +19,7 @@ export interface StorageOptions {
   /** A measure older than this is taken again before it is shown or judged. */
   maxAgeMs: number;
   /** Removes one version's image from the application's build storage (buildah, in the application's sandbox). */
-  removeBuildImage?: (applicationId: string, repositoryName: string, version: number) => Promise<boolean>;
+  removeBuildImage?: (applicationId: string, repositoryName: string, version: number) => Promise<void>;
   logger: { warn(obj: object, msg?: string): void; info(obj: object, msg?: string): void };
 }
 
@@ -139,12 +139,9 @@ export class StorageService {
         this.options.logger.warn({ err, imageId: image.id }, 'removing a collected artifact failed'),
       );
       if (image.builder === 'buildah' && this.options.removeBuildImage) {
-        const removed = await this.options
+        await this.options
           .removeBuildImage(image.application_id, image.repository_name, image.version)
-          .catch(
-            (err: unknown) => (this.options.logger.warn({ err, imageId: image.id }, 'removing a collected build image failed'), false),
-          );
-        if (!removed) this.options.logger.warn({ imageId: image.id }, 'buildah did not remove a collected build image');
+          .catch((err: unknown) => this.options.logger.warn({ err, imageId: image.id }, 'removing a collected build image failed'));
       }
     }
     if (collected.length > 0)
