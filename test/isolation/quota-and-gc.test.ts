@@ -322,7 +322,7 @@ describe.skipIf(!!noDockerfileBuilds)('garbage collection of Dockerfile builds',
 
 describe.skipIf(missing)('pipeline fairness that a new organization does not reset', () => {
   it("caps one user's builds across all the organizations they create, while another user's build runs", async () => {
-    const slow = repo({ 'slipway.json': JSON.stringify({ build: 'sleep 4' }), Procfile: 'web: sleep 1000\n' });
+    const slow = repo({ 'slipway.json': JSON.stringify({ build: 'sleep 6' }), Procfile: 'web: sleep 1000\n' });
     const flooder = await h.user();
     const apps: string[] = [];
     for (let i = 1; i <= ORGS_PER_USER; i++) {

@@ -283,7 +283,7 @@ export class PipelineJobs implements Jobs {
 
   async enqueue(kind: JobKind, data: JobInput): Promise<string> {
     if (!this.boss) throw new Error('The job store is not started');
-    const budget = data.organizationId ? null : await this.ports.budgetOf(data.applicationId);
+    const budget = data.organizationId && data.ownerId ? null : await this.ports.budgetOf(data.applicationId);
     const organizationId = data.organizationId ?? budget?.organizationId ?? null;
     const ownerId = data.ownerId ?? budget?.ownerId ?? organizationId;
     const id = await this.boss.send(PIPELINE_QUEUE, { ...data, organizationId, ownerId, kind }, { singletonKey: data.applicationId });
