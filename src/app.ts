@@ -25,6 +25,7 @@ import { applicationsRoutes } from './modules/applications/index.js';
 import { configurationsRoutes } from './modules/configurations/index.js';
 import { healthRoutes } from './modules/integrations/index.js';
 import { imagesRoutes } from './modules/images/index.js';
+import { storageRoutes } from './modules/storage/index.js';
 import { releasesRoutes } from './modules/releases/index.js';
 import { githubRoutes } from './modules/github/index.js';
 import { pipelineRoutes } from './modules/pipeline/index.js';
@@ -165,12 +166,18 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
       await v1.register(authRoutes(services.auth));
       await v1.register(usersRoutes(services.users));
       await v1.register(organizationsRoutes(services.organizations));
-      await v1.register(pipelineLimitsRoutes(services.organizations, ctx.config.BUILD_TIMEOUT_SECONDS));
+      await v1.register(
+        pipelineLimitsRoutes(services.organizations, {
+          buildTimeoutSeconds: ctx.config.BUILD_TIMEOUT_SECONDS,
+          diskQuotaMb: ctx.config.ORG_DISK_QUOTA_MB,
+        }),
+      );
       await v1.register(projectsRoutes(services.projects));
       await v1.register(applicationsRoutes(services.apps));
       await v1.register(configurationsRoutes(services.apps, services.config));
       await v1.register(healthRoutes(ctx));
       await v1.register(imagesRoutes(services.images));
+      await v1.register(storageRoutes(services.storage));
       await v1.register(releasesRoutes(services.releases));
       await v1.register(pipelineRoutes(services.pipeline));
       await v1.register(githubRoutes(services.githubHooks));

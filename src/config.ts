@@ -169,6 +169,21 @@ const EnvSchema = Type.Object({
   PIPELINE_ORG_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 1024, default: 1 }),
   /** Pipeline jobs of one organization waiting or running; more are refused with 429. */
   PIPELINE_ORG_QUEUE_LIMIT: Type.Integer({ minimum: 1, maximum: 100_000, default: 20 }),
+  /**
+   * The same two caps for all the organizations one user created, together (a new organization
+   * does not reset its creator's share), and a cap on every job waiting or running on the site.
+   */
+  PIPELINE_USER_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 1024, default: 2 }),
+  PIPELINE_USER_QUEUE_LIMIT: Type.Integer({ minimum: 1, maximum: 100_000, default: 40 }),
+  PIPELINE_SITE_QUEUE_LIMIT: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1000 }),
+  /** Organizations a user who is not a site administrator may create. */
+  ORGS_PER_USER_MAX: Type.Integer({ minimum: 0, maximum: 100_000, default: 10 }),
+  /** Disk an organization may use (artifacts, build storage, caches, logs) before new builds are refused; 0: no quota. */
+  ORG_DISK_QUOTA_MB: Type.Integer({ minimum: 0, maximum: 1_000_000_000, default: 20_480 }),
+  /** Releases kept per environment for rollback; older ones' images are garbage-collected. */
+  RELEASES_KEPT_PER_ENVIRONMENT: Type.Integer({ minimum: 1, maximum: 10_000, default: 10 }),
+  /** How often disk use is measured and unreferenced images collected, for every organization. */
+  STORAGE_SWEEP_SECONDS: Type.Integer({ minimum: 10, maximum: 7 * 86_400, default: 600 }),
   /** A build running longer than this fails. */
   BUILD_TIMEOUT_SECONDS: Type.Integer({ minimum: 10, maximum: 24 * 3600, default: 1800 }),
   /**

@@ -11,6 +11,7 @@ import { DomainsRepository } from './modules/domains/index.js';
 import { EnvDeploysRepository, EnvironmentsRepository } from './modules/environments/index.js';
 import { GuardsRepository } from './modules/guards/index.js';
 import { ImagesRepository } from './modules/images/index.js';
+import { StorageRepository } from './modules/storage/index.js';
 import { OrganizationsRepository } from './modules/organizations/index.js';
 import { PreviewsRepository } from './modules/previews/index.js';
 import { ProjectsRepository } from './modules/projects/index.js';
@@ -48,6 +49,7 @@ export function createRepositories(db: Db) {
     projects: new ProjectsRepository(db),
     registry: new RegistryRepository(db),
     releases: new ReleasesRepository(db),
+    storage: new StorageRepository(db),
     streams: new StreamsRepository(db),
     teams: new TeamsRepository(db),
     users: new UsersRepository(db),

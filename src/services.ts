@@ -20,6 +20,7 @@ import { TeamsService } from './modules/teams/index.js';
 import { ProjectsService } from './modules/projects/index.js';
 import { RegistryTokenService } from './modules/registry/index.js';
 import { imageRecords, ImagesService } from './modules/images/index.js';
+import { StorageService } from './modules/storage/index.js';
 import { ReleasePromoter, ReleasesService } from './modules/releases/index.js';
 import { GithubHooksService, GitHubDeploymentReports } from './modules/github/index.js';
 import { PreviewsService, PreviewStatuses } from './modules/previews/index.js';
@@ -66,10 +67,29 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   // A context with a Dockerfile goes to buildah (which says what to install when it is missing).
   // Both run a member's build steps in the application's sandbox (unless RUNTIME_ISOLATION=none).
   const buildSandbox = createSandbox(ctx.config, ctx.db);
-  const images = new ImagesService(ctx, repos.images, apps, config, [
-    createBuildahBuilder(ctx.config, buildSandbox),
-    new SourceBuilder(join(ctx.config.dataDir, 'cache'), buildSandbox),
-  ]);
+  const buildah = createBuildahBuilder(ctx.config, buildSandbox);
+  // Disk use per organization, its quota (new builds refused over it) and garbage collection (issue 27, class 5).
+  const storage = new StorageService(ctx, repos.storage, organizations, {
+    defaultQuotaMb: ctx.config.ORG_DISK_QUOTA_MB,
+    keepPerEnvironment: ctx.config.RELEASES_KEPT_PER_ENVIRONMENT,
+    buildStorageRoot: ctx.config.BUILDAH_STORAGE_ROOT ?? join(ctx.config.dataDir, 'containers'),
+    maxAgeMs: ctx.config.STORAGE_SWEEP_SECONDS * 1000,
+    removeBuildImage: (applicationId, repositoryName, version) => buildah.removeImage(applicationId, repositoryName, version),
+    logger: log.child({ component: 'storage' }),
+  });
+  ctx.jobs?.addSweeper(() => storage.sweep(), { everyMs: ctx.config.STORAGE_SWEEP_SECONDS * 1000 });
+  // A deploy is what leaves older releases unreferenced: collect the application's at once.
+  ctx.jobs?.afterJobs(async (data) => {
+    if (data.kind === 'deploy' || data.kind === 'chain') await storage.afterDeploy(data.applicationId);
+  });
+  const images = new ImagesService(
+    ctx,
+    repos.images,
+    apps,
+    config,
+    [buildah, new SourceBuilder(join(ctx.config.dataDir, 'cache'), buildSandbox)],
+    (applicationId) => storage.requireBuildRoom(applicationId),
+  );
   if (ctx.jobs) images.registerJobs(ctx.jobs);
   const imageSource = imageRecords(repos.images);
   const releases = new ReleasesService(ctx, repos.releases, imageSource, apps, config);
@@ -280,6 +300,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     // The configuration layers of workspaces, teams and environments, behind their own routes.
     scopedConfig: new ScopedConfig(ctx.db, repos.configurations, config),
     observability: new ObservabilityService(ctx.db, apps),
+    storage,
   };
 }
 
@@ -292,7 +313,7 @@ export function createCoreServices(ctx: AppContext, repos: Repositories = create
   // Identity: users, organizations (workspaces) and the workspace scope the feature services resolve through.
   const { users, auth } = createIdentity(ctx, repos);
   const access = new OrganizationAccess(repos.organizations);
-  const organizations = new OrganizationsService(repos.organizations, users, access);
+  const organizations = new OrganizationsService(repos.organizations, users, access, { orgsPerUserMax: ctx.config.ORGS_PER_USER_MAX });
   const workspaceScope = new WorkspaceScope(ctx.db, organizations, access);
   const projects = new ProjectsService(repos.projects, access);
   const config = new ConfigurationsService(
@@ -326,14 +347,15 @@ export function createIdentity(ctx: AppContext, repos: Pick<Repositories, 'users
 /** What the job loop reads about applications (it never reads the modules' tables itself). */
 function jobPorts(db: Db): JobPorts {
   return {
-    async organizationOf(applicationId) {
+    async budgetOf(applicationId) {
       const row = await db
         .selectFrom('applications')
         .innerJoin('projects', 'projects.id', 'applications.project_id')
-        .select('projects.organization_id')
+        .innerJoin('organizations', 'organizations.id', 'projects.organization_id')
+        .select(['projects.organization_id', 'organizations.created_by'])
         .where('applications.id', '=', applicationId)
         .executeTakeFirst();
-      return row?.organization_id ?? null;
+      return row ? { organizationId: row.organization_id, ownerId: row.created_by ?? row.organization_id } : null;
     },
     async applicationsHeldElsewhere(workerId, freshSeconds) {
       const rows = await db

@@ -12128,7 +12128,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** An organization's pipeline limits (site admins) */
+        /** An organization's pipeline limits and disk quota (site admins) */
         get: {
             parameters: {
                 query?: never;
@@ -12148,7 +12148,9 @@ export interface paths {
                     content: {
                         "application/json": {
                             build_timeout_seconds: number | null;
+                            disk_quota_mb: number | null;
                             effective_build_timeout_seconds: number;
+                            effective_disk_quota_mb: number | null;
                         };
                     };
                 };
@@ -12282,7 +12284,7 @@ export interface paths {
                 };
             };
         };
-        /** Set an organization's build timeout (site admins; null: the default) */
+        /** Set an organization's build timeout and disk quota (site admins; null: the default; a field left out keeps its value) */
         put: {
             parameters: {
                 query?: never;
@@ -12295,7 +12297,8 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        build_timeout_seconds: number | null;
+                        build_timeout_seconds?: number | null;
+                        disk_quota_mb?: number | null;
                     };
                 };
             };
@@ -12308,7 +12311,9 @@ export interface paths {
                     content: {
                         "application/json": {
                             build_timeout_seconds: number | null;
+                            disk_quota_mb: number | null;
                             effective_build_timeout_seconds: number;
+                            effective_disk_quota_mb: number | null;
                         };
                     };
                 };
@@ -12442,6 +12447,196 @@ export interface paths {
                 };
             };
         };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organizations/{org_slug}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organization's disk use by kind and its quota (members) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            bytes: {
+                                /** @description built images unpacked for running (DATA_DIR/images) */
+                                artifacts: number;
+                                /** @description build caches (package managers, HOME of builds) */
+                                caches: number;
+                                /** @description Dockerfile builds' storage (BUILDAH_STORAGE_ROOT/apps) */
+                                images: number;
+                                /** @description application output and build, release and deploy logs in the database */
+                                logs: number;
+                            };
+                            /**
+                             * Format: date-time
+                             * @description ISO-8601 UTC
+                             */
+                            measured: string;
+                            /** @description the organization's slug */
+                            organization: string;
+                            /** @description new builds are refused (409) while true */
+                            over_quota: boolean;
+                            /** @description null: no quota */
+                            quota_bytes: number | null;
+                            releases_kept_per_environment: number;
+                            total_bytes: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
         post?: never;
         delete?: never;
         options?: never;

@@ -6,6 +6,7 @@ import { startEmbeddedPostgres } from './db/embedded.js';
 import { migrateToLatest } from './db/migrate.js';
 import { databaseRolePowers, hostReachingRoleMessage } from './db/role-check.js';
 import { PipelineJobs } from './jobs/pipeline-jobs.js';
+import { pipelineLimits } from './jobs/job-store.js';
 import { createRuntime } from './runtime/index.js';
 import { StartupError } from './startup-error.js';
 
@@ -67,7 +68,7 @@ export async function openPlatform(
           databaseUrl,
           db,
           concurrency: config.PIPELINE_CONCURRENCY,
-          organizationLimits: { concurrency: config.PIPELINE_ORG_CONCURRENCY, queued: config.PIPELINE_ORG_QUEUE_LIMIT },
+          organizationLimits: pipelineLimits(config),
         })
       : undefined;
     await jobs?.start();

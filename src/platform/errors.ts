@@ -9,6 +9,8 @@ export const ERROR_KINDS = {
   NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   CONFLICT: 409,
+  /** The organization's disk use is at its quota: new builds are refused (docs/api-decisions.md). */
+  DISK_QUOTA_EXCEEDED: 409,
   PAYLOAD_TOO_LARGE: 413,
   URI_TOO_LONG: 414,
   UNSUPPORTED_MEDIA_TYPE: 415,

@@ -11,6 +11,7 @@ import { generateKeyText, SecretBox, parseKey } from '../../src/platform/crypto/
 import { createDb } from '../../src/platform/db/database.js';
 import type { App } from '../../src/platform/http/types.js';
 import { PipelineJobs } from '../../src/platform/jobs/pipeline-jobs.js';
+import { pipelineLimits } from '../../src/platform/jobs/job-store.js';
 import { createRuntime } from '../../src/platform/runtime/index.js';
 import { startDeploymentRuntime } from '../../src/runtime-startup.js';
 import { createIdentity } from '../../src/services.js';
@@ -83,7 +84,7 @@ export async function createHarness(env: Partial<Env> = {}, options: HarnessOpti
       databaseUrl: database.url,
       db,
       concurrency: config.PIPELINE_CONCURRENCY,
-      organizationLimits: { concurrency: config.PIPELINE_ORG_CONCURRENCY, queued: config.PIPELINE_ORG_QUEUE_LIMIT },
+      organizationLimits: pipelineLimits(config),
       pollIntervalMs: 200,
       heartbeatIntervalMs: 1000,
       stopTimeoutMs: 5000,

@@ -138,7 +138,13 @@ describe('fair pipeline across organizations', () => {
     expect(bad.statusCode).toBe(422);
     const set = await h.app.inject({ method: 'PUT', url: limits, headers: operator.headers, payload: { build_timeout_seconds: 10 } });
     expect(set.statusCode, set.body).toBe(200);
-    expect(set.json()).toEqual({ build_timeout_seconds: 10, effective_build_timeout_seconds: 10 });
+    // The disk quota (issue 27) is left as it was: a field left out keeps its value.
+    expect(set.json()).toEqual({
+      build_timeout_seconds: 10,
+      effective_build_timeout_seconds: 10,
+      disk_quota_mb: null,
+      effective_disk_quota_mb: 20_480,
+    });
 
     expect((await build(t.user, t.appId)).statusCode).toBe(202);
     const [image] = await waitFor(
@@ -153,6 +159,11 @@ describe('fair pipeline across organizations', () => {
     expect(image!.error_detail).toContain('build timed out after 10 s');
 
     const reset = await h.app.inject({ method: 'PUT', url: limits, headers: operator.headers, payload: { build_timeout_seconds: null } });
-    expect(reset.json()).toEqual({ build_timeout_seconds: null, effective_build_timeout_seconds: 1800 });
+    expect(reset.json()).toEqual({
+      build_timeout_seconds: null,
+      effective_build_timeout_seconds: 1800,
+      disk_quota_mb: null,
+      effective_disk_quota_mb: 20_480,
+    });
   });
 });

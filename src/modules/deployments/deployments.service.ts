@@ -11,8 +11,13 @@ import { requireDeployAccess } from '../../platform/access/environment-protectio
 import { environmentFilter, RECONCILE_JOB } from '../../platform/pipeline/index.js';
 import { DeploymentsRepository } from './deployments.repository.js';
 
-/** An image a deployment can still run: pushed to the registry, or its artifact still on disk. */
-function imageAvailable(image: { artifact_path: string | null; image_metadata: Record<string, unknown> | null }): boolean {
+/** An image a deployment can still run: not garbage-collected, and pushed to the registry or its artifact still on disk. */
+function imageAvailable(image: {
+  artifact_path: string | null;
+  image_metadata: Record<string, unknown> | null;
+  collected_at: Date | null;
+}): boolean {
+  if (image.collected_at) return false;
   if (typeof image.image_metadata?.manifest_digest === 'string') return true;
   return image.artifact_path !== null && existsSync(image.artifact_path);
 }
@@ -92,7 +97,17 @@ export class DeploymentsService {
     await this.apps.authorize(userId, release.application_id);
     await requireDeployAccess(this.ctx.db, userId, release.environment_id);
     if (release.error) throw conflict(`Release v${release.version} failed to build and cannot be deployed`);
+    const image = release.image_ref ? await this.repo.image(release.image_ref) : undefined;
+    if (image?.collected_at) throw this.collected(release.version);
     return this.queue(release.application_id, release.environment_id, release.id);
+  }
+
+  private collected(version: number) {
+    return conflict(
+      `The image of release v${version} was garbage-collected (only the last ${this.ctx.config.RELEASES_KEPT_PER_ENVIRONMENT} ` +
+        'releases of each environment, and what serves or is being deployed, are kept for rollback): ' +
+        'roll back to a newer release, or build and deploy again',
+    );
   }
 
   /**
@@ -115,6 +130,7 @@ export class DeploymentsService {
     if (target.id === serving.id) throw conflict(`Release v${target.version} is the one serving`);
     if (!target.built) throw conflict(`Release v${target.version} was never built and cannot be deployed`);
     const image = target.image_ref ? await this.repo.image(target.image_ref) : undefined;
+    if (image?.collected_at) throw this.collected(target.version);
     if (!image || !imageAvailable(image))
       throw conflict(`The image of release v${target.version} is gone: roll back to another release or rebuild`);
     const { deployment_id } = await this.queue(applicationId, environmentId, target.id, serving.id);

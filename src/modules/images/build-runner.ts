@@ -28,9 +28,11 @@ import { buildTimeoutSeconds } from '../organizations/index.js';
 
 /** Scratch space of one build (removed when it ends): the platform's (0711), the checkout below it owner-only. */
 export const buildWorkDir = (dataDir: string, imageId: string) => join(dataDir, 'builds', imageId);
+/** Where an application's built images' artifacts live (one directory per version). */
+export const applicationArtifactsDir = (dataDir: string, applicationId: string) => join(dataDir, 'images', applicationId);
 /** Where a built image's artifact lives. */
 export const artifactDir = (dataDir: string, applicationId: string, version: number) =>
-  join(dataDir, 'images', applicationId, String(version));
+  join(applicationArtifactsDir(dataDir, applicationId), String(version));
 
 export const ABANDONED = 'abandoned: its pipeline job is no longer queued or running (the server stopped at the wrong moment); build again';
 export const INTERRUPTED_BY_RESTART = 'interrupted by a restart: the worker running this build stopped before it finished; build again';

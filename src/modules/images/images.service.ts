@@ -39,6 +39,8 @@ export class ImagesService {
     private readonly apps: ApplicationsService,
     configs: ConfigurationsService,
     builders: Builder[],
+    /** Refuses a new build (throws) when the application's organization is over its disk quota; wired by the composition root. */
+    private readonly buildRoom: (applicationId: string) => Promise<void> = async () => {},
   ) {
     this.repo = repo;
     this.runner = new BuildRunner(ctx, repo, apps, configs, builders);
@@ -73,6 +75,8 @@ export class ImagesService {
     if (!app) throw notFound('Application');
     if (!app.github_repository)
       throw invalid('github_repository', 'set the repository to build from (PATCH /applications/{id}/settings) first');
+    // Every new build passes here (POST build, the deploy chain, GitHub pushes, previews): refused before anything is stored.
+    await this.buildRoom(app.id);
     return this.repo.insertNext(app.id, {
       repository_name: `${app.organization_slug}/${app.project_slug}/${app.slug}`,
       build_ref: ref ?? app.auto_deploy_branch ?? 'HEAD',

@@ -4,3 +4,4 @@ export * from './image-records.js';
 export * from './images.service.js';
 export * from './images.routes.js';
 export { ImagesRepository } from './images.repository.js';
+export { applicationArtifactsDir, artifactDir } from './build-runner.js';

@@ -8,6 +8,16 @@ export class OrganizationsRepository {
     return this.db.selectFrom('organizations').selectAll().where('slug', '=', slug).executeTakeFirst();
   }
 
+  /** Sets the organization's own disk quota in MiB (null: the default); undefined when there is no such organization. */
+  setDiskQuota(slug: string, megabytes: number | null) {
+    return this.db
+      .updateTable('organizations')
+      .set({ disk_quota_mb: megabytes })
+      .where('slug', '=', slug)
+      .returning('disk_quota_mb')
+      .executeTakeFirst();
+  }
+
   /** Sets the organization's own build timeout (null: the default); undefined when there is no such organization. */
   setBuildTimeout(slug: string, seconds: number | null) {
     return this.db
@@ -86,9 +96,27 @@ export class OrganizationsRepository {
     return { project_count: Number(row.project_count ?? 0), application_count: Number(row.application_count ?? 0) };
   }
 
-  createWithAdmin(org: { id: string; name: string; slug: string }, adminUserId: string) {
+  /**
+   * Creates the organization with its creator as admin; with `maxCreated`, only while the
+   * creator has created fewer than that (checked under a lock on the creator, so two requests
+   * at once cannot both pass): null when they have not.
+   */
+  createWithAdmin(org: { id: string; name: string; slug: string }, adminUserId: string, maxCreated?: number) {
     return this.db.transaction().execute(async (trx) => {
-      const created = await trx.insertInto('organizations').values(org).returningAll().executeTakeFirstOrThrow();
+      if (maxCreated !== undefined) {
+        await sql`SELECT pg_advisory_xact_lock(hashtext(${`slipway.orgs-created-by.${adminUserId}`}))`.execute(trx);
+        const { n } = await trx
+          .selectFrom('organizations')
+          .select((eb) => eb.fn.countAll<string>().as('n'))
+          .where('created_by', '=', adminUserId)
+          .executeTakeFirstOrThrow();
+        if (Number(n) >= maxCreated) return null;
+      }
+      const created = await trx
+        .insertInto('organizations')
+        .values({ ...org, created_by: adminUserId })
+        .returningAll()
+        .executeTakeFirstOrThrow();
       await trx.insertInto('memberships').values({ organization_id: org.id, user_id: adminUserId, admin: true }).execute();
       return created;
     });

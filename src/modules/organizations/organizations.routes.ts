@@ -50,7 +50,7 @@ export function organizationsRoutes(orgs: OrganizationsService) {
           response: { 201: OrganizationDetail, ...commonErrorResponses },
         },
       },
-      async (request, reply) => reply.code(201).send(await orgs.create(currentUser(request).id, request.body)),
+      async (request, reply) => reply.code(201).send(await orgs.create(currentUser(request), request.body)),
     );
 
     app.post(

@@ -31,7 +31,12 @@ export class OrganizationsService {
   private readonly users: UsersService;
   private readonly access: OrganizationAccess;
 
-  constructor(orgs: OrganizationsRepository, users: UsersService, access: OrganizationAccess) {
+  constructor(
+    orgs: OrganizationsRepository,
+    users: UsersService,
+    access: OrganizationAccess,
+    private readonly limits: { orgsPerUserMax: number } = { orgsPerUserMax: Number.MAX_SAFE_INTEGER },
+  ) {
     this.orgs = orgs;
     this.users = users;
     this.access = access;
@@ -80,10 +85,18 @@ export class OrganizationsService {
     };
   }
 
-  async create(userId: string, input: { name: string; slug?: string }) {
+  /**
+   * A new organization with the caller as its admin and creator. A user who is not a site
+   * administrator creates at most ORGS_PER_USER_MAX (the pipeline's per-user budget is shared
+   * by them all, see docs/api-decisions.md).
+   */
+  async create(user: { id: string; is_admin: boolean }, input: { name: string; slug?: string }) {
     const slug = slugFor(input.name, input.slug);
+    const max = user.is_admin ? undefined : this.limits.orgsPerUserMax;
     try {
-      const org = await this.orgs.createWithAdmin({ id: uuidv7(), name: input.name, slug }, userId);
+      const org = await this.orgs.createWithAdmin({ id: uuidv7(), name: input.name, slug }, user.id, max);
+      if (!org)
+        throw conflict(`You have already created ${max} organizations, the most a user may create; delete one or ask a site administrator`);
       return this.describe(org.id);
     } catch (err) {
       if (isUniqueViolation(err)) throw conflict(`An organization with slug '${slug}' already exists`);
@@ -122,6 +135,19 @@ export class OrganizationsService {
     const org = await this.orgs.findBySlug(slug);
     if (!org) throw notFound('Organization');
     return org.build_timeout_seconds;
+  }
+
+  /** An organization's own disk quota in MiB, or null for the default (site administrators only: checked by the route). */
+  async diskQuota(slug: string): Promise<number | null> {
+    const org = await this.orgs.findBySlug(slug);
+    if (!org) throw notFound('Organization');
+    return org.disk_quota_mb;
+  }
+
+  async setDiskQuota(slug: string, megabytes: number | null): Promise<number | null> {
+    const org = await this.orgs.setDiskQuota(slug, megabytes);
+    if (!org) throw notFound('Organization');
+    return org.disk_quota_mb;
   }
 
   async setBuildTimeout(slug: string, seconds: number | null): Promise<number | null> {

@@ -18,40 +18,51 @@ export async function buildTimeoutSeconds(ctx: AppContext, applicationId: string
   return row?.build_timeout_seconds ?? ctx.config.BUILD_TIMEOUT_SECONDS;
 }
 
+const DiskQuotaMb = Type.Union([Type.Integer({ minimum: 1, maximum: 1_000_000_000 }), Type.Null()]);
 const PipelineLimits = Type.Object({
   /** The organization's own build timeout; null: the configured default. */
   build_timeout_seconds: Type.Union([Type.Integer({ minimum: 10, maximum: 86_400 }), Type.Null()]),
   /** What its builds get now. */
   effective_build_timeout_seconds: Type.Integer(),
+  /** The organization's own disk quota in MiB; null: the configured default (ORG_DISK_QUOTA_MB). */
+  disk_quota_mb: DiskQuotaMb,
+  /** The quota its new builds are held to now (MiB; null: none). */
+  effective_disk_quota_mb: Type.Union([Type.Integer(), Type.Null()]),
 });
 const PipelineLimitsBody = Type.Object(
   {
-    build_timeout_seconds: Type.Union([Type.Integer({ minimum: 10, maximum: 86_400 }), Type.Null()]),
+    build_timeout_seconds: Type.Optional(Type.Union([Type.Integer({ minimum: 10, maximum: 86_400 }), Type.Null()])),
+    disk_quota_mb: Type.Optional(DiskQuotaMb),
   },
   { additionalProperties: false },
 );
 
-/** Operator controls over one organization's share of the pipeline (site administrators only). */
-export function pipelineLimitsRoutes(organizations: OrganizationsService, defaultBuildTimeoutSeconds: number) {
+/** Operator controls over one organization's share of the pipeline and the disk (site administrators only). */
+export function pipelineLimitsRoutes(organizations: OrganizationsService, defaults: { buildTimeoutSeconds: number; diskQuotaMb: number }) {
   const tags = ['Organizations'];
-  const view = (own: number | null) => ({
-    build_timeout_seconds: own,
-    effective_build_timeout_seconds: own ?? defaultBuildTimeoutSeconds,
-  });
+  const view = async (slug: string) => {
+    const [timeout, quota] = await Promise.all([organizations.buildTimeout(slug), organizations.diskQuota(slug)]);
+    return {
+      build_timeout_seconds: timeout,
+      effective_build_timeout_seconds: timeout ?? defaults.buildTimeoutSeconds,
+      disk_quota_mb: quota,
+      effective_disk_quota_mb: quota ?? (defaults.diskQuotaMb > 0 ? defaults.diskQuotaMb : null),
+    };
+  };
   return async (app: App) => {
     app.get(
       '/organizations/:org_slug/pipeline-limits',
       {
         schema: {
           tags,
-          summary: "An organization's pipeline limits (site admins)",
+          summary: "An organization's pipeline limits and disk quota (site admins)",
           params: OrgSlugParams,
           response: { 200: PipelineLimits, ...commonErrorResponses },
         },
       },
       async (request) => {
         requireSiteAdmin(request);
-        return view(await organizations.buildTimeout(request.params.org_slug));
+        return view(request.params.org_slug);
       },
     );
 
@@ -60,7 +71,7 @@ export function pipelineLimitsRoutes(organizations: OrganizationsService, defaul
       {
         schema: {
           tags,
-          summary: "Set an organization's build timeout (site admins; null: the default)",
+          summary: "Set an organization's build timeout and disk quota (site admins; null: the default; a field left out keeps its value)",
           params: OrgSlugParams,
           body: PipelineLimitsBody,
           response: { 200: PipelineLimits, ...commonErrorResponses },
@@ -68,7 +79,11 @@ export function pipelineLimitsRoutes(organizations: OrganizationsService, defaul
       },
       async (request) => {
         requireSiteAdmin(request);
-        return view(await organizations.setBuildTimeout(request.params.org_slug, request.body.build_timeout_seconds));
+        const { org_slug: slug } = request.params;
+        const body = request.body;
+        if (body.build_timeout_seconds !== undefined) await organizations.setBuildTimeout(slug, body.build_timeout_seconds);
+        if (body.disk_quota_mb !== undefined) await organizations.setDiskQuota(slug, body.disk_quota_mb);
+        return view(slug);
       },
     );
   };

@@ -45,6 +45,8 @@ export class ReleasePromoter {
     if (!source.built || !source.image_ref) throw conflict(`Release v${source.version} is not built and cannot be promoted`);
     const image = await this.images.findById(source.image_ref);
     if (!image) throw conflict(`The image of release v${source.version} no longer exists`);
+    if (image.collected_at)
+      throw conflict(`The image of release v${source.version} was garbage-collected: promote a newer release, or build and deploy again`);
     // The source environment's slug, for the log (a read of the environments table).
     const sourceEnv = await this.ctx.db
       .selectFrom('environments')

@@ -40,7 +40,7 @@ export function workspacesRoutes(workspaces: WorkspacesService, scoped: ScopedCo
           response: { 201: Workspace, ...commonErrorResponses },
         },
       },
-      async (request, reply) => reply.code(201).send(await workspaces.create(currentUser(request).id, request.body)),
+      async (request, reply) => reply.code(201).send(await workspaces.create(currentUser(request), request.body)),
     );
 
     app.get(

@@ -55,8 +55,8 @@ export class WorkspacesService {
     return this.describe(workspace.id);
   }
 
-  async create(userId: string, input: { name: string; slug?: string }) {
-    const org = await this.orgs.create(userId, input);
+  async create(user: { id: string; is_admin: boolean }, input: { name: string; slug?: string }) {
+    const org = await this.orgs.create(user, input);
     return this.describe(org.id);
   }
 

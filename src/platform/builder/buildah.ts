@@ -364,6 +364,31 @@ export class BuildahBuilder implements Builder {
     }
   }
 
+  /**
+   * Garbage collection: removes one version's tag from the application's build storage (the
+   * image goes with it once no other tag names it; layers a kept image shares stay). Runs as
+   * the build does, inside the application's sandbox on its own storage, so the tenant's
+   * files are touched only by the tenant's own process. Throws what buildah said when it refused.
+   */
+  async removeImage(applicationId: string, repositoryName: string, version: number): Promise<void> {
+    if (!this.buildah) return;
+    const storage = this.options.sandbox ? join(this.options.storageRoot, 'apps', applicationId) : this.options.storageRoot;
+    if (!existsSync(storage)) return;
+    const scratch = await mkdtemp(join(tmpdir(), 'slipway-buildah-gc-'));
+    try {
+      const ws: Workspace = this.options.sandbox
+        ? { storage, sandboxed: { applicationId, label: `gc-${applicationId}-${version}`, writable: [storage, scratch], cwd: scratch } }
+        : this.shared;
+      const reference = `localhost/${repositoryName}:${version}`;
+      const result = await this.exec(ws, this.buildah, [...this.storageArgs(ws), 'rmi', reference], {});
+      // Already gone (an earlier collection, a storage reset) is what we wanted.
+      if (result.code === 0 || /image not known|identifier is not an image|not found/i.test(result.stderr)) return;
+      throw new Error(`buildah rmi ${reference} failed: ${result.stderr.trim().split('\n').slice(-3).join(' ')}`);
+    } finally {
+      await rm(scratch, { recursive: true, force: true });
+    }
+  }
+
   /** The id of a local image, or null when the storage has no such image. */
   private async imageIdOf(ws: Workspace, name: string): Promise<string | null> {
     if (!this.buildah) return null;

@@ -56,6 +56,10 @@ export interface OrganizationsTable {
   slug: string;
   /** Migration 0005: a site administrator's per-organization build timeout (null: the configured default). */
   build_timeout_seconds: ColumnType<number | null, number | null | undefined, number | null>;
+  /** Migration 0023: a site administrator's per-organization disk quota in MiB (null: ORG_DISK_QUOTA_MB). */
+  disk_quota_mb: ColumnType<number | null, number | null | undefined, number | null>;
+  /** Migration 0023: the creating user, whose pipeline budget the organization shares. */
+  created_by: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -258,6 +262,18 @@ export interface ImagesTable extends BuildRecordColumns {
   artifact_path: string | null;
   /** `cron` of the image's slipway.json (migration 0015). */
   cron: NullableJsonColumn<ManifestCronEntry[]>;
+  /** When garbage collection removed its artifact and build-storage image (migration 0023). */
+  collected_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
+
+/** An organization's measured disk use by kind (migration 0023). */
+export interface OrganizationDiskUsageTable {
+  organization_id: string;
+  artifacts_bytes: ColumnType<string, number, number>;
+  images_bytes: ColumnType<string, number, number>;
+  caches_bytes: ColumnType<string, number, number>;
+  logs_bytes: ColumnType<string, number, number>;
+  measured_at: ColumnType<Date, Date | undefined, Date>;
 }
 
 export interface ReleasesTable extends BuildRecordColumns {
@@ -370,6 +386,7 @@ export interface PipelineTables {
   workers: WorkersTable;
   job_runs: JobRunsTable;
   row_counts: RowCountsTable;
+  organization_disk_usage: OrganizationDiskUsageTable;
 }
 
 /** Exact row totals of an application's lists, kept by triggers (migration 0019). */

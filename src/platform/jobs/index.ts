@@ -7,4 +7,4 @@ export {
   type SideQueueOptions,
   type SqlExecutor,
 } from './pipeline-jobs.js';
-export { PIPELINE_QUEUE, type JobPorts, type OrganizationLimits } from './job-store.js';
+export { PIPELINE_QUEUE, pipelineLimits, type JobBudget, type JobPorts, type OrganizationLimits } from './job-store.js';

@@ -15,8 +15,12 @@ export const PGBOSS_SCHEMA_VERSION = 24;
  * job store never reads the modules' tables.
  */
 export interface JobPorts {
-  /** The organization an application belongs to (null when unknown): its jobs count against its caps. */
-  organizationOf(applicationId: string): Promise<string | null>;
+  /**
+   * The organization an application belongs to and the user who created it (null when the
+   * application is unknown): its jobs count against both their caps. An organization with no
+   * recorded creator is its own owner.
+   */
+  budgetOf(applicationId: string): Promise<JobBudget | null>;
   /**
    * Applications whose instances run in another live worker's runtime (heartbeat within
    * `freshSeconds`): their jobs (deploys, reconciles) are that worker's, or two would diverge.
@@ -24,13 +28,47 @@ export interface JobPorts {
   applicationsHeldElsewhere(workerId: string, freshSeconds: number): Promise<string[]>;
 }
 
-/** Per-organization limits of the shared pipeline (see README, configuration). */
+export interface JobBudget {
+  organizationId: string;
+  ownerId: string;
+}
+
+/**
+ * Limits of the shared pipeline (see README, configuration): per organization, per creating
+ * user (all the organizations one user created share them, so a new organization resets
+ * nothing) and for the whole site.
+ */
 export interface OrganizationLimits {
   /** Jobs of one organization running at once, across all workers. */
   concurrency: number;
   /** Jobs of one organization waiting or running; more are refused (429). */
   queued: number;
+  /** Jobs of one user's organizations running at once. */
+  ownerConcurrency?: number;
+  /** Jobs of one user's organizations waiting or running; more are refused (429). */
+  ownerQueued?: number;
+  /** Jobs waiting or running on the site; more are refused (429). */
+  siteQueued?: number;
 }
+
+/** The pipeline's limits as the operator configured them. */
+export function pipelineLimits(config: {
+  PIPELINE_ORG_CONCURRENCY: number;
+  PIPELINE_ORG_QUEUE_LIMIT: number;
+  PIPELINE_USER_CONCURRENCY: number;
+  PIPELINE_USER_QUEUE_LIMIT: number;
+  PIPELINE_SITE_QUEUE_LIMIT: number;
+}): OrganizationLimits {
+  return {
+    concurrency: config.PIPELINE_ORG_CONCURRENCY,
+    queued: config.PIPELINE_ORG_QUEUE_LIMIT,
+    ownerConcurrency: config.PIPELINE_USER_CONCURRENCY,
+    ownerQueued: config.PIPELINE_USER_QUEUE_LIMIT,
+    siteQueued: config.PIPELINE_SITE_QUEUE_LIMIT,
+  };
+}
+
+const NO_PRACTICAL_LIMIT = 1_000_000;
 
 export interface FetchedJob {
   id: string;
@@ -59,18 +97,24 @@ export class JobStore {
     return rows[0] ? Number(rows[0].version) : null;
   }
 
-  /** Jobs of the organization waiting or running. */
-  async queuedFor(organizationId: string): Promise<number> {
-    const { rows } = await sql<{ n: string }>`
-      SELECT count(*) AS n FROM ${sql.raw(BOSS)}.job
-      WHERE name = ${PIPELINE_QUEUE} AND state < 'completed' AND data->>'organizationId' = ${organizationId}`.execute(this.db);
-    return Number(rows[0]?.n ?? 0);
+  /** Jobs waiting or running: of the organization, of its owner's organizations, on the site. */
+  async queuedFor(budget: JobBudget): Promise<{ organization: number; owner: number; site: number }> {
+    const { rows } = await sql<{ organization: string; owner: string; site: string }>`
+      SELECT count(*) FILTER (WHERE data->>'organizationId' = ${budget.organizationId}) AS organization,
+             count(*) FILTER (WHERE coalesce(data->>'ownerId', data->>'organizationId') = ${budget.ownerId}) AS owner,
+             count(*) AS site
+      FROM ${sql.raw(BOSS)}.job
+      WHERE name = ${PIPELINE_QUEUE} AND state < 'completed'`.execute(this.db);
+    const row = rows[0];
+    return { organization: Number(row?.organization ?? 0), owner: Number(row?.owner ?? 0), site: Number(row?.site ?? 0) };
   }
 
   /**
-   * Fairness across organizations: among the organizations under their concurrency cap, the
-   * one with the fewest running jobs goes first (oldest job first on a tie), so one
-   * organization's flood takes at most its cap of workers and others' jobs go next.
+   * Fairness across organizations: among the organizations under their concurrency cap whose
+   * creators are under theirs, the creator with the fewest running jobs goes first, then the
+   * organization with the fewest (oldest job first on a tie), so one organization's flood, or
+   * one user's across the organizations they created, takes at most its cap of workers and
+   * others' jobs go next.
    * Fetches run one at a time (advisory lock) so the cap holds across workers.
    */
   async fetchNext(workerId: string, kinds: string[], heldElsewhere: string[] = []): Promise<FetchedJob | null> {
@@ -79,15 +123,21 @@ export class JobStore {
       return await this.db.transaction().execute(async (trx) => {
         await sql`SELECT pg_advisory_xact_lock(hashtext('slipway.pipeline-fetch'))`.execute(trx);
         const { rows } = await sql<FetchedJob>`
-        WITH running AS (
-          SELECT data->>'organizationId' AS org, count(*) AS n FROM ${sql.raw(BOSS)}.job
-          WHERE name = ${PIPELINE_QUEUE} AND state = 'active' GROUP BY 1
+        WITH active AS (
+          SELECT data->>'organizationId' AS org, coalesce(data->>'ownerId', data->>'organizationId') AS owner
+          FROM ${sql.raw(BOSS)}.job WHERE name = ${PIPELINE_QUEUE} AND state = 'active'
+        ), running AS (
+          SELECT org, count(*) AS n FROM active GROUP BY 1
+        ), running_owners AS (
+          SELECT owner, count(*) AS n FROM active GROUP BY 1
         ), next AS (
           SELECT j.id FROM ${sql.raw(BOSS)}.job j
           LEFT JOIN running r ON r.org = j.data->>'organizationId'
+          LEFT JOIN running_owners ro ON ro.owner = coalesce(j.data->>'ownerId', j.data->>'organizationId')
           WHERE j.name = ${PIPELINE_QUEUE} AND j.state < 'active' AND j.start_after < now()
             -- Jobs of no known organization (none in the API's jobs) have no cap.
             AND coalesce(r.n, 0) < ${this.limits.concurrency}
+            AND coalesce(ro.n, 0) < ${this.limits.ownerConcurrency ?? NO_PRACTICAL_LIMIT}
             AND j.data->>'kind' = ANY(${kinds}::text[])
             AND NOT EXISTS (
               SELECT 1 FROM ${sql.raw(BOSS)}.job a
@@ -98,7 +148,7 @@ export class JobStore {
                 AND (o.created_on, o.id) < (j.created_on, j.id))
             -- An application's instances run in one worker's runtime (see JobPorts).
             AND NOT (j.singleton_key = ANY(${heldElsewhere}::text[]))
-          ORDER BY coalesce(r.n, 0), j.created_on, j.id
+          ORDER BY coalesce(ro.n, 0), coalesce(r.n, 0), j.created_on, j.id
           LIMIT 1
           FOR UPDATE OF j SKIP LOCKED
         ), started AS (

@@ -51,7 +51,7 @@ const JOB_EXPIRE_SECONDS = 6 * 60 * 60;
 const silent: JobsLogger = { info() {}, warn() {}, error() {} };
 const MAX_RETRY_DELAY_MS = 5000;
 /** Until the composition root gives real ports: no organization, no application held elsewhere. */
-const noPorts: JobPorts = { organizationOf: async () => null, applicationsHeldElsewhere: async () => [] };
+const noPorts: JobPorts = { budgetOf: async () => null, applicationsHeldElsewhere: async () => [] };
 
 /** A queue beside the pipeline's: no per-application order; pg-boss retries a failed job with backoff. */
 export interface SideQueueOptions {
@@ -104,6 +104,7 @@ export class PipelineJobs implements Jobs {
   private ticking = false;
   private ports: JobPorts = noPorts;
   private readonly sideQueues = new Map<string, SideQueue>();
+  private readonly afterJobListeners: Array<(data: PipelineJobData, ok: boolean) => Promise<unknown>> = [];
 
   constructor(private readonly options: PipelineJobsOptions) {
     this.store = new JobStore(options.db, options.organizationLimits);
@@ -249,25 +250,43 @@ export class PipelineJobs implements Jobs {
   }
 
   /**
-   * Refuses (429) a new job of an application whose organization already has its cap of
-   * jobs waiting or running. Services call this before storing the job's record.
+   * Refuses (429) a new job of an application whose organization, or whose organization's
+   * creator across all the organizations they created, or the whole site, already has its cap
+   * of jobs waiting or running. Services call this before storing the job's record.
    */
   async ensureRoom(applicationId: string): Promise<void> {
-    const organizationId = await this.ports.organizationOf(applicationId);
-    if (!organizationId) return;
-    const limit = this.options.organizationLimits?.queued;
-    if (limit !== undefined && (await this.store.queuedFor(organizationId)) >= limit) {
+    const budget = await this.ports.budgetOf(applicationId);
+    if (!budget) return;
+    const limits = this.options.organizationLimits;
+    if (!limits) return;
+    const queued = await this.store.queuedFor(budget);
+    const later = 'try again when some have finished';
+    if (queued.organization >= limits.queued)
+      throw new AppError('RATE_LIMITED', `The organization already has ${limits.queued} pipeline jobs waiting or running; ${later}`);
+    if (limits.ownerQueued !== undefined && queued.owner >= limits.ownerQueued)
       throw new AppError(
         'RATE_LIMITED',
-        `The organization already has ${limit} pipeline jobs waiting or running; try again when some have finished`,
+        `The organizations created by this organization's creator already have ${limits.ownerQueued} pipeline jobs waiting or running ` +
+          `together (the budget is per creating user, not per organization); ${later}`,
       );
-    }
+    if (limits.siteQueued !== undefined && queued.site >= limits.siteQueued)
+      throw new AppError('RATE_LIMITED', `The platform already has ${limits.siteQueued} pipeline jobs waiting or running; ${later}`);
+  }
+
+  /**
+   * Runs `listener` after each pipeline job this process settles (e.g. collecting what an
+   * application's deploy left unreferenced). Its failures are logged, never the job's.
+   */
+  afterJobs(listener: (data: PipelineJobData, ok: boolean) => Promise<unknown>): void {
+    this.afterJobListeners.push(listener);
   }
 
   async enqueue(kind: JobKind, data: JobInput): Promise<string> {
     if (!this.boss) throw new Error('The job store is not started');
-    const organizationId = data.organizationId ?? (await this.ports.organizationOf(data.applicationId));
-    const id = await this.boss.send(PIPELINE_QUEUE, { ...data, organizationId, kind }, { singletonKey: data.applicationId });
+    const budget = data.organizationId && data.ownerId ? null : await this.ports.budgetOf(data.applicationId);
+    const organizationId = data.organizationId ?? budget?.organizationId ?? null;
+    const ownerId = data.ownerId ?? budget?.ownerId ?? organizationId;
+    const id = await this.boss.send(PIPELINE_QUEUE, { ...data, organizationId, ownerId, kind }, { singletonKey: data.applicationId });
     if (!id) throw new Error('The job store refused the job');
     this.poke();
     return id;
@@ -437,6 +456,9 @@ export class PipelineJobs implements Jobs {
     if (settled && failure === null) this.logger.info({ jobId, kind: data.kind, ms: Date.now() - started }, 'pipeline job finished');
     // Only once the job is settled: a run record without a settled job is what recovery looks for.
     if (settled) await this.persist('finishing a pipeline run', { jobId }, () => this.store.finishRun(jobId));
+    for (const listener of this.afterJobListeners) {
+      await listener(data, failure === null).catch((err) => this.logger.error({ err, jobId, kind: data.kind }, 'after-job work failed'));
+    }
     // Finishing a job may unblock the application's next one.
     this.poke();
   }

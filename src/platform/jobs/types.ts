@@ -13,8 +13,10 @@ export interface JobInput {
   environmentId?: string;
   /** The record (image, release, deployment) the job works on. */
   recordId?: string;
-  /** Filled in at enqueue (JobPorts.organizationOf): the organization whose caps the job counts against. */
+  /** Filled in at enqueue (JobPorts.budgetOf): the organization whose caps the job counts against. */
   organizationId?: string | null;
+  /** Filled in at enqueue: the user who created that organization, whose caps all their organizations share. */
+  ownerId?: string | null;
   [key: string]: unknown;
 }
 
