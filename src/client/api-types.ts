@@ -445,7 +445,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-25"][];
+                        "application/json": components["schemas"]["def-26"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -618,7 +618,7 @@ export interface paths {
                         cooldown_seconds?: number;
                         max: number;
                         min: number;
-                        target: components["schemas"]["def-26"];
+                        target: components["schemas"]["def-27"];
                     };
                 };
             };
@@ -647,7 +647,7 @@ export interface paths {
                             max: number;
                             min: number;
                             process_type: string;
-                            target: components["schemas"]["def-26"];
+                            target: components["schemas"]["def-27"];
                             /**
                              * Format: date-time
                              * @description ISO-8601 UTC
@@ -977,7 +977,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-24"][];
+                        "application/json": components["schemas"]["def-25"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -1514,7 +1514,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            items: components["schemas"]["def-23"][];
+                            items: components["schemas"]["def-24"][];
                             pagination: {
                                 page: number;
                                 pages: number;
@@ -1879,7 +1879,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            items: components["schemas"]["def-19"][];
+                            items: components["schemas"]["def-20"][];
                             pagination: {
                                 page: number;
                                 pages: number;
@@ -2052,7 +2052,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-22"][];
+                        "application/json": components["schemas"]["def-23"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -2186,7 +2186,7 @@ export interface paths {
             };
         };
         put?: never;
-        /** Claim a host name for an environment (409 when any application has it); it goes live once verified */
+        /** Claim a host name for an environment (409 when another application proved it); it goes live once verified by a DNS TXT record */
         post: {
             parameters: {
                 query?: never;
@@ -2235,12 +2235,16 @@ export interface paths {
                             https_redirect: boolean;
                             /** @description UUID (v7) */
                             id: string;
+                            /** @description add the TXT record to the domain's zone, then call verify: the first claim proven owns the name */
                             verification: {
                                 /** @enum {string} */
-                                method: "http";
+                                method: "dns";
+                                /** @description `_slipway-challenge.<hostname>` */
+                                record_name: string;
+                                /** @enum {string} */
+                                record_type: "TXT";
+                                /** @description the TXT record's value, this claim's own */
                                 token: string;
-                                /** @description the edge must answer this URL with `token` (point the name at the edge, then call verify) */
-                                url: string;
                             };
                             verified: boolean;
                             verified_at: string | null;
@@ -2429,12 +2433,16 @@ export interface paths {
                             https_redirect: boolean;
                             /** @description UUID (v7) */
                             id: string;
+                            /** @description add the TXT record to the domain's zone, then call verify: the first claim proven owns the name */
                             verification: {
                                 /** @enum {string} */
-                                method: "http";
+                                method: "dns";
+                                /** @description `_slipway-challenge.<hostname>` */
+                                record_name: string;
+                                /** @enum {string} */
+                                record_type: "TXT";
+                                /** @description the TXT record's value, this claim's own */
                                 token: string;
-                                /** @description the edge must answer this URL with `token` (point the name at the edge, then call verify) */
-                                url: string;
                             };
                             verified: boolean;
                             verified_at: string | null;
@@ -2741,7 +2749,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Check ownership (the name must reach the edge, which answers `verification.url` with the token); then a certificate is requested */
+        /** Check ownership (the TXT record `verification.record_name` holds `verification.token`; 409 when another application proved it first); then a certificate is requested */
         post: {
             parameters: {
                 query?: never;
@@ -2780,12 +2788,16 @@ export interface paths {
                             https_redirect: boolean;
                             /** @description UUID (v7) */
                             id: string;
+                            /** @description add the TXT record to the domain's zone, then call verify: the first claim proven owns the name */
                             verification: {
                                 /** @enum {string} */
-                                method: "http";
+                                method: "dns";
+                                /** @description `_slipway-challenge.<hostname>` */
+                                record_name: string;
+                                /** @enum {string} */
+                                record_type: "TXT";
+                                /** @description the TXT record's value, this claim's own */
                                 token: string;
-                                /** @description the edge must answer this URL with `token` (point the name at the edge, then call verify) */
-                                url: string;
                             };
                             verified: boolean;
                             verified_at: string | null;
@@ -3652,7 +3664,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-20"][];
+                        "application/json": components["schemas"]["def-21"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -3832,7 +3844,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            items: components["schemas"]["def-28"][];
+                            items: components["schemas"]["def-29"][];
                         };
                     };
                 };
@@ -4385,7 +4397,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-21"][];
+                        "application/json": components["schemas"]["def-22"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -5271,7 +5283,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            items: components["schemas"]["def-23"][];
+                            items: components["schemas"]["def-24"][];
                             pagination: {
                                 page: number;
                                 pages: number;
@@ -5913,7 +5925,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            items: components["schemas"]["def-27"][];
+                            items: components["schemas"]["def-28"][];
                             pagination: {
                                 page: number;
                                 pages: number;
@@ -9488,6 +9500,192 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/github/installations/{installation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Link an installation to an organization (site administrators; moves it from any other) */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description GitHub's installation id */
+                    installation_id: number;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        organization: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description GitHub account it is installed on (from its hooks) */
+                            account: string | null;
+                            installation_id: number;
+                            /**
+                             * Format: date-time
+                             * @description ISO-8601 UTC
+                             */
+                            linked_at: string;
+                            /** @description `setup`: the App's setup flow by an organization admin; `admin`: a site administrator */
+                            linked_via: "setup" | "admin";
+                            organization: string;
+                            repository_selection: string | null;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/images/{application_id}": {
         parameters: {
             query?: never;
@@ -10747,6 +10945,206 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/integrations/github/setup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The App's setup URL: GitHub redirects the installing admin here; links the installation once GitHub confirms this user reaches it */
+        get: {
+            parameters: {
+                query: {
+                    /** @description user authorization code (OAuth during installation) */
+                    code?: string;
+                    /** @description GitHub's installation id */
+                    installation_id: number;
+                    setup_action?: string;
+                    state: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description GitHub account it is installed on (from its hooks) */
+                            account: string | null;
+                            installation_id: number;
+                            /**
+                             * Format: date-time
+                             * @description ISO-8601 UTC
+                             */
+                            linked_at: string;
+                            /** @description `setup`: the App's setup flow by an organization admin; `admin`: a site administrator */
+                            linked_via: "setup" | "admin";
+                            organization: string;
+                            repository_selection: string | null;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/integrations/health": {
         parameters: {
             query?: never;
@@ -11572,6 +11970,534 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organizations/{org_slug}/github/installations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The GitHub App installations linked to the organization (the only ones its applications may use) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["def-10"][];
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organizations/{org_slug}/github/installations/{installation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Unlink an installation from the organization (admins); its applications can no longer use it */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description GitHub's installation id */
+                    installation_id: number;
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            ok: boolean;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organizations/{org_slug}/github/installations/setup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start installing the GitHub App for the organization (admins): the install link, carrying a sealed state */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /**
+                             * Format: date-time
+                             * @description ISO-8601 UTC
+                             */
+                            expires: string;
+                            /** @description send the organization admin here to install the App */
+                            install_url: string;
+                            /** @description sealed: the organization, the user and an expiry (GitHub hands it back to the setup URL) */
+                            state: string;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+                /** @description Every error: `status` equals the HTTP status */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            errors?: {
+                                field: string;
+                                message: string;
+                            }[];
+                            message: string;
+                            status: number;
+                        };
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;
@@ -15958,7 +16884,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-10"][];
+                        "application/json": components["schemas"]["def-11"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -17379,7 +18305,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-11"][];
+                        "application/json": components["schemas"]["def-12"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -18044,7 +18970,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-12"][];
+                        "application/json": components["schemas"]["def-13"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -19482,7 +20408,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-11"][];
+                        "application/json": components["schemas"]["def-12"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -19647,7 +20573,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-15"][];
+                        "application/json": components["schemas"]["def-16"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -21469,7 +22395,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-11"][];
+                        "application/json": components["schemas"]["def-12"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -21858,7 +22784,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-16"][];
+                        "application/json": components["schemas"]["def-17"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -23041,8 +23967,8 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            previews: components["schemas"]["def-18"][];
-                            settings: components["schemas"]["def-17"];
+                            previews: components["schemas"]["def-19"][];
+                            settings: components["schemas"]["def-18"];
                         };
                     };
                 };
@@ -23207,8 +24133,8 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            previews: components["schemas"]["def-18"][];
-                            settings: components["schemas"]["def-17"];
+                            previews: components["schemas"]["def-19"][];
+                            settings: components["schemas"]["def-18"];
                         };
                     };
                 };
@@ -23523,7 +24449,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-13"][];
+                        "application/json": components["schemas"]["def-14"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -23692,7 +24618,7 @@ export interface paths {
                             created: string;
                             /** @description UUID (v7) */
                             id: string;
-                            members: components["schemas"]["def-14"][];
+                            members: components["schemas"]["def-15"][];
                             name: string;
                             /** @description slugs of the projects the team owns */
                             projects: string[];
@@ -23870,7 +24796,7 @@ export interface paths {
                             created: string;
                             /** @description UUID (v7) */
                             id: string;
-                            members: components["schemas"]["def-14"][];
+                            members: components["schemas"]["def-15"][];
                             name: string;
                             /** @description slugs of the projects the team owns */
                             projects: string[];
@@ -25096,7 +26022,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-11"][];
+                        "application/json": components["schemas"]["def-12"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -25278,7 +26204,7 @@ export interface paths {
                             created: string;
                             /** @description UUID (v7) */
                             id: string;
-                            members: components["schemas"]["def-14"][];
+                            members: components["schemas"]["def-15"][];
                             name: string;
                             /** @description slugs of the projects the team owns */
                             projects: string[];
@@ -25769,8 +26695,22 @@ export interface components {
             updated: string;
             version: number;
         };
-        /** Workspace */
+        /** GitHubInstallation */
         "def-10": {
+            /** @description GitHub account it is installed on (from its hooks) */
+            account: string | null;
+            installation_id: number;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            linked_at: string;
+            /** @description `setup`: the App's setup flow by an organization admin; `admin`: a site administrator */
+            linked_via: "setup" | "admin";
+            repository_selection: string | null;
+        };
+        /** Workspace */
+        "def-11": {
             /**
              * Format: date-time
              * @description ISO-8601 UTC
@@ -25791,14 +26731,14 @@ export interface components {
             updated: string;
         };
         /** BulkEntryResult */
-        "def-11": {
+        "def-12": {
             message?: string;
             name: string;
             result: "created" | "updated" | "skipped" | "error";
             variable?: components["schemas"]["def-7"];
         };
         /** WorkspaceProject */
-        "def-12": {
+        "def-13": {
             /**
              * Format: date-time
              * @description ISO-8601 UTC
@@ -25822,7 +26762,7 @@ export interface components {
             workspace: string;
         };
         /** Team */
-        "def-13": {
+        "def-14": {
             /**
              * Format: date-time
              * @description ISO-8601 UTC
@@ -25830,14 +26770,14 @@ export interface components {
             created: string;
             /** @description UUID (v7) */
             id: string;
-            members: components["schemas"]["def-14"][];
+            members: components["schemas"]["def-15"][];
             name: string;
             /** @description slugs of the projects the team owns */
             projects: string[];
             slug: string;
         };
         /** TeamMember */
-        "def-14": {
+        "def-15": {
             /** @description shown to workspace admins and the member themself */
             email?: string;
             /** @description UUID (v7) */
@@ -25845,7 +26785,7 @@ export interface components {
             username: string;
         };
         /** Environment */
-        "def-15": {
+        "def-16": {
             /** @description branch built by this environment's deploys (null: each service's own) */
             auto_deploy_branch: string | null;
             /**
@@ -25879,7 +26819,7 @@ export interface components {
             updated: string;
         };
         /** EnvDeploy */
-        "def-16": {
+        "def-17": {
             complete: boolean;
             /**
              * Format: date-time
@@ -25913,14 +26853,14 @@ export interface components {
             updated: string;
         };
         /** PreviewSettings */
-        "def-17": {
+        "def-18": {
             copy_secrets: boolean;
             enabled: boolean;
             max_concurrent: number | null;
             template_environment: string | null;
         };
         /** Preview */
-        "def-18": {
+        "def-19": {
             /**
              * Format: date-time
              * @description ISO-8601 UTC
@@ -25944,7 +26884,7 @@ export interface components {
             };
         };
         /** DeploymentSummary */
-        "def-19": {
+        "def-20": {
             /** @description UUID (v7) */
             application_id: string;
             complete: boolean;
@@ -26025,7 +26965,7 @@ export interface components {
             updated: string;
         };
         /** Instance */
-        "def-20": {
+        "def-21": {
             id: string;
             /** @description why it last stopped on its own, e.g. `OOM: exceeded 384 MiB of m1.small` */
             last_exit: string | null;
@@ -26049,7 +26989,7 @@ export interface components {
             updated_at: string;
         };
         /** RequestMinute */
-        "def-21": {
+        "def-22": {
             environment: string;
             latency: {
                 /** @description upper bound of each bucket; the last bucket counts slower requests */
@@ -26073,7 +27013,7 @@ export interface components {
             };
         };
         /** Domain */
-        "def-22": {
+        "def-23": {
             /** @description UUID (v7) */
             application_id: string;
             certificate: {
@@ -26093,18 +27033,22 @@ export interface components {
             https_redirect: boolean;
             /** @description UUID (v7) */
             id: string;
+            /** @description add the TXT record to the domain's zone, then call verify: the first claim proven owns the name */
             verification: {
                 /** @enum {string} */
-                method: "http";
+                method: "dns";
+                /** @description `_slipway-challenge.<hostname>` */
+                record_name: string;
+                /** @enum {string} */
+                record_type: "TXT";
+                /** @description the TXT record's value, this claim's own */
                 token: string;
-                /** @description the edge must answer this URL with `token` (point the name at the edge, then call verify) */
-                url: string;
             };
             verified: boolean;
             verified_at: string | null;
         };
         /** OneOffRun */
-        "def-23": {
+        "def-24": {
             /** @description UUID (v7) */
             application_id: string;
             command: string;
@@ -26133,7 +27077,7 @@ export interface components {
             timeout_seconds: number;
         };
         /** CronEntry */
-        "def-24": {
+        "def-25": {
             /** @description UUID (v7) */
             application_id: string;
             command: string;
@@ -26160,7 +27104,7 @@ export interface components {
             updated_at: string;
         };
         /** AutoscalePolicy */
-        "def-25": {
+        "def-26": {
             /** @description UUID (v7) */
             application_id: string;
             cooldown_seconds: number;
@@ -26178,7 +27122,7 @@ export interface components {
             max: number;
             min: number;
             process_type: string;
-            target: components["schemas"]["def-26"];
+            target: components["schemas"]["def-27"];
             /**
              * Format: date-time
              * @description ISO-8601 UTC
@@ -26186,7 +27130,7 @@ export interface components {
             updated_at: string;
         };
         /** AutoscaleTarget */
-        "def-26": {
+        "def-27": {
             /** @description average CPU per instance, % of its pod class's CPU request */
             cpu_percent: number;
         } | {
@@ -26194,7 +27138,7 @@ export interface components {
             requests_per_second: number;
         };
         /** ScaleEvent */
-        "def-27": {
+        "def-28": {
             /** @description UUID (v7) */
             application_id: string;
             /**
@@ -26215,7 +27159,7 @@ export interface components {
             to: number;
         };
         /** AppLogLine */
-        "def-28": {
+        "def-29": {
             /** @description UUID (v7) */
             environment_id: string;
             /** @description Increasing per application; the SSE event id */

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
 import { routerGet } from '../helpers/router-get.js';
 import { waitFor } from '../helpers/wait.js';
+import { TxtServer } from '../helpers/dns-server.js';
 import { Agent as HttpAgent, request as httpRequest, type ClientRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { deployableApp, settled, type Deployable } from '../pipeline-deploy/fixtures.js';
@@ -71,6 +72,7 @@ async function loadThroughCaddy(port: number, host: string, stop: Promise<unknow
 describe.skipIf(!!missing)('EDGE_DRIVER=caddy: applications served by Caddy, configured through its admin API', () => {
   let h: Harness;
   let caddy: CaddyProcess;
+  let dns: TxtServer;
   let pebble: Pebble;
   let dir: string;
   let alice: TestUser;
@@ -97,6 +99,7 @@ describe.skipIf(!!missing)('EDGE_DRIVER=caddy: applications served by Caddy, con
     [httpPort, httpsPort] = [await freePort(), await freePort()];
     caddy = await startCaddy(dir);
     pebble = await startPebble(dir, httpPort);
+    dns = await new TxtServer().start();
     h = await createHarness(
       {
         EDGE_DRIVER: 'caddy',
@@ -110,8 +113,7 @@ describe.skipIf(!!missing)('EDGE_DRIVER=caddy: applications served by Caddy, con
         ACME_DIRECTORY_URL: pebble.directoryUrl,
         ACME_CA_FILE: pebble.listenerCaFile,
         ACME_EMAIL: 'ops@example.com',
-        DOMAIN_CHECK_ADDRESS: '127.0.0.1',
-        DOMAIN_CHECK_PORT: httpPort,
+        DOMAIN_DNS_SERVER: dns.address,
       },
       { jobs: true, runtime: true },
     );
@@ -126,6 +128,7 @@ describe.skipIf(!!missing)('EDGE_DRIVER=caddy: applications served by Caddy, con
     await h?.close();
     await caddy?.stop();
     await pebble?.stop();
+    await dns?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
@@ -161,6 +164,7 @@ describe.skipIf(!!missing)('EDGE_DRIVER=caddy: applications served by Caddy, con
     const created = await api('POST', `/v1/applications/${app.appId}/domains`, { hostname: DOMAIN, hsts: true });
     expect(created.statusCode, created.body).toBe(201);
     const domainId = created.json().id;
+    dns.prove(DOMAIN, created.json().verification.token);
     const verified = await api('POST', `/v1/applications/${app.appId}/domains/${domainId}/verify`);
     expect(verified.statusCode, verified.body).toBe(200);
     await waitFor(
@@ -234,6 +238,7 @@ describe.skipIf(!!missing)('EDGE_DRIVER=caddy: applications served by Caddy, con
 describe.skipIf(!!missing)('EDGE_DRIVER=caddy with EDGE_CERTIFICATES=caddy: Caddy obtains the certificate itself', () => {
   let h: Harness;
   let caddy: CaddyProcess;
+  let dns: TxtServer;
   let pebble: Pebble;
   let dir: string;
   let alice: TestUser;
@@ -246,6 +251,7 @@ describe.skipIf(!!missing)('EDGE_DRIVER=caddy with EDGE_CERTIFICATES=caddy: Cadd
     [httpPort, httpsPort] = [await freePort(), await freePort()];
     caddy = await startCaddy(dir);
     pebble = await startPebble(dir, httpPort);
+    dns = await new TxtServer().start();
     h = await createHarness(
       {
         EDGE_DRIVER: 'caddy',
@@ -257,8 +263,7 @@ describe.skipIf(!!missing)('EDGE_DRIVER=caddy with EDGE_CERTIFICATES=caddy: Cadd
         ACME_DIRECTORY_URL: pebble.directoryUrl,
         ACME_CA_FILE: pebble.listenerCaFile,
         ACME_EMAIL: 'ops@example.com',
-        DOMAIN_CHECK_ADDRESS: '127.0.0.1',
-        DOMAIN_CHECK_PORT: httpPort,
+        DOMAIN_DNS_SERVER: dns.address,
       },
       { jobs: true, runtime: true },
     );
@@ -274,6 +279,7 @@ describe.skipIf(!!missing)('EDGE_DRIVER=caddy with EDGE_CERTIFICATES=caddy: Cadd
     await h?.close();
     await caddy?.stop();
     await pebble?.stop();
+    await dns?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
@@ -286,6 +292,7 @@ describe.skipIf(!!missing)('EDGE_DRIVER=caddy with EDGE_CERTIFICATES=caddy: Cadd
       payload: { hostname: DOMAIN },
     });
     expect(created.statusCode, created.body).toBe(201);
+    dns.prove(DOMAIN, created.json().verification.token);
     const verified = await api('POST', `/v1/applications/${app.appId}/domains/${created.json().id}/verify`);
     expect(verified.statusCode, verified.body).toBe(200);
     expect(verified.json().certificate.status).toBe('none');
