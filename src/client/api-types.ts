@@ -445,7 +445,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-26"][];
+                        "application/json": components["schemas"]["def-25"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -618,7 +618,7 @@ export interface paths {
                         cooldown_seconds?: number;
                         max: number;
                         min: number;
-                        target: components["schemas"]["def-27"];
+                        target: components["schemas"]["def-26"];
                     };
                 };
             };
@@ -647,7 +647,7 @@ export interface paths {
                             max: number;
                             min: number;
                             process_type: string;
-                            target: components["schemas"]["def-27"];
+                            target: components["schemas"]["def-26"];
                             /**
                              * Format: date-time
                              * @description ISO-8601 UTC
@@ -977,7 +977,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-25"][];
+                        "application/json": components["schemas"]["def-24"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -1514,7 +1514,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            items: components["schemas"]["def-24"][];
+                            items: components["schemas"]["def-23"][];
                             pagination: {
                                 page: number;
                                 pages: number;
@@ -1879,7 +1879,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            items: components["schemas"]["def-20"][];
+                            items: components["schemas"]["def-19"][];
                             pagination: {
                                 page: number;
                                 pages: number;
@@ -2052,7 +2052,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-23"][];
+                        "application/json": components["schemas"]["def-22"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -3664,7 +3664,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-21"][];
+                        "application/json": components["schemas"]["def-20"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -3844,7 +3844,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            items: components["schemas"]["def-29"][];
+                            items: components["schemas"]["def-28"][];
                         };
                     };
                 };
@@ -4397,7 +4397,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-22"][];
+                        "application/json": components["schemas"]["def-21"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -5283,7 +5283,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            items: components["schemas"]["def-24"][];
+                            items: components["schemas"]["def-23"][];
                             pagination: {
                                 page: number;
                                 pages: number;
@@ -5925,7 +5925,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            items: components["schemas"]["def-28"][];
+                            items: components["schemas"]["def-27"][];
                             pagination: {
                                 page: number;
                                 pages: number;
@@ -12001,7 +12001,19 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-10"][];
+                        "application/json": {
+                            /** @description GitHub account it is installed on (from its hooks) */
+                            account: string | null;
+                            installation_id: number;
+                            /**
+                             * Format: date-time
+                             * @description ISO-8601 UTC
+                             */
+                            linked_at: string;
+                            /** @description `setup`: the App's setup flow by an organization admin; `admin`: a site administrator */
+                            linked_via: "setup" | "admin";
+                            repository_selection: string | null;
+                        }[];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -16884,7 +16896,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-11"][];
+                        "application/json": components["schemas"]["def-10"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -18305,7 +18317,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-12"][];
+                        "application/json": components["schemas"]["def-11"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -18970,7 +18982,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-13"][];
+                        "application/json": components["schemas"]["def-12"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -20408,7 +20420,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-12"][];
+                        "application/json": components["schemas"]["def-11"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -20573,7 +20585,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-16"][];
+                        "application/json": components["schemas"]["def-15"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -22395,7 +22407,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-12"][];
+                        "application/json": components["schemas"]["def-11"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -22784,7 +22796,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-17"][];
+                        "application/json": components["schemas"]["def-16"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -23967,8 +23979,8 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            previews: components["schemas"]["def-19"][];
-                            settings: components["schemas"]["def-18"];
+                            previews: components["schemas"]["def-18"][];
+                            settings: components["schemas"]["def-17"];
                         };
                     };
                 };
@@ -24133,8 +24145,8 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            previews: components["schemas"]["def-19"][];
-                            settings: components["schemas"]["def-18"];
+                            previews: components["schemas"]["def-18"][];
+                            settings: components["schemas"]["def-17"];
                         };
                     };
                 };
@@ -24449,7 +24461,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-14"][];
+                        "application/json": components["schemas"]["def-13"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -24618,7 +24630,7 @@ export interface paths {
                             created: string;
                             /** @description UUID (v7) */
                             id: string;
-                            members: components["schemas"]["def-15"][];
+                            members: components["schemas"]["def-14"][];
                             name: string;
                             /** @description slugs of the projects the team owns */
                             projects: string[];
@@ -24796,7 +24808,7 @@ export interface paths {
                             created: string;
                             /** @description UUID (v7) */
                             id: string;
-                            members: components["schemas"]["def-15"][];
+                            members: components["schemas"]["def-14"][];
                             name: string;
                             /** @description slugs of the projects the team owns */
                             projects: string[];
@@ -26022,7 +26034,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["def-12"][];
+                        "application/json": components["schemas"]["def-11"][];
                     };
                 };
                 /** @description Every error: `status` equals the HTTP status */
@@ -26204,7 +26216,7 @@ export interface paths {
                             created: string;
                             /** @description UUID (v7) */
                             id: string;
-                            members: components["schemas"]["def-15"][];
+                            members: components["schemas"]["def-14"][];
                             name: string;
                             /** @description slugs of the projects the team owns */
                             projects: string[];
@@ -26695,22 +26707,8 @@ export interface components {
             updated: string;
             version: number;
         };
-        /** GitHubInstallation */
-        "def-10": {
-            /** @description GitHub account it is installed on (from its hooks) */
-            account: string | null;
-            installation_id: number;
-            /**
-             * Format: date-time
-             * @description ISO-8601 UTC
-             */
-            linked_at: string;
-            /** @description `setup`: the App's setup flow by an organization admin; `admin`: a site administrator */
-            linked_via: "setup" | "admin";
-            repository_selection: string | null;
-        };
         /** Workspace */
-        "def-11": {
+        "def-10": {
             /**
              * Format: date-time
              * @description ISO-8601 UTC
@@ -26731,14 +26729,14 @@ export interface components {
             updated: string;
         };
         /** BulkEntryResult */
-        "def-12": {
+        "def-11": {
             message?: string;
             name: string;
             result: "created" | "updated" | "skipped" | "error";
             variable?: components["schemas"]["def-7"];
         };
         /** WorkspaceProject */
-        "def-13": {
+        "def-12": {
             /**
              * Format: date-time
              * @description ISO-8601 UTC
@@ -26762,7 +26760,7 @@ export interface components {
             workspace: string;
         };
         /** Team */
-        "def-14": {
+        "def-13": {
             /**
              * Format: date-time
              * @description ISO-8601 UTC
@@ -26770,14 +26768,14 @@ export interface components {
             created: string;
             /** @description UUID (v7) */
             id: string;
-            members: components["schemas"]["def-15"][];
+            members: components["schemas"]["def-14"][];
             name: string;
             /** @description slugs of the projects the team owns */
             projects: string[];
             slug: string;
         };
         /** TeamMember */
-        "def-15": {
+        "def-14": {
             /** @description shown to workspace admins and the member themself */
             email?: string;
             /** @description UUID (v7) */
@@ -26785,7 +26783,7 @@ export interface components {
             username: string;
         };
         /** Environment */
-        "def-16": {
+        "def-15": {
             /** @description branch built by this environment's deploys (null: each service's own) */
             auto_deploy_branch: string | null;
             /**
@@ -26819,7 +26817,7 @@ export interface components {
             updated: string;
         };
         /** EnvDeploy */
-        "def-17": {
+        "def-16": {
             complete: boolean;
             /**
              * Format: date-time
@@ -26853,14 +26851,14 @@ export interface components {
             updated: string;
         };
         /** PreviewSettings */
-        "def-18": {
+        "def-17": {
             copy_secrets: boolean;
             enabled: boolean;
             max_concurrent: number | null;
             template_environment: string | null;
         };
         /** Preview */
-        "def-19": {
+        "def-18": {
             /**
              * Format: date-time
              * @description ISO-8601 UTC
@@ -26884,7 +26882,7 @@ export interface components {
             };
         };
         /** DeploymentSummary */
-        "def-20": {
+        "def-19": {
             /** @description UUID (v7) */
             application_id: string;
             complete: boolean;
@@ -26965,7 +26963,7 @@ export interface components {
             updated: string;
         };
         /** Instance */
-        "def-21": {
+        "def-20": {
             id: string;
             /** @description why it last stopped on its own, e.g. `OOM: exceeded 384 MiB of m1.small` */
             last_exit: string | null;
@@ -26989,7 +26987,7 @@ export interface components {
             updated_at: string;
         };
         /** RequestMinute */
-        "def-22": {
+        "def-21": {
             environment: string;
             latency: {
                 /** @description upper bound of each bucket; the last bucket counts slower requests */
@@ -27013,7 +27011,7 @@ export interface components {
             };
         };
         /** Domain */
-        "def-23": {
+        "def-22": {
             /** @description UUID (v7) */
             application_id: string;
             certificate: {
@@ -27048,7 +27046,7 @@ export interface components {
             verified_at: string | null;
         };
         /** OneOffRun */
-        "def-24": {
+        "def-23": {
             /** @description UUID (v7) */
             application_id: string;
             command: string;
@@ -27077,7 +27075,7 @@ export interface components {
             timeout_seconds: number;
         };
         /** CronEntry */
-        "def-25": {
+        "def-24": {
             /** @description UUID (v7) */
             application_id: string;
             command: string;
@@ -27104,7 +27102,7 @@ export interface components {
             updated_at: string;
         };
         /** AutoscalePolicy */
-        "def-26": {
+        "def-25": {
             /** @description UUID (v7) */
             application_id: string;
             cooldown_seconds: number;
@@ -27122,7 +27120,7 @@ export interface components {
             max: number;
             min: number;
             process_type: string;
-            target: components["schemas"]["def-27"];
+            target: components["schemas"]["def-26"];
             /**
              * Format: date-time
              * @description ISO-8601 UTC
@@ -27130,7 +27128,7 @@ export interface components {
             updated_at: string;
         };
         /** AutoscaleTarget */
-        "def-27": {
+        "def-26": {
             /** @description average CPU per instance, % of its pod class's CPU request */
             cpu_percent: number;
         } | {
@@ -27138,7 +27136,7 @@ export interface components {
             requests_per_second: number;
         };
         /** ScaleEvent */
-        "def-28": {
+        "def-27": {
             /** @description UUID (v7) */
             application_id: string;
             /**
@@ -27159,7 +27157,7 @@ export interface components {
             to: number;
         };
         /** AppLogLine */
-        "def-29": {
+        "def-28": {
             /** @description UUID (v7) */
             environment_id: string;
             /** @description Increasing per application; the SSE event id */

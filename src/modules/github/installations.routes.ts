@@ -16,7 +16,7 @@ const Installation = Type.Object(
     account: Type.Union([Type.String(), Type.Null()], { description: 'GitHub account it is installed on (from its hooks)' }),
     repository_selection: Type.Union([Type.String(), Type.Null()]),
   },
-  { $id: 'GitHubInstallation' },
+  { description: 'A GitHub App installation linked to the organization' },
 );
 const LinkedInstallation = Type.Object({ organization: Type.String(), ...Installation.properties });
 const SetupStarted = Type.Object({
