@@ -27,7 +27,7 @@ const NOT_EXERCISED: Record<string, string> = {
   'POST /v1/organizations/:org_slug/github/installations/setup': 'starts the App setup flow (changes nothing)',
   'POST /v1/applications/:application_id/rollback': 'needs an earlier deployment that served the environment',
   'POST /v1/applications/:application_id/runs': 'needs a serving release',
-  'POST /v1/applications/:application_id/domains/:domain_id/verify': 'needs the domain to answer the ownership check',
+  'POST /v1/applications/:application_id/domains/:domain_id/verify': 'needs the DNS TXT record that proves the domain',
   'POST /v1/workspaces/:workspace/projects/:project/envs/:env/promote': 'needs a deployed source environment',
 };
 
