@@ -580,6 +580,55 @@ describe("A's member names B's records", () => {
   });
 });
 
+describe("B's installation named by GitHub itself for A's service", () => {
+  it("a pull request hook carrying B's installation posts no status for A's preview of the same repository", async () => {
+    // B's own previews off, so only A's service builds from the pull request.
+    expect((await api(bob, 'DELETE', `/v1/workspaces/${b.slugs.org}/projects/${b.slugs.project}/previews`)).statusCode).toBe(204);
+    await ok(mallory, 'PATCH', `/v1/applications/${a.appId}/settings`, { github_repository: 'bob/private' });
+    await ok(alice, 'PUT', `/v1/workspaces/${a.slugs.org}/projects/${a.slugs.project}/previews`, { template_environment: 'production' });
+    const sha = 'b'.repeat(40);
+    const imagesBefore = new Set((await ok(alice, 'GET', `/v1/images/${a.appId}`)).items.map((i: { id: string }) => i.id));
+    const body = Buffer.from(
+      JSON.stringify({
+        action: 'opened',
+        number: 7,
+        pull_request: { number: 7, head: { sha, ref: 'feature-7' } },
+        repository: { full_name: 'bob/private' },
+        installation: { id: INSTALLATION },
+      }),
+    );
+    const hook = await h.app.inject({
+      method: 'POST',
+      url: '/v1/integrations/github/hooks',
+      payload: body,
+      headers: {
+        'content-type': 'application/json',
+        'x-github-event': 'pull_request',
+        'x-github-delivery': randomUUID(),
+        'x-hub-signature-256': signBody(HOOK_SECRET, body),
+      },
+    });
+    expect(hook.statusCode, hook.body).toBe(200);
+    // A's preview build (the repository is not A's to clone) fails; its chain started and settled meanwhile.
+    const failed = await waitFor(
+      "A's preview build to fail",
+      async () => {
+        const images = (await ok(alice, 'GET', `/v1/images/${a.appId}`)).items as Array<{ id: string }>;
+        const [newest] = images.filter((i) => !imagesBefore.has(i.id));
+        if (!newest) return null;
+        const log = await ok(alice, 'GET', `/v1/images/${newest.id}/log`);
+        return log.status === 'building' ? null : log;
+      },
+      60_000,
+      200,
+    );
+    expect(failed.status).not.toBe('built');
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(github.statuses.filter((s) => s.repository === 'bob/private')).toEqual([]);
+    expect(github.issued).toEqual([]);
+  });
+});
+
 describe('an installation is checked again where it is used', () => {
   it('once unlinked, a build request is 403 and a build a push started fails before any token is minted', async () => {
     await ok(bob, 'DELETE', `/v1/organizations/${b.slugs.org}/github/installations/${INSTALLATION}`);
