@@ -27,7 +27,7 @@ import { healthRoutes } from './modules/integrations/index.js';
 import { imagesRoutes } from './modules/images/index.js';
 import { storageRoutes } from './modules/storage/index.js';
 import { releasesRoutes } from './modules/releases/index.js';
-import { githubRoutes } from './modules/github/index.js';
+import { githubInstallationsRoutes, githubRoutes } from './modules/github/index.js';
 import { pipelineRoutes } from './modules/pipeline/index.js';
 import { workspacesRoutes } from './modules/workspaces/index.js';
 import { teamsRoutes } from './modules/teams/index.js';
@@ -181,6 +181,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
       await v1.register(releasesRoutes(services.releases));
       await v1.register(pipelineRoutes(services.pipeline));
       await v1.register(githubRoutes(services.githubHooks));
+      await v1.register(githubInstallationsRoutes(services.githubInstallations));
       await v1.register(workspacesRoutes(services.workspaces, services.scopedConfig, services.config));
       await v1.register(teamsRoutes(services.teams, services.scopedConfig, services.config));
       await v1.register(environmentsRoutes(services.environments, services.scopedConfig, services.config));

@@ -73,10 +73,8 @@ const EnvSchema = Type.Object({
   ACME_CA_FILE: Type.Optional(Type.String({ minLength: 1 })),
   /** Certificates are renewed this many days before they expire. */
   ACME_RENEW_DAYS: Type.Integer({ minimum: 1, default: 30 }),
-  /** Port the ownership check reaches a custom domain on (its HTTP port: 80). */
-  DOMAIN_CHECK_PORT: Type.Integer({ minimum: 1, maximum: 65535, default: 80 }),
-  /** Address the ownership check connects to instead of resolving the domain (tests, split-horizon DNS). */
-  DOMAIN_CHECK_ADDRESS: Type.Optional(Type.String({ minLength: 1 })),
+  /** DNS server (`address` or `address:port`) the ownership check asks for `_slipway-challenge.<domain>` TXT records; unset: the system's resolvers. */
+  DOMAIN_DNS_SERVER: Type.Optional(Type.String({ minLength: 1 })),
   /** What serves applications: `builtin` (this process, no dependency) or `caddy` (a Caddy 2 configured through its admin API). */
   EDGE_DRIVER: Type.Union([Type.Literal('builtin'), Type.Literal('caddy')], { default: 'builtin' }),
   /** With EDGE_DRIVER=caddy: its admin API (the platform loads whole configurations there), on a unix socket only it and the platform open. */
@@ -146,6 +144,13 @@ const EnvSchema = Type.Object({
   GITHUB_APP_ID: Type.Optional(Type.String({ minLength: 1 })),
   GITHUB_APP_PRIVATE_KEY: Type.Optional(Type.String({ minLength: 1 })),
   GITHUB_APP_PRIVATE_KEY_FILE: Type.Optional(Type.String({ minLength: 1 })),
+  /**
+   * The App's setup flow (linking an installation to the organization whose admin installed it):
+   * its URL name (github.com/apps/<slug>) and OAuth client, with which GitHub confirms who installed it.
+   */
+  GITHUB_APP_SLUG: Type.Optional(Type.String({ minLength: 1, pattern: '^[A-Za-z0-9-]+$' })),
+  GITHUB_APP_CLIENT_ID: Type.Optional(Type.String({ minLength: 1 })),
+  GITHUB_APP_CLIENT_SECRET: Type.Optional(Type.String({ minLength: 1 })),
   /** Where installation access tokens are asked for. */
   GITHUB_API_URL: Type.String({ default: 'https://api.github.com' }),
   /** A personal access token for commit statuses and deployments where no App installation covers the repository. */

@@ -22,11 +22,12 @@ import { RegistryTokenService } from './modules/registry/index.js';
 import { imageRecords, ImagesService } from './modules/images/index.js';
 import { StorageService } from './modules/storage/index.js';
 import { ReleasePromoter, ReleasesService } from './modules/releases/index.js';
-import { GithubHooksService, GitHubDeploymentReports } from './modules/github/index.js';
+import { GithubHooksService, GitHubDeploymentReports, GitHubInstallationsService } from './modules/github/index.js';
 import { PreviewsService, PreviewStatuses } from './modules/previews/index.js';
 import { sweepDeletedEnvironments } from './modules/environments/index.js';
 import { GitHubApp } from './platform/github/github-app.js';
 import { GitHubApi } from './platform/github/github-api.js';
+import { GitHubSetupFlow } from './platform/github/setup-flow.js';
 import { routeHostname } from './platform/edge/route-hostname.js';
 import { routeUrl } from './platform/runtime/local/instance-plan.js';
 import { latestRecordsSource } from './modules/pipeline/index.js';
@@ -132,7 +133,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     deployments,
     {
       routerDomain: ctx.config.ROUTER_DOMAIN,
-      ownership: { port: ctx.config.DOMAIN_CHECK_PORT, address: ctx.config.DOMAIN_CHECK_ADDRESS },
+      ownership: { dnsServer: ctx.config.DOMAIN_DNS_SERVER },
       renewDays: ctx.config.ACME_RENEW_DAYS,
     },
     acme,
@@ -279,6 +280,19 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     deployChain,
     domains,
     pipeline: new PipelineService(ctx.db, apps),
+    githubInstallations: new GitHubInstallationsService(ctx.db, new GitHubSetupFlow(ctx.config, ctx.secrets), {
+      async resolve(userId, slug) {
+        const { org, membership } = await organizations.resolve(userId, slug);
+        return { id: org.id, slug: org.slug, admin: membership.admin };
+      },
+      findBySlug: (slug) => access.findBySlug(slug),
+      isAdmin: (userId, organizationId) =>
+        access.requireAdmin(userId, organizationId).then(
+          () => true,
+          () => false,
+        ),
+      slugOf: async (organizationId) => (await access.findById(organizationId))?.slug,
+    }),
     githubHooks: new GithubHooksService(ctx, (id, ref, environmentId) => deployChain.start(id, ref, environmentId), {
       pullRequest: (event) => previews.pullRequest(event),
     }),

@@ -18,14 +18,16 @@ import { RequestAudit, runWithAudit } from '../../src/platform/audit/request-aud
 /** Changing routes whose valid request changes nothing, so leaves no row (and why). */
 const CHANGES_NOTHING: Record<string, string> = {
   'POST /v1/integrations/docker/auth': 'issues a short-lived registry token; nothing is stored',
+  'POST /v1/organizations/:org_slug/github/installations/setup': 'answers a sealed install link; nothing is stored',
 };
 
 /** Changing routes this walk cannot make succeed in a bare world (and why): their refusal must leave no row. */
 const NOT_EXERCISED: Record<string, string> = {
   'POST /v1/integrations/docker/auth': 'a registry token request (changes nothing)',
+  'POST /v1/organizations/:org_slug/github/installations/setup': 'starts the App setup flow (changes nothing)',
   'POST /v1/applications/:application_id/rollback': 'needs an earlier deployment that served the environment',
   'POST /v1/applications/:application_id/runs': 'needs a serving release',
-  'POST /v1/applications/:application_id/domains/:domain_id/verify': 'needs the domain to answer the ownership check',
+  'POST /v1/applications/:application_id/domains/:domain_id/verify': 'needs the DNS TXT record that proves the domain',
   'POST /v1/workspaces/:workspace/projects/:project/envs/:env/promote': 'needs a deployed source environment',
 };
 
@@ -148,7 +150,17 @@ const countRows = async () => Number((await sql<{ n: number }>`select count(*)::
 const key = (r: RouteEntry) => `${r.method} ${r.url}`;
 
 beforeAll(async () => {
-  h = await createHarness({ WEBHOOK_ALLOW_PRIVATE: true, GITHUB_WEBHOOK_SECRET: SECRET }, { jobs: true });
+  h = await createHarness(
+    {
+      WEBHOOK_ALLOW_PRIVATE: true,
+      GITHUB_WEBHOOK_SECRET: SECRET,
+      // The App's setup flow answers its install link (GitHub itself is never reached by the walk).
+      GITHUB_APP_SLUG: 'slipway-audit',
+      GITHUB_APP_CLIENT_ID: 'audit-client',
+      GITHUB_APP_CLIENT_SECRET: 'audit-client-secret',
+    },
+    { jobs: true },
+  );
 });
 afterAll(async () => {
   await h?.close();

@@ -92,6 +92,12 @@ describe('applications', () => {
   it('PATCH settings changes only the given fields and validates them', async () => {
     const w = await seedWorld(h);
     const url = `/v1/applications/${w.app.id}/settings`;
+    // The installation must be the organization's (issue 27): unlinked, it is refused and nothing changes.
+    const unlinked = await call(h, 'PATCH', url, w.owner, { github_app_installation_id: 1234, deployment_timeout: 300 });
+    expectError(unlinked, 403);
+    expect(unlinked.body.message).toContain('The GitHub App installation 1234 is not linked to this organization');
+    const siteAdmin = await h.user({ admin: true });
+    expect((await call(h, 'PUT', '/v1/github/installations/1234', siteAdmin, { organization: w.org.slug })).status).toBe(200);
     const res = await call(h, 'PATCH', url, w.owner, {
       github_repository: 'acme/api',
       github_repository_is_private: true,

@@ -8,6 +8,7 @@
  * body has required fields needs a valid example in SAMPLE_BODIES so the access check
  * reaches your authorization code instead of stopping at validation.
  */
+import { randomInt } from 'node:crypto';
 import { sql } from 'kysely';
 import { v7 as uuidv7 } from 'uuid';
 import type { RouteEntry } from '../../src/app.js';
@@ -31,6 +32,8 @@ export interface RouteWorld extends World {
   /** A cron entry of the application (its name) and the process type with an autoscaling policy. */
   cronName: string | null;
   autoscaledType: string | null;
+  /** A GitHub App installation linked to the organization. */
+  installationId: number | null;
   /** One variable per configuration scope (ids). */
   scopedVars: { organization: string; project: string; environment: string; team: string | null };
 }
@@ -185,8 +188,16 @@ export async function seedRouteWorld(h: Harness): Promise<RouteWorld> {
       .values({ ...base, window_seconds: 300, max_error_ratio: 0.5, max_p95_factor: null, max_restarts: null, min_requests: 20 })
       .execute();
   }
+  // Installation ids are GitHub's: one per world, as a harness may seed several worlds.
+  const installationId = (await tableExists(h, 'github_installation_links')) ? randomInt(1, 2 ** 31) : null;
+  if (installationId !== null)
+    await h.ctx.db
+      .insertInto('github_installation_links')
+      .values({ installation_id: installationId, organization_id: w.org.id, linked_by: w.owner.id, linked_via: 'admin' })
+      .execute();
   return {
     ...w,
+    installationId,
     cronName,
     autoscaledType,
     environmentId: env.id,
@@ -241,6 +252,7 @@ export const PARAM_FIXTURES: Record<string, Fixture> = {
   delivery_id: (w) => need(w.webhookDeliveryId, 'webhook delivery'),
   name: (w) => need(w.cronName, 'cron entry'),
   process_type: (w) => need(w.autoscaledType, 'autoscaling policy'),
+  installation_id: (w) => need(w.installationId === null ? null : String(w.installationId), 'GitHub App installation link'),
   // `id` means what the route's first segment names.
   id: (w, route) => {
     const [, , segment, sub] = route.url.split('/');
@@ -300,6 +312,7 @@ export const SAMPLE_BODIES: Record<string, (w: RouteWorld) => unknown> = {
   'PATCH /v1/workspaces/:workspace/projects/:project/envs/:env': () => ({ auto_deploy_branch: 'main' }),
   'POST /v1/workspaces/:workspace/projects/:project/envs/:env/promote': () => ({ from: 'production' }),
   'PUT /v1/workspaces/:workspace/projects/:project/previews': () => ({ template_environment: 'production' }),
+  'PUT /v1/github/installations/:installation_id': (w) => ({ organization: w.org.slug }),
 };
 
 /** Scoped config routes share one shape at every scope. */

@@ -6,6 +6,7 @@ import { CaddyDriver } from '../../src/platform/edge/caddy-driver.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
 import { routerGet } from '../helpers/router-get.js';
 import { waitFor } from '../helpers/wait.js';
+import { TxtServer } from '../helpers/dns-server.js';
 import { Agent as HttpAgent, request as httpRequest, type ClientRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { deployableApp, settled, type Deployable } from '../pipeline-deploy/fixtures.js';
@@ -72,6 +73,7 @@ async function loadThroughCaddy(port: number, host: string, stop: Promise<unknow
 describe.skipIf(!!missing)('EDGE_DRIVER=caddy: applications served by Caddy, configured through its admin API', () => {
   let h: Harness;
   let caddy: CaddyProcess;
+  let dns: TxtServer;
   let pebble: Pebble;
   let dir: string;
   let alice: TestUser;
@@ -98,6 +100,7 @@ describe.skipIf(!!missing)('EDGE_DRIVER=caddy: applications served by Caddy, con
     [httpPort, httpsPort] = [await freePort(), await freePort()];
     caddy = await startCaddy(dir);
     pebble = await startPebble(dir, httpPort);
+    dns = await new TxtServer().start();
     h = await createHarness(
       {
         EDGE_DRIVER: 'caddy',
@@ -111,8 +114,7 @@ describe.skipIf(!!missing)('EDGE_DRIVER=caddy: applications served by Caddy, con
         ACME_DIRECTORY_URL: pebble.directoryUrl,
         ACME_CA_FILE: pebble.listenerCaFile,
         ACME_EMAIL: 'ops@example.com',
-        DOMAIN_CHECK_ADDRESS: '127.0.0.1',
-        DOMAIN_CHECK_PORT: httpPort,
+        DOMAIN_DNS_SERVER: dns.address,
       },
       { jobs: true, runtime: true },
     );
@@ -127,6 +129,7 @@ describe.skipIf(!!missing)('EDGE_DRIVER=caddy: applications served by Caddy, con
     await h?.close();
     await caddy?.stop();
     await pebble?.stop();
+    await dns?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
@@ -166,6 +169,7 @@ describe.skipIf(!!missing)('EDGE_DRIVER=caddy: applications served by Caddy, con
     const created = await api('POST', `/v1/applications/${app.appId}/domains`, { hostname: DOMAIN, hsts: true });
     expect(created.statusCode, created.body).toBe(201);
     const domainId = created.json().id;
+    dns.prove(DOMAIN, created.json().verification.token);
     const verified = await api('POST', `/v1/applications/${app.appId}/domains/${domainId}/verify`);
     expect(verified.statusCode, verified.body).toBe(200);
     await waitFor(
@@ -239,6 +243,7 @@ describe.skipIf(!!missing)('EDGE_DRIVER=caddy: applications served by Caddy, con
 describe.skipIf(!!missing)('EDGE_DRIVER=caddy with EDGE_CERTIFICATES=caddy: Caddy obtains the certificate itself', () => {
   let h: Harness;
   let caddy: CaddyProcess;
+  let dns: TxtServer;
   let pebble: Pebble;
   let dir: string;
   let alice: TestUser;
@@ -251,6 +256,7 @@ describe.skipIf(!!missing)('EDGE_DRIVER=caddy with EDGE_CERTIFICATES=caddy: Cadd
     [httpPort, httpsPort] = [await freePort(), await freePort()];
     caddy = await startCaddy(dir);
     pebble = await startPebble(dir, httpPort);
+    dns = await new TxtServer().start();
     h = await createHarness(
       {
         EDGE_DRIVER: 'caddy',
@@ -262,8 +268,7 @@ describe.skipIf(!!missing)('EDGE_DRIVER=caddy with EDGE_CERTIFICATES=caddy: Cadd
         ACME_DIRECTORY_URL: pebble.directoryUrl,
         ACME_CA_FILE: pebble.listenerCaFile,
         ACME_EMAIL: 'ops@example.com',
-        DOMAIN_CHECK_ADDRESS: '127.0.0.1',
-        DOMAIN_CHECK_PORT: httpPort,
+        DOMAIN_DNS_SERVER: dns.address,
       },
       { jobs: true, runtime: true },
     );
@@ -279,6 +284,7 @@ describe.skipIf(!!missing)('EDGE_DRIVER=caddy with EDGE_CERTIFICATES=caddy: Cadd
     await h?.close();
     await caddy?.stop();
     await pebble?.stop();
+    await dns?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
@@ -291,6 +297,7 @@ describe.skipIf(!!missing)('EDGE_DRIVER=caddy with EDGE_CERTIFICATES=caddy: Cadd
       payload: { hostname: DOMAIN },
     });
     expect(created.statusCode, created.body).toBe(201);
+    dns.prove(DOMAIN, created.json().verification.token);
     const verified = await api('POST', `/v1/applications/${app.appId}/domains/${created.json().id}/verify`);
     expect(verified.statusCode, verified.body).toBe(200);
     expect(verified.json().certificate.status).toBe('none');

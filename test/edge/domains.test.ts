@@ -8,6 +8,7 @@ import { localRuntime } from '../helpers/local-runtime.js';
 import { routerGet } from '../helpers/router-get.js';
 import { seedApplication } from '../helpers/seed.js';
 import { waitFor } from '../helpers/wait.js';
+import { TxtServer } from '../helpers/dns-server.js';
 import { deployableApp, settled, type Deployable } from '../pipeline-deploy/fixtures.js';
 import { freePort, missingPackage, startPebble, type Pebble } from './acme-pebble.js';
 import { httpsGet, httpsLoad } from './https-client.js';
@@ -66,6 +67,9 @@ describe.skipIf(!!missing)('custom domains: ownership, ACME certificates from a 
   let httpsPort: number;
   let root: string;
   let domainId: string;
+  let dns: TxtServer;
+  let malloryApp: { id: string };
+  let malloryClaim: { id: string; verification: { token: string } };
 
   const api = (method: 'GET' | 'POST' | 'DELETE', url: string, user: TestUser, payload?: object) =>
     h.app.inject({ method, url, headers: user.headers, ...(payload ? { payload } : {}) });
@@ -82,6 +86,7 @@ describe.skipIf(!!missing)('custom domains: ownership, ACME certificates from a 
     dir = mkdtempSync(join(tmpdir(), 'slipway-acme-'));
     edgePort = await freePort();
     pebble = await startPebble(dir, edgePort);
+    dns = await new TxtServer().start();
     h = await createHarness(
       {
         ROUTER_HOST: '127.0.0.1',
@@ -95,8 +100,7 @@ describe.skipIf(!!missing)('custom domains: ownership, ACME certificates from a 
         // Every certificate is inside the renewal window, so verifying again renews it now.
         ACME_RENEW_DAYS: 100_000,
         REQUEST_STATS_FLUSH_MS: 200,
-        DOMAIN_CHECK_ADDRESS: '127.0.0.1',
-        DOMAIN_CHECK_PORT: edgePort,
+        DOMAIN_DNS_SERVER: dns.address,
       },
       { jobs: true, runtime: true },
     );
@@ -111,6 +115,7 @@ describe.skipIf(!!missing)('custom domains: ownership, ACME certificates from a 
   afterAll(async () => {
     await h?.close();
     await pebble?.stop();
+    await dns?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
@@ -126,23 +131,40 @@ describe.skipIf(!!missing)('custom domains: ownership, ACME certificates from a 
       hsts: true,
       certificate: { status: 'none' },
     });
-    expect(domain.verification.url).toBe(`http://${HOSTNAME}/.well-known/slipway-domain/${domain.verification.token}`);
-    expect((await routerGet(edgePort, HOSTNAME)).status).toBe(404);
-    // The edge answers the token for that name only (what the ownership check fetches).
-    expect(await routerGet(edgePort, HOSTNAME, `/.well-known/slipway-domain/${domain.verification.token}`)).toEqual({
-      status: 200,
-      body: domain.verification.token,
+    expect(domain.verification).toEqual({
+      method: 'dns',
+      record_type: 'TXT',
+      record_name: `_slipway-challenge.${HOSTNAME}`,
+      token: expect.stringMatching(/^[A-Za-z0-9_-]{32}$/),
     });
-    expect((await routerGet(edgePort, 'other.example.com', `/.well-known/slipway-domain/${domain.verification.token}`)).status).toBe(404);
+    expect((await routerGet(edgePort, HOSTNAME)).status).toBe(404);
+    // Without the TXT record there is no proof: 422 naming the record, still not served.
+    const unproven = await api('POST', `/v1/applications/${app.appId}/domains/${domainId}/verify`, alice);
+    expect(unproven.statusCode).toBe(422);
+    expect(unproven.json().message).toContain(`no TXT record at _slipway-challenge.${HOSTNAME}`);
+    expect(dns.asked).toContain(`_slipway-challenge.${HOSTNAME}`);
+    expect((await routerGet(edgePort, HOSTNAME)).status).toBe(404);
     const list = await api('GET', `/v1/applications/${app.appId}/domains`, alice);
     expect(list.json().map((d: { hostname: string }) => d.hostname)).toEqual([HOSTNAME]);
   });
 
-  it('refuses a name another organization claimed, bad names and platform names; hides domains from non-members', async () => {
+  it('lets another organization claim a name not yet proven, but not prove it with its own token; refuses bad and platform names; hides domains from non-members', async () => {
     const { app: other } = await seedApplication(h, mallory, { org: 'Mallory Inc', project: 'Shop', app: 'Web' });
-    const taken = await api('POST', `/v1/applications/${other.id}/domains`, mallory, { hostname: HOSTNAME });
-    expect(taken.statusCode).toBe(409);
-    expect(taken.json().message).toContain('already claimed');
+    malloryApp = other;
+    // A claim reserves nothing (a squatter cannot keep the owner out), and serves nothing.
+    const squat = await api('POST', `/v1/applications/${other.id}/domains`, mallory, { hostname: HOSTNAME });
+    expect(squat.statusCode, squat.body).toBe(201);
+    malloryClaim = squat.json();
+    expect(malloryClaim.verification.token).not.toBe(
+      (await api('GET', `/v1/applications/${app.appId}/domains/${domainId}`, alice)).json().verification.token,
+    );
+    expect((await api('POST', `/v1/applications/${other.id}/domains`, mallory, { hostname: HOSTNAME })).statusCode).toBe(409);
+    // The owner's record holds the owner's token: Mallory's claim is not proven by it.
+    dns.prove(HOSTNAME, (await api('GET', `/v1/applications/${app.appId}/domains/${domainId}`, alice)).json().verification.token);
+    const notHers = await api('POST', `/v1/applications/${other.id}/domains/${malloryClaim.id}/verify`, mallory);
+    expect(notHers.statusCode).toBe(422);
+    expect(notHers.json().message).toContain("do not hold this claim's token");
+    expect((await routerGet(edgePort, HOSTNAME)).status).toBe(404);
     for (const hostname of ['not a name', 'localhost', '-x.example.com', 'web.shop.org.localhost']) {
       const bad = await api('POST', `/v1/applications/${other.id}/domains`, mallory, { hostname });
       expect(bad.statusCode, hostname).toBe(422);
@@ -152,10 +174,20 @@ describe.skipIf(!!missing)('custom domains: ownership, ACME certificates from a 
     expect((await api('DELETE', `/v1/applications/${app.appId}/domains/${domainId}`, mallory)).statusCode).toBe(403);
   });
 
-  it('proves ownership over HTTP, gets a certificate pebble signed, and serves the app over HTTPS by that name', async () => {
+  it('proves ownership by a DNS TXT record, gets a certificate pebble signed, and serves the app over HTTPS by that name', async () => {
     const r = await api('POST', `/v1/applications/${app.appId}/domains/${domainId}/verify`, alice);
     expect(r.statusCode, r.body).toBe(200);
     expect(r.json()).toMatchObject({ verified: true, certificate: { status: 'pending' } });
+    // Proven: nobody else can claim it, nor take it over with a claim made before (even with a record for it).
+    const again = await api('POST', `/v1/applications/${malloryApp.id}/domains`, mallory, { hostname: 'SHOP.example.com.' });
+    expect(again.statusCode).toBe(409);
+    expect(again.json().message).toContain('already claimed and proven');
+    dns.prove(HOSTNAME, malloryClaim.verification.token);
+    const takeover = await api('POST', `/v1/applications/${malloryApp.id}/domains/${malloryClaim.id}/verify`, mallory);
+    expect(takeover.statusCode).toBe(409);
+    expect(takeover.json().message).toContain('proven first by another application');
+    const hers = (await api('GET', `/v1/applications/${malloryApp.id}/domains/${malloryClaim.id}`, mallory)).json();
+    expect(hers).toMatchObject({ verified: false, certificate: { status: 'none', not_after: null } });
     const issued = await waitFor(
       'the certificate',
       async () => {
@@ -188,6 +220,9 @@ describe.skipIf(!!missing)('custom domains: ownership, ACME certificates from a 
     expect((await routerGet(edgePort, platformName)).body).toBe(`v1:hello:http:${platformName}`);
     // A name without a certificate gets no TLS handshake.
     await expect(httpsGet(httpsPort, 'unknown.example.com', root)).rejects.toThrow();
+    // Dropping the losing claim leaves the owner's name and certificate alone.
+    expect((await api('DELETE', `/v1/applications/${malloryApp.id}/domains/${malloryClaim.id}`, mallory)).statusCode).toBe(200);
+    expect((await httpsGet(httpsPort, HOSTNAME, root)).body).toBe(`v1:hello:https:${HOSTNAME}`);
   });
 
   it('carries WebSockets through the edge over HTTPS', async () => {

@@ -40,6 +40,13 @@ export class FakeGitHub {
   readonly deployments: Array<{ id: number; repository: string; ref: string; environment: string }> = [];
   /** Deployment statuses received, in order. */
   readonly deploymentStatuses: Array<{ deployment: number; repository: string; state: string; environment_url?: string }> = [];
+  /** The App's OAuth client (the setup flow exchanges a user's code with it). */
+  readonly clientId = 'Iv1.fakeclient';
+  readonly clientSecret = randomBytes(12).toString('hex');
+  /** Authorization codes GitHub would hand the setup URL: code → the installations that GitHub user reaches. */
+  readonly userCodes = new Map<string, number[]>();
+  /** User access tokens issued for codes: token → installations. */
+  private readonly userTokens = new Map<string, number[]>();
   /** Requests refused, for assertions ("401 /git/..."). */
   readonly refused: string[] = [];
   private server!: Server;
@@ -99,6 +106,25 @@ export class FakeGitHub {
       this.issued.push({ installation, token });
       res.writeHead(201, { 'content-type': 'application/json' });
       return res.end(JSON.stringify({ token, expires_at: new Date(Date.now() + 3600_000).toISOString() }));
+    }
+    // The OAuth code exchange lives on GitHub's web host (GITHUB_URL, here under /git).
+    if (/^(\/git)?\/login\/oauth\/access_token$/.test(url.pathname) && req.method === 'POST') {
+      const body = JSON.parse(await readBody(req)) as { client_id?: string; client_secret?: string; code?: string };
+      const installations = body.code ? this.userCodes.get(body.code) : undefined;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      if (body.client_id !== this.clientId || body.client_secret !== this.clientSecret)
+        return res.end(JSON.stringify({ error: 'incorrect_client_credentials' }));
+      if (!installations) return res.end(JSON.stringify({ error: 'bad_verification_code' }));
+      this.userCodes.delete(body.code!);
+      const token = `ghu_${randomBytes(18).toString('hex')}`;
+      this.userTokens.set(token, installations);
+      return res.end(JSON.stringify({ access_token: token, token_type: 'bearer' }));
+    }
+    if (url.pathname === '/user/installations' && req.method === 'GET') {
+      const installations = this.userTokens.get(/^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '');
+      if (!installations) return this.refuse(res, 401, url.pathname, 'Bad credentials');
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return res.end(JSON.stringify({ total_count: installations.length, installations: installations.map((id) => ({ id })) }));
     }
     const repoRoute = /^\/repos\/([^/]+\/[^/]+)\/(statuses\/([^/]+)|deployments|deployments\/(\d+)\/statuses)$/.exec(url.pathname);
     if (repoRoute && req.method === 'POST') {

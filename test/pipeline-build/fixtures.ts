@@ -43,6 +43,8 @@ export async function createApp(h: Harness, settings: Record<string, unknown> = 
   seq++;
   const user = await h.user({ admin: owner.admin ?? false });
   const { org, project, app } = await seedApplication(h, user, { org: `Org ${seq} ${user.username}`, project: 'Shop', app: 'Web' });
+  // An application may name only its organization's installations: a site administrator links it first.
+  if (typeof settings.github_app_installation_id === 'number') await linkInstallation(h, settings.github_app_installation_id, org.slug);
   if (Object.keys(settings).length > 0) {
     const patched = await h.app.inject({
       method: 'PATCH',
@@ -53,6 +55,18 @@ export async function createApp(h: Harness, settings: Record<string, unknown> = 
     expect(patched.statusCode).toBe(200);
   }
   return { user, orgId: org.id, orgSlug: org.slug, projectId: project.id, appId: app.id };
+}
+
+/** Links a GitHub App installation to an organization as a site administrator (`PUT /v1/github/installations/{id}`). */
+export async function linkInstallation(h: Harness, installationId: number, organization: string) {
+  const admin = await h.user({ admin: true });
+  const linked = await h.app.inject({
+    method: 'PUT',
+    url: `/v1/github/installations/${installationId}`,
+    headers: admin.headers,
+    payload: { organization },
+  });
+  expect(linked.statusCode, linked.body).toBe(200);
 }
 
 export async function setConfig(

@@ -3,6 +3,7 @@ import type { Db } from '../../platform/db/database.js';
 import { conflict, forbidden, isUniqueViolation, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
+import { requireInstallationOf } from '../../platform/github/installation-links.js';
 import { requireBranchChangeAccess, requireProtectedEnvironmentAdmin } from '../../platform/access/environment-protection.js';
 import { ProjectsService } from '../projects/index.js';
 import type { ApplicationsRepository } from './applications.repository.js';
@@ -169,6 +170,9 @@ export class ApplicationsService {
     const app = await this.authorize(userId, applicationId);
     if (settings.github_repository !== undefined)
       await this.vetRepository({ userId, applicationId: app.id, repository: settings.github_repository });
+    // An installation id is a number anyone can type: only the organization's own installations (issue 27).
+    if (typeof settings.github_app_installation_id === 'number')
+      await requireInstallationOf(this.db, settings.github_app_installation_id, app.organization_id);
     if (settings.auto_deploy_branch !== undefined && settings.auto_deploy_branch !== app.auto_deploy_branch) {
       await requireBranchChangeAccess(this.db, userId, { applicationId: app.id });
     }

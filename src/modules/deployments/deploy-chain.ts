@@ -1,4 +1,5 @@
 import { v7 as uuidv7 } from 'uuid';
+import { requireBuildInstallation } from '../../platform/github/installation-links.js';
 import type { AppContext } from '../../platform/context.js';
 import type { RuntimeLogger } from '../../platform/runtime/application-runtime.js';
 import { AppError } from '../../platform/errors.js';
@@ -115,7 +116,8 @@ export class DeployChain {
 
   /** `POST /applications/{id}/deploy`: the caller must be a member of the application's organization. */
   async request(userId: string, applicationId: string, ref?: string | null) {
-    await this.apps.authorize(userId, applicationId);
+    const app = await this.apps.authorize(userId, applicationId);
+    await requireBuildInstallation(this.ctx.db, app);
     const production = await this.repo.productionEnvironmentId(applicationId);
     if (production) await requireDeployAccess(this.ctx.db, userId, production);
     return this.start(applicationId, ref);

@@ -7,12 +7,15 @@ export class DomainsRepository {
   constructor(private readonly db: Db) {}
 
   private selectDomains() {
-    return this.db
-      .selectFrom('domains as d')
-      .innerJoin('environments as e', 'e.id', 'd.environment_id')
-      .leftJoin('certificates as c', 'c.hostname', 'd.hostname')
-      .selectAll('d')
-      .select(['e.slug as environment_slug', 'c.not_after']);
+    return (
+      this.db
+        .selectFrom('domains as d')
+        .innerJoin('environments as e', 'e.id', 'd.environment_id')
+        // A certificate belongs to the proven claim of its name, never to another application's pending one.
+        .leftJoin('certificates as c', (j) => j.onRef('c.hostname', '=', 'd.hostname').on('d.verified_at', 'is not', null))
+        .selectAll('d')
+        .select(['e.slug as environment_slug', 'c.not_after'])
+    );
   }
 
   list(applicationId: string) {
@@ -39,10 +42,21 @@ export class DomainsRepository {
     await this.db.updateTable('domains').set({ verified_at: new Date(), updated_at: new Date() }).where('id', '=', id).execute();
   }
 
-  async remove(id: string, hostname: string) {
+  /** The application that proved the name, if any. */
+  async verifiedOwner(hostname: string) {
+    return this.db
+      .selectFrom('domains')
+      .select(['id', 'application_id'])
+      .where('hostname', '=', hostname)
+      .where('verified_at', 'is not', null)
+      .executeTakeFirst();
+  }
+
+  /** Removes a claim; the name's certificate goes with it only when this was the proven claim. */
+  async remove(id: string, hostname: string, verified: boolean) {
     await this.db.transaction().execute(async (trx) => {
       await trx.deleteFrom('domains').where('id', '=', id).execute();
-      await trx.deleteFrom('certificates').where('hostname', '=', hostname).execute();
+      if (verified) await trx.deleteFrom('certificates').where('hostname', '=', hostname).execute();
     });
   }
 

@@ -30,7 +30,8 @@ export function domainsRoutes(domains: DomainsService) {
       {
         schema: {
           tags,
-          summary: 'Claim a host name for an environment (409 when any application has it); it goes live once verified',
+          summary:
+            'Claim a host name for an environment (409 when another application proved it); it goes live once verified by a DNS TXT record',
           params: ApplicationIdParams,
           body: AddDomainBody,
           response: { 201: Domain, ...commonErrorResponses },
@@ -59,7 +60,7 @@ export function domainsRoutes(domains: DomainsService) {
         schema: {
           tags,
           summary:
-            'Check ownership (the name must reach the edge, which answers `verification.url` with the token); then a certificate is requested',
+            'Check ownership (the TXT record `verification.record_name` holds `verification.token`; 409 when another application proved it first); then a certificate is requested',
           params: DomainParams,
           response: { 200: Domain, ...commonErrorResponses },
         },

@@ -12,11 +12,15 @@ export const Domain = Type.Object(
     environment: Type.String({ description: 'slug of the environment this name serves' }),
     verified: Type.Boolean(),
     verified_at: NullableTimestamp,
-    verification: Type.Object({
-      method: Type.Literal('http'),
-      url: Type.String({ description: 'the edge must answer this URL with `token` (point the name at the edge, then call verify)' }),
-      token: Type.String(),
-    }),
+    verification: Type.Object(
+      {
+        method: Type.Literal('dns'),
+        record_type: Type.Literal('TXT'),
+        record_name: Type.String({ description: '`_slipway-challenge.<hostname>`' }),
+        token: Type.String({ description: "the TXT record's value, this claim's own" }),
+      },
+      { description: "add the TXT record to the domain's zone, then call verify: the first claim proven owns the name" },
+    ),
     https_redirect: Type.Boolean(),
     hsts: Type.Boolean(),
     certificate: Type.Object({

@@ -11,7 +11,7 @@ import { findProductionEnvironmentId } from '../../platform/pipeline/index.js';
 import type { AcmeIssuer } from './acme-issuer.js';
 import { DomainsRepository, type DomainRow } from './domains.repository.js';
 import { AddDomainBody, HOSTNAME_PATTERN, type Domain } from './domains.schemas.js';
-import { checkOwnership, ownershipUrl, type OwnershipCheckSettings } from './ownership-check.js';
+import { challengeRecordName, checkOwnership, type OwnershipCheckSettings } from './ownership-check.js';
 
 export interface DomainsSettings {
   /** ROUTER_DOMAIN: its subdomains are the platform's own names, routed without a domain. */
@@ -28,9 +28,10 @@ export interface DomainsLogger {
 const HOSTNAME = new RegExp(HOSTNAME_PATTERN);
 
 /**
- * Custom domains of application environments: claimed once across the platform, live on
- * the edge after an ownership check, then given a certificate from the ACME directory
- * (when one is configured) and renewed before it expires.
+ * Custom domains of application environments: any application may claim a name, the first
+ * to prove it by DNS (a TXT record with its claim's token) owns it across the platform; it is
+ * live on the edge only then, then given a certificate from the ACME directory (when one is
+ * configured) and renewed before it expires.
  */
 export class DomainsService {
   private readonly repo: DomainsRepository;
@@ -76,6 +77,8 @@ export class DomainsService {
     await this.requireSettingsAccess(userId, environmentId);
     const target = await this.targets.target(applicationId, environmentId);
     if (!target) throw notFound('Environment');
+    // A claim reserves nothing: whoever proves the name first owns it, and a proven name is not claimable.
+    if (await this.repo.verifiedOwner(hostname)) throw conflict(`${hostname} is already claimed and proven by an application`);
     const id = uuidv7();
     try {
       await this.repo.insert({
@@ -89,7 +92,7 @@ export class DomainsService {
         hsts: input.hsts ?? false,
       });
     } catch (err) {
-      if (isUniqueViolation(err)) throw conflict(`${hostname} is already claimed by an application`);
+      if (isUniqueViolation(err)) throw conflict(`${hostname} is already claimed by this application`);
       throw err;
     }
     return this.view(await this.find(applicationId, id));
@@ -104,9 +107,17 @@ export class DomainsService {
     const domain = await this.find(applicationId, domainId);
     await this.requireSettingsAccess(userId, domain.environment_id);
     if (!domain.verified_at) {
+      const taken = conflict(`${domain.hostname} was proven first by another application: this claim cannot take it over`);
+      if (await this.repo.verifiedOwner(domain.hostname)) throw taken;
       const failure = await checkOwnership(domain.hostname, domain.verification_token, this.settings.ownership);
       if (failure) throw new AppError('VALIDATION', `Ownership of ${domain.hostname} not proven: ${failure}`);
-      await this.repo.markVerified(domain.id);
+      try {
+        await this.repo.markVerified(domain.id);
+      } catch (err) {
+        // Two claims proven at once: the unique index on proven names keeps the first.
+        if (isUniqueViolation(err, 'domains_verified_hostname_key')) throw taken;
+        throw err;
+      }
       await this.changed(applicationId);
     }
     if (this.issuer && this.certificateDue(domain) && (await this.repo.claimIssuance(domain.id))) {
@@ -120,7 +131,7 @@ export class DomainsService {
     await this.apps.authorize(userId, applicationId);
     const domain = await this.find(applicationId, domainId);
     await this.requireSettingsAccess(userId, domain.environment_id);
-    await this.repo.remove(domain.id, domain.hostname);
+    await this.repo.remove(domain.id, domain.hostname, domain.verified_at !== null);
     await this.changed(applicationId);
   }
 
@@ -197,7 +208,7 @@ export class DomainsService {
       environment: d.environment_slug,
       verified: d.verified_at !== null,
       verified_at: d.verified_at?.toISOString() ?? null,
-      verification: { method: 'http', url: ownershipUrl(d.hostname, d.verification_token), token: d.verification_token },
+      verification: { method: 'dns', record_type: 'TXT', record_name: challengeRecordName(d.hostname), token: d.verification_token },
       https_redirect: d.https_redirect,
       hsts: d.hsts,
       certificate: { status: d.certificate_status, error: d.certificate_error, not_after: d.not_after?.toISOString() ?? null },

@@ -1,53 +1,38 @@
-import { request } from 'node:http';
-import { OWNERSHIP_CHALLENGE_PREFIX } from '../../platform/edge/edge-directory.js';
+import { Resolver } from 'node:dns/promises';
 
 export interface OwnershipCheckSettings {
-  /** The edge's public HTTP port (80). */
-  port: number;
-  /** Connect here instead of resolving the name (tests, split-horizon DNS). */
-  address?: string;
+  /** DNS server to ask (`address` or `address:port`); unset: the system's resolvers. */
+  dnsServer?: string;
 }
 
-export function ownershipUrl(hostname: string, token: string): string {
-  return `http://${hostname}${OWNERSHIP_CHALLENGE_PREFIX}${token}`;
+/** The name whose TXT record proves a domain: `_slipway-challenge.<domain>`. */
+export function challengeRecordName(hostname: string): string {
+  return `_slipway-challenge.${hostname}`;
 }
+
+/** The DNS answers' codes that mean "no such record" (as opposed to a failed lookup). */
+const NO_RECORD = new Set(['ENODATA', 'ENOTFOUND', 'NXDOMAIN']);
 
 /**
- * Ownership by HTTP: the name must reach this platform's edge, which answers the domain's
- * token at `/.well-known/slipway-domain/<token>`. Whoever can point a name at the edge
- * controls its DNS, the same proof an ACME HTTP-01 challenge accepts. Resolves to the
- * reason it failed, or null.
+ * Ownership by DNS: the domain's zone must hold a TXT record `_slipway-challenge.<domain>`
+ * with this claim's token. Only who controls the zone can add it, and the token is per claim,
+ * so the proof names the organization that claimed it. (Reaching the platform's edge by HTTP
+ * is no such proof on a shared platform: a name pointed at the edge reaches it for every
+ * tenant's claim alike.) Resolves to the reason it failed, or null.
  */
-export function checkOwnership(hostname: string, token: string, settings: OwnershipCheckSettings): Promise<string | null> {
-  return new Promise((resolve) => {
-    const req = request(
-      {
-        host: settings.address ?? hostname,
-        port: settings.port,
-        path: `${OWNERSHIP_CHALLENGE_PREFIX}${token}`,
-        headers: { host: hostname },
-        timeout: 5000,
-      },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          if (body.length < 1024) body += chunk;
-        });
-        res.on('end', () =>
-          resolve(
-            res.statusCode === 200 && body.trim() === token
-              ? null
-              : `http://${hostname}${OWNERSHIP_CHALLENGE_PREFIX}… answered ${res.statusCode} without the token: point the name at the platform's edge`,
-          ),
-        );
-        res.on('error', () => resolve(`http://${hostname} closed the connection`));
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error('timed out')));
-    req.on('error', (err: NodeJS.ErrnoException) =>
-      resolve(`http://${hostname} is not reachable (${err.code ?? err.message}): point the name at the platform's edge`),
-    );
-    req.end();
-  });
+export async function checkOwnership(hostname: string, token: string, settings: OwnershipCheckSettings): Promise<string | null> {
+  const name = challengeRecordName(hostname);
+  const resolver = new Resolver({ timeout: 3000, tries: 2 });
+  if (settings.dnsServer) resolver.setServers([settings.dnsServer]);
+  let records: string[][];
+  try {
+    records = await resolver.resolveTxt(name);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    if (NO_RECORD.has(code)) return `no TXT record at ${name}: add one with the value ${token}, then verify again`;
+    return `the DNS lookup of ${name} failed (${code}); retry shortly`;
+  }
+  // A TXT record may be split into strings of 255 bytes: each record is their concatenation.
+  if (records.some((chunks) => chunks.join('').trim() === token)) return null;
+  return `the TXT records at ${name} do not hold this claim's token: set one to ${token}, then verify again`;
 }

@@ -1,5 +1,6 @@
 import type { Db } from '../../platform/db/database.js';
 import { repositoryFullName, type GitHubApi } from '../../platform/github/github-api.js';
+import { installationForApplication } from '../../platform/github/installation-links.js';
 import type { ChainEvent, ChainObserver, ChainOutcome } from '../deployments/index.js';
 import { findProductionEnvironmentId } from '../pipeline/index.js';
 
@@ -22,9 +23,13 @@ export class GitHubDeploymentReports implements ChainObserver {
       .where('id', '=', chain.applicationId)
       .executeTakeFirst();
     const repository = repositoryFullName(app?.github_repository);
-    if (!app?.github_environment_name || !repository || !this.github.canReport(app.github_app_installation_id)) return null;
+    if (!app?.github_environment_name || !repository) return null;
+    // An installation of another organization (or one unlinked since) is never acted with: no report.
+    const installation = await installationForApplication(this.db, chain.applicationId, app.github_app_installation_id);
+    if (app.github_app_installation_id !== null && installation === null) return null;
+    if (!this.github.canReport(installation)) return null;
     if ((await findProductionEnvironmentId(this.db, chain.applicationId)) !== chain.environmentId) return null;
-    return { repository, installation: app.github_app_installation_id, environment: app.github_environment_name };
+    return { repository, installation, environment: app.github_environment_name };
   }
 
   async started(chain: ChainEvent) {
@@ -64,7 +69,9 @@ export class GitHubDeploymentReports implements ChainObserver {
       .select('github_app_installation_id')
       .where('id', '=', outcome.applicationId)
       .executeTakeFirst();
-    await this.github.deploymentStatus(app?.github_app_installation_id ?? null, report.repository, report.github_deployment_id, {
+    const installation = await installationForApplication(this.db, outcome.applicationId, app?.github_app_installation_id ?? null);
+    if (app?.github_app_installation_id != null && installation === null) return;
+    await this.github.deploymentStatus(installation, report.repository, report.github_deployment_id, {
       state: outcome.ok ? 'success' : 'failure',
       description: outcome.ok ? 'Deployed' : (outcome.detail ?? 'The deployment failed'),
       environment_url: outcome.url,

@@ -2,3 +2,5 @@
 export * from './github-hooks.service.js';
 export * from './github.routes.js';
 export * from './deployment-reports.js';
+export * from './installations.service.js';
+export * from './installations.routes.js';

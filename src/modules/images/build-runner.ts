@@ -18,6 +18,7 @@ import { ManifestCronError, readManifestCron } from '../../platform/cron/manifes
 import { GitHubApp, GitHubAppError } from '../../platform/github/github-app.js';
 import { repositoryFullName } from '../../platform/github/github-api.js';
 import { GitHubInstallations } from '../../platform/github/installations.js';
+import { installationRefusal, isInstallationOf } from '../../platform/github/installation-links.js';
 import type { ApplicationsService } from '../applications/index.js';
 import type { ConfigurationsService } from '../configurations/index.js';
 import { resolveServiceConfig } from '../configurations/index.js';
@@ -60,6 +61,7 @@ export class BuildRunner {
 
   /** The clone credential of a private repository: a fresh installation token of its GitHub App installation. */
   private async privateRepositoryToken(app: {
+    organization_id: string;
     github_repository: string | null;
     github_repository_is_private: boolean;
     github_app_installation_id: number | null;
@@ -70,6 +72,10 @@ export class BuildRunner {
         'The repository is private and the application has no GitHub App installation: install the App on the repository, ' +
           'then set github_app_installation_id with PATCH /applications/{id}/settings',
       );
+    }
+    // Checked again at build time: the link may have been removed since the setting was saved.
+    if (!(await isInstallationOf(this.ctx.db, app.github_app_installation_id, app.organization_id))) {
+      throw new BuildError(installationRefusal(app.github_app_installation_id));
     }
     // What GitHub's installation hooks said the installation covers (unknown installations are not judged).
     const repository = repositoryFullName(app.github_repository);

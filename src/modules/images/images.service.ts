@@ -1,4 +1,5 @@
 import { rm } from 'node:fs/promises';
+import { requireBuildInstallation } from '../../platform/github/installation-links.js';
 import type { Builder } from '../../platform/builder/index.js';
 import type { AppContext } from '../../platform/context.js';
 import { invalid, notFound } from '../../platform/errors.js';
@@ -107,7 +108,8 @@ export class ImagesService {
   // --- API ---
 
   async requestBuild(userId: string, applicationId: string, ref?: string) {
-    await this.apps.authorize(userId, applicationId);
+    const app = await this.apps.authorize(userId, applicationId);
+    await requireBuildInstallation(this.ctx.db, app);
     // The latest built image is what the next release ships: building one picks it.
     await requireProtectedEnvironmentAdmin(this.ctx.db, userId, { applicationId }, 'the images its releases are made from');
     const jobs = await requireJobRoom(this.ctx, applicationId);

@@ -1,5 +1,6 @@
 import type { Db } from '../../platform/db/database.js';
 import type { GitHubApi } from '../../platform/github/github-api.js';
+import { installationForApplication } from '../../platform/github/installation-links.js';
 import type { ChainEvent, ChainObserver, ChainOutcome } from '../deployments/index.js';
 import { PreviewsRepository } from './previews.repository.js';
 
@@ -31,7 +32,11 @@ export class PreviewStatuses implements ChainObserver {
       .where('id', '=', chain.applicationId)
       .executeTakeFirst();
     if (!app) return null;
-    const installation = preview.installation_id ?? app.github_app_installation_id;
+    const named = preview.installation_id ?? app.github_app_installation_id;
+    // Only an installation of the application's organization: a service of another organization
+    // built from the same repository never posts with this one's installation.
+    const installation = await installationForApplication(this.db, chain.applicationId, named);
+    if (named !== null && installation === null) return null;
     if (!this.github.canReport(installation)) return null;
     return { preview, installation, context: `slipway/preview/${app.slug}`, sha: chain.commitSha };
   }

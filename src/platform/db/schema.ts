@@ -778,6 +778,15 @@ export interface GithubInstallationsTable {
   updated_at: Generated<Date>;
 }
 
+/** Which organization a GitHub App installation serves (migration 0022). */
+export interface GithubInstallationLinksTable {
+  installation_id: number;
+  organization_id: string;
+  linked_by: string | null;
+  linked_via: 'setup' | 'admin';
+  linked_at: Generated<Date>;
+}
+
 export interface GithubInstallationRepositoriesTable {
   installation_id: number;
   repository: string;
@@ -795,6 +804,7 @@ export interface PreviewTables {
   preview_settings: PreviewSettingsTable;
   previews: PreviewsTable;
   github_installations: GithubInstallationsTable;
+  github_installation_links: GithubInstallationLinksTable;
   github_installation_repositories: GithubInstallationRepositoriesTable;
   github_deployment_reports: GithubDeploymentReportsTable;
 }

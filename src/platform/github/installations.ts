@@ -30,6 +30,8 @@ export class GitHubInstallations {
       if (event === 'installation' && payload.action === 'deleted') {
         await trx.deleteFrom('github_installation_repositories').where('installation_id', '=', installationId).execute();
         await trx.deleteFrom('github_installations').where('installation_id', '=', installationId).execute();
+        // Uninstalled on GitHub: no organization holds it any more.
+        await trx.deleteFrom('github_installation_links').where('installation_id', '=', installationId).execute();
         return { installation_id: installationId, added: [], removed: ['*'] };
       }
       await trx
