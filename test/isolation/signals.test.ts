@@ -149,7 +149,7 @@ describe.skipIf(!!missing)('forged access-log lines (EDGE_DRIVER=caddy)', () => 
   it('Caddy writes to a unix socket in a platform-only directory: no loopback listener to find', async () => {
     const socket = driver().accessLogSocket;
     expect(socket).toBe(join(h.dataDir, 'edge', 'caddy-access.sock'));
-    const writer = await (await fetch(`${caddy.adminUrl}/config/logging/logs/slipway_access/writer`)).json();
+    const writer = JSON.parse((await caddy.admin('/config/logging/logs/slipway_access/writer')).text);
     expect(writer).toEqual({ output: 'net', address: `unix/${socket}` });
     const directory = statSync(join(h.dataDir, 'edge'));
     expect(directory.uid).toBe(process.getuid!());
