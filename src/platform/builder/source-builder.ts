@@ -3,7 +3,7 @@ import { mkdir, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ProcessDefinitions } from '../db/schema.js';
 import { run } from '../git/command.js';
-import { SandboxUnavailable, type Sandbox } from '../sandbox/index.js';
+import { runSandboxed, SandboxUnavailable, type Sandbox } from '../sandbox/index.js';
 import { shellQuote } from './image-artifact.js';
 import { directoryDigest } from './digest.js';
 import { BuildError, type BuildInput, type BuildOutput, type Builder } from './port.js';
@@ -119,7 +119,7 @@ export class SourceBuilder implements Builder {
       view: { cwd: dir, writable: [dir, cacheDir] },
     });
     try {
-      return await run(sandbox.file, sandbox.args, options);
+      return await runSandboxed(sandbox, options);
     } finally {
       await sandbox.cgroup.remove();
     }

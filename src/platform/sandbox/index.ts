@@ -5,7 +5,8 @@ import { DatabaseUids, parseUidRange } from './uid-allocator.js';
 
 export { Sandbox, SandboxUnavailable, type PreparedSandbox, type SandboxRequest, type UidSource } from './sandbox.js';
 export type { SandboxView } from './bwrap.js';
-export { runSandboxed } from './user-map.js';
+export { runSandboxed, controlSandbox, CONTROL_PIPES, type SandboxControl } from './user-map.js';
+export { FORWARD_HOST, type SandboxNetwork } from './network.js';
 export { CgroupHierarchy, type Cgroup, type CgroupSettings } from './cgroups.js';
 
 /** The sandbox of builds and application processes, or null with RUNTIME_ISOLATION=none. */
@@ -14,6 +15,7 @@ export function createSandbox(config: Config, db: Db): Sandbox | null {
   return new Sandbox({
     uids: new DatabaseUids(db, parseUidRange(config.SANDBOX_UID_RANGE)),
     pidsMax: config.SANDBOX_PIDS_MAX,
+    outbound: config.SANDBOX_OUTBOUND,
     cgroups: { root: config.CGROUP_ROOT, version: config.CGROUP_VERSION },
   });
 }
