@@ -152,7 +152,12 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
       await v1.register(authRoutes(services.auth));
       await v1.register(usersRoutes(services.users));
       await v1.register(organizationsRoutes(services.organizations));
-      await v1.register(pipelineLimitsRoutes(services.organizations, ctx.config.BUILD_TIMEOUT_SECONDS));
+      await v1.register(
+        pipelineLimitsRoutes(services.organizations, {
+          buildTimeoutSeconds: ctx.config.BUILD_TIMEOUT_SECONDS,
+          outbound: ctx.config.SANDBOX_OUTBOUND,
+        }),
+      );
       await v1.register(projectsRoutes(services.projects));
       await v1.register(applicationsRoutes(services.apps));
       await v1.register(configurationsRoutes(services.apps, services.config));

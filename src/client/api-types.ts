@@ -12118,7 +12118,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** An organization's pipeline limits (site admins) */
+        /** An organization's pipeline limits and outbound network (site admins) */
         get: {
             parameters: {
                 query?: never;
@@ -12139,6 +12139,8 @@ export interface paths {
                         "application/json": {
                             build_timeout_seconds: number | null;
                             effective_build_timeout_seconds: number;
+                            effective_outbound: boolean;
+                            outbound: boolean | null;
                         };
                     };
                 };
@@ -12272,7 +12274,7 @@ export interface paths {
                 };
             };
         };
-        /** Set an organization's build timeout (site admins; null: the default) */
+        /** Set an organization's build timeout and outbound network (site admins; null: the default; omitted: unchanged) */
         put: {
             parameters: {
                 query?: never;
@@ -12285,7 +12287,8 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        build_timeout_seconds: number | null;
+                        build_timeout_seconds?: number | null;
+                        outbound?: boolean | null;
                     };
                 };
             };
@@ -12299,6 +12302,8 @@ export interface paths {
                         "application/json": {
                             build_timeout_seconds: number | null;
                             effective_build_timeout_seconds: number;
+                            effective_outbound: boolean;
+                            outbound: boolean | null;
                         };
                     };
                 };

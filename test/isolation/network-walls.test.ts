@@ -9,6 +9,7 @@ import { pythonHttpApp } from '../helpers/python-app.js';
 import { routerGet } from '../helpers/router-get.js';
 import { createApp, setConfig, type TestApp } from '../pipeline-build/fixtures.js';
 import { loadDuring } from '../pipeline-deploy/fixtures.js';
+import { waitFor } from '../helpers/wait.js';
 import { chainDeploy, sandboxMissing } from './fixtures.js';
 
 /**
@@ -331,4 +332,45 @@ describe.skipIf(missing !== null)('network walls around tenant code (issue 27, c
     expect(r.outside.answer).toContain('outside-ok');
     expect(r.listening).toEqual([]);
   });
+
+  it("a site administrator turns an organization's outbound off (PUT pipeline-limits): its next one-off run reaches nothing outside; a plain member may not", async () => {
+    const url = `/v1/organizations/${hostile.orgSlug}/pipeline-limits`;
+    const denied = await h.app.inject({ method: 'PUT', url, headers: hostile.user.headers, payload: { outbound: false } });
+    expect(denied.statusCode).toBe(403);
+    const admin = await h.user({ admin: true });
+    const off = await h.app.inject({ method: 'PUT', url, headers: admin.headers, payload: { outbound: false } });
+    expect(off.statusCode, off.body).toBe(200);
+    expect(off.json()).toMatchObject({ outbound: false, effective_outbound: false });
+
+    const probe = (name: string, host: string, port: number) =>
+      `python3 -c "import socket; s=socket.socket(); s.settimeout(2); print('${name}', s.connect_ex(('${host}', ${port})) == 0)"`;
+    const command = [probe('outside', outside.address, outside.port), probe('api', '127.0.0.1', apiPort)].join('; ');
+    try {
+      const queued = await h.app.inject({
+        method: 'POST',
+        url: `/v1/applications/${hostile.appId}/runs`,
+        headers: hostile.user.headers,
+        payload: { command, timeout_seconds: 60 },
+      });
+      expect(queued.statusCode, queued.body).toBeLessThan(300);
+      const run = await waitFor(
+        'the one-off run',
+        async () => {
+          const r = (await h.app.inject({ method: 'GET', url: `/v1/runs/${queued.json().id}`, headers: hostile.user.headers })).json();
+          return ['succeeded', 'failed', 'timed_out'].includes(r.status) ? r : null;
+        },
+        60_000,
+        200,
+      );
+      const log: string = (await h.app.inject({ method: 'GET', url: `/v1/runs/${run.id}/log`, headers: hostile.user.headers })).json()
+        .log_text;
+      expect(log).toContain('outside False');
+      expect(log).toContain('api False');
+      // Its web instance, started before, keeps its forward: the edge still reaches it.
+      expect(await hostileGet('/health')).toEqual({ ok: true });
+    } finally {
+      const back = await h.app.inject({ method: 'PUT', url, headers: admin.headers, payload: { outbound: null } });
+      expect(back.json()).toMatchObject({ outbound: null, effective_outbound: true });
+    }
+  }, 90_000);
 });

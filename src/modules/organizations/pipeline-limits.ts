@@ -23,35 +23,45 @@ const PipelineLimits = Type.Object({
   build_timeout_seconds: Type.Union([Type.Integer({ minimum: 10, maximum: 86_400 }), Type.Null()]),
   /** What its builds get now. */
   effective_build_timeout_seconds: Type.Integer(),
+  /** Whether its builds, one-off commands and instances may connect out (the internet); null: the site's SANDBOX_OUTBOUND. */
+  outbound: Type.Union([Type.Boolean(), Type.Null()]),
+  /** What its sandboxes get now (the platform's loopback services and other instances stay unreachable either way). */
+  effective_outbound: Type.Boolean(),
 });
 const PipelineLimitsBody = Type.Object(
   {
-    build_timeout_seconds: Type.Union([Type.Integer({ minimum: 10, maximum: 86_400 }), Type.Null()]),
+    build_timeout_seconds: Type.Optional(Type.Union([Type.Integer({ minimum: 10, maximum: 86_400 }), Type.Null()])),
+    outbound: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, minProperties: 1 },
 );
 
-/** Operator controls over one organization's share of the pipeline (site administrators only). */
-export function pipelineLimitsRoutes(organizations: OrganizationsService, defaultBuildTimeoutSeconds: number) {
+/** Operator controls over one organization's share of the pipeline and its sandboxes' network (site administrators only). */
+export function pipelineLimitsRoutes(organizations: OrganizationsService, defaults: { buildTimeoutSeconds: number; outbound: boolean }) {
   const tags = ['Organizations'];
-  const view = (own: number | null) => ({
-    build_timeout_seconds: own,
-    effective_build_timeout_seconds: own ?? defaultBuildTimeoutSeconds,
-  });
+  const view = async (slug: string) => {
+    const [timeout, outbound] = [await organizations.buildTimeout(slug), await organizations.sandboxOutbound(slug)];
+    return {
+      build_timeout_seconds: timeout,
+      effective_build_timeout_seconds: timeout ?? defaults.buildTimeoutSeconds,
+      outbound,
+      effective_outbound: outbound ?? defaults.outbound,
+    };
+  };
   return async (app: App) => {
     app.get(
       '/organizations/:org_slug/pipeline-limits',
       {
         schema: {
           tags,
-          summary: "An organization's pipeline limits (site admins)",
+          summary: "An organization's pipeline limits and outbound network (site admins)",
           params: OrgSlugParams,
           response: { 200: PipelineLimits, ...commonErrorResponses },
         },
       },
       async (request) => {
         requireSiteAdmin(request);
-        return view(await organizations.buildTimeout(request.params.org_slug));
+        return view(request.params.org_slug);
       },
     );
 
@@ -60,7 +70,7 @@ export function pipelineLimitsRoutes(organizations: OrganizationsService, defaul
       {
         schema: {
           tags,
-          summary: "Set an organization's build timeout (site admins; null: the default)",
+          summary: "Set an organization's build timeout and outbound network (site admins; null: the default; omitted: unchanged)",
           params: OrgSlugParams,
           body: PipelineLimitsBody,
           response: { 200: PipelineLimits, ...commonErrorResponses },
@@ -68,7 +78,10 @@ export function pipelineLimitsRoutes(organizations: OrganizationsService, defaul
       },
       async (request) => {
         requireSiteAdmin(request);
-        return view(await organizations.setBuildTimeout(request.params.org_slug, request.body.build_timeout_seconds));
+        const { org_slug: slug } = request.params;
+        if (request.body.build_timeout_seconds !== undefined) await organizations.setBuildTimeout(slug, request.body.build_timeout_seconds);
+        if (request.body.outbound !== undefined) await organizations.setSandboxOutbound(slug, request.body.outbound);
+        return view(slug);
       },
     );
   };

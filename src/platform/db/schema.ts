@@ -49,6 +49,8 @@ export interface OrganizationsTable {
   slug: string;
   /** Migration 0005: a site administrator's per-organization build timeout (null: the configured default). */
   build_timeout_seconds: ColumnType<number | null, number | null | undefined, number | null>;
+  /** Whether its sandboxes may connect out; null: the site's SANDBOX_OUTBOUND. */
+  sandbox_outbound: ColumnType<boolean | null, boolean | null | undefined, boolean | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }

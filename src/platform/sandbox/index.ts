@@ -16,8 +16,21 @@ export function createSandbox(config: Config, db: Db): Sandbox | null {
     uids: new DatabaseUids(db, parseUidRange(config.SANDBOX_UID_RANGE)),
     pidsMax: config.SANDBOX_PIDS_MAX,
     outbound: config.SANDBOX_OUTBOUND,
+    outboundOf: (applicationId) => organizationOutbound(db, applicationId),
     cgroups: { root: config.CGROUP_ROOT, version: config.CGROUP_VERSION },
   });
+}
+
+/** An organization's own outbound setting (PUT /organizations/{slug}/pipeline-limits), read where its sandbox starts. */
+async function organizationOutbound(db: Db, applicationId: string): Promise<boolean | null> {
+  const row = await db
+    .selectFrom('applications')
+    .innerJoin('projects', 'projects.id', 'applications.project_id')
+    .innerJoin('organizations', 'organizations.id', 'projects.organization_id')
+    .select('organizations.sandbox_outbound')
+    .where('applications.id', '=', applicationId)
+    .executeTakeFirst();
+  return row?.sandbox_outbound ?? null;
 }
 
 export const NO_ISOLATION_WARNING =

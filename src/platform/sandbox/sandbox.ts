@@ -21,6 +21,8 @@ export interface SandboxOptions {
   cgroups?: CgroupSettings;
   /** Whether sandboxes may connect out (the internet) unless a request says otherwise (default true). */
   outbound?: boolean;
+  /** The application's organization's own choice (a site administrator's), when it made one. */
+  outboundOf?: (applicationId: string) => Promise<boolean | null>;
 }
 
 export interface SandboxRequest {
@@ -121,7 +123,7 @@ export class Sandbox {
     ];
     const inner = request.view.mappedRoot ? { uid: 0, gid: 0 } : (request.view.innerUser ?? { uid, gid: uid });
     const network: SandboxNetwork = {
-      outbound: request.network?.outbound ?? this.options.outbound ?? true,
+      outbound: request.network?.outbound ?? (await this.options.outboundOf?.(request.applicationId)) ?? this.options.outbound ?? true,
       ...(request.network?.forward ? { forward: request.network.forward } : {}),
     };
     return { file: '/bin/sh', args, uid, cgroup, innerUid: inner.uid, innerGid: inner.gid, network };
