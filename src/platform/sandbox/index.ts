@@ -12,8 +12,10 @@ export { CgroupHierarchy, type Cgroup, type CgroupSettings } from './cgroups.js'
 /** The sandbox of builds and application processes, or null with RUNTIME_ISOLATION=none. */
 export function createSandbox(config: Config, db: Db): Sandbox | null {
   if (config.RUNTIME_ISOLATION === 'none') return null;
+  const uidRange = parseUidRange(config.SANDBOX_UID_RANGE);
   return new Sandbox({
-    uids: new DatabaseUids(db, parseUidRange(config.SANDBOX_UID_RANGE)),
+    uids: new DatabaseUids(db, uidRange),
+    uidRange,
     pidsMax: config.SANDBOX_PIDS_MAX,
     outbound: config.SANDBOX_OUTBOUND,
     outboundOf: (applicationId) => organizationOutbound(db, applicationId),

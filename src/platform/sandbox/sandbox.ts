@@ -4,7 +4,7 @@ import { dirname } from 'node:path';
 import { promisify } from 'node:util';
 import { bwrapArguments, type SandboxView } from './bwrap.js';
 import { CgroupHierarchy, type Cgroup, type CgroupLimits, type CgroupSettings } from './cgroups.js';
-import type { SandboxNetwork } from './network.js';
+import { endOrphanedHelpers, type SandboxNetwork } from './network.js';
 
 const exec = promisify(execFile);
 
@@ -19,6 +19,8 @@ export interface SandboxOptions {
   pidsMax: number;
   /** Where the cgroup hierarchy is (default: found below /sys/fs/cgroup, v2 preferred). */
   cgroups?: CgroupSettings;
+  /** The sandbox users' uids (SANDBOX_UID_RANGE): leftover network helpers are recognized by them. */
+  uidRange?: { first: number; last: number };
   /** Whether sandboxes may connect out (the internet) unless a request says otherwise (default true). */
   outbound?: boolean;
   /** The application's organization's own choice (a site administrator's), when it made one. */
@@ -85,6 +87,11 @@ export class Sandbox {
   async discard(name: string): Promise<void> {
     const hierarchy = await this.hierarchy().catch(() => null);
     await hierarchy?.discard(name);
+  }
+
+  /** Ends network helpers a killed platform left behind (see `endOrphanedHelpers`). */
+  async endLeftoverNetworks(): Promise<void> {
+    if (this.options.uidRange) await endOrphanedHelpers(this.options.uidRange);
   }
 
   /** The application's sandbox user (files its sandboxes must read are given to it). */

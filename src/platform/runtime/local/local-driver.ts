@@ -434,6 +434,8 @@ export class LocalProcessDriver implements RuntimeDriver {
     }
     // Their control groups empty once the sandboxes are gone (bubblewrap dies with its launcher).
     if (this.sandbox) for (const { id } of leftovers) if (!this.instances.has(id)) await this.sandbox.discard(`instance-${id}`);
+    // Their network helpers outlive them (they hold host ports): end those whose sandbox is gone.
+    await this.sandbox?.endLeftoverNetworks();
   }
 
   async shutdown(): Promise<void> {
