@@ -1,5 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from '../helpers/harness.js';
@@ -43,7 +44,13 @@ def connect(host, port, family=socket.AF_INET):
         s.connect((host, int(port)))
         try:
             s.sendall(b'GET / HTTP/1.0\r\nHost: x\r\n\r\n')
-            answer = s.recv(200).decode('latin1')
+            answer = b''
+            while len(answer) < 2000:
+                chunk = s.recv(2000)
+                if not chunk:
+                    break
+                answer += chunk
+            answer = answer.decode('latin1')
         except Exception:
             answer = ''
         return {'ok': True, 'answer': answer}
@@ -372,5 +379,34 @@ describe.skipIf(missing !== null)('network walls around tenant code (issue 27, c
       const back = await h.app.inject({ method: 'PUT', url, headers: admin.headers, payload: { outbound: null } });
       expect(back.json()).toMatchObject({ outbound: null, effective_outbound: true });
     }
+  }, 90_000);
+
+  it('an instance whose network helper (pasta) ends is restarted with a new one and serves again through the edge', async () => {
+    const driver = localRuntime(h.ctx).runtimeService.driver;
+    const before = driver.list().find((st) => st.labels.applicationId === hostile.appId && st.port)!;
+    const forward = `127.0.0.1/${before.port}:${before.port}`;
+    const pasta = readdirSync('/proc')
+      .filter((e) => /^\d+$/.test(e))
+      .find((pid) => {
+        try {
+          return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes(forward);
+        } catch {
+          return false;
+        }
+      });
+    expect(pasta, 'the instance has its pasta').toBeDefined();
+    process.kill(Number(pasta), 'SIGKILL');
+    await waitFor('the restart', async () => (driver.status(before.id)!.restartCount > before.restartCount ? true : null), 30_000, 100);
+    const served = await waitFor(
+      'the instance to answer again',
+      async () => {
+        const r = await routerGet(localRuntime(h.ctx).router.port, hostileHost, '/health', 5000).catch(() => null);
+        return r?.status === 200 ? r : null;
+      },
+      30_000,
+      200,
+    );
+    expect(JSON.parse(served.body)).toEqual({ ok: true });
+    expect(driver.status(before.id)!.lastExit).toBe('signal SIGKILL');
   }, 90_000);
 });
