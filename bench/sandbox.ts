@@ -1,13 +1,15 @@
 /**
- * The sandbox's cost (issue 10), median of N runs each with and without it:
+ * The sandbox's cost (issues 10 and 27), median of N runs each with and without it:
  * - instance start: `LocalProcessDriver.start` of a small Python web app until it answers
- *   its health check (uid lookup, cgroup creation, bubblewrap and setpriv included);
+ *   its health check through the host loopback port (uid lookup, cgroup creation, bubblewrap
+ *   and setpriv, its own network namespace, pasta's outbound and forward included; the
+ *   third variant without outbound: pasta for the forward only);
  * - a source build: `SourceBuilder.build` of a Python app with a requirements.txt (two
  *   build commands: the virtualenv and pip) and a one-command `slipway.json` build.
  *
  *   npx tsx bench/sandbox.ts [--runs 5]
  *
- * Needs root and bubblewrap. No database: a fixed uid stands in for the allocator.
+ * Needs root, bubblewrap and pasta (passt). No database: a fixed uid stands in for the allocator.
  */
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -86,6 +88,7 @@ async function main() {
   process.env.PATH = '/usr/local/bin:/usr/bin:/bin';
   const root = mkdtempSync(join(tmpdir(), 'slipway-bench-sandbox-'));
   const sandbox = new Sandbox({ uids: { uidFor: async () => 299_999 }, pidsMax: 1024 });
+  const closed = new Sandbox({ uids: { uidFor: async () => 299_999 }, pidsMax: 1024, outbound: false });
   await sandbox.ready();
   const slug = (name: string) => {
     const dir = join(root, name);
@@ -108,21 +111,37 @@ async function main() {
     driver: new LocalProcessDriver({ logDir: join(root, 'logs'), stopGraceMs: 1000, sandbox }),
     builder: new SourceBuilder(join(root, 'cache'), sandbox),
   };
+  const offline = {
+    start: [] as number[],
+    build: [] as number[],
+    driver: new LocalProcessDriver({ logDir: join(root, 'logs'), stopGraceMs: 1000, sandbox: closed }),
+    builder: new SourceBuilder(join(root, 'cache'), closed),
+  };
   try {
     const plainDir = slug('slug-plain');
     const boxedDir = slug('slug-boxed');
+    const offlineDir = slug('slug-offline');
     for (let i = 0; i < runs; i++) {
-      plain.start.push(await instanceStart(plain.driver, plainDir, 2 * i));
-      boxed.start.push(await instanceStart(boxed.driver, boxedDir, 2 * i + 1));
+      plain.start.push(await instanceStart(plain.driver, plainDir, 3 * i));
+      boxed.start.push(await instanceStart(boxed.driver, boxedDir, 3 * i + 1));
+      offline.start.push(await instanceStart(offline.driver, offlineDir, 3 * i + 2));
       plain.build.push(await build(root, plain.builder, source, `p${i}`));
       boxed.build.push(await build(root, boxed.builder, source, `s${i}`));
+      offline.build.push(await build(root, offline.builder, source, `o${i}`));
     }
     await plain.driver.shutdown();
     await boxed.driver.shutdown();
+    await offline.driver.shutdown();
     console.log(`instance start, unconfined: ${fmt(plain.start)}`);
     console.log(`instance start, sandboxed:  ${fmt(boxed.start)}  difference ${(median(boxed.start) - median(plain.start)).toFixed(0)} ms`);
+    console.log(
+      `instance start, no outbound: ${fmt(offline.start)}  difference ${(median(offline.start) - median(plain.start)).toFixed(0)} ms`,
+    );
     console.log(`python build, unconfined:   ${fmt(plain.build)}`);
     console.log(`python build, sandboxed:    ${fmt(boxed.build)}  difference ${(median(boxed.build) - median(plain.build)).toFixed(0)} ms`);
+    console.log(
+      `python build, no outbound:  ${fmt(offline.build)}  difference ${(median(offline.build) - median(plain.build)).toFixed(0)} ms`,
+    );
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

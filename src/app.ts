@@ -170,6 +170,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
         pipelineLimitsRoutes(services.organizations, {
           buildTimeoutSeconds: ctx.config.BUILD_TIMEOUT_SECONDS,
           diskQuotaMb: ctx.config.ORG_DISK_QUOTA_MB,
+          outbound: ctx.config.SANDBOX_OUTBOUND,
         }),
       );
       await v1.register(projectsRoutes(services.projects));

@@ -108,6 +108,13 @@ const EnvSchema = Type.Object({
   SANDBOX_UID_RANGE: Type.String({ default: '200000-299999', pattern: '^\\s*\\d+\\s*-\\s*\\d+\\s*$' }),
   /** Most processes and threads one sandboxed instance or build may have at once. */
   SANDBOX_PIDS_MAX: Type.Integer({ minimum: 16, maximum: 1_000_000, default: 1024 }),
+  /**
+   * Whether sandboxed builds, one-off commands and instances may connect out (npm install, APIs).
+   * Each sandbox has its own network namespace either way: the host's loopback services and
+   * other instances stay unreachable; off leaves it only its own loopback (and a web instance's
+   * port, which the edge reaches).
+   */
+  SANDBOX_OUTBOUND: Type.Boolean({ default: true }),
   /** Mount point of the cgroup hierarchy the sandbox limits are applied with (v2 there or at `<root>/unified`, else v1 below it). */
   CGROUP_ROOT: Type.String({ default: '/sys/fs/cgroup', minLength: 1 }),
   /** `auto`: cgroup v2 when it offers memory, cpu and pids, else v1; `1` or `2`: only that version (fail closed otherwise). */

@@ -13066,7 +13066,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** An organization's pipeline limits and disk quota (site admins) */
+        /** An organization's pipeline limits, disk quota and outbound network (site admins) */
         get: {
             parameters: {
                 query?: never;
@@ -13089,6 +13089,8 @@ export interface paths {
                             disk_quota_mb: number | null;
                             effective_build_timeout_seconds: number;
                             effective_disk_quota_mb: number | null;
+                            effective_outbound: boolean;
+                            outbound: boolean | null;
                         };
                     };
                 };
@@ -13222,7 +13224,7 @@ export interface paths {
                 };
             };
         };
-        /** Set an organization's build timeout and disk quota (site admins; null: the default; a field left out keeps its value) */
+        /** Set an organization's build timeout, disk quota and outbound network (site admins; null: the default; a field left out keeps its value) */
         put: {
             parameters: {
                 query?: never;
@@ -13237,6 +13239,7 @@ export interface paths {
                     "application/json": {
                         build_timeout_seconds?: number | null;
                         disk_quota_mb?: number | null;
+                        outbound?: boolean | null;
                     };
                 };
             };
@@ -13252,6 +13255,8 @@ export interface paths {
                             disk_quota_mb: number | null;
                             effective_build_timeout_seconds: number;
                             effective_disk_quota_mb: number | null;
+                            effective_outbound: boolean;
+                            outbound: boolean | null;
                         };
                     };
                 };

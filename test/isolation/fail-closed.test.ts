@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from '../helpers/harness.js';
@@ -63,6 +65,33 @@ describe.skipIf(missing !== null)('failing closed (issue 10)', () => {
     expect(deployment.error_detail).toContain('RUNTIME_ISOLATION=none');
     expect(localRuntime(h.ctx).runtimeService.driver.list()).toEqual([]);
     expect(h.logs()).toContain('applications cannot run: bwrap is not installed');
+  }, 120_000);
+
+  it('refuses to start instances when pasta cannot be found (no network namespace without it), and names its package', async () => {
+    // bubblewrap and setpriv are there, pasta is not.
+    const bin = mkdtempSync(join(tmpdir(), 'slipway-no-pasta-'));
+    for (const program of ['bwrap', 'setpriv']) {
+      symlinkSync(
+        execFileSync('sh', ['-c', `command -v ${program}`])
+          .toString()
+          .trim(),
+        join(bin, program),
+      );
+    }
+    const path = process.env.PATH;
+    process.env.PATH = bin;
+    try {
+      h = await createHarness(runtimeEnv, { jobs: true, runtime: true });
+    } finally {
+      process.env.PATH = path;
+      rmSync(bin, { recursive: true, force: true });
+    }
+    const t = await createWhoamiApp();
+    const { deployment } = await chainDeploy(h, t);
+    expect(deployment.error).toBe(true);
+    expect(deployment.error_detail).toContain('pasta is not installed (Debian package passt)');
+    expect(localRuntime(h.ctx).runtimeService.driver.list()).toEqual([]);
+    expect(h.logs()).toContain('applications cannot run: pasta is not installed');
   }, 120_000);
 
   it('applies the limits with cgroup v2 when CGROUP_VERSION=2, and refuses to start instances where v2 lacks the controllers', async () => {

@@ -453,12 +453,36 @@ describe('KubernetesRuntime against a fake API server', () => {
       'pod-security.kubernetes.io/enforce-version': 'latest',
     });
     const policy = kube.get('networkpolicies', names.namespace, 'slipway-isolation')!;
+    // In: the same organization and the ingress controller. Out: the same organization, the
+    // cluster's DNS and the internet, never private or link-local addresses (the platform's
+    // namespace, the nodes, the metadata service).
     expect(policy.spec).toEqual({
       podSelector: {},
-      policyTypes: ['Ingress'],
+      policyTypes: ['Ingress', 'Egress'],
       ingress: [
         { from: [{ podSelector: {} }] },
         { from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } }] },
+      ],
+      egress: [
+        { to: [{ podSelector: {} }] },
+        {
+          to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } } }],
+          ports: [
+            { protocol: 'UDP', port: 53 },
+            { protocol: 'TCP', port: 53 },
+          ],
+        },
+        {
+          to: [
+            {
+              ipBlock: {
+                cidr: '0.0.0.0/0',
+                except: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', '169.254.0.0/16', '127.0.0.0/8'],
+              },
+            },
+            { ipBlock: { cidr: '::/0', except: ['fc00::/7', 'fe80::/10', '::1/128'] } },
+          ],
+        },
       ],
     });
     // The fake's Pod Security admission let these pods in (it refuses root pods: test/kubernetes/fake-kube-api.test.ts).

@@ -96,7 +96,7 @@ describe('Kubernetes manifests', () => {
     }
   });
 
-  it('labels the organization namespace restricted and isolates it with a NetworkPolicy (same namespace and the ingress controller only)', () => {
+  it('labels the organization namespace restricted and isolates it with a NetworkPolicy (in: same namespace and the ingress controller; out: same namespace, DNS, the internet but no private address)', () => {
     const names = workloadNames(makePlan(), 'slipway-');
     const namespace = namespaceManifest(names);
     new Namespace(namespace as never).validate();
@@ -115,13 +115,38 @@ describe('Kubernetes manifests', () => {
       metadata: { name: 'slipway-isolation', namespace: names.namespace, labels: { [LABEL.managedBy]: 'slipway' } },
       spec: {
         podSelector: {},
-        policyTypes: ['Ingress'],
+        policyTypes: ['Ingress', 'Egress'],
         ingress: [
           { from: [{ podSelector: {} }] },
           { from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } }] },
         ],
+        egress: [
+          { to: [{ podSelector: {} }] },
+          {
+            to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } } }],
+            ports: [
+              { protocol: 'UDP', port: 53 },
+              { protocol: 'TCP', port: 53 },
+            ],
+          },
+          {
+            to: [
+              {
+                ipBlock: {
+                  cidr: '0.0.0.0/0',
+                  except: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', '169.254.0.0/16', '127.0.0.0/8'],
+                },
+              },
+              { ipBlock: { cidr: '::/0', except: ['fc00::/7', 'fe80::/10', '::1/128'] } },
+            ],
+          },
+        ],
       },
     });
+    // With outbound off (SANDBOX_OUTBOUND=false) only the same namespace and DNS remain.
+    const closed = ObjectSerializer.serialize(networkPolicyManifest(names, 'ingress-nginx', { outbound: false }), 'V1NetworkPolicy', '');
+    new NetworkPolicy(closed).validate();
+    expect(closed.spec.egress).toEqual(policy.spec.egress.slice(0, 2));
   });
 
   it('m1.large (the default) is 500m/1000m cpu and 1024Mi/1536Mi memory', () => {

@@ -28,6 +28,16 @@ export class OrganizationsRepository {
       .executeTakeFirst();
   }
 
+  /** Sets whether the organization's sandboxes may connect out (null: the site's setting). */
+  setSandboxOutbound(slug: string, outbound: boolean | null) {
+    return this.db
+      .updateTable('organizations')
+      .set({ sandbox_outbound: outbound })
+      .where('slug', '=', slug)
+      .returning('sandbox_outbound')
+      .executeTakeFirst();
+  }
+
   findById(id: string) {
     return this.db.selectFrom('organizations').selectAll().where('id', '=', id).executeTakeFirst();
   }

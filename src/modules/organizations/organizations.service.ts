@@ -156,6 +156,19 @@ export class OrganizationsService {
     return org.build_timeout_seconds;
   }
 
+  /** Whether the organization's sandboxes may connect out, or null for the site's setting (site administrators only). */
+  async sandboxOutbound(slug: string): Promise<boolean | null> {
+    const org = await this.orgs.findBySlug(slug);
+    if (!org) throw notFound('Organization');
+    return org.sandbox_outbound;
+  }
+
+  async setSandboxOutbound(slug: string, outbound: boolean | null): Promise<boolean | null> {
+    const org = await this.orgs.setSandboxOutbound(slug, outbound);
+    if (!org) throw notFound('Organization');
+    return org.sandbox_outbound;
+  }
+
   /** Admins remove anyone; a member may remove only themselves (leave). */
   async removeMember(userId: string, slug: string, memberId: string) {
     const { org, membership } = await this.resolve(userId, slug);

@@ -28,25 +28,39 @@ const PipelineLimits = Type.Object({
   disk_quota_mb: DiskQuotaMb,
   /** The quota its new builds are held to now (MiB; null: none). */
   effective_disk_quota_mb: Type.Union([Type.Integer(), Type.Null()]),
+  /** Whether its builds, one-off commands and instances may connect out (the internet); null: the site's SANDBOX_OUTBOUND. */
+  outbound: Type.Union([Type.Boolean(), Type.Null()]),
+  /** What its sandboxes get now (the platform's loopback services and other instances stay unreachable either way). */
+  effective_outbound: Type.Boolean(),
 });
 const PipelineLimitsBody = Type.Object(
   {
     build_timeout_seconds: Type.Optional(Type.Union([Type.Integer({ minimum: 10, maximum: 86_400 }), Type.Null()])),
     disk_quota_mb: Type.Optional(DiskQuotaMb),
+    outbound: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, minProperties: 1 },
 );
 
-/** Operator controls over one organization's share of the pipeline and the disk (site administrators only). */
-export function pipelineLimitsRoutes(organizations: OrganizationsService, defaults: { buildTimeoutSeconds: number; diskQuotaMb: number }) {
+/** Operator controls over one organization's share of the pipeline, the disk and its sandboxes' network (site administrators only). */
+export function pipelineLimitsRoutes(
+  organizations: OrganizationsService,
+  defaults: { buildTimeoutSeconds: number; diskQuotaMb: number; outbound: boolean },
+) {
   const tags = ['Organizations'];
   const view = async (slug: string) => {
-    const [timeout, quota] = await Promise.all([organizations.buildTimeout(slug), organizations.diskQuota(slug)]);
+    const [timeout, quota, outbound] = await Promise.all([
+      organizations.buildTimeout(slug),
+      organizations.diskQuota(slug),
+      organizations.sandboxOutbound(slug),
+    ]);
     return {
       build_timeout_seconds: timeout,
       effective_build_timeout_seconds: timeout ?? defaults.buildTimeoutSeconds,
       disk_quota_mb: quota,
       effective_disk_quota_mb: quota ?? (defaults.diskQuotaMb > 0 ? defaults.diskQuotaMb : null),
+      outbound,
+      effective_outbound: outbound ?? defaults.outbound,
     };
   };
   return async (app: App) => {
@@ -55,7 +69,7 @@ export function pipelineLimitsRoutes(organizations: OrganizationsService, defaul
       {
         schema: {
           tags,
-          summary: "An organization's pipeline limits and disk quota (site admins)",
+          summary: "An organization's pipeline limits, disk quota and outbound network (site admins)",
           params: OrgSlugParams,
           response: { 200: PipelineLimits, ...commonErrorResponses },
         },
@@ -71,7 +85,8 @@ export function pipelineLimitsRoutes(organizations: OrganizationsService, defaul
       {
         schema: {
           tags,
-          summary: "Set an organization's build timeout and disk quota (site admins; null: the default; a field left out keeps its value)",
+          summary:
+            "Set an organization's build timeout, disk quota and outbound network (site admins; null: the default; a field left out keeps its value)",
           params: OrgSlugParams,
           body: PipelineLimitsBody,
           response: { 200: PipelineLimits, ...commonErrorResponses },
@@ -83,6 +98,7 @@ export function pipelineLimitsRoutes(organizations: OrganizationsService, defaul
         const body = request.body;
         if (body.build_timeout_seconds !== undefined) await organizations.setBuildTimeout(slug, body.build_timeout_seconds);
         if (body.disk_quota_mb !== undefined) await organizations.setDiskQuota(slug, body.disk_quota_mb);
+        if (body.outbound !== undefined) await organizations.setSandboxOutbound(slug, body.outbound);
         return view(slug);
       },
     );

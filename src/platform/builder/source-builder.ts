@@ -2,7 +2,7 @@ import { mkdir, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ProcessDefinitions } from '../db/schema.js';
 import { run } from '../git/command.js';
-import { SandboxUnavailable, type Sandbox } from '../sandbox/index.js';
+import { runSandboxed, SandboxUnavailable, type Sandbox } from '../sandbox/index.js';
 import { chmodBeneath } from '../fs/beneath.js';
 import { contextHas, readContextFile } from './context-file.js';
 import { prepareArtifactDir, shellQuote, SOURCE_TREE_DIR, writeArtifactManifest } from './image-artifact.js';
@@ -125,7 +125,7 @@ export class SourceBuilder implements Builder {
       view: { cwd: dir, writable: [dir, cacheDir] },
     });
     try {
-      return await run(sandbox.file, sandbox.args, options);
+      return await runSandboxed(sandbox, options);
     } finally {
       await sandbox.cgroup.remove();
     }

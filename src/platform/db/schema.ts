@@ -60,6 +60,8 @@ export interface OrganizationsTable {
   disk_quota_mb: ColumnType<number | null, number | null | undefined, number | null>;
   /** Migration 0023: the creating user, whose pipeline budget the organization shares. */
   created_by: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Whether its sandboxes may connect out; null: the site's SANDBOX_OUTBOUND. */
+  sandbox_outbound: ColumnType<boolean | null, boolean | null | undefined, boolean | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }

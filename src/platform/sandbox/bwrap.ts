@@ -28,14 +28,22 @@ const TOP_LEVEL_LINKS = ['/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32']
  * bubblewrap arguments for a command run as an unprivileged user: new user, mount, PID,
  * IPC and UTS namespaces; the system read-only (or the image's root); /proc of its own PID
  * namespace only; a private /tmp; only `writable` writable; nothing else of the host (no
- * DATA_DIR, no other application, no Slipway checkout, no /root). The network is shared:
- * instances listen on loopback for the router.
+ * DATA_DIR, no other application, no Slipway checkout, no /root). Its own network namespace:
+ * its loopback is not the host's; the platform attaches pasta for the way out and the
+ * instance's port (see `controlSandbox`).
  */
-export function bwrapArguments(view: SandboxView): string[] {
+export function bwrapArguments(view: SandboxView, { controlled = true } = {}): string[] {
   const args = [
     '--unshare-user',
-    // fd 3: wait until the platform has written the user map; fd 4: tells it the child's pid.
-    ...(view.mappedRoot ? ['--userns-block-fd', '3', '--info-fd', '4', '--uid', '0', '--gid', '0', '--cap-add', 'ALL'] : []),
+    // Unless only probing whether bubblewrap works here: fd 3: wait until the platform has written the user map; fd 4: tells it the child's pid;
+    // fd 5: wait until the platform has attached the network.
+    ...(controlled ? ['--userns-block-fd', '3', '--info-fd', '4', '--block-fd', '5'] : []),
+    // A mapped root configures nothing of its network namespace (it belongs to its user
+    // namespace): no rewritten addresses, no raw frames towards pasta.
+    ...(view.mappedRoot
+      ? ['--uid', '0', '--gid', '0', '--cap-add', 'ALL', '--cap-drop', 'CAP_NET_ADMIN', '--cap-drop', 'CAP_NET_RAW']
+      : []),
+    '--unshare-net',
     '--unshare-pid',
     '--unshare-ipc',
     '--unshare-uts',

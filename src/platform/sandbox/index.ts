@@ -5,17 +5,34 @@ import { DatabaseUids, parseUidRange } from './uid-allocator.js';
 
 export { Sandbox, SandboxUnavailable, type PreparedSandbox, type SandboxRequest, type UidSource } from './sandbox.js';
 export type { SandboxView } from './bwrap.js';
-export { runSandboxed } from './user-map.js';
+export { runSandboxed, controlSandbox, CONTROL_PIPES, type SandboxControl } from './user-map.js';
+export { FORWARD_HOST, type SandboxNetwork } from './network.js';
 export { CgroupHierarchy, type Cgroup, type CgroupSettings } from './cgroups.js';
 
 /** The sandbox of builds and application processes, or null with RUNTIME_ISOLATION=none. */
 export function createSandbox(config: Config, db: Db): Sandbox | null {
   if (config.RUNTIME_ISOLATION === 'none') return null;
+  const uidRange = parseUidRange(config.SANDBOX_UID_RANGE);
   return new Sandbox({
-    uids: new DatabaseUids(db, parseUidRange(config.SANDBOX_UID_RANGE)),
+    uids: new DatabaseUids(db, uidRange),
+    uidRange,
     pidsMax: config.SANDBOX_PIDS_MAX,
+    outbound: config.SANDBOX_OUTBOUND,
+    outboundOf: (applicationId) => organizationOutbound(db, applicationId),
     cgroups: { root: config.CGROUP_ROOT, version: config.CGROUP_VERSION },
   });
+}
+
+/** An organization's own outbound setting (PUT /organizations/{slug}/pipeline-limits), read where its sandbox starts. */
+async function organizationOutbound(db: Db, applicationId: string): Promise<boolean | null> {
+  const row = await db
+    .selectFrom('applications')
+    .innerJoin('projects', 'projects.id', 'applications.project_id')
+    .innerJoin('organizations', 'organizations.id', 'projects.organization_id')
+    .select('organizations.sandbox_outbound')
+    .where('applications.id', '=', applicationId)
+    .executeTakeFirst();
+  return row?.sandbox_outbound ?? null;
 }
 
 export const NO_ISOLATION_WARNING =

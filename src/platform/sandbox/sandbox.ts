@@ -4,6 +4,7 @@ import { dirname } from 'node:path';
 import { promisify } from 'node:util';
 import { bwrapArguments, type SandboxView } from './bwrap.js';
 import { CgroupHierarchy, type Cgroup, type CgroupLimits, type CgroupSettings } from './cgroups.js';
+import { endOrphanedHelpers, type SandboxNetwork } from './network.js';
 
 const exec = promisify(execFile);
 
@@ -18,6 +19,12 @@ export interface SandboxOptions {
   pidsMax: number;
   /** Where the cgroup hierarchy is (default: found below /sys/fs/cgroup, v2 preferred). */
   cgroups?: CgroupSettings;
+  /** The sandbox users' uids (SANDBOX_UID_RANGE): leftover network helpers are recognized by them. */
+  uidRange?: { first: number; last: number };
+  /** Whether sandboxes may connect out (the internet) unless a request says otherwise (default true). */
+  outbound?: boolean;
+  /** The application's organization's own choice (a site administrator's), when it made one. */
+  outboundOf?: (applicationId: string) => Promise<boolean | null>;
 }
 
 export interface SandboxRequest {
@@ -29,6 +36,8 @@ export interface SandboxRequest {
   command: string;
   view: SandboxView;
   limits?: Omit<CgroupLimits, 'pids'>;
+  /** A web instance's forward; `outbound` defaults to the site's setting. */
+  network?: { outbound?: boolean; forward?: SandboxNetwork['forward'] };
 }
 
 /** A ready sandbox: spawn `file args` (as root: the launcher joins the cgroup, then drops to `uid`). */
@@ -37,11 +46,14 @@ export interface PreparedSandbox {
   args: string[];
   uid: number;
   cgroup: Cgroup;
-  /** Run it with `runSandboxed`: the platform maps the user to root inside (see SandboxView.mappedRoot). */
-  mappedRoot: boolean;
+  /** Run it with `runSandboxed` or `controlSandbox` (spawned with CONTROL_PIPES): the platform writes this user map. */
+  innerUid: number;
+  innerGid: number;
+  /** What the platform connects its network namespace to once it started. */
+  network: SandboxNetwork;
 }
 
-/** Raised when the machine cannot sandbox (no bubblewrap, no user namespaces, no cgroups). */
+/** Raised when the machine cannot sandbox (no bubblewrap, no pasta, no user namespaces, no cgroups). */
 export class SandboxUnavailable extends Error {}
 
 /**
@@ -75,6 +87,11 @@ export class Sandbox {
   async discard(name: string): Promise<void> {
     const hierarchy = await this.hierarchy().catch(() => null);
     await hierarchy?.discard(name);
+  }
+
+  /** Ends network helpers a killed platform left behind (see `endOrphanedHelpers`). */
+  async endLeftoverNetworks(): Promise<void> {
+    if (this.options.uidRange) await endOrphanedHelpers(this.options.uidRange);
   }
 
   /** The application's sandbox user (files its sandboxes must read are given to it). */
@@ -111,7 +128,12 @@ export class Sandbox {
       '-c',
       request.command,
     ];
-    return { file: '/bin/sh', args, uid, cgroup, mappedRoot: request.view.mappedRoot === true };
+    const inner = request.view.mappedRoot ? { uid: 0, gid: 0 } : (request.view.innerUser ?? { uid, gid: uid });
+    const network: SandboxNetwork = {
+      outbound: request.network?.outbound ?? (await this.options.outboundOf?.(request.applicationId)) ?? this.options.outbound ?? true,
+      ...(request.network?.forward ? { forward: request.network.forward } : {}),
+    };
+    return { file: '/bin/sh', args, uid, cgroup, innerUid: inner.uid, innerGid: inner.gid, network };
   }
 }
 
@@ -119,6 +141,8 @@ async function probeMachine(cgroups: CgroupSettings = {}): Promise<CgroupHierarc
   for (const [program, pkg] of [
     ['bwrap', 'bubblewrap'],
     ['setpriv', 'util-linux'],
+    // Each sandbox has its own network namespace; pasta is its only way out and the instance's way in.
+    ['pasta', 'passt'],
   ] as const) {
     try {
       await exec(program, ['--version']);
@@ -137,7 +161,7 @@ async function probeMachine(cgroups: CgroupSettings = {}): Promise<CgroupHierarc
         '--clear-groups',
         '--no-new-privs',
         'bwrap',
-        ...bwrapArguments({ cwd: '/', writable: [] }),
+        ...bwrapArguments({ cwd: '/', writable: [] }, { controlled: false }),
         '/bin/true',
       ],
       { cwd: '/' },

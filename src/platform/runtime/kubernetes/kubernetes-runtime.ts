@@ -50,6 +50,8 @@ export interface KubernetesRuntimeOptions {
   ingressAnnotations?: Record<string, string>;
   /** The ingress controller's namespace, allowed through each organization's NetworkPolicy. Default `ingress-nginx`. */
   ingressNamespace?: string;
+  /** Whether pods may connect to the internet (never to private addresses). Default true. */
+  outbound?: boolean;
   pullSecret: PullSecretSource;
   logger?: RuntimeLogger;
   /** Longest wait between two status checks (watches wake the check sooner). Default 1000. */
@@ -358,7 +360,9 @@ export class KubernetesRuntime implements ApplicationRuntime {
     } catch (error) {
       if (statusCode(error) !== 403 || !(await this.cluster.read(ref('v1', 'Namespace', names.namespace)))) throw error;
     }
-    await this.cluster.apply(networkPolicyManifest(names, this.options.ingressNamespace ?? 'ingress-nginx'));
+    await this.cluster.apply(
+      networkPolicyManifest(names, this.options.ingressNamespace ?? 'ingress-nginx', { outbound: this.options.outbound ?? true }),
+    );
   }
 
   private async refreshPullSecret(plan: WorkloadPlan, names: WorkloadNames): Promise<boolean> {
@@ -462,6 +466,7 @@ export function createKubernetesRuntime(config: Config, pullSecret: PullSecretSo
     ingressClass: config.KUBERNETES_INGRESS_CLASS ?? null,
     ingressAnnotations: ingressAnnotations(config.KUBERNETES_INGRESS_ANNOTATIONS),
     ingressNamespace: config.KUBERNETES_INGRESS_NAMESPACE,
+    outbound: config.SANDBOX_OUTBOUND,
     pullSecret,
     logger,
   });

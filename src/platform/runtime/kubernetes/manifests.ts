@@ -209,22 +209,54 @@ export function namespaceManifest(names: WorkloadNames): V1Namespace {
 }
 
 /**
- * Ingress isolation of an organization's namespace: its pods accept connections from pods of
- * the same namespace (the same organization) and from the ingress controller's namespace only,
- * so no other organization's pod can reach them. Egress stays open (applications call out).
+ * Addresses an application never reaches: private networks (the cluster's pods, services and
+ * nodes, where the platform and its database run), link-local (the cloud's metadata service),
+ * loopback and carrier-grade NAT.
  */
-export function networkPolicyManifest(names: WorkloadNames, ingressNamespace: string): V1NetworkPolicy {
+export const EGRESS_DENIED_CIDRS = {
+  ipv4: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', '169.254.0.0/16', '127.0.0.0/8'],
+  ipv6: ['fc00::/7', 'fe80::/10', '::1/128'],
+};
+
+/**
+ * Isolation of an organization's namespace. In: its pods accept connections from pods of the
+ * same namespace (the same organization) and from the ingress controller's namespace only, so
+ * no other organization's pod can reach them. Out: the same namespace, the cluster's DNS, and
+ * (unless `outbound` is off) the internet, never private or link-local addresses: the
+ * platform's namespace, the nodes and the metadata service stay unreachable.
+ */
+export function networkPolicyManifest(names: WorkloadNames, ingressNamespace: string, { outbound = true } = {}): V1NetworkPolicy {
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
     metadata: { name: NETWORK_POLICY_NAME, namespace: names.namespace, labels: { [LABEL.managedBy]: 'slipway' } },
     spec: {
       podSelector: {},
-      policyTypes: ['Ingress'],
+      policyTypes: ['Ingress', 'Egress'],
       ingress: [
         // client-node's model spells `from` as `_from` (it serializes it back to `from`).
         { _from: [{ podSelector: {} }] },
         { _from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ingressNamespace } } }] },
+      ],
+      egress: [
+        { to: [{ podSelector: {} }] },
+        {
+          to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } } }],
+          ports: [
+            { protocol: 'UDP', port: 53 },
+            { protocol: 'TCP', port: 53 },
+          ],
+        },
+        ...(outbound
+          ? [
+              {
+                to: [
+                  { ipBlock: { cidr: '0.0.0.0/0', except: EGRESS_DENIED_CIDRS.ipv4 } },
+                  { ipBlock: { cidr: '::/0', except: EGRESS_DENIED_CIDRS.ipv6 } },
+                ],
+              },
+            ]
+          : []),
       ],
     },
   };

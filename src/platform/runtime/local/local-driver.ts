@@ -2,7 +2,16 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, createWriteStream, mkdirSync, renameSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { v7 as uuidv7 } from 'uuid';
-import { SandboxUnavailable, type PreparedSandbox, type Sandbox, type SandboxView } from '../../sandbox/index.js';
+import {
+  CONTROL_PIPES,
+  controlSandbox,
+  FORWARD_HOST,
+  SandboxUnavailable,
+  type PreparedSandbox,
+  type Sandbox,
+  type SandboxNetwork,
+  type SandboxView,
+} from '../../sandbox/index.js';
 import type {
   InstanceOutput,
   InstanceSpec,
@@ -117,7 +126,8 @@ export class LocalProcessDriver implements RuntimeDriver {
 
   constructor(private readonly options: LocalDriverOptions) {
     this.sandbox = options.sandbox ?? null;
-    this.host = options.host ?? '127.0.0.1';
+    // A sandboxed instance is reached through its network helper's forward, on the host's loopback.
+    this.host = this.sandbox ? FORWARD_HOST : (options.host ?? '127.0.0.1');
     this.backoff = options.restartBackoffMs ?? 1000;
     this.maxBackoff = options.maxBackoffMs ?? 30_000;
     this.grace = options.stopGraceMs ?? 10_000;
@@ -139,6 +149,7 @@ export class LocalProcessDriver implements RuntimeDriver {
     command: string;
     view: SandboxView;
     limits?: InstanceSpec['limits'];
+    forward?: SandboxNetwork['forward'];
   }): Promise<PreparedSandbox | null> {
     if (!this.sandbox) return null;
     try {
@@ -156,6 +167,7 @@ export class LocalProcessDriver implements RuntimeDriver {
       command: request.command,
       view: request.view,
       ...(request.limits ? { limits: { memoryBytes: request.limits.memoryBytes, cpuMillicores: request.limits.cpuMillicores } } : {}),
+      ...(request.forward ? { network: { forward: request.forward } } : {}),
     });
   }
 
@@ -199,18 +211,26 @@ export class LocalProcessDriver implements RuntimeDriver {
   async start(spec: InstanceSpec): Promise<InstanceStatus> {
     if (this.shuttingDown) throw new Error('runtime is shutting down');
     if (this.instances.has(spec.id)) throw new Error(`instance ${spec.id} already exists`);
-    const sandbox = await this.sandboxFor({
-      applicationId: spec.labels.applicationId,
-      name: `instance-${spec.id}`,
-      command: spec.command,
-      view: sandboxView(spec),
-      limits: spec.limits,
-    });
     let port: number | null = null;
     if (spec.listen) {
       do port = await freePort(this.host);
       while (this.usedPorts.has(port));
       this.usedPorts.add(port);
+    }
+    let sandbox: PreparedSandbox | null;
+    try {
+      sandbox = await this.sandboxFor({
+        applicationId: spec.labels.applicationId,
+        name: `instance-${spec.id}`,
+        command: spec.command,
+        view: sandboxView(spec),
+        limits: spec.limits,
+        // Inside its own network namespace the instance listens on the same number (its PORT).
+        ...(port !== null ? { forward: { hostPort: port, port } } : {}),
+      });
+    } catch (err) {
+      if (port !== null) this.usedPorts.delete(port);
+      throw err;
     }
     const inst: LocalInstance = {
       spec,
@@ -252,9 +272,10 @@ export class LocalProcessDriver implements RuntimeDriver {
       cwd: spec.artifactPath,
       env,
       detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['ignore', 'pipe', 'pipe', ...Array<'pipe'>(inst.sandbox ? CONTROL_PIPES : 0).fill('pipe')],
     });
     inst.child = child;
+    const control = inst.sandbox ? controlSandbox(child, inst.sandbox) : null;
     inst.lastSpawn = Date.now();
     // stdout and stderr are split into lines separately, so each line keeps its stream.
     const capture = (stream: 'stdout' | 'stderr') =>
@@ -280,11 +301,18 @@ export class LocalProcessDriver implements RuntimeDriver {
     };
     child.stdout!.on('data', (c) => stdout.write(c));
     child.stderr!.on('data', (c) => stderr.write(c));
+    control?.ready.catch((err: Error) => out.write(`sandbox failed to start: ${err.message}\n`));
+    // Without its network helper nobody reaches the instance: a crash, so it restarts with a new one.
+    void control?.networkLost.then((why) => {
+      out.write(`the instance's network ended (${why}); restarting it\n`);
+      killGroup(child.pid, 'SIGKILL');
+    });
     inst.exited = new Promise((resolve) => {
       let ended = false;
       const end = (code: number | null, signal: NodeJS.Signals | null) => {
         if (ended) return;
         ended = true;
+        control?.release();
         out.end();
         killGroup(child.pid, 'SIGKILL'); // children the shell left behind would hold the port
         void this.outOfMemory(inst).then((oom) => {
@@ -408,6 +436,8 @@ export class LocalProcessDriver implements RuntimeDriver {
     }
     // Their control groups empty once the sandboxes are gone (bubblewrap dies with its launcher).
     if (this.sandbox) for (const { id } of leftovers) if (!this.instances.has(id)) await this.sandbox.discard(`instance-${id}`);
+    // Their network helpers outlive them (they hold host ports): end those whose sandbox is gone.
+    await this.sandbox?.endLeftoverNetworks();
   }
 
   async shutdown(): Promise<void> {

@@ -3,7 +3,7 @@ import type { OneOffResult, OneOffSpec } from '../port.js';
 import { LineScrubber } from '../scrub.js';
 import { killGroup } from './process-group.js';
 import { workerMark } from '../../jobs/orphan-processes.js';
-import type { PreparedSandbox } from '../../sandbox/index.js';
+import { CONTROL_PIPES, controlSandbox, type PreparedSandbox } from '../../sandbox/index.js';
 
 /**
  * Runs a one-off process (`release`, `postdeploy`) as its own process group, its output
@@ -21,10 +21,16 @@ export async function runOneOff(
     cwd: spec.artifactPath,
     env: { ...baseEnv, ...spec.env, ...workerMark() },
     detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe', ...Array<'pipe'>(sandbox ? CONTROL_PIPES : 0).fill('pipe')],
   });
   running.add(child);
+  const control = sandbox ? controlSandbox(child, sandbox) : null;
   const out = new LineScrubber(spec.secrets, spec.onOutput);
+  control?.ready.catch((err: Error) => out.write(`sandbox failed to start: ${err.message}\n`));
+  void control?.networkLost.then((why) => {
+    out.write(`the command's network ended (${why})\n`);
+    killGroup(child.pid, 'SIGKILL');
+  });
   child.stdout!.on('data', (c) => out.write(c));
   child.stderr!.on('data', (c) => out.write(c));
   let timedOut = false;
@@ -41,6 +47,7 @@ export async function runOneOff(
       ended = true;
       clearTimeout(timer);
       spec.signal?.removeEventListener('abort', abort);
+      control?.release();
       out.end();
       killGroup(child.pid, 'SIGKILL');
       running.delete(child);
