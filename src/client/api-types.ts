@@ -8020,6 +8020,8 @@ export interface paths {
                     "application/json": {
                         buildtime?: boolean;
                         name: string;
+                        /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                        previews?: boolean;
                         secret?: boolean;
                         value: string;
                     };
@@ -8042,6 +8044,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -8225,6 +8229,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -8539,6 +8545,8 @@ export interface paths {
                 content: {
                     "application/json": {
                         buildtime?: boolean;
+                        /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                        previews?: boolean;
                         secret?: boolean;
                         value?: string;
                     };
@@ -8561,6 +8569,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -8727,6 +8737,8 @@ export interface paths {
                 content: {
                     "application/json": {
                         buildtime?: boolean;
+                        /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                        previews?: boolean;
                         /** @description dotenv text */
                         raw?: string;
                         secret?: boolean;
@@ -16632,6 +16644,8 @@ export interface paths {
                     "application/json": {
                         buildtime?: boolean;
                         name: string;
+                        /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                        previews?: boolean;
                         secret?: boolean;
                         value: string;
                     };
@@ -16654,6 +16668,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -16681,6 +16697,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -16864,6 +16882,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -17178,6 +17198,8 @@ export interface paths {
                 content: {
                     "application/json": {
                         buildtime?: boolean;
+                        /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                        previews?: boolean;
                         secret?: boolean;
                         value?: string;
                     };
@@ -17200,6 +17222,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -17367,6 +17391,8 @@ export interface paths {
                     "application/json": {
                         buildtime?: boolean;
                         name: string;
+                        /** @description given to previews of pull requests from forks (default false) */
+                        previews?: boolean;
                         secret?: boolean;
                         value: string;
                     }[];
@@ -18731,6 +18757,8 @@ export interface paths {
                     "application/json": {
                         buildtime?: boolean;
                         name: string;
+                        /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                        previews?: boolean;
                         secret?: boolean;
                         value: string;
                     };
@@ -18753,6 +18781,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -18780,6 +18810,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -18964,6 +18996,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -19280,6 +19314,8 @@ export interface paths {
                 content: {
                     "application/json": {
                         buildtime?: boolean;
+                        /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                        previews?: boolean;
                         secret?: boolean;
                         value?: string;
                     };
@@ -19302,6 +19338,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -19470,6 +19508,8 @@ export interface paths {
                     "application/json": {
                         buildtime?: boolean;
                         name: string;
+                        /** @description given to previews of pull requests from forks (default false) */
+                        previews?: boolean;
                         secret?: boolean;
                         value: string;
                     }[];
@@ -20714,6 +20754,8 @@ export interface paths {
                     "application/json": {
                         buildtime?: boolean;
                         name: string;
+                        /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                        previews?: boolean;
                         secret?: boolean;
                         value: string;
                     };
@@ -20736,6 +20778,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -20763,6 +20807,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -20948,6 +20994,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -21266,6 +21314,8 @@ export interface paths {
                 content: {
                     "application/json": {
                         buildtime?: boolean;
+                        /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                        previews?: boolean;
                         secret?: boolean;
                         value?: string;
                     };
@@ -21288,6 +21338,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -21457,6 +21509,8 @@ export interface paths {
                     "application/json": {
                         buildtime?: boolean;
                         name: string;
+                        /** @description given to previews of pull requests from forks (default false) */
+                        previews?: boolean;
                         secret?: boolean;
                         value: string;
                     }[];
@@ -22868,6 +22922,8 @@ export interface paths {
                                 name: string;
                                 /** @description higher scopes whose value of this name is shadowed */
                                 overrides: ("workspace" | "team" | "project" | "environment" | "service")[];
+                                /** @description marked for previews: the only variables a preview of a fork gets */
+                                previews: boolean;
                                 scope: "workspace" | "team" | "project" | "environment" | "service";
                                 secret: boolean;
                                 /** @description "**secret**" for secrets */
@@ -23190,7 +23246,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        /** @description copy the template's secret values into previews (default false; organization admins only) */
+                        /** @description copy the template's secret values into previews of same-repository pull requests (default false; organization admins only); previews of forks never get a variable not marked `previews: true` */
                         copy_secrets?: boolean;
                         /** @description running previews at most; past it the least recently active one stops (default 5) */
                         max_concurrent?: number;
@@ -24345,6 +24401,8 @@ export interface paths {
                     "application/json": {
                         buildtime?: boolean;
                         name: string;
+                        /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                        previews?: boolean;
                         secret?: boolean;
                         value: string;
                     };
@@ -24367,6 +24425,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -24394,6 +24454,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -24578,6 +24640,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -24894,6 +24958,8 @@ export interface paths {
                 content: {
                     "application/json": {
                         buildtime?: boolean;
+                        /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                        previews?: boolean;
                         secret?: boolean;
                         value?: string;
                     };
@@ -24916,6 +24982,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -25084,6 +25152,8 @@ export interface paths {
                     "application/json": {
                         buildtime?: boolean;
                         name: string;
+                        /** @description given to previews of pull requests from forks (default false) */
+                        previews?: boolean;
                         secret?: boolean;
                         value: string;
                     }[];
@@ -25714,6 +25784,8 @@ export interface components {
             /** @description UUID (v7) */
             id: string;
             name: string;
+            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+            previews: boolean;
             secret: boolean;
             /**
              * Format: date-time
@@ -25926,6 +25998,8 @@ export interface components {
              * @description ISO-8601 UTC
              */
             active: string;
+            /** @description the rule its builds and instances were given configuration by: a fork's preview gets only the variables marked `previews: true` (at any scope; secrets included only when so marked); a same-repository preview gets the template's variables (its secrets only with copy_secrets) and every other scope's, as any environment */
+            configuration: "marked_for_previews_only" | "all";
             /**
              * Format: date-time
              * @description ISO-8601 UTC
@@ -25933,11 +26007,15 @@ export interface components {
             created: string;
             /** @description pr-<number> */
             environment: string;
+            /** @description the repository of the pull request's head (owner/name); null when GitHub no longer knows it */
+            head_repository: string | null;
             head_sha: string;
             pr_number: number;
             repository: string;
             /** @description stopped by the cap; a new push to the pull request starts it again */
             stopped: boolean;
+            /** @description whose code the preview runs: a fork's (anyone on GitHub), or a branch of the project's repository itself */
+            trust: "fork" | "same_repository";
             /** @description per service slug, the URL its preview answers at */
             urls: {
                 [key: string]: string;

@@ -18,6 +18,7 @@ const toVariable = (row: ConfigRow) => ({
   value: row.secret ? SECRET_MASK : (row.value ?? ''),
   secret: row.secret,
   buildtime: row.buildtime,
+  previews: row.previews,
   created: iso(row.created_at),
   updated: iso(row.updated_at),
 });
@@ -121,7 +122,7 @@ export class ConfigurationsService {
     return toVariable(row);
   }
 
-  async create(scope: ScopeRef, input: { name: string; value: string; secret?: boolean; buildtime?: boolean }) {
+  async create(scope: ScopeRef, input: { name: string; value: string; secret?: boolean; buildtime?: boolean; previews?: boolean }) {
     const secret = input.secret ?? false;
     await this.requireRoom(scope, [{ name: input.name, value: input.value }]);
     try {
@@ -132,6 +133,7 @@ export class ConfigurationsService {
         name: input.name,
         secret,
         buildtime: input.buildtime ?? false,
+        previews: input.previews ?? false,
         ...this.stored(input.value, secret),
       });
       return toVariable(row);
@@ -141,7 +143,7 @@ export class ConfigurationsService {
     }
   }
 
-  async update(scope: ScopeRef, id: string, input: { value?: string; secret?: boolean; buildtime?: boolean }) {
+  async update(scope: ScopeRef, id: string, input: { value?: string; secret?: boolean; buildtime?: boolean; previews?: boolean }) {
     const current = await this.repo.find(scope, id);
     if (!current) throw notFound('Configuration variable');
     const secret = input.secret ?? current.secret;
@@ -155,6 +157,7 @@ export class ConfigurationsService {
     const row = await this.repo.update(scope, id, {
       secret,
       buildtime: input.buildtime ?? current.buildtime,
+      previews: input.previews ?? current.previews,
       ...this.stored(value, secret),
     });
     if (!row) throw notFound('Configuration variable');
@@ -170,7 +173,10 @@ export class ConfigurationsService {
    * Sets many variables at once from `variables` and/or dotenv `raw`. Existing names are
    * updated unless secret (skipped); invalid entries are reported and the rest still apply.
    */
-  async bulk(scope: ScopeRef, input: { variables?: Record<string, string>; raw?: string; secret?: boolean; buildtime?: boolean }) {
+  async bulk(
+    scope: ScopeRef,
+    input: { variables?: Record<string, string>; raw?: string; secret?: boolean; buildtime?: boolean; previews?: boolean },
+  ) {
     const result = {
       created: [] as string[],
       updated: [] as string[],
@@ -188,6 +194,7 @@ export class ConfigurationsService {
     const byName = new Map(entries.map((e) => [e.name.toLowerCase(), e]));
     const secret = input.secret ?? false;
     const buildtime = input.buildtime ?? false;
+    const previews = input.previews ?? false;
     await this.requireRoom(
       scope,
       [...byName.values()].filter((e) => !checkEntry(e.name, e.value)),
@@ -201,11 +208,11 @@ export class ConfigurationsService {
       const stored = this.stored(value, secret);
       // One statement per name: concurrent bulk calls never collide on the unique name.
       const { rows } = await sql<{ inserted: boolean }>`
-        insert into config_vars (id, scope, scope_id, name, value, value_sealed, secret, buildtime)
-        values (${uuidv7()}, ${scope.scope}, ${scope.scopeId}, ${name}, ${stored.value}, ${stored.value_sealed}, ${secret}, ${buildtime})
+        insert into config_vars (id, scope, scope_id, name, value, value_sealed, secret, buildtime, previews)
+        values (${uuidv7()}, ${scope.scope}, ${scope.scopeId}, ${name}, ${stored.value}, ${stored.value_sealed}, ${secret}, ${buildtime}, ${previews})
         on conflict (scope, scope_id, lower(name)) do update
           set value = excluded.value, value_sealed = excluded.value_sealed, secret = excluded.secret,
-              buildtime = excluded.buildtime, updated_at = now()
+              buildtime = excluded.buildtime, previews = excluded.previews, updated_at = now()
           where not config_vars.secret
         returning (xmax = 0) as inserted`.execute(this.db);
       if (rows.length === 0) result.skipped.push(name);
@@ -217,10 +224,12 @@ export class ConfigurationsService {
 
   /**
    * Layers the given scopes, highest first (organization … application): a lower scope's
-   * variable overrides a higher one's of the same name (case-insensitively).
+   * variable overrides a higher one's of the same name (case-insensitively). With
+   * `markedForPreviewsOnly` (a fork's preview) only variables marked `previews` take part.
    */
-  async resolve(scopesHighToLow: ScopeRef[]): Promise<ResolvedVariable[]> {
-    const rows = await this.repo.listMany(scopesHighToLow);
+  async resolve(scopesHighToLow: ScopeRef[], options: { markedForPreviewsOnly?: boolean } = {}): Promise<ResolvedVariable[]> {
+    const all = await this.repo.listMany(scopesHighToLow);
+    const rows = options.markedForPreviewsOnly ? all.filter((row) => row.previews) : all;
     const rank = new Map(scopesHighToLow.map((s, i) => [`${s.scope}:${s.scopeId}`, i]));
     rows.sort((a, b) => rank.get(`${a.scope}:${a.scope_id}`)! - rank.get(`${b.scope}:${b.scope_id}`)!);
     const resolved = new Map<string, ResolvedVariable>();

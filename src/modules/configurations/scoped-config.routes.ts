@@ -14,6 +14,7 @@ export const BulkEntry = Type.Object(
     value: Type.String({ maxLength: MAX_VALUE_BYTES * 4 }),
     secret: Type.Optional(Type.Boolean()),
     buildtime: Type.Optional(Type.Boolean()),
+    previews: Type.Optional(Type.Boolean({ description: 'given to previews of pull requests from forks (default false)' })),
   },
   { additionalProperties: false },
 );

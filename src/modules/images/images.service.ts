@@ -8,7 +8,7 @@ import type { JobMaintenance, Jobs } from '../../platform/jobs/types.js';
 import type { ApplicationsService } from '../applications/index.js';
 import type { ConfigurationsService } from '../configurations/index.js';
 import { requireProtectedEnvironmentAdmin } from '../../platform/access/environment-protection.js';
-import { queueRecordJob, recordLogView } from '../../platform/pipeline/index.js';
+import { environmentTrust, productionEnvironmentId, queueRecordJob, recordLogView } from '../../platform/pipeline/index.js';
 import { ABANDONED, artifactDir, BuildRunner, buildWorkDir, INTERRUPTED_BY_RESTART } from './build-runner.js';
 import type { ImagesRepository } from './images.repository.js';
 
@@ -67,15 +67,21 @@ export class ImagesService {
 
   // --- pipeline stage ---
 
-  /** A new image record (status `building`, next version); the build runs when its job does. */
-  async createImage(applicationId: string, ref?: string | null): Promise<{ id: string; version: number }> {
+  /**
+   * A new image record (status `building`, next version) for an environment (production when
+   * not named): the build runs with its configuration when its job does.
+   */
+  async createImage(applicationId: string, ref?: string | null, environmentId?: string): Promise<{ id: string; version: number }> {
     const app = await this.apps.find(applicationId);
     if (!app) throw notFound('Application');
     if (!app.github_repository)
       throw invalid('github_repository', 'set the repository to build from (PATCH /applications/{id}/settings) first');
+    const target = environmentId ?? (await productionEnvironmentId(this.ctx.db, app.id));
     return this.repo.insertNext(app.id, {
       repository_name: `${app.organization_slug}/${app.project_slug}/${app.slug}`,
       build_ref: ref ?? app.auto_deploy_branch ?? 'HEAD',
+      environment_id: target,
+      built_for_preview: (await environmentTrust(this.ctx.db, target)).preview,
     });
   }
 

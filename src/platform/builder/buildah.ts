@@ -9,7 +9,7 @@ import { run, type CommandResult, type RunOptions } from '../git/command.js';
 import { runSandboxed, SandboxUnavailable, type Sandbox } from '../sandbox/index.js';
 import { IMAGE_ARTIFACT_FILE, IMAGE_ROOTFS_DIR, imageCommandLine, shellQuote, type ImageArtifact } from './image-artifact.js';
 import { numericUser } from './image-user.js';
-import { BuildError, type BuildInput, type BuildOutput, type Builder } from './port.js';
+import { BuildError, cacheScopeDir, type BuildInput, type BuildOutput, type Builder, type CacheScope } from './port.js';
 import { registryTarget, type RegistryTarget } from './registry-target.js';
 
 /** Dockerfile names in order of preference: a Slipway-specific one wins over the generic one. */
@@ -33,7 +33,7 @@ export interface BuildahOptions {
   /**
    * With a sandbox, every buildah command of a build runs as the application's own user
    * (root only inside its user namespace), sees only its own storage, build context and
-   * scratch directories, and stores its layers per application. Without one (RUNTIME_ISOLATION=none)
+   * scratch directories, and stores its layers per application and cache scope. Without one (RUNTIME_ISOLATION=none)
    * buildah runs as root on the shared storage.
    */
   sandbox?: Sandbox | null;
@@ -106,7 +106,7 @@ interface ImageConfig {
  *
  * Sandboxed (the default), buildah itself runs in the application's sandbox: as its user,
  * mapped to root only inside a user namespace of its own, with its own storage
- * (`<storage root>/apps/<application>`); the operator's base images in the shared storage
+ * (`<storage root>/apps/<application>/scopes/<cache scope>`); the operator's base images in the shared storage
  * are copied in when a Dockerfile names them. A `RUN` step that escapes buildah's chroot
  * lands in that sandbox, not on the host.
  */
@@ -187,7 +187,8 @@ export class BuildahBuilder implements Builder {
       if (err instanceof SandboxUnavailable) throw new BuildError(`builds cannot run isolated: ${err.message}`);
       throw err;
     }
-    const storage = join(this.options.storageRoot, 'apps', input.applicationId);
+    // Layers are cached per application and cache scope: a preview's (thrown away after) never feeds an environment's build.
+    const storage = cacheScopeDir(this.options.storageRoot, input.applicationId, input.cacheScope);
     return {
       storage,
       sandboxed: {
@@ -309,6 +310,11 @@ export class BuildahBuilder implements Builder {
     } finally {
       await rm(scratch, { recursive: true, force: true });
     }
+  }
+
+  /** Removes a scope's storage (sandboxed builds only: without a sandbox every build shares the one storage). */
+  async discardCacheScope(applicationId: string, scope: CacheScope): Promise<void> {
+    if (this.options.sandbox) await rm(cacheScopeDir(this.options.storageRoot, applicationId, scope), { recursive: true, force: true });
   }
 
   /**
