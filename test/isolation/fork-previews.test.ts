@@ -9,7 +9,9 @@ import { localRuntime } from '../helpers/local-runtime.js';
 import { pythonHttpApp } from '../helpers/python-app.js';
 import { routerGet } from '../helpers/router-get.js';
 import { waitFor } from '../helpers/wait.js';
-import { createApp, type TestApp } from '../pipeline-build/fixtures.js';
+import { buildAndWait, createApp, type TestApp } from '../pipeline-build/fixtures.js';
+import { buildBusyboxBase, BASE_IMAGE } from '../registry/base-image.js';
+import { missingBinary } from '../registry/registry-server.js';
 import { chainDeploy, sandboxMissing } from './fixtures.js';
 
 /**
@@ -21,6 +23,8 @@ import { chainDeploy, sandboxMissing } from './fixtures.js';
  */
 const missing = sandboxMissing();
 if (missing) console.warn(missing);
+const buildahMissing = missing ?? missingBinary({ buildah: 'buildah', busybox: 'busybox-static', git: 'git' });
+if (buildahMissing) console.warn(`[test/isolation] skipping the fork Dockerfile test: ${buildahMissing}`);
 
 const HOOK_SECRET = 'hook-secret-fork-previews';
 const REPOSITORY = 'acme/shop-web';
@@ -86,15 +90,19 @@ async function created(method: string, url: string, payload: unknown) {
   return res.json();
 }
 
-/** A signed `pull_request` hook; `headRepo` is where the head commit lives (a fork, or the repository itself). */
-async function pullRequest(action: string, number: number, sha: string, headRepo: { full_name: string; id: number }) {
+/**
+ * A signed `pull_request` hook of the base repository (`REPOSITORY` at `repo.dir` unless named);
+ * `headRepo` is where the head commit lives (a fork, or the repository itself).
+ */
+async function pullRequest(
+  action: string,
+  number: number,
+  sha: string,
+  headRepo: { full_name: string; id: number },
+  base: { id: number; full_name: string; clone_url: string } = { id: 1, full_name: REPOSITORY, clone_url: repo.dir },
+) {
   const body = Buffer.from(
-    JSON.stringify({
-      action,
-      number,
-      pull_request: { number, head: { sha, ref: `feature-${number}`, repo: headRepo } },
-      repository: { id: 1, full_name: REPOSITORY, clone_url: repo.dir },
-    }),
+    JSON.stringify({ action, number, pull_request: { number, head: { sha, ref: `feature-${number}`, repo: headRepo } }, repository: base }),
   );
   const res = await h.app.inject({
     method: 'POST',
@@ -288,5 +296,84 @@ describe.skipIf(missing)('a pull request from a branch of the repository itself'
     await pullRequest('synchronize', 1, forkSha, { full_name: REPOSITORY, id: 1 });
     const { preview } = await previewHost('pr-1');
     expect(preview).toMatchObject({ trust: 'fork', configuration: 'marked_for_previews_only' });
+  });
+});
+
+/** What the fork's RUN step writes into every layer of every build storage it can reach (through `/proc/1/root`). */
+const LAYER_MARKER = 'FORK-WAS-IN-THE-LAYER';
+const FORK_DOCKERFILE = `FROM ${BASE_IMAGE}
+RUN for d in /proc/1/root/tmp/*/containers/apps/*/storage/vfs/dir/* /proc/1/root/tmp/*/containers/apps/*/scopes/*/storage/vfs/dir/*; do \\
+      [ -d "$d" ] && echo ${LAYER_MARKER} > "$d/poisoned-by-fork" && echo "fork wrote into $d"; \\
+    done; mkdir -p /www && echo fork > /www/index.html
+CMD httpd -f -p $PORT -h /www
+`;
+/** Production's: reads what a poisoned base layer would hold; the same RUN text every build (a cached layer is reused). */
+const PRODUCTION_DOCKERFILE = `FROM ${BASE_IMAGE}
+RUN mkdir -p /www && (cat /poisoned-by-fork 2>/dev/null || true) && echo production > /www/index.html
+CMD httpd -f -p $PORT -h /www
+`;
+
+describe.skipIf(buildahMissing)("a fork's Dockerfile build", () => {
+  let d: TestApp;
+  let dockerRepo: TestRepo;
+  let dockerForkSha: string;
+
+  beforeAll(async () => {
+    await buildBusyboxBase(join(h.dataDir, 'containers'));
+    dockerRepo = new TestRepo('slipway-fork-dockerfile-');
+    dockerRepo.commit({ Dockerfile: PRODUCTION_DOCKERFILE });
+    dockerRepo.git('checkout', '-q', '-b', 'fork-head');
+    dockerForkSha = dockerRepo.commit({ Dockerfile: FORK_DOCKERFILE }, 'fork');
+    dockerRepo.git('checkout', '-q', 'main');
+    d = await createApp(h, { github_repository: dockerRepo.dir, auto_deploy_branch: 'main', deployment_timeout: 60 });
+    const settings = await h.app.inject({
+      method: 'PUT',
+      url: `/v1/workspaces/${d.orgSlug}/projects/shop/previews`,
+      headers: d.user.headers,
+      payload: { template_environment: 'production' },
+    });
+    expect(settings.statusCode, settings.body).toBe(200);
+    const first = await buildAndWait(h, d);
+    expect(first.log.status, first.log.log_text).toBe('built');
+  }, 300_000);
+
+  afterAll(() => dockerRepo?.remove());
+
+  it('cannot poison the layers (base or cached) the next production build reuses', async () => {
+    const triggered = await pullRequest(
+      'opened',
+      3,
+      dockerForkSha,
+      { full_name: 'mallory/shop-docker', id: 667 },
+      { id: 2, full_name: 'acme/shop-docker', clone_url: dockerRepo.dir },
+    );
+    expect(triggered).toMatchObject([{ environment: 'pr-3', trust: 'fork' }]);
+    const forkImage = await waitFor(
+      'the fork build',
+      async () => {
+        const r = await h.app.inject({
+          method: 'GET',
+          url: `/v1/images/${triggered[0]!.started[0]!.image_id}/log`,
+          headers: d.user.headers,
+        });
+        const body = r.json() as { status: string; log_text: string };
+        return body.status === 'building' ? null : body;
+      },
+      180_000,
+    );
+    expect(forkImage.status, forkImage.log_text).toBe('built');
+    // The attack ran: it wrote into the layers it could reach, its own throwaway storage only.
+    expect(forkImage.log_text).toMatch(/fork wrote into .*\/scopes\/preview-/);
+    expect(forkImage.log_text).not.toMatch(/fork wrote into .*\/scopes\/env-/);
+    const scopes = join(h.dataDir, 'containers', 'apps', d.appId, 'scopes');
+    expect(readdirSync(scopes).filter((s) => s.startsWith('preview-'))).toEqual([]);
+
+    const next = await buildAndWait(h, d);
+    expect(next.log.status, next.log.log_text).toBe('built');
+    expect(next.detail.image_metadata.cached_steps).toBeGreaterThan(0); // the layer cache is still used, per environment
+    expect(next.log.log_text).not.toContain(LAYER_MARKER);
+    const rootfs = join(h.dataDir, 'images', d.appId, String(next.version), 'rootfs');
+    expect(existsSync(join(rootfs, 'www', 'index.html'))).toBe(true);
+    expect(existsSync(join(rootfs, 'poisoned-by-fork'))).toBe(false);
   });
 });
