@@ -2,7 +2,7 @@ import { failureCodeOf } from '../../platform/failures.js';
 import { existsSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { BuildError, chooseBuilder, parseProcfile, type Builder } from '../../platform/builder/index.js';
+import { BuildError, chooseBuilder, parseProcfile, type Builder, type CacheScope } from '../../platform/builder/index.js';
 import type { AppContext } from '../../platform/context.js';
 import { fetchSource, SourceError } from '../../platform/git/source.js';
 import { checkSourceAtBuild } from '../../platform/git/trusted-sources.js';
@@ -23,6 +23,9 @@ export const buildWorkDir = (dataDir: string, imageId: string) => join(dataDir, 
 /** Where a built image's artifact lives. */
 export const artifactDir = (dataDir: string, applicationId: string, version: number) =>
   join(dataDir, 'images', applicationId, String(version));
+
+/** The throwaway cache scope of a preview's build (removed when the build ends, or when it is settled as interrupted). */
+export const previewCacheScope = (imageId: string): CacheScope => ({ name: `preview-${imageId}`, throwaway: true });
 
 export const ABANDONED = 'abandoned: its pipeline job is no longer queued or running (the server stopped at the wrong moment); build again';
 export const INTERRUPTED_BY_RESTART = 'interrupted by a restart: the worker running this build stopped before it finished; build again';
@@ -87,9 +90,7 @@ export class BuildRunner {
     // for previews) and its own cache scope; a preview's is thrown away when the build ends.
     const environmentId = image.environment_id ?? (await productionEnvironmentId(this.ctx.db, app.id));
     const trust = await environmentTrust(this.ctx.db, environmentId);
-    const cacheScope = trust.preview
-      ? { name: `preview-${image.id}`, throwaway: true }
-      : { name: `env-${environmentId}`, throwaway: false };
+    const cacheScope = trust.preview ? previewCacheScope(image.id) : { name: `env-${environmentId}`, throwaway: false };
     const config = await resolveServiceConfig(this.ctx.db, this.configs, app.id, environmentId);
     const secrets = config.filter((v) => v.secret).map((v) => v.value);
     const buildEnv = Object.fromEntries(config.filter((v) => v.buildtime).map((v) => [v.name, v.value]));

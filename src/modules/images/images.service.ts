@@ -9,7 +9,7 @@ import type { ApplicationsService } from '../applications/index.js';
 import type { ConfigurationsService } from '../configurations/index.js';
 import { requireProtectedEnvironmentAdmin } from '../../platform/access/environment-protection.js';
 import { environmentTrust, productionEnvironmentId, queueRecordJob, recordLogView } from '../../platform/pipeline/index.js';
-import { ABANDONED, artifactDir, BuildRunner, buildWorkDir, INTERRUPTED_BY_RESTART } from './build-runner.js';
+import { ABANDONED, artifactDir, BuildRunner, buildWorkDir, INTERRUPTED_BY_RESTART, previewCacheScope } from './build-runner.js';
 import type { ImagesRepository } from './images.repository.js';
 
 type ImageRow = NonNullable<Awaited<ReturnType<ImagesRepository['findById']>>>;
@@ -38,7 +38,7 @@ export class ImagesService {
     repo: ImagesRepository,
     private readonly apps: ApplicationsService,
     configs: ConfigurationsService,
-    builders: Builder[],
+    private readonly builders: Builder[],
   ) {
     this.repo = repo;
     this.runner = new BuildRunner(ctx, repo, apps, configs, builders);
@@ -102,6 +102,8 @@ export class ImagesService {
     if (image) {
       await rm(buildWorkDir(this.ctx.config.dataDir, image.id), { recursive: true, force: true });
       await rm(artifactDir(this.ctx.config.dataDir, image.application_id, image.version), { recursive: true, force: true });
+      if (image.built_for_preview)
+        for (const b of this.builders) await b.discardCacheScope(image.application_id, previewCacheScope(image.id));
     }
     return failed;
   }

@@ -1,4 +1,4 @@
-export { BuildError, type BuildInput, type BuildLog, type BuildOutput, type Builder } from './port.js';
+export { BuildError, type BuildInput, type BuildLog, type BuildOutput, type Builder, type CacheScope } from './port.js';
 export { parseProcfile } from './procfile.js';
 export { SourceBuilder } from './source-builder.js';
 export { directoryDigest } from './digest.js';
