@@ -149,6 +149,10 @@ async function reportOf(host: string, imageId: string): Promise<Report> {
   );
 }
 
+/** The image is marked built just before its build's throwaway scope is removed: wait for that too. */
+const throwawayScopesGone = (scopes: string) =>
+  waitFor('the throwaway cache scope removed', () => readdirSync(scopes).every((s) => !s.startsWith('preview-')), 10_000, 100);
+
 async function previewHost(env: string) {
   const list = (await call('GET', `${P}/previews`)).json();
   const preview = list.previews.find((p: { environment: string }) => p.environment === env);
@@ -239,7 +243,7 @@ describe.skipIf(missing)('a pull request from a fork', () => {
     expect(view.variables.map((v: { name: string }) => v.name)).toEqual(['MARKED']);
     // Its throwaway cache scope is gone.
     const scopes = join(h.dataDir, 'cache', 'apps', t.appId, 'scopes');
-    expect(readdirSync(scopes).filter((s) => s.startsWith('preview-'))).toEqual([]);
+    await throwawayScopesGone(scopes);
   });
 
   it('its image is never what a production release ships', async () => {
@@ -366,7 +370,7 @@ describe.skipIf(buildahMissing)("a fork's Dockerfile build", () => {
     expect(forkImage.log_text).toMatch(/fork wrote into .*\/scopes\/preview-/);
     expect(forkImage.log_text).not.toMatch(/fork wrote into .*\/scopes\/env-/);
     const scopes = join(h.dataDir, 'containers', 'apps', d.appId, 'scopes');
-    expect(readdirSync(scopes).filter((s) => s.startsWith('preview-'))).toEqual([]);
+    await throwawayScopesGone(scopes);
 
     const next = await buildAndWait(h, d);
     expect(next.log.status, next.log.log_text).toBe('built');
@@ -375,5 +379,44 @@ describe.skipIf(buildahMissing)("a fork's Dockerfile build", () => {
     const rootfs = join(h.dataDir, 'images', d.appId, String(next.version), 'rootfs');
     expect(existsSync(join(rootfs, 'www', 'index.html'))).toBe(true);
     expect(existsSync(join(rootfs, 'poisoned-by-fork'))).toBe(false);
+  });
+});
+
+describe.skipIf(missing)('giving a secret to forks', () => {
+  it('is an organization admin’s choice; a plain member gets a clear 403 and nothing changes', async () => {
+    const member = await h.user();
+    expect((await call('POST', `/workspaces/${t.orgSlug}/members`, { username: member.username })).statusCode).toBe(201);
+    const as = (method: string, url: string, payload: unknown) =>
+      h.app.inject({ method: method as 'POST', url: `/v1${url}`, headers: member.headers, payload: payload as object });
+
+    const refused = await as('POST', `/configurations/${t.appId}`, {
+      name: 'SHARED',
+      value: 's3cr3t-shared',
+      secret: true,
+      previews: true,
+    });
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json().message).toContain('Only organization admins can give a secret to previews of pull requests from forks');
+    const bulk = await as('POST', `${P}/config/bulk`, [{ name: 'SHARED', value: 's3cr3t-shared', secret: true, previews: true }]);
+    expect(bulk.statusCode).toBe(403);
+    const names = async () => [
+      ...(await call('GET', `/configurations/${t.appId}`)).json().map((v: { name: string }) => v.name),
+      ...(await call('GET', `${P}/config`)).json().map((v: { name: string }) => v.name),
+    ];
+    expect(await names()).not.toContain('SHARED');
+
+    // A secret for production only, or a plain value for previews: any member.
+    const secret = await as('POST', `/configurations/${t.appId}`, { name: 'SHARED', value: 's3cr3t-shared', secret: true });
+    expect(secret.statusCode).toBe(201);
+    expect((await as('POST', `/configurations/${t.appId}`, { name: 'PLAIN_FOR_PREVIEWS', value: 'x', previews: true })).statusCode).toBe(
+      201,
+    );
+    // Marking the existing secret for previews is the same choice.
+    const marked = await as('PATCH', `/configurations/${t.appId}/${secret.json().id}`, { previews: true });
+    expect(marked.statusCode).toBe(403);
+    expect((await call('GET', `/configurations/${t.appId}/${secret.json().id}`)).json().previews).toBe(false);
+    const byAdmin = await call('PATCH', `/configurations/${t.appId}/${secret.json().id}`, { previews: true });
+    expect(byAdmin.statusCode, byAdmin.body).toBe(200);
+    expect(byAdmin.json()).toMatchObject({ name: 'SHARED', secret: true, previews: true, value: '**secret**' });
   });
 });

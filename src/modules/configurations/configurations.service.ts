@@ -3,10 +3,11 @@ import { v7 as uuidv7 } from 'uuid';
 import type { SecretBox } from '../../platform/crypto/secret-box.js';
 import type { Db } from '../../platform/db/database.js';
 import type { ConfigScope } from '../../platform/db/schema.js';
-import { AppError, conflict, isUniqueViolation, notFound } from '../../platform/errors.js';
+import { AppError, conflict, forbidden, isUniqueViolation, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { resealAll } from '../../platform/crypto/rotation.js';
 import { parseDotenv } from './dotenv.js';
+import { scopeOrganizationId } from './scope-chain.js';
 import type { ConfigurationsRepository, ScopeRef } from './configurations.repository.js';
 import { CONFIG_NAME_PATTERN, MAX_VALUE_BYTES, SECRET_MASK } from './configurations.schemas.js';
 
@@ -57,6 +58,17 @@ export const DEFAULT_SCOPE_LIMITS: ScopeLimits = { variables: 1000, bytes: 1024 
  */
 export type ScopeWriteGuard = (userId: string, scope: ScopeRef) => Promise<void>;
 
+/** Whether the user is an admin of the organization (supplied by the composition root: organizations sit above this module). */
+export type OrganizationAdminCheck = (userId: string, organizationId: string) => Promise<boolean>;
+
+/** What a write makes of a variable (by id or name when it may exist), for the rule on secrets given to forks. */
+export interface VariableIntent {
+  id?: string;
+  name?: string;
+  secret?: boolean;
+  previews?: boolean;
+}
+
 export class ConfigurationsService {
   constructor(
     private readonly db: Db,
@@ -64,6 +76,7 @@ export class ConfigurationsService {
     private readonly secrets: SecretBox,
     private readonly limits: ScopeLimits = DEFAULT_SCOPE_LIMITS,
     private readonly writeGuard: ScopeWriteGuard | null = null,
+    private readonly isOrganizationAdmin: OrganizationAdminCheck | null = null,
   ) {}
 
   /** Every variable of the given scopes (values of secrets stay sealed), for views that show layering. */
@@ -76,9 +89,33 @@ export class ConfigurationsService {
    * or organization's, or an application's) needs an organization admin: the next release
    * ships the value. The HTTP routes call this before every create, bulk, change or delete.
    */
-  async authorizeWrite(userId: string, scope: ScopeRef): Promise<void> {
-    if (!this.writeGuard) throw new Error('ConfigurationsService serves HTTP writes only with a write guard (see src/services.ts)');
+  async authorizeWrite(userId: string, scope: ScopeRef, intents: VariableIntent[] = []): Promise<void> {
+    if (!this.writeGuard || !this.isOrganizationAdmin)
+      throw new Error('ConfigurationsService serves HTTP writes only with its guards (see src/services.ts)');
     await this.writeGuard(userId, scope);
+    // A secret marked for previews goes to anyone who can open a pull request: as copy_secrets, an admin's choice.
+    if (
+      (await this.sharesSecretWithForks(scope, intents)) &&
+      !(await this.isOrganizationAdmin(userId, await scopeOrganizationId(this.db, scope)))
+    ) {
+      throw forbidden('Only organization admins can give a secret to previews of pull requests from forks (secret with previews: true)');
+    }
+  }
+
+  /** Whether a write leaves a variable both secret and marked for previews that was not both before. */
+  private async sharesSecretWithForks(scope: ScopeRef, intents: VariableIntent[]): Promise<boolean> {
+    for (const intent of intents) {
+      if (intent.secret === false || intent.previews === false) continue;
+      const existing = intent.id
+        ? await this.repo.find(scope, intent.id)
+        : intent.name
+          ? await this.repo.findByName(scope, intent.name)
+          : undefined;
+      const secret = intent.secret ?? existing?.secret ?? false;
+      const previews = intent.previews ?? existing?.previews ?? false;
+      if (secret && previews && !(existing?.secret && existing.previews)) return true;
+    }
+    return false;
   }
 
   /**
