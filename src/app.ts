@@ -1,4 +1,6 @@
 import { registerDashboard } from './dashboard/serve.js';
+import { trustedProxies } from './config.js';
+import { DeniedRequests } from './platform/audit/denied-requests.js';
 import Fastify, { type FastifyServerOptions } from 'fastify';
 import cookie from '@fastify/cookie';
 import rateLimit from '@fastify/rate-limit';
@@ -71,12 +73,17 @@ export interface BuildOptions {
 /** Headers that carry credentials never reach the log. */
 const REDACT = ['req.headers["x-api-key"]', 'req.headers.cookie', 'req.headers.authorization', 'res.headers["set-cookie"]'];
 
+/** A number of hops as proxy-addr's trust function (hop 0 is the socket's peer): what Fastify does with a number, typed. */
+function fastifyTrustProxy(trust: boolean | number | string[]) {
+  return typeof trust === 'number' ? (_address: string, hop: number) => hop < trust : trust;
+}
+
 /** Builds the HTTP app without listening: main.ts listens, tests inject. */
 export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Promise<App> {
   const app = Fastify({
     logger: options.logger ?? { level: ctx.config.LOG_LEVEL, redact: REDACT },
     bodyLimit: ctx.config.BODY_LIMIT_BYTES,
-    trustProxy: ctx.config.TRUST_PROXY,
+    trustProxy: fastifyTrustProxy(trustedProxies(ctx.config.TRUST_PROXY)),
     ajv: { customOptions: { removeAdditional: false } },
     frameworkErrors: frameworkErrorHandler,
     logController: new OneLinePerRequest(),
@@ -103,6 +110,10 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     }
   });
 
+  if (trustedProxies(ctx.config.TRUST_PROXY) === true)
+    app.log.warn(
+      "TRUST_PROXY=true believes X-Forwarded-For from any sender: clients choose their own address for login limits and the audit. Set the number of proxy hops (TRUST_PROXY=1) or the proxies' addresses instead",
+    );
   await app.register(cookie);
   await app.register(rateLimit, {
     global: false,
@@ -139,7 +150,9 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   app.addHook('preClose', async () => {
     endStreams(app.server);
   });
+  const deniedRequests = new DeniedRequests(ctx.db, (detail, message) => app.log.warn(detail, message));
   app.addHook('onClose', async () => {
+    await deniedRequests.close();
     await services.guardWatcher?.stop();
     await services.cronScheduler?.stop();
     await services.notifications.close();
@@ -148,7 +161,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   await app.register(
     async (v1) => {
       v1.addHook('onRequest', authenticationHook(services.auth));
-      installAuditHooks(v1, services.audit);
+      installAuditHooks(v1, services.audit, deniedRequests);
       await v1.register(authRoutes(services.auth));
       await v1.register(usersRoutes(services.users));
       await v1.register(organizationsRoutes(services.organizations));

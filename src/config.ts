@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import ipaddr from 'ipaddr.js';
 import { Type, type Static, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 
@@ -11,7 +12,10 @@ const EnvSchema = Type.Object({
   HOST: Type.String({ default: '0.0.0.0' }),
   DATA_DIR: Type.String({ default: './data' }),
   DATABASE_URL: Type.Optional(Type.String({ minLength: 1 })),
+  /** Names the embedded PostgreSQL's unix socket (`DATA_DIR/pg-socket/.s.PGSQL.<port>`); it listens on no TCP port. */
   EMBEDDED_PG_PORT: Type.Integer({ minimum: 1, maximum: 65535, default: 54329 }),
+  /** Start even when DATABASE_URL's role is a superuser or may read server files or run programs (issue 27). */
+  DATABASE_ALLOW_SUPERUSER: Type.Boolean({ default: false }),
   SECRET_KEY: Type.Optional(Type.String({ minLength: 1 })),
   SECRET_KEY_PREVIOUS: Type.Optional(Type.String()),
   ADMIN_EMAIL: Type.Optional(Type.String()),
@@ -32,17 +36,29 @@ const EnvSchema = Type.Object({
   SESSION_TTL_HOURS: Type.Integer({ minimum: 1, default: 24 * 14 }),
   /** Seconds a verified API key or session is trusted without a lookup (0 turns the cache off); changes are announced at once. */
   CREDENTIAL_CACHE_SECONDS: Type.Integer({ minimum: 0, maximum: 60, default: 5 }),
+  /**
+   * Failed logins of one account (from every address) in the window before attempts from addresses that never
+   * signed in to it wait (1 s, 2 s, 4 s, ... up to LOGIN_MAX_DELAY_SECONDS); its known addresses are spared.
+   */
   LOGIN_MAX_ATTEMPTS: Type.Integer({ minimum: 1, default: 10 }),
-  /** Failed logins per (account, address) before each further attempt waits (1 s, 2 s, 4 s, ...). */
+  /** Failed logins per (account, address) before each further attempt from that pair waits (1 s, 2 s, 4 s, ...). */
   LOGIN_FREE_ATTEMPTS: Type.Integer({ minimum: 1, default: 3 }),
+  /** The longest wait a failed login imposes (seconds): a backoff, never a lockout. */
+  LOGIN_MAX_DELAY_SECONDS: Type.Integer({ minimum: 1, default: 60 }),
+  /** Distinct accounts one address may fail on in the window before it may only sign in to accounts it signed in to before. */
+  LOGIN_ADDRESS_MAX_ACCOUNTS: Type.Integer({ minimum: 1, default: 20 }),
   LOGIN_WINDOW_SECONDS: Type.Integer({ minimum: 1, default: 15 * 60 }),
   BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 1024 * 1024 }),
   /** Most variables one configuration scope may hold (a bulk request past it is refused, 422). */
   CONFIG_MAX_VARIABLES_PER_SCOPE: Type.Integer({ minimum: 1, default: 1000 }),
   /** Most bytes of names and values one configuration scope may hold (secrets count by their sealed size). */
   CONFIG_MAX_BYTES_PER_SCOPE: Type.Integer({ minimum: 1024, default: 1024 * 1024 }),
-  /** Believe X-Forwarded-For/-Proto (login rate-limit address, Secure cookie) only behind a proxy you run. */
-  TRUST_PROXY: Type.Boolean({ default: false }),
+  /**
+   * Which proxies' X-Forwarded-For/-Proto to believe (client address for login limits and the audit, Secure cookie):
+   * `false` (none), a number of hops (`1`: the one proxy in front), or a comma-separated list of proxy addresses/CIDRs;
+   * `true` believes any sender (warned at start).
+   */
+  TRUST_PROXY: Type.String({ default: 'false', minLength: 1 }),
   ROUTER_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8081 }),
   ROUTER_DOMAIN: Type.String({ default: 'localhost' }),
   /** Address the application router listens on (tests: 127.0.0.1). */
@@ -63,8 +79,15 @@ const EnvSchema = Type.Object({
   DOMAIN_CHECK_ADDRESS: Type.Optional(Type.String({ minLength: 1 })),
   /** What serves applications: `builtin` (this process, no dependency) or `caddy` (a Caddy 2 configured through its admin API). */
   EDGE_DRIVER: Type.Union([Type.Literal('builtin'), Type.Literal('caddy')], { default: 'builtin' }),
-  /** With EDGE_DRIVER=caddy: its admin API (the platform loads whole configurations there). */
-  CADDY_ADMIN_URL: Type.String({ default: 'http://127.0.0.1:2019' }),
+  /** With EDGE_DRIVER=caddy: its admin API (the platform loads whole configurations there), on a unix socket only it and the platform open. */
+  CADDY_ADMIN_URL: Type.String({ default: 'unix//run/slipway-caddy/admin.sock' }),
+  /** Accept a CADDY_ADMIN_URL on TCP, which any process on the host reaching it can use to rewrite every route (issue 27). */
+  CADDY_ADMIN_ALLOW_TCP: Type.Boolean({ default: false }),
+  /**
+   * With EDGE_DRIVER=caddy and Caddy running as its own user: the group id (Caddy's) that may connect to the
+   * access-log socket DATA_DIR/edge/caddy-access.sock; unset: only the platform's user (Caddy runs as it).
+   */
+  CADDY_ACCESS_LOG_GID: Type.Optional(Type.Integer({ minimum: 0 })),
   /** With EDGE_DRIVER=caddy: certificates of custom domains from the platform's ACME (`platform`) or from Caddy's own (`caddy`). */
   EDGE_CERTIFICATES: Type.Union([Type.Literal('platform'), Type.Literal('caddy')], { default: 'platform' }),
   /** How often the edge adds its per-application request counters to PostgreSQL. */
@@ -199,5 +222,43 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     throw new ConfigError(`Invalid configuration: ${problems}`);
   }
   const parsed = withDefaults as Env;
+  try {
+    trustedProxies(parsed.TRUST_PROXY);
+  } catch (err) {
+    throw new ConfigError(`Invalid configuration: TRUST_PROXY: ${(err as Error).message}`);
+  }
   return { ...parsed, dataDir: resolve(parsed.DATA_DIR) };
+}
+
+/** Names proxy-addr (Fastify's trustProxy) accepts for address ranges. */
+const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/**
+ * TRUST_PROXY as Fastify's `trustProxy` takes it: `false`, `true`, a number of hops, or the
+ * proxies' addresses and CIDRs (the client address is the first one, from the right of
+ * X-Forwarded-For, that is not a trusted proxy). Throws on anything else.
+ */
+export function trustedProxies(value: string): boolean | number | string[] {
+  const text = value.trim().toLowerCase();
+  if (text === 'false' || text === '0') return false;
+  if (text === 'true') return true;
+  if (/^\d+$/.test(text)) return Number(text);
+  const list = text
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
+  for (const entry of list)
+    if (!PROXY_RANGE_NAMES.has(entry) && !ipaddr.isValid(entry) && !isCidr(entry))
+      throw new Error(`"${entry}" is not false, true, a number of hops, or a proxy address or CIDR`);
+  if (list.length === 0) throw new Error('empty');
+  return list;
+}
+
+function isCidr(text: string): boolean {
+  try {
+    ipaddr.parseCIDR(text);
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -6799,9 +6799,14 @@ export interface paths {
                                 before: {
                                     [key: string]: unknown;
                                 } | null;
+                                /** @description The client: X-Forwarded-For read through the trusted proxies only (TRUST_PROXY), else the peer */
                                 client_address: string | null;
+                                /** @description A refused request (403): who tried what, not a change */
+                                denied: boolean;
                                 id: number;
                                 organization_id: string | null;
+                                /** @description The connection's peer: the proxy in front, or the client */
+                                peer_address: string | null;
                                 request_id: string;
                                 resource_id: string | null;
                                 resource_type: string;
@@ -11436,9 +11441,14 @@ export interface paths {
                                 before: {
                                     [key: string]: unknown;
                                 } | null;
+                                /** @description The client: X-Forwarded-For read through the trusted proxies only (TRUST_PROXY), else the peer */
                                 client_address: string | null;
+                                /** @description A refused request (403): who tried what, not a change */
+                                denied: boolean;
                                 id: number;
                                 organization_id: string | null;
+                                /** @description The connection's peer: the proxy in front, or the client */
+                                peer_address: string | null;
                                 request_id: string;
                                 resource_id: string | null;
                                 resource_type: string;

@@ -1,5 +1,6 @@
 import { ok } from './api.js';
 import type { Context } from './context.js';
+import { terminalSafe } from './output.js';
 import { serverEvents, streamPath, StreamUnavailable } from './sse.js';
 
 export type LogKind = 'build' | 'release' | 'deployment';
@@ -17,9 +18,10 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /**
  * Prints a build, release or deployment log as it is written and returns how it ended.
  * Live over server-sent events where the server streams that log, else by polling the
- * log endpoint and printing what is new.
+ * log endpoint and printing what is new. Lines reach `print` without control characters.
  */
-export async function followLog(ctx: Context, kind: LogKind, id: string, print: (line: string) => void): Promise<PhaseOutcome> {
+export async function followLog(ctx: Context, kind: LogKind, id: string, printRaw: (line: string) => void): Promise<PhaseOutcome> {
+  const print = (line: string) => printRaw(terminalSafe(line));
   const stream =
     kind === 'build'
       ? streamPath('/v1/images/{image_id}/log/stream', { image_id: id })

@@ -15,6 +15,7 @@ import { runtimeCommands } from './commands/runtime.js';
 import { scheduleCommands } from './commands/schedule.js';
 import { completionScript } from './completion.js';
 import { Context } from './context.js';
+import { terminalSafe } from './output.js';
 import { readSettings, resolveSettings, settingsPath } from './settings.js';
 
 export const VERSION = '0.1.0';
@@ -95,7 +96,7 @@ function report(err: unknown): number {
       const { apiKeySource, server } = Context.current?.settings ?? resolveSettings({}, process.env, safeSettings());
       message = `${message}\n  The API key${apiKeySource ? ` (from the ${apiKeySource})` : ''} was rejected by ${server}: log in again with \`slipway login\`, or check --api-key / SLIPWAY_API_KEY`;
     }
-    process.stderr.write(`${red('Error:')} ${message}\n`);
+    process.stderr.write(`${red('Error:')} ${terminalSafe(message)}\n`);
     return err.exitCode;
   }
   process.stderr.write(`${red('Unexpected error:')} ${(err as Error)?.stack ?? String(err)}\n`);

@@ -4,6 +4,23 @@ import { createColors } from 'picocolors';
 
 export type Colors = ReturnType<typeof createColors>;
 
+/** Escape sequences as terminals read them: CSI (`ESC [ … final`) and OSC/DCS/APC/PM/SOS strings (`ESC ] … BEL|ST`). */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const ESCAPE_SEQUENCE = /\u001b\[[0-?]*[ -/]*[@-~]|\u001b[\]PX^_][^\u0007\u001b]*(?:\u0007|\u001b\\)?|\u001b[@-_]?/g;
+/** C0 controls but tab and newline, DEL, and the C1 controls (U+0080–U+009F: 8-bit CSI, OSC…). */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+
+/**
+ * Text from the server (logs an application wrote, names, error messages) made safe to show:
+ * escape sequences and control characters but tab and newline removed, so a log line cannot
+ * retitle, clear or rewrite the user's terminal, fake earlier output with `\r`, or hide text.
+ * Applied to every human output, terminal or not (a file or pipe is read on a terminal later).
+ */
+export function terminalSafe(text: string): string {
+  return text.replace(ESCAPE_SEQUENCE, '').replace(CONTROL, '');
+}
+
 /** Column of a table: a header and how to read the cell from a row. */
 export interface Column<T> {
   header: string;
@@ -38,7 +55,7 @@ export class Output {
   }
 
   printJson(value: unknown) {
-    this.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+    this.stdout.write(`${jsonText(value, 2)}\n`);
   }
 
   print(text: string | string[]) {
@@ -108,15 +125,23 @@ export class Output {
   }
 }
 
+/**
+ * JSON text whose strings carry no raw C1 control either (JSON.stringify escapes only C0):
+ * `\u009b` is a CSI to terminals that read 8-bit controls.
+ */
+export function jsonText(value: unknown, indent?: number): string {
+  return JSON.stringify(value, null, indent).replace(/[\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 function cell(value: unknown): string {
   if (value === null || value === undefined || value === '') return '-';
   if (typeof value === 'object')
     return (
       Object.entries(value)
-        .map(([k, v]) => `${k}=${v}`)
+        .map(([k, v]) => `${terminalSafe(k)}=${terminalSafe(String(v))}`)
         .join(' ') || '-'
     );
-  return String(value);
+  return terminalSafe(String(value));
 }
 
 /** `2026-01-02T03:04:05.678Z` → `2026-01-02 03:04:05`. */

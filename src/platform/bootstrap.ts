@@ -4,6 +4,7 @@ import { loadKeyring, SecretBox } from './crypto/secret-box.js';
 import { createDb } from './db/database.js';
 import { startEmbeddedPostgres } from './db/embedded.js';
 import { migrateToLatest } from './db/migrate.js';
+import { databaseRolePowers, hostReachingRoleMessage } from './db/role-check.js';
 import { PipelineJobs } from './jobs/pipeline-jobs.js';
 import { createRuntime } from './runtime/index.js';
 import { StartupError } from './startup-error.js';
@@ -38,6 +39,21 @@ export async function openPlatform(
   let secrets: SecretBox;
   let jobs: PipelineJobs | undefined;
   try {
+    let powers;
+    try {
+      powers = await databaseRolePowers(db);
+    } catch (err) {
+      throw databaseUnusable(err, databaseUrl);
+    }
+    // Issue 27: a superuser's password opens the database host; the start refuses it unless told otherwise.
+    if (powers.hostReaching.length > 0) {
+      const message = hostReachingRoleMessage(powers, config.DATABASE_ALLOW_SUPERUSER);
+      if (!config.DATABASE_ALLOW_SUPERUSER) throw new StartupError(message);
+      (options.notice ?? log)(message);
+    } else if (powers.excess.length > 0)
+      (options.notice ?? log)(
+        `note: DATABASE_URL's role "${powers.role}" also has ${powers.excess.join(', ')}; Slipway needs none of them (README "Database role")`,
+      );
     try {
       const applied = await migrateToLatest(db);
       if (applied.length > 0) (options.notice ?? log)(`applied migrations: ${applied.join(', ')}`);
@@ -81,7 +97,8 @@ function databaseUnusable(err: unknown, databaseUrl: string): StartupError {
   let where = 'the database';
   try {
     const url = new URL(databaseUrl);
-    where = `the database ${url.host}${url.pathname}`;
+    // A unix socket's directory is the host, percent-encoded.
+    where = `the database ${decodeURIComponent(url.hostname)}${url.port ? `:${url.port}` : ''}${url.pathname}`;
   } catch {
     where = 'the database in DATABASE_URL (not a valid postgres:// URL)';
   }

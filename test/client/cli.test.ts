@@ -27,6 +27,7 @@ const http = require('http');
 console.log('boot ${version}');
 http.createServer((req, res) => {
   if (req.url.startsWith('/say/')) console.log('said ' + req.url.slice(5));
+  if (req.url === '/hostile') console.log('title \\x1b]0;pwned\\x07 clear \\x1b[2J\\x1b[H back\\rover \\u009b7m hostile-escapes');
   res.end('${version}:' + process.env.GREETING);
 }).listen(Number(process.env.PORT), '127.0.0.1');
 `;
@@ -292,6 +293,26 @@ describe('slipway CLI against a running server', () => {
     expect(seven.stdout).toContain('running one-off');
     const zero = expectOk(await cli(['run', '--', 'sh', '-c', 'echo "greeting=$GREETING"']));
     expect(zero.stdout).toContain('greeting=hello');
+  });
+
+  it('strips terminal escape sequences and control characters from logs and run output; --json keeps them escaped', async () => {
+    // eslint-disable-next-line no-control-regex -- the control characters are what must not appear
+    const controls = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
+    await waitFor('a request through the router', async () => (await viaRouter('/hostile')).status === 200);
+    const shown = await waitFor('the hostile line in the log', async () => {
+      const r = expectOk(await cli(['logs', '--search', 'hostile-escapes']));
+      return r.stdout.includes('hostile-escapes') ? r.stdout : null;
+    });
+    expect(shown).toContain('title  clear  backover 7m hostile-escapes');
+    expect(shown).not.toMatch(controls);
+    // Scripts get the line as it was written, escaped by JSON.
+    const json = expectOk(await cli(['logs', '--json', '--search', 'hostile-escapes']));
+    expect(json.stdout).not.toMatch(controls);
+    expect(JSON.parse(json.stdout.trim().split('\n')[0]!).line).toContain(`${ESC}]0;pwned\u0007`);
+    // A one-off command's output, streamed.
+    const run = expectOk(await cli(['run', '--', 'sh', '-c', "printf 'run \\033]0;pwned\\007 \\033[2J done\\n'"]));
+    expect(run.stdout).toContain('run   done');
+    expect(run.stdout).not.toMatch(controls);
   });
 
   it('rollback brings back the previous version', async () => {

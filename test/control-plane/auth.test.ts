@@ -7,7 +7,7 @@ import { call, expectError } from './fixtures.js';
 let h: Harness;
 // A small failure budget keeps the rate-limit tests short.
 beforeAll(async () => {
-  h = await createHarness({ LOGIN_MAX_ATTEMPTS: 3 });
+  h = await createHarness({ LOGIN_MAX_ATTEMPTS: 6, LOGIN_ADDRESS_MAX_ACCOUNTS: 3 });
 });
 afterAll(async () => {
   await h?.close();
@@ -160,12 +160,38 @@ describe('login rate limits', () => {
     expect((await login(u.email, u.password, stranger)).statusCode).toBe(200);
   });
 
-  it('limits failures per address, across accounts', async () => {
+  it('limits an address failing across many accounts, but not for the accounts that signed in from it before (issue 27)', async () => {
     const address = nextAddress();
+    // A colleague behind the same proxy signed in from it earlier.
+    const colleague = await h.user();
+    expect((await login(colleague.email, colleague.password, address)).statusCode).toBe(200);
     for (let i = 0; i < 3; i++) expect((await login(`ghost${i}@example.com`, 'wrong', address)).statusCode).toBe(401);
     const u = await h.user();
     expect((await login(u.email, u.password, address)).statusCode).toBe(429);
     expect((await login(u.email, u.password, nextAddress())).statusCode).toBe(200);
+    // The stuffing from that address did not lock the colleague out.
+    expect((await login(colleague.email, colleague.password, address)).statusCode).toBe(200);
+  });
+
+  it('one address hammering one account never counts against the address: others behind it sign in (issue 27)', async () => {
+    const address = nextAddress();
+    const victim = await h.user();
+    for (let i = 0; i < 3; i++) expect((await login(victim.email, 'wrong', address)).statusCode).toBe(401);
+    for (let i = 0; i < 5; i++) expect((await login(victim.email, 'wrong', address)).statusCode).toBe(429);
+    const neighbour = await h.user();
+    expect((await login(neighbour.email, neighbour.password, address)).statusCode).toBe(200);
+  });
+
+  it('guessing spread over many addresses slows the account down for new addresses, never for its known ones (issue 27)', async () => {
+    const u = await h.user();
+    const home = nextAddress();
+    expect((await login(u.email, u.password, home)).statusCode).toBe(200);
+    for (let i = 0; i < 6; i++) expect((await login(u.email, 'wrong', nextAddress())).statusCode).toBe(401);
+    const fresh = await login(u.email, u.password, nextAddress());
+    expect(fresh.statusCode).toBe(429);
+    expect(fresh.json().message).toMatch(/for this account; retry in \d+ s/);
+    // The owner, from where they signed in before, is not held back.
+    expect((await login(u.email, u.password, home)).statusCode).toBe(200);
   });
 
   it('X-Forwarded-For does not reset the per-address count unless TRUST_PROXY is set', async () => {
@@ -292,7 +318,7 @@ describe('API keys', () => {
 describe('behind a trusted proxy (TRUST_PROXY=true)', () => {
   let proxied: Harness;
   beforeAll(async () => {
-    proxied = await createHarness({ TRUST_PROXY: true, LOGIN_MAX_ATTEMPTS: 2 });
+    proxied = await createHarness({ TRUST_PROXY: 'true', LOGIN_FREE_ATTEMPTS: 2, LOGIN_ADDRESS_MAX_ACCOUNTS: 2 });
   });
   afterAll(async () => {
     await proxied?.close();
@@ -309,16 +335,16 @@ describe('behind a trusted proxy (TRUST_PROXY=true)', () => {
     expect(viaTls.statusCode).toBe(200);
     expect(String(viaTls.headers['set-cookie'])).toMatch(/;\s*Secure/i);
 
-    const fail = (address: string) =>
+    const fail = (address: string, email: string) =>
       proxied.app.inject({
         method: 'POST',
         url: '/v1/auth/login',
-        payload: { email: 'ghost@example.com', password: 'x' },
+        payload: { email, password: 'x' },
         headers: { 'x-forwarded-for': address },
       });
-    expect((await fail('198.51.100.8')).statusCode).toBe(401);
-    expect((await fail('198.51.100.8')).statusCode).toBe(401);
-    // The per-account limit is reached for ghost@; another account from another client passes.
+    expect((await fail('198.51.100.8', 'ghost@example.com')).statusCode).toBe(401);
+    expect((await fail('198.51.100.8', 'ghost2@example.com')).statusCode).toBe(401);
+    // The per-address limit is reached for that client; another account from another client passes.
     const other = await proxied.app.inject({
       method: 'POST',
       url: '/v1/auth/login',
@@ -357,7 +383,7 @@ describe('cleanup of spent login records', () => {
       await w.ctx.db
         .updateTable('login_failures')
         .set({ window_started: new Date(Date.now() - 120_000) })
-        .where('key', 'in', ['pair:nobody0@example.com|10.9.0.3', 'address:10.9.0.3'])
+        .where('key', 'in', ['pair:10.9.0.3|nobody0@example.com', 'account:nobody0@example.com'])
         .execute();
 
       // Sweepers run when workers start (and about every minute after).
@@ -367,7 +393,12 @@ describe('cleanup of spent login records', () => {
       const sessions = await w.ctx.db.selectFrom('sessions').select('token_hash').where('user_id', '=', u.id).execute();
       expect(sessions.map((s) => s.token_hash)).toEqual([createHash('sha256').update(kept).digest('hex')]);
       const failures = await w.ctx.db.selectFrom('login_failures').select('key').orderBy('key').execute();
-      expect(failures.map((f) => f.key)).toEqual(['pair:nobody1@example.com|10.9.0.3', 'pair:nobody2@example.com|10.9.0.3']);
+      expect(failures.map((f) => f.key)).toEqual([
+        'account:nobody1@example.com',
+        'account:nobody2@example.com',
+        'pair:10.9.0.3|nobody1@example.com',
+        'pair:10.9.0.3|nobody2@example.com',
+      ]);
       const session = await w.app.inject({ method: 'GET', url: '/v1/auth/session', cookies: { slipway_session: kept } });
       expect(session.json()).toMatchObject({ authenticated: true, user: { id: u.id } });
     } finally {

@@ -1,7 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CaddyDriver } from '../../src/platform/edge/caddy-driver.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
 import { routerGet } from '../helpers/router-get.js';
 import { waitFor } from '../helpers/wait.js';
@@ -132,11 +133,15 @@ describe.skipIf(!!missing)('EDGE_DRIVER=caddy: applications served by Caddy, con
   it('serves the app at its platform name through Caddy; an unknown name is 404', async () => {
     const r = await routerGet(httpPort, platformName);
     expect(r).toEqual({ status: 200, body: `v1:http:${platformName}` });
-    const config = await (await fetch(`${caddy.adminUrl}/config/apps/http/servers/slipway_http/listen`)).json();
+    const config = JSON.parse((await caddy.admin('/config/apps/http/servers/slipway_http/listen')).text);
     expect(config).toEqual([`127.0.0.1:${httpPort}`]);
     const unknown = await routerGet(httpPort, 'nobody.localhost');
     expect(unknown.status).toBe(404);
     expect(JSON.parse(unknown.body)).toEqual({ status: 404, message: 'No application is served at this address' });
+  });
+
+  it("keeps Caddy's admin API on its 0700-directory socket in every configuration it loads (issue 27: no admin TCP port)", async () => {
+    expect(JSON.parse((await caddy.admin('/config/admin')).text)).toEqual({ listen: caddy.adminUrl, origins: ['localhost'] });
   });
 
   it("counts a request in flight under the instance's name-server address, as draining reads it", async () => {
@@ -144,7 +149,7 @@ describe.skipIf(!!missing)('EDGE_DRIVER=caddy: applications served by Caddy, con
     const inflight = await waitFor(
       'Caddy to list the request in flight',
       async () => {
-        const list = (await (await fetch(`${caddy.adminUrl}/reverse_proxy/upstreams`)).json()) as Array<{
+        const list = JSON.parse((await caddy.admin('/reverse_proxy/upstreams')).text) as Array<{
           address: string;
           num_requests: number;
         }>;
@@ -185,7 +190,7 @@ describe.skipIf(!!missing)('EDGE_DRIVER=caddy: applications served by Caddy, con
   });
 
   it('redeploys under continuous load through Caddy (HTTP and HTTPS) with 0 failed requests and no reload of Caddy', async () => {
-    const loadedBefore = await (await fetch(`${caddy.adminUrl}/config/`)).text();
+    const loadedBefore = (await caddy.admin('/config/')).text;
     const redeployed = (async () => {
       await new Promise((r) => setTimeout(r, 300));
       await deploy('v2');
@@ -199,7 +204,7 @@ describe.skipIf(!!missing)('EDGE_DRIVER=caddy: applications served by Caddy, con
     // No answer is wrong and no connection is closed: the route switch went through the name
     // server (Caddy's configuration, whose loads restart its servers, stayed the same) and the drain drops nothing.
     expect([...plain.failures, ...secure.failures], caddy.output().slice(-4000)).toEqual([]);
-    expect(await (await fetch(`${caddy.adminUrl}/config/`)).text()).toBe(loadedBefore);
+    expect((await caddy.admin('/config/')).text).toBe(loadedBefore);
     expect(plain.bodies).toEqual(['v1', 'v2']);
     expect(secure.bodies).toEqual(['v1', 'v2']);
     expect(plain.total + secure.total).toBeGreaterThan(20);
@@ -301,5 +306,33 @@ describe.skipIf(!!missing)('EDGE_DRIVER=caddy with EDGE_CERTIFICATES=caddy: Cadd
     expect(answer.authorized).toBe(true);
     expect(answer.body).toBe(`v1:https:${DOMAIN}`);
     expect(await h.ctx.db.selectFrom('certificates').selectAll().execute()).toEqual([]);
+  });
+});
+
+describe.skipIf(!!missing)('EDGE_DRIVER=caddy: an admin socket other users could open is refused (issue 27)', () => {
+  it('stops the edge before loading anything when the socket is writable by others in a directory they can enter', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'slipway-caddy-open-'));
+    chmodSync(dir, 0o755);
+    const caddy = await startCaddy(dir, { socketDirMode: 0o755 });
+    const socketPath = caddy.adminUrl.slice('unix/'.length);
+    chmodSync(socketPath, 0o777);
+    const driver = new CaddyDriver({
+      adminUrl: caddy.adminUrl,
+      host: '127.0.0.1',
+      port: await freePort(),
+      certificates: 'platform',
+      accessLogDirectory: join(dir, 'edge'),
+    });
+    try {
+      await expect(driver.listen()).rejects.toThrow(
+        `Caddy's admin socket ${socketPath} can be opened by other users of the host (socket mode 0777, directory mode 0755): give its directory mode 0700`,
+      );
+      // Nothing was loaded: Caddy still has only its initial configuration.
+      expect(JSON.parse((await caddy.admin('/config/')).text)).toEqual({ admin: { listen: caddy.adminUrl, origins: ['localhost'] } });
+    } finally {
+      await driver.close();
+      await caddy.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -44,7 +44,7 @@ export interface Harness {
 export async function freshDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
   const adminUrl = inject('postgresAdminUrl');
   const name = `t_${randomBytes(6).toString('hex')}`;
-  return createScratchDatabase(adminUrl, name, TEMPLATE_DB);
+  return createScratchDatabase(adminUrl, name, { template: TEMPLATE_DB, ownerUrl: inject('postgresOwnerUrl') });
 }
 
 export interface HarnessOptions {

@@ -1,9 +1,21 @@
 import pg from 'pg';
 
 export interface ScratchDatabase {
+  /** The owner's connection (the test suite's non-superuser role, like the platform's in production). */
   url: string;
   /** Drops it (closing whatever is still connected). */
   drop(): Promise<void>;
+}
+
+export interface ScratchDatabaseOptions {
+  /** Cloned from this database (the migrated template). */
+  template?: string;
+  /**
+   * A connection string of the role that owns the new database (and that the returned URL
+   * connects as): the test suite's owner role (`inject('postgresOwnerUrl')`), a non-superuser as
+   * the platform's role is in production. Unset: the admin's own connection.
+   */
+  ownerUrl?: string;
 }
 
 async function adminQuery(adminUrl: string, statement: string): Promise<void> {
@@ -20,9 +32,17 @@ async function adminQuery(adminUrl: string, statement: string): Promise<void> {
  * Creates database `name` (optionally from a template) on the server of `adminUrl`, for a
  * test file or a benchmark run; the caller drops it when done.
  */
-export async function createScratchDatabase(adminUrl: string, name: string, template?: string): Promise<ScratchDatabase> {
-  await adminQuery(adminUrl, `create database ${name}${template ? ` template ${template}` : ''}`);
-  const url = new URL(adminUrl);
+export async function createScratchDatabase(
+  adminUrl: string,
+  name: string,
+  options: ScratchDatabaseOptions = {},
+): Promise<ScratchDatabase> {
+  const owner = options.ownerUrl ? decodeURIComponent(new URL(options.ownerUrl).username) : null;
+  await adminQuery(
+    adminUrl,
+    `create database ${name}${options.template ? ` template ${options.template}` : ''}${owner ? ` owner ${pg.escapeIdentifier(owner)}` : ''}`,
+  );
+  const url = new URL(options.ownerUrl ?? adminUrl);
   url.pathname = `/${name}`;
   return {
     url: url.toString(),

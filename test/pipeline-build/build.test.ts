@@ -72,8 +72,8 @@ describe('image builds from a git repository', () => {
     expect(detail.image_metadata).toMatchObject({ builder: 'source', detected: 'node', build_commands: ['npm ci', 'npm run build'] });
     expect(JSON.stringify(detail)).not.toContain('tok-3f9a7c21');
 
-    // The artifact: the snapshot at the commit, prepared, under DATA_DIR/images/<app>/<version>.
-    const artifact = join(h.dataDir, 'images', t.appId, '1');
+    // The artifact: the snapshot at the commit, prepared, under DATA_DIR/images/<app>/<version>/app.
+    const artifact = join(h.dataDir, 'images', t.appId, '1', 'app');
     expect(readFileSync(join(artifact, 'build-output.txt'), 'utf8')).toBe('hi-from-build');
     expect(existsSync(join(artifact, 'server.js'))).toBe(true);
     expect(existsSync(join(h.dataDir, 'builds'))).toBe(true);
@@ -91,7 +91,7 @@ describe('image builds from a git repository', () => {
     const t = await createApp(h, { github_repository: r.dir });
     const { log, detail, version } = await buildAndWait(h, t);
     expect(log.error_detail).toBeNull();
-    const artifact = join(h.dataDir, 'images', t.appId, String(version));
+    const artifact = join(h.dataDir, 'images', t.appId, String(version), 'app');
     expect(detail.image_metadata).toMatchObject({ detected: 'python' });
     expect(detail.processes.web).toMatchObject({ cmd: 'python app.py', env: { VIRTUAL_ENV: join(artifact, '.venv') } });
     expect(detail.processes.web.env.PATH.startsWith(`${join(artifact, '.venv', 'bin')}:`)).toBe(true);
@@ -112,7 +112,7 @@ describe('image builds from a git repository', () => {
       build_ref: 'v1',
       processes: { web: { cmd: 'python3 -m http.server $PORT', env: {} } },
     });
-    expect(readFileSync(join(h.dataDir, 'images', t.appId, String(byTag.version), 'index.html'), 'utf8')).toBe('one');
+    expect(readFileSync(join(h.dataDir, 'images', t.appId, String(byTag.version), 'app', 'index.html'), 'utf8')).toBe('one');
     expect(byTag.detail.image_metadata.detected).toBe('none');
     // An abbreviated commit works too.
     const byShortSha = await buildAndWait(h, t, { ref: first.slice(0, 10) });

@@ -17,7 +17,9 @@ let scratch: ScratchDatabase;
 let db: Db;
 
 beforeAll(async () => {
-  scratch = await createScratchDatabase(inject('postgresAdminUrl'), `t_renumber_${randomBytes(5).toString('hex')}`);
+  scratch = await createScratchDatabase(inject('postgresAdminUrl'), `t_renumber_${randomBytes(5).toString('hex')}`, {
+    ownerUrl: inject('postgresOwnerUrl'),
+  });
   db = createDb(scratch.url, 2);
   await migrateTo(db, '0008_streams');
 });

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
@@ -239,8 +239,8 @@ describe.skipIf(!!missing)('Dockerfile builds with buildah', () => {
     // The runtime applies it: a copy of the built artifact that asks for uid 4242.
     const artifact = join(work, 'artifact-as-user');
     await run('cp', ['-a', built.artifactPath, artifact]);
-    const meta = JSON.parse(readFileSync(join(artifact, 'slipway-image.json'), 'utf8'));
-    writeFileSync(join(artifact, 'slipway-image.json'), JSON.stringify({ ...meta, user: '4242:4343' }));
+    const meta = JSON.parse(readFileSync(join(artifact, 'slipway-artifact.json'), 'utf8'));
+    writeFileSync(join(artifact, 'slipway-artifact.json'), JSON.stringify({ ...meta, user: '4242:4343' }));
     const driver = new ImageRootDriver(new LocalProcessDriver({ logDir: join(work, 'runtime-logs-user'), stopGraceMs: 2000 }));
     try {
       const out: string[] = [];
@@ -255,8 +255,8 @@ describe.skipIf(!!missing)('Dockerfile builds with buildah', () => {
       expect(result.exitCode).toBe(0);
       expect(out).toEqual(['4242', '4343']);
       // An artifact whose recorded user is not numeric runs nothing on the host.
-      writeFileSync(join(artifact, 'slipway-image.json'), JSON.stringify({ ...meta, user: `1$(touch ${marker})` }));
-      const refused = await driver.runOnce({
+      writeFileSync(join(artifact, 'slipway-artifact.json'), JSON.stringify({ ...meta, user: `1$(touch ${marker})` }));
+      const refused = driver.runOnce({
         command: 'true',
         artifactPath: artifact,
         env: {},
@@ -264,11 +264,32 @@ describe.skipIf(!!missing)('Dockerfile builds with buildah', () => {
         timeoutMs: 10_000,
         onOutput: () => {},
       });
-      expect(refused.exitCode).not.toBe(0);
+      await expect(refused).rejects.toThrow(/image manifest of this artifact is malformed/);
       expect(existsSync(marker)).toBe(false);
     } finally {
       await driver.shutdown();
     }
+  });
+
+  it("creates no device node through an image's /dev that links outside it (unconfined builds make /dev/null and friends as root)", async () => {
+    const trap = join(work, 'devtrap');
+    mkdirSync(trap);
+    logLines = [];
+    const dockerfile = [
+      `FROM ${BASE_IMAGE} AS parts`,
+      `RUN busybox mkdir -p /x && busybox cp -a /bin /x/bin && busybox ln -s ${trap} /x/dev`,
+      'FROM scratch',
+      'COPY --from=parts /x/ /',
+      'CMD ["sleep", "1"]',
+    ].join('\n');
+    const out = await createBuildahBuilder(h.ctx.config).build(
+      buildInput(5, writeContext('ctx-devtrap', { Dockerfile: `${dockerfile}\n` })),
+    );
+    expect(lstatSync(join(out.artifactPath, 'rootfs', 'dev')).isSymbolicLink()).toBe(true);
+    expect(readdirSync(trap)).toEqual([]);
+    expect(logLines).toContain("Note: the image's /dev is a symbolic link or not a directory: no device nodes were created in it");
+    // An ordinary image gets them in its own /dev.
+    expect(lstatSync(join(built.artifactPath, 'rootfs', 'dev', 'null')).isCharacterDevice()).toBe(true);
   });
 
   it('uses the layer cache on a rebuild, and prefers Dockerfile.slipway', async () => {

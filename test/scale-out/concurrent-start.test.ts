@@ -24,7 +24,9 @@ describe('processes starting together on an empty database', () => {
   it('all start, round after round, with one queue and one migration record each', async () => {
     const rounds = 15;
     for (let round = 0; round < rounds; round++) {
-      const scratch = await createScratchDatabase(inject('postgresAdminUrl'), `start_${randomBytes(5).toString('hex')}`);
+      const scratch = await createScratchDatabase(inject('postgresAdminUrl'), `start_${randomBytes(5).toString('hex')}`, {
+        ownerUrl: inject('postgresOwnerUrl'),
+      });
       try {
         const results = await Promise.allSettled([1, 2, 3].map(() => openLikeAProcess(scratch.url)));
         const errors = results.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason));

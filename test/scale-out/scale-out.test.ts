@@ -37,7 +37,9 @@ let sql: pg.Client;
 
 beforeAll(async () => {
   // Empty (not cloned from the migrated template): the three processes create every table.
-  database = await createScratchDatabase(inject('postgresAdminUrl'), `scale_${randomBytes(5).toString('hex')}`);
+  database = await createScratchDatabase(inject('postgresAdminUrl'), `scale_${randomBytes(5).toString('hex')}`, {
+    ownerUrl: inject('postgresOwnerUrl'),
+  });
   apiDir = mkdtempSync(join(tmpdir(), 'slipway-scale-api-'));
   workerDir = mkdtempSync(join(tmpdir(), 'slipway-scale-workers-'));
   repo = new TestRepo('slipway-scale-repo-');

@@ -27,7 +27,9 @@ let api: PlatformProcess;
 let worker: PlatformProcess;
 
 beforeAll(async () => {
-  database = await createScratchDatabase(inject('postgresAdminUrl'), `streams_${randomBytes(5).toString('hex')}`);
+  database = await createScratchDatabase(inject('postgresAdminUrl'), `streams_${randomBytes(5).toString('hex')}`, {
+    ownerUrl: inject('postgresOwnerUrl'),
+  });
   apiDir = mkdtempSync(join(tmpdir(), 'slipway-streams-api-'));
   workerDir = mkdtempSync(join(tmpdir(), 'slipway-streams-worker-'));
   repo = new TestRepo('slipway-streams-repo-');

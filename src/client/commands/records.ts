@@ -3,7 +3,7 @@ import { ok } from '../api.js';
 import { Context } from '../context.js';
 import { CliError } from '../errors.js';
 import { followLog, readLog, type LogKind } from '../follow.js';
-import { when } from '../output.js';
+import { terminalSafe, when } from '../output.js';
 import { positiveInt } from './auth.js';
 
 /** `v3` or `3` → a version number; anything else is taken as an id. */
@@ -178,7 +178,7 @@ function logCommand(parent: Command, kind: LogKind, resolve: (ctx: Context, ref:
 async function printLog(ctx: Context, kind: LogKind, id: string, follow: boolean) {
   if (!follow) {
     const log = await readLog(ctx, kind, id);
-    return ctx.out.result(log, () => log.log_text.replace(/\n$/, ''));
+    return ctx.out.result(log, () => terminalSafe(log.log_text.replace(/\n$/, '')));
   }
   const lines: string[] = [];
   const outcome = await followLog(ctx, kind, id, (line) => (ctx.out.json ? lines.push(line) : ctx.out.print(line)));

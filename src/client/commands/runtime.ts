@@ -1,3 +1,4 @@
+import { jsonText, terminalSafe } from '../output.js';
 import type { Command } from 'commander';
 import { ok } from '../api.js';
 import { Context } from '../context.js';
@@ -30,9 +31,9 @@ export function runtimeCommands(program: Command) {
         ...(ctx.options.env ? { environment: ctx.options.env } : {}),
       };
       const print = (e: LogEntry) => {
-        if (ctx.out.json) return ctx.out.stdout.write(`${JSON.stringify(e)}\n`);
+        if (ctx.out.json) return ctx.out.stdout.write(`${jsonText(e)}\n`);
         const source = ctx.out.colors.dim(`${e.timestamp.replace(/\.\d+Z$/, 'Z')} ${e.process_type}.${e.instance_id.slice(-6)}`);
-        ctx.out.stdout.write(`${source} ${e.line}\n`);
+        ctx.out.stdout.write(`${source} ${terminalSafe(e.line)}\n`);
       };
       const earlier = await ok(
         ctx.api.GET('/v1/applications/{application_id}/logs', {
@@ -85,7 +86,7 @@ export function runtimeCommands(program: Command) {
       );
       let end: { status: string; exit_code: number | null } = { status: 'failed', exit_code: null };
       for await (const event of serverEvents(ctx.settings, streamPath('/v1/runs/{run_id}/log/stream', { run_id: started.id }))) {
-        if (event.event === 'line') ctx.out.stdout.write(`${(JSON.parse(event.data) as { line: string }).line}\n`);
+        if (event.event === 'line') ctx.out.stdout.write(`${terminalSafe((JSON.parse(event.data) as { line: string }).line)}\n`);
         else if (event.event === 'end') end = JSON.parse(event.data);
       }
       if (ctx.out.json) ctx.out.stderr.write(`${JSON.stringify({ id: started.id, ...end })}\n`);

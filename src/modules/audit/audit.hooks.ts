@@ -1,5 +1,7 @@
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { resourceOfRoute } from '../../platform/audit/audit-row.js';
+import { auditableBody } from '../../platform/audit/redact.js';
+import type { DeniedRequests } from '../../platform/audit/denied-requests.js';
 import { RequestAudit, runWithAudit, type AuditActor } from '../../platform/audit/request-audit.js';
 import type { App } from '../../platform/http/types.js';
 import type { AuditService } from './audit.service.js';
@@ -27,31 +29,45 @@ function actorOf(request: FastifyRequest): AuditActor {
  * its row in the transaction of its first write (platform/audit/). Armed once the handler
  * runs (authenticated, valid), closed with the response.
  */
-export function installAuditHooks(app: App, audit: AuditService) {
-  app.addHook('onRequest', (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
-    const route = request.routeOptions.url;
-    if (!CHANGING_METHODS.has(request.method) || !route) return done();
-    const entry = new RequestAudit(
+export function installAuditHooks(app: App, audit: AuditService, denied: DeniedRequests) {
+  const entryOf = (request: FastifyRequest, route: string) =>
+    new RequestAudit(
       {
         requestId: String(request.id),
         method: request.method,
         route,
         params: (request.params ?? {}) as Record<string, string>,
         clientAddress: request.ip ?? null,
+        peerAddress: request.socket?.remoteAddress ?? null,
         body: undefined,
       },
       () => actorOf(request),
     );
+  app.addHook('onRequest', (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
+    const route = request.routeOptions.url;
+    if (!CHANGING_METHODS.has(request.method) || !route) return done();
+    const entry = entryOf(request, route);
     audits.set(request, entry);
     runWithAudit(entry, done);
   });
   app.addHook('preHandler', async (request) => {
     const entry = audits.get(request);
     if (!entry) return;
-    entry.request.body = request.body;
+    entry.request.body = auditableBody(request.body);
     entry.armed = true;
   });
   app.addHook('onSend', async (request, reply, payload) => {
+    if (reply.statusCode === 403) {
+      // Refused: who tried what is recorded (aggregated), with the refusal's message, never the body.
+      try {
+        const entry = audits.get(request) ?? entryOf(request, request.routeOptions.url ?? request.url.split('?')[0]!);
+        entry.closed = true;
+        await denied.record(entry, messageOf(payload));
+      } catch (err) {
+        request.log.warn({ err }, 'auditing a refused request failed');
+      }
+      return payload;
+    }
     const entry = audits.get(request);
     if (!entry) return payload;
     entry.closed = true;
@@ -69,4 +85,14 @@ export function installAuditHooks(app: App, audit: AuditService) {
     const entry = audits.get(request);
     if (entry) entry.closed = true;
   });
+}
+
+function messageOf(payload: unknown): string {
+  if (typeof payload !== 'string') return '';
+  try {
+    const message = (JSON.parse(payload) as { message?: unknown }).message;
+    return typeof message === 'string' ? message : '';
+  } catch {
+    return '';
+  }
 }

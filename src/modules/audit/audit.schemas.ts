@@ -14,7 +14,11 @@ export const AuditEntry = Type.Object({
   action: Type.String({ description: 'The route that made the change: `METHOD /v1/pattern`' }),
   resource_type: Type.String(),
   resource_id: Type.Union([Type.String(), Type.Null()]),
-  client_address: Type.Union([Type.String(), Type.Null()]),
+  client_address: Type.Union([Type.String(), Type.Null()], {
+    description: 'The client: X-Forwarded-For read through the trusted proxies only (TRUST_PROXY), else the peer',
+  }),
+  peer_address: Type.Union([Type.String(), Type.Null()], { description: "The connection's peer: the proxy in front, or the client" }),
+  denied: Type.Boolean({ description: 'A refused request (403): who tried what, not a change' }),
   request_id: Type.String(),
   before: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], { description: 'Non-secret fields before the change' }),
   after: Type.Union([Type.Unknown(), Type.Null()], { description: 'Non-secret fields of the change (secret-looking values redacted)' }),

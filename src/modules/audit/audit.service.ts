@@ -57,6 +57,8 @@ function view(row: Awaited<ReturnType<AuditRepository['page']>>['rows'][number])
     resource_type: row.resource_type,
     resource_id: row.resource_id,
     client_address: row.client_address,
+    peer_address: row.peer_address,
+    denied: row.denied,
     request_id: row.request_id,
     before: (row.before as Record<string, unknown> | null) ?? null,
     after: row.after ?? null,

@@ -3,6 +3,9 @@ import type { Db } from '../../platform/db/database.js';
 
 const principalColumns = ['users.id', 'users.username', 'users.email', 'users.is_admin'] as const;
 
+/** How long a successful sign-in keeps its address known to the account (spared the attack limits). */
+const KNOWN_ADDRESS_DAYS = 30;
+
 export class AuthRepository {
   constructor(private readonly db: Db) {}
 
@@ -69,16 +72,6 @@ export class AuthRepository {
     return row.rows[0]?.count ?? 1;
   }
 
-  async failuresInWindow(keys: string[], windowSeconds: number): Promise<number> {
-    const row = await this.db
-      .selectFrom('login_failures')
-      .select((eb) => eb.fn.max('count').as('n'))
-      .where('key', 'in', keys)
-      .where('window_started', '>=', sql<Date>`now() - make_interval(secs => ${windowSeconds})`)
-      .executeTakeFirst();
-    return Number(row?.n ?? 0);
-  }
-
   /** The counter of one key in its window, and how many seconds ago its last failure was. */
   async failureState(key: string, windowSeconds: number): Promise<{ count: number; secondsSinceLast: number } | null> {
     const row = await this.db
@@ -90,12 +83,48 @@ export class AuthRepository {
     return row ? { count: row.count, secondsSinceLast: Number(row.since) } : null;
   }
 
+  /** How many distinct accounts failed from `address` in the window (their pair counters). */
+  async accountsFailedFrom(address: string, windowSeconds: number): Promise<number> {
+    const prefix = `pair:${address}|`.replace(/[\\%_]/g, (c) => `\\${c}`);
+    const row = await this.db
+      .selectFrom('login_failures')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('key', 'like', `${prefix}%`)
+      .where('window_started', '>=', sql<Date>`now() - make_interval(secs => ${windowSeconds})`)
+      .executeTakeFirst();
+    return Number(row?.n ?? 0);
+  }
+
+  /** Whether `account` signed in from `address` within KNOWN_ADDRESS_DAYS. */
+  async isKnownAddress(account: string, address: string): Promise<boolean> {
+    const row = await this.db
+      .selectFrom('login_known_addresses')
+      .select('address')
+      .where('account', '=', account)
+      .where('address', '=', address)
+      .where('last_success_at', '>=', sql<Date>`now() - make_interval(days => ${KNOWN_ADDRESS_DAYS})`)
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  async rememberAddress(account: string, address: string) {
+    await this.db
+      .insertInto('login_known_addresses')
+      .values({ account, address })
+      .onConflict((oc) => oc.columns(['account', 'address']).doUpdateSet({ last_success_at: sql`now()` }))
+      .execute();
+  }
+
   clearFailures(key: string) {
     return this.db.deleteFrom('login_failures').where('key', '=', key).execute();
   }
 
-  /** Failure counters whose window has passed count for nothing (one row per address or e-mail tried). */
-  deleteStaleFailures(windowSeconds: number) {
+  /** Failure counters whose window has passed count for nothing (one row per address or e-mail tried); old known addresses neither. */
+  async deleteStaleFailures(windowSeconds: number) {
+    await this.db
+      .deleteFrom('login_known_addresses')
+      .where('last_success_at', '<', sql<Date>`now() - make_interval(days => ${KNOWN_ADDRESS_DAYS})`)
+      .execute();
     return this.db
       .deleteFrom('login_failures')
       .where('window_started', '<', sql<Date>`now() - make_interval(secs => ${windowSeconds})`)

@@ -47,33 +47,49 @@ export class AuthService {
   }
 
   /**
-   * Checks the password. Failures are counted per (account, address), never per account
-   * alone, so a stranger's bad guesses cannot lock the owner out: after LOGIN_FREE_ATTEMPTS
-   * failures each further attempt from that pair waits twice as long as the one before
-   * (1 s, 2 s, 4 s, ... up to the window), and LOGIN_MAX_ATTEMPTS ends the pair's attempts
-   * for the window. One address guessing across accounts is capped at LOGIN_MAX_ATTEMPTS too.
+   * Checks the password, with limits designed so one attacker cannot lock others out (OWASP:
+   * throttle with backoff, not lockout; spare known devices). Three counters in a window:
+   * - (account, address): after LOGIN_FREE_ATTEMPTS failures each further attempt from that pair
+   *   waits twice as long as the one before (1 s, 2 s, 4 s, ... at most LOGIN_MAX_DELAY_SECONDS);
+   * - account, from every address: past LOGIN_MAX_ATTEMPTS failures, attempts from addresses that
+   *   never signed in to it wait the same way (guessing spread over many addresses); the
+   *   addresses it signed in from before are spared;
+   * - address, across accounts: failing on LOGIN_ADDRESS_MAX_ACCOUNTS distinct accounts (stuffing)
+   *   leaves that address only the accounts that signed in from it before: the others behind the
+   *   same proxy keep signing in.
    */
   async login(email: string, password: string, address: string) {
-    const { LOGIN_MAX_ATTEMPTS: max, LOGIN_FREE_ATTEMPTS: free, LOGIN_WINDOW_SECONDS: window } = this.ctx.config;
-    const pairKey = `pair:${email.toLowerCase()}|${address}`;
-    const addressKey = `address:${address}`;
-    const pair = await this.repo.failureState(pairKey, window);
-    if (pair) {
-      const wait = pair.count >= max ? window : pair.count >= free ? Math.min(window, 2 ** (pair.count - free)) : 0;
-      const left = Math.ceil(wait - pair.secondsSinceLast);
-      if (left > 0)
-        throw new AppError('RATE_LIMITED', `Too many failed login attempts for this account from this address; retry in ${left} s`);
-    }
-    if ((await this.repo.failuresInWindow([addressKey], window)) >= max) {
-      throw new AppError('RATE_LIMITED', 'Too many failed login attempts from this address; try again later');
+    const {
+      LOGIN_MAX_ATTEMPTS: accountFree,
+      LOGIN_FREE_ATTEMPTS: pairFree,
+      LOGIN_WINDOW_SECONDS: window,
+      LOGIN_MAX_DELAY_SECONDS: maxDelay,
+      LOGIN_ADDRESS_MAX_ACCOUNTS: maxAccounts,
+    } = this.ctx.config;
+    const account = email.toLowerCase();
+    const pairKey = `pair:${address}|${account}`;
+    const accountKey = `account:${account}`;
+    const waitAfter = (state: { count: number; secondsSinceLast: number } | null, free: number) =>
+      state && state.count >= free ? Math.ceil(Math.min(maxDelay, 2 ** (state.count - free)) - state.secondsSinceLast) : 0;
+
+    const pairWait = waitAfter(await this.repo.failureState(pairKey, window), pairFree);
+    if (pairWait > 0)
+      throw new AppError('RATE_LIMITED', `Too many failed login attempts for this account from this address; retry in ${pairWait} s`);
+    const known = await this.repo.isKnownAddress(account, address);
+    if (!known) {
+      const accountWait = waitAfter(await this.repo.failureState(accountKey, window), accountFree);
+      if (accountWait > 0) throw new AppError('RATE_LIMITED', `Too many failed login attempts for this account; retry in ${accountWait} s`);
+      if ((await this.repo.accountsFailedFrom(address, window)) >= maxAccounts)
+        throw new AppError('RATE_LIMITED', 'Too many failed login attempts from this address; try again later');
     }
     const user = await this.users.findCredentials(email);
     const valid = await verifyPassword(password, user?.password_hash ?? UNUSABLE_PASSWORD_HASH);
     if (!user || !valid) {
-      await Promise.all([this.repo.recordFailure(pairKey, window), this.repo.recordFailure(addressKey, window)]);
+      await Promise.all([this.repo.recordFailure(pairKey, window), this.repo.recordFailure(accountKey, window)]);
       throw unauthenticated('Invalid email or password');
     }
     await this.repo.clearFailures(pairKey);
+    await this.repo.rememberAddress(account, address);
     setAuditActor({ userId: user.id, username: user.username, credentialKind: 'password', credentialId: null });
     const token = newToken('sess');
     const expires = new Date(Date.now() + this.ctx.config.SESSION_TTL_HOURS * 3600_000);

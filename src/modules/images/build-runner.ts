@@ -1,8 +1,17 @@
 import { failureCodeOf } from '../../platform/failures.js';
-import { existsSync } from 'node:fs';
-import { readFile, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { BuildError, chooseBuilder, parseProcfile, type Builder, type CacheScope } from '../../platform/builder/index.js';
+import {
+  BuildError,
+  chooseBuilder,
+  MAX_PROCFILE_BYTES,
+  parseProcfile,
+  readContextFile,
+  type Builder,
+  type CacheScope,
+} from '../../platform/builder/index.js';
+import { chmodBeneath } from '../../platform/fs/beneath.js';
+import { privateDir } from '../../platform/fs/private-dir.js';
 import type { AppContext } from '../../platform/context.js';
 import { fetchSource, SourceError } from '../../platform/git/source.js';
 import { checkSourceAtBuild } from '../../platform/git/trusted-sources.js';
@@ -18,7 +27,7 @@ import { RecordLog } from '../../platform/pipeline/index.js';
 import type { ImagesRepository } from './images.repository.js';
 import { buildTimeoutSeconds } from '../organizations/index.js';
 
-/** Scratch space of one build (removed when it ends). */
+/** Scratch space of one build (removed when it ends): the platform's (0711), the checkout below it owner-only. */
 export const buildWorkDir = (dataDir: string, imageId: string) => join(dataDir, 'builds', imageId);
 /** Where a built image's artifact lives. */
 export const artifactDir = (dataDir: string, applicationId: string, version: number) =>
@@ -109,6 +118,10 @@ export class BuildRunner {
       }
       const ref = image.build_ref ?? app.auto_deploy_branch ?? 'HEAD';
       const contextDir = join(workDir, 'context');
+      // Sandbox users pass through to their own trees below; none can list or write these.
+      for (const dir of [join(this.ctx.config.dataDir, 'builds'), join(this.ctx.config.dataDir, 'images'), workDir]) {
+        await privateDir(dir, 0o711);
+      }
       const pins = await checkSourceAtBuild(this.ctx.db, this.ctx.config, app.id, app.github_repository);
       const token = await this.privateRepositoryToken(app);
       if (token) log.line('Cloning with a GitHub App installation token');
@@ -127,8 +140,9 @@ export class BuildRunner {
         signal,
         onLine: (l) => log.line(l),
       });
-      const procfilePath = join(contextDir, 'Procfile');
-      const procfile = existsSync(procfilePath) ? await readFile(procfilePath, 'utf8') : null;
+      // The checkout is the member's: owner-only, and read without following its symlinks.
+      await chmodBeneath(workDir, 'context', 0o700);
+      const procfile = await readContextFile(contextDir, 'Procfile', MAX_PROCFILE_BYTES);
       const procfileProcesses = procfile === null ? null : parseProcfile(procfile);
       if (procfileProcesses) log.line(`Procfile: ${Object.keys(procfileProcesses).join(', ')}`);
       const cron = await readManifestCron(contextDir, this.ctx.config.CRON_SECONDS_FIELD).catch((err) => {

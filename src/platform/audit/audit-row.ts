@@ -74,14 +74,16 @@ export function auditInsert(audit: RequestAudit): { sql: string; values: unknown
     change.resourceId ?? resource.id,
     request.clientAddress,
     request.requestId,
+    request.peerAddress,
+    audit.denied,
     change.before == null ? null : JSON.stringify(redactForAudit(change.before)),
     after == null ? null : JSON.stringify(change.after !== undefined ? redactForAudit(after) : after),
   ];
   const organization = ['$1::uuid', ...organizationLookups(audit, values)].join(', ');
   return {
     sql: `INSERT INTO audit_log (organization_id, actor_user_id, actor_username, credential_kind, credential_id, action, resource_type,
-      resource_id, client_address, request_id, before, after)
-      VALUES (COALESCE(${organization}), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12::jsonb) RETURNING id`,
+      resource_id, client_address, request_id, peer_address, denied, before, after)
+      VALUES (COALESCE(${organization}), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14::jsonb) RETURNING id`,
     values,
   };
 }

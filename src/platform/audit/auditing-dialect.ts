@@ -11,7 +11,7 @@ import { auditInsert } from './audit-row.js';
 import { currentAudit, type RequestAudit } from './request-audit.js';
 
 /** Writes that are bookkeeping, not a change someone made (failed-login counters, the log itself). */
-const UNAUDITED_TABLES = new Set(['audit_log', 'login_failures']);
+const UNAUDITED_TABLES = new Set(['audit_log', 'login_failures', 'login_known_addresses']);
 
 /** The table a write query changes, or null for a read (or a write we do not audit). */
 export function writtenTable(query: CompiledQuery): string | null {

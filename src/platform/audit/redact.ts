@@ -12,6 +12,26 @@ export function redactForAudit(value: unknown, depth = 0): unknown {
   return redact(value, depth, false);
 }
 
+/** Bytes bodies longer than this are kept as text (cut to 2000 characters like every string), not parsed. */
+const MAX_PARSED_BODY_CHARS = 256 * 1024;
+
+/**
+ * A request body as the audit log keeps it: bytes (a route that reads its body raw, like the
+ * GitHub hook whose signature covers the exact bytes) become what they encode, the parsed
+ * JSON when they are JSON, else their UTF-8 text, never a `{type: 'Buffer', data: [...]}` object.
+ */
+export function auditableBody(body: unknown): unknown {
+  if (!(body instanceof Uint8Array)) return body;
+  const text = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8');
+  // A large body is kept as its beginning only (as any long text field is), not parsed whole.
+  if (text.length > MAX_PARSED_BODY_CHARS) return text;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
 /**
  * A configuration write's body: only names and flags stay. Its text fields (`value`, `raw`
  * dotenv text, the values of `variables`) may hold a secret whatever they are called.

@@ -25,7 +25,10 @@ export interface AuditedRequest {
   /** The route pattern, e.g. `/v1/organizations/:org_slug/webhooks`. */
   route: string;
   params: Record<string, string>;
+  /** The client's address: X-Forwarded-For read through the trusted proxies only (TRUST_PROXY), else the peer's. */
   clientAddress: string | null;
+  /** The socket's peer: the proxy in front, or the client itself. */
+  peerAddress: string | null;
   body: unknown;
 }
 
@@ -41,6 +44,8 @@ export class RequestAudit {
   /** A transaction holds (or committed) this request's audit row. */
   claimed = false;
   rowId: number | null = null;
+  /** A refused request (403): its row records the attempt, not a change. */
+  denied = false;
   readonly change: AuditedChange = {};
   private actorOverride: AuditActor | null = null;
 

@@ -1,19 +1,31 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Config } from '../../config.js';
 import { platformAuthFile } from '../crypto/registry-token.js';
 import { run, type CommandResult, type RunOptions } from '../git/command.js';
 import { runSandboxed, SandboxUnavailable, type Sandbox } from '../sandbox/index.js';
-import { IMAGE_ARTIFACT_FILE, IMAGE_ROOTFS_DIR, imageCommandLine, shellQuote, type ImageArtifact } from './image-artifact.js';
+import { chmodBeneath, holdDirectoryBeneath, readTextBeneath, statBeneath, UnsafePathError } from '../fs/beneath.js';
+import { privateDir } from '../fs/private-dir.js';
+import { contextHas, readContextFile } from './context-file.js';
+import {
+  IMAGE_ROOTFS_DIR,
+  imageCommandLine,
+  prepareArtifactDir,
+  shellQuote,
+  writeArtifactManifest,
+  type ImageArtifact,
+} from './image-artifact.js';
 import { numericUser } from './image-user.js';
 import { BuildError, cacheScopeDir, type BuildInput, type BuildOutput, type Builder, type CacheScope } from './port.js';
 import { registryTarget, type RegistryTarget } from './registry-target.js';
 
 /** Dockerfile names in order of preference: a Slipway-specific one wins over the generic one. */
 export const DOCKERFILE_NAMES = ['Dockerfile.slipway', 'Dockerfile'];
+/** The Dockerfile is read by the platform (to find base images and record it): bounded. */
+const MAX_DOCKERFILE_BYTES = 1024 * 1024;
 /** Character devices every process may use: name, major, minor. */
 const DEVICE_NODES: Array<[string, number, number]> = [
   ['null', 1, 3],
@@ -49,6 +61,16 @@ interface Workspace {
 
 /** The environment of a sandboxed buildah: never the platform's own (its pid 1 is readable from build steps). */
 const SANDBOX_ENV = { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', HOME: '/tmp', LANG: 'C.UTF-8' };
+
+/** A small file the sandboxed buildah wrote (image id, manifest digest), read without following a planted symlink. */
+async function readOutputFile(dir: string, name: string): Promise<string> {
+  try {
+    return ((await readTextBeneath(dir, name, 4096)) ?? '').trim();
+  } catch (err) {
+    if (err instanceof UnsafePathError) throw new BuildError(`buildah's output file ${err.message}`);
+    throw err;
+  }
+}
 
 export function findOnPath(binary: string): string | null {
   for (const dir of (process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin').split(':')) {
@@ -126,7 +148,8 @@ export class BuildahBuilder implements Builder {
 
   /** Any context with a Dockerfile is ours, buildah installed or not (then the build says what to install). */
   async accepts(contextDir: string): Promise<boolean> {
-    return DOCKERFILE_NAMES.some((name) => existsSync(join(contextDir, name)));
+    for (const name of DOCKERFILE_NAMES) if (await contextHas(contextDir, name)) return true;
+    return false;
   }
 
   /** Runs buildah on the workspace's storage; a non-zero exit fails the build with `what`. */
@@ -204,8 +227,10 @@ export class BuildahBuilder implements Builder {
     if (!this.buildah) throw new BuildError(BUILDAH_MISSING);
     const started = Date.now();
     const deadline = started + input.timeoutMs;
-    const dockerfileName = DOCKERFILE_NAMES.find((name) => existsSync(join(input.contextDir, name)))!;
-    const dockerfile = await readFile(join(input.contextDir, dockerfileName), 'utf8');
+    let dockerfileName: string | undefined;
+    for (const name of DOCKERFILE_NAMES) if (!dockerfileName && (await contextHas(input.contextDir, name))) dockerfileName = name;
+    const dockerfile = dockerfileName ? await readContextFile(input.contextDir, dockerfileName, MAX_DOCKERFILE_BYTES) : null;
+    if (!dockerfileName || dockerfile === null) throw new BuildError('The build context has no Dockerfile');
     const secretValues = new Set(input.secrets);
     const argNames = Object.keys(input.buildEnv)
       .filter((n) => !secretValues.has(input.buildEnv[n]!))
@@ -263,7 +288,9 @@ export class BuildahBuilder implements Builder {
         },
       );
       await rm(secretsDir, { recursive: true, force: true });
-      const imageId = `sha256:${(await readFile(iidFile, 'utf8')).trim().replace(/^sha256:/, '')}`;
+      // Written by the sandboxed buildah into a directory its build steps can write: read guarded, and only a digest passes.
+      const imageId = `sha256:${(await readOutputFile(scratch, 'iid')).replace(/^sha256:/, '')}`;
+      if (!/^sha256:[0-9a-f]{64}$/.test(imageId)) throw new BuildError('buildah wrote no valid image id');
 
       input.log.enter?.('Export');
       const inspected = JSON.parse(
@@ -355,20 +382,30 @@ export class BuildahBuilder implements Builder {
     return result.code === 0 ? result.stdout.trim() || null : null;
   }
 
-  /** Copies the image's root file system into `artifactDir/rootfs` (buildah from + mount + copy). */
+  /**
+   * Copies the image's root file system into `<artifactDir>/rootfs` (buildah from + mount +
+   * copy) and writes the platform's manifest beside it. The staging directory is the
+   * platform's (0711): the sandboxed copy may write only `rootfs/`, so neither the manifest
+   * nor `rootfs` itself can be planted or swapped by the image.
+   */
   private async unpack(ws: Workspace, imageId: string, config: ImageConfig, input: BuildInput): Promise<ImageArtifact> {
     const name = `slipway-export-${randomBytes(6).toString('hex')}`;
     const staging = `${input.artifactDir}.staging-${randomBytes(4).toString('hex')}`;
     await this.buildahRun(ws, ['from', '--pull=false', '--name', name, imageId], 'creating a working container', input);
     try {
       const mountPoint = (await this.buildahRun(ws, ['mount', name], 'mounting the image', input)).stdout.trim();
-      await mkdir(staging, { recursive: true });
+      await prepareArtifactDir(staging);
+      const rootfs = join(staging, IMAGE_ROOTFS_DIR);
+      await mkdir(rootfs, { mode: 0o700 });
       // `cp -a` keeps owners, modes, links and special files exactly as the image has them
       // (sandboxed: as the image sees them, all owned by the application's user outside).
-      const rootfs = join(staging, IMAGE_ROOTFS_DIR);
-      const copied = await this.exec(ws, 'cp', ['-a', mountPoint, rootfs], { signal: input.signal, writable: [staging] });
+      const copied = await this.exec(ws, 'cp', ['-a', `${mountPoint}/.`, rootfs], { signal: input.signal, writable: [rootfs] });
       if (copied.code !== 0) throw new BuildError(`unpacking the image failed: ${copied.stderr.trim().split('\n').slice(-3).join(' ')}`);
-      await this.addDeviceNodes(rootfs, input);
+      // Sandboxed, the application's own user owns it (whatever USER it runs as inside): owner-only.
+      // Unconfined, processes chroot into it as the image's USER, which must pass through `/`.
+      if (ws.sandboxed) await chmodBeneath(staging, IMAGE_ROOTFS_DIR, 0o700);
+      // A sandbox mounts a fresh /dev over the image's; only an unconfined chroot needs device nodes in the image.
+      else await this.addDeviceNodes(staging, input);
       const env = Object.fromEntries(
         (config.Env ?? []).map((kv) => {
           const eq = kv.indexOf('=');
@@ -382,9 +419,9 @@ export class BuildahBuilder implements Builder {
         entrypoint: config.Entrypoint ?? [],
         cmd: config.Cmd ?? [],
       };
-      await writeFile(join(staging, IMAGE_ARTIFACT_FILE), JSON.stringify(stored, null, 2));
+      await writeArtifactManifest(staging, { layout: 2, kind: 'image', ...stored });
       await rm(input.artifactDir, { recursive: true, force: true });
-      await mkdir(join(input.artifactDir, '..'), { recursive: true });
+      await privateDir(join(input.artifactDir, '..'), 0o711);
       await rename(staging, input.artifactDir);
       return { ...stored, rootfs: join(input.artifactDir, IMAGE_ROOTFS_DIR) };
     } finally {
@@ -396,18 +433,40 @@ export class BuildahBuilder implements Builder {
 
   /**
    * Programs expect /dev/null and friends, which an image's /dev lacks until an engine
-   * mounts them; as root we create the few harmless character devices.
+   * mounts them; unconfined (RUNTIME_ISOLATION=none, processes chroot into the image) we
+   * create the few harmless character devices as root, in the image's own /dev only: a /dev
+   * that is a symlink (or swapped for one) gets nothing, the nodes are made through the held
+   * directory.
    */
-  private async addDeviceNodes(rootfs: string, input: BuildInput) {
-    await mkdir(join(rootfs, 'dev'), { recursive: true });
-    for (const [name, major, minor] of DEVICE_NODES) {
-      const path = join(rootfs, 'dev', name);
-      if (existsSync(path)) continue;
-      const made = await run('mknod', ['-m', '666', path, 'c', String(major), String(minor)]);
-      if (made.code !== 0) {
-        input.log.line(`Note: could not create /dev/${name} in the image root (${made.stderr.trim()})`);
-        return;
+  private async addDeviceNodes(staging: string, input: BuildInput) {
+    const devRel = `${IMAGE_ROOTFS_DIR}/dev`;
+    let dev;
+    try {
+      if (!(await statBeneath(staging, devRel))) {
+        const rootfs = await holdDirectoryBeneath(staging, IMAGE_ROOTFS_DIR);
+        try {
+          await mkdir(join(rootfs!.path, 'dev'), { mode: 0o755 });
+        } finally {
+          await rootfs?.close();
+        }
       }
+      dev = await holdDirectoryBeneath(staging, devRel);
+    } catch (err) {
+      if (!(err instanceof UnsafePathError)) throw err;
+      input.log.line(`Note: the image's /dev is a symbolic link or not a directory: no device nodes were created in it`);
+      return;
+    }
+    try {
+      for (const [name, major, minor] of DEVICE_NODES) {
+        if (await statBeneath(staging, `${devRel}/${name}`).catch(() => true)) continue;
+        const made = await run('mknod', ['-m', '666', join(dev!.path, name), 'c', String(major), String(minor)]);
+        if (made.code !== 0) {
+          input.log.line(`Note: could not create /dev/${name} in the image root (${made.stderr.trim()})`);
+          return;
+        }
+      }
+    } finally {
+      await dev?.close();
     }
   }
 
@@ -447,7 +506,9 @@ export class BuildahBuilder implements Builder {
         input,
         { deadline, onLine: (l) => input.log.line(l), writable: [dir] },
       );
-      return { reference, digest: (await readFile(digestFile, 'utf8')).trim() };
+      const digest = await readOutputFile(dir, 'digest');
+      if (!/^sha256:[0-9a-f]{64}$/.test(digest)) throw new BuildError(`pushing to ${reference} gave no valid manifest digest`);
+      return { reference, digest };
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -1,16 +1,26 @@
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readTextBeneath, UnsafePathError } from '../fs/beneath.js';
 import { BuildError, type BuildInput } from './port.js';
+
+/** passwd and group files are read by the platform (as root): bounded. */
+const MAX_ACCOUNT_FILE_BYTES = 4 * 1024 * 1024;
 
 /**
  * The image's USER as `uid:gid`, names resolved through the image's own /etc/passwd
  * (and /etc/group), so processes run as the user the image asks for; null means root.
+ * The root file system is the image's (tenant-written): the files are read without
+ * following a symlink at any component (an `/etc/passwd` linked to a host file is refused).
  */
 export async function numericUser(rootfs: string, user: string | undefined, input: Pick<BuildInput, 'log'>): Promise<string | null> {
   if (!user || user === 'root' || user === '0') return null;
   const [name, group] = user.split(':') as [string, string | undefined];
   const lookup = async (file: string, key: string): Promise<string[] | null> => {
-    const text = await readFile(join(rootfs, 'etc', file), 'utf8').catch(() => '');
+    let text: string;
+    try {
+      text = (await readTextBeneath(rootfs, `etc/${file}`, MAX_ACCOUNT_FILE_BYTES)) ?? '';
+    } catch (err) {
+      if (!(err instanceof UnsafePathError)) throw err;
+      throw new BuildError(`USER ${user}: the image's /${err.message}; use a numeric USER (uid:gid) or a regular /etc/${file}`);
+    }
     return (
       text
         .split('\n')

@@ -1,5 +1,6 @@
 export { BuildError, type BuildInput, type BuildLog, type BuildOutput, type Builder, type CacheScope } from './port.js';
-export { parseProcfile } from './procfile.js';
+export { MAX_PROCFILE_BYTES, parseProcfile } from './procfile.js';
+export { readContextFile } from './context-file.js';
 export { SourceBuilder } from './source-builder.js';
 export { directoryDigest } from './digest.js';
 

@@ -3,7 +3,7 @@ import { BuildError } from './port.js';
 
 /** Process type names must be usable in `process_counts` (see applications.schemas PROCESS_TYPE_PATTERN). */
 const PROCESS_TYPE = /^[a-z][a-z0-9_-]{0,62}$/;
-const MAX_PROCFILE_BYTES = 64 * 1024;
+export const MAX_PROCFILE_BYTES = 64 * 1024;
 
 /**
  * Parses a Procfile: one `type: command` per line; blank lines and `#` comments are skipped.

@@ -1,12 +1,16 @@
-import { existsSync } from 'node:fs';
-import { mkdir, readFile, rename, rm } from 'node:fs/promises';
+import { mkdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ProcessDefinitions } from '../db/schema.js';
 import { run } from '../git/command.js';
 import { SandboxUnavailable, type Sandbox } from '../sandbox/index.js';
-import { shellQuote } from './image-artifact.js';
+import { chmodBeneath } from '../fs/beneath.js';
+import { contextHas, readContextFile } from './context-file.js';
+import { prepareArtifactDir, shellQuote, SOURCE_TREE_DIR, writeArtifactManifest } from './image-artifact.js';
 import { directoryDigest } from './digest.js';
 import { BuildError, cacheScopeDir, type BuildInput, type BuildOutput, type Builder, type CacheScope } from './port.js';
+
+/** slipway.json and package.json are read by the platform (as root): bounded. */
+const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
 
 interface BuildPlan {
   detected: 'slipway.json' | 'node' | 'python' | 'none';
@@ -38,12 +42,12 @@ export class SourceBuilder implements Builder {
 
   async build(input: BuildInput): Promise<BuildOutput> {
     const started = Date.now();
-    if (input.contextDir !== input.artifactDir) {
-      await rm(input.artifactDir, { recursive: true, force: true });
-      await mkdir(join(input.artifactDir, '..'), { recursive: true });
-      await rename(input.contextDir, input.artifactDir);
-    }
-    const dir = input.artifactDir;
+    // The checkout becomes the artifact's `app/`, below a directory only the platform writes
+    // (where its manifest goes); no tenant code has run on it yet, so it is the platform's to move.
+    await prepareArtifactDir(input.artifactDir);
+    const dir = join(input.artifactDir, SOURCE_TREE_DIR);
+    await rename(input.contextDir, dir);
+    await chmodBeneath(input.artifactDir, SOURCE_TREE_DIR, 0o700);
     const plan = await this.plan(dir);
     input.log.line(
       `Detected: ${plan.detected === 'none' ? 'no build needed (no slipway.json, package.json or requirements.txt)' : plan.detected}`,
@@ -80,10 +84,12 @@ export class SourceBuilder implements Builder {
       );
     }
     const digest = await directoryDigest(dir);
+    await writeArtifactManifest(input.artifactDir, { layout: 2, kind: 'source' });
     return {
-      artifactPath: dir,
+      artifactPath: input.artifactDir,
       imageId: digest.digest,
-      dockerfile: existsSync(join(dir, 'Dockerfile')) ? await readFile(join(dir, 'Dockerfile'), 'utf8') : null,
+      // A context with a Dockerfile goes to buildah: one here was made by the build, and is not read.
+      dockerfile: null,
       imageMetadata: {
         builder: this.name,
         detected: plan.detected,
@@ -131,12 +137,13 @@ export class SourceBuilder implements Builder {
   }
 
   private async plan(dir: string): Promise<BuildPlan> {
-    const has = (f: string) => existsSync(join(dir, f));
+    const has = (f: string) => contextHas(dir, f);
     const sh = (command: string) => ({ display: command, file: 'sh', args: ['-c', command] });
-    if (has('slipway.json')) {
+    const slipwayJson = await readContextFile(dir, 'slipway.json', MAX_MANIFEST_BYTES);
+    if (slipwayJson !== null) {
       let manifest: { build?: unknown };
       try {
-        manifest = JSON.parse(await readFile(join(dir, 'slipway.json'), 'utf8'));
+        manifest = JSON.parse(slipwayJson);
       } catch (err) {
         throw new BuildError(`slipway.json is not valid JSON: ${(err as Error).message}`);
       }
@@ -146,15 +153,16 @@ export class SourceBuilder implements Builder {
         return { detected: 'slipway.json', commands: [sh(manifest.build)], defaultProcesses: null, processEnv: {} };
       }
     }
-    if (has('package.json')) {
+    const packageJson = await readContextFile(dir, 'package.json', MAX_MANIFEST_BYTES);
+    if (packageJson !== null) {
       let pkg: { scripts?: Record<string, string> };
       try {
-        pkg = JSON.parse(await readFile(join(dir, 'package.json'), 'utf8'));
+        pkg = JSON.parse(packageJson);
       } catch (err) {
         throw new BuildError(`package.json is not valid JSON: ${(err as Error).message}`);
       }
       const install =
-        has('package-lock.json') || has('npm-shrinkwrap.json')
+        (await has('package-lock.json')) || (await has('npm-shrinkwrap.json'))
           ? { display: 'npm ci', file: 'npm', args: ['ci'] }
           : { display: 'npm install', file: 'npm', args: ['install'] };
       const commands = [install];
@@ -162,7 +170,7 @@ export class SourceBuilder implements Builder {
       const defaultProcesses = pkg.scripts?.start ? { web: { cmd: 'npm start', env: {} } } : null;
       return { detected: 'node', commands, defaultProcesses, processEnv: {} };
     }
-    if (has('requirements.txt')) {
+    if (await has('requirements.txt')) {
       const venv = join(dir, '.venv');
       const install = ['install', '--disable-pip-version-check', '-r', 'requirements.txt'];
       // The host's pip can install into a virtualenv made without one (pip >= 22.3), which

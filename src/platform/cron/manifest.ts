@@ -1,11 +1,10 @@
-import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readTextBeneath, UnsafePathError } from '../fs/beneath.js';
 import type { ManifestCronEntry } from '../db/schema.js';
 import { parseSchedule } from './schedule.js';
 
 const NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 const MAX_ENTRIES = 100;
+const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
 
 /** A `cron` list in slipway.json that cannot be used (the build fails with this message). */
 export class ManifestCronError extends Error {}
@@ -15,11 +14,16 @@ export class ManifestCronError extends Error {}
  * checked as the API checks them; null when there is no slipway.json or it names none.
  */
 export async function readManifestCron(contextDir: string, allowSeconds: boolean): Promise<ManifestCronEntry[] | null> {
-  const file = join(contextDir, 'slipway.json');
-  if (!existsSync(file)) return null;
+  // The checkout is the member's: read without following a symlink, bounded (see fs/beneath.ts).
+  const text = await readTextBeneath(contextDir, 'slipway.json', MAX_MANIFEST_BYTES).catch((err) => {
+    if (err instanceof UnsafePathError)
+      throw new ManifestCronError(`${err.message}: the platform reads only regular files inside the build context`);
+    throw err;
+  });
+  if (text === null) return null;
   let manifest: { cron?: unknown };
   try {
-    manifest = JSON.parse(await readFile(file, 'utf8'));
+    manifest = JSON.parse(text);
   } catch (err) {
     throw new ManifestCronError(`slipway.json is not valid JSON: ${(err as Error).message}`);
   }

@@ -43,6 +43,13 @@ export interface LoginFailuresTable {
   last_failed_at: Generated<Date>;
 }
 
+/** Migration 0024: an account's successful sign-ins by address (spares its known users the attack limits). */
+export interface LoginKnownAddressesTable {
+  account: string;
+  address: string;
+  last_success_at: Generated<Date>;
+}
+
 export interface OrganizationsTable {
   id: string;
   name: string;
@@ -136,6 +143,7 @@ export interface ControlPlaneTables {
   sessions: SessionsTable;
   api_keys: ApiKeysTable;
   login_failures: LoginFailuresTable;
+  login_known_addresses: LoginKnownAddressesTable;
   organizations: OrganizationsTable;
   memberships: MembershipsTable;
   projects: ProjectsTable;
@@ -679,6 +687,10 @@ export interface AuditLogTable {
   resource_type: string;
   resource_id: string | null;
   client_address: string | null;
+  /** Migration 0024: the socket's peer (the proxy, behind one); `client_address` is derived through the trusted hops. */
+  peer_address: Generated<string | null>;
+  /** Migration 0024: a refused request (403), not a change. */
+  denied: Generated<boolean>;
   request_id: string;
   before: Json<Record<string, unknown>> | null;
   after: Json<Record<string, unknown>> | null;

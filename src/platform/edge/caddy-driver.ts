@@ -1,7 +1,8 @@
-import { Agent, request } from 'undici';
+import { request } from 'undici';
+import { caddyAdminEndpoint, checkAdminSocketPrivate, type CaddyAdminEndpoint } from './caddy-admin.js';
 import type { EdgeDirectory } from './edge-directory.js';
 import { logsRequests, type EdgeDriver, type EdgeRequestLogger } from './edge-driver.js';
-import { CaddyAccessLog, type CaddyAccessEntry } from './caddy-access-log.js';
+import { CaddyAccessLog, type AccessLogDropReason, type CaddyAccessEntry } from './caddy-access-log.js';
 import type { RequestStats } from './request-stats.js';
 import { RouteTable, type Upstream } from './route-table.js';
 import { RouterServer } from './router-server.js';
@@ -14,7 +15,10 @@ import { UpstreamNameServer, type SrvTarget } from './upstream-name-server.js';
 const UPSTREAMS_REFRESH_MS = 200;
 
 export interface CaddyOptions {
-  /** Caddy's admin API, e.g. `http://127.0.0.1:2019` (loaded configurations keep it there). */
+  /**
+   * Caddy's admin API (loaded configurations keep it there): a unix socket `unix//path/admin.sock`
+   * (the default setup: Caddy's `admin` has `origins localhost`) or `http://127.0.0.1:2019`.
+   */
   adminUrl: string;
   /** Where Caddy serves applications (a port Caddy can bind: not 0). */
   host: string;
@@ -26,7 +30,14 @@ export interface CaddyOptions {
    */
   certificates: 'platform' | 'caddy';
   acme?: { directoryUrl: string; email?: string; caFile?: string };
+  /** The platform-owned directory of the access log's unix socket (made owner-only). */
+  accessLogDirectory: string;
+  /** Caddy's group, when Caddy runs as its own user: it may connect to the access log socket too. */
+  accessLogGroupId?: number;
 }
+
+/** How often dropped access-log lines are reported (one warning per interval, with the counts). */
+const DROP_REPORT_MS = 10_000;
 
 type Json = Record<string, unknown>;
 
@@ -50,7 +61,11 @@ export class CaddyDriver implements EdgeDriver {
   private directory: EdgeDirectory | null = null;
   private logger: EdgeRequestLogger | null = null;
   private stats: RequestStats | null = null;
-  private readonly accessLog = new CaddyAccessLog((entry) => this.counted(entry));
+  private readonly accessLog: CaddyAccessLog;
+  /** Access-log lines counted for no route since start, by reason (reported as a warning, `accessLogDrops`). */
+  private readonly drops: Record<AccessLogDropReason, number> = { malformed: 0, oversized: 0, unknown_host: 0 };
+  private dropsReported = 0;
+  private dropReport: NodeJS.Timeout | null = null;
   /** Route host name → an instance of its route (whose owner its requests are counted under). */
   private owners = new Map<string, Upstream>();
   private readonly hosts = new Map<string, string>();
@@ -64,7 +79,27 @@ export class CaddyDriver implements EdgeDriver {
   /** Instances a route switch left, until drained (by Caddy's name, as its in-flight counts list them). */
   private readonly draining = new Map<string, string>();
 
-  constructor(private readonly options: CaddyOptions) {}
+  private readonly adminEndpoint: CaddyAdminEndpoint;
+
+  constructor(private readonly options: CaddyOptions) {
+    this.adminEndpoint = caddyAdminEndpoint(options.adminUrl);
+    this.accessLog = new CaddyAccessLog({
+      directory: options.accessLogDirectory,
+      groupId: options.accessLogGroupId,
+      onEntry: (entry) => this.counted(entry),
+      onDrop: (reason) => this.dropped(reason),
+    });
+  }
+
+  /** Access-log lines that counted for no route, by reason, since this driver started. */
+  get accessLogDrops(): Readonly<Record<AccessLogDropReason, number>> {
+    return { ...this.drops };
+  }
+
+  /** The access log's socket (a path in the platform's own directory). */
+  get accessLogSocket(): string {
+    return this.accessLog.socketPath;
+  }
 
   get listening() {
     return this.isListening;
@@ -103,10 +138,13 @@ export class CaddyDriver implements EdgeDriver {
         await this.admin('GET', '/config/');
         break;
       } catch (err) {
-        if (attempt >= 50) throw new Error(`Caddy's admin API at ${this.options.adminUrl} did not answer: ${(err as Error).message}`);
+        if (attempt >= 50 || err instanceof AdminError)
+          throw new Error(`Caddy's admin API at ${this.options.adminUrl} did not answer: ${(err as Error).message}${hostHint(err)}`);
         await new Promise((r) => setTimeout(r, 200));
       }
     }
+    // Issue 27: whoever opens the admin socket owns every route; only Caddy and the platform may.
+    if (this.adminEndpoint.socketPath) checkAdminSocketPrivate(this.adminEndpoint.socketPath);
     this.isListening = true;
     await this.apply();
     return this.options.port;
@@ -166,6 +204,8 @@ export class CaddyDriver implements EdgeDriver {
     await this.responder.close();
     await this.nameServer.close();
     await this.accessLog.close();
+    if (this.dropReport) clearTimeout(this.dropReport);
+    this.reportDrops();
     await this.stats?.stop();
   }
 
@@ -180,15 +220,42 @@ export class CaddyDriver implements EdgeDriver {
     return host;
   }
 
-  /** One request Caddy served, from its access log: counted for its application, and its line at debug. */
+  /** A line counted for no route; reported as one warning per interval, not one per line. */
+  private dropped(reason: AccessLogDropReason) {
+    this.drops[reason]++;
+    this.dropReport ??= setTimeout(() => {
+      this.dropReport = null;
+      this.reportDrops();
+    }, DROP_REPORT_MS).unref();
+  }
+
+  private reportDrops() {
+    const total = this.drops.malformed + this.drops.oversized + this.drops.unknown_host;
+    if (total === this.dropsReported) return;
+    this.dropsReported = total;
+    this.logger?.warn(
+      { dropped: { ...this.drops } },
+      'edge access log: lines counted for no route (malformed, oversized or for an unknown host)',
+    );
+  }
+
+  /**
+   * One request Caddy served, from its access log: counted for the route its host name is
+   * (the platform's own map of host names and verified domains), and its line at debug. A line
+   * for any other host is counted for nobody.
+   */
   private counted(entry: CaddyAccessEntry) {
-    const request = entry.request ?? {};
-    const requested = this.normalizedHost(request.host ?? '');
+    const request = entry.request;
+    const requested = this.normalizedHost(request.host);
     const upstream = this.owners.get(this.directory?.route(requested)?.routeHostname ?? requested);
+    if (!upstream) {
+      this.dropped('unknown_host');
+      return;
+    }
     // Challenges and ownership tokens are the platform's, not the application's.
-    if (!upstream || /^\/\.well-known\/(acme-challenge|slipway-domain)\//.test(request.uri ?? '')) return;
-    const status = entry.status ?? 0;
-    const elapsedMs = (entry.duration ?? 0) * 1000;
+    if (/^\/\.well-known\/(acme-challenge|slipway-domain)\//.test(request.uri)) return;
+    const status = entry.status;
+    const elapsedMs = entry.duration * 1000;
     if (upstream.owner && this.stats) this.stats.record(upstream.statsKey!, upstream.owner, status, elapsedMs);
     if (logsRequests(this.logger))
       this.logger!.debug(
@@ -213,9 +280,9 @@ export class CaddyDriver implements EdgeDriver {
   private async admin(method: 'GET' | 'POST', path: string, body?: string): Promise<string> {
     for (let attempt = 0; ; attempt++) {
       try {
-        const res = await request(new URL(path, this.options.adminUrl), {
+        const res = await request(new URL(path, this.adminEndpoint.base), {
           method,
-          dispatcher: adminAgent,
+          dispatcher: this.adminEndpoint.dispatcher,
           headers: body ? { 'content-type': 'application/json' } : {},
           ...(body ? { body } : {}),
           headersTimeout: 30_000,
@@ -232,7 +299,10 @@ export class CaddyDriver implements EdgeDriver {
   }
 
   private adminSection() {
-    return { listen: new URL(this.options.adminUrl).host };
+    // On a socket the Host is `localhost` (Caddy 2.6 admits no request without a Host, and none but its origins).
+    return this.adminEndpoint.socketPath
+      ? { listen: this.adminEndpoint.listen, origins: ['localhost'] }
+      : { listen: this.adminEndpoint.listen };
   }
 
   private listenAddress(port: number) {
@@ -404,10 +474,12 @@ const DROPPED_LOG_FIELDS = [
   'common_log',
 ];
 
-/** No keep-alive to the admin API (see `admin`). */
-const adminAgent = new Agent({ pipelining: 0 });
-
 class AdminError extends Error {}
+
+/** Caddy 2.6 on a socket refuses every Host but its `origins`: say what to add. */
+function hostHint(err: unknown): string {
+  return /host not allowed/.test((err as Error)?.message ?? '') ? " (give Caddy's admin `origins localhost`)" : '';
+}
 
 function jsonResponse(status: number, message: string): Json {
   return {

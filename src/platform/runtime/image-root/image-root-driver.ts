@@ -1,4 +1,5 @@
-import { readImageArtifact, shellQuote, type ImageArtifact } from '../../builder/image-artifact.js';
+import { ArtifactRefused, resolveArtifact, shellQuote, type ImageArtifact } from '../../builder/image-artifact.js';
+import { RolloutFailure } from '../application-runtime.js';
 import type {
   InstanceSpec,
   InstanceOutput,
@@ -42,8 +43,8 @@ export function imageEnv(image: ImageArtifact, env: Record<string, string>): Rec
 
 /**
  * A runtime driver variant for container image builds: a release whose artifact is an
- * unpacked image (`slipway-image.json` + `rootfs/`, written by the buildah builder) runs
- * its processes inside that root file system; any other artifact passes through unchanged.
+ * unpacked image (the platform's `slipway-artifact.json` + `rootfs/`, see image-artifact.ts)
+ * runs its processes inside that root file system; a source build's run in its `app/` tree.
  * A sandboxing inner driver gets the root as `root` (bubblewrap binds it as `/`, the same
  * walls as a source build's processes); an unconfined one gets a `chroot` command.
  * Everything else (restarts, ports, stats, reaping) is the wrapped driver's.
@@ -57,19 +58,31 @@ export class ImageRootDriver implements RuntimeDriver {
     this.sandboxed = inner.sandboxed === true;
   }
 
-  private translate<T extends { command: string; artifactPath: string; env: Record<string, string> }>(spec: T): T {
-    const image = readImageArtifact(spec.artifactPath);
-    if (!image) return spec;
+  /**
+   * Where the process runs, decided by what the platform wrote beside the tenant's tree (see
+   * image-artifact.ts): a source tree becomes the working directory, an image root the
+   * process's root. An artifact that could have been forged is refused with what to do.
+   */
+  private async translate<T extends { command: string; artifactPath: string; env: Record<string, string> }>(spec: T): Promise<T> {
+    let artifact;
+    try {
+      artifact = await resolveArtifact(spec.artifactPath);
+    } catch (err) {
+      if (err instanceof ArtifactRefused) throw new RolloutFailure(`Cannot run this release: ${err.message}`);
+      throw err;
+    }
+    if (artifact.kind === 'source') return { ...spec, artifactPath: artifact.dir };
+    const { image } = artifact;
     if (this.sandboxed) return { ...spec, root: processRoot(image), env: imageEnv(image, spec.env) };
     return { ...spec, command: chrootCommand(image, spec.command), env: imageEnv(image, spec.env) };
   }
 
-  start(spec: InstanceSpec): Promise<InstanceStatus> {
-    return this.inner.start(this.translate(spec));
+  async start(spec: InstanceSpec): Promise<InstanceStatus> {
+    return this.inner.start(await this.translate(spec));
   }
 
-  runOnce(spec: OneOffSpec): Promise<OneOffResult> {
-    return this.inner.runOnce(this.translate(spec));
+  async runOnce(spec: OneOffSpec): Promise<OneOffResult> {
+    return this.inner.runOnce(await this.translate(spec));
   }
 
   stop(id: string): Promise<void> {

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync, renameSync, type WriteStream } from 'node:fs';
+import { chmodSync, createWriteStream, mkdirSync, renameSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { v7 as uuidv7 } from 'uuid';
 import { SandboxUnavailable, type PreparedSandbox, type Sandbox, type SandboxView } from '../../sandbox/index.js';
@@ -123,7 +123,9 @@ export class LocalProcessDriver implements RuntimeDriver {
     this.grace = options.stopGraceMs ?? 10_000;
     this.stableAfter = options.stableAfterMs ?? 60_000;
     this.baseEnv = options.baseEnv ?? defaultBaseEnv(this.sandbox !== null);
-    mkdirSync(options.logDir, { recursive: true });
+    // Instances' output is theirs: only the platform reads these files.
+    mkdirSync(options.logDir, { recursive: true, mode: 0o700 });
+    chmodSync(options.logDir, 0o700);
   }
 
   get sandboxed(): boolean {
@@ -172,7 +174,7 @@ export class LocalProcessDriver implements RuntimeDriver {
       } catch {
         /* the next file starts anyway */
       }
-      inst.log = createWriteStream(path, { flags: 'w' });
+      inst.log = createWriteStream(path, { flags: 'w', mode: 0o600 });
       inst.log.on('error', () => {});
       inst.logBytes = Buffer.byteLength(text);
     }
@@ -229,7 +231,7 @@ export class LocalProcessDriver implements RuntimeDriver {
       lastSpawn: 0,
       restartTimer: null,
       exited: Promise.resolve(),
-      log: createWriteStream(join(this.options.logDir, `${spec.id}.log`), { flags: 'a' }),
+      log: createWriteStream(join(this.options.logDir, `${spec.id}.log`), { flags: 'a', mode: 0o600 }),
       logBytes: 0,
       cpu: null,
       sandbox,

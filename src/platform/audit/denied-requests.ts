@@ -1,0 +1,90 @@
+import { CompiledQuery } from 'kysely';
+import type { Db } from '../db/database.js';
+import { auditInsert } from './audit-row.js';
+import type { RequestAudit } from './request-audit.js';
+
+/** New denial rows per process and minute at most; past it denials are only counted (and warned about). */
+const MAX_ROWS_PER_MINUTE = 600;
+/** How often the repeats of a denial are added to its row. */
+const FLUSH_EVERY_MS = 5000;
+
+interface Aggregate {
+  rowId: number | null;
+  /** Repeats since the row was written or last updated. */
+  pending: number;
+}
+
+/**
+ * Refused requests (403) in the audit log: who tried which route, on which organization when
+ * the route names one. Aggregated so a caller hammering a route cannot flood the log: one row
+ * per (actor or address, route) and minute, whose `after.repeated` counts the repeats; at
+ * most MAX_ROWS_PER_MINUTE new rows a minute per process, the rest only counted.
+ */
+export class DeniedRequests {
+  private minute = 0;
+  private rows = 0;
+  private uncounted = 0;
+  private aggregates = new Map<string, Aggregate>();
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly db: Db,
+    private readonly warn: (detail: object, message: string) => void,
+  ) {}
+
+  async record(audit: RequestAudit, message: string) {
+    const now = Math.floor(Date.now() / 60_000);
+    if (now !== this.minute) {
+      await this.flush();
+      if (this.uncounted > 0) this.warn({ denied: this.uncounted }, 'refused requests past the audit log limit were only counted');
+      this.minute = now;
+      this.rows = 0;
+      this.uncounted = 0;
+      this.aggregates = new Map();
+    }
+    const actor = audit.actor;
+    const key = `${actor.userId ?? `address:${audit.request.clientAddress}`}|${audit.request.method} ${audit.request.route}`;
+    const seen = this.aggregates.get(key);
+    if (seen) {
+      seen.pending++;
+      this.timer ??= setTimeout(() => {
+        this.timer = null;
+        void this.flush().catch((err) => this.warn({ err }, 'counting repeated refusals in the audit log failed'));
+      }, FLUSH_EVERY_MS).unref();
+      return;
+    }
+    if (this.rows >= MAX_ROWS_PER_MINUTE) {
+      this.uncounted++;
+      return;
+    }
+    this.rows++;
+    const aggregate: Aggregate = { rowId: null, pending: 0 };
+    this.aggregates.set(key, aggregate);
+    audit.denied = true;
+    Object.assign(audit.change, { after: { status: 403, message: message.slice(0, 500) } });
+    const { sql, values } = auditInsert(audit);
+    const result = await this.db.executeQuery<{ id: number }>(CompiledQuery.raw(sql, values));
+    aggregate.rowId = Number(result.rows[0]!.id);
+  }
+
+  /** Adds the repeats counted since the last flush to their rows. */
+  async flush() {
+    for (const aggregate of this.aggregates.values()) {
+      if (aggregate.rowId === null || aggregate.pending === 0) continue;
+      const repeated = aggregate.pending;
+      aggregate.pending = 0;
+      await this.db.executeQuery(
+        CompiledQuery.raw(
+          `UPDATE audit_log SET after = jsonb_set(after, '{repeated}', to_jsonb(coalesce((after->>'repeated')::int, 0) + $1::int)) WHERE id = $2`,
+          [repeated, aggregate.rowId],
+        ),
+      );
+    }
+  }
+
+  async close() {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.flush().catch(() => {}); // shutdown: the database may be closing
+  }
+}
