@@ -58,6 +58,7 @@ async function main() {
         log: { line: () => {}, substep: () => {} },
         signal: new AbortController().signal,
         timeoutMs: 300_000,
+        cacheScope: { name: 'bench', throwaway: false },
       };
       const started = process.hrtime.bigint();
       await new BuildahBuilder({ storageRoot, registry: null, sandbox }).build(input);

@@ -338,6 +338,7 @@ export function createCoreServices(ctx: AppContext, repos: Repositories = create
     // A write to any scope a protected environment inherits needs an organization admin.
     (userId, scope) =>
       requireProtectedEnvironmentAdmin(ctx.db, userId, reachOfScope(scope), `the configuration it inherits (${scope.scope} scope)`),
+    async (userId, organizationId) => (await access.requireMember(userId, organizationId)).admin,
   );
   const apps = new ApplicationsService(
     ctx.db,

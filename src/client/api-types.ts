@@ -8037,6 +8037,8 @@ export interface paths {
                     "application/json": {
                         buildtime?: boolean;
                         name: string;
+                        /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                        previews?: boolean;
                         secret?: boolean;
                         value: string;
                     };
@@ -8059,6 +8061,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -8242,6 +8246,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -8556,6 +8562,8 @@ export interface paths {
                 content: {
                     "application/json": {
                         buildtime?: boolean;
+                        /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                        previews?: boolean;
                         secret?: boolean;
                         value?: string;
                     };
@@ -8578,6 +8586,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -8744,6 +8754,8 @@ export interface paths {
                 content: {
                     "application/json": {
                         buildtime?: boolean;
+                        /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                        previews?: boolean;
                         /** @description dotenv text */
                         raw?: string;
                         secret?: boolean;
@@ -17780,6 +17792,8 @@ export interface paths {
                     "application/json": {
                         buildtime?: boolean;
                         name: string;
+                        /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                        previews?: boolean;
                         secret?: boolean;
                         value: string;
                     };
@@ -17802,6 +17816,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -17829,6 +17845,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -18012,6 +18030,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -18326,6 +18346,8 @@ export interface paths {
                 content: {
                     "application/json": {
                         buildtime?: boolean;
+                        /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                        previews?: boolean;
                         secret?: boolean;
                         value?: string;
                     };
@@ -18348,6 +18370,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -18515,6 +18539,8 @@ export interface paths {
                     "application/json": {
                         buildtime?: boolean;
                         name: string;
+                        /** @description given to previews of pull requests from forks (default false) */
+                        previews?: boolean;
                         secret?: boolean;
                         value: string;
                     }[];
@@ -19879,6 +19905,8 @@ export interface paths {
                     "application/json": {
                         buildtime?: boolean;
                         name: string;
+                        /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                        previews?: boolean;
                         secret?: boolean;
                         value: string;
                     };
@@ -19901,6 +19929,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -19928,6 +19958,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -20112,6 +20144,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -20428,6 +20462,8 @@ export interface paths {
                 content: {
                     "application/json": {
                         buildtime?: boolean;
+                        /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                        previews?: boolean;
                         secret?: boolean;
                         value?: string;
                     };
@@ -20450,6 +20486,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -20618,6 +20656,8 @@ export interface paths {
                     "application/json": {
                         buildtime?: boolean;
                         name: string;
+                        /** @description given to previews of pull requests from forks (default false) */
+                        previews?: boolean;
                         secret?: boolean;
                         value: string;
                     }[];
@@ -21862,6 +21902,8 @@ export interface paths {
                     "application/json": {
                         buildtime?: boolean;
                         name: string;
+                        /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                        previews?: boolean;
                         secret?: boolean;
                         value: string;
                     };
@@ -21884,6 +21926,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -21911,6 +21955,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -22096,6 +22142,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -22414,6 +22462,8 @@ export interface paths {
                 content: {
                     "application/json": {
                         buildtime?: boolean;
+                        /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                        previews?: boolean;
                         secret?: boolean;
                         value?: string;
                     };
@@ -22436,6 +22486,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -22605,6 +22657,8 @@ export interface paths {
                     "application/json": {
                         buildtime?: boolean;
                         name: string;
+                        /** @description given to previews of pull requests from forks (default false) */
+                        previews?: boolean;
                         secret?: boolean;
                         value: string;
                     }[];
@@ -24016,6 +24070,8 @@ export interface paths {
                                 name: string;
                                 /** @description higher scopes whose value of this name is shadowed */
                                 overrides: ("workspace" | "team" | "project" | "environment" | "service")[];
+                                /** @description marked for previews: the only variables a preview of a fork gets */
+                                previews: boolean;
                                 scope: "workspace" | "team" | "project" | "environment" | "service";
                                 secret: boolean;
                                 /** @description "**secret**" for secrets */
@@ -24338,7 +24394,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        /** @description copy the template's secret values into previews (default false; organization admins only) */
+                        /** @description copy the template's secret values into previews of same-repository pull requests (default false; organization admins only); previews of forks never get a variable not marked `previews: true` */
                         copy_secrets?: boolean;
                         /** @description running previews at most; past it the least recently active one stops (default 5) */
                         max_concurrent?: number;
@@ -25493,6 +25549,8 @@ export interface paths {
                     "application/json": {
                         buildtime?: boolean;
                         name: string;
+                        /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                        previews?: boolean;
                         secret?: boolean;
                         value: string;
                     };
@@ -25515,6 +25573,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -25542,6 +25602,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -25726,6 +25788,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -26042,6 +26106,8 @@ export interface paths {
                 content: {
                     "application/json": {
                         buildtime?: boolean;
+                        /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                        previews?: boolean;
                         secret?: boolean;
                         value?: string;
                     };
@@ -26064,6 +26130,8 @@ export interface paths {
                             /** @description UUID (v7) */
                             id: string;
                             name: string;
+                            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                            previews: boolean;
                             secret: boolean;
                             /**
                              * Format: date-time
@@ -26232,6 +26300,8 @@ export interface paths {
                     "application/json": {
                         buildtime?: boolean;
                         name: string;
+                        /** @description given to previews of pull requests from forks (default false) */
+                        previews?: boolean;
                         secret?: boolean;
                         value: string;
                     }[];
@@ -26862,6 +26932,8 @@ export interface components {
             /** @description UUID (v7) */
             id: string;
             name: string;
+            /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+            previews: boolean;
             secret: boolean;
             /**
              * Format: date-time
@@ -27074,6 +27146,8 @@ export interface components {
              * @description ISO-8601 UTC
              */
             active: string;
+            /** @description the rule its builds and instances were given configuration by: a fork's preview gets only the variables marked `previews: true` (at any scope; secrets included only when so marked); a same-repository preview gets the template's variables (its secrets only with copy_secrets) and every other scope's, as any environment */
+            configuration: "marked_for_previews_only" | "all";
             /**
              * Format: date-time
              * @description ISO-8601 UTC
@@ -27081,11 +27155,15 @@ export interface components {
             created: string;
             /** @description pr-<number> */
             environment: string;
+            /** @description the repository of the pull request's head (owner/name); null when GitHub no longer knows it */
+            head_repository: string | null;
             head_sha: string;
             pr_number: number;
             repository: string;
             /** @description stopped by the cap; a new push to the pull request starts it again */
             stopped: boolean;
+            /** @description whose code the preview runs: a fork's (anyone on GitHub), or a branch of the project's repository itself */
+            trust: "fork" | "same_repository";
             /** @description per service slug, the URL its preview answers at */
             urls: {
                 [key: string]: string;

@@ -32,6 +32,7 @@ describe('configuration variables', () => {
       value: '**secret**',
       secret: true,
       buildtime: true,
+      previews: false,
       created: expect.any(String),
       updated: expect.any(String),
     });

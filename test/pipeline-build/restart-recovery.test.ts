@@ -89,7 +89,12 @@ describe('restart recovery', () => {
     // Records whose job vanished: a build recorded but never queued (the server died between
     // the two), and a release whose job finished without settling it.
     const other = await createApp(h, { github_repository: repo.dir });
-    const neverQueued = await new ImagesRepository(h.ctx.db).insertNext(other.appId, { repository_name: 'x/y/z', build_ref: 'main' });
+    const neverQueued = await new ImagesRepository(h.ctx.db).insertNext(other.appId, {
+      repository_name: 'x/y/z',
+      build_ref: 'main',
+      environment_id: null,
+      built_for_preview: false,
+    });
     const env = await h.ctx.db
       .selectFrom('environments')
       .select('environments.id')

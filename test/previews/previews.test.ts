@@ -46,7 +46,8 @@ async function pullRequest(action: string, number: number, sha: string) {
     JSON.stringify({
       action,
       number,
-      pull_request: { number, head: { sha, ref: `feature-${number}` } },
+      // A branch of the repository itself (same_repository): the template's configuration applies.
+      pull_request: { number, head: { sha, ref: `feature-${number}`, repo: { full_name: REPOSITORY } } },
       repository: { full_name: REPOSITORY, clone_url: repo.dir },
     }),
   );

@@ -59,6 +59,7 @@ function buildInput(version: number, contextDir: string): BuildInput {
     log: { line: (l) => logLines.push(l), substep: (s) => steps.push(`Build ${s}`), enter: (s) => steps.push(s) },
     signal: new AbortController().signal,
     timeoutMs: 120_000,
+    cacheScope: { name: 'env-test', throwaway: false },
   };
 }
 

@@ -1,4 +1,4 @@
-import { sql, type Updateable } from 'kysely';
+import { sql, type Insertable, type Updateable } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
 import { precompiled } from '../../platform/db/precompiled.js';
 import type { ConfigScope, ConfigVarsTable } from '../../platform/db/schema.js';
@@ -42,7 +42,7 @@ export class ConfigurationsRepository {
       .executeTakeFirst();
   }
 
-  insert(row: Omit<ConfigVarsTable, 'created_at' | 'updated_at'>) {
+  insert(row: Insertable<ConfigVarsTable>) {
     return this.db.insertInto('config_vars').values(row).returningAll().executeTakeFirstOrThrow();
   }
 

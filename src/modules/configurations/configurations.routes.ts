@@ -11,7 +11,7 @@ import {
   CreateConfigBody,
   UpdateConfigBody,
 } from './configurations.schemas.js';
-import type { ConfigurationsService } from './configurations.service.js';
+import type { ConfigurationsService, VariableIntent } from './configurations.service.js';
 import type { FastifyRequest } from 'fastify';
 
 /**
@@ -29,9 +29,9 @@ export function configurationsRoutes(apps: ApplicationAccess, config: Configurat
     const app = await apps.authorize(currentUser(request).id, applicationId);
     return { scope: 'application' as const, scopeId: app.id };
   };
-  const writeScopeOf = async (request: FastifyRequest, applicationId: string) => {
+  const writeScopeOf = async (request: FastifyRequest, applicationId: string, intents: VariableIntent[] = []) => {
     const scope = await scopeOf(request, applicationId);
-    await config.authorizeWrite(currentUser(request).id, scope);
+    await config.authorizeWrite(currentUser(request).id, scope, intents);
     return scope;
   };
   return async (app: App) => {
@@ -68,7 +68,7 @@ export function configurationsRoutes(apps: ApplicationAccess, config: Configurat
         },
       },
       async (request, reply) =>
-        reply.code(201).send(await config.create(await writeScopeOf(request, request.params.application_id), request.body)),
+        reply.code(201).send(await config.create(await writeScopeOf(request, request.params.application_id, [request.body]), request.body)),
     );
 
     app.post(
@@ -82,7 +82,13 @@ export function configurationsRoutes(apps: ApplicationAccess, config: Configurat
           response: { 200: BulkConfigResult, ...commonErrorResponses },
         },
       },
-      async (request) => config.bulk(await writeScopeOf(request, request.params.application_id), request.body),
+      async (request) =>
+        config.bulk(
+          await writeScopeOf(request, request.params.application_id, [
+            { secret: request.body.secret ?? false, previews: request.body.previews ?? false },
+          ]),
+          request.body,
+        ),
     );
 
     app.patch(
@@ -96,7 +102,12 @@ export function configurationsRoutes(apps: ApplicationAccess, config: Configurat
           response: { 200: ConfigVariable, ...commonErrorResponses },
         },
       },
-      async (request) => config.update(await writeScopeOf(request, request.params.application_id), request.params.config_id, request.body),
+      async (request) =>
+        config.update(
+          await writeScopeOf(request, request.params.application_id, [{ ...request.body, id: request.params.config_id }]),
+          request.params.config_id,
+          request.body,
+        ),
     );
 
     app.delete(

@@ -5,6 +5,10 @@ export const CONFIG_NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_]*$';
 export const MAX_VALUE_BYTES = 32 * 1024;
 export const SECRET_MASK = '**secret**';
 
+const PREVIEWS_DESCRIPTION =
+  'given to previews of pull requests from forks (default false): their builds and instances get only variables marked so';
+const Previews = Type.Optional(Type.Boolean({ description: PREVIEWS_DESCRIPTION }));
+
 const ConfigName = Type.String({ minLength: 1, maxLength: 255, pattern: CONFIG_NAME_PATTERN });
 const ConfigValue = Type.String({ maxLength: MAX_VALUE_BYTES });
 
@@ -15,6 +19,7 @@ export const ConfigVariable = Type.Object(
     value: Type.String({ description: `"${SECRET_MASK}" for secrets: their values never leave the server` }),
     secret: Type.Boolean(),
     buildtime: Type.Boolean(),
+    previews: Type.Boolean({ description: PREVIEWS_DESCRIPTION }),
     created: Timestamp,
     updated: Timestamp,
   },
@@ -22,12 +27,23 @@ export const ConfigVariable = Type.Object(
 );
 
 export const CreateConfigBody = Type.Object(
-  { name: ConfigName, value: ConfigValue, secret: Type.Optional(Type.Boolean()), buildtime: Type.Optional(Type.Boolean()) },
+  {
+    name: ConfigName,
+    value: ConfigValue,
+    secret: Type.Optional(Type.Boolean()),
+    buildtime: Type.Optional(Type.Boolean()),
+    previews: Previews,
+  },
   { additionalProperties: false },
 );
 
 export const UpdateConfigBody = Type.Object(
-  { value: Type.Optional(ConfigValue), secret: Type.Optional(Type.Boolean()), buildtime: Type.Optional(Type.Boolean()) },
+  {
+    value: Type.Optional(ConfigValue),
+    secret: Type.Optional(Type.Boolean()),
+    buildtime: Type.Optional(Type.Boolean()),
+    previews: Previews,
+  },
   { additionalProperties: false, minProperties: 1 },
 );
 
@@ -37,6 +53,7 @@ export const BulkConfigBody = Type.Object(
     raw: Type.Optional(Type.String({ maxLength: 512 * 1024, description: 'dotenv text' })),
     secret: Type.Optional(Type.Boolean()),
     buildtime: Type.Optional(Type.Boolean()),
+    previews: Previews,
   },
   { additionalProperties: false },
 );

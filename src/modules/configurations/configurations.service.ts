@@ -3,10 +3,11 @@ import { v7 as uuidv7 } from 'uuid';
 import type { SecretBox } from '../../platform/crypto/secret-box.js';
 import type { Db } from '../../platform/db/database.js';
 import type { ConfigScope } from '../../platform/db/schema.js';
-import { AppError, conflict, isUniqueViolation, notFound } from '../../platform/errors.js';
+import { AppError, conflict, forbidden, isUniqueViolation, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { resealAll } from '../../platform/crypto/rotation.js';
 import { parseDotenv } from './dotenv.js';
+import { scopeOrganizationId } from './scope-chain.js';
 import type { ConfigurationsRepository, ScopeRef } from './configurations.repository.js';
 import { CONFIG_NAME_PATTERN, MAX_VALUE_BYTES, SECRET_MASK } from './configurations.schemas.js';
 
@@ -18,6 +19,7 @@ const toVariable = (row: ConfigRow) => ({
   value: row.secret ? SECRET_MASK : (row.value ?? ''),
   secret: row.secret,
   buildtime: row.buildtime,
+  previews: row.previews,
   created: iso(row.created_at),
   updated: iso(row.updated_at),
 });
@@ -56,6 +58,17 @@ export const DEFAULT_SCOPE_LIMITS: ScopeLimits = { variables: 1000, bytes: 1024 
  */
 export type ScopeWriteGuard = (userId: string, scope: ScopeRef) => Promise<void>;
 
+/** Whether the user is an admin of the organization (supplied by the composition root: organizations sit above this module). */
+export type OrganizationAdminCheck = (userId: string, organizationId: string) => Promise<boolean>;
+
+/** What a write makes of a variable (by id or name when it may exist), for the rule on secrets given to forks. */
+export interface VariableIntent {
+  id?: string;
+  name?: string;
+  secret?: boolean;
+  previews?: boolean;
+}
+
 export class ConfigurationsService {
   constructor(
     private readonly db: Db,
@@ -63,6 +76,7 @@ export class ConfigurationsService {
     private readonly secrets: SecretBox,
     private readonly limits: ScopeLimits = DEFAULT_SCOPE_LIMITS,
     private readonly writeGuard: ScopeWriteGuard | null = null,
+    private readonly isOrganizationAdmin: OrganizationAdminCheck | null = null,
   ) {}
 
   /** Every variable of the given scopes (values of secrets stay sealed), for views that show layering. */
@@ -75,9 +89,33 @@ export class ConfigurationsService {
    * or organization's, or an application's) needs an organization admin: the next release
    * ships the value. The HTTP routes call this before every create, bulk, change or delete.
    */
-  async authorizeWrite(userId: string, scope: ScopeRef): Promise<void> {
-    if (!this.writeGuard) throw new Error('ConfigurationsService serves HTTP writes only with a write guard (see src/services.ts)');
+  async authorizeWrite(userId: string, scope: ScopeRef, intents: VariableIntent[] = []): Promise<void> {
+    if (!this.writeGuard || !this.isOrganizationAdmin)
+      throw new Error('ConfigurationsService serves HTTP writes only with its guards (see src/services.ts)');
     await this.writeGuard(userId, scope);
+    // A secret marked for previews goes to anyone who can open a pull request: as copy_secrets, an admin's choice.
+    if (
+      (await this.sharesSecretWithForks(scope, intents)) &&
+      !(await this.isOrganizationAdmin(userId, await scopeOrganizationId(this.db, scope)))
+    ) {
+      throw forbidden('Only organization admins can give a secret to previews of pull requests from forks (secret with previews: true)');
+    }
+  }
+
+  /** Whether a write leaves a variable both secret and marked for previews that was not both before. */
+  private async sharesSecretWithForks(scope: ScopeRef, intents: VariableIntent[]): Promise<boolean> {
+    for (const intent of intents) {
+      if (intent.secret === false || intent.previews === false) continue;
+      const existing = intent.id
+        ? await this.repo.find(scope, intent.id)
+        : intent.name
+          ? await this.repo.findByName(scope, intent.name)
+          : undefined;
+      const secret = intent.secret ?? existing?.secret ?? false;
+      const previews = intent.previews ?? existing?.previews ?? false;
+      if (secret && previews && !(existing?.secret && existing.previews)) return true;
+    }
+    return false;
   }
 
   /**
@@ -121,7 +159,7 @@ export class ConfigurationsService {
     return toVariable(row);
   }
 
-  async create(scope: ScopeRef, input: { name: string; value: string; secret?: boolean; buildtime?: boolean }) {
+  async create(scope: ScopeRef, input: { name: string; value: string; secret?: boolean; buildtime?: boolean; previews?: boolean }) {
     const secret = input.secret ?? false;
     await this.requireRoom(scope, [{ name: input.name, value: input.value }]);
     try {
@@ -132,6 +170,7 @@ export class ConfigurationsService {
         name: input.name,
         secret,
         buildtime: input.buildtime ?? false,
+        previews: input.previews ?? false,
         ...this.stored(input.value, secret),
       });
       return toVariable(row);
@@ -141,7 +180,7 @@ export class ConfigurationsService {
     }
   }
 
-  async update(scope: ScopeRef, id: string, input: { value?: string; secret?: boolean; buildtime?: boolean }) {
+  async update(scope: ScopeRef, id: string, input: { value?: string; secret?: boolean; buildtime?: boolean; previews?: boolean }) {
     const current = await this.repo.find(scope, id);
     if (!current) throw notFound('Configuration variable');
     const secret = input.secret ?? current.secret;
@@ -155,6 +194,7 @@ export class ConfigurationsService {
     const row = await this.repo.update(scope, id, {
       secret,
       buildtime: input.buildtime ?? current.buildtime,
+      previews: input.previews ?? current.previews,
       ...this.stored(value, secret),
     });
     if (!row) throw notFound('Configuration variable');
@@ -170,7 +210,10 @@ export class ConfigurationsService {
    * Sets many variables at once from `variables` and/or dotenv `raw`. Existing names are
    * updated unless secret (skipped); invalid entries are reported and the rest still apply.
    */
-  async bulk(scope: ScopeRef, input: { variables?: Record<string, string>; raw?: string; secret?: boolean; buildtime?: boolean }) {
+  async bulk(
+    scope: ScopeRef,
+    input: { variables?: Record<string, string>; raw?: string; secret?: boolean; buildtime?: boolean; previews?: boolean },
+  ) {
     const result = {
       created: [] as string[],
       updated: [] as string[],
@@ -188,6 +231,7 @@ export class ConfigurationsService {
     const byName = new Map(entries.map((e) => [e.name.toLowerCase(), e]));
     const secret = input.secret ?? false;
     const buildtime = input.buildtime ?? false;
+    const previews = input.previews ?? false;
     await this.requireRoom(
       scope,
       [...byName.values()].filter((e) => !checkEntry(e.name, e.value)),
@@ -201,11 +245,11 @@ export class ConfigurationsService {
       const stored = this.stored(value, secret);
       // One statement per name: concurrent bulk calls never collide on the unique name.
       const { rows } = await sql<{ inserted: boolean }>`
-        insert into config_vars (id, scope, scope_id, name, value, value_sealed, secret, buildtime)
-        values (${uuidv7()}, ${scope.scope}, ${scope.scopeId}, ${name}, ${stored.value}, ${stored.value_sealed}, ${secret}, ${buildtime})
+        insert into config_vars (id, scope, scope_id, name, value, value_sealed, secret, buildtime, previews)
+        values (${uuidv7()}, ${scope.scope}, ${scope.scopeId}, ${name}, ${stored.value}, ${stored.value_sealed}, ${secret}, ${buildtime}, ${previews})
         on conflict (scope, scope_id, lower(name)) do update
           set value = excluded.value, value_sealed = excluded.value_sealed, secret = excluded.secret,
-              buildtime = excluded.buildtime, updated_at = now()
+              buildtime = excluded.buildtime, previews = excluded.previews, updated_at = now()
           where not config_vars.secret
         returning (xmax = 0) as inserted`.execute(this.db);
       if (rows.length === 0) result.skipped.push(name);
@@ -217,10 +261,12 @@ export class ConfigurationsService {
 
   /**
    * Layers the given scopes, highest first (organization … application): a lower scope's
-   * variable overrides a higher one's of the same name (case-insensitively).
+   * variable overrides a higher one's of the same name (case-insensitively). With
+   * `markedForPreviewsOnly` (a fork's preview) only variables marked `previews` take part.
    */
-  async resolve(scopesHighToLow: ScopeRef[]): Promise<ResolvedVariable[]> {
-    const rows = await this.repo.listMany(scopesHighToLow);
+  async resolve(scopesHighToLow: ScopeRef[], options: { markedForPreviewsOnly?: boolean } = {}): Promise<ResolvedVariable[]> {
+    const all = await this.repo.listMany(scopesHighToLow);
+    const rows = options.markedForPreviewsOnly ? all.filter((row) => row.previews) : all;
     const rank = new Map(scopesHighToLow.map((s, i) => [`${s.scope}:${s.scopeId}`, i]));
     rows.sort((a, b) => rank.get(`${a.scope}:${a.scope_id}`)! - rank.get(`${b.scope}:${b.scope_id}`)!);
     const resolved = new Map<string, ResolvedVariable>();

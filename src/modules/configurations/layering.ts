@@ -1,4 +1,5 @@
 import type { Db } from '../../platform/db/database.js';
+import { environmentTrust } from '../../platform/pipeline/index.js';
 import { serviceScopeChain } from './scope-chain.js';
 import type { ConfigurationsService, ResolvedVariable } from './configurations.service.js';
 
@@ -6,6 +7,8 @@ import type { ConfigurationsService, ResolvedVariable } from './configurations.s
  * The configuration a service builds and runs with in an environment: organization →
  * team (when the project has one) → project → environment → application, a lower scope
  * overriding a higher one. Plain values: for builds and frozen releases only, never responses.
+ * In the preview of a pull request from a fork, only variables marked `previews` take part: every
+ * build, release and promotion (on either runtime) resolves through here, so the rule holds everywhere.
  */
 export async function resolveServiceConfig(
   db: Db,
@@ -13,5 +16,8 @@ export async function resolveServiceConfig(
   applicationId: string,
   environmentId: string,
 ): Promise<ResolvedVariable[]> {
-  return configService.resolve(await serviceScopeChain(db, applicationId, environmentId));
+  const trust = await environmentTrust(db, environmentId);
+  return configService.resolve(await serviceScopeChain(db, applicationId, environmentId), {
+    markedForPreviewsOnly: trust.configuration === 'marked_for_previews_only',
+  });
 }

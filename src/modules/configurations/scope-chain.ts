@@ -53,3 +53,24 @@ export async function serviceScopeChain(db: Db, applicationId: string, environme
     layer('application', row.app_id, row.app_slug),
   ];
 }
+
+/** The organization a configuration scope belongs to (its owner: the scope exists, the caller checked access). */
+export async function scopeOrganizationId(db: Db, scope: ScopeRef): Promise<string> {
+  if (scope.scope === 'organization') return scope.scopeId;
+  const row =
+    scope.scope === 'team'
+      ? await db.selectFrom('teams').select('organization_id').where('id', '=', scope.scopeId).executeTakeFirst()
+      : await db
+          .selectFrom('projects as p')
+          .select('p.organization_id')
+          .where('p.id', '=', (eb) =>
+            scope.scope === 'project'
+              ? eb.val(scope.scopeId)
+              : scope.scope === 'environment'
+                ? eb.selectFrom('environments').select('project_id').where('id', '=', scope.scopeId)
+                : eb.selectFrom('applications').select('project_id').where('id', '=', scope.scopeId),
+          )
+          .executeTakeFirst();
+  if (!row) throw notFound('Configuration scope');
+  return row.organization_id;
+}

@@ -20,13 +20,14 @@ export async function copyEnvironmentVariables(db: Db, fromEnvironmentId: string
       'value_sealed',
       'secret',
       'buildtime',
+      'previews',
     ])
     .where('scope', '=', 'environment')
     .where('scope_id', '=', fromEnvironmentId);
   if (!copySecrets) vars = vars.where('secret', '=', false);
   await db
     .insertInto('config_vars')
-    .columns(['id', 'scope', 'scope_id', 'name', 'value', 'value_sealed', 'secret', 'buildtime'])
+    .columns(['id', 'scope', 'scope_id', 'name', 'value', 'value_sealed', 'secret', 'buildtime', 'previews'])
     .expression(vars)
     .execute();
 }

@@ -4,7 +4,7 @@ import type { App } from '../../platform/http/types.js';
 import { currentUser } from '../../platform/http/principal.js';
 import type { ScopeRef } from './configurations.repository.js';
 import { ConfigVariable, CreateConfigBody, MAX_VALUE_BYTES, UpdateConfigBody } from './configurations.schemas.js';
-import type { ConfigurationsService } from './configurations.service.js';
+import type { ConfigurationsService, VariableIntent } from './configurations.service.js';
 import type { ScopedConfig } from './scoped-config.js';
 
 /** One entry of an array bulk request: names are checked per entry so one bad name does not refuse the rest. */
@@ -14,6 +14,7 @@ export const BulkEntry = Type.Object(
     value: Type.String({ maxLength: MAX_VALUE_BYTES * 4 }),
     secret: Type.Optional(Type.Boolean()),
     buildtime: Type.Optional(Type.Boolean()),
+    previews: Type.Optional(Type.Boolean({ description: 'given to previews of pull requests from forks (default false)' })),
   },
   { additionalProperties: false },
 );
@@ -53,10 +54,10 @@ export function registerScopedConfigRoutes<P extends TProperties>(app: App, o: S
   const itemParams = Type.Object({ ...o.params.properties, config_id: IdParam });
   const scope = (request: { params: unknown }, userId: string) => o.scopeOf(request.params as Record<string, string>, userId);
   /** The scope of a write: readable by the caller, writable under the scope's own rule and the protected-environment rule. */
-  const writeScope = async (request: { params: unknown }, userId: string) => {
+  const writeScope = async (request: { params: unknown }, userId: string, intents: VariableIntent[] = []) => {
     const ref = await scope(request, userId);
     await o.mayWrite?.(ref, userId, request.params as Record<string, string>);
-    await config.authorizeWrite(userId, ref);
+    await config.authorizeWrite(userId, ref, intents);
     return ref;
   };
 
@@ -85,7 +86,7 @@ export function registerScopedConfigRoutes<P extends TProperties>(app: App, o: S
       },
     },
     async (request, reply) => {
-      const { created, variable } = await scoped.set(await writeScope(request, currentUser(request).id), request.body);
+      const { created, variable } = await scoped.set(await writeScope(request, currentUser(request).id, [request.body]), request.body);
       return reply.code(created ? 201 : 200).send(variable);
     },
   );
@@ -101,7 +102,15 @@ export function registerScopedConfigRoutes<P extends TProperties>(app: App, o: S
         response: { 200: Type.Array(BulkEntryResult), ...commonErrorResponses },
       },
     },
-    async (request) => scoped.bulk(await writeScope(request, currentUser(request).id), request.body),
+    async (request) =>
+      scoped.bulk(
+        await writeScope(
+          request,
+          currentUser(request).id,
+          request.body.map((e) => ({ secret: e.secret ?? false, previews: e.previews ?? false })),
+        ),
+        request.body,
+      ),
   );
 
   app.get(
@@ -123,8 +132,10 @@ export function registerScopedConfigRoutes<P extends TProperties>(app: App, o: S
         response: { 200: ConfigVariable, ...commonErrorResponses },
       },
     },
-    async (request) =>
-      config.update(await writeScope(request, currentUser(request).id), (request.params as { config_id: string }).config_id, request.body),
+    async (request) => {
+      const id = (request.params as { config_id: string }).config_id;
+      return config.update(await writeScope(request, currentUser(request).id, [{ ...request.body, id }]), id, request.body);
+    },
   );
 
   app.delete(

@@ -8,6 +8,7 @@ export interface ConfigEntry {
   value: string;
   secret?: boolean;
   buildtime?: boolean;
+  previews?: boolean;
 }
 
 export type BulkOutcome = 'created' | 'updated' | 'skipped' | 'error';
@@ -41,6 +42,7 @@ export class ScopedConfig {
           value: entry.value,
           secret: entry.secret ?? existing.secret,
           buildtime: entry.buildtime ?? existing.buildtime,
+          previews: entry.previews ?? existing.previews,
         });
         return { created: false, variable };
       }
@@ -62,12 +64,13 @@ export class ScopedConfig {
       last.set(e.name.toLowerCase(), e);
     }
     // ConfigurationsService.bulk takes one set of flags per call: group the entries by flags.
-    const groups = new Map<string, { secret: boolean; buildtime: boolean; variables: Record<string, string> }>();
+    const groups = new Map<string, { secret: boolean; buildtime: boolean; previews: boolean; variables: Record<string, string> }>();
     for (const e of last.values()) {
       const secret = e.secret ?? false;
       const buildtime = e.buildtime ?? false;
-      const key = `${secret}:${buildtime}`;
-      if (!groups.has(key)) groups.set(key, { secret, buildtime, variables: Object.create(null) as Record<string, string> });
+      const previews = e.previews ?? false;
+      const key = `${secret}:${buildtime}:${previews}`;
+      if (!groups.has(key)) groups.set(key, { secret, buildtime, previews, variables: Object.create(null) as Record<string, string> });
       groups.get(key)!.variables[e.name] = e.value;
     }
     const outcome = new Map<string, { result: BulkOutcome; message?: string }>();

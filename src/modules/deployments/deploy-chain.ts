@@ -11,7 +11,7 @@ import { DeploymentsRepository } from './deployments.repository.js';
 
 /** The build stage as the chain uses it (ImagesService). */
 export interface BuildStage {
-  createImage(applicationId: string, ref?: string | null): Promise<{ id: string; version: number }>;
+  createImage(applicationId: string, ref?: string | null, environmentId?: string): Promise<{ id: string; version: number }>;
   runBuild(imageId: string, signal: AbortSignal): Promise<{ ok: boolean }>;
   failInterrupted(imageId: string): Promise<boolean>;
   assignJob(imageId: string, jobId: string): Promise<void>;
@@ -132,7 +132,8 @@ export class DeployChain {
     // Environment deploys (`POST .../envs/{env}/deploy`) name their environment.
     const environmentId = targetEnvironmentId ?? (await this.repo.productionEnvironmentId(applicationId));
     if (!environmentId) throw new AppError('NOT_FOUND', 'Production environment not found');
-    const image = await this.build.createImage(applicationId, ref);
+    // The image is built for the chain's environment: its configuration and cache scope.
+    const image = await this.build.createImage(applicationId, ref, environmentId);
     try {
       const jobId = await jobs.enqueue(CHAIN_JOB, { applicationId, environmentId, recordId: image.id });
       await this.build.assignJob(image.id, jobId);

@@ -89,6 +89,7 @@ export const ResolvedServiceConfig = Type.Object(
         value: Type.String({ description: '"**secret**" for secrets' }),
         secret: Type.Boolean(),
         buildtime: Type.Boolean(),
+        previews: Type.Boolean({ description: 'marked for previews: the only variables a preview of a fork gets' }),
         scope: ScopeLabel,
         config_id: Id,
         overrides: Type.Array(ScopeLabel, { description: 'higher scopes whose value of this name is shadowed' }),

@@ -8,7 +8,7 @@ import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
 import type { ConfigurationsService } from '../configurations/index.js';
 import { SECRET_MASK } from '../configurations/index.js';
-import { RECONCILE_JOB } from '../../platform/pipeline/index.js';
+import { environmentTrust, RECONCILE_JOB } from '../../platform/pipeline/index.js';
 import { WorkspaceScope } from '../workspaces/index.js';
 import { EnvironmentsRepository } from './environments.repository.js';
 import { requireBranchChangeAccess, requireProtectedEnvironmentAdmin } from '../../platform/access/environment-protection.js';
@@ -187,7 +187,9 @@ export class EnvironmentsService {
     const { project, environment } = await this.scope.environment(userId, ws, projectSlug, envSlug);
     const service = await this.scope.service(project.id, serviceSlug);
     const chain = await serviceScopeChain(this.db, service.id, environment.id);
-    const rows = await this.configs.variablesInScopes(chain);
+    // A fork's preview gets only the variables marked for previews (the rule resolveServiceConfig applies).
+    const forkPreview = (await environmentTrust(this.db, environment.id)).configuration === 'marked_for_previews_only';
+    const rows = (await this.configs.variablesInScopes(chain)).filter((row) => !forkPreview || row.previews);
     const rank = new Map(chain.map((l, i) => [`${l.scope}:${l.scopeId}`, i]));
     rows.sort((a, b) => rank.get(`${a.scope}:${a.scope_id}`)! - rank.get(`${b.scope}:${b.scope_id}`)!);
     const labelOf = (scope: string, scopeId: string) => chain[rank.get(`${scope}:${scopeId}`)!]!.label;
@@ -204,6 +206,7 @@ export class EnvironmentsService {
         value: row.secret ? SECRET_MASK : (row.value ?? ''),
         secret: row.secret,
         buildtime: row.buildtime,
+        previews: row.previews,
         scope: labelOf(row.scope, row.scope_id),
         config_id: row.id,
         overrides,

@@ -20,6 +20,10 @@ export interface PullRequestHook {
   repository: string;
   repositoryNames: string[];
   installationId: number | null;
+  /** `owner/name` of the head's repository (null when GitHub no longer knows it: a deleted fork). */
+  headRepository: string | null;
+  /** The head is not the base repository itself: anyone on GitHub may have written it. */
+  fromFork: boolean;
 }
 
 /** What a hook can do beyond pushes (wired by the composition root). */
@@ -30,8 +34,8 @@ export interface HookHandlers {
 interface PullRequestPayload {
   action?: string;
   number?: number;
-  pull_request?: { number?: number; head?: { sha?: string } };
-  repository?: PushPayload['repository'];
+  pull_request?: { number?: number; head?: { sha?: string; repo?: { id?: number; full_name?: string } | null } };
+  repository?: PushPayload['repository'] & { id?: number };
   installation?: { id?: number };
 }
 
@@ -127,6 +131,8 @@ export class GithubHooksService {
       repository: repo.full_name,
       repositoryNames: [repo.full_name, repo.clone_url, repo.ssh_url, repo.html_url, repo.git_url].filter((v): v is string => Boolean(v)),
       installationId: Number.isSafeInteger(payload.installation?.id) ? payload.installation!.id! : null,
+      headRepository: payload.pull_request?.head?.repo?.full_name ?? null,
+      fromFork: !sameRepository(repo, payload.pull_request?.head?.repo),
     });
   }
 
@@ -206,4 +212,14 @@ export class GithubHooksService {
     }
     return triggered;
   }
+}
+
+/**
+ * Whether a pull request's head is the base repository itself (a branch its writers pushed)
+ * rather than a fork: by id when GitHub sends both, else by name. Unknown counts as a fork.
+ */
+function sameRepository(base: { id?: number; full_name?: string }, head: { id?: number; full_name?: string } | null | undefined): boolean {
+  if (!head) return false;
+  if (Number.isSafeInteger(base.id) && Number.isSafeInteger(head.id)) return base.id === head.id;
+  return Boolean(head.full_name && base.full_name && head.full_name.toLowerCase() === base.full_name.toLowerCase());
 }

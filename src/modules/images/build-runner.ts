@@ -8,6 +8,7 @@ import {
   parseProcfile,
   readContextFile,
   type Builder,
+  type CacheScope,
 } from '../../platform/builder/index.js';
 import { chmodBeneath } from '../../platform/fs/beneath.js';
 import { privateDir } from '../../platform/fs/private-dir.js';
@@ -22,7 +23,7 @@ import { installationRefusal, isInstallationOf } from '../../platform/github/ins
 import type { ApplicationsService } from '../applications/index.js';
 import type { ConfigurationsService } from '../configurations/index.js';
 import { resolveServiceConfig } from '../configurations/index.js';
-import { productionEnvironmentId } from '../../platform/pipeline/index.js';
+import { environmentTrust, productionEnvironmentId } from '../../platform/pipeline/index.js';
 import { RecordLog } from '../../platform/pipeline/index.js';
 import type { ImagesRepository } from './images.repository.js';
 import { buildTimeoutSeconds } from '../organizations/index.js';
@@ -34,6 +35,9 @@ export const applicationArtifactsDir = (dataDir: string, applicationId: string) 
 /** Where a built image's artifact lives. */
 export const artifactDir = (dataDir: string, applicationId: string, version: number) =>
   join(applicationArtifactsDir(dataDir, applicationId), String(version));
+
+/** The throwaway cache scope of a preview's build (removed when the build ends, or when it is settled as interrupted). */
+export const previewCacheScope = (imageId: string): CacheScope => ({ name: `preview-${imageId}`, throwaway: true });
 
 export const ABANDONED = 'abandoned: its pipeline job is no longer queued or running (the server stopped at the wrong moment); build again';
 export const INTERRUPTED_BY_RESTART = 'interrupted by a restart: the worker running this build stopped before it finished; build again';
@@ -99,7 +103,11 @@ export class BuildRunner {
     const app = await this.apps.find(image.application_id);
     if (!app) return { ok: false };
 
-    const environmentId = await productionEnvironmentId(this.ctx.db, app.id);
+    // The environment the build is for: its configuration (a fork's preview: only what is marked
+    // for previews) and its own cache scope; a preview's is thrown away when the build ends.
+    const environmentId = image.environment_id ?? (await productionEnvironmentId(this.ctx.db, app.id));
+    const trust = await environmentTrust(this.ctx.db, environmentId);
+    const cacheScope = trust.preview ? previewCacheScope(image.id) : { name: `env-${environmentId}`, throwaway: false };
     const config = await resolveServiceConfig(this.ctx.db, this.configs, app.id, environmentId);
     const secrets = config.filter((v) => v.secret).map((v) => v.value);
     const buildEnv = Object.fromEntries(config.filter((v) => v.buildtime).map((v) => [v.name, v.value]));
@@ -108,8 +116,11 @@ export class BuildRunner {
     const workDir = buildWorkDir(this.ctx.config.dataDir, image.id);
     const artifact = artifactDir(this.ctx.config.dataDir, app.id, image.version);
     await this.images.update(image.id, { started_at: new Date() });
+    let builder: Builder | null = null;
     try {
       log.enter('Resolve');
+      if (trust.preview)
+        log.line(`Preview of a pull request (${trust.previewTrust}): configuration ${trust.configuration}; throwaway build cache`);
       if (!app.github_repository) {
         throw new BuildError('The application has no github_repository: set it with PATCH /applications/{id}/settings');
       }
@@ -155,7 +166,7 @@ export class BuildRunner {
       log.line(buildVars.length ? `Build-time variables: ${buildVars.join(', ')}` : 'No build-time variables');
 
       log.enter('Build');
-      const builder = await chooseBuilder(this.builders, contextDir);
+      builder = await chooseBuilder(this.builders, contextDir);
       log.line(`Builder: ${builder.name}`);
       const output = await builder.build({
         applicationId: app.id,
@@ -167,6 +178,7 @@ export class BuildRunner {
         secrets,
         procfileProcesses,
         log: { line: (l) => log.line(l), substep: (s) => log.substep(s) },
+        cacheScope,
         signal,
         timeoutMs: (await buildTimeoutSeconds(this.ctx, app.id)) * 1000,
       });
@@ -195,7 +207,13 @@ export class BuildRunner {
         dockerfile: output.dockerfile,
         processes: JSON.stringify(output.processes),
         cron: cron ? JSON.stringify(cron) : null,
-        image_metadata: JSON.stringify({ ...output.imageMetadata, source: source.displayUrl, subdirectory: app.subdirectory }),
+        image_metadata: JSON.stringify({
+          ...output.imageMetadata,
+          source: source.displayUrl,
+          subdirectory: app.subdirectory,
+          cache_scope: cacheScope.throwaway ? 'throwaway' : 'environment',
+          configuration: trust.configuration,
+        }),
         artifact_path: output.artifactPath,
         finished_at: new Date(),
       });
@@ -221,6 +239,10 @@ export class BuildRunner {
       return { ok: false };
     } finally {
       await rm(workDir, { recursive: true, force: true });
+      if (builder && cacheScope.throwaway)
+        await builder.discardCacheScope(app.id, cacheScope).catch((err: unknown) => {
+          this.ctx.logger?.error({ err }, 'removing a throwaway build cache failed');
+        });
     }
   }
 }

@@ -9,7 +9,8 @@ import type { ImagesRepository } from './images.repository.js';
 export function imageRecords(images: ImagesRepository) {
   return {
     findById: (id: string) => images.findById(id),
-    latestBuilt: (applicationId: string) => images.latestBuilt(applicationId),
+    latestBuilt: (applicationId: string, environmentId: string, preview: boolean) =>
+      images.latestBuilt(applicationId, environmentId, preview),
   };
 }
 export type ImageRecords = ReturnType<typeof imageRecords>;

@@ -12,7 +12,10 @@ export class ImagesRepository {
   constructor(private readonly db: Db) {}
 
   /** A new image record with the next version of the application (taken under the application's row lock). */
-  insertNext(applicationId: string, fields: { repository_name: string; build_ref: string }) {
+  insertNext(
+    applicationId: string,
+    fields: { repository_name: string; build_ref: string; environment_id: string | null; built_for_preview: boolean },
+  ) {
     return this.db.transaction().execute(async (trx) => {
       if (!(await lockApplication(trx, applicationId))) throw notFound('Application');
       const { next } = await trx
@@ -29,6 +32,8 @@ export class ImagesRepository {
           status: 'building',
           repository_name: fields.repository_name,
           build_ref: fields.build_ref,
+          environment_id: fields.environment_id,
+          built_for_preview: fields.built_for_preview,
           build_step: JSON.stringify({ steps: [...BUILD_STEPS], current: 0 }),
           log_text: 'Queued\n',
         })
@@ -57,12 +62,21 @@ export class ImagesRepository {
   }
 
   /** The newest built image of the application. */
-  latestBuilt(applicationId: string) {
+  /**
+   * The image a release in `environmentId` ships: the latest built for that preview when it is
+   * one; else the latest not built for a preview (a pull request's image never reaches another environment).
+   */
+  latestBuilt(applicationId: string, environmentId: string, preview: boolean) {
     return this.db
       .selectFrom('images')
       .selectAll()
       .where('application_id', '=', applicationId)
       .where('built', '=', true)
+      .where((eb) =>
+        preview
+          ? eb.and([eb('built_for_preview', '=', true), eb('environment_id', '=', environmentId)])
+          : eb('built_for_preview', '=', false),
+      )
       .orderBy('version', 'desc')
       .limit(1)
       .executeTakeFirst();

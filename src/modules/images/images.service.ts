@@ -9,8 +9,8 @@ import type { JobMaintenance, Jobs } from '../../platform/jobs/types.js';
 import type { ApplicationsService } from '../applications/index.js';
 import type { ConfigurationsService } from '../configurations/index.js';
 import { requireProtectedEnvironmentAdmin } from '../../platform/access/environment-protection.js';
-import { queueRecordJob, recordLogView } from '../../platform/pipeline/index.js';
-import { ABANDONED, artifactDir, BuildRunner, buildWorkDir, INTERRUPTED_BY_RESTART } from './build-runner.js';
+import { environmentTrust, productionEnvironmentId, queueRecordJob, recordLogView } from '../../platform/pipeline/index.js';
+import { ABANDONED, artifactDir, BuildRunner, buildWorkDir, INTERRUPTED_BY_RESTART, previewCacheScope } from './build-runner.js';
 import type { ImagesRepository } from './images.repository.js';
 
 type ImageRow = NonNullable<Awaited<ReturnType<ImagesRepository['findById']>>>;
@@ -39,7 +39,7 @@ export class ImagesService {
     repo: ImagesRepository,
     private readonly apps: ApplicationsService,
     configs: ConfigurationsService,
-    builders: Builder[],
+    private readonly builders: Builder[],
     /** Refuses a new build (throws) when the application's organization is over its disk quota; wired by the composition root. */
     private readonly buildRoom: (applicationId: string) => Promise<void> = async () => {},
   ) {
@@ -70,17 +70,23 @@ export class ImagesService {
 
   // --- pipeline stage ---
 
-  /** A new image record (status `building`, next version); the build runs when its job does. */
-  async createImage(applicationId: string, ref?: string | null): Promise<{ id: string; version: number }> {
+  /**
+   * A new image record (status `building`, next version) for an environment (production when
+   * not named): the build runs with its configuration when its job does.
+   */
+  async createImage(applicationId: string, ref?: string | null, environmentId?: string): Promise<{ id: string; version: number }> {
     const app = await this.apps.find(applicationId);
     if (!app) throw notFound('Application');
     if (!app.github_repository)
       throw invalid('github_repository', 'set the repository to build from (PATCH /applications/{id}/settings) first');
     // Every new build passes here (POST build, the deploy chain, GitHub pushes, previews): refused before anything is stored.
     await this.buildRoom(app.id);
+    const target = environmentId ?? (await productionEnvironmentId(this.ctx.db, app.id));
     return this.repo.insertNext(app.id, {
       repository_name: `${app.organization_slug}/${app.project_slug}/${app.slug}`,
       build_ref: ref ?? app.auto_deploy_branch ?? 'HEAD',
+      environment_id: target,
+      built_for_preview: (await environmentTrust(this.ctx.db, target)).preview,
     });
   }
 
@@ -89,18 +95,20 @@ export class ImagesService {
     return this.runner.run(imageId, signal);
   }
 
-  /** Settles a build whose worker died, and removes what it left on disk. */
   /** Records that a pipeline job (the deploy chain) fills this image. */
   async assignJob(imageId: string, jobId: string): Promise<void> {
     await this.repo.update(imageId, { job_id: jobId });
   }
 
+  /** Settles a build whose worker died, and removes what it left on disk. */
   async failInterrupted(imageId: string): Promise<boolean> {
     const failed = await this.repo.failIfBuilding(imageId, INTERRUPTED_BY_RESTART);
     const image = failed ? await this.repo.findById(imageId) : undefined;
     if (image) {
       await rm(buildWorkDir(this.ctx.config.dataDir, image.id), { recursive: true, force: true });
       await rm(artifactDir(this.ctx.config.dataDir, image.application_id, image.version), { recursive: true, force: true });
+      if (image.built_for_preview)
+        for (const b of this.builders) await b.discardCacheScope(image.application_id, previewCacheScope(image.id));
     }
     return failed;
   }

@@ -2,6 +2,7 @@ import { copyServiceSettings, insertPreviewEnvironment, resumeEnvironment, reviv
 import { copyEnvironmentVariables } from '../configurations/index.js';
 import { sql } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
+import type { PreviewTrust } from '../../platform/db/schema.js';
 
 export type PreviewSettingsRow = NonNullable<Awaited<ReturnType<PreviewsRepository['settings']>>>;
 
@@ -50,7 +51,18 @@ export class PreviewsRepository {
     return this.db
       .selectFrom('previews as p')
       .innerJoin('environments as e', 'e.id', 'p.environment_id')
-      .select(['p.environment_id', 'e.slug', 'e.stopped_at', 'p.pr_number', 'p.repository', 'p.head_sha', 'p.active_at', 'p.created_at'])
+      .select([
+        'p.environment_id',
+        'e.slug',
+        'e.stopped_at',
+        'p.pr_number',
+        'p.repository',
+        'p.head_sha',
+        'p.trust',
+        'p.head_repository',
+        'p.active_at',
+        'p.created_at',
+      ])
       .where('p.project_id', '=', projectId)
       .where('e.deleted_at', 'is', null)
       .orderBy('p.active_at', 'desc')
@@ -116,6 +128,8 @@ export class PreviewsRepository {
     head_sha: string;
     installation_id: number | null;
     source_application_ids: string[];
+    trust: PreviewTrust;
+    head_repository: string | null;
   }) {
     const row = { ...values, source_application_ids: JSON.stringify(values.source_application_ids) };
     return this.db
@@ -127,6 +141,9 @@ export class PreviewsRepository {
           head_sha: row.head_sha,
           installation_id: row.installation_id,
           source_application_ids: row.source_application_ids,
+          // Once a fork's, always a fork's: a later hook never widens what the environment was given.
+          trust: sql<PreviewTrust>`case when previews.trust = 'fork' then 'fork' else ${row.trust} end`,
+          head_repository: row.head_repository,
           active_at: sql`now()`,
         }),
       )

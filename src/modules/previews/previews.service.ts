@@ -4,6 +4,7 @@ import { conflict, invalid } from '../../platform/errors.js';
 import { isoOrNull } from '../../platform/http/schemas.js';
 import { routeHostname } from '../../platform/edge/route-hostname.js';
 import { normalizeRepository } from '../../platform/github/github-api.js';
+import { previewConfiguration } from '../../platform/pipeline/index.js';
 import { deleteEnvironment, stopEnvironment } from '../environments/index.js';
 import { WorkspaceScope } from '../workspaces/index.js';
 import { PreviewsRepository } from './previews.repository.js';
@@ -21,6 +22,10 @@ export interface PullRequestEvent {
   /** Every address of the repository (full name, clone, ssh, html URLs), to match applications' `github_repository`. */
   repositoryNames: string[];
   installationId: number | null;
+  /** `owner/name` of the head's repository, when GitHub knows it. */
+  headRepository: string | null;
+  /** The head is a fork's: the preview gets only configuration marked for previews. */
+  fromFork: boolean;
 }
 
 export interface PreviewSettingsInput {
@@ -74,6 +79,9 @@ export class PreviewsService {
         pr_number: p.pr_number,
         repository: p.repository,
         head_sha: p.head_sha,
+        head_repository: p.head_repository,
+        trust: p.trust,
+        configuration: previewConfiguration(p.trust),
         stopped: p.stopped_at !== null,
         active: isoOrNull(p.active_at)!,
         created: isoOrNull(p.created_at)!,
@@ -161,7 +169,8 @@ export class PreviewsService {
         slug,
         name: `PR #${event.number}`,
         templateId: settings.template_environment_id,
-        copySecrets: settings.copy_secrets,
+        // A fork's preview never holds the template's secrets (nor is given anything unmarked: see resolveServiceConfig).
+        copySecrets: settings.copy_secrets && !event.fromFork,
       });
       created = true;
     } else {
@@ -178,6 +187,8 @@ export class PreviewsService {
       head_sha: event.headSha,
       installation_id: event.installationId,
       source_application_ids: sourceApps,
+      trust: event.fromFork ? 'fork' : 'same_repository',
+      head_repository: event.headRepository?.toLowerCase() ?? null,
     });
     if (created) {
       await this.repo.recordEvent(
@@ -198,7 +209,7 @@ export class PreviewsService {
         started.push({ application_id: id, image_id: null, error: (err as Error).message });
       }
     }
-    return { project_id: projectId, environment: slug, created, stopped, started };
+    return { project_id: projectId, environment: slug, trust: event.fromFork ? 'fork' : 'same_repository', created, stopped, started };
   }
 
   /** Past the cap, the least recently active running previews stop (they come back on their next push). */

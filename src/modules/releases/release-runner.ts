@@ -5,7 +5,7 @@ import type { ConfigurationsService } from '../configurations/index.js';
 import { resolveServiceConfig } from '../configurations/index.js';
 import { effectiveProcessSettings } from '../environments/index.js';
 import type { ImageRecords } from '../images/index.js';
-import { RecordLog } from '../../platform/pipeline/index.js';
+import { environmentTrust, RecordLog } from '../../platform/pipeline/index.js';
 import {
   configurationFingerprints,
   describeChanges,
@@ -55,7 +55,8 @@ export class ReleaseRunner {
     let log = new RecordLog(this.ctx.db, 'releases', release.id, [], this.ctx.logger);
     try {
       log.enter('Resolve');
-      const image = await this.images.latestBuilt(app.id);
+      const { preview } = await environmentTrust(this.ctx.db, release.environment_id);
+      const image = await this.images.latestBuilt(app.id, release.environment_id, preview);
       if (!image) throw new ReleaseError('No built image: build the application first (POST /images/{application_id}/build)');
       log.line(`Image v${image.version} ${image.image_id} (commit ${image.commit_sha?.slice(0, 12) ?? 'unknown'})`);
       const resolved = await resolveServiceConfig(this.ctx.db, this.configs, app.id, release.environment_id);

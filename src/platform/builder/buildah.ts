@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, mkdtemp, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Config } from '../../config.js';
@@ -19,7 +19,7 @@ import {
   type ImageArtifact,
 } from './image-artifact.js';
 import { numericUser } from './image-user.js';
-import { BuildError, type BuildInput, type BuildOutput, type Builder } from './port.js';
+import { BuildError, cacheScopeDir, type BuildInput, type BuildOutput, type Builder, type CacheScope } from './port.js';
 import { registryTarget, type RegistryTarget } from './registry-target.js';
 
 /** Dockerfile names in order of preference: a Slipway-specific one wins over the generic one. */
@@ -45,7 +45,7 @@ export interface BuildahOptions {
   /**
    * With a sandbox, every buildah command of a build runs as the application's own user
    * (root only inside its user namespace), sees only its own storage, build context and
-   * scratch directories, and stores its layers per application. Without one (RUNTIME_ISOLATION=none)
+   * scratch directories, and stores its layers per application and cache scope. Without one (RUNTIME_ISOLATION=none)
    * buildah runs as root on the shared storage.
    */
   sandbox?: Sandbox | null;
@@ -128,7 +128,7 @@ interface ImageConfig {
  *
  * Sandboxed (the default), buildah itself runs in the application's sandbox: as its user,
  * mapped to root only inside a user namespace of its own, with its own storage
- * (`<storage root>/apps/<application>`); the operator's base images in the shared storage
+ * (`<storage root>/apps/<application>/scopes/<cache scope>`); the operator's base images in the shared storage
  * are copied in when a Dockerfile names them. A `RUN` step that escapes buildah's chroot
  * lands in that sandbox, not on the host.
  */
@@ -210,7 +210,8 @@ export class BuildahBuilder implements Builder {
       if (err instanceof SandboxUnavailable) throw new BuildError(`builds cannot run isolated: ${err.message}`);
       throw err;
     }
-    const storage = join(this.options.storageRoot, 'apps', input.applicationId);
+    // Layers are cached per application and cache scope: a preview's (thrown away after) never feeds an environment's build.
+    const storage = cacheScopeDir(this.options.storageRoot, input.applicationId, input.cacheScope);
     return {
       storage,
       sandboxed: {
@@ -338,6 +339,11 @@ export class BuildahBuilder implements Builder {
     }
   }
 
+  /** Removes a scope's storage (sandboxed builds only: without a sandbox every build shares the one storage). */
+  async discardCacheScope(applicationId: string, scope: CacheScope): Promise<void> {
+    if (this.options.sandbox) await rm(cacheScopeDir(this.options.storageRoot, applicationId, scope), { recursive: true, force: true });
+  }
+
   /**
    * Copies the operator's base images a sandboxed build names (`FROM`) from the shared
    * storage into the application's own, once per image version: exported by us (the shared
@@ -372,21 +378,33 @@ export class BuildahBuilder implements Builder {
    */
   async removeImage(applicationId: string, repositoryName: string, version: number): Promise<void> {
     if (!this.buildah) return;
-    const storage = this.options.sandbox ? join(this.options.storageRoot, 'apps', applicationId) : this.options.storageRoot;
-    if (!existsSync(storage)) return;
-    const scratch = await mkdtemp(join(tmpdir(), 'slipway-buildah-gc-'));
-    try {
-      const ws: Workspace = this.options.sandbox
-        ? { storage, sandboxed: { applicationId, label: `gc-${applicationId}-${version}`, writable: [storage, scratch], cwd: scratch } }
-        : this.shared;
-      const reference = `localhost/${repositoryName}:${version}`;
-      const result = await this.exec(ws, this.buildah, [...this.storageArgs(ws), 'rmi', reference], {});
-      // Already gone (an earlier collection, a storage reset) is what we wanted.
-      if (result.code === 0 || /image not known|identifier is not an image|not found/i.test(result.stderr)) return;
-      throw new Error(`buildah rmi ${reference} failed: ${result.stderr.trim().split('\n').slice(-3).join(' ')}`);
-    } finally {
-      await rm(scratch, { recursive: true, force: true });
+    if (!this.options.sandbox) return this.removeImageFrom(this.shared, repositoryName, version);
+    // The image sits in the storage of the cache scope it was built in (one per environment; the
+    // application's storage itself before scopes): every storage of the application is asked.
+    const appRoot = join(this.options.storageRoot, 'apps', applicationId);
+    const scopes = (await isRealDirectory(join(appRoot, 'scopes'))) ? await readdir(join(appRoot, 'scopes')) : [];
+    for (const storage of [appRoot, ...scopes.map((name) => join(appRoot, 'scopes', name))]) {
+      // Only real directories: a link planted in a storage a build could once write is never followed.
+      if (!(await isRealDirectory(storage)) || !(await isRealDirectory(join(storage, 'storage')))) continue;
+      const scratch = await mkdtemp(join(tmpdir(), 'slipway-buildah-gc-'));
+      try {
+        const ws: Workspace = {
+          storage,
+          sandboxed: { applicationId, label: `gc-${applicationId}-${version}`, writable: [storage, scratch], cwd: scratch },
+        };
+        await this.removeImageFrom(ws, repositoryName, version);
+      } finally {
+        await rm(scratch, { recursive: true, force: true });
+      }
     }
+  }
+
+  private async removeImageFrom(ws: Workspace, repositoryName: string, version: number): Promise<void> {
+    const reference = `localhost/${repositoryName}:${version}`;
+    const result = await this.exec(ws, this.buildah!, [...this.storageArgs(ws), 'rmi', reference], {});
+    // Already gone (an earlier collection, a storage reset, another scope's storage) is what we wanted.
+    if (result.code === 0 || /image not known|identifier is not an image|not found/i.test(result.stderr)) return;
+    throw new Error(`buildah rmi ${reference} failed: ${result.stderr.trim().split('\n').slice(-3).join(' ')}`);
   }
 
   /** The id of a local image, or null when the storage has no such image. */
@@ -538,4 +556,8 @@ export class BuildahBuilder implements Builder {
     if (!command) throw new BuildError('The image has no CMD or ENTRYPOINT and the context has no Procfile: add one of them');
     return { web: { cmd: command, env: {} } };
   }
+}
+
+async function isRealDirectory(path: string): Promise<boolean> {
+  return (await lstat(path).catch(() => null))?.isDirectory() === true;
 }

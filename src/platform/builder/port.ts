@@ -8,6 +8,7 @@ import { PipelineFailure, type FailureCode } from '../failures.js';
  * buildpack would). A container driver (buildah, for a Dockerfile) implements the same
  * interface and is chosen when it `accepts` the context.
  */
+import { join } from 'node:path';
 import type { ProcessDefinitions } from '../db/schema.js';
 
 export interface BuildLog {
@@ -35,10 +36,28 @@ export interface BuildInput {
   /** Process types read from the Procfile (null when the context has none). */
   procfileProcesses: ProcessDefinitions | null;
   log: BuildLog;
+  /**
+   * Which caches and HOME the build reads and writes. Builds of different scopes share nothing,
+   * so nothing a less trusted build writes is read by a more trusted one.
+   */
+  cacheScope: CacheScope;
   /** Aborted when the build must stop (shutdown): kill child processes and throw. */
   signal: AbortSignal;
   timeoutMs: number;
 }
+
+/**
+ * A build's cache scope: `env-<environment id>` for an environment's builds (kept between
+ * them); a throwaway one (`preview-<image id>`) for a preview's build, removed when it ends.
+ */
+export interface CacheScope {
+  name: string;
+  throwaway: boolean;
+}
+
+/** Where a cache scope of an application lives below a builder's cache root. */
+export const cacheScopeDir = (root: string, applicationId: string, scope: CacheScope) =>
+  join(root, 'apps', applicationId, 'scopes', scope.name);
 
 export interface BuildOutput {
   /** Where the built artifact lives (a directory for source builds). */
@@ -58,6 +77,8 @@ export interface Builder {
   /** Whether this driver builds this context (e.g. a Dockerfile driver needs a Dockerfile). */
   accepts(contextDir: string): Promise<boolean>;
   build(input: BuildInput): Promise<BuildOutput>;
+  /** Removes what builds of this scope left (a throwaway scope, once its build ended). */
+  discardCacheScope(applicationId: string, scope: CacheScope): Promise<void>;
 }
 
 /** A failure of the user's build (bad command, missing Procfile): its message is the `error_detail`. */

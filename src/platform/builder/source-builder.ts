@@ -1,4 +1,4 @@
-import { mkdir, rename } from 'node:fs/promises';
+import { mkdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ProcessDefinitions } from '../db/schema.js';
 import { run } from '../git/command.js';
@@ -7,7 +7,7 @@ import { chmodBeneath } from '../fs/beneath.js';
 import { contextHas, readContextFile } from './context-file.js';
 import { prepareArtifactDir, shellQuote, SOURCE_TREE_DIR, writeArtifactManifest } from './image-artifact.js';
 import { directoryDigest } from './digest.js';
-import { BuildError, type BuildInput, type BuildOutput, type Builder } from './port.js';
+import { BuildError, cacheScopeDir, type BuildInput, type BuildOutput, type Builder, type CacheScope } from './port.js';
 
 /** slipway.json and package.json are read by the platform (as root): bounded. */
 const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
@@ -53,8 +53,9 @@ export class SourceBuilder implements Builder {
       `Detected: ${plan.detected === 'none' ? 'no build needed (no slipway.json, package.json or requirements.txt)' : plan.detected}`,
     );
 
-    // Caches are per application when sandboxed: one tenant cannot poison another's packages.
-    const cacheDir = this.sandbox ? join(this.cacheDir, 'apps', input.applicationId) : this.cacheDir;
+    // Caches and HOME are per application and cache scope (the build's environment; a throwaway
+    // one for a preview): no other tenant, and no less trusted build, writes what this one reads.
+    const cacheDir = cacheScopeDir(this.cacheDir, input.applicationId, input.cacheScope);
     const env = await this.buildEnvironment(cacheDir, input.buildEnv);
     const deadline = Date.now() + input.timeoutMs;
     for (const [i, command] of plan.commands.entries()) {
@@ -99,6 +100,10 @@ export class SourceBuilder implements Builder {
       },
       processes,
     };
+  }
+
+  async discardCacheScope(applicationId: string, scope: CacheScope): Promise<void> {
+    await rm(cacheScopeDir(this.cacheDir, applicationId, scope), { recursive: true, force: true });
   }
 
   private async runCommand(

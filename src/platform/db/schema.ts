@@ -120,6 +120,8 @@ export interface ConfigVarsTable {
   value_sealed: string | null;
   secret: boolean;
   buildtime: boolean;
+  /** Given to previews of pull requests from forks (migration 0021); nothing else is. */
+  previews: Generated<boolean>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -266,6 +268,10 @@ export interface ImagesTable extends BuildRecordColumns {
   cron: NullableJsonColumn<ManifestCronEntry[]>;
   /** When garbage collection removed its artifact and build-storage image (migration 0023). */
   collected_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  /** The environment the image was built for (migration 0021; null: older images, built for production). */
+  environment_id: string | null;
+  /** Built for a preview: released only into that preview, never into another environment. */
+  built_for_preview: Generated<boolean>;
 }
 
 /** An organization's measured disk use by kind (migration 0023). */
@@ -761,6 +767,9 @@ export interface PreviewSettingsTable {
   updated_at: Generated<Date>;
 }
 
+/** A pull request whose head is a fork, or a branch of the project's repository itself. */
+export type PreviewTrust = 'fork' | 'same_repository';
+
 export interface PreviewsTable {
   environment_id: string;
   project_id: string;
@@ -769,6 +778,10 @@ export interface PreviewsTable {
   head_sha: string;
   installation_id: number | null;
   source_application_ids: ColumnType<string[], string, string>;
+  /** Whose code the preview runs (migration 0021): a fork's gets only variables marked for previews. */
+  trust: ColumnType<PreviewTrust, PreviewTrust | undefined, PreviewTrust>;
+  /** `owner/name` of the pull request's head repository (null when GitHub no longer knows it). */
+  head_repository: string | null;
   active_at: Generated<Date>;
   created_at: Generated<Date>;
 }
