@@ -1,4 +1,4 @@
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -296,12 +296,15 @@ describe.skipIf(!!noDockerfileBuilds)('garbage collection of Dockerfile builds',
     const t = await createApp(h, { github_repository: r.dir, auto_deploy_branch: 'main', health_check_path: '/', deployment_timeout: 60 });
     const versions: number[] = [];
     let repositoryName = '';
-    const storage = join(h.dataDir, 'containers', 'apps', t.appId);
+    // Builds for production use that environment's cache scope: its own build storage.
+    const scopes = join(h.dataDir, 'containers', 'apps', t.appId, 'scopes');
     // The storage's image index, read as a file: buildah run as root here would take the storage over from the sandbox's user.
-    const tagged = (version: number) => {
-      const index = JSON.parse(readFileSync(join(storage, 'storage', 'vfs-images', 'images.json'), 'utf8')) as Array<{ names?: string[] }>;
-      return index.some((image) => image.names?.includes(`localhost/${repositoryName}:${version}`));
-    };
+    const tagged = (version: number) =>
+      readdirSync(scopes).some((scope) => {
+        const file = join(scopes, scope, 'storage', 'vfs-images', 'images.json');
+        const index = (existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : []) as Array<{ names?: string[] }>;
+        return index.some((image) => image.names?.includes(`localhost/${repositoryName}:${version}`));
+      });
     for (const version of [1, 2, 3]) {
       if (version > 1) r.commit({ Dockerfile: dockerfile(version) });
       const { image, deployment } = await chainDeploy(h, t);

@@ -26,7 +26,7 @@ export interface CollectedImage {
 /**
  * Garbage collection's choice and write in one statement (so a deploy queued meanwhile is
  * seen): marks collected and returns the application's images that nothing needs any more.
- * Kept: the newest built image (the next release ships it), images still building, and every
+ * Kept: the newest built image of each environment (its next release ships it), images still building, and every
  * image a release references that is among the last `keepPerEnvironment` built releases of
  * its environment, is still being made, is deployed by a deployment not yet finished, serves
  * its environment (its latest complete deployment) or has instances. The caller then removes
@@ -50,7 +50,11 @@ export async function collectUnreferencedImages(db: Db, applicationId: string, k
       UNION SELECT r.image_ref FROM releases r JOIN serving s ON s.release_id = r.id
       UNION SELECT r.image_ref FROM releases r JOIN instances i ON i.release_id = r.id
         WHERE i.application_id = ${applicationId} AND i.state IN ('starting', 'healthy', 'running')
-      UNION (SELECT id FROM images WHERE application_id = ${applicationId} AND built ORDER BY version DESC LIMIT 1)
+      -- The newest built image of each environment (a preview's own, production's): what its next release ships.
+      UNION SELECT newest.id FROM (
+        SELECT DISTINCT ON (environment_id, built_for_preview) id FROM images
+        WHERE application_id = ${applicationId} AND built ORDER BY environment_id, built_for_preview, version DESC
+      ) newest
     )
     UPDATE images i SET collected_at = now()
     WHERE i.application_id = ${applicationId} AND i.collected_at IS NULL AND i.built AND i.status <> 'building'
