@@ -9,6 +9,7 @@ import { run, type CommandResult, type RunOptions } from '../git/command.js';
 import { runSandboxed, SandboxUnavailable, type Sandbox } from '../sandbox/index.js';
 import { IMAGE_ARTIFACT_FILE, IMAGE_ROOTFS_DIR, imageCommandLine, shellQuote, type ImageArtifact } from './image-artifact.js';
 import { numericUser } from './image-user.js';
+import { failIfOutOfMemory } from './out-of-memory.js';
 import { BuildError, type BuildInput, type BuildOutput, type Builder } from './port.js';
 import { registryTarget, type RegistryTarget } from './registry-target.js';
 
@@ -171,7 +172,9 @@ export class BuildahBuilder implements Builder {
       view: { cwd: ws.sandboxed.cwd, writable: [...ws.sandboxed.writable, ...writable], mappedRoot: true },
     });
     try {
-      return await runSandboxed(prepared, { ...runOptions, cwd: ws.sandboxed.cwd, env: SANDBOX_ENV });
+      const result = await runSandboxed(prepared, { ...runOptions, cwd: ws.sandboxed.cwd, env: SANDBOX_ENV });
+      await failIfOutOfMemory(prepared, result);
+      return result;
     } finally {
       await prepared.cgroup.remove();
     }
@@ -257,7 +260,7 @@ export class BuildahBuilder implements Builder {
             const step = /^STEP (\d+)\/(\d+)/.exec(line);
             if (step) input.log.substep(`${step[1]}/${step[2]}`);
             if (/^--> Using cache/.test(line)) cachedSteps++;
-            input.log.line(line);
+            return input.log.line(line);
           },
         },
       );

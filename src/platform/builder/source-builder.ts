@@ -6,6 +6,7 @@ import { run } from '../git/command.js';
 import { SandboxUnavailable, type Sandbox } from '../sandbox/index.js';
 import { shellQuote } from './image-artifact.js';
 import { directoryDigest } from './digest.js';
+import { failIfOutOfMemory } from './out-of-memory.js';
 import { BuildError, type BuildInput, type BuildOutput, type Builder } from './port.js';
 
 interface BuildPlan {
@@ -119,7 +120,9 @@ export class SourceBuilder implements Builder {
       view: { cwd: dir, writable: [dir, cacheDir] },
     });
     try {
-      return await run(sandbox.file, sandbox.args, options);
+      const result = await run(sandbox.file, sandbox.args, options);
+      await failIfOutOfMemory(sandbox, result);
+      return result;
     } finally {
       await sandbox.cgroup.remove();
     }

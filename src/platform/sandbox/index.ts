@@ -1,6 +1,6 @@
 import type { Config } from '../../config.js';
 import type { Db } from '../db/database.js';
-import { Sandbox } from './sandbox.js';
+import { Sandbox, type SandboxOptions } from './sandbox.js';
 import { DatabaseUids, parseUidRange } from './uid-allocator.js';
 
 export { Sandbox, SandboxUnavailable, type PreparedSandbox, type SandboxRequest, type UidSource } from './sandbox.js';
@@ -9,13 +9,19 @@ export { runSandboxed } from './user-map.js';
 export { CgroupHierarchy, type Cgroup, type CgroupSettings } from './cgroups.js';
 
 /** The sandbox of builds and application processes, or null with RUNTIME_ISOLATION=none. */
-export function createSandbox(config: Config, db: Db): Sandbox | null {
+export function createSandbox(config: Config, db: Db, defaultLimits?: SandboxOptions['defaultLimits']): Sandbox | null {
   if (config.RUNTIME_ISOLATION === 'none') return null;
   return new Sandbox({
     uids: new DatabaseUids(db, parseUidRange(config.SANDBOX_UID_RANGE)),
     pidsMax: config.SANDBOX_PIDS_MAX,
     cgroups: { root: config.CGROUP_ROOT, version: config.CGROUP_VERSION },
+    ...(defaultLimits ? { defaultLimits } : {}),
   });
+}
+
+/** The sandbox of builds: every build command gets the operator's build memory and CPU limits. */
+export function createBuildSandbox(config: Config, db: Db): Sandbox | null {
+  return createSandbox(config, db, { memoryBytes: config.BUILD_MEMORY_MB * 1024 * 1024, cpuMillicores: config.BUILD_CPU_MILLICORES });
 }
 
 export const NO_ISOLATION_WARNING =

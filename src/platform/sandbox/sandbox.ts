@@ -18,6 +18,8 @@ export interface SandboxOptions {
   pidsMax: number;
   /** Where the cgroup hierarchy is (default: found below /sys/fs/cgroup, v2 preferred). */
   cgroups?: CgroupSettings;
+  /** Memory and CPU of a request that names none (the builds' sandbox: BUILD_MEMORY_MB, BUILD_CPU_MILLICORES). */
+  defaultLimits?: Omit<CgroupLimits, 'pids'>;
 }
 
 export interface SandboxRequest {
@@ -37,6 +39,8 @@ export interface PreparedSandbox {
   args: string[];
   uid: number;
   cgroup: Cgroup;
+  /** The limits its control group has (for a message when it is killed for memory). */
+  limits: CgroupLimits;
   /** Run it with `runSandboxed`: the platform maps the user to root inside (see SandboxView.mappedRoot). */
   mappedRoot: boolean;
 }
@@ -90,7 +94,8 @@ export class Sandbox {
       await ownedBy(dir, uid);
       await reachable(dir);
     }
-    const cgroup = await hierarchy.create(request.name, { ...request.limits, pids: this.options.pidsMax });
+    const limits = { ...(request.limits ?? this.options.defaultLimits), pids: this.options.pidsMax };
+    const cgroup = await hierarchy.create(request.name, limits);
     const args = [
       '-c',
       LAUNCHER,
@@ -111,7 +116,7 @@ export class Sandbox {
       '-c',
       request.command,
     ];
-    return { file: '/bin/sh', args, uid, cgroup, mappedRoot: request.view.mappedRoot === true };
+    return { file: '/bin/sh', args, uid, cgroup, limits, mappedRoot: request.view.mappedRoot === true };
   }
 }
 

@@ -20,7 +20,8 @@ function mapWhenAsked(child: ChildProcess, uid: number): void {
   let text = '';
   let mapped = false;
   info.on('data', (chunk: Buffer) => {
-    text += chunk.toString();
+    // bubblewrap's info is a few hundred bytes; nothing more is ever needed from it.
+    if (text.length < 64 * 1024) text += chunk.toString();
     const pid = /"child-pid":\s*(\d+)/.exec(text)?.[1];
     if (!pid || mapped) return;
     mapped = true;

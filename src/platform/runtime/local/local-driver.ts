@@ -15,6 +15,7 @@ import type {
 } from '../port.js';
 import { LineScrubber } from '../scrub.js';
 import { runOneOff } from './one-off.js';
+import { DEFAULT_OUTPUT_RATE, OutputRateGate, type OutputRate } from './output-rate.js';
 import { freePort, killGroup } from './process-group.js';
 import { processEnvironment, readProcessGroups } from './proc-stats.js';
 
@@ -36,6 +37,8 @@ export interface LocalDriverOptions {
   baseEnv?: Record<string, string>;
   /** Runs every instance and one-off in this sandbox (unset: as the platform's user, unconfined). */
   sandbox?: Sandbox | null;
+  /** Output one instance may hand the platform per second; the rest is dropped and counted in its log. */
+  outputRate?: OutputRate;
 }
 
 /** The name of the variable that marks a process as ours, so leftovers are recognized safely. */
@@ -254,19 +257,27 @@ export class LocalProcessDriver implements RuntimeDriver {
     });
     inst.child = child;
     inst.lastSpawn = Date.now();
+    const record = (stream: 'stdout' | 'stderr', line: string) => {
+      const at = new Date();
+      this.writeLog(inst, `${at.toISOString()} ${spec.labels.processType}.${spec.labels.ordinal} ${line}\n`);
+      for (const l of this.outputListeners) {
+        try {
+          l({ instanceId: spec.id, labels: spec.labels, stream, line, at });
+        } catch {
+          /* never break the capture */
+        }
+      }
+    };
+    // One budget for both streams: a flood is dropped before it is scrubbed, stored or streamed.
+    const gate = new OutputRateGate(this.options.outputRate ?? DEFAULT_OUTPUT_RATE, (notice) => record('stderr', notice));
     // stdout and stderr are split into lines separately, so each line keeps its stream.
     const capture = (stream: 'stdout' | 'stderr') =>
-      new LineScrubber(spec.secrets, (line) => {
-        const at = new Date();
-        this.writeLog(inst, `${at.toISOString()} ${spec.labels.processType}.${spec.labels.ordinal} ${line}\n`);
-        for (const l of this.outputListeners) {
-          try {
-            l({ instanceId: spec.id, labels: spec.labels, stream, line, at });
-          } catch {
-            /* never break the capture */
-          }
-        }
-      });
+      new LineScrubber(
+        spec.secrets,
+        (line) => record(stream, line),
+        undefined,
+        (line) => gate.admit(line),
+      );
     const stdout = capture('stdout');
     const stderr = capture('stderr');
     const out = {
@@ -274,6 +285,7 @@ export class LocalProcessDriver implements RuntimeDriver {
       end: () => {
         stdout.end();
         stderr.end();
+        gate.report();
       },
     };
     child.stdout!.on('data', (c) => stdout.write(c));

@@ -5,6 +5,9 @@ import { killGroup } from './process-group.js';
 import { workerMark } from '../../jobs/orphan-processes.js';
 import type { PreparedSandbox } from '../../sandbox/index.js';
 
+/** Output of one run passed on to its log; beyond it, lines are only counted. */
+const MAX_ONE_OFF_OUTPUT_CHARS = 4 * 1024 * 1024;
+
 /**
  * Runs a one-off process (`release`, `postdeploy`) as its own process group, its output
  * scrubbed line by line; killed on timeout or abort. `running` tracks it while it runs so
@@ -24,7 +27,17 @@ export async function runOneOff(
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   running.add(child);
-  const out = new LineScrubber(spec.secrets, spec.onOutput);
+  // Its log keeps a few MiB at most: past this much output lines are counted, not scrubbed or kept.
+  let kept = 0;
+  let dropped = 0;
+  const out = new LineScrubber(spec.secrets, spec.onOutput, undefined, (line) => {
+    if (kept + line.length > MAX_ONE_OFF_OUTPUT_CHARS) {
+      dropped++;
+      return false;
+    }
+    kept += line.length + 1;
+    return true;
+  });
   child.stdout!.on('data', (c) => out.write(c));
   child.stderr!.on('data', (c) => out.write(c));
   let timedOut = false;
@@ -42,6 +55,7 @@ export async function runOneOff(
       clearTimeout(timer);
       spec.signal?.removeEventListener('abort', abort);
       out.end();
+      if (dropped > 0) spec.onOutput(`[slipway: ${dropped} more lines dropped: output over ${MAX_ONE_OFF_OUTPUT_CHARS} characters]`);
       killGroup(child.pid, 'SIGKILL');
       running.delete(child);
       resolve({ exitCode: code, signal, timedOut });
