@@ -94,6 +94,12 @@ export class LineScrubber {
     }
   }
 
+  /** Forgets a partial line (its rest is being dropped unread). */
+  discardPartial() {
+    this.partial = '';
+    this.decoder.end();
+  }
+
   end() {
     this.partial += this.decoder.end();
     if (this.partial.length > 0 && this.admit(this.partial)) this.emit(this.scrub(this.partial));

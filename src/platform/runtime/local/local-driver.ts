@@ -15,7 +15,7 @@ import type {
 } from '../port.js';
 import { LineScrubber } from '../scrub.js';
 import { runOneOff } from './one-off.js';
-import { DEFAULT_OUTPUT_RATE, OutputRateGate, type OutputRate } from './output-rate.js';
+import { countLines, DEFAULT_OUTPUT_RATE, OutputRateGate, type OutputRate } from './output-rate.js';
 import { freePort, killGroup } from './process-group.js';
 import { processEnvironment, readProcessGroups } from './proc-stats.js';
 
@@ -285,11 +285,17 @@ export class LocalProcessDriver implements RuntimeDriver {
       end: () => {
         stdout.end();
         stderr.end();
-        gate.report();
+        gate.close();
       },
     };
-    child.stdout!.on('data', (c) => stdout.write(c));
-    child.stderr!.on('data', (c) => stderr.write(c));
+    // While the second's budget is spent, whole chunks are dropped unsplit (a flood costs little to ignore).
+    const feed = (scrubber: LineScrubber) => (c: Buffer) => {
+      if (!gate.closed()) return scrubber.write(c);
+      scrubber.discardPartial();
+      gate.drop(countLines(c), c.length);
+    };
+    child.stdout!.on('data', feed(stdout));
+    child.stderr!.on('data', feed(stderr));
     inst.exited = new Promise((resolve) => {
       let ended = false;
       const end = (code: number | null, signal: NodeJS.Signals | null) => {

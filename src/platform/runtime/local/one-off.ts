@@ -27,19 +27,20 @@ export async function runOneOff(
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   running.add(child);
-  // Its log keeps a few MiB at most: past this much output lines are counted, not scrubbed or kept.
+  // Its log keeps a few MiB at most: past this much output the rest is dropped unread, only counted.
   let kept = 0;
-  let dropped = 0;
+  let droppedBytes = 0;
   const out = new LineScrubber(spec.secrets, spec.onOutput, undefined, (line) => {
-    if (kept + line.length > MAX_ONE_OFF_OUTPUT_CHARS) {
-      dropped++;
-      return false;
-    }
     kept += line.length + 1;
-    return true;
+    return kept <= MAX_ONE_OFF_OUTPUT_CHARS;
   });
-  child.stdout!.on('data', (c) => out.write(c));
-  child.stderr!.on('data', (c) => out.write(c));
+  const feed = (c: Buffer) => {
+    if (kept <= MAX_ONE_OFF_OUTPUT_CHARS) return out.write(c);
+    out.discardPartial();
+    droppedBytes += c.length;
+  };
+  child.stdout!.on('data', feed);
+  child.stderr!.on('data', feed);
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;
@@ -55,7 +56,8 @@ export async function runOneOff(
       clearTimeout(timer);
       spec.signal?.removeEventListener('abort', abort);
       out.end();
-      if (dropped > 0) spec.onOutput(`[slipway: ${dropped} more lines dropped: output over ${MAX_ONE_OFF_OUTPUT_CHARS} characters]`);
+      if (kept > MAX_ONE_OFF_OUTPUT_CHARS)
+        spec.onOutput(`[slipway: output past ${MAX_ONE_OFF_OUTPUT_CHARS} characters dropped (${droppedBytes} more bytes)]`);
       killGroup(child.pid, 'SIGKILL');
       running.delete(child);
       resolve({ exitCode: code, signal, timedOut });

@@ -9,8 +9,9 @@ export const DEFAULT_OUTPUT_RATE: OutputRate = { linesPerSecond: 1000, bytesPerS
 /**
  * A per-second budget of lines and bytes for one instance (both of its streams together), so a
  * log flood costs the platform a bounded amount of memory and work. Once the budget of the
- * current second is spent, lines are refused (before they are scrubbed or stored) and counted;
- * the next admitted line is preceded by one notice saying how many were dropped.
+ * current second is spent the gate is closed: lines are refused before they are scrubbed or
+ * stored (whole chunks, unsplit: see `closed`) and counted, and at the end of the second one
+ * notice says how many were dropped.
  */
 export class OutputRateGate {
   private windowStart = 0;
@@ -18,6 +19,7 @@ export class OutputRateGate {
   private bytes = 0;
   private droppedLines = 0;
   private droppedBytes = 0;
+  private timer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly rate: OutputRate,
@@ -26,17 +28,25 @@ export class OutputRateGate {
     private readonly now: () => number = Date.now,
   ) {}
 
-  admit(line: string): boolean {
+  private roll() {
     const now = this.now();
-    if (now - this.windowStart >= 1000) {
-      this.windowStart = now;
-      this.lines = 0;
-      this.bytes = 0;
-      this.report();
-    }
+    if (now - this.windowStart < 1000) return;
+    this.windowStart = now;
+    this.lines = 0;
+    this.bytes = 0;
+    this.report();
+  }
+
+  /** Whether this second's budget is spent (a caller may then drop a whole chunk via `drop`). */
+  closed(): boolean {
+    this.roll();
+    return this.lines >= this.rate.linesPerSecond || this.bytes >= this.rate.bytesPerSecond;
+  }
+
+  admit(line: string): boolean {
+    this.roll();
     if (this.lines >= this.rate.linesPerSecond || this.bytes + line.length > this.rate.bytesPerSecond) {
-      this.droppedLines++;
-      this.droppedBytes += line.length + 1;
+      this.drop(1, line.length + 1);
       return false;
     }
     this.lines++;
@@ -44,7 +54,21 @@ export class OutputRateGate {
     return true;
   }
 
-  /** Says how many lines were dropped since the last notice (at a new second, and when the instance ends). */
+  /** Counts output dropped unread; the notice comes at the end of the second. */
+  drop(lines: number, bytes: number): void {
+    this.droppedLines += lines;
+    this.droppedBytes += bytes;
+    this.timer ??= setTimeout(
+      () => {
+        this.timer = null;
+        this.roll();
+      },
+      Math.max(0, 1000 - (this.now() - this.windowStart)),
+    );
+    this.timer.unref();
+  }
+
+  /** Says how many lines were dropped since the last notice. */
   report(): void {
     if (this.droppedLines === 0) return;
     this.notice(
@@ -53,4 +77,18 @@ export class OutputRateGate {
     this.droppedLines = 0;
     this.droppedBytes = 0;
   }
+
+  /** The instance ended: the last count is reported now. */
+  close(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.report();
+  }
+}
+
+/** Newlines in a chunk (how many lines a dropped chunk held, give or take the one it ends inside). */
+export function countLines(chunk: Buffer): number {
+  let n = 0;
+  for (let i = chunk.indexOf(0x0a); i >= 0; i = chunk.indexOf(0x0a, i + 1)) n++;
+  return n;
 }
