@@ -56,6 +56,8 @@ function scrubberWithLongest(secrets: string[]): { scrub: (text: string) => stri
  */
 export class LineScrubber {
   private partial = '';
+  /** Inside a line whose middle was dropped: skipped up to its newline. */
+  private skipping = false;
   private readonly scrub: (t: string) => string;
   private readonly holdBack: number;
   /** Keeps a multi-byte character split between two chunks whole. */
@@ -73,7 +75,14 @@ export class LineScrubber {
   }
 
   write(chunk: Buffer | string) {
-    this.partial += typeof chunk === 'string' ? chunk : this.decoder.write(chunk);
+    let text = typeof chunk === 'string' ? chunk : this.decoder.write(chunk);
+    if (this.skipping) {
+      const nl = text.indexOf('\n');
+      if (nl < 0) return;
+      this.skipping = false;
+      text = text.slice(nl + 1);
+    }
+    this.partial += text;
     let start = 0;
     let nl: number;
     while ((nl = this.partial.indexOf('\n', start)) >= 0) {
@@ -83,10 +92,7 @@ export class LineScrubber {
     }
     this.partial = this.partial.slice(start);
     while (this.partial.length > this.maxLine) {
-      if (!this.admit(this.partial.slice(0, this.maxLine))) {
-        this.partial = this.partial.slice(this.maxLine);
-        continue;
-      }
+      if (!this.admit(this.partial.slice(0, this.maxLine))) return this.discardPartial();
       const clean = this.scrub(this.partial.slice(0, this.maxLine + this.holdBack));
       const cut = Math.max(1, Math.min(this.maxLine, clean.length - this.holdBack));
       this.emit(clean.slice(0, cut));
@@ -94,15 +100,20 @@ export class LineScrubber {
     }
   }
 
-  /** Forgets a partial line (its rest is being dropped unread). */
+  /**
+   * Forgets the partial line and skips the rest of it when it comes (its middle is being dropped:
+   * what follows could begin with the end of a secret whose start was dropped).
+   */
   discardPartial() {
     this.partial = '';
-    this.decoder.end();
+    this.skipping = true;
   }
 
   end() {
-    this.partial += this.decoder.end();
+    const rest = this.decoder.end();
+    if (!this.skipping) this.partial += rest;
     if (this.partial.length > 0 && this.admit(this.partial)) this.emit(this.scrub(this.partial));
     this.partial = '';
+    this.skipping = false;
   }
 }
