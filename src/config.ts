@@ -110,9 +110,9 @@ const EnvSchema = Type.Object({
   /** Each application keeps at most about this much log text (bytes; default 64 MiB): the oldest lines go first. */
   APP_LOG_MAX_BYTES_PER_APP: Type.Integer({ minimum: 4096, default: 64 * 1024 * 1024 }),
   /** Lines one instance (local runtime) may hand the platform per second; more are dropped and counted in its log. */
-  APP_LOG_LINES_PER_SECOND: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1000 }),
+  APP_LOG_LINES_PER_SECOND: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 5000 }),
   /** Bytes of output one instance (local runtime) may hand the platform per second; more are dropped and counted. */
-  APP_LOG_BYTES_PER_SECOND: Type.Integer({ minimum: 1024, maximum: 1024 * 1024 * 1024, default: 1024 * 1024 }),
+  APP_LOG_BYTES_PER_SECOND: Type.Integer({ minimum: 1024, maximum: 1024 * 1024 * 1024, default: 2 * 1024 * 1024 }),
   /** Namespace of the ingress controller: the only other namespace allowed to reach an organization's pods. */
   KUBERNETES_INGRESS_NAMESPACE: Type.String({ default: 'ingress-nginx', pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 63 }),
   /** How often workers judge the deployments their guards watch (milliseconds). */

@@ -309,7 +309,7 @@ describe.skipIf(missing !== null)('one tenant cannot exhaust what all share (iss
       30_000,
       250,
     );
-    expect(notices[0]!.line).toMatch(/^\[slipway: \d+ lines \(\d+ bytes\) dropped: output over 200 lines or 1048576 bytes per second\]$/);
+    expect(notices[0]!.line).toMatch(/^\[slipway: \d+ lines \(\d+ bytes\) dropped: output over 200 lines or 2097152 bytes per second\]$/);
     const stored = await h.ctx.db
       .selectFrom('app_log_lines')
       .select((eb) => eb.fn.countAll<string>().as('n'))

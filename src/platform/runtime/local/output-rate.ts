@@ -4,7 +4,7 @@ export interface OutputRate {
   bytesPerSecond: number;
 }
 
-export const DEFAULT_OUTPUT_RATE: OutputRate = { linesPerSecond: 1000, bytesPerSecond: 1024 * 1024 };
+export const DEFAULT_OUTPUT_RATE: OutputRate = { linesPerSecond: 5000, bytesPerSecond: 2 * 1024 * 1024 };
 
 /**
  * A per-second budget of lines and bytes for one instance (both of its streams together), so a
