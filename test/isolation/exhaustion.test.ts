@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from '../helpers/harness.js';
@@ -8,6 +9,7 @@ import { routerGet } from '../helpers/router-get.js';
 import { waitFor } from '../helpers/wait.js';
 import { buildAndWait, createApp, setConfig, type TestApp } from '../pipeline-build/fixtures.js';
 import { loadDuring } from '../pipeline-deploy/fixtures.js';
+import { AppLogsRepository, AppLogWriter } from '../../src/modules/app-logs/index.js';
 import { chainDeploy, sandboxMissing } from './fixtures.js';
 
 /**
@@ -238,6 +240,28 @@ describe.skipIf(missing !== null)('one tenant cannot exhaust what all share (iss
     expect(notices.reduce((n, l) => n + Number(/(\d+) lines/.exec(l.line)![1]), 0)).toBe(20);
     expect(h.logs()).not.toContain('storing application log lines failed');
   }, 120_000);
+
+  it("a batch whose insert fails for one application (deleted meanwhile) still stores every other application's lines", async () => {
+    const warnings: Array<{ obj: object; msg?: string }> = [];
+    const logger = { info() {}, error() {}, warn: (obj: object, msg?: string) => warnings.push({ obj, msg }) };
+    const writer = new AppLogWriter(h.ctx.db, new AppLogsRepository(h.ctx.db), { maxBytesPerApp: 1024 * 1024, logger });
+    const { environment_id: environmentId } = await h.ctx.db
+      .selectFrom('instances')
+      .select('environment_id')
+      .where('application_id', '=', victim.appId)
+      .executeTakeFirstOrThrow();
+    const gone = randomUUID(); // no such application: its rows violate the foreign key, as a deleted one's would
+    const line = (applicationId: string, text: string) =>
+      writer.accept({ applicationId, environmentId, instanceId: 'i-1', processType: 'web', stream: 'stdout', line: text, at: new Date() });
+    line(victim.appId, 'isolated batch line one');
+    line(gone, 'line of an application that is gone');
+    line(victim.appId, 'isolated batch line two');
+    await writer.flush();
+    const stored = await appLog(victim, 'search=isolated%20batch');
+    expect(stored.map((r) => r.line)).toEqual(['isolated batch line one', 'isolated batch line two']);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]!.obj).toMatchObject({ applicationId: gone, lines: 1 });
+  });
 
   it('a build line cut at 16 KiB never shows part of a secret that straddles the cut', async () => {
     const secret = 'CUT-SECRET-0123456789abcdefghij';
