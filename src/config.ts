@@ -115,6 +115,10 @@ const EnvSchema = Type.Object({
    * port, which the edge reaches).
    */
   SANDBOX_OUTBOUND: Type.Boolean({ default: true }),
+  /** Memory limit of one sandboxed build command (MiB): past it the kernel kills the build, which fails with an OOM reason. */
+  BUILD_MEMORY_MB: Type.Integer({ minimum: 64, maximum: 1024 * 1024, default: 2048 }),
+  /** CPU limit of one sandboxed build command (millicores: 1000 = one core). */
+  BUILD_CPU_MILLICORES: Type.Integer({ minimum: 100, maximum: 1_000_000, default: 1000 }),
   /** Mount point of the cgroup hierarchy the sandbox limits are applied with (v2 there or at `<root>/unified`, else v1 below it). */
   CGROUP_ROOT: Type.String({ default: '/sys/fs/cgroup', minLength: 1 }),
   /** `auto`: cgroup v2 when it offers memory, cpu and pids, else v1; `1` or `2`: only that version (fail closed otherwise). */
@@ -133,6 +137,10 @@ const EnvSchema = Type.Object({
   APP_LOG_RETENTION_HOURS: Type.Integer({ minimum: 1, maximum: 24 * 365, default: 72 }),
   /** Each application keeps at most about this much log text (bytes; default 64 MiB): the oldest lines go first. */
   APP_LOG_MAX_BYTES_PER_APP: Type.Integer({ minimum: 4096, default: 64 * 1024 * 1024 }),
+  /** Lines one instance (local runtime) may hand the platform per second; more are dropped and counted in its log. */
+  APP_LOG_LINES_PER_SECOND: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 5000 }),
+  /** Bytes of output one instance (local runtime) may hand the platform per second; more are dropped and counted. */
+  APP_LOG_BYTES_PER_SECOND: Type.Integer({ minimum: 1024, maximum: 1024 * 1024 * 1024, default: 2 * 1024 * 1024 }),
   /** Namespace of the ingress controller: the only other namespace allowed to reach an organization's pods. */
   KUBERNETES_INGRESS_NAMESPACE: Type.String({ default: 'ingress-nginx', pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 63 }),
   /** How often workers judge the deployments their guards watch (milliseconds). */

@@ -6,7 +6,7 @@ import type { Db } from './platform/db/database.js';
 import type { JobPorts } from './platform/jobs/index.js';
 import { createRepositories, type Repositories } from './repositories.js';
 import { SourceBuilder } from './platform/builder/index.js';
-import { createSandbox } from './platform/sandbox/index.js';
+import { createBuildSandbox } from './platform/sandbox/index.js';
 import { vetRepositoryChange } from './platform/git/trusted-sources.js';
 import { createBuildahBuilder } from './platform/builder/buildah.js';
 import { SigningKeys } from './platform/crypto/signing-key.js';
@@ -67,7 +67,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   // Pipeline build stage: builders in order of preference (the source builder accepts anything).
   // A context with a Dockerfile goes to buildah (which says what to install when it is missing).
   // Both run a member's build steps in the application's sandbox (unless RUNTIME_ISOLATION=none).
-  const buildSandbox = createSandbox(ctx.config, ctx.db);
+  const buildSandbox = createBuildSandbox(ctx.config, ctx.db);
   const buildah = createBuildahBuilder(ctx.config, buildSandbox);
   // Disk use per organization, its quota (new builds refused over it) and garbage collection (issue 27, class 5).
   const storage = new StorageService(ctx, repos.storage, organizations, {

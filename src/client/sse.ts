@@ -58,7 +58,10 @@ export async function* serverEvents(
     }
     let ended = false;
     try {
-      const events = response.body!.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
+      const events = response
+        .body!.pipeThrough(new TextDecoderStream())
+        .pipeThrough(boundedLines(MAX_EVENT_LINE_CHARS))
+        .pipeThrough(new EventSourceParserStream());
       for await (const event of events as unknown as AsyncIterable<EventSourceMessage>) {
         if (event.id !== undefined) lastEventId = event.id;
         if (event.event === 'end') ended = true;
@@ -72,4 +75,20 @@ export async function* serverEvents(
     if (retriesLeft-- <= 0) throw new Error(`The event stream ${path} closed before its end`);
     await new Promise((r) => setTimeout(r, 500));
   }
+}
+
+/** The server cuts log lines at 16 KiB; a longer line means a broken stream, not something to buffer. */
+const MAX_EVENT_LINE_CHARS = 1024 * 1024;
+
+/** Passes text through, failing the stream when a line grows past `maxChars` (the parser would buffer it whole). */
+function boundedLines(maxChars: number): TransformStream<string, string> {
+  let sinceNewline = 0;
+  return new TransformStream({
+    transform(chunk, controller) {
+      const nl = chunk.lastIndexOf('\n');
+      sinceNewline = nl < 0 ? sinceNewline + chunk.length : chunk.length - nl - 1;
+      if (sinceNewline > maxChars) controller.error(new Error(`the event stream sent a line longer than ${maxChars} characters`));
+      else controller.enqueue(chunk);
+    },
+  });
 }

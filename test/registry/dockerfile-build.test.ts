@@ -56,7 +56,7 @@ function buildInput(version: number, contextDir: string): BuildInput {
     buildEnv: { GREETING: 'hello from a dockerfile', API_TOKEN: SECRET },
     secrets: [SECRET],
     procfileProcesses: null,
-    log: { line: (l) => logLines.push(l), substep: (s) => steps.push(`Build ${s}`), enter: (s) => steps.push(s) },
+    log: { line: (l) => void logLines.push(l), substep: (s) => steps.push(`Build ${s}`), enter: (s) => steps.push(s) },
     signal: new AbortController().signal,
     timeoutMs: 120_000,
     cacheScope: { name: 'env-test', throwaway: false },

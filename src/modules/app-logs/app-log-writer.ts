@@ -1,4 +1,5 @@
 import type { Db } from '../../platform/db/database.js';
+import { storableText } from '../../platform/logs/index.js';
 import type { AppOutputLine, RuntimeLogger } from '../../platform/runtime/application-runtime.js';
 import { AppLogsRepository, type NewLogLine } from './app-logs.repository.js';
 
@@ -25,6 +26,8 @@ export interface AppLogWriterOptions {
 export class AppLogWriter {
   private pending: NewLogLine[] = [];
   private dropped = new Map<string, { line: NewLogLine; count: number }>();
+  /** Per instance: lines whose NUL bytes or broken characters were replaced since the last flush. */
+  private escaped = new Map<string, { line: NewLogLine; count: number }>();
   private timer: NodeJS.Timeout | null = null;
   private chain: Promise<void> = Promise.resolve();
   private readonly written = new Map<string, number>();
@@ -51,15 +54,21 @@ export class AppLogWriter {
   }
 
   private add(out: AppOutputLine) {
+    // A byte PostgreSQL text cannot hold would fail the whole batch, every organization's lines with it.
+    const { text, replaced } = storableText(out.line.slice(0, MAX_LINE_CHARS));
     const row: NewLogLine = {
       application_id: out.applicationId,
       environment_id: out.environmentId,
       instance_id: out.instanceId,
       process_type: out.processType,
       stream: out.stream,
-      line: out.line.slice(0, MAX_LINE_CHARS),
+      line: text,
       logged_at: out.at,
     };
+    if (replaced) {
+      const e = this.escaped.get(out.instanceId);
+      this.escaped.set(out.instanceId, { line: row, count: (e?.count ?? 0) + 1 });
+    }
     if (this.pending.length >= MAX_PENDING) {
       const d = this.dropped.get(out.instanceId);
       this.dropped.set(out.instanceId, { line: row, count: (d?.count ?? 0) + 1 });
@@ -80,19 +89,52 @@ export class AppLogWriter {
     const batch = this.pending;
     for (const { line, count } of this.dropped.values())
       batch.push({ ...line, stream: 'stderr', line: `[slipway: ${count} lines dropped: the log store fell behind]` });
+    for (const { line, count } of this.escaped.values())
+      batch.push({ ...line, stream: 'stderr', line: `[slipway: ${count} lines had NUL bytes or broken characters, stored as U+FFFD]` });
     this.pending = [];
     this.dropped = new Map();
+    this.escaped = new Map();
     if (batch.length === 0) return this.chain;
     this.chain = this.chain.then(async () => {
-      try {
-        await this.repo.insert(batch);
-      } catch (err) {
-        this.options.logger.warn({ err, lines: batch.length }, 'storing application log lines failed');
-        return;
-      }
-      await this.rotateChatty(batch);
+      const stored = await this.insertIsolated(batch);
+      if (stored.length > 0) await this.rotateChatty(stored);
     });
     return this.chain;
+  }
+
+  /**
+   * One transaction for the batch; when it fails, each application's lines again on their own,
+   * so one application's bad lines never cost another's. Returns the lines stored.
+   */
+  private async insertIsolated(batch: NewLogLine[]): Promise<NewLogLine[]> {
+    try {
+      await this.repo.insert(batch);
+      return batch;
+    } catch (err) {
+      const byApp = new Map<string, NewLogLine[]>();
+      for (const l of batch) {
+        const lines = byApp.get(l.application_id);
+        if (lines) lines.push(l);
+        else byApp.set(l.application_id, [l]);
+      }
+      if (byApp.size === 1) {
+        this.options.logger.warn(
+          { err, lines: batch.length, applicationId: batch[0]!.application_id },
+          'storing application log lines failed',
+        );
+        return [];
+      }
+      const stored: NewLogLine[] = [];
+      for (const [applicationId, lines] of byApp) {
+        try {
+          await this.repo.insert(lines);
+          stored.push(...lines);
+        } catch (appErr) {
+          this.options.logger.warn({ err: appErr, lines: lines.length, applicationId }, 'storing application log lines failed');
+        }
+      }
+      return stored;
+    }
   }
 
   private async rotateChatty(batch: NewLogLine[]) {

@@ -19,6 +19,7 @@ import {
   type ImageArtifact,
 } from './image-artifact.js';
 import { numericUser } from './image-user.js';
+import { failIfOutOfMemory } from './out-of-memory.js';
 import { BuildError, cacheScopeDir, type BuildInput, type BuildOutput, type Builder, type CacheScope } from './port.js';
 import { registryTarget, type RegistryTarget } from './registry-target.js';
 
@@ -194,7 +195,9 @@ export class BuildahBuilder implements Builder {
       view: { cwd: ws.sandboxed.cwd, writable: [...ws.sandboxed.writable, ...writable], mappedRoot: true },
     });
     try {
-      return await runSandboxed(prepared, { ...runOptions, cwd: ws.sandboxed.cwd, env: SANDBOX_ENV });
+      const result = await runSandboxed(prepared, { ...runOptions, cwd: ws.sandboxed.cwd, env: SANDBOX_ENV });
+      await failIfOutOfMemory(prepared, result);
+      return result;
     } finally {
       await prepared.cgroup.remove();
     }
@@ -283,7 +286,7 @@ export class BuildahBuilder implements Builder {
             const step = /^STEP (\d+)\/(\d+)/.exec(line);
             if (step) input.log.substep(`${step[1]}/${step[2]}`);
             if (/^--> Using cache/.test(line)) cachedSteps++;
-            input.log.line(line);
+            return input.log.line(line);
           },
         },
       );

@@ -12,8 +12,8 @@ import { join } from 'node:path';
 import type { ProcessDefinitions } from '../db/schema.js';
 
 export interface BuildLog {
-  /** One line of build output; the sink scrubs secret values before storing it. */
-  line(text: string): void;
+  /** One line of build output; the sink scrubs secret values before storing it. False once it keeps no more lines. */
+  line(text: string): void | boolean;
   /** Progress inside the current step, e.g. "2/3" commands. */
   substep(progress: string): void;
   /** Moves to a later build step when the driver itself exports or pushes (the buildah driver does). */

@@ -7,6 +7,7 @@ import { chmodBeneath } from '../fs/beneath.js';
 import { contextHas, readContextFile } from './context-file.js';
 import { prepareArtifactDir, shellQuote, SOURCE_TREE_DIR, writeArtifactManifest } from './image-artifact.js';
 import { directoryDigest } from './digest.js';
+import { failIfOutOfMemory } from './out-of-memory.js';
 import { BuildError, cacheScopeDir, type BuildInput, type BuildOutput, type Builder, type CacheScope } from './port.js';
 
 /** slipway.json and package.json are read by the platform (as root): bounded. */
@@ -130,7 +131,9 @@ export class SourceBuilder implements Builder {
       view: { cwd: dir, writable: [dir, cacheDir] },
     });
     try {
-      return await runSandboxed(sandbox, options);
+      const result = await runSandboxed(sandbox, options);
+      await failIfOutOfMemory(sandbox, result);
+      return result;
     } finally {
       await sandbox.cgroup.remove();
     }

@@ -1,3 +1,5 @@
+import { storable } from './storable-text.js';
+
 /** Above this a record's log keeps its beginning and says what was dropped (a chatty command cannot fill the database). */
 export const MAX_LOG_CHARS = 2 * 1024 * 1024;
 
@@ -45,9 +47,13 @@ export class BufferedLog {
     this.maxChars = options.maxChars ?? MAX_LOG_CHARS;
   }
 
-  line(text: string): void {
-    if (this.truncated) return;
-    const entry = `${this.options.format ? this.options.format(text) : text}\n`;
+  /**
+   * Buffers a line (NUL and unpaired surrogates replaced: the column is text). Returns false once
+   * the log is full, so a producer may stop splitting output nobody will store.
+   */
+  line(text: string): boolean {
+    if (this.truncated) return false;
+    const entry = `${storable(this.options.format ? this.options.format(text) : text)}\n`;
     if (this.size + entry.length > this.maxChars) {
       this.pending += `[log truncated at ${this.maxChars} characters]\n`;
       this.truncated = true;
@@ -56,6 +62,7 @@ export class BufferedLog {
       this.size += entry.length;
     }
     this.schedule();
+    return !this.truncated;
   }
 
   /** Asks for a write soon (for callers that change something else the batch carries). */

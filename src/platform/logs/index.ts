@@ -1,1 +1,3 @@
 export * from './buffered-log.js';
+export * from './bounded-lines.js';
+export * from './storable-text.js';

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import type { PipelineStep } from '../db/schema.js';
 import { scrubber } from '../runtime/scrub.js';
-import { BufferedLog, type LogWriteFailureLogger } from '../logs/index.js';
+import { BufferedLog, storable, type LogWriteFailureLogger } from '../logs/index.js';
 
 export const BUILD_STEPS = ['Resolve', 'Build', 'Export', 'Push', 'Done'] as const;
 export type BuildStepName = (typeof BUILD_STEPS)[number];
@@ -16,7 +16,7 @@ export class RecordLog {
   private step: PipelineStep = { steps: [...BUILD_STEPS], current: 0 };
   private stepDirty = false;
   private readonly log: BufferedLog;
-  /** Hides secret values in any text bound for the record (e.g. an error_detail). */
+  /** Hides secret values in any text bound for the record (e.g. an error_detail), and makes it storable as text. */
   readonly scrub: (text: string) => string;
 
   constructor(
@@ -26,7 +26,8 @@ export class RecordLog {
     secrets: string[],
     logger?: LogWriteFailureLogger,
   ) {
-    this.scrub = scrubber(secrets);
+    const hide = scrubber(secrets);
+    this.scrub = (text) => storable(hide(text));
     this.log = new BufferedLog({
       append: (text) => this.write(text),
       hasOtherChanges: () => this.stepDirty,
@@ -35,8 +36,9 @@ export class RecordLog {
     });
   }
 
-  line(text: string): void {
-    this.log.line(this.scrub(text));
+  /** Returns false once the log is full (later lines are dropped; see BufferedLog). */
+  line(text: string): boolean {
+    return this.log.line(this.scrub(text));
   }
 
   /** Moves to a step (by name) and logs it as a heading. */

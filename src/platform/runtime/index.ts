@@ -39,6 +39,7 @@ export function createLocalRuntime(config: Config, db: Db): LocalRuntime {
     maxLogFileBytes: Math.min(8 * 1024 * 1024, config.APP_LOG_MAX_BYTES_PER_APP),
     restartBackoffMs: config.RUNTIME_RESTART_BACKOFF_MS,
     stopGraceMs: config.RUNTIME_STOP_GRACE_MS,
+    outputRate: { linesPerSecond: config.APP_LOG_LINES_PER_SECOND, bytesPerSecond: config.APP_LOG_BYTES_PER_SECOND },
   });
   const router = createEdgeDriver(config);
   router.useStats(new RequestStats(db, config.REQUEST_STATS_FLUSH_MS));

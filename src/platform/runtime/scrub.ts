@@ -1,3 +1,6 @@
+import { StringDecoder } from 'node:string_decoder';
+import { LINE_CUT_MARKER } from '../logs/bounded-lines.js';
+
 /** What replaces a secret value in any captured output. */
 const SCRUBBED = '**secret**';
 
@@ -26,32 +29,45 @@ export function scrubber(secrets: string[]): (text: string) => string {
 function scrubberWithLongest(secrets: string[]): { scrub: (text: string) => string; longest: number } {
   const values = secretFragments(secrets).sort((a, b) => b.length - a.length);
   if (values.length === 0) return { scrub: (text) => text, longest: 0 };
+  const longest = values[0]!.length;
+  const hide = (text: string) => {
+    let out = text;
+    for (const v of values) out = out.split(v).join(SCRUBBED);
+    return out;
+  };
   return {
-    longest: values[0]!.length,
-    scrub: (text) => {
-      let out = text;
-      for (const v of values) out = out.split(v).join(SCRUBBED);
-      return out;
-    },
+    longest,
+    // A line cut by a bounded reader may end with the first characters of a secret whose rest was
+    // dropped: those last `longest - 1` characters go too.
+    scrub: (text) =>
+      text.endsWith(LINE_CUT_MARKER)
+        ? hide(text.slice(0, -LINE_CUT_MARKER.length)).slice(0, -(longest - 1) || undefined) + LINE_CUT_MARKER
+        : hide(text),
   };
 }
 
 /**
  * Splits a byte stream into scrubbed lines. Secrets are matched per whole line, so a value
- * split across two chunks is still caught. An overlong line is cut at `maxLine`, but only
- * after scrubbing, and the last `longest secret - 1` characters stay behind for the next
- * piece: a secret whose start arrived before the cut and whose end has not arrived yet is
- * then matched whole when the rest comes.
+ * split across two chunks is still caught. An overlong line is cut into pieces of `maxLine`,
+ * but only after scrubbing, and the last `longest secret - 1` characters stay behind for the
+ * next piece: a secret whose start arrived before the cut and whose end has not arrived yet is
+ * then matched whole when the rest comes. `admit` (e.g. a rate limit) is asked before a line
+ * is scrubbed; a line it refuses is dropped unscrubbed and unseen.
  */
 export class LineScrubber {
   private partial = '';
+  /** Inside a line whose middle was dropped: skipped up to its newline. */
+  private skipping = false;
   private readonly scrub: (t: string) => string;
   private readonly holdBack: number;
+  /** Keeps a multi-byte character split between two chunks whole. */
+  private readonly decoder = new StringDecoder('utf8');
 
   constructor(
     secrets: string[],
     private readonly emit: (line: string) => void,
     private readonly maxLine = 16 * 1024,
+    private readonly admit: (line: string) => boolean = () => true,
   ) {
     const { scrub, longest } = scrubberWithLongest(secrets);
     this.scrub = scrub;
@@ -59,22 +75,45 @@ export class LineScrubber {
   }
 
   write(chunk: Buffer | string) {
-    this.partial += chunk.toString();
-    let nl: number;
-    while ((nl = this.partial.indexOf('\n')) >= 0) {
-      this.emit(this.scrub(this.partial.slice(0, nl).replace(/\r$/, '')));
-      this.partial = this.partial.slice(nl + 1);
+    let text = typeof chunk === 'string' ? chunk : this.decoder.write(chunk);
+    if (this.skipping) {
+      const nl = text.indexOf('\n');
+      if (nl < 0) return;
+      this.skipping = false;
+      text = text.slice(nl + 1);
     }
-    if (this.partial.length > this.maxLine) {
-      const clean = this.scrub(this.partial);
-      const cut = Math.max(1, clean.length - this.holdBack);
+    this.partial += text;
+    let start = 0;
+    let nl: number;
+    while ((nl = this.partial.indexOf('\n', start)) >= 0) {
+      const line = this.partial.slice(start, nl).replace(/\r$/, '');
+      if (this.admit(line)) this.emit(this.scrub(line));
+      start = nl + 1;
+    }
+    this.partial = this.partial.slice(start);
+    while (this.partial.length > this.maxLine) {
+      if (!this.admit(this.partial.slice(0, this.maxLine))) return this.discardPartial();
+      const clean = this.scrub(this.partial.slice(0, this.maxLine + this.holdBack));
+      const cut = Math.max(1, Math.min(this.maxLine, clean.length - this.holdBack));
       this.emit(clean.slice(0, cut));
-      this.partial = clean.slice(cut);
+      this.partial = clean.slice(cut) + this.partial.slice(this.maxLine + this.holdBack);
     }
   }
 
-  end() {
-    if (this.partial.length > 0) this.emit(this.scrub(this.partial));
+  /**
+   * Forgets the partial line and skips the rest of it when it comes (its middle is being dropped:
+   * what follows could begin with the end of a secret whose start was dropped).
+   */
+  discardPartial() {
     this.partial = '';
+    this.skipping = true;
+  }
+
+  end() {
+    const rest = this.decoder.end();
+    if (!this.skipping) this.partial += rest;
+    if (this.partial.length > 0 && this.admit(this.partial)) this.emit(this.scrub(this.partial));
+    this.partial = '';
+    this.skipping = false;
   }
 }

@@ -1,6 +1,6 @@
 import type { Config } from '../../config.js';
 import type { Db } from '../db/database.js';
-import { Sandbox } from './sandbox.js';
+import { Sandbox, type SandboxOptions } from './sandbox.js';
 import { DatabaseUids, parseUidRange } from './uid-allocator.js';
 
 export { Sandbox, SandboxUnavailable, type PreparedSandbox, type SandboxRequest, type UidSource } from './sandbox.js';
@@ -10,7 +10,7 @@ export { FORWARD_HOST, type SandboxNetwork } from './network.js';
 export { CgroupHierarchy, type Cgroup, type CgroupSettings } from './cgroups.js';
 
 /** The sandbox of builds and application processes, or null with RUNTIME_ISOLATION=none. */
-export function createSandbox(config: Config, db: Db): Sandbox | null {
+export function createSandbox(config: Config, db: Db, defaultLimits?: SandboxOptions['defaultLimits']): Sandbox | null {
   if (config.RUNTIME_ISOLATION === 'none') return null;
   const uidRange = parseUidRange(config.SANDBOX_UID_RANGE);
   return new Sandbox({
@@ -20,6 +20,7 @@ export function createSandbox(config: Config, db: Db): Sandbox | null {
     outbound: config.SANDBOX_OUTBOUND,
     outboundOf: (applicationId) => organizationOutbound(db, applicationId),
     cgroups: { root: config.CGROUP_ROOT, version: config.CGROUP_VERSION },
+    ...(defaultLimits ? { defaultLimits } : {}),
   });
 }
 
@@ -33,6 +34,11 @@ async function organizationOutbound(db: Db, applicationId: string): Promise<bool
     .where('applications.id', '=', applicationId)
     .executeTakeFirst();
   return row?.sandbox_outbound ?? null;
+}
+
+/** The sandbox of builds: every build command gets the operator's build memory and CPU limits. */
+export function createBuildSandbox(config: Config, db: Db): Sandbox | null {
+  return createSandbox(config, db, { memoryBytes: config.BUILD_MEMORY_MB * 1024 * 1024, cpuMillicores: config.BUILD_CPU_MILLICORES });
 }
 
 export const NO_ISOLATION_WARNING =

@@ -25,6 +25,8 @@ export interface SandboxOptions {
   outbound?: boolean;
   /** The application's organization's own choice (a site administrator's), when it made one. */
   outboundOf?: (applicationId: string) => Promise<boolean | null>;
+  /** Memory and CPU of a request that names none (the builds' sandbox: BUILD_MEMORY_MB, BUILD_CPU_MILLICORES). */
+  defaultLimits?: Omit<CgroupLimits, 'pids'>;
 }
 
 export interface SandboxRequest {
@@ -51,6 +53,8 @@ export interface PreparedSandbox {
   innerGid: number;
   /** What the platform connects its network namespace to once it started. */
   network: SandboxNetwork;
+  /** The limits its control group has (for a message when it is killed for memory). */
+  limits: CgroupLimits;
 }
 
 /** Raised when the machine cannot sandbox (no bubblewrap, no pasta, no user namespaces, no cgroups). */
@@ -107,7 +111,8 @@ export class Sandbox {
       await ownedBy(dir, uid);
       await reachable(dir);
     }
-    const cgroup = await hierarchy.create(request.name, { ...request.limits, pids: this.options.pidsMax });
+    const limits = { ...(request.limits ?? this.options.defaultLimits), pids: this.options.pidsMax };
+    const cgroup = await hierarchy.create(request.name, limits);
     const args = [
       '-c',
       LAUNCHER,
@@ -133,7 +138,7 @@ export class Sandbox {
       outbound: request.network?.outbound ?? (await this.options.outboundOf?.(request.applicationId)) ?? this.options.outbound ?? true,
       ...(request.network?.forward ? { forward: request.network.forward } : {}),
     };
-    return { file: '/bin/sh', args, uid, cgroup, innerUid: inner.uid, innerGid: inner.gid, network };
+    return { file: '/bin/sh', args, uid, cgroup, limits, innerUid: inner.uid, innerGid: inner.gid, network };
   }
 }
 

@@ -22,6 +22,7 @@ import {
 } from '@kubernetes/client-node';
 import { Writable } from 'node:stream';
 import { StartupError } from '../../startup-error.js';
+import { LineSplitter } from '../../logs/bounded-lines.js';
 import { MANAGER } from './names.js';
 
 export interface KubeConfigSource {
@@ -218,23 +219,19 @@ export class KubernetesCluster {
     onLine: (line: string) => void,
     since?: Date,
   ): Promise<{ stop(): void; ended: Promise<void> }> {
-    let pending = '';
     let markEnded!: () => void;
     const ended = new Promise<void>((resolve) => {
       markEnded = resolve;
     });
+    // A pod's line without a newline must not grow the platform's memory: lines are cut.
+    const lines = new LineSplitter(onLine);
     const sink = new Writable({
       write(chunk: Buffer, _encoding, callback) {
-        pending += chunk.toString('utf8');
-        for (let i = pending.indexOf('\n'); i >= 0; i = pending.indexOf('\n')) {
-          onLine(pending.slice(0, i).replace(/\r$/, ''));
-          pending = pending.slice(i + 1);
-        }
+        lines.write(chunk);
         callback();
       },
       final(callback) {
-        if (pending) onLine(pending);
-        pending = '';
+        lines.end();
         callback();
       },
     });

@@ -24,6 +24,7 @@ import type {
 } from '../port.js';
 import { LineScrubber } from '../scrub.js';
 import { runOneOff } from './one-off.js';
+import { countLines, DEFAULT_OUTPUT_RATE, OutputRateGate, type OutputRate } from './output-rate.js';
 import { freePort, killGroup } from './process-group.js';
 import { processEnvironment, readProcessGroups } from './proc-stats.js';
 
@@ -45,6 +46,8 @@ export interface LocalDriverOptions {
   baseEnv?: Record<string, string>;
   /** Runs every instance and one-off in this sandbox (unset: as the platform's user, unconfined). */
   sandbox?: Sandbox | null;
+  /** Output one instance may hand the platform per second; the rest is dropped and counted in its log. */
+  outputRate?: OutputRate;
 }
 
 /** The name of the variable that marks a process as ours, so leftovers are recognized safely. */
@@ -277,19 +280,27 @@ export class LocalProcessDriver implements RuntimeDriver {
     inst.child = child;
     const control = inst.sandbox ? controlSandbox(child, inst.sandbox) : null;
     inst.lastSpawn = Date.now();
+    const record = (stream: 'stdout' | 'stderr', line: string) => {
+      const at = new Date();
+      this.writeLog(inst, `${at.toISOString()} ${spec.labels.processType}.${spec.labels.ordinal} ${line}\n`);
+      for (const l of this.outputListeners) {
+        try {
+          l({ instanceId: spec.id, labels: spec.labels, stream, line, at });
+        } catch {
+          /* never break the capture */
+        }
+      }
+    };
+    // One budget for both streams: a flood is dropped before it is scrubbed, stored or streamed.
+    const gate = new OutputRateGate(this.options.outputRate ?? DEFAULT_OUTPUT_RATE, (notice) => record('stderr', notice));
     // stdout and stderr are split into lines separately, so each line keeps its stream.
     const capture = (stream: 'stdout' | 'stderr') =>
-      new LineScrubber(spec.secrets, (line) => {
-        const at = new Date();
-        this.writeLog(inst, `${at.toISOString()} ${spec.labels.processType}.${spec.labels.ordinal} ${line}\n`);
-        for (const l of this.outputListeners) {
-          try {
-            l({ instanceId: spec.id, labels: spec.labels, stream, line, at });
-          } catch {
-            /* never break the capture */
-          }
-        }
-      });
+      new LineScrubber(
+        spec.secrets,
+        (line) => record(stream, line),
+        undefined,
+        (line) => gate.admit(line),
+      );
     const stdout = capture('stdout');
     const stderr = capture('stderr');
     const out = {
@@ -297,10 +308,17 @@ export class LocalProcessDriver implements RuntimeDriver {
       end: () => {
         stdout.end();
         stderr.end();
+        gate.close();
       },
     };
-    child.stdout!.on('data', (c) => stdout.write(c));
-    child.stderr!.on('data', (c) => stderr.write(c));
+    // While the second's budget is spent, whole chunks are dropped unsplit (a flood costs little to ignore).
+    const feed = (scrubber: LineScrubber) => (c: Buffer) => {
+      if (!gate.closed()) return scrubber.write(c);
+      scrubber.discardPartial();
+      gate.drop(countLines(c), c.length);
+    };
+    child.stdout!.on('data', feed(stdout));
+    child.stderr!.on('data', feed(stderr));
     control?.ready.catch((err: Error) => out.write(`sandbox failed to start: ${err.message}\n`));
     // Without its network helper nobody reaches the instance: a crash, so it restarts with a new one.
     void control?.networkLost.then((why) => {

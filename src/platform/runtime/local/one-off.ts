@@ -5,6 +5,9 @@ import { killGroup } from './process-group.js';
 import { workerMark } from '../../jobs/orphan-processes.js';
 import { CONTROL_PIPES, controlSandbox, type PreparedSandbox } from '../../sandbox/index.js';
 
+/** Output of one run passed on to its log; beyond it, lines are only counted. */
+const MAX_ONE_OFF_OUTPUT_CHARS = 4 * 1024 * 1024;
+
 /**
  * Runs a one-off process (`release`, `postdeploy`) as its own process group, its output
  * scrubbed line by line; killed on timeout or abort. `running` tracks it while it runs so
@@ -25,14 +28,25 @@ export async function runOneOff(
   });
   running.add(child);
   const control = sandbox ? controlSandbox(child, sandbox) : null;
-  const out = new LineScrubber(spec.secrets, spec.onOutput);
+  // Its log keeps a few MiB at most: past this much output the rest is dropped unread, only counted.
+  let kept = 0;
+  let droppedBytes = 0;
+  const out = new LineScrubber(spec.secrets, spec.onOutput, undefined, (line) => {
+    kept += line.length + 1;
+    return kept <= MAX_ONE_OFF_OUTPUT_CHARS;
+  });
+  const feed = (c: Buffer) => {
+    if (kept <= MAX_ONE_OFF_OUTPUT_CHARS) return out.write(c);
+    out.discardPartial();
+    droppedBytes += c.length;
+  };
+  child.stdout!.on('data', feed);
+  child.stderr!.on('data', feed);
   control?.ready.catch((err: Error) => out.write(`sandbox failed to start: ${err.message}\n`));
   void control?.networkLost.then((why) => {
     out.write(`the command's network ended (${why})\n`);
     killGroup(child.pid, 'SIGKILL');
   });
-  child.stdout!.on('data', (c) => out.write(c));
-  child.stderr!.on('data', (c) => out.write(c));
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;
@@ -49,6 +63,8 @@ export async function runOneOff(
       spec.signal?.removeEventListener('abort', abort);
       control?.release();
       out.end();
+      if (kept > MAX_ONE_OFF_OUTPUT_CHARS)
+        spec.onOutput(`[slipway: output past ${MAX_ONE_OFF_OUTPUT_CHARS} characters dropped (${droppedBytes} more bytes)]`);
       killGroup(child.pid, 'SIGKILL');
       running.delete(child);
       resolve({ exitCode: code, signal, timedOut });
