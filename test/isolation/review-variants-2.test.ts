@@ -1,0 +1,110 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signBody } from '../../src/modules/github/signature.js';
+import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
+import { waitFor } from '../helpers/wait.js';
+import { createApp, type TestApp } from '../pipeline-build/fixtures.js';
+
+/**
+ * Issue 27, second adversarial review: variants of class 4 the first cross-organization test
+ * did not try. GitHub's hooks are signed with the site's one secret and name a repository, not
+ * an organization: a member of A who points A's application at B's private repository must not
+ * receive B's pushes and pull requests (their commits, branches and numbers), nor builds of them.
+ */
+const SECRET = 'review-2-hook-secret';
+const INSTALLATION = 8101;
+const B_SHA = 'b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0';
+
+let h: Harness;
+let githubRoot: string;
+let victim: TestApp;
+let attacker: TestApp;
+
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+async function ok(user: TestUser, method: Method, url: string, payload?: object, status = 200) {
+  const res = await h.app.inject({ method, url, headers: user.headers, ...(payload ? { payload } : {}) });
+  expect(res.statusCode, `${method} ${url}: ${res.body}`).toBe(status);
+  return res.json();
+}
+
+function deliver(event: string, payload: unknown) {
+  const body = Buffer.from(JSON.stringify(payload));
+  return h.app.inject({
+    method: 'POST',
+    url: '/v1/integrations/github/hooks',
+    payload: body,
+    headers: {
+      'content-type': 'application/json',
+      'x-github-event': event,
+      'x-github-delivery': `d-${Math.random()}`,
+      'x-hub-signature-256': signBody(SECRET, body),
+    },
+  });
+}
+
+/** What GitHub sends about B's private repository, from B's installation of the App. */
+const privateRepository = {
+  full_name: 'bob/private',
+  private: true,
+  clone_url: 'https://github.com/bob/private.git',
+  ssh_url: 'git@github.com:bob/private.git',
+  html_url: 'https://github.com/bob/private',
+};
+
+beforeAll(async () => {
+  // No repository exists here: the builds these hooks start fail at the clone, quickly.
+  githubRoot = mkdtempSync(join(tmpdir(), 'slipway-review2-github-'));
+  h = await createHarness({ GITHUB_WEBHOOK_SECRET: SECRET, GITHUB_URL: `file://${githubRoot}` }, { jobs: true });
+  // B: its private repository through its own linked installation.
+  victim = await createApp(h, {
+    github_repository: 'bob/private',
+    github_repository_is_private: true,
+    github_app_installation_id: INSTALLATION,
+    auto_deploy_branch: 'main',
+  });
+  // A: a plain member names B's repository (a name is all it takes) with the same branch.
+  attacker = await createApp(h, { github_repository: 'bob/private', auto_deploy_branch: 'main' });
+}, 120_000);
+
+afterAll(async () => {
+  await h?.close();
+  if (githubRoot) rmSync(githubRoot, { recursive: true, force: true });
+});
+
+describe('GitHub hooks about a private repository reach only the organization its installation is linked to', () => {
+  it("B's push to its private repository builds B's application, never A's that names the same repository", async () => {
+    const res = await deliver('push', {
+      ref: 'refs/heads/main',
+      before: '0'.repeat(40),
+      after: B_SHA,
+      deleted: false,
+      repository: privateRepository,
+      installation: { id: INSTALLATION },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    // B's own application is started (the hook was acted on)…
+    await waitFor("B's image", async () => (await ok(victim.user, 'GET', `/v1/images/${victim.appId}`)).items.length === 1, 20_000);
+    // …and A received nothing: no image, so no commit of B's, no build of B's code.
+    expect((await ok(attacker.user, 'GET', `/v1/images/${attacker.appId}`)).items).toEqual([]);
+  });
+
+  it("B's pull request opens no preview in A's project that names the same repository", async () => {
+    const ws = `/v1/workspaces/${attacker.orgSlug}/projects/shop`;
+    await ok(attacker.user, 'POST', `${ws}/envs`, { name: 'Staging' }, 201);
+    await ok(attacker.user, 'PUT', `${ws}/previews`, { template_environment: 'staging' });
+    const res = await deliver('pull_request', {
+      action: 'opened',
+      number: 42,
+      pull_request: { number: 42, head: { sha: B_SHA } },
+      repository: privateRepository,
+      installation: { id: INSTALLATION },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    const envs = (await ok(attacker.user, 'GET', `${ws}/envs`)) as { items?: Array<{ slug: string }> } | Array<{ slug: string }>;
+    const slugs = (Array.isArray(envs) ? envs : (envs.items ?? [])).map((e) => e.slug);
+    expect(slugs).not.toContain('pr-42');
+    expect((await ok(attacker.user, 'GET', `/v1/images/${attacker.appId}`)).items).toEqual([]);
+  });
+});
