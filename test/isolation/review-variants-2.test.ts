@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signBody } from '../../src/modules/github/signature.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
+import { openSse } from '../helpers/sse-client.js';
 import { waitFor } from '../helpers/wait.js';
 import { createApp, type TestApp } from '../pipeline-build/fixtures.js';
 
@@ -21,6 +22,7 @@ let h: Harness;
 let githubRoot: string;
 let victim: TestApp;
 let attacker: TestApp;
+let base: string;
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 async function ok(user: TestUser, method: Method, url: string, payload?: object, status = 200) {
@@ -66,6 +68,7 @@ beforeAll(async () => {
   });
   // A: a plain member names B's repository (a name is all it takes) with the same branch.
   attacker = await createApp(h, { github_repository: 'bob/private', auto_deploy_branch: 'main' });
+  base = await h.app.listen({ host: '127.0.0.1', port: 0 });
 }, 120_000);
 
 afterAll(async () => {
@@ -107,4 +110,20 @@ describe('GitHub hooks about a private repository reach only the organization it
     expect(slugs).not.toContain('pr-42');
     expect((await ok(attacker.user, 'GET', `/v1/images/${attacker.appId}`)).items).toEqual([]);
   });
+});
+
+describe('an open stream ends when its reader loses access', () => {
+  it("a member removed from B stops receiving B's application events and logs over streams opened before", async () => {
+    const member = await h.user();
+    await ok(victim.user, 'POST', `/v1/organizations/${victim.orgSlug}/members`, { username: member.username });
+    const events = await openSse(`${base}/v1/applications/${victim.appId}/events`, member.headers);
+    const logs = await openSse(`${base}/v1/applications/${victim.appId}/logs/stream`, member.headers);
+    expect([events.status, logs.status]).toEqual([200, 200]);
+    let ended = 0;
+    void events.ended.then(() => ended++);
+    void logs.ended.then(() => ended++);
+    await ok(victim.user, 'DELETE', `/v1/organizations/${victim.orgSlug}/members/${member.id}`);
+    // Before: both streams stayed open for as long as the client kept them, serving every new event and line.
+    await waitFor('both streams to end', () => ended === 2, 20_000);
+  }, 30_000);
 });
