@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signBody } from '../../src/modules/github/signature.js';
+import { FakeGitHub } from '../helpers/fake-github.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
 import { openSse } from '../helpers/sse-client.js';
 import { waitFor } from '../helpers/wait.js';
@@ -23,6 +24,7 @@ let githubRoot: string;
 let victim: TestApp;
 let attacker: TestApp;
 let base: string;
+let github: FakeGitHub;
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 async function ok(user: TestUser, method: Method, url: string, payload?: object, status = 200) {
@@ -58,7 +60,21 @@ const privateRepository = {
 beforeAll(async () => {
   // No repository exists here: the builds these hooks start fail at the clone, quickly.
   githubRoot = mkdtempSync(join(tmpdir(), 'slipway-review2-github-'));
-  h = await createHarness({ GITHUB_WEBHOOK_SECRET: SECRET, GITHUB_URL: `file://${githubRoot}` }, { jobs: true });
+  github = await new FakeGitHub(githubRoot).start();
+  github.installations.add(String(INSTALLATION));
+  h = await createHarness(
+    {
+      GITHUB_WEBHOOK_SECRET: SECRET,
+      GITHUB_URL: github.gitUrl,
+      GITHUB_API_URL: github.apiUrl,
+      GITHUB_APP_ID: github.appId,
+      GITHUB_APP_PRIVATE_KEY: github.privateKeyPem,
+      GITHUB_APP_SLUG: 'slipway-test',
+      GITHUB_APP_CLIENT_ID: github.clientId,
+      GITHUB_APP_CLIENT_SECRET: github.clientSecret,
+    },
+    { jobs: true },
+  );
   // B: its private repository through its own linked installation.
   victim = await createApp(h, {
     github_repository: 'bob/private',
@@ -73,6 +89,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await h?.close();
+  github?.close();
   if (githubRoot) rmSync(githubRoot, { recursive: true, force: true });
 });
 
@@ -126,4 +143,34 @@ describe('an open stream ends when its reader loses access', () => {
     // Before: both streams stayed open for as long as the client kept them, serving every new event and line.
     await waitFor('both streams to end', () => ended === 2, 20_000);
   }, 30_000);
+});
+
+describe("the App's setup flow links an installation only for a GitHub admin of the installation's account", () => {
+  const FOREIGN = 8202;
+
+  it("an admin of A who can merely read a repository of B's GitHub organization cannot link B's installation to A", async () => {
+    const started = await ok(attacker.user, 'POST', `/v1/organizations/${attacker.orgSlug}/github/installations/setup`);
+    // GitHub lists an installation to every user who can read one of its repositories.
+    github.readerCodes.set('code-reader', [FOREIGN]);
+    const res = await h.app.inject({
+      method: 'GET',
+      url: `/v1/integrations/github/setup?installation_id=${FOREIGN}&state=${started.state}&code=code-reader&setup_action=update`,
+      headers: attacker.user.headers,
+    });
+    // Before: 200, the installation (every repository it covers) linked to A.
+    expect(res.statusCode, res.body).toBe(403);
+    expect(res.json().message).toContain(`does not list installation ${FOREIGN}`);
+    expect(await ok(attacker.user, 'GET', `/v1/organizations/${attacker.orgSlug}/github/installations`)).toEqual([]);
+  });
+
+  it("an admin of the installation's GitHub organization links it", async () => {
+    const started = await ok(attacker.user, 'POST', `/v1/organizations/${attacker.orgSlug}/github/installations/setup`);
+    github.userCodes.set('code-admin', [FOREIGN]);
+    const linked = await ok(
+      attacker.user,
+      'GET',
+      `/v1/integrations/github/setup?installation_id=${FOREIGN}&state=${started.state}&code=code-admin&setup_action=install`,
+    );
+    expect(linked).toMatchObject({ organization: attacker.orgSlug, installation_id: FOREIGN, linked_via: 'setup' });
+  });
 });
