@@ -143,6 +143,17 @@ describe('an open stream ends when its reader loses access', () => {
     // Before: both streams stayed open for as long as the client kept them, serving every new event and line.
     await waitFor('both streams to end', () => ended === 2, 20_000);
   }, 30_000);
+
+  it('a stream opened with an API key ends when that key is deleted', async () => {
+    const created = await ok(victim.user, 'POST', '/v1/auth/api-keys', { name: 'laptop' }, 201);
+    const events = await openSse(`${base}/v1/applications/${victim.appId}/events`, { 'x-api-key': created.key });
+    expect(events.status).toBe(200);
+    let ended = false;
+    void events.ended.then(() => (ended = true));
+    await ok(victim.user, 'DELETE', `/v1/auth/api-keys/${created.id}`);
+    // Before: the stream went on with the deleted key.
+    await waitFor('the stream to end', () => ended, 20_000);
+  }, 30_000);
 });
 
 describe("the App's setup flow links an installation only for a GitHub admin of the installation's account", () => {

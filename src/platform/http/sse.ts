@@ -69,15 +69,19 @@ export class SseStream {
 
   /**
    * Asks `check` again every `everyMs` while the stream is open and ends the stream when it
-   * throws: access is checked when a stream opens, and a member removed from the organization
-   * must not keep reading its records over a connection opened before.
+   * throws or the request's credential no longer authenticates (`reauthenticate`): access is
+   * checked when a stream opens, and a member removed from the organization, or a deleted API
+   * key, must not keep reading its records over a connection opened before.
    */
   recheck(check: () => Promise<unknown>, everyMs = ACCESS_RECHECK_MS): void {
     let checking = false;
     const timer = setInterval(() => {
       if (checking || this.closed) return;
       checking = true;
-      check()
+      Promise.all([check(), this.request.reauthenticate?.() ?? true])
+        .then(([, signedIn]) => {
+          if (!signedIn) this.end();
+        })
         .catch(() => this.end())
         .finally(() => {
           checking = false;
