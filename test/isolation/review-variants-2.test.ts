@@ -185,3 +185,41 @@ describe("the App's setup flow links an installation only for a GitHub admin of 
     expect(linked).toMatchObject({ organization: attacker.orgSlug, installation_id: FOREIGN, linked_via: 'setup' });
   });
 });
+
+describe('refusals flooded from many addresses do not push members out of the audit', () => {
+  it("a member's refused request is recorded after anonymous refusals from 650 addresses in the same minute", async () => {
+    const admin = await h.user({ admin: true });
+    const member = await h.user();
+    await ok(victim.user, 'POST', `/v1/organizations/${victim.orgSlug}/members`, { username: member.username });
+    // One IPv6 prefix holds billions of addresses: each refused hook was a new row until the minute's cap.
+    for (let i = 0; i < 650; i++) {
+      const res = await h.app.inject({
+        method: 'POST',
+        url: '/v1/integrations/github/hooks',
+        remoteAddress: `2001:db8::${(i + 1).toString(16)}`,
+        payload: '{}',
+        headers: { 'content-type': 'application/json', 'x-github-event': 'push', 'x-hub-signature-256': 'sha256=00' },
+      });
+      expect(res.statusCode).toBe(403);
+    }
+    const probe = await h.app.inject({
+      method: 'GET',
+      url: `/v1/organizations/${victim.orgSlug}/audit-log`,
+      headers: member.headers,
+    });
+    expect(probe.statusCode).toBe(403);
+    const entries = (await ok(admin, 'GET', `/v1/audit-log?per_page=100&actor=${member.id}`)).items as Array<{
+      denied: boolean;
+      action: string;
+    }>;
+    // Before: nothing (the minute's 600 rows were spent by the flood; the member's refusal was only counted).
+    expect(entries.filter((e) => e.denied).map((e) => e.action)).toEqual(['GET /v1/organizations/:org_slug/audit-log']);
+    // The flood itself stays visible: past its budget, one row per route counts the other addresses.
+    const anonymous = (
+      await ok(admin, 'GET', `/v1/audit-log?per_page=100&action=${encodeURIComponent('POST /v1/integrations/github/hooks')}`)
+    ).items as Array<{
+      after: { aggregated?: string; repeated?: number } | null;
+    }>;
+    expect(anonymous.some((e) => e.after?.aggregated === 'addresses')).toBe(true);
+  }, 120_000);
+});
