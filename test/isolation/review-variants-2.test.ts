@@ -223,3 +223,22 @@ describe('refusals flooded from many addresses do not push members out of the au
     expect(anonymous.some((e) => e.after?.aggregated === 'addresses')).toBe(true);
   }, 120_000);
 });
+
+describe('login limits per IPv6 /64, not per address', () => {
+  it('failures on 20 accounts from 20 addresses of one /64 limit the next account from a 21st address of it', async () => {
+    const login = (i: number, address: string) =>
+      h.app.inject({
+        method: 'POST',
+        url: '/v1/auth/login',
+        remoteAddress: address,
+        payload: { email: `stuffed-${i}@example.com`, password: 'guess' },
+      });
+    // LOGIN_ADDRESS_MAX_ACCOUNTS is 20 by default.
+    for (let i = 0; i < 20; i++) expect((await login(i, `2001:db8:7:7::${(i + 1).toString(16)}`)).statusCode).toBe(401);
+    // Before: 401 (a fresh address of the same /64 started from nothing).
+    const next = await login(20, '2001:db8:7:7:ffff::1');
+    expect(next.statusCode, next.body).toBe(429);
+    // Another subscriber's /64 is not limited by it.
+    expect((await login(21, '2001:db8:7:8::1')).statusCode).toBe(401);
+  });
+});
