@@ -7,9 +7,13 @@ export type Colors = ReturnType<typeof createColors>;
 /** Escape sequences as terminals read them: CSI (`ESC [ … final`) and OSC/DCS/APC/PM/SOS strings (`ESC ] … BEL|ST`). */
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const ESCAPE_SEQUENCE = /\u001b\[[0-?]*[ -/]*[@-~]|\u001b[\]PX^_][^\u0007\u001b]*(?:\u0007|\u001b\\)?|\u001b[@-_]?/g;
-/** C0 controls but tab and newline, DEL, and the C1 controls (U+0080–U+009F: 8-bit CSI, OSC…). */
+/**
+ * C0 controls but tab and newline, DEL, the C1 controls (U+0080–U+009F: 8-bit CSI, OSC…), and
+ * the invisible format characters that reorder or hide text (zero-width, bidirectional
+ * embeddings, overrides and isolates, word joiners, BOM).
+ */
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
-const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g;
 
 /**
  * Text from the server (logs an application wrote, names, error messages) made safe to show:
@@ -130,7 +134,10 @@ export class Output {
  * `\u009b` is a CSI to terminals that read 8-bit controls.
  */
 export function jsonText(value: unknown, indent?: number): string {
-  return JSON.stringify(value, null, indent).replace(/[\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return JSON.stringify(value, null, indent).replace(
+    /[\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }
 
 function cell(value: unknown): string {

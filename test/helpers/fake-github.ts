@@ -43,10 +43,16 @@ export class FakeGitHub {
   /** The App's OAuth client (the setup flow exchanges a user's code with it). */
   readonly clientId = 'Iv1.fakeclient';
   readonly clientSecret = randomBytes(12).toString('hex');
-  /** Authorization codes GitHub would hand the setup URL: code → the installations that GitHub user reaches. */
+  /**
+   * Authorization codes GitHub would hand the setup URL: code → the installations that GitHub user
+   * reaches as an admin of the installation's account (each installation's account is the GitHub
+   * organization `acct-<id>`).
+   */
   readonly userCodes = new Map<string, number[]>();
-  /** User access tokens issued for codes: token → installations. */
-  private readonly userTokens = new Map<string, number[]>();
+  /** Codes of users who reach installations only as plain members of their accounts (read access to a repository). */
+  readonly readerCodes = new Map<string, number[]>();
+  /** User access tokens issued for codes: token → installations administered and merely reached. */
+  private readonly userTokens = new Map<string, { admin: number[]; reader: number[] }>();
   /** Requests refused, for assertions ("401 /git/..."). */
   readonly refused: string[] = [];
   private server!: Server;
@@ -110,21 +116,40 @@ export class FakeGitHub {
     // The OAuth code exchange lives on GitHub's web host (GITHUB_URL, here under /git).
     if (/^(\/git)?\/login\/oauth\/access_token$/.test(url.pathname) && req.method === 'POST') {
       const body = JSON.parse(await readBody(req)) as { client_id?: string; client_secret?: string; code?: string };
-      const installations = body.code ? this.userCodes.get(body.code) : undefined;
+      const admin = body.code ? this.userCodes.get(body.code) : undefined;
+      const reader = body.code ? this.readerCodes.get(body.code) : undefined;
       res.writeHead(200, { 'content-type': 'application/json' });
       if (body.client_id !== this.clientId || body.client_secret !== this.clientSecret)
         return res.end(JSON.stringify({ error: 'incorrect_client_credentials' }));
-      if (!installations) return res.end(JSON.stringify({ error: 'bad_verification_code' }));
+      if (!admin && !reader) return res.end(JSON.stringify({ error: 'bad_verification_code' }));
       this.userCodes.delete(body.code!);
+      this.readerCodes.delete(body.code!);
       const token = `ghu_${randomBytes(18).toString('hex')}`;
-      this.userTokens.set(token, installations);
+      this.userTokens.set(token, { admin: admin ?? [], reader: reader ?? [] });
       return res.end(JSON.stringify({ access_token: token, token_type: 'bearer' }));
     }
     if (url.pathname === '/user/installations' && req.method === 'GET') {
-      const installations = this.userTokens.get(/^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '');
-      if (!installations) return this.refuse(res, 401, url.pathname, 'Bad credentials');
+      const user = this.userTokens.get(/^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '');
+      if (!user) return this.refuse(res, 401, url.pathname, 'Bad credentials');
+      // GitHub lists every installation the user can read a repository of, administered or not.
+      const installations = [...user.admin, ...user.reader];
       res.writeHead(200, { 'content-type': 'application/json' });
-      return res.end(JSON.stringify({ total_count: installations.length, installations: installations.map((id) => ({ id })) }));
+      return res.end(
+        JSON.stringify({
+          total_count: installations.length,
+          installations: installations.map((id) => ({ id, account: { login: `acct-${id}`, type: 'Organization' } })),
+        }),
+      );
+    }
+    const membership = /^\/user\/memberships\/orgs\/acct-(\d+)$/.exec(url.pathname);
+    if (membership && req.method === 'GET') {
+      const user = this.userTokens.get(/^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '');
+      if (!user) return this.refuse(res, 401, url.pathname, 'Bad credentials');
+      const id = Number(membership[1]);
+      const role = user.admin.includes(id) ? 'admin' : user.reader.includes(id) ? 'member' : null;
+      if (!role) return this.refuse(res, 404, url.pathname, 'Not Found');
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return res.end(JSON.stringify({ state: 'active', role, organization: { login: `acct-${id}` } }));
     }
     const repoRoute = /^\/repos\/([^/]+\/[^/]+)\/(statuses\/([^/]+)|deployments|deployments\/(\d+)\/statuses)$/.exec(url.pathname);
     if (repoRoute && req.method === 'POST') {

@@ -40,8 +40,12 @@ export function appLogsRoutes(logs: AppLogsService) {
         },
       },
       async (request, reply) => {
-        await logs.authorize(currentUser(request).id, request.params.application_id);
-        await logs.follow(new SseStream(request, reply), request.params.application_id, request.query.process, lastEventId(request));
+        const userId = currentUser(request).id;
+        const applicationId = request.params.application_id;
+        await logs.authorize(userId, applicationId);
+        const stream = new SseStream(request, reply);
+        stream.recheck(() => logs.authorize(userId, applicationId));
+        await logs.follow(stream, applicationId, request.query.process, lastEventId(request));
       },
     );
   };

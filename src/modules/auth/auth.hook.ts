@@ -48,5 +48,7 @@ export function authenticationHook(auth: AuthService) {
       throw forbidden('Cross-origin requests authenticated by the session cookie cannot change anything; use an API key');
     }
     request.principal = principal;
+    // Long-lived responses (event streams) ask again: a revoked credential ends them.
+    request.reauthenticate = async () => (await identify(auth, request))?.credentialId === principal.credentialId;
   };
 }

@@ -6,6 +6,7 @@ import { hashToken, newToken } from '../../platform/crypto/tokens.js';
 import { isoOrNull, iso } from '../../platform/http/schemas.js';
 import { setAuditActor } from '../../platform/audit/request-audit.js';
 import type { Principal } from '../../platform/http/types.js';
+import { addressBlock } from '../../platform/net/address-block.js';
 import { UsersService } from '../users/index.js';
 import type { AuthRepository } from './auth.repository.js';
 import { CREDENTIALS_CHANNEL, CredentialCache } from './credential-cache.js';
@@ -58,7 +59,9 @@ export class AuthService {
    *   leaves that address only the accounts that signed in from it before: the others behind the
    *   same proxy keep signing in.
    */
-  async login(email: string, password: string, address: string) {
+  async login(email: string, password: string, clientAddress: string) {
+    // Limits count per IPv6 /64 (an address each would let one client rotate past them).
+    const address = addressBlock(clientAddress);
     const {
       LOGIN_MAX_ATTEMPTS: accountFree,
       LOGIN_FREE_ATTEMPTS: pairFree,

@@ -2,6 +2,7 @@ import { v7 as uuidv7 } from 'uuid';
 import type { AppContext } from '../../platform/context.js';
 import { AppError, forbidden } from '../../platform/errors.js';
 import { normalizeRepository } from '../../platform/github/github-api.js';
+import { hookOrganizations } from '../../platform/github/installation-links.js';
 import { GitHubInstallations, type InstallationPayload } from '../../platform/github/installations.js';
 import { verifySignature } from './signature.js';
 
@@ -24,6 +25,8 @@ export interface PullRequestHook {
   headRepository: string | null;
   /** The head is not the base repository itself: anyone on GitHub may have written it. */
   fromFork: boolean;
+  /** GitHub's `repository.private`: its hooks reach only the organization of its installation. */
+  repositoryPrivate: boolean;
 }
 
 /** What a hook can do beyond pushes (wired by the composition root). */
@@ -51,7 +54,8 @@ interface PushPayload {
   ref?: string;
   after?: string;
   deleted?: boolean;
-  repository?: { full_name?: string; clone_url?: string; ssh_url?: string; html_url?: string; git_url?: string };
+  repository?: { full_name?: string; private?: boolean; clone_url?: string; ssh_url?: string; html_url?: string; git_url?: string };
+  installation?: { id?: number };
 }
 
 /**
@@ -133,6 +137,7 @@ export class GithubHooksService {
       installationId: Number.isSafeInteger(payload.installation?.id) ? payload.installation!.id! : null,
       headRepository: payload.pull_request?.head?.repo?.full_name ?? null,
       fromFork: !sameRepository(repo, payload.pull_request?.head?.repo),
+      repositoryPrivate: repo.private === true,
     });
   }
 
@@ -165,11 +170,16 @@ export class GithubHooksService {
         .filter((v): v is string => Boolean(v))
         .map(normalizeRepository),
     );
+    const installationId = Number.isSafeInteger(push.installation?.id) ? push.installation!.id! : null;
+    const audience = await hookOrganizations(this.ctx.db, push.repository, installationId);
+    if (audience && audience.only === null) return triggered;
     const candidates = await this.ctx.db
-      .selectFrom('applications')
-      .select(['id', 'github_repository'])
-      .where('auto_deploy_branch', '=', branch)
-      .where('github_repository', 'is not', null)
+      .selectFrom('applications as a')
+      .innerJoin('projects as p', 'p.id', 'a.project_id')
+      .select(['a.id', 'a.github_repository'])
+      .where('a.auto_deploy_branch', '=', branch)
+      .where('a.github_repository', 'is not', null)
+      .$if(audience !== null, (q) => q.where('p.organization_id', '=', audience!.only!))
       .execute();
     for (const app of candidates) {
       if (!names.has(normalizeRepository(app.github_repository!))) continue;
@@ -184,7 +194,9 @@ export class GithubHooksService {
     const envTargets = await this.ctx.db
       .selectFrom('environments as e')
       .innerJoin('applications as a', 'a.project_id', 'e.project_id')
+      .innerJoin('projects as p', 'p.id', 'e.project_id')
       .select(['a.id', 'a.github_repository', 'e.id as environment_id'])
+      .$if(audience !== null, (q) => q.where('p.organization_id', '=', audience!.only!))
       .where('e.auto_deploy_branch', '=', branch)
       .where('e.slug', '!=', 'production')
       .where('e.deleted_at', 'is', null)

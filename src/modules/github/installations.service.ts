@@ -65,7 +65,9 @@ export class GitHubInstallationsService {
           'so GitHub can confirm who installed it',
       );
     if (!(await this.flow.userReaches(input.code, input.installation_id)))
-      throw forbidden(`GitHub does not list installation ${input.installation_id} among those the authorizing GitHub user can reach`);
+      throw forbidden(
+        `GitHub does not list installation ${input.installation_id} among those the authorizing GitHub user administers (as an admin of its GitHub organization, or as its user account)`,
+      );
     await linkInstallation(this.db, {
       installationId: input.installation_id,
       organizationId: claims.organizationId,

@@ -5,6 +5,7 @@ import { isoOrNull } from '../../platform/http/schemas.js';
 import { routeHostname } from '../../platform/edge/route-hostname.js';
 import { normalizeRepository } from '../../platform/github/github-api.js';
 import { previewConfiguration } from '../../platform/pipeline/index.js';
+import { hookOrganizations } from '../../platform/github/installation-links.js';
 import { deleteEnvironment, stopEnvironment } from '../environments/index.js';
 import { WorkspaceScope } from '../workspaces/index.js';
 import { PreviewsRepository } from './previews.repository.js';
@@ -26,6 +27,8 @@ export interface PullRequestEvent {
   headRepository: string | null;
   /** The head is a fork's: the preview gets only configuration marked for previews. */
   fromFork: boolean;
+  /** GitHub's `repository.private`: its hooks reach only the organization of its installation. */
+  repositoryPrivate?: boolean;
 }
 
 export interface PreviewSettingsInput {
@@ -133,11 +136,15 @@ export class PreviewsService {
     const opening = ['opened', 'reopened', 'synchronize'].includes(event.action);
     if (!opening && event.action !== 'closed') return results;
     const names = new Set(event.repositoryNames.map(normalizeRepository));
+    const audience = await hookOrganizations(this.db, { private: event.repositoryPrivate }, event.installationId);
+    if (audience && audience.only === null) return results;
     const candidates = await this.db
       .selectFrom('applications as a')
       .innerJoin('preview_settings as s', 's.project_id', 'a.project_id')
+      .innerJoin('projects as p', 'p.id', 'a.project_id')
       .select(['a.id', 'a.project_id', 'a.github_repository'])
       .where('a.github_repository', 'is not', null)
+      .$if(audience !== null, (q) => q.where('p.organization_id', '=', audience!.only!))
       .execute();
     const projects = new Map<string, string[]>();
     for (const app of candidates) {

@@ -24,8 +24,11 @@ export function streamsRoutes(streams: StreamsService, authorizeEnvDeploy: Autho
   const response = { 200: EventStream, ...commonErrorResponses };
   return async (app: App) => {
     const recordLog = (kind: LoggedRecord) => async (request: FastifyRequest, reply: FastifyReply, id: string) => {
-      await streams.authorizeRecord(currentUser(request).id, kind, id);
-      await streams.followRecordLog(new SseStream(request, reply), kind, id, lastEventId(request));
+      const userId = currentUser(request).id;
+      await streams.authorizeRecord(userId, kind, id);
+      const stream = new SseStream(request, reply);
+      stream.recheck(() => streams.authorizeRecord(userId, kind, id));
+      await streams.followRecordLog(stream, kind, id, lastEventId(request));
     };
     const imageLog = recordLog('images');
     const deploymentLog = recordLog('deployments');
@@ -94,9 +97,9 @@ export function streamsRoutes(streams: StreamsService, authorizeEnvDeploy: Autho
         const userId = currentUser(request).id;
         const params = request.params;
         await authorizeEnvDeploy(userId, params);
-        await streams.followEnvironmentDeploy(new SseStream(request, reply), params.deploy_id, lastEventId(request), () =>
-          authorizeEnvDeploy(userId, params),
-        );
+        const stream = new SseStream(request, reply);
+        stream.recheck(() => authorizeEnvDeploy(userId, params));
+        await streams.followEnvironmentDeploy(stream, params.deploy_id, lastEventId(request), () => authorizeEnvDeploy(userId, params));
       },
     );
 
@@ -117,8 +120,12 @@ export function streamsRoutes(streams: StreamsService, authorizeEnvDeploy: Autho
         },
       },
       async (request, reply) => {
-        await streams.authorizeApplication(currentUser(request).id, request.params.application_id);
-        await streams.followEvents(new SseStream(request, reply), request.params.application_id, lastEventId(request));
+        const userId = currentUser(request).id;
+        const applicationId = request.params.application_id;
+        await streams.authorizeApplication(userId, applicationId);
+        const stream = new SseStream(request, reply);
+        stream.recheck(() => streams.authorizeApplication(userId, applicationId));
+        await streams.followEvents(stream, applicationId, lastEventId(request));
       },
     );
   };

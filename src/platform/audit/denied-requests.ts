@@ -5,6 +5,14 @@ import type { RequestAudit } from './request-audit.js';
 
 /** New denial rows per process and minute at most; past it denials are only counted (and warned about). */
 const MAX_ROWS_PER_MINUTE = 600;
+/**
+ * New rows a minute for refusals without a user (by address), all addresses together: an
+ * attacker rotating addresses (an IPv6 prefix holds billions) must not spend the budget that
+ * records members' refusals. Past it, one row per route counts them all.
+ */
+const ANONYMOUS_ROWS_PER_MINUTE = 100;
+/** New rows a minute per user; past it, that user's refusals on further routes are counted in one row. */
+const ROWS_PER_USER_PER_MINUTE = 50;
 /** How often the repeats of a denial are added to its row. */
 const FLUSH_EVERY_MS = 5000;
 
@@ -24,6 +32,8 @@ export class DeniedRequests {
   private minute = 0;
   private rows = 0;
   private uncounted = 0;
+  private anonymousRows = 0;
+  private readonly rowsPerUser = new Map<string, number>();
   private aggregates = new Map<string, Aggregate>();
   private timer: NodeJS.Timeout | null = null;
 
@@ -40,10 +50,20 @@ export class DeniedRequests {
       this.minute = now;
       this.rows = 0;
       this.uncounted = 0;
+      this.anonymousRows = 0;
+      this.rowsPerUser.clear();
       this.aggregates = new Map();
     }
     const actor = audit.actor;
-    const key = `${actor.userId ?? `address:${audit.request.clientAddress}`}|${audit.request.method} ${audit.request.route}`;
+    const route = `${audit.request.method} ${audit.request.route}`;
+    let key = `${actor.userId ?? `address:${audit.request.clientAddress}`}|${route}`;
+    /** A row that counts an actor's overflow: bounded by routes (anonymous) or users, so outside the cap. */
+    let overflow = false;
+    if (!this.aggregates.has(key)) {
+      if (!actor.userId && this.anonymousRows >= ANONYMOUS_ROWS_PER_MINUTE) [key, overflow] = [`anonymous|${route}`, true];
+      else if (actor.userId && (this.rowsPerUser.get(actor.userId) ?? 0) >= ROWS_PER_USER_PER_MINUTE)
+        [key, overflow] = [`${actor.userId}|*`, true];
+    }
     const seen = this.aggregates.get(key);
     if (seen) {
       seen.pending++;
@@ -53,15 +73,21 @@ export class DeniedRequests {
       }, FLUSH_EVERY_MS).unref();
       return;
     }
-    if (this.rows >= MAX_ROWS_PER_MINUTE) {
-      this.uncounted++;
-      return;
+    if (!overflow) {
+      if (this.rows >= MAX_ROWS_PER_MINUTE) {
+        this.uncounted++;
+        return;
+      }
+      this.rows++;
+      if (actor.userId) this.rowsPerUser.set(actor.userId, (this.rowsPerUser.get(actor.userId) ?? 0) + 1);
+      else this.anonymousRows++;
     }
-    this.rows++;
     const aggregate: Aggregate = { rowId: null, pending: 0 };
     this.aggregates.set(key, aggregate);
     audit.denied = true;
-    Object.assign(audit.change, { after: { status: 403, message: message.slice(0, 500) } });
+    Object.assign(audit.change, {
+      after: { status: 403, message: message.slice(0, 500), ...(overflow ? { aggregated: actor.userId ? 'routes' : 'addresses' } : {}) },
+    });
     const { sql, values } = auditInsert(audit);
     const result = await this.db.executeQuery<{ id: number }>(CompiledQuery.raw(sql, values));
     aggregate.rowId = Number(result.rows[0]!.id);

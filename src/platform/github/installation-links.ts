@@ -18,6 +18,23 @@ export async function installationOrganization(db: Db, installationId: number): 
   return row?.organization_id ?? null;
 }
 
+/**
+ * Which organizations a signed GitHub hook about a repository may act for. GitHub signs every
+ * hook with the site's one secret and names a repository, not an organization, and any member
+ * can name any repository in an application: a hook about a private repository therefore
+ * reaches only the organization its installation (`installation.id`) is linked to, so no other
+ * organization learns its commits, branches or pull requests, nor builds them. Null: any
+ * organization (a public repository's hooks tell nothing that is not public).
+ */
+export async function hookOrganizations(
+  db: Db,
+  repository: { private?: unknown },
+  installationId: number | null,
+): Promise<{ only: string | null } | null> {
+  if (repository.private !== true) return null;
+  return { only: installationId === null ? null : await installationOrganization(db, installationId) };
+}
+
 /** Whether the installation is linked to this organization (what a worker checks before using it). */
 export async function isInstallationOf(db: Db, installationId: number, organizationId: string): Promise<boolean> {
   return (await installationOrganization(db, Number(installationId))) === organizationId;

@@ -72,7 +72,12 @@ export class GitHubSetupFlow {
     return { organizationId: claims.o, userId: claims.u };
   }
 
-  /** Whether the GitHub user who authorized `code` can reach the installation (403 when GitHub refuses the code). */
+  /**
+   * Whether the GitHub user who authorized `code` administers the installation (403 when GitHub
+   * refuses the code). GitHub lists an installation to every user who can read one of its
+   * repositories (`GET /user/installations`), which is no right to all of them: the user must
+   * be an admin of the installation's GitHub organization, or be its user account.
+   */
   async userReaches(code: string, installationId: number): Promise<boolean> {
     this.requireConfigured();
     const exchanged = await this.call<{ access_token?: string; error?: string; error_description?: string }>(
@@ -92,19 +97,39 @@ export class GitHubSetupFlow {
         `GitHub did not accept the authorization code (${exchanged.error ?? 'no token'}): install the App again from the setup link`,
       );
     }
+    const auth = { headers: { authorization: `Bearer ${exchanged.access_token}` } };
     for (let page = 1; page <= MAX_PAGES; page++) {
-      const listed = await this.call<{ installations?: Array<{ id?: number }> }>(
+      const listed = await this.call<{ installations?: Array<{ id?: number; account?: { login?: string; type?: string } }> }>(
         `${base(this.settings.GITHUB_API_URL)}/user/installations?per_page=100&page=${page}`,
-        { headers: { authorization: `Bearer ${exchanged.access_token}` } },
+        auth,
       );
-      const ids = (listed.installations ?? []).map((i) => i.id);
-      if (ids.includes(installationId)) return true;
-      if (ids.length < 100) return false;
+      const installations = listed.installations ?? [];
+      const found = installations.find((i) => i.id === installationId);
+      if (found) return this.administers(found.account, auth);
+      if (installations.length < 100) return false;
     }
     return false;
   }
 
-  private async call<T>(url: string, init: RequestInit): Promise<T> {
+  /** Whether the token's user is the installation's user account, or an active admin of its organization. */
+  private async administers(account: { login?: string; type?: string } | undefined, auth: RequestInit): Promise<boolean> {
+    const login = account?.login;
+    if (!login) return false;
+    const api = base(this.settings.GITHUB_API_URL);
+    if (account.type === 'User') {
+      const user = await this.call<{ login?: string }>(`${api}/user`, auth);
+      return typeof user.login === 'string' && user.login.toLowerCase() === login.toLowerCase();
+    }
+    if (account.type !== 'Organization') return false;
+    const membership = await this.call<{ state?: string; role?: string } | null>(
+      `${api}/user/memberships/orgs/${encodeURIComponent(login)}`,
+      auth,
+      { notFound: null },
+    );
+    return membership?.state === 'active' && membership.role === 'admin';
+  }
+
+  private async call<T>(url: string, init: RequestInit, options: { notFound?: T } = {}): Promise<T> {
     let res: Response;
     try {
       res = await fetch(url, {
@@ -115,6 +140,7 @@ export class GitHubSetupFlow {
     } catch (err) {
       throw new AppError('UNAVAILABLE', `Could not reach GitHub (${(err as Error).message})`);
     }
+    if (res.status === 404 && 'notFound' in options) return options.notFound as T;
     const body = (await res.json().catch(() => ({}))) as T & { message?: string };
     if (res.status === 401 || res.status === 403 || res.status === 404)
       throw forbidden(`GitHub refused the user authorization (${res.status}${body.message ? `: ${body.message}` : ''})`);

@@ -2,6 +2,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 
 /** Comment line sent while nothing else is, so proxies and clients keep the connection. */
 export const HEARTBEAT_MS = 15_000;
+/** How often an open stream asks again whether its reader may still read it. */
+export const ACCESS_RECHECK_MS = 5_000;
 
 export interface SseEvent {
   id: string | number;
@@ -63,6 +65,30 @@ export class SseStream {
   onClose(cleanup: () => void): void {
     if (this.closed) cleanup();
     else this.cleanups.push(cleanup);
+  }
+
+  /**
+   * Asks `check` again every `everyMs` while the stream is open and ends the stream when it
+   * throws or the request's credential no longer authenticates (`reauthenticate`): access is
+   * checked when a stream opens, and a member removed from the organization, or a deleted API
+   * key, must not keep reading its records over a connection opened before.
+   */
+  recheck(check: () => Promise<unknown>, everyMs = ACCESS_RECHECK_MS): void {
+    let checking = false;
+    const timer = setInterval(() => {
+      if (checking || this.closed) return;
+      checking = true;
+      Promise.all([check(), this.request.reauthenticate?.() ?? true])
+        .then(([, signedIn]) => {
+          if (!signedIn) this.end();
+        })
+        .catch(() => this.end())
+        .finally(() => {
+          checking = false;
+        });
+    }, everyMs);
+    timer.unref();
+    this.onClose(() => clearInterval(timer));
   }
 
   send(event: SseEvent): void {

@@ -25,6 +25,8 @@ export interface Principal {
 declare module 'fastify' {
   interface FastifyRequest {
     principal?: Principal;
+    /** Whether the request's credential still names its principal (a key deleted or a session ended since: false). */
+    reauthenticate?: () => Promise<boolean>;
   }
   interface FastifyContextConfig {
     /** Reachable without credentials (decisions.md lists which). */
