@@ -195,9 +195,11 @@ describe.skipIf(!!missing)('forged access-log lines (EDGE_DRIVER=caddy)', () => 
       const write = async (text: string | Buffer) => {
         if (!channel.write(text)) await once(channel, 'drain');
       };
-      const forged = (host: string) =>
-        JSON.stringify({ request: { host, method: 'GET', uri: '/', remote_ip: '192.0.2.66' }, status: 500, duration: 0.001 });
+      const forged = (host: string, status = 500) =>
+        JSON.stringify({ request: { host, method: 'GET', uri: '/', remote_ip: '192.0.2.66' }, status, duration: 0.001 });
       for (let i = 0; i < 200; i++) await write(`${forged('nobody-serves-this.example')}\n`);
+      // A fully qualified spelling of the victim's name (Caddy's catch-all may answer it) pads nobody's good answers.
+      for (let i = 0; i < 200; i++) await write(`${forged(`${victimHost}.`, 200)}\n`);
       for (let i = 0; i < 200; i++) await write(`{"request":{"host":"${victimHost}"},"status":"500"}\n`);
       for (let i = 0; i < 8; i++) await write(Buffer.alloc(1024 * 1024, '5'));
       await write(`\n`);
@@ -237,7 +239,7 @@ describe.skipIf(!!missing)('forged access-log lines (EDGE_DRIVER=caddy)', () => 
     );
     expect(rows.reduce((n, m) => n + m.status['5xx']!, 0)).toBe(0);
     const drops = driver().accessLogDrops;
-    expect(drops.unknown_host - before.unknown_host).toBeGreaterThanOrEqual(200);
+    expect(drops.unknown_host - before.unknown_host).toBeGreaterThanOrEqual(400);
     expect(drops.malformed - before.malformed).toBeGreaterThanOrEqual(200);
     expect(drops.oversized - before.oversized).toBe(1);
     // The victim's application still answers, and the platform does.

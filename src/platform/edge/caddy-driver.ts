@@ -246,6 +246,12 @@ export class CaddyDriver implements EdgeDriver {
    */
   private counted(entry: CaddyAccessEntry) {
     const request = entry.request;
+    // A fully qualified name (`app.example.`) may not be what Caddy routed to the application (its
+    // catch-all answers it): counting it for the route would let anyone pad a route's good answers.
+    if (/\.(:\d+)?$/.test(request.host.trim())) {
+      this.dropped('unknown_host');
+      return;
+    }
     const requested = this.normalizedHost(request.host);
     const upstream = this.owners.get(this.directory?.route(requested)?.routeHostname ?? requested);
     if (!upstream) {
