@@ -97,8 +97,8 @@ describe.skipIf(!!missing)('the pipeline with RUNTIME=kubernetes (fake API serve
   let firstDeployment: string;
 
   it('builds and pushes, then deploys through the HTTP API: records as with the local runtime', async () => {
-    const { detail } = await buildAndWait(h, t);
-    expect(detail.built).toBe(true);
+    const { detail, log } = await buildAndWait(h, t);
+    expect(detail.built, log.log_text.slice(-1500)).toBe(true);
     const chain = await api('POST', `/applications/${t.appId}/deploy`);
     expect(chain.status, JSON.stringify(chain.body)).toBe(202);
     const deployment = await waitFor(

@@ -159,7 +159,7 @@ export class BuildahBuilder implements Builder {
     args: string[],
     what: string,
     input: Pick<BuildInput, 'signal' | 'log'>,
-    opts: { onLine?: (l: string) => void; deadline?: number; writable?: string[] } = {},
+    opts: { onLine?: (l: string) => void; deadline?: number; writable?: string[]; network?: PushNetwork } = {},
   ): Promise<CommandResult> {
     if (!this.buildah) throw new BuildError(BUILDAH_MISSING);
     const remaining = opts.deadline ? opts.deadline - Date.now() : undefined;
@@ -169,6 +169,7 @@ export class BuildahBuilder implements Builder {
       timeoutMs: remaining,
       onLine: opts.onLine,
       writable: opts.writable,
+      network: opts.network,
     });
     if (input.signal.aborted) throw new BuildError('build interrupted: the server is stopping');
     if (result.signal === 'SIGKILL' && opts.deadline && Date.now() >= opts.deadline)
@@ -185,14 +186,20 @@ export class BuildahBuilder implements Builder {
   }
 
   /** Runs a program in the workspace: in the application's sandbox when it has one, else as we are. */
-  private async exec(ws: Workspace, file: string, args: string[], options: RunOptions & { writable?: string[] }): Promise<CommandResult> {
-    const { writable = [], ...runOptions } = options;
+  private async exec(
+    ws: Workspace,
+    file: string,
+    args: string[],
+    options: RunOptions & { writable?: string[]; network?: PushNetwork },
+  ): Promise<CommandResult> {
+    const { writable = [], network, ...runOptions } = options;
     if (!ws.sandboxed || !this.options.sandbox) return run(file, args, runOptions);
     const prepared = await this.options.sandbox.prepare({
       applicationId: ws.sandboxed.applicationId,
       name: `${ws.sandboxed.label}-${randomBytes(4).toString('hex')}`,
       command: [file, ...args].map(shellQuote).join(' '),
       view: { cwd: ws.sandboxed.cwd, writable: [...ws.sandboxed.writable, ...writable], mappedRoot: true },
+      ...(network ? { network } : {}),
     });
     try {
       const result = await runSandboxed(prepared, { ...runOptions, cwd: ws.sandboxed.cwd, env: SANDBOX_ENV });
@@ -544,7 +551,7 @@ export class BuildahBuilder implements Builder {
         ],
         `pushing to ${reference}`,
         input,
-        { deadline, onLine: (l) => input.log.line(l), writable: [dir] },
+        { deadline, onLine: (l) => input.log.line(l), writable: [dir], network: await pushNetwork(registry) },
       );
       const digest = await readOutputFile(dir, 'digest');
       if (!/^sha256:[0-9a-f]{64}$/.test(digest)) throw new BuildError(`pushing to ${reference} gave no valid manifest digest`);
@@ -559,6 +566,31 @@ export class BuildahBuilder implements Builder {
     if (!command) throw new BuildError('The image has no CMD or ENTRYPOINT and the context has no Procfile: add one of them');
     return { web: { cmd: command, env: {} } };
   }
+}
+
+/** The network of a push: the platform's own command (no member code runs in it). */
+type PushNetwork = { outbound: boolean; hostLoopbackPorts?: number[] };
+
+const isLoopbackHost = (hostname: string) => hostname === 'localhost' || /^127\./.test(hostname) || hostname === '[::1]';
+const portOf = (url: URL) => Number(url.port) || (url.protocol === 'http:' ? 80 : 443);
+
+/**
+ * A push always goes out (to the platform's registry, whatever the organization's outbound
+ * setting). The push's namespace has its own loopback, so a registry on this machine's loopback,
+ * and the token service its challenge names when that is on loopback too (the platform's API),
+ * are reached through their ports forwarded into it: nothing else of the host's loopback.
+ */
+export async function pushNetwork(registry: Pick<RegistryTarget, 'host' | 'insecure'>): Promise<PushNetwork> {
+  const base = new URL(`${registry.insecure ? 'http' : 'https'}://${registry.host}`);
+  const ports = new Set<number>();
+  if (isLoopbackHost(base.hostname)) ports.add(portOf(base));
+  const challenge = await fetch(new URL('/v2/', base), { signal: AbortSignal.timeout(5000) })
+    .then((r) => r.headers.get('www-authenticate') ?? '')
+    .catch(() => '');
+  const realm = /realm="([^"]+)"/i.exec(challenge)?.[1];
+  const realmUrl = realm && URL.canParse(realm) ? new URL(realm) : null;
+  if (realmUrl && isLoopbackHost(realmUrl.hostname)) ports.add(portOf(realmUrl));
+  return ports.size > 0 ? { outbound: true, hostLoopbackPorts: [...ports] } : { outbound: true };
 }
 
 async function isRealDirectory(path: string): Promise<boolean> {

@@ -7,6 +7,11 @@ export interface SandboxNetwork {
   outbound: boolean;
   /** A web instance: the host's loopback `hostPort` reaches `port` on the sandbox's loopback. */
   forward?: { hostPort: number; port: number };
+  /**
+   * Ports of the host's loopback the sandbox reaches at the same port on its own loopback. Only for
+   * a platform command that runs no member code (buildah pushing to a registry on this machine).
+   */
+  hostLoopbackPorts?: number[];
 }
 
 /** The address forwards listen on: the edge and the health checks dial it, nothing else can. */
@@ -33,7 +38,8 @@ export interface NetworkHelper {
  * namespace's loopback). Resolves once the namespace is configured.
  */
 export async function attachNetwork(childPid: number, uid: number, network: SandboxNetwork): Promise<NetworkHelper | null> {
-  if (!network.outbound && !network.forward) return null;
+  const toHost = network.hostLoopbackPorts ?? [];
+  if (!network.outbound && !network.forward && toHost.length === 0) return null;
   const args = [
     '--foreground',
     '--quiet',
@@ -44,9 +50,9 @@ export async function attachNetwork(childPid: number, uid: number, network: Sand
     network.forward ? `${FORWARD_HOST}/${network.forward.hostPort}:${network.forward.port}` : 'none',
     '--udp-ports',
     'none',
-    // Nothing of the host's loopback is forwarded into the namespace.
+    // Nothing of the host's loopback is forwarded into the namespace (but a platform command's registry).
     '--tcp-ns',
-    'none',
+    toHost.length > 0 ? toHost.join(',') : 'none',
     '--udp-ns',
     'none',
     '--userns',
@@ -94,6 +100,7 @@ function describeExit(code: number | null, signal: NodeJS.Signals | null, stderr
 async function configured(childPid: number, network: SandboxNetwork): Promise<boolean> {
   if (network.outbound && !(await hasDefaultRoute(childPid))) return false;
   if (network.forward && !(await hostListens(network.forward.hostPort))) return false;
+  for (const port of network.hostLoopbackPorts ?? []) if (!(await listensOn(`/proc/${childPid}/net/tcp`, port))) return false;
   return true;
 }
 
@@ -104,8 +111,12 @@ async function hasDefaultRoute(pid: number): Promise<boolean> {
   return v6.split('\n').some((line) => line.startsWith(`${'0'.repeat(32)} 00 `) && !line.trimEnd().endsWith(' lo'));
 }
 
-async function hostListens(port: number): Promise<boolean> {
-  const table = await readFile('/proc/net/tcp', 'utf8').catch(() => '');
+function hostListens(port: number): Promise<boolean> {
+  return listensOn('/proc/net/tcp', port);
+}
+
+async function listensOn(tcpTable: string, port: number): Promise<boolean> {
+  const table = await readFile(tcpTable, 'utf8').catch(() => '');
   const local = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`;
   return table.split('\n').some((line) => {
     const fields = line.trim().split(/\s+/);

@@ -39,7 +39,7 @@ export interface SandboxRequest {
   view: SandboxView;
   limits?: Omit<CgroupLimits, 'pids'>;
   /** A web instance's forward; `outbound` defaults to the site's setting. */
-  network?: { outbound?: boolean; forward?: SandboxNetwork['forward'] };
+  network?: { outbound?: boolean; forward?: SandboxNetwork['forward']; hostLoopbackPorts?: number[] };
 }
 
 /** A ready sandbox: spawn `file args` (as root: the launcher joins the cgroup, then drops to `uid`). */
@@ -137,6 +137,7 @@ export class Sandbox {
     const network: SandboxNetwork = {
       outbound: request.network?.outbound ?? (await this.options.outboundOf?.(request.applicationId)) ?? this.options.outbound ?? true,
       ...(request.network?.forward ? { forward: request.network.forward } : {}),
+      ...(request.network?.hostLoopbackPorts ? { hostLoopbackPorts: request.network.hostLoopbackPorts } : {}),
     };
     return { file: '/bin/sh', args, uid, cgroup, limits, innerUid: inner.uid, innerGid: inner.gid, network };
   }
