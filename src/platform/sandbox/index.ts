@@ -15,6 +15,8 @@ export function createSandbox(config: Config, db: Db): Sandbox | null {
     uids: new DatabaseUids(db, parseUidRange(config.SANDBOX_UID_RANGE)),
     pidsMax: config.SANDBOX_PIDS_MAX,
     cgroups: { root: config.CGROUP_ROOT, version: config.CGROUP_VERSION },
+    // Covered inside every sandbox when they lie below a system directory it binds (/opt, /usr, /etc).
+    hiddenPaths: [config.dataDir, ...(config.BUILDAH_STORAGE_ROOT ? [config.BUILDAH_STORAGE_ROOT] : []), process.cwd()],
   });
 }
 

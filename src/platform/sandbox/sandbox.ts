@@ -18,6 +18,8 @@ export interface SandboxOptions {
   pidsMax: number;
   /** Where the cgroup hierarchy is (default: found below /sys/fs/cgroup, v2 preferred). */
   cgroups?: CgroupSettings;
+  /** The platform's own directories no sandbox may see (see SandboxView.hidden). */
+  hiddenPaths?: string[];
 }
 
 export interface SandboxRequest {
@@ -106,7 +108,7 @@ export class Sandbox {
       // A mapped root needs its namespace's capabilities after exec; outside, setuid programs stay inert (no new privileges).
       ...(request.view.mappedRoot ? [] : ['--bounding-set=-all']),
       'bwrap',
-      ...bwrapArguments(request.view),
+      ...bwrapArguments({ ...request.view, hidden: [...(request.view.hidden ?? []), ...(this.options.hiddenPaths ?? [])] }),
       '/bin/sh',
       '-c',
       request.command,
