@@ -180,3 +180,26 @@ describe.skipIf(missing)("the platform's data directory below a system directory
     expect(attackerBuild.log.log_text).not.toContain(victim.appId);
   }, 300_000);
 });
+
+/**
+ * Class 5 variant: the disk quota counted apparent bytes only, so a build that makes a
+ * hundred thousand empty files stayed at a few KiB of "usage" while using up the host's
+ * inodes (every organization's writes then fail). Each entry now counts one block.
+ */
+describe.skipIf(missing)('disk quota and empty files', () => {
+  it('counts every file toward the quota, so empty files cannot fill the host unseen', async () => {
+    const EMPTY_FILES = 20_000;
+    const r = new TestRepo();
+    repos.push(r);
+    r.commit({
+      'slipway.json': JSON.stringify({ build: `mkdir empty && cd empty && seq -f 'e%05g' 1 ${EMPTY_FILES} | xargs touch` }),
+      Procfile: 'web: sleep 1000\n',
+    });
+    const t = await createApp(h, { github_repository: r.dir });
+    const built = await buildAndWait(h, t);
+    expect(built.detail.built, built.log.log_text).toBe(true);
+    const usage = await h.app.inject({ method: 'GET', url: `/v1/organizations/${t.orgSlug}/usage`, headers: t.user.headers });
+    expect(usage.statusCode, usage.body).toBe(200);
+    expect(usage.json().bytes.artifacts).toBeGreaterThanOrEqual(EMPTY_FILES * 4096);
+  }, 300_000);
+});
