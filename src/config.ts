@@ -108,6 +108,10 @@ const EnvSchema = Type.Object({
   SANDBOX_UID_RANGE: Type.String({ default: '200000-299999', pattern: '^\\s*\\d+\\s*-\\s*\\d+\\s*$' }),
   /** Most processes and threads one sandboxed instance or build may have at once. */
   SANDBOX_PIDS_MAX: Type.Integer({ minimum: 16, maximum: 1_000_000, default: 1024 }),
+  /** Memory one sandboxed build step may use (its private /tmp included); past it the build fails as out of memory. */
+  BUILD_MEMORY_MB: Type.Integer({ minimum: 32, maximum: 1_048_576, default: 4096 }),
+  /** CPU one sandboxed build step may use, in millicores (1000 = one core); 0: no limit. */
+  BUILD_CPU_MILLICORES: Type.Integer({ minimum: 0, maximum: 1_024_000, default: 0 }),
   /** Mount point of the cgroup hierarchy the sandbox limits are applied with (v2 there or at `<root>/unified`, else v1 below it). */
   CGROUP_ROOT: Type.String({ default: '/sys/fs/cgroup', minLength: 1 }),
   /** `auto`: cgroup v2 when it offers memory, cpu and pids, else v1; `1` or `2`: only that version (fail closed otherwise). */

@@ -67,7 +67,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
   // Pipeline build stage: builders in order of preference (the source builder accepts anything).
   // A context with a Dockerfile goes to buildah (which says what to install when it is missing).
   // Both run a member's build steps in the application's sandbox (unless RUNTIME_ISOLATION=none).
-  const buildSandbox = createSandbox(ctx.config, ctx.db);
+  const buildSandbox = createSandbox(ctx.config, ctx.db, { forBuilds: true });
   const buildah = createBuildahBuilder(ctx.config, buildSandbox);
   // Disk use per organization, its quota (new builds refused over it) and garbage collection (issue 27, class 5).
   const storage = new StorageService(ctx, repos.storage, organizations, {

@@ -46,6 +46,7 @@ beforeAll(async () => {
       PIPELINE_CONCURRENCY: 4,
       PIPELINE_ORG_CONCURRENCY: 4,
       PIPELINE_USER_CONCURRENCY: 4,
+      BUILD_MEMORY_MB: 128,
     },
     { jobs: true, runtime: true },
   );
@@ -201,5 +202,28 @@ describe.skipIf(missing)('disk quota and empty files', () => {
     const usage = await h.app.inject({ method: 'GET', url: `/v1/organizations/${t.orgSlug}/usage`, headers: t.user.headers });
     expect(usage.statusCode, usage.body).toBe(200);
     expect(usage.json().bytes.artifacts).toBeGreaterThanOrEqual(EMPTY_FILES * 4096);
+  }, 300_000);
+});
+
+/**
+ * Class 5 variant: builds named no memory limit (only instances had their pod class's), so
+ * one build step, or the tmpfs /tmp every sandbox gets, could take the host's memory and the
+ * platform and its database with it. Each build step now runs under BUILD_MEMORY_MB.
+ */
+describe.skipIf(missing)('memory of a build', () => {
+  it('stops a build step past the build memory limit, says so, and the platform keeps answering', async () => {
+    const r = new TestRepo();
+    repos.push(r);
+    // 400 MiB in the private /tmp (a tmpfs: memory), well past the test's 128 MiB limit.
+    r.commit({
+      'slipway.json': JSON.stringify({ build: 'head -c 419430400 /dev/zero > /tmp/fill && echo FILLED-$((1 + 1))' }),
+      Procfile: 'web: sleep 1000\n',
+    });
+    const t = await createApp(h, { github_repository: r.dir });
+    const built = await buildAndWait(h, t);
+    expect(built.detail.built, built.log.log_text).toBe(false);
+    expect(built.log.log_text).not.toContain('FILLED-2');
+    expect(built.detail.error_detail).toContain('ran out of memory');
+    expect((await h.app.inject({ method: 'GET', url: `/v1/images/${t.appId}`, headers: t.user.headers })).statusCode).toBe(200);
   }, 300_000);
 });

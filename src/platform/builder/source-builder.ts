@@ -133,7 +133,12 @@ export class SourceBuilder implements Builder {
       view: { cwd: dir, writable: [dir, cacheDir] },
     });
     try {
-      return await run(sandbox.file, sandbox.args, options);
+      const result = await run(sandbox.file, sandbox.args, options);
+      // Killed by its control group's memory limit (BUILD_MEMORY_MB): say so rather than "signal SIGKILL".
+      if (result.code !== 0 && (await sandbox.cgroup.oomKills().catch(() => 0)) > 0) {
+        throw new BuildError(`build command "${command.display}" ran out of memory (the build memory limit, BUILD_MEMORY_MB)`);
+      }
+      return result;
     } finally {
       await sandbox.cgroup.remove();
     }

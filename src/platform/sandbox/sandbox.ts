@@ -18,6 +18,8 @@ export interface SandboxOptions {
   pidsMax: number;
   /** Where the cgroup hierarchy is (default: found below /sys/fs/cgroup, v2 preferred). */
   cgroups?: CgroupSettings;
+  /** Memory and CPU of a request that names none (builds: BUILD_MEMORY_MB, BUILD_CPU_MILLICORES). */
+  defaultLimits?: Omit<CgroupLimits, 'pids'>;
   /** The platform's own directories no sandbox may see (see SandboxView.hidden). */
   hiddenPaths?: string[];
 }
@@ -92,7 +94,7 @@ export class Sandbox {
       await ownedBy(dir, uid);
       await reachable(dir);
     }
-    const cgroup = await hierarchy.create(request.name, { ...request.limits, pids: this.options.pidsMax });
+    const cgroup = await hierarchy.create(request.name, { ...(request.limits ?? this.options.defaultLimits), pids: this.options.pidsMax });
     const args = [
       '-c',
       LAUNCHER,
