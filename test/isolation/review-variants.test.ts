@@ -47,6 +47,7 @@ beforeAll(async () => {
       PIPELINE_ORG_CONCURRENCY: 4,
       PIPELINE_USER_CONCURRENCY: 4,
       BUILD_MEMORY_MB: 128,
+      STORAGE_SWEEP_SECONDS: 10,
     },
     { jobs: true, runtime: true },
   );
@@ -73,13 +74,13 @@ import os, sys, time
 if os.path.isdir('app'):
     os.chdir('app')
 sentinels = ['bait/f%05d' % i for i in range(64)]
-deadline = time.time() + 120
+deadline = time.time() + 20
 while all(os.path.lexists(s) for s in sentinels) and time.time() < deadline:
     pass
 os.rename('bait', 'bait.moved')
 os.symlink(sys.argv[1], 'bait')
 print('swapped', flush=True)
-time.sleep(30)
+time.sleep(2)
 `;
 
 describe.skipIf(missing)('garbage collection while a tenant process still writes the collected tree', () => {
@@ -139,10 +140,9 @@ describe.skipIf(missing)('garbage collection while a tenant process still writes
       { timeout: 200_000, every: 500 },
     );
 
-    // Whether the one-off started before v1 was marked collected (and raced the removal) or was
-    // refused after it depends on timing: either way, nothing outside the artifact is touched.
+    // The one-off kept its release until it ended (it ran to the end, on v1); the sweep collected v1 afterwards.
     const ran = (await h.app.inject({ method: 'GET', url: `/v1/runs/${run.json().id}`, headers: t.user.headers })).json();
-    expect(['failed', 'succeeded', 'timed_out']).toContain(ran.status);
+    expect(ran.status, JSON.stringify(ran)).toBe('succeeded');
     // Every host file is still there: the removal never went through the tenant's link.
     expect(readdirSync(join(canary, 'files')).length).toBe(BAIT_FILES);
   }, 300_000);
