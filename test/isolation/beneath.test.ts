@@ -1,5 +1,16 @@
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,6 +25,7 @@ import {
   type TreeEntry,
 } from '../../src/platform/fs/beneath.js';
 import { directoryDigest } from '../../src/platform/builder/digest.js';
+import { removeTreeBeneath } from '../../src/platform/storage/disk-usage.js';
 
 /**
  * The guarded opener privileged code uses on tenant-writable trees (issue 27, class 1): no
@@ -163,4 +175,50 @@ describe('opening paths beneath a tenant-writable root', () => {
     expect(statSync(outside).mode & 0o777).toBe(before);
     expect(readFileSync(join(outside, 'secret.key'), 'utf8')).toBe(SECRET);
   });
+});
+
+describe('removing a tree a tenant process may still be writing', () => {
+  const FILES = 3000;
+  const names = Array.from({ length: FILES }, (_, i) => `f${String(i).padStart(4, '0')}`);
+
+  it("removes a directory swapped for a symlink mid-removal as a link, never the link target's files", async () => {
+    const base = mkdtempSync(join(tmpdir(), 'slipway-remove-'));
+    try {
+      const tree = join(base, 'images', 'app', '7');
+      const hostFiles = join(base, 'host');
+      mkdirSync(join(tree, 'app', 'bait'), { recursive: true });
+      mkdirSync(hostFiles);
+      for (const name of names) {
+        writeFileSync(join(tree, 'app', 'bait', name), '');
+        writeFileSync(join(hostFiles, name), 'host file');
+      }
+      // The tenant: as soon as a file of bait/ is gone, bait/ becomes a link to the host's files.
+      const swapper = spawn('python3', [
+        '-c',
+        `import os, sys, time
+bait = sys.argv[1]
+while all(os.path.lexists(os.path.join(bait, 'f%04d' % i)) for i in range(0, ${FILES}, 50)):
+    pass
+os.rename(bait, bait + '.moved')
+os.symlink(sys.argv[2], bait)
+print('swapped', flush=True)`,
+        join(tree, 'app', 'bait'),
+        hostFiles,
+      ]);
+      const exited = new Promise((resolve) => swapper.on('exit', resolve));
+      let out = '';
+      swapper.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await removeTreeBeneath(join(base, 'images', 'app'), tree).catch(() => {});
+      await exited;
+      expect(out).toContain('swapped');
+      expect(readdirSync(hostFiles)).toHaveLength(FILES);
+      // What the tenant left (the moved directory, the link) goes on the next pass; the link's target stays.
+      await removeTreeBeneath(join(base, 'images', 'app'), tree);
+      expect(existsSync(tree)).toBe(false);
+      expect(readdirSync(hostFiles)).toHaveLength(FILES);
+    } finally {
+      rmSync(base, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

@@ -29,8 +29,8 @@ export interface CollectedImage {
  * Kept: the newest built image of each environment (its next release ships it), images still building, and every
  * image a release references that is among the last `keepPerEnvironment` built releases of
  * its environment, is still being made, is deployed by a deployment not yet finished, serves
- * its environment (its latest complete deployment) or has instances. The caller then removes
- * the returned images' files.
+ * its environment (its latest complete deployment), has instances or a one-off run waiting or
+ * running on it. The caller then removes the returned images' files.
  */
 export async function collectUnreferencedImages(db: Db, applicationId: string, keepPerEnvironment: number): Promise<CollectedImage[]> {
   const { rows } = await sql<CollectedImage>`
@@ -50,6 +50,9 @@ export async function collectUnreferencedImages(db: Db, applicationId: string, k
       UNION SELECT r.image_ref FROM releases r JOIN serving s ON s.release_id = r.id
       UNION SELECT r.image_ref FROM releases r JOIN instances i ON i.release_id = r.id
         WHERE i.application_id = ${applicationId} AND i.state IN ('starting', 'healthy', 'running')
+      -- A one-off waiting or running on a release still needs its tree (its process may be writing it).
+      UNION SELECT r.image_ref FROM releases r JOIN one_off_runs o ON o.release_id = r.id
+        WHERE o.application_id = ${applicationId} AND o.status IN ('pending', 'running')
       -- The newest built image of each environment (a preview's own, production's): what its next release ships.
       UNION SELECT newest.id FROM (
         SELECT DISTINCT ON (environment_id, built_for_preview) id FROM images

@@ -1,9 +1,10 @@
-import { mkdir, rename, rm } from 'node:fs/promises';
+import { chmod, mkdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ProcessDefinitions } from '../db/schema.js';
 import { run } from '../git/command.js';
 import { runSandboxed, SandboxUnavailable, type Sandbox } from '../sandbox/index.js';
 import { chmodBeneath } from '../fs/beneath.js';
+import { privateDir } from '../fs/private-dir.js';
 import { contextHas, readContextFile } from './context-file.js';
 import { prepareArtifactDir, shellQuote, SOURCE_TREE_DIR, writeArtifactManifest } from './image-artifact.js';
 import { directoryDigest } from './digest.js';
@@ -57,6 +58,13 @@ export class SourceBuilder implements Builder {
     // Caches and HOME are per application and cache scope (the build's environment; a throwaway
     // one for a preview): no other tenant, and no less trusted build, writes what this one reads.
     const cacheDir = cacheScopeDir(this.cacheDir, input.applicationId, input.cacheScope);
+    if (this.sandbox) {
+      // Another application's user may pass through to its own cache, never list or read this one's.
+      await privateDir(join(this.cacheDir, 'apps'), 0o711);
+      await mkdir(cacheDir, { recursive: true, mode: 0o700 });
+      // Its parents are the platform's: the path cannot have been swapped for a link.
+      await chmod(cacheDir, 0o700);
+    }
     const env = await this.buildEnvironment(cacheDir, input.buildEnv);
     const deadline = Date.now() + input.timeoutMs;
     for (const [i, command] of plan.commands.entries()) {

@@ -1,4 +1,4 @@
-import { constants, close, fchmod, fstat, open, read, readdir, readlink, type Stats } from 'node:fs';
+import { constants, close, fchmod, fstat, open, read, readdir, readlink, rmdir, unlink, type Stats } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { promisify } from 'node:util';
 
@@ -307,4 +307,70 @@ async function* fileChunks(pathFd: number): AsyncIterable<Buffer> {
   } finally {
     await closeFd(fd);
   }
+}
+
+const rmdirPath = promisify(rmdir);
+const unlinkPath = promisify(unlink);
+
+/**
+ * Removes `rel` beneath `root` and everything below it, for trees a tenant process may still
+ * be writing. Each directory is held open and its entries are removed through it
+ * (`/proc/self/fd/<dir>/<name>`: unlink and rmdir never follow the last component), so a
+ * directory swapped for a symlink half-way is removed as a link and nothing outside the
+ * directories opened is ever touched. Missing entries are skipped; `rel` must not be `''`.
+ */
+export async function removeBeneath(root: string, rel: string): Promise<void> {
+  const parts = pathComponents(rel);
+  if (parts.length === 0) throw new UnsafePathError('.', 'is the root itself');
+  const parentRel = parts.slice(0, -1).join('/');
+  const parentPath = parentRel === '' ? await openRoot(root) : await walk(root, parentRel);
+  if (parentPath === null) return;
+  let parent: number;
+  try {
+    parent = await openFd(fdPath(parentPath), O_RDONLY | O_DIRECTORY);
+  } finally {
+    await closeFd(parentPath);
+  }
+  try {
+    await removeEntry(parent, parts[parts.length - 1]!, rel, 1);
+  } finally {
+    await closeFd(parent);
+  }
+}
+
+async function removeEntry(dirFd: number, name: string, rel: string, depth: number): Promise<void> {
+  let fd: number;
+  try {
+    fd = await openFd(fdPath(dirFd, name), O_PATH | O_NOFOLLOW);
+  } catch (err) {
+    if (errno(err) === 'ENOENT') return;
+    throw err;
+  }
+  let sub = -1;
+  try {
+    if ((await fstatFd(fd)).isDirectory()) {
+      if (depth > MAX_TREE_DEPTH) throw new UnsafePathError(rel, `is nested deeper than ${MAX_TREE_DEPTH} directories`);
+      sub = await openFd(fdPath(fd), O_RDONLY | O_DIRECTORY);
+    }
+  } finally {
+    await closeFd(fd);
+  }
+  if (sub < 0) {
+    await unlinkPath(fdPath(dirFd, name)).catch((err: unknown) => {
+      // Swapped for a directory since: what is there now is removed the same way.
+      if (errno(err) === 'EISDIR') return removeEntry(dirFd, name, rel, depth);
+      if (errno(err) !== 'ENOENT') throw err;
+    });
+    return;
+  }
+  try {
+    for (const child of (await readdirPath(fdPath(sub))) as string[]) await removeEntry(sub, child, `${rel}/${child}`, depth + 1);
+  } finally {
+    await closeFd(sub);
+  }
+  await rmdirPath(fdPath(dirFd, name)).catch((err: unknown) => {
+    // Swapped for a link or a file since it was emptied: remove that entry itself.
+    if (errno(err) === 'ENOTDIR') return unlinkPath(fdPath(dirFd, name));
+    if (errno(err) !== 'ENOENT') throw err;
+  });
 }

@@ -1,4 +1,5 @@
-import { existsSync, lstatSync, readlinkSync } from 'node:fs';
+import { existsSync, lstatSync, readlinkSync, realpathSync } from 'node:fs';
+import { sep } from 'node:path';
 
 /** What a sandboxed command sees of the file system and who it is inside. */
 export interface SandboxView {
@@ -17,6 +18,13 @@ export interface SandboxView {
    * `setgroups` allowed. Outside the namespace it is still only the sandbox user.
    */
   mappedRoot?: boolean;
+  /**
+   * The platform's own directories (DATA_DIR, build storage, its checkout): when one lies
+   * below a system directory the sandbox binds (Slipway run from /opt/slipway with the
+   * default `./data`), an empty read-only tmpfs covers it, so no sandbox sees another
+   * application's caches or anything else of the platform's there.
+   */
+  hidden?: string[];
 }
 
 /** The host's system directories, read-only: programs and libraries, nothing of the platform's. */
@@ -61,6 +69,8 @@ export function bwrapArguments(view: SandboxView, { controlled = true } = {}): s
       else if (stat?.isDirectory()) args.push('--ro-bind', path, path);
     }
   }
+  const hidden = view.root ? [] : hiddenBelowSystemDirs(view.hidden ?? []);
+  for (const dir of hidden) args.push('--tmpfs', dir);
   args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp');
   // A builder writes below /var/tmp and bind-mounts /sys into its build containers (an empty one here).
   if (view.mappedRoot) args.push('--tmpfs', '/var/tmp', '--dir', '/sys');
@@ -69,9 +79,26 @@ export function bwrapArguments(view: SandboxView, { controlled = true } = {}): s
   if (!view.root) for (const dir of view.writable) args.push('--bind', dir, dir);
   // The sandbox's own root (a tmpfs holding the mount points) is read-only too.
   if (!view.root) args.push('--remount-ro', '/');
+  for (const dir of hidden) args.push('--remount-ro', dir);
   if (view.innerUser) args.push('--uid', String(view.innerUser.uid), '--gid', String(view.innerUser.gid));
   args.push('--chdir', view.cwd);
   return args;
+}
+
+/** The real paths of `dirs` strictly below a bound system directory (what a sandbox would otherwise see), outermost first. */
+function hiddenBelowSystemDirs(dirs: string[]): string[] {
+  const real = (p: string) => {
+    try {
+      return realpathSync(p);
+    } catch {
+      return null;
+    }
+  };
+  const bound = [...SYSTEM_DIRS, ...TOP_LEVEL_LINKS].map(real).filter((p): p is string => p !== null);
+  const below = dirs
+    .map(real)
+    .filter((p): p is string => p !== null && bound.some((b) => p.startsWith(b.endsWith(sep) ? b : `${b}${sep}`)));
+  return [...new Set(below)].sort((a, b) => a.length - b.length);
 }
 
 function lstatOrNull(path: string) {

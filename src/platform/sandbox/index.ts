@@ -21,6 +21,8 @@ export function createSandbox(config: Config, db: Db, defaultLimits?: SandboxOpt
     outboundOf: (applicationId) => organizationOutbound(db, applicationId),
     cgroups: { root: config.CGROUP_ROOT, version: config.CGROUP_VERSION },
     ...(defaultLimits ? { defaultLimits } : {}),
+    // Covered inside every sandbox when they lie below a system directory it binds (/opt, /usr, /etc).
+    hiddenPaths: [config.dataDir, ...(config.BUILDAH_STORAGE_ROOT ? [config.BUILDAH_STORAGE_ROOT] : []), process.cwd()],
   });
 }
 

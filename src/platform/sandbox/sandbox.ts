@@ -27,6 +27,8 @@ export interface SandboxOptions {
   outboundOf?: (applicationId: string) => Promise<boolean | null>;
   /** Memory and CPU of a request that names none (the builds' sandbox: BUILD_MEMORY_MB, BUILD_CPU_MILLICORES). */
   defaultLimits?: Omit<CgroupLimits, 'pids'>;
+  /** The platform's own directories no sandbox may see (see SandboxView.hidden). */
+  hiddenPaths?: string[];
 }
 
 export interface SandboxRequest {
@@ -128,7 +130,7 @@ export class Sandbox {
       // A mapped root needs its namespace's capabilities after exec; outside, setuid programs stay inert (no new privileges).
       ...(request.view.mappedRoot ? [] : ['--bounding-set=-all']),
       'bwrap',
-      ...bwrapArguments(request.view),
+      ...bwrapArguments({ ...request.view, hidden: [...(request.view.hidden ?? []), ...(this.options.hiddenPaths ?? [])] }),
       '/bin/sh',
       '-c',
       request.command,
