@@ -165,11 +165,14 @@ describe.skipIf(missing)("the platform's data directory below a system directory
     const victim = await createApp(h, { github_repository: victimRepo.dir });
     const victimBuild = await buildAndWait(h, victim);
     expect(victimBuild.detail.built, victimBuild.log.log_text).toBe(true);
-    expect(readFileSync(join(dataDir, 'cache', 'apps', victim.appId, 'home', '.npmrc'), 'utf8')).toContain('VICTIM-NPM-TOKEN');
+    // HOME is the build's cache scope's (production's environment here).
+    const scopes = join(dataDir, 'cache', 'apps', victim.appId, 'scopes');
+    const [scope] = readdirSync(scopes);
+    expect(readFileSync(join(scopes, scope!, 'home', '.npmrc'), 'utf8')).toContain('VICTIM-NPM-TOKEN');
 
     attackerRepo.commit({
       'slipway.json': JSON.stringify({
-        build: `ls -la ${dataDir} ${dataDir}/cache/apps || true; cat ${dataDir}/cache/apps/*/home/.npmrc || true; echo probe-done`,
+        build: `ls -la ${dataDir} ${dataDir}/cache/apps || true; cat ${dataDir}/cache/apps/*/home/.npmrc ${dataDir}/cache/apps/*/scopes/*/home/.npmrc || true; echo probe-done`,
       }),
       Procfile: 'web: sleep 1000\n',
     });
