@@ -4,13 +4,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { TestRepo } from '../helpers/git-repo.js';
 import { localRuntime } from '../helpers/local-runtime.js';
-import { pythonHttpApp } from '../helpers/python-app.js';
 import { routerGet } from '../helpers/router-get.js';
 import { waitFor } from '../helpers/wait.js';
 import { buildAndWait, createApp, setConfig, type TestApp } from '../pipeline-build/fixtures.js';
 import { loadDuring } from '../pipeline-deploy/fixtures.js';
 import { AppLogsRepository, AppLogWriter } from '../../src/modules/app-logs/index.js';
-import { chainDeploy, sandboxMissing } from './fixtures.js';
+import { chainDeploy, deployVictim, sandboxMissing } from './fixtures.js';
 
 /**
  * Issue 27, class 5 (first half): one tenant cannot exhaust what all tenants share. A build
@@ -142,18 +141,7 @@ beforeAll(async () => {
     },
     { jobs: true, runtime: true },
   );
-  const victimRepo = new TestRepo();
-  repos.push(victimRepo);
-  victimRepo.commit({ 'server.py': pythonHttpApp("'victim ok'", VICTIM_SETUP), Procfile: 'web: python3 server.py\n' });
-  victim = await createApp(h, {
-    github_repository: victimRepo.dir,
-    auto_deploy_branch: 'main',
-    health_check_path: '/',
-    deployment_timeout: 60,
-  });
-  const v = await chainDeploy(h, victim);
-  expect(v.deployment?.complete, JSON.stringify(v.deployment ?? v.image)).toBe(true);
-  victimHost = new URL(v.deployment.deploy_metadata.url).hostname;
+  ({ app: victim, host: victimHost } = await deployVictim(h, repos, VICTIM_SETUP));
 
   hostileRepo = new TestRepo();
   repos.push(hostileRepo);

@@ -2,7 +2,9 @@ import { expect } from 'vitest';
 import type { Harness } from '../helpers/harness.js';
 export { sandboxMissing } from '../helpers/sandbox.js';
 import { waitFor } from '../helpers/wait.js';
-import type { TestApp } from '../pipeline-build/fixtures.js';
+import { TestRepo } from '../helpers/git-repo.js';
+import { pythonHttpApp } from '../helpers/python-app.js';
+import { createApp, type TestApp } from '../pipeline-build/fixtures.js';
 
 /** POST /deploy (build → release → deploy) and wait for both records to settle. */
 export async function chainDeploy(h: Harness, t: TestApp) {
@@ -30,4 +32,42 @@ export async function chainDeploy(h: Harness, t: TestApp) {
     120_000,
   );
   return { image, deployment };
+}
+
+/** POST a one-off run of `command` and wait for it to end: the run record and its log text. */
+export async function runToEnd(h: Harness, t: TestApp, command: string, options: { timeoutSeconds?: number; waitMs?: number } = {}) {
+  const queued = await h.app.inject({
+    method: 'POST',
+    url: `/v1/applications/${t.appId}/runs`,
+    headers: t.user.headers,
+    payload: { command, timeout_seconds: options.timeoutSeconds ?? 60 },
+  });
+  expect(queued.statusCode, queued.body).toBeLessThan(300);
+  const run = await waitFor(
+    'the one-off run',
+    async () => {
+      const r = (await h.app.inject({ method: 'GET', url: `/v1/runs/${queued.json().id}`, headers: t.user.headers })).json();
+      return ['succeeded', 'failed', 'timed_out'].includes(r.status) ? r : null;
+    },
+    options.waitMs ?? 60_000,
+    200,
+  );
+  const log: string = (await h.app.inject({ method: 'GET', url: `/v1/runs/${run.id}/log`, headers: t.user.headers })).json().log_text;
+  return { run, log };
+}
+
+/** Another organization's application that must keep serving ("victim ok") while a test attacks: built, deployed, its host name. */
+export async function deployVictim(h: Harness, repos: TestRepo[], setup = '') {
+  const repo = new TestRepo();
+  repos.push(repo);
+  repo.commit({ 'server.py': pythonHttpApp("'victim ok'", setup), Procfile: 'web: python3 server.py\n' });
+  const app = await createApp(h, {
+    github_repository: repo.dir,
+    auto_deploy_branch: 'main',
+    health_check_path: '/',
+    deployment_timeout: 60,
+  });
+  const { image, deployment } = await chainDeploy(h, app);
+  expect(deployment?.complete, JSON.stringify(deployment ?? image)).toBe(true);
+  return { app, host: new URL(deployment.deploy_metadata.url).hostname };
 }

@@ -9,7 +9,7 @@ import { routerGet } from '../helpers/router-get.js';
 import { waitFor } from '../helpers/wait.js';
 import { createApp, setConfig, type TestApp } from '../pipeline-build/fixtures.js';
 import { loadDuring } from '../pipeline-deploy/fixtures.js';
-import { chainDeploy, sandboxMissing } from './fixtures.js';
+import { chainDeploy, runToEnd, sandboxMissing } from './fixtures.js';
 
 /**
  * Issue 10's proof: a plain member deploys, through the real pipeline, an application that
@@ -334,24 +334,7 @@ describe.skipIf(missing !== null)('a hostile application of a plain member (issu
         `kill -9 ${pids.join(' ')} 2>/dev/null || echo run-could-not-signal`,
         `cat /proc/${pids[0]}/environ 2>/dev/null || echo run-could-not-see`,
       ].join('; ');
-      const queued = await h.app.inject({
-        method: 'POST',
-        url: `/v1/applications/${hostile.appId}/runs`,
-        headers: hostile.user.headers,
-        payload: { command, timeout_seconds: 60 },
-      });
-      expect(queued.statusCode, queued.body).toBeLessThan(300);
-      const run = await waitFor(
-        'the one-off run',
-        async () => {
-          const r = (await h.app.inject({ method: 'GET', url: `/v1/runs/${queued.json().id}`, headers: hostile.user.headers })).json();
-          return ['succeeded', 'failed', 'timed_out'].includes(r.status) ? r : null;
-        },
-        60_000,
-        200,
-      );
-      const runLog: string = (await h.app.inject({ method: 'GET', url: `/v1/runs/${run.id}/log`, headers: hostile.user.headers })).json()
-        .log_text;
+      const { log: runLog } = await runToEnd(h, hostile, command);
       expect(runLog).toContain(`run-uid=${r.uid}`);
       for (const line of ['run-could-not-read', 'run-could-not-signal', 'run-could-not-see']) expect(runLog).toContain(line);
       expect(runLog).not.toContain(DECOYS['secret.key']);

@@ -19,12 +19,11 @@ import { TestRepo } from '../helpers/git-repo.js';
 import { localRuntime } from '../helpers/local-runtime.js';
 import { pythonHttpApp } from '../helpers/python-app.js';
 import { routerGet } from '../helpers/router-get.js';
-import { waitFor } from '../helpers/wait.js';
 import { buildAndWait, createApp, setConfig, type TestApp } from '../pipeline-build/fixtures.js';
 import { loadDuring, type LoadReport } from '../pipeline-deploy/fixtures.js';
 import { buildBusyboxBase, BASE_IMAGE } from '../registry/base-image.js';
 import { missingBinary } from '../registry/registry-server.js';
-import { chainDeploy, sandboxMissing } from './fixtures.js';
+import { chainDeploy, runToEnd, sandboxMissing } from './fixtures.js';
 
 /**
  * Issue 27, class 1: privileged code never follows a path a tenant controls. A plain member's
@@ -232,22 +231,7 @@ describe.skipIf(!!missing)('privileged code and the paths a plain member control
     writeFileSync(join(legacy, 'slipway-image.json'), JSON.stringify({ workdir: legacy, env: {}, user: null, entrypoint: [], cmd: [] }));
     symlinkSync('/', join(legacy, 'rootfs'));
     await h.ctx.db.updateTable('images').set({ artifact_path: legacy }).where('id', '=', image.id).execute();
-    const runs = await h.app.inject({
-      method: 'POST',
-      url: `/v1/applications/${t.appId}/runs`,
-      headers: t.user.headers,
-      payload: { command: `cat ${join(hostDir, 'canary.txt')}`, timeout_seconds: 30 },
-    });
-    expect(runs.statusCode, runs.body).toBeLessThan(300);
-    const run = await waitFor(
-      'the one-off run',
-      async () => {
-        const r = (await h.app.inject({ method: 'GET', url: `/v1/runs/${runs.json().id}`, headers: t.user.headers })).json();
-        return ['succeeded', 'failed', 'timed_out'].includes(r.status) ? r : null;
-      },
-      60_000,
-      200,
-    );
+    const { run } = await runToEnd(h, t, `cat ${join(hostDir, 'canary.txt')}`, { timeoutSeconds: 30 });
     expect(run.status).toBe('failed');
     expect(JSON.stringify(run)).toContain('stored by an earlier Slipway');
     expect(JSON.stringify(run)).not.toContain('host-canary');
@@ -300,25 +284,9 @@ describe.skipIf(!!missing)('privileged code and the paths a plain member control
     execFileSync('cp', ['-a', join(artifact!, 'rootfs'), join(legacy, 'rootfs')]);
     writeFileSync(join(legacy, 'slipway-image.json'), JSON.stringify(fields));
     await h.ctx.db.updateTable('images').set({ artifact_path: legacy }).where('id', '=', image.id).execute();
-    const runs = await h.app.inject({
-      method: 'POST',
-      url: `/v1/applications/${t.appId}/runs`,
-      headers: t.user.headers,
-      payload: { command: 'busybox cat /marker.txt', timeout_seconds: 30 },
-    });
-    expect(runs.statusCode, runs.body).toBeLessThan(300);
-    const run = await waitFor(
-      'the one-off run',
-      async () => {
-        const r = (await h.app.inject({ method: 'GET', url: `/v1/runs/${runs.json().id}`, headers: t.user.headers })).json();
-        return ['succeeded', 'failed', 'timed_out'].includes(r.status) ? r : null;
-      },
-      60_000,
-      200,
-    );
+    const { run, log } = await runToEnd(h, t, 'busybox cat /marker.txt', { timeoutSeconds: 30 });
     expect(run.status, JSON.stringify(run)).toBe('succeeded');
-    const log = await h.app.inject({ method: 'GET', url: `/v1/runs/${run.id}/log`, headers: t.user.headers });
-    expect(log.json().log_text).toContain('legacy-image-ok');
+    expect(log).toContain('legacy-image-ok');
   }, 240_000);
 
   it("refuses to resolve USER through an image's /etc linked to a host directory", async () => {

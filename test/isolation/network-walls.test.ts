@@ -6,12 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { TestRepo } from '../helpers/git-repo.js';
 import { localRuntime } from '../helpers/local-runtime.js';
-import { pythonHttpApp } from '../helpers/python-app.js';
 import { routerGet } from '../helpers/router-get.js';
 import { createApp, setConfig, type TestApp } from '../pipeline-build/fixtures.js';
 import { loadDuring } from '../pipeline-deploy/fixtures.js';
 import { waitFor } from '../helpers/wait.js';
-import { chainDeploy, sandboxMissing } from './fixtures.js';
+import { chainDeploy, deployVictim, runToEnd, sandboxMissing } from './fixtures.js';
 
 /**
  * Issue 27, class 2: each instance, build and one-off run has its own network namespace. A
@@ -226,18 +225,7 @@ beforeAll(async () => {
   apiPort = (h.app.server.address() as { port: number }).port;
   pgPort = Number(new URL(h.ctx.databaseUrl!).port || 5432);
 
-  const victimRepo = new TestRepo();
-  repos.push(victimRepo);
-  victimRepo.commit({ 'server.py': pythonHttpApp("'victim ok'"), Procfile: 'web: python3 server.py\n' });
-  victim = await createApp(h, {
-    github_repository: victimRepo.dir,
-    auto_deploy_branch: 'main',
-    health_check_path: '/',
-    deployment_timeout: 60,
-  });
-  const v = await chainDeploy(h, victim);
-  expect(v.deployment?.complete, JSON.stringify(v.deployment ?? v.image)).toBe(true);
-  victimHost = new URL(v.deployment.deploy_metadata.url).hostname;
+  ({ app: victim, host: victimHost } = await deployVictim(h, repos));
 
   const hostileRepo = new TestRepo();
   repos.push(hostileRepo);
@@ -353,24 +341,7 @@ describe.skipIf(missing !== null)('network walls around tenant code (issue 27, c
       `python3 -c "import socket; s=socket.socket(); s.settimeout(2); print('${name}', s.connect_ex(('${host}', ${port})) == 0)"`;
     const command = [probe('outside', outside.address, outside.port), probe('api', '127.0.0.1', apiPort)].join('; ');
     try {
-      const queued = await h.app.inject({
-        method: 'POST',
-        url: `/v1/applications/${hostile.appId}/runs`,
-        headers: hostile.user.headers,
-        payload: { command, timeout_seconds: 60 },
-      });
-      expect(queued.statusCode, queued.body).toBeLessThan(300);
-      const run = await waitFor(
-        'the one-off run',
-        async () => {
-          const r = (await h.app.inject({ method: 'GET', url: `/v1/runs/${queued.json().id}`, headers: hostile.user.headers })).json();
-          return ['succeeded', 'failed', 'timed_out'].includes(r.status) ? r : null;
-        },
-        60_000,
-        200,
-      );
-      const log: string = (await h.app.inject({ method: 'GET', url: `/v1/runs/${run.id}/log`, headers: hostile.user.headers })).json()
-        .log_text;
+      const { log } = await runToEnd(h, hostile, command);
       expect(log).toContain('outside False');
       expect(log).toContain('api False');
       // Its web instance, started before, keeps its forward: the edge still reaches it.

@@ -15,14 +15,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { TestRepo } from '../helpers/git-repo.js';
 import { localRuntime } from '../helpers/local-runtime.js';
-import { pythonHttpApp } from '../helpers/python-app.js';
 import { routerGet } from '../helpers/router-get.js';
 import { waitFor } from '../helpers/wait.js';
 import { createApp, type TestApp } from '../pipeline-build/fixtures.js';
 import type { CaddyDriver } from '../../src/platform/edge/index.js';
 import { freePort, missingPackage } from '../edge/acme-pebble.js';
 import { startCaddy, type CaddyProcess } from '../edge/caddy-process.js';
-import { chainDeploy, sandboxMissing } from './fixtures.js';
+import { chainDeploy, deployVictim, sandboxMissing } from './fixtures.js';
 
 const missing = sandboxMissing() ?? (missingPackage(['caddy']) ? 'the Debian package caddy is missing' : null);
 if (missing) console.warn(`skipping forged signals: ${missing}`);
@@ -112,18 +111,7 @@ describe.skipIf(!!missing)('forged access-log lines (EDGE_DRIVER=caddy)', () => 
     // The data directory world-searchable: the socket's own directory must hold alone.
     chmodSync(h.dataDir, 0o755);
 
-    const victimRepo = new TestRepo();
-    repos.push(victimRepo);
-    victimRepo.commit({ 'server.py': pythonHttpApp("'victim ok'"), Procfile: 'web: python3 server.py\n' });
-    victim = await createApp(h, {
-      github_repository: victimRepo.dir,
-      auto_deploy_branch: 'main',
-      health_check_path: '/',
-      deployment_timeout: 60,
-    });
-    const v = await chainDeploy(h, victim);
-    expect(v.deployment?.complete, JSON.stringify(v.deployment ?? v.image)).toBe(true);
-    victimHost = new URL(v.deployment.deploy_metadata.url).hostname;
+    ({ app: victim, host: victimHost } = await deployVictim(h, repos));
 
     const forgerRepo = new TestRepo();
     repos.push(forgerRepo);
