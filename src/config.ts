@@ -181,6 +181,22 @@ const EnvSchema = Type.Object({
   REGISTRY_TOKEN_TTL_SECONDS: Type.Integer({ minimum: 30, maximum: 3600, default: 300 }),
   /** containers/storage root of Dockerfile builds (vfs driver); default DATA_DIR/containers. */
   BUILDAH_STORAGE_ROOT: Type.Optional(Type.String({ minLength: 1 })),
+  /**
+   * Where the `all` role's edge runs: `separate` (default) spawns (or adopts) an edge process of its own that outlives
+   * this one, serving the last route table it received (DATA_DIR/edge/routes.json) through a crash or an upgrade of
+   * the control plane; `in-process` serves applications from this process (they stop with it).
+   */
+  EDGE_PROCESS: Type.Union([Type.Literal('separate'), Type.Literal('in-process')], { default: 'separate' }),
+  /**
+   * Where an edge-role process writes its log: `stdout` (default: a service manager's journal) or `file`
+   * (DATA_DIR/edge/edge.log, at most 4 MiB plus one rotated file: what the separate edge of `npm start` uses).
+   */
+  EDGE_LOG: Type.Union([Type.Literal('stdout'), Type.Literal('file')], { default: 'stdout' }),
+  /**
+   * How long the edge holds a request without a body while every instance of its application refuses connections
+   * (instances being replaced after a control-plane restart), trying again as routes change, before answering 502.
+   */
+  ROUTER_RETRY_WINDOW_MS: Type.Integer({ minimum: 0, maximum: 60_000, default: 5000 }),
   /** `all` runs API and workers in one process; `api` or `worker` splits them; `edge` only serves applications. */
   SLIPWAY_ROLE: Type.Union([Type.Literal('all'), Type.Literal('api'), Type.Literal('worker'), Type.Literal('edge')], { default: 'all' }),
   /** Pipeline jobs (builds, releases, deploys) one worker process runs at once; one per application at a time. */

@@ -80,7 +80,7 @@ export async function openPlatform(
     throw err;
   }
   // Processes that run workers also run the deployed applications and the router (main.ts starts them).
-  const runtime = !pipeline || config.SLIPWAY_ROLE === 'api' ? undefined : await createRuntime(config, db);
+  const runtime = !pipeline || config.SLIPWAY_ROLE === 'api' ? undefined : await createRuntime(config, db, databaseUrl);
   return {
     ctx: { config, db, secrets, jobs, runtime, databaseUrl },
     databaseUrl,
