@@ -196,7 +196,7 @@ const EnvSchema = Type.Object({
    * How long the edge holds a request without a body while every instance of its application refuses connections
    * (instances being replaced after a control-plane restart), trying again as routes change, before answering 502.
    */
-  ROUTER_RETRY_WINDOW_MS: Type.Integer({ minimum: 0, maximum: 60_000, default: 5000 }),
+  ROUTER_RETRY_WINDOW_MS: Type.Integer({ minimum: 0, maximum: 120_000, default: 15_000 }),
   /** `all` runs API and workers in one process; `api` or `worker` splits them; `edge` only serves applications. */
   SLIPWAY_ROLE: Type.Union([Type.Literal('all'), Type.Literal('api'), Type.Literal('worker'), Type.Literal('edge')], { default: 'all' }),
   /** Pipeline jobs (builds, releases, deploys) one worker process runs at once; one per application at a time. */
