@@ -104,6 +104,8 @@ async function serve(config: Config, platform: Platform) {
 
 /** `SLIPWAY_ROLE=edge`: the edge alone, routes and certificates from PostgreSQL and DATA_DIR/edge/routes.json (README: Roles). */
 async function serveEdge(config: Config) {
+  // Told apart from the control plane in `ps` (both run the same program): `pgrep -x slipway-edge`.
+  process.title = 'slipway-edge';
   const options = { level: config.LOG_LEVEL, base: { component: 'edge' } };
   const logger =
     config.EDGE_LOG === 'file'
