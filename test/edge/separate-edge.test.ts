@@ -275,6 +275,28 @@ describe('the edge runs as its own process and outlives the control plane', () =
     server = next!;
   }, 300_000);
 
+  it('an edge killed while the control plane runs is started again and serves the application (no 404)', async () => {
+    const edgePid = edgeStatusPid();
+    process.kill(edgePid, 'SIGKILL');
+    const replacement = await waitFor(
+      'the control plane to start another edge',
+      () => {
+        try {
+          const pid = edgeStatusPid();
+          return pid !== edgePid && alive(pid) ? pid : null;
+        } catch {
+          return null;
+        }
+      },
+      30_000,
+    );
+    await waitFor('the control plane to report the new edge', () =>
+      server.output().includes(`started the edge process (pid ${replacement}`),
+    );
+    const answer = await waitFor('the new edge to answer', () => routerGet(routerPort, host).catch(() => null), 30_000);
+    expect(answer.status, answer.body).toBe(200);
+  }, 60_000);
+
   it('an edge started alone while PostgreSQL is down serves the persisted routes at once', async () => {
     const snapshot = join(dataDir, 'edge', 'routes.json');
     expect(statSync(snapshot).mode & 0o777).toBe(0o600);

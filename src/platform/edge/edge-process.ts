@@ -59,9 +59,15 @@ export async function runEdgeProcess(config: Config, logger: EdgeRequestLogger, 
   driver.useStats(new RequestStats(db, config.REQUEST_STATS_FLUSH_MS));
   driver.useLogger(logger);
 
+  // Written when what the edge serves changed (every load would otherwise rewrite and flush it every few seconds).
+  let persisted = '';
   const persist = () => {
     try {
-      writeRouteSnapshot(dir, { routes: routesOf(driver.table), ...directory.exportForSnapshot() });
+      const current = { routes: routesOf(driver.table), ...directory.exportForSnapshot() };
+      const text = JSON.stringify(current);
+      if (text === persisted) return;
+      writeRouteSnapshot(dir, current);
+      persisted = text;
     } catch (err) {
       logger.warn({ err }, 'could not write the edge route snapshot; serving goes on');
     }

@@ -161,7 +161,8 @@ export class SeparateEdge implements EdgeDriver {
       const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!], {
         detached: true,
         stdio: ['ignore', 'ignore', stderr],
-        env: { ...process.env, SLIPWAY_ROLE: 'edge', DATABASE_URL: this.databaseUrl, EDGE_LOG: 'file' },
+        // The first administrator's password is the control plane's business, not the edge's.
+        env: { ...process.env, ADMIN_PASSWORD: undefined, SLIPWAY_ROLE: 'edge', DATABASE_URL: this.databaseUrl, EDGE_LOG: 'file' },
       });
       child.once('exit', (code, signal) => (exited = signal ?? `code ${code}`));
       child.once('error', (err) => (exited = err.message));
