@@ -78,8 +78,8 @@ export class SeparateEdge implements EdgeDriver {
       return running.port;
     }
     if (running) {
-      // Its ports are not the configured ones any more: the operator changed them, so it is replaced.
-      this.notice(`replacing the edge process (pid ${running.pid}): it listens on port ${running.port}, not ${this.config.ROUTER_PORT}`);
+      // Its ports or driver are not the configured ones any more: the operator changed them, so it is replaced.
+      this.notice(`replacing the edge process (pid ${running.pid}, ${running.driver} on port ${running.port}): the settings changed`);
       await this.stopEdge();
     }
     this.status = await this.spawnEdge();
@@ -132,6 +132,7 @@ export class SeparateEdge implements EdgeDriver {
 
   private sameListeners(status: EdgeStatus): boolean {
     const { ROUTER_PORT, ROUTER_HTTPS_PORT } = this.config;
+    if (status.driver !== this.name) return false;
     if (ROUTER_PORT !== 0 && status.port !== ROUTER_PORT) return false;
     if ((ROUTER_HTTPS_PORT === undefined) !== (status.httpsPort === null)) return false;
     return ROUTER_HTTPS_PORT === undefined || ROUTER_HTTPS_PORT === 0 || status.httpsPort === ROUTER_HTTPS_PORT;
