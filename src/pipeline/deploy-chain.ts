@@ -8,6 +8,7 @@ import type { ApplicationsService } from '../modules/applications/index.js';
 import { DeployRunner, settleInterrupted } from './deploy/deploy-runner.js';
 import { requireDeployAccess } from '../platform/access/environment-protection.js';
 import { DeploymentsRepository } from './deploy/deployments.repository.js';
+import { CHAIN_JOB } from './stages.js';
 
 /** The build stage as the chain uses it (ImagesService). */
 export interface BuildStage {
@@ -26,7 +27,7 @@ export interface ReleaseStage {
   failInterruptedOfJob(jobId: string): Promise<void>;
 }
 
-export const CHAIN_JOB = 'chain';
+export { CHAIN_JOB } from './stages.js';
 
 /** A chain as its observers see it: which application, environment and commit. */
 export interface ChainEvent {

@@ -1,5 +1,6 @@
 // The pipeline's public surface: what the HTTP modules above it, the composition root and the
 // entry points use. The stages and their order: ./stages.ts; a walk through the folder: ./README.md.
+export * from './stages.js';
 export * from './build/image-records.js';
 export * from './build/images.service.js';
 export { ImagesRepository } from './build/images.repository.js';

@@ -12,6 +12,7 @@ import { requireProtectedEnvironmentAdmin } from '../../platform/access/environm
 import { environmentTrust, productionEnvironmentId, queueRecordJob, recordLogView } from '../records/index.js';
 import { ABANDONED, artifactDir, BuildRunner, buildWorkDir, INTERRUPTED_BY_RESTART, previewCacheScope } from './build-runner.js';
 import type { ImagesRepository } from './images.repository.js';
+import { BUILD_JOB } from '../stages.js';
 
 type ImageRow = NonNullable<Awaited<ReturnType<ImagesRepository['findById']>>>;
 
@@ -53,7 +54,7 @@ export class ImagesService {
    */
   registerJobs(jobs: Jobs & JobMaintenance) {
     jobs.register(
-      'build',
+      BUILD_JOB,
       async (data, job) => {
         await this.runBuild(data.recordId!, job.signal);
       },
@@ -122,7 +123,7 @@ export class ImagesService {
     await requireProtectedEnvironmentAdmin(this.ctx.db, userId, { applicationId }, 'the images its releases are made from');
     const jobs = await requireJobRoom(this.ctx, applicationId);
     const image = await this.createImage(applicationId, ref);
-    await queueRecordJob(this.ctx.db, 'images', jobs, 'build', { applicationId, recordId: image.id }, 'build');
+    await queueRecordJob(this.ctx.db, 'images', jobs, BUILD_JOB, { applicationId, recordId: image.id }, 'build');
     return { ok: true, image_id: image.id, version: image.version };
   }
 

@@ -10,6 +10,7 @@ import type { ApplicationsService } from '../../modules/applications/index.js';
 import { requireDeployAccess } from '../../platform/access/environment-protection.js';
 import { environmentFilter, RECONCILE_JOB } from '../records/index.js';
 import { DeploymentsRepository } from './deployments.repository.js';
+import { DEPLOY_JOB } from '../stages.js';
 
 /** An image a deployment can still run: not garbage-collected, and pushed to the registry or its artifact still on disk. */
 function imageAvailable(image: {
@@ -28,7 +29,7 @@ type DeploymentWithRelease = NonNullable<Awaited<ReturnType<DeploymentsRepositor
 export const deploymentLogStatus = (status: string) =>
   (status === 'queued' ? 'deploying' : status) as 'deploying' | 'complete' | 'error' | 'rolled_back';
 
-export const DEPLOY_JOB = 'deploy';
+export { DEPLOY_JOB } from '../stages.js';
 // Queued by other modules too, so its name lives in src/platform/jobs; re-exported here.
 export { RECONCILE_JOB } from '../records/index.js';
 

@@ -4,6 +4,7 @@ import { AppError, conflict, invalid, notFound } from '../../platform/errors.js'
 import { iso, pageOf, type PaginationQuery } from '../../platform/http/schemas.js';
 import { WorkspaceScope } from '../../modules/workspaces/index.js';
 import { EnvDeploysRepository, type EnvDeployRow, type EnvDeployServiceRow } from './env-deploys.repository.js';
+import type { EnvDeployServiceState } from '../stages.js';
 
 /**
  * How an environment deploy starts each service's pipeline run; implemented over the
@@ -27,7 +28,7 @@ export interface ServicePipeline {
   currentRelease(applicationId: string, environmentId: string): Promise<{ id: string; version: number } | null>;
 }
 
-type ServiceStatus = 'queued' | 'building' | 'releasing' | 'deploying' | 'complete' | 'error';
+type ServiceStatus = EnvDeployServiceState;
 
 /** Where one service's pipeline run stands, from its records. */
 function serviceState(s: EnvDeployServiceRow): { status: ServiceStatus; error_detail: string | null } {

@@ -12,6 +12,7 @@ import type { DisplayedVariable } from './release-freezer.js';
 import { ReleaseRunner } from './release-runner.js';
 import { requireProtectedEnvironmentAdmin } from '../../platform/access/environment-protection.js';
 import type { ReleasesRepository } from './releases.repository.js';
+import { RELEASE_JOB } from '../stages.js';
 import type { ImageRecords } from '../build/image-records.js';
 
 const RELEASE_ABANDONED =
@@ -58,7 +59,7 @@ export class ReleasesService {
   /** Registers the `release` job kind and a sweeper that fails releases whose job is gone. */
   registerJobs(jobs: Jobs & JobMaintenance) {
     jobs.register(
-      'release',
+      RELEASE_JOB,
       async (data) => {
         await this.runRelease(data.recordId!);
       },
@@ -110,7 +111,7 @@ export class ReleasesService {
     await requireProtectedEnvironmentAdmin(this.ctx.db, userId, { environmentId }, 'its releases');
     const jobs = await requireJobRoom(this.ctx, applicationId);
     const release = await this.createRelease(applicationId, environmentId);
-    await queueRecordJob(this.ctx.db, 'releases', jobs, 'release', { applicationId, environmentId, recordId: release.id }, 'release');
+    await queueRecordJob(this.ctx.db, 'releases', jobs, RELEASE_JOB, { applicationId, environmentId, recordId: release.id }, 'release');
     return { ok: true, release_id: release.id, version: release.version };
   }
 

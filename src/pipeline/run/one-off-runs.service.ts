@@ -10,8 +10,9 @@ import { requireDeployAccess } from '../../platform/access/environment-protectio
 import type { DeploymentsRepository } from '../deploy/deployments.repository.js';
 import { chosenEnvironmentId } from '../deploy/environment-choice.js';
 import type { OneOffRunsRepository } from './one-off-runs.repository.js';
+import { RUN_JOB } from '../stages.js';
 
-export const RUN_JOB = 'run';
+export { RUN_JOB } from '../stages.js';
 export const DEFAULT_RUN_TIMEOUT_SECONDS = 600;
 /** A scheduled run still without a job this long after it was recorded was never queued. */
 const UNQUEUED_AFTER_MS = 60_000;
