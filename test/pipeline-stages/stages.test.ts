@@ -1,9 +1,11 @@
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LIFECYCLES, STAGES } from '../../src/pipeline/stages.js';
 import { freshDatabase } from '../helpers/harness.js';
 import { statusWrites } from './status-writes.js';
+import { ARCHITECTURE_FILE, pipelineDiagram, withDiagram } from '../../scripts/pipeline-diagram.js';
 
 const PIPELINE_ROOT = fileURLToPath(new URL('../../src/pipeline/', import.meta.url));
 const writes = statusWrites(PIPELINE_ROOT);
@@ -116,5 +118,12 @@ describe('the stage table and the database agree', () => {
         expect(await statusDefault(l.table!), `${l.table} default`).toBe(t.to);
       }
     }
+  });
+});
+
+describe('docs/architecture.md', () => {
+  it('draws the stage file as it is now (run `npx tsx scripts/pipeline-diagram.ts` after changing it)', () => {
+    const page = readFileSync(ARCHITECTURE_FILE, 'utf8');
+    expect(withDiagram(page, pipelineDiagram())).toBe(page);
   });
 });
