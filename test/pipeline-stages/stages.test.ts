@@ -4,10 +4,11 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LIFECYCLES, STAGES } from '../../src/pipeline/stages.js';
 import { freshDatabase } from '../helpers/harness.js';
-import { statusWrites } from './status-writes.js';
+import { statusWrites, tableWrites } from './status-writes.js';
 import { ARCHITECTURE_FILE, pipelineDiagram, withDiagram } from '../../scripts/pipeline-diagram.js';
 
 const PIPELINE_ROOT = fileURLToPath(new URL('../../src/pipeline/', import.meta.url));
+const SOURCE_ROOT = fileURLToPath(new URL('../../src/', import.meta.url));
 const writes = statusWrites(PIPELINE_ROOT);
 const key = (at: string, state: string) => `${at} → ${state}`;
 
@@ -60,6 +61,13 @@ describe('the stage table and the code agree', () => {
       // A settled state has no crash story: no job is working on it.
       expect(Object.keys(l.onCrash).sort()).toEqual([...l.inProgress].sort());
     }
+  });
+
+  it("only the pipeline writes its records' tables (so the scan above sees every status written)", () => {
+    const tables = new Set(LIFECYCLES.flatMap((l) => (l.table ? [l.table] : [])));
+    expect(tableWrites(PIPELINE_ROOT, tables).length).toBeGreaterThan(5);
+    const outside = tableWrites(SOURCE_ROOT, tables).filter((w) => !w.startsWith('pipeline/'));
+    expect(outside).toEqual([]);
   });
 
   it('names the stages in order, each with its job kind and its folder', () => {

@@ -75,3 +75,26 @@ export function statusWrites(root: string): StatusWrite[] {
   }
   return writes;
 }
+
+/** Kysely writes (`insertInto`, `updateTable`, `deleteFrom`) of one of `tables` in the code under `root`: `<path>:<line> <table>`. */
+export function tableWrites(root: string, tables: ReadonlySet<string>): string[] {
+  const found: string[] = [];
+  for (const file of sourceFiles(root)) {
+    const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+    const visit = (node: ts.Node) => {
+      if (
+        ts.isCallExpression(node) &&
+        ts.isPropertyAccessExpression(node.expression) &&
+        ['insertInto', 'updateTable', 'deleteFrom'].includes(node.expression.name.text)
+      ) {
+        const [table] = node.arguments;
+        const name = table && ts.isStringLiteral(table) ? table.text.split(' ')[0]! : null;
+        if (name && tables.has(name))
+          found.push(`${relative(root, file)}:${source.getLineAndCharacterOfPosition(node.getStart()).line + 1} ${name}`);
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(source);
+  }
+  return found;
+}
