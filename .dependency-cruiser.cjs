@@ -2,7 +2,8 @@
  * Module boundaries (checked in CI by `npm run lint:deps`):
  * - no dependency cycle among src/modules;
  * - a module uses another module only through that module's index.ts;
- * - src/platform (infrastructure) never depends on src/modules (features).
+ * - src/platform (infrastructure) never depends on src/modules (features);
+ * - the `slipway` CLI (src/cli/) uses no server code (it talks to the REST API).
  * Tests are not cruised: they may reach into a module's files.
  * No violation is baselined: any one fails CI. The layering, bottom to top, is in
  * src/modules/README.md.
@@ -28,8 +29,16 @@ module.exports = {
       name: 'root-through-index',
       severity: 'error',
       comment: 'The composition root and entry points use a module through its index.ts.',
-      from: { path: '^src/[^/]+\\.ts$' },
+      from: { path: ['^src/[^/]+\\.ts$', '^src/admin/'] },
       to: { path: '^src/modules/[^/]+/', pathNot: '^src/modules/[^/]+/index\\.ts$' },
+    },
+    {
+      name: 'cli-over-the-api',
+      severity: 'error',
+      comment:
+        'The `slipway` CLI runs on any machine and talks to the REST API only (the admin tool in src/admin/ is the one on the database).',
+      from: { path: '^src/cli/' },
+      to: { path: '^src/', pathNot: ['^src/cli/', '^src/modules/configurations/dotenv-import\\.ts$'] },
     },
     {
       name: 'platform-not-on-modules',
