@@ -5,7 +5,8 @@
  *   through src/pipeline/index.ts;
  * - src/pipeline (build → release → deploy) uses src/platform and the modules below it, through
  *   their index.ts, never a module's HTTP routes or schemas;
- * - src/platform (infrastructure) never depends on src/modules or src/pipeline.
+ * - src/platform (infrastructure) never depends on src/modules or src/pipeline;
+ * - the `slipway` CLI (src/cli/) uses no server code (it talks to the REST API).
  * Tests are not cruised: they may reach into a module's files.
  * No violation is baselined: any one fails CI. The layering, bottom to top, is in
  * src/modules/README.md and docs/architecture.md.
@@ -52,8 +53,16 @@ module.exports = {
       name: 'root-through-index',
       severity: 'error',
       comment: 'The composition root and entry points use a module through its index.ts.',
-      from: { path: '^src/[^/]+\\.ts$' },
+      from: { path: ['^src/[^/]+\\.ts$', '^src/admin/'] },
       to: { path: '^src/modules/[^/]+/', pathNot: '^src/modules/[^/]+/index\\.ts$' },
+    },
+    {
+      name: 'cli-over-the-api',
+      severity: 'error',
+      comment:
+        'The `slipway` CLI runs on any machine and talks to the REST API only (the admin tool in src/admin/ is the one on the database).',
+      from: { path: '^src/cli/' },
+      to: { path: '^src/', pathNot: ['^src/cli/', '^src/modules/configurations/dotenv-import\\.ts$'] },
     },
     {
       name: 'platform-not-on-modules',

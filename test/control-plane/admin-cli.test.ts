@@ -1,5 +1,5 @@
 /**
- * The command-line tool, spawned as a user runs it (`tsx src/cli.ts`), against a test
+ * The administrator's tool (`npm run admin`), spawned as a user runs it (`tsx src/admin/main.ts`), against a test
  * database given in DATABASE_URL; and secret key rotation end to end.
  */
 import { execFile } from 'node:child_process';
@@ -27,7 +27,7 @@ function cli(args: string[], env: Record<string, string> = {}, input?: string) {
   return new Promise<{ code: number; stdout: string; stderr: string }>((done) => {
     const child = execFile(
       TSX,
-      ['src/cli.ts', ...args],
+      ['src/admin/main.ts', ...args],
       {
         cwd: ROOT,
         env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', DATABASE_URL: h.databaseUrl, DATA_DIR: h.dataDir, ...env },
@@ -39,7 +39,7 @@ function cli(args: string[], env: Record<string, string> = {}, input?: string) {
   });
 }
 
-describe('cli', () => {
+describe('admin tool', () => {
   it('users create / users list', async () => {
     const created = await cli([
       'users',
@@ -122,7 +122,7 @@ describe('cli', () => {
     expect(res.stderr).toMatch(/--email is required/);
     const unknown = await cli(['frobnicate']);
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toMatch(/Usage: npm run cli/);
+    expect(unknown.stderr).toMatch(/Usage: npm run admin/);
     expect((await cli(['users', 'list', '--bogus'])).code).toBe(2);
   });
 });

@@ -1,6 +1,6 @@
 /**
  * `slipway`: the command-line client of the Slipway API (bin/slipway.js runs this).
- * It talks to the REST API only; `npm run cli` (src/cli.ts) is the administrator's tool
+ * It talks to the REST API only; `npm run admin` (src/admin/) is the administrator's tool
  * that works on the database.
  */
 import { Command, CommanderError, Option } from 'commander';

@@ -6,8 +6,8 @@
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { serverEvents, StreamUnavailable } from '../../src/client/sse.js';
-import { ApiError } from '../../src/client/errors.js';
+import { serverEvents, StreamUnavailable } from '../../src/cli/sse.js';
+import { ApiError } from '../../src/cli/errors.js';
 
 const requests: IncomingHttpHeaders[] = [];
 const server = createServer((req, res) => {
