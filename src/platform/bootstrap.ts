@@ -53,7 +53,7 @@ export async function openPlatform(
       (options.notice ?? log)(message);
     } else if (powers.excess.length > 0)
       (options.notice ?? log)(
-        `note: DATABASE_URL's role "${powers.role}" also has ${powers.excess.join(', ')}; Slipway needs none of them (README "Database role")`,
+        `note: DATABASE_URL's role "${powers.role}" also has ${powers.excess.join(', ')}; Slipway needs none of them (docs/operations.md "Database role")`,
       );
     try {
       const applied = await migrateToLatest(db);
