@@ -13,6 +13,7 @@ const START_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 15_000;
 /** How often the control plane checks that its edge still answers (and starts it again when it does not). */
 const WATCH_MS = 1000;
+const RESTART_BACKOFF_MAX_MS = 30_000;
 /** The tail of the spawned edge's standard error shown when it fails to start. */
 const START_LOG_TAIL_BYTES = 4096;
 
@@ -31,7 +32,11 @@ export class SeparateEdge implements EdgeDriver {
   private status: EdgeStatus | null = null;
   private keepServingOnClose = false;
   private watch: NodeJS.Timeout | null = null;
-  private restarting = false;
+  /** The restart under way, if any (a close waits for it, so no edge starts after it). */
+  private restarting: Promise<void> | null = null;
+  /** Failed restarts in a row: each waits twice as long before the next (at most RESTART_BACKOFF_MAX_MS). */
+  private failedRestarts = 0;
+  private nextRestartAt = 0;
   private closing = false;
   private readonly socketPath: string;
   private readonly dir: string;
@@ -91,18 +96,22 @@ export class SeparateEdge implements EdgeDriver {
   /** An edge that died (killed, crashed) is started again; it serves its persisted routes at once. */
   private supervise() {
     this.watch ??= setInterval(() => {
-      if (this.restarting || this.closing) return;
-      this.restarting = true;
-      void (async () => {
+      if (this.restarting || this.closing || Date.now() < this.nextRestartAt) return;
+      this.restarting = (async () => {
         if (await askEdge(this.socketPath, 'status', 2000).catch(() => null)) return;
         if (this.closing) return;
         this.notice(`the edge process (pid ${this.status?.pid}) stopped answering; starting it again`);
         this.status = await this.spawnEdge();
+        this.failedRestarts = 0;
         this.notice(`started the edge process (pid ${this.status.pid}, port ${this.status.port})`);
       })()
-        .catch((err) => this.notice(`starting the edge process again failed: ${(err as Error).message}`))
+        .catch((err) => {
+          this.failedRestarts++;
+          this.nextRestartAt = Date.now() + Math.min(WATCH_MS * 2 ** this.failedRestarts, RESTART_BACKOFF_MAX_MS);
+          this.notice(`starting the edge process again failed: ${(err as Error).message}`);
+        })
         .finally(() => {
-          this.restarting = false;
+          this.restarting = null;
         });
     }, WATCH_MS);
     this.watch.unref();
@@ -124,6 +133,7 @@ export class SeparateEdge implements EdgeDriver {
     this.closing = true;
     if (this.watch) clearInterval(this.watch);
     this.watch = null;
+    await this.restarting;
     if (!this.status) return;
     if (this.keepServingOnClose) this.notice(`the edge process (pid ${this.status.pid}) keeps serving`);
     else await this.stopEdge();
