@@ -85,6 +85,12 @@ async function serve(config: Config, platform: Platform) {
   process.removeAllListeners('SIGTERM');
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+  // Stop the control plane only: instances keep serving and the next start adopts them (upgrades, docs/operations.md).
+  if (config.SLIPWAY_STOP_KEEPS_SERVING) ctx.runtime?.keepServingOnShutdown?.();
+  process.on('SIGUSR2', () => {
+    ctx.runtime?.keepServingOnShutdown?.();
+    void stop('SIGUSR2');
+  });
 
   // A `worker` process builds the app only to register the job handlers: it serves no API.
   if (config.SLIPWAY_ROLE === 'worker') app.log.info('worker role: running pipeline jobs and applications, not serving the API');
