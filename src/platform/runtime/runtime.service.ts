@@ -117,7 +117,10 @@ export class RuntimeService {
       if (!keep) leftovers.push(r);
     }
     if (unowned.length > leftovers.length) {
-      this.logger.info({ count: unowned.length - leftovers.length }, 'instances of a previous platform process still run; they are adopted');
+      this.logger.info(
+        { count: unowned.length - leftovers.length },
+        'instances of a previous platform process still run; they are adopted',
+      );
     }
     if (leftovers.length === 0) return;
     await this.driver.reap(leftovers);

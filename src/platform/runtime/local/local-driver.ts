@@ -29,7 +29,16 @@ import { runOneOff } from './one-off.js';
 import { countLines, DEFAULT_OUTPUT_RATE, OutputRateGate, type OutputRate } from './output-rate.js';
 import { freePort, killGroup } from './process-group.js';
 import { processesCarrying, readProcessGroups } from './proc-stats.js';
-import { connectShim, INSTANCE_ID_VARIABLE, launchShim, processStartTicks, shimListening, shimSocketPath, type ShimConnection, type ShimEvents } from './shim-client.js';
+import {
+  connectShim,
+  INSTANCE_ID_VARIABLE,
+  launchShim,
+  processStartTicks,
+  shimListening,
+  shimSocketPath,
+  type ShimConnection,
+  type ShimEvents,
+} from './shim-client.js';
 
 export { INSTANCE_ID_VARIABLE };
 
@@ -169,7 +178,6 @@ export class LocalProcessDriver implements RuntimeDriver {
     mkdirSync(this.shimDir, { recursive: true, mode: 0o700 });
     chmodSync(this.shimDir, 0o700);
     shimSocketPath(this.shimDir, '00000000-0000-0000-0000-000000000000'); // a DATA_DIR too long for sockets fails at start
-
   }
 
   get sandboxed(): boolean {
