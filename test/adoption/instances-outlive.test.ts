@@ -21,11 +21,12 @@ import { processesUnder, startPlatformProcess, stopAllStarted, type PlatformProc
 
 const ADMIN = { email: 'admin@example.com', password: 'adoption-admin-password' };
 
-/** Counts in a thread and prints `tick <n>` every 100 ms; GET answers the count so far. */
+/** Counts in a thread and prints `tick <n>` every 100 ms; GET answers the count so far. MARK=slow listens only after 2 minutes. */
 const TICKING_APP = pythonHttpApp(
   `f"ticks={ticks[0]} mark={os.environ.get('MARK', '')}"`,
   `
 import threading, time
+if os.environ.get('MARK') == 'slow': time.sleep(120)
 ticks = [0]
 def tick():
     while True:
@@ -285,6 +286,53 @@ describe('instances outlive the control plane', () => {
       200,
     );
     expect(await instanceRows(app.id)).toEqual(redeployed);
+
+    // --- a deployment interrupted by a crash: it fails, the serving release stays, one generation runs ---
+    await call(
+      'PATCH',
+      `/configurations/${app.id}/${(await call<any[]>('GET', `/configurations/${app.id}`)).find((v) => v.name === 'MARK').id}`,
+      {
+        value: 'slow',
+      },
+    );
+    const { release_id: slow } = await call('POST', `/releases/${app.id}/create`);
+    await waitFor('the slow release', async () => (await call('GET', `/releases/${slow}/detail`)).built, 60_000, 200);
+    const { deployment_id: interrupted } = await call('POST', `/releases/${slow}/deploy`);
+    const slowRows = await waitFor(
+      'the new instances started',
+      async () => {
+        const rows = (await instanceRows(app.id)).filter((r) => r.release_id === slow && r.pid);
+        return rows.length === 2 ? rows : null;
+      },
+      60_000,
+      100,
+    );
+    platform.child.kill('SIGKILL');
+    await new Promise((r) => platform.child.once('exit', r));
+    platform = startPlatformProcess('all', 'platform-4', env);
+    call = await client(await platform.ready);
+    const failed = await waitFor(
+      'the interrupted deployment settled',
+      async () => {
+        const d = await call('GET', `/deployments/${interrupted}/detail`);
+        return d.error || d.complete ? d : null;
+      },
+      60_000,
+      200,
+    );
+    expect(failed).toMatchObject({ error: true, complete: false });
+    for (const r of slowRows) await waitFor(`the interrupted release's instance ${r.id} ended`, () => !alive(r.pid), 15_000, 100);
+    await waitFor(
+      'the serving release adopted',
+      async () => {
+        const list = await call<any[]>('GET', `/applications/${app.id}/instances`);
+        return list.length === 2 && list.every((i) => i.state === 'healthy') ? list : null;
+      },
+      60_000,
+      200,
+    );
+    expect(await instanceRows(app.id)).toEqual(redeployed);
+    for (const r of redeployed) expect((await direct(r.port)).mark).toBe('two');
 
     // --- a normal stop stops the instances ---
     expect(await platform.stop()).toBe(0);
