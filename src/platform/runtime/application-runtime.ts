@@ -151,7 +151,7 @@ export interface ApplicationRuntime {
   shutdown(): Promise<void>;
   /**
    * Makes the next `shutdown` stop only the control plane: local instances keep running under
-   * their shims and the next start adopts them (`slipway-admin`-free upgrade: SIGUSR2 or
+   * their shims and the next start adopts them (an upgrade: SIGUSR2, or SIGTERM with
    * SLIPWAY_STOP_KEEPS_SERVING). A cluster's workloads always stay.
    */
   keepServingOnShutdown?(): void;

@@ -15,7 +15,7 @@
 import { spawn } from 'node:child_process';
 import { chmodSync, closeSync, readFileSync, unlinkSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
-import { encodeFrame, FRAME, type ShimHello, type ShimSettings } from './shim-protocol.js';
+import { encodeFrame, FRAME, SHIM_PROTOCOL, type ShimHello, type ShimSettings } from './shim-protocol.js';
 
 const settings = JSON.parse(readFileSync(0, 'utf8')) as ShimSettings;
 
@@ -109,7 +109,13 @@ function startTicks(pid: number | undefined): string | null {
   }
 }
 
-const hello: ShimHello = { id: settings.id, pid: child.pid ?? null, startTicks: startTicks(child.pid), shimPid: process.pid };
+const hello: ShimHello = {
+  protocol: SHIM_PROTOCOL,
+  id: settings.id,
+  pid: child.pid ?? null,
+  startTicks: startTicks(child.pid),
+  shimPid: process.pid,
+};
 
 const server = createServer((socket) => {
   // A new platform process replaces the one that went away.

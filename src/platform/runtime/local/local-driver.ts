@@ -39,6 +39,7 @@ import {
   type ShimConnection,
   type ShimEvents,
 } from './shim-client.js';
+import { SHIM_PROTOCOL } from './shim-protocol.js';
 
 export { INSTANCE_ID_VARIABLE };
 
@@ -567,9 +568,8 @@ export class LocalProcessDriver implements RuntimeDriver {
     });
     if (record.port !== null) this.usedPorts.add(record.port);
     const inst = this.newInstance(spec, record.port, sandbox);
+    // The pid becomes its own once the shim confirms it (nothing is signalled on the record's word alone).
     inst.status = { ...inst.status, pid: record.pid, restartCount: record.restartCount, lastExit: record.lastExit };
-    inst.pid = record.pid;
-    inst.startTicks = record.startTicks;
     inst.lastSpawn = Date.now();
     inst.oomKills = (await sandbox?.cgroup.oomKills()) ?? 0;
     this.instances.set(spec.id, inst);
@@ -577,7 +577,8 @@ export class LocalProcessDriver implements RuntimeDriver {
     const connection = await this.follow(
       { inst, control: null, adopted: true },
       (events) => connectShim(socket, events, Date.now() + 2000),
-      ({ hello }) => hello.id === spec.id && hello.pid === record.pid && hello.startTicks === record.startTicks,
+      ({ hello }) =>
+        hello.protocol === SHIM_PROTOCOL && hello.id === spec.id && hello.pid === record.pid && hello.startTicks === record.startTicks,
     );
     if (!connection) {
       if (inst.attempt === null && inst.status.state === 'starting') {

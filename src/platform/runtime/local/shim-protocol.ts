@@ -22,8 +22,15 @@ export interface ShimSettings {
   lingerMs: number;
 }
 
+/**
+ * The version of these messages. A platform of another version (an upgrade) adopts only shims
+ * that speak its own; others' instances are replaced at its start. Raise it on any change.
+ */
+export const SHIM_PROTOCOL = 1;
+
 /** The first frame on every connection: which process the shim runs. */
 export interface ShimHello {
+  protocol: number;
   id: string;
   pid: number | null;
   /** /proc/<pid>/stat start time (defeats pid reuse). */
