@@ -242,6 +242,23 @@ describe('instances outlive the control plane', () => {
     // Lines the killed process had read but not stored may be lost; none written after it died.
     for (let n = atKill + 5; n <= whileAway.ticks; n++) expect(ticks, `tick ${n}`).toContain(n);
 
+    // An adopted instance that crashes is restarted like any other, on its port (the dead platform's network helper is ended first).
+    process.kill(-before!.pid, 'SIGKILL');
+    const restarted = await waitFor(
+      'the crashed instance restarted and healthy',
+      async () => {
+        const list = await call<any[]>('GET', `/applications/${app.id}/instances`);
+        return list.length === 1 && list[0].restarts === 1 && list[0].state === 'healthy' ? list : null;
+      },
+      60_000,
+      200,
+    );
+    expect(restarted[0].id).toBe(before!.id);
+    const [current] = await instanceRows(app.id);
+    expect(current).toMatchObject({ id: before!.id, port: before!.port, restart_count: 1 });
+    expect(current!.pid).not.toBe(before!.pid);
+    expect((await direct(current!.port)).mark).toBe('one');
+
     // Scaling and redeploying work on the adopted instance.
     await call('POST', `/applications/${app.id}/scale`, { process_counts: { web: 2 } });
     const scaled = await waitFor(
@@ -253,7 +270,7 @@ describe('instances outlive the control plane', () => {
       60_000,
       200,
     );
-    expect(scaled[0]).toEqual(before);
+    expect(scaled[0]).toEqual(current);
     const v2 = await deploy(call, app.id, 'two');
     const redeployed = await waitFor(
       'the previous release retired',
@@ -265,7 +282,7 @@ describe('instances outlive the control plane', () => {
       200,
     );
     for (const r of redeployed) expect((await direct(r.port)).mark).toBe('two');
-    await waitFor('the adopted process to end with its release', () => !alive(before!.pid), 15_000, 100);
+    await waitFor('the adopted instance to end with its release', () => !alive(current!.pid), 15_000, 100);
 
     // --- an upgrade: SIGUSR2 stops the control plane only ---
     platform.child.kill('SIGUSR2');

@@ -172,3 +172,31 @@ export async function endOrphanedHelpers(uids: { first: number; last: number }):
   }
   return ended;
 }
+
+/**
+ * Ends the pasta that forwards host port `hostPort` (a previous platform process's, for an
+ * instance this process adopted and that has ended): its sandbox's process may linger as a
+ * zombie, which `endOrphanedHelpers` takes for alive, and a restart needs the port now.
+ * Only a pasta running as a sandbox user (`uids`) with exactly that forward is ended.
+ */
+export async function endHelperForwarding(uids: { first: number; last: number }, hostPort: number): Promise<number> {
+  const forward = `${FORWARD_HOST}/${hostPort}:`;
+  let ended = 0;
+  for (const entry of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(entry)) continue;
+    const argv = (await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '')).split('\0');
+    if (!argv[0]?.endsWith('pasta')) continue;
+    const ports = argv[argv.indexOf('--tcp-ports') + 1];
+    if (!argv.includes('--tcp-ports') || !ports?.startsWith(forward)) continue;
+    const status = await readFile(`/proc/${entry}/status`, 'utf8').catch(() => '');
+    const uid = Number(/^Uid:\s+(\d+)/m.exec(status)?.[1] ?? -1);
+    if (uid < uids.first || uid > uids.last) continue;
+    try {
+      process.kill(Number(entry), 'SIGKILL');
+      ended++;
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return ended;
+}

@@ -402,12 +402,16 @@ export class LocalProcessDriver implements RuntimeDriver {
       inst.connection?.detach();
       inst.connection = null;
       killGroup(inst.pid, 'SIGKILL'); // children the shell left behind would hold the port
-      // A previous platform process's network helper outlives the sandbox it served: ended by the sweep.
-      if (adopted) void this.sandbox?.endLeftoverNetworks().catch(() => {});
-      void this.outOfMemory(inst).then((oom) => {
-        this.onExit(inst, attempt, reason && code === null && signal === null ? reason : exitReason(code, signal, oom, spec.limits));
-        resolveExited();
-      });
+      // A previous platform process's network helper outlives the sandbox it served: ended before
+      // a restart's new helper needs the same host port.
+      const port = inst.status.port;
+      const swept = adopted && port !== null ? this.sandbox?.endNetworkForwarding(port).catch(() => {}) : undefined;
+      void Promise.resolve(swept)
+        .then(() => this.outOfMemory(inst))
+        .then((oom) => {
+          this.onExit(inst, attempt, reason && code === null && signal === null ? reason : exitReason(code, signal, oom, spec.limits));
+          resolveExited();
+        });
     };
     const events: ShimEvents = {
       // While the second's budget is spent, whole chunks are dropped unsplit (a flood costs little to ignore).
