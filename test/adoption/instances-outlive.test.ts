@@ -4,8 +4,9 @@
  * numbered line every 100 ms. The control plane is killed with SIGKILL: the instance keeps
  * answering on its host port; a new control plane re-adopts the same instance (same id and
  * pid, no restart counted), the lines written while it was away reach the application's log
- * once, and scaling and redeploying work afterwards. SIGUSR2 stops the control plane only
- * (the upgrade path); SIGTERM still stops the instances.
+ * once, an adopted instance that crashes is restarted on its port, and scaling and redeploying
+ * work afterwards. SIGUSR2 stops the control plane only (the upgrade path); a deployment
+ * interrupted by SIGKILL fails and leaves one generation running; SIGTERM stops the instances.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
