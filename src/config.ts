@@ -115,6 +115,12 @@ export const EnvSchema = Type.Object({
   RUNTIME_RESTART_BACKOFF_MS: Type.Integer({ minimum: 10, default: 1000 }),
   /** Time between TERM and KILL when an instance is stopped. */
   RUNTIME_STOP_GRACE_MS: Type.Integer({ minimum: 0, default: 10_000 }),
+  /**
+   * Whether stopping the platform (SIGTERM, SIGINT) stops only the control plane and leaves the
+   * applications' instances running for the next start to adopt (an upgrade without downtime).
+   * Off: a stop stops the instances too. SIGUSR2 always stops the control plane only.
+   */
+  SLIPWAY_STOP_KEEPS_SERVING: Type.Boolean({ default: false }),
   /** Where applications run: `local` (processes on this machine, the default) or `kubernetes`. */
   RUNTIME: Type.Union([Type.Literal('local'), Type.Literal('kubernetes')], { default: 'local' }),
   /**

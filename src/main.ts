@@ -6,7 +6,7 @@ import { StartupError } from './platform/startup-error.js';
 import { AppError } from './platform/errors.js';
 import { createIdentity } from './services.js';
 import { NO_ISOLATION_WARNING } from './platform/sandbox/index.js';
-import { BoundedLogFile, EDGE_LOG_FILE, edgeDirectory, runEdgeProcess, SeparateEdge } from './platform/edge/index.js';
+import { BoundedLogFile, EDGE_LOG_FILE, edgeDirectory, runEdgeProcess } from './platform/edge/index.js';
 import { join } from 'node:path';
 import { pino } from 'pino';
 
@@ -85,10 +85,11 @@ async function serve(config: Config, platform: Platform) {
   process.removeAllListeners('SIGTERM');
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
-  // docs/operations.md "Upgrading Slipway": stop, leaving the separate edge process serving.
+  // Stop the control plane only: instances and the separate edge keep serving, the next start adopts them
+  // (docs/operations.md "Upgrading Slipway").
+  if (config.SLIPWAY_STOP_KEEPS_SERVING) ctx.runtime?.keepServingOnShutdown?.();
   process.on('SIGUSR2', () => {
-    const edge = ctx.runtime && 'router' in ctx.runtime ? ctx.runtime.router : null;
-    if (edge instanceof SeparateEdge) edge.keepServing();
+    ctx.runtime?.keepServingOnShutdown?.();
     void stop('SIGUSR2');
   });
 

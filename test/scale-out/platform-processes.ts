@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 
-export type Role = 'api' | 'worker';
+export type Role = 'api' | 'worker' | 'all';
 
 /** One real `src/main.ts` process (API-only or worker-only) and everything it printed. */
 export interface PlatformProcess {
@@ -62,7 +62,7 @@ export function startPlatformProcess(role: Role, name: string, env: Record<strin
   const ready = new Promise<string>((ok, fail) => {
     const timer = setTimeout(() => fail(new Error(`${name} did not become ready:\n${output.slice(-4000)}`)), 60_000);
     const pattern =
-      role === 'api' ? /Server listening at (http:\/\/127\.0\.0\.1:\d+)/ : /"workerId":"([^"]+)"[^\n]*"msg":"pipeline workers started"/;
+      role !== 'worker' ? /Server listening at (http:\/\/127\.0\.0\.1:\d+)/ : /"workerId":"([^"]+)"[^\n]*"msg":"pipeline workers started"/;
     const check = () => {
       const m = pattern.exec(output);
       if (m) {

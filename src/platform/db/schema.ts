@@ -335,6 +335,8 @@ export interface InstancesTable {
   host: string | null;
   port: number | null;
   pid: number | null;
+  /** The pid's process start time (migration 0030): with the pid, what a restarted platform re-adopts by. */
+  pid_start_ticks: ColumnType<string | null, string | null | undefined, string | null>;
   state: ColumnType<InstanceState, InstanceState | undefined, InstanceState>;
   restart_count: Generated<number>;
   /** Why it last stopped on its own (migration 0006), e.g. `OOM: exceeded 384 MiB of m1.small`. */

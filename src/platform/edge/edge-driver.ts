@@ -37,5 +37,7 @@ export interface EdgeDriver {
   apply(): Promise<void>;
   /** Resolves when requests in flight to these instances have finished (or after `timeoutMs`). */
   drain(instanceIds: string[], timeoutMs: number): Promise<void>;
+  /** An edge that runs apart from the control plane keeps serving after `close()` (an upgrade's stop). */
+  keepServing?(): void;
   close(): Promise<void>;
 }

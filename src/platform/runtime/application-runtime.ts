@@ -149,6 +149,12 @@ export interface ApplicationRuntime {
   start(options: RuntimeStartOptions): Promise<void>;
   /** Stops what this process runs (local processes; a cluster keeps its workloads). */
   shutdown(): Promise<void>;
+  /**
+   * Makes the next `shutdown` stop only the control plane: local instances keep running under
+   * their shims and the next start adopts them (an upgrade: SIGUSR2, or SIGTERM with
+   * SLIPWAY_STOP_KEEPS_SERVING). A cluster's workloads always stay.
+   */
+  keepServingOnShutdown?(): void;
   /** Runs before the runtime stops (e.g. the metrics sampler stops first). */
   onShutdown(hook: () => Promise<void> | void): void;
   /**

@@ -107,6 +107,17 @@ export interface LeftoverInstance {
   pid: number | null;
 }
 
+/** What a previous platform process recorded of an instance it started, to take it over. */
+export interface AdoptionRecord {
+  id: string;
+  pid: number | null;
+  /** The process's start time (/proc/<pid>/stat): with the pid, it tells the instance from a reused pid. */
+  startTicks: string | null;
+  port: number | null;
+  restartCount: number;
+  lastExit: string | null;
+}
+
 /** One line an instance wrote, already scrubbed of its secret values. */
 export interface InstanceOutput {
   instanceId: string;
@@ -136,6 +147,15 @@ export interface RuntimeDriver {
   onOutput(listener: (output: InstanceOutput) => void): void;
   /** Ends processes a dead platform process left running (never unrelated ones). */
   reap(leftovers: LeftoverInstance[]): Promise<void>;
+  /**
+   * Drivers whose instances outlive the platform process (the local one, through shims):
+   * whether one still runs as recorded, taking it over, its start time for the record, and
+   * letting go of all of them without stopping them.
+   */
+  adoptable?(record: AdoptionRecord): Promise<boolean>;
+  adopt?(spec: InstanceSpec, record: AdoptionRecord): Promise<InstanceStatus | null>;
+  startTicksOf?(id: string): string | null;
+  detach?(): Promise<void>;
   /** Stops everything this driver started. */
   shutdown(): Promise<void>;
 }

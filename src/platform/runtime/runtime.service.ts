@@ -6,7 +6,7 @@ import { EdgeRoutes } from '../edge/edge-routes.js';
 import type { Upstream } from '../edge/route-table.js';
 import { waitHealthy } from './health-check.js';
 import type { AppUsage, RuntimeLogger } from './application-runtime.js';
-import type { InstanceLabels, InstanceSpec, InstanceStatus, ResourceUsage, RuntimeDriver } from './port.js';
+import type { AdoptionRecord, InstanceLabels, InstanceSpec, InstanceStatus, ResourceUsage, RuntimeDriver } from './port.js';
 
 export interface HealthCheck {
   path: string;
@@ -46,6 +46,7 @@ export class RuntimeService {
   private logger: RuntimeLogger;
   private workerId: () => string | null;
   private closing = false;
+  private keepServing = false;
   /** The routes in PostgreSQL, for edge processes of their own (`SLIPWAY_ROLE=edge`). */
   private readonly routes: EdgeRoutes;
 
@@ -89,6 +90,13 @@ export class RuntimeService {
       .select([
         'instances.id',
         'instances.pid',
+        'instances.pid_start_ticks',
+        'instances.application_id',
+        'instances.environment_id',
+        'instances.deployment_id',
+        'instances.port',
+        'instances.restart_count',
+        'instances.last_exit',
         'workers.hostname',
         'workers.pid as worker_pid',
         'workers.heartbeat_at',
@@ -100,7 +108,20 @@ export class RuntimeService {
       r.worker_pid !== null &&
       r.heartbeat_at !== null &&
       workerAlive({ hostname: r.hostname, pid: r.worker_pid, heartbeat_at: r.heartbeat_at, stopped_at: r.stopped_at });
-    const leftovers = rows.filter((r) => !mine.has(r.id) && !ownedByLiveWorker(r));
+    const unowned = rows.filter((r) => !mine.has(r.id) && !ownedByLiveWorker(r));
+    // Still running as recorded and of the serving deployment: kept for the reconcile that adopts them.
+    const current = await this.currentDeployments(unowned);
+    const leftovers: typeof unowned = [];
+    for (const r of unowned) {
+      const keep = r.deployment_id !== null && current.has(r.deployment_id) && (await this.driver.adoptable?.(adoptionRecord(r)));
+      if (!keep) leftovers.push(r);
+    }
+    if (unowned.length > leftovers.length) {
+      this.logger.info(
+        { count: unowned.length - leftovers.length },
+        'instances of a previous platform process still run; they are adopted',
+      );
+    }
     if (leftovers.length === 0) return;
     await this.driver.reap(leftovers);
     await this.db
@@ -112,6 +133,101 @@ export class RuntimeService {
       )
       .execute();
     this.logger.info({ count: leftovers.length }, 'removed instances left by a previous platform process');
+  }
+
+  /** Of these rows' deployments, those that serve their environment now (the latest complete one). */
+  private async currentDeployments(rows: Array<{ application_id: string; environment_id: string }>): Promise<Set<string>> {
+    const current = new Set<string>();
+    const seen = new Set<string>();
+    for (const r of rows) {
+      const key = `${r.application_id}/${r.environment_id}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const row = await this.db
+        .selectFrom('deployments')
+        .select('id')
+        .where('application_id', '=', r.application_id)
+        .where('environment_id', '=', r.environment_id)
+        .where('status', '=', 'complete')
+        .orderBy('finished_at', 'desc')
+        .orderBy('created_at', 'desc')
+        .limit(1)
+        .executeTakeFirst();
+      if (row) current.add(row.id);
+    }
+    return current;
+  }
+
+  /**
+   * Takes over the instances of an application environment that a previous platform process
+   * started and that still run (see `reapLeftovers`): the serving deployment's are adopted
+   * (same id, pid, port and restart count; their output followed again, restarted when they
+   * crash), others and those not running as recorded are ended. Each is first claimed in its
+   * row, so two workers never adopt the same one. Returns the adopted instances.
+   */
+  async adopt(
+    applicationId: string,
+    environmentId: string,
+    deploymentId: string,
+    specFor: (row: { id: string; processType: string; ordinal: number }) => InstanceSpec | null,
+    check: HealthCheck,
+  ): Promise<InstanceStatus[]> {
+    const adopt = this.driver.adopt?.bind(this.driver);
+    if (!adopt) return [];
+    const me = this.workerId();
+    const mine = new Set(this.driver.list().map((s) => s.id));
+    const rows = await this.db
+      .selectFrom('instances')
+      .leftJoin('workers', 'workers.id', 'instances.worker_id')
+      .select([
+        'instances.id',
+        'instances.pid',
+        'instances.pid_start_ticks',
+        'instances.deployment_id',
+        'instances.process_type',
+        'instances.ordinal',
+        'instances.port',
+        'instances.restart_count',
+        'instances.last_exit',
+        'instances.worker_id',
+        'workers.hostname',
+        'workers.pid as worker_pid',
+        'workers.heartbeat_at',
+        'workers.stopped_at',
+      ])
+      .where('instances.application_id', '=', applicationId)
+      .where('instances.environment_id', '=', environmentId)
+      .execute();
+    const adopted: InstanceStatus[] = [];
+    for (const r of rows) {
+      // This process's own (being launched) and a live worker's stay theirs.
+      if (mine.has(r.id) || (me !== null && r.worker_id === me)) continue;
+      if (
+        r.hostname !== null &&
+        r.worker_pid !== null &&
+        r.heartbeat_at !== null &&
+        workerAlive({ hostname: r.hostname, pid: r.worker_pid, heartbeat_at: r.heartbeat_at, stopped_at: r.stopped_at })
+      )
+        continue;
+      const claimed = await this.db
+        .updateTable('instances')
+        .set({ worker_id: me, updated_at: sql`now()` })
+        .where('id', '=', r.id)
+        .where(sql<boolean>`worker_id IS NOT DISTINCT FROM ${r.worker_id}`)
+        .executeTakeFirst();
+      if (Number(claimed.numUpdatedRows) === 0) continue; // another worker took it
+      const spec = r.deployment_id === deploymentId ? specFor({ id: r.id, processType: r.process_type, ordinal: r.ordinal }) : null;
+      const status = spec ? await adopt(spec, adoptionRecord(r)).catch(() => null) : null;
+      if (!status) {
+        await this.driver.reap([{ id: r.id, pid: r.pid }]);
+        await this.db.deleteFrom('instances').where('id', '=', r.id).execute();
+        continue;
+      }
+      if (spec!.listen) this.health.set(r.id, check);
+      adopted.push(status);
+    }
+    if (adopted.length > 0) this.logger.info({ applicationId, environmentId, count: adopted.length }, 'adopted running instances');
+    return adopted;
   }
 
   /** Launches instances and records them; web ones are not routed until `waitHealthy` passes. */
@@ -287,11 +403,26 @@ export class RuntimeService {
     this.shutdownHooks.push(hook);
   }
 
-  /** Stops every instance (they come back from the database on the next start). */
+  /**
+   * With `keepServing`, `shutdown` stops this process's control of the instances but leaves them
+   * running, their rows and routes in place (an upgrade: the next start adopts them).
+   */
+  keepServingOnShutdown(keep = true) {
+    this.keepServing = keep && typeof this.driver.detach === 'function';
+  }
+
+  /** Stops every instance (they come back from the database on the next start), or only lets go of them (see keepServingOnShutdown). */
   async shutdown(): Promise<void> {
     if (this.closing) return;
     this.closing = true;
     for (const hook of this.shutdownHooks) await hook();
+    if (this.keepServing) {
+      await this.driver.detach!();
+      await Promise.all([...this.writes.values()]);
+      this.logger.info({ instances: this.driver.list().length }, 'control plane stopped; instances keep serving');
+      await this.router.close();
+      return;
+    }
     const ids = this.driver.list().map((s) => s.id);
     await this.driver.shutdown();
     await Promise.all([...this.writes.values()]);
@@ -316,6 +447,7 @@ export class RuntimeService {
     this.record(status.id, {
       state: status.state,
       pid: status.pid,
+      pid_start_ticks: status.pid === null ? null : (this.driver.startTicksOf?.(status.id) ?? null),
       host: status.host,
       port: status.port,
       restart_count: status.restartCount,
@@ -367,6 +499,7 @@ export class RuntimeService {
     values: {
       state?: InstanceStatus['state'] | 'healthy';
       pid?: number | null;
+      pid_start_ticks?: string | null;
       host?: string | null;
       port?: number | null;
       restart_count?: number;
@@ -390,6 +523,17 @@ export class RuntimeService {
 }
 
 export type { AppUsage, RuntimeLogger };
+
+function adoptionRecord(r: {
+  id: string;
+  pid: number | null;
+  pid_start_ticks: string | null;
+  port: number | null;
+  restart_count: number;
+  last_exit: string | null;
+}): AdoptionRecord {
+  return { id: r.id, pid: r.pid, startTicks: r.pid_start_ticks, port: r.port, restartCount: r.restart_count, lastExit: r.last_exit };
+}
 
 export function label(l: InstanceLabels): string {
   return `${l.processType}.${l.ordinal}`;

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 
 /** What a sandbox's own network namespace is connected to. */
 export interface SandboxNetwork {
@@ -145,14 +145,9 @@ export async function loopbackUp(pid: number): Promise<void> {
  * Ends pasta processes whose sandbox is gone: this pasta (Debian bookworm's) does not quit when
  * the namespace it serves ends, and the platform stops its own only while it runs (a platform
  * killed with SIGKILL leaves them, each holding a host port). Only a pasta running as a sandbox
- * user (`uids`) whose `--netns /proc/<pid>/ns/net` names a process that no longer exists is ended.
+ * user (`uids`) whose `--netns /proc/<pid>/ns/net` names a process that no longer exists (or is a zombie) is ended.
  */
 export async function endOrphanedHelpers(uids: { first: number; last: number }): Promise<number> {
-  const exists = (path: string) =>
-    stat(path).then(
-      () => true,
-      () => false,
-    );
   let ended = 0;
   for (const entry of await readdir('/proc').catch(() => [] as string[])) {
     if (!/^\d+$/.test(entry)) continue;
@@ -162,7 +157,37 @@ export async function endOrphanedHelpers(uids: { first: number; last: number }):
     const uid = Number(/^Uid:\s+(\d+)/m.exec(status)?.[1] ?? -1);
     if (uid < uids.first || uid > uids.last) continue;
     const target = argv.map((arg) => /^\/proc\/(\d+)\/ns\/net$/.exec(arg)?.[1]).find(Boolean);
-    if (!target || (await exists(`/proc/${target}`))) continue;
+    // A zombie (killed, not yet reaped by whoever inherited it) no longer needs its network.
+    const targetStatus = target ? await readFile(`/proc/${target}/status`, 'utf8').catch(() => null) : null;
+    if (!target || (targetStatus !== null && !/^State:\s+Z/m.test(targetStatus))) continue;
+    try {
+      process.kill(Number(entry), 'SIGKILL');
+      ended++;
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return ended;
+}
+
+/**
+ * Ends the pasta that forwards host port `hostPort` (a previous platform process's, for an
+ * instance this process adopted and that has ended): its sandbox's process may linger as a
+ * zombie, which `endOrphanedHelpers` takes for alive, and a restart needs the port now.
+ * Only a pasta running as a sandbox user (`uids`) with exactly that forward is ended.
+ */
+export async function endHelperForwarding(uids: { first: number; last: number }, hostPort: number): Promise<number> {
+  const forward = `${FORWARD_HOST}/${hostPort}:`;
+  let ended = 0;
+  for (const entry of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(entry)) continue;
+    const argv = (await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '')).split('\0');
+    if (!argv[0]?.endsWith('pasta')) continue;
+    const ports = argv[argv.indexOf('--tcp-ports') + 1];
+    if (!argv.includes('--tcp-ports') || !ports?.startsWith(forward)) continue;
+    const status = await readFile(`/proc/${entry}/status`, 'utf8').catch(() => '');
+    const uid = Number(/^Uid:\s+(\d+)/m.exec(status)?.[1] ?? -1);
+    if (uid < uids.first || uid > uids.last) continue;
     try {
       process.kill(Number(entry), 'SIGKILL');
       ended++;

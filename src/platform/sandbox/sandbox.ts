@@ -4,7 +4,7 @@ import { dirname } from 'node:path';
 import { promisify } from 'node:util';
 import { bwrapArguments, type SandboxView } from './bwrap.js';
 import { CgroupHierarchy, type Cgroup, type CgroupLimits, type CgroupSettings } from './cgroups.js';
-import { endOrphanedHelpers, type SandboxNetwork } from './network.js';
+import { endHelperForwarding, endOrphanedHelpers, type SandboxNetwork } from './network.js';
 
 const exec = promisify(execFile);
 
@@ -98,6 +98,11 @@ export class Sandbox {
   /** Ends network helpers a killed platform left behind (see `endOrphanedHelpers`). */
   async endLeftoverNetworks(): Promise<void> {
     if (this.options.uidRange) await endOrphanedHelpers(this.options.uidRange);
+  }
+
+  /** Ends a previous platform process's network helper forwarding this host port (see `endHelperForwarding`). */
+  async endNetworkForwarding(hostPort: number): Promise<void> {
+    if (this.options.uidRange) await endHelperForwarding(this.options.uidRange, hostPort);
   }
 
   /** The application's sandbox user (files its sandboxes must read are given to it). */

@@ -1,6 +1,7 @@
 import { ArtifactRefused, resolveArtifact, shellQuote, type ImageArtifact } from '../../builder/image-artifact.js';
 import { RolloutFailure } from '../application-runtime.js';
 import type {
+  AdoptionRecord,
   InstanceSpec,
   InstanceOutput,
   InstanceStatus,
@@ -103,6 +104,22 @@ export class ImageRootDriver implements RuntimeDriver {
   onOutput(listener: (output: InstanceOutput) => void): void {
     this.inner.onOutput(listener);
   }
+  async adoptable(record: AdoptionRecord): Promise<boolean> {
+    return (await this.inner.adoptable?.(record)) ?? false;
+  }
+
+  async adopt(spec: InstanceSpec, record: AdoptionRecord): Promise<InstanceStatus | null> {
+    return (await this.inner.adopt?.(await this.translate(spec), record)) ?? null;
+  }
+
+  startTicksOf(id: string): string | null {
+    return this.inner.startTicksOf?.(id) ?? null;
+  }
+
+  async detach(): Promise<void> {
+    await this.inner.detach?.();
+  }
+
   reap(leftovers: LeftoverInstance[]): Promise<void> {
     return this.inner.reap(leftovers);
   }

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { chmodSync, createWriteStream, mkdirSync, renameSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { v7 as uuidv7 } from 'uuid';
@@ -9,6 +9,7 @@ import {
   SandboxUnavailable,
   type PreparedSandbox,
   type Sandbox,
+  type SandboxControl,
   type SandboxNetwork,
   type SandboxView,
 } from '../../sandbox/index.js';
@@ -16,6 +17,7 @@ import type {
   InstanceOutput,
   InstanceSpec,
   InstanceStatus,
+  AdoptionRecord,
   LeftoverInstance,
   OneOffResult,
   OneOffSpec,
@@ -26,7 +28,20 @@ import { LineScrubber } from '../scrub.js';
 import { runOneOff } from './one-off.js';
 import { countLines, DEFAULT_OUTPUT_RATE, OutputRateGate, type OutputRate } from './output-rate.js';
 import { freePort, killGroup } from './process-group.js';
-import { processEnvironment, readProcessGroups } from './proc-stats.js';
+import { processesCarrying, readProcessGroups } from './proc-stats.js';
+import {
+  connectShim,
+  INSTANCE_ID_VARIABLE,
+  launchShim,
+  processStartTicks,
+  shimListening,
+  shimSocketPath,
+  type ShimConnection,
+  type ShimEvents,
+} from './shim-client.js';
+import { SHIM_PROTOCOL } from './shim-protocol.js';
+
+export { INSTANCE_ID_VARIABLE };
 
 export interface LocalDriverOptions {
   /** Loopback address instances listen on. */
@@ -48,15 +63,26 @@ export interface LocalDriverOptions {
   sandbox?: Sandbox | null;
   /** Output one instance may hand the platform per second; the rest is dropped and counted in its log. */
   outputRate?: OutputRate;
+  /** Where the instances' shims listen (default: `<logDir>/../shims`, 0700). */
+  shimDir?: string;
 }
 
-/** The name of the variable that marks a process as ours, so leftovers are recognized safely. */
-export const INSTANCE_ID_VARIABLE = 'SLIPWAY_INSTANCE_ID';
+/** How long a just launched shim may take to listen. */
+const SHIM_CONNECT_MS = 10_000;
+/** How long an ended instance's shim keeps its exit for a platform that is away. */
+const SHIM_LINGER_MS = 60_000;
 
 interface LocalInstance {
   spec: InstanceSpec;
   status: InstanceStatus;
-  child: ChildProcess | null;
+  /** The running attempt (a token compared on exit), or null between attempts. */
+  attempt: object | null;
+  /** The instance's process (group leader), once its shim said which. */
+  pid: number | null;
+  /** Its process's start time (/proc/<pid>/stat), recorded with the pid. */
+  startTicks: string | null;
+  /** The connection to its shim (the instance runs without it; it only carries output and the exit). */
+  connection: ShimConnection | null;
   stopping: boolean;
   consecutiveCrashes: number;
   lastSpawn: number;
@@ -71,6 +97,14 @@ interface LocalInstance {
   sandbox: PreparedSandbox | null;
   /** OOM kills of its control group seen so far. */
   oomKills: number;
+}
+
+/** What follows an instance's shim: its output pipeline and how its end is handled. */
+interface Follow {
+  inst: LocalInstance;
+  control: SandboxControl | null;
+  /** A previous platform process started it: its network helper is not ours to stop directly. */
+  adopted: boolean;
 }
 
 /** Default size past which an instance's output file is rotated (to `<id>.log.1`), so a chatty app cannot fill the disk. */
@@ -125,6 +159,7 @@ export class LocalProcessDriver implements RuntimeDriver {
   private readonly stableAfter: number;
   private readonly baseEnv: Record<string, string>;
   private shuttingDown = false;
+  private readonly shimDir: string;
   private readonly sandbox: Sandbox | null;
 
   constructor(private readonly options: LocalDriverOptions) {
@@ -139,6 +174,11 @@ export class LocalProcessDriver implements RuntimeDriver {
     // Instances' output is theirs: only the platform reads these files.
     mkdirSync(options.logDir, { recursive: true, mode: 0o700 });
     chmodSync(options.logDir, 0o700);
+    // The shims' sockets carry instances' raw output: only the platform (root) may connect.
+    this.shimDir = options.shimDir ?? join(options.logDir, '..', 'shims');
+    mkdirSync(this.shimDir, { recursive: true, mode: 0o700 });
+    chmodSync(this.shimDir, 0o700);
+    shimSocketPath(this.shimDir, '00000000-0000-0000-0000-000000000000'); // a DATA_DIR too long for sockets fails at start
   }
 
   get sandboxed(): boolean {
@@ -235,6 +275,14 @@ export class LocalProcessDriver implements RuntimeDriver {
       if (port !== null) this.usedPorts.delete(port);
       throw err;
     }
+    const inst = this.newInstance(spec, port, sandbox);
+    this.instances.set(spec.id, inst);
+    // Resolves once its shim says which process it runs (or the attempt failed and counts as a crash).
+    await this.spawnInstance(inst);
+    return { ...inst.status };
+  }
+
+  private newInstance(spec: InstanceSpec, port: number | null, sandbox: PreparedSandbox | null): LocalInstance {
     const inst: LocalInstance = {
       spec,
       status: {
@@ -248,7 +296,10 @@ export class LocalProcessDriver implements RuntimeDriver {
         lastExit: null,
         startedAt: new Date(),
       },
-      child: null,
+      attempt: null,
+      pid: null,
+      startTicks: null,
+      connection: null,
       stopping: false,
       consecutiveCrashes: 0,
       lastSpawn: 0,
@@ -261,25 +312,59 @@ export class LocalProcessDriver implements RuntimeDriver {
       oomKills: 0,
     };
     inst.log.on('error', () => {});
-    this.instances.set(spec.id, inst);
-    this.spawnInstance(inst);
-    return { ...inst.status };
+    return inst;
   }
 
-  private spawnInstance(inst: LocalInstance) {
+  private shimSettings(inst: LocalInstance) {
     const { spec } = inst;
     const env: Record<string, string> = { ...this.baseEnv, ...spec.env, [INSTANCE_ID_VARIABLE]: spec.id };
     if (inst.status.port !== null) env.PORT = String(inst.status.port);
     const [file, args] = inst.sandbox ? [inst.sandbox.file, inst.sandbox.args] : ['sh', ['-c', spec.command]];
-    const child = spawn(file, args, {
+    return {
+      id: spec.id,
+      file,
+      args,
       cwd: spec.artifactPath,
       env,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe', ...Array<'pipe'>(inst.sandbox ? CONTROL_PIPES : 0).fill('pipe')],
-    });
-    inst.child = child;
-    const control = inst.sandbox ? controlSandbox(child, inst.sandbox) : null;
+      socket: shimSocketPath(this.shimDir, spec.id),
+      // A reader that comes back gets at most one second's output budget at once (the rest is dropped and counted).
+      bufferBytes: Math.max(64 * 1024, (this.options.outputRate ?? DEFAULT_OUTPUT_RATE).bytesPerSecond),
+      controlFds: inst.sandbox ? CONTROL_PIPES : 0,
+      lingerMs: SHIM_LINGER_MS,
+    };
+  }
+
+  /** Starts the instance under its own shim (it outlives this process) and follows it. */
+  private spawnInstance(inst: LocalInstance): Promise<ShimConnection | null> {
+    const settings = this.shimSettings(inst);
+    const shim = launchShim(settings, settings.controlFds);
+    const control = inst.sandbox ? controlSandbox(shim, inst.sandbox) : null;
+    let shimGone = false;
+    shim.once('exit', () => (shimGone = true));
     inst.lastSpawn = Date.now();
+    inst.status = { ...inst.status, state: 'starting', pid: null, startedAt: new Date() };
+    return this.follow({ inst, control, adopted: false }, (events) =>
+      connectShim(settings.socket, events, Date.now() + SHIM_CONNECT_MS, () => shimGone).catch((err: Error) => {
+        // Unreachable, it must not run unsupervised (a sandbox dies with its shim).
+        shim.kill('SIGKILL');
+        throw err;
+      }),
+    );
+  }
+
+  /**
+   * Follows an instance through its shim: output through the budget and the scrubber into its
+   * file and the listeners, its end into a restart (or stop). Resolves with the connection, or
+   * null when the shim could not be reached (the attempt then ends as a crash).
+   */
+  private follow(
+    { inst, control, adopted }: Follow,
+    connect: (events: ShimEvents) => Promise<ShimConnection>,
+    accept: (connection: ShimConnection) => boolean = () => true,
+  ): Promise<ShimConnection | null> {
+    const { spec } = inst;
+    const attempt = {};
+    inst.attempt = attempt;
     const record = (stream: 'stdout' | 'stderr', line: string) => {
       const at = new Date();
       this.writeLog(inst, `${at.toISOString()} ${spec.labels.processType}.${spec.labels.ordinal} ${line}\n`);
@@ -301,52 +386,79 @@ export class LocalProcessDriver implements RuntimeDriver {
         undefined,
         (line) => gate.admit(line),
       );
-    const stdout = capture('stdout');
-    const stderr = capture('stderr');
-    const out = {
-      write: (c: Buffer | string) => stderr.write(c),
-      end: () => {
-        stdout.end();
-        stderr.end();
-        gate.close();
-      },
-    };
-    // While the second's budget is spent, whole chunks are dropped unsplit (a flood costs little to ignore).
-    const feed = (scrubber: LineScrubber) => (c: Buffer) => {
-      if (!gate.closed()) return scrubber.write(c);
-      scrubber.discardPartial();
-      gate.drop(countLines(c), c.length);
-    };
-    child.stdout!.on('data', feed(stdout));
-    child.stderr!.on('data', feed(stderr));
-    control?.ready.catch((err: Error) => out.write(`sandbox failed to start: ${err.message}\n`));
-    // Without its network helper nobody reaches the instance: a crash, so it restarts with a new one.
-    void control?.networkLost.then((why) => {
-      out.write(`the instance's network ended (${why}); restarting it\n`);
-      killGroup(child.pid, 'SIGKILL');
-    });
-    inst.exited = new Promise((resolve) => {
-      let ended = false;
-      const end = (code: number | null, signal: NodeJS.Signals | null) => {
-        if (ended) return;
-        ended = true;
-        control?.release();
-        out.end();
-        killGroup(child.pid, 'SIGKILL'); // children the shell left behind would hold the port
-        void this.outOfMemory(inst).then((oom) => {
-          this.onExit(inst, child, exitReason(code, signal, oom, spec.limits));
-          resolve();
+    const scrubbers = { stdout: capture('stdout'), stderr: capture('stderr') };
+    const note = (text: string) => scrubbers.stderr.write(text);
+    let ended = false;
+    let resolveExited: () => void = () => {};
+    inst.exited = new Promise((resolve) => (resolveExited = resolve));
+    const end = (reason: string | null, code: number | null, signal: NodeJS.Signals | null) => {
+      if (ended) return;
+      ended = true;
+      if (reason) note(`${reason}\n`);
+      control?.release();
+      scrubbers.stdout.end();
+      scrubbers.stderr.end();
+      gate.close();
+      inst.connection?.detach();
+      inst.connection = null;
+      killGroup(inst.pid, 'SIGKILL'); // children the shell left behind would hold the port
+      // A previous platform process's network helper outlives the sandbox it served: ended before
+      // a restart's new helper needs the same host port.
+      const port = inst.status.port;
+      const swept = adopted && port !== null ? this.sandbox?.endNetworkForwarding(port).catch(() => {}) : undefined;
+      void Promise.resolve(swept)
+        .then(() => this.outOfMemory(inst))
+        .then((oom) => {
+          this.onExit(inst, attempt, reason && code === null && signal === null ? reason : exitReason(code, signal, oom, spec.limits));
+          resolveExited();
         });
-      };
-      child.on('error', (err) => {
-        out.write(`failed to start: ${err.message}\n`);
-        // A process that never started (e.g. its directory is gone) emits no 'close'.
-        if (child.pid === undefined) end(127, null);
-      });
-      child.on('close', end);
-    });
-    inst.status = { ...inst.status, state: 'starting', pid: child.pid ?? null, startedAt: new Date() };
-    this.emit(inst);
+    };
+    const events: ShimEvents = {
+      // While the second's budget is spent, whole chunks are dropped unsplit (a flood costs little to ignore).
+      output: (stream, chunk) => {
+        if (!gate.closed()) return scrubbers[stream].write(chunk);
+        scrubbers[stream].discardPartial();
+        gate.drop(countLines(chunk), chunk.length);
+      },
+      dropped: ({ lines, bytes }) =>
+        record('stderr', `[slipway: ${lines} lines (${bytes} bytes) dropped: output waiting for the platform exceeded its buffer]`),
+      exit: (code, signal, lost) => end(lost ? 'the instance supervisor ended unexpectedly' : null, code, signal),
+    };
+    control?.ready.catch((err: Error) => note(`sandbox failed to start: ${err.message}\n`));
+    return connect(events).then(
+      (connection) => {
+        if (ended) {
+          connection.detach();
+          return null;
+        }
+        if (!accept(connection)) {
+          // Not the process on record: nothing of it is ours to follow or stop.
+          connection.detach();
+          ended = true;
+          inst.attempt = null;
+          resolveExited();
+          return null;
+        }
+        inst.connection = connection;
+        inst.pid = connection.hello.pid;
+        inst.startTicks = connection.hello.startTicks;
+        if (inst.stopping || this.shuttingDown) killGroup(inst.pid, 'SIGTERM');
+        // Without its network helper nobody reaches the instance: a crash, so it restarts with a new one.
+        void control?.networkLost.then((why) => {
+          note(`the instance's network ended (${why}); restarting it\n`);
+          killGroup(inst.pid, 'SIGKILL');
+        });
+        if (!adopted) {
+          inst.status = { ...inst.status, state: 'starting', pid: inst.pid };
+          this.emit(inst);
+        }
+        return connection;
+      },
+      (err: Error) => {
+        end(`failed to start: ${err.message}`, null, null);
+        return null;
+      },
+    );
   }
 
   /** Whether the kernel's OOM killer struck the instance's control group since the last look. */
@@ -358,9 +470,11 @@ export class LocalProcessDriver implements RuntimeDriver {
     return struck;
   }
 
-  private onExit(inst: LocalInstance, child: ChildProcess, reason: string) {
-    if (inst.child !== child) return;
-    inst.child = null;
+  private onExit(inst: LocalInstance, attempt: object, reason: string) {
+    if (inst.attempt !== attempt) return;
+    inst.attempt = null;
+    inst.pid = null;
+    inst.startTicks = null;
     inst.cpu = null;
     if (inst.stopping || this.shuttingDown) {
       inst.status = { ...inst.status, state: 'stopped', pid: null };
@@ -376,7 +490,7 @@ export class LocalProcessDriver implements RuntimeDriver {
       inst.restartTimer = null;
       if (inst.stopping || this.shuttingDown || !this.instances.has(inst.spec.id)) return;
       inst.status = { ...inst.status, restartCount: inst.status.restartCount + 1 };
-      this.spawnInstance(inst);
+      void this.spawnInstance(inst);
     }, delay);
   }
 
@@ -385,10 +499,10 @@ export class LocalProcessDriver implements RuntimeDriver {
     if (!inst) return;
     inst.stopping = true;
     if (inst.restartTimer) clearTimeout(inst.restartTimer);
-    const child = inst.child;
-    if (child && child.exitCode === null && child.signalCode === null) {
-      killGroup(child.pid, 'SIGTERM');
-      const killer = setTimeout(() => killGroup(child.pid, 'SIGKILL'), this.grace);
+    if (inst.attempt) {
+      // A pid not known yet (the shim is being reached) is signalled as soon as it is.
+      killGroup(inst.pid, 'SIGTERM');
+      const killer = setTimeout(() => killGroup(inst.pid, 'SIGKILL'), this.grace);
       await inst.exited;
       clearTimeout(killer);
     } else if (inst.status.state !== 'stopped') {
@@ -410,13 +524,18 @@ export class LocalProcessDriver implements RuntimeDriver {
     return [...this.instances.values()].map((i) => ({ ...i.status }));
   }
 
+  /** The process start time of a running instance (recorded with its pid, so a reused pid is never taken for it). */
+  startTicksOf(id: string): string | null {
+    return this.instances.get(id)?.startTicks ?? null;
+  }
+
   async usage(): Promise<Map<string, ResourceUsage>> {
-    const running = [...this.instances.values()].filter((i) => i.child?.pid);
-    const readings = await readProcessGroups(running.map((i) => i.child!.pid!));
+    const running = [...this.instances.values()].filter((i) => i.pid);
+    const readings = await readProcessGroups(running.map((i) => i.pid!));
     const now = Date.now();
     const result = new Map<string, ResourceUsage>();
     for (const inst of running) {
-      const r = readings.get(inst.child!.pid!);
+      const r = readings.get(inst.pid!);
       if (!r) continue;
       // Average since the previous reading; the first one averages over the process's life.
       const cpuMillicores = inst.cpu
@@ -426,6 +545,71 @@ export class LocalProcessDriver implements RuntimeDriver {
       result.set(inst.spec.id, { cpuMillicores: Math.max(0, Math.round(cpuMillicores)), memoryBytes: r.memoryBytes });
     }
     return result;
+  }
+
+  /** Whether a previous platform process's instance still runs as recorded (same pid, same start time, its shim listening). */
+  async adoptable(record: AdoptionRecord): Promise<boolean> {
+    if (this.instances.has(record.id) || !record.pid || !record.startTicks) return false;
+    if (!shimListening(shimSocketPath(this.shimDir, record.id))) return false;
+    return (await processStartTicks(record.pid)) === record.startTicks;
+  }
+
+  /**
+   * Takes over an instance a previous platform process started (it kept running under its
+   * shim): follows its output and exit again, and restarts it like any other when it crashes.
+   * Resolves with its status, or null when it is not the process on record (left alone).
+   */
+  async adopt(spec: InstanceSpec, record: AdoptionRecord): Promise<InstanceStatus | null> {
+    if (this.shuttingDown || !(await this.adoptable(record))) return null;
+    if (record.port !== null && this.usedPorts.has(record.port)) return null;
+    const sandbox = await this.sandboxFor({
+      applicationId: spec.labels.applicationId,
+      name: `instance-${spec.id}`,
+      command: spec.command,
+      view: sandboxView(spec),
+      limits: spec.limits,
+      ...(record.port !== null ? { forward: { hostPort: record.port, port: record.port } } : {}),
+    });
+    if (record.port !== null) this.usedPorts.add(record.port);
+    const inst = this.newInstance(spec, record.port, sandbox);
+    // The pid becomes its own once the shim confirms it (nothing is signalled on the record's word alone).
+    inst.status = { ...inst.status, pid: record.pid, restartCount: record.restartCount, lastExit: record.lastExit };
+    inst.lastSpawn = Date.now();
+    inst.oomKills = (await sandbox?.cgroup.oomKills()) ?? 0;
+    this.instances.set(spec.id, inst);
+    const socket = shimSocketPath(this.shimDir, spec.id);
+    const connection = await this.follow(
+      { inst, control: null, adopted: true },
+      (events) => connectShim(socket, events, Date.now() + 2000),
+      ({ hello }) =>
+        hello.protocol === SHIM_PROTOCOL && hello.id === spec.id && hello.pid === record.pid && hello.startTicks === record.startTicks,
+    );
+    if (!connection) {
+      if (inst.attempt === null && inst.status.state === 'starting') {
+        // Not ours after all: forget it without touching the process or its port's owner.
+        this.instances.delete(spec.id);
+        if (record.port !== null) this.usedPorts.delete(record.port);
+        return null;
+      }
+    }
+    return { ...inst.status };
+  }
+
+  /**
+   * Stops following every instance and leaves them running (an upgrade or a restart of the
+   * control plane that keeps serving): the next platform process adopts them.
+   */
+  async detach(): Promise<void> {
+    this.shuttingDown = true;
+    for (const child of this.oneOffs) killGroup(child.pid, 'SIGKILL');
+    for (const inst of this.instances.values()) {
+      if (inst.restartTimer) clearTimeout(inst.restartTimer);
+      inst.attempt = null;
+      inst.connection?.detach();
+      inst.connection = null;
+      inst.log.end();
+    }
+    this.instances.clear();
   }
 
   async runOnce(spec: OneOffSpec): Promise<OneOffResult> {
@@ -446,14 +630,19 @@ export class LocalProcessDriver implements RuntimeDriver {
   }
 
   async reap(leftovers: LeftoverInstance[]): Promise<void> {
-    for (const { id, pid } of leftovers) {
-      if (!pid || this.instances.has(id)) continue;
-      // Only a process that carries the instance's own id is ours: a reused pid is left alone.
-      const env = await processEnvironment(pid);
-      if (env?.includes(`${INSTANCE_ID_VARIABLE}=${id}`)) killGroup(pid, 'SIGKILL');
+    // Only processes that carry a leftover instance's own id are ours (its shim and its process,
+    // also when the dead platform never recorded the pid): a reused pid is left alone.
+    const ids = new Set(leftovers.map((l) => l.id).filter((id) => !this.instances.has(id)));
+    for (const pid of await processesCarrying(INSTANCE_ID_VARIABLE, ids)) {
+      killGroup(pid, 'SIGKILL');
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone with its group */
+      }
     }
-    // Their control groups empty once the sandboxes are gone (bubblewrap dies with its launcher).
-    if (this.sandbox) for (const { id } of leftovers) if (!this.instances.has(id)) await this.sandbox.discard(`instance-${id}`);
+    // Their control groups empty once the sandboxes are gone (bubblewrap dies with its shim).
+    if (this.sandbox) for (const id of ids) await this.sandbox.discard(`instance-${id}`);
     // Their network helpers outlive them (they hold host ports): end those whose sandbox is gone.
     await this.sandbox?.endLeftoverNetworks();
   }

@@ -73,6 +73,12 @@ export class LocalRuntime implements ApplicationRuntime {
     this.runtimeService.onShutdown(hook);
   }
 
+  /** Stop the control plane only: the instances and a separate edge keep serving, the next start adopts both. */
+  keepServingOnShutdown(): void {
+    this.runtimeService.keepServingOnShutdown();
+    this.router.keepServing?.();
+  }
+
   onInstanceOutput(listener: (line: AppOutputLine) => void): void {
     this.runtimeService.driver.onOutput((o) =>
       listener({
@@ -157,6 +163,16 @@ export class LocalRuntime implements ApplicationRuntime {
 
   async reconcile(target: WorkloadTarget, plan: WorkloadPlan | null, signal: AbortSignal): Promise<void> {
     const { applicationId, environmentId } = target;
+    // Instances a previous platform process left running: the serving deployment's are taken over, the rest end.
+    const artifact = plan?.image.artifactPath && existsSync(plan.image.artifactPath) ? plan.image.artifactPath : null;
+    const adopted = await this.runtimeService.adopt(
+      applicationId,
+      environmentId,
+      plan && artifact ? plan.deploymentId : '',
+      ({ id, processType, ordinal }) =>
+        plan && artifact && processType in plan.processes ? { ...instanceSpec(plan, artifact, processType, ordinal), id } : null,
+      plan?.healthCheck ?? { path: '/', host: null },
+    );
     const running = this.runtimeService.instancesOf(applicationId, environmentId);
     if (!plan) {
       // Nothing should run (a deleted or stopped environment): its names stop answering too.
@@ -186,12 +202,13 @@ export class LocalRuntime implements ApplicationRuntime {
     }
     // Process types the current release no longer has.
     surplus.push(...mine.filter((s) => !(s.labels.processType in plan.formation)));
-    if (specs.length === 0 && surplus.length === 0 && stale.length === 0) return;
+    if (specs.length === 0 && surplus.length === 0 && stale.length === 0 && adopted.length === 0) return;
 
     const launched = await this.runtimeService.launch(specs, plan.healthCheck);
+    // Adopted web instances rejoin their route once they answer their health check, as new ones do.
     const failed = new Set(
       await this.runtimeService.waitHealthy(
-        launched.map((s) => s.id),
+        [...launched, ...adopted.filter((s) => isWeb(s.labels.processType))].map((s) => s.id),
         Date.now() + plan.timeoutSeconds * 1000,
         () => signal.aborted,
       ),
@@ -212,7 +229,15 @@ export class LocalRuntime implements ApplicationRuntime {
     await this.runtimeService.publish(plan.hostname, web);
     await this.runtimeService.retire([...leaving]);
     this.logger.info(
-      { applicationId, environmentId, counts: plan.formation, started: launched.length - failed.size, stopped: leaving.size },
+      {
+        applicationId,
+        environmentId,
+        counts: plan.formation,
+        adopted: adopted.length,
+        started: launched.length,
+        failed: failed.size,
+        stopped: leaving.size,
+      },
       'instances reconciled',
     );
   }

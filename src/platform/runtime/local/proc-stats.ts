@@ -88,3 +88,16 @@ export async function processEnvironment(pid: number): Promise<string[] | null> 
     return null;
   }
 }
+
+/** Processes whose environment carries `variable=<one of values>` (an instance's shim and its process), by pid. */
+export async function processesCarrying(variable: string, values: Set<string>): Promise<number[]> {
+  if (values.size === 0) return [];
+  const pids: number[] = [];
+  for (const entry of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(entry)) continue;
+    const env = await processEnvironment(Number(entry));
+    const value = env?.find((kv) => kv.startsWith(`${variable}=`))?.slice(variable.length + 1);
+    if (value !== undefined && values.has(value)) pids.push(Number(entry));
+  }
+  return pids;
+}

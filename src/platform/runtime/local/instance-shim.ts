@@ -1,0 +1,150 @@
+/**
+ * The supervisor of one instance (like containerd-shim): the platform starts it detached, it
+ * starts the instance and holds its stdout/stderr pipes, so the instance outlives the platform
+ * process (a `kill -9` of the API, an upgrade) and its output never meets a dead reader.
+ *
+ * It reads its settings from stdin (JSON, see ShimSettings: the instance's environment never
+ * becomes its own, so no tenant variable such as NODE_OPTIONS reaches this root process),
+ * listens on a unix socket in the platform's 0700 directory, and sends whoever connects (the
+ * platform, again after a restart; a new connection replaces the old one) framed messages:
+ * a hello (which process it runs), output chunks, counts of dropped output, the exit. While
+ * nobody reads, at most `bufferBytes` of output wait; past that output is dropped and counted.
+ * It exits when the instance has ended and the exit was delivered (or nobody came for
+ * `lingerMs`). Only node: built-ins, so it starts fast and small.
+ */
+import { spawn } from 'node:child_process';
+import { chmodSync, closeSync, readFileSync, unlinkSync } from 'node:fs';
+import { createServer, type Socket } from 'node:net';
+import { encodeFrame, FRAME, SHIM_PROTOCOL, type ShimHello, type ShimSettings } from './shim-protocol.js';
+
+const settings = JSON.parse(readFileSync(0, 'utf8')) as ShimSettings;
+
+const queue: Buffer[] = [];
+let queued = 0;
+let dropped = { lines: 0, bytes: 0 };
+let client: Socket | null = null;
+let exited = false;
+
+const child = spawn(settings.file, settings.args, {
+  cwd: settings.cwd,
+  env: settings.env,
+  // Its own process group: the platform signals the instance's group, never this supervisor.
+  detached: true,
+  // The sandbox's control pipes (fds 3..) go straight through to bubblewrap.
+  stdio: ['ignore', 'pipe', 'pipe', ...Array.from({ length: settings.controlFds }, (_, i) => 3 + i)],
+});
+// Our copies would keep the platform from seeing the sandbox's info pipe end.
+for (let i = 0; i < settings.controlFds; i++) closeSync(3 + i);
+
+function countLines(chunk: Buffer): number {
+  let n = 0;
+  for (let i = chunk.indexOf(0x0a); i >= 0; i = chunk.indexOf(0x0a, i + 1)) n++;
+  return n;
+}
+
+/** Queues a frame; output past the bound is dropped and counted (control frames always pass: they are tiny). */
+function push(type: number, payload: Buffer) {
+  const output = type === FRAME.stdout || type === FRAME.stderr;
+  const pending = queued + (client?.writableLength ?? 0);
+  if (output && pending + payload.length > settings.bufferBytes) {
+    dropped.lines += Math.max(1, countLines(payload));
+    dropped.bytes += payload.length;
+    return;
+  }
+  if (output && dropped.bytes > 0) {
+    const counts = dropped;
+    dropped = { lines: 0, bytes: 0 };
+    push(FRAME.dropped, Buffer.from(JSON.stringify(counts)));
+  }
+  const frame = encodeFrame(type, payload);
+  queue.push(frame);
+  queued += frame.length;
+  pump();
+}
+
+function pump() {
+  while (client && queue.length > 0 && client.writableLength < settings.bufferBytes) {
+    const frame = queue.shift()!;
+    queued -= frame.length;
+    client.write(frame);
+  }
+  if (exited && queue.length === 0 && client) client.end(() => finish());
+}
+
+function finish() {
+  try {
+    unlinkSync(settings.socket);
+  } catch {
+    /* already gone */
+  }
+  process.exit(0);
+}
+
+child.stdout!.on('data', (c: Buffer) => push(FRAME.stdout, c));
+child.stderr!.on('data', (c: Buffer) => push(FRAME.stderr, c));
+child.on('error', (err) => {
+  push(FRAME.stderr, Buffer.from(`failed to start: ${err.message}\n`));
+  if (child.pid === undefined) onExit(127, null);
+});
+child.on('close', (code, signal) => onExit(code, signal));
+
+function onExit(code: number | null, signal: NodeJS.Signals | null) {
+  if (exited) return;
+  if (dropped.bytes > 0) push(FRAME.dropped, Buffer.from(JSON.stringify(dropped)));
+  push(FRAME.exit, Buffer.from(JSON.stringify({ code, signal })));
+  exited = true;
+  pump();
+  // Nobody reads (the platform is away): the instance is gone, a later platform starts it again.
+  setTimeout(finish, settings.lingerMs).unref();
+}
+
+/** The process start time (clock ticks since boot, field 22 of /proc/<pid>/stat): a reused pid has another. */
+function startTicks(pid: number | undefined): string | null {
+  if (!pid) return null;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+const hello: ShimHello = {
+  protocol: SHIM_PROTOCOL,
+  id: settings.id,
+  pid: child.pid ?? null,
+  startTicks: startTicks(child.pid),
+  shimPid: process.pid,
+};
+
+const server = createServer((socket) => {
+  // A new platform process replaces the one that went away.
+  client?.destroy();
+  client = socket;
+  socket.on('error', () => socket.destroy());
+  socket.on('close', () => {
+    if (client === socket) client = null;
+  });
+  socket.on('drain', pump);
+  // Nothing is read from the platform; a byte from it only keeps the connection open.
+  socket.resume();
+  socket.write(encodeFrame(FRAME.hello, Buffer.from(JSON.stringify(hello))));
+  pump();
+});
+try {
+  unlinkSync(settings.socket);
+} catch {
+  /* none left */
+}
+server.listen(settings.socket, () => chmodSync(settings.socket, 0o600));
+server.on('error', () => {
+  // Without its socket nobody can follow the instance: it must not run unsupervised.
+  if (child.pid) {
+    try {
+      process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
+  process.exit(1);
+});

@@ -1,0 +1,71 @@
+/**
+ * What the instance shim (instance-shim.ts) and the platform say to each other over the shim's
+ * unix socket: frames of one type byte, a 4-byte big-endian length and the payload.
+ */
+
+/** What the platform hands a shim on its stdin. */
+export interface ShimSettings {
+  /** The instance id (its `instances` row). */
+  id: string;
+  file: string;
+  args: string[];
+  cwd: string;
+  /** The instance's environment (never the shim's own). */
+  env: Record<string, string>;
+  /** Where the shim listens. */
+  socket: string;
+  /** Output waiting for a reader at most; beyond it is dropped and counted. */
+  bufferBytes: number;
+  /** The sandbox's control pipes on fds 3.., passed through to bubblewrap (0 unsandboxed). */
+  controlFds: number;
+  /** How long an ended instance's exit waits for a reader. */
+  lingerMs: number;
+}
+
+/**
+ * The version of these messages. A platform of another version (an upgrade) adopts only shims
+ * that speak its own; others' instances are replaced at its start. Raise it on any change.
+ */
+export const SHIM_PROTOCOL = 1;
+
+/** The first frame on every connection: which process the shim runs. */
+export interface ShimHello {
+  protocol: number;
+  id: string;
+  pid: number | null;
+  /** /proc/<pid>/stat start time (defeats pid reuse). */
+  startTicks: string | null;
+  shimPid: number;
+}
+
+export const FRAME = { hello: 1, stdout: 2, stderr: 3, dropped: 4, exit: 5 } as const;
+
+/** Largest frame either side accepts (the shim sends pipe reads, at most 64 KiB each). */
+export const MAX_FRAME_BYTES = 1024 * 1024;
+
+export function encodeFrame(type: number, payload: Buffer): Buffer {
+  const header = Buffer.alloc(5);
+  header.writeUInt8(type, 0);
+  header.writeUInt32BE(payload.length, 1);
+  return Buffer.concat([header, payload]);
+}
+
+/** Splits a byte stream into frames; a frame over MAX_FRAME_BYTES is an error (the stream is not a shim's). */
+export class FrameReader {
+  private pending: Buffer = Buffer.alloc(0);
+
+  constructor(private readonly onFrame: (type: number, payload: Buffer) => void) {}
+
+  write(chunk: Buffer): void {
+    this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
+    while (this.pending.length >= 5) {
+      const length = this.pending.readUInt32BE(1);
+      if (length > MAX_FRAME_BYTES) throw new Error(`a frame of ${length} bytes from an instance shim`);
+      if (this.pending.length < 5 + length) return;
+      const type = this.pending.readUInt8(0);
+      const payload = this.pending.subarray(5, 5 + length);
+      this.pending = this.pending.subarray(5 + length);
+      this.onFrame(type, payload);
+    }
+  }
+}

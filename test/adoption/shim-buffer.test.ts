@@ -1,0 +1,111 @@
+/**
+ * The shim's bound: while no platform process reads an instance's output, at most one second's
+ * output budget waits; the rest is dropped and counted, and the count reaches the next reader.
+ * Real processes, two drivers (the platform before and after a restart), one shim.
+ */
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { LocalProcessDriver } from '../../src/platform/runtime/local/local-driver.js';
+import type { InstanceOutput, InstanceSpec } from '../../src/platform/runtime/port.js';
+import { waitFor } from '../helpers/wait.js';
+
+const BUDGET = { linesPerSecond: 1_000_000, bytesPerSecond: 128 * 1024 };
+const FLOOD_LINES = 20_000; // 100 bytes each: ~2 MiB, far over the 128 KiB the shim may hold
+
+/** Says `ready`, floods once `flood` exists, then says `after <n>` once `again` exists. */
+const APP = `
+const fs = require('fs');
+console.log('ready');
+const line = 'x'.repeat(93);
+const wait = (file, then) => { const t = setInterval(() => { if (fs.existsSync(file)) { clearInterval(t); then(); } }, 20); };
+wait('flood', () => {
+  for (let i = 0; i < ${FLOOD_LINES} - 1; i++) process.stdout.write('f' + String(i).padStart(5, '0') + ' ' + line + '\\n');
+  // Flushed to the pipe (read by the shim) when the last write's callback runs.
+  process.stdout.write('f' + String(${FLOOD_LINES} - 1).padStart(5, '0') + ' ' + line + '\\n', () => fs.writeFileSync('flooded', ''));
+  wait('again', () => console.log('after ' + process.env.SECRET_TOKEN));
+});
+setInterval(() => {}, 1000);
+`;
+
+const dir = mkdtempSync(join(tmpdir(), 'slipway-shim-'));
+const drivers: LocalProcessDriver[] = [];
+
+afterAll(async () => {
+  for (const d of drivers) await d.shutdown();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const spec: InstanceSpec = {
+  id: 'shim-buffered',
+  labels: { applicationId: 'a', environmentId: 'e', releaseId: 'r', deploymentId: 'd', processType: 'worker', ordinal: 1 },
+  command: 'node app.js',
+  artifactPath: dir,
+  env: { SECRET_TOKEN: 'hunter2-very-secret' },
+  listen: false,
+  secrets: ['hunter2-very-secret'],
+};
+
+function driver(): { driver: LocalProcessDriver; lines: InstanceOutput[] } {
+  const d = new LocalProcessDriver({ logDir: join(dir, 'logs'), stopGraceMs: 2000, outputRate: BUDGET });
+  drivers.push(d);
+  const lines: InstanceOutput[] = [];
+  d.onOutput((o) => lines.push(o));
+  return { driver: d, lines };
+}
+
+describe('an instance whose platform is away', () => {
+  it('keeps running; its shim holds a bounded amount of output and counts what it dropped for the next platform process', async () => {
+    writeFileSync(join(dir, 'app.js'), APP);
+    const first = driver();
+    const started = await first.driver.start(spec);
+    await waitFor('ready', () => first.lines.some((l) => l.line === 'ready'));
+    const record = {
+      id: spec.id,
+      pid: started.pid,
+      startTicks: first.driver.startTicksOf(spec.id),
+      port: null,
+      restartCount: 0,
+      lastExit: null,
+    };
+    expect(record.pid).toBeGreaterThan(0);
+    expect(record.startTicks).toMatch(/^\d+$/);
+
+    // The platform lets go (as a killed one would); the instance floods with nobody reading.
+    await first.driver.detach();
+    writeFileSync(join(dir, 'flood'), '');
+    await waitFor('the flood written', () => existsSync(join(dir, 'flooded')), 30_000);
+
+    // A record that does not match (another start time: a reused pid) is not adopted.
+    const second = driver();
+    expect(await second.driver.adopt(spec, { ...record, startTicks: '1' })).toBeNull();
+    const adopted = await second.driver.adopt(spec, record);
+    expect(adopted).toMatchObject({ id: spec.id, pid: record.pid, restartCount: 0 });
+
+    writeFileSync(join(dir, 'again'), '');
+    await waitFor('output after the adoption', () => second.lines.some((l) => l.line.startsWith('after ')), 30_000);
+    const kept = second.lines.filter((l) => /^f\d{5} /.test(l.line)).length;
+    const notices = second.lines.map((l) => /^\[slipway: (\d+) lines \((\d+) bytes\) dropped/.exec(l.line)).filter(Boolean);
+    const dropped = notices.reduce((n, m) => n + Number(m![1]), 0);
+    expect(kept).toBeGreaterThan(0);
+    // At most the shim's bound, plus what still sat in the pipe (64 KiB) when the reader came back.
+    expect(kept * 100).toBeLessThanOrEqual(BUDGET.bytesPerSecond + 64 * 1024);
+    expect(dropped).toBeGreaterThan(0);
+    // Every flood line is either delivered or counted (a chunk cut mid-line counts its partial line).
+    expect(kept + dropped).toBeGreaterThanOrEqual(FLOOD_LINES);
+    expect(kept + dropped).toBeLessThanOrEqual(FLOOD_LINES + notices.length + 1);
+    // The secret is scrubbed by the adopting platform too.
+    expect(second.lines.find((l) => l.line.startsWith('after '))!.line).toBe('after **secret**');
+
+    await second.driver.stop(spec.id);
+    await waitFor('the instance stopped', () => {
+      try {
+        process.kill(record.pid!, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    });
+  });
+});
