@@ -45,7 +45,7 @@ const EnvSchema = Type.Object({
   LOGIN_FREE_ATTEMPTS: Type.Integer({ minimum: 1, default: 3 }),
   /** The longest wait a failed login imposes (seconds): a backoff, never a lockout. */
   LOGIN_MAX_DELAY_SECONDS: Type.Integer({ minimum: 1, default: 60 }),
-  /** Distinct accounts one address may fail on in the window before it may only sign in to accounts it signed in to before. */
+  /** Distinct accounts (never signed in from it) one address may try in the window; then one new account per backoff. Accounts known there are spared. */
   LOGIN_ADDRESS_MAX_ACCOUNTS: Type.Integer({ minimum: 1, default: 20 }),
   LOGIN_WINDOW_SECONDS: Type.Integer({ minimum: 1, default: 15 * 60 }),
   BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 1024 * 1024 }),

@@ -194,6 +194,28 @@ describe('login rate limits', () => {
     expect((await login(u.email, u.password, home)).statusCode).toBe(200);
   });
 
+  it('200 concurrent wrong logins get at most the allowance of password checks; the others behind that address still sign in (issue 37)', async () => {
+    const address = nextAddress();
+    const home = nextAddress();
+    const victim = await h.user();
+    const neighbour = await h.user();
+    expect((await login(victim.email, victim.password, home)).statusCode).toBe(200);
+    const started = Date.now();
+    const storm = await Promise.all(Array.from({ length: 200 }, () => login(victim.email, 'wrong', address)));
+    const seconds = (Date.now() - started) / 1000;
+    const kinds = storm.reduce<Record<number, number>>((acc, r) => ({ ...acc, [r.statusCode]: (acc[r.statusCode] ?? 0) + 1 }), {});
+    // 401 is a checked password; 429 was refused before any check. Three free attempts (LOGIN_FREE_ATTEMPTS), then
+    // one per backoff (1 s, 2 s, ...): a burst gets a fourth only if it outlasted a second.
+    const allowance = 3 + Math.floor(Math.log2(seconds + 1));
+    expect(kinds[401]).toBeGreaterThanOrEqual(3);
+    expect(kinds[401]).toBeLessThanOrEqual(allowance);
+    expect(kinds[401] + kinds[429]).toBe(200);
+    // Nobody else behind that address is held back: a neighbour signs in for the first time from it...
+    expect((await login(neighbour.email, neighbour.password, address)).statusCode).toBe(200);
+    // ...and the victim, from where they signed in before, too.
+    expect((await login(victim.email, victim.password, home)).statusCode).toBe(200);
+  });
+
   it('X-Forwarded-For does not reset the per-address count unless TRUST_PROXY is set', async () => {
     const address = nextAddress();
     for (let i = 0; i < 3; i++) {
@@ -396,6 +418,8 @@ describe('cleanup of spent login records', () => {
       expect(failures.map((f) => f.key)).toEqual([
         'account:nobody1@example.com',
         'account:nobody2@example.com',
+        // The address's count of accounts it failed on (its window goes on: its last account failed just now).
+        'address:10.9.0.3',
         'pair:10.9.0.3|nobody1@example.com',
         'pair:10.9.0.3|nobody2@example.com',
       ]);
