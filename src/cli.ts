@@ -7,6 +7,7 @@
  *   api-keys create --user <username|email> --name <n> [--expires-in-days <d>]
  *   secrets rotate
  *   registry-key rotate
+ *   backup <file> / restore <file> [--force]   (src/cli-backup.ts)
  */
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config.js';
@@ -15,6 +16,8 @@ import { AppError } from './platform/errors.js';
 import { resealAll, RotationError } from './platform/crypto/rotation.js';
 import { rotateSigningKey } from './platform/crypto/signing-key.js';
 import { createIdentity } from './services.js';
+import { BACKUP_USAGE, backupCommands } from './cli-backup.js';
+import { BackupError } from './platform/backup/control-plane-backup.js';
 
 const USAGE = `Usage: npm run cli -- <command>
 
@@ -24,7 +27,7 @@ const USAGE = `Usage: npm run cli -- <command>
   api-keys create --user <username|email> --name <name> [--expires-in-days <days>]
   secrets rotate      re-seal every secret with SECRET_KEY (old keys in SECRET_KEY_PREVIOUS)
   registry-key rotate new registry token signing key; the old certificate stays in the served bundle
-`;
+${BACKUP_USAGE}`;
 
 class UsageError extends Error {}
 
@@ -134,6 +137,24 @@ function checkFlags(options: Options, f: Flags) {
 }
 
 async function main(argv: string[]): Promise<number> {
+  const archiving = backupCommands[argv[0] ?? ''];
+  if (archiving) {
+    const [file, ...rest] = argv.slice(1);
+    if (!file || file.startsWith('-')) throw new UsageError(`${argv[0]} needs the archive's file name`);
+    const f = flags(rest, archiving.options);
+    const config = loadConfig();
+    if (!archiving.opensPlatform) {
+      await archiving.run(config, file, f);
+      return 0;
+    }
+    const platform = await openPlatform(config, () => {}, { pipeline: false });
+    try {
+      await archiving.run(config, file, f);
+      return 0;
+    } finally {
+      await platform.close();
+    }
+  }
   const name = argv.slice(0, 2).join(' ');
   const command = commands[name];
   if (!command) {
@@ -157,7 +178,7 @@ main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err) => {
     if (err instanceof UsageError) process.stderr.write(`${err.message}\n\n${USAGE}`);
-    else if (err instanceof AppError || err instanceof ConfigError || err instanceof RotationError)
+    else if (err instanceof AppError || err instanceof ConfigError || err instanceof RotationError || err instanceof BackupError)
       process.stderr.write(`error: ${err.message}\n`);
     else process.stderr.write(`error: ${(err as Error)?.stack ?? err}\n`);
     process.exit(err instanceof UsageError ? 2 : 1);
