@@ -4,7 +4,9 @@
  * Prints paths and sizes only, never a key.
  */
 import type { Config } from './config.js';
+import { moveArtifactRoot } from './modules/images/index.js';
 import { backupControlPlane, restoreControlPlane } from './platform/backup/control-plane-backup.js';
+import { openPlatform } from './platform/bootstrap.js';
 
 export const BACKUP_USAGE = `  backup <file>       archive the control plane (database, keys, registry keys, built artifacts) into <file>, mode 0600
   restore <file> [--force]
@@ -34,6 +36,16 @@ export const backupCommands: Record<string, OfflineCommand> = {
     opensPlatform: false,
     async run(config, file, flags) {
       const manifest = await restoreControlPlane(config, file, { force: flags.force === true });
+      if (manifest.dataDir !== config.dataDir && manifest.members.includes('images')) {
+        // Restored elsewhere than it was made: the records' artifact paths follow the artifacts.
+        const platform = await openPlatform(config, () => {}, { pipeline: false });
+        try {
+          const moved = await moveArtifactRoot(platform.ctx.db, manifest.dataDir, config.dataDir);
+          console.log(`artifact paths of ${moved} images moved from ${manifest.dataDir} to ${config.dataDir}`);
+        } finally {
+          await platform.close();
+        }
+      }
       console.log(`restored the backup of ${manifest.created} into ${config.dataDir}: ${manifest.members.join(', ')}; start Slipway on it`);
     },
   },

@@ -31,11 +31,13 @@ const CLUSTER_EXCLUDED = [`${CLUSTER}/pg_wal`, `${CLUSTER}/postmaster.pid`, `${C
 
 export class BackupError extends Error {}
 
-interface Manifest {
+export interface BackupManifest {
   format: typeof FORMAT;
   version: 1;
   created: string;
   database: 'embedded' | 'external';
+  /** DATA_DIR where the backup was made: artifact paths in the database are recorded under it. */
+  dataDir: string;
   members: string[];
 }
 
@@ -73,11 +75,12 @@ export async function backupControlPlane(config: Config, file: string): Promise<
     }
     const fileMembers = members.filter((m) => m !== CLUSTER);
     if (fileMembers.length > 0) await tar(['-rf', target, '-C', dataDir, ...fileMembers]);
-    const manifest: Manifest = {
+    const manifest: BackupManifest = {
       format: FORMAT,
       version: 1,
       created: new Date().toISOString(),
       database: embedded ? 'embedded' : 'external',
+      dataDir,
       members,
     };
     await writeFile(join(scratch, MANIFEST), JSON.stringify(manifest, null, 2), { mode: 0o600 });
@@ -125,13 +128,13 @@ async function copyClusterOnline(config: Config, target: string, scratch: string
  * Unpacks a backup into DATA_DIR: refused when DATA_DIR holds anything unless `force` (then what
  * the archive carries replaces what is there; a running embedded server is never overwritten).
  */
-export async function restoreControlPlane(config: Config, file: string, options: { force?: boolean } = {}): Promise<Manifest> {
+export async function restoreControlPlane(config: Config, file: string, options: { force?: boolean } = {}): Promise<BackupManifest> {
   const source = resolve(file);
   const dataDir = config.dataDir;
   if (!existsSync(source)) throw new BackupError(`No backup at ${source}`);
-  let manifest: Manifest;
+  let manifest: BackupManifest;
   try {
-    manifest = JSON.parse(await tar(['-xOf', source, MANIFEST])) as Manifest;
+    manifest = JSON.parse(await tar(['-xOf', source, MANIFEST])) as BackupManifest;
   } catch {
     throw new BackupError(`${source} is not a Slipway control-plane backup (no ${MANIFEST} in it)`);
   }
