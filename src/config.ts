@@ -48,6 +48,13 @@ const EnvSchema = Type.Object({
   /** Distinct accounts (never signed in from it) one address may try in the window; then one new account per backoff. Accounts known there are spared. */
   LOGIN_ADDRESS_MAX_ACCOUNTS: Type.Integer({ minimum: 1, default: 20 }),
   LOGIN_WINDOW_SECONDS: Type.Integer({ minimum: 1, default: 15 * 60 }),
+  /**
+   * Free space on DATA_DIR's filesystem (MiB) below which the operator is warned: a log line when it
+   * drops below, the gauge slipway_data_dir_free_bytes, and `disk: "low"` in /v1/integrations/health.
+   */
+  DISK_LOW_FREE_MB: Type.Integer({ minimum: 1, default: 2048 }),
+  /** How often that free space is checked (seconds). */
+  DISK_CHECK_INTERVAL_SECONDS: Type.Integer({ minimum: 1, maximum: 3600, default: 60 }),
   BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 1024 * 1024 }),
   /** Most variables one configuration scope may hold (a bulk request past it is refused, 422). */
   CONFIG_MAX_VARIABLES_PER_SCOPE: Type.Integer({ minimum: 1, default: 1000 }),
