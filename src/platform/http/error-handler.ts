@@ -140,7 +140,11 @@ export function installErrorHandling(app: FastifyInstance): void {
       // Not a bug either: the write was refused whole (PostgreSQL rolls it back), reads keep answering.
       countDiskFull('api');
       request.log.warn({ err: { message: err.message, code: err.code } }, 'disk full');
-      return send(reply, ERROR_KINDS.INSUFFICIENT_STORAGE, "The platform's disk is full; the change was not made. Retry once space is freed");
+      return send(
+        reply,
+        ERROR_KINDS.INSUFFICIENT_STORAGE,
+        "The platform's disk is full; the change was not made. Retry once space is freed",
+      );
     }
     request.log.error({ err }, 'unhandled error');
     return send(reply, 500, 'Internal server error');
