@@ -7,20 +7,26 @@
  * made, and once space returns the next deploy succeeds.
  */
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { appendFileSync, mkdtempSync, rmSync, statfsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { TestRepo } from '../helpers/git-repo.js';
 import { localRuntime } from '../helpers/local-runtime.js';
 import { routerGet } from '../helpers/router-get.js';
 import { waitFor } from '../helpers/wait.js';
 import { chainDeploy, deployVictim } from '../isolation/fixtures.js';
+import { setConfig } from '../pipeline-build/fixtures.js';
 
 const METRICS_TOKEN = 'disk-full-metrics-token-0123456789';
 const isRoot = process.getuid?.() === 0;
 let mountDir: string;
+/** A tiny filesystem holding one PostgreSQL tablespace: a full disk under the database's own writes. */
+let tablespaceDir: string | undefined;
+const TABLESPACE = `slipway_tiny_${process.pid}`;
 let h: Harness;
 const repos: TestRepo[] = [];
 
@@ -43,7 +49,12 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await h?.close();
+  await h?.close(); // drops the test database, and with it the table in the tablespace
+  if (tablespaceDir) {
+    await adminQuery(inject('postgresAdminUrl'), `drop tablespace if exists ${TABLESPACE}`);
+    execFileSync('umount', ['-l', tablespaceDir]);
+    rmSync(tablespaceDir, { recursive: true, force: true });
+  }
   for (const repo of repos) repo.remove();
   if (mountDir) {
     execFileSync('umount', ['-l', mountDir]);
@@ -51,20 +62,40 @@ afterAll(async () => {
   }
 });
 
-const freeBytes = () => {
-  const s = statfsSync(mountDir);
+async function adminQuery(url: string, statement: string) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+
+const freeBytes = (dir = mountDir) => {
+  const s = statfsSync(dir);
   return s.bavail * s.bsize;
 };
 
 /** Writes `file` until DATA_DIR has at most `leave` bytes free (0: until the disk refuses). */
-function fill(file: string, leave: number) {
+function fill(file: string, leave: number, dir = mountDir) {
   for (const chunk of [1 << 20, 1 << 12]) {
     const block = Buffer.alloc(chunk, 1);
     try {
-      while (freeBytes() - chunk >= leave) appendFileSync(file, block);
+      while (freeBytes(dir) - chunk >= leave) appendFileSync(file, block);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
     }
+  }
+}
+
+async function pgQuery(url: string, statement: string): Promise<unknown> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return Object.values((await client.query(statement)).rows[0] ?? {})[0];
+  } finally {
+    await client.end();
   }
 }
 
@@ -113,4 +144,43 @@ describe.skipIf(!isRoot)('a DATA_DIR that fills', () => {
     expect(again.deployment?.complete, JSON.stringify(again.deployment ?? again.image)).toBe(true);
     expect(await routerGet(router, host)).toEqual({ status: 200, body: 'victim ok' });
   }, 600_000);
+
+  it("PostgreSQL's own disk full: a write is answered 507 and counted, reads go on, and writes work again when space returns", async () => {
+    const { app } = await deployVictim(h, repos);
+    // The configuration table moves onto a 4 MiB tmpfs the database server's user owns, which is then filled.
+    tablespaceDir = mkdtempSync(join(tmpdir(), 'slipway-tiny-tablespace-'));
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=4m,mode=0700', 'tmpfs', tablespaceDir]);
+    const adminUrl = new URL(inject('postgresAdminUrl'));
+    adminUrl.pathname = new URL(h.databaseUrl).pathname;
+    const serverUser = (await pgQuery(adminUrl.toString(), `select setting from pg_settings where name = 'data_directory'`)) as string;
+    execFileSync('chown', ['--reference', serverUser, tablespaceDir]);
+    await adminQuery(adminUrl.toString(), `create tablespace ${TABLESPACE} location '${tablespaceDir}'`);
+    await adminQuery(adminUrl.toString(), `alter table config_vars set tablespace ${TABLESPACE}`);
+    const filler = join(tablespaceDir, 'filler');
+    fill(filler, 0, tablespaceDir);
+
+    let refused: { statusCode: number; body: string; json(): { status: number; message: string } } | null = null;
+    for (let i = 0; i < 50 && !refused; i++) {
+      const res = await h.app.inject({
+        method: 'POST',
+        url: `/v1/configurations/${app.appId}`,
+        headers: app.user.headers,
+        payload: { name: `FILLER_${i}`, value: randomBytes(15_000).toString('hex'), secret: false, buildtime: false },
+      });
+      if (res.statusCode !== 201) refused = res;
+    }
+    expect(refused?.statusCode, refused?.body).toBe(507);
+    expect(refused?.json()).toEqual({
+      status: 507,
+      message: "The platform's disk is full; the change was not made. Retry once space is freed",
+    });
+    expect(await metrics()).toMatch(/^slipway_disk_full_errors_total\{operation="api"\} [1-9]/m);
+    // Reads answer; the platform did not go down.
+    const read = await h.app.inject({ method: 'GET', url: `/v1/configurations/${app.appId}`, headers: app.user.headers });
+    expect(read.statusCode).toBe(200);
+    expect((await health()).status).toBe('ok');
+
+    rmSync(filler);
+    await setConfig(h, app, 'AFTER_SPACE_RETURNED', 'yes');
+  }, 300_000);
 });
