@@ -59,8 +59,8 @@ export class AuthService {
    * - address, across accounts it never signed in to: LOGIN_ADDRESS_MAX_ACCOUNTS distinct accounts
    *   (stuffing), then one new account per backoff; accounts that signed in from it before are
    *   spared, so the others behind the same proxy keep signing in.
-   * Nothing is counted per address alone: a storm on one account from behind a NAT slows that
-   * (account, address) pair only.
+   * No address is limited by how many attempts it makes (only by how many accounts it tries): a
+   * storm on one account from behind a NAT slows that (account, address) pair only.
    */
   async login(email: string, password: string, clientAddress: string) {
     // Limits count per IPv6 /64 (an address each would let one client rotate past them).
