@@ -7,11 +7,15 @@ import { call, expectError } from './fixtures.js';
 let h: Harness;
 // A small failure budget keeps the rate-limit tests short.
 beforeAll(async () => {
-  h = await createHarness({ LOGIN_MAX_ATTEMPTS: 6, LOGIN_ADDRESS_MAX_ACCOUNTS: 3 });
+  h = await createHarness({ LOGIN_MAX_ATTEMPTS: 6, LOGIN_ADDRESS_MAX_ACCOUNTS: 3, METRICS_TOKEN });
 });
 afterAll(async () => {
   await h?.close();
 });
+
+const METRICS_TOKEN = 'auth-test-metrics-token-0123456789';
+const metricsText = async () =>
+  (await h.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).body;
 
 let addressCounter = 0;
 /** Each test logs in from its own address so per-address limits never cross tests. */
@@ -200,6 +204,9 @@ describe('login rate limits', () => {
     const victim = await h.user();
     const neighbour = await h.user();
     expect((await login(victim.email, victim.password, home)).statusCode).toBe(200);
+    const checked = async () =>
+      Number(/^slipway_login_password_checks_total\{outcome="wrong"\} (\d+)/m.exec(await metricsText())?.[1] ?? 0);
+    const checkedBefore = await checked();
     const started = Date.now();
     const storm = await Promise.all(Array.from({ length: 200 }, () => login(victim.email, 'wrong', address)));
     const seconds = (Date.now() - started) / 1000;
@@ -210,6 +217,8 @@ describe('login rate limits', () => {
     expect(kinds[401]).toBeGreaterThanOrEqual(3);
     expect(kinds[401]).toBeLessThanOrEqual(allowance);
     expect(kinds[401] + kinds[429]).toBe(200);
+    // The platform's own count of password checks says the same.
+    expect((await checked()) - checkedBefore).toBe(kinds[401]);
     // Nobody else behind that address is held back: a neighbour signs in for the first time from it...
     expect((await login(neighbour.email, neighbour.password, address)).statusCode).toBe(200);
     // ...and the victim, from where they signed in before, too.

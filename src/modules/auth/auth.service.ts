@@ -10,6 +10,7 @@ import { addressBlock } from '../../platform/net/address-block.js';
 import { UsersService } from '../users/index.js';
 import type { AuthRepository } from './auth.repository.js';
 import { CREDENTIALS_CHANNEL, CredentialCache } from './credential-cache.js';
+import { loginPasswordChecks } from './login-checks.js';
 
 export const API_KEY_PREFIX = 'slw';
 const LAST_USED_RESOLUTION_MS = 60_000;
@@ -96,6 +97,7 @@ export class AuthService {
     }
     const user = await this.users.findCredentials(email);
     const valid = await verifyPassword(password, user?.password_hash ?? UNUSABLE_PASSWORD_HASH);
+    loginPasswordChecks.inc({ outcome: user && valid ? 'right' : 'wrong' });
     // A failure keeps its reservations: they were its count.
     if (!user || !valid) throw unauthenticated('Invalid email or password');
     await this.repo.clearFailures(pair.key);

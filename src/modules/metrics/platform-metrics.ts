@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Db } from '../../platform/db/database.js';
+import { loginPasswordChecks } from '../auth/index.js';
 import { diskFullErrors, diskSpace } from '../../platform/storage/disk-space.js';
 
 const CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
@@ -22,6 +23,7 @@ export class PlatformMetrics {
   ) {
     const registers = [this.registry];
     this.registry.registerMetric(diskFullErrors);
+    this.registry.registerMetric(loginPasswordChecks);
     if (dataDir)
       new Gauge({
         name: 'slipway_data_dir_free_bytes',
