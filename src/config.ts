@@ -60,10 +60,17 @@ export const EnvSchema = Type.Object({
   LOGIN_FREE_ATTEMPTS: Type.Integer({ minimum: 1, default: 3 }),
   /** The longest wait a failed login imposes (seconds): a backoff, never a lockout. */
   LOGIN_MAX_DELAY_SECONDS: Type.Integer({ minimum: 1, default: 60 }),
-  /** Distinct accounts one address may fail on in the window before it may only sign in to accounts it signed in to before. */
+  /** Distinct accounts (never signed in from it) one address may try in the window; then one new account per backoff. Accounts known there are spared. */
   LOGIN_ADDRESS_MAX_ACCOUNTS: Type.Integer({ minimum: 1, default: 20 }),
   /** The window (seconds) the failed-login counts of LOGIN_MAX_ATTEMPTS and LOGIN_ADDRESS_MAX_ACCOUNTS cover. */
   LOGIN_WINDOW_SECONDS: Type.Integer({ minimum: 1, default: 15 * 60 }),
+  /**
+   * Free space on DATA_DIR's filesystem (MiB) below which the operator is warned: a log line when it
+   * drops below, the gauge slipway_data_dir_free_bytes, and `disk: "low"` in /v1/integrations/health.
+   */
+  DISK_LOW_FREE_MB: Type.Integer({ minimum: 1, default: 2048 }),
+  /** How often that free space is checked (seconds). */
+  DISK_CHECK_INTERVAL_SECONDS: Type.Integer({ minimum: 1, maximum: 3600, default: 60 }),
   /** Largest request body (bytes); larger requests get 413. */
   BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 1024 * 1024 }),
   /** Most variables one configuration scope may hold (a bulk request past it is refused, 422). */

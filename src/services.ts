@@ -263,7 +263,7 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     ),
     guardWatcher,
     guards: new GuardsService(ctx.db, repos.guards, apps),
-    metrics: new PlatformMetrics(ctx.db),
+    metrics: new PlatformMetrics(ctx.db, ctx.config.dataDir),
     notifications,
     previews,
     streams,

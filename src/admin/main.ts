@@ -8,6 +8,7 @@
  *   api-keys create --user <username|email> --name <n> [--expires-in-days <d>]
  *   secrets rotate
  *   registry-key rotate
+ *   backup <file> / restore <file> [--force]   (backup.ts)
  */
 import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig } from '../config.js';
@@ -16,6 +17,8 @@ import { AppError } from '../platform/errors.js';
 import { resealAll, RotationError } from '../platform/crypto/rotation.js';
 import { rotateSigningKey } from '../platform/crypto/signing-key.js';
 import { createIdentity } from '../services.js';
+import { addBackupCommands, BACKUP_USAGE } from './backup.js';
+import { BackupError } from '../platform/backup/control-plane-backup.js';
 
 const USAGE = `Usage: npm run admin -- <command>
 
@@ -25,7 +28,7 @@ const USAGE = `Usage: npm run admin -- <command>
   api-keys create --user <username|email> --name <name> [--expires-in-days <days>]
   secrets rotate      re-seal every secret with SECRET_KEY (old keys in SECRET_KEY_PREVIOUS)
   registry-key rotate new registry token signing key; the old certificate stays in the served bundle
-`;
+${BACKUP_USAGE}`;
 
 class UsageError extends Error {}
 
@@ -122,6 +125,8 @@ function buildProgram(): Command {
       }),
     );
 
+  addBackupCommands(program);
+
   // Every command takes no arguments beyond its options: a stray word is a usage error, not ignored.
   const forbidExtras = (command: Command) => {
     command.allowExcessArguments(false);
@@ -163,7 +168,7 @@ main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err) => {
     if (err instanceof UsageError) process.stderr.write(`${err.message}\n\n${USAGE}`);
-    else if (err instanceof AppError || err instanceof ConfigError || err instanceof RotationError)
+    else if (err instanceof AppError || err instanceof ConfigError || err instanceof RotationError || err instanceof BackupError)
       process.stderr.write(`error: ${err.message}\n`);
     else process.stderr.write(`error: ${(err as Error)?.stack ?? err}\n`);
     process.exit(err instanceof UsageError ? 2 : 1);

@@ -5044,7 +5044,7 @@ export interface paths {
                             environment_id: string;
                             error: boolean;
                             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
                             error_detail: string | null;
                             finished: string | null;
                             guard: {
@@ -5472,7 +5472,7 @@ export interface paths {
                             /** @description UUID (v7) */
                             environment_id: string;
                             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
                             error_detail: string | null;
                             exit_code: number | null;
                             finished_at: string | null;
@@ -8970,7 +8970,7 @@ export interface paths {
                             environment_id: string;
                             error: boolean;
                             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
                             error_detail: string | null;
                             finished: string | null;
                             guard: {
@@ -9199,7 +9199,7 @@ export interface paths {
                             } | null;
                             error: boolean;
                             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
                             error_detail: string | null;
                             log_text: string;
                             /** @description A queued deployment reads `deploying` with `started` null; `rolled_back`: completed, then undone by its guard */
@@ -10114,7 +10114,7 @@ export interface paths {
                             dockerfile: string | null;
                             error: boolean;
                             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
                             error_detail: string | null;
                             /** @description UUID (v7) */
                             id: string;
@@ -10312,7 +10312,7 @@ export interface paths {
                             } | null;
                             error: boolean;
                             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
                             error_detail: string | null;
                             log_text: string;
                             status: "building" | "built" | "error";
@@ -11169,7 +11169,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness: ok when the database answers */
+        /** Liveness: ok when the database answers; says how much disk DATA_DIR has */
         get: {
             parameters: {
                 query?: never;
@@ -11187,6 +11187,8 @@ export interface paths {
                     content: {
                         "application/json": {
                             database: string;
+                            /** @description DATA_DIR's filesystem: ok, low (below DISK_LOW_FREE_MB), full, or unknown */
+                            disk: string;
                             status: string;
                         };
                     };
@@ -11199,6 +11201,8 @@ export interface paths {
                     content: {
                         "application/json": {
                             database: string;
+                            /** @description DATA_DIR's filesystem: ok, low (below DISK_LOW_FREE_MB), full, or unknown */
+                            disk: string;
                             status: string;
                         };
                     };
@@ -15844,7 +15848,7 @@ export interface paths {
                             environment_id: string;
                             error: boolean;
                             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
                             error_detail: string | null;
                             health_check_host: string | null;
                             health_check_path: string;
@@ -16070,7 +16074,7 @@ export interface paths {
                             } | null;
                             error: boolean;
                             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
                             error_detail: string | null;
                             log_text: string;
                             status: "building" | "built" | "error";
@@ -16255,7 +16259,7 @@ export interface paths {
                             /** @description UUID (v7) */
                             environment_id: string;
                             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
                             error_detail: string | null;
                             exit_code: number | null;
                             finished_at: string | null;
@@ -16439,7 +16443,7 @@ export interface paths {
                             deploy_step: null;
                             error: boolean;
                             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
                             error_detail: string | null;
                             exit_code: number | null;
                             log_text: string;
@@ -27194,7 +27198,7 @@ export interface components {
             environment_id: string;
             error: boolean;
             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
+            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
             error_detail: string | null;
             finished: string | null;
             guard: {
@@ -27348,7 +27352,7 @@ export interface components {
             /** @description UUID (v7) */
             environment_id: string;
             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
+            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
             error_detail: string | null;
             exit_code: number | null;
             finished_at: string | null;

@@ -21,3 +21,4 @@ export { EnvDeploysRepository } from './env-deploys/env-deploys.repository.js';
 export * from './env-deploys/environment-pipeline.js';
 export * from './status/latest-records.js';
 export * from './status/pipeline.service.js';
+export { moveArtifactRoot } from './build/artifact-root.js';

@@ -18,6 +18,8 @@ export const ERROR_KINDS = {
   RATE_LIMITED: 429,
   INTERNAL: 500,
   UNAVAILABLE: 503,
+  /** The platform's disk (DATA_DIR's, or PostgreSQL's) is full: the write was refused, reads still answer. */
+  INSUFFICIENT_STORAGE: 507,
 } as const;
 
 export type ErrorKind = keyof typeof ERROR_KINDS;

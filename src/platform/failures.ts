@@ -35,6 +35,8 @@ export const FAILURE_CODES = [
   'interrupted',
   /** Its job vanished without settling it (found by the sweeper). */
   'abandoned',
+  /** The platform's disk (DATA_DIR's filesystem, or PostgreSQL's) was full: nothing of the attempt was kept; retry once space is freed. */
+  'disk_full',
   /** A bug or an infrastructure failure of the platform itself. */
   'internal_error',
 ] as const;

@@ -7,11 +7,15 @@ import { call, expectError } from './fixtures.js';
 let h: Harness;
 // A small failure budget keeps the rate-limit tests short.
 beforeAll(async () => {
-  h = await createHarness({ LOGIN_MAX_ATTEMPTS: 6, LOGIN_ADDRESS_MAX_ACCOUNTS: 3 });
+  h = await createHarness({ LOGIN_MAX_ATTEMPTS: 6, LOGIN_ADDRESS_MAX_ACCOUNTS: 3, METRICS_TOKEN });
 });
 afterAll(async () => {
   await h?.close();
 });
+
+const METRICS_TOKEN = 'auth-test-metrics-token-0123456789';
+const metricsText = async () =>
+  (await h.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).body;
 
 let addressCounter = 0;
 /** Each test logs in from its own address so per-address limits never cross tests. */
@@ -192,6 +196,33 @@ describe('login rate limits', () => {
     expect(fresh.json().message).toMatch(/for this account; retry in \d+ s/);
     // The owner, from where they signed in before, is not held back.
     expect((await login(u.email, u.password, home)).statusCode).toBe(200);
+  });
+
+  it('200 concurrent wrong logins get at most the allowance of password checks; the others behind that address still sign in (issue 37)', async () => {
+    const address = nextAddress();
+    const home = nextAddress();
+    const victim = await h.user();
+    const neighbour = await h.user();
+    expect((await login(victim.email, victim.password, home)).statusCode).toBe(200);
+    const checked = async () =>
+      Number(/^slipway_login_password_checks_total\{outcome="wrong"\} (\d+)/m.exec(await metricsText())?.[1] ?? 0);
+    const checkedBefore = await checked();
+    const started = Date.now();
+    const storm = await Promise.all(Array.from({ length: 200 }, () => login(victim.email, 'wrong', address)));
+    const seconds = (Date.now() - started) / 1000;
+    const kinds = storm.reduce<Record<number, number>>((acc, r) => ({ ...acc, [r.statusCode]: (acc[r.statusCode] ?? 0) + 1 }), {});
+    // 401 is a checked password; 429 was refused before any check. Three free attempts (LOGIN_FREE_ATTEMPTS), then
+    // one per backoff (1 s, 2 s, ...): a burst gets a fourth only if it outlasted a second.
+    const allowance = 3 + Math.floor(Math.log2(seconds + 1));
+    expect(kinds[401]).toBeGreaterThanOrEqual(3);
+    expect(kinds[401]).toBeLessThanOrEqual(allowance);
+    expect(kinds[401] + kinds[429]).toBe(200);
+    // The platform's own count of password checks says the same.
+    expect((await checked()) - checkedBefore).toBe(kinds[401]);
+    // Nobody else behind that address is held back: a neighbour signs in for the first time from it...
+    expect((await login(neighbour.email, neighbour.password, address)).statusCode).toBe(200);
+    // ...and the victim, from where they signed in before, too.
+    expect((await login(victim.email, victim.password, home)).statusCode).toBe(200);
   });
 
   it('X-Forwarded-For does not reset the per-address count unless TRUST_PROXY is set', async () => {
@@ -396,6 +427,8 @@ describe('cleanup of spent login records', () => {
       expect(failures.map((f) => f.key)).toEqual([
         'account:nobody1@example.com',
         'account:nobody2@example.com',
+        // The address's count of accounts it failed on (its window goes on: its last account failed just now).
+        'address:10.9.0.3',
         'pair:10.9.0.3|nobody1@example.com',
         'pair:10.9.0.3|nobody2@example.com',
       ]);

@@ -121,7 +121,7 @@ describe('errors', () => {
   it('GET /integrations/health is public and reports the database', async () => {
     const res = await call(h, 'GET', '/v1/integrations/health');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ status: 'ok', database: 'ok' });
+    expect(res.body).toEqual({ status: 'ok', database: 'ok', disk: 'ok' });
   });
 
   it('GET /integrations/health answers 503 when the database does not answer', async () => {
@@ -131,7 +131,7 @@ describe('errors', () => {
     try {
       const res = await app.inject({ method: 'GET', url: '/v1/integrations/health' });
       expect(res.statusCode).toBe(503);
-      expect(res.json()).toEqual({ status: 'unavailable', database: 'unreachable' });
+      expect(res.json()).toEqual({ status: 'unavailable', database: 'unreachable', disk: 'ok' });
     } finally {
       await app.close();
       await deadDb.destroy();

@@ -58,41 +58,48 @@ export class AuthRepository {
     return Number(res.numDeletedRows) > 0;
   }
 
-  /** Failures counted in fixed windows; one statement so concurrent attempts all count. */
-  async recordFailure(key: string, windowSeconds: number): Promise<number> {
+  /**
+   * Reserves one password check on `key` before it is made: one statement, so the row lock orders
+   * concurrent attempts and N of them at once get at most the allowance. Allowed while the window
+   * holds fewer than `free` attempts, then one per backoff (1 s, 2 s, 4 s, ... at most `maxDelay`)
+   * since the last one. Returns the attempt's number in the window, or null when refused.
+   */
+  async reserveAttempt(key: string, limits: { free: number; windowSeconds: number; maxDelay: number }): Promise<number | null> {
+    const { free, windowSeconds, maxDelay } = limits;
+    const stale = sql`login_failures.window_started < now() - make_interval(secs => ${windowSeconds})`;
     const row = await sql<{ count: number }>`
-      insert into login_failures (key, count, window_started) values (${key}, 1, now())
+      insert into login_failures (key, count, window_started, last_failed_at) values (${key}, 1, now(), now())
       on conflict (key) do update set
-        count = case when login_failures.window_started < now() - make_interval(secs => ${windowSeconds})
-                     then 1 else login_failures.count + 1 end,
-        window_started = case when login_failures.window_started < now() - make_interval(secs => ${windowSeconds})
-                     then now() else login_failures.window_started end,
+        count = case when ${stale} then 1 else login_failures.count + 1 end,
+        window_started = case when ${stale} then now() else login_failures.window_started end,
         last_failed_at = now()
+      where ${stale}
+         or login_failures.count < ${free}
+         or login_failures.last_failed_at <= now() - make_interval(secs => least(${maxDelay}::float8, 2 ^ (login_failures.count - ${free})))
       returning count`.execute(this.db);
-    return row.rows[0]?.count ?? 1;
+    return row.rows[0]?.count ?? null;
   }
 
-  /** The counter of one key in its window, and how many seconds ago its last failure was. */
-  async failureState(key: string, windowSeconds: number): Promise<{ count: number; secondsSinceLast: number } | null> {
+  /** Gives back an attempt reserved by {@link reserveAttempt} that did not fail (the right password, or refused further on). */
+  async refundAttempt(key: string) {
+    await this.db
+      .updateTable('login_failures')
+      .set((eb) => ({ count: eb('count', '-', 1) }))
+      .where('key', '=', key)
+      .where('count', '>', 0)
+      .execute();
+  }
+
+  /** Seconds until `key` may try again under the same backoff (0 when it may). */
+  async secondsUntilNextAttempt(key: string, limits: { free: number; windowSeconds: number; maxDelay: number }): Promise<number> {
     const row = await this.db
       .selectFrom('login_failures')
       .select(['count', sql<number>`extract(epoch from now() - last_failed_at)::float8`.as('since')])
       .where('key', '=', key)
-      .where('window_started', '>=', sql<Date>`now() - make_interval(secs => ${windowSeconds})`)
+      .where('window_started', '>=', sql<Date>`now() - make_interval(secs => ${limits.windowSeconds})`)
       .executeTakeFirst();
-    return row ? { count: row.count, secondsSinceLast: Number(row.since) } : null;
-  }
-
-  /** How many distinct accounts failed from `address` in the window (their pair counters). */
-  async accountsFailedFrom(address: string, windowSeconds: number): Promise<number> {
-    const prefix = `pair:${address}|`.replace(/[\\%_]/g, (c) => `\\${c}`);
-    const row = await this.db
-      .selectFrom('login_failures')
-      .select((eb) => eb.fn.countAll<string>().as('n'))
-      .where('key', 'like', `${prefix}%`)
-      .where('window_started', '>=', sql<Date>`now() - make_interval(secs => ${windowSeconds})`)
-      .executeTakeFirst();
-    return Number(row?.n ?? 0);
+    if (!row || row.count < limits.free) return 0;
+    return Math.max(1, Math.ceil(Math.min(limits.maxDelay, 2 ** (row.count - limits.free)) - Number(row.since)));
   }
 
   /** Whether `account` signed in from `address` within KNOWN_ADDRESS_DAYS. */
@@ -119,7 +126,7 @@ export class AuthRepository {
     return this.db.deleteFrom('login_failures').where('key', '=', key).execute();
   }
 
-  /** Failure counters whose window has passed count for nothing (one row per address or e-mail tried); old known addresses neither. */
+  /** Failure counters whose window has passed (or whose attempts were all given back) count for nothing (one row per address or e-mail tried); old known addresses neither. */
   async deleteStaleFailures(windowSeconds: number) {
     await this.db
       .deleteFrom('login_known_addresses')
@@ -127,7 +134,7 @@ export class AuthRepository {
       .execute();
     return this.db
       .deleteFrom('login_failures')
-      .where('window_started', '<', sql<Date>`now() - make_interval(secs => ${windowSeconds})`)
+      .where((eb) => eb.or([eb('window_started', '<', sql<Date>`now() - make_interval(secs => ${windowSeconds})`), eb('count', '<=', 0)]))
       .execute();
   }
 }

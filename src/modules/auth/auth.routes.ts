@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import { commonErrorResponses, IdParam, Ok } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
 import { currentUser } from '../../platform/http/principal.js';
+import { addressBlock } from '../../platform/net/address-block.js';
 import { identify, SESSION_COOKIE } from './auth.hook.js';
 import { ApiKey, CreateApiKeyBody, CreatedApiKey, LoginBody, Session } from './auth.schemas.js';
 import type { AuthService } from './auth.service.js';
@@ -23,7 +24,18 @@ export function authRoutes(auth: AuthService) {
     app.post(
       '/auth/login',
       {
-        config: { public: true, rateLimit: { max: 30, timeWindow: '1 minute' } },
+        config: {
+          public: true,
+          // A flood guard per (address, account), never per address alone: a storm on one account
+          // from behind a NAT must not refuse the others behind it. Keyed after the body is parsed.
+          rateLimit: {
+            max: 30,
+            timeWindow: '1 minute',
+            hook: 'preHandler',
+            keyGenerator: (request) =>
+              `${addressBlock(request.ip)}|${String((request.body as { email?: unknown } | undefined)?.email).toLowerCase()}`,
+          },
+        },
         schema: {
           tags: ['Authentication'],
           summary: 'Log in; sets the session cookie',

@@ -10,6 +10,7 @@ import { addressBlock } from '../../platform/net/address-block.js';
 import { UsersService } from '../users/index.js';
 import type { AuthRepository } from './auth.repository.js';
 import { CREDENTIALS_CHANNEL, CredentialCache } from './credential-cache.js';
+import { loginPasswordChecks } from './login-checks.js';
 
 export const API_KEY_PREFIX = 'slw';
 const LAST_USED_RESOLUTION_MS = 60_000;
@@ -49,50 +50,59 @@ export class AuthService {
 
   /**
    * Checks the password, with limits designed so one attacker cannot lock others out (OWASP:
-   * throttle with backoff, not lockout; spare known devices). Three counters in a window:
-   * - (account, address): after LOGIN_FREE_ATTEMPTS failures each further attempt from that pair
-   *   waits twice as long as the one before (1 s, 2 s, 4 s, ... at most LOGIN_MAX_DELAY_SECONDS);
-   * - account, from every address: past LOGIN_MAX_ATTEMPTS failures, attempts from addresses that
-   *   never signed in to it wait the same way (guessing spread over many addresses); the
-   *   addresses it signed in from before are spared;
-   * - address, across accounts: failing on LOGIN_ADDRESS_MAX_ACCOUNTS distinct accounts (stuffing)
-   *   leaves that address only the accounts that signed in from it before: the others behind the
-   *   same proxy keep signing in.
+   * throttle with backoff, not lockout; spare known devices). Each limit is a counter in a window
+   * that an attempt reserves atomically BEFORE its password is checked (so a burst of concurrent
+   * attempts gets no more checks than the allowance); the right password gives the reservation back.
+   * - (account, address): LOGIN_FREE_ATTEMPTS, then one attempt per backoff (1 s, 2 s, 4 s, ... at
+   *   most LOGIN_MAX_DELAY_SECONDS) since the last;
+   * - account, from addresses that never signed in to it: LOGIN_MAX_ATTEMPTS, then the same backoff
+   *   (guessing spread over many addresses); the addresses it signed in from before are spared;
+   * - address, across accounts it never signed in to: LOGIN_ADDRESS_MAX_ACCOUNTS distinct accounts
+   *   (stuffing), then one new account per backoff; accounts that signed in from it before are
+   *   spared, so the others behind the same proxy keep signing in.
+   * No address is limited by how many attempts it makes (only by how many accounts it tries): a
+   * storm on one account from behind a NAT slows that (account, address) pair only.
    */
   async login(email: string, password: string, clientAddress: string) {
     // Limits count per IPv6 /64 (an address each would let one client rotate past them).
     const address = addressBlock(clientAddress);
-    const {
-      LOGIN_MAX_ATTEMPTS: accountFree,
-      LOGIN_FREE_ATTEMPTS: pairFree,
-      LOGIN_WINDOW_SECONDS: window,
-      LOGIN_MAX_DELAY_SECONDS: maxDelay,
-      LOGIN_ADDRESS_MAX_ACCOUNTS: maxAccounts,
-    } = this.ctx.config;
-    const account = email.toLowerCase();
-    const pairKey = `pair:${address}|${account}`;
-    const accountKey = `account:${account}`;
-    const waitAfter = (state: { count: number; secondsSinceLast: number } | null, free: number) =>
-      state && state.count >= free ? Math.ceil(Math.min(maxDelay, 2 ** (state.count - free)) - state.secondsSinceLast) : 0;
+    const { LOGIN_WINDOW_SECONDS: windowSeconds, LOGIN_MAX_DELAY_SECONDS: maxDelay } = this.ctx.config;
+    const limit = (free: number) => ({ free, windowSeconds, maxDelay });
+    const pair = { key: `pair:${address}|${email.toLowerCase()}`, limits: limit(this.ctx.config.LOGIN_FREE_ATTEMPTS) };
+    const account = { key: `account:${email.toLowerCase()}`, limits: limit(this.ctx.config.LOGIN_MAX_ATTEMPTS) };
+    const stuffing = { key: `address:${address}`, limits: limit(this.ctx.config.LOGIN_ADDRESS_MAX_ACCOUNTS) };
 
-    const pairWait = waitAfter(await this.repo.failureState(pairKey, window), pairFree);
-    if (pairWait > 0)
-      throw new AppError('RATE_LIMITED', `Too many failed login attempts for this account from this address; retry in ${pairWait} s`);
-    const known = await this.repo.isKnownAddress(account, address);
-    if (!known) {
-      const accountWait = waitAfter(await this.repo.failureState(accountKey, window), accountFree);
-      if (accountWait > 0) throw new AppError('RATE_LIMITED', `Too many failed login attempts for this account; retry in ${accountWait} s`);
-      if ((await this.repo.accountsFailedFrom(address, window)) >= maxAccounts)
-        throw new AppError('RATE_LIMITED', 'Too many failed login attempts from this address; try again later');
+    const pairAttempt = await this.repo.reserveAttempt(pair.key, pair.limits);
+    if (pairAttempt === null) {
+      const wait = await this.repo.secondsUntilNextAttempt(pair.key, pair.limits);
+      throw new AppError('RATE_LIMITED', `Too many failed login attempts for this account from this address; retry in ${wait} s`);
+    }
+    const reserved: string[] = [];
+    const refuse = async (message: string) => {
+      await Promise.all([pair.key, ...reserved].map((key) => this.repo.refundAttempt(key)));
+      return new AppError('RATE_LIMITED', message);
+    };
+    if (!(await this.repo.isKnownAddress(email.toLowerCase(), address))) {
+      // The first attempt on an account in the window is what the address's count of accounts counts.
+      if (pairAttempt === 1) {
+        if ((await this.repo.reserveAttempt(stuffing.key, stuffing.limits)) === null)
+          throw await refuse('Too many failed login attempts from this address; try again later');
+        reserved.push(stuffing.key);
+      }
+      if ((await this.repo.reserveAttempt(account.key, account.limits)) === null) {
+        const wait = await this.repo.secondsUntilNextAttempt(account.key, account.limits);
+        throw await refuse(`Too many failed login attempts for this account; retry in ${wait} s`);
+      }
+      reserved.push(account.key);
     }
     const user = await this.users.findCredentials(email);
     const valid = await verifyPassword(password, user?.password_hash ?? UNUSABLE_PASSWORD_HASH);
-    if (!user || !valid) {
-      await Promise.all([this.repo.recordFailure(pairKey, window), this.repo.recordFailure(accountKey, window)]);
-      throw unauthenticated('Invalid email or password');
-    }
-    await this.repo.clearFailures(pairKey);
-    await this.repo.rememberAddress(account, address);
+    loginPasswordChecks.inc({ outcome: user && valid ? 'right' : 'wrong' });
+    // A failure keeps its reservations: they were its count.
+    if (!user || !valid) throw unauthenticated('Invalid email or password');
+    await this.repo.clearFailures(pair.key);
+    await Promise.all(reserved.map((key) => this.repo.refundAttempt(key)));
+    await this.repo.rememberAddress(email.toLowerCase(), address);
     setAuditActor({ userId: user.id, username: user.username, credentialKind: 'password', credentialId: null });
     const token = newToken('sess');
     const expires = new Date(Date.now() + this.ctx.config.SESSION_TTL_HOURS * 3600_000);

@@ -1,6 +1,8 @@
 import { sql } from 'kysely';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Db } from '../../platform/db/database.js';
+import { loginPasswordChecks } from '../auth/index.js';
+import { diskFullErrors, diskSpace } from '../../platform/storage/disk-space.js';
 
 const CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
 
@@ -15,8 +17,23 @@ export class PlatformMetrics {
   private readonly httpRequests: Counter<'method' | 'route' | 'status_class'>;
   private readonly httpDuration: Histogram<'method' | 'route'>;
 
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    dataDir?: string,
+  ) {
     const registers = [this.registry];
+    this.registry.registerMetric(diskFullErrors);
+    this.registry.registerMetric(loginPasswordChecks);
+    if (dataDir)
+      new Gauge({
+        name: 'slipway_data_dir_free_bytes',
+        help: "Free bytes on DATA_DIR's filesystem (builds, artifacts, logs; the embedded PostgreSQL's data)",
+        registers,
+        async collect() {
+          const space = await diskSpace(dataDir, 0);
+          if (space.freeBytes !== null) this.set(space.freeBytes);
+        },
+      });
     collectDefaultMetrics({ register: this.registry, prefix: 'slipway_process_' });
     this.httpRequests = new Counter({
       name: 'slipway_http_requests_total',

@@ -1,4 +1,5 @@
 import { failureCodeOf } from '../../platform/failures.js';
+import { countDiskFull, diskSpace, isDiskFull } from '../../platform/storage/disk-space.js';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
@@ -220,11 +221,16 @@ export class BuildRunner {
       return { ok: true };
     } catch (err) {
       const known = err instanceof BuildError || err instanceof SourceError;
+      // Out of space is the platform's condition, not the member's build: said so, and counted for the operator.
+      const diskFull = !signal.aborted && (isDiskFull(err) || (await diskSpace(this.ctx.config.dataDir, 0)).state === 'full');
+      if (diskFull) countDiskFull('build');
       const detail = signal.aborted
         ? 'interrupted: the server stopped during the build; build again'
-        : known
-          ? (err as Error).message
-          : `internal error while building: ${(err as Error).message}`;
+        : diskFull
+          ? `the platform's disk is full: the build stopped and nothing of it was kept; build again once the operator frees space (${(err as Error).message})`
+          : known
+            ? (err as Error).message
+            : `internal error while building: ${(err as Error).message}`;
       log.line(`Build failed: ${detail}`);
       await log.flush();
       await this.images.update(image.id, {
@@ -232,7 +238,7 @@ export class BuildRunner {
         error: true,
         built: false,
         error_detail: log.scrub(detail),
-        error_code: signal.aborted ? 'interrupted' : failureCodeOf(err),
+        error_code: signal.aborted ? 'interrupted' : diskFull ? 'disk_full' : failureCodeOf(err),
         finished_at: new Date(),
       });
       await rm(artifact, { recursive: true, force: true });

@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { countDiskFull, isDiskFull } from '../storage/disk-space.js';
 import FindMyWay from 'find-my-way';
 import { AppError, ERROR_KINDS, type FieldError } from '../errors.js';
 
@@ -134,6 +135,16 @@ export function installErrorHandling(app: FastifyInstance): void {
       request.log.warn({ err: { message: err.message, code: err.code } }, 'database unavailable');
       reply.header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
       return send(reply, 503, 'The database is unavailable; retry shortly');
+    }
+    if (isDiskFull(err)) {
+      // Not a bug either: the write was refused whole (PostgreSQL rolls it back), reads keep answering.
+      countDiskFull('api');
+      request.log.warn({ err: { message: err.message, code: err.code } }, 'disk full');
+      return send(
+        reply,
+        ERROR_KINDS.INSUFFICIENT_STORAGE,
+        "The platform's disk is full; the change was not made. Retry once space is freed",
+      );
     }
     request.log.error({ err }, 'unhandled error');
     return send(reply, 500, 'Internal server error');

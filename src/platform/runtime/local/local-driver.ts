@@ -1,4 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
+import { countDiskFull, isDiskFull } from '../../storage/disk-space.js';
 import { chmodSync, createWriteStream, mkdirSync, renameSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { v7 as uuidv7 } from 'uuid';
@@ -91,6 +92,8 @@ interface LocalInstance {
   log: WriteStream;
   /** Bytes written to the current log file (rotated at `maxLogFileBytes`). */
   logBytes: number;
+  /** When writing the log file last failed (0: never). */
+  logFailedAt: number;
   /** Previous CPU reading, for the average since then. */
   cpu: { seconds: number; at: number } | null;
   /** The sandbox it runs in (same user and control group across restarts), when sandboxed. */
@@ -106,6 +109,9 @@ interface Follow {
   /** A previous platform process started it: its network helper is not ours to stop directly. */
   adopted: boolean;
 }
+
+/** How long a log file that failed to write (a full disk) rests before it is opened again. */
+const LOG_REOPEN_MS = 5000;
 
 /** Default size past which an instance's output file is rotated (to `<id>.log.1`), so a chatty app cannot fill the disk. */
 const MAX_INSTANCE_LOG_BYTES = 8 * 1024 * 1024;
@@ -220,6 +226,11 @@ export class LocalProcessDriver implements RuntimeDriver {
 
   /** Appends to the instance's file; past the size limit the file becomes `<id>.log.1` (replacing the previous one). */
   private writeLog(inst: LocalInstance, text: string) {
+    // A file that failed (a full disk) is opened again once in a while, so its lines resume when space returns.
+    if (inst.log.destroyed) {
+      if (Date.now() - inst.logFailedAt < LOG_REOPEN_MS) return;
+      inst.log = this.openLog(inst, 'a');
+    }
     inst.logBytes += Buffer.byteLength(text);
     if (inst.logBytes > (this.options.maxLogFileBytes ?? MAX_INSTANCE_LOG_BYTES)) {
       const path = join(this.options.logDir, `${inst.spec.id}.log`);
@@ -229,11 +240,23 @@ export class LocalProcessDriver implements RuntimeDriver {
       } catch {
         /* the next file starts anyway */
       }
-      inst.log = createWriteStream(path, { flags: 'w', mode: 0o600 });
-      inst.log.on('error', () => {});
+      inst.log = this.openLog(inst, 'w');
       inst.logBytes = Buffer.byteLength(text);
     }
     inst.log.write(text);
+  }
+
+  /**
+   * The instance's output file. A write that fails (the disk is full) never stops the instance: its
+   * lines still reach the log store; the failure is counted and the file reopened later.
+   */
+  private openLog(inst: LocalInstance, flags: 'a' | 'w'): WriteStream {
+    const stream = createWriteStream(join(this.options.logDir, `${inst.spec.id}.log`), { flags, mode: 0o600 });
+    stream.on('error', (err) => {
+      inst.logFailedAt = Date.now();
+      if (isDiskFull(err)) countDiskFull('instance_log');
+    });
+    return stream;
   }
 
   onOutput(listener: (output: InstanceOutput) => void) {
@@ -305,13 +328,14 @@ export class LocalProcessDriver implements RuntimeDriver {
       lastSpawn: 0,
       restartTimer: null,
       exited: Promise.resolve(),
-      log: createWriteStream(join(this.options.logDir, `${spec.id}.log`), { flags: 'a', mode: 0o600 }),
+      log: null as unknown as WriteStream, // opened just below, once the instance exists
       logBytes: 0,
+      logFailedAt: 0,
       cpu: null,
       sandbox,
       oomKills: 0,
     };
-    inst.log.on('error', () => {});
+    inst.log = this.openLog(inst, 'a');
     return inst;
   }
 
