@@ -15,12 +15,14 @@ async function main() {
   // live at LOG_LEVEL=debug/trace, otherwise kept and printed whole only if the start fails.
   const verbose = config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'trace';
   const databaseOutput: string[] = [];
+  let started = false;
   const edgeOnly = config.SLIPWAY_ROLE === 'edge';
   const platform = await openPlatform(
     config,
     (line) => {
       if (verbose) console.error(`[database] ${line}`);
-      else databaseOutput.push(line);
+      // Kept only until the start succeeds: a supervised server goes on logging (restarts), which would pile up here.
+      else if (!started) databaseOutput.push(line);
     },
     // An edge process opens no job store and runs no application: it only serves them.
     { notice: (line) => console.error(`[database] ${line}`), pipeline: !edgeOnly },
@@ -29,6 +31,7 @@ async function main() {
     throw err;
   });
   databaseOutput.length = 0;
+  started = true;
   try {
     if (edgeOnly) await serveEdge(config, platform);
     else await serve(config, platform);

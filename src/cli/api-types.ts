@@ -11169,7 +11169,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness: ok when the database answers */
+        /** Liveness: ok when every component of this process works; 503 names the one that is down */
         get: {
             parameters: {
                 query?: never;
@@ -11186,7 +11186,20 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description Each component of this process: which one is down */
+                            components: {
+                                /** @description ok; down; or absent: this process does not run it (its role, or the cluster's runtime) */
+                                database: "ok" | "down" | "absent";
+                                /** @description The router serving the applications from this process's memory */
+                                edge: "ok" | "down" | "absent";
+                                /** @description The pipeline job queue (in PostgreSQL, so down with it) */
+                                job_store: "ok" | "down" | "absent";
+                                /** @description What runs the deployed applications */
+                                runtime: "ok" | "down" | "absent";
+                            };
+                            /** @description ok or unreachable (as components.database) */
                             database: string;
+                            /** @description ok, or unavailable (503) when a component this process runs is down */
                             status: string;
                         };
                     };
@@ -11198,7 +11211,20 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description Each component of this process: which one is down */
+                            components: {
+                                /** @description ok; down; or absent: this process does not run it (its role, or the cluster's runtime) */
+                                database: "ok" | "down" | "absent";
+                                /** @description The router serving the applications from this process's memory */
+                                edge: "ok" | "down" | "absent";
+                                /** @description The pipeline job queue (in PostgreSQL, so down with it) */
+                                job_store: "ok" | "down" | "absent";
+                                /** @description What runs the deployed applications */
+                                runtime: "ok" | "down" | "absent";
+                            };
+                            /** @description ok or unreachable (as components.database) */
                             database: string;
+                            /** @description ok, or unavailable (503) when a component this process runs is down */
                             status: string;
                         };
                     };
