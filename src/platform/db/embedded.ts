@@ -157,7 +157,7 @@ export async function startEmbeddedPostgres(
   // A lock file left by a server that died (e.g. with the machine), whose pid another process of
   // the server's user now has, would stop PostgreSQL from starting.
   const blocker = clearStalePostmasterPid(databaseDir);
-  if (blocker) throw new StartupError(`The embedded PostgreSQL cannot start: ${blocker} but does not answer; stop it and start again`);
+  if (blocker) throw new StartupError(`The embedded PostgreSQL cannot start: ${blocker}`);
   try {
     await server.start();
   } catch (err) {
