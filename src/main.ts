@@ -18,11 +18,13 @@ async function main() {
   const databaseOutput: string[] = [];
   // An edge process starts serving before, and without, its database (it opens it itself).
   if (config.SLIPWAY_ROLE === 'edge') return serveEdge(config);
+  let started = false;
   const platform = await openPlatform(
     config,
     (line) => {
       if (verbose) console.error(`[database] ${line}`);
-      else databaseOutput.push(line);
+      // Kept only until the start succeeds: a supervised server goes on logging (restarts), which would pile up here.
+      else if (!started) databaseOutput.push(line);
     },
     { notice: (line) => console.error(`[database] ${line}`) },
   ).catch((err) => {
@@ -30,6 +32,7 @@ async function main() {
     throw err;
   });
   databaseOutput.length = 0;
+  started = true;
   try {
     await serve(config, platform);
   } catch (err) {

@@ -1,7 +1,7 @@
 import type { Config } from '../config.js';
 import type { AppContext } from './context.js';
 import { loadKeyring, SecretBox } from './crypto/secret-box.js';
-import { createDb } from './db/database.js';
+import { createDb, databaseAvailability } from './db/database.js';
 import { startEmbeddedPostgres } from './db/embedded.js';
 import { migrateToLatest } from './db/migrate.js';
 import { databaseRolePowers, hostReachingRoleMessage } from './db/role-check.js';
@@ -34,9 +34,18 @@ export async function openPlatform(
   options: PlatformOptions = {},
 ): Promise<Platform> {
   const pipeline = options.pipeline ?? true;
-  const embedded = config.DATABASE_URL ? null : await startEmbeddedPostgres(config.dataDir, config.EMBEDDED_PG_PORT, log);
+  const notice = options.notice ?? log;
+  const embedded = config.DATABASE_URL ? null : await startEmbeddedPostgres(config.dataDir, config.EMBEDDED_PG_PORT, log, notice);
   const databaseUrl = config.DATABASE_URL ?? embedded!.url;
   const db = createDb(databaseUrl);
+  // Issue 37: the operator hears once that the database went away and once that it is back (requests get 503 meanwhile).
+  databaseAvailability(db).onChange((up, cause) =>
+    notice(
+      up
+        ? 'the database answers again'
+        : `the database is unreachable (${cause instanceof Error ? cause.message : String(cause)}); requests get 503 until it is back`,
+    ),
+  );
   let secrets: SecretBox;
   let jobs: PipelineJobs | undefined;
   try {

@@ -20,6 +20,8 @@ export const ERROR_KINDS = {
   UNAVAILABLE: 503,
   /** The platform's disk (DATA_DIR's, or PostgreSQL's) is full: the write was refused, reads still answer. */
   INSUFFICIENT_STORAGE: 507,
+  /** PostgreSQL cannot be reached (down, restarting, a lost connection): answered with Retry-After. */
+  DATABASE_UNAVAILABLE: 503,
 } as const;
 
 export type ErrorKind = keyof typeof ERROR_KINDS;
@@ -46,6 +48,8 @@ export const notFound = (what: string) => new AppError('NOT_FOUND', `${what} not
 export const forbidden = (message = 'Permission denied for this resource') => new AppError('FORBIDDEN', message);
 export const conflict = (message: string) => new AppError('CONFLICT', message);
 export const invalid = (field: string, message: string) => new AppError('VALIDATION', `${field}: ${message}`, [{ field, message }]);
+/** What a request that needed the database gets while it is away (the error handler maps pg's connection errors to it). */
+export const databaseUnavailable = () => new AppError('DATABASE_UNAVAILABLE', 'The database is unavailable; retry shortly');
 export const unauthenticated = (message = 'Not authenticated; log in or provide an API key') => new AppError('UNAUTHENTICATED', message);
 
 /** PostgreSQL unique_violation, raised when two requests race for one slug or name. */

@@ -118,10 +118,16 @@ describe('errors', () => {
     }
   });
 
-  it('GET /integrations/health is public and reports the database', async () => {
+  it('GET /integrations/health is public and reports the database and each component', async () => {
     const res = await call(h, 'GET', '/v1/integrations/health');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ status: 'ok', database: 'ok', disk: 'ok' });
+    // This harness runs neither a job store nor a runtime: absent, not down.
+    expect(res.body).toEqual({
+      status: 'ok',
+      database: 'ok',
+      disk: 'ok',
+      components: { database: 'ok', job_store: 'absent', runtime: 'absent', edge: 'absent' },
+    });
   });
 
   it('GET /integrations/health answers 503 when the database does not answer', async () => {
@@ -131,7 +137,13 @@ describe('errors', () => {
     try {
       const res = await app.inject({ method: 'GET', url: '/v1/integrations/health' });
       expect(res.statusCode).toBe(503);
-      expect(res.json()).toEqual({ status: 'unavailable', database: 'unreachable', disk: 'ok' });
+      expect(res.json()).toEqual({
+        status: 'unavailable',
+        database: 'unreachable',
+        disk: 'ok',
+        components: { database: 'down', job_store: 'absent', runtime: 'absent', edge: 'absent' },
+      });
+      expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
     } finally {
       await app.close();
       await deadDb.destroy();

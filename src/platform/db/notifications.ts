@@ -1,6 +1,10 @@
 import pg from 'pg';
 
 type Listener = () => void;
+
+/** First wait before reconnecting a lost LISTEN connection; doubles while reconnects fail, up to the maximum. */
+const FIRST_RECONNECT_MS = 250;
+const MAX_RECONNECT_MS = 10_000;
 /** Called with each payload of a channel, and with `null` after a reconnect (notifications may have been lost). */
 type ChannelListener = (payload: string | null) => void;
 
@@ -9,7 +13,8 @@ type ChannelListener = (payload: string | null) => void;
  * `(channel, payload)` pair (`slipway_records` / `deployments:<id>`, `slipway_events` /
  * `<application id>`) whatever process wrote the change. The connection opens at the first
  * subscription; when it drops it reconnects and wakes every subscriber, which then re-reads
- * from its cursor (so a notification lost meanwhile costs nothing).
+ * from its cursor (so a notification lost meanwhile costs nothing). Reconnects back off while the
+ * database stays away (a restart of PostgreSQL, issue 37), and never end the process.
  */
 export class Notifications {
   private client: pg.Client | null = null;
@@ -19,6 +24,7 @@ export class Notifications {
   private readonly channelListeners = new Map<string, Set<ChannelListener>>();
   private closed = false;
   private retry: NodeJS.Timeout | null = null;
+  private reconnectDelay = FIRST_RECONNECT_MS;
 
   constructor(
     private readonly databaseUrl: string,
@@ -79,13 +85,15 @@ export class Notifications {
     await this.connect();
     if (this.channels.has(channel)) return;
     this.channels.add(channel);
-    await this.client!.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+    // Lost since: the reconnect LISTENs to every channel in the set, this one included.
+    await this.client?.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
   }
 
   private connect(): Promise<void> {
     if (this.client) return Promise.resolve();
     this.connecting ??= (async () => {
-      const client = new pg.Client({ connectionString: this.databaseUrl });
+      // Bounded, so a database host that stopped answering fails the attempt (and the next one backs off).
+      const client = new pg.Client({ connectionString: this.databaseUrl, connectionTimeoutMillis: 10_000, keepAlive: true });
       client.on('notification', (n) => this.dispatch(n.channel, n.payload ?? ''));
       client.on('error', (err) => this.lost(client, err));
       client.on('end', () => this.lost(client, null));
@@ -118,10 +126,13 @@ export class Notifications {
 
   private reconnect() {
     if (this.closed || this.retry) return;
+    const delay = this.reconnectDelay;
+    this.reconnectDelay = Math.min(delay * 2, MAX_RECONNECT_MS);
     this.retry = setTimeout(() => {
       this.retry = null;
       this.connect().then(
         () => {
+          this.reconnectDelay = FIRST_RECONNECT_MS;
           for (const set of [...this.listeners.values()]) for (const listener of [...set]) listener();
           for (const set of [...this.channelListeners.values()]) for (const listener of [...set]) listener(null);
         },
@@ -130,7 +141,7 @@ export class Notifications {
           this.reconnect();
         },
       );
-    }, 1000);
+    }, delay);
     this.retry.unref();
   }
 }

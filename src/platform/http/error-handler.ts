@@ -1,7 +1,10 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { countDiskFull, isDiskFull } from '../storage/disk-space.js';
 import FindMyWay from 'find-my-way';
-import { AppError, ERROR_KINDS, type FieldError } from '../errors.js';
+import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../db/availability.js';
+import { AppError, databaseUnavailable, ERROR_KINDS, type FieldError } from '../errors.js';
+
+export { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../db/availability.js';
 
 const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 
@@ -14,44 +17,6 @@ const FASTIFY_CODES: Record<string, keyof typeof ERROR_KINDS> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
   FST_ERR_CTP_INVALID_TYPE: 'BAD_REQUEST',
 };
-
-/** How long a client should wait before retrying while the database is unreachable. */
-export const DATABASE_RETRY_AFTER_SECONDS = 5;
-
-/** Node's socket errors and PostgreSQL's connection-class codes (08xxx, 57P01-03: shutting down, cannot connect now). */
-const CONNECTION_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ENOTFOUND',
-  'ETIMEDOUT',
-  'EPIPE',
-  'EHOSTUNREACH',
-  '57P01',
-  '57P02',
-  '57P03',
-]);
-const CONNECTION_MESSAGES = [
-  /Connection terminated/i,
-  /timeout exceeded when trying to connect/i,
-  /Client has encountered a connection error/i,
-  /connect ECONNREFUSED/i,
-];
-
-/**
- * True when the error says the database cannot be reached (not that a query was wrong): `pg`
- * reports these as socket errors (an AggregateError when several addresses were tried),
- * PostgreSQL as a connection-class SQLSTATE, or as a bare "Connection terminated" message.
- */
-export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
-  if (!err || typeof err !== 'object' || depth > 3) return false;
-  const e = err as { code?: unknown; message?: unknown; errors?: unknown; cause?: unknown };
-  if (typeof e.code === 'string' && (CONNECTION_CODES.has(e.code) || e.code.startsWith('08'))) return true;
-  // The embedded server's unix socket is gone while it is stopped.
-  if (e.code === 'ENOENT' && (e as { syscall?: unknown }).syscall === 'connect') return true;
-  if (typeof e.message === 'string' && CONNECTION_MESSAGES.some((re) => re.test(e.message as string))) return true;
-  if (Array.isArray(e.errors) && e.errors.some((inner) => isDatabaseUnavailable(inner, depth + 1))) return true;
-  return isDatabaseUnavailable(e.cause, depth + 1);
-}
 
 function send(reply: FastifyReply, status: number, message: string, errors?: FieldError[]) {
   return reply
@@ -115,7 +80,10 @@ export function installErrorHandling(app: FastifyInstance): void {
   });
 
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    if (err instanceof AppError) return send(reply, err.status, err.message, err.errors);
+    if (err instanceof AppError) {
+      if (err.kind === 'DATABASE_UNAVAILABLE') reply.header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
+      return send(reply, err.status, err.message, err.errors);
+    }
     // A path parameter that cannot name anything (malformed id or slug) names nothing: 404.
     if (err.validation && err.validationContext === 'params') {
       const field = validationErrors(err)[0]?.field ?? 'resource';
@@ -133,8 +101,9 @@ export function installErrorHandling(app: FastifyInstance): void {
     if (isDatabaseUnavailable(err)) {
       // Not a bug: the pool reconnects on its own once PostgreSQL is back, so the client may simply retry.
       request.log.warn({ err: { message: err.message, code: err.code } }, 'database unavailable');
+      const unavailable = databaseUnavailable();
       reply.header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
-      return send(reply, 503, 'The database is unavailable; retry shortly');
+      return send(reply, unavailable.status, unavailable.message);
     }
     if (isDiskFull(err)) {
       // Not a bug either: the write was refused whole (PostgreSQL rolls it back), reads keep answering.

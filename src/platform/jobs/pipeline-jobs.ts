@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { sql } from 'kysely';
 import PgBoss from 'pg-boss';
-import { sqlExecutorOf, type Db } from '../db/database.js';
+import { isDatabaseUnavailable } from '../db/availability.js';
+import { databaseAvailability, sqlExecutorOf, type Db } from '../db/database.js';
 import { deadWorkers } from './dead-workers.js';
 import { AppError } from '../errors.js';
 import { StartupError } from '../startup-error.js';
@@ -120,6 +121,11 @@ export class PipelineJobs implements Jobs {
     return this.id;
   }
 
+  /** Whether the job store is open (started and not stopped): enough to enqueue while the database answers. */
+  get isOpen(): boolean {
+    return this.boss !== null;
+  }
+
   setLogger(logger: JobsLogger) {
     this.logger = logger;
   }
@@ -134,7 +140,11 @@ export class PipelineJobs implements Jobs {
       schedule: false,
       application_name: 'slipway-jobs',
     });
-    boss.on('error', (err) => this.logger.error({ err }, 'job store error'));
+    boss.on('error', (err) => {
+      // Its pollers fail every half second while PostgreSQL is away: that is said once (bootstrap), not each time.
+      if (isDatabaseUnavailable(err)) databaseAvailability(this.options.db).report(err);
+      else this.logger.error({ err }, 'job store error');
+    });
     await boss.start();
     // Our fetch and recovery use pg-boss's tables directly (docs/api-decisions.md): refuse a
     // schema they were not written for rather than corrupt its jobs.
@@ -377,7 +387,8 @@ export class PipelineJobs implements Jobs {
   }
 
   private async tick() {
-    if (!this.id || this.stopping || this.ticking) return;
+    // Paused while the database is away; the first beat after it is back registers this worker again.
+    if (!this.id || this.stopping || this.ticking || !databaseAvailability(this.options.db).isUp) return;
     this.ticking = true;
     try {
       const id = this.id;
@@ -387,8 +398,11 @@ export class PipelineJobs implements Jobs {
       )
         return;
       // A failed recovery step is logged below and redone by the next beat; a job whose run
-      // record it already took is found again as an orphaned active job.
-      await this.recover();
+      // record it already took is found again as an orphaned active job. Right after a database
+      // outage every worker's heartbeat looks stale: the others get one staleness period to beat
+      // again before any is taken for dead.
+      const staleMs = this.options.staleAfterMs ?? 30_000;
+      if (Date.now() - databaseAvailability(this.options.db).upSince >= staleMs) await this.recover();
       if (Date.now() - this.lastSweep >= (this.options.sweepIntervalMs ?? 60_000)) await this.sweep();
     } catch (err) {
       this.logger.error({ err }, 'worker heartbeat failed');
@@ -416,14 +430,21 @@ export class PipelineJobs implements Jobs {
 
   private async loop(): Promise<void> {
     const pollMs = this.options.pollIntervalMs ?? 1000;
+    const availability = databaseAvailability(this.options.db);
     while (!this.stopping) {
+      // Paused while the database is away (issue 37): no job can be fetched, and failing to every poll says nothing new.
+      if (!availability.isUp) {
+        await availability.whenUp(this.abort.signal);
+        continue;
+      }
       let job;
       try {
         const heldElsewhere = await this.ports.applicationsHeldElsewhere(this.id!, WORKER_AFFINITY_SECONDS);
         job = await this.store.fetchNext(this.id!, [...this.kinds.keys()], heldElsewhere);
       } catch (err) {
         if (this.stopping) break;
-        this.logger.error({ err }, 'fetching a pipeline job failed');
+        if (isDatabaseUnavailable(err)) availability.report(err);
+        else this.logger.error({ err }, 'fetching a pipeline job failed');
       }
       if (!job) {
         await this.wakeup.sleep(pollMs);

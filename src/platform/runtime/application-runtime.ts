@@ -145,6 +145,8 @@ export interface ApplicationRuntime {
    * record one row), and a deployment interrupted mid-way is rolled back by another worker.
    */
   readonly sharedWorkloads: boolean;
+  /** The edge serving the instances from this process (local runtime); a cluster's is its own ingress. */
+  readonly router?: { readonly listening: boolean };
   /** Before job workers start: routers, clients, removal of leftovers of a dead process. */
   start(options: RuntimeStartOptions): Promise<void>;
   /** Stops what this process runs (local processes; a cluster keeps its workloads). */
