@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Db } from '../../platform/db/database.js';
+import { backgroundFailures } from '../../platform/observability/background-failures.js';
 
 const CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
 
@@ -18,6 +19,8 @@ export class PlatformMetrics {
   constructor(private readonly db: Db) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: 'slipway_process_' });
+    // Counted where the failures happen (edge, runtime, audit), in this process.
+    this.registry.registerMetric(backgroundFailures);
     this.httpRequests = new Counter({
       name: 'slipway_http_requests_total',
       help: 'API requests this process answered',
