@@ -388,7 +388,24 @@ export interface JobRunsTable {
   started_at: Timestamp;
 }
 
+/** Migration 0032: the pipeline's jobs (JobStore), in a table of Slipway's own. */
+export interface PipelineJobsTable {
+  id: Generated<string>;
+  kind: string;
+  application_id: string;
+  organization_id: string | null;
+  owner_id: string | null;
+  data: Json<Record<string, unknown>>;
+  state: Generated<'created' | 'active' | 'completed' | 'failed'>;
+  retry_count: Generated<number>;
+  output: ColumnType<unknown, string | null | undefined, string | null>;
+  created_on: Timestamp;
+  started_on: NullableTimestamp;
+  completed_on: NullableTimestamp;
+}
+
 export interface PipelineTables {
+  pipeline_jobs: PipelineJobsTable;
   images: ImagesTable;
   releases: ReleasesTable;
   deployments: DeploymentsTable;
