@@ -1,11 +1,15 @@
 /**
  * Module boundaries (checked in CI by `npm run lint:deps`):
- * - no dependency cycle among src/modules;
- * - a module uses another module only through that module's index.ts;
- * - src/platform (infrastructure) never depends on src/modules (features).
+ * - no dependency cycle among src/modules and src/pipeline;
+ * - a module uses another module only through that module's index.ts, and the pipeline only
+ *   through src/pipeline/index.ts;
+ * - src/pipeline (build → release → deploy) uses src/platform and the modules below it, through
+ *   their index.ts, never a module's HTTP routes or schemas;
+ * - src/platform (infrastructure) never depends on src/modules or src/pipeline;
+ * - the `slipway` CLI (src/cli/) uses no server code (it talks to the REST API).
  * Tests are not cruised: they may reach into a module's files.
  * No violation is baselined: any one fails CI. The layering, bottom to top, is in
- * src/modules/README.md.
+ * src/modules/README.md and docs/architecture.md.
  */
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -13,9 +17,9 @@ module.exports = {
     {
       name: 'no-module-cycles',
       severity: 'error',
-      comment: 'Modules form a DAG: invert a dependency with a port/callback owned by the lower module.',
-      from: { path: '^src/modules/' },
-      to: { path: '^src/modules/', circular: true },
+      comment: 'Modules and the pipeline form a DAG: invert a dependency with a port/callback owned by the lower one.',
+      from: { path: '^src/(modules|pipeline)/' },
+      to: { path: '^src/(modules|pipeline)/', circular: true },
     },
     {
       name: 'module-through-index',
@@ -25,18 +29,47 @@ module.exports = {
       to: { path: '^src/modules/([^/]+)/', pathNot: ['^src/modules/$1/', '^src/modules/[^/]+/index\\.ts$'] },
     },
     {
+      name: 'pipeline-through-index',
+      severity: 'error',
+      comment: "The pipeline's files are private to it: import src/pipeline/index.ts.",
+      from: { pathNot: '^src/pipeline/' },
+      to: { path: '^src/pipeline/', pathNot: '^src/pipeline/index\\.ts$' },
+    },
+    {
+      name: 'pipeline-uses-modules-through-index',
+      severity: 'error',
+      comment: 'The pipeline uses a module below it through its index.ts, like another module would.',
+      from: { path: '^src/pipeline/' },
+      to: { path: '^src/modules/', pathNot: '^src/modules/[^/]+/index\\.ts$' },
+    },
+    {
+      name: 'pipeline-not-on-http',
+      severity: 'error',
+      comment: 'The pipeline is below the HTTP edge: routes and schemas of a module serve the pipeline, never the reverse.',
+      from: { path: '^src/pipeline/' },
+      to: { path: '^src/modules/[^/]+/[^/]+\\.(routes|schemas)\\.ts$' },
+    },
+    {
       name: 'root-through-index',
       severity: 'error',
       comment: 'The composition root and entry points use a module through its index.ts.',
-      from: { path: '^src/[^/]+\\.ts$' },
+      from: { path: ['^src/[^/]+\\.ts$', '^src/admin/'] },
       to: { path: '^src/modules/[^/]+/', pathNot: '^src/modules/[^/]+/index\\.ts$' },
+    },
+    {
+      name: 'cli-over-the-api',
+      severity: 'error',
+      comment:
+        'The `slipway` CLI runs on any machine and talks to the REST API only (the admin tool in src/admin/ is the one on the database).',
+      from: { path: '^src/cli/' },
+      to: { path: '^src/', pathNot: ['^src/cli/', '^src/modules/configurations/dotenv-import\\.ts$'] },
     },
     {
       name: 'platform-not-on-modules',
       severity: 'error',
       comment: 'Infrastructure must not depend on features: move the shared need into src/platform.',
       from: { path: '^src/platform/' },
-      to: { path: '^src/modules/' },
+      to: { path: '^src/(modules|pipeline)/' },
     },
   ],
   options: {

@@ -45,8 +45,38 @@ export default tseslint.config(
     },
   },
   {
+    // The pipeline (src/pipeline) is built by the same composition root; it is one area, so its stages share
+    // their repositories, but a module's tables it reads through that module's services or record functions.
+    files: ['src/pipeline/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: 'NewExpression[callee.name=/Service$/]',
+          message: 'Services are built once in src/services.ts and passed in through constructors.',
+        },
+        {
+          selector: 'NewExpression[callee.name=/Repository$/]',
+          message: 'Repositories are built once in src/repositories.ts and passed in through constructors.',
+        },
+      ],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(\\.\\./)+modules/',
+              importNamePattern: '^[A-Z]\\w*Repository$',
+              message: "Use the owning module's service or record functions, not its repository.",
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // A repository may rebuild itself over a transaction.
-    files: ['src/modules/**/*.repository.ts'],
+    files: ['src/modules/**/*.repository.ts', 'src/pipeline/**/*.repository.ts'],
     rules: {
       'no-restricted-syntax': [
         'error',

@@ -8,13 +8,13 @@ import process from 'node:process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const compiled = join(root, 'dist/client/main.js');
+const compiled = join(root, 'dist/cli/main.js');
 
 let main;
 if (existsSync(compiled) && process.env.SLIPWAY_CLI_SOURCE !== '1') {
   main = await import(pathToFileURL(compiled).href);
 } else {
   const { tsImport } = await import('tsx/esm/api');
-  main = await tsImport(pathToFileURL(join(root, 'src/client/main.ts')).href, import.meta.url);
+  main = await tsImport(pathToFileURL(join(root, 'src/cli/main.ts')).href, import.meta.url);
 }
 process.exitCode = await main.run(process.argv.slice(2));

@@ -7,20 +7,34 @@ import { Value } from 'typebox/value';
  * The one place that reads the environment. Everything else receives a Config.
  * Values are validated once at start so a typo fails loudly instead of at first use.
  */
-const EnvSchema = Type.Object({
+export const EnvSchema = Type.Object({
+  /** Port the API (and the dashboard) listens on. */
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
+  /** Address the API listens on. */
   HOST: Type.String({ default: '0.0.0.0' }),
+  /** Where the embedded PostgreSQL, the generated keys (secret.key, the registry signing key), build storage and logs live. */
   DATA_DIR: Type.String({ default: './data' }),
+  /** Use this PostgreSQL (14+) instead of the embedded one, e.g. `postgres://slipway:…@db:5432/slipway`; its role should own only Slipway's database (see DATABASE_ALLOW_SUPERUSER). */
   DATABASE_URL: Type.Optional(Type.String({ minLength: 1 })),
   /** Names the embedded PostgreSQL's unix socket (`DATA_DIR/pg-socket/.s.PGSQL.<port>`); it listens on no TCP port. */
   EMBEDDED_PG_PORT: Type.Integer({ minimum: 1, maximum: 65535, default: 54329 }),
-  /** Start even when DATABASE_URL's role is a superuser or may read server files or run programs (issue 27). */
+  /**
+   * Start even when DATABASE_URL's role is a superuser, a member of pg_read_server_files, pg_write_server_files or
+   * pg_execute_server_program, or has CREATEROLE before PostgreSQL 16: whoever learns its password runs programs and
+   * reads files on the database host. Refused otherwise; allowed, a warning is printed at every start.
+   */
   DATABASE_ALLOW_SUPERUSER: Type.Boolean({ default: false }),
+  /** Key sealing secret variables and stored private keys (AES-256-GCM): 32 bytes as base64 or hex, or any passphrase. Unset: generated into DATA_DIR/secret.key. Every process of one installation needs the same key. */
   SECRET_KEY: Type.Optional(Type.String({ minLength: 1 })),
+  /** Comma-separated older keys, still accepted for reading while `npm run admin -- secrets rotate` re-seals everything under SECRET_KEY. */
   SECRET_KEY_PREVIOUS: Type.Optional(Type.String()),
+  /** E-mail of the first administrator, created at start when there are no users yet (with ADMIN_PASSWORD). */
   ADMIN_EMAIL: Type.Optional(Type.String()),
+  /** Password of the first administrator (used only when there are no users yet). */
   ADMIN_PASSWORD: Type.Optional(Type.String()),
+  /** Username of the first administrator; unset: the part of ADMIN_EMAIL before `@`. */
   ADMIN_USERNAME: Type.Optional(Type.String()),
+  /** Least severe level written (JSON lines on stdout); `debug` also shows the embedded PostgreSQL's output and one line per edge request. */
   LOG_LEVEL: Type.Union(
     [
       Type.Literal('fatal'),
@@ -33,6 +47,7 @@ const EnvSchema = Type.Object({
     ],
     { default: 'info' },
   ),
+  /** Lifetime of a login session (hours; default 14 days). */
   SESSION_TTL_HOURS: Type.Integer({ minimum: 1, default: 24 * 14 }),
   /** Seconds a verified API key or session is trusted without a lookup (0 turns the cache off); changes are announced at once. */
   CREDENTIAL_CACHE_SECONDS: Type.Integer({ minimum: 0, maximum: 60, default: 5 }),
@@ -47,7 +62,9 @@ const EnvSchema = Type.Object({
   LOGIN_MAX_DELAY_SECONDS: Type.Integer({ minimum: 1, default: 60 }),
   /** Distinct accounts one address may fail on in the window before it may only sign in to accounts it signed in to before. */
   LOGIN_ADDRESS_MAX_ACCOUNTS: Type.Integer({ minimum: 1, default: 20 }),
+  /** The window (seconds) the failed-login counts of LOGIN_MAX_ATTEMPTS and LOGIN_ADDRESS_MAX_ACCOUNTS cover. */
   LOGIN_WINDOW_SECONDS: Type.Integer({ minimum: 1, default: 15 * 60 }),
+  /** Largest request body (bytes); larger requests get 413. */
   BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 1024 * 1024 }),
   /** Most variables one configuration scope may hold (a bulk request past it is refused, 422). */
   CONFIG_MAX_VARIABLES_PER_SCOPE: Type.Integer({ minimum: 1, default: 1000 }),
@@ -59,7 +76,9 @@ const EnvSchema = Type.Object({
    * `true` believes any sender (warned at start).
    */
   TRUST_PROXY: Type.String({ default: 'false', minLength: 1 }),
+  /** Port of the edge (HTTP) in front of deployed applications (production: 80 with ROUTER_HTTPS_PORT=443). */
   ROUTER_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8081 }),
+  /** Applications are served as `{app}.{project}.{org}.<ROUTER_DOMAIN>` (and `{app}.{env}.{project}.{org}.<ROUTER_DOMAIN>` outside production). */
   ROUTER_DOMAIN: Type.String({ default: 'localhost' }),
   /** Address the application router listens on (tests: 127.0.0.1). */
   ROUTER_HOST: Type.String({ default: '0.0.0.0' }),
@@ -153,18 +172,24 @@ const EnvSchema = Type.Object({
   CRON_POLL_MS: Type.Integer({ minimum: 50, maximum: 60_000, default: 5000 }),
   /** Accept a sixth, leading seconds field in cron schedules (tests and demos; a schedule per second is costly). */
   CRON_SECONDS_FIELD: Type.Boolean({ default: false }),
+  /** Where `owner/repo` repositories are cloned from. */
   GITHUB_URL: Type.String({ default: 'https://github.com' }),
+  /** Secret of `POST /v1/integrations/github/hooks` (push to deploy, pull request previews); unset: hooks are refused. */
   GITHUB_WEBHOOK_SECRET: Type.Optional(Type.String()),
-  /** GitHub App that clones private repositories: its id and private key (PEM, or a file holding it). */
+  /** Id of the GitHub App that clones private repositories (with GITHUB_APP_PRIVATE_KEY or GITHUB_APP_PRIVATE_KEY_FILE). */
   GITHUB_APP_ID: Type.Optional(Type.String({ minLength: 1 })),
+  /** The GitHub App's private key (PEM). */
   GITHUB_APP_PRIVATE_KEY: Type.Optional(Type.String({ minLength: 1 })),
+  /** A file holding the GitHub App's private key (instead of GITHUB_APP_PRIVATE_KEY). */
   GITHUB_APP_PRIVATE_KEY_FILE: Type.Optional(Type.String({ minLength: 1 })),
   /**
    * The App's setup flow (linking an installation to the organization whose admin installed it):
    * its URL name (github.com/apps/<slug>) and OAuth client, with which GitHub confirms who installed it.
    */
   GITHUB_APP_SLUG: Type.Optional(Type.String({ minLength: 1, pattern: '^[A-Za-z0-9-]+$' })),
+  /** The GitHub App's OAuth client id (its setup flow; see GITHUB_APP_SLUG). Unset: only a site administrator links installations. */
   GITHUB_APP_CLIENT_ID: Type.Optional(Type.String({ minLength: 1 })),
+  /** The GitHub App's OAuth client secret (its setup flow; see GITHUB_APP_SLUG). */
   GITHUB_APP_CLIENT_SECRET: Type.Optional(Type.String({ minLength: 1 })),
   /** Where installation access tokens are asked for. */
   GITHUB_API_URL: Type.String({ default: 'https://api.github.com' }),
@@ -172,15 +197,36 @@ const EnvSchema = Type.Object({
   GITHUB_TOKEN: Type.Optional(Type.String({ minLength: 1 })),
   /** How long a closed preview or deleted environment stays readable before it is swept. */
   PREVIEW_RETENTION_HOURS: Type.Number({ minimum: 0, default: 168 }),
+  /** Container registry images are pushed to as `<registry>/<org>/<project>/<app>:<version>`; Slipway is its token service (docs/operations.md, the registry). */
   REGISTRY_URL: Type.Optional(Type.String()),
+  /** The `service` the registry's token auth names (its `auth.token.service`). */
   REGISTRY_SERVICE: Type.String({ default: 'slipway-registry' }),
+  /** The `issuer` of registry tokens (the registry's `auth.token.issuer`). */
   TOKEN_ISSUER: Type.String({ default: 'slipway' }),
   /** Registry token signing key (PEM; may also hold the certificate). Unset: generated in DATA_DIR/registry/. */
   REGISTRY_SIGNING_KEY_FILE: Type.Optional(Type.String({ minLength: 1 })),
+  /** Certificate of the registry token signing key (PEM). Unset: generated next to the key. */
   REGISTRY_SIGNING_CERT_FILE: Type.Optional(Type.String({ minLength: 1 })),
+  /** Lifetime of a registry token (seconds). */
   REGISTRY_TOKEN_TTL_SECONDS: Type.Integer({ minimum: 30, maximum: 3600, default: 300 }),
   /** containers/storage root of Dockerfile builds (vfs driver); default DATA_DIR/containers. */
   BUILDAH_STORAGE_ROOT: Type.Optional(Type.String({ minLength: 1 })),
+  /**
+   * Where the `all` role's edge runs: `separate` (default) spawns (or adopts) an edge process of its own that outlives
+   * this one, serving the last route table it received (DATA_DIR/edge/routes.json) through a crash or an upgrade of
+   * the control plane; `in-process` serves applications from this process (they stop with it).
+   */
+  EDGE_PROCESS: Type.Union([Type.Literal('separate'), Type.Literal('in-process')], { default: 'separate' }),
+  /**
+   * Where an edge-role process writes its log: `stdout` (default: a service manager's journal) or `file`
+   * (DATA_DIR/edge/edge.log, at most 4 MiB plus one rotated file: what the separate edge of `npm start` uses).
+   */
+  EDGE_LOG: Type.Union([Type.Literal('stdout'), Type.Literal('file')], { default: 'stdout' }),
+  /**
+   * How long the edge holds a request without a body while every instance of its application refuses connections
+   * (instances being replaced after a control-plane restart), trying again as routes change, before answering 502.
+   */
+  ROUTER_RETRY_WINDOW_MS: Type.Integer({ minimum: 0, maximum: 120_000, default: 15_000 }),
   /** `all` runs API and workers in one process; `api` or `worker` splits them; `edge` only serves applications. */
   SLIPWAY_ROLE: Type.Union([Type.Literal('all'), Type.Literal('api'), Type.Literal('worker'), Type.Literal('edge')], { default: 'all' }),
   /** Pipeline jobs (builds, releases, deploys) one worker process runs at once; one per application at a time. */
@@ -190,21 +236,30 @@ const EnvSchema = Type.Object({
   /** Pipeline jobs of one organization waiting or running; more are refused with 429. */
   PIPELINE_ORG_QUEUE_LIMIT: Type.Integer({ minimum: 1, maximum: 100_000, default: 20 }),
   /**
-   * The same two caps for all the organizations one user created, together (a new organization
-   * does not reset its creator's share), and a cap on every job waiting or running on the site.
+   * Pipeline jobs running at once for all the organizations one user created, together: creating another
+   * organization does not reset its creator's share.
    */
   PIPELINE_USER_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 1024, default: 2 }),
+  /** Pipeline jobs waiting or running for all the organizations one user created, together; more are refused with 429. */
   PIPELINE_USER_QUEUE_LIMIT: Type.Integer({ minimum: 1, maximum: 100_000, default: 40 }),
+  /** Pipeline jobs waiting or running on the whole site; more are refused with 429. */
   PIPELINE_SITE_QUEUE_LIMIT: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1000 }),
   /** Organizations a user who is not a site administrator may create. */
   ORGS_PER_USER_MAX: Type.Integer({ minimum: 0, maximum: 100_000, default: 10 }),
-  /** Disk an organization may use (artifacts, build storage, caches, logs) before new builds are refused; 0: no quota. */
+  /**
+   * Disk an organization may use (artifacts, build storage images, caches, logs; every file counts 4 KiB beyond its size)
+   * before new builds are refused with 409; 0: no quota. A site administrator sets one per organization with
+   * `PUT /v1/organizations/{slug}/pipeline-limits {"disk_quota_mb": 500}` (`null`: this default).
+   */
   ORG_DISK_QUOTA_MB: Type.Integer({ minimum: 0, maximum: 1_000_000_000, default: 20_480 }),
-  /** Releases kept per environment for rollback; older ones' images are garbage-collected. */
+  /** Releases kept per environment for rollback; older ones' images are garbage-collected (a rollback to one answers 409). */
   RELEASES_KEPT_PER_ENVIRONMENT: Type.Integer({ minimum: 1, maximum: 10_000, default: 10 }),
   /** How often disk use is measured and unreferenced images collected, for every organization. */
   STORAGE_SWEEP_SECONDS: Type.Integer({ minimum: 10, maximum: 7 * 86_400, default: 600 }),
-  /** A build running longer than this fails. */
+  /**
+   * A build running longer than this fails (seconds). A site administrator sets one per organization with
+   * `PUT /v1/organizations/{slug}/pipeline-limits {"build_timeout_seconds": 600}` (`null`: this default).
+   */
   BUILD_TIMEOUT_SECONDS: Type.Integer({ minimum: 10, maximum: 24 * 3600, default: 1800 }),
   /**
    * Comma-separated folders every user may build from by local path or file:// (otherwise only

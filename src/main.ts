@@ -6,7 +6,8 @@ import { StartupError } from './platform/startup-error.js';
 import { AppError } from './platform/errors.js';
 import { createIdentity } from './services.js';
 import { NO_ISOLATION_WARNING } from './platform/sandbox/index.js';
-import { startEdgeProcess } from './platform/edge/index.js';
+import { BoundedLogFile, EDGE_LOG_FILE, edgeDirectory, runEdgeProcess, SeparateEdge } from './platform/edge/index.js';
+import { join } from 'node:path';
 import { pino } from 'pino';
 
 async function main() {
@@ -15,23 +16,22 @@ async function main() {
   // live at LOG_LEVEL=debug/trace, otherwise kept and printed whole only if the start fails.
   const verbose = config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'trace';
   const databaseOutput: string[] = [];
-  const edgeOnly = config.SLIPWAY_ROLE === 'edge';
+  // An edge process starts serving before, and without, its database (it opens it itself).
+  if (config.SLIPWAY_ROLE === 'edge') return serveEdge(config);
   const platform = await openPlatform(
     config,
     (line) => {
       if (verbose) console.error(`[database] ${line}`);
       else databaseOutput.push(line);
     },
-    // An edge process opens no job store and runs no application: it only serves them.
-    { notice: (line) => console.error(`[database] ${line}`), pipeline: !edgeOnly },
+    { notice: (line) => console.error(`[database] ${line}`) },
   ).catch((err) => {
     for (const line of databaseOutput) console.error(`[database] ${line}`);
     throw err;
   });
   databaseOutput.length = 0;
   try {
-    if (edgeOnly) await serveEdge(config, platform);
-    else await serve(config, platform);
+    await serve(config, platform);
   } catch (err) {
     // A start that fails half-way (port in use, …) must not leave the embedded PostgreSQL,
     // the router or application processes running behind it.
@@ -85,6 +85,12 @@ async function serve(config: Config, platform: Platform) {
   process.removeAllListeners('SIGTERM');
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+  // docs/operations.md "Upgrading Slipway": stop, leaving the separate edge process serving.
+  process.on('SIGUSR2', () => {
+    const edge = ctx.runtime && 'router' in ctx.runtime ? ctx.runtime.router : null;
+    if (edge instanceof SeparateEdge) edge.keepServing();
+    void stop('SIGUSR2');
+  });
 
   // A `worker` process builds the app only to register the job handlers: it serves no API.
   if (config.SLIPWAY_ROLE === 'worker') app.log.info('worker role: running pipeline jobs and applications, not serving the API');
@@ -96,20 +102,24 @@ async function serve(config: Config, platform: Platform) {
   }
 }
 
-/** `SLIPWAY_ROLE=edge`: the edge alone, routes and certificates from PostgreSQL (README: Roles). */
-async function serveEdge(config: Config, platform: Platform) {
-  const logger = pino({ level: config.LOG_LEVEL, base: { component: 'edge' } });
-  const edge = await startEdgeProcess(config, { ...platform.ctx, databaseUrl: platform.databaseUrl, logger });
-  closeApp = () => edge.close();
+/** `SLIPWAY_ROLE=edge`: the edge alone, routes and certificates from PostgreSQL and DATA_DIR/edge/routes.json (README: Roles). */
+async function serveEdge(config: Config) {
+  // Told apart from the control plane in `ps` (both run the same program): `pgrep -x slipway-edge`.
+  process.title = 'slipway-edge';
+  const options = { level: config.LOG_LEVEL, base: { component: 'edge' } };
+  const logger =
+    config.EDGE_LOG === 'file'
+      ? pino(options, new BoundedLogFile(join(edgeDirectory(config.dataDir), EDGE_LOG_FILE), 4 * 1024 * 1024))
+      : pino(options);
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'stopping');
     await edge.close();
-    await platform.close();
     process.exit(0);
   };
+  const edge = await runEdgeProcess(config, logger, () => void stop('control socket'));
   process.removeAllListeners('SIGINT');
   process.removeAllListeners('SIGTERM');
   process.on('SIGINT', () => void stop('SIGINT'));

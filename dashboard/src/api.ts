@@ -1,7 +1,7 @@
 // The dashboard's only way to the server: the public /v1 API on its own origin, typed by the
 // client's generated OpenAPI types (npm run client:types), authenticated by the session cookie.
 import createClient from 'openapi-fetch';
-import type { components, paths } from '../../src/client/api-types.js';
+import type { components, paths } from '../../src/cli/api-types.js';
 
 export type Schemas = components['schemas'];
 export type Paths = paths;

@@ -53,7 +53,7 @@ export async function openPlatform(
       (options.notice ?? log)(message);
     } else if (powers.excess.length > 0)
       (options.notice ?? log)(
-        `note: DATABASE_URL's role "${powers.role}" also has ${powers.excess.join(', ')}; Slipway needs none of them (README "Database role")`,
+        `note: DATABASE_URL's role "${powers.role}" also has ${powers.excess.join(', ')}; Slipway needs none of them (docs/operations.md "Database role")`,
       );
     try {
       const applied = await migrateToLatest(db);
@@ -80,7 +80,7 @@ export async function openPlatform(
     throw err;
   }
   // Processes that run workers also run the deployed applications and the router (main.ts starts them).
-  const runtime = !pipeline || config.SLIPWAY_ROLE === 'api' ? undefined : await createRuntime(config, db);
+  const runtime = !pipeline || config.SLIPWAY_ROLE === 'api' ? undefined : await createRuntime(config, db, databaseUrl);
   return {
     ctx: { config, db, secrets, jobs, runtime, databaseUrl },
     databaseUrl,

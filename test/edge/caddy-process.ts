@@ -5,7 +5,7 @@ import { Agent, request } from 'undici';
 import { waitFor } from '../helpers/wait.js';
 
 export interface CaddyProcess {
-  /** `unix//<dir>/caddy-admin/admin.sock`: the setup the README documents (a socket in a 0700 directory). */
+  /** `unix//<dir>/caddy-admin/admin.sock`: the setup docs/operations.md documents (a socket in a 0700 directory). */
   adminUrl: string;
   /** One request to the admin API over its socket (the test's own look at what the platform loaded). */
   admin(path: string): Promise<{ status: number; text: string }>;

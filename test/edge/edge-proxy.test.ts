@@ -1,6 +1,8 @@
 import { createServer, request, type IncomingMessage, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServer as createNetServer } from 'node:net';
 import { RouterServer } from '../../src/platform/edge/router-server.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * The built-in edge as a proxy, against a plain upstream: streaming both ways (server-sent
@@ -115,5 +117,81 @@ describe('the built-in edge as a proxy', () => {
       req.write('part1-');
     });
     expect(answer).toBe('got part1-part2');
+  });
+});
+
+/** A GET through `router` for `host`: status, the Retry-After header and the body. */
+function getThrough(router: RouterServer, host: string): Promise<{ status: number; retryAfter: string | undefined; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port: router.port, path: '/', headers: { host } }, (res) => {
+      let body = '';
+      res.on('data', (c) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode!, retryAfter: res.headers['retry-after'] as string | undefined, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** A port nothing listens on (bound, then closed): connections to it are refused. */
+async function refusingPort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+  const { port } = s.address() as { port: number };
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+describe('the built-in edge while instances are replaced', () => {
+  it('answers 503 with Retry-After for an application with no healthy instance, 404 only for an unknown name', async () => {
+    const router = new RouterServer({ host: '127.0.0.1', port: 0 });
+    router.table.set('down.test.localhost', [{ instanceId: 'd1', host: '127.0.0.1', port: await refusingPort() }]);
+    router.table.setReady('d1', false);
+    await router.listen();
+    try {
+      const down = await getThrough(router, 'down.test.localhost');
+      expect(down.status).toBe(503);
+      expect(down.retryAfter).toBe('1');
+      expect((await getThrough(router, 'nobody.test.localhost')).status).toBe(404);
+    } finally {
+      await router.close();
+    }
+  });
+
+  it('holds a request whose instances all refuse connections until the route names one that answers', async () => {
+    const router = new RouterServer({ host: '127.0.0.1', port: 0, retryWindowMs: 30_000 });
+    const upstreamPort = (upstream.address() as { port: number }).port;
+    // An instance going away: it drops every connection it gets (and counts them).
+    let dropped = 0;
+    const dying = createNetServer((socket) => {
+      dropped++;
+      socket.destroy();
+    });
+    await new Promise<void>((r) => dying.listen(0, '127.0.0.1', () => r()));
+    router.table.set('moving.test.localhost', [{ instanceId: 'old', host: '127.0.0.1', port: (dying.address() as { port: number }).port }]);
+    await router.listen();
+    try {
+      const held = getThrough(router, 'moving.test.localhost');
+      // The request reached the instance and was dropped, more than once: it is held, not failed.
+      await waitFor('the request to be tried on the dying instance twice', () => dropped >= 2);
+      router.table.set('moving.test.localhost', [{ instanceId: 'new', host: '127.0.0.1', port: upstreamPort }]);
+      const answer = await held;
+      expect(answer.status).toBe(200);
+      expect(JSON.parse(answer.body)).toMatchObject({ host: 'moving.test.localhost' });
+    } finally {
+      await router.close();
+      await new Promise((r) => dying.close(r));
+    }
+  });
+
+  it('answers 502 once the hold window has passed with no instance answering', async () => {
+    const router = new RouterServer({ host: '127.0.0.1', port: 0, retryWindowMs: 600 });
+    router.table.set('gone.test.localhost', [{ instanceId: 'g1', host: '127.0.0.1', port: await refusingPort() }]);
+    await router.listen();
+    try {
+      expect((await getThrough(router, 'gone.test.localhost')).status).toBe(502);
+    } finally {
+      await router.close();
+    }
   });
 });

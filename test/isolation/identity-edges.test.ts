@@ -3,7 +3,7 @@
  * proxy hops only and the audit keeps it beside the socket's peer; refused requests (403)
  * are audited, aggregated; a webhook can't be pointed at loopback or private addresses written
  * as IPv6 that embeds IPv4; the audit keeps a raw hook body as what it says, not as bytes.
- * (Login limits: test/control-plane/auth.test.ts; the CLI's terminal output: test/client/cli.test.ts.)
+ * (Login limits: test/control-plane/auth.test.ts; the CLI's terminal output: test/cli/cli.test.ts.)
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

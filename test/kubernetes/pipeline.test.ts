@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { INTERRUPTED_DETAIL } from '../../src/modules/deployments/deploy-runner.js';
+import { INTERRUPTED_DETAIL } from '../../src/pipeline/deploy/deploy-runner.js';
 import { MetricsSampler } from '../../src/modules/observability/metrics-sampler.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { FakeKubeApi } from '../helpers/fake-kube-api.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openConfiguration } from '../../src/modules/releases/release-freezer.js';
+import { openConfiguration } from '../../src/pipeline/release/release-freezer.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { TestRepo } from '../helpers/git-repo.js';
 import { waitFor } from '../helpers/wait.js';

@@ -9,7 +9,7 @@ import type { AppContext } from '../../src/platform/context.js';
 import { generateKeyText, parseKey, SecretBox } from '../../src/platform/crypto/secret-box.js';
 import { createDb } from '../../src/platform/db/database.js';
 import { PipelineJobs } from '../../src/platform/jobs/pipeline-jobs.js';
-import { ImagesService } from '../../src/modules/images/index.js';
+import { ImagesService } from '../../src/pipeline/index.js';
 import { createCoreServices } from '../../src/services.js';
 import { createRepositories } from '../../src/repositories.js';
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ReleasesRepository } from '../../src/modules/releases/releases.repository.js';
+import { ReleasesRepository } from '../../src/pipeline/release/releases.repository.js';
 import { sweepDeletedEnvironments } from '../../src/modules/environments/retirement.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
 import { deployableApp, NODE_APP, settled, type Deployable } from './fixtures.js';

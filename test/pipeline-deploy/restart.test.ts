@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { INTERRUPTED_DETAIL } from '../../src/modules/deployments/deploy-runner.js';
+import { INTERRUPTED_DETAIL } from '../../src/pipeline/deploy/deploy-runner.js';
 import { localRuntime } from '../helpers/local-runtime.js';
 import { startPlatformProcess, type PlatformProcess } from '../helpers/platform-process.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { seedApplication } from '../helpers/seed.js';
-import { slipway, type CliResult } from '../client/slipway.js';
+import { slipway, type CliResult } from '../cli/slipway.js';
 
 let h: Harness;
 let home: string;

@@ -8,7 +8,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CronScheduler, nextOccurrence } from '../../src/modules/cron/index.js';
-import { OneOffRunsService } from '../../src/modules/deployments/index.js';
+import { OneOffRunsService } from '../../src/pipeline/index.js';
 import { createCoreServices } from '../../src/services.js';
 import { createRepositories } from '../../src/repositories.js';
 import { TestRepo } from '../helpers/git-repo.js';

@@ -4,7 +4,7 @@ import type { Notifications } from '../../platform/db/notifications.js';
 import type { AppLogLinesTable } from '../../platform/db/schema.js';
 import { invalid } from '../../platform/errors.js';
 import { serialPump, type SseStream } from '../../platform/http/sse.js';
-import { chosenEnvironmentId } from '../deployments/index.js';
+import { chosenEnvironmentId } from '../../pipeline/index.js';
 import { AppLogsRepository } from './app-logs.repository.js';
 
 export const APP_LOGS_CHANNEL = 'slipway_app_logs';

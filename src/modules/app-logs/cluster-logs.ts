@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { AppContext } from '../../platform/context.js';
 import type { AppOutputLine } from '../../platform/runtime/application-runtime.js';
 import { scrubber } from '../../platform/runtime/scrub.js';
-import { openConfiguration, type DisplayedVariable } from '../releases/index.js';
+import { openConfiguration, type DisplayedVariable } from '../../pipeline/index.js';
 
 const CACHE_MS = 30_000;
 

@@ -4,7 +4,8 @@ import type { Jobs } from '../../platform/jobs/index.js';
 import type { AppUsage, RuntimeLogger } from '../../platform/runtime/application-runtime.js';
 import { podClassOf } from '../applications/index.js';
 import { effectiveProcessSettings } from '../environments/index.js';
-import { findProductionEnvironmentId, RECONCILE_JOB } from '../../platform/pipeline/index.js';
+import { findProductionEnvironmentId } from '../../platform/environments/index.js';
+import { RECONCILE_JOB } from '../../platform/jobs/index.js';
 import { AutoscalingRepository, type PolicyRow } from './autoscaling.repository.js';
 import { decideScale, type Measurement } from './scaling-decision.js';
 

@@ -4,7 +4,7 @@ import type { Db } from '../../platform/db/database.js';
 import { invalid, notFound } from '../../platform/errors.js';
 import { iso, isoOrNull, paginate, type PaginationQuery } from '../../platform/http/schemas.js';
 import type { ApplicationsService } from '../applications/index.js';
-import { chosenEnvironmentId } from '../deployments/index.js';
+import { chosenEnvironmentId } from '../../pipeline/index.js';
 import { requireDeployAccess } from '../../platform/access/environment-protection.js';
 import { AutoscalingRepository, type PolicyRow } from './autoscaling.repository.js';
 import type { AutoscaleBody } from './autoscaling.schemas.js';

@@ -1,5 +1,5 @@
 import type { Db } from '../../platform/db/database.js';
-import { environmentTrust } from '../../platform/pipeline/index.js';
+import { environmentTrust } from '../../platform/environments/index.js';
 import { serviceScopeChain } from './scope-chain.js';
 import type { ConfigurationsService, ResolvedVariable } from './configurations.service.js';
 

@@ -1,6 +1,6 @@
 import type { RuntimeLogger } from '../../platform/runtime/application-runtime.js';
 import type { Db } from '../../platform/db/database.js';
-import type { OneOffRunsService } from '../deployments/index.js';
+import type { OneOffRunsService } from '../../pipeline/index.js';
 import { nextOccurrence } from '../../platform/cron/schedule.js';
 import { CronRepository } from './cron.repository.js';
 

@@ -4,7 +4,7 @@ import type { Db } from '../../platform/db/database.js';
 import { invalid, notFound } from '../../platform/errors.js';
 import { iso, isoOrNull, type PaginationQuery } from '../../platform/http/schemas.js';
 import type { ApplicationsService } from '../applications/index.js';
-import { chosenEnvironmentId, DEFAULT_RUN_TIMEOUT_SECONDS, type OneOffRunsService } from '../deployments/index.js';
+import { chosenEnvironmentId, DEFAULT_RUN_TIMEOUT_SECONDS, type OneOffRunsService } from '../../pipeline/index.js';
 import { requireDeployAccess } from '../../platform/access/environment-protection.js';
 import { CronScheduleError, nextOccurrence } from '../../platform/cron/schedule.js';
 import { CronRepository, type CronEntryRow } from './cron.repository.js';

@@ -13,8 +13,8 @@ import {
   ReleaseIdParams,
   RollbackBody,
 } from './deployments.schemas.js';
-import type { DeploymentsService } from './deployments.service.js';
-import type { DeployChain } from './deploy-chain.js';
+import type { DeploymentsService } from '../../pipeline/index.js';
+import type { DeployChain } from '../../pipeline/index.js';
 
 export function deploymentsRoutes(deployments: DeploymentsService, chain?: DeployChain) {
   const tags = ['Deployments'];

@@ -3,7 +3,7 @@ import type { App } from '../../platform/http/types.js';
 import { ApplicationIdParams } from '../applications/index.js';
 import { currentUser } from '../../platform/http/principal.js';
 import { Run, RunBody, RunIdParams, RunList, RunLog } from './one-off-runs.schemas.js';
-import type { OneOffRunsService } from './one-off-runs.service.js';
+import type { OneOffRunsService } from '../../pipeline/index.js';
 
 /** One-off runs: a command in the serving release (as `heroku run`, but durable and non-interactive). */
 export function oneOffRunsRoutes(runs: OneOffRunsService) {

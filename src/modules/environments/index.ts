@@ -2,11 +2,9 @@
 export * from './process-settings.js';
 // Moved down to src/platform/access (applications, images and releases check it too); re-exported.
 export * from '../../platform/access/environment-protection.js';
-export * from './env-deploys.service.js';
 export * from './retirement.js';
 export * from './environment-records.js';
-export * from './env-deploys.routes.js';
 export * from './environments.service.js';
 export * from './environments.routes.js';
 export { EnvironmentsRepository } from './environments.repository.js';
-export { EnvDeploysRepository } from './env-deploys.repository.js';
+export { EnvParams } from './environments.schemas.js';

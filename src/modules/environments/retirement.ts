@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
 import type { Jobs } from '../../platform/jobs/index.js';
-import { RECONCILE_JOB } from '../../platform/pipeline/index.js';
+import { RECONCILE_JOB } from '../../platform/jobs/index.js';
 
 /**
  * Queues a `reconcile` of every service deployed in the environment: once the environment is

@@ -1,8 +1,8 @@
 import type { Db } from '../../platform/db/database.js';
 import { repositoryFullName, type GitHubApi } from '../../platform/github/github-api.js';
 import { installationForApplication } from '../../platform/github/installation-links.js';
-import type { ChainEvent, ChainObserver, ChainOutcome } from '../deployments/index.js';
-import { findProductionEnvironmentId } from '../pipeline/index.js';
+import type { ChainEvent, ChainObserver, ChainOutcome } from '../../pipeline/index.js';
+import { findProductionEnvironmentId } from '../../platform/environments/index.js';
 
 /**
  * GitHub's Deployments API for applications with `github_environment_name`: a chain into the

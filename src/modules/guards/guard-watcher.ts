@@ -2,7 +2,7 @@ import type { Db } from '../../platform/db/database.js';
 import type { DeploymentGuardsTable } from '../../platform/db/schema.js';
 import type { RuntimeLogger } from '../../platform/runtime/application-runtime.js';
 import type { Selectable } from 'kysely';
-import type { DeploymentsService } from '../deployments/index.js';
+import type { DeploymentsService } from '../../pipeline/index.js';
 import { breachOf, countsSince, measure } from './guard-verdict.js';
 import { GuardsRepository } from './guards.repository.js';
 

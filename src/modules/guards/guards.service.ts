@@ -2,7 +2,7 @@ import type { Db } from '../../platform/db/database.js';
 import type { GuardSettings } from '../../platform/db/schema.js';
 import { invalid, notFound } from '../../platform/errors.js';
 import type { ApplicationsService } from '../applications/index.js';
-import { chosenEnvironmentId } from '../deployments/index.js';
+import { chosenEnvironmentId } from '../../pipeline/index.js';
 import { requireDeployAccess } from '../../platform/access/environment-protection.js';
 import { GuardsRepository } from './guards.repository.js';
 

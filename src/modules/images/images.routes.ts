@@ -3,7 +3,7 @@ import type { App } from '../../platform/http/types.js';
 import { ApplicationIdParams } from '../applications/index.js';
 import { currentUser } from '../../platform/http/principal.js';
 import { BuildAccepted, BuildBody, BuildLogSchema, ImageDetail, ImageIdParams, ImageList } from './images.schemas.js';
-import type { ImagesService } from './images.service.js';
+import type { ImagesService } from '../../pipeline/index.js';
 
 export function imagesRoutes(images: ImagesService) {
   const tags = ['Images'];

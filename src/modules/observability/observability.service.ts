@@ -3,8 +3,8 @@ import { sql } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
 import { notFound } from '../../platform/errors.js';
 import type { ApplicationsService } from '../applications/index.js';
-import { findProductionEnvironmentId } from '../../platform/pipeline/index.js';
-import { chosenEnvironmentId } from '../deployments/index.js';
+import { findProductionEnvironmentId } from '../../platform/environments/index.js';
+import { chosenEnvironmentId } from '../../pipeline/index.js';
 
 export const RANGES = { '1h': 3600, '6h': 6 * 3600, '24h': 24 * 3600, '7d': 7 * 86400, '30d': 30 * 86400 } as const;
 export type RangeName = keyof typeof RANGES;

@@ -1,7 +1,7 @@
 import type { Db } from '../../platform/db/database.js';
 import type { GitHubApi } from '../../platform/github/github-api.js';
 import { installationForApplication } from '../../platform/github/installation-links.js';
-import type { ChainEvent, ChainObserver, ChainOutcome } from '../deployments/index.js';
+import type { ChainEvent, ChainObserver, ChainOutcome } from '../../pipeline/index.js';
 import { PreviewsRepository } from './previews.repository.js';
 
 /**

@@ -4,7 +4,7 @@ import { conflict, invalid } from '../../platform/errors.js';
 import { isoOrNull } from '../../platform/http/schemas.js';
 import { routeHostname } from '../../platform/edge/route-hostname.js';
 import { normalizeRepository } from '../../platform/github/github-api.js';
-import { previewConfiguration } from '../../platform/pipeline/index.js';
+import { previewConfiguration } from '../../platform/environments/index.js';
 import { hookOrganizations } from '../../platform/github/installation-links.js';
 import { deleteEnvironment, stopEnvironment } from '../environments/index.js';
 import { WorkspaceScope } from '../workspaces/index.js';

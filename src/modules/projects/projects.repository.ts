@@ -1,4 +1,4 @@
-import { createProductionEnvironment } from '../../platform/pipeline/index.js';
+import { createProductionEnvironment } from '../../platform/environments/index.js';
 import type { Db } from '../../platform/db/database.js';
 
 export class ProjectsRepository {

@@ -3,7 +3,7 @@ import type { App } from '../../platform/http/types.js';
 import { ApplicationIdParams } from '../applications/index.js';
 import { currentUser } from '../../platform/http/principal.js';
 import { ReleaseAccepted, ReleaseDetail, ReleaseIdParams, ReleaseList, ReleaseLog } from './releases.schemas.js';
-import type { ReleasesService } from './releases.service.js';
+import type { ReleasesService } from '../../pipeline/index.js';
 
 /** `POST /releases/{release_id}/deploy` lives in the deployments module. */
 export function releasesRoutes(releases: ReleasesService) {

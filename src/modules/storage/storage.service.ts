@@ -3,7 +3,7 @@ import type { AppContext } from '../../platform/context.js';
 import { AppError } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { bytesUnder, removeTreeBeneath } from '../../platform/storage/disk-usage.js';
-import { applicationArtifactsDir, artifactDir, collectUnreferencedImages, type CollectedImage } from '../images/index.js';
+import { applicationArtifactsDir, artifactDir, collectUnreferencedImages, type CollectedImage } from '../../pipeline/index.js';
 import type { OrganizationsService } from '../organizations/index.js';
 import type { StorageRepository, UsageBytes } from './storage.repository.js';
 

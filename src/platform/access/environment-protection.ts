@@ -1,6 +1,6 @@
 import type { Db } from '../db/database.js';
 import { AppError } from '../errors.js';
-import { findProductionEnvironmentId } from '../pipeline/production-environment.js';
+import { findProductionEnvironmentId } from '../environments/production-environment.js';
 
 /** The environment's slug when it is protected and the caller is not an admin of its workspace; else null. */
 async function lockedOut(db: Db, userId: string, environmentId: string): Promise<string | null> {

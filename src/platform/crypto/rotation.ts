@@ -5,7 +5,7 @@ import type { SecretBox } from './secret-box.js';
 /**
  * Every column that holds values sealed by the SecretBox, keyed by the row's `id`.
  * A module that stores sealed values adds its column here, so `secrets rotate`
- * (src/cli.ts) re-seals it too.
+ * (src/admin/main.ts, `npm run admin -- secrets rotate`) re-seals it too.
  */
 export interface SealedColumn {
   table: string;

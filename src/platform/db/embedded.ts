@@ -69,6 +69,16 @@ export function embeddedSuperuserUrl(dataDir: string, port: number, database = '
   return socketUrl(dataDir, port, SUPERUSER, password, database);
 }
 
+/**
+ * The platform role's connection to the embedded server of `dataDir`, for a process that does
+ * not run that server itself (an edge process): null when the server was never set up.
+ */
+export function embeddedPlatformUrl(dataDir: string, port: number): string | null {
+  const file = join(dataDir, `postgres.${PLATFORM_ROLE}.password`);
+  if (!existsSync(file)) return null;
+  return socketUrl(dataDir, port, PLATFORM_ROLE, readFileSync(file, 'utf8').trim(), PLATFORM_DATABASE);
+}
+
 /** A password file made once (0600), read at every start. */
 function passwordIn(file: string): string {
   if (!existsSync(file)) writeFileSync(file, randomBytes(18).toString('base64url'), { mode: 0o600 });

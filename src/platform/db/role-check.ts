@@ -53,7 +53,7 @@ export function hostReachingRoleMessage(powers: DatabaseRolePowers, allowed: boo
   const risk =
     `DATABASE_URL connects as role "${powers.role}", which ${powers.hostReaching.join('; ')}: ` +
     'whoever learns its password can run commands and read files on the database host. ' +
-    'Connect as a role that owns only Slipway\'s database (NOSUPERUSER NOCREATEROLE, no pg_*_server_* membership; README "Database role")';
+    'Connect as a role that owns only Slipway\'s database (NOSUPERUSER NOCREATEROLE, no pg_*_server_* membership; docs/operations.md "Database role")';
   return allowed
     ? `warning: ${risk}. Started anyway because DATABASE_ALLOW_SUPERUSER=true.`
     : `${risk}, or set DATABASE_ALLOW_SUPERUSER=true to accept the risk.`;

@@ -237,7 +237,7 @@ export type BuildStatus = 'building' | 'built' | 'error';
 export type DeploymentStatus = 'queued' | 'deploying' | 'complete' | 'error' | 'rolled_back';
 export type InstanceState = 'starting' | 'healthy' | 'running' | 'crashed' | 'stopped';
 
-/** Progress columns images and releases share (their stage code in `modules/pipeline` works on both). */
+/** Progress columns images and releases share (their stage code in `src/pipeline` works on both). */
 export interface BuildRecordColumns {
   id: string;
   application_id: string;

@@ -39,7 +39,7 @@ export function caddyAdminOnTcpMessage(address: string): string {
   return (
     `CADDY_ADMIN_URL ${address} is a TCP address: every process on the host that can reach it (tenant code on the host's ` +
     'loopback included) can rewrite every route and make Caddy serve files of the host. Give Caddy an admin socket in a ' +
-    'directory only it and the platform can open (admin unix//run/slipway-caddy/admin.sock, directory 0700; README "EDGE_DRIVER=caddy") ' +
+    'directory only it and the platform can open (admin unix//run/slipway-caddy/admin.sock, directory 0700; docs/operations.md "The edge: drivers and the edge role") ' +
     'and set CADDY_ADMIN_URL=unix//run/slipway-caddy/admin.sock, or set CADDY_ADMIN_ALLOW_TCP=true to accept the risk'
   );
 }

@@ -2,6 +2,7 @@ import { createSecureContext, type SecureContext } from 'node:tls';
 import type { SecretBox } from '../crypto/secret-box.js';
 import type { Db } from '../db/database.js';
 import { reportBackgroundFailure, type FailureLogger } from '../observability/background-failures.js';
+import type { CertificateRecord, RouteSnapshot } from './route-snapshot.js';
 
 /** What the edge knows about a verified custom domain. */
 export interface DomainRoute {
@@ -20,9 +21,17 @@ export const OWNERSHIP_CHALLENGE_PREFIX = '/.well-known/slipway-domain/';
  * process serves the same names and certificates. Held in memory (a request never waits
  * for the database) and reloaded every `refreshMs` and whenever this process changes one.
  */
+interface LoadedCertificate {
+  issuedAt: number;
+  context: SecureContext;
+  pem: { certificate: string; key: string };
+  /** The key as the database keeps it (sealed), for the edge's snapshot on disk. */
+  privateKeyEnc: string;
+}
+
 export class EdgeDirectory {
   private routes = new Map<string, DomainRoute>();
-  private contexts = new Map<string, { issuedAt: number; context: SecureContext; pem: { certificate: string; key: string } }>();
+  private contexts = new Map<string, LoadedCertificate>();
   private readonly listeners: Array<() => void> = [];
   /** What the last load found (host names, flags, certificate dates): a change calls the listeners. */
   private signature = '';
@@ -34,6 +43,8 @@ export class EdgeDirectory {
     private readonly db: Db,
     private readonly secrets: SecretBox,
     private readonly refreshMs = 2000,
+    /** An edge process starts serving (from its snapshot) even while its database is unreachable. */
+    private readonly startWithoutDatabase = false,
   ) {}
 
   /** Where a failed refresh is reported (the edge driver's logger). */
@@ -42,7 +53,10 @@ export class EdgeDirectory {
   }
 
   async start(): Promise<void> {
-    await this.refresh();
+    await this.refresh().catch((err) => {
+      if (!this.startWithoutDatabase) throw err;
+      reportBackgroundFailure(this.logger, 'edge_directory_refresh', err, { starting: true });
+    });
     // A failed refresh keeps the last table serving; the next tick tries again.
     this.timer ??= setInterval(
       () => void this.refresh().catch((err) => reportBackgroundFailure(this.logger, 'edge_directory_refresh', err)),
@@ -88,6 +102,39 @@ export class EdgeDirectory {
     return this.contexts.get(host)?.pem;
   }
 
+  /** Custom domains and certificates (keys still sealed) for the edge's snapshot on disk. */
+  exportForSnapshot(): Pick<RouteSnapshot, 'domains' | 'certificates'> {
+    return {
+      domains: this.domains(),
+      certificates: [...this.contexts].map(([hostname, c]) => ({
+        hostname,
+        issuedAt: c.issuedAt,
+        certificatePem: c.pem.certificate,
+        privateKeyEnc: c.privateKeyEnc,
+      })),
+    };
+  }
+
+  /** Serves a snapshot's domains and certificates until the first load from the database replaces them. */
+  seed(snapshot: Pick<RouteSnapshot, 'domains' | 'certificates'>) {
+    this.routes = new Map(snapshot.domains.map(({ hostname, ...route }) => [hostname, route]));
+    const contexts = new Map<string, LoadedCertificate>();
+    for (const c of snapshot.certificates) {
+      try {
+        contexts.set(c.hostname, this.loadCertificate(c));
+      } catch {
+        // A certificate sealed with a key no longer in the keyring (or damaged): that name waits for the database.
+      }
+    }
+    this.contexts = contexts;
+  }
+
+  private loadCertificate(c: CertificateRecord): LoadedCertificate {
+    const key = this.secrets.open(c.privateKeyEnc);
+    const context = createSecureContext({ cert: c.certificatePem, key });
+    return { issuedAt: c.issuedAt, context, pem: { certificate: c.certificatePem, key }, privateKeyEnc: c.privateKeyEnc };
+  }
+
   /** Called after a reload that changed a domain or a certificate. */
   onChange(listener: () => void) {
     this.listeners.push(listener);
@@ -121,7 +168,7 @@ export class EdgeDirectory {
     this.routes = routes;
 
     const certs = await this.db.selectFrom('certificates').select(['hostname', 'issued_at']).execute();
-    const contexts = new Map<string, { issuedAt: number; context: SecureContext; pem: { certificate: string; key: string } }>();
+    const contexts = new Map<string, LoadedCertificate>();
     const stale: string[] = [];
     for (const c of certs) {
       const known = this.contexts.get(c.hostname);
@@ -130,11 +177,16 @@ export class EdgeDirectory {
     }
     if (stale.length) {
       const full = await this.db.selectFrom('certificates').selectAll().where('hostname', 'in', stale).execute();
-      for (const c of full) {
-        const key = this.secrets.open(c.private_key_enc);
-        const context = createSecureContext({ cert: c.certificate_pem, key });
-        contexts.set(c.hostname, { issuedAt: c.issued_at.getTime(), context, pem: { certificate: c.certificate_pem, key } });
-      }
+      for (const c of full)
+        contexts.set(
+          c.hostname,
+          this.loadCertificate({
+            hostname: c.hostname,
+            issuedAt: c.issued_at.getTime(),
+            certificatePem: c.certificate_pem,
+            privateKeyEnc: c.private_key_enc,
+          }),
+        );
     }
     this.contexts = contexts;
     const signature = JSON.stringify([[...routes], [...contexts].map(([h, c]) => [h, c.issuedAt])]);

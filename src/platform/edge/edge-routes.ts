@@ -2,10 +2,10 @@ import { hostname as machineName } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
-import type { EdgeRouteUpstream } from '../db/schema.js';
 import type { Notifications } from '../db/notifications.js';
 import type { EdgeDriver } from './edge-driver.js';
-import type { RouteTable, Upstream } from './route-table.js';
+import type { RouteTable } from './route-table.js';
+import { fromSnapshotUpstream, toSnapshotUpstream } from './route-snapshot.js';
 
 /** The notification every route change sends (channel, payload). */
 export const EDGE_CHANNEL = 'slipway_edge';
@@ -40,7 +40,7 @@ export class EdgeRoutes {
           await tx.deleteFrom('edge_routes').where('hostname', '=', host).execute();
           continue;
         }
-        const row = { hostname: host, upstreams: JSON.stringify(upstreams.map(toRow)), version: Number(version) };
+        const row = { hostname: host, upstreams: JSON.stringify(upstreams.map(toSnapshotUpstream)), version: Number(version) };
         await tx
           .insertInto('edge_routes')
           .values(row)
@@ -71,26 +71,6 @@ export class EdgeRoutes {
   }
 }
 
-function toRow(u: Upstream & { ready: boolean }): EdgeRouteUpstream {
-  return {
-    instance_id: u.instanceId,
-    host: u.host,
-    port: u.port,
-    ready: u.ready,
-    application_id: u.owner?.applicationId ?? null,
-    environment_id: u.owner?.environmentId ?? null,
-    process_type: u.owner?.processType ?? null,
-  };
-}
-
-function fromRow(u: EdgeRouteUpstream): Upstream {
-  const owner =
-    u.application_id && u.environment_id && u.process_type
-      ? { applicationId: u.application_id, environmentId: u.environment_id, processType: u.process_type }
-      : undefined;
-  return { instanceId: u.instance_id, host: u.host, port: u.port, ...(owner ? { owner } : {}) };
-}
-
 /**
  * An edge process (`SLIPWAY_ROLE=edge`): serves the routes the workers publish in PostgreSQL,
  * follows their changes through LISTEN/NOTIFY (and a poll, in case a notification is lost), and
@@ -108,14 +88,25 @@ export class EdgeNode {
     private readonly db: Db,
     private readonly driver: EdgeDriver,
     private readonly notifications: Notifications,
-    private readonly options: { drainTimeoutMs: number; pollMs?: number; onError?: (err: unknown) => void },
+    private readonly options: {
+      drainTimeoutMs: number;
+      pollMs?: number;
+      onError?: (err: unknown) => void;
+      /** After each load from the database that the edge now serves (the edge process persists it). */
+      onSynced?: () => void;
+    },
   ) {}
 
+  /** Registers this edge and loads the routes; may be called again after a failure (the database unreachable). */
   async start(): Promise<void> {
-    await this.db.insertInto('edge_nodes').values({ id: this.id, hostname: machineName(), pid: process.pid }).execute();
-    this.unsubscribe = await this.notifications.subscribe(EDGE_CHANNEL, CHANGED, () => void this.sync());
+    await this.db
+      .insertInto('edge_nodes')
+      .values({ id: this.id, hostname: machineName(), pid: process.pid })
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute();
+    this.unsubscribe ??= await this.notifications.subscribe(EDGE_CHANNEL, CHANGED, () => void this.sync());
     await this.sync();
-    this.timer = setInterval(() => void this.heartbeat(), Math.min(HEARTBEAT_MS, this.options.pollMs ?? HEARTBEAT_MS));
+    this.timer ??= setInterval(() => void this.heartbeat(), Math.min(HEARTBEAT_MS, this.options.pollMs ?? HEARTBEAT_MS));
     this.timer.unref();
   }
 
@@ -172,7 +163,7 @@ export class EdgeNode {
     const before = table.instanceIds();
     const hosts = new Set(rows.map((r) => r.hostname));
     for (const r of rows) {
-      table.set(r.hostname, r.upstreams.map(fromRow));
+      table.set(r.hostname, r.upstreams.map(fromSnapshotUpstream));
       for (const u of r.upstreams) table.setReady(u.instance_id, u.ready);
     }
     for (const { host } of table.snapshot()) if (!hosts.has(host)) table.delete(host);
@@ -181,6 +172,7 @@ export class EdgeNode {
     const gone = [...before].filter((id) => !now.has(id));
     await this.driver.drain(gone, this.options.drainTimeoutMs);
     table.forget(gone);
+    this.options.onSynced?.();
     await this.db
       .updateTable('edge_nodes')
       .set({ drained_version: version, heartbeat_at: sql`now()` })

@@ -49,7 +49,12 @@ export interface RouterOptions {
   httpsPort?: number;
   /** Upstream connect + first-byte timeout. */
   upstreamTimeoutMs?: number;
+  /** How long a request without a body waits for an instance while every one refuses connections (0: answer 502 at once). */
+  retryWindowMs?: number;
 }
+
+/** Pause between two tries of a held request: the routes may have changed meanwhile. */
+const HELD_RETRY_MS = 200;
 
 /**
  * The built-in edge driver: `{app}.{project}.{org}.<domain>` (or a verified custom domain) →
@@ -183,7 +188,13 @@ export class RouterServer implements EdgeDriver {
       return;
     }
     const body = JSON.stringify({ status, message });
-    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+    const headers: Record<string, string | number> = {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+    };
+    // No healthy instance is a passing state (a restart, a deploy): clients may come back shortly.
+    if (status === 503) headers['retry-after'] = 1;
+    res.writeHead(status, headers);
     res.end(body);
   }
 
@@ -257,6 +268,12 @@ export class RouterServer implements EdgeDriver {
       this.pools.delete(id);
       void pool.close().catch(() => {}); // no route uses it any more; its sockets go with it
     }
+  }
+
+  /** Whether a request that started at `started` may still wait for an instance (see RouterOptions.retryWindowMs). */
+  mayHold(started: number): boolean {
+    const window = this.options.retryWindowMs ?? 0;
+    return window > 0 && performance.now() - started + HELD_RETRY_MS < window;
   }
 
   /** Counts a finished request and writes its line (at debug). */
@@ -344,6 +361,18 @@ class ProxiedRequest implements Dispatcher.DispatchHandlers {
     res.on('close', this.onClientClose);
   }
 
+  /** A held request tries the host's current route again, every instance included. */
+  private readonly tryAgain = () => {
+    if (this.clientGone) return;
+    this.tried = null;
+    const next = this.router.table.pick(this.host);
+    if (next) return this.send(next);
+    if (next === null && this.router.mayHold(this.started)) return void setTimeout(this.tryAgain, HELD_RETRY_MS);
+    this.router.finished(this.upstream, this.req, this.host, next === undefined ? 404 : 503, this.started);
+    if (next === undefined) this.router.reject(this.res, 404, `No application is served at ${this.host}`);
+    else this.router.reject(this.res, 503, 'The application has no healthy instance right now; retry shortly');
+  };
+
   private readonly onClientClose = () => {
     this.release();
     if (this.res.writableFinished) return;
@@ -400,6 +429,7 @@ class ProxiedRequest implements Dispatcher.DispatchHandlers {
 
   onError(err: Error) {
     this.release();
+    this.abort = null;
     if (this.res.headersSent) {
       this.router.finished(this.upstream, this.req, this.host, 502, this.started);
       return void this.res.destroy();
@@ -410,6 +440,8 @@ class ProxiedRequest implements Dispatcher.DispatchHandlers {
       (this.tried ??= new Set()).add(this.upstream.instanceId);
       const next = this.router.table.pick(this.host, this.tried);
       if (next) return this.send(next);
+      // Every instance refused: they may be being replaced (a control plane restarting them). Hold the request a moment.
+      if (this.router.mayHold(this.started)) return void setTimeout(this.tryAgain, HELD_RETRY_MS);
     }
     this.router.finished(this.upstream, this.req, this.host, 502, this.started);
     if (!this.clientGone) this.router.reject(this.res, 502, 'The application did not answer');

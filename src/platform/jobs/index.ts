@@ -8,3 +8,4 @@ export {
   type SqlExecutor,
 } from './pipeline-jobs.js';
 export { PIPELINE_QUEUE, pipelineLimits, type JobBudget, type JobPorts, type OrganizationLimits } from './job-store.js';
+export { RECONCILE_JOB } from './job-names.js';

@@ -33,7 +33,7 @@ export interface JobBudget {
 }
 
 /**
- * Limits of the shared pipeline (see README, configuration): per organization, per creating
+ * Limits of the shared pipeline (docs/configuration.md): per organization, per creating
  * user (all the organizations one user created share them, so a new organization resets
  * nothing) and for the whole site.
  */

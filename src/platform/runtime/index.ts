@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { Config } from '../../config.js';
 import type { Db } from '../db/database.js';
-import { createEdgeDriver, RequestStats } from '../edge/index.js';
+import { createEdgeDriver, RequestStats, SeparateEdge, type EdgeDriver } from '../edge/index.js';
 import type { ApplicationRuntime } from './application-runtime.js';
 import { LocalProcessDriver } from './local/local-driver.js';
 import { LocalRuntime } from './local/local-runtime.js';
@@ -21,16 +21,26 @@ export { LocalRuntime } from './local/local-runtime.js';
  * images with credentials from the platform's own registry token service.
  * Call `start()` before the job workers run.
  */
-export async function createRuntime(config: Config, db: Db): Promise<ApplicationRuntime> {
+export async function createRuntime(config: Config, db: Db, databaseUrl?: string): Promise<ApplicationRuntime> {
   if (config.RUNTIME === 'kubernetes') {
     // Loaded only for clusters: the Kubernetes client alone weighs ~65 MiB of a local platform's memory.
     const { createKubernetesRuntime } = await import('./kubernetes/kubernetes-runtime.js');
     return createKubernetesRuntime(config, pullSecretFor(config));
   }
-  return createLocalRuntime(config, db);
+  return createLocalRuntime(config, db, databaseUrl);
 }
 
-export function createLocalRuntime(config: Config, db: Db): LocalRuntime {
+/**
+ * The `all` role's edge runs as a process of its own (EDGE_PROCESS=separate) that outlives this
+ * one; other roles (a `worker` beside edge-role processes) and embedders without a database URL
+ * (the test harness) serve from this process.
+ */
+function runtimeEdge(config: Config, databaseUrl: string | undefined): EdgeDriver {
+  if (config.EDGE_PROCESS === 'separate' && config.SLIPWAY_ROLE === 'all' && databaseUrl) return new SeparateEdge(config, databaseUrl);
+  return createEdgeDriver(config);
+}
+
+export function createLocalRuntime(config: Config, db: Db, databaseUrl?: string): LocalRuntime {
   const sandbox = createSandbox(config, db);
   const driver = new LocalProcessDriver({
     sandbox,
@@ -41,7 +51,7 @@ export function createLocalRuntime(config: Config, db: Db): LocalRuntime {
     stopGraceMs: config.RUNTIME_STOP_GRACE_MS,
     outputRate: { linesPerSecond: config.APP_LOG_LINES_PER_SECOND, bytesPerSecond: config.APP_LOG_BYTES_PER_SECOND },
   });
-  const router = createEdgeDriver(config);
+  const router = runtimeEdge(config, databaseUrl);
   router.useStats(new RequestStats(db, config.REQUEST_STATS_FLUSH_MS));
   // Container image builds run inside their unpacked root file system; source builds pass through.
   return new LocalRuntime(

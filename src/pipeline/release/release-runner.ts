@@ -1,0 +1,142 @@
+import { PipelineFailure, failureCodeOf, type FailureCode } from '../../platform/failures.js';
+import type { AppContext } from '../../platform/context.js';
+import type { ApplicationsService } from '../../modules/applications/index.js';
+import type { ConfigurationsService } from '../../modules/configurations/index.js';
+import { resolveServiceConfig } from '../../modules/configurations/index.js';
+import { effectiveProcessSettings } from '../../modules/environments/index.js';
+import type { ImageRecords } from '../build/image-records.js';
+import { environmentTrust, RecordLog } from '../records/index.js';
+import {
+  configurationFingerprints,
+  describeChanges,
+  diff,
+  displayConfiguration,
+  frozenFingerprints,
+  imageFingerprints,
+  sealConfiguration,
+} from './release-freezer.js';
+import type { ReleasesRepository } from './releases.repository.js';
+
+/** A release that failed for a reason the user can act on: the message is its `error_detail`. */
+export class ReleaseError extends PipelineFailure {
+  constructor(message: string, code: FailureCode = 'release_failed') {
+    super(message, code);
+  }
+}
+
+/**
+ * Freezes a release: the application's latest built image (at the time the job runs, so
+ * a release queued behind a build uses that build), the resolved configuration of the
+ * environment, and the process and health-check settings; then its diffs against the
+ * previous release. Failures are recorded on the release, never thrown.
+ */
+export class ReleaseRunner {
+  private readonly releases: ReleasesRepository;
+  private readonly images: ImageRecords;
+
+  constructor(
+    private readonly ctx: AppContext,
+    releases: ReleasesRepository,
+    images: ImageRecords,
+    private readonly apps: Pick<ApplicationsService, 'find'>,
+    private readonly configs: ConfigurationsService,
+  ) {
+    this.releases = releases;
+    this.images = images;
+  }
+
+  async run(releaseId: string): Promise<{ ok: boolean }> {
+    const release = await this.releases.findById(releaseId);
+    if (!release || release.status !== 'building') return { ok: release?.built ?? false };
+    const app = await this.apps.find(release.application_id);
+    if (!app) return { ok: false };
+    await this.releases.update(release.id, { started_at: new Date() });
+
+    let log = new RecordLog(this.ctx.db, 'releases', release.id, [], this.ctx.logger);
+    try {
+      log.enter('Resolve');
+      const { preview } = await environmentTrust(this.ctx.db, release.environment_id);
+      const image = await this.images.latestBuilt(app.id, release.environment_id, preview);
+      if (!image) throw new ReleaseError('No built image: build the application first (POST /images/{application_id}/build)');
+      log.line(`Image v${image.version} ${image.image_id} (commit ${image.commit_sha?.slice(0, 12) ?? 'unknown'})`);
+      const resolved = await resolveServiceConfig(this.ctx.db, this.configs, app.id, release.environment_id);
+      // From here on the log knows the secret values it must hide.
+      await log.flush();
+      log = new RecordLog(
+        this.ctx.db,
+        'releases',
+        release.id,
+        resolved.filter((v) => v.secret).map((v) => v.value),
+        this.ctx.logger,
+      );
+      log.line(`Configuration: ${resolved.length} variable(s)${resolved.length ? `: ${resolved.map((v) => v.name).join(', ')}` : ''}`);
+
+      log.enter('Build');
+      const settings = await effectiveProcessSettings(this.ctx.db, app.id, release.environment_id);
+      const display = displayConfiguration(resolved);
+      const sealed = sealConfiguration(this.ctx.secrets, resolved);
+      log.line(`Process counts: ${JSON.stringify(settings.process_counts)}`);
+
+      log.enter('Export');
+      const previous = await this.releases.previousBuilt(app.id, release.environment_id, release.version);
+      const currentValues = Object.fromEntries(resolved.map((v) => [v.name, v.value]));
+      const configurationChanges = diff(
+        previous ? frozenFingerprints(this.ctx.secrets, previous) : null,
+        configurationFingerprints(currentValues, display),
+      );
+      const imageChanges = diff(previous ? imageFingerprints(previous) : null, imageFingerprints(image));
+      log.line(previous ? `Compared with release v${previous.version}` : 'First release');
+      log.line(describeChanges('Image changes', imageChanges));
+      log.line(describeChanges('Configuration changes', configurationChanges));
+
+      log.enter('Push');
+      await this.releases.update(release.id, {
+        image_ref: image.id,
+        commit_sha: image.commit_sha,
+        configuration: JSON.stringify(display),
+        configuration_sealed: sealed,
+        process_counts: JSON.stringify(settings.process_counts),
+        process_pod_classes: JSON.stringify(settings.process_pod_classes),
+        processes: JSON.stringify(image.processes ?? {}),
+        health_check_path: app.health_check_path,
+        health_check_host: app.health_check_host,
+        deployment_timeout: app.deployment_timeout,
+        image_changes: JSON.stringify(imageChanges),
+        configuration_changes: JSON.stringify(configurationChanges),
+        release_metadata: JSON.stringify({
+          image_version: image.version,
+          image_id: image.image_id,
+          build_ref: image.build_ref,
+          previous_release_version: previous?.version ?? null,
+          variables: resolved.length,
+        }),
+      });
+
+      log.enter('Done');
+      log.line(`Release v${release.version} created`);
+      await log.flush();
+      await this.releases.update(release.id, {
+        status: 'built',
+        built: true,
+        error: false,
+        error_detail: null,
+        error_code: null,
+        finished_at: new Date(),
+      });
+      return { ok: true };
+    } catch (err) {
+      const detail = err instanceof ReleaseError ? err.message : `internal error while creating the release: ${(err as Error).message}`;
+      log.line(`Release failed: ${detail}`);
+      await log.flush();
+      await this.releases.update(release.id, {
+        status: 'error',
+        error: true,
+        built: false,
+        error_detail: log.scrub(detail),
+        error_code: failureCodeOf(err),
+        finished_at: new Date(),
+      });
+      return { ok: false };
+    }
+  }
+}
