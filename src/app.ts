@@ -14,6 +14,7 @@ import { frameworkErrorHandler, installErrorHandling } from './platform/http/err
 import { installJsonBodyParser, refuseUnexpectedBodies } from './platform/http/json-body.js';
 import { ErrorResponse } from './platform/http/schemas.js';
 import type { App } from './platform/http/types.js';
+import { namedSchemaOptions, shareNamedSchemas } from './platform/http/named-schemas.js';
 import { validatorCompiler } from './platform/http/validation.js';
 import { authenticationHook } from './modules/auth/index.js';
 import { authRoutes } from './modules/auth/index.js';
@@ -121,6 +122,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     errorResponseBuilder: (_req, context) => new AppError('RATE_LIMITED', `Too many requests; retry in ${context.after}`),
   });
   await app.register(swagger, {
+    ...namedSchemaOptions,
     openapi: {
       openapi: '3.1.0',
       info: {
@@ -141,6 +143,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.addSchema(ErrorResponse);
+  await shareNamedSchemas(app);
 
   ctx.logger ??= app.log.child({ component: 'pipeline' });
   const services = createServices(ctx, app.log);

@@ -4,7 +4,7 @@ import { ok, type Schemas } from './api.js';
 import type { Context } from './context.js';
 import { usage } from './errors.js';
 
-export type Variable = Schemas['def-7'];
+export type Variable = Schemas['ConfigVariable'];
 export interface NewVariable {
   name: string;
   value: string;

@@ -242,7 +242,7 @@ describe.skipIf(!!missing)('the pipeline with RUNTIME=kubernetes (fake API serve
     expect(d).toMatchObject({ status: 'error', error: true, error_detail: INTERRUPTED_DETAIL });
     const { rows } = await sql<{
       data: Record<string, unknown>;
-    }>`SELECT data FROM pgboss.job WHERE name = 'pipeline' AND state = 'created'`.execute(h.ctx.db);
+    }>`SELECT data FROM pipeline_jobs WHERE state = 'created'`.execute(h.ctx.db);
     expect(rows.map((r) => r.data)).toContainEqual(
       expect.objectContaining({ kind: 'reconcile', applicationId: t.appId, environmentId: d.environment_id }),
     );

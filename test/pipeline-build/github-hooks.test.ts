@@ -77,9 +77,7 @@ async function hookCount() {
 
 async function chainJobs() {
   const { rows } = await sql<{ app: string; record: string }>`
-    select data->>'applicationId' as app, data->>'recordId' as record from pgboss.job where name = 'pipeline' and data->>'kind' = 'chain'`.execute(
-    h.ctx.db,
-  );
+    select data->>'applicationId' as app, data->>'recordId' as record from pipeline_jobs where kind = 'chain'`.execute(h.ctx.db);
   return rows;
 }
 

@@ -1,9 +1,7 @@
 import { sql } from 'kysely';
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JobStore, PGBOSS_SCHEMA_VERSION, PIPELINE_QUEUE } from '../../src/platform/jobs/job-store.js';
-import { PipelineJobs } from '../../src/platform/jobs/pipeline-jobs.js';
-import { StartupError } from '../../src/platform/startup-error.js';
+import { JobStore } from '../../src/platform/jobs/job-store.js';
 import type { PipelineJobData } from '../../src/platform/jobs/types.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { waitFor } from '../helpers/wait.js';
@@ -19,7 +17,7 @@ afterAll(async () => {
 async function jobState(id: string) {
   const { rows } = await sql<{
     state: string;
-  }>`select state::text as state from pgboss.job where name = ${PIPELINE_QUEUE} and id = ${id}`.execute(h.ctx.db);
+  }>`select state from pipeline_jobs where id = ${id}`.execute(h.ctx.db);
   return rows[0]?.state;
 }
 
@@ -143,7 +141,7 @@ describe('pipeline jobs', () => {
 
   it('retries a completion that the database refuses, so the job does not stay active', async () => {
     const jobs = h.ctx.jobs!;
-    // A real failure of pg-boss's completion write: a trigger refuses the first two attempts
+    // A real failure of the completion write: a trigger refuses the first two attempts
     // for this kind (a sequence counts them; it is not rolled back with the failed update).
     await sql`CREATE SEQUENCE completion_attempts`.execute(h.ctx.db);
     await sql
@@ -154,8 +152,8 @@ describe('pipeline jobs', () => {
         IF nextval('completion_attempts') <= 2 THEN RAISE EXCEPTION 'completion refused by the test'; END IF;
         RETURN NEW;
       END $$;
-      CREATE TRIGGER refuse_first_completions BEFORE UPDATE ON pgboss.job FOR EACH ROW
-        WHEN (NEW.state = 'completed' AND OLD.data->>'kind' = 'flaky-completion') EXECUTE FUNCTION refuse_first_completions();`,
+      CREATE TRIGGER refuse_first_completions BEFORE UPDATE ON pipeline_jobs FOR EACH ROW
+        WHEN (NEW.state = 'completed' AND OLD.kind = 'flaky-completion') EXECUTE FUNCTION refuse_first_completions();`,
       )
       .execute(h.ctx.db);
     try {
@@ -178,28 +176,9 @@ describe('pipeline jobs', () => {
     } finally {
       await sql
         .raw(
-          'DROP TRIGGER refuse_first_completions ON pgboss.job; DROP FUNCTION refuse_first_completions(); DROP SEQUENCE completion_attempts',
+          'DROP TRIGGER refuse_first_completions ON pipeline_jobs; DROP FUNCTION refuse_first_completions(); DROP SEQUENCE completion_attempts',
         )
         .execute(h.ctx.db);
-    }
-  });
-
-  it('refuses to start on a pg-boss schema it was not built against, in one line', async () => {
-    // As a newer pg-boss would leave it (pg-boss itself starts on a newer schema without a word).
-    await sql`UPDATE pgboss.version SET version = ${PGBOSS_SCHEMA_VERSION + 1}`.execute(h.ctx.db);
-    const other = new PipelineJobs({ databaseUrl: h.databaseUrl, db: h.ctx.db });
-    try {
-      const err = await other.start().then(
-        () => null,
-        (e: unknown) => e,
-      );
-      expect(err).toBeInstanceOf(StartupError);
-      expect((err as Error).message).toBe(
-        `pg-boss schema version ${PGBOSS_SCHEMA_VERSION + 1} in the database, but Slipway was built against ${PGBOSS_SCHEMA_VERSION} (pg-boss 10.4.2): install the pinned pg-boss version`,
-      );
-    } finally {
-      await sql`UPDATE pgboss.version SET version = ${PGBOSS_SCHEMA_VERSION}`.execute(h.ctx.db);
-      await other.stop();
     }
   });
 });

@@ -91,13 +91,12 @@ describe('the platform scaled out: one API process, two worker processes, one da
     expect(new Set(workerIds).size).toBe(2);
 
     // Concurrent starts migrated once (one process applied every migration under the lock, the
-    // others found nothing to do), created the job queue once and the administrator once.
+    // others found nothing to do) and created the administrator once.
     const appliers = [api, ...workers].filter((p) => /\[database\] applied migrations: /.test(p.output()));
     expect(appliers.map((p) => p.name)).toHaveLength(1);
     const migrations = await sql.query<{ name: string }>('SELECT name FROM kysely_migration ORDER BY name');
     expect(migrations.rows.length).toBeGreaterThan(0);
     expect(new Set(migrations.rows.map((r) => r.name)).size).toBe(migrations.rows.length);
-    expect((await sql.query('SELECT name FROM pgboss.queue WHERE name = $1', ['pipeline'])).rowCount).toBe(1);
     expect((await sql.query('SELECT id FROM users')).rowCount).toBe(1);
     const workerRows = await sql.query<{ id: string }>('SELECT id FROM workers WHERE stopped_at IS NULL');
     expect(workerRows.rows.map((r) => r.id).sort()).toEqual([...workerIds].sort());
@@ -216,11 +215,8 @@ describe('the platform scaled out: one API process, two worker processes, one da
       started_on: Date;
       completed_on: Date;
     }>(
-      `SELECT id::text, data->>'recordId' AS record_id, state::text, retry_count, started_on, completed_on FROM pgboss.job
-       WHERE name = 'pipeline' AND data->>'kind' = 'deploy'
-       UNION ALL
-       SELECT id::text, data->>'recordId', state::text, retry_count, started_on, completed_on FROM pgboss.archive
-       WHERE name = 'pipeline' AND data->>'kind' = 'deploy'`,
+      `SELECT id::text, data->>'recordId' AS record_id, state, retry_count, started_on, completed_on FROM pipeline_jobs
+       WHERE kind = 'deploy'`,
     );
     expect(jobs.rows).toHaveLength(all.length);
     const jobOf = new Map(jobs.rows.map((j) => [j.record_id, j]));

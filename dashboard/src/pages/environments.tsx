@@ -4,7 +4,7 @@ import { LogView } from '../components/log-view.js';
 import { ErrorMessage, Loading, Status, when } from '../components/ui.js';
 import { useLoad } from '../hooks.js';
 
-type EnvDeploy = Schemas['def-16'];
+type EnvDeploy = Schemas['EnvDeploy'];
 
 /** A project's environments: deploy one, promote what serves in another into it, follow the deploy's log. */
 export function EnvironmentsPanel({ org, project }: { org: string; project: string }) {

@@ -18,7 +18,7 @@ const Installation = Type.Object(
   },
   { description: 'A GitHub App installation linked to the organization' },
 );
-const LinkedInstallation = Type.Object({ organization: Type.String(), ...Installation.properties });
+const LinkedInstallation = Type.Object({ organization: Type.String(), ...Installation.properties }, { $id: 'LinkedInstallation' });
 const SetupStarted = Type.Object({
   install_url: Type.String({ description: 'send the organization admin here to install the App' }),
   state: Type.String({ description: 'sealed: the organization, the user and an expiry (GitHub hands it back to the setup URL)' }),

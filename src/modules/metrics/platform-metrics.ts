@@ -3,6 +3,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { Db } from '../../platform/db/database.js';
 import { loginPasswordChecks } from '../auth/index.js';
 import { diskFullErrors, diskSpace } from '../../platform/storage/disk-space.js';
+import { backgroundFailures } from '../../platform/observability/background-failures.js';
 
 const CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
 
@@ -35,6 +36,8 @@ export class PlatformMetrics {
         },
       });
     collectDefaultMetrics({ register: this.registry, prefix: 'slipway_process_' });
+    // Counted where the failures happen (edge, runtime, audit), in this process.
+    this.registry.registerMetric(backgroundFailures);
     this.httpRequests = new Counter({
       name: 'slipway_http_requests_total',
       help: 'API requests this process answered',
@@ -103,30 +106,23 @@ export class PlatformMetrics {
     return rows.map((r) => [{ [column]: r.key }, Number(r.n)]);
   }
 
-  /** pg-boss's own table (absent until a process with jobs started once). */
+  /** The pipeline's jobs (the JobStore's table). */
   private async jobs(): Promise<Array<[Record<'kind' | 'state', string>, number]>> {
-    if (!(await this.hasJobTable())) return [];
     const { rows } = await sql<{ kind: string; state: string; n: string }>`
-      SELECT coalesce(data->>'kind', name) AS kind, CASE WHEN state IN ('created', 'retry') THEN 'waiting' ELSE state::text END AS state, count(*) AS n
-      FROM pgboss.job WHERE state < 'completed' OR completed_on > now() - interval '1 hour' GROUP BY 1, 2`.execute(this.db);
+      SELECT kind, CASE WHEN state = 'created' THEN 'waiting' ELSE state END AS state, count(*) AS n
+      FROM pipeline_jobs WHERE state IN ('created', 'active') OR completed_on > now() - interval '1 hour' GROUP BY 1, 2`.execute(this.db);
     return rows.map((r) => [{ kind: r.kind, state: r.state }, Number(r.n)]);
   }
 
   private async jobWaits(): Promise<Array<[Record<'kind' | 'stat', string>, number]>> {
-    if (!(await this.hasJobTable())) return [];
     const { rows } = await sql<{ kind: string; avg: number; max: number }>`
-      SELECT coalesce(data->>'kind', name) AS kind,
+      SELECT kind,
              avg(extract(epoch FROM started_on - created_on))::float8 AS avg, max(extract(epoch FROM started_on - created_on))::float8 AS max
-      FROM pgboss.job WHERE started_on > now() - interval '5 minutes' GROUP BY 1`.execute(this.db);
+      FROM pipeline_jobs WHERE started_on > now() - interval '5 minutes' GROUP BY 1`.execute(this.db);
     return rows.flatMap((r) => [
       [{ kind: r.kind, stat: 'avg' }, Number(r.avg)],
       [{ kind: r.kind, stat: 'max' }, Number(r.max)],
     ]);
-  }
-
-  private async hasJobTable(): Promise<boolean> {
-    const { rows } = await sql<{ t: string | null }>`SELECT to_regclass('pgboss.job')::text AS t`.execute(this.db);
-    return rows[0]?.t != null;
   }
 
   private async appRequests() {

@@ -19,20 +19,23 @@ export async function buildTimeoutSeconds(ctx: AppContext, applicationId: string
 }
 
 const DiskQuotaMb = Type.Union([Type.Integer({ minimum: 1, maximum: 1_000_000_000 }), Type.Null()]);
-const PipelineLimits = Type.Object({
-  /** The organization's own build timeout; null: the configured default. */
-  build_timeout_seconds: Type.Union([Type.Integer({ minimum: 10, maximum: 86_400 }), Type.Null()]),
-  /** What its builds get now. */
-  effective_build_timeout_seconds: Type.Integer(),
-  /** The organization's own disk quota in MiB; null: the configured default (ORG_DISK_QUOTA_MB). */
-  disk_quota_mb: DiskQuotaMb,
-  /** The quota its new builds are held to now (MiB; null: none). */
-  effective_disk_quota_mb: Type.Union([Type.Integer(), Type.Null()]),
-  /** Whether its builds, one-off commands and instances may connect out (the internet); null: the site's SANDBOX_OUTBOUND. */
-  outbound: Type.Union([Type.Boolean(), Type.Null()]),
-  /** What its sandboxes get now (the platform's loopback services and other instances stay unreachable either way). */
-  effective_outbound: Type.Boolean(),
-});
+const PipelineLimits = Type.Object(
+  {
+    /** The organization's own build timeout; null: the configured default. */
+    build_timeout_seconds: Type.Union([Type.Integer({ minimum: 10, maximum: 86_400 }), Type.Null()]),
+    /** What its builds get now. */
+    effective_build_timeout_seconds: Type.Integer(),
+    /** The organization's own disk quota in MiB; null: the configured default (ORG_DISK_QUOTA_MB). */
+    disk_quota_mb: DiskQuotaMb,
+    /** The quota its new builds are held to now (MiB; null: none). */
+    effective_disk_quota_mb: Type.Union([Type.Integer(), Type.Null()]),
+    /** Whether its builds, one-off commands and instances may connect out (the internet); null: the site's SANDBOX_OUTBOUND. */
+    outbound: Type.Union([Type.Boolean(), Type.Null()]),
+    /** What its sandboxes get now (the platform's loopback services and other instances stay unreachable either way). */
+    effective_outbound: Type.Boolean(),
+  },
+  { $id: 'PipelineLimits' },
+);
 const PipelineLimitsBody = Type.Object(
   {
     build_timeout_seconds: Type.Optional(Type.Union([Type.Integer({ minimum: 10, maximum: 86_400 }), Type.Null()])),

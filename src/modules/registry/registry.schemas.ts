@@ -27,14 +27,17 @@ export const TokenForm = Type.Object({
   refresh_token: Type.Optional(Type.String({ maxLength: 8192 })),
 });
 
-export const TokenResponse = Type.Object({
-  token: Type.String({ description: 'Registry bearer token (JWT)' }),
-  access_token: Type.String({ description: 'Same token, OAuth2 name' }),
-  expires_in: Type.Integer({ description: 'Seconds' }),
-  issued_at: Type.String({ format: 'date-time' }),
-  scope: Type.String({ description: 'Granted scopes, space separated' }),
-  refresh_token: Type.Optional(Type.String({ description: 'Only with offline_token=true / access_type=offline' })),
-});
+export const TokenResponse = Type.Object(
+  {
+    token: Type.String({ description: 'Registry bearer token (JWT)' }),
+    access_token: Type.String({ description: 'Same token, OAuth2 name' }),
+    expires_in: Type.Integer({ description: 'Seconds' }),
+    issued_at: Type.String({ format: 'date-time' }),
+    scope: Type.String({ description: 'Granted scopes, space separated' }),
+    refresh_token: Type.Optional(Type.String({ description: 'Only with offline_token=true / access_type=offline' })),
+  },
+  { $id: 'RegistryToken' },
+);
 
 export const SigningCert = Type.Object({
   certificate: Type.String({

@@ -21,13 +21,16 @@ export const CreateWebhookBody = Type.Object(
 );
 export type CreateWebhookBody = Static<typeof CreateWebhookBody>;
 
-export const Webhook = Type.Object({
-  id: Id,
-  url: Type.String(),
-  events: Type.Array(Type.String()),
-  project: Type.Union([Type.String(), Type.Null()], { description: 'project slug, or null for the whole organization' }),
-  created: Timestamp,
-});
+export const Webhook = Type.Object(
+  {
+    id: Id,
+    url: Type.String(),
+    events: Type.Array(Type.String()),
+    project: Type.Union([Type.String(), Type.Null()], { description: 'project slug, or null for the whole organization' }),
+    created: Timestamp,
+  },
+  { $id: 'Webhook' },
+);
 export type Webhook = Static<typeof Webhook>;
 
 export const CreatedWebhook = Type.Object({
@@ -44,15 +47,18 @@ export const DeliveryAttempt = Type.Object({
   at: Timestamp,
 });
 
-export const Delivery = Type.Object({
-  id: Id,
-  event: Type.String(),
-  status: Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')]),
-  payload: Type.Record(Type.String(), Type.Unknown()),
-  attempts: Type.Array(DeliveryAttempt),
-  created: Timestamp,
-  updated: Timestamp,
-});
+export const Delivery = Type.Object(
+  {
+    id: Id,
+    event: Type.String(),
+    status: Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')]),
+    payload: Type.Record(Type.String(), Type.Unknown()),
+    attempts: Type.Array(DeliveryAttempt),
+    created: Timestamp,
+    updated: Timestamp,
+  },
+  { $id: 'WebhookDelivery' },
+);
 export type Delivery = Static<typeof Delivery>;
 
 export const DeliveryList = Paginated(Delivery);

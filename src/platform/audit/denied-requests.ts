@@ -1,5 +1,6 @@
 import { CompiledQuery } from 'kysely';
 import type { Db } from '../db/database.js';
+import { reportBackgroundFailure } from '../observability/background-failures.js';
 import { auditInsert } from './audit-row.js';
 import type { RequestAudit } from './request-audit.js';
 
@@ -111,6 +112,9 @@ export class DeniedRequests {
   async close() {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    await this.flush().catch(() => {}); // shutdown: the database may be closing
+    // Shutdown: the database may be closing; the repeats counted since the last flush are lost then.
+    await this.flush().catch((err) => {
+      reportBackgroundFailure({ warn: (fields, message) => this.warn(fields, message) }, 'denied_requests_flush', err);
+    });
   }
 }

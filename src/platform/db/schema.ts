@@ -3,6 +3,8 @@ import type { FailureCode } from '../failures.js';
 
 /** Timestamps read as Date, written as Date or left to their database default. */
 export type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+/** A timestamp column without a default: every insert gives it. */
+export type RequiredTimestamp = ColumnType<Date, Date | string, Date | string>;
 export type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 export type Json<T> = ColumnType<T, string, string>;
 
@@ -21,7 +23,7 @@ export interface SessionsTable {
   token_hash: string;
   user_id: string;
   created_at: Timestamp;
-  expires_at: Timestamp;
+  expires_at: RequiredTimestamp;
 }
 
 export interface ApiKeysTable {
@@ -38,7 +40,7 @@ export interface ApiKeysTable {
 export interface LoginFailuresTable {
   key: string;
   count: number;
-  window_started: Timestamp;
+  window_started: RequiredTimestamp;
   /** Migration 0010: when the last failure was counted (the backoff runs from it). */
   last_failed_at: Generated<Date>;
 }
@@ -217,6 +219,8 @@ export interface WorkspaceTables {
 
 // Pipeline (migration 0002): images, releases, deployments, runtime instances, metrics, hooks, job bookkeeping.
 export type JsonColumn<T> = ColumnType<T, string | undefined, string>;
+/** A JSON column without a default: every insert gives it. */
+export type RequiredJsonColumn<T> = ColumnType<T, string, string>;
 export type NullableJsonColumn<T> = ColumnType<T | null, string | null | undefined, string | null>;
 export type ProcessDefinitions = Record<string, { cmd: string; env: Record<string, string> }>;
 export interface PipelineStep {
@@ -277,10 +281,10 @@ export interface ImagesTable extends BuildRecordColumns {
 /** An organization's measured disk use by kind (migration 0023). */
 export interface OrganizationDiskUsageTable {
   organization_id: string;
-  artifacts_bytes: ColumnType<string, number, number>;
-  images_bytes: ColumnType<string, number, number>;
-  caches_bytes: ColumnType<string, number, number>;
-  logs_bytes: ColumnType<string, number, number>;
+  artifacts_bytes: number;
+  images_bytes: number;
+  caches_bytes: number;
+  logs_bytes: number;
   measured_at: ColumnType<Date, Date | undefined, Date>;
 }
 
@@ -349,7 +353,7 @@ export interface InstancesTable {
 export interface MetricSamplesTable {
   application_id: string;
   environment_id: string;
-  sampled_at: Timestamp;
+  sampled_at: RequiredTimestamp;
   cpu_usage_m: Generated<number>;
   memory_usage_bytes: Generated<number>;
   pod_count: Generated<number>;
@@ -386,7 +390,24 @@ export interface JobRunsTable {
   started_at: Timestamp;
 }
 
+/** Migration 0032: the pipeline's jobs (JobStore), in a table of Slipway's own. */
+export interface PipelineJobsTable {
+  id: Generated<string>;
+  kind: string;
+  application_id: string;
+  organization_id: string | null;
+  owner_id: string | null;
+  data: Json<Record<string, unknown>>;
+  state: Generated<'created' | 'active' | 'completed' | 'failed'>;
+  retry_count: Generated<number>;
+  output: ColumnType<unknown, string | null | undefined, string | null>;
+  created_on: Timestamp;
+  started_on: NullableTimestamp;
+  completed_on: NullableTimestamp;
+}
+
 export interface PipelineTables {
+  pipeline_jobs: PipelineJobsTable;
   images: ImagesTable;
   releases: ReleasesTable;
   deployments: DeploymentsTable;
@@ -404,7 +425,7 @@ export interface RowCountsTable {
   table_name: 'images' | 'releases' | 'deployments';
   application_id: string;
   environment_id: Generated<string>;
-  n: ColumnType<string, never, never>;
+  n: ColumnType<number, never, never>;
 }
 
 export interface DomainsTable {
@@ -427,7 +448,7 @@ export interface CertificatesTable {
   hostname: string;
   certificate_pem: string;
   private_key_enc: string;
-  not_after: Timestamp;
+  not_after: RequiredTimestamp;
   issued_at: Generated<Date>;
 }
 
@@ -447,8 +468,8 @@ export interface RequestStatsTable {
   application_id: string;
   environment_id: string;
   process_type: string;
-  minute: Timestamp;
-  requests: ColumnType<string, number, number>;
+  minute: RequiredTimestamp;
+  requests: number;
   status_classes: ColumnType<string[], number[], number[]>;
   latency_buckets: ColumnType<string[], number[], number[]>;
   latency_sum_ms: number;
@@ -468,20 +489,20 @@ export interface EdgeRouteUpstream {
 export interface EdgeRoutesTable {
   hostname: string;
   upstreams: ColumnType<EdgeRouteUpstream[], string, string>;
-  version: ColumnType<string, number, number>;
+  version: number;
   updated_at: Generated<Date>;
 }
 
 export interface EdgeRouteVersionTable {
   id: Generated<boolean>;
-  version: ColumnType<string, number, number>;
+  version: number;
 }
 
 export interface EdgeNodesTable {
   id: string;
   hostname: string;
   pid: number;
-  drained_version: ColumnType<string, number | undefined, number>;
+  drained_version: Generated<number>;
   heartbeat_at: ColumnType<Date, Date | undefined, Date>;
 }
 
@@ -511,12 +532,12 @@ export interface DeploymentGuardsTable {
   deployment_id: string;
   application_id: string;
   environment_id: string;
-  settings: JsonColumn<GuardSettings>;
+  settings: RequiredJsonColumn<GuardSettings>;
   status: ColumnType<GuardStatus, GuardStatus | undefined, GuardStatus>;
   started_at: Generated<Date>;
   watch_until: Date;
-  start_counts: JsonColumn<RequestCounts>;
-  baseline_counts: JsonColumn<RequestCounts>;
+  start_counts: RequiredJsonColumn<RequestCounts>;
+  baseline_counts: RequiredJsonColumn<RequestCounts>;
   measures: NullableJsonColumn<GuardMeasures>;
   breach: string | null;
   rollback_deployment_id: string | null;
@@ -681,7 +702,7 @@ export interface AutoscalePoliciesTable {
   last_scaled_at: NullableTimestamp;
   requests_minute: NullableTimestamp;
   /** bigint: read as a string. */
-  requests_seen: ColumnType<string | null, number | null | undefined, number | null>;
+  requests_seen: ColumnType<number | null, number | null | undefined, number | null>;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
 }

@@ -115,16 +115,20 @@ export class CaddyDriver implements EdgeDriver {
 
   useDirectory(directory: EdgeDirectory) {
     this.directory = directory;
+    if (this.logger) directory.useLogger(this.logger);
     this.responder.useDirectory(directory);
     directory.onChange(() => void this.apply().catch((err) => this.logger?.warn({ err }, 'loading the Caddy configuration failed')));
   }
 
   useStats(stats: RequestStats) {
     this.stats = stats;
+    if (this.logger) stats.useLogger(this.logger);
   }
 
   useLogger(logger: EdgeRequestLogger) {
     this.logger = logger;
+    this.directory?.useLogger(logger);
+    this.stats?.useLogger(logger);
   }
 
   async listen(): Promise<number> {

@@ -1,6 +1,7 @@
 import { createSecureContext, type SecureContext } from 'node:tls';
 import type { SecretBox } from '../crypto/secret-box.js';
 import type { Db } from '../db/database.js';
+import { reportBackgroundFailure, type FailureLogger } from '../observability/background-failures.js';
 import type { CertificateRecord, RouteSnapshot } from './route-snapshot.js';
 
 /** What the edge knows about a verified custom domain. */
@@ -36,6 +37,7 @@ export class EdgeDirectory {
   private signature = '';
   private timer: NodeJS.Timeout | null = null;
   private loading: Promise<void> | null = null;
+  private logger: FailureLogger | null = null;
 
   constructor(
     private readonly db: Db,
@@ -45,12 +47,21 @@ export class EdgeDirectory {
     private readonly startWithoutDatabase = false,
   ) {}
 
+  /** Where a failed refresh is reported (the edge driver's logger). */
+  useLogger(logger: FailureLogger) {
+    this.logger = logger;
+  }
+
   async start(): Promise<void> {
     await this.refresh().catch((err) => {
       if (!this.startWithoutDatabase) throw err;
+      reportBackgroundFailure(this.logger, 'edge_directory_refresh', err, { starting: true });
     });
     // A failed refresh keeps the last table serving; the next tick tries again.
-    this.timer ??= setInterval(() => void this.refresh().catch(() => {}), this.refreshMs);
+    this.timer ??= setInterval(
+      () => void this.refresh().catch((err) => reportBackgroundFailure(this.logger, 'edge_directory_refresh', err)),
+      this.refreshMs,
+    );
     this.timer.unref();
   }
 

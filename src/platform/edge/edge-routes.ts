@@ -61,7 +61,7 @@ export class EdgeRoutes {
       const behind = await this.db
         .selectFrom('edge_nodes')
         .select('id')
-        .where('drained_version', '<', String(version))
+        .where('drained_version', '<', version)
         .where('heartbeat_at', '>', sql<Date>`now() - make_interval(secs => ${EDGE_ALIVE_SECONDS})`)
         .limit(1)
         .execute();

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import { reportBackgroundFailure, type FailureLogger } from '../observability/background-failures.js';
 
 /** Upper bounds (ms) of the latency histogram's buckets; one more bucket counts the slower ones. */
 export const LATENCY_BOUNDS_MS = [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000] as const;
@@ -50,11 +51,17 @@ interface Counts {
 export class RequestStats {
   private counts = new Map<string, Counts>();
   private timer: NodeJS.Timeout | null = null;
+  private logger: FailureLogger | null = null;
 
   constructor(
     private readonly db: Db,
     private readonly flushMs = 5000,
   ) {}
+
+  /** Where a failed flush is reported (the edge driver's logger). */
+  useLogger(logger: FailureLogger) {
+    this.logger = logger;
+  }
 
   static keyOf(owner: RequestOwner): string {
     return `${owner.applicationId}/${owner.environmentId}/${owner.processType}`;
@@ -89,7 +96,10 @@ export class RequestStats {
 
   start() {
     // A failed flush loses one interval of counters (metrics only); the edge must keep serving requests.
-    this.timer ??= setInterval(() => void this.flush().catch(() => {}), this.flushMs);
+    this.timer ??= setInterval(
+      () => void this.flush().catch((err) => reportBackgroundFailure(this.logger, 'request_stats_flush', err)),
+      this.flushMs,
+    );
     this.timer.unref();
   }
 
@@ -97,7 +107,8 @@ export class RequestStats {
   async stop() {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    await this.flush().catch(() => {}); // shutdown: the database may already be closing
+    // Shutdown: the database may already be closing; the last interval's counters are lost then.
+    await this.flush().catch((err) => reportBackgroundFailure(this.logger, 'request_stats_flush', err, { shutdown: true }));
   }
 
   async flush(): Promise<void> {

@@ -98,16 +98,20 @@ export class RouterServer implements EdgeDriver {
 
   useDirectory(directory: EdgeDirectory) {
     this.directory = directory;
+    if (this.logger) directory.useLogger(this.logger);
   }
 
   useStats(stats: RequestStats) {
     this.stats = stats;
+    if (this.logger) stats.useLogger(this.logger);
   }
 
   /** The per-request line is written only when the logger is at `debug` (checked once, not per request). */
   useLogger(logger: EdgeRequestLogger) {
     this.logger = logger;
     this.logRequests = logsRequests(logger);
+    this.directory?.useLogger(logger);
+    this.stats?.useLogger(logger);
   }
 
   async apply(): Promise<void> {}

@@ -41,12 +41,15 @@ export const EnvironmentQuery = Type.Object({
 export const PaginatedEnvironmentQuery = Type.Object({ ...PaginationQuery.properties, ...EnvironmentQuery.properties });
 export type PaginatedEnvironmentQuery = Static<typeof PaginatedEnvironmentQuery>;
 
-export const Pagination = Type.Object({
-  page: Type.Integer(),
-  per_page: Type.Integer(),
-  total: Type.Integer(),
-  pages: Type.Integer(),
-});
+export const Pagination = Type.Object(
+  {
+    page: Type.Integer(),
+    per_page: Type.Integer(),
+    total: Type.Integer(),
+    pages: Type.Integer(),
+  },
+  { $id: 'Pagination' },
+);
 
 export function Paginated<T extends TSchema>(item: T) {
   return Type.Object({ items: Type.Array(item), pagination: Pagination });

@@ -2,13 +2,12 @@ import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import type { PipelineJobData } from './types.js';
 
+/** The jobs' queue name, as the records and logs know it (the jobs are rows of `pipeline_jobs`). */
 export const PIPELINE_QUEUE = 'pipeline';
 /** How long a silent worker keeps its applications' jobs (its heartbeat beats every few seconds; recovery frees them sooner). */
 export const WORKER_AFFINITY_SECONDS = 30;
-/** pg-boss's schema; its table layout is that of pg-boss 10.4.2 (pinned exactly in package.json). */
-const BOSS = 'pgboss';
-/** The pg-boss schema version whose private tables the SQL below was written against (checked at start). */
-export const PGBOSS_SCHEMA_VERSION = 24;
+/** How long settled jobs stay readable (metrics, a record's last job) before the sweep deletes them. */
+export const SETTLED_JOB_RETENTION_DAYS = 7;
 
 /**
  * What the job loop needs to know about applications, given by the composition root so the
@@ -76,14 +75,13 @@ export interface FetchedJob {
 }
 
 /**
- * The SQL of the job loop that pg-boss's own fetch cannot express.
+ * The pipeline's jobs, in Slipway's own table (`pipeline_jobs`, migration 0032).
  *
- * pg-boss 10 takes the oldest waiting job and fails the whole fetch (unique index of the
- * singleton policy) when that job's application already has an active one, so one busy
- * application would hold up every other application's jobs. Our fetch takes the oldest
- * waiting job whose application has no active job and no older waiting job (order per
- * application is kept), marks it active, and records which worker runs it, in one
- * statement, so no crash can leave a job active without an owner on record.
+ * A queue library's fetch takes the oldest waiting job; ours takes the oldest waiting job whose
+ * application has no active job and no older waiting job (order per application is kept), whose
+ * organization and creating user are under their caps, marks it active, and records which
+ * worker runs it, in one statement, so no crash can leave a job active without an owner on
+ * record. The table is ours, so this needs no library's private tables.
  */
 export class JobStore {
   constructor(
@@ -91,20 +89,29 @@ export class JobStore {
     private readonly limits: OrganizationLimits = { concurrency: 64, queued: 1_000_000 },
   ) {}
 
-  /** The version of pg-boss's schema in the database (null before pg-boss created it). */
-  async bossSchemaVersion(): Promise<number | null> {
-    const { rows } = await sql<{ version: number }>`SELECT version FROM ${sql.raw(BOSS)}.version`.execute(this.db);
-    return rows[0] ? Number(rows[0].version) : null;
+  /** Queues a job behind its application's earlier ones; returns its id. */
+  async enqueue(data: PipelineJobData): Promise<string> {
+    const row = await this.db
+      .insertInto('pipeline_jobs')
+      .values({
+        kind: data.kind,
+        application_id: data.applicationId,
+        organization_id: data.organizationId ?? null,
+        owner_id: data.ownerId ?? data.organizationId ?? null,
+        data: JSON.stringify(data),
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    return row.id;
   }
 
   /** Jobs waiting or running: of the organization, of its owner's organizations, on the site. */
   async queuedFor(budget: JobBudget): Promise<{ organization: number; owner: number; site: number }> {
-    const { rows } = await sql<{ organization: string; owner: string; site: string }>`
-      SELECT count(*) FILTER (WHERE data->>'organizationId' = ${budget.organizationId}) AS organization,
-             count(*) FILTER (WHERE coalesce(data->>'ownerId', data->>'organizationId') = ${budget.ownerId}) AS owner,
+    const { rows } = await sql<{ organization: number; owner: number; site: number }>`
+      SELECT count(*) FILTER (WHERE organization_id = ${budget.organizationId}) AS organization,
+             count(*) FILTER (WHERE owner_id = ${budget.ownerId}) AS owner,
              count(*) AS site
-      FROM ${sql.raw(BOSS)}.job
-      WHERE name = ${PIPELINE_QUEUE} AND state < 'completed'`.execute(this.db);
+      FROM pipeline_jobs WHERE state IN ('created', 'active')`.execute(this.db);
     const row = rows[0];
     return { organization: Number(row?.organization ?? 0), owner: Number(row?.owner ?? 0), site: Number(row?.site ?? 0) };
   }
@@ -124,51 +131,72 @@ export class JobStore {
         await sql`SELECT pg_advisory_xact_lock(hashtext('slipway.pipeline-fetch'))`.execute(trx);
         const { rows } = await sql<FetchedJob>`
         WITH active AS (
-          SELECT data->>'organizationId' AS org, coalesce(data->>'ownerId', data->>'organizationId') AS owner
-          FROM ${sql.raw(BOSS)}.job WHERE name = ${PIPELINE_QUEUE} AND state = 'active'
+          SELECT organization_id AS org, owner_id AS owner FROM pipeline_jobs WHERE state = 'active'
         ), running AS (
           SELECT org, count(*) AS n FROM active GROUP BY 1
         ), running_owners AS (
           SELECT owner, count(*) AS n FROM active GROUP BY 1
         ), next AS (
-          SELECT j.id FROM ${sql.raw(BOSS)}.job j
-          LEFT JOIN running r ON r.org = j.data->>'organizationId'
-          LEFT JOIN running_owners ro ON ro.owner = coalesce(j.data->>'ownerId', j.data->>'organizationId')
-          WHERE j.name = ${PIPELINE_QUEUE} AND j.state < 'active' AND j.start_after < now()
+          SELECT j.id FROM pipeline_jobs j
+          LEFT JOIN running r ON r.org = j.organization_id
+          LEFT JOIN running_owners ro ON ro.owner = j.owner_id
+          WHERE j.state = 'created'
             -- Jobs of no known organization (none in the API's jobs) have no cap.
             AND coalesce(r.n, 0) < ${this.limits.concurrency}
             AND coalesce(ro.n, 0) < ${this.limits.ownerConcurrency ?? NO_PRACTICAL_LIMIT}
-            AND j.data->>'kind' = ANY(${kinds}::text[])
+            AND j.kind = ANY(${kinds}::text[])
+            AND NOT EXISTS (SELECT 1 FROM pipeline_jobs a WHERE a.state = 'active' AND a.application_id = j.application_id)
             AND NOT EXISTS (
-              SELECT 1 FROM ${sql.raw(BOSS)}.job a
-              WHERE a.name = j.name AND a.state = 'active' AND a.singleton_key = j.singleton_key)
-            AND NOT EXISTS (
-              SELECT 1 FROM ${sql.raw(BOSS)}.job o
-              WHERE o.name = j.name AND o.state < 'active' AND o.singleton_key = j.singleton_key
-                AND (o.created_on, o.id) < (j.created_on, j.id))
+              SELECT 1 FROM pipeline_jobs o
+              WHERE o.state = 'created' AND o.application_id = j.application_id AND (o.created_on, o.id) < (j.created_on, j.id))
             -- An application's instances run in one worker's runtime (see JobPorts).
-            AND NOT (j.singleton_key = ANY(${heldElsewhere}::text[]))
+            AND NOT (j.application_id = ANY(${heldElsewhere}::text[]))
           ORDER BY coalesce(ro.n, 0), coalesce(r.n, 0), j.created_on, j.id
           LIMIT 1
           FOR UPDATE OF j SKIP LOCKED
         ), started AS (
-          UPDATE ${sql.raw(BOSS)}.job j
+          UPDATE pipeline_jobs j
           SET state = 'active', started_on = now(),
               retry_count = CASE WHEN j.started_on IS NOT NULL THEN j.retry_count + 1 ELSE j.retry_count END
-          FROM next WHERE j.name = ${PIPELINE_QUEUE} AND j.id = next.id
+          FROM next WHERE j.id = next.id
           RETURNING j.id, j.data
         ), recorded AS (
           INSERT INTO job_runs (job_id, worker_id, kind, application_id, data)
           SELECT id, ${workerId}, data->>'kind', (data->>'applicationId')::uuid, data FROM started
         )
-        SELECT id, data FROM started`.execute(trx);
+        SELECT id::text AS id, data FROM started`.execute(trx);
         return rows[0] ?? null;
       });
     } catch (err) {
-      // Two workers raced for one application: the singleton index refused the loser.
+      // Two workers raced for one application: the one-active-job index refused the loser.
       if ((err as { code?: string }).code === '23505') return null;
       throw err;
     }
+  }
+
+  /** A job its worker finished: completed, or failed with the error's message. Only while it is active. */
+  async settle(jobId: string, failure: { message: string } | null): Promise<void> {
+    await this.db
+      .updateTable('pipeline_jobs')
+      .set({
+        state: failure ? 'failed' : 'completed',
+        completed_on: sql`now()`,
+        output: failure ? JSON.stringify(failure) : null,
+      })
+      .where('id', '=', jobId)
+      .where('state', '=', 'active')
+      .execute();
+  }
+
+  /** Deletes jobs settled longer ago than `days` (the records keep their own outcome). */
+  async deleteSettled(days = SETTLED_JOB_RETENTION_DAYS): Promise<number> {
+    const rows = await this.db
+      .deleteFrom('pipeline_jobs')
+      .where('state', 'in', ['completed', 'failed'])
+      .where('completed_on', '<', sql<Date>`now() - make_interval(days => ${days})`)
+      .returning('id')
+      .execute();
+    return rows.length;
   }
 
   async finishRun(jobId: string): Promise<void> {
@@ -218,11 +246,11 @@ export class JobStore {
     await this.db.deleteFrom('workers').where('id', '=', id).execute();
   }
 
-  /** Runs recorded for the given (dead) workers or for workers no longer on record, with the state of their pg-boss job. */
+  /** Runs recorded for the given (dead) workers or for workers no longer on record, with the state of their job. */
   async runsOf(workerIds: string[]) {
     const { rows } = await sql<{ job_id: string; worker_id: string; data: PipelineJobData; state: string | null }>`
-      SELECT r.job_id, r.worker_id, r.data, j.state::text AS state
-      FROM job_runs r LEFT JOIN ${sql.raw(BOSS)}.job j ON j.name = ${PIPELINE_QUEUE} AND j.id = r.job_id
+      SELECT r.job_id, r.worker_id, r.data, j.state
+      FROM job_runs r LEFT JOIN pipeline_jobs j ON j.id = r.job_id
       WHERE r.worker_id = ANY(${workerIds}::text[]) OR NOT EXISTS (SELECT 1 FROM workers w WHERE w.id = r.worker_id)`.execute(this.db);
     return rows;
   }
@@ -230,8 +258,8 @@ export class JobStore {
   /** Active jobs nobody has on record as running (their worker died between two steps). */
   async orphanedActiveJobs(olderThanSeconds: number) {
     const { rows } = await sql<{ id: string; data: PipelineJobData }>`
-      SELECT j.id, j.data FROM ${sql.raw(BOSS)}.job j
-      WHERE j.name = ${PIPELINE_QUEUE} AND j.state = 'active'
+      SELECT j.id::text AS id, j.data FROM pipeline_jobs j
+      WHERE j.state = 'active'
         AND j.started_on < now() - make_interval(secs => ${olderThanSeconds})
         AND NOT EXISTS (SELECT 1 FROM job_runs r WHERE r.job_id = j.id)`.execute(this.db);
     return rows;
@@ -240,7 +268,7 @@ export class JobStore {
   /** Ids of the pipeline jobs still waiting or running. */
   async liveJobIds(): Promise<Set<string>> {
     const { rows } = await sql<{ id: string }>`
-      SELECT id::text AS id FROM ${sql.raw(BOSS)}.job WHERE name = ${PIPELINE_QUEUE} AND state < 'completed'`.execute(this.db);
+      SELECT id::text AS id FROM pipeline_jobs WHERE state IN ('created', 'active')`.execute(this.db);
     return new Set(rows.map((r) => r.id));
   }
 
@@ -249,15 +277,15 @@ export class JobStore {
    * Only while nobody runs it (no run record), so a job already taken again is never reset.
    */
   async requeue(jobId: string): Promise<void> {
-    await sql`UPDATE ${sql.raw(BOSS)}.job SET state = 'created', started_on = NULL
-      WHERE name = ${PIPELINE_QUEUE} AND id = ${jobId} AND state = 'active'
+    await sql`UPDATE pipeline_jobs SET state = 'created', started_on = NULL
+      WHERE id = ${jobId} AND state = 'active'
         AND NOT EXISTS (SELECT 1 FROM job_runs r WHERE r.job_id = ${jobId})`.execute(this.db);
   }
 
-  /** Fails an interrupted job (as pg-boss's fail would, with no retries), under the same condition as requeue. */
+  /** Fails an interrupted job (no retries), under the same condition as requeue. */
   async failUnowned(jobId: string, message: string): Promise<void> {
-    await sql`UPDATE ${sql.raw(BOSS)}.job SET state = 'failed', completed_on = now(), output = ${JSON.stringify({ message })}::jsonb
-      WHERE name = ${PIPELINE_QUEUE} AND id = ${jobId} AND state = 'active'
+    await sql`UPDATE pipeline_jobs SET state = 'failed', completed_on = now(), output = ${JSON.stringify({ message })}::jsonb
+      WHERE id = ${jobId} AND state = 'active'
         AND NOT EXISTS (SELECT 1 FROM job_runs r WHERE r.job_id = ${jobId})`.execute(this.db);
   }
 }

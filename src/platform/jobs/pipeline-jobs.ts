@@ -6,15 +6,7 @@ import { isDatabaseUnavailable } from '../db/availability.js';
 import { databaseAvailability, sqlExecutorOf, type Db } from '../db/database.js';
 import { deadWorkers } from './dead-workers.js';
 import { AppError } from '../errors.js';
-import { StartupError } from '../startup-error.js';
-import {
-  JobStore,
-  PGBOSS_SCHEMA_VERSION,
-  PIPELINE_QUEUE,
-  WORKER_AFFINITY_SECONDS,
-  type JobPorts,
-  type OrganizationLimits,
-} from './job-store.js';
+import { JobStore, WORKER_AFFINITY_SECONDS, type JobPorts, type OrganizationLimits } from './job-store.js';
 import { killOrphansOf, setWorkerMark } from './orphan-processes.js';
 import type { JobHandler, JobInput, JobKind, JobKindOptions, Jobs, PipelineJobData } from './types.js';
 import { Wakeup } from './wakeup.js';
@@ -45,9 +37,6 @@ export interface PipelineJobsOptions {
   organizationLimits?: OrganizationLimits;
   logger?: JobsLogger;
 }
-
-/** Longer than any build or deploy may take; our own recovery settles jobs of dead workers sooner. */
-const JOB_EXPIRE_SECONDS = 6 * 60 * 60;
 
 const silent: JobsLogger = { info() {}, warn() {}, error() {} };
 const MAX_RETRY_DELAY_MS = 5000;
@@ -84,10 +73,11 @@ interface Registration {
 }
 
 /**
- * pg-boss 10 as the durable store of pipeline jobs, with our own worker loop (see
+ * Pipeline jobs in Slipway's own table (JobStore) with our own worker loop (see
  * JobStore.fetchNext for why), a heartbeat per worker process, and recovery of the jobs
  * of dead workers: their records are settled by the kind's `onInterrupted` and their
  * jobs failed (or put back), so nothing stays in progress forever or blocks a queue.
+ * pg-boss 10, through its public API only, runs the side queues (webhook deliveries, …).
  */
 export class PipelineJobs implements Jobs {
   private boss: PgBoss | null = null;
@@ -110,6 +100,8 @@ export class PipelineJobs implements Jobs {
   constructor(private readonly options: PipelineJobsOptions) {
     this.store = new JobStore(options.db, options.organizationLimits);
     this.logger = options.logger ?? silent;
+    // Settled jobs are kept a while (metrics, debugging), then deleted: the records keep their outcome.
+    this.addSweeper(() => this.store.deleteSettled(), { everyMs: 60 * 60_000 });
   }
 
   /** What the job loop needs from the modules (see JobPorts), given by the composition root. */
@@ -130,7 +122,7 @@ export class PipelineJobs implements Jobs {
     this.logger = logger;
   }
 
-  /** Opens the job store (creating pg-boss's schema and the queue when missing). Enough to enqueue. */
+  /** Opens the job store (pg-boss for the side queues, creating its schema when missing). Enough to enqueue. */
   async start(): Promise<void> {
     if (this.boss) return;
     // pg-boss runs its SQL on our pool (one pool per process, sized by the API's needs) when it can.
@@ -146,30 +138,6 @@ export class PipelineJobs implements Jobs {
       else this.logger.error({ err }, 'job store error');
     });
     await boss.start();
-    // Our fetch and recovery use pg-boss's tables directly (docs/api-decisions.md): refuse a
-    // schema they were not written for rather than corrupt its jobs.
-    const version = await this.store.bossSchemaVersion();
-    if (version !== PGBOSS_SCHEMA_VERSION) {
-      await boss
-        .stop({ graceful: false, wait: true, timeout: 1000 })
-        .catch((err) => this.logger.error({ err }, 'stopping the job store failed'));
-      throw new StartupError(
-        `pg-boss schema version ${version} in the database, but Slipway was built against ${PGBOSS_SCHEMA_VERSION} (pg-boss 10.4.2): install the pinned pg-boss version`,
-      );
-    }
-    // pg-boss's createQueue deadlocks when processes starting together on a new database
-    // create the queue at once: one at a time, under a lock held until this transaction ends.
-    await this.options.db.transaction().execute(async (trx) => {
-      await sql`SELECT pg_advisory_xact_lock(hashtext('slipway.pipeline-queue'))`.execute(trx);
-      if (!(await boss.getQueue(PIPELINE_QUEUE))) {
-        await boss.createQueue(PIPELINE_QUEUE, {
-          name: PIPELINE_QUEUE,
-          policy: 'singleton',
-          retryLimit: 0,
-          expireInSeconds: JOB_EXPIRE_SECONDS,
-        });
-      }
-    });
     this.boss = boss;
     for (const name of this.sideQueues.keys()) await this.createSideQueue(name);
   }
@@ -296,8 +264,7 @@ export class PipelineJobs implements Jobs {
     const budget = data.organizationId && data.ownerId ? null : await this.ports.budgetOf(data.applicationId);
     const organizationId = data.organizationId ?? budget?.organizationId ?? null;
     const ownerId = data.ownerId ?? budget?.ownerId ?? organizationId;
-    const id = await this.boss.send(PIPELINE_QUEUE, { ...data, organizationId, ownerId, kind }, { singletonKey: data.applicationId });
-    if (!id) throw new Error('The job store refused the job');
+    const id = await this.store.enqueue({ ...data, organizationId, ownerId, kind });
     this.poke();
     return id;
   }
@@ -458,7 +425,6 @@ export class PipelineJobs implements Jobs {
     const registration = this.kinds.get(data.kind)!;
     const started = Date.now();
     this.logger.info({ jobId, kind: data.kind, applicationId: data.applicationId }, 'pipeline job started');
-    const boss = this.boss!;
     let failure: unknown = null;
     try {
       await registration.handler(data, { jobId, workerId: this.id!, signal: this.abort.signal });
@@ -470,9 +436,9 @@ export class PipelineJobs implements Jobs {
     // application: retried until it does (or this process stops: recovery settles it then).
     const settled =
       failure === null
-        ? await this.persist('completing a pipeline job', { jobId }, () => boss.complete(PIPELINE_QUEUE, jobId))
+        ? await this.persist('completing a pipeline job', { jobId }, () => this.store.settle(jobId, null))
         : await this.persist('failing a pipeline job', { jobId }, () =>
-            boss.fail(PIPELINE_QUEUE, jobId, { message: failure instanceof Error ? failure.message : String(failure) }),
+            this.store.settle(jobId, { message: failure instanceof Error ? failure.message : String(failure) }),
           );
     if (settled && failure === null) this.logger.info({ jobId, kind: data.kind, ms: Date.now() - started }, 'pipeline job finished');
     // Only once the job is settled: a run record without a settled job is what recovery looks for.

@@ -1,9 +1,8 @@
 /**
  * Durable pipeline jobs: the shapes every module codes against.
  *
- * One pg-boss queue (`pipeline`, policy `singleton`, singletonKey = application id):
- * an application never runs two pipeline jobs at once, later ones wait in order, and
- * different applications run side by side.
+ * One queue (`pipeline_jobs`, see JobStore): an application never runs two pipeline jobs
+ * at once, later ones wait in order, and different applications run side by side.
  */
 export type JobKind = 'build' | 'release' | 'deploy' | 'chain' | (string & {});
 

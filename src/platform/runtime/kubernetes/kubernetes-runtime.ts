@@ -20,6 +20,7 @@ import {
 } from '../application-runtime.js';
 import type { AppOutputLine, RuntimeLogger } from '../application-runtime.js';
 import type { OneOffResult } from '../port.js';
+import { reportBackgroundFailure } from '../../observability/background-failures.js';
 import { StartupError } from '../../startup-error.js';
 import { scrubber } from '../scrub.js';
 import { KubernetesCluster, describeError, loadKubeConfig, statusCode, type ObjectRef } from './cluster.js';
@@ -171,7 +172,7 @@ export class KubernetesRuntime implements ApplicationRuntime {
     try {
       for (;;) {
         if (options.signal.aborted) {
-          await this.cluster.delete(jobRef).catch(() => undefined);
+          await this.deleteJob(jobRef);
           return { exitCode: null, signal: 'SIGTERM', timedOut: false };
         }
         let job: V1Job | null;
@@ -207,18 +208,18 @@ export class KubernetesRuntime implements ApplicationRuntime {
             ).then(refusedPodCreation, () => null);
         if (refused) {
           options.onOutput(scrub(`${processType}: ${refused}`));
-          await this.cluster.delete(jobRef).catch(() => undefined);
+          await this.deleteJob(jobRef);
           return { exitCode: null, signal: null, timedOut: false };
         }
         const failure = pod ? unrecoverablePodFailure(pod, processType) : null;
         if (failure && failure.code !== 'crash_loop' && failure.code !== 'oom') {
           options.onOutput(scrub(`${processType}: ${failure.message}`));
-          await this.cluster.delete(jobRef).catch(() => undefined);
+          await this.deleteJob(jobRef);
           return { exitCode: null, signal: null, timedOut: false };
         }
         if (Date.now() >= options.deadline) {
           await output.finish(pod, false);
-          await this.cluster.delete(jobRef).catch(() => undefined);
+          await this.deleteJob(jobRef);
           return { exitCode: null, signal: null, timedOut: true };
         }
         await waker.sleep(Math.min(this.pollIntervalMs, options.deadline - Date.now()), options.signal);
@@ -397,6 +398,18 @@ export class KubernetesRuntime implements ApplicationRuntime {
     const version = (s: V1Secret) => Number(s.metadata?.labels?.[LABEL.releaseVersion] ?? NaN);
     const older = secrets.filter((s) => version(s) < plan.release.version).sort((a, b) => version(b) - version(a));
     for (const secret of older.slice(1)) await this.cluster.delete(ref('v1', 'Secret', secret.metadata!.name!, names.namespace));
+  }
+
+  /**
+   * Deletes a one-off's Job once its outcome is known: the outcome stands either way, and a Job
+   * left behind is removed with its application (removeAll), so a failure is reported, not thrown.
+   */
+  private async deleteJob(jobRef: ObjectRef): Promise<void> {
+    await this.cluster
+      .delete(jobRef)
+      .catch((err) =>
+        reportBackgroundFailure(this.logger, 'kubernetes_job_delete', err, { job: jobRef.name, namespace: jobRef.namespace }),
+      );
   }
 
   /** Everything labelled with the application environment, in the namespaces of this platform. */
