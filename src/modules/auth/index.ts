@@ -5,3 +5,4 @@ export * from './auth.hook.js';
 export * from './auth.service.js';
 export * from './auth.routes.js';
 export { AuthRepository } from './auth.repository.js';
+export * from './wire.js';

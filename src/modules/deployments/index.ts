@@ -10,3 +10,4 @@ export * from './one-off-runs.routes.js';
 export * from './one-off-runs.schemas.js';
 export * from './environment-choice.js';
 export { GuardSettingsSchema } from './deployments.schemas.js';
+export * from './wire.js';

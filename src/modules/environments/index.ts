@@ -10,3 +10,4 @@ export * from './environments.service.js';
 export * from './environments.routes.js';
 export { EnvironmentsRepository } from './environments.repository.js';
 export { EnvDeploysRepository } from './env-deploys.repository.js';
+export * from './wire.js';

@@ -5,3 +5,4 @@ export * from './images.service.js';
 export * from './images.routes.js';
 export { ImagesRepository } from './images.repository.js';
 export { applicationArtifactsDir, artifactDir } from './build-runner.js';
+export * from './wire.js';

@@ -5,3 +5,4 @@ export * from './environment-pipeline.js';
 export * from '../../platform/pipeline/index.js';
 export * from './pipeline.service.js';
 export * from './pipeline.routes.js';
+export * from './wire.js';

@@ -4,3 +4,4 @@ export * from './promotion.js';
 export * from './releases.service.js';
 export * from './releases.routes.js';
 export { ReleasesRepository } from './releases.repository.js';
+export * from './wire.js';

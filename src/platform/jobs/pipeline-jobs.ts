@@ -42,6 +42,8 @@ export interface PipelineJobsOptions {
   retryBaseMs?: number;
   /** Per-organization caps (defaults: no practical limit). */
   organizationLimits?: OrganizationLimits;
+  /** What the job loop reads about applications (`applicationJobPorts`); none: no budgets, nothing held elsewhere. */
+  ports?: JobPorts;
   logger?: JobsLogger;
 }
 
@@ -50,7 +52,7 @@ const JOB_EXPIRE_SECONDS = 6 * 60 * 60;
 
 const silent: JobsLogger = { info() {}, warn() {}, error() {} };
 const MAX_RETRY_DELAY_MS = 5000;
-/** Until the composition root gives real ports: no organization, no application held elsewhere. */
+/** Without ports: no organization, no application held elsewhere (tests of the loop alone). */
 const noPorts: JobPorts = { budgetOf: async () => null, applicationsHeldElsewhere: async () => [] };
 
 /** A queue beside the pipeline's: no per-application order; pg-boss retries a failed job with backoff. */
@@ -92,7 +94,7 @@ export class PipelineJobs implements Jobs {
   private boss: PgBoss | null = null;
   private readonly store: JobStore;
   private readonly kinds = new Map<string, Registration>();
-  private logger: JobsLogger;
+  private readonly logger: JobsLogger;
   private id: string | null = null;
   private abort = new AbortController();
   private loops: Promise<void>[] = [];
@@ -102,26 +104,18 @@ export class PipelineJobs implements Jobs {
   private sweepers: Array<{ sweep: () => Promise<unknown>; everyMs: number; lastRun: number }> = [];
   private lastSweep = 0;
   private ticking = false;
-  private ports: JobPorts = noPorts;
+  private readonly ports: JobPorts;
   private readonly sideQueues = new Map<string, SideQueue>();
   private readonly afterJobListeners: Array<(data: PipelineJobData, ok: boolean) => Promise<unknown>> = [];
 
   constructor(private readonly options: PipelineJobsOptions) {
     this.store = new JobStore(options.db, options.organizationLimits);
     this.logger = options.logger ?? silent;
-  }
-
-  /** What the job loop needs from the modules (see JobPorts), given by the composition root. */
-  setPorts(ports: JobPorts) {
-    this.ports = ports;
+    this.ports = options.ports ?? noPorts;
   }
 
   get workerId() {
     return this.id;
-  }
-
-  setLogger(logger: JobsLogger) {
-    this.logger = logger;
   }
 
   /** Opens the job store (creating pg-boss's schema and the queue when missing). Enough to enqueue. */
