@@ -89,7 +89,7 @@ export async function createHarness(env: Partial<Env> = {}, options: HarnessOpti
     },
   });
   const logger = pino({ level: 'trace', redact: REDACT }, stream);
-  const ctx: AppContext = { config, db, secrets, databaseUrl: database.url };
+  const ctx: AppContext = { config, db, secrets, databaseUrl: database.url, logger: logger.child({ component: 'pipeline' }) };
   if (options.jobs) {
     ctx.jobs = new PipelineJobs({
       databaseUrl: database.url,
