@@ -59,7 +59,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
   drivers.localEdge?.useLogger(log.child({ component: 'edge' }));
 
   const core = composeCore(ctx, repos);
-  const { users, auth, access, organizations, workspaceScope, projects, configurations, applications } = core;
+  const { users, auth, access, organizations, workspaceScope, configurations, applications } = core;
   const { config: configs, scopedConfig } = configurations;
   const { apps } = applications;
 
@@ -238,42 +238,8 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
 
   return {
     ctx,
-    services: {
-      audit: audit.audit,
-      webhooks: webhooks.webhooks,
-      guards: guards.guards,
-      metrics: metrics.metrics,
-      notifications,
-      previews: previews.previews,
-      streams: streams.streams,
-      runs: deployments.runs,
-      cron: cron.cron,
-      autoscaling: autoscaling.autoscaling,
-      appLogs: appLogs.appLogs,
-      auth: auth.auth,
-      config: configs,
-      apps,
-      deployments: deployments.deployments,
-      images: images.images,
-      releases: releases.releases,
-      deployChain,
-      domains: domains.domains,
-      pipeline: pipeline.pipeline,
-      githubInstallations: githubArea.githubInstallations,
-      githubHooks: githubArea.githubHooks,
-      envDeploys: environments.envDeploys,
-      signingKeys: registry.signingKeys,
-      registryTokens: registry.registryTokens,
-      users: users.users,
-      organizations,
-      workspaces: workspaces.workspaces,
-      teams: teams.teams,
-      projects,
-      environments: environments.environments,
-      scopedConfig,
-      observability: observability.observability,
-      storage: storage.storage,
-    },
+    /** What the HTTP app uses beside the routes: authentication, the audit hooks, request metrics, streams' LISTEN. */
+    services: { auth: auth.auth, audit: audit.audit, metrics: metrics.metrics, notifications },
     routes,
     /** Routes outside /v1 (`/metrics`). */
     rootRoutes: metrics.rootRoutes,
@@ -294,7 +260,6 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
 }
 
 export type Composition = ReturnType<typeof composePlatform>;
-export type Services = Composition['services'];
 
 /**
  * The choices between drivers, made here once: the rest of the code sees ports. (The runtime
