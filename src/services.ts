@@ -1,188 +1,119 @@
 import { join } from 'node:path';
-import type { FastifyBaseLogger } from 'fastify';
-import { sql } from 'kysely';
 import type { AppContext } from './platform/context.js';
-import type { Db } from './platform/db/database.js';
-import type { JobPorts } from './platform/jobs/index.js';
 import { createRepositories, type Repositories } from './repositories.js';
+import type { PlatformLogger, Routes, Sweeper } from './platform/wiring.js';
 import { SourceBuilder } from './platform/builder/index.js';
 import { createBuildSandbox } from './platform/sandbox/index.js';
 import { vetRepositoryChange } from './platform/git/trusted-sources.js';
 import { createBuildahBuilder } from './platform/builder/buildah.js';
-import { SigningKeys } from './platform/crypto/signing-key.js';
-import { AuthService } from './modules/auth/index.js';
-import { ApplicationsService } from './modules/applications/index.js';
-import { ConfigurationsService, ScopedConfig } from './modules/configurations/index.js';
-import { UsersService } from './modules/users/index.js';
-import { OrganizationAccess, OrganizationsService } from './modules/organizations/index.js';
-import { WorkspaceScope, WorkspacesService } from './modules/workspaces/index.js';
-import { TeamsService } from './modules/teams/index.js';
-import { ProjectsService } from './modules/projects/index.js';
-import { RegistryTokenService } from './modules/registry/index.js';
-import { imageRecords, ImagesService } from './pipeline/index.js';
-import { StorageService } from './modules/storage/index.js';
-import { ReleasePromoter, ReleasesService } from './pipeline/index.js';
-import { GithubHooksService, GitHubDeploymentReports, GitHubInstallationsService } from './modules/github/index.js';
-import { PreviewsService, PreviewStatuses } from './modules/previews/index.js';
-import { sweepDeletedEnvironments } from './modules/environments/index.js';
 import { GitHubApp } from './platform/github/github-app.js';
 import { GitHubApi } from './platform/github/github-api.js';
-import { GitHubSetupFlow } from './platform/github/setup-flow.js';
 import { routeHostname } from './platform/edge/route-hostname.js';
 import { routeUrl } from './platform/runtime/local/instance-plan.js';
-import { latestRecordsSource } from './pipeline/index.js';
-import { PipelineService } from './pipeline/index.js';
-import { EnvironmentsService, reachOfScope, requireProtectedEnvironmentAdmin } from './modules/environments/index.js';
-import { EnvDeploysService } from './pipeline/index.js';
-import { EnvironmentPipeline } from './pipeline/index.js';
-import { DeploymentsService, queueReconcileOfDeployed, reconcileAfterScale } from './pipeline/index.js';
-import { registerDeploymentJobs } from './pipeline/index.js';
-import { DeployChain } from './pipeline/index.js';
-import { ObservabilityService } from './modules/observability/index.js';
-import { GuardsService, GuardWatcher } from './modules/guards/index.js';
-import { PlatformMetrics } from './modules/metrics/index.js';
-import { AcmeIssuer, DomainsService } from './modules/domains/index.js';
 import { EdgeDirectory, foldOldRequestStats } from './platform/edge/index.js';
 import { LocalRuntime } from './platform/runtime/local/local-runtime.js';
 import { Notifications } from './platform/db/notifications.js';
-import { StreamsService } from './modules/streams/index.js';
-import { OneOffRunsService } from './pipeline/index.js';
-import { AuditService } from './modules/audit/index.js';
-import { WebhookDeliveries, WebhooksService } from './modules/webhooks/index.js';
-import { WEBHOOKS_CHANNEL } from './platform/webhook-events.js';
+import type { AppUsage } from './platform/runtime/application-runtime.js';
 import { forbidden } from './platform/errors.js';
-import { Autoscaler, AutoscalingService } from './modules/autoscaling/index.js';
-import { CronScheduler, CronService } from './modules/cron/index.js';
-import { AppLogWriter, AppLogsService, oldestLiveWorker, servingReleaseScrubber, sweepAppLogs } from './modules/app-logs/index.js';
+import { wireUsers } from './modules/users/index.js';
+import { wireAuth } from './modules/auth/index.js';
+import { wireOrganizations } from './modules/organizations/index.js';
+import { wireWorkspaces, wireWorkspaceScope } from './modules/workspaces/index.js';
+import { wireProjects } from './modules/projects/index.js';
+import { wireApplications } from './modules/applications/index.js';
+import { wireConfigurations } from './modules/configurations/index.js';
+import { wireTeams } from './modules/teams/index.js';
+import { wireIntegrations } from './modules/integrations/index.js';
+import { wireStorage } from './modules/storage/index.js';
+import { latestRecordsSource, reconcileAfterScale, wirePipeline } from './pipeline/index.js';
+import { imagesRoutes } from './modules/images/index.js';
+import { releasesRoutes } from './modules/releases/index.js';
+import { deploymentsRoutes, oneOffRunsRoutes } from './modules/deployments/index.js';
+import { envDeploysRoutes } from './modules/env-deploys/index.js';
+import { pipelineRoutes } from './modules/pipeline-status/index.js';
+import { reachOfScope, requireProtectedEnvironmentAdmin, wireEnvironments } from './modules/environments/index.js';
+import { wirePreviews } from './modules/previews/index.js';
+import { wireGithub } from './modules/github/index.js';
+import { wireRegistry } from './modules/registry/index.js';
+import { wireObservability } from './modules/observability/index.js';
+import { wireGuards } from './modules/guards/index.js';
+import { wireDomains } from './modules/domains/index.js';
+import { wireCron } from './modules/cron/index.js';
+import { wireAutoscaling } from './modules/autoscaling/index.js';
+import { wireAppLogs } from './modules/app-logs/index.js';
+import { wireStreams } from './modules/streams/index.js';
+import { wireAudit } from './modules/audit/index.js';
+import { wireWebhooks } from './modules/webhooks/index.js';
+import { wireMetrics } from './modules/metrics/index.js';
 
 /**
- * The composition root of the services: builds each once, wires their dependencies and
- * registers the pipeline's job kinds (so any process with jobs can run them).
+ * The composition root: builds every service once, in dependency order, from each module's
+ * `wire()`, and chooses the drivers behind the ports. It only builds: no timer, no
+ * connection, no listener. What runs in the background is returned in `background` and
+ * started by `start()` (src/lifecycle.ts); the HTTP app (src/app.ts) registers `routes`.
  */
-export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
-  ctx.jobs?.setPorts(jobPorts(ctx.db));
+export function composePlatform(given: AppContext, log: PlatformLogger) {
+  // Work outside a request (builds, deploys) logs here unless the process gave its own logger.
+  const ctx: AppContext = given.logger ? given : { ...given, logger: log.child({ component: 'pipeline' }) };
+  const { config } = ctx;
   const repos = createRepositories(ctx.db);
-  const { users, auth, organizations, workspaceScope, projects, access, config, apps } = createCoreServices(ctx, repos);
-  ctx.jobs?.addSweeper(() => auth.pruneExpired());
-  const deployments = new DeploymentsService(ctx, repos.deployments, apps);
-  // Pipeline build stage: builders in order of preference (the source builder accepts anything).
-  // A context with a Dockerfile goes to buildah (which says what to install when it is missing).
-  // Both run a member's build steps in the application's sandbox (unless RUNTIME_ISOLATION=none).
-  const buildSandbox = createBuildSandbox(ctx.config, ctx.db);
-  const buildah = createBuildahBuilder(ctx.config, buildSandbox);
-  // Disk use per organization, its quota (new builds refused over it) and garbage collection (issue 27, class 5).
-  const storage = new StorageService(ctx, repos.storage, organizations, {
-    defaultQuotaMb: ctx.config.ORG_DISK_QUOTA_MB,
-    keepPerEnvironment: ctx.config.RELEASES_KEPT_PER_ENVIRONMENT,
-    buildStorageRoot: ctx.config.BUILDAH_STORAGE_ROOT ?? join(ctx.config.dataDir, 'containers'),
-    maxAgeMs: ctx.config.STORAGE_SWEEP_SECONDS * 1000,
-    removeBuildImage: (applicationId, repositoryName, version) => buildah.removeImage(applicationId, repositoryName, version),
-    logger: log.child({ component: 'storage' }),
-  });
-  ctx.jobs?.addSweeper(() => storage.sweep(), { everyMs: ctx.config.STORAGE_SWEEP_SECONDS * 1000 });
-  // A deploy is what leaves older releases unreferenced: collect the application's at once.
-  ctx.jobs?.afterJobs(async (data) => {
-    if (data.kind === 'deploy' || data.kind === 'chain') await storage.afterDeploy(data.applicationId);
-  });
-  const images = new ImagesService(
+  const drivers = chooseDrivers(ctx);
+  drivers.localEdge?.useLogger(log.child({ component: 'edge' }));
+
+  const core = composeCore(ctx, repos);
+  const { users, auth, access, organizations, workspaceScope, configurations, applications } = core;
+  const { config: configs, scopedConfig } = configurations;
+  const { apps } = applications;
+
+  // The pipeline: build → release → deploy, the chain that runs them, environments' deploys.
+  const storage = wireStorage({
     ctx,
-    repos.images,
+    repository: repos.storage,
+    organizations,
+    buildStorageRoot: config.BUILDAH_STORAGE_ROOT ?? join(config.dataDir, 'containers'),
+    removeBuildImage: (applicationId, repositoryName, version) => drivers.buildah.removeImage(applicationId, repositoryName, version),
+    log,
+  });
+  const pipeline = wirePipeline({
+    ctx,
+    repositories: repos,
     apps,
-    config,
-    [buildah, new SourceBuilder(join(ctx.config.dataDir, 'cache'), buildSandbox)],
-    (applicationId) => storage.requireBuildRoom(applicationId),
-  );
-  if (ctx.jobs) images.registerJobs(ctx.jobs);
-  const imageSource = imageRecords(repos.images);
-  const releases = new ReleasesService(ctx, repos.releases, imageSource, apps, config);
-  if (ctx.jobs) releases.registerJobs(ctx.jobs);
-  const runtimeLog = log.child({ component: 'runtime' });
-  registerDeploymentJobs(ctx, { deployments: repos.deployments, runs: repos.oneOffRuns }, runtimeLog);
-  (ctx.runtimeStartTasks ??= []).push(() => queueReconcileOfDeployed(ctx, repos.deployments));
-  // `POST /applications/{id}/deploy` (and GitHub pushes): build → release → deploy as one job.
-  const deployChain = new DeployChain(ctx, repos.deployments, apps, images, releases);
-  deployChain.registerJobs(runtimeLog);
+    config: configs,
+    workspaceScope,
+    builders: drivers.builders,
+    requireBuildRoom: (applicationId) => storage.storage.requireBuildRoom(applicationId),
+    log,
+  });
+  const { deployChain, deployments } = pipeline;
+  const environments = wireEnvironments({ ctx, repository: repos.environments, workspaceScope, config: configs, scopedConfig });
 
-  // Guarded rollouts: processes that run jobs judge the deployments under watch (and queue the rollbacks).
-  const guardWatcher = ctx.jobs
-    ? new GuardWatcher(ctx.db, repos.guards, deployments, ctx.config.GUARD_CHECK_MS, log.child({ component: 'guard' }))
-    : null;
-  guardWatcher?.start();
-
-  // Custom domains: served by this process's edge (the local runtime's router), certificates by ACME.
-  const edgeDirectory = ctx.runtime instanceof LocalRuntime ? new EdgeDirectory(ctx.db, ctx.secrets) : null;
-  if (edgeDirectory) {
-    const edge = (ctx.runtime as LocalRuntime).runtimeService.router;
-    edge.useDirectory(edgeDirectory);
-    edge.useLogger(log.child({ component: 'edge' }));
-  }
-  // With Caddy's own ACME (EDGE_CERTIFICATES=caddy) the platform requests no certificates itself.
-  const caddyIssues = ctx.config.EDGE_DRIVER === 'caddy' && ctx.config.EDGE_CERTIFICATES === 'caddy';
-  const acme =
-    ctx.config.ACME_DIRECTORY_URL && !caddyIssues
-      ? new AcmeIssuer(
-          { directoryUrl: ctx.config.ACME_DIRECTORY_URL, email: ctx.config.ACME_EMAIL, caFile: ctx.config.ACME_CA_FILE },
-          repos.domains,
-          ctx.secrets,
-        )
-      : null;
-  const domains = new DomainsService(
-    ctx.db,
-    repos.domains,
-    ctx.secrets,
+  const guards = wireGuards({ ctx, repository: repos.guards, apps, deployments, log });
+  const domains = wireDomains({
+    ctx,
+    repository: repos.domains,
     apps,
     deployments,
-    {
-      routerDomain: ctx.config.ROUTER_DOMAIN,
-      ownership: { dnsServer: ctx.config.DOMAIN_DNS_SERVER },
-      renewDays: ctx.config.ACME_RENEW_DAYS,
+    requestsCertificates: !drivers.edgeIssuesCertificates,
+    async namesChanged(applicationId) {
+      await drivers.edgeDirectory?.refresh();
+      if (applicationId && drivers.namesAreIngressHosts) await deployments.scaled(applicationId);
     },
-    acme,
-    async (applicationId) => {
-      await edgeDirectory?.refresh();
-      // On a cluster the names are Ingress hosts: a reconcile re-applies the Ingress.
-      if (applicationId && ctx.config.RUNTIME === 'kubernetes') await deployments.scaled(applicationId);
-    },
-    log.child({ component: 'domains' }),
-  );
-  ctx.jobs?.addSweeper(() => domains.renewDue());
-  // The edge's per-minute counters: old minutes folded into totals, hourly (it only keeps the table from growing).
-  ctx.jobs?.addSweeper(() => foldOldRequestStats(ctx.db), { everyMs: 3_600_000 });
-
-  // Application logs: the output of the instances this process runs (or follows on a cluster), rotated by size and age.
-  if (ctx.runtime) {
-    const shared = ctx.runtime.sharedWorkloads;
-    const writer = new AppLogWriter(ctx.db, repos.appLogs, {
-      maxBytesPerApp: ctx.config.APP_LOG_MAX_BYTES_PER_APP,
-      logger: runtimeLog,
-      ...(shared
-        ? {
-            scrub: servingReleaseScrubber(ctx),
-            shouldStore: oldestLiveWorker(ctx, (err) => runtimeLog.warn({ err }, 'application log leader check failed')),
-          }
-        : {}),
-    });
-    ctx.runtime.onInstanceOutput((line) => writer.accept(line));
-    ctx.runtime.onShutdown(() => writer.flush());
-  }
-  ctx.jobs?.addSweeper(() => sweepAppLogs(repos.appLogs, ctx.config.APP_LOG_RETENTION_HOURS, ctx.config.APP_LOG_MAX_BYTES_PER_APP));
-
-  // One LISTEN connection per process: live streams learn of changes any process writes.
-  const streamsLog = log.child({ component: 'streams' });
-  const notifications = new Notifications(ctx.databaseUrl ?? ctx.config.DATABASE_URL ?? '', (err) =>
-    streamsLog.warn({ err }, 'notification connection lost'),
-  );
-  auth.followCredentialChanges(notifications).catch((err: unknown) => {
-    // Without the LISTEN connection cached credentials still expire after CREDENTIAL_CACHE_SECONDS.
-    log.warn({ err }, 'credential changes are not followed: revocations take effect after the cache TTL');
+    log,
   });
-  const streams = new StreamsService(
-    ctx.db,
-    repos.streams,
-    notifications,
-    (userId, applicationId) => apps.authorize(userId, applicationId),
-    (err) => streamsLog.error({ err }, 'stream failed'),
+
+  // One LISTEN connection per process (opened at the first subscription, by start() or a stream).
+  const notifications = new Notifications(ctx.databaseUrl ?? config.DATABASE_URL ?? '', (err) =>
+    log.child({ component: 'streams' }).warn({ err }, 'notification connection lost'),
   );
+  const appLogs = wireAppLogs({ ctx, repository: repos.appLogs, apps, notifications, log });
+  const streams = wireStreams({
+    db: ctx.db,
+    repository: repos.streams,
+    notifications,
+    authorizeApplication: (userId, applicationId) => apps.authorize(userId, applicationId),
+    authorizeEnvDeploy: (userId, p) => pipeline.envDeploys.detail(userId, p.workspace, p.project, p.env, p.deploy_id),
+    log,
+  });
 
   // Audit log and webhooks are managed by an organization's admins.
   const requireOrganizationAdmin = async (userId: string, slug: string) => {
@@ -190,98 +121,29 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
     if (!membership.admin) throw forbidden('Only organization admins can do this');
     return org;
   };
-
-  // Outbound webhooks: the outbox is fanned out into durable delivery jobs wherever the job store is open.
-  const webhooksLog = log.child({ component: 'webhooks' });
-  const webhookDeliveries = ctx.jobs ? new WebhookDeliveries(ctx.db, repos.webhooks, ctx.secrets, ctx.jobs, ctx.config, webhooksLog) : null;
-  if (webhookDeliveries) {
-    const deliveries = webhookDeliveries;
-    void deliveries
-      .register()
-      // On the process's one LISTEN connection; a reconnect (null) may have lost a wake-up: drain then too.
-      .then(() => notifications.subscribeChannel(WEBHOOKS_CHANNEL, () => void deliveries.drain()))
-      .then(() => deliveries.drain())
-      .catch((err) => webhooksLog.error({ err }, 'starting webhook deliveries failed'));
-    ctx.jobs?.addSweeper(() => deliveries.drain());
-  }
+  const audit = wireAudit({ db: ctx.db, repository: repos.audit, requireOrganizationAdmin });
+  const webhooks = wireWebhooks({ ctx, repository: repos.webhooks, notifications, requireOrganizationAdmin, log });
 
   // Previews (issue 16) and GitHub reporting: commit statuses and the Deployments API, told by the chain.
-  const github = new GitHubApi(ctx.config, new GitHubApp(ctx.config));
-  const urlOf = (hostname: string) =>
-    ctx.runtime instanceof LocalRuntime ? routeUrl(hostname, ctx.runtime.router.port) : `http://${hostname}`;
-  const deploymentTargets = repos.deployments;
-  const previews = new PreviewsService(
-    ctx.db,
-    repos.previews,
-    ctx.jobs,
-    (id, ref, environmentId) => deployChain.start(id, ref, environmentId),
-    {
-      routerDomain: ctx.config.ROUTER_DOMAIN,
-      urlOf,
-    },
-    workspaceScope,
-  );
-  deployChain.observe(
-    new PreviewStatuses(ctx.db, repos.previews, github, async (applicationId, environmentId) => {
-      const target = await deploymentTargets.target(applicationId, environmentId);
-      return target ? urlOf(routeHostname(target, ctx.config.ROUTER_DOMAIN)) : null;
-    }),
-  );
-  deployChain.observe(new GitHubDeploymentReports(ctx.db, github));
-  ctx.jobs?.addSweeper(async () => {
-    await sweepDeletedEnvironments(ctx.db, ctx.config.PREVIEW_RETENTION_HOURS);
-  });
-  const runs = new OneOffRunsService(ctx, repos.oneOffRuns, repos.deployments, apps);
-  // Autoscaling: evaluated with every metrics sample of a process that runs applications.
-  if (ctx.runtime) {
-    const autoscaler = new Autoscaler(ctx.db, repos.autoscaling, ctx.jobs, ctx.config.OBSERVABILITY_SAMPLE_SECONDS, runtimeLog);
-    (ctx.usageListeners ??= []).push((usage, sampledAt) => autoscaler.evaluate(usage, sampledAt));
-  }
-  // Scheduled jobs: started by every process that runs pipeline workers (each occurrence is taken once).
-  const cronScheduler =
-    ctx.jobs && ctx.runtime
-      ? new CronScheduler(
-          ctx.db,
-          repos.cron,
-          runs,
-          { pollMs: ctx.config.CRON_POLL_MS, allowSeconds: ctx.config.CRON_SECONDS_FIELD },
-          log.child({ component: 'cron' }),
-        )
-      : null;
-  cronScheduler?.start();
-
-  const signingKeys = SigningKeys.forConfig(ctx.config);
-  return {
-    audit: new AuditService(ctx.db, repos.audit, requireOrganizationAdmin),
-    webhooks: new WebhooksService(
-      ctx.db,
-      repos.webhooks,
-      ctx.secrets,
-      requireOrganizationAdmin,
-      { allowPrivate: ctx.config.WEBHOOK_ALLOW_PRIVATE },
-      webhookDeliveries,
-    ),
-    guardWatcher,
-    guards: new GuardsService(ctx.db, repos.guards, apps),
-    metrics: new PlatformMetrics(ctx.db, ctx.config.dataDir),
-    notifications,
-    previews,
-    streams,
-    runs,
-    cronScheduler,
-    cron: new CronService(ctx.db, repos.cron, apps, runs, ctx.config.CRON_SECONDS_FIELD),
-    autoscaling: new AutoscalingService(ctx.db, repos.autoscaling, apps),
-    appLogs: new AppLogsService(ctx.db, repos.appLogs, apps, notifications),
-    auth,
-    config,
-    apps,
-    deployments,
-    images,
-    releases,
+  const github = new GitHubApi(config, new GitHubApp(config));
+  const previews = wirePreviews({
+    ctx,
+    repository: repos.previews,
     deployChain,
-    domains,
-    pipeline: new PipelineService(ctx.db, apps),
-    githubInstallations: new GitHubInstallationsService(ctx.db, new GitHubSetupFlow(ctx.config, ctx.secrets), {
+    github,
+    workspaceScope,
+    urlOf: drivers.urlOf,
+    async servedUrl(applicationId, environmentId) {
+      const target = await repos.deployments.target(applicationId, environmentId);
+      return target ? drivers.urlOf(routeHostname(target, config.ROUTER_DOMAIN)) : null;
+    },
+  });
+  const githubArea = wireGithub({
+    ctx,
+    deployChain,
+    github,
+    handlers: { pullRequest: (event) => previews.previews.pullRequest(event) },
+    organizations: {
       async resolve(userId, slug) {
         const { org, membership } = await organizations.resolve(userId, slug);
         return { id: org.id, slug: org.slug, admin: membership.admin };
@@ -293,29 +155,125 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
           () => false,
         ),
       slugOf: async (organizationId) => (await access.findById(organizationId))?.slug,
-    }),
-    githubHooks: new GithubHooksService(ctx, (id, ref, environmentId) => deployChain.start(id, ref, environmentId), {
-      pullRequest: (event) => previews.pullRequest(event),
-    }),
-    envDeploys: new EnvDeploysService(
-      ctx.db,
-      repos.envDeploys,
-      new EnvironmentPipeline(ctx, deployChain, deployments, new ReleasePromoter(ctx, repos.releases, imageSource, config)),
-      workspaceScope,
-      log.child({ component: 'env-deploys' }),
-    ),
-    signingKeys,
-    registryTokens: new RegistryTokenService(ctx, repos.registry, signingKeys, auth),
-    users,
+    },
+  });
+
+  const autoscaling = wireAutoscaling({ ctx, repository: repos.autoscaling, apps, log });
+  const usageListeners: Array<(usage: AppUsage[], sampledAt: Date) => Promise<unknown>> = [];
+  const autoscaler = autoscaling.autoscaler;
+  if (autoscaler) usageListeners.push((usage, sampledAt) => autoscaler.evaluate(usage, sampledAt));
+  const observability = wireObservability({ ctx, apps, usageListeners, log });
+  const cron = wireCron({ ctx, repository: repos.cron, apps, runs: pipeline.runs, log });
+  const registry = wireRegistry({ ctx, repository: repos.registry, auth: auth.auth });
+  const workspaces = wireWorkspaces({
+    db: ctx.db,
+    repository: repos.workspaces,
     organizations,
-    workspaces: new WorkspacesService(ctx.db, repos.workspaces, organizations, workspaceScope),
-    teams: new TeamsService(repos.teams, users, workspaceScope, access),
-    projects,
-    environments: new EnvironmentsService(ctx.db, repos.environments, workspaceScope, config, ctx.jobs),
-    // The configuration layers of workspaces, teams and environments, behind their own routes.
-    scopedConfig: new ScopedConfig(ctx.db, repos.configurations, config),
-    observability: new ObservabilityService(ctx.db, apps),
+    workspaceScope,
+    scopedConfig,
+    config: configs,
+  });
+  const teams = wireTeams({ repository: repos.teams, users: users.users, workspaceScope, access, scopedConfig, config: configs });
+  const metrics = wireMetrics({ db: ctx.db, token: config.METRICS_TOKEN, dataDir: config.dataDir });
+
+  // The API's routes under /v1, in the order of its OpenAPI document.
+  const routes: Routes[] = [
+    auth,
+    users,
+    { routes: core.organizationRoutes },
+    { routes: core.projectRoutes },
+    applications,
+    configurations,
+    wireIntegrations({ ctx }),
+    { routes: [imagesRoutes(pipeline.images)] },
     storage,
+    { routes: [releasesRoutes(pipeline.releases)] },
+    { routes: [pipelineRoutes(pipeline.status)] },
+    githubArea,
+    workspaces,
+    teams,
+    environments,
+    { routes: [envDeploysRoutes(pipeline.envDeploys)] },
+    previews,
+    registry,
+    { routes: [deploymentsRoutes(deployments, deployChain)] },
+    observability,
+    guards,
+    domains,
+    { routes: [oneOffRunsRoutes(pipeline.runs)] },
+    cron,
+    autoscaling,
+    appLogs,
+    streams,
+    audit,
+    webhooks,
+  ].flatMap((wired) => wired.routes);
+
+  // Maintenance the job workers run once started (images and releases add their own with their job kinds).
+  const sweepers: Sweeper[] = [
+    ...auth.sweepers,
+    ...storage.sweepers,
+    ...domains.sweepers,
+    // The edge's per-minute counters: old minutes folded into totals, hourly (it only keeps the table from growing).
+    { sweep: () => foldOldRequestStats(ctx.db), everyMs: 3_600_000 },
+    ...appLogs.sweepers,
+    ...webhooks.sweepers,
+    ...environments.sweepers,
+  ];
+
+  return {
+    ctx,
+    /** What the HTTP app uses beside the routes: authentication, the audit hooks, request metrics, streams' LISTEN. */
+    services: { auth: auth.auth, audit: audit.audit, metrics: metrics.metrics, notifications },
+    routes,
+    /** Routes outside /v1 (`/metrics`). */
+    rootRoutes: metrics.rootRoutes,
+    sweepers,
+    /** Built here, started and stopped by src/lifecycle.ts only. */
+    background: {
+      notifications,
+      followCredentialChanges: () => auth.auth.followCredentialChanges(notifications),
+      reconcileDeployed: pipeline.reconcileDeployed,
+      metricsSampler: observability.metricsSampler,
+      appLogLeader: appLogs.leaderCheck,
+      guardWatcher: guards.guardWatcher,
+      cronScheduler: cron.cronScheduler,
+      startWebhookDeliveries: webhooks.startDeliveries,
+      warnUnconfinedBuilds: drivers.warnUnconfinedBuilds,
+    },
+  };
+}
+
+export type Composition = ReturnType<typeof composePlatform>;
+
+/**
+ * The choices between drivers, made here once: the rest of the code sees ports. (The runtime
+ * itself, local or Kubernetes, and the edge, built-in or Caddy, are built by their factories
+ * in src/platform/runtime and src/platform/edge; the database, embedded or external, by
+ * src/platform/bootstrap.ts.)
+ */
+function chooseDrivers(ctx: AppContext) {
+  const { config, runtime } = ctx;
+  // Builders in order of preference (the source builder accepts anything): a context with a
+  // Dockerfile goes to buildah. Both run a member's build steps in the application's sandbox.
+  const buildSandbox = createBuildSandbox(config, ctx.db);
+  const buildah = createBuildahBuilder(config, buildSandbox);
+  const localEdge = runtime instanceof LocalRuntime ? runtime.router : null;
+  // Custom domains are served by this process's edge (the local runtime's router), fed from the database.
+  const edgeDirectory = localEdge ? new EdgeDirectory(ctx.db, ctx.secrets) : null;
+  if (localEdge && edgeDirectory) localEdge.useDirectory(edgeDirectory);
+  return {
+    buildah,
+    builders: [buildah, new SourceBuilder(join(config.dataDir, 'cache'), buildSandbox)],
+    edgeDirectory,
+    localEdge,
+    urlOf: (hostname: string) => (localEdge ? routeUrl(hostname, localEdge.port) : `http://${hostname}`),
+    // With Caddy's own ACME (EDGE_CERTIFICATES=caddy) the platform requests no certificates itself.
+    edgeIssuesCertificates: config.EDGE_DRIVER === 'caddy' && config.EDGE_CERTIFICATES === 'caddy',
+    // On a cluster the names are Ingress hosts: a change re-applies the application's Ingress.
+    namesAreIngressHosts: config.RUNTIME === 'kubernetes',
+    // The local runtime says it itself at start; with Kubernetes, source builds still run here.
+    warnUnconfinedBuilds: config.RUNTIME_ISOLATION === 'none' && config.RUNTIME !== 'local',
   };
 }
 
@@ -324,66 +282,50 @@ export function createServices(ctx: AppContext, log: FastifyBaseLogger) {
  * projects, configuration and applications. Also what a process that runs only some
  * pipeline stages (a test's worker process) needs.
  */
-export function createCoreServices(ctx: AppContext, repos: Repositories = createRepositories(ctx.db)) {
-  // Identity: users, organizations (workspaces) and the workspace scope the feature services resolve through.
-  const { users, auth } = createIdentity(ctx, repos);
-  const access = new OrganizationAccess(repos.organizations);
-  const organizations = new OrganizationsService(repos.organizations, users, access, { orgsPerUserMax: ctx.config.ORGS_PER_USER_MAX });
-  const workspaceScope = new WorkspaceScope(ctx.db, organizations, access);
-  const projects = new ProjectsService(repos.projects, access);
-  const config = new ConfigurationsService(
-    ctx.db,
-    repos.configurations,
-    ctx.secrets,
-    { variables: ctx.config.CONFIG_MAX_VARIABLES_PER_SCOPE, bytes: ctx.config.CONFIG_MAX_BYTES_PER_SCOPE },
-    // A write to any scope a protected environment inherits needs an organization admin.
-    (userId, scope) =>
-      requireProtectedEnvironmentAdmin(ctx.db, userId, reachOfScope(scope), `the configuration it inherits (${scope.scope} scope)`),
-    async (userId, organizationId) => (await access.requireMember(userId, organizationId)).admin,
-  );
-  const apps = new ApplicationsService(
-    ctx.db,
-    repos.applications,
+export function composeCore(ctx: AppContext, repos: Repositories = createRepositories(ctx.db)) {
+  const users = wireUsers({ repository: repos.users });
+  const auth = wireAuth({ ctx, repository: repos.auth, users: users.users });
+  const {
+    access,
+    organizations,
+    routes: organizationRoutes,
+  } = wireOrganizations({
+    config: ctx.config,
+    repository: repos.organizations,
+    users: users.users,
+  });
+  const workspaceScope = wireWorkspaceScope({ db: ctx.db, organizations, access });
+  const { projects, routes: projectRoutes } = wireProjects({ repository: repos.projects, access });
+  const applications = wireApplications({
+    db: ctx.db,
+    repository: repos.applications,
     projects,
-    latestRecordsSource(ctx.db),
+    latest: latestRecordsSource(ctx.db),
     // A scale reaches running instances through the deployments module (a queued `reconcile`):
     // a port the applications module owns, so it needs nothing above it.
-    reconcileAfterScale(ctx, repos.deployments),
-    (change) => vetRepositoryChange(ctx.db, ctx.config, change),
-  );
-  return { users, auth, access, organizations, workspaceScope, projects, config, apps };
+    onScaled: reconcileAfterScale(ctx, repos.deployments),
+    vetRepository: (change) => vetRepositoryChange(ctx.db, ctx.config, change),
+  });
+  const configurations = wireConfigurations({
+    ctx,
+    repository: repos.configurations,
+    // A write to any scope a protected environment inherits needs an organization admin.
+    writeGuard: (userId, scope) =>
+      requireProtectedEnvironmentAdmin(ctx.db, userId, reachOfScope(scope), `the configuration it inherits (${scope.scope} scope)`),
+    isOrganizationAdmin: async (userId, organizationId) => (await access.requireMember(userId, organizationId)).admin,
+    applications: applications.apps,
+  });
+  return { users, auth, access, organizations, organizationRoutes, workspaceScope, projects, projectRoutes, applications, configurations };
+}
+
+/** The core services by name (tests' worker processes build a stage or two over them). */
+export function createCoreServices(ctx: AppContext, repos: Repositories = createRepositories(ctx.db)) {
+  const core = composeCore(ctx, repos);
+  return { ...core, users: core.users.users, auth: core.auth.auth, config: core.configurations.config, apps: core.applications.apps };
 }
 
 /** Users and sign-in: the API's, and the command line's and first start's (which build no other service). */
 export function createIdentity(ctx: AppContext, repos: Pick<Repositories, 'users' | 'auth'> = createRepositories(ctx.db)) {
-  const users = new UsersService(repos.users);
-  return { users, auth: new AuthService(ctx, repos.auth, users) };
-}
-
-/** What the job loop reads about applications (it never reads the modules' tables itself). */
-function jobPorts(db: Db): JobPorts {
-  return {
-    async budgetOf(applicationId) {
-      const row = await db
-        .selectFrom('applications')
-        .innerJoin('projects', 'projects.id', 'applications.project_id')
-        .innerJoin('organizations', 'organizations.id', 'projects.organization_id')
-        .select(['projects.organization_id', 'organizations.created_by'])
-        .where('applications.id', '=', applicationId)
-        .executeTakeFirst();
-      return row ? { organizationId: row.organization_id, ownerId: row.created_by ?? row.organization_id } : null;
-    },
-    async applicationsHeldElsewhere(workerId, freshSeconds) {
-      const rows = await db
-        .selectFrom('instances')
-        .innerJoin('workers', 'workers.id', 'instances.worker_id')
-        .select('instances.application_id')
-        .distinct()
-        .where('workers.id', '<>', workerId)
-        .where('workers.stopped_at', 'is', null)
-        .where('workers.heartbeat_at', '>', sql<Date>`now() - make_interval(secs => ${freshSeconds})`)
-        .execute();
-      return rows.map((r) => r.application_id);
-    },
-  };
+  const { users } = wireUsers({ repository: repos.users });
+  return { users, auth: wireAuth({ ctx, repository: repos.auth, users }).auth };
 }

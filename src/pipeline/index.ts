@@ -22,3 +22,4 @@ export * from './env-deploys/environment-pipeline.js';
 export * from './status/latest-records.js';
 export * from './status/pipeline.service.js';
 export { moveArtifactRoot } from './build/artifact-root.js';
+export * from './wire.js';

@@ -5,7 +5,8 @@ import { createDb, databaseAvailability } from './db/database.js';
 import { startEmbeddedPostgres } from './db/embedded.js';
 import { migrateToLatest } from './db/migrate.js';
 import { databaseRolePowers, hostReachingRoleMessage } from './db/role-check.js';
-import { PipelineJobs } from './jobs/pipeline-jobs.js';
+import { PipelineJobs, type JobsLogger } from './jobs/pipeline-jobs.js';
+import { applicationJobPorts } from './jobs/application-ports.js';
 import { pipelineLimits } from './jobs/job-store.js';
 import { createRuntime } from './runtime/index.js';
 import { StartupError } from './startup-error.js';
@@ -21,6 +22,8 @@ export interface PlatformOptions {
   pipeline?: boolean;
   /** Slipway's own start-up notices (migrations applied), apart from the database's output. */
   notice?: (line: string) => void;
+  /** The job store's logger (the process's own, built before the platform opens). */
+  jobsLogger?: JobsLogger;
 }
 
 /**
@@ -71,13 +74,15 @@ export async function openPlatform(
       throw databaseUnusable(err, databaseUrl);
     }
     secrets = new SecretBox(loadKeyring(config.dataDir, config.SECRET_KEY, config.SECRET_KEY_PREVIOUS));
-    // The job store opens here (every role enqueues); main.ts starts the workers once handlers are registered.
+    // The job store opens here (every role enqueues); src/lifecycle.ts starts the workers.
     jobs = pipeline
       ? new PipelineJobs({
           databaseUrl,
           db,
           concurrency: config.PIPELINE_CONCURRENCY,
           organizationLimits: pipelineLimits(config),
+          ports: applicationJobPorts(db),
+          logger: options.jobsLogger,
         })
       : undefined;
     await jobs?.start();
@@ -88,7 +93,7 @@ export async function openPlatform(
     await embedded?.stop();
     throw err;
   }
-  // Processes that run workers also run the deployed applications and the router (main.ts starts them).
+  // Processes that run workers also run the deployed applications and the router (src/lifecycle.ts starts them).
   const runtime = !pipeline || config.SLIPWAY_ROLE === 'api' ? undefined : await createRuntime(config, db, databaseUrl);
   return {
     ctx: { config, db, secrets, jobs, runtime, databaseUrl },

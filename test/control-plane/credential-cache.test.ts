@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
+import { pino } from 'pino';
 import { buildApp } from '../../src/app.js';
+import { start, type Started } from '../../src/lifecycle.js';
+import { composePlatform } from '../../src/services.js';
 import { createDb } from '../../src/platform/db/database.js';
 import type { App } from '../../src/platform/http/types.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
@@ -16,15 +19,20 @@ describe('credential cache', () => {
   let h: Harness;
   let other: App; // a second API process on the same database
   let otherDb: ReturnType<typeof createDb>;
+  let otherStarted: Started;
 
   beforeAll(async () => {
     h = await createHarness({ CREDENTIAL_CACHE_SECONDS: TTL_SECONDS });
     otherDb = createDb(h.databaseUrl, 3);
-    other = await buildApp({ ...h.ctx, db: otherDb }, { logger: false });
-    await other.ready();
+    // Built and started as main.ts does in the `api` role (which follows credential changes).
+    const ctx = { ...h.ctx, db: otherDb, jobs: undefined, runtime: undefined };
+    const logger = pino({ level: 'silent' });
+    const composition = composePlatform(ctx, logger);
+    other = await buildApp(ctx, { composition, loggerInstance: logger });
+    otherStarted = await start({ composition, logger, workers: false, http: { app: other } });
   });
   afterAll(async () => {
-    await other?.close();
+    await otherStarted?.stop();
     await otherDb?.destroy();
     await h?.close();
   });

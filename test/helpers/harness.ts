@@ -13,8 +13,11 @@ import type { App } from '../../src/platform/http/types.js';
 import { PipelineJobs } from '../../src/platform/jobs/pipeline-jobs.js';
 import { pipelineLimits } from '../../src/platform/jobs/job-store.js';
 import { createRuntime } from '../../src/platform/runtime/index.js';
-import { startDeploymentRuntime } from '../../src/runtime-startup.js';
-import { createIdentity } from '../../src/services.js';
+import { start } from '../../src/lifecycle.js';
+import { REDACT } from '../../src/platform/logs/process-logger.js';
+import { applicationJobPorts } from '../../src/platform/jobs/application-ports.js';
+import { composePlatform, createIdentity } from '../../src/services.js';
+import { pino } from 'pino';
 import { createScratchDatabase } from './scratch-database.js';
 import { sandboxMissing } from './sandbox.js';
 
@@ -78,20 +81,6 @@ export async function createHarness(env: Partial<Env> = {}, options: HarnessOpti
   );
   const db = createDb(database.url, 5);
   const secrets = new SecretBox({ current: parseKey(generateKeyText()), previous: [] });
-  const ctx: AppContext = { config, db, secrets, databaseUrl: database.url };
-  if (options.jobs) {
-    ctx.jobs = new PipelineJobs({
-      databaseUrl: database.url,
-      db,
-      concurrency: config.PIPELINE_CONCURRENCY,
-      organizationLimits: pipelineLimits(config),
-      pollIntervalMs: 200,
-      heartbeatIntervalMs: 1000,
-      stopTimeoutMs: 5000,
-    });
-    await ctx.jobs.start();
-  }
-  if (options.runtime) ctx.runtime = await createRuntime(config, db);
   let logText = '';
   const stream = new Writable({
     write(chunk, _enc, cb) {
@@ -99,15 +88,27 @@ export async function createHarness(env: Partial<Env> = {}, options: HarnessOpti
       cb();
     },
   });
-  const app = await buildApp(ctx, {
-    logger: { level: 'trace', stream, redact: ['req.headers["x-api-key"]', 'req.headers.cookie', 'res.headers["set-cookie"]'] },
-  });
-  await app.ready();
-  if (ctx.runtime) await startDeploymentRuntime(ctx, app.log.child({ component: 'runtime' }));
-  if (ctx.jobs) {
-    ctx.jobs.setLogger(app.log.child({ component: 'jobs' }));
-    await ctx.jobs.startWorkers();
+  const logger = pino({ level: 'trace', redact: REDACT }, stream);
+  const ctx: AppContext = { config, db, secrets, databaseUrl: database.url, logger: logger.child({ component: 'pipeline' }) };
+  if (options.jobs) {
+    ctx.jobs = new PipelineJobs({
+      databaseUrl: database.url,
+      db,
+      concurrency: config.PIPELINE_CONCURRENCY,
+      organizationLimits: pipelineLimits(config),
+      ports: applicationJobPorts(db),
+      logger: logger.child({ component: 'jobs' }),
+      pollIntervalMs: 200,
+      heartbeatIntervalMs: 1000,
+      stopTimeoutMs: 5000,
+    });
+    await ctx.jobs.start();
   }
+  if (options.runtime) ctx.runtime = await createRuntime(config, db);
+  // Built, then started as main.ts does (the API injected, not listening).
+  const composition = composePlatform(ctx, logger);
+  const app = await buildApp(ctx, { composition, loggerInstance: logger });
+  const running = await start({ composition, logger, workers: Boolean(ctx.jobs), http: { app } });
   const { users, auth } = createIdentity(ctx);
   let counter = 0;
   return {
@@ -125,7 +126,7 @@ export async function createHarness(env: Partial<Env> = {}, options: HarnessOpti
       return { id: created.id, username, email: created.email, password, apiKey: key, headers: { 'x-api-key': key } };
     },
     async close() {
-      await app.close();
+      await running.stop();
       await ctx.jobs?.stop();
       await ctx.runtime?.shutdown();
       await db.destroy();

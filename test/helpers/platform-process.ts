@@ -1,5 +1,8 @@
 import { buildApp } from '../../src/app.js';
-import { startDeploymentRuntime } from '../../src/runtime-startup.js';
+import { start } from '../../src/lifecycle.js';
+import { applicationJobPorts } from '../../src/platform/jobs/application-ports.js';
+import { composePlatform } from '../../src/services.js';
+import { pino } from 'pino';
 import type { AppContext } from '../../src/platform/context.js';
 import { PipelineJobs } from '../../src/platform/jobs/pipeline-jobs.js';
 import { createRuntime } from '../../src/platform/runtime/index.js';
@@ -16,21 +19,22 @@ export async function startPlatformProcess(h: Harness) {
   ctx.jobs = new PipelineJobs({
     databaseUrl: h.databaseUrl,
     db: h.ctx.db,
+    ports: applicationJobPorts(h.ctx.db),
     pollIntervalMs: 200,
     heartbeatIntervalMs: 1000,
     stopTimeoutMs: 5000,
   });
   await ctx.jobs.start();
   ctx.runtime = await createRuntime(h.ctx.config, h.ctx.db);
-  const app = await buildApp(ctx, { logger: false });
-  await app.ready();
-  await startDeploymentRuntime(ctx, app.log);
-  await ctx.jobs.startWorkers();
+  const logger = pino({ level: 'silent' });
+  const composition = composePlatform(ctx, logger);
+  const app = await buildApp(ctx, { composition, loggerInstance: logger });
+  const running = await start({ composition, logger, workers: true, http: { app } });
   return {
     app,
     ctx,
     async stop() {
-      await app.close();
+      await running.stop();
       await ctx.jobs!.stop();
       await ctx.runtime!.shutdown();
     },

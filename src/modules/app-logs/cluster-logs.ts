@@ -47,8 +47,9 @@ export function servingReleaseScrubber(ctx: AppContext): (line: AppOutputLine) =
  * Every worker follows the same cluster: only the live worker with the smallest id stores
  * pod logs (checked every 10 s), so each line is stored once.
  */
-export function oldestLiveWorker(ctx: AppContext, onError: (err: unknown) => void): () => boolean {
+export function oldestLiveWorker(ctx: AppContext, onError: (err: unknown) => void): LeaderCheck {
   let leader = false;
+  let timer: NodeJS.Timeout | null = null;
   const check = async () => {
     try {
       const row = await ctx.db
@@ -64,8 +65,23 @@ export function oldestLiveWorker(ctx: AppContext, onError: (err: unknown) => voi
       onError(err);
     }
   };
-  const timer = setInterval(() => void check(), 10_000);
-  timer.unref();
-  void check();
-  return () => leader;
+  return {
+    isLeader: () => leader,
+    // Checked every 10 s once started (src/lifecycle.ts), not when built.
+    start() {
+      timer ??= setInterval(() => void check(), 10_000);
+      timer.unref();
+      void check();
+    },
+    stop() {
+      if (timer) clearInterval(timer);
+      timer = null;
+    },
+  };
+}
+
+export interface LeaderCheck {
+  isLeader(): boolean;
+  start(): void;
+  stop(): void;
 }

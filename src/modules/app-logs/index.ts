@@ -4,3 +4,4 @@ export * from './app-logs.service.js';
 export * from './app-logs.routes.js';
 export * from './cluster-logs.js';
 export { AppLogsRepository } from './app-logs.repository.js';
+export * from './wire.js';

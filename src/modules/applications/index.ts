@@ -5,3 +5,4 @@ export * from './application-records.js';
 export * from './applications.service.js';
 export * from './applications.routes.js';
 export { ApplicationsRepository } from './applications.repository.js';
+export * from './wire.js';

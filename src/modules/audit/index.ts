@@ -3,3 +3,4 @@ export { AuditService, type RequireOrganizationAdmin } from './audit.service.js'
 export { auditRoutes } from './audit.routes.js';
 export { installAuditHooks } from './audit.hooks.js';
 export { AuditRepository } from './audit.repository.js';
+export * from './wire.js';

@@ -6,3 +6,4 @@ export * from './auth.service.js';
 export * from './auth.routes.js';
 export { AuthRepository } from './auth.repository.js';
 export { loginPasswordChecks } from './login-checks.js';
+export * from './wire.js';

@@ -4,3 +4,4 @@ export * from './autoscaling.service.js';
 export * from './autoscaling.routes.js';
 export * from './scaling-decision.js';
 export { AutoscalingRepository } from './autoscaling.repository.js';
+export * from './wire.js';

@@ -9,3 +9,4 @@ export * from './configurations.service.js';
 export * from './configurations.routes.js';
 export * from './scoped-config.routes.js';
 export { ConfigurationsRepository } from './configurations.repository.js';
+export * from './wire.js';

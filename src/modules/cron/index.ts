@@ -4,3 +4,4 @@ export * from './cron-scheduler.js';
 export * from './cron.service.js';
 export * from './cron.routes.js';
 export { CronRepository } from './cron.repository.js';
+export * from './wire.js';

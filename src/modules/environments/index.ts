@@ -8,3 +8,4 @@ export * from './environments.service.js';
 export * from './environments.routes.js';
 export { EnvironmentsRepository } from './environments.repository.js';
 export { EnvParams } from './environments.schemas.js';
+export * from './wire.js';

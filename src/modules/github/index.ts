@@ -4,3 +4,4 @@ export * from './github.routes.js';
 export * from './deployment-reports.js';
 export * from './installations.service.js';
 export * from './installations.routes.js';
+export * from './wire.js';

@@ -3,3 +3,4 @@ export * from './guard-watcher.js';
 export * from './guards.service.js';
 export * from './guards.routes.js';
 export { GuardsRepository } from './guards.repository.js';
+export * from './wire.js';

@@ -2,3 +2,4 @@
 export * from './metrics-sampler.js';
 export * from './observability.service.js';
 export * from './observability.routes.js';
+export * from './wire.js';

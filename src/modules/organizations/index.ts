@@ -5,3 +5,4 @@ export * from './pipeline-limits.js';
 export * from './organizations.service.js';
 export * from './organizations.routes.js';
 export { OrganizationsRepository } from './organizations.repository.js';
+export * from './wire.js';

@@ -3,3 +3,4 @@ export * from './previews.service.js';
 export * from './previews.routes.js';
 export * from './preview-statuses.js';
 export { PreviewsRepository } from './previews.repository.js';
+export * from './wire.js';

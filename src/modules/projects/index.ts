@@ -4,3 +4,4 @@ export * from './projects.service.js';
 export * from './project-records.js';
 export * from './projects.routes.js';
 export { ProjectsRepository } from './projects.repository.js';
+export * from './wire.js';

@@ -2,3 +2,4 @@
 export * from './registry.service.js';
 export * from './registry.routes.js';
 export { RegistryRepository } from './registry.repository.js';
+export * from './wire.js';

@@ -3,3 +3,4 @@ export * from './storage.schemas.js';
 export * from './storage.service.js';
 export * from './storage.routes.js';
 export { StorageRepository } from './storage.repository.js';
+export * from './wire.js';

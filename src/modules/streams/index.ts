@@ -3,3 +3,4 @@ export * from './streams.service.js';
 export * from './streams.routes.js';
 export * from './streams.schemas.js';
 export { StreamsRepository } from './streams.repository.js';
+export * from './wire.js';

@@ -2,3 +2,4 @@
 export * from './teams.service.js';
 export * from './teams.routes.js';
 export { TeamsRepository } from './teams.repository.js';
+export * from './wire.js';

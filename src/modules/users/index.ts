@@ -2,3 +2,4 @@
 export * from './users.repository.js';
 export * from './users.service.js';
 export * from './users.routes.js';
+export * from './wire.js';

@@ -5,3 +5,4 @@ export { webhooksRoutes } from './webhooks.routes.js';
 export { signatureOf } from './signature.js';
 export { postDelivery, RefusedAddress } from './transport.js';
 export { WebhooksRepository } from './webhooks.repository.js';
+export * from './wire.js';

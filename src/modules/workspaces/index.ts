@@ -4,3 +4,4 @@ export * from './workspaces.schemas.js';
 export * from './workspaces.service.js';
 export * from './workspaces.routes.js';
 export { WorkspacesRepository } from './workspaces.repository.js';
+export * from './wire.js';

@@ -42,8 +42,8 @@ export function registerDeploymentJobs(
 
 /**
  * Queues a `reconcile` for every deployed application environment, so the current releases
- * run again after a start. The composition root adds it to the runtime's start tasks
- * (src/runtime-startup.ts runs them once the runtime is started, before the job workers).
+ * run again after a start: a start step (src/lifecycle.ts) once the runtime is started,
+ * before the job workers.
  */
 export async function queueReconcileOfDeployed(ctx: AppContext, repo: DeploymentsRepository): Promise<void> {
   if (!ctx.jobs) return;

@@ -35,12 +35,14 @@ export interface PipelineJobsOptions {
   retryBaseMs?: number;
   /** Per-organization caps (defaults: no practical limit). */
   organizationLimits?: OrganizationLimits;
+  /** What the job loop reads about applications (`applicationJobPorts`); none: no budgets, nothing held elsewhere. */
+  ports?: JobPorts;
   logger?: JobsLogger;
 }
 
 const silent: JobsLogger = { info() {}, warn() {}, error() {} };
 const MAX_RETRY_DELAY_MS = 5000;
-/** Until the composition root gives real ports: no organization, no application held elsewhere. */
+/** Without ports: no organization, no application held elsewhere (tests of the loop alone). */
 const noPorts: JobPorts = { budgetOf: async () => null, applicationsHeldElsewhere: async () => [] };
 
 /** A queue beside the pipeline's: no per-application order; pg-boss retries a failed job with backoff. */
@@ -83,7 +85,7 @@ export class PipelineJobs implements Jobs {
   private boss: PgBoss | null = null;
   private readonly store: JobStore;
   private readonly kinds = new Map<string, Registration>();
-  private logger: JobsLogger;
+  private readonly logger: JobsLogger;
   private id: string | null = null;
   private abort = new AbortController();
   private loops: Promise<void>[] = [];
@@ -93,20 +95,16 @@ export class PipelineJobs implements Jobs {
   private sweepers: Array<{ sweep: () => Promise<unknown>; everyMs: number; lastRun: number }> = [];
   private lastSweep = 0;
   private ticking = false;
-  private ports: JobPorts = noPorts;
+  private readonly ports: JobPorts;
   private readonly sideQueues = new Map<string, SideQueue>();
   private readonly afterJobListeners: Array<(data: PipelineJobData, ok: boolean) => Promise<unknown>> = [];
 
   constructor(private readonly options: PipelineJobsOptions) {
     this.store = new JobStore(options.db, options.organizationLimits);
     this.logger = options.logger ?? silent;
+    this.ports = options.ports ?? noPorts;
     // Settled jobs are kept a while (metrics, debugging), then deleted: the records keep their outcome.
     this.addSweeper(() => this.store.deleteSettled(), { everyMs: 60 * 60_000 });
-  }
-
-  /** What the job loop needs from the modules (see JobPorts), given by the composition root. */
-  setPorts(ports: JobPorts) {
-    this.ports = ports;
   }
 
   get workerId() {
@@ -116,10 +114,6 @@ export class PipelineJobs implements Jobs {
   /** Whether the job store is open (started and not stopped): enough to enqueue while the database answers. */
   get isOpen(): boolean {
     return this.boss !== null;
-  }
-
-  setLogger(logger: JobsLogger) {
-    this.logger = logger;
   }
 
   /** Opens the job store (pg-boss for the side queues, creating its schema when missing). Enough to enqueue. */

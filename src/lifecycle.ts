@@ -1,0 +1,135 @@
+import type { App } from './platform/http/types.js';
+import type { PlatformLogger } from './platform/wiring.js';
+import { NO_ISOLATION_WARNING } from './platform/sandbox/index.js';
+import type { Composition } from './services.js';
+
+export interface StartOptions {
+  composition: Composition;
+  logger: PlatformLogger;
+  /** Run this process's job workers (and their sweepers): false in the `api` role. */
+  workers: boolean;
+  /** The HTTP app (none in the `worker` role), listening where `listen` says (tests inject instead). */
+  http?: { app: App; listen?: { port: number; host: string } };
+}
+
+export interface Started {
+  /** Where the API listens, when it does. */
+  apiUrl: string | null;
+  /** Stops what start() started, in reverse order; once. */
+  stop(): Promise<void>;
+}
+
+interface Step {
+  name: string;
+  start(): Promise<unknown> | void;
+  stop?(): Promise<unknown> | void;
+}
+
+/**
+ * Starts a built platform (src/services.ts) in one written order, and returns the stop that
+ * undoes it in reverse. Building opened nothing; everything that runs in the background (a
+ * timer, a connection, a listener, a child process) starts here. The database, the job
+ * store and the runtime's driver were opened by `openPlatform` and are closed by it.
+ */
+export async function start(options: StartOptions): Promise<Started> {
+  const started: Step[] = [];
+  let apiUrl: string | null = null;
+  const stop = once(async () => {
+    for (const step of started.reverse()) {
+      try {
+        await step.stop?.();
+      } catch (err) {
+        options.logger.error({ err, step: step.name }, 'stopping failed');
+      }
+    }
+  });
+  try {
+    for (const step of startOrder(options, (url) => (apiUrl = url))) {
+      await step.start();
+      started.push(step);
+    }
+  } catch (err) {
+    // A start that fails half-way leaves nothing running behind it.
+    await stop();
+    throw err;
+  }
+  return { apiUrl, stop };
+}
+
+/** The start order, in one place. */
+function startOrder({ composition, logger, workers, http }: StartOptions, listening: (url: string) => void): Step[] {
+  const { ctx, background } = composition;
+  const { jobs, runtime } = ctx;
+  const runtimeLog = logger.child({ component: 'runtime' });
+  const steps: Step[] = [];
+  const add = (step: Step | null | false | undefined) => {
+    if (step) steps.push(step);
+  };
+  // 1. The LISTEN connection: cached credentials learn of revocations made by any process.
+  add({
+    name: 'notifications',
+    start: () =>
+      background.followCredentialChanges().catch((err: unknown) => {
+        // Without it cached credentials still expire after CREDENTIAL_CACHE_SECONDS.
+        logger.warn({ err }, 'credential changes are not followed: revocations take effect after the cache TTL');
+      }),
+    stop: () => background.notifications.close(),
+  });
+  // 2. The runtime (router, removal of leftovers) before anything that deploys.
+  add(
+    runtime && {
+      name: 'runtime',
+      async start() {
+        await runtime.start({ logger: runtimeLog, workerId: () => jobs?.workerId ?? null });
+        if (background.warnUnconfinedBuilds) runtimeLog.warn({ isolation: 'none' }, NO_ISOLATION_WARNING);
+      },
+      stop: () => runtime.shutdown(),
+    },
+  );
+  const { metricsSampler, appLogLeader, guardWatcher, cronScheduler } = background;
+  // 3. What watches the running applications: usage samples (and the autoscaler), whose pod logs to store.
+  add(metricsSampler && { name: 'metrics sampler', start: () => metricsSampler.start(), stop: () => metricsSampler.stop() });
+  add(appLogLeader && { name: 'application log leader', start: () => appLogLeader.start(), stop: () => appLogLeader.stop() });
+  // 4. The current releases run again: a `reconcile` queued for every deployed application environment.
+  add(runtime && { name: 'reconcile deployed', start: () => background.reconcileDeployed() });
+  // 5. Guarded rollouts' judge and the cron scheduler.
+  add(guardWatcher && { name: 'guard watcher', start: () => guardWatcher.start(), stop: () => guardWatcher.stop() });
+  add(cronScheduler && { name: 'cron scheduler', start: () => cronScheduler.start(), stop: () => cronScheduler.stop() });
+  // 6. Webhook deliveries: the delivery queue and the outbox's channel.
+  add(jobs && { name: 'webhook deliveries', start: () => background.startWebhookDeliveries() });
+  // 7. The job workers and their sweepers.
+  add(
+    jobs &&
+      workers && {
+        name: 'job workers',
+        async start() {
+          for (const { sweep, everyMs } of composition.sweepers) jobs.addSweeper(sweep, { everyMs });
+          await jobs.startWorkers();
+        },
+        stop: () => jobs.stop(),
+      },
+  );
+  // 8. Last, the API: requests arrive once everything behind them runs.
+  add(
+    http && {
+      name: 'http',
+      async start() {
+        try {
+          await http.app.ready();
+          if (http.listen) listening(await http.app.listen(http.listen));
+        } catch (err) {
+          // Port in use, …: the app's own hooks (streams, LISTEN connection) close with it.
+          await http.app.close().catch(() => {});
+          throw err;
+        }
+      },
+      stop: () => http.app.close(),
+    },
+  );
+  return steps;
+}
+
+function once(fn: () => Promise<void>): () => Promise<void> {
+  let done: Promise<void> | null = null;
+  return () => (done ??= fn());
+}

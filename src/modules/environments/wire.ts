@@ -1,0 +1,26 @@
+import type { AppContext } from '../../platform/context.js';
+import type { Wired } from '../../platform/wiring.js';
+import type { ConfigurationsService, ScopedConfig } from '../configurations/index.js';
+import type { WorkspaceScope } from '../workspaces/index.js';
+import type { EnvironmentsRepository } from './environments.repository.js';
+import { environmentsRoutes } from './environments.routes.js';
+import { EnvironmentsService } from './environments.service.js';
+import { sweepDeletedEnvironments } from './retirement.js';
+
+/** Environments and their configuration layer (their deploys and promotions are the pipeline's: src/pipeline). */
+export function wireEnvironments(deps: {
+  ctx: AppContext;
+  repository: EnvironmentsRepository;
+  workspaceScope: WorkspaceScope;
+  config: ConfigurationsService;
+  scopedConfig: ScopedConfig;
+}) {
+  const { ctx } = deps;
+  const environments = new EnvironmentsService(ctx.db, deps.repository, deps.workspaceScope, deps.config, ctx.jobs);
+  return {
+    environments,
+    routes: [environmentsRoutes(environments, deps.scopedConfig, deps.config)],
+    // Deleted (and expired preview) environments are removed after PREVIEW_RETENTION_HOURS.
+    sweepers: [{ sweep: () => sweepDeletedEnvironments(ctx.db, ctx.config.PREVIEW_RETENTION_HOURS) }],
+  } satisfies Wired;
+}
