@@ -2428,7 +2428,7 @@ export interface paths {
                             } | null;
                             error: boolean;
                             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
                             error_detail: string | null;
                             log_text: string;
                             /** @description A queued deployment reads `deploying` with `started` null; `rolled_back`: completed, then undone by its guard */
@@ -2996,7 +2996,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness: ok when the database answers */
+        /** Liveness: ok when every component of this process works (503 names the one that is down); how much disk DATA_DIR has */
         get: {
             parameters: {
                 query?: never;
@@ -4450,7 +4450,7 @@ export interface paths {
                             deploy_step: null;
                             error: boolean;
                             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
                             error_detail: string | null;
                             exit_code: number | null;
                             log_text: string;
@@ -7287,7 +7287,7 @@ export interface components {
             } | null;
             error: boolean;
             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
+            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
             error_detail: string | null;
             log_text: string;
             status: "building" | "built" | "error";
@@ -7380,7 +7380,7 @@ export interface components {
             environment_id: string;
             error: boolean;
             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
+            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
             error_detail: string | null;
             finished: string | null;
             guard: {
@@ -7460,7 +7460,7 @@ export interface components {
             environment_id: string;
             error: boolean;
             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
+            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
             error_detail: string | null;
             finished: string | null;
             guard: {
@@ -7652,7 +7652,22 @@ export interface components {
             window_seconds: number;
         };
         Health: {
+            /** @description Each component of this process: which one is down */
+            components: {
+                /** @description ok; down; or absent: this process does not run it (its role, or the cluster's runtime) */
+                database: "ok" | "down" | "absent";
+                /** @description The router serving the applications from this process's memory */
+                edge: "ok" | "down" | "absent";
+                /** @description The pipeline job queue (in PostgreSQL, so down with it) */
+                job_store: "ok" | "down" | "absent";
+                /** @description What runs the deployed applications */
+                runtime: "ok" | "down" | "absent";
+            };
+            /** @description ok or unreachable (as components.database) */
             database: string;
+            /** @description DATA_DIR's filesystem: ok, low (below DISK_LOW_FREE_MB), full, or unknown */
+            disk: string;
+            /** @description ok, or unavailable (503) when a component this process runs is down */
             status: string;
         };
         HookAccepted: {
@@ -7674,7 +7689,7 @@ export interface components {
             dockerfile: string | null;
             error: boolean;
             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
+            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
             error_detail: string | null;
             /** @description UUID (v7) */
             id: string;
@@ -7821,7 +7836,7 @@ export interface components {
             /** @description UUID (v7) */
             environment_id: string;
             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
+            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
             error_detail: string | null;
             exit_code: number | null;
             finished_at: string | null;
@@ -8146,7 +8161,7 @@ export interface components {
             environment_id: string;
             error: boolean;
             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "internal_error") | null;
+            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
             error_detail: string | null;
             health_check_host: string | null;
             health_check_path: string;
