@@ -119,10 +119,6 @@ describe('the edge runs as its own process and outlives the control plane', () =
       ADMIN_EMAIL: ADMIN.email,
       ADMIN_PASSWORD: ADMIN.password,
       SOURCE_PATH_ALLOWLIST: tmpdir(),
-      // Until instances are re-adopted by a restarted control plane (issue 37, another part), a
-      // sandboxed instance dies with its platform process (bubblewrap --die-with-parent): these run
-      // unconfined so that the edge's own behaviour is what this test sees.
-      RUNTIME_ISOLATION: 'none',
       ROUTER_DRAIN_TIMEOUT_MS: '2000',
       RUNTIME_STOP_GRACE_MS: '2000',
       ROUTER_RETRY_WINDOW_MS: '60000',
@@ -225,8 +221,13 @@ describe('the edge runs as its own process and outlives the control plane', () =
       const second = await startControlPlane();
       restarted = second.started;
       expect(restarted.output()).toContain(`adopted the running edge process (pid ${edgePid}`);
-      // The restarted control plane runs the release again (a new instance); the edge follows it.
-      await waitFor('the application served by the restarted control plane', () => traffic.report.bodies.size >= 2, 120_000, 200);
+      // The restarted control plane adopts the instance that kept running (src/platform/runtime/local/instance-shim.ts).
+      await waitFor(
+        'the restarted control plane to adopt the running instance',
+        () => restarted.output().includes('adopted running instances'),
+        120_000,
+        200,
+      );
       const atSwitch = traffic.report.total;
       await waitFor('traffic after the switch', () => traffic.report.total > atSwitch + 50, 30_000);
     } finally {
@@ -258,9 +259,14 @@ describe('the edge runs as its own process and outlives the control plane', () =
       expect(alive(edgePid)).toBe(true);
       next = (await startControlPlane()).started;
       expect(next.output()).toContain(`adopted the running edge process (pid ${edgePid}`);
-      // Until instances outlive the control plane, its stop ends them and the new one starts the release again:
-      // the edge holds requests meanwhile (ROUTER_RETRY_WINDOW_MS) rather than failing them.
-      await waitFor('the new control plane to serve the application', () => traffic.report.bodies.size > seen, 120_000, 200);
+      // SIGUSR2 left the instance running too: the new control plane adopts it rather than starting another.
+      await waitFor(
+        'the new control plane to adopt the running instance',
+        () => next!.output().includes('adopted running instances'),
+        120_000,
+        200,
+      );
+      expect(traffic.report.bodies.size, 'the same instance answered throughout').toBe(seen);
       const atSwitch = traffic.report.total;
       await waitFor('traffic after the switch', () => traffic.report.total > atSwitch + 50, 30_000);
     } finally {

@@ -1,12 +1,16 @@
+import { fileURLToPath } from 'node:url';
 import { spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { extname, join } from 'node:path';
 import type { Config } from '../../config.js';
 import { StartupError } from '../startup-error.js';
 import { askEdge, controlSocketPath, START_LOG_FILE, type EdgeStatus } from './edge-control.js';
 import type { EdgeDriver } from './edge-driver.js';
 import { RouteTable } from './route-table.js';
 import { edgeDirectory } from './route-snapshot.js';
+
+/** The platform's entry point (src/main.ts, or dist/main.js once built), whatever program started this process (a test's, say). */
+const MAIN_PROGRAM = fileURLToPath(new URL(`../../main${extname(fileURLToPath(import.meta.url))}`, import.meta.url));
 
 /** Longest wait for a spawned edge to answer on its control socket, and for a stopped one to go. */
 const START_TIMEOUT_MS = 60_000;
@@ -169,7 +173,7 @@ export class SeparateEdge implements EdgeDriver {
     const stderr = openSync(startLog, 'w', 0o600);
     let exited: string | null = null;
     try {
-      const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!], {
+      const child = spawn(process.execPath, [...process.execArgv, MAIN_PROGRAM], {
         detached: true,
         stdio: ['ignore', 'ignore', stderr],
         // The first administrator's password is the control plane's business, not the edge's.
