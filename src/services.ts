@@ -23,7 +23,7 @@ import { wireProjects } from './modules/projects/index.js';
 import { wireApplications } from './modules/applications/index.js';
 import { wireConfigurations } from './modules/configurations/index.js';
 import { wireTeams } from './modules/teams/index.js';
-import { wireIntegrations } from './modules/integrations/index.js';
+import { wireHealth } from './modules/health/index.js';
 import { wireStorage } from './modules/storage/index.js';
 import { latestRecordsSource, reconcileAfterScale, wirePipeline } from './pipeline/index.js';
 import { imagesRoutes } from './modules/images/index.js';
@@ -184,7 +184,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     { routes: core.projectRoutes },
     applications,
     configurations,
-    wireIntegrations({ ctx }),
+    wireHealth({ ctx }),
     { routes: [imagesRoutes(pipeline.images)] },
     storage,
     { routes: [releasesRoutes(pipeline.releases)] },

@@ -224,7 +224,7 @@ describe('the edge runs as its own process and outlives the control plane', () =
       // The restarted control plane adopts the instance that kept running (src/platform/runtime/local/instance-shim.ts).
       await waitFor(
         'the restarted control plane to adopt the running instance',
-        () => restarted.output().includes('adopted running instances'),
+        () => restarted!.output().includes('adopted running instances'),
         120_000,
         200,
       );

@@ -2,6 +2,7 @@ import type { AppContext } from '../../platform/context.js';
 import type { Wired } from '../../platform/wiring.js';
 import { healthRoutes } from './health.routes.js';
 
-export function wireIntegrations(deps: { ctx: AppContext }) {
+/** `/v1/integrations/health` (the API keeps its path): which component of this process is up. */
+export function wireHealth(deps: { ctx: AppContext }) {
   return { routes: [healthRoutes(deps.ctx)] } satisfies Wired;
 }
