@@ -87,6 +87,8 @@ describe('the edge runs as its own process and outlives the control plane', () =
   let routerPort: number;
   let host: string;
   let server: Started;
+  let apiUrl: string;
+  let apiKey: string;
 
   const edgeStatusPid = () => Number(readFileSync(join(dataDir, 'edge', 'edge.pid'), 'utf8').trim());
 
@@ -126,8 +128,8 @@ describe('the edge runs as its own process and outlives the control plane', () =
 
     const first = await startControlPlane();
     server = first.started;
-    const apiUrl = first.apiUrl;
-    const apiKey = await login(apiUrl);
+    apiUrl = first.apiUrl;
+    apiKey = await login(apiUrl);
     const call = async (method: string, path: string, body?: unknown) => {
       const res = await fetch(`${apiUrl}/v1${path}`, {
         method,
@@ -220,6 +222,7 @@ describe('the edge runs as its own process and outlives the control plane', () =
 
       const second = await startControlPlane();
       restarted = second.started;
+      apiUrl = second.apiUrl;
       expect(restarted.output()).toContain(`adopted the running edge process (pid ${edgePid}`);
       // The restarted control plane adopts the instance that kept running (src/platform/runtime/local/instance-shim.ts).
       await waitFor(
@@ -257,7 +260,9 @@ describe('the edge runs as its own process and outlives the control plane', () =
       expect(await server.exited).toBe(0);
       expect(server.output()).toContain(`the edge process (pid ${edgePid}) keeps serving`);
       expect(alive(edgePid)).toBe(true);
-      next = (await startControlPlane()).started;
+      const upgraded = await startControlPlane();
+      next = upgraded.started;
+      apiUrl = upgraded.apiUrl;
       expect(next.output()).toContain(`adopted the running edge process (pid ${edgePid}`);
       // SIGUSR2 left the instance running too: the new control plane adopts it rather than starting another.
       await waitFor(
@@ -302,6 +307,45 @@ describe('the edge runs as its own process and outlives the control plane', () =
     const answer = await waitFor('the new edge to answer', () => routerGet(routerPort, host).catch(() => null), 30_000);
     expect(answer.status, answer.body).toBe(200);
   }, 60_000);
+
+  it('a kill -9 of the embedded PostgreSQL loses no application request; the API answers 503 with Retry-After meanwhile and recovers by itself', async () => {
+    const postmasterPid = () => Number(readFileSync(join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    const killed = postmasterPid();
+    let finish!: () => void;
+    const until = new Promise<void>((r) => (finish = r));
+    const traffic = trafficUntil(routerPort, host, until);
+    const apiStatuses: number[] = [];
+    try {
+      await waitFor('some traffic before the kill', () => traffic.report.total > 50);
+      process.kill(killed, 'SIGKILL');
+      await waitFor(
+        'the API to answer from a restarted database',
+        async () => {
+          const res = await fetch(`${apiUrl}/v1/organizations`, { headers: { 'x-api-key': apiKey } });
+          await res.text();
+          apiStatuses.push(res.status);
+          // Never a 500 while the database is away: 503 with Retry-After, or an answer.
+          if (res.status !== 200) {
+            expect(res.status).toBe(503);
+            expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
+          }
+          return res.status === 200 && existsSync(join(dataDir, 'postgres', 'postmaster.pid')) && postmasterPid() !== killed;
+        },
+        90_000,
+        100,
+      );
+      const atRecovery = traffic.report.total;
+      await waitFor('traffic after the recovery', () => traffic.report.total > atRecovery + 50, 30_000);
+    } finally {
+      finish();
+    }
+    const report = await traffic.finished;
+    console.log(
+      `kill -9 of PostgreSQL: ${report.total} requests through the edge, ${report.failures.length} failed; API answers ${apiStatuses.filter((s) => s === 503).length}x 503, then 200`,
+    );
+    expect(report.failures).toEqual([]);
+    expect(server.child.exitCode, 'a lost database does not stop the control plane').toBeNull();
+  }, 180_000);
 
   it('an edge started alone while PostgreSQL is down serves the persisted routes at once', async () => {
     const snapshot = join(dataDir, 'edge', 'routes.json');

@@ -325,6 +325,7 @@ describe('the embedded PostgreSQL killed under load', () => {
       expect(down.body).toEqual({
         status: 'unavailable',
         database: 'unreachable',
+        disk: 'ok',
         components: { database: 'down', job_store: 'down', runtime: 'ok', edge: 'ok' },
       });
       for (const path of ['/v1/organizations', '/v1/projects', `/v1/organizations/${organizationId}`, '/v1/auth/api-keys']) {
@@ -362,6 +363,7 @@ describe('the embedded PostgreSQL killed under load', () => {
     expect((await health(server)).body).toEqual({
       status: 'ok',
       database: 'ok',
+      disk: 'ok',
       components: { database: 'ok', job_store: 'ok', runtime: 'ok', edge: 'ok' },
     });
     const orgs = await fetch(`${server.url}/v1/organizations`, { headers });

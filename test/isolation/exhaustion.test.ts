@@ -321,7 +321,12 @@ describe.skipIf(missing !== null)('one tenant cannot exhaust what all share (iss
       30_000,
       250,
     );
-    expect(notices[0]!.line).toMatch(/^\[slipway: \d+ lines \(\d+ bytes\) dropped: output over 200 lines or 2097152 bytes per second\]$/);
+    // Cut by the platform's per-second budget, or first by the instance's shim when the flood outruns
+    // what the platform reads (its bounded buffer, src/platform/runtime/local/instance-shim.ts): both counted.
+    for (const notice of notices)
+      expect(notice.line).toMatch(
+        /^\[slipway: \d+ lines \(\d+ bytes\) dropped: (output over 200 lines or 2097152 bytes per second|output waiting for the platform exceeded its buffer)\]$/,
+      );
     const stored = await h.ctx.db
       .selectFrom('app_log_lines')
       .select((eb) => eb.fn.countAll<string>().as('n'))

@@ -206,7 +206,7 @@ describe('deploy/kubernetes manifests', () => {
         expect(portNames).toContain(probe.httpGet.port);
         const res = await h.app.inject({ method: 'GET', url: probe.httpGet.path });
         expect(res.statusCode, probe.httpGet.path).toBe(200);
-        expect(res.json()).toEqual({ status: 'ok', database: 'ok' });
+        expect(res.json()).toMatchObject({ status: 'ok', database: 'ok', components: { database: 'ok' } });
       }
     });
   });
