@@ -6,6 +6,8 @@
  * - src/pipeline (build → release → deploy) uses src/platform and the modules below it, through
  *   their index.ts, never a module's HTTP routes or schemas;
  * - src/platform (infrastructure) never depends on src/modules or src/pipeline;
+ * - src/adapters (the Ancla-shaped routes) are HTTP only, over modules' and the pipeline's index.ts,
+ *   never the database; nothing but the composition root depends on them;
  * - the `slipway` CLI (src/cli/) uses no server code (it talks to the REST API).
  * Tests are not cruised: they may reach into a module's files.
  * No violation is baselined: any one fails CI. The layering, bottom to top, is in
@@ -18,8 +20,8 @@ module.exports = {
       name: 'no-module-cycles',
       severity: 'error',
       comment: 'Modules and the pipeline form a DAG: invert a dependency with a port/callback owned by the lower one.',
-      from: { path: '^src/(modules|pipeline)/' },
-      to: { path: '^src/(modules|pipeline)/', circular: true },
+      from: { path: '^src/(modules|pipeline|adapters)/' },
+      to: { path: '^src/(modules|pipeline|adapters)/', circular: true },
     },
     {
       name: 'module-through-index',
@@ -50,11 +52,32 @@ module.exports = {
       to: { path: '^src/modules/[^/]+/[^/]+\\.(routes|schemas)\\.ts$' },
     },
     {
+      name: 'adapter-through-index',
+      severity: 'error',
+      comment: "An adapter maps HTTP onto modules' services: it imports a module's index.ts, never its files.",
+      from: { path: '^src/adapters/' },
+      to: { path: '^src/modules/[^/]+/', pathNot: '^src/modules/[^/]+/index\\.ts$' },
+    },
+    {
+      name: 'adapter-without-database',
+      severity: 'error',
+      comment: 'An adapter only maps: it reads and writes through the services, never the database.',
+      from: { path: '^src/adapters/' },
+      to: { path: '^src/platform/db/' },
+    },
+    {
+      name: 'nothing-below-on-adapters',
+      severity: 'error',
+      comment: 'Adapters are the outermost HTTP edge: platform, modules, the pipeline and the CLIs never import them.',
+      from: { path: '^src/(platform|modules|pipeline|cli|admin)/' },
+      to: { path: '^src/adapters/' },
+    },
+    {
       name: 'root-through-index',
       severity: 'error',
-      comment: 'The composition root and entry points use a module through its index.ts.',
+      comment: 'The composition root and entry points use a module (or an adapter) through its index.ts.',
       from: { path: ['^src/[^/]+\\.ts$', '^src/admin/'] },
-      to: { path: '^src/modules/[^/]+/', pathNot: '^src/modules/[^/]+/index\\.ts$' },
+      to: { path: '^src/(modules|adapters)/[^/]+/', pathNot: '^src/(modules|adapters)/[^/]+/index\\.ts$' },
     },
     {
       name: 'cli-over-the-api',

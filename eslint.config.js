@@ -75,6 +75,31 @@ export default tseslint.config(
     },
   },
   {
+    // An adapter (src/adapters/, the Ancla-shaped routes) only maps HTTP onto the modules' services: it builds none.
+    files: ['src/adapters/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: 'NewExpression[callee.name=/(Service|Repository)$/]',
+          message: "An adapter maps HTTP onto the modules' services, built once in src/services.ts; it builds none.",
+        },
+      ],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(\\.\\./)+(modules|pipeline)/',
+              importNamePattern: '^[A-Z]\\w*Repository$',
+              message: "Use the owning module's service, not its repository.",
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // A module's wire() (and the pipeline's) builds its own services (its repositories still come from src/repositories.ts).
     files: ['src/modules/*/wire.ts', 'src/pipeline/wire.ts'],
     rules: {

@@ -22,7 +22,6 @@ import { StreamsRepository } from './modules/streams/index.js';
 import { TeamsRepository } from './modules/teams/index.js';
 import { UsersRepository } from './modules/users/index.js';
 import { WebhooksRepository } from './modules/webhooks/index.js';
-import { WorkspacesRepository } from './modules/workspaces/index.js';
 
 /**
  * Every module's repository, built once per database. Only the composition root
@@ -55,7 +54,6 @@ export function createRepositories(db: Db) {
     teams: new TeamsRepository(db),
     users: new UsersRepository(db),
     webhooks: new WebhooksRepository(db),
-    workspaces: new WorkspacesRepository(db),
   };
 }
 

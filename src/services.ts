@@ -18,7 +18,6 @@ import { forbidden } from './platform/errors.js';
 import { wireUsers } from './modules/users/index.js';
 import { wireAuth } from './modules/auth/index.js';
 import { wireOrganizations } from './modules/organizations/index.js';
-import { wireWorkspaces, wireWorkspaceScope } from './modules/workspaces/index.js';
 import { wireProjects } from './modules/projects/index.js';
 import { wireApplications } from './modules/applications/index.js';
 import { wireConfigurations } from './modules/configurations/index.js';
@@ -45,6 +44,7 @@ import { wireStreams } from './modules/streams/index.js';
 import { wireAudit } from './modules/audit/index.js';
 import { wireWebhooks } from './modules/webhooks/index.js';
 import { wireMetrics } from './modules/metrics/index.js';
+import { wireAncla } from './adapters/ancla/index.js';
 
 /**
  * The composition root: builds every service once, in dependency order, from each module's
@@ -61,7 +61,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
   drivers.localEdge?.useLogger(log.child({ component: 'edge' }));
 
   const core = composeCore(ctx, repos);
-  const { users, auth, access, organizations, workspaceScope, configurations, applications } = core;
+  const { users, auth, access, organizations, organizationScope, projects, configurations, applications } = core;
   const { config: configs, scopedConfig } = configurations;
   const { apps } = applications;
 
@@ -79,13 +79,13 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     repositories: repos,
     apps,
     config: configs,
-    workspaceScope,
+    organizationScope,
     builders: drivers.builders,
     requireBuildRoom: (applicationId) => storage.storage.requireBuildRoom(applicationId),
     log,
   });
   const { deployChain, deployments } = pipeline;
-  const environments = wireEnvironments({ ctx, repository: repos.environments, workspaceScope, config: configs, scopedConfig });
+  const environments = wireEnvironments({ ctx, repository: repos.environments, organizationScope, config: configs, scopedConfig });
 
   const guards = wireGuards({ ctx, repository: repos.guards, apps, deployments, log });
   const domains = wireDomains({
@@ -131,7 +131,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     repository: repos.previews,
     deployChain,
     github,
-    workspaceScope,
+    organizationScope,
     urlOf: drivers.urlOf,
     async servedUrl(applicationId, environmentId) {
       const target = await repos.deployments.target(applicationId, environmentId);
@@ -165,15 +165,9 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
   const observability = wireObservability({ ctx, apps, usageListeners, log });
   const cron = wireCron({ ctx, repository: repos.cron, apps, runs: pipeline.runs, log });
   const registry = wireRegistry({ ctx, repository: repos.registry, auth: auth.auth });
-  const workspaces = wireWorkspaces({
-    db: ctx.db,
-    repository: repos.workspaces,
-    organizations,
-    workspaceScope,
-    scopedConfig,
-    config: configs,
-  });
-  const teams = wireTeams({ repository: repos.teams, users: users.users, workspaceScope, access, scopedConfig, config: configs });
+  // The API's workspace routes: organizations and projects under Ancla's words.
+  const ancla = wireAncla({ organizations, organizationScope, projects, scopedConfig, config: configs });
+  const teams = wireTeams({ repository: repos.teams, users: users.users, organizationScope, access, scopedConfig, config: configs });
   const metrics = wireMetrics({ db: ctx.db, token: config.METRICS_TOKEN, dataDir: config.dataDir });
 
   // The API's routes under /v1, in the order of its OpenAPI document.
@@ -190,7 +184,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     { routes: [releasesRoutes(pipeline.releases)] },
     { routes: [pipelineRoutes(pipeline.status)] },
     githubArea,
-    workspaces,
+    ancla,
     teams,
     environments,
     { routes: [envDeploysRoutes(pipeline.envDeploys)] },
@@ -288,14 +282,15 @@ export function composeCore(ctx: AppContext, repos: Repositories = createReposit
   const {
     access,
     organizations,
+    scope: organizationScope,
     routes: organizationRoutes,
   } = wireOrganizations({
     config: ctx.config,
+    db: ctx.db,
     repository: repos.organizations,
     users: users.users,
   });
-  const workspaceScope = wireWorkspaceScope({ db: ctx.db, organizations, access });
-  const { projects, routes: projectRoutes } = wireProjects({ repository: repos.projects, access });
+  const { projects, routes: projectRoutes } = wireProjects({ repository: repos.projects, access, organizationScope });
   const applications = wireApplications({
     db: ctx.db,
     repository: repos.applications,
@@ -315,7 +310,18 @@ export function composeCore(ctx: AppContext, repos: Repositories = createReposit
     isOrganizationAdmin: async (userId, organizationId) => (await access.requireMember(userId, organizationId)).admin,
     applications: applications.apps,
   });
-  return { users, auth, access, organizations, organizationRoutes, workspaceScope, projects, projectRoutes, applications, configurations };
+  return {
+    users,
+    auth,
+    access,
+    organizations,
+    organizationRoutes,
+    organizationScope,
+    projects,
+    projectRoutes,
+    applications,
+    configurations,
+  };
 }
 
 /** The core services by name (tests' worker processes build a stage or two over them). */

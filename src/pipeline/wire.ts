@@ -3,7 +3,7 @@ import type { AppContext } from '../platform/context.js';
 import type { PlatformLogger } from '../platform/wiring.js';
 import type { ApplicationsService } from '../modules/applications/index.js';
 import type { ConfigurationsService } from '../modules/configurations/index.js';
-import type { WorkspaceScope } from '../modules/workspaces/index.js';
+import type { OrganizationScope } from '../modules/organizations/index.js';
 import { imageRecords } from './build/image-records.js';
 import type { ImagesRepository } from './build/images.repository.js';
 import { ImagesService } from './build/images.service.js';
@@ -41,7 +41,7 @@ export function wirePipeline(deps: {
   };
   apps: ApplicationsService;
   config: ConfigurationsService;
-  workspaceScope: WorkspaceScope;
+  organizationScope: OrganizationScope;
   builders: Builder[];
   requireBuildRoom: (applicationId: string) => Promise<void>;
   log: PlatformLogger;
@@ -70,7 +70,7 @@ export function wirePipeline(deps: {
     ctx.db,
     repos.envDeploys,
     environmentPipeline,
-    deps.workspaceScope,
+    deps.organizationScope,
     deps.log.child({ component: 'env-deploys' }),
   );
 

@@ -10,7 +10,7 @@ import type { ConfigurationsService } from '../configurations/index.js';
 import { SECRET_MASK } from '../configurations/index.js';
 import { environmentTrust } from '../../platform/environments/index.js';
 import { RECONCILE_JOB } from '../../platform/jobs/index.js';
-import { WorkspaceScope } from '../workspaces/index.js';
+import { OrganizationScope } from '../organizations/index.js';
 import { EnvironmentsRepository } from './environments.repository.js';
 import { requireBranchChangeAccess, requireProtectedEnvironmentAdmin } from '../../platform/access/environment-protection.js';
 import { ENV_TYPES, type UpdateEnvironmentBody } from './environments.schemas.js';
@@ -26,13 +26,13 @@ type EnvRow = NonNullable<Awaited<ReturnType<EnvironmentsRepository['findById']>
  */
 export class EnvironmentsService {
   private readonly envs: EnvironmentsRepository;
-  readonly scope: WorkspaceScope;
+  readonly scope: OrganizationScope;
 
   /** `jobs`, when the pipeline runs: a change of process settings reaches running services at once. */
   constructor(
     private readonly db: Db,
     envs: EnvironmentsRepository,
-    scope: WorkspaceScope,
+    scope: OrganizationScope,
     private readonly configs: Pick<ConfigurationsService, 'variablesInScopes'>,
     private readonly jobs?: Jobs,
   ) {
@@ -88,8 +88,8 @@ export class EnvironmentsService {
       protected?: boolean;
     },
   ) {
-    const { workspace, project } = await this.scope.project(userId, ws, projectSlug);
-    if (input.protected) await this.scope.requireAdmin(userId, workspace.id);
+    const { organization, project } = await this.scope.project(userId, ws, projectSlug);
+    if (input.protected) await this.scope.requireAdmin(userId, organization.id);
     const slug = slugFor(input.name, input.slug);
     // An environment named like a type (staging, preview, ...) is of that type unless told otherwise.
     const env_type = input.env_type ?? ((ENV_TYPES as readonly string[]).includes(slug) ? (slug as EnvironmentType) : 'development');
@@ -116,8 +116,8 @@ export class EnvironmentsService {
   }
 
   async update(userId: string, ws: string, projectSlug: string, envSlug: string, input: Static<typeof UpdateEnvironmentBody>) {
-    const { workspace, project, environment } = await this.scope.environment(userId, ws, projectSlug, envSlug);
-    if (input.protected !== undefined && input.protected !== environment.protected) await this.scope.requireAdmin(userId, workspace.id);
+    const { organization, project, environment } = await this.scope.environment(userId, ws, projectSlug, envSlug);
+    if (input.protected !== undefined && input.protected !== environment.protected) await this.scope.requireAdmin(userId, organization.id);
     // Application-level pipeline endpoints act on `production`: it stays of type production.
     if (environment.slug === 'production' && input.env_type !== undefined && input.env_type !== 'production') {
       throw invalid('env_type', 'the production environment is always of type production');
@@ -186,7 +186,7 @@ export class EnvironmentsService {
    */
   async resolvedConfig(userId: string, ws: string, projectSlug: string, envSlug: string, serviceSlug: string) {
     const { project, environment } = await this.scope.environment(userId, ws, projectSlug, envSlug);
-    const service = await this.scope.service(project.id, serviceSlug);
+    const service = await this.scope.application(project.id, serviceSlug);
     const chain = await serviceScopeChain(this.db, service.id, environment.id);
     // A fork's preview gets only the variables marked for previews (the rule resolveServiceConfig applies).
     const forkPreview = (await environmentTrust(this.db, environment.id)).configuration === 'marked_for_previews_only';

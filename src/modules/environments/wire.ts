@@ -1,7 +1,7 @@
 import type { AppContext } from '../../platform/context.js';
 import type { Wired } from '../../platform/wiring.js';
 import type { ConfigurationsService, ScopedConfig } from '../configurations/index.js';
-import type { WorkspaceScope } from '../workspaces/index.js';
+import type { OrganizationScope } from '../organizations/index.js';
 import type { EnvironmentsRepository } from './environments.repository.js';
 import { environmentsRoutes } from './environments.routes.js';
 import { EnvironmentsService } from './environments.service.js';
@@ -11,12 +11,12 @@ import { sweepDeletedEnvironments } from './retirement.js';
 export function wireEnvironments(deps: {
   ctx: AppContext;
   repository: EnvironmentsRepository;
-  workspaceScope: WorkspaceScope;
+  organizationScope: OrganizationScope;
   config: ConfigurationsService;
   scopedConfig: ScopedConfig;
 }) {
   const { ctx } = deps;
-  const environments = new EnvironmentsService(ctx.db, deps.repository, deps.workspaceScope, deps.config, ctx.jobs);
+  const environments = new EnvironmentsService(ctx.db, deps.repository, deps.organizationScope, deps.config, ctx.jobs);
   return {
     environments,
     routes: [environmentsRoutes(environments, deps.scopedConfig, deps.config)],

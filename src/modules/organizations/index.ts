@@ -1,5 +1,6 @@
 // The organizations module's public surface: other modules and the composition root import only from here.
 export * from './access.js';
+export * from './organization-scope.js';
 export * from './organizations.schemas.js';
 export * from './pipeline-limits.js';
 export * from './organizations.service.js';

@@ -72,6 +72,12 @@ export class OrganizationsRepository {
           .select(eb.fn.countAll<number>().as('n'))
           .whereRef('p.organization_id', '=', 'o.id')
           .as('project_count'),
+        eb
+          .selectFrom('applications as a')
+          .innerJoin('projects as p', 'p.id', 'a.project_id')
+          .select(eb.fn.countAll<number>().as('n'))
+          .whereRef('p.organization_id', '=', 'o.id')
+          .as('application_count'),
       ])
       .orderBy('o.name')
       .execute();

@@ -42,6 +42,7 @@ export class OrganizationsService {
     this.access = access;
   }
 
+  /** The caller's organizations, by name, with their counts (`/organizations` shows all but the applications'). */
   async list(userId: string) {
     const rows = await this.orgs.listForUser(userId);
     return rows.map((o) => ({
@@ -50,6 +51,7 @@ export class OrganizationsService {
       slug: o.slug,
       member_count: Number(o.member_count ?? 0),
       project_count: Number(o.project_count ?? 0),
+      application_count: Number(o.application_count ?? 0),
       created: iso(o.created_at),
       updated: iso(o.updated_at),
     }));

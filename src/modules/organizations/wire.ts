@@ -1,17 +1,23 @@
 import type { Config } from '../../config.js';
+import type { Db } from '../../platform/db/database.js';
 import type { Wired } from '../../platform/wiring.js';
 import type { UsersService } from '../users/index.js';
 import { OrganizationAccess } from './access.js';
+import { OrganizationScope } from './organization-scope.js';
 import type { OrganizationsRepository } from './organizations.repository.js';
 import { organizationsRoutes } from './organizations.routes.js';
 import { OrganizationsService } from './organizations.service.js';
 import { pipelineLimitsRoutes } from './pipeline-limits.js';
 
-/** Organizations (workspaces' records), memberships, the access rule every feature resolves through. */
-export function wireOrganizations(deps: { config: Config; repository: OrganizationsRepository; users: UsersService }) {
+/**
+ * Organizations (the API's workspaces), memberships, the access rule every feature resolves
+ * through, and the scope that resolves a path's slugs inside an organization.
+ */
+export function wireOrganizations(deps: { config: Config; db: Db; repository: OrganizationsRepository; users: UsersService }) {
   const { config } = deps;
   const access = new OrganizationAccess(deps.repository);
   const organizations = new OrganizationsService(deps.repository, deps.users, access, { orgsPerUserMax: config.ORGS_PER_USER_MAX });
+  const scope = new OrganizationScope(deps.db, organizations, access);
   const routes = [
     organizationsRoutes(organizations),
     pipelineLimitsRoutes(organizations, {
@@ -20,5 +26,5 @@ export function wireOrganizations(deps: { config: Config; repository: Organizati
       outbound: config.SANDBOX_OUTBOUND,
     }),
   ];
-  return { access, organizations, routes } satisfies Wired;
+  return { access, organizations, scope, routes } satisfies Wired;
 }

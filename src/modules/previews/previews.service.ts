@@ -7,7 +7,7 @@ import { normalizeRepository } from '../../platform/github/github-api.js';
 import { previewConfiguration } from '../../platform/environments/index.js';
 import { hookOrganizations } from '../../platform/github/installation-links.js';
 import { deleteEnvironment, stopEnvironment } from '../environments/index.js';
-import { WorkspaceScope } from '../workspaces/index.js';
+import { OrganizationScope } from '../organizations/index.js';
 import { PreviewsRepository } from './previews.repository.js';
 
 /** Starts build → release → deploy of a service in an environment (the deployments module's chain). */
@@ -47,7 +47,7 @@ export const previewSlug = (number: number) => `pr-${number}`;
  */
 export class PreviewsService {
   private readonly repo: PreviewsRepository;
-  private readonly scope: WorkspaceScope;
+  private readonly scope: OrganizationScope;
 
   constructor(
     private readonly db: Db,
@@ -55,7 +55,7 @@ export class PreviewsService {
     private readonly jobs: Jobs | undefined,
     private readonly startChain: PreviewChainStarter,
     private readonly settingsOf: { routerDomain: string; urlOf: (hostname: string) => string },
-    scope: WorkspaceScope,
+    scope: OrganizationScope,
   ) {
     this.repo = repo;
     this.scope = scope;
@@ -69,7 +69,7 @@ export class PreviewsService {
 
   /** `GET .../previews`: the settings and the live previews, each with its services' URLs. */
   async get(userId: string, ws: string, projectSlug: string) {
-    const { workspace, project } = await this.scope.project(userId, ws, projectSlug);
+    const { organization, project } = await this.scope.project(userId, ws, projectSlug);
     const [settings, previews, services] = await Promise.all([
       this.repo.settings(project.id),
       this.repo.list(project.id),
@@ -88,7 +88,7 @@ export class PreviewsService {
         stopped: p.stopped_at !== null,
         active: isoOrNull(p.active_at)!,
         created: isoOrNull(p.created_at)!,
-        urls: Object.fromEntries(services.map((s) => [s.slug, this.urlOf(s.slug, p.slug, project.slug, workspace.slug)])),
+        urls: Object.fromEntries(services.map((s) => [s.slug, this.urlOf(s.slug, p.slug, project.slug, organization.slug)])),
       })),
     };
   }
@@ -104,7 +104,7 @@ export class PreviewsService {
    * organization admin's choice.
    */
   async configure(userId: string, ws: string, projectSlug: string, input: PreviewSettingsInput) {
-    const { workspace, project } = await this.scope.project(userId, ws, projectSlug);
+    const { organization, project } = await this.scope.project(userId, ws, projectSlug);
     const template = await this.db
       .selectFrom('environments')
       .select(['id', 'slug', 'protected', 'env_type'])
@@ -114,7 +114,7 @@ export class PreviewsService {
       .executeTakeFirst();
     if (!template) throw invalid('template_environment', `no environment '${input.template_environment}' in project ${project.slug}`);
     if (await this.repo.byEnvironment(template.id)) throw invalid('template_environment', 'a preview environment cannot be the template');
-    if (input.copy_secrets || template.protected) await this.scope.requireAdmin(userId, workspace.id);
+    if (input.copy_secrets || template.protected) await this.scope.requireAdmin(userId, organization.id);
     await this.repo.saveSettings({
       project_id: project.id,
       template_environment_id: template.id,

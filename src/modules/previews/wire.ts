@@ -2,7 +2,7 @@ import type { AppContext } from '../../platform/context.js';
 import type { GitHubApi } from '../../platform/github/github-api.js';
 import type { Wired } from '../../platform/wiring.js';
 import type { DeployChain } from '../../pipeline/index.js';
-import type { WorkspaceScope } from '../workspaces/index.js';
+import type { OrganizationScope } from '../organizations/index.js';
 import { PreviewStatuses } from './preview-statuses.js';
 import type { PreviewsRepository } from './previews.repository.js';
 import { previewsRoutes } from './previews.routes.js';
@@ -14,7 +14,7 @@ export function wirePreviews(deps: {
   repository: PreviewsRepository;
   deployChain: DeployChain;
   github: GitHubApi;
-  workspaceScope: WorkspaceScope;
+  organizationScope: OrganizationScope;
   /** The URL of a served hostname (the local edge's port, or a cluster's own). */
   urlOf: (hostname: string) => string;
   /** Where an application environment is served, or null before its first deploy. */
@@ -27,7 +27,7 @@ export function wirePreviews(deps: {
     ctx.jobs,
     (id, ref, environmentId) => deployChain.start(id, ref, environmentId),
     { routerDomain: ctx.config.ROUTER_DOMAIN, urlOf: deps.urlOf },
-    deps.workspaceScope,
+    deps.organizationScope,
   );
   deployChain.observe(new PreviewStatuses(ctx.db, deps.repository, deps.github, deps.servedUrl));
   return { previews, routes: [previewsRoutes(previews)] } satisfies Wired;

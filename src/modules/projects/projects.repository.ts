@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { createProductionEnvironment } from '../../platform/environments/index.js';
 import type { Db } from '../../platform/db/database.js';
 
@@ -50,6 +51,42 @@ export class ProjectsRepository {
 
   findById(id: string) {
     return this.withCounts().where('p.id', '=', id).executeTakeFirst();
+  }
+
+  /**
+   * An organization's projects (or the one of `projectSlug`), by slug, each with its team's slug
+   * and the slugs of its applications (by slug) and environments (oldest first).
+   */
+  listWithTeams(organizationId: string, projectSlug?: string) {
+    let q = this.db
+      .selectFrom('projects as p')
+      .leftJoin('teams as t', 't.id', 'p.team_id')
+      .select([
+        'p.id',
+        'p.name',
+        'p.slug',
+        'p.created_at',
+        'p.updated_at',
+        't.slug as team',
+        sql<string[]>`coalesce((select array_agg(a.slug order by a.slug) from applications a where a.project_id = p.id), '{}')`.as(
+          'applications',
+        ),
+        sql<string[]>`coalesce((select array_agg(e.slug order by e.created_at) from environments e where e.project_id = p.id), '{}')`.as(
+          'environments',
+        ),
+      ])
+      .where('p.organization_id', '=', organizationId);
+    if (projectSlug !== undefined) q = q.where('p.slug', '=', projectSlug);
+    return q.orderBy('p.slug').execute();
+  }
+
+  /** Renames a project or moves it into (or out of) a team. */
+  async update(projectId: string, changes: { name?: string; team_id?: string | null }) {
+    await this.db
+      .updateTable('projects')
+      .set({ ...changes, updated_at: sql`now()` })
+      .where('id', '=', projectId)
+      .execute();
   }
 
   /** A project starts with its `production` environment. */

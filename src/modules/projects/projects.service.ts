@@ -2,7 +2,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { conflict, isUniqueViolation, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
-import { OrganizationAccess } from '../organizations/index.js';
+import type { OrganizationAccess, OrganizationScope } from '../organizations/index.js';
 import type { ProjectsRepository } from './projects.repository.js';
 
 type ProjectRow = NonNullable<Awaited<ReturnType<ProjectsRepository['findById']>>>;
@@ -23,6 +23,7 @@ export class ProjectsService {
   constructor(
     private readonly projects: ProjectsRepository,
     private readonly access: OrganizationAccess,
+    private readonly scope: OrganizationScope,
   ) {}
 
   async list(userId: string) {
@@ -71,5 +72,42 @@ export class ProjectsService {
       if (isUniqueViolation(err)) throw conflict(`A project with slug '${slug}' already exists in ${org.slug}`);
       throw err;
     }
+  }
+
+  /** The projects of an organization the caller belongs to, with their teams (see `listWithTeams`). */
+  async listInOrganization(userId: string, orgSlug: string) {
+    const { organization } = await this.scope.organization(userId, orgSlug);
+    return { organization, projects: await this.projects.listWithTeams(organization.id) };
+  }
+
+  /** One project of an organization the caller belongs to, with its team (404 when absent there). */
+  async findInOrganization(userId: string, orgSlug: string, projectSlug: string) {
+    const { organization, project } = await this.scope.project(userId, orgSlug, projectSlug);
+    const [row] = await this.projects.listWithTeams(organization.id, project.slug);
+    return { organization, project: row! };
+  }
+
+  /**
+   * Renames a project or moves it into (or out of) a team of the same organization (`team`: a
+   * team slug, or null for none). `mayChangeInheritance` authorizes a change of the team, and so
+   * of the configuration the project inherits.
+   */
+  async update(
+    userId: string,
+    orgSlug: string,
+    projectSlug: string,
+    input: { name?: string; team?: string | null },
+    mayChangeInheritance: (projectId: string) => Promise<void>,
+  ) {
+    const { organization, project } = await this.scope.project(userId, orgSlug, projectSlug);
+    const changes: { name?: string; team_id?: string | null } = {};
+    if (input.name !== undefined) changes.name = input.name;
+    if (input.team === null) changes.team_id = null;
+    else if (input.team !== undefined) changes.team_id = (await this.scope.team(userId, orgSlug, input.team)).team.id;
+    if (changes.team_id !== undefined && changes.team_id !== project.team_id) {
+      await mayChangeInheritance(project.id);
+    }
+    await this.projects.update(project.id, changes);
+    return this.findInOrganization(userId, organization.slug, project.slug);
   }
 }

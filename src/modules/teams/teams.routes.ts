@@ -1,11 +1,10 @@
 import { Type } from 'typebox';
-import { commonErrorResponses, Ok } from '../../platform/http/schemas.js';
+import { commonErrorResponses, Ok, WorkspaceParams } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
 import { currentUser } from '../../platform/http/principal.js';
 import type { ConfigurationsService } from '../configurations/index.js';
 import { ScopedConfig } from '../configurations/index.js';
 import { registerScopedConfigRoutes } from '../configurations/index.js';
-import { WorkspaceParams } from '../workspaces/index.js';
 import { AddTeamMemberBody, CreateTeamBody, Team, TeamMemberParams, TeamParams } from './teams.schemas.js';
 import { TeamsService } from './teams.service.js';
 

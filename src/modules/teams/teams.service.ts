@@ -2,9 +2,8 @@ import { v7 as uuidv7 } from 'uuid';
 import { conflict, forbidden, invalid, isUniqueViolation, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
-import { membersAsSeenBy, OrganizationAccess } from '../organizations/index.js';
+import { membersAsSeenBy, OrganizationAccess, OrganizationScope } from '../organizations/index.js';
 import { UsersService } from '../users/index.js';
-import { WorkspaceScope } from '../workspaces/index.js';
 import { TeamsRepository } from './teams.repository.js';
 
 type TeamRow = Awaited<ReturnType<TeamsRepository['list']>>[number];
@@ -27,23 +26,25 @@ export class TeamsService {
   private readonly teams: TeamsRepository;
   private readonly users: UsersService;
   private readonly access: OrganizationAccess;
-  readonly scope: WorkspaceScope;
+  readonly scope: OrganizationScope;
 
-  constructor(teams: TeamsRepository, users: UsersService, scope: WorkspaceScope, access: OrganizationAccess) {
+  constructor(teams: TeamsRepository, users: UsersService, scope: OrganizationScope, access: OrganizationAccess) {
     this.teams = teams;
     this.users = users;
     this.access = access;
     this.scope = scope;
   }
 
-  async list(userId: string, workspaceSlug: string) {
-    const { workspace, admin } = await this.scope.workspace(userId, workspaceSlug);
-    return (await this.teams.list(workspace.id)).map(toTeam).map((t) => ({ ...t, members: membersAsSeenBy(t.members, { userId, admin }) }));
+  async list(userId: string, orgSlug: string) {
+    const { organization, admin } = await this.scope.organization(userId, orgSlug);
+    return (await this.teams.list(organization.id))
+      .map(toTeam)
+      .map((t) => ({ ...t, members: membersAsSeenBy(t.members, { userId, admin }) }));
   }
 
-  async get(userId: string, workspaceSlug: string, teamSlug: string) {
-    const { workspace, team, admin } = await this.scope.team(userId, workspaceSlug, teamSlug);
-    const described = await this.describe(workspace.id, team.id);
+  async get(userId: string, orgSlug: string, teamSlug: string) {
+    const { organization, team, admin } = await this.scope.team(userId, orgSlug, teamSlug);
+    const described = await this.describe(organization.id, team.id);
     return { ...described, members: membersAsSeenBy(described.members, { userId, admin }) };
   }
 
@@ -53,28 +54,28 @@ export class TeamsService {
     return toTeam(row);
   }
 
-  /** A user named by username or email who is a member of the workspace. */
-  private async workspaceMember(organizationId: string, username: string, field: string) {
+  /** A user named by username or email who is a member of the organization. */
+  private async organizationMember(organizationId: string, username: string, field: string) {
     const user = await this.users.findByUsernameOrEmail(username);
     if (!user) throw notFound(`User '${username}'`);
     if (!(await this.access.isMember(user.id, organizationId))) throw invalid(field, `${user.username} is not a member of this workspace`);
     return user;
   }
 
-  async create(userId: string, workspaceSlug: string, input: { name: string; slug?: string; members?: string[] }) {
-    const { workspace } = await this.scope.workspace(userId, workspaceSlug);
-    await this.scope.requireAdmin(userId, workspace.id);
+  async create(userId: string, orgSlug: string, input: { name: string; slug?: string; members?: string[] }) {
+    const { organization } = await this.scope.organization(userId, orgSlug);
+    await this.scope.requireAdmin(userId, organization.id);
     const slug = slugFor(input.name, input.slug);
     const memberIds: string[] = [];
-    for (const name of input.members ?? []) memberIds.push((await this.workspaceMember(workspace.id, name, 'members')).id);
+    for (const name of input.members ?? []) memberIds.push((await this.organizationMember(organization.id, name, 'members')).id);
     const id = uuidv7();
     try {
-      await this.teams.insert({ id, organization_id: workspace.id, name: input.name, slug }, [...new Set(memberIds)]);
+      await this.teams.insert({ id, organization_id: organization.id, name: input.name, slug }, [...new Set(memberIds)]);
     } catch (err) {
-      if (isUniqueViolation(err)) throw conflict(`A team with slug '${slug}' already exists in ${workspace.slug}`);
+      if (isUniqueViolation(err)) throw conflict(`A team with slug '${slug}' already exists in ${organization.slug}`);
       throw err;
     }
-    return this.describe(workspace.id, id);
+    return this.describe(organization.id, id);
   }
 
   /**
@@ -82,30 +83,30 @@ export class TeamsService {
    * other members of the workspace may read it (it is inherited by the team's projects)
    * but not change it.
    */
-  async requireConfigWriter(userId: string, workspaceSlug: string, teamSlug: string) {
-    const { admin, team } = await this.scope.team(userId, workspaceSlug, teamSlug);
+  async requireConfigWriter(userId: string, orgSlug: string, teamSlug: string) {
+    const { admin, team } = await this.scope.team(userId, orgSlug, teamSlug);
     if (admin || (await this.teams.isMember(team.id, userId))) return;
     throw forbidden(`Only members of team '${team.slug}' and workspace admins change its configuration`);
   }
 
-  async addMember(userId: string, workspaceSlug: string, teamSlug: string, input: { username: string }) {
-    const { workspace, team } = await this.scope.team(userId, workspaceSlug, teamSlug);
-    await this.scope.requireAdmin(userId, workspace.id);
-    const user = await this.workspaceMember(workspace.id, input.username, 'username');
+  async addMember(userId: string, orgSlug: string, teamSlug: string, input: { username: string }) {
+    const { organization, team } = await this.scope.team(userId, orgSlug, teamSlug);
+    await this.scope.requireAdmin(userId, organization.id);
+    const user = await this.organizationMember(organization.id, input.username, 'username');
     if (!(await this.teams.addMember(team, user.id))) throw conflict(`${user.username} is already in team ${team.slug}`);
-    return this.describe(workspace.id, team.id);
+    return this.describe(organization.id, team.id);
   }
 
-  async removeMember(userId: string, workspaceSlug: string, teamSlug: string, memberId: string) {
-    const { workspace, team } = await this.scope.team(userId, workspaceSlug, teamSlug);
-    await this.scope.requireAdmin(userId, workspace.id);
+  async removeMember(userId: string, orgSlug: string, teamSlug: string, memberId: string) {
+    const { organization, team } = await this.scope.team(userId, orgSlug, teamSlug);
+    await this.scope.requireAdmin(userId, organization.id);
     if (!(await this.teams.removeMember(team.id, memberId))) throw notFound('Team member');
     return { ok: true };
   }
 
-  async delete(userId: string, workspaceSlug: string, teamSlug: string) {
-    const { workspace, team } = await this.scope.team(userId, workspaceSlug, teamSlug);
-    await this.scope.requireAdmin(userId, workspace.id);
+  async delete(userId: string, orgSlug: string, teamSlug: string) {
+    const { organization, team } = await this.scope.team(userId, orgSlug, teamSlug);
+    await this.scope.requireAdmin(userId, organization.id);
     await this.teams.delete(team.id);
     return { ok: true };
   }

@@ -1,8 +1,7 @@
 import type { Wired } from '../../platform/wiring.js';
 import type { ConfigurationsService, ScopedConfig } from '../configurations/index.js';
-import type { OrganizationAccess } from '../organizations/index.js';
+import type { OrganizationAccess, OrganizationScope } from '../organizations/index.js';
 import type { UsersService } from '../users/index.js';
-import type { WorkspaceScope } from '../workspaces/index.js';
 import type { TeamsRepository } from './teams.repository.js';
 import { teamsRoutes } from './teams.routes.js';
 import { TeamsService } from './teams.service.js';
@@ -10,11 +9,11 @@ import { TeamsService } from './teams.service.js';
 export function wireTeams(deps: {
   repository: TeamsRepository;
   users: UsersService;
-  workspaceScope: WorkspaceScope;
+  organizationScope: OrganizationScope;
   access: OrganizationAccess;
   scopedConfig: ScopedConfig;
   config: ConfigurationsService;
 }) {
-  const teams = new TeamsService(deps.repository, deps.users, deps.workspaceScope, deps.access);
+  const teams = new TeamsService(deps.repository, deps.users, deps.organizationScope, deps.access);
   return { teams, routes: [teamsRoutes(teams, deps.scopedConfig, deps.config)] } satisfies Wired;
 }

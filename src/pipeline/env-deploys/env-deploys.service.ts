@@ -2,7 +2,7 @@ import { v7 as uuidv7 } from 'uuid';
 import type { Db } from '../../platform/db/database.js';
 import { AppError, conflict, invalid, notFound } from '../../platform/errors.js';
 import { iso, pageOf, type PaginationQuery } from '../../platform/http/schemas.js';
-import { WorkspaceScope } from '../../modules/workspaces/index.js';
+import { OrganizationScope } from '../../modules/organizations/index.js';
 import { EnvDeploysRepository, type EnvDeployRow, type EnvDeployServiceRow } from './env-deploys.repository.js';
 import type { EnvDeployServiceState } from '../stages.js';
 
@@ -60,14 +60,14 @@ const reason = (err: unknown) => (err instanceof AppError ? err.message : 'could
  */
 export class EnvDeploysService {
   private readonly repo: EnvDeploysRepository;
-  readonly scope: WorkspaceScope;
+  readonly scope: OrganizationScope;
 
   /** `logger` records the unexpected errors that a record shows only as "internal error". */
   constructor(
     private readonly db: Db,
     repo: EnvDeploysRepository,
     private readonly pipeline: ServicePipeline,
-    scope: WorkspaceScope,
+    scope: OrganizationScope,
     private readonly logger?: { error(obj: object, msg: string): void },
   ) {
     this.repo = repo;
@@ -85,7 +85,7 @@ export class EnvDeploysService {
   }
 
   private async services(projectId: string, serviceSlug: string | undefined) {
-    if (serviceSlug !== undefined) return [await this.scope.service(projectId, serviceSlug)];
+    if (serviceSlug !== undefined) return [await this.scope.application(projectId, serviceSlug)];
     const all = await this.db.selectFrom('applications').selectAll().where('project_id', '=', projectId).orderBy('slug').execute();
     if (all.length === 0) throw conflict('The project has no services to deploy');
     return all;

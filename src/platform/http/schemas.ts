@@ -11,6 +11,8 @@ export const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
 export const Name = Type.String({ minLength: 1, maxLength: 255 });
 export const Slug = Type.String({ minLength: 1, maxLength: 63, pattern: SLUG_PATTERN });
 
+/** An organization under the API's `workspace` alias (`/v1/workspaces/{workspace}`: the organization's slug). */
+export const WorkspaceParams = Type.Object({ workspace: Slug });
 /** A project under the API's `workspace` alias of an organization (`/v1/workspaces/{workspace}/projects/{project}`). */
 export const WorkspaceProjectParams = Type.Object({ workspace: Slug, project: Slug });
 

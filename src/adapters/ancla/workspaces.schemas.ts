@@ -1,8 +1,8 @@
 import { Type } from 'typebox';
 import { Id, Name, Slug, Timestamp } from '../../platform/http/schemas.js';
-import { Member } from '../organizations/index.js';
+import { Member } from '../../modules/organizations/index.js';
 
-/** A workspace is an organization seen by its slug (decisions.md). */
+/** A workspace is an organization seen by its slug (docs/api-decisions.md). */
 export const Workspace = Type.Object(
   {
     id: Id,
@@ -53,6 +53,5 @@ export const UpdateWorkspaceProjectBody = Type.Object(
   { additionalProperties: false, minProperties: 1 },
 );
 
-export const WorkspaceParams = Type.Object({ workspace: Slug });
 export const WorkspaceMemberParams = Type.Object({ workspace: Slug, user_id: Type.String({ format: 'uuid' }) });
-export { WorkspaceProjectParams } from '../../platform/http/schemas.js';
+export { WorkspaceParams, WorkspaceProjectParams } from '../../platform/http/schemas.js';

@@ -2,9 +2,11 @@ import { Type } from 'typebox';
 import { commonErrorResponses, Ok } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
 import { currentUser } from '../../platform/http/principal.js';
-import type { ConfigurationsService } from '../configurations/index.js';
-import { ScopedConfig } from '../configurations/index.js';
-import { registerScopedConfigRoutes } from '../configurations/index.js';
+import type { ConfigurationsService, ScopedConfig } from '../../modules/configurations/index.js';
+import { registerScopedConfigRoutes } from '../../modules/configurations/index.js';
+import type { OrganizationScope, OrganizationsService } from '../../modules/organizations/index.js';
+import type { ProjectsService } from '../../modules/projects/index.js';
+import { addedMember, toWorkspace, toWorkspaceProject } from './workspaces.mapping.js';
 import {
   AddWorkspaceMemberBody,
   CreateWorkspaceBody,
@@ -16,10 +18,16 @@ import {
   WorkspaceProject,
   WorkspaceProjectParams,
 } from './workspaces.schemas.js';
-import { WorkspacesService } from './workspaces.service.js';
 
 /** `/workspaces`: organizations by slug, their members, projects and configuration. */
-export function workspacesRoutes(workspaces: WorkspacesService, scoped: ScopedConfig, config: ConfigurationsService) {
+export function workspacesRoutes(deps: {
+  organizations: OrganizationsService;
+  scope: OrganizationScope;
+  projects: ProjectsService;
+  scopedConfig: ScopedConfig;
+  config: ConfigurationsService;
+}) {
+  const { organizations, scope, projects, scopedConfig: scoped, config } = deps;
   const tags = ['Workspaces'];
   return async (app: App) => {
     app.get(
@@ -27,7 +35,7 @@ export function workspacesRoutes(workspaces: WorkspacesService, scoped: ScopedCo
       {
         schema: { tags, summary: "The caller's workspaces", response: { 200: Type.Array(Workspace), ...commonErrorResponses } },
       },
-      async (request) => workspaces.list(currentUser(request).id),
+      async (request) => (await organizations.list(currentUser(request).id)).map(toWorkspace),
     );
 
     app.post(
@@ -40,7 +48,7 @@ export function workspacesRoutes(workspaces: WorkspacesService, scoped: ScopedCo
           response: { 201: Workspace, ...commonErrorResponses },
         },
       },
-      async (request, reply) => reply.code(201).send(await workspaces.create(currentUser(request), request.body)),
+      async (request, reply) => reply.code(201).send(toWorkspace(await organizations.create(currentUser(request), request.body))),
     );
 
     app.get(
@@ -48,7 +56,7 @@ export function workspacesRoutes(workspaces: WorkspacesService, scoped: ScopedCo
       {
         schema: { tags, summary: 'A workspace', params: WorkspaceParams, response: { 200: Workspace, ...commonErrorResponses } },
       },
-      async (request) => workspaces.get(currentUser(request).id, request.params.workspace),
+      async (request) => toWorkspace(await organizations.detail(currentUser(request).id, request.params.workspace)),
     );
 
     app.get(
@@ -61,7 +69,7 @@ export function workspacesRoutes(workspaces: WorkspacesService, scoped: ScopedCo
           response: { 200: Type.Array(Member), ...commonErrorResponses },
         },
       },
-      async (request) => workspaces.members(currentUser(request).id, request.params.workspace),
+      async (request) => (await organizations.detail(currentUser(request).id, request.params.workspace)).members,
     );
 
     app.post(
@@ -75,8 +83,10 @@ export function workspacesRoutes(workspaces: WorkspacesService, scoped: ScopedCo
           response: { 201: Member, ...commonErrorResponses },
         },
       },
-      async (request, reply) =>
-        reply.code(201).send(await workspaces.addMember(currentUser(request).id, request.params.workspace, request.body)),
+      async (request, reply) => {
+        const detail = await organizations.addMember(currentUser(request).id, request.params.workspace, request.body);
+        return reply.code(201).send(addedMember(detail.members, request.body.username));
+      },
     );
 
     app.delete(
@@ -89,7 +99,7 @@ export function workspacesRoutes(workspaces: WorkspacesService, scoped: ScopedCo
           response: { 200: Ok, ...commonErrorResponses },
         },
       },
-      async (request) => workspaces.removeMember(currentUser(request).id, request.params.workspace, request.params.user_id),
+      async (request) => organizations.removeMember(currentUser(request).id, request.params.workspace, request.params.user_id),
     );
 
     registerScopedConfigRoutes(app, {
@@ -101,7 +111,7 @@ export function workspacesRoutes(workspaces: WorkspacesService, scoped: ScopedCo
       scoped,
       scopeOf: async (params, userId) => ({
         scope: 'organization',
-        scopeId: (await workspaces.scope.workspace(userId, params.workspace!)).workspace.id,
+        scopeId: (await scope.organization(userId, params.workspace!)).organization.id,
       }),
     });
 
@@ -115,7 +125,10 @@ export function workspacesRoutes(workspaces: WorkspacesService, scoped: ScopedCo
           response: { 200: Type.Array(WorkspaceProject), ...commonErrorResponses },
         },
       },
-      async (request) => workspaces.projects(currentUser(request).id, request.params.workspace),
+      async (request) => {
+        const { organization, projects: list } = await projects.listInOrganization(currentUser(request).id, request.params.workspace);
+        return list.map((p) => toWorkspaceProject(organization.slug, p));
+      },
     );
 
     app.get(
@@ -128,7 +141,11 @@ export function workspacesRoutes(workspaces: WorkspacesService, scoped: ScopedCo
           response: { 200: WorkspaceProject, ...commonErrorResponses },
         },
       },
-      async (request) => workspaces.project(currentUser(request).id, request.params.workspace, request.params.project),
+      async (request) => {
+        const { workspace, project: slug } = request.params;
+        const { organization, project } = await projects.findInOrganization(currentUser(request).id, workspace, slug);
+        return toWorkspaceProject(organization.slug, project);
+      },
     );
 
     app.patch(
@@ -145,9 +162,14 @@ export function workspacesRoutes(workspaces: WorkspacesService, scoped: ScopedCo
       async (request) => {
         const userId = currentUser(request).id;
         // Another team means other inherited configuration: the same rule as a project-scope write.
-        return workspaces.updateProject(userId, request.params.workspace, request.params.project, request.body, (projectId) =>
-          config.authorizeWrite(userId, { scope: 'project', scopeId: projectId }),
+        const { organization, project } = await projects.update(
+          userId,
+          request.params.workspace,
+          request.params.project,
+          request.body,
+          (projectId) => config.authorizeWrite(userId, { scope: 'project', scopeId: projectId }),
         );
+        return toWorkspaceProject(organization.slug, project);
       },
     );
 
@@ -160,7 +182,7 @@ export function workspacesRoutes(workspaces: WorkspacesService, scoped: ScopedCo
       scoped,
       scopeOf: async (params, userId) => ({
         scope: 'project',
-        scopeId: (await workspaces.scope.project(userId, params.workspace!, params.project!)).project.id,
+        scopeId: (await scope.project(userId, params.workspace!, params.project!)).project.id,
       }),
     });
   };

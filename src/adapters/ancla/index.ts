@@ -1,0 +1,2 @@
+// The Ancla adapter's public surface: the composition root imports only from here.
+export * from './wire.js';
