@@ -162,6 +162,15 @@ describe('/api/v1 and trailing slashes answer as the canonical /v1 path', () => 
     }
   });
 
+  it('the login flood guard counts every spelling together (an alias is not a fresh allowance)', async () => {
+    const attempt = { email: `${unique('flood')}@example.com`, password: 'wrong-password' };
+    const statuses: number[] = [];
+    // The guard allows 30 a minute per (address, account): the 31st is refused whichever spelling it uses.
+    for (let i = 0; i < 31; i++) statuses.push((await send('POST', SPELLINGS[i % 4]![1]('/v1/auth/login'), null, attempt)).status);
+    expect(statuses.slice(0, 30).every((s) => s === 401)).toBe(true);
+    expect(statuses[30]).toBe(429);
+  });
+
   it('audit entries and metrics name the canonical route; the request log what the client sent', async () => {
     const created = await send('POST', '/api/v1/workspaces/', w.owner, { name: unique('Audited') });
     expect(created.status).toBe(201);
