@@ -163,11 +163,15 @@ describe('/api/v1 and trailing slashes answer as the canonical /v1 path', () => 
   });
 
   it('the login flood guard counts every spelling together (an alias is not a fresh allowance)', async () => {
-    const attempt = { email: `${unique('flood')}@example.com`, password: 'wrong-password' };
+    const member = await h.user();
+    const login = { email: member.email, password: member.password };
     const statuses: number[] = [];
-    // The guard allows 30 a minute per (address, account): the 31st is refused whichever spelling it uses.
-    for (let i = 0; i < 31; i++) statuses.push((await send('POST', SPELLINGS[i % 4]![1]('/v1/auth/login'), null, attempt)).status);
-    expect(statuses.slice(0, 30).every((s) => s === 401)).toBe(true);
+    // The route allows 30 logins a minute per (address, account): the 31st is refused whichever spelling it uses.
+    for (let i = 0; i < 31; i++) statuses.push((await send('POST', SPELLINGS[i % 4]![1]('/v1/auth/login'), null, login)).status);
+    expect(
+      statuses.slice(0, 30).every((s) => s === 200),
+      statuses.join(' '),
+    ).toBe(true);
     expect(statuses[30]).toBe(429);
   });
 
