@@ -13,6 +13,7 @@ import { OneLinePerRequest } from './platform/http/request-log.js';
 import { REDACT } from './platform/logs/process-logger.js';
 import { frameworkErrorHandler, installErrorHandling } from './platform/http/error-handler.js';
 import { installJsonBodyParser, refuseUnexpectedBodies } from './platform/http/json-body.js';
+import { rewriteApiAlias, ROUTER_OPTIONS } from './platform/http/api-aliases.js';
 import { ErrorResponse } from './platform/http/schemas.js';
 import type { App } from './platform/http/types.js';
 import { namedSchemaOptions, shareNamedSchemas } from './platform/http/named-schemas.js';
@@ -67,6 +68,9 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     ajv: { customOptions: { removeAdditional: false } },
     frameworkErrors: frameworkErrorHandler,
     logController: new OneLinePerRequest(),
+    // `/api/v1/...` and trailing slashes answered as the canonical `/v1/...` (api-aliases.ts).
+    routerOptions: { ...ROUTER_OPTIONS },
+    rewriteUrl: rewriteApiAlias,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);

@@ -3,6 +3,7 @@ import { countDiskFull, isDiskFull } from '../storage/disk-space.js';
 import FindMyWay from 'find-my-way';
 import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../db/availability.js';
 import { AppError, databaseUnavailable, ERROR_KINDS, type FieldError } from '../errors.js';
+import { ROUTER_OPTIONS } from './api-aliases.js';
 
 export { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../db/availability.js';
 
@@ -23,6 +24,10 @@ function send(reply: FastifyReply, status: number, message: string, errors?: Fie
     .code(status)
     .type('application/json; charset=utf-8')
     .send(errors ? { status, message, errors } : { status, message });
+}
+
+function sendError(reply: FastifyReply, err: AppError) {
+  return send(reply, err.status, err.message, err.errors);
 }
 
 function validationErrors(err: FastifyError): FieldError[] {
@@ -73,13 +78,31 @@ export function setPageFallback(app: object, fallback: PageFallback): void {
 
 export function installErrorHandling(app: FastifyInstance): void {
   // A second router holding every route, so an unmatched request can tell 405 from 404.
-  const known = FindMyWay();
+  const known = FindMyWay({ ...ROUTER_OPTIONS });
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const m of methods) if (m !== 'HEAD' && m !== 'OPTIONS') known.on(m as 'GET', route.url, () => {});
   });
 
+  /**
+   * A request no route matched: 405 with `Allow` when its path takes other methods, else 404.
+   * Decided by path and method alone, whatever the body: the not-found route still parses and
+   * checks a body, and a bad one must not turn "no such route" into a 400, 415 or 422.
+   */
+  const answerUnmatched = (request: FastifyRequest, reply: FastifyReply) => {
+    const path = request.url.split('?')[0] ?? '/';
+    // The path as the client wrote it (`/api/v1/...` before the alias was rewritten).
+    const shown = request.originalUrl.split('?')[0] ?? path;
+    const allowed = HTTP_METHODS.filter((m) => m !== request.method && known.find(m, path));
+    if (allowed.length > 0) {
+      reply.header('allow', allowed.join(', '));
+      return sendError(reply, new AppError('METHOD_NOT_ALLOWED', `Method ${request.method} is not allowed on ${shown}`));
+    }
+    return sendError(reply, new AppError('NOT_FOUND', `Route ${request.method} ${shown} not found`));
+  };
+
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    if (request.is404) return answerUnmatched(request, reply);
     if (err instanceof AppError) {
       if (err.kind === 'DATABASE_UNAVAILABLE') reply.header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
       return send(reply, err.status, err.message, err.errors);
@@ -120,14 +143,8 @@ export function installErrorHandling(app: FastifyInstance): void {
   });
 
   app.setNotFoundHandler((request, reply) => {
-    const path = request.url.split('?')[0] ?? '/';
     const page = pageFallbacks.get(app);
     if (page && page(request, reply)) return reply;
-    const allowed = HTTP_METHODS.filter((m) => m !== request.method && known.find(m, path));
-    if (allowed.length > 0) {
-      reply.header('allow', allowed.join(', '));
-      return send(reply, 405, `Method ${request.method} is not allowed on ${path}`);
-    }
-    return send(reply, 404, `Route ${request.method} ${path} not found`);
+    return answerUnmatched(request, reply);
   });
 }

@@ -24,6 +24,8 @@ export function installJsonBodyParser(app: FastifyInstance): void {
  */
 export function refuseUnexpectedBodies(app: FastifyInstance): void {
   app.addHook('preValidation', async (request) => {
+    // No route matched: the answer is 404 or 405 whatever the body (error-handler.ts).
+    if (request.is404) return;
     if (request.routeOptions.schema?.body !== undefined) return;
     const contentType = request.headers['content-type'] ?? '';
     if (!/^application\/json\b/i.test(contentType)) return;
