@@ -11,8 +11,11 @@
  * The server runs with its embedded PostgreSQL in a temporary directory, or, when
  * DATABASE_URL is set, in a fresh database created on that server (dropped afterwards).
  * Results: a table on stdout and JSON in bench/.results/.
+ *
+ *   npm run bench -- soak --duration 600    # a first argument without dashes runs bench/<name>.ts
  */
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -20,6 +23,14 @@ import autocannon from 'autocannon';
 import type { BenchCase, BenchTarget } from './lib/case.js';
 import { ROOT, cpuSeconds, startProcess, type RunningServer } from './lib/servers.js';
 import { startSlipway } from './lib/slipway.js';
+
+const named = process.argv[2];
+if (named && /^[a-z][a-z0-9-]*$/.test(named)) {
+  const file = join(ROOT, 'bench', `${named}.ts`);
+  if (!existsSync(file)) throw new Error(`no benchmark bench/${named}.ts`);
+  const run = spawnSync(process.execPath, ['--import', 'tsx', file, ...process.argv.slice(3)], { cwd: ROOT, stdio: 'inherit' });
+  process.exit(run.status ?? 1);
+}
 
 const { values: args } = parseArgs({
   options: {
