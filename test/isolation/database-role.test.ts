@@ -6,12 +6,11 @@
  * directory of an earlier version (everything owned by the superuser) is handed over at
  * start. A DATABASE_URL of a superuser, and a Caddy admin API on TCP, are refused at start.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDb } from '../../src/platform/db/database.js';
@@ -19,58 +18,19 @@ import { embeddedSocketDir, embeddedSuperuserUrl, PLATFORM_ROLE, startEmbeddedPo
 import { migrateToLatest } from '../../src/platform/db/migrate.js';
 import { PipelineJobs } from '../../src/platform/jobs/pipeline-jobs.js';
 import { createScratchDatabase, type ScratchDatabase } from '../helpers/scratch-database.js';
+import { killLeftovers, runMain as runMainProcess } from '../helpers/main-process.js';
 
-const ROOT = resolve(import.meta.dirname, '../..');
 const ADMIN = { email: 'admin@example.com', password: 'first-admin-password' };
-const running = new Set<ChildProcess>();
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
 
 afterAll(async () => {
-  for (const child of running) child.kill('SIGKILL');
+  killLeftovers();
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
 
-/** The real server process (`tsx src/main.ts`), as an operator starts it. */
+/** The real server process, as an operator starts it (its router on a free port). */
 function runMain(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '/tmp',
-      HOST: '127.0.0.1',
-      PORT: '0',
-      ROUTER_HOST: '127.0.0.1',
-      ROUTER_PORT: '0',
-      LOG_LEVEL: 'info',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  running.add(child);
-  let output = '';
-  child.stdout!.on('data', (d) => (output += d));
-  child.stderr!.on('data', (d) => (output += d));
-  const exited = new Promise<number | null>((done) =>
-    child.on('exit', (code) => {
-      running.delete(child);
-      done(code);
-    }),
-  );
-  const ready = new Promise<string | null>((ok) => {
-    const check = () => {
-      const m = /API listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
-      if (m) ok(m[1]!);
-    };
-    child.stdout!.on('data', check);
-    child.stderr!.on('data', check);
-    void exited.then(() => ok(null));
-  });
-  const stop = async () => {
-    if (child.exitCode !== null) return child.exitCode;
-    child.kill('SIGTERM');
-    return exited;
-  };
-  return { ready, exited, stop, output: () => output };
+  return runMainProcess({ ROUTER_PORT: '0', ...env });
 }
 
 /** The error PostgreSQL (or the socket) answers `statement` with, run as the connection of `url`. */
