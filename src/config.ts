@@ -123,6 +123,18 @@ export const EnvSchema = Type.Object({
   /** Time between TERM and KILL when an instance is stopped. */
   RUNTIME_STOP_GRACE_MS: Type.Integer({ minimum: 0, default: 10_000 }),
   /**
+   * Seconds a new web instance may take to answer its health check before its deployment fails
+   * (saying what the check got and on which port), for applications that set no `health_check_timeout`.
+   * The deployment's own `deployment_timeout` still bounds it.
+   */
+  HEALTH_CHECK_TIMEOUT_SECONDS: Type.Integer({ minimum: 1, maximum: 3600, default: 60 }),
+  /**
+   * Stability window: seconds a deployment's new instances must keep running after they answered
+   * healthy before traffic switches to them and it completes; a crash inside it fails the deployment
+   * and the previous release keeps serving. For applications that set no `stability_window`; 0: none.
+   */
+  DEPLOY_STABILITY_WINDOW_SECONDS: Type.Integer({ minimum: 0, maximum: 600, default: 20 }),
+  /**
    * Whether stopping the platform (SIGTERM, SIGINT) stops only the control plane and leaves the
    * applications' instances running for the next start to adopt (an upgrade without downtime).
    * Off: a stop stops the instances too. SIGUSR2 always stops the control plane only.

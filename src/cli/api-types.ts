@@ -1614,6 +1614,10 @@ export interface paths {
                         github_repository_is_private?: boolean;
                         health_check_host?: string | null;
                         health_check_path?: string;
+                        /** @description seconds (1-3600; the deployment_timeout still bounds it); null: the platform default */
+                        health_check_timeout?: number | null;
+                        /** @description seconds (0-600; 0: none); null: the platform default */
+                        stability_window?: number | null;
                         subdirectory?: string | null;
                     };
                 };
@@ -3767,7 +3771,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "preview.created" | "preview.deleted")[];
+                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "preview.created" | "preview.deleted" | "instance.crashed")[];
                         /** @description only this project’s events (slug); default: the whole organization */
                         project?: string;
                         /** @description http(s) address of the receiver; private and loopback addresses are refused unless the operator allows them */
@@ -7120,6 +7124,8 @@ export interface components {
             github_repository_is_private: boolean;
             health_check_host: string | null;
             health_check_path: string;
+            /** @description seconds a new web instance may take to answer its health check; null: the platform default (HEALTH_CHECK_TIMEOUT_SECONDS) */
+            health_check_timeout: number | null;
             /** @description UUID (v7) */
             id: string;
             latest_deployment: {
@@ -7176,6 +7182,8 @@ export interface components {
             project_id: string;
             project_slug: string;
             slug: string;
+            /** @description seconds new instances must keep running once healthy before traffic switches and the deployment completes; null: the platform default (DEPLOY_STABILITY_WINDOW_SECONDS) */
+            stability_window: number | null;
             subdirectory: string | null;
             /**
              * Format: date-time
@@ -7382,6 +7390,35 @@ export interface components {
             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
             error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
             error_detail: string | null;
+            failure: {
+                exit: {
+                    code: number | null;
+                    /** @description e.g. `exit code 1`, `signal SIGKILL`, `OOM: …` */
+                    description: string;
+                    signal: string | null;
+                } | null;
+                health_check: {
+                    path: string;
+                    port: number;
+                    /** @description what the last check got: `connection refused`, `HTTP 404`, `no answer within 2s`, … */
+                    result: string;
+                    status: number | null;
+                } | null;
+                hint: string | null;
+                /** @description e.g. `web.1` */
+                instance: string;
+                /** @description what was looked at to find `listening_ports` */
+                listening_checked: string;
+                /** @description TCP ports its processes listened on when the check gave up; null: not known */
+                listening_ports: number[] | null;
+                /** @description its last lines of output (at most 20), secrets scrubbed */
+                output: string[];
+                /** @description the port it was given in PORT */
+                port: number | null;
+                process_type: string;
+                reason: "crashed_during_start" | "crashed_in_stability_window" | "health_check_timeout";
+                seconds_after_healthy: number | null;
+            } | null;
             finished: string | null;
             guard: {
                 breach: string | null;
@@ -7462,6 +7499,35 @@ export interface components {
             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
             error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
             error_detail: string | null;
+            failure: {
+                exit: {
+                    code: number | null;
+                    /** @description e.g. `exit code 1`, `signal SIGKILL`, `OOM: …` */
+                    description: string;
+                    signal: string | null;
+                } | null;
+                health_check: {
+                    path: string;
+                    port: number;
+                    /** @description what the last check got: `connection refused`, `HTTP 404`, `no answer within 2s`, … */
+                    result: string;
+                    status: number | null;
+                } | null;
+                hint: string | null;
+                /** @description e.g. `web.1` */
+                instance: string;
+                /** @description what was looked at to find `listening_ports` */
+                listening_checked: string;
+                /** @description TCP ports its processes listened on when the check gave up; null: not known */
+                listening_ports: number[] | null;
+                /** @description its last lines of output (at most 20), secrets scrubbed */
+                output: string[];
+                /** @description the port it was given in PORT */
+                port: number | null;
+                process_type: string;
+                reason: "crashed_during_start" | "crashed_in_stability_window" | "health_check_timeout";
+                seconds_after_healthy: number | null;
+            } | null;
             finished: string | null;
             guard: {
                 breach: string | null;
@@ -8009,6 +8075,24 @@ export interface components {
                  */
                 updated: string;
                 version: number | null;
+            } | null;
+            instances: {
+                /** @description instances that crashed at least once (a crash loop shows here with its last exit) */
+                crashing: {
+                    last_exit: string | null;
+                    last_exit_at: string | null;
+                    /** @description e.g. `web.1` */
+                    name: string;
+                    restarts: number;
+                    state: string;
+                }[];
+                /** @description the slug of the environment they run in (the one asked for, else production) */
+                environment: string;
+                /** @description crash restarts of the instances running now, added up */
+                restarts: number;
+                /** @description instances not crashed right now */
+                running: number;
+                total: number;
             } | null;
             release: {
                 /** @description releases and deployments: the slug of their environment */

@@ -9,6 +9,7 @@ import { ApiError, CliError, EXIT } from './errors.js';
 import { authCommands } from './commands/auth.js';
 import { configCommands } from './commands/config.js';
 import { deployCommands } from './commands/deploy.js';
+import { psCommands } from './commands/ps.js';
 import { recordCommands } from './commands/records.js';
 import { resourceCommands } from './commands/resources.js';
 import { runtimeCommands } from './commands/runtime.js';
@@ -45,6 +46,7 @@ Colour is off when output is not a terminal or NO_COLOR is set.`,
   resourceCommands(program);
   configCommands(program);
   deployCommands(program);
+  psCommands(program);
   recordCommands(program);
   runtimeCommands(program);
   scheduleCommands(program);

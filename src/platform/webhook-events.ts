@@ -24,6 +24,8 @@ export const WEBHOOK_EVENTS = [
   'scale.changed',
   'preview.created',
   'preview.deleted',
+  /** A running instance exited on its own (it is restarted): `instance`, `last_exit`, `restart_count` (migration 0036). */
+  'instance.crashed',
 ] as const;
 
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];

@@ -39,6 +39,8 @@ describe('applications', () => {
       deployment_timeout: 180,
       health_check_path: '/',
       health_check_host: null,
+      health_check_timeout: null,
+      stability_window: null,
       privileged: false,
       created: expect.any(String),
       updated: expect.any(String),
@@ -123,6 +125,11 @@ describe('applications', () => {
     });
     const partial = await call(h, 'PATCH', url, w.owner, { health_check_host: null });
     expect(partial.body).toMatchObject({ health_check_host: null, health_check_path: '/healthz', deployment_timeout: 300 });
+    // Issue 30: the health-check timeout and the stability window, each back to the platform's default with null.
+    const timing = await call(h, 'PATCH', url, w.owner, { health_check_timeout: 30, stability_window: 0 });
+    expect(timing.body).toMatchObject({ health_check_timeout: 30, stability_window: 0 });
+    const defaults = await call(h, 'PATCH', url, w.owner, { health_check_timeout: null, stability_window: null });
+    expect(defaults.body).toMatchObject({ health_check_timeout: null, stability_window: null });
     const bad = [
       { deployment_timeout: 0 },
       { deployment_timeout: '60' },
@@ -133,6 +140,11 @@ describe('applications', () => {
       { privileged: true },
       { name: 'renamed' },
       { github_app_installation_id: -1 },
+      { health_check_timeout: 0 },
+      { health_check_timeout: 3601 },
+      { stability_window: -1 },
+      { stability_window: 601 },
+      { stability_window: 2.5 },
     ];
     for (const body of bad) expectError(await call(h, 'PATCH', url, w.owner, body), 422);
     expect((await call(h, 'GET', `/v1/applications/${w.org.slug}/${w.project.slug}/${w.app.slug}`, w.owner)).body).toMatchObject({

@@ -75,6 +75,8 @@ export async function createHarness(env: Partial<Env> = {}, options: HarnessOpti
       DATABASE_URL: database.url,
       LOG_LEVEL: 'info',
       SOURCE_PATH_ALLOWLIST: tmpdir(),
+      // Deployments complete once healthy; test/pipeline-deploy/diagnosis.test.ts sets a window per application.
+      DEPLOY_STABILITY_WINDOW_SECONDS: 0,
       ...(unsandboxed ? { RUNTIME_ISOLATION: 'none' as const } : {}),
       ...env,
     },

@@ -13,7 +13,15 @@ function baseEnv(env: Record<string, string>): NodeJS.ProcessEnv {
 export function runMain(env: Record<string, string>) {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
-    env: baseEnv({ HOST: '127.0.0.1', PORT: '0', ROUTER_HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }),
+    // No stability window: a deployment completes once healthy (tests that need one set it).
+    env: baseEnv({
+      HOST: '127.0.0.1',
+      PORT: '0',
+      ROUTER_HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      DEPLOY_STABILITY_WINDOW_SECONDS: '0',
+      ...env,
+    }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   running.add(child);

@@ -56,7 +56,7 @@ describe('pipeline-status, pipeline-metrics and latest_* fields', () => {
     const t = await createApp(h);
     const status = await h.app.inject({ method: 'GET', url: `/v1/applications/${t.appId}/pipeline-status`, headers: t.user.headers });
     expect(status.statusCode).toBe(200);
-    expect(status.json()).toEqual({ build: null, release: null, deploy: null });
+    expect(status.json()).toEqual({ build: null, release: null, deploy: null, instances: null });
     const metrics = (
       await h.app.inject({ method: 'GET', url: `/v1/applications/${t.appId}/pipeline-metrics`, headers: t.user.headers })
     ).json();

@@ -142,7 +142,10 @@ describe('deployments', () => {
     const d = await settled(h, alice, await deploy(never));
     expect(Date.now() - started).toBeGreaterThanOrEqual(5000);
     expect(d.error).toBe(true);
-    expect(d.error_detail).toBe('Deployment timed out after 5s: web.1 never answered 2xx on /health');
+    // What the check got, on which port, and where the app listens instead (issue 30).
+    expect(d.error_detail).toMatch(
+      /^Deployment timed out after 5s: web\.1 did not answer 2xx on \/health at port (\d+) within 5s \(last: .+\); it listens on port (\d+) instead\. Hint: it listens on port \2, not on \1 \(the PORT variable\)/,
+    );
     expect(d.error_code).toBe('health_check_failed');
     expect((await routerGet(routerPort(), hostOf(app))).body).toBe('v1:hello');
     const rows = await h.ctx.db.selectFrom('instances').select(['release_id']).where('application_id', '=', app.appId).execute();
@@ -164,9 +167,9 @@ describe('deployments', () => {
     const loop = await app.release({ 'app.js': 'process.exit(5)' }, 'web: node app.js\n');
     const d = await settled(h, alice, await deploy(loop));
     expect(d.error).toBe(true);
-    expect(d.error_detail).toMatch(
-      /^Deployment timed out after 5s: web\.1 never answered 2xx on \/ \(crashed \d+ time\(s\), last exit code 5\)$/,
-    );
+    // Reported at the first crash, not at the timeout (issue 30).
+    expect(d.error_detail).toBe('web.1 exited (exit code 5) during start, before it answered its health check');
+    expect(d.failure).toMatchObject({ reason: 'crashed_during_start', exit: { code: 5 } });
     expect(d.error_code).toBe('crash_loop');
     expect((await routerGet(routerPort(), hostOf(app))).body).toBe('v1:hello');
   });
@@ -183,7 +186,7 @@ describe('deployments', () => {
     const d = await settled(h, alice, await deploy(rel));
     expect(d.error).toBe(true);
     expect(d.error_code).toBe('crash_loop');
-    expect(d.error_detail).toMatch(/^Deployment failed: worker\.1 did not keep running \(crashed \d+ time\(s\), last exit code 2\)$/);
+    expect(d.error_detail).toBe('worker.1 exited (exit code 2) during start, before it settled');
     expect(await h.ctx.db.selectFrom('instances').select('id').where('application_id', '=', app.appId).execute()).toEqual([]);
   });
 

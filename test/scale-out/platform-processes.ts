@@ -37,6 +37,8 @@ export function startPlatformProcess(role: Role, name: string, env: Record<strin
       ROUTER_HOST: '127.0.0.1',
       ROUTER_PORT: '0',
       LOG_LEVEL: 'info',
+      // No stability window: a deployment completes once healthy.
+      DEPLOY_STABILITY_WINDOW_SECONDS: '0',
       ...env,
       SLIPWAY_ROLE: role,
     },

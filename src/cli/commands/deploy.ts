@@ -4,6 +4,7 @@ import { ok, type Paths } from '../api.js';
 import { Context, type AppDetail } from '../context.js';
 import { CliError, EXIT, usage } from '../errors.js';
 import { followLog, sleep, type LogKind } from '../follow.js';
+import { failureLines } from './ps.js';
 
 type EnvDeploy =
   Paths['/v1/workspaces/{workspace}/projects/{project}/envs/{env}/deploys/{deploy_id}']['get']['responses']['200']['content']['application/json'];
@@ -102,6 +103,7 @@ export function deployCommands(program: Command) {
         ['Deploy', stage(pipeline.deploy)],
         ['Processes', app.process_counts],
         ['URL', url],
+        ...crashLines(pipeline.instances),
       ]);
     });
 
@@ -156,6 +158,18 @@ export function deployCommands(program: Command) {
     });
 }
 
+type InstancesStatus =
+  Paths['/v1/applications/{application_id}/pipeline-status']['get']['responses']['200']['content']['application/json']['instances'];
+
+/** Crash loops in `status`: which instances restarted, how often, and why they last exited. */
+function crashLines(instances: InstancesStatus): Array<[string, string]> {
+  if (!instances || instances.crashing.length === 0) return [];
+  const what = instances.crashing
+    .map((c) => `${c.name} ${c.state === 'crashed' ? 'crashed' : 'restarted'} ${c.restarts} time(s), last ${c.last_exit ?? 'exit unknown'}`)
+    .join('; ');
+  return [['Crashes', `${what} (\`slipway ps\`, \`slipway logs\`)`]];
+}
+
 export function appPath(app: AppDetail) {
   return `${app.organization_slug}/${app.project_slug}/${app.slug}`;
 }
@@ -166,6 +180,14 @@ async function deployedUrl(ctx: Context, record: EnvDeploy): Promise<string | nu
   if (!id) return null;
   const d = await ok(ctx.api.GET('/v1/deployments/{deployment_id}/detail', { params: { path: { deployment_id: id } } }));
   return typeof d.deploy_metadata?.url === 'string' ? d.deploy_metadata.url : null;
+}
+
+/** A failed deployment's facts (its output already showed in the log above). */
+async function printFailure(ctx: Context, deploymentId: string, write: (line: string) => void) {
+  const d = await ok(ctx.api.GET('/v1/deployments/{deployment_id}/detail', { params: { path: { deployment_id: deploymentId } } }));
+  if (!d.failure) return;
+  write(ctx.out.colors.bold(ctx.out.colors.red('==> Why it failed')));
+  for (const line of failureLines(d.failure, { output: false })) write(line);
 }
 
 function splitPair(pair: string, shape: string): [string, string] {
@@ -207,7 +229,10 @@ export async function followEnvDeploy(
     if (!id) fail(service()?.error_detail ?? record.error_detail);
     write(out.colors.bold(out.colors.cyan(`==> ${phase.title}`)));
     const outcome = await followLog(ctx, phase.kind, String(id), write);
-    if (outcome.status === 'error') fail(`${phase.title.toLowerCase()} failed: ${outcome.error_detail ?? 'see the log above'}`);
+    if (outcome.status === 'error') {
+      if (phase.kind === 'deployment') await printFailure(ctx, String(id), write);
+      fail(`${phase.title.toLowerCase()} failed: ${outcome.error_detail ?? 'see the log above'}`);
+    }
   }
   // The record settles from its phases' records: read it until it has.
   const spinner = out.spinner('Finishing…').start();

@@ -5,6 +5,7 @@ import { CliError } from '../errors.js';
 import { followLog, readLog, type LogKind } from '../follow.js';
 import { terminalSafe, when } from '../output.js';
 import { positiveInt } from './auth.js';
+import { failureLines } from './ps.js';
 
 /** `v3` or `3` → a version number; anything else is taken as an id. */
 function versionOf(ref: string): number | null {
@@ -119,6 +120,7 @@ export function recordCommands(program: Command) {
   logCommand(releases, 'release', (ctx, ref) => releaseId(ctx, ref));
 
   const deployments = program.command('deployments').alias('deploys').description("The application's deployments (production)");
+  // `show` reads as people say it; `get` as every other record.
   withPaging(deployments.command('list').description('Deployments, newest first')).action(async (o: PageOptions, command: Command) => {
     const ctx = Context.of(command);
     const app = await ctx.app();
@@ -140,7 +142,8 @@ export function recordCommands(program: Command) {
   });
   deployments
     .command('get')
-    .description('A deployment')
+    .alias('show')
+    .description('A deployment; a failed one with why: exit, health check, port, its last lines, a hint')
     .argument('<id>')
     .action(async (id: string, _o, command: Command) => {
       const ctx = Context.of(command);
@@ -156,6 +159,7 @@ export function recordCommands(program: Command) {
         ['Started', when(d.started)],
         ['Finished', when(d.finished)],
       ]);
+      if (d.failure && !ctx.out.json) ctx.out.print(['', ...failureLines(d.failure, { output: true })]);
     });
   logCommand(deployments, 'deployment', async (ctx, id) => {
     ctx.requireKey();

@@ -60,6 +60,14 @@ export const ApplicationDetail = Type.Object(
     deployment_timeout: Type.Integer({ description: 'seconds' }),
     health_check_path: Type.String(),
     health_check_host: NullableString,
+    health_check_timeout: Type.Union([Type.Integer(), Type.Null()], {
+      description:
+        'seconds a new web instance may take to answer its health check; null: the platform default (HEALTH_CHECK_TIMEOUT_SECONDS)',
+    }),
+    stability_window: Type.Union([Type.Integer(), Type.Null()], {
+      description:
+        'seconds new instances must keep running once healthy before traffic switches and the deployment completes; null: the platform default (DEPLOY_STABILITY_WINDOW_SECONDS)',
+    }),
     privileged: Type.Boolean(),
     created: Timestamp,
     updated: Timestamp,
@@ -101,6 +109,16 @@ export const SettingsBody = Type.Object(
     deployment_timeout: Type.Optional(Type.Integer({ minimum: 5, maximum: 3600 })),
     health_check_path: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, pattern: '^/' })),
     health_check_host: Type.Optional(NullableText(255, { pattern: '^[A-Za-z0-9.-]+(:\\d+)?$' })),
+    health_check_timeout: Type.Optional(
+      Type.Union([Type.Integer({ minimum: 1, maximum: 3600 }), Type.Null()], {
+        description: 'seconds (1-3600; the deployment_timeout still bounds it); null: the platform default',
+      }),
+    ),
+    stability_window: Type.Optional(
+      Type.Union([Type.Integer({ minimum: 0, maximum: 600 }), Type.Null()], {
+        description: 'seconds (0-600; 0: none); null: the platform default',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

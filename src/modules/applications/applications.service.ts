@@ -135,6 +135,8 @@ export class ApplicationsService {
       deployment_timeout: app.deployment_timeout,
       health_check_path: app.health_check_path,
       health_check_host: app.health_check_host,
+      health_check_timeout: app.health_check_timeout,
+      stability_window: app.stability_window,
       privileged: app.privileged,
       created: iso(app.created_at),
       updated: iso(app.updated_at),

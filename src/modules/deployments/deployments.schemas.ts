@@ -62,6 +62,47 @@ const GuardVerdict = Type.Object(
   { description: "The guard's watch of this deployment (null: the environment had no guard when it completed, or a rollback)" },
 );
 
+const NullableInteger = Type.Union([Type.Integer(), Type.Null()]);
+
+/** `DeployDiagnosis` (src/platform/runtime/diagnosis.ts) as the API shows it. */
+export const DeploymentFailure = Type.Object(
+  {
+    reason: Type.Union([
+      Type.Literal('crashed_during_start'),
+      Type.Literal('crashed_in_stability_window'),
+      Type.Literal('health_check_timeout'),
+    ]),
+    instance: Type.String({ description: 'e.g. `web.1`' }),
+    process_type: Type.String(),
+    exit: Type.Union([
+      Type.Object({
+        code: NullableInteger,
+        signal: NullableString,
+        description: Type.String({ description: 'e.g. `exit code 1`, `signal SIGKILL`, `OOM: …`' }),
+      }),
+      Type.Null(),
+    ]),
+    port: Type.Union([Type.Integer(), Type.Null()], { description: 'the port it was given in PORT' }),
+    health_check: Type.Union([
+      Type.Object({
+        path: Type.String(),
+        port: Type.Integer(),
+        result: Type.String({ description: 'what the last check got: `connection refused`, `HTTP 404`, `no answer within 2s`, …' }),
+        status: NullableInteger,
+      }),
+      Type.Null(),
+    ]),
+    listening_ports: Type.Union([Type.Array(Type.Integer()), Type.Null()], {
+      description: 'TCP ports its processes listened on when the check gave up; null: not known',
+    }),
+    listening_checked: Type.String({ description: 'what was looked at to find `listening_ports`' }),
+    seconds_after_healthy: Type.Union([Type.Number(), Type.Null()]),
+    output: Type.Array(Type.String(), { description: 'its last lines of output (at most 20), secrets scrubbed' }),
+    hint: NullableString,
+  },
+  { description: "Why the deployment's new instances failed (null unless they did)" },
+);
+
 const ReleaseRef = Type.Object({ id: Id, version: Type.Integer(), commit_sha: NullableString });
 
 const DeploymentFields = {
@@ -75,6 +116,7 @@ const DeploymentFields = {
   error: Type.Boolean(),
   error_detail: NullableString,
   error_code: ErrorCodeSchema,
+  failure: Type.Union([DeploymentFailure, Type.Null()]),
   deploy_metadata: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], {
     description: '`url`: the application through the router; `hostname`, `release_version`, `process_counts`, `instances`',
   }),

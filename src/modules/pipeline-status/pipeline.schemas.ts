@@ -16,7 +16,30 @@ const StageStatus = Nullable(
   }),
 );
 
-export const PipelineStatus = Type.Object({ build: StageStatus, release: StageStatus, deploy: StageStatus }, { $id: 'PipelineStatus' });
+const InstancesStatus = Type.Object(
+  {
+    environment: Type.String({ description: 'the slug of the environment they run in (the one asked for, else production)' }),
+    running: Type.Integer({ description: 'instances not crashed right now' }),
+    total: Type.Integer(),
+    restarts: Type.Integer({ description: 'crash restarts of the instances running now, added up' }),
+    crashing: Type.Array(
+      Type.Object({
+        name: Type.String({ description: 'e.g. `web.1`' }),
+        state: Type.String(),
+        restarts: Type.Integer(),
+        last_exit: Nullable(Type.String({ description: 'e.g. `exit code 1`' })),
+        last_exit_at: Nullable(Timestamp),
+      }),
+      { description: 'instances that crashed at least once (a crash loop shows here with its last exit)' },
+    ),
+  },
+  { description: 'The running instances of the environment: how many run, and which ones crashed and why (`slipway ps` lists them all)' },
+);
+
+export const PipelineStatus = Type.Object(
+  { build: StageStatus, release: StageStatus, deploy: StageStatus, instances: Nullable(InstancesStatus) },
+  { $id: 'PipelineStatus' },
+);
 
 const Seconds = Nullable(Type.Number({ description: 'seconds' }));
 const StageMetrics = Type.Object({

@@ -100,6 +100,9 @@ export class DeployRunner {
       const target = await this.repo.target(deployment.application_id, deployment.environment_id);
       if (!target) throw new DeployFailure('The application or its environment no longer exists');
       const plan = await workloadPlan(this.ctx.db, this.ctx.secrets, deploymentId, release, image, target, this.ctx.config.ROUTER_DOMAIN);
+      // How long new instances may take to answer, and must then keep running: the application's settings, else the platform's.
+      plan.healthCheck.timeoutSeconds = target.healthCheckTimeout ?? this.ctx.config.HEALTH_CHECK_TIMEOUT_SECONDS;
+      plan.stabilitySeconds = target.stabilityWindow ?? this.ctx.config.DEPLOY_STABILITY_WINDOW_SECONDS;
       const deadline = Date.now() + plan.timeoutSeconds * 1000;
       await this.runtime.prepare(plan, (l) => log.line(`Setup: ${l}`));
 
@@ -163,7 +166,7 @@ export class DeployRunner {
         if (rolledOut) log.line('switching back to the previous release');
         await log.flush();
         await this.restorePrevious(deployment.application_id, deployment.environment_id, rolledOut, signal);
-        await this.repo.failIfUnfinished(deploymentId, detail, failureCodeOf(err));
+        await this.repo.failIfUnfinished(deploymentId, detail, failureCodeOf(err), err instanceof RolloutFailure ? err.diagnosis : null);
       }
       if (!expected) throw err;
     }

@@ -25,6 +25,9 @@ export interface DeployTarget {
   envSlug: string;
   /** The project's production environment is addressed without its slug. */
   isProduction: boolean;
+  /** The application's own health-check timeout and stability window (seconds), null: the platform's defaults. */
+  healthCheckTimeout: number | null;
+  stabilityWindow: number | null;
 }
 
 export class DeploymentsRepository {
@@ -48,6 +51,8 @@ export class DeploymentsRepository {
         'e.slug as env_slug',
         'o.id as org_id',
         'p.id as project_id',
+        'a.health_check_timeout',
+        'a.stability_window',
       ])
       .where('a.id', '=', applicationId)
       // A deleted or stopped environment has nothing to run: its instances stop.
@@ -65,6 +70,8 @@ export class DeploymentsRepository {
       orgSlug: row.org_slug,
       envSlug: row.env_slug,
       isProduction: (await this.productionEnvironmentId(applicationId)) === environmentId,
+      healthCheckTimeout: row.health_check_timeout,
+      stabilityWindow: row.stability_window,
     };
   }
 
@@ -94,7 +101,7 @@ export class DeploymentsRepository {
   }
 
   /** Settles a deployment only if it is still in progress (a restart may race a finishing worker). */
-  async failIfUnfinished(id: string, detail: string, code: FailureCode): Promise<boolean> {
+  async failIfUnfinished(id: string, detail: string, code: FailureCode, failure: object | null = null): Promise<boolean> {
     const r = await this.db
       .updateTable('deployments')
       .set({
@@ -103,6 +110,7 @@ export class DeploymentsRepository {
         complete: false,
         error_detail: detail,
         error_code: code,
+        ...(failure ? { failure: JSON.stringify(failure) } : {}),
         finished_at: sql`now()`,
         updated_at: sql`now()`,
         deploy_log: sql`deploy_log || ${`${new Date().toISOString()} error: ${detail}\n`}`,

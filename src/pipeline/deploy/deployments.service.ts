@@ -11,6 +11,7 @@ import { requireDeployAccess } from '../../platform/access/environment-protectio
 import { environmentFilter, RECONCILE_JOB } from '../records/index.js';
 import { DeploymentsRepository } from './deployments.repository.js';
 import { DEPLOY_JOB } from '../stages.js';
+import type { DeployDiagnosis } from '../../platform/runtime/diagnosis.js';
 
 /** An image a deployment can still run: not garbage-collected, and pushed to the registry or its artifact still on disk. */
 function imageAvailable(image: {
@@ -45,6 +46,7 @@ function summary(d: DeploymentWithRelease) {
     error: d.error,
     error_detail: d.error_detail,
     error_code: d.error_code,
+    failure: (d.failure ?? null) as DeployDiagnosis | null,
     deploy_metadata: d.deploy_metadata,
     deploy_step: d.deploy_step as PipelineStep | null,
     job_id: d.job_id,

@@ -3,7 +3,7 @@ import type { PipelineStep } from '../../platform/db/schema.js';
 import { iso } from '../../platform/http/schemas.js';
 import type { ApplicationsService } from '../../modules/applications/index.js';
 import { deploymentLogStatus } from '../deploy/deployments.service.js';
-import { environmentFilter, productionEnvironmentId } from '../records/index.js';
+import { environmentFilter, findProductionEnvironmentId, productionEnvironmentId } from '../records/index.js';
 
 interface FinishedRecord {
   ok: boolean;
@@ -64,7 +64,7 @@ export class PipelineService {
       release = release.where('r.environment_id', '=', environmentId);
       deployment = deployment.where('d.environment_id', '=', environmentId);
     }
-    const [image, latestRelease, latestDeployment] = await Promise.all([
+    const [image, latestRelease, latestDeployment, instances] = await Promise.all([
       this.db
         .selectFrom('images')
         .select(['id', 'version', 'status', 'error_detail', 'build_step', 'updated_at'])
@@ -74,6 +74,7 @@ export class PipelineService {
         .executeTakeFirst(),
       release.orderBy('r.version', 'desc').limit(1).executeTakeFirst(),
       deployment.orderBy('d.created_at', 'desc').orderBy('d.id', 'desc').limit(1).executeTakeFirst(),
+      this.instances(applicationId, environmentId ?? (await findProductionEnvironmentId(this.db, applicationId))),
     ]);
     const view = (
       r: { id: string; version: number | null; status: string; error_detail: string | null; updated_at: Date },
@@ -96,6 +97,37 @@ export class PipelineService {
             environment: latestDeployment.environment,
           }
         : null,
+      instances,
+    };
+  }
+
+  /** The environment's instances in brief: how many run, which crashed and why (null: none run). */
+  private async instances(applicationId: string, environmentId: string | null) {
+    if (!environmentId) return null;
+    const rows = await this.db
+      .selectFrom('instances as i')
+      .innerJoin('environments as e', 'e.id', 'i.environment_id')
+      .select(['i.process_type', 'i.ordinal', 'i.state', 'i.restart_count', 'i.last_exit', 'i.last_exit_at', 'e.slug as environment'])
+      .where('i.application_id', '=', applicationId)
+      .where('i.environment_id', '=', environmentId)
+      .orderBy('i.process_type')
+      .orderBy('i.ordinal')
+      .execute();
+    if (rows.length === 0) return null;
+    return {
+      environment: rows[0]!.environment,
+      running: rows.filter((r) => r.state !== 'crashed').length,
+      total: rows.length,
+      restarts: rows.reduce((n, r) => n + r.restart_count, 0),
+      crashing: rows
+        .filter((r) => r.restart_count > 0 || r.state === 'crashed')
+        .map((r) => ({
+          name: `${r.process_type}.${r.ordinal}`,
+          state: r.state,
+          restarts: r.restart_count,
+          last_exit: r.last_exit,
+          last_exit_at: r.last_exit_at ? iso(r.last_exit_at) : null,
+        })),
     };
   }
 

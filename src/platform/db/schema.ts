@@ -106,6 +106,10 @@ export interface ApplicationsTable {
   deployment_timeout: Generated<number>;
   health_check_path: Generated<string>;
   health_check_host: string | null;
+  /** Seconds a new web instance may take to answer its health check; null: HEALTH_CHECK_TIMEOUT_SECONDS (migration 0036). */
+  health_check_timeout: ColumnType<number | null, number | null | undefined, number | null>;
+  /** Seconds new instances must keep running after they are healthy; null: DEPLOY_STABILITY_WINDOW_SECONDS (migration 0036). */
+  stability_window: ColumnType<number | null, number | null | undefined, number | null>;
   privileged: Generated<boolean>;
   created_at: Timestamp;
   updated_at: Timestamp;
@@ -326,6 +330,8 @@ export interface DeploymentsTable {
   updated_at: Timestamp;
   /** A rollback: the release it replaced (migration 0008). */
   rollback_of: Generated<string | null>;
+  /** Why it failed, as data (migration 0036): see `DeployDiagnosis` in src/platform/runtime/diagnosis.ts. */
+  failure: NullableJsonColumn<Record<string, unknown>>;
 }
 
 export interface InstancesTable {
@@ -345,6 +351,8 @@ export interface InstancesTable {
   restart_count: Generated<number>;
   /** Why it last stopped on its own (migration 0006), e.g. `OOM: exceeded 384 MiB of m1.small`. */
   last_exit: string | null;
+  /** When it last exited on its own (migration 0036). */
+  last_exit_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   worker_id: string | null;
   started_at: Timestamp;
   updated_at: Timestamp;

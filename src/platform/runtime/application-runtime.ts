@@ -11,6 +11,7 @@ import { PipelineFailure, type FailureCode } from '../failures.js';
  */
 import type { ProcessDefinitions } from '../db/schema.js';
 import type { OneOffResult } from './port.js';
+import type { DeployDiagnosis } from './diagnosis.js';
 
 /** A pod class resolved to numbers (decisions.md): what a process may request and use. */
 export interface PodResources {
@@ -51,8 +52,11 @@ export interface WorkloadPlan {
   formation: Record<string, number>;
   /** Resources of every process type in `processes`. */
   resources: Record<string, PodResources>;
-  healthCheck: { path: string; host: string | null };
+  /** `timeoutSeconds`: how long a new web instance may take to answer (the application's `health_check_timeout`); unset: the deployment's timeout. */
+  healthCheck: { path: string; host: string | null; timeoutSeconds?: number };
   timeoutSeconds: number;
+  /** The stability window: seconds the new instances must keep running once healthy before traffic switches; unset: none. */
+  stabilitySeconds?: number;
   /** The public host name of the environment's web processes. */
   hostname: string;
   /** Verified custom domains of the environment (Ingress hosts with TLS on Kubernetes; the local edge reads them itself). */
@@ -89,7 +93,12 @@ export interface RolloutResult {
 
 /** A failure worth showing as the deployment's `error_detail` (never a secret in it). */
 export class RolloutFailure extends PipelineFailure {
-  constructor(message: string, code: FailureCode = 'deploy_failed') {
+  constructor(
+    message: string,
+    code: FailureCode = 'deploy_failed',
+    /** What the runtime saw of the failed instance, kept as the deployment's `failure`. */
+    readonly diagnosis: DeployDiagnosis | null = null,
+  ) {
     super(message, code);
   }
 }

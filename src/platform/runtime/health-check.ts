@@ -1,4 +1,5 @@
 import { request } from 'node:http';
+import type { ProbeResult } from './diagnosis.js';
 
 export interface HealthTarget {
   host: string;
@@ -8,9 +9,27 @@ export interface HealthTarget {
   hostHeader?: string | null;
 }
 
-/** One GET: true on a 2xx answer within `timeoutMs`. */
-export function probe(target: HealthTarget, timeoutMs = 2000): Promise<boolean> {
+/** A failed request's error in words a user acts on. */
+function failureWords(err: NodeJS.ErrnoException): string {
+  switch (err.code) {
+    case 'ECONNREFUSED':
+      return 'connection refused';
+    // A sandboxed instance is reached through its network helper, which accepts and then closes
+    // when nothing listens inside: the same fact as a refusal, from the app's side.
+    case 'ECONNRESET':
+      return 'connection closed without an answer (nothing accepted it on that port)';
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+      return 'host unreachable';
+    default:
+      return err.code ? `${err.code.toLowerCase()}` : err.message;
+  }
+}
+
+/** One GET and what it got: ok on a 2xx answer within `timeoutMs`. */
+export function probeResult(target: HealthTarget, timeoutMs = 2000): Promise<ProbeResult> {
   return new Promise((resolve) => {
+    let timedOut = false;
     const req = request(
       {
         host: target.host,
@@ -22,13 +41,29 @@ export function probe(target: HealthTarget, timeoutMs = 2000): Promise<boolean> 
       },
       (res) => {
         res.resume();
-        resolve(res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300);
+        const status = res.statusCode ?? null;
+        const ok = status !== null && status >= 200 && status < 300;
+        resolve({ ok, status, result: `HTTP ${status}` });
       },
     );
-    req.on('timeout', () => req.destroy());
-    req.on('error', () => resolve(false));
+    req.on('timeout', () => {
+      timedOut = true;
+      req.destroy();
+    });
+    req.on('error', (err: NodeJS.ErrnoException) =>
+      resolve({
+        ok: false,
+        status: null,
+        result: timedOut ? `no answer within ${Math.round(timeoutMs / 100) / 10}s` : failureWords(err),
+      }),
+    );
     req.end();
   });
+}
+
+/** One GET: true on a 2xx answer within `timeoutMs`. */
+export async function probe(target: HealthTarget, timeoutMs = 2000): Promise<boolean> {
+  return (await probeResult(target, timeoutMs)).ok;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -36,11 +71,19 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /**
  * Probes until a 2xx answer, the deadline, or `shouldStop()`; polls fast at first so an
  * app that starts instantly is seen within milliseconds, then backs off to 500 ms.
+ * `onProbe` sees every result (the last one says what a failed check got).
  */
-export async function waitHealthy(target: HealthTarget, deadline: number, shouldStop: () => boolean = () => false): Promise<boolean> {
+export async function waitHealthy(
+  target: HealthTarget,
+  deadline: number,
+  shouldStop: () => boolean = () => false,
+  onProbe: (result: ProbeResult) => void = () => {},
+): Promise<boolean> {
   let interval = 20;
   while (Date.now() < deadline && !shouldStop()) {
-    if (await probe(target, Math.max(100, Math.min(2000, deadline - Date.now())))) return true;
+    const result = await probeResult(target, Math.max(100, Math.min(2000, deadline - Date.now())));
+    onProbe(result);
+    if (result.ok) return true;
     await sleep(Math.min(interval, Math.max(0, deadline - Date.now())));
     interval = Math.min(interval * 2, 500);
   }

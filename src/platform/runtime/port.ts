@@ -145,6 +145,8 @@ export interface RuntimeDriver {
   onChange(listener: (status: InstanceStatus) => void): void;
   /** Called with every line of every instance's output (scrubbed). */
   onOutput(listener: (output: InstanceOutput) => void): void;
+  /** The TCP ports a running instance listens on, and what was looked at (for a failed health check's report). */
+  listening?(id: string): Promise<{ ports: number[] | null; checked: string }>;
   /** Ends processes a dead platform process left running (never unrelated ones). */
   reap(leftovers: LeftoverInstance[]): Promise<void>;
   /**

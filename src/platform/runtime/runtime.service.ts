@@ -5,8 +5,9 @@ import type { EdgeDriver } from '../edge/edge-driver.js';
 import { EdgeRoutes } from '../edge/edge-routes.js';
 import type { Upstream } from '../edge/route-table.js';
 import { waitHealthy } from './health-check.js';
+import { exitOf, hintFor, OutputTail, type DeployDiagnosis, type FailureReason, type ProbeResult } from './diagnosis.js';
 import type { AppUsage, RuntimeLogger } from './application-runtime.js';
-import type { AdoptionRecord, InstanceLabels, InstanceSpec, InstanceStatus, ResourceUsage, RuntimeDriver } from './port.js';
+import type { AdoptionRecord, InstanceLabels, InstanceOutput, InstanceSpec, InstanceStatus, ResourceUsage, RuntimeDriver } from './port.js';
 
 export interface HealthCheck {
   path: string;
@@ -43,6 +44,18 @@ export class RuntimeService {
   private readonly healthy = new Set<string>();
   /** Per-instance chain of row writes, so events are recorded in order. */
   private readonly writes = new Map<string, Promise<void>>();
+  /** Each instance's last lines of output, for a failure's report. */
+  private readonly tails = new OutputTail();
+  /** What each web instance's health check last got. */
+  private readonly lastProbe = new Map<string, ProbeResult>();
+  /** When each instance first answered healthy (epoch ms). */
+  private readonly healthySince = new Map<string, number>();
+  /** Following some instances' output for a while (a rollout's deployment log). */
+  private readonly outputFollowers = new Set<(o: InstanceOutput) => void>();
+  /** Each instance's last lines when it last crashed (a restart's output comes after). */
+  private readonly crashOutput = new Map<string, string[]>();
+  /** Waiting for a crash of one of their instances (the stability window). */
+  private readonly crashWatchers = new Set<(status: InstanceStatus) => void>();
   private logger: RuntimeLogger;
   private workerId: () => string | null;
   private closing = false;
@@ -60,6 +73,11 @@ export class RuntimeService {
     this.routes = new EdgeRoutes(db);
     this.workerId = () => options.workerId ?? null;
     driver.onChange((status) => this.onChange(status));
+    // The platform's own lines (`[slipway] web.1 exited …`) are not the instance's output.
+    driver.onOutput((o) => {
+      if (!o.line.startsWith('[slipway] ')) this.tails.add(o.instanceId, o.line);
+      for (const follower of [...this.outputFollowers]) follower(o);
+    });
   }
 
   /** Which worker process runs the instances (recorded on each row); read when an instance starts. */
@@ -263,7 +281,16 @@ export class RuntimeService {
    * Waits until every web instance answers 2xx on the health check by the deadline; other
    * processes must survive their first NON_WEB_SETTLE_MS. Returns the ids that failed.
    */
-  async waitHealthy(ids: string[], deadline: number, shouldStop: () => boolean = () => false): Promise<string[]> {
+  async waitHealthy(
+    ids: string[],
+    deadline: number,
+    shouldStop: () => boolean = () => false,
+    options: { failOnCrash?: boolean } = {},
+  ): Promise<string[]> {
+    const crashed = (id: string) => {
+      const s = this.driver.status(id);
+      return !s || s.state === 'crashed' || s.restartCount > 0;
+    };
     const results = await Promise.all(
       ids.map(async (id) => {
         const check = this.health.get(id);
@@ -273,7 +300,9 @@ export class RuntimeService {
           const s = this.driver.status(id);
           return { id, ok: Boolean(s && s.state === 'starting' && s.restartCount === 0) };
         }
-        const ok = await this.healthCheck(id, check, deadline, shouldStop);
+        // A rollout stops waiting at the first crash: it is reported within seconds, not at the deadline.
+        const stop = options.failOnCrash ? () => shouldStop() || crashed(id) : shouldStop;
+        const ok = await this.healthCheck(id, check, deadline, stop);
         return { id, ok };
       }),
     );
@@ -287,12 +316,83 @@ export class RuntimeService {
       { host: s.host, port: s.port, path: check.path, hostHeader: check.host },
       deadline,
       () => shouldStop() || !this.driver.status(id),
+      (result) => this.lastProbe.set(id, result),
     );
     if (ok) this.markHealthy(id);
     return ok;
   }
 
+  /** Calls `listener` with every line of these instances' output until the returned function is called. */
+  followOutput(ids: Set<string>, listener: (o: InstanceOutput) => void): () => void {
+    const follower = (o: InstanceOutput) => {
+      if (ids.has(o.instanceId)) listener(o);
+    };
+    this.outputFollowers.add(follower);
+    return () => this.outputFollowers.delete(follower);
+  }
+
+  /**
+   * The stability window: resolves with the first of `ids` that crashes within `ms`, or null
+   * when all kept running (or `signal` aborted the wait).
+   */
+  watchStable(ids: string[], ms: number, signal: AbortSignal): Promise<InstanceStatus | null> {
+    const watched = new Set(ids);
+    const already = ids.map((id) => this.driver.status(id)).find((s) => s && (s.state === 'crashed' || s.restartCount > 0));
+    if (already || ms <= 0 || signal.aborted) return Promise.resolve(already ?? null);
+    return new Promise((resolve) => {
+      const done = (result: InstanceStatus | null) => {
+        clearTimeout(timer);
+        this.crashWatchers.delete(watcher);
+        signal.removeEventListener('abort', aborted);
+        resolve(result);
+      };
+      const watcher = (status: InstanceStatus) => {
+        if (watched.has(status.id) && status.state === 'crashed') done(status);
+      };
+      const aborted = () => done(null);
+      const timer = setTimeout(() => done(null), ms);
+      this.crashWatchers.add(watcher);
+      signal.addEventListener('abort', aborted);
+    });
+  }
+
+  /**
+   * What is known of a failed instance, for its deployment's `failure`: how it ended, what its
+   * health check last got, what it listens on, its last lines of output and a hint.
+   */
+  async diagnose(id: string, reason: FailureReason, healthPath: string): Promise<DeployDiagnosis | null> {
+    const s = this.driver.status(id);
+    if (!s) return null;
+    const web = this.health.has(id);
+    const probe = this.lastProbe.get(id);
+    const listening =
+      s.port !== null && reason === 'health_check_timeout'
+        ? ((await this.driver.listening?.(id).catch(() => null)) ?? {
+            ports: null,
+            checked: 'this runtime cannot look at listening sockets',
+          })
+        : { ports: null, checked: 'not checked: the process had exited' };
+    const since = this.healthySince.get(id);
+    const facts: Omit<DeployDiagnosis, 'hint'> = {
+      reason,
+      instance: label(s.labels),
+      process_type: s.labels.processType,
+      exit: reason === 'health_check_timeout' ? null : exitOf(s.lastExit),
+      port: s.port,
+      health_check:
+        web && s.port !== null
+          ? { path: healthPath, port: s.port, result: probe?.result ?? 'not checked yet', status: probe?.status ?? null }
+          : null,
+      listening_ports: listening.ports,
+      listening_checked: listening.checked,
+      seconds_after_healthy: since !== undefined ? Math.round((Date.now() - since) / 100) / 10 : null,
+      output: reason === 'health_check_timeout' ? this.tails.of(id) : (this.crashOutput.get(id) ?? this.tails.of(id)),
+    };
+    return { ...facts, hint: hintFor(facts) };
+  }
+
   private markHealthy(id: string) {
+    if (!this.healthySince.has(id)) this.healthySince.set(id, Date.now());
     this.healthy.add(id);
     this.setReady(id, true);
     this.record(id, { state: 'healthy' });
@@ -349,6 +449,10 @@ export class RuntimeService {
     this.health.delete(id);
     this.healthy.delete(id);
     this.writes.delete(id);
+    this.tails.forget(id);
+    this.lastProbe.delete(id);
+    this.healthySince.delete(id);
+    this.crashOutput.delete(id);
   }
 
   /** Instances this runtime runs for an application's environment (optionally one deployment). */
@@ -442,6 +546,8 @@ export class RuntimeService {
       this.setReady(status.id, false);
       this.logger.warn({ instance: status.id, process: label(status.labels), exit: status.lastExit }, 'instance crashed');
       this.recordCrash(status);
+      this.crashOutput.set(status.id, this.tails.of(status.id));
+      for (const watcher of [...this.crashWatchers]) watcher(status);
     }
     if (status.state === 'stopped') return;
     this.record(status.id, {
@@ -452,6 +558,7 @@ export class RuntimeService {
       port: status.port,
       restart_count: status.restartCount,
       last_exit: status.lastExit,
+      ...(status.state === 'crashed' ? { last_exit_at: new Date() } : {}),
     });
     if (status.state === 'starting' && status.restartCount > 0 && !this.closing) {
       // A restarted web instance rejoins the route only once it answers its health check again.
@@ -504,6 +611,7 @@ export class RuntimeService {
       port?: number | null;
       restart_count?: number;
       last_exit?: string | null;
+      last_exit_at?: Date;
     },
   ) {
     const previous = this.writes.get(id) ?? Promise.resolve();

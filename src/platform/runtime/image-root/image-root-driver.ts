@@ -112,6 +112,10 @@ export class ImageRootDriver implements RuntimeDriver {
     return (await this.inner.adopt?.(await this.translate(spec), record)) ?? null;
   }
 
+  listening(id: string): Promise<{ ports: number[] | null; checked: string }> {
+    return this.inner.listening?.(id) ?? Promise.resolve({ ports: null, checked: 'this runtime cannot look at listening sockets' });
+  }
+
   startTicksOf(id: string): string | null {
     return this.inner.startTicksOf?.(id) ?? null;
   }

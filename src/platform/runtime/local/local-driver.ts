@@ -30,6 +30,7 @@ import { runOneOff } from './one-off.js';
 import { countLines, DEFAULT_OUTPUT_RATE, OutputRateGate, type OutputRate } from './output-rate.js';
 import { freePort, killGroup } from './process-group.js';
 import { processesCarrying, readProcessGroups } from './proc-stats.js';
+import { cgroupProcesses, groupProcesses, listeningPorts, type ListeningReport } from './listening-ports.js';
 import {
   connectShim,
   INSTANCE_ID_VARIABLE,
@@ -146,6 +147,17 @@ export function exitReason(
   if (outOfMemory) return 'OOM: killed for lack of memory';
   return signal ? `signal ${signal}` : `exit code ${code}`;
 }
+
+/** How an instance ended, as a phrase after its name: `exited with code 1`, `was ended by signal SIGKILL`. */
+export function exitPhrase(reason: string): string {
+  const code = /^exit code (\d+)$/.exec(reason);
+  if (code) return `exited with code ${code[1]}`;
+  const signal = /^signal (\S+)$/.exec(reason);
+  if (signal) return `was ended by signal ${signal[1]}`;
+  return `ended (${reason})`;
+}
+
+const formatDelay = (ms: number) => (ms < 1000 ? `${ms}ms` : `${Math.round(ms / 100) / 10}s`);
 
 /**
  * Runs instances as local process groups: `sh -c <cmd>` in the artifact directory,
@@ -509,6 +521,11 @@ export class LocalProcessDriver implements RuntimeDriver {
     inst.consecutiveCrashes = ranFor >= this.stableAfter ? 1 : inst.consecutiveCrashes + 1;
     const delay = Math.min(this.backoff * 2 ** (inst.consecutiveCrashes - 1), this.maxBackoff);
     inst.status = { ...inst.status, state: 'crashed', pid: null, lastExit: reason };
+    // The crash shows in the application's own log stream, where its output is read.
+    this.platformLine(
+      inst,
+      `${inst.spec.labels.processType}.${inst.spec.labels.ordinal} ${exitPhrase(reason)}, restarting in ${formatDelay(delay)}`,
+    );
     this.emit(inst);
     inst.restartTimer = setTimeout(() => {
       inst.restartTimer = null;
@@ -516,6 +533,34 @@ export class LocalProcessDriver implements RuntimeDriver {
       inst.status = { ...inst.status, restartCount: inst.status.restartCount + 1 };
       void this.spawnInstance(inst);
     }, delay);
+  }
+
+  /** A line of the platform's in an instance's output (its file and the listeners), marked as such. */
+  private platformLine(inst: LocalInstance, text: string) {
+    const at = new Date();
+    const line = `[slipway] ${text}`;
+    this.writeLog(inst, `${at.toISOString()} ${inst.spec.labels.processType}.${inst.spec.labels.ordinal} ${line}\n`);
+    for (const l of this.outputListeners) {
+      try {
+        l({ instanceId: inst.spec.id, labels: inst.spec.labels, stream: 'stderr', line, at });
+      } catch {
+        /* never break supervision */
+      }
+    }
+  }
+
+  /**
+   * The TCP ports a running instance's processes listen on, read in its own network namespace:
+   * the processes of its control group (sandboxed) or of its process group.
+   */
+  async listening(id: string): Promise<ListeningReport> {
+    const inst = this.instances.get(id);
+    if (!inst?.pid) return { ports: null, checked: 'the process was not running when checked' };
+    const procsFile = inst.sandbox?.cgroup.procsFiles[0];
+    const pids = procsFile ? await cgroupProcesses(procsFile) : await groupProcesses(inst.pid);
+    if (!pids || pids.length === 0) return { ports: null, checked: 'its processes could not be listed' };
+    const where = inst.sandbox ? "in its sandbox's network namespace" : 'on this host';
+    return { ports: await listeningPorts(pids), checked: `TCP sockets its ${pids.length} process(es) listen on ${where}` };
   }
 
   async stop(id: string): Promise<void> {

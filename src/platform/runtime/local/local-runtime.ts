@@ -15,9 +15,19 @@ import { RolloutFailure } from '../application-runtime.js';
 import type { OneOffResult, InstanceStatus } from '../port.js';
 import type { RuntimeService } from '../runtime.service.js';
 import { NO_ISOLATION_WARNING, type Sandbox } from '../../sandbox/index.js';
+import { describeDiagnosis, diagnosisLines, type DeployDiagnosis } from '../diagnosis.js';
 import { describeFailure, rolloutFailureCode, freeOrdinals, instanceSpec, isWeb, limitsOf, processEnv, routeUrl } from './instance-plan.js';
 
 const silent: RuntimeLogger = { info() {}, warn() {}, error() {} };
+
+/** Lines of the new instances' own output a deployment log shows during the rollout. */
+const ROLLOUT_OUTPUT_LINES = 200;
+
+/** A failure's facts in the deployment log (its output already showed there, line by line). */
+function logDiagnosis(log: RolloutLog, diagnosis: DeployDiagnosis | null) {
+  if (!diagnosis) return;
+  for (const line of diagnosisLines({ ...diagnosis, output: [] })) log.line(`Rollout: ${line}`);
+}
 
 /**
  * Runs applications as processes on this machine (the embedded default). A rollout starts
@@ -124,26 +134,53 @@ export class LocalRuntime implements ApplicationRuntime {
       Array.from({ length: n }, (_, i) => instanceSpec(plan, artifactPath, type, i + 1)),
     );
     const started = specs.map((s) => s.id);
+    // The new instances' own output shows in the deployment log until traffic switches (bounded).
+    const stopForwarding = this.forwardOutput(started, log);
     try {
       const launched = await this.runtimeService.launch(specs, plan.healthCheck);
       for (const s of launched)
-        log.line(`Deploy: ${s.labels.processType}.${s.labels.ordinal} started${s.port ? ` on port ${s.port}` : ''}`);
+        log.line(`Deploy: ${s.labels.processType}.${s.labels.ordinal} started${s.port ? ` on port ${s.port} (its PORT)` : ''}`);
 
-      await log.step('Rollout', `waiting for ${plan.healthCheck.path} to answer 2xx on every web instance`);
-      const failed = await this.runtimeService.waitHealthy(started, deadline, () => signal.aborted);
+      const healthSeconds = Math.min(plan.healthCheck.timeoutSeconds ?? plan.timeoutSeconds, plan.timeoutSeconds);
+      const healthDeadline = Math.min(deadline, Date.now() + healthSeconds * 1000);
+      await log.step('Rollout', `waiting for ${plan.healthCheck.path} to answer 2xx on every web instance (at most ${healthSeconds}s)`);
+      const failed = await this.runtimeService.waitHealthy(started, healthDeadline, () => signal.aborted, { failOnCrash: true });
       if (signal.aborted) throw new RolloutFailure('Interrupted before the new release was healthy', 'interrupted');
-      if (failed.length > 0) {
-        const what = failed.map((id) => describeFailure(this.runtimeService.driver.status(id), plan.healthCheck.path)).join('; ');
-        // Web instances fail only at the deadline; other processes fail as soon as they crash.
-        throw new RolloutFailure(
-          Date.now() >= deadline ? `Deployment timed out after ${plan.timeoutSeconds}s: ${what}` : `Deployment failed: ${what}`,
-          rolloutFailureCode(failed.map((id) => this.runtimeService.driver.status(id))),
-        );
-      }
+      if (failed.length > 0) throw await this.startFailure(plan, failed, healthSeconds, healthDeadline >= deadline, log);
+
       const web = launched.filter((s) => isWeb(s.labels.processType)).map((s) => s.id);
       const previous = this.runtimeService.instancesOf(applicationId, environmentId).filter((s) => !started.includes(s.id));
-      await this.runtimeService.publish(plan.hostname, web);
-      log.line(`Rollout: ${plan.hostname} now routes to ${web.length} web instance(s) of v${plan.release.version}`);
+      const window = plan.stabilitySeconds ?? 0;
+      // With a previous release serving, traffic switches only once the window passed; a first release serves at once.
+      let routed = false;
+      if (previous.length === 0 || window === 0) {
+        await this.runtimeService.publish(plan.hostname, web);
+        routed = true;
+        log.line(`Rollout: ${plan.hostname} now routes to ${web.length} web instance(s) of v${plan.release.version}`);
+      }
+      if (window > 0) {
+        log.line(
+          `Rollout: healthy; watching the new instances for ${window}s (stability window)${routed ? '' : '; the previous release serves until then'}`,
+        );
+        const crashed = await this.runtimeService.watchStable(started, window * 1000, signal);
+        if (signal.aborted) throw new RolloutFailure('Interrupted during the stability window', 'interrupted');
+        if (crashed) {
+          const diagnosis = await this.runtimeService.diagnose(crashed.id, 'crashed_in_stability_window', plan.healthCheck.path);
+          logDiagnosis(log, diagnosis);
+          throw new RolloutFailure(
+            diagnosis
+              ? describeDiagnosis(diagnosis)
+              : `${crashed.labels.processType}.${crashed.labels.ordinal} crashed in the stability window`,
+            'crash_loop',
+            diagnosis,
+          );
+        }
+      }
+      stopForwarding();
+      if (!routed) {
+        await this.runtimeService.publish(plan.hostname, web);
+        log.line(`Rollout: ${plan.hostname} now routes to ${web.length} web instance(s) of v${plan.release.version}`);
+      }
       if (previous.length > 0) {
         log.line(`Rollout: retiring ${previous.length} instance(s) of the previous release`);
         await this.runtimeService.retire(previous.map((s) => s.id));
@@ -153,12 +190,48 @@ export class LocalRuntime implements ApplicationRuntime {
         instances: launched.map((s) => ({ process_type: s.labels.processType, ordinal: s.labels.ordinal, port: s.port })),
       };
     } catch (err) {
+      stopForwarding();
       // Nothing of this rollout keeps running; the previous release was never unrouted.
       await this.runtimeService
         .retire(started.filter((id) => this.runtimeService.driver.status(id)))
         .catch((retireErr) => this.logger.warn({ err: retireErr }, 'retiring the instances of a failed rollout failed'));
       throw err;
     }
+  }
+
+  /** Copies the instances' output into the deployment log (`web.1 | …`), at most ROLLOUT_OUTPUT_LINES lines; returns the stop. */
+  private forwardOutput(ids: string[], log: RolloutLog): () => void {
+    const names = new Map<string, string>();
+    let count = 0;
+    return this.runtimeService.followOutput(new Set(ids), (o) => {
+      if (count > ROLLOUT_OUTPUT_LINES) return;
+      count++;
+      const name = names.get(o.instanceId) ?? `${o.labels.processType}.${o.labels.ordinal}`;
+      names.set(o.instanceId, name);
+      log.line(count > ROLLOUT_OUTPUT_LINES ? `(more output of the new instances: \`slipway logs\`)` : `${name} | ${o.line}`);
+    });
+  }
+
+  /** Why the new instances did not start: the first failed one's diagnosis, logged and thrown. */
+  private async startFailure(plan: WorkloadPlan, failed: string[], healthSeconds: number, byDeployDeadline: boolean, log: RolloutLog) {
+    const statuses = failed.map((id) => this.runtimeService.driver.status(id));
+    const crashedId = failed.find((id, i) => {
+      const s = statuses[i];
+      return !s || s.state === 'crashed' || s.restartCount > 0 || !isWeb(s.labels.processType);
+    });
+    const id = crashedId ?? failed[0]!;
+    const diagnosis = await this.runtimeService.diagnose(
+      id,
+      crashedId ? 'crashed_during_start' : 'health_check_timeout',
+      plan.healthCheck.path,
+    );
+    logDiagnosis(log, diagnosis);
+    const what = diagnosis
+      ? describeDiagnosis(diagnosis, healthSeconds)
+      : failed.map((f) => describeFailure(this.runtimeService.driver.status(f), plan.healthCheck.path)).join('; ');
+    const others = failed.length > 1 ? ` (and ${failed.length - 1} other instance(s))` : '';
+    const prefix = !crashedId && byDeployDeadline ? `Deployment timed out after ${plan.timeoutSeconds}s: ` : '';
+    return new RolloutFailure(`${prefix}${what}${others}`, rolloutFailureCode(statuses), diagnosis);
   }
 
   async reconcile(target: WorkloadTarget, plan: WorkloadPlan | null, signal: AbortSignal): Promise<void> {
