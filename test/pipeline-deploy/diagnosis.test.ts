@@ -8,6 +8,8 @@
  * a crash after the window shows in status, ps, the log stream and the events.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,8 +27,20 @@ let alice: TestUser;
 let server: string;
 let home: string;
 const repos: TestRepo[] = [];
+/** A webhook receiver on loopback (WEBHOOK_ALLOW_PRIVATE in this harness): the events it got. */
+const received: Array<{ event: string; data: Record<string, unknown> }> = [];
+let receiver: Server;
 
 beforeAll(async () => {
+  receiver = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      received.push(JSON.parse(body));
+      res.end('thanks');
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
   h = await createHarness(
     {
       ROUTER_HOST: '127.0.0.1',
@@ -35,6 +49,7 @@ beforeAll(async () => {
       RUNTIME_STOP_GRACE_MS: 1000,
       ROUTER_DRAIN_TIMEOUT_MS: 1000,
       PIPELINE_CONCURRENCY: 4,
+      WEBHOOK_ALLOW_PRIVATE: true,
     },
     { jobs: true, runtime: true },
   );
@@ -50,6 +65,7 @@ afterAll(async () => {
   await h?.close();
   for (const r of repos) r.remove();
   if (home) rmSync(home, { recursive: true, force: true });
+  await new Promise((r) => receiver?.close(r));
 });
 
 const cli = (user: TestUser, args: string[]) =>
@@ -181,6 +197,8 @@ describe('a broken app says what happened', () => {
     expect(d.complete).toBe(true);
     expect(d.deploy_log).toContain('watching the new instances for 1s (stability window)');
     expect(d.deploy_log).toContain('web.1 | boot v1 secret=**secret**');
+    const hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/crashes`;
+    await api('POST', `/v1/organizations/${app.slugs.org}/webhooks`, { url: hookUrl, events: ['instance.crashed'] });
 
     await routerGet(routerPort(), hostOf(app), '/crash');
     await waitFor('a restart after the crash', async () => {
@@ -214,6 +232,8 @@ describe('a broken app says what happened', () => {
     const events = await eventsUntil(app.appId, 'instance.crashed');
     expect(events).toContain('"last_exit":"exit code 3"');
     expect(events).toContain('"instance":"web.1"');
+    const hook = await waitFor('the instance.crashed webhook', () => received.find((e) => e.event === 'instance.crashed'));
+    expect(hook.data).toMatchObject({ application_id: app.appId, instance: 'web.1', last_exit: 'exit code 3', restart_count: 0 });
   });
 });
 
