@@ -109,7 +109,8 @@ export function hintFor(d: Omit<DeployDiagnosis, 'hint'>): string | null {
 }
 
 /** The deployment's `error_detail`: one sentence, the hint last. */
-export function describeDiagnosis(d: DeployDiagnosis, seconds?: number): string {
+export function describeDiagnosis(d: DeployDiagnosis, options: { seconds?: number; previousServes?: boolean } = {}): string {
+  const seconds = options.seconds;
   let what: string;
   if (d.reason === 'health_check_timeout') {
     const hc = d.health_check;
@@ -122,7 +123,7 @@ export function describeDiagnosis(d: DeployDiagnosis, seconds?: number): string 
     const how = d.exit ? d.exit.description : 'an unknown exit';
     what =
       d.reason === 'crashed_in_stability_window'
-        ? `${d.instance} exited (${how}) ${d.seconds_after_healthy ?? '?'}s after it answered healthy, inside the stability window; the previous release keeps serving`
+        ? `${d.instance} exited (${how}) ${d.seconds_after_healthy ?? '?'}s after it answered healthy, inside the stability window${options.previousServes ? '; the previous release keeps serving' : ''}`
         : `${d.instance} exited (${how}) during start, before it ${d.health_check ? 'answered its health check' : 'settled'}`;
   }
   const telling = tellingLine(d.output);

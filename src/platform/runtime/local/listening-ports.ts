@@ -1,4 +1,4 @@
-import { readdir, readFile, readlink } from 'node:fs/promises';
+import { open, readdir, readFile, readlink } from 'node:fs/promises';
 
 /** What a look at an instance's listening sockets found: the ports, or null with why not. */
 export interface ListeningReport {
@@ -8,6 +8,9 @@ export interface ListeningReport {
 
 /** Most processes of one instance looked at (a fork bomb must not make a failure report slow). */
 const MAX_PROCESSES = 64;
+/** Most open files looked at per process, and bytes of a socket table read (about 25,000 sockets). */
+const MAX_FDS = 4096;
+const MAX_TABLE_BYTES = 4 * 1024 * 1024;
 const LISTEN = '0A';
 
 /**
@@ -21,7 +24,7 @@ export async function listeningPorts(pids: number[]): Promise<number[]> {
   const tables = new Map<string, string>();
   for (const pid of pids.slice(0, MAX_PROCESSES)) {
     const fds = await readdir(`/proc/${pid}/fd`).catch(() => [] as string[]);
-    for (const fd of fds) {
+    for (const fd of fds.slice(0, MAX_FDS)) {
       const target = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => '');
       const m = /^socket:\[(\d+)\]$/.exec(target);
       if (m) inodes.add(m[1]!);
@@ -29,7 +32,7 @@ export async function listeningPorts(pids: number[]): Promise<number[]> {
     // One read of the tables per network namespace.
     const namespace = await readlink(`/proc/${pid}/ns/net`).catch(() => `pid ${pid}`);
     if (tables.has(namespace)) continue;
-    const text = (await Promise.all(['tcp', 'tcp6'].map((t) => readFile(`/proc/${pid}/net/${t}`, 'utf8').catch(() => '')))).join('\n');
+    const text = (await Promise.all(['tcp', 'tcp6'].map((t) => readBounded(`/proc/${pid}/net/${t}`)))).join('\n');
     tables.set(namespace, text);
   }
   const ports = new Set<number>();
@@ -43,6 +46,26 @@ export async function listeningPorts(pids: number[]): Promise<number[]> {
     }
   }
   return [...ports].sort((a, b) => a - b);
+}
+
+/** At most MAX_TABLE_BYTES of a /proc file (a tenant with many sockets makes its table long). */
+async function readBounded(path: string): Promise<string> {
+  const file = await open(path, 'r').catch(() => null);
+  if (!file) return '';
+  try {
+    const buffer = Buffer.alloc(64 * 1024);
+    let text = '';
+    while (text.length < MAX_TABLE_BYTES) {
+      const { bytesRead } = await file.read(buffer, 0, buffer.length, null);
+      if (bytesRead === 0) break;
+      text += buffer.toString('latin1', 0, bytesRead);
+    }
+    return text;
+  } catch {
+    return '';
+  } finally {
+    await file.close();
+  }
 }
 
 /** The pids of a control group (its `cgroup.procs`), or null when it cannot be read. */

@@ -169,7 +169,7 @@ export class LocalRuntime implements ApplicationRuntime {
           logDiagnosis(log, diagnosis);
           throw new RolloutFailure(
             diagnosis
-              ? describeDiagnosis(diagnosis)
+              ? describeDiagnosis(diagnosis, { previousServes: !routed })
               : `${crashed.labels.processType}.${crashed.labels.ordinal} crashed in the stability window`,
             'crash_loop',
             diagnosis,
@@ -227,7 +227,7 @@ export class LocalRuntime implements ApplicationRuntime {
     );
     logDiagnosis(log, diagnosis);
     const what = diagnosis
-      ? describeDiagnosis(diagnosis, healthSeconds)
+      ? describeDiagnosis(diagnosis, { seconds: healthSeconds })
       : failed.map((f) => describeFailure(this.runtimeService.driver.status(f), plan.healthCheck.path)).join('; ');
     const others = failed.length > 1 ? ` (and ${failed.length - 1} other instance(s))` : '';
     const prefix = !crashedId && byDeployDeadline ? `Deployment timed out after ${plan.timeoutSeconds}s: ` : '';
