@@ -291,6 +291,8 @@ export class RuntimeService {
       const s = this.driver.status(id);
       return !s || s.state === 'crashed' || s.restartCount > 0;
     };
+    // A rollout stops waiting at the first crash of any of its instances: reported within seconds, not at the deadline.
+    let failedEarly = false;
     const results = await Promise.all(
       ids.map(async (id) => {
         const check = this.health.get(id);
@@ -298,10 +300,16 @@ export class RuntimeService {
           // Not a web process: it counts once it has run for a moment without crashing.
           await new Promise((r) => setTimeout(r, Math.max(0, Math.min(NON_WEB_SETTLE_MS, deadline - Date.now()))));
           const s = this.driver.status(id);
-          return { id, ok: Boolean(s && s.state === 'starting' && s.restartCount === 0) };
+          const ok = Boolean(s && s.state === 'starting' && s.restartCount === 0);
+          if (!ok && options.failOnCrash) failedEarly = true;
+          return { id, ok };
         }
-        // A rollout stops waiting at the first crash: it is reported within seconds, not at the deadline.
-        const stop = options.failOnCrash ? () => shouldStop() || crashed(id) : shouldStop;
+        const stop = options.failOnCrash
+          ? () => {
+              if (crashed(id)) failedEarly = true;
+              return shouldStop() || failedEarly;
+            }
+          : shouldStop;
         const ok = await this.healthCheck(id, check, deadline, stop);
         return { id, ok };
       }),

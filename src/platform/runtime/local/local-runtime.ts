@@ -23,6 +23,9 @@ const silent: RuntimeLogger = { info() {}, warn() {}, error() {} };
 /** Lines of the new instances' own output a deployment log shows during the rollout. */
 const ROLLOUT_OUTPUT_LINES = 200;
 
+/** An instance that ended on its own (or a process without a health check that did not keep running). */
+const crashedOrGone = (s: InstanceStatus | undefined) => !s || s.state === 'crashed' || s.restartCount > 0 || !isWeb(s.labels.processType);
+
 /** A failure's facts in the deployment log (its output already showed there, line by line). */
 function logDiagnosis(log: RolloutLog, diagnosis: DeployDiagnosis | null) {
   if (!diagnosis) return;
@@ -215,10 +218,7 @@ export class LocalRuntime implements ApplicationRuntime {
   /** Why the new instances did not start: the first failed one's diagnosis, logged and thrown. */
   private async startFailure(plan: WorkloadPlan, failed: string[], healthSeconds: number, byDeployDeadline: boolean, log: RolloutLog) {
     const statuses = failed.map((id) => this.runtimeService.driver.status(id));
-    const crashedId = failed.find((id, i) => {
-      const s = statuses[i];
-      return !s || s.state === 'crashed' || s.restartCount > 0 || !isWeb(s.labels.processType);
-    });
+    const crashedId = failed.find((_, i) => crashedOrGone(statuses[i]));
     const id = crashedId ?? failed[0]!;
     const diagnosis = await this.runtimeService.diagnose(
       id,
@@ -229,7 +229,9 @@ export class LocalRuntime implements ApplicationRuntime {
     const what = diagnosis
       ? describeDiagnosis(diagnosis, { seconds: healthSeconds })
       : failed.map((f) => describeFailure(this.runtimeService.driver.status(f), plan.healthCheck.path)).join('; ');
-    const others = failed.length > 1 ? ` (and ${failed.length - 1} other instance(s))` : '';
+    // Instances whose wait only ended with the first crash are not failures of their own.
+    const alike = failed.filter((f, i) => f !== id && (crashedId ? crashedOrGone(statuses[i]) : true));
+    const others = alike.length > 0 ? ` (and ${alike.length} other instance(s))` : '';
     const prefix = !crashedId && byDeployDeadline ? `Deployment timed out after ${plan.timeoutSeconds}s: ` : '';
     return new RolloutFailure(`${prefix}${what}${others}`, rolloutFailureCode(statuses), diagnosis);
   }
