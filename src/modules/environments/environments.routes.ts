@@ -89,21 +89,7 @@ export function environmentsRoutes(envs: EnvironmentsService, scoped: ScopedConf
       },
     );
 
-    app.get(
-      `${BASE}/:env/services/:service/config`,
-      {
-        schema: {
-          tags,
-          summary: 'The resolved configuration of a service in this environment: each value with the layer it came from (secrets masked)',
-          params: EnvServiceParams,
-          response: { 200: ResolvedServiceConfig, ...commonErrorResponses },
-        },
-      },
-      async (request) => {
-        const p = request.params;
-        return envs.resolvedConfig(currentUser(request).id, p.workspace, p.project, p.env, p.service);
-      },
-    );
+    // A service's configuration in an environment (resolved view included): src/adapters/ancla/services.routes.ts.
 
     registerScopedConfigRoutes(app, {
       prefix: `${BASE}/:env`,

@@ -17,6 +17,9 @@ export function installJsonBodyParser(app: FastifyInstance): void {
   });
 }
 
+/** Route config flag: the route ignores unknown body fields instead of refusing them. */
+export const LENIENT_BODY = 'lenientBody';
+
 /**
  * A route without a body schema takes no body: no body or `{}` is fine, anything else
  * (`[]`, `123`, `"text"`, `null`, an object with fields) is refused with 422 before the
@@ -26,6 +29,8 @@ export function refuseUnexpectedBodies(app: FastifyInstance): void {
   app.addHook('preValidation', async (request) => {
     // No route matched: the answer is 404 or 405 whatever the body (error-handler.ts).
     if (request.is404) return;
+    // Routes that ignore unknown fields (Ancla's: src/adapters/ancla/lenient-bodies.ts) see to their bodies themselves.
+    if ((request.routeOptions.config as unknown as Record<string, unknown> | undefined)?.[LENIENT_BODY]) return;
     if (request.routeOptions.schema?.body !== undefined) return;
     const contentType = request.headers['content-type'] ?? '';
     if (!/^application\/json\b/i.test(contentType)) return;
