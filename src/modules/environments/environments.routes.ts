@@ -5,19 +5,12 @@ import { currentUser } from '../../platform/http/principal.js';
 import type { ConfigurationsService } from '../configurations/index.js';
 import { ScopedConfig } from '../configurations/index.js';
 import { registerScopedConfigRoutes } from '../configurations/index.js';
-import {
-  CreateEnvironmentBody,
-  Environment,
-  EnvParams,
-  EnvServiceParams,
-  ResolvedServiceConfig,
-  UpdateEnvironmentBody,
-} from './environments.schemas.js';
+import { CreateEnvironmentBody, Environment, EnvParams, UpdateEnvironmentBody } from './environments.schemas.js';
 import { EnvironmentsService } from './environments.service.js';
 
 const BASE = '/workspaces/:workspace/projects/:project/envs';
 
-/** A project's environments, their configuration and the resolved configuration of their services. */
+/** A project's environments and their configuration (a service's, resolved: src/adapters/ancla/services.routes.ts). */
 export function environmentsRoutes(envs: EnvironmentsService, scoped: ScopedConfig, config: ConfigurationsService) {
   const tags = ['Environments'];
   return async (app: App) => {
