@@ -73,12 +73,13 @@ export function servicesRoutes(deps: {
     return { project, environment, application };
   }
 
-  async function serviceView(userId: string, p: EnvServicePath) {
-    const [app, env] = await Promise.all([
+  /** The service as Ancla shows it; `env`, when the caller already read the environment (a list). */
+  async function serviceView(userId: string, p: EnvServicePath, env?: Awaited<ReturnType<EnvironmentsService['get']>>) {
+    const [app, here] = await Promise.all([
       apps.detailBySlugs(userId, p.workspace, p.project, p.service, p.env),
-      environments.get(userId, p.workspace, p.project, p.env),
+      env ?? environments.get(userId, p.workspace, p.project, p.env),
     ]);
-    return toService(app, env.slug, env.process_counts[app.slug] ?? {});
+    return toService(app, here.slug, here.process_counts[app.slug] ?? {});
   }
 
   /** The service's variables (the application scope; every environment shares them). */
@@ -103,7 +104,7 @@ export function servicesRoutes(deps: {
         const userId = currentUser(request).id;
         const env = await environments.get(userId, p.workspace, p.project, p.env);
         const slugs = Object.keys(env.process_counts).sort();
-        return Promise.all(slugs.map((service) => serviceView(userId, { ...p, service })));
+        return Promise.all(slugs.map((service) => serviceView(userId, { ...p, service }, env)));
       },
     );
 

@@ -9,7 +9,7 @@ import { TestRepo } from '../helpers/git-repo.js';
 import { pythonHttpApp } from '../helpers/python-app.js';
 
 /**
- * Ancla's own Python SDK (its code, not a reading of it) on a service in an environment, against
+ * Ancla's own Python and TypeScript SDKs (their code, not a reading of it) on a service in an environment, against
  * this server over real HTTP: opt-in, as CI has no checkout of the client. Run with
  * `ANCLA_CLIENT_DIR=/path/to/ancla-client` (and `ANCLA_PYTHONPATH` for where httpx and pydantic
  * live, if not in python3's own path).
@@ -61,7 +61,7 @@ let alice: TestUser;
 let repo: TestRepo;
 let server = '';
 
-describe.skipIf(!CLIENT || !existsSync(SDK))("Ancla's Python SDK against this server", () => {
+describe.skipIf(!CLIENT || !existsSync(SDK))("Ancla's Python and TypeScript SDKs against this server", () => {
   beforeAll(async () => {
     h = await createHarness(
       { ROUTER_HOST: '127.0.0.1', ROUTER_PORT: 0, RUNTIME_STOP_GRACE_MS: 2000, ROUTER_DRAIN_TIMEOUT_MS: 2000 },
@@ -96,4 +96,32 @@ describe.skipIf(!CLIENT || !existsSync(SDK))("Ancla's Python SDK against this se
     });
     expect(JSON.parse(stdout.trim().split('\n').pop()!)).toContain('delete_config');
   }, 300_000);
+
+  it("reads the same service, its builds and deploys with Ancla's TypeScript SDK unchanged", async () => {
+    const sdk = join(CLIENT!, 'sdks/typescript/src/client.ts');
+    const { AnclaClient } = (await import(/* @vite-ignore */ sdk)) as { AnclaClient: new (o: object) => any };
+    const c = new AnclaClient({ apiKey: alice.apiKey, server });
+    const [ws, proj, env] = ['acme', 'shop', 'staging'];
+    expect((await c.listServices(ws, proj, env)).map((s: { slug: string }) => s.slug)).toEqual(['web']);
+    expect(await c.getService(ws, proj, env, 'web')).toMatchObject({
+      slug: 'web',
+      github_repository: repo.dir,
+      process_counts: { web: 1 },
+    });
+    expect(await c.updateService(ws, proj, env, 'web', { auto_deploy_branch: 'main' })).toMatchObject({ auto_deploy_branch: 'main' });
+    const builds = await c.listBuilds(ws, proj, env, 'web');
+    expect(builds.items[0]).toMatchObject({ built: true, error: false, version: expect.any(Number) });
+    expect(await c.getBuild(builds.items[0].id)).toMatchObject({ id: builds.items[0].id, status: 'success' });
+    const deploys = await c.listDeploys(ws, proj, env, 'web');
+    expect(deploys.items[0]).toMatchObject({ complete: true, error: false, error_detail: '' });
+    expect(await c.getDeploy(deploys.items[0].id)).toMatchObject({ id: deploys.items[0].id, complete: true });
+    expect((await c.getDeployLog(deploys.items[0].id)).status).toBe('complete');
+    expect(await c.getServiceStatus(ws, proj, env, 'web')).toMatchObject({ build: { status: 'success' }, deploy: { status: 'success' } });
+    await c.setConfig(ws, proj, env, 'web', { name: 'TS_SET', value: 'yes', secret: true });
+    const vars = await c.listConfig(ws, proj, env, 'web');
+    expect(vars).toEqual([expect.objectContaining({ name: 'TS_SET', secret: true })]);
+    await c.deleteConfig(ws, proj, env, 'web', vars[0].id);
+    expect(await c.listConfig(ws, proj, env, 'web')).toEqual([]);
+    await c.scaleService(ws, proj, env, 'web', { web: 1 });
+  });
 });
