@@ -16,7 +16,7 @@ export const TESTS = {
   configOnlyDeploy: 'answers a deploy whose body has fields Slipway does not know',
   pipelineStatus: "reads a service's pipeline status in Ancla's words",
   listBuilds: 'lists builds as a page of items',
-  triggerBuild: 'triggers a build (201-style answer: 202 with build_id and version)',
+  triggerBuild: 'triggers a build: 202 with build_id and version',
   buildLog: "reads a build's log by version and by id",
   getBuild: 'reads a build by version and by id',
   listDeploys: 'lists deploys: a page for the SDKs, the bare array for Go clients',
