@@ -198,7 +198,8 @@ describe("Ancla's clients on services, builds and deploys", () => {
       // The CLI, Python and TypeScript SDKs send no body.
       const res = await call(alice, GO, 'POST', `${S}/web/deploy`);
       expect(res.statusCode, res.body).toBe(202);
-      decodes(res.json(), { build_id: 'string', version: 'number', deploy_id: 'string', job_id: 'string' });
+      decodes(res.json(), { build_id: 'string', version: 'number', deploy_id: 'string', job_id: 'string', error: 'boolean' });
+      expect(res.json().error).toBe(false);
       Object.assign(seen, { build: res.json().build_id, version: String(res.json().version), envDeploy: res.json().deploy_id });
       // The CLI follows the build log until `success`, then the pipeline status until the deploy's `success`.
       const log = await waitFor(
@@ -334,6 +335,17 @@ describe("Ancla's clients on services, builds and deploys", () => {
     240_000,
   );
 
+  it(TESTS.failedDeploy, async () => {
+    // `api` has no repository to build from.
+    const res = await call(alice, NODE, 'POST', `${S}/api/deploy`);
+    expect(res.statusCode, res.body).toBe(202);
+    expect(res.json()).toMatchObject({ build_id: '', error: true });
+    expect(res.json().error_detail.length).toBeGreaterThan(0);
+    const record = (await call(alice, GO, 'GET', `${E}/deploys/${res.json().deploy_id}`)).json();
+    expect(record).toMatchObject({ error: true, complete: false });
+    seen.failed = res.json().deploy_id;
+  });
+
   it(TESTS.configOnlyDeploy, async () => {
     // `ancla config set --restart` posts {config_only: true} and reads `deploy_id`.
     const res = await call(alice, GO, 'POST', `${S}/web/deploy`, { config_only: true });
@@ -364,10 +376,10 @@ describe("Ancla's clients on services, builds and deploys", () => {
         180_000,
         200,
       );
-      expect(list.map((d) => d.id)).toEqual([seen.envDeploy2, seen.configOnly, seen.envDeploy]);
+      expect(list.map((d) => d.id)).toEqual([seen.envDeploy2, seen.configOnly, seen.failed, seen.envDeploy]);
       for (const d of list) {
         decodes(d, { id: 'string', complete: 'boolean', error: 'boolean', created: 'string' });
-        expect(d).toMatchObject({ complete: true, error: false });
+        expect(d).toMatchObject(d.id === seen.failed ? { error: true } : { complete: true, error: false });
       }
     },
     240_000,
@@ -379,6 +391,10 @@ describe("Ancla's clients on services, builds and deploys", () => {
     expect(byId.statusCode).toBe(204);
     // Python's delete_config passes the variable's name.
     expect((await call(mallory, PYTHON, 'DELETE', `${S}/web/config/GREETING`)).statusCode).toBe(403);
+    // A body-less route ignores an object's fields, and still refuses what is no object.
+    expect((await call(alice, GO, 'DELETE', `${S}/web/config/GREETING`, [])).statusCode).toBe(422);
+    const withFields = await call(alice, GO, 'DELETE', `${S}/web/config/nope`, { force: true });
+    expect([withFields.statusCode, withFields.headers.warning]).toEqual([404, '299 - "Ignored unknown fields: force"']);
     expect((await call(alice, PYTHON, 'DELETE', `${S}/web/config/GREETING`)).statusCode).toBe(204);
     expect((await call(alice, PYTHON, 'DELETE', `${S}/web/config/GREETING`)).statusCode).toBe(404);
     expect((await call(alice, GO, 'GET', `${S}/web/config/`)).json()).toEqual([]);

@@ -11,7 +11,7 @@ import type { App } from '../../platform/http/types.js';
  * whole route scope (wire.ts), so every route registered in it is lenient.
  */
 export function lenientBodies(app: App): void {
-  // Marks the scope's routes so the app-wide "no body on a body-less route" check leaves them to this hook.
+  // Marks the scope's routes: the app-wide "no body on a body-less route" check lets an object through to this hook.
   app.addHook('onRoute', (route) => {
     route.config = { ...(route.config ?? {}), [LENIENT_BODY]: true } as typeof route.config;
   });

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import type { FastifyRequest } from 'fastify';
-import { AppError, conflict } from '../../platform/errors.js';
+import { AppError } from '../../platform/errors.js';
 import { commonErrorResponses, ErrorResponse } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
 import { currentUser } from '../../platform/http/principal.js';
@@ -202,9 +202,16 @@ export function servicesRoutes(deps: {
         const userId = currentUser(request).id;
         const started = await envDeploys.deploy(userId, p.workspace, p.project, p.env, p.service, request.body?.ref);
         const mine = started.services[0]!;
-        if (!mine.image_id) throw conflict(mine.error_detail ?? 'The deploy could not start');
-        const build = await images.detail(userId, mine.image_id);
-        return reply.code(202).send({ build_id: build.id, version: build.version, deploy_id: started.id, job_id: mine.job_id ?? '' });
+        // As an environment deploy: the record is kept and answered, a pipeline that could not start included.
+        const build = mine.image_id ? await images.detail(userId, mine.image_id) : null;
+        return reply.code(202).send({
+          build_id: build?.id ?? '',
+          version: build?.version ?? 0,
+          deploy_id: started.id,
+          job_id: mine.job_id ?? '',
+          error: mine.status === 'error',
+          error_detail: mine.error_detail ?? '',
+        });
       },
     );
 

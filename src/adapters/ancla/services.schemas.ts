@@ -83,10 +83,12 @@ export const DeployServiceBody = Type.Union([
 /** `POST .../services/{svc}/deploy`: the build that starts the chain, and the environment deploy tracking it. */
 export const DeployResult = Type.Object(
   {
-    build_id: Id,
-    version: Type.Integer({ description: 'the build version' }),
+    build_id: Type.String({ description: 'the build (image) id; "" when the pipeline could not start' }),
+    version: Type.Integer({ description: 'the build version (0: none)' }),
     deploy_id: Id,
     job_id: Type.String({ description: 'the pipeline job running build → release → deploy' }),
+    error: Type.Boolean({ description: 'the pipeline could not start (the environment deploy records why)' }),
+    error_detail: Type.String(),
   },
   { $id: 'AnclaDeployResult' },
 );

@@ -14,6 +14,7 @@ export const TESTS = {
   scaleService: "scales a service's processes in the environment",
   deployService: 'deploys a service through the real pipeline and follows it to success',
   configOnlyDeploy: 'answers a deploy whose body has fields Slipway does not know',
+  failedDeploy: 'records and answers a deploy whose pipeline cannot start (202, error)',
   pipelineStatus: "reads a service's pipeline status in Ancla's words",
   listBuilds: 'lists builds as a page of items',
   triggerBuild: 'triggers a build: 202 with build_id and version',
