@@ -12,7 +12,7 @@ import { AppError } from './platform/errors.js';
 import { OneLinePerRequest } from './platform/http/request-log.js';
 import { REDACT } from './platform/logs/process-logger.js';
 import { frameworkErrorHandler, installErrorHandling } from './platform/http/error-handler.js';
-import { installJsonBodyParser, refuseUnexpectedBodies } from './platform/http/json-body.js';
+import { installJsonBodyParser, LENIENT_BODY, refuseUnexpectedBodies } from './platform/http/json-body.js';
 import { rewriteApiAlias, ROUTER_OPTIONS } from './platform/http/api-aliases.js';
 import { ErrorResponse } from './platform/http/schemas.js';
 import type { App } from './platform/http/types.js';
@@ -30,6 +30,8 @@ export interface RouteEntry {
   public: boolean;
   /** A Server-Sent Events route (answers with a stream that stays open). */
   stream: boolean;
+  /** Ignores unknown body fields instead of refusing them (Ancla's routes: src/adapters/ancla/lenient-bodies.ts). */
+  readonly lenient: boolean;
 }
 
 declare module 'fastify' {
@@ -90,6 +92,10 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
         url: route.url,
         public: Boolean((route.config as { public?: boolean } | undefined)?.public),
         stream: produces.includes('text/event-stream'),
+        // Read when asked: a scope's own onRoute hooks (which mark lenient routes) run after this one.
+        get lenient() {
+          return Boolean((route.config as Record<string, unknown> | undefined)?.[LENIENT_BODY]);
+        },
       });
     }
   });

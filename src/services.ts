@@ -166,7 +166,16 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
   const cron = wireCron({ ctx, repository: repos.cron, apps, runs: pipeline.runs, log });
   const registry = wireRegistry({ ctx, repository: repos.registry, auth: auth.auth });
   // The API's workspace routes: organizations and projects under Ancla's words.
-  const ancla = wireAncla({ organizations, organizationScope, projects, scopedConfig, config: configs });
+  const ancla = wireAncla({
+    organizations,
+    organizationScope,
+    projects,
+    scopedConfig,
+    config: configs,
+    apps,
+    environments: environments.environments,
+    pipeline: { images: pipeline.images, deployments, envDeploys: pipeline.envDeploys, status: pipeline.status },
+  });
   const teams = wireTeams({ repository: repos.teams, users: users.users, organizationScope, access, scopedConfig, config: configs });
   const metrics = wireMetrics({ db: ctx.db, token: config.METRICS_TOKEN, dataDir: config.dataDir });
 

@@ -101,6 +101,14 @@ const PREPARE: Record<string, (w: RouteWorld, url: string, other: TestUser) => P
     await h.ctx.db.updateTable('applications').set({ github_repository: 'acme/web' }).where('id', '=', w.app.id).execute();
     return {};
   },
+  'POST /v1/workspaces/:workspace/projects/:project/envs/:env/services/:service/builds/trigger': async (w) => {
+    await h.ctx.db.updateTable('applications').set({ github_repository: 'acme/web' }).where('id', '=', w.app.id).execute();
+    return {};
+  },
+  'POST /v1/workspaces/:workspace/projects/:project/envs/:env/services/:service/builds': async (w) => {
+    await h.ctx.db.updateTable('applications').set({ github_repository: 'acme/web' }).where('id', '=', w.app.id).execute();
+    return {};
+  },
   'POST /v1/applications/:application_id/deploy': async (w) => {
     await h.ctx.db.updateTable('applications').set({ github_repository: 'acme/web' }).where('id', '=', w.app.id).execute();
     return {};

@@ -233,6 +233,7 @@ export const PARAM_FIXTURES: Record<string, Fixture> = {
   application_id: (w) => w.app.id,
   // A variable of the scope the route addresses.
   config_id: (w, route) => {
+    if (route.url.includes('/services/')) return w.plainVar.id;
     if (route.url.includes('/envs/')) return w.scopedVars.environment;
     if (route.url.includes('/teams/')) return need(w.scopedVars.team, 'team variable');
     if (route.url.includes('/projects/')) return w.scopedVars.project;
@@ -243,6 +244,8 @@ export const PARAM_FIXTURES: Record<string, Fixture> = {
   env: () => 'production',
   team: (w) => need(w.teamSlug, 'team'),
   image_id: (w) => need(w.imageId, 'image'),
+  // A build's version number (Ancla's builds routes): the world's image is its application's first.
+  version: (w) => need(w.imageId, 'image') && '1',
   release_id: (w) => need(w.releaseId, 'release'),
   deployment_id: (w) => need(w.deploymentId, 'deployment'),
   deploy_id: (w) => need(w.envDeployId, 'environment deploy'),
@@ -311,6 +314,9 @@ export const SAMPLE_BODIES: Record<string, (w: RouteWorld) => unknown> = {
   'POST /v1/workspaces/:workspace/projects/:project/envs': () => ({ name: unique('sample') }),
   'PATCH /v1/workspaces/:workspace/projects/:project/envs/:env': () => ({ auto_deploy_branch: 'main' }),
   'POST /v1/workspaces/:workspace/projects/:project/envs/:env/promote': () => ({ from: 'production' }),
+  'POST /v1/workspaces/:workspace/projects/:project/envs/:env/services': () => ({ name: unique('sample') }),
+  'POST /v1/workspaces/:workspace/projects/:project/envs/:env/services/:service/scale': () => ({ process_counts: { web: 1 } }),
+  'PATCH /v1/workspaces/:workspace/projects/:project/envs/:env/services/:service': () => ({ auto_deploy_branch: 'release' }),
   'PUT /v1/workspaces/:workspace/projects/:project/previews': () => ({ template_environment: 'production' }),
   'PUT /v1/github/installations/:installation_id': (w) => ({ organization: w.org.slug }),
 };

@@ -88,7 +88,8 @@ describe('routes that take no body refuse one', () => {
     for (const route of routes) {
       const url = fillPath(route, world);
       const before = await snapshotTables(h);
-      for (const payload of ['[]', '123', '"text"', '{"unexpected":true}', 'null']) {
+      // Ancla's routes ignore unknown fields (test/ancla-contract); what is no object is still refused.
+      for (const payload of ['[]', '123', '"text"', ...(route.lenient ? [] : ['{"unexpected":true}']), 'null']) {
         const res = await h.app.inject({
           method: route.method as 'POST',
           url,

@@ -42,6 +42,8 @@ export interface ScopedConfigRouteOptions<P extends TProperties> {
   scopeOf: (params: Record<string, string>, userId: string) => Promise<ScopeRef>;
   /** A further check before any write (e.g. team configuration: the team's members and admins); throws 403. */
   mayWrite?: (scope: ScopeRef, userId: string, params: Record<string, string>) => Promise<void>;
+  /** Routes the caller registers itself, with another meaning at that path (Ancla's service config: src/adapters/ancla). */
+  omit?: Array<'list' | 'delete'>;
 }
 
 /**
@@ -61,18 +63,19 @@ export function registerScopedConfigRoutes<P extends TProperties>(app: App, o: S
     return ref;
   };
 
-  app.get(
-    `${o.prefix}/config`,
-    {
-      schema: {
-        tags,
-        summary: `The ${label}'s variables (secrets masked)`,
-        params,
-        response: { 200: Type.Array(ConfigVariable), ...commonErrorResponses },
+  if (!o.omit?.includes('list'))
+    app.get(
+      `${o.prefix}/config`,
+      {
+        schema: {
+          tags,
+          summary: `The ${label}'s variables (secrets masked)`,
+          params,
+          response: { 200: Type.Array(ConfigVariable), ...commonErrorResponses },
+        },
       },
-    },
-    async (request) => config.list(await scope(request, currentUser(request).id)),
-  );
+      async (request) => config.list(await scope(request, currentUser(request).id)),
+    );
 
   app.post(
     `${o.prefix}/config`,
@@ -138,17 +141,18 @@ export function registerScopedConfigRoutes<P extends TProperties>(app: App, o: S
     },
   );
 
-  app.delete(
-    `${o.prefix}/config/:config_id`,
-    {
-      schema: {
-        tags,
-        summary: `Delete a ${label} variable (lower scopes then fall back to the next higher one)`,
-        params: itemParams,
-        response: { 200: Ok, ...commonErrorResponses },
+  if (!o.omit?.includes('delete'))
+    app.delete(
+      `${o.prefix}/config/:config_id`,
+      {
+        schema: {
+          tags,
+          summary: `Delete a ${label} variable (lower scopes then fall back to the next higher one)`,
+          params: itemParams,
+          response: { 200: Ok, ...commonErrorResponses },
+        },
       },
-    },
-    async (request) =>
-      config.delete(await writeScope(request, currentUser(request).id), (request.params as { config_id: string }).config_id),
-  );
+      async (request) =>
+        config.delete(await writeScope(request, currentUser(request).id), (request.params as { config_id: string }).config_id),
+    );
 }

@@ -23,6 +23,9 @@ export const EnvDeploy = Type.Object(
         deployment_id: NullableId,
         image_id: NullableId,
         release_id: NullableId,
+        job_id: Type.Union([Type.String(), Type.Null()], {
+          description: "the pipeline job running this service's build → release → deploy",
+        }),
         status: ServiceStatus,
         error_detail: Type.Union([Type.String(), Type.Null()]),
       }),
@@ -31,6 +34,9 @@ export const EnvDeploy = Type.Object(
     complete: Type.Boolean(),
     error: Type.Boolean(),
     error_detail: Type.Union([Type.String(), Type.Null()], { description: 'names the failing service(s)' }),
+    job_id: Type.Union([Type.String(), Type.Null()], {
+      description: "the first service's pipeline job (each service's is in `services`); null for a promotion",
+    }),
     created: Timestamp,
     updated: Timestamp,
   },

@@ -5,19 +5,12 @@ import { currentUser } from '../../platform/http/principal.js';
 import type { ConfigurationsService } from '../configurations/index.js';
 import { ScopedConfig } from '../configurations/index.js';
 import { registerScopedConfigRoutes } from '../configurations/index.js';
-import {
-  CreateEnvironmentBody,
-  Environment,
-  EnvParams,
-  EnvServiceParams,
-  ResolvedServiceConfig,
-  UpdateEnvironmentBody,
-} from './environments.schemas.js';
+import { CreateEnvironmentBody, Environment, EnvParams, UpdateEnvironmentBody } from './environments.schemas.js';
 import { EnvironmentsService } from './environments.service.js';
 
 const BASE = '/workspaces/:workspace/projects/:project/envs';
 
-/** A project's environments, their configuration and the resolved configuration of their services. */
+/** A project's environments and their configuration (a service's, resolved: src/adapters/ancla/services.routes.ts). */
 export function environmentsRoutes(envs: EnvironmentsService, scoped: ScopedConfig, config: ConfigurationsService) {
   const tags = ['Environments'];
   return async (app: App) => {
@@ -89,21 +82,7 @@ export function environmentsRoutes(envs: EnvironmentsService, scoped: ScopedConf
       },
     );
 
-    app.get(
-      `${BASE}/:env/services/:service/config`,
-      {
-        schema: {
-          tags,
-          summary: 'The resolved configuration of a service in this environment: each value with the layer it came from (secrets masked)',
-          params: EnvServiceParams,
-          response: { 200: ResolvedServiceConfig, ...commonErrorResponses },
-        },
-      },
-      async (request) => {
-        const p = request.params;
-        return envs.resolvedConfig(currentUser(request).id, p.workspace, p.project, p.env, p.service);
-      },
-    );
+    // A service's configuration in an environment (resolved view included): src/adapters/ancla/services.routes.ts.
 
     registerScopedConfigRoutes(app, {
       prefix: `${BASE}/:env`,

@@ -7,5 +7,5 @@ export * from './environment-records.js';
 export * from './environments.service.js';
 export * from './environments.routes.js';
 export { EnvironmentsRepository } from './environments.repository.js';
-export { EnvParams } from './environments.schemas.js';
+export { EnvParams, ResolvedServiceConfig } from './environments.schemas.js';
 export * from './wire.js';

@@ -46,6 +46,15 @@ export class ImagesRepository {
     return this.db.selectFrom('images').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
+  findByVersion(applicationId: string, version: number) {
+    return this.db
+      .selectFrom('images')
+      .selectAll()
+      .where('application_id', '=', applicationId)
+      .where('version', '=', version)
+      .executeTakeFirst();
+  }
+
   async page(applicationId: string, limit: number, offset: number) {
     const [rows, total] = await Promise.all([
       this.db

@@ -139,9 +139,18 @@ export class ImagesService {
     return image;
   }
 
+  /** The image of an application by its version number (Ancla's clients address builds so). */
+  async idOfVersion(userId: string, applicationId: string, version: number): Promise<string> {
+    await this.apps.authorize(userId, applicationId);
+    const image = await this.repo.findByVersion(applicationId, version);
+    if (!image) throw notFound(`Build v${version}`);
+    return image.id;
+  }
+
   async detail(userId: string, imageId: string) {
     const i = await this.visible(userId, imageId);
     return {
+      job_id: i.job_id,
       ...summary(i),
       image_id: i.image_id,
       error_detail: i.error_detail,

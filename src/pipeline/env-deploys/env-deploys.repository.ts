@@ -59,6 +59,7 @@ export class EnvDeploysRepository {
         'i.error_detail as image_error',
         'i.log_text as image_log',
         'i.image_id as image_digest',
+        'i.job_id as image_job_id',
         'r.version as release_version',
         'r.status as release_status',
         'r.error_detail as release_error',

@@ -202,9 +202,13 @@ export class EnvDeploysService {
         deployment_id: s.deployment_id,
         image_id: s.image_id,
         release_id: s.release_id,
+        // The pipeline job running the service's build → release → deploy (a promotion runs none of its own).
+        job_id: s.image_job_id,
         status,
         error_detail,
       })),
+      // One job per service runs it: the first service's stands for the whole (Ancla's clients read one).
+      job_id: states.find(({ s }) => s.image_job_id !== null)?.s.image_job_id ?? null,
       status: current.status,
       complete: current.complete,
       error: current.error,

@@ -17,6 +17,9 @@ export function installJsonBodyParser(app: FastifyInstance): void {
   });
 }
 
+/** Route config flag: the route ignores unknown body fields instead of refusing them. */
+export const LENIENT_BODY = 'lenientBody';
+
 /**
  * A route without a body schema takes no body: no body or `{}` is fine, anything else
  * (`[]`, `123`, `"text"`, `null`, an object with fields) is refused with 422 before the
@@ -32,7 +35,9 @@ export function refuseUnexpectedBodies(app: FastifyInstance): void {
     const body = request.body;
     // A route that keeps its body raw (a signed webhook) reads it itself.
     if (body === undefined || Buffer.isBuffer(body)) return;
-    if (body !== null && typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0) return;
+    // Routes that ignore unknown fields (Ancla's: src/adapters/ancla/lenient-bodies.ts) take an object with any, and drop them.
+    const lenient = Boolean((request.routeOptions.config as unknown as Record<string, unknown> | undefined)?.[LENIENT_BODY]);
+    if (body !== null && typeof body === 'object' && !Array.isArray(body) && (lenient || Object.keys(body).length === 0)) return;
     throw new AppError('VALIDATION', 'This route takes no request body: send none, or {}', [{ field: 'body', message: 'must be empty' }]);
   });
 }
