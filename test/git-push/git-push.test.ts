@@ -3,6 +3,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { slipway } from '../cli/slipway.js';
 import { TestRepo } from '../helpers/git-repo.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { localRuntime } from '../helpers/local-runtime.js';
@@ -64,7 +65,15 @@ beforeAll(async () => {
   const remote = await h.app.inject({ method: 'GET', url: `/v1/applications/${t.appId}/git-remote`, headers: t.user.headers });
   expect(remote.statusCode, remote.body).toBe(200);
   expect(remote.json().allow_force_push).toBe(false);
-  repo.git('remote', 'add', 'slipway', `${baseUrl}${remote.json().path}`);
+  // The CLI adds the remote, as a user would.
+  const added = await slipway(
+    ['git:remote', '--add', '--app', `${t.orgSlug}/shop/web`],
+    { SLIPWAY_SERVER: baseUrl, SLIPWAY_API_KEY: t.user.apiKey, HOME: askpassDir },
+    { cwd: repo.dir },
+  );
+  expect(added.code, added.stderr).toBe(0);
+  expect(added.stdout).toContain(`${baseUrl}${remote.json().path}`);
+  expect(repo.git('remote', 'get-url', 'slipway')).toBe(`${baseUrl}${remote.json().path}`);
 }, 60_000);
 
 afterAll(async () => {
@@ -133,4 +142,33 @@ describe.skipIf(missing)('git push to an application', () => {
     const images = await h.ctx.db.selectFrom('images').select('id').where('application_id', '=', t.appId).execute();
     expect(images).toHaveLength(1);
   });
+});
+
+describe.skipIf(missing)('git push when the application allows force pushes', () => {
+  it('takes a rewritten branch; a failed build rejects it, names the command to see more and moves the branch back', async () => {
+    const allowed = await h.app.inject({
+      method: 'PATCH',
+      url: `/v1/applications/${t.appId}/git-remote`,
+      headers: t.user.headers,
+      payload: { allow_force_push: true },
+    });
+    expect(allowed.statusCode, allowed.body).toBe(200);
+    expect(allowed.json().allow_force_push).toBe(true);
+    const deployed = repo.git('rev-parse', 'slipway/main');
+    repo.git('reset', '-q', '--hard', deployed);
+    repo.git('commit', '-q', '--amend', '-m', 'rewritten again');
+    repo.commit({ 'slipway.json': JSON.stringify({ build: 'echo failing-on-purpose && exit 3' }) }, 'breaks the build');
+    const pushed = await push(t.user.apiKey, '--force', 'slipway', 'main');
+    expect(pushed.code).not.toBe(0);
+    expect(pushed.output).toContain('remote: failing-on-purpose');
+    expect(pushed.output).toContain('Deploy of main to production failed: build failed');
+    expect(pushed.output).toMatch(/remote: See more with: slipway builds log [0-9a-f-]{36}/);
+    expect(pushed.output).toContain('[remote rejected] main -> main (build failed');
+    const onServer = await new Promise<string>((resolve) =>
+      execFile('git', ['--git-dir', join(h.dataDir, 'git', `${t.appId}.git`), 'rev-parse', 'refs/heads/main'], (_e, out) =>
+        resolve(out.trim()),
+      ),
+    );
+    expect(onServer).toBe(deployed);
+  }, 120_000);
 });
