@@ -90,6 +90,8 @@ describe.skipIf(missing)('git push to an application', () => {
     const url = /remote: Deployed to production: (\S+)/.exec(pushed.output)?.[1];
     expect(url, pushed.output).toBeTruthy();
     expect(pushed.output).not.toContain(t.user.apiKey);
+    expect(pushed.output).toContain('remote: Fetching');
+    expect(pushed.output).not.toContain(join(h.dataDir, 'git')); // the pushed repository's path stays unsaid
     expect(pushed.code, pushed.output).toBe(0);
     const served = await waitFor(
       'the pushed app through the edge',

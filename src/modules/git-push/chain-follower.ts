@@ -17,6 +17,8 @@ export async function followChain(
   chain: { imageId: string; jobId: string | null },
   line: (text: string) => void,
   deadline: number,
+  /** The client went away: stop following (the chain goes on in its worker). */
+  gone: () => boolean = () => false,
 ): Promise<ChainResult> {
   const printed = { image: 0, release: 0, deployment: 0 };
   const print = (key: keyof typeof printed, text: string, final: boolean) => {
@@ -78,7 +80,7 @@ export async function followChain(
           return { ok: false, detail: 'the deploy chain ended without a deployment', seeMore: buildLog };
       }
     }
-    if (Date.now() >= deadline) return { ok: null, seeMore: buildLog };
+    if (Date.now() >= deadline || gone()) return { ok: null, seeMore: buildLog };
     await sleep(POLL_MS);
   }
 }

@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import { Type } from 'typebox';
 import { commonErrorResponses, IdParam } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
@@ -63,14 +64,20 @@ export function gitPushRoutes(service: GitPushService) {
             request.headers.authorization,
             request.params.repository,
             {
-              body: request.body as NodeJS.ReadableStream as import('node:stream').Readable,
+              body: request.body as Readable,
               gzip: request.headers['content-encoding'] === 'gzip',
             },
             () => {
               opened = true;
               reply.hijack();
               reply.raw.writeHead(200, { 'content-type': 'application/x-git-receive-pack-result', 'cache-control': 'no-cache' });
-              return { write: (chunk) => reply.raw.write(chunk), end: () => reply.raw.end() };
+              return {
+                write: (chunk) => {
+                  if (!reply.raw.destroyed) reply.raw.write(chunk);
+                },
+                end: () => reply.raw.end(),
+                closed: () => reply.raw.destroyed,
+              };
             },
           );
         } catch (err) {

@@ -52,6 +52,8 @@ export class PushRefused extends Error {
 export interface PushResponse {
   write(chunk: Buffer): void;
   end(): void;
+  /** Whether the client hung up (its push goes on deploying; nobody is left to tell). */
+  closed(): boolean;
 }
 
 interface Target {
@@ -179,7 +181,7 @@ export class GitPushService {
           await preparePushRepository(this.ctx.config.dataDir, app.id, await this.rules(app.id));
           const status = await this.store(app.id, principal.user.username, spool, bytes, sideband, out);
           if (status === null) return;
-          await this.deploy(app.id, commands.updates, status, targets, progress);
+          await this.deploy(app.id, commands.updates, status, targets, progress, () => out.closed());
           report(statusText(status));
         });
       } finally {
@@ -293,6 +295,7 @@ export class GitPushService {
     status: ReportStatus,
     targets: Map<string, Target[]>,
     progress: (t: string) => void,
+    gone: () => boolean,
   ) {
     const dir = join(pushRepositoriesRoot(this.ctx.config.dataDir), `${applicationId}.git`);
     for (const update of updates) {
@@ -311,7 +314,7 @@ export class GitPushService {
         try {
           const started = await this.deps.startChain(applicationId, update.newSha, target.environmentId);
           const deadline = Date.now() + this.ctx.config.GIT_PUSH_FOLLOW_SECONDS * 1000;
-          const result = await followChain(this.ctx.db, { imageId: started.image_id, jobId: started.job_id }, progress, deadline);
+          const result = await followChain(this.ctx.db, { imageId: started.image_id, jobId: started.job_id }, progress, deadline, gone);
           if (result.ok === true) progress(`Deployed to ${target.slug}${result.url ? `: ${result.url}` : ''}`);
           else if (result.ok === null) progress(`Still deploying; follow it with: ${result.seeMore} --follow`);
           else {

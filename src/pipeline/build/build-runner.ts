@@ -141,6 +141,7 @@ export class BuildRunner {
         pins,
         token,
         repository: pushed ?? app.github_repository!,
+        ...(pushed ? { label: 'the pushed repository (git push)' } : {}),
         ref,
         subdirectory: app.subdirectory,
         githubUrl: this.ctx.config.GITHUB_URL,
