@@ -148,6 +148,8 @@ export class GitPushService {
       if (!commands) throw new PushRefused(400, 'The push request could not be read (too many ref updates, or not git)');
       const sideband = commands.capabilities.has('side-band-64k') || commands.capabilities.has('side-band');
       const out = open();
+      // git's probe before a large push (a bare flush) checks the credentials only: nothing to store.
+      if (commands.updates.length === 0) return out.end();
       const progress = (text: string) => {
         if (sideband) out.write(bandPkt(2, `${text}\n`));
       };
