@@ -73,6 +73,12 @@ export const EnvSchema = Type.Object({
   DISK_CHECK_INTERVAL_SECONDS: Type.Integer({ minimum: 1, maximum: 3600, default: 60 }),
   /** Largest request body (bytes); larger requests get 413. */
   BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 1024 * 1024 }),
+  /** Most bytes one `git push` may send to an application's repository (after decompression); larger pushes are refused. */
+  GIT_PUSH_MAX_BYTES: Type.Integer({ minimum: 1024 * 1024, default: 512 * 1024 * 1024 }),
+  /** Longest a `git push` may take to send and store its objects (seconds); git is stopped after it. */
+  GIT_PUSH_TIMEOUT_SECONDS: Type.Integer({ minimum: 10, maximum: 3600, default: 600 }),
+  /** Longest a `git push` shows its build and deploy (seconds); past it the push ends and names the command that follows the rest. */
+  GIT_PUSH_FOLLOW_SECONDS: Type.Integer({ minimum: 10, maximum: 7200, default: 1800 }),
   /** Most variables one configuration scope may hold (a bulk request past it is refused, 422). */
   CONFIG_MAX_VARIABLES_PER_SCOPE: Type.Integer({ minimum: 1, default: 1000 }),
   /** Most bytes of names and values one configuration scope may hold (secrets count by their sealed size). */

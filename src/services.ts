@@ -34,6 +34,7 @@ import { reachOfScope, requireProtectedEnvironmentAdmin, wireEnvironments } from
 import { wirePreviews } from './modules/previews/index.js';
 import { wireGithub } from './modules/github/index.js';
 import { wireRegistry } from './modules/registry/index.js';
+import { wireGitPush } from './modules/git-push/index.js';
 import { wireObservability } from './modules/observability/index.js';
 import { wireGuards } from './modules/guards/index.js';
 import { wireDomains } from './modules/domains/index.js';
@@ -178,6 +179,14 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
   });
   const teams = wireTeams({ repository: repos.teams, users: users.users, organizationScope, access, scopedConfig, config: configs });
   const metrics = wireMetrics({ db: ctx.db, token: config.METRICS_TOKEN, dataDir: config.dataDir });
+  // `git push` deploys (issue 34): a pushed commit runs the same chain as a GitHub push.
+  const gitPush = wireGitPush({
+    ctx,
+    auth: auth.auth,
+    apps,
+    startChain: (id, sha, environmentId) => deployChain.start(id, sha, environmentId, { pushed: true }),
+    requireBuildRoom: (applicationId) => storage.storage.requireBuildRoom(applicationId),
+  });
 
   // The API's routes under /v1, in the order of its OpenAPI document.
   const routes: Routes[] = [
@@ -210,6 +219,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     streams,
     audit,
     webhooks,
+    gitPush,
   ].flatMap((wired) => wired.routes);
 
   // Maintenance the job workers run once started (images and releases add their own with their job kinds).
@@ -230,7 +240,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     services: { auth: auth.auth, audit: audit.audit, metrics: metrics.metrics, notifications },
     routes,
     /** Routes outside /v1 (`/metrics`). */
-    rootRoutes: metrics.rootRoutes,
+    rootRoutes: [...metrics.rootRoutes, ...gitPush.rootRoutes],
     sweepers,
     /** Built here, started and stopped by src/lifecycle.ts only. */
     background: {

@@ -14,6 +14,7 @@ import { recordCommands } from './commands/records.js';
 import { resourceCommands } from './commands/resources.js';
 import { runtimeCommands } from './commands/runtime.js';
 import { scheduleCommands } from './commands/schedule.js';
+import { gitCommands } from './commands/git.js';
 import { completionScript } from './completion.js';
 import { Context } from './context.js';
 import { terminalSafe } from './output.js';
@@ -50,6 +51,7 @@ Colour is off when output is not a terminal or NO_COLOR is set.`,
   recordCommands(program);
   runtimeCommands(program);
   scheduleCommands(program);
+  gitCommands(program);
 
   program
     .command('completion')

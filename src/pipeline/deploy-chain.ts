@@ -9,10 +9,16 @@ import { DeployRunner, settleInterrupted } from './deploy/deploy-runner.js';
 import { requireDeployAccess } from '../platform/access/environment-protection.js';
 import { DeploymentsRepository } from './deploy/deployments.repository.js';
 import { CHAIN_JOB } from './stages.js';
+import type { BuildSource } from './build/images.service.js';
 
 /** The build stage as the chain uses it (ImagesService). */
 export interface BuildStage {
-  createImage(applicationId: string, ref?: string | null, environmentId?: string): Promise<{ id: string; version: number }>;
+  createImage(
+    applicationId: string,
+    ref?: string | null,
+    environmentId?: string,
+    source?: BuildSource,
+  ): Promise<{ id: string; version: number }>;
   runBuild(imageId: string, signal: AbortSignal): Promise<{ ok: boolean }>;
   failInterrupted(imageId: string): Promise<boolean>;
   assignJob(imageId: string, jobId: string): Promise<void>;
@@ -128,13 +134,13 @@ export class DeployChain {
    * Queues the chain for the application's production environment (a GitHub push calls this
    * with the pushed commit); answers with the new image record.
    */
-  async start(applicationId: string, ref?: string | null, targetEnvironmentId?: string) {
+  async start(applicationId: string, ref?: string | null, targetEnvironmentId?: string, source: BuildSource = {}) {
     const jobs = await requireJobRoom(this.ctx, applicationId);
     // Environment deploys (`POST .../envs/{env}/deploy`) name their environment.
     const environmentId = targetEnvironmentId ?? (await this.repo.productionEnvironmentId(applicationId));
     if (!environmentId) throw new AppError('NOT_FOUND', 'Production environment not found');
     // The image is built for the chain's environment: its configuration and cache scope.
-    const image = await this.build.createImage(applicationId, ref, environmentId);
+    const image = await this.build.createImage(applicationId, ref, environmentId, source);
     try {
       const jobId = await jobs.enqueue(CHAIN_JOB, { applicationId, environmentId, recordId: image.id });
       await this.build.assignJob(image.id, jobId);

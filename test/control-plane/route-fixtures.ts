@@ -299,6 +299,7 @@ export const SAMPLE_BODIES: Record<string, (w: RouteWorld) => unknown> = {
   'POST /v1/projects': (w) => ({ name: unique('sample'), organization_id: w.org.id }),
   'POST /v1/applications': (w) => ({ name: unique('sample'), project_id: w.project.id }),
   'PATCH /v1/applications/:application_id/settings': () => ({ health_check_path: '/sample' }),
+  'PATCH /v1/applications/:application_id/git-remote': () => ({ allow_force_push: true }),
   'POST /v1/applications/:application_id/scale': () => ({ process_counts: { web: 3 } }),
   'PUT /v1/applications/:application_id/cron/:name': () => ({ schedule: '0 4 * * *', command: 'true' }),
   'PUT /v1/applications/:application_id/autoscaling/:process_type': () => ({ min: 1, max: 3, target: { cpu_percent: 60 } }),

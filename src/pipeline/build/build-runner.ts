@@ -16,6 +16,7 @@ import { privateDir } from '../../platform/fs/private-dir.js';
 import type { AppContext } from '../../platform/context.js';
 import { fetchSource, SourceError } from '../../platform/git/source.js';
 import { checkSourceAtBuild } from '../../platform/git/trusted-sources.js';
+import { pushRepositoryDir } from '../../platform/git/push-repository.js';
 import { ManifestCronError, readManifestCron } from '../../platform/cron/manifest.js';
 import { GitHubApp, GitHubAppError } from '../../platform/github/github-app.js';
 import { repositoryFullName } from '../../platform/github/github-api.js';
@@ -122,7 +123,7 @@ export class BuildRunner {
       log.enter('Resolve');
       if (trust.preview)
         log.line(`Preview of a pull request (${trust.previewTrust}): configuration ${trust.configuration}; throwaway build cache`);
-      if (!app.github_repository) {
+      if (!app.github_repository && !image.pushed) {
         throw new BuildError('The application has no github_repository: set it with PATCH /applications/{id}/settings');
       }
       const ref = image.build_ref ?? app.auto_deploy_branch ?? 'HEAD';
@@ -131,19 +132,24 @@ export class BuildRunner {
       for (const dir of [join(this.ctx.config.dataDir, 'builds'), join(this.ctx.config.dataDir, 'images'), workDir]) {
         await privateDir(dir, 0o711);
       }
-      const pins = await checkSourceAtBuild(this.ctx.db, this.ctx.config, app.id, app.github_repository);
-      const token = await this.privateRepositoryToken(app);
+      // A pushed commit is read from the platform's own repository of the application (never a member's path).
+      const pushed = image.pushed ? pushRepositoryDir(this.ctx.config.dataDir, app.id) : null;
+      const pins = pushed ? undefined : await checkSourceAtBuild(this.ctx.db, this.ctx.config, app.id, app.github_repository!);
+      const token = pushed ? undefined : await this.privateRepositoryToken(app);
       if (token) log.line('Cloning with a GitHub App installation token');
       const source = await fetchSource({
         pins,
         token,
-        repository: app.github_repository,
+        repository: pushed ?? app.github_repository!,
+        ...(pushed ? { label: 'the pushed repository (git push)' } : {}),
         ref,
         subdirectory: app.subdirectory,
         githubUrl: this.ctx.config.GITHUB_URL,
-        localRoots: this.ctx.config.LOCAL_REPOSITORY_ROOTS?.split(',')
-          .map((r) => r.trim())
-          .filter(Boolean),
+        localRoots: pushed
+          ? [pushed]
+          : this.ctx.config.LOCAL_REPOSITORY_ROOTS?.split(',')
+              .map((r) => r.trim())
+              .filter(Boolean),
         workDir,
         destination: contextDir,
         signal,

@@ -14,7 +14,7 @@ export class ImagesRepository {
   /** A new image record with the next version of the application (taken under the application's row lock). */
   insertNext(
     applicationId: string,
-    fields: { repository_name: string; build_ref: string; environment_id: string | null; built_for_preview: boolean },
+    fields: { repository_name: string; build_ref: string; environment_id: string | null; built_for_preview: boolean; pushed?: boolean },
   ) {
     return this.db.transaction().execute(async (trx) => {
       if (!(await lockApplication(trx, applicationId))) throw notFound('Application');
@@ -34,6 +34,7 @@ export class ImagesRepository {
           build_ref: fields.build_ref,
           environment_id: fields.environment_id,
           built_for_preview: fields.built_for_preview,
+          pushed: fields.pushed ?? false,
           build_step: JSON.stringify({ steps: [...BUILD_STEPS], current: 0 }),
           log_text: 'Queued\n',
         })

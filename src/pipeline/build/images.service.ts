@@ -14,6 +14,11 @@ import { ABANDONED, artifactDir, BuildRunner, buildWorkDir, INTERRUPTED_BY_RESTA
 import type { ImagesRepository } from './images.repository.js';
 import { BUILD_JOB } from '../stages.js';
 
+/** Where a build reads its source: the application's github_repository, or (`pushed`) its repository on this server. */
+export interface BuildSource {
+  pushed?: boolean;
+}
+
 type ImageRow = NonNullable<Awaited<ReturnType<ImagesRepository['findById']>>>;
 
 const summary = (i: ImageRow) => ({
@@ -75,10 +80,15 @@ export class ImagesService {
    * A new image record (status `building`, next version) for an environment (production when
    * not named): the build runs with its configuration when its job does.
    */
-  async createImage(applicationId: string, ref?: string | null, environmentId?: string): Promise<{ id: string; version: number }> {
+  async createImage(
+    applicationId: string,
+    ref?: string | null,
+    environmentId?: string,
+    source: BuildSource = {},
+  ): Promise<{ id: string; version: number }> {
     const app = await this.apps.find(applicationId);
     if (!app) throw notFound('Application');
-    if (!app.github_repository)
+    if (!app.github_repository && !source.pushed)
       throw invalid('github_repository', 'set the repository to build from (PATCH /applications/{id}/settings) first');
     // Every new build passes here (POST build, the deploy chain, GitHub pushes, previews): refused before anything is stored.
     await this.buildRoom(app.id);
@@ -88,6 +98,7 @@ export class ImagesService {
       build_ref: ref ?? app.auto_deploy_branch ?? 'HEAD',
       environment_id: target,
       built_for_preview: (await environmentTrust(this.ctx.db, target)).preview,
+      pushed: source.pushed ?? false,
     });
   }
 

@@ -280,6 +280,15 @@ export interface ImagesTable extends BuildRecordColumns {
   environment_id: string | null;
   /** Built for a preview: released only into that preview, never into another environment. */
   built_for_preview: Generated<boolean>;
+  /** Built from a `git push` to this server's repository of the application (migration 0041). */
+  pushed: Generated<boolean>;
+}
+
+/** An application's git remote on this server (migration 0041). */
+export interface GitRemotesTable {
+  application_id: string;
+  allow_force_push: Generated<boolean>;
+  updated_at: Generated<Date>;
 }
 
 /** An organization's measured disk use by kind (migration 0023). */
@@ -865,4 +874,6 @@ export interface Database
     EdgeTables,
     HookAndAuditTables,
     PreviewTables,
-    ScheduleTables {}
+    ScheduleTables {
+  git_remotes: GitRemotesTable;
+}

@@ -35,6 +35,8 @@ export interface SourceRequest {
   destination: string;
   signal?: AbortSignal;
   onLine?: (line: string) => void;
+  /** What logs and records call the repository instead of its address (the platform's own paths stay unsaid). */
+  label?: string;
 }
 
 export interface FetchedSource {
@@ -159,12 +161,13 @@ export async function fetchSource(req: SourceRequest): Promise<FetchedSource> {
     throw new SourceError(`ref '${req.ref}' is not a valid branch, tag or commit name`);
   const fetchUrl = repositoryUrl(req.repository, req.githubUrl);
   // Credentials written into the address (`https://user:token@host/…`) reach git only.
-  const { displayUrl, credentials } = withoutCredentials(fetchUrl);
+  const { displayUrl: address, credentials } = withoutCredentials(fetchUrl);
+  const displayUrl = req.label ?? address;
   const fromGithubUrl = OWNER_REPO.test(req.repository.trim()) && !isAbsolute(req.repository.trim());
-  if (displayUrl.startsWith('file://') && !fromGithubUrl && !localPathAllowed(fileURLToPath(displayUrl), req.localRoots)) {
+  if (address.startsWith('file://') && !fromGithubUrl && !localPathAllowed(fileURLToPath(address), req.localRoots)) {
     throw new SourceError(`local repository ${displayUrl} is outside the allowed roots (LOCAL_REPOSITORY_ROOTS)`);
   }
-  const token = /^https?:\/\//.test(displayUrl) ? req.token : undefined;
+  const token = /^https?:\/\//.test(address) ? req.token : undefined;
   const secrets = [...(req.token ? [req.token] : []), ...credentials];
   const log = req.onLine ?? (() => {});
   const cwd = join(req.workDir, 'repo');

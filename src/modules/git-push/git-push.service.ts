@@ -1,0 +1,433 @@
+import { randomUUID } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir, open, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Transform, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createGunzip } from 'node:zlib';
+import { sql } from 'kysely';
+import type { AppContext } from '../../platform/context.js';
+import { AppError } from '../../platform/errors.js';
+import { requireDeployAccess, requireProtectedEnvironmentAdmin } from '../../platform/access/environment-protection.js';
+import { runHttpBackend } from '../../platform/git/http-backend.js';
+import { bandPkt, FLUSH, parsePushCommands, pkt, PktReader, ZERO_SHA, type RefUpdate } from '../../platform/git/pkt-line.js';
+import { preparePushRepository, pushRepositoriesRoot, restoreRef } from '../../platform/git/push-repository.js';
+import { requireJobRoom } from '../../platform/jobs/require-jobs.js';
+import type { Principal } from '../../platform/http/types.js';
+import type { ApplicationsService } from '../applications/index.js';
+import type { AuthService } from '../auth/index.js';
+import { followChain } from './chain-follower.js';
+
+/** Starts build → release → deploy of a pushed commit in an environment (DeployChain.start). */
+export type PushChainStarter = (
+  applicationId: string,
+  commitSha: string,
+  environmentId: string,
+) => Promise<{ image_id: string; job_id: string | null }>;
+
+export interface GitPushDeps {
+  ctx: AppContext;
+  auth: Pick<AuthService, 'fromApiKey'>;
+  apps: Pick<ApplicationsService, 'authorize'>;
+  startChain: PushChainStarter;
+  /** Refuses (throws) when the application's organization is over its disk quota. */
+  requireBuildRoom: (applicationId: string) => Promise<void>;
+}
+
+/** Most bytes of a receive-pack request read for its ref updates (the pack follows them). */
+const MAX_COMMAND_BYTES = 256 * 1024;
+const APPLICATION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** A refusal told to a git client: the HTTP status of a request it cannot go on with, and why. */
+export class PushRefused extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** What a push answers, written by the route onto the raw response. */
+export interface PushResponse {
+  write(chunk: Buffer): void;
+  end(): void;
+  /** Whether the client hung up (its push goes on deploying; nobody is left to tell). */
+  closed(): boolean;
+}
+
+interface Target {
+  environmentId: string;
+  slug: string;
+}
+
+/**
+ * `git push` to an application's repository on this server (issue 34), over smart HTTP through
+ * Git's own `git http-backend`. The password of HTTP Basic is an API key; the caller must be a
+ * member of the application's organization, and may deploy to the environment each pushed
+ * branch deploys to. Accepted branches build and deploy as a `git push` waits, the logs sent
+ * back on git's progress band ("remote: ..."); a failed build or deploy rejects the branch
+ * (and moves it back), so `git push` exits non-zero.
+ */
+export class GitPushService {
+  constructor(private readonly deps: GitPushDeps) {}
+
+  private get ctx() {
+    return this.deps.ctx;
+  }
+
+  /** The caller and the application, or a refusal that says why. */
+  async authorize(authorization: string | undefined, repository: string) {
+    const applicationId = repository.replace(/\.git$/, '');
+    if (!APPLICATION_ID.test(applicationId)) throw new PushRefused(404, 'No such repository: push to /git/<application id>.git');
+    const key = basicPassword(authorization);
+    const principal: Principal | null = key ? await this.deps.auth.fromApiKey(key) : null;
+    if (!principal) throw new PushRefused(401, 'Authentication required: use an API key as the password');
+    try {
+      const app = await this.deps.apps.authorize(principal.user.id, applicationId);
+      return { principal, app };
+    } catch (err) {
+      if (err instanceof AppError && err.kind === 'FORBIDDEN')
+        throw new PushRefused(403, `${principal.user.username} is not a member of the organization that owns this application`);
+      if (err instanceof AppError && err.kind === 'NOT_FOUND') throw new PushRefused(404, 'No such application');
+      throw err;
+    }
+  }
+
+  private async rules(applicationId: string) {
+    const row = await this.ctx.db
+      .selectFrom('git_remotes')
+      .select('allow_force_push')
+      .where('application_id', '=', applicationId)
+      .executeTakeFirst();
+    return { allowForcePush: row?.allow_force_push ?? false, maxInputBytes: this.ctx.config.GIT_PUSH_MAX_BYTES };
+  }
+
+  /** `GET .../info/refs?service=git-receive-pack`: the refs advertisement. */
+  async advertise(authorization: string | undefined, repository: string, service: string | undefined) {
+    const { app, principal } = await this.authorize(authorization, repository);
+    if (service !== 'git-receive-pack') throw new PushRefused(403, 'This remote takes pushes only (git push)');
+    await preparePushRepository(this.ctx.config.dataDir, app.id, await this.rules(app.id));
+    let status = 200;
+    let contentType = 'application/x-git-receive-pack-advertisement';
+    const chunks: Buffer[] = [];
+    const code = await runHttpBackend({
+      dataDir: this.ctx.config.dataDir,
+      pathInfo: `/${app.id}.git/info/refs`,
+      method: 'GET',
+      query: 'service=git-receive-pack',
+      remoteUser: principal.user.username,
+      timeoutMs: 60_000,
+      onHeaders: (s, headers) => {
+        status = s;
+        contentType = headers['content-type'] ?? contentType;
+      },
+      onBody: (chunk) => chunks.push(chunk),
+    });
+    if (code !== 0 || status !== 200) throw new Error(`git http-backend answered ${status} (exit ${code}) to the refs advertisement`);
+    return { contentType, body: Buffer.concat(chunks) };
+  }
+
+  /**
+   * `POST .../git-receive-pack`: spools the request (bounded), checks every ref update,
+   * stores the objects through git, then deploys each accepted branch while the client waits.
+   */
+  async receive(
+    authorization: string | undefined,
+    repository: string,
+    request: { body: Readable; gzip: boolean },
+    open: () => PushResponse,
+  ): Promise<void> {
+    const { app, principal } = await this.authorize(authorization, repository);
+    const spoolDir = join(pushRepositoriesRoot(this.ctx.config.dataDir), '.incoming');
+    await mkdir(spoolDir, { recursive: true, mode: 0o700 });
+    const spool = join(spoolDir, randomUUID());
+    try {
+      const bytes = await spoolBody(request.body, request.gzip, spool, this.ctx.config.GIT_PUSH_MAX_BYTES);
+      const commands = parsePushCommands(await readHead(spool, MAX_COMMAND_BYTES));
+      if (!commands) throw new PushRefused(400, 'The push request could not be read (too many ref updates, or not git)');
+      const sideband = commands.capabilities.has('side-band-64k') || commands.capabilities.has('side-band');
+      const out = open();
+      // git's probe before a large push (a bare flush) checks the credentials only: nothing to store.
+      if (commands.updates.length === 0) return out.end();
+      const progress = (text: string) => {
+        if (sideband) out.write(bandPkt(2, `${text}\n`));
+      };
+      const report = (inner: Buffer) => {
+        if (!sideband) return out.write(inner);
+        for (let at = 0; at < inner.length; at += 65000) out.write(bandPkt(1, inner.subarray(at, at + 65000)));
+      };
+      try {
+        const targets = new Map<string, Target[]>();
+        const refused = new Map<string, string>();
+        for (const update of commands.updates) {
+          const reason = await this.check(principal.user.id, app, update, targets);
+          if (reason) refused.set(update.ref, reason);
+        }
+        if (refused.size > 0) {
+          // Nothing is stored when any update is refused: each says why (or that another one was).
+          for (const [ref, reason] of refused) progress(`${shortRef(ref)}: ${reason}`);
+          report(
+            Buffer.concat([
+              pkt('unpack ok\n'),
+              ...commands.updates.map((u) =>
+                pkt(`ng ${u.ref} ${oneLine(refused.get(u.ref) ?? 'not stored: another ref of this push was refused')}\n`),
+              ),
+              FLUSH,
+            ]),
+          );
+          return;
+        }
+        await this.serialised(app.id, progress, async () => {
+          // Any failure past here is the platform's: the client hears it on the error band, the log has the rest.
+          await preparePushRepository(this.ctx.config.dataDir, app.id, await this.rules(app.id));
+          const status = await this.store(app.id, principal.user.username, spool, bytes, sideband, out);
+          if (status === null) return;
+          await this.deploy(app.id, commands.updates, status, targets, progress, () => out.closed());
+          report(statusText(status));
+        });
+      } finally {
+        if (sideband) out.write(FLUSH);
+        out.end();
+      }
+    } finally {
+      await rm(spool, { force: true });
+    }
+  }
+
+  /** Why one ref update may not be stored (null: it may), recording where an accepted branch deploys. */
+  private async check(
+    userId: string,
+    app: { id: string; project_id: string; auto_deploy_branch: string | null },
+    update: RefUpdate,
+    targets: Map<string, Target[]>,
+  ): Promise<string | null> {
+    if (!update.ref.startsWith('refs/heads/')) return 'only branches can be pushed to this remote';
+    if (ZERO_SHA.test(update.newSha)) return null; // a deletion deploys nothing (receive.denyDeletes judges it)
+    const branch = update.ref.slice('refs/heads/'.length);
+    const found = await this.environmentsOf(app, branch);
+    targets.set(update.ref, found);
+    for (const target of found) {
+      try {
+        await requireDeployAccess(this.ctx.db, userId, target.environmentId);
+        await this.deps.requireBuildRoom(app.id);
+        await requireJobRoom(this.ctx, app.id);
+      } catch (err) {
+        if (err instanceof AppError && err.status < 500) return err.message;
+        throw err;
+      }
+    }
+    return null;
+  }
+
+  /** The environments a branch deploys to: production for the application's branch (default `main`), and any with that auto_deploy_branch. */
+  private async environmentsOf(app: { id: string; project_id: string; auto_deploy_branch: string | null }, branch: string) {
+    const rows = await this.ctx.db
+      .selectFrom('environments')
+      .select(['id', 'slug', 'auto_deploy_branch'])
+      .where('project_id', '=', app.project_id)
+      .where('deleted_at', 'is', null)
+      .execute();
+    const production = (app.auto_deploy_branch ?? 'main') === branch ? rows.filter((e) => e.slug === 'production') : [];
+    const others = rows.filter((e) => e.slug !== 'production' && e.auto_deploy_branch === branch);
+    return [...production, ...others].map((e) => ({ environmentId: e.id, slug: e.slug }));
+  }
+
+  /** One push of an application at a time (across processes): a session advisory lock held on its own connection. */
+  private async serialised(applicationId: string, progress: (t: string) => void, work: () => Promise<void>) {
+    await this.ctx.db.connection().execute(async (conn) => {
+      const key = sql`hashtext(${`slipway.git-push.${applicationId}`})`;
+      const got = await sql<{ ok: boolean }>`SELECT pg_try_advisory_lock(3401, ${key}) AS ok`.execute(conn);
+      if (!got.rows[0]?.ok) {
+        progress('Waiting for another push to this application to finish...');
+        await sql`SELECT pg_advisory_lock(3401, ${key})`.execute(conn);
+      }
+      try {
+        await work();
+      } finally {
+        await sql`SELECT pg_advisory_unlock(3401, ${key})`.execute(conn);
+      }
+    });
+  }
+
+  /**
+   * Runs git's receive-pack on the spooled request: its progress goes straight to the client,
+   * its report (band 1) is kept to be told after the deploys. Returns the report's lines, or
+   * null when git failed (what it said already went out).
+   */
+  private async store(applicationId: string, user: string, spool: string, bytes: number, sideband: boolean, out: PushResponse) {
+    const reader = new PktReader();
+    const reportBytes: Buffer[] = [];
+    let ended = false;
+    let status = 200;
+    const code = await runHttpBackend({
+      dataDir: this.ctx.config.dataDir,
+      pathInfo: `/${applicationId}.git/git-receive-pack`,
+      method: 'POST',
+      query: '',
+      contentType: 'application/x-git-receive-pack-request',
+      bodyFile: spool,
+      bodyBytes: bytes,
+      remoteUser: user,
+      timeoutMs: this.ctx.config.GIT_PUSH_TIMEOUT_SECONDS * 1000,
+      onHeaders: (s) => {
+        status = s;
+      },
+      onBody: (chunk) => {
+        if (!sideband) return reportBytes.push(chunk);
+        for (const packet of reader.push(chunk)) {
+          if (ended) continue;
+          if (packet.kind === 'flush') ended = true;
+          else if (packet.kind === 'data' && packet.payload[0] === 1) reportBytes.push(packet.payload.subarray(1));
+          else out.write(packet.raw); // progress and fatal errors reach the client as git wrote them
+        }
+      },
+    });
+    if (code !== 0 || status !== 200) {
+      if (sideband) out.write(bandPkt(3, `storing the push failed (git exit ${code ?? 'killed: timeout'})\n`));
+      return null;
+    }
+    return parseStatus(Buffer.concat(reportBytes));
+  }
+
+  /** Deploys each stored branch update; a failed one is moved back and reported `ng`. */
+  private async deploy(
+    applicationId: string,
+    updates: RefUpdate[],
+    status: ReportStatus,
+    targets: Map<string, Target[]>,
+    progress: (t: string) => void,
+    gone: () => boolean,
+  ) {
+    const dir = join(pushRepositoriesRoot(this.ctx.config.dataDir), `${applicationId}.git`);
+    for (const update of updates) {
+      if (!status.refs.get(update.ref)?.ok || ZERO_SHA.test(update.newSha)) continue;
+      const found = targets.get(update.ref) ?? [];
+      const branch = shortRef(update.ref);
+      if (found.length === 0) {
+        progress(
+          `${branch} deploys to no environment: stored only (set auto_deploy_branch of the application or an environment to deploy it)`,
+        );
+        continue;
+      }
+      for (const target of found) {
+        progress(`Deploying ${branch} (${update.newSha.slice(0, 12)}) to ${target.slug}`);
+        let failure: string | null = null;
+        try {
+          const started = await this.deps.startChain(applicationId, update.newSha, target.environmentId);
+          const deadline = Date.now() + this.ctx.config.GIT_PUSH_FOLLOW_SECONDS * 1000;
+          const result = await followChain(this.ctx.db, { imageId: started.image_id, jobId: started.job_id }, progress, deadline, gone);
+          if (result.ok === true) progress(`Deployed to ${target.slug}${result.url ? `: ${result.url}` : ''}`);
+          else if (result.ok === null) progress(`Still deploying; follow it with: ${result.seeMore} --follow`);
+          else {
+            progress(`Deploy of ${branch} to ${target.slug} failed: ${result.detail}`);
+            progress(`See more with: ${result.seeMore}`);
+            failure = result.detail;
+          }
+        } catch (err) {
+          if (!(err instanceof AppError) || err.status >= 500) throw err;
+          progress(`Deploy of ${branch} to ${target.slug} refused: ${err.message}`);
+          failure = err.message;
+        }
+        if (failure) {
+          // The branch stays where it was, so pushing the same commit again deploys it again.
+          await restoreRef(dir, update.ref, update.oldSha, update.newSha);
+          status.refs.set(update.ref, { ok: false, reason: failure });
+          break;
+        }
+      }
+    }
+  }
+
+  /** The remote of an application for the API: its path on this server and its push rules. */
+  async remote(userId: string, applicationId: string) {
+    await this.deps.apps.authorize(userId, applicationId);
+    const rules = await this.rules(applicationId);
+    return { path: `/git/${applicationId}.git`, allow_force_push: rules.allowForcePush };
+  }
+
+  async updateRemote(userId: string, applicationId: string, allowForcePush: boolean) {
+    await this.deps.apps.authorize(userId, applicationId);
+    await requireProtectedEnvironmentAdmin(this.ctx.db, userId, { applicationId }, 'whether pushes may rewrite its branches');
+    await this.ctx.db
+      .insertInto('git_remotes')
+      .values({ application_id: applicationId, allow_force_push: allowForcePush })
+      .onConflict((oc) => oc.column('application_id').doUpdateSet({ allow_force_push: allowForcePush, updated_at: sql`now()` }))
+      .execute();
+    return this.remote(userId, applicationId);
+  }
+}
+
+interface ReportStatus {
+  unpack: string;
+  refs: Map<string, { ok: boolean; reason?: string }>;
+}
+
+/** receive-pack's report (`unpack ok`, `ok <ref>`, `ng <ref> <reason>`; v2's `option` lines are dropped). */
+function parseStatus(inner: Buffer): ReportStatus {
+  const status: ReportStatus = { unpack: 'unpack ok', refs: new Map() };
+  for (const packet of new PktReader().push(inner)) {
+    if (packet.kind !== 'data') continue;
+    const line = packet.payload.toString('utf8').replace(/\n$/, '');
+    if (line.startsWith('unpack ')) status.unpack = line;
+    else if (line.startsWith('ok ')) status.refs.set(line.slice(3), { ok: true });
+    else if (line.startsWith('ng ')) {
+      const [ref, ...reason] = line.slice(3).split(' ');
+      status.refs.set(ref!, { ok: false, reason: reason.join(' ') });
+    }
+  }
+  return status;
+}
+
+function statusText(status: ReportStatus): Buffer {
+  return Buffer.concat([
+    pkt(`${status.unpack}\n`),
+    ...[...status.refs].map(([ref, r]) => pkt(r.ok ? `ok ${ref}\n` : `ng ${ref} ${oneLine(r.reason ?? 'rejected')}\n`)),
+    FLUSH,
+  ]);
+}
+
+const oneLine = (text: string) => text.replace(/\s+/g, ' ').slice(0, 400);
+const shortRef = (ref: string) => ref.replace(/^refs\/heads\//, '');
+
+/** The password of an HTTP Basic authorization (git sends the API key there); an X-API-Key-less client has no other way. */
+function basicPassword(authorization: string | undefined): string | null {
+  const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(authorization ?? '');
+  if (!match) return null;
+  const decoded = Buffer.from(match[1]!, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  const password = colon >= 0 ? decoded.slice(colon + 1) : '';
+  return password || null;
+}
+
+/** Writes the request body (gunzipped when git compressed it) to `file`; refuses past `max` bytes. */
+async function spoolBody(body: Readable, gzip: boolean, file: string, max: number): Promise<number> {
+  let total = 0;
+  const limit = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      total += chunk.length;
+      if (total > max) return done(new PushRefused(413, `The push is larger than this server takes (${max} bytes, GIT_PUSH_MAX_BYTES)`));
+      done(null, chunk);
+    },
+  });
+  const sink = createWriteStream(file, { mode: 0o600 });
+  try {
+    if (gzip) await pipeline(body, createGunzip(), limit, sink);
+    else await pipeline(body, limit, sink);
+  } catch (err) {
+    if (err instanceof PushRefused) throw err;
+    throw new PushRefused(400, `The push request could not be read: ${(err as Error).message}`);
+  }
+  return total;
+}
+
+async function readHead(file: string, bytes: number): Promise<Buffer> {
+  const handle = await open(file, 'r');
+  try {
+    const buffer = Buffer.alloc(bytes);
+    const { bytesRead } = await handle.read(buffer, 0, bytes, 0);
+    return buffer.subarray(0, bytesRead);
+  } finally {
+    await handle.close();
+  }
+}
