@@ -85,7 +85,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     log,
   });
   const { deployChain, deployments } = pipeline;
-  const environments = wireEnvironments({ ctx, repository: repos.environments, organizationScope, config: configs, scopedConfig });
+  const environments = wireEnvironments({ ctx, repository: repos.environments, organizationScope, config: configs });
 
   const guards = wireGuards({ ctx, repository: repos.guards, apps, deployments, log });
   const domains = wireDomains({
@@ -166,8 +166,17 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
   const cron = wireCron({ ctx, repository: repos.cron, apps, runs: pipeline.runs, log });
   const registry = wireRegistry({ ctx, repository: repos.registry, auth: auth.auth });
   // The API's workspace routes: organizations and projects under Ancla's words.
-  const ancla = wireAncla({ organizations, organizationScope, projects, scopedConfig, config: configs });
-  const teams = wireTeams({ repository: repos.teams, users: users.users, organizationScope, access, scopedConfig, config: configs });
+  const teams = wireTeams({ repository: repos.teams, users: users.users, organizationScope, access });
+  const ancla = wireAncla({
+    organizations,
+    organizationScope,
+    projects,
+    scopedConfig,
+    config: configs,
+    teams: teams.teams,
+    environments: environments.environments,
+    pipelineStatus: pipeline.status,
+  });
   const metrics = wireMetrics({ db: ctx.db, token: config.METRICS_TOKEN, dataDir: config.dataDir });
 
   // The API's routes under /v1, in the order of its OpenAPI document.

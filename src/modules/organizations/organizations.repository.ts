@@ -83,6 +83,15 @@ export class OrganizationsRepository {
       .execute();
   }
 
+  /** Renames an organization (its slug, which paths use, stays). */
+  async rename(organizationId: string, name: string) {
+    await this.db
+      .updateTable('organizations')
+      .set({ name, updated_at: sql`now()` })
+      .where('id', '=', organizationId)
+      .execute();
+  }
+
   members(organizationId: string) {
     return this.db
       .selectFrom('memberships as m')

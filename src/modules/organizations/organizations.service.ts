@@ -106,6 +106,14 @@ export class OrganizationsService {
     }
   }
 
+  /** A new name for the organization (admins); its slug stays, so no path changes. */
+  async rename(userId: string, slug: string, name: string) {
+    const { org, membership } = await this.resolve(userId, slug);
+    if (!membership.admin) throw forbidden('Only organization admins can do this');
+    await this.orgs.rename(org.id, name);
+    return this.detail(userId, slug);
+  }
+
   async addMember(userId: string, slug: string, input: { username: string; admin?: boolean }) {
     const { org } = await this.resolve(userId, slug);
     await this.access.requireAdmin(userId, org.id);

@@ -1,0 +1,115 @@
+/**
+ * Ancla's pipeline status (calls/pipeline.ts) over the real pipeline: a tiny Python service
+ * built, released and deployed twice, followed as `ancla deploy` follows it (poll until the
+ * build reads `success`, then until the deploy does). The deploy must not read `success` from
+ * the previous deployment while the new build is still on its way.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TestRepo } from '../helpers/git-repo.js';
+import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
+import { pythonHttpApp } from '../helpers/python-app.js';
+import { waitFor } from '../helpers/wait.js';
+import { calls } from './calls/pipeline.js';
+import { pathOf, sendCall } from './decoded-fields.js';
+
+let h: Harness;
+let base: string;
+let alice: TestUser;
+let bob: TestUser; // another workspace
+let repo: TestRepo;
+let appId: string;
+const [status] = calls as [(typeof calls)[number]];
+const vars = { ws: 'acme', project: 'shop', svc: 'web', env: 'production' };
+
+const v1 = async (user: TestUser, method: string, url: string, payload?: unknown) => {
+  const response = await h.app.inject({
+    method: method as 'GET',
+    url: `/v1${url}`,
+    headers: user.headers,
+    ...(payload === undefined ? {} : { payload: payload as object }),
+  });
+  expect(response.statusCode, response.body).toBeLessThan(300);
+  return response.json();
+};
+
+type Stage = { status: string; error_detail: string | null } | null;
+const pipelineStatus = async () => (await sendCall(base, alice.apiKey, status, vars)).body as { build: Stage; deploy: Stage };
+
+/** Deploys the service and follows it as Ancla's CLI does; answers the statuses it saw, in order. */
+async function deployAndFollow() {
+  const requested = Date.now();
+  await v1(alice, 'POST', `/applications/${appId}/deploy`);
+  const seen: string[] = [];
+  let buildDone = false;
+  await waitFor(
+    'the pipeline to read success',
+    async () => {
+      const { build, deploy } = await pipelineStatus();
+      if (!buildDone && build) {
+        if (seen.at(-1) !== `build ${build.status}`) seen.push(`build ${build.status}`);
+        if (build.status === 'error') throw new Error(`build failed: ${build.error_detail}`);
+        buildDone = build.status === 'success' && seen.includes('build building');
+      }
+      if (!buildDone || !deploy) return false;
+      if (seen.at(-1) !== `deploy ${deploy.status}`) seen.push(`deploy ${deploy.status}`);
+      if (deploy.status === 'error') throw new Error(`deploy failed: ${deploy.error_detail}`);
+      return deploy.status === 'success';
+    },
+    { timeout: 120_000, every: 50 },
+  );
+  // What the CLI was told is done is this request's deployment, complete.
+  const newest = (await v1(alice, 'GET', `/applications/${appId}/deployments`)).items[0];
+  expect(Date.parse(newest.created)).toBeGreaterThanOrEqual(requested - 1000);
+  expect(newest.status).toBe('complete');
+  return seen;
+}
+
+beforeAll(async () => {
+  h = await createHarness(
+    { ROUTER_HOST: '127.0.0.1', ROUTER_PORT: 0, RUNTIME_STOP_GRACE_MS: 2000, ROUTER_DRAIN_TIMEOUT_MS: 2000 },
+    { jobs: true, runtime: true },
+  );
+  await h.app.listen({ port: 0, host: '127.0.0.1' });
+  base = `http://127.0.0.1:${(h.app.server.address() as { port: number }).port}`;
+  [alice, bob] = [await h.user(), await h.user()];
+  repo = new TestRepo('slipway-ancla-pipeline-');
+  repo.commit({ 'server.py': pythonHttpApp('"hello"'), Procfile: 'web: python3 server.py\n' }, 'app');
+  await v1(alice, 'POST', '/workspaces', { name: 'Acme' });
+  await v1(bob, 'POST', '/workspaces', { name: 'Globex' });
+  const project = await v1(alice, 'POST', '/workspaces/acme/projects', { name: 'Shop' });
+  appId = (await v1(alice, 'POST', '/applications', { name: 'web', project_id: project.id })).id;
+  await v1(alice, 'PATCH', `/applications/${appId}/settings`, {
+    github_repository: repo.dir,
+    auto_deploy_branch: 'main',
+    deployment_timeout: 60,
+  });
+}, 120_000);
+afterAll(async () => {
+  await h?.close();
+  repo?.remove();
+});
+
+describe('Ancla clients: pipeline', () => {
+  it('pipeline status', async () => {
+    expect(await pipelineStatus()).toEqual({ build: null, deploy: null });
+
+    const first = await deployAndFollow();
+    expect(first.slice(0, 2)).toEqual(['build building', 'build success']);
+    // A second deploy: the previous deployment's success is never reported for the new build.
+    const second = await deployAndFollow();
+    expect(second.slice(0, 2)).toEqual(['build building', 'build success']);
+    expect(second.at(-1)).toBe('deploy success');
+    for (const word of second.slice(2, -1)) expect(['deploy pending', 'deploy in_progress']).toContain(word);
+    expect(await pipelineStatus()).toEqual({
+      build: { status: 'success', error_detail: null },
+      deploy: { status: 'success', error_detail: null },
+    });
+
+    // Slugs are checked inside the caller's workspace: an unknown service or environment is 404, another workspace 403.
+    const get = (user: TestUser, over: Record<string, string>) =>
+      fetch(`${base}${pathOf(status, { ...vars, ...over })}`, { headers: { 'X-API-Key': user.apiKey } }).then((r) => r.status);
+    expect(await get(alice, { svc: 'nope' })).toBe(404);
+    expect(await get(alice, { env: 'nope' })).toBe(404);
+    expect(await get(bob, {})).toBe(403);
+  }, 240_000);
+});
