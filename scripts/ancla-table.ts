@@ -23,22 +23,36 @@ const CLIENTS: Array<{ id: AnclaClient; title: string }> = [
   { id: 'ts-sdk', title: 'TypeScript SDK' },
 ];
 
+/** An operation of Ancla's OpenAPI document that no client calls, and the test that covers it here. */
+export interface UncalledOperation {
+  method: string;
+  path: string;
+  test: string;
+}
+
+export interface CallFamily {
+  family: string;
+  calls: AnclaCall[];
+  /** A calls file may also export `uncalled`. */
+  uncalled: UncalledOperation[];
+}
+
 /** Every calls file's list, by family (its file name), in file-name order. */
-export async function loadCalls(): Promise<Array<{ family: string; calls: AnclaCall[] }>> {
+export async function loadCalls(): Promise<CallFamily[]> {
   const files = readdirSync(CALLS_DIR)
     .filter((f) => f.endsWith('.ts') && f !== 'types.ts')
     .sort();
   const families = [];
   for (const file of files) {
-    const module = (await import(pathToFileURL(resolve(CALLS_DIR, file)).href)) as { calls?: AnclaCall[] };
+    const module = (await import(pathToFileURL(resolve(CALLS_DIR, file)).href)) as { calls?: AnclaCall[]; uncalled?: UncalledOperation[] };
     if (!Array.isArray(module.calls)) throw new Error(`${file}: exports no \`calls\` array`);
-    families.push({ family: basename(file, '.ts'), calls: module.calls });
+    families.push({ family: basename(file, '.ts'), calls: module.calls, uncalled: module.uncalled ?? [] });
   }
   return families;
 }
 
 /** One operation for the calls of every client: `/api/v1` and the trailing slash are spellings, the query is not part of it. */
-const operationOf = (call: AnclaCall) => {
+const operationOf = (call: { method: string; path: string }) => {
   const path = call.path
     .replace(/^\/api\/v1/, '')
     .replace(/\?.*$/, '')
@@ -51,7 +65,7 @@ const cell = (calls: AnclaCall[]) => {
   return calls.every((c) => c.test) ? 'works' : calls.some((c) => c.test) ? 'partly' : '**not served**';
 };
 
-export function renderAnclaTable(families: Array<{ family: string; calls: AnclaCall[] }>): string {
+export function renderAnclaTable(families: CallFamily[]): string {
   const all = families.flatMap((f) => f.calls);
   const lines = [
     '# Ancla clients on Slipway: compatibility',
@@ -82,6 +96,11 @@ export function renderAnclaTable(families: Array<{ family: string; calls: AnclaC
       const tests = [...new Set(of.map((c) => c.test).filter(Boolean))].map((t) => `\`${t}\``);
       lines.push(`| \`${operation}\` | ${cells.join(' | ')} | ${tests.join(', ') || '—'} |`);
     }
+  }
+  const uncalled = families.flatMap((f) => f.uncalled);
+  if (uncalled.length > 0) {
+    lines.push('', "## Operations of Ancla's OpenAPI document no client calls", '', '| Operation | Test |', '| --- | --- |');
+    for (const op of uncalled) lines.push(`| \`${operationOf(op)}\` | \`${op.test}\` |`);
   }
   return `${lines.join('\n')}\n`;
 }

@@ -176,6 +176,10 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     teams: teams.teams,
     environments: environments.environments,
     pipelineStatus: pipeline.status,
+    deployments,
+    releases: pipeline.releases,
+    envDeploys: pipeline.envDeploys,
+    observability: observability.observability,
   });
   const metrics = wireMetrics({ db: ctx.db, token: config.METRICS_TOKEN, dataDir: config.dataDir });
 

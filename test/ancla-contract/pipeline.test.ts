@@ -83,6 +83,8 @@ beforeAll(async () => {
     auto_deploy_branch: 'main',
     deployment_timeout: 60,
   });
+  await v1(alice, 'POST', `/configurations/${appId}`, { name: 'GREETING', value: 'hello' });
+  await v1(alice, 'POST', '/workspaces/acme/projects/shop/envs', { name: 'staging' });
 }, 120_000);
 afterAll(async () => {
   await h?.close();
@@ -111,5 +113,87 @@ describe('Ancla clients: pipeline', () => {
     expect(await get(alice, { svc: 'nope' })).toBe(404);
     expect(await get(alice, { env: 'nope' })).toBe(404);
     expect(await get(bob, {})).toBe(403);
+  }, 240_000);
+
+  it('project pipeline: history, metrics, rollback, promote and its preview, deploy, observability', async () => {
+    // Not called by the clients (no call list): Ancla's OpenAPI operations over Slipway's records.
+    const P = `${base}/api/v1/workspaces/acme/projects/shop`;
+    const send = async (method: string, path: string, body?: unknown) => {
+      const r = await fetch(`${P}${path}`, {
+        method,
+        headers: { 'X-API-Key': alice.apiKey, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      return { status: r.status, body: (await r.json()) as any };
+    };
+    const deployed = (env: string) =>
+      waitFor(
+        `web deployed in ${env}`,
+        async () => {
+          const { body } = await send('GET', `/pipeline/status?service=web&env=${env}`);
+          if (body.deploy?.status === 'error') throw new Error(body.deploy.error_detail);
+          return body.deploy?.status === 'success';
+        },
+        { timeout: 120_000, every: 100 },
+      );
+
+    const history = await send('GET', '/pipeline/history/?service=web&env=production');
+    expect(history.status).toBe(200);
+    expect(history.body.map((d: { status: string; version: number; rollback: boolean }) => [d.status, d.version, d.rollback])).toEqual([
+      ['success', 2, false],
+      ['success', 1, false],
+    ]);
+    const metrics = await send('GET', '/pipeline/metrics?service=web&env=production');
+    expect(metrics.body).toMatchObject({
+      build: { total: 2, success: 2 },
+      release: { total: 2, success: 2 },
+      deploy: { total: 2, success: 2 },
+    });
+
+    const rollback = await send('POST', '/pipeline/rollback?service=web&env=production');
+    expect(rollback.status).toBe(202);
+    expect(rollback.body).toMatchObject({ version: 1, rollback: true });
+    await deployed('production');
+    expect((await send('GET', '/pipeline/history?service=web&env=production&limit=1')).body).toEqual([
+      expect.objectContaining({ id: rollback.body.id, status: 'success', version: 1, rollback: true }),
+    ]);
+
+    const before = await send('GET', '/promote/preview?service=web&source_env=production&target_env=staging');
+    expect(before.body).toMatchObject({
+      source: { version: 1, build_version: 1 },
+      target: null,
+      can_promote: true,
+      same_build: false,
+      configuration: { added: ['GREETING'], removed: [], changed: [] },
+    });
+    const promotion = await send('POST', '/promote/', { source_env: 'production', target_env: 'staging', service: 'web' });
+    expect(promotion.status, JSON.stringify(promotion.body)).toBe(201);
+    expect(promotion.body).toMatchObject({ environment: 'staging', from: 'production', services: [{ service: 'web' }] });
+    await deployed('staging');
+    const after = await send('GET', '/promote/preview?service=web&source_env=production&target_env=staging');
+    expect(after.body).toMatchObject({ same_build: true, configuration: { added: [], removed: [], changed: [] } });
+
+    const deploy = await send('POST', '/pipeline/deploy?service=web&env=staging');
+    expect(deploy.status).toBe(202);
+    expect(deploy.body).toMatchObject({ environment: 'staging', from: null, services: [{ service: 'web', build_id: expect.any(String) }] });
+    await waitFor(
+      'the staging deploy to finish',
+      async () => {
+        const { body } = await send('GET', '/pipeline/history?service=web&env=staging&limit=1');
+        if (body[0]?.status === 'error') throw new Error(body[0].error_detail);
+        return body.length === 1 && body[0].version > 3 && body[0].status === 'success';
+      },
+      { timeout: 120_000, every: 100 },
+    );
+
+    const observed = await send('GET', '/observability?env=production&range=1h');
+    expect(observed.status).toBe(200);
+    expect(observed.body).toMatchObject({
+      range: '1h',
+      environment: 'production',
+      services: [{ service: 'web', history: expect.any(Array), requests: expect.any(Array) }],
+    });
+    expect((await send('GET', '/observability?env=nope')).status).toBe(404);
+    expect((await send('GET', '/pipeline/history?service=nope&env=production')).status).toBe(404);
   }, 240_000);
 });

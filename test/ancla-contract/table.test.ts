@@ -15,8 +15,8 @@ describe('docs/ancla-compatibility.md', () => {
 
   it('names a covering test that exists for every served call', async () => {
     const titles = new Map<string, string>();
-    for (const { calls } of await loadCalls())
-      for (const call of calls.filter((c) => c.test)) {
+    for (const { calls, uncalled } of await loadCalls())
+      for (const call of [...calls.filter((c) => c.test), ...uncalled.map((u) => ({ ...u, client: 'none' }))]) {
         const [file, title] = call.test.split(' > ') as [string, string];
         const source = titles.get(file) ?? readFileSync(new URL(file, import.meta.url), 'utf8');
         titles.set(file, source);

@@ -29,6 +29,8 @@ const NOT_EXERCISED: Record<string, string> = {
   'POST /v1/applications/:application_id/runs': 'needs a serving release',
   'POST /v1/applications/:application_id/domains/:domain_id/verify': 'needs the DNS TXT record that proves the domain',
   'POST /v1/workspaces/:workspace/projects/:project/envs/:env/promote': 'needs a deployed source environment',
+  'POST /v1/workspaces/:workspace/projects/:project/promote': 'needs a deployed source environment',
+  'POST /v1/workspaces/:workspace/projects/:project/pipeline/rollback': 'needs an earlier deployment that served the environment',
 };
 
 const SECRET = 'audit-walk-github-secret';

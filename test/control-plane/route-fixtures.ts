@@ -273,6 +273,12 @@ export function paramsOf(url: string): string[] {
 /** Routes with a required query: a valid one, so a call gets past validation to the access check. */
 export const SAMPLE_QUERIES: Record<string, (w: RouteWorld) => string> = {
   'GET /v1/workspaces/:workspace/projects/:project/pipeline/status': (w) => `?service=${w.app.slug}&env=production`,
+  'POST /v1/workspaces/:workspace/projects/:project/pipeline/deploy': (w) => `?service=${w.app.slug}&env=production`,
+  'GET /v1/workspaces/:workspace/projects/:project/pipeline/history': (w) => `?service=${w.app.slug}&env=production`,
+  'GET /v1/workspaces/:workspace/projects/:project/pipeline/metrics': (w) => `?service=${w.app.slug}&env=production`,
+  'POST /v1/workspaces/:workspace/projects/:project/pipeline/rollback': (w) => `?service=${w.app.slug}&env=production`,
+  'GET /v1/workspaces/:workspace/projects/:project/promote/preview': (w) =>
+    `?service=${w.app.slug}&source_env=production&target_env=production`,
 };
 
 /** The route's URL with every parameter filled (and its required query), or an error naming the missing fixture. */
@@ -302,6 +308,7 @@ export const SAMPLE_BODIES: Record<string, (w: RouteWorld) => unknown> = {
   'POST /v1/projects': (w) => ({ name: unique('sample'), organization_id: w.org.id }),
   'POST /v1/workspaces/:workspace/projects': () => ({ name: unique('sample') }),
   'PATCH /v1/workspaces/:workspace': () => ({ name: unique('Sample') }),
+  'POST /v1/workspaces/:workspace/projects/:project/promote': () => ({ source_env: 'staging', target_env: 'production' }),
   'POST /v1/applications': (w) => ({ name: unique('sample'), project_id: w.project.id }),
   'PATCH /v1/applications/:application_id/settings': () => ({ health_check_path: '/sample' }),
   'POST /v1/applications/:application_id/scale': () => ({ process_counts: { web: 3 } }),

@@ -31,6 +31,7 @@ export function anclaDeployStatus(status: string): string {
     case 'queued':
       return 'pending';
     case 'deploying':
+    case 'releasing':
       return 'in_progress';
     default:
       return status;
@@ -59,5 +60,68 @@ export function toAnclaPipelineStatus(status: { build: StageView | null; release
   return {
     build: build ? stage(anclaBuildStatus(build.status), build.error_detail) : null,
     deploy: deployStage,
+  };
+}
+
+/** A deployment summary (`DeploymentsService.list` / `.rollback`) as one of Ancla's deploys. */
+export function toAnclaDeploy(d: {
+  id: string;
+  release: { version: number | null; commit_sha: string | null };
+  status: string;
+  complete: boolean;
+  error: boolean;
+  error_detail: string | null;
+  is_rollback: boolean;
+  job_id: string | null;
+  created: string;
+  updated: string;
+}) {
+  return {
+    id: d.id,
+    version: d.release.version,
+    commit_sha: d.release.commit_sha,
+    status: anclaDeployStatus(d.status),
+    complete: d.complete,
+    error: d.error,
+    error_detail: d.error_detail,
+    rollback: d.is_rollback,
+    job_id: d.job_id,
+    created: d.created,
+    updated: d.updated,
+  };
+}
+
+/** An environment deploy's view (`EnvDeploysService.deploy` / `.promote`) in Ancla's words. */
+export function toAnclaRun(run: {
+  id: string;
+  environment: string;
+  from: string | null;
+  status: string;
+  error_detail: string | null;
+  services: Array<{
+    service: string;
+    image_id: string | null;
+    release_id: string | null;
+    deployment_id: string | null;
+    status: string;
+    error_detail: string | null;
+  }>;
+  created: string;
+}) {
+  return {
+    id: run.id,
+    environment: run.environment,
+    from: run.from,
+    status: anclaDeployStatus(run.status),
+    error_detail: run.error_detail,
+    services: run.services.map((s) => ({
+      service: s.service,
+      build_id: s.image_id,
+      release_id: s.release_id,
+      deploy_id: s.deployment_id,
+      status: anclaDeployStatus(s.status),
+      error_detail: s.error_detail,
+    })),
+    created: run.created,
   };
 }

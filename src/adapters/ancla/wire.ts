@@ -6,8 +6,11 @@ import type { TeamsService } from '../../modules/teams/index.js';
 import type { EnvironmentsService } from '../../modules/environments/index.js';
 import { teamsRoutes } from './teams.routes.js';
 import { environmentsRoutes } from './environments.routes.js';
-import type { PipelineService } from '../../pipeline/index.js';
+import type { DeploymentsService, EnvDeploysService, PipelineService, ReleasesService } from '../../pipeline/index.js';
+import type { ObservabilityService } from '../../modules/observability/index.js';
 import { pipelineRoutes } from './pipeline.routes.js';
+import { promoteRoutes } from './promote.routes.js';
+import { observabilityRoutes } from './observability.routes.js';
 import { workspacesRoutes } from './workspaces.routes.js';
 
 /** The Ancla-shaped routes: HTTP only, over the modules' services (it builds no service of its own). */
@@ -20,6 +23,10 @@ export function wireAncla(deps: {
   teams: TeamsService;
   environments: EnvironmentsService;
   pipelineStatus: PipelineService;
+  deployments: DeploymentsService;
+  releases: ReleasesService;
+  envDeploys: EnvDeploysService;
+  observability: ObservabilityService;
 }) {
   const workspaces = workspacesRoutes({
     organizations: deps.organizations,
@@ -30,6 +37,9 @@ export function wireAncla(deps: {
   });
   const teams = teamsRoutes(deps.teams, deps.scopedConfig, deps.config);
   const environments = environmentsRoutes(deps.environments, deps.scopedConfig, deps.config);
-  const pipeline = pipelineRoutes({ scope: deps.organizationScope, status: deps.pipelineStatus });
-  return { routes: [workspaces, teams, environments, pipeline] } satisfies Wired;
+  const { organizationScope: scope, deployments, envDeploys } = deps;
+  const pipeline = pipelineRoutes({ scope, status: deps.pipelineStatus, deployments, envDeploys });
+  const promote = promoteRoutes({ scope, deployments, releases: deps.releases, envDeploys });
+  const observability = observabilityRoutes({ scope, projects: deps.projects, observability: deps.observability });
+  return { routes: [workspaces, teams, environments, pipeline, promote, observability] } satisfies Wired;
 }
