@@ -55,16 +55,25 @@ function bodyOf(call: AnclaCall): unknown {
   return { name };
 }
 
-/** Sends each served call of a family in order, as `user`; answers each call's status and body. */
-async function sendAll(family: AnclaCall[], user = alice) {
+/**
+ * Sends each served call of a family in order, as `user`; answers each call's status and body.
+ * A client's DELETE removes what that client made with its POST (`made` names the path's placeholder).
+ */
+async function sendAll(family: AnclaCall[], made?: 'ws' | 'project', user = alice) {
   const answers: Array<{ call: AnclaCall; status: number; body: unknown }> = [];
-  for (const call of family.filter((c) => c.test)) answers.push({ call, ...(await sendCall(base, user.apiKey, call, vars, bodyOf(call))) });
+  const madeBy = new Map<string, string>();
+  for (const call of family.filter((c) => c.test)) {
+    const own = call.method === 'DELETE' && made ? { [made]: madeBy.get(call.client)! } : {};
+    const answer = await sendCall(base, user.apiKey, call, { ...vars, ...own }, bodyOf(call));
+    if (call.method === 'POST') madeBy.set(call.client, (answer.body as { slug: string }).slug);
+    answers.push({ call, ...answer });
+  }
   return answers;
 }
 
 describe('Ancla clients: workspaces, projects, environments, configuration', () => {
   it('workspaces', async () => {
-    const answers = await sendAll(workspaceCalls);
+    const answers = await sendAll(workspaceCalls, 'ws');
     for (const a of answers.filter((a) => a.call.method === 'POST')) expect(a.status).toBe(201);
     const acme = answers.find((a) => a.call.client === 'python-sdk' && a.call.method === 'GET' && a.call.path.endsWith('{ws}'))!.body as {
       service_count: number;
@@ -76,6 +85,11 @@ describe('Ancla clients: workspaces, projects, environments, configuration', () 
       { user_id: alice.id, username: alice.username, email: alice.email, admin: true },
       { user_id: carol.id, username: carol.username, email: carol.email, admin: false },
     ]);
+    for (const a of answers.filter((a) => a.call.method === 'DELETE')) expect(a.status).toBe(204);
+    const left = (await v1(alice, 'GET', '/workspaces')) as Array<{ slug: string }>;
+    expect(left.map((w) => w.slug).sort()).toEqual(['acme', expect.stringMatching(/^go-cli-made-/)]);
+    const refused = await fetch(`${base}/api/v1/workspaces/acme`, { method: 'DELETE', headers: { 'X-API-Key': alice.apiKey } });
+    expect(refused.status).toBe(409); // it has a project
     // Renamed by the SDKs' PATCH, the slug (and so every path) stays.
     expect(answers.filter((a) => a.call.method === 'PATCH').map((a) => (a.body as { slug: string }).slug)).toEqual([
       'acme',
@@ -102,7 +116,7 @@ describe('Ancla clients: workspaces, projects, environments, configuration', () 
   });
 
   it('projects', async () => {
-    const answers = await sendAll(projectCalls);
+    const answers = await sendAll(projectCalls, 'project');
     for (const a of answers.filter((a) => a.call.method === 'POST')) expect(a.status).toBe(201);
     const shop = answers.find((a) => a.call.client === 'ts-sdk' && a.call.method === 'GET' && a.call.path.endsWith('{project}'))!.body;
     expect(shop).toMatchObject({ slug: 'shop', workspace_slug: 'acme', service_count: 2, services: ['web', 'worker'] });
@@ -112,8 +126,20 @@ describe('Ancla clients: workspaces, projects, environments, configuration', () 
       service_count: number;
     };
     expect(created).toMatchObject({ slug: expect.stringMatching(/^cli-made-/), environments: ['production'], service_count: 0 });
+    for (const a of answers.filter((a) => a.call.method === 'DELETE')) expect(a.status).toBe(204);
+    // Shop and the CLI's; each SDK deleted the one it made. A project with services is kept (409).
     const list = (await v1(alice, 'GET', '/workspaces/acme/projects')) as Array<{ slug: string }>;
-    expect(list.length).toBe(1 + 4); // shop and one made by each client
+    expect(list.map((p) => p.slug)).toEqual([expect.stringMatching(/^cli-made-/), 'shop']);
+    const refused = await fetch(`${base}/api/v1/workspaces/acme/projects/shop`, {
+      method: 'DELETE',
+      headers: { 'X-API-Key': alice.apiKey },
+    });
+    expect(refused.status).toBe(409);
+    const byMember = await fetch(`${base}/api/v1/workspaces/acme/projects/${list[0]!.slug}`, {
+      method: 'DELETE',
+      headers: { 'X-API-Key': carol.apiKey },
+    });
+    expect(byMember.status).toBe(403);
   });
 
   it('environments', async () => {

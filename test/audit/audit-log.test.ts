@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RouteEntry } from '../../src/app.js';
 import { waitFor } from '../helpers/wait.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
-import { call, expectError, seedWorld } from '../control-plane/fixtures.js';
+import { call, expectError, seedWorld, unique } from '../control-plane/fixtures.js';
 import { fillPath, sampleBody, seedRouteWorld, type RouteWorld } from '../control-plane/route-fixtures.js';
 import { signBody } from '../../src/modules/github/signature.js';
 import { RequestAudit, runWithAudit } from '../../src/platform/audit/request-audit.js';
@@ -87,6 +87,16 @@ const PREPARE: Record<string, (w: RouteWorld, url: string, other: TestUser) => P
     });
     expect(on.status, on.raw).toBeLessThan(300);
     return {};
+  },
+  'DELETE /v1/workspaces/:workspace': async (w) => {
+    const empty = await call(h, 'POST', '/v1/workspaces', w.owner, { name: unique('Empty') });
+    expect(empty.status, empty.raw).toBe(201);
+    return { url: `/v1/workspaces/${empty.body.slug}` };
+  },
+  'DELETE /v1/workspaces/:workspace/projects/:project': async (w) => {
+    const empty = await call(h, 'POST', `/v1/workspaces/${w.org.slug}/projects`, w.owner, { name: unique('empty') });
+    expect(empty.status, empty.raw).toBe(201);
+    return { url: `/v1/workspaces/${w.org.slug}/projects/${empty.body.slug}` };
   },
   'DELETE /v1/workspaces/:workspace/projects/:project/envs/:env': async (w, url) => {
     const env = await call(h, 'POST', `/v1/workspaces/${w.org.slug}/projects/${w.project.slug}/envs`, w.owner, { name: 'staging' });

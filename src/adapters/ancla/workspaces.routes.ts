@@ -79,6 +79,22 @@ export function workspacesRoutes(deps: {
         toWorkspaceDetail(await organizations.rename(currentUser(request).id, request.params.workspace, request.body.name)),
     );
 
+    app.delete(
+      '/workspaces/:workspace',
+      {
+        schema: {
+          tags,
+          summary: 'Delete a workspace that has no project left (admins): its members, teams and configuration go with it',
+          params: WorkspaceParams,
+          response: { 204: Type.Null(), ...commonErrorResponses },
+        },
+      },
+      async (request, reply) => {
+        await organizations.deleteEmpty(currentUser(request).id, request.params.workspace);
+        return reply.code(204).send(null);
+      },
+    );
+
     app.get(
       '/workspaces/:workspace/members',
       {
@@ -210,6 +226,22 @@ export function workspacesRoutes(deps: {
           (projectId) => config.authorizeWrite(userId, { scope: 'project', scopeId: projectId }),
         );
         return toWorkspaceProject(organization, project);
+      },
+    );
+
+    app.delete(
+      '/workspaces/:workspace/projects/:project',
+      {
+        schema: {
+          tags,
+          summary: 'Delete a project that has no service (admins): its environments and configuration go with it',
+          params: WorkspaceProjectParams,
+          response: { 204: Type.Null(), ...commonErrorResponses },
+        },
+      },
+      async (request, reply) => {
+        await projects.deleteEmpty(currentUser(request).id, request.params.workspace, request.params.project);
+        return reply.code(204).send(null);
       },
     );
 

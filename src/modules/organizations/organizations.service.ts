@@ -114,6 +114,14 @@ export class OrganizationsService {
     return this.detail(userId, slug);
   }
 
+  /** Deletes an organization without projects (admins); 409 while it has one. */
+  async deleteEmpty(userId: string, slug: string) {
+    const { org, membership } = await this.resolve(userId, slug);
+    if (!membership.admin) throw forbidden('Only organization admins can do this');
+    if (!(await this.orgs.deleteIfEmpty(org.id)))
+      throw conflict(`${org.slug} still has projects: delete them first (a project's services, instances and records stay otherwise)`);
+  }
+
   async addMember(userId: string, slug: string, input: { username: string; admin?: boolean }) {
     const { org } = await this.resolve(userId, slug);
     await this.access.requireAdmin(userId, org.id);
