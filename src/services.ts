@@ -86,7 +86,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     log,
   });
   const { deployChain, deployments } = pipeline;
-  const environments = wireEnvironments({ ctx, repository: repos.environments, organizationScope, config: configs, scopedConfig });
+  const environments = wireEnvironments({ ctx, repository: repos.environments, organizationScope, config: configs });
 
   const guards = wireGuards({ ctx, repository: repos.guards, apps, deployments, log });
   const domains = wireDomains({
@@ -167,6 +167,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
   const cron = wireCron({ ctx, repository: repos.cron, apps, runs: pipeline.runs, log });
   const registry = wireRegistry({ ctx, repository: repos.registry, auth: auth.auth });
   // The API's workspace routes: organizations and projects under Ancla's words.
+  const teams = wireTeams({ repository: repos.teams, users: users.users, organizationScope, access });
   const ancla = wireAncla({
     organizations,
     organizationScope,
@@ -175,9 +176,16 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     config: configs,
     apps,
     environments: environments.environments,
-    pipeline: { images: pipeline.images, deployments, envDeploys: pipeline.envDeploys, status: pipeline.status },
+    teams: teams.teams,
+    observability: observability.observability,
+    pipeline: {
+      images: pipeline.images,
+      deployments,
+      releases: pipeline.releases,
+      envDeploys: pipeline.envDeploys,
+      status: pipeline.status,
+    },
   });
-  const teams = wireTeams({ repository: repos.teams, users: users.users, organizationScope, access, scopedConfig, config: configs });
   const metrics = wireMetrics({ db: ctx.db, token: config.METRICS_TOKEN, dataDir: config.dataDir });
   // `git push` deploys (issue 34): a pushed commit runs the same chain as a GitHub push.
   const gitPush = wireGitPush({

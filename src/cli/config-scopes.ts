@@ -51,7 +51,7 @@ export async function scopeOf(ctx: Context, name: string, team?: string): Promis
       remove: async (id) => {
         await ok(api.DELETE('/v1/workspaces/{workspace}/config/{config_id}', { params: { path: { ...path, config_id: id } } }));
       },
-      bulk: (body) => ok(api.POST('/v1/workspaces/{workspace}/config/bulk', { params: { path }, body })),
+      bulk: (body) => entryOutcomes(ok(api.POST('/v1/workspaces/{workspace}/config/bulk', { params: { path }, body }))),
     });
   }
   if (name === 'team') {
@@ -67,7 +67,7 @@ export async function scopeOf(ctx: Context, name: string, team?: string): Promis
           api.DELETE('/v1/workspaces/{workspace}/teams/{team}/config/{config_id}', { params: { path: { ...path, config_id: id } } }),
         );
       },
-      bulk: (body) => ok(api.POST('/v1/workspaces/{workspace}/teams/{team}/config/bulk', { params: { path }, body })),
+      bulk: (body) => entryOutcomes(ok(api.POST('/v1/workspaces/{workspace}/teams/{team}/config/bulk', { params: { path }, body }))),
     });
   }
   if (name === 'project') {
@@ -87,7 +87,7 @@ export async function scopeOf(ctx: Context, name: string, team?: string): Promis
           api.DELETE('/v1/workspaces/{workspace}/projects/{project}/config/{config_id}', { params: { path: { ...path, config_id: id } } }),
         );
       },
-      bulk: (body) => ok(api.POST('/v1/workspaces/{workspace}/projects/{project}/config/bulk', { params: { path }, body })),
+      bulk: (body) => entryOutcomes(ok(api.POST('/v1/workspaces/{workspace}/projects/{project}/config/bulk', { params: { path }, body }))),
     });
   }
   const path = { workspace, project, env: ctx.envName() };
@@ -108,7 +108,8 @@ export async function scopeOf(ctx: Context, name: string, team?: string): Promis
         }),
       );
     },
-    bulk: (body) => ok(api.POST('/v1/workspaces/{workspace}/projects/{project}/envs/{env}/config/bulk', { params: { path }, body })),
+    bulk: (body) =>
+      entryOutcomes(ok(api.POST('/v1/workspaces/{workspace}/projects/{project}/envs/{env}/config/bulk', { params: { path }, body }))),
   });
 }
 
@@ -135,6 +136,16 @@ function appScope(ctx: Context, applicationId: string): Scope {
       ];
     },
   };
+}
+
+/**
+ * The outcomes of a bulk of entries: one per entry. (The same route answers Ancla's object form,
+ * dotenv text, with names by outcome; this CLI sends entries, so a list is what comes back.)
+ */
+async function entryOutcomes(answer: Promise<unknown>): Promise<ImportOutcome[]> {
+  const outcomes = await answer;
+  if (!Array.isArray(outcomes)) throw new Error('the server answered a bulk of entries without a list of outcomes');
+  return outcomes as ImportOutcome[];
 }
 
 type LayerRoutes = Omit<Scope, 'label' | 'importDotenv'> & { bulk(body: NewVariable[]): Promise<ImportOutcome[]> };

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RouteEntry } from '../../src/app.js';
 import { waitFor } from '../helpers/wait.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
-import { call, expectError, seedWorld } from '../control-plane/fixtures.js';
+import { call, expectError, seedWorld, unique } from '../control-plane/fixtures.js';
 import { fillPath, sampleBody, seedRouteWorld, type RouteWorld } from '../control-plane/route-fixtures.js';
 import { signBody } from '../../src/modules/github/signature.js';
 import { RequestAudit, runWithAudit } from '../../src/platform/audit/request-audit.js';
@@ -29,6 +29,8 @@ const NOT_EXERCISED: Record<string, string> = {
   'POST /v1/applications/:application_id/runs': 'needs a serving release',
   'POST /v1/applications/:application_id/domains/:domain_id/verify': 'needs the DNS TXT record that proves the domain',
   'POST /v1/workspaces/:workspace/projects/:project/envs/:env/promote': 'needs a deployed source environment',
+  'POST /v1/workspaces/:workspace/projects/:project/promote': 'needs a deployed source environment',
+  'POST /v1/workspaces/:workspace/projects/:project/pipeline/rollback': 'needs an earlier deployment that served the environment',
 };
 
 const SECRET = 'audit-walk-github-secret';
@@ -85,6 +87,16 @@ const PREPARE: Record<string, (w: RouteWorld, url: string, other: TestUser) => P
     });
     expect(on.status, on.raw).toBeLessThan(300);
     return {};
+  },
+  'DELETE /v1/workspaces/:workspace': async (w) => {
+    const empty = await call(h, 'POST', '/v1/workspaces', w.owner, { name: unique('Empty') });
+    expect(empty.status, empty.raw).toBe(201);
+    return { url: `/v1/workspaces/${empty.body.slug}` };
+  },
+  'DELETE /v1/workspaces/:workspace/projects/:project': async (w) => {
+    const empty = await call(h, 'POST', `/v1/workspaces/${w.org.slug}/projects`, w.owner, { name: unique('empty') });
+    expect(empty.status, empty.raw).toBe(201);
+    return { url: `/v1/workspaces/${w.org.slug}/projects/${empty.body.slug}` };
   },
   'DELETE /v1/workspaces/:workspace/projects/:project/envs/:env': async (w, url) => {
     const env = await call(h, 'POST', `/v1/workspaces/${w.org.slug}/projects/${w.project.slug}/envs`, w.owner, { name: 'staging' });

@@ -273,9 +273,21 @@ export function paramsOf(url: string): string[] {
   return [...url.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1]!);
 }
 
-/** The route's URL with every parameter filled, or an error naming the missing fixture. */
+/** Routes with a required query: a valid one, so a call gets past validation to the access check. */
+export const SAMPLE_QUERIES: Record<string, (w: RouteWorld) => string> = {
+  'GET /v1/workspaces/:workspace/projects/:project/pipeline/status': (w) => `?service=${w.app.slug}&env=production`,
+  'POST /v1/workspaces/:workspace/projects/:project/pipeline/deploy': (w) => `?service=${w.app.slug}&env=production`,
+  'GET /v1/workspaces/:workspace/projects/:project/pipeline/history': (w) => `?service=${w.app.slug}&env=production`,
+  'GET /v1/workspaces/:workspace/projects/:project/pipeline/metrics': (w) => `?service=${w.app.slug}&env=production`,
+  'POST /v1/workspaces/:workspace/projects/:project/pipeline/rollback': (w) => `?service=${w.app.slug}&env=production`,
+  'GET /v1/workspaces/:workspace/projects/:project/promote/preview': (w) =>
+    `?service=${w.app.slug}&source_env=production&target_env=production`,
+};
+
+/** The route's URL with every parameter filled (and its required query), or an error naming the missing fixture. */
 export function fillPath(route: RouteEntry, w: RouteWorld): string {
-  return route.url.replace(/:([A-Za-z0-9_]+)/g, (_m, name: string) => {
+  const query = SAMPLE_QUERIES[`${route.method} ${route.url}`]?.(w) ?? '';
+  return `${route.url}${query}`.replace(/:([A-Za-z0-9_]+)/g, (_m, name: string) => {
     const fixture = PARAM_FIXTURES[name];
     if (!fixture) {
       throw new Error(
@@ -297,6 +309,9 @@ export const SAMPLE_BODIES: Record<string, (w: RouteWorld) => unknown> = {
   'POST /v1/organizations/:org_slug/members': () => ({ username: 'nobody-at-all' }),
   'PUT /v1/organizations/:org_slug/pipeline-limits': () => ({ build_timeout_seconds: 600 }),
   'POST /v1/projects': (w) => ({ name: unique('sample'), organization_id: w.org.id }),
+  'POST /v1/workspaces/:workspace/projects': () => ({ name: unique('sample') }),
+  'PATCH /v1/workspaces/:workspace': () => ({ name: unique('Sample') }),
+  'POST /v1/workspaces/:workspace/projects/:project/promote': () => ({ source_env: 'staging', target_env: 'production' }),
   'POST /v1/applications': (w) => ({ name: unique('sample'), project_id: w.project.id }),
   'PATCH /v1/applications/:application_id/settings': () => ({ health_check_path: '/sample' }),
   'PATCH /v1/applications/:application_id/git-remote': () => ({ allow_force_push: true }),
@@ -348,6 +363,7 @@ export const MEMBER_WRITES_BESIDE_PROTECTED: Record<string, string> = {
   'POST /v1/organizations': 'a new organization',
   'POST /v1/workspaces': 'a new workspace',
   'POST /v1/projects': 'a new project (its production starts unprotected)',
+  'POST /v1/workspaces/:workspace/projects': 'a new project (its production starts unprotected)',
   'POST /v1/workspaces/:workspace/projects/:project/envs': 'a new environment (creating a protected one needs an admin)',
   'PATCH /v1/workspaces/:workspace/projects/:project': 'renaming; moving the project to another team needs an admin',
   'DELETE /v1/workspaces/:workspace/projects/:project/previews': 'turning previews off starts and stops nothing',

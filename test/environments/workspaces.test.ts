@@ -51,6 +51,10 @@ describe('workspaces', () => {
       member_count: 2,
       project_count: 1,
       service_count: 2,
+      members: [
+        { user_id: alice.id, username: alice.username, email: alice.email, admin: true },
+        { user_id: carol.id, username: carol.username, email: carol.email, admin: false },
+      ],
       created: org.created,
       updated: expect.any(String),
     });

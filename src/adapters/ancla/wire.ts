@@ -5,11 +5,18 @@ import type { ConfigurationsService, ScopedConfig } from '../../modules/configur
 import type { EnvironmentsService } from '../../modules/environments/index.js';
 import type { OrganizationScope, OrganizationsService } from '../../modules/organizations/index.js';
 import type { ProjectsService } from '../../modules/projects/index.js';
-import type { DeploymentsService, EnvDeploysService, ImagesService, PipelineService } from '../../pipeline/index.js';
+import type { DeploymentsService, EnvDeploysService, ImagesService, PipelineService, ReleasesService } from '../../pipeline/index.js';
+import type { TeamsService } from '../../modules/teams/index.js';
+import type { ObservabilityService } from '../../modules/observability/index.js';
 import { envDeploysRoutes } from './env-deploys.routes.js';
 import { lenientBodies } from './lenient-bodies.js';
 import { recordsRoutes } from './records.routes.js';
 import { servicesRoutes } from './services.routes.js';
+import { teamsRoutes } from './teams.routes.js';
+import { environmentsRoutes } from './environments.routes.js';
+import { pipelineRoutes } from './pipeline.routes.js';
+import { promoteRoutes } from './promote.routes.js';
+import { observabilityRoutes } from './observability.routes.js';
 import { workspacesRoutes } from './workspaces.routes.js';
 
 /**
@@ -25,30 +32,44 @@ export function wireAncla(deps: {
   config: ConfigurationsService;
   apps: ApplicationsService;
   environments: EnvironmentsService;
-  pipeline: { images: ImagesService; deployments: DeploymentsService; envDeploys: EnvDeploysService; status: PipelineService };
+  teams: TeamsService;
+  observability: ObservabilityService;
+  pipeline: {
+    images: ImagesService;
+    deployments: DeploymentsService;
+    releases: ReleasesService;
+    envDeploys: EnvDeploysService;
+    status: PipelineService;
+  };
 }) {
-  const { pipeline } = deps;
+  const { pipeline, organizationScope: scope } = deps;
+  const { deployments, envDeploys } = pipeline;
   const routes = [
     workspacesRoutes({
       organizations: deps.organizations,
-      scope: deps.organizationScope,
+      scope,
       projects: deps.projects,
       scopedConfig: deps.scopedConfig,
       config: deps.config,
     }),
+    teamsRoutes(deps.teams, deps.scopedConfig, deps.config),
+    environmentsRoutes(deps.environments, deps.scopedConfig, deps.config),
     servicesRoutes({
       apps: deps.apps,
       environments: deps.environments,
-      scope: deps.organizationScope,
+      scope,
       images: pipeline.images,
-      deployments: pipeline.deployments,
-      envDeploys: pipeline.envDeploys,
+      deployments,
+      envDeploys,
       status: pipeline.status,
       config: deps.config,
       scopedConfig: deps.scopedConfig,
     }),
-    envDeploysRoutes({ deploys: pipeline.envDeploys, deployments: pipeline.deployments, apps: deps.apps, scope: deps.organizationScope }),
-    recordsRoutes({ images: pipeline.images, deployments: pipeline.deployments }),
+    envDeploysRoutes({ deploys: envDeploys, deployments, apps: deps.apps, scope }),
+    recordsRoutes({ images: pipeline.images, deployments }),
+    pipelineRoutes({ scope, status: pipeline.status, deployments, envDeploys }),
+    promoteRoutes({ scope, deployments, releases: pipeline.releases, envDeploys }),
+    observabilityRoutes({ scope, projects: deps.projects, observability: deps.observability }),
   ];
   const ancla = async (app: App) => {
     lenientBodies(app);

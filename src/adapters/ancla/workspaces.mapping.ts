@@ -5,8 +5,7 @@ import { iso } from '../../platform/http/schemas.js';
  * slug, a workspace's `services` are its projects' applications. Pure reshaping, no lookups.
  */
 
-/** An organization with its counts (from `OrganizationsService.list` or `.describe`) as a workspace. */
-export function toWorkspace(org: {
+interface OrganizationView {
   id: string;
   name: string;
   slug: string;
@@ -15,7 +14,10 @@ export function toWorkspace(org: {
   application_count: number;
   created: string;
   updated: string;
-}) {
+}
+
+/** An organization with its counts (from `OrganizationsService.list` or `.describe`) as a workspace. */
+export function toWorkspace(org: OrganizationView) {
   return {
     id: org.id,
     name: org.name,
@@ -28,9 +30,20 @@ export function toWorkspace(org: {
   };
 }
 
+/** One workspace with its members (`OrganizationsService.detail`); a hidden e-mail reads `""`. */
+export function toWorkspaceDetail(
+  org: OrganizationView & { members: Array<{ user_id: string; username: string; email?: string; admin: boolean }> },
+) {
+  return { ...toWorkspace(org), members: org.members.map(toWorkspaceMember) };
+}
+
+export function toWorkspaceMember(m: { user_id: string; username: string; email?: string; admin: boolean }) {
+  return { user_id: m.user_id, username: m.username, email: m.email ?? '', admin: m.admin };
+}
+
 /** A project with its team (from `ProjectsService.listInOrganization`) as seen from its workspace. */
 export function toWorkspaceProject(
-  organizationSlug: string,
+  organization: { slug: string; name: string },
   project: {
     id: string;
     name: string;
@@ -46,10 +59,13 @@ export function toWorkspaceProject(
     id: project.id,
     name: project.name,
     slug: project.slug,
-    workspace: organizationSlug,
+    workspace: organization.slug,
+    workspace_slug: organization.slug,
+    workspace_name: organization.name,
     team: project.team ?? null,
     services: project.applications,
     environments: project.environments,
+    service_count: project.applications.length,
     created: iso(project.created_at),
     updated: iso(project.updated_at),
   };

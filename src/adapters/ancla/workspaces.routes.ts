@@ -3,13 +3,15 @@ import { commonErrorResponses, Ok } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
 import { currentUser } from '../../platform/http/principal.js';
 import type { ConfigurationsService, ScopedConfig } from '../../modules/configurations/index.js';
-import { registerScopedConfigRoutes } from '../../modules/configurations/index.js';
+import { registerScopedConfigRoutes } from './scoped-config.routes.js';
 import type { OrganizationScope, OrganizationsService } from '../../modules/organizations/index.js';
 import type { ProjectsService } from '../../modules/projects/index.js';
-import { addedMember, toWorkspace, toWorkspaceProject } from './workspaces.mapping.js';
+import { addedMember, toWorkspace, toWorkspaceDetail, toWorkspaceProject } from './workspaces.mapping.js';
 import {
   AddWorkspaceMemberBody,
   CreateWorkspaceBody,
+  CreateWorkspaceProjectBody,
+  UpdateWorkspaceBody,
   Member,
   UpdateWorkspaceProjectBody,
   Workspace,
@@ -48,7 +50,10 @@ export function workspacesRoutes(deps: {
           response: { 201: Workspace, ...commonErrorResponses },
         },
       },
-      async (request, reply) => reply.code(201).send(toWorkspace(await organizations.create(currentUser(request), request.body))),
+      async (request, reply) => {
+        const { personal: _ignored, ...input } = request.body;
+        return reply.code(201).send(toWorkspaceDetail(await organizations.create(currentUser(request), input)));
+      },
     );
 
     app.get(
@@ -56,7 +61,38 @@ export function workspacesRoutes(deps: {
       {
         schema: { tags, summary: 'A workspace', params: WorkspaceParams, response: { 200: Workspace, ...commonErrorResponses } },
       },
-      async (request) => toWorkspace(await organizations.detail(currentUser(request).id, request.params.workspace)),
+      async (request) => toWorkspaceDetail(await organizations.detail(currentUser(request).id, request.params.workspace)),
+    );
+
+    app.patch(
+      '/workspaces/:workspace',
+      {
+        schema: {
+          tags,
+          summary: 'Rename a workspace (admins; its slug stays)',
+          params: WorkspaceParams,
+          body: UpdateWorkspaceBody,
+          response: { 200: Workspace, ...commonErrorResponses },
+        },
+      },
+      async (request) =>
+        toWorkspaceDetail(await organizations.rename(currentUser(request).id, request.params.workspace, request.body.name)),
+    );
+
+    app.delete(
+      '/workspaces/:workspace',
+      {
+        schema: {
+          tags,
+          summary: 'Delete a workspace that has no project left (admins): its members, teams and configuration go with it',
+          params: WorkspaceParams,
+          response: { 204: Type.Null(), ...commonErrorResponses },
+        },
+      },
+      async (request, reply) => {
+        await organizations.deleteEmpty(currentUser(request).id, request.params.workspace);
+        return reply.code(204).send(null);
+      },
     );
 
     app.get(
@@ -127,7 +163,27 @@ export function workspacesRoutes(deps: {
       },
       async (request) => {
         const { organization, projects: list } = await projects.listInOrganization(currentUser(request).id, request.params.workspace);
-        return list.map((p) => toWorkspaceProject(organization.slug, p));
+        return list.map((p) => toWorkspaceProject(organization, p));
+      },
+    );
+
+    app.post(
+      '/workspaces/:workspace/projects',
+      {
+        schema: {
+          tags,
+          summary: 'Create a project in the workspace (it starts with its `production` environment)',
+          params: WorkspaceParams,
+          body: CreateWorkspaceProjectBody,
+          response: { 201: WorkspaceProject, ...commonErrorResponses },
+        },
+      },
+      async (request, reply) => {
+        const userId = currentUser(request).id;
+        const { organization } = await scope.organization(userId, request.params.workspace);
+        const created = await projects.create(userId, { ...request.body, organization_id: organization.id });
+        const { project } = await projects.findInOrganization(userId, organization.slug, created.slug);
+        return reply.code(201).send(toWorkspaceProject(organization, project));
       },
     );
 
@@ -144,7 +200,7 @@ export function workspacesRoutes(deps: {
       async (request) => {
         const { workspace, project: slug } = request.params;
         const { organization, project } = await projects.findInOrganization(currentUser(request).id, workspace, slug);
-        return toWorkspaceProject(organization.slug, project);
+        return toWorkspaceProject(organization, project);
       },
     );
 
@@ -169,7 +225,23 @@ export function workspacesRoutes(deps: {
           request.body,
           (projectId) => config.authorizeWrite(userId, { scope: 'project', scopeId: projectId }),
         );
-        return toWorkspaceProject(organization.slug, project);
+        return toWorkspaceProject(organization, project);
+      },
+    );
+
+    app.delete(
+      '/workspaces/:workspace/projects/:project',
+      {
+        schema: {
+          tags,
+          summary: 'Delete a project that has no service (admins): its environments and configuration go with it',
+          params: WorkspaceProjectParams,
+          response: { 204: Type.Null(), ...commonErrorResponses },
+        },
+      },
+      async (request, reply) => {
+        await projects.deleteEmpty(currentUser(request).id, request.params.workspace, request.params.project);
+        return reply.code(204).send(null);
       },
     );
 

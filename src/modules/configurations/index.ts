@@ -7,6 +7,5 @@ export type { ScopeRef } from './configurations.repository.js';
 export * from './scope-variable-records.js';
 export * from './configurations.service.js';
 export * from './configurations.routes.js';
-export * from './scoped-config.routes.js';
 export { ConfigurationsRepository } from './configurations.repository.js';
 export * from './wire.js';

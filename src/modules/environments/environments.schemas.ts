@@ -25,6 +25,7 @@ export const Environment = Type.Object(
     process_pod_classes: Type.Record(Type.String(), Type.Record(Type.String(), Type.String()), {
       description: 'per service slug, the pod class of each process type in this environment',
     }),
+    service_count: Type.Integer({ description: "the project's services (applications), each deployable here" }),
     created: Timestamp,
     updated: Timestamp,
   },

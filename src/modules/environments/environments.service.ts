@@ -60,6 +60,7 @@ export class EnvironmentsService {
       protected: env.protected,
       process_counts,
       process_pod_classes,
+      service_count: services.length,
       created: iso(env.created_at),
       updated: iso(env.updated_at),
     };

@@ -5,7 +5,6 @@ export * from '../../platform/access/environment-protection.js';
 export * from './retirement.js';
 export * from './environment-records.js';
 export * from './environments.service.js';
-export * from './environments.routes.js';
 export { EnvironmentsRepository } from './environments.repository.js';
-export { EnvParams, ResolvedServiceConfig } from './environments.schemas.js';
+export * from './environments.schemas.js';
 export * from './wire.js';

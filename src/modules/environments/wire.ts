@@ -1,9 +1,8 @@
 import type { AppContext } from '../../platform/context.js';
 import type { Wired } from '../../platform/wiring.js';
-import type { ConfigurationsService, ScopedConfig } from '../configurations/index.js';
+import type { ConfigurationsService } from '../configurations/index.js';
 import type { OrganizationScope } from '../organizations/index.js';
 import type { EnvironmentsRepository } from './environments.repository.js';
-import { environmentsRoutes } from './environments.routes.js';
 import { EnvironmentsService } from './environments.service.js';
 import { sweepDeletedEnvironments } from './retirement.js';
 
@@ -13,13 +12,13 @@ export function wireEnvironments(deps: {
   repository: EnvironmentsRepository;
   organizationScope: OrganizationScope;
   config: ConfigurationsService;
-  scopedConfig: ScopedConfig;
 }) {
   const { ctx } = deps;
   const environments = new EnvironmentsService(ctx.db, deps.repository, deps.organizationScope, deps.config, ctx.jobs);
   return {
     environments,
-    routes: [environmentsRoutes(environments, deps.scopedConfig, deps.config)],
+    // Its routes (`.../projects/{p}/envs`) are the Ancla adapter's (src/adapters/ancla/environments.routes.ts).
+    routes: [],
     // Deleted (and expired preview) environments are removed after PREVIEW_RETENTION_HOURS.
     sweepers: [{ sweep: () => sweepDeletedEnvironments(ctx.db, ctx.config.PREVIEW_RETENTION_HOURS) }],
   } satisfies Wired;

@@ -7,12 +7,12 @@ import { RANGES, type ObservabilityService, type RangeName } from './observabili
 
 const NullableNumber = Type.Union([Type.Number(), Type.Null()]);
 
-const RangeSchema = Type.Union(
+export const RangeSchema = Type.Union(
   Object.keys(RANGES).map((r) => Type.Literal(r)),
   { default: '1h' },
 );
 
-const Observability = Type.Object(
+export const Observability = Type.Object(
   {
     range: Type.String(),
     history: Type.Array(

@@ -57,9 +57,12 @@ export class ObservabilityService {
     }));
   }
 
-  async history(userId: string, applicationId: string, range: RangeName) {
+  /** Production's history, or that of `environment` (a slug of the application's project). */
+  async history(userId: string, applicationId: string, range: RangeName, environment?: string) {
     await this.apps.authorize(userId, applicationId);
-    const environmentId = await findProductionEnvironmentId(this.db, applicationId);
+    const environmentId = environment
+      ? await chosenEnvironmentId(this.db, applicationId, environment)
+      : await findProductionEnvironmentId(this.db, applicationId);
     if (!environmentId) throw notFound('Production environment');
     const seconds = RANGES[range];
     const bucket = Math.max(1, Math.ceil(seconds / MAX_POINTS));

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
+import { deleteScopeVariables } from '../configurations/index.js';
 
 export class OrganizationsRepository {
   constructor(private readonly db: Db) {}
@@ -81,6 +82,33 @@ export class OrganizationsRepository {
       ])
       .orderBy('o.name')
       .execute();
+  }
+
+  /** Renames an organization (its slug, which paths use, stays). */
+  async rename(organizationId: string, name: string) {
+    await this.db
+      .updateTable('organizations')
+      .set({ name, updated_at: sql`now()` })
+      .where('id', '=', organizationId)
+      .execute();
+  }
+
+  /**
+   * Deletes an organization that has no project left, with its teams' and its own configuration
+   * (memberships, teams, webhooks and links go by cascade; audit rows keep their text). False
+   * when a project remains: its services, instances and records are not deleted from here.
+   */
+  deleteIfEmpty(organizationId: string) {
+    return this.db.transaction().execute(async (trx) => {
+      await trx.selectFrom('organizations').select('id').where('id', '=', organizationId).forUpdate().execute();
+      const project = await trx.selectFrom('projects').select('id').where('organization_id', '=', organizationId).executeTakeFirst();
+      if (project) return false;
+      const teams = await trx.selectFrom('teams').select('id').where('organization_id', '=', organizationId).execute();
+      for (const team of teams) await deleteScopeVariables(trx, { scope: 'team', scopeId: team.id });
+      await deleteScopeVariables(trx, { scope: 'organization', scopeId: organizationId });
+      await trx.deleteFrom('organizations').where('id', '=', organizationId).execute();
+      return true;
+    });
   }
 
   members(organizationId: string) {

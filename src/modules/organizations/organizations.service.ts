@@ -106,6 +106,22 @@ export class OrganizationsService {
     }
   }
 
+  /** A new name for the organization (admins); its slug stays, so no path changes. */
+  async rename(userId: string, slug: string, name: string) {
+    const { org, membership } = await this.resolve(userId, slug);
+    if (!membership.admin) throw forbidden('Only organization admins can do this');
+    await this.orgs.rename(org.id, name);
+    return this.detail(userId, slug);
+  }
+
+  /** Deletes an organization without projects (admins); 409 while it has one. */
+  async deleteEmpty(userId: string, slug: string) {
+    const { org, membership } = await this.resolve(userId, slug);
+    if (!membership.admin) throw forbidden('Only organization admins can do this');
+    if (!(await this.orgs.deleteIfEmpty(org.id)))
+      throw conflict(`${org.slug} still has projects: delete them first (a project's services, instances and records stay otherwise)`);
+  }
+
   async addMember(userId: string, slug: string, input: { username: string; admin?: boolean }) {
     const { org } = await this.resolve(userId, slug);
     await this.access.requireAdmin(userId, org.id);

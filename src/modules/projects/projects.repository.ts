@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { createProductionEnvironment } from '../../platform/environments/index.js';
 import type { Db } from '../../platform/db/database.js';
+import { deleteScopeVariables } from '../configurations/index.js';
 
 export class ProjectsRepository {
   constructor(private readonly db: Db) {}
@@ -87,6 +88,24 @@ export class ProjectsRepository {
       .set({ ...changes, updated_at: sql`now()` })
       .where('id', '=', projectId)
       .execute();
+  }
+
+  /**
+   * Deletes a project that has no application, with its own and its environments' configuration
+   * (environments, preview settings and webhooks go by cascade). False while an application
+   * remains: its instances and records are not deleted from here.
+   */
+  deleteIfEmpty(projectId: string) {
+    return this.db.transaction().execute(async (trx) => {
+      await trx.selectFrom('projects').select('id').where('id', '=', projectId).forUpdate().execute();
+      const app = await trx.selectFrom('applications').select('id').where('project_id', '=', projectId).executeTakeFirst();
+      if (app) return false;
+      const environments = await trx.selectFrom('environments').select('id').where('project_id', '=', projectId).execute();
+      for (const env of environments) await deleteScopeVariables(trx, { scope: 'environment', scopeId: env.id });
+      await deleteScopeVariables(trx, { scope: 'project', scopeId: projectId });
+      await trx.deleteFrom('projects').where('id', '=', projectId).execute();
+      return true;
+    });
   }
 
   /** A project starts with its `production` environment. */

@@ -74,6 +74,14 @@ export class ProjectsService {
     }
   }
 
+  /** Deletes a project without services (organization admins); 409 while it has one. */
+  async deleteEmpty(userId: string, orgSlug: string, projectSlug: string) {
+    const { organization, project } = await this.scope.project(userId, orgSlug, projectSlug);
+    await this.scope.requireAdmin(userId, organization.id);
+    if (!(await this.projects.deleteIfEmpty(project.id)))
+      throw conflict(`${project.slug} still has services: delete them first (their instances and records stay otherwise)`);
+  }
+
   /** The projects of an organization the caller belongs to, with their teams (see `listWithTeams`). */
   async listInOrganization(userId: string, orgSlug: string) {
     const { organization } = await this.scope.organization(userId, orgSlug);

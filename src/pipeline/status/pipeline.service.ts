@@ -4,6 +4,7 @@ import { iso } from '../../platform/http/schemas.js';
 import type { ApplicationsService } from '../../modules/applications/index.js';
 import { deploymentLogStatus } from '../deploy/deployments.service.js';
 import { environmentFilter, findProductionEnvironmentId, productionEnvironmentId } from '../records/index.js';
+import { chosenEnvironmentId } from '../deploy/environment-choice.js';
 
 interface FinishedRecord {
   ok: boolean;
@@ -131,9 +132,12 @@ export class PipelineService {
     };
   }
 
-  async metrics(userId: string, applicationId: string, range = 50) {
+  /** Releases and deployments of production, or of `environment` (a slug of the application's project). */
+  async metrics(userId: string, applicationId: string, range = 50, environment?: string) {
     await this.apps.authorize(userId, applicationId);
-    const environmentId = await productionEnvironmentId(this.db, applicationId);
+    const environmentId = environment
+      ? await chosenEnvironmentId(this.db, applicationId, environment)
+      : await productionEnvironmentId(this.db, applicationId);
     const [images, releases, deployments] = await Promise.all([
       this.db
         .selectFrom('images')

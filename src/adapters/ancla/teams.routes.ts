@@ -2,11 +2,10 @@ import { Type } from 'typebox';
 import { commonErrorResponses, Ok, WorkspaceParams } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
 import { currentUser } from '../../platform/http/principal.js';
-import type { ConfigurationsService } from '../configurations/index.js';
-import { ScopedConfig } from '../configurations/index.js';
-import { registerScopedConfigRoutes } from '../configurations/index.js';
-import { AddTeamMemberBody, CreateTeamBody, Team, TeamMemberParams, TeamParams } from './teams.schemas.js';
-import { TeamsService } from './teams.service.js';
+import type { ConfigurationsService, ScopedConfig } from '../../modules/configurations/index.js';
+import type { TeamsService } from '../../modules/teams/index.js';
+import { AddTeamMemberBody, CreateTeamBody, Team, TeamMemberParams, TeamParams } from '../../modules/teams/index.js';
+import { registerScopedConfigRoutes } from './scoped-config.routes.js';
 
 /** `/workspaces/{workspace}/teams`: teams, their members and their configuration. */
 export function teamsRoutes(teams: TeamsService, scoped: ScopedConfig, config: ConfigurationsService) {

@@ -2,10 +2,8 @@ import { Type, type TObject, type TProperties } from 'typebox';
 import { commonErrorResponses, IdParam, Ok } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
 import { currentUser } from '../../platform/http/principal.js';
-import type { ScopeRef } from './configurations.repository.js';
-import { ConfigVariable, CreateConfigBody, MAX_VALUE_BYTES, UpdateConfigBody } from './configurations.schemas.js';
-import type { ConfigurationsService, VariableIntent } from './configurations.service.js';
-import type { ScopedConfig } from './scoped-config.js';
+import type { ConfigurationsService, ScopedConfig, ScopeRef, VariableIntent } from '../../modules/configurations/index.js';
+import { BulkConfigBody, ConfigVariable, CreateConfigBody, MAX_VALUE_BYTES, UpdateConfigBody } from '../../modules/configurations/index.js';
 
 /** One entry of an array bulk request: names are checked per entry so one bad name does not refuse the rest. */
 export const BulkEntry = Type.Object(
@@ -27,6 +25,21 @@ export const BulkEntryResult = Type.Object(
     variable: Type.Optional(ConfigVariable),
   },
   { $id: 'BulkEntryResult' },
+);
+
+/**
+ * The answer to Ancla's form of a bulk request (`{raw: "KEY=value\n..."}` and/or `{variables}`):
+ * names by outcome, as Ancla's CLI reads them; each error carries its reason as `error` (Ancla's
+ * word) and `message` (Slipway's).
+ */
+export const BulkTextResult = Type.Object(
+  {
+    created: Type.Array(Type.String()),
+    updated: Type.Array(Type.String({ description: 'existing non-secret names whose value was replaced' })),
+    skipped: Type.Array(Type.String({ description: 'existing secrets, left as they were' })),
+    errors: Type.Array(Type.Object({ name: Type.String(), error: Type.String(), message: Type.String() })),
+  },
+  { $id: 'BulkTextResult' },
 );
 
 export interface ScopedConfigRouteOptions<P extends TProperties> {
@@ -99,21 +112,25 @@ export function registerScopedConfigRoutes<P extends TProperties>(app: App, o: S
     {
       schema: {
         tags,
-        summary: `Set many ${label} variables: one outcome per name (existing secrets are skipped, invalid entries reported)`,
+        summary:
+          `Set many ${label} variables: an array of entries answers one outcome per name; Ancla's form, an object with dotenv ` +
+          '`raw` text and/or `variables` (one set of flags), answers the names by outcome. Existing secrets are skipped, invalid entries reported',
         params,
-        body: Type.Array(BulkEntry, { maxItems: 1000 }),
-        response: { 200: Type.Array(BulkEntryResult), ...commonErrorResponses },
+        body: Type.Union([Type.Array(BulkEntry, { maxItems: 1000 }), BulkConfigBody]),
+        response: { 200: Type.Union([Type.Array(BulkEntryResult), BulkTextResult]), ...commonErrorResponses },
       },
     },
-    async (request) =>
-      scoped.bulk(
-        await writeScope(
-          request,
-          currentUser(request).id,
-          request.body.map((e) => ({ secret: e.secret ?? false, previews: e.previews ?? false })),
-        ),
-        request.body,
-      ),
+    async (request) => {
+      const userId = currentUser(request).id;
+      const body = request.body;
+      if (Array.isArray(body)) {
+        const intents = body.map((e) => ({ secret: e.secret ?? false, previews: e.previews ?? false }));
+        return scoped.bulk(await writeScope(request, userId, intents), body);
+      }
+      const ref = await writeScope(request, userId, [{ secret: body.secret ?? false, previews: body.previews ?? false }]);
+      const result = await config.bulk(ref, body);
+      return { ...result, errors: result.errors.map((e) => ({ name: e.name, error: e.message, message: e.message })) };
+    },
   );
 
   app.get(

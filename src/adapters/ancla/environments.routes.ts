@@ -2,11 +2,10 @@ import { Type } from 'typebox';
 import { commonErrorResponses, WorkspaceProjectParams } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
 import { currentUser } from '../../platform/http/principal.js';
-import type { ConfigurationsService } from '../configurations/index.js';
-import { ScopedConfig } from '../configurations/index.js';
-import { registerScopedConfigRoutes } from '../configurations/index.js';
-import { CreateEnvironmentBody, Environment, EnvParams, UpdateEnvironmentBody } from './environments.schemas.js';
-import { EnvironmentsService } from './environments.service.js';
+import type { ConfigurationsService, ScopedConfig } from '../../modules/configurations/index.js';
+import type { EnvironmentsService } from '../../modules/environments/index.js';
+import { CreateEnvironmentBody, Environment, EnvParams, UpdateEnvironmentBody } from '../../modules/environments/index.js';
+import { registerScopedConfigRoutes } from './scoped-config.routes.js';
 
 const BASE = '/workspaces/:workspace/projects/:project/envs';
 
