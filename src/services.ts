@@ -218,7 +218,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
   return {
     ctx,
     /** What the HTTP app uses beside the routes: authentication, the audit hooks, request metrics, streams' LISTEN. */
-    services: { auth: auth.auth, audit: audit.audit, metrics: metrics.metrics, notifications },
+    services: { auth: auth.auth, audit: audit.audit, metrics: metrics.metrics, notifications, apps },
     routes,
     /** Routes outside /v1 (`/metrics`). */
     rootRoutes: metrics.rootRoutes,

@@ -68,6 +68,20 @@ export function deploymentsRoutes(deployments: DeploymentsService, chain?: Deplo
         reply.code(202).send(await deployments.rollback(currentUser(request).id, request.params.application_id, request.body)),
     );
 
+    app.post(
+      '/deployments/:deployment_id/cancel',
+      {
+        schema: {
+          tags,
+          summary: 'Cancel a deployment: a queued one leaves the queue, a running one stops and the previous release keeps serving',
+          description: "Answers 202 with the deployment (`error_code` `cancelled` once settled); 409 when it has already finished.",
+          params: DeploymentIdParams,
+          response: { 202: DeploymentSummary, 503: ErrorResponse, ...commonErrorResponses },
+        },
+      },
+      async (request, reply) => reply.code(202).send(await deployments.cancel(currentUser(request), request.params.deployment_id)),
+    );
+
     app.get(
       '/applications/:application_id/deployments',
       {

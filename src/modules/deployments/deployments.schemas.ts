@@ -80,6 +80,10 @@ const DeploymentFields = {
   }),
   deploy_step: Type.Union([DeployStep, Type.Null()]),
   job_id: NullableString,
+  queue_reason: Type.Union([Type.String(), Type.Null()], {
+    description:
+      'While queued: why it has not started, e.g. `waiting for deployment <id> of app web` or `organization limit 3 reached: …`; null otherwise',
+  }),
   is_rollback: Type.Boolean({ description: 'A rollback: an earlier release redeployed as it was' }),
   rollback_of: Type.Union([Id, Type.Null()], { description: 'A rollback: the release it rolled back from' }),
   guard: Type.Union([GuardVerdict, Type.Null()]),
