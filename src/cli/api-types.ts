@@ -2349,6 +2349,56 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/deployments/{deployment_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a deployment: a queued one leaves the queue, a running one stops and the previous release keeps serving
+         * @description Answers 202 with the deployment (`error_code` `cancelled` once settled); 409 when it has already finished.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    deployment_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DeploymentSummary"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+                503: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/deployments/{deployment_id}/detail": {
         parameters: {
             query?: never;
@@ -2428,7 +2478,7 @@ export interface paths {
                             } | null;
                             error: boolean;
                             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "cancelled" | "disk_full" | "internal_error") | null;
                             error_detail: string | null;
                             log_text: string;
                             /** @description A queued deployment reads `deploying` with `started` null; `rolled_back`: completed, then undone by its guard */
@@ -4450,7 +4500,7 @@ export interface paths {
                             deploy_step: null;
                             error: boolean;
                             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "cancelled" | "disk_full" | "internal_error") | null;
                             error_detail: string | null;
                             exit_code: number | null;
                             log_text: string;
@@ -7287,7 +7337,7 @@ export interface components {
             } | null;
             error: boolean;
             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
+            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "cancelled" | "disk_full" | "internal_error") | null;
             error_detail: string | null;
             log_text: string;
             status: "building" | "built" | "error";
@@ -7380,7 +7430,7 @@ export interface components {
             environment_id: string;
             error: boolean;
             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
+            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "cancelled" | "disk_full" | "internal_error") | null;
             error_detail: string | null;
             finished: string | null;
             guard: {
@@ -7419,6 +7469,8 @@ export interface components {
             /** @description A rollback: an earlier release redeployed as it was */
             is_rollback: boolean;
             job_id: string | null;
+            /** @description While queued: why it has not started, e.g. `waiting for deployment <id> of app web` or `organization limit 3 reached: …`; null otherwise */
+            queue_reason: string | null;
             release: {
                 commit_sha: string | null;
                 /** @description UUID (v7) */
@@ -7460,7 +7512,7 @@ export interface components {
             environment_id: string;
             error: boolean;
             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
+            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "cancelled" | "disk_full" | "internal_error") | null;
             error_detail: string | null;
             finished: string | null;
             guard: {
@@ -7499,6 +7551,8 @@ export interface components {
             /** @description A rollback: an earlier release redeployed as it was */
             is_rollback: boolean;
             job_id: string | null;
+            /** @description While queued: why it has not started, e.g. `waiting for deployment <id> of app web` or `organization limit 3 reached: …`; null otherwise */
+            queue_reason: string | null;
             release: {
                 commit_sha: string | null;
                 /** @description UUID (v7) */
@@ -7689,7 +7743,7 @@ export interface components {
             dockerfile: string | null;
             error: boolean;
             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
+            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "cancelled" | "disk_full" | "internal_error") | null;
             error_detail: string | null;
             /** @description UUID (v7) */
             id: string;
@@ -7836,7 +7890,7 @@ export interface components {
             /** @description UUID (v7) */
             environment_id: string;
             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
+            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "cancelled" | "disk_full" | "internal_error") | null;
             error_detail: string | null;
             exit_code: number | null;
             finished_at: string | null;
@@ -8161,7 +8215,7 @@ export interface components {
             environment_id: string;
             error: boolean;
             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
+            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "cancelled" | "disk_full" | "internal_error") | null;
             error_detail: string | null;
             health_check_host: string | null;
             health_check_path: string;

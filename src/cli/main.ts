@@ -10,6 +10,7 @@ import { authCommands } from './commands/auth.js';
 import { configCommands } from './commands/config.js';
 import { deployCommands } from './commands/deploy.js';
 import { recordCommands } from './commands/records.js';
+import { cancelCommands } from './commands/cancel.js';
 import { resourceCommands } from './commands/resources.js';
 import { runtimeCommands } from './commands/runtime.js';
 import { scheduleCommands } from './commands/schedule.js';
@@ -48,6 +49,7 @@ Colour is off when output is not a terminal or NO_COLOR is set.`,
   recordCommands(program);
   runtimeCommands(program);
   scheduleCommands(program);
+  cancelCommands(program);
 
   program
     .command('completion')

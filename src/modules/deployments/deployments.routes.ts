@@ -74,7 +74,7 @@ export function deploymentsRoutes(deployments: DeploymentsService, chain?: Deplo
         schema: {
           tags,
           summary: 'Cancel a deployment: a queued one leaves the queue, a running one stops and the previous release keeps serving',
-          description: "Answers 202 with the deployment (`error_code` `cancelled` once settled); 409 when it has already finished.",
+          description: 'Answers 202 with the deployment (`error_code` `cancelled` once settled); 409 when it has already finished.',
           params: DeploymentIdParams,
           response: { 202: DeploymentSummary, 503: ErrorResponse, ...commonErrorResponses },
         },

@@ -224,7 +224,8 @@ export class JobStore {
         waits.set(r.id, {
           behind: { jobId: r.behind_id, kind: r.behind_kind ?? '', recordId: r.behind_record, running: r.behind_state === 'active' },
         });
-      else if (r.has_org && Number(r.org_running) >= limits.concurrency) waits.set(r.id, { limit: 'organization', cap: limits.concurrency });
+      else if (r.has_org && Number(r.org_running) >= limits.concurrency)
+        waits.set(r.id, { limit: 'organization', cap: limits.concurrency });
       else if (r.has_owner && limits.ownerConcurrency !== undefined && Number(r.owner_running) >= limits.ownerConcurrency)
         waits.set(r.id, { limit: 'owner', cap: limits.ownerConcurrency });
       else if (limits.siteConcurrency !== undefined && Number(r.site_running) >= limits.siteConcurrency)
@@ -239,7 +240,9 @@ export class JobStore {
    * waiting (already started or settled).
    */
   async dequeue(jobId: string, message: string): Promise<boolean> {
-    const rows = await sql<{ id: string }>`UPDATE pipeline_jobs SET state = 'failed', completed_on = now(), output = ${JSON.stringify({ message })}::jsonb
+    const rows = await sql<{
+      id: string;
+    }>`UPDATE pipeline_jobs SET state = 'failed', completed_on = now(), output = ${JSON.stringify({ message })}::jsonb
       WHERE id = ${jobId} AND state = 'created' RETURNING id::text AS id`.execute(this.db);
     return rows.rows.length > 0;
   }
