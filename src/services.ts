@@ -190,7 +190,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     { routes: [envDeploysRoutes(pipeline.envDeploys)] },
     previews,
     registry,
-    { routes: [deploymentsRoutes(deployments, deployChain)] },
+    { routes: [deploymentsRoutes(deployments, deployChain, pipeline.configRelease)] },
     observability,
     guards,
     domains,

@@ -248,6 +248,65 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/applications/{application_id}/config-release": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Release the current configuration on the image already built and deploy it (no build)
+         * @description For runtime configuration changes: a new release of the newest built image with the configuration as it is now, deployed at once (two queued jobs, no build). 409 when a build-time variable changed since that image was built (`POST /applications/{id}/deploy` rebuilds) or when nothing was built yet.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    application_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The new release (on image `image_id`, no build) and its queued deployment */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description UUID (v7) */
+                            deployment_id: string;
+                            /** @description UUID (v7) */
+                            image_id: string;
+                            ok: boolean;
+                            /** @description UUID (v7) */
+                            release_id: string;
+                            version: number;
+                        };
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+                503: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/applications/{application_id}/cron": {
         parameters: {
             query?: never;

@@ -11,6 +11,7 @@ import { configCommands } from './commands/config.js';
 import { deployCommands } from './commands/deploy.js';
 import { recordCommands } from './commands/records.js';
 import { cancelCommands } from './commands/cancel.js';
+import { configReleaseCommands } from './commands/config-release.js';
 import { resourceCommands } from './commands/resources.js';
 import { runtimeCommands } from './commands/runtime.js';
 import { scheduleCommands } from './commands/schedule.js';
@@ -50,6 +51,7 @@ Colour is off when output is not a terminal or NO_COLOR is set.`,
   runtimeCommands(program);
   scheduleCommands(program);
   cancelCommands(program);
+  configReleaseCommands(program);
 
   program
     .command('completion')

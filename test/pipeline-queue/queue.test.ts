@@ -72,6 +72,7 @@ async function project(): Promise<Project> {
 
 interface QueueApp {
   id: string;
+  path: string;
   host: string;
   /** Records a built image and release of this code (as the build and release stages would); its id. */
   release(code: string, timeoutSeconds?: number): Promise<string>;
@@ -92,6 +93,7 @@ async function application(p: Project, name: string, settings: Record<string, un
   let version = 0;
   return {
     id: app.id,
+    path: `${p.orgSlug}/${p.projectSlug}/${app.slug}`,
     host: `${app.slug}.${p.projectSlug}.${p.orgSlug}.localhost`,
     async release(code, timeoutSeconds = 30) {
       version++;
@@ -254,5 +256,35 @@ describe('the pipeline queue', () => {
     // An empty body is no body too: the default target (nothing served before v1 now).
     expect(empty.statusCode, empty.body).toBe(409);
     expect(empty.json().message).toBe('No earlier release served before v1: there is nothing to roll back to');
+  }, 60_000);
+
+  it('puts a runtime configuration change live on the built image with no build, and refuses a build-time one', async () => {
+    const p = await project();
+    const web = await application(p, 'Web');
+    expect((await settled(h, alice, await deploy(await web.release(NODE_APP('v1'))))).status).toBe('complete');
+    const imagesBefore = await h.ctx.db.selectFrom('images').select('id').where('application_id', '=', web.id).execute();
+
+    const set = await slipway(['config', 'set', 'GREETING=bonjour', '--app', web.path], cliEnv);
+    expect(set.code, set.stderr).toBe(0);
+    const released = await slipway(['config', 'release', '--wait', '--app', web.path, '--json'], cliEnv);
+    expect(released.code, released.stderr).toBe(0);
+    const result = JSON.parse(released.stdout);
+    expect(result).toMatchObject({ version: 2, image_id: imagesBefore[0]!.id });
+    expect(await routerGet(routerPort(), web.host)).toEqual({ status: 200, body: 'v1:bonjour' });
+    // No build: the same image, and no new image record.
+    const imagesAfter = await h.ctx.db.selectFrom('images').select('id').where('application_id', '=', web.id).execute();
+    expect(imagesAfter).toEqual(imagesBefore);
+    const release = (await api('GET', `/v1/releases/${result.release_id}/detail`)).json();
+    expect(release).toMatchObject({ image: { id: imagesBefore[0]!.id }, configuration_changes: { changed: ['GREETING'] } });
+
+    // A build-time variable needs a build.
+    expect((await slipway(['config', 'set', 'NPM_FLAGS=--omit=dev', '--buildtime', '--app', web.path], cliEnv)).code).toBe(0);
+    const refused = await api('POST', `/v1/applications/${web.id}/config-release`);
+    expect(refused.statusCode).toBe(409);
+    expect(refused.json().message).toBe(
+      'Build-time variable NPM_FLAGS changed since image v1 was built: deploy with a build (`slipway deploy`) instead',
+    );
+    const stranger = await h.user();
+    expect((await api('POST', `/v1/applications/${web.id}/config-release`, undefined, stranger)).statusCode).toBe(403);
   }, 60_000);
 });

@@ -4,6 +4,7 @@ import { currentUser } from '../../platform/http/principal.js';
 import { ApplicationIdParams } from '../applications/index.js';
 import {
   ChainAccepted,
+  ConfigReleaseAccepted,
   DeployAccepted,
   DeploymentDetail,
   DeploymentIdParams,
@@ -14,9 +15,9 @@ import {
   RollbackBody,
 } from './deployments.schemas.js';
 import type { DeploymentsService } from '../../pipeline/index.js';
-import type { DeployChain } from '../../pipeline/index.js';
+import type { ConfigRelease, DeployChain } from '../../pipeline/index.js';
 
-export function deploymentsRoutes(deployments: DeploymentsService, chain?: DeployChain) {
+export function deploymentsRoutes(deployments: DeploymentsService, chain?: DeployChain, configRelease?: ConfigRelease) {
   const tags = ['Deployments'];
   return async (app: App) => {
     app.post(
@@ -47,6 +48,25 @@ export function deploymentsRoutes(deployments: DeploymentsService, chain?: Deplo
           const { ok, image_id } = await chain.request(currentUser(request).id, request.params.application_id);
           return reply.code(202).send({ ok, image_id });
         },
+      );
+    }
+
+    if (configRelease) {
+      app.post(
+        '/applications/:application_id/config-release',
+        {
+          schema: {
+            tags,
+            summary: 'Release the current configuration on the image already built and deploy it (no build)',
+            description:
+              'For runtime configuration changes: a new release of the newest built image with the configuration as it is now, ' +
+              'deployed at once (two queued jobs, no build). 409 when a build-time variable changed since that image was built ' +
+              '(`POST /applications/{id}/deploy` rebuilds) or when nothing was built yet.',
+            params: ApplicationIdParams,
+            response: { 202: ConfigReleaseAccepted, 503: ErrorResponse, ...commonErrorResponses },
+          },
+        },
+        async (request, reply) => reply.code(202).send(await configRelease.request(currentUser(request).id, request.params.application_id)),
       );
     }
 

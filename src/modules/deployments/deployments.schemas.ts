@@ -115,6 +115,11 @@ export const ChainAccepted = Type.Object(
   { description: 'The image being built; its release and deployment follow in the same job' },
 );
 
+export const ConfigReleaseAccepted = Type.Object(
+  { ok: Type.Boolean(), release_id: Id, version: Type.Integer(), deployment_id: Id, image_id: Id },
+  { description: 'The new release (on image `image_id`, no build) and its queued deployment' },
+);
+
 export const RollbackBody = Type.Object(
   {
     release_id: Type.Optional(
