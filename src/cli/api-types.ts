@@ -7399,6 +7399,7 @@ export interface components {
             error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "cancelled" | "disk_full" | "internal_error") | null;
             error_detail: string | null;
             log_text: string;
+            queue_reason?: string | null;
             status: "building" | "built" | "error";
             version: number;
         };

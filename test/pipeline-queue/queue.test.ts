@@ -15,6 +15,7 @@ import { localRuntime } from '../helpers/local-runtime.js';
 import { routerGet } from '../helpers/router-get.js';
 import { waitFor } from '../helpers/wait.js';
 import { slipway } from '../cli/slipway.js';
+import { TestRepo } from '../helpers/git-repo.js';
 import { NODE_APP, settled } from '../pipeline-deploy/fixtures.js';
 
 let h: Harness;
@@ -177,6 +178,15 @@ describe('the pipeline queue', () => {
     expect(queued.status).toBe('deploying');
     expect(queued.started).toBeNull();
     expect(queued.queue_reason).toBe(`waiting for deployment ${hanging} of app stuck`);
+    // A build of it (what `deploy --wait` follows first) says the same in its log.
+    const repo = new TestRepo();
+    repo.commit({ 'app.js': NODE_APP('built'), Procfile: 'web: node app.js\n' });
+    expect((await api('PATCH', `/v1/applications/${stuck.id}/settings`, { github_repository: repo.dir })).statusCode).toBe(200);
+    const build = await api('POST', `/v1/images/${stuck.id}/build`);
+    expect(build.statusCode, build.body).toBe(202);
+    const buildLog = (await api('GET', `/v1/images/${build.json().image_id}/log`)).json();
+    expect(buildLog).toMatchObject({ status: 'building', queue_reason: `waiting for deployment ${hanging} of app stuck` });
+    repo.remove();
 
     // Web's v2 hangs too: with two running the organization is at its limit, and Api's next waits for a slot.
     const webHanging = await deploy(await web.release(HANGING_APP, 120));
