@@ -179,8 +179,11 @@ export class JobStore {
         return rows[0] ?? null;
       });
     } catch (err) {
-      // Two workers raced for one application: the one-active-job index refused the loser.
-      if ((err as { code?: string }).code === '23505') return null;
+      // Two workers raced for one application: the one-active-job index refused the loser. Any
+      // other unique violation (a run record left behind) is a bug to see, not a silent "no job":
+      // the same job would be picked first, and refused, at every fetch.
+      const e = err as { code?: string; constraint?: string };
+      if (e.code === '23505' && e.constraint === 'pipeline_jobs_one_active_per_application') return null;
       throw err;
     }
   }
