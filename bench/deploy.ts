@@ -3,7 +3,9 @@
  * routed, for an app that starts instantly, split into the app's own start (measured by
  * running its command directly) and the platform's overhead; then the same for a redeploy
  * (previous release running, so the rollout also retires it). Last, the router's cost:
- * autocannon against the instance directly and through the router.
+ * autocannon against the instance directly and through the router. Also a configuration-only
+ * release (`POST /applications/{id}/config-release`, no build): request → the router answering
+ * with the new value.
  *
  *   npx tsx bench/deploy.ts [--iterations 5] [--router-seconds 3]
  *   RUNTIME_ISOLATION=none npx tsx bench/deploy.ts     # without the sandbox
@@ -13,6 +15,7 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,7 +35,8 @@ const arg = (name: string, fallback: number) => {
 };
 const iterations = arg('--iterations', 5);
 const routerSeconds = arg('--router-seconds', 3);
-const APP = "require('http').createServer((q, s) => s.end('ok')).listen(Number(process.env.PORT), '127.0.0.1');\n";
+const APP =
+  "require('http').createServer((q, s) => s.end('ok ' + (process.env.GREETING || ''))).listen(Number(process.env.PORT), '127.0.0.1');\n";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -73,6 +77,20 @@ async function appStartMs(dir: string): Promise<number> {
   }
 }
 
+/** The body the router answers for `host` (null on any failure). */
+function routedBody(port: number, host: string): Promise<string | null> {
+  return new Promise((resolve) => {
+    const req = request({ host: '127.0.0.1', port, path: '/', headers: { host }, timeout: 2000 }, (res) => {
+      let body = '';
+      res.on('data', (c) => (body += c));
+      res.on('end', () => resolve(res.statusCode === 200 ? body : null));
+    });
+    req.on('error', () => resolve(null));
+    req.on('timeout', () => req.destroy());
+    req.end();
+  });
+}
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const fmt = (xs: number[]) => `median ${median(xs).toFixed(0)} ms (min ${Math.min(...xs).toFixed(0)}, max ${Math.max(...xs).toFixed(0)})`;
 
@@ -96,6 +114,8 @@ async function main() {
       LOG_LEVEL: 'silent',
       ROUTER_HOST: '127.0.0.1',
       ROUTER_PORT: 0,
+      // In-process: `local.router` below is read directly (the separate edge process has its own).
+      EDGE_PROCESS: 'in-process',
       RUNTIME_STOP_GRACE_MS: 2000,
       ROUTER_DRAIN_TIMEOUT_MS: 2000,
     },
@@ -128,6 +148,17 @@ async function main() {
     const cold = { total: [] as number[], queue: [] as number[] };
     const warm = { total: [] as number[], queue: [] as number[] };
     const appStarts: number[] = [];
+    const configReleases: number[] = [];
+    const local = ctx.runtime as LocalRuntime;
+
+    /** A runtime variable changed, then released with no build: POST → the new value served through the router. */
+    const configReleaseOnce = async (applicationId: string, host: string, value: string) => {
+      await call('POST', `/configurations/${applicationId}`, { name: 'GREETING', value, secret: false, buildtime: false });
+      const posted = performance.now();
+      await call('POST', `/applications/${applicationId}/config-release`);
+      await until('the new configuration served', async () => (await routedBody(local.router.port, host)) === `ok ${value}`, 30_000, 5);
+      configReleases.push(performance.now() - posted);
+    };
 
     /** POST deploy → the moment the log says the route switched (healthy and serving). */
     const deployOnce = async (releaseId: string, into: { total: number[]; queue: number[] }) => {
@@ -170,10 +201,10 @@ async function main() {
       appStarts.push(await appStartMs(repoDir));
       await deployOnce(release.release_id, cold);
       await deployOnce(release.release_id, warm);
+      await configReleaseOnce(a.id, `app-${i}.bench.bench.localhost`, `v${i}`);
     }
 
     // Router cost: the last application's instance, directly and through the router.
-    const local = ctx.runtime as LocalRuntime;
     const instance = local.runtimeService.driver.list().find((s) => s.port !== null)!;
     const hostname =
       local.router.table.upstreams(`app-${iterations - 1}.bench.bench.localhost`).length > 0
@@ -199,6 +230,7 @@ async function main() {
     console.log(`    platform overhead (total − app start):   median ${(median(cold.total) - start).toFixed(0)} ms`);
     console.log(`  redeploy, POST → new release routed:       ${fmt(warm.total)}`);
     console.log(`    platform overhead (total − app start):   median ${(median(warm.total) - start).toFixed(0)} ms`);
+    console.log(`  config-only release, POST → new value served: ${fmt(configReleases)}`);
     console.log(
       `  one instance, 10 connections, ${routerSeconds} s:  direct ${direct.rps.toFixed(0)} req/s (p99 ${direct.p99} ms)` +
         (routed ? `, through the router ${routed.rps.toFixed(0)} req/s (p99 ${routed.p99} ms, ${routed.errors} errors)` : ''),
@@ -213,6 +245,7 @@ async function main() {
         deploy_queue_ms: median(cold.queue),
         redeploy_ms: median(warm.total),
         redeploy_overhead_ms: median(warm.total) - start,
+        config_release_ms: median(configReleases),
         direct_rps: direct.rps,
         router_rps: routed?.rps ?? null,
         router_p99_ms: routed?.p99 ?? null,

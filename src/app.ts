@@ -11,8 +11,8 @@ import type { AppContext } from './platform/context.js';
 import { AppError } from './platform/errors.js';
 import { OneLinePerRequest } from './platform/http/request-log.js';
 import { REDACT } from './platform/logs/process-logger.js';
-import { frameworkErrorHandler, installErrorHandling } from './platform/http/error-handler.js';
-import { installJsonBodyParser, LENIENT_BODY, refuseUnexpectedBodies } from './platform/http/json-body.js';
+import { frameworkErrorHandler, installErrorHandling, setAccessGate } from './platform/http/error-handler.js';
+import { defaultOptionalBodies, installJsonBodyParser, LENIENT_BODY, refuseUnexpectedBodies } from './platform/http/json-body.js';
 import { rewriteApiAlias, ROUTER_OPTIONS } from './platform/http/api-aliases.js';
 import { ErrorResponse } from './platform/http/schemas.js';
 import type { App } from './platform/http/types.js';
@@ -23,6 +23,8 @@ import { countRequests } from './modules/metrics/index.js';
 import { installAuditHooks } from './modules/audit/index.js';
 import { endStreams } from './platform/http/sse.js';
 import { composePlatform, type Composition } from './services.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface RouteEntry {
   method: string;
@@ -79,6 +81,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   installErrorHandling(app);
   installJsonBodyParser(app);
   refuseUnexpectedBodies(app);
+  defaultOptionalBodies(app);
 
   app.decorate('routeTable', [] as RouteEntry[]);
   app.addHook('onRoute', (route) => {
@@ -136,6 +139,11 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   const composition = options.composition ?? composePlatform(ctx, app.log);
   const { services } = composition;
   countRequests(app, services.metrics);
+  // A stranger gets the 403/404 of the application the path names before any body error.
+  setAccessGate(app, async (request) => {
+    const id = (request.params as { application_id?: unknown } | undefined)?.application_id;
+    if (request.principal && typeof id === 'string' && UUID.test(id)) await services.apps.authorize(request.principal.user.id, id);
+  });
   for (const routes of composition.rootRoutes) await app.register(routes);
   app.decorate('notifications', services.notifications);
   // Open event streams would hold the server open: they end first, then the LISTEN connection.

@@ -260,17 +260,25 @@ export const EnvSchema = Type.Object({
   ROUTER_RETRY_WINDOW_MS: Type.Integer({ minimum: 0, maximum: 120_000, default: 15_000 }),
   /** `all` runs API and workers in one process; `api` or `worker` splits them; `edge` only serves applications. */
   SLIPWAY_ROLE: Type.Union([Type.Literal('all'), Type.Literal('api'), Type.Literal('worker'), Type.Literal('edge')], { default: 'all' }),
-  /** Pipeline jobs (builds, releases, deploys) one worker process runs at once; one per application at a time. */
-  PIPELINE_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 2 }),
-  /** Pipeline jobs of one organization running at once across all workers (fairness between tenants). */
-  PIPELINE_ORG_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 1024, default: 1 }),
+  /**
+   * Pipeline jobs (builds, releases, deploys) one worker process runs at once; one per application at a time, so a
+   * slow or failing deploy of one application holds one of these and the others' go on beside it.
+   */
+  PIPELINE_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 4 }),
+  /**
+   * Pipeline jobs of one organization running at once across all workers (fairness between tenants): deploys of
+   * different applications of one organization run side by side up to this; more wait ("organization limit N reached").
+   */
+  PIPELINE_ORG_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 1024, default: 3 }),
+  /** Pipeline jobs running at once on the whole site, across all worker processes; more wait ("platform limit N reached"). */
+  PIPELINE_SITE_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 4096, default: 8 }),
   /** Pipeline jobs of one organization waiting or running; more are refused with 429. */
   PIPELINE_ORG_QUEUE_LIMIT: Type.Integer({ minimum: 1, maximum: 100_000, default: 20 }),
   /**
    * Pipeline jobs running at once for all the organizations one user created, together: creating another
    * organization does not reset its creator's share.
    */
-  PIPELINE_USER_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 1024, default: 2 }),
+  PIPELINE_USER_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 1024, default: 4 }),
   /** Pipeline jobs waiting or running for all the organizations one user created, together; more are refused with 429. */
   PIPELINE_USER_QUEUE_LIMIT: Type.Integer({ minimum: 1, maximum: 100_000, default: 40 }),
   /** Pipeline jobs waiting or running on the whole site; more are refused with 429. */

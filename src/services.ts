@@ -216,7 +216,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     { routes: [envDeploysRoutes(pipeline.envDeploys)] },
     previews,
     registry,
-    { routes: [deploymentsRoutes(deployments, deployChain)] },
+    { routes: [deploymentsRoutes(deployments, deployChain, pipeline.configRelease)] },
     observability,
     guards,
     domains,
@@ -245,7 +245,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
   return {
     ctx,
     /** What the HTTP app uses beside the routes: authentication, the audit hooks, request metrics, streams' LISTEN. */
-    services: { auth: auth.auth, audit: audit.audit, metrics: metrics.metrics, notifications },
+    services: { auth: auth.auth, audit: audit.audit, metrics: metrics.metrics, notifications, apps },
     routes,
     /** Routes outside /v1 (`/metrics`). */
     rootRoutes: [...metrics.rootRoutes, ...gitPush.rootRoutes],

@@ -248,6 +248,65 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/applications/{application_id}/config-release": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Release the current configuration on the image already built and deploy it (no build)
+         * @description For runtime configuration changes: a new release of the newest built image with the configuration as it is now, deployed at once (two queued jobs, no build). 409 when a build-time variable changed since that image was built (`POST /applications/{id}/deploy` rebuilds) or when nothing was built yet.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    application_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The new release (on image `image_id`, no build) and its queued deployment */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description UUID (v7) */
+                            deployment_id: string;
+                            /** @description UUID (v7) */
+                            image_id: string;
+                            ok: boolean;
+                            /** @description UUID (v7) */
+                            release_id: string;
+                            version: number;
+                        };
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+                503: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/applications/{application_id}/cron": {
         parameters: {
             query?: never;
@@ -2353,6 +2412,56 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/deployments/{deployment_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a deployment: a queued one leaves the queue, a running one stops and the previous release keeps serving
+         * @description Answers 202 with the deployment (`error_code` `cancelled` once settled); 409 when it has already finished.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    deployment_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DeploymentSummary"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+                503: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/deployments/{deployment_id}/detail": {
         parameters: {
             query?: never;
@@ -2432,7 +2541,7 @@ export interface paths {
                             } | null;
                             error: boolean;
                             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "cancelled" | "disk_full" | "internal_error") | null;
                             error_detail: string | null;
                             log_text: string;
                             /** @description A queued deployment reads `deploying` with `started` null; `rolled_back`: completed, then undone by its guard */
@@ -4454,7 +4563,7 @@ export interface paths {
                             deploy_step: null;
                             error: boolean;
                             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
+                            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "cancelled" | "disk_full" | "internal_error") | null;
                             error_detail: string | null;
                             exit_code: number | null;
                             log_text: string;
@@ -7295,9 +7404,10 @@ export interface components {
             } | null;
             error: boolean;
             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
+            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "cancelled" | "disk_full" | "internal_error") | null;
             error_detail: string | null;
             log_text: string;
+            queue_reason?: string | null;
             status: "building" | "built" | "error";
             version: number;
         };
@@ -7388,7 +7498,7 @@ export interface components {
             environment_id: string;
             error: boolean;
             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
+            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "cancelled" | "disk_full" | "internal_error") | null;
             error_detail: string | null;
             failure: {
                 exit: {
@@ -7456,6 +7566,8 @@ export interface components {
             /** @description A rollback: an earlier release redeployed as it was */
             is_rollback: boolean;
             job_id: string | null;
+            /** @description While queued: why it has not started, e.g. `waiting for deployment <id> of app web` or `organization limit 3 reached: …`; null otherwise */
+            queue_reason: string | null;
             release: {
                 commit_sha: string | null;
                 /** @description UUID (v7) */
@@ -7497,7 +7609,7 @@ export interface components {
             environment_id: string;
             error: boolean;
             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
+            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "cancelled" | "disk_full" | "internal_error") | null;
             error_detail: string | null;
             failure: {
                 exit: {
@@ -7565,6 +7677,8 @@ export interface components {
             /** @description A rollback: an earlier release redeployed as it was */
             is_rollback: boolean;
             job_id: string | null;
+            /** @description While queued: why it has not started, e.g. `waiting for deployment <id> of app web` or `organization limit 3 reached: …`; null otherwise */
+            queue_reason: string | null;
             release: {
                 commit_sha: string | null;
                 /** @description UUID (v7) */
@@ -7755,7 +7869,7 @@ export interface components {
             dockerfile: string | null;
             error: boolean;
             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
+            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "cancelled" | "disk_full" | "internal_error") | null;
             error_detail: string | null;
             /** @description UUID (v7) */
             id: string;
@@ -7902,7 +8016,7 @@ export interface components {
             /** @description UUID (v7) */
             environment_id: string;
             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
+            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "cancelled" | "disk_full" | "internal_error") | null;
             error_detail: string | null;
             exit_code: number | null;
             finished_at: string | null;
@@ -8245,7 +8359,7 @@ export interface components {
             environment_id: string;
             error: boolean;
             /** @description Why it failed, stable for clients (null unless failed, and for failures recorded before error codes existed) */
-            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "disk_full" | "internal_error") | null;
+            error_code: ("build_failed" | "build_timeout" | "source_unavailable" | "release_failed" | "release_command_failed" | "health_check_failed" | "crash_loop" | "oom" | "image_pull_failed" | "workload_refused" | "command_failed" | "command_timeout" | "deploy_timeout" | "deploy_failed" | "interrupted" | "abandoned" | "cancelled" | "disk_full" | "internal_error") | null;
             error_detail: string | null;
             health_check_host: string | null;
             health_check_path: string;

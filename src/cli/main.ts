@@ -11,6 +11,8 @@ import { configCommands } from './commands/config.js';
 import { deployCommands } from './commands/deploy.js';
 import { psCommands } from './commands/ps.js';
 import { recordCommands } from './commands/records.js';
+import { cancelCommands } from './commands/cancel.js';
+import { configReleaseCommands } from './commands/config-release.js';
 import { resourceCommands } from './commands/resources.js';
 import { runtimeCommands } from './commands/runtime.js';
 import { scheduleCommands } from './commands/schedule.js';
@@ -52,6 +54,8 @@ Colour is off when output is not a terminal or NO_COLOR is set.`,
   runtimeCommands(program);
   scheduleCommands(program);
   gitCommands(program);
+  cancelCommands(program);
+  configReleaseCommands(program);
 
   program
     .command('completion')

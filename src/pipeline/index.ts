@@ -8,6 +8,7 @@ export { applicationArtifactsDir, artifactDir } from './build/build-runner.js';
 export * from './release/release-freezer.js';
 export * from './release/promotion.js';
 export * from './release/releases.service.js';
+export { ConfigRelease } from './release/config-release.js';
 export { ReleasesRepository } from './release/releases.repository.js';
 export * from './deploy/deployments.repository.js';
 export * from './deploy/deployments.jobs.js';

@@ -14,6 +14,7 @@ import type { DeploymentsRepository } from './deploy/deployments.repository.js';
 import { queueReconcileOfDeployed, registerDeploymentJobs } from './deploy/deployments.jobs.js';
 import { DeploymentsService } from './deploy/deployments.service.js';
 import { DeployChain } from './deploy-chain.js';
+import { ConfigRelease } from './release/config-release.js';
 import type { OneOffRunsRepository } from './run/one-off-runs.repository.js';
 import { OneOffRunsService } from './run/one-off-runs.service.js';
 import type { EnvDeploysRepository } from './env-deploys/env-deploys.repository.js';
@@ -63,6 +64,8 @@ export function wirePipeline(deps: {
   const deployChain = new DeployChain(ctx, repos.deployments, apps, images, releases);
   deployChain.registerJobs(runtimeLog);
   const runs = new OneOffRunsService(ctx, repos.oneOffRuns, repos.deployments, apps);
+  // A configuration change goes live on the built image: release + deploy, no build.
+  const configRelease = new ConfigRelease(ctx, apps, config, releases, (a, e, r) => deployments.queue(a, e, r));
 
   const status = new PipelineService(ctx.db, apps);
   const environmentPipeline = new EnvironmentPipeline(ctx, deployChain, deployments, promoter);
@@ -81,6 +84,7 @@ export function wirePipeline(deps: {
     promoter,
     deployments,
     deployChain,
+    configRelease,
     runs,
     status,
     envDeploys,

@@ -35,6 +35,8 @@ export const FAILURE_CODES = [
   'interrupted',
   /** Its job vanished without settling it (found by the sweeper). */
   'abandoned',
+  /** A member cancelled it (POST /deployments/{id}/cancel): queued ones never ran, running ones were stopped. */
+  'cancelled',
   /** The platform's disk (DATA_DIR's filesystem, or PostgreSQL's) was full: nothing of the attempt was kept; retry once space is freed. */
   'disk_full',
   /** A bug or an infrastructure failure of the platform itself. */

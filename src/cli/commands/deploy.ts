@@ -227,6 +227,7 @@ export async function followEnvDeploy(
     spinner.stop();
     const id = service()?.[phase.id];
     if (!id) fail(service()?.error_detail ?? record.error_detail);
+    if (phase.kind === 'build') await showQueueWait(ctx, String(id), write);
     write(out.colors.bold(out.colors.cyan(`==> ${phase.title}`)));
     const outcome = await followLog(ctx, phase.kind, String(id), write);
     if (outcome.status === 'error') {
@@ -244,4 +245,17 @@ export async function followEnvDeploy(
   spinner.stop();
   if (record.status === 'error') fail(record.error_detail);
   return record;
+}
+
+/** While the chain's job waits in the queue, says why (once per change): behind which job, or which limit. */
+async function showQueueWait(ctx: Context, imageId: string, write: (line: string) => void) {
+  let shown: string | null = null;
+  for (;;) {
+    const log = await ok(ctx.api.GET('/v1/images/{image_id}/log', { params: { path: { image_id: imageId } } }));
+    const reason = log.queue_reason ?? null;
+    if (!reason) return;
+    if (reason !== shown) write(ctx.out.colors.yellow(`Queued: ${reason}`));
+    shown = reason;
+    await sleep(1000);
+  }
 }

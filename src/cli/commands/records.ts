@@ -154,6 +154,7 @@ export function recordCommands(program: Command) {
         ['Deployment', d.id],
         ['Release', `v${d.release.version}`],
         ['Status', ctx.out.status(d.status)],
+        ['Queued', d.queue_reason],
         ['Error', d.error_detail],
         ['URL', d.deploy_metadata?.url],
         ['Started', when(d.started)],

@@ -4,6 +4,7 @@ import { currentUser } from '../../platform/http/principal.js';
 import { ApplicationIdParams } from '../applications/index.js';
 import {
   ChainAccepted,
+  ConfigReleaseAccepted,
   DeployAccepted,
   DeploymentDetail,
   DeploymentIdParams,
@@ -14,9 +15,9 @@ import {
   RollbackBody,
 } from './deployments.schemas.js';
 import type { DeploymentsService } from '../../pipeline/index.js';
-import type { DeployChain } from '../../pipeline/index.js';
+import type { ConfigRelease, DeployChain } from '../../pipeline/index.js';
 
-export function deploymentsRoutes(deployments: DeploymentsService, chain?: DeployChain) {
+export function deploymentsRoutes(deployments: DeploymentsService, chain?: DeployChain, configRelease?: ConfigRelease) {
   const tags = ['Deployments'];
   return async (app: App) => {
     app.post(
@@ -50,6 +51,25 @@ export function deploymentsRoutes(deployments: DeploymentsService, chain?: Deplo
       );
     }
 
+    if (configRelease) {
+      app.post(
+        '/applications/:application_id/config-release',
+        {
+          schema: {
+            tags,
+            summary: 'Release the current configuration on the image already built and deploy it (no build)',
+            description:
+              'For runtime configuration changes: a new release of the newest built image with the configuration as it is now, ' +
+              'deployed at once (two queued jobs, no build). 409 when a build-time variable changed since that image was built ' +
+              '(`POST /applications/{id}/deploy` rebuilds) or when nothing was built yet.',
+            params: ApplicationIdParams,
+            response: { 202: ConfigReleaseAccepted, 503: ErrorResponse, ...commonErrorResponses },
+          },
+        },
+        async (request, reply) => reply.code(202).send(await configRelease.request(currentUser(request).id, request.params.application_id)),
+      );
+    }
+
     app.post(
       '/applications/:application_id/rollback',
       {
@@ -66,6 +86,20 @@ export function deploymentsRoutes(deployments: DeploymentsService, chain?: Deplo
       },
       async (request, reply) =>
         reply.code(202).send(await deployments.rollback(currentUser(request).id, request.params.application_id, request.body)),
+    );
+
+    app.post(
+      '/deployments/:deployment_id/cancel',
+      {
+        schema: {
+          tags,
+          summary: 'Cancel a deployment: a queued one leaves the queue, a running one stops and the previous release keeps serving',
+          description: 'Answers 202 with the deployment (`error_code` `cancelled` once settled); 409 when it has already finished.',
+          params: DeploymentIdParams,
+          response: { 202: DeploymentSummary, 503: ErrorResponse, ...commonErrorResponses },
+        },
+      },
+      async (request, reply) => reply.code(202).send(await deployments.cancel(currentUser(request), request.params.deployment_id)),
     );
 
     app.get(

@@ -122,6 +122,10 @@ const DeploymentFields = {
   }),
   deploy_step: Type.Union([DeployStep, Type.Null()]),
   job_id: NullableString,
+  queue_reason: Type.Union([Type.String(), Type.Null()], {
+    description:
+      'While queued: why it has not started, e.g. `waiting for deployment <id> of app web` or `organization limit 3 reached: …`; null otherwise',
+  }),
   is_rollback: Type.Boolean({ description: 'A rollback: an earlier release redeployed as it was' }),
   rollback_of: Type.Union([Id, Type.Null()], { description: 'A rollback: the release it rolled back from' }),
   guard: Type.Union([GuardVerdict, Type.Null()]),
@@ -151,6 +155,11 @@ export const DeployAccepted = Type.Object({ ok: Type.Boolean(), deployment_id: I
 export const ChainAccepted = Type.Object(
   { ok: Type.Boolean(), image_id: Id },
   { description: 'The image being built; its release and deployment follow in the same job' },
+);
+
+export const ConfigReleaseAccepted = Type.Object(
+  { ok: Type.Boolean(), release_id: Id, version: Type.Integer(), deployment_id: Id, image_id: Id },
+  { description: 'The new release (on image `image_id`, no build) and its queued deployment' },
 );
 
 export const RollbackBody = Type.Object(

@@ -57,6 +57,9 @@ export const BuildLogSchema = Type.Object(
     error_detail: Nullable(Type.String()),
     error_code: ErrorCodeSchema,
     build_step: Nullable(StepSchema),
+    queue_reason: Type.Optional(
+      Nullable(Type.String({ description: "While its job waits: why (e.g. `waiting for deployment <id> of app web`); images' logs only" })),
+    ),
   },
   { $id: 'BuildLog' },
 );

@@ -13,6 +13,7 @@ import { environmentTrust, productionEnvironmentId, queueRecordJob, recordLogVie
 import { ABANDONED, artifactDir, BuildRunner, buildWorkDir, INTERRUPTED_BY_RESTART, previewCacheScope } from './build-runner.js';
 import type { ImagesRepository } from './images.repository.js';
 import { BUILD_JOB } from '../stages.js';
+import { queueReasons } from '../deploy/queue-reasons.js';
 
 /** Where a build reads its source: the application's github_repository, or (`pushed`) its repository on this server. */
 export interface BuildSource {
@@ -177,6 +178,8 @@ export class ImagesService {
   }
 
   async log(userId: string, imageId: string) {
-    return recordLogView(await this.visible(userId, imageId));
+    const image = await this.visible(userId, imageId);
+    const reasons = await queueReasons(this.ctx, image.application_id, [image.status === 'building' ? image.job_id : null]);
+    return { ...recordLogView(image), queue_reason: image.job_id ? (reasons.get(image.job_id) ?? null) : null };
   }
 }

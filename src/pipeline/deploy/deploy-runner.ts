@@ -8,6 +8,7 @@ import {
   type WorkloadPlan,
 } from '../../platform/runtime/application-runtime.js';
 import type { OneOffResult } from '../../platform/runtime/port.js';
+import { isCancelled } from '../../platform/jobs/pipeline-jobs.js';
 import { stepOf, type DeploymentsRepository, type DeployStepName } from './deployments.repository.js';
 import { RECONCILE_JOB } from './deployments.service.js';
 import { FormationReconciler } from './formation-reconciler.js';
@@ -27,6 +28,11 @@ export function deployLog(
   label: string,
 ): BufferedLog {
   return new BufferedLog({ append, flushMs: 100, format: (line) => `${new Date().toISOString()} ${line}`, logger, label });
+}
+
+/** The message a cancel aborted the job with. */
+function cancelledDetail(signal: AbortSignal): string {
+  return signal.reason instanceof Error ? signal.reason.message : 'Cancelled';
 }
 
 export const INTERRUPTED_DETAIL = 'Interrupted by a restart of the platform before it finished; the previous release keeps serving';
@@ -158,7 +164,14 @@ export class DeployRunner {
       await log.flush();
       const expected = err instanceof DeployFailure || err instanceof RolloutFailure;
       const detail = expected ? err.message : `Deployment failed: ${err instanceof Error ? err.message : String(err)}`;
-      if (signal.aborted) {
+      if (isCancelled(signal)) {
+        // A cancel is not a shutdown: this worker goes on, so it puts the serving release back itself.
+        log.line('cancelled: stopping the new instances; the previous release keeps serving');
+        await log.flush();
+        await this.restorePrevious(deployment.application_id, deployment.environment_id, rolledOut, new AbortController().signal);
+        await this.repo.failIfUnfinished(deploymentId, cancelledDetail(signal), 'cancelled');
+        return;
+      } else if (signal.aborted) {
         await settleInterrupted(this.ctx, this.repo, deploymentId);
       } else {
         // Back to the deployment that was serving before the failure is recorded, so a settled

@@ -5,7 +5,8 @@ import type { AppContext } from '../../platform/context.js';
 import type { PipelineStep } from '../../platform/db/schema.js';
 import { conflict, notFound } from '../../platform/errors.js';
 import { iso, isoOrNull, paginate, type PaginatedEnvironmentQuery } from '../../platform/http/schemas.js';
-import { requireJobRoom } from '../../platform/jobs/require-jobs.js';
+import { requireJobRoom, requireJobs } from '../../platform/jobs/require-jobs.js';
+import { queueReasons } from './queue-reasons.js';
 import type { ApplicationsService } from '../../modules/applications/index.js';
 import { requireDeployAccess } from '../../platform/access/environment-protection.js';
 import { environmentFilter, RECONCILE_JOB } from '../records/index.js';
@@ -34,7 +35,7 @@ export { DEPLOY_JOB } from '../stages.js';
 // Queued by other modules too, so its name lives in src/platform/jobs; re-exported here.
 export { RECONCILE_JOB } from '../records/index.js';
 
-function summary(d: DeploymentWithRelease) {
+function summary(d: DeploymentWithRelease, reasons?: Map<string, string>) {
   return {
     id: d.id,
     application_id: d.application_id,
@@ -50,6 +51,7 @@ function summary(d: DeploymentWithRelease) {
     deploy_metadata: d.deploy_metadata,
     deploy_step: d.deploy_step as PipelineStep | null,
     job_id: d.job_id,
+    queue_reason: d.status === 'queued' && d.job_id ? (reasons?.get(d.job_id) ?? null) : null,
     is_rollback: d.rollback_of !== null,
     rollback_of: d.rollback_of,
     guard: d.guard_status
@@ -137,8 +139,35 @@ export class DeploymentsService {
     if (!image || !imageAvailable(image))
       throw conflict(`The image of release v${target.version} is gone: roll back to another release or rebuild`);
     const { deployment_id } = await this.queue(applicationId, environmentId, target.id, serving.id);
-    const d = await this.repo.withRelease(deployment_id);
-    return summary(d!);
+    return this.summaryOf(deployment_id);
+  }
+
+  /** One deployment in the API's shape, with why it waits when it is queued. */
+  private async summaryOf(deploymentId: string) {
+    const d = (await this.repo.withRelease(deploymentId))!;
+    return summary(d, await queueReasons(this.ctx, d.application_id, [d.status === 'queued' ? d.job_id : null]));
+  }
+
+  /**
+   * `POST /deployments/{id}/cancel`: a queued deployment leaves the queue; a running one stops
+   * (its new instances end, the previous release keeps serving). 409 once it has finished.
+   */
+  async cancel(user: { id: string; username: string }, deploymentId: string) {
+    const d = await this.visible(user.id, deploymentId);
+    await requireDeployAccess(this.ctx.db, user.id, d.environment_id);
+    const finished = () =>
+      conflict(`Deployment ${deploymentId} already finished (${deploymentLogStatus(d.status)}): there is nothing to cancel`);
+    if (d.status !== 'queued' && d.status !== 'deploying') throw finished();
+    const detail = `Cancelled by ${user.username}; the previous release keeps serving`;
+    const outcome = d.job_id ? await requireJobs(this.ctx).cancel(d.job_id, detail) : 'dequeued';
+    if (outcome === 'dequeued') await this.repo.failIfUnfinished(deploymentId, detail, 'cancelled');
+    else if (outcome === 'finished') {
+      const now = await this.repo.findById(deploymentId);
+      // The job ended between the read and the cancel: settled already, or never started (its record left behind).
+      if (now && now.status !== 'queued' && now.status !== 'deploying') throw finished();
+      await this.repo.failIfUnfinished(deploymentId, detail, 'cancelled');
+    }
+    return this.summaryOf(deploymentId);
   }
 
   /**
@@ -193,8 +222,15 @@ export class DeploymentsService {
         total: await this.repo.count(applicationId, environmentId),
         rows: await this.repo.page(applicationId, environmentId, limit, offset),
       }),
-      summary,
-    );
+      (d) => d,
+    ).then(async (page) => {
+      const reasons = await queueReasons(
+        this.ctx,
+        applicationId,
+        page.items.map((d) => (d.status === 'queued' ? d.job_id : null)),
+      );
+      return { ...page, items: page.items.map((d) => summary(d, reasons)) };
+    });
   }
 
   private async visible(userId: string, deploymentId: string) {
@@ -206,7 +242,8 @@ export class DeploymentsService {
 
   async detail(userId: string, deploymentId: string) {
     const d = await this.visible(userId, deploymentId);
-    return { ...summary(d), deploy_log: d.deploy_log };
+    const reasons = await queueReasons(this.ctx, d.application_id, [d.status === 'queued' ? d.job_id : null]);
+    return { ...summary(d, reasons), deploy_log: d.deploy_log };
   }
 
   async log(userId: string, deploymentId: string) {

@@ -115,6 +115,14 @@ export class ReleasesService {
     return { ok: true, release_id: release.id, version: release.version };
   }
 
+  /** A new release of the environment with its job queued (behind the application's earlier jobs); no access check. */
+  async queueRelease(applicationId: string, environmentId: string) {
+    const jobs = await requireJobRoom(this.ctx, applicationId);
+    const release = await this.createRelease(applicationId, environmentId);
+    await queueRecordJob(this.ctx.db, 'releases', jobs, RELEASE_JOB, { applicationId, environmentId, recordId: release.id }, 'release');
+    return release;
+  }
+
   /** Newest first, in every environment unless `query.environment` names one. */
   async list(userId: string, applicationId: string, query: PaginatedEnvironmentQuery) {
     await this.apps.authorize(userId, applicationId);

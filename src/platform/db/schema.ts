@@ -421,6 +421,7 @@ export interface PipelineJobsTable {
   created_on: Timestamp;
   started_on: NullableTimestamp;
   completed_on: NullableTimestamp;
+  cancel_requested_at: NullableTimestamp;
 }
 
 export interface PipelineTables {

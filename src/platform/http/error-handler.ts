@@ -76,6 +76,18 @@ export function setPageFallback(app: object, fallback: PageFallback): void {
   pageFallbacks.set(app, fallback);
 }
 
+/**
+ * Asked before a body's validation error is answered: throws (403/404) when the caller may not
+ * touch the resource the path names, so a stranger learns nothing from a body's shape and gets
+ * the answer every other route gives strangers. Costs nothing on valid requests.
+ */
+export type AccessGate = (request: FastifyRequest) => Promise<void>;
+const accessGates = new WeakMap<object, AccessGate>();
+
+export function setAccessGate(app: object, gate: AccessGate): void {
+  accessGates.set(app, gate);
+}
+
 export function installErrorHandling(app: FastifyInstance): void {
   // A second router holding every route, so an unmatched request can tell 405 from 404.
   const known = FindMyWay({ ...ROUTER_OPTIONS });
@@ -101,8 +113,17 @@ export function installErrorHandling(app: FastifyInstance): void {
     return sendError(reply, new AppError('NOT_FOUND', `Route ${request.method} ${shown} not found`));
   };
 
-  app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+  app.setErrorHandler(async (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     if (request.is404) return answerUnmatched(request, reply);
+    const gate = accessGates.get(app);
+    if (err.validation && err.validationContext !== 'params' && gate) {
+      try {
+        await gate(request);
+      } catch (denied) {
+        if (denied instanceof AppError) return send(reply, denied.status, denied.message);
+        throw denied;
+      }
+    }
     if (err instanceof AppError) {
       if (err.kind === 'DATABASE_UNAVAILABLE') reply.header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
       return send(reply, err.status, err.message, err.errors);

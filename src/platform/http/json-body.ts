@@ -41,3 +41,17 @@ export function refuseUnexpectedBodies(app: FastifyInstance): void {
     throw new AppError('VALIDATION', 'This route takes no request body: send none, or {}', [{ field: 'body', message: 'must be empty' }]);
   });
 }
+
+/**
+ * A route whose body schema is an object with no required field takes an optional body: none
+ * (or an empty one) reads as `{}` instead of a 422 "body must be object" (e.g. `POST
+ * /applications/{id}/rollback`, whose default is the previous release).
+ */
+export function defaultOptionalBodies(app: FastifyInstance): void {
+  app.addHook('preValidation', async (request) => {
+    if (request.is404 || request.body !== undefined) return;
+    const schema = request.routeOptions.schema?.body as { type?: unknown; required?: unknown[] } | undefined;
+    if (schema?.type !== 'object' || (Array.isArray(schema.required) && schema.required.length > 0)) return;
+    request.body = {};
+  });
+}

@@ -48,7 +48,15 @@ export interface OrganizationLimits {
   ownerQueued?: number;
   /** Jobs waiting or running on the site; more are refused (429). */
   siteQueued?: number;
+  /** Jobs running at once on the whole site, across all workers. */
+  siteConcurrency?: number;
 }
+
+/** Why a waiting job has not started yet (JobStore.waits). */
+export type JobWait =
+  | { behind: { jobId: string; kind: string; recordId: string | null; running: boolean } }
+  | { limit: 'organization' | 'owner' | 'site'; cap: number }
+  | { worker: true };
 
 /** The pipeline's limits as the operator configured them. */
 export function pipelineLimits(config: {
@@ -57,6 +65,7 @@ export function pipelineLimits(config: {
   PIPELINE_USER_CONCURRENCY: number;
   PIPELINE_USER_QUEUE_LIMIT: number;
   PIPELINE_SITE_QUEUE_LIMIT: number;
+  PIPELINE_SITE_CONCURRENCY: number;
 }): OrganizationLimits {
   return {
     concurrency: config.PIPELINE_ORG_CONCURRENCY,
@@ -64,6 +73,7 @@ export function pipelineLimits(config: {
     ownerConcurrency: config.PIPELINE_USER_CONCURRENCY,
     ownerQueued: config.PIPELINE_USER_QUEUE_LIMIT,
     siteQueued: config.PIPELINE_SITE_QUEUE_LIMIT,
+    siteConcurrency: config.PIPELINE_SITE_CONCURRENCY,
   };
 }
 
@@ -141,6 +151,7 @@ export class JobStore {
           LEFT JOIN running r ON r.org = j.organization_id
           LEFT JOIN running_owners ro ON ro.owner = j.owner_id
           WHERE j.state = 'created'
+            AND (SELECT count(*) FROM active) < ${this.limits.siteConcurrency ?? NO_PRACTICAL_LIMIT}
             -- Jobs of no known organization (none in the API's jobs) have no cap.
             AND coalesce(r.n, 0) < ${this.limits.concurrency}
             AND coalesce(ro.n, 0) < ${this.limits.ownerConcurrency ?? NO_PRACTICAL_LIMIT}
@@ -168,10 +179,90 @@ export class JobStore {
         return rows[0] ?? null;
       });
     } catch (err) {
-      // Two workers raced for one application: the one-active-job index refused the loser.
-      if ((err as { code?: string }).code === '23505') return null;
+      // Two workers raced for one application: the one-active-job index refused the loser. Any
+      // other unique violation (a run record left behind) is a bug to see, not a silent "no job":
+      // the same job would be picked first, and refused, at every fetch.
+      const e = err as { code?: string; constraint?: string };
+      if (e.code === '23505' && e.constraint === 'pipeline_jobs_one_active_per_application') return null;
       throw err;
     }
+  }
+
+  /**
+   * Why each of the given jobs still waits (jobs no longer waiting are left out): behind its
+   * application's running or earlier job, at a concurrency cap, or for a free worker.
+   */
+  async waits(jobIds: string[]): Promise<Map<string, JobWait>> {
+    const waits = new Map<string, JobWait>();
+    if (jobIds.length === 0) return waits;
+    const { rows } = await sql<{
+      id: string;
+      behind_id: string | null;
+      behind_kind: string | null;
+      behind_record: string | null;
+      behind_state: string | null;
+      org_running: string;
+      owner_running: string;
+      site_running: string;
+      has_org: boolean;
+      has_owner: boolean;
+    }>`
+      SELECT j.id::text AS id, b.id::text AS behind_id, b.kind AS behind_kind, b.data->>'recordId' AS behind_record, b.state AS behind_state,
+             (SELECT count(*) FROM pipeline_jobs a WHERE a.state = 'active' AND a.organization_id = j.organization_id) AS org_running,
+             (SELECT count(*) FROM pipeline_jobs a WHERE a.state = 'active' AND a.owner_id = j.owner_id) AS owner_running,
+             (SELECT count(*) FROM pipeline_jobs a WHERE a.state = 'active') AS site_running,
+             j.organization_id IS NOT NULL AS has_org, j.owner_id IS NOT NULL AS has_owner
+      FROM pipeline_jobs j
+      LEFT JOIN LATERAL (
+        SELECT o.id, o.kind, o.data, o.state FROM pipeline_jobs o
+        WHERE o.application_id = j.application_id AND o.id <> j.id
+          AND (o.state = 'active' OR (o.state = 'created' AND (o.created_on, o.id) < (j.created_on, j.id)))
+        ORDER BY (o.state = 'active') DESC, o.created_on, o.id
+        LIMIT 1
+      ) b ON true
+      WHERE j.id = ANY(${jobIds}::uuid[]) AND j.state = 'created'`.execute(this.db);
+    for (const r of rows) {
+      const limits = this.limits;
+      if (r.behind_id)
+        waits.set(r.id, {
+          behind: { jobId: r.behind_id, kind: r.behind_kind ?? '', recordId: r.behind_record, running: r.behind_state === 'active' },
+        });
+      else if (r.has_org && Number(r.org_running) >= limits.concurrency)
+        waits.set(r.id, { limit: 'organization', cap: limits.concurrency });
+      else if (r.has_owner && limits.ownerConcurrency !== undefined && Number(r.owner_running) >= limits.ownerConcurrency)
+        waits.set(r.id, { limit: 'owner', cap: limits.ownerConcurrency });
+      else if (limits.siteConcurrency !== undefined && Number(r.site_running) >= limits.siteConcurrency)
+        waits.set(r.id, { limit: 'site', cap: limits.siteConcurrency });
+      else waits.set(r.id, { worker: true });
+    }
+    return waits;
+  }
+
+  /**
+   * Takes a waiting job out of the queue (failed, with `message`); false when it is no longer
+   * waiting (already started or settled).
+   */
+  async dequeue(jobId: string, message: string): Promise<boolean> {
+    const rows = await sql<{
+      id: string;
+    }>`UPDATE pipeline_jobs SET state = 'failed', completed_on = now(), output = ${JSON.stringify({ message })}::jsonb
+      WHERE id = ${jobId} AND state = 'created' RETURNING id::text AS id`.execute(this.db);
+    return rows.rows.length > 0;
+  }
+
+  /** Records that a running job should stop; its worker sees it at once (same process) or at its next heartbeat. */
+  async requestCancel(jobId: string): Promise<boolean> {
+    const rows = await sql<{ id: string }>`UPDATE pipeline_jobs SET cancel_requested_at = coalesce(cancel_requested_at, now())
+      WHERE id = ${jobId} AND state = 'active' RETURNING id::text AS id`.execute(this.db);
+    return rows.rows.length > 0;
+  }
+
+  /** Of the given running jobs, those whose cancel was requested. */
+  async cancelRequested(jobIds: string[]): Promise<string[]> {
+    if (jobIds.length === 0) return [];
+    const { rows } = await sql<{ id: string }>`SELECT id::text AS id FROM pipeline_jobs
+      WHERE id = ANY(${jobIds}::uuid[]) AND cancel_requested_at IS NOT NULL`.execute(this.db);
+    return rows.map((r) => r.id);
   }
 
   /** A job its worker finished: completed, or failed with the error's message. Only while it is active. */

@@ -6,7 +6,7 @@ import { isDatabaseUnavailable } from '../db/availability.js';
 import { databaseAvailability, sqlExecutorOf, type Db } from '../db/database.js';
 import { deadWorkers } from './dead-workers.js';
 import { AppError } from '../errors.js';
-import { JobStore, WORKER_AFFINITY_SECONDS, type JobPorts, type OrganizationLimits } from './job-store.js';
+import { JobStore, WORKER_AFFINITY_SECONDS, type JobPorts, type JobWait, type OrganizationLimits } from './job-store.js';
 import { killOrphansOf, setWorkerMark } from './orphan-processes.js';
 import type { JobHandler, JobInput, JobKind, JobKindOptions, Jobs, PipelineJobData } from './types.js';
 import { Wakeup } from './wakeup.js';
@@ -38,6 +38,14 @@ export interface PipelineJobsOptions {
   /** What the job loop reads about applications (`applicationJobPorts`); none: no budgets, nothing held elsewhere. */
   ports?: JobPorts;
   logger?: JobsLogger;
+}
+
+/** The abort reason of a cancelled job (a stopping worker aborts with none). */
+export class JobCancelled extends Error {}
+
+/** Whether a job's signal was aborted by a cancel (not by its worker stopping). */
+export function isCancelled(signal: AbortSignal): boolean {
+  return signal.aborted && signal.reason instanceof JobCancelled;
 }
 
 const silent: JobsLogger = { info() {}, warn() {}, error() {} };
@@ -97,6 +105,8 @@ export class PipelineJobs implements Jobs {
   private ticking = false;
   private readonly ports: JobPorts;
   private readonly sideQueues = new Map<string, SideQueue>();
+  /** This process's running jobs, each with its own abort (a cancel stops one job, a stop all). */
+  private readonly running = new Map<string, AbortController>();
   private readonly afterJobListeners: Array<(data: PipelineJobData, ok: boolean) => Promise<unknown>> = [];
 
   constructor(private readonly options: PipelineJobsOptions) {
@@ -245,6 +255,26 @@ export class PipelineJobs implements Jobs {
       throw new AppError('RATE_LIMITED', `The platform already has ${limits.siteQueued} pipeline jobs waiting or running; ${later}`);
   }
 
+  /** Why each of the given jobs still waits (those no longer waiting are left out). */
+  waits(jobIds: string[]): Promise<Map<string, JobWait>> {
+    return this.store.waits(jobIds);
+  }
+
+  /**
+   * Cancels a job: a waiting one leaves the queue ('dequeued'); a running one has its signal
+   * aborted with a JobCancelled reason, here at once or in its worker's process at its next
+   * heartbeat ('stopping'); a settled one is left alone ('finished').
+   */
+  async cancel(jobId: string, message: string): Promise<'dequeued' | 'stopping' | 'finished'> {
+    if (await this.store.dequeue(jobId, message)) {
+      this.poke();
+      return 'dequeued';
+    }
+    if (!(await this.store.requestCancel(jobId))) return 'finished';
+    this.running.get(jobId)?.abort(new JobCancelled(message));
+    return 'stopping';
+  }
+
   /**
    * Runs `listener` after each pipeline job this process settles (e.g. collecting what an
    * application's deploy left unreferenced). Its failures are logged, never the job's.
@@ -362,6 +392,9 @@ export class PipelineJobs implements Jobs {
       // record it already took is found again as an orphaned active job. Right after a database
       // outage every worker's heartbeat looks stale: the others get one staleness period to beat
       // again before any is taken for dead.
+      // Cancels asked through another process.
+      for (const jobId of await this.store.cancelRequested([...this.running.keys()]))
+        this.running.get(jobId)?.abort(new JobCancelled('Cancelled'));
       const staleMs = this.options.staleAfterMs ?? 30_000;
       if (Date.now() - databaseAvailability(this.options.db).upSince >= staleMs) await this.recover();
       if (Date.now() - this.lastSweep >= (this.options.sweepIntervalMs ?? 60_000)) await this.sweep();
@@ -420,11 +453,19 @@ export class PipelineJobs implements Jobs {
     const started = Date.now();
     this.logger.info({ jobId, kind: data.kind, applicationId: data.applicationId }, 'pipeline job started');
     let failure: unknown = null;
+    const controller = new AbortController();
+    const stop = () => controller.abort(this.abort.signal.reason);
+    this.abort.signal.addEventListener('abort', stop, { once: true });
+    this.running.set(jobId, controller);
     try {
-      await registration.handler(data, { jobId, workerId: this.id!, signal: this.abort.signal });
+      await registration.handler(data, { jobId, workerId: this.id!, signal: controller.signal });
+      if (controller.signal.reason instanceof JobCancelled) failure = controller.signal.reason;
     } catch (err) {
       failure = err;
       this.logger.error({ err, jobId, kind: data.kind }, 'pipeline job failed');
+    } finally {
+      this.running.delete(jobId);
+      this.abort.signal.removeEventListener('abort', stop);
     }
     // The job's outcome must reach the store, or it would stay `active` and hold up its
     // application: retried until it does (or this process stops: recovery settles it then).
