@@ -4,38 +4,14 @@
  * Ancla's CLI waits for the build's `success`, then for the deploy's: so the deploy stage must
  * not read `success` from an older deployment while a newer build is still on its way to the
  * environment (a release not yet made, or made and not yet deployed).
- *
- * The status words are local to this file until the adapter's shared vocabulary
- * (src/adapters/ancla/vocabulary.ts, issue 29's services lane) is merged.
+ * The status words come from the adapter's one vocabulary (vocabulary.ts).
  */
+import { anclaBuildStatus, anclaDeployStatus } from './vocabulary.js';
 
 interface StageView {
   status: string;
   error_detail: string | null;
   updated: string;
-}
-
-/** Ancla's word for an image's status (Slipway: building | built | error). */
-export function anclaBuildStatus(status: string): string {
-  if (status === 'built') return 'success';
-  return status; // `building`, `error`: the same word in both
-}
-
-/** Ancla's word for a deployment's status (Slipway: queued | deploying | complete | error | rolled_back). */
-export function anclaDeployStatus(status: string): string {
-  switch (status) {
-    case 'complete':
-      return 'success';
-    case 'rolled_back':
-      return 'error';
-    case 'queued':
-      return 'pending';
-    case 'deploying':
-    case 'releasing':
-      return 'in_progress';
-    default:
-      return status;
-  }
 }
 
 const newer = (a: StageView | null, b: StageView | null) => a !== null && (b === null || Date.parse(a.updated) > Date.parse(b.updated));

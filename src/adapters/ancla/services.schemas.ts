@@ -177,7 +177,7 @@ const Stage = Type.Union([
 
 export const PipelineStatus = Type.Object(
   { build: Stage, release: Stage, deploy: Stage },
-  { $id: 'AnclaPipelineStatus', description: 'The newest build, release and deploy of the service in this environment' },
+  { $id: 'AnclaServicePipelineStatus', description: 'The newest build, release and deploy of the service in this environment' },
 );
 
 export const ListQuery = PaginationQuery;

@@ -68,3 +68,28 @@ export function deployLogStatus(deploymentStatus: string): 'deploying' | 'comple
   if (deploymentStatus === 'error' || deploymentStatus === 'rolled_back') return 'error';
   return 'deploying';
 }
+
+/* The project pipeline view's stage words (`pipeline/status`): a deploy stage reads `pending` or `in_progress`. */
+
+/** Ancla's word for an image's status (Slipway: building | built | error). */
+export function anclaBuildStatus(status: string): string {
+  if (status === 'built') return 'success';
+  return status; // `building`, `error`: the same word in both
+}
+
+/** Ancla's word for a deployment's status (Slipway: queued | deploying | complete | error | rolled_back). */
+export function anclaDeployStatus(status: string): string {
+  switch (status) {
+    case 'complete':
+      return 'success';
+    case 'rolled_back':
+      return 'error';
+    case 'queued':
+      return 'pending';
+    case 'deploying':
+    case 'releasing':
+      return 'in_progress';
+    default:
+      return status;
+  }
+}

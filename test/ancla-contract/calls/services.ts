@@ -40,7 +40,7 @@ const CONFIG_FIELDS = ['id', 'name', 'value', 'secret', 'buildtime'];
 const items = (fields: string[]) => fields.map((f) => `items[].${f}`);
 const each = (fields: string[]) => fields.map((f) => `[].${f}`);
 
-export const calls: AnclaCall[] = [
+const served: AnclaCall[] = [
   // --- Go CLI (internal/cli) ---
   { client: 'go-cli', method: 'GET', path: `${S}/`, decodes: each(['name', 'slug', 'platform']), test: TESTS.listServices },
   {
@@ -149,3 +149,17 @@ export const calls: AnclaCall[] = [
   { client: 'ts-sdk', method: 'POST', path: `${S}/{svc}/config/`, decodes: [], test: TESTS.setConfig },
   { client: 'ts-sdk', method: 'DELETE', path: `${S}/{svc}/config/{id}`, decodes: [], test: TESTS.deleteConfig },
 ];
+
+/**
+ * Calls Slipway does not serve yet, with the reason. The Go SDK's ListDeploys sends exactly the
+ * request the Go CLI sends (same path, headers and User-Agent) but decodes a page where the CLI
+ * decodes a bare array, so one answer cannot satisfy both: the CLI's (Ancla's openapi.json) wins.
+ */
+const unserved: AnclaCall[] = [
+  { client: 'go-sdk', method: 'GET', path: `${S}/{svc}/deploys/`, decodes: items(DEPLOY_FIELDS), test: '' },
+  { client: 'go-sdk', method: 'DELETE', path: `${S}/{svc}/`, decodes: [], test: '' },
+  { client: 'python-sdk', method: 'DELETE', path: `${S}/{svc}/`, decodes: [], test: '' },
+  { client: 'ts-sdk', method: 'DELETE', path: `${S}/{svc}/`, decodes: [], test: '' },
+];
+
+export const calls: AnclaCall[] = [...served.map((call) => ({ ...call, test: `services.test.ts > ${call.test}` })), ...unserved];
