@@ -69,6 +69,7 @@ export function keyScopeHook(db: Db) {
     if (!scope || !url) return;
     const refusal = await checkScope(db, request.principal!.user.id, scope, {
       method: request.method,
+      credentialId: request.principal!.credentialId,
       need: routeNeed(request.method, url),
       params: (request.params ?? {}) as Record<string, unknown>,
       query: (request.query ?? {}) as Record<string, unknown>,

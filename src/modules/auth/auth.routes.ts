@@ -127,6 +127,7 @@ export function authRoutes(auth: AuthService) {
         callback.search = new URLSearchParams({
           code,
           api_key: key.key,
+          key_id: key.id,
           username: principal.user.username,
           email: principal.user.email,
         }).toString();

@@ -195,11 +195,12 @@ export async function checkScope(
   db: Db,
   userId: string,
   scope: KeyScope,
-  request: { method: string; need: RouteNeed; params: Fields; query: Fields; body: Fields },
+  request: { method: string; need: RouteNeed; params: Fields; query: Fields; body: Fields; credentialId: string },
 ): Promise<ScopeRefusal | null> {
   if (!isLimited(scope)) return null;
   const { need } = request;
-  if (need === 'unscoped')
+  if (need === 'own-key' && request.params.id === request.credentialId) return null;
+  if (typeof need === 'string')
     return { reason: 'A scoped API key cannot manage keys, users or organizations: use a session or a key without limits' };
   if (scope.actions && !need.anyOf.some((a) => scope.actions!.includes(a)))
     return { reason: `This API key may ${scope.actions.map((a) => `'${a}'`).join(', ')}; this request needs ${describeNeed(need)}` };

@@ -11,8 +11,11 @@
 export const KEY_ACTIONS = ['read', 'deploy', 'config:write', 'scale', 'run', 'manage'] as const;
 export type KeyAction = (typeof KEY_ACTIONS)[number];
 
-/** What a route needs: any one of these actions, or a credential without limits. */
-export type RouteNeed = { anyOf: readonly KeyAction[] } | 'unscoped';
+/**
+ * What a route needs: any one of these actions, or a credential without limits (`unscoped`), or
+ * that or the key acting on itself (`own-key`: revoking the key that calls, as `slipway logout` does).
+ */
+export type RouteNeed = { anyOf: readonly KeyAction[] } | 'unscoped' | 'own-key';
 
 export const ACTION_MEANINGS: Record<KeyAction, string> = {
   read: 'every GET of what the key reaches (configuration values stay masked as for any member)',
@@ -29,6 +32,7 @@ type Rule = { methods: 'GET' | 'WRITE' | 'ANY'; path: RegExp; need: RouteNeed };
 const any = (...actions: KeyAction[]): RouteNeed => ({ anyOf: actions });
 
 const RULES: Rule[] = [
+  { methods: 'WRITE', path: /^\/v1\/auth\/api-keys\/:id$/, need: 'own-key' },
   // The caller's own credentials and account, the site's users and audit log, new organizations.
   { methods: 'ANY', path: /^\/v1\/auth\/(api-keys|cli-logins|logout)(\/|$)/, need: 'unscoped' },
   { methods: 'ANY', path: /^\/v1\/users(\/|$)/, need: 'unscoped' },
@@ -69,5 +73,5 @@ export function routeNeed(method: string, url: string): RouteNeed {
 }
 
 export function describeNeed(need: RouteNeed): string {
-  return need === 'unscoped' ? 'a credential without limits' : need.anyOf.map((a) => `'${a}'`).join(' or ');
+  return typeof need === 'string' ? 'a credential without limits' : need.anyOf.map((a) => `'${a}'`).join(' or ');
 }
