@@ -224,6 +224,20 @@ describe('a deploy token over the whole route table', () => {
     }
     expect(failures, failures.join('\n')).toEqual([]);
   });
+  it('answers 403 on those routes for another application of the same project', async () => {
+    const other = await call(h, 'POST', '/v1/applications', world.owner, { name: 'Sibling', project_id: world.project.id });
+    expect(other.status).toBe(201);
+    const failures: string[] = [];
+    const onOther = routes.filter((r) => DEPLOY_TOKEN_ROUTES.has(`${r.method} ${r.url}`) && /:application_id|:app_slug/.test(r.url));
+    for (const route of onOther) {
+      const url = fillPath(route, world).replace(world.app.id, other.body.id).replace(`/${world.app.slug}`, `/${other.body.slug}`);
+      const res = await call(h, route.method, url, keyUser(token), sampleBody(route, world));
+      if (res.status !== 403 || !/limited to application/.test(res.body?.message))
+        failures.push(`${route.method} ${url} → ${res.status} ${res.raw.slice(0, 140)}`);
+    }
+    expect(failures, failures.join('\n')).toEqual([]);
+    expect(onOther.length).toBeGreaterThan(8);
+  });
 });
 
 describe('limits that end', () => {
