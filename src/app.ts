@@ -18,7 +18,7 @@ import { ErrorResponse } from './platform/http/schemas.js';
 import type { App } from './platform/http/types.js';
 import { namedSchemaOptions, shareNamedSchemas } from './platform/http/named-schemas.js';
 import { validatorCompiler } from './platform/http/validation.js';
-import { authenticationHook } from './modules/auth/index.js';
+import { authenticationHook, keyScopeHook } from './modules/auth/index.js';
 import { countRequests } from './modules/metrics/index.js';
 import { installAuditHooks } from './modules/audit/index.js';
 import { endStreams } from './platform/http/sse.js';
@@ -159,6 +159,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   await app.register(
     async (v1) => {
       v1.addHook('onRequest', authenticationHook(services.auth));
+      v1.addHook('preValidation', keyScopeHook(ctx.db));
       installAuditHooks(v1, services.audit, deniedRequests);
       for (const routes of composition.routes) await v1.register(routes);
       v1.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());

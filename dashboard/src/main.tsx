@@ -9,6 +9,7 @@ import { ProjectPage } from './pages/project.js';
 import { ApplicationPage } from './pages/application.js';
 import { AccountPage } from './pages/account.js';
 import { ScopeConfigPage } from './pages/scope-config.js';
+import { CliAuthPage } from './pages/cli-auth.js';
 
 type User = { username: string; email: string };
 
@@ -51,6 +52,7 @@ function Shell() {
         <Router>
           <Route path="/" component={OrganizationsPage} />
           <Route path="/account" component={AccountPage} />
+          <Route path="/cli-auth" component={CliAuthPage} />
           <Route path="/orgs/:org" component={OrganizationPage} />
           <Route path="/orgs/:org/:project" component={ProjectPage} />
           <Route path="/apps/:org/:project/:app/:tab?" component={ApplicationPage} />

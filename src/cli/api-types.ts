@@ -1916,8 +1916,25 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description Limit to these actions */
+                        actions?: ("read" | "deploy" | "config:write" | "scale" | "run" | "manage")[];
+                        /** @description Limit to this application of the project: slug */
+                        application?: string;
+                        /** @description Limit to this environment of the project: slug */
+                        environment?: string;
+                        /**
+                         * Format: date-time
+                         * @description A moment in the future; instead of expires_in_days
+                         */
+                        expires_at?: string;
                         expires_in_days?: number;
+                        /** @description `deploy_token`: deploys one application to one environment (names all four and only the `deploy` action) */
+                        kind?: "api_key" | "deploy_token";
                         name: string;
+                        /** @description Limit to this organization: slug */
+                        organization?: string;
+                        /** @description Limit to this project of the organization: slug */
+                        project?: string;
                     };
                 };
             };
@@ -1939,10 +1956,21 @@ export interface paths {
                             id: string;
                             /** @description The key itself: shown once, never again */
                             key: string;
+                            kind: "api_key" | "deploy_token" | "cli_login";
                             last_used: string | null;
+                            /** @description The client address of its last use */
+                            last_used_address: string | null;
                             name: string;
                             /** @description The first characters of the key, to recognise it */
                             prefix: string;
+                            scope: {
+                                /** @description null: every action */
+                                actions: ("read" | "deploy" | "config:write" | "scale" | "run" | "manage")[] | null;
+                                application: string | null;
+                                environment: string | null;
+                                organization: string | null;
+                                project: string | null;
+                            } | null;
                         };
                     };
                 };
@@ -2005,6 +2033,77 @@ export interface paths {
                 429: components["responses"]["Error"];
             };
         };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/cli-logins": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a CLI's browser login (the /cli-auth page): a new key for the CLI's loopback callback
+         * @description Only the signed-in browser session approves (never an API key; cross-site requests are refused as for every session change). Each code is approved once. The answer names the callback `http://127.0.0.1:{port}/callback?code=…&api_key=…` that the CLI listening there expects (the code lets the CLI check the key answers its own request).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description default: read and deploy */
+                        actions?: ("read" | "deploy" | "config:write" | "scale" | "run" | "manage")[];
+                        /** @description Which CLI asks (shown to the user and in the key name) */
+                        client?: string;
+                        /** @description The code the CLI shows (Ancla: XXXX-XXXX) */
+                        code: string;
+                        /** @description Limit the key to this organization: slug */
+                        organization?: string;
+                        /** @description The CLI's callback port on 127.0.0.1 */
+                        port: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Where the browser goes next: the CLI's loopback callback, carrying the key (shown once) */
+                            callback: string;
+                            key: {
+                                /** @description UUID (v7) */
+                                id: string;
+                                name: string;
+                                prefix: string;
+                            };
+                        };
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -7213,10 +7312,21 @@ export interface components {
             expires: string | null;
             /** @description UUID (v7) */
             id: string;
+            kind: "api_key" | "deploy_token" | "cli_login";
             last_used: string | null;
+            /** @description The client address of its last use */
+            last_used_address: string | null;
             name: string;
             /** @description The first characters of the key, to recognise it */
             prefix: string;
+            scope: {
+                /** @description null: every action */
+                actions: ("read" | "deploy" | "config:write" | "scale" | "run" | "manage")[] | null;
+                application: string | null;
+                environment: string | null;
+                organization: string | null;
+                project: string | null;
+            } | null;
         };
         ApplicationDetail: {
             auto_deploy_branch: string | null;

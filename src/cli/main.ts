@@ -17,6 +17,7 @@ import { resourceCommands } from './commands/resources.js';
 import { runtimeCommands } from './commands/runtime.js';
 import { scheduleCommands } from './commands/schedule.js';
 import { gitCommands } from './commands/git.js';
+import { keyCommands } from './commands/keys.js';
 import { completionScript } from './completion.js';
 import { Context } from './context.js';
 import { terminalSafe } from './output.js';
@@ -56,6 +57,7 @@ Colour is off when output is not a terminal or NO_COLOR is set.`,
   gitCommands(program);
   cancelCommands(program);
   configReleaseCommands(program);
+  keyCommands(program);
 
   program
     .command('completion')

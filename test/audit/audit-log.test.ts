@@ -57,6 +57,17 @@ const PREPARE: Record<string, (w: RouteWorld, url: string, other: TestUser) => P
     secrets.push(cookie.split('=')[1]!);
     return { headers: { 'x-api-key': '', cookie }, actor: { userId: w.owner.id, credential: 'session' } };
   },
+  // Approved by the browser session only; each code once.
+  'POST /v1/auth/cli-logins': async (w) => {
+    const login = await call(h, 'POST', '/v1/auth/login', null, { email: w.owner.email, password: w.owner.password });
+    const cookie = String(login.headers['set-cookie']).split(';')[0]!;
+    secrets.push(cookie.split('=')[1]!);
+    return {
+      headers: { 'x-api-key': '', cookie },
+      body: { code: `AUDIT-${w.owner.id.slice(-8)}`, port: 40000 },
+      actor: { userId: w.owner.id, credential: 'session' },
+    };
+  },
   'POST /v1/organizations/:org_slug/members': async (_w, _url, other) => ({ body: { username: other.username } }),
   'POST /v1/workspaces/:workspace/members': async (_w, _url, other) => ({ body: { username: other.username } }),
   'POST /v1/organizations/:org_slug/members/:user_id/toggle-admin': async (w, url, other) => {
@@ -224,6 +235,8 @@ describe('audit log', () => {
       }
       const res = { status: response.statusCode, body: parsed, headers: response.headers, raw: response.body };
       for (const value of [res.body?.secret, res.body?.key, res.body?.token]) if (typeof value === 'string') secrets.push(value);
+      // A CLI login's key travels in its loopback callback URL.
+      if (typeof res.body?.callback === 'string') secrets.push(new URL(res.body.callback).searchParams.get('api_key') ?? '');
       const cookie = res.headers['set-cookie'];
       if (cookie) secrets.push(String(cookie).split(';')[0]!.split('=')[1]!);
       const rows = await h.ctx.db.selectFrom('audit_log').selectAll().where('id', '>', 0).orderBy('id').offset(before).execute();

@@ -86,12 +86,14 @@ export async function snapshotTables(h: Harness): Promise<Record<string, string[
   for (const { table_name } of tables) {
     // Bookkeeping that legitimately changes on any authenticated call.
     if (table_name === 'login_failures') continue;
-    // last_used_at of an API key moves on every authenticated call: not a change of state.
+    // last_used_at (and _address) of an API key moves on every authenticated call: not a change of state.
     // A refused request leaves its own audit row (denied): the record of the refusal, not a change.
     const refusals = table_name === 'audit_log' ? sql`where not t.denied` : sql``;
     const { rows } = await sql<{
       r: string;
-    }>`select (to_jsonb(t) - 'last_used_at')::text as r from ${sql.table(table_name)} t ${refusals}`.execute(h.ctx.db);
+    }>`select (to_jsonb(t) - 'last_used_at' - 'last_used_address')::text as r from ${sql.table(table_name)} t ${refusals}`.execute(
+      h.ctx.db,
+    );
     snapshot[table_name] = rows.map((x) => x.r).sort();
   }
   return snapshot;

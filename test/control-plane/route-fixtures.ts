@@ -302,6 +302,7 @@ export function fillPath(route: RouteEntry, w: RouteWorld): string {
 export const SAMPLE_BODIES: Record<string, (w: RouteWorld) => unknown> = {
   'POST /v1/auth/login': () => ({ email: 'nobody@example.com', password: 'nothing' }),
   'POST /v1/auth/api-keys': () => ({ name: 'sample' }),
+  'POST /v1/auth/cli-logins': () => ({ code: 'SAMPLE-CODE', port: 40000 }),
   'POST /v1/users': () => ({ username: unique('sample'), email: `${unique('sample')}@example.com`, password: 'sample-password' }),
   'POST /v1/applications/:application_id/domains': () => ({ hostname: `${unique('sample')}.example.org` }),
   'POST /v1/organizations': () => ({ name: unique('Sample') }),

@@ -7,6 +7,7 @@ import { ApiError, CliError, EXIT, usage } from '../errors.js';
 import { when } from '../output.js';
 import { readSettings, updateSettings } from '../settings.js';
 import { readStdin } from '../stdin.js';
+import { browserLogin } from './browser-login.js';
 
 export function authCommands(program: Command) {
   program
@@ -15,50 +16,58 @@ export function authCommands(program: Command) {
     .option('--email <email>', 'e-mail (prompted when absent)')
     .option('--password-stdin', 'read the password from standard input (CI)')
     .option('--with-api-key', 'store the key given with --api-key or SLIPWAY_API_KEY instead of logging in with a password')
+    .option('--browser', 'approve the login in the dashboard (opens the browser; the key reaches this CLI on 127.0.0.1)')
+    .option('--no-open', 'with --browser: print the page to open instead of opening it')
     .addHelpText(
       'after',
       '\nExamples:\n  slipway login\n  slipway login --email me@example.com --password-stdin < password.txt\n  slipway login --api-key "$SLIPWAY_API_KEY"',
     )
-    .action(async (opts: { email?: string; passwordStdin?: boolean; withApiKey?: boolean }, command: Command) => {
-      const ctx = Context.of(command);
-      const { server } = ctx.settings;
-      if (ctx.options.apiKey || opts.withApiKey) {
-        const key = ctx.settings.apiKey;
-        if (!key) throw usage('--with-api-key needs --api-key or SLIPWAY_API_KEY');
-        const session = await ok(createApi(server, key).GET('/v1/auth/session'));
-        if (!session.user) throw new ApiError(401, 'That API key is not valid');
+    .action(
+      async (
+        opts: { email?: string; passwordStdin?: boolean; withApiKey?: boolean; browser?: boolean; open: boolean },
+        command: Command,
+      ) => {
+        const ctx = Context.of(command);
+        const { server } = ctx.settings;
+        if (opts.browser) return browserLogin(ctx, { open: opts.open });
+        if (ctx.options.apiKey || opts.withApiKey) {
+          const key = ctx.settings.apiKey;
+          if (!key) throw usage('--with-api-key needs --api-key or SLIPWAY_API_KEY');
+          const session = await ok(createApi(server, key).GET('/v1/auth/session'));
+          if (!session.user) throw new ApiError(401, 'That API key is not valid');
+          updateSettings((s) => {
+            s.server = server;
+            s.api_key = key;
+            delete s.api_key_id;
+          }, ctx.settingsFile);
+          return ctx.out.result(
+            { server, user: session.user },
+            () => `Logged in to ${server} as ${session.user!.username} (API key stored in ${ctx.settingsFile})`,
+          );
+        }
+        const email = opts.email ?? (await prompt(() => input({ message: 'E-mail:' }), '--email'));
+        const password = opts.passwordStdin
+          ? (await readStdin()).replace(/\r?\n$/, '')
+          : await prompt(() => passwordPrompt({ message: 'Password:', mask: '*' }), '--password-stdin');
+        const anonymous = createApi(server, undefined);
+        const login = await anonymous.POST('/v1/auth/login', { body: { email, password } });
+        if (!login.response.ok) throw apiLoginError(login.response.status, login.error);
+        // The session cookie is only used to create the key the CLI keeps; it is then logged out.
+        const cookie = (login.response.headers.getSetCookie?.() ?? []).map((c) => c.split(';')[0]).join('; ');
+        const key = await ok(anonymous.POST('/v1/auth/api-keys', { body: { name: `slipway CLI on ${hostname()}` }, headers: { cookie } }));
+        await anonymous.POST('/v1/auth/logout', { headers: { cookie } }).catch(() => undefined);
         updateSettings((s) => {
           s.server = server;
-          s.api_key = key;
-          delete s.api_key_id;
+          s.api_key = key.key;
+          s.api_key_id = key.id;
         }, ctx.settingsFile);
-        return ctx.out.result(
-          { server, user: session.user },
-          () => `Logged in to ${server} as ${session.user!.username} (API key stored in ${ctx.settingsFile})`,
+        ctx.out.result(
+          { server, user: login.data!.user, api_key: { id: key.id, name: key.name, prefix: key.prefix } },
+          () =>
+            `Logged in to ${server} as ${login.data!.user!.username}; created API key ${key.prefix}… (“${key.name}”), stored in ${ctx.settingsFile}`,
         );
-      }
-      const email = opts.email ?? (await prompt(() => input({ message: 'E-mail:' }), '--email'));
-      const password = opts.passwordStdin
-        ? (await readStdin()).replace(/\r?\n$/, '')
-        : await prompt(() => passwordPrompt({ message: 'Password:', mask: '*' }), '--password-stdin');
-      const anonymous = createApi(server, undefined);
-      const login = await anonymous.POST('/v1/auth/login', { body: { email, password } });
-      if (!login.response.ok) throw apiLoginError(login.response.status, login.error);
-      // The session cookie is only used to create the key the CLI keeps; it is then logged out.
-      const cookie = (login.response.headers.getSetCookie?.() ?? []).map((c) => c.split(';')[0]).join('; ');
-      const key = await ok(anonymous.POST('/v1/auth/api-keys', { body: { name: `slipway CLI on ${hostname()}` }, headers: { cookie } }));
-      await anonymous.POST('/v1/auth/logout', { headers: { cookie } }).catch(() => undefined);
-      updateSettings((s) => {
-        s.server = server;
-        s.api_key = key.key;
-        s.api_key_id = key.id;
-      }, ctx.settingsFile);
-      ctx.out.result(
-        { server, user: login.data!.user, api_key: { id: key.id, name: key.name, prefix: key.prefix } },
-        () =>
-          `Logged in to ${server} as ${login.data!.user!.username}; created API key ${key.prefix}… (“${key.name}”), stored in ${ctx.settingsFile}`,
-      );
-    });
+      },
+    );
 
   program
     .command('logout')

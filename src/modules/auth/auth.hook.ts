@@ -1,6 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { forbidden, unauthenticated } from '../../platform/errors.js';
 import type { AuthService } from './auth.service.js';
+import type { Db } from '../../platform/db/database.js';
+import { checkScope, scopeRefused } from '../../platform/access/key-scope.js';
+import { routeNeed } from '../../platform/access/route-actions.js';
 
 export const SESSION_COOKIE = 'slipway_session';
 export const API_KEY_HEADER = 'x-api-key';
@@ -8,7 +11,7 @@ export const API_KEY_HEADER = 'x-api-key';
 /** Who is calling, from an API key or a session cookie; null when neither is valid. */
 export async function identify(auth: AuthService, request: FastifyRequest) {
   const key = request.headers[API_KEY_HEADER];
-  if (typeof key === 'string' && key.length > 0) return auth.fromApiKey(key);
+  if (typeof key === 'string' && key.length > 0) return auth.fromApiKey(key, request.ip ?? null);
   const session = request.cookies?.[SESSION_COOKIE];
   if (session) return auth.fromSession(session);
   return null;
@@ -50,5 +53,29 @@ export function authenticationHook(auth: AuthService) {
     request.principal = principal;
     // Long-lived responses (event streams) ask again: a revoked credential ends them.
     request.reauthenticate = async () => (await identify(auth, request))?.credentialId === principal.credentialId;
+  };
+}
+
+/**
+ * Runs before every route's validation (its body parsed, so the identifiers it carries are
+ * known, and a refusal comes before any complaint about the body): a scoped API key reaches only what its scope covers, by the one table of
+ * what each route needs (platform/access/route-actions.ts). Refusals are 403 with the reason (the
+ * audit hooks record them). Credentials without limits pass untouched.
+ */
+export function keyScopeHook(db: Db) {
+  return async (request: FastifyRequest) => {
+    const scope = request.principal?.scope;
+    const url = request.routeOptions.url;
+    if (!scope || !url) return;
+    const refusal = await checkScope(db, request.principal!.user.id, scope, {
+      method: request.method,
+      credentialId: request.principal!.credentialId,
+      need: routeNeed(request.method, url),
+      params: (request.params ?? {}) as Record<string, unknown>,
+      query: (request.query ?? {}) as Record<string, unknown>,
+      body:
+        request.body && typeof request.body === 'object' && !Array.isArray(request.body) ? (request.body as Record<string, unknown>) : {},
+    });
+    if (refusal) throw scopeRefused(refusal);
   };
 }

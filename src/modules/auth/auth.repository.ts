@@ -1,5 +1,7 @@
 import { sql } from 'kysely';
+import type { Insertable } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
+import type { ApiKeysTable } from '../../platform/db/schema.js';
 
 const principalColumns = ['users.id', 'users.username', 'users.email', 'users.is_admin'] as const;
 
@@ -35,22 +37,79 @@ export class AuthRepository {
     return this.db
       .selectFrom('api_keys')
       .innerJoin('users', 'users.id', 'api_keys.user_id')
-      .select([...principalColumns, 'api_keys.id as credential_id', 'api_keys.last_used_at', 'api_keys.expires_at'])
+      .select([
+        ...principalColumns,
+        'api_keys.id as credential_id',
+        'api_keys.last_used_at',
+        'api_keys.last_used_address',
+        'api_keys.expires_at',
+        'api_keys.organization_id',
+        'api_keys.project_id',
+        'api_keys.application_id',
+        'api_keys.environment_id',
+        'api_keys.actions',
+      ])
       .where('api_keys.token_hash', '=', tokenHash)
       .where((eb) => eb.or([eb('api_keys.expires_at', 'is', null), eb('api_keys.expires_at', '>', new Date())]))
       .executeTakeFirst();
   }
 
-  touchApiKey(id: string) {
-    return this.db.updateTable('api_keys').set({ last_used_at: new Date() }).where('id', '=', id).execute();
+  touchApiKey(id: string, address: string | null) {
+    return this.db.updateTable('api_keys').set({ last_used_at: new Date(), last_used_address: address }).where('id', '=', id).execute();
   }
 
-  insertApiKey(key: { id: string; user_id: string; name: string; token_hash: string; token_prefix: string; expires_at: Date | null }) {
-    return this.db.insertInto('api_keys').values(key).returningAll().executeTakeFirstOrThrow();
+  async insertApiKey(key: Insertable<ApiKeysTable>) {
+    const { id } = await this.db.insertInto('api_keys').values(key).returning('id').executeTakeFirstOrThrow();
+    return (await this.listApiKeys(key.user_id, id))[0]!;
   }
 
-  listApiKeys(userId: string) {
-    return this.db.selectFrom('api_keys').selectAll().where('user_id', '=', userId).orderBy('created_at', 'desc').execute();
+  /** The user's keys (or one of them) with the slugs of what each is limited to. */
+  listApiKeys(userId: string, id?: string) {
+    let q = this.db
+      .selectFrom('api_keys as k')
+      .leftJoin('organizations as o', 'o.id', 'k.organization_id')
+      .leftJoin('projects as p', 'p.id', 'k.project_id')
+      .leftJoin('applications as a', 'a.id', 'k.application_id')
+      .leftJoin('environments as e', 'e.id', 'k.environment_id')
+      .select([
+        'k.id',
+        'k.name',
+        'k.kind',
+        'k.token_prefix',
+        'k.created_at',
+        'k.last_used_at',
+        'k.last_used_address',
+        'k.expires_at',
+        'k.actions',
+        'o.slug as organization',
+        'p.slug as project',
+        'a.slug as application',
+        'e.slug as environment',
+      ])
+      .where('k.user_id', '=', userId);
+    if (id) q = q.where('k.id', '=', id);
+    return q.orderBy('k.created_at', 'desc').execute();
+  }
+
+  /** Spends a CLI browser-login code: false when it was approved before (by anyone). */
+  async spendCliLoginCode(row: { code_hash: string; user_id: string; client: string }): Promise<boolean> {
+    const res = await this.db
+      .insertInto('cli_login_approvals')
+      .values(row)
+      .onConflict((oc) => oc.doNothing())
+      .executeTakeFirst();
+    return Number(res.numInsertedOrUpdatedRows ?? 0) > 0;
+  }
+
+  linkCliLoginKey(codeHash: string, apiKeyId: string) {
+    return this.db.updateTable('cli_login_approvals').set({ api_key_id: apiKeyId }).where('code_hash', '=', codeHash).execute();
+  }
+
+  deleteOldCliLoginCodes(days: number) {
+    return this.db
+      .deleteFrom('cli_login_approvals')
+      .where('created_at', '<', sql<Date>`now() - make_interval(days => ${days})`)
+      .execute();
   }
 
   async deleteApiKey(userId: string, id: string): Promise<boolean> {

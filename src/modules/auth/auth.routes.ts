@@ -4,7 +4,8 @@ import type { App } from '../../platform/http/types.js';
 import { currentUser } from '../../platform/http/principal.js';
 import { addressBlock } from '../../platform/net/address-block.js';
 import { identify, SESSION_COOKIE } from './auth.hook.js';
-import { ApiKey, CreateApiKeyBody, CreatedApiKey, LoginBody, Session } from './auth.schemas.js';
+import { ApiKey, CliLoginApproved, CliLoginBody, CreateApiKeyBody, CreatedApiKey, LoginBody, Session } from './auth.schemas.js';
+import { forbidden } from '../../platform/errors.js';
 import type { AuthService } from './auth.service.js';
 
 export function authRoutes(auth: AuthService) {
@@ -86,8 +87,51 @@ export function authRoutes(auth: AuthService) {
         },
       },
       async (request, reply) => {
-        const key = await auth.createApiKey(currentUser(request).id, request.body.name, request.body.expires_in_days);
+        const { name, expires_in_days, expires_at, kind, actions, organization, project, application, environment } = request.body;
+        const key = await auth.createApiKey(currentUser(request).id, {
+          name,
+          kind,
+          expiresInDays: expires_in_days,
+          expiresAt: expires_at ? new Date(expires_at) : undefined,
+          scope: { organization, project, application, environment, actions },
+        });
         return reply.code(201).send(key);
+      },
+    );
+
+    app.post(
+      '/auth/cli-logins',
+      {
+        schema: {
+          tags: ['Authentication'],
+          summary: "Approve a CLI's browser login (the /cli-auth page): a new key for the CLI's loopback callback",
+          description:
+            'Only the signed-in browser session approves (never an API key; cross-site requests are refused as for every session ' +
+            'change). Each code is approved once. The answer names the callback `http://127.0.0.1:{port}/callback?code=…&api_key=…` ' +
+            'that the CLI listening there expects (the code lets the CLI check the key answers its own request).',
+          body: CliLoginBody,
+          response: { 201: CliLoginApproved, ...commonErrorResponses },
+        },
+      },
+      async (request, reply) => {
+        const principal = request.principal!;
+        if (principal.via !== 'session') throw forbidden('A CLI login is approved in the browser, by the signed-in user');
+        const { code, port, client, organization, actions } = request.body;
+        const key = await auth.approveCliLogin(principal.user.id, {
+          code,
+          client: client ?? 'CLI',
+          organization,
+          actions: actions ?? ['read', 'deploy'],
+        });
+        const callback = new URL(`http://127.0.0.1:${port}/callback`);
+        callback.search = new URLSearchParams({
+          code,
+          api_key: key.key,
+          key_id: key.id,
+          username: principal.user.username,
+          email: principal.user.email,
+        }).toString();
+        return reply.code(201).send({ callback: callback.toString(), key: { id: key.id, name: key.name, prefix: key.prefix } });
       },
     );
 

@@ -11,20 +11,51 @@ import { UsersService } from '../users/index.js';
 import type { AuthRepository } from './auth.repository.js';
 import { CREDENTIALS_CHANNEL, CredentialCache } from './credential-cache.js';
 import { loginPasswordChecks } from './login-checks.js';
+import { isLimited, type KeyScope } from '../../platform/access/key-scope.js';
+import { resolveScopeNames, type ScopeNames } from '../../platform/access/key-scope-names.js';
+import type { KeyAction } from '../../platform/access/route-actions.js';
 
 export const API_KEY_PREFIX = 'slw';
 const LAST_USED_RESOLUTION_MS = 60_000;
 
+/** How long an approved CLI login code is remembered (so it is never approved twice); the CLI waits 5 minutes at most. */
+const CLI_LOGIN_CODE_DAYS = 1;
+
 type ApiKeyRow = Awaited<ReturnType<AuthRepository['listApiKeys']>>[number];
 
-const toApiKey = (k: ApiKeyRow) => ({
-  id: k.id,
-  name: k.name,
-  prefix: k.token_prefix,
-  created: iso(k.created_at),
-  last_used: isoOrNull(k.last_used_at),
-  expires: isoOrNull(k.expires_at),
-});
+const toApiKey = (k: ApiKeyRow) => {
+  const limited = k.actions !== null || k.organization !== null;
+  return {
+    id: k.id,
+    name: k.name,
+    kind: k.kind,
+    prefix: k.token_prefix,
+    created: iso(k.created_at),
+    last_used: isoOrNull(k.last_used_at),
+    last_used_address: k.last_used_address,
+    expires: isoOrNull(k.expires_at),
+    scope: limited
+      ? {
+          organization: k.organization,
+          project: k.project,
+          application: k.application,
+          environment: k.environment,
+          actions: k.actions as KeyAction[] | null,
+        }
+      : null,
+  };
+};
+
+export type CreatedKey = ReturnType<typeof toApiKey> & { key: string };
+
+export interface NewApiKey {
+  name: string;
+  kind?: 'api_key' | 'deploy_token' | 'cli_login';
+  /** Days from now, or a moment; neither: never expires. */
+  expiresInDays?: number;
+  expiresAt?: Date;
+  scope?: ScopeNames;
+}
 
 export class AuthService {
   private readonly repo: AuthRepository;
@@ -114,6 +145,7 @@ export class AuthService {
   async pruneExpired() {
     await this.repo.deleteExpiredSessions();
     await this.repo.deleteStaleFailures(this.ctx.config.LOGIN_WINDOW_SECONDS);
+    await this.repo.deleteOldCliLoginCodes(CLI_LOGIN_CODE_DAYS);
   }
 
   logout(token: string) {
@@ -134,34 +166,96 @@ export class AuthService {
     return principal;
   }
 
-  async fromApiKey(key: string): Promise<Principal | null> {
+  async fromApiKey(key: string, address: string | null = null): Promise<Principal | null> {
     const tokenHash = hashToken(key);
     const cached = this.verified.get(tokenHash);
     if (cached) return cached;
     const row = await this.repo.findApiKey(tokenHash);
     if (!row) return null;
-    const { credential_id, last_used_at, expires_at, ...user } = row;
+    const {
+      credential_id,
+      last_used_at,
+      last_used_address,
+      expires_at,
+      organization_id,
+      project_id,
+      application_id,
+      environment_id,
+      actions,
+      ...user
+    } = row;
     // Recording every use would turn each read into a write; a minute's resolution is plenty
     // (the cache's few seconds hide uses from it, well within that resolution).
-    if (!last_used_at || Date.now() - last_used_at.getTime() > LAST_USED_RESOLUTION_MS) {
-      await this.repo.touchApiKey(credential_id);
+    if (!last_used_at || Date.now() - last_used_at.getTime() > LAST_USED_RESOLUTION_MS || (address && address !== last_used_address)) {
+      await this.repo.touchApiKey(credential_id, address);
     }
-    const principal: Principal = { user, via: 'api_key', credentialId: credential_id };
+    const scope: KeyScope = {
+      organizationId: organization_id,
+      projectId: project_id,
+      applicationId: application_id,
+      environmentId: environment_id,
+      actions: actions as KeyAction[] | null,
+    };
+    const principal: Principal = { user, via: 'api_key', credentialId: credential_id, ...(isLimited(scope) ? { scope } : {}) };
     this.verified.remember(tokenHash, principal, expires_at);
     return principal;
   }
 
-  async createApiKey(userId: string, name: string, expiresInDays?: number) {
+  /**
+   * A new key, shown once (only its hash is kept). Limits are named by slugs and checked against
+   * the user's memberships now; a deploy token is the preset "deploy one application to one
+   * environment" (kind `deploy_token`, action `deploy` only).
+   */
+  async createApiKey(userId: string, name: string, expiresInDays?: number): Promise<CreatedKey>;
+  async createApiKey(userId: string, spec: NewApiKey): Promise<CreatedKey>;
+  async createApiKey(userId: string, nameOrSpec: string | NewApiKey, expiresInDays?: number): Promise<CreatedKey> {
+    const spec: NewApiKey = typeof nameOrSpec === 'string' ? { name: nameOrSpec, expiresInDays } : nameOrSpec;
+    const kind = spec.kind ?? 'api_key';
+    let names = spec.scope ?? {};
+    if (kind === 'deploy_token') {
+      if (!names.organization || !names.project || !names.application || !names.environment)
+        throw new AppError('VALIDATION', 'A deploy token names its organization, project, application and environment');
+      if (names.actions && (names.actions.length !== 1 || names.actions[0] !== 'deploy'))
+        throw new AppError('VALIDATION', "A deploy token may only 'deploy'; create an API key for other actions");
+      names = { ...names, actions: ['deploy'] };
+    }
+    const scope = await resolveScopeNames(this.ctx.db, userId, names);
+    if (spec.expiresAt && spec.expiresAt.getTime() <= Date.now()) throw new AppError('VALIDATION', 'expires_at: must be in the future');
+    const expires = spec.expiresAt ?? (spec.expiresInDays ? new Date(Date.now() + spec.expiresInDays * 86400_000) : null);
     const key = newToken(API_KEY_PREFIX);
     const row = await this.repo.insertApiKey({
       id: uuidv7(),
       user_id: userId,
-      name,
+      name: spec.name,
+      kind,
       token_hash: hashToken(key),
       token_prefix: key.slice(0, API_KEY_PREFIX.length + 9),
-      expires_at: expiresInDays ? new Date(Date.now() + expiresInDays * 86400_000) : null,
+      expires_at: expires,
+      organization_id: scope.organizationId,
+      project_id: scope.projectId,
+      application_id: scope.applicationId,
+      environment_id: scope.environmentId,
+      actions: scope.actions,
     });
     return { ...toApiKey(row), key };
+  }
+
+  /**
+   * A CLI's browser login, approved by the signed-in user: a key with the limits they chose, made
+   * once per code (a code approved before is refused, whoever asks), for the CLI to receive on
+   * its own loopback callback.
+   */
+  async approveCliLogin(userId: string, request: { code: string; client: string; actions: KeyAction[]; organization?: string }) {
+    const codeHash = hashToken(`cli-login:${request.code}`);
+    if (!(await this.repo.spendCliLoginCode({ code_hash: codeHash, user_id: userId, client: request.client })))
+      throw new AppError('CONFLICT', 'This login code was already approved: start the login again from the CLI');
+    const key = await this.createApiKey(userId, {
+      name: `${request.client} (browser login)`,
+      kind: 'cli_login',
+      scope: { organization: request.organization, actions: request.actions },
+    });
+    await this.repo.linkCliLoginKey(codeHash, key.id);
+    return key;
   }
 
   async listApiKeys(userId: string) {

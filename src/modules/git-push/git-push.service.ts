@@ -14,6 +14,7 @@ import { bandPkt, FLUSH, parsePushCommands, pkt, PktReader, ZERO_SHA, type RefUp
 import { preparePushRepository, pushRepositoriesRoot, restoreRef } from '../../platform/git/push-repository.js';
 import { requireJobRoom } from '../../platform/jobs/require-jobs.js';
 import type { Principal } from '../../platform/http/types.js';
+import { checkScope } from '../../platform/access/key-scope.js';
 import type { ApplicationsService } from '../applications/index.js';
 import type { AuthService } from '../auth/index.js';
 import { followChain } from './chain-follower.js';
@@ -85,6 +86,9 @@ export class GitPushService {
     if (!principal) throw new PushRefused(401, 'Authentication required: use an API key as the password');
     try {
       const app = await this.deps.apps.authorize(principal.user.id, applicationId);
+      // A scoped key pushes only where it may deploy: its application here, its environment per branch (check()).
+      const refusal = await this.scopeRefusal(principal, applicationId, null);
+      if (refusal) throw new PushRefused(403, refusal);
       return { principal, app };
     } catch (err) {
       if (err instanceof AppError && err.kind === 'FORBIDDEN')
@@ -161,7 +165,7 @@ export class GitPushService {
         const targets = new Map<string, Target[]>();
         const refused = new Map<string, string>();
         for (const update of commands.updates) {
-          const reason = await this.check(principal.user.id, app, update, targets);
+          const reason = await this.check(principal, app, update, targets);
           if (reason) refused.set(update.ref, reason);
         }
         if (refused.size > 0) {
@@ -197,7 +201,7 @@ export class GitPushService {
 
   /** Why one ref update may not be stored (null: it may), recording where an accepted branch deploys. */
   private async check(
-    userId: string,
+    principal: Principal,
     app: { id: string; project_id: string; auto_deploy_branch: string | null },
     update: RefUpdate,
     targets: Map<string, Target[]>,
@@ -207,7 +211,10 @@ export class GitPushService {
     const branch = update.ref.slice('refs/heads/'.length);
     const found = await this.environmentsOf(app, branch);
     targets.set(update.ref, found);
+    const userId = principal.user.id;
     for (const target of found) {
+      const refusal = await this.scopeRefusal(principal, app.id, target.environmentId);
+      if (refusal) return refusal;
       try {
         await requireDeployAccess(this.ctx.db, userId, target.environmentId);
         await this.deps.requireBuildRoom(app.id);
@@ -218,6 +225,24 @@ export class GitPushService {
       }
     }
     return null;
+  }
+
+  /**
+   * Why a scoped API key may not deploy this application (to this environment; null: at all), or
+   * null when it may: the same check every /v1 route makes (platform/access/key-scope.ts).
+   */
+  private async scopeRefusal(principal: Principal, applicationId: string, environmentId: string | null) {
+    if (!principal.scope) return null;
+    const refusal = await checkScope(this.ctx.db, principal.user.id, principal.scope, {
+      // Without an environment the question is "may it deploy here at all" (a read's latitude on levels).
+      method: environmentId ? 'POST' : 'GET',
+      need: { anyOf: ['deploy'] },
+      params: { application_id: applicationId },
+      query: {},
+      body: environmentId ? { environment: environmentId } : {},
+      credentialId: principal.credentialId,
+    });
+    return refusal?.reason ?? null;
   }
 
   /** The environments a branch deploys to: production for the application's branch (default `main`), and any with that auto_deploy_branch. */

@@ -35,6 +35,23 @@ export interface ApiKeysTable {
   created_at: Timestamp;
   last_used_at: NullableTimestamp;
   expires_at: NullableTimestamp;
+  /** Migration 0035: a key's limits (null: not limited at that level) and where it was last used from. */
+  kind: Generated<'api_key' | 'deploy_token' | 'cli_login'>;
+  organization_id: string | null;
+  project_id: string | null;
+  application_id: string | null;
+  environment_id: string | null;
+  actions: string[] | null;
+  last_used_address: string | null;
+}
+
+/** Migration 0035: each CLI browser-login code approved once. */
+export interface CliLoginApprovalsTable {
+  code_hash: string;
+  user_id: string;
+  api_key_id: string | null;
+  client: string;
+  created_at: Generated<Date>;
 }
 
 export interface LoginFailuresTable {
@@ -154,6 +171,7 @@ export interface ControlPlaneTables {
   users: UsersTable;
   sessions: SessionsTable;
   api_keys: ApiKeysTable;
+  cli_login_approvals: CliLoginApprovalsTable;
   login_failures: LoginFailuresTable;
   login_known_addresses: LoginKnownAddressesTable;
   organizations: OrganizationsTable;

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyBaseLogger, RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { KeyScope } from '../access/key-scope.js';
 
 export type App = FastifyInstance<
   RawServerDefault,
@@ -20,6 +21,8 @@ export interface Principal {
   user: AuthenticatedUser;
   via: 'session' | 'api_key';
   credentialId: string;
+  /** A scoped API key's limits (platform/access/key-scope.ts); absent: everything the user can do. */
+  scope?: KeyScope;
 }
 
 declare module 'fastify' {

@@ -1,0 +1,77 @@
+/**
+ * What each API route needs of a scoped API key: the one table the key-scope check reads
+ * (key-scope.ts). A route matches the first rule naming its method and path; a GET nothing
+ * names is a `read`, any other method nothing names is `manage` (a new write route is closed
+ * to narrow keys until it is listed). `unscoped` routes act on the caller's account, the
+ * whole site or create organizations: only a session or a key without limits reaches them,
+ * so a scoped key can never mint a wider key.
+ */
+
+/** The actions a key may be limited to (api_keys.actions; migration 0035 lists the same words). */
+export const KEY_ACTIONS = ['read', 'deploy', 'config:write', 'scale', 'run', 'manage'] as const;
+export type KeyAction = (typeof KEY_ACTIONS)[number];
+
+/**
+ * What a route needs: any one of these actions, or a credential without limits (`unscoped`), or
+ * that or the key acting on itself (`own-key`: revoking the key that calls, as `slipway logout` does).
+ */
+export type RouteNeed = { anyOf: readonly KeyAction[] } | 'unscoped' | 'own-key';
+
+export const ACTION_MEANINGS: Record<KeyAction, string> = {
+  read: 'every GET of what the key reaches (configuration values stay masked as for any member)',
+  deploy: 'build, release, deploy, roll back and promote, and follow those records and their logs',
+  'config:write': 'create, change and delete configuration variables at any scope the key reaches',
+  scale: 'process counts and pod classes, autoscaling policies',
+  run: 'one-off runs and cron entries',
+  manage:
+    'every other change: applications, projects, environments, settings, domains, guards, previews, members, teams, webhooks, GitHub links',
+};
+
+type Rule = { methods: 'GET' | 'WRITE' | 'ANY'; path: RegExp; need: RouteNeed };
+
+const any = (...actions: KeyAction[]): RouteNeed => ({ anyOf: actions });
+
+const RULES: Rule[] = [
+  { methods: 'WRITE', path: /^\/v1\/auth\/api-keys\/:id$/, need: 'own-key' },
+  // The caller's own credentials and account, the site's users and audit log, new organizations.
+  { methods: 'ANY', path: /^\/v1\/auth\/(api-keys|cli-logins|logout)(\/|$)/, need: 'unscoped' },
+  { methods: 'ANY', path: /^\/v1\/users(\/|$)/, need: 'unscoped' },
+  { methods: 'ANY', path: /^\/v1\/audit-log$/, need: 'unscoped' },
+  { methods: 'WRITE', path: /^\/v1\/(organizations|workspaces)$/, need: 'unscoped' },
+  // GitHub's redirect after installing the App links an installation: a change, whatever its method.
+  { methods: 'GET', path: /^\/v1\/integrations\/github\/setup$/, need: any('manage') },
+
+  // Deploying, and following what a deploy started (a CI job watches its build and deployment).
+  { methods: 'WRITE', path: /\/(deploy|rollback|promote)$/, need: any('deploy') },
+  { methods: 'WRITE', path: /^\/v1\/images\/[^/]+\/build$/, need: any('deploy') },
+  { methods: 'WRITE', path: /^\/v1\/releases\/[^/]+\/create$/, need: any('deploy') },
+  { methods: 'WRITE', path: /\/builds\/trigger$|\/pipeline\/(deploy|rollback)$/, need: any('deploy') },
+  { methods: 'GET', path: /^\/v1\/(images|releases|deployments)\//, need: any('read', 'deploy') },
+  { methods: 'GET', path: /\/envs\/[^/]+\/deploys(\/|$)/, need: any('read', 'deploy') },
+  {
+    methods: 'GET',
+    path: /^\/v1\/applications\/[^/]+\/(deployments|pipeline-status|pipeline-metrics)$/,
+    need: any('read', 'deploy'),
+  },
+  // The CLI finds the application it deploys by its slugs.
+  { methods: 'GET', path: /^\/v1\/applications\/:org_slug\/:project_slug\/:app_slug$/, need: any('read', 'deploy') },
+
+  { methods: 'WRITE', path: /^\/v1\/configurations\/|\/config(\/|$)/, need: any('config:write') },
+  { methods: 'WRITE', path: /\/(scale|autoscaling)(\/|$)/, need: any('scale') },
+  { methods: 'WRITE', path: /\/(runs|cron)(\/|$)/, need: any('run') },
+];
+
+/** What the route `method url` needs; `url` is Fastify's pattern with its parameter names (`/v1/applications/:application_id/deploy`). */
+export function routeNeed(method: string, url: string): RouteNeed {
+  const read = method === 'GET' || method === 'HEAD';
+  for (const rule of RULES) {
+    if (rule.methods === 'GET' && !read) continue;
+    if (rule.methods === 'WRITE' && read) continue;
+    if (rule.path.test(url)) return rule.need;
+  }
+  return read ? any('read') : any('manage');
+}
+
+export function describeNeed(need: RouteNeed): string {
+  return typeof need === 'string' ? 'a credential without limits' : need.anyOf.map((a) => `'${a}'`).join(' or ');
+}
