@@ -24,6 +24,14 @@ export const WEBHOOK_EVENTS = [
   'scale.changed',
   'preview.created',
   'preview.deleted',
+  // Add-ons (src/modules/addons).
+  'addon.created',
+  'addon.attached',
+  'addon.detached',
+  'addon.resized',
+  'addon.deleted',
+  'addon.undeleted',
+  'addon.credentials_rotated',
 ] as const;
 
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
