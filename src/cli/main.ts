@@ -13,6 +13,7 @@ import { recordCommands } from './commands/records.js';
 import { resourceCommands } from './commands/resources.js';
 import { runtimeCommands } from './commands/runtime.js';
 import { scheduleCommands } from './commands/schedule.js';
+import { addonCommands } from './commands/addons.js';
 import { completionScript } from './completion.js';
 import { Context } from './context.js';
 import { terminalSafe } from './output.js';
@@ -48,6 +49,7 @@ Colour is off when output is not a terminal or NO_COLOR is set.`,
   recordCommands(program);
   runtimeCommands(program);
   scheduleCommands(program);
+  addonCommands(program);
 
   program
     .command('completion')

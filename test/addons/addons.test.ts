@@ -6,6 +6,7 @@ import { routerGet } from '../helpers/router-get.js';
 import { waitFor } from '../helpers/wait.js';
 import { createApp, type TestApp } from '../pipeline-build/fixtures.js';
 import { chainDeploy, runToEnd, sandboxMissing } from '../isolation/fixtures.js';
+import { slipway } from '../cli/slipway.js';
 
 /**
  * Issue 31, first landing: Postgres and Redis add-ons on the local runtime. A real application,
@@ -186,6 +187,18 @@ describe.skipIf(missing)('add-ons (Postgres and Redis) on the local runtime', ()
     expect(q.statusCode, q.body).toBe(200);
     expect(q.json()).toMatchObject({ command: 'SELECT', columns: ['v'], rows: [['first'], ['second']], truncated: false });
     expect((await api(a, 'POST', '/db/query', { sql: 'SELEC nonsense' })).statusCode).toBe(422);
+
+    // The CLI, as a user runs it: the list, and psql with -c and with statements on stdin.
+    const address = await h.app.listen({ port: 0, host: '127.0.0.1' });
+    const env = { SLIPWAY_SERVER: address, SLIPWAY_API_KEY: a.user.apiKey };
+    const list = await slipway(['addons', 'list', '--org', a.orgSlug], env);
+    expect(list.stdout, list.stderr).toMatch(/cache\s+redis\s+hobby\s+running\s+web \(production\)/);
+    const once = await slipway(['addons', 'psql', 'db', '--org', a.orgSlug, '-c', 'SELECT count(*) AS n FROM notes'], env);
+    expect(once.stdout, once.stderr).toMatch(/n\s*\n\s*2/);
+    const piped = await slipway(['addons', 'psql', 'db', '--org', a.orgSlug, '--json'], env, {
+      input: 'SELECT v\n FROM notes ORDER BY v;\n',
+    });
+    expect(JSON.parse(piped.stdout).rows, piped.stderr).toEqual([['first'], ['second']]);
   }, 120_000);
 
   it('is unreachable from an application it is not attached to (its instance and its one-off runs)', async () => {
