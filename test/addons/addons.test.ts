@@ -214,6 +214,21 @@ describe.skipIf(missing)('add-ons (Postgres and Redis) on the local runtime', ()
     expect(log).toMatch(/connect [1-9]/);
   }, 60_000);
 
+  it('restarts a server that dies, with its data (Redis: the append-only file)', async () => {
+    const before = await h.ctx.db.selectFrom('addons').select(['id', 'pid']).where('name', '=', 'cache').executeTakeFirstOrThrow();
+    process.kill(-before.pid!, 'SIGKILL');
+    await waitFor(
+      'the restarted Redis',
+      async () => {
+        const now = await h.ctx.db.selectFrom('addons').select(['pid', 'status']).where('id', '=', before.id).executeTakeFirstOrThrow();
+        return now.status === 'running' && now.pid !== before.pid && now.pid;
+      },
+      30_000,
+      100,
+    );
+    expect(await get(hostA, '/redis-read')).toBe('hello');
+  }, 40_000);
+
   it('rotates the credentials with a new release the app keeps working with', async () => {
     const rotated = await api(a, 'POST', '/db/rotate');
     expect(rotated.statusCode, rotated.body).toBe(200);
