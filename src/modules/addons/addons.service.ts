@@ -2,7 +2,7 @@ import { v7 as uuidv7 } from 'uuid';
 import type { SecretBox } from '../../platform/crypto/secret-box.js';
 import type { Db } from '../../platform/db/database.js';
 import type { AddonKind, AddonsTable } from '../../platform/db/schema.js';
-import { AppError, conflict, invalid, isUniqueViolation, notFound } from '../../platform/errors.js';
+import { AppError, conflict, forbidden, invalid, isUniqueViolation, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { publishWebhookEvent, type WebhookEvent } from '../../platform/webhook-events.js';
 import {
@@ -62,7 +62,8 @@ export class AddonsService {
   }
 
   async create(userId: string, orgSlug: string, body: { name: string; kind: AddonKind; plan?: string | undefined }) {
-    const { organization } = await this.scope.organization(userId, orgSlug);
+    const { organization, admin } = await this.scope.organization(userId, orgSlug);
+    if (!admin) throw this.adminsOnly();
     const planName = body.plan ?? 'hobby';
     this.requirePlan(body.kind, planName);
     const supervisor = this.requireSupervisor(body.kind);
@@ -103,7 +104,7 @@ export class AddonsService {
     name: string,
     body: { application_id: string; environment?: string | undefined; as?: string | undefined },
   ) {
-    const { addon } = await this.resolve(userId, orgSlug, name);
+    const { addon } = await this.resolveForChange(userId, orgSlug, name);
     this.requireLive(addon);
     const app = await this.apps.authorize(userId, body.application_id);
     // A member of both organizations still cannot join them: an add-on serves its own organization only.
@@ -132,7 +133,7 @@ export class AddonsService {
   }
 
   async detach(userId: string, orgSlug: string, name: string, attachmentId: string) {
-    const { addon } = await this.resolve(userId, orgSlug, name);
+    const { addon } = await this.resolveForChange(userId, orgSlug, name);
     const removed = await this.db.transaction().execute(async (trx) => {
       const gone = await this.repo.withDb(trx).deleteAttachment(addon.id, attachmentId);
       if (gone)
@@ -148,7 +149,7 @@ export class AddonsService {
   }
 
   async resize(userId: string, orgSlug: string, name: string, plan: string) {
-    const { addon } = await this.resolve(userId, orgSlug, name);
+    const { addon } = await this.resolveForChange(userId, orgSlug, name);
     this.requireLive(addon);
     this.requirePlan(addon.kind, plan);
     const supervisor = this.requireSupervisor(addon.kind);
@@ -164,7 +165,7 @@ export class AddonsService {
   }
 
   async remove(userId: string, orgSlug: string, name: string) {
-    const { addon } = await this.resolve(userId, orgSlug, name);
+    const { addon } = await this.resolveForChange(userId, orgSlug, name);
     this.requireLive(addon);
     const attached = await this.repo.attachments([addon.id]);
     if (attached.length > 0)
@@ -182,7 +183,7 @@ export class AddonsService {
   }
 
   async undelete(userId: string, orgSlug: string, name: string) {
-    const { addon } = await this.resolve(userId, orgSlug, name);
+    const { addon } = await this.resolveForChange(userId, orgSlug, name);
     if (!addon.deleted_at) throw conflict(`Add-on '${addon.name}' is not deleted`);
     const supervisor = this.requireSupervisor(addon.kind);
     const row = await this.db.transaction().execute(async (trx) => {
@@ -196,7 +197,7 @@ export class AddonsService {
 
   /** New password for the attached applications: set on the server first, then released to each attachment. */
   async rotate(userId: string, orgSlug: string, name: string) {
-    const { addon } = await this.resolve(userId, orgSlug, name);
+    const { addon } = await this.resolveForChange(userId, orgSlug, name);
     this.requireLive(addon);
     const supervisor = this.requireSupervisor(addon.kind);
     const previous = openCredentials(this.secrets, addon.credentials_sealed);
@@ -216,7 +217,7 @@ export class AddonsService {
 
   /** `slipway addons psql`: one SQL text run as the attached applications' user, at most 1000 rows back. */
   async query(userId: string, orgSlug: string, name: string, text: string) {
-    const { addon } = await this.resolve(userId, orgSlug, name);
+    const { addon } = await this.resolveForChange(userId, orgSlug, name);
     this.requireLive(addon);
     if (addon.kind !== 'postgres')
       throw new AppError('VALIDATION', `Add-on '${addon.name}' is ${addon.kind}: only a postgres add-on takes SQL`);
@@ -267,6 +268,17 @@ export class AddonsService {
   }
 
   // --- helpers ---
+
+  /** Add-ons are the organization's: reading them is for members, every change (and SQL) for its admins. */
+  private async resolveForChange(userId: string, orgSlug: string, name: string) {
+    const found = await this.resolve(userId, orgSlug, name);
+    if (!found.admin) throw this.adminsOnly();
+    return found;
+  }
+
+  private adminsOnly() {
+    return forbidden("Only the organization's admins can change add-ons or run SQL on them");
+  }
 
   private async resolve(userId: string, orgSlug: string, name: string) {
     const { organization, admin } = await this.scope.organization(userId, orgSlug);
