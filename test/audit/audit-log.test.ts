@@ -29,6 +29,11 @@ const NOT_EXERCISED: Record<string, string> = {
   'POST /v1/applications/:application_id/runs': 'needs a serving release',
   'POST /v1/applications/:application_id/domains/:domain_id/verify': 'needs the DNS TXT record that proves the domain',
   'POST /v1/workspaces/:workspace/projects/:project/envs/:env/promote': 'needs a deployed source environment',
+  'POST /v1/organizations/:org_slug/addons': "needs the local runtime's sandbox to start the server (test/addons/)",
+  'PATCH /v1/organizations/:org_slug/addons/:addon': 'needs a running add-on server to restart (test/addons/)',
+  'POST /v1/organizations/:org_slug/addons/:addon/undelete': 'needs a deleted add-on and a server to start (test/addons/)',
+  'POST /v1/organizations/:org_slug/addons/:addon/rotate': 'needs a running add-on server (test/addons/)',
+  'POST /v1/organizations/:org_slug/addons/:addon/query': 'needs a running add-on server (test/addons/)',
 };
 
 const SECRET = 'audit-walk-github-secret';
@@ -56,6 +61,15 @@ const PREPARE: Record<string, (w: RouteWorld, url: string, other: TestUser) => P
     return { headers: { 'x-api-key': '', cookie }, actor: { userId: w.owner.id, credential: 'session' } };
   },
   'POST /v1/organizations/:org_slug/members': async (_w, _url, other) => ({ body: { username: other.username } }),
+  // The world's add-on comes attached; these need it detached.
+  'POST /v1/organizations/:org_slug/addons/:addon/attachments': async (w) => {
+    await h.ctx.db.deleteFrom('addon_attachments').where('id', '=', w.addonAttachmentId!).execute();
+    return {};
+  },
+  'DELETE /v1/organizations/:org_slug/addons/:addon': async (w) => {
+    await h.ctx.db.deleteFrom('addon_attachments').where('id', '=', w.addonAttachmentId!).execute();
+    return {};
+  },
   'POST /v1/workspaces/:workspace/members': async (_w, _url, other) => ({ body: { username: other.username } }),
   'POST /v1/organizations/:org_slug/members/:user_id/toggle-admin': async (w, url, other) => {
     await call(h, 'POST', `/v1/organizations/${w.org.slug}/members`, w.owner, { username: other.username });
