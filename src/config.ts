@@ -156,6 +156,14 @@ export const EnvSchema = Type.Object({
   RUNTIME_ISOLATION: Type.Union([Type.Literal('sandbox'), Type.Literal('none')], { default: 'sandbox' }),
   /** uids the sandbox users come from (`first-last`), one per application. */
   SANDBOX_UID_RANGE: Type.String({ default: '200000-299999', pattern: '^\\s*\\d+\\s*-\\s*\\d+\\s*$' }),
+  /**
+   * Host loopback ports (`first-last`) add-ons' servers are reached on, one per add-on. Only the
+   * network helpers of attached applications' sandboxes forward them (see docs/addons.md); keep
+   * the range outside the ephemeral ports instances are given.
+   */
+  ADDONS_PORT_RANGE: Type.String({ default: '15400-15999', pattern: '^\\s*\\d+\\s*-\\s*\\d+\\s*$' }),
+  /** How long a deleted add-on (its data) is kept, stopped, and can be undeleted before it is removed for good. */
+  ADDONS_DELETE_GRACE_HOURS: Type.Integer({ minimum: 0, default: 72 }),
   /** Most processes and threads one sandboxed instance or build may have at once. */
   SANDBOX_PIDS_MAX: Type.Integer({ minimum: 16, maximum: 1_000_000, default: 1024 }),
   /**

@@ -86,6 +86,15 @@ function startOrder({ composition, logger, workers, http }: StartOptions, listen
       stop: () => runtime.shutdown(),
     },
   );
+  // 2b. Add-ons' servers (adopted or started) before the applications attached to them deploy.
+  const { addonSupervisor } = background;
+  add(
+    addonSupervisor && {
+      name: 'add-ons',
+      start: () => addonSupervisor.start(),
+      stop: () => (ctx.config.SLIPWAY_STOP_KEEPS_SERVING ? addonSupervisor.detach() : addonSupervisor.shutdown()),
+    },
+  );
   const { metricsSampler, appLogLeader, guardWatcher, cronScheduler } = background;
   // 3. What watches the running applications: usage samples (and the autoscaler), whose pod logs to store.
   add(metricsSampler && { name: 'metrics sampler', start: () => metricsSampler.start(), stop: () => metricsSampler.stop() });

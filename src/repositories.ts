@@ -8,6 +8,7 @@ import { ConfigurationsRepository } from './modules/configurations/index.js';
 import { CronRepository } from './modules/cron/index.js';
 import { DeploymentsRepository, OneOffRunsRepository } from './pipeline/index.js';
 import { DomainsRepository } from './modules/domains/index.js';
+import { AddonsRepository } from './modules/addons/index.js';
 import { EnvironmentsRepository } from './modules/environments/index.js';
 import { EnvDeploysRepository } from './pipeline/index.js';
 import { GuardsRepository } from './modules/guards/index.js';
@@ -39,6 +40,7 @@ export function createRepositories(db: Db) {
     cron: new CronRepository(db),
     deployments: new DeploymentsRepository(db),
     domains: new DomainsRepository(db),
+    addons: new AddonsRepository(db),
     envDeploys: new EnvDeploysRepository(db),
     environments: new EnvironmentsRepository(db),
     guards: new GuardsRepository(db),

@@ -38,6 +38,7 @@ import { wireGitPush } from './modules/git-push/index.js';
 import { wireObservability } from './modules/observability/index.js';
 import { wireGuards } from './modules/guards/index.js';
 import { wireDomains } from './modules/domains/index.js';
+import { wireAddons } from './modules/addons/index.js';
 import { wireCron } from './modules/cron/index.js';
 import { wireAutoscaling } from './modules/autoscaling/index.js';
 import { wireAppLogs } from './modules/app-logs/index.js';
@@ -99,6 +100,16 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
       await drivers.edgeDirectory?.refresh();
       if (applicationId && drivers.namesAreIngressHosts) await deployments.scaled(applicationId);
     },
+    log,
+  });
+
+  const addons = wireAddons({
+    ctx,
+    repository: repos.addons,
+    scope: organizationScope,
+    apps,
+    releases: pipeline.releases,
+    deployments,
     log,
   });
 
@@ -220,6 +231,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     observability,
     guards,
     domains,
+    addons,
     { routes: [oneOffRunsRoutes(pipeline.runs)] },
     cron,
     autoscaling,
@@ -235,6 +247,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     ...auth.sweepers,
     ...storage.sweepers,
     ...domains.sweepers,
+    ...addons.sweepers,
     // The edge's per-minute counters: old minutes folded into totals, hourly (it only keeps the table from growing).
     { sweep: () => foldOldRequestStats(ctx.db), everyMs: 3_600_000 },
     ...appLogs.sweepers,
@@ -261,6 +274,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
       cronScheduler: cron.cronScheduler,
       startWebhookDeliveries: webhooks.startDeliveries,
       warnUnconfinedBuilds: drivers.warnUnconfinedBuilds,
+      addonSupervisor: addons.addonSupervisor,
     },
   };
 }

@@ -881,6 +881,88 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/applications/{application_id}/git-remote": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The application's git remote on this server (`git push` deploys) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    application_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GitRemote"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Whether pushes to the git remote may rewrite branches (force push) */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    application_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        allow_force_push: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GitRemote"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        trace?: never;
+    };
     "/v1/applications/{application_id}/guard": {
         parameters: {
             query?: never;
@@ -2242,6 +2324,98 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/builds/{image_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A build (an image) by id */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    image_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaBuildDetail"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/builds/{image_id}/log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A build's log and status, by id */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    image_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaBuildLog"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/configurations/{application_id}": {
         parameters: {
             query?: never;
@@ -2698,6 +2872,98 @@ export interface paths {
                     };
                     content: {
                         "text/event-stream": string;
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deploys/{deployment_id}/detail": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A deploy (a deployment) by id */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    deployment_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaDeploy"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deploys/{deployment_id}/log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A deploy's log, by id */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    deployment_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaDeployLog"];
                     };
                 };
                 400: components["responses"]["Error"];
@@ -3412,6 +3678,443 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/organizations/{org_slug}/addons": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organization's add-ons (deleted ones within their grace period too) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Addon"][];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        /** Create an add-on (its own server, started before the answer); 409 on a name taken, 422 on an unknown plan */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["CreateAddonBody"];
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Addon"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organizations/{org_slug}/addons/{addon}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An add-on: status, plan limits, attachments */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    addon: string;
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Addon"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Delete: stopped now, data kept for ADDONS_DELETE_GRACE_HOURS (undelete meanwhile); 409 while attached */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    addon: string;
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Addon"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        options?: never;
+        head?: never;
+        /** Resize: another plan (the server restarts with its limits) */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    addon: string;
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["ResizeAddonBody"];
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Addon"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        trace?: never;
+    };
+    "/v1/organizations/{org_slug}/addons/{addon}/attachments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Attach to an application environment: its URL becomes a secret variable, in a new release where it serves */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    addon: string;
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["AttachAddonBody"];
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AddonChange"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organizations/{org_slug}/addons/{addon}/attachments/{attachment_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Detach: the variable goes, in a new release where it serves */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    addon: string;
+                    attachment_id: string;
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AddonChange"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organizations/{org_slug}/addons/{addon}/query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run SQL on a Postgres add-on as its applications' user (slipway addons psql); at most 1000 rows back */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    addon: string;
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["AddonQueryBody"];
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AddonQueryResult"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organizations/{org_slug}/addons/{addon}/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** New credentials for the attached applications, released to each */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    addon: string;
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AddonChange"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organizations/{org_slug}/addons/{addon}/undelete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Bring back a deleted add-on within its grace period */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    addon: string;
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Addon"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/organizations/{org_slug}/audit-log": {
         parameters: {
             query?: never;
@@ -3979,7 +4682,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "preview.created" | "preview.deleted" | "instance.crashed")[];
+                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "preview.created" | "preview.deleted" | "instance.crashed" | "addon.created" | "addon.attached" | "addon.detached" | "addon.resized" | "addon.deleted" | "addon.undeleted" | "addon.credentials_rotated")[];
                         /** @description only this project’s events (slug); default: the whole organization */
                         project?: string;
                         /** @description http(s) address of the receiver; private and loopback addresses are refused unless the operator allows them */
@@ -4871,6 +5574,8 @@ export interface paths {
                 content: {
                     "application/json": {
                         name: string;
+                        /** @description sent by Ancla's CLI; Slipway has no personal workspaces, so it is ignored */
+                        personal?: boolean;
                         slug?: string;
                     };
                 };
@@ -4941,10 +5646,74 @@ export interface paths {
         };
         put?: never;
         post?: never;
-        delete?: never;
+        /** Delete a workspace that has no project left (admins): its members, teams and configuration go with it */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
         options?: never;
         head?: never;
-        patch?: never;
+        /** Rename a workspace (admins; its slug stays) */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        name: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Workspace"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
         trace?: never;
     };
     "/v1/workspaces/{workspace}/config": {
@@ -5173,7 +5942,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Set many workspace variables: one outcome per name (existing secrets are skipped, invalid entries reported) */
+        /** Set many workspace variables: an array of entries answers one outcome per name; Ancla's form, an object with dotenv `raw` text and/or `variables` (one set of flags), answers the names by outcome. Existing secrets are skipped, invalid entries reported */
         post: {
             parameters: {
                 query?: never;
@@ -5192,7 +5961,18 @@ export interface paths {
                         previews?: boolean;
                         secret?: boolean;
                         value: string;
-                    }[];
+                    }[] | {
+                        buildtime?: boolean;
+                        /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                        previews?: boolean;
+                        /** @description dotenv text */
+                        raw?: string;
+                        secret?: boolean;
+                        /** @description {NAME: value} */
+                        variables?: {
+                            [key: string]: string;
+                        };
+                    };
                 };
             };
             responses: {
@@ -5202,7 +5982,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["BulkEntryResult"][];
+                        "application/json": components["schemas"]["BulkEntryResult"][] | components["schemas"]["BulkTextResult"];
                     };
                 };
                 400: components["responses"]["Error"];
@@ -5394,7 +6174,44 @@ export interface paths {
             };
         };
         put?: never;
-        post?: never;
+        /** Create a project in the workspace (it starts with its `production` environment) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        name: string;
+                        slug?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["WorkspaceProject"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;
@@ -5442,7 +6259,36 @@ export interface paths {
         };
         put?: never;
         post?: never;
-        delete?: never;
+        /** Delete a project that has no service (admins): its environments and configuration go with it */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    project: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
         options?: never;
         head?: never;
         /** Rename a project or set its team (`team: null` for none) */
@@ -5718,7 +6564,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Set many project variables: one outcome per name (existing secrets are skipped, invalid entries reported) */
+        /** Set many project variables: an array of entries answers one outcome per name; Ancla's form, an object with dotenv `raw` text and/or `variables` (one set of flags), answers the names by outcome. Existing secrets are skipped, invalid entries reported */
         post: {
             parameters: {
                 query?: never;
@@ -5738,7 +6584,18 @@ export interface paths {
                         previews?: boolean;
                         secret?: boolean;
                         value: string;
-                    }[];
+                    }[] | {
+                        buildtime?: boolean;
+                        /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                        previews?: boolean;
+                        /** @description dotenv text */
+                        raw?: string;
+                        secret?: boolean;
+                        /** @description {NAME: value} */
+                        variables?: {
+                            [key: string]: string;
+                        };
+                    };
                 };
             };
             responses: {
@@ -5748,7 +6605,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["BulkEntryResult"][];
+                        "application/json": components["schemas"]["BulkEntryResult"][] | components["schemas"]["BulkTextResult"];
                     };
                 };
                 400: components["responses"]["Error"];
@@ -6222,7 +7079,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Set many environment variables: one outcome per name (existing secrets are skipped, invalid entries reported) */
+        /** Set many environment variables: an array of entries answers one outcome per name; Ancla's form, an object with dotenv `raw` text and/or `variables` (one set of flags), answers the names by outcome. Existing secrets are skipped, invalid entries reported */
         post: {
             parameters: {
                 query?: never;
@@ -6243,7 +7100,18 @@ export interface paths {
                         previews?: boolean;
                         secret?: boolean;
                         value: string;
-                    }[];
+                    }[] | {
+                        buildtime?: boolean;
+                        /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                        previews?: boolean;
+                        /** @description dotenv text */
+                        raw?: string;
+                        secret?: boolean;
+                        /** @description {NAME: value} */
+                        variables?: {
+                            [key: string]: string;
+                        };
+                    };
                 };
             };
             responses: {
@@ -6253,7 +7121,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["BulkEntryResult"][];
+                        "application/json": components["schemas"]["BulkEntryResult"][] | components["schemas"]["BulkTextResult"];
                     };
                 };
                 400: components["responses"]["Error"];
@@ -6281,7 +7149,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Build, release and deploy every service of the environment (or `?service=`): answers 202 at once with the env deploy record */
+        /** Build, release and deploy every service of the environment (or `?service=`): answers 202 at once with the env deploy record and its `job_id` */
         post: {
             parameters: {
                 query?: {
@@ -6384,7 +7252,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** An environment deploy and each service's progress */
+        /** An environment deploy and each service's progress (or one of the environment's deployments, as a one-service deploy) */
         get: {
             parameters: {
                 query?: never;
@@ -6434,7 +7302,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The services' logs of an environment deploy, merged */
+        /** The services' logs of an environment deploy, merged (or one deployment's log) */
         get: {
             parameters: {
                 query?: never;
@@ -6590,6 +7458,435 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workspaces/{workspace}/projects/{project}/envs/{env}/services": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The environment's services (the project's applications, with their process counts here) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    env: string;
+                    project: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaService"][];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        /** Create a service: an application of the environment's project (every environment of the project has it) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    env: string;
+                    project: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        name: string;
+                        platform?: "wind" | "steam" | "diesel" | "stirling" | "nuclear" | "electric";
+                        slug?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaService"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspace}/projects/{project}/envs/{env}/services/{service}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A service in this environment */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    env: string;
+                    project: string;
+                    service: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaService"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Change where a service is built from (`github_repository`, `auto_deploy_branch`; `""` or null: none) */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    env: string;
+                    project: string;
+                    service: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description "" or null: none */
+                        auto_deploy_branch?: string | null;
+                        /** @description "" or null: none */
+                        github_repository?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaService"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        trace?: never;
+    };
+    "/v1/workspaces/{workspace}/projects/{project}/envs/{env}/services/{service}/builds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The service's builds, newest first (a build serves every environment) */
+        get: {
+            parameters: {
+                query?: {
+                    page?: number;
+                    per_page?: number;
+                };
+                header?: never;
+                path: {
+                    env: string;
+                    project: string;
+                    service: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaBuildList"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        /** Build the service from its repository (answers 202 at once; follow the build log) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    env: string;
+                    project: string;
+                    service: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description branch, tag or commit */
+                        ref?: string;
+                    } | null;
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaBuildResult"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+                503: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspace}/projects/{project}/envs/{env}/services/{service}/builds/{version}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A build by its version */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    env: string;
+                    project: string;
+                    service: string;
+                    version: number;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaBuildDetail"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspace}/projects/{project}/envs/{env}/services/{service}/builds/{version}/log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A build's log and status, by version */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    env: string;
+                    project: string;
+                    service: string;
+                    version: number;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaBuildLog"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspace}/projects/{project}/envs/{env}/services/{service}/builds/trigger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Build the service from its repository (answers 202 at once; follow the build log) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    env: string;
+                    project: string;
+                    service: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description branch, tag or commit */
+                        ref?: string;
+                    } | null;
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaBuildResult"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+                503: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/workspaces/{workspace}/projects/{project}/envs/{env}/services/{service}/config": {
         parameters: {
             query?: never;
@@ -6597,7 +7894,307 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The resolved configuration of a service in this environment: each value with the layer it came from (secrets masked) */
+        /** The service's own variables (secrets masked). Under `/v1`, Slipway's documented view instead: the configuration resolved in this environment (also at `config/resolved`) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    env: string;
+                    project: string;
+                    service: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ConfigVariable"][] | components["schemas"]["ResolvedServiceConfig"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        /** Set a service variable: creates it (201) or replaces the value and flags of the one with that name (200) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    env: string;
+                    project: string;
+                    service: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        buildtime?: boolean;
+                        name: string;
+                        /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                        previews?: boolean;
+                        secret?: boolean;
+                        value: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ConfigVariable"];
+                    };
+                };
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ConfigVariable"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspace}/projects/{project}/envs/{env}/services/{service}/config/{config_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One service variable */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    config_id: string;
+                    env: string;
+                    project: string;
+                    service: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ConfigVariable"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Delete a service variable, by id or by name (204) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description the variable's id, or its name */
+                    config_id: string;
+                    env: string;
+                    project: string;
+                    service: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        options?: never;
+        head?: never;
+        /** Change a service variable */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    config_id: string;
+                    env: string;
+                    project: string;
+                    service: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        buildtime?: boolean;
+                        /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                        previews?: boolean;
+                        secret?: boolean;
+                        value?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ConfigVariable"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        trace?: never;
+    };
+    "/v1/workspaces/{workspace}/projects/{project}/envs/{env}/services/{service}/config/bulk": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Set many service variables: an array of entries answers one outcome per name; Ancla's form, an object with dotenv `raw` text and/or `variables` (one set of flags), answers the names by outcome. Existing secrets are skipped, invalid entries reported */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    env: string;
+                    project: string;
+                    service: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        buildtime?: boolean;
+                        name: string;
+                        /** @description given to previews of pull requests from forks (default false) */
+                        previews?: boolean;
+                        secret?: boolean;
+                        value: string;
+                    }[] | {
+                        buildtime?: boolean;
+                        /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                        previews?: boolean;
+                        /** @description dotenv text */
+                        raw?: string;
+                        secret?: boolean;
+                        /** @description {NAME: value} */
+                        variables?: {
+                            [key: string]: string;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["BulkEntryResult"][] | components["schemas"]["BulkTextResult"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspace}/projects/{project}/envs/{env}/services/{service}/config/resolved": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The resolved configuration of the service in this environment: each value with the layer it came from (secrets masked) */
         get: {
             parameters: {
                 query?: never;
@@ -6619,6 +8216,626 @@ export interface paths {
                     };
                     content: {
                         "application/json": components["schemas"]["ResolvedServiceConfig"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspace}/projects/{project}/envs/{env}/services/{service}/deploy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Build, release and deploy the service into this environment (an environment deploy of this service): answers 202 at once */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    env: string;
+                    project: string;
+                    service: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description branch, tag or commit */
+                        ref?: string;
+                    } | null;
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaDeployResult"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+                503: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspace}/projects/{project}/envs/{env}/services/{service}/deploys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The service's deploys in this environment, newest first */
+        get: {
+            parameters: {
+                query?: {
+                    page?: number;
+                    per_page?: number;
+                };
+                header?: never;
+                path: {
+                    env: string;
+                    project: string;
+                    service: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The page `{items, ...}`; Go clients (`User-Agent: Go-http-client/…`) get the bare array (docs/api-decisions.md) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaDeployList"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspace}/projects/{project}/envs/{env}/services/{service}/deploys/{deployment_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A deploy of the service */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    deployment_id: string;
+                    env: string;
+                    project: string;
+                    service: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaDeploy"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspace}/projects/{project}/envs/{env}/services/{service}/deploys/{deployment_id}/log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A deploy's log */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    deployment_id: string;
+                    env: string;
+                    project: string;
+                    service: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaDeployLog"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspace}/projects/{project}/envs/{env}/services/{service}/pipeline-status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The service's newest build, release and deploy in this environment, in Ancla's words */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    env: string;
+                    project: string;
+                    service: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The newest build, release and deploy of the service in this environment */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaServicePipelineStatus"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspace}/projects/{project}/envs/{env}/services/{service}/scale": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Set the service's process counts in this environment (others keep theirs) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    env: string;
+                    project: string;
+                    service: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        process_counts: {
+                            [key: string]: number;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaService"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspace}/projects/{project}/observability": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** CPU, memory, instances, restarts and the edge's requests of the project's services (or one) in an environment */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description default: production */
+                    env?: string;
+                    range?: "1h" | "6h" | "24h" | "7d" | "30d";
+                    /** @description one service; default: every service of the project */
+                    service?: string;
+                };
+                header?: never;
+                path: {
+                    project: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaObservability"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspace}/projects/{project}/pipeline/deploy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Build, release and deploy a service in an environment (an environment deploy of that service; answers at once) */
+        post: {
+            parameters: {
+                query: {
+                    env: string;
+                    service: string;
+                };
+                header?: never;
+                path: {
+                    project: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaPipelineRun"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspace}/projects/{project}/pipeline/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A service's deploys in an environment, newest first */
+        get: {
+            parameters: {
+                query: {
+                    env: string;
+                    limit?: number;
+                    service: string;
+                };
+                header?: never;
+                path: {
+                    project: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaDeployEntry"][];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspace}/projects/{project}/pipeline/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Success rates and durations of a service's last 50 builds, and of its releases and deploys in an environment */
+        get: {
+            parameters: {
+                query: {
+                    env: string;
+                    service: string;
+                };
+                header?: never;
+                path: {
+                    project: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["PipelineMetrics"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspace}/projects/{project}/pipeline/rollback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Redeploy the release that served the environment before the current one (no rebuild) */
+        post: {
+            parameters: {
+                query: {
+                    env: string;
+                    service: string;
+                };
+                header?: never;
+                path: {
+                    project: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaDeployEntry"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspace}/projects/{project}/pipeline/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A service's newest build and its deploy in an environment (Ancla's pipeline status; `/applications/{id}/pipeline-status` has every record) */
+        get: {
+            parameters: {
+                query: {
+                    /** @description an environment slug of the project; default: every environment */
+                    env?: string;
+                    service: string;
+                };
+                header?: never;
+                path: {
+                    project: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaPipelineStatus"];
                     };
                 };
                 400: components["responses"]["Error"];
@@ -6745,6 +8962,115 @@ export interface paths {
                 429: components["responses"]["Error"];
             };
         };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspace}/projects/{project}/promote": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Deploy into target_env the release (same build, its frozen configuration) each service (or one) serves in source_env, without rebuilding */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    project: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description the source release's frozen configuration (default) or the target environment's own */
+                        configuration?: "source" | "target";
+                        /** @description one service; default: every service with a deployed release in source_env */
+                        service?: string;
+                        source_env: string;
+                        target_env: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaPipelineRun"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspace}/projects/{project}/promote/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What promoting a service would ship: the releases source and target serve now and the configuration names that change */
+        get: {
+            parameters: {
+                query: {
+                    service: string;
+                    source_env: string;
+                    target_env: string;
+                };
+                header?: never;
+                path: {
+                    project: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaPromotePreview"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -7146,7 +9472,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Set many team variables: one outcome per name (existing secrets are skipped, invalid entries reported) */
+        /** Set many team variables: an array of entries answers one outcome per name; Ancla's form, an object with dotenv `raw` text and/or `variables` (one set of flags), answers the names by outcome. Existing secrets are skipped, invalid entries reported */
         post: {
             parameters: {
                 query?: never;
@@ -7166,7 +9492,18 @@ export interface paths {
                         previews?: boolean;
                         secret?: boolean;
                         value: string;
-                    }[];
+                    }[] | {
+                        buildtime?: boolean;
+                        /** @description given to previews of pull requests from forks (default false): their builds and instances get only variables marked so */
+                        previews?: boolean;
+                        /** @description dotenv text */
+                        raw?: string;
+                        secret?: boolean;
+                        /** @description {NAME: value} */
+                        variables?: {
+                            [key: string]: string;
+                        };
+                    };
                 };
             };
             responses: {
@@ -7176,7 +9513,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["BulkEntryResult"][];
+                        "application/json": components["schemas"]["BulkEntryResult"][] | components["schemas"]["BulkTextResult"];
                     };
                 };
                 400: components["responses"]["Error"];
@@ -7303,6 +9640,410 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        Addon: {
+            attachments: components["schemas"]["AddonAttachment"][];
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            created: string;
+            deleted_at: string | null;
+            /** @description UUID (v7) */
+            id: string;
+            kind: components["schemas"]["AddonKind"];
+            limits: {
+                connections: number;
+                cpu_millicores: number;
+                memory_mib: number;
+            };
+            name: string;
+            plan: string;
+            /** @description a deleted add-on can be undeleted until then */
+            purge_after: string | null;
+            status: "creating" | "running" | "failed" | "stopped" | "deleted";
+            status_detail: string | null;
+        };
+        AddonAttachment: {
+            /** @description the application's slug */
+            application: string;
+            /** @description UUID (v7) */
+            application_id: string;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            created: string;
+            /** @description the environment's slug */
+            environment: string;
+            /** @description UUID (v7) */
+            id: string;
+            /** @description the secret variable holding the connection URL */
+            variable: string;
+        };
+        AddonChange: {
+            addon: components["schemas"]["Addon"];
+            /** @description new releases of the attached application environments that serve, each being deployed */
+            releases: {
+                /** @description UUID (v7) */
+                application_id: string;
+                /** @description UUID (v7) */
+                deployment_id: string;
+                environment: string;
+                /** @description UUID (v7) */
+                release_id: string;
+                version: number;
+            }[];
+        };
+        AddonKind: "postgres" | "redis";
+        AddonQueryBody: {
+            sql: string;
+        };
+        AddonQueryResult: {
+            columns: string[];
+            command: string;
+            row_count: number | null;
+            rows: (string | null)[][];
+            /** @description more rows than the 1000 returned */
+            truncated: boolean;
+        };
+        AnclaBuild: {
+            built: boolean;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            created: string;
+            error: boolean;
+            /** @description UUID (v7) */
+            id: string;
+            /** @description Ancla's words: `success` where Slipway says built/complete (src/adapters/ancla/vocabulary.ts) */
+            status: "queued" | "building" | "releasing" | "deploying" | "success" | "error";
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            updated: string;
+            version: number;
+        };
+        AnclaBuildDetail: {
+            build_ref: string;
+            built: boolean;
+            commit_sha: string;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            created: string;
+            error: boolean;
+            error_detail: string;
+            /** @description UUID (v7) */
+            id: string;
+            job_id: string;
+            /** @description Ancla's words: `success` where Slipway says built/complete (src/adapters/ancla/vocabulary.ts) */
+            status: "queued" | "building" | "releasing" | "deploying" | "success" | "error";
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            updated: string;
+            version: number;
+        };
+        AnclaBuildList: {
+            items: components["schemas"]["AnclaBuild"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        AnclaBuildLog: {
+            built: boolean;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            created: string;
+            error: boolean;
+            error_detail: string;
+            /** @description UUID (v7) */
+            id: string;
+            log_text: string;
+            /** @description Ancla's words: `success` where Slipway says built/complete (src/adapters/ancla/vocabulary.ts) */
+            status: "queued" | "building" | "releasing" | "deploying" | "success" | "error";
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            updated: string;
+            version: number;
+        };
+        AnclaBuildResult: {
+            /** @description UUID (v7) */
+            build_id: string;
+            version: number;
+        };
+        AnclaDeploy: {
+            complete: boolean;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            created: string;
+            environment: string;
+            error: boolean;
+            error_detail: string;
+            /** @description UUID (v7) */
+            id: string;
+            job_id: string;
+            release_version: number;
+            /** @description Ancla's words: `success` where Slipway says built/complete (src/adapters/ancla/vocabulary.ts) */
+            status: "queued" | "building" | "releasing" | "deploying" | "success" | "error";
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            updated: string;
+        };
+        AnclaDeployEntry: {
+            commit_sha: string | null;
+            complete: boolean;
+            created: string;
+            error: boolean;
+            error_detail: string | null;
+            /** Format: uuid */
+            id: string;
+            job_id: string | null;
+            /** @description a redeploy of an earlier release */
+            rollback: boolean;
+            /** @description success | error | pending | in_progress */
+            status: string;
+            updated: string;
+            version: number | null;
+        };
+        /** @description The page `{items, ...}`; Go clients (`User-Agent: Go-http-client/…`) get the bare array (docs/api-decisions.md) */
+        AnclaDeployList: {
+            items: components["schemas"]["AnclaDeploy"][];
+            pagination: components["schemas"]["Pagination"];
+        } | {
+            complete: boolean;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            created: string;
+            environment: string;
+            error: boolean;
+            error_detail: string;
+            /** @description UUID (v7) */
+            id: string;
+            job_id: string;
+            release_version: number;
+            /** @description Ancla's words: `success` where Slipway says built/complete (src/adapters/ancla/vocabulary.ts) */
+            status: "queued" | "building" | "releasing" | "deploying" | "success" | "error";
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            updated: string;
+        }[];
+        AnclaDeployLog: {
+            error: boolean;
+            error_detail: string;
+            log_text: string;
+            status: "deploying" | "complete" | "error";
+        };
+        AnclaDeployResult: {
+            /** @description the build (image) id; "" when the pipeline could not start */
+            build_id: string;
+            /** @description UUID (v7) */
+            deploy_id: string;
+            /** @description the pipeline could not start (the environment deploy records why) */
+            error: boolean;
+            error_detail: string;
+            /** @description the pipeline job running build → release → deploy */
+            job_id: string;
+            /** @description the build version (0: none) */
+            version: number;
+        };
+        AnclaObservability: {
+            environment: string;
+            range: string;
+            services: {
+                history: {
+                    /** @description millicores (1000 = one core), average over the bucket */
+                    cpu_usage_m: number;
+                    /** @description resident memory of all instances, average over the bucket */
+                    memory_usage_bytes: number;
+                    /** @description running instances */
+                    pod_count: number;
+                    /** @description crash restarts of the running instances */
+                    restart_count: number;
+                    /**
+                     * Format: date-time
+                     * @description ISO-8601 UTC
+                     */
+                    timestamp: string;
+                }[];
+                /** @description The edge's requests per process type in buckets of at least a minute (at most 200 per process type) */
+                requests: {
+                    /** @description read off the edge's latency histogram (linear within a bucket) */
+                    latency_ms: {
+                        p50: number | null;
+                        p95: number | null;
+                        p99: number | null;
+                    };
+                    process_type: string;
+                    requests: number;
+                    /** @description requests over the bucket divided by its length */
+                    requests_per_second: number;
+                    status: {
+                        "1xx": number;
+                        "2xx": number;
+                        "3xx": number;
+                        "4xx": number;
+                        "5xx": number;
+                    };
+                    /**
+                     * Format: date-time
+                     * @description ISO-8601 UTC
+                     */
+                    timestamp: string;
+                }[];
+                service: string;
+            }[];
+        };
+        AnclaPipelineRun: {
+            created: string;
+            environment: string;
+            error_detail: string | null;
+            /** @description a promotion: its source environment */
+            from: string | null;
+            /**
+             * Format: uuid
+             * @description the environment deploy (GET .../envs/{env}/deploys/{id})
+             */
+            id: string;
+            services: {
+                build_id: string | null;
+                deploy_id: string | null;
+                error_detail: string | null;
+                release_id: string | null;
+                service: string;
+                status: string;
+            }[];
+            /** @description success | error | in_progress */
+            status: string;
+        };
+        AnclaPipelineStatus: {
+            build: {
+                error_detail: string | null;
+                /** @description success | error | building (build); success | error | pending | in_progress (deploy) */
+                status: string;
+            } | null;
+            deploy: {
+                error_detail: string | null;
+                /** @description success | error | building (build); success | error | pending | in_progress (deploy) */
+                status: string;
+            } | null;
+        };
+        AnclaPromotePreview: {
+            /** @description the source environment serves a release of the service (409 on promote otherwise) */
+            can_promote: boolean;
+            /** @description the source release's variables against the target's current release (names only) */
+            configuration: {
+                added: string[];
+                changed: string[];
+                removed: string[];
+            };
+            /** @description both serve the same image already */
+            same_build: boolean;
+            service: string;
+            source: {
+                /** @description its image (build) version */
+                build_version: number | null;
+                commit_sha: string | null;
+                /** Format: uuid */
+                release_id: string;
+                /** @description release version */
+                version: number;
+            } | null;
+            source_env: string;
+            target: {
+                /** @description its image (build) version */
+                build_version: number | null;
+                commit_sha: string | null;
+                /** Format: uuid */
+                release_id: string;
+                /** @description release version */
+                version: number;
+            } | null;
+            target_env: string;
+        };
+        AnclaService: {
+            /** @description "" when none */
+            auto_deploy_branch: string;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            created: string;
+            /** @description the environment it is seen in */
+            environment: string;
+            /** @description "" when none */
+            github_repository: string;
+            /** @description UUID (v7) */
+            id: string;
+            name: string;
+            platform: string;
+            /** @description in this environment */
+            process_counts: {
+                [key: string]: number;
+            };
+            slug: string;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            updated: string;
+        };
+        /** @description The newest build, release and deploy of the service in this environment */
+        AnclaServicePipelineStatus: {
+            build: {
+                error_detail: string;
+                /** @description UUID (v7) */
+                id: string;
+                /** @description Ancla's words: `success` where Slipway says built/complete (src/adapters/ancla/vocabulary.ts) */
+                status: "queued" | "building" | "releasing" | "deploying" | "success" | "error";
+                /**
+                 * Format: date-time
+                 * @description ISO-8601 UTC
+                 */
+                updated: string;
+                version: number | null;
+            } | null;
+            deploy: {
+                error_detail: string;
+                /** @description UUID (v7) */
+                id: string;
+                /** @description Ancla's words: `success` where Slipway says built/complete (src/adapters/ancla/vocabulary.ts) */
+                status: "queued" | "building" | "releasing" | "deploying" | "success" | "error";
+                /**
+                 * Format: date-time
+                 * @description ISO-8601 UTC
+                 */
+                updated: string;
+                version: number | null;
+            } | null;
+            release: {
+                error_detail: string;
+                /** @description UUID (v7) */
+                id: string;
+                /** @description Ancla's words: `success` where Slipway says built/complete (src/adapters/ancla/vocabulary.ts) */
+                status: "queued" | "building" | "releasing" | "deploying" | "success" | "error";
+                /**
+                 * Format: date-time
+                 * @description ISO-8601 UTC
+                 */
+                updated: string;
+                version: number | null;
+            } | null;
+        };
         ApiKey: {
             /**
              * Format: date-time
@@ -7440,6 +10181,13 @@ export interface components {
             /** Format: date-time */
             timestamp: string;
         };
+        AttachAddonBody: {
+            /** Format: uuid */
+            application_id: string;
+            /** @description the variable name (default DATABASE_URL or REDIS_URL) */
+            as?: string;
+            environment?: string;
+        };
         AuditEntry: {
             /** @description The route that made the change: `METHOD /v1/pattern` */
             action: string;
@@ -7536,6 +10284,16 @@ export interface components {
             result: "created" | "updated" | "skipped" | "error";
             variable?: components["schemas"]["ConfigVariable"];
         };
+        BulkTextResult: {
+            created: string[];
+            errors: {
+                error: string;
+                message: string;
+                name: string;
+            }[];
+            skipped: string[];
+            updated: string[];
+        };
         ConfigVariable: {
             buildtime: boolean;
             /**
@@ -7556,6 +10314,12 @@ export interface components {
             updated: string;
             /** @description "**secret**" for secrets: their values never leave the server */
             value: string;
+        };
+        CreateAddonBody: {
+            kind: components["schemas"]["AddonKind"];
+            name: string;
+            /** @description default: hobby */
+            plan?: string;
         };
         CronEntry: {
             /** @description UUID (v7) */
@@ -7856,11 +10620,15 @@ export interface components {
             from: string | null;
             /** @description UUID (v7) */
             id: string;
+            /** @description the first service's pipeline job (each service's is in `services`); null for a promotion */
+            job_id: string | null;
             kind: "deploy" | "promote";
             services: {
                 deployment_id: string | null;
                 error_detail: string | null;
                 image_id: string | null;
+                /** @description the pipeline job running this service's build → release → deploy */
+                job_id: string | null;
                 release_id: string | null;
                 /** @description application slug */
                 service: string;
@@ -7906,6 +10674,8 @@ export interface components {
             };
             /** @description only workspace admins deploy or promote into it */
             protected: boolean;
+            /** @description the project's services (applications), each deployable here */
+            service_count: number;
             slug: string;
             /**
              * Format: date-time
@@ -7921,6 +10691,12 @@ export interface components {
             }[];
             message: string;
             status: number;
+        };
+        GitRemote: {
+            /** @description whether a push that is not a fast-forward (or deletes a branch) is accepted */
+            allow_force_push: boolean;
+            /** @description the remote's path on this server: `git remote add slipway <server URL><path>` */
+            path: string;
         };
         Guard: {
             /** @description UUID (v7) */
@@ -8569,6 +11345,9 @@ export interface components {
                 "5xx": number;
             };
         };
+        ResizeAddonBody: {
+            plan: string;
+        };
         ResolvedServiceConfig: {
             environment: string;
             /** @description the layers, highest first; a lower one wins */
@@ -8714,6 +11493,8 @@ export interface components {
             /** @description UUID (v7) */
             id: string;
             member_count: number;
+            /** @description one workspace (GET, PATCH, POST): its members */
+            members?: components["schemas"]["WorkspaceMember"][];
             name: string;
             project_count: number;
             /** @description applications in all its projects */
@@ -8724,6 +11505,14 @@ export interface components {
              * @description ISO-8601 UTC
              */
             updated: string;
+        };
+        WorkspaceMember: {
+            admin: boolean;
+            /** @description shown to organization admins and to the member themself, else "" */
+            email: string;
+            /** @description UUID (v7) */
+            user_id: string;
+            username: string;
         };
         WorkspaceProject: {
             /**
@@ -8736,6 +11525,8 @@ export interface components {
             /** @description UUID (v7) */
             id: string;
             name: string;
+            /** @description its applications */
+            service_count: number;
             /** @description slugs of its applications */
             services: string[];
             slug: string;
@@ -8747,6 +11538,9 @@ export interface components {
             updated: string;
             /** @description workspace slug */
             workspace: string;
+            workspace_name: string;
+            /** @description workspace slug (Ancla's name of `workspace`) */
+            workspace_slug: string;
         };
     };
     responses: {

@@ -18,6 +18,7 @@ import { runtimeCommands } from './commands/runtime.js';
 import { scheduleCommands } from './commands/schedule.js';
 import { gitCommands } from './commands/git.js';
 import { keyCommands } from './commands/keys.js';
+import { addonCommands } from './commands/addons.js';
 import { completionScript } from './completion.js';
 import { Context } from './context.js';
 import { terminalSafe } from './output.js';
@@ -58,6 +59,7 @@ Colour is off when output is not a terminal or NO_COLOR is set.`,
   cancelCommands(program);
   configReleaseCommands(program);
   keyCommands(program);
+  addonCommands(program);
 
   program
     .command('completion')

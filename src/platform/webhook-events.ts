@@ -26,6 +26,14 @@ export const WEBHOOK_EVENTS = [
   'preview.deleted',
   /** A running instance exited on its own (it is restarted): `instance`, `last_exit`, `restart_count` (migration 0036). */
   'instance.crashed',
+  // Add-ons (src/modules/addons).
+  'addon.created',
+  'addon.attached',
+  'addon.detached',
+  'addon.resized',
+  'addon.deleted',
+  'addon.undeleted',
+  'addon.credentials_rotated',
 ] as const;
 
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];

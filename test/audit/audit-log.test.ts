@@ -31,6 +31,11 @@ const NOT_EXERCISED: Record<string, string> = {
   'POST /v1/workspaces/:workspace/projects/:project/envs/:env/promote': 'needs a deployed source environment',
   'POST /v1/workspaces/:workspace/projects/:project/promote': 'needs a deployed source environment',
   'POST /v1/workspaces/:workspace/projects/:project/pipeline/rollback': 'needs an earlier deployment that served the environment',
+  'POST /v1/organizations/:org_slug/addons': "needs the local runtime's sandbox to start the server (test/addons/)",
+  'PATCH /v1/organizations/:org_slug/addons/:addon': 'needs a running add-on server to restart (test/addons/)',
+  'POST /v1/organizations/:org_slug/addons/:addon/undelete': 'needs a deleted add-on and a server to start (test/addons/)',
+  'POST /v1/organizations/:org_slug/addons/:addon/rotate': 'needs a running add-on server (test/addons/)',
+  'POST /v1/organizations/:org_slug/addons/:addon/query': 'needs a running add-on server (test/addons/)',
 };
 
 const SECRET = 'audit-walk-github-secret';
@@ -69,6 +74,15 @@ const PREPARE: Record<string, (w: RouteWorld, url: string, other: TestUser) => P
     };
   },
   'POST /v1/organizations/:org_slug/members': async (_w, _url, other) => ({ body: { username: other.username } }),
+  // The world's add-on comes attached; these need it detached.
+  'POST /v1/organizations/:org_slug/addons/:addon/attachments': async (w) => {
+    await h.ctx.db.deleteFrom('addon_attachments').where('id', '=', w.addonAttachmentId!).execute();
+    return {};
+  },
+  'DELETE /v1/organizations/:org_slug/addons/:addon': async (w) => {
+    await h.ctx.db.deleteFrom('addon_attachments').where('id', '=', w.addonAttachmentId!).execute();
+    return {};
+  },
   'POST /v1/workspaces/:workspace/members': async (_w, _url, other) => ({ body: { username: other.username } }),
   'POST /v1/organizations/:org_slug/members/:user_id/toggle-admin': async (w, url, other) => {
     await call(h, 'POST', `/v1/organizations/${w.org.slug}/members`, w.owner, { username: other.username });

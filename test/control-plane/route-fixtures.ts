@@ -34,6 +34,9 @@ export interface RouteWorld extends World {
   autoscaledType: string | null;
   /** A GitHub App installation linked to the organization. */
   installationId: number | null;
+  /** An add-on of the organization (its name; no server runs in these harnesses) and its attachment to the app. */
+  addonName: string | null;
+  addonAttachmentId: string | null;
   /** One variable per configuration scope (ids). */
   scopedVars: { organization: string; project: string; environment: string; team: string | null };
 }
@@ -195,8 +198,25 @@ export async function seedRouteWorld(h: Harness): Promise<RouteWorld> {
       .insertInto('github_installation_links')
       .values({ installation_id: installationId, organization_id: w.org.id, linked_by: w.owner.id, linked_via: 'admin' })
       .execute();
+  const addonName = (await tableExists(h, 'addons')) ? unique('addon') : null;
+  const addonId = addonName
+    ? await insertRow(h, 'addons', {
+        id: uuidv7(),
+        organization_id: w.org.id,
+        name: addonName,
+        kind: 'postgres',
+        plan: 'hobby',
+        port: randomInt(20_000, 2 ** 31 - 1),
+        credentials_sealed: h.ctx.secrets.seal('{"user":"app","password":"addon-fixture-password"}'),
+      })
+    : null;
+  const addonAttachmentId = addonId
+    ? await insertRow(h, 'addon_attachments', { id: uuidv7(), addon_id: addonId, ...base, variable: 'DATABASE_URL' })
+    : null;
   return {
     ...w,
+    addonName,
+    addonAttachmentId,
     installationId,
     cronName,
     autoscaledType,
@@ -255,6 +275,8 @@ export const PARAM_FIXTURES: Record<string, Fixture> = {
   delivery_id: (w) => need(w.webhookDeliveryId, 'webhook delivery'),
   name: (w) => need(w.cronName, 'cron entry'),
   process_type: (w) => need(w.autoscaledType, 'autoscaling policy'),
+  addon: (w) => need(w.addonName, 'add-on'),
+  attachment_id: (w) => need(w.addonAttachmentId, 'add-on attachment'),
   installation_id: (w) => need(w.installationId === null ? null : String(w.installationId), 'GitHub App installation link'),
   // `id` means what the route's first segment names.
   id: (w, route) => {
@@ -336,6 +358,10 @@ export const SAMPLE_BODIES: Record<string, (w: RouteWorld) => unknown> = {
   'PATCH /v1/workspaces/:workspace/projects/:project/envs/:env/services/:service': () => ({ auto_deploy_branch: 'release' }),
   'PUT /v1/workspaces/:workspace/projects/:project/previews': () => ({ template_environment: 'production' }),
   'PUT /v1/github/installations/:installation_id': (w) => ({ organization: w.org.slug }),
+  'POST /v1/organizations/:org_slug/addons': () => ({ name: unique('addon'), kind: 'redis' }),
+  'PATCH /v1/organizations/:org_slug/addons/:addon': () => ({ plan: 'standard' }),
+  'POST /v1/organizations/:org_slug/addons/:addon/attachments': (w) => ({ application_id: w.app.id, as: 'SAMPLE_URL' }),
+  'POST /v1/organizations/:org_slug/addons/:addon/query': () => ({ sql: 'SELECT 1' }),
 };
 
 /** Scoped config routes share one shape at every scope. */

@@ -6,6 +6,7 @@ import type { ConfigScope } from '../../platform/db/schema.js';
 import { AppError, conflict, forbidden, isUniqueViolation, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { resealAll } from '../../platform/crypto/rotation.js';
+import { attachedAddonVariables } from '../../platform/addons/attached.js';
 import { parseDotenv } from './dotenv.js';
 import { scopeOrganizationId } from './scope-chain.js';
 import type { ConfigurationsRepository, ScopeRef } from './configurations.repository.js';
@@ -30,7 +31,8 @@ export interface ResolvedVariable {
   value: string;
   secret: boolean;
   buildtime: boolean;
-  scope: ConfigScope;
+  /** `addon`: an attached add-on's URL (src/platform/addons). */
+  scope: ConfigScope | 'addon';
   scopeId: string;
 }
 
@@ -78,6 +80,11 @@ export class ConfigurationsService {
     private readonly writeGuard: ScopeWriteGuard | null = null,
     private readonly isOrganizationAdmin: OrganizationAdminCheck | null = null,
   ) {}
+
+  /** The URLs the add-ons attached to an application environment give it (plain: for releases only). */
+  attachedAddons(applicationId: string, environmentId: string) {
+    return attachedAddonVariables(this.db, this.secrets, applicationId, environmentId);
+  }
 
   /** Every variable of the given scopes (values of secrets stay sealed), for views that show layering. */
   variablesInScopes(scopes: ScopeRef[]) {

@@ -17,7 +17,15 @@ export async function resolveServiceConfig(
   environmentId: string,
 ): Promise<ResolvedVariable[]> {
   const trust = await environmentTrust(db, environmentId);
-  return configService.resolve(await serviceScopeChain(db, applicationId, environmentId), {
+  const resolved = await configService.resolve(await serviceScopeChain(db, applicationId, environmentId), {
     markedForPreviewsOnly: trust.configuration === 'marked_for_previews_only',
   });
+  // Attached add-ons' URLs (secrets) come last and win: attaching is the explicit, narrower choice.
+  const attached = await configService.attachedAddons(applicationId, environmentId);
+  if (attached.length === 0) return resolved;
+  const names = new Set(attached.map((a) => a.name));
+  return [
+    ...resolved.filter((v) => !names.has(v.name)),
+    ...attached.map((a) => ({ name: a.name, value: a.value, secret: true, buildtime: false, scope: 'addon' as const, scopeId: a.addonId })),
+  ];
 }

@@ -15,6 +15,7 @@ export interface SealedColumn {
 const SEALED_COLUMNS: SealedColumn[] = [
   { table: 'config_vars', column: 'value_sealed' },
   { table: 'releases', column: 'configuration_sealed' },
+  { table: 'addons', column: 'credentials_sealed' },
 ];
 
 /** A value no configured key opens: nothing is changed for it, and rotation stops. */

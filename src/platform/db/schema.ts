@@ -613,7 +613,9 @@ export interface EdgeTables {
 
 // Isolation (migration 0006): the sandbox user of each application.
 export interface SandboxUidsTable {
-  application_id: string;
+  /** One of these two: an application's user, or an add-on's (migration 0039). */
+  application_id: string | null;
+  addon_id: Generated<string | null>;
   uid: number;
   created_at: Timestamp;
 }
@@ -893,6 +895,43 @@ export interface Database
     EdgeTables,
     HookAndAuditTables,
     PreviewTables,
-    ScheduleTables {
+    ScheduleTables,
+    AddonTables {
   git_remotes: GitRemotesTable;
+}
+
+// Add-ons (migration 0039): Postgres and Redis servers attached to application environments.
+export type AddonKind = 'postgres' | 'redis';
+export type AddonStatus = 'creating' | 'running' | 'failed' | 'stopped' | 'deleted';
+
+export interface AddonsTable {
+  id: string;
+  organization_id: string;
+  name: string;
+  kind: AddonKind;
+  plan: string;
+  port: number;
+  credentials_sealed: string;
+  status: Generated<AddonStatus>;
+  status_detail: string | null;
+  pid: number | null;
+  start_ticks: string | null;
+  deleted_at: Date | null;
+  purge_after: Date | null;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface AddonAttachmentsTable {
+  id: string;
+  addon_id: string;
+  application_id: string;
+  environment_id: string;
+  variable: string;
+  created_at: Generated<Date>;
+}
+
+export interface AddonTables {
+  addons: AddonsTable;
+  addon_attachments: AddonAttachmentsTable;
 }

@@ -9,6 +9,7 @@ import { ImageRootDriver } from './image-root/image-root-driver.js';
 import { RuntimeService } from './runtime.service.js';
 import { pullSecretFor } from '../builder/registry-target.js';
 import { createSandbox } from '../sandbox/index.js';
+import { attachedAddonPorts } from '../addons/attached.js';
 
 export type { ApplicationRuntime, WorkloadPlan } from './application-runtime.js';
 export type { RuntimeDriver, InstanceSpec, InstanceStatus } from './port.js';
@@ -50,6 +51,7 @@ export function createLocalRuntime(config: Config, db: Db, databaseUrl?: string)
     restartBackoffMs: config.RUNTIME_RESTART_BACKOFF_MS,
     stopGraceMs: config.RUNTIME_STOP_GRACE_MS,
     outputRate: { linesPerSecond: config.APP_LOG_LINES_PER_SECOND, bytesPerSecond: config.APP_LOG_BYTES_PER_SECOND },
+    addonPorts: (applicationId, environmentId) => attachedAddonPorts(db, applicationId, environmentId),
   });
   const router = runtimeEdge(config, databaseUrl);
   router.useStats(new RequestStats(db, config.REQUEST_STATS_FLUSH_MS));

@@ -80,6 +80,8 @@ export interface ResourceUsage {
 export interface OneOffSpec {
   /** Whose sandbox user runs it (required by a sandboxing driver). */
   applicationId?: string;
+  /** Its environment: the add-ons attached there are reachable from it (a release command's migrations). */
+  environmentId?: string;
   command: string;
   artifactPath: string;
   env: Record<string, string>;

@@ -11,6 +11,8 @@ const exec = promisify(execFile);
 /** Where each application's sandbox user comes from (one uid per application). */
 export interface UidSource {
   uidFor(applicationId: string): Promise<number>;
+  /** An add-on's own user (src/platform/addons). */
+  uidForAddon?(addonId: string): Promise<number>;
 }
 
 export interface SandboxOptions {
@@ -34,6 +36,8 @@ export interface SandboxOptions {
 export interface SandboxRequest {
   /** The application whose user runs the command. */
   applicationId: string;
+  /** Instead: the add-on whose user runs it (its server; `applicationId` is then only a label). */
+  addonId?: string;
   /** Unique name of the control group (e.g. `instance-<id>`, `build-<app>-<version>`). */
   name: string;
   /** Shell command line, run with `sh -c` inside. */
@@ -110,9 +114,15 @@ export class Sandbox {
     return this.options.uids.uidFor(applicationId);
   }
 
+  /** The add-on's own sandbox user. */
+  addonUid(addonId: string): Promise<number> {
+    if (!this.options.uids.uidForAddon) throw new Error('this sandbox has no add-on users');
+    return this.options.uids.uidForAddon(addonId);
+  }
+
   async prepare(request: SandboxRequest): Promise<PreparedSandbox> {
     const hierarchy = await this.hierarchy();
-    const uid = await this.options.uids.uidFor(request.applicationId);
+    const uid = request.addonId ? await this.addonUid(request.addonId) : await this.options.uids.uidFor(request.applicationId);
     for (const dir of [...request.view.writable, ...(request.view.root ? [request.view.root] : [])]) {
       await mkdir(dir, { recursive: true });
       await ownedBy(dir, uid);

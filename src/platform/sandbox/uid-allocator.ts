@@ -31,27 +31,32 @@ export class DatabaseUids implements UidSource {
     private readonly range: UidRange,
   ) {}
 
-  async uidFor(applicationId: string): Promise<number> {
+  uidFor(applicationId: string): Promise<number> {
+    return this.uidOf('application_id', applicationId);
+  }
+
+  /** An add-on's own user (its database server runs as nobody else). */
+  uidForAddon(addonId: string): Promise<number> {
+    return this.uidOf('addon_id', addonId);
+  }
+
+  private async uidOf(owner: 'application_id' | 'addon_id', applicationId: string): Promise<number> {
     const cached = this.known.get(applicationId);
     if (cached !== undefined) return cached;
     for (let attempt = 0; attempt < 10; attempt++) {
-      const existing = await this.db
-        .selectFrom('sandbox_uids')
-        .select('uid')
-        .where('application_id', '=', applicationId)
-        .executeTakeFirst();
+      const existing = await this.db.selectFrom('sandbox_uids').select('uid').where(owner, '=', applicationId).executeTakeFirst();
       if (existing) {
         this.known.set(applicationId, existing.uid);
         return existing.uid;
       }
       // Another worker may take the same uid at the same moment: the unique key decides, we retry.
       await sql`
-        INSERT INTO sandbox_uids (application_id, uid)
+        INSERT INTO sandbox_uids (${sql.ref(owner)}, uid)
         SELECT ${applicationId}, candidate FROM generate_series(${this.range.first}::int, ${this.range.last}::int) AS candidate
         WHERE NOT EXISTS (SELECT 1 FROM sandbox_uids WHERE uid = candidate)
         ORDER BY candidate LIMIT 1
         ON CONFLICT DO NOTHING`.execute(this.db);
-      const free = await this.db.selectFrom('sandbox_uids').select('uid').where('application_id', '=', applicationId).executeTakeFirst();
+      const free = await this.db.selectFrom('sandbox_uids').select('uid').where(owner, '=', applicationId).executeTakeFirst();
       if (free) {
         this.known.set(applicationId, free.uid);
         return free.uid;

@@ -67,6 +67,8 @@ export interface LocalDriverOptions {
   outputRate?: OutputRate;
   /** Where the instances' shims listen (default: `<logDir>/../shims`, 0700). */
   shimDir?: string;
+  /** Host loopback ports of the add-ons attached to an application environment: only its sandboxes get them. */
+  addonPorts?: (applicationId: string, environmentId: string | undefined) => Promise<number[]>;
 }
 
 /** How long a just launched shim may take to listen. */
@@ -206,6 +208,7 @@ export class LocalProcessDriver implements RuntimeDriver {
   /** Fails closed: nothing runs unconfined when the sandbox cannot be set up. */
   private async sandboxFor(request: {
     applicationId: string | undefined;
+    environmentId?: string | undefined;
     name: string;
     command: string;
     view: SandboxView;
@@ -222,13 +225,17 @@ export class LocalProcessDriver implements RuntimeDriver {
       throw err;
     }
     if (!request.applicationId) throw new Error('a sandboxed process needs the application it belongs to');
+    const addonPorts = (await this.options.addonPorts?.(request.applicationId, request.environmentId)) ?? [];
     return this.sandbox.prepare({
       applicationId: request.applicationId,
       name: request.name,
       command: request.command,
       view: request.view,
       ...(request.limits ? { limits: { memoryBytes: request.limits.memoryBytes, cpuMillicores: request.limits.cpuMillicores } } : {}),
-      ...(request.forward ? { network: { forward: request.forward } } : {}),
+      network: {
+        ...(request.forward ? { forward: request.forward } : {}),
+        ...(addonPorts.length ? { hostLoopbackPorts: addonPorts } : {}),
+      },
     });
   }
 
@@ -299,6 +306,7 @@ export class LocalProcessDriver implements RuntimeDriver {
     try {
       sandbox = await this.sandboxFor({
         applicationId: spec.labels.applicationId,
+        environmentId: spec.labels.environmentId,
         name: `instance-${spec.id}`,
         command: spec.command,
         view: sandboxView(spec),
@@ -633,6 +641,7 @@ export class LocalProcessDriver implements RuntimeDriver {
     if (record.port !== null && this.usedPorts.has(record.port)) return null;
     const sandbox = await this.sandboxFor({
       applicationId: spec.labels.applicationId,
+      environmentId: spec.labels.environmentId,
       name: `instance-${spec.id}`,
       command: spec.command,
       view: sandboxView(spec),
@@ -684,6 +693,7 @@ export class LocalProcessDriver implements RuntimeDriver {
   async runOnce(spec: OneOffSpec): Promise<OneOffResult> {
     const sandbox = await this.sandboxFor({
       applicationId: spec.applicationId,
+      environmentId: spec.environmentId,
       name: `one-off-${uuidv7()}`,
       command: spec.command,
       view: sandboxView(spec),

@@ -114,6 +114,7 @@ export class LocalRuntime implements ApplicationRuntime {
     const resources = plan.resources[processType];
     return this.runtimeService.driver.runOnce({
       applicationId: plan.application.id,
+      environmentId: plan.environment.id,
       ...(resources ? { limits: limitsOf(resources) } : {}),
       command: plan.processes[processType]!.cmd,
       artifactPath: this.artifactOf(plan),

@@ -1,0 +1,391 @@
+import { v7 as uuidv7 } from 'uuid';
+import type { SecretBox } from '../../platform/crypto/secret-box.js';
+import type { Db } from '../../platform/db/database.js';
+import type { AddonKind, AddonsTable } from '../../platform/db/schema.js';
+import { AppError, conflict, forbidden, invalid, isUniqueViolation, notFound } from '../../platform/errors.js';
+import { iso } from '../../platform/http/schemas.js';
+import { publishWebhookEvent, type WebhookEvent } from '../../platform/webhook-events.js';
+import {
+  ADDON_PLANS,
+  findPlan,
+  missingServer,
+  newCredentials,
+  newPassword,
+  openCredentials,
+  sealCredentials,
+  type AddonSupervisor,
+} from '../../platform/addons/index.js';
+import pg from 'pg';
+import type { Selectable } from 'kysely';
+import type { ApplicationsService } from '../applications/index.js';
+import type { OrganizationScope } from '../organizations/index.js';
+import { chosenEnvironmentId, type DeploymentsService, type ReleasesService } from '../../pipeline/index.js';
+import type { AddonsRepository } from './addons.repository.js';
+
+type AddonRow = Selectable<AddonsTable>;
+
+export interface AddonsSettings {
+  portRange: { first: number; last: number };
+  deleteGraceHours: number;
+}
+
+const DEFAULT_VARIABLE: Record<AddonKind, string> = { postgres: 'DATABASE_URL', redis: 'REDIS_URL' };
+const MAX_QUERY_ROWS = 1000;
+
+/**
+ * Add-ons: a Postgres or Redis server per add-on, owned by an organization and attached to its
+ * application environments. Attaching, detaching and rotating credentials change the attached
+ * environments' configuration: each that serves gets a new release, deployed at once.
+ */
+export class AddonsService {
+  constructor(
+    private readonly db: Db,
+    private readonly repo: AddonsRepository,
+    private readonly secrets: SecretBox,
+    private readonly scope: OrganizationScope,
+    private readonly apps: ApplicationsService,
+    private readonly releases: ReleasesService,
+    private readonly deployments: DeploymentsService,
+    /** Null where this process runs no local runtime with a sandbox. */
+    private readonly supervisor: AddonSupervisor | null,
+    private readonly settings: AddonsSettings,
+  ) {}
+
+  async list(userId: string, orgSlug: string) {
+    const { organization } = await this.scope.organization(userId, orgSlug);
+    return this.views(await this.repo.list(organization.id));
+  }
+
+  async show(userId: string, orgSlug: string, name: string) {
+    const { addon } = await this.resolve(userId, orgSlug, name);
+    return (await this.views([addon]))[0]!;
+  }
+
+  async create(userId: string, orgSlug: string, body: { name: string; kind: AddonKind; plan?: string | undefined }) {
+    const { organization, admin } = await this.scope.organization(userId, orgSlug);
+    if (!admin) throw this.adminsOnly();
+    const planName = body.plan ?? 'hobby';
+    this.requirePlan(body.kind, planName);
+    const supervisor = this.requireSupervisor(body.kind);
+    if (await this.repo.findByName(organization.id, body.name)) throw this.nameTaken(body.name);
+    let row: AddonRow | undefined;
+    for (let attempt = 0; !row && attempt < 5; attempt++) {
+      try {
+        row = await this.db.transaction().execute(async (trx) => {
+          const inserted = await this.repo.withDb(trx).insert({
+            id: uuidv7(),
+            organization_id: organization.id,
+            name: body.name,
+            kind: body.kind,
+            plan: planName,
+            port: await this.freePort(),
+            credentials_sealed: sealCredentials(this.secrets, newCredentials(body.kind)),
+          });
+          await this.publish(trx, inserted, 'addon.created', {});
+          return inserted;
+        });
+      } catch (err) {
+        if (isUniqueViolation(err, 'addons_organization_name')) throw this.nameTaken(body.name);
+        if (!isUniqueViolation(err)) throw err; // another add-on took the port meanwhile: try the next one
+      }
+    }
+    if (!row) throw conflict('No free add-on port (ADDONS_PORT_RANGE) after several tries; retry');
+    try {
+      await supervisor.provision(row);
+    } catch (err) {
+      await this.repo.update(row.id, { status: 'failed', status_detail: (err as Error).message });
+    }
+    return (await this.views([(await this.repo.find(row.id))!]))[0]!;
+  }
+
+  async attach(
+    userId: string,
+    orgSlug: string,
+    name: string,
+    body: { application_id: string; environment?: string | undefined; as?: string | undefined },
+  ) {
+    const { addon } = await this.resolveForChange(userId, orgSlug, name);
+    this.requireLive(addon);
+    const app = await this.apps.authorize(userId, body.application_id);
+    // A member of both organizations still cannot join them: an add-on serves its own organization only.
+    if ((await this.organizationOf(app.id)) !== addon.organization_id)
+      throw invalid(
+        'application_id',
+        "the application belongs to another organization: an add-on attaches only to its own organization's applications",
+      );
+    const environmentId = await chosenEnvironmentId(this.db, app.id, body.environment);
+    const variable = body.as ?? DEFAULT_VARIABLE[addon.kind];
+    try {
+      await this.db.transaction().execute(async (trx) => {
+        await this.repo
+          .withDb(trx)
+          .insertAttachment({ id: uuidv7(), addon_id: addon.id, application_id: app.id, environment_id: environmentId, variable });
+        await this.publish(trx, addon, 'addon.attached', { application_id: app.id, environment_id: environmentId, variable });
+      });
+    } catch (err) {
+      if (isUniqueViolation(err, 'addon_attachments_addon_id_application_id_environment_id_key'))
+        throw conflict(`Add-on '${addon.name}' is already attached to that application environment`);
+      if (isUniqueViolation(err))
+        throw conflict(`That application environment already has an add-on attached as ${variable}: choose another name with "as"`);
+      throw err;
+    }
+    return this.change(addon.id, [{ applicationId: app.id, environmentId }]);
+  }
+
+  async detach(userId: string, orgSlug: string, name: string, attachmentId: string) {
+    const { addon } = await this.resolveForChange(userId, orgSlug, name);
+    const removed = await this.db.transaction().execute(async (trx) => {
+      const gone = await this.repo.withDb(trx).deleteAttachment(addon.id, attachmentId);
+      if (gone)
+        await this.publish(trx, addon, 'addon.detached', {
+          application_id: gone.application_id,
+          environment_id: gone.environment_id,
+          variable: gone.variable,
+        });
+      return gone;
+    });
+    if (!removed) throw notFound('Attachment');
+    return this.change(addon.id, [{ applicationId: removed.application_id, environmentId: removed.environment_id }]);
+  }
+
+  async resize(userId: string, orgSlug: string, name: string, plan: string) {
+    const { addon } = await this.resolveForChange(userId, orgSlug, name);
+    this.requireLive(addon);
+    this.requirePlan(addon.kind, plan);
+    const supervisor = this.requireSupervisor(addon.kind);
+    if (plan === addon.plan) return (await this.views([addon]))[0]!;
+    const updated = await this.db.transaction().execute(async (trx) => {
+      const row = await this.repo.withDb(trx).update(addon.id, { plan });
+      await this.publish(trx, row, 'addon.resized', { from: addon.plan, to: plan });
+      return row;
+    });
+    // The new limits apply from a restart: the control group and the server's settings are made at start.
+    await supervisor.restart(updated).catch((err: Error) => this.repo.update(addon.id, { status: 'failed', status_detail: err.message }));
+    return (await this.views([(await this.repo.find(addon.id))!]))[0]!;
+  }
+
+  async remove(userId: string, orgSlug: string, name: string) {
+    const { addon } = await this.resolveForChange(userId, orgSlug, name);
+    this.requireLive(addon);
+    const attached = await this.repo.attachments([addon.id]);
+    if (attached.length > 0)
+      throw conflict(
+        `Add-on '${addon.name}' is attached to ${attached.map((a) => `${a.application} (${a.environment})`).join(', ')}: detach it first`,
+      );
+    const purgeAfter = new Date(Date.now() + this.settings.deleteGraceHours * 3600_000);
+    const row = await this.db.transaction().execute(async (trx) => {
+      const updated = await this.repo.withDb(trx).update(addon.id, { status: 'deleted', deleted_at: new Date(), purge_after: purgeAfter });
+      await this.publish(trx, updated, 'addon.deleted', { purge_after: purgeAfter.toISOString() });
+      return updated;
+    });
+    await this.supervisor?.stop(addon.id);
+    return (await this.views([row]))[0]!;
+  }
+
+  async undelete(userId: string, orgSlug: string, name: string) {
+    const { addon } = await this.resolveForChange(userId, orgSlug, name);
+    if (!addon.deleted_at) throw conflict(`Add-on '${addon.name}' is not deleted`);
+    const supervisor = this.requireSupervisor(addon.kind);
+    const row = await this.db.transaction().execute(async (trx) => {
+      const updated = await this.repo.withDb(trx).update(addon.id, { status: 'creating', deleted_at: null, purge_after: null });
+      await this.publish(trx, updated, 'addon.undeleted', {});
+      return updated;
+    });
+    await supervisor.provision(row).catch((err: Error) => this.repo.update(addon.id, { status: 'failed', status_detail: err.message }));
+    return (await this.views([(await this.repo.find(addon.id))!]))[0]!;
+  }
+
+  /** New password for the attached applications: set on the server first, then released to each attachment. */
+  async rotate(userId: string, orgSlug: string, name: string) {
+    const { addon } = await this.resolveForChange(userId, orgSlug, name);
+    this.requireLive(addon);
+    const supervisor = this.requireSupervisor(addon.kind);
+    const previous = openCredentials(this.secrets, addon.credentials_sealed);
+    const next = { ...previous, password: newPassword() };
+    if (addon.kind === 'postgres') await supervisor.setPostgresUser(addon.port, next, false);
+    else await supervisor.setRedisPassword(addon.port, previous, next);
+    await this.db.transaction().execute(async (trx) => {
+      const updated = await this.repo.withDb(trx).update(addon.id, { credentials_sealed: sealCredentials(this.secrets, next) });
+      await this.publish(trx, updated, 'addon.credentials_rotated', {});
+    });
+    const attached = await this.repo.attachments([addon.id]);
+    return this.change(
+      addon.id,
+      attached.map((a) => ({ applicationId: a.application_id, environmentId: a.environment_id })),
+    );
+  }
+
+  /** `slipway addons psql`: one SQL text run as the attached applications' user, at most 1000 rows back. */
+  async query(userId: string, orgSlug: string, name: string, text: string) {
+    const { addon } = await this.resolveForChange(userId, orgSlug, name);
+    this.requireLive(addon);
+    if (addon.kind !== 'postgres')
+      throw new AppError('VALIDATION', `Add-on '${addon.name}' is ${addon.kind}: only a postgres add-on takes SQL`);
+    const c = openCredentials(this.secrets, addon.credentials_sealed);
+    const client = new pg.Client({
+      host: '127.0.0.1',
+      port: addon.port,
+      user: c.user,
+      password: c.password,
+      database: c.database,
+      connectionTimeoutMillis: 5000,
+      statement_timeout: 30_000,
+    });
+    try {
+      await client.connect();
+    } catch {
+      throw conflict(`Add-on '${addon.name}' does not accept connections now (status ${addon.status})`);
+    }
+    try {
+      const results = await client.query({ text, rowMode: 'array' });
+      const result = Array.isArray(results) ? results[results.length - 1]! : results;
+      const rows = (result.rows as unknown[][])
+        .slice(0, MAX_QUERY_ROWS)
+        .map((r) => r.map((v) => (v === null ? null : typeof v === 'object' ? JSON.stringify(v) : String(v))));
+      return {
+        command: result.command ?? '',
+        row_count: result.rowCount,
+        columns: (result.fields ?? []).map((f: { name: string }) => f.name),
+        rows,
+        truncated: result.rows.length > MAX_QUERY_ROWS,
+      };
+    } catch (err) {
+      // The server's own words (a syntax error, a missing table): the caller's SQL, never a secret of ours.
+      throw new AppError('VALIDATION', `SQL failed: ${(err as Error).message}`);
+    } finally {
+      await client.end().catch(() => {});
+    }
+  }
+
+  /** Removes add-ons whose grace period has passed: their server's data, then their row. */
+  async purgeExpired(): Promise<number> {
+    const due = await this.repo.purgeable(new Date());
+    for (const { id } of due) {
+      await this.supervisor?.remove(id);
+      await this.repo.delete(id);
+    }
+    return due.length;
+  }
+
+  // --- helpers ---
+
+  /** Add-ons are the organization's: reading them is for members, every change (and SQL) for its admins. */
+  private async resolveForChange(userId: string, orgSlug: string, name: string) {
+    const found = await this.resolve(userId, orgSlug, name);
+    if (!found.admin) throw this.adminsOnly();
+    return found;
+  }
+
+  private adminsOnly() {
+    return forbidden("Only the organization's admins can change add-ons or run SQL on them");
+  }
+
+  private async resolve(userId: string, orgSlug: string, name: string) {
+    const { organization, admin } = await this.scope.organization(userId, orgSlug);
+    const addon = await this.repo.findByName(organization.id, name);
+    if (!addon) throw notFound('Add-on');
+    return { addon, organization, admin };
+  }
+
+  private requireLive(addon: AddonRow) {
+    if (addon.deleted_at)
+      throw conflict(`Add-on '${addon.name}' is deleted: undelete it first (possible until ${iso(addon.purge_after!)})`);
+  }
+
+  private requirePlan(kind: AddonKind, plan: string) {
+    if (!findPlan(kind, plan))
+      throw new AppError(
+        'VALIDATION',
+        `plan: no ${kind} plan named '${plan}' (plans: ${ADDON_PLANS[kind].map((p) => p.name).join(', ')})`,
+        [{ field: 'plan', message: 'unknown plan' }],
+      );
+  }
+
+  private requireSupervisor(kind: AddonKind): AddonSupervisor {
+    const missing = missingServer(kind);
+    if (missing) throw conflict(`Add-ons of kind ${kind} cannot run here: ${missing}`);
+    if (!this.supervisor)
+      throw conflict(
+        'Add-ons run on the local runtime with its sandbox (RUNTIME=local, RUNTIME_ISOLATION=sandbox) in a process of role all',
+      );
+    return this.supervisor;
+  }
+
+  private nameTaken(name: string) {
+    return conflict(`An add-on named '${name}' already exists in this organization (a deleted one keeps its name until purged)`);
+  }
+
+  private async organizationOf(applicationId: string): Promise<string | undefined> {
+    const row = await this.db
+      .selectFrom('applications')
+      .innerJoin('projects', 'projects.id', 'applications.project_id')
+      .select('projects.organization_id')
+      .where('applications.id', '=', applicationId)
+      .executeTakeFirst();
+    return row?.organization_id;
+  }
+
+  private async freePort(): Promise<number> {
+    const used = await this.repo.usedPorts();
+    for (let port = this.settings.portRange.first; port <= this.settings.portRange.last; port++) if (!used.has(port)) return port;
+    throw conflict('Every add-on port (ADDONS_PORT_RANGE) is taken');
+  }
+
+  private publish(db: Db, addon: AddonRow, event: WebhookEvent, data: Record<string, unknown>) {
+    return publishWebhookEvent(db, {
+      organizationId: addon.organization_id,
+      event,
+      data: { addon_id: addon.id, name: addon.name, kind: addon.kind, plan: addon.plan, ...data },
+    });
+  }
+
+  /** The new releases of the changed application environments that serve (each queued for deployment). */
+  private async change(addonId: string, targets: Array<{ applicationId: string; environmentId: string }>) {
+    const releases = [];
+    for (const { applicationId, environmentId } of targets) {
+      if (!(await this.deployments.currentRelease(applicationId, environmentId))) continue;
+      const release = await this.releases.createRelease(applicationId, environmentId);
+      const frozen = await this.releases.runRelease(release.id);
+      if (!frozen.ok) continue;
+      const deployment = await this.deployments.queue(applicationId, environmentId, release.id);
+      const env = await this.db.selectFrom('environments').select('slug').where('id', '=', environmentId).executeTakeFirstOrThrow();
+      releases.push({
+        application_id: applicationId,
+        environment: env.slug,
+        release_id: release.id,
+        version: release.version,
+        deployment_id: deployment.deployment_id,
+      });
+    }
+    return { addon: (await this.views([(await this.repo.find(addonId))!]))[0]!, releases };
+  }
+
+  private async views(rows: AddonRow[]) {
+    const attachments = await this.repo.attachments(rows.map((r) => r.id));
+    return rows.map((r) => {
+      const plan = findPlan(r.kind, r.plan);
+      return {
+        id: r.id,
+        name: r.name,
+        kind: r.kind,
+        plan: r.plan,
+        status: r.status,
+        status_detail: r.status_detail,
+        limits: { memory_mib: plan?.memoryMiB ?? 0, cpu_millicores: plan?.cpuMillicores ?? 0, connections: plan?.connections ?? 0 },
+        attachments: attachments
+          .filter((a) => a.addon_id === r.id)
+          .map((a) => ({
+            id: a.id,
+            application_id: a.application_id,
+            application: a.application,
+            environment: a.environment,
+            variable: a.variable,
+            created: iso(a.created_at),
+          })),
+        deleted_at: r.deleted_at ? iso(r.deleted_at) : null,
+        purge_after: r.purge_after ? iso(r.purge_after) : null,
+        created: iso(r.created_at),
+      };
+    });
+  }
+}

@@ -1,0 +1,53 @@
+import { join } from 'node:path';
+import type { AppContext } from '../../platform/context.js';
+import type { PlatformLogger, Wired } from '../../platform/wiring.js';
+import { AddonSupervisor } from '../../platform/addons/index.js';
+import { createSandbox } from '../../platform/sandbox/index.js';
+import { parseUidRange } from '../../platform/sandbox/uid-allocator.js';
+import type { ApplicationsService } from '../applications/index.js';
+import type { OrganizationScope } from '../organizations/index.js';
+import type { DeploymentsService, ReleasesService } from '../../pipeline/index.js';
+import type { AddonsRepository } from './addons.repository.js';
+import { addonsRoutes } from './addons.routes.js';
+import { AddonsService } from './addons.service.js';
+
+/**
+ * Add-ons. Their servers run where the local runtime runs with its sandbox (role `all`); the
+ * supervisor is built here and started by src/lifecycle.ts (it adopts what a previous process left).
+ */
+export function wireAddons(deps: {
+  ctx: AppContext;
+  repository: AddonsRepository;
+  scope: OrganizationScope;
+  apps: ApplicationsService;
+  releases: ReleasesService;
+  deployments: DeploymentsService;
+  log: PlatformLogger;
+}) {
+  const { ctx } = deps;
+  const local = ctx.runtime !== undefined && ctx.config.RUNTIME === 'local' && ctx.config.SLIPWAY_ROLE === 'all';
+  const sandbox = local ? createSandbox(ctx.config, ctx.db) : null;
+  const supervisor = sandbox
+    ? new AddonSupervisor(ctx.db, ctx.secrets, sandbox, join(ctx.config.dataDir, 'addons'), deps.log.child({ component: 'addons' }))
+    : null;
+  const addons = new AddonsService(
+    ctx.db,
+    deps.repository,
+    ctx.secrets,
+    deps.scope,
+    deps.apps,
+    deps.releases,
+    deps.deployments,
+    supervisor,
+    {
+      portRange: parseUidRange(ctx.config.ADDONS_PORT_RANGE.replace(/^\s*(\d+)/, (_, n: string) => String(Math.max(10_000, Number(n))))),
+      deleteGraceHours: ctx.config.ADDONS_DELETE_GRACE_HOURS,
+    },
+  );
+  return {
+    addons,
+    addonSupervisor: supervisor,
+    routes: [addonsRoutes(addons)],
+    sweepers: [{ sweep: () => addons.purgeExpired() }],
+  } satisfies Wired;
+}

@@ -1,0 +1,7 @@
+// Add-ons on the local runtime: plans, credentials, the servers' commands and their supervisor.
+// The add-ons module (src/modules/addons) owns the records; this is the machinery below it.
+export * from './plans.js';
+export * from './credentials.js';
+export * from './attached.js';
+export { missingServer, adminClient, redisCommands } from './servers.js';
+export { AddonSupervisor, type AddonRecord } from './supervisor.js';

@@ -1,0 +1,387 @@
+import { existsSync, mkdirSync, chmodSync } from 'node:fs';
+import { readdir, readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { SecretBox } from '../crypto/secret-box.js';
+import type { Db } from '../db/database.js';
+import type { AddonKind } from '../db/schema.js';
+import { CONTROL_PIPES, controlSandbox, runSandboxed, type PreparedSandbox, type Sandbox, type SandboxControl } from '../sandbox/index.js';
+import {
+  connectShim,
+  launchShim,
+  processStartTicks,
+  shimListening,
+  shimSocketPath,
+  type ShimConnection,
+} from '../runtime/local/shim-client.js';
+import { killGroup } from '../runtime/local/process-group.js';
+import { SHIM_PROTOCOL } from '../runtime/local/shim-protocol.js';
+import { openCredentials, type AddonCredentials } from './credentials.js';
+import { findPlan, type AddonPlan } from './plans.js';
+import { accepts, adminClient, postgresInitCommand, redisCommands, serverCommand, serverEnv } from './servers.js';
+
+/** What the supervisor needs of an add-on's row. */
+export interface AddonRecord {
+  id: string;
+  kind: AddonKind;
+  plan: string;
+  port: number;
+  credentials_sealed: string;
+  pid: number | null;
+  start_ticks: string | null;
+}
+
+interface Running {
+  record: AddonRecord;
+  sandbox: PreparedSandbox;
+  pid: number | null;
+  connection: ShimConnection | null;
+  control: SandboxControl | null;
+  stopping: boolean;
+  crashes: number;
+  restartTimer: NodeJS.Timeout | null;
+  exited: Promise<void>;
+  /** The last output (bounded), for a failure's detail. */
+  tail: string;
+}
+
+const READY_TIMEOUT_MS = 60_000;
+const STOP_GRACE_MS = 10_000;
+const TAIL_BYTES = 2048;
+
+/**
+ * Runs each add-on's server as its own sandbox user (bubblewrap, its own network namespace and
+ * control group with the plan's memory and CPU), under a shim like an instance's so it outlives
+ * the platform process, restarted with backoff when it ends, and re-adopted at the next start.
+ * Its network helper forwards one host loopback port to its own loopback; the only sandboxes
+ * given that port are the instances of the applications it is attached to.
+ */
+export class AddonSupervisor {
+  private readonly running = new Map<string, Running>();
+  private readonly shimDir: string;
+  private shuttingDown = false;
+
+  constructor(
+    private readonly db: Db,
+    private readonly secrets: SecretBox,
+    private readonly sandbox: Sandbox,
+    private readonly root: string,
+    private readonly log: { warn(obj: object, msg: string): void },
+  ) {
+    this.shimDir = join(root, 'shims');
+  }
+
+  dirOf(id: string) {
+    return join(this.root, id);
+  }
+
+  /** Adopts the add-ons a previous platform process left running, starts the others that should run. */
+  async start(): Promise<void> {
+    mkdirSync(this.shimDir, { recursive: true, mode: 0o700 });
+    chmodSync(this.root, 0o711);
+    chmodSync(this.shimDir, 0o700);
+    const rows = await this.db
+      .selectFrom('addons')
+      .select(['id', 'kind', 'plan', 'port', 'credentials_sealed', 'pid', 'start_ticks'])
+      .where('deleted_at', 'is', null)
+      .where('status', 'in', ['running', 'failed'])
+      .execute();
+    for (const row of rows) {
+      try {
+        if (!(await this.adopt(row))) await this.launch(row);
+      } catch (err) {
+        await this.setStatus(row.id, 'failed', (err as Error).message);
+      }
+    }
+  }
+
+  /** Creates the server's data and starts it; resolves once it accepts connections. */
+  async provision(record: AddonRecord): Promise<void> {
+    const credentials = openCredentials(this.secrets, record.credentials_sealed);
+    const dir = this.dirOf(record.id);
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    if (record.kind === 'postgres' && !existsSync(join(dir, 'data', 'PG_VERSION'))) {
+      const prepared = await this.prepare(record, postgresInitCommand(dir, credentials.adminUser!), `addon-init-${record.id}`);
+      try {
+        const result = await runSandboxed(prepared, {
+          env: { PATH: '/usr/bin:/bin', ...serverEnv('postgres', credentials) },
+          timeoutMs: 120_000,
+        });
+        if (result.code !== 0) throw new Error(`initdb failed: ${result.stderr.trim().split('\n').pop() ?? `exit code ${result.code}`}`);
+      } finally {
+        await prepared.cgroup.remove();
+      }
+    }
+    await this.launch(record);
+    await this.ready(record, credentials);
+    if (record.kind === 'postgres') await this.setPostgresUser(record.port, credentials, true);
+  }
+
+  /** Sets the application user's password (creating the user and its database the first time). */
+  async setPostgresUser(port: number, c: AddonCredentials, create: boolean): Promise<void> {
+    const client = adminClient(port, c, 'postgres');
+    await client.connect();
+    try {
+      const password = client.escapeLiteral(c.password);
+      const user = client.escapeIdentifier(c.user);
+      const exists = (await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [c.user])).rowCount! > 0;
+      if (!exists && create) await client.query(`CREATE ROLE ${user} LOGIN PASSWORD ${password}`);
+      else await client.query(`ALTER ROLE ${user} PASSWORD ${password}`);
+      if (!exists && create) await client.query(`CREATE DATABASE ${client.escapeIdentifier(c.database!)} OWNER ${user}`);
+    } finally {
+      await client.end();
+    }
+  }
+
+  /** Gives a running Redis its new password (rotation); Postgres uses setPostgresUser. */
+  async setRedisPassword(port: number, previous: AddonCredentials, next: AddonCredentials): Promise<void> {
+    const reply = await redisCommands(port, previous, [['CONFIG', 'SET', 'requirepass', next.password]]);
+    if (reply?.[0] !== 'OK') throw new Error('Redis did not take the new password');
+  }
+
+  /** Stops, then starts again with the row as it is now (a new plan's limits). */
+  async restart(record: AddonRecord): Promise<void> {
+    await this.stop(record.id);
+    await this.launch(record);
+    await this.ready(record, openCredentials(this.secrets, record.credentials_sealed));
+  }
+
+  /** Stops the server (a clean shutdown, then the group is killed after the grace time). */
+  async stop(id: string): Promise<void> {
+    const run = this.running.get(id);
+    if (!run) return;
+    run.stopping = true;
+    if (run.restartTimer) clearTimeout(run.restartTimer);
+    const server = run.pid ? await serverProcess(run.pid) : null;
+    // Postgres' fast shutdown (SIGINT) or Redis' save-and-exit (SIGTERM), to the server alone:
+    // signalling bubblewrap would end it with SIGKILL through its parent-death signal.
+    if (server) process.kill(server, run.record.kind === 'postgres' ? 'SIGINT' : 'SIGTERM');
+    else killGroup(run.pid, 'SIGTERM');
+    const killer = setTimeout(() => killGroup(run.pid, 'SIGKILL'), STOP_GRACE_MS);
+    await run.exited;
+    clearTimeout(killer);
+    await run.sandbox.cgroup.remove();
+    this.running.delete(id);
+    await this.db.updateTable('addons').set({ pid: null, start_ticks: null }).where('id', '=', id).execute();
+  }
+
+  /** Removes a purged add-on's files (never following a link: rm does not). */
+  async remove(id: string): Promise<void> {
+    await this.stop(id);
+    await rm(this.dirOf(id), { recursive: true, force: true });
+  }
+
+  /** The server's process group leader, while it runs (the bench reads its memory). */
+  pidOf(id: string): number | null {
+    return this.running.get(id)?.pid ?? null;
+  }
+
+  /** Stops following the servers and leaves them running: the next platform process adopts them. */
+  async detach(): Promise<void> {
+    this.shuttingDown = true;
+    for (const run of this.running.values()) {
+      if (run.restartTimer) clearTimeout(run.restartTimer);
+      run.stopping = true;
+      run.connection?.detach();
+    }
+    this.running.clear();
+  }
+
+  async shutdown(): Promise<void> {
+    this.shuttingDown = true;
+    await Promise.all([...this.running.keys()].map((id) => this.stop(id)));
+  }
+
+  private prepare(record: AddonRecord, command: string, name: string, forward = false): Promise<PreparedSandbox> {
+    const plan = planOf(record);
+    const dir = this.dirOf(record.id);
+    return this.sandbox.prepare({
+      applicationId: record.id,
+      addonId: record.id,
+      name,
+      command,
+      // Seen inside as `nobody`: the servers look their user up, and the sandbox user has no passwd entry.
+      view: { cwd: dir, writable: [dir], innerUser: { uid: 65534, gid: 65534 } },
+      limits: { memoryBytes: plan.memoryMiB * 1024 * 1024, cpuMillicores: plan.cpuMillicores },
+      network: { outbound: false, ...(forward ? { forward: { hostPort: record.port, port: record.port } } : {}) },
+    });
+  }
+
+  private async launch(record: AddonRecord): Promise<void> {
+    if (this.shuttingDown) throw new Error('the platform is stopping');
+    const credentials = openCredentials(this.secrets, record.credentials_sealed);
+    // A helper a killed platform left behind still holds the port.
+    await this.sandbox.endNetworkForwarding(record.port);
+    const sandbox = await this.prepare(
+      record,
+      serverCommand(record.kind, this.dirOf(record.id), record.port, planOf(record)),
+      `addon-${record.id}`,
+      true,
+    );
+    const run: Running = this.running.get(record.id) ?? {
+      record,
+      sandbox,
+      pid: null,
+      connection: null,
+      control: null,
+      stopping: false,
+      crashes: 0,
+      restartTimer: null,
+      exited: Promise.resolve(),
+      tail: '',
+    };
+    run.record = record;
+    run.sandbox = sandbox;
+    this.running.set(record.id, run);
+    const socket = shimSocketPath(this.shimDir, record.id);
+    await rm(socket, { force: true });
+    const shim = launchShim(
+      {
+        id: record.id,
+        file: sandbox.file,
+        args: sandbox.args,
+        cwd: this.dirOf(record.id),
+        env: { PATH: '/usr/bin:/bin', HOME: '/tmp', LANG: 'C.UTF-8', ...serverEnv(record.kind, credentials) },
+        socket,
+        bufferBytes: 64 * 1024,
+        controlFds: CONTROL_PIPES,
+        lingerMs: 60_000,
+      },
+      CONTROL_PIPES,
+    );
+    run.control = controlSandbox(shim, sandbox);
+    run.control.ready.catch((err: Error) => (run.tail += `sandbox failed to start: ${err.message}\n`));
+    let gone = false;
+    shim.once('exit', () => (gone = true));
+    await this.follow(run, () => connectShim(socket, this.events(run), Date.now() + 10_000, () => gone));
+  }
+
+  private async adopt(record: AddonRecord): Promise<boolean> {
+    const socket = shimSocketPath(this.shimDir, record.id);
+    if (!record.pid || !record.start_ticks || !shimListening(socket)) return false;
+    if ((await processStartTicks(record.pid)) !== record.start_ticks) return false;
+    const sandbox = await this.prepare(record, '', `addon-${record.id}`, true);
+    const run: Running = {
+      record,
+      sandbox,
+      pid: null,
+      connection: null,
+      control: null,
+      stopping: false,
+      crashes: 0,
+      restartTimer: null,
+      exited: Promise.resolve(),
+      tail: '',
+    };
+    this.running.set(record.id, run);
+    const connection = await this.follow(run, () => connectShim(socket, this.events(run), Date.now() + 2000)).catch(() => null);
+    if (!connection || connection.hello.protocol !== SHIM_PROTOCOL || connection.hello.pid !== record.pid) {
+      connection?.detach();
+      this.running.delete(record.id);
+      return false;
+    }
+    return true;
+  }
+
+  private events(run: Running) {
+    let resolveExited: () => void = () => {};
+    run.exited = new Promise((resolve) => (resolveExited = resolve));
+    let ended = false;
+    return {
+      output: (_stream: 'stdout' | 'stderr', chunk: Buffer) => {
+        run.tail = (run.tail + chunk.toString('utf8')).slice(-TAIL_BYTES);
+      },
+      dropped: () => {},
+      exit: (code: number | null, signal: NodeJS.Signals | null) => {
+        if (ended) return;
+        ended = true;
+        run.control?.release();
+        run.connection = null;
+        killGroup(run.pid, 'SIGKILL');
+        run.pid = null;
+        resolveExited();
+        if (run.stopping || this.shuttingDown) return;
+        const why = `${run.record.kind} ended (${signal ? `signal ${signal}` : `exit code ${code}`}): ${lastLine(run.tail)}`;
+        void this.setStatus(run.record.id, 'failed', why);
+        this.log.warn({ addonId: run.record.id }, why);
+        // Restarted with backoff, like a crashed instance.
+        const delay = Math.min(1000 * 2 ** run.crashes++, 30_000);
+        run.restartTimer = setTimeout(() => {
+          run.restartTimer = null;
+          if (run.stopping || this.shuttingDown) return;
+          void this.launch(run.record)
+            .then(() => this.ready(run.record, openCredentials(this.secrets, run.record.credentials_sealed)))
+            .catch((err: Error) => this.setStatus(run.record.id, 'failed', err.message));
+        }, delay);
+      },
+    };
+  }
+
+  private async follow(run: Running, connect: () => Promise<ShimConnection>): Promise<ShimConnection> {
+    const connection = await connect();
+    run.connection = connection;
+    run.pid = connection.hello.pid;
+    await this.db
+      .updateTable('addons')
+      .set({ pid: connection.hello.pid, start_ticks: connection.hello.startTicks })
+      .where('id', '=', run.record.id)
+      .execute();
+    void run.control?.networkLost.then(() => killGroup(run.pid, 'SIGKILL'));
+    return connection;
+  }
+
+  /** Waits until the server accepts the platform's connection; marks the add-on running. */
+  private async ready(record: AddonRecord, credentials: AddonCredentials): Promise<void> {
+    const deadline = Date.now() + READY_TIMEOUT_MS;
+    const run = this.running.get(record.id);
+    while (!(await accepts(record.kind, record.port, credentials))) {
+      if (Date.now() > deadline)
+        throw new Error(`${record.kind} did not accept connections within ${READY_TIMEOUT_MS / 1000} s: ${lastLine(run?.tail ?? '')}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    if (run) run.crashes = 0;
+    await this.setStatus(record.id, 'running', null);
+  }
+
+  private async setStatus(id: string, status: 'running' | 'failed', detail: string | null) {
+    await this.db
+      .updateTable('addons')
+      .set({ status, status_detail: detail, updated_at: new Date() })
+      .where('id', '=', id)
+      .where('deleted_at', 'is', null)
+      .execute();
+  }
+}
+
+function planOf(record: AddonRecord): AddonPlan {
+  const plan = findPlan(record.kind, record.plan);
+  if (!plan) throw new Error(`unknown plan ${record.plan}`);
+  return plan;
+}
+
+function lastLine(text: string): string {
+  return (
+    text
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean)
+      .pop() ?? 'no output'
+  ).slice(0, 300);
+}
+
+/** The server inside the sandbox: bubblewrap's child in the instance's process group (Postgres' postmaster, redis-server). */
+async function serverProcess(group: number): Promise<number | null> {
+  const stats = new Map<number, { comm: string; ppid: number; pgrp: number }>();
+  for (const entry of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => null);
+    if (!stat) continue;
+    const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const [, ppid, pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    stats.set(Number(entry), { comm, ppid: Number(ppid), pgrp: Number(pgrp) });
+  }
+  for (const [pid, s] of stats) {
+    if (s.pgrp !== group || !(s.comm === 'postgres' || s.comm.startsWith('redis-server'))) continue;
+    if (stats.get(s.ppid)?.comm === 'bwrap') return pid;
+  }
+  return null;
+}

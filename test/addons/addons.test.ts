@@ -1,0 +1,264 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHarness, type Harness } from '../helpers/harness.js';
+import { TestRepo } from '../helpers/git-repo.js';
+import { localRuntime } from '../helpers/local-runtime.js';
+import { routerGet } from '../helpers/router-get.js';
+import { waitFor } from '../helpers/wait.js';
+import { createApp, type TestApp } from '../pipeline-build/fixtures.js';
+import { chainDeploy, runToEnd, sandboxMissing } from '../isolation/fixtures.js';
+import { slipway } from '../cli/slipway.js';
+
+/**
+ * Issue 31, first landing: Postgres and Redis add-ons on the local runtime. A real application,
+ * built and deployed by the pipeline, writes a row and a key through the URLs its attachments
+ * gave it and reads them back over HTTP; an application they are not attached to cannot even
+ * connect; detaching removes the variable in a new release; bad input changes nothing.
+ */
+const missing = sandboxMissing();
+if (missing) console.warn(missing);
+
+/** The app talks to its add-ons with the Debian clients its sandbox sees read-only in /usr. */
+const SERVER = String.raw`
+import http.server, os, subprocess, socket, urllib.parse
+
+def run(args):
+    p = subprocess.run(args, capture_output=True, text=True, timeout=20)
+    return (p.stdout.strip() if p.returncode == 0 else 'error: ' + p.stderr.strip()[-300:])
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        url = urllib.parse.urlparse(self.path)
+        q = {k: v[0] for k, v in urllib.parse.parse_qs(url.query).items()}
+        if url.path == '/pg-write':
+            body = run(['psql', os.environ.get('DATABASE_URL', 'missing'), '-Atc',
+                        "CREATE TABLE IF NOT EXISTS notes (v text); INSERT INTO notes VALUES ('" + q['v'] + "')"])
+        elif url.path == '/pg-read':
+            body = run(['psql', os.environ.get('DATABASE_URL', 'missing'), '-Atc', "SELECT string_agg(v, ',' ORDER BY v) FROM notes"])
+        elif url.path == '/redis-write':
+            body = run(['redis-cli', '--no-auth-warning', '-u', os.environ.get('REDIS_URL', 'missing'), 'SET', 'greeting', q['v']])
+        elif url.path == '/redis-read':
+            body = run(['redis-cli', '--no-auth-warning', '-u', os.environ.get('REDIS_URL', 'missing'), 'GET', 'greeting'])
+        elif url.path == '/connect':
+            s = socket.socket()
+            s.settimeout(2)
+            body = str(s.connect_ex(('127.0.0.1', int(q['port']))))
+            s.close()
+        else:
+            body = 'has DATABASE_URL: ' + str('DATABASE_URL' in os.environ)
+        data = body.encode()
+        self.send_response(200)
+        self.send_header('content-length', str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+    def log_message(self, *args):
+        pass
+
+http.server.ThreadingHTTPServer(('127.0.0.1', int(os.environ['PORT'])), Handler).serve_forever()
+`;
+
+describe.skipIf(missing)('add-ons (Postgres and Redis) on the local runtime', () => {
+  let h: Harness;
+  const repos: TestRepo[] = [];
+  let a: TestApp;
+  let b: TestApp;
+  let hostA = '';
+  let hostB = '';
+
+  async function deploy(): Promise<{ app: TestApp; host: string }> {
+    const repo = new TestRepo();
+    repos.push(repo);
+    repo.commit({ 'server.py': SERVER, Procfile: 'web: python3 server.py\n' });
+    const app = await createApp(h, {
+      github_repository: repo.dir,
+      auto_deploy_branch: 'main',
+      health_check_path: '/',
+      deployment_timeout: 60,
+    });
+    const { image, deployment } = await chainDeploy(h, app);
+    expect(deployment?.complete, JSON.stringify(deployment ?? image)).toBe(true);
+    return { app, host: new URL(deployment.deploy_metadata.url).hostname };
+  }
+
+  const api = (t: TestApp, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, payload?: object) =>
+    h.app.inject({ method, url: `/v1/organizations/${t.orgSlug}/addons${path}`, headers: t.user.headers, ...(payload ? { payload } : {}) });
+  const get = async (host: string, path: string) => (await routerGet(localRuntime(h.ctx).router.port, host, path, 30_000)).body;
+
+  /** Waits until the deployment an add-on change queued has settled, and requires it complete. */
+  async function deployed(t: TestApp, deploymentId: string) {
+    const d = await waitFor(
+      'the deployment of the new release',
+      async () => {
+        const r = (await h.app.inject({ method: 'GET', url: `/v1/deployments/${deploymentId}/detail`, headers: t.user.headers })).json();
+        return r.complete || r.error ? r : null;
+      },
+      90_000,
+      200,
+    );
+    expect(d.complete, JSON.stringify(d)).toBe(true);
+  }
+
+  async function portOf(name: string, t: TestApp) {
+    const row = await h.ctx.db
+      .selectFrom('addons')
+      .select('port')
+      .where('name', '=', name)
+      .where('organization_id', '=', t.orgId)
+      .executeTakeFirstOrThrow();
+    return row.port;
+  }
+
+  beforeAll(async () => {
+    h = await createHarness(
+      { ROUTER_HOST: '127.0.0.1', ROUTER_PORT: 0, RUNTIME_STOP_GRACE_MS: 2000, RUNTIME_RESTART_BACKOFF_MS: 200 },
+      { jobs: true, runtime: true },
+    );
+    [{ app: a, host: hostA }, { app: b, host: hostB }] = await Promise.all([deploy(), deploy()]);
+  }, 240_000);
+
+  afterAll(async () => {
+    await h?.close();
+    for (const r of repos) r.remove();
+  });
+
+  it('creates a Postgres and a Redis add-on, each its own server accepting connections', async () => {
+    const pgCreated = await api(a, 'POST', '', { name: 'db', kind: 'postgres' });
+    expect(pgCreated.statusCode, pgCreated.body).toBe(201);
+    expect(pgCreated.json().status_detail).toBeNull();
+    expect(pgCreated.json()).toMatchObject({ name: 'db', kind: 'postgres', plan: 'hobby', status: 'running', attachments: [] });
+    expect(pgCreated.json().limits).toEqual({ memory_mib: 256, cpu_millicores: 500, connections: 20 });
+    const redisCreated = await api(a, 'POST', '', { name: 'cache', kind: 'redis', plan: 'hobby' });
+    expect(redisCreated.statusCode, redisCreated.body).toBe(201);
+    expect(redisCreated.json().status_detail).toBeNull();
+    expect(redisCreated.json().status).toBe('running');
+    // No password anywhere in what the API answers.
+    expect(JSON.stringify([pgCreated.json(), redisCreated.json()])).not.toMatch(/password|postgres:\/\/|redis:\/\//);
+    const listed = (await api(a, 'GET', '')).json();
+    expect(listed.map((x: { name: string }) => x.name)).toEqual(['cache', 'db']);
+  }, 60_000);
+
+  it('answers bad input with a clear 4xx and changes nothing', async () => {
+    const clash = await api(a, 'POST', '', { name: 'db', kind: 'redis' });
+    expect(clash.statusCode).toBe(409);
+    expect(clash.json().message).toMatch(/already exists/);
+    const plan = await api(a, 'POST', '', { name: 'other', kind: 'postgres', plan: 'gigantic' });
+    expect(plan.statusCode).toBe(422);
+    expect(plan.json().message).toMatch(/no postgres plan named 'gigantic' \(plans: hobby, standard\)/);
+    expect((await api(a, 'POST', '', { name: 'other', kind: 'mysql' })).statusCode).toBe(422);
+    // A's member cannot attach A's add-on to B's application, and B cannot see A's add-ons at all.
+    const across = await api(a, 'POST', '/db/attachments', { application_id: b.appId });
+    expect(across.statusCode).toBe(403);
+    expect(
+      (await h.app.inject({ method: 'GET', url: `/v1/organizations/${a.orgSlug}/addons/db`, headers: b.user.headers })).statusCode,
+    ).toBe(403);
+    expect((await api(a, 'POST', '/nope/attachments', { application_id: a.appId })).statusCode).toBe(404);
+    expect((await api(a, 'PATCH', '/db', { plan: 'gigantic' })).statusCode).toBe(422);
+    expect((await api(a, 'POST', '/cache/query', { sql: 'SELECT 1' })).statusCode).toBe(422);
+    const listed = (await api(a, 'GET', '')).json();
+    expect(listed.map((x: { name: string; plan: string; attachments: unknown[] }) => [x.name, x.plan, x.attachments.length])).toEqual([
+      ['cache', 'hobby', 0],
+      ['db', 'hobby', 0],
+    ]);
+  });
+
+  it('attaching gives the deployed app its URLs in a new release: it writes a row and a key and reads them back', async () => {
+    const pg = await api(a, 'POST', '/db/attachments', { application_id: a.appId });
+    expect(pg.statusCode, pg.body).toBe(201);
+    expect(pg.json().addon.attachments).toMatchObject([{ application_id: a.appId, environment: 'production', variable: 'DATABASE_URL' }]);
+    expect(pg.json().releases).toHaveLength(1);
+    const twice = await api(a, 'POST', '/db/attachments', { application_id: a.appId });
+    expect(twice.statusCode).toBe(409);
+    const redis = await api(a, 'POST', '/cache/attachments', { application_id: a.appId });
+    expect(redis.statusCode, redis.body).toBe(201);
+    await deployed(a, redis.json().releases[0].deployment_id);
+    // The release shows the variables as secrets, never their values.
+    const release = (
+      await h.app.inject({ method: 'GET', url: `/v1/releases/${redis.json().releases[0].release_id}/detail`, headers: a.user.headers })
+    ).json();
+    expect(JSON.stringify(release)).not.toMatch(/postgres:\/\/|redis:\/\//);
+
+    expect(await get(hostA, '/pg-write?v=first')).toMatch(/INSERT 0 1$/);
+    expect(await get(hostA, '/pg-write?v=second')).toMatch(/INSERT 0 1$/);
+    expect(await get(hostA, '/pg-read')).toBe('first,second');
+    expect(await get(hostA, '/redis-write?v=hello')).toBe('OK');
+    expect(await get(hostA, '/redis-read')).toBe('hello');
+
+    // `slipway addons psql`: the platform reaches it too, as the applications' user.
+    const q = await api(a, 'POST', '/db/query', { sql: 'SELECT v FROM notes ORDER BY v' });
+    expect(q.statusCode, q.body).toBe(200);
+    expect(q.json()).toMatchObject({ command: 'SELECT', columns: ['v'], rows: [['first'], ['second']], truncated: false });
+    expect((await api(a, 'POST', '/db/query', { sql: 'SELEC nonsense' })).statusCode).toBe(422);
+
+    // The CLI, as a user runs it: the list, and psql with -c and with statements on stdin.
+    const address = await h.app.listen({ port: 0, host: '127.0.0.1' });
+    const env = { SLIPWAY_SERVER: address, SLIPWAY_API_KEY: a.user.apiKey };
+    const list = await slipway(['addons', 'list', '--org', a.orgSlug], env);
+    expect(list.stdout, list.stderr).toMatch(/cache\s+redis\s+hobby\s+running\s+web \(production\)/);
+    const once = await slipway(['addons', 'psql', 'db', '--org', a.orgSlug, '-c', 'SELECT count(*) AS n FROM notes'], env);
+    expect(once.stdout, once.stderr).toMatch(/n\s*\n\s*2/);
+    const piped = await slipway(['addons', 'psql', 'db', '--org', a.orgSlug, '--json'], env, {
+      input: 'SELECT v\n FROM notes ORDER BY v;\n',
+    });
+    expect(JSON.parse(piped.stdout).rows, piped.stderr).toEqual([['first'], ['second']]);
+  }, 120_000);
+
+  it('is unreachable from an application it is not attached to (its instance and its one-off runs)', async () => {
+    const [pgPort, redisPort] = [await portOf('db', a), await portOf('cache', a)];
+    expect(await get(hostA, `/connect?port=${pgPort}`)).toBe('0');
+    for (const port of [pgPort, redisPort]) expect(await get(hostB, `/connect?port=${port}`)).not.toBe('0');
+    const { run, log } = await runToEnd(
+      h,
+      b,
+      `python3 -c "import socket; s=socket.socket(); s.settimeout(2); print('connect', s.connect_ex(('127.0.0.1', ${pgPort})))"`,
+    );
+    expect(run.status).toBe('succeeded');
+    expect(log).toMatch(/connect [1-9]/);
+  }, 60_000);
+
+  it('restarts a server that dies, with its data (Redis: the append-only file)', async () => {
+    const before = await h.ctx.db.selectFrom('addons').select(['id', 'pid']).where('name', '=', 'cache').executeTakeFirstOrThrow();
+    process.kill(-before.pid!, 'SIGKILL');
+    await waitFor(
+      'the restarted Redis',
+      async () => {
+        const now = await h.ctx.db.selectFrom('addons').select(['pid', 'status']).where('id', '=', before.id).executeTakeFirstOrThrow();
+        return now.status === 'running' && now.pid !== before.pid && now.pid;
+      },
+      30_000,
+      100,
+    );
+    expect(await get(hostA, '/redis-read')).toBe('hello');
+  }, 40_000);
+
+  it('rotates the credentials with a new release the app keeps working with', async () => {
+    const rotated = await api(a, 'POST', '/db/rotate');
+    expect(rotated.statusCode, rotated.body).toBe(200);
+    expect(rotated.json().releases).toHaveLength(1);
+    await deployed(a, rotated.json().releases[0].deployment_id);
+    expect(await get(hostA, '/pg-read')).toBe('first,second');
+  }, 60_000);
+
+  it('detaching removes the variable in a new release; a deleted add-on can be undeleted with its data', async () => {
+    const shown = (await api(a, 'GET', '/db')).json();
+    expect((await api(a, 'DELETE', '/db')).statusCode).toBe(409);
+    const detached = await api(a, 'DELETE', `/db/attachments/${shown.attachments[0].id}`);
+    expect(detached.statusCode, detached.body).toBe(200);
+    expect(detached.json().addon.attachments).toEqual([]);
+    await deployed(a, detached.json().releases[0].deployment_id);
+    expect(await get(hostA, '/')).toBe('has DATABASE_URL: False');
+    const release = (
+      await h.app.inject({ method: 'GET', url: `/v1/releases/${detached.json().releases[0].release_id}/detail`, headers: a.user.headers })
+    ).json();
+    expect(release.configuration.map((v: { name: string }) => v.name)).toEqual(['REDIS_URL']);
+    expect(release.configuration_changes.removed).toEqual(['DATABASE_URL']);
+
+    const deleted = await api(a, 'DELETE', '/db');
+    expect(deleted.statusCode, deleted.body).toBe(200);
+    expect(deleted.json()).toMatchObject({ status: 'deleted' });
+    expect(Date.parse(deleted.json().purge_after)).toBeGreaterThan(Date.now());
+    expect((await api(a, 'POST', '/db/query', { sql: 'SELECT 1' })).statusCode).toBe(409);
+    const back = await api(a, 'POST', '/db/undelete');
+    expect(back.statusCode, back.body).toBe(200);
+    expect(back.json()).toMatchObject({ status: 'running', deleted_at: null });
+    expect((await api(a, 'POST', '/db/query', { sql: 'SELECT count(*) FROM notes' })).json().rows).toEqual([['2']]);
+  }, 90_000);
+});
