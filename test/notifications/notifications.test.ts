@@ -4,12 +4,16 @@
  * a real deployment's events as Slack blocks and a Discord embed; the test button; a receiver
  * answering 500 then 200 shows the retry in the deliveries; another organization's user is refused.
  */
+import { mkdtempSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
 import { waitFor } from '../helpers/wait.js';
-import { call, expectError } from '../control-plane/fixtures.js';
+import { call, expectError, seedWorld } from '../control-plane/fixtures.js';
+import { slipway } from '../cli/slipway.js';
 import { deployableApp, NODE_APP, settled } from '../pipeline-deploy/fixtures.js';
 
 /** Records every POST by path; `/flaky` answers 500 the first time, then 200. */
@@ -59,6 +63,7 @@ beforeAll(async () => {
     { jobs: true, runtime: true },
   );
   alice = await h.user();
+  await h.app.listen({ port: 0, host: '127.0.0.1' });
 });
 afterAll(async () => {
   await h?.close();
@@ -182,5 +187,43 @@ describe('notification channels', () => {
     // Deleting a channel takes its log along.
     expect((await call(h, 'DELETE', `${base}/${flaky.body.id}`, alice)).status).toBe(200);
     expectError(await call(h, 'GET', `${base}/${flaky.body.id}/deliveries`, alice), 404);
+  });
+
+  it('slipway notifications add, list, test and remove', async () => {
+    const { org } = await seedWorld(h, alice);
+    const home = mkdtempSync(join(tmpdir(), 'slipway-notify-home-'));
+    const { port } = h.app.server.address() as AddressInfo;
+    const env = {
+      HOME: home,
+      XDG_CONFIG_HOME: join(home, '.config'),
+      SLIPWAY_SERVER: `http://127.0.0.1:${port}`,
+      SLIPWAY_API_KEY: alice.apiKey,
+    };
+    const added = await slipway(
+      [
+        'notifications',
+        'add',
+        'slack',
+        `${receiver.url}/cli${SECRET_PATH}`,
+        '--events',
+        'build.failed,deployment.failed',
+        '--org',
+        org.slug,
+        '--json',
+      ],
+      env,
+    );
+    expect(added.code, added.stderr).toBe(0);
+    const channel = JSON.parse(added.stdout);
+    expect(channel).toMatchObject({ kind: 'slack', events: ['build.failed', 'deployment.failed'], environments: null });
+    const listed = await slipway(['notifications', 'list', '--org', org.slug], env);
+    expect(listed.stdout).toContain(channel.id);
+    expect(listed.stdout).not.toContain('secretTAIL');
+    const tested = await slipway(['notifications', 'test', channel.id, '--org', org.slug], env);
+    expect(tested.code, tested.stderr).toBe(0);
+    const message = await waitFor('the CLI test message', () => receiver.at(`/cli${SECRET_PATH}`)[0] ?? null);
+    expect(message.body.blocks[0].text.text).toBe(`Test notification: ${org.slug}`);
+    expect((await slipway(['notifications', 'remove', channel.id, '--org', org.slug], env)).code).toBe(0);
+    expect((await call(h, 'GET', `/v1/organizations/${org.slug}/notification-channels`, alice)).body).toEqual([]);
   });
 });
