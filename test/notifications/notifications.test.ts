@@ -112,6 +112,9 @@ describe('notification channels', () => {
       .where('id', '=', slack.body.id)
       .executeTakeFirstOrThrow();
     expect(stored.url_sealed).not.toContain('secretTAIL');
+    const audit = await call(h, 'GET', `/v1/organizations/${app.slugs.org}/audit-log?resource_type=notification_channels`, alice);
+    expect(audit.body.items.length).toBeGreaterThanOrEqual(3);
+    expect(audit.raw).not.toContain('secretTAIL');
 
     // A member of another organization sees and changes nothing.
     const bob = await h.user();
