@@ -1,4 +1,4 @@
-import { CompiledQuery } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import { v7 as uuidv7 } from 'uuid';
 import type { Config } from '../../config.js';
 import type { SecretBox } from '../../platform/crypto/secret-box.js';
@@ -58,11 +58,19 @@ export class NotificationDeliveries {
   async fanOut(trx: Db, event: OutboxEvent): Promise<void> {
     const channels = await this.repo.channelsFor(trx, event.organization_id, event.event);
     if (channels.length === 0) return;
-    const facts = await this.factsOf(trx, event);
-    for (const channel of channels) {
-      // An event of no environment (a build) reaches every channel; the filter is for deploys.
-      if (channel.environments && facts.environment && !channel.environments.includes(facts.environment)) continue;
-      await this.create(trx, channel, event.event, facts);
+    // Under a savepoint: a notification that cannot be made drops alone, never the batch's webhooks or other tenants' events.
+    await sql`SAVEPOINT notification_fan_out`.execute(trx);
+    try {
+      const facts = await this.factsOf(trx, event);
+      for (const channel of channels) {
+        // An event of no environment (a build) reaches every channel; the filter is for deploys.
+        if (channel.environments && facts.environment && !channel.environments.includes(facts.environment)) continue;
+        await this.create(trx, channel, event.event, facts);
+      }
+      await sql`RELEASE SAVEPOINT notification_fan_out`.execute(trx);
+    } catch (err) {
+      await sql`ROLLBACK TO SAVEPOINT notification_fan_out`.execute(trx);
+      this.log.warn({ err, event: event.event, organizationId: event.organization_id }, 'notifications of an event dropped');
     }
   }
 
