@@ -315,6 +315,8 @@ export const EnvSchema = Type.Object({
   SOURCE_PATH_ALLOWLIST: Type.Optional(Type.String()),
   /** Outbound webhooks may target loopback and private addresses (a trusted single-network install, tests). */
   WEBHOOK_ALLOW_PRIVATE: Type.Boolean({ default: false }),
+  /** The dashboard's address as people reach it, for links in Slack/Discord notifications; default http://localhost:PORT. */
+  DASHBOARD_URL: Type.Optional(Type.String({ minLength: 1 })),
   /** Tries of one webhook delivery before it is marked failed (the first included). */
   WEBHOOK_MAX_ATTEMPTS: Type.Integer({ minimum: 1, maximum: 20, default: 8 }),
   /** Seconds before a failed delivery's first retry; each later one waits about twice as long. */

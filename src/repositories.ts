@@ -23,6 +23,7 @@ import { StreamsRepository } from './modules/streams/index.js';
 import { TeamsRepository } from './modules/teams/index.js';
 import { UsersRepository } from './modules/users/index.js';
 import { WebhooksRepository } from './modules/webhooks/index.js';
+import { NotificationsRepository } from './modules/notifications/index.js';
 
 /**
  * Every module's repository, built once per database. Only the composition root
@@ -56,6 +57,7 @@ export function createRepositories(db: Db) {
     teams: new TeamsRepository(db),
     users: new UsersRepository(db),
     webhooks: new WebhooksRepository(db),
+    notificationChannels: new NotificationsRepository(db),
   };
 }
 

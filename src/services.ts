@@ -45,6 +45,7 @@ import { wireAppLogs } from './modules/app-logs/index.js';
 import { wireStreams } from './modules/streams/index.js';
 import { wireAudit } from './modules/audit/index.js';
 import { wireWebhooks } from './modules/webhooks/index.js';
+import { wireNotifications } from './modules/notifications/index.js';
 import { wireMetrics } from './modules/metrics/index.js';
 import { wireAncla } from './adapters/ancla/index.js';
 
@@ -135,6 +136,14 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
   };
   const audit = wireAudit({ db: ctx.db, repository: repos.audit, requireOrganizationAdmin });
   const webhooks = wireWebhooks({ ctx, repository: repos.webhooks, notifications, requireOrganizationAdmin, log });
+  // Slack and Discord channels (issue 33) read the webhook outbox through the webhook dispatcher.
+  const notificationChannels = wireNotifications({
+    ctx,
+    repository: repos.notificationChannels,
+    webhookDeliveries: webhooks.deliveries,
+    requireOrganizationAdmin,
+    log,
+  });
 
   // Previews (issue 16) and GitHub reporting: commit statuses and the Deployments API, told by the chain.
   const github = new GitHubApi(config, new GitHubApp(config));
@@ -239,6 +248,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     streams,
     audit,
     webhooks,
+    notificationChannels,
     gitPush,
   ].flatMap((wired) => wired.routes);
 
@@ -272,7 +282,11 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
       appLogLeader: appLogs.leaderCheck,
       guardWatcher: guards.guardWatcher,
       cronScheduler: cron.cronScheduler,
-      startWebhookDeliveries: webhooks.startDeliveries,
+      // The channels' queue is registered before the outbox is first drained into it.
+      startWebhookDeliveries: async () => {
+        await notificationChannels.startDeliveries();
+        await webhooks.startDeliveries();
+      },
       warnUnconfinedBuilds: drivers.warnUnconfinedBuilds,
       addonSupervisor: addons.addonSupervisor,
     },

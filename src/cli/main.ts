@@ -19,6 +19,7 @@ import { scheduleCommands } from './commands/schedule.js';
 import { gitCommands } from './commands/git.js';
 import { keyCommands } from './commands/keys.js';
 import { addonCommands } from './commands/addons.js';
+import { notificationCommands } from './commands/notifications.js';
 import { completionScript } from './completion.js';
 import { Context } from './context.js';
 import { terminalSafe } from './output.js';
@@ -60,6 +61,7 @@ Colour is off when output is not a terminal or NO_COLOR is set.`,
   configReleaseCommands(program);
   keyCommands(program);
   addonCommands(program);
+  notificationCommands(program);
 
   program
     .command('completion')

@@ -55,6 +55,7 @@ export async function publishWebhookEvent(
   const inserted = await sql`
     INSERT INTO webhook_outbox (organization_id, project_id, event, data)
     SELECT ${event.organizationId}::uuid, ${event.projectId ?? null}::uuid, ${event.event}, ${JSON.stringify(event.data)}::jsonb
-    WHERE EXISTS (SELECT 1 FROM webhooks WHERE organization_id = ${event.organizationId}::uuid)`.execute(db);
+    WHERE EXISTS (SELECT 1 FROM webhooks WHERE organization_id = ${event.organizationId}::uuid)
+       OR EXISTS (SELECT 1 FROM notification_channels WHERE organization_id = ${event.organizationId}::uuid)`.execute(db);
   if (inserted.numAffectedRows) await sql`SELECT pg_notify(${WEBHOOKS_CHANNEL}, '')`.execute(db);
 }

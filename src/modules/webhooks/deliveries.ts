@@ -15,7 +15,7 @@ interface Logger {
   error(obj: object, msg?: string): void;
 }
 
-interface OutboxRow {
+export interface OutboxEvent {
   id: number;
   organization_id: string;
   project_id: string | null;
@@ -43,6 +43,8 @@ export class WebhookDeliveries {
   private readonly repo: WebhooksRepository;
   private draining: Promise<void> | null = null;
   private drainAgain = false;
+  /** Other consumers of each outbox event (notification channels), in the same transaction. */
+  private readonly readers: Array<(trx: Db, event: OutboxEvent) => Promise<void>> = [];
 
   constructor(
     private readonly db: Db,
@@ -56,6 +58,11 @@ export class WebhookDeliveries {
     private readonly log: Logger,
   ) {
     this.repo = repo;
+  }
+
+  /** Adds a consumer that sees every outbox event this dispatcher takes, in its transaction. */
+  alsoFanOutTo(reader: (trx: Db, event: OutboxEvent) => Promise<void>): void {
+    this.readers.push(reader);
   }
 
   register(): Promise<void> {
@@ -99,7 +106,7 @@ export class WebhookDeliveries {
 
   private fanOut(): Promise<number> {
     return this.db.transaction().execute(async (trx) => {
-      const { rows: events } = await sql<OutboxRow>`
+      const { rows: events } = await sql<OutboxEvent>`
         DELETE FROM webhook_outbox WHERE id IN (SELECT id FROM webhook_outbox ORDER BY id LIMIT 100 FOR UPDATE SKIP LOCKED)
         RETURNING *`.execute(trx);
       events.sort((a, b) => Number(a.id) - Number(b.id));
@@ -127,6 +134,7 @@ export class WebhookDeliveries {
             .execute();
           await this.enqueue(trx, id);
         }
+        for (const reader of this.readers) await reader(trx, event);
       }
       return events.length;
     });

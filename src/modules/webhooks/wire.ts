@@ -42,5 +42,5 @@ export function wireWebhooks(deps: {
     }
   };
   const sweepers = deliveries ? [{ sweep: () => deliveries.drain() }] : [];
-  return { webhooks, startDeliveries, routes: [webhooksRoutes(webhooks)], sweepers } satisfies Wired;
+  return { webhooks, deliveries, startDeliveries, routes: [webhooksRoutes(webhooks)], sweepers } satisfies Wired;
 }

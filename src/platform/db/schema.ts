@@ -898,6 +898,27 @@ export interface Database
     ScheduleTables,
     AddonTables {
   git_remotes: GitRemotesTable;
+  notification_channels: NotificationChannelsTable;
+  notification_deliveries: NotificationDeliveriesTable;
+  notification_delivery_attempts: WebhookDeliveryAttemptsTable;
+}
+
+/** Slack and Discord channels of an organization (migration 0043). */
+export interface NotificationChannelsTable {
+  id: string;
+  organization_id: string;
+  kind: 'slack' | 'discord';
+  name: string;
+  url_sealed: string;
+  url_hint: string;
+  events: string[];
+  environments: string[] | null;
+  created_by: string | null;
+  created_at: Generated<Date>;
+}
+
+export interface NotificationDeliveriesTable extends Omit<WebhookDeliveriesTable, 'webhook_id'> {
+  channel_id: string;
 }
 
 // Add-ons (migration 0039): Postgres and Redis servers attached to application environments.
