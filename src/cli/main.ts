@@ -12,6 +12,7 @@ import { deployCommands } from './commands/deploy.js';
 import { recordCommands } from './commands/records.js';
 import { resourceCommands } from './commands/resources.js';
 import { runtimeCommands } from './commands/runtime.js';
+import { appsSettingsCommands } from './commands/apps-settings.js';
 import { scheduleCommands } from './commands/schedule.js';
 import { completionScript } from './completion.js';
 import { Context } from './context.js';
@@ -43,6 +44,7 @@ Colour is off when output is not a terminal or NO_COLOR is set.`,
 
   authCommands(program);
   resourceCommands(program);
+  appsSettingsCommands(program);
   configCommands(program);
   deployCommands(program);
   recordCommands(program);

@@ -84,7 +84,9 @@ describe('slipway run, attached', () => {
   });
 
   it('hides secret values in the attached output, also when split across writes', async () => {
-    const r = expectOk(await cli(['run', '--', 'sh', '-c', 'printf %s "$API_TOKEN" | head -c 9; sleep 0.2; printf "%s\\n" "${API_TOKEN#?????????}"']));
+    const r = expectOk(
+      await cli(['run', '--', 'sh', '-c', 'printf %s "$API_TOKEN" | head -c 9; sleep 0.2; printf "%s\\n" "${API_TOKEN#?????????}"']),
+    );
     expect(r.stdout).toBe('**secret**\n');
     expect(r.stdout + r.stderr).not.toContain(SECRET.slice(9));
     // --raw keeps bytes the terminal-safe output would drop.
@@ -108,5 +110,31 @@ describe('slipway run, attached', () => {
     expect(screen).toContain('term=xterm');
     child.stdin.write('exit 5\r');
     expect(await exited, screen).toBe(5);
+  });
+});
+
+describe('slipway status and apps settings', () => {
+  it('status of a serving app shows what serves, its URL and every process type, with a hint for one at 0', async () => {
+    const status = expectOk(await cli(['status'])).stdout;
+    expect(status).toMatch(/Serving\s+release v1 on image v1 \(commit [0-9a-f]{7}\)/);
+    expect(status).toMatch(/URL\s+http:\/\/web\.shop\.hour\.localhost/);
+    expect(status).toMatch(/Processes\s+web: 1\/1 up \(healthy\)/);
+    expect(status).toContain('worker: 0 (scaled to 0; start it: slipway scale worker=1)');
+    expect(status).not.toMatch(/^(URL|Processes)\s+-$/m);
+    const json = JSON.parse(expectOk(await cli(['status', '--json'])).stdout);
+    expect(json.url).toMatch(/^http:\/\/web\.shop\.hour\.localhost/);
+  });
+
+  it('apps update changes settings, apps rename the name; nothing to change is a usage error', async () => {
+    const updated = expectOk(await cli(['apps', 'update', '--health-check-path', '/healthz', '--deployment-timeout', '60']));
+    expect(updated.stdout).toMatch(/Health check\s+\/healthz/);
+    expect(updated.stdout).toMatch(/Deploy timeout\s+60s/);
+    const renamed = expectOk(await cli(['apps', 'rename', 'Storefront']));
+    expect(renamed.stdout).toContain("Renamed hour/shop/web from 'Web' to 'Storefront'");
+    const app = JSON.parse(expectOk(await cli(['apps', 'get', '--json'])).stdout);
+    expect(app).toMatchObject({ name: 'Storefront', slug: 'web', health_check_path: '/healthz', deployment_timeout: 60 });
+    const nothing = await cli(['apps', 'update']);
+    expect(nothing.code).toBe(2);
+    expect(nothing.stderr).toMatch(/Nothing to change/);
   });
 });

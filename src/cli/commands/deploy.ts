@@ -4,6 +4,7 @@ import { ok, type Paths } from '../api.js';
 import { Context, type AppDetail } from '../context.js';
 import { CliError, EXIT, usage } from '../errors.js';
 import { followLog, sleep, type LogKind } from '../follow.js';
+import { statusCommand } from './status.js';
 
 type EnvDeploy =
   Paths['/v1/workspaces/{workspace}/projects/{project}/envs/{env}/deploys/{deploy_id}']['get']['responses']['200']['content']['application/json'];
@@ -77,33 +78,7 @@ export function deployCommands(program: Command) {
       ctx.out.result(final, () => `Promot${opts.wait ? 'ed' : 'ing'} ${appPath(app)} from ${opts.from} to ${opts.to} (${final.id})`);
     });
 
-  program
-    .command('status')
-    .description('The application: latest build, release and deployment, processes, URL')
-    .action(async (_o, command: Command) => {
-      const ctx = Context.of(command);
-      const app = await ctx.app();
-      const pipeline = await ok(
-        ctx.api.GET('/v1/applications/{application_id}/pipeline-status', { params: { path: { application_id: app.id } } }),
-      );
-      const deployments = await ok(
-        ctx.api.GET('/v1/applications/{application_id}/deployments', {
-          params: { path: { application_id: app.id }, query: { per_page: 1 } },
-        }),
-      );
-      const latest = deployments.items[0];
-      const url = typeof latest?.deploy_metadata?.url === 'string' ? latest.deploy_metadata.url : null;
-      const stage = (s: { version: number | null; status: string; error_detail: string | null } | null) =>
-        s ? `${s.version !== null ? `v${s.version} ` : ''}${ctx.out.status(s.status)}${s.error_detail ? ` (${s.error_detail})` : ''}` : '-';
-      ctx.out.fields({ application: app, pipeline, url }, [
-        ['Application', appPath(app)],
-        ['Build', stage(pipeline.build)],
-        ['Release', stage(pipeline.release)],
-        ['Deploy', stage(pipeline.deploy)],
-        ['Processes', app.process_counts],
-        ['URL', url],
-      ]);
-    });
+  statusCommand(program);
 
   program
     .command('scale')

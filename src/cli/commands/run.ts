@@ -113,7 +113,11 @@ async function runAttached(ctx: Context, words: string[], o: RunOptions): Promis
     const response = await new Promise<http.IncomingMessage>((resolve, reject) => {
       request.once('response', resolve);
       request.once('error', (err: NodeJS.ErrnoException) =>
-        reject(new CliError(`Cannot reach the Slipway server at ${ctx.settings.server} (${err.code ?? err.message}); set --server or SLIPWAY_SERVER`)),
+        reject(
+          new CliError(
+            `Cannot reach the Slipway server at ${ctx.settings.server} (${err.code ?? err.message}); set --server or SLIPWAY_SERVER`,
+          ),
+        ),
       );
     });
     if (response.statusCode !== 200) {

@@ -33,7 +33,7 @@ export function oneOffRunsRoutes(runs: OneOffRunsService) {
           tags,
           summary: 'Run a command once in the serving release with your standard input and output attached (what `slipway run` does)',
           description:
-            'The request body (`application/octet-stream`, chunked) is the command\'s standard input, its end the input\'s end; ' +
+            "The request body (`application/octet-stream`, chunked) is the command's standard input, its end the input's end; " +
             'the response streams its output and ends with its exit status. With `tty=true` it runs under a pseudo-terminal. ' +
             'Served by a process that runs applications on the local runtime; elsewhere answers 409 (queue the run instead).',
           produces: ['application/vnd.slipway.run-stream'],

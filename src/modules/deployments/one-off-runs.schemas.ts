@@ -79,7 +79,9 @@ export const AttachedRunQuery = Type.Object(
     tty: Type.Optional(Type.Boolean({ description: 'Run under a pseudo-terminal (an interactive shell); stdout and stderr then merge' })),
     rows: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 24 })),
     cols: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 80 })),
-    term: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9._+-]{1,64}$', description: 'TERM under the terminal; default xterm-256color' })),
+    term: Type.Optional(
+      Type.String({ pattern: '^[A-Za-z0-9._+-]{1,64}$', description: 'TERM under the terminal; default xterm-256color' }),
+    ),
   },
   { additionalProperties: false },
 );

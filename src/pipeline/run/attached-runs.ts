@@ -62,7 +62,8 @@ export class AttachedRuns {
     if (this.active >= MAX_ATTACHED_RUNS)
       throw conflict(`This server already has ${MAX_ATTACHED_RUNS} attached runs open; end one, or queue this one: slipway run --detach`);
     const serving = await this.deployments.current(applicationId, environmentId);
-    if (!serving) throw conflict('Nothing is deployed in that environment yet: a run uses the serving release. Deploy first: slipway deploy');
+    if (!serving)
+      throw conflict('Nothing is deployed in that environment yet: a run uses the serving release. Deploy first: slipway deploy');
     const release = await this.deployments.release(serving.release_id);
     const processes = release?.processes ?? {};
     const processType = body.process_type ?? ('web' in processes ? 'web' : (Object.keys(processes)[0] ?? 'web'));

@@ -33,7 +33,16 @@ export class OneOffRunner {
     const log = deployLog((text) => this.runs.appendLog(runId, text), this.ctx.logger, `one-off run ${runId}`);
     try {
       await this.runs.update(runId, { status: 'running', started_at: new Date(), job_id: jobId });
-      const plan = await oneOffPlan(this.ctx, this.deployments, run.id, run.release_id, run.application_id, run.environment_id, run.process_type, run.command);
+      const plan = await oneOffPlan(
+        this.ctx,
+        this.deployments,
+        run.id,
+        run.release_id,
+        run.application_id,
+        run.environment_id,
+        run.process_type,
+        run.command,
+      );
       log.line(`running \`${run.command}\` as ${run.process_type} in release v${plan.release.version} (timeout ${run.timeout_seconds}s)`);
       await log.flush();
       await this.runtime.prepare(plan, (l) => log.line(l));
