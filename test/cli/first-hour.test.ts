@@ -5,12 +5,14 @@
  * through util-linux `script`), scrubs secrets from the attached stream; `status` of a serving app.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { TestRepo } from '../helpers/git-repo.js';
+import { localRuntime } from '../helpers/local-runtime.js';
+import { routerGet } from '../helpers/router-get.js';
 import { waitFor } from '../helpers/wait.js';
 import { BIN, slipway, type CliResult } from './slipway.js';
 
@@ -136,5 +138,36 @@ describe('slipway status and apps settings', () => {
     const nothing = await cli(['apps', 'update']);
     expect(nothing.code).toBe(2);
     expect(nothing.stderr).toMatch(/Nothing to change/);
+  });
+});
+
+describe('deploy from a local directory', () => {
+  it('says which changes are not committed (and how to include them); a directory without git gets the commands to make it a repository', async () => {
+    writeFileSync(
+      join(repo.dir, 'server.js'),
+      `require('http').createServer((q, s) => s.end('uncommitted')).listen(Number(process.env.PORT), '127.0.0.1');\n`,
+    );
+    // An unknown environment fails after the check: the warning without a deployment.
+    const warned = await cli(['deploy', '--env', 'nowhere']);
+    expect(warned.stderr).toMatch(/warning: 1 change in .* is not committed and will not be deployed/);
+    expect(warned.stderr).toContain('M server.js');
+    expect(warned.stderr).toContain('slipway deploy --include-uncommitted');
+
+    const plain = mkdtempSync(join(tmpdir(), 'slipway-plain-'));
+    writeFileSync(join(plain, 'server.js'), 'console.log(1)\n');
+    expectOk(await cli(['apps', 'create', 'Plain', '--project', 'hour/shop', '--repo', plain, '--branch', 'main']));
+    const refused = await cli(['deploy', '--app', 'hour/shop/plain']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(`${plain} is not a git repository`);
+    expect(refused.stderr).toContain(`git -C ${plain} init -b main`);
+    rmSync(plain, { recursive: true, force: true });
+  });
+
+  it('deploy --include-uncommitted serves the working tree as it is, leaving the branch and index alone', async () => {
+    const head = repo.git('rev-parse', 'HEAD');
+    expectOk(await cli(['deploy', '--include-uncommitted', '--wait']));
+    expect((await routerGet(localRuntime(h.ctx).router.port, 'web.shop.hour.localhost', '/')).body).toBe('uncommitted');
+    expect(repo.git('rev-parse', 'HEAD')).toBe(head);
+    expect(repo.git('status', '--porcelain')).toContain('M server.js');
   });
 });

@@ -5,6 +5,7 @@ import { Context, type AppDetail } from '../context.js';
 import { CliError, EXIT, usage } from '../errors.js';
 import { followLog, sleep, type LogKind } from '../follow.js';
 import { statusCommand } from './status.js';
+import { checkLocalSource } from '../local-source.js';
 
 type EnvDeploy =
   Paths['/v1/workspaces/{workspace}/projects/{project}/envs/{env}/deploys/{deploy_id}']['get']['responses']['200']['content']['application/json'];
@@ -22,14 +23,19 @@ export function deployCommands(program: Command) {
     .description('Build, release and deploy the application (to production, or --env)')
     .option('--ref <ref>', 'branch, tag or commit to build (default: the configured branch)')
     .option('-w, --wait', 'follow the build, release and deploy logs live; exit 1 with the reason when a phase fails')
+    .option(
+      '--include-uncommitted',
+      "a local repository's changes not committed yet are deployed too (committed aside, the branch untouched)",
+    )
     .addHelpText(
       'after',
       '\nIn CI:\n  slipway deploy --app acme/shop/web --wait --ref "$GIT_COMMIT"   # exit 0: serving; 1: failed (reason on stderr)',
     )
-    .action(async (opts: { ref?: string; wait?: boolean }, command: Command) => {
+    .action(async (opts: { ref?: string; wait?: boolean; includeUncommitted?: boolean }, command: Command) => {
       const ctx = Context.of(command);
       const app = await ctx.app();
       const env = ctx.envName();
+      if (!opts.ref) opts.ref = checkLocalSource(app, { ...opts, warn: (text) => ctx.out.stderr.write(text) }).ref;
       const path = { workspace: app.organization_slug, project: app.project_slug, env };
       const record = await ok(
         ctx.api.POST('/v1/workspaces/{workspace}/projects/{project}/envs/{env}/deploy', {
