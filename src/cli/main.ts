@@ -13,6 +13,7 @@ import { recordCommands } from './commands/records.js';
 import { resourceCommands } from './commands/resources.js';
 import { runtimeCommands } from './commands/runtime.js';
 import { appsSettingsCommands } from './commands/apps-settings.js';
+import { doctorCommand } from './commands/doctor.js';
 import { scheduleCommands } from './commands/schedule.js';
 import { completionScript } from './completion.js';
 import { Context } from './context.js';
@@ -45,6 +46,7 @@ Colour is off when output is not a terminal or NO_COLOR is set.`,
   authCommands(program);
   resourceCommands(program);
   appsSettingsCommands(program);
+  doctorCommand(program);
   configCommands(program);
   deployCommands(program);
   recordCommands(program);
