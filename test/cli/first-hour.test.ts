@@ -171,3 +171,30 @@ describe('deploy from a local directory', () => {
     expect(repo.git('status', '--porcelain')).toContain('M server.js');
   });
 });
+
+describe('slipway doctor', () => {
+  it('checks the server and the application here, and says what to fix', async () => {
+    // The working tree still has the change deployed with --include-uncommitted above.
+    const here = await cli(['doctor']);
+    expect(here.code, here.stdout + here.stderr).toBe(1);
+    expect(here.stdout).toMatch(/✓ server: http:\/\/127\.0\.0\.1:\d+ answers/);
+    expect(here.stdout).toMatch(/✓ database: ok/);
+    expect(here.stdout).toMatch(/✓ login: the stored API key works/);
+    expect(here.stdout).toMatch(/✓ application: hour\/shop\/web \(linked\)/);
+    expect(here.stdout).toMatch(/✗ git: 1 change\(s\) not committed .*slipway deploy --include-uncommitted/);
+    expect(here.stdout).toMatch(/✓ start command: Procfile web: node server\.js/);
+    expect(here.stdout).toMatch(/✓ port: server\.js listens on PORT/);
+
+    const plain = mkdtempSync(join(tmpdir(), 'slipway-doctor-'));
+    writeFileSync(join(plain, 'package.json'), JSON.stringify({ main: 'index.js', engines: { node: '>=22' } }));
+    writeFileSync(join(plain, 'index.js'), "require('http').createServer().listen(3000);\n");
+    const elsewhere = await cli(['doctor'], { cwd: plain });
+    rmSync(plain, { recursive: true, force: true });
+    expect(elsewhere.code).toBe(1);
+    expect(elsewhere.stdout).toMatch(/✗ application: none linked here: slipway apps link/);
+    expect(elsewhere.stdout).toMatch(/✗ git: .* is not a git repository: git init -b main/);
+    expect(elsewhere.stdout).toMatch(/✗ start command: nothing says how to start it: add a Procfile/);
+    expect(elsewhere.stdout).toMatch(/✗ port: index\.js does not read PORT/);
+    expect(elsewhere.stdout).toMatch(/✗ engines\.node: ">=22" asks for Node 22\+/);
+  });
+});
