@@ -14,6 +14,7 @@ import { resourceCommands } from './commands/resources.js';
 import { runtimeCommands } from './commands/runtime.js';
 import { appsSettingsCommands } from './commands/apps-settings.js';
 import { doctorCommand } from './commands/doctor.js';
+import { launchCommand } from './commands/launch.js';
 import { scheduleCommands } from './commands/schedule.js';
 import { completionScript } from './completion.js';
 import { Context } from './context.js';
@@ -47,6 +48,7 @@ Colour is off when output is not a terminal or NO_COLOR is set.`,
   resourceCommands(program);
   appsSettingsCommands(program);
   doctorCommand(program);
+  launchCommand(program);
   configCommands(program);
   deployCommands(program);
   recordCommands(program);

@@ -198,3 +198,24 @@ describe('slipway doctor', () => {
     expect(elsewhere.stdout).toMatch(/✗ engines\.node: ">=22" asks for Node 22\+/);
   });
 });
+
+describe('slipway launch', () => {
+  it('detects the application here, creates it in your only project, links and deploys it in one step', async () => {
+    const fresh = new TestRepo();
+    try {
+      fresh.commit({
+        'server.js': `require('http').createServer((q, s) => s.end('launched')).listen(Number(process.env.PORT), '127.0.0.1');\n`,
+        Procfile: 'web: node server.js\n',
+      });
+      const launched = expectOk(await cli(['launch', '--name', 'Launched'], { cwd: fresh.dir }));
+      expect(launched.stderr).toContain('Detected an application (web: node server.js). Creating Launched in hour/shop');
+      expect(launched.stdout).toMatch(/Launched hour\/shop\/launched: http:\/\/launched\.shop\.hour\.localhost/);
+      expect((await routerGet(localRuntime(h.ctx).router.port, 'launched.shop.hour.localhost', '/')).body).toBe('launched');
+      const again = await cli(['launch'], { cwd: fresh.dir });
+      expect(again.code).toBe(1);
+      expect(again.stderr).toContain('already linked to hour/shop/launched: deploy it with slipway deploy --wait');
+    } finally {
+      fresh.remove();
+    }
+  });
+});

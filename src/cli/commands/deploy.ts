@@ -11,7 +11,7 @@ type EnvDeploy =
   Paths['/v1/workspaces/{workspace}/projects/{project}/envs/{env}/deploys/{deploy_id}']['get']['responses']['200']['content']['application/json'];
 type ServiceProgress = EnvDeploy['services'][number];
 
-const PHASES: Array<{ kind: LogKind; id: keyof ServiceProgress; title: string }> = [
+export const PHASES: Array<{ kind: LogKind; id: keyof ServiceProgress; title: string }> = [
   { kind: 'build', id: 'image_id', title: 'Build' },
   { kind: 'release', id: 'release_id', title: 'Release' },
   { kind: 'deployment', id: 'deployment_id', title: 'Deploy' },
@@ -142,7 +142,7 @@ export function appPath(app: AppDetail) {
 }
 
 /** Where the deployed service answers (the router URL its deployment recorded). */
-async function deployedUrl(ctx: Context, record: EnvDeploy): Promise<string | null> {
+export async function deployedUrl(ctx: Context, record: EnvDeploy): Promise<string | null> {
   const id = record.services[0]?.deployment_id;
   if (!id) return null;
   const d = await ok(ctx.api.GET('/v1/deployments/{deployment_id}/detail', { params: { path: { deployment_id: id } } }));
