@@ -124,7 +124,11 @@ describe('slipway status and apps settings', () => {
     expect(status).toContain('worker: 0 (scaled to 0; start it: slipway scale worker=1)');
     expect(status).not.toMatch(/^(URL|Processes)\s+-$/m);
     const json = JSON.parse(expectOk(await cli(['status', '--json'])).stdout);
-    expect(json.url).toMatch(/^http:\/\/web\.shop\.hour\.localhost/);
+    expect(json.url).toMatch(/^http:\/\/web\.shop\.hour\.localhost/); // The release log in its own words: no build headings, every process type and the way to start one at 0.
+    const releaseLog = expectOk(await cli(['releases', 'log', 'v1'])).stdout;
+    expect(releaseLog).toContain('----- Image and configuration');
+    expect(releaseLog).toContain('Processes: web=1 (default) worker=0 (default); at 0, start with: slipway scale worker=1');
+    expect(releaseLog).not.toMatch(/----- (Build|Push)\b/);
   });
 
   it('apps update changes settings, apps rename the name; nothing to change is a usage error', async () => {
