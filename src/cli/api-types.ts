@@ -1610,6 +1610,70 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/applications/{application_id}/runs/attach": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run a command once in the serving release with your standard input and output attached (what `slipway run` does)
+         * @description The request body (`application/octet-stream`, chunked) is the command's standard input, its end the input's end; the response streams its output and ends with its exit status. With `tty=true` it runs under a pseudo-terminal. Served by a process that runs applications on the local runtime; elsewhere answers 409 (queue the run instead).
+         */
+        post: {
+            parameters: {
+                query: {
+                    cols?: number;
+                    /** @description Shell command line, run with `sh -c` */
+                    command: string;
+                    /** @description Environment slug or id; default production */
+                    environment?: string;
+                    /** @description Whose environment and pod class the run gets; default `web` (or the release's first process type) */
+                    process_type?: string;
+                    rows?: number;
+                    /** @description TERM under the terminal; default xterm-256color */
+                    term?: string;
+                    /** @description Killed after this (status `timed_out`); default 3600 */
+                    timeout_seconds?: number;
+                    /** @description Run under a pseudo-terminal (an interactive shell); stdout and stderr then merge */
+                    tty?: boolean;
+                };
+                header?: never;
+                path: {
+                    application_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Frames (`application/vnd.slipway.run-stream`): one type byte (1 stdout, 2 stderr, 3 end), a 4-byte big-endian length, the bytes. The end frame is JSON `{id, status, exit_code, error_detail}` and comes last. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/vnd.slipway.run-stream": string;
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/applications/{application_id}/scale": {
         parameters: {
             query?: never;
@@ -1757,6 +1821,8 @@ export interface paths {
                         health_check_path?: string;
                         /** @description seconds (1-3600; the deployment_timeout still bounds it); null: the platform default */
                         health_check_timeout?: number | null;
+                        /** @description Its display name (the slug, in its paths and host names, stays) */
+                        name?: string;
                         /** @description seconds (0-600; 0: none); null: the platform default */
                         stability_window?: number | null;
                         subdirectory?: string | null;

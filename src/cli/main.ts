@@ -15,6 +15,9 @@ import { cancelCommands } from './commands/cancel.js';
 import { configReleaseCommands } from './commands/config-release.js';
 import { resourceCommands } from './commands/resources.js';
 import { runtimeCommands } from './commands/runtime.js';
+import { appsSettingsCommands } from './commands/apps-settings.js';
+import { doctorCommand } from './commands/doctor.js';
+import { launchCommand } from './commands/launch.js';
 import { scheduleCommands } from './commands/schedule.js';
 import { gitCommands } from './commands/git.js';
 import { keyCommands } from './commands/keys.js';
@@ -50,6 +53,9 @@ Colour is off when output is not a terminal or NO_COLOR is set.`,
 
   authCommands(program);
   resourceCommands(program);
+  appsSettingsCommands(program);
+  doctorCommand(program);
+  launchCommand(program);
   configCommands(program);
   deployCommands(program);
   psCommands(program);

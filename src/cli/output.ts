@@ -119,7 +119,9 @@ export class Output {
 
   /** A spinner on a terminal; elsewhere a no-op that prints nothing. */
   spinner(text: string): Ora {
-    return ora({ text, stream: this.stderr, isEnabled: this.interactive, isSilent: !this.interactive });
+    // A terminal of no width (a pty nobody sized, as `script` makes) would make ora clear lines forever.
+    const enabled = this.interactive && (this.stderr.columns ?? 0) > 0;
+    return ora({ text, stream: this.stderr, isEnabled: enabled, isSilent: !enabled });
   }
 
   status(status: string): string {

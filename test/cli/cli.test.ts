@@ -235,7 +235,7 @@ describe('slipway CLI against a running server', () => {
     expect(h.logs()).toMatch(/\/v1\/images\/[0-9a-f-]+\/log\/stream/);
     expect(h.logs()).toMatch(/\/v1\/deployments\/[0-9a-f-]+\/log\/stream/);
     const status = expectOk(await cli(['status']));
-    expect(status.stdout).toMatch(/Deploy\s+v1 complete/);
+    expect(status.stdout).toMatch(/Latest deploy\s+release v1 complete/);
     expect(status.stdout).toContain(`http://${routerHost()}`);
   });
 

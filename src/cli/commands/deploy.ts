@@ -5,12 +5,14 @@ import { Context, type AppDetail } from '../context.js';
 import { CliError, EXIT, usage } from '../errors.js';
 import { followLog, sleep, type LogKind } from '../follow.js';
 import { failureLines } from './ps.js';
+import { statusCommand } from './status.js';
+import { checkLocalSource } from '../local-source.js';
 
 type EnvDeploy =
   Paths['/v1/workspaces/{workspace}/projects/{project}/envs/{env}/deploys/{deploy_id}']['get']['responses']['200']['content']['application/json'];
 type ServiceProgress = EnvDeploy['services'][number];
 
-const PHASES: Array<{ kind: LogKind; id: keyof ServiceProgress; title: string }> = [
+export const PHASES: Array<{ kind: LogKind; id: keyof ServiceProgress; title: string }> = [
   { kind: 'build', id: 'image_id', title: 'Build' },
   { kind: 'release', id: 'release_id', title: 'Release' },
   { kind: 'deployment', id: 'deployment_id', title: 'Deploy' },
@@ -22,14 +24,19 @@ export function deployCommands(program: Command) {
     .description('Build, release and deploy the application (to production, or --env)')
     .option('--ref <ref>', 'branch, tag or commit to build (default: the configured branch)')
     .option('-w, --wait', 'follow the build, release and deploy logs live; exit 1 with the reason when a phase fails')
+    .option(
+      '--include-uncommitted',
+      "a local repository's changes not committed yet are deployed too (committed aside, the branch untouched)",
+    )
     .addHelpText(
       'after',
       '\nIn CI:\n  slipway deploy --app acme/shop/web --wait --ref "$GIT_COMMIT"   # exit 0: serving; 1: failed (reason on stderr)',
     )
-    .action(async (opts: { ref?: string; wait?: boolean }, command: Command) => {
+    .action(async (opts: { ref?: string; wait?: boolean; includeUncommitted?: boolean }, command: Command) => {
       const ctx = Context.of(command);
       const app = await ctx.app();
       const env = ctx.envName();
+      if (!opts.ref) opts.ref = checkLocalSource(app, { ...opts, warn: (text) => ctx.out.stderr.write(text) }).ref;
       const path = { workspace: app.organization_slug, project: app.project_slug, env };
       const record = await ok(
         ctx.api.POST('/v1/workspaces/{workspace}/projects/{project}/envs/{env}/deploy', {
@@ -78,34 +85,7 @@ export function deployCommands(program: Command) {
       ctx.out.result(final, () => `Promot${opts.wait ? 'ed' : 'ing'} ${appPath(app)} from ${opts.from} to ${opts.to} (${final.id})`);
     });
 
-  program
-    .command('status')
-    .description('The application: latest build, release and deployment, processes, URL')
-    .action(async (_o, command: Command) => {
-      const ctx = Context.of(command);
-      const app = await ctx.app();
-      const pipeline = await ok(
-        ctx.api.GET('/v1/applications/{application_id}/pipeline-status', { params: { path: { application_id: app.id } } }),
-      );
-      const deployments = await ok(
-        ctx.api.GET('/v1/applications/{application_id}/deployments', {
-          params: { path: { application_id: app.id }, query: { per_page: 1 } },
-        }),
-      );
-      const latest = deployments.items[0];
-      const url = typeof latest?.deploy_metadata?.url === 'string' ? latest.deploy_metadata.url : null;
-      const stage = (s: { version: number | null; status: string; error_detail: string | null } | null) =>
-        s ? `${s.version !== null ? `v${s.version} ` : ''}${ctx.out.status(s.status)}${s.error_detail ? ` (${s.error_detail})` : ''}` : '-';
-      ctx.out.fields({ application: app, pipeline, url }, [
-        ['Application', appPath(app)],
-        ['Build', stage(pipeline.build)],
-        ['Release', stage(pipeline.release)],
-        ['Deploy', stage(pipeline.deploy)],
-        ['Processes', app.process_counts],
-        ['URL', url],
-        ...crashLines(pipeline.instances),
-      ]);
-    });
+  statusCommand(program);
 
   program
     .command('scale')
@@ -158,24 +138,12 @@ export function deployCommands(program: Command) {
     });
 }
 
-type InstancesStatus =
-  Paths['/v1/applications/{application_id}/pipeline-status']['get']['responses']['200']['content']['application/json']['instances'];
-
-/** Crash loops in `status`: which instances restarted, how often, and why they last exited. */
-function crashLines(instances: InstancesStatus): Array<[string, string]> {
-  if (!instances || instances.crashing.length === 0) return [];
-  const what = instances.crashing
-    .map((c) => `${c.name} ${c.state === 'crashed' ? 'crashed' : 'restarted'} ${c.restarts} time(s), last ${c.last_exit ?? 'exit unknown'}`)
-    .join('; ');
-  return [['Crashes', `${what} (\`slipway ps\`, \`slipway logs\`)`]];
-}
-
 export function appPath(app: AppDetail) {
   return `${app.organization_slug}/${app.project_slug}/${app.slug}`;
 }
 
 /** Where the deployed service answers (the router URL its deployment recorded). */
-async function deployedUrl(ctx: Context, record: EnvDeploy): Promise<string | null> {
+export async function deployedUrl(ctx: Context, record: EnvDeploy): Promise<string | null> {
   const id = record.services[0]?.deployment_id;
   if (!id) return null;
   const d = await ok(ctx.api.GET('/v1/deployments/{deployment_id}/detail', { params: { path: { deployment_id: id } } }));

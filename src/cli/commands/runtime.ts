@@ -2,12 +2,13 @@ import { jsonText, terminalSafe } from '../output.js';
 import type { Command } from 'commander';
 import { ok } from '../api.js';
 import { Context } from '../context.js';
-import { CliError, EXIT, usage } from '../errors.js';
+import { CliError, usage } from '../errors.js';
 import { followLog, sleep } from '../follow.js';
 import { serverEvents, streamPath } from '../sse.js';
 import { positiveInt } from './auth.js';
 import { appPath } from './deploy.js';
 import { releaseId } from './records.js';
+import { runCommand } from './run.js';
 
 import type { Paths } from '../api.js';
 
@@ -63,37 +64,7 @@ export function runtimeCommands(program: Command) {
       }
     });
 
-  program
-    .command('run')
-    .description("Run a one-off command with the application's release and configuration; exits with its exit code")
-    .argument('<command...>', 'after `--`: the command and its arguments')
-    .option('-p, --process <type>', 'process type whose settings it runs with')
-    .option('--timeout <seconds>', 'stop it after this long', (v) => positiveInt(v, '--timeout'))
-    .addHelpText('after', "\nExamples:\n  slipway run -- npm run migrate\n  slipway run -- sh -c 'echo $DATABASE_URL | wc -c'")
-    .action(async (words: string[], o: { process?: string; timeout?: number }, command: Command) => {
-      const ctx = Context.of(command);
-      const app = await ctx.app();
-      const started = await ok(
-        ctx.api.POST('/v1/applications/{application_id}/runs', {
-          params: { path: { application_id: app.id } },
-          body: {
-            command: shellJoin(words),
-            ...(o.process ? { process_type: o.process } : {}),
-            ...(ctx.options.env ? { environment: ctx.options.env } : {}),
-            ...(o.timeout ? { timeout_seconds: o.timeout } : {}),
-          },
-        }),
-      );
-      let end: { status: string; exit_code: number | null } = { status: 'failed', exit_code: null };
-      for await (const event of serverEvents(ctx.settings, streamPath('/v1/runs/{run_id}/log/stream', { run_id: started.id }))) {
-        if (event.event === 'line') ctx.out.stdout.write(`${terminalSafe((JSON.parse(event.data) as { line: string }).line)}\n`);
-        else if (event.event === 'end') end = JSON.parse(event.data);
-      }
-      if (ctx.out.json) ctx.out.stderr.write(`${JSON.stringify({ id: started.id, ...end })}\n`);
-      if (end.status === 'timed_out') ctx.out.stderr.write(`slipway: the command timed out\n`);
-      else if (end.exit_code === null && end.status !== 'succeeded') ctx.out.stderr.write(`slipway: the command ${end.status}\n`);
-      process.exitCode = end.exit_code ?? (end.status === 'succeeded' ? 0 : EXIT.failure);
-    });
+  runCommand(program);
 
   program
     .command('rollback')
@@ -131,10 +102,4 @@ export function sinceTime(value: string, now = Date.now()): string {
   if (m) return new Date(now - Number(m[1]) * { s: 1e3, m: 6e4, h: 36e5, d: 864e5 }[m[2] as 's' | 'm' | 'h' | 'd']).toISOString();
   if (Number.isNaN(Date.parse(value))) throw usage(`--since '${value}' is neither a duration (30s, 10m, 2h, 1d) nor a time`);
   return new Date(value).toISOString();
-}
-
-/** Words back into one shell command line, each quoted when it needs to be. */
-export function shellJoin(words: string[]): string {
-  if (words.length === 1) return words[0]!;
-  return words.map((w) => (/^[A-Za-z0-9_\-./=:,@%+]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`)).join(' ');
 }

@@ -4,7 +4,7 @@ import { Context } from '../context.js';
 import { CliError, EXIT } from '../errors.js';
 import { when } from '../output.js';
 import { positiveInt } from './auth.js';
-import { shellJoin } from './runtime.js';
+import { shellJoin } from './run.js';
 
 /** `slipway cron …` and `slipway autoscale …`: scheduled jobs and autoscaling (issue 17). */
 export function scheduleCommands(program: Command) {

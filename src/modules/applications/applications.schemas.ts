@@ -98,6 +98,7 @@ const NullableText = (maxLength: number, extra: object = {}) =>
 
 export const SettingsBody = Type.Object(
   {
+    name: Type.Optional({ ...Name, description: 'Its display name (the slug, in its paths and host names, stays)' }),
     github_repository: Type.Optional(NullableText(1024, { description: 'owner/repo, a git URL, or a local path' })),
     github_repository_is_private: Type.Optional(Type.Boolean()),
     auto_deploy_branch: Type.Optional(NullableText(255, { pattern: '^[A-Za-z0-9._/-]+$' })),

@@ -2,8 +2,9 @@ import { commonErrorResponses, ErrorResponse, PaginationQuery } from '../../plat
 import type { App } from '../../platform/http/types.js';
 import { ApplicationIdParams } from '../applications/index.js';
 import { currentUser } from '../../platform/http/principal.js';
-import { Run, RunBody, RunIdParams, RunList, RunLog } from './one-off-runs.schemas.js';
+import { AttachedRunQuery, Run, RunBody, RunIdParams, RunList, RunLog, RunStream } from './one-off-runs.schemas.js';
 import type { OneOffRunsService } from '../../pipeline/index.js';
+import { attachedRunStreams } from './attached-run.route.js';
 
 /** One-off runs: a command in the serving release (as `heroku run`, but durable and non-interactive). */
 export function oneOffRunsRoutes(runs: OneOffRunsService) {
@@ -22,6 +23,26 @@ export function oneOffRunsRoutes(runs: OneOffRunsService) {
       },
       async (request, reply) =>
         reply.code(202).send(await runs.create(currentUser(request).id, request.params.application_id, request.body)),
+    );
+
+    const attached = attachedRunStreams(app, runs);
+    app.post(
+      '/applications/:application_id/runs/attach',
+      {
+        schema: {
+          tags,
+          summary: 'Run a command once in the serving release with your standard input and output attached (what `slipway run` does)',
+          description:
+            "The request body (`application/octet-stream`, chunked) is the command's standard input, its end the input's end; " +
+            'the response streams its output and ends with its exit status. With `tty=true` it runs under a pseudo-terminal. ' +
+            'Served by a process that runs applications on the local runtime; elsewhere answers 409 (queue the run instead).',
+          produces: ['application/vnd.slipway.run-stream'],
+          params: ApplicationIdParams,
+          querystring: AttachedRunQuery,
+          response: { 200: RunStream, ...commonErrorResponses },
+        },
+      },
+      async (request, reply) => attached.serve(request, reply, currentUser(request).id, request.params.application_id, request.query),
     );
 
     app.get(

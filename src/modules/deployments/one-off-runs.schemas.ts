@@ -66,3 +66,28 @@ export const RunLog = Type.Object({
 });
 
 export const RunIdParams = Type.Object({ run_id: Type.String({ format: 'uuid' }) });
+
+/** An attached run's parameters travel in the query: the body is the command's standard input. */
+export const AttachedRunQuery = Type.Object(
+  {
+    command: RunBody.properties.command,
+    process_type: RunBody.properties.process_type,
+    environment: RunBody.properties.environment,
+    timeout_seconds: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 24 * 3600, description: 'Killed after this (status `timed_out`); default 3600' }),
+    ),
+    tty: Type.Optional(Type.Boolean({ description: 'Run under a pseudo-terminal (an interactive shell); stdout and stderr then merge' })),
+    rows: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 24 })),
+    cols: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 80 })),
+    term: Type.Optional(
+      Type.String({ pattern: '^[A-Za-z0-9._+-]{1,64}$', description: 'TERM under the terminal; default xterm-256color' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const RunStream = Type.String({
+  description:
+    'Frames (`application/vnd.slipway.run-stream`): one type byte (1 stdout, 2 stderr, 3 end), a 4-byte big-endian length, the bytes. ' +
+    'The end frame is JSON `{id, status, exit_code, error_detail}` and comes last.',
+});

@@ -41,11 +41,11 @@ export class RecordLog {
     return this.log.line(this.scrub(text));
   }
 
-  /** Moves to a step (by name) and logs it as a heading. */
-  enter(name: BuildStepName): void {
+  /** Moves to a step (by name) and logs it as a heading: `heading` when the step means something else here (a release builds nothing). */
+  enter(name: BuildStepName, heading: string = name): void {
     this.step = { steps: [...BUILD_STEPS], current: BUILD_STEPS.indexOf(name) };
     this.stepDirty = true;
-    this.line(`----- ${name}`);
+    this.line(`----- ${heading}`);
   }
 
   substep(progress: string): void {

@@ -54,7 +54,7 @@ export class ReleaseRunner {
 
     let log = new RecordLog(this.ctx.db, 'releases', release.id, [], this.ctx.logger);
     try {
-      log.enter('Resolve');
+      log.enter('Resolve', 'Image and configuration');
       const { preview } = await environmentTrust(this.ctx.db, release.environment_id);
       const image = await this.images.latestBuilt(app.id, release.environment_id, preview);
       if (!image) throw new ReleaseError('No built image: build the application first (POST /images/{application_id}/build)');
@@ -71,13 +71,13 @@ export class ReleaseRunner {
       );
       log.line(`Configuration: ${resolved.length} variable(s)${resolved.length ? `: ${resolved.map((v) => v.name).join(', ')}` : ''}`);
 
-      log.enter('Build');
+      log.enter('Build', 'Process settings');
       const settings = await effectiveProcessSettings(this.ctx.db, app.id, release.environment_id);
       const display = displayConfiguration(resolved);
       const sealed = sealConfiguration(this.ctx.secrets, resolved);
-      log.line(`Process counts: ${JSON.stringify(settings.process_counts)}`);
+      log.line(describeProcessSettings(settings.process_counts, image.processes ?? {}));
 
-      log.enter('Export');
+      log.enter('Export', 'Changes');
       const previous = await this.releases.previousBuilt(app.id, release.environment_id, release.version);
       const currentValues = Object.fromEntries(resolved.map((v) => [v.name, v.value]));
       const configurationChanges = diff(
@@ -89,7 +89,7 @@ export class ReleaseRunner {
       log.line(describeChanges('Image changes', imageChanges));
       log.line(describeChanges('Configuration changes', configurationChanges));
 
-      log.enter('Push');
+      log.enter('Push', 'Saving');
       await this.releases.update(release.id, {
         image_ref: image.id,
         commit_sha: image.commit_sha,
@@ -112,6 +112,7 @@ export class ReleaseRunner {
         }),
       });
 
+      log.line('Image, configuration (secrets sealed) and process settings frozen into the release');
       log.enter('Done');
       log.line(`Release v${release.version} created`);
       await log.flush();
@@ -139,4 +140,13 @@ export class ReleaseRunner {
       return { ok: false };
     }
   }
+}
+
+/** The instance count of each process type the release starts with, saying which are defaults (web 1, others 0). */
+function describeProcessSettings(counts: Record<string, number>, processes: Record<string, unknown>): string {
+  const types = [...new Set([...Object.keys(processes), ...Object.keys(counts)])].filter((t) => t !== 'release' && t !== 'postdeploy');
+  if (types.length === 0) return 'Processes: none defined (no Procfile or start command)';
+  const shown = types.map((t) => (t in counts ? `${t}=${counts[t]}` : `${t}=${t === 'web' ? 1 : 0} (default)`));
+  const idle = types.filter((t) => (counts[t] ?? (t === 'web' ? 1 : 0)) === 0);
+  return `Processes: ${shown.join(' ')}${idle.length ? `; at 0, start with: slipway scale ${idle.map((t) => `${t}=1`).join(' ')}` : ''}`;
 }

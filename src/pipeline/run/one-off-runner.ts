@@ -33,7 +33,16 @@ export class OneOffRunner {
     const log = deployLog((text) => this.runs.appendLog(runId, text), this.ctx.logger, `one-off run ${runId}`);
     try {
       await this.runs.update(runId, { status: 'running', started_at: new Date(), job_id: jobId });
-      const plan = await this.plan(run.id, run.release_id, run.application_id, run.environment_id, run.process_type, run.command);
+      const plan = await oneOffPlan(
+        this.ctx,
+        this.deployments,
+        run.id,
+        run.release_id,
+        run.application_id,
+        run.environment_id,
+        run.process_type,
+        run.command,
+      );
       log.line(`running \`${run.command}\` as ${run.process_type} in release v${plan.release.version} (timeout ${run.timeout_seconds}s)`);
       await log.flush();
       await this.runtime.prepare(plan, (l) => log.line(l));
@@ -73,36 +82,38 @@ export class OneOffRunner {
       if (!expected) throw err;
     }
   }
+}
 
-  /** The release's workload plan with the command in place of the process type's own. */
-  private async plan(
-    runId: string,
-    releaseId: string | null,
-    applicationId: string,
-    environmentId: string,
-    processType: string,
-    command: string,
-  ): Promise<WorkloadPlan> {
-    const release = releaseId ? await this.deployments.release(releaseId) : undefined;
-    if (!release) throw new RunFailure('The release of this run no longer exists', 'release_failed');
-    const image = release.image_ref ? await this.deployments.image(release.image_ref) : undefined;
-    if (!image) throw new RunFailure(`Release v${release.version} has no image`, 'release_failed');
-    const target = await this.deployments.target(applicationId, environmentId);
-    if (!target) throw new RunFailure('The application or its environment no longer exists', 'deploy_failed');
-    // The run's own id names what the runtime creates for it (a Kubernetes Job), so runs never collide.
-    const plan = await workloadPlan(this.ctx.db, this.ctx.secrets, runId, release, image, target, this.ctx.config.ROUTER_DOMAIN);
-    const base = plan.processes[processType];
-    const resources = plan.resources[processType] ?? plan.resources.web ?? Object.values(plan.resources)[0];
-    return {
-      ...plan,
-      processes: { ...plan.processes, [processType]: { cmd: command, env: base?.env ?? {} } },
-      resources: resources ? { ...plan.resources, [processType]: resources } : plan.resources,
-    };
-  }
+/** The release's workload plan with the command in place of the process type's own (queued and attached runs). */
+export async function oneOffPlan(
+  ctx: AppContext,
+  deployments: DeploymentsRepository,
+  runId: string,
+  releaseId: string | null,
+  applicationId: string,
+  environmentId: string,
+  processType: string,
+  command: string,
+): Promise<WorkloadPlan> {
+  const release = releaseId ? await deployments.release(releaseId) : undefined;
+  if (!release) throw new RunFailure('The release of this run no longer exists', 'release_failed');
+  const image = release.image_ref ? await deployments.image(release.image_ref) : undefined;
+  if (!image) throw new RunFailure(`Release v${release.version} has no image`, 'release_failed');
+  const target = await deployments.target(applicationId, environmentId);
+  if (!target) throw new RunFailure('The application or its environment no longer exists', 'deploy_failed');
+  // The run's own id names what the runtime creates for it (a Kubernetes Job), so runs never collide.
+  const plan = await workloadPlan(ctx.db, ctx.secrets, runId, release, image, target, ctx.config.ROUTER_DOMAIN);
+  const base = plan.processes[processType];
+  const resources = plan.resources[processType] ?? plan.resources.web ?? Object.values(plan.resources)[0];
+  return {
+    ...plan,
+    processes: { ...plan.processes, [processType]: { cmd: command, env: base?.env ?? {} } },
+    resources: resources ? { ...plan.resources, [processType]: resources } : plan.resources,
+  };
 }
 
 /** The code of a finished run: none when it succeeded; a memory kill is `oom` whatever its exit status. */
-function runFailureCode(status: 'succeeded' | 'failed' | 'timed_out', result: OneOffResult): FailureCode | null {
+export function runFailureCode(status: 'succeeded' | 'failed' | 'timed_out', result: OneOffResult): FailureCode | null {
   if (status === 'succeeded') return null;
   if (status === 'timed_out') return 'command_timeout';
   return result.reason?.startsWith('OOM') ? 'oom' : 'command_failed';

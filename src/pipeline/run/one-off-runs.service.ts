@@ -11,6 +11,7 @@ import type { DeploymentsRepository } from '../deploy/deployments.repository.js'
 import { chosenEnvironmentId } from '../deploy/environment-choice.js';
 import type { OneOffRunsRepository } from './one-off-runs.repository.js';
 import { RUN_JOB } from '../stages.js';
+import { AttachedRuns } from './attached-runs.js';
 
 export { RUN_JOB } from '../stages.js';
 export const DEFAULT_RUN_TIMEOUT_SECONDS = 600;
@@ -42,12 +43,17 @@ export function runView(r: RunRow) {
 
 /** The API side of one-off runs: queue one in the serving release, list, show, log. */
 export class OneOffRunsService {
+  /** Runs attached to the caller's connection (standard input, a terminal) instead of queued. */
+  readonly attached: AttachedRuns;
+
   constructor(
     private readonly ctx: AppContext,
     readonly repo: OneOffRunsRepository,
     private readonly deployments: DeploymentsRepository,
     private readonly apps: ApplicationsService,
-  ) {}
+  ) {
+    this.attached = new AttachedRuns(ctx, repo, deployments, apps);
+  }
 
   async create(
     userId: string,

@@ -326,7 +326,15 @@ export class PipelineJobs implements Jobs {
     if (this.id) {
       // Jobs still running past the timeout are settled by the next start's recovery; an
       // unrecorded stop only delays that until the heartbeat goes stale.
-      await this.store.markStopped(this.id).catch((err) => this.logger.error({ err }, 'recording the worker as stopped failed'));
+      await this.store.markStopped(this.id).catch((err) =>
+        // Ctrl-C in a terminal reaches the embedded PostgreSQL too, which may stop first: expected, not an error.
+        isDatabaseUnavailable(err)
+          ? this.logger.warn(
+              { reason: String((err as Error).message) },
+              'the database stopped before this worker could record its stop; the next start settles it',
+            )
+          : this.logger.error({ err }, 'recording the worker as stopped failed'),
+      );
       this.id = null;
     }
     const boss = this.boss;

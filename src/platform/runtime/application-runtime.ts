@@ -10,7 +10,7 @@ import { PipelineFailure, type FailureCode } from '../failures.js';
  * process type in a namespace per organization).
  */
 import type { ProcessDefinitions } from '../db/schema.js';
-import type { OneOffResult } from './port.js';
+import type { AttachedStdio, OneOffResult } from './port.js';
 import type { DeployDiagnosis } from './diagnosis.js';
 
 /** A pod class resolved to numbers (decisions.md): what a process may request and use. */
@@ -82,6 +82,8 @@ export interface OneOffOptions {
   signal: AbortSignal;
   /** Each line of output, already scrubbed of secrets. */
   onOutput: (line: string) => void;
+  /** Standard input and raw output of a caller attached to the run (local runtime only). */
+  attach?: AttachedStdio;
 }
 
 export interface RolloutResult {

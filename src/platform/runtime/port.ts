@@ -93,6 +93,27 @@ export interface OneOffSpec {
   onOutput: (line: string) => void;
   limits?: InstanceLimits;
   root?: ProcessRoot;
+  /** Attached to a caller (`slipway run`): its standard input and raw output instead of log lines. */
+  attach?: AttachedStdio;
+}
+
+/** A terminal's size in characters. */
+export interface TerminalSize {
+  rows: number;
+  cols: number;
+}
+
+/**
+ * The caller's side of an attached one-off process. Output is scrubbed of secrets but not cut
+ * into lines; `write` answering false pauses the process's output until `drained` calls back
+ * (the caller's connection is the buffer's bound).
+ */
+export interface AttachedStdio {
+  stdin: NodeJS.ReadableStream;
+  /** Run under a pseudo-terminal of this size and TERM (stdout and stderr then arrive as one stream). */
+  tty?: TerminalSize & { term: string };
+  write(stream: 'stdout' | 'stderr', bytes: Buffer): boolean;
+  drained(resume: () => void): void;
 }
 
 export interface OneOffResult {

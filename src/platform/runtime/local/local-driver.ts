@@ -27,6 +27,7 @@ import type {
 } from '../port.js';
 import { LineScrubber } from '../scrub.js';
 import { runOneOff } from './one-off.js';
+import { underTerminal } from './terminal-command.js';
 import { countLines, DEFAULT_OUTPUT_RATE, OutputRateGate, type OutputRate } from './output-rate.js';
 import { freePort, killGroup } from './process-group.js';
 import { processesCarrying, readProcessGroups } from './proc-stats.js';
@@ -691,6 +692,8 @@ export class LocalProcessDriver implements RuntimeDriver {
   }
 
   async runOnce(spec: OneOffSpec): Promise<OneOffResult> {
+    const tty = spec.attach?.tty;
+    if (tty) spec = { ...spec, command: underTerminal(spec.command, tty, tty.term) };
     const sandbox = await this.sandboxFor({
       applicationId: spec.applicationId,
       environmentId: spec.environmentId,

@@ -123,6 +123,7 @@ export class LocalRuntime implements ApplicationRuntime {
       timeoutMs: Math.max(1, options.deadline - Date.now()),
       signal: options.signal,
       onOutput: options.onOutput,
+      ...(options.attach ? { attach: options.attach } : {}),
     });
   }
 

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import type { OneOffResult, OneOffSpec } from '../port.js';
+import type { AttachedStdio, OneOffResult, OneOffSpec } from '../port.js';
+import { StreamScrubber } from '../stream-scrubber.js';
 import { LineScrubber } from '../scrub.js';
 import { killGroup } from './process-group.js';
 import { workerMark } from '../../jobs/orphan-processes.js';
@@ -24,10 +25,11 @@ export async function runOneOff(
     cwd: spec.artifactPath,
     env: { ...baseEnv, ...spec.env, ...workerMark() },
     detached: true,
-    stdio: ['ignore', 'pipe', 'pipe', ...Array<'pipe'>(sandbox ? CONTROL_PIPES : 0).fill('pipe')],
+    stdio: [spec.attach ? 'pipe' : 'ignore', 'pipe', 'pipe', ...Array<'pipe'>(sandbox ? CONTROL_PIPES : 0).fill('pipe')],
   });
   running.add(child);
   const control = sandbox ? controlSandbox(child, sandbox) : null;
+  const attached = spec.attach ? attachStdio(child, spec.attach, spec.secrets) : null;
   // Its log keeps a few MiB at most: past this much output the rest is dropped unread, only counted.
   let kept = 0;
   let droppedBytes = 0;
@@ -40,8 +42,10 @@ export async function runOneOff(
     out.discardPartial();
     droppedBytes += c.length;
   };
-  child.stdout!.on('data', feed);
-  child.stderr!.on('data', feed);
+  if (!attached) {
+    child.stdout!.on('data', feed);
+    child.stderr!.on('data', feed);
+  }
   control?.ready.catch((err: Error) => out.write(`sandbox failed to start: ${err.message}\n`));
   void control?.networkLost.then((why) => {
     out.write(`the command's network ended (${why})\n`);
@@ -63,6 +67,7 @@ export async function runOneOff(
       spec.signal?.removeEventListener('abort', abort);
       control?.release();
       out.end();
+      attached?.end();
       if (kept > MAX_ONE_OFF_OUTPUT_CHARS)
         spec.onOutput(`[slipway: output past ${MAX_ONE_OFF_OUTPUT_CHARS} characters dropped (${droppedBytes} more bytes)]`);
       killGroup(child.pid, 'SIGKILL');
@@ -70,9 +75,47 @@ export async function runOneOff(
       resolve({ exitCode: code, signal, timedOut });
     };
     child.on('error', (err) => {
+      if (attached) attached.write('stderr', `failed to start: ${err.message}\n`);
       out.write(`failed to start: ${err.message}\n`);
       if (child.pid === undefined) end(127, null);
     });
     child.on('close', end);
   });
+}
+
+/**
+ * Connects an attached caller: its input to the process's, the process's output (scrubbed, not
+ * cut into lines) to it, pausing the process's output while the caller's connection is full.
+ */
+function attachStdio(child: ChildProcess, attach: AttachedStdio, secrets: string[]) {
+  // The process may exit without reading all its input: a write after that is no error of ours.
+  child.stdin!.on('error', () => undefined);
+  attach.stdin.pipe(child.stdin!);
+  let paused = false;
+  const pause = () => {
+    if (paused) return;
+    paused = true;
+    child.stdout!.pause();
+    child.stderr!.pause();
+    attach.drained(() => {
+      if (!paused) return;
+      paused = false;
+      child.stdout!.resume();
+      child.stderr!.resume();
+    });
+  };
+  const scrubbers = {
+    stdout: new StreamScrubber(secrets, (bytes) => attach.write('stdout', bytes) || pause()),
+    stderr: new StreamScrubber(secrets, (bytes) => attach.write('stderr', bytes) || pause()),
+  };
+  child.stdout!.on('data', (c: Buffer) => scrubbers.stdout.write(c));
+  child.stderr!.on('data', (c: Buffer) => scrubbers.stderr.write(c));
+  return {
+    write: (stream: 'stdout' | 'stderr', text: string) => attach.write(stream, Buffer.from(text)),
+    end() {
+      attach.stdin.unpipe(child.stdin!);
+      scrubbers.stdout.end();
+      scrubbers.stderr.end();
+    },
+  };
 }
