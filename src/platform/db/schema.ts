@@ -876,4 +876,14 @@ export interface Database
     PreviewTables,
     ScheduleTables {
   git_remotes: GitRemotesTable;
+  environment_maintenance: EnvironmentMaintenanceTable;
+}
+
+/** An environment in maintenance (migration 0042): the edge answers its applications' requests with a 503 page. */
+export interface EnvironmentMaintenanceTable {
+  environment_id: string;
+  message: string | null;
+  retry_after: number;
+  enabled_by: string | null;
+  enabled_at: Generated<Date>;
 }
