@@ -86,7 +86,14 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     log,
   });
   const { deployChain, deployments } = pipeline;
-  const environments = wireEnvironments({ ctx, repository: repos.environments, organizationScope, config: configs, scopedConfig });
+  const environments = wireEnvironments({
+    ctx,
+    repository: repos.environments,
+    organizationScope,
+    config: configs,
+    scopedConfig,
+    edgeChanged: async () => void (await drivers.edgeDirectory?.refresh()),
+  });
 
   const guards = wireGuards({ ctx, repository: repos.guards, apps, deployments, log });
   const domains = wireDomains({

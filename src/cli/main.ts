@@ -15,6 +15,7 @@ import { resourceCommands } from './commands/resources.js';
 import { runtimeCommands } from './commands/runtime.js';
 import { scheduleCommands } from './commands/schedule.js';
 import { gitCommands } from './commands/git.js';
+import { maintenanceCommands } from './commands/maintenance.js';
 import { completionScript } from './completion.js';
 import { Context } from './context.js';
 import { terminalSafe } from './output.js';
@@ -52,6 +53,7 @@ Colour is off when output is not a terminal or NO_COLOR is set.`,
   runtimeCommands(program);
   scheduleCommands(program);
   gitCommands(program);
+  maintenanceCommands(program);
 
   program
     .command('completion')

@@ -26,6 +26,9 @@ export const WEBHOOK_EVENTS = [
   'preview.deleted',
   /** A running instance exited on its own (it is restarted): `instance`, `last_exit`, `restart_count` (migration 0036). */
   'instance.crashed',
+  /** An environment's maintenance mode turned on or off (issue 33): `environment`, `by`. */
+  'maintenance.enabled',
+  'maintenance.disabled',
 ] as const;
 
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];

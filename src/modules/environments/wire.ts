@@ -6,6 +6,8 @@ import type { EnvironmentsRepository } from './environments.repository.js';
 import { environmentsRoutes } from './environments.routes.js';
 import { EnvironmentsService } from './environments.service.js';
 import { sweepDeletedEnvironments } from './retirement.js';
+import { maintenanceRoutes } from './maintenance.routes.js';
+import { MaintenanceService } from './maintenance.service.js';
 
 /** Environments and their configuration layer (their deploys and promotions are the pipeline's: src/pipeline). */
 export function wireEnvironments(deps: {
@@ -14,12 +16,17 @@ export function wireEnvironments(deps: {
   organizationScope: OrganizationScope;
   config: ConfigurationsService;
   scopedConfig: ScopedConfig;
+  /** After a maintenance toggle: this process's edge reloads at once. */
+  edgeChanged?: () => Promise<void>;
 }) {
   const { ctx } = deps;
   const environments = new EnvironmentsService(ctx.db, deps.repository, deps.organizationScope, deps.config, ctx.jobs);
   return {
     environments,
-    routes: [environmentsRoutes(environments, deps.scopedConfig, deps.config)],
+    routes: [
+      environmentsRoutes(environments, deps.scopedConfig, deps.config),
+      maintenanceRoutes(new MaintenanceService(ctx.db, deps.organizationScope, deps.edgeChanged)),
+    ],
     // Deleted (and expired preview) environments are removed after PREVIEW_RETENTION_HOURS.
     sweepers: [{ sweep: () => sweepDeletedEnvironments(ctx.db, ctx.config.PREVIEW_RETENTION_HOURS) }],
   } satisfies Wired;
