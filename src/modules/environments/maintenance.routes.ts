@@ -14,7 +14,12 @@ export function maintenanceRoutes(maintenance: MaintenanceService) {
     app.get(
       PATH,
       {
-        schema: { tags, summary: "The environment's maintenance mode", params: EnvParams, response: { 200: Maintenance, ...commonErrorResponses } },
+        schema: {
+          tags,
+          summary: "The environment's maintenance mode",
+          params: EnvParams,
+          response: { 200: Maintenance, ...commonErrorResponses },
+        },
       },
       async (request) => maintenance.get(currentUser(request).id, request.params.workspace, request.params.project, request.params.env),
     );

@@ -38,7 +38,9 @@ export class MaintenanceService {
         await tx
           .insertInto('environment_maintenance')
           .values(row)
-          .onConflict((oc) => oc.column('environment_id').doUpdateSet({ message: row.message, retry_after: row.retry_after, enabled_by: userId }))
+          .onConflict((oc) =>
+            oc.column('environment_id').doUpdateSet({ message: row.message, retry_after: row.retry_after, enabled_by: userId }),
+          )
           .execute();
       } else {
         await tx.deleteFrom('environment_maintenance').where('environment_id', '=', environment.id).execute();
