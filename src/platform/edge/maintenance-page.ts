@@ -10,8 +10,17 @@ export interface MaintenanceWindow {
   applications: Record<string, string>;
 }
 
-const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-export const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
+// Braces too: Caddy expands `{placeholders}` (`{env.X}`, request headers) in a static response's body.
+const ESCAPES: Record<string, string> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&#39;',
+  '{': '&#123;',
+  '}': '&#125;',
+};
+export const escapeHtml = (text: string) => text.replace(/[&<>"'{}]/g, (c) => ESCAPES[c]!);
 
 /** The page: the operator's message, or a short default naming the application. */
 export function maintenancePage(window: MaintenanceWindow, applicationId: string | undefined): string {
@@ -22,6 +31,16 @@ export function maintenancePage(window: MaintenanceWindow, applicationId: string
     `<title>${escapeHtml(name)}: maintenance</title></head>\n<body><main><h1>Down for maintenance</h1>\n` +
     `<p>${escapeHtml(text)}</p></main></body></html>\n`
   );
+}
+
+/** The same answer as a Caddy handler (the page has no raw braces, so Caddy expands nothing in it). */
+export function maintenanceHandler(window: MaintenanceWindow, applicationId: string | undefined) {
+  return {
+    handler: 'static_response',
+    status_code: 503,
+    headers: { 'Content-Type': ['text/html; charset=utf-8'], 'Retry-After': [String(window.retryAfter)], 'Cache-Control': ['no-store'] },
+    body: maintenancePage(window, applicationId),
+  };
 }
 
 /** Answers 503 with the page and `Retry-After`, without touching the instances. */
