@@ -118,6 +118,25 @@ describe('maintenance mode per environment: the edge answers a 503 page while th
     expect((await edgeGet(port(), host)).status).toBe(200);
   });
 
+  it('on a protected environment, only organization admins toggle it', async () => {
+    const bob = await h.user();
+    const added = await h.app.inject({
+      method: 'POST',
+      url: `/v1/workspaces/${app.slugs.org}/members`,
+      headers: alice.headers,
+      payload: { username: bob.username },
+    });
+    expect(added.statusCode, added.body).toBeLessThan(300);
+    const env = `/v1/workspaces/${app.slugs.org}/projects/${app.slugs.project}/envs/production`;
+    expect((await put(bob, { enabled: false })).statusCode).toBe(200);
+    expect((await h.app.inject({ method: 'PATCH', url: env, headers: alice.headers, payload: { protected: true } })).statusCode).toBe(200);
+    const refused = await put(bob, { enabled: true });
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json().message).toContain('protected');
+    expect((await edgeGet(port(), host)).status).toBe(200);
+    expect((await h.app.inject({ method: 'PATCH', url: env, headers: alice.headers, payload: { protected: false } })).statusCode).toBe(200);
+  });
+
   it('is toggled by the CLI as a child process', async () => {
     const on = await slipway(['maintenance', 'on', '--message', 'Upgrading the database', '--retry-after', '60'], cliEnv);
     expect(on.code, on.stderr).toBe(0);
