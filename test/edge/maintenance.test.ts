@@ -1,4 +1,5 @@
-import { request } from 'node:http';
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +8,7 @@ import { createHarness, type Harness, type TestUser } from '../helpers/harness.j
 import { localRuntime } from '../helpers/local-runtime.js';
 import { deployableApp, NODE_APP, settled, type Deployable } from '../pipeline-deploy/fixtures.js';
 import { slipway } from '../cli/slipway.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** A GET through the edge with this Host header: status, headers and body. */
 function edgeGet(port: number, host: string) {
@@ -30,13 +32,25 @@ describe('maintenance mode per environment: the edge answers a 503 page while th
   let host: string;
   let home: string;
   let cliEnv: Record<string, string>;
+  /** A webhook receiver on loopback (WEBHOOK_ALLOW_PRIVATE in this harness): the events it got. */
+  const received: Array<{ event: string; data: Record<string, unknown> }> = [];
+  let receiver: Server;
   const port = () => localRuntime(h.ctx).router.port;
   const url = () => `/v1/workspaces/${app.slugs.org}/projects/${app.slugs.project}/envs/production/maintenance`;
   const put = (user: TestUser, payload: object) => h.app.inject({ method: 'PUT', url: url(), headers: user.headers, payload });
 
   beforeAll(async () => {
+    receiver = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        received.push(JSON.parse(body));
+        res.end('thanks');
+      });
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
     h = await createHarness(
-      { ROUTER_HOST: '127.0.0.1', ROUTER_PORT: 0, RUNTIME_STOP_GRACE_MS: 2000, ROUTER_DRAIN_TIMEOUT_MS: 5000 },
+      { ROUTER_HOST: '127.0.0.1', ROUTER_PORT: 0, RUNTIME_STOP_GRACE_MS: 2000, ROUTER_DRAIN_TIMEOUT_MS: 5000, WEBHOOK_ALLOW_PRIVATE: true },
       { jobs: true, runtime: true },
     );
     alice = await h.user();
@@ -51,6 +65,16 @@ describe('maintenance mode per environment: the edge answers a 503 page while th
     expect(r.statusCode, r.body).toBe(202);
     const d = await settled(h, alice, r.json().deployment_id);
     expect(d.error, JSON.stringify(d)).toBe(false);
+    const hook = await h.app.inject({
+      method: 'POST',
+      url: `/v1/organizations/${app.slugs.org}/webhooks`,
+      headers: alice.headers,
+      payload: {
+        url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`,
+        events: ['maintenance.enabled', 'maintenance.disabled'],
+      },
+    });
+    expect(hook.statusCode, hook.body).toBe(201);
     await h.app.listen({ port: 0, host: '127.0.0.1' });
     home = mkdtempSync(join(tmpdir(), 'slipway-maint-'));
     const address = h.app.server.address() as { port: number };
@@ -65,6 +89,7 @@ describe('maintenance mode per environment: the edge answers a 503 page while th
 
   afterAll(async () => {
     await h?.close();
+    await new Promise((r) => receiver?.close(r));
     if (home) rmSync(home, { recursive: true, force: true });
   });
 
@@ -98,6 +123,13 @@ describe('maintenance mode per environment: the edge answers a 503 page while th
     const off = await put(alice, { enabled: false });
     expect(off.json()).toMatchObject({ enabled: false, retry_after: null });
     expect(await edgeGet(port(), host)).toMatchObject({ status: 200, body: 'v1:hello' });
+
+    const events = await waitFor('the maintenance webhooks', () => {
+      const names = received.map((e) => e.event);
+      return names.filter((n) => n === 'maintenance.enabled').length === 2 && names.includes('maintenance.disabled') ? names : null;
+    });
+    expect(events.sort()).toEqual(['maintenance.disabled', 'maintenance.enabled', 'maintenance.enabled']);
+    expect(received[0]!.data).toMatchObject({ environment: 'production', by: alice.id });
   });
 
   it('records who toggled it in the audit log', async () => {
