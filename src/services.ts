@@ -88,7 +88,13 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     log,
   });
   const { deployChain, deployments } = pipeline;
-  const environments = wireEnvironments({ ctx, repository: repos.environments, organizationScope, config: configs });
+  const environments = wireEnvironments({
+    ctx,
+    repository: repos.environments,
+    organizationScope,
+    config: configs,
+    edgeChanged: async () => void (await drivers.edgeDirectory?.refresh()),
+  });
 
   const guards = wireGuards({ ctx, repository: repos.guards, apps, deployments, log });
   const domains = wireDomains({

@@ -34,6 +34,9 @@ export const WEBHOOK_EVENTS = [
   'addon.deleted',
   'addon.undeleted',
   'addon.credentials_rotated',
+  /** An environment's maintenance mode turned on or off (issue 33): `environment`, `by`. */
+  'maintenance.enabled',
+  'maintenance.disabled',
 ] as const;
 
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];

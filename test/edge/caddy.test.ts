@@ -193,6 +193,23 @@ describe.skipIf(!!missing)('EDGE_DRIVER=caddy: applications served by Caddy, con
     expect((await routerGet(httpPort, platformName)).status).toBe(200);
   });
 
+  it('answers the maintenance page at every name of the environment, expanding no placeholder from its message', async () => {
+    const url = `/v1/workspaces/${app.slugs.org}/projects/${app.slugs.project}/envs/production/maintenance`;
+    const toggle = (payload: object) => h.app.inject({ method: 'PUT', url, headers: alice.headers, payload });
+    expect((await toggle({ enabled: true, message: 'Back soon {env.HOME} <i>', retry_after: 30 })).statusCode).toBe(200);
+    const page = await waitFor('Caddy to serve the page', async () => {
+      const r = await routerGet(httpPort, platformName);
+      return r.status === 503 ? r : null;
+    });
+    expect(page.body).toContain('Back soon &#123;env.HOME&#125; &lt;i&gt;');
+    const secure = await httpsGet(httpsPort, DOMAIN, root);
+    expect(secure.status).toBe(503);
+    expect(secure.headers['retry-after']).toBe('30');
+    expect(secure.body).toContain('Back soon');
+    expect((await toggle({ enabled: false })).statusCode).toBe(200);
+    await waitFor('Caddy to serve the app again', async () => (await routerGet(httpPort, platformName)).status === 200);
+  });
+
   it('redeploys under continuous load through Caddy (HTTP and HTTPS) with 0 failed requests and no reload of Caddy', async () => {
     const loadedBefore = (await caddy.admin('/config/')).text;
     const redeployed = (async () => {

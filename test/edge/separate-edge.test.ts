@@ -315,6 +315,45 @@ describe('the edge runs as its own process and outlives the control plane', () =
     expect(answer.status, answer.body).toBe(200);
   }, 60_000);
 
+  it('maintenance mode reaches the edge process, is kept in its snapshot and survives a restart of that edge', async () => {
+    const [, project, org] = host.split('.');
+    const toggle = async (body: object) => {
+      const res = await fetch(`${apiUrl}/v1/workspaces/${org}/projects/${project}/envs/production/maintenance`, {
+        method: 'PUT',
+        headers: { 'x-api-key': apiKey, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      expect(res.status, await res.text()).toBe(200);
+    };
+    await toggle({ enabled: true, message: 'Moving racks', retry_after: 45 });
+    const page = await waitFor('the edge process to serve the page', async () => {
+      const r = await routerGet(routerPort, host);
+      return r.status === 503 ? r : null;
+    });
+    expect(page.body).toContain('Moving racks');
+    await waitFor('the snapshot to keep it', () => readFileSync(join(dataDir, 'edge', 'routes.json'), 'utf8').includes('Moving racks'));
+    const edgePid = edgeStatusPid();
+    process.kill(edgePid, 'SIGKILL');
+    const again = await waitFor(
+      'a new edge to answer',
+      async () => {
+        const pid = (() => {
+          try {
+            return edgeStatusPid();
+          } catch {
+            return edgePid;
+          }
+        })();
+        return pid !== edgePid ? routerGet(routerPort, host).catch(() => null) : null;
+      },
+      30_000,
+    );
+    expect(again.status).toBe(503);
+    expect(again.body).toContain('Moving racks');
+    await toggle({ enabled: false });
+    await waitFor('the edge process to serve the application again', async () => (await routerGet(routerPort, host)).status === 200);
+  }, 60_000);
+
   it('a kill -9 of the embedded PostgreSQL loses no application request; the API answers 503 with Retry-After meanwhile and recovers by itself', async () => {
     const postmasterPid = () => Number(readFileSync(join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
     const killed = postmasterPid();

@@ -901,6 +901,7 @@ export interface Database
   notification_channels: NotificationChannelsTable;
   notification_deliveries: NotificationDeliveriesTable;
   notification_delivery_attempts: WebhookDeliveryAttemptsTable;
+  environment_maintenance: EnvironmentMaintenanceTable;
 }
 
 /** Slack and Discord channels of an organization (migration 0043). */
@@ -955,4 +956,13 @@ export interface AddonAttachmentsTable {
 export interface AddonTables {
   addons: AddonsTable;
   addon_attachments: AddonAttachmentsTable;
+}
+
+/** An environment in maintenance (migration 0042): the edge answers its applications' requests with a 503 page. */
+export interface EnvironmentMaintenanceTable {
+  environment_id: string;
+  message: string | null;
+  retry_after: number;
+  enabled_by: string | null;
+  enabled_at: Generated<Date>;
 }

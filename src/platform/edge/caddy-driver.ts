@@ -1,6 +1,7 @@
 import { request } from 'undici';
 import { caddyAdminEndpoint, checkAdminSocketPrivate, type CaddyAdminEndpoint } from './caddy-admin.js';
 import type { EdgeDirectory } from './edge-directory.js';
+import { maintenanceHandler } from './maintenance-page.js';
 import { logsRequests, type EdgeDriver, type EdgeRequestLogger } from './edge-driver.js';
 import { CaddyAccessLog, type AccessLogDropReason, type CaddyAccessEntry } from './caddy-access-log.js';
 import type { RequestStats } from './request-stats.js';
@@ -384,24 +385,28 @@ export class CaddyDriver implements EdgeDriver {
       for (const { host, upstreams } of this.table.snapshot()) {
         // Only whether a route has a ready instance is in the configuration; which ones is in the name server.
         const resolver = { addresses: [this.nameServer.address] };
+        const owner = upstreams[0]?.owner;
+        const maintenance = this.directory?.maintenanceOf(owner?.environmentId);
         list.push({
           match: [{ host: names.get(host)! }],
           handle: [
-            upstreams.some((u) => u.ready)
-              ? {
-                  handler: 'reverse_proxy',
-                  dynamic_upstreams: {
-                    source: 'srv',
-                    name: UpstreamNameServer.nameOf(host),
-                    refresh: `${UPSTREAMS_REFRESH_MS}ms`,
-                    resolver,
-                  },
-                  // The SRV targets are names of the name server too.
-                  transport: { protocol: 'http', resolver },
-                  // A failed connection (an instance that just stopped) is tried again, on a fresh answer.
-                  load_balancing: { selection_policy: { policy: 'round_robin' }, try_duration: '5s', try_interval: '50ms' },
-                }
-              : jsonResponse(503, 'The application has no healthy instance right now; retry shortly'),
+            maintenance
+              ? maintenanceHandler(maintenance, owner?.applicationId)
+              : upstreams.some((u) => u.ready)
+                ? {
+                    handler: 'reverse_proxy',
+                    dynamic_upstreams: {
+                      source: 'srv',
+                      name: UpstreamNameServer.nameOf(host),
+                      refresh: `${UPSTREAMS_REFRESH_MS}ms`,
+                      resolver,
+                    },
+                    // The SRV targets are names of the name server too.
+                    transport: { protocol: 'http', resolver },
+                    // A failed connection (an instance that just stopped) is tried again, on a fresh answer.
+                    load_balancing: { selection_policy: { policy: 'round_robin' }, try_duration: '5s', try_interval: '50ms' },
+                  }
+                : jsonResponse(503, 'The application has no healthy instance right now; retry shortly'),
           ],
           terminal: true,
         });

@@ -2,6 +2,7 @@ import { createSecureContext, type SecureContext } from 'node:tls';
 import type { SecretBox } from '../crypto/secret-box.js';
 import type { Db } from '../db/database.js';
 import { reportBackgroundFailure, type FailureLogger } from '../observability/background-failures.js';
+import type { MaintenanceWindow } from './maintenance-page.js';
 import type { CertificateRecord, RouteSnapshot } from './route-snapshot.js';
 
 /** What the edge knows about a verified custom domain. */
@@ -32,6 +33,8 @@ interface LoadedCertificate {
 export class EdgeDirectory {
   private routes = new Map<string, DomainRoute>();
   private contexts = new Map<string, LoadedCertificate>();
+  /** Environments in maintenance by id (usually none: the router checks `size` first). */
+  private maintenance = new Map<string, MaintenanceWindow>();
   private readonly listeners: Array<() => void> = [];
   /** What the last load found (host names, flags, certificate dates): a change calls the listeners. */
   private signature = '';
@@ -88,6 +91,11 @@ export class EdgeDirectory {
     return this.contexts.get(host)?.context;
   }
 
+  /** The maintenance window of an environment, if it is in maintenance. */
+  maintenanceOf(environmentId: string | undefined): MaintenanceWindow | undefined {
+    return environmentId === undefined || this.maintenance.size === 0 ? undefined : this.maintenance.get(environmentId);
+  }
+
   hasCertificate(host: string): boolean {
     return this.contexts.has(host);
   }
@@ -103,9 +111,10 @@ export class EdgeDirectory {
   }
 
   /** Custom domains and certificates (keys still sealed) for the edge's snapshot on disk. */
-  exportForSnapshot(): Pick<RouteSnapshot, 'domains' | 'certificates'> {
+  exportForSnapshot(): Pick<RouteSnapshot, 'domains' | 'certificates' | 'maintenance'> {
     return {
       domains: this.domains(),
+      maintenance: [...this.maintenance.values()],
       certificates: [...this.contexts].map(([hostname, c]) => ({
         hostname,
         issuedAt: c.issuedAt,
@@ -116,8 +125,9 @@ export class EdgeDirectory {
   }
 
   /** Serves a snapshot's domains and certificates until the first load from the database replaces them. */
-  seed(snapshot: Pick<RouteSnapshot, 'domains' | 'certificates'>) {
+  seed(snapshot: Pick<RouteSnapshot, 'domains' | 'certificates' | 'maintenance'>) {
     this.routes = new Map(snapshot.domains.map(({ hostname, ...route }) => [hostname, route]));
+    this.maintenance = new Map(snapshot.maintenance.map((m) => [m.environmentId, m]));
     const contexts = new Map<string, LoadedCertificate>();
     for (const c of snapshot.certificates) {
       try {
@@ -189,10 +199,35 @@ export class EdgeDirectory {
         );
     }
     this.contexts = contexts;
-    const signature = JSON.stringify([[...routes], [...contexts].map(([h, c]) => [h, c.issuedAt])]);
+    const maintenance = await this.loadMaintenance();
+    this.maintenance = maintenance;
+    const signature = JSON.stringify([[...routes], [...contexts].map(([h, c]) => [h, c.issuedAt]), [...maintenance]]);
     if (signature !== this.signature) {
       this.signature = signature;
       for (const listener of this.listeners) listener();
     }
+  }
+
+  /** Environments in maintenance (not deleted) with the names of their applications. */
+  private async loadMaintenance(): Promise<Map<string, MaintenanceWindow>> {
+    const rows = await this.db
+      .selectFrom('environment_maintenance as m')
+      .innerJoin('environments as e', 'e.id', 'm.environment_id')
+      .leftJoin('applications as a', 'a.project_id', 'e.project_id')
+      .select(['m.environment_id', 'm.message', 'm.retry_after', 'a.id as application_id', 'a.name as application_name'])
+      .where('e.deleted_at', 'is', null)
+      .orderBy('m.environment_id')
+      .orderBy('a.id')
+      .execute();
+    const windows = new Map<string, MaintenanceWindow>();
+    for (const r of rows) {
+      let window = windows.get(r.environment_id);
+      if (!window) {
+        window = { environmentId: r.environment_id, message: r.message, retryAfter: r.retry_after, applications: {} };
+        windows.set(r.environment_id, window);
+      }
+      if (r.application_id && r.application_name) window.applications[r.application_id] = r.application_name;
+    }
+    return windows;
   }
 }

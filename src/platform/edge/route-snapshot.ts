@@ -5,6 +5,7 @@ import { readFileBeneath } from '../fs/beneath.js';
 import type { EdgeRouteUpstream } from '../db/schema.js';
 import type { RouteTable, Upstream } from './route-table.js';
 import type { DomainRoute } from './edge-directory.js';
+import type { MaintenanceWindow } from './maintenance-page.js';
 
 /** The file an edge serves from before (or without) its database: DATA_DIR/edge/routes.json. */
 export const ROUTE_SNAPSHOT_FILE = 'routes.json';
@@ -24,6 +25,8 @@ export interface RouteSnapshot {
   routes: Array<{ host: string; upstreams: EdgeRouteUpstream[] }>;
   domains: Array<DomainRoute & { hostname: string }>;
   certificates: CertificateRecord[];
+  /** Environments in maintenance: an edge restarted without its database keeps answering their page. */
+  maintenance: MaintenanceWindow[];
 }
 
 /** The directory of the edge's own files (DATA_DIR/edge): made 0700 when missing, its mode left alone otherwise (Caddy's access log shares it). */
@@ -162,5 +165,16 @@ function validSnapshot(value: unknown): RouteSnapshot | null {
       isString(c.certificatePem) &&
       isString(c.privateKeyEnc),
   );
-  return { routes, domains, certificates };
+  const maintenance = (Array.isArray(o.maintenance) ? o.maintenance : []).filter(
+    (m): m is MaintenanceWindow =>
+      typeof m === 'object' &&
+      m !== null &&
+      isString(m.environmentId) &&
+      isNullableString(m.message) &&
+      Number.isInteger(m.retryAfter) &&
+      typeof m.applications === 'object' &&
+      m.applications !== null &&
+      Object.values(m.applications as object).every(isString),
+  );
+  return { routes, domains, certificates, maintenance };
 }

@@ -51,6 +51,11 @@ export class RouteTable {
     return this.routes.has(RouteTable.normalize(host));
   }
 
+  /** Whose instances serve an already normalized host name (the first upstream's owner; none when unknown). */
+  ownerOf(host: string): Upstream['owner'] {
+    return this.routes.get(host)?.upstreams[0]?.owner;
+  }
+
   upstreams(host: string): Upstream[] {
     return [...(this.routes.get(RouteTable.normalize(host))?.upstreams ?? [])];
   }

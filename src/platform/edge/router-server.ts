@@ -7,6 +7,7 @@ import type { RequestStats } from './request-stats.js';
 import { ACME_CHALLENGE_PREFIX, OWNERSHIP_CHALLENGE_PREFIX, type EdgeDirectory } from './edge-directory.js';
 import { logsRequests, type EdgeDriver, type EdgeRequestLogger } from './edge-driver.js';
 import { RouteTable, type Upstream } from './route-table.js';
+import { answerMaintenance } from './maintenance-page.js';
 
 /** Headers that describe one hop and must not be forwarded (RFC 9110 §7.6.1), and those the edge sets itself. */
 const HOP_BY_HOP = new Set([
@@ -225,6 +226,9 @@ export class RouterServer implements EdgeDriver {
       if (secure && domain.hsts) res.setHeader('strict-transport-security', 'max-age=31536000');
     }
     const host = domain?.routeHostname ?? requested;
+    const owner = this.directory ? this.table.ownerOf(host) : undefined;
+    const maintenance = this.directory?.maintenanceOf(owner?.environmentId);
+    if (maintenance) return answerMaintenance(res, maintenance, owner?.applicationId, req.method === 'HEAD');
     const first = this.table.pick(host);
     if (first === undefined) return this.reject(res, 404, `No application is served at ${requested || 'this address'}`);
     if (first === null) return this.reject(res, 503, 'The application has no healthy instance right now; retry shortly');
@@ -300,6 +304,10 @@ export class RouterServer implements EdgeDriver {
   private upgrade(req: IncomingMessage, socket: Duplex, head: Buffer) {
     const requested = this.normalizedHost(req.headers.host);
     const host = this.directory?.route(requested)?.routeHostname ?? requested;
+    if (this.directory?.maintenanceOf(this.table.ownerOf(host)?.environmentId)) {
+      socket.end('HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\n\r\n');
+      return;
+    }
     const upstream = this.table.pick(host);
     if (!upstream) {
       socket.end(`HTTP/1.1 ${upstream === undefined ? '404 Not Found' : '503 Service Unavailable'}\r\nconnection: close\r\n\r\n`);
