@@ -30,6 +30,8 @@ const NOT_EXERCISED: Record<string, string> = {
   'POST /v1/applications/:application_id/domains/:domain_id/verify': 'needs the DNS TXT record that proves the domain',
   'POST /v1/workspaces/:workspace/projects/:project/envs/:env/promote': 'needs a deployed source environment',
   'POST /v1/workspaces/:workspace/projects/:project/promote': 'needs a deployed source environment',
+  'POST /v1/applications/:application_id/config-release': 'needs a built image (test/pipeline-queue/)',
+  'POST /v1/applications/:application_id/runs/attach': 'needs the local runtime (test/cli/first-hour.test.ts)',
   'POST /v1/workspaces/:workspace/projects/:project/pipeline/rollback': 'needs an earlier deployment that served the environment',
   'POST /v1/organizations/:org_slug/addons': "needs the local runtime's sandbox to start the server (test/addons/)",
   'PATCH /v1/organizations/:org_slug/addons/:addon': 'needs a running add-on server to restart (test/addons/)',

@@ -138,7 +138,7 @@ describe('applications', () => {
       { subdirectory: '/abs' },
       { auto_deploy_branch: 'bad branch' },
       { privileged: true },
-      { name: 'renamed' },
+      { name: '' },
       { github_app_installation_id: -1 },
       { health_check_timeout: 0 },
       { health_check_timeout: 3601 },

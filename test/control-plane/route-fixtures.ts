@@ -37,6 +37,8 @@ export interface RouteWorld extends World {
   /** An add-on of the organization (its name; no server runs in these harnesses) and its attachment to the app. */
   addonName: string | null;
   addonAttachmentId: string | null;
+  /** A Slack notification channel of the organization. */
+  notificationChannelId: string | null;
   /** One variable per configuration scope (ids). */
   scopedVars: { organization: string; project: string; environment: string; team: string | null };
 }
@@ -213,8 +215,20 @@ export async function seedRouteWorld(h: Harness): Promise<RouteWorld> {
   const addonAttachmentId = addonId
     ? await insertRow(h, 'addon_attachments', { id: uuidv7(), addon_id: addonId, ...base, variable: 'DATABASE_URL' })
     : null;
+  const notificationChannelId = (await tableExists(h, 'notification_channels'))
+    ? await insertRow(h, 'notification_channels', {
+        id: uuidv7(),
+        organization_id: w.org.id,
+        kind: 'slack',
+        name: 'slack',
+        url_sealed: h.ctx.secrets.seal('https://hooks.slack.example/services/T0/B0/fixture'),
+        url_hint: 'hooks.slack.example/…ture',
+        events: ['deployment.succeeded'],
+      })
+    : null;
   return {
     ...w,
+    notificationChannelId,
     addonName,
     addonAttachmentId,
     installationId,
@@ -277,6 +291,7 @@ export const PARAM_FIXTURES: Record<string, Fixture> = {
   process_type: (w) => need(w.autoscaledType, 'autoscaling policy'),
   addon: (w) => need(w.addonName, 'add-on'),
   attachment_id: (w) => need(w.addonAttachmentId, 'add-on attachment'),
+  channel_id: (w) => need(w.notificationChannelId, 'notification channel'),
   installation_id: (w) => need(w.installationId === null ? null : String(w.installationId), 'GitHub App installation link'),
   // `id` means what the route's first segment names.
   id: (w, route) => {
@@ -304,6 +319,7 @@ export const SAMPLE_QUERIES: Record<string, (w: RouteWorld) => string> = {
   'POST /v1/workspaces/:workspace/projects/:project/pipeline/rollback': (w) => `?service=${w.app.slug}&env=production`,
   'GET /v1/workspaces/:workspace/projects/:project/promote/preview': (w) =>
     `?service=${w.app.slug}&source_env=production&target_env=production`,
+  'POST /v1/applications/:application_id/runs/attach': () => '?command=true',
 };
 
 /** The route's URL with every parameter filled (and its required query), or an error naming the missing fixture. */
@@ -362,6 +378,12 @@ export const SAMPLE_BODIES: Record<string, (w: RouteWorld) => unknown> = {
   'PATCH /v1/organizations/:org_slug/addons/:addon': () => ({ plan: 'standard' }),
   'POST /v1/organizations/:org_slug/addons/:addon/attachments': (w) => ({ application_id: w.app.id, as: 'SAMPLE_URL' }),
   'POST /v1/organizations/:org_slug/addons/:addon/query': () => ({ sql: 'SELECT 1' }),
+  'POST /v1/organizations/:org_slug/notification-channels': () => ({
+    kind: 'slack',
+    url: 'https://hooks.slack.example/services/T1/B1/x',
+    events: ['deployment.succeeded'],
+  }),
+  'PUT /v1/workspaces/:workspace/projects/:project/envs/:env/maintenance': () => ({ enabled: false }),
 };
 
 /** Scoped config routes share one shape at every scope. */
