@@ -27,6 +27,11 @@ const DEPLOY_TOKEN_ROUTES = new Set([
   'POST /v1/releases/:release_id/deploy',
   'POST /v1/workspaces/:workspace/projects/:project/envs/:env/deploy',
   'POST /v1/workspaces/:workspace/projects/:project/envs/:env/promote',
+  // Ancla's words for the same deploys (src/adapters/ancla).
+  'POST /v1/workspaces/:workspace/projects/:project/envs/:env/services/:service/deploy',
+  'POST /v1/workspaces/:workspace/projects/:project/envs/:env/services/:service/builds/trigger',
+  'POST /v1/workspaces/:workspace/projects/:project/pipeline/deploy',
+  'POST /v1/workspaces/:workspace/projects/:project/pipeline/rollback',
   'GET /v1/applications/:org_slug/:project_slug/:app_slug',
   'GET /v1/applications/:application_id/deployments',
   'GET /v1/applications/:application_id/pipeline-status',
