@@ -288,7 +288,17 @@ describe('API keys', () => {
     expect(listed).toMatchObject({ name: 'ci', prefix });
     expect(listed.last_used).not.toBeNull();
     expect(list.raw).not.toContain(key);
-    expect(Object.keys(listed).sort()).toEqual(['created', 'expires', 'id', 'kind', 'last_used', 'last_used_address', 'name', 'prefix', 'scope']);
+    expect(Object.keys(listed).sort()).toEqual([
+      'created',
+      'expires',
+      'id',
+      'kind',
+      'last_used',
+      'last_used_address',
+      'name',
+      'prefix',
+      'scope',
+    ]);
 
     // Another user cannot revoke it (it is not theirs: 404).
     const other = await h.user();
