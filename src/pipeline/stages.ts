@@ -274,6 +274,36 @@ export const RUN_LIFECYCLE: Lifecycle<RunState, 'pending' | 'running'> = {
       writtenIn: 'run/one-off-runner.ts#OneOffRunner.run',
     },
     {
+      from: ['pending'],
+      to: 'running',
+      by: 'AttachedRuns.run: POST /applications/{id}/runs/attach, run in the server process with its standard streams',
+      writtenIn: 'run/attached-runs.ts#AttachedRuns.run',
+    },
+    {
+      from: ['running'],
+      to: 'succeeded',
+      by: 'AttachedRuns.run: exit code 0',
+      writtenIn: 'run/attached-runs.ts#AttachedRuns.run',
+    },
+    {
+      from: ['running'],
+      to: 'failed',
+      by: 'AttachedRuns.run: another exit code or a signal',
+      writtenIn: 'run/attached-runs.ts#AttachedRuns.run',
+    },
+    {
+      from: ['running'],
+      to: 'timed_out',
+      by: 'AttachedRuns.run: killed at its timeout',
+      writtenIn: 'run/attached-runs.ts#AttachedRuns.run',
+    },
+    {
+      from: ['pending', 'running'],
+      to: 'failed',
+      by: 'AttachedRuns.run: it could not start',
+      writtenIn: 'run/attached-runs.ts#AttachedRuns.run',
+    },
+    {
       from: ['pending', 'running'],
       to: 'failed',
       by: 'OneOffRunner.run: it could not start; OneOffRunsService.createScheduled: it could not be queued',
