@@ -24,10 +24,10 @@ import { wireConfigurations } from './modules/configurations/index.js';
 import { wireTeams } from './modules/teams/index.js';
 import { wireHealth } from './modules/health/index.js';
 import { wireStorage } from './modules/storage/index.js';
-import { latestRecordsSource, reconcileAfterScale, wirePipeline } from './pipeline/index.js';
+import { ApplicationRemoval, latestRecordsSource, reconcileAfterScale, wirePipeline } from './pipeline/index.js';
 import { imagesRoutes } from './modules/images/index.js';
 import { releasesRoutes } from './modules/releases/index.js';
-import { deploymentsRoutes, oneOffRunsRoutes } from './modules/deployments/index.js';
+import { applicationDeleteRoutes, deploymentsRoutes, oneOffRunsRoutes } from './modules/deployments/index.js';
 import { envDeploysRoutes } from './modules/env-deploys/index.js';
 import { pipelineRoutes } from './modules/pipeline-status/index.js';
 import { reachOfScope, requireProtectedEnvironmentAdmin, wireEnvironments } from './modules/environments/index.js';
@@ -243,6 +243,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     previews,
     registry,
     { routes: [deploymentsRoutes(deployments, deployChain, pipeline.configRelease)] },
+    { routes: [applicationDeleteRoutes(new ApplicationRemoval(ctx, apps))] },
     observability,
     guards,
     domains,

@@ -1,0 +1,69 @@
+import { rm } from 'node:fs/promises';
+import type { AppContext } from '../../platform/context.js';
+import { AppError } from '../../platform/errors.js';
+import { requireProtectedEnvironmentAdmin } from '../../platform/access/environment-protection.js';
+import { requireJobs } from '../../platform/jobs/require-jobs.js';
+import { publishWebhookEvent } from '../../platform/webhook-events.js';
+import type { ApplicationsService } from '../../modules/applications/index.js';
+import { applicationArtifactsDir } from '../build/build-runner.js';
+
+/** How long a delete waits for the application's running pipeline job to stop after its cancel. */
+const SETTLE_TIMEOUT_MS = 60_000;
+
+/**
+ * `DELETE /applications/{id}`: the application's pipeline jobs are cancelled, its instances
+ * stopped and unrouted in every environment, and only then its records deleted (they cascade
+ * from `applications`). A crash half-way leaves the application in place: deleting it again
+ * finishes the work, every step being idempotent. Add-ons stay in the organization (their
+ * attachments cascade).
+ */
+export class ApplicationRemoval {
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly apps: ApplicationsService,
+  ) {}
+
+  async remove(user: { id: string; username: string }, applicationId: string): Promise<void> {
+    const app = await this.apps.authorize(user.id, applicationId);
+    await requireProtectedEnvironmentAdmin(this.ctx.db, user.id, { applicationId: app.id }, 'whether an application it runs exists');
+    const runtime = this.ctx.runtime;
+    if (!runtime) throw new AppError('UNAVAILABLE', 'Deleting an application needs a process with a runtime (role `all` or `worker`)');
+    await this.cancelJobs(app.id, `Cancelled: application ${app.slug} deleted by ${user.username}`);
+    const environments = await this.ctx.db.selectFrom('environments').select('id').where('project_id', '=', app.project_id).execute();
+    const signal = AbortSignal.timeout(SETTLE_TIMEOUT_MS);
+    // With no plan, a reconcile stops every instance of the target and removes its routes.
+    for (const { id } of environments) await runtime.reconcile({ applicationId: app.id, environmentId: id }, null, signal);
+    await this.ctx.db.transaction().execute(async (tx) => {
+      await tx.deleteFrom('applications').where('id', '=', app.id).execute();
+      await publishWebhookEvent(tx, {
+        organizationId: app.organization_id,
+        projectId: app.project_id,
+        event: 'application.deleted',
+        data: { application: { id: app.id, slug: app.slug, name: app.name }, by: user.username },
+      });
+    });
+    // The build artifacts (source snapshots, image roots) no record names any more.
+    await rm(applicationArtifactsDir(this.ctx.config.dataDir, app.id), { recursive: true, force: true });
+  }
+
+  /** Cancels the application's waiting and running pipeline jobs, and waits until none runs. */
+  private async cancelJobs(applicationId: string, message: string) {
+    const live = () =>
+      this.ctx.db
+        .selectFrom('pipeline_jobs')
+        .select(['id', 'state'])
+        .where('application_id', '=', applicationId)
+        .where('state', 'in', ['created', 'active'])
+        .execute();
+    const first = await live();
+    if (first.length === 0) return;
+    const jobs = requireJobs(this.ctx);
+    for (const job of first) await jobs.cancel(job.id, message);
+    const deadline = Date.now() + SETTLE_TIMEOUT_MS;
+    while ((await live()).some((j) => j.state === 'active')) {
+      if (Date.now() > deadline)
+        throw new AppError('CONFLICT', "The application's running pipeline job did not stop in time: delete it again shortly");
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+}
