@@ -46,24 +46,29 @@ export class ApplicationRemoval {
     await rm(applicationArtifactsDir(this.ctx.config.dataDir, app.id), { recursive: true, force: true });
   }
 
-  /** Cancels the application's waiting and running pipeline jobs, and waits until none runs. */
+  /**
+   * Cancels the application's waiting and running pipeline jobs until none is left (a
+   * cancelled deploy may queue a reconcile on its way out: that one goes too).
+   */
   private async cancelJobs(applicationId: string, message: string) {
     const live = () =>
       this.ctx.db
         .selectFrom('pipeline_jobs')
-        .select(['id', 'state'])
+        .select('id')
         .where('application_id', '=', applicationId)
         .where('state', 'in', ['created', 'active'])
         .execute();
-    const first = await live();
-    if (first.length === 0) return;
-    const jobs = requireJobs(this.ctx);
-    for (const job of first) await jobs.cancel(job.id, message);
     const deadline = Date.now() + SETTLE_TIMEOUT_MS;
-    while ((await live()).some((j) => j.state === 'active')) {
+    const cancelled = new Set<string>();
+    for (let jobs = await live(); jobs.length > 0; jobs = await live()) {
       if (Date.now() > deadline)
         throw new AppError('CONFLICT', "The application's running pipeline job did not stop in time: delete it again shortly");
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      for (const { id } of jobs) {
+        if (cancelled.has(id)) continue;
+        cancelled.add(id);
+        await requireJobs(this.ctx).cancel(id, message);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
 }
