@@ -24,7 +24,7 @@ import { wireConfigurations } from './modules/configurations/index.js';
 import { wireTeams } from './modules/teams/index.js';
 import { wireHealth } from './modules/health/index.js';
 import { wireStorage } from './modules/storage/index.js';
-import { ApplicationRemoval, latestRecordsSource, reconcileAfterScale, wirePipeline } from './pipeline/index.js';
+import { latestRecordsSource, reconcileAfterScale, wirePipeline } from './pipeline/index.js';
 import { imagesRoutes } from './modules/images/index.js';
 import { releasesRoutes } from './modules/releases/index.js';
 import { applicationDeleteRoutes, deploymentsRoutes, oneOffRunsRoutes } from './modules/deployments/index.js';
@@ -210,6 +210,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
       releases: pipeline.releases,
       envDeploys: pipeline.envDeploys,
       status: pipeline.status,
+      removal: pipeline.removal,
     },
   });
   const metrics = wireMetrics({ db: ctx.db, token: config.METRICS_TOKEN, dataDir: config.dataDir });
@@ -243,7 +244,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     previews,
     registry,
     { routes: [deploymentsRoutes(deployments, deployChain, pipeline.configRelease)] },
-    { routes: [applicationDeleteRoutes(new ApplicationRemoval(ctx, apps))] },
+    { routes: [applicationDeleteRoutes(pipeline.removal)] },
     observability,
     guards,
     domains,
