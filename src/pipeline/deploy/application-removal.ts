@@ -26,13 +26,8 @@ export class ApplicationRemoval {
   async remove(user: { id: string; username: string }, applicationId: string): Promise<void> {
     const app = await this.apps.authorize(user.id, applicationId);
     await requireProtectedEnvironmentAdmin(this.ctx.db, user.id, { applicationId: app.id }, 'whether an application it runs exists');
-    const runtime = this.ctx.runtime;
-    if (!runtime) throw new AppError('UNAVAILABLE', 'Deleting an application needs a process with a runtime (role `all` or `worker`)');
     await this.cancelJobs(app.id, `Cancelled: application ${app.slug} deleted by ${user.username}`);
-    const environments = await this.ctx.db.selectFrom('environments').select('id').where('project_id', '=', app.project_id).execute();
-    const signal = AbortSignal.timeout(SETTLE_TIMEOUT_MS);
-    // With no plan, a reconcile stops every instance of the target and removes its routes.
-    for (const { id } of environments) await runtime.reconcile({ applicationId: app.id, environmentId: id }, null, signal);
+    await this.stopInstances(app);
     await this.ctx.db.transaction().execute(async (tx) => {
       await tx.deleteFrom('applications').where('id', '=', app.id).execute();
       await publishWebhookEvent(tx, {
@@ -44,6 +39,27 @@ export class ApplicationRemoval {
     });
     // The build artifacts (source snapshots, image roots) no record names any more.
     await rm(applicationArtifactsDir(this.ctx.config.dataDir, app.id), { recursive: true, force: true });
+  }
+
+  /** Stops and unroutes its instances in every environment of its project (deleted ones too). */
+  private async stopInstances(app: { id: string; project_id: string }) {
+    const runtime = this.ctx.runtime;
+    if (!runtime) {
+      // A process without a runtime (role `api`) cannot stop instances a worker runs: refuse only when some exist.
+      const running = await this.ctx.db
+        .selectFrom('instances')
+        .select('id')
+        .where('application_id', '=', app.id)
+        .where('state', '!=', 'stopped')
+        .executeTakeFirst();
+      if (running)
+        throw new AppError('UNAVAILABLE', 'Deleting a running application needs a process with a runtime (role `all` or `worker`)');
+      return;
+    }
+    const environments = await this.ctx.db.selectFrom('environments').select('id').where('project_id', '=', app.project_id).execute();
+    const signal = AbortSignal.timeout(SETTLE_TIMEOUT_MS);
+    // With no plan, a reconcile stops every instance of the target and removes its routes.
+    for (const { id } of environments) await runtime.reconcile({ applicationId: app.id, environmentId: id }, null, signal);
   }
 
   /**
