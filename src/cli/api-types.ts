@@ -8061,7 +8061,42 @@ export interface paths {
         };
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete a service: the whole application, in every environment (Slipway's `DELETE /v1/applications/{id}`; 204)
+         * @description Its add-ons stay in the workspace; only their attachments go.
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    env: string;
+                    project: string;
+                    service: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+                503: components["responses"]["Error"];
+            };
+        };
         options?: never;
         head?: never;
         /** Change where a service is built from (`github_repository`, `auto_deploy_branch`; `""` or null: none) */
