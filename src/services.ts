@@ -27,7 +27,7 @@ import { wireStorage } from './modules/storage/index.js';
 import { latestRecordsSource, reconcileAfterScale, wirePipeline } from './pipeline/index.js';
 import { imagesRoutes } from './modules/images/index.js';
 import { releasesRoutes } from './modules/releases/index.js';
-import { deploymentsRoutes, oneOffRunsRoutes } from './modules/deployments/index.js';
+import { applicationDeleteRoutes, deploymentsRoutes, oneOffRunsRoutes } from './modules/deployments/index.js';
 import { envDeploysRoutes } from './modules/env-deploys/index.js';
 import { pipelineRoutes } from './modules/pipeline-status/index.js';
 import { reachOfScope, requireProtectedEnvironmentAdmin, wireEnvironments } from './modules/environments/index.js';
@@ -210,6 +210,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
       releases: pipeline.releases,
       envDeploys: pipeline.envDeploys,
       status: pipeline.status,
+      removal: pipeline.removal,
     },
   });
   const metrics = wireMetrics({ db: ctx.db, token: config.METRICS_TOKEN, dataDir: config.dataDir });
@@ -243,6 +244,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     previews,
     registry,
     { routes: [deploymentsRoutes(deployments, deployChain, pipeline.configRelease)] },
+    { routes: [applicationDeleteRoutes(pipeline.removal)] },
     observability,
     guards,
     domains,

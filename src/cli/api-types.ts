@@ -100,6 +100,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/applications/{application_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete an application: its pipeline jobs are cancelled, its instances stopped and unrouted, its records removed
+         * @description Answers 204 once nothing of it runs or is routed any more. Add-ons attached to it stay in the organization (only the attachments go). An application running in a protected environment: organization admins only.
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    application_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+                503: components["responses"]["Error"];
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/applications/{application_id}/autoscaling": {
         parameters: {
             query?: never;
@@ -4620,7 +4668,7 @@ export interface paths {
                     "application/json": {
                         /** @description only events of these environments (slugs); events of no environment, such as builds, always pass */
                         environments?: string[];
-                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "preview.created" | "preview.deleted" | "instance.crashed" | "addon.created" | "addon.attached" | "addon.detached" | "addon.resized" | "addon.deleted" | "addon.undeleted" | "addon.credentials_rotated" | "maintenance.enabled" | "maintenance.disabled")[];
+                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "application.deleted" | "preview.created" | "preview.deleted" | "instance.crashed" | "addon.created" | "addon.attached" | "addon.detached" | "addon.resized" | "addon.deleted" | "addon.undeleted" | "addon.credentials_rotated" | "maintenance.enabled" | "maintenance.disabled")[];
                         /** @description slack: a Slack incoming webhook (Block Kit); discord: a Discord channel webhook (embeds) */
                         kind: "slack" | "discord";
                         /** @description a label; default: the kind */
@@ -5022,7 +5070,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "preview.created" | "preview.deleted" | "instance.crashed" | "addon.created" | "addon.attached" | "addon.detached" | "addon.resized" | "addon.deleted" | "addon.undeleted" | "addon.credentials_rotated" | "maintenance.enabled" | "maintenance.disabled")[];
+                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "application.deleted" | "preview.created" | "preview.deleted" | "instance.crashed" | "addon.created" | "addon.attached" | "addon.detached" | "addon.resized" | "addon.deleted" | "addon.undeleted" | "addon.credentials_rotated" | "maintenance.enabled" | "maintenance.disabled")[];
                         /** @description only this project’s events (slug); default: the whole organization */
                         project?: string;
                         /** @description http(s) address of the receiver; private and loopback addresses are refused unless the operator allows them */
@@ -8013,7 +8061,42 @@ export interface paths {
         };
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete a service: the whole application, in every environment (Slipway's `DELETE /v1/applications/{id}`; 204)
+         * @description Its add-ons stay in the workspace; only their attachments go.
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    env: string;
+                    project: string;
+                    service: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+                503: components["responses"]["Error"];
+            };
+        };
         options?: never;
         head?: never;
         /** Change where a service is built from (`github_repository`, `auto_deploy_branch`; `""` or null: none) */

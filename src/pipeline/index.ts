@@ -13,6 +13,7 @@ export { ReleasesRepository } from './release/releases.repository.js';
 export * from './deploy/deployments.repository.js';
 export * from './deploy/deployments.jobs.js';
 export * from './deploy/deployments.service.js';
+export { ApplicationRemoval } from './deploy/application-removal.js';
 export * from './deploy/environment-choice.js';
 export * from './deploy-chain.js';
 export { OneOffRunsRepository } from './run/one-off-runs.repository.js';

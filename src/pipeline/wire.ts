@@ -13,6 +13,7 @@ import { ReleasesService } from './release/releases.service.js';
 import type { DeploymentsRepository } from './deploy/deployments.repository.js';
 import { queueReconcileOfDeployed, registerDeploymentJobs } from './deploy/deployments.jobs.js';
 import { DeploymentsService } from './deploy/deployments.service.js';
+import { ApplicationRemoval } from './deploy/application-removal.js';
 import { DeployChain } from './deploy-chain.js';
 import { ConfigRelease } from './release/config-release.js';
 import type { OneOffRunsRepository } from './run/one-off-runs.repository.js';
@@ -88,6 +89,7 @@ export function wirePipeline(deps: {
     runs,
     status,
     envDeploys,
+    removal: new ApplicationRemoval(ctx, apps),
     reconcileDeployed: () => queueReconcileOfDeployed(ctx, repos.deployments),
   };
 }

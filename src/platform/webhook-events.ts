@@ -22,6 +22,8 @@ export const WEBHOOK_EVENTS = [
   'rollback.succeeded',
   'rollback.failed',
   'scale.changed',
+  /** An application was deleted (`application`: id, slug, name; `by`). */
+  'application.deleted',
   'preview.created',
   'preview.deleted',
   /** A running instance exited on its own (it is restarted): `instance`, `last_exit`, `restart_count` (migration 0036). */

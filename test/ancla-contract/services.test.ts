@@ -400,4 +400,21 @@ describe("Ancla's clients on services, builds and deploys", () => {
     expect((await call(alice, PYTHON, 'DELETE', `${S}/web/config/GREETING`)).statusCode).toBe(404);
     expect((await call(alice, GO, 'GET', `${S}/web/config/`)).json()).toEqual([]);
   });
+
+  it(TESTS.deleteService, async () => {
+    const host = 'web.staging.shop.acme.localhost';
+    expect((await routerGet(localRuntime(h.ctx).router.port, host)).status).toBe(200);
+    // Another workspace's member deletes nothing.
+    expect((await call(mallory, PYTHON, 'DELETE', `${S}/web/`)).statusCode).toBe(403);
+    const scratch = await call(alice, GO, 'POST', `${S}/`, { name: 'scratch', platform: 'wind' });
+    expect(scratch.statusCode).toBe(201);
+    expect((await call(alice, GO, 'DELETE', `${S}/scratch/`)).statusCode).toBe(204);
+    expect((await call(alice, PYTHON, 'DELETE', `${S}/api/`)).statusCode).toBe(204);
+    // The deployed service: its instances stop and the edge no longer answers its host name.
+    const deployed = await call(alice, NODE, 'DELETE', `${S}/web/`);
+    expect(deployed.statusCode, deployed.body).toBe(204);
+    expect((await routerGet(localRuntime(h.ctx).router.port, host)).status).toBe(404);
+    expect((await call(alice, GO, 'GET', `${S}/web`)).statusCode).toBe(404);
+    expect((await call(alice, NODE, 'DELETE', `${S}/web/`)).statusCode).toBe(404);
+  });
 });

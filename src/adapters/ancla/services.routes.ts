@@ -10,7 +10,7 @@ import { ConfigVariable } from '../../modules/configurations/index.js';
 import { registerScopedConfigRoutes } from './scoped-config.routes.js';
 import { ResolvedServiceConfig, type EnvironmentsService } from '../../modules/environments/index.js';
 import type { OrganizationScope } from '../../modules/organizations/index.js';
-import type { DeploymentsService, EnvDeploysService, ImagesService, PipelineService } from '../../pipeline/index.js';
+import type { ApplicationRemoval, DeploymentsService, EnvDeploysService, ImagesService, PipelineService } from '../../pipeline/index.js';
 import { toBuild, toBuildDetail, toBuildLog, toDeploy, toDeployLog, toPipelineStatus, toService } from './services.mapping.js';
 import {
   BuildDetail,
@@ -60,6 +60,7 @@ export function servicesRoutes(deps: {
   deployments: DeploymentsService;
   envDeploys: EnvDeploysService;
   status: PipelineService;
+  removal: ApplicationRemoval;
   config: ConfigurationsService;
   scopedConfig: ScopedConfig;
 }) {
@@ -401,6 +402,25 @@ export function servicesRoutes(deps: {
       async (request) => {
         const p = request.params;
         return environments.resolvedConfig(currentUser(request).id, p.workspace, p.project, p.env, p.service);
+      },
+    );
+
+    app.delete(
+      SERVICE,
+      {
+        schema: {
+          tags,
+          summary: "Delete a service: the whole application, in every environment (Slipway's `DELETE /v1/applications/{id}`; 204)",
+          description: 'Its add-ons stay in the workspace; only their attachments go.',
+          params: EnvServiceParams,
+          response: { 204: Type.Null(), ...errors },
+        },
+      },
+      async (request, reply) => {
+        const user = currentUser(request);
+        const { application } = await serviceIn(user.id, request.params);
+        await deps.removal.remove(user, application.id);
+        return reply.code(204).send(null);
       },
     );
 

@@ -5,7 +5,14 @@ import type { ConfigurationsService, ScopedConfig } from '../../modules/configur
 import type { EnvironmentsService } from '../../modules/environments/index.js';
 import type { OrganizationScope, OrganizationsService } from '../../modules/organizations/index.js';
 import type { ProjectsService } from '../../modules/projects/index.js';
-import type { DeploymentsService, EnvDeploysService, ImagesService, PipelineService, ReleasesService } from '../../pipeline/index.js';
+import type {
+  ApplicationRemoval,
+  DeploymentsService,
+  EnvDeploysService,
+  ImagesService,
+  PipelineService,
+  ReleasesService,
+} from '../../pipeline/index.js';
 import type { TeamsService } from '../../modules/teams/index.js';
 import type { ObservabilityService } from '../../modules/observability/index.js';
 import { envDeploysRoutes } from './env-deploys.routes.js';
@@ -40,6 +47,7 @@ export function wireAncla(deps: {
     releases: ReleasesService;
     envDeploys: EnvDeploysService;
     status: PipelineService;
+    removal: ApplicationRemoval;
   };
 }) {
   const { pipeline, organizationScope: scope } = deps;
@@ -62,6 +70,7 @@ export function wireAncla(deps: {
       deployments,
       envDeploys,
       status: pipeline.status,
+      removal: pipeline.removal,
       config: deps.config,
       scopedConfig: deps.scopedConfig,
     }),

@@ -1,3 +1,4 @@
+import { input } from '@inquirer/prompts';
 import type { Command } from 'commander';
 import { ok, type Paths } from '../api.js';
 import { Context } from '../context.js';
@@ -22,7 +23,7 @@ interface UpdateOptions {
 /** `none` clears a setting that may be empty. */
 const orNull = (value: string) => (value === 'none' ? null : value);
 
-/** `apps update` (every setting of `PATCH /applications/{id}/settings`) and `apps rename`, on the `apps` group. */
+/** `apps update` (every setting of `PATCH /applications/{id}/settings`), `apps rename` and `apps delete`, on the `apps` group. */
 export function appsSettingsCommands(program: Command) {
   const apps = program.commands.find((c) => c.name() === 'apps');
   if (!apps) throw new Error('the apps command group is registered first');
@@ -92,5 +93,26 @@ export function appsSettingsCommands(program: Command) {
         ctx.api.PATCH('/v1/applications/{application_id}/settings', { params: { path: { application_id: app.id } }, body: { name } }),
       );
       ctx.out.result(updated, () => `Renamed ${appPath(updated)} from '${app.name}' to '${updated.name}'`);
+    });
+
+  apps
+    .command('delete')
+    .description('Delete an application: stops and unroutes its instances everywhere, removes its records (add-ons stay)')
+    .argument('[org/project/app]')
+    .option('--yes', "delete without asking for the application's slug")
+    .action(async (path: string | undefined, o: { yes?: boolean }, command: Command) => {
+      const ctx = Context.of(command);
+      if (path) ctx.options.app = path;
+      const app = await ctx.app();
+      if (!o.yes) {
+        // A script gets a usage error instead of a prompt it cannot answer.
+        if (!process.stdin.isTTY) throw usage('Not a terminal: pass --yes to delete without confirmation');
+        const typed = await input({
+          message: `This deletes ${appPath(app)} and everything it runs. Type its slug (${app.slug}) to confirm:`,
+        });
+        if (typed.trim() !== app.slug) throw usage(`'${typed.trim()}' is not ${app.slug}: nothing was deleted`);
+      }
+      await ok(ctx.api.DELETE('/v1/applications/{application_id}', { params: { path: { application_id: app.id } } }));
+      ctx.out.result({ deleted: app.id }, () => `Deleted ${appPath(app)} (its add-ons, if any, stay in the organization)`);
     });
 }

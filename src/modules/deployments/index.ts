@@ -3,3 +3,4 @@ export * from './deployments.routes.js';
 export * from './one-off-runs.routes.js';
 export * from './one-off-runs.schemas.js';
 export { GuardSettingsSchema } from './deployments.schemas.js';
+export * from './application-delete.route.js';

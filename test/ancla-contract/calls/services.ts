@@ -29,6 +29,7 @@ export const TESTS = {
   setConfig: 'sets a service variable (201, then 200)',
   deleteConfig: 'deletes a service variable by id or by name (204)',
   resolvedConfig: "keeps Slipway's resolved view at /v1 and at config/resolved",
+  deleteService: 'deletes a service: the whole application, its instances and routes (204)',
 } as const;
 
 const S = '/api/v1/workspaces/{ws}/projects/{proj}/envs/{env}/services';
@@ -148,6 +149,9 @@ const served: AnclaCall[] = [
   { client: 'ts-sdk', method: 'GET', path: `${S}/{svc}/config/`, decodes: each(CONFIG_FIELDS), test: TESTS.listConfig },
   { client: 'ts-sdk', method: 'POST', path: `${S}/{svc}/config/`, decodes: [], test: TESTS.setConfig },
   { client: 'ts-sdk', method: 'DELETE', path: `${S}/{svc}/config/{id}`, decodes: [], test: TESTS.deleteConfig },
+  { client: 'go-sdk', method: 'DELETE', path: `${S}/{svc}/`, decodes: [], test: TESTS.deleteService },
+  { client: 'python-sdk', method: 'DELETE', path: `${S}/{svc}/`, decodes: [], test: TESTS.deleteService },
+  { client: 'ts-sdk', method: 'DELETE', path: `${S}/{svc}/`, decodes: [], test: TESTS.deleteService },
 ];
 
 /**
@@ -155,11 +159,6 @@ const served: AnclaCall[] = [
  * request the Go CLI sends (same path, headers and User-Agent) but decodes a page where the CLI
  * decodes a bare array, so one answer cannot satisfy both: the CLI's (Ancla's openapi.json) wins.
  */
-const unserved: AnclaCall[] = [
-  { client: 'go-sdk', method: 'GET', path: `${S}/{svc}/deploys/`, decodes: items(DEPLOY_FIELDS), test: '' },
-  { client: 'go-sdk', method: 'DELETE', path: `${S}/{svc}/`, decodes: [], test: '' },
-  { client: 'python-sdk', method: 'DELETE', path: `${S}/{svc}/`, decodes: [], test: '' },
-  { client: 'ts-sdk', method: 'DELETE', path: `${S}/{svc}/`, decodes: [], test: '' },
-];
+const unserved: AnclaCall[] = [{ client: 'go-sdk', method: 'GET', path: `${S}/{svc}/deploys/`, decodes: items(DEPLOY_FIELDS), test: '' }];
 
 export const calls: AnclaCall[] = [...served.map((call) => ({ ...call, test: `services.test.ts > ${call.test}` })), ...unserved];
