@@ -217,7 +217,7 @@ describe('a broken app says what happened', () => {
     expect(ps.stdout).toMatch(/NAME\s+STATE\s+RESTARTS\s+LAST EXIT/);
     expect(ps.stdout).toMatch(/web\.1\s+healthy\s+1\s+exit code 3\s+v1/);
     const st = await cli(alice, ['status', '--app', appPath(app)]);
-    expect(st.stdout).toContain('web.1 restarted 1 time(s), last exit code 3');
+    expect(st.stdout, st.stderr).toContain('web.1 restarted 1 time(s), last exit code 3');
 
     const logs = await waitFor('the platform line in the log stream', async () => {
       const page = await api('GET', `/v1/applications/${app.appId}/logs?search=exited`);

@@ -92,8 +92,8 @@ export async function deployableApp(h: Harness, user: TestUser, settings: Record
           status: 'built',
           built: true,
           configuration: JSON.stringify([
-            { name: 'GREETING', value: 'hello', secret: false },
-            { name: 'API_TOKEN', value: '**secret**', secret: true },
+            { name: 'GREETING', value: 'hello', secret: false, buildtime: false, scope: 'application' },
+            { name: 'API_TOKEN', value: '**secret**', secret: true, buildtime: false, scope: 'application' },
           ]),
           configuration_sealed: h.ctx.secrets.seal(JSON.stringify({ values: config })),
           processes: JSON.stringify(processes),
