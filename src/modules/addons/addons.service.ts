@@ -12,10 +12,10 @@ import {
   newCredentials,
   newPassword,
   openCredentials,
+  quietClient,
   sealCredentials,
   type AddonSupervisor,
 } from '../../platform/addons/index.js';
-import pg from 'pg';
 import type { Selectable } from 'kysely';
 import type { ApplicationsService } from '../applications/index.js';
 import type { OrganizationScope } from '../organizations/index.js';
@@ -222,7 +222,7 @@ export class AddonsService {
     if (addon.kind !== 'postgres')
       throw new AppError('VALIDATION', `Add-on '${addon.name}' is ${addon.kind}: only a postgres add-on takes SQL`);
     const c = openCredentials(this.secrets, addon.credentials_sealed);
-    const client = new pg.Client({
+    const client = quietClient({
       host: '127.0.0.1',
       port: addon.port,
       user: c.user,

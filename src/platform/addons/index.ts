@@ -3,5 +3,5 @@
 export * from './plans.js';
 export * from './credentials.js';
 export * from './attached.js';
-export { missingServer, adminClient, redisCommands } from './servers.js';
+export { missingServer, adminClient, quietClient, redisCommands } from './servers.js';
 export { AddonSupervisor, type AddonRecord } from './supervisor.js';

@@ -108,8 +108,19 @@ export async function accepts(kind: AddonKind, port: number, c: AddonCredentials
   }
 }
 
+/**
+ * A pg client whose late errors (a connect timeout fires an 'error' event as well as rejecting
+ * connect(); a server that goes away mid-session) are the caller's awaited rejection, never an
+ * uncaught exception of the platform process.
+ */
+export function quietClient(config: pg.ClientConfig): pg.Client {
+  const client = new pg.Client(config);
+  client.on('error', () => {});
+  return client;
+}
+
 export function adminClient(port: number, c: AddonCredentials, database: string) {
-  return new pg.Client({
+  return quietClient({
     host: '127.0.0.1',
     port,
     user: c.adminUser,

@@ -333,6 +333,8 @@ function allowTraversal(dir: string): void {
 
 async function answers(url: string): Promise<boolean> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+  // A timed-out connect may also fire 'error': the probe's answer is `false`, never an uncaught exception.
+  client.on('error', () => {});
   try {
     await client.connect();
     await client.query('select 1');
