@@ -159,6 +159,21 @@ const served: AnclaCall[] = [
  * request the Go CLI sends (same path, headers and User-Agent) but decodes a page where the CLI
  * decodes a bare array, so one answer cannot satisfy both: the CLI's (Ancla's openapi.json) wins.
  */
-const unserved: AnclaCall[] = [{ client: 'go-sdk', method: 'GET', path: `${S}/{svc}/deploys/`, decodes: items(DEPLOY_FIELDS), test: '' }];
+const unserved: AnclaCall[] = [
+  { client: 'go-sdk', method: 'GET', path: `${S}/{svc}/deploys/`, decodes: items(DEPLOY_FIELDS), test: '' },
+  // The CLI's `cache`, `dbshell`, `shell` and `ssh` (internal/cli/cache.go, dbshell.go, shell.go, ssh.go): connection
+  // details of a service's Redis and Postgres (add-ons here, reachable only from attached sandboxes), and a shell in an
+  // instance (issue 33's exec). Not served yet.
+  { client: 'go-cli', method: 'GET', path: `${S}/{svc}/cache`, decodes: ['engine', 'host', 'port', 'url'], test: '' },
+  { client: 'go-cli', method: 'POST', path: `${S}/{svc}/cache/flush`, decodes: [], test: '' },
+  {
+    client: 'go-cli',
+    method: 'GET',
+    path: `${S}/{svc}/database`,
+    decodes: ['engine', 'host', 'port', 'name', 'user', 'password', 'url'],
+    test: '',
+  },
+  { client: 'go-cli', method: 'POST', path: `${S}/{svc}/exec`, decodes: ['websocket_url', 'host', 'port', 'token'], test: '' },
+];
 
 export const calls: AnclaCall[] = [...served.map((call) => ({ ...call, test: `services.test.ts > ${call.test}` })), ...unserved];
