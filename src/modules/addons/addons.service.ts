@@ -222,16 +222,17 @@ export class AddonsService {
     if (addon.kind !== 'postgres')
       throw new AppError('VALIDATION', `Add-on '${addon.name}' is ${addon.kind}: only a postgres add-on takes SQL`);
     const c = openCredentials(this.secrets, addon.credentials_sealed);
-    const client = quietClient({
-      host: '127.0.0.1',
-      port: addon.port,
-      user: c.user,
-      password: c.password,
-      database: c.database,
-      connectionTimeoutMillis: 5000,
-      statement_timeout: 30_000,
-    });
+    let client: ReturnType<typeof quietClient>;
     try {
+      client = quietClient({
+        host: '127.0.0.1',
+        port: addon.port,
+        user: c.user,
+        password: c.password,
+        database: c.database,
+        connectionTimeoutMillis: 5000,
+        statement_timeout: 30_000,
+      });
       await client.connect();
     } catch {
       throw conflict(`Add-on '${addon.name}' does not accept connections now (status ${addon.status})`);

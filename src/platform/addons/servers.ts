@@ -96,15 +96,16 @@ export function serverEnv(kind: AddonKind, c: AddonCredentials): Record<string, 
 /** Whether the server accepts an authenticated connection now (Postgres: the platform's superuser; Redis: AUTH + PING). */
 export async function accepts(kind: AddonKind, port: number, c: AddonCredentials): Promise<boolean> {
   if (kind === 'redis') return (await redisCommands(port, c, [['PING']]))?.[0] === 'PONG';
-  const client = adminClient(port, c, 'postgres');
+  let client: pg.Client | undefined;
   try {
+    client = adminClient(port, c, 'postgres');
     await client.connect();
     await client.query('SELECT 1');
     return true;
   } catch {
     return false;
   } finally {
-    await client.end().catch(() => {});
+    await client?.end().catch(() => {});
   }
 }
 
@@ -114,6 +115,10 @@ export async function accepts(kind: AddonKind, port: number, c: AddonCredentials
  * uncaught exception of the platform process.
  */
 export function quietClient(config: pg.ClientConfig): pg.Client {
+  // pg arms its connect timer before opening the socket; a port the socket refuses to open throws
+  // there, and the timer later destroys a socket nobody listens on (an uncaught exception).
+  const port = config.port ?? 5432;
+  if (!Number.isInteger(port) || port < 1 || port > 65_535) throw new Error(`not a TCP port: ${port}`);
   const client = new pg.Client(config);
   client.on('error', () => {});
   return client;
