@@ -1,4 +1,11 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TestRepo } from '../helpers/git-repo.js';
+import { createApp } from '../pipeline-build/fixtures.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
 import { seedApplication, type SeededApplication } from '../helpers/seed.js';
 import { basic, decodeJwt } from '../registry/fixtures.js';
@@ -14,6 +21,7 @@ let owner: TestUser;
 let mine: SeededApplication;
 let sibling: string;
 let elsewhere: string;
+let baseUrl: string;
 
 const repository = (s: SeededApplication) => `${s.org.slug}/${s.project.slug}/${s.app.slug}`;
 
@@ -40,6 +48,7 @@ const granted = (token: string) =>
 beforeAll(async () => {
   // The runtime runs add-on servers (sandboxed); nothing here deploys.
   h = await createHarness({ ROUTER_HOST: '127.0.0.1', ROUTER_PORT: 0 }, { jobs: true, runtime: true });
+  baseUrl = await h.app.listen({ host: '127.0.0.1', port: 0 });
   owner = await h.user();
   mine = await seedApplication(h, owner, { org: 'Review Three', project: 'Web', app: 'Api' });
   const second = await h.app.inject({
@@ -134,5 +143,69 @@ describe.skipIf(missing)("`slipway addons psql`: the answer is bounded, the serv
     });
     expect((await query('CREATE TABLE t (v int)')).json()).toMatchObject({ command: 'CREATE', rows: [], truncated: false });
     expect((await query('SELEC nonsense')).statusCode).toBe(422);
+  });
+});
+
+describe('`git push` of branches no environment deploys', () => {
+  let repo: TestRepo;
+  let askpass: string;
+
+  /** `git push` as a child process, the API key given by GIT_ASKPASS. */
+  const push = (key: string, ...args: string[]) =>
+    new Promise<{ code: number; output: string }>((resolve) => {
+      execFile(
+        'git',
+        ['-c', 'credential.helper=', 'push', ...args],
+        {
+          cwd: repo.dir,
+          env: { PATH: process.env.PATH, HOME: askpass, GIT_ASKPASS: join(askpass, 'askpass'), KEY: key, GIT_TERMINAL_PROMPT: '0' },
+          timeout: 60_000,
+        },
+        (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, output: `${stdout}${stderr}` }),
+      );
+    });
+
+  beforeAll(() => {
+    askpass = mkdtempSync(join(tmpdir(), 'slipway-review3-askpass-'));
+    writeFileSync(join(askpass, 'askpass'), '#!/bin/sh\ncase "$1" in Username*) echo git ;; *) echo "$KEY" ;; esac\n');
+    chmodSync(join(askpass, 'askpass'), 0o755);
+    repo = new TestRepo('slipway-review3-push-');
+  });
+  afterAll(() => {
+    repo?.remove();
+    if (askpass) rmSync(askpass, { recursive: true, force: true });
+  });
+
+  it("count in the organization's disk quota, and deleting the application removes what they stored", async () => {
+    const admin = await h.user({ admin: true });
+    const t = await createApp(h, { auto_deploy_branch: 'main' });
+    const limits = await h.app.inject({
+      method: 'PUT',
+      url: `/v1/organizations/${t.orgSlug}/pipeline-limits`,
+      headers: admin.headers,
+      payload: { disk_quota_mb: 1 },
+    });
+    expect(limits.statusCode, limits.body).toBe(200);
+    repo.git('remote', 'add', 'slipway', `${baseUrl}/git/${t.appId}.git`);
+
+    // 3 MiB of hex (1.5 MiB once compressed), on a branch no environment deploys: stored only.
+    repo.commit({ 'blob.hex': randomBytes(1536 * 1024).toString('hex') }, 'big');
+    const first = await push(t.user.apiKey, 'slipway', 'HEAD:refs/heads/stash');
+    expect(first.code, first.output).toBe(0);
+    expect(first.output).toContain('stash deploys to no environment: stored only');
+
+    // Over the quota now: nothing more is stored, whichever branch.
+    repo.commit({ 'blob.hex': randomBytes(1536 * 1024).toString('hex') }, 'bigger');
+    const second = await push(t.user.apiKey, 'slipway', 'HEAD:refs/heads/stash-2');
+    expect(second.code, second.output).not.toBe(0);
+    expect(second.output).toContain('Disk quota exceeded');
+    const usage = await h.app.inject({ method: 'GET', url: `/v1/organizations/${t.orgSlug}/usage`, headers: t.user.headers });
+    expect(usage.json().total_bytes, 'the first push counts').toBeGreaterThan(1024 * 1024);
+
+    const pushed = join(h.dataDir, 'git', `${t.appId}.git`);
+    expect(existsSync(pushed)).toBe(true);
+    const deleted = await h.app.inject({ method: 'DELETE', url: `/v1/applications/${t.appId}`, headers: t.user.headers });
+    expect(deleted.statusCode, deleted.body).toBe(204);
+    expect(existsSync(pushed)).toBe(false);
   });
 });
