@@ -47,7 +47,7 @@ const granted = (token: string) =>
 
 beforeAll(async () => {
   // The runtime runs add-on servers (sandboxed); nothing here deploys.
-  h = await createHarness({ ROUTER_HOST: '127.0.0.1', ROUTER_PORT: 0 }, { jobs: true, runtime: true });
+  h = await createHarness({ ROUTER_HOST: '127.0.0.1', ROUTER_PORT: 0, SOURCE_MAX_MB: 1 }, { jobs: true, runtime: true });
   baseUrl = await h.app.listen({ host: '127.0.0.1', port: 0 });
   owner = await h.user();
   mine = await seedApplication(h, owner, { org: 'Review Three', project: 'Web', app: 'Api' });
@@ -207,5 +207,15 @@ describe('`git push` of branches no environment deploys', () => {
     const deleted = await h.app.inject({ method: 'DELETE', url: `/v1/applications/${t.appId}`, headers: t.user.headers });
     expect(deleted.statusCode, deleted.body).toBe(204);
     expect(existsSync(pushed)).toBe(false);
+  });
+
+  it('a small push holding a huge file fails its build before the file is written out (SOURCE_MAX_MB)', async () => {
+    const t = await createApp(h, { auto_deploy_branch: 'main' });
+    repo.git('remote', 'add', 'bomb', `${baseUrl}/git/${t.appId}.git`);
+    // 64 MiB of one letter: git sends a few kilobytes.
+    repo.commit({ 'blob.hex': null, 'zeros.txt': 'x'.repeat(64 * 1024 * 1024), Procfile: 'web: sleep 1000\n' }, 'bomb');
+    const pushed = await push(t.user.apiKey, 'bomb', 'HEAD:refs/heads/main');
+    expect(pushed.code, pushed.output).not.toBe(0);
+    expect(pushed.output).toContain('more than this server builds (1048576 bytes, SOURCE_MAX_MB)');
   });
 });
