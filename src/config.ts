@@ -77,6 +77,11 @@ export const EnvSchema = Type.Object({
   GIT_PUSH_MAX_BYTES: Type.Integer({ minimum: 1024 * 1024, default: 512 * 1024 * 1024 }),
   /** Longest a `git push` may take to send and store its objects (seconds); git is stopped after it. */
   GIT_PUSH_TIMEOUT_SECONDS: Type.Integer({ minimum: 10, maximum: 3600, default: 600 }),
+  /**
+   * Most bytes of files one build's source may hold once checked out (MiB): a small pushed or
+   * fetched pack can hold a huge file (zeros compress a thousandfold); past it the build fails before extracting anything.
+   */
+  SOURCE_MAX_MB: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 4096 }),
   /** Longest a `git push` shows its build and deploy (seconds); past it the push ends and names the command that follows the rest. */
   GIT_PUSH_FOLLOW_SECONDS: Type.Integer({ minimum: 10, maximum: 7200, default: 1800 }),
   /** Most variables one configuration scope may hold (a bulk request past it is refused, 422). */

@@ -220,7 +220,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     auth: auth.auth,
     apps,
     startChain: (id, sha, environmentId) => deployChain.start(id, sha, environmentId, { pushed: true }),
-    requireBuildRoom: (applicationId) => storage.storage.requireBuildRoom(applicationId),
+    requireBuildRoom: (applicationId) => storage.storage.requireBuildRoom(applicationId, { fresh: true }),
   });
 
   // The API's routes under /v1, in the order of its OpenAPI document.

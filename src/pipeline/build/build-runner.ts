@@ -152,6 +152,7 @@ export class BuildRunner {
               .filter(Boolean),
         workDir,
         destination: contextDir,
+        maxBytes: this.ctx.config.SOURCE_MAX_MB * 1024 * 1024,
         signal,
         onLine: (l) => log.line(l),
       });
