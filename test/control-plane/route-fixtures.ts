@@ -284,6 +284,9 @@ export const PARAM_FIXTURES: Record<string, Fixture> = {
   deployment_id: (w) => need(w.deploymentId, 'deployment'),
   deploy_id: (w) => need(w.envDeployId, 'environment deploy'),
   run_id: (w) => need(w.runId, 'one-off run'),
+  // exec: no instance runs in these worlds (opening answers 409), and a session id nobody opened.
+  instance: () => 'web.1',
+  session_id: () => '01900000-0000-7000-8000-000000000000',
   domain_id: (w) => need(w.domainId, 'domain'),
   webhook_id: (w) => need(w.webhookId, 'webhook'),
   delivery_id: (w) => need(w.webhookDeliveryId, 'webhook delivery'),
