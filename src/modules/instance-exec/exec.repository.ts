@@ -45,6 +45,10 @@ export class ExecSessionsRepository {
     return this.db.insertInto('exec_sessions').values(row).returningAll().executeTakeFirstOrThrow();
   }
 
+  find(id: string) {
+    return this.db.selectFrom('exec_sessions').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
   /** Marks the session attached: only once, only by its user, only within ATTACH_WITHIN_SECONDS of its opening. */
   claim(id: string, userId: string) {
     return this.db

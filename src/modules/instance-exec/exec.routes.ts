@@ -1,7 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
 import { commonErrorResponses } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
-import { acceptWebSocket, routeWebSocketUpgrades } from '../../platform/http/websocket.js';
+import { acceptWebSocket, requireWebSocketUpgrade, routeWebSocketUpgrades } from '../../platform/http/websocket.js';
 import { ApplicationIdParams } from '../applications/index.js';
 import { currentUser } from '../auth/index.js';
 import { EXEC_MAX_MESSAGE, pipeExec } from './exec-stream.js';
@@ -49,7 +50,7 @@ export function execRoutes(exec: InstanceExecService) {
             'WebSocket (upgrade only): runs the opened session. Binary frames: type byte then bytes (client: 0 stdin, 4 end of stdin; server: 1 stdout, 2 stderr); text: `{"type":"resize","rows","cols"}` in, `{"type":"exit","exit_code","signal"}` out, last',
           params: ExecSessionParams,
           querystring: ExecStreamQuery,
-          response: { ...commonErrorResponses },
+          response: { 101: Type.Null({ description: 'Switching Protocols: the WebSocket carries the session' }), ...commonErrorResponses },
         },
       },
       async (
@@ -57,6 +58,8 @@ export function execRoutes(exec: InstanceExecService) {
         reply: FastifyReply,
       ) => {
         const { rows, cols, term } = request.query;
+        await exec.authorizeAttach(currentUser(request).id, request.params.session_id);
+        requireWebSocketUpgrade(request);
         const attached = await exec.attach(currentUser(request).id, request.params.session_id, {
           rows: rows ?? 24,
           cols: cols ?? 80,

@@ -1,7 +1,7 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { AppContext } from '../../platform/context.js';
 import { requireProtectedEnvironmentAdmin } from '../../platform/access/environment-protection.js';
-import { conflict, notFound } from '../../platform/errors.js';
+import { conflict, forbidden, notFound } from '../../platform/errors.js';
 import { ExecRefused, type ExecProcess } from '../../platform/runtime/index.js';
 import { iso, isoOrNull } from '../../platform/http/schemas.js';
 import type { ApplicationsService } from '../applications/index.js';
@@ -74,11 +74,19 @@ export class InstanceExecService {
     };
   }
 
-  /** Starts the session's process (refused when it was attached before, expired, or is another user's). */
+  /** Whether the caller may attach the session: its application's member, and the user who opened it. */
+  async authorizeAttach(userId: string, sessionId: string): Promise<void> {
+    const session = await this.repo.find(sessionId);
+    if (!session) throw notFound('Exec session');
+    await this.apps.authorize(userId, session.application_id);
+    if (session.user_id !== userId) throw forbidden('This exec session was opened by another user');
+  }
+
+  /** Starts the session's process (refused when it was attached before or expired). */
   async attach(userId: string, sessionId: string, terminal: { rows: number; cols: number; term: string } | null) {
     const runtime = this.ctx.runtime;
     const session = await this.repo.claim(sessionId, userId);
-    if (!session) throw notFound('Exec session (attached already, expired or not yours)');
+    if (!session) throw notFound('Exec session (attached already, or expired)');
     if (!runtime?.exec) {
       await this.repo.finish(session.id, null);
       throw conflict('This process runs no instances: exec is served by the process that runs them (SLIPWAY_ROLE=all)');

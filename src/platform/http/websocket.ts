@@ -39,6 +39,11 @@ export function routeWebSocketUpgrades(app: App, paths: RegExp): void {
   });
 }
 
+/** Throws 400 unless the request is a WebSocket upgrade (checked before the route changes anything). */
+export function requireWebSocketUpgrade(request: FastifyRequest): void {
+  if (!upgrades.has(request.raw)) throw new AppError('BAD_REQUEST', 'This route speaks WebSocket only: send an upgrade request');
+}
+
 /**
  * Completes the upgrade of the request this route answers: Fastify lets go of the reply. Throws
  * 400 when the request is not a WebSocket upgrade.
