@@ -68,8 +68,13 @@ export async function execInInstance(target: ExecTarget, request: ExecRequest): 
   } finally {
     for (const fd of nsFds) closeSync(fd);
   }
+  const stderr = child.stderr!.pipe(scrubbed(target.secrets));
   const exited = new Promise<{ exitCode: number | null; signal: string | null }>((resolve) => {
-    child.once('error', () => resolve({ exitCode: 127, signal: null }));
+    child.once('error', (err: NodeJS.ErrnoException) => {
+      // The caller reads why on the command's stderr (perl is part of every Debian system: perl-base).
+      if (!stderr.writableEnded) stderr.write(`slipway exec: cannot start the exec helper (perl): ${err.code ?? err.message}\n`);
+      resolve({ exitCode: 127, signal: null });
+    });
     child.once('close', (code, signal) => resolve({ exitCode: code, signal }));
   });
   child.stdin!.on('error', () => {});
@@ -78,7 +83,7 @@ export async function execInInstance(target: ExecTarget, request: ExecRequest): 
   return {
     stdin: child.stdin!,
     stdout: child.stdout!.pipe(scrubbed(target.secrets)),
-    stderr: child.stderr!.pipe(scrubbed(target.secrets)),
+    stderr,
     resize: (size) => {
       if (control && tty) control.write(`${clampSize(size.rows)} ${clampSize(size.cols)}\n`);
     },
