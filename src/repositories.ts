@@ -6,6 +6,7 @@ import { AuthRepository } from './modules/auth/index.js';
 import { AutoscalingRepository } from './modules/autoscaling/index.js';
 import { ConfigurationsRepository } from './modules/configurations/index.js';
 import { CronRepository } from './modules/cron/index.js';
+import { ExecSessionsRepository } from './modules/instance-exec/index.js';
 import { DeploymentsRepository, OneOffRunsRepository } from './pipeline/index.js';
 import { DomainsRepository } from './modules/domains/index.js';
 import { AddonsRepository } from './modules/addons/index.js';
@@ -39,6 +40,7 @@ export function createRepositories(db: Db) {
     autoscaling: new AutoscalingRepository(db),
     configurations: new ConfigurationsRepository(db),
     cron: new CronRepository(db),
+    execSessions: new ExecSessionsRepository(db),
     deployments: new DeploymentsRepository(db),
     domains: new DomainsRepository(db),
     addons: new AddonsRepository(db),

@@ -40,6 +40,7 @@ import { wireGuards } from './modules/guards/index.js';
 import { wireDomains } from './modules/domains/index.js';
 import { wireAddons } from './modules/addons/index.js';
 import { wireCron } from './modules/cron/index.js';
+import { wireInstanceExec } from './modules/instance-exec/index.js';
 import { wireAutoscaling } from './modules/autoscaling/index.js';
 import { wireAppLogs } from './modules/app-logs/index.js';
 import { wireStreams } from './modules/streams/index.js';
@@ -191,6 +192,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
   if (autoscaler) usageListeners.push((usage, sampledAt) => autoscaler.evaluate(usage, sampledAt));
   const observability = wireObservability({ ctx, apps, usageListeners, log });
   const cron = wireCron({ ctx, repository: repos.cron, apps, runs: pipeline.runs, log });
+  const instanceExec = wireInstanceExec({ ctx, repository: repos.execSessions, apps });
   const registry = wireRegistry({ ctx, repository: repos.registry, auth: auth.auth });
   // The API's workspace routes: organizations and projects under Ancla's words.
   const teams = wireTeams({ repository: repos.teams, users: users.users, organizationScope, access });
@@ -251,6 +253,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     addons,
     { routes: [oneOffRunsRoutes(pipeline.runs)] },
     cron,
+    instanceExec,
     autoscaling,
     appLogs,
     streams,

@@ -31,6 +31,7 @@ const EXEMPT_FROM_403: Record<string, string> = {
 /** GET routes that read nothing (the owner's GETs prove the fixtures real), and why. */
 const GET_NOT_A_READ: Record<string, string> = {
   'GET /v1/integrations/github/setup': "GitHub's redirect after installing the App: links an installation, needs GitHub's state and code",
+  'GET /v1/exec-sessions/:session_id/stream': 'a WebSocket upgrade that starts a command: test/exec attaches it over a real connection',
 };
 
 let h: Harness;

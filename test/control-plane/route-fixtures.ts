@@ -39,6 +39,8 @@ export interface RouteWorld extends World {
   addonAttachmentId: string | null;
   /** A Slack notification channel of the organization. */
   notificationChannelId: string | null;
+  /** An exec session the owner opened (never attached). */
+  execSessionId: string | null;
   /** One variable per configuration scope (ids). */
   scopedVars: { organization: string; project: string; environment: string; team: string | null };
 }
@@ -226,8 +228,12 @@ export async function seedRouteWorld(h: Harness): Promise<RouteWorld> {
         events: ['deployment.succeeded'],
       })
     : null;
+  const execSessionId = (await tableExists(h, 'exec_sessions'))
+    ? await insertRow(h, 'exec_sessions', { id: uuidv7(), ...base, instance_id: uuidv7(), instance_name: 'web.1', user_id: w.owner.id })
+    : null;
   return {
     ...w,
+    execSessionId,
     notificationChannelId,
     addonName,
     addonAttachmentId,
@@ -284,6 +290,9 @@ export const PARAM_FIXTURES: Record<string, Fixture> = {
   deployment_id: (w) => need(w.deploymentId, 'deployment'),
   deploy_id: (w) => need(w.envDeployId, 'environment deploy'),
   run_id: (w) => need(w.runId, 'one-off run'),
+  // exec: no instance runs in these worlds (opening answers 409); the owner's session (never attached here).
+  instance: () => 'web.1',
+  session_id: (w) => need(w.execSessionId, 'exec session'),
   domain_id: (w) => need(w.domainId, 'domain'),
   webhook_id: (w) => need(w.webhookId, 'webhook'),
   delivery_id: (w) => need(w.webhookDeliveryId, 'webhook delivery'),

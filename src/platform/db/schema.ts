@@ -636,6 +636,24 @@ export interface SandboxTables {
 // Streams (migration 0008): one-off runs, application log lines, application events.
 export type RunStatus = 'pending' | 'running' | 'succeeded' | 'failed' | 'timed_out';
 
+/** A command run inside a running instance (migration 0044): opened by a POST, attached once over a WebSocket. */
+export interface ExecSessionsTable {
+  id: string;
+  application_id: string;
+  environment_id: string;
+  instance_id: string;
+  /** `web.1`: the process type and ordinal when it was opened. */
+  instance_name: string;
+  user_id: string | null;
+  /** null: an interactive shell. */
+  command: string | null;
+  tty: Generated<boolean>;
+  created_at: Timestamp;
+  started_at: NullableTimestamp;
+  finished_at: NullableTimestamp;
+  exit_code: number | null;
+}
+
 export interface OneOffRunsTable {
   id: string;
   application_id: string;
@@ -682,6 +700,7 @@ export interface ApplicationEventsTable {
 
 export interface StreamTables {
   one_off_runs: OneOffRunsTable;
+  exec_sessions: ExecSessionsTable;
   app_log_lines: AppLogLinesTable;
   application_events: ApplicationEventsTable;
 }

@@ -2,6 +2,8 @@ import { ArtifactRefused, resolveArtifact, shellQuote, type ImageArtifact } from
 import { RolloutFailure } from '../application-runtime.js';
 import type {
   AdoptionRecord,
+  ExecProcess,
+  ExecRequest,
   InstanceSpec,
   InstanceOutput,
   InstanceStatus,
@@ -80,6 +82,11 @@ export class ImageRootDriver implements RuntimeDriver {
 
   async start(spec: InstanceSpec): Promise<InstanceStatus> {
     return this.inner.start(await this.translate(spec));
+  }
+
+  exec(id: string, request: ExecRequest): Promise<ExecProcess> {
+    if (!this.inner.exec) throw new Error(`the ${this.inner.name} runtime cannot run commands inside instances`);
+    return this.inner.exec(id, request);
   }
 
   async runOnce(spec: OneOffSpec): Promise<OneOffResult> {

@@ -24,9 +24,12 @@ import type {
   OneOffSpec,
   ResourceUsage,
   RuntimeDriver,
+  ExecProcess,
+  ExecRequest,
 } from '../port.js';
 import { LineScrubber } from '../scrub.js';
 import { runOneOff } from './one-off.js';
+import { ExecRefused, execInInstance } from './instance-exec.js';
 import { underTerminal } from './terminal-command.js';
 import { countLines, DEFAULT_OUTPUT_RATE, OutputRateGate, type OutputRate } from './output-rate.js';
 import { freePort, killGroup } from './process-group.js';
@@ -709,6 +712,26 @@ export class LocalProcessDriver implements RuntimeDriver {
     } finally {
       await sandbox?.cgroup.remove();
     }
+  }
+
+  /** Runs a command inside a running instance (see instance-exec.ts): its sandbox, user, environment and limits. */
+  async exec(id: string, request: ExecRequest): Promise<ExecProcess> {
+    const inst = this.instances.get(id);
+    if (!inst?.pid || inst.status.state === 'stopped' || inst.stopping) throw new ExecRefused('the instance is not running here');
+    const { spec } = inst;
+    const env: Record<string, string> = { ...this.baseEnv, ...spec.env, [INSTANCE_ID_VARIABLE]: spec.id };
+    if (inst.status.port !== null) env.PORT = String(inst.status.port);
+    return execInInstance(
+      {
+        pid: inst.pid,
+        startTicks: inst.startTicks,
+        sandbox: inst.sandbox,
+        cwd: spec.root ? spec.root.workdir : spec.artifactPath,
+        env,
+        secrets: spec.secrets,
+      },
+      request,
+    );
   }
 
   async reap(leftovers: LeftoverInstance[]): Promise<void> {
