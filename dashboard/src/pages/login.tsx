@@ -41,7 +41,13 @@ export function LoginPage({ onLogin }: { onLogin: (user: { username: string; ema
       {methods.oidc.length > 0 && (
         <nav aria-label="Single sign-on" class="sso">
           {methods.oidc.map((issuer) => (
-            <a class="button" key={issuer.name} href={`${issuer.start}?${new URLSearchParams({ return_to: here() }).toString()}`}>
+            // target=_top: a full navigation to the server's route, which the dashboard's router would otherwise take as its own page.
+            <a
+              class="button"
+              key={issuer.name}
+              target="_top"
+              href={`${issuer.start}?${new URLSearchParams({ return_to: here() }).toString()}`}
+            >
               Sign in with {issuer.display_name}
             </a>
           ))}

@@ -82,7 +82,7 @@ export class SsoService {
     private readonly repo: SsoRepository,
     private readonly clients: OidcClients,
     private readonly access: OrganizationAccess,
-    private readonly settings: { callbackUrl: string; sessionTtlHours: number; passwordLogin: boolean },
+    private readonly settings: { callbackUrl: string; sessionTtlHours: number },
   ) {}
 
   get callbackUrl() {
@@ -93,7 +93,7 @@ export class SsoService {
   async methods() {
     const issuers = await this.repo.listIssuers();
     return {
-      password: this.settings.passwordLogin,
+      password: this.ctx.config.PASSWORD_LOGIN,
       oidc: issuers.map((i) => ({ name: i.name, display_name: i.display_name, start: `/v1/auth/oidc/${i.name}/start` })),
     };
   }
@@ -293,7 +293,8 @@ export class SsoService {
 /** The provider did not answer (refused, timed out, DNS): not a verdict on the person. */
 function unreachable(err: unknown) {
   const e = err as { name?: string; cause?: { code?: string; name?: string } };
-  return e?.name === 'AbortError' || e?.name === 'TimeoutError' || (e instanceof TypeError && e.message === 'fetch failed') || Boolean(e?.cause?.code);
+  const code = e?.cause?.code ?? '';
+  return e?.name === 'AbortError' || e?.name === 'TimeoutError' || (e instanceof TypeError && e.message === 'fetch failed') || /^(E[A-Z]+|UND_ERR)/.test(code);
 }
 
 /** A group claim's value: a list of names, or one name. */

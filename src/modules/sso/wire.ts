@@ -13,7 +13,6 @@ export function wireSso(deps: { ctx: AppContext; repository: SsoRepository; acce
   const sso = new SsoService(deps.ctx, deps.repository, new OidcClients(), deps.access, {
     callbackUrl: `${base}/v1/auth/oidc/callback`,
     sessionTtlHours: config.SESSION_TTL_HOURS,
-    passwordLogin: config.PASSWORD_LOGIN,
   });
   return { sso, routes: [ssoRoutes(sso, deps.ctx.db)], sweepers: [{ sweep: () => sso.pruneExpired() }] } satisfies Wired;
 }
