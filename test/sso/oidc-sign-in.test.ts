@@ -49,15 +49,23 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-const userCount = async () => Number((await h.ctx.db.selectFrom('users').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+const userCount = async () =>
+  Number(
+    (
+      await h.ctx.db
+        .selectFrom('users')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
 
 /** The sign-in audit rows (newest first), through the API. */
 async function signInRows() {
   const res = await call(h, 'GET', '/v1/audit-log?resource_type=sessions&per_page=100', admin);
   expect(res.status, res.raw).toBe(200);
-  return (res.body.items as Array<{ actor: { username: string | null; credential_kind: string }; denied: boolean; action: string; after: any }>).filter(
-    (row) => row.action.includes('/auth/oidc/'),
-  );
+  return (
+    res.body.items as Array<{ actor: { username: string | null; credential_kind: string }; denied: boolean; action: string; after: any }>
+  ).filter((row) => row.action.includes('/auth/oidc/'));
 }
 
 /** Through the provider's own pages: its login form (any password), then its consent. */
@@ -113,10 +121,14 @@ beforeAll(async () => {
   expect(created.status, created.raw).toBe(201);
   expect(created.raw).not.toContain(idp.clientSecret);
   // The same provider, seen through a name whose token answers the test re-signs for another audience.
-  expect((await call(h, 'POST', '/v1/sso/issuers', admin, { ...issuer, name: 'acme-aud', display_name: 'Acme (audience)' })).status).toBe(201);
+  expect((await call(h, 'POST', '/v1/sso/issuers', admin, { ...issuer, name: 'acme-aud', display_name: 'Acme (audience)' })).status).toBe(
+    201,
+  );
   // Nothing listens there: the issuer is down.
   const down = `http://127.0.0.1:${await freePort()}`;
-  expect((await call(h, 'POST', '/v1/sso/issuers', admin, { ...issuer, name: 'down', display_name: 'Down', discovery_url: down })).status).toBe(201);
+  expect(
+    (await call(h, 'POST', '/v1/sso/issuers', admin, { ...issuer, name: 'down', display_name: 'Down', discovery_url: down })).status,
+  ).toBe(201);
   for (const [group, role] of [
     ['platform-deployers', 'deployer'],
     ['platform-admins', 'admin'],
@@ -136,15 +148,29 @@ afterAll(async () => {
 describe.skipIf(missing !== null)('single sign-on through OpenID Connect', () => {
   it('only site admins configure issuers, the secret is never shown, and bad mappings are refused', async () => {
     expect((await call(h, 'GET', '/v1/sso/issuers', owner)).status).toBe(403);
-    expect((await call(h, 'POST', '/v1/sso/issuers/acme/group-mappings', owner, { group: 'x', organization: 'platform', role: 'admin' })).status).toBe(403);
+    expect(
+      (await call(h, 'POST', '/v1/sso/issuers/acme/group-mappings', owner, { group: 'x', organization: 'platform', role: 'admin' })).status,
+    ).toBe(403);
     const listed = await call(h, 'GET', '/v1/sso/issuers', admin);
     expect(listed.body.map((i: { name: string }) => i.name)).toEqual(['acme', 'acme-aud', 'down']);
     expect(listed.raw).not.toContain(idp.clientSecret);
-    const stored = await h.ctx.db.selectFrom('oidc_issuers').select('client_secret_sealed').where('name', '=', 'acme').executeTakeFirstOrThrow();
+    const stored = await h.ctx.db
+      .selectFrom('oidc_issuers')
+      .select('client_secret_sealed')
+      .where('name', '=', 'acme')
+      .executeTakeFirstOrThrow();
     expect(stored.client_secret_sealed).not.toContain(idp.clientSecret);
-    const badRole = await call(h, 'POST', '/v1/sso/issuers/acme/group-mappings', admin, { group: 'x', organization: 'platform', role: 'superuser' });
+    const badRole = await call(h, 'POST', '/v1/sso/issuers/acme/group-mappings', admin, {
+      group: 'x',
+      organization: 'platform',
+      role: 'superuser',
+    });
     expect(badRole.status).toBe(422);
-    const noOrg = await call(h, 'POST', '/v1/sso/issuers/acme/group-mappings', admin, { group: 'x', organization: 'nowhere', role: 'viewer' });
+    const noOrg = await call(h, 'POST', '/v1/sso/issuers/acme/group-mappings', admin, {
+      group: 'x',
+      organization: 'nowhere',
+      role: 'viewer',
+    });
     expect(noOrg.status).toBe(404);
     const methods = await call(h, 'GET', '/v1/auth/methods', null);
     expect(methods.body).toEqual({
@@ -166,19 +192,33 @@ describe.skipIf(missing !== null)('single sign-on through OpenID Connect', () =>
     } finally {
       await context.close();
     }
-    const alice = await h.ctx.db.selectFrom('users').select(['id', 'email', 'is_admin']).where('username', '=', 'alice').executeTakeFirstOrThrow();
+    const alice = await h.ctx.db
+      .selectFrom('users')
+      .select(['id', 'email', 'is_admin'])
+      .where('username', '=', 'alice')
+      .executeTakeFirstOrThrow();
     expect(alice).toMatchObject({ email: 'alice@example.com', is_admin: false });
     // `deployer` on Platform: a member, not an admin (the roles of issue 32 refine what a member does).
     const members = (await call(h, 'GET', '/v1/organizations/platform', owner)).body.members as Array<{ username: string; admin: boolean }>;
     expect(members.find((m) => m.username === 'alice')).toMatchObject({ admin: false });
     const row = (await signInRows()).find((r) => r.actor.username === 'alice')!;
-    expect(row).toMatchObject({ denied: false, actor: { credential_kind: 'oidc' }, after: { method: 'oidc', issuer: 'acme', new_user: true } });
+    expect(row).toMatchObject({
+      denied: false,
+      actor: { credential_kind: 'oidc' },
+      after: { method: 'oidc', issuer: 'acme', new_user: true },
+    });
     expect(row.after.granted).toEqual(['platform-deployers:deployer']);
   });
 
   it("completes the CLI's browser login through single sign-on", async () => {
     const home = mkdtempSync(join(tmpdir(), 'slipway-sso-cli-'));
-    const env = { PATH: process.env.PATH ?? '', SLIPWAY_CLI_SOURCE: '1', HOME: home, XDG_CONFIG_HOME: join(home, '.config'), SLIPWAY_SERVER: base };
+    const env = {
+      PATH: process.env.PATH ?? '',
+      SLIPWAY_CLI_SOURCE: '1',
+      HOME: home,
+      XDG_CONFIG_HOME: join(home, '.config'),
+      SLIPWAY_SERVER: base,
+    };
     const child = spawn(process.execPath, [BIN, 'login', '--browser', '--no-open'], { env });
     let stderr = '';
     let stdout = '';
@@ -280,7 +320,10 @@ describe.skipIf(missing !== null)('single sign-on through OpenID Connect', () =>
       ['acme-aud', 401],
       ['acme', 403],
     ] as const)
-      expect(refusals.some((r) => r.after.issuer === issuer && r.after.status === status), `${issuer} ${status}`).toBe(true);
+      expect(
+        refusals.some((r) => r.after.issuer === issuer && r.after.status === status),
+        `${issuer} ${status}`,
+      ).toBe(true);
   });
 
   it('with password sign-in turned off, the password login is refused and the page offers only single sign-on', async () => {

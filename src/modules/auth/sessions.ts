@@ -10,6 +10,9 @@ export async function openSession(db: Db, userId: string, ttlHours: number) {
   const token = newToken('sess');
   const id = uuidv7();
   const expires = new Date(Date.now() + ttlHours * 3600_000);
-  await db.insertInto('sessions').values({ id, token_hash: hashToken(token), user_id: userId, expires_at: expires }).execute();
+  await db
+    .insertInto('sessions')
+    .values({ id, token_hash: hashToken(token), user_id: userId, expires_at: expires })
+    .execute();
   return { id, token, expires };
 }

@@ -19,8 +19,6 @@ export async function grantRole(db: Db, organizationId: string, userId: string, 
   await db
     .insertInto('memberships')
     .values({ organization_id: organizationId, user_id: userId, admin })
-    .onConflict((oc) =>
-      oc.columns(['organization_id', 'user_id']).doUpdateSet({ admin: sql<boolean>`memberships.admin OR ${admin}` }),
-    )
+    .onConflict((oc) => oc.columns(['organization_id', 'user_id']).doUpdateSet({ admin: sql<boolean>`memberships.admin OR ${admin}` }))
     .execute();
 }

@@ -38,10 +38,16 @@ export class OidcClients {
     const url = new URL(issuer.discoveryUrl);
     let config: client.Configuration;
     try {
-      config = await client.discovery(url, issuer.clientId, { client_secret: issuer.clientSecret }, client.ClientSecretBasic(issuer.clientSecret), {
-        timeout: PROVIDER_TIMEOUT_SECONDS,
-        ...(url.protocol === 'http:' && isLoopback(url) ? { execute: [client.allowInsecureRequests] } : {}),
-      });
+      config = await client.discovery(
+        url,
+        issuer.clientId,
+        { client_secret: issuer.clientSecret },
+        client.ClientSecretBasic(issuer.clientSecret),
+        {
+          timeout: PROVIDER_TIMEOUT_SECONDS,
+          ...(url.protocol === 'http:' && isLoopback(url) ? { execute: [client.allowInsecureRequests] } : {}),
+        },
+      );
     } catch (err) {
       throw providerUnavailable(`discovery at ${url.origin} failed (${describe(err)})`);
     }

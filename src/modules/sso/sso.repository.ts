@@ -91,7 +91,10 @@ export class SsoRepository {
   }
 
   deleteExpiredSignIns() {
-    return this.db.deleteFrom('oidc_sign_ins').where('expires_at', '<=', sql<Date>`now()`).execute();
+    return this.db
+      .deleteFrom('oidc_sign_ins')
+      .where('expires_at', '<=', sql<Date>`now()`)
+      .execute();
   }
 
   findIdentity(db: Db, issuerId: string, subject: string) {

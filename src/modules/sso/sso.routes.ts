@@ -35,7 +35,11 @@ export function ssoRoutes(sso: SsoService, db: Db) {
       '/auth/methods',
       {
         config: { public: true },
-        schema: { tags: ['Authentication'], summary: 'How people sign in here: password, and the single sign-on issuers', response: { 200: AuthMethods } },
+        schema: {
+          tags: ['Authentication'],
+          summary: 'How people sign in here: password, and the single sign-on issuers',
+          response: { 200: AuthMethods },
+        },
       },
       async () => sso.methods(),
     );
@@ -101,7 +105,13 @@ export function ssoRoutes(sso: SsoService, db: Db) {
             (trx, entry) => auditSignIn(trx, request, { ...entry, issuer: attempt.issuer, status: 302 }),
           );
           reply.clearCookie(STATE_COOKIE, { path: STATE_COOKIE_PATH });
-          reply.setCookie(SESSION_COOKIE, signedIn.token, { path: '/', httpOnly: true, sameSite: 'lax', secure: 'auto', expires: signedIn.expires });
+          reply.setCookie(SESSION_COOKIE, signedIn.token, {
+            path: '/',
+            httpOnly: true,
+            sameSite: 'lax',
+            secure: 'auto',
+            expires: signedIn.expires,
+          });
           return reply.redirect(signedIn.returnTo, 302);
         } catch (err) {
           reply.clearCookie(STATE_COOKIE, { path: STATE_COOKIE_PATH });
@@ -113,7 +123,11 @@ export function ssoRoutes(sso: SsoService, db: Db) {
     app.get(
       '/sso/issuers',
       {
-        schema: { tags: ['Single sign-on'], summary: 'OpenID Connect issuers (site admins)', response: { 200: Type.Array(OidcIssuer), ...commonErrorResponses } },
+        schema: {
+          tags: ['Single sign-on'],
+          summary: 'OpenID Connect issuers (site admins)',
+          response: { 200: Type.Array(OidcIssuer), ...commonErrorResponses },
+        },
       },
       async (request) => {
         requireSiteAdmin(request);
@@ -140,7 +154,12 @@ export function ssoRoutes(sso: SsoService, db: Db) {
     app.delete(
       '/sso/issuers/:issuer',
       {
-        schema: { tags: ['Single sign-on'], summary: 'Remove an issuer (site admins); its people keep their accounts', params: IssuerParams, response: { 200: Ok, ...commonErrorResponses } },
+        schema: {
+          tags: ['Single sign-on'],
+          summary: 'Remove an issuer (site admins); its people keep their accounts',
+          params: IssuerParams,
+          response: { 200: Ok, ...commonErrorResponses },
+        },
       },
       async (request) => {
         requireSiteAdmin(request);

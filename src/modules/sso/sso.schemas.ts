@@ -38,7 +38,11 @@ export const CreateOidcIssuerBody = Type.Object(
   {
     name: Type.String({ pattern: ISSUER_NAME_PATTERN, maxLength: 40 }),
     display_name: Type.String({ minLength: 1, maxLength: 64 }),
-    discovery_url: Type.String({ minLength: 8, maxLength: 2000, description: "The issuer's URL (its /.well-known/openid-configuration is read)" }),
+    discovery_url: Type.String({
+      minLength: 8,
+      maxLength: 2000,
+      description: "The issuer's URL (its /.well-known/openid-configuration is read)",
+    }),
     client_id: Type.String({ minLength: 1, maxLength: 500 }),
     client_secret: Type.String({ minLength: 1, maxLength: 2000, description: 'Sealed at rest; never shown again' }),
     allowed_email_domains: Type.Optional(

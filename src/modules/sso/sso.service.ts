@@ -56,7 +56,8 @@ export interface SignInAttempt {
 /** Only a path of this site: a sign-in never sends the browser elsewhere (an open redirect otherwise). */
 export function safeReturnPath(value: string | undefined): string {
   if (!value || value.length > 2000 || !value.startsWith('/') || value.startsWith('//') || value.startsWith('/\\')) return '/';
-  if (/[\u0000-\u001f\\]/.test(value)) return '/';
+  // A control character or a backslash: browsers read `/\evil` as `//evil`, and a newline splits headers.
+  if ([...value].some((c) => c.charCodeAt(0) < 0x20 || c === '\\')) return '/';
   return value;
 }
 
@@ -154,7 +155,8 @@ export class SsoService {
 
   async addGroupMapping(name: string, input: { group: string; organization: string; role: string }) {
     const issuer = await this.issuer(name);
-    if (!(ORGANIZATION_ROLES as readonly string[]).includes(input.role)) throw invalid('role', `must be one of ${ORGANIZATION_ROLES.join(', ')}`);
+    if (!(ORGANIZATION_ROLES as readonly string[]).includes(input.role))
+      throw invalid('role', `must be one of ${ORGANIZATION_ROLES.join(', ')}`);
     const org = await this.access.findBySlug(input.organization);
     if (!org) throw notFound(`Organization '${input.organization}'`);
     try {
@@ -231,7 +233,9 @@ export class SsoService {
     if (!issuer) throw badState('The issuer of this sign-in was removed');
     attempt.issuer = issuer.name;
     if (query.error)
-      throw notVouched(`${issuer.display_name} refused the sign-in: ${query.error}${query.error_description ? `: ${query.error_description}` : ''}`);
+      throw notVouched(
+        `${issuer.display_name} refused the sign-in: ${query.error}${query.error_description ? `: ${query.error_description}` : ''}`,
+      );
     const config = await this.clients.configuration(this.settingsOf(issuer));
 
     const current = new URL(this.settings.callbackUrl);
@@ -251,7 +255,8 @@ export class SsoService {
     const claims = tokens.claims();
     if (!claims) throw notVouched(`${issuer.display_name} sent no ID token`);
     const email = typeof claims.email === 'string' ? claims.email.toLowerCase() : null;
-    if (!email || !/^[^@\s]+@[^@\s]+$/.test(email)) throw refused(`${issuer.display_name} did not vouch for an e-mail address: ask for the email scope`);
+    if (!email || !/^[^@\s]+@[^@\s]+$/.test(email))
+      throw refused(`${issuer.display_name} did not vouch for an e-mail address: ask for the email scope`);
     if (claims.email_verified === false) throw refused(`${issuer.display_name} has not verified ${email}`);
     const domain = email.split('@')[1]!;
     if (issuer.allowed_email_domains.length > 0 && !issuer.allowed_email_domains.includes(domain))
@@ -266,7 +271,9 @@ export class SsoService {
       if (!user) {
         const existing = await this.repo.findUserByEmail(trx, email);
         if (existing && claims.email_verified !== true)
-          throw conflict(`An account with ${email} exists, and ${issuer.display_name} does not say it verified that address: ask an administrator`);
+          throw conflict(
+            `An account with ${email} exists, and ${issuer.display_name} does not say it verified that address: ask an administrator`,
+          );
         user = existing ?? (await insertExternalUser(trx, { email, preferredUsername: preferred }));
         newUser = !existing;
       }
@@ -294,7 +301,12 @@ export class SsoService {
 function unreachable(err: unknown) {
   const e = err as { name?: string; cause?: { code?: string; name?: string } };
   const code = e?.cause?.code ?? '';
-  return e?.name === 'AbortError' || e?.name === 'TimeoutError' || (e instanceof TypeError && e.message === 'fetch failed') || /^(E[A-Z]+|UND_ERR)/.test(code);
+  return (
+    e?.name === 'AbortError' ||
+    e?.name === 'TimeoutError' ||
+    (e instanceof TypeError && e.message === 'fetch failed') ||
+    /^(E[A-Z]+|UND_ERR)/.test(code)
+  );
 }
 
 /** A group claim's value: a list of names, or one name. */

@@ -916,9 +916,9 @@ export interface OidcIssuersTable {
   discovery_url: string;
   client_id: string;
   client_secret_sealed: string;
-  allowed_email_domains: string[];
+  allowed_email_domains: Generated<string[]>;
   group_claim: string | null;
-  extra_scopes: string[];
+  extra_scopes: Generated<string[]>;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
 }
