@@ -6,7 +6,7 @@
  * clear 4xx, audited, with no user created.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,6 +25,8 @@ const missing = !existsSync(CHROMIUM)
     ? 'build the dashboard (npm run build:dashboard)'
     : null;
 if (missing) console.warn(`single sign-on browser tests skipped: ${missing}`);
+
+const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'sso');
 
 let h: Harness;
 let idp: TestIssuer;
@@ -184,6 +186,9 @@ describe.skipIf(missing !== null)('single sign-on through OpenID Connect', () =>
     const page = await context.newPage();
     try {
       await page.goto(base);
+      await page.getByRole('link', { name: 'Sign in with Acme ID' }).waitFor();
+      mkdirSync(ARTIFACTS, { recursive: true });
+      await page.screenshot({ path: join(ARTIFACTS, 'login-with-sso.png') });
       await page.getByRole('link', { name: 'Sign in with Acme ID' }).click();
       await signInAtProvider(page, 'alice');
       await page.getByRole('heading', { name: 'Organizations' }).waitFor();
@@ -290,6 +295,9 @@ describe.skipIf(missing !== null)('single sign-on through OpenID Connect', () =>
     expect(await userCount()).toBe(users);
     const refusals = (await signInRows()).filter((r) => r.denied);
     expect(refusals.some((r) => r.after.status === 400 && /state does not match/.test(r.after.reason))).toBe(true);
+    // The state is a credential while it lasts: the request log names the callback without it.
+    expect(h.logs()).toContain('/v1/auth/oidc/callback?code=[redacted]&state=[redacted]');
+    expect(h.logs()).not.toContain(state);
   });
 
   it('refuses an issuer that is down (424), a token for another audience (401) and an e-mail domain not allowed (403), audited, no user made', async () => {
