@@ -47,6 +47,12 @@ export const EnvSchema = Type.Object({
     ],
     { default: 'info' },
   ),
+  /**
+   * Whether people may sign in with a password. Off: only single sign-on (the OpenID Connect issuers a site
+   * administrator adds under /v1/sso/issuers) signs in to the dashboard; API keys keep working. Break-glass for
+   * an administrator locked out: `npm run admin -- api-keys create` on the server, or set this back to true.
+   */
+  PASSWORD_LOGIN: Type.Boolean({ default: true }),
   /** Lifetime of a login session (hours; default 14 days). */
   SESSION_TTL_HOURS: Type.Integer({ minimum: 1, default: 24 * 14 }),
   /** Seconds a verified API key or session is trusted without a lookup (0 turns the cache off); changes are announced at once. */

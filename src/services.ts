@@ -17,6 +17,7 @@ import type { AppUsage } from './platform/runtime/application-runtime.js';
 import { forbidden } from './platform/errors.js';
 import { wireUsers } from './modules/users/index.js';
 import { wireAuth } from './modules/auth/index.js';
+import { wireSso } from './modules/sso/index.js';
 import { wireOrganizations } from './modules/organizations/index.js';
 import { wireProjects } from './modules/projects/index.js';
 import { wireApplications } from './modules/applications/index.js';
@@ -68,6 +69,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
   const { users, auth, access, organizations, organizationScope, projects, configurations, applications } = core;
   const { config: configs, scopedConfig } = configurations;
   const { apps } = applications;
+  const sso = wireSso({ ctx, repository: repos.sso, access });
 
   // The pipeline: build → release → deploy, the chain that runs them, environments' deploys.
   const storage = wireStorage({
@@ -228,6 +230,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
   // The API's routes under /v1, in the order of its OpenAPI document.
   const routes: Routes[] = [
     auth,
+    sso,
     users,
     { routes: core.organizationRoutes },
     { routes: core.projectRoutes },
@@ -266,6 +269,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
   // Maintenance the job workers run once started (images and releases add their own with their job kinds).
   const sweepers: Sweeper[] = [
     ...auth.sweepers,
+    ...sso.sweepers,
     ...storage.sweepers,
     ...domains.sweepers,
     ...addons.sweepers,

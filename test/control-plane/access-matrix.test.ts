@@ -114,7 +114,13 @@ describe('access matrix', () => {
     const siteAdmin = await h.user({ admin: true });
     // Event streams stay open (inject would wait forever): test/streams reads them over real connections.
     for (const route of routes.filter((r) => r.method === 'GET' && !r.public && !r.stream && !GET_NOT_A_READ[key(r)])) {
-      const siteAdminOnly = ['/v1/users', '/v1/organizations/:org_slug/pipeline-limits', '/v1/audit-log'];
+      const siteAdminOnly = [
+        '/v1/users',
+        '/v1/organizations/:org_slug/pipeline-limits',
+        '/v1/audit-log',
+        '/v1/sso/issuers',
+        '/v1/sso/issuers/:issuer/group-mappings',
+      ];
       const caller = siteAdminOnly.includes(route.url) ? siteAdmin : world.owner;
       const res = await call(h, 'GET', fillPath(route, world), caller);
       if (res.status >= 400) failures.push(`${key(route)} → ${res.status} ${res.raw.slice(0, 160)}`);

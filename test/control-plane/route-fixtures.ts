@@ -231,6 +231,19 @@ export async function seedRouteWorld(h: Harness): Promise<RouteWorld> {
   const execSessionId = (await tableExists(h, 'exec_sessions'))
     ? await insertRow(h, 'exec_sessions', { id: uuidv7(), ...base, instance_id: uuidv7(), instance_name: 'web.1', user_id: w.owner.id })
     : null;
+  // Single sign-on's issuers are the site's: one named as PARAM_FIXTURES.issuer says (several worlds may share a database).
+  if (await tableExists(h, 'oidc_issuers'))
+    await h.ctx.db
+      .insertInto('oidc_issuers')
+      .values({
+        name: 'fixture-issuer',
+        display_name: 'Fixture',
+        discovery_url: 'https://id.example.org',
+        client_id: 'slipway',
+        client_secret_sealed: h.ctx.secrets.seal('fixture-secret'),
+      })
+      .onConflict((oc) => oc.column('name').doNothing())
+      .execute();
   return {
     ...w,
     execSessionId,
@@ -302,6 +315,9 @@ export const PARAM_FIXTURES: Record<string, Fixture> = {
   attachment_id: (w) => need(w.addonAttachmentId, 'add-on attachment'),
   channel_id: (w) => need(w.notificationChannelId, 'notification channel'),
   installation_id: (w) => need(w.installationId === null ? null : String(w.installationId), 'GitHub App installation link'),
+  // Single sign-on's issuers are the site's, not the world's: their routes are site administrators' (403 to members before any lookup).
+  issuer: () => 'fixture-issuer',
+  mapping_id: () => '01900000-0000-7000-8000-000000000000',
   // `id` means what the route's first segment names.
   id: (w, route) => {
     const [, , segment, sub] = route.url.split('/');
@@ -350,6 +366,14 @@ export const SAMPLE_BODIES: Record<string, (w: RouteWorld) => unknown> = {
   'POST /v1/auth/login': () => ({ email: 'nobody@example.com', password: 'nothing' }),
   'POST /v1/auth/api-keys': () => ({ name: 'sample' }),
   'POST /v1/auth/cli-logins': () => ({ code: 'SAMPLE-CODE', port: 40000 }),
+  'POST /v1/sso/issuers': () => ({
+    name: unique('issuer'),
+    display_name: 'Sample ID',
+    discovery_url: 'https://id.example.org',
+    client_id: 'slipway',
+    client_secret: 'sample-client-secret',
+  }),
+  'POST /v1/sso/issuers/:issuer/group-mappings': (w) => ({ group: unique('group'), organization: w.org.slug, role: 'viewer' }),
   'POST /v1/users': () => ({ username: unique('sample'), email: `${unique('sample')}@example.com`, password: 'sample-password' }),
   'POST /v1/applications/:application_id/domains': () => ({ hostname: `${unique('sample')}.example.org` }),
   'POST /v1/organizations': () => ({ name: unique('Sample') }),

@@ -773,7 +773,7 @@ export interface WebhookDeliveryAttemptsTable {
   attempted_at: Generated<Date>;
 }
 
-export type CredentialKind = 'api_key' | 'session' | 'signature' | 'password' | 'none';
+export type CredentialKind = 'api_key' | 'session' | 'signature' | 'password' | 'oidc' | 'none';
 
 export interface AuditLogTable {
   id: Generated<number>;
@@ -921,6 +921,51 @@ export interface Database
   notification_deliveries: NotificationDeliveriesTable;
   notification_delivery_attempts: WebhookDeliveryAttemptsTable;
   environment_maintenance: EnvironmentMaintenanceTable;
+  oidc_issuers: OidcIssuersTable;
+  oidc_group_mappings: OidcGroupMappingsTable;
+  oidc_identities: OidcIdentitiesTable;
+  oidc_sign_ins: OidcSignInsTable;
+}
+
+/** Single sign-on (migration 0047). */
+export interface OidcIssuersTable {
+  id: Generated<string>;
+  name: string;
+  display_name: string;
+  discovery_url: string;
+  client_id: string;
+  client_secret_sealed: string;
+  allowed_email_domains: Generated<string[]>;
+  group_claim: string | null;
+  extra_scopes: Generated<string[]>;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface OidcGroupMappingsTable {
+  id: Generated<string>;
+  issuer_id: string;
+  group_value: string;
+  organization_id: string;
+  role: string;
+  created_at: Generated<Date>;
+}
+
+export interface OidcIdentitiesTable {
+  issuer_id: string;
+  subject: string;
+  user_id: string;
+  created_at: Generated<Date>;
+  last_sign_in_at: Generated<Date>;
+}
+
+export interface OidcSignInsTable {
+  state_hash: string;
+  issuer_id: string;
+  nonce: string;
+  code_verifier_sealed: string;
+  return_to: string;
+  expires_at: Date;
 }
 
 /** Slack and Discord channels of an organization (migration 0043). */
