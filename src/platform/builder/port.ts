@@ -81,6 +81,25 @@ export interface Builder {
   discardCacheScope(applicationId: string, scope: CacheScope): Promise<void>;
 }
 
+/** What pulling an image (instead of building one) needs: a reference pinned by digest and how to authenticate. */
+export interface ImagePullInput extends Pick<
+  BuildInput,
+  'applicationId' | 'version' | 'artifactDir' | 'log' | 'cacheScope' | 'signal' | 'timeoutMs' | 'procfileProcesses'
+> {
+  /** `host/name@sha256:…`. */
+  reference: string;
+  registry: { host: string; insecure: boolean };
+  /** A containers auth file (`{"auths": …}`) for the registry, or null to pull anonymously. */
+  authFile: string | null;
+}
+
+/** A driver that can also take an image from a registry as it is (the buildah driver). */
+export interface ImagePuller {
+  pullImage(input: ImagePullInput): Promise<BuildOutput>;
+}
+
+export const isImagePuller = (b: unknown): b is ImagePuller => typeof (b as Partial<ImagePuller>)?.pullImage === 'function';
+
 /** A failure of the user's build (bad command, missing Procfile): its message is the `error_detail`. */
 export class BuildError extends PipelineFailure {
   constructor(message: string, code: FailureCode = 'build_failed') {
