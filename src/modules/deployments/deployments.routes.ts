@@ -1,7 +1,7 @@
-import { Type } from 'typebox';
 import { commonErrorResponses, ErrorResponse, PaginatedEnvironmentQuery } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
 import { currentUser } from '../../platform/http/principal.js';
+import { invalid } from '../../platform/errors.js';
 import { ApplicationIdParams } from '../applications/index.js';
 import {
   ChainAccepted,
@@ -52,15 +52,18 @@ export function deploymentsRoutes(
               'pulled and unpacked, released and deployed under the same isolation as a built image. 404 when the registry has no ' +
               "such image, 403 for another organization's repository in this platform's registry, 422 for a registry not allowed.",
             params: ApplicationIdParams,
-            body: Type.Optional(DeployBody),
+            body: DeployBody,
             response: { 202: ChainAccepted, 503: ErrorResponse, ...commonErrorResponses },
           },
         },
         async (request, reply) => {
           const userId = currentUser(request).id;
-          if (request.body && imageDeploys) {
-            return reply.code(202).send(await imageDeploys.request(userId, request.params.application_id, request.body));
+          const { image, ...rest } = request.body ?? {};
+          if (image && imageDeploys) {
+            return reply.code(202).send(await imageDeploys.request(userId, request.params.application_id, { image, ...rest }));
           }
+          const stray = Object.keys(rest)[0];
+          if (stray) throw invalid(stray, 'only an image deploy takes it: name the `image` too');
           const { ok, image_id } = await chain.request(userId, request.params.application_id);
           return reply.code(202).send({ ok, image_id });
         },

@@ -162,16 +162,18 @@ export const ChainAccepted = Type.Object(
   { description: 'The image being built (or pulled); its release and deployment follow in the same job' },
 );
 
-/** `POST /applications/{id}/deploy`'s optional body: an image deploy (no body builds the configured branch). */
+/** `POST /applications/{id}/deploy`'s body: an image deploy, or nothing (the configured branch is built). */
 export const DeployBody = Type.Object(
   {
-    image: Type.String({
-      minLength: 1,
-      maxLength: 512,
-      description:
-        "An image already in a registry: `host/name:tag`, `host/name@sha256:…`, or `org/project/app:tag` in this platform's registry " +
-        "(REGISTRY_URL: only the organization's own repositories); another registry must be in IMAGE_PULL_REGISTRIES",
-    }),
+    image: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 512,
+        description:
+          "An image already in a registry: `host/name:tag`, `host/name@sha256:…`, or `org/project/app:tag` in this platform's registry " +
+          "(REGISTRY_URL: only the organization's own repositories); another registry must be in IMAGE_PULL_REGISTRIES; absent: the configured branch is built",
+      }),
+    ),
     environment: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Environment slug; production when absent' })),
     credentials: Type.Optional(
       Type.Object(

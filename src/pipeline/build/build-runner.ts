@@ -194,7 +194,7 @@ export class BuildRunner {
 
         log.enter('Build');
         builder = await chooseBuilder(this.builders, contextDir);
-        log.line(`Builder: ${builder.name}`);
+        log.line(`Builder: ${builder.name}${builder.chosenBecause ? ` (${builder.chosenBecause})` : ''}`);
         output = await builder.build({
           applicationId: app.id,
           version: image.version,

@@ -153,6 +153,7 @@ interface ImageConfig {
  */
 export class BuildahBuilder implements Builder, ImagePuller {
   readonly name = 'buildah';
+  readonly chosenBecause = 'the build context has a Dockerfile';
   private readonly buildah: string | null;
   private readonly shared: Workspace;
 

@@ -74,6 +74,8 @@ export interface BuildOutput {
 
 export interface Builder {
   readonly name: string;
+  /** Why this driver builds a context it accepts, printed beside its name at the top of the build. */
+  readonly chosenBecause?: string;
   /** Whether this driver builds this context (e.g. a Dockerfile driver needs a Dockerfile). */
   accepts(contextDir: string): Promise<boolean>;
   build(input: BuildInput): Promise<BuildOutput>;
