@@ -9,7 +9,7 @@ import { createApp, type TestApp } from '../pipeline-build/fixtures.js';
 import { settled } from '../pipeline-deploy/fixtures.js';
 import { slipway } from '../cli/slipway.js';
 import { buildBusyboxBase, BASE_IMAGE } from './base-image.js';
-import { freePort, missingBinary, run, startRegistryFor, type RegistryServer } from './registry-server.js';
+import { freePort, missingBinary, run, startRegistry, startRegistryFor, type RegistryServer } from './registry-server.js';
 
 const missing = missingBinary({
   buildah: 'buildah',
@@ -22,6 +22,8 @@ if (missing) console.warn(`[test/registry] skipping the image deploy test: ${mis
 const SERVICE = 'slipway-registry';
 let h: Harness;
 let registry: RegistryServer;
+/** A second registry the operator allows (IMAGE_PULL_REGISTRIES): pulled with the member's own credentials. */
+let allowed: RegistryServer;
 let t: TestApp;
 let other: TestApp;
 let scratch: string;
@@ -69,9 +71,11 @@ async function makeImageLayout(dir: string): Promise<string> {
 beforeAll(async () => {
   if (missing) return;
   const registryPort = await freePort();
+  const allowedPort = await freePort();
   h = await createHarness(
     {
       REGISTRY_URL: `http://127.0.0.1:${registryPort}`,
+      IMAGE_PULL_REGISTRIES: `http://127.0.0.1:${allowedPort}`,
       REGISTRY_SERVICE: SERVICE,
       ROUTER_HOST: '127.0.0.1',
       ROUTER_PORT: 0,
@@ -80,6 +84,14 @@ beforeAll(async () => {
     { jobs: true, runtime: true },
   );
   registry = await startRegistryFor(h, { service: SERVICE, port: registryPort });
+  // Another operator's registry in all but name: its token service happens to be this platform's, so an API key is a credential there.
+  allowed = await startRegistry({
+    realm: `${await serverUrl()}/v1/integrations/docker/auth`,
+    service: SERVICE,
+    issuer: 'slipway',
+    rootCertBundle: (await h.app.inject({ method: 'GET', url: '/v1/integrations/signing-cert' })).json().certificate,
+    port: allowedPort,
+  });
   t = await createApp(h);
   other = await createApp(h);
   repository = `${t.orgSlug}/shop/web`; // createApp's project and application
@@ -95,11 +107,21 @@ beforeAll(async () => {
     `oci:${layout}:v1`,
     `docker://${registry.host}/${repository}:v1`,
   ]);
+  await run('skopeo', [
+    '--insecure-policy',
+    'copy',
+    '--dest-tls-verify=false',
+    '--dest-creds',
+    `ci:${t.user.apiKey}`,
+    `oci:${layout}:v1`,
+    `docker://${allowed.host}/${repository}:v1`,
+  ]);
 }, 120_000);
 
 afterAll(async () => {
   await h?.close();
   await registry?.stop();
+  await allowed?.stop();
   if (scratch) rmSync(scratch, { recursive: true, force: true });
 });
 
@@ -163,6 +185,31 @@ describe.skipIf(!!missing)('deploying a pushed image', () => {
       return r.status === 200 ? r : null;
     });
     expect(served).toEqual({ status: 200, body: 'hello from a pushed image\n' });
+  });
+});
+
+describe.skipIf(!!missing)('an image from a registry the operator allows', () => {
+  it('is looked up and pulled with the credentials given, which are kept sealed and never shown', async () => {
+    const image = `${allowed.host}/${repository}:v1`;
+    const wrong = await deploy(t, { image, credentials: { username: 'ci', password: 'not-a-key' } });
+    expect(wrong.statusCode, wrong.body).toBe(404);
+    expect(wrong.json().message).toContain('or these credentials cannot read it');
+
+    const accepted = await deploy(t, { image, credentials: { username: 'ci', password: t.user.apiKey } });
+    expect(accepted.statusCode, accepted.body).toBe(202);
+    const { image_id } = accepted.json();
+    const log = await waitFor('the pull', async () => {
+      const r = (await h.app.inject({ method: 'GET', url: `/v1/images/${image_id}/log`, headers: t.user.headers })).json();
+      return r.status === 'building' ? null : r;
+    });
+    expect(log.status, log.log_text).toBe('built');
+    expect(log.log_text).toContain(`Pulling ${allowed.host}/${repository}@sha256:`);
+    const detail = await h.app.inject({ method: 'GET', url: `/v1/images/${image_id}/detail`, headers: t.user.headers });
+    expect(detail.body).not.toContain(t.user.apiKey);
+    const row = await h.ctx.db.selectFrom('images').select('source_credentials').where('id', '=', image_id).executeTakeFirstOrThrow();
+    expect(row.source_credentials).toBeTruthy();
+    expect(row.source_credentials).not.toContain(t.user.apiKey);
+    expect(JSON.parse(h.ctx.secrets.open(row.source_credentials!))).toEqual({ username: 'ci', password: t.user.apiKey });
   });
 });
 

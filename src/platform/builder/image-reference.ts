@@ -71,8 +71,10 @@ export function pullRegistries(config: Config): PullRegistry[] {
   const own = registryTarget(config);
   const list: PullRegistry[] = own ? [{ host: own.host.toLowerCase(), insecure: own.insecure, own: true }] : [];
   for (const entry of (config.IMAGE_PULL_REGISTRIES ?? '').split(',').map((e) => e.trim())) {
-    if (!entry) continue;
-    const url = /^[a-z]+:\/\//i.test(entry) ? new URL(entry) : new URL(`https://${entry}`);
+    const text = /^[a-z]+:\/\//i.test(entry) ? entry : `https://${entry}`;
+    // An entry that is no host names no registry (the setting's description says the form).
+    if (!entry || !URL.canParse(text)) continue;
+    const url = new URL(text);
     const host = url.host.toLowerCase();
     if (!list.some((r) => r.host === host)) list.push({ host, insecure: url.protocol === 'http:', own: false });
   }
