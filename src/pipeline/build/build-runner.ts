@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import {
   BuildError,
   chooseBuilder,
+  isImagePuller,
   MAX_PROCFILE_BYTES,
   parseProcfile,
   readContextFile,
@@ -135,6 +136,8 @@ export class BuildRunner {
       if (image.source_image) {
         // An image deploy: nothing is fetched or built, the pinned image is pulled and unpacked.
         sourceLabel = image.source_image;
+        // The driver that pulls keeps the layers in the cache scope's storage: a preview's is discarded below like a build's.
+        builder = this.builders.find(isImagePuller) ?? null;
         const digest = image.source_image.slice(image.source_image.lastIndexOf('@sha256:') + 8);
         await this.images.update(image.id, { build_slug: `v${image.version}-${digest.slice(0, 7)}` });
         output = await pullSourceImage(this.ctx, this.builders, {
