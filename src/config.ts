@@ -259,6 +259,12 @@ export const EnvSchema = Type.Object({
   REGISTRY_SIGNING_CERT_FILE: Type.Optional(Type.String({ minLength: 1 })),
   /** Lifetime of a registry token (seconds). */
   REGISTRY_TOKEN_TTL_SECONDS: Type.Integer({ minimum: 30, maximum: 3600, default: 300 }),
+  /**
+   * Other registries members may deploy images from (`slipway deploy --image`), comma-separated `host[:port]`, e.g.
+   * `ghcr.io,registry.example.com:5000`; the platform's own (REGISTRY_URL) is always allowed. Unset: only REGISTRY_URL.
+   * A host listed as `http://host:port` is pulled over plain HTTP.
+   */
+  IMAGE_PULL_REGISTRIES: Type.Optional(Type.String()),
   /** containers/storage root of Dockerfile builds (vfs driver); default DATA_DIR/containers. */
   BUILDAH_STORAGE_ROOT: Type.Optional(Type.String({ minLength: 1 })),
   /**

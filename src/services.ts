@@ -248,7 +248,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     { routes: [envDeploysRoutes(pipeline.envDeploys)] },
     previews,
     registry,
-    { routes: [deploymentsRoutes(deployments, deployChain, pipeline.configRelease)] },
+    { routes: [deploymentsRoutes(deployments, deployChain, pipeline.configRelease, pipeline.imageDeploys)] },
     { routes: [applicationDeleteRoutes(pipeline.removal)] },
     observability,
     guards,

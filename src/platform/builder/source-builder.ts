@@ -9,18 +9,27 @@ import { contextHas, readContextFile } from './context-file.js';
 import { prepareArtifactDir, shellQuote, SOURCE_TREE_DIR, writeArtifactManifest } from './image-artifact.js';
 import { directoryDigest } from './digest.js';
 import { failIfOutOfMemory } from './out-of-memory.js';
+import { chooseGo, choosePython, goDirective, pyprojectDependencies, staticServer } from './runtimes.js';
 import { BuildError, cacheScopeDir, type BuildInput, type BuildOutput, type Builder, type CacheScope } from './port.js';
 
+/** Where a Go build puts the application's binary, inside its tree. */
+const GO_BINARY = '.slipway/app';
+/** Output directories of static site generators, in the order they are looked for. */
+const STATIC_OUTPUTS = ['dist', 'build', 'out', 'public'];
 /** slipway.json and package.json are read by the platform (as root): bounded. */
 const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
 
 interface BuildPlan {
-  detected: 'slipway.json' | 'node' | 'python' | 'none';
+  detected: 'slipway.json' | 'node' | 'python' | 'go' | 'static' | 'procfile' | 'none';
+  /** Why this plan was chosen (the file that decided it, the runtime version taken), printed at the top of the build. */
+  why: string;
   commands: Array<{ display: string; file: string; args: string[] }>;
   /** Processes to use when there is no Procfile. */
   defaultProcesses: ProcessDefinitions | null;
   /** Environment every process of this app needs (e.g. the virtualenv). */
   processEnv: Record<string, string>;
+  /** A site built by `npm run build` without a server: the first of these holding an index.html is served as files. */
+  staticOutputs?: string[];
 }
 
 /**
@@ -32,6 +41,7 @@ interface BuildPlan {
  */
 export class SourceBuilder implements Builder {
   readonly name = 'source';
+  readonly chosenBecause = 'no Dockerfile: the language is detected from the files';
 
   constructor(
     private readonly cacheDir: string,
@@ -51,9 +61,7 @@ export class SourceBuilder implements Builder {
     await rename(input.contextDir, dir);
     await chmodBeneath(input.artifactDir, SOURCE_TREE_DIR, 0o700);
     const plan = await this.plan(dir);
-    input.log.line(
-      `Detected: ${plan.detected === 'none' ? 'no build needed (no slipway.json, package.json or requirements.txt)' : plan.detected}`,
-    );
+    input.log.line(`Detected: ${plan.detected}: ${plan.why}`);
 
     // Caches and HOME are per application and cache scope (the build's environment; a throwaway
     // one for a preview): no other tenant, and no less trusted build, writes what this one reads.
@@ -83,7 +91,7 @@ export class SourceBuilder implements Builder {
       }
     }
 
-    let processes = input.procfileProcesses ?? plan.defaultProcesses;
+    let processes = input.procfileProcesses ?? plan.defaultProcesses ?? (await this.staticOutput(dir, plan, input));
     if (!processes) {
       throw new BuildError('No Procfile in the build context: add one with at least a "web: <command>" line');
     }
@@ -109,6 +117,18 @@ export class SourceBuilder implements Builder {
       },
       processes,
     };
+  }
+
+  /** The web process serving a built static site's output directory (see `staticOutputs`), or null. */
+  private async staticOutput(dir: string, plan: BuildPlan, input: BuildInput): Promise<ProcessDefinitions | null> {
+    for (const out of plan.staticOutputs ?? []) {
+      if (!(await contextHas(dir, `${out}/index.html`))) continue;
+      const server = await staticServer(out);
+      if (!server) return null;
+      input.log.line(`No start script: ${out}/index.html, the build's output, is served as files by ${server.name}`);
+      return { web: { cmd: server.cmd, env: {} } };
+    }
+    return null;
   }
 
   async discardCacheScope(applicationId: string, scope: CacheScope): Promise<void> {
@@ -161,7 +181,13 @@ export class SourceBuilder implements Builder {
       if (manifest.build !== undefined) {
         if (typeof manifest.build !== 'string' || manifest.build.trim() === '')
           throw new BuildError('slipway.json: "build" must be a non-empty command string');
-        return { detected: 'slipway.json', commands: [sh(manifest.build)], defaultProcesses: null, processEnv: {} };
+        return {
+          detected: 'slipway.json',
+          why: 'slipway.json names a build command',
+          commands: [sh(manifest.build)],
+          defaultProcesses: null,
+          processEnv: {},
+        };
       }
     }
     const packageJson = await readContextFile(dir, 'package.json', MAX_MANIFEST_BYTES);
@@ -179,34 +205,93 @@ export class SourceBuilder implements Builder {
       const commands = [install];
       if (pkg.scripts?.build) commands.push({ display: 'npm run build', file: 'npm', args: ['run', 'build'] });
       const defaultProcesses = pkg.scripts?.start ? { web: { cmd: 'npm start', env: {} } } : null;
-      return { detected: 'node', commands, defaultProcesses, processEnv: {} };
+      // A `build` script and no `start`: a static site generator; its output directory is served.
+      const staticOutputs = pkg.scripts?.build && !pkg.scripts?.start ? STATIC_OUTPUTS : undefined;
+      return { detected: 'node', why: 'package.json is present', commands, defaultProcesses, processEnv: {}, staticOutputs };
     }
-    if (await has('requirements.txt')) {
-      const venv = join(dir, '.venv');
-      const install = ['install', '--disable-pip-version-check', '-r', 'requirements.txt'];
-      // The host's pip can install into a virtualenv made without one (pip >= 22.3), which
-      // skips ensurepip: about 0.2 s instead of 10 s here.
-      const commands = (await hostPipTargetsOtherPythons())
-        ? [
-            { display: 'python3 -m venv --without-pip .venv', file: 'python3', args: ['-m', 'venv', '--without-pip', '.venv'] },
-            {
-              display: 'pip install -r requirements.txt',
-              file: 'python3',
-              args: ['-m', 'pip', '--python', join(venv, 'bin', 'python'), ...install],
-            },
-          ]
-        : [
-            { display: 'python3 -m venv .venv', file: 'python3', args: ['-m', 'venv', '.venv'] },
-            { display: 'pip install -r requirements.txt', file: join(venv, 'bin', 'pip'), args: install },
-          ];
+    const pyproject = await readContextFile(dir, 'pyproject.toml', MAX_MANIFEST_BYTES);
+    if ((await has('requirements.txt')) || pyproject !== null) return this.pythonPlan(dir, pyproject);
+    const goMod = await readContextFile(dir, 'go.mod', MAX_MANIFEST_BYTES);
+    if (goMod !== null) {
+      const toolchain = await chooseGo(goMod);
+      const binary = join(dir, GO_BINARY);
       return {
-        detected: 'python',
-        commands,
-        defaultProcesses: null,
-        processEnv: { VIRTUAL_ENV: venv, PATH: `${join(venv, 'bin')}:${process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'}` },
+        detected: 'go',
+        why: `go.mod is present; Go ${toolchain.version}${goDirective(goMod) ? ` (go.mod asks for ${goDirective(goMod)})` : ''}`,
+        commands: [{ display: `go build -o ${GO_BINARY} .`, file: toolchain.file, args: ['build', '-o', binary, '.'] }],
+        defaultProcesses: { web: { cmd: `./${GO_BINARY}`, env: {} } },
+        processEnv: {},
       };
     }
-    return { detected: 'none', commands: [], defaultProcesses: null, processEnv: {} };
+    if (await has('Procfile')) {
+      return {
+        detected: 'procfile',
+        why: 'no language detected: the Procfile runs as it is',
+        commands: [],
+        defaultProcesses: null,
+        processEnv: {},
+      };
+    }
+    if (await has('index.html')) {
+      const server = await staticServer('.');
+      if (!server) throw new BuildError('A static site needs busybox or python3 on the machine to serve it: apt-get install busybox');
+      return {
+        detected: 'static',
+        why: `index.html is present and no package.json, requirements.txt, pyproject.toml, go.mod or Procfile: served as files by ${server.name}`,
+        commands: [],
+        defaultProcesses: { web: { cmd: server.cmd, env: {} } },
+        processEnv: {},
+      };
+    }
+    return {
+      detected: 'none',
+      why: 'no slipway.json, package.json, requirements.txt, pyproject.toml, go.mod, index.html or Procfile',
+      commands: [],
+      defaultProcesses: null,
+      processEnv: {},
+    };
+  }
+
+  /**
+   * A virtualenv made with the Python `.python-version` asks for (else the newest), with
+   * requirements.txt or pyproject.toml's `[project] dependencies` installed into it (the
+   * project itself runs from the tree). Without a Procfile, `web` runs main.py or app.py.
+   */
+  private async pythonPlan(dir: string, pyproject: string | null): Promise<BuildPlan> {
+    const has = (f: string) => contextHas(dir, f);
+    const requested = (await readContextFile(dir, '.python-version', 1024))?.trim().split(/\s+/)[0] || null;
+    const python = await choosePython(requested);
+    const venv = join(dir, '.venv');
+    const fromRequirements = await has('requirements.txt');
+    const dependencies = fromRequirements ? [] : pyprojectDependencies(pyproject ?? '');
+    const what = fromRequirements ? ['-r', 'requirements.txt'] : dependencies;
+    const install = ['install', '--disable-pip-version-check', ...what];
+    const shown = fromRequirements ? 'pip install -r requirements.txt' : `pip install ${dependencies.join(' ')}`;
+    // The host's pip can install into a virtualenv made without one (pip >= 22.3), which
+    // skips ensurepip: about 0.2 s instead of 10 s here.
+    const hostPip = await hostPipTargetsOtherPythons();
+    const commands: BuildPlan['commands'] = [
+      hostPip
+        ? { display: `python${python.version} -m venv --without-pip .venv`, file: python.file, args: ['-m', 'venv', '--without-pip', venv] }
+        : { display: `python${python.version} -m venv .venv`, file: python.file, args: ['-m', 'venv', venv] },
+    ];
+    if (what.length > 0) {
+      commands.push(
+        hostPip
+          ? { display: shown, file: 'python3', args: ['-m', 'pip', '--python', join(venv, 'bin', 'python'), ...install] }
+          : { display: shown, file: join(venv, 'bin', 'pip'), args: install },
+      );
+    }
+    const entry = (await has('main.py')) ? 'main.py' : (await has('app.py')) ? 'app.py' : null;
+    return {
+      detected: 'python',
+      why:
+        `${fromRequirements ? 'requirements.txt' : 'pyproject.toml'} is present; Python ${python.version}` +
+        (requested ? ` (.python-version asks for ${requested})` : ''),
+      commands,
+      defaultProcesses: entry ? { web: { cmd: `python ${entry}`, env: {} } } : null,
+      processEnv: { VIRTUAL_ENV: venv, PATH: `${join(venv, 'bin')}:${process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'}` },
+    };
   }
 
   /** Only what a build needs plus the build-time variables: never the platform's own environment. */
@@ -223,6 +308,11 @@ export class SourceBuilder implements Builder {
       npm_config_fund: 'false',
       npm_config_audit: 'false',
       PIP_CACHE_DIR: join(cacheDir, 'pip'),
+      // Go: caches in the scope's directory, never another toolchain downloaded, no C compiler needed (a build variable may change it).
+      GOPATH: join(cacheDir, 'go'),
+      GOCACHE: join(cacheDir, 'go-build'),
+      GOTOOLCHAIN: 'local',
+      CGO_ENABLED: '0',
       ...buildEnv,
     };
   }

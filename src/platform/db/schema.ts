@@ -300,6 +300,10 @@ export interface ImagesTable extends BuildRecordColumns {
   built_for_preview: Generated<boolean>;
   /** Built from a `git push` to this server's repository of the application (migration 0041). */
   pushed: Generated<boolean>;
+  /** Made from an image reference, pinned by digest (`host/name@sha256:…`), instead of a build (migration 0049). */
+  source_image: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Pull credentials of `source_image` (`user:password`), sealed with the SecretBox; null for the platform's registry. */
+  source_credentials: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** An application's git remote on this server (migration 0041). */

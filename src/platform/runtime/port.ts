@@ -52,6 +52,8 @@ export interface InstanceSpec {
   limits?: InstanceLimits;
   /** Set by the image-root driver for a sandboxing driver: run inside this root file system. */
   root?: ProcessRoot;
+  /** Set by the image-root driver (the image's EXPOSE): the port a web process listens on inside its sandbox, its PORT. */
+  listenPort?: number;
 }
 
 export interface InstanceStatus {

@@ -76,7 +76,11 @@ export class ImageRootDriver implements RuntimeDriver {
     }
     if (artifact.kind === 'source') return { ...spec, artifactPath: artifact.dir };
     const { image } = artifact;
-    if (this.sandboxed) return { ...spec, root: processRoot(image), env: imageEnv(image, spec.env) };
+    if (this.sandboxed) {
+      // Its own network namespace: the image's EXPOSE port is free there, the host's port is forwarded to it.
+      const listenPort = image.port !== undefined && (spec as { listen?: boolean }).listen ? { listenPort: image.port } : {};
+      return { ...spec, root: processRoot(image), env: imageEnv(image, spec.env), ...listenPort };
+    }
     return { ...spec, command: chrootCommand(image, spec.command), env: imageEnv(image, spec.env) };
   }
 

@@ -316,7 +316,8 @@ export class LocalProcessDriver implements RuntimeDriver {
         view: sandboxView(spec),
         limits: spec.limits,
         // Inside its own network namespace the instance listens on the same number (its PORT).
-        ...(port !== null ? { forward: { hostPort: port, port } } : {}),
+        // An image's EXPOSE port (listenPort) is where the host's port is forwarded instead.
+        ...(port !== null ? { forward: { hostPort: port, port: (this.sandbox && spec.listenPort) || port } } : {}),
       });
     } catch (err) {
       if (port !== null) this.usedPorts.delete(port);
@@ -366,7 +367,7 @@ export class LocalProcessDriver implements RuntimeDriver {
   private shimSettings(inst: LocalInstance) {
     const { spec } = inst;
     const env: Record<string, string> = { ...this.baseEnv, ...spec.env, [INSTANCE_ID_VARIABLE]: spec.id };
-    if (inst.status.port !== null) env.PORT = String(inst.status.port);
+    if (inst.status.port !== null) env.PORT = String((inst.sandbox && spec.listenPort) || inst.status.port);
     const [file, args] = inst.sandbox ? [inst.sandbox.file, inst.sandbox.args] : ['sh', ['-c', spec.command]];
     return {
       id: spec.id,
@@ -650,7 +651,7 @@ export class LocalProcessDriver implements RuntimeDriver {
       command: spec.command,
       view: sandboxView(spec),
       limits: spec.limits,
-      ...(record.port !== null ? { forward: { hostPort: record.port, port: record.port } } : {}),
+      ...(record.port !== null ? { forward: { hostPort: record.port, port: (this.sandbox && spec.listenPort) || record.port } } : {}),
     });
     if (record.port !== null) this.usedPorts.add(record.port);
     const inst = this.newInstance(spec, record.port, sandbox);
