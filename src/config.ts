@@ -175,6 +175,13 @@ export const EnvSchema = Type.Object({
   SANDBOX_OUTBOUND: Type.Boolean({ default: true }),
   /** Memory limit of one sandboxed build command (MiB): past it the kernel kills the build, which fails with an OOM reason. */
   BUILD_MEMORY_MB: Type.Integer({ minimum: 64, maximum: 1024 * 1024, default: 2048 }),
+  /**
+   * Colon-separated folders of further Node installations for source builds, each `<folder>/<any name>/bin/node`
+   * (a nodejs.org tarball unpacked there). A build uses the newest installed Node satisfying package.json's
+   * `engines.node` (the Node on PATH is always offered) or fails listing what is installed; nothing is downloaded.
+   * Sandboxed builds see only installations below /usr or /opt.
+   */
+  BUILD_NODE_DIRS: Type.String({ default: '/opt/node' }),
   /** CPU limit of one sandboxed build command (millicores: 1000 = one core). */
   BUILD_CPU_MILLICORES: Type.Integer({ minimum: 100, maximum: 1_000_000, default: 1000 }),
   /** Mount point of the cgroup hierarchy the sandbox limits are applied with (v2 there or at `<root>/unified`, else v1 below it). */

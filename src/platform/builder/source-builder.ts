@@ -10,6 +10,7 @@ import { prepareArtifactDir, shellQuote, SOURCE_TREE_DIR, writeArtifactManifest 
 import { directoryDigest } from './digest.js';
 import { failIfOutOfMemory } from './out-of-memory.js';
 import { BuildError, cacheScopeDir, type BuildInput, type BuildOutput, type Builder, type CacheScope } from './port.js';
+import { nodeFor, pythonFor, type Installation } from './runtime-versions.js';
 
 /** slipway.json and package.json are read by the platform (as root): bounded. */
 const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
@@ -21,6 +22,8 @@ interface BuildPlan {
   defaultProcesses: ProcessDefinitions | null;
   /** Environment every process of this app needs (e.g. the virtualenv). */
   processEnv: Record<string, string>;
+  /** The interpreter chosen for the build and its processes (`engines.node`, `.python-version`). */
+  interpreter?: { name: 'node' | 'python'; installation: Installation; requested: string | null };
 }
 
 /**
@@ -36,6 +39,8 @@ export class SourceBuilder implements Builder {
   constructor(
     private readonly cacheDir: string,
     private readonly sandbox: Sandbox | null = null,
+    /** Folders of further Node installations (`BUILD_NODE_DIRS`) for `engines.node`. */
+    private readonly nodeDirs: string[] = [],
   ) {}
 
   async accepts(): Promise<boolean> {
@@ -54,6 +59,14 @@ export class SourceBuilder implements Builder {
     input.log.line(
       `Detected: ${plan.detected === 'none' ? 'no build needed (no slipway.json, package.json or requirements.txt)' : plan.detected}`,
     );
+    if (plan.interpreter) {
+      const { name, installation, requested } = plan.interpreter;
+      const why =
+        requested === null
+          ? `none asked for (${name === 'node' ? '"engines.node"' : '.python-version'})`
+          : `satisfies ${JSON.stringify(requested)}`;
+      input.log.line(`Using ${name === 'node' ? 'Node' : 'Python'} ${installation.version} (${installation.executable}): ${why}`);
+    }
 
     // Caches and HOME are per application and cache scope (the build's environment; a throwaway
     // one for a preview): no other tenant, and no less trusted build, writes what this one reads.
@@ -65,7 +78,7 @@ export class SourceBuilder implements Builder {
       // Its parents are the platform's: the path cannot have been swapped for a link.
       await chmod(cacheDir, 0o700);
     }
-    const env = await this.buildEnvironment(cacheDir, input.buildEnv);
+    const env = await this.buildEnvironment(cacheDir, input.buildEnv, plan.detected === 'node' ? plan.processEnv.PATH : undefined);
     const deadline = Date.now() + input.timeoutMs;
     for (const [i, command] of plan.commands.entries()) {
       input.log.substep(`${i + 1}/${plan.commands.length}`);
@@ -106,6 +119,7 @@ export class SourceBuilder implements Builder {
         files: digest.files,
         size_bytes: digest.bytes,
         build_seconds: Math.round((Date.now() - started) / 100) / 10,
+        ...(plan.interpreter && { [`${plan.interpreter.name}_version`]: plan.interpreter.installation.version }),
       },
       processes,
     };
@@ -166,7 +180,7 @@ export class SourceBuilder implements Builder {
     }
     const packageJson = await readContextFile(dir, 'package.json', MAX_MANIFEST_BYTES);
     if (packageJson !== null) {
-      let pkg: { scripts?: Record<string, string> };
+      let pkg: { scripts?: Record<string, string>; engines?: { node?: unknown } };
       try {
         pkg = JSON.parse(packageJson);
       } catch (err) {
@@ -179,16 +193,33 @@ export class SourceBuilder implements Builder {
       const commands = [install];
       if (pkg.scripts?.build) commands.push({ display: 'npm run build', file: 'npm', args: ['run', 'build'] });
       const defaultProcesses = pkg.scripts?.start ? { web: { cmd: 'npm start', env: {} } } : null;
-      return { detected: 'node', commands, defaultProcesses, processEnv: {} };
+      const requested = pkg.engines?.node;
+      const node = await nodeFor(requested ?? '*', this.nodeDirs, this.sandbox !== null);
+      return {
+        detected: 'node',
+        commands,
+        defaultProcesses,
+        // Another installation's bin folder goes first, for the build (npm of the same installation) and every process.
+        processEnv: node.onPath ? {} : { PATH: `${node.binDir}:${systemPath()}` },
+        interpreter: { name: 'node', installation: node, requested: requested === undefined ? null : String(requested) },
+      };
     }
     if (await has('requirements.txt')) {
       const venv = join(dir, '.venv');
+      const versionFile = await readContextFile(dir, '.python-version', 4096);
+      const python = versionFile === null ? null : await pythonFor(versionFile, this.sandbox !== null);
+      // The virtualenv is made by the asked-for Python; its bin folder then decides for every process.
+      const venvPython = python?.executable ?? 'python3';
       const install = ['install', '--disable-pip-version-check', '-r', 'requirements.txt'];
       // The host's pip can install into a virtualenv made without one (pip >= 22.3), which
       // skips ensurepip: about 0.2 s instead of 10 s here.
       const commands = (await hostPipTargetsOtherPythons())
         ? [
-            { display: 'python3 -m venv --without-pip .venv', file: 'python3', args: ['-m', 'venv', '--without-pip', '.venv'] },
+            {
+              display: `${python ? python.executable : 'python3'} -m venv --without-pip .venv`,
+              file: venvPython,
+              args: ['-m', 'venv', '--without-pip', '.venv'],
+            },
             {
               display: 'pip install -r requirements.txt',
               file: 'python3',
@@ -196,25 +227,26 @@ export class SourceBuilder implements Builder {
             },
           ]
         : [
-            { display: 'python3 -m venv .venv', file: 'python3', args: ['-m', 'venv', '.venv'] },
+            { display: `${python ? python.executable : 'python3'} -m venv .venv`, file: venvPython, args: ['-m', 'venv', '.venv'] },
             { display: 'pip install -r requirements.txt', file: join(venv, 'bin', 'pip'), args: install },
           ];
       return {
         detected: 'python',
         commands,
         defaultProcesses: null,
-        processEnv: { VIRTUAL_ENV: venv, PATH: `${join(venv, 'bin')}:${process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'}` },
+        processEnv: { VIRTUAL_ENV: venv, PATH: `${join(venv, 'bin')}:${systemPath()}` },
+        ...(python && { interpreter: { name: 'python' as const, installation: python, requested: versionFile!.trim() } }),
       };
     }
     return { detected: 'none', commands: [], defaultProcesses: null, processEnv: {} };
   }
 
   /** Only what a build needs plus the build-time variables: never the platform's own environment. */
-  private async buildEnvironment(cacheDir: string, buildEnv: Record<string, string>): Promise<NodeJS.ProcessEnv> {
+  private async buildEnvironment(cacheDir: string, buildEnv: Record<string, string>, path = systemPath()): Promise<NodeJS.ProcessEnv> {
     const home = join(cacheDir, 'home');
     await mkdir(home, { recursive: true });
     return {
-      PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+      PATH: path,
       HOME: home,
       LANG: 'C.UTF-8',
       CI: 'true',
@@ -226,6 +258,10 @@ export class SourceBuilder implements Builder {
       ...buildEnv,
     };
   }
+}
+
+function systemPath(): string {
+  return process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin';
 }
 
 let hostPip: Promise<boolean> | null = null;
