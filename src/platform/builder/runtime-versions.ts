@@ -84,6 +84,11 @@ function listed(installations: Installation[]): string {
   return installations.length === 0 ? 'none' : installations.map((i) => `${i.version} (${i.executable})`).join(', ');
 }
 
+/** Every Node a source build may use here (`BUILD_NODE_DIRS` and PATH), as `slipway doctor` lists them. */
+export function installedNodes(folders: string[], sandboxed: boolean): Promise<Installation[]> {
+  return discover(['node'], folders, /v(\d+\.\d+\.\d+)/, sandboxed);
+}
+
 /**
  * The newest Node installed here that satisfies `engines.node`, or a build failure naming the
  * range, every version available and how to get another.
@@ -92,7 +97,7 @@ export async function nodeFor(range: unknown, folders: string[], sandboxed: bool
   if (typeof range !== 'string' || semver.validRange(range) === null) {
     throw new BuildError(`package.json: "engines.node" must be a version range such as ">=20" or "20.x" (got ${JSON.stringify(range)})`);
   }
-  const installed = await discover(['node'], folders, /v(\d+\.\d+\.\d+)/, sandboxed);
+  const installed = await installedNodes(folders, sandboxed);
   const best = semver.maxSatisfying(
     installed.map((i) => i.version),
     range,
