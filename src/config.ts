@@ -141,6 +141,13 @@ export const EnvSchema = Type.Object({
    */
   DEPLOY_STABILITY_WINDOW_SECONDS: Type.Integer({ minimum: 0, maximum: 600, default: 20 }),
   /**
+   * The stability window of an environment's first deployment (nothing serving yet, so no previous release to keep),
+   * for applications that set no `stability_window`: short, so a newcomer's first `deploy --wait` ends soon after the
+   * app answers, yet an app that dies right after its first answer still fails with its exit and last lines.
+   * Never longer than DEPLOY_STABILITY_WINDOW_SECONDS.
+   */
+  DEPLOY_FIRST_STABILITY_WINDOW_SECONDS: Type.Integer({ minimum: 0, maximum: 600, default: 5 }),
+  /**
    * Whether stopping the platform (SIGTERM, SIGINT) stops only the control plane and leaves the
    * applications' instances running for the next start to adopt (an upgrade without downtime).
    * Off: a stop stops the instances too. SIGUSR2 always stops the control plane only.
