@@ -104,6 +104,11 @@ export async function nodeFor(range: unknown, folders: string[], sandboxed: bool
   );
   const chosen = installed.find((i) => i.version === best);
   if (chosen) return chosen;
+  if (installed.length === 0)
+    throw new BuildError(
+      `No Node is installed for builds on this machine: ask the administrator to install one (apt-get install nodejs, ` +
+        `or a nodejs.org tarball unpacked as ${folders[0] ?? '/opt/node'}/<version>/bin/node, setting BUILD_NODE_DIRS)`,
+    );
   throw new BuildError(
     `package.json asks for Node ${JSON.stringify(range)} ("engines.node") but this machine has Node ${listed(installed)}. ` +
       `Change "engines.node" to a range one of these satisfies, or ask the administrator to unpack a matching Node ` +
