@@ -132,13 +132,28 @@ describe('slipway status and apps settings', () => {
   });
 
   it('apps update changes settings, apps rename the name; nothing to change is a usage error', async () => {
-    const updated = expectOk(await cli(['apps', 'update', '--health-check-path', '/healthz', '--deployment-timeout', '60']));
+    const updated = expectOk(
+      await cli(['apps', 'update', '--health-check-path', '/healthz', '--deployment-timeout', '60', '--stability-window', '0']),
+    );
     expect(updated.stdout).toMatch(/Health check\s+\/healthz/);
     expect(updated.stdout).toMatch(/Deploy timeout\s+60s/);
+    expect(updated.stdout).toMatch(/Stability\s+0s/);
+    expect(updated.stdout).toMatch(/Health timeout\s+platform default/);
+    const timeouts = expectOk(await cli(['apps', 'update', '--health-check-timeout', '30', '--stability-window', 'default']));
+    expect(timeouts.stdout).toMatch(/Health timeout\s+30s/);
+    expect(timeouts.stdout).toMatch(/Stability\s+platform default/);
+    expect((await cli(['apps', 'update', '--stability-window', '-1'])).stderr).toMatch(/--stability-window must be a whole number/);
     const renamed = expectOk(await cli(['apps', 'rename', 'Storefront']));
     expect(renamed.stdout).toContain("Renamed hour/shop/web from 'Web' to 'Storefront'");
     const app = JSON.parse(expectOk(await cli(['apps', 'get', '--json'])).stdout);
-    expect(app).toMatchObject({ name: 'Storefront', slug: 'web', health_check_path: '/healthz', deployment_timeout: 60 });
+    expect(app).toMatchObject({
+      name: 'Storefront',
+      slug: 'web',
+      health_check_path: '/healthz',
+      deployment_timeout: 60,
+      health_check_timeout: 30,
+      stability_window: null,
+    });
     const nothing = await cli(['apps', 'update']);
     expect(nothing.code).toBe(2);
     expect(nothing.stderr).toMatch(/Nothing to change/);
