@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import type { AppContext } from '../../platform/context.js';
 import { buildNodeVersions, serverChecks } from '../../platform/diagnostics/server-checks.js';
 import { currentUser } from '../../platform/http/principal.js';
+import { commonErrorResponses } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
 
 const ServerCheck = Type.Object({
@@ -33,7 +34,7 @@ export function doctorRoutes(ctx: AppContext) {
         schema: {
           tags: ['Integrations'],
           summary: "The server's own checks (sandbox, cgroups, buildah, registry, edge, Node for builds), each with a fix",
-          response: { 200: ServerDiagnosis },
+          response: { 200: ServerDiagnosis, ...commonErrorResponses },
         },
       },
       async (request) => {
