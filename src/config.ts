@@ -152,6 +152,13 @@ export const EnvSchema = Type.Object({
    */
   DEPLOY_STABILITY_WINDOW_SECONDS: Type.Integer({ minimum: 0, maximum: 600, default: 20 }),
   /**
+   * The stability window of an environment's first deployment (nothing serving yet, so no previous release to keep),
+   * for applications that set no `stability_window`: short, so a newcomer's first `deploy --wait` ends soon after the
+   * app answers, yet an app that dies right after its first answer still fails with its exit and last lines.
+   * Never longer than DEPLOY_STABILITY_WINDOW_SECONDS.
+   */
+  DEPLOY_FIRST_STABILITY_WINDOW_SECONDS: Type.Integer({ minimum: 0, maximum: 600, default: 5 }),
+  /**
    * Whether stopping the platform (SIGTERM, SIGINT) stops only the control plane and leaves the
    * applications' instances running for the next start to adopt (an upgrade without downtime).
    * Off: a stop stops the instances too. SIGUSR2 always stops the control plane only.
@@ -186,6 +193,13 @@ export const EnvSchema = Type.Object({
   SANDBOX_OUTBOUND: Type.Boolean({ default: true }),
   /** Memory limit of one sandboxed build command (MiB): past it the kernel kills the build, which fails with an OOM reason. */
   BUILD_MEMORY_MB: Type.Integer({ minimum: 64, maximum: 1024 * 1024, default: 2048 }),
+  /**
+   * Colon-separated folders of further Node installations for source builds, each `<folder>/<any name>/bin/node`
+   * (a nodejs.org tarball unpacked there). A build uses the newest installed Node satisfying package.json's
+   * `engines.node` (the Node on PATH is always offered) or fails listing what is installed; nothing is downloaded.
+   * Sandboxed builds see only installations below /usr or /opt.
+   */
+  BUILD_NODE_DIRS: Type.String({ default: '/opt/node' }),
   /** CPU limit of one sandboxed build command (millicores: 1000 = one core). */
   BUILD_CPU_MILLICORES: Type.Integer({ minimum: 100, maximum: 1_000_000, default: 1000 }),
   /** Mount point of the cgroup hierarchy the sandbox limits are applied with (v2 there or at `<root>/unified`, else v1 below it). */

@@ -328,7 +328,7 @@ function chooseDrivers(ctx: AppContext) {
   if (localEdge && edgeDirectory) localEdge.useDirectory(edgeDirectory);
   return {
     buildah,
-    builders: [buildah, new SourceBuilder(join(config.dataDir, 'cache'), buildSandbox)],
+    builders: [buildah, new SourceBuilder(join(config.dataDir, 'cache'), buildSandbox, config.BUILD_NODE_DIRS.split(':').filter(Boolean))],
     edgeDirectory,
     localEdge,
     urlOf: (hostname: string) => (localEdge ? routeUrl(hostname, localEdge.port) : `http://${hostname}`),

@@ -24,6 +24,8 @@ const EXEMPT_FROM_403: Record<string, string> = {
   'GET /v1/projects': "lists projects of the caller's own organizations",
   'GET /v1/workspaces': "lists the caller's own workspaces",
   'POST /v1/workspaces': 'creates a new workspace',
+  'GET /v1/integrations/doctor':
+    "the server's own checks (sandbox, builds, edge): no organization's data; machine detail only for site administrators",
   'GET /v1/integrations/github/setup':
     "names its organization only inside the sealed state: another user's or organization's state is 403 (test/isolation/cross-org.test.ts)",
 };

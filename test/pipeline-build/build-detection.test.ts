@@ -123,7 +123,7 @@ describe('build detection beyond Node', () => {
     const python = await appFrom({ 'requirements.txt': '', '.python-version': '2.7\n', 'main.py': 'print(1)\n' });
     const refused = await buildAndWait(h, python);
     expect(refused.log.status).toBe('error');
-    expect(refused.log.error_detail).toMatch(/^\.python-version asks for Python 2\.7; this build machine has 3\.\d+\.\d+/);
+    expect(refused.log.error_detail).toMatch(/^\.python-version asks for Python 2\.7 but this machine has Python 3\.\d+\.\d+/);
 
     if (GO) {
       const go = await appFrom({ 'go.mod': 'module example.com/x\n\ngo 1.99\n', 'main.go': 'package main\nfunc main() {}\n' });

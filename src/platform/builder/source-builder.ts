@@ -11,6 +11,7 @@ import { directoryDigest } from './digest.js';
 import { failIfOutOfMemory } from './out-of-memory.js';
 import { chooseGo, choosePython, goDirective, pyprojectDependencies, staticServer } from './runtimes.js';
 import { BuildError, cacheScopeDir, type BuildInput, type BuildOutput, type Builder, type CacheScope } from './port.js';
+import { nodeFor, pythonFor, type Installation } from './runtime-versions.js';
 
 /** Where a Go build puts the application's binary, inside its tree. */
 const GO_BINARY = '.slipway/app';
@@ -30,6 +31,8 @@ interface BuildPlan {
   processEnv: Record<string, string>;
   /** A site built by `npm run build` without a server: the first of these holding an index.html is served as files. */
   staticOutputs?: string[];
+  /** The interpreter chosen for the build and its processes (`engines.node`, `.python-version`). */
+  interpreter?: { name: 'node' | 'python'; installation: Installation; requested: string | null };
 }
 
 /**
@@ -46,6 +49,8 @@ export class SourceBuilder implements Builder {
   constructor(
     private readonly cacheDir: string,
     private readonly sandbox: Sandbox | null = null,
+    /** Folders of further Node installations (`BUILD_NODE_DIRS`) for `engines.node`. */
+    private readonly nodeDirs: string[] = [],
   ) {}
 
   async accepts(): Promise<boolean> {
@@ -62,6 +67,14 @@ export class SourceBuilder implements Builder {
     await chmodBeneath(input.artifactDir, SOURCE_TREE_DIR, 0o700);
     const plan = await this.plan(dir);
     input.log.line(`Detected: ${plan.detected}: ${plan.why}`);
+    if (plan.interpreter) {
+      const { name, installation, requested } = plan.interpreter;
+      const why =
+        requested === null
+          ? `none asked for (${name === 'node' ? '"engines.node"' : '.python-version'})`
+          : `satisfies ${JSON.stringify(requested)}`;
+      input.log.line(`Using ${name === 'node' ? 'Node' : 'Python'} ${installation.version} (${installation.executable}): ${why}`);
+    }
 
     // Caches and HOME are per application and cache scope (the build's environment; a throwaway
     // one for a preview): no other tenant, and no less trusted build, writes what this one reads.
@@ -73,7 +86,7 @@ export class SourceBuilder implements Builder {
       // Its parents are the platform's: the path cannot have been swapped for a link.
       await chmod(cacheDir, 0o700);
     }
-    const env = await this.buildEnvironment(cacheDir, input.buildEnv);
+    const env = await this.buildEnvironment(cacheDir, input.buildEnv, plan.detected === 'node' ? plan.processEnv.PATH : undefined);
     const deadline = Date.now() + input.timeoutMs;
     for (const [i, command] of plan.commands.entries()) {
       input.log.substep(`${i + 1}/${plan.commands.length}`);
@@ -114,6 +127,7 @@ export class SourceBuilder implements Builder {
         files: digest.files,
         size_bytes: digest.bytes,
         build_seconds: Math.round((Date.now() - started) / 100) / 10,
+        ...(plan.interpreter && { [`${plan.interpreter.name}_version`]: plan.interpreter.installation.version }),
       },
       processes,
     };
@@ -192,7 +206,7 @@ export class SourceBuilder implements Builder {
     }
     const packageJson = await readContextFile(dir, 'package.json', MAX_MANIFEST_BYTES);
     if (packageJson !== null) {
-      let pkg: { scripts?: Record<string, string> };
+      let pkg: { scripts?: Record<string, string>; engines?: { node?: unknown } };
       try {
         pkg = JSON.parse(packageJson);
       } catch (err) {
@@ -207,7 +221,18 @@ export class SourceBuilder implements Builder {
       const defaultProcesses = pkg.scripts?.start ? { web: { cmd: 'npm start', env: {} } } : null;
       // A `build` script and no `start`: a static site generator; its output directory is served.
       const staticOutputs = pkg.scripts?.build && !pkg.scripts?.start ? STATIC_OUTPUTS : undefined;
-      return { detected: 'node', why: 'package.json is present', commands, defaultProcesses, processEnv: {}, staticOutputs };
+      const requested = pkg.engines?.node;
+      const node = await nodeFor(requested ?? '*', this.nodeDirs, this.sandbox !== null);
+      return {
+        detected: 'node',
+        why: 'package.json is present',
+        commands,
+        defaultProcesses,
+        // Another installation's bin folder goes first, for the build (npm of the same installation) and every process.
+        processEnv: node.onPath ? {} : { PATH: `${node.binDir}:${systemPath()}` },
+        staticOutputs,
+        interpreter: { name: 'node', installation: node, requested: requested === undefined ? null : String(requested) },
+      };
     }
     const pyproject = await readContextFile(dir, 'pyproject.toml', MAX_MANIFEST_BYTES);
     if ((await has('requirements.txt')) || pyproject !== null) return this.pythonPlan(dir, pyproject);
@@ -260,7 +285,9 @@ export class SourceBuilder implements Builder {
   private async pythonPlan(dir: string, pyproject: string | null): Promise<BuildPlan> {
     const has = (f: string) => contextHas(dir, f);
     const requested = (await readContextFile(dir, '.python-version', 1024))?.trim().split(/\s+/)[0] || null;
-    const python = await choosePython(requested);
+    // The asked-for version among what the sandbox sees (runtime-versions.ts), else the newest python3.
+    const asked = requested ? await pythonFor(requested, this.sandbox !== null) : null;
+    const python = asked ? { version: asked.version, file: asked.executable } : await choosePython(null);
     const venv = join(dir, '.venv');
     const fromRequirements = await has('requirements.txt');
     const dependencies = fromRequirements ? [] : pyprojectDependencies(pyproject ?? '');
@@ -290,16 +317,17 @@ export class SourceBuilder implements Builder {
         (requested ? ` (.python-version asks for ${requested})` : ''),
       commands,
       defaultProcesses: entry ? { web: { cmd: `python ${entry}`, env: {} } } : null,
-      processEnv: { VIRTUAL_ENV: venv, PATH: `${join(venv, 'bin')}:${process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'}` },
+      processEnv: { VIRTUAL_ENV: venv, PATH: `${join(venv, 'bin')}:${systemPath()}` },
+      ...(asked && { interpreter: { name: 'python' as const, installation: asked, requested } }),
     };
   }
 
   /** Only what a build needs plus the build-time variables: never the platform's own environment. */
-  private async buildEnvironment(cacheDir: string, buildEnv: Record<string, string>): Promise<NodeJS.ProcessEnv> {
+  private async buildEnvironment(cacheDir: string, buildEnv: Record<string, string>, path = systemPath()): Promise<NodeJS.ProcessEnv> {
     const home = join(cacheDir, 'home');
     await mkdir(home, { recursive: true });
     return {
-      PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+      PATH: path,
       HOME: home,
       LANG: 'C.UTF-8',
       CI: 'true',
@@ -316,6 +344,10 @@ export class SourceBuilder implements Builder {
       ...buildEnv,
     };
   }
+}
+
+function systemPath(): string {
+  return process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin';
 }
 
 let hostPip: Promise<boolean> | null = null;
