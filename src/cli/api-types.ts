@@ -567,7 +567,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Build the configured branch, create a release and deploy it (one queued job; answers at once) */
+        /**
+         * Build the configured branch, create a release and deploy it (one queued job; answers at once)
+         * @description With a body naming an `image`: no build; the image (pushed to a registry) is looked up, pinned by its digest, pulled and unpacked, released and deployed under the same isolation as a built image. 404 when the registry has no such image, 403 for another organization's repository in this platform's registry, 422 for a registry not allowed.
+         */
         post: {
             parameters: {
                 query?: never;
@@ -577,17 +580,35 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody?: never;
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Pull credentials for another registry: stored sealed, never shown */
+                        credentials?: {
+                            password: string;
+                            username: string;
+                        };
+                        /** @description Environment slug; production when absent */
+                        environment?: string;
+                        /** @description An image already in a registry: `host/name:tag`, `host/name@sha256:…`, or `org/project/app:tag` in this platform's registry (REGISTRY_URL: only the organization's own repositories); another registry must be in IMAGE_PULL_REGISTRIES; absent: the configured branch is built */
+                        image?: string;
+                    };
+                };
+            };
             responses: {
-                /** @description The image being built; its release and deployment follow in the same job */
+                /** @description The image being built (or pulled); its release and deployment follow in the same job */
                 202: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
                         "application/json": {
+                            /** @description An image deploy: the image pinned by its digest (`host/name@sha256:…`) */
+                            image?: string;
                             /** @description UUID (v7) */
                             image_id: string;
+                            /** @description An image deploy: the chain's job, which its deployment names (`job_id`) */
+                            job_id?: string;
                             ok: boolean;
                         };
                     };
@@ -929,6 +950,85 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/applications/{application_id}/exec": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Open a command (or a shell) inside a running instance: checks access, records and audits it; then attach it once, within a minute, with a WebSocket to `stream_path` (the environment's first running instance, web first) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    application_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Shell command line, run with `sh -c` inside the instance; absent or null: an interactive shell */
+                        command?: string | null;
+                        /** @description Environment id or slug (default: production) */
+                        environment?: string;
+                        /** @description Run under a pseudo-terminal (interactive use) */
+                        tty?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** Format: uuid */
+                            application_id: string;
+                            command: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: uuid */
+                            environment_id: string;
+                            exit_code: number | null;
+                            finished_at: string | null;
+                            /** Format: uuid */
+                            id: string;
+                            /** @description Process type and ordinal, e.g. `web.1` */
+                            instance: string;
+                            /** Format: uuid */
+                            instance_id: string;
+                            started_at: string | null;
+                            tty: boolean;
+                        } & {
+                            attach_within_seconds: number;
+                            /** @description Open a WebSocket here (same credentials) to run the command; once, within attach_within_seconds */
+                            stream_path: string;
+                        };
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/applications/{application_id}/git-remote": {
         parameters: {
             query?: never;
@@ -1182,6 +1282,87 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/applications/{application_id}/instances/{instance}/exec": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Open a command (or a shell) inside a running instance: checks access, records and audits it; then attach it once, within a minute, with a WebSocket to `stream_path` */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    application_id: string;
+                    /** @description Instance id or name (`web.1`) */
+                    instance: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Shell command line, run with `sh -c` inside the instance; absent or null: an interactive shell */
+                        command?: string | null;
+                        /** @description Environment id or slug (default: production) */
+                        environment?: string;
+                        /** @description Run under a pseudo-terminal (interactive use) */
+                        tty?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** Format: uuid */
+                            application_id: string;
+                            command: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: uuid */
+                            environment_id: string;
+                            exit_code: number | null;
+                            finished_at: string | null;
+                            /** Format: uuid */
+                            id: string;
+                            /** @description Process type and ordinal, e.g. `web.1` */
+                            instance: string;
+                            /** Format: uuid */
+                            instance_id: string;
+                            started_at: string | null;
+                            tty: boolean;
+                        } & {
+                            attach_within_seconds: number;
+                            /** @description Open a WebSocket here (same credentials) to run the command; once, within attach_within_seconds */
+                            stream_path: string;
+                        };
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;
@@ -2402,6 +2583,142 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/auth/methods": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** How people sign in here: password, and the single sign-on issuers */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AuthMethods"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/oidc/{issuer}/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Sign in through an OpenID Connect issuer: redirects the browser to it
+         * @description Authorization code flow with PKCE; the state is also set in a cookie so only this browser finishes the sign-in. `return_to` (a path of this site) is where the browser lands once signed in, e.g. `/cli-auth?code=…&port=…`.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    return_to?: string;
+                };
+                header?: never;
+                path: {
+                    issuer: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                302: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/oidc/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The issuers' redirect back: checks the answer, signs in (session cookie) and redirects to `return_to`
+         * @description Register `DASHBOARD_URL/v1/auth/oidc/callback` as the redirect URI at the issuer. A tampered or replayed state is 400, a token that fails its checks (audience, nonce, signature) 401, an e-mail the issuer settings do not allow 403, an issuer that cannot be reached 424; each is audited and creates nothing.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    code?: string;
+                    error?: string;
+                    error_description?: string;
+                    iss?: string;
+                    state?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                302: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/auth/session": {
         parameters: {
             query?: never;
@@ -3098,6 +3415,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/exec-sessions/{session_id}/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** WebSocket (upgrade only): runs the opened session. Binary frames: type byte then bytes (client: 0 stdin, 4 end of stdin; server: 1 stdout, 2 stderr); text: `{"type":"resize","rows","cols"}` in, `{"type":"exit","exit_code","signal"}` out, last */
+        get: {
+            parameters: {
+                query?: {
+                    cols?: number;
+                    rows?: number;
+                    term?: string;
+                };
+                header?: never;
+                path: {
+                    session_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Switching Protocols: the WebSocket carries the session */
+                101: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/github/installations/{installation_id}": {
         parameters: {
             query?: never;
@@ -3483,6 +3848,50 @@ export interface paths {
                 422: components["responses"]["Error"];
             };
         };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/integrations/doctor": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The server's own checks (sandbox, cgroups, buildah, registry, edge, Node for builds), each with a fix */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ServerDiagnosis"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -5826,6 +6235,278 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sso/issuers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** OpenID Connect issuers (site admins) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["OidcIssuer"][];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        /** Add an OpenID Connect issuer (site admins); its client secret is sealed and never shown again */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Only these e-mail domains sign in; empty: any the issuer vouches for */
+                        allowed_email_domains?: string[];
+                        client_id: string;
+                        /** @description Sealed at rest; never shown again */
+                        client_secret: string;
+                        /** @description The issuer's URL (its /.well-known/openid-configuration is read) */
+                        discovery_url: string;
+                        display_name: string;
+                        extra_scopes?: string[];
+                        group_claim?: string | null;
+                        name: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["OidcIssuer"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sso/issuers/{issuer}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove an issuer (site admins); its people keep their accounts */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    issuer: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            ok: boolean;
+                        };
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sso/issuers/{issuer}/group-mappings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An issuer's group mappings (site admins) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    issuer: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["OidcGroupMapping"][];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        /** Map a value of the issuer's group claim to a role on an organization, granted at each sign-in (site admins) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    issuer: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description A value of the issuer's group claim */
+                        group: string;
+                        /** @description The organization's slug */
+                        organization: string;
+                        /** @description owner, admin, deployer, developer or viewer */
+                        role: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["OidcGroupMapping"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sso/issuers/{issuer}/group-mappings/{mapping_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove a group mapping (site admins); memberships it granted stay */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    issuer: string;
+                    mapping_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            ok: boolean;
+                        };
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
         options?: never;
         head?: never;
         patch?: never;
@@ -10210,7 +10891,7 @@ export interface components {
             command: string;
             row_count: number | null;
             rows: (string | null)[][];
-            /** @description more rows than the 1000 returned */
+            /** @description more rows (or more than 4 MiB of values) than returned: the rest was not read, row_count is null */
             truncated: boolean;
         };
         AnclaBuild: {
@@ -10728,6 +11409,16 @@ export interface components {
             request_id: string;
             resource_id: string | null;
             resource_type: string;
+        };
+        AuthMethods: {
+            oidc: {
+                display_name: string;
+                name: string;
+                /** @description Where the browser goes to sign in (add `?return_to=/path`) */
+                start: string;
+            }[];
+            /** @description Whether password sign-in is on (PASSWORD_LOGIN) */
+            password: boolean;
         };
         AutoscalePolicy: {
             /** @description UUID (v7) */
@@ -11463,6 +12154,37 @@ export interface components {
                 timestamp: string;
             }[];
         };
+        OidcGroupMapping: {
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            created: string;
+            group: string;
+            /** @description UUID (v7) */
+            id: string;
+            organization: string;
+            role: string;
+        };
+        OidcIssuer: {
+            allowed_email_domains: string[];
+            client_id: string;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            created: string;
+            discovery_url: string;
+            display_name: string;
+            extra_scopes: string[];
+            group_claim: string | null;
+            name: string;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            updated: string;
+        };
         OneOffRun: {
             /** @description UUID (v7) */
             application_id: string;
@@ -11967,6 +12689,22 @@ export interface components {
             process_type: string;
             reason: string;
             to: number;
+        };
+        ServerDiagnosis: {
+            checks: {
+                /** @description What the machine answered (error text, paths, versions); null unless the caller is a site administrator */
+                detail: string | null;
+                /** @description The next step for the administrator when it does not work */
+                fix: string | null;
+                /** @description sandbox, cgroups, buildah, registry, edge or node */
+                name: string;
+                /** @description absent: this server's configuration does not use it (e.g. RUNTIME_ISOLATION=none, no REGISTRY_URL) */
+                state: "ok" | "failed" | "absent";
+                /** @description What works or what does not */
+                summary: string;
+            }[];
+            /** @description Node versions source builds may use here (package.json "engines.node") */
+            node_versions: string[];
         };
         Session: {
             authenticated: boolean;

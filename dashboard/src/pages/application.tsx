@@ -150,7 +150,7 @@ function Overview({ app, reloadApp }: { app: Application; reloadApp: () => void 
         <div class="buttons">
           <button
             type="button"
-            onClick={() => act(() => ok(api.POST('/v1/applications/{application_id}/deploy', path)), 'Deploy started.')}
+            onClick={() => act(() => ok(api.POST('/v1/applications/{application_id}/deploy', { ...path, body: {} })), 'Deploy started.')}
           >
             Deploy
           </button>
