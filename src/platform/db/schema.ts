@@ -908,7 +908,7 @@ export interface Database
 export interface NotificationChannelsTable {
   id: string;
   organization_id: string;
-  kind: 'slack' | 'discord';
+  kind: 'slack' | 'discord' | 'email';
   name: string;
   url_sealed: string;
   url_hint: string;
