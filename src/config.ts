@@ -344,6 +344,11 @@ export const EnvSchema = Type.Object({
   SMTP_TLS: Type.Union([Type.Literal('starttls'), Type.Literal('implicit'), Type.Literal('none')], { default: 'starttls' }),
   /** The sender of Slipway's e-mail (`Name <address>` or an address). */
   SMTP_FROM: Type.String({ minLength: 3, default: 'Slipway <slipway@localhost>' }),
+  /**
+   * Lines one log drain may hold in each process while it is slow or down (and lines waiting for their names);
+   * beyond, lines are dropped and counted (`lines_dropped`), so a drain never slows an application or the platform.
+   */
+  LOG_DRAIN_BUFFER_LINES: Type.Integer({ minimum: 10, maximum: 1_000_000, default: 10_000 }),
   /** Comma-separated folders that local-path repositories must lie in; unset allows any path (single-user machines). */
   LOCAL_REPOSITORY_ROOTS: Type.Optional(Type.String()),
 });
