@@ -39,6 +39,8 @@ export interface RouteWorld extends World {
   addonAttachmentId: string | null;
   /** A Slack notification channel of the organization. */
   notificationChannelId: string | null;
+  /** A log drain of the organization. */
+  logDrainId: string | null;
   /** One variable per configuration scope (ids). */
   scopedVars: { organization: string; project: string; environment: string; team: string | null };
 }
@@ -226,9 +228,21 @@ export async function seedRouteWorld(h: Harness): Promise<RouteWorld> {
         events: ['deployment.succeeded'],
       })
     : null;
+  const logDrainId = (await tableExists(h, 'log_drains'))
+    ? await insertRow(h, 'log_drains', {
+        id: uuidv7(),
+        organization_id: w.org.id,
+        kind: 'syslog',
+        name: 'syslog',
+        url_sealed: h.ctx.secrets.seal('syslog+tls://logs.example.com:6514'),
+        url_hint: 'syslog+tls://logs.example.com:6514',
+        sources: ['runtime'],
+      })
+    : null;
   return {
     ...w,
     notificationChannelId,
+    logDrainId,
     addonName,
     addonAttachmentId,
     installationId,
@@ -292,6 +306,7 @@ export const PARAM_FIXTURES: Record<string, Fixture> = {
   addon: (w) => need(w.addonName, 'add-on'),
   attachment_id: (w) => need(w.addonAttachmentId, 'add-on attachment'),
   channel_id: (w) => need(w.notificationChannelId, 'notification channel'),
+  drain_id: (w) => need(w.logDrainId, 'log drain'),
   installation_id: (w) => need(w.installationId === null ? null : String(w.installationId), 'GitHub App installation link'),
   // `id` means what the route's first segment names.
   id: (w, route) => {
@@ -384,6 +399,7 @@ export const SAMPLE_BODIES: Record<string, (w: RouteWorld) => unknown> = {
     events: ['deployment.succeeded'],
   }),
   'PUT /v1/workspaces/:workspace/projects/:project/envs/:env/maintenance': () => ({ enabled: false }),
+  'POST /v1/organizations/:org_slug/log-drains': () => ({ kind: 'https', url: 'https://logs.example.com/ingest' }),
 };
 
 /** Scoped config routes share one shape at every scope. */
