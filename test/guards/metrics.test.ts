@@ -88,6 +88,13 @@ describe('GET /metrics', () => {
       for (const metric of rule.expr.match(/slipway_[a-z_]+/g) ?? [])
         expect(names, `${rule.alert}: ${metric}`).toContain(metric.replace(/_(bucket|sum|count)$/, ''));
     }
+    // docs/grafana-dashboard.json: every panel's queries name served metrics too.
+    const dashboard = JSON.parse(readFileSync(new URL('../../docs/grafana-dashboard.json', import.meta.url), 'utf8')) as {
+      panels: Array<{ title: string; targets: Array<{ expr: string }> }>;
+    };
+    for (const panel of dashboard.panels)
+      for (const metric of panel.targets.flatMap((t) => t.expr.match(/slipway_[a-z_]+/g) ?? []))
+        expect(names, `${panel.title}: ${metric}`).toContain(metric.replace(/_(bucket|sum|count)$/, ''));
     expect(await sample('slipway_deployments', { status: 'complete' })).toBeGreaterThanOrEqual(1);
     expect(await sample('slipway_instances', { state: 'healthy' })).toBeGreaterThanOrEqual(1);
     expect(await sample('slipway_jobs', { kind: 'deploy', state: 'completed' })).toBeGreaterThanOrEqual(1);
