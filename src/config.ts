@@ -354,6 +354,32 @@ export const EnvSchema = Type.Object({
   WEBHOOK_RETRY_DELAY_SECONDS: Type.Integer({ minimum: 1, maximum: 3600, default: 10 }),
   /** A receiver must answer within this time (milliseconds). */
   WEBHOOK_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 60_000, default: 10_000 }),
+  /**
+   * The SMTP server e-mail goes through (notification channels of kind `email`, invitations), as one URL:
+   * `smtp://user:password@host:587` (STARTTLS per SMTP_TLS) or `smtps://…:465` (TLS from the start). Unset: SMTP_HOST.
+   * The password is never logged nor shown.
+   */
+  SMTP_URL: Type.Optional(Type.String({ minLength: 1, pattern: '^smtps?://' })),
+  /** The SMTP server's host (instead of SMTP_URL, with SMTP_PORT, SMTP_USER, SMTP_PASSWORD). Neither set: e-mail is off. */
+  SMTP_HOST: Type.Optional(Type.String({ minLength: 1 })),
+  /** The SMTP server's port (with SMTP_HOST). */
+  SMTP_PORT: Type.Integer({ minimum: 1, maximum: 65535, default: 587 }),
+  /** The SMTP user (with SMTP_HOST); unset: no authentication. */
+  SMTP_USER: Type.Optional(Type.String({ minLength: 1 })),
+  /** The SMTP user's password (with SMTP_HOST and SMTP_USER). */
+  SMTP_PASSWORD: Type.Optional(Type.String({ minLength: 1 })),
+  /**
+   * How the SMTP connection is protected: `starttls` (upgrade required; the connection fails without it), `implicit`
+   * (TLS from the first byte, port 465; what an `smtps://` SMTP_URL means), `none` (plain text: a relay on this host only).
+   */
+  SMTP_TLS: Type.Union([Type.Literal('starttls'), Type.Literal('implicit'), Type.Literal('none')], { default: 'starttls' }),
+  /** The sender of Slipway's e-mail (`Name <address>` or an address). */
+  SMTP_FROM: Type.String({ minLength: 3, default: 'Slipway <slipway@localhost>' }),
+  /**
+   * Lines one log drain may hold in each process while it is slow or down (and lines waiting for their names);
+   * beyond, lines are dropped and counted (`lines_dropped`), so a drain never slows an application or the platform.
+   */
+  LOG_DRAIN_BUFFER_LINES: Type.Integer({ minimum: 10, maximum: 1_000_000, default: 10_000 }),
   /** Comma-separated folders that local-path repositories must lie in; unset allows any path (single-user machines). */
   LOCAL_REPOSITORY_ROOTS: Type.Optional(Type.String()),
 });

@@ -95,10 +95,12 @@ function startOrder({ composition, logger, workers, http }: StartOptions, listen
       stop: () => (ctx.config.SLIPWAY_STOP_KEEPS_SERVING ? addonSupervisor.detach() : addonSupervisor.shutdown()),
     },
   );
-  const { metricsSampler, appLogLeader, guardWatcher, cronScheduler } = background;
+  const { metricsSampler, appLogLeader, guardWatcher, cronScheduler, drainShipper } = background;
   // 3. What watches the running applications: usage samples (and the autoscaler), whose pod logs to store.
   add(metricsSampler && { name: 'metrics sampler', start: () => metricsSampler.start(), stop: () => metricsSampler.stop() });
   add(appLogLeader && { name: 'application log leader', start: () => appLogLeader.start(), stop: () => appLogLeader.stop() });
+  // Log drains: ship the output of the instances and the pipeline's logs; stopping sends what is queued once more.
+  add(drainShipper && { name: 'log drains', start: () => drainShipper.start(), stop: () => drainShipper.stop() });
   // 4. The current releases run again: a `reconcile` queued for every deployed application environment.
   add(runtime && { name: 'reconcile deployed', start: () => background.reconcileDeployed() });
   // 5. Guarded rollouts' judge and the cron scheduler.

@@ -26,6 +26,7 @@ import { TeamsRepository } from './modules/teams/index.js';
 import { UsersRepository } from './modules/users/index.js';
 import { WebhooksRepository } from './modules/webhooks/index.js';
 import { NotificationsRepository } from './modules/notifications/index.js';
+import { LogDrainsRepository } from './modules/log-drains/index.js';
 
 /**
  * Every module's repository, built once per database. Only the composition root
@@ -62,6 +63,7 @@ export function createRepositories(db: Db) {
     users: new UsersRepository(db),
     webhooks: new WebhooksRepository(db),
     notificationChannels: new NotificationsRepository(db),
+    logDrains: new LogDrainsRepository(db),
   };
 }
 

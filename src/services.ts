@@ -48,6 +48,7 @@ import { wireStreams } from './modules/streams/index.js';
 import { wireAudit } from './modules/audit/index.js';
 import { wireWebhooks } from './modules/webhooks/index.js';
 import { wireNotifications } from './modules/notifications/index.js';
+import { wireLogDrains } from './modules/log-drains/index.js';
 import { wireMetrics } from './modules/metrics/index.js';
 import { wireAncla } from './adapters/ancla/index.js';
 
@@ -153,6 +154,8 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     requireOrganizationAdmin,
     log,
   });
+  // Log drains (issue 33): runtime, build and deploy logs shipped to syslog, HTTPS or OTLP receivers.
+  const logDrains = wireLogDrains({ ctx, repository: repos.logDrains, requireOrganizationAdmin, log });
 
   // Previews (issue 16) and GitHub reporting: commit statuses and the Deployments API, told by the chain.
   const github = new GitHubApi(config, new GitHubApp(config));
@@ -263,6 +266,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     audit,
     webhooks,
     notificationChannels,
+    logDrains,
     gitPush,
   ].flatMap((wired) => wired.routes);
 
@@ -304,6 +308,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
       },
       warnUnconfinedBuilds: drivers.warnUnconfinedBuilds,
       addonSupervisor: addons.addonSupervisor,
+      drainShipper: logDrains.drainShipper,
     },
   };
 }

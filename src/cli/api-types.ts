@@ -4866,6 +4866,210 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/organizations/{org_slug}/log-drains": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organization's log drains, with lines sent and dropped and the last error */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["LogDrain"][];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        /**
+         * Ship the runtime, build and deploy logs of the organization (or one application) to a syslog, HTTPS or OTLP receiver
+         * @description Every line carries the organization, project, app, environment, release, instance, source and stream. Lines wait in a bounded buffer per drain and are sent in batches; a drain that is down is retried with backoff and never slows the application; lines beyond the buffer (LOG_DRAIN_BUFFER_LINES) are dropped and counted in `lines_dropped`.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description `project/app`: only this application’s logs; default: every application of the organization */
+                        application?: string;
+                        /** @description syslog+tls only: PEM certificate(s) that may sign the server’s (default: the system’s authorities) */
+                        ca?: string;
+                        /** @description syslog: RFC 5424 with octet-counting framing over TCP (`syslog+tcp://host:port`) or TLS (`syslog+tls://host:port`); https: JSON lines (`application/x-ndjson`) POSTed in batches with the header `X-Slipway-Drain-Secret`; otlp: an OTLP/HTTP logs collector (`https://collector:4318/v1/logs`), JSON encoding */
+                        kind: "syslog" | "https" | "otlp";
+                        /** @description a label; default: the kind */
+                        name?: string;
+                        /** @description default: runtime, build and deploy */
+                        sources?: ("runtime" | "build" | "deploy")[];
+                        /** @description otlp only: sent as `Authorization: Bearer …` */
+                        token?: string;
+                        /** @description where the logs go (stored sealed); private and loopback hosts are refused unless WEBHOOK_ALLOW_PRIVATE=true */
+                        url: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description `project/app`, or null for every application */
+                            application: string | null;
+                            /**
+                             * Format: date-time
+                             * @description ISO-8601 UTC
+                             */
+                            created: string;
+                            /** @description sends that failed (each retried with backoff) */
+                            failed_sends: number;
+                            /** @description UUID (v7) */
+                            id: string;
+                            /** @description syslog: RFC 5424 with octet-counting framing over TCP (`syslog+tcp://host:port`) or TLS (`syslog+tls://host:port`); https: JSON lines (`application/x-ndjson`) POSTed in batches with the header `X-Slipway-Drain-Secret`; otlp: an OTLP/HTTP logs collector (`https://collector:4318/v1/logs`), JSON encoding */
+                            kind: "syslog" | "https" | "otlp";
+                            last_error: string | null;
+                            last_error_at: string | null;
+                            last_sent_at: string | null;
+                            /** @description lines given up because the drain fell behind (its buffer was full) */
+                            lines_dropped: number;
+                            lines_sent: number;
+                            name: string;
+                            /** @description https: the value of `X-Slipway-Drain-Secret` on every request, shown only in this response; else null */
+                            secret: string | null;
+                            sources: ("runtime" | "build" | "deploy")[];
+                            /** @description the address without anything secret: a syslog server whole, else its host and last characters */
+                            url: string;
+                        };
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organizations/{org_slug}/log-drains/{drain_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A log drain and its counts */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    drain_id: string;
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["LogDrain"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Delete a log drain */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    drain_id: string;
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            ok: boolean;
+                        };
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/organizations/{org_slug}/members": {
         parameters: {
             query?: never;
@@ -5060,8 +5264,8 @@ export interface paths {
         };
         put?: never;
         /**
-         * Send chosen platform events to a Slack or Discord incoming webhook, in that service’s message format
-         * @description Slack gets Block Kit (a header, a section with app, environment, release and who, a button to the dashboard); Discord gets one embed (title, description, colour by outcome, fields, url). Deliveries are logged and retried with exponential backoff like webhooks’.
+         * Send chosen platform events to a Slack or Discord incoming webhook (in that service’s message format), or by e-mail
+         * @description Slack gets Block Kit (a header, a section with app, environment, release and who, a button to the dashboard); Discord gets one embed (title, description, colour by outcome, fields, url); email (`url`: mailto:a@x,b@y) gets a text and an HTML part through the operator’s SMTP server. Deliveries are logged and retried with exponential backoff like webhooks’.
          */
         post: {
             parameters: {
@@ -5077,12 +5281,12 @@ export interface paths {
                     "application/json": {
                         /** @description only events of these environments (slugs); events of no environment, such as builds, always pass */
                         environments?: string[];
-                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "application.deleted" | "preview.created" | "preview.deleted" | "instance.crashed" | "addon.created" | "addon.attached" | "addon.detached" | "addon.resized" | "addon.deleted" | "addon.undeleted" | "addon.credentials_rotated" | "maintenance.enabled" | "maintenance.disabled")[];
-                        /** @description slack: a Slack incoming webhook (Block Kit); discord: a Discord channel webhook (embeds) */
-                        kind: "slack" | "discord";
+                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "application.deleted" | "preview.created" | "preview.deleted" | "instance.crashed" | "instance.crash_loop" | "instance.oom" | "addon.created" | "addon.attached" | "addon.detached" | "addon.resized" | "addon.deleted" | "addon.undeleted" | "addon.credentials_rotated" | "maintenance.enabled" | "maintenance.disabled")[];
+                        /** @description slack: a Slack incoming webhook (Block Kit); discord: a Discord channel webhook (embeds); email: e-mail with a text and an HTML part, through the operator’s SMTP server */
+                        kind: "slack" | "discord" | "email";
                         /** @description a label; default: the kind */
                         name?: string;
-                        /** @description the incoming-webhook address (a secret: stored sealed, shown only as its host and last characters); private and loopback addresses are refused unless the operator allows them (WEBHOOK_ALLOW_PRIVATE) */
+                        /** @description the incoming-webhook address (a secret: stored sealed, shown only as its host and last characters); private and loopback addresses are refused unless the operator allows them (WEBHOOK_ALLOW_PRIVATE). For email: `mailto:` and up to 20 comma-separated addresses */
                         url: string;
                     };
                 };
@@ -5479,7 +5683,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "application.deleted" | "preview.created" | "preview.deleted" | "instance.crashed" | "addon.created" | "addon.attached" | "addon.detached" | "addon.resized" | "addon.deleted" | "addon.undeleted" | "addon.credentials_rotated" | "maintenance.enabled" | "maintenance.disabled")[];
+                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "application.deleted" | "preview.created" | "preview.deleted" | "instance.crashed" | "instance.crash_loop" | "instance.oom" | "addon.created" | "addon.attached" | "addon.detached" | "addon.resized" | "addon.deleted" | "addon.undeleted" | "addon.credentials_rotated" | "maintenance.enabled" | "maintenance.disabled")[];
                         /** @description only this project’s events (slug); default: the whole organization */
                         project?: string;
                         /** @description http(s) address of the receiver; private and loopback addresses are refused unless the operator allows them */
@@ -12054,6 +12258,31 @@ export interface components {
             organization: string;
             repository_selection: string | null;
         };
+        LogDrain: {
+            /** @description `project/app`, or null for every application */
+            application: string | null;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            created: string;
+            /** @description sends that failed (each retried with backoff) */
+            failed_sends: number;
+            /** @description UUID (v7) */
+            id: string;
+            /** @description syslog: RFC 5424 with octet-counting framing over TCP (`syslog+tcp://host:port`) or TLS (`syslog+tls://host:port`); https: JSON lines (`application/x-ndjson`) POSTed in batches with the header `X-Slipway-Drain-Secret`; otlp: an OTLP/HTTP logs collector (`https://collector:4318/v1/logs`), JSON encoding */
+            kind: "syslog" | "https" | "otlp";
+            last_error: string | null;
+            last_error_at: string | null;
+            last_sent_at: string | null;
+            /** @description lines given up because the drain fell behind (its buffer was full) */
+            lines_dropped: number;
+            lines_sent: number;
+            name: string;
+            sources: ("runtime" | "build" | "deploy")[];
+            /** @description the address without anything secret: a syslog server whole, else its host and last characters */
+            url: string;
+        };
         Member: {
             admin: boolean;
             /** @description shown to organization admins, and to the member themself */
@@ -12073,10 +12302,10 @@ export interface components {
             events: string[];
             /** @description UUID (v7) */
             id: string;
-            /** @description slack: a Slack incoming webhook (Block Kit); discord: a Discord channel webhook (embeds) */
-            kind: "slack" | "discord";
+            /** @description slack: a Slack incoming webhook (Block Kit); discord: a Discord channel webhook (embeds); email: e-mail with a text and an HTML part, through the operator’s SMTP server */
+            kind: "slack" | "discord" | "email";
             name: string;
-            /** @description the address masked: its host and last four characters */
+            /** @description the address masked: its host and last four characters (email: the mailto: recipients) */
             url: string;
         };
         NotificationDelivery: {
@@ -12088,7 +12317,7 @@ export interface components {
                 at: string;
                 duration_ms: number;
                 error: string | null;
-                /** @description the service's HTTP status; null when it did not answer */
+                /** @description the service's HTTP status (email: the SMTP server's reply code); null when it did not answer */
                 response_status: number | null;
             }[];
             /**
@@ -12100,7 +12329,7 @@ export interface components {
             event: string;
             /** @description UUID (v7) */
             id: string;
-            /** @description the message as sent (Slack blocks or a Discord embed) */
+            /** @description the message as sent (Slack blocks, a Discord embed, or an e-mail’s subject, text and html) */
             payload: {
                 [key: string]: unknown;
             };

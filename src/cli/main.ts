@@ -23,6 +23,7 @@ import { gitCommands } from './commands/git.js';
 import { keyCommands } from './commands/keys.js';
 import { addonCommands } from './commands/addons.js';
 import { notificationCommands } from './commands/notifications.js';
+import { drainCommands } from './commands/drains.js';
 import { maintenanceCommands } from './commands/maintenance.js';
 import { execCommand } from './commands/exec.js';
 import { completionScript } from './completion.js';
@@ -70,6 +71,7 @@ Colour is off when output is not a terminal or NO_COLOR is set.`,
   keyCommands(program);
   addonCommands(program);
   notificationCommands(program);
+  drainCommands(program);
   maintenanceCommands(program);
   execCommand(program);
 

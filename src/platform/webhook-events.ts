@@ -28,6 +28,10 @@ export const WEBHOOK_EVENTS = [
   'preview.deleted',
   /** A running instance exited on its own (it is restarted): `instance`, `last_exit`, `restart_count` (migration 0036). */
   'instance.crashed',
+  /** A crash that followed the instance's third restart: sent once per instance (migration 0048). */
+  'instance.crash_loop',
+  /** A crash by the kernel's OOM killer (`last_exit` starts with `OOM`; migration 0048). */
+  'instance.oom',
   // Add-ons (src/modules/addons).
   'addon.created',
   'addon.attached',

@@ -41,6 +41,8 @@ export interface RouteWorld extends World {
   notificationChannelId: string | null;
   /** An exec session the owner opened (never attached). */
   execSessionId: string | null;
+  /** A log drain of the organization. */
+  logDrainId: string | null;
   /** One variable per configuration scope (ids). */
   scopedVars: { organization: string; project: string; environment: string; team: string | null };
 }
@@ -244,10 +246,22 @@ export async function seedRouteWorld(h: Harness): Promise<RouteWorld> {
       })
       .onConflict((oc) => oc.column('name').doNothing())
       .execute();
+  const logDrainId = (await tableExists(h, 'log_drains'))
+    ? await insertRow(h, 'log_drains', {
+        id: uuidv7(),
+        organization_id: w.org.id,
+        kind: 'syslog',
+        name: 'syslog',
+        url_sealed: h.ctx.secrets.seal('syslog+tls://logs.example.com:6514'),
+        url_hint: 'syslog+tls://logs.example.com:6514',
+        sources: ['runtime'],
+      })
+    : null;
   return {
     ...w,
     execSessionId,
     notificationChannelId,
+    logDrainId,
     addonName,
     addonAttachmentId,
     installationId,
@@ -314,6 +328,7 @@ export const PARAM_FIXTURES: Record<string, Fixture> = {
   addon: (w) => need(w.addonName, 'add-on'),
   attachment_id: (w) => need(w.addonAttachmentId, 'add-on attachment'),
   channel_id: (w) => need(w.notificationChannelId, 'notification channel'),
+  drain_id: (w) => need(w.logDrainId, 'log drain'),
   installation_id: (w) => need(w.installationId === null ? null : String(w.installationId), 'GitHub App installation link'),
   // Single sign-on's issuers are the site's, not the world's: their routes are site administrators' (403 to members before any lookup).
   issuer: () => 'fixture-issuer',
@@ -417,6 +432,7 @@ export const SAMPLE_BODIES: Record<string, (w: RouteWorld) => unknown> = {
     events: ['deployment.succeeded'],
   }),
   'PUT /v1/workspaces/:workspace/projects/:project/envs/:env/maintenance': () => ({ enabled: false }),
+  'POST /v1/organizations/:org_slug/log-drains': () => ({ kind: 'https', url: 'https://logs.example.com/ingest' }),
 };
 
 /** Scoped config routes share one shape at every scope. */

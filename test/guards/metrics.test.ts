@@ -3,7 +3,9 @@
  * and latency percentiles per process type, and `GET /metrics` in Prometheus text format behind
  * its scrape token, parsed with a text-format parser; its counters move with traffic.
  */
+import { readFileSync } from 'node:fs';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
+import { parse as parseYaml } from 'yaml';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { foldOldRequestStats } from '../../src/platform/edge/index.js';
@@ -71,6 +73,28 @@ describe('GET /metrics', () => {
       'slipway_app_requests_total',
     ])
       expect(names, name).toContain(name);
+    // docs/prometheus-alerts.yml: well-formed rules over metrics this endpoint serves.
+    const alerts = parseYaml(readFileSync(new URL('../../docs/prometheus-alerts.yml', import.meta.url), 'utf8')) as {
+      groups: Array<{
+        name: string;
+        rules: Array<{ alert: string; expr: string; labels: { severity: string }; annotations: { summary: string } }>;
+      }>;
+    };
+    const rules = alerts.groups.flatMap((g) => g.rules);
+    expect(rules.length).toBeGreaterThanOrEqual(8);
+    for (const rule of rules) {
+      expect(rule).toMatchObject({ alert: expect.stringMatching(/^Slipway/), labels: { severity: expect.any(String) } });
+      expect(rule.annotations.summary, rule.alert).toBeTruthy();
+      for (const metric of rule.expr.match(/slipway_[a-z_]+/g) ?? [])
+        expect(names, `${rule.alert}: ${metric}`).toContain(metric.replace(/_(bucket|sum|count)$/, ''));
+    }
+    // docs/grafana-dashboard.json: every panel's queries name served metrics too.
+    const dashboard = JSON.parse(readFileSync(new URL('../../docs/grafana-dashboard.json', import.meta.url), 'utf8')) as {
+      panels: Array<{ title: string; targets: Array<{ expr: string }> }>;
+    };
+    for (const panel of dashboard.panels)
+      for (const metric of panel.targets.flatMap((t) => t.expr.match(/slipway_[a-z_]+/g) ?? []))
+        expect(names, `${panel.title}: ${metric}`).toContain(metric.replace(/_(bucket|sum|count)$/, ''));
     expect(await sample('slipway_deployments', { status: 'complete' })).toBeGreaterThanOrEqual(1);
     expect(await sample('slipway_instances', { state: 'healthy' })).toBeGreaterThanOrEqual(1);
     expect(await sample('slipway_jobs', { kind: 'deploy', state: 'completed' })).toBeGreaterThanOrEqual(1);

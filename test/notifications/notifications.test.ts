@@ -1,8 +1,10 @@
 /**
- * Slack and Discord notification channels over HTTP against real PostgreSQL and the real
+ * Slack, Discord and e-mail notification channels over HTTP against real PostgreSQL and the real
  * pipeline: loopback receivers (allowed by WEBHOOK_ALLOW_PRIVATE, as in the webhook tests) get
  * a real deployment's events as Slack blocks and a Discord embed; the test button; a receiver
  * answering 500 then 200 shows the retry in the deliveries; another organization's user is refused.
+ * E-mail goes through a loopback SMTP sink (test/helpers/smtp-sink.ts) with a text and an HTML part;
+ * a worker crashing in a loop sends `instance.crash_loop` once.
  */
 import { mkdtempSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -15,6 +17,7 @@ import { waitFor } from '../helpers/wait.js';
 import { call, expectError, seedWorld } from '../control-plane/fixtures.js';
 import { slipway } from '../cli/slipway.js';
 import { deployableApp, NODE_APP, settled } from '../pipeline-deploy/fixtures.js';
+import { mailHeader, mimePart, SmtpSink } from '../helpers/smtp-sink.js';
 
 /** Records every POST by path; `/flaky` answers 500 the first time, then 200. */
 class Receiver {
@@ -48,9 +51,11 @@ class Receiver {
 let h: Harness;
 let alice: TestUser;
 const receiver = new Receiver();
+const sink = new SmtpSink();
 
 beforeAll(async () => {
   await receiver.start();
+  await sink.start();
   h = await createHarness(
     {
       ROUTER_HOST: '127.0.0.1',
@@ -59,6 +64,13 @@ beforeAll(async () => {
       WEBHOOK_ALLOW_PRIVATE: true,
       WEBHOOK_RETRY_DELAY_SECONDS: 1,
       DASHBOARD_URL: 'https://slipway.example.test/',
+      SMTP_HOST: '127.0.0.1',
+      SMTP_PORT: sink.port,
+      SMTP_TLS: 'none',
+      SMTP_USER: 'mailer',
+      SMTP_PASSWORD: 'smtp-pass-SECRET',
+      SMTP_FROM: 'Slipway <slipway@example.test>',
+      RUNTIME_RESTART_BACKOFF_MS: 10,
     },
     { jobs: true, runtime: true },
   );
@@ -68,6 +80,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.close();
   await receiver.close();
+  await sink.close();
 });
 
 const SECRET_PATH = '/services/T000/B000/XXXXsecretTAIL';
@@ -228,5 +241,68 @@ describe('notification channels', () => {
     expect(message.body.blocks[0].text.text).toBe(`Test notification: ${org.slug}`);
     expect((await slipway(['notifications', 'remove', channel.id, '--org', org.slug], env)).code).toBe(0);
     expect((await call(h, 'GET', `/v1/organizations/${org.slug}/notification-channels`, alice)).body).toEqual([]);
+  });
+
+  it('e-mails through SMTP with a text and an HTML part, retries a refusal, and tells a crash loop once', async () => {
+    const app = await deployableApp(h, alice);
+    const base = `/v1/organizations/${app.slugs.org}/notification-channels`;
+    for (const url of ['mailto:not-an-address', 'mailto:a@example.com?cc=b@example.com', 'https://example.com/x'])
+      expectError(await call(h, 'POST', base, alice, { kind: 'email', url, events: ['build.failed'] }), 422);
+    const email = await call(h, 'POST', base, alice, {
+      kind: 'email',
+      name: 'on-call',
+      url: 'mailto:Ops@Example.com,oncall@example.com',
+      events: ['instance.crash_loop', 'instance.oom', 'deployment.succeeded'],
+    });
+    expect(email.status, email.raw).toBe(201);
+    expect(email.body).toMatchObject({ kind: 'email', url: 'mailto:ops@example.com,oncall@example.com' });
+
+    // The test button, refused once by the server (451): retried, then accepted (250).
+    sink.rejectNext = 1;
+    const tested = await call(h, 'POST', `${base}/${email.body.id}/test`, alice);
+    expect(tested.status, tested.raw).toBe(202);
+    expect(tested.body.payload.subject).toBe(`[Slipway] Test notification: ${app.slugs.org}`);
+    const delivered = await waitFor(
+      'the test e-mail to succeed on its retry',
+      async () => {
+        const r = await call(h, 'GET', `${base}/${email.body.id}/deliveries`, alice);
+        return r.body.items[0]?.status === 'succeeded' ? r.body.items[0] : null;
+      },
+      { timeout: 30_000, every: 200 },
+    );
+    expect(delivered.attempts.map((a: { response_status: number }) => a.response_status)).toEqual([451, 250]);
+    expect(delivered.attempts[0].error).toContain('451');
+    expect(sink.mails).toHaveLength(1);
+    const [mail] = sink.mails;
+    expect(mail!).toMatchObject({ from: 'slipway@example.test', to: ['ops@example.com', 'oncall@example.com'], user: 'mailer' });
+    expect(mail!.password).toBe('smtp-pass-SECRET');
+    expect(mailHeader(mail!.raw, 'subject')).toBe(`[Slipway] Test notification: ${app.slugs.org}`);
+    expect(mailHeader(mail!.raw, 'content-type')).toContain('multipart/alternative');
+    expect(mimePart(mail!.raw, 'text/plain')).toContain(`By: ${alice.username}`);
+    const html = mimePart(mail!.raw, 'text/html')!;
+    expect(html).toContain(`<h2>Test notification: ${app.slugs.org}</h2>`);
+    expect(html).toContain(`<a href="https://slipway.example.test/orgs/${app.slugs.org}">Open in Slipway</a>`);
+    expect(h.logs()).not.toContain('smtp-pass-SECRET');
+
+    // A worker that exits a second after each start: crashes, each one an `instance.crashed` the channel
+    // does not take, then, on the fourth, one `instance.crash_loop` (and no `instance.oom`: it exited).
+    const crashing = `setTimeout(() => process.exit(2), 1000);\n`;
+    const release = await app.release({ 'app.js': NODE_APP('v1'), 'crash.js': crashing }, 'web: node app.js\nworker: node crash.js\n');
+    const deployed = await call(h, 'POST', `/v1/releases/${release}/deploy`, alice);
+    expect((await settled(h, alice, deployed.body.deployment_id)).status).toBe('complete');
+    const scaled = await call(h, 'POST', `/v1/applications/${app.appId}/scale`, alice, { process_counts: { worker: 1 } });
+    expect(scaled.status, scaled.raw).toBeLessThan(300);
+    const loop = await waitFor(
+      'the crash-loop e-mail',
+      () => sink.mails.find((m) => mailHeader(m.raw, 'subject')?.includes('Crash loop')),
+      {
+        timeout: 40_000,
+        every: 200,
+      },
+    );
+    expect(mailHeader(loop.raw, 'subject')).toBe(`[Slipway] Crash loop: ${app.slugs.app} (production)`);
+    expect(mimePart(loop.raw, 'text/plain')).toContain('Environment: production');
+    const events = (await call(h, 'GET', `${base}/${email.body.id}/deliveries`, alice)).body.items.map((d: { event: string }) => d.event);
+    expect(events.sort()).toEqual(['deployment.succeeded', 'instance.crash_loop', 'test']);
   });
 });

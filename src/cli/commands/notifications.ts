@@ -27,7 +27,7 @@ export function notificationCommands(program: Command) {
   const notifications = program
     .command('notifications')
     .alias('notify')
-    .description("The organization's Slack and Discord notification channels (admins)");
+    .description("The organization's Slack, Discord and e-mail notification channels (admins)");
   notifications
     .command('list', { isDefault: true })
     .description('Channels, with the events they get')
@@ -50,23 +50,23 @@ export function notificationCommands(program: Command) {
     });
   notifications
     .command('add')
-    .description('Send chosen events to a Slack or Discord incoming webhook')
-    .argument('<kind>', 'slack | discord')
-    .argument('<url>', 'the incoming-webhook URL (kept secret by the server)')
+    .description('Send chosen events to a Slack or Discord incoming webhook, or by e-mail')
+    .argument('<kind>', 'slack | discord | email')
+    .argument('<url>', 'the incoming-webhook URL (kept secret by the server); email: mailto:ops@example.com[,other@example.com]')
     .requiredOption('--events <names>', 'comma-separated, e.g. deployment.started,deployment.failed,build.failed,instance.crashed')
     .option('--environments <slugs>', 'comma-separated: only these environments’ events (default: all)')
     .option('--name <label>', 'a label for the channel')
     .option('--org <slug>', 'organization (default: the linked application’s)')
     .action(
       async (kind: string, url: string, o: { events: string; environments?: string; name?: string; org?: string }, command: Command) => {
-        if (kind !== 'slack' && kind !== 'discord') throw usage(`Unknown kind '${kind}': slack or discord`);
+        if (kind !== 'slack' && kind !== 'discord' && kind !== 'email') throw usage(`Unknown kind '${kind}': slack, discord or email`);
         const ctx = Context.of(command);
         const channel = await ok(
           ctx.api.POST('/v1/organizations/{org_slug}/notification-channels', {
             ...path(orgOf(ctx, o)),
             body: {
-              kind,
-              url,
+              kind: kind as CreateBody['kind'],
+              url: kind === 'email' && !url.startsWith('mailto:') ? `mailto:${url}` : url,
               events: list(o.events) as CreateBody['events'], // the server names an unknown event
               ...(o.environments ? { environments: list(o.environments) } : {}),
               ...(o.name ? { name: o.name } : {}),

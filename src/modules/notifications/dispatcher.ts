@@ -4,9 +4,11 @@ import type { Config } from '../../config.js';
 import type { SecretBox } from '../../platform/crypto/secret-box.js';
 import type { Db } from '../../platform/db/database.js';
 import type { PipelineJobs, SqlExecutor } from '../../platform/jobs/index.js';
+import { mailErrorText, type Mailer, type MailMessage } from '../../platform/mail/mailer.js';
 import { postDelivery, type OutboxEvent } from '../webhooks/index.js';
-import { messageFor, type NotificationFacts } from './messages.js';
+import { messageFor, type ChannelKind, type NotificationFacts } from './messages.js';
 import type { NotificationsRepository } from './notifications.repository.js';
+import { recipientsOf } from './recipients.js';
 
 export const NOTIFICATIONS_QUEUE = 'notifications';
 
@@ -26,7 +28,7 @@ function executorOf(trx: Db): SqlExecutor {
 const text = (v: unknown) => (typeof v === 'string' && v ? v : null);
 
 /**
- * Slack and Discord deliveries: each outbox event the webhook dispatcher reads becomes one
+ * Slack, Discord and e-mail deliveries: each outbox event the webhook dispatcher reads becomes one
  * message per interested channel (rendered now, in the service's format), a durable job retried
  * with backoff by pg-boss; every attempt is logged.
  */
@@ -40,6 +42,8 @@ export class NotificationDeliveries {
       'WEBHOOK_ALLOW_PRIVATE' | 'WEBHOOK_MAX_ATTEMPTS' | 'WEBHOOK_RETRY_DELAY_SECONDS' | 'WEBHOOK_TIMEOUT_MS' | 'DASHBOARD_URL' | 'PORT'
     >,
     private readonly log: Logger,
+    /** The operator's SMTP server; null: e-mail channels cannot be made (and a leftover delivery fails). */
+    private readonly mailer: Mailer | null,
   ) {}
 
   register(): Promise<void> {
@@ -75,7 +79,7 @@ export class NotificationDeliveries {
   }
 
   /** Records and queues one delivery of `facts` to a channel (the test button uses it too). */
-  async create(trx: Db, channel: { id: string; kind: 'slack' | 'discord' }, event: string, facts: NotificationFacts): Promise<string> {
+  async create(trx: Db, channel: { id: string; kind: ChannelKind }, event: string, facts: NotificationFacts): Promise<string> {
     const id = uuidv7();
     await this.repo.insertDelivery(trx, { id, channel_id: channel.id, event, payload: JSON.stringify(messageFor(channel.kind, facts)) });
     await this.repo.setJob(trx, id, await this.jobs.sendTo(NOTIFICATIONS_QUEUE, { deliveryId: id }, executorOf(trx)));
@@ -106,6 +110,10 @@ export class NotificationDeliveries {
     const names = applicationId ? await this.repo.applicationNames(trx, applicationId) : undefined;
     const org = names ? { slug: names.organization } : await this.repo.organizationSlug(trx, event.organization_id);
     const subject = subjectId ? await this.repo.subjectFacts(trx, subjectId) : null;
+    // An instance's event names its environment by id.
+    const environmentId = text(data.environment_id);
+    const environment =
+      subject?.environment ?? text(data.environment) ?? (environmentId ? await this.repo.environmentSlug(trx, environmentId) : null);
     const link = names
       ? `${this.dashboard()}/apps/${names.organization}/${names.project}/${names.app}`
       : `${this.dashboard()}/orgs/${org?.slug ?? ''}`;
@@ -114,7 +122,7 @@ export class NotificationDeliveries {
       organization: org?.slug ?? '',
       project: names?.project ?? null,
       app: names?.app ?? null,
-      environment: subject?.environment ?? text(data.environment),
+      environment,
       release: subject?.version ?? null,
       who: subject?.who ?? null,
       status: text(data.status),
@@ -124,7 +132,7 @@ export class NotificationDeliveries {
     };
   }
 
-  /** One attempt; throws (so pg-boss retries it later) unless the service answered 2xx. */
+  /** One attempt; throws (so pg-boss retries it later) unless the service took the message (2xx, or SMTP 2xx). */
   async deliver(deliveryId: string, retryCount: number): Promise<void> {
     const delivery = await this.repo.forDelivery(deliveryId);
     if (!delivery) return; // its channel was deleted meanwhile
@@ -132,15 +140,20 @@ export class NotificationDeliveries {
     let status: number | null = null;
     let error: string | null = null;
     try {
-      status = await postDelivery(
-        this.secrets.open(delivery.url_sealed),
-        JSON.stringify(delivery.payload),
-        { 'user-agent': 'Slipway-Notifications/1' },
-        { allowPrivate: this.config.WEBHOOK_ALLOW_PRIVATE, timeoutMs: this.config.WEBHOOK_TIMEOUT_MS },
-      );
+      status =
+        delivery.kind === 'email'
+          ? await this.mail(this.secrets.open(delivery.url_sealed), delivery.payload as Omit<MailMessage, 'to'>)
+          : await postDelivery(
+              this.secrets.open(delivery.url_sealed),
+              JSON.stringify(delivery.payload),
+              { 'user-agent': 'Slipway-Notifications/1' },
+              { allowPrivate: this.config.WEBHOOK_ALLOW_PRIVATE, timeoutMs: this.config.WEBHOOK_TIMEOUT_MS },
+            );
     } catch (err) {
       // The URL is a credential: an error names no address (transport errors carry none).
-      error = err instanceof Error ? err.message : String(err);
+      error = delivery.kind === 'email' ? mailErrorText(err) : err instanceof Error ? err.message : String(err);
+      // A refusal by the mail server keeps its reply code (a 4xx is retried like a 5xx from a webhook).
+      if (delivery.kind === 'email') status = (err as { responseCode?: number }).responseCode ?? null;
     }
     await this.repo.recordAttempt({ delivery_id: deliveryId, response_status: status, error, duration_ms: Date.now() - started });
     if (status !== null && status >= 200 && status < 300) {
@@ -151,5 +164,12 @@ export class NotificationDeliveries {
     if (last) await this.repo.setStatus(deliveryId, 'failed');
     this.log.warn({ deliveryId, status, error, attempt: retryCount + 1 }, last ? 'notification failed' : 'notification failed; will retry');
     throw new Error(error ?? `the service answered ${status}`);
+  }
+
+  /** Sends an e-mail; its SMTP reply code stands for the status (250: accepted). */
+  private async mail(mailto: string, message: Omit<MailMessage, 'to'>): Promise<number | null> {
+    if (!this.mailer) throw Object.assign(new Error('no SMTP server is configured'), { code: 'ENOSMTP' });
+    const receipt = await this.mailer.send({ ...message, to: recipientsOf(mailto) });
+    return receipt.code ?? 250;
   }
 }

@@ -33,6 +33,8 @@ const TITLES: Record<string, [string, Tone]> = {
   'preview.created': ['Preview created', 'info'],
   'preview.deleted': ['Preview deleted', 'info'],
   'instance.crashed': ['Instance crashed', 'bad'],
+  'instance.crash_loop': ['Crash loop', 'bad'],
+  'instance.oom': ['Out of memory', 'bad'],
   test: ['Test notification', 'info'],
 };
 
@@ -93,6 +95,40 @@ export function discordMessage(f: NotificationFacts) {
   return { username: 'Slipway', embeds: [embed] };
 }
 
-export function messageFor(kind: 'slack' | 'discord', facts: NotificationFacts) {
+const escapeHtml = (text: string) =>
+  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+/** An e-mail: the title as subject, the fields as a table (HTML) and as lines (text), a link to the dashboard. */
+export function emailMessage(f: NotificationFacts) {
+  const [title] = titleOf(f);
+  const fields = fieldsOf(f);
+  const detail = f.detail ? clip(f.detail, 4000) : null;
+  const text = [
+    title,
+    '',
+    ...fields.map(([name, value]) => `${name}: ${value}`),
+    ...(detail ? ['', detail] : []),
+    ...(f.link ? ['', `Open in Slipway: ${f.link}`] : []),
+    '',
+    `${f.event} · ${f.organization} · ${f.occurredAt}`,
+  ].join('\n');
+  const rows = fields
+    .map(
+      ([name, value]) => `<tr><th align="left" style="padding:2px 12px 2px 0">${escapeHtml(name)}</th><td>${escapeHtml(value)}</td></tr>`,
+    )
+    .join('');
+  const html =
+    `<!doctype html><html><body style="font-family:sans-serif">` +
+    `<h2>${escapeHtml(title)}</h2><table>${rows}</table>` +
+    (detail ? `<p style="white-space:pre-wrap">${escapeHtml(detail)}</p>` : '') +
+    (f.link ? `<p><a href="${escapeHtml(f.link)}">Open in Slipway</a></p>` : '') +
+    `<p style="color:#888;font-size:12px">${escapeHtml(`${f.event} · ${f.organization} · ${f.occurredAt}`)}</p></body></html>`;
+  return { subject: `[Slipway] ${title}`, text, html };
+}
+
+export type ChannelKind = 'slack' | 'discord' | 'email';
+
+export function messageFor(kind: ChannelKind, facts: NotificationFacts) {
+  if (kind === 'email') return emailMessage(facts);
   return kind === 'slack' ? slackMessage(facts) : discordMessage(facts);
 }

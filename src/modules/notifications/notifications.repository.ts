@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import type { ChannelKind } from './messages.js';
 import type { Db } from '../../platform/db/database.js';
 
 /** Columns of a channel that may be shown (never the sealed URL). */
@@ -10,7 +11,7 @@ export class NotificationsRepository {
   insert(values: {
     id: string;
     organization_id: string;
-    kind: 'slack' | 'discord';
+    kind: ChannelKind;
     name: string;
     url_sealed: string;
     url_hint: string;
@@ -113,6 +114,7 @@ export class NotificationsRepository {
         'notification_deliveries.id',
         'notification_deliveries.event',
         'notification_deliveries.payload',
+        'notification_channels.kind',
         'notification_channels.url_sealed',
       ])
       .where('notification_deliveries.id', '=', deliveryId)
@@ -133,6 +135,11 @@ export class NotificationsRepository {
 
   organizationSlug(db: Db, organizationId: string) {
     return db.selectFrom('organizations').select('slug').where('id', '=', organizationId).executeTakeFirst();
+  }
+
+  async environmentSlug(db: Db, environmentId: string): Promise<string | null> {
+    const row = await db.selectFrom('environments').select('slug').where('id', '=', environmentId).executeTakeFirst();
+    return row?.slug ?? null;
   }
 
   /** An application event's names: the app, its project and organization (read-only join). */

@@ -15,7 +15,7 @@ import type { NotificationsService } from './notifications.service.js';
 
 const BASE = '/organizations/:org_slug/notification-channels';
 
-/** Slack and Discord channels of an organization (its admins). */
+/** Slack, Discord and e-mail channels of an organization (its admins). */
 export function notificationsRoutes(notifications: NotificationsService) {
   const tags = ['Notifications'];
   return async (app: App) => {
@@ -24,10 +24,11 @@ export function notificationsRoutes(notifications: NotificationsService) {
       {
         schema: {
           tags,
-          summary: 'Send chosen platform events to a Slack or Discord incoming webhook, in that service’s message format',
+          summary: 'Send chosen platform events to a Slack or Discord incoming webhook (in that service’s message format), or by e-mail',
           description:
             'Slack gets Block Kit (a header, a section with app, environment, release and who, a button to the dashboard); ' +
-            'Discord gets one embed (title, description, colour by outcome, fields, url). Deliveries are logged and ' +
+            'Discord gets one embed (title, description, colour by outcome, fields, url); email (`url`: mailto:a@x,b@y) gets a ' +
+            'text and an HTML part through the operator’s SMTP server. Deliveries are logged and ' +
             'retried with exponential backoff like webhooks’.',
           params: OrgParams,
           body: CreateChannelBody,

@@ -7,8 +7,10 @@ export const NotificationEventName = Type.Union(
   { description: `One of: ${WEBHOOK_EVENTS.join(', ')}` },
 );
 
-export const ChannelKind = Type.Union([Type.Literal('slack'), Type.Literal('discord')], {
-  description: 'slack: a Slack incoming webhook (Block Kit); discord: a Discord channel webhook (embeds)',
+export const ChannelKind = Type.Union([Type.Literal('slack'), Type.Literal('discord'), Type.Literal('email')], {
+  description:
+    'slack: a Slack incoming webhook (Block Kit); discord: a Discord channel webhook (embeds); ' +
+    'email: e-mail with a text and an HTML part, through the operator’s SMTP server',
 });
 
 export const CreateChannelBody = Type.Object(
@@ -20,7 +22,8 @@ export const CreateChannelBody = Type.Object(
       maxLength: 2048,
       description:
         'the incoming-webhook address (a secret: stored sealed, shown only as its host and last characters); ' +
-        'private and loopback addresses are refused unless the operator allows them (WEBHOOK_ALLOW_PRIVATE)',
+        'private and loopback addresses are refused unless the operator allows them (WEBHOOK_ALLOW_PRIVATE). ' +
+        'For email: `mailto:` and up to 20 comma-separated addresses',
     }),
     events: Type.Array(NotificationEventName, { minItems: 1, maxItems: WEBHOOK_EVENTS.length, uniqueItems: true }),
     environments: Type.Optional(
@@ -41,7 +44,7 @@ export const NotificationChannel = Type.Object(
     id: Id,
     kind: ChannelKind,
     name: Type.String(),
-    url: Type.String({ description: 'the address masked: its host and last four characters' }),
+    url: Type.String({ description: 'the address masked: its host and last four characters (email: the mailto: recipients)' }),
     events: Type.Array(Type.String()),
     environments: Type.Union([Type.Array(Type.String()), Type.Null()], { description: 'null: every environment' }),
     created: Timestamp,
@@ -51,7 +54,9 @@ export const NotificationChannel = Type.Object(
 export type NotificationChannel = Static<typeof NotificationChannel>;
 
 export const NotificationDeliveryAttempt = Type.Object({
-  response_status: Type.Union([Type.Integer(), Type.Null()], { description: "the service's HTTP status; null when it did not answer" }),
+  response_status: Type.Union([Type.Integer(), Type.Null()], {
+    description: "the service's HTTP status (email: the SMTP server's reply code); null when it did not answer",
+  }),
   error: Type.Union([Type.String(), Type.Null()]),
   duration_ms: Type.Integer(),
   at: Timestamp,
@@ -62,7 +67,9 @@ export const NotificationDelivery = Type.Object(
     id: Id,
     event: Type.String({ description: 'the platform event, or `test` for the test button' }),
     status: Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')]),
-    payload: Type.Record(Type.String(), Type.Unknown(), { description: 'the message as sent (Slack blocks or a Discord embed)' }),
+    payload: Type.Record(Type.String(), Type.Unknown(), {
+      description: 'the message as sent (Slack blocks, a Discord embed, or an e-mail’s subject, text and html)',
+    }),
     attempts: Type.Array(NotificationDeliveryAttempt),
     created: Timestamp,
     updated: Timestamp,

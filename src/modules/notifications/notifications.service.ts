@@ -7,6 +7,7 @@ import { iso, paginate, type PaginationQuery } from '../../platform/http/schemas
 import { checkWebhookUrl, RefusedAddress, type RequireOrganizationAdmin } from '../webhooks/index.js';
 import type { NotificationDeliveries } from './dispatcher.js';
 import type { NotificationsRepository } from './notifications.repository.js';
+import { BadRecipients, recipientsOf } from './recipients.js';
 import type { CreateChannelBody, NotificationChannel, NotificationDelivery } from './notifications.schemas.js';
 
 type ChannelRow = Awaited<ReturnType<NotificationsRepository['list']>>[number];
@@ -33,25 +34,19 @@ export class NotificationsService {
     private readonly repo: NotificationsRepository,
     private readonly secrets: SecretBox,
     private readonly requireAdmin: RequireOrganizationAdmin,
-    private readonly settings: { allowPrivate: boolean },
+    private readonly settings: { allowPrivate: boolean; mailConfigured: boolean },
     /** Absent in processes without the job store: the test button then answers 503. */
     private readonly deliveries: NotificationDeliveries | null,
   ) {}
 
   async create(userId: string, orgSlug: string, input: CreateChannelBody): Promise<NotificationChannel> {
     const org = await this.requireAdmin(userId, orgSlug);
-    let url: URL;
-    try {
-      url = await checkWebhookUrl(input.url, this.settings.allowPrivate);
-    } catch (err) {
-      if (err instanceof RefusedAddress) throw invalid('url', err.message.replace(/^url /, ''));
-      throw err;
-    }
+    const urlHint = input.kind === 'email' ? this.checkRecipients(input.url) : maskedUrl(await this.checkUrl(input.url));
     const id = uuidv7();
     const values = {
       kind: input.kind,
       name: input.name ?? input.kind,
-      url_hint: maskedUrl(url),
+      url_hint: urlHint,
       events: input.events,
       environments: input.environments ?? null,
     };
@@ -64,6 +59,26 @@ export class NotificationsService {
       ...values,
     });
     return view(row);
+  }
+
+  private async checkUrl(text: string): Promise<URL> {
+    try {
+      return await checkWebhookUrl(text, this.settings.allowPrivate);
+    } catch (err) {
+      if (err instanceof RefusedAddress) throw invalid('url', err.message.replace(/^url /, ''));
+      throw err;
+    }
+  }
+
+  /** An e-mail channel's recipients, shown whole to the organization's admins (they are not a credential). */
+  private checkRecipients(text: string): string {
+    if (!this.settings.mailConfigured) throw invalid('kind', 'email needs an SMTP server, which this installation has not configured');
+    try {
+      return `mailto:${recipientsOf(text).join(',')}`;
+    } catch (err) {
+      if (err instanceof BadRecipients) throw invalid('url', err.message);
+      throw err;
+    }
   }
 
   async list(userId: string, orgSlug: string): Promise<NotificationChannel[]> {

@@ -1,4 +1,5 @@
 import type { AppContext } from '../../platform/context.js';
+import { createMailer, mailConfigured } from '../../platform/mail/mailer.js';
 import type { PlatformLogger, Wired } from '../../platform/wiring.js';
 import type { RequireOrganizationAdmin, WebhookDeliveries } from '../webhooks/index.js';
 import { NotificationDeliveries } from './dispatcher.js';
@@ -7,7 +8,7 @@ import { notificationsRoutes } from './notifications.routes.js';
 import { NotificationsService } from './notifications.service.js';
 
 /**
- * Slack and Discord channels: they read the webhook outbox through the webhook dispatcher
+ * Slack, Discord and e-mail channels: they read the webhook outbox through the webhook dispatcher
  * (`alsoFanOutTo`), so an event is fanned out once for both. `startDeliveries` is a start step.
  */
 export function wireNotifications(deps: {
@@ -19,14 +20,15 @@ export function wireNotifications(deps: {
 }) {
   const { ctx } = deps;
   const log = deps.log.child({ component: 'notifications' });
-  const deliveries = ctx.jobs ? new NotificationDeliveries(deps.repository, ctx.secrets, ctx.jobs, ctx.config, log) : null;
+  const mailer = createMailer(ctx.config);
+  const deliveries = ctx.jobs ? new NotificationDeliveries(deps.repository, ctx.secrets, ctx.jobs, ctx.config, log, mailer) : null;
   if (deliveries) deps.webhookDeliveries?.alsoFanOutTo((trx, event) => deliveries.fanOut(trx, event));
   const notifications = new NotificationsService(
     ctx.db,
     deps.repository,
     ctx.secrets,
     deps.requireOrganizationAdmin,
-    { allowPrivate: ctx.config.WEBHOOK_ALLOW_PRIVATE },
+    { allowPrivate: ctx.config.WEBHOOK_ALLOW_PRIVATE, mailConfigured: mailConfigured(ctx.config) },
     deliveries,
   );
   const startDeliveries = async () => {

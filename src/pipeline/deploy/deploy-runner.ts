@@ -1,6 +1,6 @@
 import type { AppContext } from '../../platform/context.js';
 import { PipelineFailure, failureCodeOf, type FailureCode } from '../../platform/failures.js';
-import { BufferedLog, type LogWriteFailureLogger } from '../../platform/logs/index.js';
+import { BufferedLog, tapRecordLog, type LogWriteFailureLogger } from '../../platform/logs/index.js';
 import {
   RolloutFailure,
   type ApplicationRuntime,
@@ -85,7 +85,14 @@ export class DeployRunner {
   async run(deploymentId: string, jobId: string | null, signal: AbortSignal): Promise<void> {
     const deployment = await this.repo.findById(deploymentId);
     if (!deployment || deployment.status !== 'queued') return; // settled already (e.g. after a restart)
-    const log = deployLog((text) => this.repo.appendLog(deploymentId, text), this.logger, `deployment ${deploymentId}`);
+    const log = deployLog(
+      async (text) => {
+        await this.repo.appendLog(deploymentId, text);
+        tapRecordLog({ table: 'deployments', recordId: deploymentId, text });
+      },
+      this.logger,
+      `deployment ${deploymentId}`,
+    );
     const step = async (name: DeployStepName, message: string) => {
       log.line(`${name}: ${message}`);
       await log.flush();

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
 import type { PipelineStep } from '../../platform/db/schema.js';
 import { scrubber } from '../../platform/runtime/scrub.js';
-import { BufferedLog, storable, type LogWriteFailureLogger } from '../../platform/logs/index.js';
+import { BufferedLog, storable, tapRecordLog, type LogWriteFailureLogger } from '../../platform/logs/index.js';
 
 export const BUILD_STEPS = ['Resolve', 'Build', 'Export', 'Push', 'Done'] as const;
 export type BuildStepName = (typeof BUILD_STEPS)[number];
@@ -71,5 +71,6 @@ export class RecordLog {
       if (step) this.stepDirty = true;
       throw err;
     }
+    tapRecordLog({ table: this.table, recordId: this.id, text });
   }
 }

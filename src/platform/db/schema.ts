@@ -924,6 +924,7 @@ export interface Database
   notification_channels: NotificationChannelsTable;
   notification_deliveries: NotificationDeliveriesTable;
   notification_delivery_attempts: WebhookDeliveryAttemptsTable;
+  log_drains: LogDrainsTable;
   environment_maintenance: EnvironmentMaintenanceTable;
   oidc_issuers: OidcIssuersTable;
   oidc_group_mappings: OidcGroupMappingsTable;
@@ -976,12 +977,36 @@ export interface OidcSignInsTable {
 export interface NotificationChannelsTable {
   id: string;
   organization_id: string;
-  kind: 'slack' | 'discord';
+  kind: 'slack' | 'discord' | 'email';
   name: string;
   url_sealed: string;
   url_hint: string;
   events: string[];
   environments: string[] | null;
+  created_by: string | null;
+  created_at: Generated<Date>;
+}
+
+/** Log drains of an organization or one application (migration 0048). */
+export type LogDrainKind = 'syslog' | 'https' | 'otlp';
+export type LogDrainSource = 'runtime' | 'build' | 'deploy';
+export interface LogDrainsTable {
+  id: string;
+  organization_id: string;
+  application_id: string | null;
+  kind: LogDrainKind;
+  name: string;
+  url_sealed: string;
+  url_hint: string;
+  secret_sealed: string | null;
+  ca_pem: string | null;
+  sources: LogDrainSource[];
+  lines_sent: Generated<string>;
+  lines_dropped: Generated<string>;
+  failed_sends: Generated<string>;
+  last_error: string | null;
+  last_error_at: Date | null;
+  last_sent_at: Date | null;
   created_by: string | null;
   created_at: Generated<Date>;
 }
