@@ -16,7 +16,7 @@ import {
   sealCredentials,
   type AddonSupervisor,
 } from '../../platform/addons/index.js';
-import type { Selectable } from 'kysely';
+import type { Insertable, Selectable } from 'kysely';
 import type { ApplicationsService } from '../applications/index.js';
 import type { OrganizationScope } from '../organizations/index.js';
 import { chosenEnvironmentId, type DeploymentsService, type ReleasesService } from '../../pipeline/index.js';
@@ -68,28 +68,13 @@ export class AddonsService {
     this.requirePlan(body.kind, planName);
     const supervisor = this.requireSupervisor(body.kind);
     if (await this.repo.findByName(organization.id, body.name)) throw this.nameTaken(body.name);
-    let row: AddonRow | undefined;
-    for (let attempt = 0; !row && attempt < 5; attempt++) {
-      try {
-        row = await this.db.transaction().execute(async (trx) => {
-          const inserted = await this.repo.withDb(trx).insert({
-            id: uuidv7(),
-            organization_id: organization.id,
-            name: body.name,
-            kind: body.kind,
-            plan: planName,
-            port: await this.freePort(),
-            credentials_sealed: sealCredentials(this.secrets, newCredentials(body.kind)),
-          });
-          await this.publish(trx, inserted, 'addon.created', {});
-          return inserted;
-        });
-      } catch (err) {
-        if (isUniqueViolation(err, 'addons_organization_name')) throw this.nameTaken(body.name);
-        if (!isUniqueViolation(err)) throw err; // another add-on took the port meanwhile: try the next one
-      }
-    }
-    if (!row) throw conflict('No free add-on port (ADDONS_PORT_RANGE) after several tries; retry');
+    const row = await this.insertRow({
+      organization_id: organization.id,
+      name: body.name,
+      kind: body.kind,
+      plan: planName,
+      credentials_sealed: sealCredentials(this.secrets, newCredentials(body.kind)),
+    });
     try {
       await supervisor.provision(row);
     } catch (err) {
@@ -268,6 +253,58 @@ export class AddonsService {
     return due.length;
   }
 
+  /** A new add-on's row (a free port; a name clash is 409), with its `addon.created` event. */
+  private async insertRow(values: Omit<Insertable<AddonsTable>, 'id' | 'port'>, event: Record<string, unknown> = {}): Promise<AddonRow> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      try {
+        return await this.db.transaction().execute(async (trx) => {
+          const inserted = await this.repo.withDb(trx).insert({ ...values, id: uuidv7(), port: await this.freePort() });
+          await this.publish(trx, inserted, 'addon.created', event);
+          return inserted;
+        });
+      } catch (err) {
+        if (isUniqueViolation(err, 'addons_organization_name')) throw this.nameTaken(values.name);
+        if (!isUniqueViolation(err)) throw err; // another add-on took the port meanwhile: try the next one
+      }
+    }
+    throw conflict('No free add-on port (ADDONS_PORT_RANGE) after several tries; retry');
+  }
+
+  /**
+   * The record of a fork being restored from `source` (same kind and plan; status `creating` until
+   * its server has replayed to the target). It starts with the source's credentials, which its
+   * restored data holds; the restore gives it its own before it is marked running.
+   */
+  async insertFork(source: AddonRow, name: string, restoredFrom: string): Promise<AddonRow> {
+    this.requireSupervisor(source.kind);
+    if (await this.repo.findByName(source.organization_id, name)) throw this.nameTaken(name);
+    return this.insertRow(
+      {
+        organization_id: source.organization_id,
+        name,
+        kind: source.kind,
+        plan: source.plan,
+        credentials_sealed: sealCredentials(this.secrets, openCredentials(this.secrets, source.credentials_sealed)),
+        status_detail: 'restoring: queued',
+        restored_from: restoredFrom,
+      },
+      { restored_from: restoredFrom },
+    );
+  }
+
+  async viewOf(id: string) {
+    return (await this.views([(await this.repo.find(id))!]))[0]!;
+  }
+
+  /** For the add-on's other services (backups): members read, admins change. */
+  resolveForRead(userId: string, orgSlug: string, name: string) {
+    return this.resolve(userId, orgSlug, name);
+  }
+
+  resolveForAdmin(userId: string, orgSlug: string, name: string) {
+    return this.resolveForChange(userId, orgSlug, name);
+  }
+
   // --- helpers ---
 
   /** Add-ons are the organization's: reading them is for members, every change (and SQL) for its admins. */
@@ -385,6 +422,8 @@ export class AddonsService {
           })),
         deleted_at: r.deleted_at ? iso(r.deleted_at) : null,
         purge_after: r.purge_after ? iso(r.purge_after) : null,
+        restored_from: r.restored_from,
+        last_proven_restorable_at: r.last_proven_restorable_at ? iso(r.last_proven_restorable_at) : null,
         created: iso(r.created_at),
       };
     });
