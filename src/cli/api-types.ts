@@ -4358,6 +4358,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/organizations/{org_slug}/addons/{addon}/swap": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Move another add-on's attachment to this one (same variable; e.g. a restored fork), in a new release; needs confirm: true */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    addon: string;
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["SwapAddonBody"];
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AddonChange"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/organizations/{org_slug}/addons/{addon}/undelete": {
         parameters: {
             query?: never;
@@ -12173,7 +12224,7 @@ export interface components {
                 value: string;
             }[];
         };
-        /** @description the new add-on (the fork) and exactly one of time, backup_id, restore_point */
+        /** @description the new add-on (the fork) and exactly one of time, backup_id, restore_point, release_id */
         RestoreAddonBody: {
             /**
              * Format: uuid
@@ -12181,6 +12232,11 @@ export interface components {
              */
             backup_id?: string;
             name: string;
+            /**
+             * Format: uuid
+             * @description before this release: the restore point recorded before its release command
+             */
+            release_id?: string;
             /** @description a named restore point (a release's) */
             restore_point?: string;
             /**
@@ -12218,6 +12274,15 @@ export interface components {
                 is_admin: boolean;
                 username: string;
             } | null;
+        };
+        SwapAddonBody: {
+            /**
+             * Format: uuid
+             * @description another add-on's attachment, moved to this one
+             */
+            attachment_id: string;
+            /** @description must be true: the application then uses this add-on */
+            confirm: boolean;
         };
         Team: {
             /**

@@ -42,6 +42,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
 http.server.ThreadingHTTPServer(('127.0.0.1', int(os.environ['PORT'])), Handler).serve_forever()
 `;
 
+/** The release command (migrations): drops the table when DROP_NOTES is set, a bad migration. */
+const RELEASE = String.raw`
+import os, subprocess, sys
+if os.environ.get('DROP_NOTES'):
+    sys.exit(subprocess.run(['psql', os.environ['DATABASE_URL'], '-c', 'DROP TABLE notes']).returncode)
+`;
+
 describe.skipIf(missing)('backups, point-in-time restore and restore drills of a Postgres add-on', () => {
   let h: Harness;
   let repo: TestRepo;
@@ -77,7 +84,7 @@ describe.skipIf(missing)('backups, point-in-time restore and restore drills of a
       { jobs: true, runtime: true },
     );
     repo = new TestRepo();
-    repo.commit({ 'server.py': SERVER, Procfile: 'web: python3 server.py\n' });
+    repo.commit({ 'server.py': SERVER, 'release.py': RELEASE, Procfile: 'web: python3 server.py\nrelease: python3 release.py\n' });
     a = await createApp(h, { github_repository: repo.dir, auto_deploy_branch: 'main', health_check_path: '/', deployment_timeout: 60 });
     const { image, deployment } = await chainDeploy(h, a);
     expect(deployment?.complete, JSON.stringify(deployment ?? image)).toBe(true);
@@ -96,22 +103,30 @@ describe.skipIf(missing)('backups, point-in-time restore and restore drills of a
     expect((await api('POST', '', { name: 'db', kind: 'postgres' })).statusCode).toBe(201);
     const attached = await api('POST', '/db/attachments', { application_id: a.appId });
     expect(attached.statusCode, attached.body).toBe(201);
-    await waitFor(
-      'the release with DATABASE_URL',
+    await deployed(attached.json().releases[0].deployment_id);
+  }, 240_000);
+
+  /** Waits until a deployment has settled, and requires it complete. */
+  async function deployed(deploymentId: string) {
+    const d = await waitFor(
+      'the deployment',
       async () => {
-        const d = (
-          await h.app.inject({
-            method: 'GET',
-            url: `/v1/deployments/${attached.json().releases[0].deployment_id}/detail`,
-            headers: a.user.headers,
-          })
-        ).json();
-        return d.complete || d.error ? d : null;
+        const r = (await h.app.inject({ method: 'GET', url: `/v1/deployments/${deploymentId}/detail`, headers: a.user.headers })).json();
+        return r.complete || r.error ? r : null;
       },
       90_000,
-      200,
+      100,
     );
-  }, 240_000);
+    expect(d.complete, JSON.stringify(d)).toBe(true);
+    return d;
+  }
+
+  /** The CLI's environment: the harness's server listening on a loopback port (once). */
+  let server = '';
+  async function cliEnv() {
+    server ||= await h.app.listen({ port: 0, host: '127.0.0.1' });
+    return { SLIPWAY_SERVER: server, SLIPWAY_API_KEY: a.user.apiKey };
+  }
 
   afterAll(async () => {
     await h?.close();
@@ -161,8 +176,7 @@ describe.skipIf(missing)('backups, point-in-time restore and restore drills of a
   }, 180_000);
 
   it('the CLI lists backups and restores to a backup with progress shown', async () => {
-    const address = await h.app.listen({ port: 0, host: '127.0.0.1' });
-    const env = { SLIPWAY_SERVER: address, SLIPWAY_API_KEY: a.user.apiKey };
+    const env = await cliEnv();
     const list = await slipway(['addons', 'backups', 'list', 'db', '--org', a.orgSlug], env);
     expect(list.stdout, list.stderr).toContain(backupId);
     expect(list.stderr).toMatch(/restorable to any time from .* to now \(retention 7 days\)/);
@@ -201,4 +215,43 @@ describe.skipIf(missing)('backups, point-in-time restore and restore drills of a
       return outbox.length + delivered.length > 0;
     });
   }, 120_000);
+
+  it('a release whose migration drops a table carries a restore point; a fork at it, swapped in, brings the table back', async () => {
+    const inject = (method: 'GET' | 'POST' | 'DELETE', url: string, payload?: object) =>
+      h.app.inject({ method, url, headers: a.user.headers, ...(payload ? { payload } : {}) });
+    const variable = await inject('POST', `/v1/configurations/${a.appId}`, { name: 'DROP_NOTES', value: '1' });
+    expect(variable.statusCode, variable.body).toBe(201);
+    const bad = await inject('POST', `/v1/applications/${a.appId}/config-release`);
+    expect(bad.statusCode, bad.body).toBe(202);
+    await deployed(bad.json().deployment_id);
+    expect((await api('POST', '/db/query', { sql: 'SELECT count(*) FROM notes' })).json().message).toMatch(
+      /relation "notes" does not exist/,
+    );
+    const release = (await inject('GET', `/v1/releases/${bad.json().release_id}/detail`)).json();
+    expect(release.release_metadata.restore_points).toMatchObject([{ addon: 'db', name: expect.stringMatching(/^slipway-\d{13}-v\d+$/) }]);
+
+    const fork = await api('POST', '/db/restore', { name: 'db-before', release_id: bad.json().release_id });
+    expect(fork.statusCode, fork.body).toBe(202);
+    await restored('db-before');
+    expect(await notes('db-before')).toEqual(['first', 'fourth', 'second', 'third']);
+
+    // The bad migration goes (the code of release N-1), then the application is pointed at the fork, after confirmation.
+    await inject('DELETE', `/v1/configurations/${a.appId}/${variable.json().id}`);
+    const slugs = await h.ctx.db
+      .selectFrom('applications as x')
+      .innerJoin('projects as p', 'p.id', 'x.project_id')
+      .select(['x.slug as app', 'p.slug as project'])
+      .where('x.id', '=', a.appId)
+      .executeTakeFirstOrThrow();
+    const env = await cliEnv();
+    const app = `${a.orgSlug}/${slugs.project}/${slugs.app}`;
+    const refused = await slipway(['addons', 'swap', 'db-before', '--replaces', 'db', '--app', app], env);
+    expect(refused.code, refused.stderr).toBe(2);
+    const swapped = await slipway(['addons', 'swap', 'db-before', '--replaces', 'db', '--app', app, '--yes', '--json'], env);
+    expect(swapped.code, swapped.stderr).toBe(0);
+    await deployed(JSON.parse(swapped.stdout).releases[0].deployment_id);
+    expect(await write('fifth')).toMatch(/INSERT 0 1$/);
+    expect(await notes('db-before')).toEqual(['fifth', 'first', 'fourth', 'second', 'third']);
+    expect((await api('GET', '/db')).json().attachments).toEqual([]);
+  }, 150_000);
 });

@@ -1,3 +1,4 @@
+import { input } from '@inquirer/prompts';
 import type { Command } from 'commander';
 import { ok } from '../api.js';
 import { Context } from '../context.js';
@@ -61,7 +62,10 @@ export function addonBackupCommands(addons: Command, orgOf: (ctx: Context, comma
     .command('restore')
     .description('Restore a Postgres add-on into a NEW add-on (a fork): to a time, a backup id, or a restore point')
     .argument('<name>')
-    .requiredOption('--to <time|backup>', 'an ISO time inside the retention window, a backup id, or restore-point:<name>')
+    .requiredOption(
+      '--to <time|backup>',
+      'an ISO time inside the retention window, a backup id, release:<release id> (before its migrations), or restore-point:<name>',
+    )
     .option('--as <fork>', 'the new add-on (default: <name>-fork)')
     .option('--no-wait', 'answer once the restore started')
     .action(async (name: string, o: { to: string; as?: string; wait: boolean }, command: Command) => {
@@ -69,12 +73,18 @@ export function addonBackupCommands(addons: Command, orgOf: (ctx: Context, comma
       ctx.requireKey();
       const to = o.to.startsWith('restore-point:')
         ? { restore_point: o.to.slice('restore-point:'.length) }
-        : UUID.test(o.to)
-          ? { backup_id: o.to }
-          : Number.isNaN(Date.parse(o.to))
-            ? null
-            : { time: new Date(o.to).toISOString() };
-      if (!to) throw new CliError('--to must be a time (e.g. 2026-11-26T01:02:03Z), a backup id, or restore-point:<name>', EXIT.usage);
+        : o.to.startsWith('release:') && UUID.test(o.to.slice('release:'.length))
+          ? { release_id: o.to.slice('release:'.length) }
+          : UUID.test(o.to)
+            ? { backup_id: o.to }
+            : Number.isNaN(Date.parse(o.to))
+              ? null
+              : { time: new Date(o.to).toISOString() };
+      if (!to)
+        throw new CliError(
+          '--to must be a time (e.g. 2026-11-26T01:02:03Z), a backup id, release:<release id> or restore-point:<name>',
+          EXIT.usage,
+        );
       const fork = o.as ?? `${name}-fork`;
       let a = await ok(
         ctx.api.POST('/v1/organizations/{org_slug}/addons/{addon}/restore', { ...path(ctx, command, name), body: { name: fork, ...to } }),
@@ -92,6 +102,38 @@ export function addonBackupCommands(addons: Command, orgOf: (ctx: Context, comma
           ? [`Restored ${a.restored_from} into ${fork} (running; attach it with \`slipway addons attach ${fork}\`)`]
           : [`Restoring ${a.restored_from} into ${fork}: ${a.status_detail}`],
       );
+    });
+
+  addons
+    .command('swap')
+    .description('Point the application (--app, --env) at this add-on instead of the one it uses (e.g. a restored fork), in a new release')
+    .argument('<name>', 'the add-on to use from now on')
+    .requiredOption('--replaces <addon>', 'the add-on the application uses now (it stays, detached)')
+    .option('--yes', 'swap without asking')
+    .action(async (name: string, o: { replaces: string; yes?: boolean }, command: Command) => {
+      const ctx = Context.of(command);
+      const app = await ctx.app();
+      const old = await ok(ctx.api.GET('/v1/organizations/{org_slug}/addons/{addon}', path(ctx, command, o.replaces)));
+      const attachment = old.attachments.find((t) => t.application_id === app.id && t.environment === ctx.envName());
+      if (!attachment) throw new CliError(`${o.replaces} is not attached to ${app.name} (${ctx.envName()})`, EXIT.usage);
+      if (!o.yes) {
+        // Never silently: a script must say --yes, a person types the add-on's name.
+        if (!process.stdin.isTTY) throw new CliError('Not a terminal: pass --yes to swap without confirmation', EXIT.usage);
+        const typed = await input({
+          message: `${app.name} (${ctx.envName()}) will use ${name} instead of ${o.replaces} as ${attachment.variable}. Type ${name} to confirm:`,
+        });
+        if (typed.trim() !== name) throw new CliError(`'${typed.trim()}' is not ${name}: nothing was swapped`, EXIT.usage);
+      }
+      const r = await ok(
+        ctx.api.POST('/v1/organizations/{org_slug}/addons/{addon}/swap', {
+          ...path(ctx, command, name),
+          body: { attachment_id: attachment.id, confirm: true },
+        }),
+      );
+      ctx.out.result(r, () => [
+        `${app.name} (${ctx.envName()}) now uses ${name} as ${attachment.variable} (${o.replaces} stays, detached)`,
+        ...r.releases.map((x) => `  release v${x.version} of ${x.environment} is being deployed`),
+      ]);
     });
 
   addons

@@ -140,10 +140,21 @@ export const RestoreAddonBody = Type.Object(
     time: Type.Optional(Type.String({ format: 'date-time', description: 'a point in time inside the retention window' })),
     backup_id: Type.Optional(Type.String({ format: 'uuid', description: 'the end of this base backup' })),
     restore_point: Type.Optional(Type.String({ minLength: 1, maxLength: 63, description: "a named restore point (a release's)" })),
+    release_id: Type.Optional(
+      Type.String({ format: 'uuid', description: 'before this release: the restore point recorded before its release command' }),
+    ),
   },
   {
     $id: 'RestoreAddonBody',
     additionalProperties: false,
-    description: 'the new add-on (the fork) and exactly one of time, backup_id, restore_point',
+    description: 'the new add-on (the fork) and exactly one of time, backup_id, restore_point, release_id',
   },
+);
+
+export const SwapAddonBody = Type.Object(
+  {
+    attachment_id: Type.String({ format: 'uuid', description: "another add-on's attachment, moved to this one" }),
+    confirm: Type.Boolean({ description: 'must be true: the application then uses this add-on' }),
+  },
+  { $id: 'SwapAddonBody', additionalProperties: false },
 );

@@ -117,6 +117,44 @@ export class AddonsService {
     return this.change(addon.id, [{ applicationId: app.id, environmentId }]);
   }
 
+  /**
+   * Moves another add-on's attachment to this one (same application environment, same variable),
+   * in one transaction, then releases it: what a rollback "with the database as before release N"
+   * does with the fork. Explicit only: `confirm` must be true.
+   */
+  async swap(userId: string, orgSlug: string, name: string, body: { attachment_id: string; confirm: boolean }) {
+    const { addon } = await this.resolveForChange(userId, orgSlug, name);
+    this.requireLive(addon);
+    if (!body.confirm)
+      throw invalid('confirm', 'a swap points the application at this add-on instead of the one it uses: send confirm: true');
+    const moved = await this.db.transaction().execute(async (trx) => {
+      const old = await trx
+        .selectFrom('addon_attachments as t')
+        .innerJoin('addons as a', 'a.id', 't.addon_id')
+        .select(['t.id', 't.addon_id', 't.application_id', 't.environment_id', 't.variable', 'a.organization_id', 'a.kind', 'a.name'])
+        .where('t.id', '=', body.attachment_id)
+        .forUpdate()
+        .executeTakeFirst();
+      if (!old || old.organization_id !== addon.organization_id) throw notFound('Attachment');
+      if (old.addon_id === addon.id) throw conflict(`That attachment is already '${addon.name}'s`);
+      if (old.kind !== addon.kind)
+        throw invalid('attachment_id', `that attachment is a ${old.kind} add-on's; '${addon.name}' is ${addon.kind}`);
+      await trx.deleteFrom('addon_attachments').where('id', '=', old.id).execute();
+      await this.repo.withDb(trx).insertAttachment({
+        id: uuidv7(),
+        addon_id: addon.id,
+        application_id: old.application_id,
+        environment_id: old.environment_id,
+        variable: old.variable,
+      });
+      const data = { application_id: old.application_id, environment_id: old.environment_id, variable: old.variable };
+      await this.publish(trx, { ...addon, id: old.addon_id, name: old.name } as AddonRow, 'addon.detached', data);
+      await this.publish(trx, addon, 'addon.attached', { ...data, replaces: old.name });
+      return old;
+    });
+    return this.change(addon.id, [{ applicationId: moved.application_id, environmentId: moved.environment_id }]);
+  }
+
   async detach(userId: string, orgSlug: string, name: string, attachmentId: string) {
     const { addon } = await this.resolveForChange(userId, orgSlug, name);
     const removed = await this.db.transaction().execute(async (trx) => {

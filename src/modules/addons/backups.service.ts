@@ -42,6 +42,7 @@ export interface RestoreRequest {
   time?: string | undefined;
   backup_id?: string | undefined;
   restore_point?: string | undefined;
+  release_id?: string | undefined;
 }
 
 const BACKUP_TIMEOUT_MS = 3600_000;
@@ -95,8 +96,9 @@ export class AddonBackupsService {
     const { addon: source } = await this.addons.resolveForAdmin(userId, orgSlug, name);
     this.requirePostgres(source);
     const supervisor = this.requireSupervisor();
-    const given = [body.time, body.backup_id, body.restore_point].filter((v) => v !== undefined).length;
-    if (given !== 1) throw invalid('to', 'give exactly one of time, backup_id or restore_point');
+    const given = [body.time, body.backup_id, body.restore_point, body.release_id].filter((v) => v !== undefined).length;
+    if (given !== 1) throw invalid('to', 'give exactly one of time, backup_id, restore_point or release_id');
+    if (body.release_id !== undefined) body = { name: body.name, restore_point: await this.releasePoint(source, body.release_id) };
     const { backup, target, label } = await this.plan(source, body);
     const fork = await this.addons.insertFork(source, body.name, `${source.name} at ${label}`);
     this.active.add(fork.id);
@@ -262,6 +264,26 @@ export class AddonBackupsService {
       );
     const backup = completed.filter((b) => b.finished_at! <= time).pop()!;
     return { backup, target: { time }, label: time.toISOString() };
+  }
+
+  /** The restore point a release recorded on this add-on before its release command ran. */
+  private async releasePoint(addon: AddonRow, releaseId: string): Promise<string> {
+    const release = await this.db
+      .selectFrom('releases as r')
+      .innerJoin('applications as a', 'a.id', 'r.application_id')
+      .innerJoin('projects as p', 'p.id', 'a.project_id')
+      .select(['r.version', 'r.release_metadata', 'p.organization_id'])
+      .where('r.id', '=', releaseId)
+      .executeTakeFirst();
+    if (!release || release.organization_id !== addon.organization_id) throw invalid('release_id', 'no such release in this organization');
+    const points = (release.release_metadata?.restore_points ?? []) as Array<{ addon_id: string; name: string }>;
+    const point = points.find((p) => p.addon_id === addon.id);
+    if (!point)
+      throw invalid(
+        'release_id',
+        `release v${release.version} recorded no restore point on '${addon.name}' (only a release with a release command, with the add-on attached and running, does)`,
+      );
+    return point.name;
   }
 
   private async runRestore(

@@ -6,3 +6,4 @@ export * from './attached.js';
 export { missingServer, adminClient, quietClient, redisCommands, REPOSITORY } from './servers.js';
 export { AddonSupervisor, type AddonRecord } from './supervisor.js';
 export * from './backups.js';
+export { recordRestorePoints, type RestorePoint } from './restore-points.js';
