@@ -92,6 +92,22 @@ export class AddonSupervisor {
         await this.setStatus(row.id, 'failed', (err as Error).message);
       }
     }
+    // A create or restore the previous process did not finish: its server (a fork replaying WAL
+    // under its shim) is stopped, and the record says so; nothing of it was attached.
+    const unfinished = await this.db
+      .selectFrom('addons')
+      .select(['id', 'kind', 'plan', 'port', 'credentials_sealed', 'pid', 'start_ticks'])
+      .where('deleted_at', 'is', null)
+      .where('status', '=', 'creating')
+      .execute();
+    for (const row of unfinished) {
+      if (await this.adopt(row).catch(() => false)) await this.stop(row.id);
+      await this.setStatus(
+        row.id,
+        'failed',
+        'interrupted: the platform stopped before it was ready; delete it and create or restore again',
+      );
+    }
   }
 
   /** Creates the server's data and starts it; resolves once it accepts connections. */
