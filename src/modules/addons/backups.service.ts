@@ -171,7 +171,6 @@ export class AddonBackupsService {
       const result = await supervisor
         .runTask(addon, baseBackupCommand(supervisor.dirOf(addon.id), addon.port, c.adminUser!, row.id), {
           name: 'addon-backup',
-          reachServer: true,
           env: { PGPASSWORD: c.adminPassword! },
           timeoutMs: BACKUP_TIMEOUT_MS,
         })

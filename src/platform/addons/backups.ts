@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { postgresBinDir, quote, REPOSITORY } from './servers.js';
+import { postgresBinDir, quote, REPOSITORY, SOCKETS } from './servers.js';
 
 /**
  * The shell commands of a Postgres add-on's backups, restores and drills. Each runs in a sandbox
@@ -15,7 +15,7 @@ const bin = (tool: string) => quote(join(postgresBinDir()!, tool));
 const confValue = (v: string) => `'${v.replace(/'/g, "''")}'`;
 
 /**
- * A base backup into `repo/base/<id>` (plain format with its manifest and the WAL it needs, so it
+ * A base backup into `repo/base/<id>`, over the server's socket in the add-on's directory (plain format with its manifest and the WAL it needs, so it
  * restores alone; a `.part` name until complete). Prints `start_wal=` and `size=` lines.
  */
 export function baseBackupCommand(dir: string, port: number, adminUser: string, id: string): string {
@@ -26,7 +26,7 @@ export function baseBackupCommand(dir: string, port: number, adminUser: string, 
     'umask 077',
     `mkdir -p ${quote(base)}`,
     `rm -rf ${quote(part)}`,
-    `${bin('pg_basebackup')} -h 127.0.0.1 -p ${port} -U ${quote(adminUser)} -D ${quote(part)} -Fp -X stream -c fast --no-password`,
+    `${bin('pg_basebackup')} -h ${quote(join(dir, SOCKETS))} -p ${port} -U ${quote(adminUser)} -D ${quote(part)} -Fp -X stream -c fast --no-password`,
     `start=$(sed -n 's/^START WAL LOCATION: .*(file \\([0-9A-F]*\\))$/\\1/p' ${quote(join(part, 'backup_label'))})`,
     `mv ${quote(part)} ${quote(join(base, id))}`,
     'echo "start_wal=$start"',

@@ -33,6 +33,9 @@ export const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 /** The add-on's backup repository, beside its data in its own directory: `base/<backup id>` and `wal/`. */
 export const REPOSITORY = 'repo';
 
+/** The server's socket directory, beside its data (relative to it in its settings: a socket path is short). */
+export const SOCKETS = 'run';
+
 /** A WAL segment is archived at least this often while anything is written (bounds what a crash can lose of the archive). */
 const ARCHIVE_TIMEOUT_S = 60;
 
@@ -71,16 +74,18 @@ export function serverCommand(kind: AddonKind, dir: string, port: number, plan: 
   const data = join(dir, 'data');
   if (kind === 'postgres') {
     const bin = postgresBinDir()!;
-    // Replication connections too: pg_basebackup, run by the platform's backups as its superuser.
+    // The platform's superuser also on a socket in the add-on's own directory (SOCKETS, seen only
+    // by the add-on's sandboxes): pg_basebackup connects there, without any network helper between.
     const hba =
-      'host all all 127.0.0.1/32 scram-sha-256\\nhost all all ::1/128 scram-sha-256\\nhost replication all 127.0.0.1/32 scram-sha-256\\n';
+      'host all all 127.0.0.1/32 scram-sha-256\\nhost all all ::1/128 scram-sha-256\\n' +
+      'local all slipway scram-sha-256\\nlocal replication slipway scram-sha-256\\n';
     const wal = join(dir, REPOSITORY, 'wal');
     return [
       'umask 077',
-      `mkdir -p ${quote(wal)} ${quote(join(dir, REPOSITORY, 'base'))}`,
+      `mkdir -p ${quote(wal)} ${quote(join(dir, REPOSITORY, 'base'))} ${quote(join(dir, SOCKETS))}`,
       `printf '${hba}' > ${quote(join(data, 'pg_hba.conf'))}`,
       `exec ${quote(join(bin, 'postgres'))} -D ${quote(data)} -c listen_addresses=127.0.0.1 -c port=${port}` +
-        ` -c max_connections=${plan.connections} -c shared_buffers=${plan.sharedBuffersMiB}MB -c unix_socket_directories=` +
+        ` -c max_connections=${plan.connections} -c shared_buffers=${plan.sharedBuffersMiB}MB -c unix_socket_directories=../${SOCKETS}` +
         ' -c dynamic_shared_memory_type=mmap -c password_encryption=scram-sha-256 -c logging_collector=off' +
         ` -c wal_level=replica -c archive_mode=on -c archive_timeout=${ARCHIVE_TIMEOUT_S} -c ${quote(`archive_command=${archiveCommand(wal)}`)}`,
     ].join('\n');
