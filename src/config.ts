@@ -182,6 +182,19 @@ export const EnvSchema = Type.Object({
   ADDONS_PORT_RANGE: Type.String({ default: '15400-15999', pattern: '^\\s*\\d+\\s*-\\s*\\d+\\s*$' }),
   /** How long a deleted add-on (its data) is kept, stopped, and can be undeleted before it is removed for good. */
   ADDONS_DELETE_GRACE_HOURS: Type.Integer({ minimum: 0, default: 72 }),
+  /**
+   * Hours between the scheduled base backups of each running Postgres add-on (its WAL is archived
+   * continuously in between, so a restore reaches any time since its oldest backup kept); 0: only
+   * backups taken on demand (`slipway addons backups create`).
+   */
+  ADDONS_BACKUP_INTERVAL_HOURS: Type.Integer({ minimum: 0, default: 24 }),
+  /** Days a Postgres add-on's base backups (and the WAL they need) are kept; its newest backup is always kept. */
+  ADDONS_BACKUP_RETENTION_DAYS: Type.Integer({ minimum: 1, default: 7 }),
+  /**
+   * Hours between scheduled restore drills of each Postgres add-on (its latest backup restored into
+   * a scratch server, started, rows counted; a failure is a webhook event); 0: on demand only.
+   */
+  ADDONS_RESTORE_DRILL_INTERVAL_HOURS: Type.Integer({ minimum: 0, default: 168 }),
   /** Most processes and threads one sandboxed instance or build may have at once. */
   SANDBOX_PIDS_MAX: Type.Integer({ minimum: 16, maximum: 1_000_000, default: 1024 }),
   /**

@@ -40,6 +40,10 @@ export const WEBHOOK_EVENTS = [
   'addon.deleted',
   'addon.undeleted',
   'addon.credentials_rotated',
+  /** Backups of Postgres add-ons: a fork restored, a backup or a restore drill failed (`detail`). */
+  'addon.restored',
+  'addon.backup_failed',
+  'addon.restore_drill_failed',
   /** An environment's maintenance mode turned on or off (issue 33): `environment`, `by`. */
   'maintenance.enabled',
   'maintenance.disabled',

@@ -4,6 +4,7 @@ import { ok } from '../api.js';
 import { Context } from '../context.js';
 import { CliError, EXIT } from '../errors.js';
 import { when } from '../output.js';
+import { addonBackupCommands } from './addon-backups.js';
 
 /** `slipway addons …`: an organization's Postgres and Redis add-ons (issue 31). */
 export function addonCommands(program: Command) {
@@ -26,11 +27,17 @@ export function addonCommands(program: Command) {
     status_detail: string | null;
     attachments: Array<{ id: string; application: string; environment: string; variable: string }>;
     purge_after: string | null;
+    restored_from: string | null;
+    last_proven_restorable_at: string | null;
   };
   const describe = (a: Addon) => [
     `${a.name}: ${a.kind} (${a.plan}), ${a.status}${a.status_detail ? `: ${a.status_detail}` : ''}`,
     ...a.attachments.map((t) => `  attached to ${t.application} (${t.environment}) as ${t.variable}  [${t.id}]`),
     ...(a.purge_after ? [`  deleted: can be undeleted until ${when(a.purge_after)}`] : []),
+    ...(a.restored_from ? [`  restored from ${a.restored_from}`] : []),
+    ...(a.kind === 'postgres'
+      ? [`  last proven restorable: ${a.last_proven_restorable_at ? when(a.last_proven_restorable_at) : 'never'}`]
+      : []),
   ];
   const released = (r: { releases: Array<{ environment: string; version: number }> }) =>
     r.releases.length
@@ -208,4 +215,5 @@ export function addonCommands(program: Command) {
       }
       if (pending.trim()) await run(pending);
     });
+  addonBackupCommands(addons, orgOf);
 }

@@ -13,6 +13,7 @@ import {
   AttachmentParams,
   CreateAddonBody,
   ResizeAddonBody,
+  SwapAddonBody,
 } from './addons.schemas.js';
 import type { AddonsService } from './addons.service.js';
 
@@ -122,6 +123,20 @@ export function addonsRoutes(addons: AddonsService) {
       },
       async (request) =>
         addons.detach(currentUser(request).id, request.params.org_slug, request.params.addon, request.params.attachment_id),
+    );
+    app.post(
+      `${BASE}/:addon/swap`,
+      {
+        schema: {
+          tags,
+          summary:
+            "Move another add-on's attachment to this one (same variable; e.g. a restored fork), in a new release; needs confirm: true",
+          params: AddonParams,
+          body: SwapAddonBody,
+          response: { 200: AddonChange, ...commonErrorResponses },
+        },
+      },
+      async (request) => addons.swap(currentUser(request).id, request.params.org_slug, request.params.addon, request.body),
     );
     app.post(
       `${BASE}/:addon/rotate`,

@@ -33,6 +33,8 @@ export const Addon = Type.Object(
     attachments: Type.Array(AddonAttachment),
     deleted_at: NullableTimestamp,
     purge_after: Type.Union([Timestamp, Type.Null()], { description: 'a deleted add-on can be undeleted until then' }),
+    restored_from: Type.Union([Type.String(), Type.Null()], { description: 'a fork: the add-on and point it was restored from' }),
+    last_proven_restorable_at: Type.Union([Timestamp, Type.Null()], { description: 'when a restore drill last passed (postgres)' }),
     created: Timestamp,
   },
   { $id: 'Addon' },
@@ -94,4 +96,67 @@ export const AddonQueryResult = Type.Object(
     }),
   },
   { $id: 'AddonQueryResult' },
+);
+
+export const AddonBackup = Type.Object(
+  {
+    id: Id,
+    status: Type.Union([Type.Literal('running'), Type.Literal('completed'), Type.Literal('failed')]),
+    trigger: Type.Union([Type.Literal('manual'), Type.Literal('scheduled')]),
+    size_bytes: Type.Union([Type.Integer(), Type.Null()]),
+    detail: Type.Union([Type.String(), Type.Null()]),
+    started: Timestamp,
+    finished: NullableTimestamp,
+  },
+  { $id: 'AddonBackup' },
+);
+
+export const AddonDrill = Type.Object(
+  {
+    ok: Type.Boolean(),
+    at: Timestamp,
+    duration_ms: Type.Integer(),
+    backup_id: Type.Union([Id, Type.Null()]),
+    detail: Type.Union([Type.String(), Type.Null()], { description: 'why it failed (a damaged repository says so)' }),
+    tables: Type.Record(Type.String(), Type.Integer(), { description: 'rows per table of the restored copy, database.schema.table' }),
+  },
+  { $id: 'AddonDrill' },
+);
+
+export const AddonBackups = Type.Object(
+  {
+    backups: Type.Array(AddonBackup),
+    window: Type.Union([Type.Object({ earliest: Timestamp, latest: NullableTimestamp }), Type.Null()], {
+      description: 'the times a restore can reach (null: no backup yet; latest null: the server is not running)',
+    }),
+    retention_days: Type.Integer(),
+    last_drill: Type.Union([AddonDrill, Type.Null()]),
+    last_proven_restorable_at: NullableTimestamp,
+  },
+  { $id: 'AddonBackups' },
+);
+
+export const RestoreAddonBody = Type.Object(
+  {
+    name: Slug,
+    time: Type.Optional(Type.String({ format: 'date-time', description: 'a point in time inside the retention window' })),
+    backup_id: Type.Optional(Type.String({ format: 'uuid', description: 'the end of this base backup' })),
+    restore_point: Type.Optional(Type.String({ minLength: 1, maxLength: 63, description: "a named restore point (a release's)" })),
+    release_id: Type.Optional(
+      Type.String({ format: 'uuid', description: 'before this release: the restore point recorded before its release command' }),
+    ),
+  },
+  {
+    $id: 'RestoreAddonBody',
+    additionalProperties: false,
+    description: 'the new add-on (the fork) and exactly one of time, backup_id, restore_point, release_id',
+  },
+);
+
+export const SwapAddonBody = Type.Object(
+  {
+    attachment_id: Type.String({ format: 'uuid', description: "another add-on's attachment, moved to this one" }),
+    confirm: Type.Boolean({ description: 'must be true: the application then uses this add-on' }),
+  },
+  { $id: 'SwapAddonBody', additionalProperties: false },
 );

@@ -17,7 +17,7 @@ import {
   type AddonSupervisor,
 } from '../../platform/addons/index.js';
 import { boundedQuery } from '../../platform/addons/bounded-query.js';
-import type { Selectable } from 'kysely';
+import type { Insertable, Selectable } from 'kysely';
 import type { ApplicationsService } from '../applications/index.js';
 import type { OrganizationScope } from '../organizations/index.js';
 import { chosenEnvironmentId, type DeploymentsService, type ReleasesService } from '../../pipeline/index.js';
@@ -71,28 +71,13 @@ export class AddonsService {
     this.requirePlan(body.kind, planName);
     const supervisor = this.requireSupervisor(body.kind);
     if (await this.repo.findByName(organization.id, body.name)) throw this.nameTaken(body.name);
-    let row: AddonRow | undefined;
-    for (let attempt = 0; !row && attempt < 5; attempt++) {
-      try {
-        row = await this.db.transaction().execute(async (trx) => {
-          const inserted = await this.repo.withDb(trx).insert({
-            id: uuidv7(),
-            organization_id: organization.id,
-            name: body.name,
-            kind: body.kind,
-            plan: planName,
-            port: await this.freePort(),
-            credentials_sealed: sealCredentials(this.secrets, newCredentials(body.kind)),
-          });
-          await this.publish(trx, inserted, 'addon.created', {});
-          return inserted;
-        });
-      } catch (err) {
-        if (isUniqueViolation(err, 'addons_organization_name')) throw this.nameTaken(body.name);
-        if (!isUniqueViolation(err)) throw err; // another add-on took the port meanwhile: try the next one
-      }
-    }
-    if (!row) throw conflict('No free add-on port (ADDONS_PORT_RANGE) after several tries; retry');
+    const row = await this.insertRow({
+      organization_id: organization.id,
+      name: body.name,
+      kind: body.kind,
+      plan: planName,
+      credentials_sealed: sealCredentials(this.secrets, newCredentials(body.kind)),
+    });
     try {
       await supervisor.provision(row);
     } catch (err) {
@@ -133,6 +118,44 @@ export class AddonsService {
       throw err;
     }
     return this.change(addon.id, [{ applicationId: app.id, environmentId }]);
+  }
+
+  /**
+   * Moves another add-on's attachment to this one (same application environment, same variable),
+   * in one transaction, then releases it: what a rollback "with the database as before release N"
+   * does with the fork. Explicit only: `confirm` must be true.
+   */
+  async swap(userId: string, orgSlug: string, name: string, body: { attachment_id: string; confirm: boolean }) {
+    const { addon } = await this.resolveForChange(userId, orgSlug, name);
+    this.requireLive(addon);
+    if (!body.confirm)
+      throw invalid('confirm', 'a swap points the application at this add-on instead of the one it uses: send confirm: true');
+    const moved = await this.db.transaction().execute(async (trx) => {
+      const old = await trx
+        .selectFrom('addon_attachments as t')
+        .innerJoin('addons as a', 'a.id', 't.addon_id')
+        .select(['t.id', 't.addon_id', 't.application_id', 't.environment_id', 't.variable', 'a.organization_id', 'a.kind', 'a.name'])
+        .where('t.id', '=', body.attachment_id)
+        .forUpdate()
+        .executeTakeFirst();
+      if (!old || old.organization_id !== addon.organization_id) throw notFound('Attachment');
+      if (old.addon_id === addon.id) throw conflict(`That attachment is already '${addon.name}'s`);
+      if (old.kind !== addon.kind)
+        throw invalid('attachment_id', `that attachment is a ${old.kind} add-on's; '${addon.name}' is ${addon.kind}`);
+      await trx.deleteFrom('addon_attachments').where('id', '=', old.id).execute();
+      await this.repo.withDb(trx).insertAttachment({
+        id: uuidv7(),
+        addon_id: addon.id,
+        application_id: old.application_id,
+        environment_id: old.environment_id,
+        variable: old.variable,
+      });
+      const data = { application_id: old.application_id, environment_id: old.environment_id, variable: old.variable };
+      await this.publish(trx, { ...addon, id: old.addon_id, name: old.name } as AddonRow, 'addon.detached', data);
+      await this.publish(trx, addon, 'addon.attached', { ...data, replaces: old.name });
+      return old;
+    });
+    return this.change(addon.id, [{ applicationId: moved.application_id, environmentId: moved.environment_id }]);
   }
 
   async detach(userId: string, orgSlug: string, name: string, attachmentId: string) {
@@ -267,6 +290,58 @@ export class AddonsService {
     return due.length;
   }
 
+  /** A new add-on's row (a free port; a name clash is 409), with its `addon.created` event. */
+  private async insertRow(values: Omit<Insertable<AddonsTable>, 'id' | 'port'>, event: Record<string, unknown> = {}): Promise<AddonRow> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      try {
+        return await this.db.transaction().execute(async (trx) => {
+          const inserted = await this.repo.withDb(trx).insert({ ...values, id: uuidv7(), port: await this.freePort() });
+          await this.publish(trx, inserted, 'addon.created', event);
+          return inserted;
+        });
+      } catch (err) {
+        if (isUniqueViolation(err, 'addons_organization_name')) throw this.nameTaken(values.name);
+        if (!isUniqueViolation(err)) throw err; // another add-on took the port meanwhile: try the next one
+      }
+    }
+    throw conflict('No free add-on port (ADDONS_PORT_RANGE) after several tries; retry');
+  }
+
+  /**
+   * The record of a fork being restored from `source` (same kind and plan; status `creating` until
+   * its server has replayed to the target). It starts with the source's credentials, which its
+   * restored data holds; the restore gives it its own before it is marked running.
+   */
+  async insertFork(source: AddonRow, name: string, restoredFrom: string): Promise<AddonRow> {
+    this.requireSupervisor(source.kind);
+    if (await this.repo.findByName(source.organization_id, name)) throw this.nameTaken(name);
+    return this.insertRow(
+      {
+        organization_id: source.organization_id,
+        name,
+        kind: source.kind,
+        plan: source.plan,
+        credentials_sealed: sealCredentials(this.secrets, openCredentials(this.secrets, source.credentials_sealed)),
+        status_detail: 'restoring: queued',
+        restored_from: restoredFrom,
+      },
+      { restored_from: restoredFrom },
+    );
+  }
+
+  async viewOf(id: string) {
+    return (await this.views([(await this.repo.find(id))!]))[0]!;
+  }
+
+  /** For the add-on's other services (backups): members read, admins change. */
+  resolveForRead(userId: string, orgSlug: string, name: string) {
+    return this.resolve(userId, orgSlug, name);
+  }
+
+  resolveForAdmin(userId: string, orgSlug: string, name: string) {
+    return this.resolveForChange(userId, orgSlug, name);
+  }
+
   // --- helpers ---
 
   /** Add-ons are the organization's: reading them is for members, every change (and SQL) for its admins. */
@@ -384,6 +459,8 @@ export class AddonsService {
           })),
         deleted_at: r.deleted_at ? iso(r.deleted_at) : null,
         purge_after: r.purge_after ? iso(r.purge_after) : null,
+        restored_from: r.restored_from,
+        last_proven_restorable_at: r.last_proven_restorable_at ? iso(r.last_proven_restorable_at) : null,
         created: iso(r.created_at),
       };
     });

@@ -10,6 +10,8 @@ import type { DeploymentsService, ReleasesService } from '../../pipeline/index.j
 import type { AddonsRepository } from './addons.repository.js';
 import { addonsRoutes } from './addons.routes.js';
 import { AddonsService } from './addons.service.js';
+import { backupsRoutes } from './backups.routes.js';
+import { AddonBackupsService } from './backups.service.js';
 
 /**
  * Add-ons. Their servers run where the local runtime runs with its sandbox (role `all`); the
@@ -44,10 +46,16 @@ export function wireAddons(deps: {
       deleteGraceHours: ctx.config.ADDONS_DELETE_GRACE_HOURS,
     },
   );
+  const backups = new AddonBackupsService(ctx.db, deps.repository, ctx.secrets, addons, supervisor, {
+    intervalHours: ctx.config.ADDONS_BACKUP_INTERVAL_HOURS,
+    retentionDays: ctx.config.ADDONS_BACKUP_RETENTION_DAYS,
+    drillIntervalHours: ctx.config.ADDONS_RESTORE_DRILL_INTERVAL_HOURS,
+  });
   return {
     addons,
+    addonBackups: backups,
     addonSupervisor: supervisor,
-    routes: [addonsRoutes(addons)],
-    sweepers: [{ sweep: () => addons.purgeExpired() }],
+    routes: [addonsRoutes(addons), backupsRoutes(backups)],
+    sweepers: [{ sweep: () => addons.purgeExpired() }, { sweep: () => backups.sweep(), everyMs: 60_000 }],
   } satisfies Wired;
 }

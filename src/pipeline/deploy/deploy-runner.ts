@@ -9,6 +9,7 @@ import {
 } from '../../platform/runtime/application-runtime.js';
 import type { OneOffResult } from '../../platform/runtime/port.js';
 import { isCancelled } from '../../platform/jobs/pipeline-jobs.js';
+import { recordRestorePoints } from '../../platform/addons/index.js';
 import { stepOf, type DeploymentsRepository, type DeployStepName } from './deployments.repository.js';
 import { RECONCILE_JOB } from './deployments.service.js';
 import { FormationReconciler } from './formation-reconciler.js';
@@ -82,6 +83,15 @@ export class DeployRunner {
     this.reconciler = new FormationReconciler(ctx, repo, runtime);
   }
 
+  /** Issue 31: a restore point on each attached Postgres add-on before the migrations run (see recordRestorePoints). */
+  private async restorePoints(release: { id: string; application_id: string; environment_id: string; version: number }, log: BufferedLog) {
+    const { points, skipped } = await recordRestorePoints(this.ctx.db, this.ctx.secrets, release).catch((err: Error) => {
+      throw new DeployFailure(err.message, 'release_command_failed');
+    });
+    for (const p of points) log.line(`Release: restore point ${p.name} recorded on add-on ${p.addon} (${p.lsn})`);
+    for (const name of skipped) log.line(`Release: add-on ${name} is not running: no restore point on it`);
+  }
+
   async run(deploymentId: string, jobId: string | null, signal: AbortSignal): Promise<void> {
     const deployment = await this.repo.findById(deploymentId);
     if (!deployment || deployment.status !== 'queued') return; // settled already (e.g. after a restart)
@@ -126,6 +136,7 @@ export class DeployRunner {
       // Release: the one-off `release` command; its failure fails the deployment.
       if (plan.processes.release) {
         await step('Release', `running release command: ${plan.processes.release.cmd}`);
+        await this.restorePoints(release, log);
         const result = await this.runOnce(plan, 'release', deadline, signal, log);
         if (result.timedOut)
           throw new DeployFailure(

@@ -3,5 +3,7 @@
 export * from './plans.js';
 export * from './credentials.js';
 export * from './attached.js';
-export { missingServer, adminClient, quietClient, redisCommands } from './servers.js';
+export { missingServer, adminClient, quietClient, redisCommands, REPOSITORY } from './servers.js';
 export { AddonSupervisor, type AddonRecord } from './supervisor.js';
+export * from './backups.js';
+export { recordRestorePoints, type RestorePoint } from './restore-points.js';

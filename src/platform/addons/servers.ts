@@ -28,7 +28,25 @@ export function missingServer(kind: AddonKind): string | null {
   return existsSync(REDIS_SERVER) ? null : 'redis-server is not installed (Debian package redis-server)';
 }
 
-const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+export const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+
+/** The add-on's backup repository, beside its data in its own directory: `base/<backup id>` and `wal/`. */
+export const REPOSITORY = 'repo';
+
+/** The server's socket directory, beside its data (relative to it in its settings: a socket path is short). */
+export const SOCKETS = 'run';
+
+/** A WAL segment is archived at least this often while anything is written (bounds what a crash can lose of the archive). */
+const ARCHIVE_TIMEOUT_S = 60;
+
+/**
+ * Postgres' archive_command, run by the server (the add-on's user, in its sandbox): copies the
+ * segment under a temporary name then renames it, so the repository never holds half a segment.
+ * A segment already there (archived before a crash) is accepted only if it is the same.
+ */
+function archiveCommand(wal: string): string {
+  return `f=${quote(wal)}/%f; if [ -f "$f" ]; then cmp -s %p "$f"; else cp %p "$f.part" && mv "$f.part" "$f"; fi`;
+}
 
 /**
  * The command that creates a Postgres cluster in `dir/data` (run once, in the add-on's sandbox,
@@ -56,12 +74,20 @@ export function serverCommand(kind: AddonKind, dir: string, port: number, plan: 
   const data = join(dir, 'data');
   if (kind === 'postgres') {
     const bin = postgresBinDir()!;
-    const hba = 'host all all 127.0.0.1/32 scram-sha-256\\nhost all all ::1/128 scram-sha-256\\n';
+    // The platform's superuser also on a socket in the add-on's own directory (SOCKETS, seen only
+    // by the add-on's sandboxes): pg_basebackup connects there, without any network helper between.
+    const hba =
+      'host all all 127.0.0.1/32 scram-sha-256\\nhost all all ::1/128 scram-sha-256\\n' +
+      'local all slipway scram-sha-256\\nlocal replication slipway scram-sha-256\\n';
+    const wal = join(dir, REPOSITORY, 'wal');
     return [
+      'umask 077',
+      `mkdir -p ${quote(wal)} ${quote(join(dir, REPOSITORY, 'base'))} ${quote(join(dir, SOCKETS))}`,
       `printf '${hba}' > ${quote(join(data, 'pg_hba.conf'))}`,
       `exec ${quote(join(bin, 'postgres'))} -D ${quote(data)} -c listen_addresses=127.0.0.1 -c port=${port}` +
-        ` -c max_connections=${plan.connections} -c shared_buffers=${plan.sharedBuffersMiB}MB -c unix_socket_directories=` +
-        ' -c dynamic_shared_memory_type=mmap -c password_encryption=scram-sha-256 -c logging_collector=off',
+        ` -c max_connections=${plan.connections} -c shared_buffers=${plan.sharedBuffersMiB}MB -c unix_socket_directories=../${SOCKETS}` +
+        ' -c dynamic_shared_memory_type=mmap -c password_encryption=scram-sha-256 -c logging_collector=off' +
+        ` -c wal_level=replica -c archive_mode=on -c archive_timeout=${ARCHIVE_TIMEOUT_S} -c ${quote(`archive_command=${archiveCommand(wal)}`)}`,
     ].join('\n');
   }
   const conf = join(dir, 'redis.conf');

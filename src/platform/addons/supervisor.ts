@@ -92,6 +92,22 @@ export class AddonSupervisor {
         await this.setStatus(row.id, 'failed', (err as Error).message);
       }
     }
+    // A create or restore the previous process did not finish: its server (a fork replaying WAL
+    // under its shim) is stopped, and the record says so; nothing of it was attached.
+    const unfinished = await this.db
+      .selectFrom('addons')
+      .select(['id', 'kind', 'plan', 'port', 'credentials_sealed', 'pid', 'start_ticks'])
+      .where('deleted_at', 'is', null)
+      .where('status', '=', 'creating')
+      .execute();
+    for (const row of unfinished) {
+      if (await this.adopt(row).catch(() => false)) await this.stop(row.id);
+      await this.setStatus(
+        row.id,
+        'failed',
+        'interrupted: the platform stopped before it was ready; delete it and create or restore again',
+      );
+    }
   }
 
   /** Creates the server's data and starts it; resolves once it accepts connections. */
@@ -136,6 +152,54 @@ export class AddonSupervisor {
   async setRedisPassword(port: number, previous: AddonCredentials, next: AddonCredentials): Promise<void> {
     const reply = await redisCommands(port, previous, [['CONFIG', 'SET', 'requirepass', next.password]]);
     if (reply?.[0] !== 'OK') throw new Error('Redis did not take the new password');
+  }
+
+  /**
+   * Runs a command to its end in a sandbox of the add-on, as its own user (a backup, a restore, a
+   * drill): only `writable` (default its own directory) is writable; `reachServer` gives it the
+   * server's port on its loopback (pg_basebackup), nothing else of the network.
+   */
+  async runTask(
+    record: AddonRecord,
+    command: string,
+    options: { name: string; writable?: string[]; reachServer?: boolean; env?: Record<string, string>; timeoutMs: number },
+  ) {
+    const plan = planOf(record);
+    const dir = this.dirOf(record.id);
+    const prepared = await this.sandbox.prepare({
+      applicationId: record.id,
+      addonId: record.id,
+      name: `${options.name}-${record.id}`,
+      command,
+      view: { cwd: dir, writable: options.writable ?? [dir], innerUser: { uid: 65534, gid: 65534 } },
+      limits: { memoryBytes: plan.memoryMiB * 1024 * 1024, cpuMillicores: plan.cpuMillicores },
+      network: { outbound: false, ...(options.reachServer ? { hostLoopbackPorts: [record.port] } : {}) },
+    });
+    try {
+      return await runSandboxed(prepared, {
+        env: { PATH: '/usr/bin:/bin', HOME: '/tmp', LANG: 'C.UTF-8', ...options.env },
+        timeoutMs: options.timeoutMs,
+        maxStdoutBytes: 1024 * 1024,
+      });
+    } finally {
+      await prepared.cgroup.remove();
+    }
+  }
+
+  /**
+   * Starts a server whose data a restore just laid down and waits until it has replayed its WAL
+   * and accepts connections (recovery runs with hot_standby off: no connection before the end).
+   * A server that ends meanwhile (a recovery target it cannot reach) fails it at once. The
+   * caller marks it running once it has made it its own (passwords, settings).
+   */
+  async startRestored(record: AddonRecord, credentials: AddonCredentials, timeoutMs: number): Promise<void> {
+    await this.launch(record);
+    try {
+      await this.ready(record, credentials, timeoutMs, true, false);
+    } catch (err) {
+      await this.stop(record.id);
+      throw err;
+    }
   }
 
   /** Stops, then starts again with the row as it is now (a new plan's limits). */
@@ -330,16 +394,31 @@ export class AddonSupervisor {
   }
 
   /** Waits until the server accepts the platform's connection; marks the add-on running. */
-  private async ready(record: AddonRecord, credentials: AddonCredentials): Promise<void> {
-    const deadline = Date.now() + READY_TIMEOUT_MS;
+  private async ready(
+    record: AddonRecord,
+    credentials: AddonCredentials,
+    timeoutMs = READY_TIMEOUT_MS,
+    endOnExit = false,
+    markRunning = true,
+  ): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
     const run = this.running.get(record.id);
     while (!(await accepts(record.kind, record.port, credentials))) {
       if (Date.now() > deadline)
-        throw new Error(`${record.kind} did not accept connections within ${READY_TIMEOUT_MS / 1000} s: ${lastLine(run?.tail ?? '')}`);
+        throw new Error(`${record.kind} did not accept connections within ${timeoutMs / 1000} s: ${lastLine(run?.tail ?? '')}`);
+      if (endOnExit && run && run.crashes > 0)
+        throw new Error(
+          `${record.kind} ended: ${
+            run.tail
+              .split('\n')
+              .find((l) => /FATAL|PANIC/.test(l))
+              ?.trim() ?? lastLine(run.tail)
+          }`,
+        );
       await new Promise((r) => setTimeout(r, 25));
     }
     if (run) run.crashes = 0;
-    await this.setStatus(record.id, 'running', null);
+    if (markRunning) await this.setStatus(record.id, 'running', null);
   }
 
   private async setStatus(id: string, status: 'running' | 'failed', detail: string | null) {

@@ -1035,6 +1035,33 @@ export interface AddonsTable {
   purge_after: Date | null;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
+  /** A fork's origin, e.g. "db at 2026-11-26T01:02:03Z" (migration 0050). */
+  restored_from: string | null;
+  last_drill: NullableJsonColumn<AddonDrillResult>;
+  last_proven_restorable_at: Date | null;
+}
+
+/** A restore drill's outcome (migration 0050). */
+export interface AddonDrillResult {
+  ok: boolean;
+  at: string;
+  duration_ms: number;
+  backup_id: string | null;
+  detail: string | null;
+  /** Rows per table of the restored copy, "database.schema.table". */
+  tables: Record<string, number>;
+}
+
+export interface AddonBackupsTable {
+  id: string;
+  addon_id: string;
+  status: Generated<'running' | 'completed' | 'failed'>;
+  trigger: 'manual' | 'scheduled';
+  start_wal: string | null;
+  size_bytes: ColumnType<string | null, number | null | undefined, number | null>;
+  detail: string | null;
+  started_at: Generated<Date>;
+  finished_at: Date | null;
 }
 
 export interface AddonAttachmentsTable {
@@ -1049,6 +1076,7 @@ export interface AddonAttachmentsTable {
 export interface AddonTables {
   addons: AddonsTable;
   addon_attachments: AddonAttachmentsTable;
+  addon_backups: AddonBackupsTable;
 }
 
 /** An environment in maintenance (migration 0042): the edge answers its applications' requests with a 503 page. */

@@ -1,0 +1,465 @@
+import { v7 as uuidv7 } from 'uuid';
+import type { Selectable } from 'kysely';
+import type { SecretBox } from '../../platform/crypto/secret-box.js';
+import type { Db } from '../../platform/db/database.js';
+import type { AddonBackupsTable, AddonDrillResult, AddonsTable } from '../../platform/db/schema.js';
+import { AppError, conflict, invalid } from '../../platform/errors.js';
+import { removeBeneath } from '../../platform/fs/beneath.js';
+import { iso } from '../../platform/http/schemas.js';
+import { publishWebhookEvent, type WebhookEvent } from '../../platform/webhook-events.js';
+import {
+  adminClient,
+  baseBackupCommand,
+  drillCommand,
+  drillTables,
+  keyValues,
+  newPassword,
+  openCredentials,
+  pruneCommand,
+  RECOVERY_SETTINGS,
+  restoreCommand,
+  sealCredentials,
+  type AddonSupervisor,
+  type RecoveryTarget,
+} from '../../platform/addons/index.js';
+import type { AddonsRepository } from './addons.repository.js';
+import type { AddonsService } from './addons.service.js';
+
+type AddonRow = Selectable<AddonsTable>;
+type BackupRow = Selectable<AddonBackupsTable>;
+
+export interface BackupSettings {
+  /** Hours between scheduled base backups (0: on demand only). */
+  intervalHours: number;
+  retentionDays: number;
+  /** Hours between scheduled restore drills (0: on demand only). */
+  drillIntervalHours: number;
+}
+
+/** What a restore asks for: exactly one of a time, a base backup, or a named restore point (a release's). */
+export interface RestoreRequest {
+  name: string;
+  time?: string | undefined;
+  backup_id?: string | undefined;
+  restore_point?: string | undefined;
+  release_id?: string | undefined;
+}
+
+const BACKUP_TIMEOUT_MS = 3600_000;
+const RESTORE_TIMEOUT_MS = 3600_000;
+const ARCHIVED_WAIT_MS = 30_000;
+
+/**
+ * Backups of Postgres add-ons: base backups taken by pg_basebackup into the add-on's own
+ * repository beside the WAL its server archives continuously; restores into a NEW add-on (a
+ * fork) at a time, a backup or a named restore point; restore drills that prove the latest
+ * backup restorable. Every file operation runs in the add-on's sandbox (AddonSupervisor.runTask).
+ */
+export class AddonBackupsService {
+  /** Backups and restores this process started: a row in progress that is not here was interrupted. */
+  private readonly active = new Set<string>();
+  private readonly startedAt = new Date();
+
+  constructor(
+    private readonly db: Db,
+    private readonly repo: AddonsRepository,
+    private readonly secrets: SecretBox,
+    private readonly addons: AddonsService,
+    private readonly supervisor: AddonSupervisor | null,
+    private readonly settings: BackupSettings,
+  ) {}
+
+  async list(userId: string, orgSlug: string, name: string) {
+    const { addon } = await this.addons.resolveForRead(userId, orgSlug, name);
+    this.requirePostgres(addon);
+    const backups = await this.backupsOf(addon.id);
+    const completed = backups.filter((b) => b.status === 'completed');
+    return {
+      backups: backups.map(backupView),
+      window: completed.length
+        ? { earliest: iso(completed[0]!.finished_at!), latest: addon.status === 'running' && !addon.deleted_at ? iso(new Date()) : null }
+        : null,
+      retention_days: this.settings.retentionDays,
+      last_drill: addon.last_drill,
+      last_proven_restorable_at: addon.last_proven_restorable_at ? iso(addon.last_proven_restorable_at) : null,
+    };
+  }
+
+  async create(userId: string, orgSlug: string, name: string) {
+    const { addon } = await this.addons.resolveForAdmin(userId, orgSlug, name);
+    this.requireRunningPostgres(addon);
+    return backupView(await this.backup(addon, 'manual'));
+  }
+
+  /** Starts a restore into a new add-on and answers at once with it (status `creating`, its progress in `status_detail`). */
+  async restore(userId: string, orgSlug: string, name: string, body: RestoreRequest) {
+    const { addon: source } = await this.addons.resolveForAdmin(userId, orgSlug, name);
+    this.requirePostgres(source);
+    const supervisor = this.requireSupervisor();
+    const given = [body.time, body.backup_id, body.restore_point, body.release_id].filter((v) => v !== undefined).length;
+    if (given !== 1) throw invalid('to', 'give exactly one of time, backup_id, restore_point or release_id');
+    if (body.release_id !== undefined) body = { name: body.name, restore_point: await this.releasePoint(source, body.release_id) };
+    const { backup, target, label } = await this.plan(source, body);
+    const fork = await this.addons.insertFork(source, body.name, `${source.name} at ${label}`);
+    this.active.add(fork.id);
+    void this.runRestore(supervisor, source, fork, backup, target, label).finally(() => this.active.delete(fork.id));
+    return this.addons.viewOf(fork.id);
+  }
+
+  /** Restores the latest backup into a scratch server in the add-on's sandbox and records what it found. */
+  async drill(userId: string, orgSlug: string, name: string) {
+    const { addon } = await this.addons.resolveForAdmin(userId, orgSlug, name);
+    this.requirePostgres(addon);
+    this.requireSupervisor();
+    const latest = (await this.backupsOf(addon.id)).filter((b) => b.status === 'completed').pop();
+    if (!latest)
+      throw conflict(`Add-on '${addon.name}' has no backup to drill yet: take one with \`slipway addons backups create ${addon.name}\``);
+    return this.runDrill(addon, latest);
+  }
+
+  /** The schedule: due base backups, retention, due drills; and records a dead process left in progress. */
+  async sweep(): Promise<void> {
+    await this.db
+      .updateTable('addon_backups')
+      .set({ status: 'failed', detail: 'interrupted: the platform stopped while it was taken', finished_at: new Date() })
+      .where('status', '=', 'running')
+      .where('started_at', '<', this.startedAt)
+      .execute();
+    await this.db
+      .updateTable('addons')
+      .set({ status: 'failed', status_detail: 'restore interrupted: the platform stopped meanwhile; delete this add-on and restore again' })
+      .where('status', '=', 'creating')
+      .where('restored_from', 'is not', null)
+      .where('updated_at', '<', this.startedAt)
+      .execute();
+    if (!this.supervisor) return;
+    const rows = await this.db
+      .selectFrom('addons')
+      .selectAll()
+      .where('kind', '=', 'postgres')
+      .where('status', '=', 'running')
+      .where('deleted_at', 'is', null)
+      .execute();
+    const now = Date.now();
+    for (const addon of rows) {
+      if (this.active.has(addon.id)) continue;
+      const completed = (await this.backupsOf(addon.id)).filter((b) => b.status === 'completed');
+      const last = completed[completed.length - 1];
+      if (this.settings.intervalHours > 0 && (!last || now - last.finished_at!.getTime() >= this.settings.intervalHours * 3600_000))
+        await this.backup(addon, 'scheduled').catch(() => {});
+      const fresh = (await this.repo.find(addon.id))!;
+      const drilled = fresh.last_drill ? Date.parse(fresh.last_drill.at) : 0;
+      const latest = (await this.backupsOf(addon.id)).filter((b) => b.status === 'completed').pop();
+      if (latest && this.settings.drillIntervalHours > 0 && now - drilled >= this.settings.drillIntervalHours * 3600_000)
+        await this.runDrill(fresh, latest).catch(() => {});
+    }
+  }
+
+  // --- backups ---
+
+  private async backup(addon: AddonRow, trigger: 'manual' | 'scheduled'): Promise<BackupRow> {
+    const supervisor = this.requireSupervisor();
+    if (this.active.has(addon.id)) throw conflict(`A backup of '${addon.name}' is being taken: wait for it`);
+    this.active.add(addon.id);
+    try {
+      const row = await this.db
+        .insertInto('addon_backups')
+        .values({ id: uuidv7(), addon_id: addon.id, trigger })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      const c = openCredentials(this.secrets, addon.credentials_sealed);
+      const result = await supervisor
+        .runTask(addon, baseBackupCommand(supervisor.dirOf(addon.id), addon.port, c.adminUser!, row.id), {
+          name: 'addon-backup',
+          env: { PGPASSWORD: c.adminPassword! },
+          timeoutMs: BACKUP_TIMEOUT_MS,
+        })
+        .catch((err: Error) => ({ code: -1, stdout: '', stderr: err.message }));
+      const out = keyValues(result.stdout);
+      const done =
+        result.code === 0
+          ? { status: 'completed' as const, start_wal: out.start_wal || null, size_bytes: Number(out.size) || null, detail: null }
+          : { status: 'failed' as const, detail: `pg_basebackup failed: ${lastLine(result.stderr) ?? `exit code ${result.code}`}` };
+      const finished = await this.db.transaction().execute(async (trx) => {
+        const updated = await trx
+          .updateTable('addon_backups')
+          .set({ ...done, finished_at: new Date() })
+          .where('id', '=', row.id)
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        if (updated.status === 'failed')
+          await this.publish(trx, addon, 'addon.backup_failed', { backup_id: row.id, detail: updated.detail });
+        return updated;
+      });
+      await this.prune(addon);
+      if (finished.status === 'failed') throw conflict(`The backup of '${addon.name}' failed: ${finished.detail}`);
+      return finished;
+    } finally {
+      this.active.delete(addon.id);
+    }
+  }
+
+  /** Retention: backups finished before the window go (the newest completed one always stays), then the WAL older than the oldest kept. */
+  private async prune(addon: AddonRow) {
+    const cutoff = new Date(Date.now() - this.settings.retentionDays * 86_400_000);
+    const rows = await this.backupsOf(addon.id);
+    const newest = rows.filter((b) => b.status === 'completed').pop();
+    const expired = rows.filter((b) => b.status !== 'running' && b.id !== newest?.id && (b.finished_at ?? b.started_at) < cutoff);
+    const kept = rows.filter((b) => b.status === 'completed' && !expired.includes(b));
+    await this.supervisor!.runTask(
+      addon,
+      pruneCommand(
+        this.supervisor!.dirOf(addon.id),
+        expired.map((b) => b.id),
+        kept[0]?.start_wal ?? null,
+      ),
+      { name: 'addon-prune', timeoutMs: 600_000 },
+    );
+    if (expired.length)
+      await this.db
+        .deleteFrom('addon_backups')
+        .where(
+          'id',
+          'in',
+          expired.map((b) => b.id),
+        )
+        .execute();
+  }
+
+  // --- restores ---
+
+  /** Which backup a restore starts from and where it stops; a target outside the window is 422. */
+  private async plan(source: AddonRow, body: RestoreRequest): Promise<{ backup: BackupRow; target: RecoveryTarget; label: string }> {
+    const completed = (await this.backupsOf(source.id)).filter((b) => b.status === 'completed');
+    if (completed.length === 0)
+      throw conflict(`Add-on '${source.name}' has no backup yet: take one with \`slipway addons backups create ${source.name}\``);
+    if (body.backup_id !== undefined) {
+      const backup = completed.find((b) => b.id === body.backup_id);
+      if (!backup)
+        throw invalid('backup_id', `no completed backup ${body.backup_id} of '${source.name}' (see \`slipway addons backups list\`)`);
+      return { backup, target: { immediate: true }, label: `backup ${backup.id}` };
+    }
+    const live = source.status === 'running' && !source.deleted_at;
+    if (body.restore_point !== undefined) {
+      const at = restorePointTime(body.restore_point);
+      const backup = completed.filter((b) => at === null || b.finished_at! <= at).pop();
+      if (!backup || !live)
+        throw conflict(
+          `Restore point '${body.restore_point}' of '${source.name}' cannot be reached: no backup before it, or the add-on is not running`,
+        );
+      return { backup, target: { name: body.restore_point }, label: `restore point ${body.restore_point}` };
+    }
+    const time = new Date(body.time!);
+    if (Number.isNaN(time.getTime())) throw invalid('time', 'not a time (ISO 8601, e.g. 2026-11-26T01:02:03Z)');
+    const earliest = completed[0]!.finished_at!;
+    const now = new Date();
+    if (!live) throw conflict(`Add-on '${source.name}' is not running: restore it to a backup (backup_id) instead of a time`);
+    if (time < earliest || time > now)
+      throw new AppError(
+        'VALIDATION',
+        `time: ${time.toISOString()} is outside the retention window of '${source.name}' (${earliest.toISOString()} to now); ` +
+          'choose a time inside it or a backup (`slipway addons backups list`)',
+        [{ field: 'time', message: 'outside the retention window' }],
+      );
+    const backup = completed.filter((b) => b.finished_at! <= time).pop()!;
+    return { backup, target: { time }, label: time.toISOString() };
+  }
+
+  /** The restore point a release recorded on this add-on before its release command ran. */
+  private async releasePoint(addon: AddonRow, releaseId: string): Promise<string> {
+    const release = await this.db
+      .selectFrom('releases as r')
+      .innerJoin('applications as a', 'a.id', 'r.application_id')
+      .innerJoin('projects as p', 'p.id', 'a.project_id')
+      .select(['r.version', 'r.release_metadata', 'p.organization_id'])
+      .where('r.id', '=', releaseId)
+      .executeTakeFirst();
+    if (!release || release.organization_id !== addon.organization_id) throw invalid('release_id', 'no such release in this organization');
+    const points = (release.release_metadata?.restore_points ?? []) as Array<{ addon_id: string; name: string }>;
+    const point = points.find((p) => p.addon_id === addon.id);
+    if (!point)
+      throw invalid(
+        'release_id',
+        `release v${release.version} recorded no restore point on '${addon.name}' (only a release with a release command, with the add-on attached and running, does)`,
+      );
+    return point.name;
+  }
+
+  private async runRestore(
+    supervisor: AddonSupervisor,
+    source: AddonRow,
+    fork: AddonRow,
+    backup: BackupRow,
+    target: RecoveryTarget,
+    label: string,
+  ) {
+    const progress = (detail: string) => this.repo.update(fork.id, { status_detail: detail });
+    try {
+      if (!('immediate' in target)) {
+        await progress('restoring: archiving the source’s latest WAL');
+        await this.archiveNow(source);
+      }
+      await progress(`restoring: copying base backup ${backup.id} and the archived WAL`);
+      const laid = await supervisor.runTask(
+        source,
+        restoreCommand(supervisor.dirOf(source.id), supervisor.dirOf(fork.id), { id: backup.id, startWal: backup.start_wal }, target),
+        {
+          name: 'addon-restore',
+          writable: [supervisor.dirOf(source.id), supervisor.dirOf(fork.id)],
+          timeoutMs: RESTORE_TIMEOUT_MS,
+        },
+      );
+      if (laid.code !== 0) throw new Error(`copying the backup failed: ${lastLine(laid.stderr) ?? `exit code ${laid.code}`}`);
+      await progress(`restoring: replaying WAL to ${label}`);
+      const inherited = openCredentials(this.secrets, fork.credentials_sealed);
+      await supervisor.startRestored(fork, inherited, RESTORE_TIMEOUT_MS);
+      // The fork's own passwords (it came with the source's), and no recovery settings left for its next start.
+      const own = { ...inherited, password: newPassword(), adminPassword: newPassword() };
+      const client = adminClient(fork.port, inherited, 'postgres');
+      await client.connect();
+      try {
+        for (const setting of RECOVERY_SETTINGS) await client.query(`ALTER SYSTEM RESET ${setting}`);
+        await client.query('SELECT pg_reload_conf()');
+        await client.query(`ALTER ROLE ${client.escapeIdentifier(own.user)} PASSWORD ${client.escapeLiteral(own.password)}`);
+        await client.query(`ALTER ROLE ${client.escapeIdentifier(own.adminUser!)} PASSWORD ${client.escapeLiteral(own.adminPassword!)}`);
+      } finally {
+        await client.end().catch(() => {});
+      }
+      await removeBeneath(supervisor.dirOf(fork.id), 'restore-wal');
+      await this.db.transaction().execute(async (trx) => {
+        await this.repo
+          .withDb(trx)
+          .update(fork.id, { status: 'running', status_detail: null, credentials_sealed: sealCredentials(this.secrets, own) });
+        await this.publish(trx, fork, 'addon.restored', { source_addon_id: source.id, backup_id: backup.id, target: label });
+      });
+    } catch (err) {
+      await supervisor.stop(fork.id).catch(() => {});
+      await this.repo.update(fork.id, { status: 'failed', status_detail: `restore failed: ${(err as Error).message}` }).catch(() => {});
+    }
+  }
+
+  /** Makes everything the source committed until now archived: a commit after the target, then a WAL switch, awaited. */
+  private async archiveNow(source: AddonRow) {
+    const client = adminClient(source.port, openCredentials(this.secrets, source.credentials_sealed), 'postgres');
+    await client.connect();
+    try {
+      // A recovery to a time stops at the first commit after it: there must be one.
+      await client.query('SELECT txid_current()');
+      const { rows } = await client.query<{ wal: string }>('SELECT pg_walfile_name(pg_switch_wal()) AS wal');
+      const deadline = Date.now() + ARCHIVED_WAIT_MS;
+      for (;;) {
+        const archived = await client.query<{ last: string | null; failed: string | null }>(
+          'SELECT last_archived_wal AS last, last_failed_wal AS failed FROM pg_stat_archiver',
+        );
+        const last = archived.rows[0]?.last ?? '';
+        if (last.slice(8) >= rows[0]!.wal.slice(8)) return;
+        if (Date.now() > deadline)
+          throw new Error(
+            `the source did not archive its WAL within ${ARCHIVED_WAIT_MS / 1000} s (last failed: ${archived.rows[0]?.failed})`,
+          );
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    } finally {
+      await client.end().catch(() => {});
+    }
+  }
+
+  // --- drills ---
+
+  private async runDrill(addon: AddonRow, backup: BackupRow): Promise<AddonDrillResult> {
+    const supervisor = this.requireSupervisor();
+    const c = openCredentials(this.secrets, addon.credentials_sealed);
+    const started = Date.now();
+    const result = await supervisor
+      .runTask(addon, drillCommand(supervisor.dirOf(addon.id), backup.id, c.adminUser!), {
+        name: 'addon-drill',
+        timeoutMs: RESTORE_TIMEOUT_MS,
+      })
+      .catch((err: Error) => ({ code: -1, stdout: '', stderr: err.message }));
+    const out = keyValues(result.stdout);
+    const ok = result.code === 0;
+    const detail = ok
+      ? null
+      : out.damaged !== undefined
+        ? `the backup repository is damaged: backup ${backup.id} does not match its manifest (${out.damaged})`
+        : `the restored copy did not start: ${out.failed ?? lastLine(result.stderr) ?? `exit code ${result.code}`}`;
+    const drill: AddonDrillResult = {
+      ok,
+      at: new Date(started).toISOString(),
+      duration_ms: Date.now() - started,
+      backup_id: backup.id,
+      detail,
+      tables: ok ? drillTables(result.stdout) : {},
+    };
+    await this.db.transaction().execute(async (trx) => {
+      await this.repo.withDb(trx).update(addon.id, {
+        last_drill: JSON.stringify(drill),
+        ...(ok ? { last_proven_restorable_at: new Date(started) } : {}),
+      });
+      if (!ok) await this.publish(trx, addon, 'addon.restore_drill_failed', { backup_id: backup.id, detail });
+    });
+    return drill;
+  }
+
+  // --- helpers ---
+
+  private backupsOf(addonId: string) {
+    return this.db.selectFrom('addon_backups').selectAll().where('addon_id', '=', addonId).orderBy('started_at').orderBy('id').execute();
+  }
+
+  private requirePostgres(addon: AddonRow) {
+    if (addon.kind !== 'postgres')
+      throw new AppError('VALIDATION', `Add-on '${addon.name}' is ${addon.kind}: backups and restores are for postgres add-ons`);
+  }
+
+  private requireRunningPostgres(addon: AddonRow) {
+    this.requirePostgres(addon);
+    if (addon.deleted_at || addon.status !== 'running')
+      throw conflict(`Add-on '${addon.name}' is ${addon.deleted_at ? 'deleted' : addon.status}: a backup needs its server running`);
+  }
+
+  private requireSupervisor(): AddonSupervisor {
+    if (!this.supervisor)
+      throw conflict(
+        'Add-on backups run on the local runtime with its sandbox (RUNTIME=local, RUNTIME_ISOLATION=sandbox) in a process of role all',
+      );
+    return this.supervisor;
+  }
+
+  private publish(db: Db, addon: AddonRow, event: WebhookEvent, data: Record<string, unknown>) {
+    return publishWebhookEvent(db, {
+      organizationId: addon.organization_id,
+      event,
+      data: { addon_id: addon.id, name: addon.name, kind: addon.kind, ...data },
+    });
+  }
+}
+
+function backupView(b: BackupRow) {
+  return {
+    id: b.id,
+    status: b.status,
+    trigger: b.trigger,
+    size_bytes: b.size_bytes === null ? null : Number(b.size_bytes),
+    detail: b.detail,
+    started: iso(b.started_at),
+    finished: b.finished_at ? iso(b.finished_at) : null,
+  };
+}
+
+/** The platform's restore points are named `slipway-<epoch ms>-…`: when it was made, to pick the backup before it. */
+function restorePointTime(name: string): Date | null {
+  const m = /^slipway-(\d{13})-/.exec(name);
+  return m ? new Date(Number(m[1])) : null;
+}
+
+function lastLine(text: string): string | null {
+  return (
+    text
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean)
+      .pop()
+      ?.slice(0, 300) ?? null
+  );
+}

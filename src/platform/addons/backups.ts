@@ -1,0 +1,180 @@
+import { join } from 'node:path';
+import { postgresBinDir, quote, REPOSITORY, SOCKETS } from './servers.js';
+
+/**
+ * The shell commands of a Postgres add-on's backups, restores and drills. Each runs in a sandbox
+ * of an add-on, as its own user (see AddonSupervisor.runTask): the platform never reads, copies
+ * or removes a file of the repository itself, so nothing the server's user wrote there (a link,
+ * a huge file) is ever followed or read by root. Tools: Debian's postgresql (pg_basebackup,
+ * pg_verifybackup, pg_archivecleanup), see docs/addons.md for why not pgBackRest.
+ */
+
+const bin = (tool: string) => quote(join(postgresBinDir()!, tool));
+
+/** A Postgres configuration value, single-quoted (postgresql.auto.conf syntax). */
+const confValue = (v: string) => `'${v.replace(/'/g, "''")}'`;
+
+/**
+ * A base backup into `repo/base/<id>`, over the server's socket in the add-on's directory (plain format with its manifest and the WAL it needs, so it
+ * restores alone; a `.part` name until complete). Prints `start_wal=` and `size=` lines.
+ */
+export function baseBackupCommand(dir: string, port: number, adminUser: string, id: string): string {
+  const base = join(dir, REPOSITORY, 'base');
+  const part = join(base, `${id}.part`);
+  return [
+    'set -e',
+    'umask 077',
+    `mkdir -p ${quote(base)}`,
+    `rm -rf ${quote(part)}`,
+    `${bin('pg_basebackup')} -h ${quote(join(dir, SOCKETS))} -p ${port} -U ${quote(adminUser)} -D ${quote(part)} -Fp -X stream -c fast --no-password`,
+    `start=$(sed -n 's/^START WAL LOCATION: .*(file \\([0-9A-F]*\\))$/\\1/p' ${quote(join(part, 'backup_label'))})`,
+    `mv ${quote(part)} ${quote(join(base, id))}`,
+    'echo "start_wal=$start"',
+    `echo "size=$(du -sb ${quote(join(base, id))} | cut -f1)"`,
+  ].join('\n');
+}
+
+/** Parses `key=value` lines a command printed. */
+export function keyValues(stdout: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of stdout.split('\n')) {
+    const at = line.indexOf('=');
+    if (at > 0) out[line.slice(0, at).trim()] = line.slice(at + 1).trim();
+  }
+  return out;
+}
+
+/**
+ * Removes expired base backups (and a half-written one a crash left) and the archived WAL older
+ * than the oldest backup kept (pg_archivecleanup keeps that backup's first segment and later).
+ */
+export function pruneCommand(dir: string, removeIds: string[], oldestKeptStartWal: string | null): string {
+  const base = join(dir, REPOSITORY, 'base');
+  return [
+    'set -e',
+    ...removeIds.map((id) => `rm -rf ${quote(join(base, id))}`),
+    `find ${quote(base)} -maxdepth 1 -name '*.part' -exec rm -rf {} +`,
+    ...(oldestKeptStartWal && /^[0-9A-F]{24}$/.test(oldestKeptStartWal)
+      ? [`${bin('pg_archivecleanup')} ${quote(join(dir, REPOSITORY, 'wal'))} ${oldestKeptStartWal}`]
+      : []),
+  ].join('\n');
+}
+
+/** Where a restore stops: a time, a named restore point, or the end of the base backup. */
+export type RecoveryTarget = { time: Date } | { name: string } | { immediate: true };
+
+function recoverySettings(target: RecoveryTarget, walDir: string): string[] {
+  return [
+    `restore_command = ${confValue(`cp ${quote(walDir)}/%f %p`)}`,
+    'time' in target
+      ? // Postgres takes no 'T' nor 'Z' here.
+        `recovery_target_time = ${confValue(target.time.toISOString().replace('T', ' ').replace('Z', '+00'))}`
+      : 'name' in target
+        ? `recovery_target_name = ${confValue(target.name)}`
+        : "recovery_target = 'immediate'",
+    "recovery_target_action = 'promote'",
+    // No connection until recovery has ended: "accepts connections" then means "restored".
+    'hot_standby = off',
+  ];
+}
+
+/** The settings a restore added, reset once the fork has been promoted. */
+export const RECOVERY_SETTINGS = [
+  'restore_command',
+  'recovery_target_time',
+  'recovery_target_name',
+  'recovery_target',
+  'recovery_target_action',
+  'hot_standby',
+];
+
+/**
+ * Lays down a fork's data from the source's repository (run as the SOURCE add-on's user, both
+ * directories writable; the fork's directory is given to the fork's user before its server
+ * starts): the base backup, the archived WAL beside it, and the recovery settings to `target`.
+ */
+export function restoreCommand(
+  sourceDir: string,
+  forkDir: string,
+  backup: { id: string; startWal: string | null },
+  target: RecoveryTarget,
+): string {
+  const data = join(forkDir, 'data');
+  const wal = join(forkDir, 'restore-wal');
+  const settings = recoverySettings(target, wal);
+  return [
+    'set -e',
+    'umask 077',
+    `rm -rf ${quote(data)} ${quote(wal)}`,
+    `mkdir -p ${quote(wal)}`,
+    'echo "step=copying the base backup"',
+    `cp -a ${quote(join(sourceDir, REPOSITORY, 'base', backup.id))} ${quote(data)}`,
+    // The end of the backup needs no archived WAL (the backup holds its own); a later target needs
+    // the segments from the backup's first one on, and every timeline history. -type f: never a
+    // link; a half-copied segment (.part) is not WAL.
+    ...('immediate' in target
+      ? []
+      : [
+          `cd ${quote(join(sourceDir, REPOSITORY, 'wal'))}`,
+          `find . -maxdepth 1 -type f ! -name '*.part' | sed 's|^\\./||' | awk -v from=${quote(backup.startWal && /^[0-9A-F]{24}$/.test(backup.startWal) ? backup.startWal : '')} '/^[0-9A-F]+\\.history$/ || (/^[0-9A-F]+$/ && substr($0, 9) >= substr(from, 9))' | xargs -r cp -t ${quote(wal)}`,
+        ]),
+    `rm -f ${quote(join(data, 'backup_manifest'))}`,
+    `printf '%s\\n' ${settings.map(quote).join(' ')} >> ${quote(join(data, 'postgresql.auto.conf'))}`,
+    `touch ${quote(join(data, 'recovery.signal'))}`,
+  ].join('\n');
+}
+
+/**
+ * A restore drill, all inside the add-on's sandbox without any network: verifies the backup
+ * against its manifest (pg_verifybackup: every file's size and checksum, and its WAL), restores
+ * it into a scratch directory, starts a scratch server on a private socket, waits until it has
+ * recovered, prints `table=<database>.<schema>.<table>=<rows>` per table, and stops it. Exit 3
+ * with `damaged=` when the repository does not match its manifest.
+ */
+export function drillCommand(dir: string, backupId: string, adminUser: string): string {
+  const backup = join(dir, REPOSITORY, 'base', backupId);
+  const scratch = join(dir, 'drill');
+  const data = join(scratch, 'data');
+  const psql = `${bin('psql')} -X -h ${quote(scratch)} -U ${quote(adminUser)} -v ON_ERROR_STOP=1 -At`;
+  const count =
+    "SELECT 'table=' || current_database() || '.' || schemaname || '.' || tablename || '=' || " +
+    "(xpath('/row/c/text()', query_to_xml(format('SELECT count(*) AS c FROM %I.%I', schemaname, tablename), false, true, '')))[1]::text " +
+    "FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema') ORDER BY 1";
+  return [
+    'umask 077',
+    `rm -rf ${quote(scratch)}`,
+    `if ! out=$(${bin('pg_verifybackup')} ${quote(backup)} 2>&1); then echo "damaged=$(printf '%s' "$out" | grep -m1 -i error || printf '%s' "$out" | tail -n1)"; exit 3; fi`,
+    'set -e',
+    `mkdir -p ${quote(scratch)}`,
+    `cp -a ${quote(backup)} ${quote(data)}`,
+    `printf 'local all all trust\\n' > ${quote(join(data, 'pg_hba.conf'))}`,
+    `printf '%s\\n' ${recoverySettings({ immediate: true }, join(dir, REPOSITORY, 'wal'))
+      .map(quote)
+      .join(' ')} >> ${quote(join(data, 'postgresql.auto.conf'))}`,
+    `touch ${quote(join(data, 'recovery.signal'))}`,
+    `${bin('postgres')} -D ${quote(data)} -c listen_addresses= -c unix_socket_directories=${quote(scratch)} -c archive_mode=off` +
+      ` -c shared_buffers=16MB -c max_connections=10 -c dynamic_shared_memory_type=mmap -c logging_collector=off > ${quote(join(scratch, 'log'))} 2>&1 &`,
+    'pid=$!',
+    'tries=0',
+    `until ${psql} -d postgres -c 'SELECT 1' >/dev/null 2>&1; do`,
+    `  if ! kill -0 $pid 2>/dev/null || [ $tries -gt 1200 ]; then echo "failed=$(grep -m1 -E 'FATAL|PANIC' ${quote(join(scratch, 'log'))} || tail -n1 ${quote(join(scratch, 'log'))})"; exit 4; fi`,
+    '  tries=$((tries + 1)); sleep 0.1',
+    'done',
+    `for db in $(${psql} -d postgres -c "SELECT datname FROM pg_database WHERE datallowconn AND NOT datistemplate ORDER BY 1"); do`,
+    `  ${psql} -d "$db" -c ${quote(count)}`,
+    'done',
+    'kill -INT $pid',
+    'wait $pid || true',
+    `rm -rf ${quote(scratch)}`,
+  ].join('\n');
+}
+
+/** Rows per table from a drill's output (bounded: at most 1000 tables kept). */
+export function drillTables(stdout: string): Record<string, number> {
+  const tables: Record<string, number> = {};
+  for (const line of stdout.split('\n')) {
+    const m = /^table=(.+)=(\d+)$/.exec(line.trim());
+    if (m && Object.keys(tables).length < 1000) tables[m[1]!] = Number(m[2]);
+  }
+  return tables;
+}
