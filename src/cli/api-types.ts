@@ -4493,6 +4493,131 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/organizations/{org_slug}/addons/{addon}/backups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Base backups, the window a restore can reach, and the last restore drill */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    addon: string;
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AddonBackups"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        /** Take a base backup now (answers once it is complete) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    addon: string;
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AddonBackup"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organizations/{org_slug}/addons/{addon}/drills": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A restore drill now: the latest backup restored into a scratch server, started, rows counted per table */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    addon: string;
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AddonDrill"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/organizations/{org_slug}/addons/{addon}/query": {
         parameters: {
             query?: never;
@@ -4544,6 +4669,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/organizations/{org_slug}/addons/{addon}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Restore into a NEW add-on (a fork) at a time, a backup or a restore point; answers at once, progress in its status_detail; 422 outside the retention window */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    addon: string;
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["RestoreAddonBody"];
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Addon"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/organizations/{org_slug}/addons/{addon}/rotate": {
         parameters: {
             query?: never;
@@ -4565,6 +4741,57 @@ export interface paths {
                 cookie?: never;
             };
             requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AddonChange"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organizations/{org_slug}/addons/{addon}/swap": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Move another add-on's attachment to this one (same variable; e.g. a restored fork), in a new release; needs confirm: true */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    addon: string;
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["SwapAddonBody"];
+                };
+            };
             responses: {
                 /** @description Default Response */
                 200: {
@@ -5281,7 +5508,7 @@ export interface paths {
                     "application/json": {
                         /** @description only events of these environments (slugs); events of no environment, such as builds, always pass */
                         environments?: string[];
-                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "application.deleted" | "preview.created" | "preview.deleted" | "instance.crashed" | "instance.crash_loop" | "instance.oom" | "addon.created" | "addon.attached" | "addon.detached" | "addon.resized" | "addon.deleted" | "addon.undeleted" | "addon.credentials_rotated" | "maintenance.enabled" | "maintenance.disabled")[];
+                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "application.deleted" | "preview.created" | "preview.deleted" | "instance.crashed" | "instance.crash_loop" | "instance.oom" | "addon.created" | "addon.attached" | "addon.detached" | "addon.resized" | "addon.deleted" | "addon.undeleted" | "addon.credentials_rotated" | "addon.restored" | "addon.backup_failed" | "addon.restore_drill_failed" | "maintenance.enabled" | "maintenance.disabled")[];
                         /** @description slack: a Slack incoming webhook (Block Kit); discord: a Discord channel webhook (embeds); email: e-mail with a text and an HTML part, through the operator’s SMTP server */
                         kind: "slack" | "discord" | "email";
                         /** @description a label; default: the kind */
@@ -5683,7 +5910,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "application.deleted" | "preview.created" | "preview.deleted" | "instance.crashed" | "instance.crash_loop" | "instance.oom" | "addon.created" | "addon.attached" | "addon.detached" | "addon.resized" | "addon.deleted" | "addon.undeleted" | "addon.credentials_rotated" | "maintenance.enabled" | "maintenance.disabled")[];
+                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "application.deleted" | "preview.created" | "preview.deleted" | "instance.crashed" | "instance.crash_loop" | "instance.oom" | "addon.created" | "addon.attached" | "addon.detached" | "addon.resized" | "addon.deleted" | "addon.undeleted" | "addon.credentials_rotated" | "addon.restored" | "addon.backup_failed" | "addon.restore_drill_failed" | "maintenance.enabled" | "maintenance.disabled")[];
                         /** @description only this project’s events (slug); default: the whole organization */
                         project?: string;
                         /** @description http(s) address of the receiver; private and loopback addresses are refused unless the operator allows them */
@@ -11043,6 +11270,8 @@ export interface components {
             /** @description UUID (v7) */
             id: string;
             kind: components["schemas"]["AddonKind"];
+            /** @description when a restore drill last passed (postgres) */
+            last_proven_restorable_at: string | null;
             limits: {
                 connections: number;
                 cpu_millicores: number;
@@ -11052,6 +11281,8 @@ export interface components {
             plan: string;
             /** @description a deleted add-on can be undeleted until then */
             purge_after: string | null;
+            /** @description a fork: the add-on and point it was restored from */
+            restored_from: string | null;
             status: "creating" | "running" | "failed" | "stopped" | "deleted";
             status_detail: string | null;
         };
@@ -11072,6 +11303,35 @@ export interface components {
             /** @description the secret variable holding the connection URL */
             variable: string;
         };
+        AddonBackup: {
+            detail: string | null;
+            finished: string | null;
+            /** @description UUID (v7) */
+            id: string;
+            size_bytes: number | null;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            started: string;
+            status: "running" | "completed" | "failed";
+            trigger: "manual" | "scheduled";
+        };
+        AddonBackups: {
+            backups: components["schemas"]["AddonBackup"][];
+            last_drill: components["schemas"]["AddonDrill"] | null;
+            last_proven_restorable_at: string | null;
+            retention_days: number;
+            /** @description the times a restore can reach (null: no backup yet; latest null: the server is not running) */
+            window: {
+                /**
+                 * Format: date-time
+                 * @description ISO-8601 UTC
+                 */
+                earliest: string;
+                latest: string | null;
+            } | null;
+        };
         AddonChange: {
             addon: components["schemas"]["Addon"];
             /** @description new releases of the attached application environments that serve, each being deployed */
@@ -11085,6 +11345,22 @@ export interface components {
                 release_id: string;
                 version: number;
             }[];
+        };
+        AddonDrill: {
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            at: string;
+            backup_id: string | null;
+            /** @description why it failed (a damaged repository says so) */
+            detail: string | null;
+            duration_ms: number;
+            ok: boolean;
+            /** @description rows per table of the restored copy, database.schema.table */
+            tables: {
+                [key: string]: number;
+            };
         };
         AddonKind: "postgres" | "redis";
         AddonQueryBody: {
@@ -12899,6 +13175,27 @@ export interface components {
                 value: string;
             }[];
         };
+        /** @description the new add-on (the fork) and exactly one of time, backup_id, restore_point, release_id */
+        RestoreAddonBody: {
+            /**
+             * Format: uuid
+             * @description the end of this base backup
+             */
+            backup_id?: string;
+            name: string;
+            /**
+             * Format: uuid
+             * @description before this release: the restore point recorded before its release command
+             */
+            release_id?: string;
+            /** @description a named restore point (a release's) */
+            restore_point?: string;
+            /**
+             * Format: date-time
+             * @description a point in time inside the retention window
+             */
+            time?: string;
+        };
         ScaleEvent: {
             /** @description UUID (v7) */
             application_id: string;
@@ -12944,6 +13241,15 @@ export interface components {
                 is_admin: boolean;
                 username: string;
             } | null;
+        };
+        SwapAddonBody: {
+            /**
+             * Format: uuid
+             * @description another add-on's attachment, moved to this one
+             */
+            attachment_id: string;
+            /** @description must be true: the application then uses this add-on */
+            confirm: boolean;
         };
         Team: {
             /**
