@@ -340,6 +340,9 @@ export function fillPath(route: RouteEntry, w: RouteWorld): string {
 export const SAMPLE_BODIES: Record<string, (w: RouteWorld) => unknown> = {
   'POST /v1/auth/login': () => ({ email: 'nobody@example.com', password: 'nothing' }),
   'POST /v1/auth/api-keys': () => ({ name: 'sample' }),
+  'PUT /v1/organizations/:org_slug/members/:user_id/role': () => ({ role: 'viewer' }),
+  'PUT /v1/organizations/:org_slug/access-settings': () => ({ viewers_see_protected_logs: false }),
+  'POST /v1/organizations/:org_slug/grants': (w) => ({ project: w.project.slug, environment: 'production', username: w.owner.username }),
   'POST /v1/auth/cli-logins': () => ({ code: 'SAMPLE-CODE', port: 40000 }),
   'POST /v1/users': () => ({ username: unique('sample'), email: `${unique('sample')}@example.com`, password: 'sample-password' }),
   'POST /v1/applications/:application_id/domains': () => ({ hostname: `${unique('sample')}.example.org` }),

@@ -8,6 +8,7 @@ import type { OrganizationsRepository } from './organizations.repository.js';
 import { organizationsRoutes } from './organizations.routes.js';
 import { OrganizationsService } from './organizations.service.js';
 import { pipelineLimitsRoutes } from './pipeline-limits.js';
+import { grantsRoutes } from './grants.js';
 
 /**
  * Organizations (the API's workspaces), memberships, the access rule every feature resolves
@@ -20,6 +21,7 @@ export function wireOrganizations(deps: { config: Config; db: Db; repository: Or
   const scope = new OrganizationScope(deps.db, organizations, access);
   const routes = [
     organizationsRoutes(organizations),
+    grantsRoutes(deps.db, organizations),
     pipelineLimitsRoutes(organizations, {
       buildTimeoutSeconds: config.BUILD_TIMEOUT_SECONDS,
       diskQuotaMb: config.ORG_DISK_QUOTA_MB,
