@@ -38,6 +38,7 @@ const NOT_EXERCISED: Record<string, string> = {
   'POST /v1/organizations/:org_slug/addons/:addon/undelete': 'needs a deleted add-on and a server to start (test/addons/)',
   'POST /v1/organizations/:org_slug/addons/:addon/rotate': 'needs a running add-on server (test/addons/)',
   'POST /v1/organizations/:org_slug/addons/:addon/query': 'needs a running add-on server (test/addons/)',
+  'POST /v1/invitations/:token/sign-up': 'creates a user whose id is not known before (test/roles/invitations.test.ts checks the sign-up)',
 };
 
 const SECRET = 'audit-walk-github-secret';
@@ -89,6 +90,24 @@ const PREPARE: Record<string, (w: RouteWorld, url: string, other: TestUser) => P
   'POST /v1/organizations/:org_slug/members/:user_id/toggle-admin': async (w, url, other) => {
     await call(h, 'POST', `/v1/organizations/${w.org.slug}/members`, w.owner, { username: other.username });
     return { url: url.replace(w.owner.id, other.id) };
+  },
+  'PUT /v1/organizations/:org_slug/members/:user_id/role': async (w, url, other) => {
+    await call(h, 'POST', `/v1/organizations/${w.org.slug}/members`, w.owner, { username: other.username });
+    return { url: url.replace(w.owner.id, other.id) };
+  },
+  'DELETE /v1/organizations/:org_slug/grants/:project_slug/:env/:user_id': async (w) => {
+    const grant = { project: w.project.slug, environment: 'production', username: w.owner.username };
+    expect([201, 409]).toContain((await call(h, 'POST', `/v1/organizations/${w.org.slug}/grants`, w.owner, grant)).status);
+    return {};
+  },
+  'POST /v1/invitations/:token/accept': async (w, _url, other) => {
+    const invited = await call(h, 'POST', `/v1/organizations/${w.org.slug}/invitations`, w.owner, { email: other.email, role: 'viewer' });
+    expect(invited.status, invited.raw).toBe(201);
+    return {
+      url: `/v1/invitations/${String(invited.body.link).split('/').pop()}/accept`,
+      headers: other.headers,
+      actor: { userId: other.id, credential: 'api_key' },
+    };
   },
   'DELETE /v1/organizations/:org_slug/members/:user_id': async (w, url, other) => {
     await call(h, 'POST', `/v1/organizations/${w.org.slug}/members`, w.owner, { username: other.username });

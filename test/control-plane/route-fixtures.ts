@@ -13,6 +13,7 @@ import { sql } from 'kysely';
 import { v7 as uuidv7 } from 'uuid';
 import type { RouteEntry } from '../../src/app.js';
 import { ConfigurationsRepository, ConfigurationsService } from '../../src/modules/configurations/index.js';
+import { hashToken, newToken } from '../../src/platform/crypto/tokens.js';
 import type { ConfigScope } from '../../src/platform/db/schema.js';
 import type { Harness } from '../helpers/harness.js';
 import { seedWorld, unique, type World } from './fixtures.js';
@@ -39,6 +40,8 @@ export interface RouteWorld extends World {
   addonAttachmentId: string | null;
   /** A Slack notification channel of the organization. */
   notificationChannelId: string | null;
+  /** An open invitation to the organization (its id, and the token of its link). */
+  invitation: { id: string; token: string } | null;
   /** One variable per configuration scope (ids). */
   scopedVars: { organization: string; project: string; environment: string; team: string | null };
 }
@@ -226,9 +229,23 @@ export async function seedRouteWorld(h: Harness): Promise<RouteWorld> {
         events: ['deployment.succeeded'],
       })
     : null;
+  let invitation: RouteWorld['invitation'] = null;
+  if (await tableExists(h, 'invitations')) {
+    const token = newToken('inv');
+    const id = await insertRow(h, 'invitations', {
+      id: uuidv7(),
+      organization_id: w.org.id,
+      email: `${unique('invitee')}@example.com`,
+      role: 'viewer',
+      token_hash: hashToken(token),
+      expires_at: new Date(Date.now() + 3600_000),
+    });
+    invitation = { id, token };
+  }
   return {
     ...w,
     notificationChannelId,
+    invitation,
     addonName,
     addonAttachmentId,
     installationId,
@@ -292,6 +309,8 @@ export const PARAM_FIXTURES: Record<string, Fixture> = {
   addon: (w) => need(w.addonName, 'add-on'),
   attachment_id: (w) => need(w.addonAttachmentId, 'add-on attachment'),
   channel_id: (w) => need(w.notificationChannelId, 'notification channel'),
+  invitation_id: (w) => need(w.invitation?.id ?? null, 'invitation'),
+  token: (w) => need(w.invitation?.token ?? null, 'invitation'),
   installation_id: (w) => need(w.installationId === null ? null : String(w.installationId), 'GitHub App installation link'),
   // `id` means what the route's first segment names.
   id: (w, route) => {
@@ -342,6 +361,8 @@ export const SAMPLE_BODIES: Record<string, (w: RouteWorld) => unknown> = {
   'POST /v1/auth/api-keys': () => ({ name: 'sample' }),
   'PUT /v1/organizations/:org_slug/members/:user_id/role': () => ({ role: 'viewer' }),
   'PUT /v1/organizations/:org_slug/access-settings': () => ({ viewers_see_protected_logs: false }),
+  'POST /v1/organizations/:org_slug/invitations': () => ({ email: `${unique('invited')}@example.com`, role: 'viewer' }),
+  'POST /v1/invitations/:token/sign-up': () => ({ username: unique('signup'), password: 'sample-password' }),
   'POST /v1/organizations/:org_slug/grants': (w) => ({ project: w.project.slug, environment: 'production', username: w.owner.username }),
   'POST /v1/auth/cli-logins': () => ({ code: 'SAMPLE-CODE', port: 40000 }),
   'POST /v1/users': () => ({ username: unique('sample'), email: `${unique('sample')}@example.com`, password: 'sample-password' }),
@@ -421,4 +442,5 @@ export const MEMBER_WRITES_BESIDE_PROTECTED: Record<string, string> = {
   'DELETE /v1/workspaces/:workspace/projects/:project/previews': 'turning previews off starts and stops nothing',
   'POST /v1/integrations/github/hooks': 'public: authenticated by its signature, not by membership',
   'POST /v1/integrations/docker/auth': 'public: issues a registry token for the caller',
+  'POST /v1/invitations/:token/accept': 'joins an organization by an invitation to the caller (nothing of a protected environment)',
 };

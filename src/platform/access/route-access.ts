@@ -2,7 +2,7 @@ import type { Db } from '../db/database.js';
 import { AppError, forbidden } from '../errors.js';
 import type { Principal } from '../http/types.js';
 import { checkScope, positionOf, productionOf, scopeRefused, type Position } from './key-scope.js';
-import { isLogRead, routeNeed, routeRoleRule } from './route-actions.js';
+import { isLogRead, routeNeed, routeRoleRule, type RouteNeed } from './route-actions.js';
 import { atLeast, roleAllows, roleRefused, type Role } from './roles.js';
 
 type Fields = Record<string, unknown>;
@@ -41,7 +41,11 @@ export async function checkRouteAccess(
   const userId = principal.user.id;
   const need = routeNeed(method, url);
   const rule = routeRoleRule(method, url);
-  if (rule?.siteAdmin) return principal.user.is_admin ? null : forbidden('Only site administrators can do this');
+  // A scoped key's own reason comes first (its limits say more than the site flag).
+  if (rule?.siteAdmin) {
+    const refusal = principal.scope ? await scopeRefusal(db, principal, request, need, undefined) : null;
+    return refusal ?? (principal.user.is_admin ? null : forbidden('Only site administrators can do this'));
+  }
   const read = method === 'GET' || method === 'HEAD';
   const logs = isLogRead(method, url);
   let position: Position | undefined;
@@ -57,13 +61,22 @@ export async function checkRouteAccess(
         return new AppError('FORBIDDEN', `Viewers of organization '${membership.slug}' do not read the logs of protected environments`);
     }
   }
-  if (!principal.scope) return null;
-  const refusal = await checkScope(db, userId, principal.scope, {
-    method,
+  return principal.scope ? scopeRefusal(db, principal, request, need, position) : null;
+}
+
+async function scopeRefusal(
+  db: Db,
+  principal: Principal,
+  request: { method: string; params: Fields; query: Fields; body: Fields },
+  need: RouteNeed,
+  position: Position | undefined,
+): Promise<AppError | null> {
+  const refusal = await checkScope(db, principal.user.id, principal.scope!, {
+    method: request.method,
     need,
-    params,
-    query,
-    body,
+    params: request.params,
+    query: request.query,
+    body: request.body,
     credentialId: principal.credentialId,
     position,
   });

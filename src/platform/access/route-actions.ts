@@ -37,6 +37,7 @@ const RULES: Rule[] = [
   { methods: 'ANY', path: /^\/v1\/auth\/(api-keys|cli-logins|logout)(\/|$)/, need: 'unscoped' },
   { methods: 'ANY', path: /^\/v1\/users(\/|$)/, need: 'unscoped' },
   { methods: 'ANY', path: /^\/v1\/audit-log$/, need: 'unscoped' },
+  { methods: 'ANY', path: /^\/v1\/invitations\//, need: 'unscoped' },
   { methods: 'WRITE', path: /^\/v1\/(organizations|workspaces)$/, need: 'unscoped' },
   // GitHub's redirect after installing the App links an installation: a change, whatever its method.
   { methods: 'GET', path: /^\/v1\/integrations\/github\/setup$/, need: any('manage') },
