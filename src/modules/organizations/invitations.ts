@@ -2,7 +2,6 @@ import { Type } from 'typebox';
 import { v7 as uuidv7 } from 'uuid';
 import type { UsersService } from '../users/index.js';
 import { atLeast, type Role } from '../../platform/access/roles.js';
-import { setAuditActor } from '../../platform/audit/request-audit.js';
 import { hashToken, newToken } from '../../platform/crypto/tokens.js';
 import type { Db } from '../../platform/db/database.js';
 import { AppError, conflict, forbidden, isUniqueViolation, notFound } from '../../platform/errors.js';
@@ -262,7 +261,6 @@ export function invitationsRoutes(deps: {
       async (request, reply) => {
         const invitation = await usable(request.params.token);
         const user = await deps.users.create({ username: request.body.username, email: invitation.email, password: request.body.password });
-        setAuditActor({ userId: user.id, username: user.username, credentialKind: 'password', credentialId: null });
         return reply.code(201).send(await accept(invitation, user));
       },
     );
