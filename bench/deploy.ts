@@ -107,7 +107,12 @@ async function main() {
 
   // RUNTIME_ISOLATION=none in the environment measures without the sandbox (issue 10's overhead).
   const config = loadConfig(
-    { RUNTIME_ISOLATION: process.env.RUNTIME_ISOLATION },
+    // The stability window (default 20 s) holds the traffic switch of a redeploy for its length: 0 here unless set,
+    // to measure the platform's own time (DEPLOY_STABILITY_WINDOW_SECONDS=20 npx tsx bench/deploy.ts adds it).
+    {
+      RUNTIME_ISOLATION: process.env.RUNTIME_ISOLATION,
+      DEPLOY_STABILITY_WINDOW_SECONDS: process.env.DEPLOY_STABILITY_WINDOW_SECONDS ?? '0',
+    },
     {
       DATA_DIR: dataDir,
       EMBEDDED_PG_PORT: 40000 + Math.floor(Math.random() * 10000),
@@ -151,13 +156,41 @@ async function main() {
     const configReleases: number[] = [];
     const local = ctx.runtime as LocalRuntime;
 
+    /** Where a config-only release's time goes, per stage (ms), from the records' timestamps and the deploy log's. */
+    const configStages: Record<string, number[]> = {};
     /** A runtime variable changed, then released with no build: POST → the new value served through the router. */
     const configReleaseOnce = async (applicationId: string, host: string, value: string) => {
       await call('POST', `/configurations/${applicationId}`, { name: 'GREETING', value, secret: false, buildtime: false });
       const posted = performance.now();
-      await call('POST', `/applications/${applicationId}/config-release`);
+      const postedAt = Date.now();
+      const { release_id, deployment_id } = await call('POST', `/applications/${applicationId}/config-release`);
       await until('the new configuration served', async () => (await routedBody(local.router.port, host)) === `ok ${value}`, 30_000, 5);
+      const servedAt = Date.now();
       configReleases.push(performance.now() - posted);
+      const release = await ctx.db.selectFrom('releases').selectAll().where('id', '=', release_id).executeTakeFirstOrThrow();
+      const deployment = await until('the deployment record', async () => {
+        const row = await ctx.db.selectFrom('deployments').selectAll().where('id', '=', deployment_id).executeTakeFirstOrThrow();
+        return row.status === 'complete' || row.status === 'error' ? row : null;
+      });
+      const at = (pattern: RegExp) => {
+        const m = new RegExp(`^(\\S+) ${pattern.source}`, 'm').exec(deployment.deploy_log);
+        return m ? Date.parse(m[1]!) : NaN;
+      };
+      const marks: Array<[string, number]> = [
+        // The release job starts while the request is still answering (woken in-process): one stage.
+        ['request → release job started', release.started_at!.getTime()],
+        ['release job runs (freeze configuration)', release.finished_at!.getTime()],
+        ['deploy job waits for a worker', deployment.started_at!.getTime()],
+        ['setup (plan, prepare) → instances starting', at(/Deploy: starting/)],
+        ['instances launched (sandbox, spawn)', at(/Rollout: waiting for/)],
+        ['health check passes → routed', at(/Rollout: .* now routes to/)],
+        ['router serves the new value (seen by the poller)', servedAt],
+      ];
+      let previous = postedAt;
+      for (const [stage, time] of marks) {
+        (configStages[stage] ??= []).push(time - previous);
+        previous = time;
+      }
     };
 
     /** POST deploy → the moment the log says the route switched (healthy and serving). */
@@ -231,6 +264,7 @@ async function main() {
     console.log(`  redeploy, POST → new release routed:       ${fmt(warm.total)}`);
     console.log(`    platform overhead (total − app start):   median ${(median(warm.total) - start).toFixed(0)} ms`);
     console.log(`  config-only release, POST → new value served: ${fmt(configReleases)}`);
+    for (const [stage, times] of Object.entries(configStages)) console.log(`    ${stage.padEnd(68)} ${fmt(times)}`);
     console.log(
       `  one instance, 10 connections, ${routerSeconds} s:  direct ${direct.rps.toFixed(0)} req/s (p99 ${direct.p99} ms)` +
         (routed ? `, through the router ${routed.rps.toFixed(0)} req/s (p99 ${routed.p99} ms, ${routed.errors} errors)` : ''),
@@ -246,6 +280,8 @@ async function main() {
         redeploy_ms: median(warm.total),
         redeploy_overhead_ms: median(warm.total) - start,
         config_release_ms: median(configReleases),
+        config_release_stages_ms: Object.fromEntries(Object.entries(configStages).map(([k, v]) => [k, median(v)])),
+        stability_window_seconds: config.DEPLOY_STABILITY_WINDOW_SECONDS,
         direct_rps: direct.rps,
         router_rps: routed?.rps ?? null,
         router_p99_ms: routed?.p99 ?? null,

@@ -79,6 +79,10 @@ export function renderAnclaTable(families: CallFamily[]): string {
     'field the client reads, with its type. Paths are shown without `/api/v1` (served as `/v1`) and without the trailing',
     "slash (both spellings are answered). See [Using Ancla's CLI with Slipway](ancla-cli.md).",
     '',
+    "Beyond the table, the clients' own code is run unchanged against a live server by",
+    '`test/ancla-contract/real-sdks.test.ts` (opt-in: `ANCLA_CLIENT_DIR=<checkout>`): the Go SDK (every call, with',
+    "Debian's `go`), the Python SDK (needs pydantic 2) and the TypeScript SDK.",
+    '',
     '| Client | Calls | Served |',
     '| --- | --- | --- |',
   ];

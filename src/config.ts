@@ -47,6 +47,12 @@ export const EnvSchema = Type.Object({
     ],
     { default: 'info' },
   ),
+  /**
+   * Whether people may sign in with a password. Off: only single sign-on (the OpenID Connect issuers a site
+   * administrator adds under /v1/sso/issuers) signs in to the dashboard; API keys keep working. Break-glass for
+   * an administrator locked out: `npm run admin -- api-keys create` on the server, or set this back to true.
+   */
+  PASSWORD_LOGIN: Type.Boolean({ default: true }),
   /** Lifetime of a login session (hours; default 14 days). */
   SESSION_TTL_HOURS: Type.Integer({ minimum: 1, default: 24 * 14 }),
   /** How long an invitation to an organization can be accepted (hours; default 7 days). */
@@ -79,6 +85,11 @@ export const EnvSchema = Type.Object({
   GIT_PUSH_MAX_BYTES: Type.Integer({ minimum: 1024 * 1024, default: 512 * 1024 * 1024 }),
   /** Longest a `git push` may take to send and store its objects (seconds); git is stopped after it. */
   GIT_PUSH_TIMEOUT_SECONDS: Type.Integer({ minimum: 10, maximum: 3600, default: 600 }),
+  /**
+   * Most bytes of files one build's source may hold once checked out (MiB): a small pushed or
+   * fetched pack can hold a huge file (zeros compress a thousandfold); past it the build fails before extracting anything.
+   */
+  SOURCE_MAX_MB: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 4096 }),
   /** Longest a `git push` shows its build and deploy (seconds); past it the push ends and names the command that follows the rest. */
   GIT_PUSH_FOLLOW_SECONDS: Type.Integer({ minimum: 10, maximum: 7200, default: 1800 }),
   /** Most variables one configuration scope may hold (a bulk request past it is refused, 422). */
@@ -143,6 +154,13 @@ export const EnvSchema = Type.Object({
    */
   DEPLOY_STABILITY_WINDOW_SECONDS: Type.Integer({ minimum: 0, maximum: 600, default: 20 }),
   /**
+   * The stability window of an environment's first deployment (nothing serving yet, so no previous release to keep),
+   * for applications that set no `stability_window`: short, so a newcomer's first `deploy --wait` ends soon after the
+   * app answers, yet an app that dies right after its first answer still fails with its exit and last lines.
+   * Never longer than DEPLOY_STABILITY_WINDOW_SECONDS.
+   */
+  DEPLOY_FIRST_STABILITY_WINDOW_SECONDS: Type.Integer({ minimum: 0, maximum: 600, default: 5 }),
+  /**
    * Whether stopping the platform (SIGTERM, SIGINT) stops only the control plane and leaves the
    * applications' instances running for the next start to adopt (an upgrade without downtime).
    * Off: a stop stops the instances too. SIGUSR2 always stops the control plane only.
@@ -177,6 +195,13 @@ export const EnvSchema = Type.Object({
   SANDBOX_OUTBOUND: Type.Boolean({ default: true }),
   /** Memory limit of one sandboxed build command (MiB): past it the kernel kills the build, which fails with an OOM reason. */
   BUILD_MEMORY_MB: Type.Integer({ minimum: 64, maximum: 1024 * 1024, default: 2048 }),
+  /**
+   * Colon-separated folders of further Node installations for source builds, each `<folder>/<any name>/bin/node`
+   * (a nodejs.org tarball unpacked there). A build uses the newest installed Node satisfying package.json's
+   * `engines.node` (the Node on PATH is always offered) or fails listing what is installed; nothing is downloaded.
+   * Sandboxed builds see only installations below /usr or /opt.
+   */
+  BUILD_NODE_DIRS: Type.String({ default: '/opt/node' }),
   /** CPU limit of one sandboxed build command (millicores: 1000 = one core). */
   BUILD_CPU_MILLICORES: Type.Integer({ minimum: 100, maximum: 1_000_000, default: 1000 }),
   /** Mount point of the cgroup hierarchy the sandbox limits are applied with (v2 there or at `<root>/unified`, else v1 below it). */
@@ -250,6 +275,12 @@ export const EnvSchema = Type.Object({
   REGISTRY_SIGNING_CERT_FILE: Type.Optional(Type.String({ minLength: 1 })),
   /** Lifetime of a registry token (seconds). */
   REGISTRY_TOKEN_TTL_SECONDS: Type.Integer({ minimum: 30, maximum: 3600, default: 300 }),
+  /**
+   * Other registries members may deploy images from (`slipway deploy --image`), comma-separated `host[:port]`, e.g.
+   * `ghcr.io,registry.example.com:5000`; the platform's own (REGISTRY_URL) is always allowed. Unset: only REGISTRY_URL.
+   * A host listed as `http://host:port` is pulled over plain HTTP.
+   */
+  IMAGE_PULL_REGISTRIES: Type.Optional(Type.String()),
   /** containers/storage root of Dockerfile builds (vfs driver); default DATA_DIR/containers. */
   BUILDAH_STORAGE_ROOT: Type.Optional(Type.String({ minLength: 1 })),
   /**

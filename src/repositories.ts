@@ -3,9 +3,11 @@ import { ApplicationsRepository } from './modules/applications/index.js';
 import { AppLogsRepository } from './modules/app-logs/index.js';
 import { AuditRepository } from './modules/audit/index.js';
 import { AuthRepository } from './modules/auth/index.js';
+import { SsoRepository } from './modules/sso/index.js';
 import { AutoscalingRepository } from './modules/autoscaling/index.js';
 import { ConfigurationsRepository } from './modules/configurations/index.js';
 import { CronRepository } from './modules/cron/index.js';
+import { ExecSessionsRepository } from './modules/instance-exec/index.js';
 import { DeploymentsRepository, OneOffRunsRepository } from './pipeline/index.js';
 import { DomainsRepository } from './modules/domains/index.js';
 import { AddonsRepository } from './modules/addons/index.js';
@@ -36,9 +38,11 @@ export function createRepositories(db: Db) {
     appLogs: new AppLogsRepository(db),
     audit: new AuditRepository(db),
     auth: new AuthRepository(db),
+    sso: new SsoRepository(db),
     autoscaling: new AutoscalingRepository(db),
     configurations: new ConfigurationsRepository(db),
     cron: new CronRepository(db),
+    execSessions: new ExecSessionsRepository(db),
     deployments: new DeploymentsRepository(db),
     domains: new DomainsRepository(db),
     addons: new AddonsRepository(db),

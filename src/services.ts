@@ -17,6 +17,7 @@ import type { AppUsage } from './platform/runtime/application-runtime.js';
 import { forbidden } from './platform/errors.js';
 import { wireUsers } from './modules/users/index.js';
 import { wireAuth } from './modules/auth/index.js';
+import { wireSso } from './modules/sso/index.js';
 import { wireOrganizations } from './modules/organizations/index.js';
 import { wireProjects } from './modules/projects/index.js';
 import { wireApplications } from './modules/applications/index.js';
@@ -40,6 +41,7 @@ import { wireGuards } from './modules/guards/index.js';
 import { wireDomains } from './modules/domains/index.js';
 import { wireAddons } from './modules/addons/index.js';
 import { wireCron } from './modules/cron/index.js';
+import { wireInstanceExec } from './modules/instance-exec/index.js';
 import { wireAutoscaling } from './modules/autoscaling/index.js';
 import { wireAppLogs } from './modules/app-logs/index.js';
 import { wireStreams } from './modules/streams/index.js';
@@ -67,6 +69,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
   const { users, auth, access, organizations, organizationScope, projects, configurations, applications } = core;
   const { config: configs, scopedConfig } = configurations;
   const { apps } = applications;
+  const sso = wireSso({ ctx, repository: repos.sso, access });
 
   // The pipeline: build → release → deploy, the chain that runs them, environments' deploys.
   const storage = wireStorage({
@@ -191,6 +194,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
   if (autoscaler) usageListeners.push((usage, sampledAt) => autoscaler.evaluate(usage, sampledAt));
   const observability = wireObservability({ ctx, apps, usageListeners, log });
   const cron = wireCron({ ctx, repository: repos.cron, apps, runs: pipeline.runs, log });
+  const instanceExec = wireInstanceExec({ ctx, repository: repos.execSessions, apps });
   const registry = wireRegistry({ ctx, repository: repos.registry, auth: auth.auth });
   // The API's workspace routes: organizations and projects under Ancla's words.
   const teams = wireTeams({ repository: repos.teams, users: users.users, organizationScope, access });
@@ -220,12 +224,13 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     auth: auth.auth,
     apps,
     startChain: (id, sha, environmentId) => deployChain.start(id, sha, environmentId, { pushed: true }),
-    requireBuildRoom: (applicationId) => storage.storage.requireBuildRoom(applicationId),
+    requireBuildRoom: (applicationId) => storage.storage.requireBuildRoom(applicationId, { fresh: true }),
   });
 
   // The API's routes under /v1, in the order of its OpenAPI document.
   const routes: Routes[] = [
     auth,
+    sso,
     users,
     { routes: core.organizationRoutes },
     { routes: core.projectRoutes },
@@ -243,7 +248,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     { routes: [envDeploysRoutes(pipeline.envDeploys)] },
     previews,
     registry,
-    { routes: [deploymentsRoutes(deployments, deployChain, pipeline.configRelease)] },
+    { routes: [deploymentsRoutes(deployments, deployChain, pipeline.configRelease, pipeline.imageDeploys)] },
     { routes: [applicationDeleteRoutes(pipeline.removal)] },
     observability,
     guards,
@@ -251,6 +256,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     addons,
     { routes: [oneOffRunsRoutes(pipeline.runs)] },
     cron,
+    instanceExec,
     autoscaling,
     appLogs,
     streams,
@@ -263,6 +269,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
   // Maintenance the job workers run once started (images and releases add their own with their job kinds).
   const sweepers: Sweeper[] = [
     ...auth.sweepers,
+    ...sso.sweepers,
     ...storage.sweepers,
     ...domains.sweepers,
     ...addons.sweepers,
@@ -321,7 +328,7 @@ function chooseDrivers(ctx: AppContext) {
   if (localEdge && edgeDirectory) localEdge.useDirectory(edgeDirectory);
   return {
     buildah,
-    builders: [buildah, new SourceBuilder(join(config.dataDir, 'cache'), buildSandbox)],
+    builders: [buildah, new SourceBuilder(join(config.dataDir, 'cache'), buildSandbox, config.BUILD_NODE_DIRS.split(':').filter(Boolean))],
     edgeDirectory,
     localEdge,
     urlOf: (hostname: string) => (localEdge ? routeUrl(hostname, localEdge.port) : `http://${hostname}`),

@@ -24,6 +24,7 @@ import { keyCommands } from './commands/keys.js';
 import { addonCommands } from './commands/addons.js';
 import { notificationCommands } from './commands/notifications.js';
 import { maintenanceCommands } from './commands/maintenance.js';
+import { execCommand } from './commands/exec.js';
 import { completionScript } from './completion.js';
 import { Context } from './context.js';
 import { terminalSafe } from './output.js';
@@ -70,6 +71,7 @@ Colour is off when output is not a terminal or NO_COLOR is set.`,
   addonCommands(program);
   notificationCommands(program);
   maintenanceCommands(program);
+  execCommand(program);
 
   program
     .command('completion')

@@ -9,6 +9,7 @@ export * from './release/release-freezer.js';
 export * from './release/promotion.js';
 export * from './release/releases.service.js';
 export { ConfigRelease } from './release/config-release.js';
+export { ImageDeploys, type ImageDeployRequest } from './build/image-deploys.js';
 export { ReleasesRepository } from './release/releases.repository.js';
 export * from './deploy/deployments.repository.js';
 export * from './deploy/deployments.jobs.js';

@@ -16,6 +16,7 @@ import { DeploymentsService } from './deploy/deployments.service.js';
 import { ApplicationRemoval } from './deploy/application-removal.js';
 import { DeployChain } from './deploy-chain.js';
 import { ConfigRelease } from './release/config-release.js';
+import { ImageDeploys } from './build/image-deploys.js';
 import type { OneOffRunsRepository } from './run/one-off-runs.repository.js';
 import { OneOffRunsService } from './run/one-off-runs.service.js';
 import type { EnvDeploysRepository } from './env-deploys/env-deploys.repository.js';
@@ -86,6 +87,8 @@ export function wirePipeline(deps: {
     deployments,
     deployChain,
     configRelease,
+    // `POST /applications/{id}/deploy` with an `image`: a pushed image released without a build.
+    imageDeploys: new ImageDeploys(ctx, apps, (a, r, e, s) => deployChain.start(a, r, e, s)),
     runs,
     status,
     envDeploys,

@@ -18,6 +18,8 @@ export const ERROR_KINDS = {
   UNSUPPORTED_MEDIA_TYPE: 415,
   VALIDATION: 422,
   RATE_LIMITED: 429,
+  /** A single sign-on's identity provider is down or answered badly: the sign-in stops (docs/api-decisions.md). */
+  IDENTITY_PROVIDER_UNAVAILABLE: 424,
   INTERNAL: 500,
   UNAVAILABLE: 503,
   /** The platform's disk (DATA_DIR's, or PostgreSQL's) is full: the write was refused, reads still answer. */

@@ -1,5 +1,6 @@
-import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { execFile, execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { AddressInfo } from 'node:net';
@@ -9,13 +10,42 @@ import { TestRepo } from '../helpers/git-repo.js';
 import { pythonHttpApp } from '../helpers/python-app.js';
 
 /**
- * Ancla's own Python and TypeScript SDKs (their code, not a reading of it) on a service in an environment, against
+ * Ancla's own Python, TypeScript and Go SDKs (their code, not a reading of it) on a service in an environment, against
  * this server over real HTTP: opt-in, as CI has no checkout of the client. Run with
  * `ANCLA_CLIENT_DIR=/path/to/ancla-client` (and `ANCLA_PYTHONPATH` for where httpx and pydantic
- * live, if not in python3's own path).
+ * live, if not in python3's own path). The Go SDK needs `go` on the PATH (Debian's golang-go).
  */
 const CLIENT = process.env.ANCLA_CLIENT_DIR;
 const SDK = CLIENT ? join(CLIENT, 'sdks/python/src') : '';
+const GO = (() => {
+  try {
+    return execFileSync('go', ['env', 'GOVERSION'], { encoding: 'utf8' }).trim().replace(/^go/, '');
+  } catch {
+    return null;
+  }
+})();
+
+/**
+ * Builds test/ancla-contract/go-probe against a copy of the SDK. The SDK's code is not touched;
+ * its go.mod's `go` line is lowered to the local toolchain's when that is older (Debian's 1.19
+ * reads `go 1.24.0` as an error, and the SDK uses nothing newer).
+ */
+function buildGoProbe(): { binary: string; dir: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'slipway-ancla-go-'));
+  cpSync(join(CLIENT!, 'sdks/go'), join(dir, 'sdk'), { recursive: true });
+  const goMod = join(dir, 'sdk/go.mod');
+  const [major, minor] = GO!.split('.').map(Number);
+  writeFileSync(goMod, readFileSync(goMod, 'utf8').replace(/^go .*$/m, `go ${major}.${minor}`));
+  mkdirSync(join(dir, 'probe'));
+  cpSync(new URL('./go-probe/main.go', import.meta.url), join(dir, 'probe/main.go'));
+  writeFileSync(
+    join(dir, 'probe/go.mod'),
+    `module probe\n\ngo ${major}.${minor}\n\nrequire github.com/sidequest-labs/ancla-go v0.0.0\n\nreplace github.com/sidequest-labs/ancla-go => ../sdk\n`,
+  );
+  const env = { ...process.env, GOFLAGS: '-mod=mod', GOPROXY: 'off', GOCACHE: join(dir, 'cache'), GOPATH: join(dir, 'gopath') };
+  execFileSync('go', ['build', '-o', join(dir, 'probe-bin'), '.'], { cwd: join(dir, 'probe'), env, stdio: 'pipe' });
+  return { binary: join(dir, 'probe-bin'), dir };
+}
 
 const SCRIPT = String.raw`
 import json, os, sys, time
@@ -96,6 +126,28 @@ describe.skipIf(!CLIENT || !existsSync(SDK))("Ancla's Python and TypeScript SDKs
     });
     expect(JSON.parse(stdout.trim().split('\n').pop()!)).toContain('delete_config');
   }, 300_000);
+
+  it.skipIf(!GO)(
+    "runs every call of Ancla's Go SDK unchanged; only ListDeploys fails, as documented",
+    async () => {
+      const probe = buildGoProbe();
+      try {
+        const { stdout } = await promisify(execFile)(probe.binary, [], {
+          env: { ...process.env, KEY: alice.apiKey, SERVER: server, REPO: repo.dir },
+          timeout: 240_000,
+        });
+        const report = JSON.parse(stdout.trim().split('\n').pop()!) as { done: string[]; failed: Record<string, string> };
+        // ListDeploys sends the request Ancla's CLI sends, byte for byte, and decodes another shape
+        // (docs/ancla-compatibility.md): the CLI's shape is served.
+        expect(Object.keys(report.failed), JSON.stringify(report.failed)).toEqual(['ListDeploys']);
+        expect(report.failed.ListDeploys).toMatch(/decoding response/);
+        expect(report.done).toHaveLength(29);
+      } finally {
+        rmSync(probe.dir, { recursive: true, force: true });
+      }
+    },
+    300_000,
+  );
 
   it("reads the same service, its builds and deploys with Ancla's TypeScript SDK unchanged", async () => {
     const sdk = join(CLIENT!, 'sdks/typescript/src/client.ts');

@@ -234,6 +234,14 @@ describe("Ancla's clients on services, builds and deploys", () => {
     const res = await call(alice, GO, 'GET', `${S}/web/pipeline-status`);
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({ build: { status: 'success' }, release: { status: 'success' }, deploy: { status: 'success' } });
+    // The Go SDK names the service by id in deploy, scale and pipeline-status.
+    const id = (await call(alice, GO, 'GET', `${S}/web`)).json().id;
+    const byId = await call(alice, GO, 'GET', `${S}/${id}/pipeline-status`);
+    expect(byId.statusCode, byId.body).toBe(200);
+    expect(byId.json()).toEqual(res.json());
+    expect((await call(alice, GO, 'POST', `${S}/${id}/scale`, { process_counts: { web: 1 } })).statusCode).toBe(200);
+    // The id of an application of another organization is no name here, and a stranger learns nothing by it.
+    expect((await call(mallory, GO, 'GET', `${S}/${id}/pipeline-status`)).statusCode).toBe(403);
   });
 
   it(TESTS.listBuilds, async () => {

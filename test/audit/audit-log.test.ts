@@ -51,6 +51,21 @@ interface Prepared {
   raw?: string;
 }
 
+/** The issuer PARAM_FIXTURES names, present (the site's: the world does not make it). */
+async function fixtureIssuer() {
+  await h.ctx.db
+    .insertInto('oidc_issuers')
+    .values({
+      name: 'fixture-issuer',
+      display_name: 'Fixture',
+      discovery_url: 'https://id.example.org',
+      client_id: 'slipway',
+      client_secret_sealed: h.ctx.secrets.seal('fixture-secret'),
+    })
+    .onConflict((oc) => oc.column('name').doNothing())
+    .execute();
+}
+
 /** What some routes need beyond the shared fixtures to succeed. */
 const PREPARE: Record<string, (w: RouteWorld, url: string, other: TestUser) => Promise<Prepared>> = {
   'POST /v1/auth/login': async (w) => ({
@@ -76,6 +91,18 @@ const PREPARE: Record<string, (w: RouteWorld, url: string, other: TestUser) => P
     };
   },
   'POST /v1/organizations/:org_slug/members': async (_w, _url, other) => ({ body: { username: other.username } }),
+  // Single sign-on's routes act on the fixture's issuer (the site's, made here when an earlier route removed it).
+  'DELETE /v1/sso/issuers/:issuer': async () => (await fixtureIssuer(), {}),
+  'POST /v1/sso/issuers/:issuer/group-mappings': async () => (await fixtureIssuer(), {}),
+  'DELETE /v1/sso/issuers/:issuer/group-mappings/:mapping_id': async (w, url) => {
+    await fixtureIssuer();
+    const mapped = await call(h, 'POST', '/v1/sso/issuers/fixture-issuer/group-mappings', w.owner, {
+      group: `audit-${w.owner.id.slice(-6)}`,
+      organization: w.org.slug,
+      role: 'viewer',
+    });
+    return { url: url.replace(/[^/]+$/, mapped.body.id) };
+  },
   // The world's add-on comes attached; these need it detached.
   'POST /v1/organizations/:org_slug/addons/:addon/attachments': async (w) => {
     await h.ctx.db.deleteFrom('addon_attachments').where('id', '=', w.addonAttachmentId!).execute();

@@ -132,13 +132,28 @@ describe('slipway status and apps settings', () => {
   });
 
   it('apps update changes settings, apps rename the name; nothing to change is a usage error', async () => {
-    const updated = expectOk(await cli(['apps', 'update', '--health-check-path', '/healthz', '--deployment-timeout', '60']));
+    const updated = expectOk(
+      await cli(['apps', 'update', '--health-check-path', '/healthz', '--deployment-timeout', '60', '--stability-window', '0']),
+    );
     expect(updated.stdout).toMatch(/Health check\s+\/healthz/);
     expect(updated.stdout).toMatch(/Deploy timeout\s+60s/);
+    expect(updated.stdout).toMatch(/Stability\s+0s/);
+    expect(updated.stdout).toMatch(/Health timeout\s+platform default/);
+    const timeouts = expectOk(await cli(['apps', 'update', '--health-check-timeout', '30', '--stability-window', 'default']));
+    expect(timeouts.stdout).toMatch(/Health timeout\s+30s/);
+    expect(timeouts.stdout).toMatch(/Stability\s+platform default/);
+    expect((await cli(['apps', 'update', '--stability-window', '-1'])).stderr).toMatch(/--stability-window must be a whole number/);
     const renamed = expectOk(await cli(['apps', 'rename', 'Storefront']));
     expect(renamed.stdout).toContain("Renamed hour/shop/web from 'Web' to 'Storefront'");
     const app = JSON.parse(expectOk(await cli(['apps', 'get', '--json'])).stdout);
-    expect(app).toMatchObject({ name: 'Storefront', slug: 'web', health_check_path: '/healthz', deployment_timeout: 60 });
+    expect(app).toMatchObject({
+      name: 'Storefront',
+      slug: 'web',
+      health_check_path: '/healthz',
+      deployment_timeout: 60,
+      health_check_timeout: 30,
+      stability_window: null,
+    });
     const nothing = await cli(['apps', 'update']);
     expect(nothing.code).toBe(2);
     expect(nothing.stderr).toMatch(/Nothing to change/);
@@ -188,6 +203,23 @@ describe('slipway doctor', () => {
     expect(here.stdout).toMatch(/✗ git: 1 change\(s\) not committed .*slipway deploy --include-uncommitted/);
     expect(here.stdout).toMatch(/✓ start command: Procfile web: node server\.js/);
     expect(here.stdout).toMatch(/✓ port: server\.js listens on PORT/);
+    // The server's own checks of its machine, in words a member may read (no paths or kernel errors).
+    expect(here.stdout).toMatch(/✓ sandbox: bubblewrap starts sandboxes here\n/);
+    expect(here.stdout).toMatch(/✓ cgroups: cgroup v[12]/);
+    expect(here.stdout).toMatch(/✓ buildah: Dockerfile builds work\n/);
+    expect(here.stdout).toMatch(/✓ registry: none configured: images stay on this machine/);
+    expect(here.stdout).toMatch(/✓ edge: the router serves applications on port \d+\n/);
+    expect(here.stdout).toContain(`✓ node: source builds offer Node ${process.versions.node}`);
+
+    // A site administrator also sees what the machine answered; a member never does.
+    const admin = await h.user({ admin: true });
+    const member = await h.user();
+    const asAdmin = await h.app.inject({ method: 'GET', url: '/v1/integrations/doctor', headers: admin.headers });
+    const asMember = await h.app.inject({ method: 'GET', url: '/v1/integrations/doctor', headers: member.headers });
+    expect(asAdmin.json().checks.find((c: { name: string }) => c.name === 'buildah').detail).toMatch(/buildah version/);
+    expect(asMember.json().checks.every((c: { detail: unknown }) => c.detail === null)).toBe(true);
+    expect(asMember.json().node_versions).toContain(process.versions.node);
+    expect((await h.app.inject({ method: 'GET', url: '/v1/integrations/doctor' })).statusCode).toBe(401);
 
     const plain = mkdtempSync(join(tmpdir(), 'slipway-doctor-'));
     writeFileSync(join(plain, 'package.json'), JSON.stringify({ main: 'index.js', engines: { node: '>=22' } }));
@@ -199,7 +231,8 @@ describe('slipway doctor', () => {
     expect(elsewhere.stdout).toMatch(/✗ git: .* is not a git repository: git init -b main/);
     expect(elsewhere.stdout).toMatch(/✗ start command: nothing says how to start it: add a Procfile/);
     expect(elsewhere.stdout).toMatch(/✗ port: index\.js does not read PORT/);
-    expect(elsewhere.stdout).toMatch(/✗ engines\.node: ">=22" asks for Node 22\+/);
+    // engines.node is checked against the Node versions the server's builds really have.
+    expect(elsewhere.stdout).toContain(`✗ engines.node: ">=22" matches no Node on the server (${process.versions.node})`);
   });
 });
 

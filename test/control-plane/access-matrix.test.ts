@@ -26,6 +26,8 @@ const EXEMPT_FROM_403: Record<string, string> = {
   'GET /v1/projects': "lists projects of the caller's own organizations",
   'GET /v1/workspaces': "lists the caller's own workspaces",
   'POST /v1/workspaces': 'creates a new workspace',
+  'GET /v1/integrations/doctor':
+    "the server's own checks (sandbox, builds, edge): no organization's data; machine detail only for site administrators",
   'GET /v1/integrations/github/setup':
     "names its organization only inside the sealed state: another user's or organization's state is 403 (test/isolation/cross-org.test.ts)",
 };
@@ -33,6 +35,7 @@ const EXEMPT_FROM_403: Record<string, string> = {
 /** GET routes that read nothing (the owner's GETs prove the fixtures real), and why. */
 const GET_NOT_A_READ: Record<string, string> = {
   'GET /v1/integrations/github/setup': "GitHub's redirect after installing the App: links an installation, needs GitHub's state and code",
+  'GET /v1/exec-sessions/:session_id/stream': 'a WebSocket upgrade that starts a command: test/exec attaches it over a real connection',
 };
 
 let h: Harness;
@@ -115,7 +118,13 @@ describe('access matrix', () => {
     const siteAdmin = await h.user({ admin: true });
     // Event streams stay open (inject would wait forever): test/streams reads them over real connections.
     for (const route of routes.filter((r) => r.method === 'GET' && !r.public && !r.stream && !GET_NOT_A_READ[key(r)])) {
-      const siteAdminOnly = ['/v1/users', '/v1/organizations/:org_slug/pipeline-limits', '/v1/audit-log'];
+      const siteAdminOnly = [
+        '/v1/users',
+        '/v1/organizations/:org_slug/pipeline-limits',
+        '/v1/audit-log',
+        '/v1/sso/issuers',
+        '/v1/sso/issuers/:issuer/group-mappings',
+      ];
       const caller = siteAdminOnly.includes(route.url) ? siteAdmin : world.owner;
       const res = await call(h, 'GET', fillPath(route, world), caller);
       if (res.status >= 400) failures.push(`${key(route)} → ${res.status} ${res.raw.slice(0, 160)}`);

@@ -42,6 +42,8 @@ export interface RouteWorld extends World {
   notificationChannelId: string | null;
   /** An open invitation to the organization (its id, and the token of its link). */
   invitation: { id: string; token: string } | null;
+  /** An exec session the owner opened (never attached). */
+  execSessionId: string | null;
   /** One variable per configuration scope (ids). */
   scopedVars: { organization: string; project: string; environment: string; team: string | null };
 }
@@ -242,8 +244,25 @@ export async function seedRouteWorld(h: Harness): Promise<RouteWorld> {
     });
     invitation = { id, token };
   }
+  const execSessionId = (await tableExists(h, 'exec_sessions'))
+    ? await insertRow(h, 'exec_sessions', { id: uuidv7(), ...base, instance_id: uuidv7(), instance_name: 'web.1', user_id: w.owner.id })
+    : null;
+  // Single sign-on's issuers are the site's: one named as PARAM_FIXTURES.issuer says (several worlds may share a database).
+  if (await tableExists(h, 'oidc_issuers'))
+    await h.ctx.db
+      .insertInto('oidc_issuers')
+      .values({
+        name: 'fixture-issuer',
+        display_name: 'Fixture',
+        discovery_url: 'https://id.example.org',
+        client_id: 'slipway',
+        client_secret_sealed: h.ctx.secrets.seal('fixture-secret'),
+      })
+      .onConflict((oc) => oc.column('name').doNothing())
+      .execute();
   return {
     ...w,
+    execSessionId,
     notificationChannelId,
     invitation,
     addonName,
@@ -301,6 +320,9 @@ export const PARAM_FIXTURES: Record<string, Fixture> = {
   deployment_id: (w) => need(w.deploymentId, 'deployment'),
   deploy_id: (w) => need(w.envDeployId, 'environment deploy'),
   run_id: (w) => need(w.runId, 'one-off run'),
+  // exec: no instance runs in these worlds (opening answers 409); the owner's session (never attached here).
+  instance: () => 'web.1',
+  session_id: (w) => need(w.execSessionId, 'exec session'),
   domain_id: (w) => need(w.domainId, 'domain'),
   webhook_id: (w) => need(w.webhookId, 'webhook'),
   delivery_id: (w) => need(w.webhookDeliveryId, 'webhook delivery'),
@@ -312,6 +334,9 @@ export const PARAM_FIXTURES: Record<string, Fixture> = {
   invitation_id: (w) => need(w.invitation?.id ?? null, 'invitation'),
   token: (w) => need(w.invitation?.token ?? null, 'invitation'),
   installation_id: (w) => need(w.installationId === null ? null : String(w.installationId), 'GitHub App installation link'),
+  // Single sign-on's issuers are the site's, not the world's: their routes are site administrators' (403 to members before any lookup).
+  issuer: () => 'fixture-issuer',
+  mapping_id: () => '01900000-0000-7000-8000-000000000000',
   // `id` means what the route's first segment names.
   id: (w, route) => {
     const [, , segment, sub] = route.url.split('/');
@@ -365,6 +390,14 @@ export const SAMPLE_BODIES: Record<string, (w: RouteWorld) => unknown> = {
   'POST /v1/invitations/:token/sign-up': () => ({ username: unique('signup'), password: 'sample-password' }),
   'POST /v1/organizations/:org_slug/grants': (w) => ({ project: w.project.slug, environment: 'production', username: w.owner.username }),
   'POST /v1/auth/cli-logins': () => ({ code: 'SAMPLE-CODE', port: 40000 }),
+  'POST /v1/sso/issuers': () => ({
+    name: unique('issuer'),
+    display_name: 'Sample ID',
+    discovery_url: 'https://id.example.org',
+    client_id: 'slipway',
+    client_secret: 'sample-client-secret',
+  }),
+  'POST /v1/sso/issuers/:issuer/group-mappings': (w) => ({ group: unique('group'), organization: w.org.slug, role: 'viewer' }),
   'POST /v1/users': () => ({ username: unique('sample'), email: `${unique('sample')}@example.com`, password: 'sample-password' }),
   'POST /v1/applications/:application_id/domains': () => ({ hostname: `${unique('sample')}.example.org` }),
   'POST /v1/organizations': () => ({ name: unique('Sample') }),

@@ -21,7 +21,7 @@ import { chainDeploy, sandboxMissing } from './fixtures.js';
 const missing = sandboxMissing();
 if (missing) console.warn(missing);
 
-const BAIT_FILES = 40_000;
+const BAIT_FILES = 10_000;
 const names = Array.from({ length: BAIT_FILES }, (_, i) => `f${String(i).padStart(5, '0')}`);
 
 let h: Harness;

@@ -188,6 +188,11 @@ describe('Kubernetes manifests', () => {
     }
     expect(web.spec!.strategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } });
     expect(web.spec!.progressDeadlineSeconds).toBe(45);
+    // No stability window in this plan; with one, pods must stay ready that long (below the deadline) to count.
+    expect(web.spec!.minReadySeconds).toBeUndefined();
+    const windowed = workloadManifests({ ...plan, stabilitySeconds: 20 }, options).deployments[0]!.manifest;
+    expect(windowed.spec!.minReadySeconds).toBe(20);
+    expect(workloadManifests({ ...plan, stabilitySeconds: 600 }, options).deployments[0]!.manifest.spec!.minReadySeconds).toBe(44);
     expect(web.metadata!.annotations![ANNOTATION.deploymentId]).toBe(plan.deploymentId);
     expect(web.spec!.template.metadata!.annotations![ANNOTATION.deploymentId]).toBe(plan.deploymentId);
     expect(web.spec!.template.metadata!.labels).toMatchObject({

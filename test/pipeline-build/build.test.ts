@@ -113,7 +113,7 @@ describe('image builds from a git repository', () => {
       processes: { web: { cmd: 'python3 -m http.server $PORT', env: {} } },
     });
     expect(readFileSync(join(h.dataDir, 'images', t.appId, String(byTag.version), 'app', 'index.html'), 'utf8')).toBe('one');
-    expect(byTag.detail.image_metadata.detected).toBe('none');
+    expect(byTag.detail.image_metadata.detected).toBe('procfile');
     // An abbreviated commit works too.
     const byShortSha = await buildAndWait(h, t, { ref: first.slice(0, 10) });
     expect(byShortSha.detail).toMatchObject({ built: true, commit_sha: first, version: 2 });

@@ -187,13 +187,14 @@ function Overview({ app, reloadApp }: { app: Application; reloadApp: () => void 
                   </tr>
                 </thead>
                 <tbody>
-                  {page.items.slice(0, 10).map((d) => (
+                  {page.items.slice(0, 10).flatMap((d) => [
                     <tr key={d.id} data-deployment={d.id}>
                       <td>
                         v{d.release.version} {d.is_rollback && <span class="muted">(rollback)</span>}
                       </td>
                       <td>
-                        <Status error={d.error} done={d.complete} label={d.status} />
+                        <Status error={d.error} done={d.complete} label={d.queue_reason ? 'queued' : d.status} />
+                        {d.queue_reason && <p class="muted queue-reason">{d.queue_reason}</p>}
                       </td>
                       <td>
                         {d.deploy_step
@@ -209,8 +210,17 @@ function Overview({ app, reloadApp }: { app: Application; reloadApp: () => void 
                           Log
                         </button>
                       </td>
-                    </tr>
-                  ))}
+                    </tr>,
+                    ...(d.error && (d.failure || d.error_detail)
+                      ? [
+                          <tr key={`${d.id}-failure`} class="failure-row">
+                            <td colSpan={5}>
+                              <FailureDetail deployment={d} />
+                            </td>
+                          </tr>,
+                        ]
+                      : []),
+                  ])}
                 </tbody>
               </table>
             )
@@ -383,6 +393,54 @@ function Processes({ app, onScaled, onError }: { app: Application; onScaled: () 
 
 type Deployment =
   Paths['/v1/applications/{application_id}/deployments']['get']['responses'][200]['content']['application/json']['items'][number];
+
+/** Why a deployment failed: the structured `failure` (exit, health check, last lines, hint), else its error text. */
+function FailureDetail({ deployment: d }: { deployment: Deployment }) {
+  const f = d.failure;
+  if (!f) return <p class="failure">{d.error_detail}</p>;
+  const what =
+    f.reason === 'health_check_timeout'
+      ? `${f.instance} never answered its health check`
+      : f.reason === 'crashed_in_stability_window'
+        ? `${f.instance} crashed ${f.seconds_after_healthy ?? '?'} s after it first answered`
+        : `${f.instance} crashed during start`;
+  return (
+    <div class="failure" aria-label={`Why deployment of v${d.release.version} failed`}>
+      <p>
+        <strong>{what}</strong>
+        {f.exit && <> ({f.exit.description})</>}
+      </p>
+      <dl class="facts">
+        {f.health_check && (
+          <>
+            <dt>Health check</dt>
+            <dd>
+              {f.health_check.path} on port {f.health_check.port}: {f.health_check.result}
+            </dd>
+          </>
+        )}
+        {f.listening_ports && f.listening_ports.length > 0 && (
+          <>
+            <dt>Listening on</dt>
+            <dd>{f.listening_ports.join(', ')}</dd>
+          </>
+        )}
+        {f.hint && (
+          <>
+            <dt>Hint</dt>
+            <dd>{f.hint}</dd>
+          </>
+        )}
+      </dl>
+      {f.output.length > 0 && (
+        <>
+          <p class="muted">Its last lines of output:</p>
+          <pre class="failure-output">{f.output.join('\n')}</pre>
+        </>
+      )}
+    </div>
+  );
+}
 
 function Serving({ deployment: d, refresh }: { deployment: Deployment; refresh: number }) {
   const url = typeof d.deploy_metadata?.url === 'string' ? d.deploy_metadata.url : null;

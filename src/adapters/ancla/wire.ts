@@ -19,6 +19,7 @@ import { envDeploysRoutes } from './env-deploys.routes.js';
 import { lenientBodies } from './lenient-bodies.js';
 import { recordsRoutes } from './records.routes.js';
 import { servicesRoutes } from './services.routes.js';
+import { serviceIds } from './service-ids.js';
 import { teamsRoutes } from './teams.routes.js';
 import { environmentsRoutes } from './environments.routes.js';
 import { pipelineRoutes } from './pipeline.routes.js';
@@ -82,6 +83,7 @@ export function wireAncla(deps: {
   ];
   const ancla = async (app: App) => {
     lenientBodies(app);
+    serviceIds(app, scope);
     for (const register of routes) await register(app);
   };
   return { routes: [ancla] } satisfies Wired;

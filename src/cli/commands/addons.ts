@@ -183,7 +183,9 @@ export function addonCommands(program: Command) {
             '(0 rows)',
           );
         }
-        ctx.out.note(`${r.command}${r.row_count !== null ? ` ${r.row_count}` : ''}${r.truncated ? ' (first 1000 rows shown)' : ''}`);
+        ctx.out.note(
+          `${r.command}${r.row_count !== null ? ` ${r.row_count}` : ''}${r.truncated ? ` (first ${r.rows.length} rows shown)` : ''}`,
+        );
       };
       if (o.command) return run(o.command);
       // Statements end with `;` at the end of a line; errors are shown and the session goes on.

@@ -13,11 +13,21 @@ interface UpdateOptions {
   healthCheckPath?: string;
   healthCheckHost?: string;
   deploymentTimeout?: number;
+  healthCheckTimeout?: number | 'default';
+  stabilityWindow?: number | 'default';
   repo?: string;
   branch?: string;
   subdirectory?: string;
   private?: boolean;
   githubEnvironment?: string;
+}
+
+/** Seconds, or `default` for the platform's own (sent as null; commander would turn a parsed null into ''). */
+function secondsOrDefault(value: string, name: string, minimum: number): number | 'default' {
+  if (value === 'default') return value;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < minimum) throw usage(`${name} must be a whole number of seconds (at least ${minimum}) or \`default\``);
+  return n;
 }
 
 /** `none` clears a setting that may be empty. */
@@ -38,6 +48,14 @@ export function appsSettingsCommands(program: Command) {
     .option('--deployment-timeout <seconds>', 'how long a deployment may take to become healthy (5-3600)', (v) =>
       positiveInt(v, '--deployment-timeout'),
     )
+    .option('--health-check-timeout <seconds>', 'how long a new web instance may take to answer (1-3600; `default`: the platform’s)', (v) =>
+      secondsOrDefault(v, '--health-check-timeout', 1),
+    )
+    .option(
+      '--stability-window <seconds>',
+      'how long new instances must keep running once healthy before traffic switches (0-600, 0: none; `default`: the platform’s)',
+      (v) => secondsOrDefault(v, '--stability-window', 0),
+    )
     .option('--repo <repository>', 'git repository: owner/repo, a git URL or a local path')
     .option('--branch <branch>', 'branch `slipway deploy` builds and pushes deploy (`none`: no automatic deploys)')
     .option('--subdirectory <path>', 'the application inside the repository (`none`: its root)')
@@ -56,6 +74,10 @@ export function appsSettingsCommands(program: Command) {
         ...(o.healthCheckPath !== undefined ? { health_check_path: o.healthCheckPath } : {}),
         ...(o.healthCheckHost !== undefined ? { health_check_host: orNull(o.healthCheckHost) } : {}),
         ...(o.deploymentTimeout !== undefined ? { deployment_timeout: o.deploymentTimeout } : {}),
+        ...(o.healthCheckTimeout !== undefined
+          ? { health_check_timeout: o.healthCheckTimeout === 'default' ? null : o.healthCheckTimeout }
+          : {}),
+        ...(o.stabilityWindow !== undefined ? { stability_window: o.stabilityWindow === 'default' ? null : o.stabilityWindow } : {}),
         ...(o.repo !== undefined ? { github_repository: orNull(o.repo) } : {}),
         ...(o.branch !== undefined ? { auto_deploy_branch: orNull(o.branch) } : {}),
         ...(o.subdirectory !== undefined ? { subdirectory: orNull(o.subdirectory) } : {}),
@@ -73,13 +95,15 @@ export function appsSettingsCommands(program: Command) {
         ['Name', updated.name],
         ['Health check', `${updated.health_check_path}${updated.health_check_host ? ` (Host: ${updated.health_check_host})` : ''}`],
         ['Deploy timeout', `${updated.deployment_timeout}s`],
+        ['Health timeout', updated.health_check_timeout === null ? 'platform default' : `${updated.health_check_timeout}s`],
+        ['Stability', updated.stability_window === null ? 'platform default' : `${updated.stability_window}s`],
         ['Repository', updated.github_repository],
         ['Branch', updated.auto_deploy_branch],
         ['Subdirectory', updated.subdirectory],
         ['Private repo', updated.github_repository_is_private ? 'yes' : 'no'],
         ['GitHub env', updated.github_environment_name],
       ]);
-      ctx.out.note('Health check and timeout apply from the next deployment: slipway deploy --wait');
+      ctx.out.note('Health check, timeouts and stability window apply from the next deployment: slipway deploy --wait');
     });
 
   apps

@@ -7,6 +7,7 @@ import { followLog, sleep, type LogKind } from '../follow.js';
 import { failureLines } from './ps.js';
 import { statusCommand } from './status.js';
 import { checkLocalSource } from '../local-source.js';
+import { deployImage } from './deploy-image.js';
 
 type EnvDeploy =
   Paths['/v1/workspaces/{workspace}/projects/{project}/envs/{env}/deploys/{deploy_id}']['get']['responses']['200']['content']['application/json'];
@@ -23,6 +24,7 @@ export function deployCommands(program: Command) {
     .command('deploy')
     .description('Build, release and deploy the application (to production, or --env)')
     .option('--ref <ref>', 'branch, tag or commit to build (default: the configured branch)')
+    .option('--image <ref>', "deploy an image already pushed to a registry, no build (e.g. org/project/app:v2 in the platform's registry)")
     .option('-w, --wait', 'follow the build, release and deploy logs live; exit 1 with the reason when a phase fails')
     .option(
       '--include-uncommitted',
@@ -32,10 +34,15 @@ export function deployCommands(program: Command) {
       'after',
       '\nIn CI:\n  slipway deploy --app acme/shop/web --wait --ref "$GIT_COMMIT"   # exit 0: serving; 1: failed (reason on stderr)',
     )
-    .action(async (opts: { ref?: string; wait?: boolean; includeUncommitted?: boolean }, command: Command) => {
+    .action(async (opts: { ref?: string; image?: string; wait?: boolean; includeUncommitted?: boolean }, command: Command) => {
       const ctx = Context.of(command);
       const app = await ctx.app();
       const env = ctx.envName();
+      if (opts.image) {
+        if (opts.ref || opts.includeUncommitted)
+          throw usage('--image deploys an image as it is: --ref and --include-uncommitted do not apply');
+        return deployImage(ctx, app, env, opts.image, opts.wait === true);
+      }
       if (!opts.ref) opts.ref = checkLocalSource(app, { ...opts, warn: (text) => ctx.out.stderr.write(text) }).ref;
       const path = { workspace: app.organization_slug, project: app.project_slug, env };
       const record = await ok(

@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
+import semver from 'semver';
 import { Context, type AppDetail } from '../context.js';
 import { CliError } from '../errors.js';
 import { localRepositoryDir } from '../local-source.js';
@@ -13,8 +14,11 @@ interface Check {
   detail: string;
 }
 
-/** Node majors the platform builds with (the server's engines range). */
-const PLATFORM_NODE_MAJOR = 20;
+/** What `GET /v1/integrations/doctor` answers (see src/modules/health/doctor.routes.ts). */
+interface ServerDiagnosis {
+  checks: Array<{ name: string; state: 'ok' | 'failed' | 'absent'; summary: string; fix: string | null; detail: string | null }>;
+  node_versions: string[];
+}
 
 /**
  * `slipway doctor`: the server (reachable, logged in, each component of its health check, its
@@ -27,7 +31,8 @@ export function doctorCommand(program: Command) {
     .description('Check the server and the application in this directory, and say what to fix')
     .action(async (_o, command: Command) => {
       const ctx = Context.of(command);
-      const checks = [...(await serverChecks(ctx)), ...directoryChecks(ctx.cwd, await linkedApp(ctx))];
+      const server = await serverChecks(ctx);
+      const checks = [...server.checks, ...directoryChecks(ctx.cwd, await linkedApp(ctx), server.nodeVersions)];
       if (ctx.out.json) ctx.out.stdout.write(`${JSON.stringify(checks)}\n`);
       else
         for (const c of checks)
@@ -48,20 +53,23 @@ async function linkedApp(ctx: Context): Promise<AppDetail | null> {
   }
 }
 
-async function serverChecks(ctx: Context): Promise<Check[]> {
+async function serverChecks(ctx: Context): Promise<{ checks: Check[]; nodeVersions: string[] | null }> {
   const server = ctx.settings.server;
   let health: { status: string; disk: string; components: Record<string, string> };
   try {
     const response = await fetch(`${server}/v1/integrations/health`);
     health = (await response.json()) as typeof health;
   } catch (err) {
-    return [
-      {
-        name: 'server',
-        ok: false,
-        detail: `no answer from ${server} (${(err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message}): start it (npm start) or set --server / SLIPWAY_SERVER`,
-      },
-    ];
+    return {
+      checks: [
+        {
+          name: 'server',
+          ok: false,
+          detail: `no answer from ${server} (${(err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message}): start it (npm start) or set --server / SLIPWAY_SERVER`,
+        },
+      ],
+      nodeVersions: null,
+    };
   }
   const checks: Check[] = [{ name: 'server', ok: true, detail: `${server} answers` }];
   const fixes: Record<string, string> = {
@@ -80,16 +88,35 @@ async function serverChecks(ctx: Context): Promise<Check[]> {
     detail:
       health.disk === 'ok' ? 'enough free space in DATA_DIR' : `DATA_DIR is ${health.disk}: free space (old images: npm run admin -- gc)`,
   });
-  if (!ctx.settings.apiKey) checks.push({ name: 'login', ok: false, detail: 'not logged in: slipway login' });
-  else {
-    const me = await ctx.api.GET('/v1/auth/session').catch(() => null);
-    checks.push(
-      me?.response.ok && me.data?.user
-        ? { name: 'login', ok: true, detail: 'the stored API key works' }
-        : { name: 'login', ok: false, detail: 'the stored API key is refused: slipway login' },
-    );
+  if (!ctx.settings.apiKey) {
+    checks.push({ name: 'login', ok: false, detail: 'not logged in: slipway login (then the server checks its sandbox, builds and edge)' });
+    return { checks, nodeVersions: null };
   }
-  return checks;
+  const me = await ctx.api.GET('/v1/auth/session').catch(() => null);
+  if (!me?.response.ok || !me.data?.user) {
+    checks.push({ name: 'login', ok: false, detail: 'the stored API key is refused: slipway login' });
+    return { checks, nodeVersions: null };
+  }
+  checks.push({ name: 'login', ok: true, detail: 'the stored API key works' });
+  const diagnosis = await machineChecks(ctx);
+  if (!diagnosis) {
+    checks.push({ name: 'server checks', ok: false, detail: 'this server does not report its own checks: upgrade it' });
+    return { checks, nodeVersions: null };
+  }
+  for (const c of diagnosis.checks) {
+    const said = [c.summary, c.state === 'ok' || !c.fix ? null : `fix: ${c.fix}`, c.detail ? `(${c.detail})` : null];
+    checks.push({ name: c.name, ok: c.state !== 'failed', detail: said.filter(Boolean).join('; ') });
+  }
+  return { checks, nodeVersions: diagnosis.node_versions };
+}
+
+/** The server's checks of its own machine (sandbox, cgroups, buildah, registry, edge, Node); null from an older server. */
+async function machineChecks(ctx: Context): Promise<ServerDiagnosis | null> {
+  const response = await fetch(`${ctx.settings.server}/v1/integrations/doctor`, { headers: { 'x-api-key': ctx.settings.apiKey! } }).catch(
+    () => null,
+  );
+  if (!response?.ok) return null;
+  return (await response.json()) as ServerDiagnosis;
 }
 
 function git(dir: string, args: string[]) {
@@ -98,7 +125,7 @@ function git(dir: string, args: string[]) {
 }
 
 /** The application in `dir` (or in the linked application's local repository). */
-function directoryChecks(cwd: string, app: AppDetail | null): Check[] {
+function directoryChecks(cwd: string, app: AppDetail | null, nodeVersions: string[] | null): Check[] {
   const dir = (app && localRepositoryDir(app)) ?? cwd;
   const checks: Check[] = [];
   checks.push(
@@ -158,18 +185,24 @@ function directoryChecks(cwd: string, app: AppDetail | null): Check[] {
     });
   }
   const engines = pkg?.engines?.node;
-  if (typeof engines === 'string') {
-    const minimum = Number(/>=?\s*v?(\d+)/.exec(engines)?.[1] ?? /^\^?~?v?(\d+)/.exec(engines.trim())?.[1] ?? 0);
-    checks.push({
-      name: 'engines.node',
-      ok: minimum <= PLATFORM_NODE_MAJOR,
-      detail:
-        minimum <= PLATFORM_NODE_MAJOR
-          ? `"${engines}"`
-          : `"${engines}" asks for Node ${minimum}+, and builds here run Node ${PLATFORM_NODE_MAJOR}: lower the range, or build with a Dockerfile (FROM node:${minimum})`,
-    });
-  }
+  if (typeof engines === 'string') checks.push(enginesCheck(engines, nodeVersions));
   return checks;
+}
+
+/** Whether a Node the server builds with satisfies `engines.node` (as its source builds choose one). */
+function enginesCheck(range: string, nodeVersions: string[] | null): Check {
+  if (semver.validRange(range) === null)
+    return { name: 'engines.node', ok: false, detail: `"${range}" is not a version range: write e.g. ">=20" or "20.x"` };
+  if (!nodeVersions)
+    return { name: 'engines.node', ok: true, detail: `"${range}" (log in to check it against the server's Node versions)` };
+  const chosen = semver.maxSatisfying(nodeVersions, range);
+  return chosen
+    ? { name: 'engines.node', ok: true, detail: `"${range}": builds use Node ${chosen}` }
+    : {
+        name: 'engines.node',
+        ok: false,
+        detail: `"${range}" matches no Node on the server (${nodeVersions.join(', ') || 'none'}): widen the range, build with a Dockerfile (FROM node:<version>), or ask the administrator to install one (BUILD_NODE_DIRS)`,
+      };
 }
 
 function readText(path: string): string | null {

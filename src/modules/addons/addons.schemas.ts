@@ -89,7 +89,9 @@ export const AddonQueryResult = Type.Object(
     row_count: Type.Union([Type.Integer(), Type.Null()]),
     columns: Type.Array(Type.String()),
     rows: Type.Array(Type.Array(Type.Union([Type.String(), Type.Null()]))),
-    truncated: Type.Boolean({ description: 'more rows than the 1000 returned' }),
+    truncated: Type.Boolean({
+      description: 'more rows (or more than 4 MiB of values) than returned: the rest was not read, row_count is null',
+    }),
   },
   { $id: 'AddonQueryResult' },
 );

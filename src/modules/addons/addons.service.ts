@@ -16,6 +16,7 @@ import {
   sealCredentials,
   type AddonSupervisor,
 } from '../../platform/addons/index.js';
+import { boundedQuery } from '../../platform/addons/bounded-query.js';
 import type { Selectable } from 'kysely';
 import type { ApplicationsService } from '../applications/index.js';
 import type { OrganizationScope } from '../organizations/index.js';
@@ -31,6 +32,8 @@ export interface AddonsSettings {
 
 const DEFAULT_VARIABLE: Record<AddonKind, string> = { postgres: 'DATABASE_URL', redis: 'REDIS_URL' };
 const MAX_QUERY_ROWS = 1000;
+/** Most bytes of values `psql` answers (the rows past it are never read from the server). */
+const MAX_QUERY_BYTES = 4 * 1024 * 1024;
 
 /**
  * Add-ons: a Postgres or Redis server per add-on, owned by an organization and attached to its
@@ -238,17 +241,13 @@ export class AddonsService {
       throw conflict(`Add-on '${addon.name}' does not accept connections now (status ${addon.status})`);
     }
     try {
-      const results = await client.query({ text, rowMode: 'array' });
-      const result = Array.isArray(results) ? results[results.length - 1]! : results;
-      const rows = (result.rows as unknown[][])
-        .slice(0, MAX_QUERY_ROWS)
-        .map((r) => r.map((v) => (v === null ? null : typeof v === 'object' ? JSON.stringify(v) : String(v))));
+      const result = await boundedQuery(client, text, { maxRows: MAX_QUERY_ROWS, maxBytes: MAX_QUERY_BYTES });
       return {
-        command: result.command ?? '',
+        command: result.command,
         row_count: result.rowCount,
-        columns: (result.fields ?? []).map((f: { name: string }) => f.name),
-        rows,
-        truncated: result.rows.length > MAX_QUERY_ROWS,
+        columns: result.columns,
+        rows: result.rows,
+        truncated: result.truncated,
       };
     } catch (err) {
       // The server's own words (a syntax error, a missing table): the caller's SQL, never a secret of ours.

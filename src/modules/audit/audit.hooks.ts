@@ -57,7 +57,7 @@ export function installAuditHooks(app: App, audit: AuditService, denied: DeniedR
     entry.armed = true;
   });
   app.addHook('onSend', async (request, reply, payload) => {
-    if (reply.statusCode === 403) {
+    if (reply.statusCode === 403 && !request.routeOptions.config?.auditsItself) {
       // Refused: who tried what is recorded (aggregated), with the refusal's message, never the body.
       try {
         const entry = audits.get(request) ?? entryOf(request, request.routeOptions.url ?? request.url.split('?')[0]!);

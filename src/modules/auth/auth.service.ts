@@ -1,6 +1,6 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { AppContext } from '../../platform/context.js';
-import { AppError, notFound, unauthenticated } from '../../platform/errors.js';
+import { AppError, forbidden, notFound, unauthenticated } from '../../platform/errors.js';
 import { UNUSABLE_PASSWORD_HASH, verifyPassword } from '../../platform/crypto/passwords.js';
 import { hashToken, newToken } from '../../platform/crypto/tokens.js';
 import { isoOrNull, iso } from '../../platform/http/schemas.js';
@@ -95,6 +95,8 @@ export class AuthService {
    * storm on one account from behind a NAT slows that (account, address) pair only.
    */
   async login(email: string, password: string, clientAddress: string) {
+    if (!this.ctx.config.PASSWORD_LOGIN)
+      throw forbidden('Password sign-in is turned off on this site: sign in with single sign-on (or an API key)');
     // Limits count per IPv6 /64 (an address each would let one client rotate past them).
     const address = addressBlock(clientAddress);
     const { LOGIN_WINDOW_SECONDS: windowSeconds, LOGIN_MAX_DELAY_SECONDS: maxDelay } = this.ctx.config;

@@ -7,3 +7,4 @@ export * from './auth.routes.js';
 export { AuthRepository } from './auth.repository.js';
 export { loginPasswordChecks } from './login-checks.js';
 export * from './wire.js';
+export * from './sessions.js';

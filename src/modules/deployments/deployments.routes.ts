@@ -1,11 +1,13 @@
 import { commonErrorResponses, ErrorResponse, PaginatedEnvironmentQuery } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
 import { currentUser } from '../../platform/http/principal.js';
+import { invalid } from '../../platform/errors.js';
 import { ApplicationIdParams } from '../applications/index.js';
 import {
   ChainAccepted,
   ConfigReleaseAccepted,
   DeployAccepted,
+  DeployBody,
   DeploymentDetail,
   DeploymentIdParams,
   DeploymentList,
@@ -15,9 +17,14 @@ import {
   RollbackBody,
 } from './deployments.schemas.js';
 import type { DeploymentsService } from '../../pipeline/index.js';
-import type { ConfigRelease, DeployChain } from '../../pipeline/index.js';
+import type { ConfigRelease, DeployChain, ImageDeploys } from '../../pipeline/index.js';
 
-export function deploymentsRoutes(deployments: DeploymentsService, chain?: DeployChain, configRelease?: ConfigRelease) {
+export function deploymentsRoutes(
+  deployments: DeploymentsService,
+  chain?: DeployChain,
+  configRelease?: ConfigRelease,
+  imageDeploys?: ImageDeploys,
+) {
   const tags = ['Deployments'];
   return async (app: App) => {
     app.post(
@@ -40,12 +47,24 @@ export function deploymentsRoutes(deployments: DeploymentsService, chain?: Deplo
           schema: {
             tags,
             summary: 'Build the configured branch, create a release and deploy it (one queued job; answers at once)',
+            description:
+              'With a body naming an `image`: no build; the image (pushed to a registry) is looked up, pinned by its digest, ' +
+              'pulled and unpacked, released and deployed under the same isolation as a built image. 404 when the registry has no ' +
+              "such image, 403 for another organization's repository in this platform's registry, 422 for a registry not allowed.",
             params: ApplicationIdParams,
+            body: DeployBody,
             response: { 202: ChainAccepted, 503: ErrorResponse, ...commonErrorResponses },
           },
         },
         async (request, reply) => {
-          const { ok, image_id } = await chain.request(currentUser(request).id, request.params.application_id);
+          const userId = currentUser(request).id;
+          const { image, ...rest } = request.body ?? {};
+          if (image && imageDeploys) {
+            return reply.code(202).send(await imageDeploys.request(userId, request.params.application_id, { image, ...rest }));
+          }
+          const stray = Object.keys(rest)[0];
+          if (stray) throw invalid(stray, 'only an image deploy takes it: name the `image` too');
+          const { ok, image_id } = await chain.request(userId, request.params.application_id);
           return reply.code(202).send({ ok, image_id });
         },
       );

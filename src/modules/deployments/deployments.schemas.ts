@@ -153,8 +153,36 @@ export const ReleaseIdParams = Type.Object({ release_id: Type.String({ format: '
 
 export const DeployAccepted = Type.Object({ ok: Type.Boolean(), deployment_id: Id });
 export const ChainAccepted = Type.Object(
-  { ok: Type.Boolean(), image_id: Id },
-  { description: 'The image being built; its release and deployment follow in the same job' },
+  {
+    ok: Type.Boolean(),
+    image_id: Id,
+    image: Type.Optional(Type.String({ description: 'An image deploy: the image pinned by its digest (`host/name@sha256:…`)' })),
+    job_id: Type.Optional(Type.String({ description: "An image deploy: the chain's job, which its deployment names (`job_id`)" })),
+  },
+  { description: 'The image being built (or pulled); its release and deployment follow in the same job' },
+);
+
+/** `POST /applications/{id}/deploy`'s body: an image deploy, or nothing (the configured branch is built). */
+export const DeployBody = Type.Object(
+  {
+    image: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 512,
+        description:
+          "An image already in a registry: `host/name:tag`, `host/name@sha256:…`, or `org/project/app:tag` in this platform's registry " +
+          "(REGISTRY_URL: only the organization's own repositories); another registry must be in IMAGE_PULL_REGISTRIES; absent: the configured branch is built",
+      }),
+    ),
+    environment: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Environment slug; production when absent' })),
+    credentials: Type.Optional(
+      Type.Object(
+        { username: Type.String({ minLength: 1, maxLength: 255 }), password: Type.String({ minLength: 1, maxLength: 4096 }) },
+        { additionalProperties: false, description: 'Pull credentials for another registry: stored sealed, never shown' },
+      ),
+    ),
+  },
+  { additionalProperties: false },
 );
 
 export const ConfigReleaseAccepted = Type.Object(

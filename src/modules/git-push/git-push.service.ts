@@ -165,8 +165,10 @@ export class GitPushService {
       try {
         const targets = new Map<string, Target[]>();
         const refused = new Map<string, string>();
+        // Every push that stores objects needs room (a branch no environment deploys too), judged once.
+        const room = commands.updates.some((u) => !ZERO_SHA.test(u.newSha)) ? await this.roomRefusal(app.id) : null;
         for (const update of commands.updates) {
-          const reason = await this.check(principal, app, update, targets);
+          const reason = room && !ZERO_SHA.test(update.newSha) ? room : await this.check(principal, app, update, targets);
           if (reason) refused.set(update.ref, reason);
         }
         if (refused.size > 0) {
@@ -218,7 +220,6 @@ export class GitPushService {
       if (refusal) return refusal;
       try {
         await requireDeployAccess(this.ctx.db, userId, target.environmentId);
-        await this.deps.requireBuildRoom(app.id);
         await requireJobRoom(this.ctx, app.id);
       } catch (err) {
         if (err instanceof AppError && err.status < 500) return err.message;
@@ -226,6 +227,17 @@ export class GitPushService {
       }
     }
     return null;
+  }
+
+  /** Why the application's organization has no room for what a push stores (its disk quota), or null. */
+  private async roomRefusal(applicationId: string): Promise<string | null> {
+    try {
+      await this.deps.requireBuildRoom(applicationId);
+      return null;
+    } catch (err) {
+      if (err instanceof AppError && err.status < 500) return err.message;
+      throw err;
+    }
   }
 
   /**

@@ -7,3 +7,4 @@ export * from './organizations.service.js';
 export * from './organizations.routes.js';
 export { OrganizationsRepository } from './organizations.repository.js';
 export * from './wire.js';
+export * from './granted-roles.js';

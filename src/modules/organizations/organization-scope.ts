@@ -70,6 +70,23 @@ export class OrganizationScope {
     return app;
   }
 
+  /**
+   * The slug of the application of that id in the project of those slugs, or null. No access is
+   * checked: only for reading a path's id as its slug before the route checks access by slug.
+   */
+  async applicationSlugById(organizationSlug: string, projectSlug: string, applicationId: string): Promise<string | null> {
+    const row = await this.db
+      .selectFrom('applications')
+      .innerJoin('projects', 'projects.id', 'applications.project_id')
+      .innerJoin('organizations', 'organizations.id', 'projects.organization_id')
+      .select('applications.slug')
+      .where('applications.id', '=', applicationId)
+      .where('projects.slug', '=', projectSlug)
+      .where('organizations.slug', '=', organizationSlug)
+      .executeTakeFirst();
+    return row?.slug ?? null;
+  }
+
   async team(userId: string, organizationSlug: string, teamSlug: string) {
     const scope = await this.organization(userId, organizationSlug);
     const team = await this.db

@@ -25,12 +25,22 @@ export class RegistryRepository {
 
   /** The user behind an API key id, while the key exists and has not expired. */
   findApiKeyUser(apiKeyId: string) {
-    return this.db
-      .selectFrom('api_keys')
-      .innerJoin('users', 'users.id', 'api_keys.user_id')
-      .select(['users.id', 'users.username', 'users.email', 'users.is_admin', 'api_keys.id as credential_id'])
-      .where('api_keys.id', '=', apiKeyId)
-      .where((eb) => eb.or([eb('api_keys.expires_at', 'is', null), eb('api_keys.expires_at', '>', new Date())]))
-      .executeTakeFirst();
+    return (
+      this.db
+        .selectFrom('api_keys')
+        .innerJoin('users', 'users.id', 'api_keys.user_id')
+        .select(['users.id', 'users.username', 'users.email', 'users.is_admin', 'api_keys.id as credential_id'])
+        // The key's limits: tokens refreshed with it grant no more than the key itself.
+        .select([
+          'api_keys.organization_id',
+          'api_keys.project_id',
+          'api_keys.application_id',
+          'api_keys.environment_id',
+          'api_keys.actions',
+        ])
+        .where('api_keys.id', '=', apiKeyId)
+        .where((eb) => eb.or([eb('api_keys.expires_at', 'is', null), eb('api_keys.expires_at', '>', new Date())]))
+        .executeTakeFirst()
+    );
   }
 }

@@ -6,9 +6,21 @@ import type { AuthService } from '../auth/index.js';
 import { RegistryRepository } from './registry.repository.js';
 import { signAccessToken, signRefreshToken, verifyRefreshToken } from '../../platform/crypto/registry-token.js';
 import { parseScopes, repositorySlugs, type GrantedAccess } from './scopes.js';
+import { checkScope, isLimited, type KeyScope } from '../../platform/access/key-scope.js';
+import type { KeyAction, RouteNeed } from '../../platform/access/route-actions.js';
 
 /** What an organization member may do to its repositories (members may change everything). */
 const MEMBER_ACTIONS = new Set(['pull', 'push', 'delete']);
+/**
+ * What a scoped key needs for each registry action, as the API route doing the same would ask:
+ * pulling is reading images, pushing one is deploying (to the application at all, as `git push`
+ * asks: an image serves every environment), deleting is managing.
+ */
+const SCOPED_ACTION: Record<string, { method: string; need: RouteNeed }> = {
+  pull: { method: 'GET', need: { anyOf: ['read', 'deploy'] satisfies KeyAction[] } },
+  push: { method: 'GET', need: { anyOf: ['deploy'] satisfies KeyAction[] } },
+  delete: { method: 'DELETE', need: { anyOf: ['manage'] satisfies KeyAction[] } },
+};
 const REFRESH_TOKEN_DAYS = 30;
 /** A compact JWS (three base64url parts); API keys never look like one. */
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
@@ -21,6 +33,8 @@ export type RegistryCaller =
       /** refresh tokens stay tied to this key and die with it */ apiKeyId: string;
       /** Came with a refresh token: it is not swapped for a fresh one, so it still ends on its date. */
       viaRefreshToken?: boolean;
+      /** The key's limits (a scoped key, or a deploy token): its tokens grant no more than its API calls may do. */
+      scope?: KeyScope;
     }
   | { kind: 'platform'; subject: string; grant: GrantedAccess[] };
 
@@ -75,7 +89,8 @@ export class RegistryTokenService {
   async fromApiKey(key: string): Promise<RegistryCaller | null> {
     if (!key) return null;
     const principal = await this.auth.fromApiKey(key);
-    return principal ? { kind: 'user', user: principal.user, apiKeyId: principal.credentialId } : null;
+    if (!principal) return null;
+    return { kind: 'user', user: principal.user, apiKeyId: principal.credentialId, ...(principal.scope ? { scope: principal.scope } : {}) };
   }
 
   /** A refresh token we issued: a user's while its API key still exists, or a platform grant. */
@@ -86,8 +101,15 @@ export class RegistryTokenService {
     if (typeof payload.key !== 'string') return null;
     const row = await this.repo.findApiKeyUser(payload.key);
     if (!row || row.id !== payload.sub) return null;
-    const { credential_id, ...user } = row;
-    return { kind: 'user', user, apiKeyId: credential_id, viaRefreshToken: true };
+    const { credential_id, organization_id, project_id, application_id, environment_id, actions, ...user } = row;
+    const scope: KeyScope = {
+      organizationId: organization_id,
+      projectId: project_id,
+      applicationId: application_id,
+      environmentId: environment_id,
+      actions: actions as KeyAction[] | null,
+    };
+    return { kind: 'user', user, apiKeyId: credential_id, viaRefreshToken: true, ...(isLimited(scope) ? { scope } : {}) };
   }
 
   /** Checks the requested `service`: tokens are only minted for the configured registry. */
@@ -101,7 +123,8 @@ export class RegistryTokenService {
 
   async issue(caller: RegistryCaller, request: TokenRequest): Promise<TokenResponse> {
     const service = this.serviceOf(request.service);
-    const access = caller.kind === 'user' ? await this.grant(caller.user.id, request.scopes) : grantWithin(caller.grant, request.scopes);
+    const access =
+      caller.kind === 'user' ? await this.grant(caller.user.id, request.scopes, caller) : grantWithin(caller.grant, request.scopes);
     const signed = await signAccessToken(this.keys, {
       issuer: this.ctx.config.TOKEN_ISSUER,
       service,
@@ -131,8 +154,11 @@ export class RegistryTokenService {
     return response;
   }
 
-  /** Access per requested scope: only repositories of the user's organizations, only member actions. */
-  async grant(userId: string, scopeValues: string[]): Promise<GrantedAccess[]> {
+  /**
+   * Access per requested scope: only repositories of the user's organizations, only member
+   * actions, and for a scoped key only what its scope allows on that application.
+   */
+  async grant(userId: string, scopeValues: string[], key?: { apiKeyId: string; scope?: KeyScope }): Promise<GrantedAccess[]> {
     const granted: GrantedAccess[] = [];
     for (const scope of parseScopes(scopeValues)) {
       let actions: string[] = [];
@@ -140,12 +166,31 @@ export class RegistryTokenService {
       if (slugs) {
         const found = await this.repo.repositoryAccess(userId, ...slugs);
         if (found?.member_id) actions = scope.actions.filter((a) => MEMBER_ACTIONS.has(a));
+        if (found && key?.scope) actions = await this.withinKeyScope(userId, key.apiKeyId, key.scope, found.application_id, actions);
       }
       const same = granted.find((g) => g.type === scope.type && g.name === scope.name);
       if (same) same.actions = [...new Set([...same.actions, ...actions])];
       else granted.push({ type: scope.type, name: scope.name, actions });
     }
     return granted;
+  }
+
+  /** The registry actions a scoped key may take on an application's repository: the same check its API calls get. */
+  private async withinKeyScope(userId: string, apiKeyId: string, scope: KeyScope, applicationId: string, actions: string[]) {
+    const allowed: string[] = [];
+    for (const action of actions) {
+      const { method, need } = SCOPED_ACTION[action]!;
+      const refusal = await checkScope(this.ctx.db, userId, scope, {
+        method,
+        need,
+        params: { application_id: applicationId },
+        query: {},
+        body: {},
+        credentialId: apiKeyId,
+      });
+      if (!refusal) allowed.push(action);
+    }
+    return allowed;
   }
 }
 

@@ -4,6 +4,7 @@ import { AppError } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { bytesUnder, removeTreeBeneath } from '../../platform/storage/disk-usage.js';
 import { applicationArtifactsDir, artifactDir, collectUnreferencedImages, type CollectedImage } from '../../pipeline/index.js';
+import { pushRepositoryDir } from '../../platform/git/push-repository.js';
 import type { OrganizationsService } from '../organizations/index.js';
 import type { StorageRepository, UsageBytes } from './storage.repository.js';
 
@@ -48,6 +49,8 @@ export class StorageService {
     const dataDir = this.ctx.config.dataDir;
     return {
       artifacts: applicationArtifactsDir(dataDir, applicationId),
+      // What `git push` stored counts with the artifacts: source the platform keeps for the application.
+      pushed: pushRepositoryDir(dataDir, applicationId),
       images: join(this.options.buildStorageRoot, 'apps', applicationId),
       caches: join(dataDir, 'cache', 'apps', applicationId),
     };
@@ -57,10 +60,10 @@ export class StorageService {
   async measure(organizationId: string): Promise<Usage> {
     const measuredAt = new Date();
     const roots = (await this.repo.applicationIds(organizationId)).map((id) => this.rootsOf(id));
-    const sizes = await bytesUnder(roots.flatMap((r) => [r.artifacts, r.images, r.caches]));
-    const sum = (kind: 'artifacts' | 'images' | 'caches') => roots.reduce((n, r) => n + (sizes.get(r[kind]) ?? 0), 0);
+    const sizes = await bytesUnder(roots.flatMap((r) => [r.artifacts, r.pushed, r.images, r.caches]));
+    const sum = (kind: 'artifacts' | 'pushed' | 'images' | 'caches') => roots.reduce((n, r) => n + (sizes.get(r[kind]) ?? 0), 0);
     const bytes = {
-      artifacts: sum('artifacts'),
+      artifacts: sum('artifacts') + sum('pushed'),
       images: sum('images'),
       caches: sum('caches'),
       logs: await this.repo.logBytes(organizationId),
@@ -93,12 +96,13 @@ export class StorageService {
    * Refuses a new build of the application (409 `DISK_QUOTA_EXCEEDED`, naming the usage and
    * the limit) while its organization's disk use is at or over its quota. Changes nothing.
    */
-  async requireBuildRoom(applicationId: string): Promise<void> {
+  async requireBuildRoom(applicationId: string, options: { fresh?: boolean } = {}): Promise<void> {
     const org = await this.repo.organizationOfApplication(applicationId);
     if (!org) return;
     const quota = this.quotaBytes(org.disk_quota_mb);
     if (quota === null) return;
-    const usage = await this.current(org.id);
+    // `fresh`: what the last push stored is not in a stored measure (no build ended since to re-take it).
+    const usage = options.fresh ? await this.measure(org.id) : await this.current(org.id);
     if (usage.total < quota) return;
     const { artifacts, images, caches, logs } = usage.bytes;
     throw new AppError(

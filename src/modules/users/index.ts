@@ -3,3 +3,4 @@ export * from './users.repository.js';
 export * from './users.service.js';
 export * from './users.routes.js';
 export * from './wire.js';
+export * from './external-users.js';

@@ -5,12 +5,15 @@ import { join } from 'node:path';
 import {
   BuildError,
   chooseBuilder,
+  isImagePuller,
   MAX_PROCFILE_BYTES,
   parseProcfile,
   readContextFile,
   type Builder,
+  type BuildOutput,
   type CacheScope,
 } from '../../platform/builder/index.js';
+import { pullSourceImage } from './image-pull.js';
 import { chmodBeneath } from '../../platform/fs/beneath.js';
 import { privateDir } from '../../platform/fs/private-dir.js';
 import type { AppContext } from '../../platform/context.js';
@@ -123,72 +126,95 @@ export class BuildRunner {
       log.enter('Resolve');
       if (trust.preview)
         log.line(`Preview of a pull request (${trust.previewTrust}): configuration ${trust.configuration}; throwaway build cache`);
-      if (!app.github_repository && !image.pushed) {
-        throw new BuildError('The application has no github_repository: set it with PATCH /applications/{id}/settings');
-      }
-      const ref = image.build_ref ?? app.auto_deploy_branch ?? 'HEAD';
-      const contextDir = join(workDir, 'context');
       // Sandbox users pass through to their own trees below; none can list or write these.
       for (const dir of [join(this.ctx.config.dataDir, 'builds'), join(this.ctx.config.dataDir, 'images'), workDir]) {
         await privateDir(dir, 0o711);
       }
-      // A pushed commit is read from the platform's own repository of the application (never a member's path).
-      const pushed = image.pushed ? pushRepositoryDir(this.ctx.config.dataDir, app.id) : null;
-      const pins = pushed ? undefined : await checkSourceAtBuild(this.ctx.db, this.ctx.config, app.id, app.github_repository!);
-      const token = pushed ? undefined : await this.privateRepositoryToken(app);
-      if (token) log.line('Cloning with a GitHub App installation token');
-      const source = await fetchSource({
-        pins,
-        token,
-        repository: pushed ?? app.github_repository!,
-        ...(pushed ? { label: 'the pushed repository (git push)' } : {}),
-        ref,
-        subdirectory: app.subdirectory,
-        githubUrl: this.ctx.config.GITHUB_URL,
-        localRoots: pushed
-          ? [pushed]
-          : this.ctx.config.LOCAL_REPOSITORY_ROOTS?.split(',')
-              .map((r) => r.trim())
-              .filter(Boolean),
-        workDir,
-        destination: contextDir,
-        signal,
-        onLine: (l) => log.line(l),
-      });
-      // The checkout is the member's: owner-only, and read without following its symlinks.
-      await chmodBeneath(workDir, 'context', 0o700);
-      const procfile = await readContextFile(contextDir, 'Procfile', MAX_PROCFILE_BYTES);
-      const procfileProcesses = procfile === null ? null : parseProcfile(procfile);
-      if (procfileProcesses) log.line(`Procfile: ${Object.keys(procfileProcesses).join(', ')}`);
-      const cron = await readManifestCron(contextDir, this.ctx.config.CRON_SECONDS_FIELD).catch((err) => {
-        throw err instanceof ManifestCronError ? new BuildError(err.message) : err;
-      });
-      if (cron) log.line(`Cron (slipway.json): ${cron.map((c) => `${c.name} "${c.schedule}"`).join(', ') || 'none'}`);
-      await this.images.update(image.id, {
-        commit_sha: source.commitSha,
-        procfile,
-        build_slug: `v${image.version}-${source.commitSha.slice(0, 7)}`,
-      });
-      const buildVars = Object.keys(buildEnv);
-      log.line(buildVars.length ? `Build-time variables: ${buildVars.join(', ')}` : 'No build-time variables');
+      let output: BuildOutput;
+      let sourceLabel: string;
+      let cron: Awaited<ReturnType<typeof readManifestCron>> = null;
+      if (image.source_image) {
+        // An image deploy: nothing is fetched or built, the pinned image is pulled and unpacked.
+        sourceLabel = image.source_image;
+        // The driver that pulls keeps the layers in the cache scope's storage: a preview's is discarded below like a build's.
+        builder = this.builders.find(isImagePuller) ?? null;
+        const digest = image.source_image.slice(image.source_image.lastIndexOf('@sha256:') + 8);
+        await this.images.update(image.id, { build_slug: `v${image.version}-${digest.slice(0, 7)}` });
+        output = await pullSourceImage(this.ctx, this.builders, {
+          image,
+          applicationId: app.id,
+          artifactDir: artifact,
+          cacheScope,
+          log,
+          signal,
+          timeoutMs: (await buildTimeoutSeconds(this.ctx, app.id)) * 1000,
+        });
+      } else {
+        if (!app.github_repository && !image.pushed) {
+          throw new BuildError('The application has no github_repository: set it with PATCH /applications/{id}/settings');
+        }
+        const ref = image.build_ref ?? app.auto_deploy_branch ?? 'HEAD';
+        const contextDir = join(workDir, 'context');
+        // A pushed commit is read from the platform's own repository of the application (never a member's path).
+        const pushed = image.pushed ? pushRepositoryDir(this.ctx.config.dataDir, app.id) : null;
+        const pins = pushed ? undefined : await checkSourceAtBuild(this.ctx.db, this.ctx.config, app.id, app.github_repository!);
+        const token = pushed ? undefined : await this.privateRepositoryToken(app);
+        if (token) log.line('Cloning with a GitHub App installation token');
+        const source = await fetchSource({
+          pins,
+          token,
+          repository: pushed ?? app.github_repository!,
+          ...(pushed ? { label: 'the pushed repository (git push)' } : {}),
+          ref,
+          subdirectory: app.subdirectory,
+          githubUrl: this.ctx.config.GITHUB_URL,
+          localRoots: pushed
+            ? [pushed]
+            : this.ctx.config.LOCAL_REPOSITORY_ROOTS?.split(',')
+                .map((r) => r.trim())
+                .filter(Boolean),
+          workDir,
+          destination: contextDir,
+          maxBytes: this.ctx.config.SOURCE_MAX_MB * 1024 * 1024,
+          signal,
+          onLine: (l) => log.line(l),
+        });
+        // The checkout is the member's: owner-only, and read without following its symlinks.
+        await chmodBeneath(workDir, 'context', 0o700);
+        const procfile = await readContextFile(contextDir, 'Procfile', MAX_PROCFILE_BYTES);
+        const procfileProcesses = procfile === null ? null : parseProcfile(procfile);
+        if (procfileProcesses) log.line(`Procfile: ${Object.keys(procfileProcesses).join(', ')}`);
+        cron = await readManifestCron(contextDir, this.ctx.config.CRON_SECONDS_FIELD).catch((err) => {
+          throw err instanceof ManifestCronError ? new BuildError(err.message) : err;
+        });
+        if (cron) log.line(`Cron (slipway.json): ${cron.map((c) => `${c.name} "${c.schedule}"`).join(', ') || 'none'}`);
+        await this.images.update(image.id, {
+          commit_sha: source.commitSha,
+          procfile,
+          build_slug: `v${image.version}-${source.commitSha.slice(0, 7)}`,
+        });
+        const buildVars = Object.keys(buildEnv);
+        log.line(buildVars.length ? `Build-time variables: ${buildVars.join(', ')}` : 'No build-time variables');
 
-      log.enter('Build');
-      builder = await chooseBuilder(this.builders, contextDir);
-      log.line(`Builder: ${builder.name}`);
-      const output = await builder.build({
-        applicationId: app.id,
-        version: image.version,
-        repositoryName: image.repository_name,
-        contextDir,
-        artifactDir: artifact,
-        buildEnv,
-        secrets,
-        procfileProcesses,
-        log: { line: (l) => log.line(l), substep: (s) => log.substep(s) },
-        cacheScope,
-        signal,
-        timeoutMs: (await buildTimeoutSeconds(this.ctx, app.id)) * 1000,
-      });
+        log.enter('Build');
+        builder = await chooseBuilder(this.builders, contextDir);
+        log.line(`Builder: ${builder.name}${builder.chosenBecause ? ` (${builder.chosenBecause})` : ''}`);
+        output = await builder.build({
+          applicationId: app.id,
+          version: image.version,
+          repositoryName: image.repository_name,
+          contextDir,
+          artifactDir: artifact,
+          buildEnv,
+          secrets,
+          procfileProcesses,
+          log: { line: (l) => log.line(l), substep: (s) => log.substep(s) },
+          cacheScope,
+          signal,
+          timeoutMs: (await buildTimeoutSeconds(this.ctx, app.id)) * 1000,
+        });
+        sourceLabel = source.displayUrl;
+      }
 
       log.enter('Export');
       log.line(`Image ${output.imageId}`);
@@ -216,7 +242,7 @@ export class BuildRunner {
         cron: cron ? JSON.stringify(cron) : null,
         image_metadata: JSON.stringify({
           ...output.imageMetadata,
-          source: source.displayUrl,
+          source: sourceLabel,
           subdirectory: app.subdirectory,
           cache_scope: cacheScope.throwaway ? 'throwaway' : 'environment',
           configuration: trust.configuration,

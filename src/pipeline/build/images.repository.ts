@@ -14,7 +14,15 @@ export class ImagesRepository {
   /** A new image record with the next version of the application (taken under the application's row lock). */
   insertNext(
     applicationId: string,
-    fields: { repository_name: string; build_ref: string; environment_id: string | null; built_for_preview: boolean; pushed?: boolean },
+    fields: {
+      repository_name: string;
+      build_ref: string;
+      environment_id: string | null;
+      built_for_preview: boolean;
+      pushed?: boolean;
+      source_image?: string | null;
+      source_credentials?: string | null;
+    },
   ) {
     return this.db.transaction().execute(async (trx) => {
       if (!(await lockApplication(trx, applicationId))) throw notFound('Application');
@@ -35,6 +43,8 @@ export class ImagesRepository {
           environment_id: fields.environment_id,
           built_for_preview: fields.built_for_preview,
           pushed: fields.pushed ?? false,
+          source_image: fields.source_image ?? null,
+          source_credentials: fields.source_credentials ?? null,
           build_step: JSON.stringify({ steps: [...BUILD_STEPS], current: 0 }),
           log_text: 'Queued\n',
         })

@@ -18,6 +18,8 @@ import { queueReasons } from '../deploy/queue-reasons.js';
 /** Where a build reads its source: the application's github_repository, or (`pushed`) its repository on this server. */
 export interface BuildSource {
   pushed?: boolean;
+  /** An image deploy: the reference pinned by digest, and sealed pull credentials (another registry's) or null. */
+  image?: { reference: string; credentials: string | null };
 }
 
 type ImageRow = NonNullable<Awaited<ReturnType<ImagesRepository['findById']>>>;
@@ -89,7 +91,7 @@ export class ImagesService {
   ): Promise<{ id: string; version: number }> {
     const app = await this.apps.find(applicationId);
     if (!app) throw notFound('Application');
-    if (!app.github_repository && !source.pushed)
+    if (!app.github_repository && !source.pushed && !source.image)
       throw invalid('github_repository', 'set the repository to build from (PATCH /applications/{id}/settings) first');
     // Every new build passes here (POST build, the deploy chain, GitHub pushes, previews): refused before anything is stored.
     await this.buildRoom(app.id);
@@ -100,6 +102,8 @@ export class ImagesService {
       environment_id: target,
       built_for_preview: (await environmentTrust(this.ctx.db, target)).preview,
       pushed: source.pushed ?? false,
+      source_image: source.image?.reference ?? null,
+      source_credentials: source.image?.credentials ?? null,
     });
   }
 

@@ -1,4 +1,5 @@
 import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { AppContext } from '../../platform/context.js';
 import { AppError } from '../../platform/errors.js';
 import { requireProtectedEnvironmentAdmin } from '../../platform/access/environment-protection.js';
@@ -6,6 +7,7 @@ import { requireJobs } from '../../platform/jobs/require-jobs.js';
 import { publishWebhookEvent } from '../../platform/webhook-events.js';
 import type { ApplicationsService } from '../../modules/applications/index.js';
 import { applicationArtifactsDir } from '../build/build-runner.js';
+import { pushRepositoryDir } from '../../platform/git/push-repository.js';
 
 /** How long a delete waits for the application's running pipeline job to stop after its cancel. */
 const SETTLE_TIMEOUT_MS = 60_000;
@@ -37,8 +39,15 @@ export class ApplicationRemoval {
         data: { application: { id: app.id, slug: app.slug, name: app.name }, by: user.username },
       });
     });
-    // The build artifacts (source snapshots, image roots) no record names any more.
-    await rm(applicationArtifactsDir(this.ctx.config.dataDir, app.id), { recursive: true, force: true });
+    // The build artifacts (source snapshots, image roots) no record names any more, and the rest of
+    // its files: no organization's usage counts them once the application is gone.
+    const { dataDir, BUILDAH_STORAGE_ROOT } = this.ctx.config;
+    await rm(applicationArtifactsDir(dataDir, app.id), { recursive: true, force: true });
+    await rm(pushRepositoryDir(dataDir, app.id), { recursive: true, force: true });
+    await rm(join(dataDir, 'cache', 'apps', app.id), { recursive: true, force: true });
+    await rm(join(BUILDAH_STORAGE_ROOT ?? join(dataDir, 'containers'), 'apps', app.id), { recursive: true, force: true }).catch(
+      (err: unknown) => this.ctx.logger?.error({ err, applicationId: app.id }, "removing the deleted application's build storage failed"),
+    );
   }
 
   /** Stops and unroutes its instances in every environment of its project (deleted ones too). */

@@ -12,6 +12,7 @@ import { isCancelled } from '../../platform/jobs/pipeline-jobs.js';
 import { stepOf, type DeploymentsRepository, type DeployStepName } from './deployments.repository.js';
 import { RECONCILE_JOB } from './deployments.service.js';
 import { FormationReconciler } from './formation-reconciler.js';
+import { stabilityWindow } from './stability-window.js';
 import { workloadPlan } from './workload-plan.js';
 
 /** A deployment failing for a reason worth showing as its `error_detail`. */
@@ -108,7 +109,10 @@ export class DeployRunner {
       const plan = await workloadPlan(this.ctx.db, this.ctx.secrets, deploymentId, release, image, target, this.ctx.config.ROUTER_DOMAIN);
       // How long new instances may take to answer, and must then keep running: the application's settings, else the platform's.
       plan.healthCheck.timeoutSeconds = target.healthCheckTimeout ?? this.ctx.config.HEALTH_CHECK_TIMEOUT_SECONDS;
-      plan.stabilitySeconds = target.stabilityWindow ?? this.ctx.config.DEPLOY_STABILITY_WINDOW_SECONDS;
+      const firstHere = !(await this.repo.current(deployment.application_id, deployment.environment_id));
+      const window = stabilityWindow(target.stabilityWindow, firstHere, this.ctx.config);
+      plan.stabilitySeconds = window.seconds;
+      log.line(`Setup: stability window ${window.seconds}s (${window.why})`);
       const deadline = Date.now() + plan.timeoutSeconds * 1000;
       await this.runtime.prepare(plan, (l) => log.line(`Setup: ${l}`));
 

@@ -22,7 +22,7 @@ export const ACTION_MEANINGS: Record<KeyAction, string> = {
   deploy: 'build, release, deploy, roll back and promote, and follow those records and their logs',
   'config:write': 'create, change and delete configuration variables at any scope the key reaches',
   scale: 'process counts and pod classes, autoscaling policies',
-  run: 'one-off runs and cron entries',
+  run: 'one-off runs, cron entries and commands inside running instances (exec)',
   manage:
     'every other change: applications, projects, environments, settings, domains, guards, previews, members, teams, webhooks, GitHub links',
 };
@@ -60,6 +60,8 @@ const RULES: Rule[] = [
   { methods: 'WRITE', path: /^\/v1\/configurations\/|\/config(\/|$)/, need: any('config:write') },
   { methods: 'WRITE', path: /\/(scale|autoscaling)(\/|$)/, need: any('scale') },
   { methods: 'WRITE', path: /\/(runs|cron)(\/|$)/, need: any('run') },
+  // A command inside a running instance: opening it, and attaching its WebSocket (a GET).
+  { methods: 'ANY', path: /\/instances\/:instance\/exec$|\/:application_id\/exec$|^\/v1\/exec-sessions\//, need: any('run') },
 ];
 
 /** What the route `method url` needs; `url` is Fastify's pattern with its parameter names (`/v1/applications/:application_id/deploy`). */

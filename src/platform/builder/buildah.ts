@@ -12,6 +12,7 @@ import { privateDir } from '../fs/private-dir.js';
 import { contextHas, readContextFile } from './context-file.js';
 import {
   IMAGE_ROOTFS_DIR,
+  exposedPort,
   imageCommandLine,
   prepareArtifactDir,
   shellQuote,
@@ -20,7 +21,16 @@ import {
 } from './image-artifact.js';
 import { numericUser } from './image-user.js';
 import { failIfOutOfMemory } from './out-of-memory.js';
-import { BuildError, cacheScopeDir, type BuildInput, type BuildOutput, type Builder, type CacheScope } from './port.js';
+import {
+  BuildError,
+  cacheScopeDir,
+  type BuildInput,
+  type BuildOutput,
+  type Builder,
+  type CacheScope,
+  type ImagePuller,
+  type ImagePullInput,
+} from './port.js';
 import { registryTarget, type RegistryTarget } from './registry-target.js';
 
 /** Dockerfile names in order of preference: a Slipway-specific one wins over the generic one. */
@@ -51,6 +61,14 @@ export interface BuildahOptions {
    */
   sandbox?: Sandbox | null;
 }
+
+/** What unpacking an image into an artifact reads of a build's input. */
+type UnpackInput = Pick<BuildInput, 'artifactDir' | 'log' | 'signal'>;
+/** Labels recorded on the image: bounded, as they are the image author's text. */
+const MAX_LABELS = 64;
+const MAX_LABEL_CHARS = 1024;
+/** `slipway.process.<type>` labels add process types (the web one comes from ENTRYPOINT + CMD). */
+const PROCESS_LABEL = /^slipway\.process\.([a-z][a-z0-9_-]{0,62})$/;
 
 /** Where one build's buildah commands run. */
 interface Workspace {
@@ -133,8 +151,9 @@ interface ImageConfig {
  * are copied in when a Dockerfile names them. A `RUN` step that escapes buildah's chroot
  * lands in that sandbox, not on the host.
  */
-export class BuildahBuilder implements Builder {
+export class BuildahBuilder implements Builder, ImagePuller {
   readonly name = 'buildah';
+  readonly chosenBecause = 'the build context has a Dockerfile';
   private readonly buildah: string | null;
   private readonly shared: Workspace;
 
@@ -211,7 +230,10 @@ export class BuildahBuilder implements Builder {
   }
 
   /** The application's own workspace when sandboxed (failing closed when this machine cannot), else the shared one. */
-  private async workspace(input: BuildInput, scratch: string): Promise<Workspace> {
+  private async workspace(
+    input: Pick<BuildInput, 'applicationId' | 'version' | 'cacheScope'> & { contextDir?: string },
+    scratch: string,
+  ): Promise<Workspace> {
     const sandbox = this.options.sandbox;
     if (!sandbox) return this.shared;
     try {
@@ -227,7 +249,7 @@ export class BuildahBuilder implements Builder {
       sandboxed: {
         applicationId: input.applicationId,
         label: `build-${input.applicationId}-${input.version}`,
-        writable: [storage, input.contextDir, scratch],
+        writable: [storage, ...(input.contextDir ? [input.contextDir] : []), scratch],
         cwd: scratch,
       },
     };
@@ -349,6 +371,74 @@ export class BuildahBuilder implements Builder {
     }
   }
 
+  /**
+   * Takes an image from a registry as it is (no build): pulled by the application's sandboxed
+   * buildah into its own storage (as a build would, so a hostile image's files are only ever
+   * touched by the tenant's user), then unpacked into the artifact like a built image, and run
+   * under the same walls. The reference is pinned by digest: what runs is what was resolved.
+   */
+  async pullImage(input: ImagePullInput): Promise<BuildOutput> {
+    if (!this.buildah) throw new BuildError('Deploying an image needs buildah on the build machine: apt-get install buildah');
+    const started = Date.now();
+    const deadline = started + input.timeoutMs;
+    const scratch = await mkdtemp(join(tmpdir(), 'slipway-pull-'));
+    try {
+      const ws = await this.workspace(input, scratch);
+      const authArgs: string[] = [];
+      if (input.authFile !== null) {
+        await writeFile(join(scratch, 'auth.json'), input.authFile, { mode: 0o600 });
+        authArgs.push('--authfile', join(scratch, 'auth.json'));
+      }
+      input.log.line(`Pulling ${input.reference}`);
+      const pulled = await this.buildahRun(
+        ws,
+        ['pull', '--quiet', ...authArgs, ...(input.registry.insecure ? ['--tls-verify=false'] : []), `docker://${input.reference}`],
+        `pulling ${input.reference}`,
+        input,
+        { deadline, network: await pushNetwork(input.registry) },
+      );
+      await rm(join(scratch, 'auth.json'), { force: true });
+      const id = pulled.stdout.trim().split('\n').pop() ?? '';
+      if (!/^(sha256:)?[0-9a-f]{64}$/.test(id)) throw new BuildError(`pulling ${input.reference} gave no image id`);
+      const imageId = `sha256:${id.replace(/^sha256:/, '')}`;
+      input.log.enter?.('Export');
+      const inspected = JSON.parse(
+        (await this.buildahRun(ws, ['inspect', '--type', 'image', imageId], 'reading the image', input)).stdout,
+      ) as {
+        OCIv1?: { config?: ImageConfig; rootfs?: { diff_ids?: string[] } };
+      };
+      const config = inspected.OCIv1?.config ?? {};
+      const artifact = await this.unpack(ws, imageId, config, input);
+      input.log.line('Unpacked the image root file system into the artifact directory');
+      const labels = boundedLabels(config.Labels);
+      const declared = labelProcesses(labels);
+      const processes = input.procfileProcesses ?? { ...(declared.web ? {} : this.defaultProcesses(artifact)), ...declared };
+      await this.buildahRun(ws, ['rmi', imageId], 'removing the pulled image', input).catch(() => {}); // the artifact is what runs
+      return {
+        artifactPath: input.artifactDir,
+        imageId,
+        dockerfile: null,
+        imageMetadata: {
+          builder: 'image',
+          source_image: input.reference,
+          layers: inspected.OCIv1?.rootfs?.diff_ids?.length ?? 0,
+          workdir: artifact.workdir,
+          entrypoint: artifact.entrypoint,
+          cmd: artifact.cmd,
+          user: config.User || null,
+          exposed_ports: Object.keys(config.ExposedPorts ?? {}),
+          port: artifact.port ?? null,
+          labels,
+          env_names: Object.keys(artifact.env).sort(),
+          build_seconds: Math.round((Date.now() - started) / 100) / 10,
+        },
+        processes,
+      };
+    } finally {
+      await rm(scratch, { recursive: true, force: true });
+    }
+  }
+
   /** Removes a scope's storage (sandboxed builds only: without a sandbox every build shares the one storage). */
   async discardCacheScope(applicationId: string, scope: CacheScope): Promise<void> {
     if (this.options.sandbox) await rm(cacheScopeDir(this.options.storageRoot, applicationId, scope), { recursive: true, force: true });
@@ -435,7 +525,7 @@ export class BuildahBuilder implements Builder {
    * platform's (0711): the sandboxed copy may write only `rootfs/`, so neither the manifest
    * nor `rootfs` itself can be planted or swapped by the image.
    */
-  private async unpack(ws: Workspace, imageId: string, config: ImageConfig, input: BuildInput): Promise<ImageArtifact> {
+  private async unpack(ws: Workspace, imageId: string, config: ImageConfig, input: UnpackInput): Promise<ImageArtifact> {
     const name = `slipway-export-${randomBytes(6).toString('hex')}`;
     const staging = `${input.artifactDir}.staging-${randomBytes(4).toString('hex')}`;
     await this.buildahRun(ws, ['from', '--pull=false', '--name', name, imageId], 'creating a working container', input);
@@ -466,6 +556,8 @@ export class BuildahBuilder implements Builder {
         entrypoint: config.Entrypoint ?? [],
         cmd: config.Cmd ?? [],
       };
+      const port = exposedPort(config.ExposedPorts, config.Labels, (l) => input.log.line(l));
+      if (port !== undefined) stored.port = port;
       await writeArtifactManifest(staging, { layout: 2, kind: 'image', ...stored });
       await rm(input.artifactDir, { recursive: true, force: true });
       await privateDir(join(input.artifactDir, '..'), 0o711);
@@ -485,7 +577,7 @@ export class BuildahBuilder implements Builder {
    * that is a symlink (or swapped for one) gets nothing, the nodes are made through the held
    * directory.
    */
-  private async addDeviceNodes(staging: string, input: BuildInput) {
+  private async addDeviceNodes(staging: string, input: UnpackInput) {
     const devRel = `${IMAGE_ROOTFS_DIR}/dev`;
     let dev;
     try {
@@ -591,6 +683,25 @@ export async function pushNetwork(registry: Pick<RegistryTarget, 'host' | 'insec
   const realmUrl = realm && URL.canParse(realm) ? new URL(realm) : null;
   if (realmUrl && isLoopbackHost(realmUrl.hostname)) ports.add(portOf(realmUrl));
   return ports.size > 0 ? { outbound: true, hostLoopbackPorts: [...ports] } : { outbound: true };
+}
+
+/** The image's labels, bounded in count and length (they are shown in the image's detail). */
+function boundedLabels(labels: Record<string, string> | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(labels ?? {}).slice(0, MAX_LABELS)) {
+    if (typeof value === 'string') out[name.slice(0, MAX_LABEL_CHARS)] = value.slice(0, MAX_LABEL_CHARS);
+  }
+  return out;
+}
+
+/** Process types an image declares with `slipway.process.<type>=<command>` labels. */
+function labelProcesses(labels: Record<string, string>) {
+  const processes: Record<string, { cmd: string; env: Record<string, string> }> = {};
+  for (const [name, value] of Object.entries(labels)) {
+    const type = PROCESS_LABEL.exec(name)?.[1];
+    if (type && value.trim()) processes[type] = { cmd: value.trim(), env: {} };
+  }
+  return processes;
 }
 
 async function isRealDirectory(path: string): Promise<boolean> {

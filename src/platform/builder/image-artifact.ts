@@ -30,6 +30,11 @@ export interface ImageArtifact {
   user: string | null;
   entrypoint: string[];
   cmd: string[];
+  /**
+   * The port the image's web process listens on inside its sandbox (its `EXPOSE`, see
+   * `exposedPort`): `PORT` is set to it and the host's port forwarded there. Absent: `PORT` is the host's.
+   */
+  port?: number;
 }
 
 export type ArtifactManifest = { layout: 2; kind: 'source' } | ({ layout: 2; kind: 'image' } & Omit<ImageArtifact, 'rootfs'>);
@@ -73,7 +78,44 @@ function imageFields(m: Record<string, unknown>): Omit<ImageArtifact, 'rootfs'> 
   ) {
     throw new ArtifactRefused(`the image manifest of this artifact is malformed; ${REBUILD}`);
   }
-  return { workdir: m.workdir, env: env as Record<string, string>, user: m.user, entrypoint: m.entrypoint, cmd: m.cmd };
+  if (m.port !== undefined && !(Number.isInteger(m.port) && (m.port as number) >= 1024 && (m.port as number) <= 65535)) {
+    throw new ArtifactRefused(`the image manifest of this artifact is malformed; ${REBUILD}`);
+  }
+  return {
+    workdir: m.workdir,
+    env: env as Record<string, string>,
+    user: m.user,
+    entrypoint: m.entrypoint,
+    cmd: m.cmd,
+    ...(m.port !== undefined ? { port: m.port as number } : {}),
+  };
+}
+
+/**
+ * The port of an image's `EXPOSE` its web process gets (PORT, and the forward into its
+ * sandbox): the one TCP port exposed, or the lowest of several (a `slipway.port` label
+ * chooses another). Ports below 1024 need a privilege the sandbox does not give: the process
+ * then gets the host's PORT, and `note` says so.
+ */
+export function exposedPort(
+  exposed: Record<string, unknown> | undefined,
+  labels: Record<string, string> | undefined,
+  note: (line: string) => void,
+): number | undefined {
+  const tcp = Object.keys(exposed ?? {})
+    .map((p) => /^(\d{1,5})(?:\/tcp)?$/i.exec(p))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => Number(m[1]))
+    .sort((a, b) => a - b);
+  const labelled = labels?.['slipway.port'];
+  const chosen = labelled !== undefined && /^\d{1,5}$/.test(labelled) ? Number(labelled) : tcp[0];
+  if (chosen === undefined) return undefined;
+  if (chosen < 1024 || chosen > 65535) {
+    note(`EXPOSE ${chosen}: ports below 1024 cannot be opened in the sandbox; the web process gets $PORT instead`);
+    return undefined;
+  }
+  note(`The web process listens on ${chosen} (${labelled !== undefined ? 'label slipway.port' : 'EXPOSE'}): PORT=${chosen}`);
+  return chosen;
 }
 
 /**

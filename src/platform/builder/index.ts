@@ -1,4 +1,14 @@
-export { BuildError, type BuildInput, type BuildLog, type BuildOutput, type Builder, type CacheScope } from './port.js';
+export {
+  BuildError,
+  isImagePuller,
+  type BuildInput,
+  type BuildLog,
+  type BuildOutput,
+  type Builder,
+  type CacheScope,
+  type ImagePuller,
+  type ImagePullInput,
+} from './port.js';
 export { MAX_PROCFILE_BYTES, parseProcfile } from './procfile.js';
 export { readContextFile } from './context-file.js';
 export { SourceBuilder } from './source-builder.js';

@@ -74,12 +74,33 @@ export interface BuildOutput {
 
 export interface Builder {
   readonly name: string;
+  /** Why this driver builds a context it accepts, printed beside its name at the top of the build. */
+  readonly chosenBecause?: string;
   /** Whether this driver builds this context (e.g. a Dockerfile driver needs a Dockerfile). */
   accepts(contextDir: string): Promise<boolean>;
   build(input: BuildInput): Promise<BuildOutput>;
   /** Removes what builds of this scope left (a throwaway scope, once its build ended). */
   discardCacheScope(applicationId: string, scope: CacheScope): Promise<void>;
 }
+
+/** What pulling an image (instead of building one) needs: a reference pinned by digest and how to authenticate. */
+export interface ImagePullInput extends Pick<
+  BuildInput,
+  'applicationId' | 'version' | 'artifactDir' | 'log' | 'cacheScope' | 'signal' | 'timeoutMs' | 'procfileProcesses'
+> {
+  /** `host/name@sha256:…`. */
+  reference: string;
+  registry: { host: string; insecure: boolean };
+  /** A containers auth file (`{"auths": …}`) for the registry, or null to pull anonymously. */
+  authFile: string | null;
+}
+
+/** A driver that can also take an image from a registry as it is (the buildah driver). */
+export interface ImagePuller {
+  pullImage(input: ImagePullInput): Promise<BuildOutput>;
+}
+
+export const isImagePuller = (b: unknown): b is ImagePuller => typeof (b as Partial<ImagePuller>)?.pullImage === 'function';
 
 /** A failure of the user's build (bad command, missing Procfile): its message is the `error_detail`. */
 export class BuildError extends PipelineFailure {

@@ -9,18 +9,30 @@ import { contextHas, readContextFile } from './context-file.js';
 import { prepareArtifactDir, shellQuote, SOURCE_TREE_DIR, writeArtifactManifest } from './image-artifact.js';
 import { directoryDigest } from './digest.js';
 import { failIfOutOfMemory } from './out-of-memory.js';
+import { chooseGo, choosePython, goDirective, pyprojectDependencies, staticServer } from './runtimes.js';
 import { BuildError, cacheScopeDir, type BuildInput, type BuildOutput, type Builder, type CacheScope } from './port.js';
+import { nodeFor, pythonFor, type Installation } from './runtime-versions.js';
 
+/** Where a Go build puts the application's binary, inside its tree. */
+const GO_BINARY = '.slipway/app';
+/** Output directories of static site generators, in the order they are looked for. */
+const STATIC_OUTPUTS = ['dist', 'build', 'out', 'public'];
 /** slipway.json and package.json are read by the platform (as root): bounded. */
 const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
 
 interface BuildPlan {
-  detected: 'slipway.json' | 'node' | 'python' | 'none';
+  detected: 'slipway.json' | 'node' | 'python' | 'go' | 'static' | 'procfile' | 'none';
+  /** Why this plan was chosen (the file that decided it, the runtime version taken), printed at the top of the build. */
+  why: string;
   commands: Array<{ display: string; file: string; args: string[] }>;
   /** Processes to use when there is no Procfile. */
   defaultProcesses: ProcessDefinitions | null;
   /** Environment every process of this app needs (e.g. the virtualenv). */
   processEnv: Record<string, string>;
+  /** A site built by `npm run build` without a server: the first of these holding an index.html is served as files. */
+  staticOutputs?: string[];
+  /** The interpreter chosen for the build and its processes (`engines.node`, `.python-version`). */
+  interpreter?: { name: 'node' | 'python'; installation: Installation; requested: string | null };
 }
 
 /**
@@ -32,10 +44,13 @@ interface BuildPlan {
  */
 export class SourceBuilder implements Builder {
   readonly name = 'source';
+  readonly chosenBecause = 'no Dockerfile: the language is detected from the files';
 
   constructor(
     private readonly cacheDir: string,
     private readonly sandbox: Sandbox | null = null,
+    /** Folders of further Node installations (`BUILD_NODE_DIRS`) for `engines.node`. */
+    private readonly nodeDirs: string[] = [],
   ) {}
 
   async accepts(): Promise<boolean> {
@@ -51,9 +66,15 @@ export class SourceBuilder implements Builder {
     await rename(input.contextDir, dir);
     await chmodBeneath(input.artifactDir, SOURCE_TREE_DIR, 0o700);
     const plan = await this.plan(dir);
-    input.log.line(
-      `Detected: ${plan.detected === 'none' ? 'no build needed (no slipway.json, package.json or requirements.txt)' : plan.detected}`,
-    );
+    input.log.line(`Detected: ${plan.detected}: ${plan.why}`);
+    if (plan.interpreter) {
+      const { name, installation, requested } = plan.interpreter;
+      const why =
+        requested === null
+          ? `none asked for (${name === 'node' ? '"engines.node"' : '.python-version'})`
+          : `satisfies ${JSON.stringify(requested)}`;
+      input.log.line(`Using ${name === 'node' ? 'Node' : 'Python'} ${installation.version} (${installation.executable}): ${why}`);
+    }
 
     // Caches and HOME are per application and cache scope (the build's environment; a throwaway
     // one for a preview): no other tenant, and no less trusted build, writes what this one reads.
@@ -65,7 +86,7 @@ export class SourceBuilder implements Builder {
       // Its parents are the platform's: the path cannot have been swapped for a link.
       await chmod(cacheDir, 0o700);
     }
-    const env = await this.buildEnvironment(cacheDir, input.buildEnv);
+    const env = await this.buildEnvironment(cacheDir, input.buildEnv, plan.detected === 'node' ? plan.processEnv.PATH : undefined);
     const deadline = Date.now() + input.timeoutMs;
     for (const [i, command] of plan.commands.entries()) {
       input.log.substep(`${i + 1}/${plan.commands.length}`);
@@ -83,7 +104,7 @@ export class SourceBuilder implements Builder {
       }
     }
 
-    let processes = input.procfileProcesses ?? plan.defaultProcesses;
+    let processes = input.procfileProcesses ?? plan.defaultProcesses ?? (await this.staticOutput(dir, plan, input));
     if (!processes) {
       throw new BuildError('No Procfile in the build context: add one with at least a "web: <command>" line');
     }
@@ -106,9 +127,22 @@ export class SourceBuilder implements Builder {
         files: digest.files,
         size_bytes: digest.bytes,
         build_seconds: Math.round((Date.now() - started) / 100) / 10,
+        ...(plan.interpreter && { [`${plan.interpreter.name}_version`]: plan.interpreter.installation.version }),
       },
       processes,
     };
+  }
+
+  /** The web process serving a built static site's output directory (see `staticOutputs`), or null. */
+  private async staticOutput(dir: string, plan: BuildPlan, input: BuildInput): Promise<ProcessDefinitions | null> {
+    for (const out of plan.staticOutputs ?? []) {
+      if (!(await contextHas(dir, `${out}/index.html`))) continue;
+      const server = await staticServer(out);
+      if (!server) return null;
+      input.log.line(`No start script: ${out}/index.html, the build's output, is served as files by ${server.name}`);
+      return { web: { cmd: server.cmd, env: {} } };
+    }
+    return null;
   }
 
   async discardCacheScope(applicationId: string, scope: CacheScope): Promise<void> {
@@ -161,12 +195,18 @@ export class SourceBuilder implements Builder {
       if (manifest.build !== undefined) {
         if (typeof manifest.build !== 'string' || manifest.build.trim() === '')
           throw new BuildError('slipway.json: "build" must be a non-empty command string');
-        return { detected: 'slipway.json', commands: [sh(manifest.build)], defaultProcesses: null, processEnv: {} };
+        return {
+          detected: 'slipway.json',
+          why: 'slipway.json names a build command',
+          commands: [sh(manifest.build)],
+          defaultProcesses: null,
+          processEnv: {},
+        };
       }
     }
     const packageJson = await readContextFile(dir, 'package.json', MAX_MANIFEST_BYTES);
     if (packageJson !== null) {
-      let pkg: { scripts?: Record<string, string> };
+      let pkg: { scripts?: Record<string, string>; engines?: { node?: unknown } };
       try {
         pkg = JSON.parse(packageJson);
       } catch (err) {
@@ -179,42 +219,115 @@ export class SourceBuilder implements Builder {
       const commands = [install];
       if (pkg.scripts?.build) commands.push({ display: 'npm run build', file: 'npm', args: ['run', 'build'] });
       const defaultProcesses = pkg.scripts?.start ? { web: { cmd: 'npm start', env: {} } } : null;
-      return { detected: 'node', commands, defaultProcesses, processEnv: {} };
-    }
-    if (await has('requirements.txt')) {
-      const venv = join(dir, '.venv');
-      const install = ['install', '--disable-pip-version-check', '-r', 'requirements.txt'];
-      // The host's pip can install into a virtualenv made without one (pip >= 22.3), which
-      // skips ensurepip: about 0.2 s instead of 10 s here.
-      const commands = (await hostPipTargetsOtherPythons())
-        ? [
-            { display: 'python3 -m venv --without-pip .venv', file: 'python3', args: ['-m', 'venv', '--without-pip', '.venv'] },
-            {
-              display: 'pip install -r requirements.txt',
-              file: 'python3',
-              args: ['-m', 'pip', '--python', join(venv, 'bin', 'python'), ...install],
-            },
-          ]
-        : [
-            { display: 'python3 -m venv .venv', file: 'python3', args: ['-m', 'venv', '.venv'] },
-            { display: 'pip install -r requirements.txt', file: join(venv, 'bin', 'pip'), args: install },
-          ];
+      // A `build` script and no `start`: a static site generator; its output directory is served.
+      const staticOutputs = pkg.scripts?.build && !pkg.scripts?.start ? STATIC_OUTPUTS : undefined;
+      const requested = pkg.engines?.node;
+      const node = await nodeFor(requested ?? '*', this.nodeDirs, this.sandbox !== null);
       return {
-        detected: 'python',
+        detected: 'node',
+        why: 'package.json is present',
         commands,
-        defaultProcesses: null,
-        processEnv: { VIRTUAL_ENV: venv, PATH: `${join(venv, 'bin')}:${process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'}` },
+        defaultProcesses,
+        // Another installation's bin folder goes first, for the build (npm of the same installation) and every process.
+        processEnv: node.onPath ? {} : { PATH: `${node.binDir}:${systemPath()}` },
+        staticOutputs,
+        interpreter: { name: 'node', installation: node, requested: requested === undefined ? null : String(requested) },
       };
     }
-    return { detected: 'none', commands: [], defaultProcesses: null, processEnv: {} };
+    const pyproject = await readContextFile(dir, 'pyproject.toml', MAX_MANIFEST_BYTES);
+    if ((await has('requirements.txt')) || pyproject !== null) return this.pythonPlan(dir, pyproject);
+    const goMod = await readContextFile(dir, 'go.mod', MAX_MANIFEST_BYTES);
+    if (goMod !== null) {
+      const toolchain = await chooseGo(goMod);
+      const binary = join(dir, GO_BINARY);
+      return {
+        detected: 'go',
+        why: `go.mod is present; Go ${toolchain.version}${goDirective(goMod) ? ` (go.mod asks for ${goDirective(goMod)})` : ''}`,
+        commands: [{ display: `go build -o ${GO_BINARY} .`, file: toolchain.file, args: ['build', '-o', binary, '.'] }],
+        defaultProcesses: { web: { cmd: `./${GO_BINARY}`, env: {} } },
+        processEnv: {},
+      };
+    }
+    if (await has('Procfile')) {
+      return {
+        detected: 'procfile',
+        why: 'no language detected: the Procfile runs as it is',
+        commands: [],
+        defaultProcesses: null,
+        processEnv: {},
+      };
+    }
+    if (await has('index.html')) {
+      const server = await staticServer('.');
+      if (!server) throw new BuildError('A static site needs busybox or python3 on the machine to serve it: apt-get install busybox');
+      return {
+        detected: 'static',
+        why: `index.html is present and no package.json, requirements.txt, pyproject.toml, go.mod or Procfile: served as files by ${server.name}`,
+        commands: [],
+        defaultProcesses: { web: { cmd: server.cmd, env: {} } },
+        processEnv: {},
+      };
+    }
+    return {
+      detected: 'none',
+      why: 'no slipway.json, package.json, requirements.txt, pyproject.toml, go.mod, index.html or Procfile',
+      commands: [],
+      defaultProcesses: null,
+      processEnv: {},
+    };
+  }
+
+  /**
+   * A virtualenv made with the Python `.python-version` asks for (else the newest), with
+   * requirements.txt or pyproject.toml's `[project] dependencies` installed into it (the
+   * project itself runs from the tree). Without a Procfile, `web` runs main.py or app.py.
+   */
+  private async pythonPlan(dir: string, pyproject: string | null): Promise<BuildPlan> {
+    const has = (f: string) => contextHas(dir, f);
+    const requested = (await readContextFile(dir, '.python-version', 1024))?.trim().split(/\s+/)[0] || null;
+    // The asked-for version among what the sandbox sees (runtime-versions.ts), else the newest python3.
+    const asked = requested ? await pythonFor(requested, this.sandbox !== null) : null;
+    const python = asked ? { version: asked.version, file: asked.executable } : await choosePython(null);
+    const venv = join(dir, '.venv');
+    const fromRequirements = await has('requirements.txt');
+    const dependencies = fromRequirements ? [] : pyprojectDependencies(pyproject ?? '');
+    const what = fromRequirements ? ['-r', 'requirements.txt'] : dependencies;
+    const install = ['install', '--disable-pip-version-check', ...what];
+    const shown = fromRequirements ? 'pip install -r requirements.txt' : `pip install ${dependencies.join(' ')}`;
+    // The host's pip can install into a virtualenv made without one (pip >= 22.3), which
+    // skips ensurepip: about 0.2 s instead of 10 s here.
+    const hostPip = await hostPipTargetsOtherPythons();
+    const commands: BuildPlan['commands'] = [
+      hostPip
+        ? { display: `python${python.version} -m venv --without-pip .venv`, file: python.file, args: ['-m', 'venv', '--without-pip', venv] }
+        : { display: `python${python.version} -m venv .venv`, file: python.file, args: ['-m', 'venv', venv] },
+    ];
+    if (what.length > 0) {
+      commands.push(
+        hostPip
+          ? { display: shown, file: 'python3', args: ['-m', 'pip', '--python', join(venv, 'bin', 'python'), ...install] }
+          : { display: shown, file: join(venv, 'bin', 'pip'), args: install },
+      );
+    }
+    const entry = (await has('main.py')) ? 'main.py' : (await has('app.py')) ? 'app.py' : null;
+    return {
+      detected: 'python',
+      why:
+        `${fromRequirements ? 'requirements.txt' : 'pyproject.toml'} is present; Python ${python.version}` +
+        (requested ? ` (.python-version asks for ${requested})` : ''),
+      commands,
+      defaultProcesses: entry ? { web: { cmd: `python ${entry}`, env: {} } } : null,
+      processEnv: { VIRTUAL_ENV: venv, PATH: `${join(venv, 'bin')}:${systemPath()}` },
+      ...(asked && { interpreter: { name: 'python' as const, installation: asked, requested } }),
+    };
   }
 
   /** Only what a build needs plus the build-time variables: never the platform's own environment. */
-  private async buildEnvironment(cacheDir: string, buildEnv: Record<string, string>): Promise<NodeJS.ProcessEnv> {
+  private async buildEnvironment(cacheDir: string, buildEnv: Record<string, string>, path = systemPath()): Promise<NodeJS.ProcessEnv> {
     const home = join(cacheDir, 'home');
     await mkdir(home, { recursive: true });
     return {
-      PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+      PATH: path,
       HOME: home,
       LANG: 'C.UTF-8',
       CI: 'true',
@@ -223,9 +336,18 @@ export class SourceBuilder implements Builder {
       npm_config_fund: 'false',
       npm_config_audit: 'false',
       PIP_CACHE_DIR: join(cacheDir, 'pip'),
+      // Go: caches in the scope's directory, never another toolchain downloaded, no C compiler needed (a build variable may change it).
+      GOPATH: join(cacheDir, 'go'),
+      GOCACHE: join(cacheDir, 'go-build'),
+      GOTOOLCHAIN: 'local',
+      CGO_ENABLED: '0',
       ...buildEnv,
     };
   }
+}
+
+function systemPath(): string {
+  return process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin';
 }
 
 let hostPip: Promise<boolean> | null = null;

@@ -16,6 +16,7 @@ const SEALED_COLUMNS: SealedColumn[] = [
   { table: 'config_vars', column: 'value_sealed' },
   { table: 'releases', column: 'configuration_sealed' },
   { table: 'addons', column: 'credentials_sealed' },
+  { table: 'oidc_issuers', column: 'client_secret_sealed' },
 ];
 
 /** A value no configured key opens: nothing is changed for it, and rotation stops. */

@@ -335,6 +335,10 @@ export interface ImagesTable extends BuildRecordColumns {
   built_for_preview: Generated<boolean>;
   /** Built from a `git push` to this server's repository of the application (migration 0041). */
   pushed: Generated<boolean>;
+  /** Made from an image reference, pinned by digest (`host/name@sha256:…`), instead of a build (migration 0049). */
+  source_image: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Pull credentials of `source_image` (`user:password`), sealed with the SecretBox; null for the platform's registry. */
+  source_credentials: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** An application's git remote on this server (migration 0041). */
@@ -671,6 +675,24 @@ export interface SandboxTables {
 // Streams (migration 0008): one-off runs, application log lines, application events.
 export type RunStatus = 'pending' | 'running' | 'succeeded' | 'failed' | 'timed_out';
 
+/** A command run inside a running instance (migration 0044): opened by a POST, attached once over a WebSocket. */
+export interface ExecSessionsTable {
+  id: string;
+  application_id: string;
+  environment_id: string;
+  instance_id: string;
+  /** `web.1`: the process type and ordinal when it was opened. */
+  instance_name: string;
+  user_id: string | null;
+  /** null: an interactive shell. */
+  command: string | null;
+  tty: Generated<boolean>;
+  created_at: Timestamp;
+  started_at: NullableTimestamp;
+  finished_at: NullableTimestamp;
+  exit_code: number | null;
+}
+
 export interface OneOffRunsTable {
   id: string;
   application_id: string;
@@ -717,6 +739,7 @@ export interface ApplicationEventsTable {
 
 export interface StreamTables {
   one_off_runs: OneOffRunsTable;
+  exec_sessions: ExecSessionsTable;
   app_log_lines: AppLogLinesTable;
   application_events: ApplicationEventsTable;
 }
@@ -789,7 +812,7 @@ export interface WebhookDeliveryAttemptsTable {
   attempted_at: Generated<Date>;
 }
 
-export type CredentialKind = 'api_key' | 'session' | 'signature' | 'password' | 'none';
+export type CredentialKind = 'api_key' | 'session' | 'signature' | 'password' | 'oidc' | 'none';
 
 export interface AuditLogTable {
   id: Generated<number>;
@@ -937,6 +960,51 @@ export interface Database
   notification_deliveries: NotificationDeliveriesTable;
   notification_delivery_attempts: WebhookDeliveryAttemptsTable;
   environment_maintenance: EnvironmentMaintenanceTable;
+  oidc_issuers: OidcIssuersTable;
+  oidc_group_mappings: OidcGroupMappingsTable;
+  oidc_identities: OidcIdentitiesTable;
+  oidc_sign_ins: OidcSignInsTable;
+}
+
+/** Single sign-on (migration 0047). */
+export interface OidcIssuersTable {
+  id: Generated<string>;
+  name: string;
+  display_name: string;
+  discovery_url: string;
+  client_id: string;
+  client_secret_sealed: string;
+  allowed_email_domains: Generated<string[]>;
+  group_claim: string | null;
+  extra_scopes: Generated<string[]>;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface OidcGroupMappingsTable {
+  id: Generated<string>;
+  issuer_id: string;
+  group_value: string;
+  organization_id: string;
+  role: string;
+  created_at: Generated<Date>;
+}
+
+export interface OidcIdentitiesTable {
+  issuer_id: string;
+  subject: string;
+  user_id: string;
+  created_at: Generated<Date>;
+  last_sign_in_at: Generated<Date>;
+}
+
+export interface OidcSignInsTable {
+  state_hash: string;
+  issuer_id: string;
+  nonce: string;
+  code_verifier_sealed: string;
+  return_to: string;
+  expires_at: Date;
 }
 
 /** Slack and Discord channels of an organization (migration 0043). */

@@ -37,7 +37,12 @@ export interface SourceRequest {
   onLine?: (line: string) => void;
   /** What logs and records call the repository instead of its address (the platform's own paths stay unsaid). */
   label?: string;
+  /** Most bytes of files the extracted source may hold (SOURCE_MAX_MB); unset: no limit. */
+  maxBytes?: number;
 }
+
+/** A blob's line of `git ls-tree -r -l`: mode, type, id, size, then a tab and the path. */
+const BLOB_SIZE = /^[0-7]+ blob [0-9a-f]+ +(\d+)\t/;
 
 export interface FetchedSource {
   commitSha: string;
@@ -78,7 +83,10 @@ const PROTOCOLS = [
  * hooks from the fetched repository. A token travels as an HTTP header set through the
  * environment, never on the command line (where `ps` would show it).
  */
-function git(args: string[], options: { cwd: string; signal?: AbortSignal; token?: string; pins?: FetchPins }): Promise<CommandResult> {
+function git(
+  args: string[],
+  options: { cwd: string; signal?: AbortSignal; token?: string; pins?: FetchPins; onLine?: (line: string) => void },
+): Promise<CommandResult> {
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
     HOME: process.env.HOME,
@@ -107,6 +115,7 @@ function git(args: string[], options: { cwd: string; signal?: AbortSignal; token
     env,
     signal: options.signal,
     timeoutMs: 10 * 60_000,
+    ...(options.onLine ? { onLine: options.onLine } : {}),
   });
 }
 
@@ -215,6 +224,23 @@ export async function fetchSource(req: SourceRequest): Promise<FetchedSource> {
     if (tree.code !== 0 || tree.stdout.trim() !== 'tree')
       throw new SourceError(`subdirectory '${subdirectory}' does not exist at commit ${commitSha.slice(0, 12)}`);
 
+    if (req.maxBytes !== undefined) {
+      // Sizes come from the objects' headers: nothing is inflated to count them.
+      let total = 0;
+      const listed = await git(['ls-tree', '-r', '-l', treeish], {
+        cwd,
+        signal: req.signal,
+        onLine: (line) => {
+          const size = BLOB_SIZE.exec(line);
+          if (size) total += Number(size[1]);
+        },
+      });
+      if (listed.code !== 0) throw new Error(`git ls-tree failed: ${lastLine(listed.stderr, secrets)}`);
+      if (total > req.maxBytes)
+        throw new SourceError(
+          `the source at commit ${commitSha.slice(0, 12)} holds ${total} bytes of files, more than this server builds (${req.maxBytes} bytes, SOURCE_MAX_MB)`,
+        );
+    }
     const archive = join(req.workDir, 'source.tar');
     const archived = await git(['archive', '--format=tar', '-o', archive, treeish], { cwd, signal: req.signal });
     if (archived.code !== 0) throw new Error(`git archive failed: ${lastLine(archived.stderr, secrets)}`);

@@ -1,5 +1,11 @@
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
 
+/** A single sign-on callback's authorization code and state are credentials while they last: never logged. */
+function withoutSignInSecrets(url: string): string {
+  if (!url.includes('/auth/oidc/callback?')) return url;
+  return url.replace(/([?&](?:code|state)=)[^&]*/g, '$1[redacted]');
+}
+
 /**
  * One structured line per request, written when the answer is sent. Fastify's default writes two
  * (received, completed) with whole request/response objects; on a busy API that serialization and
@@ -13,7 +19,7 @@ export class OneLinePerRequest extends LogController {
     const line = {
       method: request.method,
       // As the client sent it (`/api/v1/...` before the alias was rewritten).
-      url: request.originalUrl,
+      url: withoutSignInSecrets(request.originalUrl),
       status: reply.statusCode,
       ms: Math.round(reply.elapsedTime * 10) / 10,
       ip: request.ip,

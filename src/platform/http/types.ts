@@ -34,5 +34,7 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Reachable without credentials (decisions.md lists which). */
     public?: boolean;
+    /** Writes its own audit rows, refusals included (single sign-on's GET steps): the 403 hook leaves it alone. */
+    auditsItself?: boolean;
   }
 }

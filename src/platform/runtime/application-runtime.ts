@@ -10,7 +10,7 @@ import { PipelineFailure, type FailureCode } from '../failures.js';
  * process type in a namespace per organization).
  */
 import type { ProcessDefinitions } from '../db/schema.js';
-import type { AttachedStdio, OneOffResult } from './port.js';
+import type { AttachedStdio, ExecProcess, ExecRequest, OneOffResult } from './port.js';
 import type { DeployDiagnosis } from './diagnosis.js';
 
 /** A pod class resolved to numbers (decisions.md): what a process may request and use. */
@@ -192,6 +192,8 @@ export interface ApplicationRuntime {
   reconcile(target: WorkloadTarget, plan: WorkloadPlan | null, signal: AbortSignal): Promise<void>;
   /** CPU, memory, pod and restart counts per application environment. */
   usage(): Promise<AppUsage[]>;
+  /** Runs a command inside one of the instances this process runs (`slipway exec`); throws ExecRefused when it cannot. */
+  exec?(instanceId: string, request: ExecRequest): Promise<ExecProcess>;
   /**
    * Every line the application instances this process runs (or, on a cluster, follows)
    * write, for the application logs. Call before `start`.

@@ -12,7 +12,8 @@ import { createSandbox } from '../sandbox/index.js';
 import { attachedAddonPorts } from '../addons/attached.js';
 
 export type { ApplicationRuntime, WorkloadPlan } from './application-runtime.js';
-export type { RuntimeDriver, InstanceSpec, InstanceStatus } from './port.js';
+export type { RuntimeDriver, InstanceSpec, InstanceStatus, ExecProcess, ExecRequest } from './port.js';
+export { ExecRefused } from './local/instance-exec.js';
 export { RuntimeService } from './runtime.service.js';
 export { LocalRuntime } from './local/local-runtime.js';
 

@@ -52,6 +52,8 @@ export interface InstanceSpec {
   limits?: InstanceLimits;
   /** Set by the image-root driver for a sandboxing driver: run inside this root file system. */
   root?: ProcessRoot;
+  /** Set by the image-root driver (the image's EXPOSE): the port a web process listens on inside its sandbox, its PORT. */
+  listenPort?: number;
 }
 
 export interface InstanceStatus {
@@ -124,6 +126,24 @@ export interface OneOffResult {
   reason?: string;
 }
 
+/** A command run inside a running instance (`slipway exec`): an interactive shell when `command` is null. */
+export interface ExecRequest {
+  command: string | null;
+  /** Under a pseudo-terminal of this size and TERM (its output then arrives on stdout alone). */
+  tty?: TerminalSize & { term: string };
+}
+
+/** The caller's side of a command run inside an instance; its output is scrubbed of the instance's secrets. */
+export interface ExecProcess {
+  stdin: NodeJS.WritableStream;
+  stdout: NodeJS.ReadableStream;
+  stderr: NodeJS.ReadableStream;
+  /** A terminal's new size (ignored without one). */
+  resize(size: TerminalSize): void;
+  kill(): void;
+  exited: Promise<{ exitCode: number | null; signal: string | null }>;
+}
+
 /** A process a previous platform process started and may have left behind. */
 export interface LeftoverInstance {
   id: string;
@@ -170,6 +190,8 @@ export interface RuntimeDriver {
   onOutput(listener: (output: InstanceOutput) => void): void;
   /** The TCP ports a running instance listens on, and what was looked at (for a failed health check's report). */
   listening?(id: string): Promise<{ ports: number[] | null; checked: string }>;
+  /** Runs a command inside a running instance (its user, namespaces and limits); rejects when it is not running here. */
+  exec?(id: string, request: ExecRequest): Promise<ExecProcess>;
   /** Ends processes a dead platform process left running (never unrelated ones). */
   reap(leftovers: LeftoverInstance[]): Promise<void>;
   /**

@@ -15,7 +15,7 @@ export const TESTS = {
   deployService: 'deploys a service through the real pipeline and follows it to success',
   configOnlyDeploy: 'answers a deploy whose body has fields Slipway does not know',
   failedDeploy: 'records and answers a deploy whose pipeline cannot start (202, error)',
-  pipelineStatus: "reads a service's pipeline status in Ancla's words",
+  pipelineStatus: "reads a service's pipeline status in Ancla's words, by slug or by the service's id as the Go SDK sends it",
   listBuilds: 'lists builds as a page of items',
   triggerBuild: 'triggers a build: 202 with build_id and version',
   buildLog: "reads a build's log by version and by id",

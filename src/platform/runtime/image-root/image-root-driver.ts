@@ -2,6 +2,8 @@ import { ArtifactRefused, resolveArtifact, shellQuote, type ImageArtifact } from
 import { RolloutFailure } from '../application-runtime.js';
 import type {
   AdoptionRecord,
+  ExecProcess,
+  ExecRequest,
   InstanceSpec,
   InstanceOutput,
   InstanceStatus,
@@ -74,12 +76,21 @@ export class ImageRootDriver implements RuntimeDriver {
     }
     if (artifact.kind === 'source') return { ...spec, artifactPath: artifact.dir };
     const { image } = artifact;
-    if (this.sandboxed) return { ...spec, root: processRoot(image), env: imageEnv(image, spec.env) };
+    if (this.sandboxed) {
+      // Its own network namespace: the image's EXPOSE port is free there, the host's port is forwarded to it.
+      const listenPort = image.port !== undefined && (spec as { listen?: boolean }).listen ? { listenPort: image.port } : {};
+      return { ...spec, root: processRoot(image), env: imageEnv(image, spec.env), ...listenPort };
+    }
     return { ...spec, command: chrootCommand(image, spec.command), env: imageEnv(image, spec.env) };
   }
 
   async start(spec: InstanceSpec): Promise<InstanceStatus> {
     return this.inner.start(await this.translate(spec));
+  }
+
+  exec(id: string, request: ExecRequest): Promise<ExecProcess> {
+    if (!this.inner.exec) throw new Error(`the ${this.inner.name} runtime cannot run commands inside instances`);
+    return this.inner.exec(id, request);
   }
 
   async runOnce(spec: OneOffSpec): Promise<OneOffResult> {

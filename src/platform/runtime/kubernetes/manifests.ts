@@ -163,6 +163,9 @@ export function deploymentManifest(plan: WorkloadPlan, names: WorkloadNames, pro
       // Zero downtime: a new pod must be ready before an old one goes.
       strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
       progressDeadlineSeconds: Math.max(1, plan.timeoutSeconds),
+      // The stability window: a new pod counts as available (and an old one goes) only once it stayed ready
+      // this long; a crash inside it keeps the previous release's pods. Kubernetes wants it below the deadline.
+      ...(plan.stabilitySeconds ? { minReadySeconds: Math.min(plan.stabilitySeconds, Math.max(0, plan.timeoutSeconds - 1)) } : {}),
       revisionHistoryLimit: 3,
       template: {
         // The deployment id on the template rolls the pods even when the release is the same.

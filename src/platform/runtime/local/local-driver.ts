@@ -24,9 +24,12 @@ import type {
   OneOffSpec,
   ResourceUsage,
   RuntimeDriver,
+  ExecProcess,
+  ExecRequest,
 } from '../port.js';
 import { LineScrubber } from '../scrub.js';
 import { runOneOff } from './one-off.js';
+import { ExecRefused, execInInstance } from './instance-exec.js';
 import { underTerminal } from './terminal-command.js';
 import { countLines, DEFAULT_OUTPUT_RATE, OutputRateGate, type OutputRate } from './output-rate.js';
 import { freePort, killGroup } from './process-group.js';
@@ -313,7 +316,8 @@ export class LocalProcessDriver implements RuntimeDriver {
         view: sandboxView(spec),
         limits: spec.limits,
         // Inside its own network namespace the instance listens on the same number (its PORT).
-        ...(port !== null ? { forward: { hostPort: port, port } } : {}),
+        // An image's EXPOSE port (listenPort) is where the host's port is forwarded instead.
+        ...(port !== null ? { forward: { hostPort: port, port: (this.sandbox && spec.listenPort) || port } } : {}),
       });
     } catch (err) {
       if (port !== null) this.usedPorts.delete(port);
@@ -363,7 +367,7 @@ export class LocalProcessDriver implements RuntimeDriver {
   private shimSettings(inst: LocalInstance) {
     const { spec } = inst;
     const env: Record<string, string> = { ...this.baseEnv, ...spec.env, [INSTANCE_ID_VARIABLE]: spec.id };
-    if (inst.status.port !== null) env.PORT = String(inst.status.port);
+    if (inst.status.port !== null) env.PORT = String((inst.sandbox && spec.listenPort) || inst.status.port);
     const [file, args] = inst.sandbox ? [inst.sandbox.file, inst.sandbox.args] : ['sh', ['-c', spec.command]];
     return {
       id: spec.id,
@@ -647,7 +651,7 @@ export class LocalProcessDriver implements RuntimeDriver {
       command: spec.command,
       view: sandboxView(spec),
       limits: spec.limits,
-      ...(record.port !== null ? { forward: { hostPort: record.port, port: record.port } } : {}),
+      ...(record.port !== null ? { forward: { hostPort: record.port, port: (this.sandbox && spec.listenPort) || record.port } } : {}),
     });
     if (record.port !== null) this.usedPorts.add(record.port);
     const inst = this.newInstance(spec, record.port, sandbox);
@@ -709,6 +713,26 @@ export class LocalProcessDriver implements RuntimeDriver {
     } finally {
       await sandbox?.cgroup.remove();
     }
+  }
+
+  /** Runs a command inside a running instance (see instance-exec.ts): its sandbox, user, environment and limits. */
+  async exec(id: string, request: ExecRequest): Promise<ExecProcess> {
+    const inst = this.instances.get(id);
+    if (!inst?.pid || inst.status.state === 'stopped' || inst.stopping) throw new ExecRefused('the instance is not running here');
+    const { spec } = inst;
+    const env: Record<string, string> = { ...this.baseEnv, ...spec.env, [INSTANCE_ID_VARIABLE]: spec.id };
+    if (inst.status.port !== null) env.PORT = String(inst.status.port);
+    return execInInstance(
+      {
+        pid: inst.pid,
+        startTicks: inst.startTicks,
+        sandbox: inst.sandbox,
+        cwd: spec.root ? spec.root.workdir : spec.artifactPath,
+        env,
+        secrets: spec.secrets,
+      },
+      request,
+    );
   }
 
   async reap(leftovers: LeftoverInstance[]): Promise<void> {

@@ -1,3 +1,5 @@
+import { ExecRefused } from './instance-exec.js';
+import type { ExecProcess, ExecRequest } from '../port.js';
 import { existsSync } from 'node:fs';
 import type {
   ApplicationRuntime,
@@ -50,6 +52,12 @@ export class LocalRuntime implements ApplicationRuntime {
 
   get router() {
     return this.runtimeService.router;
+  }
+
+  exec(instanceId: string, request: ExecRequest): Promise<ExecProcess> {
+    const driver = this.runtimeService.driver;
+    if (!driver.exec) throw new ExecRefused(`the ${driver.name} runtime cannot run commands inside instances`);
+    return driver.exec(instanceId, request);
   }
 
   async start(options: RuntimeStartOptions): Promise<void> {

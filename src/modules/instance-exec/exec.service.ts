@@ -1,0 +1,107 @@
+import { v7 as uuidv7 } from 'uuid';
+import type { AppContext } from '../../platform/context.js';
+import { requireProtectedEnvironmentAdmin } from '../../platform/access/environment-protection.js';
+import { conflict, forbidden, notFound } from '../../platform/errors.js';
+import { ExecRefused, type ExecProcess } from '../../platform/runtime/index.js';
+import { iso, isoOrNull } from '../../platform/http/schemas.js';
+import type { ApplicationsService } from '../applications/index.js';
+import { chosenEnvironmentId } from '../../pipeline/index.js';
+import { ATTACH_WITHIN_SECONDS, type ExecSessionRow, type ExecSessionsRepository } from './exec.repository.js';
+
+export interface ExecOpenBody {
+  command?: string | null;
+  tty?: boolean;
+  rows?: number;
+  cols?: number;
+  term?: string;
+  environment?: string;
+}
+
+function sessionView(row: ExecSessionRow) {
+  return {
+    id: row.id,
+    application_id: row.application_id,
+    environment_id: row.environment_id,
+    instance_id: row.instance_id,
+    instance: row.instance_name,
+    command: row.command,
+    tty: row.tty,
+    created_at: iso(row.created_at),
+    started_at: isoOrNull(row.started_at),
+    finished_at: isoOrNull(row.finished_at),
+    exit_code: row.exit_code,
+  };
+}
+
+/**
+ * `slipway exec`: a command (or a shell) inside a running instance. Opening a session checks
+ * everything (membership, the environment's protection, the instance) and records it, which
+ * audits who entered which instance with what command; the session is then attached once, by
+ * the same user, over a WebSocket to the process that runs the instance.
+ */
+export class InstanceExecService {
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly repo: ExecSessionsRepository,
+    private readonly apps: ApplicationsService,
+  ) {}
+
+  async open(userId: string, applicationId: string, instanceRef: string | null, body: ExecOpenBody) {
+    await this.apps.authorize(userId, applicationId);
+    const environmentId = await chosenEnvironmentId(this.ctx.db, applicationId, body.environment);
+    await requireProtectedEnvironmentAdmin(this.ctx.db, userId, { environmentId }, 'its instances (a shell inside one)');
+    const instance = instanceRef
+      ? await this.repo.findInstance(applicationId, environmentId, instanceRef)
+      : await this.repo.firstRunning(applicationId, environmentId);
+    if (!instance)
+      throw instanceRef ? notFound(`Instance '${instanceRef}'`) : conflict('No instance of the application runs in that environment');
+    if (instance.state === 'stopped' || instance.state === 'crashed')
+      throw conflict(`Instance ${instance.process_type}.${instance.ordinal} is ${instance.state}: exec needs a running one`);
+    const row = await this.repo.insert({
+      id: uuidv7(),
+      application_id: applicationId,
+      environment_id: environmentId,
+      instance_id: instance.id,
+      instance_name: `${instance.process_type}.${instance.ordinal}`,
+      user_id: userId,
+      command: body.command ?? null,
+      tty: body.tty ?? false,
+    });
+    return {
+      ...sessionView(row),
+      stream_path: `/v1/exec-sessions/${row.id}/stream`,
+      attach_within_seconds: ATTACH_WITHIN_SECONDS,
+    };
+  }
+
+  /** Whether the caller may attach the session: its application's member, and the user who opened it. */
+  async authorizeAttach(userId: string, sessionId: string): Promise<void> {
+    const session = await this.repo.find(sessionId);
+    if (!session) throw notFound('Exec session');
+    await this.apps.authorize(userId, session.application_id);
+    if (session.user_id !== userId) throw forbidden('This exec session was opened by another user');
+  }
+
+  /** Starts the session's process (refused when it was attached before or expired). */
+  async attach(userId: string, sessionId: string, terminal: { rows: number; cols: number; term: string } | null) {
+    const runtime = this.ctx.runtime;
+    const session = await this.repo.claim(sessionId, userId);
+    if (!session) throw notFound('Exec session (attached already, or expired)');
+    if (!runtime?.exec) {
+      await this.repo.finish(session.id, null);
+      throw conflict('This process runs no instances: exec is served by the process that runs them (SLIPWAY_ROLE=all)');
+    }
+    let process: ExecProcess;
+    try {
+      process = await runtime.exec(session.instance_id, {
+        command: session.command,
+        ...(session.tty && terminal ? { tty: terminal } : {}),
+      });
+    } catch (err) {
+      await this.repo.finish(session.id, null);
+      if (err instanceof ExecRefused) throw conflict(`Instance ${session.instance_name}: ${err.message}`);
+      throw err;
+    }
+    return { session: sessionView(session), process, finish: (exitCode: number | null) => this.repo.finish(session.id, exitCode) };
+  }
+}

@@ -1,0 +1,3 @@
+export { wireInstanceExec } from './wire.js';
+export { ExecSessionsRepository } from './exec.repository.js';
+export { EXEC_FRAME } from './exec-stream.js';

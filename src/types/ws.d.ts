@@ -1,0 +1,40 @@
+/**
+ * The part of `ws` (8.x) that Slipway uses: the exec WebSocket on the server and in the CLI.
+ * Declared here rather than adding @types/ws for a handful of members.
+ */
+declare module 'ws' {
+  import type { EventEmitter } from 'node:events';
+  import type { IncomingMessage } from 'node:http';
+  import type { Duplex } from 'node:stream';
+
+  type Data = Buffer | ArrayBuffer | Buffer[];
+
+  class WebSocket extends EventEmitter {
+    static readonly OPEN: 1;
+    constructor(url: string, options?: { headers?: Record<string, string>; maxPayload?: number });
+    readonly readyState: 0 | 1 | 2 | 3;
+    readonly bufferedAmount: number;
+    send(data: Buffer | string, options?: { binary?: boolean }, callback?: (err?: Error) => void): void;
+    close(code?: number, reason?: string): void;
+    terminate(): void;
+    pause(): void;
+    resume(): void;
+    on(event: 'message', listener: (data: Data, isBinary: boolean) => void): this;
+    on(event: 'close', listener: (code: number, reason: Buffer) => void): this;
+    on(event: 'error', listener: (err: Error) => void): this;
+    on(event: 'open', listener: () => void): this;
+    on(event: 'unexpected-response', listener: (request: unknown, response: IncomingMessage) => void): this;
+    once(event: 'open', listener: () => void): this;
+    once(event: 'close', listener: (code: number, reason: Buffer) => void): this;
+    once(event: 'error', listener: (err: Error) => void): this;
+  }
+
+  class WebSocketServer extends EventEmitter {
+    constructor(options: { noServer: true; maxPayload?: number });
+    handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer, callback: (ws: WebSocket) => void): void;
+    close(): void;
+  }
+
+  export { WebSocket, WebSocketServer };
+  export default WebSocket;
+}
