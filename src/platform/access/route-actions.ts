@@ -88,7 +88,7 @@ export interface RoleRule {
 const ORG = String.raw`\/v1\/(organizations\/:org_slug|workspaces\/:workspace)`;
 const ROLE_RULES: Array<{ methods: readonly string[]; path: RegExp; rule: RoleRule }> = [
   { methods: ['GET', 'PUT'], path: /^\/v1\/organizations\/:org_slug\/pipeline-limits$/, rule: { siteAdmin: true } },
-  { methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], path: /^\/v1\/(users|audit-log)(\/|$)/, rule: { siteAdmin: true } },
+  { methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], path: /^\/v1\/(users|audit-log|sso\/issuers)(\/|$)/, rule: { siteAdmin: true } },
   { methods: ['DELETE'], path: new RegExp(`^${ORG}$`), rule: { minimum: 'owner' } },
   { methods: ['PUT', 'PATCH'], path: new RegExp(`^${ORG}/access-settings$`), rule: { minimum: 'owner' } },
   { methods: ['PUT', 'PATCH'], path: new RegExp(`^${ORG}$`), rule: { minimum: 'admin' } },
