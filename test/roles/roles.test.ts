@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RouteEntry } from '../../src/app.js';
+import { grantRole } from '../../src/modules/organizations/index.js';
 import { ROLES, routeVerdict, type Role } from '../../src/platform/access/roles.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
 import { call, expectError, snapshotTables } from '../control-plane/fixtures.js';
@@ -168,5 +169,22 @@ describe('roles', () => {
     // Back as they were, by the new owner.
     expect((await call(h, 'PUT', `${org}/members/${world.owner.id}/role`, members.admin, { role: 'owner' })).status).toBe(200);
     expect((await call(h, 'PUT', `${org}/members/${members.admin.id}/role`, world.owner, { role: 'admin' })).status).toBe(200);
+  });
+
+  it("a role granted from outside (an identity provider's group) raises a membership, never lowers it", async () => {
+    const user = await h.user();
+    const roleNow = async () =>
+      await h.ctx.db
+        .selectFrom('memberships')
+        .select(['role', 'admin'])
+        .where('organization_id', '=', world.org.id)
+        .where('user_id', '=', user.id)
+        .executeTakeFirstOrThrow();
+    await grantRole(h.ctx.db, world.org.id, user.id, 'deployer');
+    expect(await roleNow()).toEqual({ role: 'deployer', admin: false });
+    await grantRole(h.ctx.db, world.org.id, user.id, 'viewer');
+    expect(await roleNow()).toEqual({ role: 'deployer', admin: false });
+    await grantRole(h.ctx.db, world.org.id, user.id, 'admin');
+    expect(await roleNow()).toEqual({ role: 'admin', admin: true });
   });
 });
