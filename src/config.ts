@@ -55,6 +55,8 @@ export const EnvSchema = Type.Object({
   PASSWORD_LOGIN: Type.Boolean({ default: true }),
   /** Lifetime of a login session (hours; default 14 days). */
   SESSION_TTL_HOURS: Type.Integer({ minimum: 1, default: 24 * 14 }),
+  /** How long an invitation to an organization can be accepted (hours; default 7 days). */
+  INVITATION_TTL_HOURS: Type.Integer({ minimum: 1, maximum: 24 * 90, default: 24 * 7 }),
   /** Seconds a verified API key or session is trusted without a lookup (0 turns the cache off); changes are announced at once. */
   CREDENTIAL_CACHE_SECONDS: Type.Integer({ minimum: 0, maximum: 60, default: 5 }),
   /**

@@ -9,6 +9,8 @@ export const ERROR_KINDS = {
   NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   CONFLICT: 409,
+  /** A link that worked once and no longer does (an invitation expired, revoked or accepted). */
+  GONE: 410,
   /** The organization's disk use is at its quota: new builds are refused (docs/api-decisions.md). */
   DISK_QUOTA_EXCEEDED: 409,
   PAYLOAD_TOO_LARGE: 413,

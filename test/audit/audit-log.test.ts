@@ -117,6 +117,26 @@ const PREPARE: Record<string, (w: RouteWorld, url: string, other: TestUser) => P
     await call(h, 'POST', `/v1/organizations/${w.org.slug}/members`, w.owner, { username: other.username });
     return { url: url.replace(w.owner.id, other.id) };
   },
+  'PUT /v1/organizations/:org_slug/members/:user_id/role': async (w, url, other) => {
+    await call(h, 'POST', `/v1/organizations/${w.org.slug}/members`, w.owner, { username: other.username });
+    return { url: url.replace(w.owner.id, other.id) };
+  },
+  'DELETE /v1/organizations/:org_slug/grants/:project_slug/:env/:user_id': async (w) => {
+    const grant = { project: w.project.slug, environment: 'production', username: w.owner.username };
+    expect([201, 409]).toContain((await call(h, 'POST', `/v1/organizations/${w.org.slug}/grants`, w.owner, grant)).status);
+    return {};
+  },
+  // The holder of the link signs up: no one is signed in yet, so the row names no actor.
+  'POST /v1/invitations/:token/sign-up': async () => ({ headers: { 'x-api-key': '' }, actor: { userId: null, credential: 'none' } }),
+  'POST /v1/invitations/:token/accept': async (w, _url, other) => {
+    const invited = await call(h, 'POST', `/v1/organizations/${w.org.slug}/invitations`, w.owner, { email: other.email, role: 'viewer' });
+    expect(invited.status, invited.raw).toBe(201);
+    return {
+      url: `/v1/invitations/${String(invited.body.link).split('/').pop()}/accept`,
+      headers: other.headers,
+      actor: { userId: other.id, credential: 'api_key' },
+    };
+  },
   'DELETE /v1/organizations/:org_slug/members/:user_id': async (w, url, other) => {
     await call(h, 'POST', `/v1/organizations/${w.org.slug}/members`, w.owner, { username: other.username });
     return { url: url.replace(w.owner.id, other.id) };

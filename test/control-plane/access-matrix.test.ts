@@ -20,6 +20,8 @@ const EXEMPT_FROM_403: Record<string, string> = {
   'POST /v1/auth/api-keys': 'creates a key for the caller',
   'DELETE /v1/auth/api-keys/:id': "keys belong to users, not organizations: another user's key is 404",
   'GET /v1/organizations': "lists the caller's own organizations",
+  'POST /v1/invitations/:token/accept':
+    "the invitation's link names its organization: accepting checks the invited address, 403 for any other (test/roles/invitations.test.ts)",
   'POST /v1/organizations': 'creates a new organization (the caller becomes its admin)',
   'GET /v1/projects': "lists projects of the caller's own organizations",
   'GET /v1/workspaces': "lists the caller's own workspaces",

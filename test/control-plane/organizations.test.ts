@@ -31,7 +31,7 @@ describe('organizations', () => {
       id: expect.any(String),
       name: 'Ünïcode Späce Org!',
       slug: 'unicode-space-org',
-      members: [{ user_id: alice.id, username: alice.username, email: alice.email, admin: true }],
+      members: [{ user_id: alice.id, username: alice.username, email: alice.email, admin: true, role: 'owner' }],
       member_count: 1,
       project_count: 0,
       application_count: 0,
@@ -84,7 +84,7 @@ describe('members', () => {
     const carol = await h.user();
     const org = await newOrg(owner);
     const added = await addMember(owner, org.slug, bob);
-    expect(added.members).toContainEqual({ user_id: bob.id, username: bob.username, email: bob.email, admin: false });
+    expect(added.members).toContainEqual({ user_id: bob.id, username: bob.username, email: bob.email, admin: false, role: 'developer' });
     const byEmail = await call(h, 'POST', `/v1/organizations/${org.slug}/members`, owner, {
       username: carol.email.toUpperCase(),
       admin: true,
@@ -127,14 +127,15 @@ describe('members', () => {
       ok: true,
       admin: true,
     });
-    // Bob is an admin now, so he can demote the owner (there are two admins).
-    expect((await call(h, 'POST', `/v1/organizations/${org.slug}/members/${owner.id}/toggle-admin`, bob)).body).toEqual({
-      ok: true,
-      admin: false,
-    });
-    expect((await call(h, 'POST', `/v1/organizations/${org.slug}/members/${owner.id}/toggle-admin`, bob)).body).toEqual({
+    // Bob is an admin now, but only an owner changes an owner.
+    expectError(await call(h, 'POST', `/v1/organizations/${org.slug}/members/${owner.id}/toggle-admin`, bob), 403);
+    expect((await call(h, 'POST', `/v1/organizations/${org.slug}/members/${carol.id}/toggle-admin`, bob)).body).toEqual({
       ok: true,
       admin: true,
+    });
+    expect((await call(h, 'POST', `/v1/organizations/${org.slug}/members/${carol.id}/toggle-admin`, bob)).body).toEqual({
+      ok: true,
+      admin: false,
     });
     // Carol leaves on her own.
     expect((await call(h, 'DELETE', `/v1/organizations/${org.slug}/members/${carol.id}`, carol)).body).toEqual({ ok: true });
@@ -170,13 +171,15 @@ describe('members', () => {
         const b = await h.user();
         const org = await newOrg(a);
         await addMember(a, org.slug, b, true);
+        // Two owners: only an owner changes an owner.
+        expect((await call(h, 'PUT', `/v1/organizations/${org.slug}/members/${b.id}/role`, a, { role: 'owner' })).status).toBe(200);
         const act = (caller: TestUser, target: TestUser) =>
           action === 'toggle'
             ? call(h, 'POST', `/v1/organizations/${org.slug}/members/${target.id}/toggle-admin`, caller)
             : call(h, 'DELETE', `/v1/organizations/${org.slug}/members/${target.id}`, caller);
         const results = await Promise.all([act(a, b), act(b, a)]);
         const statuses = results.map((r) => r.status).sort();
-        // One wins; the other finds itself the last admin (409) or, once removed, no longer a member (403).
+        // One wins; the other finds itself the last owner (409) or, once removed, no longer a member (403).
         expect(statuses[0]).toBe(200);
         expect([403, 409]).toContain(statuses[1]);
         const admins = await h.ctx.db

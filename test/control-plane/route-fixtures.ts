@@ -13,6 +13,7 @@ import { sql } from 'kysely';
 import { v7 as uuidv7 } from 'uuid';
 import type { RouteEntry } from '../../src/app.js';
 import { ConfigurationsRepository, ConfigurationsService } from '../../src/modules/configurations/index.js';
+import { hashToken, newToken } from '../../src/platform/crypto/tokens.js';
 import type { ConfigScope } from '../../src/platform/db/schema.js';
 import type { Harness } from '../helpers/harness.js';
 import { seedWorld, unique, type World } from './fixtures.js';
@@ -39,6 +40,8 @@ export interface RouteWorld extends World {
   addonAttachmentId: string | null;
   /** A Slack notification channel of the organization. */
   notificationChannelId: string | null;
+  /** An open invitation to the organization (its id, and the token of its link). */
+  invitation: { id: string; token: string } | null;
   /** An exec session the owner opened (never attached). */
   execSessionId: string | null;
   /** A log drain of the organization. */
@@ -230,6 +233,19 @@ export async function seedRouteWorld(h: Harness): Promise<RouteWorld> {
         events: ['deployment.succeeded'],
       })
     : null;
+  let invitation: RouteWorld['invitation'] = null;
+  if (await tableExists(h, 'invitations')) {
+    const token = newToken('inv');
+    const id = await insertRow(h, 'invitations', {
+      id: uuidv7(),
+      organization_id: w.org.id,
+      email: `${unique('invitee')}@example.com`,
+      role: 'viewer',
+      token_hash: hashToken(token),
+      expires_at: new Date(Date.now() + 3600_000),
+    });
+    invitation = { id, token };
+  }
   const execSessionId = (await tableExists(h, 'exec_sessions'))
     ? await insertRow(h, 'exec_sessions', { id: uuidv7(), ...base, instance_id: uuidv7(), instance_name: 'web.1', user_id: w.owner.id })
     : null;
@@ -262,6 +278,7 @@ export async function seedRouteWorld(h: Harness): Promise<RouteWorld> {
     execSessionId,
     notificationChannelId,
     logDrainId,
+    invitation,
     addonName,
     addonAttachmentId,
     installationId,
@@ -329,6 +346,8 @@ export const PARAM_FIXTURES: Record<string, Fixture> = {
   attachment_id: (w) => need(w.addonAttachmentId, 'add-on attachment'),
   channel_id: (w) => need(w.notificationChannelId, 'notification channel'),
   drain_id: (w) => need(w.logDrainId, 'log drain'),
+  invitation_id: (w) => need(w.invitation?.id ?? null, 'invitation'),
+  token: (w) => need(w.invitation?.token ?? null, 'invitation'),
   installation_id: (w) => need(w.installationId === null ? null : String(w.installationId), 'GitHub App installation link'),
   // Single sign-on's issuers are the site's, not the world's: their routes are site administrators' (403 to members before any lookup).
   issuer: () => 'fixture-issuer',
@@ -380,6 +399,11 @@ export function fillPath(route: RouteEntry, w: RouteWorld): string {
 export const SAMPLE_BODIES: Record<string, (w: RouteWorld) => unknown> = {
   'POST /v1/auth/login': () => ({ email: 'nobody@example.com', password: 'nothing' }),
   'POST /v1/auth/api-keys': () => ({ name: 'sample' }),
+  'PUT /v1/organizations/:org_slug/members/:user_id/role': () => ({ role: 'viewer' }),
+  'PUT /v1/organizations/:org_slug/access-settings': () => ({ viewers_see_protected_logs: false }),
+  'POST /v1/organizations/:org_slug/invitations': () => ({ email: `${unique('invited')}@example.com`, role: 'viewer' }),
+  'POST /v1/invitations/:token/sign-up': () => ({ username: unique('signup'), password: 'sample-password' }),
+  'POST /v1/organizations/:org_slug/grants': (w) => ({ project: w.project.slug, environment: 'production', username: w.owner.username }),
   'POST /v1/auth/cli-logins': () => ({ code: 'SAMPLE-CODE', port: 40000 }),
   'POST /v1/sso/issuers': () => ({
     name: unique('issuer'),
@@ -467,4 +491,5 @@ export const MEMBER_WRITES_BESIDE_PROTECTED: Record<string, string> = {
   'DELETE /v1/workspaces/:workspace/projects/:project/previews': 'turning previews off starts and stops nothing',
   'POST /v1/integrations/github/hooks': 'public: authenticated by its signature, not by membership',
   'POST /v1/integrations/docker/auth': 'public: issues a registry token for the caller',
+  'POST /v1/invitations/:token/accept': 'joins an organization by an invitation to the caller (nothing of a protected environment)',
 };

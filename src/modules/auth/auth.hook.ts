@@ -2,8 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { forbidden, unauthenticated } from '../../platform/errors.js';
 import type { AuthService } from './auth.service.js';
 import type { Db } from '../../platform/db/database.js';
-import { checkScope, scopeRefused } from '../../platform/access/key-scope.js';
-import { routeNeed } from '../../platform/access/route-actions.js';
+import { checkRouteAccess } from '../../platform/access/route-access.js';
 
 export const SESSION_COOKIE = 'slipway_session';
 export const API_KEY_HEADER = 'x-api-key';
@@ -58,24 +57,24 @@ export function authenticationHook(auth: AuthService) {
 
 /**
  * Runs before every route's validation (its body parsed, so the identifiers it carries are
- * known, and a refusal comes before any complaint about the body): a scoped API key reaches only what its scope covers, by the one table of
- * what each route needs (platform/access/route-actions.ts). Refusals are 403 with the reason (the
- * audit hooks record them). Credentials without limits pass untouched.
+ * known, and a refusal comes before any complaint about the body): the caller's role in the
+ * organization the request acts in, and a scoped API key's limits, against the one table of
+ * what each route needs (platform/access/route-actions.ts, route-access.ts). Refusals are 403
+ * with the reason (the audit hooks record them).
  */
 export function keyScopeHook(db: Db) {
   return async (request: FastifyRequest) => {
-    const scope = request.principal?.scope;
+    const principal = request.principal;
     const url = request.routeOptions.url;
-    if (!scope || !url) return;
-    const refusal = await checkScope(db, request.principal!.user.id, scope, {
+    if (!principal || !url) return;
+    const refusal = await checkRouteAccess(db, principal, {
       method: request.method,
-      credentialId: request.principal!.credentialId,
-      need: routeNeed(request.method, url),
+      url,
       params: (request.params ?? {}) as Record<string, unknown>,
       query: (request.query ?? {}) as Record<string, unknown>,
       body:
         request.body && typeof request.body === 'object' && !Array.isArray(request.body) ? (request.body as Record<string, unknown>) : {},
     });
-    if (refusal) throw scopeRefused(refusal);
+    if (refusal) throw refusal;
   };
 }

@@ -15,6 +15,7 @@ import { preparePushRepository, pushRepositoriesRoot, restoreRef } from '../../p
 import { requireJobRoom } from '../../platform/jobs/require-jobs.js';
 import type { Principal } from '../../platform/http/types.js';
 import { checkScope } from '../../platform/access/key-scope.js';
+import { checkRouteAccess } from '../../platform/access/route-access.js';
 import type { ApplicationsService } from '../applications/index.js';
 import type { AuthService } from '../auth/index.js';
 import { followChain } from './chain-follower.js';
@@ -244,6 +245,17 @@ export class GitPushService {
    * null when it may: the same check every /v1 route makes (platform/access/key-scope.ts).
    */
   private async scopeRefusal(principal: Principal, applicationId: string, environmentId: string | null) {
+    // Deploying to an environment: the caller's role too (a viewer's push deploys nothing), as the deploy route checks it.
+    if (environmentId) {
+      const refusal = await checkRouteAccess(this.ctx.db, principal, {
+        method: 'POST',
+        url: '/v1/applications/:application_id/deploy',
+        params: { application_id: applicationId },
+        query: {},
+        body: { environment: environmentId },
+      });
+      return refusal?.message ?? null;
+    }
     if (!principal.scope) return null;
     const refusal = await checkScope(this.ctx.db, principal.user.id, principal.scope, {
       // Without an environment the question is "may it deploy here at all" (a read's latitude on levels).

@@ -1,9 +1,10 @@
+import type { Role } from '../../platform/access/roles.js';
 import { forbidden } from '../../platform/errors.js';
 import type { OrganizationsRepository } from './organizations.repository.js';
 
 /**
- * The one access rule (decisions.md): members of an organization may read and change
- * everything in it; only its admins manage members. Every module asks here.
+ * Membership, which every module asks here. What a member's role may do is decided before the
+ * handler runs, by the route table (platform/access/route-access.ts); admins' own checks stay here.
  */
 export class OrganizationAccess {
   constructor(private readonly orgs: OrganizationsRepository) {}
@@ -22,7 +23,7 @@ export class OrganizationAccess {
     return this.orgs.findById(id);
   }
 
-  async requireMember(userId: string, organizationId: string): Promise<{ admin: boolean }> {
+  async requireMember(userId: string, organizationId: string): Promise<{ admin: boolean; role: Role }> {
     const membership = await this.orgs.membership(organizationId, userId);
     if (!membership) throw forbidden();
     return membership;

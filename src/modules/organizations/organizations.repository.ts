@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import type { Role } from '../../platform/access/roles.js';
 import type { Db } from '../../platform/db/database.js';
 import { deleteScopeVariables } from '../configurations/index.js';
 
@@ -46,7 +47,7 @@ export class OrganizationsRepository {
   membership(organizationId: string, userId: string) {
     return this.db
       .selectFrom('memberships')
-      .select(['admin'])
+      .select(['admin', 'role'])
       .where('organization_id', '=', organizationId)
       .where('user_id', '=', userId)
       .executeTakeFirst();
@@ -115,7 +116,7 @@ export class OrganizationsRepository {
     return this.db
       .selectFrom('memberships as m')
       .innerJoin('users as u', 'u.id', 'm.user_id')
-      .select(['u.id as user_id', 'u.username', 'u.email', 'm.admin'])
+      .select(['u.id as user_id', 'u.username', 'u.email', 'm.admin', 'm.role'])
       .where('m.organization_id', '=', organizationId)
       .orderBy('m.created_at')
       .execute();
@@ -161,41 +162,53 @@ export class OrganizationsRepository {
         .values({ ...org, created_by: adminUserId })
         .returningAll()
         .executeTakeFirstOrThrow();
-      await trx.insertInto('memberships').values({ organization_id: org.id, user_id: adminUserId, admin: true }).execute();
+      await trx.insertInto('memberships').values({ organization_id: org.id, user_id: adminUserId, role: 'owner' }).execute();
       return created;
     });
   }
 
-  addMember(organizationId: string, userId: string, admin: boolean) {
-    return this.db.insertInto('memberships').values({ organization_id: organizationId, user_id: userId, admin }).execute();
+  addMember(organizationId: string, userId: string, role: Role) {
+    return this.db.insertInto('memberships').values({ organization_id: organizationId, user_id: userId, role }).execute();
   }
 
   /**
    * Changes one membership while holding a lock on all of the organization's memberships,
-   * so two admins demoting each other at once cannot leave it without an admin.
-   * `change` returns the new admin flag, or null to remove the member.
+   * so two owners demoting each other at once cannot leave it without an owner.
+   * `change` sees the current member and all of them, and returns the new role, or null to
+   * remove the member (their grants on the organization's environments go with them).
    */
   changeMembership(
     organizationId: string,
     userId: string,
-    change: (current: { admin: boolean }, adminCount: number, members: Array<{ user_id: string; admin: boolean }>) => boolean | null,
+    change: (current: { role: Role }, members: Array<{ user_id: string; role: Role }>) => Role | null,
   ) {
     return this.db.transaction().execute(async (trx) => {
       const rows = await trx
         .selectFrom('memberships')
-        .select(['user_id', 'admin'])
+        .select(['user_id', 'role'])
         .where('organization_id', '=', organizationId)
         .forUpdate()
         .execute();
       const current = rows.find((r) => r.user_id === userId);
       if (!current) return undefined;
-      const next = change(current, rows.filter((r) => r.admin).length, rows);
+      const next = change(current, rows);
       if (next === null) {
         await trx.deleteFrom('memberships').where('organization_id', '=', organizationId).where('user_id', '=', userId).execute();
+        await trx
+          .deleteFrom('environment_grants')
+          .where('user_id', '=', userId)
+          .where('environment_id', 'in', (eb) =>
+            eb
+              .selectFrom('environments as e')
+              .innerJoin('projects as p', 'p.id', 'e.project_id')
+              .select('e.id')
+              .where('p.organization_id', '=', organizationId),
+          )
+          .execute();
       } else {
         await trx
           .updateTable('memberships')
-          .set({ admin: next })
+          .set({ role: next })
           .where('organization_id', '=', organizationId)
           .where('user_id', '=', userId)
           .execute();
@@ -205,7 +218,11 @@ export class OrganizationsRepository {
         .set({ updated_at: sql`now()` })
         .where('id', '=', organizationId)
         .execute();
-      return { admin: next };
+      return { role: next };
     });
+  }
+
+  setViewersSeeProtectedLogs(organizationId: string, value: boolean) {
+    return this.db.updateTable('organizations').set({ viewers_see_protected_logs: value }).where('id', '=', organizationId).execute();
   }
 }

@@ -3,12 +3,14 @@ import { commonErrorResponses, Ok } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
 import { currentUser } from '../../platform/http/principal.js';
 import {
+  AccessSettings,
   AddMemberBody,
   CreateOrganizationBody,
   MemberParams,
   OrganizationDetail,
   OrganizationSummary,
   OrgSlugParams,
+  SetRoleBody,
 } from './organizations.schemas.js';
 import { OrganizationsService } from './organizations.service.js';
 
@@ -58,7 +60,7 @@ export function organizationsRoutes(orgs: OrganizationsService) {
       {
         schema: {
           tags,
-          summary: 'Add a member (admins)',
+          summary: 'Add a member with a role (admins; owners to add an owner)',
           params: OrgSlugParams,
           body: AddMemberBody,
           response: { 200: OrganizationDetail, ...commonErrorResponses },
@@ -91,6 +93,34 @@ export function organizationsRoutes(orgs: OrganizationsService) {
         },
       },
       async (request) => orgs.removeMember(currentUser(request).id, request.params.org_slug, request.params.user_id),
+    );
+
+    app.put(
+      '/organizations/:org_slug/members/:user_id/role',
+      {
+        schema: {
+          tags,
+          summary: "Set a member's role (admins, below owner; owners for owners)",
+          params: MemberParams,
+          body: SetRoleBody,
+          response: { 200: OrganizationDetail, ...commonErrorResponses },
+        },
+      },
+      async (request) => orgs.setRole(currentUser(request).id, request.params.org_slug, request.params.user_id, request.body.role),
+    );
+
+    app.put(
+      '/organizations/:org_slug/access-settings',
+      {
+        schema: {
+          tags,
+          summary: "Set the organization's access settings (owners)",
+          params: OrgSlugParams,
+          body: AccessSettings,
+          response: { 200: AccessSettings, ...commonErrorResponses },
+        },
+      },
+      async (request) => orgs.setAccessSettings(currentUser(request).id, request.params.org_slug, request.body),
     );
   };
 }

@@ -2,14 +2,11 @@ import { v7 as uuidv7 } from 'uuid';
 import { conflict, forbidden, isUniqueViolation, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
+import { atLeast, type Role } from '../../platform/access/roles.js';
 import { UsersService } from '../users/index.js';
 import { OrganizationAccess } from './access.js';
 import { OrganizationsRepository } from './organizations.repository.js';
 
-/**
- * The caller's admin flag, re-read under the membership lock: a caller demoted or removed
- * by a concurrent request no longer acts as an admin.
- */
 /**
  * Members' e-mail addresses are for the organization's admins (who add members by
  * username or e-mail) and for each member themself; other members see usernames only.
@@ -22,8 +19,29 @@ export function membersAsSeenBy<M extends { user_id: string; email?: string }>(
   return members.map((m) => (m.user_id === viewer.userId ? m : (({ email: _email, ...rest }) => rest as M)(m)));
 }
 
-function requireAdminAmong(members: Array<{ user_id: string; admin: boolean }>, userId: string) {
-  if (!members.find((m) => m.user_id === userId)?.admin) throw forbidden('Only organization admins can do this');
+/**
+ * The rule for changing a membership (`next` null: removing it), checked under the membership
+ * lock with the caller's role re-read there, so a caller demoted by a concurrent request no
+ * longer acts with their old role. Admins manage members below owner; only owners make,
+ * change or remove an owner; nobody grants more than their own role; a member may always leave;
+ * the last owner stays.
+ */
+function checkMembershipChange(
+  members: Array<{ user_id: string; role: Role }>,
+  callerId: string,
+  target: { user_id: string; role: Role },
+  next: Role | null,
+) {
+  const caller = members.find((m) => m.user_id === callerId)?.role;
+  const leaving = next === null && target.user_id === callerId;
+  if (!leaving) {
+    if (!caller || !atLeast(caller, 'admin')) throw forbidden('Only organization admins and owners can change members');
+    if ((target.role === 'owner' || next === 'owner') && caller !== 'owner')
+      throw forbidden('Only an owner of the organization can make, change or remove an owner');
+    if (next && !atLeast(caller, next)) throw forbidden(`Your role is ${caller}: you cannot grant ${next}`);
+  }
+  if (target.role === 'owner' && next !== 'owner' && members.filter((m) => m.role === 'owner').length <= 1)
+    throw conflict(`The last owner of an organization cannot be ${next === null ? 'removed' : 'demoted'}: make another member owner first`);
 }
 
 export class OrganizationsService {
@@ -117,18 +135,20 @@ export class OrganizationsService {
   /** Deletes an organization without projects (admins); 409 while it has one. */
   async deleteEmpty(userId: string, slug: string) {
     const { org, membership } = await this.resolve(userId, slug);
-    if (!membership.admin) throw forbidden('Only organization admins can do this');
+    if (membership.role !== 'owner') throw forbidden('Only an owner of the organization can delete it');
     if (!(await this.orgs.deleteIfEmpty(org.id)))
       throw conflict(`${org.slug} still has projects: delete them first (a project's services, instances and records stay otherwise)`);
   }
 
-  async addMember(userId: string, slug: string, input: { username: string; admin?: boolean }) {
-    const { org } = await this.resolve(userId, slug);
-    await this.access.requireAdmin(userId, org.id);
+  async addMember(userId: string, slug: string, input: { username: string; admin?: boolean; role?: Role }) {
+    const { org, membership } = await this.resolve(userId, slug);
+    const role: Role = input.role ?? (input.admin ? 'admin' : 'developer');
+    if (!atLeast(membership.role, 'admin')) throw forbidden('Only organization admins and owners can add members');
+    if (!atLeast(membership.role, role)) throw forbidden(`Your role is ${membership.role}: you cannot grant ${role}`);
     const user = await this.users.findByUsernameOrEmail(input.username);
     if (!user) throw notFound(`User '${input.username}'`);
     try {
-      await this.orgs.addMember(org.id, user.id, input.admin ?? false);
+      await this.orgs.addMember(org.id, user.id, role);
     } catch (err) {
       if (isUniqueViolation(err)) throw conflict(`${user.username} is already a member`);
       throw err;
@@ -136,16 +156,46 @@ export class OrganizationsService {
     return this.describe(org.id);
   }
 
-  async toggleAdmin(userId: string, slug: string, memberId: string) {
+  /** Adds a user with a role without checking a caller (an accepted invitation: its inviter was checked when inviting). */
+  async admit(organizationId: string, userId: string, role: Role) {
+    try {
+      await this.orgs.addMember(organizationId, userId, role);
+      return true;
+    } catch (err) {
+      if (isUniqueViolation(err)) return false;
+      throw err;
+    }
+  }
+
+  /** Sets a member's role, by the rule of checkMembershipChange. */
+  async setRole(userId: string, slug: string, memberId: string, role: Role) {
     const { org } = await this.resolve(userId, slug);
-    await this.access.requireAdmin(userId, org.id);
-    const result = await this.orgs.changeMembership(org.id, memberId, (current, admins, members) => {
-      requireAdminAmong(members, userId);
-      if (current.admin && admins <= 1) throw conflict('The last admin of an organization cannot be demoted');
-      return !current.admin;
+    const result = await this.orgs.changeMembership(org.id, memberId, (current, members) => {
+      checkMembershipChange(members, userId, { user_id: memberId, role: current.role }, role);
+      return role;
     });
     if (!result) throw notFound('Member');
-    return { ok: true, admin: result.admin as boolean };
+    return this.describe(org.id);
+  }
+
+  /** admin <-> developer (the flag of before roles); an owner is demoted to developer, by an owner. */
+  async toggleAdmin(userId: string, slug: string, memberId: string) {
+    const { org } = await this.resolve(userId, slug);
+    const result = await this.orgs.changeMembership(org.id, memberId, (current, members) => {
+      const next: Role = atLeast(current.role, 'admin') ? 'developer' : 'admin';
+      checkMembershipChange(members, userId, { user_id: memberId, role: current.role }, next);
+      return next;
+    });
+    if (!result) throw notFound('Member');
+    return { ok: true, admin: atLeast(result.role!, 'admin') };
+  }
+
+  /** Whether viewers read the logs of protected environments (owners; the route table checks the role). */
+  async setAccessSettings(userId: string, slug: string, input: { viewers_see_protected_logs: boolean }) {
+    const { org, membership } = await this.resolve(userId, slug);
+    if (membership.role !== 'owner') throw forbidden("Only an owner sets the organization's access settings");
+    await this.orgs.setViewersSeeProtectedLogs(org.id, input.viewers_see_protected_logs);
+    return { viewers_see_protected_logs: input.viewers_see_protected_logs };
   }
 
   /** An organization's own build timeout, or null for the default (site administrators only: checked by the route). */
@@ -187,14 +237,11 @@ export class OrganizationsService {
     return org.sandbox_outbound;
   }
 
-  /** Admins remove anyone; a member may remove only themselves (leave). */
+  /** Admins remove anyone below owner, owners anyone; a member may remove only themselves (leave). */
   async removeMember(userId: string, slug: string, memberId: string) {
-    const { org, membership } = await this.resolve(userId, slug);
-    const adminOnly = memberId !== userId || membership.admin;
-    if (adminOnly) await this.access.requireAdmin(userId, org.id);
-    const result = await this.orgs.changeMembership(org.id, memberId, (current, admins, members) => {
-      if (adminOnly) requireAdminAmong(members, userId);
-      if (current.admin && admins <= 1) throw conflict('The last admin of an organization cannot be removed');
+    const { org } = await this.resolve(userId, slug);
+    const result = await this.orgs.changeMembership(org.id, memberId, (current, members) => {
+      checkMembershipChange(members, userId, { user_id: memberId, role: current.role }, null);
       return null;
     });
     if (!result) throw notFound('Member');

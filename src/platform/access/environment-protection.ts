@@ -2,16 +2,20 @@ import type { Db } from '../db/database.js';
 import { AppError } from '../errors.js';
 import { findProductionEnvironmentId } from '../environments/production-environment.js';
 
-/** The environment's slug when it is protected and the caller is not an admin of its workspace; else null. */
+/**
+ * The environment's slug when it is protected and the caller is neither an admin (or owner) of
+ * its organization nor granted it (environment_grants: a deployer granted production); else null.
+ */
 async function lockedOut(db: Db, userId: string, environmentId: string): Promise<string | null> {
   const row = await db
     .selectFrom('environments as e')
     .innerJoin('projects as p', 'p.id', 'e.project_id')
     .leftJoin('memberships as m', (j) => j.onRef('m.organization_id', '=', 'p.organization_id').on('m.user_id', '=', userId))
-    .select(['e.slug', 'e.protected', 'm.admin'])
+    .leftJoin('environment_grants as g', (j) => j.onRef('g.environment_id', '=', 'e.id').on('g.user_id', '=', userId))
+    .select(['e.slug', 'e.protected', 'm.admin', 'g.user_id as granted'])
     .where('e.id', '=', environmentId)
     .executeTakeFirst();
-  return row?.protected && !row.admin ? row.slug : null;
+  return row?.protected && !row.admin && !(row.granted && row.admin !== null) ? row.slug : null;
 }
 
 /**
@@ -73,7 +77,7 @@ export function reachOfScope(scope: {
  * The one rule for protected environments: a change that reaches one (its scale and pod
  * classes, any configuration layer it inherits, an application's repository, branch,
  * subdirectory, health check or other settings, a deploy, promote, rollback or run) needs
- * an organization admin. Throws 403 naming the environment and the change; callers have
+ * an organization admin, or a member granted every protected environment it reaches. Throws 403 naming the environment and the change; callers have
  * already checked membership. Shared with every module through the environments index.
  */
 export async function requireProtectedEnvironmentAdmin(db: Db, userId: string, reach: ProtectedReach, change: string): Promise<void> {
@@ -81,8 +85,11 @@ export async function requireProtectedEnvironmentAdmin(db: Db, userId: string, r
     .selectFrom('environments as e')
     .innerJoin('projects as p', 'p.id', 'e.project_id')
     .leftJoin('memberships as m', (j) => j.onRef('m.organization_id', '=', 'p.organization_id').on('m.user_id', '=', userId))
+    .leftJoin('environment_grants as g', (j) => j.onRef('g.environment_id', '=', 'e.id').on('g.user_id', '=', userId))
     .select(['e.slug', 'm.admin'])
-    .where('e.protected', '=', true);
+    .where('e.protected', '=', true)
+    // A member granted the environment acts there as their role allows (the route table checked the role).
+    .where((eb) => eb.or([eb('g.user_id', 'is', null), eb('m.user_id', 'is', null)]));
   if ('environmentId' in reach) query = query.where('e.id', '=', reach.environmentId);
   else if ('projectId' in reach) query = query.where('p.id', '=', reach.projectId);
   else if ('teamId' in reach) query = query.where('p.team_id', '=', reach.teamId);

@@ -151,7 +151,7 @@ export interface ScopeRefusal {
 }
 
 /** The application's production environment: where an application-wide change without `environment` lands. */
-async function productionOf(db: Db, applicationId: string): Promise<string | null> {
+export async function productionOf(db: Db, applicationId: string): Promise<string | null> {
   const row = await db
     .selectFrom('applications as a')
     .innerJoin('environments as e', (j) => j.onRef('e.project_id', '=', 'a.project_id').on('e.slug', '=', 'production'))
@@ -195,7 +195,7 @@ export async function checkScope(
   db: Db,
   userId: string,
   scope: KeyScope,
-  request: { method: string; need: RouteNeed; params: Fields; query: Fields; body: Fields; credentialId: string },
+  request: { method: string; need: RouteNeed; params: Fields; query: Fields; body: Fields; credentialId: string; position?: Position },
 ): Promise<ScopeRefusal | null> {
   if (!isLimited(scope)) return null;
   const { need } = request;
@@ -214,7 +214,7 @@ export async function checkScope(
     if (!member) return { reason: "This API key's user is no longer a member of its organization" };
   }
   const read = request.method === 'GET' || request.method === 'HEAD';
-  const pos = await positionOf(db, request.params, request.query, request.body);
+  const pos = request.position ?? (await positionOf(db, request.params, request.query, request.body));
   for (const [level, word] of LEVELS) {
     const limit = scope[level];
     if (!limit) continue;

@@ -37,6 +37,7 @@ const RULES: Rule[] = [
   { methods: 'ANY', path: /^\/v1\/auth\/(api-keys|cli-logins|logout)(\/|$)/, need: 'unscoped' },
   { methods: 'ANY', path: /^\/v1\/users(\/|$)/, need: 'unscoped' },
   { methods: 'ANY', path: /^\/v1\/audit-log$/, need: 'unscoped' },
+  { methods: 'ANY', path: /^\/v1\/invitations\//, need: 'unscoped' },
   { methods: 'WRITE', path: /^\/v1\/(organizations|workspaces)$/, need: 'unscoped' },
   // GitHub's redirect after installing the App links an installation: a change, whatever its method.
   { methods: 'GET', path: /^\/v1\/integrations\/github\/setup$/, need: any('manage') },
@@ -72,6 +73,49 @@ export function routeNeed(method: string, url: string): RouteNeed {
     if (rule.path.test(url)) return rule.need;
   }
   return read ? any('read') : any('manage');
+}
+
+/**
+ * What a route needs of the caller's role beyond its action (roles.ts): a minimum role, or a
+ * site administrator. `exceptSelf`: a member acting on their own membership (leaving) needs none.
+ */
+export interface RoleRule {
+  minimum?: 'admin' | 'owner';
+  siteAdmin?: boolean;
+  exceptSelf?: boolean;
+}
+
+const ORG = String.raw`\/v1\/(organizations\/:org_slug|workspaces\/:workspace)`;
+const ROLE_RULES: Array<{ methods: readonly string[]; path: RegExp; rule: RoleRule }> = [
+  { methods: ['GET', 'PUT'], path: /^\/v1\/organizations\/:org_slug\/pipeline-limits$/, rule: { siteAdmin: true } },
+  { methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], path: /^\/v1\/(users|audit-log|sso\/issuers)(\/|$)/, rule: { siteAdmin: true } },
+  { methods: ['DELETE'], path: new RegExp(`^${ORG}$`), rule: { minimum: 'owner' } },
+  { methods: ['PUT', 'PATCH'], path: new RegExp(`^${ORG}/access-settings$`), rule: { minimum: 'owner' } },
+  { methods: ['PUT', 'PATCH'], path: new RegExp(`^${ORG}$`), rule: { minimum: 'admin' } },
+  { methods: ['DELETE'], path: new RegExp(`^${ORG}/members/:user_id$`), rule: { minimum: 'admin', exceptSelf: true } },
+  {
+    methods: ['POST', 'PUT', 'PATCH', 'DELETE'],
+    path: new RegExp(`^${ORG}/(members|invitations|grants)(/|$)`),
+    rule: { minimum: 'admin' },
+  },
+  { methods: ['GET'], path: new RegExp(`^${ORG}/invitations$`), rule: { minimum: 'admin' } },
+  // The organization's audit log, its webhooks and notification channels (their targets carry secrets).
+  {
+    methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    path: new RegExp(`^${ORG}/(audit-log|webhooks|notification-channels)(/|$)`),
+    rule: { minimum: 'admin' },
+  },
+];
+
+/** The role rule of `method url`, if any (the first that matches). */
+export function routeRoleRule(method: string, url: string): RoleRule | null {
+  const verb = method === 'HEAD' ? 'GET' : method;
+  return ROLE_RULES.find((r) => r.methods.includes(verb) && r.path.test(url))?.rule ?? null;
+}
+
+/** Reads of build, release, deployment, run and application logs: what a viewer may be kept from in protected environments. */
+export function isLogRead(method: string, url: string): boolean {
+  return (method === 'GET' || method === 'HEAD') && /\/logs?(\/stream)?$/.test(url);
 }
 
 export function describeNeed(need: RouteNeed): string {

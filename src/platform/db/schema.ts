@@ -24,6 +24,11 @@ export interface SessionsTable {
   user_id: string;
   created_at: Timestamp;
   expires_at: RequiredTimestamp;
+  /** Migration 0046: how the session began (password, oidc, ...), from where, and when it was last used (idle timeout). */
+  method: Generated<string>;
+  address: ColumnType<string | null, string | null | undefined, string | null>;
+  user_agent: ColumnType<string | null, string | null | undefined, string | null>;
+  last_seen_at: Timestamp;
 }
 
 export interface ApiKeysTable {
@@ -81,6 +86,8 @@ export interface OrganizationsTable {
   created_by: ColumnType<string | null, string | null | undefined, string | null>;
   /** Whether its sandboxes may connect out; null: the site's SANDBOX_OUTBOUND. */
   sandbox_outbound: ColumnType<boolean | null, boolean | null | undefined, boolean | null>;
+  /** Migration 0046: whether viewers read the logs of protected environments (the owner's choice). */
+  viewers_see_protected_logs: Generated<boolean>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -88,8 +95,34 @@ export interface OrganizationsTable {
 export interface MembershipsTable {
   organization_id: string;
   user_id: string;
-  admin: boolean;
+  /** Migration 0046: owner, admin, deployer, developer or viewer (platform/access/roles.ts). */
+  role: Generated<'owner' | 'admin' | 'deployer' | 'developer' | 'viewer'>;
+  /** Derived from the role (owner or admin): never written. */
+  admin: ColumnType<boolean, never, never>;
   created_at: Timestamp;
+}
+
+/** Migration 0046: a member allowed to act, within their role, on one protected environment. */
+export interface EnvironmentGrantsTable {
+  environment_id: string;
+  user_id: string;
+  granted_by: string | null;
+  created_at: Timestamp;
+}
+
+/** Migration 0046: an invitation to an organization with a role; the token only as its hash. */
+export interface InvitationsTable {
+  id: string;
+  organization_id: string;
+  email: string;
+  role: 'owner' | 'admin' | 'deployer' | 'developer' | 'viewer';
+  token_hash: string;
+  invited_by: string | null;
+  created_at: Timestamp;
+  expires_at: RequiredTimestamp;
+  accepted_at: NullableTimestamp;
+  accepted_by: ColumnType<string | null, string | null | undefined, string | null>;
+  revoked_at: NullableTimestamp;
 }
 
 export interface ProjectsTable {
@@ -176,6 +209,8 @@ export interface ControlPlaneTables {
   login_known_addresses: LoginKnownAddressesTable;
   organizations: OrganizationsTable;
   memberships: MembershipsTable;
+  environment_grants: EnvironmentGrantsTable;
+  invitations: InvitationsTable;
   projects: ProjectsTable;
   applications: ApplicationsTable;
   config_vars: ConfigVarsTable;
