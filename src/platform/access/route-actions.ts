@@ -99,10 +99,10 @@ const ROLE_RULES: Array<{ methods: readonly string[]; path: RegExp; rule: RoleRu
     rule: { minimum: 'admin' },
   },
   { methods: ['GET'], path: new RegExp(`^${ORG}/invitations$`), rule: { minimum: 'admin' } },
-  // The organization's audit log, its webhooks and notification channels (their targets carry secrets).
+  // The organization's audit log, its webhooks, notification channels and log drains (their targets carry secrets).
   {
     methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    path: new RegExp(`^${ORG}/(audit-log|webhooks|notification-channels)(/|$)`),
+    path: new RegExp(`^${ORG}/(audit-log|webhooks|notification-channels|log-drains)(/|$)`),
     rule: { minimum: 'admin' },
   },
 ];
