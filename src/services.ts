@@ -18,7 +18,8 @@ import { forbidden } from './platform/errors.js';
 import { wireUsers } from './modules/users/index.js';
 import { wireAuth } from './modules/auth/index.js';
 import { wireSso } from './modules/sso/index.js';
-import { wireOrganizations } from './modules/organizations/index.js';
+import { mailInvitations, wireOrganizations } from './modules/organizations/index.js';
+import { createMailer, mailErrorText } from './platform/mail/mailer.js';
 import { wireProjects } from './modules/projects/index.js';
 import { wireApplications } from './modules/applications/index.js';
 import { wireConfigurations } from './modules/configurations/index.js';
@@ -364,6 +365,8 @@ export function composeCore(ctx: AppContext, repos: Repositories = createReposit
     db: ctx.db,
     repository: repos.organizations,
     users: users.users,
+    // With SMTP configured invitations are e-mailed; without it (or when a send fails) the inviter is shown the link.
+    sendInvitation: invitationSender(ctx),
   });
   const { projects, routes: projectRoutes } = wireProjects({ repository: repos.projects, access, organizationScope });
   const applications = wireApplications({
@@ -409,4 +412,12 @@ export function createCoreServices(ctx: AppContext, repos: Repositories = create
 export function createIdentity(ctx: AppContext, repos: Pick<Repositories, 'users' | 'auth'> = createRepositories(ctx.db)) {
   const { users } = wireUsers({ repository: repos.users });
   return { users, auth: wireAuth({ ctx, repository: repos.auth, users }).auth };
+}
+
+function invitationSender(ctx: AppContext) {
+  const mailer = createMailer(ctx.config);
+  if (!mailer) return undefined;
+  return mailInvitations(mailer, (err) =>
+    ctx.logger?.warn({ reason: mailErrorText(err) }, 'invitation e-mail not sent: the inviter is shown the link'),
+  );
 }

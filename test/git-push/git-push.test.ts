@@ -173,4 +173,30 @@ describe.skipIf(missing)('git push when the application allows force pushes', ()
     );
     expect(onServer).toBe(deployed);
   }, 120_000);
+
+  it("refuses a member's deletion of the branch a protected environment deploys from, saying why", async () => {
+    const member = await h.user();
+    const added = await h.app.inject({
+      method: 'POST',
+      url: `/v1/workspaces/${t.orgSlug}/members`,
+      headers: t.user.headers,
+      payload: { username: member.username },
+    });
+    expect(added.statusCode, added.body).toBeLessThan(300);
+    const env = `/v1/workspaces/${t.orgSlug}/projects/shop/envs/production`;
+    expect((await h.app.inject({ method: 'PATCH', url: env, headers: t.user.headers, payload: { protected: true } })).statusCode).toBe(200);
+    try {
+      const pushed = await push(member.apiKey, 'slipway', ':main');
+      expect(pushed.code).not.toBe(0);
+      expect(pushed.output).toContain("Environment 'production' is protected: only workspace admins deploy to it");
+      const onServer = await new Promise<string>((resolve) =>
+        execFile('git', ['--git-dir', join(h.dataDir, 'git', `${t.appId}.git`), 'rev-parse', 'refs/heads/main'], (_e, out) =>
+          resolve(out.trim()),
+        ),
+      );
+      expect(onServer).toMatch(/^[0-9a-f]{40}$/);
+    } finally {
+      await h.app.inject({ method: 'PATCH', url: env, headers: t.user.headers, payload: { protected: false } });
+    }
+  });
 });

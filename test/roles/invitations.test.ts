@@ -1,11 +1,12 @@
 /**
  * Invitations through the HTTP API: invite with a role (no mailer: the link is shown to the
- * inviter), accept signed in or by signing up, list and revoke open ones; expired, revoked,
+ * inviter; with SMTP: e-mailed to a loopback SMTP server), accept signed in or by signing up, list and revoke open ones; expired, revoked,
  * spent, wrong-address and escalating invitations refused with the reason and nothing created.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
 import { call, expectError, seedWorld, snapshotTables, unique, type World } from '../control-plane/fixtures.js';
+import { mailHeader, mimePart, SmtpSink } from '../helpers/smtp-sink.js';
 
 let h: Harness;
 let world: World;
@@ -109,5 +110,62 @@ describe('invitations', () => {
     expect((await call(h, 'POST', invitations(), admin, { email, role: 'admin' })).status).toBe(201);
     expectError(await call(h, 'POST', invitations(), admin, { email, role: 'viewer' }), 409);
     expectError(await call(h, 'POST', invitations(), admin, { email: developer.email, role: 'viewer' }), 409);
+  });
+});
+
+describe('invitations by e-mail (SMTP configured)', () => {
+  const sink = new SmtpSink();
+  let mailing: Harness;
+  let mailWorld: World;
+
+  beforeAll(async () => {
+    await sink.start();
+    mailing = await createHarness({
+      SMTP_HOST: '127.0.0.1',
+      SMTP_PORT: sink.port,
+      SMTP_TLS: 'none',
+      SMTP_FROM: 'Slipway <slipway@example.test>',
+      DASHBOARD_URL: 'https://slipway.example.test/',
+    });
+    mailWorld = await seedWorld(mailing);
+  });
+  afterAll(async () => {
+    await mailing?.close();
+    await sink.close();
+  });
+
+  it('is delivered to a real SMTP server with a text and an HTML part, accepted from the mailed link; the link is never shown', async () => {
+    const email = `${unique('mailed')}@example.com`;
+    const url = `/v1/organizations/${mailWorld.org.slug}/invitations`;
+    const created = await call(mailing, 'POST', url, mailWorld.owner, { email, role: 'deployer' });
+    expect(created.status, created.raw).toBe(201);
+    expect(created.body).toMatchObject({ delivered: true });
+    expect(created.body.link).toBeUndefined();
+    const mail = sink.mails.find((m) => m.to.includes(email));
+    expect(mail, 'an e-mail to the invited address').toBeDefined();
+    expect(mailHeader(mail!.raw, 'Subject')).toBe(`You are invited to ${mailWorld.org.slug} on Slipway`);
+    const text = mimePart(mail!.raw, 'text/plain')!;
+    const html = mimePart(mail!.raw, 'text/html')!;
+    expect(text).toContain('as deployer');
+    const link = /https:\/\/slipway\.example\.test\/\S*invitations\/(inv_[\w-]+)/.exec(text);
+    expect(link, text).not.toBeNull();
+    expect(html).toContain(`href="${link![0]}"`);
+    const signed = await call(mailing, 'POST', `/v1/invitations/${link![1]}/sign-up`, null, {
+      username: unique('mailed'),
+      password: 'a-long-password-1',
+    });
+    expect(signed.status, signed.raw).toBe(201);
+    expect(signed.body).toMatchObject({ organization: mailWorld.org.slug, role: 'deployer' });
+  });
+
+  it('falls back to showing the link when the SMTP server refuses the message', async () => {
+    sink.rejectNext = 1;
+    const created = await call(mailing, 'POST', `/v1/organizations/${mailWorld.org.slug}/invitations`, mailWorld.owner, {
+      email: `${unique('refused')}@example.com`,
+      role: 'viewer',
+    });
+    expect(created.status, created.raw).toBe(201);
+    expect(created.body).toMatchObject({ delivered: false });
+    expect(created.body.link).toMatch(/\/invitations\/inv_/);
   });
 });

@@ -210,17 +210,19 @@ export class GitPushService {
     targets: Map<string, Target[]>,
   ): Promise<string | null> {
     if (!update.ref.startsWith('refs/heads/')) return 'only branches can be pushed to this remote';
-    if (ZERO_SHA.test(update.newSha)) return null; // a deletion deploys nothing (receive.denyDeletes judges it)
     const branch = update.ref.slice('refs/heads/'.length);
     const found = await this.environmentsOf(app, branch);
-    targets.set(update.ref, found);
+    // A deletion (allowed only with force pushes) deploys nothing, but takes away the source an
+    // environment deploys from: it needs the rights a deploy there needs (a protected one's admin).
+    const deletion = ZERO_SHA.test(update.newSha);
+    if (!deletion) targets.set(update.ref, found);
     const userId = principal.user.id;
     for (const target of found) {
       const refusal = await this.scopeRefusal(principal, app.id, target.environmentId);
       if (refusal) return refusal;
       try {
         await requireDeployAccess(this.ctx.db, userId, target.environmentId);
-        await requireJobRoom(this.ctx, app.id);
+        if (!deletion) await requireJobRoom(this.ctx, app.id);
       } catch (err) {
         if (err instanceof AppError && err.status < 500) return err.message;
         throw err;

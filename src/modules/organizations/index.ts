@@ -8,3 +8,4 @@ export * from './organizations.routes.js';
 export { OrganizationsRepository } from './organizations.repository.js';
 export * from './wire.js';
 export * from './granted-roles.js';
+export { mailInvitations } from './invitation-mail.js';
