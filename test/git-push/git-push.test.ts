@@ -175,6 +175,19 @@ describe.skipIf(missing)('git push when the application allows force pushes', ()
   }, 120_000);
 
   it("refuses a member's deletion of the branch a protected environment deploys from, saying why", async () => {
+    // A `staging` branch, stored while it deploys nowhere; then a protected environment deploys from it.
+    repo.git('checkout', '-q', '-b', 'staging');
+    repo.commit({ 'notes.txt': 'staging' }, 'staging');
+    expect((await push(t.user.apiKey, 'slipway', 'staging')).code).toBe(0);
+    repo.git('checkout', '-q', 'main');
+    const envs = `/v1/workspaces/${t.orgSlug}/projects/shop/envs`;
+    const created = await h.app.inject({
+      method: 'POST',
+      url: envs,
+      headers: t.user.headers,
+      payload: { name: 'staging', auto_deploy_branch: 'staging', protected: true },
+    });
+    expect(created.statusCode, created.body).toBe(201);
     const member = await h.user();
     const added = await h.app.inject({
       method: 'POST',
@@ -183,20 +196,14 @@ describe.skipIf(missing)('git push when the application allows force pushes', ()
       payload: { username: member.username },
     });
     expect(added.statusCode, added.body).toBeLessThan(300);
-    const env = `/v1/workspaces/${t.orgSlug}/projects/shop/envs/production`;
-    expect((await h.app.inject({ method: 'PATCH', url: env, headers: t.user.headers, payload: { protected: true } })).statusCode).toBe(200);
-    try {
-      const pushed = await push(member.apiKey, 'slipway', ':main');
-      expect(pushed.code).not.toBe(0);
-      expect(pushed.output).toContain("Environment 'production' is protected: only workspace admins deploy to it");
-      const onServer = await new Promise<string>((resolve) =>
-        execFile('git', ['--git-dir', join(h.dataDir, 'git', `${t.appId}.git`), 'rev-parse', 'refs/heads/main'], (_e, out) =>
-          resolve(out.trim()),
-        ),
-      );
-      expect(onServer).toMatch(/^[0-9a-f]{40}$/);
-    } finally {
-      await h.app.inject({ method: 'PATCH', url: env, headers: t.user.headers, payload: { protected: false } });
-    }
+    const pushed = await push(member.apiKey, 'slipway', ':staging');
+    expect(pushed.code).not.toBe(0);
+    expect(pushed.output).toContain("Environment 'staging' is protected: only workspace admins deploy to it");
+    const onServer = await new Promise<string>((resolve) =>
+      execFile('git', ['--git-dir', join(h.dataDir, 'git', `${t.appId}.git`), 'rev-parse', 'refs/heads/staging'], (_e, out) =>
+        resolve(out.trim()),
+      ),
+    );
+    expect(onServer).toMatch(/^[0-9a-f]{40}$/);
   });
 });
