@@ -11,7 +11,7 @@ import type { RouteEntry } from '../../src/app.js';
 import { waitFor } from '../helpers/wait.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
 import { call, expectError, seedWorld, unique } from '../control-plane/fixtures.js';
-import { fillPath, sampleBody, seedRouteWorld, type RouteWorld } from '../control-plane/route-fixtures.js';
+import { ensureFixtureIssuer, fillPath, sampleBody, seedRouteWorld, type RouteWorld } from '../control-plane/route-fixtures.js';
 import { signBody } from '../../src/modules/github/signature.js';
 import { RequestAudit, runWithAudit } from '../../src/platform/audit/request-audit.js';
 
@@ -57,20 +57,7 @@ interface Prepared {
   raw?: string;
 }
 
-/** The issuer PARAM_FIXTURES names, present (the site's: the world does not make it). */
-async function fixtureIssuer() {
-  await h.ctx.db
-    .insertInto('oidc_issuers')
-    .values({
-      name: 'fixture-issuer',
-      display_name: 'Fixture',
-      discovery_url: 'https://id.example.org',
-      client_id: 'slipway',
-      client_secret_sealed: h.ctx.secrets.seal('fixture-secret'),
-    })
-    .onConflict((oc) => oc.column('name').doNothing())
-    .execute();
-}
+const fixtureIssuer = () => ensureFixtureIssuer(h);
 
 /** What some routes need beyond the shared fixtures to succeed. */
 const PREPARE: Record<string, (w: RouteWorld, url: string, other: TestUser) => Promise<Prepared>> = {

@@ -83,6 +83,21 @@ export async function insertRow(h: Harness, table: string, values: Record<string
   return String(row.id);
 }
 
+/** The issuer PARAM_FIXTURES.issuer names, present: single sign-on's issuers are the site's (several worlds may share a database). */
+export async function ensureFixtureIssuer(h: Harness) {
+  await h.ctx.db
+    .insertInto('oidc_issuers')
+    .values({
+      name: 'fixture-issuer',
+      display_name: 'Fixture',
+      discovery_url: 'https://id.example.org',
+      client_id: 'slipway',
+      client_secret_sealed: h.ctx.secrets.seal('fixture-secret'),
+    })
+    .onConflict((oc) => oc.column('name').doNothing())
+    .execute();
+}
+
 /** A world with one of everything a route can name, in one organization. */
 export async function seedRouteWorld(h: Harness): Promise<RouteWorld> {
   const w = await seedWorld(h);
@@ -249,19 +264,7 @@ export async function seedRouteWorld(h: Harness): Promise<RouteWorld> {
   const execSessionId = (await tableExists(h, 'exec_sessions'))
     ? await insertRow(h, 'exec_sessions', { id: uuidv7(), ...base, instance_id: uuidv7(), instance_name: 'web.1', user_id: w.owner.id })
     : null;
-  // Single sign-on's issuers are the site's: one named as PARAM_FIXTURES.issuer says (several worlds may share a database).
-  if (await tableExists(h, 'oidc_issuers'))
-    await h.ctx.db
-      .insertInto('oidc_issuers')
-      .values({
-        name: 'fixture-issuer',
-        display_name: 'Fixture',
-        discovery_url: 'https://id.example.org',
-        client_id: 'slipway',
-        client_secret_sealed: h.ctx.secrets.seal('fixture-secret'),
-      })
-      .onConflict((oc) => oc.column('name').doNothing())
-      .execute();
+  if (await tableExists(h, 'oidc_issuers')) await ensureFixtureIssuer(h);
   const logDrainId = (await tableExists(h, 'log_drains'))
     ? await insertRow(h, 'log_drains', {
         id: uuidv7(),

@@ -82,6 +82,19 @@ afterAll(async () => {
   if (askpassDir) rmSync(askpassDir, { recursive: true, force: true });
 });
 
+/** A plain member of the application's organization (not an admin). */
+async function newMember() {
+  const member = await h.user();
+  const added = await h.app.inject({
+    method: 'POST',
+    url: `/v1/workspaces/${t.orgSlug}/members`,
+    headers: t.user.headers,
+    payload: { username: member.username },
+  });
+  expect(added.statusCode, added.body).toBeLessThan(300);
+  return member;
+}
+
 describe.skipIf(missing)('git push to an application', () => {
   it('builds and deploys the pushed commit, with the log and the URL in the push output, then serves it', async () => {
     const pushed = await push(t.user.apiKey, 'slipway', 'main');
@@ -113,14 +126,7 @@ describe.skipIf(missing)('git push to an application', () => {
   });
 
   it('refuses a push to a protected environment by a member who is not an admin, saying why', async () => {
-    const member = await h.user();
-    const added = await h.app.inject({
-      method: 'POST',
-      url: `/v1/workspaces/${t.orgSlug}/members`,
-      headers: t.user.headers,
-      payload: { username: member.username },
-    });
-    expect(added.statusCode, added.body).toBeLessThan(300);
+    const member = await newMember();
     const env = `/v1/workspaces/${t.orgSlug}/projects/shop/envs/production`;
     expect((await h.app.inject({ method: 'PATCH', url: env, headers: t.user.headers, payload: { protected: true } })).statusCode).toBe(200);
     try {
@@ -188,14 +194,7 @@ describe.skipIf(missing)('git push when the application allows force pushes', ()
       payload: { name: 'staging', auto_deploy_branch: 'staging', protected: true },
     });
     expect(created.statusCode, created.body).toBe(201);
-    const member = await h.user();
-    const added = await h.app.inject({
-      method: 'POST',
-      url: `/v1/workspaces/${t.orgSlug}/members`,
-      headers: t.user.headers,
-      payload: { username: member.username },
-    });
-    expect(added.statusCode, added.body).toBeLessThan(300);
+    const member = await newMember();
     const pushed = await push(member.apiKey, 'slipway', ':staging');
     expect(pushed.code).not.toBe(0);
     expect(pushed.output).toContain("Environment 'staging' is protected: only workspace admins deploy to it");
