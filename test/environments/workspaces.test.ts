@@ -78,7 +78,7 @@ describe('workspaces', () => {
     expect((await call(carol, 'POST', '/workspaces/acme/members', { username: dave.username })).statusCode).toBe(403);
     const added = await call(alice, 'POST', '/workspaces/acme/members', { username: dave.email });
     expect(added.statusCode).toBe(201);
-    expect(added.json()).toEqual({ user_id: dave.id, username: dave.username, email: dave.email, admin: false });
+    expect(added.json()).toEqual({ user_id: dave.id, username: dave.username, email: dave.email, admin: false, role: 'developer' });
     expect((await call(alice, 'POST', '/workspaces/acme/members', { username: dave.username })).statusCode).toBe(409);
     expect((await call(dave, 'DELETE', `/workspaces/acme/members/${dave.id}`)).statusCode).toBe(200);
     expect((await call(dave, 'GET', '/workspaces/acme')).statusCode).toBe(403);

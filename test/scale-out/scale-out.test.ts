@@ -206,7 +206,7 @@ describe('the platform scaled out: one API process, two worker processes, one da
       });
 
     // Each ran exactly once: one Setup step in its log, one pg-boss job (not retried), one start logged by one worker.
-    for (const d of all) expect(d.deploy_log.match(/ Setup: /g), `log of ${d.id}`).toHaveLength(1);
+    for (const d of all) expect(d.deploy_log.match(/ Setup: deploying release/g), `log of ${d.id}`).toHaveLength(1);
     const jobs = await sql.query<{
       id: string;
       record_id: string;

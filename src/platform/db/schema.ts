@@ -1036,9 +1036,9 @@ export interface LogDrainsTable {
   secret_sealed: string | null;
   ca_pem: string | null;
   sources: LogDrainSource[];
-  lines_sent: Generated<string>;
-  lines_dropped: Generated<string>;
-  failed_sends: Generated<string>;
+  lines_sent: Generated<number>;
+  lines_dropped: Generated<number>;
+  failed_sends: Generated<number>;
   last_error: string | null;
   last_error_at: Date | null;
   last_sent_at: Date | null;
@@ -1093,7 +1093,7 @@ export interface AddonBackupsTable {
   status: Generated<'running' | 'completed' | 'failed'>;
   trigger: 'manual' | 'scheduled';
   start_wal: string | null;
-  size_bytes: ColumnType<string | null, number | null | undefined, number | null>;
+  size_bytes: ColumnType<number | null, number | null | undefined, number | null>;
   detail: string | null;
   started_at: Generated<Date>;
   finished_at: Date | null;
