@@ -316,7 +316,8 @@ export class AddonSupervisor {
     run.control.ready.catch((err: Error) => (run.tail += `sandbox failed to start: ${err.message}\n`));
     let gone = false;
     shim.once('exit', () => (gone = true));
-    await this.follow(run, () => connectShim(socket, this.events(run), Date.now() + 10_000, () => gone));
+    const connection = await this.follow(run, () => connectShim(socket, this.events(run), Date.now() + 10_000, () => gone));
+    connection.accept();
   }
 
   private async adopt(record: AddonRecord): Promise<boolean> {
@@ -343,6 +344,7 @@ export class AddonSupervisor {
       this.running.delete(record.id);
       return false;
     }
+    connection.accept();
     return true;
   }
 

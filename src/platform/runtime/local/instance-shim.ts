@@ -5,10 +5,11 @@
  *
  * It reads its settings from stdin (JSON, see ShimSettings: the instance's environment never
  * becomes its own, so no tenant variable such as NODE_OPTIONS reaches this root process),
- * listens on a unix socket in the platform's 0700 directory, and sends whoever connects (the
- * platform, again after a restart; a new connection replaces the old one) framed messages:
- * a hello (which process it runs), output chunks, counts of dropped output, the exit. While
- * nobody reads, at most `bufferBytes` of output wait; past that output is dropped and counted.
+ * listens on a unix socket in the platform's 0700 directory, and says hello (which process it
+ * runs) to whoever connects; to the platform that accepts it (again after a restart: the newest
+ * accepting connection replaces the old one) it sends framed output chunks, counts of dropped
+ * output, the exit. While nobody reads, at most `bufferBytes` of output wait; past that output is
+ * dropped and counted.
  * It exits when the instance has ended and the exit was delivered (or nobody came for
  * `lingerMs`). Only node: built-ins, so it starts fast and small.
  */
@@ -118,18 +119,22 @@ const hello: ShimHello = {
 };
 
 const server = createServer((socket) => {
-  // A new platform process replaces the one that went away.
-  client?.destroy();
-  client = socket;
   socket.on('error', () => socket.destroy());
   socket.on('close', () => {
     if (client === socket) client = null;
   });
   socket.on('drain', pump);
-  // Nothing is read from the platform; a byte from it only keeps the connection open.
-  socket.resume();
+  // Output goes only to a platform that accepted this shim's hello (one byte back): a connection
+  // that refuses it (not the process on its record) must not carry held output away with it.
+  socket.once('data', () => {
+    // The accepting platform replaces the one that went away.
+    if (client !== socket) client?.destroy();
+    client = socket;
+    // Nothing more is read; a byte from the platform only keeps the connection open.
+    socket.resume();
+    pump();
+  });
   socket.write(encodeFrame(FRAME.hello, Buffer.from(JSON.stringify(hello))));
-  pump();
 });
 try {
   unlinkSync(settings.socket);

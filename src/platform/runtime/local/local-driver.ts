@@ -488,6 +488,7 @@ export class LocalProcessDriver implements RuntimeDriver {
           resolveExited();
           return null;
         }
+        connection.accept();
         inst.connection = connection;
         inst.pid = connection.hello.pid;
         inst.startTicks = connection.hello.startTicks;

@@ -47,9 +47,13 @@ export interface ShimEvents {
   exit(code: number | null, signal: NodeJS.Signals | null, lost: boolean): void;
 }
 
-/** A connection to a shim: its hello, and `detach` (stop following, the instance keeps running). */
+/**
+ * A connection to a shim: its hello; `accept` (it is the process on record: send its output
+ * here) and `detach` (stop following, the instance keeps running).
+ */
 export interface ShimConnection {
   hello: ShimHello;
+  accept(): void;
   detach(): void;
 }
 
@@ -74,6 +78,9 @@ export async function connectShim(
   }
 }
 
+/** The byte that tells a shim its hello was accepted (see instance-shim.ts). */
+const ACCEPT = Buffer.from([1]);
+
 function connectOnce(path: string, events: ShimEvents): Promise<ShimConnection> {
   return new Promise((resolve, reject) => {
     const socket = connect(path);
@@ -90,6 +97,7 @@ function connectOnce(path: string, events: ShimEvents): Promise<ShimConnection> 
         hello = JSON.parse(payload.toString('utf8')) as ShimHello;
         resolve({
           hello,
+          accept: () => socket.write(ACCEPT),
           detach: () => {
             detached = true;
             socket.destroy();

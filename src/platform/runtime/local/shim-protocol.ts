@@ -26,7 +26,7 @@ export interface ShimSettings {
  * The version of these messages. A platform of another version (an upgrade) adopts only shims
  * that speak its own; others' instances are replaced at its start. Raise it on any change.
  */
-export const SHIM_PROTOCOL = 1;
+export const SHIM_PROTOCOL = 2;
 
 /** The first frame on every connection: which process the shim runs. */
 export interface ShimHello {
