@@ -12,8 +12,8 @@ import { TestRepo } from '../helpers/git-repo.js';
 import { waitFor } from '../helpers/wait.js';
 import { buildAndWait, createApp, setConfig, type TestApp } from '../pipeline-build/fixtures.js';
 import { settled } from '../pipeline-deploy/fixtures.js';
-import { buildBusyboxBase, BASE_IMAGE } from '../registry/base-image.js';
-import { freePort, missingBinary, run, startRegistryFor, type RegistryServer } from '../registry/registry-server.js';
+import { buildBusyboxBase, BASE_IMAGE, makeImageLayout } from '../registry/base-image.js';
+import { freePort, missingBinary, run, startRegistry, startRegistryFor, type RegistryServer } from '../registry/registry-server.js';
 
 const missing = missingBinary({
   buildah: 'buildah',
@@ -37,6 +37,8 @@ const PROCFILE = 'web: httpd -f -p $PORT -h /www\nworker: sleep 100000\nrelease:
 let h: Harness;
 let kube: FakeKubeApi;
 let registry: RegistryServer;
+/** Another registry the operator allows (IMAGE_PULL_REGISTRIES), where a member's CI pushed an image. */
+let allowed: RegistryServer;
 let repo: TestRepo;
 let t: TestApp;
 let kubeconfig: string;
@@ -56,6 +58,7 @@ beforeAll(async () => {
   if (missing) return;
   kube = await FakeKubeApi.start();
   const registryPort = await freePort();
+  const allowedPort = await freePort();
   kubeconfig = join(tmpdir(), `slipway-kubeconfig-${randomBytes(4).toString('hex')}.json`);
   writeFileSync(kubeconfig, kube.kubeConfig().exportConfig());
   h = await createHarness(
@@ -65,10 +68,20 @@ beforeAll(async () => {
       KUBERNETES_NAMESPACE_PREFIX: 'apps-',
       REGISTRY_URL: `http://127.0.0.1:${registryPort}`,
       REGISTRY_SERVICE: SERVICE,
+      IMAGE_PULL_REGISTRIES: `http://127.0.0.1:${allowedPort}`,
     },
     { jobs: true, runtime: true },
   );
   registry = await startRegistryFor(h, { service: SERVICE, port: registryPort });
+  // Another operator's registry in all but name: its token service is this platform's, so an API key is a credential there.
+  const address = h.app.server.address() as { port: number };
+  allowed = await startRegistry({
+    realm: `http://127.0.0.1:${address.port}/v1/integrations/docker/auth`,
+    service: SERVICE,
+    issuer: 'slipway',
+    rootCertBundle: (await h.app.inject({ method: 'GET', url: '/v1/integrations/signing-cert' })).json().certificate,
+    port: allowedPort,
+  });
   await buildBusyboxBase(join(h.dataDir, 'containers'));
   repo = new TestRepo();
   repo.commit({ Dockerfile: DOCKERFILE, Procfile: PROCFILE });
@@ -88,6 +101,7 @@ afterAll(async () => {
   await h?.close();
   await kube?.stop();
   await registry?.stop();
+  await allowed?.stop();
   repo?.remove();
   if (kubeconfig) rmSync(kubeconfig, { force: true });
 });
@@ -227,6 +241,57 @@ describe.skipIf(!!missing)('the pipeline with RUNTIME=kubernetes (fake API serve
     const latest = (await api('GET', `/applications/${t.appId}/detail`)).body;
     expect(JSON.stringify(latest)).not.toContain(SECRET);
   }, 90_000);
+
+  it('deploys an image from another registry the operator allows: pods pull it by digest with the credentials the deploy gave', async () => {
+    kube.deploymentBehaviour = () => 'ready';
+    const scratch = join(h.dataDir, 'pushed-image');
+    const layout = await makeImageLayout(scratch);
+    const repository = `${t.orgSlug}/shop/web`;
+    await run('skopeo', [
+      '--insecure-policy',
+      'copy',
+      '--dest-tls-verify=false',
+      '--dest-creds',
+      `ci:${t.user.apiKey}`,
+      `oci:${layout}:v1`,
+      `docker://${allowed.host}/${repository}:v1`,
+    ]);
+    const before = new Set((await api('GET', `/applications/${t.appId}/deployments`)).body.items.map((x: { id: string }) => x.id));
+    const deployed = await api('POST', `/applications/${t.appId}/deploy`, {
+      image: `${allowed.host}/${repository}:v1`,
+      credentials: { username: 'ci', password: t.user.apiKey },
+    });
+    expect(deployed.status, JSON.stringify(deployed.body)).toBe(202);
+    // The image is pulled and unpacked (the build stage), then released and deployed.
+    const deployment = await waitFor(
+      "the image's deployment",
+      async () => (await api('GET', `/applications/${t.appId}/deployments`)).body.items.find((x: { id: string }) => !before.has(x.id)),
+      60_000,
+    );
+    const d = await settled(h, t.user, deployment.id, 60_000);
+    expect(d.status, d.deploy_log).toBe('complete');
+    expect(d.deploy_log).not.toContain(t.user.apiKey);
+
+    const digest = String(deployed.body.image).split('@')[1];
+    const web = kube.list('deployments', namespace).find((x) => x.metadata.labels['slipway.dev/process-type'] === 'web')!;
+    expect(web.spec.template.spec.containers[0].image).toBe(`${allowed.host}/${repository}@${digest}`);
+    // Its pull secret holds the deploy's credentials for that registry only, and they do pull the image.
+    const pull = kube.list('secrets', namespace).find((s) => s.type === 'kubernetes.io/dockerconfigjson')!;
+    expect(web.spec.template.spec.imagePullSecrets).toEqual([{ name: pull.metadata.name }]);
+    const auths = JSON.parse(secretValues(pull)['.dockerconfigjson']!).auths;
+    expect(Object.keys(auths)).toEqual([allowed.host]);
+    expect(auths[allowed.host]).toMatchObject({ username: 'ci', password: t.user.apiKey });
+    const inspected = await run('skopeo', [
+      '--insecure-policy',
+      'inspect',
+      '--tls-verify=false',
+      '--creds',
+      `${auths[allowed.host].username}:${auths[allowed.host].password}`,
+      `docker://${allowed.host}/${repository}@${digest}`,
+    ]);
+    expect(JSON.parse(inspected.stdout).Digest).toBe(digest);
+    rmSync(scratch, { recursive: true, force: true });
+  }, 120_000);
 
   it('a worker stopping mid-rollout records the interruption and queues the roll back for any live worker', async () => {
     kube.deploymentBehaviour = (dep) =>

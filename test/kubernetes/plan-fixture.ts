@@ -57,6 +57,7 @@ export function makePlan(options: PlanOptions = {}): WorkloadPlan {
         options.registryReference === undefined
           ? `registry.example.test/acme/shop/api@sha256:${'a'.repeat(64)}`
           : options.registryReference,
+      pullCredentials: null,
     },
     processes,
     env: {

@@ -8,7 +8,7 @@ import { waitFor } from '../helpers/wait.js';
 import { createApp, type TestApp } from '../pipeline-build/fixtures.js';
 import { settled } from '../pipeline-deploy/fixtures.js';
 import { slipway } from '../cli/slipway.js';
-import { buildBusyboxBase, BASE_IMAGE } from './base-image.js';
+import { makeImageLayout } from './base-image.js';
 import { freePort, missingBinary, run, startRegistry, startRegistryFor, type RegistryServer } from './registry-server.js';
 
 const missing = missingBinary({
@@ -28,45 +28,6 @@ let t: TestApp;
 let other: TestApp;
 let scratch: string;
 let repository: string;
-
-/**
- * An image made here with buildah (no network: busybox copied into an empty image): it
- * listens on its EXPOSE port (8080, not $PORT), runs as USER 1000 and declares a worker
- * process in a label; saved as an OCI layout for `skopeo copy`.
- */
-async function makeImageLayout(dir: string): Promise<string> {
-  const storage = join(dir, 'storage');
-  await buildBusyboxBase(storage);
-  const buildah = (...args: string[]) =>
-    run('buildah', ['--root', join(storage, 'storage'), '--runroot', join(storage, 'run'), '--storage-driver', 'vfs', ...args]);
-  const container = (await buildah('from', '--pull=false', BASE_IMAGE)).stdout.trim();
-  const mount = (await buildah('mount', container)).stdout.trim();
-  await run('sh', [
-    '-c',
-    `mkdir -p ${mount}/www && echo "hello from a pushed image" > ${mount}/www/index.html && chmod -R a+rX ${mount}/www`,
-  ]);
-  await buildah(
-    'config',
-    '--port',
-    '8080',
-    '--user',
-    '1000:1000',
-    '--workingdir',
-    '/www',
-    '--label',
-    'slipway.process.worker=sleep 3600',
-    '--label',
-    'org.opencontainers.image.title=pushed',
-    '--cmd',
-    'httpd -f -p 8080 -h /www',
-    container,
-  );
-  await buildah('commit', '-q', container, 'localhost/pushed:v1');
-  await buildah('rm', container);
-  const layout = join(dir, 'layout');
-  await buildah('push', '--quiet', 'localhost/pushed:v1', `oci:${layout}:v1`);
-  return layout;
-}
 
 beforeAll(async () => {
   if (missing) return;

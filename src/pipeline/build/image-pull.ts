@@ -54,7 +54,8 @@ export async function pullSourceImage(
     authFile: await pullAuthFile(ctx.config, registry, ref, credentials),
     log: { line: (l) => log.line(l), substep: (s) => log.substep(s) },
   });
-  // In the platform's registry, a cluster runtime pulls the same pinned image (workload-plan's registryReference).
-  const registryFields = registry.own ? { registry_reference: `${ref.host}/${ref.name}`, manifest_digest: ref.digest } : {};
+  // A cluster runtime pulls the same pinned image from where it was (workload-plan's registryReference);
+  // from another registry with the credentials the deploy gave (its pull secret, see pullSecretFor).
+  const registryFields = { registry_reference: `${ref.host}/${ref.name}`, manifest_digest: ref.digest };
   return { ...output, imageMetadata: { ...output.imageMetadata, ...registryFields } };
 }

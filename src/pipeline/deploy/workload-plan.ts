@@ -38,6 +38,14 @@ function registryReference(image: ImageRow): string | null {
   return `${untagged}@${meta.manifest_digest}`;
 }
 
+/** The sealed credentials an image deploy gave for another registry, opened (never for the platform's own). */
+function pullCredentials(secrets: SecretBox, image: ImageRow): WorkloadPlan['image']['pullCredentials'] {
+  if (!image.source_image || !image.source_credentials) return null;
+  const host = image.source_image.slice(0, image.source_image.indexOf('/'));
+  const { username, password } = JSON.parse(secrets.open(image.source_credentials)) as { username: string; password: string };
+  return { host, username, password };
+}
+
 function resourcesOf(podClasses: Record<string, string>, processType: string): PodResources {
   const pc = podClassOf(podClasses, processType);
   return {
@@ -67,6 +75,7 @@ export async function workloadPlan(
   const secretNames = ((release.configuration ?? []) as DisplayedVariable[]).filter((v) => v.secret).map((v) => v.name);
   const processes = release.processes ?? image.processes ?? {};
   const settings = await effectiveProcessSettings(db, target.applicationId, target.environmentId);
+  const pull = pullCredentials(secrets, image);
   return {
     deploymentId,
     organization: { id: target.organizationId, slug: target.orgSlug },
@@ -80,13 +89,17 @@ export async function workloadPlan(
       repositoryName: image.repository_name,
       artifactPath: image.artifact_path,
       registryReference: registryReference(image),
+      pullCredentials: pull,
     },
     processes,
     env,
     secretNames,
-    secrets: Object.entries(env)
-      .filter(([k]) => secretNames.includes(k))
-      .map(([, v]) => v),
+    secrets: [
+      ...Object.entries(env)
+        .filter(([k]) => secretNames.includes(k))
+        .map(([, v]) => v),
+      ...(pull ? [pull.password] : []),
+    ],
     formation: formation(processes, settings.process_counts),
     resources: Object.fromEntries(Object.keys(processes).map((type) => [type, resourcesOf(settings.process_pod_classes, type)])),
     healthCheck: { path: release.health_check_path || '/', host: release.health_check_host },

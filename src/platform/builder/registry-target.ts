@@ -32,13 +32,24 @@ export function registryHost(config: Config): string | null {
 
 /**
  * What the Kubernetes runtime calls to get an image pull secret (`.dockerconfigjson`) for a
- * deployment: pull-only on the image's repository, signed by the platform's token service.
- * Null without `REGISTRY_URL` (images then are not pulled from a registry of ours).
+ * deployment: for an image of the platform's registry, pull-only on the image's repository,
+ * signed by the platform's token service; for an image deployed from another registry, the
+ * credentials its deploy gave (none: a public image, no secret). Null without `REGISTRY_URL`
+ * for the platform's own images (they then are not pulled from a registry of ours).
  */
 export function pullSecretFor(config: Config, opts: { ttlSeconds?: number } = {}) {
   const target = registryTarget(config);
-  return async (plan: { image: { repositoryName: string } }): Promise<string | null> => {
+  return async (plan: {
+    image: {
+      repositoryName: string;
+      registryReference?: string | null;
+      pullCredentials?: { host: string; username: string; password: string } | null;
+    };
+  }): Promise<string | null> => {
+    const { registryReference, pullCredentials } = plan.image;
+    if (pullCredentials) return basicPullSecret(pullCredentials);
     if (!target) return null;
+    if (registryReference && !registryReference.startsWith(`${target.host}/`)) return null;
     return registryPullSecret(target.keys, {
       issuer: target.issuer,
       service: target.service,
@@ -47,4 +58,10 @@ export function pullSecretFor(config: Config, opts: { ttlSeconds?: number } = {}
       ttlSeconds: opts.ttlSeconds,
     });
   };
+}
+
+/** A `.dockerconfigjson` holding one registry's user name and password. */
+function basicPullSecret({ host, username, password }: { host: string; username: string; password: string }): string {
+  const auth = Buffer.from(`${username}:${password}`).toString('base64');
+  return JSON.stringify({ auths: { [host]: { username, password, auth } } });
 }

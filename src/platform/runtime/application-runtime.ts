@@ -39,6 +39,8 @@ export interface WorkloadPlan {
     artifactPath: string | null;
     /** The pushed image pinned by digest, `host/org/project/app@sha256:…` (cluster runtimes). */
     registryReference: string | null;
+    /** Credentials for an image deployed from another registry (IMAGE_PULL_REGISTRIES): a cluster pulls it with them. */
+    pullCredentials: { host: string; username: string; password: string } | null;
   };
   /** Every process type of the release, including the one-off `release` and `postdeploy`. */
   processes: ProcessDefinitions;
