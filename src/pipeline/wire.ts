@@ -67,7 +67,14 @@ export function wirePipeline(deps: {
   deployChain.registerJobs(runtimeLog);
   const runs = new OneOffRunsService(ctx, repos.oneOffRuns, repos.deployments, apps);
   // A configuration change goes live on the built image: release + deploy, no build.
-  const configRelease = new ConfigRelease(ctx, apps, config, releases, (a, e, r) => deployments.queue(a, e, r));
+  const configRelease = new ConfigRelease(
+    ctx,
+    apps,
+    config,
+    releases,
+    (a, e, r) => deployments.queue(a, e, r),
+    (a, e) => deployments.servingImage(a, e),
+  );
 
   const status = new PipelineService(ctx.db, apps);
   const environmentPipeline = new EnvironmentPipeline(ctx, deployChain, deployments, promoter);

@@ -266,7 +266,14 @@ describe('the pipeline queue', () => {
     // An empty body is no body too: the default target (nothing served before v1 now).
     expect(empty.statusCode, empty.body).toBe(409);
     expect(empty.json().message).toBe('No earlier release served before v1: there is nothing to roll back to');
-  }, 60_000);
+
+    // A configuration change after the rollback goes live on the image rolled back to, not the newer one.
+    expect((await api('POST', `/v1/configurations/${web.id}`, { name: 'GREETING', value: 'again' })).statusCode).toBe(201);
+    const configured = await api('POST', `/v1/applications/${web.id}/config-release`);
+    expect(configured.statusCode, configured.body).toBe(202);
+    expect((await settled(h, alice, configured.json().deployment_id)).status).toBe('complete');
+    expect(await routerGet(routerPort(), web.host)).toEqual({ status: 200, body: 'v1:again' });
+  }, 90_000);
 
   it('puts a runtime configuration change live on the built image with no build, and refuses a build-time one', async () => {
     const p = await project();

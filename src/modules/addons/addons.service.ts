@@ -419,7 +419,12 @@ export class AddonsService {
     const releases = [];
     for (const { applicationId, environmentId } of targets) {
       if (!(await this.deployments.currentRelease(applicationId, environmentId))) continue;
-      const release = await this.releases.createRelease(applicationId, environmentId);
+      // On the image serving (a swap after a rollback must not bring the newer code back).
+      const release = await this.releases.createRelease(
+        applicationId,
+        environmentId,
+        await this.deployments.servingImage(applicationId, environmentId),
+      );
       const frozen = await this.releases.runRelease(release.id);
       if (!frozen.ok) continue;
       const deployment = await this.deployments.queue(applicationId, environmentId, release.id);

@@ -90,6 +90,13 @@ export class DeploymentsService {
     return release ? { id: release.id, version: release.version } : null;
   }
 
+  /** The image of the release serving an environment (what a configuration release runs on), or null. */
+  async servingImage(applicationId: string, environmentId: string): Promise<string | null> {
+    const current = await this.repo.current(applicationId, environmentId);
+    const release = current ? await this.repo.release(current.release_id) : undefined;
+    return release?.image_ref ?? null;
+  }
+
   /** Where an application environment deploys (null when either is gone): the names its domains serve. */
   target(applicationId: string, environmentId: string) {
     return this.repo.target(applicationId, environmentId);

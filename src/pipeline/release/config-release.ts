@@ -20,18 +20,22 @@ export class ConfigRelease {
     private readonly configs: ConfigurationsService,
     private readonly releases: ReleasesService,
     private readonly deploy: (applicationId: string, environmentId: string, releaseId: string) => Promise<{ deployment_id: string }>,
+    private readonly servingImage: (applicationId: string, environmentId: string) => Promise<string | null>,
   ) {}
 
   async request(userId: string, applicationId: string) {
     await this.apps.authorize(userId, applicationId);
     const environmentId = await productionEnvironmentId(this.ctx.db, applicationId);
     await requireDeployAccess(this.ctx.db, userId, environmentId);
+    // The image serving now (after a rollback: the one rolled back to, as on Heroku), else the newest built.
+    const serving = await this.servingImage(applicationId, environmentId);
     const image = await this.ctx.db
       .selectFrom('images')
       .select(['id', 'version'])
       .where('application_id', '=', applicationId)
       .where('built', '=', true)
       .where('collected_at', 'is', null)
+      .$if(serving !== null, (q) => q.where('id', '=', serving!))
       .orderBy('version', 'desc')
       .limit(1)
       .executeTakeFirst();
@@ -43,7 +47,7 @@ export class ConfigRelease {
         `Build-time variable${changed.length > 1 ? 's' : ''} ${changed.join(', ')} changed since image v${image.version} was built: ` +
           'deploy with a build (`slipway deploy`) instead',
       );
-    const release = await this.releases.queueRelease(applicationId, environmentId);
+    const release = await this.releases.queueRelease(applicationId, environmentId, image.id);
     const { deployment_id } = await this.deploy(applicationId, environmentId, release.id);
     return { ok: true, release_id: release.id, version: release.version, deployment_id, image_id: image.id };
   }

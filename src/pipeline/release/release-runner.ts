@@ -45,6 +45,15 @@ export class ReleaseRunner {
     this.images = images;
   }
 
+  /** The image the release's creator chose (the one serving, for a configuration release), if it can still run. */
+  private async chosenImage(imageId: string) {
+    const image = await this.images.findById(imageId);
+    if (!image?.built) return undefined;
+    if (image.collected_at)
+      throw new ReleaseError(`Image v${image.version} was garbage-collected: deploy with a build (\`slipway deploy\`) instead`);
+    return image;
+  }
+
   async run(releaseId: string): Promise<{ ok: boolean }> {
     const release = await this.releases.findById(releaseId);
     if (!release || release.status !== 'building') return { ok: release?.built ?? false };
@@ -56,7 +65,9 @@ export class ReleaseRunner {
     try {
       log.enter('Resolve', 'Image and configuration');
       const { preview } = await environmentTrust(this.ctx.db, release.environment_id);
-      const image = await this.images.latestBuilt(app.id, release.environment_id, preview);
+      const image = release.image_ref
+        ? await this.chosenImage(release.image_ref)
+        : await this.images.latestBuilt(app.id, release.environment_id, preview);
       if (!image) throw new ReleaseError('No built image: build the application first (POST /images/{application_id}/build)');
       log.line(`Image v${image.version} ${image.image_id} (commit ${image.commit_sha?.slice(0, 12) ?? 'unknown'})`);
       const resolved = await resolveServiceConfig(this.ctx.db, this.configs, app.id, release.environment_id);

@@ -15,7 +15,8 @@ export class ReleasesRepository {
    * A new release record in the environment with the application's next version: one numbering
    * across all its environments (decisions.md), taken under the application's row lock.
    */
-  insertNext(applicationId: string, environmentId: string, platform: string) {
+  /** The next version; `imageId` presets the image it releases (else the runner takes the newest built). */
+  insertNext(applicationId: string, environmentId: string, platform: string, imageId: string | null = null) {
     return this.db.transaction().execute(async (trx) => {
       if (!(await lockApplication(trx, applicationId))) throw notFound('Application');
       const { next } = await trx
@@ -32,6 +33,7 @@ export class ReleasesRepository {
           version: next,
           platform,
           status: 'building',
+          image_ref: imageId,
           build_step: JSON.stringify({ steps: [...BUILD_STEPS], current: 0 }),
           log_text: 'Queued\n',
         })

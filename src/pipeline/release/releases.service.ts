@@ -77,10 +77,14 @@ export class ReleasesService {
   // --- pipeline stage ---
 
   /** A new release record (status `building`, next version in the environment); frozen when its job runs. */
-  async createRelease(applicationId: string, environmentId: string): Promise<{ id: string; version: number }> {
+  /**
+   * A new release of the environment, to be frozen by `runRelease`: of `imageId` when given (a
+   * configuration change keeps the image serving, also after a rollback), else of the newest built image.
+   */
+  async createRelease(applicationId: string, environmentId: string, imageId?: string | null): Promise<{ id: string; version: number }> {
     const app = await this.apps.find(applicationId);
     if (!app) throw notFound('Application');
-    return this.repo.insertNext(app.id, environmentId, app.platform);
+    return this.repo.insertNext(app.id, environmentId, app.platform, imageId ?? null);
   }
 
   /** Freezes the release; failures are recorded on it. (Quick and local: nothing to abort.) */
@@ -116,9 +120,9 @@ export class ReleasesService {
   }
 
   /** A new release of the environment with its job queued (behind the application's earlier jobs); no access check. */
-  async queueRelease(applicationId: string, environmentId: string) {
+  async queueRelease(applicationId: string, environmentId: string, imageId?: string | null) {
     const jobs = await requireJobRoom(this.ctx, applicationId);
-    const release = await this.createRelease(applicationId, environmentId);
+    const release = await this.createRelease(applicationId, environmentId, imageId);
     await queueRecordJob(this.ctx.db, 'releases', jobs, RELEASE_JOB, { applicationId, environmentId, recordId: release.id }, 'release');
     return release;
   }
