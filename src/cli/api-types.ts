@@ -1740,6 +1740,60 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/applications/{application_id}/rollback/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What a rollback would do: the release serving, the one it goes back to, and the data it does not undo
+         * @description The same choice of release as `POST …/rollback` with the same query, nothing changed. `restore_offers` names each attached Postgres add-on a release being undone migrated, with the restore point taken before it.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Environment slug or id; default production */
+                    environment?: string;
+                    /** @description The release to go back to; default: the release before the one serving */
+                    release_id?: string;
+                };
+                header?: never;
+                path: {
+                    application_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["RollbackPreview"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/applications/{application_id}/runs": {
         parameters: {
             query?: never;
@@ -13793,6 +13847,37 @@ export interface components {
              * @description a point in time inside the retention window
              */
             time?: string;
+        };
+        RollbackPreview: {
+            /** @description The environment slug */
+            environment: string;
+            /** @description Postgres add-ons attached here on which a release being undone ran its release command (migrations): the restore point recorded before the earliest of them. Rolling back never restores data by itself; restore into a fork (`POST …/addons/{addon}/restore {release_id}`) and swap it in (`POST …/swap`) to go back with the data too. */
+            restore_offers: {
+                addon: {
+                    /** Format: uuid */
+                    id: string;
+                    name: string;
+                };
+                /** Format: uuid */
+                attachment_id: string;
+                release: {
+                    /** Format: uuid */
+                    id: string;
+                    version: number;
+                };
+                restore_point: string;
+                variable: string;
+            }[];
+            serving: {
+                /** Format: uuid */
+                id: string;
+                version: number;
+            };
+            target: {
+                /** Format: uuid */
+                id: string;
+                version: number;
+            };
         };
         ScaleEvent: {
             /** @description UUID (v7) */

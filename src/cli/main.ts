@@ -15,6 +15,7 @@ import { cancelCommands } from './commands/cancel.js';
 import { configReleaseCommands } from './commands/config-release.js';
 import { resourceCommands } from './commands/resources.js';
 import { runtimeCommands } from './commands/runtime.js';
+import { rollbackCommand } from './commands/rollback.js';
 import { appsSettingsCommands } from './commands/apps-settings.js';
 import { doctorCommand } from './commands/doctor.js';
 import { launchCommand } from './commands/launch.js';
@@ -64,6 +65,7 @@ Colour is off when output is not a terminal or NO_COLOR is set.`,
   psCommands(program);
   recordCommands(program);
   runtimeCommands(program);
+  rollbackCommand(program);
   scheduleCommands(program);
   gitCommands(program);
   cancelCommands(program);

@@ -216,7 +216,7 @@ describe.skipIf(missing)('backups, point-in-time restore and restore drills of a
     });
   }, 120_000);
 
-  it('a release whose migration drops a table carries a restore point; a fork at it, swapped in, brings the table back', async () => {
+  it('a release whose migration drops a table carries a restore point; `slipway rollback --restore-database` forks to it, swaps it in and brings the table back', async () => {
     const inject = (method: 'GET' | 'POST' | 'DELETE', url: string, payload?: object) =>
       h.app.inject({ method, url, headers: a.user.headers, ...(payload ? { payload } : {}) });
     const variable = await inject('POST', `/v1/configurations/${a.appId}`, { name: 'DROP_NOTES', value: '1' });
@@ -230,12 +230,24 @@ describe.skipIf(missing)('backups, point-in-time restore and restore drills of a
     const release = (await inject('GET', `/v1/releases/${bad.json().release_id}/detail`)).json();
     expect(release.release_metadata.restore_points).toMatchObject([{ addon: 'db', name: expect.stringMatching(/^slipway-\d{13}-v\d+$/) }]);
 
-    const fork = await api('POST', '/db/restore', { name: 'db-before', release_id: bad.json().release_id });
-    expect(fork.statusCode, fork.body).toBe(202);
-    await restored('db-before');
-    expect(await notes('db-before')).toEqual(['first', 'fourth', 'second', 'third']);
+    // What a rollback would leave as it is: the migration of the release it undoes, with the point before it.
+    const preview = await inject('GET', `/v1/applications/${a.appId}/rollback/preview`);
+    expect(preview.statusCode, preview.body).toBe(200);
+    expect(preview.json()).toMatchObject({
+      environment: 'production',
+      serving: { id: bad.json().release_id, version: release.version },
+      target: { version: release.version - 1 },
+      restore_offers: [
+        {
+          addon: { name: 'db' },
+          variable: 'DATABASE_URL',
+          release: { id: bad.json().release_id },
+          restore_point: release.release_metadata.restore_points[0].name,
+        },
+      ],
+    });
 
-    // The bad migration goes (the code of release N-1), then the application is pointed at the fork, after confirmation.
+    // The variable that made the bad migration goes; then the code goes back, and the data with it once asked to.
     await inject('DELETE', `/v1/configurations/${a.appId}/${variable.json().id}`);
     const slugs = await h.ctx.db
       .selectFrom('applications as x')
@@ -245,13 +257,18 @@ describe.skipIf(missing)('backups, point-in-time restore and restore drills of a
       .executeTakeFirstOrThrow();
     const env = await cliEnv();
     const app = `${a.orgSlug}/${slugs.project}/${slugs.app}`;
-    const refused = await slipway(['addons', 'swap', 'db-before', '--replaces', 'db', '--app', app], env);
+    // A swap is never silent: without a terminal or --yes, nothing happens.
+    const refused = await slipway(['addons', 'swap', 'db-then', '--replaces', 'db', '--app', app], env);
     expect(refused.code, refused.stderr).toBe(2);
-    const swapped = await slipway(['addons', 'swap', 'db-before', '--replaces', 'db', '--app', app, '--yes', '--json'], env);
-    expect(swapped.code, swapped.stderr).toBe(0);
-    await deployed(JSON.parse(swapped.stdout).releases[0].deployment_id);
+    const rolled = await slipway(['rollback', '--restore-database', '--app', app, '--json'], env);
+    expect(rolled.code, rolled.stderr).toBe(0);
+    expect(rolled.stderr).toContain(`Release v${release.version} ran its release command on the add-on db (DATABASE_URL)`);
+    const result = JSON.parse(rolled.stdout);
+    const fork = `db-before-v${release.version}`;
+    expect(result).toMatchObject({ status: 'complete', release: { version: release.version - 1 }, restored: [{ addon: 'db', fork }] });
+    expect(await notes(fork)).toEqual(['first', 'fourth', 'second', 'third']);
     expect(await write('fifth')).toMatch(/INSERT 0 1$/);
-    expect(await notes('db-before')).toEqual(['fifth', 'first', 'fourth', 'second', 'third']);
+    expect(await notes(fork)).toEqual(['fifth', 'first', 'fourth', 'second', 'third']);
     expect((await api('GET', '/db')).json().attachments).toEqual([]);
   }, 150_000);
 });

@@ -2,12 +2,9 @@ import { jsonText, terminalSafe } from '../output.js';
 import type { Command } from 'commander';
 import { ok } from '../api.js';
 import { Context } from '../context.js';
-import { CliError, usage } from '../errors.js';
-import { followLog, sleep } from '../follow.js';
+import { usage } from '../errors.js';
 import { serverEvents, streamPath } from '../sse.js';
 import { positiveInt } from './auth.js';
-import { appPath } from './deploy.js';
-import { releaseId } from './records.js';
 import { runCommand } from './run.js';
 
 import type { Paths } from '../api.js';
@@ -65,35 +62,6 @@ export function runtimeCommands(program: Command) {
     });
 
   runCommand(program);
-
-  program
-    .command('rollback')
-    .description('Deploy the previous release again (or the one named: v<version> or id)')
-    .argument('[release]')
-    .option('-w, --wait', 'follow the deployment; exit 1 when it fails')
-    .action(async (release: string | undefined, o: { wait?: boolean }, command: Command) => {
-      const ctx = Context.of(command);
-      const app = await ctx.app();
-      const target = release ? await releaseId(ctx, release) : undefined;
-      const deployment = await ok(
-        ctx.api.POST('/v1/applications/{application_id}/rollback', {
-          params: { path: { application_id: app.id } },
-          body: { ...(target ? { release_id: target } : {}), ...(ctx.options.env ? { environment: ctx.options.env } : {}) },
-        }),
-      );
-      const version = `v${deployment.release.version}`;
-      if (!o.wait) return ctx.out.result(deployment, () => `Rolling ${appPath(app)} back to ${version} (deployment ${deployment.id})`);
-      const outcome = await followLog(ctx, 'deployment', deployment.id, (line) =>
-        (ctx.out.json ? ctx.out.stderr : ctx.out.stdout).write(`${line}\n`),
-      );
-      if (outcome.status === 'error') throw new CliError(`Rollback failed: ${outcome.error_detail ?? 'see the log above'}`);
-      let final = await ok(ctx.api.GET('/v1/deployments/{deployment_id}/detail', { params: { path: { deployment_id: deployment.id } } }));
-      while (final.status === 'deploying') {
-        await sleep(500);
-        final = await ok(ctx.api.GET('/v1/deployments/{deployment_id}/detail', { params: { path: { deployment_id: deployment.id } } }));
-      }
-      ctx.out.result(final, () => ctx.out.colors.green(`Rolled ${appPath(app)} back to ${version}`));
-    });
 }
 
 /** `10m` → ten minutes ago (ISO); an ISO time passes through. */

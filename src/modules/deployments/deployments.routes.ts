@@ -15,6 +15,8 @@ import {
   DeploymentSummary,
   ReleaseIdParams,
   RollbackBody,
+  RollbackPreview,
+  RollbackPreviewQuery,
 } from './deployments.schemas.js';
 import type { DeploymentsService } from '../../pipeline/index.js';
 import type { ConfigRelease, DeployChain, ImageDeploys } from '../../pipeline/index.js';
@@ -105,6 +107,23 @@ export function deploymentsRoutes(
       },
       async (request, reply) =>
         reply.code(202).send(await deployments.rollback(currentUser(request).id, request.params.application_id, request.body)),
+    );
+
+    app.get(
+      '/applications/:application_id/rollback/preview',
+      {
+        schema: {
+          tags,
+          summary: 'What a rollback would do: the release serving, the one it goes back to, and the data it does not undo',
+          description:
+            'The same choice of release as `POST …/rollback` with the same query, nothing changed. `restore_offers` names each ' +
+            'attached Postgres add-on a release being undone migrated, with the restore point taken before it.',
+          params: ApplicationIdParams,
+          querystring: RollbackPreviewQuery,
+          response: { 200: RollbackPreview, ...commonErrorResponses },
+        },
+      },
+      async (request) => deployments.previewRollback(currentUser(request).id, request.params.application_id, request.query),
     );
 
     app.post(

@@ -199,3 +199,39 @@ export const RollbackBody = Type.Object(
   },
   { additionalProperties: false },
 );
+
+export const RollbackPreviewQuery = Type.Object(
+  {
+    release_id: Type.Optional(
+      Type.String({ format: 'uuid', description: 'The release to go back to; default: the release before the one serving' }),
+    ),
+    environment: Type.Optional(Type.String({ minLength: 1, maxLength: 63, description: 'Environment slug or id; default production' })),
+  },
+  { additionalProperties: false },
+);
+
+const RollbackRelease = Type.Object({ id: Type.String({ format: 'uuid' }), version: Type.Integer() });
+
+export const RollbackPreview = Type.Object(
+  {
+    environment: Type.String({ description: 'The environment slug' }),
+    serving: RollbackRelease,
+    target: RollbackRelease,
+    restore_offers: Type.Array(
+      Type.Object({
+        addon: Type.Object({ id: Type.String({ format: 'uuid' }), name: Type.String() }),
+        attachment_id: Type.String({ format: 'uuid' }),
+        variable: Type.String(),
+        release: RollbackRelease,
+        restore_point: Type.String(),
+      }),
+      {
+        description:
+          'Postgres add-ons attached here on which a release being undone ran its release command (migrations): the restore ' +
+          'point recorded before the earliest of them. Rolling back never restores data by itself; restore into a fork ' +
+          '(`POST …/addons/{addon}/restore {release_id}`) and swap it in (`POST …/swap`) to go back with the data too.',
+      },
+    ),
+  },
+  { $id: 'RollbackPreview' },
+);

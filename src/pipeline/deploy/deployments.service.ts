@@ -12,6 +12,7 @@ import { requireDeployAccess } from '../../platform/access/environment-protectio
 import { environmentFilter, RECONCILE_JOB } from '../records/index.js';
 import { DeploymentsRepository } from './deployments.repository.js';
 import { DEPLOY_JOB } from '../stages.js';
+import { restoreOffers } from './restore-offers.js';
 import type { DeployDiagnosis } from '../../platform/runtime/diagnosis.js';
 
 /** An image a deployment can still run: not garbage-collected, and pushed to the registry or its artifact still on disk. */
@@ -127,6 +128,25 @@ export class DeploymentsService {
    * rebuild): by default the newest older release that once served the environment.
    */
   async rollback(userId: string, applicationId: string, body: { release_id?: string; environment?: string }) {
+    const { environmentId, serving, target } = await this.rollbackTarget(userId, applicationId, body);
+    const { deployment_id } = await this.queue(applicationId, environmentId, target.id, serving.id);
+    return this.summaryOf(deployment_id);
+  }
+
+  /** `GET …/rollback/preview`: the rollback's choice, and the restore points of the migrations it would not undo. */
+  async previewRollback(userId: string, applicationId: string, query: { release_id?: string; environment?: string }) {
+    const { environmentId, serving, target } = await this.rollbackTarget(userId, applicationId, query);
+    const env = await this.ctx.db.selectFrom('environments').select('slug').where('id', '=', environmentId).executeTakeFirstOrThrow();
+    return {
+      environment: env.slug,
+      serving: { id: serving.id, version: serving.version },
+      target: { id: target.id, version: target.version },
+      restore_offers: await restoreOffers(this.ctx.db, applicationId, environmentId, target.version, serving.version),
+    };
+  }
+
+  /** The release a rollback goes back to (checked it can run), and the one serving. */
+  private async rollbackTarget(userId: string, applicationId: string, body: { release_id?: string; environment?: string }) {
     await this.apps.authorize(userId, applicationId);
     const environmentId = await chosenEnvironmentId(this.ctx.db, applicationId, body.environment);
     await requireDeployAccess(this.ctx.db, userId, environmentId);
@@ -145,8 +165,7 @@ export class DeploymentsService {
     if (image?.collected_at) throw this.collected(target.version);
     if (!image || !imageAvailable(image))
       throw conflict(`The image of release v${target.version} is gone: roll back to another release or rebuild`);
-    const { deployment_id } = await this.queue(applicationId, environmentId, target.id, serving.id);
-    return this.summaryOf(deployment_id);
+    return { environmentId, serving, target };
   }
 
   /** One deployment in the API's shape, with why it waits when it is queued. */
