@@ -55,7 +55,7 @@ describe.skipIf(missing)("Ancla's CLI on the cache and database of a service", (
     for (const call of calls) {
       const res = await raw(alice, call);
       expect(res.status, `${call.method} ${call.path}`).toBe(404);
-      expect((await res.json()).message).toMatch(/add-on attached to 'web' in staging/);
+      expect((await res.json()).message).toMatch(/^No (cache|database): no (redis|postgres) add-on attached to 'web' in staging/);
     }
 
     for (const [name, kind] of [

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import type { FastifyReply } from 'fastify';
-import { notFound } from '../../platform/errors.js';
+import { AppError } from '../../platform/errors.js';
 import { commonErrorResponses } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
 import { currentUser } from '../../platform/http/principal.js';
@@ -46,7 +46,11 @@ export function addonsRoutes(deps: { scope: OrganizationScope; addons: AddonsSer
     const { environment, project } = await scope.environment(userId, p.workspace, p.project, p.env);
     const application = await scope.application(project.id, p.service);
     const found = await addons.attachedConnection(application.id, environment.id, kind);
-    if (!found) throw notFound(`${kind === 'redis' ? 'Cache' : 'Database'} (no ${kind} add-on attached to '${p.service}' in ${p.env})`);
+    if (!found)
+      throw new AppError(
+        'NOT_FOUND',
+        `No ${kind === 'redis' ? 'cache' : 'database'}: no ${kind} add-on attached to '${p.service}' in ${p.env} (slipway addons attach)`,
+      );
     return found;
   }
 

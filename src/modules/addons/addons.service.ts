@@ -309,7 +309,9 @@ export class AddonsService {
     const { addon } = await this.resolveForChange(userId, orgSlug, name);
     this.requireLive(addon);
     if (addon.kind !== 'redis') throw new AppError('VALIDATION', `Add-on '${addon.name}' is ${addon.kind}: only a redis add-on is flushed`);
-    const reply = await redisCommands(addon.port, openCredentials(this.secrets, addon.credentials_sealed), [['FLUSHALL']]);
+    const reply = await redisCommands(addon.port, openCredentials(this.secrets, addon.credentials_sealed), [['FLUSHALL']]).catch(
+      () => null,
+    );
     if (reply?.[0] !== 'OK') throw conflict(`Add-on '${addon.name}' does not accept connections now (status ${addon.status})`);
     return { addon: addon.name, flushed: true };
   }
