@@ -212,6 +212,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     environments: environments.environments,
     teams: teams.teams,
     observability: observability.observability,
+    addons: addons.addons,
     pipeline: {
       images: pipeline.images,
       deployments,

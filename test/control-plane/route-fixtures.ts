@@ -237,6 +237,19 @@ export async function seedRouteWorld(h: Harness): Promise<RouteWorld> {
   const addonAttachmentId = addonId
     ? await insertRow(h, 'addon_attachments', { id: uuidv7(), addon_id: addonId, ...base, variable: 'DATABASE_URL' })
     : null;
+  // A Redis add-on too, so Ancla's `cache` routes of the app answer (no server: a flush is 409).
+  if (addonId) {
+    const redisId = await insertRow(h, 'addons', {
+      id: uuidv7(),
+      organization_id: w.org.id,
+      name: unique('cache'),
+      kind: 'redis',
+      plan: 'hobby',
+      port: randomInt(20_000, 2 ** 31 - 1),
+      credentials_sealed: h.ctx.secrets.seal('{"user":"default","password":"addon-fixture-password"}'),
+    });
+    await insertRow(h, 'addon_attachments', { id: uuidv7(), addon_id: redisId, ...base, variable: 'REDIS_URL' });
+  }
   const notificationChannelId = (await tableExists(h, 'notification_channels'))
     ? await insertRow(h, 'notification_channels', {
         id: uuidv7(),

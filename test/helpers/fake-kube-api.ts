@@ -1482,6 +1482,8 @@ export class FakeKubeApi {
       } else return;
     } else if (sim.behaviour === 'crash-loop') {
       if (sim.age > 6) return;
+      // What a container that dies at start prints (the driver reads it back as its previous log).
+      if (sim.age === 1) this.writeLog(key, "node:internal/modules/cjs/loader:1080\nError: Cannot find module 'express'\n", false);
       status.phase = 'Running';
       cs.restartCount = sim.age;
       cs.lastState = { terminated: { exitCode: 1, reason: 'Error', startedAt, finishedAt: now() } };

@@ -152,7 +152,17 @@ describe('KubernetesRuntime against a fake API server', () => {
     const started = Date.now();
     const error = await deploy(makePlan({ timeoutSeconds: 30 }), 30_000).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RolloutFailure);
-    expect((error as Error).message).toMatch(/^Deployment failed: worker: crash loop: worker restarted \d+ times \(last exit code 1\)$/);
+    expect((error as Error).message).toMatch(
+      /^Deployment failed: worker: crash loop: worker restarted \d+ times \(last exit code 1\)\. Hint: a dependency is missing \(express\)/,
+    );
+    // The structured failure: the last run's exit and what it printed (its previous log).
+    expect((error as RolloutFailure).diagnosis).toMatchObject({
+      reason: 'crashed_during_start',
+      instance: 'worker.1',
+      exit: { code: 1 },
+      port: null,
+      output: ['node:internal/modules/cjs/loader:1080', "Error: Cannot find module 'express'"],
+    });
     expect(Date.now() - started).toBeLessThan(5000);
   });
 

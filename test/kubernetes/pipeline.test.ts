@@ -233,6 +233,15 @@ describe.skipIf(!!missing)('the pipeline with RUNTIME=kubernetes (fake API serve
     const d = await settled(h, t.user, id, 60_000);
     expect(d).toMatchObject({ status: 'error', complete: false, error: true });
     expect(d.error_detail).toMatch(/crash loop/);
+    // The same structured failure as the local runtime's: the exit, the last lines, the hint.
+    expect(d.failure).toMatchObject({
+      reason: 'crashed_during_start',
+      exit: { code: 1, description: 'exit code 1' },
+      output: ['node:internal/modules/cjs/loader:1080', "Error: Cannot find module 'express'"],
+    });
+    expect(d.failure.hint).toMatch(/a dependency is missing \(express\)/);
+    expect(d.error_detail).toMatch(/Hint: a dependency is missing \(express\)/);
+    expect(d.deploy_log).toContain("  | Error: Cannot find module 'express'");
     expect(d.deploy_step.current).toBe(3);
     // Back to the deployment that was serving, with the current counts.
     const web = kube.list('deployments', namespace).find((x) => x.metadata.labels['slipway.dev/process-type'] === 'web')!;

@@ -15,6 +15,8 @@ import type {
 } from '../../pipeline/index.js';
 import type { TeamsService } from '../../modules/teams/index.js';
 import type { ObservabilityService } from '../../modules/observability/index.js';
+import type { AddonsService } from '../../modules/addons/index.js';
+import { addonsRoutes } from './addons.routes.js';
 import { envDeploysRoutes } from './env-deploys.routes.js';
 import { lenientBodies } from './lenient-bodies.js';
 import { recordsRoutes } from './records.routes.js';
@@ -42,6 +44,7 @@ export function wireAncla(deps: {
   environments: EnvironmentsService;
   teams: TeamsService;
   observability: ObservabilityService;
+  addons: AddonsService;
   pipeline: {
     images: ImagesService;
     deployments: DeploymentsService;
@@ -80,6 +83,7 @@ export function wireAncla(deps: {
     pipelineRoutes({ scope, status: pipeline.status, deployments, envDeploys }),
     promoteRoutes({ scope, deployments, releases: pipeline.releases, envDeploys }),
     observabilityRoutes({ scope, projects: deps.projects, observability: deps.observability }),
+    addonsRoutes({ scope, addons: deps.addons }),
   ];
   const ancla = async (app: App) => {
     lenientBodies(app);

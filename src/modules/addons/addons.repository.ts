@@ -1,6 +1,6 @@
-import type { Insertable, Updateable } from 'kysely';
+import { sql, type Insertable, type Updateable } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
-import type { AddonAttachmentsTable, AddonsTable } from '../../platform/db/schema.js';
+import type { AddonAttachmentsTable, AddonKind, AddonsTable } from '../../platform/db/schema.js';
 
 export class AddonsRepository {
   constructor(private readonly db: Db) {}
@@ -70,6 +70,22 @@ export class AddonsRepository {
       ])
       .where('t.addon_id', 'in', addonIds)
       .orderBy('t.created_at')
+      .execute();
+  }
+
+  /** The live add-ons of `kind` attached to an application environment, the default variable's first. */
+  attachedTo(applicationId: string, environmentId: string, kind: AddonKind, defaultVariable: string) {
+    return this.db
+      .selectFrom('addon_attachments as t')
+      .innerJoin('addons as a', 'a.id', 't.addon_id')
+      .selectAll('a')
+      .select('t.variable')
+      .where('t.application_id', '=', applicationId)
+      .where('t.environment_id', '=', environmentId)
+      .where('a.kind', '=', kind)
+      .where('a.deleted_at', 'is', null)
+      .orderBy(sql`t.variable = ${defaultVariable}`, 'desc')
+      .orderBy('t.variable')
       .execute();
   }
 

@@ -13,6 +13,7 @@ import {
   newPassword,
   openCredentials,
   quietClient,
+  redisCommands,
   sealCredentials,
   type AddonSupervisor,
 } from '../../platform/addons/index.js';
@@ -278,6 +279,41 @@ export class AddonsService {
     } finally {
       await client.end().catch(() => {});
     }
+  }
+
+  /**
+   * The add-on of `kind` attached to an application environment (the one under the default
+   * variable first), with what reaching it takes but no password: Ancla's `cache` and `database`.
+   * The caller has checked the environment and application are the member's.
+   */
+  async attachedConnection(applicationId: string, environmentId: string, kind: AddonKind) {
+    const [addon] = await this.repo.attachedTo(applicationId, environmentId, kind, DEFAULT_VARIABLE[kind]);
+    if (!addon) return null;
+    const c = openCredentials(this.secrets, addon.credentials_sealed);
+    return {
+      addon: addon.name,
+      variable: addon.variable,
+      status: addon.status,
+      host: '127.0.0.1',
+      port: addon.port,
+      user: c.user,
+      database: c.database ?? null,
+    };
+  }
+
+  /**
+   * Empties a Redis add-on (FLUSHALL through the platform's own connection: the password never
+   * leaves the server). A change to the organization's data, so its admins' only.
+   */
+  async flush(userId: string, orgSlug: string, name: string) {
+    const { addon } = await this.resolveForChange(userId, orgSlug, name);
+    this.requireLive(addon);
+    if (addon.kind !== 'redis') throw new AppError('VALIDATION', `Add-on '${addon.name}' is ${addon.kind}: only a redis add-on is flushed`);
+    const reply = await redisCommands(addon.port, openCredentials(this.secrets, addon.credentials_sealed), [['FLUSHALL']]).catch(
+      () => null,
+    );
+    if (reply?.[0] !== 'OK') throw conflict(`Add-on '${addon.name}' does not accept connections now (status ${addon.status})`);
+    return { addon: addon.name, flushed: true };
   }
 
   /** Removes add-ons whose grace period has passed: their server's data, then their row. */

@@ -5,6 +5,7 @@ import type { ApplicationRuntime, AppUsage, RuntimeLogger } from '../../platform
 /** Samples older than this are deleted (decisions.md: kept 30 days). */
 const RETENTION_DAYS = 30;
 const PRUNE_EVERY_MS = 60 * 60 * 1000;
+const FOREIGN_KEY_VIOLATION = '23503';
 
 /**
  * Records the runtime's CPU, memory, instance and restart counts per application
@@ -48,11 +49,12 @@ export class MetricsSampler {
       : now;
     const usage = await this.runtime.usage();
     let stored: AppUsage[] = [];
-    if (usage.length > 0) {
+    const present = await this.stillPresent(usage);
+    if (present.length > 0) {
       const inserted = await this.db
         .insertInto('metric_samples')
         .values(
-          usage.map((u) => ({
+          present.map((u) => ({
             application_id: u.applicationId,
             environment_id: u.environmentId,
             sampled_at: at,
@@ -64,9 +66,15 @@ export class MetricsSampler {
         )
         .onConflict((oc) => oc.doNothing())
         .returning(['application_id', 'environment_id'])
-        .execute();
+        .execute()
+        .catch((err: unknown) => {
+          // Deleted between the check and the insert: a normal outcome, the next sample does without it.
+          if ((err as { code?: string }).code !== FOREIGN_KEY_VIOLATION) throw err;
+          this.logger.debug?.({ err }, 'metrics sample skipped: an application or environment was deleted meanwhile');
+          return [];
+        });
       const mine = new Set(inserted.map((r) => `${r.application_id}/${r.environment_id}`));
-      stored = usage.filter((u) => mine.has(`${u.applicationId}/${u.environmentId}`));
+      stored = present.filter((u) => mine.has(`${u.applicationId}/${u.environmentId}`));
     }
     // Only the samples this process stored: on a cluster, the worker whose sample won acts on it.
     for (const listener of this.listeners) {
@@ -80,5 +88,35 @@ export class MetricsSampler {
         .execute();
     }
     return usage.length;
+  }
+
+  /**
+   * The readings of applications and environments that still exist. An instance outlives its
+   * application's row for a moment when the application or environment is deleted (its processes
+   * stop after): that reading is dropped, at debug level, and never fails the others' samples.
+   */
+  private async stillPresent(usage: AppUsage[]): Promise<AppUsage[]> {
+    if (usage.length === 0) return [];
+    const [apps, envs] = await Promise.all([
+      this.db
+        .selectFrom('applications')
+        .select('id')
+        .where('id', 'in', [...new Set(usage.map((u) => u.applicationId))])
+        .execute(),
+      this.db
+        .selectFrom('environments')
+        .select('id')
+        .where('id', 'in', [...new Set(usage.map((u) => u.environmentId))])
+        .execute(),
+    ]);
+    const appIds = new Set(apps.map((r) => r.id));
+    const envIds = new Set(envs.map((r) => r.id));
+    const present = usage.filter((u) => appIds.has(u.applicationId) && envIds.has(u.environmentId));
+    for (const gone of usage.filter((u) => !present.includes(u)))
+      this.logger.debug?.(
+        { application: gone.applicationId, environment: gone.environmentId },
+        'metrics sample skipped: its application or environment is deleted (its instances are stopping)',
+      );
+    return present;
   }
 }

@@ -35,6 +35,11 @@ export interface EdgeDriver {
   listen(): Promise<number>;
   /** Makes the table's current content live; resolves once new requests follow it. */
   apply(): Promise<void>;
+  /**
+   * Requests and WebSocket connections this edge has open to an instance now. Only an edge the
+   * requests pass through knows (the built-in router); the others leave it out.
+   */
+  openConnections?(instanceId: string): number;
   /** Resolves when requests in flight to these instances have finished (or after `timeoutMs`). */
   drain(instanceIds: string[], timeoutMs: number): Promise<void>;
   /** An edge that runs apart from the control plane keeps serving after `close()` (an upgrade's stop). */

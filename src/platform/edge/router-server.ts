@@ -117,6 +117,10 @@ export class RouterServer implements EdgeDriver {
 
   async apply(): Promise<void> {}
 
+  openConnections(instanceId: string): number {
+    return this.table.inflightOf(instanceId);
+  }
+
   drain(instanceIds: string[], timeoutMs: number): Promise<void> {
     return this.table.drain(instanceIds, timeoutMs);
   }

@@ -137,6 +137,7 @@ export interface RuntimeLogger {
   info(obj: object, msg?: string): void;
   warn(obj: object, msg?: string): void;
   error(obj: object, msg?: string): void;
+  debug?(obj: object, msg?: string): void;
 }
 
 /** One line of a running instance's output (scrubbed of the release's secret values). */

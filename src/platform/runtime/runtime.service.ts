@@ -1,3 +1,4 @@
+import { reportDrain } from './drain-report.js';
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { workerAlive } from '../jobs/dead-workers.js';
@@ -441,16 +442,43 @@ export class RuntimeService {
     await this.applyRoutes([hostname]);
   }
 
-  /** Stops instances once requests already sent to them have finished (bounded). */
-  async retire(ids: string[]): Promise<void> {
+  /**
+   * Stops instances once requests already sent to them have finished (bounded). With `report`,
+   * an instance that still has open connections is told in lines (a deployment's log) while it
+   * drains, every few seconds, and once it has drained.
+   */
+  async retire(ids: string[], report?: (line: string) => void): Promise<void> {
     if (ids.length === 0) return;
     const timeoutMs = this.options.drainTimeoutMs ?? 30_000;
-    await Promise.all([this.router.drain(ids, timeoutMs), this.routes.drained(timeoutMs)]);
+    const drained = Promise.all([this.router.drain(ids, timeoutMs), this.routes.drained(timeoutMs)]);
+    if (report && this.router.openConnections) await reportDrain(await this.instanceNames(ids), drained, timeoutMs, this.router, report);
+    else await drained;
     await Promise.all(ids.map((id) => this.driver.stop(id)));
     await Promise.all(ids.map((id) => this.writes.get(id)));
     await this.db.deleteFrom('instances').where('id', 'in', ids).execute();
     for (const id of ids) this.forget(id);
     this.router.table.forget(ids);
+  }
+
+  /** `web.1 (v3)` for each instance: its process, ordinal and release version. */
+  private async instanceNames(ids: string[]): Promise<Map<string, string>> {
+    const statuses = ids.map((id) => ({ id, status: this.driver.status(id) }));
+    const releaseIds = [...new Set(statuses.flatMap(({ status }) => (status ? [status.labels.releaseId] : [])))];
+    const versions = new Map(
+      releaseIds.length === 0
+        ? []
+        : (await this.db.selectFrom('releases').select(['id', 'version']).where('id', 'in', releaseIds).execute()).map((r) => [
+            r.id,
+            r.version,
+          ]),
+    );
+    return new Map(
+      statuses.map(({ id, status }) => {
+        if (!status) return [id, `instance ${id}`];
+        const version = versions.get(status.labels.releaseId);
+        return [id, `${status.labels.processType}.${status.labels.ordinal}${version !== undefined ? ` (v${version})` : ''}`];
+      }),
+    );
   }
 
   private forget(id: string) {

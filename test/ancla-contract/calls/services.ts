@@ -161,18 +161,8 @@ const served: AnclaCall[] = [
  */
 const unserved: AnclaCall[] = [
   { client: 'go-sdk', method: 'GET', path: `${S}/{svc}/deploys/`, decodes: items(DEPLOY_FIELDS), test: '' },
-  // The CLI's `cache`, `dbshell`, `shell` and `ssh` (internal/cli/cache.go, dbshell.go, shell.go, ssh.go): connection
-  // details of a service's Redis and Postgres (add-ons here, reachable only from attached sandboxes), and a shell in an
-  // instance (issue 33's exec). Not served yet.
-  { client: 'go-cli', method: 'GET', path: `${S}/{svc}/cache`, decodes: ['engine', 'host', 'port', 'url'], test: '' },
-  { client: 'go-cli', method: 'POST', path: `${S}/{svc}/cache/flush`, decodes: [], test: '' },
-  {
-    client: 'go-cli',
-    method: 'GET',
-    path: `${S}/{svc}/database`,
-    decodes: ['engine', 'host', 'port', 'name', 'user', 'password', 'url'],
-    test: '',
-  },
+  // The CLI's `shell` and `ssh` (internal/cli/shell.go, ssh.go): a shell in an instance (the SSH gateway's lane). Its
+  // `cache` and `dbshell` calls are in addons.ts.
   { client: 'go-cli', method: 'POST', path: `${S}/{svc}/exec`, decodes: ['websocket_url', 'host', 'port', 'token'], test: '' },
 ];
 

@@ -209,6 +209,20 @@ export class KubernetesCluster {
   }
 
   /**
+   * The last lines a container printed before it last ended (its previous instance), bounded
+   * in lines and bytes: what a crash during start said.
+   */
+  async previousLogTail(namespace: string, pod: string, container: string, lines: number): Promise<string[]> {
+    const text = await this.limit(
+      this.core.readNamespacedPodLog({ name: pod, namespace, container, previous: true, tailLines: lines, limitBytes: 64 * 1024 }),
+    );
+    return String(text)
+      .split('\n')
+      .filter((l) => l.length > 0)
+      .slice(-lines);
+  }
+
+  /**
    * Follows a container's log: each complete line to `onLine` until the container ends
    * (`ended`) or `stop()`. Opening the stream is bounded like any request; the stream is not.
    */

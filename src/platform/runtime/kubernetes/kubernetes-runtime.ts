@@ -23,6 +23,7 @@ import type { OneOffResult } from '../port.js';
 import { reportBackgroundFailure } from '../../observability/background-failures.js';
 import { StartupError } from '../../startup-error.js';
 import { scrubber } from '../scrub.js';
+import { diagnosisLines } from '../diagnosis.js';
 import { KubernetesCluster, describeError, loadKubeConfig, statusCode, type ObjectRef } from './cluster.js';
 import {
   configSecretManifest,
@@ -260,7 +261,15 @@ export class KubernetesRuntime implements ApplicationRuntime {
         log: (line) => log.line(scrub(line)),
       });
     } catch (error) {
-      if (error instanceof RolloutFailure) throw new RolloutFailure(scrub(error.message), error.code);
+      if (error instanceof RolloutFailure) {
+        const diagnosis = error.diagnosis && {
+          ...error.diagnosis,
+          output: error.diagnosis.output.map(scrub),
+          hint: error.diagnosis.hint && scrub(error.diagnosis.hint),
+        };
+        if (diagnosis) for (const line of diagnosisLines(diagnosis)) log.line(`Rollout: ${scrub(line)}`);
+        throw new RolloutFailure(scrub(error.message), error.code, diagnosis);
+      }
       throw error;
     }
     await this.guard(plan, 'Rollout', async () => {

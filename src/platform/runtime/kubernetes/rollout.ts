@@ -8,8 +8,10 @@ import type { FailureCode } from '../../failures.js';
  */
 import type { CoreV1Event, V1Deployment, V1Pod } from '@kubernetes/client-node';
 import { RolloutFailure, type WorkloadPlan } from '../application-runtime.js';
+import { FAILURE_OUTPUT_LINES, hintFor, type DeployDiagnosis } from '../diagnosis.js';
 import { describeError, statusCode, type KubernetesCluster } from './cluster.js';
 import { ANNOTATION, LABEL, appLabels, labelSelector, processTypeLabel } from './names.js';
+import { WEB_PORT } from './manifests.js';
 
 const IMAGE_PULL_REASONS = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'ErrImageNeverPull']);
 const CONFIG_ERROR_REASONS = new Set(['CreateContainerConfigError', 'CreateContainerError', 'RunContainerError']);
@@ -107,6 +109,46 @@ export function unrecoverablePodFailure(pod: V1Pod, processType: string): { code
       return { code: 'deploy_failed', message: `container error: ${waiting.message || waiting.reason}` };
   }
   return null;
+}
+
+/**
+ * A crash during start as the local runtime reports one (the deployment's `failure`): the exit
+ * the pod status records of the container's last run, the last lines that run printed (its
+ * previous log; none when the API will not give it) and the hint for the usual causes.
+ */
+export async function crashDiagnosis(
+  cluster: KubernetesCluster,
+  namespace: string,
+  pod: V1Pod,
+  instance: string,
+  processType: string,
+): Promise<DeployDiagnosis> {
+  const status = pod.status?.containerStatuses?.[0];
+  const last = status?.lastState?.terminated;
+  const description = last
+    ? last.reason === 'OOMKilled'
+      ? `OOM: killed out of memory (exit code ${last.exitCode})`
+      : last.signal
+        ? `signal ${last.signal}`
+        : `exit code ${last.exitCode}`
+    : null;
+  const output = status?.name
+    ? await cluster.previousLogTail(namespace, pod.metadata!.name!, status.name, FAILURE_OUTPUT_LINES).catch(() => [] as string[])
+    : [];
+  const web = processType === 'web';
+  const found: Omit<DeployDiagnosis, 'hint'> = {
+    reason: 'crashed_during_start',
+    instance,
+    process_type: processType,
+    exit: description ? { code: last?.exitCode ?? null, signal: last?.signal ? String(last.signal) : null, description } : null,
+    port: web ? WEB_PORT : null,
+    health_check: null,
+    listening_ports: null,
+    listening_checked: 'not read on Kubernetes',
+    seconds_after_healthy: null,
+    output: output.map((l) => l.slice(0, 500)),
+  };
+  return { ...found, hint: hintFor(found) };
 }
 
 /** Admission refusals no wait can heal: Pod Security, a validating webhook. (A quota may free up: it waits.) */
@@ -225,9 +267,18 @@ export async function waitForRollout(options: WaitForRolloutOptions): Promise<V1
           progress.set(target.processType, line);
           log(line);
         }
-        for (const pod of own) {
+        for (const [index, pod] of own.entries()) {
           const failure = unrecoverablePodFailure(pod, target.processType);
-          if (failure) throw new RolloutFailure(`Deployment failed: ${target.processType}: ${failure.message}`, failure.code);
+          if (!failure) continue;
+          const diagnosis =
+            failure.code === 'crash_loop' || failure.code === 'oom'
+              ? await crashDiagnosis(cluster, namespace, pod, `${target.processType}.${index + 1}`, target.processType)
+              : null;
+          throw new RolloutFailure(
+            `Deployment failed: ${target.processType}: ${failure.message}${diagnosis?.hint ? `. Hint: ${diagnosis.hint}` : ''}`,
+            failure.code,
+            diagnosis,
+          );
         }
         const refused = replicaFailure(byName.get(target.deploymentName));
         if (refused && ADMISSION_REFUSAL.test(refused))

@@ -196,7 +196,10 @@ export class LocalRuntime implements ApplicationRuntime {
       }
       if (previous.length > 0) {
         log.line(`Rollout: retiring ${previous.length} instance(s) of the previous release`);
-        await this.runtimeService.retire(previous.map((s) => s.id));
+        await this.runtimeService.retire(
+          previous.map((s) => s.id),
+          (line) => log.line(`Rollout: ${line}`),
+        );
       }
       return {
         url: routeUrl(plan.hostname, this.router.port),
