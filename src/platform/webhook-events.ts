@@ -47,6 +47,9 @@ export const WEBHOOK_EVENTS = [
   /** An environment's maintenance mode turned on or off (issue 33): `environment`, `by`. */
   'maintenance.enabled',
   'maintenance.disabled',
+  /** An alert rule (src/modules/alerts) fired or resolved: `rule`, `metric`, `value`, `threshold`, `message`. */
+  'alert.firing',
+  'alert.resolved',
 ] as const;
 
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];

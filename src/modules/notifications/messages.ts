@@ -35,6 +35,8 @@ const TITLES: Record<string, [string, Tone]> = {
   'instance.crashed': ['Instance crashed', 'bad'],
   'instance.crash_loop': ['Crash loop', 'bad'],
   'instance.oom': ['Out of memory', 'bad'],
+  'alert.firing': ['Alert firing', 'bad'],
+  'alert.resolved': ['Alert resolved', 'good'],
   test: ['Test notification', 'info'],
 };
 
