@@ -208,4 +208,36 @@ describe('alert rules', () => {
     expect((await slipway(['alerts', 'remove', 'quiet', '--org', org], env)).code).toBe(0);
     expect((await call(h, 'GET', base, alice)).body.map((r: { name: string }) => r.name)).toEqual(['errors']);
   });
+
+  it("count as a regression during a guarded deployment's watch: a firing rule of the environment rolls it back", async () => {
+    const app = await deployableApp(h, alice);
+    const v1 = await app.release({ 'app.js': FLAKY_APP }, 'web: node app.js\n');
+    const first = await call(h, 'POST', `/v1/releases/${v1}/deploy`, alice);
+    expect((await settled(h, alice, first.body.deployment_id)).status).toBe('complete');
+    // The guard's own thresholds would not catch it (only restarts); the alert rule does.
+    const guard = await call(h, 'PUT', `/v1/applications/${app.appId}/guard`, alice, { window_seconds: 120, max_restarts: 1000 });
+    expect(guard.status, guard.raw).toBe(200);
+    const base = `/v1/organizations/${app.slugs.org}/alert-rules`;
+    const rule = { name: 'edge-errors', metric: 'error_rate', threshold: 0.5, window_seconds: 3, min_requests: 5 };
+    expect((await call(h, 'POST', base, alice, { ...rule, application_id: app.appId, environment: 'production' })).status).toBe(201);
+
+    const v2 = await app.release({ 'app.js': FLAKY_APP }, 'web: node app.js\n');
+    const second = await call(h, 'POST', `/v1/releases/${v2}/deploy`, alice);
+    const deploymentId = second.body.deployment_id as string;
+    await settled(h, alice, deploymentId);
+    const traffic = load(app, () => '/fail');
+    try {
+      const rolledBack = await waitFor(
+        'the guard to roll the deployment back',
+        async () => {
+          const d = (await call(h, 'GET', `/v1/deployments/${deploymentId}/detail`, alice)).body;
+          return d.status === 'rolled_back' ? d : null;
+        },
+        { timeout: 45_000, every: 200 },
+      );
+      expect(rolledBack.guard).toMatchObject({ status: 'rolled_back', breach: 'alert rule edge-errors fired during the watch' });
+    } finally {
+      await traffic.stop();
+    }
+  });
 });
