@@ -5,7 +5,7 @@
  * A rule silenced from the CLI records the same transitions and notifies nothing. Bad input is a
  * 4xx that changes nothing, and another organization sees none of it.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { Agent, createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -239,5 +239,65 @@ describe('alert rules', () => {
     } finally {
       await traffic.stop();
     }
+  });
+
+  it('tell a certificate close to expiry and disk use near the quota once per threshold crossed', async () => {
+    const app = await deployableApp(h, alice);
+    const org = app.slugs.org;
+    const channel = await call(h, 'POST', `/v1/organizations/${org}/notification-channels`, alice, {
+      kind: 'slack',
+      url: `${receiver.url}/slack/watch`,
+      events: ['certificate.expiring', 'quota.near'],
+    });
+    expect(channel.status, channel.raw).toBe(201);
+    // A verified domain whose certificate (its renewal failing) expires in five days and a half.
+    const hostname = `shop-${app.appId.slice(-8)}.example.test`;
+    await h.ctx.db
+      .insertInto('domains')
+      .values({
+        id: app.appId,
+        application_id: app.appId,
+        environment_id: app.envId,
+        hostname,
+        route_hostname: `${app.slugs.app}.example.test`,
+        verification_token: 'token',
+        verified_at: new Date(),
+      })
+      .execute();
+    await h.ctx.db
+      .insertInto('certificates')
+      .values({ hostname, certificate_pem: 'pem', private_key_enc: 'sealed', not_after: new Date(Date.now() + 5.5 * 86_400_000) })
+      .execute();
+    // 900 KiB of build cache measured against a 1 MiB quota: 87%.
+    const cache = join(h.ctx.config.dataDir, 'cache', 'apps', app.appId);
+    mkdirSync(cache, { recursive: true });
+    writeFileSync(join(cache, 'layer'), Buffer.alloc(900 * 1024, 1));
+    await h.ctx.db.updateTable('organizations').set({ disk_quota_mb: 1 }).where('slug', '=', org).execute();
+    const usage = await call(h, 'GET', `/v1/organizations/${org}/usage`, alice);
+    expect(usage.status, usage.raw).toBe(200);
+
+    const about = (text: string) => receiver.messages.filter((m) => m.path === '/slack/watch' && m.body.text.startsWith(text));
+    const expiring = await waitFor('certificate.expiring', () => about('Certificate expiring')[0] ?? null, { timeout: 30_000, every: 100 });
+    expect(JSON.stringify(expiring.body.blocks)).toContain(`The certificate of ${hostname} expires`);
+    expect(JSON.stringify(expiring.body.blocks)).toContain('(5 days left)');
+    const quota = await waitFor('quota.near', () => about('Disk quota nearly used')[0] ?? null, { timeout: 30_000, every: 100 });
+    expect(JSON.stringify(quota.body.blocks)).toContain(`Organization ${org} uses 8`);
+
+    // Later ticks publish neither again: a rule of the organization shows two more evaluations passed.
+    const rules = `/v1/organizations/${org}/alert-rules`;
+    expect((await call(h, 'POST', rules, alice, { name: 'clock', metric: 'restarts', threshold: 100 })).status).toBe(201);
+    let seen = 0;
+    let last = '';
+    await waitFor(
+      'three evaluations',
+      async () => {
+        const evaluated = (await call(h, 'GET', `${rules}/clock`, alice)).body.evaluated;
+        if (evaluated && evaluated !== last) [seen, last] = [seen + 1, evaluated];
+        return seen >= 3 ? true : null;
+      },
+      { timeout: 30_000, every: 100 },
+    );
+    expect(about('Certificate expiring')).toHaveLength(1);
+    expect(about('Disk quota nearly used')).toHaveLength(1);
   });
 });

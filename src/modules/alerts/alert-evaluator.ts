@@ -4,6 +4,7 @@ import type { PlatformLogger } from '../../platform/wiring.js';
 import { publishWebhookEvent } from '../../platform/webhook-events.js';
 import { delta, nextState, slide, valueOf, type AlertState } from './alert-state.js';
 import type { AlertRuleRow, AlertsRepository } from './alerts.repository.js';
+import type { ThresholdWatch } from './threshold-watch.js';
 
 export const ALERTS_QUEUE = 'alerts';
 
@@ -26,10 +27,15 @@ export class AlertEvaluator {
     private readonly jobs: PipelineJobs,
     private readonly intervalSeconds: number,
     private readonly log: PlatformLogger,
+    /** Runs on the same tick: certificates near expiry, disk use near the quota. */
+    private readonly thresholds: ThresholdWatch,
   ) {}
 
   async start(): Promise<void> {
-    await this.jobs.addQueue(ALERTS_QUEUE, { retryLimit: 0, retryDelaySeconds: 1, concurrency: 1 }, () => this.evaluateDue());
+    await this.jobs.addQueue(ALERTS_QUEUE, { retryLimit: 0, retryDelaySeconds: 1, concurrency: 1 }, async () => {
+      await this.evaluateDue();
+      await this.thresholds.check().catch((err) => this.log.warn({ err }, 'checking certificate and quota thresholds failed'));
+    });
     const tick = () =>
       void this.jobs
         .sendThrottled(ALERTS_QUEUE, {}, this.intervalSeconds)

@@ -4,6 +4,7 @@ import type { RequireOrganizationAdmin } from '../webhooks/index.js';
 import { AlertEvaluator } from './alert-evaluator.js';
 import type { AlertsRepository } from './alerts.repository.js';
 import { alertsRoutes } from './alerts.routes.js';
+import { ThresholdWatch } from './threshold-watch.js';
 import { AlertsService } from './alerts.service.js';
 
 /** Alert rules; the evaluator (built here, started by src/lifecycle.ts where workers run) judges them each interval. */
@@ -16,7 +17,14 @@ export function wireAlerts(deps: {
   const { ctx } = deps;
   const alerts = new AlertsService(ctx.db, deps.repository, deps.requireOrganizationAdmin);
   const alertEvaluator = ctx.jobs
-    ? new AlertEvaluator(ctx.db, deps.repository, ctx.jobs, ctx.config.ALERT_EVALUATION_SECONDS, deps.log.child({ component: 'alerts' }))
+    ? new AlertEvaluator(
+        ctx.db,
+        deps.repository,
+        ctx.jobs,
+        ctx.config.ALERT_EVALUATION_SECONDS,
+        deps.log.child({ component: 'alerts' }),
+        new ThresholdWatch(ctx.db, ctx.config.ORG_DISK_QUOTA_MB),
+      )
     : null;
   /** Whether an alert rule of the environment fired since a time (a guarded deployment's watch counts it as a breach). */
   const firedSince = (applicationId: string, environmentId: string, since: Date) =>

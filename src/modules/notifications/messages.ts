@@ -37,6 +37,8 @@ const TITLES: Record<string, [string, Tone]> = {
   'instance.oom': ['Out of memory', 'bad'],
   'alert.firing': ['Alert firing', 'bad'],
   'alert.resolved': ['Alert resolved', 'good'],
+  'certificate.expiring': ['Certificate expiring', 'warn'],
+  'quota.near': ['Disk quota nearly used', 'warn'],
   test: ['Test notification', 'info'],
 };
 

@@ -41,3 +41,15 @@ CREATE TABLE alert_transitions (
   at timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX alert_transitions_rule ON alert_transitions (rule_id, id DESC);
+
+-- Thresholds crossed by a measure the platform watches (a certificate's days left, an
+-- organization's disk use against its quota): a row per crossing, so each is published once.
+-- A certificate's subject names its expiry (a renewed one starts afresh); a quota's rows go when
+-- the use falls back below them.
+CREATE TABLE threshold_crossings (
+  organization_id uuid NOT NULL REFERENCES organizations(id) ON DELETE CASCADE,
+  subject text NOT NULL,
+  level integer NOT NULL,
+  crossed_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (organization_id, subject, level)
+);
