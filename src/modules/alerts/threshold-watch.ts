@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
 import { publishWebhookEvent } from '../../platform/webhook-events.js';
+import type { PlatformLogger } from '../../platform/wiring.js';
 
 /** Days before a certificate's expiry at which `certificate.expiring` is sent (each once per certificate). */
 export const CERTIFICATE_DAYS = [14, 7, 1] as const;
@@ -19,7 +20,17 @@ export class ThresholdWatch {
   constructor(
     private readonly db: Db,
     private readonly defaultQuotaMb: number,
+    private readonly log: PlatformLogger,
   ) {}
+
+  /** One subject's check in its own transaction: a failure is logged and leaves the others (another tenant's included). */
+  private async alone(subject: string, work: (trx: Db) => Promise<void>): Promise<void> {
+    try {
+      await this.db.transaction().execute(work);
+    } catch (err) {
+      this.log.warn({ err, subject }, 'checking a watched threshold failed');
+    }
+  }
 
   async check(): Promise<void> {
     await this.certificates();
@@ -46,7 +57,7 @@ export class ThresholdWatch {
       const daysLeft = Math.max(0, Math.floor((c.not_after.getTime() - Date.now()) / DAY_MS));
       const crossed = CERTIFICATE_DAYS.filter((d) => daysLeft < d);
       const subject = `certificate:${c.hostname}:${c.not_after.toISOString()}`;
-      await this.db.transaction().execute(async (trx) => {
+      await this.alone(subject, async (trx) => {
         if (!(await this.cross(trx, c.organization_id, subject, crossed))) return;
         await publishWebhookEvent(trx, {
           organizationId: c.organization_id,
@@ -75,7 +86,7 @@ export class ThresholdWatch {
       const quota = q.quota_mb * 1024 * 1024;
       const percent = Math.floor((Number(q.used) / quota) * 100);
       const crossed = QUOTA_PERCENTS.filter((p) => percent >= p);
-      await this.db.transaction().execute(async (trx) => {
+      await this.alone(`quota:${q.organization_id}`, async (trx) => {
         // Back below a level: its next crossing is told again.
         await sql`DELETE FROM threshold_crossings WHERE organization_id = ${q.organization_id} AND subject = 'quota'
           AND level > ${percent}`.execute(trx);

@@ -15,6 +15,7 @@ export function wireAlerts(deps: {
   log: PlatformLogger;
 }) {
   const { ctx } = deps;
+  const log = deps.log.child({ component: 'alerts' });
   const alerts = new AlertsService(ctx.db, deps.repository, deps.requireOrganizationAdmin);
   const alertEvaluator = ctx.jobs
     ? new AlertEvaluator(
@@ -22,12 +23,9 @@ export function wireAlerts(deps: {
         deps.repository,
         ctx.jobs,
         ctx.config.ALERT_EVALUATION_SECONDS,
-        deps.log.child({ component: 'alerts' }),
-        new ThresholdWatch(ctx.db, ctx.config.ORG_DISK_QUOTA_MB),
+        log,
+        new ThresholdWatch(ctx.db, ctx.config.ORG_DISK_QUOTA_MB, log),
       )
     : null;
-  /** Whether an alert rule of the environment fired since a time (a guarded deployment's watch counts it as a breach). */
-  const firedSince = (applicationId: string, environmentId: string, since: Date) =>
-    deps.repository.firedSince(applicationId, environmentId, since);
-  return { alerts, alertEvaluator, firedSince, routes: [alertsRoutes(alerts)] } satisfies Wired;
+  return { alerts, alertEvaluator, routes: [alertsRoutes(alerts)] } satisfies Wired;
 }
