@@ -243,6 +243,8 @@ export const EnvSchema = Type.Object({
   KUBERNETES_INGRESS_NAMESPACE: Type.String({ default: 'ingress-nginx', pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 63 }),
   /** How often workers judge the deployments their guards watch (milliseconds). */
   GUARD_CHECK_MS: Type.Integer({ minimum: 100, default: 5000 }),
+  /** How often alert rules are evaluated (seconds): one `alerts` job per interval across all processes. */
+  ALERT_EVALUATION_SECONDS: Type.Integer({ minimum: 1, maximum: 3600, default: 30 }),
   /** Bearer token of `GET /metrics` (Prometheus); unset: the endpoint answers 404. */
   METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
   /** How often the observability sampler records the runtime's usage. */

@@ -108,6 +108,9 @@ function startOrder({ composition, logger, workers, http }: StartOptions, listen
   add(cronScheduler && { name: 'cron scheduler', start: () => cronScheduler.start(), stop: () => cronScheduler.stop() });
   // 6. Webhook deliveries: the delivery queue and the outbox's channel.
   add(jobs && { name: 'webhook deliveries', start: () => background.startWebhookDeliveries() });
+  // 6b. Alert rules: this process asks for an evaluation each interval (pg-boss keeps one per interval).
+  const { alertEvaluator } = background;
+  add(workers && alertEvaluator && { name: 'alert rules', start: () => alertEvaluator.start(), stop: () => alertEvaluator.stop() });
   // 7. The job workers and their sweepers.
   add(
     jobs &&

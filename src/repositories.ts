@@ -14,6 +14,7 @@ import { AddonsRepository } from './modules/addons/index.js';
 import { EnvironmentsRepository } from './modules/environments/index.js';
 import { EnvDeploysRepository } from './pipeline/index.js';
 import { GuardsRepository } from './modules/guards/index.js';
+import { AlertsRepository } from './modules/alerts/index.js';
 import { ImagesRepository } from './pipeline/index.js';
 import { StorageRepository } from './modules/storage/index.js';
 import { OrganizationsRepository } from './modules/organizations/index.js';
@@ -64,6 +65,7 @@ export function createRepositories(db: Db) {
     webhooks: new WebhooksRepository(db),
     notificationChannels: new NotificationsRepository(db),
     logDrains: new LogDrainsRepository(db),
+    alerts: new AlertsRepository(db),
   };
 }
 

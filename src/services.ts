@@ -39,6 +39,7 @@ import { wireRegistry } from './modules/registry/index.js';
 import { wireGitPush } from './modules/git-push/index.js';
 import { wireObservability } from './modules/observability/index.js';
 import { wireGuards } from './modules/guards/index.js';
+import { wireAlerts } from './modules/alerts/index.js';
 import { wireDomains } from './modules/domains/index.js';
 import { wireAddons } from './modules/addons/index.js';
 import { wireCron } from './modules/cron/index.js';
@@ -101,7 +102,15 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     edgeChanged: async () => void (await drivers.edgeDirectory?.refresh()),
   });
 
-  const guards = wireGuards({ ctx, repository: repos.guards, apps, deployments, log });
+  // A firing alert rule of the environment counts as a regression during a guarded deployment's watch.
+  const guards = wireGuards({
+    ctx,
+    repository: repos.guards,
+    apps,
+    deployments,
+    log,
+    alertFiredSince: (a, e, s) => repos.alerts.firedSince(a, e, s),
+  });
   const domains = wireDomains({
     ctx,
     repository: repos.domains,
@@ -157,6 +166,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
   });
   // Log drains (issue 33): runtime, build and deploy logs shipped to syslog, HTTPS or OTLP receivers.
   const logDrains = wireLogDrains({ ctx, repository: repos.logDrains, requireOrganizationAdmin, log });
+  const alerts = wireAlerts({ ctx, repository: repos.alerts, requireOrganizationAdmin, log });
 
   // Previews (issue 16) and GitHub reporting: commit statuses and the Deployments API, told by the chain.
   const github = new GitHubApi(config, new GitHubApp(config));
@@ -269,6 +279,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     webhooks,
     notificationChannels,
     logDrains,
+    alerts,
     gitPush,
   ].flatMap((wired) => wired.routes);
 
@@ -311,6 +322,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
       warnUnconfinedBuilds: drivers.warnUnconfinedBuilds,
       addonSupervisor: addons.addonSupervisor,
       drainShipper: logDrains.drainShipper,
+      alertEvaluator: alerts.alertEvaluator,
     },
   };
 }

@@ -25,6 +25,7 @@ import { keyCommands } from './commands/keys.js';
 import { addonCommands } from './commands/addons.js';
 import { notificationCommands } from './commands/notifications.js';
 import { drainCommands } from './commands/drains.js';
+import { alertCommands } from './commands/alerts.js';
 import { maintenanceCommands } from './commands/maintenance.js';
 import { execCommand } from './commands/exec.js';
 import { completionScript } from './completion.js';
@@ -74,6 +75,7 @@ Colour is off when output is not a terminal or NO_COLOR is set.`,
   addonCommands(program);
   notificationCommands(program);
   drainCommands(program);
+  alertCommands(program);
   maintenanceCommands(program);
   execCommand(program);
 

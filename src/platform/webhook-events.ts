@@ -47,6 +47,13 @@ export const WEBHOOK_EVENTS = [
   /** An environment's maintenance mode turned on or off (issue 33): `environment`, `by`. */
   'maintenance.enabled',
   'maintenance.disabled',
+  /** An alert rule (src/modules/alerts) fired or resolved: `rule`, `metric`, `value`, `threshold`, `message`. */
+  'alert.firing',
+  'alert.resolved',
+  /** A domain's certificate is close to expiry and not renewed (14, 7 and 1 days before): `hostname`, `days_left`. */
+  'certificate.expiring',
+  /** An organization's measured disk use reached 80% or 95% of its quota: `percent`, `used_bytes`, `quota_bytes`. */
+  'quota.near',
 ] as const;
 
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];

@@ -3,7 +3,7 @@ import { latencyPercentile } from '../../platform/edge/request-stats.js';
 
 /** A threshold crossed: which measure, its value and the limit (for the log, `error_detail` and the event). */
 export interface GuardBreach {
-  measure: '5xx_ratio' | 'p95_latency' | 'restarts';
+  measure: '5xx_ratio' | 'p95_latency' | 'restarts' | 'alert';
   value: number;
   threshold: number;
   detail: string;

@@ -35,6 +35,10 @@ const TITLES: Record<string, [string, Tone]> = {
   'instance.crashed': ['Instance crashed', 'bad'],
   'instance.crash_loop': ['Crash loop', 'bad'],
   'instance.oom': ['Out of memory', 'bad'],
+  'alert.firing': ['Alert firing', 'bad'],
+  'alert.resolved': ['Alert resolved', 'good'],
+  'certificate.expiring': ['Certificate expiring', 'warn'],
+  'quota.near': ['Disk quota nearly used', 'warn'],
   test: ['Test notification', 'info'],
 };
 

@@ -170,6 +170,16 @@ export class PipelineJobs implements Jobs {
     return id;
   }
 
+  /**
+   * Queues a job on a side queue unless one was already queued in the current `seconds`-long slot
+   * (pg-boss throttling): several processes asking for the same periodic job make one. Null when throttled.
+   */
+  async sendThrottled(name: string, data: Record<string, unknown>, seconds: number): Promise<string | null> {
+    const queue = this.sideQueues.get(name);
+    if (!this.boss || !queue) throw new Error(`The job queue ${name} is not started`);
+    return this.boss.send(name, data, { retryLimit: queue.options.retryLimit, singletonSeconds: seconds, singletonKey: name });
+  }
+
   private createSideQueue(name: string): Promise<void> {
     const queue = this.sideQueues.get(name)!;
     const boss = this.boss!;

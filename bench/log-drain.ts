@@ -1,0 +1,183 @@
+/**
+ * Issue 33: a log drain that is down never slows the application. Two copies of one app (each
+ * request prints a log line) in one organization; one has a syslog drain pointed at a blackhole
+ * (a TCP server that accepts and never reads, so the drain's socket fills and stalls), the other
+ * none, a third one drained to a server that reads (a healthy drain). autocannon through the built-in edge, the two interleaved round by round; medians.
+ *
+ *   npx tsx bench/log-drain.ts [--rounds 5] [--seconds 5] [--connections 10]
+ *
+ * In-process platform (like bench/deploy.ts), local runtime, embedded PostgreSQL in a temporary directory.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import { pino } from 'pino';
+import { buildApp } from '../src/app.js';
+import { loadConfig } from '../src/config.js';
+import { start } from '../src/lifecycle.js';
+import { openPlatform } from '../src/platform/bootstrap.js';
+import type { LocalRuntime } from '../src/platform/runtime/local/local-runtime.js';
+import { composePlatform, createIdentity } from '../src/services.js';
+
+const arg = (name: string, fallback: number) => {
+  const i = process.argv.indexOf(name);
+  return i > 0 ? Number(process.argv[i + 1]) || fallback : fallback;
+};
+const rounds = arg('--rounds', 5);
+const seconds = arg('--seconds', 5);
+const connections = arg('--connections', 10);
+// One log line per request: the drain has work on every request.
+const APP =
+  "require('http').createServer((q, s) => { console.log('GET ' + q.url + ' ' + Date.now() + ' ' + 'x'.repeat(100)); s.end('ok'); })" +
+  ".listen(Number(process.env.PORT), '127.0.0.1');\n";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+async function until<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 120_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+async function main() {
+  const dataDir = mkdtempSync(join(tmpdir(), 'slipway-bench-drain-'));
+  const repoDir = join(dataDir, 'repo');
+  execFileSync('sh', [
+    '-c',
+    `mkdir -p ${repoDir} && cd ${repoDir} && git init -q -b main && git config user.email b@e && git config user.name b`,
+  ]);
+  writeFileSync(join(repoDir, 'app.js'), APP);
+  writeFileSync(join(repoDir, 'Procfile'), 'web: node app.js\n');
+  execFileSync('sh', ['-c', `cd ${repoDir} && git add -A && git commit -q -m app`]);
+
+  // The blackhole: accepts, never reads (the kernel's buffers fill, then the drain's writes stall).
+  const held: Socket[] = [];
+  const blackhole = createServer((socket) => {
+    socket.pause();
+    held.push(socket);
+  });
+  await new Promise<void>((r) => blackhole.listen(0, '127.0.0.1', r));
+  const blackholePort = (blackhole.address() as { port: number }).port;
+  // A healthy syslog server for comparison: reads and discards.
+  const sink = createServer((socket) => socket.resume());
+  await new Promise<void>((r) => sink.listen(0, '127.0.0.1', r));
+  const sinkPort = (sink.address() as { port: number }).port;
+
+  const config = loadConfig(
+    { RUNTIME_ISOLATION: process.env.RUNTIME_ISOLATION, DEPLOY_STABILITY_WINDOW_SECONDS: '0' },
+    {
+      DATA_DIR: dataDir,
+      EMBEDDED_PG_PORT: 40000 + Math.floor(Math.random() * 10000),
+      LOG_LEVEL: 'silent',
+      ROUTER_HOST: '127.0.0.1',
+      ROUTER_PORT: 0,
+      EDGE_PROCESS: 'in-process',
+      WEBHOOK_ALLOW_PRIVATE: true,
+      RUNTIME_STOP_GRACE_MS: 2000,
+    },
+  );
+  const platform = await openPlatform(config);
+  const { ctx } = platform;
+  const logger = pino({ level: 'silent' });
+  const composition = composePlatform(ctx, logger);
+  const app = await buildApp(ctx, { composition, loggerInstance: logger });
+  const running = await start({ composition, logger, workers: true, http: { app } });
+  try {
+    const { users, auth } = createIdentity(ctx);
+    const user = await users.create({ username: 'bench', email: 'bench@example.com', password: 'bench-password-1', is_admin: true });
+    const { key } = await auth.createApiKey(user.id, 'bench');
+    const call = async (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: object) => {
+      const r = await app.inject({ method, url: `/v1${url}`, headers: { 'x-api-key': key }, ...(payload ? { payload } : {}) });
+      if (r.statusCode >= 300) throw new Error(`${method} ${url}: ${r.statusCode} ${r.body}`);
+      return r.json();
+    };
+    const org = await call('POST', '/organizations', { name: 'Bench' });
+    const project = await call('POST', '/projects', { name: 'Bench', organization_id: org.id });
+    const local = ctx.runtime as LocalRuntime;
+
+    const deployApp = async (name: string) => {
+      const a = await call('POST', '/applications', { name, project_id: project.id });
+      await call('PATCH', `/applications/${a.id}/settings`, { github_repository: repoDir, auto_deploy_branch: 'main' });
+      const image = await call('POST', `/images/${a.id}/build`);
+      await until('the build', async () => (await call('GET', `/images/${image.image_id}/detail`)).built);
+      const release = await call('POST', `/releases/${a.id}/create`);
+      await until('the release', async () => (await call('GET', `/releases/${release.release_id}/detail`)).built);
+      const { deployment_id } = await call('POST', `/releases/${release.release_id}/deploy`);
+      await until('the deployment', async () => {
+        const d = await ctx.db.selectFrom('deployments').select('status').where('id', '=', deployment_id).executeTakeFirstOrThrow();
+        if (d.status === 'error') throw new Error('deployment failed');
+        return d.status === 'complete';
+      });
+      const host = `${a.slug}.${project.slug}.${org.slug}.localhost`;
+      await until('the route', async () => local.router.table.upstreams(host).length > 0);
+      return { id: a.id, slug: a.slug as string, host };
+    };
+    const drained = await deployApp('drained');
+    const quiet = await deployApp('quiet');
+    const healthy = await deployApp('healthy');
+    await call('POST', `/organizations/${org.slug}/log-drains`, {
+      kind: 'syslog',
+      url: `syslog+tcp://127.0.0.1:${sinkPort}`,
+      application: `${project.slug}/${healthy.slug}`,
+      sources: ['runtime'],
+    });
+    const drain = await call('POST', `/organizations/${org.slug}/log-drains`, {
+      kind: 'syslog',
+      url: `syslog+tcp://127.0.0.1:${blackholePort}`,
+      application: `${project.slug}/${drained.slug}`,
+      sources: ['runtime'],
+    });
+
+    const load = async (host: string) => {
+      const r = await autocannon({ url: `http://127.0.0.1:${local.router.port}/`, connections, duration: seconds, headers: { host } });
+      return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx };
+    };
+    type Round = Awaited<ReturnType<typeof load>>;
+    const cases = [
+      { name: 'no drain', host: quiet.host, rounds: [] as Round[] },
+      { name: 'drain to a healthy server', host: healthy.host, rounds: [] as Round[] },
+      { name: 'drain to a blackhole', host: drained.host, rounds: [] as Round[] },
+    ];
+    // Warm each (and let the drains connect and fill the blackhole's buffers).
+    for (const c of cases) await load(c.host);
+    for (let i = 0; i < rounds; i++) {
+      // Rotate which goes first, so a slow stretch of the machine hits every case alike.
+      for (let j = 0; j < cases.length; j++) {
+        const c = cases[(i + j) % cases.length]!;
+        c.rounds.push(await load(c.host));
+      }
+    }
+    const after = (await call('GET', `/organizations/${org.slug}/log-drains`)).find((d: { id: string }) => d.id === drain.id);
+    const row = (name: string, xs: Round[]) =>
+      `  ${name.padEnd(28)} ${median(xs.map((x) => x.rps))
+        .toFixed(0)
+        .padStart(6)} req/s   p50 ${median(xs.map((x) => x.p50))} ms   p99 ${median(
+        xs.map((x) => x.p99),
+      )} ms   errors ${xs.reduce((n, x) => n + x.errors, 0)}`;
+    console.log(`log drain bench: ${rounds} interleaved rounds of ${seconds} s, ${connections} connections, through the edge; medians`);
+    for (const c of cases) console.log(row(c.name, c.rounds));
+    console.log(
+      `  the drain afterwards: ${JSON.stringify({ lines_sent: after?.lines_sent, lines_dropped: after?.lines_dropped, failed_sends: after?.failed_sends, last_error: after?.last_error })}`,
+    );
+  } finally {
+    await running.stop();
+    await platform.close();
+    for (const s of held) s.destroy();
+    blackhole.close();
+    sink.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,117 @@
+import { sql } from 'kysely';
+import type { Db } from '../../platform/db/database.js';
+import { publishWebhookEvent } from '../../platform/webhook-events.js';
+import type { PlatformLogger } from '../../platform/wiring.js';
+
+/** Days before a certificate's expiry at which `certificate.expiring` is sent (each once per certificate). */
+export const CERTIFICATE_DAYS = [14, 7, 1] as const;
+/** Shares of the disk quota (percent) at which `quota.near` is sent (each once per crossing). */
+export const QUOTA_PERCENTS = [80, 95] as const;
+
+const DAY_MS = 86_400_000;
+
+/**
+ * Watches measures the platform already keeps and publishes an event when one crosses a
+ * threshold: certificates close to expiry (the ACME code renews them ACME_RENEW_DAYS before; one
+ * still this close means renewal is failing) and organizations' measured disk use near their quota.
+ * A crossing is a row inserted once (ON CONFLICT DO NOTHING), so ticks in several processes publish it once.
+ */
+export class ThresholdWatch {
+  constructor(
+    private readonly db: Db,
+    private readonly defaultQuotaMb: number,
+    private readonly log: PlatformLogger,
+  ) {}
+
+  /** One subject's check in its own transaction: a failure is logged and leaves the others (another tenant's included). */
+  private async alone(subject: string, work: (trx: Db) => Promise<void>): Promise<void> {
+    try {
+      await this.db.transaction().execute(work);
+    } catch (err) {
+      this.log.warn({ err, subject }, 'checking a watched threshold failed');
+    }
+  }
+
+  async check(): Promise<void> {
+    await this.certificates();
+    await this.quotas();
+    await sql`DELETE FROM threshold_crossings WHERE subject LIKE 'certificate:%' AND crossed_at < now() - interval '90 days'`.execute(
+      this.db,
+    );
+  }
+
+  private async certificates(): Promise<void> {
+    const { rows } = await sql<{
+      organization_id: string;
+      project_id: string;
+      application_id: string;
+      environment_id: string;
+      hostname: string;
+      not_after: Date;
+    }>`
+      SELECT p.organization_id, a.project_id, d.application_id, d.environment_id, d.hostname, c.not_after
+      FROM certificates c JOIN domains d ON d.hostname = c.hostname AND d.verified_at IS NOT NULL
+      JOIN applications a ON a.id = d.application_id JOIN projects p ON p.id = a.project_id
+      WHERE c.not_after < now() + make_interval(days => ${Math.max(...CERTIFICATE_DAYS)})`.execute(this.db);
+    for (const c of rows) {
+      const daysLeft = Math.max(0, Math.floor((c.not_after.getTime() - Date.now()) / DAY_MS));
+      const crossed = CERTIFICATE_DAYS.filter((d) => daysLeft < d);
+      const subject = `certificate:${c.hostname}:${c.not_after.toISOString()}`;
+      await this.alone(subject, async (trx) => {
+        if (!(await this.cross(trx, c.organization_id, subject, crossed))) return;
+        await publishWebhookEvent(trx, {
+          organizationId: c.organization_id,
+          projectId: c.project_id,
+          event: 'certificate.expiring',
+          data: {
+            hostname: c.hostname,
+            not_after: c.not_after.toISOString(),
+            days_left: daysLeft,
+            application_id: c.application_id,
+            environment_id: c.environment_id,
+            message: `The certificate of ${c.hostname} expires ${c.not_after.toISOString()} (${daysLeft} days left) and has not been renewed`,
+          },
+        });
+      });
+    }
+  }
+
+  private async quotas(): Promise<void> {
+    const { rows } = await sql<{ organization_id: string; slug: string; used: string; quota_mb: number }>`
+      SELECT o.id AS organization_id, o.slug, u.artifacts_bytes + u.images_bytes + u.caches_bytes + u.logs_bytes AS used,
+        coalesce(o.disk_quota_mb, ${this.defaultQuotaMb}) AS quota_mb
+      FROM organization_disk_usage u JOIN organizations o ON o.id = u.organization_id
+      WHERE coalesce(o.disk_quota_mb, ${this.defaultQuotaMb}) > 0`.execute(this.db);
+    for (const q of rows) {
+      const quota = q.quota_mb * 1024 * 1024;
+      const percent = Math.floor((Number(q.used) / quota) * 100);
+      const crossed = QUOTA_PERCENTS.filter((p) => percent >= p);
+      await this.alone(`quota:${q.organization_id}`, async (trx) => {
+        // Back below a level: its next crossing is told again.
+        await sql`DELETE FROM threshold_crossings WHERE organization_id = ${q.organization_id} AND subject = 'quota'
+          AND level > ${percent}`.execute(trx);
+        if (!(await this.cross(trx, q.organization_id, 'quota', crossed))) return;
+        await publishWebhookEvent(trx, {
+          organizationId: q.organization_id,
+          event: 'quota.near',
+          data: {
+            used_bytes: Number(q.used),
+            quota_bytes: quota,
+            percent,
+            message: `Organization ${q.slug} uses ${percent}% of its disk quota (${Number(q.used)} of ${quota} bytes); new builds are refused at 100%`,
+          },
+        });
+      });
+    }
+  }
+
+  /** Records the levels crossed; true when one of them is new (the event to publish). */
+  private async cross(trx: Db, organizationId: string, subject: string, levels: readonly number[]): Promise<boolean> {
+    if (levels.length === 0) return false;
+    const { rows } = await sql`
+      INSERT INTO threshold_crossings (organization_id, subject, level)
+      SELECT ${organizationId}, ${subject}, unnest(${sql.val(levels)}::int[])
+      ON CONFLICT DO NOTHING RETURNING level`.execute(trx);
+    return rows.length > 0;
+  }
+}
