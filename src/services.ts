@@ -41,6 +41,7 @@ import { wireObservability } from './modules/observability/index.js';
 import { wireGuards } from './modules/guards/index.js';
 import { wireDomains } from './modules/domains/index.js';
 import { wireAddons } from './modules/addons/index.js';
+import { wireVolumes } from './modules/volumes/index.js';
 import { wireCron } from './modules/cron/index.js';
 import { wireInstanceExec } from './modules/instance-exec/index.js';
 import { wireAutoscaling } from './modules/autoscaling/index.js';
@@ -124,6 +125,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     deployments,
     log,
   });
+  const volumes = wireVolumes({ ctx, repository: repos.volumes, apps, deployments });
 
   // One LISTEN connection per process (opened at the first subscription, by start() or a stream).
   const notifications = new Notifications(ctx.databaseUrl ?? config.DATABASE_URL ?? '', (err) =>
@@ -258,6 +260,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     guards,
     domains,
     addons,
+    volumes,
     { routes: [oneOffRunsRoutes(pipeline.runs)] },
     cron,
     instanceExec,

@@ -18,6 +18,8 @@ import type { OneOffResult, InstanceStatus } from '../port.js';
 import type { RuntimeService } from '../runtime.service.js';
 import { NO_ISOLATION_WARNING, type Sandbox } from '../../sandbox/index.js';
 import { describeDiagnosis, diagnosisLines, type DeployDiagnosis } from '../diagnosis.js';
+import type { VolumeDisks } from '../../volumes/index.js';
+import type { InstanceSpec } from '../port.js';
 import { describeFailure, rolloutFailureCode, freeOrdinals, instanceSpec, isWeb, limitsOf, processEnv, routeUrl } from './instance-plan.js';
 
 const silent: RuntimeLogger = { info() {}, warn() {}, error() {} };
@@ -48,6 +50,8 @@ export class LocalRuntime implements ApplicationRuntime {
   constructor(
     readonly runtimeService: RuntimeService,
     private readonly sandbox: Sandbox | null = null,
+    /** Persistent volumes' disks (null: this runtime refuses a plan with volumes). */
+    private readonly volumes: VolumeDisks | null = null,
   ) {}
 
   get router() {
@@ -143,10 +147,12 @@ export class LocalRuntime implements ApplicationRuntime {
         .map(([t, n]) => `${t}=${n}`)
         .join(' ') || 'no long-running processes';
     await log.step('Deploy', `starting ${summary}`);
-    const specs = Object.entries(plan.formation).flatMap(([type, n]) =>
-      Array.from({ length: n }, (_, i) => instanceSpec(plan, artifactPath, type, i + 1)),
+    const specs = await this.withVolumes(
+      plan,
+      Object.entries(plan.formation).flatMap(([type, n]) => Array.from({ length: n }, (_, i) => instanceSpec(plan, artifactPath, type, i + 1))),
     );
     const started = specs.map((s) => s.id);
+    if (plan.volumes?.length) await this.stopBeforeStart(plan, log);
     // The new instances' own output shows in the deployment log until traffic switches (bounded).
     const stopForwarding = this.forwardOutput(started, log);
     try {
@@ -254,8 +260,10 @@ export class LocalRuntime implements ApplicationRuntime {
       applicationId,
       environmentId,
       plan && artifact ? plan.deploymentId : '',
-      ({ id, processType, ordinal }) =>
-        plan && artifact && processType in plan.processes ? { ...instanceSpec(plan, artifact, processType, ordinal), id } : null,
+      async ({ id, processType, ordinal }) =>
+        plan && artifact && processType in plan.processes
+          ? (await this.withVolumes(plan, [{ ...instanceSpec(plan, artifact, processType, ordinal), id }]))[0]!
+          : null,
       plan?.healthCheck ?? { path: '/', host: null },
     );
     const running = this.runtimeService.instancesOf(applicationId, environmentId);
@@ -289,7 +297,7 @@ export class LocalRuntime implements ApplicationRuntime {
     surplus.push(...mine.filter((s) => !(s.labels.processType in plan.formation)));
     if (specs.length === 0 && surplus.length === 0 && stale.length === 0 && adopted.length === 0) return;
 
-    const launched = await this.runtimeService.launch(specs, plan.healthCheck);
+    const launched = await this.runtimeService.launch(await this.withVolumes(plan, specs), plan.healthCheck);
     // Adopted web instances rejoin their route once they answer their health check, as new ones do.
     const failed = new Set(
       await this.runtimeService.waitHealthy(
@@ -334,6 +342,42 @@ export class LocalRuntime implements ApplicationRuntime {
   /** Instances this process runs for an application's environment (optionally one deployment). */
   instancesOf(applicationId: string, environmentId: string, deploymentId?: string): InstanceStatus[] {
     return this.runtimeService.instancesOf(applicationId, environmentId, deploymentId);
+  }
+
+  /**
+   * Gives each instance the volumes of its process type: the disk made and mounted on this
+   * machine, bound at the volume's path. A process type with a volume runs one instance (one
+   * disk cannot be written by two); a runtime without a sandbox cannot bind one.
+   */
+  private async withVolumes(plan: WorkloadPlan, specs: InstanceSpec[]): Promise<InstanceSpec[]> {
+    const volumes = plan.volumes ?? [];
+    if (volumes.length === 0) return specs;
+    if (!this.sandbox || !this.volumes)
+      throw new RolloutFailure('This application has volumes, and volumes need the sandbox (RUNTIME_ISOLATION=sandbox) on this machine');
+    for (const v of volumes)
+      if ((plan.formation[v.processType] ?? 0) > 1)
+        throw new RolloutFailure(
+          `Process type ${v.processType} is scaled to ${plan.formation[v.processType]}, but volume '${v.name}' can be mounted by one instance only: scale it to 1`,
+        );
+    const uid = await this.sandbox.uidOf(plan.application.id);
+    const out: InstanceSpec[] = [];
+    for (const spec of specs) {
+      const mounts = [];
+      for (const v of volumes.filter((x) => x.processType === spec.labels.processType))
+        mounts.push({ source: await this.volumes.ensure({ id: v.id, sizeMiB: v.sizeMiB }, uid), target: v.mountPath });
+      out.push(mounts.length ? { ...spec, mounts } : spec);
+    }
+    return out;
+  }
+
+  /** Stop-then-start: the previous release's instances stop before the new ones mount the same disks. */
+  private async stopBeforeStart(plan: WorkloadPlan, log: RolloutLog) {
+    const previous = this.runtimeService.instancesOf(plan.application.id, plan.environment.id);
+    const names = [...new Set(plan.volumes!.map((v) => `'${v.name}' (${v.processType})`))].join(', ');
+    log.line(
+      `Deploy: stop-then-start: volume(s) ${names} cannot be shared between the old and new instance, so ${previous.length} previous instance(s) stop first (requests fail until the new ones answer)`,
+    );
+    if (previous.length > 0) await this.runtimeService.retire(previous.map((s) => s.id));
   }
 
   private artifactOf(plan: WorkloadPlan): string {
