@@ -59,11 +59,11 @@ export function volumesRoutes(volumes: VolumesService) {
       {
         schema: {
           tags,
-          summary: 'Grow a volume (online); 422 on a smaller size',
+          summary: 'Grow a volume: the current release is redeployed stop-then-start and the disk grows between; 422 on a smaller size',
           params: VolumeParams,
           querystring: VolumeQuery,
           body: ResizeVolumeBody,
-          response: { 200: Volume, ...commonErrorResponses },
+          response: { 200: VolumeChange, ...commonErrorResponses },
         },
       },
       async (request) =>

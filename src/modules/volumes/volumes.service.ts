@@ -17,16 +17,14 @@ type VolumeRow = Selectable<VolumesTable> & { environment: string | null };
 /** What the service needs of the machine's disks: where this process runs the local runtime with its sandbox. */
 export interface VolumeMachine {
   disks: VolumeDisks;
-  /** The application's sandbox user (owner of its volumes' file systems). */
-  uidOf(applicationId: string): Promise<number>;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Persistent volumes of an application environment: a disk of a fixed size mounted at a path
- * in one process type's single instance. Creating or deleting one redeploys the current release
- * (stop-then-start) so the instance gains or loses it; growing one is online.
+ * in one process type's single instance. Creating, growing or deleting one redeploys the current
+ * release (stop-then-start) so the instance gains, sees grown or loses it.
  */
 export class VolumesService {
   constructor(
@@ -94,22 +92,23 @@ export class VolumesService {
     return { volume: await this.view(await this.find(app.id, row.id)), deployment_id: deploymentId };
   }
 
-  /** Grows the disk (online; the instance sees the new size at once). Shrinking is refused: data could be past the new end. */
+  /**
+   * Grows the volume: recorded now, the disk grows in the deployment this queues (stop-then-start:
+   * ext4 grows unmounted). Shrinking is refused: data could lie past the new end.
+   */
   async resize(userId: string, applicationId: string, volume: string, sizeMiB: number, environment?: string) {
     const app = await this.apps.authorize(userId, applicationId);
     const row = await this.find(app.id, volume, environment);
     await requireDeployAccess(this.db, userId, row.environment_id!);
     if (sizeMiB < row.size_mib)
       throw invalid('size_mib', `volumes only grow (it is ${row.size_mib} MiB): create a smaller one and copy the data instead`);
-    if (sizeMiB === row.size_mib) return this.view(row);
-    // The disk first: a grow that fails changes no record.
-    if (this.machine && (await this.machine.disks.usage(row.id)))
-      await this.machine.disks.grow({ id: row.id, sizeMiB }, await this.machine.uidOf(app.id));
+    if (sizeMiB === row.size_mib) return { volume: await this.view(row), deployment_id: null };
     await this.db.transaction().execute(async (trx) => {
       const updated = await this.repo.withDb(trx).update(row.id, { size_mib: sizeMiB });
       await this.publish(trx, updated, 'volume.resized', { from_mib: row.size_mib, to_mib: sizeMiB });
     });
-    return this.view(await this.find(app.id, row.id));
+    const deploymentId = await this.redeploy(app.id, row.environment_id!);
+    return { volume: await this.view(await this.find(app.id, row.id)), deployment_id: deploymentId };
   }
 
   /** Deletes the volume and its data: the current release is redeployed without it, then the disk goes. */

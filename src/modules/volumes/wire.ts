@@ -1,7 +1,6 @@
 import { join } from 'node:path';
 import type { AppContext } from '../../platform/context.js';
 import type { Wired } from '../../platform/wiring.js';
-import { createSandbox } from '../../platform/sandbox/index.js';
 import { VolumeDisks } from '../../platform/volumes/index.js';
 import type { ApplicationsService } from '../applications/index.js';
 import type { DeploymentsService } from '../../pipeline/index.js';
@@ -21,10 +20,7 @@ export function wireVolumes(deps: {
 }) {
   const { ctx } = deps;
   const local = ctx.runtime !== undefined && ctx.config.RUNTIME === 'local' && ctx.config.SLIPWAY_ROLE === 'all';
-  const sandbox = local ? createSandbox(ctx.config, ctx.db) : null;
-  const machine = sandbox
-    ? { disks: new VolumeDisks(join(ctx.config.dataDir, 'volumes')), uidOf: (applicationId: string) => sandbox.uidOf(applicationId) }
-    : null;
+  const machine = local && ctx.config.RUNTIME_ISOLATION !== 'none' ? { disks: new VolumeDisks(join(ctx.config.dataDir, 'volumes')) } : null;
   const volumes = new VolumesService(ctx.db, deps.repository, deps.apps, deps.deployments, machine);
   return { volumes, routes: [volumesRoutes(volumes)] } satisfies Wired;
 }

@@ -2,7 +2,24 @@
  * Places a volume may not cover: the root, the kernel's views, the system's programs and
  * libraries (bound read-only into every sandbox), and the sandbox's private /tmp.
  */
-const RESERVED = ['/proc', '/sys', '/dev', '/usr', '/etc', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/opt', '/tmp', '/var/tmp', '/run', '/boot'];
+const RESERVED = [
+  '/proc',
+  '/sys',
+  '/dev',
+  '/usr',
+  '/etc',
+  '/bin',
+  '/sbin',
+  '/lib',
+  '/lib32',
+  '/lib64',
+  '/libx32',
+  '/opt',
+  '/tmp',
+  '/var/tmp',
+  '/run',
+  '/boot',
+];
 
 /** Why `path` cannot be a volume's mount path, or null when it can (absolute, normalized, not reserved). */
 export function mountPathProblem(path: string): string | null {

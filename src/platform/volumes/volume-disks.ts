@@ -30,7 +30,10 @@ export class VolumeDisks {
     return join(this.directory(id), 'mount');
   }
 
-  /** Makes the disk (first time) and mounts it (first time since boot); idempotent. */
+  /**
+   * Makes the disk (first time), grows it to the recorded size when it is not mounted (ext4 grows
+   * offline; online resizing needs more than this platform may have), and mounts it; idempotent.
+   */
   async ensure(volume: { id: string; sizeMiB: number }, ownerUid: number): Promise<string> {
     const dir = this.directory(volume.id);
     const image = join(dir, 'disk.img');
@@ -41,24 +44,32 @@ export class VolumeDisks {
     // The sandbox user (bubblewrap mounts as it) walks through to its bind: searchable, never listable.
     await chmod(dir, 0o711);
     await searchable(this.root);
-    if (!(await exists(image))) {
-      await exec('truncate', ['-s', `${volume.sizeMiB}M`, image]);
+    const bytes = volume.sizeMiB * 1024 * 1024;
+    const existing = await lstat(image).catch(() => null);
+    if (!existing) {
+      await exec('truncate', ['-s', String(bytes), image]);
       // -m 0: no blocks kept for root (the instance never is); root_owner: the top directory is the app's.
       await exec('mkfs.ext4', ['-q', '-F', '-m', '0', '-E', `root_owner=${ownerUid}:${ownerUid}`, image]);
+    } else if (existing.size < bytes) {
+      await exec('truncate', ['-s', String(bytes), image]);
+      await exec('e2fsck', ['-f', '-p', image]);
+      await exec('resize2fs', [image]);
     }
     await exec('mount', ['-o', 'loop,nosuid,nodev', image, mount]);
     return mount;
   }
 
-  /** Grows the disk to `sizeMiB` (online when mounted); shrinking is refused by the service before this. */
-  async grow(volume: { id: string; sizeMiB: number }, ownerUid: number): Promise<void> {
-    await this.ensure(volume, ownerUid);
-    const image = join(this.directory(volume.id), 'disk.img');
-    await exec('truncate', ['-s', `${volume.sizeMiB}M`, image]);
-    const device = await this.loopDevice(image);
-    if (!device) throw new Error(`the disk of volume ${volume.id} is not attached to a loop device`);
-    await exec('losetup', ['-c', device]);
-    await exec('resize2fs', [device]);
+  /**
+   * As `ensure`, once no instance uses the disk (a stop-then-start deployment, between the stop
+   * and the start): a disk smaller than its recorded size is unmounted and grown first.
+   */
+  async ensureIdle(volume: { id: string; sizeMiB: number }, ownerUid: number): Promise<string> {
+    const mount = this.mountPoint(volume.id);
+    if (await this.isMounted(mount)) {
+      const image = await lstat(join(this.directory(volume.id), 'disk.img'));
+      if (image.size < volume.sizeMiB * 1024 * 1024) await this.unmount(mount);
+    }
+    return this.ensure(volume, ownerUid);
   }
 
   /** How full the volume is; null when its disk is not mounted here (never started, or another node's). */
@@ -83,6 +94,19 @@ export class VolumeDisks {
     await rmdir(dir).catch(ignoreMissing);
   }
 
+  /** The sandboxes that bound it end with their processes; their mounts may outlive the stop by a moment. */
+  private async unmount(mount: string) {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await exec('umount', [mount]);
+        return;
+      } catch (err) {
+        if (attempt >= 20) throw new Error(`the volume at ${mount} is still in use: ${(err as Error).message}`);
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    }
+  }
+
   private directory(id: string): string {
     // Ids are uuids the platform chose; anything else never reaches a path.
     if (!/^[0-9a-f-]{36}$/.test(id)) throw new Error(`not a volume id: ${id}`);
@@ -101,11 +125,6 @@ export class VolumeDisks {
     const info = await readFile('/proc/self/mountinfo', 'utf8');
     return info.split('\n').some((line) => unescapeMountField(line.split(' ')[4] ?? '') === mount);
   }
-
-  private async loopDevice(image: string): Promise<string | null> {
-    const { stdout } = await exec('losetup', ['-j', image]);
-    return stdout.split(':')[0]?.trim() || null;
-  }
 }
 
 /** mountinfo writes space, tab, newline and backslash as octal escapes. */
@@ -120,10 +139,6 @@ async function searchable(dir: string): Promise<void> {
     if ((mode & 0o001) === 0) await chmod(d, mode | 0o001);
     if (d === dirname(d)) return;
   }
-}
-
-async function exists(path: string): Promise<boolean> {
-  return (await lstat(path).catch(() => null)) !== null;
 }
 
 function ignoreMissing(err: NodeJS.ErrnoException) {

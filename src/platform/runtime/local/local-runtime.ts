@@ -147,12 +147,16 @@ export class LocalRuntime implements ApplicationRuntime {
         .map(([t, n]) => `${t}=${n}`)
         .join(' ') || 'no long-running processes';
     await log.step('Deploy', `starting ${summary}`);
+    this.checkVolumes(plan);
+    if (plan.volumes?.length) await this.stopBeforeStart(plan, log);
     const specs = await this.withVolumes(
       plan,
-      Object.entries(plan.formation).flatMap(([type, n]) => Array.from({ length: n }, (_, i) => instanceSpec(plan, artifactPath, type, i + 1))),
+      Object.entries(plan.formation).flatMap(([type, n]) =>
+        Array.from({ length: n }, (_, i) => instanceSpec(plan, artifactPath, type, i + 1)),
+      ),
+      { idle: true },
     );
     const started = specs.map((s) => s.id);
-    if (plan.volumes?.length) await this.stopBeforeStart(plan, log);
     // The new instances' own output shows in the deployment log until traffic switches (bounded).
     const stopForwarding = this.forwardOutput(started, log);
     try {
@@ -344,14 +348,10 @@ export class LocalRuntime implements ApplicationRuntime {
     return this.runtimeService.instancesOf(applicationId, environmentId, deploymentId);
   }
 
-  /**
-   * Gives each instance the volumes of its process type: the disk made and mounted on this
-   * machine, bound at the volume's path. A process type with a volume runs one instance (one
-   * disk cannot be written by two); a runtime without a sandbox cannot bind one.
-   */
-  private async withVolumes(plan: WorkloadPlan, specs: InstanceSpec[]): Promise<InstanceSpec[]> {
+  /** A process type with a volume runs one instance (one disk cannot be written by two); a runtime without a sandbox cannot bind one. */
+  private checkVolumes(plan: WorkloadPlan) {
     const volumes = plan.volumes ?? [];
-    if (volumes.length === 0) return specs;
+    if (volumes.length === 0) return;
     if (!this.sandbox || !this.volumes)
       throw new RolloutFailure('This application has volumes, and volumes need the sandbox (RUNTIME_ISOLATION=sandbox) on this machine');
     for (const v of volumes)
@@ -359,12 +359,26 @@ export class LocalRuntime implements ApplicationRuntime {
         throw new RolloutFailure(
           `Process type ${v.processType} is scaled to ${plan.formation[v.processType]}, but volume '${v.name}' can be mounted by one instance only: scale it to 1`,
         );
-    const uid = await this.sandbox.uidOf(plan.application.id);
+  }
+
+  /**
+   * Gives each instance the volumes of its process type: the disk made and mounted on this
+   * machine, bound at the volume's path. `idle`: no instance uses the disks now (a stop-then-start
+   * rollout), so one smaller than its recorded size is grown.
+   */
+  private async withVolumes(plan: WorkloadPlan, specs: InstanceSpec[], { idle = false } = {}): Promise<InstanceSpec[]> {
+    const volumes = plan.volumes ?? [];
+    if (volumes.length === 0) return specs;
+    this.checkVolumes(plan);
+    const uid = await this.sandbox!.uidOf(plan.application.id);
+    const disks = this.volumes!;
     const out: InstanceSpec[] = [];
     for (const spec of specs) {
       const mounts = [];
-      for (const v of volumes.filter((x) => x.processType === spec.labels.processType))
-        mounts.push({ source: await this.volumes.ensure({ id: v.id, sizeMiB: v.sizeMiB }, uid), target: v.mountPath });
+      for (const v of volumes.filter((x) => x.processType === spec.labels.processType)) {
+        const volume = { id: v.id, sizeMiB: v.sizeMiB };
+        mounts.push({ source: idle ? await disks.ensureIdle(volume, uid) : await disks.ensure(volume, uid), target: v.mountPath });
+      }
       out.push(mounts.length ? { ...spec, mounts } : spec);
     }
     return out;
