@@ -6,6 +6,7 @@ import { routerGet } from '../helpers/router-get.js';
 import { waitFor } from '../helpers/wait.js';
 import { createApp, type TestApp } from '../pipeline-build/fixtures.js';
 import { chainDeploy, sandboxMissing } from '../isolation/fixtures.js';
+import { slipway } from '../cli/slipway.js';
 
 /**
  * Issue 31, persistent volumes on the local runtime: a real application, built and deployed by
@@ -176,4 +177,24 @@ describe.skipIf(missing)('persistent volumes on the local runtime', () => {
     }
     expect((await api(a, 'GET', '')).json()).toEqual(before);
   });
+
+  it('is listed and deleted with the CLI (the deletion asks for the name again, then redeploys without it)', async () => {
+    const address = await h.app.listen({ port: 0, host: '127.0.0.1' });
+    const env = { SLIPWAY_SERVER: address, SLIPWAY_API_KEY: a.user.apiKey };
+    const app = `${a.orgSlug}/shop/web`;
+    const list = await slipway(['volumes', 'list', '--app', app], env);
+    expect(list.stdout, list.stderr).toMatch(/uploads\s+\/data\s+web\s+48 MiB\s+\d+\.\d MiB of \d+\.\d MiB/);
+
+    const unconfirmed = await slipway(['volumes', 'delete', 'uploads', '--app', app], env);
+    expect(unconfirmed.code).not.toBe(0);
+    expect(unconfirmed.stderr).toMatch(/--confirm uploads/);
+    expect((await api(a, 'GET', '')).json()).toHaveLength(1);
+
+    const deleted = await slipway(['volumes', 'delete', 'uploads', '--app', app, '--confirm', 'uploads', '--json'], env);
+    expect(deleted.code, deleted.stderr).toBe(0);
+    await deployed(JSON.parse(deleted.stdout).deployment_id);
+    expect((await api(a, 'GET', '')).json()).toEqual([]);
+    // The instance runs without it: /data is gone from its sandbox.
+    expect(await get('/read?name=note.txt')).toMatch(/^error: No such file or directory/);
+  }, 120_000);
 });
