@@ -196,5 +196,12 @@ describe.skipIf(missing)('persistent volumes on the local runtime', () => {
     expect((await api(a, 'GET', '')).json()).toEqual([]);
     // The instance runs without it: /data is gone from its sandbox.
     expect(await get('/read?name=note.txt')).toMatch(/^error: No such file or directory/);
+
+    // Each change is in the organization's audit log, under the route that made it.
+    const audit = await h.app.inject({ method: 'GET', url: `/v1/organizations/${a.orgSlug}/audit-log`, headers: a.user.headers });
+    expect(audit.statusCode, audit.body).toBe(200);
+    const actions = JSON.stringify(audit.json());
+    for (const method of ['POST', 'PATCH', 'DELETE'])
+      expect(actions).toContain(`${method} /v1/applications/:application_id/volumes${method === 'POST' ? '' : '/:volume'}`);
   }, 120_000);
 });
