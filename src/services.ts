@@ -42,6 +42,7 @@ import { wireGuards } from './modules/guards/index.js';
 import { wireAlerts } from './modules/alerts/index.js';
 import { wireDomains } from './modules/domains/index.js';
 import { wireAddons } from './modules/addons/index.js';
+import { wireVolumes } from './modules/volumes/index.js';
 import { wireCron } from './modules/cron/index.js';
 import { wireInstanceExec } from './modules/instance-exec/index.js';
 import { wireAutoscaling } from './modules/autoscaling/index.js';
@@ -133,6 +134,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     deployments,
     log,
   });
+  const volumes = wireVolumes({ ctx, repository: repos.volumes, apps, deployments });
 
   // One LISTEN connection per process (opened at the first subscription, by start() or a stream).
   const notifications = new Notifications(ctx.databaseUrl ?? config.DATABASE_URL ?? '', (err) =>
@@ -269,6 +271,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     guards,
     domains,
     addons,
+    volumes,
     { routes: [oneOffRunsRoutes(pipeline.runs)] },
     cron,
     instanceExec,

@@ -2134,6 +2134,224 @@ export interface paths {
         };
         trace?: never;
     };
+    "/v1/applications/{application_id}/volumes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The application's volumes with their usage (every environment's, or ?environment=) */
+        get: {
+            parameters: {
+                query?: {
+                    environment?: string;
+                };
+                header?: never;
+                path: {
+                    application_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Volume"][];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        /** Create a volume mounted at a path in one process type (web); the current release is redeployed stop-then-start to mount it. 409 on a name or path taken, 422 on a system path or a process type scaled above 1 */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    application_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description environment slug or id (the project's production when unset) */
+                        environment?: string;
+                        /** @description absolute path inside the instances, e.g. /data */
+                        mount_path: string;
+                        /** @description lowercase letters, digits and -, up to 40 */
+                        name: string;
+                        /** @description the process type that mounts it (web) */
+                        process_type?: string;
+                        /** @description size in MiB */
+                        size_mib: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["VolumeChange"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/applications/{application_id}/volumes/{volume}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A volume: size, mount path, usage */
+        get: {
+            parameters: {
+                query?: {
+                    environment?: string;
+                };
+                header?: never;
+                path: {
+                    /** @description UUID (v7) */
+                    application_id: string;
+                    volume: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Volume"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Delete a volume and its data: the current release is redeployed without it */
+        delete: {
+            parameters: {
+                query?: {
+                    environment?: string;
+                };
+                header?: never;
+                path: {
+                    /** @description UUID (v7) */
+                    application_id: string;
+                    volume: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["VolumeChange"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        options?: never;
+        head?: never;
+        /** Grow a volume: the current release is redeployed stop-then-start and the disk grows between; 422 on a smaller size */
+        patch: {
+            parameters: {
+                query?: {
+                    environment?: string;
+                };
+                header?: never;
+                path: {
+                    /** @description UUID (v7) */
+                    application_id: string;
+                    volume: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description size in MiB */
+                        size_mib: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["VolumeChange"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        trace?: never;
+    };
     "/v1/applications/{org_slug}/{project_slug}": {
         parameters: {
             query?: never;
@@ -6126,7 +6344,7 @@ export interface paths {
                     "application/json": {
                         /** @description only events of these environments (slugs); events of no environment, such as builds, always pass */
                         environments?: string[];
-                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "application.deleted" | "preview.created" | "preview.deleted" | "instance.crashed" | "instance.crash_loop" | "instance.oom" | "addon.created" | "addon.attached" | "addon.detached" | "addon.resized" | "addon.deleted" | "addon.undeleted" | "addon.credentials_rotated" | "addon.restored" | "addon.backup_failed" | "addon.restore_drill_failed" | "maintenance.enabled" | "maintenance.disabled")[];
+                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "application.deleted" | "preview.created" | "preview.deleted" | "instance.crashed" | "instance.crash_loop" | "instance.oom" | "addon.created" | "addon.attached" | "addon.detached" | "addon.resized" | "addon.deleted" | "addon.undeleted" | "addon.credentials_rotated" | "addon.restored" | "addon.backup_failed" | "addon.restore_drill_failed" | "volume.created" | "volume.resized" | "volume.deleted" | "maintenance.enabled" | "maintenance.disabled")[];
                         /** @description slack: a Slack incoming webhook (Block Kit); discord: a Discord channel webhook (embeds); email: e-mail with a text and an HTML part, through the operator’s SMTP server */
                         kind: "slack" | "discord" | "email";
                         /** @description a label; default: the kind */
@@ -6528,7 +6746,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "application.deleted" | "preview.created" | "preview.deleted" | "instance.crashed" | "instance.crash_loop" | "instance.oom" | "addon.created" | "addon.attached" | "addon.detached" | "addon.resized" | "addon.deleted" | "addon.undeleted" | "addon.credentials_rotated" | "addon.restored" | "addon.backup_failed" | "addon.restore_drill_failed" | "maintenance.enabled" | "maintenance.disabled")[];
+                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "application.deleted" | "preview.created" | "preview.deleted" | "instance.crashed" | "instance.crash_loop" | "instance.oom" | "addon.created" | "addon.attached" | "addon.detached" | "addon.resized" | "addon.deleted" | "addon.undeleted" | "addon.credentials_rotated" | "addon.restored" | "addon.backup_failed" | "addon.restore_drill_failed" | "volume.created" | "volume.resized" | "volume.deleted" | "maintenance.enabled" | "maintenance.disabled")[];
                         /** @description only this project’s events (slug); default: the whole organization */
                         project?: string;
                         /** @description http(s) address of the receiver; private and loopback addresses are refused unless the operator allows them */
@@ -13971,6 +14189,41 @@ export interface components {
              */
             updated: string;
             username: string;
+        };
+        Volume: {
+            application_id: string | null;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            created: string;
+            /**
+             * @description the instance mounting it stops before the new one starts: the disk is never shared, and it is briefly unavailable
+             * @enum {string}
+             */
+            deploy_strategy: "stop-then-start";
+            environment: string | null;
+            /** @description UUID (v7) */
+            id: string;
+            mount_path: string;
+            name: string;
+            process_type: string;
+            size_mib: number;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            updated: string;
+            /** @description the disk's file system as it is now (journal and metadata included); null where it is not mounted on this machine */
+            usage: {
+                size_bytes: number;
+                used_bytes: number;
+            } | null;
+        };
+        VolumeChange: {
+            /** @description the deployment (of the current release) that mounts or unmounts it; null when the environment serves nothing yet */
+            deployment_id: string | null;
+            volume: components["schemas"]["Volume"];
         };
         Webhook: {
             /**

@@ -23,6 +23,7 @@ import { scheduleCommands } from './commands/schedule.js';
 import { gitCommands } from './commands/git.js';
 import { keyCommands } from './commands/keys.js';
 import { addonCommands } from './commands/addons.js';
+import { volumeCommands } from './commands/volumes.js';
 import { notificationCommands } from './commands/notifications.js';
 import { drainCommands } from './commands/drains.js';
 import { alertCommands } from './commands/alerts.js';
@@ -73,6 +74,7 @@ Colour is off when output is not a terminal or NO_COLOR is set.`,
   configReleaseCommands(program);
   keyCommands(program);
   addonCommands(program);
+  volumeCommands(program);
   notificationCommands(program);
   drainCommands(program);
   alertCommands(program);

@@ -44,6 +44,10 @@ export const WEBHOOK_EVENTS = [
   'addon.restored',
   'addon.backup_failed',
   'addon.restore_drill_failed',
+  /** Persistent volumes (src/modules/volumes): `volume_id`, `name`, `application_id`, `mount_path`, `size_mib`. */
+  'volume.created',
+  'volume.resized',
+  'volume.deleted',
   /** An environment's maintenance mode turned on or off (issue 33): `environment`, `by`. */
   'maintenance.enabled',
   'maintenance.disabled',

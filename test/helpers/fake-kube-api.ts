@@ -91,6 +91,7 @@ const RESOURCES: ResourceType[] = [
   { group: '', version: 'v1', name: 'services', kind: 'Service', namespaced: true },
   { group: '', version: 'v1', name: 'pods', kind: 'Pod', namespaced: true },
   { group: '', version: 'v1', name: 'events', kind: 'Event', namespaced: true },
+  { group: '', version: 'v1', name: 'persistentvolumeclaims', kind: 'PersistentVolumeClaim', namespaced: true },
   { group: 'apps', version: 'v1', name: 'deployments', kind: 'Deployment', namespaced: true },
   { group: 'apps', version: 'v1', name: 'replicasets', kind: 'ReplicaSet', namespaced: true },
   { group: 'batch', version: 'v1', name: 'jobs', kind: 'Job', namespaced: true },

@@ -3,7 +3,7 @@ import { Deployment } from 'kubernetes-models/apps/v1';
 import { Job } from 'kubernetes-models/batch/v1';
 import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { ObjectSerializer } from '@kubernetes/client-node/dist/gen/models/ObjectSerializer.js';
-import { Namespace, Secret, Service } from 'kubernetes-models/v1';
+import { Namespace, PersistentVolumeClaim, Secret, Service } from 'kubernetes-models/v1';
 import { POD_CLASSES, POD_CLASS_NAMES } from '../../src/modules/applications/pod-classes.js';
 import {
   POD_USER_ID,
@@ -317,5 +317,30 @@ describe('Kubernetes manifests', () => {
     expect(processTypeLabel('web')).toBe('web');
     expect(processTypeLabel('tail-')).not.toBe('tail');
     expect(processTypeLabel('x'.repeat(63) + 'y')).toMatch(DNS_LABEL);
+  });
+
+  it('give a volume a PersistentVolumeClaim, mount it in its process type only, and deploy that type stop-then-start', () => {
+    const volume = { id: '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b', name: 'uploads', processType: 'web', mountPath: '/data', sizeMiB: 2048 };
+    const plan = { ...makePlan({ formation: { web: 1, worker: 1 } }), volumes: [volume] };
+    const m = workloadManifests(plan, options);
+    expect(m.volumeClaims).toHaveLength(1);
+    const claim = m.volumeClaims[0]!;
+    new PersistentVolumeClaim(claim as never).validate();
+    expect(claim.metadata).toMatchObject({ name: `slipway-volume-${volume.id}`, namespace: m.names.namespace });
+    expect(claim.spec).toEqual({ accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '2048Mi' } } });
+
+    const web = m.deployments.find((d) => d.processType === 'web')!.manifest;
+    const worker = m.deployments.find((d) => d.processType === 'worker')!.manifest;
+    for (const d of [web, worker]) new Deployment(d as never).validate();
+    expect(web.spec!.strategy).toEqual({ type: 'Recreate' });
+    expect(web.spec!.template.spec!.volumes).toEqual([
+      { name: 'volume-uploads', persistentVolumeClaim: { claimName: claim.metadata!.name } },
+    ]);
+    expect(web.spec!.template.spec!.containers[0]!.volumeMounts).toEqual([{ name: 'volume-uploads', mountPath: '/data' }]);
+    expect(podSecurityViolations(web.spec!.template.spec! as never, 'restricted')).toEqual([]);
+    // The worker neither mounts it nor gives up its rolling update; one-off Jobs run without it.
+    expect(worker.spec!.strategy!.type).toBe('RollingUpdate');
+    expect(worker.spec!.template.spec!.volumes).toBeUndefined();
+    expect(jobManifest(plan, 'release', options, 60).spec!.template.spec!.volumes).toBeUndefined();
   });
 });

@@ -1,6 +1,6 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { Db } from '../../platform/db/database.js';
-import { conflict, forbidden, isUniqueViolation, notFound } from '../../platform/errors.js';
+import { conflict, forbidden, invalid, isUniqueViolation, notFound } from '../../platform/errors.js';
 import { iso } from '../../platform/http/schemas.js';
 import { slugFor } from '../../platform/slug.js';
 import { requireInstallationOf } from '../../platform/github/installation-links.js';
@@ -200,8 +200,31 @@ export class ApplicationsService {
       { applicationId: app.id },
       'the scale or pod classes of an application it runs',
     );
+    await refuseScaledVolumes(this.db, app.id, input.process_counts ?? {});
     await this.apps.mergeScale(app.id, input.process_counts ?? {}, input.process_pod_classes ?? {});
     await this.onScaled(app.id);
     return this.reload(app.id);
   }
+}
+
+/**
+ * One disk is written by one instance: a process type that mounts a persistent volume
+ * (src/modules/volumes, a read of its table) is not scaled above 1.
+ */
+async function refuseScaledVolumes(db: Db, applicationId: string, counts: Record<string, number>) {
+  const scaledUp = Object.entries(counts)
+    .filter(([, n]) => n > 1)
+    .map(([type]) => type);
+  if (scaledUp.length === 0) return;
+  const volume = await db
+    .selectFrom('volumes')
+    .select(['name', 'process_type'])
+    .where('application_id', '=', applicationId)
+    .where('process_type', 'in', scaledUp)
+    .executeTakeFirst();
+  if (volume)
+    throw invalid(
+      'process_counts',
+      `${volume.process_type} mounts volume '${volume.name}', which one instance only can write: it stays at 1 (delete the volume to scale out)`,
+    );
 }

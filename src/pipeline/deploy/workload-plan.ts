@@ -6,6 +6,7 @@ import { podClassOf, DEFAULT_POD_CLASS } from '../../modules/applications/index.
 import { effectiveProcessSettings } from '../../modules/environments/index.js';
 import { openConfiguration, type DisplayedVariable } from '../release/release-freezer.js';
 import type { DeployTarget, DeploymentsRepository } from './deployments.repository.js';
+import { planVolumes } from '../../platform/volumes/index.js';
 import { routeHostname } from '../../platform/edge/route-hostname.js';
 
 /** Process types run once per deployment, never as long-running instances. */
@@ -115,5 +116,6 @@ export async function workloadPlan(
         .orderBy('hostname')
         .execute()
     ).map((d) => d.hostname),
+    volumes: await planVolumes(db, target.applicationId, target.environmentId),
   };
 }

@@ -1054,6 +1054,21 @@ export interface NotificationDeliveriesTable extends Omit<WebhookDeliveriesTable
 export type AddonKind = 'postgres' | 'redis';
 export type AddonStatus = 'creating' | 'running' | 'failed' | 'stopped' | 'deleted';
 
+/** A persistent volume (migration 0053): mounted at `mount_path` in `process_type`'s instance. */
+export interface VolumesTable {
+  id: string;
+  organization_id: string;
+  /** Null once the application (or environment) was deleted: the volume and its data stay until deleted. */
+  application_id: string | null;
+  environment_id: string | null;
+  name: string;
+  mount_path: string;
+  process_type: string;
+  size_mib: number;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
 export interface AddonsTable {
   id: string;
   organization_id: string;
@@ -1110,6 +1125,7 @@ export interface AddonAttachmentsTable {
 
 export interface AddonTables {
   addons: AddonsTable;
+  volumes: VolumesTable;
   addon_attachments: AddonAttachmentsTable;
   addon_backups: AddonBackupsTable;
 }

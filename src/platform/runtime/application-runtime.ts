@@ -23,6 +23,15 @@ export interface PodResources {
 }
 
 /** Everything a runtime needs to run one deployment of a release in one environment. */
+/** A persistent volume one process type's instance mounts (migration 0053; see docs/volumes.md). */
+export interface PlanVolume {
+  id: string;
+  name: string;
+  processType: string;
+  mountPath: string;
+  sizeMiB: number;
+}
+
 export interface WorkloadPlan {
   deploymentId: string;
   organization: { id: string; slug: string };
@@ -63,6 +72,8 @@ export interface WorkloadPlan {
   hostname: string;
   /** Verified custom domains of the environment (Ingress hosts with TLS on Kubernetes; the local edge reads them itself). */
   customDomains?: string[];
+  /** Persistent volumes: a process type with one runs at most one instance, deployed stop-then-start. */
+  volumes?: PlanVolume[];
 }
 
 /** Which application environment a reconcile is about (it may have no plan any more). */

@@ -1,3 +1,4 @@
+import { VolumeDisks } from '../volumes/index.js';
 import { join } from 'node:path';
 import type { Config } from '../../config.js';
 import type { Db } from '../db/database.js';
@@ -60,5 +61,6 @@ export function createLocalRuntime(config: Config, db: Db, databaseUrl?: string)
   return new LocalRuntime(
     new RuntimeService(db, new ImageRootDriver(driver), router, { drainTimeoutMs: config.ROUTER_DRAIN_TIMEOUT_MS }),
     sandbox,
+    sandbox ? new VolumeDisks(join(config.dataDir, 'volumes')) : null,
   );
 }

@@ -54,6 +54,8 @@ export interface InstanceSpec {
   root?: ProcessRoot;
   /** Set by the image-root driver (the image's EXPOSE): the port a web process listens on inside its sandbox, its PORT. */
   listenPort?: number;
+  /** Host directories bound read-write at `target` inside the sandbox (a volume's mounted disk). */
+  mounts?: Array<{ source: string; target: string }>;
 }
 
 export interface InstanceStatus {

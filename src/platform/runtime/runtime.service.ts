@@ -188,7 +188,7 @@ export class RuntimeService {
     applicationId: string,
     environmentId: string,
     deploymentId: string,
-    specFor: (row: { id: string; processType: string; ordinal: number }) => InstanceSpec | null,
+    specFor: (row: { id: string; processType: string; ordinal: number }) => InstanceSpec | null | Promise<InstanceSpec | null>,
     check: HealthCheck,
   ): Promise<InstanceStatus[]> {
     const adopt = this.driver.adopt?.bind(this.driver);
@@ -235,7 +235,13 @@ export class RuntimeService {
         .where(sql<boolean>`worker_id IS NOT DISTINCT FROM ${r.worker_id}`)
         .executeTakeFirst();
       if (Number(claimed.numUpdatedRows) === 0) continue; // another worker took it
-      const spec = r.deployment_id === deploymentId ? specFor({ id: r.id, processType: r.process_type, ordinal: r.ordinal }) : null;
+      // A spec that cannot be made (a volume's disk that will not mount) ends the instance like a stale one.
+      const spec =
+        r.deployment_id === deploymentId
+          ? await Promise.resolve()
+              .then(() => specFor({ id: r.id, processType: r.process_type, ordinal: r.ordinal }))
+              .catch(() => null)
+          : null;
       const status = spec ? await adopt(spec, adoptionRecord(r)).catch(() => null) : null;
       if (!status) {
         await this.driver.reap([{ id: r.id, pid: r.pid }]);

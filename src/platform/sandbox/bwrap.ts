@@ -25,6 +25,8 @@ export interface SandboxView {
    * application's caches or anything else of the platform's there.
    */
   hidden?: string[];
+  /** Host directories bound read-write at another path inside (persistent volumes), after everything else. */
+  mounts?: Array<{ source: string; target: string }>;
 }
 
 /** The host's system directories, read-only: programs and libraries, nothing of the platform's. */
@@ -77,6 +79,8 @@ export function bwrapArguments(view: SandboxView, { controlled = true } = {}): s
   else args.push('--dir', '/var/tmp');
   // Bound after /tmp: a directory below /tmp (test data dirs) shows on top of the private one.
   if (!view.root) for (const dir of view.writable) args.push('--bind', dir, dir);
+  // Volumes last: nothing bound later may cover them (bubblewrap makes the mount point).
+  for (const m of view.mounts ?? []) args.push('--bind', m.source, m.target);
   // The sandbox's own root (a tmpfs holding the mount points) is read-only too.
   if (!view.root) args.push('--remount-ro', '/');
   for (const dir of hidden) args.push('--remount-ro', dir);

@@ -383,6 +383,8 @@ export class KubernetesRuntime implements ApplicationRuntime {
   }
 
   private async applyWorkloads(manifests: WorkloadManifests, processTypes: string[]): Promise<void> {
+    // Claims before the pods that mount them (a pod waits for its claim; the claim never waits for the pod).
+    for (const claim of manifests.volumeClaims) await this.cluster.apply(claim);
     for (const d of manifests.deployments) if (processTypes.includes(d.processType)) await this.cluster.apply(d.manifest);
     const { names } = manifests;
     if (manifests.service) await this.cluster.apply(manifests.service);

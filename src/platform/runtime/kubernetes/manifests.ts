@@ -11,12 +11,13 @@ import type {
   V1Job,
   V1Namespace,
   V1NetworkPolicy,
+  V1PersistentVolumeClaim,
   V1PodSpec,
   V1Probe,
   V1Secret,
   V1Service,
 } from '@kubernetes/client-node';
-import type { WorkloadPlan } from '../application-runtime.js';
+import type { PlanVolume, WorkloadPlan } from '../application-runtime.js';
 import { ANNOTATION, LABEL, appLabels, processTypeLabel, workloadNames, type WorkloadNames } from './names.js';
 
 /** The port every web container listens on (`PORT`); the Service maps port 80 to it. */
@@ -50,6 +51,28 @@ export interface WorkloadManifests {
   deployments: Array<{ processType: string; replicas: number; manifest: V1Deployment }>;
   service: V1Service | null;
   ingress: V1Ingress | null;
+  /** One PersistentVolumeClaim per volume of the plan (never deleted by a deployment: the data outlives it). */
+  volumeClaims: V1PersistentVolumeClaim[];
+}
+
+/** A volume's claim: named by the volume's id (a uuid is a valid DNS name), so renaming nothing can orphan it. */
+export const volumeClaimName = (volume: Pick<PlanVolume, 'id'>) => `slipway-volume-${volume.id}`;
+
+const volumesOf = (plan: WorkloadPlan, processType: string) => (plan.volumes ?? []).filter((v) => v.processType === processType);
+
+/** The claim of a volume: one node writes it (ReadWriteOnce), of the volume's size (growing it asks the storage class to expand). */
+export function volumeClaimManifest(plan: WorkloadPlan, names: WorkloadNames, volume: PlanVolume): V1PersistentVolumeClaim {
+  return {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: {
+      name: volumeClaimName(volume),
+      namespace: names.namespace,
+      labels: { ...appLabels(plan.application.id, plan.environment.id), [LABEL.processType]: processTypeLabel(volume.processType) },
+      annotations: { 'slipway.dev/volume-name': volume.name },
+    },
+    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: `${volume.sizeMiB}Mi` } } },
+  };
 }
 
 export const isWeb = (processType: string) => processType === 'web';
@@ -111,6 +134,9 @@ function container(plan: WorkloadPlan, names: WorkloadNames, processType: string
     command: ['/bin/sh', '-c', definition.cmd],
     envFrom: [{ secretRef: { name: names.configSecret(plan.release.version) } }],
     ...(env.length ? { env } : {}),
+    ...(withProbes && volumesOf(plan, processType).length
+      ? { volumeMounts: volumesOf(plan, processType).map((v) => ({ name: `volume-${v.name}`, mountPath: v.mountPath })) }
+      : {}),
     resources: resources(plan, processType),
     securityContext: {
       allowPrivilegeEscalation: false,
@@ -136,6 +162,15 @@ function podSpec(plan: WorkloadPlan, names: WorkloadNames, processType: string, 
   return {
     containers: [container(plan, names, processType, !oneOff)],
     ...(oneOff ? { restartPolicy: 'Never' } : {}),
+    // Volumes belong to the long-running process type's single pod; one-off Jobs run without them.
+    ...(!oneOff && volumesOf(plan, processType).length
+      ? {
+          volumes: volumesOf(plan, processType).map((v) => ({
+            name: `volume-${v.name}`,
+            persistentVolumeClaim: { claimName: volumeClaimName(v) },
+          })),
+        }
+      : {}),
     ...(options.hasPullSecret ? { imagePullSecrets: [{ name: names.pullSecret }] } : {}),
     enableServiceLinks: false,
     // Applications never talk to the Kubernetes API: no token in their file system.
@@ -160,8 +195,11 @@ export function deploymentManifest(plan: WorkloadPlan, names: WorkloadNames, pro
     spec: {
       replicas: plan.formation[processType] ?? 0,
       selector: { matchLabels: processSelector(plan, processType) },
-      // Zero downtime: a new pod must be ready before an old one goes.
-      strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+      // Zero downtime: a new pod must be ready before an old one goes. With a volume (ReadWriteOnce, one
+      // writer) the old pod stops first: stop-then-start, as on the local runtime.
+      strategy: volumesOf(plan, processType).length
+        ? { type: 'Recreate' }
+        : { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
       progressDeadlineSeconds: Math.max(1, plan.timeoutSeconds),
       // The stability window: a new pod counts as available (and an old one goes) only once it stayed ready
       // this long; a crash inside it keeps the previous release's pods. Kubernetes wants it below the deadline.
@@ -363,5 +401,6 @@ export function workloadManifests(plan: WorkloadPlan, options: ManifestOptions):
     })),
     service: hasWeb ? serviceManifest(plan, names) : null,
     ingress: hasWeb && options.ingressClass ? ingressManifest(plan, names, options.ingressClass, options.ingressAnnotations) : null,
+    volumeClaims: (plan.volumes ?? []).map((v) => volumeClaimManifest(plan, names, v)),
   };
 }

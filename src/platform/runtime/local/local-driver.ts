@@ -135,9 +135,11 @@ function defaultBaseEnv(sandboxed: boolean): Record<string, string> {
 }
 
 /** What a sandboxed process sees: its own artifact directory writable, or its image's root. */
-function sandboxView(spec: { artifactPath: string; root?: InstanceSpec['root'] }): SandboxView {
-  if (spec.root) return { cwd: spec.root.workdir, writable: [], root: spec.root.rootfs, innerUser: spec.root.user ?? { uid: 0, gid: 0 } };
-  return { cwd: spec.artifactPath, writable: [spec.artifactPath] };
+function sandboxView(spec: { artifactPath: string; root?: InstanceSpec['root']; mounts?: InstanceSpec['mounts'] }): SandboxView {
+  const mounts = spec.mounts?.length ? { mounts: spec.mounts } : {};
+  if (spec.root)
+    return { cwd: spec.root.workdir, writable: [], root: spec.root.rootfs, innerUser: spec.root.user ?? { uid: 0, gid: 0 }, ...mounts };
+  return { cwd: spec.artifactPath, writable: [spec.artifactPath], ...mounts };
 }
 
 /** Why a sandboxed process ended, in words: an OOM kill names the pod class's limit. */

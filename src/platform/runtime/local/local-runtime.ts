@@ -18,6 +18,8 @@ import type { OneOffResult, InstanceStatus } from '../port.js';
 import type { RuntimeService } from '../runtime.service.js';
 import { NO_ISOLATION_WARNING, type Sandbox } from '../../sandbox/index.js';
 import { describeDiagnosis, diagnosisLines, type DeployDiagnosis } from '../diagnosis.js';
+import type { VolumeDisks } from '../../volumes/index.js';
+import type { InstanceSpec } from '../port.js';
 import { describeFailure, rolloutFailureCode, freeOrdinals, instanceSpec, isWeb, limitsOf, processEnv, routeUrl } from './instance-plan.js';
 
 const silent: RuntimeLogger = { info() {}, warn() {}, error() {} };
@@ -48,6 +50,8 @@ export class LocalRuntime implements ApplicationRuntime {
   constructor(
     readonly runtimeService: RuntimeService,
     private readonly sandbox: Sandbox | null = null,
+    /** Persistent volumes' disks (null: this runtime refuses a plan with volumes). */
+    private readonly volumes: VolumeDisks | null = null,
   ) {}
 
   get router() {
@@ -143,8 +147,14 @@ export class LocalRuntime implements ApplicationRuntime {
         .map(([t, n]) => `${t}=${n}`)
         .join(' ') || 'no long-running processes';
     await log.step('Deploy', `starting ${summary}`);
-    const specs = Object.entries(plan.formation).flatMap(([type, n]) =>
-      Array.from({ length: n }, (_, i) => instanceSpec(plan, artifactPath, type, i + 1)),
+    this.checkVolumes(plan);
+    if (plan.volumes?.length) await this.stopBeforeStart(plan, log);
+    const specs = await this.withVolumes(
+      plan,
+      Object.entries(plan.formation).flatMap(([type, n]) =>
+        Array.from({ length: n }, (_, i) => instanceSpec(plan, artifactPath, type, i + 1)),
+      ),
+      { idle: true },
     );
     const started = specs.map((s) => s.id);
     // The new instances' own output shows in the deployment log until traffic switches (bounded).
@@ -257,8 +267,10 @@ export class LocalRuntime implements ApplicationRuntime {
       applicationId,
       environmentId,
       plan && artifact ? plan.deploymentId : '',
-      ({ id, processType, ordinal }) =>
-        plan && artifact && processType in plan.processes ? { ...instanceSpec(plan, artifact, processType, ordinal), id } : null,
+      async ({ id, processType, ordinal }) =>
+        plan && artifact && processType in plan.processes
+          ? (await this.withVolumes(plan, [{ ...instanceSpec(plan, artifact, processType, ordinal), id }]))[0]!
+          : null,
       plan?.healthCheck ?? { path: '/', host: null },
     );
     const running = this.runtimeService.instancesOf(applicationId, environmentId);
@@ -292,7 +304,7 @@ export class LocalRuntime implements ApplicationRuntime {
     surplus.push(...mine.filter((s) => !(s.labels.processType in plan.formation)));
     if (specs.length === 0 && surplus.length === 0 && stale.length === 0 && adopted.length === 0) return;
 
-    const launched = await this.runtimeService.launch(specs, plan.healthCheck);
+    const launched = await this.runtimeService.launch(await this.withVolumes(plan, specs), plan.healthCheck);
     // Adopted web instances rejoin their route once they answer their health check, as new ones do.
     const failed = new Set(
       await this.runtimeService.waitHealthy(
@@ -337,6 +349,52 @@ export class LocalRuntime implements ApplicationRuntime {
   /** Instances this process runs for an application's environment (optionally one deployment). */
   instancesOf(applicationId: string, environmentId: string, deploymentId?: string): InstanceStatus[] {
     return this.runtimeService.instancesOf(applicationId, environmentId, deploymentId);
+  }
+
+  /** A process type with a volume runs one instance (one disk cannot be written by two); a runtime without a sandbox cannot bind one. */
+  private checkVolumes(plan: WorkloadPlan) {
+    const volumes = plan.volumes ?? [];
+    if (volumes.length === 0) return;
+    if (!this.sandbox || !this.volumes)
+      throw new RolloutFailure('This application has volumes, and volumes need the sandbox (RUNTIME_ISOLATION=sandbox) on this machine');
+    for (const v of volumes)
+      if ((plan.formation[v.processType] ?? 0) > 1)
+        throw new RolloutFailure(
+          `Process type ${v.processType} is scaled to ${plan.formation[v.processType]}, but volume '${v.name}' can be mounted by one instance only: scale it to 1`,
+        );
+  }
+
+  /**
+   * Gives each instance the volumes of its process type: the disk made and mounted on this
+   * machine, bound at the volume's path. `idle`: no instance uses the disks now (a stop-then-start
+   * rollout), so one smaller than its recorded size is grown.
+   */
+  private async withVolumes(plan: WorkloadPlan, specs: InstanceSpec[], { idle = false } = {}): Promise<InstanceSpec[]> {
+    const volumes = plan.volumes ?? [];
+    if (volumes.length === 0) return specs;
+    this.checkVolumes(plan);
+    const uid = await this.sandbox!.uidOf(plan.application.id);
+    const disks = this.volumes!;
+    const out: InstanceSpec[] = [];
+    for (const spec of specs) {
+      const mounts = [];
+      for (const v of volumes.filter((x) => x.processType === spec.labels.processType)) {
+        const volume = { id: v.id, sizeMiB: v.sizeMiB };
+        mounts.push({ source: idle ? await disks.ensureIdle(volume, uid) : await disks.ensure(volume, uid), target: v.mountPath });
+      }
+      out.push(mounts.length ? { ...spec, mounts } : spec);
+    }
+    return out;
+  }
+
+  /** Stop-then-start: the previous release's instances stop before the new ones mount the same disks. */
+  private async stopBeforeStart(plan: WorkloadPlan, log: RolloutLog) {
+    const previous = this.runtimeService.instancesOf(plan.application.id, plan.environment.id);
+    const names = [...new Set(plan.volumes!.map((v) => `'${v.name}' (${v.processType})`))].join(', ');
+    log.line(
+      `Deploy: stop-then-start: volume(s) ${names} cannot be shared between the old and new instance, so ${previous.length} previous instance(s) stop first (requests fail until the new ones answer)`,
+    );
+    if (previous.length > 0) await this.runtimeService.retire(previous.map((s) => s.id));
   }
 
   private artifactOf(plan: WorkloadPlan): string {
