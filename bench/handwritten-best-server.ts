@@ -154,35 +154,32 @@ const UPSERT = {
 };
 const MAX_VARIABLES = 1000;
 
-app.post<{ Params: { id: string }; Body: { variables: Record<string, string> } }>(
-  '/v1/configurations/:id/bulk',
-  async (request, reply) => {
-    const user = await authenticate(request.headers['x-api-key']);
-    if (!user) return reply.code(401).send(unauthenticated);
-    const entries = Object.entries(request.body.variables ?? {});
-    const names = entries.map(([name]) => name);
-    const result = await inTransaction(async (client) => {
-      if (!(await writableApplication(client, request.params.id, user))) return null;
-      const lower = names.map((n) => n.toLowerCase());
-      const { variables } = (await client.query({ ...SCOPE_SIZE, values: [request.params.id, lower] })).rows[0];
-      if (variables + entries.length > MAX_VARIABLES) return 'full' as const;
-      const { rows } = await client.query<{ name: string; inserted: boolean }>({
-        ...UPSERT,
-        values: [request.params.id, entries.map(() => uuidv7()), names, entries.map(([, value]) => value)],
-      });
-      return rows;
+app.post<{ Params: { id: string }; Body: { variables: Record<string, string> } }>('/v1/configurations/:id/bulk', async (request, reply) => {
+  const user = await authenticate(request.headers['x-api-key']);
+  if (!user) return reply.code(401).send(unauthenticated);
+  const entries = Object.entries(request.body.variables ?? {});
+  const names = entries.map(([name]) => name);
+  const result = await inTransaction(async (client) => {
+    if (!(await writableApplication(client, request.params.id, user))) return null;
+    const lower = names.map((n) => n.toLowerCase());
+    const { variables } = (await client.query({ ...SCOPE_SIZE, values: [request.params.id, lower] })).rows[0];
+    if (variables + entries.length > MAX_VARIABLES) return 'full' as const;
+    const { rows } = await client.query<{ name: string; inserted: boolean }>({
+      ...UPSERT,
+      values: [request.params.id, entries.map(() => uuidv7()), names, entries.map(([, value]) => value)],
     });
-    if (result === null) return reply.code(404).send(notFound);
-    if (result === 'full') return reply.code(422).send({ status: 422, message: 'too many variables' });
-    const written = new Set(result.map((r) => r.name));
-    return {
-      created: result.filter((r) => r.inserted).map((r) => r.name),
-      updated: result.filter((r) => !r.inserted).map((r) => r.name),
-      skipped: names.filter((n) => !written.has(n)),
-      errors: [],
-    };
-  },
-);
+    return rows;
+  });
+  if (result === null) return reply.code(404).send(notFound);
+  if (result === 'full') return reply.code(422).send({ status: 422, message: 'too many variables' });
+  const written = new Set(result.map((r) => r.name));
+  return {
+    created: result.filter((r) => r.inserted).map((r) => r.name),
+    updated: result.filter((r) => !r.inserted).map((r) => r.name),
+    skipped: names.filter((n) => !written.has(n)),
+    errors: [],
+  };
+});
 
 const PRODUCTION = {
   name: 'hw_production',
@@ -233,9 +230,8 @@ app.post<{ Params: { id: string } }>('/v1/releases/:id/create', async (request, 
       organizationId: access.organization_id,
       ownerId: access.created_by ?? access.organization_id,
     };
-    const job = (
-      await client.query({ ...INSERT_JOB, values: [applicationId, data.organizationId, data.ownerId, JSON.stringify(data)] })
-    ).rows[0];
+    const job = (await client.query({ ...INSERT_JOB, values: [applicationId, data.organizationId, data.ownerId, JSON.stringify(data)] }))
+      .rows[0];
     await client.query({ ...SET_JOB, values: [release.id, job.id] });
     return { ok: true, release_id: release.id, version: release.version };
   });

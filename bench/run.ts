@@ -77,19 +77,23 @@ async function measure(
     body: target.body,
     connections: CONNECTIONS,
   };
-  // One request first, answered after whatever the previous case left in flight (slow writes
-  // keep the server busy after their load stops): each case starts on a drained server.
-  await fetch(options.url, { method: options.method, headers: options.headers, body: options.body }).then((r) => r.arrayBuffer());
+  // One request after the load, answered after whatever the load left in flight (slow writes keep
+  // the server and the database busy after autocannon stops), so the next case starts on a quiet database.
+  const drain = () =>
+    fetch(options.url, { method: options.method, headers: options.headers, body: options.body }).then((r) => r.arrayBuffer());
+  await drain();
   if (WARMUP > 0) await autocannon({ ...options, duration: WARMUP });
   const server0 = cpuSeconds(serverPid).self;
   const database0 = cpuSeconds(databaseRootPid).descendants;
   const r = await autocannon({ ...options, duration: DURATION });
   const perRequest = (seconds: number) => Math.round(((seconds * 1000) / Math.max(1, r.requests.total)) * 1000) / 1000;
+  const cpu = {
+    server: perRequest(cpuSeconds(serverPid).self - server0),
+    database: perRequest(cpuSeconds(databaseRootPid).descendants - database0),
+  };
+  await drain();
   return {
-    cpu_ms_per_request: {
-      server: perRequest(cpuSeconds(serverPid).self - server0),
-      database: perRequest(cpuSeconds(databaseRootPid).descendants - database0),
-    },
+    cpu_ms_per_request: cpu,
     name,
     requests_per_second: r.requests.average,
     latency_ms: { p50: r.latency.p50, p97_5: r.latency.p97_5, p99: r.latency.p99, mean: r.latency.average },

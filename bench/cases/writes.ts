@@ -4,7 +4,9 @@ import type { BenchCase, BenchContext } from '../lib/case.js';
 let writesApp: Promise<{ id: string }> | undefined;
 // An application of their own, so the read cases' configuration list keeps its 20 variables.
 const appForWrites = (ctx: BenchContext) =>
-  (writesApp ??= ctx.world().then((w) => ctx.api<{ id: string }>('POST', '/v1/applications', { name: 'Writes', project_id: w.project.id })));
+  (writesApp ??= ctx
+    .world()
+    .then((w) => ctx.api<{ id: string }>('POST', '/v1/applications', { name: 'Writes', project_id: w.project.id })));
 
 const json = (headers: Record<string, string>) => ({ ...headers, 'content-type': 'application/json' });
 
@@ -29,7 +31,12 @@ const cases: BenchCase[] = [
     handwritten: true,
     async prepare(ctx) {
       const app = await appForWrites(ctx);
-      return { path: `/v1/configurations/${app.id}/bulk`, method: 'POST', headers: json(ctx.auth), body: JSON.stringify({ variables: hundred }) };
+      return {
+        path: `/v1/configurations/${app.id}/bulk`,
+        method: 'POST',
+        headers: json(ctx.auth),
+        body: JSON.stringify({ variables: hundred }),
+      };
     },
   },
   {
