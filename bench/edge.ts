@@ -3,7 +3,8 @@
  * the built-in edge (its own process, as `SLIPWAY_ROLE=edge`), and through Caddy (when
  * installed) twice: driven by the platform's Caddy driver in its own process (the instance
  * from its SRV name server, the access log counted by the platform), and with a plain static
- * `reverse_proxy` and no access log (Caddy's own floor); last, a raw TCP relay that parses
+ * `reverse_proxy` and no access log (Caddy's own floor); nginx (when installed) with one worker
+ * and with `auto` workers, `proxy_pass` to a keepalive upstream; last, a raw TCP relay that parses
  * nothing (the floor of any proxy process: two sockets per request, no HTTP work).
  *
  * Rounds are interleaved (direct, built-in, Caddy, direct, …) and the medians reported, so a
@@ -17,9 +18,9 @@
  * latency at a moderate, fixed load instead of at saturation.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import autocannon from 'autocannon';
@@ -70,6 +71,8 @@ async function load(port: number, host: string | undefined, pids: number[]) {
   const opts = {
     url: `http://127.0.0.1:${port}/`,
     connections,
+    // Every answer must be the instance's: a proxy answering by itself would count as an error.
+    expectBody: 'hello from the instance',
     ...(rate ? { overallRate: rate } : {}),
     ...(host ? { headers: { host } } : {}),
   };
@@ -86,10 +89,76 @@ async function load(port: number, host: string | undefined, pids: number[]) {
     rps: r.requests.average,
     p50: r.latency.p50,
     p99: r.latency.p99,
-    errors: r.errors + r.non2xx,
+    errors: r.errors + r.non2xx + r.mismatches,
     cpuUsPerRequest,
     generatorUsPerRequest,
   };
+}
+
+/** The processes of a process tree (nginx's master and its workers), for CPU accounting. */
+function withChildren(pid: number): number[] {
+  let children: number[] = [];
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    /* ended */
+  }
+  return [pid, ...children.flatMap(withChildren)];
+}
+
+const NGINX = ['/usr/sbin/nginx', '/usr/bin/nginx'].find((p) => existsSync(p));
+
+/**
+ * nginx (Debian's `nginx-light`) started by the bench: `workers` worker processes (a number or
+ * `auto`), one server for the host name, `proxy_pass` to an upstream block that keeps up to 64
+ * idle connections to the instance open (HTTP/1.1, `Connection` cleared), the `X-Forwarded-*`
+ * headers the built-in edge sets, no access log; null when nginx is not installed.
+ */
+async function startNginx(upstreamPort: number, dir: string, workers: string): Promise<{ port: number; pids: () => number[] } | null> {
+  if (!NGINX) return null;
+  const port = await freePort();
+  const home = join(dir, `nginx-${workers}`);
+  mkdirSync(home, { recursive: true, mode: 0o755 });
+  const temp = (name: string) => `${name}_temp_path ${join(home, name)};`;
+  writeFileSync(
+    join(home, 'nginx.conf'),
+    `worker_processes ${workers};
+daemon off;
+pid ${join(home, 'nginx.pid')};
+error_log stderr error;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  ${temp('client_body')} ${temp('proxy')} ${temp('fastcgi')} ${temp('uwsgi')} ${temp('scgi')}
+  upstream instance { server 127.0.0.1:${upstreamPort}; keepalive 64; }
+  server {
+    listen 127.0.0.1:${port} reuseport;
+    server_name ${HOST};
+    location / {
+      proxy_pass http://instance;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $host;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_set_header X-Forwarded-Proto $scheme;
+      proxy_set_header X-Forwarded-Host $host;
+    }
+  }
+}
+`,
+  );
+  const nginx = spawn(NGINX, ['-p', home, '-c', join(home, 'nginx.conf')], { stdio: ['ignore', 'ignore', 'inherit'] });
+  children.push(nginx);
+  for (let i = 0; i < 100; i++) {
+    const up = await fetch(`http://127.0.0.1:${port}/`, { headers: { host: HOST } }).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (up) return { port, pids: () => withChildren(nginx.pid!) };
+    if (nginx.exitCode !== null) throw new Error(`nginx exited with ${nginx.exitCode}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('nginx did not answer');
 }
 
 /** A Caddy with its admin API on a free port and nothing else; null when caddy is not installed. */
@@ -157,6 +226,7 @@ async function startDriverCaddy(upstreamPort: number, dir: string): Promise<{ po
   return { port: Number(await firstLine(driver)), pids: [caddy.pid, driver.pid!] };
 }
 
+const loadBefore = loadavg();
 const dir = mkdtempSync(join(tmpdir(), 'slipway-edge-bench-'));
 try {
   const upstream = spawn(process.execPath, ['-e', UPSTREAM], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -172,10 +242,15 @@ try {
   const relayPort = Number(await firstLine(relay));
   const caddyDriver = await startDriverCaddy(upstreamPort, dir);
   const caddyStatic = await startStaticCaddy(upstreamPort, dir);
+  const nginxOne = await startNginx(upstreamPort, dir, '1');
+  const nginxAuto = await startNginx(upstreamPort, dir, 'auto');
+  if (!NGINX) console.error('nginx is not installed (apt-get install nginx-light): its rows are skipped');
 
   type Result = Awaited<ReturnType<typeof load>>;
-  const runs: Record<'direct' | 'builtin' | 'caddy' | 'caddyStatic' | 'relay', Result[]> = {
+  const runs: Record<'direct' | 'nginxOne' | 'nginxAuto' | 'builtin' | 'caddy' | 'caddyStatic' | 'relay', Result[]> = {
     direct: [],
+    nginxOne: [],
+    nginxAuto: [],
     builtin: [],
     caddy: [],
     caddyStatic: [],
@@ -183,6 +258,8 @@ try {
   };
   for (let round = 0; round < rounds; round++) {
     runs.direct.push(await load(upstreamPort, undefined, [upstream.pid!]));
+    if (nginxOne) runs.nginxOne.push(await load(nginxOne.port, HOST, nginxOne.pids()));
+    if (nginxAuto) runs.nginxAuto.push(await load(nginxAuto.port, HOST, nginxAuto.pids()));
     runs.builtin.push(await load(edgePort, HOST, [edge.pid!]));
     if (caddyDriver) runs.caddy.push(await load(caddyDriver.port, HOST, caddyDriver.pids));
     if (caddyStatic) runs.caddyStatic.push(await load(caddyStatic.port, HOST, caddyStatic.pids));
@@ -206,12 +283,18 @@ try {
   const direct = summary(runs.direct)!;
   const load_ = rate ? `${rate} req/s overall` : 'as fast as possible';
   console.log(
-    `one instance, ${connections} connections, ${load_}, ${seconds} s each after 1 s warm-up, median of ${rounds} interleaved rounds:`,
+    `one instance, ${connections} connections, ${load_}, ${seconds} s each after 1 s warm-up, median of ${rounds} interleaved rounds, load average ${loadBefore
+      .map((n) => n.toFixed(1))
+      .join(' ')} before, ${loadavg()
+      .map((n) => n.toFixed(1))
+      .join(' ')} after:`,
   );
   console.log('| path | req/s | ratio to direct | p50 ms | p99 ms | added p99 ms | errors | CPU µs/request | load generator µs/request |');
   console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const [name, list] of [
     ['direct', runs.direct],
+    ['nginx, 1 worker (keepalive upstream, no log)', runs.nginxOne],
+    [`nginx, auto (${cpus().length} workers)`, runs.nginxAuto],
     ['built-in edge', runs.builtin],
     ['Caddy (driver: SRV upstreams, access log)', runs.caddy],
     ['Caddy (static upstream, no log)', runs.caddyStatic],

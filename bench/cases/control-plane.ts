@@ -4,6 +4,7 @@ import type { BenchCase } from '../lib/case.js';
 const cases: BenchCase[] = [
   {
     name: 'GET application detail',
+    handwritten: true,
     async prepare(ctx) {
       const w = await ctx.world();
       return { path: `/v1/applications/${w.org.slug}/${w.project.slug}/${w.app.slug}`, headers: ctx.auth };
@@ -11,6 +12,7 @@ const cases: BenchCase[] = [
   },
   {
     name: 'GET config list (20 vars, 5 secret)',
+    handwritten: true,
     async prepare(ctx) {
       const w = await ctx.world();
       const existing = await ctx.api<unknown[]>('GET', `/v1/configurations/${w.app.id}`);

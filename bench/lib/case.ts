@@ -27,4 +27,9 @@ export interface BenchCase {
   name: string;
   /** Creates what the case needs, then names the request to repeat under load. */
   prepare(ctx: BenchContext): Promise<BenchTarget>;
+  /**
+   * The best hand-written server (bench/handwritten-best-server.ts) answers the same request:
+   * it is measured beside the case, in the same rounds, and the case's ratio is to it.
+   */
+  handwritten?: boolean;
 }

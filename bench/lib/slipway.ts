@@ -77,6 +77,10 @@ export async function startSlipway(options: { logLevel: string; nodeFlags?: stri
         EMBEDDED_PG_PORT: String(embeddedPort),
         ADMIN_EMAIL: admin.email,
         ADMIN_PASSWORD: admin.password,
+        // The write cases create releases as fast as they can: nothing runs them (API role), so the queue caps are lifted.
+        PIPELINE_ORG_QUEUE_LIMIT: '100000',
+        PIPELINE_USER_QUEUE_LIMIT: '100000',
+        PIPELINE_SITE_QUEUE_LIMIT: '1000000',
         // The operator's DATABASE_URL is usually a superuser's: the bench measures speed, not that wall.
         ...(database.url ? { DATABASE_URL: database.url, DATABASE_ALLOW_SUPERUSER: 'true' } : {}),
       },

@@ -243,24 +243,34 @@ export class ConfigurationsService {
       scope,
       [...byName.values()].filter((e) => !checkEntry(e.name, e.value)),
     );
-    for (const { name, value } of byName.values()) {
-      const problem = checkEntry(name, value);
-      if (problem) {
-        result.errors.push({ name, message: problem });
-        continue;
-      }
-      const stored = this.stored(value, secret);
-      // One statement per name: concurrent bulk calls never collide on the unique name.
-      const { rows } = await sql<{ inserted: boolean }>`
-        insert into config_vars (id, scope, scope_id, name, value, value_sealed, secret, buildtime, previews)
-        values (${uuidv7()}, ${scope.scope}, ${scope.scopeId}, ${name}, ${stored.value}, ${stored.value_sealed}, ${secret}, ${buildtime}, ${previews})
-        on conflict (scope, scope_id, lower(name)) do update
-          set value = excluded.value, value_sealed = excluded.value_sealed, secret = excluded.secret,
-              buildtime = excluded.buildtime, previews = excluded.previews, updated_at = now()
-          where not config_vars.secret
-        returning (xmax = 0) as inserted`.execute(this.db);
-      if (rows.length === 0) result.skipped.push(name);
-      else if (rows[0]!.inserted) result.created.push(name);
+    const valid: Array<{ name: string; value: string }> = [];
+    for (const entry of byName.values()) {
+      const problem = checkEntry(entry.name, entry.value);
+      if (problem) result.errors.push({ name: entry.name, message: problem });
+      else valid.push(entry);
+    }
+    if (valid.length === 0) return result;
+    // One statement for every name (issue 35: 100 variables were 100 round trips). Rows are
+    // written in name order, so concurrent bulk calls lock them in the same order and never deadlock.
+    const ordered = [...valid].sort((a, b) => (a.name.toLowerCase() < b.name.toLowerCase() ? -1 : 1));
+    const stored = ordered.map((e) => this.stored(e.value, secret));
+    const { rows } = await sql<{ name: string; inserted: boolean }>`
+      insert into config_vars (id, scope, scope_id, name, value, value_sealed, secret, buildtime, previews)
+      select v.id, ${scope.scope}, ${scope.scopeId}, v.name, v.value, v.value_sealed, ${secret}, ${buildtime}, ${previews}
+      from unnest(${ordered.map(() => uuidv7())}::uuid[], ${ordered.map((e) => e.name)}::text[],
+                  ${stored.map((s) => s.value)}::text[], ${stored.map((s) => s.value_sealed)}::text[])
+           with ordinality as v(id, name, value, value_sealed, position)
+      order by v.position
+      on conflict (scope, scope_id, lower(name)) do update
+        set value = excluded.value, value_sealed = excluded.value_sealed, secret = excluded.secret,
+            buildtime = excluded.buildtime, previews = excluded.previews, updated_at = now()
+        where not config_vars.secret
+      returning lower(name) as name, (xmax = 0) as inserted`.execute(this.db);
+    const written = new Map(rows.map((r) => [r.name, r.inserted]));
+    for (const { name } of valid) {
+      const inserted = written.get(name.toLowerCase());
+      if (inserted === undefined) result.skipped.push(name);
+      else if (inserted) result.created.push(name);
       else result.updated.push(name);
     }
     return result;

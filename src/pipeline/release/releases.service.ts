@@ -2,7 +2,7 @@ import type { AppContext } from '../../platform/context.js';
 import type { ChangeSet, ProcessCounts, ProcessDefinitions, ProcessPodClasses } from '../../platform/db/schema.js';
 import { notFound } from '../../platform/errors.js';
 import { iso, paginate, type PaginatedEnvironmentQuery } from '../../platform/http/schemas.js';
-import { requireJobRoom } from '../../platform/jobs/require-jobs.js';
+import { requireJobRoom, requireJobs } from '../../platform/jobs/require-jobs.js';
 import type { JobMaintenance, Jobs } from '../../platform/jobs/types.js';
 import type { ApplicationsService } from '../../modules/applications/index.js';
 import type { ConfigurationsService } from '../../modules/configurations/index.js';
@@ -110,12 +110,15 @@ export class ReleasesService {
   // --- API ---
 
   async requestRelease(userId: string, applicationId: string) {
-    await this.apps.authorize(userId, applicationId);
+    const app = await this.apps.authorize(userId, applicationId);
     const environmentId = await productionEnvironmentId(this.ctx.db, applicationId);
     await requireProtectedEnvironmentAdmin(this.ctx.db, userId, { environmentId }, 'its releases');
-    const jobs = await requireJobRoom(this.ctx, applicationId);
-    const release = await this.createRelease(applicationId, environmentId);
-    await queueRecordJob(this.ctx.db, 'releases', jobs, RELEASE_JOB, { applicationId, environmentId, recordId: release.id }, 'release');
+    const jobs = requireJobs(this.ctx);
+    // The application and its budget are read once here and reused below (issue 35: two round trips fewer).
+    const budget = await jobs.ensureRoom(applicationId);
+    const release = await this.repo.insertNext(app.id, environmentId, app.platform);
+    const data = { applicationId, environmentId, recordId: release.id, ...(budget ?? {}) };
+    await queueRecordJob(this.ctx.db, 'releases', jobs, RELEASE_JOB, data, 'release');
     return { ok: true, release_id: release.id, version: release.version };
   }
 

@@ -6,7 +6,7 @@ import { isDatabaseUnavailable } from '../db/availability.js';
 import { databaseAvailability, sqlExecutorOf, type Db } from '../db/database.js';
 import { deadWorkers } from './dead-workers.js';
 import { AppError } from '../errors.js';
-import { JobStore, WORKER_AFFINITY_SECONDS, type JobPorts, type JobWait, type OrganizationLimits } from './job-store.js';
+import { JobStore, WORKER_AFFINITY_SECONDS, type JobBudget, type JobPorts, type JobWait, type OrganizationLimits } from './job-store.js';
 import { killOrphansOf, setWorkerMark } from './orphan-processes.js';
 import type { JobHandler, JobInput, JobKind, JobKindOptions, Jobs, PipelineJobData } from './types.js';
 import { Wakeup } from './wakeup.js';
@@ -244,13 +244,14 @@ export class PipelineJobs implements Jobs {
   /**
    * Refuses (429) a new job of an application whose organization, or whose organization's
    * creator across all the organizations they created, or the whole site, already has its cap
-   * of jobs waiting or running. Services call this before storing the job's record.
+   * of jobs waiting or running. Services call this before storing the job's record. Answers the
+   * budget it read, which the job's data may carry so `enqueue` does not read it again.
    */
-  async ensureRoom(applicationId: string): Promise<void> {
+  async ensureRoom(applicationId: string): Promise<JobBudget | null> {
     const budget = await this.ports.budgetOf(applicationId);
-    if (!budget) return;
+    if (!budget) return null;
     const limits = this.options.organizationLimits;
-    if (!limits) return;
+    if (!limits) return budget;
     const queued = await this.store.queuedFor(budget);
     const later = 'try again when some have finished';
     if (queued.organization >= limits.queued)
@@ -263,6 +264,7 @@ export class PipelineJobs implements Jobs {
       );
     if (limits.siteQueued !== undefined && queued.site >= limits.siteQueued)
       throw new AppError('RATE_LIMITED', `The platform already has ${limits.siteQueued} pipeline jobs waiting or running; ${later}`);
+    return budget;
   }
 
   /** Why each of the given jobs still waits (those no longer waiting are left out). */
