@@ -4,6 +4,7 @@
 // with the error under the field, and screenshots of every section light, dark and at phone width
 // (test-artifacts/dashboard-sections, gitignored).
 import { existsSync, mkdirSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -11,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DASHBOARD_DIST } from '../../src/dashboard/serve.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
 import { deployableApp, NODE_APP, settled, type Deployable } from '../pipeline-deploy/fixtures.js';
+import { waitFor } from '../helpers/wait.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const missing = !existsSync(CHROMIUM)
@@ -30,6 +32,9 @@ let base: string;
 let owner: TestUser;
 let app: Deployable;
 let appPath: string;
+/** A webhook receiver on loopback: the events it was sent. */
+let receiver: Server;
+const received: string[] = [];
 
 const deployments = async () =>
   (await h.app.inject({ method: 'GET', url: `/v1/applications/${app.appId}/deployments`, headers: owner.headers })).json().items as Array<{
@@ -59,8 +64,17 @@ async function screenshots(name: string) {
 beforeAll(async () => {
   if (missing) return;
   mkdirSync(ARTIFACTS, { recursive: true });
+  receiver = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      received.push(body);
+      res.end('ok');
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
   h = await createHarness(
-    { ROUTER_HOST: '127.0.0.1', ROUTER_PORT: 0, RUNTIME_STOP_GRACE_MS: 1000, ROUTER_DRAIN_TIMEOUT_MS: 1000 },
+    { ROUTER_HOST: '127.0.0.1', ROUTER_PORT: 0, RUNTIME_STOP_GRACE_MS: 1000, ROUTER_DRAIN_TIMEOUT_MS: 1000, WEBHOOK_ALLOW_PRIVATE: true },
     { jobs: true, runtime: true },
   );
   await h.app.listen({ host: '127.0.0.1', port: 0 });
@@ -80,6 +94,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  receiver?.close();
   await browser?.close();
   await h?.close();
 });
@@ -193,4 +208,36 @@ describe.skipIf(missing !== null)('the application page in Chromium', () => {
     await page.getByRole('status').getByText('Settings saved.').waitFor();
     expect(await error.count()).toBe(0);
   }, 30_000);
+
+  it("creates a webhook on the organization's page and shows its delivery of the next deployment", async () => {
+    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    await page.goto(`${base}/orgs/${app.slugs.org}`);
+    await page.getByLabel('Receiver URL').fill(url);
+    await page.getByRole('button', { name: 'Create webhook' }).click();
+    const hook = page.locator(`li[data-webhook="${url}"]`);
+    await hook.waitFor();
+    const [created] = (
+      await h.app.inject({ method: 'GET', url: `/v1/organizations/${app.slugs.org}/webhooks`, headers: owner.headers })
+    ).json() as Array<{ id: string }>;
+
+    await deploy('v3');
+    await waitFor('the delivery to succeed', async () => {
+      const res = await h.app.inject({
+        method: 'GET',
+        url: `/v1/organizations/${app.slugs.org}/webhooks/${created!.id}/deliveries`,
+        headers: owner.headers,
+      });
+      return (res.json().items as Array<{ event: string; status: string }>).some(
+        (d) => d.event === 'deployment.succeeded' && d.status === 'succeeded',
+      )
+        ? true
+        : null;
+    });
+    expect(received.some((body) => body.includes('deployment.succeeded'))).toBe(true);
+    await hook.getByRole('button', { name: 'Deliveries' }).click();
+    const delivery = hook.getByRole('table', { name: 'Deliveries' }).locator('tr[data-delivery="deployment.succeeded"]').first();
+    await delivery.locator('.status', { hasText: 'succeeded' }).waitFor();
+    expect(await delivery.textContent()).toContain('HTTP 200');
+    await screenshots('organization-webhooks');
+  }, 60_000);
 });

@@ -4,6 +4,7 @@ import { ConfirmAction } from '../components/confirm.js';
 import { ErrorMessage, Loading, matches, SearchBox } from '../components/ui.js';
 import { useLoad } from '../hooks.js';
 import { TeamsPanel } from './teams.js';
+import { WebhooksPanel } from './webhooks.js';
 
 /** One organization: its projects (search, create) and its members (add, remove, admin flag). */
 export function OrganizationPage({ org }: { org: string }) {
@@ -146,6 +147,7 @@ export function OrganizationPage({ org }: { org: string }) {
             </form>
           </section>
           <TeamsPanel org={org} />
+          <WebhooksPanel org={org} />
         </>
       )}
     </Loading>

@@ -143,7 +143,7 @@ export function OverviewSection({ app, reloadApp }: SectionProps) {
         </div>
       </section>
 
-      <Processes app={app} onScaled={reloadApp} />
+      <Processes app={app} serving={countsOf(production?.deploy_metadata?.process_counts)} onScaled={reloadApp} />
 
       <section aria-labelledby="deployments-h" class="panel">
         <h2 id="deployments-h">Recent deployments</h2>
@@ -290,6 +290,9 @@ function Serving({ deployment: d, refresh }: { deployment: Deployment; refresh: 
     </div>
   );
 }
+
+const countsOf = (counts: unknown): Record<string, number> =>
+  counts && typeof counts === 'object' ? (counts as Record<string, number>) : {};
 
 function processSummary(counts: unknown): string {
   if (!counts || typeof counts !== 'object') return '—';

@@ -19,8 +19,9 @@ const POD_CLASSES = [
 type PodClass = (typeof POD_CLASSES)[number];
 
 /** Process types with their counts and pod classes; scaling errors appear beside the form that failed. */
-export function Processes({ app, onScaled }: { app: Application; onScaled: () => void }) {
-  const types = Object.keys({ ...app.process_counts, ...app.process_pod_classes }).sort();
+export function Processes({ app, serving, onScaled }: { app: Application; serving: Record<string, number>; onScaled: () => void }) {
+  // What serves names its process types too (a release's Procfile), before any scale was set.
+  const types = Object.keys({ ...serving, ...app.process_counts, ...app.process_pod_classes }).sort();
   const [error, setError] = useState<{ form: string; message: string } | null>(null);
   const scale = async (event: Event, known?: string) => {
     event.preventDefault();
@@ -53,10 +54,10 @@ export function Processes({ app, onScaled }: { app: Application; onScaled: () =>
             <li key={type}>
               <form class="inline scale" aria-label={`Scale ${type}`} onSubmit={(e) => scale(e, type)}>
                 <strong>{type}</strong>
-                <span data-testid={`count-${type}`}>{app.process_counts[type] ?? 0} running</span>
+                <span data-testid={`count-${type}`}>{app.process_counts[type] ?? serving[type] ?? 0} running</span>
                 <label>
                   Instances
-                  <input type="number" name="count" min={0} max={100} value={app.process_counts[type] ?? 0} required />
+                  <input type="number" name="count" min={0} max={100} value={app.process_counts[type] ?? serving[type] ?? 0} required />
                 </label>
                 <label>
                   Pod class
