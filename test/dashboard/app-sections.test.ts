@@ -3,7 +3,8 @@
 // cancelled at the confirmation and then confirmed, a refused settings form that keeps its edits
 // with the error under the field, and screenshots of every section light, dark and at phone width
 // (test-artifacts/dashboard-sections, gitignored).
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -48,6 +49,34 @@ async function deploy(version: string) {
   const releaseId = await app.release({ 'server.js': NODE_APP(version) }, 'web: node server.js\n');
   const res = await h.app.inject({ method: 'POST', url: `/v1/releases/${releaseId}/deploy`, headers: owner.headers });
   expect((await settled(h, owner, res.json().deployment_id)).status).toBe('complete');
+}
+
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/**
+ * axe-core's serious and critical findings on the page as shown, in light and in dark (evaluated
+ * through the debugging protocol, so the dashboard's CSP stays as it is).
+ */
+async function accessibilityProblems(): Promise<string[]> {
+  const problems: string[] = [];
+  for (const colorScheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme });
+    if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE);
+    const found = await page.evaluate(async () => {
+      const axe = (
+        window as unknown as {
+          axe: { run: (o: object) => Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }> };
+        }
+      ).axe;
+      const result = await axe.run({ resultTypes: ['violations'] });
+      return result.violations
+        .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+        .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+    });
+    problems.push(...found.map((f) => `${colorScheme} ${f}`));
+  }
+  await page.emulateMedia({ colorScheme: 'light' });
+  return problems;
 }
 
 /** The section's page in light, dark and at phone width (dark and phone from fresh emulation, no reload of data needed). */
@@ -109,6 +138,7 @@ describe.skipIf(missing !== null)('the application page in Chromium', () => {
     await page.waitForFunction(() => document.title === 'Web · Slipway');
     expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Web');
     await screenshots('overview');
+    expect(await accessibilityProblems()).toEqual([]);
 
     const nav = page.getByRole('navigation', { name: 'Application sections' });
     for (const label of SECTIONS.slice(1)) {
@@ -139,6 +169,7 @@ describe.skipIf(missing !== null)('the application page in Chromium', () => {
         await page.getByRole('table', { name: 'Audit log' }).getByText(owner.username).first().waitFor();
       }
       await screenshots(label.toLowerCase());
+      expect(await accessibilityProblems()).toEqual([]);
     }
 
     // At phone width every deployment row keeps its Log action on screen.
@@ -162,6 +193,7 @@ describe.skipIf(missing !== null)('the application page in Chromium', () => {
     expect(await dialog.getByText('Environment:').textContent()).toContain('production');
     expect(await dialog.getByLabel('What will change').textContent()).toMatch(/Releasev2 →\s*v1/);
     await screenshots('rollback-confirmation');
+    expect(await accessibilityProblems()).toEqual([]);
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     await dialog.waitFor({ state: 'hidden' });
     expect((await deployments()).length).toBe(before);
@@ -239,5 +271,6 @@ describe.skipIf(missing !== null)('the application page in Chromium', () => {
     await delivery.locator('.status', { hasText: 'succeeded' }).waitFor();
     expect(await delivery.textContent()).toContain('HTTP 200');
     await screenshots('organization-webhooks');
+    expect(await accessibilityProblems()).toEqual([]);
   }, 60_000);
 });

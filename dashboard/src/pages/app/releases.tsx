@@ -31,8 +31,7 @@ export function Releases({ releases, serving }: { releases: Loaded<ReleasePage>;
                     {r.built && !r.error && current?.release.id !== r.id && (
                       <ConfirmAction
                         class="compact"
-                        label="Deploy this release"
-                        ariaLabel={`Deploy release v${r.version}`}
+                        label={`Deploy v${r.version}`}
                         title={`Deploy release v${r.version}`}
                         environment={r.environment}
                         changes={[{ label: 'Release', from: current ? `v${current.release.version}` : null, to: `v${r.version}` }]}
