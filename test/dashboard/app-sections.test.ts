@@ -112,6 +112,14 @@ beforeAll(async () => {
   app = await deployableApp(h, owner, { health_check_path: '/' });
   appPath = `/apps/${app.slugs.org}/${app.slugs.project}/${app.slugs.app}`;
   await deploy('v1');
+  // A guard on production watches v2 after it completes: its decision shows in the history.
+  const guard = await h.app.inject({
+    method: 'PUT',
+    url: `/v1/applications/${app.appId}/guard`,
+    headers: owner.headers,
+    payload: { max_restarts: 5, window_seconds: 3600 },
+  });
+  expect(guard.statusCode).toBe(200);
   await deploy('v2');
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
   page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
@@ -152,6 +160,7 @@ describe.skipIf(missing !== null)('the application page in Chromium', () => {
         expect(await row.getByTestId('environment').textContent()).toBe('production');
         expect(await row.getByTestId('trigger').textContent()).toBe('deploy');
         expect(await row.textContent()).toMatch(/v2.*complete.*\d+ s/);
+        expect(await row.getByTestId('guard').textContent()).toMatch(/^guard watching until /);
       }
       if (label === 'Logs') {
         // The runtime output the API keeps, secrets scrubbed, with the line's process type.

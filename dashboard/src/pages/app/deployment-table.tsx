@@ -54,6 +54,7 @@ export function DeploymentTable({
             <td>
               <Status error={d.error || d.status === 'rolled_back'} done={d.complete} label={statusLabel(d)} />
               {d.queue_reason && <p class="muted queue-reason">{d.queue_reason}</p>}
+              {d.guard && <GuardDecision guard={d.guard} />}
             </td>
             <td class="wide-only" data-testid="trigger">
               {trigger(d, deployments)}
@@ -132,5 +133,25 @@ export function FailureDetail({ deployment: d }: { deployment: Deployment }) {
         </>
       )}
     </div>
+  );
+}
+
+const GUARD_TEXT: Record<NonNullable<Deployment['guard']>['status'], string> = {
+  watching: 'guard watching',
+  passed: 'guard passed',
+  rolled_back: 'guard rolled it back',
+  breached: 'guard breached, nothing to go back to',
+  superseded: 'guard stopped: a later deployment came',
+};
+
+/** What the deployment's guard decided (or is still watching), and the threshold it saw crossed. */
+function GuardDecision({ guard }: { guard: NonNullable<Deployment['guard']> }) {
+  const bad = guard.status === 'rolled_back' || guard.status === 'breached';
+  return (
+    <p class={`guard ${bad ? 'error' : 'muted'}`} data-testid="guard">
+      {GUARD_TEXT[guard.status]}
+      {guard.breach && `: ${guard.breach}`}
+      {guard.status === 'watching' && ` until ${when(guard.watch_until)}`}
+    </p>
   );
 }
