@@ -33,7 +33,8 @@ function Chart({ title, times, values, unit }: { title: string; times: number[];
       {
         width: Math.max(280, Math.min(el.clientWidth, 900)),
         height: 180,
-        series: [{}, { label: `${title} (${unit})`, stroke: token('--accent'), width: 2 }],
+        // One series colour legible on both backgrounds.
+        series: [{}, { label: `${title} (${unit})`, stroke: '#4493f8', width: 2 }],
         axes: [axis, axis],
       },
       [times, values],

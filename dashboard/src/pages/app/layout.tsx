@@ -1,4 +1,5 @@
 import type { FunctionComponent } from 'preact';
+import { useEffect } from 'preact/hooks';
 import { api, ok } from '../../api.js';
 import { Icon, type IconName } from '../../components/icons.js';
 import { Loading } from '../../components/ui.js';
@@ -55,6 +56,10 @@ export function ApplicationPage({ org, project, app, tab = 'overview' }: { org: 
   );
   const base = `/apps/${org}/${project}/${app}`;
   const section = SECTIONS.find((s) => s.slug === tab);
+  // On a phone the sections are a scrolling strip: keep the current one in view.
+  useEffect(() => {
+    document.querySelector('.sections [aria-current="page"]')?.scrollIntoView({ block: 'nearest', inline: 'nearest' });
+  }, [tab, detail.data !== undefined]);
   return (
     <Loading state={detail} what="the application">
       {(a) => (
