@@ -8,11 +8,21 @@ export type Paths = paths;
 
 export const api = createClient<paths>({ baseUrl: '/', credentials: 'same-origin' });
 
-/** An API failure in the API's own words (`message`, plus the fields a 422 names). */
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+/**
+ * An API failure in the API's own words (`message`, plus the fields a 422 names), with the
+ * request id the server answered with (x-request-id) so a report can be matched to its log line.
+ */
 export class ApiError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    readonly fields: FieldError[] = [],
+    readonly requestId: string | null = null,
   ) {
     super(message);
   }
@@ -34,15 +44,22 @@ export async function ok<T>(call: Promise<Result<T>>): Promise<NonNullable<T>> {
   }
   const { data, error, response } = result;
   if (response.ok) return data as NonNullable<T>;
-  const body = (error ?? {}) as { message?: unknown; errors?: Array<{ field: string; message: string }> };
+  const body = (error ?? {}) as { message?: unknown; errors?: FieldError[] };
   const message = typeof body.message === 'string' ? body.message : `HTTP ${response.status}`;
   const fields =
     Array.isArray(body.errors) && body.errors.length > 0 ? `: ${body.errors.map((f) => `${f.field} ${f.message}`).join('; ')}` : '';
   if (response.status === 401) window.dispatchEvent(new CustomEvent('slipway:unauthenticated'));
-  throw new ApiError(response.status, message + fields);
+  throw new ApiError(
+    response.status,
+    message + fields,
+    Array.isArray(body.errors) ? body.errors : [],
+    response.headers.get('x-request-id'),
+  );
 }
 
-export const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e));
+/** An error as shown to the user: the API's words, and the request id when the server gave one. */
+export const errorText = (e: unknown): string =>
+  e instanceof ApiError && e.requestId ? `${e.message} (request ${e.requestId})` : e instanceof Error ? e.message : String(e);
 
 /**
  * A call by plain path, for routes the typed client cannot name statically (the configuration

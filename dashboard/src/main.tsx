@@ -6,16 +6,18 @@ import { LoginPage } from './pages/login.js';
 import { OrganizationsPage } from './pages/organizations.js';
 import { OrganizationPage } from './pages/organization.js';
 import { ProjectPage } from './pages/project.js';
-import { ApplicationPage } from './pages/application.js';
+import { ApplicationPage } from './pages/app/layout.js';
 import { AccountPage } from './pages/account.js';
 import { ScopeConfigPage } from './pages/scope-config.js';
 import { CliAuthPage } from './pages/cli-auth.js';
+import { usePageTitleAndFocus } from './components/page-title.js';
 
 type User = { username: string; email: string };
 
 function Shell() {
   const [user, setUser] = useState<User | null | undefined>(undefined);
   const location = useLocation();
+  usePageTitleAndFocus();
   useEffect(() => {
     ok(api.GET('/v1/auth/session'))
       .then((s) => setUser(s.authenticated && s.user ? s.user : null))
@@ -25,7 +27,12 @@ function Shell() {
     return () => window.removeEventListener('slipway:unauthenticated', signedOut);
   }, []);
 
-  if (user === undefined) return <p class="muted">Loading…</p>;
+  if (user === undefined)
+    return (
+      <p class="muted loading" role="status" aria-busy="true">
+        Loading…
+      </p>
+    );
   if (user === null) return <LoginPage onLogin={(u) => setUser(u)} />;
 
   const logout = async () => {
@@ -60,7 +67,15 @@ function Shell() {
           <Route path="/config/:org/teams/:team" component={ScopeConfigPage} />
           <Route path="/config/:org/projects/:project" component={ScopeConfigPage} />
           <Route path="/config/:org/projects/:project/envs/:env" component={ScopeConfigPage} />
-          <Route default component={() => <p class="error">No such page.</p>} />
+          <Route
+            default
+            component={() => (
+              <>
+                <h1>Not found</h1>
+                <p class="error">No such page.</p>
+              </>
+            )}
+          />
         </Router>
       </main>
     </>

@@ -264,6 +264,7 @@ describe.skipIf(missing !== null)('the dashboard in Chromium', () => {
       expect(bodies.filter((b) => b.includes(SECRET))).toEqual([]);
 
       await page.getByRole('button', { name: 'Roll back' }).click();
+      await page.getByRole('dialog', { name: 'Roll back Web' }).getByRole('button', { name: 'Roll back' }).click();
       await page.getByRole('status').getByText('Rollback started.').waitFor();
       await page.getByTestId('serving-release-production').getByText('v1').waitFor({ timeout: LONG });
       await waitFor(
@@ -281,9 +282,10 @@ describe.skipIf(missing !== null)('the dashboard in Chromium', () => {
       await page.getByRole('link', { name: 'shop', exact: true }).click();
       await page.getByLabel('Environment name').fill('Staging');
       await page.getByRole('button', { name: 'Create environment' }).click();
-      const promote = page.getByRole('form', { name: 'Promote into staging' });
+      const promote = page.getByRole('group', { name: 'Promote into staging' });
       await promote.getByLabel('Promote into staging from').selectOption('production');
       await promote.getByRole('button', { name: 'Promote' }).click();
+      await page.getByRole('dialog', { name: 'Promote into staging' }).getByRole('button', { name: 'Promote' }).click();
       await page.locator('section.log .log-state[data-state="complete"]').waitFor({ timeout: LONG });
       expect(await page.locator('section.log .log-lines').textContent()).toContain('web |');
       await screenshots('environments');
@@ -302,7 +304,7 @@ describe.skipIf(missing !== null)('the dashboard in Chromium', () => {
     expect(await page.getByRole('alert').textContent()).toMatch(/not found/i);
     await page.getByLabel('Username or e-mail').fill(colleague.username);
     await page.getByRole('button', { name: 'Add member' }).click();
-    await page.getByRole('cell', { name: new RegExp(colleague.username) }).waitFor();
+    await page.getByRole('cell', { name: new RegExp(`^${colleague.username}`) }).waitFor();
     await page.getByLabel('Team name').fill('Ops');
     await page.getByRole('button', { name: 'Create team' }).click();
     await page.getByLabel('New member of Ops').fill(colleague.username);

@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, errorText, ok } from '../api.js';
+import { ConfirmAction } from '../components/confirm.js';
 import { ErrorMessage, Loading, when } from '../components/ui.js';
 import { useLoad } from '../hooks.js';
 
@@ -44,12 +45,16 @@ export function AccountPage() {
                   <td>{when(k.last_used)}</td>
                   <td>{when(k.expires)}</td>
                   <td>
-                    <button
-                      type="button"
-                      onClick={() => run(() => ok(api.DELETE('/v1/auth/api-keys/{id}', { params: { path: { id: k.id } } })))}
-                    >
-                      Revoke
-                    </button>
+                    <ConfirmAction
+                      label="Revoke"
+                      ariaLabel={`Revoke key ${k.name}`}
+                      danger
+                      title={`Revoke API key ${k.name}`}
+                      changes={[{ label: `Key ${k.prefix}…`, from: 'accepted', to: 'refused from now on, by every client using it' }]}
+                      run={() => ok(api.DELETE('/v1/auth/api-keys/{id}', { params: { path: { id: k.id } } }))}
+                      done="Revoked."
+                      onDone={keys.reload}
+                    />
                   </td>
                 </tr>
               ))}

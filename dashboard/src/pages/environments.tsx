@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, errorText, ok, type Schemas } from '../api.js';
+import { ConfirmAction } from '../components/confirm.js';
 import { LogView } from '../components/log-view.js';
 import { ErrorMessage, Loading, Status, when } from '../components/ui.js';
 import { useLoad } from '../hooks.js';
@@ -29,6 +30,8 @@ export function EnvironmentsPanel({ org, project }: { org: string; project: stri
     run(async () => {
       setFollowing({ env, deploy: await work() });
     });
+  // The source picked for each environment's promotion (default: the first other environment).
+  const [sources, setSources] = useState<Record<string, string>>({});
 
   return (
     <section aria-labelledby="envs-h">
@@ -74,20 +77,14 @@ export function EnvironmentsPanel({ org, project }: { org: string; project: stri
                         Deploy {e.slug}
                       </button>
                       {others.length > 0 && (
-                        <form
-                          class="inline"
-                          aria-label={`Promote into ${e.slug}`}
-                          onSubmit={(event) => {
-                            event.preventDefault();
-                            const from = String(new FormData(event.currentTarget as HTMLFormElement).get('from'));
-                            void start(e.slug, () =>
-                              ok(api.POST('/v1/workspaces/{workspace}/projects/{project}/envs/{env}/promote', { ...path, body: { from } })),
-                            );
-                          }}
-                        >
+                        <span class="inline" role="group" aria-label={`Promote into ${e.slug}`}>
                           <label>
                             <span class="sr-only">Promote into {e.slug} from</span>
-                            <select name="from">
+                            <select
+                              name="from"
+                              value={sources[e.slug] ?? others[0]!.slug}
+                              onChange={(event) => setSources({ ...sources, [e.slug]: (event.currentTarget as HTMLSelectElement).value })}
+                            >
                               {others.map((o) => (
                                 <option key={o.slug} value={o.slug}>
                                   from {o.slug}
@@ -95,8 +92,29 @@ export function EnvironmentsPanel({ org, project }: { org: string; project: stri
                               ))}
                             </select>
                           </label>
-                          <button type="submit">Promote</button>
-                        </form>
+                          <ConfirmAction
+                            label="Promote"
+                            title={`Promote into ${e.slug}`}
+                            environment={e.slug}
+                            changes={[
+                              {
+                                label: 'Releases',
+                                from: `what serves in ${e.slug}`,
+                                to: `what serves in ${sources[e.slug] ?? others[0]!.slug}`,
+                              },
+                            ]}
+                            note={e.protected ? 'A protected environment: only those allowed to deploy it may promote into it.' : undefined}
+                            run={async () => {
+                              const from = sources[e.slug] ?? others[0]!.slug;
+                              const deploy = await ok(
+                                api.POST('/v1/workspaces/{workspace}/projects/{project}/envs/{env}/promote', { ...path, body: { from } }),
+                              );
+                              setFollowing({ env: e.slug, deploy });
+                              envs.reload();
+                            }}
+                            done="Promotion started."
+                          />
+                        </span>
                       )}
                     </td>
                   </tr>

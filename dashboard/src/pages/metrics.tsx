@@ -8,23 +8,40 @@ import { useLoad } from '../hooks.js';
 const RANGES = ['1h', '6h', '24h', '7d', '30d'] as const;
 type Range = (typeof RANGES)[number];
 
+/** The colour scheme in force, followed live: a canvas cannot use CSS variables, so charts redraw with it. */
+function useColorScheme(): 'light' | 'dark' {
+  const query = window.matchMedia('(prefers-color-scheme: dark)');
+  const [dark, setDark] = useState(query.matches);
+  useEffect(() => {
+    const change = () => setDark(query.matches);
+    query.addEventListener('change', change);
+    return () => query.removeEventListener('change', change);
+  }, []);
+  return dark ? 'dark' : 'light';
+}
+
 function Chart({ title, times, values, unit }: { title: string; times: number[]; values: number[]; unit: string }) {
   const box = useRef<HTMLDivElement>(null);
+  const scheme = useColorScheme();
   useEffect(() => {
     const el = box.current;
     if (!el) return;
+    // The design tokens' colours, read from the page: axes and grid legible in light and dark.
+    const token = (name: string) => getComputedStyle(el).getPropertyValue(name).trim();
+    const axis = { stroke: token('--fg'), grid: { stroke: token('--line') }, ticks: { stroke: token('--line') } };
     const plot = new uPlot(
       {
         width: Math.max(280, Math.min(el.clientWidth, 900)),
         height: 180,
+        // One series colour legible on both backgrounds.
         series: [{}, { label: `${title} (${unit})`, stroke: '#4493f8', width: 2 }],
-        axes: [{ stroke: 'currentColor' }, { stroke: 'currentColor' }],
+        axes: [axis, axis],
       },
       [times, values],
       el,
     );
     return () => plot.destroy();
-  }, [times, values, title, unit]);
+  }, [times, values, title, unit, scheme]);
   return (
     <figure class="chart">
       <figcaption>{title}</figcaption>

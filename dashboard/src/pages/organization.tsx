@@ -1,8 +1,10 @@
 import { useState } from 'preact/hooks';
 import { api, errorText, ok } from '../api.js';
+import { ConfirmAction } from '../components/confirm.js';
 import { ErrorMessage, Loading, matches, SearchBox } from '../components/ui.js';
 import { useLoad } from '../hooks.js';
 import { TeamsPanel } from './teams.js';
+import { WebhooksPanel } from './webhooks.js';
 
 /** One organization: its projects (search, create) and its members (add, remove, admin flag). */
 export function OrganizationPage({ org }: { org: string }) {
@@ -101,20 +103,28 @@ export function OrganizationPage({ org }: { org: string }) {
                       >
                         {m.admin ? 'Remove admin' : 'Make admin'}
                       </button>
-                      <button
-                        type="button"
-                        onClick={() =>
-                          act(() =>
-                            ok(
-                              api.DELETE('/v1/organizations/{org_slug}/members/{user_id}', {
-                                params: { path: { org_slug: org, user_id: m.user_id } },
-                              }),
-                            ),
+                      <ConfirmAction
+                        label="Remove"
+                        ariaLabel={`Remove ${m.username} from the organization`}
+                        danger
+                        title={`Remove ${m.username} from ${o.name}`}
+                        changes={[
+                          {
+                            label: 'Access',
+                            from: m.admin ? 'member (admin)' : 'member',
+                            to: 'none: every team and project of the organization',
+                          },
+                        ]}
+                        run={() =>
+                          ok(
+                            api.DELETE('/v1/organizations/{org_slug}/members/{user_id}', {
+                              params: { path: { org_slug: org, user_id: m.user_id } },
+                            }),
                           )
                         }
-                      >
-                        Remove
-                      </button>
+                        done="Removed."
+                        onDone={detail.reload}
+                      />
                     </td>
                   </tr>
                 ))}
@@ -137,6 +147,7 @@ export function OrganizationPage({ org }: { org: string }) {
             </form>
           </section>
           <TeamsPanel org={org} />
+          <WebhooksPanel org={org} />
         </>
       )}
     </Loading>

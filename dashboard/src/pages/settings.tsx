@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
-import { api, errorText, ok } from '../api.js';
-import { ErrorMessage } from '../components/ui.js';
+import { api, ApiError, errorText, ok } from '../api.js';
+import { ErrorMessage, FieldError, invalidProps } from '../components/ui.js';
 
 interface Settings {
   id: string;
@@ -13,9 +13,19 @@ interface Settings {
 
 const orNull = (value: FormDataEntryValue | null) => (value === null || String(value).trim() === '' ? null : String(value).trim());
 
-/** The application's build and deploy settings (PATCH settings: an emptied field is cleared). */
+interface Refusal {
+  /** Field name → the API's words about it, shown under that field. */
+  fields: Record<string, string>;
+  /** What the API said that names no field of this form (with the request id). */
+  other: string | null;
+}
+
+/**
+ * The application's build and deploy settings (PATCH settings: an emptied field is cleared). The
+ * inputs are uncontrolled (defaultValue): a refused save leaves every edit where the user made it.
+ */
 export function SettingsPanel({ app, onSaved }: { app: Settings; onSaved: () => void }) {
-  const [error, setError] = useState<string | null>(null);
+  const [refusal, setRefusal] = useState<Refusal | null>(null);
   const [saved, setSaved] = useState(false);
   const save = async (event: Event) => {
     event.preventDefault();
@@ -33,40 +43,54 @@ export function SettingsPanel({ app, onSaved }: { app: Settings; onSaved: () => 
           },
         }),
       );
-      setError(null);
+      setRefusal(null);
       setSaved(true);
       onSaved();
     } catch (e) {
-      setError(errorText(e));
       setSaved(false);
+      const named = e instanceof ApiError ? e.fields.filter((f) => form.has(f.field)) : [];
+      const suffix = e instanceof ApiError && e.requestId ? ` (request ${e.requestId})` : '';
+      setRefusal({
+        fields: Object.fromEntries(named.map((f) => [f.field, `${f.field} ${f.message}${suffix}`])),
+        other: named.length > 0 ? null : errorText(e),
+      });
     }
   };
+  const field = (name: keyof Settings) => refusal?.fields[name];
+  const text = (name: keyof Settings, label: string, value: string | null, required = false) => (
+    <>
+      <label>
+        {label}
+        <input name={name} defaultValue={value ?? ''} autocomplete="off" required={required} {...invalidProps(name, field(name))} />
+      </label>
+      <FieldError name={name} message={field(name)} />
+    </>
+  );
   return (
     <section class="panel" aria-labelledby="settings-h">
-      <h2 id="settings-h">Settings</h2>
-      <form onSubmit={save} aria-label="Application settings">
-        <label>
-          Repository (git URL or path)
-          <input name="github_repository" value={app.github_repository ?? ''} autocomplete="off" />
-        </label>
-        <label>
-          Auto-deploy branch
-          <input name="auto_deploy_branch" value={app.auto_deploy_branch ?? ''} autocomplete="off" />
-        </label>
-        <label>
-          Subdirectory
-          <input name="subdirectory" value={app.subdirectory ?? ''} autocomplete="off" />
-        </label>
-        <label>
-          Health check path
-          <input name="health_check_path" value={app.health_check_path} required />
-        </label>
+      <h2 id="settings-h" data-page-title>
+        Settings
+      </h2>
+      <form onSubmit={save} aria-label="Application settings" onInput={() => setSaved(false)}>
+        {text('github_repository', 'Repository (git URL or path)', app.github_repository)}
+        {text('auto_deploy_branch', 'Auto-deploy branch', app.auto_deploy_branch)}
+        {text('subdirectory', 'Subdirectory', app.subdirectory)}
+        {text('health_check_path', 'Health check path', app.health_check_path, true)}
         <label>
           Deployment timeout (seconds)
-          <input type="number" name="deployment_timeout" min={5} max={3600} value={app.deployment_timeout} required />
+          <input
+            type="number"
+            name="deployment_timeout"
+            min={5}
+            max={3600}
+            defaultValue={String(app.deployment_timeout)}
+            required
+            {...invalidProps('deployment_timeout', field('deployment_timeout'))}
+          />
         </label>
+        <FieldError name="deployment_timeout" message={field('deployment_timeout')} />
         <button type="submit">Save settings</button>
-        <ErrorMessage message={error} />
+        <ErrorMessage message={refusal?.other} />
         {saved && <p role="status">Settings saved.</p>}
       </form>
     </section>

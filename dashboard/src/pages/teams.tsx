@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, errorText, ok } from '../api.js';
+import { ConfirmAction } from '../components/confirm.js';
 import { ErrorMessage, Loading } from '../components/ui.js';
 import { useLoad } from '../hooks.js';
 
@@ -37,22 +38,29 @@ export function TeamsPanel({ org }: { org: string }) {
                     {t.members.map((m) => (
                       <li key={m.user_id}>
                         {m.username}{' '}
-                        <button
-                          type="button"
-                          class="link"
-                          aria-label={`Remove ${m.username} from ${t.name}`}
-                          onClick={() =>
-                            run(() =>
-                              ok(
-                                api.DELETE('/v1/workspaces/{workspace}/teams/{team}/members/{user_id}', {
-                                  params: { path: { ...path, user_id: m.user_id } },
-                                }),
-                              ),
+                        <ConfirmAction
+                          class="compact"
+                          label="remove"
+                          ariaLabel={`Remove ${m.username} from ${t.name}`}
+                          danger
+                          title={`Remove ${m.username} from ${t.name}`}
+                          changes={[
+                            {
+                              label: 'Team access',
+                              from: `member of ${t.name}`,
+                              to: 'none through this team (the organization membership stays)',
+                            },
+                          ]}
+                          run={() =>
+                            ok(
+                              api.DELETE('/v1/workspaces/{workspace}/teams/{team}/members/{user_id}', {
+                                params: { path: { ...path, user_id: m.user_id } },
+                              }),
                             )
                           }
-                        >
-                          remove
-                        </button>
+                          done="Removed."
+                          onDone={teams.reload}
+                        />
                       </li>
                     ))}
                   </ul>

@@ -20,10 +20,14 @@ const FASTIFY_CODES: Record<string, keyof typeof ERROR_KINDS> = {
 };
 
 function send(reply: FastifyReply, status: number, message: string, errors?: FieldError[]) {
-  return reply
-    .code(status)
-    .type('application/json; charset=utf-8')
-    .send(errors ? { status, message, errors } : { status, message });
+  return (
+    reply
+      .code(status)
+      .type('application/json; charset=utf-8')
+      // The dashboard shows it beside the error, so a report names the server's log line.
+      .header('x-request-id', String(reply.request.id))
+      .send(errors ? { status, message, errors } : { status, message })
+  );
 }
 
 function sendError(reply: FastifyReply, err: AppError) {
