@@ -5352,6 +5352,329 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/organizations/{org_slug}/alert-rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organization's alert rules and their states */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AlertRule"][];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        /**
+         * Add an alert rule: a metric above a threshold over a window, for a while, fires
+         * @description Evaluated every ALERT_EVALUATION_SECONDS: ok → pending (breached) → firing (breached for `for_seconds`) → resolved. Firing and resolving are sent as `alert.firing` / `alert.resolved` to the webhooks and notification channels that take them. A rule scoped to an environment that fires while a guarded deployment there is watched rolls it back.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description UUID (v7) */
+                        application_id?: string;
+                        /** @description an environment slug of the application (needs application_id) */
+                        environment?: string;
+                        /** @description pending this long before it fires; default 0 (the next evaluation) */
+                        for_seconds?: number;
+                        /** @description error_rate: share of 5xx answers (0..1) at the edge; p95_latency_ms: the edge’s 95th percentile; restarts: crash restarts of the instances */
+                        metric: "error_rate" | "p95_latency_ms" | "restarts";
+                        /** @description request metrics are judged only over this many requests; default 20 */
+                        min_requests?: number;
+                        /** @description unique in the organization */
+                        name: string;
+                        /** @description fires when the metric is above this */
+                        threshold: number;
+                        /** @description the metric is over this window; default 300 */
+                        window_seconds?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AlertRule"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organizations/{org_slug}/alert-rules/{rule}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An alert rule (by id or name) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    org_slug: string;
+                    rule: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AlertRule"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Delete an alert rule and its history */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    org_slug: string;
+                    rule: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            ok: boolean;
+                        };
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organizations/{org_slug}/alert-rules/{rule}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The rule's state changes, newest first (the last 200) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    org_slug: string;
+                    rule: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /**
+                             * Format: date-time
+                             * @description ISO-8601 UTC
+                             */
+                            at: string;
+                            from: string;
+                            /** @description false: silenced, or a transition nobody is told of (pending, back to ok) */
+                            notified: boolean;
+                            to: "ok" | "pending" | "firing" | "resolved";
+                            value: number | null;
+                        }[];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organizations/{org_slug}/alert-rules/{rule}/silence": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Silence a rule for a time: its transitions are recorded but nobody is notified */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    org_slug: string;
+                    rule: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description no notifications for this long */
+                        for_seconds: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AlertRule"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        post?: never;
+        /** Lift a silence */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    org_slug: string;
+                    rule: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AlertRule"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/organizations/{org_slug}/audit-log": {
         parameters: {
             query?: never;
@@ -6344,7 +6667,7 @@ export interface paths {
                     "application/json": {
                         /** @description only events of these environments (slugs); events of no environment, such as builds, always pass */
                         environments?: string[];
-                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "application.deleted" | "preview.created" | "preview.deleted" | "instance.crashed" | "instance.crash_loop" | "instance.oom" | "addon.created" | "addon.attached" | "addon.detached" | "addon.resized" | "addon.deleted" | "addon.undeleted" | "addon.credentials_rotated" | "addon.restored" | "addon.backup_failed" | "addon.restore_drill_failed" | "volume.created" | "volume.resized" | "volume.deleted" | "maintenance.enabled" | "maintenance.disabled")[];
+                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "application.deleted" | "preview.created" | "preview.deleted" | "instance.crashed" | "instance.crash_loop" | "instance.oom" | "addon.created" | "addon.attached" | "addon.detached" | "addon.resized" | "addon.deleted" | "addon.undeleted" | "addon.credentials_rotated" | "addon.restored" | "addon.backup_failed" | "addon.restore_drill_failed" | "volume.created" | "volume.resized" | "volume.deleted" | "maintenance.enabled" | "maintenance.disabled" | "alert.firing" | "alert.resolved" | "certificate.expiring" | "quota.near")[];
                         /** @description slack: a Slack incoming webhook (Block Kit); discord: a Discord channel webhook (embeds); email: e-mail with a text and an HTML part, through the operator’s SMTP server */
                         kind: "slack" | "discord" | "email";
                         /** @description a label; default: the kind */
@@ -6746,7 +7069,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "application.deleted" | "preview.created" | "preview.deleted" | "instance.crashed" | "instance.crash_loop" | "instance.oom" | "addon.created" | "addon.attached" | "addon.detached" | "addon.resized" | "addon.deleted" | "addon.undeleted" | "addon.credentials_rotated" | "addon.restored" | "addon.backup_failed" | "addon.restore_drill_failed" | "volume.created" | "volume.resized" | "volume.deleted" | "maintenance.enabled" | "maintenance.disabled")[];
+                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "application.deleted" | "preview.created" | "preview.deleted" | "instance.crashed" | "instance.crash_loop" | "instance.oom" | "addon.created" | "addon.attached" | "addon.detached" | "addon.resized" | "addon.deleted" | "addon.undeleted" | "addon.credentials_rotated" | "addon.restored" | "addon.backup_failed" | "addon.restore_drill_failed" | "volume.created" | "volume.resized" | "volume.deleted" | "maintenance.enabled" | "maintenance.disabled" | "alert.firing" | "alert.resolved" | "certificate.expiring" | "quota.near")[];
                         /** @description only this project’s events (slug); default: the whole organization */
                         project?: string;
                         /** @description http(s) address of the receiver; private and loopback addresses are refused unless the operator allows them */
@@ -10342,6 +10665,104 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workspaces/{workspace}/projects/{project}/envs/{env}/services/{service}/cache": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The Redis add-on attached to the service in this environment (no password) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    env: string;
+                    project: string;
+                    service: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaCache"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspace}/projects/{project}/envs/{env}/services/{service}/cache/flush": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Empties the service's Redis add-on, through the platform's own connection (the organization's admins) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    env: string;
+                    project: string;
+                    service: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaCacheFlushed"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/workspaces/{workspace}/projects/{project}/envs/{env}/services/{service}/config": {
         parameters: {
             query?: never;
@@ -10671,6 +11092,55 @@ export interface paths {
                     };
                     content: {
                         "application/json": components["schemas"]["ResolvedServiceConfig"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspace}/projects/{project}/envs/{env}/services/{service}/database": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The Postgres add-on attached to the service in this environment (no password) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    env: string;
+                    project: string;
+                    service: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaDatabase"];
                     };
                 };
                 400: components["responses"]["Error"];
@@ -12214,6 +12684,35 @@ export interface components {
             /** @description more rows (or more than 4 MiB of values) than returned: the rest was not read, row_count is null */
             truncated: boolean;
         };
+        AlertRule: {
+            application: string | null;
+            application_id: string | null;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            created: string;
+            environment: string | null;
+            environment_id: string | null;
+            evaluated: string | null;
+            for_seconds: number;
+            /** @description UUID (v7) */
+            id: string;
+            metric: string;
+            min_requests: number;
+            name: string;
+            silenced_until: string | null;
+            state: "ok" | "pending" | "firing" | "resolved";
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            state_since: string;
+            threshold: number;
+            /** @description the metric at the last evaluation (null: too few requests) */
+            value: number | null;
+            window_seconds: number;
+        };
         AnclaBuild: {
             built: boolean;
             /**
@@ -12285,6 +12784,42 @@ export interface components {
             /** @description UUID (v7) */
             build_id: string;
             version: number;
+        };
+        AnclaCache: {
+            /** @description the add-on’s name (`slipway addons show NAME`) */
+            addon: string;
+            /** @description `redis` or `postgres` */
+            engine: string;
+            /** @description 127.0.0.1: the add-on listens on the server's loopback, reached from the service's own instances */
+            host: string;
+            /** @description how to reach it: no password or URL is ever answered */
+            message: string;
+            port: number;
+            status: string;
+            /** @description the variable that gives the service its URL */
+            variable: string;
+        };
+        AnclaCacheFlushed: {
+            addon: string;
+            flushed: boolean;
+        };
+        AnclaDatabase: {
+            /** @description the add-on’s name (`slipway addons show NAME`) */
+            addon: string;
+            /** @description `redis` or `postgres` */
+            engine: string;
+            /** @description 127.0.0.1: the add-on listens on the server's loopback, reached from the service's own instances */
+            host: string;
+            /** @description how to reach it: no password or URL is ever answered */
+            message: string;
+            /** @description the database */
+            name: string;
+            port: number;
+            status: string;
+            /** @description the service's user */
+            user: string;
+            /** @description the variable that gives the service its URL */
+            variable: string;
         };
         AnclaDeploy: {
             complete: boolean;
