@@ -4,7 +4,6 @@ import { AppError, forbidden, notFound, unauthenticated } from '../../platform/e
 import { UNUSABLE_PASSWORD_HASH, verifyPassword } from '../../platform/crypto/passwords.js';
 import { hashToken, newToken } from '../../platform/crypto/tokens.js';
 import { isoOrNull, iso } from '../../platform/http/schemas.js';
-import { setAuditActor } from '../../platform/audit/request-audit.js';
 import type { Principal } from '../../platform/http/types.js';
 import { addressBlock } from '../../platform/net/address-block.js';
 import { UsersService } from '../users/index.js';
@@ -13,6 +12,7 @@ import { CREDENTIALS_CHANNEL, CredentialCache } from './credential-cache.js';
 import { loginPasswordChecks } from './login-checks.js';
 import { openSession } from './sessions.js';
 import { auditKeySignIn } from './key-sign-in-audit.js';
+import { auditPasswordSignIn } from './login-audit.js';
 import { isLimited, type KeyScope } from '../../platform/access/key-scope.js';
 import { resolveScopeNames, type ScopeNames } from '../../platform/access/key-scope-names.js';
 import type { KeyAction } from '../../platform/access/route-actions.js';
@@ -143,7 +143,11 @@ export class AuthService {
       address: clientAddress,
       userAgent,
     });
-    setAuditActor({ userId: user.id, username: user.username, credentialKind: 'password', credentialId: id });
+    await auditPasswordSignIn(
+      this.ctx.db,
+      { userId: user.id, username: user.username, credentialKind: 'password', credentialId: id },
+      user.email,
+    );
     return { token, expires, user: { id: user.id, username: user.username, email: user.email, is_admin: user.is_admin } };
   }
 
