@@ -47,7 +47,8 @@ export async function auditSignIn(
       ...(entry.reason ? { reason: entry.reason.slice(0, 500) } : {}),
       ...(entry.newUser !== undefined ? { new_user: entry.newUser } : {}),
       ...(entry.organizations?.length ? { granted: entry.organizations } : {}),
-      ...(entry.withdrawn?.length ? { withdrawn: entry.withdrawn } : {}),
+      // Memberships the groups no longer grant (not `withdrawn`: the audit redacts fields containing `raw`).
+      ...(entry.withdrawn?.length ? { lowered: entry.withdrawn } : {}),
     },
   });
   const { sql, values } = auditInsert(audit);
