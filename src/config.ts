@@ -55,6 +55,11 @@ export const EnvSchema = Type.Object({
   PASSWORD_LOGIN: Type.Boolean({ default: true }),
   /** Lifetime of a login session (hours; default 14 days). */
   SESSION_TTL_HOURS: Type.Integer({ minimum: 1, default: 24 * 14 }),
+  /**
+   * Minutes a login session may go unused before it ends (default 3 days; 0: only SESSION_TTL_HOURS ends it).
+   * Its next request after that gets 401 and the person signs in again.
+   */
+  SESSION_IDLE_MINUTES: Type.Integer({ minimum: 0, default: 60 * 24 * 3 }),
   /** How long an invitation to an organization can be accepted (hours; default 7 days). */
   INVITATION_TTL_HOURS: Type.Integer({ minimum: 1, maximum: 24 * 90, default: 24 * 7 }),
   /** Seconds a verified API key or session is trusted without a lookup (0 turns the cache off); changes are announced at once. */

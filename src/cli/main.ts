@@ -22,6 +22,8 @@ import { launchCommand } from './commands/launch.js';
 import { scheduleCommands } from './commands/schedule.js';
 import { gitCommands } from './commands/git.js';
 import { keyCommands } from './commands/keys.js';
+import { memberCommands } from './commands/members.js';
+import { sessionCommands } from './commands/sessions.js';
 import { addonCommands } from './commands/addons.js';
 import { volumeCommands } from './commands/volumes.js';
 import { notificationCommands } from './commands/notifications.js';
@@ -73,6 +75,8 @@ Colour is off when output is not a terminal or NO_COLOR is set.`,
   cancelCommands(program);
   configReleaseCommands(program);
   keyCommands(program);
+  memberCommands(program);
+  sessionCommands(program);
   addonCommands(program);
   volumeCommands(program);
   notificationCommands(program);

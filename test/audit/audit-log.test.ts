@@ -83,6 +83,20 @@ const PREPARE: Record<string, (w: RouteWorld, url: string, other: TestUser) => P
       actor: { userId: w.owner.id, credential: 'session' },
     };
   },
+  // Sessions (issue 32): each ends one that a password login opened here.
+  'DELETE /v1/users/me/sessions': async (w) => {
+    await call(h, 'POST', '/v1/auth/login', null, { email: w.owner.email, password: w.owner.password });
+    return {};
+  },
+  'DELETE /v1/users/me/sessions/:session_id': async (w) => {
+    await call(h, 'POST', '/v1/auth/login', null, { email: w.owner.email, password: w.owner.password });
+    const [session] = (await call(h, 'GET', '/v1/users/me/sessions', w.owner)).body;
+    return { url: `/v1/users/me/sessions/${session.id}` };
+  },
+  'DELETE /v1/users/:user_id/sessions': async (_w, _url, other) => {
+    await call(h, 'POST', '/v1/auth/login', null, { email: other.email, password: other.password });
+    return { url: `/v1/users/${other.id}/sessions` };
+  },
   'POST /v1/organizations/:org_slug/members': async (_w, _url, other) => ({ body: { username: other.username } }),
   // Single sign-on's routes act on the fixture's issuer (the site's, made here when an earlier route removed it).
   'DELETE /v1/sso/issuers/:issuer': async () => (await fixtureIssuer(), {}),

@@ -40,6 +40,8 @@ const ACCOUNTS = {
   bob: { email: 'bob@example.com', groups: ['platform-admins'] },
   carol: { email: 'carol@example.com' },
   mallory: { email: 'mallory@elsewhere.test', groups: ['platform-admins'] },
+  // Changed between sign-ins: groups given and taken away at the identity provider.
+  dave: { email: 'dave@example.com', groups: [] as string[] },
 };
 
 /** A free loopback port (Slipway's address must be known before it starts: it is the redirect URI's). */
@@ -82,6 +84,22 @@ async function signInAtProvider(page: Page, login: string) {
   await page.locator('input[name="password"]').fill('any password');
   await page.getByRole('button', { name: 'Sign-in' }).click();
   await page.getByRole('button', { name: 'Continue' }).click();
+}
+
+/** A whole sign-in through `acme` in a fresh browser: the session cookie it ends with. */
+async function signInThrough(login: string) {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  try {
+    const callback = page.waitForResponse((r) => r.url().includes('/v1/auth/oidc/callback'));
+    await page.goto(`${base}/v1/auth/oidc/acme/start`);
+    await signInAtProvider(page, login);
+    expect((await callback).status()).toBe(302);
+    const session = (await context.cookies(base)).find((c) => c.name === 'slipway_session');
+    return `slipway_session=${session!.value}`;
+  } finally {
+    await context.close();
+  }
 }
 
 /** Starts a sign-in in a fresh browser and answers the callback's response (status and body). */
@@ -352,5 +370,58 @@ describe.skipIf(missing !== null)('single sign-on through OpenID Connect', () =>
     } finally {
       h.ctx.config.PASSWORD_LOGIN = true;
     }
+  });
+});
+
+describe.skipIf(missing !== null)('memberships single sign-on granted follow the groups', () => {
+  it('lowers or removes them at the next sign-in; a role people chose and the last owner stay', async () => {
+    for (const name of ['Tools', 'Solo']) expect((await call(h, 'POST', '/v1/organizations', owner, { name })).status).toBe(201);
+    for (const [group, organization, role] of [
+      ['tools-devs', 'tools', 'developer'],
+      ['solo-owners', 'solo', 'owner'],
+    ]) {
+      const mapped = await call(h, 'POST', '/v1/sso/issuers/acme/group-mappings', admin, { group, organization, role });
+      expect(mapped.status, mapped.raw).toBe(201);
+    }
+    const roles = async (cookie: string) => {
+      const out: Record<string, string | null> = {};
+      for (const org of ['platform', 'tools', 'solo']) {
+        const detail = await call(h, 'GET', `/v1/organizations/${org}`, null, undefined, { cookie });
+        out[org] = detail.status === 200 ? detail.body.members.find((m: { username: string }) => m.username === 'dave').role : null;
+      }
+      return out;
+    };
+
+    ACCOUNTS.dave.groups = ['platform-admins', 'tools-devs', 'solo-owners'];
+    let cookie = await signInThrough('dave');
+    expect(await roles(cookie)).toEqual({ platform: 'admin', tools: 'developer', solo: 'owner' });
+    const dave = (await call(h, 'GET', '/v1/organizations/platform', owner)).body.members.find(
+      (m: { username: string }) => m.username === 'dave',
+    );
+    // People choose dave's role on Tools; Solo's first owner leaves it to dave.
+    expect((await call(h, 'PUT', `/v1/organizations/tools/members/${dave.user_id}/role`, owner, { role: 'viewer' })).status).toBe(200);
+    expect((await call(h, 'DELETE', `/v1/organizations/solo/members/${owner.id}`, owner)).status).toBe(200);
+
+    ACCOUNTS.dave.groups = ['platform-deployers'];
+    cookie = await signInThrough('dave');
+    expect(await roles(cookie)).toEqual({ platform: 'deployer', tools: 'viewer', solo: 'owner' });
+
+    ACCOUNTS.dave.groups = [];
+    cookie = await signInThrough('dave');
+    expect(await roles(cookie)).toEqual({ platform: null, tools: 'viewer', solo: 'owner' });
+    const [last] = await signInRows();
+    expect(last!.actor.username).toBe('dave');
+    expect(last!.after.lowered).toHaveLength(2);
+    expect(last!.after.lowered).toEqual(
+      expect.arrayContaining([expect.stringMatching(/:removed$/), expect.stringMatching(/:kept-last-owner$/)]),
+    );
+
+    // The session remembers how and from where it began.
+    const sessions = await call(h, 'GET', '/v1/users/me/sessions', null, undefined, { cookie });
+    expect(sessions.body.find((x: { current: boolean }) => x.current)).toMatchObject({
+      method: 'oidc',
+      address: '127.0.0.1',
+      user_agent: expect.stringContaining('Chrome'),
+    });
   });
 });

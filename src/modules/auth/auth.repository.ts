@@ -11,26 +11,40 @@ const KNOWN_ADDRESS_DAYS = 30;
 export class AuthRepository {
   constructor(private readonly db: Db) {}
 
-  insertSession(session: { id: string; token_hash: string; user_id: string; expires_at: Date }) {
-    return this.db.insertInto('sessions').values(session).execute();
-  }
-
-  findSession(tokenHash: string) {
-    return this.db
+  /** A live session: neither past its lifetime nor unused for longer than `idleMinutes` (0: no idle limit). */
+  findSession(tokenHash: string, idleMinutes: number) {
+    let q = this.db
       .selectFrom('sessions')
       .innerJoin('users', 'users.id', 'sessions.user_id')
-      .select([...principalColumns, 'sessions.id as credential_id', 'sessions.expires_at'])
+      .select([...principalColumns, 'sessions.id as credential_id', 'sessions.expires_at', 'sessions.last_seen_at'])
       .where('sessions.token_hash', '=', tokenHash)
-      .where('sessions.expires_at', '>', new Date())
-      .executeTakeFirst();
+      .where('sessions.expires_at', '>', new Date());
+    if (idleMinutes > 0) q = q.where('sessions.last_seen_at', '>', sql<Date>`now() - make_interval(mins => ${idleMinutes})`);
+    return q.executeTakeFirst();
+  }
+
+  touchSession(id: string) {
+    return this.db
+      .updateTable('sessions')
+      .set({ last_seen_at: sql`now()` })
+      .where('id', '=', id)
+      .execute();
   }
 
   deleteSession(tokenHash: string) {
     return this.db.deleteFrom('sessions').where('token_hash', '=', tokenHash).execute();
   }
 
-  deleteExpiredSessions() {
-    return this.db.deleteFrom('sessions').where('expires_at', '<=', new Date()).execute();
+  deleteExpiredSessions(idleMinutes: number) {
+    return this.db
+      .deleteFrom('sessions')
+      .where((eb) =>
+        eb.or([
+          eb('expires_at', '<=', new Date()),
+          ...(idleMinutes > 0 ? [eb('last_seen_at', '<=', sql<Date>`now() - make_interval(mins => ${idleMinutes})`)] : []),
+        ]),
+      )
+      .execute();
   }
 
   findApiKey(tokenHash: string) {

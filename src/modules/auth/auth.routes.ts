@@ -45,7 +45,12 @@ export function authRoutes(auth: AuthService) {
         },
       },
       async (request, reply) => {
-        const { token, expires, user } = await auth.login(request.body.email, request.body.password, request.ip);
+        const { token, expires, user } = await auth.login(
+          request.body.email,
+          request.body.password,
+          request.ip,
+          request.headers['user-agent'] ?? null,
+        );
         reply.setCookie(SESSION_COOKIE, token, { path: '/', httpOnly: true, sameSite: 'lax', secure: 'auto', expires });
         return { authenticated: true, user };
       },

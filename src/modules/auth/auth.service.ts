@@ -4,13 +4,14 @@ import { AppError, forbidden, notFound, unauthenticated } from '../../platform/e
 import { UNUSABLE_PASSWORD_HASH, verifyPassword } from '../../platform/crypto/passwords.js';
 import { hashToken, newToken } from '../../platform/crypto/tokens.js';
 import { isoOrNull, iso } from '../../platform/http/schemas.js';
-import { setAuditActor } from '../../platform/audit/request-audit.js';
 import type { Principal } from '../../platform/http/types.js';
 import { addressBlock } from '../../platform/net/address-block.js';
 import { UsersService } from '../users/index.js';
 import type { AuthRepository } from './auth.repository.js';
 import { CREDENTIALS_CHANNEL, CredentialCache } from './credential-cache.js';
 import { loginPasswordChecks } from './login-checks.js';
+import { openSession } from './sessions.js';
+import { auditPasswordSignIn } from './login-audit.js';
 import { isLimited, type KeyScope } from '../../platform/access/key-scope.js';
 import { resolveScopeNames, type ScopeNames } from '../../platform/access/key-scope-names.js';
 import type { KeyAction } from '../../platform/access/route-actions.js';
@@ -94,7 +95,7 @@ export class AuthService {
    * No address is limited by how many attempts it makes (only by how many accounts it tries): a
    * storm on one account from behind a NAT slows that (account, address) pair only.
    */
-  async login(email: string, password: string, clientAddress: string) {
+  async login(email: string, password: string, clientAddress: string, userAgent: string | null = null) {
     if (!this.ctx.config.PASSWORD_LOGIN)
       throw forbidden('Password sign-in is turned off on this site: sign in with single sign-on (or an API key)');
     // Limits count per IPv6 /64 (an address each would let one client rotate past them).
@@ -136,16 +137,22 @@ export class AuthService {
     await this.repo.clearFailures(pair.key);
     await Promise.all(reserved.map((key) => this.repo.refundAttempt(key)));
     await this.repo.rememberAddress(email.toLowerCase(), address);
-    setAuditActor({ userId: user.id, username: user.username, credentialKind: 'password', credentialId: null });
-    const token = newToken('sess');
-    const expires = new Date(Date.now() + this.ctx.config.SESSION_TTL_HOURS * 3600_000);
-    await this.repo.insertSession({ id: uuidv7(), token_hash: hashToken(token), user_id: user.id, expires_at: expires });
+    const { id, token, expires } = await openSession(this.ctx.db, user.id, this.ctx.config.SESSION_TTL_HOURS, {
+      method: 'password',
+      address: clientAddress,
+      userAgent,
+    });
+    await auditPasswordSignIn(
+      this.ctx.db,
+      { userId: user.id, username: user.username, credentialKind: 'password', credentialId: id },
+      user.email,
+    );
     return { token, expires, user: { id: user.id, username: user.username, email: user.email, is_admin: user.is_admin } };
   }
 
   /** Periodic cleanup (a pipeline sweeper): expired sessions and spent failure counters would otherwise pile up. */
   async pruneExpired() {
-    await this.repo.deleteExpiredSessions();
+    await this.repo.deleteExpiredSessions(this.ctx.config.SESSION_IDLE_MINUTES);
     await this.repo.deleteStaleFailures(this.ctx.config.LOGIN_WINDOW_SECONDS);
     await this.repo.deleteOldCliLoginCodes(CLI_LOGIN_CODE_DAYS);
   }
@@ -160,11 +167,16 @@ export class AuthService {
     const tokenHash = hashToken(token);
     const cached = this.verified.get(tokenHash);
     if (cached) return cached;
-    const row = await this.repo.findSession(tokenHash);
+    const idleMinutes = this.ctx.config.SESSION_IDLE_MINUTES;
+    const row = await this.repo.findSession(tokenHash, idleMinutes);
     if (!row) return null;
-    const { credential_id, expires_at, ...user } = row;
+    const { credential_id, expires_at, last_seen_at, ...user } = row;
+    // Like a key's last use, to the minute: enough for the idle timeout and the sessions list.
+    if (Date.now() - last_seen_at.getTime() > LAST_USED_RESOLUTION_MS) await this.repo.touchSession(credential_id);
     const principal: Principal = { user, via: 'session', credentialId: credential_id };
-    this.verified.remember(tokenHash, principal, expires_at);
+    // Trusted from the cache no longer than the session would stay unused before it ends.
+    const idleEnd = idleMinutes > 0 ? new Date(Date.now() + idleMinutes * 60_000) : expires_at;
+    this.verified.remember(tokenHash, principal, idleEnd < expires_at ? idleEnd : expires_at);
     return principal;
   }
 
@@ -262,6 +274,11 @@ export class AuthService {
 
   async listApiKeys(userId: string) {
     return (await this.repo.listApiKeys(userId)).map(toApiKey);
+  }
+
+  /** A credential of `userId` was revoked here: this process forgets it at once (the others on the database's announcement). */
+  forgetUser(userId: string) {
+    this.verified.changed(userId);
   }
 
   async deleteApiKey(userId: string, id: string) {

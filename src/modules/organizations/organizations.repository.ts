@@ -208,7 +208,8 @@ export class OrganizationsRepository {
       } else {
         await trx
           .updateTable('memberships')
-          .set({ role: next })
+          // A role people set stands: single sign-on no longer lowers it (granted-roles.ts).
+          .set({ role: next, sso_issuer_id: null })
           .where('organization_id', '=', organizationId)
           .where('user_id', '=', userId)
           .execute();

@@ -9,6 +9,7 @@ import { organizationsRoutes } from './organizations.routes.js';
 import { OrganizationsService } from './organizations.service.js';
 import { pipelineLimitsRoutes } from './pipeline-limits.js';
 import { grantsRoutes } from './grants.js';
+import { memberSignInRoutes } from './member-sign-ins.js';
 import { invitationsRoutes, showLinkToInviter, type InvitationSender } from './invitations.js';
 
 /**
@@ -30,6 +31,7 @@ export function wireOrganizations(deps: {
   const routes = [
     organizationsRoutes(organizations),
     grantsRoutes(deps.db, organizations),
+    memberSignInRoutes(deps.db, organizations),
     invitationsRoutes({
       db: deps.db,
       orgs: organizations,

@@ -14,7 +14,15 @@ const NOBODY: AuditActor = { userId: null, username: null, credentialKind: 'none
 export async function auditSignIn(
   db: Db,
   request: FastifyRequest,
-  entry: { actor?: AuditActor; issuer: string | null; status: number; reason?: string; newUser?: boolean; organizations?: string[] },
+  entry: {
+    actor?: AuditActor;
+    issuer: string | null;
+    status: number;
+    reason?: string;
+    newUser?: boolean;
+    organizations?: string[];
+    withdrawn?: string[];
+  },
 ) {
   const audit = new RequestAudit(
     {
@@ -39,6 +47,8 @@ export async function auditSignIn(
       ...(entry.reason ? { reason: entry.reason.slice(0, 500) } : {}),
       ...(entry.newUser !== undefined ? { new_user: entry.newUser } : {}),
       ...(entry.organizations?.length ? { granted: entry.organizations } : {}),
+      // Memberships the groups no longer grant (not `withdrawn`: the audit redacts fields containing `raw`).
+      ...(entry.withdrawn?.length ? { lowered: entry.withdrawn } : {}),
     },
   });
   const { sql, values } = auditInsert(audit);

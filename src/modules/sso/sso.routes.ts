@@ -96,7 +96,7 @@ export function ssoRoutes(sso: SsoService, db: Db) {
         },
       },
       async (request, reply) => {
-        const attempt: SignInAttempt = { issuer: null };
+        const attempt: SignInAttempt = { issuer: null, address: request.ip ?? null, userAgent: request.headers['user-agent'] ?? null };
         try {
           const signedIn = await sso.finish(
             request.query as Record<string, string | undefined>,

@@ -7,7 +7,13 @@ import { iso } from '../../platform/http/schemas.js';
 import type { AuditActor } from '../../platform/audit/request-audit.js';
 import { insertExternalUser } from '../users/index.js';
 import { openSession } from '../auth/index.js';
-import { grantRole, ORGANIZATION_ROLES, type OrganizationRole, type OrganizationAccess } from '../organizations/index.js';
+import {
+  grantRole,
+  withdrawUngrantedRoles,
+  ORGANIZATION_ROLES,
+  type OrganizationRole,
+  type OrganizationAccess,
+} from '../organizations/index.js';
 import { client, describe, OidcClients, providerUnavailable } from './oidc-client.js';
 import type { SsoRepository } from './sso.repository.js';
 
@@ -51,6 +57,9 @@ export interface SignedIn {
 export interface SignInAttempt {
   issuer: string | null;
   actor?: AuditActor;
+  /** The browser's address and user agent, remembered with the session. */
+  address?: string | null;
+  userAgent?: string | null;
 }
 
 /** Only a path of this site: a sign-in never sends the browser elsewhere (an open redirect otherwise). */
@@ -222,7 +231,7 @@ export class SsoService {
     query: Record<string, string | undefined>,
     browserState: string | undefined,
     attempt: SignInAttempt,
-    audit: (db: Db, entry: { actor: AuditActor; organizations: string[]; newUser: boolean }) => Promise<void>,
+    audit: (db: Db, entry: { actor: AuditActor; organizations: string[]; withdrawn: string[]; newUser: boolean }) => Promise<void>,
   ): Promise<SignedIn> {
     const state = query.state;
     if (!state || !browserState || !sameSecret(state, browserState))
@@ -279,14 +288,20 @@ export class SsoService {
       }
       await this.repo.linkIdentity(trx, issuer.id, subject, user.id);
       const granted: string[] = [];
-      for (const mapping of await this.repo.mappingsForGroups(trx, issuer.id, groups)) {
-        await grantRole(trx, mapping.organization_id, user.id, mapping.role as OrganizationRole);
+      const mappings = await this.repo.mappingsForGroups(trx, issuer.id, groups);
+      for (const mapping of mappings) {
+        await grantRole(trx, mapping.organization_id, user.id, mapping.role as OrganizationRole, issuer.id);
         granted.push(`${mapping.group_value}:${mapping.role}`);
       }
-      const session = await openSession(trx, user.id, this.settings.sessionTtlHours);
+      const withdrawn = await withdrawUngrantedRoles(trx, issuer.id, user.id, mappings);
+      const session = await openSession(trx, user.id, this.settings.sessionTtlHours, {
+        method: 'oidc',
+        address: attempt.address ?? null,
+        userAgent: attempt.userAgent ?? null,
+      });
       const actor: AuditActor = { userId: user.id, username: user.username, credentialKind: 'oidc', credentialId: session.id };
       attempt.actor = actor;
-      await audit(trx, { actor, organizations: granted, newUser });
+      await audit(trx, { actor, organizations: granted, withdrawn, newUser });
       return { token: session.token, expires: session.expires, returnTo: pending.return_to };
     });
   }

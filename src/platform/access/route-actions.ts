@@ -88,7 +88,12 @@ export interface RoleRule {
 const ORG = String.raw`\/v1\/(organizations\/:org_slug|workspaces\/:workspace)`;
 const ROLE_RULES: Array<{ methods: readonly string[]; path: RegExp; rule: RoleRule }> = [
   { methods: ['GET', 'PUT'], path: /^\/v1\/organizations\/:org_slug\/pipeline-limits$/, rule: { siteAdmin: true } },
-  { methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], path: /^\/v1\/(users|audit-log|sso\/issuers)(\/|$)/, rule: { siteAdmin: true } },
+  // `/users/me/…` is the caller's own account (their sessions); the rest of `/users` is the site's.
+  {
+    methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    path: /^\/v1\/(users(?!\/me(\/|$))|audit-log|sso\/issuers)(\/|$)/,
+    rule: { siteAdmin: true },
+  },
   { methods: ['DELETE'], path: new RegExp(`^${ORG}$`), rule: { minimum: 'owner' } },
   { methods: ['PUT', 'PATCH'], path: new RegExp(`^${ORG}/access-settings$`), rule: { minimum: 'owner' } },
   { methods: ['PUT', 'PATCH'], path: new RegExp(`^${ORG}$`), rule: { minimum: 'admin' } },
@@ -98,7 +103,7 @@ const ROLE_RULES: Array<{ methods: readonly string[]; path: RegExp; rule: RoleRu
     path: new RegExp(`^${ORG}/(members|invitations|grants)(/|$)`),
     rule: { minimum: 'admin' },
   },
-  { methods: ['GET'], path: new RegExp(`^${ORG}/invitations$`), rule: { minimum: 'admin' } },
+  { methods: ['GET'], path: new RegExp(`^${ORG}/(invitations|sign-ins)$`), rule: { minimum: 'admin' } },
   // The organization's audit log, its webhooks, notification channels and log drains (their targets carry secrets).
   {
     methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],

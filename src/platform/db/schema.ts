@@ -16,6 +16,9 @@ export interface UsersTable {
   is_admin: Generated<boolean>;
   created_at: Timestamp;
   updated_at: Timestamp;
+  /** Migration 0054: when and how (password, oidc) the user last opened a session. */
+  last_sign_in_at: NullableTimestamp;
+  last_sign_in_method: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface SessionsTable {
@@ -25,7 +28,7 @@ export interface SessionsTable {
   created_at: Timestamp;
   expires_at: RequiredTimestamp;
   /** Migration 0046: how the session began (password, oidc, ...), from where, and when it was last used (idle timeout). */
-  method: Generated<string>;
+  method: Generated<'password' | 'oidc'>;
   address: ColumnType<string | null, string | null | undefined, string | null>;
   user_agent: ColumnType<string | null, string | null | undefined, string | null>;
   last_seen_at: Timestamp;
@@ -100,6 +103,8 @@ export interface MembershipsTable {
   /** Derived from the role (owner or admin): never written. */
   admin: ColumnType<boolean, never, never>;
   created_at: Timestamp;
+  /** Migration 0054: the issuer whose group claim granted this membership; null when people chose it. */
+  sso_issuer_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** Migration 0046: a member allowed to act, within their role, on one protected environment. */
