@@ -21,6 +21,7 @@ import { launchCommand } from './commands/launch.js';
 import { scheduleCommands } from './commands/schedule.js';
 import { gitCommands } from './commands/git.js';
 import { keyCommands } from './commands/keys.js';
+import { sshKeyCommands } from './commands/ssh-keys.js';
 import { addonCommands } from './commands/addons.js';
 import { notificationCommands } from './commands/notifications.js';
 import { drainCommands } from './commands/drains.js';
@@ -69,6 +70,7 @@ Colour is off when output is not a terminal or NO_COLOR is set.`,
   cancelCommands(program);
   configReleaseCommands(program);
   keyCommands(program);
+  sshKeyCommands(program);
   addonCommands(program);
   notificationCommands(program);
   drainCommands(program);

@@ -16,6 +16,8 @@ import type {
 import type { TeamsService } from '../../modules/teams/index.js';
 import type { ObservabilityService } from '../../modules/observability/index.js';
 import { envDeploysRoutes } from './env-deploys.routes.js';
+import { execRoutes } from './exec.routes.js';
+import type { InstanceExecService } from '../../modules/instance-exec/index.js';
 import { lenientBodies } from './lenient-bodies.js';
 import { recordsRoutes } from './records.routes.js';
 import { servicesRoutes } from './services.routes.js';
@@ -42,6 +44,8 @@ export function wireAncla(deps: {
   environments: EnvironmentsService;
   teams: TeamsService;
   observability: ObservabilityService;
+  /** `ancla ssh`/`ancla shell`: exec sessions attached through the SSH gateway (port 0: none). */
+  exec: { service: InstanceExecService; ssh: { port: number; host: string } };
   pipeline: {
     images: ImagesService;
     deployments: DeploymentsService;
@@ -80,6 +84,7 @@ export function wireAncla(deps: {
     pipelineRoutes({ scope, status: pipeline.status, deployments, envDeploys }),
     promoteRoutes({ scope, deployments, releases: pipeline.releases, envDeploys }),
     observabilityRoutes({ scope, projects: deps.projects, observability: deps.observability }),
+    execRoutes({ exec: deps.exec.service, scope, ssh: deps.exec.ssh }),
   ];
   const ancla = async (app: App) => {
     lenientBodies(app);
