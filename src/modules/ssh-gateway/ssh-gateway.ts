@@ -167,9 +167,8 @@ export class SshGateway {
     session.on('env', (accept) => accept?.());
     const run = (channel: ServerChannel, command: string | null) => {
       active();
-      channel.on('data', active);
       if (who.kind === 'token')
-        return this.execSession(channel, who.token, command, terminal, (r) => (resize = r)).catch((err) => this.failed(channel, err));
+        return this.execSession(channel, who.token, command, terminal, (r) => (resize = r), active).catch((err) => this.failed(channel, err));
       if (command === null) return tell(channel, 1, `${who.principal.user.username}: this server gives no shell. Push with: git push ssh://git@HOST:PORT/ORG/PROJECT/APP.git`);
       return this.git(channel, who.principal, command).catch((err) => this.failed(channel, err));
     };
@@ -193,10 +192,12 @@ export class SshGateway {
     command: string | null,
     terminal: { rows: number; cols: number; term: string } | null,
     onResize: (resize: (size: { rows: number; cols: number }) => void) => void,
+    active: () => void,
   ) {
     const attached = await this.deps.exec.attachWithSshToken(token, { command, terminal });
     const { process } = attached;
     onResize((size) => process.resize(size));
+    channel.on('data', active);
     const forward = (from: NodeJS.ReadableStream & { pause(): void; resume(): void }, to: NodeJS.WritableStream) =>
       from.on('data', (chunk: Buffer) => {
         if (!to.write(chunk)) {
@@ -236,6 +237,8 @@ export class SshGateway {
       try {
         applicationId = await this.deps.applicationBySlugs(principal.user.id, parts[0]!, parts[1]!, parts[2]!);
       } catch (err) {
+        if (err instanceof AppError && err.kind === 'FORBIDDEN')
+          return tell(channel, 1, `${principal.user.username} is not a member of the organization that owns ${path}`);
         if (err instanceof AppError && err.status < 500) return tell(channel, 1, `${path}: ${err.message}`);
         throw err;
       }

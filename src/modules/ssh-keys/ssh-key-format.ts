@@ -16,8 +16,8 @@ export function fingerprintOf(blob: Buffer): string {
  */
 export function parsePublicKey(text: string): { publicKey: string; fingerprint: string; comment: string } | { error: string } {
   const line = text.trim();
-  if (line.includes('\n')) return { error: 'one key, on one line (the contents of a .pub file)' };
   if (/PRIVATE KEY/.test(line)) return { error: 'this is a private key: register the public one (the .pub file)' };
+  if (line.includes('\n')) return { error: 'one key, on one line (the contents of a .pub file)' };
   const parsed = ssh2.utils.parseKey(line);
   if (parsed instanceof Error || Array.isArray(parsed)) return { error: 'not an OpenSSH public key (expected "ssh-ed25519 AAAA... comment")' };
   if (parsed.isPrivateKey()) return { error: 'this is a private key: register the public one (the .pub file)' };
