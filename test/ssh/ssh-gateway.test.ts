@@ -91,7 +91,14 @@ beforeAll(async () => {
   if (missing) return;
   port = await freePort();
   h = await createHarness(
-    { ROUTER_HOST: '127.0.0.1', ROUTER_PORT: 0, RUNTIME_STOP_GRACE_MS: 1000, ROUTER_DRAIN_TIMEOUT_MS: 1000, SSH_PORT: port, HOST: '127.0.0.1' },
+    {
+      ROUTER_HOST: '127.0.0.1',
+      ROUTER_PORT: 0,
+      RUNTIME_STOP_GRACE_MS: 1000,
+      ROUTER_DRAIN_TIMEOUT_MS: 1000,
+      SSH_PORT: port,
+      HOST: '127.0.0.1',
+    },
     { jobs: true, runtime: true },
   );
   baseUrl = await h.app.listen({ host: '127.0.0.1', port: 0 });
@@ -112,7 +119,9 @@ describe.skipIf(missing)('the SSH gateway', () => {
 
   it('registers, lists and removes SSH keys (slipway ssh-keys), with OpenSSH fingerprints', async () => {
     owner = newKey('owner');
-    const fingerprint = execFileSync('ssh-keygen', ['-l', '-f', `${owner}.pub`]).toString().split(' ')[1]!;
+    const fingerprint = execFileSync('ssh-keygen', ['-l', '-f', `${owner}.pub`])
+      .toString()
+      .split(' ')[1]!;
     const added = await addKey(t.user, owner);
     expect(added.stdout).toContain(fingerprint);
     const env = { HOME: home, SLIPWAY_SERVER: baseUrl, SLIPWAY_API_KEY: t.user.apiKey };
@@ -178,7 +187,11 @@ describe.skipIf(missing)('the SSH gateway', () => {
     const plain = await openExec({ process: 'web', command: '/bin/sh' });
     expect(plain.port).toBe(port);
     expect(plain.instance).toBe('web.1');
-    const ran = await run('ssh', [...sshOptions(null), `token:${plain.token}@${plain.host}`, 'cat /tmp/../etc/hostname >/dev/null; echo inside; exit 3']);
+    const ran = await run('ssh', [
+      ...sshOptions(null),
+      `token:${plain.token}@${plain.host}`,
+      'cat /tmp/../etc/hostname >/dev/null; echo inside; exit 3',
+    ]);
     expect(ran.stdout).toContain('inside');
     expect(ran.code).toBe(3);
     // The token attached its session once: used again, it is refused with the reason.
@@ -190,7 +203,12 @@ describe.skipIf(missing)('the SSH gateway', () => {
     expect(wrong.stderr).toContain('unknown, used already or expired');
 
     const tty = await openExec();
-    const inTerminal = await run('ssh', ['-tt', ...sshOptions(null), `token:${tty.token}@127.0.0.1`, 'test -t 0 && echo has-a-terminal; exit 5']);
+    const inTerminal = await run('ssh', [
+      '-tt',
+      ...sshOptions(null),
+      `token:${tty.token}@127.0.0.1`,
+      'test -t 0 && echo has-a-terminal; exit 5',
+    ]);
     expect(inTerminal.stdout).toContain('has-a-terminal');
     expect(inTerminal.code).toBe(5);
     const session = await h.ctx.db.selectFrom('exec_sessions').selectAll().where('id', '=', tty.session_id).executeTakeFirstOrThrow();

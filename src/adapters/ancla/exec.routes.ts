@@ -12,7 +12,10 @@ const SERVICE = '/workspaces/:workspace/projects/:project/envs/:env/services/:se
 const ExecBody = Type.Object({
   process: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,62}$', description: 'Process type (default `web`)' })),
   command: Type.Optional(
-    Type.String({ maxLength: 8192, description: 'What `ancla shell` will run; what runs is the command the SSH client sends (none: a shell)' }),
+    Type.String({
+      maxLength: 8192,
+      description: 'What `ancla shell` will run; what runs is the command the SSH client sends (none: a shell)',
+    }),
   ),
 });
 
@@ -53,7 +56,13 @@ export function execRoutes(deps: { exec: InstanceExecService; scope: Organizatio
         const p = request.params;
         const { project, environment } = await scope.environment(userId, p.workspace, p.project, p.env);
         const application = await scope.application(project.id, p.service);
-        const opened = await exec.openForSsh(userId, application.id, environment.id, request.body.process ?? 'web', request.body.command ?? null);
+        const opened = await exec.openForSsh(
+          userId,
+          application.id,
+          environment.id,
+          request.body.process ?? 'web',
+          request.body.command ?? null,
+        );
         const host = ssh.host || request.hostname.replace(/:\d+$/, '').replace(/^\[(.*)\]$/, '$1');
         const ws = request.protocol === 'https' ? 'wss' : 'ws';
         return reply.code(201).send({

@@ -21,7 +21,9 @@ export function sshKeyCommands(program: Command) {
       const text = await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => {
         throw usage(`${file}: ${err.code === 'ENOENT' ? 'no such file' : err.message}`);
       });
-      const key = await ok(ctx.api.POST('/v1/users/me/ssh-keys', { body: { public_key: text, ...(opts.name ? { name: opts.name } : {}) } }));
+      const key = await ok(
+        ctx.api.POST('/v1/users/me/ssh-keys', { body: { public_key: text, ...(opts.name ? { name: opts.name } : {}) } }),
+      );
       ctx.out.result(key, () => `Added SSH key “${key.name}” ${key.fingerprint} (${key.id})`);
     });
 

@@ -64,7 +64,10 @@ export class SshGateway {
     });
     this.server = server;
     this.port = (server.address() as AddressInfo).port;
-    this.deps.logger.info({ port: this.port, host_key: fingerprint }, `SSH gateway listening on port ${this.port}; host key ${fingerprint}`);
+    this.deps.logger.info(
+      { port: this.port, host_key: fingerprint },
+      `SSH gateway listening on port ${this.port}; host key ${fingerprint}`,
+    );
   }
 
   async stop() {
@@ -168,8 +171,15 @@ export class SshGateway {
     const run = (channel: ServerChannel, command: string | null) => {
       active();
       if (who.kind === 'token')
-        return this.execSession(channel, who.token, command, terminal, (r) => (resize = r), active).catch((err) => this.failed(channel, err));
-      if (command === null) return tell(channel, 1, `${who.principal.user.username}: this server gives no shell. Push with: git push ssh://git@HOST:PORT/ORG/PROJECT/APP.git`);
+        return this.execSession(channel, who.token, command, terminal, (r) => (resize = r), active).catch((err) =>
+          this.failed(channel, err),
+        );
+      if (command === null)
+        return tell(
+          channel,
+          1,
+          `${who.principal.user.username}: this server gives no shell. Push with: git push ssh://git@HOST:PORT/ORG/PROJECT/APP.git`,
+        );
       return this.git(channel, who.principal, command).catch((err) => this.failed(channel, err));
     };
     session.on('exec', (accept, reject, info) => {
@@ -227,7 +237,8 @@ export class SshGateway {
   /** `git-receive-pack` on an application's repository: the HTTP push's path, on this channel. */
   private async git(channel: ServerChannel, principal: Principal, command: string) {
     const match = GIT_COMMAND.exec(command.trim());
-    if (!match) return tell(channel, 1, 'Only git-receive-pack on a repository runs here (git push ssh://git@HOST:PORT/ORG/PROJECT/APP.git)');
+    if (!match)
+      return tell(channel, 1, 'Only git-receive-pack on a repository runs here (git push ssh://git@HOST:PORT/ORG/PROJECT/APP.git)');
     if (match[1] === 'upload-pack') return tell(channel, 1, 'This remote takes pushes only (git push)');
     const path = match[2]!.replace(/\.git$/, '').replace(/^git\//, '');
     const parts = path.split('/');

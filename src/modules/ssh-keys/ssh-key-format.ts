@@ -19,9 +19,11 @@ export function parsePublicKey(text: string): { publicKey: string; fingerprint: 
   if (/PRIVATE KEY/.test(line)) return { error: 'this is a private key: register the public one (the .pub file)' };
   if (line.includes('\n')) return { error: 'one key, on one line (the contents of a .pub file)' };
   const parsed = ssh2.utils.parseKey(line);
-  if (parsed instanceof Error || Array.isArray(parsed)) return { error: 'not an OpenSSH public key (expected "ssh-ed25519 AAAA... comment")' };
+  if (parsed instanceof Error || Array.isArray(parsed))
+    return { error: 'not an OpenSSH public key (expected "ssh-ed25519 AAAA... comment")' };
   if (parsed.isPrivateKey()) return { error: 'this is a private key: register the public one (the .pub file)' };
-  if (!ACCEPTED.has(parsed.type)) return { error: `key type ${parsed.type} is not accepted (use ed25519, ECDSA or RSA of ${MIN_RSA_BITS}+ bits)` };
+  if (!ACCEPTED.has(parsed.type))
+    return { error: `key type ${parsed.type} is not accepted (use ed25519, ECDSA or RSA of ${MIN_RSA_BITS}+ bits)` };
   const blob = parsed.getPublicSSH();
   if (parsed.type === 'ssh-rsa' && rsaBits(blob) < MIN_RSA_BITS) return { error: `RSA keys need at least ${MIN_RSA_BITS} bits` };
   return { publicKey: `${parsed.type} ${blob.toString('base64')}`, fingerprint: fingerprintOf(blob), comment: parsed.comment ?? '' };
@@ -39,8 +41,7 @@ function rsaBits(blob: Buffer): number {
   next();
   next();
   const n = next();
-  let bytes = n.length;
-  let i = 0;
-  while (i < n.length && n[i] === 0) (i++, bytes--);
-  return bytes * 8;
+  let first = 0;
+  while (first < n.length && n[first] === 0) first++;
+  return (n.length - first) * 8;
 }

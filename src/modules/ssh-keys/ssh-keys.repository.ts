@@ -47,6 +47,10 @@ export class SshKeysRepository {
   }
 
   touch(id: string) {
-    return this.db.updateTable('ssh_keys').set({ last_used_at: sql`now()` }).where('id', '=', id).execute();
+    return this.db
+      .updateTable('ssh_keys')
+      .set({ last_used_at: sql`now()` })
+      .where('id', '=', id)
+      .execute();
   }
 }

@@ -63,7 +63,11 @@ const RULES: Rule[] = [
   { methods: 'WRITE', path: /\/(scale|autoscaling)(\/|$)/, need: any('scale') },
   { methods: 'WRITE', path: /\/(runs|cron)(\/|$)/, need: any('run') },
   // A command inside a running instance: opening it, and attaching its WebSocket (a GET).
-  { methods: 'ANY', path: /\/instances\/:instance\/exec$|\/:application_id\/exec$|\/services\/:service\/exec$|^\/v1\/exec-sessions\//, need: any('run') },
+  {
+    methods: 'ANY',
+    path: /\/instances\/:instance\/exec$|\/:application_id\/exec$|\/services\/:service\/exec$|^\/v1\/exec-sessions\//,
+    need: any('run'),
+  },
 ];
 
 /** What the route `method url` needs; `url` is Fastify's pattern with its parameter names (`/v1/applications/:application_id/deploy`). */
@@ -90,7 +94,11 @@ export interface RoleRule {
 const ORG = String.raw`\/v1\/(organizations\/:org_slug|workspaces\/:workspace)`;
 const ROLE_RULES: Array<{ methods: readonly string[]; path: RegExp; rule: RoleRule }> = [
   { methods: ['GET', 'PUT'], path: /^\/v1\/organizations\/:org_slug\/pipeline-limits$/, rule: { siteAdmin: true } },
-  { methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], path: /^\/v1\/(users(?!\/me\/)|audit-log|sso\/issuers)(\/|$)/, rule: { siteAdmin: true } },
+  {
+    methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    path: /^\/v1\/(users(?!\/me\/)|audit-log|sso\/issuers)(\/|$)/,
+    rule: { siteAdmin: true },
+  },
   { methods: ['DELETE'], path: new RegExp(`^${ORG}$`), rule: { minimum: 'owner' } },
   { methods: ['PUT', 'PATCH'], path: new RegExp(`^${ORG}/access-settings$`), rule: { minimum: 'owner' } },
   { methods: ['PUT', 'PATCH'], path: new RegExp(`^${ORG}$`), rule: { minimum: 'admin' } },
