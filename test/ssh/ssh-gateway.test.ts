@@ -76,7 +76,7 @@ async function openExec(body: Record<string, unknown> = { process: 'web' }) {
     payload: body,
   });
   expect(opened.statusCode, opened.body).toBe(201);
-  return opened.json() as { host: string; port: number; token: string; instance: string; session_id: string };
+  return opened.json() as { host: string; port: number; token: string; websocket_url: string; instance: string; session_id: string };
 }
 
 const freePort = () =>
@@ -183,9 +183,10 @@ describe.skipIf(missing)('the SSH gateway', () => {
     expect(command.stderr).toContain('Only git-receive-pack');
   }, 60_000);
 
-  it("runs Ancla's exec through a one-use token: a command's exit code, a terminal, and a used or wrong token refused", async () => {
+  it('runs the Ancla CLI exec through a one-use token: exit codes, a terminal, a used or wrong token refused', async () => {
     const plain = await openExec({ process: 'web', command: '/bin/sh' });
     expect(plain.port).toBe(port);
+    expect(plain.websocket_url).toMatch(/^ws:\/\/.+\/stream$/);
     expect(plain.instance).toBe('web.1');
     const ran = await run('ssh', [
       ...sshOptions(null),

@@ -161,9 +161,8 @@ const served: AnclaCall[] = [
  */
 const unserved: AnclaCall[] = [
   { client: 'go-sdk', method: 'GET', path: `${S}/{svc}/deploys/`, decodes: items(DEPLOY_FIELDS), test: '' },
-  // The CLI's `cache`, `dbshell`, `shell` and `ssh` (internal/cli/cache.go, dbshell.go, shell.go, ssh.go): connection
-  // details of a service's Redis and Postgres (add-ons here, reachable only from attached sandboxes), and a shell in an
-  // instance (issue 33's exec). Not served yet.
+  // The CLI's `cache` and `dbshell` (internal/cli/cache.go, dbshell.go): connection details of a service's Redis and
+  // Postgres (add-ons here, reachable only from attached sandboxes). Not served yet.
   { client: 'go-cli', method: 'GET', path: `${S}/{svc}/cache`, decodes: ['engine', 'host', 'port', 'url'], test: '' },
   { client: 'go-cli', method: 'POST', path: `${S}/{svc}/cache/flush`, decodes: [], test: '' },
   {
@@ -173,7 +172,21 @@ const unserved: AnclaCall[] = [
     decodes: ['engine', 'host', 'port', 'name', 'user', 'password', 'url'],
     test: '',
   },
-  { client: 'go-cli', method: 'POST', path: `${S}/{svc}/exec`, decodes: ['websocket_url', 'host', 'port', 'token'], test: '' },
 ];
 
-export const calls: AnclaCall[] = [...served.map((call) => ({ ...call, test: `services.test.ts > ${call.test}` })), ...unserved];
+/** `ancla ssh` and `ancla shell` (internal/cli/ssh.go, shell.go): connection details of the SSH gateway, test/ssh. */
+const execOverSsh: AnclaCall[] = [
+  {
+    client: 'go-cli',
+    method: 'POST',
+    path: `${S}/{svc}/exec`,
+    decodes: ['websocket_url:string', 'host:string', 'port:number', 'token:string'],
+    test: '../ssh/ssh-gateway.test.ts > runs the Ancla CLI exec through a one-use token: exit codes, a terminal, a used or wrong token refused',
+  },
+];
+
+export const calls: AnclaCall[] = [
+  ...served.map((call) => ({ ...call, test: `services.test.ts > ${call.test}` })),
+  ...unserved,
+  ...execOverSsh,
+];
