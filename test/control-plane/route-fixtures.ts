@@ -491,6 +491,8 @@ export const MEMBER_WRITES_BESIDE_PROTECTED: Record<string, string> = {
   'POST /v1/auth/logout': "ends the caller's own session",
   'POST /v1/auth/api-keys': "the caller's own key",
   'DELETE /v1/auth/api-keys/:id': "the caller's own key",
+  'POST /v1/users/me/ssh-keys': "the caller's own SSH key",
+  'DELETE /v1/users/me/ssh-keys/:key_id': "the caller's own SSH key",
   'POST /v1/organizations': 'a new organization',
   'POST /v1/workspaces': 'a new workspace',
   'POST /v1/projects': 'a new project (its production starts unprotected)',

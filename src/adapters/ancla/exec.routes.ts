@@ -51,11 +51,13 @@ export function execRoutes(deps: { exec: InstanceExecService; scope: Organizatio
         },
       },
       async (request, reply) => {
-        if (!ssh.port) throw conflict('This server runs no SSH gateway (SSH_PORT): use `slipway exec` instead');
         const userId = currentUser(request).id;
         const p = request.params;
         const { project, environment } = await scope.environment(userId, p.workspace, p.project, p.env);
         const application = await scope.application(project.id, p.service);
+        // Refusals of access first: whether the server has an SSH gateway is told only to those who may use it.
+        await exec.authorizeOpen(userId, application.id, environment.id);
+        if (!ssh.port) throw conflict('This server runs no SSH gateway (SSH_PORT): use `slipway exec` instead');
         const opened = await exec.openForSsh(
           userId,
           application.id,

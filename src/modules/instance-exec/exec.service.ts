@@ -48,9 +48,7 @@ export class InstanceExecService {
   ) {}
 
   async open(userId: string, applicationId: string, instanceRef: string | null, body: ExecOpenBody, processType?: string) {
-    await this.apps.authorize(userId, applicationId);
-    const environmentId = await chosenEnvironmentId(this.ctx.db, applicationId, body.environment);
-    await requireProtectedEnvironmentAdmin(this.ctx.db, userId, { environmentId }, 'its instances (a shell inside one)');
+    const environmentId = await this.authorizeOpen(userId, applicationId, body.environment);
     const instance = instanceRef
       ? await this.repo.findInstance(applicationId, environmentId, instanceRef)
       : await this.repo.firstRunning(applicationId, environmentId, processType);
@@ -75,6 +73,14 @@ export class InstanceExecService {
       stream_path: `/v1/exec-sessions/${row.id}/stream`,
       attach_within_seconds: ATTACH_WITHIN_SECONDS,
     };
+  }
+
+  /** Whether the caller may open a session in the application's environment (id or slug; default production): its id. */
+  async authorizeOpen(userId: string, applicationId: string, environment: string | undefined) {
+    await this.apps.authorize(userId, applicationId);
+    const environmentId = await chosenEnvironmentId(this.ctx.db, applicationId, environment);
+    await requireProtectedEnvironmentAdmin(this.ctx.db, userId, { environmentId }, 'its instances (a shell inside one)');
+    return environmentId;
   }
 
   /**
