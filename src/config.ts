@@ -12,6 +12,14 @@ export const EnvSchema = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
   /** Address the API listens on. */
   HOST: Type.String({ default: '0.0.0.0' }),
+  /**
+   * Port of the SSH gateway (`git push` over SSH with users' registered keys; Ancla's `ancla ssh`
+   * and `ancla shell`); 0: no SSH server. It listens on HOST; its host key is generated once into
+   * DATA_DIR/ssh and its fingerprint logged at start.
+   */
+  SSH_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 0 }),
+  /** Host name clients are told to reach the SSH gateway at (Ancla's exec answer); empty: the host name of the API request. */
+  SSH_HOST: Type.String({ default: '', maxLength: 253 }),
   /** Where the embedded PostgreSQL, the generated keys (secret.key, the registry signing key), build storage and logs live. */
   DATA_DIR: Type.String({ default: './data' }),
   /** Use this PostgreSQL (14+) instead of the embedded one, e.g. `postgres://slipway:…@db:5432/slipway`; its role should own only Slipway's database (see DATABASE_ALLOW_SUPERUSER). */

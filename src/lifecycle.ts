@@ -140,6 +140,9 @@ function startOrder({ composition, logger, workers, http }: StartOptions, listen
       stop: () => http.app.close(),
     },
   );
+  // 9. The SSH gateway (SSH_PORT), beside the API it shares its services with.
+  const sshGateway = background.sshGateway;
+  add(http && sshGateway && { name: 'ssh gateway', start: () => sshGateway.start(), stop: () => sshGateway.stop() });
   return steps;
 }
 

@@ -8,6 +8,7 @@ import { AutoscalingRepository } from './modules/autoscaling/index.js';
 import { ConfigurationsRepository } from './modules/configurations/index.js';
 import { CronRepository } from './modules/cron/index.js';
 import { ExecSessionsRepository } from './modules/instance-exec/index.js';
+import { SshKeysRepository } from './modules/ssh-keys/index.js';
 import { DeploymentsRepository, OneOffRunsRepository } from './pipeline/index.js';
 import { DomainsRepository } from './modules/domains/index.js';
 import { AddonsRepository } from './modules/addons/index.js';
@@ -46,6 +47,7 @@ export function createRepositories(db: Db) {
     configurations: new ConfigurationsRepository(db),
     cron: new CronRepository(db),
     execSessions: new ExecSessionsRepository(db),
+    sshKeys: new SshKeysRepository(db),
     deployments: new DeploymentsRepository(db),
     domains: new DomainsRepository(db),
     addons: new AddonsRepository(db),

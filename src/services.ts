@@ -45,6 +45,8 @@ import { wireAddons } from './modules/addons/index.js';
 import { wireVolumes } from './modules/volumes/index.js';
 import { wireCron } from './modules/cron/index.js';
 import { wireInstanceExec } from './modules/instance-exec/index.js';
+import { wireSshKeys } from './modules/ssh-keys/index.js';
+import { wireSshGateway } from './modules/ssh-gateway/index.js';
 import { wireAutoscaling } from './modules/autoscaling/index.js';
 import { wireAppLogs } from './modules/app-logs/index.js';
 import { wireStreams } from './modules/streams/index.js';
@@ -225,6 +227,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     teams: teams.teams,
     observability: observability.observability,
     addons: addons.addons,
+    exec: { service: instanceExec.exec, ssh: { port: config.SSH_PORT, host: config.SSH_HOST } },
     pipeline: {
       images: pipeline.images,
       deployments,
@@ -242,6 +245,18 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     apps,
     startChain: (id, sha, environmentId) => deployChain.start(id, sha, environmentId, { pushed: true }),
     requireBuildRoom: (applicationId) => storage.storage.requireBuildRoom(applicationId, { fresh: true }),
+  });
+
+  // The SSH gateway (issues 29, 34): `git push` by registered key, Ancla's exec by one-use token.
+  const sshKeys = wireSshKeys({ repository: repos.sshKeys });
+  const { sshGateway } = wireSshGateway({
+    config: { SSH_PORT: config.SSH_PORT, HOST: config.HOST, dataDir: config.dataDir },
+    logger: log.child({ component: 'ssh' }),
+    exec: instanceExec.exec,
+    gitPush: gitPush.gitPush,
+    sshKeys: sshKeys.sshKeys,
+    applicationBySlugs: async (userId, org, project, app) =>
+      (await organizationScope.application((await organizationScope.project(userId, org, project)).project.id, app)).id,
   });
 
   // The API's routes under /v1, in the order of its OpenAPI document.
@@ -284,6 +299,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     logDrains,
     alerts,
     gitPush,
+    sshKeys,
   ].flatMap((wired) => wired.routes);
 
   // Maintenance the job workers run once started (images and releases add their own with their job kinds).
@@ -317,6 +333,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
       appLogLeader: appLogs.leaderCheck,
       guardWatcher: guards.guardWatcher,
       cronScheduler: cron.cronScheduler,
+      sshGateway,
       // The channels' queue is registered before the outbox is first drained into it.
       startWebhookDeliveries: async () => {
         await notificationChannels.startDeliveries();

@@ -24,6 +24,7 @@ import { gitCommands } from './commands/git.js';
 import { keyCommands } from './commands/keys.js';
 import { memberCommands } from './commands/members.js';
 import { sessionCommands } from './commands/sessions.js';
+import { sshKeyCommands } from './commands/ssh-keys.js';
 import { addonCommands } from './commands/addons.js';
 import { volumeCommands } from './commands/volumes.js';
 import { notificationCommands } from './commands/notifications.js';
@@ -77,6 +78,7 @@ Colour is off when output is not a terminal or NO_COLOR is set.`,
   keyCommands(program);
   memberCommands(program);
   sessionCommands(program);
+  sshKeyCommands(program);
   addonCommands(program);
   volumeCommands(program);
   notificationCommands(program);

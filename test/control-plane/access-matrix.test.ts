@@ -19,6 +19,9 @@ const EXEMPT_FROM_403: Record<string, string> = {
   'GET /v1/auth/api-keys': "lists the caller's own keys",
   'POST /v1/auth/api-keys': 'creates a key for the caller',
   'DELETE /v1/auth/api-keys/:id': "keys belong to users, not organizations: another user's key is 404",
+  'GET /v1/users/me/ssh-keys': "lists the caller's own SSH keys",
+  'POST /v1/users/me/ssh-keys': 'registers a key for the caller',
+  'DELETE /v1/users/me/ssh-keys/:key_id': "SSH keys belong to users, not organizations: another user's key is 404",
   'GET /v1/organizations': "lists the caller's own organizations",
   'POST /v1/invitations/:token/accept':
     "the invitation's link names its organization: accepting checks the invited address, 403 for any other (test/roles/invitations.test.ts)",

@@ -10,6 +10,7 @@
  */
 import { randomInt } from 'node:crypto';
 import { sql } from 'kysely';
+import ssh2 from 'ssh2';
 import { v7 as uuidv7 } from 'uuid';
 import type { RouteEntry } from '../../src/app.js';
 import { ConfigurationsRepository, ConfigurationsService } from '../../src/modules/configurations/index.js';
@@ -353,6 +354,8 @@ export const PARAM_FIXTURES: Record<string, Fixture> = {
   // exec: no instance runs in these worlds (opening answers 409); the owner's session (never attached here).
   instance: () => 'web.1',
   session_id: (w) => need(w.execSessionId, 'exec session'),
+  // SSH keys are the caller's own (/users/me): no world's key is reachable through another user.
+  key_id: () => uuidv7(),
   domain_id: (w) => need(w.domainId, 'domain'),
   webhook_id: (w) => need(w.webhookId, 'webhook'),
   delivery_id: (w) => need(w.webhookDeliveryId, 'webhook delivery'),
@@ -437,6 +440,7 @@ export const SAMPLE_BODIES: Record<string, (w: RouteWorld) => unknown> = {
   'PUT /v1/organizations/:org_slug/pipeline-limits': () => ({ build_timeout_seconds: 600 }),
   'POST /v1/projects': (w) => ({ name: unique('sample'), organization_id: w.org.id }),
   'POST /v1/workspaces/:workspace/projects': () => ({ name: unique('sample') }),
+  'POST /v1/users/me/ssh-keys': () => ({ public_key: ssh2.utils.generateKeyPairSync('ed25519').public }),
   'PATCH /v1/workspaces/:workspace': () => ({ name: unique('Sample') }),
   'POST /v1/workspaces/:workspace/projects/:project/promote': () => ({ source_env: 'staging', target_env: 'production' }),
   'POST /v1/applications': (w) => ({ name: unique('sample'), project_id: w.project.id }),
@@ -500,6 +504,8 @@ export const MEMBER_WRITES_BESIDE_PROTECTED: Record<string, string> = {
   'POST /v1/auth/logout': "ends the caller's own session",
   'POST /v1/auth/api-keys': "the caller's own key",
   'DELETE /v1/auth/api-keys/:id': "the caller's own key",
+  'POST /v1/users/me/ssh-keys': "the caller's own SSH key",
+  'DELETE /v1/users/me/ssh-keys/:key_id': "the caller's own SSH key",
   'POST /v1/organizations': 'a new organization',
   'POST /v1/workspaces': 'a new workspace',
   'POST /v1/projects': 'a new project (its production starts unprotected)',

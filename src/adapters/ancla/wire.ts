@@ -18,6 +18,8 @@ import type { ObservabilityService } from '../../modules/observability/index.js'
 import type { AddonsService } from '../../modules/addons/index.js';
 import { addonsRoutes } from './addons.routes.js';
 import { envDeploysRoutes } from './env-deploys.routes.js';
+import { execRoutes } from './exec.routes.js';
+import type { InstanceExecService } from '../../modules/instance-exec/index.js';
 import { lenientBodies } from './lenient-bodies.js';
 import { recordsRoutes } from './records.routes.js';
 import { servicesRoutes } from './services.routes.js';
@@ -45,6 +47,8 @@ export function wireAncla(deps: {
   teams: TeamsService;
   observability: ObservabilityService;
   addons: AddonsService;
+  /** `ancla ssh`/`ancla shell`: exec sessions attached through the SSH gateway (port 0: none). */
+  exec: { service: InstanceExecService; ssh: { port: number; host: string } };
   pipeline: {
     images: ImagesService;
     deployments: DeploymentsService;
@@ -84,6 +88,7 @@ export function wireAncla(deps: {
     promoteRoutes({ scope, deployments, releases: pipeline.releases, envDeploys }),
     observabilityRoutes({ scope, projects: deps.projects, observability: deps.observability }),
     addonsRoutes({ scope, addons: deps.addons }),
+    execRoutes({ exec: deps.exec.service, scope, ssh: deps.exec.ssh }),
   ];
   const ancla = async (app: App) => {
     lenientBodies(app);

@@ -85,6 +85,11 @@ export class GitPushService {
     const key = basicPassword(authorization);
     const principal: Principal | null = key ? await this.deps.auth.fromApiKey(key) : null;
     if (!principal) throw new PushRefused(401, 'Authentication required: use an API key as the password');
+    return this.authorizePrincipal(principal, applicationId);
+  }
+
+  /** The application, when this caller (known by API key, or by SSH key) may push to it; else a refusal that says why. */
+  async authorizePrincipal(principal: Principal, applicationId: string) {
     try {
       const app = await this.deps.apps.authorize(principal.user.id, applicationId);
       // A scoped key pushes only where it may deploy: its application here, its environment per branch (check()).
@@ -112,6 +117,11 @@ export class GitPushService {
   async advertise(authorization: string | undefined, repository: string, service: string | undefined) {
     const { app, principal } = await this.authorize(authorization, repository);
     if (service !== 'git-receive-pack') throw new PushRefused(403, 'This remote takes pushes only (git push)');
+    return this.refsAdvertisement(principal, app);
+  }
+
+  /** git's refs advertisement of the application's repository (smart HTTP's: a `# service=` packet and a flush first). */
+  private async refsAdvertisement(principal: Principal, app: { id: string }) {
     await preparePushRepository(this.ctx.config.dataDir, app.id, await this.rules(app.id));
     let status = 200;
     let contentType = 'application/x-git-receive-pack-advertisement';
@@ -144,61 +154,94 @@ export class GitPushService {
     open: () => PushResponse,
   ): Promise<void> {
     const { app, principal } = await this.authorize(authorization, repository);
-    const spoolDir = join(pushRepositoriesRoot(this.ctx.config.dataDir), '.incoming');
-    await mkdir(spoolDir, { recursive: true, mode: 0o700 });
-    const spool = join(spoolDir, randomUUID());
+    const spool = await this.spoolFile();
     try {
       const bytes = await spoolBody(request.body, request.gzip, spool, this.ctx.config.GIT_PUSH_MAX_BYTES);
-      const commands = parsePushCommands(await readHead(spool, MAX_COMMAND_BYTES));
-      if (!commands) throw new PushRefused(400, 'The push request could not be read (too many ref updates, or not git)');
-      const sideband = commands.capabilities.has('side-band-64k') || commands.capabilities.has('side-band');
-      const out = open();
-      // git's probe before a large push (a bare flush) checks the credentials only: nothing to store.
-      if (commands.updates.length === 0) return out.end();
-      const progress = (text: string) => {
-        if (sideband) out.write(bandPkt(2, `${text}\n`));
-      };
-      const report = (inner: Buffer) => {
-        if (!sideband) return out.write(inner);
-        for (let at = 0; at < inner.length; at += 65000) out.write(bandPkt(1, inner.subarray(at, at + 65000)));
-      };
-      try {
-        const targets = new Map<string, Target[]>();
-        const refused = new Map<string, string>();
-        // Every push that stores objects needs room (a branch no environment deploys too), judged once.
-        const room = commands.updates.some((u) => !ZERO_SHA.test(u.newSha)) ? await this.roomRefusal(app.id) : null;
-        for (const update of commands.updates) {
-          const reason = room && !ZERO_SHA.test(update.newSha) ? room : await this.check(principal, app, update, targets);
-          if (reason) refused.set(update.ref, reason);
-        }
-        if (refused.size > 0) {
-          // Nothing is stored when any update is refused: each says why (or that another one was).
-          for (const [ref, reason] of refused) progress(`${shortRef(ref)}: ${reason}`);
-          report(
-            Buffer.concat([
-              pkt('unpack ok\n'),
-              ...commands.updates.map((u) =>
-                pkt(`ng ${u.ref} ${oneLine(refused.get(u.ref) ?? 'not stored: another ref of this push was refused')}\n`),
-              ),
-              FLUSH,
-            ]),
-          );
-          return;
-        }
-        await this.serialised(app.id, progress, async () => {
-          // Any failure past here is the platform's: the client hears it on the error band, the log has the rest.
-          await preparePushRepository(this.ctx.config.dataDir, app.id, await this.rules(app.id));
-          const status = await this.store(app.id, principal.user.username, spool, bytes, sideband, out);
-          if (status === null) return;
-          await this.deploy(app.id, commands.updates, status, targets, progress, () => out.closed());
-          report(statusText(status));
-        });
-      } finally {
-        if (sideband) out.write(FLUSH);
-        out.end();
-      }
+      await this.receiveSpooled(principal, app, spool, bytes, open);
     } finally {
       await rm(spool, { force: true });
+    }
+  }
+
+  /**
+   * `git push ssh://...`: git's receive-pack conversation on one SSH channel, for a caller known
+   * by a registered SSH key. The refs go out first; the client's commands and pack are spooled
+   * (bounded) and then take the path of an HTTP push: the same checks, serialisation and deploys.
+   */
+  async receiveOverSsh(principal: Principal, applicationId: string, channel: { input: Readable; out: PushResponse }) {
+    const { app } = await this.authorizePrincipal(principal, applicationId);
+    const advertisement = (await this.refsAdvertisement(principal, app)).body;
+    channel.out.write(withoutServiceHeader(advertisement));
+    const spool = await this.spoolFile();
+    try {
+      const bytes = await spoolSshRequest(channel.input, spool, this.ctx.config.GIT_PUSH_MAX_BYTES);
+      await this.receiveSpooled(principal, app, spool, bytes, () => channel.out);
+    } finally {
+      await rm(spool, { force: true });
+    }
+  }
+
+  private async spoolFile() {
+    const spoolDir = join(pushRepositoriesRoot(this.ctx.config.dataDir), '.incoming');
+    await mkdir(spoolDir, { recursive: true, mode: 0o700 });
+    return join(spoolDir, randomUUID());
+  }
+
+  /** Checks every ref update of a spooled receive-pack request, stores the objects through git, then deploys each accepted branch while the client waits. */
+  private async receiveSpooled(
+    principal: Principal,
+    app: { id: string; project_id: string; auto_deploy_branch: string | null },
+    spool: string,
+    bytes: number,
+    open: () => PushResponse,
+  ) {
+    const commands = parsePushCommands(await readHead(spool, MAX_COMMAND_BYTES));
+    if (!commands) throw new PushRefused(400, 'The push request could not be read (too many ref updates, or not git)');
+    const sideband = commands.capabilities.has('side-band-64k') || commands.capabilities.has('side-band');
+    const out = open();
+    // git's probe before a large push (a bare flush) checks the credentials only: nothing to store.
+    if (commands.updates.length === 0) return out.end();
+    const progress = (text: string) => {
+      if (sideband) out.write(bandPkt(2, `${text}\n`));
+    };
+    const report = (inner: Buffer) => {
+      if (!sideband) return out.write(inner);
+      for (let at = 0; at < inner.length; at += 65000) out.write(bandPkt(1, inner.subarray(at, at + 65000)));
+    };
+    try {
+      const targets = new Map<string, Target[]>();
+      const refused = new Map<string, string>();
+      // Every push that stores objects needs room (a branch no environment deploys too), judged once.
+      const room = commands.updates.some((u) => !ZERO_SHA.test(u.newSha)) ? await this.roomRefusal(app.id) : null;
+      for (const update of commands.updates) {
+        const reason = room && !ZERO_SHA.test(update.newSha) ? room : await this.check(principal, app, update, targets);
+        if (reason) refused.set(update.ref, reason);
+      }
+      if (refused.size > 0) {
+        // Nothing is stored when any update is refused: each says why (or that another one was).
+        for (const [ref, reason] of refused) progress(`${shortRef(ref)}: ${reason}`);
+        report(
+          Buffer.concat([
+            pkt('unpack ok\n'),
+            ...commands.updates.map((u) =>
+              pkt(`ng ${u.ref} ${oneLine(refused.get(u.ref) ?? 'not stored: another ref of this push was refused')}\n`),
+            ),
+            FLUSH,
+          ]),
+        );
+        return;
+      }
+      await this.serialised(app.id, progress, async () => {
+        // Any failure past here is the platform's: the client hears it on the error band, the log has the rest.
+        await preparePushRepository(this.ctx.config.dataDir, app.id, await this.rules(app.id));
+        const status = await this.store(app.id, principal.user.username, spool, bytes, sideband, out);
+        if (status === null) return;
+        await this.deploy(app.id, commands.updates, status, targets, progress, () => out.closed());
+        report(statusText(status));
+      });
+    } finally {
+      if (sideband) out.write(FLUSH);
+      out.end();
     }
   }
 
@@ -470,6 +513,59 @@ async function spoolBody(body: Readable, gzip: boolean, file: string, max: numbe
     throw new PushRefused(400, `The push request could not be read: ${(err as Error).message}`);
   }
   return total;
+}
+
+/**
+ * What a git client sends on an SSH channel after the refs: its commands up to a flush, then its
+ * pack until it closes its side (none when every update deletes a branch, or there are none).
+ * Written to `file`; refused past `max` bytes.
+ */
+async function spoolSshRequest(input: Readable, file: string, max: number): Promise<number> {
+  const sink = createWriteStream(file, { mode: 0o600 });
+  let total = 0;
+  let head: Buffer | null = Buffer.alloc(0);
+  // Listeners, not an async iterator: leaving one early would destroy the channel the report goes back on.
+  const read = new Promise<void>((resolve, reject) => {
+    const stop = (err?: Error) => {
+      input.off('data', onData).off('end', onEnd).off('close', onEnd).off('error', stop);
+      if (err) reject(err);
+      else resolve();
+    };
+    const onEnd = () => stop();
+    const onData = (chunk: Buffer) => {
+      total += chunk.length;
+      if (total > max) return stop(new PushRefused(413, `The push is larger than this server takes (${max} bytes, GIT_PUSH_MAX_BYTES)`));
+      if (!sink.write(chunk)) {
+        input.pause();
+        sink.once('drain', () => input.resume());
+      }
+      if (!head) return;
+      head = Buffer.concat([head, chunk]);
+      const commands = parsePushCommands(head.subarray(0, MAX_COMMAND_BYTES));
+      if (commands) {
+        head = null;
+        // No pack follows when nothing is added: the client waits for the report with its side open.
+        if (commands.updates.every((u) => ZERO_SHA.test(u.newSha))) stop();
+      } else if (head.length > MAX_COMMAND_BYTES)
+        stop(new PushRefused(400, 'The push could not be read (too many ref updates, or not git)'));
+    };
+    input.on('data', onData).once('end', onEnd).once('close', onEnd).once('error', stop);
+  });
+  try {
+    await read;
+  } finally {
+    await new Promise<void>((resolve, reject) => sink.end((err?: Error | null) => (err ? reject(err) : resolve())));
+  }
+  return total;
+}
+
+/** Smart HTTP's refs advertisement without its `# service=...` packet and flush: what git sends first over SSH. */
+function withoutServiceHeader(advertisement: Buffer): Buffer {
+  const first = advertisement.toString('latin1', 4, 14);
+  if (first !== '# service=') return advertisement;
+  const size = parseInt(advertisement.toString('latin1', 0, 4), 16);
+  const rest = advertisement.subarray(size);
+  return rest.toString('latin1', 0, 4) === '0000' ? rest.subarray(4) : rest;
 }
 
 async function readHead(file: string, bytes: number): Promise<Buffer> {

@@ -28,20 +28,22 @@ export class ExecSessionsRepository {
   }
 
   /** The environment's first running instance, web first (what `slipway exec APP` enters). */
-  firstRunning(applicationId: string, environmentId: string) {
-    return this.db
+  firstRunning(applicationId: string, environmentId: string, processType?: string) {
+    let query = this.db
       .selectFrom('instances')
       .select(['id', 'process_type', 'ordinal', 'state', 'worker_id'])
       .where('application_id', '=', applicationId)
       .where('environment_id', '=', environmentId)
-      .where('state', 'in', ['healthy', 'running', 'starting'])
+      .where('state', 'in', ['healthy', 'running', 'starting']);
+    if (processType) query = query.where('process_type', '=', processType);
+    return query
       .orderBy(sql`CASE WHEN process_type = 'web' THEN 0 ELSE 1 END`)
       .orderBy('process_type')
       .orderBy('ordinal')
       .executeTakeFirst();
   }
 
-  insert(row: Omit<ExecSessionRow, 'created_at' | 'started_at' | 'finished_at' | 'exit_code'>) {
+  insert(row: Omit<ExecSessionRow, 'created_at' | 'started_at' | 'finished_at' | 'exit_code' | 'ssh_token_hash'>) {
     return this.db.insertInto('exec_sessions').values(row).returningAll().executeTakeFirstOrThrow();
   }
 
@@ -56,6 +58,37 @@ export class ExecSessionsRepository {
       .set({ started_at: sql`now()` })
       .where('id', '=', id)
       .where('user_id', '=', userId)
+      .where('started_at', 'is', null)
+      .where('created_at', '>', sql<Date>`now() - make_interval(secs => ${ATTACH_WITHIN_SECONDS})`)
+      .returningAll()
+      .executeTakeFirst();
+  }
+
+  /** Binds the session to the hash of the one-use token that attaches it over SSH. */
+  setSshToken(id: string, tokenHash: string) {
+    return this.db.updateTable('exec_sessions').set({ ssh_token_hash: tokenHash }).where('id', '=', id).execute();
+  }
+
+  /** Whether a session waits for this SSH token (not attached yet, not expired): read only. */
+  findWaitingBySshToken(tokenHash: string) {
+    return this.db
+      .selectFrom('exec_sessions')
+      .select('id')
+      .where('ssh_token_hash', '=', tokenHash)
+      .where('started_at', 'is', null)
+      .where('created_at', '>', sql<Date>`now() - make_interval(secs => ${ATTACH_WITHIN_SECONDS})`)
+      .executeTakeFirst();
+  }
+
+  /**
+   * Marks the session of this SSH token attached (once, within ATTACH_WITHIN_SECONDS), recording
+   * what the SSH client asked to run: its command (null: a shell) and whether it has a terminal.
+   */
+  claimBySshToken(tokenHash: string, run: { command: string | null; tty: boolean }) {
+    return this.db
+      .updateTable('exec_sessions')
+      .set({ started_at: sql`now()`, command: run.command, tty: run.tty })
+      .where('ssh_token_hash', '=', tokenHash)
       .where('started_at', 'is', null)
       .where('created_at', '>', sql<Date>`now() - make_interval(secs => ${ATTACH_WITHIN_SECONDS})`)
       .returningAll()

@@ -4,6 +4,7 @@ import { requireProtectedEnvironmentAdmin } from '../../platform/access/environm
 import { conflict, forbidden, notFound } from '../../platform/errors.js';
 import { ExecRefused, type ExecProcess } from '../../platform/runtime/index.js';
 import { iso, isoOrNull } from '../../platform/http/schemas.js';
+import { hashToken, newToken } from '../../platform/crypto/tokens.js';
 import type { ApplicationsService } from '../applications/index.js';
 import { chosenEnvironmentId } from '../../pipeline/index.js';
 import { ATTACH_WITHIN_SECONDS, type ExecSessionRow, type ExecSessionsRepository } from './exec.repository.js';
@@ -46,15 +47,15 @@ export class InstanceExecService {
     private readonly apps: ApplicationsService,
   ) {}
 
-  async open(userId: string, applicationId: string, instanceRef: string | null, body: ExecOpenBody) {
-    await this.apps.authorize(userId, applicationId);
-    const environmentId = await chosenEnvironmentId(this.ctx.db, applicationId, body.environment);
-    await requireProtectedEnvironmentAdmin(this.ctx.db, userId, { environmentId }, 'its instances (a shell inside one)');
+  async open(userId: string, applicationId: string, instanceRef: string | null, body: ExecOpenBody, processType?: string) {
+    const environmentId = await this.authorizeOpen(userId, applicationId, body.environment);
     const instance = instanceRef
       ? await this.repo.findInstance(applicationId, environmentId, instanceRef)
-      : await this.repo.firstRunning(applicationId, environmentId);
+      : await this.repo.firstRunning(applicationId, environmentId, processType);
     if (!instance)
-      throw instanceRef ? notFound(`Instance '${instanceRef}'`) : conflict('No instance of the application runs in that environment');
+      throw instanceRef
+        ? notFound(`Instance '${instanceRef}'`)
+        : conflict(`No ${processType ? `${processType} ` : ''}instance of the application runs in that environment`);
     if (instance.state === 'stopped' || instance.state === 'crashed')
       throw conflict(`Instance ${instance.process_type}.${instance.ordinal} is ${instance.state}: exec needs a running one`);
     const row = await this.repo.insert({
@@ -74,6 +75,42 @@ export class InstanceExecService {
     };
   }
 
+  /** Whether the caller may open a session in the application's environment (id or slug; default production): its id. */
+  async authorizeOpen(userId: string, applicationId: string, environment: string | undefined) {
+    await this.apps.authorize(userId, applicationId);
+    const environmentId = await chosenEnvironmentId(this.ctx.db, applicationId, environment);
+    await requireProtectedEnvironmentAdmin(this.ctx.db, userId, { environmentId }, 'its instances (a shell inside one)');
+    return environmentId;
+  }
+
+  /**
+   * Opens a session (every check of open()) on the first running instance of a process type, to
+   * be attached over the SSH gateway: the answer's token (stored only as its hash) attaches it once,
+   * within ATTACH_WITHIN_SECONDS. Ancla's `ancla ssh` and `ancla shell`.
+   */
+  async openForSsh(userId: string, applicationId: string, environmentId: string, processType: string, command: string | null) {
+    const session = await this.open(userId, applicationId, null, { environment: environmentId, command }, processType);
+    const token = newToken('sx');
+    await this.repo.setSshToken(session.id, hashToken(token));
+    return { session, token };
+  }
+
+  /** Whether this SSH token would attach a session now (the gateway's login check; attaching claims it). */
+  async sshTokenWaits(token: string) {
+    return (await this.repo.findWaitingBySshToken(hashToken(token))) !== undefined;
+  }
+
+  /**
+   * Starts the process of the session an SSH token attaches (refused when the token is unknown,
+   * used or expired), running what the SSH client asked: its command or a shell, with its terminal.
+   * The membership and protection checks ran when the session was opened, a minute ago at most.
+   */
+  async attachWithSshToken(token: string, run: { command: string | null; terminal: { rows: number; cols: number; term: string } | null }) {
+    const session = await this.repo.claimBySshToken(hashToken(token), { command: run.command, tty: run.terminal !== null });
+    if (!session) throw notFound('Exec session (its token is unknown, used already, or expired)');
+    return this.start(session, run.terminal);
+  }
+
   /** Whether the caller may attach the session: its application's member, and the user who opened it. */
   async authorizeAttach(userId: string, sessionId: string): Promise<void> {
     const session = await this.repo.find(sessionId);
@@ -84,9 +121,14 @@ export class InstanceExecService {
 
   /** Starts the session's process (refused when it was attached before or expired). */
   async attach(userId: string, sessionId: string, terminal: { rows: number; cols: number; term: string } | null) {
-    const runtime = this.ctx.runtime;
     const session = await this.repo.claim(sessionId, userId);
     if (!session) throw notFound('Exec session (attached already, or expired)');
+    return this.start(session, terminal);
+  }
+
+  /** Runs a claimed session's process in its instance (the runtime's exec: the one way into a sandbox). */
+  private async start(session: ExecSessionRow, terminal: { rows: number; cols: number; term: string } | null) {
+    const runtime = this.ctx.runtime;
     if (!runtime?.exec) {
       await this.repo.finish(session.id, null);
       throw conflict('This process runs no instances: exec is served by the process that runs them (SLIPWAY_ROLE=all)');

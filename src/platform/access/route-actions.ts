@@ -38,6 +38,8 @@ const RULES: Rule[] = [
   { methods: 'ANY', path: /^\/v1\/users(\/|$)/, need: 'unscoped' },
   { methods: 'ANY', path: /^\/v1\/audit-log$/, need: 'unscoped' },
   { methods: 'ANY', path: /^\/v1\/invitations\//, need: 'unscoped' },
+  // A user's own SSH keys act as the whole user (git push over SSH): no scoped key manages them.
+  { methods: 'ANY', path: /^\/v1\/users\/me\/ssh-keys(\/|$)/, need: 'unscoped' },
   { methods: 'WRITE', path: /^\/v1\/(organizations|workspaces)$/, need: 'unscoped' },
   // GitHub's redirect after installing the App links an installation: a change, whatever its method.
   { methods: 'GET', path: /^\/v1\/integrations\/github\/setup$/, need: any('manage') },
@@ -61,7 +63,11 @@ const RULES: Rule[] = [
   { methods: 'WRITE', path: /\/(scale|autoscaling)(\/|$)/, need: any('scale') },
   { methods: 'WRITE', path: /\/(runs|cron)(\/|$)/, need: any('run') },
   // A command inside a running instance: opening it, and attaching its WebSocket (a GET).
-  { methods: 'ANY', path: /\/instances\/:instance\/exec$|\/:application_id\/exec$|^\/v1\/exec-sessions\//, need: any('run') },
+  {
+    methods: 'ANY',
+    path: /\/instances\/:instance\/exec$|\/:application_id\/exec$|\/services\/:service\/exec$|^\/v1\/exec-sessions\//,
+    need: any('run'),
+  },
 ];
 
 /** What the route `method url` needs; `url` is Fastify's pattern with its parameter names (`/v1/applications/:application_id/deploy`). */

@@ -696,6 +696,19 @@ export interface ExecSessionsTable {
   started_at: NullableTimestamp;
   finished_at: NullableTimestamp;
   exit_code: number | null;
+  /** sha256 of the one-use token that attaches the session over SSH (migration 0052); null: attached over the WebSocket. */
+  ssh_token_hash: Generated<string | null>;
+}
+
+/** Users' SSH public keys (migration 0052): `git push` over the SSH gateway. */
+export interface SshKeysTable {
+  id: string;
+  user_id: string;
+  name: string;
+  public_key: string;
+  fingerprint: string;
+  created_at: Timestamp;
+  last_used_at: NullableTimestamp;
 }
 
 export interface OneOffRunsTable {
@@ -745,6 +758,7 @@ export interface ApplicationEventsTable {
 export interface StreamTables {
   one_off_runs: OneOffRunsTable;
   exec_sessions: ExecSessionsTable;
+  ssh_keys: SshKeysTable;
   app_log_lines: AppLogLinesTable;
   application_events: ApplicationEventsTable;
 }

@@ -161,9 +161,21 @@ const served: AnclaCall[] = [
  */
 const unserved: AnclaCall[] = [
   { client: 'go-sdk', method: 'GET', path: `${S}/{svc}/deploys/`, decodes: items(DEPLOY_FIELDS), test: '' },
-  // The CLI's `shell` and `ssh` (internal/cli/shell.go, ssh.go): a shell in an instance (the SSH gateway's lane). Its
-  // `cache` and `dbshell` calls are in addons.ts.
-  { client: 'go-cli', method: 'POST', path: `${S}/{svc}/exec`, decodes: ['websocket_url', 'host', 'port', 'token'], test: '' },
 ];
 
-export const calls: AnclaCall[] = [...served.map((call) => ({ ...call, test: `services.test.ts > ${call.test}` })), ...unserved];
+/** `ancla ssh` and `ancla shell` (internal/cli/ssh.go, shell.go): connection details of the SSH gateway, test/ssh. */
+const execOverSsh: AnclaCall[] = [
+  {
+    client: 'go-cli',
+    method: 'POST',
+    path: `${S}/{svc}/exec`,
+    decodes: ['websocket_url:string', 'host:string', 'port:number', 'token:string'],
+    test: '../ssh/ssh-gateway.test.ts > runs the Ancla CLI exec through a one-use token: exit codes, a terminal, a used or wrong token refused',
+  },
+];
+
+export const calls: AnclaCall[] = [
+  ...served.map((call) => ({ ...call, test: `services.test.ts > ${call.test}` })),
+  ...unserved,
+  ...execOverSsh,
+];
