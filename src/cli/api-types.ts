@@ -1740,6 +1740,60 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/applications/{application_id}/rollback/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What a rollback would do: the release serving, the one it goes back to, and the data it does not undo
+         * @description The same choice of release as `POST …/rollback` with the same query, nothing changed. `restore_offers` names each attached Postgres add-on a release being undone migrated, with the restore point taken before it.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Environment slug or id; default production */
+                    environment?: string;
+                    /** @description The release to go back to; default: the release before the one serving */
+                    release_id?: string;
+                };
+                header?: never;
+                path: {
+                    application_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["RollbackPreview"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/applications/{application_id}/runs": {
         parameters: {
             query?: never;
@@ -2066,6 +2120,224 @@ export interface paths {
                     };
                     content: {
                         "application/json": components["schemas"]["ApplicationDetail"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        trace?: never;
+    };
+    "/v1/applications/{application_id}/volumes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The application's volumes with their usage (every environment's, or ?environment=) */
+        get: {
+            parameters: {
+                query?: {
+                    environment?: string;
+                };
+                header?: never;
+                path: {
+                    application_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Volume"][];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        /** Create a volume mounted at a path in one process type (web); the current release is redeployed stop-then-start to mount it. 409 on a name or path taken, 422 on a system path or a process type scaled above 1 */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    application_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description environment slug or id (the project's production when unset) */
+                        environment?: string;
+                        /** @description absolute path inside the instances, e.g. /data */
+                        mount_path: string;
+                        /** @description lowercase letters, digits and -, up to 40 */
+                        name: string;
+                        /** @description the process type that mounts it (web) */
+                        process_type?: string;
+                        /** @description size in MiB */
+                        size_mib: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["VolumeChange"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/applications/{application_id}/volumes/{volume}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A volume: size, mount path, usage */
+        get: {
+            parameters: {
+                query?: {
+                    environment?: string;
+                };
+                header?: never;
+                path: {
+                    /** @description UUID (v7) */
+                    application_id: string;
+                    volume: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Volume"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Delete a volume and its data: the current release is redeployed without it */
+        delete: {
+            parameters: {
+                query?: {
+                    environment?: string;
+                };
+                header?: never;
+                path: {
+                    /** @description UUID (v7) */
+                    application_id: string;
+                    volume: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["VolumeChange"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        options?: never;
+        head?: never;
+        /** Grow a volume: the current release is redeployed stop-then-start and the disk grows between; 422 on a smaller size */
+        patch: {
+            parameters: {
+                query?: {
+                    environment?: string;
+                };
+                header?: never;
+                path: {
+                    /** @description UUID (v7) */
+                    application_id: string;
+                    volume: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description size in MiB */
+                        size_mib: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["VolumeChange"];
                     };
                 };
                 400: components["responses"]["Error"];
@@ -5080,6 +5352,329 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/organizations/{org_slug}/alert-rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organization's alert rules and their states */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AlertRule"][];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        /**
+         * Add an alert rule: a metric above a threshold over a window, for a while, fires
+         * @description Evaluated every ALERT_EVALUATION_SECONDS: ok → pending (breached) → firing (breached for `for_seconds`) → resolved. Firing and resolving are sent as `alert.firing` / `alert.resolved` to the webhooks and notification channels that take them. A rule scoped to an environment that fires while a guarded deployment there is watched rolls it back.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description UUID (v7) */
+                        application_id?: string;
+                        /** @description an environment slug of the application (needs application_id) */
+                        environment?: string;
+                        /** @description pending this long before it fires; default 0 (the next evaluation) */
+                        for_seconds?: number;
+                        /** @description error_rate: share of 5xx answers (0..1) at the edge; p95_latency_ms: the edge’s 95th percentile; restarts: crash restarts of the instances */
+                        metric: "error_rate" | "p95_latency_ms" | "restarts";
+                        /** @description request metrics are judged only over this many requests; default 20 */
+                        min_requests?: number;
+                        /** @description unique in the organization */
+                        name: string;
+                        /** @description fires when the metric is above this */
+                        threshold: number;
+                        /** @description the metric is over this window; default 300 */
+                        window_seconds?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AlertRule"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organizations/{org_slug}/alert-rules/{rule}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An alert rule (by id or name) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    org_slug: string;
+                    rule: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AlertRule"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Delete an alert rule and its history */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    org_slug: string;
+                    rule: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            ok: boolean;
+                        };
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organizations/{org_slug}/alert-rules/{rule}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The rule's state changes, newest first (the last 200) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    org_slug: string;
+                    rule: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /**
+                             * Format: date-time
+                             * @description ISO-8601 UTC
+                             */
+                            at: string;
+                            from: string;
+                            /** @description false: silenced, or a transition nobody is told of (pending, back to ok) */
+                            notified: boolean;
+                            to: "ok" | "pending" | "firing" | "resolved";
+                            value: number | null;
+                        }[];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organizations/{org_slug}/alert-rules/{rule}/silence": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Silence a rule for a time: its transitions are recorded but nobody is notified */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    org_slug: string;
+                    rule: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description no notifications for this long */
+                        for_seconds: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AlertRule"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        post?: never;
+        /** Lift a silence */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    org_slug: string;
+                    rule: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AlertRule"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/organizations/{org_slug}/audit-log": {
         parameters: {
             query?: never;
@@ -6072,7 +6667,7 @@ export interface paths {
                     "application/json": {
                         /** @description only events of these environments (slugs); events of no environment, such as builds, always pass */
                         environments?: string[];
-                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "application.deleted" | "preview.created" | "preview.deleted" | "instance.crashed" | "instance.crash_loop" | "instance.oom" | "addon.created" | "addon.attached" | "addon.detached" | "addon.resized" | "addon.deleted" | "addon.undeleted" | "addon.credentials_rotated" | "addon.restored" | "addon.backup_failed" | "addon.restore_drill_failed" | "maintenance.enabled" | "maintenance.disabled")[];
+                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "application.deleted" | "preview.created" | "preview.deleted" | "instance.crashed" | "instance.crash_loop" | "instance.oom" | "addon.created" | "addon.attached" | "addon.detached" | "addon.resized" | "addon.deleted" | "addon.undeleted" | "addon.credentials_rotated" | "addon.restored" | "addon.backup_failed" | "addon.restore_drill_failed" | "volume.created" | "volume.resized" | "volume.deleted" | "maintenance.enabled" | "maintenance.disabled" | "alert.firing" | "alert.resolved" | "certificate.expiring" | "quota.near")[];
                         /** @description slack: a Slack incoming webhook (Block Kit); discord: a Discord channel webhook (embeds); email: e-mail with a text and an HTML part, through the operator’s SMTP server */
                         kind: "slack" | "discord" | "email";
                         /** @description a label; default: the kind */
@@ -6373,6 +6968,60 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/organizations/{org_slug}/sign-ins": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Members' last sign-in (admins) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            last_sign_in: string | null;
+                            /** @description password or oidc */
+                            method: string | null;
+                            role: string;
+                            /** Format: uuid */
+                            user_id: string;
+                            username: string;
+                        }[];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/organizations/{org_slug}/usage": {
         parameters: {
             query?: never;
@@ -6474,7 +7123,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "application.deleted" | "preview.created" | "preview.deleted" | "instance.crashed" | "instance.crash_loop" | "instance.oom" | "addon.created" | "addon.attached" | "addon.detached" | "addon.resized" | "addon.deleted" | "addon.undeleted" | "addon.credentials_rotated" | "addon.restored" | "addon.backup_failed" | "addon.restore_drill_failed" | "maintenance.enabled" | "maintenance.disabled")[];
+                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "application.deleted" | "preview.created" | "preview.deleted" | "instance.crashed" | "instance.crash_loop" | "instance.oom" | "addon.created" | "addon.attached" | "addon.detached" | "addon.resized" | "addon.deleted" | "addon.undeleted" | "addon.credentials_rotated" | "addon.restored" | "addon.backup_failed" | "addon.restore_drill_failed" | "volume.created" | "volume.resized" | "volume.deleted" | "maintenance.enabled" | "maintenance.disabled" | "alert.firing" | "alert.resolved" | "certificate.expiring" | "quota.near")[];
                         /** @description only this project’s events (slug); default: the whole organization */
                         project?: string;
                         /** @description http(s) address of the receiver; private and loopback addresses are refused unless the operator allows them */
@@ -7584,6 +8233,212 @@ export interface paths {
             };
         };
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{user_id}/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A user's open sign-ins (site admins) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    user_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["SignInSession"][];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        /** End all of a user's sign-ins (site admins; their API keys stay: revoke those apart) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    user_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            ok: boolean;
+                            /** @description How many sign-ins ended */
+                            revoked: number;
+                        };
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/me/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your open sign-ins */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["SignInSession"][];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        /** End all your sign-ins but the one calling */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            ok: boolean;
+                            /** @description How many sign-ins ended */
+                            revoked: number;
+                        };
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/me/sessions/{session_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** End one of your sign-ins (its next request gets 401) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    session_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            ok: boolean;
+                            /** @description How many sign-ins ended */
+                            revoked: number;
+                        };
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
         options?: never;
         head?: never;
         patch?: never;
@@ -10195,6 +11050,104 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workspaces/{workspace}/projects/{project}/envs/{env}/services/{service}/cache": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The Redis add-on attached to the service in this environment (no password) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    env: string;
+                    project: string;
+                    service: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaCache"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspace}/projects/{project}/envs/{env}/services/{service}/cache/flush": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Empties the service's Redis add-on, through the platform's own connection (the organization's admins) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    env: string;
+                    project: string;
+                    service: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaCacheFlushed"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/workspaces/{workspace}/projects/{project}/envs/{env}/services/{service}/config": {
         parameters: {
             query?: never;
@@ -10524,6 +11477,55 @@ export interface paths {
                     };
                     content: {
                         "application/json": components["schemas"]["ResolvedServiceConfig"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspace}/projects/{project}/envs/{env}/services/{service}/database": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The Postgres add-on attached to the service in this environment (no password) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    env: string;
+                    project: string;
+                    service: string;
+                    workspace: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AnclaDatabase"];
                     };
                 };
                 400: components["responses"]["Error"];
@@ -12140,6 +13142,35 @@ export interface components {
             /** @description more rows (or more than 4 MiB of values) than returned: the rest was not read, row_count is null */
             truncated: boolean;
         };
+        AlertRule: {
+            application: string | null;
+            application_id: string | null;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            created: string;
+            environment: string | null;
+            environment_id: string | null;
+            evaluated: string | null;
+            for_seconds: number;
+            /** @description UUID (v7) */
+            id: string;
+            metric: string;
+            min_requests: number;
+            name: string;
+            silenced_until: string | null;
+            state: "ok" | "pending" | "firing" | "resolved";
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            state_since: string;
+            threshold: number;
+            /** @description the metric at the last evaluation (null: too few requests) */
+            value: number | null;
+            window_seconds: number;
+        };
         AnclaBuild: {
             built: boolean;
             /**
@@ -12211,6 +13242,42 @@ export interface components {
             /** @description UUID (v7) */
             build_id: string;
             version: number;
+        };
+        AnclaCache: {
+            /** @description the add-on’s name (`slipway addons show NAME`) */
+            addon: string;
+            /** @description `redis` or `postgres` */
+            engine: string;
+            /** @description 127.0.0.1: the add-on listens on the server's loopback, reached from the service's own instances */
+            host: string;
+            /** @description how to reach it: no password or URL is ever answered */
+            message: string;
+            port: number;
+            status: string;
+            /** @description the variable that gives the service its URL */
+            variable: string;
+        };
+        AnclaCacheFlushed: {
+            addon: string;
+            flushed: boolean;
+        };
+        AnclaDatabase: {
+            /** @description the add-on’s name (`slipway addons show NAME`) */
+            addon: string;
+            /** @description `redis` or `postgres` */
+            engine: string;
+            /** @description 127.0.0.1: the add-on listens on the server's loopback, reached from the service's own instances */
+            host: string;
+            /** @description how to reach it: no password or URL is ever answered */
+            message: string;
+            /** @description the database */
+            name: string;
+            port: number;
+            status: string;
+            /** @description the service's user */
+            user: string;
+            /** @description the variable that gives the service its URL */
+            variable: string;
         };
         AnclaDeploy: {
             complete: boolean;
@@ -13992,6 +15059,37 @@ export interface components {
              */
             time?: string;
         };
+        RollbackPreview: {
+            /** @description The environment slug */
+            environment: string;
+            /** @description Postgres add-ons attached here on which a release being undone ran its release command (migrations): the restore point recorded before the earliest of them. Rolling back never restores data by itself; restore into a fork (`POST …/addons/{addon}/restore {release_id}`) and swap it in (`POST …/swap`) to go back with the data too. */
+            restore_offers: {
+                addon: {
+                    /** Format: uuid */
+                    id: string;
+                    name: string;
+                };
+                /** Format: uuid */
+                attachment_id: string;
+                release: {
+                    /** Format: uuid */
+                    id: string;
+                    version: number;
+                };
+                restore_point: string;
+                variable: string;
+            }[];
+            serving: {
+                /** Format: uuid */
+                id: string;
+                version: number;
+            };
+            target: {
+                /** Format: uuid */
+                id: string;
+                version: number;
+            };
+        };
         ScaleEvent: {
             /** @description UUID (v7) */
             application_id: string;
@@ -14037,6 +15135,23 @@ export interface components {
                 is_admin: boolean;
                 username: string;
             } | null;
+        };
+        SignInSession: {
+            /** @description Where it signed in from (a CLI login: where it was last used) */
+            address: string | null;
+            /** Format: date-time */
+            created: string;
+            /** @description The credential of this request */
+            current: boolean;
+            /** @description When it ends if left unused (the idle timeout) or at the latest (its lifetime) */
+            expires: string | null;
+            /** Format: uuid */
+            id: string;
+            last_used: string | null;
+            /** @description password or oidc: a browser session; cli-browser: the key a CLI received by the browser login */
+            method: "password" | "oidc" | "cli-browser";
+            /** @description The browser's user agent, or the CLI's name */
+            user_agent: string | null;
         };
         SshKey: {
             /** Format: date-time */
@@ -14096,6 +15211,41 @@ export interface components {
              */
             updated: string;
             username: string;
+        };
+        Volume: {
+            application_id: string | null;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            created: string;
+            /**
+             * @description the instance mounting it stops before the new one starts: the disk is never shared, and it is briefly unavailable
+             * @enum {string}
+             */
+            deploy_strategy: "stop-then-start";
+            environment: string | null;
+            /** @description UUID (v7) */
+            id: string;
+            mount_path: string;
+            name: string;
+            process_type: string;
+            size_mib: number;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            updated: string;
+            /** @description the disk's file system as it is now (journal and metadata included); null where it is not mounted on this machine */
+            usage: {
+                size_bytes: number;
+                used_bytes: number;
+            } | null;
+        };
+        VolumeChange: {
+            /** @description the deployment (of the current release) that mounts or unmounts it; null when the environment serves nothing yet */
+            deployment_id: string | null;
+            volume: components["schemas"]["Volume"];
         };
         Webhook: {
             /**

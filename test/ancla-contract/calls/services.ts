@@ -159,9 +159,7 @@ const served: AnclaCall[] = [
  * request the Go CLI sends (same path, headers and User-Agent) but decodes a page where the CLI
  * decodes a bare array, so one answer cannot satisfy both: the CLI's (Ancla's openapi.json) wins.
  */
-const unserved: AnclaCall[] = [
-  { client: 'go-sdk', method: 'GET', path: `${S}/{svc}/deploys/`, decodes: items(DEPLOY_FIELDS), test: '' },
-];
+const unserved: AnclaCall[] = [{ client: 'go-sdk', method: 'GET', path: `${S}/{svc}/deploys/`, decodes: items(DEPLOY_FIELDS), test: '' }];
 
 /** `ancla ssh` and `ancla shell` (internal/cli/ssh.go, shell.go): connection details of the SSH gateway, test/ssh. */
 const execOverSsh: AnclaCall[] = [
