@@ -11,6 +11,7 @@ import { ExecSessionsRepository } from './modules/instance-exec/index.js';
 import { DeploymentsRepository, OneOffRunsRepository } from './pipeline/index.js';
 import { DomainsRepository } from './modules/domains/index.js';
 import { AddonsRepository } from './modules/addons/index.js';
+import { ComposeImportsRepository } from './modules/compose/index.js';
 import { EnvironmentsRepository } from './modules/environments/index.js';
 import { EnvDeploysRepository } from './pipeline/index.js';
 import { GuardsRepository } from './modules/guards/index.js';
@@ -47,6 +48,7 @@ export function createRepositories(db: Db) {
     deployments: new DeploymentsRepository(db),
     domains: new DomainsRepository(db),
     addons: new AddonsRepository(db),
+    composeImports: new ComposeImportsRepository(db),
     envDeploys: new EnvDeploysRepository(db),
     environments: new EnvironmentsRepository(db),
     guards: new GuardsRepository(db),

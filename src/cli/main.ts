@@ -26,6 +26,7 @@ import { notificationCommands } from './commands/notifications.js';
 import { drainCommands } from './commands/drains.js';
 import { maintenanceCommands } from './commands/maintenance.js';
 import { execCommand } from './commands/exec.js';
+import { composeCommands } from './commands/compose.js';
 import { completionScript } from './completion.js';
 import { Context } from './context.js';
 import { terminalSafe } from './output.js';
@@ -74,6 +75,7 @@ Colour is off when output is not a terminal or NO_COLOR is set.`,
   drainCommands(program);
   maintenanceCommands(program);
   execCommand(program);
+  composeCommands(program);
 
   program
     .command('completion')
