@@ -234,7 +234,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
 
   // `slipway compose import` (issue 34): a Compose file's services become applications and add-ons.
   const compose = wireCompose({
-    db: ctx.db,
+    settings: config,
     repository: repos.composeImports,
     projects,
     apps,

@@ -38,6 +38,7 @@ const NOT_EXERCISED: Record<string, string> = {
   'POST /v1/organizations/:org_slug/addons/:addon/undelete': 'needs a deleted add-on and a server to start (test/addons/)',
   'POST /v1/organizations/:org_slug/addons/:addon/rotate': 'needs a running add-on server (test/addons/)',
   'POST /v1/organizations/:org_slug/addons/:addon/query': 'needs a running add-on server (test/addons/)',
+  'POST /v1/projects/:project_id/compose/apply': 'needs a registry or a local source to deploy from (test/compose/)',
   'POST /v1/applications/:application_id/instances/:instance/exec': 'needs a running instance (test/exec/)',
   'POST /v1/applications/:application_id/exec': 'needs a running instance (test/exec/)',
   'POST /v1/organizations/:org_slug/addons/:addon/backups': 'needs a running add-on server (test/addons/backups.test.ts)',

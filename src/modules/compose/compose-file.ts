@@ -131,8 +131,9 @@ export function parseComposeFile(text: string): ComposeFile {
     ]);
   }
   const lines = new LineCounter();
-  // No custom tags, no merge keys (`<<` stays a plain key: listed as not mapped), few aliases.
-  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true, maxAliasCount: 100 } as never);
+  // The syntax tree is walked, never expanded: an alias where a value is expected is refused (no
+  // billion laughs), and a merge key (`<<`) stays a plain key, listed as not mapped.
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
   const w = new Walker(lines);
   const problem = doc.errors[0];
   if (problem) {

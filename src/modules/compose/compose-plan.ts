@@ -1,5 +1,7 @@
 import { isAbsolute, resolve } from 'node:path';
-import { invalid } from '../../platform/errors.js';
+import type { Config } from '../../config.js';
+import { parseImageReference, pullRegistries } from '../../platform/builder/image-reference.js';
+import { forbidden, invalid } from '../../platform/errors.js';
 import type { ComposeService, Unmapped } from './compose-file.js';
 
 export type AddonKind = 'postgres' | 'redis';
@@ -99,4 +101,28 @@ export function wireEnvironment(
 function referencesHost(value: string, host: string): boolean {
   const escaped = host.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   return new RegExp(`(^|[@/=])${escaped}($|[:/?])`, 'i').test(value);
+}
+
+/**
+ * The checks an image deploy makes before it looks the image up, made at plan time so that a
+ * file naming an image that cannot be deployed is refused before anything is created.
+ */
+export function vetImage(config: Config, service: string, image: string, organizationSlug: string) {
+  const registries = pullRegistries(config);
+  const own = registries.find((r) => r.own) ?? null;
+  const ref = parseImageReference(image.trim(), own?.host ?? null);
+  if (!ref)
+    throw invalid(
+      'compose',
+      `service ${service}: ${image} is not an image reference (host/name:tag, or org/project/app:tag in this platform's registry)`,
+    );
+  const registry = registries.find((r) => r.host === ref.host);
+  if (!registry) {
+    const allowed =
+      registries.map((r) => r.host).join(', ') || 'none (the operator has set neither REGISTRY_URL nor IMAGE_PULL_REGISTRIES)';
+    throw invalid('compose', `service ${service}: the registry ${ref.host} is not one images may be deployed from; allowed: ${allowed}`);
+  }
+  const [org, ...rest] = ref.name.split('/');
+  if (registry.own && (org !== organizationSlug || rest.length !== 2))
+    throw forbidden(`service ${service}: ${ref.name} is not a repository of the organization ${organizationSlug}`);
 }

@@ -1,11 +1,11 @@
-import type { Db } from '../../platform/db/database.js';
 import { conflict } from '../../platform/errors.js';
 import type { ApplicationsService } from '../applications/index.js';
 import type { AddonsService } from '../addons/index.js';
 import { parseDotenv, type ConfigurationsService } from '../configurations/index.js';
 import type { ProjectsService } from '../projects/index.js';
 import { creationOrder, parseComposeFile, type ComposeService as ServiceOfFile, type Unmapped } from './compose-file.js';
-import { addonKindOf, addonNameFor, applicationSlugFor, contextPath, wireEnvironment, type AddonKind } from './compose-plan.js';
+import type { Config } from '../../config.js';
+import { addonKindOf, addonNameFor, applicationSlugFor, contextPath, vetImage, wireEnvironment, type AddonKind } from './compose-plan.js';
 import type { ComposeImportsRepository } from './compose-imports.repository.js';
 
 export interface ComposeRequest {
@@ -71,7 +71,7 @@ const MAX_ENV_FILE_BYTES = 64 * 1024;
  */
 export class ComposeService {
   constructor(
-    private readonly db: Db,
+    private readonly config: Config,
     private readonly imports: ComposeImportsRepository,
     private readonly projects: ProjectsService,
     private readonly apps: ApplicationsService,
@@ -204,6 +204,7 @@ export class ComposeService {
       const slug = applicationSlugFor(service.name);
       const recordedId = recorded.get(service.name)?.application_id ?? null;
       const current = recordedId ? await this.apps.authorize(userId, recordedId) : null;
+      if (service.image) vetImage(this.config, service.name, service.image, project.organization_slug);
       const source = service.image ? { image: service.image } : { repository: contextPath(service, request.base_dir) };
       if (service.image && service.build)
         unmapped.push({

@@ -1,4 +1,4 @@
-import type { Db } from '../../platform/db/database.js';
+import type { Config } from '../../config.js';
 import type { Wired } from '../../platform/wiring.js';
 import type { AddonsService } from '../addons/index.js';
 import type { ApplicationsService } from '../applications/index.js';
@@ -10,7 +10,7 @@ import { ComposeService, type ComposeDeployer } from './compose.service.js';
 
 /** The Compose import (issue 34): over applications, configuration, add-ons and the pipeline's deploys. */
 export function wireCompose(deps: {
-  db: Db;
+  settings: Config;
   repository: ComposeImportsRepository;
   projects: ProjectsService;
   apps: ApplicationsService;
@@ -18,6 +18,6 @@ export function wireCompose(deps: {
   addons: AddonsService;
   deployer: ComposeDeployer;
 }) {
-  const compose = new ComposeService(deps.db, deps.repository, deps.projects, deps.apps, deps.config, deps.addons, deps.deployer);
+  const compose = new ComposeService(deps.settings, deps.repository, deps.projects, deps.apps, deps.config, deps.addons, deps.deployer);
   return { compose, routes: [composeRoutes(compose)] } satisfies Wired;
 }
