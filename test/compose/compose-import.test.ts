@@ -198,6 +198,9 @@ networks:
     });
     expect(cycle.statusCode).toBe(422);
     expect(cycle.json().message).toContain('depends_on makes a cycle');
+    const elsewhere = await post('apply', { compose: 'services:\n  x:\n    image: registry.example.com/team/app:1\n' });
+    expect(elsewhere.statusCode).toBe(422);
+    expect(elsewhere.json().message).toContain('service x: the registry registry.example.com is not one images may be deployed from');
     const many = Array.from({ length: 51 }, (_, i) => `  s${i}:\n    image: x\n`).join('');
     const tooMany = await post('plan', { compose: `services:\n${many}` });
     expect(tooMany.statusCode).toBe(422);
