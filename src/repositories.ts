@@ -13,6 +13,7 @@ import { DeploymentsRepository, OneOffRunsRepository } from './pipeline/index.js
 import { DomainsRepository } from './modules/domains/index.js';
 import { AddonsRepository } from './modules/addons/index.js';
 import { VolumesRepository } from './modules/volumes/index.js';
+import { ComposeImportsRepository } from './modules/compose/index.js';
 import { EnvironmentsRepository } from './modules/environments/index.js';
 import { EnvDeploysRepository } from './pipeline/index.js';
 import { GuardsRepository } from './modules/guards/index.js';
@@ -52,6 +53,7 @@ export function createRepositories(db: Db) {
     domains: new DomainsRepository(db),
     addons: new AddonsRepository(db),
     volumes: new VolumesRepository(db),
+    composeImports: new ComposeImportsRepository(db),
     envDeploys: new EnvDeploysRepository(db),
     environments: new EnvironmentsRepository(db),
     guards: new GuardsRepository(db),

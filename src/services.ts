@@ -56,6 +56,7 @@ import { wireNotifications } from './modules/notifications/index.js';
 import { wireLogDrains } from './modules/log-drains/index.js';
 import { wireMetrics } from './modules/metrics/index.js';
 import { wireAncla } from './adapters/ancla/index.js';
+import { wireCompose } from './modules/compose/index.js';
 
 /**
  * The composition root: builds every service once, in dependency order, from each module's
@@ -259,6 +260,20 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
       (await organizationScope.application((await organizationScope.project(userId, org, project)).project.id, app)).id,
   });
 
+  // `slipway compose import` (issue 34): a Compose file's services become applications and add-ons.
+  const compose = wireCompose({
+    settings: config,
+    repository: repos.composeImports,
+    projects,
+    apps,
+    config: configs,
+    addons: addons.addons,
+    deployer: {
+      build: (userId, applicationId) => deployChain.request(userId, applicationId),
+      image: (userId, applicationId, body) => pipeline.imageDeploys.request(userId, applicationId, body),
+    },
+  });
+
   // The API's routes under /v1, in the order of its OpenAPI document.
   const routes: Routes[] = [
     auth,
@@ -300,6 +315,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     alerts,
     gitPush,
     sshKeys,
+    compose,
   ].flatMap((wired) => wired.routes);
 
   // Maintenance the job workers run once started (images and releases add their own with their job kinds).

@@ -32,6 +32,7 @@ import { drainCommands } from './commands/drains.js';
 import { alertCommands } from './commands/alerts.js';
 import { maintenanceCommands } from './commands/maintenance.js';
 import { execCommand } from './commands/exec.js';
+import { composeCommands } from './commands/compose.js';
 import { completionScript } from './completion.js';
 import { Context } from './context.js';
 import { terminalSafe } from './output.js';
@@ -86,6 +87,7 @@ Colour is off when output is not a terminal or NO_COLOR is set.`,
   alertCommands(program);
   maintenanceCommands(program);
   execCommand(program);
+  composeCommands(program);
 
   program
     .command('completion')

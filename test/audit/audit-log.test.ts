@@ -19,6 +19,7 @@ import { RequestAudit, runWithAudit } from '../../src/platform/audit/request-aud
 const CHANGES_NOTHING: Record<string, string> = {
   'POST /v1/integrations/docker/auth': 'issues a short-lived registry token; nothing is stored',
   'POST /v1/organizations/:org_slug/github/installations/setup': 'answers a sealed install link; nothing is stored',
+  'POST /v1/projects/:project_id/compose/plan': 'answers what an import would do; nothing is stored',
 };
 
 /** Changing routes this walk cannot make succeed in a bare world (and why): their refusal must leave no row. */
@@ -38,6 +39,8 @@ const NOT_EXERCISED: Record<string, string> = {
   'POST /v1/organizations/:org_slug/addons/:addon/undelete': 'needs a deleted add-on and a server to start (test/addons/)',
   'POST /v1/organizations/:org_slug/addons/:addon/rotate': 'needs a running add-on server (test/addons/)',
   'POST /v1/organizations/:org_slug/addons/:addon/query': 'needs a running add-on server (test/addons/)',
+  'POST /v1/projects/:project_id/compose/apply': 'needs a registry or a local source to deploy from (test/compose/)',
+  'POST /v1/projects/:project_id/compose/plan': 'a plan (changes nothing)',
   'POST /v1/applications/:application_id/instances/:instance/exec': 'needs a running instance (test/exec/)',
   'POST /v1/applications/:application_id/exec': 'needs a running instance (test/exec/)',
   'POST /v1/organizations/:org_slug/addons/:addon/backups': 'needs a running add-on server (test/addons/backups.test.ts)',

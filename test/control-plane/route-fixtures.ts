@@ -332,6 +332,7 @@ export const PARAM_FIXTURES: Record<string, Fixture> = {
   app_slug: (w) => w.app.slug,
   service: (w) => w.app.slug,
   application_id: (w) => w.app.id,
+  project_id: (w) => w.project.id,
   // A variable of the scope the route addresses.
   config_id: (w, route) => {
     if (route.url.includes('/services/')) return w.plainVar.id;
@@ -479,6 +480,8 @@ export const SAMPLE_BODIES: Record<string, (w: RouteWorld) => unknown> = {
   }),
   'PUT /v1/workspaces/:workspace/projects/:project/envs/:env/maintenance': () => ({ enabled: false }),
   'POST /v1/organizations/:org_slug/log-drains': () => ({ kind: 'https', url: 'https://logs.example.com/ingest' }),
+  'POST /v1/projects/:project_id/compose/plan': () => ({ compose: 'services:\n  sample:\n    image: postgres:16\n' }),
+  'POST /v1/projects/:project_id/compose/apply': () => ({ compose: 'services:\n  sample:\n    image: postgres:16\n' }),
 };
 
 /** Scoped config routes share one shape at every scope. */
@@ -515,5 +518,6 @@ export const MEMBER_WRITES_BESIDE_PROTECTED: Record<string, string> = {
   'DELETE /v1/workspaces/:workspace/projects/:project/previews': 'turning previews off starts and stops nothing',
   'POST /v1/integrations/github/hooks': 'public: authenticated by its signature, not by membership',
   'POST /v1/integrations/docker/auth': 'public: issues a registry token for the caller',
+  'POST /v1/projects/:project_id/compose/plan': 'a plan: it changes nothing (apply is refused)',
   'POST /v1/invitations/:token/accept': 'joins an organization by an invitation to the caller (nothing of a protected environment)',
 };

@@ -9,3 +9,4 @@ export * from './configurations.service.js';
 export * from './configurations.routes.js';
 export { ConfigurationsRepository } from './configurations.repository.js';
 export * from './wire.js';
+export { parseDotenv } from './dotenv.js';

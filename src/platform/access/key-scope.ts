@@ -105,7 +105,7 @@ export async function positionOf(db: Db, params: Fields, query: Fields, body: Fi
     if (row) pos.projectId = row.id;
     else unplaced(`project '${projectSlug}'`);
   }
-  const projectId = str(body.project_id);
+  const projectId = str(params.project_id) ?? str(body.project_id);
   if (projectId) {
     const row = UUID.test(projectId)
       ? await db.selectFrom('projects').select(['id', 'organization_id']).where('id', '=', projectId).executeTakeFirst()

@@ -1147,6 +1147,17 @@ export interface AddonTables {
   volumes: VolumesTable;
   addon_attachments: AddonAttachmentsTable;
   addon_backups: AddonBackupsTable;
+  compose_imports: ComposeImportsTable;
+}
+
+/** Which application or add-on each service of a project's imported Compose file became (migration 0056). */
+export interface ComposeImportsTable {
+  project_id: string;
+  service: string;
+  application_id: string | null;
+  addon_id: string | null;
+  image: string | null;
+  imported_at: Generated<Date>;
 }
 
 /** An environment in maintenance (migration 0042): the edge answers its applications' requests with a 503 page. */

@@ -1,0 +1,23 @@
+import type { Config } from '../../config.js';
+import type { Wired } from '../../platform/wiring.js';
+import type { AddonsService } from '../addons/index.js';
+import type { ApplicationsService } from '../applications/index.js';
+import type { ConfigurationsService } from '../configurations/index.js';
+import type { ProjectsService } from '../projects/index.js';
+import { composeRoutes } from './compose.routes.js';
+import type { ComposeImportsRepository } from './compose-imports.repository.js';
+import { ComposeService, type ComposeDeployer } from './compose.service.js';
+
+/** The Compose import (issue 34): over applications, configuration, add-ons and the pipeline's deploys. */
+export function wireCompose(deps: {
+  settings: Config;
+  repository: ComposeImportsRepository;
+  projects: ProjectsService;
+  apps: ApplicationsService;
+  config: ConfigurationsService;
+  addons: AddonsService;
+  deployer: ComposeDeployer;
+}) {
+  const compose = new ComposeService(deps.settings, deps.repository, deps.projects, deps.apps, deps.config, deps.addons, deps.deployer);
+  return { compose, routes: [composeRoutes(compose)] } satisfies Wired;
+}
