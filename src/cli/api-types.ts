@@ -7481,6 +7481,134 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/projects/{project_id}/compose/apply": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import a Compose file: create or update its applications and add-ons, then build and deploy what changed
+         * @description Answers with the plan it carried out and the deploy chains it started (they run on; follow them as any deploy). Importing the same file again changes nothing and deploys nothing.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    project_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Absolute path of the file’s directory on the server: relative build contexts are resolved from it */
+                        base_dir?: string;
+                        /** @description The Compose file’s text (YAML) */
+                        compose: string;
+                        /** @description The env files the Compose file names, as written there → their dotenv text (values are stored as secrets) */
+                        env_files?: {
+                            [key: string]: string;
+                        };
+                        /** @description Environment slug add-ons attach in and images deploy to; production when absent */
+                        environment?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ComposeApplied"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/projects/{project_id}/compose/plan": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * What importing a Compose file would create, update or leave unchanged, and what it cannot map (changes nothing)
+         * @description A malformed file is a 422 naming its line.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    project_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Absolute path of the file’s directory on the server: relative build contexts are resolved from it */
+                        base_dir?: string;
+                        /** @description The Compose file’s text (YAML) */
+                        compose: string;
+                        /** @description The env files the Compose file names, as written there → their dotenv text (values are stored as secrets) */
+                        env_files?: {
+                            [key: string]: string;
+                        };
+                        /** @description Environment slug add-ons attach in and images deploy to; production when absent */
+                        environment?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ComposePlan"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/releases/{application_id}": {
         parameters: {
             query?: never;
@@ -13804,6 +13932,64 @@ export interface components {
             }[];
             skipped: string[];
             updated: string[];
+        };
+        ComposeApplied: {
+            /** @description items that are not unchanged */
+            changes: number;
+            /** @description the build-and-deploy (or image deploy) chains started, in order */
+            deployments: {
+                application_id: string;
+                image_id: string;
+                service: string;
+            }[];
+            environment: string;
+            items: {
+                action: "create" | "update" | "unchanged";
+                detail: string;
+                resource: "addon" | "application" | "source" | "settings" | "variables" | "attachment" | "scale" | "deploy";
+                service: string;
+            }[];
+            /** @description services in the order they are created and deployed (depends_on) */
+            order: string[];
+            project: {
+                id: string;
+                organization_slug: string;
+                slug: string;
+            };
+            /** @description what the file says that is not imported, and why */
+            unmapped: {
+                key: string;
+                /** @description line of the file */
+                line: number;
+                reason: string;
+                service: string | null;
+            }[];
+        };
+        ComposePlan: {
+            /** @description items that are not unchanged */
+            changes: number;
+            environment: string;
+            items: {
+                action: "create" | "update" | "unchanged";
+                detail: string;
+                resource: "addon" | "application" | "source" | "settings" | "variables" | "attachment" | "scale" | "deploy";
+                service: string;
+            }[];
+            /** @description services in the order they are created and deployed (depends_on) */
+            order: string[];
+            project: {
+                id: string;
+                organization_slug: string;
+                slug: string;
+            };
+            /** @description what the file says that is not imported, and why */
+            unmapped: {
+                key: string;
+                /** @description line of the file */
+                line: number;
+                reason: string;
+                service: string | null;
+            }[];
         };
         ConfigVariable: {
             buildtime: boolean;
