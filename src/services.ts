@@ -246,6 +246,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     apps,
     startChain: (id, sha, environmentId) => deployChain.start(id, sha, environmentId, { pushed: true }),
     requireBuildRoom: (applicationId) => storage.storage.requireBuildRoom(applicationId, { fresh: true }),
+    roomLeft: (applicationId) => storage.storage.roomLeft(applicationId),
   });
 
   // The SSH gateway (issues 29, 34): `git push` by registered key, Ancla's exec by one-use token.

@@ -21,6 +21,7 @@ import { seedWorld, unique, type World } from './fixtures.js';
 
 export interface RouteWorld extends World {
   environmentId: string;
+  volumeName: string | null;
   apiKeyId: string;
   teamSlug: string | null;
   imageId: string | null;
@@ -290,8 +291,20 @@ export async function seedRouteWorld(h: Harness): Promise<RouteWorld> {
         sources: ['runtime'],
       })
     : null;
+  const volumeName = (await tableExists(h, 'volumes')) ? unique('vol') : null;
+  if (volumeName)
+    await insertRow(h, 'volumes', {
+      id: uuidv7(),
+      organization_id: w.org.id,
+      ...base,
+      name: volumeName,
+      mount_path: '/data',
+      process_type: 'web',
+      size_mib: 16,
+    });
   return {
     ...w,
+    volumeName,
     execSessionId,
     notificationChannelId,
     logDrainId,
@@ -363,6 +376,7 @@ export const PARAM_FIXTURES: Record<string, Fixture> = {
   name: (w) => need(w.cronName, 'cron entry'),
   process_type: (w) => need(w.autoscaledType, 'autoscaling policy'),
   addon: (w) => need(w.addonName, 'add-on'),
+  volume: (w) => need(w.volumeName, 'volume'),
   attachment_id: (w) => need(w.addonAttachmentId, 'add-on attachment'),
   channel_id: (w) => need(w.notificationChannelId, 'notification channel'),
   drain_id: (w) => need(w.logDrainId, 'log drain'),
@@ -468,6 +482,8 @@ export const SAMPLE_BODIES: Record<string, (w: RouteWorld) => unknown> = {
   'PUT /v1/workspaces/:workspace/projects/:project/previews': () => ({ template_environment: 'production' }),
   'PUT /v1/github/installations/:installation_id': (w) => ({ organization: w.org.slug }),
   'POST /v1/organizations/:org_slug/addons': () => ({ name: unique('addon'), kind: 'redis' }),
+  'POST /v1/applications/:application_id/volumes': () => ({ name: unique('vol'), mount_path: `/srv/${unique('v')}`, size_mib: 16 }),
+  'PATCH /v1/applications/:application_id/volumes/:volume': () => ({ size_mib: 32 }),
   'PATCH /v1/organizations/:org_slug/addons/:addon': () => ({ plan: 'standard' }),
   'POST /v1/organizations/:org_slug/addons/:addon/attachments': (w) => ({ application_id: w.app.id, as: 'SAMPLE_URL' }),
   'POST /v1/organizations/:org_slug/addons/:addon/query': () => ({ sql: 'SELECT 1' }),

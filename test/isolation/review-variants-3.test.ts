@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, readdirSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -179,22 +179,36 @@ describe('`git push` of branches no environment deploys', () => {
   it("count in the organization's disk quota, and deleting the application removes what they stored", async () => {
     const admin = await h.user({ admin: true });
     const t = await createApp(h, { auto_deploy_branch: 'main' });
-    const limits = await h.app.inject({
-      method: 'PUT',
-      url: `/v1/organizations/${t.orgSlug}/pipeline-limits`,
-      headers: admin.headers,
-      payload: { disk_quota_mb: 1 },
-    });
-    expect(limits.statusCode, limits.body).toBe(200);
+    const quota = async (mb: number) => {
+      const limits = await h.app.inject({
+        method: 'PUT',
+        url: `/v1/organizations/${t.orgSlug}/pipeline-limits`,
+        headers: admin.headers,
+        payload: { disk_quota_mb: mb },
+      });
+      expect(limits.statusCode, limits.body).toBe(200);
+    };
+    await quota(1);
     repo.git('remote', 'add', 'slipway', `${baseUrl}/git/${t.appId}.git`);
 
-    // 3 MiB of hex (1.5 MiB once compressed), on a branch no environment deploys: stored only.
+    // 3 MiB of hex (1.5 MiB once compressed): more than the 1 MiB of room. Refused in git's protocol (git shows why)
+    // with no more than the room spooled, and nothing stored.
     repo.commit({ 'blob.hex': randomBytes(1536 * 1024).toString('hex') }, 'big');
+    const tooBig = await push(t.user.apiKey, 'slipway', 'HEAD:refs/heads/stash');
+    expect(tooBig.code, tooBig.output).not.toBe(0);
+    expect(tooBig.output).toMatch(
+      /remote rejected\] HEAD -> stash \(The push is larger than the room left in the organization's disk quota \(\d+ bytes\)\)/,
+    );
+    expect(readdirSync(join(h.dataDir, 'git', '.incoming'))).toEqual([]);
+
+    // With room, on a branch no environment deploys: stored only.
+    await quota(2);
     const first = await push(t.user.apiKey, 'slipway', 'HEAD:refs/heads/stash');
     expect(first.code, first.output).toBe(0);
     expect(first.output).toContain('stash deploys to no environment: stored only');
 
     // Over the quota now: nothing more is stored, whichever branch.
+    await quota(1);
     repo.commit({ 'blob.hex': randomBytes(1536 * 1024).toString('hex') }, 'bigger');
     const second = await push(t.user.apiKey, 'slipway', 'HEAD:refs/heads/stash-2');
     expect(second.code, second.output).not.toBe(0);

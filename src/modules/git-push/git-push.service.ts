@@ -34,6 +34,8 @@ export interface GitPushDeps {
   startChain: PushChainStarter;
   /** Refuses (throws) when the application's organization is over its disk quota. */
   requireBuildRoom: (applicationId: string) => Promise<void>;
+  /** Bytes the application's organization may still store (null: no quota); bounds what a push may spool. */
+  roomLeft: (applicationId: string) => Promise<number | null>;
 }
 
 /** Most bytes of a receive-pack request read for its ref updates (the pack follows them). */
@@ -72,6 +74,9 @@ interface Target {
  * (and moves it back), so `git push` exits non-zero.
  */
 export class GitPushService {
+  /** Per application, the pushes this process receives or holds waiting (one at a time). */
+  private readonly incoming = new Map<string, { tail: Promise<void>; pushes: number }>();
+
   constructor(private readonly deps: GitPushDeps) {}
 
   private get ctx() {
@@ -154,12 +159,45 @@ export class GitPushService {
     open: () => PushResponse,
   ): Promise<void> {
     const { app, principal } = await this.authorize(authorization, repository);
-    const spool = await this.spoolFile();
+    await this.receiving(app.id, async (bound) => {
+      const spool = await this.spoolFile();
+      try {
+        const spooled = await spoolBody(request.body, request.gzip, spool, bound);
+        await this.receiveSpooled(principal, app, spool, spooled, open);
+      } finally {
+        await rm(spool, { force: true });
+      }
+    });
+  }
+
+  /**
+   * One incoming push per application at a time (in this process; the next waits, its body unread,
+   * and past a few waiting one is refused), spooled no further than the organization's room left
+   * allows: a push past it keeps only its commands, and each of its ref updates is answered `ng`
+   * with the quota's reason (git shows it), its pack read and dropped.
+   */
+  private async receiving(applicationId: string, receive: (bound: SpoolBound) => Promise<void>) {
+    const slot = this.incoming.get(applicationId) ?? { tail: Promise.resolve(), pushes: 0 };
+    if (slot.pushes > MAX_WAITING_PUSHES)
+      throw new PushRefused(409, 'Other pushes to this application are being received: push again once they have ended');
+    slot.pushes++;
+    this.incoming.set(applicationId, slot);
+    const previous = slot.tail;
+    let release = () => {};
+    slot.tail = new Promise<void>((resolve) => (release = resolve));
     try {
-      const bytes = await spoolBody(request.body, request.gzip, spool, this.ctx.config.GIT_PUSH_MAX_BYTES);
-      await this.receiveSpooled(principal, app, spool, bytes, open);
+      await previous;
+      const max = this.ctx.config.GIT_PUSH_MAX_BYTES;
+      const left = await this.deps.roomLeft(applicationId);
+      const quota = left !== null && left < max ? await this.roomRefusal(applicationId, left) : null;
+      await receive({
+        bytes: quota ? left! : max,
+        over: quota ?? `The push is larger than this server takes (${max} bytes, GIT_PUSH_MAX_BYTES)`,
+        refuses: quota !== null,
+      });
     } finally {
-      await rm(spool, { force: true });
+      if (--slot.pushes === 0) this.incoming.delete(applicationId);
+      release();
     }
   }
 
@@ -170,15 +208,17 @@ export class GitPushService {
    */
   async receiveOverSsh(principal: Principal, applicationId: string, channel: { input: Readable; out: PushResponse }) {
     const { app } = await this.authorizePrincipal(principal, applicationId);
-    const advertisement = (await this.refsAdvertisement(principal, app)).body;
-    channel.out.write(withoutServiceHeader(advertisement));
-    const spool = await this.spoolFile();
-    try {
-      const bytes = await spoolSshRequest(channel.input, spool, this.ctx.config.GIT_PUSH_MAX_BYTES);
-      await this.receiveSpooled(principal, app, spool, bytes, () => channel.out);
-    } finally {
-      await rm(spool, { force: true });
-    }
+    await this.receiving(app.id, async (bound) => {
+      const advertisement = (await this.refsAdvertisement(principal, app)).body;
+      channel.out.write(withoutServiceHeader(advertisement));
+      const spool = await this.spoolFile();
+      try {
+        const spooled = await spoolSshRequest(channel.input, spool, bound);
+        await this.receiveSpooled(principal, app, spool, spooled, () => channel.out);
+      } finally {
+        await rm(spool, { force: true });
+      }
+    });
   }
 
   private async spoolFile() {
@@ -192,7 +232,7 @@ export class GitPushService {
     principal: Principal,
     app: { id: string; project_id: string; auto_deploy_branch: string | null },
     spool: string,
-    bytes: number,
+    { bytes, overQuota }: Spooled,
     open: () => PushResponse,
   ) {
     const commands = parsePushCommands(await readHead(spool, MAX_COMMAND_BYTES));
@@ -212,7 +252,7 @@ export class GitPushService {
       const targets = new Map<string, Target[]>();
       const refused = new Map<string, string>();
       // Every push that stores objects needs room (a branch no environment deploys too), judged once.
-      const room = commands.updates.some((u) => !ZERO_SHA.test(u.newSha)) ? await this.roomRefusal(app.id) : null;
+      const room = commands.updates.some((u) => !ZERO_SHA.test(u.newSha)) ? (overQuota ?? (await this.roomRefusal(app.id))) : null;
       for (const update of commands.updates) {
         const reason = room && !ZERO_SHA.test(update.newSha) ? room : await this.check(principal, app, update, targets);
         if (reason) refused.set(update.ref, reason);
@@ -275,10 +315,11 @@ export class GitPushService {
   }
 
   /** Why the application's organization has no room for what a push stores (its disk quota), or null. */
-  private async roomRefusal(applicationId: string): Promise<string | null> {
+  private async roomRefusal(applicationId: string, left?: number): Promise<string | null> {
     try {
       await this.deps.requireBuildRoom(applicationId);
-      return null;
+      // Room, but less than a push may bring: what is past it is refused as over the quota.
+      return left === undefined ? null : `The push is larger than the room left in the organization's disk quota (${left} bytes)`;
     } catch (err) {
       if (err instanceof AppError && err.status < 500) return err.message;
       throw err;
@@ -495,13 +536,39 @@ function basicPassword(authorization: string | undefined): string | null {
 }
 
 /** Writes the request body (gunzipped when git compressed it) to `file`; refuses past `max` bytes. */
-async function spoolBody(body: Readable, gzip: boolean, file: string, max: number): Promise<number> {
+/** Pushes to one application that may wait behind the one being received (git's probe and its push, a retry). */
+const MAX_WAITING_PUSHES = 3;
+
+/** How much of a push may be spooled, and what is said past it (a quota's bound refuses in git's protocol, not HTTP). */
+interface SpoolBound {
+  bytes: number;
+  over: string;
+  refuses: boolean;
+}
+
+/** What was spooled; `overQuota` when the push went past the quota's room (only its commands were kept). */
+interface Spooled {
+  bytes: number;
+  overQuota: string | null;
+}
+
+/** Past a quota's bound: the commands are kept (they are first, and small), the rest read and dropped. */
+function boundedChunk(chunk: Buffer, before: number, bound: SpoolBound): Buffer | PushRefused {
+  if (before + chunk.length <= bound.bytes) return chunk;
+  if (!bound.refuses) return new PushRefused(413, bound.over);
+  return chunk.subarray(0, Math.max(0, MAX_COMMAND_BYTES - before));
+}
+
+async function spoolBody(body: Readable, gzip: boolean, file: string, bound: SpoolBound): Promise<Spooled> {
   let total = 0;
+  let overQuota: string | null = null;
   const limit = new Transform({
     transform(chunk: Buffer, _enc, done) {
+      const kept = boundedChunk(chunk, total, bound);
       total += chunk.length;
-      if (total > max) return done(new PushRefused(413, `The push is larger than this server takes (${max} bytes, GIT_PUSH_MAX_BYTES)`));
-      done(null, chunk);
+      if (kept instanceof PushRefused) return done(kept);
+      if (kept !== chunk) overQuota = bound.over;
+      done(null, kept);
     },
   });
   const sink = createWriteStream(file, { mode: 0o600 });
@@ -512,7 +579,7 @@ async function spoolBody(body: Readable, gzip: boolean, file: string, max: numbe
     if (err instanceof PushRefused) throw err;
     throw new PushRefused(400, `The push request could not be read: ${(err as Error).message}`);
   }
-  return total;
+  return { bytes: overQuota ? 0 : total, overQuota };
 }
 
 /**
@@ -520,9 +587,10 @@ async function spoolBody(body: Readable, gzip: boolean, file: string, max: numbe
  * pack until it closes its side (none when every update deletes a branch, or there are none).
  * Written to `file`; refused past `max` bytes.
  */
-async function spoolSshRequest(input: Readable, file: string, max: number): Promise<number> {
+async function spoolSshRequest(input: Readable, file: string, bound: SpoolBound): Promise<Spooled> {
   const sink = createWriteStream(file, { mode: 0o600 });
   let total = 0;
+  let overQuota: string | null = null;
   let head: Buffer | null = Buffer.alloc(0);
   // Listeners, not an async iterator: leaving one early would destroy the channel the report goes back on.
   const read = new Promise<void>((resolve, reject) => {
@@ -533,9 +601,11 @@ async function spoolSshRequest(input: Readable, file: string, max: number): Prom
     };
     const onEnd = () => stop();
     const onData = (chunk: Buffer) => {
+      const kept = boundedChunk(chunk, total, bound);
       total += chunk.length;
-      if (total > max) return stop(new PushRefused(413, `The push is larger than this server takes (${max} bytes, GIT_PUSH_MAX_BYTES)`));
-      if (!sink.write(chunk)) {
+      if (kept instanceof PushRefused) return stop(kept);
+      if (kept !== chunk) overQuota = bound.over;
+      if (!sink.write(kept)) {
         input.pause();
         sink.once('drain', () => input.resume());
       }
@@ -556,7 +626,7 @@ async function spoolSshRequest(input: Readable, file: string, max: number): Prom
   } finally {
     await new Promise<void>((resolve, reject) => sink.end((err?: Error | null) => (err ? reject(err) : resolve())));
   }
-  return total;
+  return { bytes: overQuota ? 0 : total, overQuota };
 }
 
 /** Smart HTTP's refs advertisement without its `# service=...` packet and flush: what git sends first over SSH. */

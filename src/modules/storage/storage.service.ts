@@ -114,6 +114,14 @@ export class StorageService {
     );
   }
 
+  /** How many bytes the application's organization may still store (its last measure), or null without a quota. */
+  async roomLeft(applicationId: string): Promise<number | null> {
+    const org = await this.repo.organizationOfApplication(applicationId);
+    const quota = org ? this.quotaBytes(org.disk_quota_mb) : null;
+    if (!org || quota === null) return null;
+    return Math.max(0, quota - (await this.current(org.id)).total);
+  }
+
   /** GET /organizations/{slug}/usage: any member. */
   async view(userId: string, slug: string) {
     const { org } = await this.organizations.resolve(userId, slug);
