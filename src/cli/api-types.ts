@@ -15248,6 +15248,8 @@ export interface components {
         RollbackPreview: {
             /** @description The environment slug */
             environment: string;
+            /** @description what `POST …/rollback` would answer (409), or null */
+            refusal: string | null;
             /** @description Postgres add-ons attached here on which a release being undone ran its release command (migrations): the restore point recorded before the earliest of them. Rolling back never restores data by itself; restore into a fork (`POST …/addons/{addon}/restore {release_id}`) and swap it in (`POST …/swap`) to go back with the data too. */
             restore_offers: {
                 addon: {
@@ -15269,12 +15271,13 @@ export interface components {
                 /** Format: uuid */
                 id: string;
                 version: number;
-            };
+            } | null;
+            /** @description null when the rollback would be refused (`refusal` says why) */
             target: {
                 /** Format: uuid */
                 id: string;
                 version: number;
-            };
+            } | null;
         };
         ScaleEvent: {
             /** @description UUID (v7) */

@@ -22,6 +22,9 @@ const EXEMPT_FROM_403: Record<string, string> = {
   'GET /v1/users/me/ssh-keys': "lists the caller's own SSH keys",
   'POST /v1/users/me/ssh-keys': 'registers a key for the caller',
   'DELETE /v1/users/me/ssh-keys/:key_id': "SSH keys belong to users, not organizations: another user's key is 404",
+  'GET /v1/users/me/sessions': "lists the caller's own sign-ins",
+  'DELETE /v1/users/me/sessions': "ends the caller's own other sign-ins",
+  'DELETE /v1/users/me/sessions/:session_id': "sessions belong to users, not organizations: another user's is 404",
   'GET /v1/organizations': "lists the caller's own organizations",
   'POST /v1/invitations/:token/accept':
     "the invitation's link names its organization: accepting checks the invited address, 403 for any other (test/roles/invitations.test.ts)",
@@ -127,6 +130,7 @@ describe('access matrix', () => {
         '/v1/audit-log',
         '/v1/sso/issuers',
         '/v1/sso/issuers/:issuer/group-mappings',
+        '/v1/users/:user_id/sessions',
       ];
       const caller = siteAdminOnly.includes(route.url) ? siteAdmin : world.owner;
       const res = await call(h, 'GET', fillPath(route, world), caller);

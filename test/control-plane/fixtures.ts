@@ -87,8 +87,9 @@ export async function snapshotTables(h: Harness): Promise<Record<string, string[
     // Bookkeeping that legitimately changes on any authenticated call.
     if (table_name === 'login_failures') continue;
     // last_used_at (and _address) of an API key moves on every authenticated call: not a change of state.
-    // A refused request leaves its own audit row (denied): the record of the refusal, not a change.
-    const refusals = table_name === 'audit_log' ? sql`where not t.denied` : sql``;
+    // A refused request leaves its own audit row (denied): the record of the refusal, not a change; an API key's
+    // first use of the day leaves a sign-in row (USE): the record of who signed in, not a change either.
+    const refusals = table_name === 'audit_log' ? sql`where not t.denied and t.action not like 'USE %'` : sql``;
     const { rows } = await sql<{
       r: string;
     }>`select (to_jsonb(t) - 'last_used_at' - 'last_used_address')::text as r from ${sql.table(table_name)} t ${refusals}`.execute(

@@ -22,6 +22,7 @@ import { seedWorld, unique, type World } from './fixtures.js';
 export interface RouteWorld extends World {
   environmentId: string;
   volumeName: string | null;
+  alertRuleName: string | null;
   apiKeyId: string;
   teamSlug: string | null;
   imageId: string | null;
@@ -291,6 +292,16 @@ export async function seedRouteWorld(h: Harness): Promise<RouteWorld> {
         sources: ['runtime'],
       })
     : null;
+  const alertRuleName = (await tableExists(h, 'alert_rules')) ? unique('rule') : null;
+  if (alertRuleName)
+    await insertRow(h, 'alert_rules', {
+      id: uuidv7(),
+      organization_id: w.org.id,
+      name: alertRuleName,
+      metric: 'error_rate',
+      threshold: 0.5,
+      window_seconds: 300,
+    });
   const volumeName = (await tableExists(h, 'volumes')) ? unique('vol') : null;
   if (volumeName)
     await insertRow(h, 'volumes', {
@@ -299,12 +310,14 @@ export async function seedRouteWorld(h: Harness): Promise<RouteWorld> {
       ...base,
       name: volumeName,
       mount_path: '/data',
-      process_type: 'web',
+      // Not web: a volume limits its process type to one instance, and the route walks scale web.
+      process_type: 'fixture',
       size_mib: 16,
     });
   return {
     ...w,
     volumeName,
+    alertRuleName,
     execSessionId,
     notificationChannelId,
     logDrainId,
@@ -377,6 +390,7 @@ export const PARAM_FIXTURES: Record<string, Fixture> = {
   process_type: (w) => need(w.autoscaledType, 'autoscaling policy'),
   addon: (w) => need(w.addonName, 'add-on'),
   volume: (w) => need(w.volumeName, 'volume'),
+  rule: (w) => need(w.alertRuleName, 'alert rule'),
   attachment_id: (w) => need(w.addonAttachmentId, 'add-on attachment'),
   channel_id: (w) => need(w.notificationChannelId, 'notification channel'),
   drain_id: (w) => need(w.logDrainId, 'log drain'),
@@ -482,6 +496,8 @@ export const SAMPLE_BODIES: Record<string, (w: RouteWorld) => unknown> = {
   'PUT /v1/workspaces/:workspace/projects/:project/previews': () => ({ template_environment: 'production' }),
   'PUT /v1/github/installations/:installation_id': (w) => ({ organization: w.org.slug }),
   'POST /v1/organizations/:org_slug/addons': () => ({ name: unique('addon'), kind: 'redis' }),
+  'POST /v1/organizations/:org_slug/alert-rules': () => ({ name: unique('rule'), metric: 'error_rate', threshold: 0.1 }),
+  'PUT /v1/organizations/:org_slug/alert-rules/:rule/silence': () => ({ for_seconds: 600 }),
   'POST /v1/applications/:application_id/volumes': () => ({ name: unique('vol'), mount_path: `/srv/${unique('v')}`, size_mib: 16 }),
   'PATCH /v1/applications/:application_id/volumes/:volume': () => ({ size_mib: 32 }),
   'PATCH /v1/organizations/:org_slug/addons/:addon': () => ({ plan: 'standard' }),
@@ -524,6 +540,8 @@ export const MEMBER_WRITES_BESIDE_PROTECTED: Record<string, string> = {
   'POST /v1/auth/api-keys': "the caller's own key",
   'DELETE /v1/auth/api-keys/:id': "the caller's own key",
   'POST /v1/users/me/ssh-keys': "the caller's own SSH key",
+  'DELETE /v1/users/me/sessions': "the caller's own sign-ins",
+  'DELETE /v1/users/me/sessions/:session_id': "the caller's own sign-in",
   'DELETE /v1/users/me/ssh-keys/:key_id': "the caller's own SSH key",
   'POST /v1/organizations': 'a new organization',
   'POST /v1/workspaces': 'a new workspace',

@@ -2,8 +2,8 @@
  * Sessions (issue 32) through the HTTP API: each sign-in remembers its method, address and user
  * agent; a person lists theirs and ends one or all the others; a session unused past the idle
  * timeout ends; a site administrator lists and ends anyone's; an organization admin sees only
- * members' last sign-in; a revoked session gets 401 on its next request; a password sign-in is
- * audited with the person, method and address.
+ * members' last sign-in; a revoked session gets 401 on its next request; password sign-ins and
+ * an API key's first use of the day are audited with method and address.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
@@ -149,12 +149,28 @@ describe('sessions', () => {
     expectError(await call(h, 'GET', `/v1/users/${member.id}/sessions`, world.owner), 403);
   });
 
-  it('audits a password sign-in with the person, the session it opened, its method and address', async () => {
+  it('audits a password sign-in and each API key’s first use of the day, with method and address', async () => {
     const user = await h.user();
     await signIn(user, 'audited');
     const sessionId = (await call(h, 'GET', `/v1/users/${user.id}/sessions`, admin)).body[0].id;
-    const rows = (await call(h, 'GET', `/v1/audit-log?actor=${user.id}&per_page=100`, admin)).body.items;
-    expect(rows.filter((r: { action: string }) => r.action === 'POST /v1/auth/login')).toEqual([
+    const created = await call(h, 'POST', '/v1/auth/api-keys', user, { name: 'ci' });
+    const key = created.body.key as string;
+    for (let i = 0; i < 3; i++) expect((await call(h, 'GET', '/v1/organizations', null, undefined, { 'x-api-key': key })).status).toBe(200);
+    // Another key last used yesterday: its first use today is a sign-in again.
+    const older = await call(h, 'POST', '/v1/auth/api-keys', user, { name: 'nightly' });
+    await h.ctx.db
+      .updateTable('api_keys')
+      .set({ last_used_at: new Date(Date.now() - 86400_000) })
+      .where('id', '=', older.body.id)
+      .execute();
+    for (let i = 0; i < 2; i++)
+      expect((await call(h, 'GET', '/v1/organizations', null, undefined, { 'x-api-key': older.body.key })).status).toBe(200);
+    const rows = (await call(h, 'GET', `/v1/audit-log?actor=${user.id}&per_page=100`, admin)).body.items as Array<{
+      action: string;
+      resource_id: string | null;
+      after: { method?: string } | null;
+    }>;
+    expect(rows.filter((r) => r.action === 'POST /v1/auth/login')).toEqual([
       expect.objectContaining({
         actor: expect.objectContaining({ user_id: user.id, credential_kind: 'password', credential_id: sessionId }),
         client_address: '127.0.0.1',
@@ -163,5 +179,14 @@ describe('sessions', () => {
         after: { method: 'password', email: user.email },
       }),
     ]);
+    for (const id of [created.body.id, older.body.id]) {
+      const uses = rows.filter((r) => r.after?.method === 'api_key' && r.resource_id === id);
+      expect(uses, id).toEqual([
+        expect.objectContaining({
+          actor: expect.objectContaining({ user_id: user.id, credential_kind: 'api_key', credential_id: id }),
+          client_address: '127.0.0.1',
+        }),
+      ]);
+    }
   });
 });

@@ -33,7 +33,8 @@ export function rollbackCommand(program: Command) {
       const preview = await ok(
         ctx.api.GET('/v1/applications/{application_id}/rollback/preview', { params: { path: { application_id: app.id }, query: choice } }),
       );
-      const restore = preview.restore_offers.length > 0 && (await restoreChosen(ctx, preview, o.restoreDatabase));
+      if (!preview.target) throw new CliError(preview.refusal ?? 'There is nothing to roll back to');
+      const restore = preview.restore_offers.length > 0 && (await restoreChosen(ctx, preview, preview.target.version, o.restoreDatabase));
       const deployment = await ok(
         ctx.api.POST('/v1/applications/{application_id}/rollback', { params: { path: { application_id: app.id } }, body: choice }),
       );
@@ -61,12 +62,12 @@ export function rollbackCommand(program: Command) {
 }
 
 /** Says what the rollback leaves in the database, and whether to restore it: the flag, else a question at a terminal. */
-async function restoreChosen(ctx: Context, preview: Preview, flag: boolean | undefined): Promise<boolean> {
+async function restoreChosen(ctx: Context, preview: Preview, targetVersion: number, flag: boolean | undefined): Promise<boolean> {
   const err = ctx.out.stderr;
   for (const offer of preview.restore_offers)
     err.write(
       `Release v${offer.release.version} ran its release command on the add-on ${offer.addon.name} (${offer.variable}); ` +
-        `rolling back to v${preview.target.version} leaves its data as it is now. Restore point: ${offer.restore_point}\n`,
+        `rolling back to v${targetVersion} leaves its data as it is now. Restore point: ${offer.restore_point}\n`,
     );
   if (flag !== undefined) return flag;
   if (!process.stdin.isTTY) {

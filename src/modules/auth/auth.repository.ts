@@ -68,6 +68,22 @@ export class AuthRepository {
       .executeTakeFirst();
   }
 
+  /** Records a use when it is the key's first of the (UTC) day; false when the key was used earlier today. */
+  async touchApiKeyFirstToday(id: string, address: string | null): Promise<boolean> {
+    const res = await this.db
+      .updateTable('api_keys')
+      .set({ last_used_at: sql`now()`, last_used_address: address })
+      .where('id', '=', id)
+      .where((eb) =>
+        eb.or([
+          eb('last_used_at', 'is', null),
+          eb('last_used_at', '<', sql<Date>`date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'`),
+        ]),
+      )
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) > 0;
+  }
+
   touchApiKey(id: string, address: string | null) {
     return this.db.updateTable('api_keys').set({ last_used_at: new Date(), last_used_address: address }).where('id', '=', id).execute();
   }

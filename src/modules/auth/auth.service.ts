@@ -11,6 +11,7 @@ import type { AuthRepository } from './auth.repository.js';
 import { CREDENTIALS_CHANNEL, CredentialCache } from './credential-cache.js';
 import { loginPasswordChecks } from './login-checks.js';
 import { openSession } from './sessions.js';
+import { auditKeySignIn } from './key-sign-in-audit.js';
 import { auditPasswordSignIn } from './login-audit.js';
 import { isLimited, type KeyScope } from '../../platform/access/key-scope.js';
 import { resolveScopeNames, type ScopeNames } from '../../platform/access/key-scope-names.js';
@@ -201,7 +202,10 @@ export class AuthService {
     // Recording every use would turn each read into a write; a minute's resolution is plenty
     // (the cache's few seconds hide uses from it, well within that resolution).
     if (!last_used_at || Date.now() - last_used_at.getTime() > LAST_USED_RESOLUTION_MS || (address && address !== last_used_address)) {
-      await this.repo.touchApiKey(credential_id, address);
+      // A key's first use of the day is a sign-in: audited (once, whichever process wins the update).
+      if (await this.repo.touchApiKeyFirstToday(credential_id, address))
+        await auditKeySignIn(this.ctx.db, { userId: user.id, username: user.username, credentialId: credential_id, address });
+      else await this.repo.touchApiKey(credential_id, address);
     }
     const scope: KeyScope = {
       organizationId: organization_id,

@@ -215,8 +215,9 @@ const RollbackRelease = Type.Object({ id: Type.String({ format: 'uuid' }), versi
 export const RollbackPreview = Type.Object(
   {
     environment: Type.String({ description: 'The environment slug' }),
-    serving: RollbackRelease,
-    target: RollbackRelease,
+    serving: Type.Union([RollbackRelease, Type.Null()]),
+    target: Type.Union([RollbackRelease, Type.Null()], { description: 'null when the rollback would be refused (`refusal` says why)' }),
+    refusal: Type.Union([Type.String(), Type.Null()], { description: 'what `POST …/rollback` would answer (409), or null' }),
     restore_offers: Type.Array(
       Type.Object({
         addon: Type.Object({ id: Type.String({ format: 'uuid' }), name: Type.String() }),

@@ -3,7 +3,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { chosenEnvironmentId } from './environment-choice.js';
 import type { AppContext } from '../../platform/context.js';
 import type { PipelineStep } from '../../platform/db/schema.js';
-import { conflict, notFound } from '../../platform/errors.js';
+import { AppError, conflict, notFound } from '../../platform/errors.js';
 import { iso, isoOrNull, paginate, type PaginatedEnvironmentQuery } from '../../platform/http/schemas.js';
 import { requireJobRoom, requireJobs } from '../../platform/jobs/require-jobs.js';
 import { queueReasons } from './queue-reasons.js';
@@ -135,14 +135,26 @@ export class DeploymentsService {
 
   /** `GET …/rollback/preview`: the rollback's choice, and the restore points of the migrations it would not undo. */
   async previewRollback(userId: string, applicationId: string, query: { release_id?: string; environment?: string }) {
-    const { environmentId, serving, target } = await this.rollbackTarget(userId, applicationId, query);
+    await this.apps.authorize(userId, applicationId);
+    const environmentId = await chosenEnvironmentId(this.ctx.db, applicationId, query.environment);
     const env = await this.ctx.db.selectFrom('environments').select('slug').where('id', '=', environmentId).executeTakeFirstOrThrow();
-    return {
-      environment: env.slug,
-      serving: { id: serving.id, version: serving.version },
-      target: { id: target.id, version: target.version },
-      restore_offers: await restoreOffers(this.ctx.db, applicationId, environmentId, target.version, serving.version),
-    };
+    const current = await this.repo.current(applicationId, environmentId);
+    const serving = current ? await this.repo.release(current.release_id) : undefined;
+    const servingRef = serving ? { id: serving.id, version: serving.version } : null;
+    try {
+      const { target } = await this.rollbackTarget(userId, applicationId, query);
+      return {
+        environment: env.slug,
+        serving: servingRef,
+        target: { id: target.id, version: target.version },
+        refusal: null,
+        restore_offers: await restoreOffers(this.ctx.db, applicationId, environmentId, target.version, serving!.version),
+      };
+    } catch (err) {
+      // What the rollback would answer (nothing to go back to, an image gone): said, not thrown, by a preview.
+      if (!(err instanceof AppError) || err.status !== 409) throw err;
+      return { environment: env.slug, serving: servingRef, target: null, refusal: err.message, restore_offers: [] };
+    }
   }
 
   /** The release a rollback goes back to (checked it can run), and the one serving. */

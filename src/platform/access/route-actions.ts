@@ -110,10 +110,10 @@ const ROLE_RULES: Array<{ methods: readonly string[]; path: RegExp; rule: RoleRu
     rule: { minimum: 'admin' },
   },
   { methods: ['GET'], path: new RegExp(`^${ORG}/(invitations|sign-ins)$`), rule: { minimum: 'admin' } },
-  // The organization's audit log, its webhooks, notification channels and log drains (their targets carry secrets).
+  // The organization's audit log, its webhooks, notification channels and log drains (their targets carry secrets), alert rules.
   {
     methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    path: new RegExp(`^${ORG}/(audit-log|webhooks|notification-channels|log-drains)(/|$)`),
+    path: new RegExp(`^${ORG}/(audit-log|webhooks|notification-channels|log-drains|alert-rules)(/|$)`),
     rule: { minimum: 'admin' },
   },
 ];

@@ -984,6 +984,52 @@ export interface Database
   oidc_group_mappings: OidcGroupMappingsTable;
   oidc_identities: OidcIdentitiesTable;
   oidc_sign_ins: OidcSignInsTable;
+  alert_rules: AlertRulesTable;
+  alert_transitions: AlertTransitionsTable;
+  threshold_crossings: ThresholdCrossingsTable;
+}
+
+/** Alert rules (migration 0055): a threshold over what the platform measures, judged by the `alerts` job. */
+export interface AlertRulesTable {
+  id: string;
+  organization_id: string;
+  application_id: string | null;
+  environment_id: string | null;
+  name: string;
+  metric: 'error_rate' | 'p95_latency_ms' | 'restarts';
+  threshold: number;
+  window_seconds: number;
+  for_seconds: Generated<number>;
+  min_requests: Generated<number>;
+  state: Generated<'ok' | 'pending' | 'firing' | 'resolved'>;
+  state_since: Generated<Date>;
+  last_value: number | null;
+  evaluated_at: Date | null;
+  counters_from: Date | null;
+  counters: NullableJsonColumn<Record<string, number>>;
+  samples: JsonColumn<unknown[]>;
+  silenced_until: Date | null;
+  created_by: string | null;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface AlertTransitionsTable {
+  id: Generated<number>;
+  rule_id: string;
+  from_state: string;
+  to_state: string;
+  value: number | null;
+  notified: boolean;
+  at: Generated<Date>;
+}
+
+/** A threshold crossed by a watched measure (a certificate's days left, a quota's use): published once (migration 0055). */
+export interface ThresholdCrossingsTable {
+  organization_id: string;
+  subject: string;
+  level: number;
+  crossed_at: Generated<Date>;
 }
 
 /** Single sign-on (migration 0047). */
