@@ -63,7 +63,10 @@ async function makeImageLayout(dir: string): Promise<string> {
     run('buildah', ['--root', join(storage, 'storage'), '--runroot', join(storage, 'run'), '--storage-driver', 'vfs', ...args]);
   const container = (await buildah('from', '--pull=false', BASE_IMAGE)).stdout.trim();
   const mount = (await buildah('mount', container)).stdout.trim();
-  await run('sh', ['-c', `mkdir -p ${mount}/www && echo "front from an image" > ${mount}/www/index.html && chmod -R a+rX ${mount}/www`]);
+  await run('sh', [
+    '-c',
+    `mkdir -p ${mount}/www && echo "front from an image" > ${mount}/www/index.html && mkdir ${mount}/www/alt && echo "front from the command" > ${mount}/www/alt/index.html && chmod -R a+rX ${mount}/www`,
+  ]);
   await buildah('config', '--port', '8080', '--workingdir', '/www', '--cmd', 'httpd -f -p 8080 -h /www', container);
   await buildah('commit', '-q', container, 'localhost/front:v1');
   await buildah('rm', container);
@@ -163,7 +166,7 @@ describe.skipIf(!!missing)('slipway compose import', () => {
     networks: [backend]
   front:
     image: ${orgSlug}/stack/images:v1
-    command: httpd -f -p 8080 -h /www
+    command: ["httpd", "-f", "-p", "8080", "-h", "/www/alt"]
     deploy:
       replicas: 1
     depends_on:
@@ -225,6 +228,7 @@ networks:
       'api deploy create',
       'front application create',
       'front source create',
+      'front settings create',
       'front scale create',
       'front deploy create',
     ]);
@@ -235,6 +239,7 @@ networks:
     expect(detail['api attachment']).toBe('stack-db as DATABASE_URL (production)');
     expect(detail['api settings']).toBe('health_check_path=/, health_check_timeout=45');
     expect(detail['api source']).toBe(`built from ${repo.dir}`);
+    expect(detail['front settings']).toBe('start_command=httpd -f -p 8080 -h /www/alt');
     // No value of the file (a password above all) appears in the plan.
     expect(res.body).not.toMatch(/s3cret|example|from-env-file/);
     expect(plan.unmapped).toContainEqual(expect.objectContaining({ service: 'db', key: 'environment.POSTGRES_PASSWORD', line: 5 }));
@@ -249,7 +254,6 @@ networks:
       'api ports: 8000:8000: host ports are not published',
       'api privileged: instances never run privileged',
       'api networks: applications reach each other',
-      'front command: a process’s command comes from the build context’s Procfile (or the image’s CMD)',
       'front cap_add: instances get no added capabilities',
     ])
       expect(
@@ -272,7 +276,8 @@ networks:
     expect(await get(apiHost, '/pg')).toBe('2');
     expect(await get(apiHost, '/')).toBe('hello True from-env-file');
     const frontHost = await deployedUrl(ids.front);
-    expect(await get(frontHost, '/')).toBe('front from an image\n');
+    // The service's `command` (the application's start command) runs instead of the image's CMD.
+    expect(await get(frontHost, '/')).toBe('front from the command\n');
 
     const vars = (await h.app.inject({ method: 'GET', url: `/v1/configurations/${ids.api}`, headers: owner.headers })).json();
     const byName = Object.fromEntries(vars.map((v: { name: string; secret: boolean }) => [v.name, v.secret]));
@@ -317,5 +322,25 @@ networks:
     expect(changed.code, changed.stderr).toBe(0);
     expect(JSON.parse(changed.stdout).deployments.map((d: { service: string }) => d.service)).toEqual(['api']);
     await waitFor('the new variable served', async () => (await get(apiHost, '/')).startsWith('bonjour'), 120_000, 250);
+
+    // A start command set on the application replaces the Procfile's `web:` with the next release, no build.
+    const settings = (start_command: string | null) =>
+      h.app.inject({ method: 'PATCH', url: `/v1/applications/${ids.api}/settings`, headers: owner.headers, payload: { start_command } });
+    expect((await settings('python3 server.py\nrm -rf /')).statusCode).toBe(422);
+    expect((await settings('x'.repeat(4097))).statusCode).toBe(422);
+    const set = await settings('GREETING=started-by-setting exec python3 server.py');
+    expect(set.statusCode, set.body).toBe(200);
+    expect(set.json().start_command).toBe('GREETING=started-by-setting exec python3 server.py');
+    const imageCount = async () =>
+      (await h.app.inject({ method: 'GET', url: `/v1/images/${ids.api}`, headers: owner.headers })).json().pagination.total as number;
+    const images = await imageCount();
+    const released = await h.app.inject({ method: 'POST', url: `/v1/applications/${ids.api}/config-release`, headers: owner.headers });
+    expect(released.statusCode, released.body).toBe(202);
+    expect(await deployedUrl(ids.api)).toBe(apiHost);
+    expect(await get(apiHost, '/')).toBe('started-by-setting True from-env-file');
+    const log = (await h.app.inject({ method: 'GET', url: `/v1/releases/${released.json().release_id}/log`, headers: owner.headers })).body;
+    expect(log).toContain("web: start command from the application's settings");
+    // No build: the release runs on the image already built.
+    expect(await imageCount()).toBe(images);
   }, 400_000);
 });

@@ -27,6 +27,8 @@ export interface ComposeService {
   healthCheckTimeout: number | null;
   replicas: number | null;
   dependsOn: string[];
+  /** `command`, as one shell line: the application's start command. */
+  command: string | null;
 }
 
 export interface ComposeFile {
@@ -181,6 +183,7 @@ function parseService(w: Walker, name: string, keyNode: Node, node: unknown): Co
     healthCheckTimeout: null,
     replicas: null,
     dependsOn: [],
+    command: null,
   };
   for (const pair of body.items) {
     const key = w.text(pair.key, 'a key');
@@ -211,12 +214,7 @@ function parseService(w: Walker, name: string, keyNode: Node, node: unknown): Co
         }
         break;
       case 'command':
-        w.skip(
-          name,
-          'command',
-          at,
-          'a process’s command comes from the build context’s Procfile (or the image’s CMD): put it in a `web:` line of the Procfile',
-        );
+        parseCommand(w, service, at, value);
         break;
       case 'environment':
         for (const entry of w.keysOrItems(value, `${name}.environment`)) {
@@ -293,6 +291,27 @@ function parseService(w: Walker, name: string, keyNode: Node, node: unknown): Co
   }
   if (!service.image && !service.build) w.fail(keyNode, `service ${name} has neither \`image\` nor \`build\``);
   return service;
+}
+
+/** The longest start command an application takes (its column's bound, migration 0058). */
+const MAX_COMMAND_BYTES = 4096;
+
+/**
+ * `command` becomes the application's start command, run by `sh -c`: a string as written, a
+ * list with each item quoted for the shell (as Compose passes them, one argument each).
+ */
+function parseCommand(w: Walker, service: ComposeService, at: Node, node: Node) {
+  const name = service.name;
+  const command = isSeq(node) ? node.items.map((i) => shellQuote(w.text(i, `${name}.command`))).join(' ') : w.text(node, `${name}.command`);
+  if (/[\r\n\0]/.test(command) || command.trim() === '')
+    w.skip(name, 'command', at, 'a start command is one line of shell: put a longer script in the build context and run it');
+  else if (Buffer.byteLength(command) > MAX_COMMAND_BYTES)
+    w.skip(name, 'command', at, `a start command is at most ${MAX_COMMAND_BYTES} bytes`);
+  else service.command = command;
+}
+
+function shellQuote(arg: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`;
 }
 
 function parsePorts(w: Walker, name: string, node: Node) {

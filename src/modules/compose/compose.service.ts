@@ -43,7 +43,7 @@ interface AppStep {
   source: { repository: string } | { image: string };
   /** An image service whose image differs from the one last deployed by an import. */
   imageChanged: boolean;
-  settings: { github_repository?: string; health_check_path?: string; health_check_timeout?: number };
+  settings: { github_repository?: string; health_check_path?: string; health_check_timeout?: number; start_command?: string };
   settingsChanged: string[];
   variables: Array<{ name: string; value: string; secret: boolean }>;
   variablesChanged: string[];
@@ -185,6 +185,13 @@ export class ComposeService {
           line: service.line,
           reason: `a ${kind} service becomes an add-on: nothing is built`,
         });
+      if (service.command)
+        unmapped.push({
+          service: service.name,
+          key: 'command',
+          line: service.line,
+          reason: `a ${kind} service becomes an add-on: the platform runs its server`,
+        });
       for (const [name] of Object.entries(service.environment))
         unmapped.push({
           service: service.name,
@@ -218,6 +225,7 @@ export class ComposeService {
       if ('repository' in source) settings.github_repository = source.repository;
       if (service.healthCheckPath) settings.health_check_path = service.healthCheckPath;
       if (service.healthCheckTimeout !== null) settings.health_check_timeout = service.healthCheckTimeout;
+      if (service.command) settings.start_command = service.command;
       const settingsChanged = Object.entries(settings)
         .filter(([k, v]) => !current || (current as Record<string, unknown>)[k] !== v)
         .map(([k]) => k);
