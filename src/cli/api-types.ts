@@ -13949,7 +13949,7 @@ export interface components {
             items: {
                 action: "create" | "update" | "unchanged";
                 detail: string;
-                resource: "addon" | "application" | "source" | "settings" | "variables" | "attachment" | "scale" | "deploy";
+                resource: "addon" | "application" | "source" | "settings" | "variables" | "attachment" | "scale" | "volume" | "deploy";
                 service: string;
             }[];
             /** @description services in the order they are created and deployed (depends_on) */
@@ -13975,7 +13975,7 @@ export interface components {
             items: {
                 action: "create" | "update" | "unchanged";
                 detail: string;
-                resource: "addon" | "application" | "source" | "settings" | "variables" | "attachment" | "scale" | "deploy";
+                resource: "addon" | "application" | "source" | "settings" | "variables" | "attachment" | "scale" | "volume" | "deploy";
                 service: string;
             }[];
             /** @description services in the order they are created and deployed (depends_on) */

@@ -84,6 +84,7 @@ describe.skipIf(!!missing)('slipway compose import', () => {
   let repo: TestRepo;
   let dir = '';
   let compose = '';
+  let frontId = '';
   const envFile = 'SESSION_SECRET=from-env-file\n';
 
   const post = (step: 'plan' | 'apply', payload: object) =>
@@ -169,12 +170,17 @@ describe.skipIf(!!missing)('slipway compose import', () => {
     command: ["httpd", "-f", "-p", "8080", "-h", "/www/alt"]
     deploy:
       replicas: 1
+    volumes:
+      - uploads:/data
+      - ./static:/srv/static
     depends_on:
       api:
         condition: service_started
     cap_add: [NET_ADMIN]
 volumes:
   dbdata: {}
+  uploads:
+    x-slipway-size: 32M
 networks:
   backend: {}
 `;
@@ -183,6 +189,8 @@ networks:
   }, 120_000);
 
   afterAll(async () => {
+    // The disk goes with its record (unmounted; the harness removes DATA_DIR).
+    if (frontId) await h.app.inject({ method: 'DELETE', url: `/v1/applications/${frontId}/volumes/uploads`, headers: owner.headers });
     await h?.close();
     await registry?.stop();
     repo?.remove();
@@ -208,6 +216,13 @@ networks:
     const tooMany = await post('plan', { compose: `services:\n${many}` });
     expect(tooMany.statusCode).toBe(422);
     expect(tooMany.json().message).toBe('compose file, line 2: at most 50 services (this file has 51)');
+    const scaled = await post('plan', {
+      compose: 'services:\n  x:\n    build: /srv/x\n    volumes: [d:/data]\n    deploy: {replicas: 2}\nvolumes:\n  d: {}\n',
+    });
+    expect(scaled.statusCode).toBe(422);
+    expect(scaled.json().message).toContain(
+      'service x: deploy.replicas is 2, but it mounts the volume d, which one instance only can write',
+    );
     const apps = (await h.app.inject({ method: 'GET', url: `/v1/applications/${orgSlug}/stack`, headers: owner.headers })).json();
     expect(apps.map((a: { slug: string }) => a.slug)).toEqual(['images']);
   });
@@ -230,6 +245,7 @@ networks:
       'front source create',
       'front settings create',
       'front scale create',
+      'front volume create',
       'front deploy create',
     ]);
     const detail = Object.fromEntries(
@@ -240,6 +256,7 @@ networks:
     expect(detail['api settings']).toBe('health_check_path=/, health_check_timeout=45');
     expect(detail['api source']).toBe(`built from ${repo.dir}`);
     expect(detail['front settings']).toBe('start_command=httpd -f -p 8080 -h /www/alt');
+    expect(detail['front volume']).toBe('uploads at /data, 32 MiB (x-slipway-size) in production');
     // No value of the file (a password above all) appears in the plan.
     expect(res.body).not.toMatch(/s3cret|example|from-env-file/);
     expect(plan.unmapped).toContainEqual(expect.objectContaining({ service: 'db', key: 'environment.POSTGRES_PASSWORD', line: 5 }));
@@ -247,9 +264,9 @@ networks:
       (u: { service: string | null; key: string; reason: string }) => `${u.service ?? '-'} ${u.key}: ${u.reason}`,
     );
     for (const expected of [
-      '- volumes.dbdata: volumes are not on this platform yet',
       '- networks: applications reach each other through their URLs',
-      'db volumes: dbdata:/var/lib/postgresql/data: volumes are not on this platform yet',
+      'db volumes: dbdata:/var/lib/postgresql/data: the postgres add-on keeps its data',
+      'front volumes: ./static:/srv/static: a bind mount: the host’s paths are not the platform’s',
       'db environment.POSTGRES_PASSWORD: the postgres add-on makes its own user, password and database',
       'api ports: 8000:8000: host ports are not published',
       'api privileged: instances never run privileged',
@@ -282,6 +299,9 @@ networks:
     const vars = (await h.app.inject({ method: 'GET', url: `/v1/configurations/${ids.api}`, headers: owner.headers })).json();
     const byName = Object.fromEntries(vars.map((v: { name: string; secret: boolean }) => [v.name, v.secret]));
     expect(byName).toEqual({ API_TOKEN: true, GREETING: false, SESSION_SECRET: true });
+    frontId = ids.front;
+    const volumes = (await h.app.inject({ method: 'GET', url: `/v1/applications/${ids.front}/volumes`, headers: owner.headers })).json();
+    expect(volumes).toMatchObject([{ name: 'uploads', mount_path: '/data', size_mib: 32, process_type: 'web', environment: 'production' }]);
     const addons = (await h.app.inject({ method: 'GET', url: `/v1/organizations/${orgSlug}/addons`, headers: owner.headers })).json();
     expect(addons).toMatchObject([
       { name: 'stack-db', kind: 'postgres', attachments: [{ application_id: ids.api, variable: 'DATABASE_URL' }] },
