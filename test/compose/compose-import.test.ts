@@ -348,9 +348,12 @@ networks:
       h.app.inject({ method: 'PATCH', url: `/v1/applications/${ids.api}/settings`, headers: owner.headers, payload: { start_command } });
     expect((await settings('python3 server.py\nrm -rf /')).statusCode).toBe(422);
     expect((await settings('x'.repeat(4097))).statusCode).toBe(422);
-    const set = await settings('GREETING=started-by-setting exec python3 server.py');
-    expect(set.statusCode, set.body).toBe(200);
-    expect(set.json().start_command).toBe('GREETING=started-by-setting exec python3 server.py');
+    const start = 'GREETING=started-by-setting exec python3 server.py';
+    const set = await slipway(['apps', 'update', `${orgSlug}/stack/api`, '--start-command', start], env, { cwd: dir });
+    expect(set.code, set.stderr).toBe(0);
+    expect(set.stdout).toMatch(/Start command\s+GREETING=started-by-setting exec python3 server.py/);
+    const shown = await h.app.inject({ method: 'GET', url: `/v1/applications/${orgSlug}/stack/api`, headers: owner.headers });
+    expect(shown.json().start_command).toBe(start);
     const imageCount = async () =>
       (await h.app.inject({ method: 'GET', url: `/v1/images/${ids.api}`, headers: owner.headers })).json().pagination.total as number;
     const images = await imageCount();
