@@ -269,6 +269,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     apps,
     config: configs,
     addons: addons.addons,
+    volumes: volumes.volumes,
     deployer: {
       build: (userId, applicationId) => deployChain.request(userId, applicationId),
       image: (userId, applicationId, body) => pipeline.imageDeploys.request(userId, applicationId, body),

@@ -2108,6 +2108,7 @@ export interface paths {
                         name?: string;
                         /** @description seconds (0-600; 0: none); null: the platform default */
                         stability_window?: number | null;
+                        start_command?: string | null;
                         subdirectory?: string | null;
                     };
                 };
@@ -13773,6 +13774,8 @@ export interface components {
             slug: string;
             /** @description seconds new instances must keep running once healthy before traffic switches and the deployment completes; null: the platform default (DEPLOY_STABILITY_WINDOW_SECONDS) */
             stability_window: number | null;
+            /** @description replaces the web process's command from the next release; null: the image's (or its Procfile's) */
+            start_command: string | null;
             subdirectory: string | null;
             /**
              * Format: date-time
@@ -13946,7 +13949,7 @@ export interface components {
             items: {
                 action: "create" | "update" | "unchanged";
                 detail: string;
-                resource: "addon" | "application" | "source" | "settings" | "variables" | "attachment" | "scale" | "deploy";
+                resource: "addon" | "application" | "source" | "settings" | "variables" | "attachment" | "scale" | "volume" | "deploy";
                 service: string;
             }[];
             /** @description services in the order they are created and deployed (depends_on) */
@@ -13972,7 +13975,7 @@ export interface components {
             items: {
                 action: "create" | "update" | "unchanged";
                 detail: string;
-                resource: "addon" | "application" | "source" | "settings" | "variables" | "attachment" | "scale" | "deploy";
+                resource: "addon" | "application" | "source" | "settings" | "variables" | "attachment" | "scale" | "volume" | "deploy";
                 service: string;
             }[];
             /** @description services in the order they are created and deployed (depends_on) */

@@ -63,7 +63,10 @@ async function makeImageLayout(dir: string): Promise<string> {
     run('buildah', ['--root', join(storage, 'storage'), '--runroot', join(storage, 'run'), '--storage-driver', 'vfs', ...args]);
   const container = (await buildah('from', '--pull=false', BASE_IMAGE)).stdout.trim();
   const mount = (await buildah('mount', container)).stdout.trim();
-  await run('sh', ['-c', `mkdir -p ${mount}/www && echo "front from an image" > ${mount}/www/index.html && chmod -R a+rX ${mount}/www`]);
+  await run('sh', [
+    '-c',
+    `mkdir -p ${mount}/www && echo "front from an image" > ${mount}/www/index.html && mkdir ${mount}/www/alt && echo "front from the command" > ${mount}/www/alt/index.html && chmod -R a+rX ${mount}/www`,
+  ]);
   await buildah('config', '--port', '8080', '--workingdir', '/www', '--cmd', 'httpd -f -p 8080 -h /www', container);
   await buildah('commit', '-q', container, 'localhost/front:v1');
   await buildah('rm', container);
@@ -81,6 +84,7 @@ describe.skipIf(!!missing)('slipway compose import', () => {
   let repo: TestRepo;
   let dir = '';
   let compose = '';
+  let frontId = '';
   const envFile = 'SESSION_SECRET=from-env-file\n';
 
   const post = (step: 'plan' | 'apply', payload: object) =>
@@ -163,15 +167,20 @@ describe.skipIf(!!missing)('slipway compose import', () => {
     networks: [backend]
   front:
     image: ${orgSlug}/stack/images:v1
-    command: httpd -f -p 8080 -h /www
+    command: ["httpd", "-f", "-p", "8080", "-h", "/www/alt"]
     deploy:
       replicas: 1
+    volumes:
+      - uploads:/data
+      - ./static:/srv/static
     depends_on:
       api:
         condition: service_started
     cap_add: [NET_ADMIN]
 volumes:
   dbdata: {}
+  uploads:
+    x-slipway-size: 32M
 networks:
   backend: {}
 `;
@@ -180,6 +189,8 @@ networks:
   }, 120_000);
 
   afterAll(async () => {
+    // The disk goes with its record (unmounted; the harness removes DATA_DIR).
+    if (frontId) await h.app.inject({ method: 'DELETE', url: `/v1/applications/${frontId}/volumes/uploads`, headers: owner.headers });
     await h?.close();
     await registry?.stop();
     repo?.remove();
@@ -205,6 +216,13 @@ networks:
     const tooMany = await post('plan', { compose: `services:\n${many}` });
     expect(tooMany.statusCode).toBe(422);
     expect(tooMany.json().message).toBe('compose file, line 2: at most 50 services (this file has 51)');
+    const scaled = await post('plan', {
+      compose: 'services:\n  x:\n    build: /srv/x\n    volumes: [d:/data]\n    deploy: {replicas: 2}\nvolumes:\n  d: {}\n',
+    });
+    expect(scaled.statusCode).toBe(422);
+    expect(scaled.json().message).toContain(
+      'service x: deploy.replicas is 2, but it mounts the volume d, which one instance only can write',
+    );
     const apps = (await h.app.inject({ method: 'GET', url: `/v1/applications/${orgSlug}/stack`, headers: owner.headers })).json();
     expect(apps.map((a: { slug: string }) => a.slug)).toEqual(['images']);
   });
@@ -225,7 +243,9 @@ networks:
       'api deploy create',
       'front application create',
       'front source create',
+      'front settings create',
       'front scale create',
+      'front volume create',
       'front deploy create',
     ]);
     const detail = Object.fromEntries(
@@ -235,6 +255,8 @@ networks:
     expect(detail['api attachment']).toBe('stack-db as DATABASE_URL (production)');
     expect(detail['api settings']).toBe('health_check_path=/, health_check_timeout=45');
     expect(detail['api source']).toBe(`built from ${repo.dir}`);
+    expect(detail['front settings']).toBe('start_command=httpd -f -p 8080 -h /www/alt');
+    expect(detail['front volume']).toBe('uploads at /data, 32 MiB (x-slipway-size) in production');
     // No value of the file (a password above all) appears in the plan.
     expect(res.body).not.toMatch(/s3cret|example|from-env-file/);
     expect(plan.unmapped).toContainEqual(expect.objectContaining({ service: 'db', key: 'environment.POSTGRES_PASSWORD', line: 5 }));
@@ -242,14 +264,13 @@ networks:
       (u: { service: string | null; key: string; reason: string }) => `${u.service ?? '-'} ${u.key}: ${u.reason}`,
     );
     for (const expected of [
-      '- volumes.dbdata: volumes are not on this platform yet',
       '- networks: applications reach each other through their URLs',
-      'db volumes: dbdata:/var/lib/postgresql/data: volumes are not on this platform yet',
+      'db volumes: dbdata:/var/lib/postgresql/data: the postgres add-on keeps its data',
+      'front volumes: ./static:/srv/static: a bind mount: the host’s paths are not the platform’s',
       'db environment.POSTGRES_PASSWORD: the postgres add-on makes its own user, password and database',
       'api ports: 8000:8000: host ports are not published',
       'api privileged: instances never run privileged',
       'api networks: applications reach each other',
-      'front command: a process’s command comes from the build context’s Procfile (or the image’s CMD)',
       'front cap_add: instances get no added capabilities',
     ])
       expect(
@@ -272,11 +293,15 @@ networks:
     expect(await get(apiHost, '/pg')).toBe('2');
     expect(await get(apiHost, '/')).toBe('hello True from-env-file');
     const frontHost = await deployedUrl(ids.front);
-    expect(await get(frontHost, '/')).toBe('front from an image\n');
+    // The service's `command` (the application's start command) runs instead of the image's CMD.
+    expect(await get(frontHost, '/')).toBe('front from the command\n');
 
     const vars = (await h.app.inject({ method: 'GET', url: `/v1/configurations/${ids.api}`, headers: owner.headers })).json();
     const byName = Object.fromEntries(vars.map((v: { name: string; secret: boolean }) => [v.name, v.secret]));
     expect(byName).toEqual({ API_TOKEN: true, GREETING: false, SESSION_SECRET: true });
+    frontId = ids.front;
+    const volumes = (await h.app.inject({ method: 'GET', url: `/v1/applications/${ids.front}/volumes`, headers: owner.headers })).json();
+    expect(volumes).toMatchObject([{ name: 'uploads', mount_path: '/data', size_mib: 32, process_type: 'web', environment: 'production' }]);
     const addons = (await h.app.inject({ method: 'GET', url: `/v1/organizations/${orgSlug}/addons`, headers: owner.headers })).json();
     expect(addons).toMatchObject([
       { name: 'stack-db', kind: 'postgres', attachments: [{ application_id: ids.api, variable: 'DATABASE_URL' }] },
@@ -317,5 +342,28 @@ networks:
     expect(changed.code, changed.stderr).toBe(0);
     expect(JSON.parse(changed.stdout).deployments.map((d: { service: string }) => d.service)).toEqual(['api']);
     await waitFor('the new variable served', async () => (await get(apiHost, '/')).startsWith('bonjour'), 120_000, 250);
+
+    // A start command set on the application replaces the Procfile's `web:` with the next release, no build.
+    const settings = (start_command: string | null) =>
+      h.app.inject({ method: 'PATCH', url: `/v1/applications/${ids.api}/settings`, headers: owner.headers, payload: { start_command } });
+    expect((await settings('python3 server.py\nrm -rf /')).statusCode).toBe(422);
+    expect((await settings('x'.repeat(4097))).statusCode).toBe(422);
+    const start = 'GREETING=started-by-setting exec python3 server.py';
+    const set = await slipway(['apps', 'update', `${orgSlug}/stack/api`, '--start-command', start], env, { cwd: dir });
+    expect(set.code, set.stderr).toBe(0);
+    expect(set.stdout).toMatch(/Start command\s+GREETING=started-by-setting exec python3 server.py/);
+    const shown = await h.app.inject({ method: 'GET', url: `/v1/applications/${orgSlug}/stack/api`, headers: owner.headers });
+    expect(shown.json().start_command).toBe(start);
+    const imageCount = async () =>
+      (await h.app.inject({ method: 'GET', url: `/v1/images/${ids.api}`, headers: owner.headers })).json().pagination.total as number;
+    const images = await imageCount();
+    const released = await h.app.inject({ method: 'POST', url: `/v1/applications/${ids.api}/config-release`, headers: owner.headers });
+    expect(released.statusCode, released.body).toBe(202);
+    expect(await deployedUrl(ids.api)).toBe(apiHost);
+    expect(await get(apiHost, '/')).toBe('started-by-setting True from-env-file');
+    const log = (await h.app.inject({ method: 'GET', url: `/v1/releases/${released.json().release_id}/log`, headers: owner.headers })).body;
+    expect(log).toContain("web: start command from the application's settings");
+    // No build: the release runs on the image already built.
+    expect(await imageCount()).toBe(images);
   }, 400_000);
 });

@@ -42,6 +42,7 @@ describe('applications', () => {
       health_check_timeout: null,
       stability_window: null,
       privileged: false,
+      start_command: null,
       created: expect.any(String),
       updated: expect.any(String),
       latest_image: null,

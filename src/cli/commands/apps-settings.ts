@@ -20,6 +20,7 @@ interface UpdateOptions {
   subdirectory?: string;
   private?: boolean;
   githubEnvironment?: string;
+  startCommand?: string;
 }
 
 /** Seconds, or `default` for the platform's own (sent as null; commander would turn a parsed null into ''). */
@@ -62,6 +63,10 @@ export function appsSettingsCommands(program: Command) {
     .option('--private', 'the repository needs the GitHub App to be read')
     .option('--no-private', 'the repository is public')
     .option('--github-environment <name>', 'GitHub deployment environment to report to (`none`: the default)')
+    .option(
+      '--start-command <command>',
+      "the web process's command, instead of the image's or Procfile's (`none`: theirs); live with the next release: slipway config release",
+    )
     .addHelpText(
       'after',
       '\nExamples:\n  slipway apps update --health-check-path /healthz --deployment-timeout 60\n  slipway apps update acme/shop/web --branch release',
@@ -83,6 +88,7 @@ export function appsSettingsCommands(program: Command) {
         ...(o.subdirectory !== undefined ? { subdirectory: orNull(o.subdirectory) } : {}),
         ...(o.private !== undefined ? { github_repository_is_private: o.private } : {}),
         ...(o.githubEnvironment !== undefined ? { github_environment_name: orNull(o.githubEnvironment) } : {}),
+        ...(o.startCommand !== undefined ? { start_command: orNull(o.startCommand) } : {}),
       };
       if (Object.keys(body).length === 0)
         throw usage('Nothing to change: name a setting, e.g. `slipway apps update --health-check-path /healthz` (see --help)');
@@ -102,6 +108,7 @@ export function appsSettingsCommands(program: Command) {
         ['Subdirectory', updated.subdirectory],
         ['Private repo', updated.github_repository_is_private ? 'yes' : 'no'],
         ['GitHub env', updated.github_environment_name],
+        ['Start command', updated.start_command ?? "the image's (or Procfile's)"],
       ]);
       ctx.out.note('Health check, timeouts and stability window apply from the next deployment: slipway deploy --wait');
     });

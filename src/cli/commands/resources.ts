@@ -179,6 +179,7 @@ export function resourceCommands(program: Command) {
         ['Processes', a.process_counts],
         ['Pod classes', a.process_pod_classes],
         ['Health check', a.health_check_path],
+        ['Start command', a.start_command],
         ['Latest build', a.latest_image && `v${a.latest_image.version}`],
         ['Latest release', a.latest_release && `v${a.latest_release.version}`],
         ['Created', when(a.created)],

@@ -69,6 +69,9 @@ export const ApplicationDetail = Type.Object(
         'seconds new instances must keep running once healthy before traffic switches and the deployment completes; null: the platform default (DEPLOY_STABILITY_WINDOW_SECONDS)',
     }),
     privileged: Type.Boolean(),
+    start_command: Type.Union([Type.String(), Type.Null()], {
+      description: "replaces the web process's command from the next release; null: the image's (or its Procfile's)",
+    }),
     created: Timestamp,
     updated: Timestamp,
     latest_image: Type.Union([ImageRef, Type.Null()]),
@@ -92,6 +95,9 @@ export const CreateApplicationBody = Type.Object(
   },
   { additionalProperties: false },
 );
+
+/** The bound of an application's start command (the column checks it too, migration 0058). */
+export const MAX_START_COMMAND = 4096;
 
 const NullableText = (maxLength: number, extra: object = {}) =>
   Type.Union([Type.String({ minLength: 1, maxLength, ...extra }), Type.Null()]);
@@ -118,6 +124,13 @@ export const SettingsBody = Type.Object(
     stability_window: Type.Optional(
       Type.Union([Type.Integer({ minimum: 0, maximum: 600 }), Type.Null()], {
         description: 'seconds (0-600; 0: none); null: the platform default',
+      }),
+    ),
+    start_command: Type.Optional(
+      NullableText(MAX_START_COMMAND, {
+        pattern: '^[^\\r\\n\\u0000]+$',
+        description:
+          "the web process's command (run by sh -c), one line; live with the next release (config-release, no build); null: the image's or Procfile's",
       }),
     ),
   },

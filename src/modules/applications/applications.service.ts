@@ -138,6 +138,7 @@ export class ApplicationsService {
       health_check_timeout: app.health_check_timeout,
       stability_window: app.stability_window,
       privileged: app.privileged,
+      start_command: app.start_command,
       created: iso(app.created_at),
       updated: iso(app.updated_at),
       ...l,

@@ -27,7 +27,45 @@ export interface ComposeService {
   healthCheckTimeout: number | null;
   replicas: number | null;
   dependsOn: string[];
+  /** `command`, as one shell line: the application's start command. */
+  command: string | null;
+  /** Its mounts of top-level named volumes (each becomes a volume of the application). */
+  volumes: NamedMount[];
+  /** Every `volumes:` entry as written, resolved against the top-level volumes once the whole file is read. */
+  mounts: Mount[];
 }
+
+export interface NamedMount {
+  /** The volume's name as the volumes API takes it (lowercase letters, digits, '-'). */
+  name: string;
+  /** Its name in the file. */
+  source: string;
+  path: string;
+  line: number;
+  /** `x-slipway-size` of the top-level volume, in MiB; null: the default. */
+  sizeMiB: number | null;
+}
+
+interface Mount {
+  source: string;
+  target: string;
+  type: 'volume' | 'bind' | 'other';
+  readOnly: boolean;
+  spec: string;
+  node: Node;
+}
+
+/** The top-level named volumes: their line and `x-slipway-size`. */
+interface TopVolume {
+  line: number;
+  node: Node;
+  sizeMiB: number | null;
+  used: boolean;
+}
+
+/** The bounds of a volume's size (the volumes API's, src/modules/volumes). */
+const MIN_VOLUME_MIB = 16;
+const MAX_VOLUME_MIB = 1024 * 1024;
 
 export interface ComposeFile {
   services: ComposeService[];
@@ -142,14 +180,13 @@ export function parseComposeFile(text: string): ComposeFile {
     throw new AppError('VALIDATION', `compose file, line ${line}: ${message}`, [{ field: 'compose', message: `line ${line}: ${message}` }]);
   }
   const root = w.map(doc.contents, 'the file');
+  const topVolumes = new Map<string, TopVolume>();
   let servicesNode: unknown = null;
   for (const pair of root.items) {
     const key = w.text(pair.key, 'a top-level key');
     if (key === 'services') servicesNode = pair.value;
-    else if (key === 'volumes') {
-      for (const { key: volume, node } of w.keysOrItems(pair.value ?? { items: [] }, 'volumes'))
-        w.skip(null, `volumes.${volume}`, node, 'volumes are not on this platform yet (issue 31 adds them): the data is not kept');
-    } else if (IGNORED_TOP_KEYS.has(key)) continue;
+    else if (key === 'volumes') parseTopVolumes(w, pair.value, topVolumes);
+    else if (IGNORED_TOP_KEYS.has(key)) continue;
     else w.skip(null, key, pair.key as Node, UNMAPPED_TOP_KEYS[key] ?? 'not a Compose key this import knows');
   }
   if (!servicesNode) w.fail(doc.contents as Node, 'the file has no `services`');
@@ -163,6 +200,11 @@ export function parseComposeFile(text: string): ComposeFile {
   for (const s of services)
     for (const dep of s.dependsOn)
       if (!names.has(dep)) w.fail(null, `service ${s.name} depends on ${dep}, which is not a service of the file`);
+  // Which service mounts each named volume first: a volume belongs to one application.
+  const owners = new Map<string, string>();
+  for (const s of services) resolveMounts(w, s, topVolumes, owners);
+  for (const [name, v] of topVolumes)
+    if (!v.used) w.skip(null, `volumes.${name}`, v.node, 'no service of the file mounts it: no volume is created');
   return { services, unmapped: w.unmapped };
 }
 
@@ -181,6 +223,9 @@ function parseService(w: Walker, name: string, keyNode: Node, node: unknown): Co
     healthCheckTimeout: null,
     replicas: null,
     dependsOn: [],
+    command: null,
+    volumes: [],
+    mounts: [],
   };
   for (const pair of body.items) {
     const key = w.text(pair.key, 'a key');
@@ -211,12 +256,7 @@ function parseService(w: Walker, name: string, keyNode: Node, node: unknown): Co
         }
         break;
       case 'command':
-        w.skip(
-          name,
-          'command',
-          at,
-          'a process’s command comes from the build context’s Procfile (or the image’s CMD): put it in a `web:` line of the Procfile',
-        );
+        parseCommand(w, service, at, value);
         break;
       case 'environment':
         for (const entry of w.keysOrItems(value, `${name}.environment`)) {
@@ -272,20 +312,7 @@ function parseService(w: Walker, name: string, keyNode: Node, node: unknown): Co
         break;
       case 'volumes':
         if (!isSeq(value)) w.fail(value, `${name}.volumes must be a list`);
-        for (const item of value.items) {
-          const spec = isMap(item)
-            ? `${String(item.get('source') ?? '')}:${String(item.get('target') ?? '')}`
-            : w.text(item, `${name}.volumes`);
-          const source = spec.split(':')[0] ?? '';
-          w.skip(
-            name,
-            `volumes: ${spec}`,
-            item as Node,
-            /^[./~]/.test(source)
-              ? 'host paths are never mounted into an instance'
-              : 'volumes are not on this platform yet (issue 31 adds them): the data is not kept',
-          );
-        }
+        for (const item of value.items) service.mounts.push(parseMount(w, name, item as Node));
         break;
       default:
         w.skip(name, key, at, UNMAPPED_SERVICE_KEYS[key] ?? 'not a Compose key this import knows');
@@ -293,6 +320,134 @@ function parseService(w: Walker, name: string, keyNode: Node, node: unknown): Co
   }
   if (!service.image && !service.build) w.fail(keyNode, `service ${name} has neither \`image\` nor \`build\``);
   return service;
+}
+
+/** `volumes:` at the top: each named volume, with its size from `x-slipway-size`; other keys are listed as not mapped. */
+function parseTopVolumes(w: Walker, node: unknown, into: Map<string, TopVolume>) {
+  if (node === null || (isScalar(node) && node.value === null)) return;
+  for (const pair of w.map(node, '`volumes`').items) {
+    const name = w.text(pair.key, 'a volume name');
+    const volume: TopVolume = { line: w.line(pair.key as Node), node: pair.key as Node, sizeMiB: null, used: false };
+    const body = pair.value;
+    if (body !== null && !(isScalar(body) && body.value === null))
+      for (const v of w.map(body, `volumes.${name}`).items) {
+        const vk = w.text(v.key, 'a key');
+        if (vk === 'x-slipway-size') {
+          const text = w.text(v.value, `volumes.${name}.x-slipway-size`);
+          const mib = sizeMiB(text);
+          if (mib === null || mib < MIN_VOLUME_MIB || mib > MAX_VOLUME_MIB)
+            w.fail(v.value as Node, `volumes.${name}.x-slipway-size: a size from 16M to 1024G (M and G are MiB and GiB), not '${text}'`);
+          volume.sizeMiB = mib;
+        } else
+          w.skip(
+            null,
+            `volumes.${name}.${vk}`,
+            v.key as Node,
+            'a volume is a disk of the platform (its size: x-slipway-size): drivers, external volumes and their options are not mapped',
+          );
+      }
+    into.set(name, volume);
+  }
+}
+
+function sizeMiB(text: string): number | null {
+  const m = /^(\d{1,7})\s*(M|Mi|MiB|MB|G|Gi|GiB|GB)$/i.exec(text.trim());
+  if (!m) return null;
+  return Number(m[1]) * (m[2]!.toUpperCase().startsWith('G') ? 1024 : 1);
+}
+
+/** One `volumes:` entry of a service: `source:target[:mode]`, or the long form's type, source, target and read_only. */
+function parseMount(w: Walker, service: string, item: Node): Mount {
+  if (isMap(item)) {
+    const get = (k: string) => {
+      const v = item.get(k, true);
+      return v === undefined ? '' : w.text(v, `${service}.volumes.${k}`);
+    };
+    const source = get('source');
+    const target = get('target');
+    const type = get('type') || 'volume';
+    return {
+      source,
+      target,
+      type: type === 'volume' || type === 'bind' ? type : 'other',
+      readOnly: get('read_only') === 'true',
+      spec: `${source}:${target}`,
+      node: item,
+    };
+  }
+  const spec = w.text(item, `${service}.volumes`);
+  const parts = spec.split(':');
+  if (parts.length === 1) return { source: '', target: spec, type: 'volume', readOnly: false, spec, node: item };
+  const [source = '', target = '', mode = ''] = parts;
+  const bind = /^[./~]/.test(source);
+  return { source, target, type: bind ? 'bind' : 'volume', readOnly: mode.split(',').includes('ro'), spec, node: item };
+}
+
+/** A mount of a top-level named volume becomes the application's volume; every other one is listed with the reason. */
+function resolveMounts(w: Walker, service: ComposeService, top: Map<string, TopVolume>, owners: Map<string, string>) {
+  for (const m of service.mounts) {
+    const key = `volumes: ${m.spec}`;
+    if (m.type === 'bind')
+      w.skip(
+        service.name,
+        key,
+        m.node,
+        'a bind mount: the host’s paths are not the platform’s (put the files in the build context or a volume)',
+      );
+    else if (m.type === 'other') w.skip(service.name, key, m.node, 'only named volumes map (to the application’s volumes)');
+    else if (!m.source)
+      w.skip(service.name, key, m.node, 'an anonymous volume: name it in the top-level `volumes` to keep its data (as a volume)');
+    else if (!top.has(m.source))
+      w.skip(service.name, key, m.node, `${m.source} is not a top-level named volume of the file (Compose needs it declared)`);
+    else {
+      const volume = top.get(m.source)!;
+      volume.used = true;
+      const first = owners.get(m.source);
+      if (first && first !== service.name) {
+        w.skip(service.name, key, m.node, `a volume belongs to one application: ${first} mounts ${m.source}`);
+        continue;
+      }
+      owners.set(m.source, service.name);
+      if (m.readOnly) w.skip(service.name, `${key} (read-only)`, m.node, 'volumes are mounted read-write: the mode is not kept');
+      service.volumes.push({
+        name: volumeNameFor(m.source),
+        source: m.source,
+        path: m.target,
+        line: w.line(m.node),
+        sizeMiB: volume.sizeMiB,
+      });
+    }
+  }
+}
+
+/** The volumes API's names: a lowercase letter first, then letters, digits and '-' (at most 40). */
+function volumeNameFor(source: string): string {
+  const slug = source
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '');
+  return (/^[a-z]/.test(slug) ? slug : `v-${slug}`).slice(0, 40).replace(/-+$/, '');
+}
+
+/** The longest start command an application takes (its column's bound, migration 0058). */
+const MAX_COMMAND_BYTES = 4096;
+
+/**
+ * `command` becomes the application's start command, run by `sh -c`: a string as written, a
+ * list with each item quoted for the shell (as Compose passes them, one argument each).
+ */
+function parseCommand(w: Walker, service: ComposeService, at: Node, node: Node) {
+  const name = service.name;
+  const command = isSeq(node) ? node.items.map((i) => shellQuote(w.text(i, `${name}.command`))).join(' ') : w.text(node, `${name}.command`);
+  if (/[\r\n\0]/.test(command) || command.trim() === '')
+    w.skip(name, 'command', at, 'a start command is one line of shell: put a longer script in the build context and run it');
+  else if (Buffer.byteLength(command) > MAX_COMMAND_BYTES)
+    w.skip(name, 'command', at, `a start command is at most ${MAX_COMMAND_BYTES} bytes`);
+  else service.command = command;
+}
+
+function shellQuote(arg: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`;
 }
 
 function parsePorts(w: Walker, name: string, node: Node) {

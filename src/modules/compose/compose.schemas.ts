@@ -40,6 +40,7 @@ const PlanItem = Type.Object({
     Type.Literal('variables'),
     Type.Literal('attachment'),
     Type.Literal('scale'),
+    Type.Literal('volume'),
     Type.Literal('deploy'),
   ]),
   action: Type.Union([Type.Literal('create'), Type.Literal('update'), Type.Literal('unchanged')]),

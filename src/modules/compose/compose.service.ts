@@ -1,9 +1,11 @@
-import { conflict } from '../../platform/errors.js';
+import { conflict, invalid } from '../../platform/errors.js';
 import type { ApplicationsService } from '../applications/index.js';
 import type { AddonsService } from '../addons/index.js';
 import { parseDotenv, type ConfigurationsService } from '../configurations/index.js';
 import type { ProjectsService } from '../projects/index.js';
-import { creationOrder, parseComposeFile, type ComposeService as ServiceOfFile, type Unmapped } from './compose-file.js';
+import type { VolumesService } from '../volumes/index.js';
+import { mountPathProblem } from '../../platform/volumes/index.js';
+import { creationOrder, parseComposeFile, type ComposeService as ServiceOfFile, type NamedMount, type Unmapped } from './compose-file.js';
 import type { Config } from '../../config.js';
 import { addonKindOf, addonNameFor, applicationSlugFor, contextPath, vetImage, wireEnvironment, type AddonKind } from './compose-plan.js';
 import type { ComposeImportsRepository } from './compose-imports.repository.js';
@@ -19,7 +21,7 @@ export interface ComposeRequest {
 export type PlanAction = 'create' | 'update' | 'unchanged';
 export interface PlanItem {
   service: string;
-  resource: 'addon' | 'application' | 'source' | 'settings' | 'variables' | 'attachment' | 'scale' | 'deploy';
+  resource: 'addon' | 'application' | 'source' | 'settings' | 'variables' | 'attachment' | 'scale' | 'volume' | 'deploy';
   action: PlanAction;
   detail: string;
 }
@@ -43,13 +45,14 @@ interface AppStep {
   source: { repository: string } | { image: string };
   /** An image service whose image differs from the one last deployed by an import. */
   imageChanged: boolean;
-  settings: { github_repository?: string; health_check_path?: string; health_check_timeout?: number };
+  settings: { github_repository?: string; health_check_path?: string; health_check_timeout?: number; start_command?: string };
   settingsChanged: string[];
   variables: Array<{ name: string; value: string; secret: boolean }>;
   variablesChanged: string[];
   attachments: Array<{ addon: string; as: string | undefined; present: boolean }>;
   replicas: number | null;
   scaleChanged: boolean;
+  volumes: Array<NamedMount & { sizeMiB: number; defaulted: boolean; present: boolean }>;
 }
 interface Plan {
   project: { id: string; slug: string; organization_slug: string };
@@ -62,6 +65,8 @@ interface Plan {
 }
 
 const MAX_ENV_FILE_BYTES = 64 * 1024;
+/** A named volume's size when the file gives none (`x-slipway-size`). */
+export const DEFAULT_VOLUME_MIB = 1024;
 
 /**
  * `slipway compose import`: a Compose file's services become applications and add-ons of a
@@ -77,6 +82,7 @@ export class ComposeService {
     private readonly apps: ApplicationsService,
     private readonly configs: ConfigurationsService,
     private readonly addons: AddonsService,
+    private readonly volumes: VolumesService,
     private readonly deployer: ComposeDeployer,
   ) {}
 
@@ -125,6 +131,15 @@ export class ComposeService {
         await this.addons.attach(userId, org, addon.name, { application_id: appId, environment: plan.environment, as: a.as });
       }
       if (step.scaleChanged) await this.apps.scale(userId, appId, { process_counts: { web: step.replicas! } });
+      // Before the deploy, so that a new application's first deploy mounts it (an existing one is redeployed by the volume).
+      for (const v of step.volumes)
+        if (!v.present)
+          await this.volumes.create(userId, appId, {
+            name: v.name,
+            mount_path: v.path,
+            size_mib: v.sizeMiB,
+            environment: plan.environment,
+          });
       if (needsDeploy(step)) {
         const started =
           'image' in step.source
@@ -156,6 +171,42 @@ export class ComposeService {
     if (failed) throw conflict(`variable ${failed.name}: ${failed.message}`);
   }
 
+  /**
+   * The named volumes a service mounts, and whether each exists already (by name in the
+   * environment: left as it is, whatever its size or path). One instance writes a volume: a
+   * service with one and more than one replica is refused, before anything is created.
+   */
+  private async planVolumes(
+    userId: string,
+    service: ServiceOfFile,
+    applicationId: string | null,
+    environment: string,
+    unmapped: Unmapped[],
+  ): Promise<AppStep['volumes']> {
+    if (service.volumes.length === 0) return [];
+    if (service.replicas !== null && service.replicas > 1)
+      throw invalid(
+        'compose',
+        `service ${service.name}: deploy.replicas is ${service.replicas}, but it mounts the volume ${service.volumes[0]!.source}, which one instance only can write: set replicas to 1 (or drop the volume)`,
+      );
+    const existing = applicationId ? await this.volumes.list(userId, applicationId, environment) : [];
+    const planned: AppStep['volumes'] = [];
+    for (const v of service.volumes) {
+      const problem = mountPathProblem(v.path);
+      if (problem) {
+        unmapped.push({ service: service.name, key: `volumes: ${v.source}:${v.path}`, line: v.line, reason: `the mount path ${problem}` });
+        continue;
+      }
+      planned.push({
+        ...v,
+        sizeMiB: v.sizeMiB ?? DEFAULT_VOLUME_MIB,
+        defaulted: v.sizeMiB === null,
+        present: existing.some((e) => e.name === v.name),
+      });
+    }
+    return planned;
+  }
+
   private async makePlan(userId: string, projectId: string, request: ComposeRequest): Promise<Plan> {
     const project = await this.projects.resolveById(userId, projectId);
     const file = parseComposeFile(request.compose);
@@ -184,6 +235,20 @@ export class ComposeService {
           key: 'build',
           line: service.line,
           reason: `a ${kind} service becomes an add-on: nothing is built`,
+        });
+      if (service.command)
+        unmapped.push({
+          service: service.name,
+          key: 'command',
+          line: service.line,
+          reason: `a ${kind} service becomes an add-on: the platform runs its server`,
+        });
+      for (const v of service.volumes)
+        unmapped.push({
+          service: service.name,
+          key: `volumes: ${v.source}:${v.path}`,
+          line: v.line,
+          reason: `the ${kind} add-on keeps its data on the platform’s own server (and its backups): no volume is made`,
         });
       for (const [name] of Object.entries(service.environment))
         unmapped.push({
@@ -218,6 +283,7 @@ export class ComposeService {
       if ('repository' in source) settings.github_repository = source.repository;
       if (service.healthCheckPath) settings.health_check_path = service.healthCheckPath;
       if (service.healthCheckTimeout !== null) settings.health_check_timeout = service.healthCheckTimeout;
+      if (service.command) settings.start_command = service.command;
       const settingsChanged = Object.entries(settings)
         .filter(([k, v]) => !current || (current as Record<string, unknown>)[k] !== v)
         .map(([k]) => k);
@@ -245,6 +311,7 @@ export class ComposeService {
           );
         attachments.push({ addon: a.service, as: a.as, present });
       }
+      const volumes = await this.planVolumes(userId, service, current?.id ?? null, environment, unmapped);
       const imageChanged = 'image' in source && !!current && recorded.get(service.name)?.image !== source.image;
       const scaleChanged = service.replicas !== null && (current?.process_counts?.web ?? null) !== service.replicas;
       appSteps.push({
@@ -260,6 +327,7 @@ export class ComposeService {
         attachments,
         replicas: service.replicas,
         scaleChanged,
+        volumes,
       });
 
       const act = (changed: boolean): PlanAction => (!current ? 'create' : changed ? 'update' : 'unchanged');
@@ -300,6 +368,13 @@ export class ComposeService {
         });
       if (service.replicas !== null)
         items.push({ service: service.name, resource: 'scale', action: act(scaleChanged), detail: `web=${service.replicas}` });
+      for (const v of volumes)
+        items.push({
+          service: service.name,
+          resource: 'volume',
+          action: v.present ? 'unchanged' : 'create',
+          detail: `${v.name} at ${v.path}, ${v.sizeMiB} MiB (${v.defaulted ? 'the default: set x-slipway-size' : 'x-slipway-size'}) in ${environment}`,
+        });
       if (needsDeploy(appSteps.at(-1)!))
         items.push({
           service: service.name,

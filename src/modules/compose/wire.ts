@@ -4,11 +4,12 @@ import type { AddonsService } from '../addons/index.js';
 import type { ApplicationsService } from '../applications/index.js';
 import type { ConfigurationsService } from '../configurations/index.js';
 import type { ProjectsService } from '../projects/index.js';
+import type { VolumesService } from '../volumes/index.js';
 import { composeRoutes } from './compose.routes.js';
 import type { ComposeImportsRepository } from './compose-imports.repository.js';
 import { ComposeService, type ComposeDeployer } from './compose.service.js';
 
-/** The Compose import (issue 34): over applications, configuration, add-ons and the pipeline's deploys. */
+/** The Compose import (issue 34): over applications, configuration, add-ons, volumes and the pipeline's deploys. */
 export function wireCompose(deps: {
   settings: Config;
   repository: ComposeImportsRepository;
@@ -16,8 +17,18 @@ export function wireCompose(deps: {
   apps: ApplicationsService;
   config: ConfigurationsService;
   addons: AddonsService;
+  volumes: VolumesService;
   deployer: ComposeDeployer;
 }) {
-  const compose = new ComposeService(deps.settings, deps.repository, deps.projects, deps.apps, deps.config, deps.addons, deps.deployer);
+  const compose = new ComposeService(
+    deps.settings,
+    deps.repository,
+    deps.projects,
+    deps.apps,
+    deps.config,
+    deps.addons,
+    deps.volumes,
+    deps.deployer,
+  );
   return { compose, routes: [composeRoutes(compose)] } satisfies Wired;
 }

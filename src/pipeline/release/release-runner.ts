@@ -4,6 +4,7 @@ import type { ApplicationsService } from '../../modules/applications/index.js';
 import type { ConfigurationsService } from '../../modules/configurations/index.js';
 import { resolveServiceConfig } from '../../modules/configurations/index.js';
 import { effectiveProcessSettings } from '../../modules/environments/index.js';
+import type { ProcessDefinitions } from '../../platform/db/schema.js';
 import type { ImageRecords } from '../build/image-records.js';
 import { environmentTrust, RecordLog } from '../records/index.js';
 import {
@@ -86,7 +87,9 @@ export class ReleaseRunner {
       const settings = await effectiveProcessSettings(this.ctx.db, app.id, release.environment_id);
       const display = displayConfiguration(resolved);
       const sealed = sealConfiguration(this.ctx.secrets, resolved);
-      log.line(describeProcessSettings(settings.process_counts, image.processes ?? {}));
+      const processes = withStartCommand(image.processes ?? {}, app.start_command);
+      if (app.start_command) log.line("web: start command from the application's settings");
+      log.line(describeProcessSettings(settings.process_counts, processes));
 
       log.enter('Export', 'Changes');
       const previous = await this.releases.previousBuilt(app.id, release.environment_id, release.version);
@@ -108,7 +111,7 @@ export class ReleaseRunner {
         configuration_sealed: sealed,
         process_counts: JSON.stringify(settings.process_counts),
         process_pod_classes: JSON.stringify(settings.process_pod_classes),
-        processes: JSON.stringify(image.processes ?? {}),
+        processes: JSON.stringify(processes),
         health_check_path: app.health_check_path,
         health_check_host: app.health_check_host,
         deployment_timeout: app.deployment_timeout,
@@ -151,6 +154,16 @@ export class ReleaseRunner {
       return { ok: false };
     }
   }
+}
+
+/**
+ * The application's start command, when set, replaces the web process's command (its
+ * environment stays the image's): frozen here, so that image deploys and built images alike
+ * run it and a change of it needs only a new release, no build.
+ */
+function withStartCommand(processes: ProcessDefinitions, startCommand: string | null): ProcessDefinitions {
+  if (!startCommand) return processes;
+  return { ...processes, web: { env: processes.web?.env ?? {}, cmd: startCommand } };
 }
 
 /** The instance count of each process type the release starts with, saying which are defaults (web 1, others 0). */
