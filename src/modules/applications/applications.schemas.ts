@@ -96,7 +96,7 @@ export const CreateApplicationBody = Type.Object(
   { additionalProperties: false },
 );
 
-/** The bound of an application's start command (the column checks it too, migration 0058). */
+/** The bound of an application's start command (the column checks it too, migration 0057). */
 export const MAX_START_COMMAND = 4096;
 
 const NullableText = (maxLength: number, extra: object = {}) =>

@@ -429,7 +429,7 @@ function volumeNameFor(source: string): string {
   return (/^[a-z]/.test(slug) ? slug : `v-${slug}`).slice(0, 40).replace(/-+$/, '');
 }
 
-/** The longest start command an application takes (its column's bound, migration 0058). */
+/** The longest start command an application takes (its column's bound, migration 0057). */
 const MAX_COMMAND_BYTES = 4096;
 
 /**

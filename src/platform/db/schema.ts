@@ -166,7 +166,7 @@ export interface ApplicationsTable {
   /** Seconds new instances must keep running after they are healthy; null: DEPLOY_STABILITY_WINDOW_SECONDS (migration 0036). */
   stability_window: ColumnType<number | null, number | null | undefined, number | null>;
   privileged: Generated<boolean>;
-  /** Replaces the web process's command when a release is frozen; null: the image's or Procfile's (migration 0058). */
+  /** Replaces the web process's command when a release is frozen; null: the image's or Procfile's (migration 0057). */
   start_command: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
