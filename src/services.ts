@@ -4,7 +4,7 @@ import { createRepositories, type Repositories } from './repositories.js';
 import type { PlatformLogger, Routes, Sweeper } from './platform/wiring.js';
 import { SourceBuilder } from './platform/builder/index.js';
 import { createBuildSandbox } from './platform/sandbox/index.js';
-import { vetRepositoryChange } from './platform/git/trusted-sources.js';
+import { vetRepositoryChange, vetRepositoryFor } from './platform/git/trusted-sources.js';
 import { createBuildahBuilder } from './platform/builder/buildah.js';
 import { GitHubApp } from './platform/github/github-app.js';
 import { GitHubApi } from './platform/github/github-api.js';
@@ -137,7 +137,13 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     deployments,
     log,
   });
-  const volumes = wireVolumes({ ctx, repository: repos.volumes, apps, deployments });
+  const volumes = wireVolumes({
+    ctx,
+    repository: repos.volumes,
+    apps,
+    deployments,
+    requireRoom: (organizationId, bytes) => storage.storage.requireVolumeRoom(organizationId, bytes),
+  });
 
   // One LISTEN connection per process (opened at the first subscription, by start() or a stream).
   const notifications = new Notifications(ctx.databaseUrl ?? config.DATABASE_URL ?? '', (err) =>
@@ -274,6 +280,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
       build: (userId, applicationId) => deployChain.request(userId, applicationId),
       image: (userId, applicationId, body) => pipeline.imageDeploys.request(userId, applicationId, body),
     },
+    vetSource: (userId, repository) => vetRepositoryFor(ctx.db, ctx.config, userId, repository),
   });
 
   // The API's routes under /v1, in the order of its OpenAPI document.

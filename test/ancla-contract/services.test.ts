@@ -94,7 +94,8 @@ afterAll(async () => {
 describe("Ancla's clients on services, builds and deploys", () => {
   it('every call it lists names a test of this file', () => {
     const names = new Set<string>(Object.values(TESTS));
-    for (const c of calls.filter((served) => served.test))
+    // (`ancla shell` is proven where the SSH gateway runs: test/ssh.)
+    for (const c of calls.filter((served) => served.test && !served.test.startsWith('../')))
       expect(names, `${c.client} ${c.method} ${c.path}`).toContain(c.test.replace(/^services\.test\.ts > /, ''));
     expect(new Set(calls.map((c) => c.client))).toEqual(new Set(['go-cli', 'go-sdk', 'python-sdk', 'ts-sdk']));
   });

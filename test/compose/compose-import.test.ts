@@ -223,6 +223,12 @@ networks:
     expect(scaled.json().message).toContain(
       'service x: deploy.replicas is 2, but it mounts the volume d, which one instance only can write',
     );
+    // A refusal a later write would meet (a build context outside the allowed folders) is met before the first one.
+    const outside = await post('apply', {
+      compose: `services:\n  first:\n    image: ${orgSlug}/stack/images:v1\n  second:\n    build: /etc\n`,
+    });
+    expect(outside.statusCode, outside.body).toBe(422);
+    expect(outside.json().message).toMatch(/github_repository/);
     const apps = (await h.app.inject({ method: 'GET', url: `/v1/applications/${orgSlug}/stack`, headers: owner.headers })).json();
     expect(apps.map((a: { slug: string }) => a.slug)).toEqual(['images']);
   });

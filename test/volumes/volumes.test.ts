@@ -149,6 +149,15 @@ describe.skipIf(missing)('persistent volumes on the local runtime', () => {
     const samePath = await api(a, 'POST', '', { name: 'second', mount_path: '/data', size_mib: 16 });
     expect(samePath.statusCode).toBe(409);
 
+    // Volumes count in the organization's disk quota at their full size (a tenant may fill them).
+    await h.ctx.db.updateTable('organizations').set({ disk_quota_mb: 100 }).where('id', '=', a.orgId).execute();
+    const tooBig = await api(a, 'POST', '', { name: 'huge', mount_path: '/huge', size_mib: 200 });
+    expect(tooBig.statusCode, tooBig.body).toBe(409);
+    expect(tooBig.json().message).toMatch(/^Disk quota exceeded: .* does not fit/);
+    const grownPast = await api(a, 'PATCH', '/uploads', { size_mib: 200 });
+    expect(grownPast.statusCode, grownPast.body).toBe(409);
+    await h.ctx.db.updateTable('organizations').set({ disk_quota_mb: null }).where('id', '=', a.orgId).execute();
+
     const shrink = await api(a, 'PATCH', '/uploads', { size_mib: 16 });
     expect(shrink.statusCode).toBe(422);
     expect(shrink.json().message).toMatch(/only grow/);

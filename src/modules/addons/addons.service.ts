@@ -65,6 +65,12 @@ export class AddonsService {
     return (await this.views([addon]))[0]!;
   }
 
+  /** Refuses (403) a caller who may not create add-ons in the organization (admins only), before anything is written. */
+  async requireCreator(userId: string, orgSlug: string): Promise<void> {
+    const { admin } = await this.scope.organization(userId, orgSlug);
+    if (!admin) throw this.adminsOnly();
+  }
+
   async create(userId: string, orgSlug: string, body: { name: string; kind: AddonKind; plan?: string | undefined }) {
     const { organization, admin } = await this.scope.organization(userId, orgSlug);
     if (!admin) throw this.adminsOnly();

@@ -187,7 +187,13 @@ export function parseComposeFile(text: string): ComposeFile {
     if (key === 'services') servicesNode = pair.value;
     else if (key === 'volumes') parseTopVolumes(w, pair.value, topVolumes);
     else if (IGNORED_TOP_KEYS.has(key)) continue;
-    else w.skip(null, key, pair.key as Node, UNMAPPED_TOP_KEYS[key] ?? 'not a Compose key this import knows');
+    else
+      w.skip(
+        null,
+        key,
+        pair.key as Node,
+        (Object.hasOwn(UNMAPPED_TOP_KEYS, key) ? UNMAPPED_TOP_KEYS[key] : undefined) ?? 'not a Compose key this import knows',
+      );
   }
   if (!servicesNode) w.fail(doc.contents as Node, 'the file has no `services`');
   const servicesMap = w.map(servicesNode, '`services`');
@@ -315,7 +321,12 @@ function parseService(w: Walker, name: string, keyNode: Node, node: unknown): Co
         for (const item of value.items) service.mounts.push(parseMount(w, name, item as Node));
         break;
       default:
-        w.skip(name, key, at, UNMAPPED_SERVICE_KEYS[key] ?? 'not a Compose key this import knows');
+        w.skip(
+          name,
+          key,
+          at,
+          (Object.hasOwn(UNMAPPED_SERVICE_KEYS, key) ? UNMAPPED_SERVICE_KEYS[key] : undefined) ?? 'not a Compose key this import knows',
+        );
     }
   }
   if (!service.image && !service.build) w.fail(keyNode, `service ${name} has neither \`image\` nor \`build\``);

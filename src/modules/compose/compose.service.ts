@@ -84,6 +84,8 @@ export class ComposeService {
     private readonly addons: AddonsService,
     private readonly volumes: VolumesService,
     private readonly deployer: ComposeDeployer,
+    /** Refuses (422) a repository the user may not build from (the source rules), before anything is created. */
+    private readonly vetSource: (userId: string, repository: string) => Promise<unknown> = async () => {},
   ) {}
 
   async plan(userId: string, projectId: string, request: ComposeRequest) {
@@ -93,6 +95,9 @@ export class ComposeService {
   async apply(userId: string, projectId: string, request: ComposeRequest) {
     const plan = await this.makePlan(userId, projectId, request);
     const org = plan.project.organization_slug;
+    // The refusals a write further down would meet, met before the first: a refused import creates nothing.
+    if (plan.addons.some((step) => !step.existingId)) await this.addons.requireCreator(userId, org);
+    for (const step of plan.apps) if (step.settings.github_repository) await this.vetSource(userId, step.settings.github_repository);
     const addonIds = new Map<string, string>();
     for (const step of plan.addons) {
       if (step.existingId) {

@@ -19,6 +19,7 @@ export function wireCompose(deps: {
   addons: AddonsService;
   volumes: VolumesService;
   deployer: ComposeDeployer;
+  vetSource: (userId: string, repository: string) => Promise<unknown>;
 }) {
   const compose = new ComposeService(
     deps.settings,
@@ -29,6 +30,7 @@ export function wireCompose(deps: {
     deps.addons,
     deps.volumes,
     deps.deployer,
+    deps.vetSource,
   );
   return { compose, routes: [composeRoutes(compose)] } satisfies Wired;
 }

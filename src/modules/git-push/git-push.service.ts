@@ -190,11 +190,8 @@ export class GitPushService {
       const max = this.ctx.config.GIT_PUSH_MAX_BYTES;
       const left = await this.deps.roomLeft(applicationId);
       const quota = left !== null && left < max ? await this.roomRefusal(applicationId, left) : null;
-      await receive({
-        bytes: quota ? left! : max,
-        over: quota ?? `The push is larger than this server takes (${max} bytes, GIT_PUSH_MAX_BYTES)`,
-        refuses: quota !== null,
-      });
+      const tooLarge = `The push is larger than this server takes (${max} bytes, GIT_PUSH_MAX_BYTES)`;
+      await receive({ bytes: quota ? left! : max, over: quota ?? tooLarge, refuses: quota !== null, max, tooLarge });
     } finally {
       if (--slot.pushes === 0) this.incoming.delete(applicationId);
       release();
@@ -544,6 +541,9 @@ interface SpoolBound {
   bytes: number;
   over: string;
   refuses: boolean;
+  /** GIT_PUSH_MAX_BYTES, and what is said past it. */
+  max: number;
+  tooLarge: string;
 }
 
 /** What was spooled; `overQuota` when the push went past the quota's room (only its commands were kept). */
@@ -555,7 +555,8 @@ interface Spooled {
 /** Past a quota's bound: the commands are kept (they are first, and small), the rest read and dropped. */
 function boundedChunk(chunk: Buffer, before: number, bound: SpoolBound): Buffer | PushRefused {
   if (before + chunk.length <= bound.bytes) return chunk;
-  if (!bound.refuses) return new PushRefused(413, bound.over);
+  // Read and dropped past the quota's bound, but never more than any push may bring.
+  if (!bound.refuses || before + chunk.length > bound.max) return new PushRefused(413, bound.refuses ? bound.tooLarge : bound.over);
   return chunk.subarray(0, Math.max(0, MAX_COMMAND_BYTES - before));
 }
 

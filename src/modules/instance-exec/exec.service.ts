@@ -108,6 +108,9 @@ export class InstanceExecService {
   async attachWithSshToken(token: string, run: { command: string | null; terminal: { rows: number; cols: number; term: string } | null }) {
     const session = await this.repo.claimBySshToken(hashToken(token), { command: run.command, tty: run.terminal !== null });
     if (!session) throw notFound('Exec session (its token is unknown, used already, or expired)');
+    // Its user's rights again at attach (a membership removed since the token was given takes it with it).
+    if (!session.user_id) throw notFound('Exec session (its user is gone)');
+    await this.authorizeOpen(session.user_id, session.application_id, session.environment_id);
     return this.start(session, run.terminal);
   }
 

@@ -11,8 +11,9 @@ const rankOf = (role: Role) => ROLES.indexOf(role);
 /**
  * Applies a role granted from outside (an identity provider's group claim, at each sign-in):
  * makes the user a member with that role, or raises an existing membership to it; never lowers
- * one (an organization admin's own choice stands). A membership it makes or raises records the
- * issuer, so that issuer may lower or remove it once the group is gone ({@link withdrawUngrantedRoles}).
+ * one (an organization admin's own choice stands). A membership it makes records the issuer, so
+ * that issuer may lower or remove it once the group is gone ({@link withdrawUngrantedRoles}); one
+ * people made and a group raised keeps no issuer: the raise stays, the membership is never removed.
  * Takes `db` so the sign-in's transaction holds it.
  */
 export async function grantRole(db: Db, organizationId: string, userId: string, role: OrganizationRole, issuerId: string | null = null) {
@@ -25,7 +26,10 @@ export async function grantRole(db: Db, organizationId: string, userId: string, 
     .onConflict((oc) =>
       oc.columns(['organization_id', 'user_id']).doUpdateSet({
         role: sql<Role>`CASE WHEN ${raises} THEN excluded.role ELSE memberships.role END`,
-        sso_issuer_id: sql<string | null>`CASE WHEN ${raises} THEN excluded.sso_issuer_id ELSE memberships.sso_issuer_id END`,
+        // A membership people made stays theirs when a group raises it (withdrawing the group must not remove it).
+        sso_issuer_id: sql<
+          string | null
+        >`CASE WHEN ${raises} AND memberships.sso_issuer_id IS NOT NULL THEN excluded.sso_issuer_id ELSE memberships.sso_issuer_id END`,
       }),
     )
     .execute();

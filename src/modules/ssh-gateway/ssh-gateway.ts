@@ -180,7 +180,9 @@ export class SshGateway {
           1,
           `${who.principal.user.username}: this server gives no shell. Push with: git push ssh://git@HOST:PORT/ORG/PROJECT/APP.git`,
         );
-      return this.git(channel, who.principal, command).catch((err) => this.failed(channel, err));
+      // A push's data and its deploy's output keep the connection alive (the idle limit is for silence).
+      channel.on('data', active);
+      return this.git(channel, who.principal, command, active).catch((err) => this.failed(channel, err));
     };
     session.on('exec', (accept, reject, info) => {
       if (started) return reject?.();
@@ -235,7 +237,7 @@ export class SshGateway {
   }
 
   /** `git-receive-pack` on an application's repository: the HTTP push's path, on this channel. */
-  private async git(channel: ServerChannel, principal: Principal, command: string) {
+  private async git(channel: ServerChannel, principal: Principal, command: string, active: () => void) {
     const match = GIT_COMMAND.exec(command.trim());
     if (!match)
       return tell(channel, 1, 'Only git-receive-pack on a repository runs here (git push ssh://git@HOST:PORT/ORG/PROJECT/APP.git)');
@@ -260,6 +262,7 @@ export class SshGateway {
         input: channel,
         out: {
           write: (chunk) => {
+            active();
             if (!channel.destroyed) channel.write(chunk);
           },
           end: () => {

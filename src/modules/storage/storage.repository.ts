@@ -21,6 +21,10 @@ export class StorageRepository {
   }
 
   /** The organization of an application with its own disk quota (null: the default). */
+  organization(organizationId: string) {
+    return this.db.selectFrom('organizations').select(['id', 'slug', 'disk_quota_mb']).where('id', '=', organizationId).executeTakeFirst();
+  }
+
   organizationOfApplication(applicationId: string) {
     return this.db
       .selectFrom('applications as a')
@@ -66,6 +70,16 @@ export class StorageRepository {
 
   usage(organizationId: string) {
     return this.db.selectFrom('organization_disk_usage').selectAll().where('organization_id', '=', organizationId).executeTakeFirst();
+  }
+
+  /** What the organization's volumes hold at most (their sizes: a tenant may fill them), in bytes. */
+  async volumeBytes(organizationId: string): Promise<number> {
+    const row = await this.db
+      .selectFrom('volumes')
+      .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('size_mib'), eb.lit(0)).as('mib'))
+      .where('organization_id', '=', organizationId)
+      .executeTakeFirst();
+    return Number(row?.mib ?? 0) * 1024 * 1024;
   }
 
   async saveUsage(organizationId: string, bytes: UsageBytes, measuredAt: Date): Promise<void> {

@@ -12,6 +12,7 @@ export const OrganizationUsage = Type.Object(
       images: Type.Integer({ minimum: 0, description: "Dockerfile builds' storage (BUILDAH_STORAGE_ROOT/apps)" }),
       caches: Type.Integer({ minimum: 0, description: 'build caches (package managers, HOME of builds)' }),
       logs: Type.Integer({ minimum: 0, description: 'application output and build, release and deploy logs in the database' }),
+      volumes: Type.Integer({ minimum: 0, description: 'persistent volumes, at their full size (a tenant may fill them)' }),
     }),
     quota_bytes: Type.Union([Bytes, Type.Null()], { description: 'null: no quota' }),
     over_quota: Type.Boolean({ description: 'new builds are refused (409) while true' }),

@@ -25,9 +25,14 @@ export interface StorageOptions {
 }
 
 interface Usage {
-  bytes: UsageBytes;
+  bytes: UsageBytes & { volumes: number };
   total: number;
   measuredAt: Date;
+}
+
+/** Volumes count at their full size (not stored with the measure: their records are the truth). */
+function withVolumes(bytes: UsageBytes, volumes: number, measuredAt: Date): Usage {
+  return { bytes: { ...bytes, volumes }, total: bytes.artifacts + bytes.images + bytes.caches + bytes.logs + volumes, measuredAt };
 }
 
 const mib = (bytes: number) => `${(bytes / MIB).toFixed(bytes < 10 * MIB ? 2 : 0)} MiB`;
@@ -69,7 +74,7 @@ export class StorageService {
       logs: await this.repo.logBytes(organizationId),
     };
     await this.repo.saveUsage(organizationId, bytes, measuredAt);
-    return { bytes, total: bytes.artifacts + bytes.images + bytes.caches + bytes.logs, measuredAt };
+    return withVolumes(bytes, await this.repo.volumeBytes(organizationId), measuredAt);
   }
 
   /** The stored measure, taken again when a build ended after it or it is older than `maxAgeMs`. */
@@ -84,7 +89,21 @@ export class StorageService {
       caches: Number(row.caches_bytes),
       logs: Number(row.logs_bytes),
     };
-    return { bytes, total: bytes.artifacts + bytes.images + bytes.caches + bytes.logs, measuredAt: row.measured_at };
+    return withVolumes(bytes, await this.repo.volumeBytes(organizationId), row.measured_at);
+  }
+
+  /** Refuses (409) a volume that would take the organization past its quota: volumes count at their size. */
+  async requireVolumeRoom(organizationId: string, extraBytes: number): Promise<void> {
+    const org = await this.repo.organization(organizationId);
+    const quota = org ? this.quotaBytes(org.disk_quota_mb) : null;
+    if (!org || quota === null || extraBytes <= 0) return;
+    const usage = await this.current(organizationId);
+    if (usage.total + extraBytes <= quota) return;
+    throw new AppError(
+      'DISK_QUOTA_EXCEEDED',
+      `Disk quota exceeded: organization '${org.slug}' uses ${mib(usage.total)} (volumes ${mib(usage.bytes.volumes)}) of its ` +
+        `${mib(quota)} quota; ${mib(extraBytes)} more does not fit: delete a volume, or ask a site administrator to raise the quota`,
+    );
   }
 
   private quotaBytes(ownQuotaMb: number | null): number | null {

@@ -19,6 +19,10 @@ export interface VolumeMachine {
   disks: VolumeDisks;
 }
 
+const MIB = 1024 * 1024;
+/** Volumes one organization may have (each is a loop device and a mount on the machine). */
+export const MAX_VOLUMES_PER_ORGANIZATION = 50;
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
@@ -34,6 +38,8 @@ export class VolumesService {
     private readonly deployments: DeploymentsService,
     /** Null where this process runs no local runtime (Kubernetes: a PersistentVolumeClaim each; usage unknown here). */
     private readonly machine: VolumeMachine | null,
+    /** Refuses (409) `bytes` more of volumes past the organization's disk quota (the storage module's check). */
+    private readonly requireRoom: (organizationId: string, bytes: number) => Promise<void> = async () => {},
   ) {}
 
   async list(userId: string, applicationId: string, environment?: string) {
@@ -65,6 +71,14 @@ export class VolumesService {
         `${processType} runs ${count} instances; a volume is mounted by one instance only: scale ${processType} to 1 first`,
       );
     const organizationId = await this.organizationOf(app.id);
+    const existing = await this.db
+      .selectFrom('volumes')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('organization_id', '=', organizationId)
+      .executeTakeFirstOrThrow();
+    if (Number(existing.n) >= MAX_VOLUMES_PER_ORGANIZATION)
+      throw conflict(`The organization has ${MAX_VOLUMES_PER_ORGANIZATION} volumes, the most it may have: delete one first`);
+    await this.requireRoom(organizationId, body.size_mib * MIB);
     let row;
     try {
       row = await this.db.transaction().execute(async (trx) => {
@@ -103,6 +117,7 @@ export class VolumesService {
     if (sizeMiB < row.size_mib)
       throw invalid('size_mib', `volumes only grow (it is ${row.size_mib} MiB): create a smaller one and copy the data instead`);
     if (sizeMiB === row.size_mib) return { volume: await this.view(row), deployment_id: null };
+    await this.requireRoom(row.organization_id, (sizeMiB - row.size_mib) * MIB);
     await this.db.transaction().execute(async (trx) => {
       const updated = await this.repo.withDb(trx).update(row.id, { size_mib: sizeMiB });
       await this.publish(trx, updated, 'volume.resized', { from_mib: row.size_mib, to_mib: sizeMiB });

@@ -17,10 +17,12 @@ export function wireVolumes(deps: {
   repository: VolumesRepository;
   apps: ApplicationsService;
   deployments: DeploymentsService;
+  /** The organization's disk quota counts its volumes at their size. */
+  requireRoom: (organizationId: string, bytes: number) => Promise<void>;
 }) {
   const { ctx } = deps;
   const local = ctx.runtime !== undefined && ctx.config.RUNTIME === 'local' && ctx.config.SLIPWAY_ROLE === 'all';
   const machine = local && ctx.config.RUNTIME_ISOLATION !== 'none' ? { disks: new VolumeDisks(join(ctx.config.dataDir, 'volumes')) } : null;
-  const volumes = new VolumesService(ctx.db, deps.repository, deps.apps, deps.deployments, machine);
+  const volumes = new VolumesService(ctx.db, deps.repository, deps.apps, deps.deployments, machine, deps.requireRoom);
   return { volumes, routes: [volumesRoutes(volumes)] } satisfies Wired;
 }

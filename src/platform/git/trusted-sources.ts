@@ -14,14 +14,7 @@ export interface RepositoryChange {
  * administrator saves is remembered as trusted for that application, exactly that value.
  */
 export async function vetRepositoryChange(db: Db, config: SourcePolicyConfig, change: RepositoryChange): Promise<void> {
-  const user = await db.selectFrom('users').select('is_admin').where('id', '=', change.userId).executeTakeFirst();
-  const admin = user?.is_admin === true;
-  try {
-    await checkSourceOnSave(change.repository, admin, config);
-  } catch (err) {
-    if (err instanceof SourceError) throw invalid('github_repository', err.message.replace(/^github_repository:?\s*/, ''));
-    throw err;
-  }
+  const admin = await vetRepositoryFor(db, config, change.userId, change.repository);
   if (admin && change.repository) {
     await db
       .insertInto('trusted_sources')
@@ -33,6 +26,19 @@ export async function vetRepositoryChange(db: Db, config: SourcePolicyConfig, ch
   } else {
     await db.deleteFrom('trusted_sources').where('application_id', '=', change.applicationId).execute();
   }
+}
+
+/** Refuses (422) a repository this user may not build from, before anything is saved; answers whether they are a site admin. */
+export async function vetRepositoryFor(db: Db, config: SourcePolicyConfig, userId: string, repository: string | null): Promise<boolean> {
+  const user = await db.selectFrom('users').select('is_admin').where('id', '=', userId).executeTakeFirst();
+  const admin = user?.is_admin === true;
+  try {
+    await checkSourceOnSave(repository, admin, config);
+  } catch (err) {
+    if (err instanceof SourceError) throw invalid('github_repository', err.message.replace(/^github_repository:?\s*/, ''));
+    throw err;
+  }
+  return admin;
 }
 
 /** At build time: an administrator's saved value as is; anything else under the member rules (checked again now). */
