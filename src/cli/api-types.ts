@@ -14818,6 +14818,8 @@ export interface components {
                 images: number;
                 /** @description application output and build, release and deploy logs in the database */
                 logs: number;
+                /** @description persistent volumes, at their full size (a tenant may fill them) */
+                volumes: number;
             };
             /**
              * Format: date-time
