@@ -1,9 +1,9 @@
 import { execFile } from 'node:child_process';
-import { stat, chmod, mkdir } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { stat, mkdir } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { bwrapArguments, type SandboxView } from './bwrap.js';
 import { CgroupHierarchy, type Cgroup, type CgroupLimits, type CgroupSettings } from './cgroups.js';
+import { makeReachable } from '../fs/search-bits.js';
 import { endHelperForwarding, endOrphanedHelpers, type SandboxNetwork } from './network.js';
 
 const exec = promisify(execFile);
@@ -126,7 +126,7 @@ export class Sandbox {
     for (const dir of [...request.view.writable, ...(request.view.root ? [request.view.root] : [])]) {
       await mkdir(dir, { recursive: true });
       await ownedBy(dir, uid);
-      await reachable(dir);
+      await makeReachable(dir);
     }
     const limits = { ...(request.limits ?? this.options.defaultLimits), pids: this.options.pidsMax };
     const cgroup = await hierarchy.create(request.name, limits);
@@ -204,17 +204,4 @@ async function probeMachine(cgroups: CgroupSettings = {}): Promise<CgroupHierarc
 async function ownedBy(dir: string, uid: number): Promise<void> {
   if ((await stat(dir)).uid === uid) return;
   await exec('chown', ['-R', '--no-dereference', `${uid}:${uid}`, dir]);
-}
-
-/**
- * Adds the search bit (never read) to the directory's parents that lack it: bubblewrap
- * mounts as the sandbox user, which must be able to walk to the directory. Nothing becomes
- * listable, and inside the sandbox the parents are empty directories anyway.
- */
-async function reachable(dir: string): Promise<void> {
-  for (let parent = dirname(dir); ; parent = dirname(parent)) {
-    const mode = (await stat(parent)).mode & 0o7777;
-    if ((mode & 0o001) === 0) await chmod(parent, mode | 0o001);
-    if (parent === dirname(parent)) return;
-  }
 }

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
-import { chmod, lstat, mkdir, readFile, rmdir, stat, statfs, unlink } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { chmod, lstat, mkdir, readFile, rmdir, statfs, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { makeReachable } from '../fs/search-bits.js';
 import { promisify } from 'node:util';
 
 const exec = promisify(execFile);
@@ -43,7 +44,7 @@ export class VolumeDisks {
     await this.refuseLinks(dir, image, mount);
     // The sandbox user (bubblewrap mounts as it) walks through to its bind: searchable, never listable.
     await chmod(dir, 0o711);
-    await searchable(this.root);
+    await makeReachable(this.root, { self: true });
     const bytes = volume.sizeMiB * 1024 * 1024;
     const existing = await lstat(image).catch(() => null);
     if (!existing) {
@@ -130,15 +131,6 @@ export class VolumeDisks {
 /** mountinfo writes space, tab, newline and backslash as octal escapes. */
 function unescapeMountField(field: string): string {
   return field.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
-}
-
-/** Adds the search bit (never read) to `dir` and its parents that lack it, as the sandbox does for its binds. */
-async function searchable(dir: string): Promise<void> {
-  for (let d = dir; ; d = dirname(d)) {
-    const mode = (await stat(d)).mode & 0o7777;
-    if ((mode & 0o001) === 0) await chmod(d, mode | 0o001);
-    if (d === dirname(d)) return;
-  }
 }
 
 function ignoreMissing(err: NodeJS.ErrnoException) {
