@@ -24,6 +24,7 @@ export default class SummaryReporter implements Reporter {
         else skipped++;
       }
     }
+    printSlowestFiles(modules);
     process.stdout.write(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped\n`);
     const reason =
       passed + failed === 0
@@ -44,4 +45,15 @@ export default class SummaryReporter implements Reporter {
       });
     }
   }
+}
+
+/** The files that took longest, so CI's output says where its minutes go (the suite must stay under 30). */
+function printSlowestFiles(modules: ReadonlyArray<TestModule>, count = 15) {
+  const timed = modules
+    .map((mod) => ({ file: mod.relativeModuleId, seconds: mod.diagnostic().duration / 1000 }))
+    .sort((a, b) => b.seconds - a.seconds)
+    .slice(0, count);
+  if (timed.length === 0) return;
+  process.stdout.write(`\nslowest test files:\n`);
+  for (const { file, seconds } of timed) process.stdout.write(`  ${seconds.toFixed(1).padStart(6)} s  ${file}\n`);
 }
