@@ -7,7 +7,7 @@
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +17,7 @@ import { createHarness, type Harness, type TestUser } from '../helpers/harness.j
 import { pythonHttpApp } from '../helpers/python-app.js';
 import { createApp, type TestApp } from '../pipeline-build/fixtures.js';
 import { sandboxMissing } from '../isolation/fixtures.js';
+import { SSH_LIMITS } from '../../src/modules/ssh-gateway/ssh-gateway.js';
 
 const missing = sandboxMissing();
 if (missing) console.warn(`[test/ssh] ${missing}`);
@@ -217,4 +218,30 @@ describe.skipIf(missing)('the SSH gateway', () => {
     expect(session.exit_code).toBe(5);
     expect(session.ssh_token_hash).not.toContain(tty.token);
   }, 60_000);
+
+  it('keeps a slot for others when one address opens connections and says nothing', async () => {
+    /** Opens a raw TCP connection: its first bytes (the server's identification), or '' if it was closed first. */
+    const openRaw = () =>
+      new Promise<{ socket: Socket; greeting: string }>((resolve) => {
+        const socket = connect(port, '127.0.0.1');
+        socket.once('data', (data) => resolve({ socket, greeting: data.toString() }));
+        socket.once('close', () => resolve({ socket, greeting: '' }));
+        socket.on('error', () => {});
+      });
+    const held = await Promise.all(Array.from({ length: SSH_LIMITS.connectionsPerAddress }, openRaw));
+    try {
+      expect(held.every((c) => c.greeting.startsWith('SSH-2.0-Slipway'))).toBe(true);
+      expect((await openRaw()).greeting).toBe('');
+    } finally {
+      for (const c of held) c.socket.destroy();
+    }
+    // Their slots come back once they close.
+    await expect
+      .poll(async () => {
+        const again = await openRaw();
+        again.socket.destroy();
+        return again.greeting;
+      })
+      .toMatch(/^SSH-2\.0-Slipway/);
+  });
 });

@@ -621,6 +621,7 @@ async function spoolSshRequest(input: Readable, file: string, bound: SpoolBound)
         stop(new PushRefused(400, 'The push could not be read (too many ref updates, or not git)'));
     };
     input.on('data', onData).once('end', onEnd).once('close', onEnd).once('error', stop);
+    input.resume(); // the gateway holds the channel paused until this reader listens
   });
   try {
     await read;

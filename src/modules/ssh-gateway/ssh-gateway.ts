@@ -1,4 +1,4 @@
-import type { AddressInfo } from 'node:net';
+import { createServer, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
 import ssh2, { type AuthContext, type Connection, type ServerChannel, type Server as SshServer } from 'ssh2';
 import type { Principal } from '../../platform/http/types.js';
 import { AppError } from '../../platform/errors.js';
@@ -7,11 +7,15 @@ import type { SshKeysService } from '../ssh-keys/index.js';
 import { PushRefused, type GitPushService } from '../git-push/index.js';
 import { loadHostKey } from './host-key.js';
 
-/** Bounds of one connection: authentication attempts, channels at once, silence before it is closed. */
+/**
+ * Bounds of one connection (authentication attempts, channels at once, silence before it is closed) and of the
+ * gateway: connections in all, and from one address, so that one source cannot take every slot.
+ */
 export const SSH_LIMITS = {
   authAttempts: 10,
   channels: 4,
   connections: 200,
+  connectionsPerAddress: 32,
   handshakeMs: 30_000,
   idleMs: 30 * 60_000,
 } as const;
@@ -40,8 +44,12 @@ type Who = { kind: 'token'; token: string } | { kind: 'user'; principal: Princip
  * and may only run `git-receive-pack` on an application's repository (`git push`).
  */
 export class SshGateway {
-  private server: SshServer | null = null;
+  private server: TcpServer | null = null;
   private readonly clients = new Set<Connection>();
+  /** Open TCP connections by remote address, counted before the SSH protocol starts. */
+  private readonly perAddress = new Map<string, number>();
+  /** Sockets that have not sent their identification line yet, by `address:port`: closed if they stay silent. */
+  private readonly silent = new Map<string, NodeJS.Timeout>();
   private port = 0;
 
   constructor(private readonly deps: SshGatewayDeps) {}
@@ -53,8 +61,14 @@ export class SshGateway {
 
   async start() {
     const { privateKey, fingerprint } = await loadHostKey(this.deps.config.dataDir);
-    const server = new ssh2.Server({ hostKeys: [privateKey], ident: 'Slipway' }, (client) => this.connection(client));
-    server.on('error', (err: Error) => this.deps.logger.warn({ err }, 'ssh gateway error'));
+    const ssh = new ssh2.Server({ hostKeys: [privateKey], ident: 'Slipway' }, (client, info) =>
+      this.connection(client, `${info.ip}:${info.port}`),
+    );
+    ssh.maxConnections = SSH_LIMITS.connections;
+    ssh.on('error', (err: Error) => this.deps.logger.warn({ err }, 'ssh gateway error'));
+    // Our own listener counts sockets by address before ssh2 sees them: ssh2 only reports a connection once its
+    // identification line arrived, so a silent socket would otherwise hold a slot (and a descriptor) for ever.
+    const server = createServer((socket) => this.admit(socket, ssh));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(this.deps.config.SSH_PORT, this.deps.config.HOST, () => {
@@ -72,13 +86,35 @@ export class SshGateway {
 
   async stop() {
     for (const client of this.clients) client.end();
+    for (const timer of this.silent.values()) clearTimeout(timer);
     const server = this.server;
     this.server = null;
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
   }
 
-  private connection(client: Connection) {
-    if (this.clients.size >= SSH_LIMITS.connections) return client.end();
+  private admit(socket: Socket, ssh: SshServer) {
+    const address = socket.remoteAddress ?? '';
+    const open = this.perAddress.get(address) ?? 0;
+    if (open >= SSH_LIMITS.connectionsPerAddress) return socket.destroy();
+    this.perAddress.set(address, open + 1);
+    const key = `${address}:${socket.remotePort}`;
+    this.silent.set(
+      key,
+      setTimeout(() => socket.destroy(), SSH_LIMITS.handshakeMs),
+    );
+    socket.once('close', () => {
+      clearTimeout(this.silent.get(key));
+      this.silent.delete(key);
+      const left = (this.perAddress.get(address) ?? 1) - 1;
+      if (left > 0) this.perAddress.set(address, left);
+      else this.perAddress.delete(address);
+    });
+    ssh.injectSocket(socket);
+  }
+
+  private connection(client: Connection, socketKey: string) {
+    clearTimeout(this.silent.get(socketKey));
+    this.silent.delete(socketKey);
     this.clients.add(client);
     let who: Who = null;
     let attempts = 0;
@@ -181,7 +217,9 @@ export class SshGateway {
           `${who.principal.user.username}: this server gives no shell. Push with: git push ssh://git@HOST:PORT/ORG/PROJECT/APP.git`,
         );
       // A push's data and its deploy's output keep the connection alive (the idle limit is for silence).
-      channel.on('data', active);
+      // Paused: a data listener alone would make the channel flow, and the client's commands, sent as soon
+      // as it has the refs, would be lost before the push's reader listens (it resumes the channel).
+      channel.on('data', active).pause();
       return this.git(channel, who.principal, command, active).catch((err) => this.failed(channel, err));
     };
     session.on('exec', (accept, reject, info) => {
