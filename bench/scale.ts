@@ -1,0 +1,182 @@
+/**
+ * Issue 35 goal 7, the scale of the data: an organization of 10⁴ applications × 10 environments (1,000
+ * projects of 10 applications, each project with 10 environments, a release and a deployment per
+ * application and environment) and 10⁶ runtime log lines in one application. The pages a person opens
+ * first must still answer p99 < 100 ms: the overview of what they can see, a project's applications, and
+ * the log search (the newest lines, a common word, a rare one, a word that is nowhere).
+ *
+ * Slipway runs as `npm start` runs it; the rows are seeded in bulk with SQL into its database (what years
+ * of use would leave), then VACUUM ANALYZE as autovacuum would. Cases are interleaved round by round;
+ * figures are medians.
+ *
+ *   npm run build && npx tsx bench/scale.ts [--rounds 3] [--duration 3] [--connections 10] [--log-lines 1000000]
+ */
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { startSlipway } from './lib/slipway.js';
+
+const { values: args } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '3' },
+    duration: { type: 'string', default: '3' },
+    connections: { type: 'string', default: '10' },
+    projects: { type: 'string', default: '1000' },
+    'log-lines': { type: 'string', default: '1000000' },
+  },
+});
+const APPS_PER_PROJECT = 10;
+const ENVIRONMENTS_PER_PROJECT = 10;
+/** One line in this many says "payment failed": the rare word of the search cases. */
+const RARE_EVERY = 100_000;
+
+interface Case {
+  name: string;
+  path: string;
+}
+
+type Ctx = Awaited<ReturnType<typeof startSlipway>>['ctx'];
+
+async function seed(db: pg.Client, ctx: Ctx): Promise<Case[]> {
+  const started = performance.now();
+  const org = await ctx.api<{ id: string; slug: string }>('POST', '/v1/organizations', { name: 'Scale' });
+  const project = await ctx.api<{ id: string; slug: string }>('POST', '/v1/projects', { name: 'p-0', organization_id: org.id });
+  const app = await ctx.api<{ id: string; slug: string }>('POST', '/v1/applications', { name: 'app-0', project_id: project.id });
+  const projects = Number(args.projects);
+  await db.query(
+    `insert into projects (id, organization_id, name, slug, created_at, updated_at)
+     select gen_random_uuid(), $1, 'p-' || g, 'p-' || g, now(), now() from generate_series(1, $2 - 1) g`,
+    [org.id, projects],
+  );
+  // Each project: ten environments in all (the API made production, and maybe more, for the first).
+  await db.query(
+    `insert into environments (id, project_id, name, slug, env_type, created_at, updated_at)
+     select gen_random_uuid(), p.id, 'env-' || g, 'env-' || g, case when g = 1 then 'production' else 'staging' end, now(), now()
+     from projects p cross join generate_series(1, $2) g
+     where p.organization_id = $1 and not exists (select 1 from environments e where e.project_id = p.id and e.slug = 'env-' || g)
+       and (select count(*) from environments e where e.project_id = p.id) + g <= $2`,
+    [org.id, ENVIRONMENTS_PER_PROJECT],
+  );
+  await db.query(
+    `insert into applications (id, project_id, name, slug)
+     select gen_random_uuid(), p.id, 'app-' || g, 'app-' || g from projects p cross join generate_series(0, $2 - 1) g
+     where p.organization_id = $1 and not exists (select 1 from applications a where a.project_id = p.id and a.slug = 'app-' || g)`,
+    [org.id, APPS_PER_PROJECT],
+  );
+  // One built image per application, and a release and a finished deployment of it in each environment.
+  await db.query(
+    `insert into images (id, application_id, version, status, built, repository_name, created_at)
+     select gen_random_uuid(), a.id, 1, 'built', true, 'scale/app', now() - interval '1 day'
+     from applications a join projects p on p.id = a.project_id where p.organization_id = $1`,
+    [org.id],
+  );
+  await db.query(
+    `insert into releases (id, application_id, environment_id, version, status, built, image_ref, created_at)
+     select gen_random_uuid(), a.id, e.id, row_number() over (partition by a.id order by e.slug), 'built', true, i.id,
+            now() - interval '1 hour'
+     from applications a join projects p on p.id = a.project_id join environments e on e.project_id = p.id
+     join images i on i.application_id = a.id where p.organization_id = $1`,
+    [org.id],
+  );
+  await db.query(
+    `insert into deployments (id, application_id, environment_id, release_id, status, complete, created_at)
+     select (lpad(to_hex((extract(epoch from r.created_at) * 1000)::bigint), 12, '0') || '7' || substr(md5(r.id::text), 1, 19))::uuid,
+            r.application_id, r.environment_id, r.id, 'complete', true, r.created_at
+     from releases r join applications a on a.id = r.application_id join projects p on p.id = a.project_id where p.organization_id = $1`,
+    [org.id],
+  );
+  const production = (await db.query(`select id from environments where project_id = $1 and slug = 'production'`, [project.id])).rows[0]
+    .id as string;
+  // The log lines of one application, oldest first, over the last hour.
+  const lines = Number(args['log-lines']);
+  await db.query(
+    `insert into app_log_lines (application_id, environment_id, instance_id, process_type, stream, line, logged_at)
+     select $1, $2, 'web.' || (g % 3 + 1), 'web', 'stdout',
+            case when g % $4 = 0 then 'ERROR payment failed for order ' || g
+                 else 'GET /items/' || (g % 997) || ' 200 in ' || (g % 50) || ' ms' end,
+            now() - make_interval(secs => ($3 - g) * 3600.0 / $3)
+     from generate_series(1, $3) g`,
+    [app.id, production, lines, RARE_EVERY],
+  );
+  await db.query('vacuum analyze');
+  const counts = (
+    await db.query(
+      `select (select count(*) from applications a join projects p on p.id = a.project_id where p.organization_id = $1) as apps,
+              (select count(*) from environments e join projects p on p.id = e.project_id where p.organization_id = $1) as envs,
+              (select count(*) from deployments) as deployments,
+              (select count(*) from app_log_lines where application_id = $2) as lines`,
+      [org.id, app.id],
+    )
+  ).rows[0];
+  console.error(
+    `seeded in ${((performance.now() - started) / 1000).toFixed(1)} s: ${counts.apps} applications, ${counts.envs} environments, ` +
+      `${counts.deployments} deployments, ${counts.lines} log lines`,
+  );
+  const logs = `/v1/applications/${app.id}/logs`;
+  const cases: Case[] = [
+    { name: "projects of the caller's organizations", path: '/v1/projects' },
+    { name: "a project's applications", path: `/v1/applications/${org.slug}/${project.slug}` },
+    { name: 'application detail', path: `/v1/applications/${org.slug}/${project.slug}/${app.slug}` },
+    { name: 'logs: newest 100', path: logs },
+    { name: 'logs: search a common word', path: `${logs}?search=items` },
+    { name: `logs: search a rare phrase (1 in ${RARE_EVERY})`, path: `${logs}?search=payment%20failed` },
+    { name: 'logs: search a word that is nowhere', path: `${logs}?search=no-such-word` },
+  ];
+  // The home overview, where this build has one.
+  const overview = await fetch(`${ctx.appUrl}/v1/overview`, { headers: ctx.auth });
+  if (overview.ok) cases.unshift({ name: 'home overview', path: '/v1/overview' });
+  return cases;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+async function main() {
+  const slipway = await startSlipway({ logLevel: 'info' });
+  const db = new pg.Client({ connectionString: slipway.databaseUrl });
+  try {
+    await db.connect();
+    const cases = await seed(db, slipway.ctx);
+    for (const c of cases) {
+      const started = performance.now();
+      const res = await fetch(`${slipway.ctx.appUrl}${c.path}`, { headers: slipway.ctx.auth });
+      const body = await res.text();
+      if (!res.ok) throw new Error(`${c.path}: ${res.status} ${body.slice(0, 300)}`);
+      console.error(`first ${c.name}: ${Math.round(performance.now() - started)} ms, ${body.length} bytes`);
+    }
+    const p99 = new Map<Case, number[]>(cases.map((c) => [c, []]));
+    const rps = new Map<Case, number[]>(cases.map((c) => [c, []]));
+    for (let round = 1; round <= Number(args.rounds); round++) {
+      for (const c of cases) {
+        const r = await autocannon({
+          url: `${slipway.ctx.appUrl}${c.path}`,
+          headers: slipway.ctx.auth,
+          connections: Number(args.connections),
+          duration: Number(args.duration),
+        });
+        if (r.non2xx || r.errors || r.timeouts)
+          throw new Error(`${c.path}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts`);
+        p99.get(c)!.push(r.latency.p99);
+        rps.get(c)!.push(r.requests.average);
+        console.error(`round ${round} ${c.name}: ${Math.round(r.requests.average)} req/s, p99 ${r.latency.p99} ms`);
+      }
+    }
+    const [load] = (await import('node:os')).loadavg();
+    console.log(
+      `\nmedians of ${args.rounds} interleaved rounds, ${args.duration} s each, ${args.connections} connections, load average ${load!.toFixed(1)}\n`,
+    );
+    console.log('| page | req/s | p99 ms | goal p99 < 100 ms |');
+    console.log('|---|---:|---:|---|');
+    for (const c of cases) {
+      const p = median(p99.get(c)!);
+      console.log(`| ${c.name} | ${Math.round(median(rps.get(c)!))} | ${p} | ${p < 100 ? 'met' : 'not met'} |`);
+    }
+  } finally {
+    await db.end().catch(() => {});
+    await slipway.stop();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
