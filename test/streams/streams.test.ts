@@ -13,6 +13,7 @@ import { createHarness, type Harness, type TestUser } from '../helpers/harness.j
 import { localRuntime } from '../helpers/local-runtime.js';
 import { routerGet } from '../helpers/router-get.js';
 import { openSse } from '../helpers/sse-client.js';
+import { AppLogsRepository } from '../../src/modules/app-logs/app-logs.repository.js';
 import { waitFor } from '../helpers/wait.js';
 import { deployableApp, loadDuring, NODE_APP, settled, type Deployable } from '../pipeline-deploy/fixtures.js';
 
@@ -362,4 +363,46 @@ describe('application logs', () => {
       await restarted.close();
     }
   }, 90_000);
+});
+
+describe('log search over many lines', () => {
+  it('finds a rare phrase past the newest lines through the index, a common word among the newest, nothing where nothing is', async () => {
+    const app = await deployableApp(h, alice);
+    // Stored by the platform's own writer, as the instances' output would be: 6,000 lines over the last
+    // hour, a rare phrase first (older than the newest 5,000 a search reads in order) and last.
+    const now = Date.now();
+    const line = (i: number, text: string, process = 'web') => ({
+      application_id: app.appId,
+      environment_id: app.envId,
+      instance_id: `${process}.1`,
+      process_type: process,
+      stream: 'stdout' as const,
+      line: text,
+      logged_at: new Date(now - (6000 - i) * 500),
+    });
+    const lines = [line(0, 'ERROR payment failed early', 'worker')];
+    for (let i = 1; i < 5999; i++) lines.push(line(i, `GET /items/${i} 200 100%`));
+    lines.push(line(5999, 'ERROR payment failed late'));
+    await new AppLogsRepository(h.ctx.db).insert(lines);
+    const search = async (query: string) =>
+      ((await api('GET', `/applications/${app.appId}/logs?${query}`)).body.items as { line: string }[]).map((l) => l.line);
+
+    expect(await search('search=payment%20FAILED')).toEqual(['ERROR payment failed early', 'ERROR payment failed late']);
+    expect(await search('search=payment%20failed&process=worker')).toEqual(['ERROR payment failed early']);
+    expect(await search(`search=payment%20failed&since=${new Date(now - 60_000).toISOString()}`)).toEqual(['ERROR payment failed late']);
+    expect(await search('search=items&limit=3')).toEqual([
+      'GET /items/5996 200 100%',
+      'GET /items/5997 200 100%',
+      'GET /items/5998 200 100%',
+    ]);
+    expect(await search('search=no-such-word')).toEqual([]);
+    // `%` and `_` are text, not patterns.
+    expect(await search('search=0%25&limit=1')).toEqual(['GET /items/5998 200 100%']);
+    expect(await search('search=payment_failed')).toEqual([]);
+    // The index behind it was made by the database's owner, no superuser (as the platform's role is).
+    const index = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_indexes WHERE indexname = 'app_log_lines_search'`.execute(
+      h.ctx.db,
+    );
+    expect(index.rows[0]!.n).toBe(1);
+  });
 });

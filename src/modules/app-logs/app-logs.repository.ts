@@ -23,6 +23,9 @@ export interface LogQuery {
 /** Rough storage per row beyond its text (ids, times, names, index entries), for the size limit. */
 const ROW_OVERHEAD_BYTES = 100;
 
+/** How many of the newest lines a search reads in order before it turns to the trigram index. */
+const RECENT_LINES_SCANNED = 5000;
+
 const likePattern = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 export class AppLogsRepository {
@@ -48,17 +51,49 @@ export class AppLogsRepository {
 
   /** The newest `limit` lines of the window, oldest first. */
   async query(applicationId: string, q: LogQuery) {
-    let query = this.db
-      .selectFrom('app_log_lines')
+    if (!q.search)
+      return (await this.window(this.db, applicationId, q).selectAll().orderBy('id', 'desc').limit(q.limit).execute()).reverse();
+    const matching = sql<boolean>`line ILIKE ${likePattern(q.search)}`;
+    // A search reads the newest lines in order first: a common word fills the page from them at once.
+    const boundary = await this.window(this.db, applicationId, q)
+      .select('id')
+      .orderBy('id', 'desc')
+      .offset(RECENT_LINES_SCANNED - 1)
+      .limit(1)
+      .executeTakeFirst();
+    const recent = await this.window(this.db, applicationId, q)
       .selectAll()
-      .where('application_id', '=', applicationId)
-      .where('environment_id', '=', q.environmentId);
+      .where(matching)
+      .$if(boundary !== undefined, (qb) => qb.where('id', '>=', boundary!.id))
+      .orderBy('id', 'desc')
+      .limit(q.limit)
+      .execute();
+    if (!boundary || recent.length === q.limit) return recent.reverse();
+    // A rarer one: the trigram index (migration 0064) finds the older lines. PostgreSQL's estimate of how
+    // often the text occurs counts every application's lines, so it would rather walk this application's
+    // lines newest first, reading all of them: that plan (and a parallel one) is ruled out here.
+    const older = await this.db.transaction().execute(async (trx) => {
+      await sql`SET LOCAL enable_indexscan = off; SET LOCAL enable_seqscan = off; SET LOCAL max_parallel_workers_per_gather = 0`.execute(
+        trx,
+      );
+      return this.window(trx, applicationId, q)
+        .selectAll()
+        .where(matching)
+        .where('id', '<', boundary.id)
+        .orderBy('id', 'desc')
+        .limit(q.limit - recent.length)
+        .execute();
+    });
+    return [...recent, ...older].reverse();
+  }
+
+  /** The lines of one application's environment in the query's window (time, process). */
+  private window(db: Db, applicationId: string, q: LogQuery) {
+    let query = db.selectFrom('app_log_lines').where('application_id', '=', applicationId).where('environment_id', '=', q.environmentId);
     if (q.since) query = query.where('logged_at', '>=', q.since);
     if (q.until) query = query.where('logged_at', '<', q.until);
     if (q.process) query = query.where('process_type', '=', q.process);
-    if (q.search) query = query.where(sql<boolean>`line ILIKE ${likePattern(q.search)}`);
-    const rows = await query.orderBy('id', 'desc').limit(q.limit).execute();
-    return rows.reverse();
+    return query;
   }
 
   after(applicationId: string, afterId: number, process: string | undefined, limit: number) {
