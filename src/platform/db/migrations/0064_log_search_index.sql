@@ -3,7 +3,7 @@
 -- application id is in the same GIN index (btree_gin) so that a word common in other applications' lines
 -- does not make the search read theirs. Both extensions are trusted (the database owner may create them).
 -- On a server where they cannot be created, search stays a scan and still works: the platform starts.
--- The cost is on writes: a log line costs about 3.5 times as much to insert (bench/README.md, "scale").
+-- The cost is on writes: a log line costs about 3.7 times as much to insert (bench/README.md, "scale").
 DO $$
 BEGIN
   CREATE EXTENSION IF NOT EXISTS pg_trgm;
