@@ -8,6 +8,7 @@ import { useEventStream, useLoad } from '../../hooks.js';
 import { DeploymentTable, trigger } from './deployment-table.js';
 import { Processes } from './processes.js';
 import { Releases } from './releases.js';
+import { RequestSparklines } from './sparklines.js';
 import type { Deployment, SectionProps } from './types.js';
 
 const EVENT_KINDS = [
@@ -91,6 +92,7 @@ export function OverviewSection({ app, reloadApp }: SectionProps) {
       ) : (
         <Glance deployments={all} serving={production} />
       )}
+      <RequestSparklines applicationId={app.id} refresh={events.length} />
 
       <section aria-labelledby="serving-h" class="panel">
         <h2 id="serving-h">Serving</h2>
