@@ -88,12 +88,7 @@ const PATHS = {
       <polyline points="12 6 12 12 16 14" />
     </>
   ),
-  terminal: (
-    <>
-      <polyline points="4 17 10 11 4 5" />
-      <line x1="12" x2="20" y1="19" y2="19" />
-    </>
-  ),
+  play: <polygon points="6 3 20 12 6 21 6 3" />,
   calendar: (
     <>
       <rect width="18" height="18" x="3" y="4" rx="2" />

@@ -85,12 +85,11 @@ export function AutoscalingSection({ app, org, project }: SectionProps) {
               <p class="muted empty">No process type autoscales: its count stays as set on the overview.</p>
             ) : (
               <div class="table-scroll">
-                <table aria-label="Autoscaling policies">
+                <table aria-label="Autoscaling policies" class="app-list">
                   <thead>
                     <tr>
                       <th>Process</th>
-                      <th>Instances</th>
-                      <th>Target</th>
+                      <th>Instances and target</th>
                       <th class="wide-only">Last decision</th>
                       <th>Actions</th>
                     </tr>
@@ -104,9 +103,8 @@ export function AutoscalingSection({ app, org, project }: SectionProps) {
                             {p.process_type} <span class="env">{env?.slug ?? '…'}</span>
                           </td>
                           <td>
-                            {p.min}–{p.max}
+                            {p.min}–{p.max}, {targetText(p.target)}
                           </td>
-                          <td>{targetText(p.target)}</td>
                           <td class="wide-only">
                             evaluated {when(p.last_evaluated_at)}, scaled {when(p.last_scaled_at)}
                           </td>

@@ -66,13 +66,11 @@ export function CronSection({ app, org, project }: SectionProps) {
               <p class="muted empty">No cron jobs: add one below, or declare them in slipway.json.</p>
             ) : (
               <div class="table-scroll">
-                <table aria-label="Cron jobs">
+                <table aria-label="Cron jobs" class="app-list">
                   <thead>
                     <tr>
-                      <th>Name</th>
-                      <th>Schedule (UTC)</th>
+                      <th>Job and schedule (UTC)</th>
                       <th class="wide-only">Command</th>
-                      <th>Next run</th>
                       <th>Actions</th>
                     </tr>
                   </thead>
@@ -82,14 +80,13 @@ export function CronSection({ app, org, project }: SectionProps) {
                         <td>
                           {e.name} <span class="env">{envSlug(e)}</span>
                           {e.source === 'manifest' && <span class="muted"> (slipway.json)</span>}
-                        </td>
-                        <td>
+                          <br />
                           <code>{e.schedule}</code>
+                          <span class="muted"> next {when(e.next_run_at)}</span>
                         </td>
                         <td class="wide-only">
                           <code>{e.command}</code>
                         </td>
-                        <td>{when(e.next_run_at)}</td>
                         <td class="actions">
                           <button type="button" class="link" aria-label={`Last runs of ${e.name}`} onClick={() => setRunsOf(e)}>
                             Runs

@@ -62,7 +62,7 @@ export function EffectiveConfigSection({ app, org, project }: SectionProps) {
               </p>
             ) : (
               <div class="table-scroll">
-                <table aria-label="Effective configuration">
+                <table aria-label="Effective configuration" class="app-list">
                   <thead>
                     <tr>
                       <th>Name</th>

@@ -40,7 +40,7 @@ const SECTIONS: Section[] = [
     component: ({ app }) => <ConfigurationPanel endpoints={applicationConfig(app.id)} />,
   },
   { slug: 'effective', label: 'Effective config', icon: 'layers', component: EffectiveConfigSection },
-  { slug: 'runs', label: 'Runs', icon: 'terminal', component: RunsSection },
+  { slug: 'runs', label: 'Runs', icon: 'play', component: RunsSection },
   { slug: 'cron', label: 'Cron', icon: 'calendar', component: CronSection },
   { slug: 'autoscaling', label: 'Autoscaling', icon: 'gauge', component: AutoscalingSection },
   { slug: 'environments', label: 'Environments', icon: 'shield', component: ProtectionSection },

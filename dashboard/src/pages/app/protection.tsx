@@ -38,7 +38,7 @@ export function ProtectionSection({ app, org, project }: SectionProps) {
                   <strong>Who may act: </strong>
                   {e.protected
                     ? whoMayAct((grants.data ?? []).filter((g) => g.project === project && g.environment === e.slug).map((g) => g.username))
-                    : 'every member whose role deploys (owners, admins, developers).'}
+                    : 'every member whose role deploys there (deployers, developers, admins and owners).'}
                 </p>
                 <Maintenance org={org} project={project} environment={e} />
                 <Guard applicationId={app.id} environment={e.slug} />

@@ -176,7 +176,9 @@ function Volumes({ app, org, project }: SectionProps) {
               {list.map((v) => (
                 <li key={v.id} data-volume={v.name}>
                   <strong>{v.name}</strong> <span class="env">{v.environment ?? '—'}</span> at <code>{v.mount_path}</code> ({v.process_type}
-                  ), {v.usage ? `${mib(v.usage.used_bytes)} of ${mib(v.usage.size_bytes)} used` : `${v.size_mib} MiB, not mounted here`}{' '}
+                  ), {v.usage
+                    ? `${mib(v.usage.used_bytes)} of ${mib(v.usage.size_bytes)} used`
+                    : `${v.size_mib} MiB, not mounted here`}{' '}
                   <ConfirmAction
                     class="compact"
                     label="Delete"

@@ -117,7 +117,7 @@ export function RunsSection({ app, org, project }: SectionProps) {
 export function RunTable({ runs, label, onLog }: { runs: Run[]; label: string; onLog: (r: Run) => void }) {
   return (
     <div class="table-scroll">
-      <table aria-label={label}>
+      <table aria-label={label} class="app-list">
         <thead>
           <tr>
             <th>Command</th>
