@@ -168,6 +168,32 @@ describe.skipIf(missing !== null)('the application page operations in Chromium',
     expect((await api('GET', `/v1/applications/${app.appId}/autoscaling`)).body).toEqual([]);
   }, 30_000);
 
+  it('creates a volume and deletes it and its data only through the confirmation', async () => {
+    await page.goto(section('resources'));
+    await page.getByText('No add-on is attached to Web.').waitFor();
+    await page.getByLabel('Volume name').fill('uploads');
+    await page.getByLabel('Mount path').fill('/data');
+    await page.getByLabel('Size (MiB)').fill('16');
+    await page.getByRole('button', { name: 'Create volume' }).click();
+    const row = page.locator('li[data-volume="uploads"]');
+    await row.waitFor();
+    expect(await row.textContent()).toContain('at /data (web)');
+    const mounting = (await api('GET', `/v1/applications/${app.appId}/deployments`)).body.items[0];
+    expect((await settled(h, owner, mounting.id, 60_000)).status).toBe('complete');
+
+    await row.getByRole('button', { name: 'Delete the volume uploads' }).click();
+    const dialog = dialogNamed('Delete the volume uploads');
+    expect(await dialog.getByLabel('What will change').textContent()).toMatch(/16 MiB at \/data →\s*deleted for good/);
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    expect((await api('GET', `/v1/applications/${app.appId}/volumes`)).body).toHaveLength(1);
+    await row.getByRole('button', { name: 'Delete the volume uploads' }).click();
+    await dialog.getByRole('button', { name: 'Delete' }).click();
+    await page.getByText('No volumes:').waitFor();
+    expect((await api('GET', `/v1/applications/${app.appId}/volumes`)).body).toEqual([]);
+    const unmounting = (await api('GET', `/v1/applications/${app.appId}/deployments`)).body.items[0];
+    expect((await settled(h, owner, unmounting.id, 60_000)).status).toBe('complete');
+  }, 120_000);
+
   it('says a protected environment is protected and who may act, and puts it in maintenance only after the confirmation', async () => {
     const envUrl = `/v1/workspaces/${app.slugs.org}/projects/${app.slugs.project}/envs/production`;
     expect((await api('PATCH', envUrl, { protected: true })).status).toBe(200);
