@@ -201,6 +201,13 @@ describe.skipIf(missing !== null)('the application page operations in Chromium',
     await page.getByTestId('protected-production').waitFor();
     expect(await page.getByTestId('who-production').textContent()).toBe('Who may act: organization admins only (no member is granted it).');
     expect(await page.getByTestId('guard-production').textContent()).toMatch(/^Guard: none/);
+    // The overview marks it too, and its production actions say who may take them.
+    await page.goto(base + appPath);
+    await page.getByTestId('protected-production').waitFor();
+    await page.getByRole('button', { name: 'Deploy', exact: true }).click();
+    expect(await dialogNamed('Deploy Web').textContent()).toContain('production is protected: only organization admins');
+    await dialogNamed('Deploy Web').getByRole('button', { name: 'Cancel' }).click();
+    await page.goto(section('environments'));
 
     await page.getByLabel('Maintenance message for production (optional)').fill('Back at noon');
     await page.getByRole('button', { name: 'Start maintenance of production' }).click();
