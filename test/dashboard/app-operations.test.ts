@@ -103,6 +103,7 @@ describe.skipIf(missing !== null)('the application page operations in Chromium',
     const output = page.getByRole('region', { name: 'Output of echo output-of-the-run; exit 3' });
     await output.locator('.log-lines').getByText('output-of-the-run').waitFor({ timeout: 30_000 });
     await output.locator('.log-state[data-state="failed"]').waitFor({ timeout: 30_000 });
+    expect(await output.locator('.log-state').textContent()).toBe('finished: failed, exit 3');
     const row = page.getByRole('table', { name: 'Runs' }).locator('tbody tr').first();
     await row.getByTestId('run-outcome').getByText('failed, exit 3').waitFor();
     const [run] = (await api('GET', `/v1/applications/${app.appId}/runs`)).body.items;
