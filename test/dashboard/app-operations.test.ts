@@ -1,16 +1,20 @@
 // Issue 36's remaining application sections in real headless Chromium against a real server with
 // a deployed app: every section (the new ones too) walked with axe-core in light and in dark at
 // phone width and every action reached by keyboard; a one-off run with its output and exit
-// status; cron jobs (a refused schedule keeps its edits), autoscaling, maintenance through the
-// confirmation on a protected environment, the effective configuration with its scopes, request
-// sparklines, and renaming and deleting the application (its slug typed out). Screenshots in
+// status; cron jobs (a refused schedule keeps its edits), autoscaling, a volume, maintenance
+// through the confirmation on a protected environment, a pull request's preview deleted through
+// the confirmation, the effective configuration with its scopes, request sparklines, and renaming
+// and deleting the application (its slug typed out). Screenshots in
 // test-artifacts/dashboard-operations (gitignored).
+import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DASHBOARD_DIST } from '../../src/dashboard/serve.js';
+import { signBody } from '../../src/modules/github/signature.js';
+import { TestRepo } from '../helpers/git-repo.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
 import { localRuntime } from '../helpers/local-runtime.js';
 import { routerGet } from '../helpers/router-get.js';
@@ -44,6 +48,7 @@ const SECTIONS = [
   'Activity',
   'Settings',
 ];
+const HOOK_SECRET = 'dashboard-operations-hook';
 const PHONE = { width: 375, height: 800 };
 const DESKTOP = { width: 1280, height: 900 };
 
@@ -65,7 +70,14 @@ beforeAll(async () => {
   if (missing) return;
   mkdirSync(ARTIFACTS, { recursive: true });
   h = await createHarness(
-    { ROUTER_HOST: '127.0.0.1', ROUTER_PORT: 0, RUNTIME_STOP_GRACE_MS: 1000, ROUTER_DRAIN_TIMEOUT_MS: 1000, REQUEST_STATS_FLUSH_MS: 200 },
+    {
+      ROUTER_HOST: '127.0.0.1',
+      ROUTER_PORT: 0,
+      RUNTIME_STOP_GRACE_MS: 1000,
+      ROUTER_DRAIN_TIMEOUT_MS: 1000,
+      REQUEST_STATS_FLUSH_MS: 200,
+      GITHUB_WEBHOOK_SECRET: HOOK_SECRET,
+    },
     { jobs: true, runtime: true },
   );
   await h.app.listen({ host: '127.0.0.1', port: 0 });
@@ -230,6 +242,59 @@ describe.skipIf(missing !== null)('the application page operations in Chromium',
     await page.getByTestId('maintenance-production').locator('.status-ok').waitFor();
     await waitFor('the application again', async () => (await routerGet(port, host)).body === 'v1:hello');
     expect((await api('PATCH', envUrl, { protected: false })).status).toBe(200);
+  }, 60_000);
+
+  it("lists a pull request's preview with its state and URL, and deletes it only through the confirmation", async () => {
+    const repo = new TestRepo('slipway-dash-preview-');
+    try {
+      const sha = repo.commit({ 'server.js': NODE_APP('pr'), Procfile: 'web: node server.js\n' }, 'pr');
+      expect((await api('PATCH', `/v1/applications/${app.appId}/settings`, { github_repository: repo.dir })).status).toBe(200);
+      const previews = `/v1/workspaces/${app.slugs.org}/projects/${app.slugs.project}/previews`;
+      expect((await api('PUT', previews, { template_environment: 'production' })).status).toBe(200);
+      // A signed pull_request hook, as GitHub sends it, opens the preview.
+      const body = Buffer.from(
+        JSON.stringify({
+          action: 'opened',
+          number: 7,
+          pull_request: { number: 7, head: { sha, ref: 'feature-7', repo: { full_name: 'acme/dash-web' } } },
+          repository: { full_name: 'acme/dash-web', clone_url: repo.dir },
+        }),
+      );
+      const hook = await h.app.inject({
+        method: 'POST',
+        url: '/v1/integrations/github/hooks',
+        payload: body,
+        headers: {
+          'content-type': 'application/json',
+          'x-github-event': 'pull_request',
+          'x-github-delivery': randomUUID(),
+          'x-hub-signature-256': signBody(HOOK_SECRET, body),
+        },
+      });
+      expect(hook.statusCode, hook.body).toBe(200);
+
+      await page.goto(section('previews'));
+      await page.getByTestId('preview-settings').getByText('Previews are on').waitFor();
+      const preview = page.locator('li[data-preview="pr-7"]');
+      await preview.waitFor();
+      expect(await preview.textContent()).toContain('same repository');
+      expect(await preview.getByRole('link').getAttribute('href')).toMatch(/^http:\/\/web\.pr-7\./);
+
+      await page.screenshot({ path: join(ARTIFACTS, 'previews-with-one-light.png'), fullPage: true });
+      expect(await axeProblems(page)).toEqual([]);
+      await preview.getByRole('button', { name: 'Delete the preview pr-7' }).click();
+      const dialog = dialogNamed('Delete the preview pr-7');
+      await dialog.getByRole('button', { name: 'Cancel' }).click();
+      expect((await api('GET', previews)).body.previews).toHaveLength(1);
+      await preview.getByRole('button', { name: 'Delete the preview pr-7' }).click();
+      await dialog.getByRole('button', { name: 'Delete' }).click();
+      await page.getByText('No preview environments.').waitFor();
+      expect((await api('GET', previews)).body.previews).toEqual([]);
+      expect((await api('DELETE', previews)).status).toBe(204);
+      expect((await api('PATCH', `/v1/applications/${app.appId}/settings`, { github_repository: null })).status).toBe(200);
+    } finally {
+      repo.remove();
+    }
   }, 60_000);
 
   it('shows the effective configuration: each value with the scope it came from, what it shadows, secrets hidden', async () => {
