@@ -48,6 +48,7 @@ const SECTIONS = [
   'Activity',
   'Settings',
 ];
+const SHOWN_ELSEWHERE = new Set(['Deployments', 'Logs', 'Configuration', 'Domains', 'Metrics', 'Activity']);
 const HOOK_SECRET = 'dashboard-operations-hook';
 const PHONE = { width: 375, height: 800 };
 const DESKTOP = { width: 1280, height: 900 };
@@ -278,6 +279,10 @@ describe.skipIf(missing !== null)('the application page operations in Chromium',
       const preview = page.locator('li[data-preview="pr-7"]');
       await preview.waitFor();
       expect(await preview.textContent()).toContain('same repository');
+      // Its state for this application comes from its newest deployment there (the build may still run).
+      expect(await preview.getByTestId('preview-state').textContent()).toMatch(
+        /^(building, not deployed yet|deploying v\d+|serving v\d+|deployment failed \(v\d+\))$/,
+      );
       expect(await preview.getByRole('link').getAttribute('href')).toMatch(/^http:\/\/web\.pr-7\./);
 
       await page.screenshot({ path: join(ARTIFACTS, 'previews-with-one-light.png'), fullPage: true });
@@ -366,7 +371,8 @@ describe.skipIf(missing !== null)('the application page operations in Chromium',
       await page.screenshot({ path: join(ARTIFACTS, `${name}-dark-phone.png`), fullPage: true });
       await page.emulateMedia({ colorScheme: 'light' });
       await page.setViewportSize(DESKTOP);
-      await page.screenshot({ path: join(ARTIFACTS, `${name}-light.png`), fullPage: true });
+      // The earlier sections' light screenshots are app-sections.test.ts's.
+      if (!SHOWN_ELSEWHERE.has(label)) await page.screenshot({ path: join(ARTIFACTS, `${name}-light.png`), fullPage: true });
       expect(problems, label).toEqual([]);
     }
   }, 120_000);

@@ -2,7 +2,16 @@ import { api, ok } from '../../api.js';
 import { ConfirmAction } from '../../components/confirm.js';
 import { Loading, when } from '../../components/ui.js';
 import { useLoad } from '../../hooks.js';
-import type { SectionProps } from './types.js';
+import type { Deployment, SectionProps } from './types.js';
+
+/** A preview's state for this application, from its newest deployment there (the preview record only says stopped or not). */
+function previewState(stopped: boolean, latest: Deployment | undefined): { text: string; tone: string } {
+  if (stopped) return { text: 'stopped by the cap', tone: 'status-busy' };
+  if (!latest) return { text: 'building, not deployed yet', tone: 'status-busy' };
+  if (latest.error) return { text: `deployment failed (v${latest.release.version})`, tone: 'status-error' };
+  if (latest.complete) return { text: `serving v${latest.release.version}`, tone: 'status-ok' };
+  return { text: `deploying v${latest.release.version}`, tone: 'status-busy' };
+}
 
 /**
  * Preview environments, one per open pull request of the project: state, whose code it runs, the
@@ -11,6 +20,10 @@ import type { SectionProps } from './types.js';
 export function PreviewsSection({ app, org, project }: SectionProps) {
   const path = { params: { path: { workspace: org, project } } };
   const previews = useLoad(() => ok(api.GET('/v1/workspaces/{workspace}/projects/{project}/previews', path)), [org, project]);
+  const deployments = useLoad(
+    () => ok(api.GET('/v1/applications/{application_id}/deployments', { params: { path: { application_id: app.id } } })),
+    [app.id],
+  );
   return (
     <section class="panel" aria-labelledby="previews-h">
       <h2 id="previews-h" data-page-title>
@@ -32,13 +45,19 @@ export function PreviewsSection({ app, org, project }: SectionProps) {
               <ul class="plain previews">
                 {list.map((p) => {
                   const url = p.urls[app.slug];
+                  const state = previewState(
+                    p.stopped,
+                    deployments.data?.items.find((d) => d.environment === p.environment),
+                  );
                   return (
                     <li key={p.environment} data-preview={p.environment}>
                       <p>
                         <strong>
                           #{p.pr_number} <span class="env">{p.environment}</span>
                         </strong>{' '}
-                        <span class={`status ${p.stopped ? 'status-busy' : 'status-ok'}`}>{p.stopped ? 'stopped' : 'running'}</span>{' '}
+                        <span class={`status ${state.tone}`} data-testid="preview-state">
+                          {state.text}
+                        </span>{' '}
                         <span class={`status ${p.trust === 'fork' ? 'status-busy' : ''}`}>
                           {p.trust === 'fork' ? 'from a fork: only variables marked for previews' : 'same repository'}
                         </span>
