@@ -189,6 +189,9 @@ describe.skipIf(missing !== null)('the application page operations in Chromium',
     await page.getByLabel('Mount path').fill('/data');
     await page.getByLabel('Size (MiB)').fill('16');
     await page.getByRole('button', { name: 'Create volume' }).click();
+    const create = dialogNamed('Create a volume');
+    expect(await create.getByLabel('What will change').textContent()).toMatch(/uploads: 16 MiB at \/data.*stop-then-start/);
+    await create.getByRole('button', { name: 'Create volume' }).click();
     const row = page.locator('li[data-volume="uploads"]');
     await row.waitFor();
     expect(await row.textContent()).toContain('at /data (web)');

@@ -1,7 +1,7 @@
-import { useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import { api, ApiError, errorText, ok } from '../../api.js';
 import { ConfirmAction } from '../../components/confirm.js';
-import { ErrorMessage, FieldError, invalidProps, Loading } from '../../components/ui.js';
+import { FieldError, invalidProps, Loading } from '../../components/ui.js';
 import { useLoad } from '../../hooks.js';
 import { environmentLabel, useEnvironments } from './environments-list.js';
 import type { SectionProps } from './types.js';
@@ -129,6 +129,7 @@ function Addons({ app, org, project }: SectionProps) {
 }
 
 const VOLUME_FIELDS = ['name', 'mount_path', 'size_mib'] as const;
+const NEW_VOLUME = { name: '', mount_path: '', size_mib: '1024', environment: 'production' };
 
 /** The application's volumes with their usage; create one, or delete one and its data (asked first: the release redeploys). */
 function Volumes({ app, org, project }: SectionProps) {
@@ -136,11 +137,11 @@ function Volumes({ app, org, project }: SectionProps) {
   const volumes = useLoad(() => ok(api.GET('/v1/applications/{application_id}/volumes', path)), [app.id]);
   const environments = useEnvironments(org, project);
   const [fields, setFields] = useState<Partial<Record<(typeof VOLUME_FIELDS)[number], string>>>({});
-  const [error, setError] = useState<string | null>(null);
-  const create = async (event: Event) => {
-    event.preventDefault();
-    const form = event.currentTarget as HTMLFormElement;
-    const data = new FormData(form);
+  const form = useRef<HTMLFormElement>(null);
+  const [draft, setDraft] = useState<Record<string, string>>(NEW_VOLUME);
+  // Run from the confirmation: a refusal naming a field goes under it, and the dialog's result only points there.
+  const create = async () => {
+    const data = new FormData(form.current!);
     try {
       await ok(
         api.POST('/v1/applications/{application_id}/volumes', {
@@ -154,14 +155,14 @@ function Volumes({ app, org, project }: SectionProps) {
         }),
       );
       setFields({});
-      setError(null);
-      form.reset();
+      form.current!.reset();
+      setDraft(NEW_VOLUME);
       volumes.reload();
     } catch (e) {
       const named =
         e instanceof ApiError ? VOLUME_FIELDS.filter((f) => e.fields.some((x) => x.field.includes(f)) || e.message.includes(f)) : [];
       setFields(Object.fromEntries(named.map((f) => [f, errorText(e)])));
-      setError(named.length > 0 ? null : errorText(e));
+      throw named.length > 0 ? new Error('Not created: see the field above.') : e;
     }
   };
   return (
@@ -206,7 +207,12 @@ function Volumes({ app, org, project }: SectionProps) {
           )
         }
       </Loading>
-      <form aria-label="Create a volume" onSubmit={create}>
+      <form
+        ref={form}
+        aria-label="Create a volume"
+        onSubmit={(e) => e.preventDefault()}
+        onInput={(e) => setDraft(Object.fromEntries([...new FormData(e.currentTarget)].map(([k, v]) => [k, String(v)])))}
+      >
         <h3>Create a volume</h3>
         <label>
           Volume name
@@ -233,9 +239,17 @@ function Volumes({ app, org, project }: SectionProps) {
             ))}
           </select>
         </label>
-        <p class="muted">Mounting it redeploys the serving release stop-then-start: the instance is briefly unavailable.</p>
-        <button type="submit">Create volume</button>
-        <ErrorMessage message={error} />
+        <ConfirmAction
+          label="Create volume"
+          title="Create a volume"
+          environment={draft.environment}
+          changes={[
+            { label: 'Volume', to: `${draft.name || '(no name)'}: ${draft.size_mib} MiB at ${draft.mount_path || '(no path)'}` },
+            { label: 'Release', to: 'redeployed stop-then-start: the instance is briefly unavailable' },
+          ]}
+          run={create}
+          done="Created."
+        />
       </form>
     </section>
   );
