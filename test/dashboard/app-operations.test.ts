@@ -169,6 +169,9 @@ describe.skipIf(missing !== null)('the application page operations in Chromium',
     await page.getByLabel('Maximum instances').fill('3');
     await page.getByLabel('Target value').fill('70');
     await page.getByRole('button', { name: 'Save policy' }).click();
+    const set = dialogNamed('Autoscale web');
+    expect(await set.getByLabel('What will change').textContent()).toMatch(/web instancesa fixed count →\s*1–3, CPU 70%/);
+    await set.getByRole('button', { name: 'Save policy' }).click();
     const row = page.locator('tr[data-policy="web"]');
     await row.waitFor();
     expect(await row.textContent()).toMatch(/web production1–3, CPU 70%/);

@@ -1,7 +1,7 @@
-import { useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import { api, ApiError, errorText, ok, type Schemas } from '../../api.js';
 import { ConfirmAction } from '../../components/confirm.js';
-import { ErrorMessage, FieldError, invalidProps, Loading, when } from '../../components/ui.js';
+import { FieldError, invalidProps, Loading, when } from '../../components/ui.js';
 import { useLoad } from '../../hooks.js';
 import { environmentLabel, protectionNote, useEnvironments } from './environments-list.js';
 import type { SectionProps } from './types.js';
@@ -11,6 +11,15 @@ type Policy = Schemas['AutoscalePolicy'];
 const targetText = (t: Policy['target']) => ('cpu_percent' in t ? `CPU ${t.cpu_percent}%` : `${t.requests_per_second} requests/s`);
 
 const FIELDS = ['min', 'max', 'target', 'cooldown_seconds'] as const;
+const NEW_POLICY = {
+  process_type: '',
+  environment: 'production',
+  min: '1',
+  max: '3',
+  target_kind: 'cpu',
+  target_value: '70',
+  cooldown_seconds: '300',
+};
 
 /**
  * Autoscaling per process type and environment (min, max, a CPU or requests-per-second target),
@@ -23,14 +32,14 @@ export function AutoscalingSection({ app, org, project }: SectionProps) {
   const environments = useEnvironments(org, project);
   const envOf = (id: string) => environments.data?.find((e) => e.id === id);
   const [fields, setFields] = useState<Partial<Record<(typeof FIELDS)[number], string>>>({});
-  const [error, setError] = useState<string | null>(null);
-  const [saved, setSaved] = useState<string | null>(null);
+  const form = useRef<HTMLFormElement>(null);
+  const [draft, setDraft] = useState<Record<string, string>>(NEW_POLICY);
   const types = Object.keys(app.process_counts).sort();
+  const processType = draft.process_type || types[0] || 'web';
 
-  const save = async (event: Event) => {
-    event.preventDefault();
-    const data = new FormData(event.currentTarget as HTMLFormElement);
-    const processType = String(data.get('process_type'));
+  // Run from the confirmation: a refusal naming a field goes under it, and the dialog's result only points there.
+  const save = async () => {
+    const data = new FormData(form.current!);
     const value = Number(data.get('target_value'));
     try {
       await ok(
@@ -45,16 +54,15 @@ export function AutoscalingSection({ app, org, project }: SectionProps) {
         }),
       );
       setFields({});
-      setError(null);
-      setSaved(`Autoscaling ${processType}.`);
       policies.reload();
     } catch (e) {
-      setSaved(null);
       const named = e instanceof ApiError ? FIELDS.filter((f) => e.fields.some((x) => x.field.includes(f)) || e.message.includes(f)) : [];
       setFields(Object.fromEntries(named.map((f) => [f, errorText(e)])));
-      setError(named.length > 0 ? null : errorText(e));
+      throw named.length > 0 ? new Error('Not saved: see the field above.') : e;
     }
   };
+  const current = policies.data?.find((p) => p.process_type === processType && envOf(p.environment_id)?.slug === draft.environment);
+  const wanted = `${draft.min}–${draft.max}, ${draft.target_kind === 'cpu' ? `CPU ${draft.target_value}%` : `${draft.target_value} requests/s`}`;
   const number = (name: (typeof FIELDS)[number] | 'target_value', label: string, value: string, min: number, max: number) => (
     <>
       <label>
@@ -142,7 +150,12 @@ export function AutoscalingSection({ app, org, project }: SectionProps) {
             )
           }
         </Loading>
-        <form aria-label="Set an autoscaling policy" onSubmit={save}>
+        <form
+          ref={form}
+          aria-label="Set an autoscaling policy"
+          onSubmit={(e) => e.preventDefault()}
+          onInput={(e) => setDraft(Object.fromEntries([...new FormData(e.currentTarget)].map(([k, v]) => [k, String(v)])))}
+        >
           <h3>Set a policy</h3>
           <label>
             Process type
@@ -173,11 +186,21 @@ export function AutoscalingSection({ app, org, project }: SectionProps) {
           </label>
           {number('target_value', 'Target value', '70', 0.001, 1000000)}
           {number('cooldown_seconds', 'Cooldown (seconds)', '300', 0, 86400)}
-          <button type="submit" class="primary">
-            Save policy
-          </button>
-          <ErrorMessage message={error} />
-          {saved && <p role="status">{saved}</p>}
+          <ConfirmAction
+            label="Save policy"
+            title={`Autoscale ${processType}`}
+            environment={draft.environment}
+            changes={[
+              {
+                label: `${processType} instances`,
+                from: current ? `${current.min}–${current.max}, ${targetText(current.target)}` : 'a fixed count',
+                to: wanted,
+              },
+            ]}
+            note={protectionNote(environments.data?.find((e) => e.slug === draft.environment))}
+            run={save}
+            done="Saved."
+          />
         </form>
       </section>
 
