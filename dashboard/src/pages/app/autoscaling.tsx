@@ -3,7 +3,7 @@ import { api, ApiError, errorText, ok, type Schemas } from '../../api.js';
 import { ConfirmAction } from '../../components/confirm.js';
 import { FieldError, invalidProps, Loading, when } from '../../components/ui.js';
 import { useLoad } from '../../hooks.js';
-import { environmentLabel, protectionNote, useEnvironments } from './environments-list.js';
+import { EnvironmentOptions, protectionNote, useEnvironments } from './environments-list.js';
 import type { SectionProps } from './types.js';
 
 type Policy = Schemas['AutoscalePolicy'];
@@ -168,11 +168,7 @@ export function AutoscalingSection({ app, org, project }: SectionProps) {
           <label>
             Environment
             <select name="environment" defaultValue="production">
-              {(environments.data ?? []).map((e) => (
-                <option key={e.slug} value={e.slug}>
-                  {environmentLabel(e)}
-                </option>
-              ))}
+              <EnvironmentOptions environments={environments.data} />
             </select>
           </label>
           {number('min', 'Minimum instances', '1', 1, 100)}

@@ -4,7 +4,7 @@ import { ConfirmAction } from '../../components/confirm.js';
 import { LogView } from '../../components/log-view.js';
 import { ErrorMessage, FieldError, invalidProps, Loading, when } from '../../components/ui.js';
 import { useLoad } from '../../hooks.js';
-import { environmentLabel, useEnvironments } from './environments-list.js';
+import { EnvironmentOptions, useEnvironments } from './environments-list.js';
 import { RunTable } from './runs.js';
 import type { SectionProps } from './types.js';
 
@@ -173,11 +173,7 @@ export function CronSection({ app, org, project }: SectionProps) {
           <label>
             Environment
             <select name="environment" defaultValue={editing ? envSlug(editing) : 'production'} disabled={editing !== null}>
-              {(environments.data ?? []).map((e) => (
-                <option key={e.slug} value={e.slug}>
-                  {environmentLabel(e)}
-                </option>
-              ))}
+              <EnvironmentOptions environments={environments.data} />
             </select>
           </label>
           {editing && <input type="hidden" name="environment" value={envSlug(editing)} />}

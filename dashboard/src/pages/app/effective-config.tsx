@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { api, ok } from '../../api.js';
 import { Loading } from '../../components/ui.js';
 import { useLoad } from '../../hooks.js';
-import { environmentLabel, useEnvironments } from './environments-list.js';
+import { EnvironmentOptions, useEnvironments } from './environments-list.js';
 import type { SectionProps } from './types.js';
 
 const SCOPE_LABEL: Record<string, string> = {
@@ -38,11 +38,7 @@ export function EffectiveConfigSection({ app, org, project }: SectionProps) {
       <label class="inline-label">
         Environment
         <select value={environment} onChange={(e) => setEnvironment((e.currentTarget as HTMLSelectElement).value)}>
-          {(environments.data ?? [{ slug: 'production', protected: false } as never]).map((e) => (
-            <option key={e.slug} value={e.slug}>
-              {environmentLabel(e)}
-            </option>
-          ))}
+          <EnvironmentOptions environments={environments.data} />
         </select>
       </label>
       <Loading state={resolved} what="the effective configuration">

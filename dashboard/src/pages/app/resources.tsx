@@ -3,7 +3,7 @@ import { api, ApiError, errorText, ok } from '../../api.js';
 import { ConfirmAction } from '../../components/confirm.js';
 import { FieldError, invalidProps, Loading } from '../../components/ui.js';
 import { useLoad } from '../../hooks.js';
-import { environmentLabel, useEnvironments } from './environments-list.js';
+import { EnvironmentOptions, useEnvironments } from './environments-list.js';
 import type { SectionProps } from './types.js';
 
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
@@ -95,11 +95,7 @@ function Addons({ app, org, project }: SectionProps) {
                       value={choice.environment}
                       onChange={(e) => setChoice({ ...choice, environment: (e.currentTarget as HTMLSelectElement).value })}
                     >
-                      {(environments.data ?? []).map((e) => (
-                        <option key={e.slug} value={e.slug}>
-                          {environmentLabel(e)}
-                        </option>
-                      ))}
+                      <EnvironmentOptions environments={environments.data} />
                     </select>
                   </label>
                   <ConfirmAction
@@ -232,11 +228,7 @@ function Volumes({ app, org, project }: SectionProps) {
         <label>
           Environment
           <select name="environment" defaultValue="production">
-            {(environments.data ?? []).map((e) => (
-              <option key={e.slug} value={e.slug}>
-                {environmentLabel(e)}
-              </option>
-            ))}
+            <EnvironmentOptions environments={environments.data} />
           </select>
         </label>
         <ConfirmAction

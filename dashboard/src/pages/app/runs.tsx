@@ -3,7 +3,7 @@ import { api, ApiError, errorText, ok, type Schemas } from '../../api.js';
 import { LogView } from '../../components/log-view.js';
 import { ErrorMessage, FieldError, invalidProps, Loading, Status, duration, when } from '../../components/ui.js';
 import { useEventStream, useLoad } from '../../hooks.js';
-import { environmentLabel, protectionNote, useEnvironments } from './environments-list.js';
+import { EnvironmentOptions, protectionNote, useEnvironments } from './environments-list.js';
 import { CopyLine } from './copy-line.js';
 import type { SectionProps } from './types.js';
 
@@ -74,11 +74,7 @@ export function RunsSection({ app, org, project }: SectionProps) {
           <label>
             Environment
             <select value={environment} onChange={(e) => setEnvironment((e.currentTarget as HTMLSelectElement).value)}>
-              {(environments.data ?? [{ slug: 'production', protected: false } as never]).map((e) => (
-                <option key={e.slug} value={e.slug}>
-                  {environmentLabel(e)}
-                </option>
-              ))}
+              <EnvironmentOptions environments={environments.data} />
             </select>
           </label>
           {protectionNote(chosenEnvironment) && <p class="muted">{protectionNote(chosenEnvironment)}</p>}

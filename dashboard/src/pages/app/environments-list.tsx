@@ -18,3 +18,17 @@ export const environmentLabel = (e: ProjectEnvironment) => (e.protected ? `${e.s
 /** The note a confirmation carries for an action in a protected environment. */
 export const protectionNote = (e: ProjectEnvironment | undefined) =>
   e?.protected ? `${e.slug} is protected: only organization admins and members granted it may do this.` : undefined;
+
+/** The project's environments as a select's options (production alone while they load: the default stays chosen). */
+export function EnvironmentOptions({ environments }: { environments: ProjectEnvironment[] | undefined }) {
+  if (!environments) return <option value="production">production</option>;
+  return (
+    <>
+      {environments.map((e) => (
+        <option key={e.slug} value={e.slug}>
+          {environmentLabel(e)}
+        </option>
+      ))}
+    </>
+  );
+}
