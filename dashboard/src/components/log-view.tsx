@@ -7,6 +7,8 @@ interface Line {
 interface End {
   status: string;
   error_detail: string | null;
+  /** A one-off run's exit status (other logs' ends have none). */
+  exit_code?: number | null;
 }
 
 /** A record's log followed live over its event stream until the stream's `end` event. */
@@ -31,7 +33,11 @@ export function LogView({ url, title }: { url: string; title: string }) {
       <h3>
         {title}{' '}
         <span class="muted log-state" data-state={end ? end.status : open ? 'live' : 'connecting'}>
-          {end ? `finished: ${end.status}` : open ? '● live' : 'connecting…'}
+          {end
+            ? `finished: ${end.status}${end.exit_code === undefined || end.exit_code === null ? '' : `, exit ${end.exit_code}`}`
+            : open
+              ? '● live'
+              : 'connecting…'}
         </span>
       </h3>
       {end?.error_detail && (

@@ -25,7 +25,8 @@ export function ActivitySection({ app, org }: SectionProps) {
             <p class="muted empty">No recorded changes to this application yet.</p>
           ) : (
             <div class="table-scroll">
-              <table aria-label="Audit log">
+              {/* Focusable: at phone width the table scrolls sideways, and the keyboard must be able to scroll it. */}
+              <table aria-label="Audit log" tabIndex={0}>
                 <thead>
                   <tr>
                     <th>When</th>

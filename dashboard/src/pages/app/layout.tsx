@@ -6,8 +6,15 @@ import { Loading } from '../../components/ui.js';
 import { useLoad } from '../../hooks.js';
 import { applicationConfig, ConfigurationPanel } from '../configuration.js';
 import { MetricsPanel } from '../metrics.js';
-import { SettingsPanel } from '../settings.js';
 import { ActivitySection } from './activity.js';
+import { AutoscalingSection } from './autoscaling.js';
+import { CronSection } from './cron.js';
+import { EffectiveConfigSection } from './effective-config.js';
+import { PreviewsSection } from './previews.js';
+import { ProtectionSection } from './protection.js';
+import { ResourcesSection } from './resources.js';
+import { RunsSection } from './runs.js';
+import { SettingsSection } from './settings-section.js';
 import { DeploymentsSection } from './deployments.js';
 import { DomainsSection } from './domains.js';
 import { LogsSection } from './logs.js';
@@ -32,15 +39,17 @@ const SECTIONS: Section[] = [
     icon: 'config',
     component: ({ app }) => <ConfigurationPanel endpoints={applicationConfig(app.id)} />,
   },
+  { slug: 'effective', label: 'Effective config', icon: 'layers', component: EffectiveConfigSection },
+  { slug: 'runs', label: 'Runs', icon: 'play', component: RunsSection },
+  { slug: 'cron', label: 'Cron', icon: 'calendar', component: CronSection },
+  { slug: 'autoscaling', label: 'Autoscaling', icon: 'gauge', component: AutoscalingSection },
+  { slug: 'environments', label: 'Environments', icon: 'shield', component: ProtectionSection },
+  { slug: 'previews', label: 'Previews', icon: 'preview', component: PreviewsSection },
   { slug: 'domains', label: 'Domains', icon: 'domains', component: DomainsSection },
+  { slug: 'resources', label: 'Add-ons & volumes', icon: 'database', component: ResourcesSection },
   { slug: 'metrics', label: 'Metrics', icon: 'metrics', component: ({ app }) => <MetricsPanel applicationId={app.id} /> },
   { slug: 'activity', label: 'Activity', icon: 'activity', component: ActivitySection },
-  {
-    slug: 'settings',
-    label: 'Settings',
-    icon: 'settings',
-    component: ({ app, reloadApp }) => <SettingsPanel app={app} onSaved={reloadApp} />,
-  },
+  { slug: 'settings', label: 'Settings', icon: 'settings', component: SettingsSection },
 ];
 
 /** An application: its name, the section navigation, and the chosen section. */

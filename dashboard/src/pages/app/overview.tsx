@@ -8,6 +8,8 @@ import { useEventStream, useLoad } from '../../hooks.js';
 import { DeploymentTable, trigger } from './deployment-table.js';
 import { Processes } from './processes.js';
 import { Releases } from './releases.js';
+import { RequestSparklines } from './sparklines.js';
+import { protectionNote, useEnvironments } from './environments-list.js';
 import type { Deployment, SectionProps } from './types.js';
 
 const EVENT_KINDS = [
@@ -52,11 +54,12 @@ export function rollbackTarget(deployments: Deployment[], serving: Deployment | 
 }
 
 /** The overview answers three questions first: is it up, what changed, what is failing. */
-export function OverviewSection({ app, reloadApp }: SectionProps) {
+export function OverviewSection({ app, org, project, reloadApp }: SectionProps) {
   const path = { params: { path: { application_id: app.id } } };
   const deployments = useLoad(() => ok(api.GET('/v1/applications/{application_id}/deployments', path)), [app.id]);
   const images = useLoad(() => ok(api.GET('/v1/images/{application_id}', path)), [app.id]);
   const releases = useLoad(() => ok(api.GET('/v1/releases/{application_id}', path)), [app.id]);
+  const environments = useEnvironments(org, project);
   const [events, setEvents] = useState<AppEvent[]>([]);
   const [selected, setSelected] = useState<Selected>(null);
 
@@ -78,6 +81,8 @@ export function OverviewSection({ app, reloadApp }: SectionProps) {
   const serving = all ? servingNow(all) : [];
   const production = serving.find((d) => d.environment === 'production') ?? serving[0];
   const target = all ? rollbackTarget(all, production) : undefined;
+  const protectedSlugs = new Set((environments.data ?? []).filter((e) => e.protected).map((e) => e.slug));
+  const productionProtection = protectionNote(environments.data?.find((e) => e.slug === (production?.environment ?? 'production')));
 
   return (
     <>
@@ -91,6 +96,7 @@ export function OverviewSection({ app, reloadApp }: SectionProps) {
       ) : (
         <Glance deployments={all} serving={production} />
       )}
+      <RequestSparklines applicationId={app.id} refresh={events.length} />
 
       <section aria-labelledby="serving-h" class="panel">
         <h2 id="serving-h">Serving</h2>
@@ -99,7 +105,7 @@ export function OverviewSection({ app, reloadApp }: SectionProps) {
         ) : serving.length === 0 ? (
           <p class="muted empty">Nothing is serving yet: deploy to start.</p>
         ) : (
-          serving.map((d) => <Serving key={d.id} deployment={d} refresh={events.length} />)
+          serving.map((d) => <Serving key={d.id} deployment={d} refresh={events.length} isProtected={protectedSlugs.has(d.environment)} />)
         )}
         <Health applicationId={app.id} refresh={events.length} />
         <p class="muted">Repository: {app.github_repository ?? 'none set (see Settings)'}</p>
@@ -116,6 +122,7 @@ export function OverviewSection({ app, reloadApp }: SectionProps) {
                 to: 'a new release built from the repository',
               },
             ]}
+            note={productionProtection}
             run={() => ok(api.POST('/v1/applications/{application_id}/deploy', { ...path, body: {} }))}
             done="Deploy started."
           />
@@ -127,7 +134,7 @@ export function OverviewSection({ app, reloadApp }: SectionProps) {
               title={`Roll back ${app.name}`}
               environment={production.environment}
               changes={[{ label: 'Release', from: `v${production.release.version}`, to: target ? `v${target.release.version}` : '—' }]}
-              note="The earlier release runs again as it was: its image and its configuration, no rebuild."
+              note={`The earlier release runs again as it was: its image and its configuration, no rebuild.${productionProtection ? ` ${productionProtection}` : ''}`}
               run={() =>
                 ok(
                   api.POST('/v1/applications/{application_id}/rollback', {
@@ -265,11 +272,18 @@ function Glance({ deployments, serving }: { deployments: Deployment[]; serving: 
   );
 }
 
-function Serving({ deployment: d, refresh }: { deployment: Deployment; refresh: number }) {
+function Serving({ deployment: d, refresh, isProtected }: { deployment: Deployment; refresh: number; isProtected: boolean }) {
   const url = typeof d.deploy_metadata?.url === 'string' ? d.deploy_metadata.url : null;
   return (
     <div class="serving" data-environment={d.environment}>
-      <h3>{d.environment}</h3>
+      <h3>
+        {d.environment}{' '}
+        {isProtected && (
+          <span class="status status-busy" data-testid={`protected-${d.environment}`}>
+            protected
+          </span>
+        )}
+      </h3>
       <dl class="facts">
         <dt>Release</dt>
         <dd data-testid={`serving-release-${d.environment}`}>v{d.release.version}</dd>
