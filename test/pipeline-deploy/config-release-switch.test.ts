@@ -64,4 +64,20 @@ describe('a configuration-only release', () => {
     expect(d.error_detail).toContain('the previous release keeps serving');
     expect(await served(host)).toBe('v1:hello');
   });
+
+  it('retires the previous instances once the window passes, and the new ones keep serving', async () => {
+    const app = await deployableApp(h, alice, { stability_window: 0 });
+    const host = `${app.slugs.app}.${app.slugs.project}.${app.slugs.org}.localhost`;
+    const v1 = await app.release({ 'app.js': NODE_APP('v1') }, 'web: node app.js\n');
+    expect((await settled(h, alice, (await api('POST', `/v1/releases/${v1}/deploy`)).deployment_id)).complete).toBe(true);
+    await api('PATCH', `/v1/applications/${app.appId}/settings`, { stability_window: 1 });
+    await api('POST', `/v1/configurations/${app.appId}/bulk`, { variables: { GREETING: 'later' } });
+    const { release_id, deployment_id } = await api('POST', `/v1/applications/${app.appId}/config-release`);
+    const d = await settled(h, alice, deployment_id);
+    expect(d).toMatchObject({ complete: true, error: false });
+    expect(d.deploy_log).toContain('the previous instances stand by');
+    expect(await served(host)).toBe('v1:later');
+    const rows = await h.ctx.db.selectFrom('instances').select('release_id').where('application_id', '=', app.appId).execute();
+    expect(rows).toEqual([{ release_id }]);
+  });
 });
