@@ -26,7 +26,7 @@ import { wireConfigurations } from './modules/configurations/index.js';
 import { wireTeams } from './modules/teams/index.js';
 import { wireHealth } from './modules/health/index.js';
 import { wireStorage } from './modules/storage/index.js';
-import { latestRecordsSource, reconcileAfterScale, wirePipeline } from './pipeline/index.js';
+import { applicationDetailSource, latestRecordsSource, reconcileAfterScale, wirePipeline } from './pipeline/index.js';
 import { imagesRoutes } from './modules/images/index.js';
 import { releasesRoutes } from './modules/releases/index.js';
 import { applicationDeleteRoutes, deploymentsRoutes, oneOffRunsRoutes } from './modules/deployments/index.js';
@@ -432,6 +432,7 @@ export function composeCore(ctx: AppContext, repos: Repositories = createReposit
     repository: repos.applications,
     projects,
     latest: latestRecordsSource(ctx.db),
+    detail: applicationDetailSource(ctx.db),
     // A scale reaches running instances through the deployments module (a queued `reconcile`):
     // a port the applications module owns, so it needs nothing above it.
     onScaled: reconcileAfterScale(ctx, repos.deployments),

@@ -23,6 +23,7 @@ export * from './env-deploys/env-deploys.service.js';
 export { EnvDeploysRepository } from './env-deploys/env-deploys.repository.js';
 export * from './env-deploys/environment-pipeline.js';
 export * from './status/latest-records.js';
+export * from './status/application-detail.js';
 export * from './status/pipeline.service.js';
 export { moveArtifactRoot } from './build/artifact-root.js';
 export * from './wire.js';

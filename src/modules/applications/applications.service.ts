@@ -34,6 +34,17 @@ export interface LatestRecords {
  */
 export type LatestRecordsSource = (applicationIds: string[], environmentSlug?: string) => Promise<Map<string, LatestRecords>>;
 const noRecords: LatestRecordsSource = async () => new Map();
+/**
+ * The application by its slugs with the caller's membership and latest records in one read (the
+ * detail's hot path, supplied by the pipeline); undefined when anything is missing or the caller
+ * is no member, and the detail then finds out which on its own.
+ */
+export type ApplicationDetailSource = (
+  userId: string,
+  orgSlug: string,
+  projectSlug: string,
+  appSlug: string,
+) => Promise<{ application: ApplicationRow; latest: LatestRecords } | undefined>;
 const NONE: LatestRecords = { latest_image: null, latest_release: null, latest_deployment: null };
 
 /** Refuses a `github_repository` the user may not build from (the source policy, issue 10). */
@@ -53,6 +64,7 @@ export class ApplicationsService {
     private readonly latest: LatestRecordsSource = noRecords,
     private readonly onScaled: ScaleListener = async () => {},
     private readonly vetRepository: RepositoryVetter = async () => {},
+    private readonly detailSource: ApplicationDetailSource | null = null,
   ) {
     this.apps = apps;
     this.projects = projects;
@@ -99,6 +111,10 @@ export class ApplicationsService {
   }
 
   async detailBySlugs(userId: string, orgSlug: string, projectSlug: string, appSlug: string, environmentSlug?: string) {
+    if (environmentSlug === undefined && this.detailSource) {
+      const found = await this.detailSource(userId, orgSlug, projectSlug, appSlug);
+      if (found) return this.shape(found.application, found.latest);
+    }
     const found = await this.apps.findBySlugsForUser(orgSlug, projectSlug, appSlug, userId);
     if (!found) throw notFound('Organization');
     if (!found.member_id) throw forbidden();
@@ -115,7 +131,10 @@ export class ApplicationsService {
     if (environmentSlug !== undefined && this.latest !== noRecords && !latest.has(app.id)) {
       throw notFound(`Environment '${environmentSlug}' of the application's project`);
     }
-    const l = latest.get(app.id) ?? NONE;
+    return this.shape(app, latest.get(app.id) ?? NONE);
+  }
+
+  private shape(app: ApplicationRow, l: LatestRecords) {
     return {
       id: app.id,
       name: app.name,

@@ -2,6 +2,9 @@ import { sql, type Insertable, type Updateable } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
 import { precompiled } from '../../platform/db/precompiled.js';
 import type { ConfigScope, ConfigVarsTable } from '../../platform/db/schema.js';
+import type { Selectable } from 'kysely';
+
+type ConfigVarRow = Selectable<ConfigVarsTable>;
 
 export interface ScopeRef {
   scope: ConfigScope;
@@ -12,7 +15,32 @@ export class ConfigurationsRepository {
   // The variables of a scope: read on every configuration list and every release.
   private readonly inScope;
 
+  // An application's variables with the caller's access to it: the configuration list in one read.
+  private readonly ofApplicationForUser;
+
+  // Each variable's size in a scope: read before every write (the scope's limits).
+  private readonly sizes;
+
   constructor(private readonly db: Db) {
+    this.sizes = precompiled(db, ['scope', 'scopeId'], ({ scope, scopeId }: { scope: ConfigScope; scopeId: string }) => ({
+      compile: () =>
+        sql<{ name: string; bytes: number }>`
+          select lower(name) as name, (octet_length(name) + coalesce(octet_length(value), octet_length(value_sealed), 0))::int as bytes
+          from config_vars where scope = ${scope} and scope_id = ${scopeId}`.compile(db),
+    }));
+    this.ofApplicationForUser = precompiled(
+      db,
+      ['applicationId', 'userId'],
+      ({ applicationId, userId }: { applicationId: string; userId: string }) => ({
+        compile: () =>
+          sql<ConfigVarRow & { is_member: boolean }>`
+          select access.is_member, v.*
+          from (select a.id, exists (select 1 from memberships m where m.organization_id = p.organization_id and m.user_id = ${userId}) as is_member
+                from applications a join projects p on p.id = a.project_id where a.id = ${applicationId}) access
+          left join config_vars v on access.is_member and v.scope = 'application' and v.scope_id = access.id
+          order by v.name`.compile(db),
+      }),
+    );
     this.inScope = precompiled(db, ['scope', 'scopeId'], ({ scope, scopeId }: { scope: ConfigScope; scopeId: string }) =>
       db.selectFrom('config_vars').selectAll().where('scope', '=', scope).where('scope_id', '=', scopeId).orderBy('name'),
     );
@@ -20,6 +48,24 @@ export class ConfigurationsRepository {
 
   list({ scope, scopeId }: ScopeRef) {
     return this.inScope({ scope, scopeId });
+  }
+
+  /** Each variable of the scope by lowercase name, with the bytes its name and value take. */
+  sizesInScope({ scope, scopeId }: ScopeRef) {
+    return this.sizes({ scope, scopeId });
+  }
+
+  /**
+   * The application's own variables, when `userId` is a member of its organization (the rule
+   * ApplicationsService.authorize applies): undefined when there is no such application,
+   * `forbidden` for a caller who is not a member.
+   */
+  async listOfApplicationForUser(applicationId: string, userId: string): Promise<ConfigVarRow[] | 'forbidden' | undefined> {
+    const rows = await this.ofApplicationForUser({ applicationId, userId });
+    if (rows.length === 0) return undefined;
+    if (!rows[0]!.is_member) return 'forbidden';
+    // The application without variables is one row of nulls (the left join).
+    return rows[0]!.id === null ? [] : rows.map(({ is_member: _member, ...row }) => row);
   }
 
   find({ scope, scopeId }: ScopeRef, id: string) {

@@ -45,7 +45,7 @@ export function configurationsRoutes(apps: ApplicationAccess, config: Configurat
           response: { 200: Type.Array(ConfigVariable), ...commonErrorResponses },
         },
       },
-      async (request) => config.list(await scopeOf(request, request.params.application_id)),
+      async (request) => config.listForApplication(currentUser(request).id, request.params.application_id),
     );
 
     app.get(

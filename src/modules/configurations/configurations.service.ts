@@ -130,10 +130,7 @@ export class ConfigurationsService {
    * release copies the whole scope, so an unbounded one makes every release and start slow.
    */
   private async requireRoom(scope: ScopeRef, incoming: Array<{ name: string; value: string }>) {
-    const existing = await sql<{ name: string; bytes: number }>`
-      select lower(name) as name, (octet_length(name) + coalesce(octet_length(value), octet_length(value_sealed), 0))::int as bytes
-      from config_vars where scope = ${scope.scope} and scope_id = ${scope.scopeId}`.execute(this.db);
-    const sizes = new Map(existing.rows.map((r) => [r.name, r.bytes]));
+    const sizes = new Map((await this.repo.sizesInScope(scope)).map((r) => [r.name, r.bytes]));
     for (const e of incoming) sizes.set(e.name.toLowerCase(), Buffer.byteLength(e.name) + Buffer.byteLength(e.value));
     const bytes = [...sizes.values()].reduce((a, b) => a + b, 0);
     if (sizes.size > this.limits.variables) {
@@ -158,6 +155,18 @@ export class ConfigurationsService {
 
   async list(scope: ScopeRef) {
     return (await this.repo.list(scope)).map(toVariable);
+  }
+
+  /**
+   * An application's variables for a member of its organization, with the membership checked in
+   * the same read (the configuration list's hot path, issue 35): 404 without the application,
+   * 403 for a caller who is not a member, as the routes' authorize answers.
+   */
+  async listForApplication(userId: string, applicationId: string) {
+    const rows = await this.repo.listOfApplicationForUser(applicationId, userId);
+    if (rows === undefined) throw notFound('Application');
+    if (rows === 'forbidden') throw forbidden();
+    return rows.map(toVariable);
   }
 
   async get(scope: ScopeRef, id: string) {

@@ -126,10 +126,18 @@ export class DeployRunner {
       const plan = await workloadPlan(this.ctx.db, this.ctx.secrets, deploymentId, release, image, target, this.ctx.config.ROUTER_DOMAIN);
       // How long new instances may take to answer, and must then keep running: the application's settings, else the platform's.
       plan.healthCheck.timeoutSeconds = target.healthCheckTimeout ?? this.ctx.config.HEALTH_CHECK_TIMEOUT_SECONDS;
-      const firstHere = !(await this.repo.current(deployment.application_id, deployment.environment_id));
-      const window = stabilityWindow(target.stabilityWindow, firstHere, this.ctx.config);
+      const current = await this.repo.current(deployment.application_id, deployment.environment_id);
+      const window = stabilityWindow(target.stabilityWindow, !current, this.ctx.config);
       plan.stabilitySeconds = window.seconds;
-      log.line(`Setup: stability window ${window.seconds}s (${window.why})`);
+      // A configuration change on the image already serving (issue 35, goal 5): served as soon as it is healthy.
+      const serving = current && window.seconds > 0 ? await this.repo.release(current.release_id) : undefined;
+      plan.switchBeforeWindow = Boolean(serving && serving.image_ref === release.image_ref);
+      log.line(
+        `Setup: stability window ${window.seconds}s (${window.why})` +
+          (plan.switchBeforeWindow
+            ? '; same image as the release serving: traffic switches once healthy, the previous instances stand by'
+            : ''),
+      );
       const deadline = Date.now() + plan.timeoutSeconds * 1000;
       await this.runtime.prepare(plan, (l) => log.line(`Setup: ${l}`));
 

@@ -32,35 +32,42 @@ export function latestRecordsSource(db: Db): LatestRecordsSource {
     const rows = one
       ? await (environmentSlug === undefined ? queries.detail : queries.detailInEnvironment)({ ids: applicationIds[0]!, environment })
       : await (environmentSlug === undefined ? queries.list : queries.listInEnvironment)({ ids: applicationIds, environment });
-    for (const { id, only_id, image, release, deployment } of rows) {
-      if (environmentSlug !== undefined && !only_id) continue;
-      result.set(id, {
-        latest_image: image && {
-          id: image.id,
-          version: image.version,
-          built: image.built,
-          error: image.error,
-          created: isoText(image.created_at),
-        },
-        latest_release: release && {
-          id: release.id,
-          version: release.version,
-          built: release.built,
-          error: release.error,
-          created: isoText(release.created_at),
-          environment: release.environment,
-        },
-        latest_deployment: deployment && {
-          id: deployment.id,
-          release_version: deployment.release_version,
-          complete: deployment.complete,
-          error: deployment.error,
-          created: isoText(deployment.created_at),
-          environment: deployment.environment,
-        },
-      });
+    for (const row of rows) {
+      if (environmentSlug !== undefined && !row.only_id) continue;
+      result.set(row.id, latestOf(row));
     }
     return result;
+  };
+}
+
+type LatestRow = Awaited<ReturnType<ReturnType<typeof latestRecordsQuery>>>[number];
+
+/** The API's shape of a row's image, release and deployment JSON. */
+export function latestOf({ image, release, deployment }: Pick<LatestRow, 'image' | 'release' | 'deployment'>): LatestRecords {
+  return {
+    latest_image: image && {
+      id: image.id,
+      version: image.version,
+      built: image.built,
+      error: image.error,
+      created: isoText(image.created_at),
+    },
+    latest_release: release && {
+      id: release.id,
+      version: release.version,
+      built: release.built,
+      error: release.error,
+      created: isoText(release.created_at),
+      environment: release.environment,
+    },
+    latest_deployment: deployment && {
+      id: deployment.id,
+      release_version: deployment.release_version,
+      complete: deployment.complete,
+      error: deployment.error,
+      created: isoText(deployment.created_at),
+      environment: deployment.environment,
+    },
   };
 }
 

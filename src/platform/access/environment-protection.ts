@@ -1,5 +1,6 @@
 import type { Db } from '../db/database.js';
 import { AppError } from '../errors.js';
+import { precompiled } from '../db/precompiled.js';
 import { findProductionEnvironmentId } from '../environments/production-environment.js';
 
 /**
@@ -81,22 +82,52 @@ export function reachOfScope(scope: {
  * already checked membership. Shared with every module through the environments index.
  */
 export async function requireProtectedEnvironmentAdmin(db: Db, userId: string, reach: ProtectedReach, change: string): Promise<void> {
-  let query = db
-    .selectFrom('environments as e')
-    .innerJoin('projects as p', 'p.id', 'e.project_id')
-    .leftJoin('memberships as m', (j) => j.onRef('m.organization_id', '=', 'p.organization_id').on('m.user_id', '=', userId))
-    .leftJoin('environment_grants as g', (j) => j.onRef('g.environment_id', '=', 'e.id').on('g.user_id', '=', userId))
-    .select(['e.slug', 'm.admin'])
-    .where('e.protected', '=', true)
-    // A member granted the environment acts there as their role allows (the route table checked the role).
-    .where((eb) => eb.or([eb('g.user_id', 'is', null), eb('m.user_id', 'is', null)]));
-  if ('environmentId' in reach) query = query.where('e.id', '=', reach.environmentId);
-  else if ('projectId' in reach) query = query.where('p.id', '=', reach.projectId);
-  else if ('teamId' in reach) query = query.where('p.team_id', '=', reach.teamId);
-  else if ('organizationId' in reach) query = query.where('p.organization_id', '=', reach.organizationId);
-  else query = query.where('p.id', '=', (eb) => eb.selectFrom('applications').select('project_id').where('id', '=', reach.applicationId));
-  const row = await query.orderBy('e.slug').limit(1).executeTakeFirst();
+  const kind = REACH_KINDS.find((k) => k in reach)!;
+  const [row] = await lockedEnvironmentQuery(db, kind)({ userId, target: (reach as Record<ReachKind, string>)[kind] });
   if (row && !row.admin) {
     throw new AppError('FORBIDDEN', `Environment '${row.slug}' is protected: only organization admins change ${change}`);
   }
+}
+
+// In the order a reach is read (the first key present decides).
+const REACH_KINDS = ['environmentId', 'projectId', 'teamId', 'organizationId', 'applicationId'] as const;
+type ReachKind = (typeof REACH_KINDS)[number];
+type LockedEnvironmentQuery = (values: { userId: string; target: string }) => Promise<Array<{ slug: string; admin: boolean | null }>>;
+const lockedEnvironmentQueries = new WeakMap<Db, Map<ReachKind, LockedEnvironmentQuery>>();
+
+/**
+ * The first protected environment the reach covers where the caller is neither granted nor
+ * exempt, one compiled statement per kind of reach (prepared per connection: every write to a
+ * configuration or setting runs it).
+ */
+function lockedEnvironmentQuery(db: Db, kind: ReachKind): LockedEnvironmentQuery {
+  let byKind = lockedEnvironmentQueries.get(db);
+  if (!byKind) lockedEnvironmentQueries.set(db, (byKind = new Map()));
+  let query = byKind.get(kind);
+  if (!query) {
+    query = precompiled(db, ['userId', 'target'], ({ userId, target }: { userId: string; target: string }) => {
+      const base = db
+        .selectFrom('environments as e')
+        .innerJoin('projects as p', 'p.id', 'e.project_id')
+        .leftJoin('memberships as m', (j) => j.onRef('m.organization_id', '=', 'p.organization_id').on('m.user_id', '=', userId))
+        .leftJoin('environment_grants as g', (j) => j.onRef('g.environment_id', '=', 'e.id').on('g.user_id', '=', userId))
+        .select(['e.slug', 'm.admin'])
+        .where('e.protected', '=', true)
+        // A member granted the environment acts there as their role allows (the route table checked the role).
+        .where((eb) => eb.or([eb('g.user_id', 'is', null), eb('m.user_id', 'is', null)]));
+      const scoped =
+        kind === 'environmentId'
+          ? base.where('e.id', '=', target)
+          : kind === 'projectId'
+            ? base.where('p.id', '=', target)
+            : kind === 'teamId'
+              ? base.where('p.team_id', '=', target)
+              : kind === 'organizationId'
+                ? base.where('p.organization_id', '=', target)
+                : base.where('p.id', '=', (eb) => eb.selectFrom('applications').select('project_id').where('id', '=', target));
+      return scoped.orderBy('e.slug').limit(1);
+    });
+    byKind.set(kind, query);
+  }
+  return query;
 }

@@ -1,4 +1,5 @@
 import type { Db } from '../db/database.js';
+import { precompiled } from '../db/precompiled.js';
 import { AppError } from '../errors.js';
 import { describeNeed, type KeyAction, type RouteNeed } from './route-actions.js';
 
@@ -28,6 +29,42 @@ export interface Position {
   environmentId: string | null;
   /** A name or id the request gives that could not be placed (unknown, or not where the path says). */
   unplaced: string | null;
+  /**
+   * The caller's membership in the organization of the application found by id, read in the same
+   * statement (issue 35: one round trip fewer on every per-application write); absent when not read.
+   */
+  membership?: { organizationId: string; row: PositionMembership | undefined };
+}
+
+/** A member's role in an organization, with what route access needs of the organization. */
+export interface PositionMembership {
+  role: string;
+  slug: string;
+  viewers_see_protected_logs: boolean;
+}
+
+type ApplicationWithMembership = { id: string; project_id: string; organization_id: string; slug: string } & {
+  role: string | null;
+  viewers_see_protected_logs: boolean;
+};
+const applicationWithMembershipQueries = new WeakMap<Db, (v: { id: string; userId: string }) => Promise<ApplicationWithMembership[]>>();
+
+/** The application by id with its organization and the caller's membership there: one prepared statement. */
+function applicationWithMembership(db: Db, id: string, userId: string) {
+  let query = applicationWithMembershipQueries.get(db);
+  if (!query) {
+    query = precompiled(db, ['id', 'userId'], ({ id, userId }: { id: string; userId: string }) =>
+      db
+        .selectFrom('applications as a')
+        .innerJoin('projects as p', 'p.id', 'a.project_id')
+        .innerJoin('organizations as o', 'o.id', 'p.organization_id')
+        .leftJoin('memberships as m', (j) => j.onRef('m.organization_id', '=', 'p.organization_id').on('m.user_id', '=', userId))
+        .select(['a.id', 'a.project_id', 'p.organization_id', 'o.slug', 'o.viewers_see_protected_logs', 'm.role'])
+        .where('a.id', '=', id),
+    );
+    applicationWithMembershipQueries.set(db, query);
+  }
+  return query({ id, userId }).then((rows) => rows[0]);
 }
 
 type Fields = Record<string, unknown>;
@@ -50,12 +87,22 @@ const RECORD_TABLES = {
  * carry in their query or body (`environment`, `service`, `project_id`, `organization_id`,
  * `organization`), each resolved where the path puts it.
  */
-export async function positionOf(db: Db, params: Fields, query: Fields, body: Fields): Promise<Position> {
+export async function positionOf(db: Db, params: Fields, query: Fields, body: Fields, userId?: string): Promise<Position> {
   const pos: Position = { organizationId: null, projectId: null, applicationId: null, environmentId: null, unplaced: null };
   const unplaced = (what: string) => {
     pos.unplaced ??= what;
   };
   const setApplication = async (where: { id: string } | { slug: string }) => {
+    if ('id' in where && userId !== undefined && !pos.membership && UUID.test(where.id)) {
+      const row = await applicationWithMembership(db, where.id, userId);
+      if (!row || (pos.applicationId && pos.applicationId !== row.id)) return unplaced(`application '${where.id}'`);
+      pos.applicationId = row.id;
+      pos.projectId = row.project_id;
+      pos.organizationId = row.organization_id;
+      const { role, slug, viewers_see_protected_logs } = row;
+      pos.membership = { organizationId: row.organization_id, row: role === null ? undefined : { role, slug, viewers_see_protected_logs } };
+      return;
+    }
     let q = db
       .selectFrom('applications as a')
       .innerJoin('projects as p', 'p.id', 'a.project_id')

@@ -50,8 +50,13 @@ export async function checkRouteAccess(
   const logs = isLogRead(method, url);
   let position: Position | undefined;
   if (!read || logs || rule) {
-    position = await positionOf(db, params, query, body);
-    const membership = position.organizationId ? await membershipOf(db, userId, position.organizationId) : undefined;
+    position = await positionOf(db, params, query, body, userId);
+    const known = position.membership;
+    const membership = !position.organizationId
+      ? undefined
+      : known?.organizationId === position.organizationId
+        ? known.row
+        : await membershipOf(db, userId, position.organizationId);
     if (membership) {
       const role = membership.role as Role;
       const self = rule?.exceptSelf === true && params.user_id === userId;

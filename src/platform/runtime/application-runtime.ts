@@ -68,6 +68,13 @@ export interface WorkloadPlan {
   timeoutSeconds: number;
   /** The stability window: seconds the new instances must keep running once healthy before traffic switches; unset: none. */
   stabilitySeconds?: number;
+  /**
+   * The release runs the image already serving (a configuration change): traffic switches as soon
+   * as the new instances are healthy, and the previous ones stay up through the stability window,
+   * taking the traffic back if a new one crashes in it. A config change is then served in about a
+   * second instead of after the window (issue 35, goal 5); the crash check still holds.
+   */
+  switchBeforeWindow?: boolean;
   /** The public host name of the environment's web processes. */
   hostname: string;
   /** Verified custom domains of the environment (Ingress hosts with TLS on Kubernetes; the local edge reads them itself). */

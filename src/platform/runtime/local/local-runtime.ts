@@ -176,16 +176,26 @@ export class LocalRuntime implements ApplicationRuntime {
       const window = plan.stabilitySeconds ?? 0;
       // With a previous release serving, traffic switches only once the window passed; a first release serves at once.
       let routed = false;
-      if (previous.length === 0 || window === 0) {
+      const previousWeb = previous.filter((s) => isWeb(s.labels.processType) && s.port !== null).map((s) => s.id);
+      const standBy = window > 0 && plan.switchBeforeWindow === true && previousWeb.length > 0;
+      if (previous.length === 0 || window === 0 || standBy) {
         await this.runtimeService.publish(plan.hostname, web);
         routed = true;
         log.line(`Rollout: ${plan.hostname} now routes to ${web.length} web instance(s) of v${plan.release.version}`);
       }
       if (window > 0) {
         log.line(
-          `Rollout: healthy; watching the new instances for ${window}s (stability window)${routed ? '' : '; the previous release serves until then'}`,
+          `Rollout: healthy; watching the new instances for ${window}s (stability window)${
+            standBy ? '; the previous instances stand by' : routed ? '' : '; the previous release serves until then'
+          }`,
         );
         const crashed = await this.runtimeService.watchStable(started, window * 1000, signal);
+        // Switched early: a crash (or an interruption) in the window hands the traffic back to the previous instances.
+        if (standBy && (crashed || signal.aborted)) {
+          await this.runtimeService.publish(plan.hostname, previousWeb);
+          log.line(`Rollout: ${plan.hostname} routes to the previous release again`);
+          routed = false;
+        }
         if (signal.aborted) throw new RolloutFailure('Interrupted during the stability window', 'interrupted');
         if (crashed) {
           const diagnosis = await this.runtimeService.diagnose(crashed.id, 'crashed_in_stability_window', plan.healthCheck.path);
