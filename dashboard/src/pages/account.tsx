@@ -180,7 +180,7 @@ function SessionsPanel() {
                         <ConfirmAction
                           class="compact"
                           label="Sign out"
-                          ariaLabel={`End the sign-in from ${x.address ?? 'an unknown address'}`}
+                          ariaLabel={`Sign out ${x.method} from ${x.address ?? 'an unknown address'}`}
                           danger
                           title="End this sign-in"
                           changes={[{ label: `${x.method} from ${x.address ?? 'unknown'}`, from: 'signed in', to: 'signed out' }]}

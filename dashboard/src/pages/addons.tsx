@@ -282,7 +282,7 @@ function Backups({ org, addon, onChanged }: { org: string; addon: Addon; onChang
                           <ConfirmAction
                             class="compact"
                             label="Restore into a fork"
-                            ariaLabel={`Restore the backup of ${when(x.started)} into a fork`}
+                            ariaLabel={`Restore into a fork from the backup of ${when(x.started)}`}
                             title={`Restore ${addon.name} into a new add-on`}
                             changes={[
                               { label: 'New add-on', to: fork },

@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, errorText, ok, type Paths, type Schemas } from '../api.js';
 import { ConfirmAction } from '../components/confirm.js';
 import { ErrorMessage, FieldError, invalidProps, Loading, when } from '../components/ui.js';
@@ -38,6 +38,8 @@ export function NotificationsSection({ org }: { org: string }) {
   const path = { params: { path: { org_slug: org } } };
   const channels = useLoad(() => ok(api.GET('/v1/organizations/{org_slug}/notification-channels', path)), [org]);
   const [open, setOpen] = useState<string | null>(null);
+  // A test sent: the open deliveries list loads again (remounts) to show it.
+  const [sentTests, setSentTests] = useState(0);
   const [kind, setKind] = useState<CreateBody['kind']>('slack');
   const [refusal, setRefusal] = useState<{ url?: string; other?: string } | null>(null);
   const create = async (event: Event) => {
@@ -86,7 +88,7 @@ export function NotificationsSection({ org }: { org: string }) {
                     {c.events.join(', ')} · {c.environments ? `environments: ${c.environments.join(', ')}` : 'every environment'}
                   </p>
                   <div class="buttons">
-                    <TestButton org={org} channelId={c.id} name={c.name} onSent={() => setOpen(c.id)} />
+                    <TestButton org={org} channelId={c.id} name={c.name} onSent={() => (setOpen(c.id), setSentTests((n) => n + 1))} />
                     <button type="button" aria-expanded={open === c.id} onClick={() => setOpen(open === c.id ? null : c.id)}>
                       Deliveries
                     </button>
@@ -107,7 +109,7 @@ export function NotificationsSection({ org }: { org: string }) {
                       onDone={channels.reload}
                     />
                   </div>
-                  {open === c.id && <Deliveries org={org} channelId={c.id} />}
+                  {open === c.id && <Deliveries key={sentTests} org={org} channelId={c.id} />}
                 </li>
               ))}
             </ul>
@@ -184,7 +186,7 @@ function TestButton({ org, channelId, name, onSent }: { org: string; channelId: 
   };
   return (
     <span class="confirm-action">
-      <button type="button" disabled={state.busy} aria-label={`Send a test to ${name}`} onClick={() => void test()}>
+      <button type="button" disabled={state.busy} aria-label={`Send test to ${name}`} onClick={() => void test()}>
         Send test
       </button>
       {state.result && (
@@ -202,6 +204,13 @@ function Deliveries({ org, channelId }: { org: string; channelId: string }) {
     () => ok(api.GET('/v1/organizations/{org_slug}/notification-channels/{channel_id}/deliveries', params)),
     [org, channelId],
   );
+  // While a delivery is still pending the dispatcher is at work: look again shortly.
+  const pending = deliveries.data?.items.some((d) => d.status === 'pending') ?? false;
+  useEffect(() => {
+    if (!pending || deliveries.loading) return;
+    const timer = setTimeout(deliveries.reload, 1000);
+    return () => clearTimeout(timer);
+  }, [pending, deliveries.loading, deliveries.data]);
   return (
     <Loading state={deliveries} what="deliveries">
       {(page) =>

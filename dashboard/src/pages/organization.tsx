@@ -165,7 +165,7 @@ function MemberRole({ org, member: m, onDone }: { org: string; member: Schemas['
         <ConfirmAction
           class="compact"
           label="Change role"
-          ariaLabel={`Change the role of ${m.username}`}
+          ariaLabel={`Change role of ${m.username}`}
           title={`Change the role of ${m.username}`}
           changes={[{ label: 'Role', from: m.role, to: role }]}
           run={() =>

@@ -145,9 +145,9 @@ export class OverviewService {
   }
 
   /**
-   * Who asked for each deployment: the audit row a person's request wrote in the deployment's
-   * own transaction (so at the same `now()`), naming its release or application. None for
-   * deployments no request started (a push's chain, a guard, cron).
+   * Who asked for each deployment: the audit row of the person's request that started it (a
+   * deploy, rollback or promotion naming it, its release or its application, written within seconds of
+   * it). None for deployments no request started (a push's chain, a guard, cron).
    */
   private async whoStarted(deployments: Array<{ id: string; application_id: string; release_id: string; created_at: Date }>) {
     if (deployments.length === 0) return new Map<string, string>();
@@ -156,9 +156,10 @@ export class OverviewService {
       FROM unnest(${deployments.map((d) => d.id)}::uuid[], ${deployments.map((d) => d.application_id)}::uuid[],
                   ${deployments.map((d) => d.release_id)}::uuid[], ${deployments.map((d) => d.created_at)}::timestamptz[])
            AS d(id, application_id, release_id, created_at)
-      JOIN audit_log a ON a.at = d.created_at AND NOT a.denied AND a.actor_username IS NOT NULL
-           AND a.resource_id IN (d.application_id::text, d.release_id::text)
-      ORDER BY d.id, a.id`.execute(this.db);
+      JOIN audit_log a ON a.resource_id IN (d.id::text, d.application_id::text, d.release_id::text)
+           AND a.at BETWEEN d.created_at - interval '10 seconds' AND d.created_at + interval '10 seconds'
+           AND NOT a.denied AND a.actor_username IS NOT NULL AND a.action ~ '(deploy|rollback|promote)'
+      ORDER BY d.id, abs(extract(epoch FROM a.at - d.created_at))`.execute(this.db);
     return new Map(rows.map((r) => [r.id, r.username]));
   }
 }
