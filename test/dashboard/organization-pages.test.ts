@@ -2,7 +2,7 @@
 // server with a deployed app: the overview across organizations (who deployed, what serves),
 // a notification channel created and tested with its delivery seen, an alert rule created and
 // silenced (after a cancelled confirmation), an invitation sent and revoked, the add-ons' and
-// audit log's states, the member role control, the account's sign-ins. axe-core on each page,
+// audit log's states, the member role control, an environment's maintenance mode, the account's sign-ins. axe-core on each page,
 // light and dark; screenshots light, dark and phone in test-artifacts/dashboard-organization.
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -222,7 +222,7 @@ describe.skipIf(missing !== null)('the home overview and organization pages in C
     await page.getByText('No open invitations.').waitFor();
   }, 30_000);
 
-  it("shows the add-ons' empty state, the audit log with what was just done, and the account's sign-ins", async () => {
+  it("shows the add-ons' empty state, the audit log, maintenance mode through the confirmation, and the account's sign-ins", async () => {
     await openSection('Add-ons');
     await page.getByText('No add-ons yet').waitFor();
     expect(await accessibilityProblems()).toEqual([]);
@@ -237,6 +237,24 @@ describe.skipIf(missing !== null)('the home overview and organization pages in C
     expect(await log.textContent()).toContain(owner.username);
     expect(await accessibilityProblems()).toEqual([]);
     await screenshots('audit');
+
+    // Maintenance of production from the project's environments: the page's text shown before it is turned on.
+    await page.goto(`${base}${orgPath}/${app.slugs.project}`);
+    await page.getByRole('button', { name: 'Maintenance of production' }).click();
+    await page.getByLabel('Page text (optional)').fill('Back at noon');
+    await page.getByRole('button', { name: 'Turn on maintenance of production' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Put production in maintenance' });
+    expect(await dialog.textContent()).toContain('The page says: “Back at noon”');
+    await dialog.getByRole('button', { name: 'Turn on' }).click();
+    await page.getByText(/^on since .* by /).waitFor();
+    const maintenance = await h.app.inject({
+      method: 'GET',
+      url: `/v1/workspaces/${app.slugs.org}/projects/${app.slugs.project}/envs/production/maintenance`,
+      headers: owner.headers,
+    });
+    expect(maintenance.json()).toMatchObject({ enabled: true, message: 'Back at noon', enabled_by: owner.username });
+    expect(await accessibilityProblems()).toEqual([]);
+    await screenshots('project-maintenance');
 
     await page.goto(`${base}/account`);
     const signIns = page.getByRole('table', { name: 'Sign-ins' });
