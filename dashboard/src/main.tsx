@@ -49,7 +49,7 @@ function Shell() {
           Slipway
         </a>
         <nav aria-label="Main">
-          <a href="/">Overview</a>
+          <a href="/">Home</a>
           <a href="/account">Account</a>
         </nav>
         <span class="muted who">{user.username}</span>

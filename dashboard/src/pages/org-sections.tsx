@@ -43,7 +43,7 @@ export function OrgSectionPage({ org, section }: { org: string; section: string 
     <div class="app-layout">
       <header class="app-header">
         <p class="crumbs">
-          <a href="/">Overview</a> / <a href={`/orgs/${org}`}>{org}</a> /
+          <a href="/">Home</a> / <a href={`/orgs/${org}`}>{org}</a> /
         </p>
         <h1>{found ? found.label : 'Not found'}</h1>
       </header>

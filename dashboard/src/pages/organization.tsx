@@ -34,7 +34,7 @@ export function OrganizationPage({ org }: { org: string }) {
       {(o) => (
         <>
           <p class="crumbs">
-            <a href="/">Overview</a> /
+            <a href="/">Home</a> /
           </p>
           <h1>{o.name}</h1>
           <OrgNav org={org} current="overview" />
