@@ -38,6 +38,7 @@ import { wireGithub } from './modules/github/index.js';
 import { wireRegistry } from './modules/registry/index.js';
 import { wireGitPush } from './modules/git-push/index.js';
 import { wireObservability } from './modules/observability/index.js';
+import { wireOverview } from './modules/overview/index.js';
 import { wireGuards } from './modules/guards/index.js';
 import { wireAlerts } from './modules/alerts/index.js';
 import { wireDomains } from './modules/domains/index.js';
@@ -307,6 +308,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     { routes: [deploymentsRoutes(deployments, deployChain, pipeline.configRelease, pipeline.imageDeploys)] },
     { routes: [applicationDeleteRoutes(pipeline.removal)] },
     observability,
+    wireOverview({ ctx, access }),
     guards,
     domains,
     addons,

@@ -10,6 +10,8 @@ import { ApplicationPage } from './pages/app/layout.js';
 import { AccountPage } from './pages/account.js';
 import { ScopeConfigPage } from './pages/scope-config.js';
 import { CliAuthPage } from './pages/cli-auth.js';
+import { HomePage } from './pages/home.js';
+import { OrgSectionPage } from './pages/org-sections.js';
 import { usePageTitleAndFocus } from './components/page-title.js';
 
 type User = { username: string; email: string };
@@ -47,8 +49,8 @@ function Shell() {
           Slipway
         </a>
         <nav aria-label="Main">
-          <a href="/">Organizations</a>
-          <a href="/account">API keys</a>
+          <a href="/">Home</a>
+          <a href="/account">Account</a>
         </nav>
         <span class="muted who">{user.username}</span>
         <button type="button" onClick={logout}>
@@ -57,7 +59,9 @@ function Shell() {
       </header>
       <main id="content">
         <Router>
-          <Route path="/" component={OrganizationsPage} />
+          <Route path="/" component={HomePage} />
+          <Route path="/orgs" component={OrganizationsPage} />
+          <Route path="/orgs/:org/manage/:section" component={OrgSectionPage} />
           <Route path="/account" component={AccountPage} />
           <Route path="/cli-auth" component={CliAuthPage} />
           <Route path="/orgs/:org" component={OrganizationPage} />

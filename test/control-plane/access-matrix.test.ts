@@ -30,6 +30,7 @@ const EXEMPT_FROM_403: Record<string, string> = {
     "the invitation's link names its organization: accepting checks the invited address, 403 for any other (test/roles/invitations.test.ts)",
   'POST /v1/organizations': 'creates a new organization (the caller becomes its admin)',
   'GET /v1/projects': "lists projects of the caller's own organizations",
+  'GET /v1/overview': "lists applications of the caller's own organizations (?organization= of another is 403: test/overview)",
   'GET /v1/workspaces': "lists the caller's own workspaces",
   'POST /v1/workspaces': 'creates a new workspace',
   'GET /v1/integrations/doctor':

@@ -4,6 +4,7 @@ import { ConfirmAction } from '../components/confirm.js';
 import { LogView } from '../components/log-view.js';
 import { ErrorMessage, Loading, Status, when } from '../components/ui.js';
 import { useLoad } from '../hooks.js';
+import { MaintenanceToggle } from './maintenance.js';
 
 type EnvDeploy = Schemas['EnvDeploy'];
 
@@ -76,6 +77,7 @@ export function EnvironmentsPanel({ org, project }: { org: string; project: stri
                       >
                         Deploy {e.slug}
                       </button>
+                      <MaintenanceToggle org={projectPath.workspace} project={projectPath.project} env={e.slug} />
                       {others.length > 0 && (
                         <span class="inline" role="group" aria-label={`Promote into ${e.slug}`}>
                           <label>

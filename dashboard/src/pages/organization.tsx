@@ -2,7 +2,10 @@ import { useState } from 'preact/hooks';
 import { api, errorText, ok } from '../api.js';
 import { ConfirmAction } from '../components/confirm.js';
 import { ErrorMessage, Loading, matches, SearchBox } from '../components/ui.js';
+import type { Schemas } from '../api.js';
 import { useLoad } from '../hooks.js';
+import { ROLES } from './invitations.js';
+import { OrgNav } from './org-sections.js';
 import { TeamsPanel } from './teams.js';
 import { WebhooksPanel } from './webhooks.js';
 
@@ -31,9 +34,10 @@ export function OrganizationPage({ org }: { org: string }) {
       {(o) => (
         <>
           <p class="crumbs">
-            <a href="/">Organizations</a> /
+            <a href="/">Home</a> /
           </p>
           <h1>{o.name}</h1>
+          <OrgNav org={org} current="overview" />
           <p>
             <a href={`/config/${org}`}>Organization configuration</a>
           </p>
@@ -75,7 +79,7 @@ export function OrganizationPage({ org }: { org: string }) {
               <thead>
                 <tr>
                   <th>User</th>
-                  <th>Admin</th>
+                  <th>Role</th>
                   <th>
                     <span class="sr-only">Actions</span>
                   </th>
@@ -87,22 +91,10 @@ export function OrganizationPage({ org }: { org: string }) {
                     <td>
                       {m.username} <span class="muted">{m.email}</span>
                     </td>
-                    <td>{m.admin ? 'yes' : 'no'}</td>
+                    <td>
+                      <MemberRole org={org} member={m} onDone={detail.reload} />
+                    </td>
                     <td class="actions">
-                      <button
-                        type="button"
-                        onClick={() =>
-                          act(() =>
-                            ok(
-                              api.POST('/v1/organizations/{org_slug}/members/{user_id}/toggle-admin', {
-                                params: { path: { org_slug: org, user_id: m.user_id } },
-                              }),
-                            ),
-                          )
-                        }
-                      >
-                        {m.admin ? 'Remove admin' : 'Make admin'}
-                      </button>
                       <ConfirmAction
                         label="Remove"
                         ariaLabel={`Remove ${m.username} from the organization`}
@@ -111,7 +103,7 @@ export function OrganizationPage({ org }: { org: string }) {
                         changes={[
                           {
                             label: 'Access',
-                            from: m.admin ? 'member (admin)' : 'member',
+                            from: `member (${m.role})`,
                             to: 'none: every team and project of the organization',
                           },
                         ]}
@@ -151,5 +143,43 @@ export function OrganizationPage({ org }: { org: string }) {
         </>
       )}
     </Loading>
+  );
+}
+
+/** A member's role: pick another, then confirm the change (from → to) before it is made. */
+function MemberRole({ org, member: m, onDone }: { org: string; member: Schemas['Member']; onDone: () => void }) {
+  const [role, setRole] = useState(m.role);
+  return (
+    <span class="member-role">
+      <label class="inline-label">
+        <span class="sr-only">Role of {m.username}</span>
+        <select value={role} onChange={(e) => setRole((e.currentTarget as HTMLSelectElement).value as typeof role)}>
+          {ROLES.map((r) => (
+            <option key={r} value={r}>
+              {r}
+            </option>
+          ))}
+        </select>
+      </label>
+      {role !== m.role && (
+        <ConfirmAction
+          class="compact"
+          label="Change role"
+          ariaLabel={`Change role of ${m.username}`}
+          title={`Change the role of ${m.username}`}
+          changes={[{ label: 'Role', from: m.role, to: role }]}
+          run={() =>
+            ok(
+              api.PUT('/v1/organizations/{org_slug}/members/{user_id}/role', {
+                params: { path: { org_slug: org, user_id: m.user_id } },
+                body: { role },
+              }),
+            )
+          }
+          done="Role changed."
+          onDone={onDone}
+        />
+      )}
+    </span>
   );
 }

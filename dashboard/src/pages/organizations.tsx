@@ -3,7 +3,8 @@ import { api, errorText, ok } from '../api.js';
 import { ErrorMessage, Loading, matches, SearchBox } from '../components/ui.js';
 import { useLoad } from '../hooks.js';
 
-export function OrganizationsPage() {
+/** The caller's organizations; on the home page (`embedded`) a section under the overview. */
+export function OrganizationsPage({ embedded = false }: { embedded?: boolean }) {
   const orgs = useLoad(() => ok(api.GET('/v1/organizations')), []);
   const [query, setQuery] = useState('');
   const [error, setError] = useState<string | null>(null);
@@ -20,8 +21,8 @@ export function OrganizationsPage() {
     }
   };
   return (
-    <>
-      <h1>Organizations</h1>
+    <section aria-labelledby="orgs-h">
+      {embedded ? <h2 id="orgs-h">Organizations</h2> : <h1 id="orgs-h">Organizations</h1>}
       <SearchBox label="Search organizations" value={query} onInput={setQuery} />
       <Loading state={orgs} empty="No organizations yet: create one below.">
         {(list) => (
@@ -45,6 +46,6 @@ export function OrganizationsPage() {
         <button type="submit">Create organization</button>
       </form>
       <ErrorMessage message={error} />
-    </>
+    </section>
   );
 }

@@ -1,0 +1,240 @@
+import { sql } from 'kysely';
+import type { Db } from '../../platform/db/database.js';
+import type { DeploymentStatus } from '../../platform/db/schema.js';
+import { notFound } from '../../platform/errors.js';
+import { iso } from '../../platform/http/schemas.js';
+import type { OrganizationAccess } from '../organizations/index.js';
+import type { OverviewApplicationView } from './overview.schemas.js';
+
+/** The most applications one answer holds: the home page of a large installation asks per organization. */
+export const OVERVIEW_MAX_APPLICATIONS = 200;
+const BUCKET_SECONDS = 120;
+const BUCKETS = 30;
+/** A share of 5xx answers over the last few buckets that counts as failing. */
+const FAILING_ERROR_SHARE = 0.05;
+const RECENT_BUCKETS = 5;
+
+const ORDER = { failing: 0, deploying: 1, healthy: 2, idle: 3 } as const;
+
+/**
+ * The home page's one read: every application of the caller's organizations with its
+ * production state (serving release, instances, newest deployment and who asked for it, the
+ * last hour of requests and 5xx answers), failing ones first. A fixed number of queries
+ * whatever the number of applications.
+ */
+export class OverviewService {
+  constructor(
+    private readonly db: Db,
+    private readonly access: OrganizationAccess,
+  ) {}
+
+  async forUser(userId: string, organizationSlug?: string) {
+    let organizationId: string | undefined;
+    if (organizationSlug !== undefined) {
+      const org = await this.access.findBySlug(organizationSlug);
+      if (!org) throw notFound('Organization');
+      await this.access.requireMember(userId, org.id);
+      organizationId = org.id;
+    }
+    const apps = await this.db
+      .selectFrom('applications as a')
+      .innerJoin('projects as p', 'p.id', 'a.project_id')
+      .innerJoin('organizations as o', 'o.id', 'p.organization_id')
+      .innerJoin('memberships as m', (j) => j.onRef('m.organization_id', '=', 'o.id').on('m.user_id', '=', userId))
+      .leftJoin('environments as e', (j) =>
+        j.onRef('e.project_id', '=', 'p.id').on('e.env_type', '=', 'production').on('e.deleted_at', 'is', null),
+      )
+      .select(['a.id', 'a.name', 'a.slug', 'p.slug as project_slug', 'o.slug as organization_slug', 'o.id as organization_id'])
+      .select('e.id as environment_id')
+      .$if(organizationId !== undefined, (q) => q.where('o.id', '=', organizationId!))
+      .orderBy('o.slug')
+      .orderBy('p.slug')
+      .orderBy('a.slug')
+      .limit(OVERVIEW_MAX_APPLICATIONS + 1)
+      .execute();
+    const truncated = apps.length > OVERVIEW_MAX_APPLICATIONS;
+    const shown = apps.slice(0, OVERVIEW_MAX_APPLICATIONS);
+    const pairs = shown.filter((a) => a.environment_id !== null).map((a) => ({ app: a.id, env: a.environment_id! }));
+    if (pairs.length === 0) return { applications: shown.map((a) => view(a, undefined)), truncated };
+
+    const appIds = pairs.map((p) => p.app);
+    const envIds = pairs.map((p) => p.env);
+    const [latest, serving, instances, traffic] = await Promise.all([
+      this.newestDeployments(appIds, envIds),
+      this.servingVersions(appIds, envIds),
+      this.instanceCounts(appIds, envIds),
+      this.traffic(appIds, envIds),
+    ]);
+    const startedBy = await this.whoStarted(latest);
+    const applications = shown
+      .map((a) =>
+        view(a, {
+          latest: latest.find((d) => d.application_id === a.id && d.environment_id === a.environment_id),
+          serving: serving.get(a.id) ?? null,
+          instances: instances.filter((i) => i.application_id === a.id && i.environment_id === a.environment_id),
+          traffic: traffic.filter((t) => t.application_id === a.id && t.environment_id === a.environment_id),
+          startedBy,
+        }),
+      )
+      .sort((x, y) => ORDER[x.state] - ORDER[y.state]);
+    return { applications, truncated };
+  }
+
+  /** Each (application, production) pair's newest deployment. */
+  private newestDeployments(appIds: string[], envIds: string[]) {
+    return this.db
+      .selectFrom('deployments as d')
+      .innerJoin('releases as r', 'r.id', 'd.release_id')
+      .select([
+        'd.id',
+        'd.application_id',
+        'd.environment_id',
+        'd.release_id',
+        'd.status',
+        'd.rollback_of',
+        'd.created_at',
+        'd.finished_at',
+      ])
+      .select('r.version')
+      .distinctOn(['d.application_id', 'd.environment_id'])
+      .where(pairFilter('d', appIds, envIds))
+      .orderBy('d.application_id')
+      .orderBy('d.environment_id')
+      .orderBy('d.created_at', 'desc')
+      .execute();
+  }
+
+  /** The release of each production's newest completed deployment: what serves it. */
+  private async servingVersions(appIds: string[], envIds: string[]) {
+    const rows = await this.db
+      .selectFrom('deployments as d')
+      .innerJoin('releases as r', 'r.id', 'd.release_id')
+      .select(['d.application_id', 'r.version'])
+      .distinctOn(['d.application_id', 'd.environment_id'])
+      .where(pairFilter('d', appIds, envIds))
+      .where('d.status', '=', 'complete')
+      .orderBy('d.application_id')
+      .orderBy('d.environment_id')
+      .orderBy('d.created_at', 'desc')
+      .execute();
+    return new Map(rows.map((r) => [r.application_id, r.version]));
+  }
+
+  private instanceCounts(appIds: string[], envIds: string[]) {
+    return this.db
+      .selectFrom('instances as i')
+      .select(['i.application_id', 'i.environment_id', 'i.state'])
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where(pairFilter('i', appIds, envIds))
+      .where('i.state', '!=', 'stopped')
+      .groupBy(['i.application_id', 'i.environment_id', 'i.state'])
+      .execute();
+  }
+
+  /** Requests and 5xx answers per bucket over the last hour (status_classes[5] counts 5xx). */
+  private async traffic(appIds: string[], envIds: string[]) {
+    const { rows } = await sql<{ application_id: string; environment_id: string; bucket: number; requests: string; errors: string }>`
+      SELECT application_id, environment_id,
+             floor(extract(epoch FROM now() - minute) / ${BUCKET_SECONDS})::int AS bucket,
+             sum(requests)::bigint AS requests, sum(status_classes[5])::bigint AS errors
+      FROM request_stats
+      WHERE (application_id, environment_id) IN (SELECT * FROM unnest(${appIds}::uuid[], ${envIds}::uuid[]))
+        AND minute > now() - make_interval(secs => ${BUCKET_SECONDS * BUCKETS})
+      GROUP BY 1, 2, 3`.execute(this.db);
+    return rows;
+  }
+
+  /**
+   * Who asked for each deployment: the audit row of the person's request that started it (a
+   * deploy, rollback or promotion naming it, its release or its application, written within seconds of
+   * it). None for deployments no request started (a push's chain, a guard, cron).
+   */
+  private async whoStarted(deployments: Array<{ id: string; application_id: string; release_id: string; created_at: Date }>) {
+    if (deployments.length === 0) return new Map<string, string>();
+    const { rows } = await sql<{ id: string; username: string }>`
+      SELECT DISTINCT ON (d.id) d.id, a.actor_username AS username
+      FROM unnest(${deployments.map((d) => d.id)}::uuid[], ${deployments.map((d) => d.application_id)}::uuid[],
+                  ${deployments.map((d) => d.release_id)}::uuid[], ${deployments.map((d) => d.created_at)}::timestamptz[])
+           AS d(id, application_id, release_id, created_at)
+      JOIN audit_log a ON a.resource_id IN (d.id::text, d.application_id::text, d.release_id::text)
+           AND a.at BETWEEN d.created_at - interval '10 seconds' AND d.created_at + interval '10 seconds'
+           AND NOT a.denied AND a.actor_username IS NOT NULL AND a.action ~ '(deploy|rollback|promote)'
+      ORDER BY d.id, abs(extract(epoch FROM a.at - d.created_at))`.execute(this.db);
+    return new Map(rows.map((r) => [r.id, r.username]));
+  }
+}
+
+function pairFilter(alias: 'd' | 'i', appIds: string[], envIds: string[]) {
+  return sql<boolean>`(${sql.ref(`${alias}.application_id`)}, ${sql.ref(`${alias}.environment_id`)}) IN (SELECT * FROM unnest(${appIds}::uuid[], ${envIds}::uuid[]))`;
+}
+
+interface Production {
+  latest:
+    | { id: string; version: number; status: DeploymentStatus; rollback_of: string | null; created_at: Date; finished_at: Date | null }
+    | undefined;
+  serving: number | null;
+  instances: Array<{ state: string; n: string }>;
+  traffic: Array<{ bucket: number; requests: string; errors: string }>;
+  startedBy: Map<string, string>;
+}
+
+function view(
+  a: { id: string; name: string; slug: string; project_slug: string; organization_slug: string },
+  production: Production | undefined,
+): OverviewApplicationView {
+  const requests = new Array<number>(BUCKETS).fill(0);
+  const errors = new Array<number>(BUCKETS).fill(0);
+  for (const t of production?.traffic ?? []) {
+    // Bucket 0 is the newest; the answer runs oldest first.
+    const index = BUCKETS - 1 - Math.min(BUCKETS - 1, Math.max(0, t.bucket));
+    requests[index]! += Number(t.requests);
+    errors[index]! += Number(t.errors);
+  }
+  const count = (states: string[]) =>
+    (production?.instances ?? []).filter((i) => states.includes(i.state)).reduce((sum, i) => sum + Number(i.n), 0);
+  const instances = {
+    total: count(['starting', 'healthy', 'running', 'crashed']),
+    healthy: count(['healthy', 'running']),
+    crashed: count(['crashed']),
+  };
+  const latest = production?.latest;
+  const serving = production?.serving ?? null;
+
+  const problems: string[] = [];
+  if (latest && (latest.status === 'error' || latest.status === 'rolled_back')) {
+    problems.push(`deployment of v${latest.version} ${latest.status === 'error' ? 'failed' : 'was rolled back by its guard'}`);
+  }
+  if (instances.crashed > 0) problems.push(`${instances.crashed} instance${instances.crashed === 1 ? '' : 's'} crashed`);
+  const recentRequests = requests.slice(-RECENT_BUCKETS).reduce((s, n) => s + n, 0);
+  const recentErrors = errors.slice(-RECENT_BUCKETS).reduce((s, n) => s + n, 0);
+  if (recentRequests > 0 && recentErrors / recentRequests >= FAILING_ERROR_SHARE) {
+    problems.push(
+      `${Math.round((100 * recentErrors) / recentRequests)}% of requests failed (5xx) in the last ${(RECENT_BUCKETS * BUCKET_SECONDS) / 60} minutes`,
+    );
+  }
+  const underWay = latest !== undefined && (latest.status === 'queued' || latest.status === 'deploying');
+  const state = problems.length > 0 ? 'failing' : underWay ? 'deploying' : serving !== null ? 'healthy' : 'idle';
+  return {
+    id: a.id,
+    name: a.name,
+    slug: a.slug,
+    organization_slug: a.organization_slug,
+    project_slug: a.project_slug,
+    state,
+    problems,
+    serving_release_version: serving,
+    instances,
+    last_deployment: latest
+      ? {
+          id: latest.id,
+          release_version: latest.version,
+          status: latest.status,
+          is_rollback: latest.rollback_of !== null,
+          created: iso(latest.created_at),
+          finished: latest.finished_at ? iso(latest.finished_at) : null,
+          started_by: production!.startedBy.get(latest.id) ?? null,
+        }
+      : null,
+    traffic: { bucket_seconds: BUCKET_SECONDS, requests, errors },
+  };
+}

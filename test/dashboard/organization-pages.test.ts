@@ -1,0 +1,265 @@
+// Issue 36's home overview and organization pages in real headless Chromium against a real
+// server with a deployed app: the overview across organizations (who deployed, what serves),
+// a notification channel created and tested with its delivery seen, an alert rule created and
+// silenced (after a cancelled confirmation), an invitation sent and revoked, the add-ons' and
+// audit log's states, the member role control, an environment's maintenance mode, the account's sign-ins. axe-core on each page,
+// light and dark; screenshots light, dark and phone in test-artifacts/dashboard-organization.
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DASHBOARD_DIST } from '../../src/dashboard/serve.js';
+import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
+import { deployableApp, NODE_APP, settled, type Deployable } from '../pipeline-deploy/fixtures.js';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const missing = !existsSync(CHROMIUM)
+  ? 'install chromium (apt-get install chromium)'
+  : !existsSync(join(DASHBOARD_DIST, 'index.html'))
+    ? 'build the dashboard (npm run build:dashboard)'
+    : null;
+if (missing) console.warn(`dashboard organization tests skipped: ${missing}`);
+
+const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'dashboard-organization');
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+let h: Harness;
+let browser: Browser;
+let page: Page;
+let base: string;
+let owner: TestUser;
+let app: Deployable;
+let orgPath: string;
+/** A Slack-shaped receiver on loopback: the messages it was sent. */
+let receiver: Server;
+const received: string[] = [];
+
+/** axe-core's serious and critical findings on the page as shown, light and dark. */
+async function accessibilityProblems(): Promise<string[]> {
+  const problems: string[] = [];
+  for (const colorScheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme });
+    if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE);
+    const found = await page.evaluate(async () => {
+      const axe = (
+        window as unknown as {
+          axe: { run: (o: object) => Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }> };
+        }
+      ).axe;
+      const result = await axe.run({ resultTypes: ['violations'] });
+      return result.violations
+        .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+        .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+    });
+    problems.push(...found.map((f) => `${colorScheme} ${f}`));
+  }
+  await page.emulateMedia({ colorScheme: 'light' });
+  return problems;
+}
+
+async function screenshots(name: string, phone = false) {
+  await page.screenshot({ path: join(ARTIFACTS, `${name}-light.png`), fullPage: true });
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await page.screenshot({ path: join(ARTIFACTS, `${name}-dark.png`), fullPage: true });
+  await page.emulateMedia({ colorScheme: 'light' });
+  if (!phone) return;
+  await page.setViewportSize({ width: 375, height: 800 });
+  await page.screenshot({ path: join(ARTIFACTS, `${name}-phone.png`), fullPage: true });
+}
+
+/** Opens an organization section by its navigation link and waits for its heading. */
+async function openSection(label: string) {
+  await page.getByRole('navigation', { name: 'Organization sections' }).getByRole('link', { name: label }).click();
+  await page.getByRole('heading', { name: label, level: 1 }).waitFor();
+}
+
+beforeAll(async () => {
+  if (missing) return;
+  mkdirSync(ARTIFACTS, { recursive: true });
+  receiver = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      received.push(body);
+      res.end('ok');
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  h = await createHarness(
+    { ROUTER_HOST: '127.0.0.1', ROUTER_PORT: 0, RUNTIME_STOP_GRACE_MS: 1000, ROUTER_DRAIN_TIMEOUT_MS: 1000, WEBHOOK_ALLOW_PRIVATE: true },
+    { jobs: true, runtime: true },
+  );
+  await h.app.listen({ host: '127.0.0.1', port: 0 });
+  base = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
+  owner = await h.user();
+  app = await deployableApp(h, owner, { health_check_path: '/' });
+  orgPath = `/orgs/${app.slugs.org}`;
+  const releaseId = await app.release({ 'server.js': NODE_APP('v1') }, 'web: node server.js\n');
+  const res = await h.app.inject({ method: 'POST', url: `/v1/releases/${releaseId}/deploy`, headers: owner.headers });
+  expect((await settled(h, owner, res.json().deployment_id)).status).toBe('complete');
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+  page.setDefaultTimeout(10_000);
+  await page.goto(base);
+  await page.getByLabel('Email').fill(owner.email);
+  await page.getByLabel('Password').fill(owner.password);
+  await page.keyboard.press('Enter');
+  await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+}, 120_000);
+
+afterAll(async () => {
+  receiver?.close();
+  await browser?.close();
+  await h?.close();
+});
+
+describe.skipIf(missing !== null)('the home overview and organization pages in Chromium', () => {
+  it('shows every application with what serves production and who deployed it, in one request', async () => {
+    const overviewCalls: string[] = [];
+    page.on('request', (r) => r.url().includes('/v1/') && overviewCalls.push(new URL(r.url()).pathname));
+    await page.goto(base);
+    const card = page.locator(`li[data-app="${app.slugs.app}"]`);
+    await card.waitFor();
+    expect(await card.getAttribute('data-state')).toBe('healthy');
+    const text = await card.textContent();
+    expect(text).toContain('serving v1');
+    expect(text).toContain(`by ${owner.username}`);
+    expect(await card.getByRole('img').getAttribute('aria-label')).toMatch(/last hour: /);
+    // The view's data: the overview and the organizations (the session is the shell's).
+    expect(overviewCalls.filter((p) => p !== '/v1/auth/session').sort()).toEqual(['/v1/organizations', '/v1/overview']);
+    await page.getByRole('heading', { name: 'Organizations', level: 2 }).waitFor();
+    expect(await accessibilityProblems()).toEqual([]);
+    await screenshots('home', true);
+    // At phone width the card stays within the screen.
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+    expect(await accessibilityProblems()).toEqual([]);
+    await page.setViewportSize({ width: 1280, height: 900 });
+  }, 30_000);
+
+  it('creates a Slack channel, sends a test and shows its delivery', async () => {
+    await page.goto(base + orgPath);
+    await page.getByLabel(`Role of ${owner.username}`).waitFor();
+    expect(await accessibilityProblems()).toEqual([]);
+    await openSection('Notifications');
+    await page.getByText('No notification channels yet').waitFor();
+    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/slack`;
+    await page.getByLabel('Kind').selectOption('slack');
+    await page.getByLabel('Name', { exact: true }).fill('ops');
+    await page.getByLabel('Webhook address').fill(url);
+    await page.getByRole('button', { name: 'Add channel' }).click();
+    const channel = page.locator('li[data-channel="ops"]');
+    await channel.waitFor();
+    await channel.getByRole('button', { name: 'Send test to ops' }).click();
+    await channel.getByText('Test sent').waitFor();
+    const delivery = channel.locator('tr[data-delivery="test"]');
+    // Sent in the background: the list follows the pending delivery until its answer is in.
+    await delivery.locator('.status-ok').waitFor({ timeout: 20_000 });
+    expect(await delivery.textContent()).toMatch(/succeeded.*answer 200/);
+    expect(received.length).toBe(1);
+    expect(await accessibilityProblems()).toEqual([]);
+    await screenshots('notifications');
+  }, 30_000);
+
+  it('creates an alert rule and silences it only through the confirmation', async () => {
+    await openSection('Alerts');
+    await page.getByText('No alert rules yet').waitFor();
+    await page.getByLabel('Name', { exact: true }).fill('api-errors');
+    await page.getByLabel('Metric').selectOption('error_rate');
+    await page.getByLabel('Fires above').fill('0.2');
+    await page.getByRole('button', { name: 'Add rule' }).click();
+    const rule = page.locator('li[data-rule="api-errors"]');
+    await rule.waitFor();
+    expect(await rule.textContent()).toContain('error_rate above 0.2 over 300 s');
+
+    await rule.getByRole('button', { name: 'Silence api-errors' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Silence api-errors' });
+    await dialog.waitFor();
+    expect(await dialog.getByLabel('What will change').textContent()).toMatch(/sent\s*→\s*none for 1 hour/);
+    expect(await accessibilityProblems()).toEqual([]);
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'hidden' });
+    const stored = async () =>
+      (
+        await h.app.inject({ method: 'GET', url: `/v1/organizations/${app.slugs.org}/alert-rules/api-errors`, headers: owner.headers })
+      ).json();
+    expect((await stored()).silenced_until).toBeNull();
+
+    await rule.getByRole('button', { name: 'Silence api-errors' }).click();
+    await dialog.getByRole('button', { name: 'Silence' }).click();
+    await rule.getByText(/silenced until/).waitFor();
+    expect((await stored()).silenced_until).not.toBeNull();
+    await rule.getByRole('button', { name: 'Unsilence api-errors' }).waitFor();
+    await rule.getByRole('button', { name: 'History' }).click();
+    await rule
+      .getByText(/No state changes yet|→/)
+      .first()
+      .waitFor();
+    expect(await accessibilityProblems()).toEqual([]);
+    await screenshots('alerts');
+  }, 30_000);
+
+  it('sends an invitation, shows its link, and revokes it', async () => {
+    await openSection('Invitations');
+    await page.getByText('No open invitations.').waitFor();
+    await page.getByLabel('E-mail').fill('new.person@example.com');
+    await page.getByLabel('Role').selectOption('viewer');
+    await page.getByRole('button', { name: 'Send invitation' }).click();
+    expect(await page.locator('[data-invitation-link]').textContent()).toMatch(/inv_/);
+    const row = page.locator('tr[data-invitation="new.person@example.com"]');
+    await row.waitFor();
+    expect(await row.textContent()).toContain('viewer');
+    // The same address again is refused next to the field.
+    await page.getByLabel('E-mail').fill('new.person@example.com');
+    await page.getByRole('button', { name: 'Send invitation' }).click();
+    expect(await page.locator('#invite-email-error').textContent()).toMatch(/open invitation.*\(request req-\w+\)/);
+    expect(await accessibilityProblems()).toEqual([]);
+    await screenshots('invitations');
+    await row.getByRole('button', { name: 'Revoke the invitation of new.person@example.com' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Revoke' }).click();
+    await page.getByText('No open invitations.').waitFor();
+  }, 30_000);
+
+  it("shows the add-ons' empty state, the audit log, maintenance mode through the confirmation, and the account's sign-ins", async () => {
+    await openSection('Add-ons');
+    await page.getByText('No add-ons yet').waitFor();
+    expect(await accessibilityProblems()).toEqual([]);
+    await screenshots('addons');
+
+    await openSection('Audit log');
+    const log = page.getByRole('table', { name: 'Audit log' });
+    await log
+      .getByText(/alert-rules/)
+      .first()
+      .waitFor();
+    expect(await log.textContent()).toContain(owner.username);
+    expect(await accessibilityProblems()).toEqual([]);
+    await screenshots('audit');
+
+    // Maintenance of production from the project's environments: the page's text shown before it is turned on.
+    await page.goto(`${base}${orgPath}/${app.slugs.project}`);
+    await page.getByRole('button', { name: 'Maintenance of production' }).click();
+    await page.getByLabel('Page text (optional)').fill('Back at noon');
+    await page.getByRole('button', { name: 'Turn on maintenance of production' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Put production in maintenance' });
+    expect(await dialog.textContent()).toContain('The page says: “Back at noon”');
+    await dialog.getByRole('button', { name: 'Turn on' }).click();
+    await page.getByText(/^on since .* by /).waitFor();
+    const maintenance = await h.app.inject({
+      method: 'GET',
+      url: `/v1/workspaces/${app.slugs.org}/projects/${app.slugs.project}/envs/production/maintenance`,
+      headers: owner.headers,
+    });
+    expect(maintenance.json()).toMatchObject({ enabled: true, message: 'Back at noon', enabled_by: owner.username });
+    expect(await accessibilityProblems()).toEqual([]);
+    await screenshots('project-maintenance');
+
+    await page.goto(`${base}/account`);
+    const signIns = page.getByRole('table', { name: 'Sign-ins' });
+    await signIns.getByText('this one').waitFor();
+    expect(await accessibilityProblems()).toEqual([]);
+    await screenshots('account');
+  }, 30_000);
+});
