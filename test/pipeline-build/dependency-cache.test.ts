@@ -86,6 +86,10 @@ describe.skipIf(sandboxMissing())('the saved dependency install', () => {
     expect(first.log.log_text).toContain('$ npm ci');
     expect(first.log.log_text).toContain('dependencies: installed');
     expect(first.log.log_text).toContain('dependencies: saved for the next build');
+    // Each step's heading says when it began and each command how long it took, so the build's time splits.
+    expect(first.log.log_text).toMatch(/^----- Build \(at \d+\.\d s\)$/m);
+    expect(first.log.log_text).toMatch(/^\(npm ci: \d+\.\d s\)$/m);
+    expect(first.log.log_text).toMatch(/^Build succeeded in \d+\.\d s$/m);
     firstId = installId(first.log.log_text)!;
     expect(firstId).toBeDefined();
 

@@ -315,7 +315,8 @@ export class BuildahBuilder implements Builder, ImagePuller {
             const step = /^STEP (\d+)\/(\d+)/.exec(line);
             if (step) input.log.substep(`${step[1]}/${step[2]}`);
             if (/^--> Using cache/.test(line)) cachedSteps++;
-            return input.log.line(line);
+            // When each step began (seconds into the driver's build), so the build's time splits into its steps.
+            return input.log.line(step ? `${line} (at ${((Date.now() - started) / 1000).toFixed(1)} s)` : line);
           },
         },
       );
@@ -331,8 +332,9 @@ export class BuildahBuilder implements Builder, ImagePuller {
         OCIv1?: { config?: ImageConfig; rootfs?: { diff_ids?: string[] } };
       };
       const config = inspected.OCIv1?.config ?? {};
+      const unpackStarted = Date.now();
       const artifact = await this.unpack(ws, imageId, config, input);
-      input.log.line(`Unpacked the image root file system into the artifact directory`);
+      input.log.line(`Unpacked the image root file system into the artifact directory in ${seconds(Date.now() - unpackStarted)}`);
 
       let pushed: { reference: string; digest: string } | null = null;
       if (this.options.registry) {
@@ -455,6 +457,7 @@ export class BuildahBuilder implements Builder, ImagePuller {
       const shared = await this.imageIdOf(this.shared, name);
       if (!shared || (await this.imageIdOf(ws, name)) === shared) continue;
       const exported = join(scratch, `base-${i}`);
+      const copyStarted = Date.now();
       await this.buildahRun(this.shared, ['push', '--quiet', shared, `oci:${exported}`], `exporting the base image ${name}`, input, {
         deadline,
       });
@@ -466,7 +469,7 @@ export class BuildahBuilder implements Builder, ImagePuller {
       await this.buildahRun(ws, ['tag', pulled.stdout.trim().split('\n').pop()!, name], `naming the base image ${name}`, input);
       await this.buildahRun(ws, ['rmi', `localhost/base-${i}`], `naming the base image ${name}`, input);
       await rm(exported, { recursive: true, force: true });
-      input.log.line(`Base image ${name} copied into this application's build storage`);
+      input.log.line(`Base image ${name} copied into this application's build storage in ${seconds(Date.now() - copyStarted)}`);
     }
   }
 
@@ -703,6 +706,8 @@ function labelProcesses(labels: Record<string, string>) {
   }
   return processes;
 }
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 async function isRealDirectory(path: string): Promise<boolean> {
   return (await lstat(path).catch(() => null))?.isDirectory() === true;
