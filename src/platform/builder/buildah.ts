@@ -60,7 +60,17 @@ export interface BuildahOptions {
    * buildah runs as root on the shared storage.
    */
   sandbox?: Sandbox | null;
+  /**
+   * Storage driver of the applications' own storages (sandboxed builds): `vfs` copies every
+   * layer in full; `overlay` (kernel overlayfs inside the build's user namespace) stacks them.
+   * The shared storage of the operator's base images stays vfs.
+   */
+  storageDriver?: StorageDriver;
 }
+
+export type StorageDriver = 'vfs' | 'overlay';
+/** Each driver keeps its own containers/storage below a workspace: switching drivers never reads the other's. */
+const STORAGE_DIRS: Record<StorageDriver, string> = { vfs: 'storage', overlay: 'storage-overlay' };
 
 /** What unpacking an image into an artifact reads of a build's input. */
 type UnpackInput = Pick<BuildInput, 'artifactDir' | 'log' | 'signal'>;
@@ -72,8 +82,9 @@ const PROCESS_LABEL = /^slipway\.process\.([a-z][a-z0-9_-]{0,62})$/;
 
 /** Where one build's buildah commands run. */
 interface Workspace {
-  /** containers/storage root: holds `storage/` and `run/`. */
+  /** containers/storage root: holds `storage/` (or `storage-overlay/`) and `run/`. */
   storage: string;
+  driver: StorageDriver;
   /** When sandboxed: whose user runs it, and the directories it may write (the rest of the host is out of view). */
   sandboxed: { applicationId: string; label: string; writable: string[]; cwd: string } | null;
 }
@@ -101,6 +112,7 @@ export function findOnPath(binary: string): string | null {
 export function createBuildahBuilder(config: Config, sandbox: Sandbox | null = null): BuildahBuilder {
   return new BuildahBuilder({
     storageRoot: config.BUILDAH_STORAGE_ROOT ?? join(config.dataDir, 'containers'),
+    storageDriver: config.BUILDAH_STORAGE_DRIVER,
     registry: registryTarget(config),
     sandbox,
   });
@@ -159,7 +171,7 @@ export class BuildahBuilder implements Builder, ImagePuller {
 
   constructor(private readonly options: BuildahOptions) {
     this.buildah = options.buildahPath === undefined ? findOnPath('buildah') : options.buildahPath;
-    this.shared = { storage: options.storageRoot, sandboxed: null };
+    this.shared = { storage: options.storageRoot, driver: 'vfs', sandboxed: null };
   }
 
   get available(): boolean {
@@ -201,7 +213,14 @@ export class BuildahBuilder implements Builder, ImagePuller {
   }
 
   private storageArgs(ws: Workspace): string[] {
-    return ['--root', join(ws.storage, 'storage'), '--runroot', join(ws.storage, 'run'), '--storage-driver', 'vfs'];
+    return [
+      '--root',
+      join(ws.storage, STORAGE_DIRS[ws.driver]),
+      '--runroot',
+      join(ws.storage, ws.driver === 'vfs' ? 'run' : 'run-overlay'),
+      '--storage-driver',
+      ws.driver,
+    ];
   }
 
   /** Runs a program in the workspace: in the application's sandbox when it has one, else as we are. */
@@ -221,7 +240,10 @@ export class BuildahBuilder implements Builder, ImagePuller {
       ...(network ? { network } : {}),
     });
     try {
-      const result = await runSandboxed(prepared, { ...runOptions, cwd: ws.sandboxed.cwd, env: SANDBOX_ENV });
+      // TMPDIR in the workspace's storage: `RUN --mount=type=cache` directories live below it
+      // (buildah-cache-0), kept between the builds of this application and cache scope only.
+      const env = { ...SANDBOX_ENV, TMPDIR: ws.storage };
+      const result = await runSandboxed(prepared, { ...runOptions, cwd: ws.sandboxed.cwd, env });
       await failIfOutOfMemory(prepared, result);
       return result;
     } finally {
@@ -246,6 +268,7 @@ export class BuildahBuilder implements Builder, ImagePuller {
     const storage = cacheScopeDir(this.options.storageRoot, input.applicationId, input.cacheScope);
     return {
       storage,
+      driver: this.options.storageDriver ?? 'vfs',
       sandboxed: {
         applicationId: input.applicationId,
         label: `build-${input.applicationId}-${input.version}`,
@@ -488,16 +511,19 @@ export class BuildahBuilder implements Builder, ImagePuller {
     const scopes = (await isRealDirectory(join(appRoot, 'scopes'))) ? await readdir(join(appRoot, 'scopes')) : [];
     for (const storage of [appRoot, ...scopes.map((name) => join(appRoot, 'scopes', name))]) {
       // Only real directories: a link planted in a storage a build could once write is never followed.
-      if (!(await isRealDirectory(storage)) || !(await isRealDirectory(join(storage, 'storage')))) continue;
-      const scratch = await mkdtemp(join(tmpdir(), 'slipway-buildah-gc-'));
-      try {
-        const ws: Workspace = {
-          storage,
-          sandboxed: { applicationId, label: `gc-${applicationId}-${version}`, writable: [storage, scratch], cwd: scratch },
-        };
-        await this.removeImageFrom(ws, repositoryName, version);
-      } finally {
-        await rm(scratch, { recursive: true, force: true });
+      for (const driver of ['vfs', 'overlay'] as const) {
+        if (!(await isRealDirectory(storage)) || !(await isRealDirectory(join(storage, STORAGE_DIRS[driver])))) continue;
+        const scratch = await mkdtemp(join(tmpdir(), 'slipway-buildah-gc-'));
+        try {
+          const ws: Workspace = {
+            storage,
+            driver,
+            sandboxed: { applicationId, label: `gc-${applicationId}-${version}`, writable: [storage, scratch], cwd: scratch },
+          };
+          await this.removeImageFrom(ws, repositoryName, version);
+        } finally {
+          await rm(scratch, { recursive: true, force: true });
+        }
       }
     }
   }
@@ -533,13 +559,14 @@ export class BuildahBuilder implements Builder, ImagePuller {
     const staging = `${input.artifactDir}.staging-${randomBytes(4).toString('hex')}`;
     await this.buildahRun(ws, ['from', '--pull=false', '--name', name, imageId], 'creating a working container', input);
     try {
-      const mountPoint = (await this.buildahRun(ws, ['mount', name], 'mounting the image', input)).stdout.trim();
       await prepareArtifactDir(staging);
       const rootfs = join(staging, IMAGE_ROOTFS_DIR);
       await mkdir(rootfs, { mode: 0o700 });
       // `cp -a` keeps owners, modes, links and special files exactly as the image has them
       // (sandboxed: as the image sees them, all owned by the application's user outside).
-      const copied = await this.exec(ws, 'cp', ['-a', `${mountPoint}/.`, rootfs], { signal: input.signal, writable: [rootfs] });
+      // Mounted and copied by one process: an overlay mount lives only in its mount namespace.
+      const mountAndCopy = `m=$(${[this.buildah!, ...this.storageArgs(ws), 'mount', name].map(shellQuote).join(' ')}) && cp -a "$m/." ${shellQuote(rootfs)}`;
+      const copied = await this.exec(ws, 'sh', ['-c', mountAndCopy], { signal: input.signal, writable: [rootfs] });
       if (copied.code !== 0) throw new BuildError(`unpacking the image failed: ${copied.stderr.trim().split('\n').slice(-3).join(' ')}`);
       // Sandboxed, the application's own user owns it (whatever USER it runs as inside): owner-only.
       // Unconfined, processes chroot into it as the image's USER, which must pass through `/`.
