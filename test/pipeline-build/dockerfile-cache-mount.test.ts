@@ -25,7 +25,7 @@ CMD httpd -f -p $PORT -h /www
 
 beforeAll(async () => {
   if (missing) return;
-  h = await createHarness({ BUILDAH_STORAGE_DRIVER: 'overlay' }, { jobs: true });
+  h = await createHarness({}, { jobs: true });
   await buildBusyboxBase(join(h.dataDir, 'containers'));
 });
 afterAll(async () => {
