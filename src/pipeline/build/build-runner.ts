@@ -228,7 +228,7 @@ export class BuildRunner {
       log.line(`Stored at ${output.artifactPath}`);
 
       log.enter('Done');
-      log.line('Build succeeded');
+      log.line(`Build succeeded in ${log.elapsed()}`);
       await log.flush();
       await this.images.update(image.id, {
         status: 'built',

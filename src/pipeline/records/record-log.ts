@@ -15,6 +15,8 @@ export type BuildStepName = (typeof BUILD_STEPS)[number];
 export class RecordLog {
   private step: PipelineStep = { steps: [...BUILD_STEPS], current: 0 };
   private stepDirty = false;
+  /** Steps' headings say when they began, so a record's time splits into its steps. */
+  private readonly started = Date.now();
   private readonly log: BufferedLog;
   /** Hides secret values in any text bound for the record (e.g. an error_detail), and makes it storable as text. */
   readonly scrub: (text: string) => string;
@@ -45,7 +47,12 @@ export class RecordLog {
   enter(name: BuildStepName, heading: string = name): void {
     this.step = { steps: [...BUILD_STEPS], current: BUILD_STEPS.indexOf(name) };
     this.stepDirty = true;
-    this.line(`----- ${heading}`);
+    this.line(`----- ${heading} (at ${this.elapsed()})`);
+  }
+
+  /** Time since the record's log began, as shown in its headings ("12.3 s"). */
+  elapsed(): string {
+    return `${((Date.now() - this.started) / 1000).toFixed(1)} s`;
   }
 
   substep(progress: string): void {

@@ -60,7 +60,17 @@ export interface BuildahOptions {
    * buildah runs as root on the shared storage.
    */
   sandbox?: Sandbox | null;
+  /**
+   * Storage driver of the applications' own storages (sandboxed builds): `vfs` copies every
+   * layer in full; `overlay` (kernel overlayfs inside the build's user namespace) stacks them.
+   * The shared storage of the operator's base images stays vfs.
+   */
+  storageDriver?: StorageDriver;
 }
+
+export type StorageDriver = 'vfs' | 'overlay';
+/** Each driver keeps its own containers/storage below a workspace: switching drivers never reads the other's. */
+const STORAGE_DIRS: Record<StorageDriver, string> = { vfs: 'storage', overlay: 'storage-overlay' };
 
 /** What unpacking an image into an artifact reads of a build's input. */
 type UnpackInput = Pick<BuildInput, 'artifactDir' | 'log' | 'signal'>;
@@ -72,8 +82,9 @@ const PROCESS_LABEL = /^slipway\.process\.([a-z][a-z0-9_-]{0,62})$/;
 
 /** Where one build's buildah commands run. */
 interface Workspace {
-  /** containers/storage root: holds `storage/` and `run/`. */
+  /** containers/storage root: holds `storage/` (or `storage-overlay/`) and `run/`. */
   storage: string;
+  driver: StorageDriver;
   /** When sandboxed: whose user runs it, and the directories it may write (the rest of the host is out of view). */
   sandboxed: { applicationId: string; label: string; writable: string[]; cwd: string } | null;
 }
@@ -101,6 +112,7 @@ export function findOnPath(binary: string): string | null {
 export function createBuildahBuilder(config: Config, sandbox: Sandbox | null = null): BuildahBuilder {
   return new BuildahBuilder({
     storageRoot: config.BUILDAH_STORAGE_ROOT ?? join(config.dataDir, 'containers'),
+    storageDriver: config.BUILDAH_STORAGE_DRIVER,
     registry: registryTarget(config),
     sandbox,
   });
@@ -159,7 +171,7 @@ export class BuildahBuilder implements Builder, ImagePuller {
 
   constructor(private readonly options: BuildahOptions) {
     this.buildah = options.buildahPath === undefined ? findOnPath('buildah') : options.buildahPath;
-    this.shared = { storage: options.storageRoot, sandboxed: null };
+    this.shared = { storage: options.storageRoot, driver: 'vfs', sandboxed: null };
   }
 
   get available(): boolean {
@@ -201,7 +213,14 @@ export class BuildahBuilder implements Builder, ImagePuller {
   }
 
   private storageArgs(ws: Workspace): string[] {
-    return ['--root', join(ws.storage, 'storage'), '--runroot', join(ws.storage, 'run'), '--storage-driver', 'vfs'];
+    return [
+      '--root',
+      join(ws.storage, STORAGE_DIRS[ws.driver]),
+      '--runroot',
+      join(ws.storage, ws.driver === 'vfs' ? 'run' : 'run-overlay'),
+      '--storage-driver',
+      ws.driver,
+    ];
   }
 
   /** Runs a program in the workspace: in the application's sandbox when it has one, else as we are. */
@@ -221,7 +240,10 @@ export class BuildahBuilder implements Builder, ImagePuller {
       ...(network ? { network } : {}),
     });
     try {
-      const result = await runSandboxed(prepared, { ...runOptions, cwd: ws.sandboxed.cwd, env: SANDBOX_ENV });
+      // TMPDIR in the workspace's storage: `RUN --mount=type=cache` directories live below it
+      // (buildah-cache-0), kept between the builds of this application and cache scope only.
+      const env = { ...SANDBOX_ENV, TMPDIR: ws.storage };
+      const result = await runSandboxed(prepared, { ...runOptions, cwd: ws.sandboxed.cwd, env });
       await failIfOutOfMemory(prepared, result);
       return result;
     } finally {
@@ -246,6 +268,7 @@ export class BuildahBuilder implements Builder, ImagePuller {
     const storage = cacheScopeDir(this.options.storageRoot, input.applicationId, input.cacheScope);
     return {
       storage,
+      driver: this.options.storageDriver ?? 'vfs',
       sandboxed: {
         applicationId: input.applicationId,
         label: `build-${input.applicationId}-${input.version}`,
@@ -315,7 +338,8 @@ export class BuildahBuilder implements Builder, ImagePuller {
             const step = /^STEP (\d+)\/(\d+)/.exec(line);
             if (step) input.log.substep(`${step[1]}/${step[2]}`);
             if (/^--> Using cache/.test(line)) cachedSteps++;
-            return input.log.line(line);
+            // When each step began (seconds into the driver's build), so the build's time splits into its steps.
+            return input.log.line(step ? `${line} (at ${((Date.now() - started) / 1000).toFixed(1)} s)` : line);
           },
         },
       );
@@ -331,8 +355,9 @@ export class BuildahBuilder implements Builder, ImagePuller {
         OCIv1?: { config?: ImageConfig; rootfs?: { diff_ids?: string[] } };
       };
       const config = inspected.OCIv1?.config ?? {};
+      const unpackStarted = Date.now();
       const artifact = await this.unpack(ws, imageId, config, input);
-      input.log.line(`Unpacked the image root file system into the artifact directory`);
+      input.log.line(`Unpacked the image root file system into the artifact directory in ${seconds(Date.now() - unpackStarted)}`);
 
       let pushed: { reference: string; digest: string } | null = null;
       if (this.options.registry) {
@@ -455,6 +480,7 @@ export class BuildahBuilder implements Builder, ImagePuller {
       const shared = await this.imageIdOf(this.shared, name);
       if (!shared || (await this.imageIdOf(ws, name)) === shared) continue;
       const exported = join(scratch, `base-${i}`);
+      const copyStarted = Date.now();
       await this.buildahRun(this.shared, ['push', '--quiet', shared, `oci:${exported}`], `exporting the base image ${name}`, input, {
         deadline,
       });
@@ -466,7 +492,7 @@ export class BuildahBuilder implements Builder, ImagePuller {
       await this.buildahRun(ws, ['tag', pulled.stdout.trim().split('\n').pop()!, name], `naming the base image ${name}`, input);
       await this.buildahRun(ws, ['rmi', `localhost/base-${i}`], `naming the base image ${name}`, input);
       await rm(exported, { recursive: true, force: true });
-      input.log.line(`Base image ${name} copied into this application's build storage`);
+      input.log.line(`Base image ${name} copied into this application's build storage in ${seconds(Date.now() - copyStarted)}`);
     }
   }
 
@@ -485,16 +511,19 @@ export class BuildahBuilder implements Builder, ImagePuller {
     const scopes = (await isRealDirectory(join(appRoot, 'scopes'))) ? await readdir(join(appRoot, 'scopes')) : [];
     for (const storage of [appRoot, ...scopes.map((name) => join(appRoot, 'scopes', name))]) {
       // Only real directories: a link planted in a storage a build could once write is never followed.
-      if (!(await isRealDirectory(storage)) || !(await isRealDirectory(join(storage, 'storage')))) continue;
-      const scratch = await mkdtemp(join(tmpdir(), 'slipway-buildah-gc-'));
-      try {
-        const ws: Workspace = {
-          storage,
-          sandboxed: { applicationId, label: `gc-${applicationId}-${version}`, writable: [storage, scratch], cwd: scratch },
-        };
-        await this.removeImageFrom(ws, repositoryName, version);
-      } finally {
-        await rm(scratch, { recursive: true, force: true });
+      for (const driver of ['vfs', 'overlay'] as const) {
+        if (!(await isRealDirectory(storage)) || !(await isRealDirectory(join(storage, STORAGE_DIRS[driver])))) continue;
+        const scratch = await mkdtemp(join(tmpdir(), 'slipway-buildah-gc-'));
+        try {
+          const ws: Workspace = {
+            storage,
+            driver,
+            sandboxed: { applicationId, label: `gc-${applicationId}-${version}`, writable: [storage, scratch], cwd: scratch },
+          };
+          await this.removeImageFrom(ws, repositoryName, version);
+        } finally {
+          await rm(scratch, { recursive: true, force: true });
+        }
       }
     }
   }
@@ -530,13 +559,14 @@ export class BuildahBuilder implements Builder, ImagePuller {
     const staging = `${input.artifactDir}.staging-${randomBytes(4).toString('hex')}`;
     await this.buildahRun(ws, ['from', '--pull=false', '--name', name, imageId], 'creating a working container', input);
     try {
-      const mountPoint = (await this.buildahRun(ws, ['mount', name], 'mounting the image', input)).stdout.trim();
       await prepareArtifactDir(staging);
       const rootfs = join(staging, IMAGE_ROOTFS_DIR);
       await mkdir(rootfs, { mode: 0o700 });
       // `cp -a` keeps owners, modes, links and special files exactly as the image has them
       // (sandboxed: as the image sees them, all owned by the application's user outside).
-      const copied = await this.exec(ws, 'cp', ['-a', `${mountPoint}/.`, rootfs], { signal: input.signal, writable: [rootfs] });
+      // Mounted and copied by one process: an overlay mount lives only in its mount namespace.
+      const mountAndCopy = `m=$(${[this.buildah!, ...this.storageArgs(ws), 'mount', name].map(shellQuote).join(' ')}) && cp -a "$m/." ${shellQuote(rootfs)}`;
+      const copied = await this.exec(ws, 'sh', ['-c', mountAndCopy], { signal: input.signal, writable: [rootfs] });
       if (copied.code !== 0) throw new BuildError(`unpacking the image failed: ${copied.stderr.trim().split('\n').slice(-3).join(' ')}`);
       // Sandboxed, the application's own user owns it (whatever USER it runs as inside): owner-only.
       // Unconfined, processes chroot into it as the image's USER, which must pass through `/`.
@@ -703,6 +733,8 @@ function labelProcesses(labels: Record<string, string>) {
   }
   return processes;
 }
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 async function isRealDirectory(path: string): Promise<boolean> {
   return (await lstat(path).catch(() => null))?.isDirectory() === true;

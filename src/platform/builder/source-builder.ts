@@ -12,6 +12,7 @@ import { failIfOutOfMemory } from './out-of-memory.js';
 import { chooseGo, choosePython, goDirective, pyprojectDependencies, staticServer } from './runtimes.js';
 import { BuildError, cacheScopeDir, type BuildInput, type BuildOutput, type Builder, type CacheScope } from './port.js';
 import { nodeFor, pythonFor, type Installation } from './runtime-versions.js';
+import { dependencyCacheFor, restoreCommand, saveCommand, type DependencyCache, type DependencyInputs } from './dependency-cache.js';
 
 /** Where a Go build puts the application's binary, inside its tree. */
 const GO_BINARY = '.slipway/app';
@@ -25,6 +26,10 @@ interface BuildPlan {
   /** Why this plan was chosen (the file that decided it, the runtime version taken), printed at the top of the build. */
   why: string;
   commands: Array<{ display: string; file: string; args: string[] }>;
+  /** How many of the first commands install the dependencies (skipped when a saved install is reused). */
+  installCommands: number;
+  /** What keys the saved install (no lockfile: none, the install always runs). */
+  dependencies: Omit<DependencyInputs, 'buildEnv'> | null;
   /** Processes to use when there is no Procfile. */
   defaultProcesses: ProcessDefinitions | null;
   /** Environment every process of this app needs (e.g. the virtualenv). */
@@ -88,11 +93,29 @@ export class SourceBuilder implements Builder {
     }
     const env = await this.buildEnvironment(cacheDir, input.buildEnv, plan.detected === 'node' ? plan.processEnv.PATH : undefined);
     const deadline = Date.now() + input.timeoutMs;
+    const dependencies = plan.dependencies ? await dependencyCacheFor(dir, { ...plan.dependencies, buildEnv: input.buildEnv }) : null;
+    let reused = false;
+    if (dependencies && 'key' in dependencies) {
+      const restore = { display: 'restore dependencies', file: 'sh', args: ['-c', restoreCommand(cacheDir, dependencies, dir)] };
+      const commandStarted = Date.now();
+      const result = await this.runCommand(restore, input, dir, cacheDir, env, 'restore', deadline - Date.now());
+      if (input.signal.aborted) throw new BuildError('build interrupted: the server is stopping');
+      reused = result.code === 0;
+      input.log.line(
+        reused
+          ? `dependencies: reused (lockfile unchanged: ${dependencies.lockfiles.join(', ')}) in ${seconds(Date.now() - commandStarted)}`
+          : `dependencies: installing (no saved install for this ${dependencies.lockfiles.join(', ')})`,
+      );
+    } else if (dependencies && plan.installCommands > 0) {
+      input.log.line(`dependencies: installing (${dependencies.none}: nothing to key a saved install on)`);
+    }
     for (const [i, command] of plan.commands.entries()) {
+      if (reused && i < plan.installCommands) continue;
       input.log.substep(`${i + 1}/${plan.commands.length}`);
       input.log.line(`$ ${command.display}`);
       const remaining = deadline - Date.now();
       if (remaining <= 0) throw new BuildError(`build timed out after ${Math.round(input.timeoutMs / 1000)} s`, 'build_timeout');
+      const commandStarted = Date.now();
       const result = await this.runCommand(command, input, dir, cacheDir, env, i, remaining);
       if (input.signal.aborted) throw new BuildError('build interrupted: the server is stopping');
       if (result.signal === 'SIGKILL' && Date.now() >= deadline)
@@ -101,6 +124,11 @@ export class SourceBuilder implements Builder {
         throw new BuildError(
           `build command "${command.display}" failed with ${result.code === null ? `signal ${result.signal}` : `exit code ${result.code}`}`,
         );
+      }
+      input.log.line(`(${command.display}: ${seconds(Date.now() - commandStarted)})`);
+      if (i === plan.installCommands - 1 && dependencies) {
+        input.log.line('dependencies: installed');
+        if ('key' in dependencies) await this.saveDependencies(dependencies, input, dir, cacheDir, env, deadline);
       }
     }
 
@@ -145,6 +173,26 @@ export class SourceBuilder implements Builder {
     return null;
   }
 
+  /** Keeps the fresh install for the next build; a failed save only costs that build an install. */
+  private async saveDependencies(
+    dependencies: DependencyCache,
+    input: BuildInput,
+    dir: string,
+    cacheDir: string,
+    env: NodeJS.ProcessEnv,
+    deadline: number,
+  ) {
+    const started = Date.now();
+    const save = { display: 'save dependencies', file: 'sh', args: ['-c', saveCommand(cacheDir, dependencies, dir)] };
+    const result = await this.runCommand(save, input, dir, cacheDir, env, 'save', deadline - Date.now());
+    if (input.signal.aborted) throw new BuildError('build interrupted: the server is stopping');
+    input.log.line(
+      result.code === 0
+        ? `dependencies: saved for the next build in ${seconds(Date.now() - started)}`
+        : `dependencies: could not be saved for the next build (exit code ${result.code ?? result.signal})`,
+    );
+  }
+
   async discardCacheScope(applicationId: string, scope: CacheScope): Promise<void> {
     await rm(cacheScopeDir(this.cacheDir, applicationId, scope), { recursive: true, force: true });
   }
@@ -155,7 +203,7 @@ export class SourceBuilder implements Builder {
     dir: string,
     cacheDir: string,
     env: NodeJS.ProcessEnv,
-    index: number,
+    index: number | string,
     timeoutMs: number,
   ) {
     const options = { cwd: dir, env, signal: input.signal, timeoutMs, onLine: (l: string) => input.log.line(l) };
@@ -199,6 +247,8 @@ export class SourceBuilder implements Builder {
           detected: 'slipway.json',
           why: 'slipway.json names a build command',
           commands: [sh(manifest.build)],
+          installCommands: 0,
+          dependencies: null,
           defaultProcesses: null,
           processEnv: {},
         };
@@ -227,6 +277,19 @@ export class SourceBuilder implements Builder {
         detected: 'node',
         why: 'package.json is present',
         commands,
+        installCommands: 1,
+        dependencies: {
+          lockfiles: NODE_LOCKFILES,
+          settings: ['.npmrc'],
+          // What of package.json changes an install besides the lockfile (a mismatch `npm ci` would refuse re-installs too).
+          facts: [
+            node.version,
+            install.display,
+            ...NODE_INSTALL_FIELDS.map((f) => (pkg as Record<string, unknown>)[f] ?? null),
+            ...NODE_INSTALL_SCRIPTS.map((s) => pkg.scripts?.[s] ?? null),
+          ],
+          tree: 'node_modules',
+        },
         defaultProcesses,
         // Another installation's bin folder goes first, for the build (npm of the same installation) and every process.
         processEnv: node.onPath ? {} : { PATH: `${node.binDir}:${systemPath()}` },
@@ -244,6 +307,8 @@ export class SourceBuilder implements Builder {
         detected: 'go',
         why: `go.mod is present; Go ${toolchain.version}${goDirective(goMod) ? ` (go.mod asks for ${goDirective(goMod)})` : ''}`,
         commands: [{ display: `go build -o ${GO_BINARY} .`, file: toolchain.file, args: ['build', '-o', binary, '.'] }],
+        installCommands: 0,
+        dependencies: null,
         defaultProcesses: { web: { cmd: `./${GO_BINARY}`, env: {} } },
         processEnv: {},
       };
@@ -253,6 +318,8 @@ export class SourceBuilder implements Builder {
         detected: 'procfile',
         why: 'no language detected: the Procfile runs as it is',
         commands: [],
+        installCommands: 0,
+        dependencies: null,
         defaultProcesses: null,
         processEnv: {},
       };
@@ -264,6 +331,8 @@ export class SourceBuilder implements Builder {
         detected: 'static',
         why: `index.html is present and no package.json, requirements.txt, pyproject.toml, go.mod or Procfile: served as files by ${server.name}`,
         commands: [],
+        installCommands: 0,
+        dependencies: null,
         defaultProcesses: { web: { cmd: server.cmd, env: {} } },
         processEnv: {},
       };
@@ -272,6 +341,8 @@ export class SourceBuilder implements Builder {
       detected: 'none',
       why: 'no slipway.json, package.json, requirements.txt, pyproject.toml, go.mod, index.html or Procfile',
       commands: [],
+      installCommands: 0,
+      dependencies: null,
       defaultProcesses: null,
       processEnv: {},
     };
@@ -316,6 +387,16 @@ export class SourceBuilder implements Builder {
         `${fromRequirements ? 'requirements.txt' : 'pyproject.toml'} is present; Python ${python.version}` +
         (requested ? ` (.python-version asks for ${requested})` : ''),
       commands,
+      installCommands: commands.length,
+      // The virtualenv is what requirements.txt (or pyproject.toml's dependencies) and the interpreter decide.
+      dependencies:
+        what.length > 0
+          ? {
+              lockfiles: fromRequirements ? ['requirements.txt'] : ['pyproject.toml'],
+              facts: [python.version, python.file, commands.map((c) => c.display), dependencies],
+              tree: '.venv',
+            }
+          : null,
       defaultProcesses: entry ? { web: { cmd: `python ${entry}`, env: {} } } : null,
       processEnv: { VIRTUAL_ENV: venv, PATH: `${join(venv, 'bin')}:${systemPath()}` },
       ...(asked && { interpreter: { name: 'python' as const, installation: asked, requested } }),
@@ -345,6 +426,23 @@ export class SourceBuilder implements Builder {
     };
   }
 }
+
+/** Lockfiles an npm install follows (npm reads yarn.lock too); any of them present keys the saved install. */
+const NODE_LOCKFILES = ['package-lock.json', 'npm-shrinkwrap.json', 'yarn.lock', 'pnpm-lock.yaml'];
+/** Fields of package.json that change what an install produces. */
+const NODE_INSTALL_FIELDS = [
+  'dependencies',
+  'devDependencies',
+  'optionalDependencies',
+  'peerDependencies',
+  'bundleDependencies',
+  'overrides',
+  'workspaces',
+];
+/** Scripts npm runs during the install. */
+const NODE_INSTALL_SCRIPTS = ['preinstall', 'install', 'postinstall', 'prepare'];
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 function systemPath(): string {
   return process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin';

@@ -1,0 +1,58 @@
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHarness, type Harness } from '../helpers/harness.js';
+import { TestRepo } from '../helpers/git-repo.js';
+import { sandboxMissing } from '../helpers/sandbox.js';
+import { buildBusyboxBase, BASE_IMAGE } from '../registry/base-image.js';
+import { missingBinary } from '../registry/registry-server.js';
+import { buildAndWait, createApp } from './fixtures.js';
+
+/**
+ * Issue 35: `RUN --mount=type=cache` directories of a Dockerfile build survive between the
+ * builds of the same application and environment (they live in its own build storage), and
+ * another application's build starts with an empty one.
+ */
+const missing = sandboxMissing() ?? missingBinary({ buildah: 'buildah', busybox: 'busybox-static' });
+let h: Harness;
+const repos: TestRepo[] = [];
+
+/** The RUN after the COPY runs on every source change; it counts the builds its cache mount has seen. */
+const DOCKERFILE = `FROM ${BASE_IMAGE}
+COPY index.html /www/
+RUN --mount=type=cache,target=/cache sh -c 'echo built >> /cache/builds; echo "builds seen by the cache: $(wc -l < /cache/builds)"'
+CMD httpd -f -p $PORT -h /www
+`;
+
+beforeAll(async () => {
+  if (missing) return;
+  h = await createHarness({}, { jobs: true });
+  await buildBusyboxBase(join(h.dataDir, 'containers'));
+});
+afterAll(async () => {
+  await h?.close();
+  for (const r of repos) r.remove();
+});
+
+describe.skipIf(missing)('Dockerfile cache mounts', () => {
+  it("keep their content across builds of the application, and are not another application's", async () => {
+    const repo = new TestRepo();
+    repos.push(repo);
+    repo.commit({ Dockerfile: DOCKERFILE, 'index.html': 'one' });
+    const a = await createApp(h, { github_repository: repo.dir });
+    const first = await buildAndWait(h, a);
+    expect(first.log.error_detail).toBeNull();
+    expect(first.log.log_text).toContain('builds seen by the cache: 1');
+    // When each step began: the build's time splits into its steps.
+    expect(first.log.log_text).toMatch(/^STEP 3\/4: RUN .* \(at \d+\.\d s\)$/m);
+
+    repo.commit({ 'index.html': 'two' });
+    const second = await buildAndWait(h, a);
+    expect(second.log.error_detail).toBeNull();
+    expect(second.log.log_text).toContain('builds seen by the cache: 2');
+
+    const other = await createApp(h, { github_repository: repo.dir });
+    const separate = await buildAndWait(h, other);
+    expect(separate.log.error_detail).toBeNull();
+    expect(separate.log.log_text).toContain('builds seen by the cache: 1');
+  });
+});
