@@ -473,7 +473,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
 function chooseEdgeDriver(env: Env): { EDGE_DRIVER: EdgeDriverName; edgeDriverChoice: string } {
   if (env.EDGE_DRIVER) return { EDGE_DRIVER: env.EDGE_DRIVER, edgeDriverChoice: `edge: ${env.EDGE_DRIVER} (EDGE_DRIVER)` };
   const nginx = findNginx();
-  if (!nginx) return { EDGE_DRIVER: 'builtin', edgeDriverChoice: 'edge: builtin (nginx is not installed; apt-get install nginx-light)' };
+  if (!nginx) return { EDGE_DRIVER: 'builtin', edgeDriverChoice: 'edge: builtin (nginx is not installed; apt-get install nginx)' };
   if (env.ROUTER_PORT === 0 || env.ROUTER_HTTPS_PORT === 0)
     return { EDGE_DRIVER: 'builtin', edgeDriverChoice: 'edge: builtin (nginx needs a fixed ROUTER_PORT/ROUTER_HTTPS_PORT, not 0)' };
   return { EDGE_DRIVER: 'nginx', edgeDriverChoice: `edge: nginx (${nginx}; EDGE_DRIVER=builtin for the built-in edge)` };

@@ -11,7 +11,7 @@ import { RouterServer } from './router-server.js';
 export function createEdgeDriver(config: Config): EdgeDriver {
   if (config.EDGE_DRIVER === 'nginx') {
     const binary = findNginx();
-    if (!binary) throw new StartupError('EDGE_DRIVER=nginx: nginx is not installed (apt-get install nginx-light)');
+    if (!binary) throw new StartupError('EDGE_DRIVER=nginx: nginx is not installed (apt-get install nginx)');
     if (config.ROUTER_PORT === 0 || config.ROUTER_HTTPS_PORT === 0)
       throw new StartupError('EDGE_DRIVER=nginx needs fixed ports: ROUTER_PORT and ROUTER_HTTPS_PORT cannot be 0');
     return new NginxDriver({

@@ -27,7 +27,7 @@ export interface NginxOptions {
 const DROP_REPORT_MS = 10_000;
 
 /**
- * The edge driver for nginx (Debian's `nginx-light`): the routes, verified custom domains,
+ * The edge driver for nginx (Debian's `nginx`): the routes, verified custom domains,
  * maintenance pages and certificates are rendered into one nginx.conf (one `server` per route,
  * one `upstream … keepalive` of its ready instances) in the platform's own directory, checked
  * with `nginx -t` and applied with SIGHUP, which starts workers on the new configuration and
@@ -114,6 +114,7 @@ export class NginxDriver implements EdgeDriver {
     const config = this.render();
     const { adopted, pid } = await this.nginx.start(config);
     this.master = { pid, adopted };
+    this.logger?.warn({ pid, configuration: this.nginx.confPath }, adopted ? 'adopted the running nginx' : 'started nginx');
     // An adopted nginx serves its routes until the first apply() (the table is empty until the runtime fills it).
     this.loaded = adopted ? null : config;
     this.accessLog.start();
