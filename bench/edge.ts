@@ -148,7 +148,10 @@ http {
 }
 `,
   );
-  const nginx = spawn(NGINX, ['-p', home, '-c', join(home, 'nginx.conf')], { stdio: ['ignore', 'ignore', 'inherit'] });
+  // A session of its own, as nginx runs as a service and as the nginx driver's daemon does: with the
+  // scheduler's autogroups (sched_autogroup_enabled) a process in the bench's session shares one slot
+  // with the load generator, which favoured the plain rows 2–5× on a loaded machine (bench/README.md).
+  const nginx = spawn(NGINX, ['-p', home, '-c', join(home, 'nginx.conf')], { stdio: ['ignore', 'ignore', 'inherit'], detached: true });
   children.push(nginx);
   for (let i = 0; i < 100; i++) {
     const up = await fetch(`http://127.0.0.1:${port}/`, { headers: { host: HOST } }).then(
