@@ -97,6 +97,10 @@ export function renderNginxConfig(input: NginxConfigInput): string {
     `  access_log ${quoted(`${dir}/access.log`)} slipway buffer=32k flush=1s;`,
     `  client_body_temp_path ${quoted(`${dir}/tmp/body`)};`,
     `  proxy_temp_path ${quoted(`${dir}/tmp/proxy`)};`,
+    // Unused, but nginx creates them at start: in the platform's directory, not /var/lib/nginx.
+    `  fastcgi_temp_path ${quoted(`${dir}/tmp/fastcgi`)};`,
+    `  uwsgi_temp_path ${quoted(`${dir}/tmp/uwsgi`)};`,
+    `  scgi_temp_path ${quoted(`${dir}/tmp/scgi`)};`,
     // Bodies and answers stream through (as the built-in edge does): nothing is written to disk.
     '  client_max_body_size 0;',
     '  proxy_request_buffering off;',
