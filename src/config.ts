@@ -135,7 +135,7 @@ export const EnvSchema = Type.Object({
   /** DNS server (`address` or `address:port`) the ownership check asks for `_slipway-challenge.<domain>` TXT records; unset: the system's resolvers. */
   DOMAIN_DNS_SERVER: Type.Optional(Type.String({ minLength: 1 })),
   /**
-   * What serves applications: `nginx` (Debian's nginx, started and reconfigured by the platform: a quarter of the
+   * What serves applications: `nginx` (Debian's nginx, started and reconfigured by the platform: about a third of the
    * built-in edge's CPU per request, bench/README.md), `builtin` (Node, no dependency) or `caddy` (a Caddy 2 configured
    * through its admin API). Unset: `nginx` when /usr/sbin/nginx (or nginx on PATH) exists and ROUTER_PORT and
    * ROUTER_HTTPS_PORT are fixed ports (not 0), else `builtin`; the choice is logged at start.
