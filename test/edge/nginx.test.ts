@@ -1,4 +1,5 @@
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,11 +18,37 @@ const missing = missingPackage(['nginx', 'pebble', 'pebble-challtestsrv', 'opens
 if (missing)
   console.warn(`skipping the nginx edge driver: install the Debian package ${missing === 'pebble-challtestsrv' ? 'pebble' : missing}`);
 
-/** Answers `<version>:<x-forwarded-proto>:<x-forwarded-host>:<x-forwarded-for>`. */
+/** The `ws` client (the package ships no types). */
+interface WsClient {
+  once(event: 'open', cb: () => void): void;
+  once(event: 'message', cb: (m: unknown) => void): void;
+  once(event: 'error', cb: (e: Error) => void): void;
+  send(data: string): void;
+  close(): void;
+}
+const WebSocket = createRequire(import.meta.url)('ws') as new (url: string, options: object) => WsClient;
+
+/**
+ * Answers `<version>:<x-forwarded-proto>:<x-forwarded-host>:<x-forwarded-for>`; a WebSocket on the same port
+ * echoes each short text message (RFC 6455 by hand: the app runs sandboxed, without the platform's node_modules).
+ */
 const APP = (version: string) => `
-require('http').createServer((req, res) => {
+const { createHash } = require('crypto');
+const server = require('http').createServer((req, res) => {
   res.end('${version}:' + req.headers['x-forwarded-proto'] + ':' + req.headers['x-forwarded-host'] + ':' + req.headers['x-forwarded-for']);
-}).listen(Number(process.env.PORT), '127.0.0.1');
+});
+server.on('upgrade', (req, socket) => {
+  const accept = createHash('sha1').update(req.headers['sec-websocket-key'] + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11').digest('base64');
+  socket.write('HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\nSec-WebSocket-Accept: ' + accept + '\\r\\n\\r\\n');
+  socket.on('data', (frame) => {
+    if ((frame[0] & 0x0f) !== 1) return socket.end();
+    const length = frame[1] & 0x7f, mask = frame.subarray(2, 6);
+    const text = Buffer.from(frame.subarray(6, 6 + length).map((b, i) => b ^ mask[i % 4])).toString();
+    const reply = Buffer.from('echo ' + text);
+    socket.write(Buffer.concat([Buffer.from([0x81, reply.length]), reply]));
+  });
+});
+server.listen(Number(process.env.PORT), '127.0.0.1');
 `;
 
 const DOMAIN = 'nginx-shop.example.com';
@@ -146,6 +173,17 @@ describe.skipIf(!!missing)('EDGE_DRIVER=nginx: applications served by nginx, sta
     });
     expect(plain.status).toBe(308);
     for (const file of ['certs']) expect(statSync(join(nginxDir, file)).mode & 0o777).toBe(0o700);
+  });
+
+  it('carries WebSockets through nginx over HTTPS', async () => {
+    const ws = new WebSocket(`wss://127.0.0.1:${httpsPort}/`, { headers: { host: DOMAIN }, servername: DOMAIN, ca: root });
+    const reply = await new Promise<string>((resolve, reject) => {
+      ws.once('open', () => ws.send('ping'));
+      ws.once('message', (m) => resolve(String(m)));
+      ws.once('error', reject);
+    });
+    ws.close();
+    expect(reply).toBe('echo ping');
   });
 
   it('answers the maintenance page (503, Retry-After) at every name, expanding nothing of its message', async () => {
