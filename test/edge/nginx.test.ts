@@ -112,8 +112,16 @@ describe.skipIf(!!missing)('EDGE_DRIVER=nginx: applications served by nginx, sta
   }, 90_000);
 
   afterAll(async () => {
+    // The instance the restart test detached: the first runtime's worker still lives, so no one adopted (and stops) it.
+    const shims = h ? (await h.ctx.db.selectFrom('instances').select('pid').execute()).flatMap((r) => (r.pid === null ? [] : [r.pid])) : [];
     await restarted?.stop();
     await h?.close();
+    for (const pid of shims)
+      try {
+        process.kill(pid, 'SIGTERM');
+      } catch {
+        // stopped already
+      }
     await pebble?.stop();
     await dns?.close();
     // Whatever happened above, no nginx of this test outlives it.
