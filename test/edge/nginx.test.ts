@@ -53,6 +53,14 @@ server.listen(Number(process.env.PORT), '127.0.0.1');
 
 const DOMAIN = 'nginx-shop.example.com';
 
+const readProc = (path: string) => {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
+};
+
 describe.skipIf(!!missing)('EDGE_DRIVER=nginx: applications served by nginx, started and reloaded by the platform', () => {
   let h: Harness;
   let dns: TxtServer;
@@ -116,12 +124,16 @@ describe.skipIf(!!missing)('EDGE_DRIVER=nginx: applications served by nginx, sta
     const shims = h ? (await h.ctx.db.selectFrom('instances').select('pid').execute()).flatMap((r) => (r.pid === null ? [] : [r.pid])) : [];
     await restarted?.stop();
     await h?.close();
-    for (const pid of shims)
-      try {
-        process.kill(pid, 'SIGTERM');
-      } catch {
-        // stopped already
-      }
+    for (const pid of shims) {
+      // The instance, then its shim (which would otherwise wait a minute for a platform to read its exit).
+      const shim = Number(/\) \S+ (\d+)/.exec(readProc(`/proc/${pid}/stat`))?.[1]);
+      for (const target of [pid, readProc(`/proc/${shim}/cmdline`).includes('instance-shim') ? shim : null])
+        try {
+          if (target) process.kill(target, 'SIGTERM');
+        } catch {
+          // stopped already
+        }
+    }
     await pebble?.stop();
     await dns?.close();
     // Whatever happened above, no nginx of this test outlives it.
