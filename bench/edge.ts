@@ -4,7 +4,8 @@
  * installed) twice: driven by the platform's Caddy driver in its own process (the instance
  * from its SRV name server, the access log counted by the platform), and with a plain static
  * `reverse_proxy` and no access log (Caddy's own floor); nginx (when installed) with one worker
- * and with `auto` workers, `proxy_pass` to a keepalive upstream; last, a raw TCP relay that parses
+ * and with `auto` workers, `proxy_pass` to a keepalive upstream, and nginx as the platform's nginx
+ * driver configures it (bench/nginx-edge-server.ts: access log on); last, a raw TCP relay that parses
  * nothing (the floor of any proxy process: two sockets per request, no HTTP work).
  *
  * Rounds are interleaved (direct, built-in, Caddy, direct, …) and the medians reported, so a
@@ -147,7 +148,10 @@ http {
 }
 `,
   );
-  const nginx = spawn(NGINX, ['-p', home, '-c', join(home, 'nginx.conf')], { stdio: ['ignore', 'ignore', 'inherit'] });
+  // A session of its own, as nginx runs as a service and as the nginx driver's daemon does: with the
+  // scheduler's autogroups (sched_autogroup_enabled) a process in the bench's session shares one slot
+  // with the load generator, which favoured the plain rows 2–5× on a loaded machine (bench/README.md).
+  const nginx = spawn(NGINX, ['-p', home, '-c', join(home, 'nginx.conf')], { stdio: ['ignore', 'ignore', 'inherit'], detached: true });
   children.push(nginx);
   for (let i = 0; i < 100; i++) {
     const up = await fetch(`http://127.0.0.1:${port}/`, { headers: { host: HOST } }).then(
@@ -226,6 +230,25 @@ async function startDriverCaddy(upstreamPort: number, dir: string): Promise<{ po
   return { port: Number(await firstLine(driver)), pids: [caddy.pid, driver.pid!] };
 }
 
+/**
+ * nginx configured by the platform's nginx driver (bench/nginx-edge-server.ts) in its own process:
+ * `worker_processes auto`, keepalive upstream, the JSON access log read and counted by the driver.
+ * Its CPU is nginx's (master and workers) and the driver process's (it reads the log).
+ */
+async function startDriverNginx(upstreamPort: number): Promise<{ port: number; pids: () => number[] } | null> {
+  if (!NGINX) return null;
+  const driver = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'bench/nginx-edge-server.ts', String(upstreamPort), String(await freePort())],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  children.push(driver);
+  const [port, master] = (await firstLine(driver)).split(' ').map(Number);
+  return { port: port!, pids: () => [driver.pid!, ...withChildren(master!)] };
+}
+
 const loadBefore = loadavg();
 const dir = mkdtempSync(join(tmpdir(), 'slipway-edge-bench-'));
 try {
@@ -244,13 +267,15 @@ try {
   const caddyStatic = await startStaticCaddy(upstreamPort, dir);
   const nginxOne = await startNginx(upstreamPort, dir, '1');
   const nginxAuto = await startNginx(upstreamPort, dir, 'auto');
+  const nginxDriver = await startDriverNginx(upstreamPort);
   if (!NGINX) console.error('nginx is not installed (apt-get install nginx-light): its rows are skipped');
 
   type Result = Awaited<ReturnType<typeof load>>;
-  const runs: Record<'direct' | 'nginxOne' | 'nginxAuto' | 'builtin' | 'caddy' | 'caddyStatic' | 'relay', Result[]> = {
+  const runs: Record<'direct' | 'nginxOne' | 'nginxAuto' | 'nginxDriver' | 'builtin' | 'caddy' | 'caddyStatic' | 'relay', Result[]> = {
     direct: [],
     nginxOne: [],
     nginxAuto: [],
+    nginxDriver: [],
     builtin: [],
     caddy: [],
     caddyStatic: [],
@@ -260,6 +285,7 @@ try {
     runs.direct.push(await load(upstreamPort, undefined, [upstream.pid!]));
     if (nginxOne) runs.nginxOne.push(await load(nginxOne.port, HOST, nginxOne.pids()));
     if (nginxAuto) runs.nginxAuto.push(await load(nginxAuto.port, HOST, nginxAuto.pids()));
+    if (nginxDriver) runs.nginxDriver.push(await load(nginxDriver.port, HOST, nginxDriver.pids()));
     runs.builtin.push(await load(edgePort, HOST, [edge.pid!]));
     if (caddyDriver) runs.caddy.push(await load(caddyDriver.port, HOST, caddyDriver.pids));
     if (caddyStatic) runs.caddyStatic.push(await load(caddyStatic.port, HOST, caddyStatic.pids));
@@ -295,6 +321,7 @@ try {
     ['direct', runs.direct],
     ['nginx, 1 worker (keepalive upstream, no log)', runs.nginxOne],
     [`nginx, auto (${cpus().length} workers)`, runs.nginxAuto],
+    [`nginx driver (Slipway's nginx.conf, auto, access log)`, runs.nginxDriver],
     ['built-in edge', runs.builtin],
     ['Caddy (driver: SRV upstreams, access log)', runs.caddy],
     ['Caddy (static upstream, no log)', runs.caddyStatic],

@@ -1,4 +1,5 @@
-import { resolve } from 'node:path';
+import { accessSync, constants } from 'node:fs';
+import { delimiter, join, resolve } from 'node:path';
 import ipaddr from 'ipaddr.js';
 import { Type, type Static, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
@@ -133,8 +134,15 @@ export const EnvSchema = Type.Object({
   ACME_RENEW_DAYS: Type.Integer({ minimum: 1, default: 30 }),
   /** DNS server (`address` or `address:port`) the ownership check asks for `_slipway-challenge.<domain>` TXT records; unset: the system's resolvers. */
   DOMAIN_DNS_SERVER: Type.Optional(Type.String({ minLength: 1 })),
-  /** What serves applications: `builtin` (this process, no dependency) or `caddy` (a Caddy 2 configured through its admin API). */
-  EDGE_DRIVER: Type.Union([Type.Literal('builtin'), Type.Literal('caddy')], { default: 'builtin' }),
+  /**
+   * What serves applications: `nginx` (Debian's nginx, started and reconfigured by the platform: about a third of the
+   * built-in edge's CPU per request, bench/README.md), `builtin` (Node, no dependency) or `caddy` (a Caddy 2 configured
+   * through its admin API). Unset: `nginx` when /usr/sbin/nginx (or nginx on PATH) exists and ROUTER_PORT and
+   * ROUTER_HTTPS_PORT are fixed ports (not 0), else `builtin`; the choice is logged at start.
+   */
+  EDGE_DRIVER: Type.Optional(Type.Union([Type.Literal('builtin'), Type.Literal('caddy'), Type.Literal('nginx')])),
+  /** With EDGE_DRIVER=nginx and the platform running as root: the unprivileged user nginx's workers run as. */
+  EDGE_NGINX_USER: Type.String({ default: 'www-data', pattern: '^[a-z_][a-z0-9_-]{0,31}$' }),
   /** With EDGE_DRIVER=caddy: its admin API (the platform loads whole configurations there), on a unix socket only it and the platform open. */
   CADDY_ADMIN_URL: Type.String({ default: 'unix//run/slipway-caddy/admin.sock' }),
   /** Accept a CADDY_ADMIN_URL on TCP, which any process on the host reaching it can use to rewrite every route (issue 27). */
@@ -422,8 +430,13 @@ export const EnvSchema = Type.Object({
 
 export type Env = Static<typeof EnvSchema>;
 
-export interface Config extends Env {
+export type EdgeDriverName = 'builtin' | 'caddy' | 'nginx';
+
+export interface Config extends Omit<Env, 'EDGE_DRIVER'> {
   dataDir: string;
+  /** EDGE_DRIVER as set, or as chosen when unset (`edgeDriverChoice` says which and why). */
+  EDGE_DRIVER: EdgeDriverName;
+  edgeDriverChoice: string;
 }
 
 export class ConfigError extends Error {}
@@ -459,7 +472,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   } catch (err) {
     throw new ConfigError(`Invalid configuration: TRUST_PROXY: ${(err as Error).message}`);
   }
-  return { ...parsed, dataDir: resolve(parsed.DATA_DIR) };
+  return { ...parsed, dataDir: resolve(parsed.DATA_DIR), ...chooseEdgeDriver(parsed) };
+}
+
+/** EDGE_DRIVER unset: nginx where it is installed and the edge's ports are fixed (nginx cannot report a port 0 chose). */
+function chooseEdgeDriver(env: Env): { EDGE_DRIVER: EdgeDriverName; edgeDriverChoice: string } {
+  if (env.EDGE_DRIVER) return { EDGE_DRIVER: env.EDGE_DRIVER, edgeDriverChoice: `edge: ${env.EDGE_DRIVER} (EDGE_DRIVER)` };
+  const nginx = findNginx();
+  if (!nginx) return { EDGE_DRIVER: 'builtin', edgeDriverChoice: 'edge: builtin (nginx is not installed; apt-get install nginx)' };
+  if (env.ROUTER_PORT === 0 || env.ROUTER_HTTPS_PORT === 0)
+    return { EDGE_DRIVER: 'builtin', edgeDriverChoice: 'edge: builtin (nginx needs a fixed ROUTER_PORT/ROUTER_HTTPS_PORT, not 0)' };
+  return { EDGE_DRIVER: 'nginx', edgeDriverChoice: `edge: nginx (${nginx}; EDGE_DRIVER=builtin for the built-in edge)` };
 }
 
 /** Names proxy-addr (Fastify's trustProxy) accepts for address ranges. */
@@ -493,4 +516,23 @@ function isCidr(text: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** The nginx binary: Debian's /usr/sbin/nginx, or the first `nginx` on PATH; null when none is executable. */
+export function findNginx(): string | null {
+  const candidates = [
+    '/usr/sbin/nginx',
+    ...(process.env.PATH ?? '')
+      .split(delimiter)
+      .filter(Boolean)
+      .map((dir) => join(dir, 'nginx')),
+  ];
+  for (const path of candidates)
+    try {
+      accessSync(path, constants.X_OK);
+      return path;
+    } catch {
+      // not there: the next one
+    }
+  return null;
 }

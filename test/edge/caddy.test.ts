@@ -7,12 +7,11 @@ import { createHarness, type Harness, type TestUser } from '../helpers/harness.j
 import { routerGet } from '../helpers/router-get.js';
 import { waitFor } from '../helpers/wait.js';
 import { TxtServer } from '../helpers/dns-server.js';
-import { Agent as HttpAgent, request as httpRequest, type ClientRequest } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { deployableApp, settled, type Deployable } from '../pipeline-deploy/fixtures.js';
 import { freePort, missingPackage, startPebble, type Pebble } from './acme-pebble.js';
 import { startCaddy, type CaddyProcess } from './caddy-process.js';
 import { httpsGet } from './https-client.js';
+import { loadThroughEdge } from './load-loop.js';
 
 const missing = missingPackage(['caddy', 'pebble', 'pebble-challtestsrv', 'openssl']);
 if (missing)
@@ -28,47 +27,6 @@ require('http').createServer((req, res) => {
 `;
 
 const DOMAIN = 'caddy-shop.example.com';
-
-/**
- * GETs from 4 loops (2 on keep-alive connections, 2 on a new connection each) until `stop`
- * settles. Nothing is retried: every error or non-200 is a failure.
- */
-async function loadThroughCaddy(port: number, host: string, stop: Promise<unknown>, ca?: string) {
-  const report = { total: 0, failures: [] as string[], bodies: [] as string[] };
-  const keepAlive = ca ? new HttpsAgent({ keepAlive: true, maxSockets: 2, ca }) : new HttpAgent({ keepAlive: true, maxSockets: 2 });
-  const get = (agent: HttpAgent | HttpsAgent | false) =>
-    new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const options = { host: '127.0.0.1', port, path: '/', headers: { host }, agent, timeout: 10_000, servername: host, ca };
-      const req: ClientRequest = (ca ? httpsRequest : httpRequest)(options, (res) => {
-        let body = '';
-        res.on('data', (c) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode!, body }));
-        res.on('error', reject);
-      });
-      req.on('timeout', () => req.destroy(new Error('timeout')));
-      req.on('error', reject);
-      req.end();
-    });
-  let done = false;
-  void stop.finally(() => (done = true));
-  await Promise.all(
-    [0, 1, 2, 3].map(async (i) => {
-      while (!done) {
-        report.total++;
-        const agent = i % 2 === 0 ? keepAlive : false;
-        try {
-          const r = await get(agent);
-          if (r.status !== 200) report.failures.push(`status ${r.status}: ${r.body.slice(0, 100)}`);
-          else if (!report.bodies.includes(r.body.split(':')[0]!)) report.bodies.push(r.body.split(':')[0]!);
-        } catch (err) {
-          report.failures.push((err as Error).message);
-        }
-      }
-    }),
-  );
-  keepAlive.destroy();
-  return report;
-}
 
 describe.skipIf(!!missing)('EDGE_DRIVER=caddy: applications served by Caddy, configured through its admin API', () => {
   let h: Harness;
@@ -223,8 +181,8 @@ describe.skipIf(!!missing)('EDGE_DRIVER=caddy: applications served by Caddy, con
       await new Promise((r) => setTimeout(r, 300));
     })();
     const [plain, secure] = await Promise.all([
-      loadThroughCaddy(httpPort, platformName, redeployed),
-      loadThroughCaddy(httpsPort, DOMAIN, redeployed, root),
+      loadThroughEdge(httpPort, platformName, redeployed),
+      loadThroughEdge(httpsPort, DOMAIN, redeployed, root),
     ]);
     await redeployed;
     // No answer is wrong and no connection is closed: the route switch went through the name

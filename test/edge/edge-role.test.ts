@@ -52,6 +52,7 @@ describe('an edge-role process serves what another process deployed', () => {
       cwd: ROOT,
       env: {
         PATH: process.env.PATH ?? '',
+        EDGE_DRIVER: 'builtin',
         HOME: process.env.HOME ?? '/tmp',
         SLIPWAY_ROLE: 'edge',
         DATABASE_URL: h.databaseUrl,

@@ -39,6 +39,7 @@ describe('an edge serves its persisted routes, domains and certificates without 
       cwd: ROOT,
       env: {
         PATH: process.env.PATH ?? '',
+        EDGE_DRIVER: 'builtin',
         HOME: process.env.HOME ?? '/tmp',
         SLIPWAY_ROLE: 'edge',
         DATABASE_URL: databaseUrl,

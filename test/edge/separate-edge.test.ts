@@ -34,6 +34,7 @@ function runMain(env: Record<string, string>): Started {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? '',
+      EDGE_DRIVER: 'builtin',
       HOME: process.env.HOME ?? '/tmp',
       HOST: '127.0.0.1',
       LOG_LEVEL: 'info',

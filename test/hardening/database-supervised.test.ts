@@ -75,6 +75,7 @@ async function startServer(env: Record<string, string>): Promise<Server> {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? '',
+      EDGE_DRIVER: 'builtin',
       HOME: process.env.HOME ?? '/tmp',
       HOST: '127.0.0.1',
       PORT: '0',

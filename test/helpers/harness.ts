@@ -77,6 +77,8 @@ export async function createHarness(env: Partial<Env> = {}, options: HarnessOpti
       SOURCE_PATH_ALLOWLIST: tmpdir(),
       // Deployments complete once healthy; test/pipeline-deploy/diagnosis.test.ts sets a window per application.
       DEPLOY_STABILITY_WINDOW_SECONDS: 0,
+      // The built-in edge unless a test names another (nginx, the default where installed, has test/edge/nginx.test.ts).
+      EDGE_DRIVER: 'builtin',
       ...(unsandboxed ? { RUNTIME_ISOLATION: 'none' as const } : {}),
       ...env,
     },

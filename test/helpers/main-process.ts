@@ -18,6 +18,8 @@ export function runMain(env: Record<string, string>) {
       HOST: '127.0.0.1',
       PORT: '0',
       ROUTER_HOST: '127.0.0.1',
+      // The built-in edge unless a test names another (nginx, the default where installed, has its own test file).
+      EDGE_DRIVER: 'builtin',
       LOG_LEVEL: 'info',
       DEPLOY_STABILITY_WINDOW_SECONDS: '0',
       ...env,

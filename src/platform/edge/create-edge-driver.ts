@@ -1,13 +1,28 @@
 import { join } from 'node:path';
-import type { Config } from '../../config.js';
+import { findNginx, type Config } from '../../config.js';
 import { StartupError } from '../startup-error.js';
 import { caddyAdminEndpoint, caddyAdminOnTcpMessage } from './caddy-admin.js';
 import { CaddyDriver } from './caddy-driver.js';
 import type { EdgeDriver } from './edge-driver.js';
+import { NginxDriver } from './nginx-driver.js';
 import { RouterServer } from './router-server.js';
 
-/** The edge EDGE_DRIVER names: the built-in router (default) or Caddy through its admin API. */
+/** The edge EDGE_DRIVER names: nginx (started and reloaded by the platform), the built-in router, or Caddy through its admin API. */
 export function createEdgeDriver(config: Config): EdgeDriver {
+  if (config.EDGE_DRIVER === 'nginx') {
+    const binary = findNginx();
+    if (!binary) throw new StartupError('EDGE_DRIVER=nginx: nginx is not installed (apt-get install nginx)');
+    if (config.ROUTER_PORT === 0 || config.ROUTER_HTTPS_PORT === 0)
+      throw new StartupError('EDGE_DRIVER=nginx needs fixed ports: ROUTER_PORT and ROUTER_HTTPS_PORT cannot be 0');
+    return new NginxDriver({
+      binary,
+      directory: join(config.dataDir, 'edge', 'nginx'),
+      host: config.ROUTER_HOST,
+      port: config.ROUTER_PORT,
+      httpsPort: config.ROUTER_HTTPS_PORT,
+      workerUser: config.EDGE_NGINX_USER,
+    });
+  }
   if (config.EDGE_DRIVER === 'caddy') {
     if (!caddyAdminEndpoint(config.CADDY_ADMIN_URL).socketPath && !config.CADDY_ADMIN_ALLOW_TCP)
       throw new StartupError(caddyAdminOnTcpMessage(config.CADDY_ADMIN_URL));

@@ -18,7 +18,7 @@ const MAX_LINE_BYTES = 4096;
 /** What a running edge says about itself. */
 export interface EdgeStatus {
   pid: number;
-  driver: 'builtin' | 'caddy';
+  driver: 'builtin' | 'caddy' | 'nginx';
   port: number;
   httpsPort: number | null;
 }

@@ -2,6 +2,7 @@ export type { EdgeDriver, EdgeRequestLogger } from './edge-driver.js';
 export { EdgeDirectory } from './edge-directory.js';
 export { RouterServer } from './router-server.js';
 export { CaddyDriver } from './caddy-driver.js';
+export { NginxDriver } from './nginx-driver.js';
 export { RouteTable, type Upstream } from './route-table.js';
 export { RequestStats, readRequestStats, foldOldRequestStats } from './request-stats.js';
 export { createEdgeDriver } from './create-edge-driver.js';

@@ -32,7 +32,7 @@ const START_LOG_TAIL_BYTES = 4096;
  */
 export class SeparateEdge implements EdgeDriver {
   readonly table = new RouteTable();
-  readonly name: 'builtin' | 'caddy';
+  readonly name: 'builtin' | 'caddy' | 'nginx';
   private status: EdgeStatus | null = null;
   private keepServingOnClose = false;
   private watch: NodeJS.Timeout | null = null;
@@ -50,7 +50,7 @@ export class SeparateEdge implements EdgeDriver {
     private readonly databaseUrl: string,
     private readonly notice: (line: string) => void = (line) => console.error(`[slipway] ${line}`),
   ) {
-    this.name = config.EDGE_DRIVER === 'caddy' ? 'caddy' : 'builtin';
+    this.name = config.EDGE_DRIVER;
     this.dir = edgeDirectory(config.dataDir);
     this.socketPath = controlSocketPath(this.dir);
   }

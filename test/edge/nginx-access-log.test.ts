@@ -1,0 +1,93 @@
+import { appendFileSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { MAX_NGINX_LINE_CHARS, NginxAccessLog, type NginxAccessEntry } from '../../src/platform/edge/nginx-access-log.js';
+import { isSafeHostname, quoted, upstreamAddress } from '../../src/platform/edge/nginx-config.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'slipway-nginx-log-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const line = (route: string, status = 200) =>
+  JSON.stringify({ route, status, duration: 0.002, method: 'GET', uri: '/', remote_ip: '127.0.0.1' }) + '\n';
+
+function reader(path: string) {
+  const entries: NginxAccessEntry[] = [];
+  const drops: string[] = [];
+  const log = new NginxAccessLog({ path, onEntry: (e) => entries.push(e), onDrop: (r) => drops.push(r), readEveryMs: 60_000 });
+  return { log, entries, drops };
+}
+
+describe("nginx's access log as the platform reads it", () => {
+  it('reads lines written after it started, drops malformed and oversized ones (never holding them), keeps what follows', () => {
+    const path = join(dir, 'access.log');
+    writeFileSync(path, line('before.localhost'));
+    const { log, entries, drops } = reader(path);
+    log.start();
+    appendFileSync(
+      path,
+      line('a.localhost') + 'not json\n' + `{"route":"${'x'.repeat(MAX_NGINX_LINE_CHARS)}"}\n` + line('b.localhost', 503),
+    );
+    appendFileSync(
+      path,
+      JSON.stringify({ route: 'c.localhost', status: 'nope', duration: 1, method: 'GET', uri: '/', remote_ip: '' }) + '\n',
+    );
+    // A line split across two writes is read whole.
+    const half = line('d.localhost');
+    appendFileSync(path, half.slice(0, 20));
+    log.read();
+    appendFileSync(path, half.slice(20));
+    log.read();
+    expect(entries.map((e) => [e.route, e.status])).toEqual([
+      ['a.localhost', 200],
+      ['b.localhost', 503],
+      ['d.localhost', 200],
+    ]);
+    expect(drops).toEqual(['malformed', 'oversized', 'malformed']);
+    log.close();
+  });
+
+  it('empties the file once read past 4 MiB, and reads on from its start', () => {
+    const path = join(dir, 'big.log');
+    writeFileSync(path, '');
+    const { log, entries } = reader(path);
+    log.start();
+    const chunk = line('big.localhost').repeat(1000);
+    const lines = Math.ceil((4 * 1024 * 1024) / chunk.length) * 1000;
+    for (let i = 0; i < lines / 1000; i++) appendFileSync(path, chunk);
+    for (let i = 0; i < 5; i++) log.read(); // 1 MiB per read
+    expect(entries.length).toBe(lines);
+    expect(statSync(path).size).toBe(0);
+    appendFileSync(path, line('after.localhost'));
+    log.read();
+    expect(entries.at(-1)!.route).toBe('after.localhost');
+    log.close();
+  });
+
+  it('never opens the log through a symlink', () => {
+    const target = join(dir, 'target.log');
+    writeFileSync(target, '');
+    const path = join(dir, 'link.log');
+    symlinkSync(target, path);
+    const { log, entries } = reader(path);
+    log.start();
+    appendFileSync(target, line('a.localhost'));
+    log.read();
+    expect(entries).toEqual([]);
+    log.close();
+  });
+});
+
+describe('what may enter nginx.conf', () => {
+  it('takes plain DNS names and addresses only, and quotes strings without a $', () => {
+    for (const ok of ['app.shop.org.localhost', 'a-b.example.com', 'x1.io']) expect(isSafeHostname(ok)).toBe(true);
+    for (const bad of ['a;b.com', 'a b', '"x"', '$host', 'a.com;}', 'A.com', '-a.com', '', 'a..b', `${'a'.repeat(64)}.com`])
+      expect(isSafeHostname(bad)).toBe(false);
+    expect(upstreamAddress('127.0.0.1', 8080)).toBe('127.0.0.1:8080');
+    expect(upstreamAddress('fd00::1', 80)).toBe('[fd00::1]:80');
+    expect(upstreamAddress('127.0.0.1;', 80)).toBeNull();
+    expect(upstreamAddress('127.0.0.1', 0)).toBeNull();
+    expect(quoted('a "b" \\ c')).toBe('"a \\"b\\" \\\\ c"');
+    expect(() => quoted('$host')).toThrow();
+  });
+});
