@@ -135,10 +135,10 @@ export const EnvSchema = Type.Object({
   /** DNS server (`address` or `address:port`) the ownership check asks for `_slipway-challenge.<domain>` TXT records; unset: the system's resolvers. */
   DOMAIN_DNS_SERVER: Type.Optional(Type.String({ minLength: 1 })),
   /**
-   * What serves applications: `nginx` (Debian's nginx, started and reconfigured by the platform: about a third of the
-   * built-in edge's CPU per request, bench/README.md), `builtin` (Node, no dependency) or `caddy` (a Caddy 2 configured
-   * through its admin API). Unset: `nginx` when /usr/sbin/nginx (or nginx on PATH) exists and ROUTER_PORT and
-   * ROUTER_HTTPS_PORT are fixed ports (not 0), else `builtin`; the choice is logged at start.
+   * What serves applications: `builtin` (Node, no dependency: the default), `nginx` (Debian's nginx, started and
+   * reconfigured by the platform: about a third of the built-in edge's CPU per request, bench/README.md; each switch
+   * is an nginx reload, at which a request sent on a kept-alive connection at that instant can fail and is retried by
+   * browsers: docs/operations.md) or `caddy` (a Caddy 2 configured through its admin API). The choice is logged at start.
    */
   EDGE_DRIVER: Type.Optional(Type.Union([Type.Literal('builtin'), Type.Literal('caddy'), Type.Literal('nginx')])),
   /** With EDGE_DRIVER=nginx and the platform running as root: the unprivileged user nginx's workers run as. */
@@ -475,14 +475,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   return { ...parsed, dataDir: resolve(parsed.DATA_DIR), ...chooseEdgeDriver(parsed) };
 }
 
-/** EDGE_DRIVER unset: nginx where it is installed and the edge's ports are fixed (nginx cannot report a port 0 chose). */
+/**
+ * EDGE_DRIVER unset: the built-in edge, whose switches drop nothing. nginx is faster but opt-in: its reloads can
+ * fail a request racing a kept-alive connection's close (docs/operations.md), and it needs fixed ports.
+ */
 function chooseEdgeDriver(env: Env): { EDGE_DRIVER: EdgeDriverName; edgeDriverChoice: string } {
   if (env.EDGE_DRIVER) return { EDGE_DRIVER: env.EDGE_DRIVER, edgeDriverChoice: `edge: ${env.EDGE_DRIVER} (EDGE_DRIVER)` };
   const nginx = findNginx();
-  if (!nginx) return { EDGE_DRIVER: 'builtin', edgeDriverChoice: 'edge: builtin (nginx is not installed; apt-get install nginx)' };
-  if (env.ROUTER_PORT === 0 || env.ROUTER_HTTPS_PORT === 0)
-    return { EDGE_DRIVER: 'builtin', edgeDriverChoice: 'edge: builtin (nginx needs a fixed ROUTER_PORT/ROUTER_HTTPS_PORT, not 0)' };
-  return { EDGE_DRIVER: 'nginx', edgeDriverChoice: `edge: nginx (${nginx}; EDGE_DRIVER=builtin for the built-in edge)` };
+  return {
+    EDGE_DRIVER: 'builtin',
+    edgeDriverChoice: nginx
+      ? `edge: builtin (default; EDGE_DRIVER=nginx would use ${nginx}, see docs/operations.md)`
+      : 'edge: builtin (default)',
+  };
 }
 
 /** Names proxy-addr (Fastify's trustProxy) accepts for address ranges. */
