@@ -5106,6 +5106,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/organizations/{org_slug}/addons/{addon}/drills/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Set the query each restore drill runs on its restored copy (read-only, as the application's role, 30 s at most) */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    addon: string;
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["DrillCheckBody"];
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Addon"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/organizations/{org_slug}/addons/{addon}/query": {
         parameters: {
             query?: never;
@@ -13164,6 +13215,8 @@ export interface components {
              */
             created: string;
             deleted_at: string | null;
+            /** @description the query each restore drill runs on its restored copy */
+            drill_check_query: string | null;
             /** @description UUID (v7) */
             id: string;
             kind: components["schemas"]["AddonKind"];
@@ -13250,6 +13303,13 @@ export interface components {
              */
             at: string;
             backup_id: string | null;
+            check?: {
+                /** @description the first row's first value, at most 200 characters */
+                first_value: string | null;
+                query: string;
+                /** @description rows it returned (null: it failed) */
+                rows: number | null;
+            } | null;
             /** @description why it failed (a damaged repository says so) */
             detail: string | null;
             duration_ms: number;
@@ -14303,6 +14363,10 @@ export interface components {
             };
             verified: boolean;
             verified_at: string | null;
+        };
+        DrillCheckBody: {
+            /** @description a query returning rows (SELECT, WITH, VALUES, TABLE), run read-only for at most 30 s; null removes it */
+            query: string | null;
         };
         EnvDeploy: {
             complete: boolean;

@@ -503,6 +503,7 @@ export const SAMPLE_BODIES: Record<string, (w: RouteWorld) => unknown> = {
   'PATCH /v1/organizations/:org_slug/addons/:addon': () => ({ plan: 'standard' }),
   'POST /v1/organizations/:org_slug/addons/:addon/attachments': (w) => ({ application_id: w.app.id, as: 'SAMPLE_URL' }),
   'POST /v1/organizations/:org_slug/addons/:addon/query': () => ({ sql: 'SELECT 1' }),
+  'PUT /v1/organizations/:org_slug/addons/:addon/drills/check': () => ({ query: 'SELECT 1' }),
   'POST /v1/organizations/:org_slug/addons/:addon/restore': () => ({ name: unique('fork'), time: new Date().toISOString() }),
   'POST /v1/organizations/:org_slug/addons/:addon/swap': (w) => ({ attachment_id: w.addonAttachmentId, confirm: true }),
   'POST /v1/organizations/:org_slug/notification-channels': () => ({
