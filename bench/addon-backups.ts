@@ -40,7 +40,8 @@ import { createScratchDatabase } from '../test/helpers/scratch-database.js';
 const exec = promisify(execFile);
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(name);
-  return i > 0 ? Number(process.argv[i + 1]) || fallback : fallback;
+  const value = i > 0 ? Number(process.argv[i + 1]) : NaN;
+  return Number.isFinite(value) ? value : fallback;
 };
 const targetMiB = arg('--mib', 1024);
 const seconds = arg('--seconds', 20);
