@@ -142,6 +142,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     ctx,
     repository: repos.volumes,
     apps,
+    scope: organizationScope,
     deployments,
     requireRoom: (organizationId, bytes) => storage.storage.requireVolumeRoom(organizationId, bytes),
   });

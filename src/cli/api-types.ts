@@ -5106,6 +5106,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/organizations/{org_slug}/addons/{addon}/drills/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Set the query each restore drill runs on its restored copy (read-only, as the application's role, 30 s at most) */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    addon: string;
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["DrillCheckBody"];
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Addon"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/organizations/{org_slug}/addons/{addon}/query": {
         parameters: {
             query?: never;
@@ -6668,7 +6719,7 @@ export interface paths {
                     "application/json": {
                         /** @description only events of these environments (slugs); events of no environment, such as builds, always pass */
                         environments?: string[];
-                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "application.deleted" | "preview.created" | "preview.deleted" | "instance.crashed" | "instance.crash_loop" | "instance.oom" | "addon.created" | "addon.attached" | "addon.detached" | "addon.resized" | "addon.deleted" | "addon.undeleted" | "addon.credentials_rotated" | "addon.restored" | "addon.backup_failed" | "addon.restore_drill_failed" | "volume.created" | "volume.resized" | "volume.deleted" | "maintenance.enabled" | "maintenance.disabled" | "alert.firing" | "alert.resolved" | "certificate.expiring" | "quota.near")[];
+                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "application.deleted" | "preview.created" | "preview.deleted" | "instance.crashed" | "instance.crash_loop" | "instance.oom" | "addon.created" | "addon.attached" | "addon.detached" | "addon.resized" | "addon.deleted" | "addon.undeleted" | "addon.credentials_rotated" | "addon.restored" | "addon.backup_failed" | "addon.restore_drill_failed" | "volume.created" | "volume.resized" | "volume.deleted" | "volume.attached" | "maintenance.enabled" | "maintenance.disabled" | "alert.firing" | "alert.resolved" | "certificate.expiring" | "quota.near")[];
                         /** @description slack: a Slack incoming webhook (Block Kit); discord: a Discord channel webhook (embeds); email: e-mail with a text and an HTML part, through the operator’s SMTP server */
                         kind: "slack" | "discord" | "email";
                         /** @description a label; default: the kind */
@@ -7069,6 +7120,164 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/organizations/{org_slug}/volumes/detached": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Volumes whose application or environment was deleted: their data stays, and they count in the disk quota */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    org_slug: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Volume"][];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organizations/{org_slug}/volumes/detached/{volume_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete a detached volume and its data (an attached one is deleted through its application) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    org_slug: string;
+                    volume_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Volume"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organizations/{org_slug}/volumes/detached/{volume_id}/attach": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Mount a detached volume in another application of the organization (its files become that application's); the environment is redeployed stop-then-start. 409 on a name or path taken there */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    org_slug: string;
+                    volume_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description an application of the same organization
+                         */
+                        application_id: string;
+                        /** @description environment slug or id (the project's production when unset) */
+                        environment?: string;
+                        /** @description default: where it was mounted before */
+                        mount_path?: string;
+                        /** @description lowercase letters, digits and -, up to 40 */
+                        name?: string;
+                        /** @description default: the one that mounted it before */
+                        process_type?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["VolumeChange"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/organizations/{org_slug}/webhooks": {
         parameters: {
             query?: never;
@@ -7124,7 +7333,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "application.deleted" | "preview.created" | "preview.deleted" | "instance.crashed" | "instance.crash_loop" | "instance.oom" | "addon.created" | "addon.attached" | "addon.detached" | "addon.resized" | "addon.deleted" | "addon.undeleted" | "addon.credentials_rotated" | "addon.restored" | "addon.backup_failed" | "addon.restore_drill_failed" | "volume.created" | "volume.resized" | "volume.deleted" | "maintenance.enabled" | "maintenance.disabled" | "alert.firing" | "alert.resolved" | "certificate.expiring" | "quota.near")[];
+                        events: ("build.started" | "build.succeeded" | "build.failed" | "release.started" | "release.succeeded" | "release.failed" | "deployment.started" | "deployment.succeeded" | "deployment.failed" | "deployment.rolled_back" | "rollback.started" | "rollback.succeeded" | "rollback.failed" | "scale.changed" | "application.deleted" | "preview.created" | "preview.deleted" | "instance.crashed" | "instance.crash_loop" | "instance.oom" | "addon.created" | "addon.attached" | "addon.detached" | "addon.resized" | "addon.deleted" | "addon.undeleted" | "addon.credentials_rotated" | "addon.restored" | "addon.backup_failed" | "addon.restore_drill_failed" | "volume.created" | "volume.resized" | "volume.deleted" | "volume.attached" | "maintenance.enabled" | "maintenance.disabled" | "alert.firing" | "alert.resolved" | "certificate.expiring" | "quota.near")[];
                         /** @description only this project’s events (slug); default: the whole organization */
                         project?: string;
                         /** @description http(s) address of the receiver; private and loopback addresses are refused unless the operator allows them */
@@ -13164,6 +13373,8 @@ export interface components {
              */
             created: string;
             deleted_at: string | null;
+            /** @description the query each restore drill runs on its restored copy */
+            drill_check_query: string | null;
             /** @description UUID (v7) */
             id: string;
             kind: components["schemas"]["AddonKind"];
@@ -13250,6 +13461,13 @@ export interface components {
              */
             at: string;
             backup_id: string | null;
+            check?: {
+                /** @description the first row's first value, at most 200 characters */
+                first_value: string | null;
+                query: string;
+                /** @description rows it returned (null: it failed) */
+                rows: number | null;
+            } | null;
             /** @description why it failed (a damaged repository says so) */
             detail: string | null;
             duration_ms: number;
@@ -14303,6 +14521,10 @@ export interface components {
             };
             verified: boolean;
             verified_at: string | null;
+        };
+        DrillCheckBody: {
+            /** @description a query returning rows (SELECT, WITH, VALUES, TABLE), run read-only for at most 30 s; null removes it */
+            query: string | null;
         };
         EnvDeploy: {
             complete: boolean;

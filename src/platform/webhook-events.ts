@@ -48,6 +48,8 @@ export const WEBHOOK_EVENTS = [
   'volume.created',
   'volume.resized',
   'volume.deleted',
+  /** A volume of a deleted application mounted by another one of the organization. */
+  'volume.attached',
   /** An environment's maintenance mode turned on or off (issue 33): `environment`, `by`. */
   'maintenance.enabled',
   'maintenance.disabled',

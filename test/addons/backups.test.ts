@@ -57,7 +57,7 @@ describe.skipIf(missing)('backups, point-in-time restore and restore drills of a
   let between = '';
   let backupId = '';
 
-  const api = (method: 'GET' | 'POST', path: string, payload?: object) =>
+  const api = (method: 'GET' | 'POST' | 'PUT', path: string, payload?: object) =>
     h.app.inject({ method, url: `/v1/organizations/${a.orgSlug}/addons${path}`, headers: a.user.headers, ...(payload ? { payload } : {}) });
   const write = async (v: string) => (await routerGet(localRuntime(h.ctx).router.port, host, `/write?v=${v}`, 30_000)).body;
   const notes = async (addon: string) =>
@@ -188,12 +188,32 @@ describe.skipIf(missing)('backups, point-in-time restore and restore drills of a
     expect(bad.code).toBe(2);
   }, 120_000);
 
-  it('a restore drill passes and records the rows per table; one on a damaged repository fails and says so', async () => {
+  it('a restore drill passes and records the rows per table and its check query; a failing check or a damaged repository fails it and says so', async () => {
+    const setCheck = await slipway(['addons', 'drill-check', 'db', 'SELECT v FROM notes ORDER BY v;', '--org', a.orgSlug], await cliEnv());
+    expect(setCheck.stdout, setCheck.stderr).toContain('Restore drills of db now run: SELECT v FROM notes ORDER BY v;');
+    const blank = await api('PUT', '/db/drills/check', { query: ' ;' });
+    expect(blank.statusCode, blank.body).toBe(422);
     const drill = await api('POST', '/db/drills');
     expect(drill.statusCode, drill.body).toBe(200);
-    expect(drill.json()).toMatchObject({ ok: true, backup_id: backupId, detail: null, tables: { 'app.public.notes': 2 } });
+    expect(drill.json()).toMatchObject({
+      ok: true,
+      backup_id: backupId,
+      detail: null,
+      tables: { 'app.public.notes': 2 },
+      check: { query: 'SELECT v FROM notes ORDER BY v;', rows: 2, first_value: 'first' },
+    });
     const shown = (await api('GET', '/db')).json();
     expect(Date.parse(shown.last_proven_restorable_at)).toBe(Date.parse(drill.json().at));
+
+    // A check that fails on the restored copy fails the drill (as the application's role: no superuser's file reads).
+    expect((await api('PUT', '/db/drills/check', { query: "SELECT pg_read_file('PG_VERSION')" })).json().drill_check_query).toMatch(
+      /pg_read_file/,
+    );
+    const refused = await api('POST', '/db/drills');
+    expect(refused.json()).toMatchObject({ ok: false, check: { rows: null, first_value: null } });
+    expect(refused.json().detail).toMatch(/the check query failed on the restored copy: .*permission denied for function pg_read_file/);
+    expect((await api('GET', '/db')).json().last_proven_restorable_at).toBe(shown.last_proven_restorable_at);
+    expect((await api('PUT', '/db/drills/check', { query: null })).json().drill_check_query).toBeNull();
 
     const addon = await h.ctx.db.selectFrom('addons').select('id').where('name', '=', 'db').executeTakeFirstOrThrow();
     // Damaged on purpose: a byte more in a file of the base backup than its manifest says.

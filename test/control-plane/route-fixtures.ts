@@ -22,6 +22,8 @@ import { seedWorld, unique, type World } from './fixtures.js';
 export interface RouteWorld extends World {
   environmentId: string;
   volumeName: string | null;
+  /** A volume of a deleted application (no application or environment). */
+  detachedVolumeId: string | null;
   alertRuleName: string | null;
   apiKeyId: string;
   teamSlug: string | null;
@@ -314,9 +316,22 @@ export async function seedRouteWorld(h: Harness): Promise<RouteWorld> {
       process_type: 'fixture',
       size_mib: 16,
     });
+  const detachedVolumeId = volumeName
+    ? await insertRow(h, 'volumes', {
+        id: uuidv7(),
+        organization_id: w.org.id,
+        application_id: null,
+        environment_id: null,
+        name: unique('gone'),
+        mount_path: '/detached',
+        process_type: 'fixture',
+        size_mib: 16,
+      })
+    : null;
   return {
     ...w,
     volumeName,
+    detachedVolumeId,
     alertRuleName,
     execSessionId,
     notificationChannelId,
@@ -390,6 +405,7 @@ export const PARAM_FIXTURES: Record<string, Fixture> = {
   process_type: (w) => need(w.autoscaledType, 'autoscaling policy'),
   addon: (w) => need(w.addonName, 'add-on'),
   volume: (w) => need(w.volumeName, 'volume'),
+  volume_id: (w) => need(w.detachedVolumeId, 'detached volume'),
   rule: (w) => need(w.alertRuleName, 'alert rule'),
   attachment_id: (w) => need(w.addonAttachmentId, 'add-on attachment'),
   channel_id: (w) => need(w.notificationChannelId, 'notification channel'),
@@ -500,9 +516,11 @@ export const SAMPLE_BODIES: Record<string, (w: RouteWorld) => unknown> = {
   'PUT /v1/organizations/:org_slug/alert-rules/:rule/silence': () => ({ for_seconds: 600 }),
   'POST /v1/applications/:application_id/volumes': () => ({ name: unique('vol'), mount_path: `/srv/${unique('v')}`, size_mib: 16 }),
   'PATCH /v1/applications/:application_id/volumes/:volume': () => ({ size_mib: 32 }),
+  'POST /v1/organizations/:org_slug/volumes/detached/:volume_id/attach': (w) => ({ application_id: w.app.id }),
   'PATCH /v1/organizations/:org_slug/addons/:addon': () => ({ plan: 'standard' }),
   'POST /v1/organizations/:org_slug/addons/:addon/attachments': (w) => ({ application_id: w.app.id, as: 'SAMPLE_URL' }),
   'POST /v1/organizations/:org_slug/addons/:addon/query': () => ({ sql: 'SELECT 1' }),
+  'PUT /v1/organizations/:org_slug/addons/:addon/drills/check': () => ({ query: 'SELECT 1' }),
   'POST /v1/organizations/:org_slug/addons/:addon/restore': () => ({ name: unique('fork'), time: new Date().toISOString() }),
   'POST /v1/organizations/:org_slug/addons/:addon/swap': (w) => ({ attachment_id: w.addonAttachmentId, confirm: true }),
   'POST /v1/organizations/:org_slug/notification-channels': () => ({

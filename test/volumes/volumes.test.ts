@@ -5,7 +5,7 @@ import { localRuntime } from '../helpers/local-runtime.js';
 import { routerGet } from '../helpers/router-get.js';
 import { waitFor } from '../helpers/wait.js';
 import { createApp, type TestApp } from '../pipeline-build/fixtures.js';
-import { chainDeploy, sandboxMissing } from '../isolation/fixtures.js';
+import { chainDeploy, runToEnd, sandboxMissing } from '../isolation/fixtures.js';
 import { slipway } from '../cli/slipway.js';
 
 /**
@@ -53,6 +53,8 @@ describe.skipIf(missing)('persistent volumes on the local runtime', () => {
   let a: TestApp;
   let other: TestApp;
   let host = '';
+  /** Applications a test made beside `a` (their volumes are removed after). */
+  const moreApps: string[] = [];
 
   const api = (t: TestApp, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, payload?: object, appId = t.appId) =>
     h.app.inject({ method, url: `/v1/applications/${appId}/volumes${path}`, headers: t.user.headers, ...(payload ? { payload } : {}) });
@@ -87,7 +89,14 @@ describe.skipIf(missing)('persistent volumes on the local runtime', () => {
 
   afterAll(async () => {
     // The disks go with their records (unmounted; the harness removes DATA_DIR).
-    for (const v of (await api(a, 'GET', '')).json() ?? []) await api(a, 'DELETE', `/${v.id}`);
+    for (const appId of [a.appId, ...moreApps]) {
+      const left = (await api(a, 'GET', '', undefined, appId)).json();
+      for (const v of Array.isArray(left) ? left : []) await api(a, 'DELETE', `/${v.id}`, undefined, appId);
+    }
+    const url = `/v1/organizations/${a.orgSlug}/volumes/detached`;
+    const detached = (await h.app.inject({ method: 'GET', url, headers: a.user.headers })).json();
+    for (const v of Array.isArray(detached) ? detached : [])
+      await h.app.inject({ method: 'DELETE', url: `${url}/${v.id}`, headers: a.user.headers });
     await h?.close();
     repo.remove();
   });
@@ -213,4 +222,85 @@ describe.skipIf(missing)('persistent volumes on the local runtime', () => {
     for (const method of ['POST', 'PATCH', 'DELETE'])
       expect(actions).toContain(`${method} /v1/applications/:application_id/volumes${method === 'POST' ? '' : '/:volume'}`);
   }, 120_000);
+
+  it('outlives its deleted application (listed, counted in the quota), re-attaches to another application of the organization with its files, and is deleted', async () => {
+    const org = (method: 'GET' | 'POST' | 'DELETE', path: string, payload?: object, t = a, slug = a.orgSlug) =>
+      h.app.inject({
+        method,
+        url: `/v1/organizations/${slug}/volumes/detached${path}`,
+        headers: t.user.headers,
+        ...(payload ? { payload } : {}),
+      });
+    const created = await api(a, 'POST', '', { name: 'keep', mount_path: '/data', size_mib: 16 });
+    expect(created.statusCode, created.body).toBe(201);
+    const volumeId = created.json().volume.id;
+    await deployed(created.json().deployment_id);
+    expect(await get('/write?name=moved.txt&text=still-here')).toBe('written');
+
+    // A second application of the organization (built from the same repository, not yet deployed).
+    const made = await h.app.inject({
+      method: 'POST',
+      url: '/v1/applications',
+      headers: a.user.headers,
+      payload: { name: 'Worker', project_id: a.projectId },
+    });
+    expect(made.statusCode, made.body).toBe(201);
+    const b: TestApp = { ...a, appId: made.json().id };
+    moreApps.push(b.appId);
+    const settings = { github_repository: repo.dir, auto_deploy_branch: 'main', health_check_path: '/', deployment_timeout: 60 };
+    expect(
+      (await h.app.inject({ method: 'PATCH', url: `/v1/applications/${b.appId}/settings`, headers: a.user.headers, payload: settings }))
+        .statusCode,
+    ).toBe(200);
+
+    const removed = await h.app.inject({ method: 'DELETE', url: `/v1/applications/${a.appId}`, headers: a.user.headers });
+    expect(removed.statusCode, removed.body).toBe(204);
+    const listed = await org('GET', '');
+    expect(listed.statusCode, listed.body).toBe(200);
+    expect(listed.json()).toEqual([
+      expect.objectContaining({ id: volumeId, name: 'keep', application_id: null, mount_path: '/data', size_mib: 16 }),
+    ]);
+    // Its 16 MiB still count: 16 + 32 do not fit in 40.
+    await h.ctx.db.updateTable('organizations').set({ disk_quota_mb: 40 }).where('id', '=', a.orgId).execute();
+    const past = await api(b, 'POST', '', { name: 'more', mount_path: '/more', size_mib: 32 });
+    expect(past.statusCode, past.body).toBe(409);
+    await h.ctx.db.updateTable('organizations').set({ disk_quota_mb: null }).where('id', '=', a.orgId).execute();
+
+    // Other organizations see none of it and cannot take it; an application elsewhere is refused.
+    expect((await org('GET', '', undefined, other)).statusCode).toBe(403);
+    expect((await org('POST', `/${volumeId}/attach`, { application_id: other.appId }, other, other.orgSlug)).statusCode).toBe(404);
+    expect((await org('DELETE', `/${volumeId}`, undefined, other, other.orgSlug)).statusCode).toBe(404);
+    const elsewhere = await org('POST', `/${volumeId}/attach`, { application_id: other.appId });
+    expect(elsewhere.statusCode, elsewhere.body).toBe(422);
+    expect(elsewhere.json().message).toMatch(/application_id/);
+    expect((await org('POST', `/${volumeId}/attach`, { application_id: b.appId, mount_path: '/proc' })).statusCode).toBe(422);
+    expect((await org('GET', '')).json()).toHaveLength(1);
+
+    const attached = await org('POST', `/${volumeId}/attach`, { application_id: b.appId });
+    expect(attached.statusCode, attached.body).toBe(200);
+    expect(attached.json()).toMatchObject({
+      volume: { id: volumeId, application_id: b.appId, environment: 'production' },
+      deployment_id: null,
+    });
+    expect((await org('GET', '')).json()).toEqual([]);
+    expect((await org('DELETE', `/${volumeId}`)).statusCode).toBe(409);
+    const { deployment } = await chainDeploy(h, b);
+    expect(deployment?.complete, JSON.stringify(deployment)).toBe(true);
+    host = new URL(deployment.deploy_metadata.url).hostname;
+    // The first application's file, now the second's to read and write beside.
+    expect(await get('/read?name=moved.txt')).toBe('still-here');
+    expect(await get('/write?name=new.txt&text=mine')).toBe('written');
+
+    // A one-off run of web mounts the volume at the same path, shared read-write with the running instance.
+    const { run, log } = await runToEnd(h, b, 'cat /data/moved.txt && echo from-run > /data/run.txt');
+    expect(run.status, log).toBe('succeeded');
+    expect(log).toContain('still-here');
+    expect(await get('/read?name=run.txt')).toBe('from-run\n');
+
+    // Deleted with the second application too, it is removed through the organization, data and all.
+    expect((await h.app.inject({ method: 'DELETE', url: `/v1/applications/${b.appId}`, headers: a.user.headers })).statusCode).toBe(204);
+    const gone = await org('DELETE', `/${volumeId}`);
+    expect(gone.statusCode, gone.body).toBe(200);
+    expect((await org('GET', '')).json()).toEqual([]);
+  }, 240_000);
 });

@@ -149,9 +149,31 @@ export function addonBackupCommands(addons: Command, orgOf: (ctx: Context, comma
           ? [
               `Restore drill of ${name} passed in ${(d.duration_ms / 1000).toFixed(1)} s (backup ${d.backup_id})`,
               ...Object.entries(d.tables).map(([table, rows]) => `  ${table}: ${rows} rows`),
+              ...(d.check ? [`  check query: ${d.check.rows} rows, first value ${d.check.first_value ?? 'NULL'}`] : []),
             ]
           : [`Restore drill of ${name} FAILED after ${(d.duration_ms / 1000).toFixed(1)} s: ${d.detail}`],
       );
       if (!d.ok) process.exitCode = EXIT.failure;
+    });
+
+  addons
+    .command('drill-check')
+    .description("Set the query every restore drill runs on its restored copy (read-only, as the application's role, 30 s at most)")
+    .argument('<name>')
+    .argument('[query]', 'e.g. "SELECT count(*) FROM orders"; a failing query fails the drill')
+    .option('--clear', 'remove the check query')
+    .action(async (name: string, query: string | undefined, o: { clear?: boolean }, command: Command) => {
+      const ctx = Context.of(command);
+      ctx.requireKey();
+      if (!o.clear && !query) throw new CliError('Give the check query, or --clear to remove it', EXIT.usage);
+      const a = await ok(
+        ctx.api.PUT('/v1/organizations/{org_slug}/addons/{addon}/drills/check', {
+          ...path(ctx, command, name),
+          body: { query: o.clear ? null : query! },
+        }),
+      );
+      ctx.out.result(a, () => [
+        a.drill_check_query ? `Restore drills of ${name} now run: ${a.drill_check_query}` : `Restore drills of ${name} run no check query`,
+      ]);
     });
 }

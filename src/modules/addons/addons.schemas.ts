@@ -35,6 +35,7 @@ export const Addon = Type.Object(
     purge_after: Type.Union([Timestamp, Type.Null()], { description: 'a deleted add-on can be undeleted until then' }),
     restored_from: Type.Union([Type.String(), Type.Null()], { description: 'a fork: the add-on and point it was restored from' }),
     last_proven_restorable_at: Type.Union([Timestamp, Type.Null()], { description: 'when a restore drill last passed (postgres)' }),
+    drill_check_query: Type.Union([Type.String(), Type.Null()], { description: 'the query each restore drill runs on its restored copy' }),
     created: Timestamp,
   },
   { $id: 'Addon' },
@@ -119,6 +120,19 @@ export const AddonDrill = Type.Object(
     backup_id: Type.Union([Id, Type.Null()]),
     detail: Type.Union([Type.String(), Type.Null()], { description: 'why it failed (a damaged repository says so)' }),
     tables: Type.Record(Type.String(), Type.Integer(), { description: 'rows per table of the restored copy, database.schema.table' }),
+    check: Type.Optional(
+      Type.Union([
+        Type.Object(
+          {
+            query: Type.String(),
+            rows: Type.Union([Type.Integer(), Type.Null()], { description: 'rows it returned (null: it failed)' }),
+            first_value: Type.Union([Type.String(), Type.Null()], { description: "the first row's first value, at most 200 characters" }),
+          },
+          { description: "the add-on's check query, run read-only as the application's role on the restored copy" },
+        ),
+        Type.Null(),
+      ]),
+    ),
   },
   { $id: 'AddonDrill' },
 );
@@ -159,4 +173,13 @@ export const SwapAddonBody = Type.Object(
     confirm: Type.Boolean({ description: 'must be true: the application then uses this add-on' }),
   },
   { $id: 'SwapAddonBody', additionalProperties: false },
+);
+
+export const DrillCheckBody = Type.Object(
+  {
+    query: Type.Union([Type.String({ minLength: 1, maxLength: 4000 }), Type.Null()], {
+      description: 'a query returning rows (SELECT, WITH, VALUES, TABLE), run read-only for at most 30 s; null removes it',
+    }),
+  },
+  { $id: 'DrillCheckBody', additionalProperties: false },
 );

@@ -508,6 +508,7 @@ export class AddonsService {
         purge_after: r.purge_after ? iso(r.purge_after) : null,
         restored_from: r.restored_from,
         last_proven_restorable_at: r.last_proven_restorable_at ? iso(r.last_proven_restorable_at) : null,
+        drill_check_query: r.drill_check_query,
         created: iso(r.created_at),
       };
     });

@@ -1,7 +1,7 @@
 import { commonErrorResponses } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
 import { currentUser } from '../../platform/http/principal.js';
-import { Addon, AddonBackup, AddonBackups, AddonDrill, AddonParams, RestoreAddonBody } from './addons.schemas.js';
+import { Addon, AddonBackup, AddonBackups, AddonDrill, AddonParams, DrillCheckBody, RestoreAddonBody } from './addons.schemas.js';
 import type { AddonBackupsService } from './backups.service.js';
 
 const BASE = '/organizations/:org_slug/addons/:addon';
@@ -61,6 +61,19 @@ export function backupsRoutes(backups: AddonBackupsService) {
         },
       },
       async (request) => backups.drill(currentUser(request).id, request.params.org_slug, request.params.addon),
+    );
+    app.put(
+      `${BASE}/drills/check`,
+      {
+        schema: {
+          tags,
+          summary: "Set the query each restore drill runs on its restored copy (read-only, as the application's role, 30 s at most)",
+          params: AddonParams,
+          body: DrillCheckBody,
+          response: { 200: Addon, ...commonErrorResponses },
+        },
+      },
+      async (request) => backups.setDrillCheck(currentUser(request).id, request.params.org_slug, request.params.addon, request.body.query),
     );
   };
 }

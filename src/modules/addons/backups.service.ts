@@ -10,6 +10,7 @@ import { publishWebhookEvent, type WebhookEvent } from '../../platform/webhook-e
 import {
   adminClient,
   baseBackupCommand,
+  drillCheckResult,
   drillCommand,
   drillTables,
   keyValues,
@@ -115,6 +116,16 @@ export class AddonBackupsService {
     if (!latest)
       throw conflict(`Add-on '${addon.name}' has no backup to drill yet: take one with \`slipway addons backups create ${addon.name}\``);
     return this.runDrill(addon, latest);
+  }
+
+  /** Sets (or with null, removes) the query every later drill runs on its restored copy. */
+  async setDrillCheck(userId: string, orgSlug: string, name: string, query: string | null) {
+    const { addon } = await this.addons.resolveForAdmin(userId, orgSlug, name);
+    this.requirePostgres(addon);
+    if (query !== null && query.trim().replace(/;+\s*$/, '') === '')
+      throw invalid('query', 'give a query that returns rows, e.g. SELECT count(*) FROM users');
+    await this.repo.update(addon.id, { drill_check_query: query === null ? null : query.trim() });
+    return this.addons.viewOf(addon.id);
   }
 
   /** The schedule: due base backups, retention, due drills; and records a dead process left in progress. */
@@ -370,8 +381,9 @@ export class AddonBackupsService {
     const supervisor = this.requireSupervisor();
     const c = openCredentials(this.secrets, addon.credentials_sealed);
     const started = Date.now();
+    const check = addon.drill_check_query ? { query: addon.drill_check_query, user: c.user, database: c.database! } : undefined;
     const result = await supervisor
-      .runTask(addon, drillCommand(supervisor.dirOf(addon.id), backup.id, c.adminUser!), {
+      .runTask(addon, drillCommand(supervisor.dirOf(addon.id), backup.id, c.adminUser!, check), {
         name: 'addon-drill',
         timeoutMs: RESTORE_TIMEOUT_MS,
       })
@@ -382,7 +394,9 @@ export class AddonBackupsService {
       ? null
       : out.damaged !== undefined
         ? `the backup repository is damaged: backup ${backup.id} does not match its manifest (${out.damaged})`
-        : `the restored copy did not start: ${out.failed ?? lastLine(result.stderr) ?? `exit code ${result.code}`}`;
+        : out.check_failed !== undefined
+          ? `the check query failed on the restored copy: ${out.check_failed || `exit code ${result.code}`}`
+          : `the restored copy did not start: ${out.failed ?? lastLine(result.stderr) ?? `exit code ${result.code}`}`;
     const drill: AddonDrillResult = {
       ok,
       at: new Date(started).toISOString(),
@@ -390,6 +404,7 @@ export class AddonBackupsService {
       backup_id: backup.id,
       detail,
       tables: ok ? drillTables(result.stdout) : {},
+      check: check ? { query: check.query, rows: null, first_value: null, ...(ok ? drillCheckResult(result.stdout) : {}) } : null,
     };
     await this.db.transaction().execute(async (trx) => {
       await this.repo.withDb(trx).update(addon.id, {

@@ -21,6 +21,31 @@ export class VolumesRepository {
     return q.orderBy('e.slug').orderBy('v.name').execute();
   }
 
+  /** One volume by id, with its environment's slug (null once that is deleted). */
+  byId(id: string) {
+    return this.db
+      .selectFrom('volumes as v')
+      .leftJoin('environments as e', 'e.id', 'v.environment_id')
+      .selectAll('v')
+      .select('e.slug as environment')
+      .where('v.id', '=', id)
+      .executeTakeFirst();
+  }
+
+  /** The organization's volumes whose application or environment was deleted (their data stays). */
+  detached(organizationId: string) {
+    return this.db
+      .selectFrom('volumes as v')
+      .leftJoin('environments as e', 'e.id', 'v.environment_id')
+      .selectAll('v')
+      .select('e.slug as environment')
+      .where('v.organization_id', '=', organizationId)
+      .where((eb) => eb.or([eb('v.application_id', 'is', null), eb('v.environment_id', 'is', null)]))
+      .orderBy('v.name')
+      .orderBy('v.id')
+      .execute();
+  }
+
   insert(row: Insertable<VolumesTable>) {
     return this.db.insertInto('volumes').values(row).returningAll().executeTakeFirstOrThrow();
   }

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Id, Timestamp } from '../../platform/http/schemas.js';
+import { Id, Slug, Timestamp } from '../../platform/http/schemas.js';
 
 /** Smallest and largest volume: ext4 needs a few MiB for itself; the image file is sparse. */
 export const MIN_VOLUME_MIB = 16;
@@ -54,3 +54,16 @@ export const ResizeVolumeBody = Type.Object({ size_mib: SizeMiB }, { additionalP
 
 export const VolumeParams = Type.Object({ application_id: Id, volume: Type.String({ minLength: 1, maxLength: 64 }) });
 export const VolumeQuery = Type.Object({ environment: Type.Optional(Type.String()) });
+
+export const OrganizationVolumeParams = Type.Object({ org_slug: Slug, volume_id: Type.String({ minLength: 1, maxLength: 64 }) });
+
+export const AttachVolumeBody = Type.Object(
+  {
+    application_id: Type.String({ format: 'uuid', description: 'an application of the same organization' }),
+    environment: Type.Optional(Type.String({ description: "environment slug or id (the project's production when unset)" })),
+    name: Type.Optional(Name),
+    mount_path: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'default: where it was mounted before' })),
+    process_type: Type.Optional(Type.String({ pattern: '^[a-zA-Z0-9_-]{1,63}$', description: 'default: the one that mounted it before' })),
+  },
+  { additionalProperties: false },
+);

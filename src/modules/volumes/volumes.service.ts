@@ -12,7 +12,7 @@ import { effectiveProcessSettings } from '../environments/index.js';
 import { chosenEnvironmentId, type DeploymentsService } from '../../pipeline/index.js';
 import type { VolumesRepository } from './volumes.repository.js';
 
-type VolumeRow = Selectable<VolumesTable> & { environment: string | null };
+export type VolumeRow = Selectable<VolumesTable> & { environment: string | null };
 
 /** What the service needs of the machine's disks: where this process runs the local runtime with its sandbox. */
 export interface VolumeMachine {
@@ -153,7 +153,7 @@ export class VolumesService {
   }
 
   /** A deployment of the serving release, so its instance mounts (or lets go of) the volume; null when nothing serves. */
-  private async redeploy(applicationId: string, environmentId: string): Promise<string | null> {
+  async redeploy(applicationId: string, environmentId: string): Promise<string | null> {
     const current = await this.deployments.currentRelease(applicationId, environmentId);
     if (!current) return null;
     return (await this.deployments.queue(applicationId, environmentId, current.id)).deployment_id;
@@ -169,7 +169,7 @@ export class VolumesService {
     return row.organization_id;
   }
 
-  private publish(db: Db, v: Selectable<VolumesTable>, event: WebhookEvent, data: Record<string, unknown>) {
+  publish(db: Db, v: Selectable<VolumesTable>, event: WebhookEvent, data: Record<string, unknown>) {
     return publishWebhookEvent(db, {
       organizationId: v.organization_id,
       event,
@@ -185,7 +185,7 @@ export class VolumesService {
     });
   }
 
-  private async view(v: VolumeRow) {
+  async view(v: VolumeRow) {
     const usage = await this.machine?.disks.usage(v.id).catch(() => null);
     return {
       id: v.id,

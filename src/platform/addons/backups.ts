@@ -131,7 +131,7 @@ export function restoreCommand(
  * recovered, prints `table=<database>.<schema>.<table>=<rows>` per table, and stops it. Exit 3
  * with `damaged=` when the repository does not match its manifest.
  */
-export function drillCommand(dir: string, backupId: string, adminUser: string): string {
+export function drillCommand(dir: string, backupId: string, adminUser: string, check?: DrillCheck): string {
   const backup = join(dir, REPOSITORY, 'base', backupId);
   const scratch = join(dir, 'drill');
   const data = join(scratch, 'data');
@@ -163,10 +163,56 @@ export function drillCommand(dir: string, backupId: string, adminUser: string): 
     `for db in $(${psql} -d postgres -c "SELECT datname FROM pg_database WHERE datallowconn AND NOT datistemplate ORDER BY 1"); do`,
     `  ${psql} -d "$db" -c ${quote(count)}`,
     'done',
+    ...(check ? checkLines(scratch, check) : []),
     'kill -INT $pid',
     'wait $pid || true',
     `rm -rf ${quote(scratch)}`,
   ].join('\n');
+}
+
+/** A drill's user-supplied check: a query run on the restored copy as the application's user. */
+export interface DrillCheck {
+  query: string;
+  user: string;
+  database: string;
+}
+
+/** How long the check query may run on the scratch server before the drill fails. */
+export const DRILL_CHECK_TIMEOUT_MS = 30_000;
+const FIRST_VALUE_CHARS = 200;
+
+/**
+ * The check runs as the application's own role (not the superuser), in a read-only transaction
+ * with a statement timeout, wrapped so the server answers one line: the row count and the first
+ * row's first value (hex, at most 200 characters), whatever the query returns. An error (or the
+ * timeout) prints `check_failed=` and stops the scratch server: exit 5. The copy is a scratch one
+ * inside the sandbox, so even a query that escaped the read-only transaction changes no real data.
+ */
+function checkLines(scratch: string, check: DrillCheck): string[] {
+  const wrapped =
+    `SELECT count(*) OVER (), check_query.v IS NULL, encode(convert_to(left(check_query.v::text, ${FIRST_VALUE_CHARS}), 'UTF8'), 'hex') ` +
+    `FROM (${check.query.trim().replace(/;+\s*$/, '')}\n) AS check_query(v) LIMIT 1`;
+  const psql =
+    `PGOPTIONS=${quote(`-c default_transaction_read_only=on -c statement_timeout=${DRILL_CHECK_TIMEOUT_MS}`)} ` +
+    `${bin('psql')} -X -h ${quote(scratch)} -U ${quote(check.user)} -d ${quote(check.database)} -v ON_ERROR_STOP=1 -At -F ' '`;
+  return [
+    // The pipe's status is head's: psql's failure shows as output that is not the one answer line.
+    `out=$(${psql} -c ${quote(wrapped)} 2>&1 | head -c 4096) || true`,
+    `if [ -n "$out" ] && ! printf '%s\\n' "$out" | grep -qxE '[0-9]+ [tf] [0-9a-f]*'; then`,
+    `  echo "check_failed=$(printf '%s\\n' "$out" | grep -m1 -E 'ERROR|FATAL' | head -c 500)"`,
+    `  kill -INT $pid; wait $pid || true; rm -rf ${quote(scratch)}; exit 5`,
+    'fi',
+    'echo "check=$out"',
+  ];
+}
+
+/** The check's outcome from a drill's output: rows and the first value (null: no row or SQL NULL). */
+export function drillCheckResult(stdout: string): { rows: number; first_value: string | null } | null {
+  const line = stdout.split('\n').find((l) => l.startsWith('check='));
+  if (line === undefined) return null;
+  const m = /^(\d+) ([tf]) ([0-9a-f]*)$/.exec(line.slice('check='.length).trim());
+  if (!m) return { rows: 0, first_value: null };
+  return { rows: Number(m[1]), first_value: m[2] === 't' ? null : Buffer.from(m[3]!, 'hex').toString('utf8') };
 }
 
 /** Rows per table from a drill's output (bounded: at most 1000 tables kept). */

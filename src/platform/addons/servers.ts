@@ -70,7 +70,7 @@ export function postgresInitCommand(dir: string, adminUser: string): string {
  * the server's user owns). Postgres: TCP on its own loopback only (no unix socket), scram only,
  * the plan's connections and buffers. Redis: password, AOF on, the plan's memory.
  */
-export function serverCommand(kind: AddonKind, dir: string, port: number, plan: AddonPlan): string {
+export function serverCommand(kind: AddonKind, dir: string, port: number, plan: AddonPlan, { archiveWal = true } = {}): string {
   const data = join(dir, 'data');
   if (kind === 'postgres') {
     const bin = postgresBinDir()!;
@@ -87,7 +87,9 @@ export function serverCommand(kind: AddonKind, dir: string, port: number, plan: 
       `exec ${quote(join(bin, 'postgres'))} -D ${quote(data)} -c listen_addresses=127.0.0.1 -c port=${port}` +
         ` -c max_connections=${plan.connections} -c shared_buffers=${plan.sharedBuffersMiB}MB -c unix_socket_directories=../${SOCKETS}` +
         ' -c dynamic_shared_memory_type=mmap -c password_encryption=scram-sha-256 -c logging_collector=off' +
-        ` -c wal_level=replica -c archive_mode=on -c archive_timeout=${ARCHIVE_TIMEOUT_S} -c ${quote(`archive_command=${archiveCommand(wal)}`)}`,
+        (archiveWal
+          ? ` -c wal_level=replica -c archive_mode=on -c archive_timeout=${ARCHIVE_TIMEOUT_S} -c ${quote(`archive_command=${archiveCommand(wal)}`)}`
+          : ' -c wal_level=replica -c archive_mode=off'),
     ].join('\n');
   }
   const conf = join(dir, 'redis.conf');

@@ -66,6 +66,8 @@ export class AddonSupervisor {
     private readonly sandbox: Sandbox,
     private readonly root: string,
     private readonly log: { warn(obj: object, msg: string): void },
+    /** false only in bench/addon-backups.ts, to measure what WAL archiving costs: every add-on archives. */
+    private readonly options: { archiveWal?: boolean } = {},
   ) {
     this.shimDir = join(root, 'shims');
   }
@@ -277,7 +279,7 @@ export class AddonSupervisor {
     await this.sandbox.endNetworkForwarding(record.port);
     const sandbox = await this.prepare(
       record,
-      serverCommand(record.kind, this.dirOf(record.id), record.port, planOf(record)),
+      serverCommand(record.kind, this.dirOf(record.id), record.port, planOf(record), { archiveWal: this.options.archiveWal ?? true }),
       `addon-${record.id}`,
       true,
     );

@@ -1156,6 +1156,8 @@ export interface AddonsTable {
   restored_from: string | null;
   last_drill: NullableJsonColumn<AddonDrillResult>;
   last_proven_restorable_at: Date | null;
+  /** A restore drill's own check query (migration 0058): run read-only on the restored copy. */
+  drill_check_query: string | null;
 }
 
 /** A restore drill's outcome (migration 0050). */
@@ -1167,6 +1169,8 @@ export interface AddonDrillResult {
   detail: string | null;
   /** Rows per table of the restored copy, "database.schema.table". */
   tables: Record<string, number>;
+  /** The add-on's check query's answer on the restored copy (absent: none was set). */
+  check?: { query: string; rows: number | null; first_value: string | null } | null;
 }
 
 export interface AddonBackupsTable {

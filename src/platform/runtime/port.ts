@@ -99,6 +99,8 @@ export interface OneOffSpec {
   root?: ProcessRoot;
   /** Attached to a caller (`slipway run`): its standard input and raw output instead of log lines. */
   attach?: AttachedStdio;
+  /** The process type's volumes, at their paths (a one-off run shares them with the running instance). */
+  mounts?: Array<{ source: string; target: string }>;
 }
 
 /** A terminal's size in characters. */

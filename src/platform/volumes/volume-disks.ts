@@ -70,7 +70,20 @@ export class VolumeDisks {
       const image = await lstat(join(this.directory(volume.id), 'disk.img'));
       if (image.size < volume.sizeMiB * 1024 * 1024) await this.unmount(mount);
     }
-    return this.ensure(volume, ownerUid);
+    const mounted = await this.ensure(volume, ownerUid);
+    await this.giveTo(mounted, ownerUid);
+    return mounted;
+  }
+
+  /**
+   * A volume re-attached to another application (its first went away) holds files of the first
+   * one's user: they become the new one's, once, while no instance uses the disk (ensureIdle).
+   * -P -h: no symbolic link is ever followed, each is changed itself; nothing of the tenant runs
+   * meanwhile, and the tree is the volume's own file system.
+   */
+  private async giveTo(mount: string, uid: number) {
+    if ((await lstat(mount)).uid === uid) return;
+    await exec('chown', ['-R', '-P', '-h', `${uid}:${uid}`, mount]);
   }
 
   /** How full the volume is; null when its disk is not mounted here (never started, or another node's). */

@@ -122,8 +122,9 @@ export class LocalRuntime implements ApplicationRuntime {
     this.artifactOf(plan);
   }
 
-  runOnce(plan: WorkloadPlan, processType: string, options: OneOffOptions): Promise<OneOffResult> {
+  async runOnce(plan: WorkloadPlan, processType: string, options: OneOffOptions): Promise<OneOffResult> {
     const resources = plan.resources[processType];
+    const mounts = await this.oneOffMounts(plan, processType);
     return this.runtimeService.driver.runOnce({
       applicationId: plan.application.id,
       environmentId: plan.environment.id,
@@ -136,7 +137,23 @@ export class LocalRuntime implements ApplicationRuntime {
       signal: options.signal,
       onOutput: options.onOutput,
       ...(options.attach ? { attach: options.attach } : {}),
+      ...(mounts.length ? { mounts } : {}),
     });
+  }
+
+  /**
+   * A one-off run (`slipway run`, a queued run) of a process type with volumes mounts them at the
+   * same paths as its instance, read-write and shared with it while both run: what a migration
+   * or a maintenance script expects (Heroku-like); the stop-then-start rule is for two instances
+   * of the long-running process, which could both write as owners. A release command's type has none.
+   */
+  private async oneOffMounts(plan: WorkloadPlan, processType: string) {
+    const volumes = (plan.volumes ?? []).filter((v) => v.processType === processType);
+    if (volumes.length === 0 || !this.volumes || !this.sandbox) return [];
+    const uid = await this.sandbox.uidOf(plan.application.id);
+    const mounts = [];
+    for (const v of volumes) mounts.push({ source: await this.volumes.ensure({ id: v.id, sizeMiB: v.sizeMiB }, uid), target: v.mountPath });
+    return mounts;
   }
 
   async rollout(plan: WorkloadPlan, log: RolloutLog, deadline: number, signal: AbortSignal): Promise<RolloutResult> {
