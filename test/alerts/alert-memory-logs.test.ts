@@ -5,7 +5,12 @@
  * lines and a case-blind `log_matches` rule fires and resolves after, while a case-sensitive one
  * never counts them. A pattern is a plain substring: bad combinations are a 422 that makes nothing.
  */
+import { mkdtempSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { slipway } from '../cli/slipway.js';
 import { call, expectError } from '../control-plane/fixtures.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
 import { localRuntime } from '../helpers/local-runtime.js';
@@ -35,6 +40,7 @@ beforeAll(async () => {
     { jobs: true, runtime: true },
   );
   alice = await h.user();
+  await h.app.listen({ port: 0, host: '127.0.0.1' });
 }, 60_000);
 afterAll(async () => {
   await h?.close();
@@ -70,9 +76,29 @@ describe('alert rules over memory and log lines', () => {
       application_id: app.appId,
     });
     expect(memory.status, memory.raw).toBe(201);
-    const payments = await call(h, 'POST', base, alice, { ...logs, name: 'payments', pattern: 'payment failed', ignore_case: true });
-    expect(payments.status, payments.raw).toBe(201);
-    expect(payments.body).toMatchObject({ metric: 'log_matches', pattern: 'payment failed', ignore_case: true, state: 'ok' });
+    const home = mkdtempSync(join(tmpdir(), 'slipway-alerts-home-'));
+    const cli = {
+      HOME: home,
+      XDG_CONFIG_HOME: join(home, '.config'),
+      SLIPWAY_SERVER: `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`,
+      SLIPWAY_API_KEY: alice.apiKey,
+    };
+    const added = await slipway(
+      ['alerts', 'add', 'payments', '--metric', 'log_matches', '--pattern', 'payment failed', '--ignore-case', '--threshold', '3'].concat([
+        '--window',
+        '3s',
+        '--app-id',
+        app.appId,
+        '--environment',
+        'production',
+        '--org',
+        app.slugs.org,
+        '--json',
+      ]),
+      cli,
+    );
+    expect(added.code, added.stderr).toBe(0);
+    expect(JSON.parse(added.stdout)).toMatchObject({ metric: 'log_matches', pattern: 'payment failed', ignore_case: true, state: 'ok' });
     // Case-sensitive: the app writes "Payment FAILED", never this.
     expect((await call(h, 'POST', base, alice, { ...logs, name: 'exact', pattern: 'payment failed' })).status).toBe(201);
 
