@@ -175,6 +175,14 @@ async function main() {
     const loadBefore = loadavg();
     // Warm each (and let the drains connect and fill the blackhole's buffers).
     for (const c of cases) await load(c.host);
+    // A blackhole that still takes data (the kernel's buffers not full yet) measures a healthy drain:
+    // load its app until the drain reports its first stalled send (bounded), so the rounds see it stalled.
+    const drainState = async () =>
+      (await call('GET', `/organizations/${org.slug}/log-drains`)).find((d: { id: string }) => d.id === drain.id) as
+        { lines_sent: number; failed_sends: number; last_error: string | null } | undefined;
+    for (let i = 0; i < 30 && !(await drainState())?.failed_sends; i++) await load(drained.host);
+    const stalled = await drainState();
+    console.log(`blackhole drain before the rounds: ${JSON.stringify(stalled)}`);
     for (let i = 0; i < rounds; i++) {
       // Rotate which goes first, so a slow stretch of the machine hits every case alike.
       for (let j = 0; j < cases.length; j++) {
