@@ -2,18 +2,22 @@
  * Issue 33: a log drain that is down never slows the application. Two copies of one app (each
  * request prints a log line) in one organization; one has a syslog drain pointed at a blackhole
  * (a TCP server that accepts and never reads, so the drain's socket fills and stalls), the other
- * none, a third one drained to a server that reads (a healthy drain). autocannon through the built-in edge, the two interleaved round by round; medians.
+ * none, a third one drained to a server that reads (a healthy drain). autocannon (a child process, so
+ * its own CPU is not the platform's) through the built-in edge, the cases interleaved in short slices
+ * (A B C, B C A, C A B, …) so a slow stretch of a shared machine hits each alike; per round the drained
+ * cases are compared with the undrained one next to them (a ratio), and the ratios' median and spread
+ * say whether a difference stands out of the noise. CPU per request is the platform process's own
+ * (edge, log capture, the drains) over the requests of the slice.
  *
- *   npx tsx bench/log-drain.ts [--rounds 5] [--seconds 5] [--connections 10]
+ *   npx tsx bench/log-drain.ts [--rounds 9] [--seconds 3] [--connections 10]
  *
  * In-process platform (like bench/deploy.ts), local runtime, embedded PostgreSQL in a temporary directory.
  */
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import autocannon from 'autocannon';
 import { pino } from 'pino';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
@@ -26,8 +30,8 @@ const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(name);
   return i > 0 ? Number(process.argv[i + 1]) || fallback : fallback;
 };
-const rounds = arg('--rounds', 5);
-const seconds = arg('--seconds', 5);
+const rounds = Math.max(3, arg('--rounds', 9));
+const seconds = arg('--seconds', 3);
 const connections = arg('--connections', 10);
 // One log line per request: the drain has work on every request.
 const APP =
@@ -136,9 +140,31 @@ async function main() {
       sources: ['runtime'],
     });
 
+    const autocannonBin = new URL('../node_modules/.bin/autocannon', import.meta.url).pathname;
     const load = async (host: string) => {
-      const r = await autocannon({ url: `http://127.0.0.1:${local.router.port}/`, connections, duration: seconds, headers: { host } });
-      return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx };
+      const cpu = process.cpuUsage();
+      const out = await new Promise<string>((resolve, reject) =>
+        execFile(
+          autocannonBin,
+          ['-j', '-c', String(connections), '-d', String(seconds), '-H', `host=${host}`, `http://127.0.0.1:${local.router.port}/`],
+          { maxBuffer: 16 * 1024 * 1024 },
+          (err, stdout) => (err ? reject(err) : resolve(stdout)),
+        ),
+      );
+      const used = process.cpuUsage(cpu);
+      const r = JSON.parse(out) as {
+        requests: { average: number; total: number };
+        latency: { p50: number; p99: number };
+        errors: number;
+        non2xx: number;
+      };
+      return {
+        rps: r.requests.average,
+        p50: r.latency.p50,
+        p99: r.latency.p99,
+        errors: r.errors + r.non2xx,
+        cpuUs: (used.user + used.system) / Math.max(1, r.requests.total),
+      };
     };
     type Round = Awaited<ReturnType<typeof load>>;
     const cases = [
@@ -146,8 +172,17 @@ async function main() {
       { name: 'drain to a healthy server', host: healthy.host, rounds: [] as Round[] },
       { name: 'drain to a blackhole', host: drained.host, rounds: [] as Round[] },
     ];
+    const loadBefore = loadavg();
     // Warm each (and let the drains connect and fill the blackhole's buffers).
     for (const c of cases) await load(c.host);
+    // A blackhole that still takes data (the kernel's buffers not full yet) measures a healthy drain:
+    // load its app until the drain reports its first stalled send (bounded), so the rounds see it stalled.
+    const drainState = async () =>
+      (await call('GET', `/organizations/${org.slug}/log-drains`)).find((d: { id: string }) => d.id === drain.id) as
+        { lines_sent: number; failed_sends: number; last_error: string | null } | undefined;
+    for (let i = 0; i < 30 && !(await drainState())?.failed_sends; i++) await load(drained.host);
+    const stalled = await drainState();
+    console.log(`blackhole drain before the rounds: ${JSON.stringify(stalled)}`);
     for (let i = 0; i < rounds; i++) {
       // Rotate which goes first, so a slow stretch of the machine hits every case alike.
       for (let j = 0; j < cases.length; j++) {
@@ -156,14 +191,34 @@ async function main() {
       }
     }
     const after = (await call('GET', `/organizations/${org.slug}/log-drains`)).find((d: { id: string }) => d.id === drain.id);
+    const loadAfter = loadavg();
+    const spread = (xs: number[]) => {
+      const sorted = [...xs].sort((a, b) => a - b);
+      return `${sorted[0]!.toFixed(2)}–${sorted[sorted.length - 1]!.toFixed(2)}`;
+    };
     const row = (name: string, xs: Round[]) =>
       `  ${name.padEnd(28)} ${median(xs.map((x) => x.rps))
         .toFixed(0)
-        .padStart(6)} req/s   p50 ${median(xs.map((x) => x.p50))} ms   p99 ${median(
-        xs.map((x) => x.p99),
-      )} ms   errors ${xs.reduce((n, x) => n + x.errors, 0)}`;
-    console.log(`log drain bench: ${rounds} interleaved rounds of ${seconds} s, ${connections} connections, through the edge; medians`);
+        .padStart(6)} req/s   p50 ${median(xs.map((x) => x.p50))} ms   p99 ${median(xs.map((x) => x.p99))} ms   ` +
+      `CPU ${median(xs.map((x) => x.cpuUs)).toFixed(0)} µs/request   errors ${xs.reduce((n, x) => n + x.errors, 0)}`;
+    console.log(
+      `log drain bench: ${rounds} interleaved rounds of ${seconds} s per case, ${connections} connections, through the edge; medians`,
+    );
+    console.log(
+      `  load average before ${loadBefore.map((x) => x.toFixed(1)).join(' ')}, after ${loadAfter.map((x) => x.toFixed(1)).join(' ')}`,
+    );
     for (const c of cases) console.log(row(c.name, c.rounds));
+    // Round by round against the undrained case measured in the same round.
+    const base = cases[0]!.rounds;
+    for (const c of cases.slice(1)) {
+      const rps = c.rounds.map((x, i) => x.rps / base[i]!.rps);
+      const p99 = c.rounds.map((x, i) => x.p99 / Math.max(1, base[i]!.p99));
+      const cpu = c.rounds.map((x, i) => x.cpuUs / base[i]!.cpuUs);
+      console.log(
+        `  ${c.name} / no drain, per round: req/s ×${median(rps).toFixed(2)} (${spread(rps)}), p99 ×${median(p99).toFixed(2)} (${spread(p99)}), ` +
+          `CPU/request ×${median(cpu).toFixed(2)} (${spread(cpu)})`,
+      );
+    }
     console.log(
       `  the drain afterwards: ${JSON.stringify({ lines_sent: after?.lines_sent, lines_dropped: after?.lines_dropped, failed_sends: after?.failed_sends, last_error: after?.last_error })}`,
     );

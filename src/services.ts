@@ -179,7 +179,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
   });
   // Log drains (issue 33): runtime, build and deploy logs shipped to syslog, HTTPS or OTLP receivers.
   const logDrains = wireLogDrains({ ctx, repository: repos.logDrains, requireOrganizationAdmin, log });
-  const alerts = wireAlerts({ ctx, repository: repos.alerts, requireOrganizationAdmin, log });
+  const alerts = wireAlerts({ ctx, repository: repos.alerts, requireOrganizationAdmin, log, logLeader: appLogs.leaderCheck });
 
   // Previews (issue 16) and GitHub reporting: commit statuses and the Deployments API, told by the chain.
   const github = new GitHubApi(config, new GitHubApp(config));

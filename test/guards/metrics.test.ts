@@ -71,6 +71,8 @@ describe('GET /metrics', () => {
       'slipway_deployments',
       'slipway_instances',
       'slipway_app_requests_total',
+      'slipway_app_memory_limit_ratio',
+      'slipway_alert_log_matches_total',
     ])
       expect(names, name).toContain(name);
     // docs/prometheus-alerts.yml: well-formed rules over metrics this endpoint serves.

@@ -90,11 +90,13 @@ export function alertCommands(program: Command) {
     .command('add')
     .description('Add a rule: the metric above the threshold over the window, for a while, fires')
     .argument('<name>')
-    .requiredOption('--metric <metric>', 'error_rate | p95_latency_ms | restarts')
+    .requiredOption('--metric <metric>', 'error_rate | p95_latency_ms | restarts | memory_percent | log_matches')
     .requiredOption('--threshold <number>', 'fires above this (error_rate: a share, 0.05 = 5%)')
     .option('--window <duration>', 'the window the metric is over (default 5m)')
     .option('--for <duration>', 'pending this long before firing (default: fire at the next evaluation)')
     .option('--min-requests <n>', 'request metrics are judged over at least this many requests (default 20)')
+    .option('--pattern <text>', 'log_matches: the plain substring a counted line holds (not a regular expression)')
+    .option('--ignore-case', 'log_matches: match the pattern in any case')
     .option('--app-id <id>', 'only this application')
     .option('--environment <slug>', 'only this environment of the application')
     .option('--org <slug>', 'organization (default: the linked application’s)')
@@ -112,6 +114,8 @@ export function alertCommands(program: Command) {
             ...(o.window ? { window_seconds: durationSeconds(o.window) } : {}),
             ...(o.for ? { for_seconds: durationSeconds(o.for) } : {}),
             ...(o.minRequests ? { min_requests: Number(o.minRequests) } : {}),
+            ...(o.pattern ? { pattern: o.pattern } : {}),
+            ...(o.ignoreCase ? { ignore_case: true } : {}),
             ...(o.appId ? { application_id: o.appId } : {}),
             ...(o.environment ? { environment: o.environment } : {}),
           },

@@ -71,7 +71,8 @@ export class AlertEvaluator {
     const counters = await this.repo.counters(trx, rule, from);
     // The first evaluation only takes the counters: what happened before the rule is not judged.
     const samples = rule.counters ? slide(rule.samples, delta(counters, rule.counters, now), rule.window_seconds) : [];
-    const value = rule.counters ? valueOf(rule.metric, samples, rule.min_requests) : null;
+    const memoryPercent = rule.metric === 'memory_percent' ? await this.repo.memoryPercent(trx, rule) : null;
+    const value = rule.counters ? valueOf(rule.metric, samples, rule.min_requests, memoryPercent) : null;
     const breached = value !== null && value > rule.threshold;
     const state = nextState(rule.state, rule.state_since, breached, rule.for_seconds, now);
     const reanchor = now - from.getTime() > REANCHOR_MS;

@@ -1,15 +1,19 @@
 import { latencyPercentile } from '../../platform/edge/request-stats.js';
 
-export const ALERT_METRICS = ['error_rate', 'p95_latency_ms', 'restarts'] as const;
+export const ALERT_METRICS = ['error_rate', 'p95_latency_ms', 'restarts', 'memory_percent', 'log_matches'] as const;
 export type AlertMetric = (typeof ALERT_METRICS)[number];
 export type AlertState = 'ok' | 'pending' | 'firing' | 'resolved';
 
-/** Cumulative counters of a rule's scope: the edge's requests (5xx, latency buckets) and crash restarts. */
+/**
+ * Cumulative counters of a rule's scope: the edge's requests (5xx, latency buckets), crash
+ * restarts and a `log_matches` rule's matched lines (absent in counters stored before it existed).
+ */
 export interface Counters {
   requests: number;
   errors: number;
   buckets: number[];
   restarts: number;
+  matches?: number;
 }
 
 /** What one evaluation added: counters now minus counters at the previous evaluation. */
@@ -30,6 +34,7 @@ export function delta(now: Counters, before: Counters, at: number): Sample {
     errors: gain(now.errors, before.errors),
     buckets: now.buckets.map((v, i) => gain(v, before.buckets[i] ?? 0)),
     restarts: gain(now.restarts, before.restarts),
+    matches: gain(now.matches ?? 0, before.matches ?? 0),
   };
 }
 
@@ -39,10 +44,15 @@ export function slide(samples: Sample[], next: Sample, windowSeconds: number): S
   return [...samples, next].filter((s) => s.at > from).slice(-MAX_SAMPLES);
 }
 
-/** The metric over the window; null when there is too little to judge (fewer than `minRequests` requests). */
-export function valueOf(metric: AlertMetric, samples: Sample[], minRequests: number): number | null {
+/**
+ * The metric over the window; null when there is too little to judge (fewer than `minRequests`
+ * requests). `memoryPercent` is read from the metrics samples, not from the counters: a level, not a count.
+ */
+export function valueOf(metric: AlertMetric, samples: Sample[], minRequests: number, memoryPercent: number | null = null): number | null {
   const sum = (f: (s: Sample) => number) => samples.reduce((n, s) => n + f(s), 0);
+  if (metric === 'memory_percent') return memoryPercent;
   if (metric === 'restarts') return sum((s) => s.restarts);
+  if (metric === 'log_matches') return sum((s) => s.matches ?? 0);
   const requests = sum((s) => s.requests);
   if (requests < minRequests) return null;
   if (metric === 'error_rate') return Math.round((sum((s) => s.errors) / requests) * 1000) / 1000;

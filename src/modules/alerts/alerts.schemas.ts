@@ -13,7 +13,8 @@ export const CreateAlertRuleBody = Type.Object(
       {
         description:
           'error_rate: share of 5xx answers (0..1) at the edge; p95_latency_ms: the edge’s 95th percentile; ' +
-          'restarts: crash restarts of the instances',
+          'restarts: crash restarts of the instances; memory_percent: the largest share (0..100) of its memory limit ' +
+          'any instance used in the window; log_matches: runtime log lines holding `pattern` (needs application_id)',
       },
     ),
     threshold: Type.Number({ minimum: 0, description: 'fires when the metric is above this' }),
@@ -24,6 +25,14 @@ export const CreateAlertRuleBody = Type.Object(
     min_requests: Type.Optional(
       Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'request metrics are judged only over this many requests; default 20' }),
     ),
+    pattern: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        description: 'log_matches only: a plain substring (not a regular expression) a counted line holds',
+      }),
+    ),
+    ignore_case: Type.Optional(Type.Boolean({ description: 'log_matches only: match the pattern in any case; default false' })),
     application_id: Type.Optional(Id),
     environment: Type.Optional(
       Type.String({ minLength: 1, maxLength: 63, description: 'an environment slug of the application (needs application_id)' }),
@@ -44,6 +53,8 @@ export const AlertRule = Type.Object(
     window_seconds: Type.Integer(),
     for_seconds: Type.Integer(),
     min_requests: Type.Integer(),
+    pattern: Type.Union([Type.String(), Type.Null()], { description: 'log_matches: the substring counted' }),
+    ignore_case: Type.Boolean(),
     application_id: Type.Union([Id, Type.Null()]),
     application: Type.Union([Type.String(), Type.Null()]),
     environment_id: Type.Union([Id, Type.Null()]),

@@ -21,6 +21,8 @@ const view = (r: AlertRuleRow): Static<typeof AlertRule> => ({
   window_seconds: r.window_seconds,
   for_seconds: r.for_seconds,
   min_requests: r.min_requests,
+  pattern: r.pattern,
+  ignore_case: r.ignore_case,
   application_id: r.application_id,
   application: r.application_slug,
   environment_id: r.environment_id,
@@ -45,6 +47,14 @@ export class AlertsService {
     const org = await this.requireAdmin(userId, orgSlug);
     if (body.environment && !body.application_id) throw invalid('environment', 'a rule scoped to an environment names its application_id');
     if (body.metric === 'error_rate' && body.threshold >= 1) throw invalid('threshold', 'an error rate is a share below 1 (0.05: 5%)');
+    if (body.metric === 'memory_percent' && body.threshold >= 100)
+      throw invalid('threshold', 'memory is a percent of the limit below 100 (90: 90% of the limit)');
+    if (body.metric === 'log_matches') {
+      if (!body.pattern) throw invalid('pattern', 'a log_matches rule names the substring it counts');
+      if (!body.application_id) throw invalid('application_id', 'a log_matches rule counts one application’s lines');
+    } else if (body.pattern !== undefined || body.ignore_case !== undefined) {
+      throw invalid('pattern', 'only a log_matches rule takes a pattern');
+    }
     let environmentId: string | null = null;
     if (body.application_id) {
       if (!(await applicationOfOrganization(this.db, org.id, body.application_id))) throw notFound('Application');
@@ -58,6 +68,8 @@ export class AlertsService {
       window_seconds: body.window_seconds ?? DEFAULT_ALERT_WINDOW_SECONDS,
       for_seconds: body.for_seconds ?? 0,
       min_requests: body.min_requests ?? DEFAULT_ALERT_MIN_REQUESTS,
+      pattern: body.pattern ?? null,
+      ignore_case: body.ignore_case ?? false,
       application_id: body.application_id ?? null,
       environment_id: environmentId,
     };

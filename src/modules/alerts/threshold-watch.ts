@@ -35,24 +35,22 @@ export class ThresholdWatch {
   async check(): Promise<void> {
     await this.certificates();
     await this.quotas();
-    await sql`DELETE FROM threshold_crossings WHERE subject LIKE 'certificate:%' AND crossed_at < now() - interval '90 days'`.execute(
-      this.db,
-    );
+    await this.db
+      .deleteFrom('threshold_crossings')
+      .where('subject', 'like', 'certificate:%')
+      .where('crossed_at', '<', sql<Date>`now() - interval '90 days'`)
+      .execute();
   }
 
   private async certificates(): Promise<void> {
-    const { rows } = await sql<{
-      organization_id: string;
-      project_id: string;
-      application_id: string;
-      environment_id: string;
-      hostname: string;
-      not_after: Date;
-    }>`
-      SELECT p.organization_id, a.project_id, d.application_id, d.environment_id, d.hostname, c.not_after
-      FROM certificates c JOIN domains d ON d.hostname = c.hostname AND d.verified_at IS NOT NULL
-      JOIN applications a ON a.id = d.application_id JOIN projects p ON p.id = a.project_id
-      WHERE c.not_after < now() + make_interval(days => ${Math.max(...CERTIFICATE_DAYS)})`.execute(this.db);
+    const rows = await this.db
+      .selectFrom('certificates as c')
+      .innerJoin('domains as d', (j) => j.onRef('d.hostname', '=', 'c.hostname').on('d.verified_at', 'is not', null))
+      .innerJoin('applications as a', 'a.id', 'd.application_id')
+      .innerJoin('projects as p', 'p.id', 'a.project_id')
+      .select(['p.organization_id', 'a.project_id', 'd.application_id', 'd.environment_id', 'd.hostname', 'c.not_after'])
+      .where('c.not_after', '<', sql<Date>`now() + make_interval(days => ${Math.max(...CERTIFICATE_DAYS)})`)
+      .execute();
     for (const c of rows) {
       const daysLeft = Math.max(0, Math.floor((c.not_after.getTime() - Date.now()) / DAY_MS));
       const crossed = CERTIFICATE_DAYS.filter((d) => daysLeft < d);
@@ -77,19 +75,30 @@ export class ThresholdWatch {
   }
 
   private async quotas(): Promise<void> {
-    const { rows } = await sql<{ organization_id: string; slug: string; used: string; quota_mb: number }>`
-      SELECT o.id AS organization_id, o.slug, u.artifacts_bytes + u.images_bytes + u.caches_bytes + u.logs_bytes AS used,
-        coalesce(o.disk_quota_mb, ${this.defaultQuotaMb}) AS quota_mb
-      FROM organization_disk_usage u JOIN organizations o ON o.id = u.organization_id
-      WHERE coalesce(o.disk_quota_mb, ${this.defaultQuotaMb}) > 0`.execute(this.db);
+    const quotaMb = sql<number>`coalesce(o.disk_quota_mb, ${this.defaultQuotaMb})`;
+    const rows = await this.db
+      .selectFrom('organization_disk_usage as u')
+      .innerJoin('organizations as o', 'o.id', 'u.organization_id')
+      .select([
+        'o.id as organization_id',
+        'o.slug',
+        sql<string>`u.artifacts_bytes + u.images_bytes + u.caches_bytes + u.logs_bytes`.as('used'),
+        quotaMb.as('quota_mb'),
+      ])
+      .where(quotaMb, '>', 0)
+      .execute();
     for (const q of rows) {
       const quota = q.quota_mb * 1024 * 1024;
       const percent = Math.floor((Number(q.used) / quota) * 100);
       const crossed = QUOTA_PERCENTS.filter((p) => percent >= p);
       await this.alone(`quota:${q.organization_id}`, async (trx) => {
         // Back below a level: its next crossing is told again.
-        await sql`DELETE FROM threshold_crossings WHERE organization_id = ${q.organization_id} AND subject = 'quota'
-          AND level > ${percent}`.execute(trx);
+        await trx
+          .deleteFrom('threshold_crossings')
+          .where('organization_id', '=', q.organization_id)
+          .where('subject', '=', 'quota')
+          .where('level', '>', percent)
+          .execute();
         if (!(await this.cross(trx, q.organization_id, 'quota', crossed))) return;
         await publishWebhookEvent(trx, {
           organizationId: q.organization_id,
@@ -108,10 +117,12 @@ export class ThresholdWatch {
   /** Records the levels crossed; true when one of them is new (the event to publish). */
   private async cross(trx: Db, organizationId: string, subject: string, levels: readonly number[]): Promise<boolean> {
     if (levels.length === 0) return false;
-    const { rows } = await sql`
-      INSERT INTO threshold_crossings (organization_id, subject, level)
-      SELECT ${organizationId}, ${subject}, unnest(${sql.val(levels)}::int[])
-      ON CONFLICT DO NOTHING RETURNING level`.execute(trx);
+    const rows = await trx
+      .insertInto('threshold_crossings')
+      .values(levels.map((level) => ({ organization_id: organizationId, subject, level })))
+      .onConflict((oc) => oc.doNothing())
+      .returning('level')
+      .execute();
     return rows.length > 0;
   }
 }

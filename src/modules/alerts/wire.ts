@@ -6,6 +6,7 @@ import type { AlertsRepository } from './alerts.repository.js';
 import { alertsRoutes } from './alerts.routes.js';
 import { ThresholdWatch } from './threshold-watch.js';
 import { AlertsService } from './alerts.service.js';
+import { LogMatchCounter } from './log-match-counter.js';
 
 /** Alert rules; the evaluator (built here, started by src/lifecycle.ts where workers run) judges them each interval. */
 export function wireAlerts(deps: {
@@ -13,6 +14,8 @@ export function wireAlerts(deps: {
   repository: AlertsRepository;
   requireOrganizationAdmin: RequireOrganizationAdmin;
   log: PlatformLogger;
+  /** On a cluster, whether this process stores (and so counts) the application logs. */
+  logLeader?: { isLeader(): boolean } | null;
 }) {
   const { ctx } = deps;
   const log = deps.log.child({ component: 'alerts' });
@@ -27,5 +30,13 @@ export function wireAlerts(deps: {
         new ThresholdWatch(ctx.db, ctx.config.ORG_DISK_QUOTA_MB, log),
       )
     : null;
+  // Log pattern rules are counted where the instances' output is read (see log-match-counter.ts).
+  if (ctx.runtime) {
+    const leader = deps.logLeader;
+    const refreshMs = Math.min(30, ctx.config.ALERT_EVALUATION_SECONDS) * 1000;
+    const counter = new LogMatchCounter(deps.repository, refreshMs, log, leader ? () => leader.isLeader() : undefined);
+    ctx.runtime.onInstanceOutput((line) => counter.accept(line));
+    ctx.runtime.onShutdown(() => counter.flush());
+  }
   return { alerts, alertEvaluator, routes: [alertsRoutes(alerts)] } satisfies Wired;
 }

@@ -74,6 +74,22 @@ export class PlatformMetrics {
     fromDb('slipway_builds', 'Images by build status', ['status'], () => this.countBy('images', 'status'));
     fromDb('slipway_deployments', 'Deployments by status', ['status'], () => this.countBy('deployments', 'status'));
     fromDb('slipway_instances', 'Application instances by state', ['state'], () => this.countBy('instances', 'state'));
+    fromDb(
+      'slipway_app_memory_limit_ratio',
+      'Largest share (0..1) of its memory limit one instance of the application environment used, at the latest sample of the last 5 minutes',
+      ['application_id', 'application', 'environment'],
+      () => this.appMemory(),
+    );
+    const logMatches = new Counter({
+      name: 'slipway_alert_log_matches_total',
+      help: 'Runtime log lines each log_matches alert rule matched since it was made',
+      labelNames: ['organization', 'rule'],
+      registers,
+      collect: async () => {
+        logMatches.reset();
+        for (const [labels, value] of await this.logMatches()) logMatches.inc(labels, value);
+      },
+    });
     // Counters kept in PostgreSQL by the edge: re-read whole at each scrape.
     const appRequests = new Counter({
       name: 'slipway_app_requests_total',
@@ -123,6 +139,40 @@ export class PlatformMetrics {
       [{ kind: r.kind, stat: 'avg' }, Number(r.avg)],
       [{ kind: r.kind, stat: 'max' }, Number(r.max)],
     ]);
+  }
+
+  /** The latest sample with a limit per application environment (the sampler runs every OBSERVABILITY_SAMPLE_SECONDS). */
+  private async appMemory(): Promise<Array<[Record<'application_id' | 'application' | 'environment', string>, number]>> {
+    const rows = await this.db
+      .selectFrom('metric_samples as s')
+      .innerJoin('applications as a', 'a.id', 's.application_id')
+      .innerJoin('projects as p', 'p.id', 'a.project_id')
+      .innerJoin('organizations as o', 'o.id', 'p.organization_id')
+      .innerJoin('environments as e', 'e.id', 's.environment_id')
+      .distinctOn(['s.application_id', 's.environment_id'])
+      .select(['s.application_id', sql<string>`o.slug || '/' || p.slug || '/' || a.slug`.as('application'), 'e.slug as environment'])
+      .select('s.memory_percent_max')
+      .where('s.sampled_at', '>', sql<Date>`now() - interval '5 minutes'`)
+      .where('s.memory_percent_max', 'is not', null)
+      .orderBy('s.application_id')
+      .orderBy('s.environment_id')
+      .orderBy('s.sampled_at', 'desc')
+      .execute();
+    return rows.map((r) => [
+      { application_id: r.application_id, application: r.application, environment: r.environment },
+      Number(r.memory_percent_max) / 100,
+    ]);
+  }
+
+  /** Kept in PostgreSQL by the processes that read the logs: re-read whole at each scrape. */
+  private async logMatches(): Promise<Array<[Record<'organization' | 'rule', string>, number]>> {
+    const rows = await this.db
+      .selectFrom('alert_log_matches as m')
+      .innerJoin('alert_rules as r', 'r.id', 'm.rule_id')
+      .innerJoin('organizations as o', 'o.id', 'r.organization_id')
+      .select(['o.slug as organization', 'r.name as rule', 'm.matches'])
+      .execute();
+    return rows.map((r) => [{ organization: r.organization, rule: r.rule }, Number(r.matches)]);
   }
 
   private async appRequests() {

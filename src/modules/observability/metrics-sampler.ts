@@ -62,6 +62,7 @@ export class MetricsSampler {
             memory_usage_bytes: u.memoryBytes,
             pod_count: u.podCount,
             restart_count: u.restartCount,
+            memory_percent_max: u.memoryPercentMax ?? null,
           })),
         )
         .onConflict((oc) => oc.doNothing())

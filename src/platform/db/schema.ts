@@ -439,6 +439,8 @@ export interface MetricSamplesTable {
   memory_usage_bytes: Generated<number>;
   pod_count: Generated<number>;
   restart_count: Generated<number>;
+  /** The largest share (percent) of its own memory limit an instance used; null without limits (migration 0059). */
+  memory_percent_max: number | null;
 }
 
 export interface GithubHooksTable {
@@ -988,6 +990,7 @@ export interface Database
   oidc_sign_ins: OidcSignInsTable;
   alert_rules: AlertRulesTable;
   alert_transitions: AlertTransitionsTable;
+  alert_log_matches: AlertLogMatchesTable;
   threshold_crossings: ThresholdCrossingsTable;
 }
 
@@ -998,7 +1001,7 @@ export interface AlertRulesTable {
   application_id: string | null;
   environment_id: string | null;
   name: string;
-  metric: 'error_rate' | 'p95_latency_ms' | 'restarts';
+  metric: 'error_rate' | 'p95_latency_ms' | 'restarts' | 'memory_percent' | 'log_matches';
   threshold: number;
   window_seconds: number;
   for_seconds: Generated<number>;
@@ -1008,9 +1011,12 @@ export interface AlertRulesTable {
   last_value: number | null;
   evaluated_at: Date | null;
   counters_from: Date | null;
-  counters: NullableJsonColumn<Record<string, number>>;
-  samples: JsonColumn<unknown[]>;
+  counters: NullableJsonColumn<{ requests: number; errors: number; buckets: number[]; restarts: number; matches?: number }>;
+  samples: JsonColumn<Array<{ at: number; requests: number; errors: number; buckets: number[]; restarts: number; matches?: number }>>;
   silenced_until: Date | null;
+  /** `log_matches` rules (migration 0059): the substring counted, and whether case is ignored. */
+  pattern: string | null;
+  ignore_case: Generated<boolean>;
   created_by: string | null;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
@@ -1024,6 +1030,12 @@ export interface AlertTransitionsTable {
   value: number | null;
   notified: boolean;
   at: Generated<Date>;
+}
+
+/** Lines a `log_matches` rule matched since it was made (migration 0059). */
+export interface AlertLogMatchesTable {
+  rule_id: string;
+  matches: number;
 }
 
 /** A threshold crossed by a watched measure (a certificate's days left, a quota's use): published once (migration 0055). */

@@ -133,6 +133,8 @@ export interface AppUsage {
   memoryBytes: number;
   podCount: number;
   restartCount: number;
+  /** The largest share (percent) of its own memory limit one instance uses; null when none has a limit (alert rules). */
+  memoryPercentMax?: number | null;
   /** The same per process type (what autoscaling reads). */
   processes?: Record<string, ProcessUsage>;
 }

@@ -78,6 +78,8 @@ export interface ResourceUsage {
   cpuMillicores: number;
   /** Resident memory, in bytes. */
   memoryBytes: number;
+  /** The memory limit the instance was started with (what kills it), when it has one. */
+  memoryLimitBytes?: number;
 }
 
 /** A one-off process: `release`, `postdeploy`. */

@@ -527,9 +527,12 @@ export class RuntimeService {
         memoryBytes: 0,
         podCount: 0,
         restartCount: 0,
+        memoryPercentMax: null,
         processes: {},
       };
       const u = perInstance.get(s.id);
+      // Each instance against its own limit: a sum over instances would hide the one about to be killed.
+      if (u?.memoryLimitBytes) acc.memoryPercentMax = Math.max(acc.memoryPercentMax ?? 0, (u.memoryBytes / u.memoryLimitBytes) * 100);
       acc.cpuMillicores += u?.cpuMillicores ?? 0;
       acc.memoryBytes += u?.memoryBytes ?? 0;
       acc.podCount += 1;

@@ -69,6 +69,9 @@ export function summarizeUsage(pods: V1Pod[], metrics: PodMetric[] | null): AppU
     for (const container of metric?.containers ?? []) {
       usage.cpuMillicores += cpuMillicores(container.usage.cpu);
       usage.memoryBytes += memoryBytes(container.usage.memory);
+      // Against the container's own limit (what the kubelet kills it at), for memory alert rules.
+      const limit = memoryBytes(pod.spec?.containers.find((c) => c.name === container.name)?.resources?.limits?.memory ?? '');
+      if (limit > 0) usage.memoryPercentMax = Math.max(usage.memoryPercentMax ?? 0, (memoryBytes(container.usage.memory) / limit) * 100);
       if (perProcess) perProcess.cpuMillicores = (perProcess.cpuMillicores ?? 0) + cpuMillicores(container.usage.cpu);
     }
   }

@@ -627,7 +627,11 @@ export class LocalProcessDriver implements RuntimeDriver {
         ? ((r.cpuSeconds - inst.cpu.seconds) / Math.max(0.001, (now - inst.cpu.at) / 1000)) * 1000
         : (r.cpuSeconds / r.ageSeconds) * 1000;
       inst.cpu = { seconds: r.cpuSeconds, at: now };
-      result.set(inst.spec.id, { cpuMillicores: Math.max(0, Math.round(cpuMillicores)), memoryBytes: r.memoryBytes });
+      result.set(inst.spec.id, {
+        cpuMillicores: Math.max(0, Math.round(cpuMillicores)),
+        memoryBytes: r.memoryBytes,
+        ...(inst.spec.limits ? { memoryLimitBytes: inst.spec.limits.memoryBytes } : {}),
+      });
     }
     return result;
   }
