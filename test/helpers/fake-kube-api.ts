@@ -97,6 +97,10 @@ const RESOURCES: ResourceType[] = [
   { group: 'batch', version: 'v1', name: 'jobs', kind: 'Job', namespaced: true },
   { group: 'networking.k8s.io', version: 'v1', name: 'ingresses', kind: 'Ingress', namespaced: true },
   { group: 'networking.k8s.io', version: 'v1', name: 'networkpolicies', kind: 'NetworkPolicy', namespaced: true },
+  { group: 'apps', version: 'v1', name: 'statefulsets', kind: 'StatefulSet', namespaced: true },
+  // CloudNativePG's custom resources, as if its CRDs were installed (their schema is not checked here: see test/kubernetes/crds).
+  { group: 'postgresql.cnpg.io', version: 'v1', name: 'clusters', kind: 'Cluster', namespaced: true },
+  { group: 'postgresql.cnpg.io', version: 'v1', name: 'scheduledbackups', kind: 'ScheduledBackup', namespaced: true },
 ];
 
 const groupVersion = (r: ResourceType) => (r.group ? `${r.group}/${r.version}` : r.version);
@@ -276,6 +280,8 @@ export class FakeKubeApi {
   readonly requests: RecordedRequest[] = [];
   /** How the pods of a Deployment behave (decided when each pod is created). */
   deploymentBehaviour: (deployment: KObject) => PodBehaviour = () => 'ready';
+  /** Whether CloudNativePG's operator brings a Cluster up (its status then says it is ready). */
+  clusterBehaviour: (cluster: KObject) => 'ready' | 'never-ready' = () => 'ready';
   /** How a Job's pod ends. */
   jobBehaviour: (job: KObject) => JobBehaviour = () => ({ outcome: 'succeed' });
   /** Usage of a pod for metrics.k8s.io; null answers 404 (no metrics-server installed). */
@@ -1072,6 +1078,8 @@ export class FakeKubeApi {
       for (const rs of this.list('replicasets')) this.reconcileReplicaSet(rs);
       for (const d of this.list('deployments')) this.reconcileDeployment(d);
       for (const j of this.list('jobs')) this.reconcileJob(j);
+      for (const set of this.list('statefulsets')) this.reconcileStatefulSet(set);
+      for (const c of this.list('clusters')) this.reconcileCnpgCluster(c);
       for (const [key, sim] of this.sims) this.advancePod(key, sim);
       this.collect();
     } catch (error) {
@@ -1120,6 +1128,70 @@ export class FakeKubeApi {
     const key = this.podKey(owner.metadata.namespace, name);
     this.sims.set(key, sim);
     this.put('pods', pod);
+  }
+
+  /**
+   * The StatefulSet controller, minimally: pods `<name>-<ordinal>` up to spec.replicas (through
+   * admission), each ordinal's claims from volumeClaimTemplates (`<template>-<name>-<ordinal>`,
+   * kept when the pods go), readyReplicas from the ready pods.
+   */
+  private reconcileStatefulSet(set: KObject) {
+    if (terminating(set)) return;
+    const want = set.spec.replicas ?? 1;
+    const { namespace, name } = set.metadata;
+    const podName = (i: number) => `${name}-${i}`;
+    for (let i = 0; i < want; i++) {
+      for (const template of set.spec.volumeClaimTemplates ?? []) {
+        const claim = `${template.metadata.name}-${name}-${i}`;
+        if (!this.get('persistentvolumeclaims', namespace, claim))
+          this.put('persistentvolumeclaims', {
+            metadata: { name: claim, namespace, labels: { ...(template.metadata.labels ?? {}) }, uid: newUid(), creationTimestamp: now() },
+            spec: structuredClone(template.spec),
+            status: { phase: 'Bound' },
+          });
+      }
+      if (this.get('pods', namespace, podName(i))) continue;
+      try {
+        this.createPod(set, podName(i), { ...(set.spec.template.metadata?.labels ?? {}) }, { behaviour: 'ready', age: 0 });
+      } catch (error) {
+        if (!(error instanceof HttpError)) throw error;
+        this.event(
+          set,
+          'FailedCreate',
+          `create Pod ${podName(i)} in StatefulSet ${name} failed error: ${error.message}`,
+          'statefulset-controller',
+        );
+        break;
+      }
+    }
+    for (const pod of this.owned('pods', set))
+      if (Number(pod.metadata.name.slice(name.length + 1)) >= want && !terminating(pod))
+        this.deleteObject(this.podKey(namespace, pod.metadata.name), {});
+    const pods = this.owned('pods', set).filter((p) => !terminating(p));
+    const ready = pods.filter(isReady).length;
+    const status = {
+      replicas: pods.length,
+      readyReplicas: ready,
+      availableReplicas: ready,
+      currentReplicas: pods.length,
+      observedGeneration: set.metadata.generation,
+    };
+    if (json(status) !== json(set.status)) this.put('statefulsets', { ...set, status });
+  }
+
+  /** CloudNativePG's operator, as far as its Cluster's status goes: ready, or hibernated (`cnpg.io/hibernation: on`). */
+  private reconcileCnpgCluster(cluster: KObject) {
+    if (terminating(cluster)) return;
+    const instances = cluster.spec?.instances ?? 1;
+    const hibernated = cluster.metadata.annotations?.['cnpg.io/hibernation'] === 'on';
+    const ready = !hibernated && this.clusterBehaviour(cluster) === 'ready';
+    const status = {
+      instances,
+      readyInstances: ready ? instances : 0,
+      phase: hibernated ? 'Cluster in hibernation' : ready ? 'Cluster in healthy state' : 'Setting up primary',
+      conditions: [{ type: 'Ready', status: ready ? 'True' : 'False', reason: ready ? 'ClusterIsReady' : 'ClusterIsNotReady' }],
+    };
+    if (json(status) !== json(cluster.status)) this.put('clusters', { ...cluster, status });
   }
 
   /** The ReplicaSet controller: its pod count follows spec.replicas; a pod it may not create is a FailedCreate. */

@@ -1156,6 +1156,8 @@ export interface AddonsTable {
   restored_from: string | null;
   last_drill: NullableJsonColumn<AddonDrillResult>;
   last_proven_restorable_at: Date | null;
+  /** Where it is reached: its Service's DNS name on Kubernetes; null: loopback (migration 0060). */
+  host: string | null;
 }
 
 /** A restore drill's outcome (migration 0050). */

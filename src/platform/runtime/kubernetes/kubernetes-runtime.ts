@@ -36,7 +36,7 @@ import {
   type ManifestOptions,
   type WorkloadManifests,
 } from './manifests.js';
-import { ANNOTATION, LABEL, MANAGER, appLabels, labelSelector, workloadNames, type WorkloadNames } from './names.js';
+import { ANNOTATION, LABEL, MANAGER, appLabels, labelSelector, namespaceName, workloadNames, type WorkloadNames } from './names.js';
 import { Waker, beforeDeadline, refusedPodCreation, unrecoverablePodFailure, waitForRollout } from './rollout.js';
 import { cpuMillicores, memoryBytes, summarizeUsage } from './usage.js';
 import { OneOffLog } from './one-off-log.js';
@@ -341,6 +341,16 @@ export class KubernetesRuntime implements ApplicationRuntime {
     return summarizeUsage(pods, metrics);
   }
 
+  /** An organization's namespace: its add-ons live beside its applications. */
+  namespaceOf(organizationSlug: string): string {
+    return namespaceName(this.options.namespacePrefix, organizationSlug);
+  }
+
+  /** Makes an organization's namespace and its isolation policy (an add-on may come before any application). */
+  ensureOrganizationNamespace(namespace: string): Promise<void> {
+    return this.ensureNamespace({ namespace });
+  }
+
   private names(plan: WorkloadPlan): WorkloadNames {
     return workloadNames(plan, this.options.namespacePrefix);
   }
@@ -364,7 +374,7 @@ export class KubernetesRuntime implements ApplicationRuntime {
    * right to write namespaces (a namespaced role), one that exists is enough; the isolation
    * policy is not optional.
    */
-  private async ensureNamespace(names: WorkloadNames): Promise<void> {
+  private async ensureNamespace(names: Pick<WorkloadNames, 'namespace'>): Promise<void> {
     try {
       await this.cluster.apply(namespaceManifest(names));
     } catch (error) {
