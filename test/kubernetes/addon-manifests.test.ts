@@ -135,7 +135,11 @@ describe('Kubernetes add-on manifests', () => {
 
   it('admits only the attached applications (and, for Postgres, the operator and its own instances); no attachment, no application rule', () => {
     for (const kind of ['postgres', 'redis'] as const) {
-      const policy = ObjectSerializer.serialize(byKind(addonManifests(target(kind), null, 0) as any[], 'NetworkPolicy'), 'V1NetworkPolicy', '');
+      const policy = ObjectSerializer.serialize(
+        byKind(addonManifests(target(kind), null, 0) as any[], 'NetworkPolicy'),
+        'V1NetworkPolicy',
+        '',
+      );
       new NetworkPolicy(policy).validate();
       expect(policy.spec.podSelector).toEqual({ matchLabels: { 'slipway.dev/addon-id': target(kind).id } });
       expect(policy.spec.ingress[0]).toEqual({

@@ -50,20 +50,10 @@ export function wireAddons(deps: {
           log: deps.log.child({ component: 'addons' }),
         })
       : supervisor;
-  const addons = new AddonsService(
-    ctx.db,
-    deps.repository,
-    ctx.secrets,
-    deps.scope,
-    deps.apps,
-    deps.releases,
-    deps.deployments,
-    backend,
-    {
-      portRange: parseUidRange(ctx.config.ADDONS_PORT_RANGE.replace(/^\s*(\d+)/, (_, n: string) => String(Math.max(10_000, Number(n))))),
-      deleteGraceHours: ctx.config.ADDONS_DELETE_GRACE_HOURS,
-    },
-  );
+  const addons = new AddonsService(ctx.db, deps.repository, ctx.secrets, deps.scope, deps.apps, deps.releases, deps.deployments, backend, {
+    portRange: parseUidRange(ctx.config.ADDONS_PORT_RANGE.replace(/^\s*(\d+)/, (_, n: string) => String(Math.max(10_000, Number(n))))),
+    deleteGraceHours: ctx.config.ADDONS_DELETE_GRACE_HOURS,
+  });
   const backups = new AddonBackupsService(ctx.db, deps.repository, ctx.secrets, addons, supervisor, {
     intervalHours: ctx.config.ADDONS_BACKUP_INTERVAL_HOURS,
     retentionDays: ctx.config.ADDONS_BACKUP_RETENTION_DAYS,

@@ -32,5 +32,7 @@ export const openCredentials = (secrets: SecretBox, sealed: string) => JSON.pars
  */
 export function connectionUrl(kind: AddonKind, port: number, c: AddonCredentials, host: string | null = null): string {
   const at = host ?? '127.0.0.1';
-  return kind === 'postgres' ? `postgres://${c.user}:${c.password}@${at}:${port}/${c.database}` : `redis://${c.user}:${c.password}@${at}:${port}`;
+  return kind === 'postgres'
+    ? `postgres://${c.user}:${c.password}@${at}:${port}/${c.database}`
+    : `redis://${c.user}:${c.password}@${at}:${port}`;
 }
