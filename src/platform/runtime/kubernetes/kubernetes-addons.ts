@@ -38,6 +38,12 @@ export interface KubernetesAddonsOptions {
   readyTimeoutMs?: number;
 }
 
+/** What is read of a CloudNativePG Cluster. */
+type CnpgCluster = KubernetesObject & {
+  spec?: { instances?: number };
+  status?: { phase?: string; readyInstances?: number; conditions?: Array<{ type?: string; status?: string }> };
+};
+
 const ref = (apiVersion: string, kind: string, name: string, namespace: string): ObjectRef => ({ apiVersion, kind, name, namespace });
 
 export class KubernetesAddons implements AddonBackend {
@@ -188,12 +194,10 @@ export class KubernetesAddons implements AddonBackend {
 
   /** Ready: the Cluster's Ready condition, every instance ready. Its phase says what it is doing meanwhile. */
   private async postgresState(name: string, namespace: string) {
-    const cluster = await this.options.cluster.read<KubernetesObject & { spec?: any; status?: any }>(
-      ref(CNPG_API_VERSION, 'Cluster', name, namespace),
-    );
+    const cluster = await this.options.cluster.read<CnpgCluster>(ref(CNPG_API_VERSION, 'Cluster', name, namespace));
     if (!cluster) return { ready: false, detail: 'waiting for the Cluster to be created' };
     const status = cluster.status ?? {};
-    const condition = (status.conditions ?? []).find((c: { type?: string }) => c.type === 'Ready');
+    const condition = (status.conditions ?? []).find((c) => c.type === 'Ready');
     const ready = condition?.status === 'True' && (status.readyInstances ?? 0) >= (cluster.spec?.instances ?? 1);
     return { ready, detail: `CloudNativePG: ${status.phase ?? 'no status yet'}` };
   }
