@@ -14,13 +14,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { FakeKubeApi } from '../helpers/fake-kube-api.js';
 import { waitFor } from '../helpers/wait.js';
+import { WebSocket } from 'ws';
+import { workloadManifests } from '../../src/platform/runtime/kubernetes/manifests.js';
 import { createApp, type TestApp } from '../pipeline-build/fixtures.js';
+import { slipway } from '../cli/slipway.js';
+import { makePlan } from './plan-fixture.js';
 
 let h: Harness;
 let kube: FakeKubeApi;
 let kubeconfig: string;
 let t: TestApp;
 let namespace: string;
+let server: string;
 
 const api = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: object) =>
   h.app.inject({ method, url: `/v1${url}`, headers: t.user.headers, ...(payload ? { payload } : {}) });
@@ -39,6 +44,36 @@ async function running(name: string) {
   );
 }
 
+const production = () =>
+  h.ctx.db
+    .selectFrom('environments')
+    .select('id')
+    .where('project_id', '=', t.projectId)
+    .where('slug', '=', 'production')
+    .executeTakeFirstOrThrow();
+
+/** Opens an exec session through the API and attaches it: what came out on each stream, and the exit message. */
+async function execSession(body: object, act: (ws: WebSocket) => void = () => {}, query = '', instance = '') {
+  const opened = await api('POST', `/applications/${t.appId}${instance ? `/instances/${instance}` : ''}/exec`, body);
+  expect(opened.statusCode, opened.body).toBe(201);
+  const ws = new WebSocket(`${server.replace('http', 'ws')}${opened.json().stream_path}${query}`, {
+    headers: { 'x-api-key': t.user.apiKey },
+  });
+  const out = { stdout: '', stderr: '', exit: null as null | { exit_code: number | null }, session: opened.json() };
+  await new Promise<void>((resolve, reject) => {
+    ws.on('open', () => act(ws));
+    ws.on('message', (data, isBinary) => {
+      const bytes = data as Buffer;
+      if (!isBinary) out.exit = JSON.parse(bytes.toString('utf8'));
+      else if (bytes[0] === 1) out.stdout += bytes.subarray(1).toString();
+      else if (bytes[0] === 2) out.stderr += bytes.subarray(1).toString();
+    });
+    ws.on('close', () => resolve());
+    ws.on('error', reject);
+  });
+  return out;
+}
+
 beforeAll(async () => {
   kube = await FakeKubeApi.start({ tickMs: 20 });
   kubeconfig = join(tmpdir(), `slipway-kubeconfig-${randomBytes(4).toString('hex')}.json`);
@@ -49,6 +84,8 @@ beforeAll(async () => {
   );
   t = await createApp(h);
   namespace = `apps-${t.orgSlug}`;
+  await h.app.listen({ port: 0, host: '127.0.0.1' });
+  server = `http://127.0.0.1:${(h.app.server.address() as { port: number }).port}`;
 }, 60_000);
 
 afterAll(async () => {
@@ -101,12 +138,7 @@ describe('add-ons on Kubernetes (issue 31)', () => {
     expect(database.statusCode, database.body).toBe(200);
     expect(database.json()).toMatchObject({ host: row.host, port: row.port });
 
-    const environment = await h.ctx.db
-      .selectFrom('environments')
-      .select('id')
-      .where('project_id', '=', t.projectId)
-      .where('slug', '=', 'production')
-      .executeTakeFirstOrThrow();
+    const environment = await production();
     const policy = kube.get('networkpolicies', namespace, base)!;
     expect(policy.spec.podSelector).toEqual({ matchLabels: { 'slipway.dev/addon-id': cluster!.metadata.labels['slipway.dev/addon-id'] } });
     expect(policy.spec.ingress[0]).toEqual({
@@ -148,5 +180,106 @@ describe('add-ons on Kubernetes (issue 31)', () => {
     expect((await addons('POST', '/db/undelete')).statusCode).toBe(200);
     expect(kube.get('clusters', namespace, cluster!.metadata.name)!.metadata.annotations ?? {}).toEqual({});
     await running('db');
+  });
+});
+
+describe('slipway exec on Kubernetes (issue 33)', () => {
+  let web: string;
+
+  beforeAll(async () => {
+    // The app's pods as a deployment leaves them: its Deployments (the driver's own manifests) in the fake cluster.
+    const environment = await production();
+    const plan = makePlan({
+      orgSlug: t.orgSlug,
+      projectSlug: 'shop',
+      appSlug: 'web',
+      applicationId: t.appId,
+      environmentId: environment.id,
+      formation: { web: 1, worker: 1 },
+    });
+    const manifests = workloadManifests(plan, { namespacePrefix: 'apps-', ingressClass: null, hasPullSecret: false });
+    for (const d of manifests.deployments) kube.seed('deployments', d.manifest as never, 'slipway');
+    const appPods = () => kube.list('pods', namespace).filter((p) => p.metadata.labels?.['slipway.dev/application-id'] === t.appId);
+    await waitFor('the web and worker pods running', () => appPods().filter((p) => p.status?.phase === 'Running').length === 2, 20_000, 50);
+    web = appPods().find((p) => p.metadata.labels['slipway.dev/process-type'] === 'web')!.metadata.name;
+  }, 30_000);
+
+  it('`slipway exec -- CMD` runs in the web pod through the exec subresource (v5): its output, its input to the end, its exit code, recorded', async () => {
+    const env = { HOME: tmpdir(), SLIPWAY_SERVER: server, SLIPWAY_API_KEY: t.user.apiKey };
+    const r = await slipway(
+      ['exec', '-a', `${t.orgSlug}/shop/web`, '--', 'sh', '-c', 'echo "in=$HOSTNAME"; echo to-stderr >&2; exit 3'],
+      env,
+    );
+    expect(r.code, r.stderr).toBe(3);
+    expect(r.stdout).toContain(`in=${web}`);
+    expect(r.stderr).toContain('to-stderr');
+    const first = kube.execs[0]!;
+    expect(first).toMatchObject({ namespace, pod: web, tty: false, stdin: true, protocol: 'v5.channel.k8s.io' });
+    expect(first.command.slice(0, 2)).toEqual(['/bin/sh', '-c']);
+
+    // Standard input to its end (v5 closes channel 0), 200 kB through.
+    const counted = await execSession({ command: 'wc -c' }, (ws) => {
+      // In messages of at most 64 KiB, as the CLI cuts a paste.
+      for (let i = 0; i < 4; i++) ws.send(Buffer.concat([Buffer.from([0]), Buffer.alloc(50_000, 'x')]), { binary: true });
+      ws.send(Buffer.from([4]), { binary: true });
+    });
+    expect(counted.stdout.trim()).toBe('200000');
+    expect(counted.exit).toMatchObject({ exit_code: 0 });
+
+    // A named instance: the worker's pod.
+    const worker = await execSession({ command: 'echo "$HOSTNAME"' }, () => {}, '', 'worker.1');
+    expect(worker.session.instance).toBe('worker.1');
+    expect(worker.stdout.trim()).toMatch(/-worker-/);
+
+    const session = await h.ctx.db.selectFrom('exec_sessions').selectAll().where('exit_code', '=', 3).executeTakeFirstOrThrow();
+    expect(session).toMatchObject({
+      application_id: t.appId,
+      instance_name: 'web.1',
+      tty: false,
+      command: expect.stringContaining('exit 3'),
+    });
+    expect(session.finished_at).not.toBeNull();
+    // Refusals sit above the runtime: another user's application, an instance that does not run.
+    const stranger = await h.user();
+    expect(
+      (
+        await h.app.inject({
+          method: 'POST',
+          url: `/v1/applications/${t.appId}/exec`,
+          headers: stranger.headers,
+          payload: { command: 'true' },
+        })
+      ).statusCode,
+    ).toBe(403);
+    expect((await api('POST', `/applications/${t.appId}/instances/web.7/exec`, { command: 'true' })).statusCode).toBe(404);
+  });
+
+  it('gives a command a terminal sized by the resize channel, and passes later resizes; v4 works without closing stdin', async () => {
+    const tty = await execSession(
+      { command: 'stty size; read line; echo "got $line"', tty: true },
+      (ws) => {
+        ws.send(JSON.stringify({ type: 'resize', rows: 40, cols: 120 }));
+        ws.send(Buffer.concat([Buffer.from([0]), Buffer.from('hello\n')]), { binary: true });
+      },
+      '?rows=30&cols=100',
+    );
+    expect(tty.stdout).toContain('30 100');
+    expect(tty.stdout).toContain('got hello');
+    expect(tty.exit).toMatchObject({ exit_code: 0 });
+    const record = kube.execs.find((e) => e.tty)!;
+    expect(record.resizes.slice(0, 2)).toEqual([
+      { Width: 100, Height: 30 },
+      { Width: 120, Height: 40 },
+    ]);
+
+    kube.execProtocols = ['v4.channel.k8s.io'];
+    try {
+      const v4 = await execSession({ command: 'echo v4; exit 5' });
+      expect(v4.stdout.trim()).toBe('v4');
+      expect(v4.exit).toMatchObject({ exit_code: 5 });
+      expect(kube.execs.at(-1)!.protocol).toBe('v4.channel.k8s.io');
+    } finally {
+      kube.execProtocols = ['v5.channel.k8s.io', 'v4.channel.k8s.io'];
+    }
   });
 });
