@@ -45,7 +45,11 @@ declare module 'ws' {
   }
 
   class WebSocketServer extends EventEmitter {
-    constructor(options: { noServer: true; maxPayload?: number; handleProtocols?: (protocols: Set<string>, request: IncomingMessage) => string | false });
+    constructor(options: {
+      noServer: true;
+      maxPayload?: number;
+      handleProtocols?: (protocols: Set<string>, request: IncomingMessage) => string | false;
+    });
     handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer, callback: (ws: WebSocket) => void): void;
     close(): void;
   }

@@ -24,7 +24,11 @@ export interface PodExecTarget {
 }
 
 /** The exit code a v4/v5 status message carries: 0 on Success, the `ExitCode` cause of a NonZeroExitCode, else null. */
-export function exitCodeOf(status: { status?: string; reason?: string; details?: { causes?: Array<{ reason?: string; message?: string }> } }) {
+export function exitCodeOf(status: {
+  status?: string;
+  reason?: string;
+  details?: { causes?: Array<{ reason?: string; message?: string }> };
+}) {
   if (status.status === 'Success') return 0;
   const cause = status.details?.causes?.find((c) => c.reason === 'ExitCode');
   const code = Number(cause?.message);
