@@ -180,6 +180,17 @@ describe('add-ons on Kubernetes (issue 31)', () => {
     expect((await addons('POST', '/db/undelete')).statusCode).toBe(200);
     expect(kube.get('clusters', namespace, cluster!.metadata.name)!.metadata.annotations ?? {}).toEqual({});
     await running('db');
+
+    // A cluster that refuses (RBAC without CloudNativePG's kinds): the add-on says why, in one line.
+    kube.forbidden = (access) => access.group === 'postgresql.cnpg.io';
+    try {
+      const refused = await addons('POST', '', { name: 'refused', kind: 'postgres' });
+      expect(refused.statusCode, refused.body).toBe(201);
+      expect(refused.json()).toMatchObject({ status: 'failed', status_detail: expect.stringContaining('HTTP 403 Forbidden') });
+      expect(refused.json().status_detail).not.toMatch(/\n|authorization/i);
+    } finally {
+      kube.forbidden = () => false;
+    }
   });
 });
 

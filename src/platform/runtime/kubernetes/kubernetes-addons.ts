@@ -69,9 +69,11 @@ export class KubernetesAddons implements AddonBackend {
   async provision(record: AddonRecord): Promise<void> {
     const target = await this.target(record.id);
     const names = addonObjectNames(target);
-    await this.options.ensureNamespace(target.namespace);
-    for (const object of addonManifests(target, this.options.objectStore, this.options.backupIntervalHours))
-      await this.options.cluster.apply(object);
+    await oneLine(async () => {
+      await this.options.ensureNamespace(target.namespace);
+      for (const object of addonManifests(target, this.options.objectStore, this.options.backupIntervalHours))
+        await this.options.cluster.apply(object);
+    });
     await this.options.db
       .updateTable('addons')
       .set({ host: names.host, status: 'creating', status_detail: 'waiting for the cluster', updated_at: new Date() })
@@ -88,8 +90,10 @@ export class KubernetesAddons implements AddonBackend {
   async stop(id: string): Promise<void> {
     this.waiting.get(id)?.abort();
     const target = await this.target(id);
-    for (const object of addonManifests({ ...target, stopped: true }, this.options.objectStore, this.options.backupIntervalHours))
-      await this.options.cluster.apply(object);
+    await oneLine(async () => {
+      for (const object of addonManifests({ ...target, stopped: true }, this.options.objectStore, this.options.backupIntervalHours))
+        await this.options.cluster.apply(object);
+    });
   }
 
   async remove(id: string): Promise<void> {
@@ -108,13 +112,25 @@ export class KubernetesAddons implements AddonBackend {
   /** The new password in the Secret: CloudNativePG sets it on the managed role; Redis restarts with it. */
   async rotate(record: AddonRecord, _previous: AddonCredentials, next: AddonCredentials): Promise<void> {
     const target = { ...(await this.target(record.id)), credentials: next };
-    for (const object of addonManifests(target, this.options.objectStore, this.options.backupIntervalHours))
-      await this.options.cluster.apply(object);
+    await oneLine(async () => {
+      for (const object of addonManifests(target, this.options.objectStore, this.options.backupIntervalHours))
+        await this.options.cluster.apply(object);
+    });
   }
 
+  /**
+   * Applies the add-on's NetworkPolicy for its attachments now. A cluster that refuses it leaves
+   * the previous policy (fail closed: a new attachment does not reach it yet): said on the add-on.
+   */
   async attachmentsChanged(id: string): Promise<void> {
     const target = await this.target(id);
-    await this.options.cluster.apply(addonNetworkPolicy(target, addonObjectNames(target)));
+    try {
+      await this.options.cluster.apply(addonNetworkPolicy(target, addonObjectNames(target)));
+    } catch (err) {
+      const detail = `NetworkPolicy not applied (the attachments' access is as before): ${describeError(err)}`;
+      this.options.log.warn({ addonId: id }, detail);
+      await this.options.db.updateTable('addons').set({ status_detail: detail, updated_at: new Date() }).where('id', '=', id).execute();
+    }
   }
 
   async detach(): Promise<void> {
@@ -216,5 +232,14 @@ export class KubernetesAddons implements AddonBackend {
       .where('id', '=', id)
       .where('deleted_at', 'is', null)
       .execute();
+  }
+}
+
+/** The Kubernetes API's errors as one line (client-node's own carry headers and bodies): what the add-on's record shows. */
+async function oneLine(work: () => Promise<void>): Promise<void> {
+  try {
+    await work();
+  } catch (err) {
+    throw new Error(describeError(err));
   }
 }
