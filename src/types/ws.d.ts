@@ -12,6 +12,10 @@ declare module 'ws' {
   class WebSocket extends EventEmitter {
     static readonly OPEN: 1;
     constructor(url: string, options?: { headers?: Record<string, string>; maxPayload?: number });
+    /** With subprotocols (the Kubernetes exec channels) and TLS options from a kubeconfig. */
+    constructor(url: string, protocols: string[], options?: ClientOptions);
+    /** The subprotocol the server chose. */
+    readonly protocol: string;
     readonly readyState: 0 | 1 | 2 | 3;
     readonly bufferedAmount: number;
     send(data: Buffer | string, options?: { binary?: boolean }, callback?: (err?: Error) => void): void;
@@ -27,14 +31,29 @@ declare module 'ws' {
     once(event: 'open', listener: () => void): this;
     once(event: 'close', listener: (code: number, reason: Buffer) => void): this;
     once(event: 'error', listener: (err: Error) => void): this;
+    once(event: 'unexpected-response', listener: (request: unknown, response: IncomingMessage) => void): this;
+  }
+
+  interface ClientOptions {
+    headers?: Record<string, string>;
+    maxPayload?: number;
+    handshakeTimeout?: number;
+    ca?: Buffer | string;
+    cert?: Buffer | string;
+    key?: Buffer | string;
+    rejectUnauthorized?: boolean;
   }
 
   class WebSocketServer extends EventEmitter {
-    constructor(options: { noServer: true; maxPayload?: number });
+    constructor(options: {
+      noServer: true;
+      maxPayload?: number;
+      handleProtocols?: (protocols: Set<string>, request: IncomingMessage) => string | false;
+    });
     handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer, callback: (ws: WebSocket) => void): void;
     close(): void;
   }
 
-  export { WebSocket, WebSocketServer };
+  export { WebSocket, WebSocketServer, type ClientOptions };
   export default WebSocket;
 }

@@ -20,7 +20,10 @@
  *   event), as on a real cluster. `podAdmission` adds a webhook-like policy.
  *
  * Also: GET/LIST with label and field selectors, `watch=true` streams, pod logs, events,
- * metrics.k8s.io and /version. Pods behave as a test chooses (ready, never-ready, crash-loop,
+ * metrics.k8s.io and /version. A running pod's `exec` subresource (WebSocket, v5 or v4
+ * channel protocol) really runs the command here, in a temporary directory as `nobody` (when the
+ * tests run as root), with HOSTNAME the pod's name; with `tty=true` under util-linux `script`,
+ * its terminal sized by the first resize message. Every exec is recorded (`execs`). Pods behave as a test chooses (ready, never-ready, crash-loop,
  * image-pull-error; Jobs succeed or fail with log lines). Every request is recorded.
  *
  *   const kube = await FakeKubeApi.start();
@@ -31,10 +34,16 @@
  *   kube.requests.filter((r) => r.method === 'PATCH');
  *   await kube.stop();
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { spawn } from 'node:child_process';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { chownSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Duplex } from 'node:stream';
 import { KubeConfig } from '@kubernetes/client-node';
+import { WebSocketServer, type WebSocket } from 'ws';
 import { ApplyConflict, recordUpdate, serverSideApply, type KObject } from './fake-kube-fields.js';
 
 export type { KObject };
@@ -97,6 +106,10 @@ const RESOURCES: ResourceType[] = [
   { group: 'batch', version: 'v1', name: 'jobs', kind: 'Job', namespaced: true },
   { group: 'networking.k8s.io', version: 'v1', name: 'ingresses', kind: 'Ingress', namespaced: true },
   { group: 'networking.k8s.io', version: 'v1', name: 'networkpolicies', kind: 'NetworkPolicy', namespaced: true },
+  { group: 'apps', version: 'v1', name: 'statefulsets', kind: 'StatefulSet', namespaced: true },
+  // CloudNativePG's custom resources, as if its CRDs were installed (their schema is not checked here: see test/kubernetes/crds).
+  { group: 'postgresql.cnpg.io', version: 'v1', name: 'clusters', kind: 'Cluster', namespaced: true },
+  { group: 'postgresql.cnpg.io', version: 'v1', name: 'scheduledbackups', kind: 'ScheduledBackup', namespaced: true },
 ];
 
 const groupVersion = (r: ResourceType) => (r.group ? `${r.group}/${r.version}` : r.version);
@@ -160,7 +173,8 @@ function mergePatch(target: any, patch: any): any {
 const json = (v: unknown) => JSON.stringify(v);
 const now = () => new Date().toISOString();
 const suffix = () => randomBytes(3).toString('hex').slice(0, 5);
-const newUid = () => randomBytes(16).toString('hex');
+/** A UUID, as the API server gives every object. */
+const newUid = () => randomUUID();
 const isReady = (p: KObject) => p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True') ?? false;
 const terminating = (o: KObject) => Boolean(o.metadata.deletionTimestamp);
 
@@ -261,6 +275,20 @@ interface PodSim {
   age: number;
 }
 
+/** One exec into a pod, as the fake served it. */
+export interface ExecRecord {
+  namespace: string;
+  pod: string;
+  container: string;
+  command: string[];
+  tty: boolean;
+  stdin: boolean;
+  /** The channel protocol agreed (`v5.channel.k8s.io` or `v4.channel.k8s.io`). */
+  protocol: string;
+  /** Every terminal size the client sent on channel 4, in order. */
+  resizes: Array<{ Width: number; Height: number }>;
+}
+
 export interface FakeKubeApiOptions {
   /** Controller tick (pods advance one state per tick). Default 40 ms. */
   tickMs?: number;
@@ -276,6 +304,8 @@ export class FakeKubeApi {
   readonly requests: RecordedRequest[] = [];
   /** How the pods of a Deployment behave (decided when each pod is created). */
   deploymentBehaviour: (deployment: KObject) => PodBehaviour = () => 'ready';
+  /** Whether CloudNativePG's operator brings a Cluster up (its status then says it is ready). */
+  clusterBehaviour: (cluster: KObject) => 'ready' | 'never-ready' = () => 'ready';
   /** How a Job's pod ends. */
   jobBehaviour: (job: KObject) => JobBehaviour = () => ({ outcome: 'succeed' });
   /** Usage of a pod for metrics.k8s.io; null answers 404 (no metrics-server installed). */
@@ -290,6 +320,10 @@ export class FakeKubeApi {
   forbidden: (access: Access) => boolean = () => false;
   /** A validating admission webhook for pods: a message rejects the pod (403 "denied the request"). */
   podAdmission: ((pod: KObject) => string | null) | null = null;
+  /** The exec channel protocols the fake speaks, preferred first (a test may leave only v4). */
+  execProtocols = ['v5.channel.k8s.io', 'v4.channel.k8s.io'];
+  /** Every exec: where, what, with which protocol, and each terminal size the client sent. */
+  readonly execs: ExecRecord[] = [];
   /** Every change of a Deployment's ReplicaSets, in order (to check surge and availability bounds). */
   readonly rolloutSteps: RolloutStep[] = [];
 
@@ -301,6 +335,12 @@ export class FakeKubeApi {
   /** `follow=true` log readers of a pod: how much of its log each has been sent. */
   private readonly logFollowers = new Map<string, Set<{ res: ServerResponse; sent: number }>>();
   private readonly watchers = new Set<Watcher>();
+  private readonly execSockets = new Set<WebSocket>();
+  private readonly execServer = new WebSocketServer({
+    noServer: true,
+    maxPayload: 1024 * 1024,
+    handleProtocols: (offered) => this.execProtocols.find((p) => offered.has(p)) ?? false,
+  });
   private resourceVersion = 1;
   private timer: NodeJS.Timeout | null = null;
 
@@ -311,6 +351,7 @@ export class FakeKubeApi {
 
   static async start(options: FakeKubeApiOptions = {}): Promise<FakeKubeApi> {
     const server = createServer((req, res) => void fake.handle(req, res));
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => fake.upgrade(req, socket, head));
     const fake = new FakeKubeApi(server, options);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     fake.timer = setInterval(() => fake.tick(), options.tickMs ?? 40);
@@ -375,6 +416,8 @@ export class FakeKubeApi {
 
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
+    for (const ws of this.execSockets) ws.terminate();
+    this.execServer.close();
     for (const w of this.watchers) w.res.end();
     this.watchers.clear();
     for (const followers of this.logFollowers.values()) for (const f of followers) f.res.end();
@@ -1065,6 +1108,121 @@ export class FakeKubeApi {
     });
   }
 
+  // ---- exec ------------------------------------------------------------------------------
+
+  /** `GET /api/v1/namespaces/{ns}/pods/{name}/exec` upgraded to a WebSocket, as the API server proxies it to the kubelet. */
+  private upgrade(req: IncomingMessage, socket: Duplex, head: Buffer) {
+    const url = new URL(req.url ?? '/', 'http://fake');
+    const query = Object.fromEntries(url.searchParams);
+    this.requests.push({ method: 'GET', path: url.pathname, query, contentType: null, body: null });
+    const refuse = (code: number, reason: string) =>
+      socket.end(`HTTP/1.1 ${code} ${reason}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+    const m = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/exec$/.exec(url.pathname);
+    if (!m) return refuse(404, 'Not Found');
+    const namespace = decodeURIComponent(m[1]!);
+    const podName = decodeURIComponent(m[2]!);
+    try {
+      this.authorize({ verb: 'create', resource: 'pods/exec', group: '', namespace, name: podName });
+    } catch {
+      return refuse(403, 'Forbidden');
+    }
+    const pod = this.get('pods', namespace, podName);
+    if (!pod) return refuse(404, 'Not Found');
+    if (pod.status?.phase !== 'Running') return refuse(400, 'Bad Request');
+    const command = url.searchParams.getAll('command');
+    if (command.length === 0) return refuse(400, 'Bad Request');
+    this.execServer.handleUpgrade(req, socket, head, (ws) => {
+      const record: ExecRecord = {
+        namespace,
+        pod: podName,
+        container: query.container ?? pod.spec.containers[0].name,
+        command,
+        tty: query.tty === 'true',
+        stdin: query.stdin === 'true',
+        protocol: ws.protocol,
+        resizes: [],
+      };
+      this.execs.push(record);
+      this.runExec(ws, record);
+    });
+  }
+
+  /** Runs the command and speaks the channel protocol: 0 stdin, 1 stdout, 2 stderr, 3 the status, 4 resize, 255 close (v5). */
+  private runExec(ws: WebSocket, record: ExecRecord) {
+    this.execSockets.add(ws);
+    const dir = mkdtempSync(join(tmpdir(), 'fake-pod-'));
+    const asNobody = process.getuid?.() === 0;
+    if (asNobody) chownSync(dir, 65534, 65534);
+    const send = (channel: number, bytes: Buffer | string) => {
+      if (ws.readyState === 1) ws.send(Buffer.concat([Buffer.from([channel]), Buffer.from(bytes)]), { binary: true });
+    };
+    let child: ReturnType<typeof spawn> | null = null;
+    const pendingInput: Buffer[] = [];
+    let inputEnded = false;
+    const start = (size: { Width: number; Height: number } | null) => {
+      if (child) return;
+      const quoted = record.command.map((w) => `'${w.replace(/'/g, `'\\''`)}'`).join(' ');
+      const [file, args] = size
+        ? ['script', ['-qfec', `stty rows ${size.Height} cols ${size.Width} 2>/dev/null; exec ${quoted}`, '/dev/null']]
+        : [record.command[0]!, record.command.slice(1)];
+      child = spawn(file, args, {
+        cwd: dir,
+        env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: dir, HOSTNAME: record.pod, ...(size ? { TERM: 'xterm' } : {}) },
+        detached: true,
+        ...(asNobody ? { uid: 65534, gid: 65534 } : {}),
+      });
+      child.stdout!.on('data', (d: Buffer) => send(1, d));
+      child.stderr!.on('data', (d: Buffer) => send(record.tty ? 1 : 2, d));
+      child.stdin!.on('error', () => {});
+      for (const chunk of pendingInput.splice(0)) child.stdin!.write(chunk);
+      if (inputEnded || !record.stdin) child.stdin!.end();
+      child.on('close', (code, signal) => {
+        const status =
+          code === 0
+            ? { metadata: {}, status: 'Success' }
+            : {
+                metadata: {},
+                status: 'Failure',
+                message: `command terminated with non-zero exit code: exit status ${code ?? signal}`,
+                reason: 'NonZeroExitCode',
+                details: { causes: [{ reason: 'ExitCode', message: String(code ?? 137) }] },
+              };
+        send(3, JSON.stringify(status));
+        ws.close(1000);
+      });
+    };
+    ws.on('message', (data, isBinary) => {
+      const bytes = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
+      if (!isBinary || bytes.length === 0) return;
+      const payload = bytes.subarray(1);
+      if (bytes[0] === 0) {
+        if (child) child.stdin!.write(payload);
+        else pendingInput.push(Buffer.from(payload));
+      } else if (bytes[0] === 255 && payload[0] === 0 && record.protocol === 'v5.channel.k8s.io') {
+        inputEnded = true;
+        child?.stdin!.end();
+      } else if (bytes[0] === 4) {
+        const size = JSON.parse(payload.toString('utf8')) as { Width: number; Height: number };
+        record.resizes.push(size);
+        if (record.tty) start(size);
+      }
+    });
+    ws.on('close', () => {
+      this.execSockets.delete(ws);
+      if (child?.pid && child.exitCode === null) {
+        try {
+          process.kill(-child.pid, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }
+      rmSync(dir, { recursive: true, force: true });
+    });
+    // A terminal is sized by the client's first resize message (kubectl sends it at once); without one, the default.
+    if (record.tty) setTimeout(() => start({ Width: 80, Height: 24 }), 1000);
+    else start(null);
+  }
+
   // ---- controllers -----------------------------------------------------------------------
 
   private tick() {
@@ -1072,6 +1230,8 @@ export class FakeKubeApi {
       for (const rs of this.list('replicasets')) this.reconcileReplicaSet(rs);
       for (const d of this.list('deployments')) this.reconcileDeployment(d);
       for (const j of this.list('jobs')) this.reconcileJob(j);
+      for (const set of this.list('statefulsets')) this.reconcileStatefulSet(set);
+      for (const c of this.list('clusters')) this.reconcileCnpgCluster(c);
       for (const [key, sim] of this.sims) this.advancePod(key, sim);
       this.collect();
     } catch (error) {
@@ -1120,6 +1280,70 @@ export class FakeKubeApi {
     const key = this.podKey(owner.metadata.namespace, name);
     this.sims.set(key, sim);
     this.put('pods', pod);
+  }
+
+  /**
+   * The StatefulSet controller, minimally: pods `<name>-<ordinal>` up to spec.replicas (through
+   * admission), each ordinal's claims from volumeClaimTemplates (`<template>-<name>-<ordinal>`,
+   * kept when the pods go), readyReplicas from the ready pods.
+   */
+  private reconcileStatefulSet(set: KObject) {
+    if (terminating(set)) return;
+    const want = set.spec.replicas ?? 1;
+    const { namespace, name } = set.metadata;
+    const podName = (i: number) => `${name}-${i}`;
+    for (let i = 0; i < want; i++) {
+      for (const template of set.spec.volumeClaimTemplates ?? []) {
+        const claim = `${template.metadata.name}-${name}-${i}`;
+        if (!this.get('persistentvolumeclaims', namespace, claim))
+          this.put('persistentvolumeclaims', {
+            metadata: { name: claim, namespace, labels: { ...(template.metadata.labels ?? {}) }, uid: newUid(), creationTimestamp: now() },
+            spec: structuredClone(template.spec),
+            status: { phase: 'Bound' },
+          });
+      }
+      if (this.get('pods', namespace, podName(i))) continue;
+      try {
+        this.createPod(set, podName(i), { ...(set.spec.template.metadata?.labels ?? {}) }, { behaviour: 'ready', age: 0 });
+      } catch (error) {
+        if (!(error instanceof HttpError)) throw error;
+        this.event(
+          set,
+          'FailedCreate',
+          `create Pod ${podName(i)} in StatefulSet ${name} failed error: ${error.message}`,
+          'statefulset-controller',
+        );
+        break;
+      }
+    }
+    for (const pod of this.owned('pods', set))
+      if (Number(pod.metadata.name.slice(name.length + 1)) >= want && !terminating(pod))
+        this.deleteObject(this.podKey(namespace, pod.metadata.name), {});
+    const pods = this.owned('pods', set).filter((p) => !terminating(p));
+    const ready = pods.filter(isReady).length;
+    const status = {
+      replicas: pods.length,
+      readyReplicas: ready,
+      availableReplicas: ready,
+      currentReplicas: pods.length,
+      observedGeneration: set.metadata.generation,
+    };
+    if (json(status) !== json(set.status)) this.put('statefulsets', { ...set, status });
+  }
+
+  /** CloudNativePG's operator, as far as its Cluster's status goes: ready, or hibernated (`cnpg.io/hibernation: on`). */
+  private reconcileCnpgCluster(cluster: KObject) {
+    if (terminating(cluster)) return;
+    const instances = cluster.spec?.instances ?? 1;
+    const hibernated = cluster.metadata.annotations?.['cnpg.io/hibernation'] === 'on';
+    const ready = !hibernated && this.clusterBehaviour(cluster) === 'ready';
+    const status = {
+      instances,
+      readyInstances: ready ? instances : 0,
+      phase: hibernated ? 'Cluster in hibernation' : ready ? 'Cluster in healthy state' : 'Setting up primary',
+      conditions: [{ type: 'Ready', status: ready ? 'True' : 'False', reason: ready ? 'ClusterIsReady' : 'ClusterIsNotReady' }],
+    };
+    if (json(status) !== json(cluster.status)) this.put('clusters', { ...cluster, status });
   }
 
   /** The ReplicaSet controller: its pod count follows spec.replicas; a pod it may not create is a FailedCreate. */

@@ -484,7 +484,7 @@ describe('KubernetesRuntime against a fake API server', () => {
     // cluster's DNS and the internet, never private or link-local addresses (the platform's
     // namespace, the nodes, the metadata service).
     expect(policy.spec).toEqual({
-      podSelector: {},
+      podSelector: { matchExpressions: [{ key: 'slipway.dev/addon-id', operator: 'DoesNotExist' }] },
       policyTypes: ['Ingress', 'Egress'],
       ingress: [
         { from: [{ podSelector: {} }] },

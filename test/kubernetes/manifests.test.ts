@@ -114,7 +114,7 @@ describe('Kubernetes manifests', () => {
       kind: 'NetworkPolicy',
       metadata: { name: 'slipway-isolation', namespace: names.namespace, labels: { [LABEL.managedBy]: 'slipway' } },
       spec: {
-        podSelector: {},
+        podSelector: { matchExpressions: [{ key: 'slipway.dev/addon-id', operator: 'DoesNotExist' }] },
         policyTypes: ['Ingress', 'Egress'],
         ingress: [
           { from: [{ podSelector: {} }] },

@@ -15,7 +15,7 @@ import {
   quietClient,
   redisCommands,
   sealCredentials,
-  type AddonSupervisor,
+  type AddonBackend,
 } from '../../platform/addons/index.js';
 import { boundedQuery } from '../../platform/addons/bounded-query.js';
 import type { Insertable, Selectable } from 'kysely';
@@ -50,8 +50,8 @@ export class AddonsService {
     private readonly apps: ApplicationsService,
     private readonly releases: ReleasesService,
     private readonly deployments: DeploymentsService,
-    /** Null where this process runs no local runtime with a sandbox. */
-    private readonly supervisor: AddonSupervisor | null,
+    /** Where the servers run (local sandboxes or a Kubernetes cluster); null where this process runs neither. */
+    private readonly supervisor: AddonBackend | null,
     private readonly settings: AddonsSettings,
   ) {}
 
@@ -124,6 +124,7 @@ export class AddonsService {
         throw conflict(`That application environment already has an add-on attached as ${variable}: choose another name with "as"`);
       throw err;
     }
+    await this.supervisor?.attachmentsChanged?.(addon.id);
     return this.change(addon.id, [{ applicationId: app.id, environmentId }]);
   }
 
@@ -162,6 +163,8 @@ export class AddonsService {
       await this.publish(trx, addon, 'addon.attached', { ...data, replaces: old.name });
       return old;
     });
+    await this.supervisor?.attachmentsChanged?.(addon.id);
+    await this.supervisor?.attachmentsChanged?.(moved.addon_id);
     return this.change(addon.id, [{ applicationId: moved.application_id, environmentId: moved.environment_id }]);
   }
 
@@ -178,6 +181,7 @@ export class AddonsService {
       return gone;
     });
     if (!removed) throw notFound('Attachment');
+    await this.supervisor?.attachmentsChanged?.(addon.id);
     return this.change(addon.id, [{ applicationId: removed.application_id, environmentId: removed.environment_id }]);
   }
 
@@ -235,8 +239,7 @@ export class AddonsService {
     const supervisor = this.requireSupervisor(addon.kind);
     const previous = openCredentials(this.secrets, addon.credentials_sealed);
     const next = { ...previous, password: newPassword() };
-    if (addon.kind === 'postgres') await supervisor.setPostgresUser(addon.port, next, false);
-    else await supervisor.setRedisPassword(addon.port, previous, next);
+    await supervisor.rotate(addon, previous, next);
     await this.db.transaction().execute(async (trx) => {
       const updated = await this.repo.withDb(trx).update(addon.id, { credentials_sealed: sealCredentials(this.secrets, next) });
       await this.publish(trx, updated, 'addon.credentials_rotated', {});
@@ -254,6 +257,7 @@ export class AddonsService {
     this.requireLive(addon);
     if (addon.kind !== 'postgres')
       throw new AppError('VALIDATION', `Add-on '${addon.name}' is ${addon.kind}: only a postgres add-on takes SQL`);
+    this.requireReachableHere(addon);
     const c = openCredentials(this.secrets, addon.credentials_sealed);
     let client: ReturnType<typeof quietClient>;
     try {
@@ -300,7 +304,7 @@ export class AddonsService {
       addon: addon.name,
       variable: addon.variable,
       status: addon.status,
-      host: '127.0.0.1',
+      host: addon.host ?? '127.0.0.1',
       port: addon.port,
       user: c.user,
       database: c.database ?? null,
@@ -315,6 +319,7 @@ export class AddonsService {
     const { addon } = await this.resolveForChange(userId, orgSlug, name);
     this.requireLive(addon);
     if (addon.kind !== 'redis') throw new AppError('VALIDATION', `Add-on '${addon.name}' is ${addon.kind}: only a redis add-on is flushed`);
+    this.requireReachableHere(addon);
     const reply = await redisCommands(addon.port, openCredentials(this.secrets, addon.credentials_sealed), [['FLUSHALL']]).catch(
       () => null,
     );
@@ -409,6 +414,14 @@ export class AddonsService {
       throw conflict(`Add-on '${addon.name}' is deleted: undelete it first (possible until ${iso(addon.purge_after!)})`);
   }
 
+  /** The platform reaches a server on its own loopback only: a cluster's add-on is behind its NetworkPolicy. */
+  private requireReachableHere(addon: AddonRow) {
+    if (addon.host)
+      throw conflict(
+        `Add-on '${addon.name}' runs in the Kubernetes cluster, reachable from its attached applications only: use \`slipway exec\` in one of them`,
+      );
+  }
+
   private requirePlan(kind: AddonKind, plan: string) {
     if (!findPlan(kind, plan))
       throw new AppError(
@@ -418,12 +431,13 @@ export class AddonsService {
       );
   }
 
-  private requireSupervisor(kind: AddonKind): AddonSupervisor {
-    const missing = missingServer(kind);
+  private requireSupervisor(kind: AddonKind): AddonBackend {
+    // A cluster runs the servers from images: only the local supervisor needs the binaries here.
+    const missing = this.supervisor?.runs === 'kubernetes' ? null : missingServer(kind);
     if (missing) throw conflict(`Add-ons of kind ${kind} cannot run here: ${missing}`);
     if (!this.supervisor)
       throw conflict(
-        'Add-ons run on the local runtime with its sandbox (RUNTIME=local, RUNTIME_ISOLATION=sandbox) in a process of role all',
+        'Add-ons run on the local runtime with its sandbox (RUNTIME=local, RUNTIME_ISOLATION=sandbox) in a process of role all, or on RUNTIME=kubernetes',
       );
     return this.supervisor;
   }

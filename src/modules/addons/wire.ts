@@ -1,7 +1,9 @@
 import { join } from 'node:path';
 import type { AppContext } from '../../platform/context.js';
 import type { PlatformLogger, Wired } from '../../platform/wiring.js';
-import { AddonSupervisor } from '../../platform/addons/index.js';
+import { AddonSupervisor, type AddonBackend } from '../../platform/addons/index.js';
+import { KubernetesAddons } from '../../platform/runtime/kubernetes/kubernetes-addons.js';
+import { KubernetesRuntime } from '../../platform/runtime/kubernetes/kubernetes-runtime.js';
 import { createSandbox } from '../../platform/sandbox/index.js';
 import { parseUidRange } from '../../platform/sandbox/uid-allocator.js';
 import type { ApplicationsService } from '../applications/index.js';
@@ -32,20 +34,26 @@ export function wireAddons(deps: {
   const supervisor = sandbox
     ? new AddonSupervisor(ctx.db, ctx.secrets, sandbox, join(ctx.config.dataDir, 'addons'), deps.log.child({ component: 'addons' }))
     : null;
-  const addons = new AddonsService(
-    ctx.db,
-    deps.repository,
-    ctx.secrets,
-    deps.scope,
-    deps.apps,
-    deps.releases,
-    deps.deployments,
-    supervisor,
-    {
-      portRange: parseUidRange(ctx.config.ADDONS_PORT_RANGE.replace(/^\s*(\d+)/, (_, n: string) => String(Math.max(10_000, Number(n))))),
-      deleteGraceHours: ctx.config.ADDONS_DELETE_GRACE_HOURS,
-    },
-  );
+  // RUNTIME=kubernetes: the cluster runs them (CloudNativePG, StatefulSets). Backups there are
+  // CloudNativePG's own, to an object store: none until S3-compatible storage is configured.
+  const runtime = ctx.runtime;
+  const backend: AddonBackend | null =
+    runtime instanceof KubernetesRuntime
+      ? new KubernetesAddons({
+          db: ctx.db,
+          secrets: ctx.secrets,
+          cluster: runtime.cluster,
+          namespaceOf: (slug) => runtime.namespaceOf(slug),
+          ensureNamespace: (namespace) => runtime.ensureOrganizationNamespace(namespace),
+          objectStore: null,
+          backupIntervalHours: ctx.config.ADDONS_BACKUP_INTERVAL_HOURS,
+          log: deps.log.child({ component: 'addons' }),
+        })
+      : supervisor;
+  const addons = new AddonsService(ctx.db, deps.repository, ctx.secrets, deps.scope, deps.apps, deps.releases, deps.deployments, backend, {
+    portRange: parseUidRange(ctx.config.ADDONS_PORT_RANGE.replace(/^\s*(\d+)/, (_, n: string) => String(Math.max(10_000, Number(n))))),
+    deleteGraceHours: ctx.config.ADDONS_DELETE_GRACE_HOURS,
+  });
   const backups = new AddonBackupsService(ctx.db, deps.repository, ctx.secrets, addons, supervisor, {
     intervalHours: ctx.config.ADDONS_BACKUP_INTERVAL_HOURS,
     retentionDays: ctx.config.ADDONS_BACKUP_RETENTION_DAYS,
@@ -54,7 +62,7 @@ export function wireAddons(deps: {
   return {
     addons,
     addonBackups: backups,
-    addonSupervisor: supervisor,
+    addonSupervisor: backend,
     routes: [addonsRoutes(addons), backupsRoutes(backups)],
     sweepers: [{ sweep: () => addons.purgeExpired() }, { sweep: () => backups.sweep(), everyMs: 60_000 }],
   } satisfies Wired;

@@ -42,8 +42,12 @@ export function pipeExec(ws: WebSocket, process: ExecProcess): Promise<{ exitCod
       }
       return;
     }
-    if (bytes[0] === EXEC_FRAME.stdinEnd) stdin.end();
-    else if (bytes[0] === EXEC_FRAME.stdin && bytes.length > 1 && !stdin.write(bytes.subarray(1))) {
+    if (bytes[0] === EXEC_FRAME.stdinEnd) {
+      stdin.end();
+      // Nothing more goes in: an ending stream emits no 'drain', so a pause waiting for one would
+      // leave the socket unread (its close unanswered) until the close timeout.
+      ws.resume();
+    } else if (bytes[0] === EXEC_FRAME.stdin && bytes.length > 1 && !stdin.write(bytes.subarray(1))) {
       // The command reads slower than the client types or pastes: the socket waits for it.
       ws.pause();
       stdin.once('drain', () => ws.resume());

@@ -49,9 +49,7 @@ export class InstanceExecService {
 
   async open(userId: string, applicationId: string, instanceRef: string | null, body: ExecOpenBody, processType?: string) {
     const environmentId = await this.authorizeOpen(userId, applicationId, body.environment);
-    const instance = instanceRef
-      ? await this.repo.findInstance(applicationId, environmentId, instanceRef)
-      : await this.repo.firstRunning(applicationId, environmentId, processType);
+    const instance = await this.findInstance(applicationId, environmentId, instanceRef, processType);
     if (!instance)
       throw instanceRef
         ? notFound(`Instance '${instanceRef}'`)
@@ -73,6 +71,23 @@ export class InstanceExecService {
       stream_path: `/v1/exec-sessions/${row.id}/stream`,
       attach_within_seconds: ATTACH_WITHIN_SECONDS,
     };
+  }
+
+  /**
+   * The instance by reference (id or `web.1`), or the first running one (web first): from the
+   * instance rows, or where the runtime keeps none (Kubernetes) from the runtime's own list.
+   */
+  private async findInstance(applicationId: string, environmentId: string, instanceRef: string | null, processType?: string) {
+    const listed = this.ctx.runtime?.execInstances;
+    if (!listed) {
+      return instanceRef
+        ? this.repo.findInstance(applicationId, environmentId, instanceRef)
+        : this.repo.firstRunning(applicationId, environmentId, processType);
+    }
+    const instances = await listed.call(this.ctx.runtime, applicationId, environmentId);
+    if (instanceRef) return instances.find((i) => i.id === instanceRef || `${i.process_type}.${i.ordinal}` === instanceRef);
+    const running = instances.filter((i) => i.state !== 'stopped' && (!processType || i.process_type === processType));
+    return running.find((i) => i.process_type === 'web') ?? running.sort((a, b) => a.process_type.localeCompare(b.process_type))[0];
   }
 
   /** Whether the caller may open a session in the application's environment (id or slug; default production): its id. */

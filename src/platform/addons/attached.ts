@@ -26,7 +26,7 @@ export async function attachedAddonVariables(
   const rows = await db
     .selectFrom('addon_attachments as t')
     .innerJoin('addons as a', 'a.id', 't.addon_id')
-    .select(['t.variable', 'a.id', 'a.kind', 'a.port', 'a.credentials_sealed'])
+    .select(['t.variable', 'a.id', 'a.kind', 'a.port', 'a.host', 'a.credentials_sealed'])
     .where('t.application_id', '=', applicationId)
     .where('t.environment_id', '=', environmentId)
     .where('a.deleted_at', 'is', null)
@@ -34,7 +34,7 @@ export async function attachedAddonVariables(
     .execute();
   return rows.map((r) => ({
     name: r.variable,
-    value: connectionUrl(r.kind, r.port, openCredentials(secrets, r.credentials_sealed)),
+    value: connectionUrl(r.kind, r.port, openCredentials(secrets, r.credentials_sealed), r.host),
     addonId: r.id,
   }));
 }

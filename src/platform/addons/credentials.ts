@@ -26,11 +26,13 @@ export const sealCredentials = (secrets: SecretBox, c: AddonCredentials) => secr
 export const openCredentials = (secrets: SecretBox, sealed: string) => JSON.parse(secrets.open(sealed)) as AddonCredentials;
 
 /**
- * The URL an attached application gets. The host is its own sandbox's loopback: the platform gives
- * each attached sandbox's network helper a forward of this port (and no other sandbox one).
+ * The URL an attached application gets. Locally the host is its own sandbox's loopback: the
+ * platform gives each attached sandbox's network helper a forward of this port (and no other
+ * sandbox one); on Kubernetes it is the add-on's Service (`host`), behind its NetworkPolicy.
  */
-export function connectionUrl(kind: AddonKind, port: number, c: AddonCredentials): string {
+export function connectionUrl(kind: AddonKind, port: number, c: AddonCredentials, host: string | null = null): string {
+  const at = host ?? '127.0.0.1';
   return kind === 'postgres'
-    ? `postgres://${c.user}:${c.password}@127.0.0.1:${port}/${c.database}`
-    : `redis://${c.user}:${c.password}@127.0.0.1:${port}`;
+    ? `postgres://${c.user}:${c.password}@${at}:${port}/${c.database}`
+    : `redis://${c.user}:${c.password}@${at}:${port}`;
 }

@@ -5,5 +5,6 @@ export * from './credentials.js';
 export * from './attached.js';
 export { missingServer, adminClient, quietClient, redisCommands, REPOSITORY } from './servers.js';
 export { AddonSupervisor, type AddonRecord } from './supervisor.js';
+export type { AddonBackend } from './backend.js';
 export * from './backups.js';
 export { recordRestorePoints, type RestorePoint } from './restore-points.js';

@@ -15,6 +15,7 @@ import {
 } from '../runtime/local/shim-client.js';
 import { killGroup } from '../runtime/local/process-group.js';
 import { SHIM_PROTOCOL } from '../runtime/local/shim-protocol.js';
+import type { AddonBackend } from './backend.js';
 import { openCredentials, type AddonCredentials } from './credentials.js';
 import { findPlan, type AddonPlan } from './plans.js';
 import { accepts, adminClient, postgresInitCommand, redisCommands, serverCommand, serverEnv } from './servers.js';
@@ -55,7 +56,8 @@ const TAIL_BYTES = 2048;
  * Its network helper forwards one host loopback port to its own loopback; the only sandboxes
  * given that port are the instances of the applications it is attached to.
  */
-export class AddonSupervisor {
+export class AddonSupervisor implements AddonBackend {
+  readonly runs = 'local' as const;
   private readonly running = new Map<string, Running>();
   private readonly shimDir: string;
   private shuttingDown = false;
@@ -154,6 +156,11 @@ export class AddonSupervisor {
   async setRedisPassword(port: number, previous: AddonCredentials, next: AddonCredentials): Promise<void> {
     const reply = await redisCommands(port, previous, [['CONFIG', 'SET', 'requirepass', next.password]]);
     if (reply?.[0] !== 'OK') throw new Error('Redis did not take the new password');
+  }
+
+  async rotate(record: AddonRecord, previous: AddonCredentials, next: AddonCredentials): Promise<void> {
+    if (record.kind === 'postgres') await this.setPostgresUser(record.port, next, false);
+    else await this.setRedisPassword(record.port, previous, next);
   }
 
   /**

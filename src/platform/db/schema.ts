@@ -1170,6 +1170,8 @@ export interface AddonsTable {
   last_proven_restorable_at: Date | null;
   /** A restore drill's own check query (migration 0058): run read-only on the restored copy. */
   drill_check_query: string | null;
+  /** Where it is reached: its Service's DNS name on Kubernetes; null: loopback (migration 0060). */
+  host: string | null;
 }
 
 /** A restore drill's outcome (migration 0050). */

@@ -218,8 +218,22 @@ export interface ApplicationRuntime {
   /** Runs a command inside one of the instances this process runs (`slipway exec`); throws ExecRefused when it cannot. */
   exec?(instanceId: string, request: ExecRequest): Promise<ExecProcess>;
   /**
+   * The instances of an application environment where the runtime keeps no instance rows (a
+   * cluster's pods): what `slipway exec` chooses from, their ids what `exec` takes.
+   */
+  execInstances?(applicationId: string, environmentId: string): Promise<RuntimeInstance[]>;
+  /**
    * Every line the application instances this process runs (or, on a cluster, follows)
    * write, for the application logs. Call before `start`.
    */
   onInstanceOutput(listener: (line: AppOutputLine) => void): void;
+}
+
+/** An instance as `slipway exec` names it (`web.1`): a pod on Kubernetes, its uid the id. */
+export interface RuntimeInstance {
+  id: string;
+  process_type: string;
+  /** 1, 2, … by age within the process type. */
+  ordinal: number;
+  state: 'healthy' | 'starting' | 'stopped';
 }

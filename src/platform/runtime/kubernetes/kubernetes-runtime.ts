@@ -18,7 +18,10 @@ import {
   type WorkloadPlan,
   type WorkloadTarget,
 } from '../application-runtime.js';
-import type { AppOutputLine, RuntimeLogger } from '../application-runtime.js';
+import type { AppOutputLine, RuntimeInstance, RuntimeLogger } from '../application-runtime.js';
+import { ExecRefused } from '../local/instance-exec.js';
+import type { ExecProcess, ExecRequest } from '../port.js';
+import { execInPod } from './pod-exec.js';
 import type { OneOffResult } from '../port.js';
 import { reportBackgroundFailure } from '../../observability/background-failures.js';
 import { StartupError } from '../../startup-error.js';
@@ -36,7 +39,7 @@ import {
   type ManifestOptions,
   type WorkloadManifests,
 } from './manifests.js';
-import { ANNOTATION, LABEL, MANAGER, appLabels, labelSelector, workloadNames, type WorkloadNames } from './names.js';
+import { ANNOTATION, LABEL, MANAGER, appLabels, labelSelector, namespaceName, workloadNames, type WorkloadNames } from './names.js';
 import { Waker, beforeDeadline, refusedPodCreation, unrecoverablePodFailure, waitForRollout } from './rollout.js';
 import { cpuMillicores, memoryBytes, summarizeUsage } from './usage.js';
 import { OneOffLog } from './one-off-log.js';
@@ -341,6 +344,64 @@ export class KubernetesRuntime implements ApplicationRuntime {
     return summarizeUsage(pods, metrics);
   }
 
+  /**
+   * The pods of an application environment's process types (not one-off Jobs'), numbered by age
+   * within their type: `web.1` is the oldest web pod. Terminating pods are stopped.
+   */
+  async execInstances(applicationId: string, environmentId: string): Promise<RuntimeInstance[]> {
+    const selector = `${labelSelector(appLabels(applicationId, environmentId))},!${LABEL.component}`;
+    const pods = (await this.cluster.pods(undefined, selector)).filter((pod) =>
+      pod.metadata?.namespace?.startsWith(this.options.namespacePrefix),
+    );
+    const created = (p: V1Pod) =>
+      `${p.metadata?.creationTimestamp ? new Date(p.metadata.creationTimestamp).toISOString() : ''}|${p.metadata?.name}`;
+    pods.sort((a, b) => created(a).localeCompare(created(b)));
+    const counts = new Map<string, number>();
+    return pods.map((pod) => {
+      const type = pod.metadata?.labels?.[LABEL.processType] ?? 'web';
+      counts.set(type, (counts.get(type) ?? 0) + 1);
+      const ready = pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+      const state = pod.metadata?.deletionTimestamp
+        ? 'stopped'
+        : ready
+          ? 'healthy'
+          : pod.status?.phase === 'Running'
+            ? 'starting'
+            : 'stopped';
+      return { id: pod.metadata!.uid!, process_type: type, ordinal: counts.get(type)!, state };
+    });
+  }
+
+  /** `slipway exec` in a pod (its id is the pod's uid), through the `exec` subresource. */
+  async exec(instanceId: string, request: ExecRequest): Promise<ExecProcess> {
+    const pods = await this.cluster.pods(undefined, labelSelector({ [LABEL.managedBy]: MANAGER }));
+    // The session stores the uid as PostgreSQL writes a uuid: compared without case or dashes.
+    const uid = (text: string | undefined) => text?.toLowerCase().replace(/-/g, '');
+    const pod = pods.find(
+      (p) => uid(p.metadata?.uid) === uid(instanceId) && p.metadata?.namespace?.startsWith(this.options.namespacePrefix),
+    );
+    if (!pod || pod.metadata?.deletionTimestamp || pod.status?.phase !== 'Running') throw new ExecRefused('the pod does not run now');
+    try {
+      return await execInPod(
+        this.options.kubeConfig,
+        { namespace: pod.metadata!.namespace!, pod: pod.metadata!.name!, container: pod.spec!.containers[0]!.name },
+        request,
+      );
+    } catch (error) {
+      throw new ExecRefused(describeError(error));
+    }
+  }
+
+  /** An organization's namespace: its add-ons live beside its applications. */
+  namespaceOf(organizationSlug: string): string {
+    return namespaceName(this.options.namespacePrefix, organizationSlug);
+  }
+
+  /** Makes an organization's namespace and its isolation policy (an add-on may come before any application). */
+  ensureOrganizationNamespace(namespace: string): Promise<void> {
+    return this.ensureNamespace({ namespace });
+  }
+
   private names(plan: WorkloadPlan): WorkloadNames {
     return workloadNames(plan, this.options.namespacePrefix);
   }
@@ -364,7 +425,7 @@ export class KubernetesRuntime implements ApplicationRuntime {
    * right to write namespaces (a namespaced role), one that exists is enough; the isolation
    * policy is not optional.
    */
-  private async ensureNamespace(names: WorkloadNames): Promise<void> {
+  private async ensureNamespace(names: Pick<WorkloadNames, 'namespace'>): Promise<void> {
     try {
       await this.cluster.apply(namespaceManifest(names));
     } catch (error) {

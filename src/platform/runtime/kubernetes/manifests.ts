@@ -232,7 +232,7 @@ export function jobManifest(plan: WorkloadPlan, processType: string, options: Ma
 }
 
 /** The organization's namespace, labelled so Pod Security admission refuses any pod below the restricted standard. */
-export function namespaceManifest(names: WorkloadNames): V1Namespace {
+export function namespaceManifest(names: Pick<WorkloadNames, 'namespace'>): V1Namespace {
   return {
     apiVersion: 'v1',
     kind: 'Namespace',
@@ -266,13 +266,19 @@ export const EGRESS_DENIED_CIDRS = {
  * (unless `outbound` is off) the internet, never private or link-local addresses: the
  * platform's namespace, the nodes and the metadata service stay unreachable.
  */
-export function networkPolicyManifest(names: WorkloadNames, ingressNamespace: string, { outbound = true } = {}): V1NetworkPolicy {
+export function networkPolicyManifest(
+  names: Pick<WorkloadNames, 'namespace'>,
+  ingressNamespace: string,
+  { outbound = true } = {},
+): V1NetworkPolicy {
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
     metadata: { name: NETWORK_POLICY_NAME, namespace: names.namespace, labels: { [LABEL.managedBy]: 'slipway' } },
     spec: {
-      podSelector: {},
+      // Every pod but the add-ons': NetworkPolicies add up, so this one must not let the whole
+      // namespace reach an add-on (its own policy admits the attached applications only).
+      podSelector: { matchExpressions: [{ key: LABEL.addonId, operator: 'DoesNotExist' }] },
       policyTypes: ['Ingress', 'Egress'],
       ingress: [
         // client-node's model spells `from` as `_from` (it serializes it back to `from`).

@@ -16,6 +16,8 @@ export const LABEL = {
   releaseVersion: 'slipway.dev/release-version',
   /** What an object is for: `config`, `registry`, `web`, `process`, `one-off`. */
   component: 'slipway.dev/component',
+  /** An add-on's objects and pods (its NetworkPolicy selects them by it). */
+  addonId: 'slipway.dev/addon-id',
 } as const;
 
 export const ANNOTATION = {

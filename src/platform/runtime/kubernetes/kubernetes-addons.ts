@@ -1,0 +1,245 @@
+/**
+ * The Kubernetes driver of the add-on port (RUNTIME=kubernetes): each add-on's objects (see
+ * addon-manifests.ts) applied server-side in its organization's namespace, its readiness read
+ * from the cluster (the CloudNativePG Cluster's status, the StatefulSet's ready replicas) and
+ * written on the add-on's row. The cluster keeps running them when the platform stops.
+ */
+import type { KubernetesObject, V1StatefulSet } from '@kubernetes/client-node';
+import type { AddonBackend } from '../../addons/backend.js';
+import { openCredentials, type AddonCredentials } from '../../addons/credentials.js';
+import { findPlan } from '../../addons/plans.js';
+import type { AddonRecord } from '../../addons/supervisor.js';
+import type { SecretBox } from '../../crypto/secret-box.js';
+import type { Db } from '../../db/database.js';
+import {
+  CNPG_API_VERSION,
+  addonManifests,
+  addonNetworkPolicy,
+  addonObjectNames,
+  type AddonObjectStore,
+  type AddonTarget,
+} from './addon-manifests.js';
+import { describeError, type KubernetesCluster, type ObjectRef } from './cluster.js';
+
+export interface KubernetesAddonsOptions {
+  db: Db;
+  secrets: SecretBox;
+  cluster: KubernetesCluster;
+  /** The organization's namespace, made (with its isolation policy) as the runtime makes it. */
+  namespaceOf(organizationSlug: string): string;
+  ensureNamespace(namespace: string): Promise<void>;
+  /** Where Postgres backups go; null: none (CloudNativePG keeps no backup without an object store). */
+  objectStore: AddonObjectStore | null;
+  backupIntervalHours: number;
+  log: { warn(obj: object, msg: string): void };
+  /** Between two readiness checks. Default 2 s. */
+  pollIntervalMs?: number;
+  /** How long a new add-on may take to be ready (images pulled, volumes bound). Default 15 min. */
+  readyTimeoutMs?: number;
+}
+
+/** What is read of a CloudNativePG Cluster. */
+type CnpgCluster = KubernetesObject & {
+  spec?: { instances?: number };
+  status?: { phase?: string; readyInstances?: number; conditions?: Array<{ type?: string; status?: string }> };
+};
+
+const ref = (apiVersion: string, kind: string, name: string, namespace: string): ObjectRef => ({ apiVersion, kind, name, namespace });
+
+export class KubernetesAddons implements AddonBackend {
+  readonly runs = 'kubernetes' as const;
+  /** Add-ons whose readiness is being waited for: the wait's end. */
+  private readonly waiting = new Map<string, AbortController>();
+  private stopped = false;
+
+  constructor(private readonly options: KubernetesAddonsOptions) {}
+
+  /** Waits again for the add-ons a previous process left waiting. */
+  async start(): Promise<void> {
+    const rows = await this.options.db
+      .selectFrom('addons')
+      .select('id')
+      .where('deleted_at', 'is', null)
+      .where('status', '=', 'creating')
+      .where('host', 'is not', null)
+      .execute();
+    for (const row of rows) this.awaitReady(row.id);
+  }
+
+  async provision(record: AddonRecord): Promise<void> {
+    const target = await this.target(record.id);
+    const names = addonObjectNames(target);
+    await oneLine(async () => {
+      await this.options.ensureNamespace(target.namespace);
+      for (const object of addonManifests(target, this.options.objectStore, this.options.backupIntervalHours))
+        await this.options.cluster.apply(object);
+    });
+    await this.options.db
+      .updateTable('addons')
+      .set({ host: names.host, status: 'creating', status_detail: 'waiting for the cluster', updated_at: new Date() })
+      .where('id', '=', record.id)
+      .execute();
+    this.awaitReady(record.id);
+  }
+
+  restart(record: AddonRecord): Promise<void> {
+    return this.provision(record);
+  }
+
+  /** Within a deletion's grace period: CloudNativePG hibernates the cluster, the StatefulSet has no pod; the volumes stay. */
+  async stop(id: string): Promise<void> {
+    this.waiting.get(id)?.abort();
+    const target = await this.target(id);
+    await oneLine(async () => {
+      for (const object of addonManifests({ ...target, stopped: true }, this.options.objectStore, this.options.backupIntervalHours))
+        await this.options.cluster.apply(object);
+    });
+  }
+
+  async remove(id: string): Promise<void> {
+    this.waiting.get(id)?.abort();
+    const target = await this.target(id);
+    const { base, secret, namespace } = addonObjectNames(target);
+    const refs =
+      target.kind === 'postgres'
+        ? [ref(CNPG_API_VERSION, 'ScheduledBackup', base, namespace), ref(CNPG_API_VERSION, 'Cluster', base, namespace)]
+        : [ref('apps/v1', 'StatefulSet', base, namespace), ref('v1', 'PersistentVolumeClaim', `data-${base}-0`, namespace)];
+    refs.push(ref('v1', 'Service', base, namespace), ref('networking.k8s.io/v1', 'NetworkPolicy', base, namespace));
+    refs.push(ref('v1', 'Secret', secret, namespace));
+    for (const r of refs) await this.options.cluster.delete(r);
+  }
+
+  /** The new password in the Secret: CloudNativePG sets it on the managed role; Redis restarts with it. */
+  async rotate(record: AddonRecord, _previous: AddonCredentials, next: AddonCredentials): Promise<void> {
+    const target = { ...(await this.target(record.id)), credentials: next };
+    await oneLine(async () => {
+      for (const object of addonManifests(target, this.options.objectStore, this.options.backupIntervalHours))
+        await this.options.cluster.apply(object);
+    });
+  }
+
+  /**
+   * Applies the add-on's NetworkPolicy for its attachments now. A cluster that refuses it leaves
+   * the previous policy (fail closed: a new attachment does not reach it yet): said on the add-on.
+   */
+  async attachmentsChanged(id: string): Promise<void> {
+    const target = await this.target(id);
+    try {
+      await this.options.cluster.apply(addonNetworkPolicy(target, addonObjectNames(target)));
+    } catch (err) {
+      const detail = `NetworkPolicy not applied (the attachments' access is as before): ${describeError(err)}`;
+      this.options.log.warn({ addonId: id }, detail);
+      await this.options.db.updateTable('addons').set({ status_detail: detail, updated_at: new Date() }).where('id', '=', id).execute();
+    }
+  }
+
+  async detach(): Promise<void> {
+    this.stopped = true;
+    for (const wait of this.waiting.values()) wait.abort();
+  }
+
+  shutdown(): Promise<void> {
+    return this.detach();
+  }
+
+  /** What the manifests are made of: the row, its organization's namespace and its attachments. */
+  private async target(id: string): Promise<AddonTarget> {
+    const { db, secrets } = this.options;
+    const row = await db
+      .selectFrom('addons as a')
+      .innerJoin('organizations as o', 'o.id', 'a.organization_id')
+      .select(['a.id', 'a.name', 'a.kind', 'a.plan', 'a.port', 'a.credentials_sealed', 'a.deleted_at', 'o.slug'])
+      .where('a.id', '=', id)
+      .executeTakeFirstOrThrow();
+    const attached = await db
+      .selectFrom('addon_attachments')
+      .select(['application_id', 'environment_id'])
+      .where('addon_id', '=', id)
+      .orderBy('id')
+      .execute();
+    const plan = findPlan(row.kind, row.plan);
+    if (!plan) throw new Error(`unknown plan ${row.plan}`);
+    return {
+      id: row.id,
+      name: row.name,
+      kind: row.kind,
+      plan,
+      port: row.port,
+      namespace: this.options.namespaceOf(row.slug),
+      credentials: openCredentials(secrets, row.credentials_sealed),
+      attached: attached.map((a) => ({ applicationId: a.application_id, environmentId: a.environment_id })),
+      stopped: row.deleted_at !== null,
+    };
+  }
+
+  /** Follows the add-on until the cluster says it is ready (running) or the time is up (failed), in the background. */
+  private awaitReady(id: string): void {
+    if (this.stopped) return;
+    this.waiting.get(id)?.abort();
+    const controller = new AbortController();
+    this.waiting.set(id, controller);
+    void this.follow(id, controller.signal)
+      .catch((err: unknown) => this.setStatus(id, 'failed', describeError(err)))
+      .catch((err: unknown) => this.options.log.warn({ addonId: id, err }, 'add-on status not recorded'))
+      .finally(() => {
+        if (this.waiting.get(id) === controller) this.waiting.delete(id);
+      });
+  }
+
+  private async follow(id: string, signal: AbortSignal): Promise<void> {
+    const deadline = Date.now() + (this.options.readyTimeoutMs ?? 15 * 60_000);
+    let detail = 'waiting for the cluster';
+    while (!signal.aborted) {
+      const target = await this.target(id);
+      const { base, namespace } = addonObjectNames(target);
+      const state = target.kind === 'postgres' ? await this.postgresState(base, namespace) : await this.redisState(base, namespace);
+      if (signal.aborted) return;
+      if (state.ready) return this.setStatus(id, 'running', null);
+      if (Date.now() > deadline)
+        return this.setStatus(id, 'failed', `not ready within ${Math.round((this.options.readyTimeoutMs ?? 900_000) / 1000)} s: ${detail}`);
+      if (state.detail !== detail) {
+        detail = state.detail;
+        await this.setStatus(id, 'creating', detail);
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, this.options.pollIntervalMs ?? 2000);
+        signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+      });
+    }
+  }
+
+  /** Ready: the Cluster's Ready condition, every instance ready. Its phase says what it is doing meanwhile. */
+  private async postgresState(name: string, namespace: string) {
+    const cluster = await this.options.cluster.read<CnpgCluster>(ref(CNPG_API_VERSION, 'Cluster', name, namespace));
+    if (!cluster) return { ready: false, detail: 'waiting for the Cluster to be created' };
+    const status = cluster.status ?? {};
+    const condition = (status.conditions ?? []).find((c) => c.type === 'Ready');
+    const ready = condition?.status === 'True' && (status.readyInstances ?? 0) >= (cluster.spec?.instances ?? 1);
+    return { ready, detail: `CloudNativePG: ${status.phase ?? 'no status yet'}` };
+  }
+
+  private async redisState(name: string, namespace: string) {
+    const set = await this.options.cluster.read<V1StatefulSet>(ref('apps/v1', 'StatefulSet', name, namespace));
+    if (!set) return { ready: false, detail: 'waiting for the StatefulSet to be created' };
+    const ready = (set.status?.readyReplicas ?? 0) >= 1;
+    return { ready, detail: `StatefulSet: ${set.status?.readyReplicas ?? 0} of 1 ready` };
+  }
+
+  private async setStatus(id: string, status: 'running' | 'failed' | 'creating', detail: string | null) {
+    await this.options.db
+      .updateTable('addons')
+      .set({ status, status_detail: detail, updated_at: new Date() })
+      .where('id', '=', id)
+      .where('deleted_at', 'is', null)
+      .execute();
+  }
+}
+
+/** The Kubernetes API's errors as one line (client-node's own carry headers and bodies): what the add-on's record shows. */
+async function oneLine(work: () => Promise<void>): Promise<void> {
+  try {
+    await work();
+  } catch (err) {
+    throw new Error(describeError(err));
+  }
+}
