@@ -5465,12 +5465,16 @@ export interface paths {
                         environment?: string;
                         /** @description pending this long before it fires; default 0 (the next evaluation) */
                         for_seconds?: number;
-                        /** @description error_rate: share of 5xx answers (0..1) at the edge; p95_latency_ms: the edge’s 95th percentile; restarts: crash restarts of the instances */
-                        metric: "error_rate" | "p95_latency_ms" | "restarts";
+                        /** @description log_matches only: match the pattern in any case; default false */
+                        ignore_case?: boolean;
+                        /** @description error_rate: share of 5xx answers (0..1) at the edge; p95_latency_ms: the edge’s 95th percentile; restarts: crash restarts of the instances; memory_percent: the largest share (0..100) of its memory limit any instance used in the window; log_matches: runtime log lines holding `pattern` (needs application_id) */
+                        metric: "error_rate" | "p95_latency_ms" | "restarts" | "memory_percent" | "log_matches";
                         /** @description request metrics are judged only over this many requests; default 20 */
                         min_requests?: number;
                         /** @description unique in the organization */
                         name: string;
+                        /** @description log_matches only: a plain substring (not a regular expression) a counted line holds */
+                        pattern?: string;
                         /** @description fires when the metric is above this */
                         threshold: number;
                         /** @description the metric is over this window; default 300 */
@@ -7557,6 +7561,53 @@ export interface paths {
                 503: components["responses"]["Error"];
             };
         };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/overview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every application of the caller's organizations (or of ?organization=) with production's state: serving release, instances, newest deployment and who started it, the last hour's requests and 5xx; failing first */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description only this organization (a slug) */
+                    organization?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Overview"];
+                    };
+                };
+                400: components["responses"]["Error"];
+                401: components["responses"]["Error"];
+                403: components["responses"]["Error"];
+                404: components["responses"]["Error"];
+                409: components["responses"]["Error"];
+                413: components["responses"]["Error"];
+                422: components["responses"]["Error"];
+                429: components["responses"]["Error"];
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -13503,9 +13554,12 @@ export interface components {
             for_seconds: number;
             /** @description UUID (v7) */
             id: string;
+            ignore_case: boolean;
             metric: string;
             min_requests: number;
             name: string;
+            /** @description log_matches: the substring counted */
+            pattern: string | null;
             silenced_until: string | null;
             state: "ok" | "pending" | "firing" | "resolved";
             /**
@@ -15056,6 +15110,54 @@ export interface components {
             quota_bytes: number | null;
             releases_kept_per_environment: number;
             total_bytes: number;
+        };
+        Overview: {
+            /** @description failing first, then deploying, healthy, idle; by organization, project and application within each */
+            applications: {
+                /** @description UUID (v7) */
+                id: string;
+                instances: {
+                    crashed: number;
+                    /** @description healthy or running */
+                    healthy: number;
+                    total: number;
+                };
+                /** @description production's newest deployment */
+                last_deployment: {
+                    /**
+                     * Format: date-time
+                     * @description ISO-8601 UTC
+                     */
+                    created: string;
+                    finished: string | null;
+                    /** @description UUID (v7) */
+                    id: string;
+                    is_rollback: boolean;
+                    release_version: number;
+                    /** @description who asked for it (their username); null when no person did: a push, a promotion by the chain, a guard, cron */
+                    started_by: string | null;
+                    status: "queued" | "deploying" | "complete" | "error" | "rolled_back";
+                } | null;
+                name: string;
+                organization_slug: string;
+                /** @description what is failing in production, in words (empty unless `failing`) */
+                problems: string[];
+                project_slug: string;
+                /** @description production's last completed release */
+                serving_release_version: number | null;
+                slug: string;
+                /** @description `failing`: see `problems`; `deploying`: production has a deployment under way; `idle`: nothing serves production */
+                state: "failing" | "deploying" | "healthy" | "idle";
+                /** @description production's requests at the edge over the last hour, oldest bucket first (a sparkline's points) */
+                traffic: {
+                    bucket_seconds: number;
+                    /** @description 5xx answers */
+                    errors: number[];
+                    requests: number[];
+                };
+            }[];
+            /** @description more applications exist than the answer holds (ask per organization) */
+            truncated: boolean;
         };
         Pagination: {
             page: number;
