@@ -3,7 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { MAX_NGINX_LINE_CHARS, NginxAccessLog, type NginxAccessEntry } from '../../src/platform/edge/nginx-access-log.js';
-import { isSafeHostname, quoted, upstreamAddress } from '../../src/platform/edge/nginx-config.js';
+import { isSafeHostname, quoted, renderNginxConfig, upstreamAddress } from '../../src/platform/edge/nginx-config.js';
+import { execFileSync } from 'node:child_process';
+import { findNginx } from '../../src/config.js';
+import { mkdirSync } from 'node:fs';
 
 const dir = mkdtempSync(join(tmpdir(), 'slipway-nginx-log-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -89,5 +92,42 @@ describe('what may enter nginx.conf', () => {
     expect(upstreamAddress('127.0.0.1', 0)).toBeNull();
     expect(quoted('a "b" \\ c')).toBe('"a \\"b\\" \\\\ c"');
     expect(() => quoted('$host')).toThrow();
+  });
+});
+
+describe("one tenant's data never makes nginx refuse every route", () => {
+  it.skipIf(!findNginx())('accepts a 249-character route name and maintenance messages that escape past nginx’s 4 KiB value', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'slipway-nginx-conf-'));
+    try {
+      mkdirSync(join(dir, 'tmp'));
+      const long = ['a'.repeat(63), 'b'.repeat(63), 'c'.repeat(63), 'd'.repeat(57)].join('.');
+      const down = (host: string, message: string) => ({
+        host,
+        names: [host],
+        upstreams: [],
+        maintenance: { window: { environmentId: 'e', message, retryAfter: 60, applications: {} }, applicationId: undefined },
+      });
+      const conf = renderNginxConfig({
+        dir,
+        workerUser: null,
+        listenHost: '127.0.0.1',
+        port: 1,
+        httpsPort: null,
+        responderPort: 2,
+        routes: [
+          { host: long, names: [long], upstreams: [{ host: '127.0.0.1', port: 3 }] },
+          down('quotes.example.com', '"'.repeat(2000)),
+          down('wide.example.com', '維'.repeat(1400)),
+          down('short.example.com', 'Back at 5 $HOME'),
+        ],
+        redirects: [],
+        tls: [],
+      });
+      writeFileSync(join(dir, 'nginx.conf'), conf);
+      execFileSync(findNginx()!, ['-t', '-q', '-c', join(dir, 'nginx.conf')], { stdio: 'pipe' });
+      expect(conf).toContain('Back at 5 &#36;HOME'); // a short message is kept, its `$` harmless
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -403,6 +403,8 @@ describe('KubernetesRuntime against a fake API server', () => {
       environmentId: healthy.environment.id,
       cpuMillicores: 750,
       memoryBytes: 3 * 128 * 1024 * 1024,
+      // Each pod's 128 MiB against its container's memory limit (the plan's 1.5 GiB): the alert rules' memory_percent.
+      memoryPercentMax: expect.closeTo((100 * 128) / 1536, 6),
       podCount: 3,
       restartCount: 0,
       processes: { web: { cpuMillicores: 500, podCount: 2 }, worker: { cpuMillicores: 250, podCount: 1 } },

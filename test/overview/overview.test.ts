@@ -106,6 +106,36 @@ describe('GET /v1/overview', () => {
     expect(web.problems).toEqual(['10% of requests failed (5xx) in the last 10 minutes']);
   });
 
+  it('shows each application once when its project has a second production environment', async () => {
+    const eu = await insertRow(h, 'environments', {
+      id: uuidv7(),
+      project_id: world.project.id,
+      name: 'EU production',
+      slug: 'eu-production',
+      env_type: 'production',
+    });
+    const r = await insertRow(h, 'releases', {
+      id: uuidv7(),
+      application_id: world.app.id,
+      environment_id: eu,
+      version: 9,
+      image_ref: null,
+    });
+    await insertRow(h, 'deployments', {
+      id: uuidv7(),
+      application_id: world.app.id,
+      environment_id: eu,
+      release_id: r,
+      status: 'complete',
+      complete: true,
+      finished_at: new Date(),
+    });
+    const apps = (await call(h, 'GET', '/v1/overview', world.owner)).body.applications as Array<any>;
+    expect(apps.map((a) => a.slug).sort()).toEqual(['idle', world.app.slug, 'worker'].sort());
+    // The one named `production` is the application's production, as deployments choose it.
+    expect(apps.find((a) => a.id === world.app.id).serving_release_version).toBe(1);
+  });
+
   it("shows nobody another organization's applications", async () => {
     const mine = await call(h, 'GET', '/v1/overview', outsider);
     expect(mine.status).toBe(200);

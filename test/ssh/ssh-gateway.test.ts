@@ -17,7 +17,7 @@ import { createHarness, type Harness, type TestUser } from '../helpers/harness.j
 import { pythonHttpApp } from '../helpers/python-app.js';
 import { createApp, type TestApp } from '../pipeline-build/fixtures.js';
 import { sandboxMissing } from '../isolation/fixtures.js';
-import { SSH_LIMITS } from '../../src/modules/ssh-gateway/ssh-gateway.js';
+import { SSH_LIMITS, sourceOf } from '../../src/modules/ssh-gateway/ssh-gateway.js';
 
 const missing = sandboxMissing();
 if (missing) console.warn(`[test/ssh] ${missing}`);
@@ -243,5 +243,9 @@ describe.skipIf(missing)('the SSH gateway', () => {
         return again.greeting;
       })
       .toMatch(/^SSH-2\.0-Slipway/);
+    // IPv6 counts by /64 (what one host is usually given), IPv4-mapped as IPv4.
+    expect(sourceOf('2001:db8::1')).toBe(sourceOf('2001:db8:0:0:ffff::2'));
+    expect(sourceOf('2001:db8:0:1::1')).not.toBe(sourceOf('2001:db8::1'));
+    expect(sourceOf('::ffff:127.0.0.1')).toBe('127.0.0.1');
   });
 });

@@ -69,7 +69,7 @@ export class AppLogsRepository {
       .limit(q.limit)
       .execute();
     if (!boundary || recent.length === q.limit) return recent.reverse();
-    // A rarer one: the trigram index (migration 0064) finds the older lines. PostgreSQL's estimate of how
+    // A rarer one: the trigram index (migration 0061) finds the older lines. PostgreSQL's estimate of how
     // often the text occurs counts every application's lines, so it would rather walk this application's
     // lines newest first, reading all of them: that plan (and a parallel one) is ruled out here.
     const older = await this.db.transaction().execute(async (trx) => {

@@ -41,8 +41,20 @@ export class OverviewService {
       .innerJoin('projects as p', 'p.id', 'a.project_id')
       .innerJoin('organizations as o', 'o.id', 'p.organization_id')
       .innerJoin('memberships as m', (j) => j.onRef('m.organization_id', '=', 'o.id').on('m.user_id', '=', userId))
-      .leftJoin('environments as e', (j) =>
-        j.onRef('e.project_id', '=', 'p.id').on('e.env_type', '=', 'production').on('e.deleted_at', 'is', null),
+      // One production per project, chosen as deployments choose it (the one named `production` first).
+      .leftJoinLateral(
+        (eb) =>
+          eb
+            .selectFrom('environments as pe')
+            .select('pe.id')
+            .whereRef('pe.project_id', '=', 'p.id')
+            .where('pe.env_type', '=', 'production')
+            .where('pe.deleted_at', 'is', null)
+            .orderBy((o) => o.case().when('pe.slug', '=', 'production').then(0).else(1).end())
+            .orderBy('pe.created_at')
+            .limit(1)
+            .as('e'),
+        (j) => j.onTrue(),
       )
       .select(['a.id', 'a.name', 'a.slug', 'p.slug as project_slug', 'o.slug as organization_slug', 'o.id as organization_id'])
       .select('e.id as environment_id')
@@ -70,7 +82,7 @@ export class OverviewService {
       .map((a) =>
         view(a, {
           latest: latest.find((d) => d.application_id === a.id && d.environment_id === a.environment_id),
-          serving: serving.get(a.id) ?? null,
+          serving: serving.get(`${a.id}/${a.environment_id}`) ?? null,
           instances: instances.filter((i) => i.application_id === a.id && i.environment_id === a.environment_id),
           traffic: traffic.filter((t) => t.application_id === a.id && t.environment_id === a.environment_id),
           startedBy,
@@ -109,7 +121,7 @@ export class OverviewService {
     const rows = await this.db
       .selectFrom('deployments as d')
       .innerJoin('releases as r', 'r.id', 'd.release_id')
-      .select(['d.application_id', 'r.version'])
+      .select(['d.application_id', 'd.environment_id', 'r.version'])
       .distinctOn(['d.application_id', 'd.environment_id'])
       .where(pairFilter('d', appIds, envIds))
       .where('d.status', '=', 'complete')
@@ -117,7 +129,7 @@ export class OverviewService {
       .orderBy('d.environment_id')
       .orderBy('d.created_at', 'desc')
       .execute();
-    return new Map(rows.map((r) => [r.application_id, r.version]));
+    return new Map(rows.map((r) => [`${r.application_id}/${r.environment_id}`, r.version]));
   }
 
   private instanceCounts(appIds: string[], envIds: string[]) {
@@ -158,11 +170,14 @@ export class OverviewService {
            AS d(id, application_id, release_id, created_at)
       JOIN audit_log a ON a.resource_id IN (d.id::text, d.application_id::text, d.release_id::text)
            AND a.at BETWEEN d.created_at - interval '10 seconds' AND d.created_at + interval '10 seconds'
-           AND NOT a.denied AND a.actor_username IS NOT NULL AND a.action ~ '(deploy|rollback|promote)'
+           AND NOT a.denied AND a.actor_username IS NOT NULL AND a.action ~ ${STARTING_ACTIONS}
       ORDER BY d.id, abs(extract(epoch FROM a.at - d.created_at))`.execute(this.db);
     return new Map(rows.map((r) => [r.id, r.username]));
   }
 }
+
+/** The audit actions (routes) of a request that starts a deployment: a deploy, a rollback or a promotion. */
+const STARTING_ACTIONS = '^POST /v1/.*/(deploy|rollback|promote)$';
 
 function pairFilter(alias: 'd' | 'i', appIds: string[], envIds: string[]) {
   return sql<boolean>`(${sql.ref(`${alias}.application_id`)}, ${sql.ref(`${alias}.environment_id`)}) IN (SELECT * FROM unnest(${appIds}::uuid[], ${envIds}::uuid[]))`;

@@ -17,8 +17,24 @@ export const SSH_LIMITS = {
   connections: 200,
   connectionsPerAddress: 32,
   handshakeMs: 30_000,
+  goodbyeMs: 5_000,
   idleMs: 30 * 60_000,
 } as const;
+
+/** Whom a connection counts against: its IPv4 address, or the /64 of an IPv6 one (what one host is usually given). */
+export function sourceOf(address: string): string {
+  const v4 = /^(?:::ffff:)?(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (v4) return v4[1]!;
+  if (!address.includes(':')) return address;
+  const [head = '', tail = ''] = address.split('::');
+  const groups = head ? head.split(':') : [];
+  const missing = 8 - groups.length - (tail ? tail.split(':').length : 0);
+  const full = [...groups, ...Array(Math.max(0, missing)).fill('0'), ...(tail ? tail.split(':') : [])];
+  return `${full
+    .slice(0, 4)
+    .map((g) => g.toLowerCase().replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
+}
 
 const TOKEN_USER = /^token:([A-Za-z0-9_-]{10,200})$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -50,6 +66,7 @@ export class SshGateway {
   private readonly perAddress = new Map<string, number>();
   /** Sockets that have not sent their identification line yet, by `address:port`: closed if they stay silent. */
   private readonly silent = new Map<string, NodeJS.Timeout>();
+  private readonly sockets = new Map<string, Socket>();
   private port = 0;
 
   constructor(private readonly deps: SshGatewayDeps) {}
@@ -93,11 +110,12 @@ export class SshGateway {
   }
 
   private admit(socket: Socket, ssh: SshServer) {
-    const address = socket.remoteAddress ?? '';
+    const address = sourceOf(socket.remoteAddress ?? '');
     const open = this.perAddress.get(address) ?? 0;
     if (open >= SSH_LIMITS.connectionsPerAddress) return socket.destroy();
     this.perAddress.set(address, open + 1);
-    const key = `${address}:${socket.remotePort}`;
+    const key = `${socket.remoteAddress}:${socket.remotePort}`;
+    this.sockets.set(key, socket);
     this.silent.set(
       key,
       setTimeout(() => socket.destroy(), SSH_LIMITS.handshakeMs),
@@ -105,6 +123,7 @@ export class SshGateway {
     socket.once('close', () => {
       clearTimeout(this.silent.get(key));
       this.silent.delete(key);
+      this.sockets.delete(key);
       const left = (this.perAddress.get(address) ?? 1) - 1;
       if (left > 0) this.perAddress.set(address, left);
       else this.perAddress.delete(address);
@@ -116,13 +135,19 @@ export class SshGateway {
     clearTimeout(this.silent.get(socketKey));
     this.silent.delete(socketKey);
     this.clients.add(client);
+    const socket = this.sockets.get(socketKey);
+    // end() only says goodbye; a client that never closes its side would keep its slot: cut it off soon after.
+    const hangUp = () => {
+      client.end();
+      setTimeout(() => socket?.destroy(), SSH_LIMITS.goodbyeMs).unref();
+    };
     let who: Who = null;
     let attempts = 0;
     let channels = 0;
-    let idle = setTimeout(() => client.end(), SSH_LIMITS.handshakeMs);
+    let idle = setTimeout(hangUp, SSH_LIMITS.handshakeMs);
     const active = () => {
       clearTimeout(idle);
-      idle = setTimeout(() => client.end(), SSH_LIMITS.idleMs);
+      idle = setTimeout(hangUp, SSH_LIMITS.idleMs);
     };
     client.on('error', () => {});
     client.on('close', () => {
@@ -130,7 +155,7 @@ export class SshGateway {
       this.clients.delete(client);
     });
     client.on('authentication', (ctx) => {
-      if (++attempts > SSH_LIMITS.authAttempts) return client.end();
+      if (++attempts > SSH_LIMITS.authAttempts) return hangUp();
       this.authenticate(ctx).then(
         (found) => {
           if (found) who = found;

@@ -186,20 +186,27 @@ const FIRST_VALUE_CHARS = 200;
  * with a statement timeout, wrapped so the server answers one line: the row count and the first
  * row's first value (hex, at most 200 characters), whatever the query returns. An error (or the
  * timeout) prints `check_failed=` and stops the scratch server: exit 5. The copy is a scratch one
- * inside the sandbox, so even a query that escaped the read-only transaction changes no real data.
+ * inside the sandbox, so even a query that escaped the read-only transaction changes no real data,
+ * and the whole psql is killed past the timeout whatever its text set.
  */
 function checkLines(scratch: string, check: DrillCheck): string[] {
   const wrapped =
     `SELECT count(*) OVER (), check_query.v IS NULL, encode(convert_to(left(check_query.v::text, ${FIRST_VALUE_CHARS}), 'UTF8'), 'hex') ` +
     `FROM (${check.query.trim().replace(/;+\s*$/, '')}\n) AS check_query(v) LIMIT 1`;
   const psql =
-    `PGOPTIONS=${quote(`-c default_transaction_read_only=on -c statement_timeout=${DRILL_CHECK_TIMEOUT_MS}`)} ` +
+    `env PGOPTIONS=${quote(`-c default_transaction_read_only=on -c statement_timeout=${DRILL_CHECK_TIMEOUT_MS}`)} ` +
     `${bin('psql')} -X -h ${quote(scratch)} -U ${quote(check.user)} -d ${quote(check.database)} -v ON_ERROR_STOP=1 -At -F ' '`;
+  const seconds = Math.ceil(DRILL_CHECK_TIMEOUT_MS / 1000) + 5;
   return [
-    // The pipe's status is head's: psql's failure shows as output that is not the one answer line.
-    `out=$(${psql} -c ${quote(wrapped)} 2>&1 | head -c 4096) || true`,
-    `if [ -n "$out" ] && ! printf '%s\\n' "$out" | grep -qxE '[0-9]+ [tf] [0-9a-f]*'; then`,
-    `  echo "check_failed=$(printf '%s\\n' "$out" | grep -m1 -E 'ERROR|FATAL' | head -c 500)"`,
+    // `timeout` bounds it whatever the text does (psql -c runs several statements; one could undo the
+    // settings). psql's own status travels as the last line: the pipe's status would be head's.
+    `out=$({ timeout -s KILL ${seconds} ${psql} -c ${quote(wrapped)} 2>&1; echo "psql_exit=$?"; } | head -c 4096) || true`,
+    `status=$(printf '%s\\n' "$out" | sed -n 's/^psql_exit=//p' | tail -n 1)`,
+    `out=$(printf '%s\\n' "$out" | grep -v '^psql_exit=' || true)`,
+    `if [ "$status" != 0 ] || { [ -n "$out" ] && ! printf '%s\\n' "$out" | grep -qxE '[0-9]+ [tf] [0-9a-f]*'; }; then`,
+    `  msg=$(printf '%s\\n' "$out" | grep -m1 -E 'ERROR|FATAL' | head -c 500)`,
+    `  [ -n "$msg" ] || msg="the check query did not finish within ${seconds} s"`,
+    `  echo "check_failed=$msg"`,
     `  kill -INT $pid; wait $pid || true; rm -rf ${quote(scratch)}; exit 5`,
     'fi',
     'echo "check=$out"',

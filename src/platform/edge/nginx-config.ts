@@ -69,9 +69,17 @@ export function quoted(text: string): string {
   return `"${text.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
 }
 
-/** The maintenance page for nginx: the shared page, its `$` as an HTML entity (nginx would expand it). */
+/** nginx refuses a single value longer than 4,096 bytes (and then the whole configuration, every tenant's routes). */
+const MAX_NGINX_VALUE_BYTES = 4000;
+
+/**
+ * The maintenance page for nginx: the shared page, its `$` as an HTML entity (nginx would expand it). A message
+ * that escapes to more than nginx takes in one value falls back to the default page rather than break the file.
+ */
 export function nginxMaintenancePage(window: MaintenanceWindow, applicationId: string | undefined): string {
-  return maintenancePage(window, applicationId).replace(/\$/g, '&#36;');
+  const page = maintenancePage(window, applicationId).replace(/\$/g, '&#36;');
+  if (Buffer.byteLength(quoted(page)) <= MAX_NGINX_VALUE_BYTES) return page;
+  return maintenancePage({ ...window, message: null }, applicationId).replace(/\$/g, '&#36;');
 }
 
 const json = (status: number, message: string) => quoted(JSON.stringify({ status, message }));
@@ -92,6 +100,9 @@ export function renderNginxConfig(input: NginxConfigInput): string {
     'events { worker_connections 4096; }',
     'http {',
     '  server_tokens off;',
+    // Route and domain names up to 253 characters (the default bucket, 64, refuses names of 48 or more).
+    '  server_names_hash_bucket_size 512;',
+    '  server_names_hash_max_size 65536;',
     `  log_format slipway escape=json '${ACCESS_LOG_FORMAT}';`,
     // Buffered: one write per 32 KiB or per second, not one per request.
     `  access_log ${quoted(`${dir}/access.log`)} slipway buffer=32k flush=1s;`,

@@ -5,6 +5,7 @@
  * on the add-on's port (the URL the attached applications get names it), and a NetworkPolicy
  * that admits the attached applications' pods only.
  */
+import { EGRESS_DENIED_CIDRS } from './manifests.js';
 import type { KubernetesObject, V1NetworkPolicy, V1Secret, V1Service, V1StatefulSet } from '@kubernetes/client-node';
 import type { AddonCredentials } from '../../addons/credentials.js';
 import type { AddonPlan } from '../../addons/plans.js';
@@ -286,8 +287,48 @@ export function addonNetworkPolicy(target: AddonTarget, names: AddonObjectNames,
     metadata: { name: names.base, namespace: names.namespace, labels: addonLabels(target.id, 'addon') },
     spec: {
       podSelector: { matchLabels: { [LABEL.addonId]: target.id } },
-      policyTypes: ['Ingress'],
+      policyTypes: ['Ingress', 'Egress'],
       ingress,
+      egress: addonEgress(target.kind, names, operatorNamespace),
     },
   };
+}
+
+/**
+ * Where an add-on's pods may connect: the cluster's DNS, and nothing else for Redis (a tenant could aim
+ * `MIGRATE` or `REPLICAOF` anywhere). Postgres also reaches its own instances (replication), the operator,
+ * the API server (CloudNativePG's instance manager reports to it; its address is the cluster's, unknown
+ * here, so it is admitted by port) and public addresses for the object store, never private or link-local
+ * ones: the platform's namespace, the nodes and the metadata service stay unreachable.
+ */
+function addonEgress(
+  kind: AddonTarget['kind'],
+  names: AddonObjectNames,
+  operatorNamespace: string,
+): NonNullable<V1NetworkPolicy['spec']>['egress'] {
+  const dns = {
+    to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } } }],
+    ports: [
+      { protocol: 'UDP', port: 53 as never },
+      { protocol: 'TCP', port: 53 as never },
+    ],
+  };
+  if (kind !== 'postgres') return [dns];
+  return [
+    dns,
+    { to: [{ podSelector: { matchLabels: { 'cnpg.io/cluster': names.base } } }] },
+    { to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': operatorNamespace } } }] },
+    {
+      ports: [
+        { protocol: 'TCP', port: 443 as never },
+        { protocol: 'TCP', port: 6443 as never },
+      ],
+    },
+    {
+      to: [
+        { ipBlock: { cidr: '0.0.0.0/0', except: EGRESS_DENIED_CIDRS.ipv4 } },
+        { ipBlock: { cidr: '::/0', except: EGRESS_DENIED_CIDRS.ipv6 } },
+      ],
+    },
+  ];
 }
