@@ -82,7 +82,7 @@ function DetachedVolume({
             environment="production"
             changes={[
               { label: 'Volume', from: 'detached', to: `mounted at ${v.mount_path} in ${chosen.project_slug} / ${chosen.name}` },
-              { label: 'Files', to: `become ${chosen.name}'s; production is redeployed stop-then-start` },
+              { label: 'Files', to: `become ${chosen.name}'s; production, if it serves, is redeployed stop-then-start` },
             ]}
             run={() =>
               ok(
