@@ -316,7 +316,6 @@ describe.skipIf(missing !== null)('the dashboard in Chromium', () => {
   }, 60_000);
 
   it('sets variables at the organization, team, project and environment scopes, secrets masked', async () => {
-    page.on('dialog', (dialog) => void dialog.accept());
     const orgSecret = `${SECRET}-org`;
     await page.goto(`${base}/orgs/acme-dash`);
     await page.getByRole('link', { name: 'Organization configuration' }).click();
@@ -357,7 +356,8 @@ describe.skipIf(missing !== null)('the dashboard in Chromium', () => {
     await page.getByRole('button', { name: 'Add variable' }).click();
     const note = page.locator('tr[data-variable="PROJECT_NOTE"]');
     await note.waitFor();
-    await note.getByRole('button', { name: 'Delete' }).click();
+    await note.getByRole('button', { name: 'Delete PROJECT_NOTE' }).click();
+    await page.getByRole('dialog', { name: 'Delete the variable PROJECT_NOTE' }).getByRole('button', { name: 'Delete' }).click();
     await page.locator('.empty', { hasText: 'No variables yet.' }).waitFor();
 
     // An environment's, reached from the project's environments.

@@ -2,7 +2,9 @@
 // server with a deployed app: the overview across organizations (who deployed, what serves),
 // a notification channel created and tested with its delivery seen, an alert rule created and
 // silenced (after a cancelled confirmation), an invitation sent and revoked, the add-ons' and
-// audit log's states, the member role control, an environment's maintenance mode, the account's sign-ins. axe-core on each page,
+// audit log's states, the member role control, an environment's maintenance mode, the account's sign-ins, a log_matches
+// rule, the volumes of a deleted application (attached elsewhere, deleted), and a walk of the remaining pages
+// (organizations, command-line login, every configuration scope, not found, signed out). axe-core on each page,
 // light and dark; screenshots light, dark and phone in test-artifacts/dashboard-organization.
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -14,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DASHBOARD_DIST } from '../../src/dashboard/serve.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
 import { deployableApp, NODE_APP, settled, type Deployable } from '../pipeline-deploy/fixtures.js';
+import { unreachableByKeyboard } from './a11y.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const missing = !existsSync(CHROMIUM)
@@ -38,7 +41,8 @@ let receiver: Server;
 const received: string[] = [];
 
 /** axe-core's serious and critical findings on the page as shown, light and dark. */
-async function accessibilityProblems(): Promise<string[]> {
+async function accessibilityProblems(p: Page = page): Promise<string[]> {
+  const page = p;
   const problems: string[] = [];
   for (const colorScheme of ['light', 'dark'] as const) {
     await page.emulateMedia({ colorScheme });
@@ -199,6 +203,28 @@ describe.skipIf(missing !== null)('the home overview and organization pages in C
       .waitFor();
     expect(await accessibilityProblems()).toEqual([]);
     await screenshots('alerts');
+
+    // A log rule: the application and the text it counts; the text is shown on its card.
+    await page.getByLabel('Name', { exact: true }).fill('payment-timeouts');
+    await page.getByLabel('Metric').selectOption('log_matches');
+    await page.getByLabel('Application', { exact: true }).selectOption({ label: `${app.slugs.project} / Web` });
+    await page.getByLabel(/Text a log line holds/).fill('Payment TIMEOUT');
+    await page.getByLabel(/In any case/).check();
+    await page.getByLabel(/Fires above/).fill('3');
+    expect(await accessibilityProblems()).toEqual([]);
+    await page.getByRole('button', { name: 'Add rule' }).click();
+    const logRule = page.locator('li[data-rule="payment-timeouts"]');
+    await logRule.waitFor();
+    expect(await logRule.textContent()).toContain(`log_matches “Payment TIMEOUT” (any case) above 3 over 300 s · ${app.slugs.app}`);
+    const logRuleStored = (
+      await h.app.inject({ method: 'GET', url: `/v1/organizations/${app.slugs.org}/alert-rules/payment-timeouts`, headers: owner.headers })
+    ).json();
+    expect(logRuleStored).toMatchObject({
+      metric: 'log_matches',
+      pattern: 'Payment TIMEOUT',
+      ignore_case: true,
+      application_id: app.appId,
+    });
   }, 30_000);
 
   it('sends an invitation, shows its link, and revokes it', async () => {
@@ -262,4 +288,85 @@ describe.skipIf(missing !== null)('the home overview and organization pages in C
     expect(await accessibilityProblems()).toEqual([]);
     await screenshots('account');
   }, 30_000);
+
+  it("lists a deleted application's volumes with their size, attaches one to another application and deletes the other, each through the confirmation", async () => {
+    const inject = async (method: 'GET' | 'POST' | 'DELETE', url: string, payload?: object) => {
+      const res = await h.app.inject({ method, url, headers: owner.headers, ...(payload ? { payload } : {}) });
+      expect(res.statusCode, res.body).toBeLessThan(300);
+      return res.body ? res.json() : undefined;
+    };
+    await page.goto(`${base}${orgPath}/manage/volumes`);
+    await page.getByText('No detached volumes').waitFor();
+    expect(await accessibilityProblems()).toEqual([]);
+
+    // Two applications nothing serves: one gets two volumes and is deleted, the other takes one of them.
+    const projectId = (await inject('GET', `/v1/projects/${app.slugs.org}/${app.slugs.project}`)).id;
+    const doomed = (await inject('POST', '/v1/applications', { name: 'Scratch', project_id: projectId })).id;
+    const spare = (await inject('POST', '/v1/applications', { name: 'Spare', project_id: projectId })).id;
+    await inject('POST', `/v1/applications/${doomed}/volumes`, { name: 'keep', mount_path: '/data', size_mib: 16 });
+    await inject('POST', `/v1/applications/${doomed}/volumes`, { name: 'scrap', mount_path: '/scrap', size_mib: 16 });
+    await inject('DELETE', `/v1/applications/${doomed}`);
+
+    await page.reload();
+    const keep = page.locator('li[data-volume="keep"]');
+    await keep.waitFor();
+    expect(await keep.textContent()).toMatch(/was mounted at\s*\/data.*16 MiB/);
+    await keep.getByLabel('Attach keep to').selectOption({ label: `${app.slugs.project} / Spare` });
+    await keep.getByRole('button', { name: 'Attach keep to Spare' }).click();
+    const attach = page.getByRole('dialog', { name: 'Attach keep to Spare' });
+    expect(await attach.getByLabel('What will change').textContent()).toMatch(/detached\s*→\s*mounted at \/data/);
+    expect(await accessibilityProblems()).toEqual([]);
+    await screenshots('volumes', true);
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await attach.getByRole('button', { name: 'Attach' }).click();
+    await keep.waitFor({ state: 'detached' });
+    expect((await inject('GET', `/v1/applications/${spare}/volumes`)).map((v: { name: string }) => v.name)).toEqual(['keep']);
+
+    const scrap = page.locator('li[data-volume="scrap"]');
+    await scrap.getByRole('button', { name: 'Delete volume scrap' }).click();
+    await page.getByRole('dialog', { name: 'Delete the volume scrap' }).getByRole('button', { name: 'Delete' }).click();
+    await page.getByText('No detached volumes').waitFor();
+    expect(await inject('GET', `/v1/organizations/${app.slugs.org}/volumes/detached`)).toEqual([]);
+    await inject('DELETE', `/v1/applications/${spare}/volumes/keep`);
+  }, 60_000);
+
+  it('walks the remaining pages: each titled by its heading, no serious axe finding light or dark, every action by keyboard', async () => {
+    // A team, for its configuration page.
+    await page.goto(base + orgPath);
+    await page.getByLabel('Team name').fill('Platform');
+    await page.getByRole('button', { name: 'Create team' }).click();
+    await page.getByRole('link', { name: 'Configuration of Platform' }).waitFor();
+    const { org, project } = app.slugs;
+    const pages: Array<[string, string]> = [
+      ['/orgs', 'Organizations'],
+      ['/cli-auth?code=ABCD-EFGH&port=45678&client=slipway', 'Approve a command-line login'],
+      ['/cli-auth', 'Command-line login'],
+      [`/config/${org}`, `Configuration: Organization ${org}`],
+      [`/config/${org}/teams/platform`, 'Configuration: Team platform'],
+      [`/config/${org}/projects/${project}`, `Configuration: Project ${project}`],
+      [`/config/${org}/projects/${project}/envs/production`, `Configuration: Environment production of ${project}`],
+      ['/no/such/page', 'Not found'],
+    ];
+    const found: string[] = [];
+    for (const [path, heading] of pages) {
+      await page.goto(base + path);
+      await page.getByRole('heading', { name: heading, level: 1, exact: true }).waitFor();
+      await page.waitForLoadState('networkidle').catch(() => undefined);
+      if ((await page.title()) !== `${heading} · Slipway`) found.push(`${path} title: ${await page.title()}`);
+      found.push(...(await accessibilityProblems()).map((p) => `${path} ${p}`));
+      found.push(...(await unreachableByKeyboard(page, 'main', 'header.top button')).map((a) => `${path} unreachable ${a}`));
+    }
+    expect(found).toEqual([]);
+
+    // Signed out: the login page.
+    const signedOut = await browser.newContext();
+    const p = await signedOut.newPage();
+    await p.goto(base);
+    await p.getByLabel('Email').waitFor();
+    expect(await p.title()).toBe('Log in · Slipway');
+    expect(await accessibilityProblems(p)).toEqual([]);
+    await p.getByLabel('Email').focus();
+    expect(await unreachableByKeyboard(p, 'body', 'input[name="email"]')).toEqual([]);
+    await signedOut.close();
+  }, 60_000);
 });

@@ -17,7 +17,8 @@ export function usePageTitleAndFocus() {
       if (!main) return;
       const heading = main.querySelector('h1');
       const section = main.querySelector<HTMLElement>('[data-section-label]')?.dataset.sectionLabel;
-      const name = heading?.textContent?.trim();
+      // A heading that is only the brand (the login page's) names the page in data-title instead.
+      const name = heading?.dataset.title ?? heading?.textContent?.trim();
       document.title = [section && section !== 'Overview' ? section : null, name, 'Slipway'].filter(Boolean).join(' · ');
       // A section's own heading when it has one (the application's sections), else the page's.
       const target = main.querySelector<HTMLElement>('[data-page-title]') ?? heading;

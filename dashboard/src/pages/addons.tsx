@@ -246,6 +246,17 @@ function Backups({ org, addon, onChanged }: { org: string; addon: Addon; onChang
               ? `last drill ${b.last_drill.ok ? 'passed' : `failed: ${b.last_drill.detail ?? ''}`} ${when(b.last_drill.at)}`
               : 'no restore drill yet'}
           </p>
+          {b.last_drill?.check && (
+            <p class="muted" data-drill-check>
+              The drill's check <code>{b.last_drill.check.query}</code>{' '}
+              {b.last_drill.check.rows === null
+                ? 'failed'
+                : `returned ${b.last_drill.check.rows} row${b.last_drill.check.rows === 1 ? '' : 's'}${
+                    b.last_drill.check.first_value === null ? '' : `, first value “${b.last_drill.check.first_value}”`
+                  }`}
+            </p>
+          )}
+          <DrillCheck org={org} addon={addon} onChanged={onChanged} />
           <ConfirmAction
             label="Back up now"
             title={`Back up ${addon.name} now`}
@@ -316,5 +327,60 @@ function Backups({ org, addon, onChanged }: { org: string; addon: Addon; onChang
         </div>
       )}
     </Loading>
+  );
+}
+
+/** The query each restore drill runs on its restored copy (read-only, as the application's role): set, change or remove it. */
+function DrillCheck({ org, addon, onChanged }: { org: string; addon: Addon; onChanged: () => void }) {
+  const [error, setError] = useState<string | null>(null);
+  const [saved, setSaved] = useState(false);
+  const put = async (query: string | null) => {
+    try {
+      await ok(
+        api.PUT('/v1/organizations/{org_slug}/addons/{addon}/drills/check', {
+          params: { path: { org_slug: org, addon: addon.name } },
+          body: { query },
+        }),
+      );
+      setError(null);
+      setSaved(true);
+      onChanged();
+    } catch (e) {
+      setSaved(false);
+      setError(errorText(e));
+    }
+  };
+  const fieldId = `drill-check-${addon.name}`;
+  return (
+    <form
+      class="inline"
+      aria-label={`Restore drill check of ${addon.name}`}
+      onSubmit={(event) => {
+        event.preventDefault();
+        void put(String(new FormData(event.currentTarget as HTMLFormElement).get('query') ?? '').trim() || null);
+      }}
+    >
+      <label for={fieldId}>Query each restore drill runs on the restored copy (read-only, 30 s at most)</label>
+      <textarea
+        id={fieldId}
+        name="query"
+        rows={2}
+        maxLength={4000}
+        placeholder="SELECT count(*) FROM orders"
+        value={addon.drill_check_query ?? ''}
+      />
+      <button type="submit">Save check</button>
+      {addon.drill_check_query !== null && (
+        <button type="button" onClick={() => void put(null)}>
+          Remove check
+        </button>
+      )}
+      {saved && !error && (
+        <span class="result ok" role="status">
+          Saved.
+        </span>
+      )}
+      <ErrorMessage message={error} />
+    </form>
   );
 }

@@ -3,6 +3,7 @@ import { api, ApiError, errorText, ok, type Paths, type Schemas } from '../api.j
 import { ConfirmAction } from '../components/confirm.js';
 import { ErrorMessage, FieldError, invalidProps, Loading, when } from '../components/ui.js';
 import { useLoad } from '../hooks.js';
+import { useOrganizationApps } from './org-apps.js';
 
 type CreateBody = Paths['/v1/organizations/{org_slug}/alert-rules']['post']['requestBody']['content']['application/json'];
 type Rule = Schemas['AlertRule'];
@@ -11,6 +12,8 @@ const METRICS: Array<{ metric: CreateBody['metric']; label: string }> = [
   { metric: 'error_rate', label: 'Error rate (share of 5xx, 0 to 1)' },
   { metric: 'p95_latency_ms', label: '95th percentile latency (ms)' },
   { metric: 'restarts', label: 'Crash restarts' },
+  { metric: 'memory_percent', label: 'Memory used (% of the limit, 0 to 100)' },
+  { metric: 'log_matches', label: 'Log lines holding a text (needs an application)' },
 ];
 const STATE_CLASS: Record<Rule['state'], string> = {
   ok: 'status-ok',
@@ -37,27 +40,35 @@ export function AlertsSection({ org }: { org: string }) {
     const order = { firing: 0, pending: 1, resolved: 2, ok: 3 };
     return [...list].sort((a, b) => order[a.state] - order[b.state]);
   }, [org]);
+  const apps = useOrganizationApps(org);
+  const [metric, setMetric] = useState<CreateBody['metric']>('error_rate');
   const [refusal, setRefusal] = useState<{ field?: string; message: string } | null>(null);
   const create = async (event: Event) => {
     event.preventDefault();
     const form = event.currentTarget as HTMLFormElement;
     const data = new FormData(form);
     const number = (name: string) => (String(data.get(name) ?? '').trim() === '' ? undefined : Number(data.get(name)));
+    const text = (name: string) => String(data.get(name) ?? '').trim() || undefined;
+    const logs = metric === 'log_matches';
     try {
       await ok(
         api.POST('/v1/organizations/{org_slug}/alert-rules', {
           ...path,
           body: {
             name: String(data.get('name')).trim(),
-            metric: String(data.get('metric')) as CreateBody['metric'],
+            metric,
             threshold: Number(data.get('threshold')),
             window_seconds: number('window_seconds'),
             for_seconds: number('for_seconds'),
+            application_id: text('application_id'),
+            pattern: logs ? text('pattern') : undefined,
+            ignore_case: logs ? data.get('ignore_case') === 'on' : undefined,
           },
         }),
       );
       setRefusal(null);
       form.reset();
+      setMetric('error_rate');
       rules.reload();
     } catch (e) {
       const field = e instanceof ApiError ? e.fields[0]?.field.replace(/^\//, '') : undefined;
@@ -66,7 +77,8 @@ export function AlertsSection({ org }: { org: string }) {
   };
   const fieldError = (name: string) =>
     refusal && (refusal.field === name || (name === 'name' && /already|exists|taken/i.test(refusal.message))) ? refusal.message : undefined;
-  const shownElsewhere = refusal && ['name', 'threshold', 'window_seconds', 'for_seconds'].some((n) => fieldError(n));
+  const shownElsewhere =
+    refusal && ['name', 'threshold', 'window_seconds', 'for_seconds', 'pattern', 'application_id'].some((n) => fieldError(n));
   return (
     <>
       <section aria-labelledby="rules-h">
@@ -97,7 +109,11 @@ export function AlertsSection({ org }: { org: string }) {
           <FieldError name="rule-name" message={fieldError('name')} />
           <label>
             Metric
-            <select name="metric">
+            <select
+              name="metric"
+              value={metric}
+              onChange={(e) => setMetric((e.currentTarget as HTMLSelectElement).value as CreateBody['metric'])}
+            >
               {METRICS.map((m) => (
                 <option key={m.metric} value={m.metric}>
                   {m.label}
@@ -106,7 +122,36 @@ export function AlertsSection({ org }: { org: string }) {
             </select>
           </label>
           <label>
-            Fires above
+            <span id="rule-application">Application</span>
+            <select
+              aria-labelledby="rule-application"
+              name="application_id"
+              required={metric === 'log_matches'}
+              {...invalidProps('rule-app', fieldError('application_id'))}
+            >
+              <option value="">{metric === 'log_matches' ? 'Choose an application' : 'Every application'}</option>
+              {(apps.data ?? []).map((a) => (
+                <option key={a.id} value={a.id}>
+                  {a.project_slug} / {a.name}
+                </option>
+              ))}
+            </select>
+          </label>
+          <FieldError name="rule-app" message={fieldError('application_id')} />
+          {metric === 'log_matches' && (
+            <>
+              <label>
+                Text a log line holds (plain text, not a pattern language)
+                <input name="pattern" required maxLength={200} {...invalidProps('rule-pattern', fieldError('pattern'))} />
+              </label>
+              <FieldError name="rule-pattern" message={fieldError('pattern')} />
+              <label class="check">
+                <input name="ignore_case" type="checkbox" /> In any case (upper or lower)
+              </label>
+            </>
+          )}
+          <label>
+            {metric === 'log_matches' ? 'Fires above (matching lines in the window)' : 'Fires above'}
             <input
               name="threshold"
               type="number"
@@ -147,7 +192,14 @@ function RuleCard({ org, rule: r, onChanged }: { org: string; rule: Rule; onChan
         {silenced && <span class="status status-busy">silenced until {when(r.silenced_until)}</span>}
       </p>
       <p class="muted">
-        {r.metric} above {r.threshold} over {r.window_seconds} s{r.for_seconds > 0 ? ` for ${r.for_seconds} s` : ''} ·{' '}
+        {r.metric}
+        {r.pattern !== null && (
+          <>
+            {' '}
+            “<code data-pattern>{r.pattern}</code>”{r.ignore_case ? ' (any case)' : ''}
+          </>
+        )}{' '}
+        above {r.threshold} over {r.window_seconds} s{r.for_seconds > 0 ? ` for ${r.for_seconds} s` : ''} ·{' '}
         {r.application ? `${r.application}${r.environment ? ` (${r.environment})` : ''}` : 'every application'} · last value{' '}
         {r.value ?? '—'} {r.evaluated ? `at ${when(r.evaluated)}` : '(not evaluated yet)'}
       </p>

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { importDotenvAsEntries, type ImportOutcome } from '../../../src/modules/configurations/dotenv-import.js';
 import { api, errorText, ok, send } from '../api.js';
+import { ConfirmAction } from '../components/confirm.js';
 import { ErrorMessage, Loading } from '../components/ui.js';
 import { useLoad } from '../hooks.js';
 
@@ -153,14 +154,17 @@ export function ConfigurationPanel({ endpoints }: { endpoints: ConfigEndpoints }
                       <button type="button" onClick={() => setEditing(v.id)}>
                         Edit
                       </button>
-                      <button
-                        type="button"
-                        onClick={() => {
-                          if (confirm(`Delete ${v.name}?`)) void run(() => endpoints.remove(v.id));
-                        }}
-                      >
-                        Delete
-                      </button>
+                      <ConfirmAction
+                        label="Delete"
+                        ariaLabel={`Delete ${v.name}`}
+                        danger
+                        title={`Delete the variable ${v.name}`}
+                        changes={[{ label: v.name, from: v.secret ? 'set (secret)' : v.value, to: 'deleted' }]}
+                        note="Applications that inherit it keep it until their next release."
+                        run={() => endpoints.remove(v.id)}
+                        done="Deleted."
+                        onDone={vars.reload}
+                      />
                     </td>
                   </tr>
                 ))}

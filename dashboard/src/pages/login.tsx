@@ -37,7 +37,7 @@ export function LoginPage({ onLogin }: { onLogin: (user: { username: string; ema
   };
   return (
     <main id="content" class="login">
-      <h1>Slipway</h1>
+      <h1 data-title="Log in">Slipway</h1>
       {methods.oidc.length > 0 && (
         <nav aria-label="Single sign-on" class="sso">
           {methods.oidc.map((issuer) => (

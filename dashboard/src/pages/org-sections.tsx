@@ -4,6 +4,7 @@ import { AlertsSection } from './alerts.js';
 import { AuditSection } from './audit.js';
 import { InvitationsSection } from './invitations.js';
 import { NotificationsSection } from './notifications.js';
+import { VolumesSection } from './volumes.js';
 
 interface Section {
   slug: string;
@@ -17,6 +18,7 @@ export const ORG_SECTIONS: Section[] = [
   { slug: 'alerts', label: 'Alerts', component: AlertsSection },
   { slug: 'invitations', label: 'Invitations', component: InvitationsSection },
   { slug: 'addons', label: 'Add-ons', component: AddonsSection },
+  { slug: 'volumes', label: 'Volumes', component: VolumesSection },
   { slug: 'audit', label: 'Audit log', component: AuditSection },
 ];
 

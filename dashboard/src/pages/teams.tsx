@@ -78,15 +78,17 @@ export function TeamsPanel({ org }: { org: string }) {
                   >
                     <input name="username" required placeholder="Username or e-mail" aria-label={`New member of ${t.name}`} />
                     <button type="submit">Add to team</button>
-                    <button
-                      type="button"
-                      onClick={() => {
-                        if (confirm(`Delete team ${t.name}?`))
-                          void run(() => ok(api.DELETE('/v1/workspaces/{workspace}/teams/{team}', { params: { path } })));
-                      }}
-                    >
-                      Delete team
-                    </button>
+                    <ConfirmAction
+                      label="Delete team"
+                      ariaLabel={`Delete team ${t.name}`}
+                      danger
+                      title={`Delete the team ${t.name}`}
+                      changes={[{ label: 'Team', from: `${t.members.length} member${t.members.length === 1 ? '' : 's'}`, to: 'deleted' }]}
+                      note="Its members stay in the organization; access they had only through the team ends."
+                      run={() => ok(api.DELETE('/v1/workspaces/{workspace}/teams/{team}', { params: { path } }))}
+                      done="Deleted."
+                      onDone={teams.reload}
+                    />
                   </form>
                 </li>
               );
