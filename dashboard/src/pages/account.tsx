@@ -3,6 +3,7 @@ import { api, errorText, ok } from '../api.js';
 import { ConfirmAction } from '../components/confirm.js';
 import { ErrorMessage, Loading, when } from '../components/ui.js';
 import { useLoad } from '../hooks.js';
+import { SshKeysPanel } from './ssh-keys.js';
 
 const ACTIONS = ['read', 'deploy', 'config:write', 'scale', 'run', 'manage'] as const;
 type Action = (typeof ACTIONS)[number];
@@ -27,7 +28,7 @@ const scopeText = (
         .filter(Boolean)
         .join(' ');
 
-/** The signed-in user's API keys (a new key is shown once, then only its prefix; optionally limited) and sign-ins. */
+/** The signed-in user's API keys (a new key is shown once, then only its prefix; optionally limited), SSH keys and sign-ins. */
 export function AccountPage() {
   const keys = useLoad(() => ok(api.GET('/v1/auth/api-keys')), []);
   const [created, setCreated] = useState<string | null>(null);
@@ -140,6 +141,7 @@ export function AccountPage() {
         </p>
       )}
       <ErrorMessage message={error} />
+      <SshKeysPanel />
       <SessionsPanel />
     </>
   );
