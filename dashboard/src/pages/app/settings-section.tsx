@@ -4,13 +4,15 @@ import { api, ApiError, errorText, ok } from '../../api.js';
 import { Icon } from '../../components/icons.js';
 import { ErrorMessage, FieldError, invalidProps } from '../../components/ui.js';
 import { SettingsPanel } from '../settings.js';
+import { GitRemotePanel } from './git-remote.js';
 import type { SectionProps } from './types.js';
 
-/** Settings: build and deploy settings, the display name, and deleting the application. */
+/** Settings: build and deploy settings, the git remote, the display name, and deleting the application. */
 export function SettingsSection({ app, org, project, reloadApp }: SectionProps) {
   return (
     <>
       <SettingsPanel app={app} onSaved={reloadApp} />
+      <GitRemotePanel app={app} />
       <Rename app={app} onSaved={reloadApp} />
       <Delete app={app} org={org} project={project} />
     </>
