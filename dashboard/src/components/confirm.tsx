@@ -23,6 +23,8 @@ interface Props {
   note?: ComponentChildren;
   confirmLabel?: string;
   danger?: boolean;
+  /** Why the action would be refused, known before asking: shown in the dialog, whose confirm button is then disabled. */
+  blocked?: string | null;
   /** The action itself; the answer's message (or `done`) is shown in place. */
   run: () => Promise<unknown>;
   done: string;
@@ -125,11 +127,18 @@ export function ConfirmAction(props: Props) {
               ))}
             </dl>
             {props.note && <p class="muted">{props.note}</p>}
+            {props.blocked && (
+              <p class="error" role="alert">
+                Refused: {props.blocked}
+              </p>
+            )}
             <div class="buttons">
               <button type="button" onClick={cancel} autofocus>
                 Cancel
               </button>
-              <button type="button" class={props.danger ? 'danger primary' : 'primary'} onClick={() => void confirm()}>
+              <button type="button" class={props.danger ? 'danger primary' : 'primary'}
+                disabled={Boolean(props.blocked)}
+                onClick={() => void confirm()}>
                 {props.confirmLabel ?? props.label}
               </button>
             </div>

@@ -8,6 +8,7 @@ import { useEventStream, useLoad } from '../../hooks.js';
 import { DeploymentTable, trigger } from './deployment-table.js';
 import { Processes } from './processes.js';
 import { Releases } from './releases.js';
+import { RollbackAction } from './rollback.js';
 import { RequestSparklines } from './sparklines.js';
 import { protectionNote, useEnvironments } from './environments-list.js';
 import type { Deployment, SectionProps } from './types.js';
@@ -127,23 +128,13 @@ export function OverviewSection({ app, org, project, reloadApp }: SectionProps) 
             done="Deploy started."
           />
           {production && (
-            <ConfirmAction
-              label="Roll back"
-              icon="rollback"
-              danger
-              title={`Roll back ${app.name}`}
-              environment={production.environment}
-              changes={[{ label: 'Release', from: `v${production.release.version}`, to: target ? `v${target.release.version}` : '—' }]}
-              note={`The earlier release runs again as it was: its image and its configuration, no rebuild.${productionProtection ? ` ${productionProtection}` : ''}`}
-              run={() =>
-                ok(
-                  api.POST('/v1/applications/{application_id}/rollback', {
-                    ...path,
-                    body: { environment: production.environment, ...(target ? { release_id: target.release.id } : {}) },
-                  }),
-                )
-              }
-              done="Rollback started."
+            <RollbackAction
+              app={app}
+              org={org}
+              project={project}
+              serving={production}
+              fallbackTarget={target}
+              protectionNote={productionProtection}
               onDone={deployments.reload}
             />
           )}
