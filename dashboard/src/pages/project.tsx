@@ -2,9 +2,10 @@ import { useState } from 'preact/hooks';
 import { api, errorText, ok } from '../api.js';
 import { ErrorMessage, Loading, matches, SearchBox } from '../components/ui.js';
 import { useLoad } from '../hooks.js';
+import { ComposeImportPanel } from './compose-import.js';
 import { EnvironmentsPanel } from './environments.js';
 
-/** A project's applications, with search and creation. */
+/** A project's applications, with search and creation, and a Compose file import. */
 export function ProjectPage({ org, project }: { org: string; project: string }) {
   const detail = useLoad(
     () => ok(api.GET('/v1/projects/{org_slug}/{project_slug}', { params: { path: { org_slug: org, project_slug: project } } })),
@@ -77,6 +78,7 @@ export function ProjectPage({ org, project }: { org: string; project: string }) 
             <button type="submit">Create application</button>
           </form>
           <ErrorMessage message={error} />
+          <ComposeImportPanel projectId={p.id} onApplied={apps.reload} />
           <EnvironmentsPanel org={org} project={project} />
         </>
       )}
