@@ -136,9 +136,12 @@ export function ConfirmAction(props: Props) {
               <button type="button" onClick={cancel} autofocus>
                 Cancel
               </button>
-              <button type="button" class={props.danger ? 'danger primary' : 'primary'}
+              <button
+                type="button"
+                class={props.danger ? 'danger primary' : 'primary'}
                 disabled={Boolean(props.blocked)}
-                onClick={() => void confirm()}>
+                onClick={() => void confirm()}
+              >
                 {props.confirmLabel ?? props.label}
               </button>
             </div>

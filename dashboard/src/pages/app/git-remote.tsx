@@ -20,9 +20,7 @@ export function GitRemotePanel({ app }: { app: SectionProps['app'] }) {
           const url = `${window.location.origin}${r.path}`;
           return (
             <>
-              <p>
-                Pushing to this remote builds and deploys the pushed branch. git asks for a password: give an API key (any user name).
-              </p>
+              <p>Pushing to this remote builds and deploys the pushed branch. git asks for a password: give an API key (any user name).</p>
               <CopyLine label="Git remote URL" text={url} />
               <CopyLine label="Add the remote" text={`git remote add slipway ${url}`} />
               <CopyLine label="Push to deploy" text="git push slipway main" />

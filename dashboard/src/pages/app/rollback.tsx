@@ -74,7 +74,10 @@ export function RollbackAction({
         ok(
           api.POST('/v1/applications/{application_id}/rollback', {
             params: { path },
-            body: { environment, ...(p?.target ? { release_id: p.target.id } : fallbackTarget ? { release_id: fallbackTarget.release.id } : {}) },
+            body: {
+              environment,
+              ...(p?.target ? { release_id: p.target.id } : fallbackTarget ? { release_id: fallbackTarget.release.id } : {}),
+            },
           }),
         )
       }
