@@ -104,7 +104,13 @@ describe('deploy/kubernetes manifests', () => {
       ['', 'events', READ],
       ['networking.k8s.io', 'ingresses', MANAGE],
       ['metrics.k8s.io', 'pods', ['get', 'list']],
-      ['networking.k8s.io', 'networkpolicies', [...READ, 'create', 'patch']],
+      ['networking.k8s.io', 'networkpolicies', [...READ, 'create', 'patch', 'delete']],
+      // exec (issue 33) and the add-ons and volumes (issue 31).
+      ['', 'pods/exec', ['get', 'create']],
+      ['', 'persistentvolumeclaims', MANAGE],
+      ['apps', 'statefulsets', MANAGE],
+      ['postgresql.cnpg.io', 'clusters', MANAGE],
+      ['postgresql.cnpg.io', 'scheduledbackups', MANAGE],
     ];
     /** Verbs that would be more than the runtime needs. */
     const excess: Array<[group: string, resource: string, verbs: string[]]> = [
