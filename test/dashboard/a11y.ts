@@ -22,6 +22,17 @@ export async function axeProblems(page: Page): Promise<string[]> {
   });
 }
 
+/** axeProblems in light and in dark (each finding prefixed by its scheme); the page is left light. */
+export async function axeProblemsLightAndDark(page: Page): Promise<string[]> {
+  const problems: string[] = [];
+  for (const colorScheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme });
+    problems.push(...(await axeProblems(page)).map((f) => `${colorScheme} ${f}`));
+  }
+  await page.emulateMedia({ colorScheme: 'light' });
+  return problems;
+}
+
 /**
  * The actions of `container` (links, buttons, fields, scrollable output) that Tab never reached,
  * starting from the last element before it that takes focus (`from`). Empty: all are reachable.

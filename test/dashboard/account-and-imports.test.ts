@@ -4,9 +4,9 @@
 // remote with its force-push rule; the rollback confirmation showing the API's preview (one release
 // serving: its refusal, the confirm disabled; two: v2 → v1, rolled back); a two-service Compose file planned and applied.
 // axe-core on each page and dialog, light and dark.
+import { axeProblemsLightAndDark } from './a11y.js';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -24,8 +24,6 @@ const missing = !existsSync(CHROMIUM)
     : null;
 if (missing) console.warn(`dashboard account and import tests skipped: ${missing}`);
 
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-
 let h: Harness;
 let browser: Browser;
 let page: Page;
@@ -35,27 +33,7 @@ let app: Deployable;
 let keyDir: string;
 
 /** axe-core's serious and critical findings on the page as shown, light and dark. */
-async function accessibilityProblems(): Promise<string[]> {
-  const problems: string[] = [];
-  for (const colorScheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme });
-    if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE);
-    const found = await page.evaluate(async () => {
-      const axe = (
-        window as unknown as {
-          axe: { run: (o: object) => Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }> };
-        }
-      ).axe;
-      const result = await axe.run({ resultTypes: ['violations'] });
-      return result.violations
-        .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-        .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-    });
-    problems.push(...found.map((f) => `${colorScheme} ${f}`));
-  }
-  await page.emulateMedia({ colorScheme: 'light' });
-  return problems;
-}
+const accessibilityProblems = () => axeProblemsLightAndDark(page);
 
 const get = async (url: string) => (await h.app.inject({ method: 'GET', url, headers: owner.headers })).json();
 

@@ -3,8 +3,8 @@
 // cancelled at the confirmation and then confirmed, a refused settings form that keeps its edits
 // with the error under the field, and screenshots of every section light, dark and at phone width
 // (test-artifacts/dashboard-sections, gitignored).
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { axeProblemsLightAndDark } from './a11y.js';
+import { existsSync, mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -51,33 +51,8 @@ async function deploy(version: string) {
   expect((await settled(h, owner, res.json().deployment_id)).status).toBe('complete');
 }
 
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-
-/**
- * axe-core's serious and critical findings on the page as shown, in light and in dark (evaluated
- * through the debugging protocol, so the dashboard's CSP stays as it is).
- */
-async function accessibilityProblems(): Promise<string[]> {
-  const problems: string[] = [];
-  for (const colorScheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme });
-    if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE);
-    const found = await page.evaluate(async () => {
-      const axe = (
-        window as unknown as {
-          axe: { run: (o: object) => Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }> };
-        }
-      ).axe;
-      const result = await axe.run({ resultTypes: ['violations'] });
-      return result.violations
-        .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-        .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-    });
-    problems.push(...found.map((f) => `${colorScheme} ${f}`));
-  }
-  await page.emulateMedia({ colorScheme: 'light' });
-  return problems;
-}
+/** axe-core's serious and critical findings on the page as shown, light and dark. */
+const accessibilityProblems = () => axeProblemsLightAndDark(page);
 
 /** The section's page in light, dark and at phone width (dark and phone from fresh emulation, no reload of data needed). */
 async function screenshots(name: string) {

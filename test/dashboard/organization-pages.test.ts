@@ -6,8 +6,7 @@
 // rule, the volumes of a deleted application (attached elsewhere, deleted), and a walk of the remaining pages
 // (organizations, command-line login, every configuration scope, not found, signed out). axe-core on each page,
 // light and dark; screenshots light, dark and phone in test-artifacts/dashboard-organization.
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { existsSync, mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -16,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DASHBOARD_DIST } from '../../src/dashboard/serve.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
 import { deployableApp, NODE_APP, settled, type Deployable } from '../pipeline-deploy/fixtures.js';
-import { unreachableByKeyboard } from './a11y.js';
+import { unreachableByKeyboard, axeProblemsLightAndDark } from './a11y.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const missing = !existsSync(CHROMIUM)
@@ -27,7 +26,6 @@ const missing = !existsSync(CHROMIUM)
 if (missing) console.warn(`dashboard organization tests skipped: ${missing}`);
 
 const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'dashboard-organization');
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 let h: Harness;
 let browser: Browser;
@@ -41,28 +39,7 @@ let receiver: Server;
 const received: string[] = [];
 
 /** axe-core's serious and critical findings on the page as shown, light and dark. */
-async function accessibilityProblems(p: Page = page): Promise<string[]> {
-  const page = p;
-  const problems: string[] = [];
-  for (const colorScheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme });
-    if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE);
-    const found = await page.evaluate(async () => {
-      const axe = (
-        window as unknown as {
-          axe: { run: (o: object) => Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }> };
-        }
-      ).axe;
-      const result = await axe.run({ resultTypes: ['violations'] });
-      return result.violations
-        .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-        .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-    });
-    problems.push(...found.map((f) => `${colorScheme} ${f}`));
-  }
-  await page.emulateMedia({ colorScheme: 'light' });
-  return problems;
-}
+const accessibilityProblems = (p: Page = page) => axeProblemsLightAndDark(p);
 
 async function screenshots(name: string, phone = false) {
   await page.screenshot({ path: join(ARTIFACTS, `${name}-light.png`), fullPage: true });
