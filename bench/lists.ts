@@ -9,8 +9,8 @@
  * Configuration variables stop at 10³: a scope holds at most CONFIG_MAX_VARIABLES_PER_SCOPE (1,000).
  */
 import { parseArgs } from 'node:util';
-import autocannon from 'autocannon';
 import pg from 'pg';
+import { measureGets } from './lib/interleaved-gets.js';
 import { startSlipway } from './lib/slipway.js';
 
 const { values: args } = parseArgs({
@@ -27,6 +27,8 @@ interface Case {
   endpoint: string;
   size: number;
   path: string;
+  /** `endpoint @size`, for the bench's progress lines. */
+  label: string;
 }
 
 async function seed(db: pg.Client, ctx: Awaited<ReturnType<typeof startSlipway>>['ctx']): Promise<Case[]> {
@@ -67,19 +69,18 @@ async function seed(db: pg.Client, ctx: Awaited<ReturnType<typeof startSlipway>>
       );
     }
     const base = `/v1`;
+    const listCase = (endpoint: string, path: string): Case => ({ endpoint, size, path, label: `${endpoint} @${size}` });
     cases.push(
-      { endpoint: 'applications in a project', size, path: `${base}/applications/${org.slug}/${project.slug}` },
-      { endpoint: 'images of an application', size, path: `${base}/images/${app.id}` },
-      { endpoint: 'releases of an application', size, path: `${base}/releases/${app.id}` },
-      { endpoint: 'deployments of an application', size, path: `${base}/applications/${app.id}/deployments` },
+      listCase('applications in a project', `${base}/applications/${org.slug}/${project.slug}`),
+      listCase('images of an application', `${base}/images/${app.id}`),
+      listCase('releases of an application', `${base}/releases/${app.id}`),
+      listCase('deployments of an application', `${base}/applications/${app.id}/deployments`),
     );
-    if (size <= CONFIG_CAP) cases.push({ endpoint: 'configuration variables', size, path: `${base}/configurations/${app.id}` });
+    if (size <= CONFIG_CAP) cases.push(listCase('configuration variables', `${base}/configurations/${app.id}`));
   }
   await db.query('vacuum analyze');
   return cases;
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function main() {
   const slipway = await startSlipway({ logLevel: 'info' });
@@ -87,38 +88,16 @@ async function main() {
   try {
     await db.connect();
     const cases = await seed(db, slipway.ctx);
-    // One request each first: a sanity check of the answers, and the cold (first) latency.
-    for (const c of cases) {
-      const started = performance.now();
-      const res = await fetch(`${slipway.ctx.appUrl}${c.path}`, { headers: slipway.ctx.auth });
-      const body = await res.text();
-      if (!res.ok) throw new Error(`${c.path}: ${res.status} ${body.slice(0, 300)}`);
-      console.error(`first ${c.endpoint} @${c.size}: ${Math.round(performance.now() - started)} ms, ${body.length} bytes`);
-    }
-    const p99 = new Map<Case, number[]>(cases.map((c) => [c, []]));
-    const rps = new Map<Case, number[]>(cases.map((c) => [c, []]));
-    for (let round = 1; round <= Number(args.rounds); round++) {
-      for (const c of cases) {
-        const r = await autocannon({
-          url: `${slipway.ctx.appUrl}${c.path}`,
-          headers: slipway.ctx.auth,
-          connections: Number(args.connections),
-          duration: Number(args.duration),
-        });
-        if (r.non2xx || r.errors || r.timeouts)
-          throw new Error(`${c.path}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts`);
-        p99.get(c)!.push(r.latency.p99);
-        rps.get(c)!.push(r.requests.average);
-        console.error(`round ${round} ${c.endpoint} @${c.size}: ${Math.round(r.requests.average)} req/s, p99 ${r.latency.p99} ms`);
-      }
-    }
+    const options = { rounds: Number(args.rounds), duration: Number(args.duration), connections: Number(args.connections) };
+    const figures = await measureGets(slipway.ctx, cases, options);
     console.log(`\nmedians of ${args.rounds} interleaved rounds, ${args.duration} s each, ${args.connections} connections\n`);
     console.log('| list (page 1) | rows | req/s | p99 ms | p99 ÷ p99 at 10² |');
     console.log('|---|---:|---:|---:|---:|');
     for (const c of cases) {
       const smallest = cases.find((o) => o.endpoint === c.endpoint && o.size === SIZES[0])!;
-      const ratio = median(p99.get(c)!) / Math.max(1, median(p99.get(smallest)!));
-      console.log(`| ${c.endpoint} | ${c.size} | ${Math.round(median(rps.get(c)!))} | ${median(p99.get(c)!)} | ${ratio.toFixed(2)} |`);
+      const f = figures.get(c)!;
+      const ratio = f.p99 / Math.max(1, figures.get(smallest)!.p99);
+      console.log(`| ${c.endpoint} | ${c.size} | ${Math.round(f.requestsPerSecond)} | ${f.p99} | ${ratio.toFixed(2)} |`);
     }
   } finally {
     await db.end().catch(() => {});

@@ -12,8 +12,8 @@
  *   npm run build && npx tsx bench/scale.ts [--rounds 3] [--duration 3] [--connections 10] [--log-lines 1000000]
  */
 import { parseArgs } from 'node:util';
-import autocannon from 'autocannon';
 import pg from 'pg';
+import { measureGets } from './lib/interleaved-gets.js';
 import { startSlipway } from './lib/slipway.js';
 
 const { values: args } = parseArgs({
@@ -31,7 +31,7 @@ const ENVIRONMENTS_PER_PROJECT = 10;
 const RARE_EVERY = 100_000;
 
 interface Case {
-  name: string;
+  label: string;
   path: string;
 }
 
@@ -114,21 +114,19 @@ async function seed(db: pg.Client, ctx: Ctx): Promise<Case[]> {
   );
   const logs = `/v1/applications/${app.id}/logs`;
   const cases: Case[] = [
-    { name: "projects of the caller's organizations", path: '/v1/projects' },
-    { name: "a project's applications", path: `/v1/applications/${org.slug}/${project.slug}` },
-    { name: 'application detail', path: `/v1/applications/${org.slug}/${project.slug}/${app.slug}` },
-    { name: 'logs: newest 100', path: logs },
-    { name: 'logs: search a common word', path: `${logs}?search=items` },
-    { name: `logs: search a rare phrase (1 in ${RARE_EVERY})`, path: `${logs}?search=payment%20failed` },
-    { name: 'logs: search a word that is nowhere', path: `${logs}?search=no-such-word` },
+    { label: "projects of the caller's organizations", path: '/v1/projects' },
+    { label: "a project's applications", path: `/v1/applications/${org.slug}/${project.slug}` },
+    { label: 'application detail', path: `/v1/applications/${org.slug}/${project.slug}/${app.slug}` },
+    { label: 'logs: newest 100', path: logs },
+    { label: 'logs: search a common word', path: `${logs}?search=items` },
+    { label: `logs: search a rare phrase (1 in ${RARE_EVERY})`, path: `${logs}?search=payment%20failed` },
+    { label: 'logs: search a word that is nowhere', path: `${logs}?search=no-such-word` },
   ];
   // The home overview, where this build has one.
   const overview = await fetch(`${ctx.appUrl}/v1/overview`, { headers: ctx.auth });
-  if (overview.ok) cases.unshift({ name: 'home overview', path: '/v1/overview' });
+  if (overview.ok) cases.unshift({ label: 'home overview', path: '/v1/overview' });
   return cases;
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function main() {
   const slipway = await startSlipway({ logLevel: 'info' });
@@ -136,30 +134,8 @@ async function main() {
   try {
     await db.connect();
     const cases = await seed(db, slipway.ctx);
-    for (const c of cases) {
-      const started = performance.now();
-      const res = await fetch(`${slipway.ctx.appUrl}${c.path}`, { headers: slipway.ctx.auth });
-      const body = await res.text();
-      if (!res.ok) throw new Error(`${c.path}: ${res.status} ${body.slice(0, 300)}`);
-      console.error(`first ${c.name}: ${Math.round(performance.now() - started)} ms, ${body.length} bytes`);
-    }
-    const p99 = new Map<Case, number[]>(cases.map((c) => [c, []]));
-    const rps = new Map<Case, number[]>(cases.map((c) => [c, []]));
-    for (let round = 1; round <= Number(args.rounds); round++) {
-      for (const c of cases) {
-        const r = await autocannon({
-          url: `${slipway.ctx.appUrl}${c.path}`,
-          headers: slipway.ctx.auth,
-          connections: Number(args.connections),
-          duration: Number(args.duration),
-        });
-        if (r.non2xx || r.errors || r.timeouts)
-          throw new Error(`${c.path}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts`);
-        p99.get(c)!.push(r.latency.p99);
-        rps.get(c)!.push(r.requests.average);
-        console.error(`round ${round} ${c.name}: ${Math.round(r.requests.average)} req/s, p99 ${r.latency.p99} ms`);
-      }
-    }
+    const options = { rounds: Number(args.rounds), duration: Number(args.duration), connections: Number(args.connections) };
+    const figures = await measureGets(slipway.ctx, cases, options);
     const [load] = (await import('node:os')).loadavg();
     console.log(
       `\nmedians of ${args.rounds} interleaved rounds, ${args.duration} s each, ${args.connections} connections, load average ${load!.toFixed(1)}\n`,
@@ -167,8 +143,8 @@ async function main() {
     console.log('| page | req/s | p99 ms | goal p99 < 100 ms |');
     console.log('|---|---:|---:|---|');
     for (const c of cases) {
-      const p = median(p99.get(c)!);
-      console.log(`| ${c.name} | ${Math.round(median(rps.get(c)!))} | ${p} | ${p < 100 ? 'met' : 'not met'} |`);
+      const f = figures.get(c)!;
+      console.log(`| ${c.label} | ${Math.round(f.requestsPerSecond)} | ${f.p99} | ${f.p99 < 100 ? 'met' : 'not met'} |`);
     }
   } finally {
     await db.end().catch(() => {});
