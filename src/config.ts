@@ -218,6 +218,25 @@ export const EnvSchema = Type.Object({
    * a scratch server, started, rows counted; a failure is a webhook event); 0: on demand only.
    */
   ADDONS_RESTORE_DRILL_INTERVAL_HOURS: Type.Integer({ minimum: 0, default: 168 }),
+  /**
+   * An S3-compatible object store for add-on backups (`https://s3.eu-west-1.amazonaws.com`, a MinIO or
+   * Ceph address, …). Set with BACKUP_S3_BUCKET and the keys: Postgres base backups and archived WAL
+   * are kept there (local runtime: uploaded by the platform, streamed out of the add-on's offline
+   * sandbox; Kubernetes: CloudNativePG's own object store). Unset: backups stay in the local repository.
+   */
+  BACKUP_S3_ENDPOINT: Type.Optional(Type.String({ minLength: 1, pattern: '^https?://' })),
+  /** The bucket add-on backups go to (with BACKUP_S3_ENDPOINT); it must exist. */
+  BACKUP_S3_BUCKET: Type.Optional(Type.String({ minLength: 3, maxLength: 63 })),
+  /** The region requests are signed for (SigV4). */
+  BACKUP_S3_REGION: Type.String({ minLength: 1, default: 'us-east-1' }),
+  /** A key prefix inside the bucket, so several platforms can share one; each add-on's objects are below `<prefix><add-on id>/`. */
+  BACKUP_S3_PREFIX: Type.String({ default: 'slipway/' }),
+  /** The access key id for BACKUP_S3_ENDPOINT. */
+  BACKUP_S3_ACCESS_KEY_ID: Type.Optional(Type.String({ minLength: 1 })),
+  /** The secret access key for BACKUP_S3_ENDPOINT: never logged nor shown. */
+  BACKUP_S3_SECRET_ACCESS_KEY: Type.Optional(Type.String({ minLength: 1 })),
+  /** Address buckets as `<endpoint>/<bucket>` (MinIO, Ceph, most self-hosted stores) rather than `<bucket>.<endpoint>`. */
+  BACKUP_S3_FORCE_PATH_STYLE: Type.Boolean({ default: true }),
   /** Most processes and threads one sandboxed instance or build may have at once. */
   SANDBOX_PIDS_MAX: Type.Integer({ minimum: 16, maximum: 1_000_000, default: 1024 }),
   /**
