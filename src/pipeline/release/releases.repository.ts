@@ -16,7 +16,18 @@ export class ReleasesRepository {
    * across all its environments (decisions.md), taken under the application's row lock.
    */
   /** The next version; `imageId` presets the image it releases (else the runner takes the newest built). */
-  insertNext(applicationId: string, environmentId: string, platform: string, imageId: string | null = null) {
+  /**
+   * With `queue`, the release's job is queued in the same transaction (issue 35: one commit, and
+   * no release without its job or job without its release): it gets the new release's id and
+   * returns the job's, which the release records.
+   */
+  insertNext(
+    applicationId: string,
+    environmentId: string,
+    platform: string,
+    imageId: string | null = null,
+    queue?: (trx: Db, releaseId: string) => Promise<string>,
+  ) {
     return this.db.transaction().execute(async (trx) => {
       if (!(await lockApplication(trx, applicationId))) throw notFound('Application');
       const { next } = await trx
@@ -24,10 +35,13 @@ export class ReleasesRepository {
         .select(sql<number>`coalesce(max(version), 0) + 1`.as('next'))
         .where('application_id', '=', applicationId)
         .executeTakeFirstOrThrow();
+      const id = uuidv7();
+      const jobId = queue ? await queue(trx, id) : null;
       return trx
         .insertInto('releases')
         .values({
-          id: uuidv7(),
+          id,
+          job_id: jobId,
           application_id: applicationId,
           environment_id: environmentId,
           version: next,

@@ -116,9 +116,11 @@ export class ReleasesService {
     const jobs = requireJobs(this.ctx);
     // The application and its budget are read once here and reused below (issue 35: two round trips fewer).
     const budget = await jobs.ensureRoom(applicationId);
-    const release = await this.repo.insertNext(app.id, environmentId, app.platform);
-    const data = { applicationId, environmentId, recordId: release.id, ...(budget ?? {}) };
-    await queueRecordJob(this.ctx.db, 'releases', jobs, RELEASE_JOB, data, 'release');
+    // The release and its job commit together (issue 35: one transaction where there were three).
+    const release = await this.repo.insertNext(app.id, environmentId, app.platform, null, (trx, recordId) =>
+      jobs.enqueue(RELEASE_JOB, { applicationId, environmentId, recordId, ...(budget ?? {}) }, trx),
+    );
+    jobs.wake();
     return { ok: true, release_id: release.id, version: release.version };
   }
 

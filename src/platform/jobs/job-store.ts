@@ -99,9 +99,9 @@ export class JobStore {
     private readonly limits: OrganizationLimits = { concurrency: 64, queued: 1_000_000 },
   ) {}
 
-  /** Queues a job behind its application's earlier ones; returns its id. */
-  async enqueue(data: PipelineJobData): Promise<string> {
-    const row = await this.db
+  /** Queues a job behind its application's earlier ones; returns its id. With `db` a transaction, it exists once that commits. */
+  async enqueue(data: PipelineJobData, db: Db = this.db): Promise<string> {
+    const row = await db
       .insertInto('pipeline_jobs')
       .values({
         kind: data.kind,

@@ -295,14 +295,20 @@ export class PipelineJobs implements Jobs {
     this.afterJobListeners.push(listener);
   }
 
-  async enqueue(kind: JobKind, data: JobInput): Promise<string> {
+  async enqueue(kind: JobKind, data: JobInput, transaction?: Db): Promise<string> {
     if (!this.boss) throw new Error('The job store is not started');
     const budget = data.organizationId && data.ownerId ? null : await this.ports.budgetOf(data.applicationId);
     const organizationId = data.organizationId ?? budget?.organizationId ?? null;
     const ownerId = data.ownerId ?? budget?.ownerId ?? organizationId;
-    const id = await this.store.enqueue({ ...data, organizationId, ownerId, kind });
-    this.poke();
+    const id = await this.store.enqueue({ ...data, organizationId, ownerId, kind }, transaction);
+    // A job queued in the caller's transaction is invisible until it commits: the caller wakes the workers then.
+    if (!transaction) this.poke();
     return id;
+  }
+
+  /** Wakes this process's workers: after committing a transaction that queued a job (`enqueue(…, transaction)`). */
+  wake(): void {
+    this.poke();
   }
 
   /** Starts this process's workers: registers the worker, recovers dead workers' jobs, polls. */

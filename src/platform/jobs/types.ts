@@ -4,6 +4,8 @@
  * One queue (`pipeline_jobs`, see JobStore): an application never runs two pipeline jobs
  * at once, later ones wait in order, and different applications run side by side.
  */
+import type { Db } from '../db/database.js';
+
 export type JobKind = 'build' | 'release' | 'deploy' | 'chain' | (string & {});
 
 /** What a caller passes to enqueue; the job's data is this plus its kind. */
@@ -51,8 +53,11 @@ export interface JobKindOptions {
 export interface Jobs {
   /** Registers the handler of a kind; workers only take jobs of registered kinds. */
   register(kind: JobKind, handler: JobHandler, options?: JobKindOptions): void;
-  /** Queues a job behind the application's earlier jobs; returns the job id. */
-  enqueue(kind: JobKind, data: JobInput): Promise<string>;
+  /**
+   * Queues a job behind the application's earlier jobs; returns the job id. With `transaction`
+   * (a Kysely transaction), the job is written in it and exists only if it commits.
+   */
+  enqueue(kind: JobKind, data: JobInput, transaction?: Db): Promise<string>;
   /** This process's worker id while its workers run, else null. */
   readonly workerId: string | null;
 }
