@@ -69,4 +69,31 @@ describe('projects', () => {
     );
     expect((await call(h, 'GET', '/v1/projects', outsider)).body).toEqual([]);
   });
+
+  it('the list: whole when no page is asked, else pages with a Link to the next; ?organization= narrows it', async () => {
+    const owner = await h.user();
+    const mine = await call(h, 'POST', '/v1/organizations', owner, { name: unique('Paged') });
+    const other = await call(h, 'POST', '/v1/organizations', owner, { name: unique('Other') });
+    for (const name of ['c', 'a', 'e', 'b', 'd']) await call(h, 'POST', '/v1/projects', owner, { name, organization_id: mine.body.id });
+    await call(h, 'POST', '/v1/projects', owner, { name: 'z', organization_id: other.body.id });
+    const slugs = (res: { body: Array<{ slug: string }> }) => res.body.map((p) => p.slug);
+
+    const whole = await call(h, 'GET', `/v1/projects?organization=${mine.body.slug}`, owner);
+    expect(slugs(whole)).toEqual(['a', 'b', 'c', 'd', 'e']);
+    expect(whole.headers.link).toBeUndefined();
+    expect((await call(h, 'GET', '/v1/projects', owner)).body).toHaveLength(6);
+
+    const first = await call(h, 'GET', `/v1/projects?organization=${mine.body.slug}&per_page=2`, owner);
+    expect(slugs(first)).toEqual(['a', 'b']);
+    expect(first.headers.link).toBe(`</v1/projects?page=2&per_page=2&organization=${mine.body.slug}>; rel="next"`);
+    const last = await call(h, 'GET', `/v1/projects?organization=${mine.body.slug}&page=3&per_page=2`, owner);
+    expect(slugs(last)).toEqual(['e']);
+    expect(last.headers.link).toBeUndefined();
+    expect(slugs(await call(h, 'GET', '/v1/projects?page=1', owner))).toHaveLength(6);
+
+    // Another's organization lists nothing; bad pages are refused before anything runs.
+    expect((await call(h, 'GET', `/v1/projects?organization=${mine.body.slug}`, await h.user())).body).toEqual([]);
+    expectError(await call(h, 'GET', '/v1/projects?per_page=101', owner), 422);
+    expectError(await call(h, 'GET', '/v1/projects?page=0', owner), 422);
+  });
 });

@@ -27,11 +27,14 @@ export class ProjectsRepository {
       ]);
   }
 
-  listForUser(userId: string) {
+  /** The projects of the user's organizations (of one, by slug), by organization and project slug; a window of them. */
+  listForUser(userId: string, organizationSlug?: string, window?: { limit: number; offset: number }) {
     return this.withCounts()
       .innerJoin('memberships as m', (j) => j.onRef('m.organization_id', '=', 'p.organization_id').on('m.user_id', '=', userId))
+      .$if(organizationSlug !== undefined, (q) => q.where('o.slug', '=', organizationSlug!))
       .orderBy('o.slug')
       .orderBy('p.slug')
+      .$if(window !== undefined, (q) => q.limit(window!.limit).offset(window!.offset))
       .execute();
   }
 

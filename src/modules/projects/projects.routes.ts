@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import { commonErrorResponses } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
 import { currentUser } from '../../platform/http/principal.js';
-import { CreateProjectBody, ProjectDetail, ProjectParams, ProjectSummary } from './projects.schemas.js';
+import { CreateProjectBody, ProjectDetail, ProjectListQuery, ProjectParams, ProjectSummary } from './projects.schemas.js';
 import { ProjectsService } from './projects.service.js';
 
 export function projectsRoutes(projects: ProjectsService) {
@@ -14,10 +14,25 @@ export function projectsRoutes(projects: ProjectsService) {
         schema: {
           tags,
           summary: "Projects in the caller's organizations",
+          description:
+            'Sorted by organization and project slug. The whole list unless `page` or `per_page` is given: then one page ' +
+            '(`per_page` default and most 100), and when more follow, a `Link` header names the next page (`rel="next"`).',
+          querystring: ProjectListQuery,
           response: { 200: Type.Array(ProjectSummary), ...commonErrorResponses },
         },
       },
-      async (request) => projects.list(currentUser(request).id),
+      async (request, reply) => {
+        const { organization, page, per_page } = request.query;
+        if (page === undefined && per_page === undefined) return projects.list(currentUser(request).id, { organization });
+        const pageSize = per_page ?? 100;
+        const { items, hasMore } = await projects.page(currentUser(request).id, { organization, page: page ?? 1, per_page: pageSize });
+        if (hasMore) {
+          const path = request.url.split('?')[0];
+          const only = organization === undefined ? '' : `&organization=${organization}`;
+          reply.header('link', `<${path}?page=${(page ?? 1) + 1}&per_page=${pageSize}${only}>; rel="next"`);
+        }
+        return items;
+      },
     );
 
     app.get(

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Id, Name, Slug, Timestamp } from '../../platform/http/schemas.js';
+import { Id, MAX_PAGE, Name, Slug, Timestamp } from '../../platform/http/schemas.js';
 
 export const ProjectSummary = Type.Object(
   {
@@ -25,3 +25,19 @@ export const CreateProjectBody = Type.Object(
 );
 
 export const ProjectParams = Type.Object({ org_slug: Slug, project_slug: Slug });
+
+/**
+ * The project list is an array (the API's contract): the whole list when no page is asked for (the
+ * spec's answer), else one page, with `Link: <…>; rel="next"` when more follow (issue 35: a page of an
+ * installation with thousands of projects costs what the page costs).
+ */
+export const ProjectListQuery = Type.Object(
+  {
+    organization: Type.Optional(Type.String({ ...Slug, description: "only this organization's projects (a slug)" })),
+    page: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE })),
+    per_page: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 100, description: 'asks for pages (default 100 when only `page` is given)' }),
+    ),
+  },
+  { additionalProperties: false },
+);

@@ -26,8 +26,19 @@ export class ProjectsService {
     private readonly scope: OrganizationScope,
   ) {}
 
-  async list(userId: string) {
-    return (await this.projects.listForUser(userId)).map(toSummary);
+  /** Every project of the caller's organizations (or of one of them, by slug). */
+  async list(userId: string, filter: { organization?: string } = {}) {
+    return (await this.projects.listForUser(userId, filter.organization)).map(toSummary);
+  }
+
+  /** One page of that list, and whether another page follows. */
+  async page(userId: string, query: { organization?: string; page: number; per_page: number }) {
+    // One row more than the page tells whether a next page exists, without counting.
+    const rows = await this.projects.listForUser(userId, query.organization, {
+      limit: query.per_page + 1,
+      offset: (query.page - 1) * query.per_page,
+    });
+    return { items: rows.slice(0, query.per_page).map(toSummary), hasMore: rows.length > query.per_page };
   }
 
   /** The project row, once the caller is known to be a member of its organization. */
