@@ -36,34 +36,7 @@ export class OverviewService {
       await this.access.requireMember(userId, org.id);
       organizationId = org.id;
     }
-    const apps = await this.db
-      .selectFrom('applications as a')
-      .innerJoin('projects as p', 'p.id', 'a.project_id')
-      .innerJoin('organizations as o', 'o.id', 'p.organization_id')
-      .innerJoin('memberships as m', (j) => j.onRef('m.organization_id', '=', 'o.id').on('m.user_id', '=', userId))
-      // One production per project, chosen as deployments choose it (the one named `production` first).
-      .leftJoinLateral(
-        (eb) =>
-          eb
-            .selectFrom('environments as pe')
-            .select('pe.id')
-            .whereRef('pe.project_id', '=', 'p.id')
-            .where('pe.env_type', '=', 'production')
-            .where('pe.deleted_at', 'is', null)
-            .orderBy((o) => o.case().when('pe.slug', '=', 'production').then(0).else(1).end())
-            .orderBy('pe.created_at')
-            .limit(1)
-            .as('e'),
-        (j) => j.onTrue(),
-      )
-      .select(['a.id', 'a.name', 'a.slug', 'p.slug as project_slug', 'o.slug as organization_slug', 'o.id as organization_id'])
-      .select('e.id as environment_id')
-      .$if(organizationId !== undefined, (q) => q.where('o.id', '=', organizationId!))
-      .orderBy('o.slug')
-      .orderBy('p.slug')
-      .orderBy('a.slug')
-      .limit(OVERVIEW_MAX_APPLICATIONS + 1)
-      .execute();
+    const apps = await this.page(userId, organizationId);
     const truncated = apps.length > OVERVIEW_MAX_APPLICATIONS;
     const shown = apps.slice(0, OVERVIEW_MAX_APPLICATIONS);
     const pairs = shown.filter((a) => a.environment_id !== null).map((a) => ({ app: a.id, env: a.environment_id! }));
@@ -71,18 +44,23 @@ export class OverviewService {
 
     const appIds = pairs.map((p) => p.app);
     const envIds = pairs.map((p) => p.env);
-    const [latest, serving, instances, traffic] = await Promise.all([
-      this.newestDeployments(appIds, envIds),
-      this.servingVersions(appIds, envIds),
+    const latest = shown.flatMap((a) => (a.latest ? [{ ...a.latest, created_at: new Date(a.latest.created_at) }] : []));
+    const [instances, traffic, startedBy] = await Promise.all([
       this.instanceCounts(appIds, envIds),
       this.traffic(appIds, envIds),
+      this.whoStarted(latest),
     ]);
-    const startedBy = await this.whoStarted(latest);
     const applications = shown
       .map((a) =>
         view(a, {
-          latest: latest.find((d) => d.application_id === a.id && d.environment_id === a.environment_id),
-          serving: serving.get(`${a.id}/${a.environment_id}`) ?? null,
+          latest: a.latest
+            ? {
+                ...a.latest,
+                created_at: new Date(a.latest.created_at),
+                finished_at: a.latest.finished_at ? new Date(a.latest.finished_at) : null,
+              }
+            : undefined,
+          serving: a.serving,
           instances: instances.filter((i) => i.application_id === a.id && i.environment_id === a.environment_id),
           traffic: traffic.filter((t) => t.application_id === a.id && t.environment_id === a.environment_id),
           startedBy,
@@ -92,46 +70,44 @@ export class OverviewService {
     return { applications, truncated };
   }
 
-  /** Each (application, production) pair's newest deployment. */
-  private newestDeployments(appIds: string[], envIds: string[]) {
-    return this.db
-      .selectFrom('deployments as d')
-      .innerJoin('releases as r', 'r.id', 'd.release_id')
-      .select([
-        'd.id',
-        'd.application_id',
-        'd.environment_id',
-        'd.release_id',
-        'd.status',
-        'd.rollback_of',
-        'd.created_at',
-        'd.finished_at',
-      ])
-      .select('r.version')
-      .distinctOn(['d.application_id', 'd.environment_id'])
-      .where(pairFilter('d', appIds, envIds))
-      .orderBy('d.application_id')
-      .orderBy('d.environment_id')
-      .orderBy('d.created_at', 'desc')
-      .execute();
+  /**
+   * The first OVERVIEW_MAX_APPLICATIONS + 1 applications (by organization, project and application slug)
+   * with production's newest deployment and serving release, in one statement (issue 35): the page is
+   * chosen first, so production, its deployments and releases are looked up (by index) for its rows only,
+   * not for every application of an installation of thousands.
+   */
+  private async page(userId: string, organizationId: string | undefined) {
+    const { rows } = await sql<OverviewRow>`
+      WITH shown AS (
+        SELECT a.id, a.name, a.slug, a.project_id, p.slug AS project_slug, o.slug AS organization_slug, o.id AS organization_id
+        FROM applications a
+        JOIN projects p ON p.id = a.project_id
+        JOIN organizations o ON o.id = p.organization_id
+        JOIN memberships m ON m.organization_id = o.id AND m.user_id = ${userId}
+        WHERE ${organizationId === undefined ? sql`true` : sql`o.id = ${organizationId}`}
+        ORDER BY o.slug, p.slug, a.slug
+        LIMIT ${OVERVIEW_MAX_APPLICATIONS + 1}
+      )
+      SELECT s.id, s.name, s.slug, s.project_slug, s.organization_slug, s.organization_id, e.id AS environment_id,
+        (SELECT json_build_object('id', d.id, 'application_id', d.application_id, 'release_id', d.release_id, 'status', d.status,
+                                  'rollback_of', d.rollback_of, 'created_at', d.created_at, 'finished_at', d.finished_at,
+                                  'version', r.version)
+           FROM deployments d JOIN releases r ON r.id = d.release_id
+          WHERE d.application_id = s.id AND d.environment_id = e.id
+          ORDER BY d.created_at DESC LIMIT 1) AS latest,
+        (SELECT r.version FROM deployments d JOIN releases r ON r.id = d.release_id
+          WHERE d.application_id = s.id AND d.environment_id = e.id AND d.status = 'complete'
+          ORDER BY d.created_at DESC LIMIT 1) AS serving
+      FROM shown s
+      -- One production per project, chosen as deployments choose it (the one named production first).
+      LEFT JOIN LATERAL (
+        SELECT pe.id FROM environments pe
+        WHERE pe.project_id = s.project_id AND pe.env_type = 'production' AND pe.deleted_at IS NULL
+        ORDER BY pe.slug = 'production' DESC, pe.created_at LIMIT 1
+      ) e ON true
+      ORDER BY s.organization_slug, s.project_slug, s.slug`.execute(this.db);
+    return rows;
   }
-
-  /** The release of each production's newest completed deployment: what serves it. */
-  private async servingVersions(appIds: string[], envIds: string[]) {
-    const rows = await this.db
-      .selectFrom('deployments as d')
-      .innerJoin('releases as r', 'r.id', 'd.release_id')
-      .select(['d.application_id', 'd.environment_id', 'r.version'])
-      .distinctOn(['d.application_id', 'd.environment_id'])
-      .where(pairFilter('d', appIds, envIds))
-      .where('d.status', '=', 'complete')
-      .orderBy('d.application_id')
-      .orderBy('d.environment_id')
-      .orderBy('d.created_at', 'desc')
-      .execute();
-    return new Map(rows.map((r) => [`${r.application_id}/${r.environment_id}`, r.version]));
-  }
-
   private instanceCounts(appIds: string[], envIds: string[]) {
     return this.db
       .selectFrom('instances as i')
@@ -181,6 +157,28 @@ const STARTING_ACTIONS = '^POST /v1/.*/(deploy|rollback|promote)$';
 
 function pairFilter(alias: 'd' | 'i', appIds: string[], envIds: string[]) {
   return sql<boolean>`(${sql.ref(`${alias}.application_id`)}, ${sql.ref(`${alias}.environment_id`)}) IN (SELECT * FROM unnest(${appIds}::uuid[], ${envIds}::uuid[]))`;
+}
+
+/** A row of the page: `latest` is JSON (its timestamps are strings). */
+interface OverviewRow {
+  id: string;
+  name: string;
+  slug: string;
+  project_slug: string;
+  organization_slug: string;
+  organization_id: string;
+  environment_id: string | null;
+  latest: {
+    id: string;
+    application_id: string;
+    release_id: string;
+    status: DeploymentStatus;
+    rollback_of: string | null;
+    created_at: string;
+    finished_at: string | null;
+    version: number;
+  } | null;
+  serving: number | null;
 }
 
 interface Production {
