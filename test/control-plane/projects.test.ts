@@ -86,8 +86,12 @@ describe('projects', () => {
     const first = await call(h, 'GET', `/v1/projects?organization=${mine.body.slug}&per_page=2`, owner);
     expect(slugs(first)).toEqual(['a', 'b']);
     expect(first.headers.link).toBe(`</v1/projects?page=2&per_page=2&organization=${mine.body.slug}>; rel="next"`);
+    const second = await call(h, 'GET', `/v1/projects?organization=${mine.body.slug}&page=2&per_page=2`, owner);
     const last = await call(h, 'GET', `/v1/projects?organization=${mine.body.slug}&page=3&per_page=2`, owner);
     expect(slugs(last)).toEqual(['e']);
+    // The whole list (written by PostgreSQL) and the pages (serialized by the server) say the same.
+    expect(whole.body).toEqual([...first.body, ...second.body, ...last.body]);
+    expect(whole.headers['content-type']).toBe('application/json; charset=utf-8');
     expect(last.headers.link).toBeUndefined();
     expect(slugs(await call(h, 'GET', '/v1/projects?page=1', owner))).toHaveLength(6);
 

@@ -38,6 +38,25 @@ export class ProjectsRepository {
       .execute();
   }
 
+  /**
+   * The whole list as the JSON array the API answers (ProjectSummary, in listForUser's order), built by
+   * PostgreSQL: an installation's thousand projects were ≈ 25 ms of the server's CPU to parse into rows,
+   * turn dates into strings and serialize again (issue 35); `created` as `iso()` writes it (milliseconds, Z).
+   */
+  async listJsonForUser(userId: string, organizationSlug?: string): Promise<string> {
+    const { rows } = await sql<{ list: string }>`
+      SELECT coalesce(json_agg(json_build_object(
+               'id', p.id, 'name', p.name, 'slug', p.slug, 'organization_id', p.organization_id, 'organization_slug', o.slug,
+               'application_count', (SELECT count(*) FROM applications a WHERE a.project_id = p.id),
+               'created', to_char(p.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+             ORDER BY o.slug, p.slug), '[]')::text AS list
+      FROM projects p
+      JOIN organizations o ON o.id = p.organization_id
+      JOIN memberships m ON m.organization_id = p.organization_id AND m.user_id = ${userId}
+      WHERE ${organizationSlug === undefined ? sql`true` : sql`o.slug = ${organizationSlug}`}`.execute(this.db);
+    return rows[0]!.list;
+  }
+
   /** The project without its application count: what a request inside the project needs (counting is O(applications)). */
   findRefBySlugs(orgSlug: string, projectSlug: string) {
     return this.db

@@ -23,7 +23,13 @@ export function projectsRoutes(projects: ProjectsService) {
       },
       async (request, reply) => {
         const { organization, page, per_page } = request.query;
-        if (page === undefined && per_page === undefined) return projects.list(currentUser(request).id, { organization });
+        if (page === undefined && per_page === undefined) {
+          // The whole list can be thousands of rows: PostgreSQL writes the JSON, sent as it is (no row parsing or re-serializing;
+          // `as never`: the typed reply expects the schema's objects, this is their JSON text).
+          return reply
+            .type('application/json; charset=utf-8')
+            .send((await projects.listJson(currentUser(request).id, { organization })) as never);
+        }
         const pageSize = per_page ?? 100;
         const { items, hasMore } = await projects.page(currentUser(request).id, { organization, page: page ?? 1, per_page: pageSize });
         if (hasMore) {

@@ -26,9 +26,9 @@ export class ProjectsService {
     private readonly scope: OrganizationScope,
   ) {}
 
-  /** Every project of the caller's organizations (or of one of them, by slug). */
-  async list(userId: string, filter: { organization?: string } = {}) {
-    return (await this.projects.listForUser(userId, filter.organization)).map(toSummary);
+  /** Every project of the caller's organizations (or of one of them, by slug), as the JSON text of the answer. */
+  listJson(userId: string, filter: { organization?: string } = {}): Promise<string> {
+    return this.projects.listJsonForUser(userId, filter.organization);
   }
 
   /** One page of that list, and whether another page follows. */
