@@ -9,7 +9,7 @@
  * of use would leave), then VACUUM ANALYZE as autovacuum would. Cases are interleaved round by round;
  * figures are medians.
  *
- *   npm run build && npx tsx bench/scale.ts [--rounds 3] [--duration 3] [--connections 10] [--log-lines 1000000]
+ *   npm run build && npx tsx bench/scale.ts [--rounds 3] [--duration 3] [--connections 10] [--log-lines 1000000] [--profile DIR]
  */
 import { parseArgs } from 'node:util';
 import pg from 'pg';
@@ -23,6 +23,8 @@ const { values: args } = parseArgs({
     connections: { type: 'string', default: '10' },
     projects: { type: 'string', default: '1000' },
     'log-lines': { type: 'string', default: '1000000' },
+    // Writes a V8 CPU profile of the server (Chrome DevTools, speedscope) when it stops.
+    profile: { type: 'string' },
   },
 });
 const APPS_PER_PROJECT = 10;
@@ -114,7 +116,8 @@ async function seed(db: pg.Client, ctx: Ctx): Promise<Case[]> {
   );
   const logs = `/v1/applications/${app.id}/logs`;
   const cases: Case[] = [
-    { label: "projects of the caller's organizations", path: '/v1/projects' },
+    { label: "projects of the caller's organizations (the whole list)", path: '/v1/projects' },
+    { label: 'projects: the first page of 100', path: '/v1/projects?per_page=100' },
     { label: "a project's applications", path: `/v1/applications/${org.slug}/${project.slug}` },
     { label: 'application detail', path: `/v1/applications/${org.slug}/${project.slug}/${app.slug}` },
     { label: 'logs: newest 100', path: logs },
@@ -129,7 +132,10 @@ async function seed(db: pg.Client, ctx: Ctx): Promise<Case[]> {
 }
 
 async function main() {
-  const slipway = await startSlipway({ logLevel: 'info' });
+  const slipway = await startSlipway({
+    logLevel: 'info',
+    nodeFlags: args.profile ? ['--cpu-prof', `--cpu-prof-dir=${args.profile}`] : [],
+  });
   const db = new pg.Client({ connectionString: slipway.databaseUrl });
   try {
     await db.connect();

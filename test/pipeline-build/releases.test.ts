@@ -158,6 +158,23 @@ describe('releases', () => {
     );
     expect(answers.map((a) => a.statusCode)).toEqual(Array(8).fill(202));
     expect(answers.map((a) => a.json().version).sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    // Each release committed with its job (one transaction under the application's lock), so the jobs queue in version order.
+    const releases = await h.ctx.db
+      .selectFrom('releases')
+      .select(['id', 'job_id'])
+      .where('application_id', '=', t.appId)
+      .orderBy('version')
+      .execute();
+    const jobs = await h.ctx.db
+      .selectFrom('pipeline_jobs')
+      .select(['id', 'data', 'created_on'])
+      .where('application_id', '=', t.appId)
+      .where('kind', '=', 'release')
+      .execute();
+    const queued = releases.map((r) => jobs.find((j) => j.id === r.job_id)!);
+    expect(queued.map((q) => (q.data as { recordId: string }).recordId)).toEqual(releases.map((r) => r.id));
+    const times = queued.map((q) => q.created_on.getTime());
+    expect(times).toEqual([...times].sort((a, b) => a - b));
     // The eight release jobs run one after another (one job per application at a time); on a
     // loaded 2-core CI machine that once took longer than waitFor's default 30 s.
     await waitFor(

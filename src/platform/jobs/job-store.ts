@@ -109,6 +109,9 @@ export class JobStore {
         organization_id: data.organizationId ?? null,
         owner_id: data.ownerId ?? data.organizationId ?? null,
         data: JSON.stringify(data),
+        // The insert's own time, not its transaction's start: a job queued under the application's lock
+        // (a release and its job) takes its place in the order the lock was taken.
+        created_on: sql<Date>`clock_timestamp()`,
       })
       .returning('id')
       .executeTakeFirstOrThrow();
