@@ -101,6 +101,8 @@ export class S3Backups {
       await this.fromTask(addon, 'addon-wal-upload', walTarCommand(dir, batch), async (stdout) => {
         const entries = tarExtract();
         const reading = pipeline(stdout, bounded(limit), entries);
+        // Awaited below; an upload failing first ends the loop and the stream (its rejection is not lost).
+        reading.catch(() => {});
         for await (const entry of entries) {
           const { name, size, type } = entry.header;
           // Only the files asked for, whole: anything else in the stream (a link put in a name's place) is skipped.

@@ -177,7 +177,13 @@ export class AddonBackupsService {
 
   /** Ships each add-on's newly archived WAL to the store; hourly, removes purged add-ons' objects past retention. */
   private async sweepStore(running: AddonRow[]) {
-    for (const addon of running) await this.s3!.shipWal(addon).catch(() => {});
+    // Only add-ons with a backup in the store: WAL older than every backup restores nothing.
+    const inStore = new Set(
+      (await this.db.selectFrom('addon_backups').select('addon_id').distinct().where('location', '=', 's3').execute()).map(
+        (b) => b.addon_id,
+      ),
+    );
+    for (const addon of running) if (inStore.has(addon.id)) await this.s3!.shipWal(addon).catch(() => {});
     if (Date.now() - this.orphansPrunedAt < 3600_000) return;
     this.orphansPrunedAt = Date.now();
     const known = new Set((await this.db.selectFrom('addons').select('id').execute()).map((a) => a.id));
@@ -434,7 +440,16 @@ export class AddonBackupsService {
     const dir = supervisor.dirOf(addon.id);
     // A backup in the store is downloaded into the add-on's directory first (by its own user), then drilled there.
     const fromStore = backup.location === 's3' ? join(dir, DRILL_DOWNLOAD) : undefined;
-    const result = await (fromStore ? this.s3Store().fetchForDrill(addon, backup.id, DRILL_DOWNLOAD) : Promise.resolve())
+    let fetchFailed: string | null = null;
+    const fetched = fromStore
+      ? this.s3Store()
+          .fetchForDrill(addon, backup.id, DRILL_DOWNLOAD)
+          .catch((err: Error) => {
+            fetchFailed = err.message;
+            throw err;
+          })
+      : Promise.resolve();
+    const result = await fetched
       .then(() =>
         supervisor.runTask(addon, drillCommand(dir, backup.id, c.adminUser!, check, fromStore), {
           name: 'addon-drill',
@@ -448,11 +463,13 @@ export class AddonBackupsService {
     const ok = result.code === 0;
     const detail = ok
       ? null
-      : out.damaged !== undefined
-        ? `the backup repository is damaged: backup ${backup.id} does not match its manifest (${out.damaged})`
-        : out.check_failed !== undefined
-          ? `the check query failed on the restored copy: ${out.check_failed || `exit code ${result.code}`}`
-          : `the restored copy did not start: ${out.failed ?? lastLine(result.stderr) ?? `exit code ${result.code}`}`;
+      : fetchFailed !== null
+        ? `downloading backup ${backup.id} from the store failed: ${fetchFailed}`
+        : out.damaged !== undefined
+          ? `the backup repository is damaged: backup ${backup.id} does not match its manifest (${out.damaged})`
+          : out.check_failed !== undefined
+            ? `the check query failed on the restored copy: ${out.check_failed || `exit code ${result.code}`}`
+            : `the restored copy did not start: ${out.failed ?? lastLine(result.stderr) ?? `exit code ${result.code}`}`;
     const drill: AddonDrillResult = {
       ok,
       at: new Date(started).toISOString(),

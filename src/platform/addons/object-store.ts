@@ -1,4 +1,5 @@
-import type { Readable } from 'node:stream';
+import { Transform, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { S3Client } from '@aws-sdk/client-s3';
 
 /** Where add-on backups go when BACKUP_S3_ENDPOINT is set (the BACKUP_S3_* settings). */
@@ -71,10 +72,17 @@ export class ObjectStore {
     const { client } = await this.load();
     const { Upload } = await import('@aws-sdk/lib-storage');
     let sent = 0;
-    body.on('data', (c: Buffer) => (sent += c.length));
+    const counted = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        sent += chunk.length;
+        done(null, chunk);
+      },
+    });
+    // The source's failure (a bound exceeded, the task ended) fails the upload through `counted`.
+    pipeline(body, counted).catch(() => {});
     const upload = new Upload({
       client,
-      params: { Bucket: this.settings.bucket, Key: key, Body: body },
+      params: { Bucket: this.settings.bucket, Key: key, Body: counted },
       partSize: Math.max(MIN_PART_BYTES, Math.ceil(expectedBytes / MAX_PARTS)),
       queueSize: 2,
     });
