@@ -170,7 +170,8 @@ export class S3Backups {
   async pruneOrphans(known: Set<string>, retentionDays: number) {
     const cutoff = Date.now() - retentionDays * 86_400_000;
     for (const id of await this.store.addonIds()) {
-      if (known.has(id)) continue;
+      // Only an add-on's own prefix (a uuid): anything else someone keeps below the prefix is not ours to remove.
+      if (known.has(id) || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id)) continue;
       const objects = await this.store.list(this.store.key(id, ''));
       if (objects.every((o) => o.modified.getTime() < cutoff)) await this.store.remove(objects.map((o) => o.key));
     }
