@@ -359,7 +359,8 @@ export class AddonBackupsService {
       await progress(`restoring: copying base backup ${backup.id} and the archived WAL`);
       if (backup.location === 's3') {
         await progress(`restoring: downloading base backup ${backup.id} and the archived WAL from the S3 store`);
-        await this.s3Store().shipWal(source);
+        // The WAL archived since the last shipment (up to the segment archiveNow switched to); a backup's end needs none.
+        if (!('immediate' in target)) await this.s3Store().shipWal(source);
         await this.s3Store().layFork(source, supervisor.dirOf(fork.id), backup, target);
       } else await this.layLocal(supervisor, source, fork, backup, target);
       await progress(`restoring: replaying WAL to ${label}`);
