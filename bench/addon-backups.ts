@@ -4,7 +4,9 @@
  * runs). Runs the add-on supervisor and the backup service's own commands (no HTTP), as
  * `bench/addons.ts` does: the backup is pg_basebackup in the add-on's sandbox as its user; the
  * restore lays the backup down into a fork's directory and starts the fork until it accepts
- * connections (recovery to the backup's end).
+ * connections (recovery to the backup's end). Then the same backup through an S3-compatible store
+ * (s3rver behind the tests' signature-checking front, on loopback): uploaded from the sandbox's
+ * tar stream, then a fork laid down from the store alone and started.
  *
  *   DATABASE_URL=postgres://superuser@…/postgres npx tsx bench/addon-backups.ts [--mib 1024] [--seconds 20]
  *   … bench/addon-backups.ts --archive off   # pgbench only, without WAL archiving (--mib 0: with, pgbench only)
@@ -36,6 +38,9 @@ import {
 import { postgresBinDir } from '../src/platform/addons/servers.js';
 import { createSandbox } from '../src/platform/sandbox/index.js';
 import { createScratchDatabase } from '../test/helpers/scratch-database.js';
+import { startTestS3 } from '../test/helpers/s3-server.js';
+import { ObjectStore } from '../src/platform/addons/index.js';
+import { S3Backups } from '../src/modules/addons/backups-s3.js';
 
 const exec = promisify(execFile);
 const arg = (name: string, fallback: number) => {
@@ -154,6 +159,44 @@ async function main() {
       `restore: copy ${(copiedMs / 1000).toFixed(1)} s, then recovered and accepting connections at ${(restoreMs / 1000).toFixed(1)} s = ${rate(size, restoreMs)}`,
     );
     await supervisor.remove(fork.id);
+
+    // The same backup through an S3-compatible store: upload (the local copy is then removed), restore from it alone.
+    const s3 = await startTestS3();
+    try {
+      const store = new ObjectStore({
+        endpoint: s3.endpoint,
+        bucket: s3.bucket,
+        region: 'us-east-1',
+        prefix: 'bench/',
+        accessKeyId: s3.accessKeyId,
+        secretAccessKey: s3.secret,
+        forcePathStyle: true,
+      });
+      const backups = new S3Backups(store, supervisor);
+      const uploadStarted = performance.now();
+      const sent = await backups.uploadBackup(source, { id: backupId, start_wal: out.start_wal ?? null, size_bytes: size });
+      const uploadMs = performance.now() - uploadStarted;
+      console.log(
+        `S3 upload (s3rver on loopback): ${(sent / 1024 / 1024).toFixed(0)} MiB tar in ${(uploadMs / 1000).toFixed(1)} s = ${rate(sent, uploadMs)}`,
+      );
+      const fromStore = await insert('db-from-s3', 15482);
+      const s3RestoreStarted = performance.now();
+      await backups.layFork(
+        source,
+        supervisor.dirOf(fromStore.id),
+        { id: backupId, start_wal: out.start_wal ?? null },
+        { immediate: true },
+      );
+      const s3LaidMs = performance.now() - s3RestoreStarted;
+      await supervisor.startRestored(fromStore, credentials, HOUR);
+      const s3RestoreMs = performance.now() - s3RestoreStarted;
+      console.log(
+        `restore from S3: download and extract ${(s3LaidMs / 1000).toFixed(1)} s, accepting connections at ${(s3RestoreMs / 1000).toFixed(1)} s = ${rate(size, s3RestoreMs)}`,
+      );
+      await supervisor.remove(fromStore.id);
+    } finally {
+      await s3.close();
+    }
     await supervisor.remove(source.id);
   } finally {
     await supervisor.shutdown();

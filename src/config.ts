@@ -491,6 +491,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   } catch (err) {
     throw new ConfigError(`Invalid configuration: TRUST_PROXY: ${(err as Error).message}`);
   }
+  const s3Missing = (['BACKUP_S3_BUCKET', 'BACKUP_S3_ACCESS_KEY_ID', 'BACKUP_S3_SECRET_ACCESS_KEY'] as const).filter((k) => !parsed[k]);
+  if (parsed.BACKUP_S3_ENDPOINT && s3Missing.length)
+    throw new ConfigError(
+      `Invalid configuration: BACKUP_S3_ENDPOINT is set but ${s3Missing.join(', ')} ${s3Missing.length > 1 ? 'are' : 'is'} not`,
+    );
   return { ...parsed, dataDir: resolve(parsed.DATA_DIR), ...chooseEdgeDriver(parsed) };
 }
 

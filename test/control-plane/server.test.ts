@@ -279,6 +279,19 @@ describe('the server process with the embedded PostgreSQL', () => {
     );
   }, 60_000);
 
+  it('an S3 endpoint for backups without its bucket and keys stops the start naming them (the secret never shown)', async () => {
+    const run = runMain({
+      DATA_DIR: dataDir,
+      BACKUP_S3_ENDPOINT: 'http://127.0.0.1:9000',
+      BACKUP_S3_SECRET_ACCESS_KEY: 'secret-not-shown-4b1c',
+    });
+    expect(await run.exited).toBe(1);
+    expect(run.output().trim()).toBe(
+      'Invalid configuration: BACKUP_S3_ENDPOINT is set but BACKUP_S3_BUCKET, BACKUP_S3_ACCESS_KEY_ID are not',
+    );
+    expect(run.output()).not.toContain('secret-not-shown');
+  }, 60_000);
+
   it('an unreachable DATABASE_URL stops the start with one line naming the database (no password, no stack)', async () => {
     const port = await freePort();
     const run = runMain({

@@ -275,6 +275,7 @@ function Backups({ org, addon, onChanged }: { org: string; addon: Addon; onChang
                     <th>Started</th>
                     <th>Status</th>
                     <th class="wide-only">Size</th>
+                    <th class="wide-only">Kept in</th>
                     <th>
                       <span class="sr-only">Actions</span>
                     </th>
@@ -288,6 +289,7 @@ function Backups({ org, addon, onChanged }: { org: string; addon: Addon; onChang
                         {x.status} <span class="muted">{x.trigger}</span>
                       </td>
                       <td class="wide-only">{x.size_bytes === null ? '—' : `${Math.ceil(x.size_bytes / 1048576)} MiB`}</td>
+                      <td class="wide-only">{(x as typeof x & { location?: string }).location === 's3' ? 'S3' : 'local'}</td>
                       <td>
                         {x.status === 'completed' && (
                           <ConfirmAction

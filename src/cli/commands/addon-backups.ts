@@ -34,6 +34,8 @@ export function addonBackupCommands(addons: Command, orgOf: (ctx: Context, comma
           { header: 'TRIGGER', value: (b) => b.trigger },
           { header: 'FINISHED', value: (b) => (b.finished ? when(b.finished) : '') },
           { header: 'SIZE', value: (b) => size(b.size_bytes) },
+          // Where it is kept: `local` (the add-on's repository) or `s3` (BACKUP_S3_*).
+          { header: 'WHERE', value: (b) => (b as typeof b & { location?: string }).location ?? 'local' },
         ],
         `no backups yet: \`slipway addons backups create ${name}\``,
       );

@@ -105,6 +105,8 @@ export const AddonBackup = Type.Object(
     status: Type.Union([Type.Literal('running'), Type.Literal('completed'), Type.Literal('failed')]),
     trigger: Type.Union([Type.Literal('manual'), Type.Literal('scheduled')]),
     size_bytes: Type.Union([Type.Integer(), Type.Null()]),
+    /** Where the backup is kept: the add-on's local repository, or the S3-compatible store (BACKUP_S3_*). */
+    location: Type.Union([Type.Literal('local'), Type.Literal('s3')]),
     detail: Type.Union([Type.String(), Type.Null()]),
     started: Timestamp,
     finished: NullableTimestamp,

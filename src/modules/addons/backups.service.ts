@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { v7 as uuidv7 } from 'uuid';
 import type { Selectable } from 'kysely';
 import type { SecretBox } from '../../platform/crypto/secret-box.js';
@@ -17,6 +18,7 @@ import {
   newPassword,
   openCredentials,
   pruneCommand,
+  quote,
   RECOVERY_SETTINGS,
   restoreCommand,
   sealCredentials,
@@ -25,6 +27,7 @@ import {
 } from '../../platform/addons/index.js';
 import type { AddonsRepository } from './addons.repository.js';
 import type { AddonsService } from './addons.service.js';
+import type { S3Backups } from './backups-s3.js';
 
 type AddonRow = Selectable<AddonsTable>;
 type BackupRow = Selectable<AddonBackupsTable>;
@@ -49,6 +52,8 @@ export interface RestoreRequest {
 const BACKUP_TIMEOUT_MS = 3600_000;
 const RESTORE_TIMEOUT_MS = 3600_000;
 const ARCHIVED_WAIT_MS = 30_000;
+/** Where a drill of a backup in the store downloads it, inside the add-on's directory. */
+const DRILL_DOWNLOAD = 'drill-backup';
 
 /**
  * Backups of Postgres add-ons: base backups taken by pg_basebackup into the add-on's own
@@ -68,7 +73,10 @@ export class AddonBackupsService {
     private readonly addons: AddonsService,
     private readonly supervisor: AddonSupervisor | null,
     private readonly settings: BackupSettings,
+    /** The S3-compatible store (BACKUP_S3_*): each backup and the archived WAL go there. */
+    private readonly s3: S3Backups | null = null,
   ) {}
+  private orphansPrunedAt = 0;
 
   async list(userId: string, orgSlug: string, name: string) {
     const { addon } = await this.addons.resolveForRead(userId, orgSlug, name);
@@ -152,6 +160,7 @@ export class AddonBackupsService {
       .where('deleted_at', 'is', null)
       .execute();
     const now = Date.now();
+    if (this.s3) await this.sweepStore(rows);
     for (const addon of rows) {
       if (this.active.has(addon.id)) continue;
       const completed = (await this.backupsOf(addon.id)).filter((b) => b.status === 'completed');
@@ -164,6 +173,21 @@ export class AddonBackupsService {
       if (latest && this.settings.drillIntervalHours > 0 && now - drilled >= this.settings.drillIntervalHours * 3600_000)
         await this.runDrill(fresh, latest).catch(() => {});
     }
+  }
+
+  /** Ships each add-on's newly archived WAL to the store; hourly, removes purged add-ons' objects past retention. */
+  private async sweepStore(running: AddonRow[]) {
+    // Only add-ons with a backup in the store: WAL older than every backup restores nothing.
+    const inStore = new Set(
+      (await this.db.selectFrom('addon_backups').select('addon_id').distinct().where('location', '=', 's3').execute()).map(
+        (b) => b.addon_id,
+      ),
+    );
+    for (const addon of running) if (inStore.has(addon.id)) await this.s3!.shipWal(addon).catch(() => {});
+    if (Date.now() - this.orphansPrunedAt < 3600_000) return;
+    this.orphansPrunedAt = Date.now();
+    const known = new Set((await this.db.selectFrom('addons').select('id').execute()).map((a) => a.id));
+    await this.s3!.pruneOrphans(known, this.settings.retentionDays).catch(() => {});
   }
 
   // --- backups ---
@@ -187,10 +211,11 @@ export class AddonBackupsService {
         })
         .catch((err: Error) => ({ code: -1, stdout: '', stderr: err.message }));
       const out = keyValues(result.stdout);
-      const done =
+      let done =
         result.code === 0
           ? { status: 'completed' as const, start_wal: out.start_wal || null, size_bytes: Number(out.size) || null, detail: null }
           : { status: 'failed' as const, detail: `pg_basebackup failed: ${lastLine(result.stderr) ?? `exit code ${result.code}`}` };
+      if (done.status === 'completed' && this.s3) done = await this.upload(addon, row.id, done);
       const finished = await this.db.transaction().execute(async (trx) => {
         const updated = await trx
           .updateTable('addon_backups')
@@ -210,6 +235,22 @@ export class AddonBackupsService {
     }
   }
 
+  /** Moves a completed local backup to the store (location `s3`); a refusal fails the backup with the store's reason. */
+  private async upload<T extends { start_wal: string | null; size_bytes: number | null }>(addon: AddonRow, id: string, done: T) {
+    try {
+      await this.s3!.uploadBackup(addon, { id, start_wal: done.start_wal, size_bytes: done.size_bytes ?? 0 });
+      // The WAL since it, so the store alone restores to any later time.
+      await this.s3!.shipWal(addon).catch(() => {});
+      return { ...done, location: 's3' as const };
+    } catch (err) {
+      await this.supervisor!.runTask(addon, pruneCommand(this.supervisor!.dirOf(addon.id), [id], null), {
+        name: 'addon-prune',
+        timeoutMs: 600_000,
+      });
+      return { status: 'failed' as const, detail: `uploading the backup failed: ${(err as Error).message}` };
+    }
+  }
+
   /** Retention: backups finished before the window go (the newest completed one always stays), then the WAL older than the oldest kept. */
   private async prune(addon: AddonRow) {
     const cutoff = new Date(Date.now() - this.settings.retentionDays * 86_400_000);
@@ -226,15 +267,20 @@ export class AddonBackupsService {
       ),
       { name: 'addon-prune', timeoutMs: 600_000 },
     );
-    if (expired.length)
-      await this.db
-        .deleteFrom('addon_backups')
-        .where(
-          'id',
-          'in',
-          expired.map((b) => b.id),
-        )
-        .execute();
+    // A store that refuses (unreachable, a wrong secret) keeps its expired backups' records: the next prune retries them.
+    const storeFailed =
+      this.s3 && (expired.length || kept[0]?.location === 's3')
+        ? await this.s3
+            .prune(
+              addon.id,
+              expired.filter((b) => b.location === 's3').map((b) => b.id),
+              kept[0]?.start_wal ?? null,
+            )
+            .then(() => false)
+            .catch(() => true)
+        : false;
+    const removed = expired.filter((b) => !(storeFailed && b.location === 's3')).map((b) => b.id);
+    if (removed.length) await this.db.deleteFrom('addon_backups').where('id', 'in', removed).execute();
   }
 
   // --- restores ---
@@ -311,16 +357,12 @@ export class AddonBackupsService {
         await this.archiveNow(source);
       }
       await progress(`restoring: copying base backup ${backup.id} and the archived WAL`);
-      const laid = await supervisor.runTask(
-        source,
-        restoreCommand(supervisor.dirOf(source.id), supervisor.dirOf(fork.id), { id: backup.id, startWal: backup.start_wal }, target),
-        {
-          name: 'addon-restore',
-          writable: [supervisor.dirOf(source.id), supervisor.dirOf(fork.id)],
-          timeoutMs: RESTORE_TIMEOUT_MS,
-        },
-      );
-      if (laid.code !== 0) throw new Error(`copying the backup failed: ${lastLine(laid.stderr) ?? `exit code ${laid.code}`}`);
+      if (backup.location === 's3') {
+        await progress(`restoring: downloading base backup ${backup.id} and the archived WAL from the S3 store`);
+        // The WAL archived since the last shipment (up to the segment archiveNow switched to); a backup's end needs none.
+        if (!('immediate' in target)) await this.s3Store().shipWal(source);
+        await this.s3Store().layFork(source, supervisor.dirOf(fork.id), backup, target);
+      } else await this.layLocal(supervisor, source, fork, backup, target);
       await progress(`restoring: replaying WAL to ${label}`);
       const inherited = openCredentials(this.secrets, fork.credentials_sealed);
       await supervisor.startRestored(fork, inherited, RESTORE_TIMEOUT_MS);
@@ -347,6 +389,20 @@ export class AddonBackupsService {
       await supervisor.stop(fork.id).catch(() => {});
       await this.repo.update(fork.id, { status: 'failed', status_detail: `restore failed: ${(err as Error).message}` }).catch(() => {});
     }
+  }
+
+  /** Copies a local backup and the archived WAL into the fork's directory (as the source's user, both directories writable). */
+  private async layLocal(supervisor: AddonSupervisor, source: AddonRow, fork: AddonRow, backup: BackupRow, target: RecoveryTarget) {
+    const laid = await supervisor.runTask(
+      source,
+      restoreCommand(supervisor.dirOf(source.id), supervisor.dirOf(fork.id), { id: backup.id, startWal: backup.start_wal }, target),
+      {
+        name: 'addon-restore',
+        writable: [supervisor.dirOf(source.id), supervisor.dirOf(fork.id)],
+        timeoutMs: RESTORE_TIMEOUT_MS,
+      },
+    );
+    if (laid.code !== 0) throw new Error(`copying the backup failed: ${lastLine(laid.stderr) ?? `exit code ${laid.code}`}`);
   }
 
   /** Makes everything the source committed until now archived: a commit after the target, then a WAL switch, awaited. */
@@ -382,21 +438,39 @@ export class AddonBackupsService {
     const c = openCredentials(this.secrets, addon.credentials_sealed);
     const started = Date.now();
     const check = addon.drill_check_query ? { query: addon.drill_check_query, user: c.user, database: c.database! } : undefined;
-    const result = await supervisor
-      .runTask(addon, drillCommand(supervisor.dirOf(addon.id), backup.id, c.adminUser!, check), {
-        name: 'addon-drill',
-        timeoutMs: RESTORE_TIMEOUT_MS,
-      })
+    const dir = supervisor.dirOf(addon.id);
+    // A backup in the store is downloaded into the add-on's directory first (by its own user), then drilled there.
+    const fromStore = backup.location === 's3' ? join(dir, DRILL_DOWNLOAD) : undefined;
+    let fetchFailed: string | null = null;
+    const fetched = fromStore
+      ? this.s3Store()
+          .fetchForDrill(addon, backup.id, DRILL_DOWNLOAD)
+          .catch((err: Error) => {
+            fetchFailed = err.message;
+            throw err;
+          })
+      : Promise.resolve();
+    const result = await fetched
+      .then(() =>
+        supervisor.runTask(addon, drillCommand(dir, backup.id, c.adminUser!, check, fromStore), {
+          name: 'addon-drill',
+          timeoutMs: RESTORE_TIMEOUT_MS,
+        }),
+      )
       .catch((err: Error) => ({ code: -1, stdout: '', stderr: err.message }));
+    if (fromStore)
+      await supervisor.runTask(addon, `rm -rf ${quote(fromStore)}`, { name: 'addon-drill-clean', timeoutMs: 600_000 }).catch(() => {});
     const out = keyValues(result.stdout);
     const ok = result.code === 0;
     const detail = ok
       ? null
-      : out.damaged !== undefined
-        ? `the backup repository is damaged: backup ${backup.id} does not match its manifest (${out.damaged})`
-        : out.check_failed !== undefined
-          ? `the check query failed on the restored copy: ${out.check_failed || `exit code ${result.code}`}`
-          : `the restored copy did not start: ${out.failed ?? lastLine(result.stderr) ?? `exit code ${result.code}`}`;
+      : fetchFailed !== null
+        ? `downloading backup ${backup.id} from the store failed: ${fetchFailed}`
+        : out.damaged !== undefined
+          ? `the backup repository is damaged: backup ${backup.id} does not match its manifest (${out.damaged})`
+          : out.check_failed !== undefined
+            ? `the check query failed on the restored copy: ${out.check_failed || `exit code ${result.code}`}`
+            : `the restored copy did not start: ${out.failed ?? lastLine(result.stderr) ?? `exit code ${result.code}`}`;
     const drill: AddonDrillResult = {
       ok,
       at: new Date(started).toISOString(),
@@ -433,6 +507,11 @@ export class AddonBackupsService {
       throw conflict(`Add-on '${addon.name}' is ${addon.deleted_at ? 'deleted' : addon.status}: a backup needs its server running`);
   }
 
+  private s3Store(): S3Backups {
+    if (!this.s3) throw new Error('this backup is in the S3 store, but BACKUP_S3_ENDPOINT is not set on this platform');
+    return this.s3;
+  }
+
   private requireSupervisor(): AddonSupervisor {
     if (!this.supervisor)
       throw conflict(
@@ -456,6 +535,7 @@ function backupView(b: BackupRow) {
     status: b.status,
     trigger: b.trigger,
     size_bytes: b.size_bytes === null ? null : Number(b.size_bytes),
+    location: b.location,
     detail: b.detail,
     started: iso(b.started_at),
     finished: b.finished_at ? iso(b.finished_at) : null,

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { AppContext } from '../../platform/context.js';
 import type { PlatformLogger, Wired } from '../../platform/wiring.js';
-import { AddonSupervisor, type AddonBackend } from '../../platform/addons/index.js';
+import { AddonSupervisor, ObjectStore, type AddonBackend } from '../../platform/addons/index.js';
 import { KubernetesAddons } from '../../platform/runtime/kubernetes/kubernetes-addons.js';
 import { KubernetesRuntime } from '../../platform/runtime/kubernetes/kubernetes-runtime.js';
 import { createSandbox } from '../../platform/sandbox/index.js';
@@ -14,6 +14,7 @@ import { addonsRoutes } from './addons.routes.js';
 import { AddonsService } from './addons.service.js';
 import { backupsRoutes } from './backups.routes.js';
 import { AddonBackupsService } from './backups.service.js';
+import { S3Backups } from './backups-s3.js';
 
 /**
  * Add-ons. Their servers run where the local runtime runs with its sandbox (role `all`); the
@@ -54,11 +55,19 @@ export function wireAddons(deps: {
     portRange: parseUidRange(ctx.config.ADDONS_PORT_RANGE.replace(/^\s*(\d+)/, (_, n: string) => String(Math.max(10_000, Number(n))))),
     deleteGraceHours: ctx.config.ADDONS_DELETE_GRACE_HOURS,
   });
-  const backups = new AddonBackupsService(ctx.db, deps.repository, ctx.secrets, addons, supervisor, {
-    intervalHours: ctx.config.ADDONS_BACKUP_INTERVAL_HOURS,
-    retentionDays: ctx.config.ADDONS_BACKUP_RETENTION_DAYS,
-    drillIntervalHours: ctx.config.ADDONS_RESTORE_DRILL_INTERVAL_HOURS,
-  });
+  const backups = new AddonBackupsService(
+    ctx.db,
+    deps.repository,
+    ctx.secrets,
+    addons,
+    supervisor,
+    {
+      intervalHours: ctx.config.ADDONS_BACKUP_INTERVAL_HOURS,
+      retentionDays: ctx.config.ADDONS_BACKUP_RETENTION_DAYS,
+      drillIntervalHours: ctx.config.ADDONS_RESTORE_DRILL_INTERVAL_HOURS,
+    },
+    supervisor && ctx.config.BACKUP_S3_ENDPOINT ? new S3Backups(objectStoreOf(ctx.config), supervisor) : null,
+  );
   return {
     addons,
     addonBackups: backups,
@@ -66,4 +75,17 @@ export function wireAddons(deps: {
     routes: [addonsRoutes(addons), backupsRoutes(backups)],
     sweepers: [{ sweep: () => addons.purgeExpired() }, { sweep: () => backups.sweep(), everyMs: 60_000 }],
   } satisfies Wired;
+}
+
+/** The S3-compatible store of BACKUP_S3_* (checked complete at start: see loadConfig). */
+function objectStoreOf(config: AppContext['config']): ObjectStore {
+  return new ObjectStore({
+    endpoint: config.BACKUP_S3_ENDPOINT!,
+    bucket: config.BACKUP_S3_BUCKET!,
+    region: config.BACKUP_S3_REGION,
+    prefix: config.BACKUP_S3_PREFIX,
+    accessKeyId: config.BACKUP_S3_ACCESS_KEY_ID!,
+    secretAccessKey: config.BACKUP_S3_SECRET_ACCESS_KEY!,
+    forcePathStyle: config.BACKUP_S3_FORCE_PATH_STYLE,
+  });
 }

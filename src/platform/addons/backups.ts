@@ -131,8 +131,8 @@ export function restoreCommand(
  * recovered, prints `table=<database>.<schema>.<table>=<rows>` per table, and stops it. Exit 3
  * with `damaged=` when the repository does not match its manifest.
  */
-export function drillCommand(dir: string, backupId: string, adminUser: string, check?: DrillCheck): string {
-  const backup = join(dir, REPOSITORY, 'base', backupId);
+export function drillCommand(dir: string, backupId: string, adminUser: string, check?: DrillCheck, backupDir?: string): string {
+  const backup = backupDir ?? join(dir, REPOSITORY, 'base', backupId);
   const scratch = join(dir, 'drill');
   const data = join(scratch, 'data');
   const psql = `${bin('psql')} -X -h ${quote(scratch)} -U ${quote(adminUser)} -v ON_ERROR_STOP=1 -At`;
@@ -230,4 +230,75 @@ export function drillTables(stdout: string): Record<string, number> {
     if (m && Object.keys(tables).length < 1000) tables[m[1]!] = Number(m[2]);
   }
   return tables;
+}
+
+// --- S3-compatible storage: the sandbox streams, the platform uploads (the sandbox keeps no network) ---
+
+/** An archived WAL file's name: a segment, a timeline history, or a backup history file. */
+export const WAL_NAME = /^[0-9A-F]{24}(\.[0-9A-F]{8}\.backup)?$|^[0-9A-F]{8}\.history$/;
+
+/** Writes a completed base backup (its directory, manifest included) as a tar on standard output. */
+export function baseBackupTarCommand(dir: string, id: string): string {
+  return `exec tar -C ${quote(join(dir, REPOSITORY, 'base', id))} -cf - .`;
+}
+
+/** Lists the archived WAL files (`<name> <bytes>` lines): regular files only, no half-copied `.part`. */
+export function walListCommand(dir: string): string {
+  const wal = join(dir, REPOSITORY, 'wal');
+  return `[ -d ${quote(wal)} ] || exit 0\nexec find ${quote(wal)} -maxdepth 1 -type f ! -name '*.part' -printf '%f %s\\n'`;
+}
+
+/** Parses walListCommand's output: valid names only, each with its size. */
+export function walListed(stdout: string): Array<{ name: string; size: number }> {
+  return stdout
+    .split('\n')
+    .map((line) => /^(\S+) (\d+)$/.exec(line.trim()))
+    .filter((m): m is RegExpExecArray => m !== null && WAL_NAME.test(m[1]!))
+    .map((m) => ({ name: m[1]!, size: Number(m[2]) }));
+}
+
+/** Writes the named archived WAL files as a tar on standard output (names checked: WAL_NAME). */
+export function walTarCommand(dir: string, names: string[]): string {
+  return `exec tar -C ${quote(join(dir, REPOSITORY, 'wal'))} -cf - -- ${names.filter((n) => WAL_NAME.test(n)).join(' ')}`;
+}
+
+/** Removes archived WAL files the object store holds (never a name outside WAL_NAME). */
+export function walTrimCommand(dir: string, names: string[]): string {
+  const valid = names.filter((n) => WAL_NAME.test(n));
+  return valid.length ? `cd ${quote(join(dir, REPOSITORY, 'wal'))} && rm -f -- ${valid.join(' ')}` : 'true';
+}
+
+/** Empties `target` and extracts the tar read on standard input into it (as the task's user). */
+export function extractCommand(target: string): string {
+  return [
+    'set -e',
+    'umask 077',
+    `rm -rf ${quote(target)}`,
+    `mkdir -p ${quote(target)}`,
+    `exec tar -C ${quote(target)} -xf - --no-same-owner`,
+  ].join('\n');
+}
+
+/**
+ * After a fork's base backup (in `data`) and WAL (in `restore-wal`) were extracted from the object
+ * store: the recovery settings to `target`, as restoreCommand writes them from the local repository.
+ */
+export function recoverySettingsCommand(forkDir: string, target: RecoveryTarget): string {
+  const data = join(forkDir, 'data');
+  return [
+    'set -e',
+    'umask 077',
+    `mkdir -p ${quote(join(forkDir, 'restore-wal'))}`,
+    `rm -f ${quote(join(data, 'backup_manifest'))}`,
+    `printf '%s\\n' ${recoverySettings(target, join(forkDir, 'restore-wal'))
+      .map(quote)
+      .join(' ')} >> ${quote(join(data, 'postgresql.auto.conf'))}`,
+    `touch ${quote(join(data, 'recovery.signal'))}`,
+  ].join('\n');
+}
+
+/** The archived WAL a restore from `startWal` needs: every timeline history, and the segments from that one on. */
+export function walNeeded(names: string[], startWal: string | null): string[] {
+  const from = startWal && /^[0-9A-F]{24}$/.test(startWal) ? startWal.slice(8) : '';
+  return names.filter((n) => /^[0-9A-F]{8}\.history$/.test(n) || (/^[0-9A-F]{24}$/.test(n) && n.slice(8) >= from)).sort();
 }

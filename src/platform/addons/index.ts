@@ -3,8 +3,9 @@
 export * from './plans.js';
 export * from './credentials.js';
 export * from './attached.js';
-export { missingServer, adminClient, quietClient, redisCommands, REPOSITORY } from './servers.js';
+export { missingServer, adminClient, quietClient, redisCommands, REPOSITORY, quote } from './servers.js';
 export { AddonSupervisor, type AddonRecord } from './supervisor.js';
 export type { AddonBackend } from './backend.js';
 export * from './backups.js';
 export { recordRestorePoints, type RestorePoint } from './restore-points.js';
+export { ObjectStore, ObjectStoreError, type ObjectStoreSettings, type StoredObject } from './object-store.js';

@@ -45,7 +45,8 @@ const ARCHIVE_TIMEOUT_S = 60;
  * A segment already there (archived before a crash) is accepted only if it is the same.
  */
 function archiveCommand(wal: string): string {
-  return `f=${quote(wal)}/%f; if [ -f "$f" ]; then cmp -s %p "$f"; else cp %p "$f.part" && mv "$f.part" "$f"; fi`;
+  // mkdir: a repository lost (a disk replaced, removed by hand) does not stop archiving.
+  return `mkdir -p ${quote(wal)}; f=${quote(wal)}/%f; if [ -f "$f" ]; then cmp -s %p "$f"; else cp %p "$f.part" && mv "$f.part" "$f"; fi`;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, chmodSync } from 'node:fs';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import type { SecretBox } from '../crypto/secret-box.js';
 import type { Db } from '../db/database.js';
 import type { AddonKind } from '../db/schema.js';
@@ -171,7 +172,17 @@ export class AddonSupervisor implements AddonBackend {
   async runTask(
     record: AddonRecord,
     command: string,
-    options: { name: string; writable?: string[]; reachServer?: boolean; env?: Record<string, string>; timeoutMs: number },
+    options: {
+      name: string;
+      writable?: string[];
+      reachServer?: boolean;
+      env?: Record<string, string>;
+      timeoutMs: number;
+      /** Its standard output as a stream (a backup's tar), not captured: see `run`'s takeStdout. */
+      takeStdout?: (stdout: Readable) => void;
+      /** Its standard input (a backup's tar to extract). */
+      stdin?: Readable;
+    },
   ) {
     const plan = planOf(record);
     const dir = this.dirOf(record.id);
@@ -189,6 +200,8 @@ export class AddonSupervisor implements AddonBackend {
         env: { PATH: '/usr/bin:/bin', HOME: '/tmp', LANG: 'C.UTF-8', ...options.env },
         timeoutMs: options.timeoutMs,
         maxStdoutBytes: 1024 * 1024,
+        ...(options.takeStdout ? { takeStdout: options.takeStdout } : {}),
+        ...(options.stdin ? { stdin: options.stdin } : {}),
       });
     } finally {
       await prepared.cgroup.remove();

@@ -1194,6 +1194,8 @@ export interface AddonBackupsTable {
   trigger: 'manual' | 'scheduled';
   start_wal: string | null;
   size_bytes: ColumnType<number | null, number | null | undefined, number | null>;
+  /** Where the backup is kept (migration 0062): the add-on's local repository or the S3-compatible store. */
+  location: Generated<'local' | 's3'>;
   detail: string | null;
   started_at: Generated<Date>;
   finished_at: Date | null;

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import type { Readable } from 'node:stream';
 import { workerMark } from '../jobs/orphan-processes.js';
 import { BoundedCapture, ByteTail, LineSplitter, LineTail, OutputTooLarge } from '../logs/bounded-lines.js';
 
@@ -31,6 +32,13 @@ export interface RunOptions {
    * never sees a part of it.
    */
   maxStdoutBytes?: number;
+  /**
+   * The child's standard output as a stream for the caller to consume (with backpressure: the
+   * child blocks while it is not read), instead of being captured; `stdout` is then empty.
+   */
+  takeStdout?: (stdout: Readable) => void;
+  /** Fed to the child's standard input (closed at its end); an error in it kills the child. */
+  stdin?: Readable;
   /** Pipes on fds 3, 4, … of the child (e.g. bubblewrap's --userns-block-fd and --info-fd). */
   extraPipes?: number;
   /** Called once the child is spawned, with its extra pipes at `child.stdio[3…]`. */
@@ -49,7 +57,7 @@ export function run(file: string, args: string[], options: RunOptions = {}): Pro
       cwd: options.cwd,
       // The worker's mark lets a later worker find and end this group if this process dies (kill -9).
       env: { ...(options.env ?? process.env), ...workerMark() },
-      stdio: ['ignore', 'pipe', 'pipe', ...Array<'pipe'>(options.extraPipes ?? 0).fill('pipe')],
+      stdio: [options.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe', ...Array<'pipe'>(options.extraPipes ?? 0).fill('pipe')],
       detached: true,
     });
     options.onSpawn?.(child);
@@ -82,15 +90,23 @@ export function run(file: string, args: string[], options: RunOptions = {}): Pro
     };
     const stdoutLines = streamOf();
     const stderrLines = streamOf();
-    const whole = options.onLine ? null : new BoundedCapture(options.maxStdoutBytes ?? MAX_CAPTURED_STDOUT_BYTES);
+    if (options.stdin) {
+      // A child that stops reading (it ended) must not crash the platform with EPIPE.
+      child.stdin!.on('error', () => {});
+      options.stdin.on('error', kill);
+      options.stdin.pipe(child.stdin!);
+    }
+    const whole = options.onLine || options.takeStdout ? null : new BoundedCapture(options.maxStdoutBytes ?? MAX_CAPTURED_STDOUT_BYTES);
     let tooLarge: OutputTooLarge | null = null;
-    child.stdout!.on('data', (c: Buffer) => {
-      if (!whole) return stdoutLines.write(c);
-      if (!whole.write(c) && !tooLarge) {
-        tooLarge = new OutputTooLarge(file, options.maxStdoutBytes ?? MAX_CAPTURED_STDOUT_BYTES);
-        kill();
-      }
-    });
+    if (options.takeStdout) options.takeStdout(child.stdout!);
+    else
+      child.stdout!.on('data', (c: Buffer) => {
+        if (!whole) return stdoutLines.write(c);
+        if (!whole.write(c) && !tooLarge) {
+          tooLarge = new OutputTooLarge(file, options.maxStdoutBytes ?? MAX_CAPTURED_STDOUT_BYTES);
+          kill();
+        }
+      });
     child.stderr!.on('data', (c: Buffer) => stderrLines.write(c));
     const timer = options.timeoutMs ? setTimeout(kill, options.timeoutMs) : null;
     options.signal?.addEventListener('abort', kill, { once: true });
@@ -102,7 +118,7 @@ export function run(file: string, args: string[], options: RunOptions = {}): Pro
       if (timer) clearTimeout(timer);
       options.signal?.removeEventListener('abort', kill);
       if (tooLarge) return reject(tooLarge);
-      resolve({ code, signal, stdout: whole ? whole.text() : stdoutLines.text(), stderr: stderrLines.text() });
+      resolve({ code, signal, stdout: whole ? whole.text() : options.takeStdout ? '' : stdoutLines.text(), stderr: stderrLines.text() });
     });
   });
 }
