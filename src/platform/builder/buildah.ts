@@ -65,7 +65,7 @@ export interface BuildahOptions {
    * layer in full; `overlay` (kernel overlayfs inside the build's user namespace) stacks them.
    * The shared storage of the operator's base images stays vfs.
    */
-  storageDriver?: StorageDriver;
+  storageDriver?: StorageDriver | 'auto';
 }
 
 export type StorageDriver = 'vfs' | 'overlay';
@@ -190,6 +190,8 @@ export class BuildahBuilder implements Builder, ImagePuller {
   private readonly buildah: string | null;
   private readonly shared: Workspace;
   private sharedIds = { signature: '', ids: new Map<string, string | null>() };
+  /** Why overlay storage does not work here (null: it does), once found out. */
+  private overlayProbe: Promise<string | null> | null = null;
 
   constructor(private readonly options: BuildahOptions) {
     this.buildah = options.buildahPath === undefined ? findOnPath('buildah') : options.buildahPath;
@@ -275,7 +277,7 @@ export class BuildahBuilder implements Builder, ImagePuller {
 
   /** The application's own workspace when sandboxed (failing closed when this machine cannot), else the shared one. */
   private async workspace(
-    input: Pick<BuildInput, 'applicationId' | 'version' | 'cacheScope'> & { contextDir?: string },
+    input: Pick<BuildInput, 'applicationId' | 'version' | 'cacheScope' | 'log'> & { contextDir?: string },
     scratch: string,
   ): Promise<Workspace> {
     const sandbox = this.options.sandbox;
@@ -290,7 +292,7 @@ export class BuildahBuilder implements Builder, ImagePuller {
     const storage = cacheScopeDir(this.options.storageRoot, input.applicationId, input.cacheScope);
     return {
       storage,
-      driver: this.options.storageDriver ?? 'vfs',
+      driver: await this.applicationDriver(storage, input, scratch),
       sandboxed: {
         applicationId: input.applicationId,
         label: `build-${input.applicationId}-${input.version}`,
@@ -298,6 +300,40 @@ export class BuildahBuilder implements Builder, ImagePuller {
         cwd: scratch,
       },
     };
+  }
+
+  /**
+   * `auto`: overlay when this machine mounts it inside a build's sandbox (Linux 5.11 or later on a
+   * file system overlayfs can stack on), found out once by the first build (`buildah info` sets the
+   * driver up, test mount included); vfs otherwise, said in that build's log.
+   */
+  private async applicationDriver(
+    storage: string,
+    input: Pick<BuildInput, 'applicationId' | 'version' | 'log'>,
+    scratch: string,
+  ): Promise<StorageDriver> {
+    const setting = this.options.storageDriver ?? 'vfs';
+    if (setting !== 'auto') return setting;
+    if (!this.overlayProbe) {
+      const ws: Workspace = {
+        storage,
+        driver: 'overlay',
+        sandboxed: {
+          applicationId: input.applicationId,
+          label: `probe-${input.applicationId}`,
+          writable: [storage, scratch],
+          cwd: scratch,
+        },
+      };
+      this.overlayProbe = this.exec(ws, this.buildah!, [...this.storageArgs(ws), 'info'], { timeoutMs: 60_000 }).then(
+        (r) => (r.code === 0 ? null : r.stderr.trim().split('\n').pop()?.slice(0, 300) || `buildah exit code ${r.code ?? r.signal}`),
+        (err: Error) => err.message,
+      );
+    }
+    const unavailable = await this.overlayProbe;
+    if (unavailable === null) return 'overlay';
+    input.log.line(`Build storage: vfs (overlay storage does not work on this machine: ${unavailable})`);
+    return 'vfs';
   }
 
   async build(input: BuildInput): Promise<BuildOutput> {
