@@ -17,7 +17,7 @@
  * and prints each one's medians and its ratio to plain, with the load average.
  *
  *   npx tsx bench/build.ts [--runs 5] [--sandboxed]
- *   npx tsx bench/build.ts --compare [--runs 3] [--base-mib 64]
+ *   npx tsx bench/build.ts --compare [--runs 3] [--base-mib 64] [--log]   (--log: each build's log, timed)
  *
  * Needs buildah and busybox-static (apt-get install buildah busybox-static); --sandboxed and --compare need root and bubblewrap.
  */
@@ -32,6 +32,7 @@ import { BASE_IMAGE, buildBusyboxBase } from '../test/registry/base-image.js';
 
 const arg = (name: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined);
 const COMPARE = process.argv.includes('--compare');
+const LOG = process.argv.includes('--log');
 const RUNS = Number(arg('--runs')) || (COMPARE ? 3 : 5);
 const BASE_MIB = Number(arg('--base-mib')) || 64;
 const newSandbox = () => new Sandbox({ uids: { uidFor: async () => 250_000 }, pidsMax: 1024 });
@@ -109,6 +110,7 @@ async function main() {
       options: { dockerfile?: string; driver?: StorageDriver; sandbox?: Sandbox | null } = {},
     ) => {
       const ctx = context(index, options.dockerfile ?? DOCKERFILE);
+      const t0 = Date.now();
       const input: BuildInput = {
         applicationId: 'bench',
         version,
@@ -118,7 +120,14 @@ async function main() {
         buildEnv: { GREETING: 'hello' },
         secrets: [],
         procfileProcesses: null,
-        log: { line: () => {}, substep: () => {} },
+        // --log prints each build's log with the milliseconds since its start (where a build's time goes).
+        log: LOG
+          ? {
+              line: (l) => void console.log(`  ${String(Date.now() - t0).padStart(6)} ms  ${l}`),
+              substep: () => {},
+              enter: (s) => void console.log(`  ${String(Date.now() - t0).padStart(6)} ms  [${s}]`),
+            }
+          : { line: () => {}, substep: () => {} },
         signal: new AbortController().signal,
         timeoutMs: 600_000,
         cacheScope: { name: 'bench', throwaway: false },

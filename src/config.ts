@@ -339,11 +339,12 @@ export const EnvSchema = Type.Object({
   /** containers/storage root of Dockerfile builds (vfs driver); default DATA_DIR/containers. */
   BUILDAH_STORAGE_ROOT: Type.Optional(Type.String({ minLength: 1 })),
   /**
-   * Storage driver of each application's own Dockerfile build storage (sandboxed builds): `vfs` (default) copies every
-   * layer in full, works everywhere; `overlay` stacks layers with kernel overlayfs inside the build's user namespace
-   * (Linux 5.11 or later). Each driver keeps its own storage, so switching starts builds with an empty layer cache.
+   * Storage driver of each application's own Dockerfile build storage (sandboxed builds): `vfs` copies every layer in
+   * full, works everywhere; `overlay` stacks layers with kernel overlayfs inside the build's user namespace (Linux 5.11
+   * or later), a rebuild about twice as fast; `auto` (default) uses overlay when the first build finds it works here,
+   * else vfs (said in that build's log). Each driver keeps its own storage, so switching starts with an empty layer cache.
    */
-  BUILDAH_STORAGE_DRIVER: Type.Union([Type.Literal('vfs'), Type.Literal('overlay')], { default: 'vfs' }),
+  BUILDAH_STORAGE_DRIVER: Type.Union([Type.Literal('auto'), Type.Literal('vfs'), Type.Literal('overlay')], { default: 'auto' }),
   /**
    * Where the `all` role's edge runs: `separate` (default) spawns (or adopts) an edge process of its own that outlives
    * this one, serving the last route table it received (DATA_DIR/edge/routes.json) through a crash or an upgrade of

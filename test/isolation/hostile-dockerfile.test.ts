@@ -144,7 +144,8 @@ describe.skipIf(!!missing)("a plain member's hostile Dockerfile (issue 10)", () 
       dataDirShows.join(' '),
     ).toBe(true);
     // Its own PID namespace: buildah and its step, not the platform's processes.
-    expect(Number(/visible processes (\d+)/.exec(log)?.[1])).toBeLessThan(10);
+    // (the build's script shell, buildah and its helpers, the step: about ten; this host runs hundreds).
+    expect(Number(/visible processes (\d+)/.exec(log)?.[1])).toBeLessThan(20);
     for (const path of [join(h.dataDir, 'pwned-by-dockerfile'), '/etc/pwned-by-dockerfile', '/usr/pwned-by-dockerfile'])
       expect(existsSync(path), path).toBe(false);
     for (const [name, text] of Object.entries(DECOYS)) expect(readFileSync(join(h.dataDir, name), 'utf8')).toBe(text);

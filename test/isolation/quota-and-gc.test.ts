@@ -301,9 +301,12 @@ describe.skipIf(!!noDockerfileBuilds)('garbage collection of Dockerfile builds',
     // The storage's image index, read as a file: buildah run as root here would take the storage over from the sandbox's user.
     const tagged = (version: number) =>
       readdirSync(scopes).some((scope) => {
-        const file = join(scopes, scope, 'storage', 'vfs-images', 'images.json');
-        const index = (existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : []) as Array<{ names?: string[] }>;
-        return index.some((image) => image.names?.includes(`localhost/${repositoryName}:${version}`));
+        // Either driver's storage (BUILDAH_STORAGE_DRIVER=auto picks overlay where it works).
+        return ['storage/vfs-images', 'storage-overlay/overlay-images'].some((dir) => {
+          const file = join(scopes, scope, dir, 'images.json');
+          const index = (existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : []) as Array<{ names?: string[] }>;
+          return index.some((image) => image.names?.includes(`localhost/${repositoryName}:${version}`));
+        });
       });
     for (const version of [1, 2, 3]) {
       if (version > 1) r.commit({ Dockerfile: dockerfile(version) });

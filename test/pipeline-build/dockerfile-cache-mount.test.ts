@@ -1,3 +1,4 @@
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from '../helpers/harness.js';
@@ -44,6 +45,13 @@ describe.skipIf(missing)('Dockerfile cache mounts', () => {
     expect(first.log.log_text).toContain('builds seen by the cache: 1');
     // When each step began: the build's time splits into its steps.
     expect(first.log.log_text).toMatch(/^STEP 3\/4: RUN .* \(at \d+\.\d s\)$/m);
+
+    // One sandboxed script builds and exports: the export is its own step in the log, timed.
+    expect(first.log.log_text).toMatch(/^Unpacked the image root file system into the artifact directory in \d+\.\d s$/m);
+    // BUILDAH_STORAGE_DRIVER=auto (the default): overlay where it works, else vfs and the build says why.
+    const scopes = join(h.dataDir, 'containers', 'apps', a.appId, 'scopes');
+    const overlay = readdirSync(scopes).some((scope) => existsSync(join(scopes, scope, 'storage-overlay', 'overlay-images')));
+    expect(overlay || /^Build storage: vfs \(overlay storage does not work on this machine: .+\)$/m.test(first.log.log_text)).toBe(true);
 
     repo.commit({ 'index.html': 'two' });
     const second = await buildAndWait(h, a);

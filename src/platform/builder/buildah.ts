@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, lstat, mkdir, mkdtemp, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, chown, lstat, mkdir, mkdtemp, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Config } from '../../config.js';
 import { platformAuthFile } from '../crypto/registry-token.js';
-import { run, type CommandResult, type RunOptions } from '../git/command.js';
+import { MAX_CAPTURED_STDOUT_BYTES, run, type CommandResult, type RunOptions } from '../git/command.js';
 import { runSandboxed, SandboxUnavailable, type Sandbox } from '../sandbox/index.js';
 import { chmodBeneath, holdDirectoryBeneath, readTextBeneath, statBeneath, UnsafePathError } from '../fs/beneath.js';
 import { privateDir } from '../fs/private-dir.js';
@@ -65,7 +65,7 @@ export interface BuildahOptions {
    * layer in full; `overlay` (kernel overlayfs inside the build's user namespace) stacks them.
    * The shared storage of the operator's base images stays vfs.
    */
-  storageDriver?: StorageDriver;
+  storageDriver?: StorageDriver | 'auto';
 }
 
 export type StorageDriver = 'vfs' | 'overlay';
@@ -74,6 +74,27 @@ const STORAGE_DIRS: Record<StorageDriver, string> = { vfs: 'storage', overlay: '
 
 /** What unpacking an image into an artifact reads of a build's input. */
 type UnpackInput = Pick<BuildInput, 'artifactDir' | 'log' | 'signal'>;
+/** What `buildah inspect --type image` says of an image (the parts read). */
+interface InspectedImage {
+  OCIv1?: { config?: ImageConfig; rootfs?: { diff_ids?: string[] } };
+}
+/** Where an export script copies the root file system (inside its sandbox), and the binds that put it there. */
+interface ExportTarget {
+  path: string;
+  mounts: Array<{ source: string; target: string }>;
+}
+/** Where an export script writes the image's configuration (in the build's scratch directory). */
+const INSPECT_FILE = 'inspect.json';
+/** The exit code of a build script whose application storage lacks the operator's current base image. */
+const BASE_IMAGES_CHANGED = 199;
+/** Which command of an export script failed, by its exit code. */
+const EXPORT_STEPS: Record<number, string> = {
+  201: 'reading the image id',
+  202: 'reading the image',
+  203: 'creating a working container',
+  204: 'mounting the image',
+  205: 'copying its root file system',
+};
 /** Labels recorded on the image: bounded, as they are the image author's text. */
 const MAX_LABELS = 64;
 const MAX_LABEL_CHARS = 1024;
@@ -168,6 +189,9 @@ export class BuildahBuilder implements Builder, ImagePuller {
   readonly chosenBecause = 'the build context has a Dockerfile';
   private readonly buildah: string | null;
   private readonly shared: Workspace;
+  private sharedIds = { signature: '', ids: new Map<string, string | null>() };
+  /** Why overlay storage does not work here (null: it does), once found out. */
+  private overlayProbe: Promise<string | null> | null = null;
 
   constructor(private readonly options: BuildahOptions) {
     this.buildah = options.buildahPath === undefined ? findOnPath('buildah') : options.buildahPath;
@@ -228,15 +252,15 @@ export class BuildahBuilder implements Builder, ImagePuller {
     ws: Workspace,
     file: string,
     args: string[],
-    options: RunOptions & { writable?: string[]; network?: PushNetwork },
+    options: RunOptions & { writable?: string[]; mounts?: Array<{ source: string; target: string }>; network?: PushNetwork },
   ): Promise<CommandResult> {
-    const { writable = [], network, ...runOptions } = options;
+    const { writable = [], mounts = [], network, ...runOptions } = options;
     if (!ws.sandboxed || !this.options.sandbox) return run(file, args, runOptions);
     const prepared = await this.options.sandbox.prepare({
       applicationId: ws.sandboxed.applicationId,
       name: `${ws.sandboxed.label}-${randomBytes(4).toString('hex')}`,
       command: [file, ...args].map(shellQuote).join(' '),
-      view: { cwd: ws.sandboxed.cwd, writable: [...ws.sandboxed.writable, ...writable], mappedRoot: true },
+      view: { cwd: ws.sandboxed.cwd, writable: [...ws.sandboxed.writable, ...writable], mounts, mappedRoot: true },
       ...(network ? { network } : {}),
     });
     try {
@@ -253,7 +277,7 @@ export class BuildahBuilder implements Builder, ImagePuller {
 
   /** The application's own workspace when sandboxed (failing closed when this machine cannot), else the shared one. */
   private async workspace(
-    input: Pick<BuildInput, 'applicationId' | 'version' | 'cacheScope'> & { contextDir?: string },
+    input: Pick<BuildInput, 'applicationId' | 'version' | 'cacheScope' | 'log'> & { contextDir?: string },
     scratch: string,
   ): Promise<Workspace> {
     const sandbox = this.options.sandbox;
@@ -268,7 +292,7 @@ export class BuildahBuilder implements Builder, ImagePuller {
     const storage = cacheScopeDir(this.options.storageRoot, input.applicationId, input.cacheScope);
     return {
       storage,
-      driver: this.options.storageDriver ?? 'vfs',
+      driver: await this.applicationDriver(storage, input, scratch),
       sandboxed: {
         applicationId: input.applicationId,
         label: `build-${input.applicationId}-${input.version}`,
@@ -276,6 +300,40 @@ export class BuildahBuilder implements Builder, ImagePuller {
         cwd: scratch,
       },
     };
+  }
+
+  /**
+   * `auto`: overlay when this machine mounts it inside a build's sandbox (Linux 5.11 or later on a
+   * file system overlayfs can stack on), found out once by the first build (`buildah info` sets the
+   * driver up, test mount included); vfs otherwise, said in that build's log.
+   */
+  private async applicationDriver(
+    storage: string,
+    input: Pick<BuildInput, 'applicationId' | 'version' | 'log'>,
+    scratch: string,
+  ): Promise<StorageDriver> {
+    const setting = this.options.storageDriver ?? 'vfs';
+    if (setting !== 'auto') return setting;
+    if (!this.overlayProbe) {
+      const ws: Workspace = {
+        storage,
+        driver: 'overlay',
+        sandboxed: {
+          applicationId: input.applicationId,
+          label: `probe-${input.applicationId}`,
+          writable: [storage, scratch],
+          cwd: scratch,
+        },
+      };
+      this.overlayProbe = this.exec(ws, this.buildah!, [...this.storageArgs(ws), 'info'], { timeoutMs: 60_000 }).then(
+        (r) => (r.code === 0 ? null : r.stderr.trim().split('\n').pop()?.slice(0, 300) || `buildah exit code ${r.code ?? r.signal}`),
+        (err: Error) => err.message,
+      );
+    }
+    const unavailable = await this.overlayProbe;
+    if (unavailable === null) return 'overlay';
+    input.log.line(`Build storage: vfs (overlay storage does not work on this machine: ${unavailable})`);
+    return 'vfs';
   }
 
   async build(input: BuildInput): Promise<BuildOutput> {
@@ -306,58 +364,82 @@ export class BuildahBuilder implements Builder, ImagePuller {
         secretArgs.push('--secret', `id=${name},src=${file}`);
       }
       const ws = await this.workspace(input, scratch);
-      await this.importBaseImages(ws, dockerfile, input, scratch, deadline);
+      const bases = await this.sharedBaseImages(dockerfile);
       const iidFile = join(scratch, 'iid');
       input.log.line(
         `Building ${dockerfileName} with buildah${argNames.length ? `; build arguments: ${argNames.join(', ')}` : ''}${secretNames.length ? `; secrets: ${secretNames.join(', ')}` : ''}`,
       );
       let cachedSteps = 0;
-      await this.buildahRun(
-        ws,
-        [
-          'bud',
-          '--isolation',
-          'chroot',
-          '--layers',
-          '--pull=false',
-          '-f',
-          join(input.contextDir, dockerfileName),
-          '--iidfile',
-          iidFile,
-          '-t',
-          localTag,
-          ...argNames.flatMap((n) => ['--build-arg', `${n}=${input.buildEnv[n]}`]),
-          ...secretArgs,
-          input.contextDir,
-        ],
-        'the Dockerfile build',
-        input,
-        {
+      // One sandboxed script builds and exports: a sandbox (cgroup, setpriv, bubblewrap, user map)
+      // per buildah command cost 30–70 ms each idle and far more loaded, for steps plain buildah never takes.
+      const budArgs = [
+        'bud',
+        '--isolation',
+        'chroot',
+        '--layers',
+        '--pull=false',
+        '-f',
+        join(input.contextDir, dockerfileName),
+        '--iidfile',
+        iidFile,
+        '-t',
+        localTag,
+        ...argNames.flatMap((n) => ['--build-arg', `${n}=${input.buildEnv[n]}`]),
+        ...secretArgs,
+        input.contextDir,
+      ];
+      const stage = await this.stageArtifact(input.artifactDir);
+      const target = await this.exportTarget(ws, stage.rootfs, scratch);
+      const exportMark = `slipway-export-${randomBytes(8).toString('hex')}`;
+      let exportStarted = 0;
+      const script = [
+        // Sandboxed, the application's copy of each base image must be the operator's current one (else it is copied in first).
+        ...(ws.sandboxed
+          ? bases.map(
+              ({ name, id }) =>
+                `[ "$(${this.buildahCommand(ws, ['inspect', '--type', 'image', '--format', '{{.FromImageID}}', name])} 2>/dev/null)" = ${shellQuote(id)} ] || exit ${BASE_IMAGES_CHANGED}`,
+            )
+          : []),
+        `${this.buildahCommand(ws, budArgs)} || exit $?`,
+        `echo ${exportMark}`,
+        this.exportScript(ws, `"$(cat ${shellQuote(iidFile)})"`, scratch, target.path),
+      ].join('\n');
+      let config: ImageConfig;
+      let inspected: InspectedImage;
+      let artifact: ImageArtifact;
+      try {
+        const options = {
           deadline,
-          onLine: (line) => {
+          target,
+          onLine: (line: string) => {
+            if (line === exportMark) {
+              exportStarted = Date.now();
+              return input.log.enter?.('Export');
+            }
             const step = /^STEP (\d+)\/(\d+)/.exec(line);
             if (step) input.log.substep(`${step[1]}/${step[2]}`);
             if (/^--> Using cache/.test(line)) cachedSteps++;
             // When each step began (seconds into the driver's build), so the build's time splits into its steps.
             return input.log.line(step ? `${line} (at ${((Date.now() - started) / 1000).toFixed(1)} s)` : line);
           },
-        },
-      );
+        };
+        if ((await this.runExport(ws, script, 'the Dockerfile build', input, options)) === 'base images changed') {
+          await this.importBaseImages(ws, bases, input, scratch, deadline);
+          if ((await this.runExport(ws, script, 'the Dockerfile build', input, options)) !== 'done')
+            throw new BuildError("the base images could not be copied into this application's build storage");
+        }
+        inspected = await this.readInspected(scratch);
+        config = inspected.OCIv1?.config ?? {};
+        artifact = await this.finishArtifact(ws, stage.staging, input.artifactDir, config, input);
+      } finally {
+        await rm(stage.staging, { recursive: true, force: true }); // gone already unless we failed half-way
+      }
       await rm(secretsDir, { recursive: true, force: true });
       // Written by the sandboxed buildah into a directory its build steps can write: read guarded, and only a digest passes.
       const imageId = `sha256:${(await readOutputFile(scratch, 'iid')).replace(/^sha256:/, '')}`;
       if (!/^sha256:[0-9a-f]{64}$/.test(imageId)) throw new BuildError('buildah wrote no valid image id');
-
-      input.log.enter?.('Export');
-      const inspected = JSON.parse(
-        (await this.buildahRun(ws, ['inspect', '--type', 'image', imageId], 'reading the image', input)).stdout,
-      ) as {
-        OCIv1?: { config?: ImageConfig; rootfs?: { diff_ids?: string[] } };
-      };
-      const config = inspected.OCIv1?.config ?? {};
-      const unpackStarted = Date.now();
-      const artifact = await this.unpack(ws, imageId, config, input);
-      input.log.line(`Unpacked the image root file system into the artifact directory in ${seconds(Date.now() - unpackStarted)}`);
+      if (exportStarted)
+        input.log.line(`Unpacked the image root file system into the artifact directory in ${seconds(Date.now() - exportStarted)}`);
 
       let pushed: { reference: string; digest: string } | null = null;
       if (this.options.registry) {
@@ -427,13 +509,22 @@ export class BuildahBuilder implements Builder, ImagePuller {
       if (!/^(sha256:)?[0-9a-f]{64}$/.test(id)) throw new BuildError(`pulling ${input.reference} gave no image id`);
       const imageId = `sha256:${id.replace(/^sha256:/, '')}`;
       input.log.enter?.('Export');
-      const inspected = JSON.parse(
-        (await this.buildahRun(ws, ['inspect', '--type', 'image', imageId], 'reading the image', input)).stdout,
-      ) as {
-        OCIv1?: { config?: ImageConfig; rootfs?: { diff_ids?: string[] } };
-      };
-      const config = inspected.OCIv1?.config ?? {};
-      const artifact = await this.unpack(ws, imageId, config, input);
+      const stage = await this.stageArtifact(input.artifactDir);
+      const target = await this.exportTarget(ws, stage.rootfs, scratch);
+      let inspected: InspectedImage;
+      let config: ImageConfig;
+      let artifact: ImageArtifact;
+      try {
+        await this.runExport(ws, this.exportScript(ws, shellQuote(imageId), scratch, target.path), 'unpacking the image', input, {
+          deadline,
+          target,
+        });
+        inspected = await this.readInspected(scratch);
+        config = inspected.OCIv1?.config ?? {};
+        artifact = await this.finishArtifact(ws, stage.staging, input.artifactDir, config, input);
+      } finally {
+        await rm(stage.staging, { recursive: true, force: true });
+      }
       input.log.line('Unpacked the image root file system into the artifact directory');
       const labels = boundedLabels(config.Labels);
       const declared = labelProcesses(labels);
@@ -474,11 +565,16 @@ export class BuildahBuilder implements Builder, ImagePuller {
    * storage into the application's own, once per image version: exported by us (the shared
    * storage stays out of the sandbox's view), imported by the sandboxed buildah.
    */
-  private async importBaseImages(ws: Workspace, dockerfile: string, input: BuildInput, scratch: string, deadline: number) {
+  private async importBaseImages(
+    ws: Workspace,
+    bases: Array<{ name: string; id: string }>,
+    input: BuildInput,
+    scratch: string,
+    deadline: number,
+  ) {
     if (!ws.sandboxed) return;
-    for (const [i, name] of baseImageNames(dockerfile).entries()) {
-      const shared = await this.imageIdOf(this.shared, name);
-      if (!shared || (await this.imageIdOf(ws, name)) === shared) continue;
+    for (const [i, { name, id: shared }] of bases.entries()) {
+      if ((await this.imageIdOf(ws, name)) === shared) continue;
       const exported = join(scratch, `base-${i}`);
       const copyStarted = Date.now();
       await this.buildahRun(this.shared, ['push', '--quiet', shared, `oci:${exported}`], `exporting the base image ${name}`, input, {
@@ -536,6 +632,33 @@ export class BuildahBuilder implements Builder, ImagePuller {
     throw new Error(`buildah rmi ${reference} failed: ${result.stderr.trim().split('\n').slice(-3).join(' ')}`);
   }
 
+  /** The operator's images a Dockerfile names that the shared storage holds, with their ids. */
+  private async sharedBaseImages(dockerfile: string): Promise<Array<{ name: string; id: string }>> {
+    const bases = [];
+    for (const name of baseImageNames(dockerfile)) {
+      const id = await this.sharedImageId(name);
+      if (id) bases.push({ name, id });
+    }
+    return bases;
+  }
+
+  /**
+   * An image's id in the shared storage, remembered while the storage's image list (rewritten
+   * by buildah at every change: a new file) stays the same: one `buildah inspect` less per build.
+   */
+  private async sharedImageId(name: string): Promise<string | null> {
+    const list = join(this.shared.storage, STORAGE_DIRS.vfs, 'vfs-images', 'images.json');
+    const signature = await stat(list)
+      .then((s) => `${s.ino}:${s.mtimeMs}:${s.size}`)
+      .catch(() => '');
+    if (signature !== this.sharedIds.signature) this.sharedIds = { signature, ids: new Map() };
+    const known = this.sharedIds.ids.get(name);
+    if (signature && known !== undefined) return known;
+    const id = await this.imageIdOf(this.shared, name);
+    if (signature) this.sharedIds.ids.set(name, id);
+    return id;
+  }
+
   /** The id of a local image, or null when the storage has no such image. */
   private async imageIdOf(ws: Workspace, name: string): Promise<string | null> {
     if (!this.buildah) return null;
@@ -548,56 +671,135 @@ export class BuildahBuilder implements Builder, ImagePuller {
     return result.code === 0 ? result.stdout.trim() || null : null;
   }
 
+  private buildahCommand(ws: Workspace, args: string[]): string {
+    return [this.buildah!, ...this.storageArgs(ws), ...args].map(shellQuote).join(' ');
+  }
+
   /**
-   * Copies the image's root file system into `<artifactDir>/rootfs` (buildah from + mount +
-   * copy) and writes the platform's manifest beside it. The staging directory is the
-   * platform's (0711): the sandboxed copy may write only `rootfs/`, so neither the manifest
-   * nor `rootfs` itself can be planted or swapped by the image.
+   * Shell commands that copy an image's root file system into `rootfs` and write its
+   * configuration to `<dir>/inspect.json`: inspect, a working container, its mount and `cp -a`
+   * (owners, modes, links and special files exactly as the image has them; sandboxed, as the
+   * image sees them, all owned by the application's user outside), the container removed on
+   * any exit. One process mounts and copies: an overlay mount lives only in its mount namespace.
+   * Exit codes from 200 say which command failed.
    */
-  private async unpack(ws: Workspace, imageId: string, config: ImageConfig, input: UnpackInput): Promise<ImageArtifact> {
+  private exportScript(ws: Workspace, imageExpr: string, dir: string, rootfs: string): string {
     const name = `slipway-export-${randomBytes(6).toString('hex')}`;
-    const staging = `${input.artifactDir}.staging-${randomBytes(4).toString('hex')}`;
-    await this.buildahRun(ws, ['from', '--pull=false', '--name', name, imageId], 'creating a working container', input);
-    try {
-      await prepareArtifactDir(staging);
-      const rootfs = join(staging, IMAGE_ROOTFS_DIR);
-      await mkdir(rootfs, { mode: 0o700 });
-      // `cp -a` keeps owners, modes, links and special files exactly as the image has them
-      // (sandboxed: as the image sees them, all owned by the application's user outside).
-      // Mounted and copied by one process: an overlay mount lives only in its mount namespace.
-      const mountAndCopy = `m=$(${[this.buildah!, ...this.storageArgs(ws), 'mount', name].map(shellQuote).join(' ')}) && cp -a "$m/." ${shellQuote(rootfs)}`;
-      const copied = await this.exec(ws, 'sh', ['-c', mountAndCopy], { signal: input.signal, writable: [rootfs] });
-      if (copied.code !== 0) throw new BuildError(`unpacking the image failed: ${copied.stderr.trim().split('\n').slice(-3).join(' ')}`);
-      // Sandboxed, the application's own user owns it (whatever USER it runs as inside): owner-only.
-      // Unconfined, processes chroot into it as the image's USER, which must pass through `/`.
-      if (ws.sandboxed) await chmodBeneath(staging, IMAGE_ROOTFS_DIR, 0o700);
-      // A sandbox mounts a fresh /dev over the image's; only an unconfined chroot needs device nodes in the image.
-      else await this.addDeviceNodes(staging, input);
-      const env = Object.fromEntries(
-        (config.Env ?? []).map((kv) => {
-          const eq = kv.indexOf('=');
-          return eq < 0 ? [kv, ''] : [kv.slice(0, eq), kv.slice(eq + 1)];
-        }),
-      );
-      const stored: Omit<ImageArtifact, 'rootfs'> = {
-        workdir: config.WorkingDir || '/',
-        env,
-        user: await numericUser(rootfs, config.User, input),
-        entrypoint: config.Entrypoint ?? [],
-        cmd: config.Cmd ?? [],
-      };
-      const port = exposedPort(config.ExposedPorts, config.Labels, (l) => input.log.line(l));
-      if (port !== undefined) stored.port = port;
-      await writeArtifactManifest(staging, { layout: 2, kind: 'image', ...stored });
-      await rm(input.artifactDir, { recursive: true, force: true });
-      await privateDir(join(input.artifactDir, '..'), 0o711);
-      await rename(staging, input.artifactDir);
-      return { ...stored, rootfs: join(input.artifactDir, IMAGE_ROOTFS_DIR) };
-    } finally {
-      await rm(staging, { recursive: true, force: true }); // gone already unless we failed half-way
-      // The build's own outcome is what matters; a leftover working container is removed by the next `buildah rm`.
-      await this.buildahRun(ws, ['rm', name], 'removing the working container', input).catch(() => {});
+    return [
+      `id=${imageExpr} || exit 201`,
+      `${this.buildahCommand(ws, ['inspect', '--type', 'image'])} "$id" > ${shellQuote(join(dir, INSPECT_FILE))} || exit 202`,
+      `${this.buildahCommand(ws, ['from', '--pull=false', '--name', name])} "$id" > /dev/null || exit 203`,
+      `trap '${this.buildahCommand(ws, ['rm', name]).replaceAll("'", "'\\''")} > /dev/null 2>&1' EXIT`,
+      `m=$(${this.buildahCommand(ws, ['mount', name])}) || exit 204`,
+      `cp -a "$m/." ${shellQuote(rootfs)} || exit 205`,
+    ].join('\n');
+  }
+
+  /** Runs a build's or pull's script in the workspace; a failure names the buildah step or the export. */
+  private async runExport(
+    ws: Workspace,
+    script: string,
+    what: string,
+    input: Pick<BuildInput, 'signal' | 'log'>,
+    opts: { onLine?: (l: string) => void | boolean; deadline: number; target: ExportTarget },
+  ): Promise<'done' | 'base images changed'> {
+    const remaining = opts.deadline - Date.now();
+    if (remaining <= 0) throw new BuildError(`build timed out during ${what}`, 'build_timeout');
+    const result = await this.exec(ws, 'sh', ['-c', script], {
+      signal: input.signal,
+      timeoutMs: remaining,
+      onLine: opts.onLine,
+      mounts: opts.target.mounts,
+    });
+    if (input.signal.aborted) throw new BuildError('build interrupted: the server is stopping');
+    if (result.signal === 'SIGKILL' && Date.now() >= opts.deadline) throw new BuildError(`build timed out during ${what}`, 'build_timeout');
+    if (result.code === 0) return 'done';
+    if (result.code === BASE_IMAGES_CHANGED) return 'base images changed';
+    const tail = result.stderr.trim().split('\n');
+    if (result.code !== null && result.code >= 200) {
+      throw new BuildError(`unpacking the image failed (${EXPORT_STEPS[result.code] ?? 'export'}): ${tail.slice(-3).join(' ')}`);
     }
+    if (!opts.onLine) for (const line of tail.slice(-20)) input.log.line(line);
+    throw new BuildError(`${what} failed (buildah exit code ${result.code ?? result.signal})`);
+  }
+
+  /** The image's configuration the export wrote, read without following a planted link and bounded. */
+  private async readInspected(dir: string): Promise<InspectedImage> {
+    let text: string | null;
+    try {
+      text = await readTextBeneath(dir, INSPECT_FILE, MAX_CAPTURED_STDOUT_BYTES);
+    } catch (err) {
+      if (err instanceof UnsafePathError) throw new BuildError(`buildah's output file ${err.message}`);
+      throw err;
+    }
+    try {
+      return JSON.parse(text ?? '') as InspectedImage;
+    } catch {
+      throw new BuildError('buildah wrote no readable image configuration');
+    }
+  }
+
+  /**
+   * The artifact's staging directory beside its final place: the platform's (0711), so the
+   * sandboxed copy may write only `rootfs/`, and neither the manifest nor `rootfs` itself can be
+   * planted or swapped by the image.
+   */
+  private async stageArtifact(artifactDir: string): Promise<{ staging: string; rootfs: string }> {
+    const staging = `${artifactDir}.staging-${randomBytes(4).toString('hex')}`;
+    await prepareArtifactDir(staging);
+    const rootfs = join(staging, IMAGE_ROOTFS_DIR);
+    await mkdir(rootfs, { mode: 0o700 });
+    return { staging, rootfs };
+  }
+
+  /**
+   * Where the export copies the root file system. Sandboxed, the staging `rootfs/` (the
+   * application's user owns it, as before) is bound below the build's scratch directory: the
+   * build never sees where artifacts live (DATA_DIR's `images/`), only its own scratch.
+   */
+  private async exportTarget(ws: Workspace, rootfs: string, scratch: string): Promise<ExportTarget> {
+    if (!ws.sandboxed || !this.options.sandbox) return { path: rootfs, mounts: [] };
+    const uid = await this.options.sandbox.uidOf(ws.sandboxed.applicationId);
+    await chown(rootfs, uid, uid); // made by us a moment ago, in the platform's own staging directory
+    const path = join(scratch, IMAGE_ROOTFS_DIR);
+    await mkdir(path, { mode: 0o700 });
+    return { path, mounts: [{ source: rootfs, target: path }] };
+  }
+
+  /** Writes the platform's manifest beside the copied root file system and moves the staging directory into place. */
+  private async finishArtifact(
+    ws: Workspace,
+    staging: string,
+    artifactDir: string,
+    config: ImageConfig,
+    input: UnpackInput,
+  ): Promise<ImageArtifact> {
+    const rootfs = join(staging, IMAGE_ROOTFS_DIR);
+    // Sandboxed, the application's own user owns it (whatever USER it runs as inside): owner-only.
+    // Unconfined, processes chroot into it as the image's USER, which must pass through `/`.
+    if (ws.sandboxed) await chmodBeneath(staging, IMAGE_ROOTFS_DIR, 0o700);
+    // A sandbox mounts a fresh /dev over the image's; only an unconfined chroot needs device nodes in the image.
+    else await this.addDeviceNodes(staging, input);
+    const env = Object.fromEntries(
+      (config.Env ?? []).map((kv) => {
+        const eq = kv.indexOf('=');
+        return eq < 0 ? [kv, ''] : [kv.slice(0, eq), kv.slice(eq + 1)];
+      }),
+    );
+    const stored: Omit<ImageArtifact, 'rootfs'> = {
+      workdir: config.WorkingDir || '/',
+      env,
+      user: await numericUser(rootfs, config.User, input),
+      entrypoint: config.Entrypoint ?? [],
+      cmd: config.Cmd ?? [],
+    };
+    const port = exposedPort(config.ExposedPorts, config.Labels, (l) => input.log.line(l));
+    if (port !== undefined) stored.port = port;
+    await writeArtifactManifest(staging, { layout: 2, kind: 'image', ...stored });
+    await rm(artifactDir, { recursive: true, force: true });
+    await privateDir(join(artifactDir, '..'), 0o711);
+    await rename(staging, artifactDir);
+    return { ...stored, rootfs: join(artifactDir, IMAGE_ROOTFS_DIR) };
   }
 
   /**

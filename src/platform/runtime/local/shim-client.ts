@@ -1,8 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, renameSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { connect } from 'node:net';
-import { extname, join } from 'node:path';
+import { dirname, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FrameReader, FRAME, type ShimHello, type ShimSettings } from './shim-protocol.js';
 
@@ -26,8 +27,8 @@ export function shimSocketPath(dir: string, instanceId: string): string {
  * `controlPipes` extra pipes on fds 3.. reach the sandbox through it (see controlSandbox).
  */
 export function launchShim(settings: ShimSettings, controlPipes: number): ChildProcess {
-  const loader = SHIM_PROGRAM.endsWith('.ts') ? ['--import', 'tsx'] : [];
-  const shim = spawn(process.execPath, [...loader, SHIM_PROGRAM], {
+  const program = SHIM_PROGRAM.endsWith('.ts') ? sourceShimProgram(dirname(settings.socket)) : SHIM_PROGRAM;
+  const shim = spawn(process.execPath, [program], {
     // Only what node needs: the instance's environment goes in on stdin.
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', [INSTANCE_ID_VARIABLE]: settings.id },
     detached: true,
@@ -55,6 +56,36 @@ export interface ShimConnection {
   hello: ShimHello;
   accept(): void;
   detach(): void;
+}
+
+const sourceShims = new Map<string, string>();
+
+/**
+ * Run from source (development, tests, benches), the shim is bundled once per platform process
+ * into one plain JavaScript file in the shims' directory (0700, the platform's own), so each
+ * instance starts under plain node as a built platform's does: `node --import tsx` costs 0.4–1 s
+ * per instance start (esbuild's service), which was most of a configuration release's time.
+ */
+function sourceShimProgram(shimDir: string): string {
+  const cached = sourceShims.get(shimDir);
+  if (cached) return cached;
+  // tsx's own esbuild: present whenever the source runs at all.
+  const esbuild = createRequire(import.meta.url)('esbuild') as typeof import('esbuild');
+  const bundled = esbuild.buildSync({
+    entryPoints: [SHIM_PROGRAM],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    write: false,
+  });
+  const program = join(shimDir, 'instance-shim.source.mjs');
+  // Renamed into place: a shim starting meanwhile reads the old file whole or the new one whole.
+  const staging = `${program}.${process.pid}`;
+  writeFileSync(staging, bundled.outputFiles[0]!.contents, { mode: 0o600 });
+  renameSync(staging, program);
+  sourceShims.set(shimDir, program);
+  return program;
 }
 
 /**
