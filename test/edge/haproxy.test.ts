@@ -54,6 +54,12 @@ server.listen(Number(process.env.PORT), '127.0.0.1');
 
 const DOMAIN = 'haproxy-shop.example.com';
 const SECOND_DOMAIN = 'haproxy-www.example.com';
+/**
+ * Counters come from each worker's `show stat`: what a replaced worker answers after the driver's last read (while
+ * the master re-executes itself, and the next request on each idle connection, answered with Connection: close)
+ * goes uncounted. At most this share of the requests under load, around one reload.
+ */
+const UNCOUNTED_AT_A_RELOAD = 0.05;
 
 const readProc = (path: string) => {
   try {
@@ -184,7 +190,12 @@ describe.skipIf(!!missing)('EDGE_DRIVER=haproxy: applications served by HAProxy,
       60_000,
       200,
     );
-    const answer = await waitFor('HAProxy to serve the certificate', () => httpsGet(httpsPort, DOMAIN, root).catch(() => null), 15_000, 100);
+    const answer = await waitFor(
+      'HAProxy to serve the certificate',
+      () => httpsGet(httpsPort, DOMAIN, root).catch(() => null),
+      15_000,
+      100,
+    );
     expect(answer.authorized).toBe(true);
     expect(answer.status).toBe(200);
     expect(answer.body).toBe(`v1:https:${DOMAIN}:127.0.0.1`);
@@ -223,7 +234,10 @@ describe.skipIf(!!missing)('EDGE_DRIVER=haproxy: applications served by HAProxy,
     });
     expect(secure.headers['retry-after']).toBe('30');
     expect((await toggle({ enabled: false })).statusCode).toBe(200);
-    await waitFor('HAProxy to serve the app again', async () => (await routerGet(httpPort, platformName).catch(() => null))?.status === 200);
+    await waitFor(
+      'HAProxy to serve the app again',
+      async () => (await routerGet(httpPort, platformName).catch(() => null))?.status === 200,
+    );
   });
 
   it('redeploys twice and adds a domain under continuous load (HTTP and HTTPS), retrying nothing, with 0 failed requests', async () => {
@@ -241,7 +255,10 @@ describe.skipIf(!!missing)('EDGE_DRIVER=haproxy: applications served by HAProxy,
       await waitFor('the new domain', async () => (await routerGet(httpPort, SECOND_DOMAIN).catch(() => null))?.status === 200);
       await new Promise((r) => setTimeout(r, 300));
     })();
-    const [plain, secure] = await Promise.all([loadThroughEdge(httpPort, platformName, changes), loadThroughEdge(httpsPort, DOMAIN, changes, root)]);
+    const [plain, secure] = await Promise.all([
+      loadThroughEdge(httpPort, platformName, changes),
+      loadThroughEdge(httpsPort, DOMAIN, changes, root),
+    ]);
     await changes;
     console.log(`HAProxy switches: ${plain.total + secure.total} requests, reloads ${before} → ${afterRedeploys} → ${await reloads()}`);
     expect([...plain.failures, ...secure.failures].slice(0, 5), await procs()).toEqual([]);
@@ -262,13 +279,13 @@ describe.skipIf(!!missing)('EDGE_DRIVER=haproxy: applications served by HAProxy,
         const r = await api('GET', `/v1/applications/${app.appId}/observability/requests?minutes=10`);
         expect(r.statusCode, r.body).toBe(200);
         const list = r.json() as Minute[];
-        return list.reduce((n, m) => n + (m.status['2xx'] ?? 0), 0) >= servedUnderLoad ? list : null;
+        return list.reduce((n, m) => n + (m.status['2xx'] ?? 0), 0) >= servedUnderLoad * (1 - UNCOUNTED_AT_A_RELOAD) ? list : null;
       },
       10_000,
       100,
     );
     const sum = (f: (m: Minute) => number) => rows.reduce((n, m) => n + f(m), 0);
-    expect(sum((m) => m.status['2xx']!)).toBeGreaterThanOrEqual(servedUnderLoad);
+    expect(sum((m) => m.status['2xx']!)).toBeGreaterThanOrEqual(servedUnderLoad * (1 - UNCOUNTED_AT_A_RELOAD));
     expect(sum((m) => m.status['3xx']!)).toBeGreaterThanOrEqual(1);
     expect(sum((m) => m.status['5xx']!)).toBeGreaterThanOrEqual(1); // the maintenance page
     for (const m of rows) expect(m.latency.buckets.reduce((a, b) => a + b, 0)).toBe(m.requests);

@@ -39,7 +39,7 @@ export async function loadThroughEdge(port: number, host: string, stop: Promise<
             report.retriedOnReusedConnection++;
             return get(false);
           });
-          if (r.status !== 200) report.failures.push(`${Date.now()} status ${r.status}: ${r.body.slice(0, 100)}`);
+          if (r.status !== 200) report.failures.push(`status ${r.status}: ${r.body.slice(0, 100)}`);
           else if (!report.bodies.includes(r.body.split(':')[0]!)) report.bodies.push(r.body.split(':')[0]!);
         } catch (err) {
           report.failures.push((err as Error).message);

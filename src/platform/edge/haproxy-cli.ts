@@ -35,7 +35,8 @@ function once(socketPath: string, command: string): Promise<string> {
     socket.on('connect', () => socket.end(`${command}\n`));
     socket.on('data', (chunk) => {
       size += chunk.length;
-      if (size > MAX_ANSWER_BYTES) socket.destroy(new Error(`HAProxy's answer to "${command.slice(0, 60)}" is larger than ${MAX_ANSWER_BYTES} bytes`));
+      if (size > MAX_ANSWER_BYTES)
+        socket.destroy(new Error(`HAProxy's answer to "${command.slice(0, 60)}" is larger than ${MAX_ANSWER_BYTES} bytes`));
       else chunks.push(chunk);
     });
     socket.on('error', reject);

@@ -82,7 +82,8 @@ export function haproxyMaintenancePage(window: MaintenanceWindow, applicationId:
 export function renderHaproxyConfig(input: HaproxyConfigInput): HaproxyFiles {
   const { dir } = input;
   const files = new Map<string, string>();
-  const bind = (port: number) => `${input.listenHost === '' ? '0.0.0.0' : input.listenHost.includes(':') ? `[${input.listenHost}]` : input.listenHost}:${port}`;
+  const bind = (port: number) =>
+    `${input.listenHost === '' ? '0.0.0.0' : input.listenHost.includes(':') ? `[${input.listenHost}]` : input.listenHost}:${port}`;
   const hosts: string[] = [];
   const redirects: string[] = [];
   const hsts: string[] = [];
@@ -151,7 +152,9 @@ export function renderHaproxyConfig(input: HaproxyConfigInput): HaproxyFiles {
   for (const route of input.routes) {
     lines.push(`backend ${route.backend}`);
     if (input.httpsPort !== null)
-      lines.push(`  http-request redirect location https://%[var(txn.host)]${httpsSuffix}%[capture.req.uri] code 308 if { var(txn.redirect) -m found }`);
+      lines.push(
+        `  http-request redirect location https://%[var(txn.host)]${httpsSuffix}%[capture.req.uri] code 308 if { var(txn.redirect) -m found }`,
+      );
     if (route.maintenance) {
       const page = `page-${route.backend}.html`;
       files.set(page, haproxyMaintenancePage(route.maintenance.window, route.maintenance.applicationId));

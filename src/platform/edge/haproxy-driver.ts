@@ -37,12 +37,6 @@ const MIN_SLOTS = 4;
 /** How often the per-route counters are read from HAProxy. */
 const STATS_POLL_MS = 1000;
 
-/** A backend's counters as `show stat` gives them: answers by class (1xx…5xx) and the average total time (ms). */
-interface BackendCounters {
-  classes: number[];
-  ttime: number;
-}
-
 /**
  * The edge driver for HAProxy (Debian's `haproxy`, 2.6+). Routes, verified custom domains,
  * maintenance pages and certificates make one configuration (Host → backend through a map
@@ -70,8 +64,10 @@ export class HaproxyDriver implements EdgeDriver {
   private slots = new Map<string, HaproxySlot[]>();
   /** Backend → the owner its requests are counted under, and the counters already counted. */
   private owners = new Map<string, Upstream>();
-  private counted = new Map<string, number[]>();
+  /** Worker pid → backend → answers by class already counted. */
+  private counted = new Map<number, Map<string, number[]>>();
   private poll: NodeJS.Timeout | null = null;
+  private reading: Promise<void> | null = null;
   private isListening = false;
   private keepServingOnClose = false;
   private master: { pid: number; adopted: boolean } | null = null;
@@ -131,7 +127,12 @@ export class HaproxyDriver implements EdgeDriver {
     this.loadedShape = adopted ? null : shape;
     await this.readCounters(false);
     this.isListening = true;
-    this.poll = setInterval(() => void this.readCounters(true).catch(() => {}), STATS_POLL_MS).unref();
+    this.poll = setInterval(() => {
+      if (this.reading) return;
+      this.reading = this.readCounters(true)
+        .catch((err) => this.logger?.warn({ err }, 'reading HAProxy counters failed'))
+        .finally(() => (this.reading = null));
+    }, STATS_POLL_MS).unref();
     return this.options.port;
   }
 
@@ -141,22 +142,23 @@ export class HaproxyDriver implements EdgeDriver {
       if (!this.isListening) return;
       const previous = this.slots;
       const { files, shape, commands } = this.render(false);
-      if (process.env.EDGE_DEBUG) console.error(Date.now(), 'APPLY', JSON.stringify(this.table.snapshot().map((r) => r.upstreams.map((u) => [u.port, u.ready]))), shape === this.loadedShape, commands);
       if (shape === this.loadedShape && commands !== null) {
         if (commands.length > 0) await this.runtime(commands);
         return;
       }
-      // A reload: what the current worker served is counted before its counters go.
-      await this.readCounters(true).catch(() => {});
       this.writeFiles(files);
       try {
-        await this.haproxy.reload(files.config);
+        // What the current worker answered is read just before it stops taking requests: its answers after this
+        // read (the master's re-execution, the last ones on connections it then closes) go uncounted.
+        await this.haproxy.reload(files.config, async () => {
+          await this.reading;
+          await this.readCounters(true).catch(() => {});
+        });
       } catch (err) {
         this.slots = previous;
         throw err;
       }
       this.loadedShape = shape;
-      this.counted = new Map();
     });
     this.applying = next.catch(() => {}); // the chain only orders changes; `next` itself rejects to the caller
     return next;
@@ -167,7 +169,9 @@ export class HaproxyDriver implements EdgeDriver {
     await this.applying;
     const deadline = Date.now() + timeoutMs;
     const draining = () =>
-      [...this.slots].flatMap(([host, slots]) => slots.flatMap((s, slot) => (s.state === 'drain' ? [{ host, slot, address: s.address }] : [])));
+      [...this.slots].flatMap(([host, slots]) =>
+        slots.flatMap((s, slot) => (s.state === 'drain' ? [{ host, slot, address: s.address }] : [])),
+      );
     while (Date.now() < deadline && draining().length > 0) {
       const busy = new Set<string>();
       const rows = parseStatCsv(await this.haproxy.command('@1 show stat -1 4 -1'));
@@ -190,6 +194,7 @@ export class HaproxyDriver implements EdgeDriver {
     if (this.isListening) {
       this.isListening = false;
       await this.applying;
+      await this.reading;
       await this.readCounters(true).catch(() => {});
       if (!this.keepServingOnClose) await this.haproxy.stop();
     }
@@ -219,7 +224,6 @@ export class HaproxyDriver implements EdgeDriver {
   /** Commands for the current worker, in one connection; an answer naming an error fails the change (the next apply reloads). */
   private async runtime(commands: string[]) {
     const answer = await this.haproxy.command(commands.map((c) => `@1 ${c}`).join('; '));
-    if (process.env.EDGE_DEBUG) console.error(Date.now(), 'RUNTIME', commands, JSON.stringify(answer));
     if (/No such|Unknown|Require|Invalid|not found|failed|error/i.test(answer)) {
       this.loadedShape = null;
       throw new Error(`HAProxy refused a server change: ${answer.trim().slice(0, 500)}`);
@@ -261,7 +265,9 @@ export class HaproxyDriver implements EdgeDriver {
       const owner = upstreams.find((u) => u.owner);
       if (owner) owners.set(backend, owner);
       const wanted = [
-        ...new Set(upstreams.filter((u) => u.ready).flatMap((u) => (upstreamAddress(u.host, u.port) ? [upstreamAddress(u.host, u.port)!] : []))),
+        ...new Set(
+          upstreams.filter((u) => u.ready).flatMap((u) => (upstreamAddress(u.host, u.port) ? [upstreamAddress(u.host, u.port)!] : [])),
+        ),
       ];
       // Only IP literals change at runtime; a name is resolved when HAProxy loads, so it is part of the shape.
       for (const a of wanted) if (!splitAddress(a)) namedAddresses.push(a);
@@ -288,7 +294,9 @@ export class HaproxyDriver implements EdgeDriver {
           slots.push({ address, state: 'ready' });
         }
       }
-      if (isNew || !fits) while (slots.length < Math.max(MIN_SLOTS, 2 * slots.filter((s) => s.state !== 'free').length)) slots.push({ address: null, state: 'free' });
+      if (isNew || !fits)
+        while (slots.length < Math.max(MIN_SLOTS, 2 * slots.filter((s) => s.state !== 'free').length))
+          slots.push({ address: null, state: 'free' });
       nextSlots.set(host, slots);
       const maintenance = directory?.maintenanceOf(owner?.owner?.environmentId);
       routes.push({
@@ -385,25 +393,33 @@ export class HaproxyDriver implements EdgeDriver {
   /**
    * Adds what each route's backend answered since the last read to its application's counters
    * (by status class; latency is the backend's average total time: HAProxy keeps no histogram).
-   * Backends are routes (never the client's Host); `record` false only takes the starting point.
+   * Every worker is read, those of earlier configurations too (they finish their requests after a
+   * reload), each against its own last read. Backends are routes (never the client's Host);
+   * `record` false only takes the starting point (what an adopted HAProxy served was counted before).
    */
   private async readCounters(record: boolean) {
-    const rows = parseStatCsv(await this.haproxy.command('@1 show stat -1 2 -1'));
-    for (const row of rows) {
-      const upstream = this.owners.get(row.pxname!);
-      if (!row.pxname?.startsWith('r_')) continue;
-      const now: BackendCounters = {
-        classes: ['hrsp_1xx', 'hrsp_2xx', 'hrsp_3xx', 'hrsp_4xx', 'hrsp_5xx'].map((c) => Number(row[c]) || 0),
-        ttime: Number(row.ttime) || 0,
-      };
-      const before = this.counted.get(row.pxname) ?? [0, 0, 0, 0, 0];
-      this.counted.set(row.pxname, now.classes);
-      if (!record || !upstream?.owner || !this.stats) continue;
-      now.classes.forEach((count, i) => {
-        // A smaller count: a new worker started from zero.
-        const delta = count >= before[i]! ? count - before[i]! : count;
-        for (let n = 0; n < delta; n++) this.stats!.record(upstream.statsKey!, upstream.owner!, (i + 1) * 100, now.ttime);
-      });
+    const { workers, oldWorkers } = await this.haproxy.procs();
+    const seen = new Map<number, Map<string, number[]>>();
+    for (const pid of [...oldWorkers, ...workers]) {
+      const rows = parseStatCsv(await this.haproxy.command(`@!${pid} show stat -1 2 -1`).catch(() => ''));
+      if (rows.length === 0) continue; // gone meanwhile
+      const last = this.counted.get(pid);
+      const now = new Map<string, number[]>();
+      seen.set(pid, now);
+      for (const row of rows) {
+        if (!row.pxname?.startsWith('r_')) continue;
+        const classes = ['hrsp_1xx', 'hrsp_2xx', 'hrsp_3xx', 'hrsp_4xx', 'hrsp_5xx'].map((c) => Number(row[c]) || 0);
+        now.set(row.pxname, classes);
+        const upstream = this.owners.get(row.pxname);
+        if (!record || !upstream?.owner || !this.stats) continue;
+        // A worker first seen now started since the last read: all it counted is new.
+        const before = last?.get(row.pxname) ?? [0, 0, 0, 0, 0];
+        const ttime = Number(row.ttime) || 0;
+        classes.forEach((count, i) => {
+          for (let n = before[i]!; n < count; n++) this.stats!.record(upstream.statsKey!, upstream.owner!, (i + 1) * 100, ttime);
+        });
+      }
     }
+    this.counted = seen;
   }
 }

@@ -95,10 +95,14 @@ export class HaproxyProcess {
     }
   }
 
-  /** Applies `config`; resolves once a worker on it serves (the old ones finish apart). */
-  async reload(config: string): Promise<void> {
+  /**
+   * Applies `config`; resolves once a worker on it serves (the old ones finish apart). `beforeSwap`
+   * runs once the configuration passed its check, just before the master reloads.
+   */
+  async reload(config: string, beforeSwap?: () => Promise<void>): Promise<void> {
     if (this.masterPid() === null) throw new Error('HAProxy is not running');
     await this.check(config);
+    await beforeSwap?.();
     const before = await this.procs();
     renameSync(this.candidatePath, this.confPath);
     await this.command('reload').catch(() => ''); // the master re-executes itself: the connection may close unanswered
@@ -156,10 +160,15 @@ export class HaproxyProcess {
 
 function run(binary: string, args: string[]): Promise<void> {
   return new Promise((resolve, reject) => {
-    execFile(binary, args, { timeout: 30_000, maxBuffer: 64 * 1024, env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' } }, (err, _out, stderr) => {
-      if (err) reject(new Error(String(stderr).trim().slice(-OUTPUT_TAIL_BYTES) || err.message));
-      else resolve();
-    });
+    execFile(
+      binary,
+      args,
+      { timeout: 30_000, maxBuffer: 64 * 1024, env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' } },
+      (err, _out, stderr) => {
+        if (err) reject(new Error(String(stderr).trim().slice(-OUTPUT_TAIL_BYTES) || err.message));
+        else resolve();
+      },
+    );
   });
 }
 
