@@ -5,7 +5,8 @@
  * from its SRV name server, the access log counted by the platform), and with a plain static
  * `reverse_proxy` and no access log (Caddy's own floor); nginx (when installed) with one worker
  * and with `auto` workers, `proxy_pass` to a keepalive upstream, and nginx as the platform's nginx
- * driver configures it (bench/nginx-edge-server.ts: access log on); last, a raw TCP relay that parses
+ * driver configures it (bench/nginx-edge-server.ts: access log on); HAProxy as the platform's HAProxy
+ * driver configures it (bench/haproxy-edge-server.ts); last, a raw TCP relay that parses
  * nothing (the floor of any proxy process: two sockets per request, no HTTP work).
  *
  * Rounds are interleaved (direct, built-in, Caddy, direct, …) and the medians reported, so a
@@ -249,6 +250,25 @@ async function startDriverNginx(upstreamPort: number): Promise<{ port: number; p
   return { port: port!, pids: () => [driver.pid!, ...withChildren(master!)] };
 }
 
+const HAPROXY = ['/usr/sbin/haproxy', '/usr/bin/haproxy'].find((p) => existsSync(p));
+
+/**
+ * HAProxy configured by the platform's HAProxy driver (bench/haproxy-edge-server.ts) in its own process:
+ * master-worker, one thread per CPU, the Host map and server slots; counters read from `show stat` each second.
+ * Its CPU is HAProxy's (master and worker) and the driver process's.
+ */
+async function startDriverHaproxy(upstreamPort: number): Promise<{ port: number; pids: () => number[] } | null> {
+  if (!HAPROXY) return null;
+  const driver = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'bench/haproxy-edge-server.ts', String(upstreamPort), String(await freePort())],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  children.push(driver);
+  const [port, master] = (await firstLine(driver)).split(' ').map(Number);
+  return { port: port!, pids: () => [driver.pid!, ...withChildren(master!)] };
+}
+
 const loadBefore = loadavg();
 const dir = mkdtempSync(join(tmpdir(), 'slipway-edge-bench-'));
 try {
@@ -268,14 +288,20 @@ try {
   const nginxOne = await startNginx(upstreamPort, dir, '1');
   const nginxAuto = await startNginx(upstreamPort, dir, 'auto');
   const nginxDriver = await startDriverNginx(upstreamPort);
+  const haproxyDriver = await startDriverHaproxy(upstreamPort);
+  if (!HAPROXY) console.error('HAProxy is not installed (apt-get install haproxy): its row is skipped');
   if (!NGINX) console.error('nginx is not installed (apt-get install nginx-light): its rows are skipped');
 
   type Result = Awaited<ReturnType<typeof load>>;
-  const runs: Record<'direct' | 'nginxOne' | 'nginxAuto' | 'nginxDriver' | 'builtin' | 'caddy' | 'caddyStatic' | 'relay', Result[]> = {
+  const runs: Record<
+    'direct' | 'nginxOne' | 'nginxAuto' | 'nginxDriver' | 'haproxyDriver' | 'builtin' | 'caddy' | 'caddyStatic' | 'relay',
+    Result[]
+  > = {
     direct: [],
     nginxOne: [],
     nginxAuto: [],
     nginxDriver: [],
+    haproxyDriver: [],
     builtin: [],
     caddy: [],
     caddyStatic: [],
@@ -286,6 +312,7 @@ try {
     if (nginxOne) runs.nginxOne.push(await load(nginxOne.port, HOST, nginxOne.pids()));
     if (nginxAuto) runs.nginxAuto.push(await load(nginxAuto.port, HOST, nginxAuto.pids()));
     if (nginxDriver) runs.nginxDriver.push(await load(nginxDriver.port, HOST, nginxDriver.pids()));
+    if (haproxyDriver) runs.haproxyDriver.push(await load(haproxyDriver.port, HOST, haproxyDriver.pids()));
     runs.builtin.push(await load(edgePort, HOST, [edge.pid!]));
     if (caddyDriver) runs.caddy.push(await load(caddyDriver.port, HOST, caddyDriver.pids));
     if (caddyStatic) runs.caddyStatic.push(await load(caddyStatic.port, HOST, caddyStatic.pids));
@@ -322,6 +349,7 @@ try {
     ['nginx, 1 worker (keepalive upstream, no log)', runs.nginxOne],
     [`nginx, auto (${cpus().length} workers)`, runs.nginxAuto],
     [`nginx driver (Slipway's nginx.conf, auto, access log)`, runs.nginxDriver],
+    [`HAProxy driver (Slipway's haproxy.cfg, ${cpus().length} threads, show stat counters)`, runs.haproxyDriver],
     ['built-in edge', runs.builtin],
     ['Caddy (driver: SRV upstreams, access log)', runs.caddy],
     ['Caddy (static upstream, no log)', runs.caddyStatic],

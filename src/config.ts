@@ -138,11 +138,15 @@ export const EnvSchema = Type.Object({
    * What serves applications: `builtin` (Node, no dependency: the default), `nginx` (Debian's nginx, started and
    * reconfigured by the platform: about a third of the built-in edge's CPU per request, bench/README.md; each switch
    * is an nginx reload, at which a request sent on a kept-alive connection at that instant can fail and is retried by
-   * browsers: docs/operations.md) or `caddy` (a Caddy 2 configured through its admin API). The choice is logged at start.
+   * browsers: docs/operations.md), `haproxy` (Debian's HAProxy 2.6+, started by the platform; a deployment switch
+   * changes server slots through its runtime API, no reload) or `caddy` (a Caddy 2 configured through its admin API).
+   * The choice is logged at start.
    */
-  EDGE_DRIVER: Type.Optional(Type.Union([Type.Literal('builtin'), Type.Literal('caddy'), Type.Literal('nginx')])),
+  EDGE_DRIVER: Type.Optional(Type.Union([Type.Literal('builtin'), Type.Literal('caddy'), Type.Literal('nginx'), Type.Literal('haproxy')])),
   /** With EDGE_DRIVER=nginx and the platform running as root: the unprivileged user nginx's workers run as. */
   EDGE_NGINX_USER: Type.String({ default: 'www-data', pattern: '^[a-z_][a-z0-9_-]{0,31}$' }),
+  /** With EDGE_DRIVER=haproxy and the platform running as root: the unprivileged user (and its primary group) HAProxy's workers run as. */
+  EDGE_HAPROXY_USER: Type.String({ default: 'haproxy', pattern: '^[a-z_][a-z0-9_-]{0,31}$' }),
   /** With EDGE_DRIVER=caddy: its admin API (the platform loads whole configurations there), on a unix socket only it and the platform open. */
   CADDY_ADMIN_URL: Type.String({ default: 'unix//run/slipway-caddy/admin.sock' }),
   /** Accept a CADDY_ADMIN_URL on TCP, which any process on the host reaching it can use to rewrite every route (issue 27). */
@@ -450,7 +454,7 @@ export const EnvSchema = Type.Object({
 
 export type Env = Static<typeof EnvSchema>;
 
-export type EdgeDriverName = 'builtin' | 'caddy' | 'nginx';
+export type EdgeDriverName = 'builtin' | 'caddy' | 'nginx' | 'haproxy';
 
 export interface Config extends Omit<Env, 'EDGE_DRIVER'> {
   dataDir: string;
@@ -550,12 +554,21 @@ function isCidr(text: string): boolean {
 
 /** The nginx binary: Debian's /usr/sbin/nginx, or the first `nginx` on PATH; null when none is executable. */
 export function findNginx(): string | null {
+  return findSbin('nginx');
+}
+
+/** The HAProxy binary: Debian's /usr/sbin/haproxy, or the first `haproxy` on PATH; null when none is executable. */
+export function findHaproxy(): string | null {
+  return findSbin('haproxy');
+}
+
+function findSbin(name: string): string | null {
   const candidates = [
-    '/usr/sbin/nginx',
+    `/usr/sbin/${name}`,
     ...(process.env.PATH ?? '')
       .split(delimiter)
       .filter(Boolean)
-      .map((dir) => join(dir, 'nginx')),
+      .map((dir) => join(dir, name)),
   ];
   for (const path of candidates)
     try {

@@ -1,14 +1,29 @@
 import { join } from 'node:path';
-import { findNginx, type Config } from '../../config.js';
+import { findHaproxy, findNginx, type Config } from '../../config.js';
 import { StartupError } from '../startup-error.js';
 import { caddyAdminEndpoint, caddyAdminOnTcpMessage } from './caddy-admin.js';
 import { CaddyDriver } from './caddy-driver.js';
 import type { EdgeDriver } from './edge-driver.js';
+import { HaproxyDriver } from './haproxy-driver.js';
 import { NginxDriver } from './nginx-driver.js';
 import { RouterServer } from './router-server.js';
 
-/** The edge EDGE_DRIVER names: nginx (started and reloaded by the platform), the built-in router, or Caddy through its admin API. */
+/** The edge EDGE_DRIVER names: HAProxy or nginx (started and reloaded by the platform), the built-in router, or Caddy through its admin API. */
 export function createEdgeDriver(config: Config): EdgeDriver {
+  if (config.EDGE_DRIVER === 'haproxy') {
+    const binary = findHaproxy();
+    if (!binary) throw new StartupError('EDGE_DRIVER=haproxy: HAProxy is not installed (apt-get install haproxy)');
+    if (config.ROUTER_PORT === 0 || config.ROUTER_HTTPS_PORT === 0)
+      throw new StartupError('EDGE_DRIVER=haproxy needs fixed ports: ROUTER_PORT and ROUTER_HTTPS_PORT cannot be 0');
+    return new HaproxyDriver({
+      binary,
+      directory: join(config.dataDir, 'edge', 'haproxy'),
+      host: config.ROUTER_HOST,
+      port: config.ROUTER_PORT,
+      httpsPort: config.ROUTER_HTTPS_PORT,
+      workerUser: config.EDGE_HAPROXY_USER,
+    });
+  }
   if (config.EDGE_DRIVER === 'nginx') {
     const binary = findNginx();
     if (!binary) throw new StartupError('EDGE_DRIVER=nginx: nginx is not installed (apt-get install nginx)');

@@ -18,7 +18,7 @@ const MAX_LINE_BYTES = 4096;
 /** What a running edge says about itself. */
 export interface EdgeStatus {
   pid: number;
-  driver: 'builtin' | 'caddy' | 'nginx';
+  driver: 'builtin' | 'caddy' | 'nginx' | 'haproxy';
   port: number;
   httpsPort: number | null;
 }

@@ -20,7 +20,7 @@ export const logsRequests = (logger: EdgeRequestLogger | null) => logger?.level 
  * configuration loaded atomically. A driver never drops a request on a route switch.
  */
 export interface EdgeDriver {
-  readonly name: 'builtin' | 'caddy' | 'nginx';
+  readonly name: 'builtin' | 'caddy' | 'nginx' | 'haproxy';
   readonly table: RouteTable;
   readonly listening: boolean;
   /** The plain HTTP port serving applications. */

@@ -32,7 +32,7 @@ const START_LOG_TAIL_BYTES = 4096;
  */
 export class SeparateEdge implements EdgeDriver {
   readonly table = new RouteTable();
-  readonly name: 'builtin' | 'caddy' | 'nginx';
+  readonly name: 'builtin' | 'caddy' | 'nginx' | 'haproxy';
   private status: EdgeStatus | null = null;
   private keepServingOnClose = false;
   private watch: NodeJS.Timeout | null = null;
