@@ -16,6 +16,7 @@ import {
   addonManifests,
   addonNetworkPolicy,
   addonObjectNames,
+  type AddonObjectNames,
   type AddonObjectStore,
   type AddonTarget,
 } from './addon-manifests.js';
@@ -66,13 +67,17 @@ export class KubernetesAddons implements AddonBackend {
     for (const row of rows) this.awaitReady(row.id);
   }
 
-  async provision(record: AddonRecord): Promise<void> {
+  /**
+   * `bootstrap` replaces the Cluster a new add-on starts with (a restore's fork: recovered from its
+   * source's object store); its readiness is followed the same way.
+   */
+  async provision(record: AddonRecord, bootstrap?: (target: AddonTarget, names: AddonObjectNames) => KubernetesObject): Promise<void> {
     const target = await this.target(record.id);
     const names = addonObjectNames(target);
     await oneLine(async () => {
       await this.options.ensureNamespace(target.namespace);
       for (const object of addonManifests(target, this.options.objectStore, this.options.backupIntervalHours))
-        await this.options.cluster.apply(object);
+        await this.options.cluster.apply(bootstrap && object.kind === 'Cluster' ? bootstrap(target, names) : object);
     });
     await this.options.db
       .updateTable('addons')
@@ -143,7 +148,7 @@ export class KubernetesAddons implements AddonBackend {
   }
 
   /** What the manifests are made of: the row, its organization's namespace and its attachments. */
-  private async target(id: string): Promise<AddonTarget> {
+  async target(id: string): Promise<AddonTarget> {
     const { db, secrets } = this.options;
     const row = await db
       .selectFrom('addons as a')

@@ -392,6 +392,11 @@ export class KubernetesRuntime implements ApplicationRuntime {
     }
   }
 
+  /** The credentials the runtime talks to the cluster with (add-on backups exec into CloudNativePG's pods). */
+  get kubeConfig(): KubeConfig {
+    return this.options.kubeConfig;
+  }
+
   /** An organization's namespace: its add-ons live beside its applications. */
   namespaceOf(organizationSlug: string): string {
     return namespaceName(this.options.namespacePrefix, organizationSlug);
