@@ -153,6 +153,17 @@ describe('add-ons on Kubernetes (issue 31)', () => {
     const sql = await addons('POST', '/db/query', { sql: 'select 1' });
     expect(sql.statusCode).toBe(409);
     expect(sql.json().message).toMatch(/runs in the Kubernetes cluster/);
+    // No BACKUP_S3_* here: backups, restores and drills say which settings they need, and change nothing.
+    for (const [path, body] of [
+      ['/db/backups'],
+      ['/db/drills'],
+      ['/db/restore', { name: 'copy', time: new Date().toISOString() }],
+    ] as const) {
+      const refused = await addons('POST', path, body);
+      expect(refused.statusCode, refused.body).toBe(409);
+      expect(refused.json().message).toMatch(/need an object store: set BACKUP_S3_ENDPOINT, BACKUP_S3_BUCKET/);
+    }
+    expect((await addons('GET', '/db/backups')).json().backups).toEqual([]);
 
     const detached = await addons('DELETE', `/db/attachments/${attached.json().addon.attachments[0].id}`);
     expect(detached.statusCode, detached.body).toBeLessThan(300);
