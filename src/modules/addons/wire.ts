@@ -80,6 +80,10 @@ export function wireAddons(deps: {
     addonBackups: backups,
     addonSupervisor: backend,
     routes: [addonsRoutes(addons), backupsRoutes(backups)],
-    sweepers: [{ sweep: () => addons.purgeExpired() }, { sweep: () => backups.sweep(), everyMs: 60_000 }],
+    sweepers: [
+      { sweep: () => addons.purgeExpired() },
+      { sweep: () => backups.sweep(), everyMs: 60_000 },
+      ...(kubeAddons ? [{ sweep: () => kubeAddons.retryPolicies() }] : []),
+    ],
   } satisfies Wired;
 }

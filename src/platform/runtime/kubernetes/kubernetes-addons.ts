@@ -45,12 +45,18 @@ type CnpgCluster = KubernetesObject & {
   status?: { phase?: string; readyInstances?: number; conditions?: Array<{ type?: string; status?: string }> };
 };
 
+/** How a refused NetworkPolicy is marked on its add-on's `status_detail` (and found again). */
+const POLICY_PENDING = 'NetworkPolicy not applied';
+const POLICY_RETRY_MAX_MS = 60_000;
+
 const ref = (apiVersion: string, kind: string, name: string, namespace: string): ObjectRef => ({ apiVersion, kind, name, namespace });
 
 export class KubernetesAddons implements AddonBackend {
   readonly runs = 'kubernetes' as const;
   /** Add-ons whose readiness is being waited for: the wait's end. */
   private readonly waiting = new Map<string, AbortController>();
+  /** Add-ons whose NetworkPolicy the cluster refused: the next attempt. */
+  private readonly policyRetries = new Map<string, NodeJS.Timeout>();
   private stopped = false;
 
   constructor(private readonly options: KubernetesAddonsOptions) {}
@@ -65,6 +71,7 @@ export class KubernetesAddons implements AddonBackend {
       .where('host', 'is not', null)
       .execute();
     for (const row of rows) this.awaitReady(row.id);
+    await this.retryPolicies().catch((err: unknown) => this.options.log.warn({ err }, 'add-on policies not applied at start'));
   }
 
   /**
@@ -125,22 +132,56 @@ export class KubernetesAddons implements AddonBackend {
 
   /**
    * Applies the add-on's NetworkPolicy for its attachments now. A cluster that refuses it leaves
-   * the previous policy (fail closed: a new attachment does not reach it yet): said on the add-on.
+   * the previous policy: a new attachment does not reach it yet, but a detached application still
+   * would. So the refusal is written on the add-on (`status_detail`, the durable mark) and the policy
+   * is applied again until it lands: with a growing delay in this process, and from the mark by the
+   * sweep and at the next start should this process stop first.
    */
-  async attachmentsChanged(id: string): Promise<void> {
+  async attachmentsChanged(id: string, attempt = 0): Promise<void> {
+    clearTimeout(this.policyRetries.get(id));
+    this.policyRetries.delete(id);
     const target = await this.target(id);
+    const { db } = this.options;
     try {
       await this.options.cluster.apply(addonNetworkPolicy(target, addonObjectNames(target)));
+      await db
+        .updateTable('addons')
+        .set({ status_detail: null, updated_at: new Date() })
+        .where('id', '=', id)
+        .where('status_detail', 'like', `${POLICY_PENDING}%`)
+        .execute();
     } catch (err) {
-      const detail = `NetworkPolicy not applied (the attachments' access is as before): ${describeError(err)}`;
-      this.options.log.warn({ addonId: id }, detail);
-      await this.options.db.updateTable('addons').set({ status_detail: detail, updated_at: new Date() }).where('id', '=', id).execute();
+      const detail = `${POLICY_PENDING} (the attachments' access is as before; retried until it is): ${describeError(err)}`;
+      this.options.log.warn({ addonId: id, attempt }, detail);
+      await db.updateTable('addons').set({ status_detail: detail, updated_at: new Date() }).where('id', '=', id).execute();
+      if (this.stopped || target.stopped) return;
+      const delay = Math.min(POLICY_RETRY_MAX_MS, (this.options.pollIntervalMs ?? 2000) * 2 ** attempt);
+      const timer = setTimeout(() => {
+        this.policyRetries.delete(id);
+        void this.attachmentsChanged(id, attempt + 1).catch((e: unknown) => this.options.log.warn({ addonId: id, err: e }, 'policy retry'));
+      }, delay);
+      timer.unref();
+      this.policyRetries.set(id, timer);
     }
+  }
+
+  /** The sweep: the policies a cluster refused that no retry of this process waits on (another process's, or before a restart). */
+  async retryPolicies(): Promise<void> {
+    const rows = await this.options.db
+      .selectFrom('addons')
+      .select('id')
+      .where('host', 'is not', null)
+      .where('deleted_at', 'is', null)
+      .where('status_detail', 'like', `${POLICY_PENDING}%`)
+      .execute();
+    for (const row of rows) if (!this.policyRetries.has(row.id)) await this.attachmentsChanged(row.id);
   }
 
   async detach(): Promise<void> {
     this.stopped = true;
     for (const wait of this.waiting.values()) wait.abort();
+    for (const timer of this.policyRetries.values()) clearTimeout(timer);
+    this.policyRetries.clear();
   }
 
   shutdown(): Promise<void> {
