@@ -32,6 +32,7 @@ import {
   configSecretManifest,
   formationTypes,
   jobManifest,
+  processSelector,
   namespaceManifest,
   networkPolicyManifest,
   pullSecretManifest,
@@ -146,7 +147,8 @@ export class KubernetesRuntime implements ApplicationRuntime {
     if (!plan.processes[processType]) throw new RolloutFailure(`The release has no ${processType} process`);
     const names = this.names(plan);
     const scrub = scrubber(plan.secrets);
-    const manifest = jobManifest(plan, processType, await this.manifestOptions(plan, names), (options.deadline - Date.now()) / 1000);
+    const node = await this.guard(plan, processType, () => this.volumeNode(plan, processType, names));
+    const manifest = jobManifest(plan, processType, await this.manifestOptions(plan, names), (options.deadline - Date.now()) / 1000, node);
     const jobName = manifest.metadata!.name!;
     const jobRef = ref('batch/v1', 'Job', jobName, names.namespace);
     const podSelector = `job-name=${jobName}`;
@@ -395,6 +397,19 @@ export class KubernetesRuntime implements ApplicationRuntime {
   /** The credentials the runtime talks to the cluster with (add-on backups exec into CloudNativePG's pods). */
   get kubeConfig(): KubeConfig {
     return this.options.kubeConfig;
+  }
+
+  /**
+   * The node of the process type's instance when it has volumes: their ReadWriteOnce claims are
+   * attached there, so a one-off run that mounts them must run there too. None running: anywhere.
+   */
+  private async volumeNode(plan: WorkloadPlan, processType: string, names: WorkloadNames): Promise<string | null> {
+    if (!(plan.volumes ?? []).some((v) => v.processType === processType)) return null;
+    const pods = await this.cluster.pods(names.namespace, labelSelector(processSelector(plan, processType)));
+    const holder = pods.find(
+      (p) => !p.metadata?.deletionTimestamp && p.spec?.nodeName && p.metadata?.labels?.[LABEL.component] !== 'one-off',
+    );
+    return holder?.spec?.nodeName ?? null;
   }
 
   /** An organization's namespace: its add-ons live beside its applications. */
