@@ -13,6 +13,7 @@ import pg from 'pg';
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { sealCredentials } from '../../src/platform/addons/index.js';
+import type { KubernetesRuntime } from '../../src/platform/runtime/kubernetes/kubernetes-runtime.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { FakeKubeApi } from '../helpers/fake-kube-api.js';
 import { createScratchDatabase, type ScratchDatabase } from '../helpers/scratch-database.js';
@@ -256,4 +257,18 @@ describe('Postgres add-on backups on Kubernetes (CloudNativePG, BACKUP_S3_*)', (
     const events = await h.ctx.db.selectFrom('webhook_outbox').select('event').where('event', '=', 'addon.restore_drill_failed').execute();
     expect(events).toHaveLength(1);
   }, 30_000);
+
+  it('records a release’s restore point on the add-on through exec in its primary pod (pg_create_restore_point as postgres)', async () => {
+    // The pod's `postgres` is the test server's superuser here.
+    const admin = new URL(inject('postgresAdminUrl'));
+    kube.execEnv = { ...kube.execEnv, PGUSER: decodeURIComponent(admin.username), PGPASSWORD: decodeURIComponent(admin.password) };
+    const runtime = h.ctx.runtime as KubernetesRuntime;
+    const name = `slipway-${Date.now()}-v7`;
+    const lsn = await runtime.addonRestorePoint({ id: addonId, name: 'db', organizationSlug: t.orgSlug }, name);
+    expect(lsn).toMatch(/^[0-9A-F]+\/[0-9A-F]+$/);
+    const exec = kube.execs.at(-1)!;
+    expect(exec).toMatchObject({ pod: `${base}-1`, container: 'postgres' });
+    // The name travels on standard input, never in the command the API server sees.
+    expect(exec.command.join(' ')).not.toContain(name);
+  });
 });

@@ -24,7 +24,7 @@ import {
   type ClusterBackup,
   type ClusterRecoveryTarget,
 } from '../../platform/runtime/kubernetes/addon-backups.js';
-import { drillScript, restorePointScript } from '../../platform/runtime/kubernetes/addon-sql.js';
+import { drillScript } from '../../platform/runtime/kubernetes/addon-sql.js';
 import type { AddonsRepository } from './addons.repository.js';
 
 type AddonRow = Selectable<AddonsTable>;
@@ -206,21 +206,6 @@ export class KubernetesBackups {
     } finally {
       await cluster.delete(ref).catch(() => {});
     }
-  }
-
-  /** `pg_create_restore_point` on the add-on's primary through `exec` (a release's restore point). */
-  async restorePoint(addon: { id: string }, name: string): Promise<string> {
-    const names = addonObjectNames(await this.o.backend.target(addon.id));
-    const run = await runInPod(
-      this.o.runtime.kubeConfig,
-      { namespace: names.namespace, pod: `${names.base}-1` },
-      restorePointScript(),
-      `${name}\n`,
-      30_000,
-    );
-    const lsn = /^lsn=(\S+)$/m.exec(run.stdout)?.[1];
-    if (run.code !== 0 || !lsn) throw new Error(lastLine(run.stderr) ?? `exit code ${run.code}`);
-    return lsn;
   }
 
   /** barman's id of the row's base backup (a recovery's `backupID`), read from its Backup resource. */

@@ -18,7 +18,7 @@ import {
   type WorkloadPlan,
   type WorkloadTarget,
 } from '../application-runtime.js';
-import type { AppOutputLine, RuntimeInstance, RuntimeLogger } from '../application-runtime.js';
+import type { AddonRef, AppOutputLine, RuntimeInstance, RuntimeLogger } from '../application-runtime.js';
 import { ExecRefused } from '../local/instance-exec.js';
 import type { ExecProcess, ExecRequest } from '../port.js';
 import { execInPod } from './pod-exec.js';
@@ -45,6 +45,9 @@ import { Waker, beforeDeadline, refusedPodCreation, unrecoverablePodFailure, wai
 import { cpuMillicores, memoryBytes, summarizeUsage } from './usage.js';
 import { OneOffLog } from './one-off-log.js';
 import { PodLogFollower } from './pod-logs.js';
+import { addonObjectNames } from './addon-manifests.js';
+import { runInPod } from './addon-backups.js';
+import { restorePointScript } from './addon-sql.js';
 
 /** A `.dockerconfigjson` document that lets the cluster pull the plan's image, or null (public registry). */
 export type PullSecretSource = (plan: WorkloadPlan) => Promise<string | null>;
@@ -410,6 +413,21 @@ export class KubernetesRuntime implements ApplicationRuntime {
       (p) => !p.metadata?.deletionTimestamp && p.spec?.nodeName && p.metadata?.labels?.[LABEL.component] !== 'one-off',
     );
     return holder?.spec?.nodeName ?? null;
+  }
+
+  /** `pg_create_restore_point` on a Postgres add-on's primary (its CloudNativePG pod), through `exec`. */
+  async addonRestorePoint(addon: AddonRef, name: string): Promise<string> {
+    const names = addonObjectNames({ id: addon.id, name: addon.name, namespace: this.namespaceOf(addon.organizationSlug) });
+    const run = await runInPod(
+      this.options.kubeConfig,
+      { namespace: names.namespace, pod: `${names.base}-1` },
+      restorePointScript(),
+      `${name}\n`,
+      30_000,
+    );
+    const lsn = /^lsn=(\S+)$/m.exec(run.stdout)?.[1];
+    if (run.code !== 0 || !lsn) throw new Error(run.stderr.trim().split('\n').pop()?.slice(0, 300) || `exit code ${run.code}`);
+    return lsn;
   }
 
   /** An organization's namespace: its add-ons live beside its applications. */
