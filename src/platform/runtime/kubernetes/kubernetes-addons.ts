@@ -20,7 +20,8 @@ import {
   type AddonObjectStore,
   type AddonTarget,
 } from './addon-manifests.js';
-import { describeError, type KubernetesCluster, type ObjectRef } from './cluster.js';
+import { describeError, isNotFound, type KubernetesCluster, type ObjectRef } from './cluster.js';
+import { LABEL } from './names.js';
 
 export interface KubernetesAddonsOptions {
   db: Db;
@@ -116,6 +117,13 @@ export class KubernetesAddons implements AddonBackend {
       target.kind === 'postgres'
         ? [ref(CNPG_API_VERSION, 'ScheduledBackup', base, namespace), ref(CNPG_API_VERSION, 'Cluster', base, namespace)]
         : [ref('apps/v1', 'StatefulSet', base, namespace), ref('v1', 'PersistentVolumeClaim', `data-${base}-0`, namespace)];
+    // The Backups `POST …/backups` made (the ScheduledBackup's own go with it, their owner); their data stays in the store.
+    if (target.kind === 'postgres') {
+      const made = await this.options.cluster
+        .list(CNPG_API_VERSION, 'Backup', namespace, `${LABEL.addonId}=${id}`)
+        .catch((err: unknown) => (isNotFound(err) ? [] : Promise.reject(err)));
+      for (const b of made) refs.push(ref(CNPG_API_VERSION, 'Backup', b.metadata!.name!, namespace));
+    }
     refs.push(ref('v1', 'Service', base, namespace), ref('networking.k8s.io/v1', 'NetworkPolicy', base, namespace));
     refs.push(ref('v1', 'Secret', secret, namespace));
     for (const r of refs) await this.options.cluster.delete(r);
