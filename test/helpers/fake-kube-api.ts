@@ -110,6 +110,7 @@ const RESOURCES: ResourceType[] = [
   // CloudNativePG's custom resources, as if its CRDs were installed (their schema is not checked here: see test/kubernetes/crds).
   { group: 'postgresql.cnpg.io', version: 'v1', name: 'clusters', kind: 'Cluster', namespaced: true },
   { group: 'postgresql.cnpg.io', version: 'v1', name: 'scheduledbackups', kind: 'ScheduledBackup', namespaced: true },
+  { group: 'postgresql.cnpg.io', version: 'v1', name: 'backups', kind: 'Backup', namespaced: true },
 ];
 
 const groupVersion = (r: ResourceType) => (r.group ? `${r.group}/${r.version}` : r.version);
@@ -324,6 +325,8 @@ export class FakeKubeApi {
   execProtocols = ['v5.channel.k8s.io', 'v4.channel.k8s.io'];
   /** Every exec: where, what, with which protocol, and each terminal size the client sent. */
   readonly execs: ExecRecord[] = [];
+  /** More environment for exec'd commands (e.g. where a test's PostgreSQL stands in for an instance pod's). */
+  execEnv: Record<string, string> = {};
   /** Every change of a Deployment's ReplicaSets, in order (to check surge and availability bounds). */
   readonly rolloutSteps: RolloutStep[] = [];
 
@@ -406,6 +409,13 @@ export class FakeKubeApi {
       manager,
       true,
     );
+  }
+
+  /** Sets an object's status as its controller would (e.g. CloudNativePG's on a Backup). */
+  setStatus(plural: string, namespace: string, name: string, status: Record<string, unknown>): KObject {
+    const object = this.get(plural, namespace, name);
+    if (!object) throw new Error(`no ${plural} ${namespace}/${name}`);
+    return this.put(plural, { ...object, status });
   }
 
   /** Appends to a running pod's log (what its container prints); followers receive it. */
@@ -1167,7 +1177,13 @@ export class FakeKubeApi {
         : [record.command[0]!, record.command.slice(1)];
       child = spawn(file, args, {
         cwd: dir,
-        env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: dir, HOSTNAME: record.pod, ...(size ? { TERM: 'xterm' } : {}) },
+        env: {
+          PATH: '/usr/local/bin:/usr/bin:/bin',
+          HOME: dir,
+          HOSTNAME: record.pod,
+          ...this.execEnv,
+          ...(size ? { TERM: 'xterm' } : {}),
+        },
         detached: true,
         ...(asNobody ? { uid: 65534, gid: 65534 } : {}),
       });
@@ -1344,6 +1360,23 @@ export class FakeKubeApi {
       conditions: [{ type: 'Ready', status: ready ? 'True' : 'False', reason: ready ? 'ClusterIsReady' : 'ClusterIsNotReady' }],
     };
     if (json(status) !== json(cluster.status)) this.put('clusters', { ...cluster, status });
+    // Its first instance's pod (`<cluster>-1`, container `postgres`), running while it is ready: what `exec` reaches.
+    const { namespace, name } = cluster.metadata;
+    if (ready && !this.get('pods', namespace, `${name}-1`))
+      this.put('pods', {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: {
+          name: `${name}-1`,
+          namespace,
+          uid: newUid(),
+          creationTimestamp: now(),
+          labels: { ...(cluster.spec?.inheritedMetadata?.labels ?? {}), 'cnpg.io/cluster': name, 'cnpg.io/instanceRole': 'primary' },
+          ownerReferences: [{ apiVersion: cluster.apiVersion, kind: 'Cluster', name, uid: cluster.metadata.uid, controller: true }],
+        },
+        spec: { nodeName: 'fake-node', containers: [{ name: 'postgres', image: 'ghcr.io/cloudnative-pg/postgresql:17' }] },
+        status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: now() }] },
+      });
   }
 
   /** The ReplicaSet controller: its pod count follows spec.replicas; a pod it may not create is a FailedCreate. */

@@ -20,11 +20,16 @@ import {
   type AddonObjectStore,
   type AddonTarget,
 } from '../../src/platform/runtime/kubernetes/addon-manifests.js';
+import { backupManifest, objectStoreFromSettings, recoveryCluster } from '../../src/platform/runtime/kubernetes/addon-backups.js';
 import { podSecurityViolations } from '../helpers/fake-kube-api.js';
 
 const crds = JSON.parse(readFileSync(new URL('./crds/cnpg-v1.json', import.meta.url), 'utf8')) as Record<string, any>;
 const ajv = new Ajv({ strict: false, validateFormats: false, allErrors: true });
-const validators = { Cluster: ajv.compile(crds.Cluster), ScheduledBackup: ajv.compile(crds.ScheduledBackup) };
+const validators = {
+  Cluster: ajv.compile(crds.Cluster),
+  ScheduledBackup: ajv.compile(crds.ScheduledBackup),
+  Backup: ajv.compile(crds.Backup),
+};
 
 /** Paths of `value` its schema does not declare (where it neither preserves unknown fields nor allows any key). */
 function undeclared(value: unknown, schema: any, path = ''): string[] {
@@ -113,6 +118,57 @@ describe('Kubernetes add-on manifests', () => {
     expect(byKind(plain, 'Cluster').spec.backup).toBeUndefined();
     expect(byKind(plain, 'Cluster').metadata.annotations).toEqual({ 'cnpg.io/hibernation': 'on' });
     expect([backupSchedule(6), backupSchedule(24), backupSchedule(72)]).toEqual(['0 0 */6 * * *', '0 0 0 * * *', '0 0 0 */3 * *']);
+  });
+
+  it('makes backups, restores and drills CloudNativePG objects valid against its CRDs: a Backup, a Cluster recovered from the source’s store', () => {
+    const settings = {
+      BACKUP_S3_ENDPOINT: 'https://s3.example.test',
+      BACKUP_S3_BUCKET: 'b',
+      BACKUP_S3_REGION: 'eu-west-1',
+      BACKUP_S3_PREFIX: 'p/',
+      BACKUP_S3_ACCESS_KEY_ID: 'id',
+      BACKUP_S3_SECRET_ACCESS_KEY: 'k3y-v4lue',
+      ADDONS_BACKUP_RETENTION_DAYS: 3,
+    };
+    expect(objectStoreFromSettings({ ...settings, BACKUP_S3_SECRET_ACCESS_KEY: undefined })).toBeNull();
+    const s3 = objectStoreFromSettings(settings)!;
+    const source = target('postgres');
+    const names = addonObjectNames(source);
+    // The keys' Secret comes before the Cluster reading it; nothing else holds them.
+    const objects = addonManifests(source, s3, 24) as any[];
+    expect(objects.map((o) => o.kind)).toEqual(['Secret', 'Secret', 'Cluster', 'ScheduledBackup', 'Service', 'NetworkPolicy']);
+    expect(objects[1].stringData).toEqual({ ACCESS_KEY_ID: 'id', SECRET_ACCESS_KEY: 'k3y-v4lue', REGION: 'eu-west-1' });
+    expect(JSON.stringify(objects.filter((o) => o !== objects[1]))).not.toContain('k3y-v4lue');
+    expectValidCustomResource(byKind(objects, 'Cluster'));
+
+    expectValidCustomResource(backupManifest(source, names, `${names.base}-x`));
+    const fork = target('postgres', { id: '0190f0a0-0000-7000-8000-0000000000bb', name: 'fork' });
+    for (const recoveryTarget of [
+      { backupID: '20261126T100000', targetImmediate: true as const },
+      { targetName: 'slipway-1-v2' },
+      { targetTime: '2026-11-26T10:00:00.000Z' },
+    ]) {
+      const cluster = recoveryCluster(fork, addonObjectNames(fork), { id: source.id, base: names.base }, s3, recoveryTarget, true) as any;
+      expectValidCustomResource(cluster);
+      expect(cluster.spec.bootstrap).toEqual({
+        recovery: { source: 'origin', database: 'app', owner: 'app', secret: { name: addonObjectNames(fork).secret }, recoveryTarget },
+      });
+      expect(cluster.spec.externalClusters[0].barmanObjectStore).toMatchObject({
+        destinationPath: `s3://b/p/${source.id}`,
+        serverName: names.base,
+      });
+    }
+    // A drill's scratch copy writes nothing to the store.
+    const scratch = recoveryCluster(
+      source,
+      { ...names, base: `${names.base}-drill` },
+      { id: source.id, base: names.base },
+      s3,
+      { targetName: 'x' },
+      false,
+    ) as any;
+    expectValidCustomResource(scratch);
+    expect(scratch.spec.backup).toBeUndefined();
   });
 
   it('makes a Redis add-on a StatefulSet (redis:7, password from the Secret, AOF, a claim) that passes the restricted Pod Security Standard', () => {

@@ -153,10 +153,36 @@ describe('add-ons on Kubernetes (issue 31)', () => {
     const sql = await addons('POST', '/db/query', { sql: 'select 1' });
     expect(sql.statusCode).toBe(409);
     expect(sql.json().message).toMatch(/runs in the Kubernetes cluster/);
+    // No BACKUP_S3_* here: backups, restores and drills say which settings they need, and change nothing.
+    for (const [path, body] of [
+      ['/db/backups'],
+      ['/db/drills'],
+      ['/db/restore', { name: 'copy', time: new Date().toISOString() }],
+    ] as const) {
+      const refused = await addons('POST', path, body);
+      expect(refused.statusCode, refused.body).toBe(409);
+      expect(refused.json().message).toMatch(/need an object store: set BACKUP_S3_ENDPOINT, BACKUP_S3_BUCKET/);
+    }
+    expect((await addons('GET', '/db/backups')).json().backups).toEqual([]);
 
-    const detached = await addons('DELETE', `/db/attachments/${attached.json().addon.attachments[0].id}`);
-    expect(detached.statusCode, detached.body).toBeLessThan(300);
-    expect(JSON.stringify(kube.get('networkpolicies', namespace, base)!.spec)).not.toContain(t.appId);
+    // A cluster refusing the detach's policy update: the old policy still admits the app, so it is
+    // marked on the add-on and applied again until it lands.
+    kube.forbidden = (access) => access.resource === 'networkpolicies' && access.verb !== 'get';
+    try {
+      const detached = await addons('DELETE', `/db/attachments/${attached.json().addon.attachments[0].id}`);
+      expect(detached.statusCode, detached.body).toBeLessThan(300);
+      expect((await addons('GET', '/db')).json().status_detail).toMatch(/^NetworkPolicy not applied .*retried until it is.*403/);
+      expect(JSON.stringify(kube.get('networkpolicies', namespace, base)!.spec)).toContain(t.appId);
+    } finally {
+      kube.forbidden = () => false;
+    }
+    await waitFor(
+      'the retried policy',
+      () => !JSON.stringify(kube.get('networkpolicies', namespace, base)!.spec).includes(t.appId),
+      20_000,
+      50,
+    );
+    await waitFor('the mark cleared', async () => (await addons('GET', '/db')).json().status_detail === null, 5_000, 50);
   });
 
   it('rotates, resizes, deletes (hibernated, kept) and undeletes through the cluster', async () => {

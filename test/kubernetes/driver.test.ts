@@ -229,6 +229,32 @@ describe('KubernetesRuntime against a fake API server', () => {
     expect(kube.get('jobs', names.namespace, names.job('release', plan.deploymentId))).toBeUndefined();
   });
 
+  it("a one-off run of a process type with a volume mounts its claim, on the node of the type's running instance (ReadWriteOnce)", async () => {
+    const volume = { id: '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b', name: 'uploads', processType: 'web', mountPath: '/data', sizeMiB: 64 };
+    const plan: WorkloadPlan = { ...makePlan({ formation: { web: 1 } }), volumes: [volume] };
+    expect((await deploy(plan)).result.instances).toHaveLength(1);
+    const names = workloadNames(plan, 'slipway-');
+    const [instance] = kube.list('pods', names.namespace).filter(byType('web'));
+    const run = { ...plan, deploymentId: '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a99' };
+    expect(await runtime.runOnce(run, 'web', { deadline: Date.now() + 5000, signal: never, onOutput: () => undefined })).toMatchObject({
+      exitCode: 0,
+    });
+    const job = kube.get('jobs', names.namespace, names.job('web', run.deploymentId))!;
+    const pod = job.spec.template.spec;
+    expect(pod.volumes).toEqual([{ name: 'volume-uploads', persistentVolumeClaim: { claimName: `slipway-volume-${volume.id}` } }]);
+    expect(pod.containers[0].volumeMounts).toEqual([{ name: 'volume-uploads', mountPath: '/data' }]);
+    expect(pod.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms).toEqual([
+      { matchFields: [{ key: 'metadata.name', operator: 'In', values: [instance!.spec.nodeName] }] },
+    ]);
+    // The release command's Job mounts nothing (volumes belong to their process type).
+    expect(await runtime.runOnce(plan, 'release', { deadline: Date.now() + 5000, signal: never, onOutput: () => undefined })).toMatchObject(
+      {
+        exitCode: 0,
+      },
+    );
+    expect(kube.get('jobs', names.namespace, names.job('release', plan.deploymentId))!.spec.template.spec.volumes).toBeUndefined();
+  });
+
   it("reports a timed-out Job's deletion that the cluster refuses (log line and counter), and still answers timed out", async () => {
     const plan = makePlan();
     await runtime.prepare(plan, () => undefined);

@@ -338,9 +338,18 @@ describe('Kubernetes manifests', () => {
     ]);
     expect(web.spec!.template.spec!.containers[0]!.volumeMounts).toEqual([{ name: 'volume-uploads', mountPath: '/data' }]);
     expect(podSecurityViolations(web.spec!.template.spec! as never, 'restricted')).toEqual([]);
-    // The worker neither mounts it nor gives up its rolling update; one-off Jobs run without it.
+    // The worker neither mounts it nor gives up its rolling update; the release Job runs without it,
+    // a one-off run of web mounts it (on the instance's node when one runs).
     expect(worker.spec!.strategy!.type).toBe('RollingUpdate');
     expect(worker.spec!.template.spec!.volumes).toBeUndefined();
     expect(jobManifest(plan, 'release', options, 60).spec!.template.spec!.volumes).toBeUndefined();
+    const run = jobManifest(plan, 'web', options, 60, 'node-a').spec!.template.spec!;
+    expect(run.volumes).toEqual(web.spec!.template.spec!.volumes);
+    expect(run.containers[0]!.volumeMounts).toEqual([{ name: 'volume-uploads', mountPath: '/data' }]);
+    expect(run.affinity!.nodeAffinity!.requiredDuringSchedulingIgnoredDuringExecution!.nodeSelectorTerms[0]!.matchFields).toEqual([
+      { key: 'metadata.name', operator: 'In', values: ['node-a'] },
+    ]);
+    expect(podSecurityViolations(run as never, 'restricted')).toEqual([]);
+    expect(jobManifest(plan, 'web', options, 60).spec!.template.spec!.affinity).toBeUndefined();
   });
 });

@@ -196,9 +196,15 @@ describe.skipIf(missing)('persistent volumes on the local runtime', () => {
     expect((await api(a, 'GET', '')).json()).toEqual(before);
   });
 
+  let address = '';
+  /** The CLI's environment: the harness's server listening on a loopback port (once per file). */
+  async function cliEnv() {
+    address ||= await h.app.listen({ port: 0, host: '127.0.0.1' });
+    return { SLIPWAY_SERVER: address, SLIPWAY_API_KEY: a.user.apiKey };
+  }
+
   it('is listed and deleted with the CLI (the deletion asks for the name again, then redeploys without it)', async () => {
-    const address = await h.app.listen({ port: 0, host: '127.0.0.1' });
-    const env = { SLIPWAY_SERVER: address, SLIPWAY_API_KEY: a.user.apiKey };
+    const env = await cliEnv();
     const app = `${a.orgSlug}/shop/web`;
     const list = await slipway(['volumes', 'list', '--app', app], env);
     expect(list.stdout, list.stderr).toMatch(/uploads\s+\/data\s+web\s+48 MiB\s+\d+\.\d MiB of \d+\.\d MiB/);
@@ -255,9 +261,13 @@ describe.skipIf(missing)('persistent volumes on the local runtime', () => {
 
     const removed = await h.app.inject({ method: 'DELETE', url: `/v1/applications/${a.appId}`, headers: a.user.headers });
     expect(removed.statusCode, removed.body).toBe(204);
-    const listed = await org('GET', '');
-    expect(listed.statusCode, listed.body).toBe(200);
-    expect(listed.json()).toEqual([
+    // Listed by the CLI (`slipway volumes detached`), as a table and as JSON.
+    const env = await cliEnv();
+    const table = await slipway(['volumes', 'detached', '--org', a.orgSlug], env);
+    expect(table.code, table.stderr).toBe(0);
+    expect(table.stdout).toMatch(new RegExp(`${volumeId}\\s+keep\\s+/data\\s+web\\s+16 MiB`));
+    const listed = await slipway(['volumes', 'detached', '--org', a.orgSlug, '--json'], env);
+    expect(JSON.parse(listed.stdout)).toEqual([
       expect.objectContaining({ id: volumeId, name: 'keep', application_id: null, mount_path: '/data', size_mib: 16 }),
     ]);
     // Its 16 MiB still count: 16 + 32 do not fit in 40.
@@ -276,9 +286,10 @@ describe.skipIf(missing)('persistent volumes on the local runtime', () => {
     expect((await org('POST', `/${volumeId}/attach`, { application_id: b.appId, mount_path: '/proc' })).statusCode).toBe(422);
     expect((await org('GET', '')).json()).toHaveLength(1);
 
-    const attached = await org('POST', `/${volumeId}/attach`, { application_id: b.appId });
-    expect(attached.statusCode, attached.body).toBe(200);
-    expect(attached.json()).toMatchObject({
+    // Re-attached by the CLI to the second application (--app), in its production environment.
+    const attached = await slipway(['volumes', 'attach-detached', volumeId, '--app', `${a.orgSlug}/shop/worker`, '--json'], env);
+    expect(attached.code, attached.stderr).toBe(0);
+    expect(JSON.parse(attached.stdout)).toMatchObject({
       volume: { id: volumeId, application_id: b.appId, environment: 'production' },
       deployment_id: null,
     });
@@ -299,8 +310,14 @@ describe.skipIf(missing)('persistent volumes on the local runtime', () => {
 
     // Deleted with the second application too, it is removed through the organization, data and all.
     expect((await h.app.inject({ method: 'DELETE', url: `/v1/applications/${b.appId}`, headers: a.user.headers })).statusCode).toBe(204);
-    const gone = await org('DELETE', `/${volumeId}`);
-    expect(gone.statusCode, gone.body).toBe(200);
+    const unconfirmed = await slipway(['volumes', 'delete-detached', volumeId, '--org', a.orgSlug], env);
+    expect(unconfirmed.code).not.toBe(0);
+    expect(unconfirmed.stderr).toContain(`--confirm ${volumeId}`);
+    expect((await org('GET', '')).json()).toHaveLength(1);
+    const gone = await slipway(['volumes', 'delete-detached', volumeId, '--org', a.orgSlug, '--confirm', volumeId], env);
+    expect(gone.code, gone.stderr).toBe(0);
+    expect(gone.stdout).toContain('deleted keep and its data');
+    expect((await slipway(['volumes', 'detached', '--org', a.orgSlug], env)).stderr).toContain('no detached volumes');
     expect((await org('GET', '')).json()).toEqual([]);
   }, 240_000);
 });

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { ok } from '../api.js';
 import { Context } from '../context.js';
 import { CliError, EXIT } from '../errors.js';
+import { detachedVolumeCommands } from './volumes-detached.js';
 
 /** `slipway volumes …`: the application's persistent volumes in --env (issue 31; docs/volumes.md). */
 export function volumeCommands(program: Command) {
@@ -108,4 +109,5 @@ export function volumeCommands(program: Command) {
       );
       ctx.out.result(r, () => [`deleted ${r.volume.name} and its data`, deploying(r.deployment_id)]);
     });
+  detachedVolumeCommands(volumes);
 }

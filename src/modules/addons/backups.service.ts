@@ -28,6 +28,7 @@ import {
 import type { AddonsRepository } from './addons.repository.js';
 import type { AddonsService } from './addons.service.js';
 import type { S3Backups } from './backups-s3.js';
+import type { KubernetesBackups } from './kube-backups.js';
 
 type AddonRow = Selectable<AddonsTable>;
 type BackupRow = Selectable<AddonBackupsTable>;
@@ -75,12 +76,15 @@ export class AddonBackupsService {
     private readonly settings: BackupSettings,
     /** The S3-compatible store (BACKUP_S3_*): each backup and the archived WAL go there. */
     private readonly s3: S3Backups | null = null,
+    /** RUNTIME=kubernetes: CloudNativePG's own backups (src/modules/addons/kube-backups.ts). */
+    private readonly kube: KubernetesBackups | null = null,
   ) {}
   private orphansPrunedAt = 0;
 
   async list(userId: string, orgSlug: string, name: string) {
     const { addon } = await this.addons.resolveForRead(userId, orgSlug, name);
     this.requirePostgres(addon);
+    await this.kube?.sync(addon);
     const backups = await this.backupsOf(addon.id);
     const completed = backups.filter((b) => b.status === 'completed');
     return {
@@ -97,6 +101,7 @@ export class AddonBackupsService {
   async create(userId: string, orgSlug: string, name: string) {
     const { addon } = await this.addons.resolveForAdmin(userId, orgSlug, name);
     this.requireRunningPostgres(addon);
+    if (this.kube) return backupView(await this.kube.backup(addon));
     return backupView(await this.backup(addon, 'manual'));
   }
 
@@ -104,14 +109,20 @@ export class AddonBackupsService {
   async restore(userId: string, orgSlug: string, name: string, body: RestoreRequest) {
     const { addon: source } = await this.addons.resolveForAdmin(userId, orgSlug, name);
     this.requirePostgres(source);
-    const supervisor = this.requireSupervisor();
+    const supervisor = this.kube ? null : this.requireSupervisor();
+    this.kube?.requireStore();
     const given = [body.time, body.backup_id, body.restore_point, body.release_id].filter((v) => v !== undefined).length;
     if (given !== 1) throw invalid('to', 'give exactly one of time, backup_id, restore_point or release_id');
     if (body.release_id !== undefined) body = { name: body.name, restore_point: await this.releasePoint(source, body.release_id) };
     const { backup, target, label } = await this.plan(source, body);
     const fork = await this.addons.insertFork(source, body.name, `${source.name} at ${label}`);
     this.active.add(fork.id);
-    void this.runRestore(supervisor, source, fork, backup, target, label).finally(() => this.active.delete(fork.id));
+    const restoring = supervisor
+      ? this.runRestore(supervisor, source, fork, backup, target, label)
+      : this.kube!.restore(source, fork, backup, target).catch((err: Error) =>
+          this.repo.update(fork.id, { status: 'failed', status_detail: `restore failed: ${err.message}` }),
+        );
+    void restoring.finally(() => this.active.delete(fork.id));
     return this.addons.viewOf(fork.id);
   }
 
@@ -119,7 +130,10 @@ export class AddonBackupsService {
   async drill(userId: string, orgSlug: string, name: string) {
     const { addon } = await this.addons.resolveForAdmin(userId, orgSlug, name);
     this.requirePostgres(addon);
-    this.requireSupervisor();
+    if (this.kube) {
+      this.kube.requireStore();
+      await this.kube.sync(addon);
+    } else this.requireSupervisor();
     const latest = (await this.backupsOf(addon.id)).filter((b) => b.status === 'completed').pop();
     if (!latest)
       throw conflict(`Add-on '${addon.name}' has no backup to drill yet: take one with \`slipway addons backups create ${addon.name}\``);
@@ -151,7 +165,7 @@ export class AddonBackupsService {
       .where('restored_from', 'is not', null)
       .where('updated_at', '<', this.startedAt)
       .execute();
-    if (!this.supervisor) return;
+    if (!this.supervisor && !this.kube) return;
     const rows = await this.db
       .selectFrom('addons')
       .selectAll()
@@ -163,9 +177,15 @@ export class AddonBackupsService {
     if (this.s3) await this.sweepStore(rows);
     for (const addon of rows) {
       if (this.active.has(addon.id)) continue;
+      // On Kubernetes the ScheduledBackup takes them: the rows follow the cluster's Backups.
+      if (this.kube) await this.kube.sync(addon).catch(() => {});
       const completed = (await this.backupsOf(addon.id)).filter((b) => b.status === 'completed');
       const last = completed[completed.length - 1];
-      if (this.settings.intervalHours > 0 && (!last || now - last.finished_at!.getTime() >= this.settings.intervalHours * 3600_000))
+      if (
+        !this.kube &&
+        this.settings.intervalHours > 0 &&
+        (!last || now - last.finished_at!.getTime() >= this.settings.intervalHours * 3600_000)
+      )
         await this.backup(addon, 'scheduled').catch(() => {});
       const fresh = (await this.repo.find(addon.id))!;
       const drilled = fresh.last_drill ? Date.parse(fresh.last_drill.at) : 0;
@@ -434,6 +454,11 @@ export class AddonBackupsService {
   // --- drills ---
 
   private async runDrill(addon: AddonRow, backup: BackupRow): Promise<AddonDrillResult> {
+    if (this.kube) {
+      const started = Date.now();
+      const found = await this.kube.drill(addon, backup);
+      return this.recordDrill(addon, backup, { ...found, at: new Date(started).toISOString(), duration_ms: Date.now() - started });
+    }
     const supervisor = this.requireSupervisor();
     const c = openCredentials(this.secrets, addon.credentials_sealed);
     const started = Date.now();
@@ -480,6 +505,13 @@ export class AddonBackupsService {
       tables: ok ? drillTables(result.stdout) : {},
       check: check ? { query: check.query, rows: null, first_value: null, ...(ok ? drillCheckResult(result.stdout) : {}) } : null,
     };
+    return this.recordDrill(addon, backup, drill);
+  }
+
+  /** `last_drill` (and, when it passed, `last_proven_restorable_at`); a failure sends `addon.restore_drill_failed`. */
+  private async recordDrill(addon: AddonRow, backup: BackupRow, drill: AddonDrillResult): Promise<AddonDrillResult> {
+    const { ok, detail } = drill;
+    const started = Date.parse(drill.at);
     await this.db.transaction().execute(async (trx) => {
       await this.repo.withDb(trx).update(addon.id, {
         last_drill: JSON.stringify(drill),

@@ -4,6 +4,7 @@ import type { PlatformLogger, Wired } from '../../platform/wiring.js';
 import { AddonSupervisor, ObjectStore, type AddonBackend } from '../../platform/addons/index.js';
 import { KubernetesAddons } from '../../platform/runtime/kubernetes/kubernetes-addons.js';
 import { KubernetesRuntime } from '../../platform/runtime/kubernetes/kubernetes-runtime.js';
+import { objectStoreFromSettings } from '../../platform/runtime/kubernetes/addon-backups.js';
 import { createSandbox } from '../../platform/sandbox/index.js';
 import { parseUidRange } from '../../platform/sandbox/uid-allocator.js';
 import type { ApplicationsService } from '../applications/index.js';
@@ -15,6 +16,7 @@ import { AddonsService } from './addons.service.js';
 import { backupsRoutes } from './backups.routes.js';
 import { AddonBackupsService } from './backups.service.js';
 import { S3Backups } from './backups-s3.js';
+import { KubernetesBackups } from './kube-backups.js';
 
 /**
  * Add-ons. Their servers run where the local runtime runs with its sandbox (role `all`); the
@@ -36,9 +38,10 @@ export function wireAddons(deps: {
     ? new AddonSupervisor(ctx.db, ctx.secrets, sandbox, join(ctx.config.dataDir, 'addons'), deps.log.child({ component: 'addons' }))
     : null;
   // RUNTIME=kubernetes: the cluster runs them (CloudNativePG, StatefulSets). Backups there are
-  // CloudNativePG's own, to an object store: none until S3-compatible storage is configured.
+  // CloudNativePG's own, to the object store of BACKUP_S3_* (none without it).
   const runtime = ctx.runtime;
-  const backend: AddonBackend | null =
+  const objectStore = runtime instanceof KubernetesRuntime ? objectStoreFromSettings(ctx.config) : null;
+  const kubeAddons =
     runtime instanceof KubernetesRuntime
       ? new KubernetesAddons({
           db: ctx.db,
@@ -46,11 +49,16 @@ export function wireAddons(deps: {
           cluster: runtime.cluster,
           namespaceOf: (slug) => runtime.namespaceOf(slug),
           ensureNamespace: (namespace) => runtime.ensureOrganizationNamespace(namespace),
-          objectStore: null,
+          objectStore,
           backupIntervalHours: ctx.config.ADDONS_BACKUP_INTERVAL_HOURS,
           log: deps.log.child({ component: 'addons' }),
         })
-      : supervisor;
+      : null;
+  const backend: AddonBackend | null = kubeAddons ?? supervisor;
+  const kubeBackups =
+    kubeAddons && runtime instanceof KubernetesRuntime
+      ? new KubernetesBackups({ db: ctx.db, repo: deps.repository, secrets: ctx.secrets, backend: kubeAddons, runtime, store: objectStore })
+      : null;
   const addons = new AddonsService(ctx.db, deps.repository, ctx.secrets, deps.scope, deps.apps, deps.releases, deps.deployments, backend, {
     portRange: parseUidRange(ctx.config.ADDONS_PORT_RANGE.replace(/^\s*(\d+)/, (_, n: string) => String(Math.max(10_000, Number(n))))),
     deleteGraceHours: ctx.config.ADDONS_DELETE_GRACE_HOURS,
@@ -67,13 +75,18 @@ export function wireAddons(deps: {
       drillIntervalHours: ctx.config.ADDONS_RESTORE_DRILL_INTERVAL_HOURS,
     },
     supervisor && ctx.config.BACKUP_S3_ENDPOINT ? new S3Backups(objectStoreOf(ctx.config), supervisor) : null,
+    kubeBackups,
   );
   return {
     addons,
     addonBackups: backups,
     addonSupervisor: backend,
     routes: [addonsRoutes(addons), backupsRoutes(backups)],
-    sweepers: [{ sweep: () => addons.purgeExpired() }, { sweep: () => backups.sweep(), everyMs: 60_000 }],
+    sweepers: [
+      { sweep: () => addons.purgeExpired() },
+      { sweep: () => backups.sweep(), everyMs: 60_000 },
+      ...(kubeAddons ? [{ sweep: () => kubeAddons.retryPolicies() }] : []),
+    ],
   } satisfies Wired;
 }
 

@@ -85,7 +85,12 @@ export class DeployRunner {
 
   /** Issue 31: a restore point on each attached Postgres add-on before the migrations run (see recordRestorePoints). */
   private async restorePoints(release: { id: string; application_id: string; environment_id: string; version: number }, log: BufferedLog) {
-    const { points, skipped } = await recordRestorePoints(this.ctx.db, this.ctx.secrets, release).catch((err: Error) => {
+    const { points, skipped } = await recordRestorePoints(
+      this.ctx.db,
+      this.ctx.secrets,
+      release,
+      this.runtime.addonRestorePoint?.bind(this.runtime),
+    ).catch((err: Error) => {
       throw new DeployFailure(err.message, 'release_command_failed');
     });
     for (const p of points) log.line(`Release: restore point ${p.name} recorded on add-on ${p.addon} (${p.lsn})`);

@@ -25,11 +25,14 @@ export async function recordRestorePoints(
   db: Db,
   secrets: SecretBox,
   release: { id: string; application_id: string; environment_id: string; version: number },
+  /** The runtime's own way to reach the add-on (a cluster's: through its pod); absent: its loopback port. */
+  remote?: (addon: { id: string; name: string; organizationSlug: string }, name: string) => Promise<string>,
 ): Promise<{ points: RestorePoint[]; skipped: string[] }> {
   const addons = await db
     .selectFrom('addon_attachments as t')
     .innerJoin('addons as a', 'a.id', 't.addon_id')
-    .select(['a.id', 'a.name', 'a.port', 'a.status', 'a.credentials_sealed'])
+    .innerJoin('organizations as o', 'o.id', 'a.organization_id')
+    .select(['a.id', 'a.name', 'a.port', 'a.status', 'a.credentials_sealed', 'o.slug'])
     .where('t.application_id', '=', release.application_id)
     .where('t.environment_id', '=', release.environment_id)
     .where('a.kind', '=', 'postgres')
@@ -44,6 +47,15 @@ export async function recordRestorePoints(
       continue;
     }
     const name = `slipway-${Date.now()}-v${release.version}`;
+    if (remote) {
+      try {
+        const lsn = await remote({ id: addon.id, name: addon.name, organizationSlug: addon.slug }, name);
+        points.push({ addon_id: addon.id, addon: addon.name, name, lsn, created: new Date().toISOString() });
+        continue;
+      } catch (err) {
+        throw new Error(`could not record a restore point on add-on '${addon.name}' before the release command: ${(err as Error).message}`);
+      }
+    }
     const client = adminClient(addon.port, openCredentials(secrets, addon.credentials_sealed), 'postgres');
     try {
       await client.connect();

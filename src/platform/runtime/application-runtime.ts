@@ -171,6 +171,13 @@ export interface AppOutputLine {
   at: Date;
 }
 
+/** An add-on as a runtime finds its server: its id, name and organization. */
+export interface AddonRef {
+  id: string;
+  name: string;
+  organizationSlug: string;
+}
+
 export interface ApplicationRuntime {
   readonly name: 'local' | 'kubernetes';
   /**
@@ -198,6 +205,12 @@ export interface ApplicationRuntime {
    * `RolloutFailure` saying what is missing (e.g. an image that was never pushed).
    */
   prepare(plan: WorkloadPlan, log: (line: string) => void): Promise<void>;
+  /**
+   * A named restore point on a Postgres add-on this runtime runs (`pg_create_restore_point`), where
+   * the platform cannot connect to it itself (a cluster's add-on: through its pod). Answers the LSN.
+   * Absent: the platform connects to the add-on on its loopback port.
+   */
+  addonRestorePoint?(addon: AddonRef, name: string): Promise<string>;
   /** Runs a one-off process type (`release`, `postdeploy`) of the plan to completion. */
   runOnce(plan: WorkloadPlan, processType: string, options: OneOffOptions): Promise<OneOffResult>;
   /**

@@ -22,13 +22,53 @@ const SERVER_PORT: Record<AddonKind, number> = { postgres: 5432, redis: 6379 };
 
 /** Where a Postgres add-on's base backups and WAL go (barman-cloud, S3-compatible). */
 export interface AddonObjectStore {
-  /** `s3://bucket/prefix`: each add-on's backups go under `<prefix>/<add-on id>`. */
+  /** `s3://bucket/prefix`: each add-on's backups go to `<this><add-on id>`. */
   destinationPath: string;
   /** A non-AWS endpoint (MinIO, Ceph, Garage); unset: AWS. */
   endpointUrl?: string;
-  /** A Secret in each organization's namespace holding the access key (the operator creates it). */
-  credentialsSecret: { name: string; accessKeyIdKey: string; secretAccessKeyKey: string };
+  /** The Secret in each organization's namespace holding the access key (and the region, when `regionKey` is set). */
+  credentialsSecret: { name: string; accessKeyIdKey: string; secretAccessKeyKey: string; regionKey?: string };
+  /** Given: the platform writes that Secret beside the add-on (from BACKUP_S3_*); absent: someone else does. */
+  credentials?: { accessKeyId: string; secretAccessKey: string; region: string };
   retentionDays: number;
+}
+
+/** `s3://…/<prefix><add-on id>`: one add-on's backups (barman-cloud's server directory is below it). */
+export const addonBackupPath = (store: AddonObjectStore, addonId: string) => `${store.destinationPath}${addonId}`;
+
+/** barmanObjectStore as the add-on's Cluster (its backups) or a recovery's external cluster (its source) reads it. */
+export function barmanObjectStore(store: AddonObjectStore, addonId: string, serverName?: string) {
+  const s = store.credentialsSecret;
+  return {
+    destinationPath: addonBackupPath(store, addonId),
+    ...(serverName ? { serverName } : {}),
+    ...(store.endpointUrl ? { endpointURL: store.endpointUrl } : {}),
+    s3Credentials: {
+      accessKeyId: { name: s.name, key: s.accessKeyIdKey },
+      secretAccessKey: { name: s.name, key: s.secretAccessKeyKey },
+      ...(s.regionKey ? { region: { name: s.name, key: s.regionKey } } : {}),
+    },
+    wal: { compression: 'gzip' },
+    data: { compression: 'gzip' },
+  };
+}
+
+/** The object store's access key in the add-on's namespace (only when the platform holds it: BACKUP_S3_*). */
+export function objectStoreSecret(store: AddonObjectStore, namespace: string): V1Secret | null {
+  const c = store.credentials;
+  if (!c) return null;
+  const s = store.credentialsSecret;
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: s.name, namespace, labels: { [LABEL.managedBy]: MANAGER, [LABEL.component]: 'addon-backup-credentials' } },
+    type: 'Opaque',
+    stringData: {
+      [s.accessKeyIdKey]: c.accessKeyId,
+      [s.secretAccessKeyKey]: c.secretAccessKey,
+      ...(s.regionKey ? { [s.regionKey]: c.region } : {}),
+    },
+  };
 }
 
 export interface AddonTarget {
@@ -74,6 +114,8 @@ export function addonLabels(id: string, component: string): Record<string, strin
 export function addonManifests(target: AddonTarget, objectStore: AddonObjectStore | null, backupIntervalHours: number): KubernetesObject[] {
   const names = addonObjectNames(target);
   const out: KubernetesObject[] = [credentialsSecret(target, names)];
+  const storeSecret = target.kind === 'postgres' && objectStore ? objectStoreSecret(objectStore, names.namespace) : null;
+  if (storeSecret) out.push(storeSecret);
   if (target.kind === 'postgres') {
     out.push(cnpgCluster(target, names, objectStore));
     if (objectStore && backupIntervalHours > 0) out.push(scheduledBackup(target, names, backupIntervalHours));
@@ -129,16 +171,7 @@ export function cnpgCluster(target: AddonTarget, names: AddonObjectNames, object
         ? {
             backup: {
               retentionPolicy: `${objectStore.retentionDays}d`,
-              barmanObjectStore: {
-                destinationPath: `${objectStore.destinationPath.replace(/\/+$/, '')}/${target.id}`,
-                ...(objectStore.endpointUrl ? { endpointURL: objectStore.endpointUrl } : {}),
-                s3Credentials: {
-                  accessKeyId: { name: objectStore.credentialsSecret.name, key: objectStore.credentialsSecret.accessKeyIdKey },
-                  secretAccessKey: { name: objectStore.credentialsSecret.name, key: objectStore.credentialsSecret.secretAccessKeyKey },
-                },
-                wal: { compression: 'gzip' },
-                data: { compression: 'gzip' },
-              },
+              barmanObjectStore: barmanObjectStore(objectStore, target.id),
             },
           }
         : {}),

@@ -16,10 +16,12 @@ import {
   addonManifests,
   addonNetworkPolicy,
   addonObjectNames,
+  type AddonObjectNames,
   type AddonObjectStore,
   type AddonTarget,
 } from './addon-manifests.js';
-import { describeError, type KubernetesCluster, type ObjectRef } from './cluster.js';
+import { describeError, isNotFound, type KubernetesCluster, type ObjectRef } from './cluster.js';
+import { LABEL } from './names.js';
 
 export interface KubernetesAddonsOptions {
   db: Db;
@@ -44,12 +46,18 @@ type CnpgCluster = KubernetesObject & {
   status?: { phase?: string; readyInstances?: number; conditions?: Array<{ type?: string; status?: string }> };
 };
 
+/** How a refused NetworkPolicy is marked on its add-on's `status_detail` (and found again). */
+const POLICY_PENDING = 'NetworkPolicy not applied';
+const POLICY_RETRY_MAX_MS = 60_000;
+
 const ref = (apiVersion: string, kind: string, name: string, namespace: string): ObjectRef => ({ apiVersion, kind, name, namespace });
 
 export class KubernetesAddons implements AddonBackend {
   readonly runs = 'kubernetes' as const;
   /** Add-ons whose readiness is being waited for: the wait's end. */
   private readonly waiting = new Map<string, AbortController>();
+  /** Add-ons whose NetworkPolicy the cluster refused: the next attempt. */
+  private readonly policyRetries = new Map<string, NodeJS.Timeout>();
   private stopped = false;
 
   constructor(private readonly options: KubernetesAddonsOptions) {}
@@ -64,15 +72,20 @@ export class KubernetesAddons implements AddonBackend {
       .where('host', 'is not', null)
       .execute();
     for (const row of rows) this.awaitReady(row.id);
+    await this.retryPolicies().catch((err: unknown) => this.options.log.warn({ err }, 'add-on policies not applied at start'));
   }
 
-  async provision(record: AddonRecord): Promise<void> {
+  /**
+   * `bootstrap` replaces the Cluster a new add-on starts with (a restore's fork: recovered from its
+   * source's object store); its readiness is followed the same way.
+   */
+  async provision(record: AddonRecord, bootstrap?: (target: AddonTarget, names: AddonObjectNames) => KubernetesObject): Promise<void> {
     const target = await this.target(record.id);
     const names = addonObjectNames(target);
     await oneLine(async () => {
       await this.options.ensureNamespace(target.namespace);
       for (const object of addonManifests(target, this.options.objectStore, this.options.backupIntervalHours))
-        await this.options.cluster.apply(object);
+        await this.options.cluster.apply(bootstrap && object.kind === 'Cluster' ? bootstrap(target, names) : object);
     });
     await this.options.db
       .updateTable('addons')
@@ -104,6 +117,13 @@ export class KubernetesAddons implements AddonBackend {
       target.kind === 'postgres'
         ? [ref(CNPG_API_VERSION, 'ScheduledBackup', base, namespace), ref(CNPG_API_VERSION, 'Cluster', base, namespace)]
         : [ref('apps/v1', 'StatefulSet', base, namespace), ref('v1', 'PersistentVolumeClaim', `data-${base}-0`, namespace)];
+    // The Backups `POST …/backups` made (the ScheduledBackup's own go with it, their owner); their data stays in the store.
+    if (target.kind === 'postgres') {
+      const made = await this.options.cluster
+        .list(CNPG_API_VERSION, 'Backup', namespace, `${LABEL.addonId}=${id}`)
+        .catch((err: unknown) => (isNotFound(err) ? [] : Promise.reject(err)));
+      for (const b of made) refs.push(ref(CNPG_API_VERSION, 'Backup', b.metadata!.name!, namespace));
+    }
     refs.push(ref('v1', 'Service', base, namespace), ref('networking.k8s.io/v1', 'NetworkPolicy', base, namespace));
     refs.push(ref('v1', 'Secret', secret, namespace));
     for (const r of refs) await this.options.cluster.delete(r);
@@ -120,22 +140,56 @@ export class KubernetesAddons implements AddonBackend {
 
   /**
    * Applies the add-on's NetworkPolicy for its attachments now. A cluster that refuses it leaves
-   * the previous policy (fail closed: a new attachment does not reach it yet): said on the add-on.
+   * the previous policy: a new attachment does not reach it yet, but a detached application still
+   * would. So the refusal is written on the add-on (`status_detail`, the durable mark) and the policy
+   * is applied again until it lands: with a growing delay in this process, and from the mark by the
+   * sweep and at the next start should this process stop first.
    */
-  async attachmentsChanged(id: string): Promise<void> {
+  async attachmentsChanged(id: string, attempt = 0): Promise<void> {
+    clearTimeout(this.policyRetries.get(id));
+    this.policyRetries.delete(id);
     const target = await this.target(id);
+    const { db } = this.options;
     try {
       await this.options.cluster.apply(addonNetworkPolicy(target, addonObjectNames(target)));
+      await db
+        .updateTable('addons')
+        .set({ status_detail: null, updated_at: new Date() })
+        .where('id', '=', id)
+        .where('status_detail', 'like', `${POLICY_PENDING}%`)
+        .execute();
     } catch (err) {
-      const detail = `NetworkPolicy not applied (the attachments' access is as before): ${describeError(err)}`;
-      this.options.log.warn({ addonId: id }, detail);
-      await this.options.db.updateTable('addons').set({ status_detail: detail, updated_at: new Date() }).where('id', '=', id).execute();
+      const detail = `${POLICY_PENDING} (the attachments' access is as before; retried until it is): ${describeError(err)}`;
+      this.options.log.warn({ addonId: id, attempt }, detail);
+      await db.updateTable('addons').set({ status_detail: detail, updated_at: new Date() }).where('id', '=', id).execute();
+      if (this.stopped || target.stopped) return;
+      const delay = Math.min(POLICY_RETRY_MAX_MS, (this.options.pollIntervalMs ?? 2000) * 2 ** attempt);
+      const timer = setTimeout(() => {
+        this.policyRetries.delete(id);
+        void this.attachmentsChanged(id, attempt + 1).catch((e: unknown) => this.options.log.warn({ addonId: id, err: e }, 'policy retry'));
+      }, delay);
+      timer.unref();
+      this.policyRetries.set(id, timer);
     }
+  }
+
+  /** The sweep: the policies a cluster refused that no retry of this process waits on (another process's, or before a restart). */
+  async retryPolicies(): Promise<void> {
+    const rows = await this.options.db
+      .selectFrom('addons')
+      .select('id')
+      .where('host', 'is not', null)
+      .where('deleted_at', 'is', null)
+      .where('status_detail', 'like', `${POLICY_PENDING}%`)
+      .execute();
+    for (const row of rows) if (!this.policyRetries.has(row.id)) await this.attachmentsChanged(row.id);
   }
 
   async detach(): Promise<void> {
     this.stopped = true;
     for (const wait of this.waiting.values()) wait.abort();
+    for (const timer of this.policyRetries.values()) clearTimeout(timer);
+    this.policyRetries.clear();
   }
 
   shutdown(): Promise<void> {
@@ -143,7 +197,7 @@ export class KubernetesAddons implements AddonBackend {
   }
 
   /** What the manifests are made of: the row, its organization's namespace and its attachments. */
-  private async target(id: string): Promise<AddonTarget> {
+  async target(id: string): Promise<AddonTarget> {
     const { db, secrets } = this.options;
     const row = await db
       .selectFrom('addons as a')

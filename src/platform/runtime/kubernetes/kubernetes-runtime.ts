@@ -18,7 +18,7 @@ import {
   type WorkloadPlan,
   type WorkloadTarget,
 } from '../application-runtime.js';
-import type { AppOutputLine, RuntimeInstance, RuntimeLogger } from '../application-runtime.js';
+import type { AddonRef, AppOutputLine, RuntimeInstance, RuntimeLogger } from '../application-runtime.js';
 import { ExecRefused } from '../local/instance-exec.js';
 import type { ExecProcess, ExecRequest } from '../port.js';
 import { execInPod } from './pod-exec.js';
@@ -32,6 +32,7 @@ import {
   configSecretManifest,
   formationTypes,
   jobManifest,
+  processSelector,
   namespaceManifest,
   networkPolicyManifest,
   pullSecretManifest,
@@ -44,6 +45,9 @@ import { Waker, beforeDeadline, refusedPodCreation, unrecoverablePodFailure, wai
 import { cpuMillicores, memoryBytes, summarizeUsage } from './usage.js';
 import { OneOffLog } from './one-off-log.js';
 import { PodLogFollower } from './pod-logs.js';
+import { addonObjectNames } from './addon-manifests.js';
+import { runInPod } from './addon-backups.js';
+import { restorePointScript } from './addon-sql.js';
 
 /** A `.dockerconfigjson` document that lets the cluster pull the plan's image, or null (public registry). */
 export type PullSecretSource = (plan: WorkloadPlan) => Promise<string | null>;
@@ -146,7 +150,8 @@ export class KubernetesRuntime implements ApplicationRuntime {
     if (!plan.processes[processType]) throw new RolloutFailure(`The release has no ${processType} process`);
     const names = this.names(plan);
     const scrub = scrubber(plan.secrets);
-    const manifest = jobManifest(plan, processType, await this.manifestOptions(plan, names), (options.deadline - Date.now()) / 1000);
+    const node = await this.guard(plan, processType, () => this.volumeNode(plan, processType, names));
+    const manifest = jobManifest(plan, processType, await this.manifestOptions(plan, names), (options.deadline - Date.now()) / 1000, node);
     const jobName = manifest.metadata!.name!;
     const jobRef = ref('batch/v1', 'Job', jobName, names.namespace);
     const podSelector = `job-name=${jobName}`;
@@ -390,6 +395,39 @@ export class KubernetesRuntime implements ApplicationRuntime {
     } catch (error) {
       throw new ExecRefused(describeError(error));
     }
+  }
+
+  /** The credentials the runtime talks to the cluster with (add-on backups exec into CloudNativePG's pods). */
+  get kubeConfig(): KubeConfig {
+    return this.options.kubeConfig;
+  }
+
+  /**
+   * The node of the process type's instance when it has volumes: their ReadWriteOnce claims are
+   * attached there, so a one-off run that mounts them must run there too. None running: anywhere.
+   */
+  private async volumeNode(plan: WorkloadPlan, processType: string, names: WorkloadNames): Promise<string | null> {
+    if (!(plan.volumes ?? []).some((v) => v.processType === processType)) return null;
+    const pods = await this.cluster.pods(names.namespace, labelSelector(processSelector(plan, processType)));
+    const holder = pods.find(
+      (p) => !p.metadata?.deletionTimestamp && p.spec?.nodeName && p.metadata?.labels?.[LABEL.component] !== 'one-off',
+    );
+    return holder?.spec?.nodeName ?? null;
+  }
+
+  /** `pg_create_restore_point` on a Postgres add-on's primary (its CloudNativePG pod), through `exec`. */
+  async addonRestorePoint(addon: AddonRef, name: string): Promise<string> {
+    const names = addonObjectNames({ id: addon.id, name: addon.name, namespace: this.namespaceOf(addon.organizationSlug) });
+    const run = await runInPod(
+      this.options.kubeConfig,
+      { namespace: names.namespace, pod: `${names.base}-1` },
+      restorePointScript(),
+      `${name}\n`,
+      30_000,
+    );
+    const lsn = /^lsn=(\S+)$/m.exec(run.stdout)?.[1];
+    if (run.code !== 0 || !lsn) throw new Error(run.stderr.trim().split('\n').pop()?.slice(0, 300) || `exit code ${run.code}`);
+    return lsn;
   }
 
   /** An organization's namespace: its add-ons live beside its applications. */

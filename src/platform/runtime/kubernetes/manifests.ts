@@ -134,7 +134,7 @@ function container(plan: WorkloadPlan, names: WorkloadNames, processType: string
     command: ['/bin/sh', '-c', definition.cmd],
     envFrom: [{ secretRef: { name: names.configSecret(plan.release.version) } }],
     ...(env.length ? { env } : {}),
-    ...(withProbes && volumesOf(plan, processType).length
+    ...(volumesOf(plan, processType).length
       ? { volumeMounts: volumesOf(plan, processType).map((v) => ({ name: `volume-${v.name}`, mountPath: v.mountPath })) }
       : {}),
     resources: resources(plan, processType),
@@ -158,12 +158,21 @@ function container(plan: WorkloadPlan, names: WorkloadNames, processType: string
   };
 }
 
-function podSpec(plan: WorkloadPlan, names: WorkloadNames, processType: string, options: ManifestOptions, oneOff: boolean): V1PodSpec {
+function podSpec(
+  plan: WorkloadPlan,
+  names: WorkloadNames,
+  processType: string,
+  options: ManifestOptions,
+  oneOff: boolean,
+  node: string | null = null,
+): V1PodSpec {
   return {
     containers: [container(plan, names, processType, !oneOff)],
     ...(oneOff ? { restartPolicy: 'Never' } : {}),
-    // Volumes belong to the long-running process type's single pod; one-off Jobs run without them.
-    ...(!oneOff && volumesOf(plan, processType).length
+    // The process type's volumes, in its instance's pod and in its one-off runs (shared, as locally). A
+    // ReadWriteOnce claim is attached to one node at a time: a run beside a running instance goes to its node.
+    ...(node ? { affinity: { nodeAffinity: sameNode(node) } } : {}),
+    ...(volumesOf(plan, processType).length
       ? {
           volumes: volumesOf(plan, processType).map((v) => ({
             name: `volume-${v.name}`,
@@ -214,7 +223,24 @@ export function deploymentManifest(plan: WorkloadPlan, names: WorkloadNames, pro
   };
 }
 
-export function jobManifest(plan: WorkloadPlan, processType: string, options: ManifestOptions, activeDeadlineSeconds: number): V1Job {
+/** Only the node named (by its object name, not a label that may differ from it). */
+const sameNode = (node: string) => ({
+  requiredDuringSchedulingIgnoredDuringExecution: {
+    nodeSelectorTerms: [{ matchFields: [{ key: 'metadata.name', operator: 'In', values: [node] }] }],
+  },
+});
+
+/**
+ * A one-off run of the process type (`release`, `slipway run`). `node`: where the process type's
+ * running instance holds its volumes (ReadWriteOnce), so the run can mount them too.
+ */
+export function jobManifest(
+  plan: WorkloadPlan,
+  processType: string,
+  options: ManifestOptions,
+  activeDeadlineSeconds: number,
+  node: string | null = null,
+): V1Job {
   const names = workloadNames(plan, options.namespacePrefix);
   const labels = { ...processLabels(plan, processType), [LABEL.component]: 'one-off' };
   const annotations = { [ANNOTATION.deploymentId]: plan.deploymentId };
@@ -226,7 +252,7 @@ export function jobManifest(plan: WorkloadPlan, processType: string, options: Ma
       backoffLimit: 0,
       activeDeadlineSeconds: Math.max(1, Math.ceil(activeDeadlineSeconds)),
       ttlSecondsAfterFinished: JOB_TTL_SECONDS,
-      template: { metadata: { labels, annotations }, spec: podSpec(plan, names, processType, options, true) },
+      template: { metadata: { labels, annotations }, spec: podSpec(plan, names, processType, options, true, node) },
     },
   };
 }
