@@ -17,6 +17,14 @@
 module.exports = {
   forbidden: [
     {
+      name: 'kubernetes-client-only-when-chosen',
+      severity: 'error',
+      comment:
+        'The Kubernetes client weighs ~65 MiB of memory: outside src/platform/runtime/kubernetes/ import its modules as types or with import() where RUNTIME=kubernetes is chosen.',
+      from: { pathNot: '^src/platform/runtime/kubernetes/' },
+      to: { path: ['^src/platform/runtime/kubernetes/', '@kubernetes/client-node'], dependencyTypesNot: ['type-only', 'dynamic-import'] },
+    },
+    {
       name: 'no-module-cycles',
       severity: 'error',
       comment: 'Modules and the pipeline form a DAG: invert a dependency with a port/callback owned by the lower one.',

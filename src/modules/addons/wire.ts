@@ -2,8 +2,8 @@ import { join } from 'node:path';
 import type { AppContext } from '../../platform/context.js';
 import type { PlatformLogger, Wired } from '../../platform/wiring.js';
 import { AddonSupervisor, type AddonBackend } from '../../platform/addons/index.js';
-import { KubernetesAddons } from '../../platform/runtime/kubernetes/kubernetes-addons.js';
-import { KubernetesRuntime } from '../../platform/runtime/kubernetes/kubernetes-runtime.js';
+// Types only: the Kubernetes modules (and their client, ~65 MiB) load only with RUNTIME=kubernetes.
+import type { KubernetesRuntime } from '../../platform/runtime/kubernetes/kubernetes-runtime.js';
 import { createSandbox } from '../../platform/sandbox/index.js';
 import { parseUidRange } from '../../platform/sandbox/uid-allocator.js';
 import type { ApplicationsService } from '../applications/index.js';
@@ -36,20 +36,19 @@ export function wireAddons(deps: {
     : null;
   // RUNTIME=kubernetes: the cluster runs them (CloudNativePG, StatefulSets). Backups there are
   // CloudNativePG's own, to an object store: none until S3-compatible storage is configured.
-  const runtime = ctx.runtime;
-  const backend: AddonBackend | null =
-    runtime instanceof KubernetesRuntime
-      ? new KubernetesAddons({
-          db: ctx.db,
-          secrets: ctx.secrets,
-          cluster: runtime.cluster,
-          namespaceOf: (slug) => runtime.namespaceOf(slug),
-          ensureNamespace: (namespace) => runtime.ensureOrganizationNamespace(namespace),
-          objectStore: null,
-          backupIntervalHours: ctx.config.ADDONS_BACKUP_INTERVAL_HOURS,
-          log: deps.log.child({ component: 'addons' }),
-        })
-      : supervisor;
+  const runtime = ctx.runtime?.name === 'kubernetes' ? (ctx.runtime as KubernetesRuntime) : null;
+  const backend: AddonBackend | null = runtime
+    ? runtime.createAddons({
+        db: ctx.db,
+        secrets: ctx.secrets,
+        cluster: runtime.cluster,
+        namespaceOf: (slug) => runtime.namespaceOf(slug),
+        ensureNamespace: (namespace) => runtime.ensureOrganizationNamespace(namespace),
+        objectStore: null,
+        backupIntervalHours: ctx.config.ADDONS_BACKUP_INTERVAL_HOURS,
+        log: deps.log.child({ component: 'addons' }),
+      })
+    : supervisor;
   const addons = new AddonsService(ctx.db, deps.repository, ctx.secrets, deps.scope, deps.apps, deps.releases, deps.deployments, backend, {
     portRange: parseUidRange(ctx.config.ADDONS_PORT_RANGE.replace(/^\s*(\d+)/, (_, n: string) => String(Math.max(10_000, Number(n))))),
     deleteGraceHours: ctx.config.ADDONS_DELETE_GRACE_HOURS,
