@@ -109,7 +109,7 @@ async function startOnce(measure: boolean): Promise<{ ms: number; memory?: Platf
   const child = spawn(command[0]!, command.slice(1), { env, stdio: 'ignore' });
   while (!(await healthy())) {
     if (child.exitCode !== null) throw new Error(`${command.join(' ')} exited with ${child.exitCode}`);
-    if (performance.now() - started > 60_000) throw new Error('not healthy after 60 s');
+    if (performance.now() - started > 180_000) throw new Error('not healthy after 180 s');
     await sleep(25);
   }
   const ms = performance.now() - started;
@@ -167,6 +167,6 @@ try {
   } catch {
     /* already gone */
   }
-  await sleep(1000);
-  rmSync(dataDir, { recursive: true, force: true });
+  await sleep(2000);
+  rmSync(dataDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 500 });
 }

@@ -37,18 +37,19 @@ export function wireAddons(deps: {
   // RUNTIME=kubernetes: the cluster runs them (CloudNativePG, StatefulSets). Backups there are
   // CloudNativePG's own, to an object store: none until S3-compatible storage is configured.
   const runtime = ctx.runtime?.name === 'kubernetes' ? (ctx.runtime as KubernetesRuntime) : null;
-  const backend: AddonBackend | null = runtime
-    ? runtime.createAddons({
-        db: ctx.db,
-        secrets: ctx.secrets,
-        cluster: runtime.cluster,
-        namespaceOf: (slug) => runtime.namespaceOf(slug),
-        ensureNamespace: (namespace) => runtime.ensureOrganizationNamespace(namespace),
-        objectStore: null,
-        backupIntervalHours: ctx.config.ADDONS_BACKUP_INTERVAL_HOURS,
-        log: deps.log.child({ component: 'addons' }),
-      })
-    : supervisor;
+  const backend: AddonBackend | null =
+    runtime !== null
+      ? runtime.createAddons({
+          db: ctx.db,
+          secrets: ctx.secrets,
+          cluster: runtime.cluster,
+          namespaceOf: (slug) => runtime.namespaceOf(slug),
+          ensureNamespace: (namespace) => runtime.ensureOrganizationNamespace(namespace),
+          objectStore: null,
+          backupIntervalHours: ctx.config.ADDONS_BACKUP_INTERVAL_HOURS,
+          log: deps.log.child({ component: 'addons' }),
+        })
+      : supervisor;
   const addons = new AddonsService(ctx.db, deps.repository, ctx.secrets, deps.scope, deps.apps, deps.releases, deps.deployments, backend, {
     portRange: parseUidRange(ctx.config.ADDONS_PORT_RANGE.replace(/^\s*(\d+)/, (_, n: string) => String(Math.max(10_000, Number(n))))),
     deleteGraceHours: ctx.config.ADDONS_DELETE_GRACE_HOURS,
