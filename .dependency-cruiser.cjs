@@ -14,8 +14,34 @@
  * src/modules/README.md and docs/architecture.md.
  */
 /** @type {import('dependency-cruiser').IConfiguration} */
+/** Kubernetes files with no value import of the client (directly or through another file). */
+const CLIENT_FREE_KUBERNETES_FILES = '^src/platform/runtime/kubernetes/(addon-backups|addon-manifests|addon-sql|manifests|names|pod-exec)\\.ts$';
+
 module.exports = {
   forbidden: [
+    {
+      name: 'kubernetes-client-only-when-chosen',
+      severity: 'error',
+      comment:
+        'The Kubernetes client weighs ~65 MiB of memory: outside src/platform/runtime/kubernetes/ import its modules as types or with import() where RUNTIME=kubernetes is chosen.',
+      from: { pathNot: '^src/platform/runtime/kubernetes/' },
+      to: {
+        path: ['^src/platform/runtime/kubernetes/', '@kubernetes/client-node'],
+        pathNot: CLIENT_FREE_KUBERNETES_FILES,
+        dependencyTypesNot: ['type-only', 'dynamic-import'],
+      },
+    },
+    {
+      name: 'client-free-kubernetes-files-stay-free',
+      severity: 'error',
+      comment: 'These Kubernetes files are imported at start by the add-ons module (manifests, backup helpers): they may not load the client.',
+      from: { path: CLIENT_FREE_KUBERNETES_FILES },
+      to: {
+        path: ['^src/platform/runtime/kubernetes/', '@kubernetes/client-node'],
+        pathNot: CLIENT_FREE_KUBERNETES_FILES,
+        dependencyTypesNot: ['type-only', 'dynamic-import'],
+      },
+    },
     {
       name: 'no-module-cycles',
       severity: 'error',

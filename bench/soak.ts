@@ -5,7 +5,7 @@
  *   npx tsx bench/soak.ts                       # 600 s, 30 s windows
  *   npx tsx bench/soak.ts --duration 90 --apps 2 --api-rate 100 --edge-rate 200
  *
- * What runs, on loopback: `src/main.ts` as `npm start` runs it (the `all` role: API, worker, and the
+ * What runs, on loopback: `dist/main.js` as `npm start` runs it (run `npm run build` first) (the `all` role: API, worker, and the
  * edge as its own process) on a fresh DATA_DIR with the embedded PostgreSQL; `--apps` tiny Python
  * apps built and deployed through the real pipeline (source build, release, sandboxed instance), each
  * printing a log line a second. Then, for `--duration` seconds:
@@ -296,7 +296,10 @@ async function main() {
     ADMIN_PASSWORD: ADMIN.password,
     SOURCE_PATH_ALLOWLIST: tmpdir(),
   };
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  // As `npm start` runs it: the compiled program (the edge process it spawns runs the same, with the same node flags).
+  if (!existsSync(join(ROOT, 'dist', 'main.js')))
+    throw new Error('run `npm run build` first: the soak runs dist/main.js as `npm start` does');
+  const child: ChildProcess = spawn(process.execPath, ['dist/main.js'], {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

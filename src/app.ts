@@ -18,6 +18,7 @@ import { ErrorResponse } from './platform/http/schemas.js';
 import type { App } from './platform/http/types.js';
 import { namedSchemaOptions, shareNamedSchemas } from './platform/http/named-schemas.js';
 import { validatorCompiler } from './platform/http/validation.js';
+import { lazySerializers } from './platform/http/lazy-compilers.js';
 import { authenticationHook, keyScopeHook } from './modules/auth/index.js';
 import { countRequests } from './modules/metrics/index.js';
 import { installAuditHooks } from './modules/audit/index.js';
@@ -70,6 +71,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     bodyLimit: ctx.config.BODY_LIMIT_BYTES,
     trustProxy: fastifyTrustProxy(trustedProxies(ctx.config.TRUST_PROXY)),
     ajv: { customOptions: { removeAdditional: false } },
+    schemaController: { compilersFactory: lazySerializers },
     frameworkErrors: frameworkErrorHandler,
     logController: new OneLinePerRequest(),
     // `/api/v1/...` and trailing slashes answered as the canonical `/v1/...` (api-aliases.ts).

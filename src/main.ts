@@ -1,20 +1,21 @@
 import { ConfigError, loadConfig, type Config } from './config.js';
-import { openPlatform, type Platform } from './platform/bootstrap.js';
+import type { Platform } from './platform/bootstrap.js';
 import { StartupError } from './platform/startup-error.js';
 import { AppError } from './platform/errors.js';
-import { composePlatform, createIdentity } from './services.js';
-import { start } from './lifecycle.js';
 import { createProcessLogger } from './platform/logs/process-logger.js';
 import type { PlatformLogger } from './platform/wiring.js';
 import { BoundedLogFile, EDGE_LOG_FILE, edgeDirectory, runEdgeProcess } from './platform/edge/index.js';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
+import { shrinkHeapWhenIdle } from './platform/process/idle-heap.js';
 
 async function main() {
   const config = loadConfig();
   // An edge process starts serving before, and without, its database (it opens it itself).
   if (config.SLIPWAY_ROLE === 'edge') return serveEdge(config);
   const logger = createProcessLogger(config.LOG_LEVEL);
+  // The control plane's modules load only here: the edge process (same program) never holds them in memory.
+  const { openPlatform } = await import('./platform/bootstrap.js');
   // The embedded database's own output (initdb, server log) is noise on a healthy start: shown
   // live at LOG_LEVEL=debug/trace, otherwise kept and printed whole only if the start fails.
   const verbose = config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'trace';
@@ -46,7 +47,9 @@ async function main() {
 
 async function serve(config: Config, platform: Platform, logger: Logger) {
   const { ctx } = platform;
-  await createFirstAdministrator(config, ctx);
+  const { composePlatform, createIdentity } = await import('./services.js');
+  const { start } = await import('./lifecycle.js');
+  await createFirstAdministrator(config, ctx, createIdentity);
   const composition = composePlatform(ctx, logger);
   // The `worker` role serves no HTTP: it builds the platform without the app (Fastify is not even loaded).
   const role = config.SLIPWAY_ROLE;
@@ -70,6 +73,7 @@ async function serve(config: Config, platform: Platform, logger: Logger) {
     },
     keepServing,
   );
+  shrinkHeapWhenIdle();
   if (!running.apiUrl) logger.info({}, 'worker role: running pipeline jobs and applications, not serving the API');
   else {
     const router =
@@ -80,7 +84,11 @@ async function serve(config: Config, platform: Platform, logger: Logger) {
 }
 
 /** ADMIN_EMAIL and ADMIN_PASSWORD: the first administrator, on an empty database. */
-async function createFirstAdministrator(config: Config, ctx: Platform['ctx']) {
+async function createFirstAdministrator(
+  config: Config,
+  ctx: Platform['ctx'],
+  createIdentity: (typeof import('./services.js'))['createIdentity'],
+) {
   if (!config.ADMIN_EMAIL || !config.ADMIN_PASSWORD) return;
   const { users } = createIdentity(ctx);
   if ((await users.count()) > 0) return;
@@ -140,6 +148,7 @@ async function serveEdge(config: Config) {
   process.removeAllListeners('SIGTERM');
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+  shrinkHeapWhenIdle();
   const https = edge.driver.httpsPort === null ? '' : `, HTTPS on port ${edge.driver.httpsPort}`;
   console.error(
     `[slipway] edge role (${edge.driver.name}): application router on http://${config.ROUTER_HOST}:${edge.driver.port}${https}`,

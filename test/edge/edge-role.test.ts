@@ -86,6 +86,8 @@ describe('an edge-role process serves what another process deployed', () => {
   });
 
   it('serves the application the worker routed, by its platform name', async () => {
+    // The edge listens before its first read of the routes from the database (it serves without one): wait for that read.
+    await waitFor('the edge to read its routes', async () => (await routerGet(edgePort, host)).status === 200, 30_000);
     expect(await routerGet(edgePort, host)).toEqual({ status: 200, body: 'v1' });
     expect((await routerGet(edgePort, 'nobody.localhost')).status).toBe(404);
   });

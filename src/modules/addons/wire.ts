@@ -2,8 +2,9 @@ import { join } from 'node:path';
 import type { AppContext } from '../../platform/context.js';
 import type { PlatformLogger, Wired } from '../../platform/wiring.js';
 import { AddonSupervisor, ObjectStore, type AddonBackend } from '../../platform/addons/index.js';
-import { KubernetesAddons } from '../../platform/runtime/kubernetes/kubernetes-addons.js';
-import { KubernetesRuntime } from '../../platform/runtime/kubernetes/kubernetes-runtime.js';
+// Types only: the Kubernetes client (~65 MiB) loads only with RUNTIME=kubernetes; the client-free
+// manifest and backup helpers may be imported as values (see .dependency-cruiser.cjs).
+import type { KubernetesRuntime } from '../../platform/runtime/kubernetes/kubernetes-runtime.js';
 import { objectStoreFromSettings } from '../../platform/runtime/kubernetes/addon-backups.js';
 import { createSandbox } from '../../platform/sandbox/index.js';
 import { parseUidRange } from '../../platform/sandbox/uid-allocator.js';
@@ -39,11 +40,11 @@ export function wireAddons(deps: {
     : null;
   // RUNTIME=kubernetes: the cluster runs them (CloudNativePG, StatefulSets). Backups there are
   // CloudNativePG's own, to the object store of BACKUP_S3_* (none without it).
-  const runtime = ctx.runtime;
-  const objectStore = runtime instanceof KubernetesRuntime ? objectStoreFromSettings(ctx.config) : null;
+  const runtime = ctx.runtime?.name === 'kubernetes' ? (ctx.runtime as KubernetesRuntime) : null;
+  const objectStore = runtime ? objectStoreFromSettings(ctx.config) : null;
   const kubeAddons =
-    runtime instanceof KubernetesRuntime
-      ? new KubernetesAddons({
+    runtime !== null
+      ? runtime.createAddons({
           db: ctx.db,
           secrets: ctx.secrets,
           cluster: runtime.cluster,
@@ -56,7 +57,7 @@ export function wireAddons(deps: {
       : null;
   const backend: AddonBackend | null = kubeAddons ?? supervisor;
   const kubeBackups =
-    kubeAddons && runtime instanceof KubernetesRuntime
+    kubeAddons && runtime
       ? new KubernetesBackups({ db: ctx.db, repo: deps.repository, secrets: ctx.secrets, backend: kubeAddons, runtime, store: objectStore })
       : null;
   const addons = new AddonsService(ctx.db, deps.repository, ctx.secrets, deps.scope, deps.apps, deps.releases, deps.deployments, backend, {

@@ -1,6 +1,5 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import ssh2 from 'ssh2';
 import { fingerprintOf } from '../ssh-keys/index.js';
 
 /**
@@ -8,6 +7,7 @@ import { fingerprintOf } from '../ssh-keys/index.js';
  * keep trusting it across restarts. Returns the private key (OpenSSH format) and its fingerprint.
  */
 export async function loadHostKey(dataDir: string): Promise<{ privateKey: string; fingerprint: string }> {
+  const { default: ssh2 } = await import('ssh2');
   const dir = join(dataDir, 'ssh');
   const file = join(dir, 'host_ed25519_key');
   await mkdir(dir, { recursive: true, mode: 0o700 });

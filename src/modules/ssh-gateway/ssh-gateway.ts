@@ -1,5 +1,5 @@
 import { createServer, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
-import ssh2, { type AuthContext, type Connection, type ServerChannel, type Server as SshServer } from 'ssh2';
+import type { AuthContext, Connection, ServerChannel, Session, Server as SshServer } from 'ssh2';
 import type { Principal } from '../../platform/http/types.js';
 import { AppError } from '../../platform/errors.js';
 import type { InstanceExecService } from '../instance-exec/index.js';
@@ -68,6 +68,7 @@ export class SshGateway {
   private readonly silent = new Map<string, NodeJS.Timeout>();
   private readonly sockets = new Map<string, Socket>();
   private port = 0;
+  private parseKey: (typeof import('ssh2'))['utils']['parseKey'] = () => new Error('the SSH gateway has not started');
 
   constructor(private readonly deps: SshGatewayDeps) {}
 
@@ -77,6 +78,9 @@ export class SshGateway {
   }
 
   async start() {
+    // ssh2 is loaded only when the gateway starts (SSH_PORT set): its WebAssembly ciphers hold 16 MiB.
+    const { default: ssh2 } = await import('ssh2');
+    this.parseKey = ssh2.utils.parseKey;
     const { privateKey, fingerprint } = await loadHostKey(this.deps.config.dataDir);
     const ssh = new ssh2.Server({ hostKeys: [privateKey], ident: 'Slipway' }, (client, info) =>
       this.connection(client, `${info.ip}:${info.port}`),
@@ -188,7 +192,7 @@ export class SshGateway {
     if (ctx.username.startsWith('token:')) return refuseWithReason(ctx, 'this exec token is malformed');
     if (ctx.method === 'publickey') {
       const user = await this.deps.sshKeys.userOfKey(ctx.key.data);
-      const key = user && ssh2.utils.parseKey(ctx.key.data);
+      const key = user && this.parseKey(ctx.key.data);
       if (!user || !key || key instanceof Error || Array.isArray(key)) {
         // Unknown keys: the client may hold a registered one yet, then it falls back to keyboard-interactive, which says why.
         ctx.reject(['publickey', 'keyboard-interactive']);
@@ -216,7 +220,7 @@ export class SshGateway {
     return null;
   }
 
-  private session(session: ssh2.Session, who: NonNullable<Who>, active: () => void) {
+  private session(session: Session, who: NonNullable<Who>, active: () => void) {
     let terminal: { rows: number; cols: number; term: string } | null = null;
     let resize: ((size: { rows: number; cols: number }) => void) | null = null;
     let started = false;

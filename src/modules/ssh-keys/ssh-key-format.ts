@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import ssh2 from 'ssh2';
 
 /** Key types a user may register: what OpenSSH generates today (DSA and short RSA keys are refused). */
 const ACCEPTED = new Set(['ssh-ed25519', 'ssh-rsa', 'ecdsa-sha2-nistp256', 'ecdsa-sha2-nistp384', 'ecdsa-sha2-nistp521']);
@@ -14,10 +13,14 @@ export function fingerprintOf(blob: Buffer): string {
  * A public key as `ssh-keygen` writes it (`type base64 [comment]`), parsed: its canonical text
  * (without the comment), fingerprint and comment, or the reason it is refused.
  */
-export function parsePublicKey(text: string): { publicKey: string; fingerprint: string; comment: string } | { error: string } {
+export async function parsePublicKey(
+  text: string,
+): Promise<{ publicKey: string; fingerprint: string; comment: string } | { error: string }> {
   const line = text.trim();
   if (/PRIVATE KEY/.test(line)) return { error: 'this is a private key: register the public one (the .pub file)' };
   if (line.includes('\n')) return { error: 'one key, on one line (the contents of a .pub file)' };
+  // Loaded on first use, not at start: ssh2's WebAssembly ciphers hold 16 MiB for the process's life.
+  const { default: ssh2 } = await import('ssh2');
   const parsed = ssh2.utils.parseKey(line);
   if (parsed instanceof Error || Array.isArray(parsed))
     return { error: 'not an OpenSSH public key (expected "ssh-ed25519 AAAA... comment")' };

@@ -25,7 +25,7 @@ export class SshKeysService {
   }
 
   async add(userId: string, body: { public_key: string; name?: string }) {
-    const parsed = parsePublicKey(body.public_key);
+    const parsed = await parsePublicKey(body.public_key);
     if ('error' in parsed) throw invalid('public_key', parsed.error);
     if ((await this.repo.countForUser(userId)) >= MAX_KEYS_PER_USER)
       throw conflict(`A user may register at most ${MAX_KEYS_PER_USER} SSH keys: remove one first`);

@@ -1,6 +1,7 @@
 import { Ajv, type Options } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
+import { compiledOnFirstUse } from './lazy-compilers.js';
 
 // ajv-formats is CommonJS; under ESM its function arrives as the module's `default`.
 type AddFormats = (ajv: Ajv) => Ajv;
@@ -26,7 +27,8 @@ function makeAjv(options: Options): Ajv {
 const bodyAjv = makeAjv({ coerceTypes: false });
 const paramsAjv = makeAjv({ coerceTypes: 'array' });
 
+/** Compiled on a route's first request, not at start (see lazy-compilers.ts). */
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   const ajv = httpPart === 'body' ? bodyAjv : paramsAjv;
-  return ajv.compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
+  return compiledOnFirstUse(() => ajv.compile(schema as object)) as ReturnType<FastifySchemaCompiler<unknown>>;
 };

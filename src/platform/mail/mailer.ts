@@ -1,4 +1,3 @@
-import { createTransport } from 'nodemailer';
 import type { Config } from '../../config.js';
 
 /** One e-mail: every message Slipway sends has a text part and an HTML part. */
@@ -69,22 +68,26 @@ export function createMailer(settings: MailSettings): Mailer | null {
   const server = serverOf(settings);
   if (!server) return null;
   const timeout = settings.WEBHOOK_TIMEOUT_MS;
-  const transport = createTransport({
-    host: server.host,
-    port: server.port,
-    secure: server.implicitTls,
-    requireTLS: !server.implicitTls && settings.SMTP_TLS === 'starttls',
-    ignoreTLS: settings.SMTP_TLS === 'none',
-    auth: server.user ? { user: server.user, pass: server.password ?? '' } : undefined,
-    connectionTimeout: timeout,
-    greetingTimeout: timeout,
-    socketTimeout: timeout,
-    logger: false,
-    debug: false,
-  });
+  // nodemailer loads with the first message, not at start: it would hold ~3 MiB of a control plane that sends none.
+  const open = async () =>
+    (await import('nodemailer')).createTransport({
+      host: server.host,
+      port: server.port,
+      secure: server.implicitTls,
+      requireTLS: !server.implicitTls && settings.SMTP_TLS === 'starttls',
+      ignoreTLS: settings.SMTP_TLS === 'none',
+      auth: server.user ? { user: server.user, pass: server.password ?? '' } : undefined,
+      connectionTimeout: timeout,
+      greetingTimeout: timeout,
+      socketTimeout: timeout,
+      logger: false,
+      debug: false,
+    });
+  let transport: ReturnType<typeof open> | undefined;
   return {
     async send(message) {
-      const info = await transport.sendMail({
+      const mail = await (transport ??= open());
+      const info = await mail.sendMail({
         from: settings.SMTP_FROM,
         to: message.to,
         subject: message.subject,

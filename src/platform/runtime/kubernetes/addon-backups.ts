@@ -8,7 +8,8 @@
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import type { AddonObjectStore, AddonObjectNames, AddonTarget } from './addon-manifests.js';
 import { CNPG_API_VERSION, addonLabels, barmanObjectStore, cnpgCluster } from './addon-manifests.js';
-import { describeError, type KubernetesCluster } from './cluster.js';
+// cluster.ts as a type only: this file stays free of the Kubernetes client (the add-ons module imports it at start).
+import type { KubernetesCluster } from './cluster.js';
 import { execInPod } from './pod-exec.js';
 
 /** The object store of BACKUP_S3_* (all of endpoint, bucket and both keys), or null. */
@@ -156,7 +157,8 @@ export async function runInPod(
   timeoutMs: number,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const process = await execInPod(kubeConfig, { ...target, container: 'postgres' }, { command: script }).catch((err: unknown) => {
-    throw new Error(`exec in pod ${target.pod}: ${describeError(err)}`);
+    // execInPod speaks WebSocket itself: its errors are plain (never the client's ApiException).
+    throw new Error(`exec in pod ${target.pod}: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`);
   });
   const collect = (stream: NodeJS.ReadableStream) => {
     let text = '';

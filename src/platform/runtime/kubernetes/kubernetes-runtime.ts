@@ -44,6 +44,7 @@ import { ANNOTATION, LABEL, MANAGER, appLabels, labelSelector, namespaceName, wo
 import { Waker, beforeDeadline, refusedPodCreation, unrecoverablePodFailure, waitForRollout } from './rollout.js';
 import { cpuMillicores, memoryBytes, summarizeUsage } from './usage.js';
 import { OneOffLog } from './one-off-log.js';
+import { KubernetesAddons, type KubernetesAddonsOptions } from './kubernetes-addons.js';
 import { PodLogFollower } from './pod-logs.js';
 import { addonObjectNames } from './addon-manifests.js';
 import { runInPod } from './addon-backups.js';
@@ -113,6 +114,11 @@ export class KubernetesRuntime implements ApplicationRuntime {
   onInstanceOutput(listener: (line: AppOutputLine) => void): void {
     this.podLogs = new PodLogFollower(this.cluster, listener, (message) => this.logger.warn({}, message));
     this.hooks.push(() => this.podLogs?.stop());
+  }
+
+  /** The add-on backend on this cluster; built here because only this module's importers may load the Kubernetes client. */
+  createAddons(options: KubernetesAddonsOptions): KubernetesAddons {
+    return new KubernetesAddons(options);
   }
 
   onShutdown(hook: () => Promise<void> | void): void {
