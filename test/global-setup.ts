@@ -7,6 +7,7 @@ import type { TestProject } from 'vitest/node';
 import { createDb } from '../src/platform/db/database.js';
 import { embeddedSuperuserUrl, startEmbeddedPostgres } from '../src/platform/db/embedded.js';
 import { migrateToLatest } from '../src/platform/db/migrate.js';
+import { bundleCli } from './cli-bundle.js';
 
 export const TEMPLATE_DB = 'slipway_test_template';
 
@@ -16,6 +17,8 @@ declare module 'vitest' {
     postgresAdminUrl: string;
     /** The role that owns every test database and that tests connect as: no superuser, as the platform's in production. */
     postgresOwnerUrl: string;
+    /** The `slipway` CLI bundled from src/ for this run (test/cli-bundle.ts), run with node. */
+    slipwayCli: string;
   }
 }
 
@@ -81,5 +84,10 @@ export default async function setup(project: TestProject) {
   await db.destroy();
   project.provide('postgresAdminUrl', adminUrl);
   project.provide('postgresOwnerUrl', ownerUrl);
-  return stop;
+  const cli = await bundleCli();
+  project.provide('slipwayCli', cli.program);
+  return async () => {
+    cli.remove();
+    await stop();
+  };
 }

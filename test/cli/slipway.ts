@@ -1,7 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
+import { inject } from 'vitest';
 
+/** The `slipway` executable itself (tests that run it as installed, e.g. on a terminal). */
 export const BIN = resolve(import.meta.dirname, '../../bin/slipway.js');
+/** The same CLI from src/, bundled once for the run by the global setup: starts without tsx's cost. */
+const PROGRAM = inject('slipwayCli');
 
 export interface CliResult {
   code: number;
@@ -12,9 +16,9 @@ export interface CliResult {
 /** Runs the `slipway` executable as a user would, with only the environment given (plus PATH). */
 export function slipway(args: string[], env: Record<string, string>, options: { cwd?: string; input?: string } = {}): Promise<CliResult> {
   return new Promise((done, fail) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
+    const child = spawn(process.execPath, [PROGRAM, ...args], {
       cwd: options.cwd,
-      env: { PATH: process.env.PATH ?? '', SLIPWAY_CLI_SOURCE: '1', ...env },
+      env: { PATH: process.env.PATH ?? '', ...env },
     });
     let stdout = '';
     let stderr = '';
@@ -32,9 +36,9 @@ export function slipway(args: string[], env: Record<string, string>, options: { 
 
 /** A long-running `slipway` (logs --follow): its output so far, a wait for a text, and a stop. */
 export function slipwayLive(args: string[], env: Record<string, string>, options: { cwd?: string } = {}) {
-  const child: ChildProcess = spawn(process.execPath, [BIN, ...args], {
+  const child: ChildProcess = spawn(process.execPath, [PROGRAM, ...args], {
     cwd: options.cwd,
-    env: { PATH: process.env.PATH ?? '', SLIPWAY_CLI_SOURCE: '1', ...env },
+    env: { PATH: process.env.PATH ?? '', ...env },
   });
   let stdout = '';
   let stderr = '';

@@ -23,6 +23,19 @@ import { sandboxMissing } from './sandbox.js';
 
 const TEMPLATE_DB = 'slipway_test_template';
 
+/**
+ * Host-wide numbers a platform hands out as "the lowest free one in its database": add-on ports
+ * and sandbox uids. Test files run side by side (vitest.config.ts maxWorkers), each with its own
+ * database, so each worker slot takes its own slice of the default ranges; slice 0 (the ranges'
+ * starts) stays for platforms the tests start as processes with the defaults.
+ */
+function hostRangesOfThisWorker(): Partial<Env> {
+  const slot = 1 + (((Number(process.env.VITEST_POOL_ID) || 1) - 1) % 9);
+  const ports = 15400 + 60 * slot;
+  const uids = 200000 + 10000 * slot;
+  return { ADDONS_PORT_RANGE: `${ports}-${ports + 59}`, SANDBOX_UID_RANGE: `${uids}-${uids + 9999}` };
+}
+
 export interface TestUser {
   id: string;
   username: string;
@@ -79,6 +92,7 @@ export async function createHarness(env: Partial<Env> = {}, options: HarnessOpti
       DEPLOY_STABILITY_WINDOW_SECONDS: 0,
       // The built-in edge unless a test names another (nginx, the default where installed, has test/edge/nginx.test.ts).
       EDGE_DRIVER: 'builtin',
+      ...hostRangesOfThisWorker(),
       ...(unsandboxed ? { RUNTIME_ISOLATION: 'none' as const } : {}),
       ...env,
     },
