@@ -7621,10 +7621,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Projects in the caller's organizations */
+        /**
+         * Projects in the caller's organizations
+         * @description Sorted by organization and project slug. The whole list unless `page` or `per_page` is given: then one page (`per_page` default and most 100), and when more follow, a `Link` header names the next page (`rel="next"`).
+         */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    /** @description only this organization's projects (a slug) */
+                    organization?: string;
+                    page?: number;
+                    /** @description asks for pages (default 100 when only `page` is given) */
+                    per_page?: number;
+                };
                 header?: never;
                 path?: never;
                 cookie?: never;
@@ -13467,6 +13476,7 @@ export interface components {
             finished: string | null;
             /** @description UUID (v7) */
             id: string;
+            location: "local" | "s3";
             size_bytes: number | null;
             /**
              * Format: date-time
