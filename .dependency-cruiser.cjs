@@ -15,7 +15,8 @@
  */
 /** @type {import('dependency-cruiser').IConfiguration} */
 /** Kubernetes files with no value import of the client (directly or through another file). */
-const CLIENT_FREE_KUBERNETES_FILES = '^src/platform/runtime/kubernetes/(addon-backups|addon-manifests|addon-sql|manifests|names|pod-exec)\\.ts$';
+const CLIENT_FREE_KUBERNETES_FILES =
+  '^src/platform/runtime/kubernetes/(addon-backups|addon-manifests|addon-sql|manifests|names|pod-exec)\\.ts$';
 
 module.exports = {
   forbidden: [
@@ -34,7 +35,8 @@ module.exports = {
     {
       name: 'client-free-kubernetes-files-stay-free',
       severity: 'error',
-      comment: 'These Kubernetes files are imported at start by the add-ons module (manifests, backup helpers): they may not load the client.',
+      comment:
+        'These Kubernetes files are imported at start by the add-ons module (manifests, backup helpers): they may not load the client.',
       from: { path: CLIENT_FREE_KUBERNETES_FILES },
       to: {
         path: ['^src/platform/runtime/kubernetes/', '@kubernetes/client-node'],

@@ -9,6 +9,7 @@ import {
   WAL_NAME,
   walListCommand,
   walListed,
+  mergeStoreWalCommand,
   walNeeded,
   walTarCommand,
   walTrimCommand,
@@ -65,7 +66,8 @@ export class S3Backups {
         tar_bytes: sent,
       }),
     );
-    await this.supervisor.runTask(addon, pruneCommand(dir, [backup.id], null), { name: 'addon-prune', timeoutMs: 600_000 });
+    // The store holds it now: a local copy left behind (the task failed) is removed by the next prune, never failing the backup.
+    await this.supervisor.runTask(addon, pruneCommand(dir, [backup.id], null), { name: 'addon-prune', timeoutMs: 600_000 }).catch(() => {});
     return sent;
   }
 
@@ -143,6 +145,22 @@ export class S3Backups {
     if (laid.code !== 0) throw new Error(`preparing the recovery failed: ${lastLine(laid.stderr) ?? `exit code ${laid.code}`}`);
   }
 
+  /**
+   * A restore from a LOCAL backup to a time: the WAL it needs may since have been shipped here and
+   * trimmed locally, so the store's segments from the backup's first on join the fork's `restore-wal`.
+   */
+  async addStoreWal(source: AddonRecord, forkDir: string, startWal: string | null) {
+    const options = { name: 'addon-restore', writable: [this.supervisor.dirOf(source.id), forkDir], timeoutMs: TASK_TIMEOUT_MS };
+    const sizes = new Map(
+      (await this.store.list(this.store.key(source.id, 'wal/'))).map((o) => [o.key.slice(o.key.lastIndexOf('/') + 1), o.size]),
+    );
+    const needed = walNeeded([...sizes.keys()], startWal).map((name) => ({ name, size: sizes.get(name)! }));
+    if (!needed.length) return;
+    await this.intoTask(source, extractCommand(`${forkDir}/restore-wal-store`), this.walTar(source.id, needed), options);
+    const merged = await this.supervisor.runTask(source, mergeStoreWalCommand(forkDir), options);
+    if (merged.code !== 0) throw new Error(`adding the store's WAL failed: ${lastLine(merged.stderr) ?? `exit code ${merged.code}`}`);
+  }
+
   /** Extracts a base backup from the store into `<add-on dir>/<into>` for a drill (as the add-on's user). */
   async fetchForDrill(addon: AddonRecord, backupId: string, into: string) {
     const body = await this.store.download(this.store.key(addon.id, `base/${backupId}.tar`));
@@ -215,7 +233,8 @@ export class S3Backups {
   ) {
     let failure: Error | null = null;
     body.on('error', (err) => (failure ??= err));
-    const result = await this.supervisor.runTask(addon, command, { ...options, stdin: body });
+    // A task that ended early leaves the download unread: destroyed, so its socket (and a WAL pack loop) never hangs.
+    const result = await this.supervisor.runTask(addon, command, { ...options, stdin: body }).finally(() => body.destroy());
     if (failure) throw failure;
     if (result.code !== 0) throw new Error(`${options.name} failed: ${lastLine(result.stderr) ?? `exit code ${result.code}`}`);
   }

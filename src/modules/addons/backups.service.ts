@@ -80,6 +80,8 @@ export class AddonBackupsService {
     private readonly kube: KubernetesBackups | null = null,
   ) {}
   private orphansPrunedAt = 0;
+  /** Restores under way, per source add-on: retention waits until they have read what they need. */
+  private readonly restoresFrom = new Map<string, number>();
 
   async list(userId: string, orgSlug: string, name: string) {
     const { addon } = await this.addons.resolveForRead(userId, orgSlug, name);
@@ -117,12 +119,18 @@ export class AddonBackupsService {
     const { backup, target, label } = await this.plan(source, body);
     const fork = await this.addons.insertFork(source, body.name, `${source.name} at ${label}`);
     this.active.add(fork.id);
+    this.restoresFrom.set(source.id, (this.restoresFrom.get(source.id) ?? 0) + 1);
     const restoring = supervisor
       ? this.runRestore(supervisor, source, fork, backup, target, label)
       : this.kube!.restore(source, fork, backup, target).catch((err: Error) =>
           this.repo.update(fork.id, { status: 'failed', status_detail: `restore failed: ${err.message}` }),
         );
-    void restoring.finally(() => this.active.delete(fork.id));
+    void restoring.finally(() => {
+      this.active.delete(fork.id);
+      const left = (this.restoresFrom.get(source.id) ?? 1) - 1;
+      if (left > 0) this.restoresFrom.set(source.id, left);
+      else this.restoresFrom.delete(source.id);
+    });
     return this.addons.viewOf(fork.id);
   }
 
@@ -273,6 +281,8 @@ export class AddonBackupsService {
 
   /** Retention: backups finished before the window go (the newest completed one always stays), then the WAL older than the oldest kept. */
   private async prune(addon: AddonRow) {
+    // A restore reading this add-on's backups (an old one may pass the cutoff meanwhile) keeps them: the next backup's prune runs.
+    if (this.restoresFrom.has(addon.id)) return;
     const cutoff = new Date(Date.now() - this.settings.retentionDays * 86_400_000);
     const rows = await this.backupsOf(addon.id);
     const newest = rows.filter((b) => b.status === 'completed').pop();
@@ -382,7 +392,10 @@ export class AddonBackupsService {
         // The WAL archived since the last shipment (up to the segment archiveNow switched to); a backup's end needs none.
         if (!('immediate' in target)) await this.s3Store().shipWal(source);
         await this.s3Store().layFork(source, supervisor.dirOf(fork.id), backup, target);
-      } else await this.layLocal(supervisor, source, fork, backup, target);
+      } else {
+        await this.layLocal(supervisor, source, fork, backup, target);
+        if (this.s3 && !('immediate' in target)) await this.s3.addStoreWal(source, supervisor.dirOf(fork.id), backup.start_wal);
+      }
       await progress(`restoring: replaying WAL to ${label}`);
       const inherited = openCredentials(this.secrets, fork.credentials_sealed);
       await supervisor.startRestored(fork, inherited, RESTORE_TIMEOUT_MS);

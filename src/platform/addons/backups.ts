@@ -269,6 +269,23 @@ export function walTrimCommand(dir: string, names: string[]): string {
 }
 
 /** Empties `target` and extracts the tar read on standard input into it (as the task's user). */
+/**
+ * Moves the WAL extracted from the object store (`restore-wal-store`) into a fork's `restore-wal`,
+ * beside what the local repository gave (segments shipped to the store are trimmed locally): a
+ * local copy wins, so nothing already laid is replaced. Runs as the source's user in its sandbox.
+ */
+export function mergeStoreWalCommand(forkDir: string): string {
+  const from = join(forkDir, 'restore-wal-store');
+  const into = join(forkDir, 'restore-wal');
+  return [
+    'set -e',
+    `mkdir -p ${quote(into)}`,
+    `cd ${quote(from)}`,
+    `for f in *; do if [ -f "$f" ] && [ ! -L "$f" ] && [ ! -e ${quote(into)}/"$f" ]; then mv "$f" ${quote(into)}/; fi; done`,
+    `cd / && rm -rf ${quote(from)}`,
+  ].join('\n');
+}
+
 export function extractCommand(target: string): string {
   return [
     'set -e',

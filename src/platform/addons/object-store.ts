@@ -44,9 +44,9 @@ export class ObjectStore {
     return `${this.settings.prefix}${addonId}/${path}`;
   }
 
-  /** Where the objects are, for messages (no credentials in it). */
+  /** Where the objects are, for messages members read: neither the operator's endpoint nor bucket (nor any credential). */
   get where(): string {
-    return `s3 bucket '${this.settings.bucket}' at ${this.settings.endpoint}`;
+    return 'the backup store';
   }
 
   private load() {
@@ -62,6 +62,9 @@ export class ObjectStore {
         requestChecksumCalculation: 'WHEN_REQUIRED',
         responseChecksumValidation: 'WHEN_REQUIRED',
         maxAttempts: 3,
+        // A store that stops answering fails the request instead of holding a backup (or a sweep) forever:
+        // the request timeout is the socket's idle time, so a long upload that keeps moving is never cut.
+        requestHandler: { connectionTimeout: 10_000, requestTimeout: 120_000 },
       }),
     }));
     return this.loaded;
@@ -175,11 +178,11 @@ export class ObjectStore {
         : code === 'InvalidAccessKeyId'
           ? 'the store does not know the access key (InvalidAccessKeyId): check BACKUP_S3_ACCESS_KEY_ID'
           : code === 'NoSuchBucket'
-            ? `bucket '${this.settings.bucket}' does not exist (NoSuchBucket)`
+            ? 'the bucket does not exist (NoSuchBucket): check BACKUP_S3_BUCKET'
             : code === 'AccessDenied' || status === 403
               ? `access denied (${code}${status ? `, ${status}` : ''})`
               : cause && /^E[A-Z]+$/.test(cause)
-                ? `the endpoint ${this.settings.endpoint} is unreachable (${cause})`
+                ? `the endpoint is unreachable (${cause}): check BACKUP_S3_ENDPOINT`
                 : `${code}${status ? ` (${status})` : ''}: ${(e.message ?? '').slice(0, 200)}`;
     const message = `${this.where}: ${what}: ${reason}`;
     const secret = this.settings.secretAccessKey;

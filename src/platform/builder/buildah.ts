@@ -87,6 +87,8 @@ interface ExportTarget {
 const INSPECT_FILE = 'inspect.json';
 /** The exit code of a build script whose application storage lacks the operator's current base image. */
 const BASE_IMAGES_CHANGED = 199;
+/** How long a failed overlay probe keeps builds on vfs before the next build probes again. */
+const OVERLAY_REPROBE_MS = 10 * 60_000;
 /** Which command of an export script failed, by its exit code. */
 const EXPORT_STEPS: Record<number, string> = {
   201: 'reading the image id',
@@ -192,6 +194,7 @@ export class BuildahBuilder implements Builder, ImagePuller {
   private sharedIds = { signature: '', ids: new Map<string, string | null>() };
   /** Why overlay storage does not work here (null: it does), once found out. */
   private overlayProbe: Promise<string | null> | null = null;
+  private overlayProbeFailedAt: number | null = null;
 
   constructor(private readonly options: BuildahOptions) {
     this.buildah = options.buildahPath === undefined ? findOnPath('buildah') : options.buildahPath;
@@ -314,6 +317,12 @@ export class BuildahBuilder implements Builder, ImagePuller {
   ): Promise<StorageDriver> {
     const setting = this.options.storageDriver ?? 'vfs';
     if (setting !== 'auto') return setting;
+    // A failed probe ran in one application's storage (its leftovers, a passing fault): asked again after a while
+    // instead of holding every application on vfs until a restart. A working overlay is remembered.
+    if (this.overlayProbe && this.overlayProbeFailedAt !== null && Date.now() - this.overlayProbeFailedAt > OVERLAY_REPROBE_MS) {
+      this.overlayProbe = null;
+      this.overlayProbeFailedAt = null;
+    }
     if (!this.overlayProbe) {
       const ws: Workspace = {
         storage,
@@ -332,6 +341,7 @@ export class BuildahBuilder implements Builder, ImagePuller {
     }
     const unavailable = await this.overlayProbe;
     if (unavailable === null) return 'overlay';
+    this.overlayProbeFailedAt ??= Date.now();
     input.log.line(`Build storage: vfs (overlay storage does not work on this machine: ${unavailable})`);
     return 'vfs';
   }
@@ -400,7 +410,8 @@ export class BuildahBuilder implements Builder, ImagePuller {
                 `[ "$(${this.buildahCommand(ws, ['inspect', '--type', 'image', '--format', '{{.FromImageID}}', name])} 2>/dev/null)" = ${shellQuote(id)} ] || exit ${BASE_IMAGES_CHANGED}`,
             )
           : []),
-        `${this.buildahCommand(ws, budArgs)} || exit $?`,
+        // bud's own failure keeps its code, but never one of the codes this script gives its own steps (199, 200+).
+        `${this.buildahCommand(ws, budArgs)} || { c=$?; [ "$c" -lt ${BASE_IMAGES_CHANGED} ] || c=1; exit "$c"; }`,
         `echo ${exportMark}`,
         this.exportScript(ws, `"$(cat ${shellQuote(iidFile)})"`, scratch, target.path),
       ].join('\n');

@@ -36,6 +36,8 @@ export interface HaproxyOptions {
 const MIN_SLOTS = 4;
 /** How often the per-route counters are read from HAProxy. */
 const STATS_POLL_MS = 1000;
+// Runtime commands sent per CLI connection (each ~60 bytes; HAProxy reads one request of at most its 16 kB buffer).
+const RUNTIME_BATCH = 64;
 
 /**
  * The edge driver for HAProxy (Debian's `haproxy`, 2.6+). Routes, verified custom domains,
@@ -143,8 +145,15 @@ export class HaproxyDriver implements EdgeDriver {
       const previous = this.slots;
       const { files, shape, commands } = this.render(false);
       if (shape === this.loadedShape && commands !== null) {
-        if (commands.length > 0) await this.runtime(commands);
-        return;
+        if (commands.length === 0) return;
+        try {
+          await this.runtime(commands);
+          return;
+        } catch (err) {
+          // The slots already say the new state: a reload of the whole configuration makes it live now,
+          // rather than leaving the route on its old (or drained) servers until some later change.
+          this.logger?.warn({ err }, 'HAProxy refused a runtime change: reloading the whole configuration instead');
+        }
       }
       this.writeFiles(files);
       try {
@@ -223,10 +232,18 @@ export class HaproxyDriver implements EdgeDriver {
 
   /** Commands for the current worker, in one connection; an answer naming an error fails the change (the next apply reloads). */
   private async runtime(commands: string[]) {
-    const answer = await this.haproxy.command(commands.map((c) => `@1 ${c}`).join('; '));
-    if (/No such|Unknown|Require|Invalid|not found|failed|error/i.test(answer)) {
-      this.loadedShape = null;
-      throw new Error(`HAProxy refused a server change: ${answer.trim().slice(0, 500)}`);
+    // In batches: one line per connection, kept well inside the CLI's request buffer however many routes change.
+    for (let i = 0; i < commands.length; i += RUNTIME_BATCH) {
+      const answer = await this.haproxy.command(
+        commands
+          .slice(i, i + RUNTIME_BATCH)
+          .map((c) => `@1 ${c}`)
+          .join('; '),
+      );
+      if (/No such|Unknown|Require|Invalid|not found|failed|error/i.test(answer)) {
+        this.loadedShape = null;
+        throw new Error(`HAProxy refused a server change: ${answer.trim().slice(0, 500)}`);
+      }
     }
   }
 
@@ -402,7 +419,12 @@ export class HaproxyDriver implements EdgeDriver {
     const seen = new Map<number, Map<string, number[]>>();
     for (const pid of [...oldWorkers, ...workers]) {
       const rows = parseStatCsv(await this.haproxy.command(`@!${pid} show stat -1 2 -1`).catch(() => ''));
-      if (rows.length === 0) continue; // gone meanwhile
+      if (rows.length === 0) {
+        // Gone meanwhile, or one read failed: its last totals stay the baseline, so nothing it counted is added twice.
+        const last = this.counted.get(pid);
+        if (last) seen.set(pid, last);
+        continue;
+      }
       const last = this.counted.get(pid);
       const now = new Map<string, number[]>();
       seen.set(pid, now);
@@ -416,7 +438,7 @@ export class HaproxyDriver implements EdgeDriver {
         const before = last?.get(row.pxname) ?? [0, 0, 0, 0, 0];
         const ttime = Number(row.ttime) || 0;
         classes.forEach((count, i) => {
-          for (let n = before[i]!; n < count; n++) this.stats!.record(upstream.statsKey!, upstream.owner!, (i + 1) * 100, ttime);
+          if (count > before[i]!) this.stats!.record(upstream.statsKey!, upstream.owner!, (i + 1) * 100, ttime, count - before[i]!);
         });
       }
     }

@@ -67,7 +67,8 @@ export class RequestStats {
     return `${owner.applicationId}/${owner.environmentId}/${owner.processType}`;
   }
 
-  record(key: string, owner: RequestOwner, status: number, elapsedMs: number) {
+  /** Counts `times` requests (default one) of that status and time: drivers that read totals add them at once. */
+  record(key: string, owner: RequestOwner, status: number, elapsedMs: number, times = 1) {
     const minute = Math.floor(Date.now() / 60_000) * 60_000;
     let c = this.counts.get(key);
     if (c && c.minute !== minute) {
@@ -86,12 +87,12 @@ export class RequestStats {
       };
       this.counts.set(key, c);
     }
-    c.requests++;
-    c.classes[Math.min(Math.max(Math.floor(status / 100), 1), 5) - 1]!++;
+    c.requests += times;
+    c.classes[Math.min(Math.max(Math.floor(status / 100), 1), 5) - 1]! += times;
     let b = 0;
     while (b < LATENCY_BOUNDS_MS.length && elapsedMs > LATENCY_BOUNDS_MS[b]!) b++;
-    c.buckets[b]!++;
-    c.latencySumMs += elapsedMs;
+    c.buckets[b]! += times;
+    c.latencySumMs += elapsedMs * times;
   }
 
   start() {

@@ -102,6 +102,7 @@ export class PipelineJobs implements Jobs {
   private stopping = false;
   private sweepers: Array<{ sweep: () => Promise<unknown>; everyMs: number; lastRun: number }> = [];
   private lastSweep = 0;
+  private sweeping: Promise<void> | null = null;
   private ticking = false;
   private readonly ports: JobPorts;
   private readonly sideQueues = new Map<string, SideQueue>();
@@ -339,7 +340,7 @@ export class PipelineJobs implements Jobs {
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
     this.heartbeatTimer = null;
     const timeout = this.options.stopTimeoutMs ?? 10_000;
-    await Promise.race([Promise.allSettled(this.loops), new Promise((r) => setTimeout(r, timeout).unref())]);
+    await Promise.race([Promise.allSettled([...this.loops, this.sweeping]), new Promise((r) => setTimeout(r, timeout).unref())]);
     this.loops = [];
     if (this.id) {
       // Jobs still running past the timeout are settled by the next start's recovery; an
@@ -423,7 +424,10 @@ export class PipelineJobs implements Jobs {
         this.running.get(jobId)?.abort(new JobCancelled('Cancelled'));
       const staleMs = this.options.staleAfterMs ?? 30_000;
       if (Date.now() - databaseAvailability(this.options.db).upSince >= staleMs) await this.recover();
-      if (Date.now() - this.lastSweep >= (this.options.sweepIntervalMs ?? 60_000)) await this.sweep();
+      // Beside the beat, never inside it: a sweep may wait on slow work (a drill, an object store
+      // that stopped answering), and a worker whose beat waits on it would be taken for dead.
+      if (!this.sweeping && Date.now() - this.lastSweep >= (this.options.sweepIntervalMs ?? 60_000))
+        this.sweeping = this.sweep().finally(() => (this.sweeping = null));
     } catch (err) {
       this.logger.error({ err }, 'worker heartbeat failed');
     } finally {
@@ -434,6 +438,7 @@ export class PipelineJobs implements Jobs {
   private async sweep() {
     this.lastSweep = Date.now();
     for (const sweeper of this.sweepers) {
+      if (this.stopping) return;
       if (Date.now() - sweeper.lastRun < sweeper.everyMs) continue;
       sweeper.lastRun = Date.now();
       try {
