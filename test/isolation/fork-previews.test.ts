@@ -303,10 +303,14 @@ describe.skipIf(missing)('a pull request from a branch of the repository itself'
   });
 });
 
-/** What the fork's RUN step writes into every layer of every build storage it can reach (through `/proc/1/root`). */
+/**
+ * What the fork's RUN step writes into every layer of every build storage it can reach (through `/proc/1/root`):
+ * vfs keeps each layer whole under vfs/dir, overlay each layer's files under overlay/<id>/diff, so both are tried.
+ */
 const LAYER_MARKER = 'FORK-WAS-IN-THE-LAYER';
 const FORK_DOCKERFILE = `FROM ${BASE_IMAGE}
-RUN for d in /proc/1/root/tmp/*/containers/apps/*/storage/vfs/dir/* /proc/1/root/tmp/*/containers/apps/*/scopes/*/storage/vfs/dir/*; do \\
+RUN for d in /proc/1/root/tmp/*/containers/apps/*/storage/vfs/dir/* /proc/1/root/tmp/*/containers/apps/*/scopes/*/storage/vfs/dir/* \\
+      /proc/1/root/tmp/*/containers/apps/*/storage-overlay/overlay/*/diff /proc/1/root/tmp/*/containers/apps/*/scopes/*/storage-overlay/overlay/*/diff; do \\
       [ -d "$d" ] && echo ${LAYER_MARKER} > "$d/poisoned-by-fork" && echo "fork wrote into $d"; \\
     done; mkdir -p /www && echo fork > /www/index.html
 CMD httpd -f -p $PORT -h /www
