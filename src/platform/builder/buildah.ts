@@ -501,12 +501,14 @@ export class BuildahBuilder implements Builder, ImagePuller {
     const deadline = started + input.timeoutMs;
     const scratch = await mkdtemp(join(tmpdir(), 'slipway-pull-'));
     try {
-      const ws = await this.workspace(input, scratch);
+      // Written before the workspace is made: its first sandbox (the storage probe) hands the fresh scratch
+      // directory, this file included, to the application's user, and no tenant code has run in it yet.
       const authArgs: string[] = [];
       if (input.authFile !== null) {
         await writeFile(join(scratch, 'auth.json'), input.authFile, { mode: 0o600 });
         authArgs.push('--authfile', join(scratch, 'auth.json'));
       }
+      const ws = await this.workspace(input, scratch);
       input.log.line(`Pulling ${input.reference}`);
       const pulled = await this.buildahRun(
         ws,
