@@ -289,7 +289,7 @@ function Backups({ org, addon, onChanged }: { org: string; addon: Addon; onChang
                         {x.status} <span class="muted">{x.trigger}</span>
                       </td>
                       <td class="wide-only">{x.size_bytes === null ? '—' : `${Math.ceil(x.size_bytes / 1048576)} MiB`}</td>
-                      <td class="wide-only">{(x as typeof x & { location?: string }).location === 's3' ? 'S3' : 'local'}</td>
+                      <td class="wide-only">{x.location === 's3' ? 'S3' : 'local'}</td>
                       <td>
                         {x.status === 'completed' && (
                           <ConfirmAction

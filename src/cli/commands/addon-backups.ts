@@ -35,7 +35,7 @@ export function addonBackupCommands(addons: Command, orgOf: (ctx: Context, comma
           { header: 'FINISHED', value: (b) => (b.finished ? when(b.finished) : '') },
           { header: 'SIZE', value: (b) => size(b.size_bytes) },
           // Where it is kept: `local` (the add-on's repository) or `s3` (BACKUP_S3_*).
-          { header: 'WHERE', value: (b) => (b as typeof b & { location?: string }).location ?? 'local' },
+          { header: 'WHERE', value: (b) => b.location },
         ],
         `no backups yet: \`slipway addons backups create ${name}\``,
       );
