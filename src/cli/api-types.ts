@@ -5021,7 +5021,10 @@ export interface paths {
             };
         };
         put?: never;
-        /** Take a base backup now (answers once it is complete) */
+        /**
+         * Take a base backup now
+         * @description On the local runtime it answers once the backup is complete (or failed: 409 with the reason). On Kubernetes CloudNativePG takes it: the answer is the backup `running`, and its status follows the cluster’s Backup.
+         */
         post: {
             parameters: {
                 query?: never;

@@ -27,7 +27,10 @@ export function backupsRoutes(backups: AddonBackupsService) {
       {
         schema: {
           tags,
-          summary: 'Take a base backup now (answers once it is complete)',
+          summary: 'Take a base backup now',
+          description:
+            'On the local runtime it answers once the backup is complete (or failed: 409 with the reason). On Kubernetes ' +
+            'CloudNativePG takes it: the answer is the backup `running`, and its status follows the cluster’s Backup.',
           params: AddonParams,
           response: { 201: AddonBackup, ...commonErrorResponses },
         },
