@@ -76,7 +76,7 @@ beforeAll(async () => {
       id: uuidv7(),
       organization_id: t.orgId,
       url: 'http://127.0.0.1:9/',
-      events: ['addon.backup_failed'],
+      events: ['addon.backup_failed', 'addon.restored'],
       secret_sealed: h.ctx.secrets.seal('k'),
     })
     .execute();
@@ -177,6 +177,14 @@ describe('Postgres add-on backups on Kubernetes (CloudNativePG, BACKUP_S3_*)', (
     const fork = await addons('POST', '/db/restore', { name: 'db-fork', backup_id: first.id });
     expect(fork.statusCode, fork.body).toBeLessThan(300);
     const forkView = await running('db-fork');
+    // Restored, once its Cluster is ready (the event is in the outbox, or already fanned out to the subscription).
+    const restored = await waitFor('the addon.restored event', async () => {
+      const queued = await h.ctx.db.selectFrom('webhook_outbox').select('data').where('event', '=', 'addon.restored').execute();
+      const sent = await h.ctx.db.selectFrom('webhook_deliveries').select('payload').where('event', '=', 'addon.restored').execute();
+      const all = [...queued.map((r) => r.data), ...sent.map((r) => (r.payload as { data: unknown }).data)];
+      return all.length ? all : null;
+    });
+    expect(restored).toContainEqual(expect.objectContaining({ addon_id: forkView.id, restored_from: `db at backup ${first.id}` }));
     const forkCluster = kube.list('clusters', namespace).find((c) => c.metadata.labels['slipway.dev/addon-id'] === forkView.id)!;
     expect(forkCluster.spec.bootstrap.recovery).toMatchObject({
       source: 'origin',

@@ -22,6 +22,7 @@ import {
 } from './addon-manifests.js';
 import { describeError, isNotFound, type KubernetesCluster, type ObjectRef } from './cluster.js';
 import { LABEL } from './names.js';
+import { publishWebhookEvent } from '../../webhook-events.js';
 
 export interface KubernetesAddonsOptions {
   db: Db;
@@ -280,12 +281,27 @@ export class KubernetesAddons implements AddonBackend {
   }
 
   private async setStatus(id: string, status: 'running' | 'failed' | 'creating', detail: string | null) {
-    await this.options.db
-      .updateTable('addons')
-      .set({ status, status_detail: detail, updated_at: new Date() })
-      .where('id', '=', id)
-      .where('deleted_at', 'is', null)
-      .execute();
+    await this.options.db.transaction().execute(async (trx) => {
+      const before = await trx
+        .selectFrom('addons')
+        .select(['status', 'restored_from', 'organization_id', 'name', 'kind'])
+        .where('id', '=', id)
+        .forUpdate()
+        .executeTakeFirst();
+      await trx
+        .updateTable('addons')
+        .set({ status, status_detail: detail, updated_at: new Date() })
+        .where('id', '=', id)
+        .where('deleted_at', 'is', null)
+        .execute();
+      // A fork (restored from another add-on) whose recovered Cluster just became ready: restored, as on the local runtime.
+      if (status === 'running' && before?.status === 'creating' && before.restored_from)
+        await publishWebhookEvent(trx, {
+          organizationId: before.organization_id,
+          event: 'addon.restored',
+          data: { addon_id: id, name: before.name, kind: before.kind, restored_from: before.restored_from },
+        });
+    });
   }
 }
 
