@@ -1,11 +1,10 @@
-import { execFile } from 'node:child_process';
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { readProc, runDaemonCommand, stopGracefully } from './daemon.js';
 import { haproxyCommand } from './haproxy-cli.js';
 
 const START_TIMEOUT_MS = 15_000;
 const RELOAD_TIMEOUT_MS = 15_000;
-const STOP_TIMEOUT_MS = 15_000;
 const OUTPUT_TAIL_BYTES = 2048;
 
 /** The master CLI's `show proc`: the current worker(s) and those of earlier configurations still finishing. */
@@ -84,7 +83,7 @@ export class HaproxyProcess {
     await this.check(config);
     renameSync(this.candidatePath, this.confPath);
     rmSync(this.socketPath, { force: true });
-    await run(this.binary, ['-W', '-D', '-f', this.confPath, '-p', this.pidPath, '-S', `${this.socketPath},mode,600`]);
+    await runDaemonCommand(this.binary, ['-W', '-D', '-f', this.confPath, '-p', this.pidPath, '-S', `${this.socketPath},mode,600`]);
     const deadline = Date.now() + START_TIMEOUT_MS;
     for (;;) {
       const pid = this.masterPid();
@@ -133,15 +132,7 @@ export class HaproxyProcess {
   async stop(): Promise<void> {
     const master = this.masterPid();
     if (master === null) return;
-    signal(master, 'SIGUSR1');
-    const deadline = Date.now() + STOP_TIMEOUT_MS;
-    while (alive(master)) {
-      if (Date.now() > deadline) {
-        signal(master, 'SIGTERM');
-        break;
-      }
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await stopGracefully(master, 'SIGUSR1');
   }
 
   private get candidatePath() {
@@ -152,44 +143,8 @@ export class HaproxyProcess {
   private async check(config: string): Promise<void> {
     rmSync(this.candidatePath, { force: true });
     writeFileSync(this.candidatePath, config, { mode: 0o600, flag: 'wx' });
-    await run(this.binary, ['-c', '-q', '-f', this.candidatePath]).catch((err: Error) => {
+    await runDaemonCommand(this.binary, ['-c', '-q', '-f', this.candidatePath]).catch((err: Error) => {
       throw new Error(`HAProxy refused the configuration (the previous one keeps serving): ${err.message}`);
     });
-  }
-}
-
-function run(binary: string, args: string[]): Promise<void> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      binary,
-      args,
-      { timeout: 30_000, maxBuffer: 64 * 1024, env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' } },
-      (err, _out, stderr) => {
-        if (err) reject(new Error(String(stderr).trim().slice(-OUTPUT_TAIL_BYTES) || err.message));
-        else resolve();
-      },
-    );
-  });
-}
-
-function readProc(path: string): string {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch {
-    return '';
-  }
-}
-
-/** A process that runs (a zombie nobody reaped yet has stopped serving). */
-function alive(pid: number): boolean {
-  const stat = readProc(`/proc/${pid}/stat`);
-  return stat !== '' && !/^\d+ \(.*\) Z/.test(stat);
-}
-
-function signal(pid: number, name: NodeJS.Signals) {
-  try {
-    process.kill(pid, name);
-  } catch {
-    // gone already
   }
 }

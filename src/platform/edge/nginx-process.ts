@@ -1,10 +1,9 @@
-import { execFile } from 'node:child_process';
 import { closeSync, fstatSync, openSync, readFileSync, readSync, renameSync, rmSync, writeFileSync, constants } from 'node:fs';
 import { join } from 'node:path';
+import { readProc, runDaemonCommand, stopGracefully } from './daemon.js';
 
 /** Longest wait for nginx's new workers after a reload, and for its master to go on a stop. */
 const RELOAD_TIMEOUT_MS = 15_000;
-const STOP_TIMEOUT_MS = 15_000;
 /** What a failure message quotes of nginx's error log. */
 const ERROR_TAIL_BYTES = 2048;
 
@@ -73,7 +72,7 @@ export class NginxProcess {
     renameSync(this.candidatePath, this.confPath);
     rmSync(this.pidPath, { force: true });
     // `daemon on`: this command returns once the master has bound its ports and gone to the background.
-    await run(this.binary, ['-q', '-e', this.errorLogPath, '-p', `${this.dir}/`, '-c', this.confPath]).catch((err: Error) => {
+    await runDaemonCommand(this.binary, ['-q', '-e', this.errorLogPath, '-p', `${this.dir}/`, '-c', this.confPath]).catch((err: Error) => {
       throw new Error(`nginx did not start: ${err.message}${this.errorTail()}`);
     });
     const deadline = Date.now() + RELOAD_TIMEOUT_MS;
@@ -113,15 +112,7 @@ export class NginxProcess {
   async stop(): Promise<void> {
     const master = this.masterPid();
     if (master === null) return;
-    signal(master, 'SIGQUIT');
-    const deadline = Date.now() + STOP_TIMEOUT_MS;
-    while (alive(master)) {
-      if (Date.now() > deadline) {
-        signal(master, 'SIGTERM');
-        break;
-      }
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await stopGracefully(master, 'SIGQUIT');
   }
 
   private get candidatePath() {
@@ -132,36 +123,16 @@ export class NginxProcess {
   private async check(config: string): Promise<void> {
     rmSync(this.candidatePath, { force: true });
     writeFileSync(this.candidatePath, config, { mode: 0o600, flag: 'wx' });
-    await run(this.binary, ['-t', '-q', '-e', this.errorLogPath, '-p', `${this.dir}/`, '-c', this.candidatePath]).catch((err: Error) => {
-      throw new Error(`nginx refused the configuration (the previous one keeps serving): ${err.message}`);
-    });
+    await runDaemonCommand(this.binary, ['-t', '-q', '-e', this.errorLogPath, '-p', `${this.dir}/`, '-c', this.candidatePath]).catch(
+      (err: Error) => {
+        throw new Error(`nginx refused the configuration (the previous one keeps serving): ${err.message}`);
+      },
+    );
   }
 
   private errorTail(): string {
     const tail = readTail(this.errorLogPath, ERROR_TAIL_BYTES).trim();
     return tail ? `\n${tail}` : '';
-  }
-}
-
-function run(binary: string, args: string[]): Promise<void> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      binary,
-      args,
-      { timeout: 30_000, maxBuffer: 64 * 1024, env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' } },
-      (err, _out, stderr) => {
-        if (err) reject(new Error(String(stderr).trim().slice(-ERROR_TAIL_BYTES) || err.message));
-        else resolve();
-      },
-    );
-  });
-}
-
-function readProc(path: string): string {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch {
-    return '';
   }
 }
 
@@ -179,19 +150,5 @@ function readTail(path: string, bytes: number): string {
     return buffer.toString('utf8');
   } finally {
     closeSync(fd);
-  }
-}
-
-/** A process that runs (a zombie nobody reaped yet has stopped serving). */
-function alive(pid: number): boolean {
-  const stat = readProc(`/proc/${pid}/stat`);
-  return stat !== '' && !/^\d+ \(.*\) Z/.test(stat);
-}
-
-function signal(pid: number, name: NodeJS.Signals) {
-  try {
-    process.kill(pid, name);
-  } catch {
-    // gone already
   }
 }
