@@ -8,8 +8,12 @@ export interface StartOptions {
   logger: PlatformLogger;
   /** Run this process's job workers (and their sweepers): false in the `api` role. */
   workers: boolean;
-  /** The HTTP app (none in the `worker` role), listening where `listen` says (tests inject instead). */
-  http?: { app: App; listen?: { port: number; host: string } };
+  /**
+   * The HTTP app (none in the `worker` role), listening where `listen` says (tests inject instead). It may
+   * still be building: registering ~300 routes then overlaps the earlier steps' waits (the edge process's
+   * start), and the app is awaited only when its turn comes.
+   */
+  http?: { app: App | Promise<App>; listen?: { port: number; host: string } };
 }
 
 export interface Started {
@@ -128,16 +132,17 @@ function startOrder({ composition, logger, workers, http }: StartOptions, listen
     http && {
       name: 'http',
       async start() {
+        const app = await http.app;
         try {
-          await http.app.ready();
-          if (http.listen) listening(await http.app.listen(http.listen));
+          await app.ready();
+          if (http.listen) listening(await app.listen(http.listen));
         } catch (err) {
           // Port in use, …: the app's own hooks (streams, LISTEN connection) close with it.
-          await http.app.close().catch(() => {});
+          await app.close().catch(() => {});
           throw err;
         }
       },
-      stop: () => http.app.close(),
+      stop: async () => (await http.app).close(),
     },
   );
   // 9. The SSH gateway (SSH_PORT), beside the API it shares its services with.

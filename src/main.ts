@@ -53,13 +53,20 @@ async function serve(config: Config, platform: Platform, logger: Logger) {
   const composition = composePlatform(ctx, logger);
   // The `worker` role serves no HTTP: it builds the platform without the app (Fastify is not even loaded).
   const role = config.SLIPWAY_ROLE;
-  const app = role === 'worker' ? null : await (await import('./app.js')).buildApp(ctx, { composition, loggerInstance: logger });
+  // Built while the first start steps wait (the edge process's start); awaited by the `http` step.
+  const app = role === 'worker' ? null : import('./app.js').then(({ buildApp }) => buildApp(ctx, { composition, loggerInstance: logger }));
+  // Handled here so a failed build is not an unhandled rejection before its step awaits it (it still throws there).
+  app?.catch(() => {});
   const running = await start({
     composition,
     logger,
     // A process in the `api` role only enqueues.
     workers: role !== 'api',
     http: app ? { app, listen: { port: config.PORT, host: config.HOST } } : undefined,
+  }).catch(async (err: unknown) => {
+    // A start that failed before the `http` step never readied the app: close what it built.
+    await app?.then((built) => built.close()).catch(() => {});
+    throw err;
   });
   // Stop the control plane only: instances and the separate edge keep serving, the next start adopts them
   // (docs/operations.md "Upgrading Slipway"): SIGUSR2, or SIGTERM/SIGINT with SLIPWAY_STOP_KEEPS_SERVING.

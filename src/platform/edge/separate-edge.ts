@@ -190,7 +190,7 @@ export class SeparateEdge implements EdgeDriver {
       const status = await askEdge(this.socketPath, 'status', 500).catch(() => null);
       if (status) return status;
       if (exited !== null) throw new StartupError(`the edge process exited (${exited}): ${tail(startLog)}`);
-      await new Promise((r) => setTimeout(r, 100));
+      await new Promise((r) => setTimeout(r, 20));
     }
     throw new StartupError(`the edge process did not start within ${START_TIMEOUT_MS / 1000} s: ${tail(startLog)}`);
   }

@@ -68,8 +68,8 @@ export class LocalRuntime implements ApplicationRuntime {
     this.logger = options.logger;
     this.runtimeService.setWorkerId(options.workerId);
     this.runtimeService.setLogger(options.logger);
-    await this.checkIsolation();
-    await this.runtimeService.start();
+    // The sandbox's probe (a few short processes) runs beside the router's start (the edge process's boot).
+    await Promise.all([this.checkIsolation(), this.runtimeService.start()]);
   }
 
   /** Says at every start how applications are confined (never silently unconfined). */
