@@ -317,7 +317,16 @@ describe.skipIf(missing)('add-ons (Postgres and Redis) on the local runtime', ()
     const shared = (await api(a, 'GET', '/shared')).json();
     const elsewhere = shared.attachments.find((t: { application_id: string }) => t.application_id === other);
     expect((await api(a, 'DELETE', `/shared/attachments/${elsewhere.id}`)).statusCode).toBe(200);
-    expect((await inject('DELETE', `/v1/applications/${dropper}?with_addons=true`)).statusCode).toBe(204);
+    // Then it goes with its add-ons, here through the CLI as a member runs it.
+    const address = h.app.server.listening
+      ? `http://127.0.0.1:${(h.app.server.address() as { port: number }).port}`
+      : await h.app.listen({ port: 0, host: '127.0.0.1' });
+    const deleted = await slipway(['apps', 'delete', `${a.orgSlug}/shop/dropper`, '--yes', '--with-addons'], {
+      SLIPWAY_SERVER: address,
+      SLIPWAY_API_KEY: a.user.apiKey,
+    });
+    expect(deleted.code, deleted.stderr).toBe(0);
+    expect(deleted.stdout).toMatch(/^Deleted .*dropper and its add-ons/m);
     expect(await appExists(dropper)).toBe(false);
     for (const name of ['dropped', 'shared']) {
       const view = (await api(a, 'GET', `/${name}`)).json();
