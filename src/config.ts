@@ -239,8 +239,19 @@ export const EnvSchema = Type.Object({
   BACKUP_S3_ACCESS_KEY_ID: Type.Optional(Type.String({ minLength: 1 })),
   /** The secret access key for BACKUP_S3_ENDPOINT: never logged nor shown. */
   BACKUP_S3_SECRET_ACCESS_KEY: Type.Optional(Type.String({ minLength: 1 })),
-  /** Address buckets as `<endpoint>/<bucket>` (MinIO, Ceph, most self-hosted stores) rather than `<bucket>.<endpoint>`. */
+  /**
+   * Address buckets as `<endpoint>/<bucket>` (MinIO, Ceph, most self-hosted stores) rather than `<bucket>.<endpoint>`.
+   * RUNTIME=kubernetes takes only `true`: CloudNativePG's barman-cloud always addresses an endpoint path-style.
+   */
   BACKUP_S3_FORCE_PATH_STYLE: Type.Boolean({ default: true }),
+  /**
+   * Most archived WAL one Postgres add-on may keep in the object store (MiB; 0: no cap), so one
+   * member's heavy writes cannot fill the bucket every add-on shares. Past it that add-on's WAL
+   * shipping stops (its newer WAL stays in its own directory) and it gets a failed backup entry
+   * saying so with an `addon.backup_failed` event; it resumes once retention has removed older WAL.
+   * Local runtime only (CloudNativePG's archive on Kubernetes has no such bound).
+   */
+  BACKUP_S3_WAL_CAP_MB: Type.Integer({ minimum: 0, default: 10240 }),
   /** Most processes and threads one sandboxed instance or build may have at once. */
   SANDBOX_PIDS_MAX: Type.Integer({ minimum: 16, maximum: 1_000_000, default: 1024 }),
   /**
@@ -500,6 +511,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   if (parsed.BACKUP_S3_ENDPOINT && s3Missing.length)
     throw new ConfigError(
       `Invalid configuration: BACKUP_S3_ENDPOINT is set but ${s3Missing.join(', ')} ${s3Missing.length > 1 ? 'are' : 'is'} not`,
+    );
+  // CloudNativePG's barman-cloud (botocore) addresses any store given by endpoint URL path-style, and has no field to change it.
+  if (parsed.RUNTIME === 'kubernetes' && parsed.BACKUP_S3_ENDPOINT && !parsed.BACKUP_S3_FORCE_PATH_STYLE)
+    throw new ConfigError(
+      'Invalid configuration: BACKUP_S3_FORCE_PATH_STYLE=false cannot be honoured with RUNTIME=kubernetes: CloudNativePG ' +
+        '(barman-cloud) always addresses the store at BACKUP_S3_ENDPOINT path-style (<endpoint>/<bucket>); remove the setting',
     );
   return { ...parsed, dataDir: resolve(parsed.DATA_DIR), ...chooseEdgeDriver(parsed) };
 }

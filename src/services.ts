@@ -307,7 +307,7 @@ export function composePlatform(given: AppContext, log: PlatformLogger) {
     previews,
     registry,
     { routes: [deploymentsRoutes(deployments, deployChain, pipeline.configRelease, pipeline.imageDeploys)] },
-    { routes: [applicationDeleteRoutes(pipeline.removal)] },
+    { routes: [applicationDeleteRoutes(pipeline.removal, addons.addons)] },
     observability,
     wireOverview({ ctx, access }),
     guards,

@@ -112,11 +112,14 @@ export interface paths {
         post?: never;
         /**
          * Delete an application: its pipeline jobs are cancelled, its instances stopped and unrouted, its records removed
-         * @description Answers 204 once nothing of it runs or is routed any more. Add-ons attached to it stay in the organization (only the attachments go). An application running in a protected environment: organization admins only.
+         * @description Answers 204 once nothing of it runs or is routed any more. Add-ons attached to it stay in the organization (only the attachments go) unless `with_addons=true`: then each is deleted as `DELETE …/addons/{addon}` does (undeletable during the grace period), organization admins only, and an add-on also attached to another application refuses the whole delete (409, nothing deleted). An application running in a protected environment: organization admins only.
          */
         delete: {
             parameters: {
-                query?: never;
+                query?: {
+                    /** @description Also delete the add-ons attached to it (default false: they stay) */
+                    with_addons?: boolean;
+                };
                 header?: never;
                 path: {
                     application_id: string;

@@ -1,3 +1,4 @@
+import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { TestRepo } from '../helpers/git-repo.js';
@@ -261,4 +262,88 @@ describe.skipIf(missing)('add-ons (Postgres and Redis) on the local runtime', ()
     expect(back.json()).toMatchObject({ status: 'running', deleted_at: null });
     expect((await api(a, 'POST', '/db/query', { sql: 'SELECT count(*) FROM notes' })).json().rows).toEqual([['2']]);
   }, 90_000);
+
+  it('deleting an application keeps its add-ons; with_addons deletes them too (undeletable), refused whole while one is attached elsewhere', async () => {
+    // A subscription, so the organization's add-on events are recorded (its address is never reached).
+    await h.ctx.db
+      .insertInto('webhooks')
+      .values({
+        id: uuidv7(),
+        organization_id: a.orgId,
+        url: 'http://127.0.0.1:9/',
+        events: ['addon.attached', 'addon.resized', 'addon.deleted'],
+        secret_sealed: h.ctx.secrets.seal('k'),
+      })
+      .execute();
+    const inject = (method: 'GET' | 'POST' | 'DELETE', url: string, payload?: object) =>
+      h.app.inject({ method, url, headers: a.user.headers, ...(payload ? { payload } : {}) });
+    const appExists = async (id: string) =>
+      (await h.ctx.db.selectFrom('applications').select('id').where('id', '=', id).executeTakeFirst()) !== undefined;
+    const newApp = async (name: string) =>
+      (await inject('POST', '/v1/applications', { name, project_id: a.projectId })).json().id as string;
+    const [keeper, dropper, other] = [await newApp('Keeper'), await newApp('Dropper'), await newApp('Other')];
+    for (const name of ['kept', 'dropped', 'shared']) expect((await api(a, 'POST', '', { name, kind: 'redis' })).statusCode).toBe(201);
+    for (const name of ['kept', 'dropped', 'shared'])
+      await waitFor(`${name} running`, async () => (await api(a, 'GET', `/${name}`)).json().status === 'running', 30_000, 100);
+    for (const [name, app] of [
+      ['kept', keeper],
+      ['dropped', dropper],
+      ['shared', other],
+    ] as const)
+      expect((await api(a, 'POST', `/${name}/attachments`, { application_id: app })).statusCode).toBe(201);
+    // A second Redis for the same application environment: REDIS_URL is taken, so under a name the member chooses.
+    const clash = await api(a, 'POST', '/shared/attachments', { application_id: dropper });
+    expect(clash.statusCode).toBe(409);
+    expect(clash.json().message).toMatch(/already has an add-on attached as REDIS_URL: choose another name with "as"/);
+    const named = await api(a, 'POST', '/shared/attachments', { application_id: dropper, as: 'SESSIONS_URL' });
+    expect(named.statusCode, named.body).toBe(201);
+    expect(named.json().addon.attachments).toContainEqual(expect.objectContaining({ application_id: dropper, variable: 'SESSIONS_URL' }));
+    // A resize restarts it under the new plan's limits.
+    const resized = await api(a, 'PATCH', '/kept', { plan: 'standard' });
+    expect(resized.statusCode, resized.body).toBe(200);
+    expect(resized.json()).toMatchObject({ plan: 'standard', limits: { memory_mib: 256, connections: 1000 } });
+
+    // Without with_addons: the application goes, its add-on stays (running, detached).
+    expect((await inject('DELETE', `/v1/applications/${keeper}`)).statusCode).toBe(204);
+    expect((await api(a, 'GET', '/kept')).json()).toMatchObject({ deleted_at: null, attachments: [] });
+
+    // With it, an add-on also attached to another application refuses the whole delete: nothing goes.
+    const refused = await inject('DELETE', `/v1/applications/${dropper}?with_addons=true`);
+    expect(refused.statusCode).toBe(409);
+    expect(refused.json().message).toMatch(/^Add-on 'shared' is also attached to other \(production\): detach it there first/);
+    expect(await appExists(dropper)).toBe(true);
+    expect((await api(a, 'GET', '/dropped')).json()).toMatchObject({ deleted_at: null, attachments: [{ application_id: dropper }] });
+
+    const shared = (await api(a, 'GET', '/shared')).json();
+    const elsewhere = shared.attachments.find((t: { application_id: string }) => t.application_id === other);
+    expect((await api(a, 'DELETE', `/shared/attachments/${elsewhere.id}`)).statusCode).toBe(200);
+    // Then it goes with its add-ons, here through the CLI as a member runs it.
+    const address = h.app.server.listening
+      ? `http://127.0.0.1:${(h.app.server.address() as { port: number }).port}`
+      : await h.app.listen({ port: 0, host: '127.0.0.1' });
+    const deleted = await slipway(['apps', 'delete', `${a.orgSlug}/shop/dropper`, '--yes', '--with-addons'], {
+      SLIPWAY_SERVER: address,
+      SLIPWAY_API_KEY: a.user.apiKey,
+    });
+    expect(deleted.code, deleted.stderr).toBe(0);
+    expect(deleted.stdout).toMatch(/^Deleted .*dropper and its add-ons/m);
+    expect(await appExists(dropper)).toBe(false);
+    for (const name of ['dropped', 'shared']) {
+      const view = (await api(a, 'GET', `/${name}`)).json();
+      expect(view).toMatchObject({ status: 'deleted', attachments: [] });
+      expect(Date.parse(view.purge_after)).toBeGreaterThan(Date.now());
+    }
+    expect((await api(a, 'GET', '/kept')).json().deleted_at).toBeNull();
+
+    // Each change sent its event (in the outbox, or already fanned out to the subscription).
+    const queued = await h.ctx.db.selectFrom('webhook_outbox').select(['event', 'data']).where('organization_id', '=', a.orgId).execute();
+    const sent = await h.ctx.db.selectFrom('webhook_deliveries').select(['event', 'payload']).execute();
+    const events = [
+      ...queued.map((r) => ({ event: r.event, ...(r.data as Record<string, unknown>) })),
+      ...sent.map((r) => ({ event: r.event, ...(r.payload as { data: Record<string, unknown> }).data })),
+    ];
+    expect(events).toContainEqual(expect.objectContaining({ event: 'addon.attached', name: 'shared', variable: 'SESSIONS_URL' }));
+    expect(events).toContainEqual(expect.objectContaining({ event: 'addon.resized', name: 'kept', from: 'hobby', to: 'standard' }));
+    for (const name of ['dropped', 'shared']) expect(events).toContainEqual(expect.objectContaining({ event: 'addon.deleted', name }));
+  }, 120_000);
 });

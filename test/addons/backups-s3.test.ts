@@ -1,6 +1,9 @@
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { removePurgedAddonObjects } from '../../src/modules/addons/backups-s3.js';
+import { objectStoreOf } from '../../src/modules/addons/wire.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { TestRepo } from '../helpers/git-repo.js';
 import { localRuntime } from '../helpers/local-runtime.js';
@@ -173,4 +176,30 @@ describe.skipIf(missing)('Postgres add-on backups in an S3-compatible store', ()
     expect(wal.every((n) => n.slice(8) >= row.start_wal!.slice(8))).toBe(true);
     expect(before.some((k) => /\/wal\/[0-9A-F]{24}$/.test(k) && k.slice(-16) < row.start_wal!.slice(8))).toBe(true);
   }, 120_000);
+
+  it('removes a purged add-on’s objects once they are past retention, and nothing of a live add-on, a recent purge or another tool', async () => {
+    // A purged add-on leaves objects under an id no record has; the bucket may hold others' files too.
+    const purged = uuidv7();
+    const recent = uuidv7();
+    const keys = {
+      purged: [`slipway/${purged}/base/${uuidv7()}.tar`, `slipway/${purged}/base/x.json`, `slipway/${purged}/wal/000000010000000000000003`],
+      recent: [`slipway/${recent}/wal/000000010000000000000002`],
+      foreign: ['slipway/notes/readme.txt'],
+    };
+    for (const key of [...keys.purged, ...keys.recent, ...keys.foreign]) await s3.put(key, 'bytes');
+    const live = await stored();
+    expect(live.length).toBeGreaterThan(0);
+    // All of them older than the retention period, but the recent purge's newest object.
+    s3.age([...keys.purged, ...keys.foreign, ...live, keys.recent[0]!], h.ctx.config.ADDONS_BACKUP_RETENTION_DAYS + 1);
+    await s3.put(`slipway/${recent}/wal/000000010000000000000003`, 'bytes');
+
+    // What the backups sweep runs hourly; it finds the add-on ids through the store's common prefixes.
+    const removed = await removePurgedAddonObjects(h.ctx.db, objectStoreOf(h.ctx.config), h.ctx.config.ADDONS_BACKUP_RETENTION_DAYS);
+    expect(removed).toEqual([purged]);
+    expect(await s3.keys(`slipway/${purged}/`)).toEqual([]);
+    expect(await s3.keys(`slipway/${recent}/`)).toHaveLength(2);
+    expect(await s3.keys('slipway/notes/')).toEqual(keys.foreign);
+    // (The sweeper may ship a new segment meanwhile: what was there stays.)
+    expect(await stored()).toEqual(expect.arrayContaining(live));
+  });
 });

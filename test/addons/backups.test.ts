@@ -197,6 +197,9 @@ describe.skipIf(missing)('backups, point-in-time restore and restore drills of a
     const after = (await api('GET', '/db/backups')).json();
     expect(after.last_drill.ok).toBe(false);
     expect(after.last_proven_restorable_at).toBe(shown.last_proven_restorable_at);
+    // The CLI says when it was last proven restorable, and that the last drill failed and why.
+    const listed = await slipway(['addons', 'backups', 'list', 'db', '--org', a.orgSlug], await cliEnv());
+    expect(listed.stderr).toMatch(/last proven restorable: (?!never)\S.* \(last drill .* FAILED: the backup repository is damaged: /);
     await waitFor('the addon.restore_drill_failed event', async () => {
       const outbox = await h.ctx.db.selectFrom('webhook_outbox').select('id').where('event', '=', 'addon.restore_drill_failed').execute();
       const delivered = await h.ctx.db

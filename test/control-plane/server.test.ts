@@ -292,6 +292,24 @@ describe('the server process with the embedded PostgreSQL', () => {
     expect(run.output()).not.toContain('secret-not-shown');
   }, 60_000);
 
+  it('virtual-hosted S3 addressing on Kubernetes stops the start: CloudNativePG always addresses the store path-style', async () => {
+    const run = runMain({
+      DATA_DIR: dataDir,
+      RUNTIME: 'kubernetes',
+      BACKUP_S3_ENDPOINT: 'https://s3.example.test',
+      BACKUP_S3_BUCKET: 'backups',
+      BACKUP_S3_ACCESS_KEY_ID: 'id',
+      BACKUP_S3_SECRET_ACCESS_KEY: 'secret-not-shown-9d2e',
+      BACKUP_S3_FORCE_PATH_STYLE: 'false',
+    });
+    expect(await run.exited).toBe(1);
+    expect(run.output().trim()).toBe(
+      'Invalid configuration: BACKUP_S3_FORCE_PATH_STYLE=false cannot be honoured with RUNTIME=kubernetes: CloudNativePG ' +
+        '(barman-cloud) always addresses the store at BACKUP_S3_ENDPOINT path-style (<endpoint>/<bucket>); remove the setting',
+    );
+    expect(run.output()).not.toContain('secret-not-shown');
+  }, 60_000);
+
   it('an unreachable DATABASE_URL stops the start with one line naming the database (no password, no stack)', async () => {
     const port = await freePort();
     const run = runMain({

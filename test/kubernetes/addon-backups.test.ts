@@ -2,21 +2,23 @@
  * Issue 31 on RUNTIME=kubernetes with BACKUP_S3_*: a Postgres add-on's backups, restores and
  * drills are CloudNativePG's own, through the HTTP API against the fake API server (no operator
  * here: the test sets a Backup's status as the operator would; the fake readies a Cluster and runs
- * its instance pod's `exec` for real, here against a database of the test's PostgreSQL).
+ * its instance pods' `exec` for real, here against a PostgreSQL of this file's own standing in for
+ * the instance's server: its own databases, WAL archiving on).
  */
 import { randomBytes } from 'node:crypto';
 import { connect, createServer, type Server } from 'node:net';
 import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import pg from 'pg';
 import { v7 as uuidv7 } from 'uuid';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sealCredentials } from '../../src/platform/addons/index.js';
+import { embeddedSuperuserUrl, startEmbeddedPostgres } from '../../src/platform/db/embedded.js';
 import type { KubernetesRuntime } from '../../src/platform/runtime/kubernetes/kubernetes-runtime.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { FakeKubeApi } from '../helpers/fake-kube-api.js';
-import { createScratchDatabase, type ScratchDatabase } from '../helpers/scratch-database.js';
 import { waitFor } from '../helpers/wait.js';
 import { createApp, type TestApp } from '../pipeline-build/fixtures.js';
 
@@ -28,8 +30,66 @@ let t: TestApp;
 let namespace: string;
 let base: string;
 let addonId: string;
-let scratch: ScratchDatabase | null = null;
 let proxy: Server | null = null;
+/** The instance pods' server: an embedded PostgreSQL of this file (socket only; a loopback relay gives the pods TCP). */
+let pod: { dir: string; stop: () => Promise<void>; superuser: string; database: string; user: string; password: string } | null = null;
+
+const podQuery = async (sql: string, database = 'postgres') => {
+  const client = new pg.Client({ connectionString: embeddedSuperuserUrl(pod!.dir, podPort, database) });
+  await client.connect();
+  try {
+    return (await client.query(sql)).rows;
+  } finally {
+    await client.end();
+  }
+};
+const podPort = 41000 + Math.floor(Math.random() * 9000);
+
+/**
+ * The server exec'd scripts reach: the add-on's database (the platform role's, standing in for the
+ * application's) holding `items`, a second database of the member's holding `extra`, and WAL
+ * archiving on (each segment "archived" by `true`, so pg_stat_archiver moves as CloudNativePG's would).
+ */
+async function startPodServer() {
+  const dir = join(tmpdir(), `slipway-kube-pod-${randomBytes(4).toString('hex')}`);
+  let server = await startEmbeddedPostgres(dir, podPort);
+  const app = new URL(server.url);
+  pod = {
+    dir,
+    stop: () => server.stop(),
+    superuser: 'postgres',
+    database: app.pathname.slice(1),
+    user: app.username,
+    password: decodeURIComponent(app.password),
+  };
+  await podQuery("ALTER SYSTEM SET archive_mode = 'on'");
+  await podQuery("ALTER SYSTEM SET archive_command = 'true'");
+  await server.stop();
+  server = await startEmbeddedPostgres(dir, podPort);
+  pod.stop = () => server.stop();
+  const asApp = new pg.Client({ connectionString: server.url });
+  await asApp.connect();
+  await asApp.query("CREATE TABLE items (id int, name text); INSERT INTO items VALUES (1, 'first'), (2, 'second')");
+  await asApp.end();
+  await podQuery('CREATE DATABASE other');
+  await podQuery('CREATE TABLE extra (v int); INSERT INTO extra VALUES (1)', 'other');
+  const socket = join(decodeURIComponent(new URL(server.url).hostname), `.s.PGSQL.${podPort}`);
+  proxy = createServer((client) => {
+    const upstream = connect({ path: socket });
+    client.pipe(upstream).pipe(client);
+    const close = () => (client.destroy(), upstream.destroy());
+    client.on('error', close);
+    upstream.on('error', close);
+  });
+  await new Promise<void>((resolve) => proxy!.listen(0, '127.0.0.1', resolve));
+  const superuserPassword = decodeURIComponent(new URL(embeddedSuperuserUrl(dir, podPort)).password);
+  kube.execEnv = {
+    PGHOST: '127.0.0.1',
+    PGPORT: String((proxy.address() as { port: number }).port),
+    PGUSER: pod.superuser,
+    PGPASSWORD: superuserPassword,
+  };
+}
 
 const addons = (method: 'GET' | 'POST' | 'PUT', path: string, payload?: object) =>
   h.app.inject({ method, url: `/v1/organizations/${t.orgSlug}/addons${path}`, headers: t.user.headers, ...(payload ? { payload } : {}) });
@@ -81,13 +141,29 @@ beforeAll(async () => {
     })
     .execute();
   base = kube.list('clusters', namespace)[0]!.metadata.name;
-}, 60_000);
+  await startPodServer();
+  // The add-on's credentials are the pod server's application role.
+  await h.ctx.db
+    .updateTable('addons')
+    .set({
+      credentials_sealed: sealCredentials(h.ctx.secrets, {
+        user: pod!.user,
+        password: pod!.password,
+        database: pod!.database,
+        adminUser: 'postgres',
+        adminPassword: 'x',
+      }),
+    })
+    .where('id', '=', addonId)
+    .execute();
+}, 90_000);
 
 afterAll(async () => {
   await h?.close();
   await kube?.stop();
-  await scratch?.drop();
   proxy?.close();
+  await pod?.stop();
+  if (pod) rmSync(pod.dir, { recursive: true, force: true });
   if (kubeconfig) rmSync(kubeconfig, { force: true });
 });
 
@@ -201,57 +277,33 @@ describe('Postgres add-on backups on Kubernetes (CloudNativePG, BACKUP_S3_*)', (
     const password = (name: string) => kube.get('secrets', namespace, name)!.data.password;
     expect(password(forkCluster.spec.bootstrap.recovery.secret.name)).not.toBe(password(`${base}-credentials`));
 
-    // To a time inside the window: targetTime.
+    // To a time inside the window: targetTime, once the source's primary switched WAL and archived it
+    // (a recent time is otherwise only in a segment CloudNativePG has not archived yet).
+    const archivedBefore = Number((await podQuery('SELECT archived_count FROM pg_stat_archiver'))[0].archived_count);
     const time = new Date(Date.now() - 1000).toISOString();
     expect((await addons('POST', '/db/restore', { name: 'db-then', time })).statusCode).toBeLessThan(300);
     const then = await running('db-then');
+    const switched = kube.execs.find((e) => e.pod === `${base}-1` && e.command.join(' ').includes('pg_switch_wal'));
+    expect(switched).toMatchObject({ namespace, container: 'postgres' });
+    expect(Number((await podQuery('SELECT archived_count FROM pg_stat_archiver'))[0].archived_count)).toBeGreaterThan(archivedBefore);
     const thenCluster = kube.list('clusters', namespace).find((c) => c.metadata.labels['slipway.dev/addon-id'] === then.id)!;
     expect(thenCluster.spec.bootstrap.recovery.recoveryTarget).toEqual({ targetTime: time });
   });
 
   it('drills in a scratch Cluster: rows counted and the check query run as the app role through exec, the scratch deleted; a failing check sends the event', async () => {
-    // The instance pod's server is a database of the test's PostgreSQL (the fake runs exec here),
-    // reached over TCP as in the pod (the test's server has only a socket: a loopback relay to it).
-    const owner = new URL(inject('postgresOwnerUrl'));
-    const socket = join(decodeURIComponent(owner.hostname), `.s.PGSQL.${owner.port}`);
-    proxy = createServer((client) => {
-      const server = connect({ path: socket });
-      client.pipe(server).pipe(client);
-      const close = () => (client.destroy(), server.destroy());
-      client.on('error', close);
-      server.on('error', close);
-    });
-    await new Promise<void>((resolve) => proxy!.listen(0, '127.0.0.1', resolve));
-    const port = String((proxy.address() as { port: number }).port);
-    scratch = await createScratchDatabase(inject('postgresAdminUrl'), `drill_${randomBytes(4).toString('hex')}`, {
-      ownerUrl: inject('postgresOwnerUrl'),
-    });
-    const client = new pg.Client({ connectionString: scratch.url });
-    await client.connect();
-    await client.query("CREATE TABLE items (id int, name text); INSERT INTO items VALUES (1, 'first'), (2, 'second')");
-    await client.end();
-    const database = new URL(scratch.url).pathname.slice(1);
-    const user = decodeURIComponent(owner.username);
-    const password = decodeURIComponent(owner.password);
-    kube.execEnv = { PGHOST: '127.0.0.1', PGPORT: port, PGUSER: user, PGPASSWORD: password };
-    await h.ctx.db
-      .updateTable('addons')
-      .set({ credentials_sealed: sealCredentials(h.ctx.secrets, { user, password, database, adminUser: 'postgres', adminPassword: 'x' }) })
-      .where('id', '=', addonId)
-      .execute();
-
+    // Every database of the restored copy is counted (the member's second one too), as the local drill does.
     expect((await addons('PUT', '/db/drills/check', { query: 'SELECT name FROM items ORDER BY id' })).statusCode).toBe(200);
     const drill = await addons('POST', '/db/drills');
     expect(drill.statusCode, drill.body).toBe(200);
     expect(drill.json()).toMatchObject({
       ok: true,
       detail: null,
-      tables: { [`${database}.public.items`]: 2 },
+      tables: { [`${pod!.database}.public.items`]: 2, 'other.public.extra': 1 },
       check: { rows: 2, first_value: 'first' },
     });
     const exec = kube.execs.at(-1)!;
     expect(exec).toMatchObject({ pod: `${base}-drill-1`, container: 'postgres' });
-    expect(exec.command.join(' ')).not.toContain(password);
+    expect(exec.command.join(' ')).not.toContain(pod!.password);
     expect(kube.get('clusters', namespace, `${base}-drill`)).toBeUndefined();
     expect((await addons('GET', '/db')).json().last_proven_restorable_at).not.toBeNull();
 
@@ -267,9 +319,6 @@ describe('Postgres add-on backups on Kubernetes (CloudNativePG, BACKUP_S3_*)', (
   }, 30_000);
 
   it('records a release’s restore point on the add-on through exec in its primary pod (pg_create_restore_point as postgres)', async () => {
-    // The pod's `postgres` is the test server's superuser here.
-    const admin = new URL(inject('postgresAdminUrl'));
-    kube.execEnv = { ...kube.execEnv, PGUSER: decodeURIComponent(admin.username), PGPASSWORD: decodeURIComponent(admin.password) };
     const runtime = h.ctx.runtime as KubernetesRuntime;
     const name = `slipway-${Date.now()}-v7`;
     const lsn = await runtime.addonRestorePoint({ id: addonId, name: 'db', organizationSlug: t.orgSlug }, name);
@@ -278,5 +327,34 @@ describe('Postgres add-on backups on Kubernetes (CloudNativePG, BACKUP_S3_*)', (
     expect(exec).toMatchObject({ pod: `${base}-1`, container: 'postgres' });
     // The name travels on standard input, never in the command the API server sees.
     expect(exec.command.join(' ')).not.toContain(name);
+  });
+
+  it('applies the retention to the records: past ADDONS_BACKUP_RETENTION_DAYS they and their Backup resources go, the newest completed stays', async () => {
+    const old = (await listed()).backups as Array<{ id: string }>;
+    expect(old.length).toBeGreaterThanOrEqual(3);
+    await h.ctx.db
+      .updateTable('addon_backups')
+      .set({ started_at: sql`started_at - interval '30 days'`, finished_at: sql`finished_at - interval '30 days'` })
+      .where('addon_id', '=', addonId)
+      .execute();
+    // Every one expired, but the newest completed one is kept: the window never empties.
+    const newestCompleted = (old as Array<{ id: string; status: string }>).filter((b) => b.status === 'completed').pop()!;
+    expect((await listed()).backups.map((b: { id: string }) => b.id)).toEqual([newestCompleted.id]);
+    const left = kube.list('backups', namespace).map((b) => b.metadata.uid);
+    expect(left).toEqual([newestCompleted.id]);
+
+    // A new backup completes: the one kept before is past the window now, and goes.
+    const made = (await addons('POST', '/db/backups')).json();
+    const resource = kube.list('backups', namespace).find((b) => b.metadata.uid === made.id)!;
+    kube.setStatus('backups', namespace, resource.metadata.name, {
+      phase: 'completed',
+      backupId: '20261126T120000',
+      stoppedAt: new Date().toISOString(),
+    });
+    await waitFor('retention after the new backup', async () => {
+      const ids = (await listed()).backups.map((b: { id: string }) => b.id);
+      return ids.length === 1 && ids[0] === made.id;
+    });
+    expect(kube.list('backups', namespace).map((b) => b.metadata.uid)).toEqual([made.id]);
   });
 });

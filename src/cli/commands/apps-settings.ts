@@ -131,7 +131,8 @@ export function appsSettingsCommands(program: Command) {
     .description('Delete an application: stops and unroutes its instances everywhere, removes its records (add-ons stay)')
     .argument('[org/project/app]')
     .option('--yes', "delete without asking for the application's slug")
-    .action(async (path: string | undefined, o: { yes?: boolean }, command: Command) => {
+    .option('--with-addons', 'also delete the add-ons attached to it (each can be undeleted during the grace period)')
+    .action(async (path: string | undefined, o: { yes?: boolean; withAddons?: boolean }, command: Command) => {
       const ctx = Context.of(command);
       if (path) ctx.options.app = path;
       const app = await ctx.app();
@@ -139,11 +140,19 @@ export function appsSettingsCommands(program: Command) {
         // A script gets a usage error instead of a prompt it cannot answer.
         if (!process.stdin.isTTY) throw usage('Not a terminal: pass --yes to delete without confirmation');
         const typed = await input({
-          message: `This deletes ${appPath(app)} and everything it runs. Type its slug (${app.slug}) to confirm:`,
+          message: `This deletes ${appPath(app)} and everything it runs${o.withAddons ? ', with its add-ons' : ''}. Type its slug (${app.slug}) to confirm:`,
         });
         if (typed.trim() !== app.slug) throw usage(`'${typed.trim()}' is not ${app.slug}: nothing was deleted`);
       }
-      await ok(ctx.api.DELETE('/v1/applications/{application_id}', { params: { path: { application_id: app.id } } }));
-      ctx.out.result({ deleted: app.id }, () => `Deleted ${appPath(app)} (its add-ons, if any, stay in the organization)`);
+      await ok(
+        ctx.api.DELETE('/v1/applications/{application_id}', {
+          params: { path: { application_id: app.id }, ...(o.withAddons ? { query: { with_addons: true } } : {}) },
+        }),
+      );
+      ctx.out.result({ deleted: app.id }, () =>
+        o.withAddons
+          ? `Deleted ${appPath(app)} and its add-ons (\`slipway addons undelete NAME\` brings one back during the grace period)`
+          : `Deleted ${appPath(app)} (its add-ons, if any, stay in the organization)`,
+      );
     });
 }

@@ -209,6 +209,48 @@ export class AddonsService {
       throw conflict(
         `Add-on '${addon.name}' is attached to ${attached.map((a) => `${a.application} (${a.environment})`).join(', ')}: detach it first`,
       );
+    return this.softDelete(addon);
+  }
+
+  /**
+   * `DELETE /applications/{id}?with_addons=true`, before the application goes: the live add-ons
+   * attached to it, each checked deletable once it is gone (the caller an admin of the
+   * organization; no attachment to another application). Otherwise refused whole, so nothing is
+   * deleted: neither the application nor any add-on.
+   */
+  async addonsToDeleteWith(userId: string, applicationId: string): Promise<AddonRow[]> {
+    await this.apps.authorize(userId, applicationId);
+    const addons = await this.db
+      .selectFrom('addons')
+      .selectAll()
+      .where('deleted_at', 'is', null)
+      .where('id', 'in', (q) => q.selectFrom('addon_attachments').select('addon_id').where('application_id', '=', applicationId))
+      .orderBy('name')
+      .execute();
+    if (addons.length === 0) return [];
+    await this.scope.requireAdmin(userId, addons[0]!.organization_id);
+    const elsewhere = (await this.repo.attachments(addons.map((a) => a.id))).filter((a) => a.application_id !== applicationId);
+    if (elsewhere.length > 0) {
+      const name = addons.find((a) => a.id === elsewhere[0]!.addon_id)!.name;
+      throw conflict(
+        `Add-on '${name}' is also attached to ${elsewhere[0]!.application} (${elsewhere[0]!.environment}): detach it there first, ` +
+          'or delete the application without its add-ons (they then stay in the organization)',
+      );
+    }
+    return addons;
+  }
+
+  /** After their application was deleted (and its attachments with it): each add-on deleted as `DELETE …/addons/{name}` does. */
+  async deleteWithApplication(addons: AddonRow[]) {
+    for (const addon of addons) {
+      // Attached again meanwhile (another application): kept, as a delete of it would refuse.
+      if ((await this.repo.attachments([addon.id])).length > 0) continue;
+      await this.softDelete(addon);
+    }
+  }
+
+  /** Deleted, within the grace period (undeletable until `purge_after`): its server stopped, `addon.deleted` sent. */
+  private async softDelete(addon: AddonRow) {
     const purgeAfter = new Date(Date.now() + this.settings.deleteGraceHours * 3600_000);
     const row = await this.db.transaction().execute(async (trx) => {
       const updated = await this.repo.withDb(trx).update(addon.id, { status: 'deleted', deleted_at: new Date(), purge_after: purgeAfter });

@@ -1,6 +1,7 @@
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { extract as tarExtract, pack as tarPack } from 'tar-stream';
+import type { Db } from '../../platform/db/database.js';
 import {
   baseBackupTarCommand,
   extractCommand,
@@ -9,6 +10,7 @@ import {
   WAL_NAME,
   walListCommand,
   walListed,
+  localWalCommand,
   mergeStoreWalCommand,
   walNeeded,
   walTarCommand,
@@ -47,6 +49,8 @@ export class S3Backups {
   constructor(
     readonly store: ObjectStore,
     private readonly supervisor: AddonSupervisor,
+    /** BACKUP_S3_WAL_CAP_MB in bytes: most archived WAL one add-on keeps in the store (0: no cap). */
+    private readonly walCapBytes = 0,
   ) {}
 
   /** Uploads a completed local base backup (bounded by its own size), then removes the local copy. Returns the bytes uploaded. */
@@ -95,7 +99,20 @@ export class S3Backups {
     if (local.length === 0) return;
     const stored = new Map((await this.store.list(this.store.key(addon.id, 'wal/'))).map((o) => [o.key, o.size]));
     const held = (name: string, size: number) => stored.get(this.store.key(addon.id, `wal/${name}`)) === size;
-    const pending = local.filter((f) => !held(f.name, f.size) && f.size <= MAX_WAL_BYTES).map((f) => f.name);
+    // In WAL order (a history file sorts before its timeline's segments), so what is shipped stays contiguous.
+    const candidates = local.filter((f) => !held(f.name, f.size) && f.size <= MAX_WAL_BYTES).sort((a, b) => (a.name < b.name ? -1 : 1));
+    let storedBytes = [...stored.values()].reduce((sum, size) => sum + size, 0);
+    const pending: string[] = [];
+    let over: string | null = null;
+    for (const f of candidates) {
+      const replaced = stored.get(this.store.key(addon.id, `wal/${f.name}`)) ?? 0;
+      if (this.walCapBytes > 0 && storedBytes - replaced + f.size > this.walCapBytes) {
+        over = f.name;
+        break;
+      }
+      storedBytes += f.size - replaced;
+      pending.push(f.name);
+    }
     for (let i = 0; i < pending.length; i += WAL_BATCH) {
       const batch = pending.slice(i, i + WAL_BATCH);
       const wanted = new Set(batch);
@@ -119,6 +136,13 @@ export class S3Backups {
     }
     const shipped = local.filter((f) => held(f.name, f.size)).map((f) => f.name);
     if (shipped.length) await this.supervisor.runTask(addon, walTrimCommand(dir, shipped), { name: 'addon-wal-trim', timeoutMs: 600_000 });
+    if (over !== null)
+      throw new WalCapReached(
+        `shipping WAL to the backup store stopped: this add-on's WAL there reached its cap of ${Math.floor(this.walCapBytes / 1024 / 1024)} MiB ` +
+          `(BACKUP_S3_WAL_CAP_MB). WAL from segment ${over} on stays in the add-on's own directory only: restores still use it, ` +
+          'but the store alone restores no later than before it. Shipping resumes once retention has removed older WAL ' +
+          '(backups older than the retention period); to keep more, ask the operator to raise BACKUP_S3_WAL_CAP_MB',
+      );
   }
 
   /**
@@ -143,6 +167,16 @@ export class S3Backups {
     }
     const laid = await this.supervisor.runTask(source, recoverySettingsCommand(forkDir, target), options);
     if (laid.code !== 0) throw new Error(`preparing the recovery failed: ${lastLine(laid.stderr) ?? `exit code ${laid.code}`}`);
+  }
+
+  /**
+   * A restore from a backup in the store to a time: the archived WAL still only in the source's
+   * directory (not shipped yet, or held back by BACKUP_S3_WAL_CAP_MB) joins what the store gave.
+   */
+  async addLocalWal(source: AddonRecord, forkDir: string, startWal: string | null) {
+    const options = { name: 'addon-restore', writable: [this.supervisor.dirOf(source.id), forkDir], timeoutMs: TASK_TIMEOUT_MS };
+    const laid = await this.supervisor.runTask(source, localWalCommand(this.supervisor.dirOf(source.id), forkDir, startWal), options);
+    if (laid.code !== 0) throw new Error(`adding the local WAL failed: ${lastLine(laid.stderr) ?? `exit code ${laid.code}`}`);
   }
 
   /**
@@ -179,20 +213,6 @@ export class S3Backups {
         if (/^[0-9A-F]{24}/.test(name) && name.slice(8, 24) < oldestKeptStartWal.slice(8)) keys.push(o.key);
       }
     await this.store.remove(keys);
-  }
-
-  /**
-   * The objects of purged add-ons: kept for the retention period after their newest object (a
-   * backup outlives the add-on, as users expect), then removed. `known`: ids of add-ons still recorded.
-   */
-  async pruneOrphans(known: Set<string>, retentionDays: number) {
-    const cutoff = Date.now() - retentionDays * 86_400_000;
-    for (const id of await this.store.addonIds()) {
-      // Only an add-on's own prefix (a uuid): anything else someone keeps below the prefix is not ours to remove.
-      if (known.has(id) || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id)) continue;
-      const objects = await this.store.list(this.store.key(id, ''));
-      if (objects.every((o) => o.modified.getTime() < cutoff)) await this.store.remove(objects.map((o) => o.key));
-    }
   }
 
   /** A tar of the named WAL objects, downloaded one after the other (one segment in flight). */
@@ -239,6 +259,30 @@ export class S3Backups {
     if (result.code !== 0) throw new Error(`${options.name} failed: ${lastLine(result.stderr) ?? `exit code ${result.code}`}`);
   }
 }
+
+/**
+ * The objects of purged add-ons (an id below the prefix with no add-on record): kept for the
+ * retention period after their newest object (a backup outlives the add-on, as users expect), then
+ * removed. Run by the backups sweep hourly. Returns the ids whose objects were removed.
+ */
+export async function removePurgedAddonObjects(db: Db, store: ObjectStore, retentionDays: number): Promise<string[]> {
+  const known = new Set((await db.selectFrom('addons').select('id').execute()).map((a) => a.id));
+  const cutoff = Date.now() - retentionDays * 86_400_000;
+  const removed: string[] = [];
+  for (const id of await store.addonIds()) {
+    // Only an add-on's own prefix (a uuid): anything else someone keeps below the prefix is not ours to remove.
+    if (known.has(id) || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id)) continue;
+    const objects = await store.list(store.key(id, ''));
+    if (objects.length && objects.every((o) => o.modified.getTime() < cutoff)) {
+      await store.remove(objects.map((o) => o.key));
+      removed.push(id);
+    }
+  }
+  return removed;
+}
+
+/** An add-on's WAL in the store reached BACKUP_S3_WAL_CAP_MB: its message is for the member (a failed backup entry). */
+export class WalCapReached extends Error {}
 
 /** Passes at most `limit` bytes, then fails: a task's output is bounded by what it should hold. */
 function bounded(limit: number): Transform {

@@ -27,7 +27,7 @@ import {
 } from '../../platform/addons/index.js';
 import type { AddonsRepository } from './addons.repository.js';
 import type { AddonsService } from './addons.service.js';
-import type { S3Backups } from './backups-s3.js';
+import { removePurgedAddonObjects, WalCapReached, type S3Backups } from './backups-s3.js';
 import type { KubernetesBackups } from './kube-backups.js';
 
 type AddonRow = Selectable<AddonsTable>;
@@ -86,7 +86,7 @@ export class AddonBackupsService {
   async list(userId: string, orgSlug: string, name: string) {
     const { addon } = await this.addons.resolveForRead(userId, orgSlug, name);
     this.requirePostgres(addon);
-    await this.kube?.sync(addon);
+    await this.syncKube(addon);
     const backups = await this.backupsOf(addon.id);
     const completed = backups.filter((b) => b.status === 'completed');
     return {
@@ -140,7 +140,7 @@ export class AddonBackupsService {
     this.requirePostgres(addon);
     if (this.kube) {
       this.kube.requireStore();
-      await this.kube.sync(addon);
+      await this.syncKube(addon);
     } else this.requireSupervisor();
     const latest = (await this.backupsOf(addon.id)).filter((b) => b.status === 'completed').pop();
     if (!latest)
@@ -186,7 +186,7 @@ export class AddonBackupsService {
     for (const addon of rows) {
       if (this.active.has(addon.id)) continue;
       // On Kubernetes the ScheduledBackup takes them: the rows follow the cluster's Backups.
-      if (this.kube) await this.kube.sync(addon).catch(() => {});
+      if (this.kube) await this.syncKube(addon).catch(() => {});
       const completed = (await this.backupsOf(addon.id)).filter((b) => b.status === 'completed');
       const last = completed[completed.length - 1];
       if (
@@ -211,11 +211,11 @@ export class AddonBackupsService {
         (b) => b.addon_id,
       ),
     );
-    for (const addon of running) if (inStore.has(addon.id)) await this.s3!.shipWal(addon).catch(() => {});
+    for (const addon of running)
+      if (inStore.has(addon.id)) await this.s3!.shipWal(addon).catch((err: Error) => this.walShippingStopped(addon, err, 'scheduled'));
     if (Date.now() - this.orphansPrunedAt < 3600_000) return;
     this.orphansPrunedAt = Date.now();
-    const known = new Set((await this.db.selectFrom('addons').select('id').execute()).map((a) => a.id));
-    await this.s3!.pruneOrphans(known, this.settings.retentionDays).catch(() => {});
+    await removePurgedAddonObjects(this.db, this.s3!.store, this.settings.retentionDays).catch(() => {});
   }
 
   // --- backups ---
@@ -239,11 +239,12 @@ export class AddonBackupsService {
         })
         .catch((err: Error) => ({ code: -1, stdout: '', stderr: err.message }));
       const out = keyValues(result.stdout);
+      let walStopped: Error | null = null;
       let done =
         result.code === 0
           ? { status: 'completed' as const, start_wal: out.start_wal || null, size_bytes: Number(out.size) || null, detail: null }
           : { status: 'failed' as const, detail: `pg_basebackup failed: ${lastLine(result.stderr) ?? `exit code ${result.code}`}` };
-      if (done.status === 'completed' && this.s3) done = await this.upload(addon, row.id, done);
+      if (done.status === 'completed' && this.s3) ({ done, walStopped } = await this.upload(addon, row.id, done));
       const finished = await this.db.transaction().execute(async (trx) => {
         const updated = await trx
           .updateTable('addon_backups')
@@ -255,6 +256,7 @@ export class AddonBackupsService {
           await this.publish(trx, addon, 'addon.backup_failed', { backup_id: row.id, detail: updated.detail });
         return updated;
       });
+      if (walStopped) await this.walShippingStopped(addon, walStopped, trigger);
       await this.prune(addon);
       if (finished.status === 'failed') throw conflict(`The backup of '${addon.name}' failed: ${finished.detail}`);
       return finished;
@@ -267,16 +269,54 @@ export class AddonBackupsService {
   private async upload<T extends { start_wal: string | null; size_bytes: number | null }>(addon: AddonRow, id: string, done: T) {
     try {
       await this.s3!.uploadBackup(addon, { id, start_wal: done.start_wal, size_bytes: done.size_bytes ?? 0 });
-      // The WAL since it, so the store alone restores to any later time.
-      await this.s3!.shipWal(addon).catch(() => {});
-      return { ...done, location: 's3' as const };
+      // The WAL since it, so the store alone restores to any later time (a full cap is said once the backup is recorded).
+      const walStopped = await this.s3!.shipWal(addon).then(
+        () => null,
+        (err: Error) => err,
+      );
+      return { done: { ...done, location: 's3' as const }, walStopped };
     } catch (err) {
       await this.supervisor!.runTask(addon, pruneCommand(this.supervisor!.dirOf(addon.id), [id], null), {
         name: 'addon-prune',
         timeoutMs: 600_000,
       });
-      return { status: 'failed' as const, detail: `uploading the backup failed: ${(err as Error).message}` };
+      return { done: { status: 'failed' as const, detail: `uploading the backup failed: ${(err as Error).message}` }, walStopped: null };
     }
+  }
+
+  /**
+   * The add-on's WAL reached BACKUP_S3_WAL_CAP_MB in the store: a failed entry in its backups saying
+   * so, with `addon.backup_failed`, once (not again while it is still the add-on's newest entry).
+   * Other failures of a shipment are retried by the next sweep, as before.
+   */
+  private async walShippingStopped(addon: AddonRow, err: Error, trigger: 'manual' | 'scheduled') {
+    if (!(err instanceof WalCapReached)) return;
+    await this.db.transaction().execute(async (trx) => {
+      // One at a time per add-on (the sweep and a backup may both see it): the add-on's row is the lock.
+      await trx.selectFrom('addons').select('id').where('id', '=', addon.id).forUpdate().execute();
+      const newest = await trx
+        .selectFrom('addon_backups')
+        .select(['status', 'detail'])
+        .where('addon_id', '=', addon.id)
+        .orderBy('started_at', 'desc')
+        .orderBy('id', 'desc')
+        .executeTakeFirst();
+      if (newest?.status === 'failed' && newest.detail === err.message) return;
+      const row = await trx
+        .insertInto('addon_backups')
+        .values({
+          id: uuidv7(),
+          addon_id: addon.id,
+          trigger,
+          status: 'failed',
+          location: 's3',
+          detail: err.message,
+          finished_at: new Date(),
+        })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      await this.publish(trx, addon, 'addon.backup_failed', { backup_id: row.id, detail: err.message });
+    });
   }
 
   /** Retention: backups finished before the window go (the newest completed one always stays), then the WAL older than the oldest kept. */
@@ -390,8 +430,15 @@ export class AddonBackupsService {
       if (backup.location === 's3') {
         await progress(`restoring: downloading base backup ${backup.id} and the archived WAL from the S3 store`);
         // The WAL archived since the last shipment (up to the segment archiveNow switched to); a backup's end needs none.
-        if (!('immediate' in target)) await this.s3Store().shipWal(source);
+        // Past the add-on's WAL cap the rest stays local: taken from there below.
+        if (!('immediate' in target))
+          await this.s3Store()
+            .shipWal(source)
+            .catch((err: Error) => {
+              if (!(err instanceof WalCapReached)) throw err;
+            });
         await this.s3Store().layFork(source, supervisor.dirOf(fork.id), backup, target);
+        if (!('immediate' in target)) await this.s3Store().addLocalWal(source, supervisor.dirOf(fork.id), backup.start_wal);
       } else {
         await this.layLocal(supervisor, source, fork, backup, target);
         if (this.s3 && !('immediate' in target)) await this.s3.addStoreWal(source, supervisor.dirOf(fork.id), backup.start_wal);
@@ -536,6 +583,13 @@ export class AddonBackupsService {
   }
 
   // --- helpers ---
+
+  /** Kubernetes: the rows brought up to the cluster's Backups, then retention applied to them (not while a restore reads them). */
+  private async syncKube(addon: AddonRow) {
+    if (!this.kube) return;
+    await this.kube.sync(addon);
+    if (!this.restoresFrom.has(addon.id)) await this.kube.prune(addon).catch(() => {});
+  }
 
   private backupsOf(addonId: string) {
     return this.db.selectFrom('addon_backups').selectAll().where('addon_id', '=', addonId).orderBy('started_at').orderBy('id').execute();

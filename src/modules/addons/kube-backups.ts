@@ -24,7 +24,7 @@ import {
   type ClusterBackup,
   type ClusterRecoveryTarget,
 } from '../../platform/runtime/kubernetes/addon-backups.js';
-import { drillScript } from '../../platform/runtime/kubernetes/addon-sql.js';
+import { archiveNowScript, drillScript } from '../../platform/runtime/kubernetes/addon-sql.js';
 import type { AddonsRepository } from './addons.repository.js';
 
 type AddonRow = Selectable<AddonsTable>;
@@ -34,6 +34,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const BACKUP_TIMEOUT_MS = 3600_000;
 const DRILL_TIMEOUT_MS = 3600_000;
 const CHECK_TIMEOUT_MS = 120_000;
+/** How long a restore to a time waits for the source's archiver (barman-cloud uploads each segment to the store). */
+const ARCHIVED_WAIT_MS = 120_000;
 
 export interface KubernetesBackupsOptions {
   db: Db;
@@ -136,6 +138,10 @@ export class KubernetesBackups {
           ? { targetName: target.name }
           : { targetTime: target.time.toISOString() };
     const inherited = openCredentials(this.o.secrets, fork.credentials_sealed);
+    if (!('immediate' in target)) {
+      await this.o.repo.update(fork.id, { status_detail: 'restoring: archiving the source’s latest WAL' });
+      await this.archiveNow(sourceNames);
+    }
     await this.o.repo.update(fork.id, {
       credentials_sealed: sealCredentials(this.o.secrets, { ...inherited, password: newPassword(), adminPassword: newPassword() }),
       status_detail: 'restoring: recovering from the object store',
@@ -208,6 +214,55 @@ export class KubernetesBackups {
     }
   }
 
+  /**
+   * Retention of the records: the rows (and their Backup resources, which would bring them back at
+   * the next read) of backups finished before ADDONS_BACKUP_RETENTION_DAYS, the newest completed one
+   * always kept, as for local backups. The store's own objects are CloudNativePG's to remove
+   * (`retentionPolicy`); deleting a Backup resource leaves them. A resource that cannot be deleted
+   * keeps its row: the next prune tries again.
+   */
+  async prune(addon: AddonRow): Promise<void> {
+    if (!this.o.store) return;
+    const cutoff = new Date(Date.now() - this.o.store.retentionDays * 86_400_000);
+    const rows = await this.rowsOf(addon.id);
+    const newest = rows.filter((b) => b.status === 'completed').pop();
+    const expired = rows.filter((b) => b.status !== 'running' && b.id !== newest?.id && (b.finished_at ?? b.started_at) < cutoff);
+    if (!expired.length) return;
+    const names = addonObjectNames(await this.o.backend.target(addon.id));
+    const resources = new Map((await clusterBackups(this.o.runtime.cluster, names)).map((b) => [b.uid.toLowerCase(), b.name]));
+    const removed: string[] = [];
+    for (const row of expired) {
+      const name = resources.get(row.id.toLowerCase());
+      const gone = name
+        ? await this.o.runtime.cluster
+            .delete({ apiVersion: CNPG_API_VERSION, kind: 'Backup', name, namespace: names.namespace })
+            .then(() => true)
+            .catch(() => false)
+        : true;
+      if (gone) removed.push(row.id);
+    }
+    if (removed.length) await this.o.db.deleteFrom('addon_backups').where('id', 'in', removed).execute();
+  }
+
+  /** Forces a WAL switch on the source's primary and waits until it is archived (see archiveNowScript). */
+  private async archiveNow(names: ReturnType<typeof addonObjectNames>) {
+    const run = await runInPod(
+      this.o.runtime.kubeConfig,
+      { namespace: names.namespace, pod: `${names.base}-1` },
+      archiveNowScript(ARCHIVED_WAIT_MS / 1000),
+      '',
+      ARCHIVED_WAIT_MS + 30_000,
+    );
+    if (run.code === 0 && /^archived=/m.test(run.stdout)) return;
+    const failed = /^not_archived=(.*)$/m.exec(run.stdout)?.[1];
+    throw new Error(
+      failed !== undefined
+        ? `the source did not archive its latest WAL within ${ARCHIVED_WAIT_MS / 1000} s (last failed segment: ${failed}): ` +
+            'CloudNativePG cannot reach the object store, see the Cluster’s status'
+        : `archiving the source’s latest WAL failed: ${lastLine(run.stderr) ?? `exit code ${run.code}`}`,
+    );
+  }
+
   /** barman's id of the row's base backup (a recovery's `backupID`), read from its Backup resource. */
   private async backupIdOf(addon: AddonRow, backup: BackupRow): Promise<string> {
     const names = addonObjectNames(await this.o.backend.target(addon.id));
@@ -254,7 +309,7 @@ export class KubernetesBackups {
   }
 
   private rowsOf(addonId: string) {
-    return this.o.db.selectFrom('addon_backups').selectAll().where('addon_id', '=', addonId).execute();
+    return this.o.db.selectFrom('addon_backups').selectAll().where('addon_id', '=', addonId).orderBy('started_at').orderBy('id').execute();
   }
 }
 

@@ -75,7 +75,9 @@ export function wireAddons(deps: {
       retentionDays: ctx.config.ADDONS_BACKUP_RETENTION_DAYS,
       drillIntervalHours: ctx.config.ADDONS_RESTORE_DRILL_INTERVAL_HOURS,
     },
-    supervisor && ctx.config.BACKUP_S3_ENDPOINT ? new S3Backups(objectStoreOf(ctx.config), supervisor) : null,
+    supervisor && ctx.config.BACKUP_S3_ENDPOINT
+      ? new S3Backups(objectStoreOf(ctx.config), supervisor, ctx.config.BACKUP_S3_WAL_CAP_MB * 1024 * 1024)
+      : null,
     kubeBackups,
   );
   return {
@@ -92,7 +94,7 @@ export function wireAddons(deps: {
 }
 
 /** The S3-compatible store of BACKUP_S3_* (checked complete at start: see loadConfig). */
-function objectStoreOf(config: AppContext['config']): ObjectStore {
+export function objectStoreOf(config: AppContext['config']): ObjectStore {
   return new ObjectStore({
     endpoint: config.BACKUP_S3_ENDPOINT!,
     bucket: config.BACKUP_S3_BUCKET!,

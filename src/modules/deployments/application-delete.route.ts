@@ -4,8 +4,12 @@ import type { App } from '../../platform/http/types.js';
 import { currentUser } from '../../platform/http/principal.js';
 import { ApplicationIdParams } from '../applications/index.js';
 import type { ApplicationRemoval } from '../../pipeline/index.js';
+import type { AddonsService } from '../addons/index.js';
 
-export function applicationDeleteRoutes(removal: ApplicationRemoval) {
+export function applicationDeleteRoutes(
+  removal: ApplicationRemoval,
+  addons?: Pick<AddonsService, 'addonsToDeleteWith' | 'deleteWithApplication'>,
+) {
   return async (app: App) => {
     app.delete(
       '/applications/:application_id',
@@ -15,13 +19,22 @@ export function applicationDeleteRoutes(removal: ApplicationRemoval) {
           summary: 'Delete an application: its pipeline jobs are cancelled, its instances stopped and unrouted, its records removed',
           description:
             'Answers 204 once nothing of it runs or is routed any more. Add-ons attached to it stay in the organization ' +
-            '(only the attachments go). An application running in a protected environment: organization admins only.',
+            '(only the attachments go) unless `with_addons=true`: then each is deleted as `DELETE …/addons/{addon}` does ' +
+            '(undeletable during the grace period), organization admins only, and an add-on also attached to another ' +
+            'application refuses the whole delete (409, nothing deleted). An application running in a protected ' +
+            'environment: organization admins only.',
           params: ApplicationIdParams,
+          querystring: Type.Object({
+            with_addons: Type.Optional(Type.Boolean({ description: 'Also delete the add-ons attached to it (default false: they stay)' })),
+          }),
           response: { 204: Type.Null(), 503: ErrorResponse, ...commonErrorResponses },
         },
       },
       async (request, reply) => {
-        await removal.remove(currentUser(request), request.params.application_id);
+        const user = currentUser(request);
+        const doomed = request.query.with_addons && addons ? await addons.addonsToDeleteWith(user.id, request.params.application_id) : [];
+        await removal.remove(user, request.params.application_id);
+        if (addons) await addons.deleteWithApplication(doomed);
         return reply.code(204).send(null);
       },
     );

@@ -314,6 +314,24 @@ export function recoverySettingsCommand(forkDir: string, target: RecoveryTarget)
   ].join('\n');
 }
 
+/**
+ * Copies the source's locally archived WAL a restore from `startWal` needs into the fork's
+ * `restore-wal`, beside what the store gave (a copy already there wins). Run as the source's user.
+ */
+export function localWalCommand(sourceDir: string, forkDir: string, startWal: string | null): string {
+  const from = startWal && /^[0-9A-F]{24}$/.test(startWal) ? startWal : '';
+  const into = join(forkDir, 'restore-wal');
+  return [
+    'set -e',
+    `mkdir -p ${quote(into)}`,
+    `[ -d ${quote(join(sourceDir, REPOSITORY, 'wal'))} ] || exit 0`,
+    `cd ${quote(join(sourceDir, REPOSITORY, 'wal'))}`,
+    // -type f: never a link; a half-copied segment (.part) is not WAL.
+    `find . -maxdepth 1 -type f ! -name '*.part' | sed 's|^\\./||' | awk -v from=${quote(from)} '/^[0-9A-F]+\\.history$/ || (/^[0-9A-F]+$/ && length($0) == 24 && substr($0, 9) >= substr(from, 9))' |`,
+    `  while IFS= read -r f; do [ -e ${quote(into)}/"$f" ] || cp "$f" ${quote(into)}/; done`,
+  ].join('\n');
+}
+
 /** The archived WAL a restore from `startWal` needs: every timeline history, and the segments from that one on. */
 export function walNeeded(names: string[], startWal: string | null): string[] {
   const from = startWal && /^[0-9A-F]{24}$/.test(startWal) ? startWal.slice(8) : '';

@@ -10,20 +10,28 @@ import { DRILL_CHECK_TIMEOUT_MS } from '../../addons/backups.js';
 const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 const FIRST_VALUE_CHARS = 200;
 
+const EVERY_DATABASE = 'SELECT datname FROM pg_database WHERE datallowconn AND NOT datistemplate ORDER BY 1';
+
 const COUNT_ROWS =
   "SELECT 'table=' || current_database() || '.' || schemaname || '.' || tablename || '=' || " +
   "(xpath('/row/c/text()', query_to_xml(format('SELECT count(*) AS c FROM %I.%I', schemaname, tablename), false, true, '')))[1]::text " +
   "FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema') ORDER BY 1";
 
 /**
- * Rows per table of the add-on's database (`table=db.schema.table=N`; CloudNativePG's `postgres`
- * database is the operator's), then, with a check, the check query
+ * Rows per table of every database of the restored copy (`table=db.schema.table=N`), as the local
+ * drill counts them: a member may keep tables in `postgres` or in a database of their own beside
+ * the add-on's. Then, with a check, the check query
  * as the application's role over TCP with its password (first line of standard input), in a
  * read-only transaction with a statement timeout, bounded by `timeout` whatever its text sets:
  * `check=<rows> <null?> <hex>` or `check_failed=<message>` (exit 5).
  */
 export function drillScript(database: string, check: { query: string; user: string } | null): string {
-  const lines = ['set -e', `psql -X -v ON_ERROR_STOP=1 -At -d ${quote(database)} -c ${quote(COUNT_ROWS)}`];
+  const lines = [
+    'set -e',
+    `dbs=$(psql -X -v ON_ERROR_STOP=1 -At -d postgres -c ${quote(EVERY_DATABASE)})`,
+    // One name a line (a name may hold spaces); a failed count fails the drill (set -e in the subshell, the pipe's status).
+    `printf '%s\\n' "$dbs" | while IFS= read -r db; do [ -n "$db" ] || continue; psql -X -v ON_ERROR_STOP=1 -At -d "$db" -c ${quote(COUNT_ROWS)}; done`,
+  ];
   if (!check) return lines.join('\n');
   const wrapped =
     `SELECT count(*) OVER (), check_query.v IS NULL, encode(convert_to(left(check_query.v::text, ${FIRST_VALUE_CHARS}), 'UTF8'), 'hex') ` +
@@ -56,5 +64,30 @@ export function restorePointScript(): string {
     // psql interpolates :'name' (quoted as a literal) in what it reads, not in -c.
     `lsn=$(printf '%s\\n' ${quote("SELECT pg_create_restore_point(:'name')::text;")} | psql -X -v ON_ERROR_STOP=1 -At -d postgres -v name="$name")`,
     'echo "lsn=$lsn"',
+  ].join('\n');
+}
+
+/**
+ * Makes everything the primary committed until now reach the object store before a restore to a
+ * time or a restore point (CloudNativePG archives a segment only once it is full, or after its
+ * `archive_timeout`, 5 minutes by default: a recent target would otherwise be unreachable). A
+ * commit (a recovery to a time stops at the first commit after it), a WAL switch, then waits until
+ * the archiver (barman-cloud-wal-archive) has passed the switched segment (a segment, not a backup's
+ * or a timeline's history file, whose name sorts after it), for at most `seconds`:
+ * `archived=<segment>`, or `not_archived=<last failed segment>` (exit 6).
+ */
+export function archiveNowScript(seconds: number): string {
+  const psql = 'psql -X -v ON_ERROR_STOP=1 -At -d postgres';
+  return [
+    'set -e',
+    `${psql} -c 'SELECT txid_current()' >/dev/null`,
+    `wal=$(${psql} -c 'SELECT pg_walfile_name(pg_switch_wal())')`,
+    `case "$wal" in *[!0-9A-F]*|'') echo "not_archived=no segment name: $wal"; exit 6;; esac`,
+    `tries=$(( ${Math.max(1, Math.round(seconds))} * 5 ))`,
+    `until [ "$(${psql} -c "SELECT coalesce(length(last_archived_wal) = 24 AND substr(last_archived_wal, 9) >= substr('$wal', 9), false) FROM pg_stat_archiver")" = t ]; do`,
+    `  tries=$((tries - 1)); if [ $tries -le 0 ]; then echo "not_archived=$(${psql} -c 'SELECT coalesce(last_failed_wal, $$none$$) FROM pg_stat_archiver')"; exit 6; fi`,
+    '  sleep 0.2',
+    'done',
+    'echo "archived=$wal"',
   ].join('\n');
 }
