@@ -114,6 +114,11 @@ export class Sandbox {
     return this.options.uids.uidFor(applicationId);
   }
 
+  /** The platform's directories every sandbox's view covers (SandboxView.hidden). */
+  get hiddenPaths(): string[] {
+    return this.options.hiddenPaths ?? [];
+  }
+
   /** The add-on's own sandbox user. */
   addonUid(addonId: string): Promise<number> {
     if (!this.options.uids.uidForAddon) throw new Error('this sandbox has no add-on users');
