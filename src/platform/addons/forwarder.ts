@@ -48,11 +48,18 @@ export function startForwarder(kind: AddonKind, dir: string, port: number, uid: 
 }
 
 /**
- * Ends the forwarders of this port (this process's or a previous one's): processes running as the
- * add-on's user whose command line listens on exactly 127.0.0.1:<port> or relays to the
- * add-on's socket; each one's whole process group goes (bubblewrap and what it runs).
+ * Ends the forwarders of this port (this process's or a previous one's, also one a killed
+ * platform left for a purged add-on whose port this one now has): processes of the forwarder's
+ * programs, run by a sandbox user (`isSandboxUid`), listening on exactly 127.0.0.1:<port>, or by
+ * the add-on's own user relaying to its socket; each one's whole process group goes (bubblewrap
+ * and what it runs).
  */
-export async function endForwarders(uid: number, kind: AddonKind, dir: string, port: number): Promise<void> {
+export async function endForwarders(
+  forwarder: { uid: number; isSandboxUid: (uid: number) => boolean },
+  kind: AddonKind,
+  dir: string,
+  port: number,
+): Promise<void> {
   const listen = `${FORWARD_HOST}:${port}`;
   const socket = serverSocket(kind, dir, port);
   const groups = new Set<number>();
@@ -60,10 +67,10 @@ export async function endForwarders(uid: number, kind: AddonKind, dir: string, p
     if (!/^\d+$/.test(entry)) continue;
     const argv = (await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '')).split('\0');
     if (!argv.includes(SOCKET_PROXY) && !argv[0]?.endsWith('systemd-socket-proxyd')) continue;
-    if (!argv.includes(listen) && !argv.includes(socket)) continue;
     const status = await readFile(`/proc/${entry}/status`, 'utf8').catch(() => '');
     const owner = Number(/^Uid:\s+(\d+)/m.exec(status)?.[1] ?? -1);
-    if (owner !== uid) continue;
+    const ours = (argv.includes(listen) && forwarder.isSandboxUid(owner)) || (argv.includes(socket) && owner === forwarder.uid);
+    if (!ours) continue;
     const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => null);
     const group = stat ? Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]) : 0;
     // Never this process's own group (a forwarder is always its own group's leader).

@@ -458,7 +458,8 @@ export class AddonSupervisor implements AddonBackend {
     // process's command line is skipped (it costs hundreds of milliseconds on a busy machine).
     if (!(await hostListens(record.port))) return;
     await this.sandbox.endNetworkForwarding(record.port);
-    await endForwarders(await this.sandbox.addonUid(record.id), record.kind, this.dirOf(record.id), record.port);
+    const forwarder = { uid: await this.sandbox.addonUid(record.id), isSandboxUid: (uid: number) => this.sandbox.isSandboxUid(uid) };
+    await endForwarders(forwarder, record.kind, this.dirOf(record.id), record.port);
     // The port is free once the killed ones are gone (a new forwarder would otherwise find it taken).
     for (let i = 0; i < 100 && (await hostListens(record.port)); i++) await new Promise((r) => setTimeout(r, 20));
   }

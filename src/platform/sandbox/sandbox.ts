@@ -114,6 +114,12 @@ export class Sandbox {
     return this.options.uids.uidFor(applicationId);
   }
 
+  /** Whether `uid` is one of the sandbox users' (SANDBOX_UID_RANGE): a process running as one is a sandbox's. */
+  isSandboxUid(uid: number): boolean {
+    const range = this.options.uidRange;
+    return range !== undefined && uid >= range.first && uid <= range.last;
+  }
+
   /** The platform's directories every sandbox's view covers (SandboxView.hidden). */
   get hiddenPaths(): string[] {
     return this.options.hiddenPaths ?? [];
