@@ -1,5 +1,10 @@
+import { chmodSync, mkdtempSync, renameSync, rmSync, symlinkSync, unlinkSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openCredentials, redisCommands } from '../../src/platform/addons/index.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { TestRepo } from '../helpers/git-repo.js';
 import { localRuntime } from '../helpers/local-runtime.js';
@@ -214,6 +219,41 @@ describe.skipIf(missing)('add-ons (Postgres and Redis) on the local runtime', ()
     expect(run.status).toBe('succeeded');
     expect(log).toMatch(/connect [1-9]/);
   }, 60_000);
+
+  it("its server reaches nothing, and a link put in its socket's place leads nowhere (the forwarder sees only its directory)", async () => {
+    const row = await h.ctx.db.selectFrom('addons').selectAll().where('name', '=', 'cache').executeTakeFirstOrThrow();
+    const c = openCredentials(h.ctx.secrets, row.credentials_sealed);
+    // MIGRATE connects out from the server: its namespace has only its loopback, so not even the
+    // host's loopback (the edge listens there) answers.
+    const edge = localRuntime(h.ctx).router.port;
+    const [migrated] = (await redisCommands(row.port, c, [['MIGRATE', '127.0.0.1', String(edge), 'greeting', '0', '1000', 'COPY']]))!;
+    expect(migrated).toMatch(/^IOERR/);
+
+    // A unix socket on the host that the add-on's user may connect to, and the server's socket
+    // replaced by a link to it (what a compromised server could do): nothing reaches it.
+    const outside = mkdtempSync(join(tmpdir(), 'slipway-addon-link-'));
+    chmodSync(outside, 0o755);
+    let reached = 0;
+    const bait = createServer((s) => {
+      reached++;
+      s.end('+PONG\r\n');
+    });
+    await new Promise<void>((r) => bait.listen(join(outside, 'bait.sock'), r));
+    chmodSync(join(outside, 'bait.sock'), 0o777);
+    const socket = join(h.ctx.config.dataDir, 'addons', row.id, 'run', `redis-${row.port}.sock`);
+    renameSync(socket, `${socket}.real`);
+    symlinkSync(join(outside, 'bait.sock'), socket);
+    try {
+      expect(await redisCommands(row.port, c, [['PING']])).toBeNull();
+      expect(reached).toBe(0);
+    } finally {
+      unlinkSync(socket);
+      renameSync(`${socket}.real`, socket);
+      bait.close();
+      rmSync(outside, { recursive: true, force: true });
+    }
+    expect(await redisCommands(row.port, c, [['PING']])).toEqual(['PONG']);
+  }, 30_000);
 
   it('restarts a server that dies, with its data (Redis: the append-only file)', async () => {
     const before = await h.ctx.db.selectFrom('addons').select(['id', 'pid']).where('name', '=', 'cache').executeTakeFirstOrThrow();

@@ -22,8 +22,14 @@ export function postgresBinDir(): string | null {
 
 export const REDIS_SERVER = '/usr/bin/redis-server';
 
+/** systemd's socket activator and proxy (Debian package systemd), an add-on's forwarder (see forwarder.ts). */
+export const SOCKET_ACTIVATE = '/usr/bin/systemd-socket-activate';
+export const SOCKET_PROXY = '/lib/systemd/systemd-socket-proxyd';
+
 /** The program a kind needs, or why it cannot run here (named with its Debian package). */
 export function missingServer(kind: AddonKind): string | null {
+  if (!existsSync(SOCKET_ACTIVATE) || !existsSync(SOCKET_PROXY))
+    return 'systemd-socket-activate and systemd-socket-proxyd are not installed (Debian package systemd)';
   if (kind === 'postgres') return postgresBinDir() ? null : 'PostgreSQL server binaries are not installed (Debian package postgresql)';
   return existsSync(REDIS_SERVER) ? null : 'redis-server is not installed (Debian package redis-server)';
 }
@@ -35,6 +41,11 @@ export const REPOSITORY = 'repo';
 
 /** The server's socket directory, beside its data (relative to it in its settings: a socket path is short). */
 export const SOCKETS = 'run';
+
+/** The server's unix socket, in its own directory: the only way into its sandbox (see forwarder.ts). */
+export function serverSocket(kind: AddonKind, dir: string, port: number): string {
+  return join(dir, SOCKETS, kind === 'postgres' ? `.s.PGSQL.${port}` : `redis-${port}.sock`);
+}
 
 /** A WAL segment is archived at least this often while anything is written (bounds what a crash can lose of the archive). */
 const ARCHIVE_TIMEOUT_S = 60;
@@ -75,17 +86,16 @@ export function serverCommand(kind: AddonKind, dir: string, port: number, plan: 
   const data = join(dir, 'data');
   if (kind === 'postgres') {
     const bin = postgresBinDir()!;
-    // The platform's superuser also on a socket in the add-on's own directory (SOCKETS, seen only
-    // by the add-on's sandboxes): pg_basebackup connects there, without any network helper between.
-    const hba =
-      'host all all 127.0.0.1/32 scram-sha-256\\nhost all all ::1/128 scram-sha-256\\n' +
-      'local all slipway scram-sha-256\\nlocal replication slipway scram-sha-256\\n';
+    // No TCP: its network namespace has nothing but its loopback. Every client (the attached
+    // applications, the platform, pg_basebackup) comes through the socket in the add-on's own
+    // directory (SOCKETS), the platform's forwarder relaying the host's loopback port to it.
+    const hba = 'local all all scram-sha-256\\nlocal replication slipway scram-sha-256\\n';
     const wal = join(dir, REPOSITORY, 'wal');
     return [
       'umask 077',
       `mkdir -p ${quote(wal)} ${quote(join(dir, REPOSITORY, 'base'))} ${quote(join(dir, SOCKETS))}`,
       `printf '${hba}' > ${quote(join(data, 'pg_hba.conf'))}`,
-      `exec ${quote(join(bin, 'postgres'))} -D ${quote(data)} -c listen_addresses=127.0.0.1 -c port=${port}` +
+      `exec ${quote(join(bin, 'postgres'))} -D ${quote(data)} -c listen_addresses= -c port=${port}` +
         ` -c max_connections=${plan.connections} -c shared_buffers=${plan.sharedBuffersMiB}MB -c unix_socket_directories=../${SOCKETS}` +
         ' -c dynamic_shared_memory_type=mmap -c password_encryption=scram-sha-256 -c logging_collector=off' +
         (archiveWal
@@ -94,9 +104,11 @@ export function serverCommand(kind: AddonKind, dir: string, port: number, plan: 
     ].join('\n');
   }
   const conf = join(dir, 'redis.conf');
+  // No TCP (as Postgres): only its unix socket, which the platform's forwarder relays to.
   const settings = [
-    'bind 127.0.0.1',
-    `port ${port}`,
+    'port 0',
+    `unixsocket ${serverSocket('redis', dir, port)}`,
+    'unixsocketperm 700',
     'protected-mode yes',
     'daemonize no',
     `dir ${data}`,
@@ -110,7 +122,7 @@ export function serverCommand(kind: AddonKind, dir: string, port: number, plan: 
   ];
   return [
     'umask 077',
-    `mkdir -p ${quote(data)}`,
+    `mkdir -p ${quote(data)} ${quote(join(dir, SOCKETS))}`,
     // The password comes from the environment through a builtin: never on a command line.
     `{ printf '%s\\n' ${settings.map(quote).join(' ')}; printf 'requirepass %s\\n' "$ADDON_PASSWORD"; } > ${quote(conf)}`,
     `exec ${REDIS_SERVER} ${quote(conf)}`,

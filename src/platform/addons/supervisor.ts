@@ -1,3 +1,4 @@
+import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, chmodSync } from 'node:fs';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -5,7 +6,15 @@ import type { Readable } from 'node:stream';
 import type { SecretBox } from '../crypto/secret-box.js';
 import type { Db } from '../db/database.js';
 import type { AddonKind } from '../db/schema.js';
-import { CONTROL_PIPES, controlSandbox, runSandboxed, type PreparedSandbox, type Sandbox, type SandboxControl } from '../sandbox/index.js';
+import {
+  CONTROL_PIPES,
+  controlSandbox,
+  hostListens,
+  runSandboxed,
+  type PreparedSandbox,
+  type Sandbox,
+  type SandboxControl,
+} from '../sandbox/index.js';
 import {
   connectShim,
   launchShim,
@@ -19,6 +28,8 @@ import { SHIM_PROTOCOL } from '../runtime/local/shim-protocol.js';
 import type { AddonBackend } from './backend.js';
 import { openCredentials, type AddonCredentials } from './credentials.js';
 import { findPlan, type AddonPlan } from './plans.js';
+import { endForwarders, startForwarder } from './forwarder.js';
+import { PostgresTemplates, postgresAdoptTemplateCommand } from './postgres-template.js';
 import { accepts, adminClient, postgresInitCommand, redisCommands, serverCommand, serverEnv } from './servers.js';
 
 /** What the supervisor needs of an add-on's row. */
@@ -44,6 +55,8 @@ interface Running {
   exited: Promise<void>;
   /** The last output (bounded), for a failure's detail. */
   tail: string;
+  /** What relays the host's loopback port to the server's socket, when this process started it. */
+  forwarder: ChildProcess | null;
 }
 
 const READY_TIMEOUT_MS = 60_000;
@@ -54,13 +67,15 @@ const TAIL_BYTES = 2048;
  * Runs each add-on's server as its own sandbox user (bubblewrap, its own network namespace and
  * control group with the plan's memory and CPU), under a shim like an instance's so it outlives
  * the platform process, restarted with backoff when it ends, and re-adopted at the next start.
- * Its network helper forwards one host loopback port to its own loopback; the only sandboxes
- * given that port are the instances of the applications it is attached to.
+ * Its network namespace has nothing but its loopback; a forwarder relays one host loopback port
+ * to its unix socket (see forwarder.ts); the only sandboxes given that port are the instances of
+ * the applications it is attached to.
  */
 export class AddonSupervisor implements AddonBackend {
   readonly runs = 'local' as const;
   private readonly running = new Map<string, Running>();
   private readonly shimDir: string;
+  private readonly templates: PostgresTemplates;
   private shuttingDown = false;
 
   constructor(
@@ -69,10 +84,15 @@ export class AddonSupervisor implements AddonBackend {
     private readonly sandbox: Sandbox,
     private readonly root: string,
     private readonly log: { warn(obj: object, msg: string): void },
-    /** false only in bench/addon-backups.ts, to measure what WAL archiving costs: every add-on archives. */
-    private readonly options: { archiveWal?: boolean } = {},
+    private readonly options: {
+      /** false only in bench/addon-backups.ts, to measure what WAL archiving costs: every add-on archives. */
+      archiveWal?: boolean;
+      /** Called as each step of a provision ends (bench/addons.ts splits where the time goes). */
+      trace?: (step: string) => void;
+    } = {},
   ) {
     this.shimDir = join(root, 'shims');
+    this.templates = new PostgresTemplates(join(root, 'templates'), 'slipway');
   }
 
   dirOf(id: string) {
@@ -117,24 +137,49 @@ export class AddonSupervisor implements AddonBackend {
 
   /** Creates the server's data and starts it; resolves once it accepts connections. */
   async provision(record: AddonRecord): Promise<void> {
+    const trace = this.options.trace ?? (() => {});
     const credentials = openCredentials(this.secrets, record.credentials_sealed);
     const dir = this.dirOf(record.id);
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    // Made here, now, by the platform: nothing of a tenant's has ever been in it.
+    const fresh = mkdirSync(dir, { recursive: true, mode: 0o700 }) !== undefined;
     if (record.kind === 'postgres' && !existsSync(join(dir, 'data', 'PG_VERSION'))) {
-      const prepared = await this.prepare(record, postgresInitCommand(dir, credentials.adminUser!), `addon-init-${record.id}`);
+      const copied = fresh && credentials.adminUser === this.templates.adminUser && (await this.copyTemplate(record, join(dir, 'data')));
+      trace(copied ? 'template copied' : 'no template');
+      const command = copied
+        ? postgresAdoptTemplateCommand(dir, credentials.adminUser!, planOf(record).sharedBuffersMiB ?? 16)
+        : postgresInitCommand(dir, credentials.adminUser!);
+      const prepared = await this.prepare(record, command, `addon-init-${record.id}`);
+      trace('init sandbox prepared');
       try {
         const result = await runSandboxed(prepared, {
           env: { PATH: '/usr/bin:/bin', ...serverEnv('postgres', credentials) },
           timeoutMs: 120_000,
         });
-        if (result.code !== 0) throw new Error(`initdb failed: ${result.stderr.trim().split('\n').pop() ?? `exit code ${result.code}`}`);
+        const failed = copied ? 'setting its password' : 'initdb';
+        if (result.code !== 0) throw new Error(`${failed} failed: ${result.stderr.trim().split('\n').pop() ?? `exit code ${result.code}`}`);
       } finally {
         await prepared.cgroup.remove();
       }
+      trace(copied ? 'password set (single-user mode)' : 'initdb done');
     }
     await this.launch(record);
+    trace('server launched');
     await this.ready(record, credentials);
+    trace('accepting connections');
     if (record.kind === 'postgres') await this.setPostgresUser(record.port, credentials, true);
+    trace('user and database made');
+  }
+
+  /** Copies the platform's template cluster into `data`; false (initdb instead) when it cannot be had. */
+  private async copyTemplate(record: AddonRecord, data: string): Promise<boolean> {
+    try {
+      await this.templates.copyTo(data);
+      return true;
+    } catch (err) {
+      this.log.warn({ addonId: record.id, err: (err as Error).message }, 'no Postgres template cluster: running initdb for this add-on');
+      await rm(data, { recursive: true, force: true });
+      return false;
+    }
   }
 
   /** Sets the application user's password (creating the user and its database the first time). */
@@ -245,6 +290,7 @@ export class AddonSupervisor implements AddonBackend {
     const killer = setTimeout(() => killGroup(run.pid, 'SIGKILL'), STOP_GRACE_MS);
     await run.exited;
     clearTimeout(killer);
+    await this.endForwarding(run.record);
     await run.sandbox.cgroup.remove();
     this.running.delete(id);
     await this.db.updateTable('addons').set({ pid: null, start_ticks: null }).where('id', '=', id).execute();
@@ -277,7 +323,7 @@ export class AddonSupervisor implements AddonBackend {
     await Promise.all([...this.running.keys()].map((id) => this.stop(id)));
   }
 
-  private prepare(record: AddonRecord, command: string, name: string, forward = false): Promise<PreparedSandbox> {
+  private prepare(record: AddonRecord, command: string, name: string): Promise<PreparedSandbox> {
     const plan = planOf(record);
     const dir = this.dirOf(record.id);
     return this.sandbox.prepare({
@@ -288,20 +334,21 @@ export class AddonSupervisor implements AddonBackend {
       // Seen inside as `nobody`: the servers look their user up, and the sandbox user has no passwd entry.
       view: { cwd: dir, writable: [dir], innerUser: { uid: 65534, gid: 65534 } },
       limits: { memoryBytes: plan.memoryMiB * 1024 * 1024, cpuMillicores: plan.cpuMillicores },
-      network: { outbound: false, ...(forward ? { forward: { hostPort: record.port, port: record.port } } : {}) },
+      network: { outbound: false },
     });
   }
 
   private async launch(record: AddonRecord): Promise<void> {
     if (this.shuttingDown) throw new Error('the platform is stopping');
+    const trace = this.options.trace ?? (() => {});
     const credentials = openCredentials(this.secrets, record.credentials_sealed);
-    // A helper a killed platform left behind still holds the port.
-    await this.sandbox.endNetworkForwarding(record.port);
+    // A forwarder a killed platform left behind (or an earlier version's pasta) still holds the port.
+    await this.endForwarding(record);
+    trace('stale forwarders looked for');
     const sandbox = await this.prepare(
       record,
       serverCommand(record.kind, this.dirOf(record.id), record.port, planOf(record), { archiveWal: this.options.archiveWal ?? true }),
       `addon-${record.id}`,
-      true,
     );
     const run: Running = this.running.get(record.id) ?? {
       record,
@@ -314,10 +361,12 @@ export class AddonSupervisor implements AddonBackend {
       restartTimer: null,
       exited: Promise.resolve(),
       tail: '',
+      forwarder: null,
     };
     run.record = record;
     run.sandbox = sandbox;
     this.running.set(record.id, run);
+    this.forward(run);
     const socket = shimSocketPath(this.shimDir, record.id);
     await rm(socket, { force: true });
     const shim = launchShim(
@@ -334,19 +383,24 @@ export class AddonSupervisor implements AddonBackend {
       },
       CONTROL_PIPES,
     );
+    trace('server sandbox prepared');
     run.control = controlSandbox(shim, sandbox);
-    run.control.ready.catch((err: Error) => (run.tail += `sandbox failed to start: ${err.message}\n`));
+    run.control.ready.then(
+      () => trace('sandbox mapped, network attached'),
+      (err: Error) => (run.tail += `sandbox failed to start: ${err.message}\n`),
+    );
     let gone = false;
     shim.once('exit', () => (gone = true));
     const connection = await this.follow(run, () => connectShim(socket, this.events(run), Date.now() + 10_000, () => gone));
     connection.accept();
+    trace('shim connected');
   }
 
   private async adopt(record: AddonRecord): Promise<boolean> {
     const socket = shimSocketPath(this.shimDir, record.id);
     if (!record.pid || !record.start_ticks || !shimListening(socket)) return false;
     if ((await processStartTicks(record.pid)) !== record.start_ticks) return false;
-    const sandbox = await this.prepare(record, '', `addon-${record.id}`, true);
+    const sandbox = await this.prepare(record, '', `addon-${record.id}`);
     const run: Running = {
       record,
       sandbox,
@@ -358,6 +412,7 @@ export class AddonSupervisor implements AddonBackend {
       restartTimer: null,
       exited: Promise.resolve(),
       tail: '',
+      forwarder: null,
     };
     this.running.set(record.id, run);
     const connection = await this.follow(run, () => connectShim(socket, this.events(run), Date.now() + 2000)).catch(() => null);
@@ -367,7 +422,46 @@ export class AddonSupervisor implements AddonBackend {
       return false;
     }
     connection.accept();
+    // The previous process's forwarder (or pasta) keeps relaying; one that is gone is started again.
+    if (!(await hostListens(record.port))) this.forward(run);
     return true;
+  }
+
+  /** Starts the add-on's forwarder, started again if it ends while the server should run. */
+  private forward(run: Running): void {
+    const forwarder = startForwarder(
+      run.record.kind,
+      this.dirOf(run.record.id),
+      run.record.port,
+      run.sandbox.uid,
+      this.sandbox.hiddenPaths,
+    );
+    run.forwarder = forwarder;
+    forwarder.once('exit', () => {
+      if (run.forwarder !== forwarder || run.stopping || this.shuttingDown) return;
+      run.forwarder = null;
+      this.log.warn({ addonId: run.record.id }, 'the forwarder to the add-on ended; starting it again');
+      setTimeout(() => {
+        if (!run.stopping && !this.shuttingDown && this.running.get(run.record.id) === run && !run.forwarder) this.forward(run);
+      }, 1000).unref();
+    });
+  }
+
+  /** Ends whatever relays the add-on's port: its forwarder (this process's or a previous one's), an earlier version's pasta. */
+  private async endForwarding(record: AddonRecord): Promise<void> {
+    const run = this.running.get(record.id);
+    // Ended on purpose: not started again (see `forward`).
+    const own = run?.forwarder;
+    if (run) run.forwarder = null;
+    if (own) killGroup(own.pid, 'SIGKILL');
+    // Nothing listens (a new add-on, the usual case): no process to look for, the scan of every
+    // process's command line is skipped (it costs hundreds of milliseconds on a busy machine).
+    if (!(await hostListens(record.port))) return;
+    await this.sandbox.endNetworkForwarding(record.port);
+    const forwarder = { uid: await this.sandbox.addonUid(record.id), isSandboxUid: (uid: number) => this.sandbox.isSandboxUid(uid) };
+    await endForwarders(forwarder, record.kind, this.dirOf(record.id), record.port);
+    // The port is free once the killed ones are gone (a new forwarder would otherwise find it taken).
+    for (let i = 0; i < 100 && (await hostListens(record.port)); i++) await new Promise((r) => setTimeout(r, 20));
   }
 
   private events(run: Running) {

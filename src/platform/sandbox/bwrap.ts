@@ -42,7 +42,16 @@ const TOP_LEVEL_LINKS = ['/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32']
  * its loopback is not the host's; the platform attaches pasta for the way out and the
  * instance's port (see `controlSandbox`).
  */
-export function bwrapArguments(view: SandboxView, { controlled = true } = {}): string[] {
+export function bwrapArguments(
+  view: SandboxView,
+  {
+    controlled = true,
+    /** Only for a relay of fixed programs, never member code (an add-on's forwarder, src/platform/addons/forwarder.ts): the host's network. */
+    hostNetwork = false,
+    /** false: it outlives the process that started it (a detached relay, ended by its own group). */
+    dieWithParent = true,
+  } = {},
+): string[] {
   const args = [
     '--unshare-user',
     // Unless only probing whether bubblewrap works here: fd 3: wait until the platform has written the user map; fd 4: tells it the child's pid;
@@ -53,13 +62,13 @@ export function bwrapArguments(view: SandboxView, { controlled = true } = {}): s
     ...(view.mappedRoot
       ? ['--uid', '0', '--gid', '0', '--cap-add', 'ALL', '--cap-drop', 'CAP_NET_ADMIN', '--cap-drop', 'CAP_NET_RAW']
       : []),
-    '--unshare-net',
+    ...(hostNetwork ? [] : ['--unshare-net']),
     '--unshare-pid',
     '--unshare-ipc',
     '--unshare-uts',
     '--unshare-cgroup-try',
     // The sandbox dies with its launcher: a stopped or killed instance leaves nothing behind.
-    '--die-with-parent',
+    ...(dieWithParent ? ['--die-with-parent'] : []),
   ];
   if (view.root) {
     args.push('--bind', view.root, '/');

@@ -6,7 +6,8 @@ import { DatabaseUids, parseUidRange } from './uid-allocator.js';
 export { Sandbox, SandboxUnavailable, type PreparedSandbox, type SandboxRequest, type UidSource } from './sandbox.js';
 export type { SandboxView } from './bwrap.js';
 export { runSandboxed, controlSandbox, CONTROL_PIPES, type SandboxControl } from './user-map.js';
-export { FORWARD_HOST, type SandboxNetwork } from './network.js';
+export { FORWARD_HOST, hostListens, type SandboxNetwork } from './network.js';
+export { bwrapArguments } from './bwrap.js';
 export { CgroupHierarchy, type Cgroup, type CgroupSettings } from './cgroups.js';
 
 /** The sandbox of builds and application processes, or null with RUNTIME_ISOLATION=none. */

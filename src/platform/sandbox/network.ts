@@ -111,7 +111,8 @@ async function hasDefaultRoute(pid: number): Promise<boolean> {
   return v6.split('\n').some((line) => line.startsWith(`${'0'.repeat(32)} 00 `) && !line.trimEnd().endsWith(' lo'));
 }
 
-function hostListens(port: number): Promise<boolean> {
+/** Something listens on the host's 127.0.0.1:<port>. */
+export function hostListens(port: number): Promise<boolean> {
   return listensOn('/proc/net/tcp', port);
 }
 

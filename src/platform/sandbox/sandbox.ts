@@ -114,6 +114,17 @@ export class Sandbox {
     return this.options.uids.uidFor(applicationId);
   }
 
+  /** Whether `uid` is one of the sandbox users' (SANDBOX_UID_RANGE): a process running as one is a sandbox's. */
+  isSandboxUid(uid: number): boolean {
+    const range = this.options.uidRange;
+    return range !== undefined && uid >= range.first && uid <= range.last;
+  }
+
+  /** The platform's directories every sandbox's view covers (SandboxView.hidden). */
+  get hiddenPaths(): string[] {
+    return this.options.hiddenPaths ?? [];
+  }
+
   /** The add-on's own sandbox user. */
   addonUid(addonId: string): Promise<number> {
     if (!this.options.uids.uidForAddon) throw new Error('this sandbox has no add-on users');
