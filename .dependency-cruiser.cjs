@@ -45,6 +45,36 @@ module.exports = {
       },
     },
     {
+      name: 'edge-drivers-only-when-chosen',
+      severity: 'error',
+      comment:
+        "A process holds the one edge driver EDGE_DRIVER chooses (create-edge-driver.ts imports it with import()): the built-in router's HTTP client, Caddy's name server and the rest stay out of the control plane and of other drivers' edges. The barrel src/platform/edge/index.ts loads them all: tests only.",
+      from: { path: '^src/', pathNot: ['^src/platform/edge/(caddy|nginx|haproxy)-driver\\.ts$', '^src/platform/edge/index\\.ts$'] },
+      to: {
+        path: '^src/platform/edge/((caddy|nginx|haproxy)-driver|router-server|upstream-name-server|caddy-admin|index)\\.ts$',
+        dependencyTypesNot: ['type-only', 'dynamic-import'],
+      },
+    },
+    {
+      name: 'edge-process-without-typebox',
+      severity: 'error',
+      comment:
+        "An edge process spawned by a control plane takes the settings that process validated (edge-settings.ts) and never loads config.ts, whose schema is TypeBox's (a fifth of the edge's memory at rest): the edge's modules and src/main.ts import it as types, or with import() where the configuration is validated.",
+      from: { path: ['^src/platform/edge/', '^src/main\\.ts$', '^src/find-binary\\.ts$', '^src/config-error\\.ts$'] },
+      to: { path: ['^src/config\\.ts$', 'node_modules/typebox/'], dependencyTypesNot: ['type-only', 'dynamic-import'] },
+    },
+    {
+      name: 'heavy-clients-only-when-used',
+      severity: 'error',
+      comment:
+        'openid-client loads with the first SSO sign-in, jose with the first JWT signed (a registry token, a GitHub App call), undici with the built-in router or Caddy driver that proxies through it (or a doctor run): neither is held by a control plane at rest.',
+      from: { pathNot: '^src/platform/edge/(router-server|caddy-driver|caddy-admin)\\.ts$' },
+      to: {
+        path: ['node_modules/openid-client/', 'node_modules/jose/', 'node_modules/undici/'],
+        dependencyTypesNot: ['type-only', 'dynamic-import'],
+      },
+    },
+    {
       name: 'no-module-cycles',
       severity: 'error',
       comment: 'Modules and the pipeline form a DAG: invert a dependency with a port/callback owned by the lower one.',

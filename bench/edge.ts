@@ -4,8 +4,9 @@
  * installed) twice: driven by the platform's Caddy driver in its own process (the instance
  * from its SRV name server, the access log counted by the platform), and with a plain static
  * `reverse_proxy` and no access log (Caddy's own floor); nginx (when installed) with one worker
- * and with `auto` workers, `proxy_pass` to a keepalive upstream, and nginx as the platform's nginx
- * driver configures it (bench/nginx-edge-server.ts: access log on); HAProxy as the platform's HAProxy
+ * and with `auto` workers, `proxy_pass` to a keepalive upstream, no access log and (`auto`) with the
+ * access log Debian's default configuration writes, and nginx as the platform's nginx driver
+ * configures it (bench/nginx-edge-server.ts: its access log read and counted by the platform); HAProxy as the platform's HAProxy
  * driver configures it (bench/haproxy-edge-server.ts); last, a raw TCP relay that parses
  * nothing (the floor of any proxy process: two sockets per request, no HTTP work).
  *
@@ -17,7 +18,8 @@
  *   npx tsx bench/edge.ts [--seconds 5] [--connections 50] [--rounds 3] [--rate 0]
  *
  * `--rate N` caps every connection at N requests/s (autocannon's overallRate / connections):
- * latency at a moderate, fixed load instead of at saturation.
+ * latency at a moderate, fixed load instead of at saturation. `--paths direct,nginxAuto,…` runs only
+ * those rows (the names of `runs` below), e.g. `--paths direct,nginxAuto,nginxLogged,nginxDriver`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -35,6 +37,10 @@ const seconds = arg('--seconds', 5);
 const connections = arg('--connections', 50);
 const rounds = arg('--rounds', 3);
 const rate = arg('--rate', 0);
+const pathsArg = process.argv.indexOf('--paths');
+const only = pathsArg >= 0 ? new Set(process.argv[pathsArg + 1]!.split(',')) : null;
+/** Whether a row is measured (all by default). */
+const measured = (name: string) => !only || only.has(name);
 const HOST = 'app.bench.localhost';
 
 // A raw TCP relay: no HTTP parsing at all (no routing, headers or counters), the floor of what any proxy process costs.
@@ -114,12 +120,19 @@ const NGINX = ['/usr/sbin/nginx', '/usr/bin/nginx'].find((p) => existsSync(p));
  * nginx (Debian's `nginx-light`) started by the bench: `workers` worker processes (a number or
  * `auto`), one server for the host name, `proxy_pass` to an upstream block that keeps up to 64
  * idle connections to the instance open (HTTP/1.1, `Connection` cleared), the `X-Forwarded-*`
- * headers the built-in edge sets, no access log; null when nginx is not installed.
+ * headers the built-in edge sets; no access log, or (`accessLog`) the one Debian's default
+ * nginx.conf writes (`access_log /var/log/nginx/access.log;`: the `combined` format, one write per
+ * request); null when nginx is not installed.
  */
-async function startNginx(upstreamPort: number, dir: string, workers: string): Promise<{ port: number; pids: () => number[] } | null> {
+async function startNginx(
+  upstreamPort: number,
+  dir: string,
+  workers: string,
+  accessLog = false,
+): Promise<{ port: number; pids: () => number[] } | null> {
   if (!NGINX) return null;
   const port = await freePort();
-  const home = join(dir, `nginx-${workers}`);
+  const home = join(dir, `nginx-${workers}${accessLog ? '-log' : ''}`);
   mkdirSync(home, { recursive: true, mode: 0o755 });
   const temp = (name: string) => `${name}_temp_path ${join(home, name)};`;
   writeFileSync(
@@ -130,7 +143,7 @@ pid ${join(home, 'nginx.pid')};
 error_log stderr error;
 events { worker_connections 4096; }
 http {
-  access_log off;
+  access_log ${accessLog ? join(home, 'access.log') : 'off'};
   ${temp('client_body')} ${temp('proxy')} ${temp('fastcgi')} ${temp('uwsgi')} ${temp('scgi')}
   upstream instance { server 127.0.0.1:${upstreamPort}; keepalive 64; }
   server {
@@ -233,7 +246,7 @@ async function startDriverCaddy(upstreamPort: number, dir: string): Promise<{ po
 
 /**
  * nginx configured by the platform's nginx driver (bench/nginx-edge-server.ts) in its own process:
- * `worker_processes auto`, keepalive upstream, the JSON access log read and counted by the driver.
+ * `worker_processes auto`, keepalive upstream, its access log read and counted by the driver.
  * Its CPU is nginx's (master and workers) and the driver process's (it reads the log).
  */
 async function startDriverNginx(upstreamPort: number): Promise<{ port: number; pids: () => number[] } | null> {
@@ -275,31 +288,35 @@ try {
   const upstream = spawn(process.execPath, ['-e', UPSTREAM], { stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(upstream);
   const upstreamPort = Number(await firstLine(upstream));
-  const edge = spawn(process.execPath, ['--import', 'tsx', 'bench/edge-server.ts', String(upstreamPort)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  children.push(edge);
-  const edgePort = Number(await firstLine(edge));
-  const relay = spawn(process.execPath, ['-e', RELAY, String(upstreamPort)], { stdio: ['ignore', 'pipe', 'inherit'] });
-  children.push(relay);
-  const relayPort = Number(await firstLine(relay));
-  const caddyDriver = await startDriverCaddy(upstreamPort, dir);
-  const caddyStatic = await startStaticCaddy(upstreamPort, dir);
-  const nginxOne = await startNginx(upstreamPort, dir, '1');
-  const nginxAuto = await startNginx(upstreamPort, dir, 'auto');
-  const nginxDriver = await startDriverNginx(upstreamPort);
-  const haproxyDriver = await startDriverHaproxy(upstreamPort);
+  const edge = measured('builtin')
+    ? spawn(process.execPath, ['--import', 'tsx', 'bench/edge-server.ts', String(upstreamPort)], { stdio: ['ignore', 'pipe', 'inherit'] })
+    : null;
+  if (edge) children.push(edge);
+  const edgePort = edge ? Number(await firstLine(edge)) : 0;
+  const relay = measured('relay')
+    ? spawn(process.execPath, ['-e', RELAY, String(upstreamPort)], { stdio: ['ignore', 'pipe', 'inherit'] })
+    : null;
+  if (relay) children.push(relay);
+  const relayPort = relay ? Number(await firstLine(relay)) : 0;
+  const caddyDriver = measured('caddy') ? await startDriverCaddy(upstreamPort, dir) : null;
+  const caddyStatic = measured('caddyStatic') ? await startStaticCaddy(upstreamPort, dir) : null;
+  const nginxOne = measured('nginxOne') ? await startNginx(upstreamPort, dir, '1') : null;
+  const nginxAuto = measured('nginxAuto') ? await startNginx(upstreamPort, dir, 'auto') : null;
+  const nginxLogged = measured('nginxLogged') ? await startNginx(upstreamPort, dir, 'auto', true) : null;
+  const nginxDriver = measured('nginxDriver') ? await startDriverNginx(upstreamPort) : null;
+  const haproxyDriver = measured('haproxyDriver') ? await startDriverHaproxy(upstreamPort) : null;
   if (!HAPROXY) console.error('HAProxy is not installed (apt-get install haproxy): its row is skipped');
   if (!NGINX) console.error('nginx is not installed (apt-get install nginx-light): its rows are skipped');
 
   type Result = Awaited<ReturnType<typeof load>>;
   const runs: Record<
-    'direct' | 'nginxOne' | 'nginxAuto' | 'nginxDriver' | 'haproxyDriver' | 'builtin' | 'caddy' | 'caddyStatic' | 'relay',
+    'direct' | 'nginxOne' | 'nginxAuto' | 'nginxLogged' | 'nginxDriver' | 'haproxyDriver' | 'builtin' | 'caddy' | 'caddyStatic' | 'relay',
     Result[]
   > = {
     direct: [],
     nginxOne: [],
     nginxAuto: [],
+    nginxLogged: [],
     nginxDriver: [],
     haproxyDriver: [],
     builtin: [],
@@ -311,12 +328,13 @@ try {
     runs.direct.push(await load(upstreamPort, undefined, [upstream.pid!]));
     if (nginxOne) runs.nginxOne.push(await load(nginxOne.port, HOST, nginxOne.pids()));
     if (nginxAuto) runs.nginxAuto.push(await load(nginxAuto.port, HOST, nginxAuto.pids()));
+    if (nginxLogged) runs.nginxLogged.push(await load(nginxLogged.port, HOST, nginxLogged.pids()));
     if (nginxDriver) runs.nginxDriver.push(await load(nginxDriver.port, HOST, nginxDriver.pids()));
     if (haproxyDriver) runs.haproxyDriver.push(await load(haproxyDriver.port, HOST, haproxyDriver.pids()));
-    runs.builtin.push(await load(edgePort, HOST, [edge.pid!]));
+    if (edge) runs.builtin.push(await load(edgePort, HOST, [edge.pid!]));
     if (caddyDriver) runs.caddy.push(await load(caddyDriver.port, HOST, caddyDriver.pids));
     if (caddyStatic) runs.caddyStatic.push(await load(caddyStatic.port, HOST, caddyStatic.pids));
-    runs.relay.push(await load(relayPort, HOST, [relay.pid!]));
+    if (relay) runs.relay.push(await load(relayPort, HOST, [relay.pid!]));
   }
   const median = (list: Result[], pick: (r: Result) => number) => {
     const sorted = list.map(pick).sort((a, b) => a - b);
@@ -348,7 +366,8 @@ try {
     ['direct', runs.direct],
     ['nginx, 1 worker (keepalive upstream, no log)', runs.nginxOne],
     [`nginx, auto (${cpus().length} workers)`, runs.nginxAuto],
-    [`nginx driver (Slipway's nginx.conf, auto, access log)`, runs.nginxDriver],
+    [`nginx, auto, Debian's default access log (combined, a write per request)`, runs.nginxLogged],
+    [`nginx driver (Slipway's nginx.conf, auto, its access log read by the platform)`, runs.nginxDriver],
     [`HAProxy driver (Slipway's haproxy.cfg, ${cpus().length} threads, show stat counters)`, runs.haproxyDriver],
     ['built-in edge', runs.builtin],
     ['Caddy (driver: SRV upstreams, access log)', runs.caddy],

@@ -1,7 +1,7 @@
 /**
  * The nginx driver alone in its own process (as with SLIPWAY_ROLE=edge EDGE_DRIVER=nginx),
  * routing one host name to one upstream: the nginx.conf it renders (keepalive upstream,
- * `X-Forwarded-*`, the JSON access log) and the access-log reader feeding the counters.
+ * `X-Forwarded-*`, its access log: a plain `route status seconds` line) and the access-log reader feeding the counters.
  * `node --import tsx bench/nginx-edge-server.ts <upstream port> <port>`; prints `<port> <nginx master pid>`.
  */
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -1,5 +1,6 @@
-import { accessSync, constants } from 'node:fs';
-import { delimiter, join, resolve } from 'node:path';
+import { resolve } from 'node:path';
+import { ConfigError } from './config-error.js';
+import { findNginx } from './find-binary.js';
 import ipaddr from 'ipaddr.js';
 import { Type, type Static, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
@@ -474,7 +475,7 @@ export interface Config extends Omit<Env, 'EDGE_DRIVER'> {
   edgeDriverChoice: string;
 }
 
-export class ConfigError extends Error {}
+export { ConfigError };
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Env> = {}): Config {
   const relevant: Record<string, unknown> = {};
@@ -569,30 +570,4 @@ function isCidr(text: string): boolean {
   }
 }
 
-/** The nginx binary: Debian's /usr/sbin/nginx, or the first `nginx` on PATH; null when none is executable. */
-export function findNginx(): string | null {
-  return findSbin('nginx');
-}
-
-/** The HAProxy binary: Debian's /usr/sbin/haproxy, or the first `haproxy` on PATH; null when none is executable. */
-export function findHaproxy(): string | null {
-  return findSbin('haproxy');
-}
-
-function findSbin(name: string): string | null {
-  const candidates = [
-    `/usr/sbin/${name}`,
-    ...(process.env.PATH ?? '')
-      .split(delimiter)
-      .filter(Boolean)
-      .map((dir) => join(dir, name)),
-  ];
-  for (const path of candidates)
-    try {
-      accessSync(path, constants.X_OK);
-      return path;
-    } catch {
-      // not there: the next one
-    }
-  return null;
-}
+export { findHaproxy, findNginx } from './find-binary.js';

@@ -1,15 +1,23 @@
-import { ConfigError, loadConfig, type Config } from './config.js';
+import type { Config } from './config.js';
+import { ConfigError } from './config-error.js';
+import { handedEdgeSettings, type EdgeSettings } from './platform/edge/edge-settings.js';
 import type { Platform } from './platform/bootstrap.js';
 import { StartupError } from './platform/startup-error.js';
 import { AppError } from './platform/errors.js';
 import { createProcessLogger } from './platform/logs/process-logger.js';
 import type { PlatformLogger } from './platform/wiring.js';
-import { BoundedLogFile, EDGE_LOG_FILE, edgeDirectory, runEdgeProcess } from './platform/edge/index.js';
+import { BoundedLogFile } from './platform/edge/bounded-log-file.js';
+import { LOG_FILE as EDGE_LOG_FILE } from './platform/edge/edge-control.js';
+import { edgeDirectory } from './platform/edge/route-snapshot.js';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import { shrinkHeapWhenIdle } from './platform/process/idle-heap.js';
 
 async function main() {
+  // An edge process spawned by a control plane takes the settings that process validated (edge-settings.ts).
+  const handed = handedEdgeSettings();
+  if (handed) return serveEdge(handed);
+  const { loadConfig } = await import('./config.js');
   const config = loadConfig();
   // An edge process starts serving before, and without, its database (it opens it itself).
   if (config.SLIPWAY_ROLE === 'edge') return serveEdge(config);
@@ -134,7 +142,7 @@ function stopOnSignals(logger: PlatformLogger, stop: () => Promise<void>, keepSe
 }
 
 /** `SLIPWAY_ROLE=edge`: the edge alone, routes and certificates from PostgreSQL and DATA_DIR/edge/routes.json (docs/operations.md). */
-async function serveEdge(config: Config) {
+async function serveEdge(config: EdgeSettings) {
   // Told apart from the control plane in `ps` (both run the same program): `pgrep -x slipway-edge`.
   process.title = 'slipway-edge';
   const options = { level: config.LOG_LEVEL, base: { component: 'edge' } };
@@ -150,6 +158,8 @@ async function serveEdge(config: Config) {
     await edge.close();
     process.exit(0);
   };
+  // The edge's modules load only here, as the control plane's load only in main().
+  const { runEdgeProcess } = await import('./platform/edge/edge-process.js');
   const edge = await runEdgeProcess(config, logger, () => void stop('control socket'));
   process.removeAllListeners('SIGINT');
   process.removeAllListeners('SIGTERM');

@@ -11,8 +11,8 @@ import { mkdirSync } from 'node:fs';
 const dir = mkdtempSync(join(tmpdir(), 'slipway-nginx-log-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const line = (route: string, status = 200) =>
-  JSON.stringify({ route, status, duration: 0.002, method: 'GET', uri: '/', remote_ip: '127.0.0.1' }) + '\n';
+/** A line as nginx writes it with the platform's `slipway` log format (nginx-config.ts). */
+const line = (route: string, status = 200) => `${route} ${status} 0.002\n`;
 
 function reader(path: string) {
   const entries: NginxAccessEntry[] = [];
@@ -29,12 +29,12 @@ describe("nginx's access log as the platform reads it", () => {
     log.start();
     appendFileSync(
       path,
-      line('a.localhost') + 'not json\n' + `{"route":"${'x'.repeat(MAX_NGINX_LINE_CHARS)}"}\n` + line('b.localhost', 503),
+      line('a.localhost') +
+        'not a line\n' +
+        `x.localhost 200 0.001 GET 127.0.0.1 /${'x'.repeat(MAX_NGINX_LINE_CHARS)}\n` +
+        line('b.localhost', 503),
     );
-    appendFileSync(
-      path,
-      JSON.stringify({ route: 'c.localhost', status: 'nope', duration: 1, method: 'GET', uri: '/', remote_ip: '' }) + '\n',
-    );
+    appendFileSync(path, 'c.localhost nope 1\nc.localhost 200 -1\nc.localhost 2000 0.1\nc.localhost 200 \n');
     // A line split across two writes is read whole.
     const half = line('d.localhost');
     appendFileSync(path, half.slice(0, 20));
@@ -46,7 +46,33 @@ describe("nginx's access log as the platform reads it", () => {
       ['b.localhost', 503],
       ['d.localhost', 200],
     ]);
-    expect(drops).toEqual(['malformed', 'oversized', 'malformed']);
+    expect(drops).toEqual(['malformed', 'oversized', 'malformed', 'malformed', 'malformed', 'malformed']);
+    log.close();
+  });
+
+  it("reads the request's method, client and URI when logged, no route as empty, and the JSON lines of earlier versions", () => {
+    const path = join(dir, 'fields.log');
+    writeFileSync(path, '');
+    const { log, entries, drops } = reader(path);
+    log.start();
+    appendFileSync(
+      path,
+      [
+        'a.localhost 404 0.013 POST 10.0.0.7 /search?q=a\\x22b c',
+        '- 400 0.000',
+        ' 404 0.001',
+        JSON.stringify({ route: 'old.localhost', status: 201, duration: 0.5, method: 'PUT', uri: '/x', remote_ip: '::1' }),
+        'b.localhost 200 0.001 GET',
+      ].join('\n') + '\n',
+    );
+    log.read();
+    expect(entries).toEqual([
+      { route: 'a.localhost', status: 404, duration: 0.013, method: 'POST', remoteIp: '10.0.0.7', uri: '/search?q=a\\x22b c' },
+      { route: '', status: 400, duration: 0, method: '', remoteIp: '', uri: '' },
+      { route: '', status: 404, duration: 0.001, method: '', remoteIp: '', uri: '' },
+      { route: 'old.localhost', status: 201, duration: 0.5, method: 'PUT', remoteIp: '::1', uri: '/x' },
+    ]);
+    expect(drops).toEqual(['malformed']);
     log.close();
   });
 
@@ -122,6 +148,7 @@ describe("one tenant's data never makes nginx refuse every route", () => {
         ],
         redirects: [],
         tls: [],
+        logRequests: true, // the longer log format (LOG_LEVEL debug) is checked by nginx too
       });
       writeFileSync(join(dir, 'nginx.conf'), conf);
       execFileSync(findNginx()!, ['-t', '-q', '-c', join(dir, 'nginx.conf')], { stdio: 'pipe' });

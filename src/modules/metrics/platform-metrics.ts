@@ -3,7 +3,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { Db } from '../../platform/db/database.js';
 import { loginPasswordChecks } from '../auth/index.js';
 import { diskFullErrors, diskSpace } from '../../platform/storage/disk-space.js';
-import { backgroundFailures } from '../../platform/observability/background-failures.js';
+import { backgroundFailureCounts } from '../../platform/observability/background-failures.js';
 
 const CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
 
@@ -37,7 +37,16 @@ export class PlatformMetrics {
       });
     collectDefaultMetrics({ register: this.registry, prefix: 'slipway_process_' });
     // Counted where the failures happen (edge, runtime, audit), in this process.
-    this.registry.registerMetric(backgroundFailures);
+    new Counter({
+      name: 'slipway_background_failures_total',
+      help: 'Background work that failed and was left to its next turn (or lost at shutdown), by operation',
+      labelNames: ['operation'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [operation, count] of backgroundFailureCounts()) this.inc({ operation }, count);
+      },
+    });
     this.httpRequests = new Counter({
       name: 'slipway_http_requests_total',
       help: 'API requests this process answered',

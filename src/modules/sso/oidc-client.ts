@@ -1,4 +1,4 @@
-import * as client from 'openid-client';
+import type * as OpenidClient from 'openid-client';
 import { AppError } from '../../platform/errors.js';
 
 /** How long a discovered issuer (its endpoints and keys' address) is reused before it is read again. */
@@ -24,19 +24,28 @@ function isLoopback(url: URL) {
 export const providerUnavailable = (detail: string) =>
   new AppError('IDENTITY_PROVIDER_UNAVAILABLE', `The identity provider cannot be reached or answered badly: ${detail}`);
 
+let loaded: typeof OpenidClient | null = null;
+
+/** openid-client (and its JOSE library), loaded with the first sign-in: a platform without SSO never holds it. */
+export async function openidClient(): Promise<typeof OpenidClient> {
+  loaded ??= await import('openid-client');
+  return loaded;
+}
+
 /**
  * Talks to configured issuers through `openid-client` (discovery, authorization URL, code grant with
  * its checks). Discovered configurations are kept per issuer for DISCOVERY_TTL_MS, and dropped when
  * the issuer's settings change.
  */
 export class OidcClients {
-  private readonly discovered = new Map<string, { at: number; updatedAt: number; config: client.Configuration }>();
+  private readonly discovered = new Map<string, { at: number; updatedAt: number; config: OpenidClient.Configuration }>();
 
-  async configuration(issuer: IssuerSettings): Promise<client.Configuration> {
+  async configuration(issuer: IssuerSettings): Promise<OpenidClient.Configuration> {
     const cached = this.discovered.get(issuer.id);
     if (cached && cached.updatedAt === issuer.updatedAt.getTime() && Date.now() - cached.at < DISCOVERY_TTL_MS) return cached.config;
     const url = new URL(issuer.discoveryUrl);
-    let config: client.Configuration;
+    const client = await openidClient();
+    let config: OpenidClient.Configuration;
     try {
       config = await client.discovery(
         url,
@@ -63,11 +72,12 @@ export class OidcClients {
 
 /** A short reason from openid-client's errors (never a token or secret: they carry codes and messages). */
 export function describe(err: unknown): string {
-  if (err instanceof client.AuthorizationResponseError) return `${err.error}${err.error_description ? `: ${err.error_description}` : ''}`;
-  if (err instanceof client.ResponseBodyError) return `${err.error}${err.error_description ? `: ${err.error_description}` : ''}`;
+  // Not loaded yet: the error cannot be one of its own.
+  const client = loaded;
+  if (client && err instanceof client.AuthorizationResponseError)
+    return `${err.error}${err.error_description ? `: ${err.error_description}` : ''}`;
+  if (client && err instanceof client.ResponseBodyError) return `${err.error}${err.error_description ? `: ${err.error_description}` : ''}`;
   const e = err as { message?: string; cause?: { message?: string; code?: string } };
   const cause = e?.cause?.code ?? e?.cause?.message;
   return `${e?.message ?? String(err)}${cause ? ` (${cause})` : ''}`.slice(0, 300);
 }
-
-export { client };

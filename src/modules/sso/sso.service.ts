@@ -14,7 +14,7 @@ import {
   type OrganizationRole,
   type OrganizationAccess,
 } from '../organizations/index.js';
-import { client, describe, OidcClients, providerUnavailable } from './oidc-client.js';
+import { describe, OidcClients, openidClient, providerUnavailable } from './oidc-client.js';
 import type { SsoRepository } from './sso.repository.js';
 
 /** How long a started sign-in waits for the identity provider to send the browser back. */
@@ -199,6 +199,7 @@ export class SsoService {
   async start(name: string, returnTo: string | undefined): Promise<{ url: string; state: string }> {
     const issuer = await this.issuer(name);
     const config = await this.clients.configuration(this.settingsOf(issuer));
+    const client = await openidClient();
     const state = client.randomState();
     const nonce = client.randomNonce();
     const verifier = client.randomPKCECodeVerifier();
@@ -246,6 +247,7 @@ export class SsoService {
         `${issuer.display_name} refused the sign-in: ${query.error}${query.error_description ? `: ${query.error_description}` : ''}`,
       );
     const config = await this.clients.configuration(this.settingsOf(issuer));
+    const client = await openidClient();
 
     const current = new URL(this.settings.callbackUrl);
     for (const [key, value] of Object.entries(query)) if (value !== undefined) current.searchParams.set(key, value);

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { jwtVerify, SignJWT, type JWTPayload } from 'jose';
+import type { JWTPayload } from 'jose';
 import type { SigningKeys } from './signing-key.js';
 
 /** One entry of a token's `access` claim: what may be done to one resource. */
@@ -27,6 +27,8 @@ export interface AccessTokenInput {
  */
 export async function signAccessToken(keys: SigningKeys, input: AccessTokenInput) {
   const key = await keys.current();
+  // jose loads with the first token (a build's push, a registry login), not with every control plane at rest.
+  const { SignJWT } = await import('jose');
   const issuedAt = Math.floor((input.now ?? new Date()).getTime() / 1000);
   const token = await new SignJWT({ access: input.access })
     .setProtectedHeader({ alg: key.alg, typ: 'JWT', kid: key.kid, x5c: [key.certificateDer] })
@@ -62,6 +64,7 @@ export interface RefreshTokenInput {
  */
 export async function signRefreshToken(keys: SigningKeys, input: RefreshTokenInput): Promise<string> {
   const key = await keys.current();
+  const { SignJWT } = await import('jose');
   const now = Math.floor((input.now ?? new Date()).getTime() / 1000);
   return new SignJWT({ ...input.claims })
     .setProtectedHeader({ alg: key.alg, typ: 'JWT', kid: key.kid })
@@ -81,6 +84,7 @@ export async function verifyRefreshToken(
   opts: { issuer: string; service: string },
 ): Promise<JWTPayload | null> {
   const candidates = await keys.verificationKeys();
+  const { jwtVerify } = await import('jose');
   try {
     const { payload } = await jwtVerify(
       token,

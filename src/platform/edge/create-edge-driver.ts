@@ -1,20 +1,21 @@
 import { join } from 'node:path';
-import { findHaproxy, findNginx, type Config } from '../../config.js';
+import type { EdgeSettings } from './edge-settings.js';
+import { findHaproxy, findNginx } from '../../find-binary.js';
 import { StartupError } from '../startup-error.js';
-import { caddyAdminEndpoint, caddyAdminOnTcpMessage } from './caddy-admin.js';
-import { CaddyDriver } from './caddy-driver.js';
 import type { EdgeDriver } from './edge-driver.js';
-import { HaproxyDriver } from './haproxy-driver.js';
-import { NginxDriver } from './nginx-driver.js';
-import { RouterServer } from './router-server.js';
 
-/** The edge EDGE_DRIVER names: HAProxy or nginx (started and reloaded by the platform), the built-in router, or Caddy through its admin API. */
-export function createEdgeDriver(config: Config): EdgeDriver {
+/**
+ * The edge EDGE_DRIVER names: HAProxy or nginx (started and reloaded by the platform), the built-in router, or Caddy
+ * through its admin API. Each driver's modules load only when it is the one chosen: a process holds one edge's code
+ * (the built-in router's HTTP client, Caddy's name server…), not four (.dependency-cruiser.cjs `edge-drivers-only-when-chosen`).
+ */
+export async function createEdgeDriver(config: EdgeSettings): Promise<EdgeDriver> {
   if (config.EDGE_DRIVER === 'haproxy') {
     const binary = findHaproxy();
     if (!binary) throw new StartupError('EDGE_DRIVER=haproxy: HAProxy is not installed (apt-get install haproxy)');
     if (config.ROUTER_PORT === 0 || config.ROUTER_HTTPS_PORT === 0)
       throw new StartupError('EDGE_DRIVER=haproxy needs fixed ports: ROUTER_PORT and ROUTER_HTTPS_PORT cannot be 0');
+    const { HaproxyDriver } = await import('./haproxy-driver.js');
     return new HaproxyDriver({
       binary,
       directory: join(config.dataDir, 'edge', 'haproxy'),
@@ -29,6 +30,7 @@ export function createEdgeDriver(config: Config): EdgeDriver {
     if (!binary) throw new StartupError('EDGE_DRIVER=nginx: nginx is not installed (apt-get install nginx)');
     if (config.ROUTER_PORT === 0 || config.ROUTER_HTTPS_PORT === 0)
       throw new StartupError('EDGE_DRIVER=nginx needs fixed ports: ROUTER_PORT and ROUTER_HTTPS_PORT cannot be 0');
+    const { NginxDriver } = await import('./nginx-driver.js');
     return new NginxDriver({
       binary,
       directory: join(config.dataDir, 'edge', 'nginx'),
@@ -39,8 +41,10 @@ export function createEdgeDriver(config: Config): EdgeDriver {
     });
   }
   if (config.EDGE_DRIVER === 'caddy') {
+    const { caddyAdminEndpoint, caddyAdminOnTcpMessage } = await import('./caddy-admin.js');
     if (!caddyAdminEndpoint(config.CADDY_ADMIN_URL).socketPath && !config.CADDY_ADMIN_ALLOW_TCP)
       throw new StartupError(caddyAdminOnTcpMessage(config.CADDY_ADMIN_URL));
+    const { CaddyDriver } = await import('./caddy-driver.js');
     return new CaddyDriver({
       adminUrl: config.CADDY_ADMIN_URL,
       host: config.ROUTER_HOST,
@@ -54,6 +58,7 @@ export function createEdgeDriver(config: Config): EdgeDriver {
       accessLogGroupId: config.CADDY_ACCESS_LOG_GID,
     });
   }
+  const { RouterServer } = await import('./router-server.js');
   return new RouterServer({
     host: config.ROUTER_HOST,
     port: config.ROUTER_PORT,

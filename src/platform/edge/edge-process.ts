@@ -1,9 +1,9 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Server } from 'node:net';
-import type { Config } from '../../config.js';
+import type { EdgeSettings } from './edge-settings.js';
 import { loadKeyring, SecretBox } from '../crypto/secret-box.js';
-import { embeddedPlatformUrl } from '../db/embedded.js';
+import { embeddedPlatformUrl } from '../db/embedded-urls.js';
 import { Notifications } from '../db/notifications.js';
 import { StartupError } from '../startup-error.js';
 import { askEdge, controlSocketPath, PID_FILE, serveControl, type EdgeStatus } from './edge-control.js';
@@ -36,7 +36,7 @@ export interface EdgeProcess {
  * One edge per data directory: a control socket answers `status` (so a control plane adopts
  * it instead of starting another) and `stop`.
  */
-export async function runEdgeProcess(config: Config, logger: EdgeRequestLogger, onStopRequested: () => void): Promise<EdgeProcess> {
+export async function runEdgeProcess(config: EdgeSettings, logger: EdgeRequestLogger, onStopRequested: () => void): Promise<EdgeProcess> {
   const dir = edgeDirectory(config.dataDir);
   const socketPath = controlSocketPath(dir);
   const running = await askEdge(socketPath, 'status').catch(() => null);
@@ -48,7 +48,7 @@ export async function runEdgeProcess(config: Config, logger: EdgeRequestLogger, 
   const db = createEdgeDb(databaseUrl);
   const secrets = new SecretBox(loadKeyring(config.dataDir, config.SECRET_KEY, config.SECRET_KEY_PREVIOUS));
 
-  const driver = createEdgeDriver(config);
+  const driver = await createEdgeDriver(config);
   const directory = new EdgeDirectory(db, secrets, 2000, true);
   const snapshot = await readRouteSnapshot(dir);
   if (snapshot) {

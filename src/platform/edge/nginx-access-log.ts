@@ -1,8 +1,7 @@
 import { closeSync, constants, fstatSync, ftruncateSync, openSync, readSync } from 'node:fs';
-import { StringDecoder } from 'node:string_decoder';
 import type { AccessLogDropReason } from './caddy-access-log.js';
 
-/** How often the log is read (nginx writes it in 32 KiB batches or once a second). */
+/** How often the log is read (nginx writes it in 64 KiB batches or once a second). */
 const READ_EVERY_MS = 200;
 /** Longest line kept (characters): longer ones (a huge URI) are dropped and counted, their bytes never held. */
 export const MAX_NGINX_LINE_CHARS = 16 * 1024;
@@ -18,15 +17,58 @@ export interface NginxAccessEntry {
   status: number;
   /** Seconds. */
   duration: number;
+  /** Empty unless the configuration logs each request's method, client and URI (ACCESS_LOG_FORMAT_WITH_REQUEST). */
   method: string;
   uri: string;
   remoteIp: string;
 }
 
 const isText = (value: unknown, max: number): value is string => typeof value === 'string' && value.length <= max;
+const CODE_0 = 48;
+const CODE_SPACE = 32;
+const CODE_DASH = 45;
+const CODE_OPEN_BRACE = 123;
+const MAX_ROUTE_CHARS = 300;
+const MAX_METHOD_CHARS = 32;
+const MAX_CLIENT_CHARS = 64;
 
-/** One line, checked field by field; anything else is null (it counts for nothing). */
+/**
+ * One line, checked field by field; anything else is null (it counts for nothing). The line is
+ * `route status seconds[ method client uri]` (nginx-config.ts); a JSON line is the format of
+ * earlier versions, which an adopted nginx writes until the platform's first reload.
+ */
 export function parseNginxLine(line: string): NginxAccessEntry | null {
+  if (line.charCodeAt(0) === CODE_OPEN_BRACE) return parseJsonLine(line);
+  const routeEnd = line.indexOf(' ');
+  if (routeEnd < 0 || routeEnd > MAX_ROUTE_CHARS || line.length < routeEnd + 6 || line.charCodeAt(routeEnd + 4) !== CODE_SPACE) return null;
+  let status = 0;
+  for (let i = routeEnd + 1; i < routeEnd + 4; i++) {
+    const digit = line.charCodeAt(i) - CODE_0;
+    if (digit < 0 || digit > 9) return null;
+    status = status * 10 + digit;
+  }
+  const durationEnd = line.indexOf(' ', routeEnd + 5);
+  const durationText = line.slice(routeEnd + 5, durationEnd < 0 ? line.length : durationEnd);
+  // `$request_time` is seconds with milliseconds (`0.004`); Number('') would be 0.
+  const duration = durationText === '' ? NaN : Number(durationText);
+  if (!(duration >= 0 && duration <= 86_400)) return null;
+  // nginx writes `-` for a variable never set (a request refused before its server block ran).
+  const route = routeEnd === 1 && line.charCodeAt(0) === CODE_DASH ? '' : line.slice(0, routeEnd);
+  if (durationEnd < 0) return { route, status, duration, method: '', uri: '', remoteIp: '' };
+  const methodEnd = line.indexOf(' ', durationEnd + 1);
+  const clientEnd = methodEnd < 0 ? -1 : line.indexOf(' ', methodEnd + 1);
+  if (clientEnd < 0 || methodEnd - durationEnd - 1 > MAX_METHOD_CHARS || clientEnd - methodEnd - 1 > MAX_CLIENT_CHARS) return null;
+  return {
+    route,
+    status,
+    duration,
+    method: line.slice(durationEnd + 1, methodEnd),
+    remoteIp: line.slice(methodEnd + 1, clientEnd),
+    uri: line.slice(clientEnd + 1),
+  };
+}
+
+function parseJsonLine(line: string): NginxAccessEntry | null {
   let value: unknown;
   try {
     value = JSON.parse(line);
@@ -35,7 +77,13 @@ export function parseNginxLine(line: string): NginxAccessEntry | null {
   }
   if (!value || typeof value !== 'object' || Array.isArray(value)) return null;
   const { route, status, duration, method, uri, remote_ip } = value as Record<string, unknown>;
-  if (!isText(route, 300) || !isText(method, 32) || !isText(uri, MAX_NGINX_LINE_CHARS) || !isText(remote_ip, 64)) return null;
+  if (
+    !isText(route, MAX_ROUTE_CHARS) ||
+    !isText(method, MAX_METHOD_CHARS) ||
+    !isText(uri, MAX_NGINX_LINE_CHARS) ||
+    !isText(remote_ip, MAX_CLIENT_CHARS)
+  )
+    return null;
   if (typeof status !== 'number' || !Number.isInteger(status) || status < 0 || status > 999) return null;
   if (typeof duration !== 'number' || !Number.isFinite(duration) || duration < 0 || duration > 86_400) return null;
   return { route, status, duration, method, uri, remoteIp: remote_ip };
@@ -63,8 +111,6 @@ export class NginxAccessLog {
   /** Inside a line already past the bound: its bytes are skipped up to its end. */
   private skipping = false;
   private readonly buffer = Buffer.alloc(64 * 1024);
-  /** A character split between two reads is decoded whole. */
-  private decoder = new StringDecoder('utf8');
 
   constructor(private readonly options: NginxAccessLogOptions) {}
 
@@ -85,7 +131,6 @@ export class NginxAccessLog {
       // Emptied by someone else (an operator's logrotate): start over at its beginning.
       this.position = 0;
       this.rest = '';
-      this.decoder = new StringDecoder('utf8');
     }
     let budget = READ_BUDGET_BYTES;
     while (budget > 0) {
@@ -93,7 +138,8 @@ export class NginxAccessLog {
       if (n === 0) break;
       this.position += n;
       budget -= n;
-      this.lines(this.decoder.write(this.buffer.subarray(0, n)));
+      // nginx's escaping keeps the log ASCII (a JSON line of before may hold UTF-8: its bytes count as characters).
+      this.lines(this.buffer.toString('latin1', 0, n));
     }
     if (this.position >= TRUNCATE_AT_BYTES && this.position === fstatSync(fd).size) {
       ftruncateSync(fd, 0);

@@ -34,11 +34,19 @@ export interface NginxConfigInput {
   /** Custom domains whose plain HTTP answers 308 to HTTPS: hostname → route host. */
   redirects: Array<{ hostname: string; routeHost: string }>;
   tls: NginxTlsName[];
+  /** Each request's method, client and URI in the access log too (for the edge's per-request line at debug). */
+  logRequests?: boolean;
 }
 
-/** The access log's line: the route the server block is (never the client's Host), what was answered, how long it took. */
-export const ACCESS_LOG_FORMAT =
-  '{"route":"$slipway_route","status":$status,"duration":$request_time,"method":"$request_method","uri":"$request_uri","remote_ip":"$remote_addr"}';
+/**
+ * The access log's line: the route the server block is (never the client's Host; `-` or empty for none), the status
+ * and the seconds it took, separated by spaces. Plain text, not JSON: nginx formats three short fields and the
+ * platform splits them without a parser. With the per-request log line on (LOG_LEVEL debug or trace), the method,
+ * the client's address and the URI follow (the URI last: it is the one field that is not a token). nginx's default
+ * escaping writes `"`, `\` and every byte below 32 or above 126 as `\xHH`, so a line is ASCII and has no newline.
+ */
+export const ACCESS_LOG_FORMAT = '$slipway_route $status $request_time';
+export const ACCESS_LOG_FORMAT_WITH_REQUEST = `${ACCESS_LOG_FORMAT} $request_method $remote_addr $request_uri`;
 
 const LABEL = '[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?';
 const HOSTNAME = new RegExp(`^(?=.{1,253}$)${LABEL}(?:\\.${LABEL})*$`);
@@ -103,9 +111,9 @@ export function renderNginxConfig(input: NginxConfigInput): string {
     // Route and domain names up to 253 characters (the default bucket, 64, refuses names of 48 or more).
     '  server_names_hash_bucket_size 512;',
     '  server_names_hash_max_size 65536;',
-    `  log_format slipway escape=json '${ACCESS_LOG_FORMAT}';`,
-    // Buffered: one write per 32 KiB or per second, not one per request.
-    `  access_log ${quoted(`${dir}/access.log`)} slipway buffer=32k flush=1s;`,
+    `  log_format slipway '${input.logRequests ? ACCESS_LOG_FORMAT_WITH_REQUEST : ACCESS_LOG_FORMAT}';`,
+    // Buffered: one write per 64 KiB (about 2,000 requests) or per second, not one per request.
+    `  access_log ${quoted(`${dir}/access.log`)} slipway buffer=64k flush=1s;`,
     `  client_body_temp_path ${quoted(`${dir}/tmp/body`)};`,
     `  proxy_temp_path ${quoted(`${dir}/tmp/proxy`)};`,
     // Unused, but nginx creates them at start: in the platform's directory, not /var/lib/nginx.
@@ -133,9 +141,10 @@ export function renderNginxConfig(input: NginxConfigInput): string {
     '  proxy_connect_timeout 5s;',
     '  error_page 502 504 @slipway_bad_gateway;',
   ];
+  // Challenges and ownership tokens are the platform's requests, not the application's: never counted.
   const challenges = [
-    `    location /.well-known/acme-challenge/ { proxy_pass http://127.0.0.1:${input.responderPort}; }`,
-    `    location /.well-known/slipway-domain/ { proxy_pass http://127.0.0.1:${input.responderPort}; }`,
+    `    location /.well-known/acme-challenge/ { access_log off; proxy_pass http://127.0.0.1:${input.responderPort}; }`,
+    `    location /.well-known/slipway-domain/ { access_log off; proxy_pass http://127.0.0.1:${input.responderPort}; }`,
   ];
   const badGateway = `    location @slipway_bad_gateway { default_type application/json; return 502 ${json(502, 'The application did not answer')}; }`;
   const routeLocation = (route: NginxRoute, index: number): string[] => {

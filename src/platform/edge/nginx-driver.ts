@@ -23,6 +23,8 @@ export interface NginxOptions {
   workerUser?: string;
 }
 
+const CHALLENGE_PATH = /^\/\.well-known\/(acme-challenge|slipway-domain)\//;
+
 /** How often lines counted for no route are reported (one warning per interval, with the counts). */
 const DROP_REPORT_MS = 10_000;
 
@@ -33,7 +35,7 @@ const DROP_REPORT_MS = 10_000;
  * with `nginx -t` and applied with SIGHUP, which starts workers on the new configuration and
  * lets the old ones finish their requests. nginx runs as a daemon of its own: it outlives the
  * edge process, and the next edge process adopts it (its pid file and title name this
- * configuration). Its JSON access log (the route each request was served under) feeds the same
+ * configuration). Its access log (the route each request was served under) feeds the same
  * per-application counters as the built-in edge. ACME challenges and ownership tokens go to a
  * built-in responder on loopback.
  */
@@ -227,6 +229,7 @@ export class NginxDriver implements EdgeDriver {
       routes,
       redirects,
       tls,
+      logRequests: logsRequests(this.logger),
     });
   }
 
@@ -281,8 +284,9 @@ export class NginxDriver implements EdgeDriver {
       this.dropped('unknown_host');
       return;
     }
-    // Challenges and ownership tokens are the platform's, not the application's.
-    if (/^\/\.well-known\/(acme-challenge|slipway-domain)\//.test(entry.uri)) return;
+    // Challenges and ownership tokens are the platform's, not the application's: nginx does not log them
+    // (nginx-config.ts), but an adopted nginx of an earlier version did until its first reload.
+    if (entry.uri !== '' && CHALLENGE_PATH.test(entry.uri)) return;
     const elapsedMs = entry.duration * 1000;
     if (upstream.owner && this.stats) this.stats.record(upstream.statsKey!, upstream.owner, entry.status, elapsedMs);
     if (logsRequests(this.logger))

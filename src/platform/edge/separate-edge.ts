@@ -8,6 +8,7 @@ import { askEdge, controlSocketPath, START_LOG_FILE, type EdgeStatus } from './e
 import type { EdgeDriver } from './edge-driver.js';
 import { RouteTable } from './route-table.js';
 import { edgeDirectory } from './route-snapshot.js';
+import { EDGE_SETTINGS_ENV, edgeSettingsOf } from './edge-settings.js';
 
 /** The platform's entry point (src/main.ts, or dist/main.js once built), whatever program started this process (a test's, say). */
 const MAIN_PROGRAM = fileURLToPath(new URL(`../../main${extname(fileURLToPath(import.meta.url))}`, import.meta.url));
@@ -177,7 +178,15 @@ export class SeparateEdge implements EdgeDriver {
         detached: true,
         stdio: ['ignore', 'ignore', stderr],
         // The first administrator's password is the control plane's business, not the edge's.
-        env: { ...process.env, ADMIN_PASSWORD: undefined, SLIPWAY_ROLE: 'edge', DATABASE_URL: this.databaseUrl, EDGE_LOG: 'file' },
+        env: {
+          ...process.env,
+          ADMIN_PASSWORD: undefined,
+          SLIPWAY_ROLE: 'edge',
+          DATABASE_URL: this.databaseUrl,
+          EDGE_LOG: 'file',
+          // This process validated the same environment: the edge takes the result instead of validating it again.
+          [EDGE_SETTINGS_ENV]: edgeSettingsOf(this.config, { SLIPWAY_ROLE: 'edge', EDGE_LOG: 'file', DATABASE_URL: this.databaseUrl }),
+        },
       });
       child.once('exit', (code, signal) => (exited = signal ?? `code ${code}`));
       child.once('error', (err) => (exited = err.message));

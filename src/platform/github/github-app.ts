@@ -1,6 +1,5 @@
 import { createPrivateKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { SignJWT } from 'jose';
 
 export interface GitHubAppSettings {
   GITHUB_APP_ID?: string;
@@ -46,6 +45,8 @@ export class GitHubApp {
   /** The App's own JWT (for `/app/...` endpoints). */
   async appJwt(): Promise<string> {
     const nowSeconds = Math.floor(this.now() / 1000);
+    // jose loads with the first call to GitHub, not with every control plane at rest.
+    const { SignJWT } = await import('jose');
     return new SignJWT({})
       .setProtectedHeader({ alg: 'RS256' })
       .setIssuer(this.settings.GITHUB_APP_ID!)

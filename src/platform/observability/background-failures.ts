@@ -1,5 +1,3 @@
-import { Counter } from 'prom-client';
-
 /** Where a failure of background work is written (any of the platform's pino loggers). */
 export interface FailureLogger {
   warn(fields: object, message: string): void;
@@ -13,14 +11,15 @@ export type BackgroundOperation = 'request_stats_flush' | 'edge_directory_refres
  * counters, a reload of the custom domains, the clean-up of a finished Kubernetes Job. The
  * work goes on (next interval, next sweep), so each failure is a log line and a count here,
  * exposed by /metrics (`slipway_background_failures_total{operation}`) of the process it
- * happened in.
+ * happened in. A plain count, not a prom-client metric: the edge process, which has no
+ * /metrics, then never loads prom-client (the metrics module reads these counts when scraped).
  */
-export const backgroundFailures = new Counter<'operation'>({
-  name: 'slipway_background_failures_total',
-  help: 'Background work that failed and was left to its next turn (or lost at shutdown), by operation',
-  labelNames: ['operation'],
-  registers: [],
-});
+const failures = new Map<BackgroundOperation, number>();
+
+/** Failures of each operation in this process since it started. */
+export function backgroundFailureCounts(): ReadonlyMap<BackgroundOperation, number> {
+  return failures;
+}
 
 export function reportBackgroundFailure(
   logger: FailureLogger | null | undefined,
@@ -28,6 +27,6 @@ export function reportBackgroundFailure(
   err: unknown,
   fields: object = {},
 ): void {
-  backgroundFailures.inc({ operation });
+  failures.set(operation, (failures.get(operation) ?? 0) + 1);
   logger?.warn({ err, operation, ...fields }, `${operation.replace(/_/g, ' ')} failed`);
 }

@@ -2,7 +2,10 @@ import { VolumeDisks } from '../volumes/index.js';
 import { join } from 'node:path';
 import type { Config } from '../../config.js';
 import type { Db } from '../db/database.js';
-import { createEdgeDriver, RequestStats, SeparateEdge, type EdgeDriver } from '../edge/index.js';
+import type { EdgeDriver } from '../edge/edge-driver.js';
+import { createEdgeDriver } from '../edge/create-edge-driver.js';
+import { RequestStats } from '../edge/request-stats.js';
+import { SeparateEdge } from '../edge/separate-edge.js';
 import type { ApplicationRuntime } from './application-runtime.js';
 import { LocalProcessDriver } from './local/local-driver.js';
 import { LocalRuntime } from './local/local-runtime.js';
@@ -38,12 +41,12 @@ export async function createRuntime(config: Config, db: Db, databaseUrl?: string
  * one; other roles (a `worker` beside edge-role processes) and embedders without a database URL
  * (the test harness) serve from this process.
  */
-function runtimeEdge(config: Config, databaseUrl: string | undefined): EdgeDriver {
+async function runtimeEdge(config: Config, databaseUrl: string | undefined): Promise<EdgeDriver> {
   if (config.EDGE_PROCESS === 'separate' && config.SLIPWAY_ROLE === 'all' && databaseUrl) return new SeparateEdge(config, databaseUrl);
   return createEdgeDriver(config);
 }
 
-export function createLocalRuntime(config: Config, db: Db, databaseUrl?: string): LocalRuntime {
+export async function createLocalRuntime(config: Config, db: Db, databaseUrl?: string): Promise<LocalRuntime> {
   const sandbox = createSandbox(config, db);
   const driver = new LocalProcessDriver({
     sandbox,
@@ -55,7 +58,7 @@ export function createLocalRuntime(config: Config, db: Db, databaseUrl?: string)
     outputRate: { linesPerSecond: config.APP_LOG_LINES_PER_SECOND, bytesPerSecond: config.APP_LOG_BYTES_PER_SECOND },
     addonPorts: (applicationId, environmentId) => attachedAddonPorts(db, applicationId, environmentId),
   });
-  const router = runtimeEdge(config, databaseUrl);
+  const router = await runtimeEdge(config, databaseUrl);
   router.useStats(new RequestStats(db, config.REQUEST_STATS_FLUSH_MS));
   // Container image builds run inside their unpacked root file system; source builds pass through.
   return new LocalRuntime(
