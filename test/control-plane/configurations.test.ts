@@ -130,6 +130,26 @@ describe('bulk', () => {
     expect(values).not.toHaveProperty('9BAD');
   });
 
+  it('writes its audit row in the statement of the change, and none when every name was skipped', async () => {
+    const w = await seedWorld(h);
+    const rows = () =>
+      h.ctx.db
+        .selectFrom('audit_log')
+        .select(['action', 'resource_id', 'organization_id', 'after'])
+        .where('resource_id', '=', w.app.id)
+        .where('action', '=', 'POST /v1/configurations/:application_id/bulk')
+        .execute();
+    const skipped = await call(h, 'POST', `${base(w)}/bulk`, w.owner, { variables: { DATABASE_PASSWORD: 'overwrite?' } });
+    expect(skipped.body).toMatchObject({ created: [], updated: [], skipped: ['DATABASE_PASSWORD'] });
+    expect(await rows()).toEqual([]);
+    const written = await call(h, 'POST', `${base(w)}/bulk`, w.owner, { variables: { FRESH: 'a-value' } });
+    expect(written.body.created).toEqual(['FRESH']);
+    const [row, ...more] = await rows();
+    expect(more).toEqual([]);
+    expect(row).toMatchObject({ organization_id: w.org.id });
+    expect(JSON.stringify(row!.after)).not.toContain('a-value');
+  });
+
   it('parses dotenv `raw`: comments, blanks, export, quotes, escapes, multi-line values', async () => {
     const w = await seedWorld(h);
     const raw = [
