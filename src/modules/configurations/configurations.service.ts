@@ -316,7 +316,9 @@ export class ConfigurationsService {
       returning lower(name) as name, (xmax = 0) as inserted`;
     // The request's audit row in the same statement (one round trip where there were four).
     const rows = await executeAudited(this.db, 'written', (audit) =>
-      audit ? sql<{ name: string; inserted: boolean }>`with written as (${upsert}) ${audit.cte} select name, inserted ${audit.id} from written` : upsert,
+      audit
+        ? sql<{ name: string; inserted: boolean }>`with written as (${upsert}) ${audit.cte} select name, inserted ${audit.id} from written`
+        : upsert,
     );
     const written = new Map(rows.map((r) => [r.name, r.inserted]));
     for (const { name } of valid) {

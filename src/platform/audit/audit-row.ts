@@ -47,14 +47,20 @@ interface Writer<T> {
 function organizationLookups<T>(audit: RequestAudit, w: Writer<T>): T[] {
   const { params, route, body } = audit.request;
   const viaApplication = (expr: T) =>
-    w.join([w.raw('(SELECT p.organization_id FROM applications a JOIN projects p ON p.id = a.project_id WHERE a.id::text = '), expr, w.raw(')')]);
+    w.join([
+      w.raw('(SELECT p.organization_id FROM applications a JOIN projects p ON p.id = a.project_id WHERE a.id::text = '),
+      expr,
+      w.raw(')'),
+    ]);
   const lookups: T[] = [];
   const orgSlug = params.org_slug ?? params.workspace;
   if (orgSlug) lookups.push(w.join([w.raw('(SELECT id FROM organizations WHERE slug = '), w.param(orgSlug), w.raw(')')]));
   if (params.application_id) lookups.push(viaApplication(w.param(params.application_id)));
   const first = route.split('/')[2];
   if (params.id && (first === 'images' || first === 'releases' || first === 'deployments'))
-    lookups.push(viaApplication(w.join([w.raw(`(SELECT application_id::text FROM ${first} WHERE id::text = `), w.param(params.id), w.raw(')')])));
+    lookups.push(
+      viaApplication(w.join([w.raw(`(SELECT application_id::text FROM ${first} WHERE id::text = `), w.param(params.id), w.raw(')')])),
+    );
   const fields = body && typeof body === 'object' ? (body as Record<string, unknown>) : {};
   if (typeof fields.organization_id === 'string')
     lookups.push(w.join([w.raw('(SELECT id FROM organizations WHERE id::text = '), w.param(fields.organization_id), w.raw(')')]));

@@ -6,7 +6,15 @@ import { isDatabaseUnavailable } from '../db/availability.js';
 import { databaseAvailability, sqlExecutorOf, type Db } from '../db/database.js';
 import { deadWorkers } from './dead-workers.js';
 import { AppError } from '../errors.js';
-import { JobStore, jobInsertFrom, WORKER_AFFINITY_SECONDS, type JobBudget, type JobPorts, type JobWait, type OrganizationLimits } from './job-store.js';
+import {
+  JobStore,
+  jobInsertFrom,
+  WORKER_AFFINITY_SECONDS,
+  type JobBudget,
+  type JobPorts,
+  type JobWait,
+  type OrganizationLimits,
+} from './job-store.js';
 import { killOrphansOf, setWorkerMark } from './orphan-processes.js';
 import type { JobHandler, JobInput, JobKind, JobKindOptions, Jobs, PipelineJobData } from './types.js';
 import { Wakeup } from './wakeup.js';
