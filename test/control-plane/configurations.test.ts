@@ -130,6 +130,44 @@ describe('bulk', () => {
     expect(values).not.toHaveProperty('9BAD');
   });
 
+  it('writes its audit row in the statement of the change, and none when every name was skipped', async () => {
+    const w = await seedWorld(h);
+    const rows = () =>
+      h.ctx.db
+        .selectFrom('audit_log')
+        .select(['action', 'resource_id', 'organization_id', 'after'])
+        .where('resource_id', '=', w.app.id)
+        .where('action', '=', 'POST /v1/configurations/:application_id/bulk')
+        .execute();
+    const skipped = await call(h, 'POST', `${base(w)}/bulk`, w.owner, { variables: { DATABASE_PASSWORD: 'overwrite?' } });
+    expect(skipped.body).toMatchObject({ created: [], updated: [], skipped: ['DATABASE_PASSWORD'] });
+    expect(await rows()).toEqual([]);
+    const written = await call(h, 'POST', `${base(w)}/bulk`, w.owner, { variables: { FRESH: 'a-value' } });
+    expect(written.body.created).toEqual(['FRESH']);
+    const [row, ...more] = await rows();
+    expect(more).toEqual([]);
+    expect(row).toMatchObject({ organization_id: w.org.id });
+    expect(JSON.stringify(row!.after)).not.toContain('a-value');
+  });
+
+  it("gives a secret to forks' previews only for an organization admin, and refuses a stranger first", async () => {
+    const w = await seedWorld(h);
+    const member = await h.user();
+    expect((await call(h, 'POST', `/v1/organizations/${w.org.slug}/members`, w.owner, { username: member.username })).status).toBeLessThan(
+      300,
+    );
+    const body = { variables: { FORK_TOKEN: 'x' }, secret: true, previews: true };
+    const refused = await call(h, 'POST', `${base(w)}/bulk`, member, body);
+    expect(refused.status).toBe(403);
+    expect(refused.body.message).toContain('previews of pull requests from forks');
+    expect((await call(h, 'POST', `${base(w)}/bulk`, await h.user(), body)).status).toBe(403);
+    expect((await call(h, 'POST', `${base(w)}/bulk`, member, { variables: { FORK_TOKEN: 'x' }, secret: true })).body.created).toEqual([
+      'FORK_TOKEN',
+    ]);
+    const byAdmin = await call(h, 'POST', `${base(w)}/bulk`, w.owner, { ...body, variables: { ADMIN_TOKEN: 'y' } });
+    expect(byAdmin.body.created).toEqual(['ADMIN_TOKEN']);
+  });
+
   it('parses dotenv `raw`: comments, blanks, export, quotes, escapes, multi-line values', async () => {
     const w = await seedWorld(h);
     const raw = [

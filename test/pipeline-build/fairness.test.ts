@@ -118,6 +118,11 @@ describe('fair pipeline across organizations', () => {
     const deploy = await h.app.inject({ method: 'POST', url: `/v1/applications/${apps[0]}/deploy`, headers: t.user.headers });
     expect(deploy.statusCode).toBe(429);
     expect(await imagesOf(apps)).toEqual(before);
+    // So does a release (its caps are read with its other checks in one statement), storing no release.
+    const release = await h.app.inject({ method: 'POST', url: `/v1/releases/${apps[0]}/create`, headers: t.user.headers });
+    expect(release.statusCode).toBe(429);
+    expect(release.json().message).toContain('4 pipeline jobs waiting or running');
+    expect(await h.ctx.db.selectFrom('releases').select('id').where('application_id', 'in', apps).execute()).toEqual([]);
 
     // Room again once some have finished.
     await waitFor('a build of the full queue to finish', async () => (await imagesOf(apps)).some((i) => i.status !== 'building'), {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { v7 as uuidv7 } from 'uuid';
 import { ReleasesRepository } from '../../src/pipeline/release/releases.repository.js';
 import { sweepDeletedEnvironments } from '../../src/modules/environments/retirement.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
@@ -148,6 +149,17 @@ describe('one release numbering per application', () => {
     expect(versions).toEqual([...versions].sort((a, b) => b - a));
     expect(new Set(versions).size).toBe(versions.length);
     expect(list.items.filter((r: { environment: string }) => r.environment === 'staging')).toHaveLength(5);
+  });
+
+  it('numbers a release above versions stored without the counter (imports, fixtures)', async () => {
+    const highest = (await get(`/releases/${app.appId}?per_page=1`)).json().items[0].version as number;
+    await h.ctx.db
+      .insertInto('releases')
+      .values({ id: uuidv7(), application_id: app.appId, environment_id: stagingId, version: highest + 10, status: 'error', log_text: '' })
+      .execute();
+    const next = await h.app.inject({ method: 'POST', url: `/v1/releases/${app.appId}/create`, headers: alice.headers });
+    expect(next.statusCode).toBe(202);
+    expect(next.json().version).toBe(highest + 11);
   });
 
   it('shows repository_name as "" for a release that never got an image', async () => {

@@ -1,6 +1,7 @@
 import { sql, type Insertable, type Updateable } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
 import { precompiled } from '../../platform/db/precompiled.js';
+import { lockedEnvironmentSlug } from '../../platform/access/environment-protection.js';
 import type { ConfigScope, ConfigVarsTable } from '../../platform/db/schema.js';
 import type { Selectable } from 'kysely';
 
@@ -9,6 +10,16 @@ type ConfigVarRow = Selectable<ConfigVarsTable>;
 export interface ScopeRef {
   scope: ConfigScope;
   scopeId: string;
+}
+
+/** `ConfigurationsRepository.applicationWriteChecks`. */
+export interface ApplicationWriteChecks {
+  id: string;
+  is_member: boolean;
+  org_admin: boolean;
+  locked: string | null;
+  variables: number;
+  bytes: number;
 }
 
 export class ConfigurationsRepository {
@@ -21,7 +32,31 @@ export class ConfigurationsRepository {
   // Each variable's size in a scope: read before every write (the scope's limits).
   private readonly sizes;
 
+  // An application's write checks and its scope's size without the names written: before every bulk write.
+  private readonly writeChecks;
+
   constructor(private readonly db: Db) {
+    this.writeChecks = precompiled(
+      db,
+      ['applicationId', 'userId', 'names'],
+      ({ applicationId, userId, names }: { applicationId: string; userId: string; names: string[] }) => ({
+        compile: () =>
+          sql<ApplicationWriteChecks>`
+          select a.id, m.user_id is not null as is_member, coalesce(m.admin, false) as org_admin,
+                 (${lockedEnvironmentSlug(db, 'applicationId', userId, sql<string>`a.id`)}) as locked,
+                 others.variables, others.bytes
+          from applications a
+          join projects p on p.id = a.project_id
+          left join memberships m on m.organization_id = p.organization_id and m.user_id = ${userId}
+          cross join lateral (
+            select count(*)::int as variables,
+                   coalesce(sum(octet_length(v.name) + coalesce(octet_length(v.value), octet_length(v.value_sealed), 0)), 0)::int as bytes
+            from config_vars v
+            where m.user_id is not null and v.scope = 'application' and v.scope_id = a.id and not (lower(v.name) = any(${names}::text[]))
+          ) others
+          where a.id = ${applicationId}`.compile(db),
+      }),
+    );
     this.sizes = precompiled(db, ['scope', 'scopeId'], ({ scope, scopeId }: { scope: ConfigScope; scopeId: string }) => ({
       compile: () =>
         sql<{ name: string; bytes: number }>`
@@ -66,6 +101,17 @@ export class ConfigurationsRepository {
     if (!rows[0]!.is_member) return 'forbidden';
     // The application without variables is one row of nulls (the left join).
     return rows[0]!.id === null ? [] : rows.map(({ is_member: _member, ...row }) => row);
+  }
+
+  /**
+   * What a bulk write to an application's own variables checks, in one read (issue 35): the
+   * caller's membership and admin flag, the first protected environment the application reaches
+   * that is locked to the caller, and the variables (count, bytes of names and values) the write
+   * leaves as they are (`names`: the lowercase names it writes). Undefined without the application.
+   */
+  async applicationWriteChecks(applicationId: string, userId: string, names: string[]): Promise<ApplicationWriteChecks | undefined> {
+    const [row] = await this.writeChecks({ applicationId, userId, names });
+    return row;
   }
 
   find({ scope, scopeId }: ScopeRef, id: string) {

@@ -7,6 +7,8 @@ import { AppError, conflict, forbidden, isUniqueViolation, notFound } from '../.
 import { iso } from '../../platform/http/schemas.js';
 import { resealAll } from '../../platform/crypto/rotation.js';
 import { attachedAddonVariables } from '../../platform/addons/attached.js';
+import { executeAudited } from '../../platform/audit/audited-statement.js';
+import { protectedRefusal } from '../../platform/access/environment-protection.js';
 import { parseDotenv } from './dotenv.js';
 import { scopeOrganizationId } from './scope-chain.js';
 import type { ConfigurationsRepository, ScopeRef } from './configurations.repository.js';
@@ -37,6 +39,33 @@ export interface ResolvedVariable {
 }
 
 const NAME = new RegExp(CONFIG_NAME_PATTERN);
+const SECRET_FOR_FORKS_REFUSAL =
+  'Only organization admins can give a secret to previews of pull requests from forks (secret with previews: true)';
+
+type BulkInput = { variables?: Record<string, string>; raw?: string; secret?: boolean; buildtime?: boolean; previews?: boolean };
+type BulkResult = { created: string[]; updated: string[]; skipped: string[]; errors: Array<{ name: string; message: string }> };
+
+/** A bulk input's entries (the last of a name wins, as when a shell reads a dotenv file), the invalid ones reported. */
+function bulkEntries(input: BulkInput): { result: BulkResult; valid: Array<{ name: string; value: string }> } {
+  const result: BulkResult = { created: [], updated: [], skipped: [], errors: [] };
+  const entries: Array<{ name: string; value: string }> = [];
+  if (input.raw !== undefined) {
+    const parsed = parseDotenv(input.raw);
+    entries.push(...parsed.entries);
+    result.errors.push(...parsed.errors);
+  }
+  for (const [name, value] of Object.entries(input.variables ?? {})) entries.push({ name, value });
+  const byName = new Map(entries.map((e) => [e.name.toLowerCase(), e]));
+  const valid: Array<{ name: string; value: string }> = [];
+  for (const entry of byName.values()) {
+    const problem = checkEntry(entry.name, entry.value);
+    if (problem) result.errors.push({ name: entry.name, message: problem });
+    else valid.push(entry);
+  }
+  return { result, valid };
+}
+
+const entryBytes = (e: { name: string; value: string }) => Buffer.byteLength(e.name) + Buffer.byteLength(e.value);
 
 function checkEntry(name: string, value: string): string | null {
   if (!NAME.test(name) || name.length > 255)
@@ -105,7 +134,7 @@ export class ConfigurationsService {
       (await this.sharesSecretWithForks(scope, intents)) &&
       !(await this.isOrganizationAdmin(userId, await scopeOrganizationId(this.db, scope)))
     ) {
-      throw forbidden('Only organization admins can give a secret to previews of pull requests from forks (secret with previews: true)');
+      throw forbidden(SECRET_FOR_FORKS_REFUSAL);
     }
   }
 
@@ -131,12 +160,20 @@ export class ConfigurationsService {
    */
   private async requireRoom(scope: ScopeRef, incoming: Array<{ name: string; value: string }>) {
     const sizes = new Map((await this.repo.sizesInScope(scope)).map((r) => [r.name, r.bytes]));
-    for (const e of incoming) sizes.set(e.name.toLowerCase(), Buffer.byteLength(e.name) + Buffer.byteLength(e.value));
-    const bytes = [...sizes.values()].reduce((a, b) => a + b, 0);
-    if (sizes.size > this.limits.variables) {
+    for (const e of incoming) sizes.set(e.name.toLowerCase(), entryBytes(e));
+    this.refuseOverLimits(
+      scope,
+      sizes.size,
+      [...sizes.values()].reduce((a, b) => a + b, 0),
+    );
+  }
+
+  /** Refuses (422) a scope that would hold more than its limits after a write. */
+  private refuseOverLimits(scope: ScopeRef, variables: number, bytes: number) {
+    if (variables > this.limits.variables) {
       throw new AppError(
         'VALIDATION',
-        `variables: a ${scope.scope} holds at most ${this.limits.variables} variables (this would make ${sizes.size})`,
+        `variables: a ${scope.scope} holds at most ${this.limits.variables} variables (this would make ${variables})`,
         [{ field: 'variables', message: `at most ${this.limits.variables} per scope` }],
       );
     }
@@ -226,44 +263,46 @@ export class ConfigurationsService {
    * Sets many variables at once from `variables` and/or dotenv `raw`. Existing names are
    * updated unless secret (skipped); invalid entries are reported and the rest still apply.
    */
-  async bulk(
-    scope: ScopeRef,
-    input: { variables?: Record<string, string>; raw?: string; secret?: boolean; buildtime?: boolean; previews?: boolean },
-  ) {
-    const result = {
-      created: [] as string[],
-      updated: [] as string[],
-      skipped: [] as string[],
-      errors: [] as Array<{ name: string; message: string }>,
-    };
-    const entries: Array<{ name: string; value: string }> = [];
-    if (input.raw !== undefined) {
-      const parsed = parseDotenv(input.raw);
-      entries.push(...parsed.entries);
-      result.errors.push(...parsed.errors);
-    }
-    for (const [name, value] of Object.entries(input.variables ?? {})) entries.push({ name, value });
-    // The last occurrence of a name wins, as when a shell reads a dotenv file.
-    const byName = new Map(entries.map((e) => [e.name.toLowerCase(), e]));
+  async bulk(scope: ScopeRef, input: BulkInput) {
+    const { result, valid } = bulkEntries(input);
+    await this.requireRoom(scope, valid);
+    return this.writeBulk(scope, valid, input, result);
+  }
+
+  /**
+   * `bulk` on an application's own variables for a caller (the HTTP route), with every check
+   * `authorize` + `authorizeWrite` + the scope's limits make read in one statement (issue 35:
+   * four round trips before the write), answered in the same order: 404, 403 (no member), 403
+   * (a protected environment inherits it and the caller is no admin), 403 (a secret for forks'
+   * previews from a non-admin), 422 (over the limits).
+   */
+  async bulkForApplication(userId: string, applicationId: string, input: BulkInput) {
+    const { result, valid } = bulkEntries(input);
+    const checks = await this.repo.applicationWriteChecks(
+      applicationId,
+      userId,
+      valid.map((e) => e.name.toLowerCase()),
+    );
+    if (!checks) throw notFound('Application');
+    if (!checks.is_member) throw forbidden();
+    if (checks.locked && !checks.org_admin) throw protectedRefusal(checks.locked, 'the configuration it inherits (application scope)');
+    // The rule of sharesSecretWithForks for a bulk's one set of flags (its entries name no existing variable).
+    if (input.secret === true && input.previews === true && !checks.org_admin) throw forbidden(SECRET_FOR_FORKS_REFUSAL);
+    const scope: ScopeRef = { scope: 'application', scopeId: checks.id };
+    this.refuseOverLimits(scope, checks.variables + valid.length, checks.bytes + valid.reduce((sum, e) => sum + entryBytes(e), 0));
+    return this.writeBulk(scope, valid, input, result);
+  }
+
+  private async writeBulk(scope: ScopeRef, valid: Array<{ name: string; value: string }>, input: BulkInput, result: BulkResult) {
+    if (valid.length === 0) return result;
     const secret = input.secret ?? false;
     const buildtime = input.buildtime ?? false;
     const previews = input.previews ?? false;
-    await this.requireRoom(
-      scope,
-      [...byName.values()].filter((e) => !checkEntry(e.name, e.value)),
-    );
-    const valid: Array<{ name: string; value: string }> = [];
-    for (const entry of byName.values()) {
-      const problem = checkEntry(entry.name, entry.value);
-      if (problem) result.errors.push({ name: entry.name, message: problem });
-      else valid.push(entry);
-    }
-    if (valid.length === 0) return result;
     // One statement for every name (issue 35: 100 variables were 100 round trips). Rows are
     // written in name order, so concurrent bulk calls lock them in the same order and never deadlock.
     const ordered = [...valid].sort((a, b) => (a.name.toLowerCase() < b.name.toLowerCase() ? -1 : 1));
     const stored = ordered.map((e) => this.stored(e.value, secret));
-    const { rows } = await sql<{ name: string; inserted: boolean }>`
+    const upsert = sql<{ name: string; inserted: boolean }>`
       insert into config_vars (id, scope, scope_id, name, value, value_sealed, secret, buildtime, previews)
       select v.id, ${scope.scope}, ${scope.scopeId}, v.name, v.value, v.value_sealed, ${secret}, ${buildtime}, ${previews}
       from unnest(${ordered.map(() => uuidv7())}::uuid[], ${ordered.map((e) => e.name)}::text[],
@@ -274,7 +313,13 @@ export class ConfigurationsService {
         set value = excluded.value, value_sealed = excluded.value_sealed, secret = excluded.secret,
             buildtime = excluded.buildtime, previews = excluded.previews, updated_at = now()
         where not config_vars.secret
-      returning lower(name) as name, (xmax = 0) as inserted`.execute(this.db);
+      returning lower(name) as name, (xmax = 0) as inserted`;
+    // The request's audit row in the same statement (one round trip where there were four).
+    const rows = await executeAudited(this.db, 'written', (audit) =>
+      audit
+        ? sql<{ name: string; inserted: boolean }>`with written as (${upsert}) ${audit.cte} select name, inserted ${audit.id} from written`
+        : upsert,
+    );
     const written = new Map(rows.map((r) => [r.name, r.inserted]));
     for (const { name } of valid) {
       const inserted = written.get(name.toLowerCase());

@@ -1,16 +1,16 @@
 import type { AppContext } from '../../platform/context.js';
 import type { ChangeSet, ProcessCounts, ProcessDefinitions, ProcessPodClasses } from '../../platform/db/schema.js';
-import { notFound } from '../../platform/errors.js';
+import { forbidden, notFound } from '../../platform/errors.js';
 import { iso, paginate, type PaginatedEnvironmentQuery } from '../../platform/http/schemas.js';
 import { requireJobRoom, requireJobs } from '../../platform/jobs/require-jobs.js';
 import type { JobMaintenance, Jobs } from '../../platform/jobs/types.js';
 import type { ApplicationsService } from '../../modules/applications/index.js';
 import type { ConfigurationsService } from '../../modules/configurations/index.js';
 import { queueRecordJob, recordLogView } from '../records/index.js';
-import { environmentFilter, productionEnvironmentId } from '../records/index.js';
+import { environmentFilter } from '../records/index.js';
 import type { DisplayedVariable } from './release-freezer.js';
 import { ReleaseRunner } from './release-runner.js';
-import { requireProtectedEnvironmentAdmin } from '../../platform/access/environment-protection.js';
+import { protectedRefusal } from '../../platform/access/environment-protection.js';
 import type { ReleasesRepository } from './releases.repository.js';
 import { RELEASE_JOB } from '../stages.js';
 import type { ImageRecords } from '../build/image-records.js';
@@ -110,15 +110,20 @@ export class ReleasesService {
   // --- API ---
 
   async requestRelease(userId: string, applicationId: string) {
-    const app = await this.apps.authorize(userId, applicationId);
-    const environmentId = await productionEnvironmentId(this.ctx.db, applicationId);
-    await requireProtectedEnvironmentAdmin(this.ctx.db, userId, { environmentId }, 'its releases');
+    // Every check in one statement (issue 35), answered in the order the separate checks answered:
+    // the application and membership (404, 403), its production (404), protection (403), the pipeline (503), the caps (429).
+    const checks = await this.repo.requestChecks(applicationId, userId);
+    if (!checks) throw notFound('Application');
+    if (!checks.is_member) throw forbidden();
+    const environmentId = checks.environment_id;
+    if (!environmentId) throw notFound('Production environment of the application');
+    if (checks.locked && !checks.org_admin) throw protectedRefusal(checks.locked, 'its releases');
     const jobs = requireJobs(this.ctx);
-    // The application and its budget are read once here and reused below (issue 35: two round trips fewer).
-    const budget = await jobs.ensureRoom(applicationId);
-    // The release and its job commit together (issue 35: one transaction where there were three).
-    const release = await this.repo.insertNext(app.id, environmentId, app.platform, null, (trx, recordId) =>
-      jobs.enqueue(RELEASE_JOB, { applicationId, environmentId, recordId, ...(budget ?? {}) }, trx),
+    jobs.refuseOverCaps(checks);
+    const budget = { organizationId: checks.organization_id, ownerId: checks.owner_id };
+    // The release, its job and the audit row in one statement; the version's lock lasts only that statement.
+    const release = await this.repo.insertNext(checks.id, environmentId, checks.platform, null, (source, recordId) =>
+      jobs.enqueueFrom(RELEASE_JOB, { applicationId, environmentId, recordId, ...budget }, source),
     );
     jobs.wake();
     return { ok: true, release_id: release.id, version: release.version };

@@ -1,3 +1,4 @@
+import type { Expression } from 'kysely';
 import type { Db } from '../db/database.js';
 import { AppError } from '../errors.js';
 import { precompiled } from '../db/precompiled.js';
@@ -84,16 +85,57 @@ export function reachOfScope(scope: {
 export async function requireProtectedEnvironmentAdmin(db: Db, userId: string, reach: ProtectedReach, change: string): Promise<void> {
   const kind = REACH_KINDS.find((k) => k in reach)!;
   const [row] = await lockedEnvironmentQuery(db, kind)({ userId, target: (reach as Record<ReachKind, string>)[kind] });
-  if (row && !row.admin) {
-    throw new AppError('FORBIDDEN', `Environment '${row.slug}' is protected: only organization admins change ${change}`);
-  }
+  if (row && !row.admin) throw protectedRefusal(row.slug, change);
+}
+
+/** The refusal of a change to a protected environment (403, naming it and the change). */
+export function protectedRefusal(slug: string, change: string): AppError {
+  return new AppError('FORBIDDEN', `Environment '${slug}' is protected: only organization admins change ${change}`);
 }
 
 // In the order a reach is read (the first key present decides).
 const REACH_KINDS = ['environmentId', 'projectId', 'teamId', 'organizationId', 'applicationId'] as const;
-type ReachKind = (typeof REACH_KINDS)[number];
+export type ReachKind = (typeof REACH_KINDS)[number];
 type LockedEnvironmentQuery = (values: { userId: string; target: string }) => Promise<Array<{ slug: string; admin: boolean | null }>>;
 const lockedEnvironmentQueries = new WeakMap<Db, Map<ReachKind, LockedEnvironmentQuery>>();
+
+/**
+ * The protected environments the reach covers where the caller is neither granted nor exempt,
+ * first by slug, with whether the caller is an admin of their organization (null: no member).
+ * `target` may be an expression of an enclosing statement (a request's checks read in one).
+ */
+function lockedEnvironments(db: Db, kind: ReachKind, userId: string, target: string | Expression<string>) {
+  const base = db
+    .selectFrom('environments as e')
+    .innerJoin('projects as p', 'p.id', 'e.project_id')
+    .leftJoin('memberships as m', (j) => j.onRef('m.organization_id', '=', 'p.organization_id').on('m.user_id', '=', userId))
+    .leftJoin('environment_grants as g', (j) => j.onRef('g.environment_id', '=', 'e.id').on('g.user_id', '=', userId))
+    .select(['e.slug', 'm.admin'])
+    .where('e.protected', '=', true)
+    // A member granted the environment acts there as their role allows (the route table checked the role).
+    .where((eb) => eb.or([eb('g.user_id', 'is', null), eb('m.user_id', 'is', null)]));
+  const scoped =
+    kind === 'environmentId'
+      ? base.where('e.id', '=', target)
+      : kind === 'projectId'
+        ? base.where('p.id', '=', target)
+        : kind === 'teamId'
+          ? base.where('p.team_id', '=', target)
+          : kind === 'organizationId'
+            ? base.where('p.organization_id', '=', target)
+            : base.where('p.id', '=', (eb) => eb.selectFrom('applications').select('project_id').where('id', '=', target));
+  return scoped.orderBy('e.slug').limit(1);
+}
+
+/**
+ * The slug of the first protected environment the reach covers that the caller may not change
+ * without being an organization admin (null: none), as a subquery of the caller's own statement:
+ * the rule of requireProtectedEnvironmentAdmin, read with a request's other checks (issue 35).
+ * The caller refuses with `protectedRefusal` when it is set and the caller is no admin.
+ */
+export function lockedEnvironmentSlug(db: Db, kind: ReachKind, userId: string, target: string | Expression<string>) {
+  return lockedEnvironments(db, kind, userId, target).clearSelect().select('e.slug');
+}
 
 /**
  * The first protected environment the reach covers where the caller is neither granted nor
@@ -105,28 +147,9 @@ function lockedEnvironmentQuery(db: Db, kind: ReachKind): LockedEnvironmentQuery
   if (!byKind) lockedEnvironmentQueries.set(db, (byKind = new Map()));
   let query = byKind.get(kind);
   if (!query) {
-    query = precompiled(db, ['userId', 'target'], ({ userId, target }: { userId: string; target: string }) => {
-      const base = db
-        .selectFrom('environments as e')
-        .innerJoin('projects as p', 'p.id', 'e.project_id')
-        .leftJoin('memberships as m', (j) => j.onRef('m.organization_id', '=', 'p.organization_id').on('m.user_id', '=', userId))
-        .leftJoin('environment_grants as g', (j) => j.onRef('g.environment_id', '=', 'e.id').on('g.user_id', '=', userId))
-        .select(['e.slug', 'm.admin'])
-        .where('e.protected', '=', true)
-        // A member granted the environment acts there as their role allows (the route table checked the role).
-        .where((eb) => eb.or([eb('g.user_id', 'is', null), eb('m.user_id', 'is', null)]));
-      const scoped =
-        kind === 'environmentId'
-          ? base.where('e.id', '=', target)
-          : kind === 'projectId'
-            ? base.where('p.id', '=', target)
-            : kind === 'teamId'
-              ? base.where('p.team_id', '=', target)
-              : kind === 'organizationId'
-                ? base.where('p.organization_id', '=', target)
-                : base.where('p.id', '=', (eb) => eb.selectFrom('applications').select('project_id').where('id', '=', target));
-      return scoped.orderBy('e.slug').limit(1);
-    });
+    query = precompiled(db, ['userId', 'target'], ({ userId, target }: { userId: string; target: string }) =>
+      lockedEnvironments(db, kind, userId, target),
+    );
     byKind.set(kind, query);
   }
   return query;

@@ -31,7 +31,11 @@ export function writtenTable(query: CompiledQuery): string | null {
       table = tableName(field(node, 'into'));
       break;
     case 'RawNode':
-      table = /^\s*(?:insert\s+into|update|delete\s+from)\s+"?([a-z_][a-z0-9_]*)"?/i.exec(query.sql)?.[1];
+      // A plain write, or a statement whose first CTE writes (`WITH x AS (INSERT INTO …`: one statement for a record and what goes with it).
+      table = (/^\s*(?:insert\s+into|update|delete\s+from)\s+"?([a-z_][a-z0-9_]*)"?/i.exec(query.sql) ??
+        /^\s*with\s+"?[a-z_][a-z0-9_]*"?\s+as\s+(?:(?:not\s+)?materialized\s+)?\(\s*(?:insert\s+into|update|delete\s+from)\s+"?([a-z_][a-z0-9_]*)"?/i.exec(
+          query.sql,
+        ))?.[1];
       break;
   }
   if (!table) return null;

@@ -501,7 +501,14 @@ export interface PipelineTables {
   workers: WorkersTable;
   job_runs: JobRunsTable;
   row_counts: RowCountsTable;
+  release_versions: ReleaseVersionsTable;
   organization_disk_usage: OrganizationDiskUsageTable;
+}
+
+/** Each application's last release version, taken by the statement that inserts a release (migration 0065). */
+export interface ReleaseVersionsTable {
+  application_id: string;
+  last_version: number;
 }
 
 /** Exact row totals of an application's lists, kept by triggers (migration 0019). */

@@ -7,5 +7,5 @@ export {
   type SideQueueOptions,
   type SqlExecutor,
 } from './pipeline-jobs.js';
-export { PIPELINE_QUEUE, pipelineLimits, type JobBudget, type JobPorts, type OrganizationLimits } from './job-store.js';
+export { PIPELINE_QUEUE, pipelineLimits, queuedCounts, type JobBudget, type JobPorts, type OrganizationLimits } from './job-store.js';
 export { RECONCILE_JOB } from './job-names.js';

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { sql, type Expression, type RawBuilder } from 'kysely';
 import type { Db } from '../db/database.js';
 import type { PipelineJobData } from './types.js';
 
@@ -85,6 +85,35 @@ export interface FetchedJob {
 }
 
 /**
+ * The counts the queue caps compare (`queuedFor`), as a subquery a caller's statement may embed
+ * with its organization and owner as its own expressions (text): a release request reads them
+ * with its other checks in one statement (issue 35).
+ */
+export function queuedCounts(
+  organizationId: string | Expression<string>,
+  ownerId: string | Expression<string>,
+): RawBuilder<{ organization: number; owner: number; site: number }> {
+  return sql<{ organization: number; owner: number; site: number }>`
+      SELECT count(*) FILTER (WHERE organization_id = ${organizationId}) AS organization,
+             count(*) FILTER (WHERE owner_id = ${ownerId}) AS owner,
+             count(*) AS site
+      FROM pipeline_jobs WHERE state IN ('created', 'active')`;
+}
+
+/**
+ * The insert `JobStore.enqueue` makes, as one step of the caller's statement: a job for each row
+ * of its CTE `source` (so the job exists exactly when that step wrote its record), stamped when
+ * that row is produced (`clock_timestamp()`, after any lock the step waited for, as enqueue).
+ */
+export function jobInsertFrom(data: PipelineJobData, source: string): RawBuilder<{ id: string }> {
+  const organizationId = data.organizationId ?? null;
+  return sql<{ id: string }>`INSERT INTO pipeline_jobs (kind, application_id, organization_id, owner_id, data, created_on)
+      SELECT ${data.kind}::text, ${data.applicationId}::text, ${organizationId}::text, ${data.ownerId ?? organizationId}::text,
+             ${JSON.stringify(data)}::jsonb, clock_timestamp()
+      FROM ${sql.table(source)} RETURNING id`;
+}
+
+/**
  * The pipeline's jobs, in Slipway's own table (`pipeline_jobs`, migration 0032).
  *
  * A queue library's fetch takes the oldest waiting job; ours takes the oldest waiting job whose
@@ -120,11 +149,7 @@ export class JobStore {
 
   /** Jobs waiting or running: of the organization, of its owner's organizations, on the site. */
   async queuedFor(budget: JobBudget): Promise<{ organization: number; owner: number; site: number }> {
-    const { rows } = await sql<{ organization: number; owner: number; site: number }>`
-      SELECT count(*) FILTER (WHERE organization_id = ${budget.organizationId}) AS organization,
-             count(*) FILTER (WHERE owner_id = ${budget.ownerId}) AS owner,
-             count(*) AS site
-      FROM pipeline_jobs WHERE state IN ('created', 'active')`.execute(this.db);
+    const { rows } = await queuedCounts(budget.organizationId, budget.ownerId).execute(this.db);
     const row = rows[0];
     return { organization: Number(row?.organization ?? 0), owner: Number(row?.owner ?? 0), site: Number(row?.site ?? 0) };
   }

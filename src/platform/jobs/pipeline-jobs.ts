@@ -1,12 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import PgBoss from 'pg-boss';
 import { isDatabaseUnavailable } from '../db/availability.js';
 import { databaseAvailability, sqlExecutorOf, type Db } from '../db/database.js';
 import { deadWorkers } from './dead-workers.js';
 import { AppError } from '../errors.js';
-import { JobStore, WORKER_AFFINITY_SECONDS, type JobBudget, type JobPorts, type JobWait, type OrganizationLimits } from './job-store.js';
+import {
+  JobStore,
+  jobInsertFrom,
+  WORKER_AFFINITY_SECONDS,
+  type JobBudget,
+  type JobPorts,
+  type JobWait,
+  type OrganizationLimits,
+} from './job-store.js';
 import { killOrphansOf, setWorkerMark } from './orphan-processes.js';
 import type { JobHandler, JobInput, JobKind, JobKindOptions, Jobs, PipelineJobData } from './types.js';
 import { Wakeup } from './wakeup.js';
@@ -253,7 +261,17 @@ export class PipelineJobs implements Jobs {
     if (!budget) return null;
     const limits = this.options.organizationLimits;
     if (!limits) return budget;
-    const queued = await this.store.queuedFor(budget);
+    this.refuseOverCaps(await this.store.queuedFor(budget));
+    return budget;
+  }
+
+  /**
+   * Refuses (429) as `ensureRoom` does, from counts the caller read itself (`queuedCounts` in its
+   * own statement, with its other checks).
+   */
+  refuseOverCaps(queued: { organization: number; owner: number; site: number }): void {
+    const limits = this.options.organizationLimits;
+    if (!limits) return;
     const later = 'try again when some have finished';
     if (queued.organization >= limits.queued)
       throw new AppError('RATE_LIMITED', `The organization already has ${limits.queued} pipeline jobs waiting or running; ${later}`);
@@ -265,7 +283,15 @@ export class PipelineJobs implements Jobs {
       );
     if (limits.siteQueued !== undefined && queued.site >= limits.siteQueued)
       throw new AppError('RATE_LIMITED', `The platform already has ${limits.siteQueued} pipeline jobs waiting or running; ${later}`);
-    return budget;
+  }
+
+  /**
+   * The job `enqueue` would queue, as one step of the caller's statement (`jobInsertFrom`: one
+   * job per row of its CTE `source`), with the budget the caller read; it wakes the workers after.
+   */
+  enqueueFrom(kind: JobKind, data: JobInput & JobBudget, source: string): RawBuilder<{ id: string }> {
+    if (!this.boss) throw new Error('The job store is not started');
+    return jobInsertFrom({ ...data, kind }, source);
   }
 
   /** Why each of the given jobs still waits (those no longer waiting are left out). */
