@@ -17,7 +17,7 @@
  * and prints each one's medians and its ratio to plain, with the load average.
  *
  *   npx tsx bench/build.ts [--runs 5] [--sandboxed]
- *   npx tsx bench/build.ts --compare [--runs 3] [--base-mib 64] [--log]   (--log: each build's log, timed)
+ *   npx tsx bench/build.ts --compare [--runs 3] [--base-mib 64] [--rows vfs,overlay] [--log]   (--log: each build's log, timed)
  *
  * Needs buildah and busybox-static (apt-get install buildah busybox-static); --sandboxed and --compare need root and bubblewrap.
  */
@@ -35,6 +35,8 @@ const COMPARE = process.argv.includes('--compare');
 const LOG = process.argv.includes('--log');
 const RUNS = Number(arg('--runs')) || (COMPARE ? 3 : 5);
 const BASE_MIB = Number(arg('--base-mib')) || 64;
+/** --rows plain,overlay: only these rows of the comparison (plain is always run: it is the ratio's base). */
+const ROWS = new Set(['plain', ...(arg('--rows') ?? 'vfs,overlay').split(',')]);
 const newSandbox = () => new Sandbox({ uids: { uidFor: async () => 250_000 }, pidsMax: 1024 });
 const sandbox = process.argv.includes('--sandboxed') ? newSandbox() : null;
 const DOCKERFILE = `FROM ${BASE_IMAGE}
@@ -208,6 +210,7 @@ async function compare(work: string, build: Build, context: (index: string, dock
     await must('buildah', [...plain, 'tag', pulled, BASE_IMAGE]);
     const plainBuild = async (index: string) => {
       const ctx = context(index, CACHE_MOUNT_DOCKERFILE);
+      const t0 = Date.now();
       const started = process.hrtime.bigint();
       const r = await run(
         'buildah',
@@ -227,6 +230,8 @@ async function compare(work: string, build: Build, context: (index: string, dock
         {
           timeoutMs: 600_000,
           env: { ...process.env, TMPDIR: join(plainRoot, 'tmp') },
+          // --log: plain's own steps, timed the same way (where its time goes, beside ours).
+          ...(LOG ? { onLine: (l: string) => void console.log(`  ${String(Date.now() - t0).padStart(6)} ms  plain: ${l}`) } : {}),
         },
       );
       if (r.code !== 0) throw new Error(`plain buildah: ${r.stderr.trim().split('\n').slice(-3).join(' ')}`);
@@ -236,6 +241,7 @@ async function compare(work: string, build: Build, context: (index: string, dock
     };
 
     for (const row of ['plain', 'vfs', 'overlay'] as const) {
+      if (!ROWS.has(row)) continue;
       const phases = results[row]!;
       if (row === 'plain') {
         phases.cold.push(await plainBuild(`<p>v${i}</p>`));
@@ -258,6 +264,7 @@ async function compare(work: string, build: Build, context: (index: string, dock
   );
   const out: Record<string, unknown> = {};
   for (const [row, phases] of Object.entries(results)) {
+    if (!ROWS.has(row)) continue;
     const s = summarize(phases);
     out[row] = s;
     console.log(

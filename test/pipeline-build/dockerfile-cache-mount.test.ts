@@ -1,4 +1,4 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from '../helpers/harness.js';
@@ -6,6 +6,7 @@ import { TestRepo } from '../helpers/git-repo.js';
 import { sandboxMissing } from '../helpers/sandbox.js';
 import { buildBusyboxBase, BASE_IMAGE } from '../registry/base-image.js';
 import { missingBinary } from '../registry/registry-server.js';
+import { artifactDir } from '../../src/pipeline/build/build-runner.js';
 import { buildAndWait, createApp } from './fixtures.js';
 
 /**
@@ -17,8 +18,14 @@ const missing = sandboxMissing() ?? missingBinary({ buildah: 'buildah', busybox:
 let h: Harness;
 const repos: TestRepo[] = [];
 
-/** The RUN after the COPY runs on every source change; it counts the builds its cache mount has seen. */
+/**
+ * The RUN after the COPY runs on every source change; it counts the builds its cache mount has seen.
+ * The two RUNs before it leave a deleted file (a whiteout) and a directory replaced whole (opaque) in
+ * the layers, which the export, reading the layers themselves, must show as the image does.
+ */
 const DOCKERFILE = `FROM ${BASE_IMAGE}
+RUN mkdir -p /d && touch /d/old /gone
+RUN rm /gone && rm -rf /d && mkdir /d && touch /d/new
 COPY index.html /www/
 RUN --mount=type=cache,target=/cache sh -c 'echo built >> /cache/builds; echo "builds seen by the cache: $(wc -l < /cache/builds)"'
 CMD httpd -f -p $PORT -h /www
@@ -44,10 +51,16 @@ describe.skipIf(missing)('Dockerfile cache mounts', () => {
     expect(first.log.error_detail).toBeNull();
     expect(first.log.log_text).toContain('builds seen by the cache: 1');
     // When each step began: the build's time splits into its steps.
-    expect(first.log.log_text).toMatch(/^STEP 3\/4: RUN .* \(at \d+\.\d s\)$/m);
+    expect(first.log.log_text).toMatch(/^STEP 5\/6: RUN .* \(at \d+\.\d s\)$/m);
 
-    // One sandboxed script builds and exports: the export is its own step in the log, timed.
+    // One sandboxed script builds and exports: the export is its own step in the log, timed, and
+    // reads the image's layers from the storage (no working container).
     expect(first.log.log_text).toMatch(/^Unpacked the image root file system into the artifact directory in \d+\.\d s$/m);
+    expect(first.log.log_text).not.toContain('through a working container');
+    const rootfs = join(artifactDir(h.dataDir, a.appId, first.version), 'rootfs');
+    expect(readFileSync(join(rootfs, 'www', 'index.html'), 'utf8')).toBe('one');
+    expect(readdirSync(join(rootfs, 'd'))).toEqual(['new']);
+    expect(existsSync(join(rootfs, 'gone'))).toBe(false);
     // BUILDAH_STORAGE_DRIVER=auto (the default): overlay where it works, else vfs and the build says why.
     const scopes = join(h.dataDir, 'containers', 'apps', a.appId, 'scopes');
     const overlay = readdirSync(scopes).some((scope) => existsSync(join(scopes, scope, 'storage-overlay', 'overlay-images')));
@@ -57,6 +70,7 @@ describe.skipIf(missing)('Dockerfile cache mounts', () => {
     const second = await buildAndWait(h, a);
     expect(second.log.error_detail).toBeNull();
     expect(second.log.log_text).toContain('builds seen by the cache: 2');
+    expect(readFileSync(join(artifactDir(h.dataDir, a.appId, second.version), 'rootfs', 'www', 'index.html'), 'utf8')).toBe('two');
 
     const other = await createApp(h, { github_repository: repo.dir });
     const separate = await buildAndWait(h, other);
