@@ -87,13 +87,20 @@ export class OverviewService {
   private async page(userId: string, organizationId: string | undefined, window: { page: number; per_page: number }) {
     const { rows } = await sql<OverviewRow>`
       WITH shown AS (
-        SELECT a.id, a.name, a.slug, a.project_id, p.slug AS project_slug, o.slug AS organization_slug, o.id AS organization_id
-        FROM applications a
-        JOIN projects p ON p.id = a.project_id
-        JOIN organizations o ON o.id = p.organization_id
-        JOIN memberships m ON m.organization_id = o.id AND m.user_id = ${userId}
-        WHERE ${organizationId === undefined ? sql`true` : sql`o.id = ${organizationId}`}
-        ORDER BY o.slug, p.slug, a.slug
+        -- The caller's projects in order (a few thousand rows at most), then each project's applications by
+        -- its (project_id, slug) index: the ordered projects let PostgreSQL sort only within a project
+        -- (incremental sort) and stop at the page's end, instead of sorting every application first.
+        SELECT a.id, a.name, a.slug, p.id AS project_id, p.slug AS project_slug, p.organization_slug, p.organization_id
+        FROM (
+          SELECT p.id, p.slug, o.slug AS organization_slug, o.id AS organization_id
+          FROM projects p
+          JOIN organizations o ON o.id = p.organization_id
+          JOIN memberships m ON m.organization_id = o.id AND m.user_id = ${userId}
+          WHERE ${organizationId === undefined ? sql`true` : sql`o.id = ${organizationId}`}
+          ORDER BY o.slug, p.slug
+        ) p
+        CROSS JOIN LATERAL (SELECT a.id, a.name, a.slug FROM applications a WHERE a.project_id = p.id ORDER BY a.slug) a
+        ORDER BY p.organization_slug, p.slug, a.slug
         LIMIT ${window.per_page + 1} OFFSET ${(window.page - 1) * window.per_page}
       )
       SELECT s.id, s.name, s.slug, s.project_slug, s.organization_slug, s.organization_id, e.id AS environment_id,
