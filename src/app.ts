@@ -2,7 +2,6 @@ import { registerDashboard } from './dashboard/serve.js';
 import { trustedProxies } from './config.js';
 import { DeniedRequests } from './platform/audit/denied-requests.js';
 import Fastify, { type FastifyBaseLogger, type FastifyServerOptions } from 'fastify';
-import cookie from '@fastify/cookie';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -109,7 +108,8 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     app.log.warn(
       "TRUST_PROXY=true believes X-Forwarded-For from any sender: clients choose their own address for login limits and the audit. Set the number of proxy hops (TRUST_PROXY=1) or the proxies' addresses instead",
     );
-  await app.register(cookie);
+  // No cookie parser here: the routes that set or read a session register @fastify/cookie in their own scope
+  // (auth, sso), and the authentication hook reads the session cookie only when no API key came (issue 35).
   await app.register(rateLimit, {
     global: false,
     errorResponseBuilder: (_req, context) => new AppError('RATE_LIMITED', `Too many requests; retry in ${context.after}`),

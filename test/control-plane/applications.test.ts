@@ -1,7 +1,9 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { POD_CLASS_NAMES } from '../../src/modules/applications/pod-classes.js';
 import { call, expectError, seedWorld } from './fixtures.js';
+import { insertRow } from './route-fixtures.js';
 
 let h: Harness;
 beforeAll(async () => {
@@ -154,6 +156,68 @@ describe('applications', () => {
       subdirectory: 'services/api',
       privileged: false,
     });
+  });
+
+  it("the detail PostgreSQL writes (issue 35's hot path) equals the one node shapes, field for field", async () => {
+    const w = await seedWorld(h);
+    const siteAdmin = await h.user({ admin: true });
+    expect((await call(h, 'PUT', '/v1/github/installations/98765', siteAdmin, { organization: w.org.slug })).status).toBe(200);
+    const settings = await call(h, 'PATCH', `/v1/applications/${w.app.id}/settings`, w.owner, {
+      github_repository: 'acme/api',
+      github_app_installation_id: 98765,
+      health_check_host: 'api.example.com',
+      health_check_timeout: 30,
+      stability_window: 0,
+      start_command: 'node "server.js" --name=\\u00e9\t',
+    });
+    expect(settings.status, settings.raw).toBe(200);
+    await call(h, 'POST', `/v1/applications/${w.app.id}/scale`, w.owner, {
+      process_counts: { web: 2, worker: 1 },
+      process_pod_classes: { web: 'c1.medium' },
+    });
+    const production = (
+      await h.ctx.db
+        .selectFrom('environments')
+        .select('id')
+        .where('project_id', '=', w.project.id)
+        .where('slug', '=', 'production')
+        .executeTakeFirstOrThrow()
+    ).id;
+    // Records with microseconds (node keeps milliseconds): both paths must cut them the same way.
+    const at = "'2026-01-02 03:04:05.678999+00'";
+    const image = await insertRow(h, 'images', { application_id: w.app.id, version: 3, repository_name: 'acme/api', built: true });
+    const release = await insertRow(h, 'releases', { application_id: w.app.id, environment_id: production, version: 7, image_ref: image });
+    await insertRow(h, 'deployments', {
+      application_id: w.app.id,
+      environment_id: production,
+      release_id: release,
+      status: 'complete',
+      complete: true,
+    });
+    await sql.raw(`update images set created_at = ${at} where id = '${image}'`).execute(h.ctx.db);
+    await sql.raw(`update applications set updated_at = ${at} where id = '${w.app.id}'`).execute(h.ctx.db);
+
+    const path = `/v1/applications/${w.org.slug}/${w.project.slug}/${w.app.slug}`;
+    const fast = await call(h, 'GET', path, w.owner);
+    expect(fast.status, fast.raw).toBe(200);
+    expect(fast.headers['content-type']).toBe('application/json; charset=utf-8');
+    // With ?environment= the detail takes node's path (every record here is production's, so the answers agree).
+    const shaped = await call(h, 'GET', `${path}?environment=production`, w.owner);
+    expect(shaped.status, shaped.raw).toBe(200);
+    expect(fast.body).toEqual(shaped.body);
+    expect(fast.body).toMatchObject({
+      github_app_installation_id: 98765,
+      start_command: 'node "server.js" --name=\\u00e9\t',
+      updated: '2026-01-02T03:04:05.678Z',
+      process_counts: { web: 2, worker: 1 },
+      latest_image: { id: image, version: 3, created: '2026-01-02T03:04:05.678Z' },
+      latest_release: { id: release, version: 7, environment: 'production' },
+      latest_deployment: { release_version: 7, complete: true, environment: 'production' },
+    });
+    // Strangers and missing levels still get the slower path's answers.
+    const outsider = await h.user();
+    expectError(await call(h, 'GET', path, outsider), 403);
+    expectError(await call(h, 'GET', `/v1/applications/${w.org.slug}/${w.project.slug}/nope`, w.owner), 404);
   });
 
   it('scale merges counts and pod classes, validated against the catalogue', async () => {

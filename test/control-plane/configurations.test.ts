@@ -97,6 +97,33 @@ describe('configuration variables', () => {
     expectError(await call(h, 'PATCH', `${base(w)}/${w.plainVar.id}`, w.owner, { name: 'RENAMED' }), 422);
   });
 
+  it("the list PostgreSQL writes (issue 35's hot path) holds each variable as node shapes it, in name order", async () => {
+    const w = await seedWorld(h);
+    // Values JSON must escape, an empty one, and microseconds node cuts to milliseconds.
+    await call(h, 'POST', base(w), w.owner, { name: 'QUOTED', value: 'say "hi"\\n\ttab é 🚀 </script>' });
+    await call(h, 'POST', base(w), w.owner, { name: 'EMPTY', value: '' });
+    await call(h, 'POST', base(w), w.owner, { name: 'A_FIRST', value: 'x', buildtime: true, previews: true });
+    await h.ctx.db
+      .updateTable('config_vars')
+      .set({ updated_at: new Date('2026-01-02T03:04:05.678Z') })
+      .where('scope_id', '=', w.app.id)
+      .where('name', '=', 'EMPTY')
+      .execute();
+    const list = await call(h, 'GET', base(w), w.owner);
+    expect(list.status, list.raw).toBe(200);
+    expect(list.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(list.body.map((v: any) => v.name)).toEqual(['A_FIRST', 'DATABASE_PASSWORD', 'EMPTY', 'LOG_LEVEL', 'QUOTED']);
+    for (const v of list.body) expect(v).toEqual((await call(h, 'GET', `${base(w)}/${v.id}`, w.owner)).body);
+    expect(list.body.find((v: any) => v.name === 'DATABASE_PASSWORD').value).toBe('**secret**');
+    expect(list.raw).not.toContain(w.secretVar.value);
+    expect(list.body.find((v: any) => v.name === 'QUOTED').value).toBe('say "hi"\\n\ttab é 🚀 </script>');
+    expect(list.body.find((v: any) => v.name === 'EMPTY')).toMatchObject({ value: '', updated: '2026-01-02T03:04:05.678Z' });
+    // An application without variables answers an empty list; strangers and unknown applications as before.
+    const bare = await call(h, 'POST', '/v1/applications', w.owner, { name: 'bare', project_id: w.project.id });
+    expect((await call(h, 'GET', `/v1/configurations/${bare.body.id}`, w.owner)).body).toEqual([]);
+    expectError(await call(h, 'GET', base(w), await h.user()), 403);
+  });
+
   it('a variable of another application is 404 through this one', async () => {
     const w = await seedWorld(h);
     const other = await call(h, 'POST', '/v1/applications', w.owner, { name: 'other', project_id: w.project.id });

@@ -346,4 +346,45 @@ describe.skipIf(missing !== null)('the home overview and organization pages in C
     expect(await unreachableByKeyboard(p, 'body', 'input[name="email"]')).toEqual([]);
     await signedOut.close();
   }, 60_000);
+
+  it('asks the overview for its first page of 50 applications and shows the next ones on demand', async () => {
+    // An organization sorting after the others, with enough applications to need a second page.
+    const created = await h.app.inject({ method: 'POST', url: '/v1/organizations', headers: owner.headers, payload: { name: 'Zz many' } });
+    const org = created.json() as { id: string };
+    const project = await h.app.inject({
+      method: 'POST',
+      url: '/v1/projects',
+      headers: owner.headers,
+      payload: { name: 'fleet', organization_id: org.id },
+    });
+    for (let i = 0; i < 50; i++) {
+      const res = await h.app.inject({
+        method: 'POST',
+        url: '/v1/applications',
+        headers: owner.headers,
+        payload: { name: `svc-${String(i).padStart(2, '0')}`, project_id: project.json().id },
+      });
+      expect(res.statusCode, res.body).toBe(201);
+    }
+    const total = (await h.app.inject({ method: 'GET', url: '/v1/overview', headers: owner.headers })).json().applications.length;
+    expect(total).toBeGreaterThan(50);
+
+    const asked: string[] = [];
+    const listen = (r: { url(): string }) => r.url().includes('/v1/overview') && asked.push(new URL(r.url()).search);
+    page.on('request', listen);
+    await page.goto(base);
+    const cards = page.locator('ul.overview-apps > li');
+    const more = page.getByRole('button', { name: 'Show more applications' });
+    await more.waitFor();
+    expect(await cards.count()).toBe(50);
+    // Chosen by organization, project and application slug: the new organization's last one is on the next page.
+    expect(await page.locator('li[data-app="svc-49"]').count()).toBe(0);
+    expect(await accessibilityProblems()).toEqual([]);
+    await more.click();
+    await page.locator('li[data-app="svc-49"]').waitFor();
+    expect(await cards.count()).toBe(total);
+    await more.waitFor({ state: 'detached' });
+    page.off('request', listen);
+    expect(asked).toEqual(['?page=1&per_page=50', '?page=2&per_page=50']);
+  }, 60_000);
 });

@@ -98,6 +98,33 @@ describe('GET /v1/overview', () => {
     expect(res.body.truncated).toBe(false);
   });
 
+  it('answers in pages on request: chosen by slug, failing first within each, Link rel="next" while more follow', async () => {
+    const whole = (await call(h, 'GET', '/v1/overview', world.owner)).body.applications as Array<any>;
+    const bySlug = whole.map((a) => a.slug).sort();
+    const first = await call(h, 'GET', `/v1/overview?per_page=2&organization=${world.org.slug}`, world.owner);
+    expect(first.status, first.raw).toBe(200);
+    expect(first.body.truncated).toBe(true);
+    expect(first.headers.link).toBe(`</v1/overview?page=2&per_page=2&organization=${world.org.slug}>; rel="next"`);
+    const firstApps = first.body.applications as Array<any>;
+    expect(firstApps.map((a) => a.slug).sort()).toEqual(bySlug.slice(0, 2));
+    const order = { failing: 0, deploying: 1, healthy: 2, idle: 3 } as Record<string, number>;
+    expect(firstApps.map((a) => order[a.state])).toEqual(firstApps.map((a) => order[a.state]).sort());
+    // Each application reads as in the whole answer.
+    for (const a of firstApps) expect(a).toEqual(whole.find((w) => w.id === a.id));
+
+    const second = await call(h, 'GET', first.headers.link!.toString().slice(1, -'>; rel="next"'.length), world.owner);
+    expect(second.status, second.raw).toBe(200);
+    expect(second.body.truncated).toBe(false);
+    expect(second.headers.link).toBeUndefined();
+    expect((second.body.applications as Array<any>).map((a) => a.slug)).toEqual(bySlug.slice(2));
+    // Past the end: an empty page.
+    expect((await call(h, 'GET', '/v1/overview?page=9&per_page=2', world.owner)).body).toEqual({ applications: [], truncated: false });
+    // Without page or per_page the answer is as before: no Link while everything fits.
+    expect((await call(h, 'GET', '/v1/overview', world.owner)).headers.link).toBeUndefined();
+    expectError(await call(h, 'GET', '/v1/overview?per_page=201', world.owner), 422);
+    expectError(await call(h, 'GET', '/v1/overview?page=0', world.owner), 422);
+  });
+
   it('a 5xx share of 5% or more in the last minutes counts as failing', async () => {
     await sql`UPDATE request_stats SET status_classes = ARRAY[0,180,0,0,20] WHERE application_id = ${world.app.id}`.execute(h.ctx.db);
     const res = await call(h, 'GET', `/v1/overview?organization=${world.org.slug}`, world.owner);

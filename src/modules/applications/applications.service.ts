@@ -35,16 +35,16 @@ export interface LatestRecords {
 export type LatestRecordsSource = (applicationIds: string[], environmentSlug?: string) => Promise<Map<string, LatestRecords>>;
 const noRecords: LatestRecordsSource = async () => new Map();
 /**
- * The application by its slugs with the caller's membership and latest records in one read (the
- * detail's hot path, supplied by the pipeline); undefined when anything is missing or the caller
- * is no member, and the detail then finds out which on its own.
+ * The application detail by its slugs, for a member, with its latest records in one read, as the answer's
+ * JSON text (the detail's hot path, supplied by the pipeline); undefined when anything is missing or the
+ * caller is no member, and the detail then finds out which on its own.
  */
 export type ApplicationDetailSource = (
   userId: string,
   orgSlug: string,
   projectSlug: string,
   appSlug: string,
-) => Promise<{ application: ApplicationRow; latest: LatestRecords } | undefined>;
+) => Promise<string | undefined>;
 const NONE: LatestRecords = { latest_image: null, latest_release: null, latest_deployment: null };
 
 /** Refuses a `github_repository` the user may not build from (the source policy, issue 10). */
@@ -110,11 +110,15 @@ export class ApplicationsService {
     return { items, hasMore: found.length > page.per_page };
   }
 
+  /**
+   * The detail (latest records of every environment) as its JSON text, in one read, when the caller is a
+   * member and every level exists; else undefined, and `detailBySlugs` tells the 404 or 403.
+   */
+  async detailJsonBySlugs(userId: string, orgSlug: string, projectSlug: string, appSlug: string): Promise<string | undefined> {
+    return this.detailSource?.(userId, orgSlug, projectSlug, appSlug);
+  }
+
   async detailBySlugs(userId: string, orgSlug: string, projectSlug: string, appSlug: string, environmentSlug?: string) {
-    if (environmentSlug === undefined && this.detailSource) {
-      const found = await this.detailSource(userId, orgSlug, projectSlug, appSlug);
-      if (found) return this.shape(found.application, found.latest);
-    }
     const found = await this.apps.findBySlugsForUser(orgSlug, projectSlug, appSlug, userId);
     if (!found) throw notFound('Organization');
     if (!found.member_id) throw forbidden();

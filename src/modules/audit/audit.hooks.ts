@@ -27,7 +27,8 @@ function actorOf(request: FastifyRequest): AuditActor {
 /**
  * Every changing request runs inside its RequestAudit; the auditing database driver writes
  * its row in the transaction of its first write (platform/audit/). Armed once the handler
- * runs (authenticated, valid), closed with the response.
+ * runs (authenticated, valid), closed with the response. The hooks go on the routes that need
+ * them (issue 35): a read only has its answer looked at for a refusal (403), without a promise.
  */
 export function installAuditHooks(app: App, audit: AuditService, denied: DeniedRequests) {
   const entryOf = (request: FastifyRequest, route: string) =>
@@ -43,20 +44,22 @@ export function installAuditHooks(app: App, audit: AuditService, denied: DeniedR
       },
       () => actorOf(request),
     );
-  app.addHook('onRequest', (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
+  const begin = (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
     const route = request.routeOptions.url;
     if (!CHANGING_METHODS.has(request.method) || !route) return done();
     const entry = entryOf(request, route);
     audits.set(request, entry);
     runWithAudit(entry, done);
-  });
-  app.addHook('preHandler', async (request) => {
+  };
+  const arm = (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
     const entry = audits.get(request);
-    if (!entry) return;
-    entry.request.body = auditableBody(request.body);
-    entry.armed = true;
-  });
-  app.addHook('onSend', async (request, reply, payload) => {
+    if (entry) {
+      entry.request.body = auditableBody(request.body);
+      entry.armed = true;
+    }
+    done();
+  };
+  const record = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     if (reply.statusCode === 403 && !request.routeOptions.config?.auditsItself) {
       // Refused: who tried what is recorded (aggregated), with the refusal's message, never the body.
       try {
@@ -66,10 +69,10 @@ export function installAuditHooks(app: App, audit: AuditService, denied: DeniedR
       } catch (err) {
         request.log.warn({ err }, 'auditing a refused request failed');
       }
-      return payload;
+      return;
     }
     const entry = audits.get(request);
-    if (!entry) return payload;
+    if (!entry) return;
     entry.closed = true;
     if (entry.rowId !== null && reply.statusCode < 400 && typeof payload === 'string' && payload.startsWith('{')) {
       try {
@@ -79,12 +82,38 @@ export function installAuditHooks(app: App, audit: AuditService, denied: DeniedR
         request.log.warn({ err }, 'completing the audit entry failed');
       }
     }
-    return payload;
-  });
-  app.addHook('onResponse', async (request) => {
+  };
+  const answered = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    payload: unknown,
+    done: (err: Error | null, payload?: unknown) => void,
+  ) => {
+    // Most answers: a read that was not refused.
+    if (reply.statusCode !== 403 && !audits.has(request)) return done(null, payload);
+    record(request, reply, payload).then(
+      () => done(null, payload),
+      (err: Error) => done(err),
+    );
+  };
+  const end = (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
     const entry = audits.get(request);
     if (entry) entry.closed = true;
+    done();
+  };
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    route.onSend = [...hooksOf(route.onSend), answered as never];
+    if (!methods.some((m) => CHANGING_METHODS.has(m))) return;
+    route.onRequest = [...hooksOf(route.onRequest), begin];
+    route.preHandler = [...hooksOf(route.preHandler), arm];
+    route.onResponse = [...hooksOf(route.onResponse), end];
   });
+}
+
+/** A route's own hooks of one kind, as a list (a route may give one function, a list, or none). */
+function hooksOf<T>(hooks: T | T[] | undefined): T[] {
+  return hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks];
 }
 
 function messageOf(payload: unknown): string {

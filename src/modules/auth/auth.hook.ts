@@ -1,8 +1,10 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import { fastifyCookie } from '@fastify/cookie';
 import { forbidden, unauthenticated } from '../../platform/errors.js';
 import type { AuthService } from './auth.service.js';
+import type { Principal } from '../../platform/http/types.js';
 import type { Db } from '../../platform/db/database.js';
-import { checkRouteAccess } from '../../platform/access/route-access.js';
+import { checkRouteAccess, isPlainRead } from '../../platform/access/route-access.js';
 
 export const SESSION_COOKIE = 'slipway_session';
 export const API_KEY_HEADER = 'x-api-key';
@@ -11,9 +13,19 @@ export const API_KEY_HEADER = 'x-api-key';
 export async function identify(auth: AuthService, request: FastifyRequest) {
   const key = request.headers[API_KEY_HEADER];
   if (typeof key === 'string' && key.length > 0) return auth.fromApiKey(key, request.ip ?? null);
-  const session = request.cookies?.[SESSION_COOKIE];
+  const session = sessionCookie(request);
   if (session) return auth.fromSession(session);
   return null;
+}
+
+/**
+ * The session cookie, read from the header here: most requests carry an API key and no cookie, so
+ * the cookie parser runs only in the scopes of the routes that set cookies (auth, sso), not on every request.
+ */
+function sessionCookie(request: FastifyRequest): string | undefined {
+  const header = request.headers.cookie;
+  if (!header) return undefined;
+  return (request.cookies ?? fastifyCookie.parse(header))[SESSION_COOKIE];
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -40,18 +52,31 @@ function crossOrigin(request: FastifyRequest): boolean {
 
 /** Runs before every route: public routes pass, the rest need a valid credential. */
 export function authenticationHook(auth: AuthService) {
-  return async (request: FastifyRequest, _reply: FastifyReply) => {
-    if (request.routeOptions.config?.public) return;
-    if (!request.routeOptions.url) return; // unknown route: let the 404/405 handler answer
+  const accept = (request: FastifyRequest, principal: Principal) => {
+    request.principal = principal;
+    // Long-lived responses (event streams) ask again: a revoked credential ends them.
+    request.reauthenticate = async () => (await identify(auth, request))?.credentialId === principal.credentialId;
+  };
+  const verify = async (request: FastifyRequest) => {
     const principal = await identify(auth, request);
     if (!principal) throw unauthenticated();
     // A session cookie rides along on cross-site requests: changes need a same-origin caller.
     if (principal.via === 'session' && !SAFE_METHODS.has(request.method) && crossOrigin(request)) {
       throw forbidden('Cross-origin requests authenticated by the session cookie cannot change anything; use an API key');
     }
-    request.principal = principal;
-    // Long-lived responses (event streams) ask again: a revoked credential ends them.
-    request.reauthenticate = async () => (await identify(auth, request))?.credentialId === principal.credentialId;
+    accept(request, principal);
+  };
+  // A callback hook: a key verified in the last few seconds (most requests) passes without a promise (issue 35).
+  return (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
+    if (request.routeOptions.config?.public) return done();
+    if (!request.routeOptions.url) return done(); // unknown route: let the 404/405 handler answer
+    const key = request.headers[API_KEY_HEADER];
+    const known = typeof key === 'string' && key.length > 0 ? auth.knownApiKey(key) : undefined;
+    if (known) {
+      accept(request, known);
+      return done();
+    }
+    verify(request).then(() => done(), done);
   };
 }
 
@@ -63,18 +88,18 @@ export function authenticationHook(auth: AuthService) {
  * with the reason (the audit hooks record them).
  */
 export function keyScopeHook(db: Db) {
-  return async (request: FastifyRequest) => {
+  return (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
     const principal = request.principal;
     const url = request.routeOptions.url;
-    if (!principal || !url) return;
-    const refusal = await checkRouteAccess(db, principal, {
+    // Most requests: a read any member may make, with a credential without limits (nothing to look up).
+    if (!principal || !url || (!principal.scope && isPlainRead(request.method, url))) return done();
+    checkRouteAccess(db, principal, {
       method: request.method,
       url,
       params: (request.params ?? {}) as Record<string, unknown>,
       query: (request.query ?? {}) as Record<string, unknown>,
       body:
         request.body && typeof request.body === 'object' && !Array.isArray(request.body) ? (request.body as Record<string, unknown>) : {},
-    });
-    if (refusal) throw refusal;
+    }).then((refusal) => done(refusal ?? undefined), done);
   };
 }

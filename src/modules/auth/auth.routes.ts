@@ -1,3 +1,4 @@
+import cookie from '@fastify/cookie';
 import { Type } from 'typebox';
 import { commonErrorResponses, IdParam, Ok } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
@@ -10,6 +11,8 @@ import type { AuthService } from './auth.service.js';
 
 export function authRoutes(auth: AuthService) {
   return async (app: App) => {
+    // Sign-in sets the session cookie and logout clears it: the cookie parser in this scope only.
+    await app.register(cookie);
     app.get(
       '/auth/session',
       {

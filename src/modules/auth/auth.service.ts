@@ -181,6 +181,11 @@ export class AuthService {
     return principal;
   }
 
+  /** The principal of an API key verified within the last few seconds (the credential cache), without a lookup or a promise. */
+  knownApiKey(key: string): Principal | undefined {
+    return this.verified.get(hashToken(key));
+  }
+
   async fromApiKey(key: string, address: string | null = null): Promise<Principal | null> {
     const tokenHash = hashToken(key);
     const cached = this.verified.get(tokenHash);

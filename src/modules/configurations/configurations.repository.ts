@@ -2,10 +2,8 @@ import { sql, type Insertable, type Updateable } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
 import { precompiled } from '../../platform/db/precompiled.js';
 import { lockedEnvironmentSlug } from '../../platform/access/environment-protection.js';
+import { isoText } from '../../platform/db/json-answers.js';
 import type { ConfigScope, ConfigVarsTable } from '../../platform/db/schema.js';
-import type { Selectable } from 'kysely';
-
-type ConfigVarRow = Selectable<ConfigVarsTable>;
 
 export interface ScopeRef {
   scope: ConfigScope;
@@ -26,14 +24,14 @@ export class ConfigurationsRepository {
   // The variables of a scope: read on every configuration list and every release.
   private readonly inScope;
 
-  // An application's variables with the caller's access to it: the configuration list in one read.
-  private readonly ofApplicationForUser;
-
   // Each variable's size in a scope: read before every write (the scope's limits).
   private readonly sizes;
 
   // An application's write checks and its scope's size without the names written: before every bulk write.
   private readonly writeChecks;
+
+  // The configuration list's answer as JSON text, with the caller's access, in one read.
+  private readonly answerOfApplicationForUser;
 
   constructor(private readonly db: Db) {
     this.writeChecks = precompiled(
@@ -63,17 +61,21 @@ export class ConfigurationsRepository {
           select lower(name) as name, (octet_length(name) + coalesce(octet_length(value), octet_length(value_sealed), 0))::int as bytes
           from config_vars where scope = ${scope} and scope_id = ${scopeId}`.compile(db),
     }));
-    this.ofApplicationForUser = precompiled(
+    this.answerOfApplicationForUser = precompiled(
       db,
-      ['applicationId', 'userId'],
-      ({ applicationId, userId }: { applicationId: string; userId: string }) => ({
+      ['applicationId', 'userId', 'mask'],
+      ({ applicationId, userId, mask }: { applicationId: string; userId: string; mask: string }) => ({
         compile: () =>
-          sql<ConfigVarRow & { is_member: boolean }>`
-          select access.is_member, v.*
+          sql<{ is_member: boolean; list: string | null }>`
+          select access.is_member,
+            case when access.is_member then coalesce((
+              select json_agg(json_build_object(
+                       'id', v.id, 'name', v.name, 'value', case when v.secret then ${mask}::text else coalesce(v.value, '') end,
+                       'secret', v.secret, 'buildtime', v.buildtime, 'previews', v.previews,
+                       'created', ${isoText('v.created_at')}, 'updated', ${isoText('v.updated_at')}) order by v.name)
+              from config_vars v where v.scope = 'application' and v.scope_id = access.id), '[]')::text end as list
           from (select a.id, exists (select 1 from memberships m where m.organization_id = p.organization_id and m.user_id = ${userId}) as is_member
-                from applications a join projects p on p.id = a.project_id where a.id = ${applicationId}) access
-          left join config_vars v on access.is_member and v.scope = 'application' and v.scope_id = access.id
-          order by v.name`.compile(db),
+                from applications a join projects p on p.id = a.project_id where a.id = ${applicationId}) access`.compile(db),
       }),
     );
     this.inScope = precompiled(db, ['scope', 'scopeId'], ({ scope, scopeId }: { scope: ConfigScope; scopeId: string }) =>
@@ -91,16 +93,14 @@ export class ConfigurationsRepository {
   }
 
   /**
-   * The application's own variables, when `userId` is a member of its organization (the rule
-   * ApplicationsService.authorize applies): undefined when there is no such application,
+   * The configuration list's answer (ConfigVariable[], secrets' values as `mask`) as PostgreSQL writes it,
+   * when `userId` is a member of the application's organization: undefined without the application,
    * `forbidden` for a caller who is not a member.
    */
-  async listOfApplicationForUser(applicationId: string, userId: string): Promise<ConfigVarRow[] | 'forbidden' | undefined> {
-    const rows = await this.ofApplicationForUser({ applicationId, userId });
-    if (rows.length === 0) return undefined;
-    if (!rows[0]!.is_member) return 'forbidden';
-    // The application without variables is one row of nulls (the left join).
-    return rows[0]!.id === null ? [] : rows.map(({ is_member: _member, ...row }) => row);
+  async answerOfApplicationFor(applicationId: string, userId: string, mask: string): Promise<string | 'forbidden' | undefined> {
+    const [row] = await this.answerOfApplicationForUser({ applicationId, userId, mask });
+    if (!row) return undefined;
+    return row.is_member ? row.list! : 'forbidden';
   }
 
   /**

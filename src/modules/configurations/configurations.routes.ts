@@ -45,7 +45,11 @@ export function configurationsRoutes(apps: ApplicationAccess, config: Configurat
           response: { 200: Type.Array(ConfigVariable), ...commonErrorResponses },
         },
       },
-      async (request) => config.listForApplication(currentUser(request).id, request.params.application_id),
+      // PostgreSQL writes the answer, sent as it is (`as never`: the typed reply expects the schema's objects).
+      async (request, reply) =>
+        reply
+          .type('application/json; charset=utf-8')
+          .send((await config.listJsonForApplication(currentUser(request).id, request.params.application_id)) as never),
     );
 
     app.get(

@@ -14,8 +14,10 @@ const digest = (s: string) => createHash('sha256').update(s).digest();
  */
 /** Counts every request the app answers (register on the root instance: hooks are scoped to their plugin). */
 export function countRequests(app: App, metrics: PlatformMetrics) {
-  app.addHook('onResponse', async (request, reply) => {
+  // A callback hook: no promise per request for a synchronous count (issue 35).
+  app.addHook('onResponse', (request, reply, done) => {
     metrics.observeRequest(request.method, request.routeOptions.url, reply.statusCode, reply.elapsedTime / 1000);
+    done();
   });
 }
 

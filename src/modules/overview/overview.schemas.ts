@@ -1,8 +1,25 @@
 import { Type, type Static } from 'typebox';
-import { Id, NullableTimestamp, Timestamp } from '../../platform/http/schemas.js';
+import { Id, MAX_PAGE, NullableTimestamp, Timestamp } from '../../platform/http/schemas.js';
 
+/** The most applications one answer holds: the home page of a large installation asks for pages. */
+export const OVERVIEW_MAX_APPLICATIONS = 200;
+
+/**
+ * Without `page` or `per_page`, the first 200 applications as before (what the organization pages' pickers read);
+ * with either, one page, and a `Link: <…>; rel="next"` when more follow (issue 35: as `GET /v1/projects` pages).
+ */
 export const OverviewQuery = Type.Object(
-  { organization: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'only this organization (a slug)' })) },
+  {
+    organization: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'only this organization (a slug)' })),
+    page: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE })),
+    per_page: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: OVERVIEW_MAX_APPLICATIONS,
+        description: `asks for pages (default ${OVERVIEW_MAX_APPLICATIONS} when only \`page\` is given)`,
+      }),
+    ),
+  },
   { additionalProperties: false },
 );
 
@@ -54,9 +71,10 @@ export const OverviewApplication = Type.Object({
 export const Overview = Type.Object(
   {
     applications: Type.Array(OverviewApplication, {
-      description: 'failing first, then deploying, healthy, idle; by organization, project and application within each',
+      description:
+        'failing first, then deploying, healthy, idle; by organization, project and application within each (a page is chosen by organization, project and application slug first, then ordered so)',
     }),
-    truncated: Type.Boolean({ description: 'more applications exist than the answer holds (ask per organization)' }),
+    truncated: Type.Boolean({ description: 'more applications follow this answer (ask for the next page, or per organization)' }),
   },
   { $id: 'Overview' },
 );

@@ -1,3 +1,4 @@
+import cookie from '@fastify/cookie';
 import { Type } from 'typebox';
 import { commonErrorResponses, IdParam, Ok } from '../../platform/http/schemas.js';
 import type { App } from '../../platform/http/types.js';
@@ -31,6 +32,8 @@ async function auditedFailure(db: Db, request: Parameters<typeof auditSignIn>[1]
 
 export function ssoRoutes(sso: SsoService, db: Db) {
   return async (app: App) => {
+    // The sign-in's state cookie and the session it ends with: the cookie parser in this scope only.
+    await app.register(cookie);
     app.get(
       '/auth/methods',
       {

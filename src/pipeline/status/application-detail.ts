@@ -1,22 +1,17 @@
 import { sql } from 'kysely';
 import type { Db } from '../../platform/db/database.js';
+import { isoText } from '../../platform/db/json-answers.js';
 import { precompiled } from '../../platform/db/precompiled.js';
-import type { ApplicationDetailSource, ApplicationRow } from '../../modules/applications/index.js';
-import { latestOf } from './latest-records.js';
-
-type Row = ApplicationRow & {
-  member_id: string | null;
-  image: Parameters<typeof latestOf>[0]['image'];
-  release: Parameters<typeof latestOf>[0]['release'];
-  deployment: Parameters<typeof latestOf>[0]['deployment'];
-};
+import type { ApplicationDetailSource } from '../../modules/applications/index.js';
 
 /**
- * The application detail's one statement (issue 35): the application by its slugs with the
- * caller's membership and its newest image, release and deployment, where it used to take two
- * round trips (the application, then its latest records). Prepared per connection; the plain
- * `a.id = …` correlations keep PostgreSQL on a generic plan. Answers nothing when any level is
- * missing or the caller is no member: the caller's slower path then tells which (404 or 403).
+ * The application detail's one statement (issue 35): the application by its slugs, for a member of its
+ * organization, with its newest image, release and deployment, written by PostgreSQL as the answer's
+ * JSON text (ApplicationDetail, as ApplicationsService's `shape` and `latestOf` write it; a test holds the
+ * two equal). Node sends it as it is: no row of every column to parse, no dates parsed and formatted again,
+ * no serializing. Prepared per connection; the plain `a.id = …` correlations keep PostgreSQL on a generic
+ * plan. Answers nothing when any level is missing or the caller is no member: the caller's slower path then
+ * tells which (404 or 403).
  */
 export function applicationDetailSource(db: Db): ApplicationDetailSource {
   const query = precompiled(
@@ -24,28 +19,39 @@ export function applicationDetailSource(db: Db): ApplicationDetailSource {
     ['orgSlug', 'projectSlug', 'appSlug', 'userId'],
     ({ orgSlug, projectSlug, appSlug, userId }: { orgSlug: string; projectSlug: string; appSlug: string; userId: string }) => ({
       compile: () =>
-        sql<Row>`
-          select a.*, o.id as organization_id, o.slug as organization_slug, p.slug as project_slug, m.user_id as member_id,
-            (select row_to_json(i) from (select id, version, built, error, created_at from images
-               where application_id = a.id order by version desc limit 1) i) as image,
-            (select row_to_json(r) from (select r.id, r.version, r.built, r.error, r.created_at, re.slug as environment
+        sql<{ body: string }>`
+          select json_build_object(
+            'id', a.id, 'name', a.name, 'slug', a.slug, 'project_id', a.project_id, 'project_slug', p.slug,
+            'organization_slug', o.slug, 'platform', a.platform, 'process_counts', a.process_counts,
+            'process_pod_classes', a.process_pod_classes, 'github_repository', a.github_repository,
+            'github_repository_is_private', a.github_repository_is_private, 'auto_deploy_branch', a.auto_deploy_branch,
+            'subdirectory', a.subdirectory, 'github_app_installation_id', a.github_app_installation_id,
+            'github_environment_name', a.github_environment_name, 'deployment_timeout', a.deployment_timeout,
+            'health_check_path', a.health_check_path, 'health_check_host', a.health_check_host,
+            'health_check_timeout', a.health_check_timeout, 'stability_window', a.stability_window,
+            'privileged', a.privileged, 'start_command', a.start_command,
+            'created', ${isoText('a.created_at')}, 'updated', ${isoText('a.updated_at')},
+            'latest_image', (select json_build_object('id', i.id, 'version', i.version, 'built', i.built, 'error', i.error,
+                                                      'created', ${isoText('i.created_at')})
+               from images i where i.application_id = a.id order by i.version desc limit 1),
+            'latest_release', (select json_build_object('id', r.id, 'version', r.version, 'built', r.built, 'error', r.error,
+                                                        'created', ${isoText('r.created_at')}, 'environment', re.slug)
                from releases r join environments re on re.id = r.environment_id
-               where r.application_id = a.id order by r.version desc limit 1) r) as release,
-            (select row_to_json(d) from (select d.id, dr.version as release_version, d.complete, d.error, d.created_at,
-                 de.slug as environment
+               where r.application_id = a.id order by r.version desc limit 1),
+            'latest_deployment', (select json_build_object('id', d.id, 'release_version', dr.version, 'complete', d.complete,
+                                                           'error', d.error, 'created', ${isoText('d.created_at')}, 'environment', de.slug)
                from deployments d join releases dr on dr.id = d.release_id join environments de on de.id = d.environment_id
-               where d.application_id = a.id order by d.id desc limit 1) d) as deployment
+               where d.application_id = a.id order by d.id desc limit 1)
+          )::text as body
           from organizations o
           join projects p on p.organization_id = o.id and p.slug = ${projectSlug}
           join applications a on a.project_id = p.id and a.slug = ${appSlug}
-          left join memberships m on m.organization_id = o.id and m.user_id = ${userId}
+          join memberships m on m.organization_id = o.id and m.user_id = ${userId}
           where o.slug = ${orgSlug}`.compile(db),
     }),
   );
   return async (userId, orgSlug, projectSlug, appSlug) => {
     const [row] = await query({ orgSlug, projectSlug, appSlug, userId });
-    if (!row?.member_id) return undefined;
-    const { member_id: _member, image, release, deployment, ...application } = row;
-    return { application, latest: latestOf({ image, release, deployment }) };
+    return row?.body;
   };
 }

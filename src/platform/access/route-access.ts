@@ -25,6 +25,23 @@ async function protectedTarget(db: Db, pos: Position): Promise<boolean> {
   return row?.protected ?? false;
 }
 
+const plainReads = new Map<string, boolean>();
+
+/**
+ * Whether `method url` (a route pattern) is a read every role may make with no lookup: not a log
+ * read, no role rule, no site flag. For a credential without limits `checkRouteAccess` then has
+ * nothing to check: most requests, answered without a promise (issue 35). Known per route pattern.
+ */
+export function isPlainRead(method: string, url: string): boolean {
+  const key = `${method} ${url}`;
+  let plain = plainReads.get(key);
+  if (plain === undefined) {
+    plain = (method === 'GET' || method === 'HEAD') && !isLogRead(method, url) && routeRoleRule(method, url) === null;
+    plainReads.set(key, plain);
+  }
+  return plain;
+}
+
 /**
  * The one check every /v1 route passes before its handler (issue 32): the route's entry in the
  * route table (route-actions.ts) against the caller's role in the organization the request acts

@@ -26,19 +26,18 @@ export const LENIENT_BODY = 'lenientBody';
  * handler runs, as the routes with a schema refuse unknown fields.
  */
 export function refuseUnexpectedBodies(app: FastifyInstance): void {
-  app.addHook('preValidation', async (request) => {
-    // No route matched: the answer is 404 or 405 whatever the body (error-handler.ts).
-    if (request.is404) return;
-    if (request.routeOptions.schema?.body !== undefined) return;
-    const contentType = request.headers['content-type'] ?? '';
-    if (!/^application\/json\b/i.test(contentType)) return;
+  // A callback hook, not an async one: it runs on every request and most have no body (issue 35).
+  app.addHook('preValidation', (request, _reply, done) => {
     const body = request.body;
+    // No route matched: the answer is 404 or 405 whatever the body (error-handler.ts).
     // A route that keeps its body raw (a signed webhook) reads it itself.
-    if (body === undefined || Buffer.isBuffer(body)) return;
+    if (body === undefined || request.is404 || request.routeOptions.schema?.body !== undefined || Buffer.isBuffer(body)) return done();
+    const contentType = request.headers['content-type'] ?? '';
+    if (!/^application\/json\b/i.test(contentType)) return done();
     // Routes that ignore unknown fields (Ancla's: src/adapters/ancla/lenient-bodies.ts) take an object with any, and drop them.
     const lenient = Boolean((request.routeOptions.config as unknown as Record<string, unknown> | undefined)?.[LENIENT_BODY]);
-    if (body !== null && typeof body === 'object' && !Array.isArray(body) && (lenient || Object.keys(body).length === 0)) return;
-    throw new AppError('VALIDATION', 'This route takes no request body: send none, or {}', [{ field: 'body', message: 'must be empty' }]);
+    if (body !== null && typeof body === 'object' && !Array.isArray(body) && (lenient || Object.keys(body).length === 0)) return done();
+    done(new AppError('VALIDATION', 'This route takes no request body: send none, or {}', [{ field: 'body', message: 'must be empty' }]));
   });
 }
 
@@ -48,10 +47,10 @@ export function refuseUnexpectedBodies(app: FastifyInstance): void {
  * /applications/{id}/rollback`, whose default is the previous release).
  */
 export function defaultOptionalBodies(app: FastifyInstance): void {
-  app.addHook('preValidation', async (request) => {
-    if (request.is404 || request.body !== undefined) return;
+  app.addHook('preValidation', (request, _reply, done) => {
+    if (request.is404 || request.body !== undefined) return done();
     const schema = request.routeOptions.schema?.body as { type?: unknown; required?: unknown[] } | undefined;
-    if (schema?.type !== 'object' || (Array.isArray(schema.required) && schema.required.length > 0)) return;
-    request.body = {};
+    if (schema?.type === 'object' && !(Array.isArray(schema.required) && schema.required.length > 0)) request.body = {};
+    done();
   });
 }

@@ -6,6 +6,9 @@ function withoutSignInSecrets(url: string): string {
   return url.replace(/([?&](?:code|state)=)[^&]*/g, '$1[redacted]');
 }
 
+/** Levels at which a served request's line (info) is not written. */
+const ABOVE_INFO = new Set(['warn', 'error', 'fatal', 'silent']);
+
 /**
  * One structured line per request, written when the answer is sent. Fastify's default writes two
  * (received, completed) with whole request/response objects; on a busy API that serialization and
@@ -16,6 +19,8 @@ export class OneLinePerRequest extends LogController {
   override incomingRequest() {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply) {
+    // Above `info` (LOG_LEVEL=warn) a served request writes nothing: build no line for it (issue 35).
+    if (!error && ABOVE_INFO.has(reply.log.level)) return;
     const line = {
       method: request.method,
       // As the client sent it (`/api/v1/...` before the alias was rewritten).
