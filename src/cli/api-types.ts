@@ -7580,12 +7580,18 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every application of the caller's organizations (or of ?organization=) with production's state: serving release, instances, newest deployment and who started it, the last hour's requests and 5xx; failing first */
+        /**
+         * Every application of the caller's organizations (or of ?organization=) with production's state: serving release, instances, newest deployment and who started it, the last hour's requests and 5xx; failing first
+         * @description The first 200 applications by organization, project and application slug unless `page` or `per_page` is given: then one page (`per_page` default and most 200). When more follow, `truncated` is true and a `Link` header names the next page (`rel="next"`).
+         */
         get: {
             parameters: {
                 query?: {
                     /** @description only this organization (a slug) */
                     organization?: string;
+                    page?: number;
+                    /** @description asks for pages (default 200 when only `page` is given) */
+                    per_page?: number;
                 };
                 header?: never;
                 path?: never;
@@ -15128,7 +15134,7 @@ export interface components {
             total_bytes: number;
         };
         Overview: {
-            /** @description failing first, then deploying, healthy, idle; by organization, project and application within each */
+            /** @description failing first, then deploying, healthy, idle; by organization, project and application within each (a page is chosen by organization, project and application slug first, then ordered so) */
             applications: {
                 /** @description UUID (v7) */
                 id: string;
@@ -15172,7 +15178,7 @@ export interface components {
                     requests: number[];
                 };
             }[];
-            /** @description more applications exist than the answer holds (ask per organization) */
+            /** @description more applications follow this answer (ask for the next page, or per organization) */
             truncated: boolean;
         };
         Pagination: {
