@@ -1,4 +1,5 @@
-import { chmodSync, mkdtempSync, renameSync, rmSync, symlinkSync, unlinkSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, unlinkSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +14,8 @@ import { waitFor } from '../helpers/wait.js';
 import { createApp, type TestApp } from '../pipeline-build/fixtures.js';
 import { chainDeploy, runToEnd, sandboxMissing } from '../isolation/fixtures.js';
 import { slipway } from '../cli/slipway.js';
+import { findPlan } from '../../src/platform/addons/plans.js';
+import { openCredentials } from '../../src/platform/addons/credentials.js';
 
 /**
  * Issue 31, first landing: Postgres and Redis add-ons on the local runtime. A real application,
@@ -61,6 +64,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 http.server.ThreadingHTTPServer(('127.0.0.1', int(os.environ['PORT'])), Handler).serve_forever()
 `;
+
+/** The memory limit of the control group a process runs in (cgroup v1's memory controller, or v2). */
+function memoryLimitOf(pid: number): string {
+  const lines = readFileSync(`/proc/${pid}/cgroup`, 'utf8').trim().split('\n');
+  const v1 = lines.find((l) => l.split(':')[1]!.split(',').includes('memory'));
+  const file = v1
+    ? join('/sys/fs/cgroup/memory', v1.split(':')[2]!, 'memory.limit_in_bytes')
+    : join('/sys/fs/cgroup', lines.find((l) => l.startsWith('0::'))!.slice(3), 'memory.max');
+  return readFileSync(file, 'utf8').trim();
+}
 
 describe.skipIf(missing)('add-ons (Postgres and Redis) on the local runtime', () => {
   let h: Harness;
@@ -141,6 +154,41 @@ describe.skipIf(missing)('add-ons (Postgres and Redis) on the local runtime', ()
     const listed = (await api(a, 'GET', '')).json();
     expect(listed.map((x: { name: string }) => x.name)).toEqual(['cache', 'db']);
   }, 60_000);
+
+  it("enforces its plan: the sandbox's memory.max, Postgres' max_connections and Redis' maxmemory/maxclients are the plan's", async () => {
+    for (const [name, kind] of [
+      ['db', 'postgres'],
+      ['cache', 'redis'],
+    ] as const) {
+      const row = await h.ctx.db
+        .selectFrom('addons')
+        .select(['pid', 'plan', 'port', 'credentials_sealed'])
+        .where('name', '=', name)
+        .where('organization_id', '=', a.orgId)
+        .executeTakeFirstOrThrow();
+      const plan = findPlan(kind, row.plan)!;
+      expect(memoryLimitOf(row.pid!)).toBe(String(plan.memoryMiB * 1024 * 1024));
+      // The running server's own settings.
+      if (kind === 'postgres') {
+        const shown = await api(a, 'POST', '/db/query', { sql: 'SHOW max_connections' });
+        expect(shown.statusCode, shown.body).toBe(200);
+        expect(shown.json().rows).toEqual([[String(plan.connections)]]);
+      } else {
+        const c = openCredentials(h.ctx.secrets, row.credentials_sealed);
+        const config = (key: string) =>
+          execFileSync(
+            'redis-cli',
+            ['--no-auth-warning', '-h', '127.0.0.1', '-p', String(row.port), '--user', c.user, 'CONFIG', 'GET', key],
+            {
+              env: { ...process.env, REDISCLI_AUTH: c.password },
+              encoding: 'utf8',
+            },
+          ).split('\n');
+        expect(config('maxmemory')[1]).toBe(String(plan.maxmemoryMiB! * 1024 * 1024));
+        expect(config('maxclients')[1]).toBe(String(plan.connections));
+      }
+    }
+  });
 
   it('answers bad input with a clear 4xx and changes nothing', async () => {
     const clash = await api(a, 'POST', '', { name: 'db', kind: 'redis' });

@@ -1,7 +1,7 @@
 // Issue 36's home overview and organization pages in real headless Chromium against a real
 // server with a deployed app: the overview across organizations (who deployed, what serves),
 // a notification channel created and tested with its delivery seen, an alert rule created and
-// silenced (after a cancelled confirmation), an invitation sent and revoked, the add-ons' and
+// silenced (after a cancelled confirmation), an invitation sent and revoked, the add-ons' (empty; then one with its backups and "last proven restorable") and
 // audit log's states, the member role control, an environment's maintenance mode, the account's sign-ins, a log_matches
 // rule, the volumes of a deleted application (attached elsewhere, deleted), and a walk of the remaining pages
 // (organizations, command-line login, every configuration scope, not found, signed out). axe-core on each page,
@@ -305,6 +305,29 @@ describe.skipIf(missing !== null)('the home overview and organization pages in C
     await page.getByText('No detached volumes').waitFor();
     expect(await inject('GET', `/v1/organizations/${app.slugs.org}/volumes/detached`)).toEqual([]);
     await inject('DELETE', `/v1/applications/${spare}/volumes/keep`);
+  }, 60_000);
+
+  it('shows an add-on created through the API with its backups and "last proven restorable"', async () => {
+    const addons = `/v1/organizations/${app.slugs.org}/addons`;
+    const call = (url: string, payload?: object) =>
+      h.app.inject({ method: 'POST', url, headers: owner.headers, ...(payload ? { payload } : {}) });
+    expect((await call(addons, { name: 'shopdb', kind: 'postgres' })).statusCode).toBe(201);
+    expect((await call(`${addons}/shopdb/backups`)).statusCode).toBe(201);
+    const drill = await call(`${addons}/shopdb/drills`);
+    expect(drill.json(), drill.body).toMatchObject({ ok: true });
+
+    await page.goto(`${base}${orgPath}`);
+    await openSection('Add-ons');
+    const item = page.locator('li[data-addon="shopdb"]');
+    await item.getByText(/^Last proven restorable /).waitFor();
+    expect(await item.textContent()).toMatch(/shopdb\s*postgres\s*running/);
+    await item.getByRole('button', { name: 'Attach, backups and restore' }).click();
+    const table = page.getByRole('table', { name: 'Backups of shopdb' });
+    await table.waitFor();
+    expect(await table.locator('tbody tr').count()).toBe(1);
+    expect(await table.locator('tbody tr').textContent()).toMatch(/completed\s*manual/);
+    expect(await accessibilityProblems()).toEqual([]);
+    await screenshots('addon-backups');
   }, 60_000);
 
   it('walks the remaining pages: each titled by its heading, no serious axe finding light or dark, every action by keyboard', async () => {

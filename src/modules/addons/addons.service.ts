@@ -23,12 +23,15 @@ import type { ApplicationsService } from '../applications/index.js';
 import type { OrganizationScope } from '../organizations/index.js';
 import { chosenEnvironmentId, type DeploymentsService, type ReleasesService } from '../../pipeline/index.js';
 import type { AddonsRepository } from './addons.repository.js';
+import type { DiskRoom } from './disk-room.js';
 
 type AddonRow = Selectable<AddonsTable>;
 
 export interface AddonsSettings {
   portRange: { first: number; last: number };
   deleteGraceHours: number;
+  /** DATA_DIR's disk, where the local runtime keeps add-ons' data (null: the cluster keeps it). */
+  room?: DiskRoom | null;
 }
 
 const DEFAULT_VARIABLE: Record<AddonKind, string> = { postgres: 'DATABASE_URL', redis: 'REDIS_URL' };
@@ -78,6 +81,7 @@ export class AddonsService {
     this.requirePlan(body.kind, planName);
     const supervisor = this.requireSupervisor(body.kind);
     if (await this.repo.findByName(organization.id, body.name)) throw this.nameTaken(body.name);
+    await this.settings.room?.require(`the add-on '${body.name}' was not created`);
     const row = await this.insertRow({
       organization_id: organization.id,
       name: body.name,
@@ -88,6 +92,12 @@ export class AddonsService {
     try {
       await supervisor.provision(row);
     } catch (err) {
+      // The disk filled while it was made: nothing half made is left (its files and row go), 507.
+      if (this.settings.room && (await this.settings.room.explains(err))) {
+        await supervisor.remove(row.id).catch(() => {});
+        await this.repo.delete(row.id);
+        throw this.settings.room.full(`the add-on '${body.name}' was not created`);
+      }
       await this.repo.update(row.id, { status: 'failed', status_detail: (err as Error).message });
     }
     return (await this.views([(await this.repo.find(row.id))!]))[0]!;

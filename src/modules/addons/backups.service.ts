@@ -29,6 +29,7 @@ import type { AddonsRepository } from './addons.repository.js';
 import type { AddonsService } from './addons.service.js';
 import { removePurgedAddonObjects, WalCapReached, type S3Backups } from './backups-s3.js';
 import type { KubernetesBackups } from './kube-backups.js';
+import type { DiskRoom } from './disk-room.js';
 
 type AddonRow = Selectable<AddonsTable>;
 type BackupRow = Selectable<AddonBackupsTable>;
@@ -39,6 +40,8 @@ export interface BackupSettings {
   retentionDays: number;
   /** Hours between scheduled restore drills (0: on demand only). */
   drillIntervalHours: number;
+  /** DATA_DIR's disk, where the local runtime keeps backups and restored copies (null: the cluster keeps them). */
+  room?: DiskRoom | null;
 }
 
 /** What a restore asks for: exactly one of a time, a base backup, or a named restore point (a release's). */
@@ -117,6 +120,8 @@ export class AddonBackupsService {
     if (given !== 1) throw invalid('to', 'give exactly one of time, backup_id, restore_point or release_id');
     if (body.release_id !== undefined) body = { name: body.name, restore_point: await this.releasePoint(source, body.release_id) };
     const { backup, target, label } = await this.plan(source, body);
+    // The copy takes about the backup's size (the WAL replayed onto it, more).
+    await this.settings.room?.require(`the add-on '${body.name}' was not restored`, Number(backup.size_bytes ?? 0));
     const fork = await this.addons.insertFork(source, body.name, `${source.name} at ${label}`);
     this.active.add(fork.id);
     this.restoresFrom.set(source.id, (this.restoresFrom.get(source.id) ?? 0) + 1);
@@ -225,6 +230,9 @@ export class AddonBackupsService {
     if (this.active.has(addon.id)) throw conflict(`A backup of '${addon.name}' is being taken: wait for it`);
     this.active.add(addon.id);
     try {
+      // A base backup takes about what the previous one took.
+      const previous = (await this.backupsOf(addon.id)).filter((b) => b.status === 'completed').pop();
+      await this.settings.room?.require(`no backup of '${addon.name}' was taken`, Number(previous?.size_bytes ?? 0));
       const row = await this.db
         .insertInto('addon_backups')
         .values({ id: uuidv7(), addon_id: addon.id, trigger })
@@ -244,6 +252,9 @@ export class AddonBackupsService {
         result.code === 0
           ? { status: 'completed' as const, start_wal: out.start_wal || null, size_bytes: Number(out.size) || null, detail: null }
           : { status: 'failed' as const, detail: `pg_basebackup failed: ${lastLine(result.stderr) ?? `exit code ${result.code}`}` };
+      // pg_basebackup removes its partial copy: what is left to say is why.
+      const diskFull = done.status === 'failed' && this.settings.room ? await this.settings.room.explains(new Error(result.stderr)) : false;
+      if (diskFull) done.detail = `the disk was full (${done.detail}); its partial copy was removed`;
       if (done.status === 'completed' && this.s3) ({ done, walStopped } = await this.upload(addon, row.id, done));
       const finished = await this.db.transaction().execute(async (trx) => {
         const updated = await trx
@@ -258,6 +269,7 @@ export class AddonBackupsService {
       });
       if (walStopped) await this.walShippingStopped(addon, walStopped, trigger);
       await this.prune(addon);
+      if (diskFull) throw this.settings.room!.full(`the backup of '${addon.name}' failed and its partial copy was removed`);
       if (finished.status === 'failed') throw conflict(`The backup of '${addon.name}' failed: ${finished.detail}`);
       return finished;
     } finally {
@@ -467,7 +479,10 @@ export class AddonBackupsService {
       });
     } catch (err) {
       await supervisor.stop(fork.id).catch(() => {});
-      await this.repo.update(fork.id, { status: 'failed', status_detail: `restore failed: ${(err as Error).message}` }).catch(() => {});
+      const detail = (await this.settings.room?.explains(err))
+        ? 'restore failed: the disk was full; delete this add-on, free space on DATA_DIR (or grow the disk) and restore again'
+        : `restore failed: ${(err as Error).message}`;
+      await this.repo.update(fork.id, { status: 'failed', status_detail: detail }).catch(() => {});
     }
   }
 

@@ -18,6 +18,7 @@ import { backupsRoutes } from './backups.routes.js';
 import { AddonBackupsService } from './backups.service.js';
 import { S3Backups } from './backups-s3.js';
 import { KubernetesBackups } from './kube-backups.js';
+import { DiskRoom } from './disk-room.js';
 
 /**
  * Add-ons. Their servers run where the local runtime runs with its sandbox (role `all`); the
@@ -56,6 +57,8 @@ export function wireAddons(deps: {
         })
       : null;
   const backend: AddonBackend | null = kubeAddons ?? supervisor;
+  // The local runtime keeps add-ons' data and backups on DATA_DIR's disk: each new one must fit.
+  const room = supervisor && !kubeAddons ? new DiskRoom(ctx.config.dataDir) : null;
   const kubeBackups =
     kubeAddons && runtime
       ? new KubernetesBackups({ db: ctx.db, repo: deps.repository, secrets: ctx.secrets, backend: kubeAddons, runtime, store: objectStore })
@@ -63,6 +66,7 @@ export function wireAddons(deps: {
   const addons = new AddonsService(ctx.db, deps.repository, ctx.secrets, deps.scope, deps.apps, deps.releases, deps.deployments, backend, {
     portRange: parseUidRange(ctx.config.ADDONS_PORT_RANGE.replace(/^\s*(\d+)/, (_, n: string) => String(Math.max(10_000, Number(n))))),
     deleteGraceHours: ctx.config.ADDONS_DELETE_GRACE_HOURS,
+    room,
   });
   const backups = new AddonBackupsService(
     ctx.db,
@@ -74,6 +78,7 @@ export function wireAddons(deps: {
       intervalHours: ctx.config.ADDONS_BACKUP_INTERVAL_HOURS,
       retentionDays: ctx.config.ADDONS_BACKUP_RETENTION_DAYS,
       drillIntervalHours: ctx.config.ADDONS_RESTORE_DRILL_INTERVAL_HOURS,
+      room,
     },
     supervisor && ctx.config.BACKUP_S3_ENDPOINT
       ? new S3Backups(objectStoreOf(ctx.config), supervisor, ctx.config.BACKUP_S3_WAL_CAP_MB * 1024 * 1024)
