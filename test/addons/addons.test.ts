@@ -15,7 +15,6 @@ import { createApp, type TestApp } from '../pipeline-build/fixtures.js';
 import { chainDeploy, runToEnd, sandboxMissing } from '../isolation/fixtures.js';
 import { slipway } from '../cli/slipway.js';
 import { findPlan } from '../../src/platform/addons/plans.js';
-import { openCredentials } from '../../src/platform/addons/credentials.js';
 
 /**
  * Issue 31, first landing: Postgres and Redis add-ons on the local runtime. A real application,
