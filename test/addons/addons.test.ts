@@ -394,6 +394,23 @@ describe.skipIf(missing)('add-ons (Postgres and Redis) on the local runtime', ()
     expect((await inject('DELETE', `/v1/applications/${keeper}`)).statusCode).toBe(204);
     expect((await api(a, 'GET', '/kept')).json()).toMatchObject({ deleted_at: null, attachments: [] });
 
+    // A key limited to the application may delete it, never the organization's add-ons with it.
+    const narrow = await inject('POST', '/v1/auth/api-keys', {
+      name: 'dropper only',
+      organization: a.orgSlug,
+      project: 'shop',
+      application: 'dropper',
+    });
+    expect(narrow.statusCode, narrow.body).toBe(201);
+    const narrowRefused = await h.app.inject({
+      method: 'DELETE',
+      url: `/v1/applications/${dropper}?with_addons=true`,
+      headers: { 'x-api-key': narrow.json().key },
+    });
+    expect(narrowRefused.statusCode, narrowRefused.body).toBe(403);
+    expect(narrowRefused.json().message).toMatch(/limited below its organization/);
+    expect(await appExists(dropper)).toBe(true);
+
     // With it, an add-on also attached to another application refuses the whole delete: nothing goes.
     const refused = await inject('DELETE', `/v1/applications/${dropper}?with_addons=true`);
     expect(refused.statusCode).toBe(409);

@@ -5,6 +5,8 @@ import { currentUser } from '../../platform/http/principal.js';
 import { ApplicationIdParams } from '../applications/index.js';
 import type { ApplicationRemoval } from '../../pipeline/index.js';
 import type { AddonsService } from '../addons/index.js';
+import { AppError } from '../../platform/errors.js';
+import { describeAuditedChange } from '../../platform/audit/request-audit.js';
 
 export function applicationDeleteRoutes(
   removal: ApplicationRemoval,
@@ -32,9 +34,18 @@ export function applicationDeleteRoutes(
       },
       async (request, reply) => {
         const user = currentUser(request);
+        const scope = request.principal?.scope;
+        // Add-ons belong to the organization: a key limited to a project, an application or an environment may not
+        // delete them (as `DELETE …/addons/{addon}` refuses it), even through the application they are attached to.
+        if (request.query.with_addons && (scope?.projectId || scope?.applicationId || scope?.environmentId))
+          throw new AppError(
+            'FORBIDDEN',
+            'This API key is limited below its organization; add-ons belong to the organization: delete the application without with_addons, or use a key limited to the organization',
+          );
         const doomed = request.query.with_addons && addons ? await addons.addonsToDeleteWith(user.id, request.params.application_id) : [];
         await removal.remove(user, request.params.application_id);
         if (addons) await addons.deleteWithApplication(doomed);
+        if (request.query.with_addons) describeAuditedChange({ after: { with_addons: true, addons: doomed.map((addon) => addon.name) } });
         return reply.code(204).send(null);
       },
     );

@@ -135,7 +135,9 @@ export function drillCommand(dir: string, backupId: string, adminUser: string, c
   const backup = backupDir ?? join(dir, REPOSITORY, 'base', backupId);
   const scratch = join(dir, 'drill');
   const data = join(scratch, 'data');
-  const psql = `${bin('psql')} -X -h ${quote(scratch)} -U ${quote(adminUser)} -v ON_ERROR_STOP=1 -At`;
+  // As the superuser in the member's databases: only pg_catalog on the search path, so a function or operator
+  // the member defined (public.format, ||) never runs in place of the built-in one (CVE-2018-1058).
+  const psql = `PGOPTIONS='-c search_path=pg_catalog,pg_temp' ${bin('psql')} -X -h ${quote(scratch)} -U ${quote(adminUser)} -v ON_ERROR_STOP=1 -At`;
   const count =
     "SELECT 'table=' || current_database() || '.' || schemaname || '.' || tablename || '=' || " +
     "(xpath('/row/c/text()', query_to_xml(format('SELECT count(*) AS c FROM %I.%I', schemaname, tablename), false, true, '')))[1]::text " +

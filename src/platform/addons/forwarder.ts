@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdir, readFile } from 'node:fs/promises';
+import { open, readdir, readFile } from 'node:fs/promises';
 import type { AddonKind } from '../db/schema.js';
 import { killGroup } from '../runtime/local/process-group.js';
 import { bwrapArguments, FORWARD_HOST } from '../sandbox/index.js';
@@ -65,7 +65,7 @@ export async function endForwarders(
   const groups = new Set<number>();
   for (const entry of await readdir('/proc').catch(() => [] as string[])) {
     if (!/^\d+$/.test(entry)) continue;
-    const argv = (await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '')).split('\0');
+    const argv = (await commandLineHead(`/proc/${entry}/cmdline`)).split('\0');
     if (!argv.includes(SOCKET_PROXY) && !argv[0]?.endsWith('systemd-socket-proxyd')) continue;
     const status = await readFile(`/proc/${entry}/status`, 'utf8').catch(() => '');
     const owner = Number(/^Uid:\s+(\d+)/m.exec(status)?.[1] ?? -1);
@@ -77,4 +77,19 @@ export async function endForwarders(
     if (group > 1 && group !== process.pid) groups.add(group);
   }
   for (const group of groups) killGroup(group, 'SIGKILL');
+}
+
+/** The first 4 KiB of a process's command line: any process may make its own arguments megabytes long. */
+async function commandLineHead(path: string): Promise<string> {
+  const file = await open(path, 'r').catch(() => null);
+  if (!file) return '';
+  try {
+    const buffer = Buffer.alloc(4096);
+    const { bytesRead } = await file.read(buffer, 0, buffer.length, 0);
+    return buffer.toString('utf8', 0, bytesRead);
+  } catch {
+    return '';
+  } finally {
+    await file.close();
+  }
 }

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { chown, lstat, mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { chown, lchown, lstat, mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { privateDir } from '../fs/private-dir.js';
@@ -111,11 +111,12 @@ async function isTemplate(dir: string): Promise<boolean> {
 async function chownTree(dir: string): Promise<void> {
   const info = await lstat(dir);
   if (!info.isDirectory()) throw new Error(`the Postgres template ${dir} is not a directory`);
-  await chown(dir, 0, 0);
+  // lchown: a file swapped for a link after the listing gives root the link, never what it points to.
+  await lchown(dir, 0, 0);
   for (const entry of await readdir(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) await chownTree(path);
-    else if (entry.isFile()) await chown(path, 0, 0);
+    else if (entry.isFile()) await lchown(path, 0, 0);
     else throw new Error(`the Postgres template holds ${path}, neither a file nor a directory`);
   }
 }

@@ -59,7 +59,7 @@ export async function recordRestorePoints(
     const client = adminClient(addon.port, openCredentials(secrets, addon.credentials_sealed), 'postgres');
     try {
       await client.connect();
-      const { rows } = await client.query<{ lsn: string }>('SELECT pg_create_restore_point($1)::text AS lsn', [name]);
+      const { rows } = await client.query<{ lsn: string }>('SELECT pg_catalog.pg_create_restore_point($1::text)::text AS lsn', [name]);
       points.push({ addon_id: addon.id, addon: addon.name, name, lsn: rows[0]!.lsn, created: new Date().toISOString() });
     } catch (err) {
       throw new Error(`could not record a restore point on add-on '${addon.name}' before the release command: ${(err as Error).message}`);

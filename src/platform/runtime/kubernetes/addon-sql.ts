@@ -10,6 +10,12 @@ import { DRILL_CHECK_TIMEOUT_MS } from '../../addons/backups.js';
 const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 const FIRST_VALUE_CHARS = 200;
 
+/**
+ * psql as the pod's superuser in the member's databases: only pg_catalog on the search path, so a function or
+ * operator the member defined (public.format, ||) never runs in place of the built-in one (CVE-2018-1058).
+ */
+const SUPERUSER_PSQL = "PGOPTIONS='-c search_path=pg_catalog,pg_temp' psql -X -v ON_ERROR_STOP=1";
+
 const EVERY_DATABASE = 'SELECT datname FROM pg_database WHERE datallowconn AND NOT datistemplate ORDER BY 1';
 
 const COUNT_ROWS =
@@ -28,9 +34,9 @@ const COUNT_ROWS =
 export function drillScript(database: string, check: { query: string; user: string } | null): string {
   const lines = [
     'set -e',
-    `dbs=$(psql -X -v ON_ERROR_STOP=1 -At -d postgres -c ${quote(EVERY_DATABASE)})`,
+    `dbs=$(${SUPERUSER_PSQL} -At -d postgres -c ${quote(EVERY_DATABASE)})`,
     // One name a line (a name may hold spaces); a failed count fails the drill (set -e in the subshell, the pipe's status).
-    `printf '%s\\n' "$dbs" | while IFS= read -r db; do [ -n "$db" ] || continue; psql -X -v ON_ERROR_STOP=1 -At -d "$db" -c ${quote(COUNT_ROWS)}; done`,
+    `printf '%s\\n' "$dbs" | while IFS= read -r db; do [ -n "$db" ] || continue; ${SUPERUSER_PSQL} -At -d "$db" -c ${quote(COUNT_ROWS)}; done`,
   ];
   if (!check) return lines.join('\n');
   const wrapped =
@@ -62,7 +68,7 @@ export function restorePointScript(): string {
     'set -e',
     'IFS= read -r name',
     // psql interpolates :'name' (quoted as a literal) in what it reads, not in -c.
-    `lsn=$(printf '%s\\n' ${quote("SELECT pg_create_restore_point(:'name')::text;")} | psql -X -v ON_ERROR_STOP=1 -At -d postgres -v name="$name")`,
+    `lsn=$(printf '%s\\n' ${quote("SELECT pg_create_restore_point(:'name')::text;")} | ${SUPERUSER_PSQL} -At -d postgres -v name="$name")`,
     'echo "lsn=$lsn"',
   ].join('\n');
 }
@@ -77,7 +83,7 @@ export function restorePointScript(): string {
  * `archived=<segment>`, or `not_archived=<last failed segment>` (exit 6).
  */
 export function archiveNowScript(seconds: number): string {
-  const psql = 'psql -X -v ON_ERROR_STOP=1 -At -d postgres';
+  const psql = `${SUPERUSER_PSQL} -At -d postgres`;
   return [
     'set -e',
     `${psql} -c 'SELECT txid_current()' >/dev/null`,
