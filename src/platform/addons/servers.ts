@@ -52,12 +52,14 @@ const ARCHIVE_TIMEOUT_S = 60;
 
 /**
  * Postgres' archive_command, run by the server (the add-on's user, in its sandbox): copies the
- * segment under a temporary name then renames it, so the repository never holds half a segment.
+ * segment under a temporary name, syncs it, then renames it, so the repository never holds half a segment.
  * A segment already there (archived before a crash) is accepted only if it is the same.
  */
 function archiveCommand(wal: string): string {
-  // mkdir: a repository lost (a disk replaced, removed by hand) does not stop archiving.
-  return `mkdir -p ${quote(wal)}; f=${quote(wal)}/%f; if [ -f "$f" ]; then cmp -s %p "$f"; else cp %p "$f.part" && mv "$f.part" "$f"; fi`;
+  // mkdir: a repository lost (a disk replaced, removed by hand) does not stop archiving. The syncs: Postgres
+  // recycles a segment once this succeeds, so the copy and its name must be on disk first (a machine crash
+  // right after would otherwise lose a segment the repository claims).
+  return `mkdir -p ${quote(wal)}; f=${quote(wal)}/%f; if [ -f "$f" ]; then cmp -s %p "$f"; else cp %p "$f.part" && sync "$f.part" && mv "$f.part" "$f" && sync ${quote(wal)}; fi`;
 }
 
 /**
