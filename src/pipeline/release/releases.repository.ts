@@ -87,6 +87,8 @@ export class ReleasesRepository {
     queue?: ReleaseJobStep,
   ): Promise<{ id: string; version: number }> {
     const id = uuidv7();
+    // Named, so the stage table's check (test/pipeline-stages) sees where a release starts `building`.
+    const status = 'building' as const;
     const numbered = sql`numbered AS (
         INSERT INTO release_versions AS v (application_id, last_version)
         SELECT a.id, coalesce((SELECT max(r.version) FROM releases r WHERE r.application_id = a.id), 0) + 1
@@ -96,7 +98,7 @@ export class ReleasesRepository {
     const steps = queue ? sql`${numbered}, job AS (${queue('numbered', id)})` : numbered;
     const release = sql`INSERT INTO releases (id, job_id, application_id, environment_id, version, platform, status, image_ref, build_step, log_text)
         SELECT ${id}::uuid, ${queue ? sql`(SELECT job.id::text FROM job)` : sql`NULL`}, n.application_id, ${environmentId}::uuid,
-               n.last_version, ${platform}::text, 'building', ${imageId}::uuid, ${JSON.stringify({ steps: [...BUILD_STEPS], current: 0 })}::jsonb,
+               n.last_version, ${platform}::text, ${status}::text, ${imageId}::uuid, ${JSON.stringify({ steps: [...BUILD_STEPS], current: 0 })}::jsonb,
                ${'Queued\n'}::text
         FROM numbered n RETURNING id, version`;
     const [row] = await executeAudited<{ id: string; version: number }>(this.db, 'created', (audit) =>
