@@ -42,7 +42,7 @@ describe.skipIf(missing)('add-ons on a full disk', () => {
 
   beforeAll(async () => {
     mountDir = mkdtempSync(join(tmpdir(), 'slipway-addons-small-disk-'));
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=256m,mode=0755', 'tmpfs', mountDir]);
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=512m,mode=0755', 'tmpfs', mountDir]);
     h = await createHarness(
       { DATA_DIR: mountDir, ADDONS_BACKUP_INTERVAL_HOURS: 0, ADDONS_RESTORE_DRILL_INTERVAL_HOURS: 0 },
       { jobs: true, runtime: true },

@@ -90,8 +90,12 @@ export async function createHarness(env: Partial<Env> = {}, options: HarnessOpti
       SOURCE_PATH_ALLOWLIST: tmpdir(),
       // Deployments complete once healthy; test/pipeline-deploy/diagnosis.test.ts sets a window per application.
       DEPLOY_STABILITY_WINDOW_SECONDS: 0,
-      // The built-in edge unless a test names another (nginx, the default where installed, has test/edge/nginx.test.ts).
+      // The built-in edge (the default) unless a test names another (nginx has test/edge/nginx.test.ts).
       EDGE_DRIVER: 'builtin',
+      // The router on a free loopback port unless a test names one: two files side by side on the default
+      // 0.0.0.0:8081 would take each other's port.
+      ROUTER_HOST: '127.0.0.1',
+      ROUTER_PORT: 0,
       ...hostRangesOfThisWorker(),
       ...(unsandboxed ? { RUNTIME_ISOLATION: 'none' as const } : {}),
       ...env,

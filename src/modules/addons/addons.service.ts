@@ -81,7 +81,8 @@ export class AddonsService {
     this.requirePlan(body.kind, planName);
     const supervisor = this.requireSupervisor(body.kind);
     if (await this.repo.findByName(organization.id, body.name)) throw this.nameTaken(body.name);
-    await this.settings.room?.require(`the add-on '${body.name}' was not created`);
+    // A Postgres add-on starts as a copy of the template cluster (~40 MiB) and writes its first WAL segments.
+    await this.settings.room?.require(`the add-on '${body.name}' was not created`, body.kind === 'postgres' ? 96 * 1024 * 1024 : 0);
     const row = await this.insertRow({
       organization_id: organization.id,
       name: body.name,

@@ -3,6 +3,8 @@ import { Id, MAX_PAGE, NullableTimestamp, Timestamp } from '../../platform/http/
 
 /** The most applications one answer holds: the home page of a large installation asks for pages. */
 export const OVERVIEW_MAX_APPLICATIONS = 200;
+/** The most applications one page holds, as every paginated list of the API (`per_page` at most 100). */
+export const OVERVIEW_MAX_PER_PAGE = 100;
 
 /**
  * Without `page` or `per_page`, the first 200 applications as before (what the organization pages' pickers read);
@@ -15,8 +17,8 @@ export const OverviewQuery = Type.Object(
     per_page: Type.Optional(
       Type.Integer({
         minimum: 1,
-        maximum: OVERVIEW_MAX_APPLICATIONS,
-        description: `asks for pages (default ${OVERVIEW_MAX_APPLICATIONS} when only \`page\` is given)`,
+        maximum: OVERVIEW_MAX_PER_PAGE,
+        description: `asks for pages (default ${OVERVIEW_MAX_PER_PAGE} when only \`page\` is given)`,
       }),
     ),
   },

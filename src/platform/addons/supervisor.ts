@@ -156,7 +156,10 @@ export class AddonSupervisor implements AddonBackend {
           timeoutMs: 120_000,
         });
         const failed = copied ? 'setting its password' : 'initdb';
-        if (result.code !== 0) throw new Error(`${failed} failed: ${result.stderr.trim().split('\n').pop() ?? `exit code ${result.code}`}`);
+        // The line that says why: a full disk's, which initdb follows with its clean-up line, or the last.
+        const lines = result.stderr.trim().split('\n');
+        const why = lines.find((line) => /no space left on device/i.test(line)) ?? lines.pop();
+        if (result.code !== 0) throw new Error(`${failed} failed: ${why || `exit code ${result.code}`}`);
       } finally {
         await prepared.cgroup.remove();
       }
@@ -176,8 +179,10 @@ export class AddonSupervisor implements AddonBackend {
       await this.templates.copyTo(data);
       return true;
     } catch (err) {
-      this.log.warn({ addonId: record.id, err: (err as Error).message }, 'no Postgres template cluster: running initdb for this add-on');
       await rm(data, { recursive: true, force: true });
+      // A full disk is not a missing template: initdb would fail the same way, less clearly.
+      if (/no space left on device/i.test((err as Error).message)) throw err;
+      this.log.warn({ addonId: record.id, err: (err as Error).message }, 'no Postgres template cluster: running initdb for this add-on');
       return false;
     }
   }
