@@ -7582,7 +7582,7 @@ export interface paths {
         };
         /**
          * Every application of the caller's organizations (or of ?organization=) with production's state: serving release, instances, newest deployment and who started it, the last hour's requests and 5xx; failing first
-         * @description The first 200 applications by organization, project and application slug unless `page` or `per_page` is given: then one page (`per_page` default and most 200). When more follow, `truncated` is true and a `Link` header names the next page (`rel="next"`).
+         * @description The first 200 applications by organization, project and application slug unless `page` or `per_page` is given: then one page (`per_page` default and most 100). When more follow, `truncated` is true and a `Link` header names the next page (`rel="next"`).
          */
         get: {
             parameters: {
@@ -7590,7 +7590,7 @@ export interface paths {
                     /** @description only this organization (a slug) */
                     organization?: string;
                     page?: number;
-                    /** @description asks for pages (default 200 when only `page` is given) */
+                    /** @description asks for pages (default 100 when only `page` is given) */
                     per_page?: number;
                 };
                 header?: never;
