@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { open, readdir, readFile } from 'node:fs/promises';
 import type { AddonKind } from '../db/schema.js';
 import { killGroup } from '../runtime/local/process-group.js';
-import { bwrapArguments, FORWARD_HOST } from '../sandbox/index.js';
+import { asSandboxUser, bwrapArguments, FORWARD_HOST } from '../sandbox/index.js';
 import { serverSocket, SOCKET_ACTIVATE, SOCKET_PROXY } from './servers.js';
 
 /** Most connections one add-on's forwarder relays at once (above every plan's own limit: the server refuses first). */
@@ -22,15 +22,11 @@ const MAX_CONNECTIONS = 1024;
  * by its port and user (`endForwarders`).
  */
 export function startForwarder(kind: AddonKind, dir: string, port: number, uid: number, hidden: string[]): ChildProcess {
+  const [setpriv, ...dropPrivileges] = asSandboxUser(uid);
   const child = spawn(
-    'setpriv',
+    setpriv!,
     [
-      `--reuid=${uid}`,
-      `--regid=${uid}`,
-      '--clear-groups',
-      '--no-new-privs',
-      '--inh-caps=-all',
-      '--bounding-set=-all',
+      ...dropPrivileges,
       'bwrap',
       ...bwrapArguments({ cwd: '/', writable: [dir], hidden }, { controlled: false, hostNetwork: true, dieWithParent: false }),
       SOCKET_ACTIVATE,

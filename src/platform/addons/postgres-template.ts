@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { privateDir } from '../fs/private-dir.js';
 import { makeReachable } from '../fs/search-bits.js';
 import { run } from '../git/command.js';
+import { asSandboxUser } from '../sandbox/index.js';
 import { postgresBinDir, quote } from './servers.js';
 
 const exec = promisify(execFile);
@@ -63,15 +64,11 @@ export class PostgresTemplates {
     await makeReachable(building);
     try {
       // Its superuser's password is a random one nobody keeps: each add-on sets its own before its first start.
+      const [setpriv, ...dropPrivileges] = asSandboxUser(TEMPLATE_BUILDER);
       const result = await run(
-        'setpriv',
+        setpriv!,
         [
-          `--reuid=${TEMPLATE_BUILDER}`,
-          `--regid=${TEMPLATE_BUILDER}`,
-          '--clear-groups',
-          '--no-new-privs',
-          '--inh-caps=-all',
-          '--bounding-set=-all',
+          ...dropPrivileges,
           '/bin/sh',
           '-c',
           [

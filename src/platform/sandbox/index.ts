@@ -8,6 +8,7 @@ export type { SandboxView } from './bwrap.js';
 export { runSandboxed, controlSandbox, CONTROL_PIPES, type SandboxControl } from './user-map.js';
 export { FORWARD_HOST, hostListens, type SandboxNetwork } from './network.js';
 export { bwrapArguments } from './bwrap.js';
+export { asSandboxUser } from './setpriv.js';
 export { CgroupHierarchy, type Cgroup, type CgroupSettings } from './cgroups.js';
 
 /** The sandbox of builds and application processes, or null with RUNTIME_ISOLATION=none. */

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { stat, mkdir } from 'node:fs/promises';
 import { promisify } from 'node:util';
+import { asSandboxUser } from './setpriv.js';
 import { bwrapArguments, type SandboxView } from './bwrap.js';
 import { CgroupHierarchy, type Cgroup, type CgroupLimits, type CgroupSettings } from './cgroups.js';
 import { makeReachable } from '../fs/search-bits.js';
@@ -147,14 +148,8 @@ export class Sandbox {
       'slipway-sandbox',
       ...cgroup.procsFiles,
       '--',
-      'setpriv',
-      `--reuid=${uid}`,
-      `--regid=${uid}`,
-      '--clear-groups',
-      '--no-new-privs',
-      '--inh-caps=-all',
       // A mapped root needs its namespace's capabilities after exec; outside, setuid programs stay inert (no new privileges).
-      ...(request.view.mappedRoot ? [] : ['--bounding-set=-all']),
+      ...asSandboxUser(uid, { keepBoundingSet: request.view.mappedRoot === true }),
       'bwrap',
       ...bwrapArguments({ ...request.view, hidden: [...(request.view.hidden ?? []), ...(this.options.hiddenPaths ?? [])] }),
       '/bin/sh',
