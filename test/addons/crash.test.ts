@@ -3,8 +3,11 @@
  * (`src/main.ts`) takes a backup and restores it into a fork; it is killed mid-way and started
  * again on the same DATA_DIR and database: its start-up sweep records the backup failed and the
  * fork failed, each with a plain reason; the fork is attached nowhere; the source still serves.
+ * The forwarder it adopted (the killed process's, so no child of the new one) is started again when it dies.
  */
 import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { waitFor } from '../helpers/wait.js';
@@ -116,4 +119,48 @@ describe.skipIf(missing)('a platform killed mid-backup and mid-restore', () => {
     // Backups are taken again.
     expect((await api('POST', '/db/backups')).statusCode).toBe(201);
   }, 150_000);
+
+  it('starts the adopted forwarder again when it dies (a previous process left it: no exit event reaches the new one)', async () => {
+    const { port } = await h.ctx.db.selectFrom('addons').select('port').where('name', '=', 'db').executeTakeFirstOrThrow();
+    const groups = forwarderGroups(port!);
+    expect(groups.length, 'the adopted forwarder is running').toBeGreaterThan(0);
+    for (const group of groups) process.kill(-group, 'SIGKILL');
+    await waitFor(
+      'the killed forwarder gone',
+      async () => (forwarderGroups(port!).some((g) => groups.includes(g)) ? null : true),
+      10_000,
+      50,
+    );
+    await waitFor('the port relayed again', async () => ((await accepts(port!)) ? true : null), 20_000, 200);
+    const q = await api('POST', '/db/query', { sql: 'SELECT 1 AS one' });
+    expect(q.statusCode, JSON.stringify(q.body)).toBe(200);
+  }, 60_000);
 });
+
+/** Process groups of the forwarders relaying 127.0.0.1:<port> (systemd-socket-proxyd's command line names it). */
+function forwarderGroups(port: number): number[] {
+  const groups = new Set<number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      if (!argv.some((a) => a.endsWith('systemd-socket-proxyd')) || !argv.includes(`127.0.0.1:${port}`)) continue;
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      groups.add(Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]));
+    } catch {
+      /* ended meanwhile */
+    }
+  }
+  return [...groups];
+}
+
+function accepts(port: number): Promise<boolean> {
+  return new Promise((done) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      done(true);
+    });
+    socket.once('error', () => done(false));
+  });
+}

@@ -57,11 +57,15 @@ interface Running {
   tail: string;
   /** What relays the host's loopback port to the server's socket, when this process started it. */
   forwarder: ChildProcess | null;
+  /** While a previous process's forwarder relays (not our child: no exit event), the check that it still listens. */
+  adoptedForwarderCheck: NodeJS.Timeout | null;
 }
 
 const READY_TIMEOUT_MS = 60_000;
 const STOP_GRACE_MS = 10_000;
 const TAIL_BYTES = 2048;
+/** How often an adopted forwarder (a previous process's, so no exit event reaches us) is checked for still listening. */
+const ADOPTED_FORWARDER_CHECK_MS = 2000;
 
 /**
  * Runs each add-on's server as its own sandbox user (bubblewrap, its own network namespace and
@@ -287,6 +291,7 @@ export class AddonSupervisor implements AddonBackend {
     if (!run) return;
     run.stopping = true;
     if (run.restartTimer) clearTimeout(run.restartTimer);
+    this.endAdoptedWatch(run);
     const server = run.pid ? await serverProcess(run.pid) : null;
     // Postgres' fast shutdown (SIGINT) or Redis' save-and-exit (SIGTERM), to the server alone:
     // signalling bubblewrap would end it with SIGKILL through its parent-death signal.
@@ -317,6 +322,7 @@ export class AddonSupervisor implements AddonBackend {
     this.shuttingDown = true;
     for (const run of this.running.values()) {
       if (run.restartTimer) clearTimeout(run.restartTimer);
+      this.endAdoptedWatch(run);
       run.stopping = true;
       run.connection?.detach();
     }
@@ -367,6 +373,7 @@ export class AddonSupervisor implements AddonBackend {
       exited: Promise.resolve(),
       tail: '',
       forwarder: null,
+      adoptedForwarderCheck: null,
     };
     run.record = record;
     run.sandbox = sandbox;
@@ -418,6 +425,7 @@ export class AddonSupervisor implements AddonBackend {
       exited: Promise.resolve(),
       tail: '',
       forwarder: null,
+      adoptedForwarderCheck: null,
     };
     this.running.set(record.id, run);
     const connection = await this.follow(run, () => connectShim(socket, this.events(run), Date.now() + 2000)).catch(() => null);
@@ -427,9 +435,31 @@ export class AddonSupervisor implements AddonBackend {
       return false;
     }
     connection.accept();
-    // The previous process's forwarder (or pasta) keeps relaying; one that is gone is started again.
-    if (!(await hostListens(record.port))) this.forward(run);
+    // The previous process's forwarder (or pasta) keeps relaying; one that is gone (now or later) is started again.
+    if (await hostListens(record.port)) this.watchAdoptedForwarder(run);
+    else this.forward(run);
     return true;
+  }
+
+  /**
+   * An adopted forwarder is no child of this process, so its end sends no exit event: check that the port
+   * still listens, and once it does not, start our own (supervised by `forward`).
+   */
+  private watchAdoptedForwarder(run: Running): void {
+    run.adoptedForwarderCheck = setInterval(() => {
+      if (run.stopping || this.shuttingDown || this.running.get(run.record.id) !== run || run.forwarder) return this.endAdoptedWatch(run);
+      void hostListens(run.record.port).then((listens) => {
+        if (listens || run.stopping || this.shuttingDown || this.running.get(run.record.id) !== run || run.forwarder) return;
+        this.endAdoptedWatch(run);
+        this.log.warn({ addonId: run.record.id }, 'the adopted forwarder to the add-on ended; starting it again');
+        this.forward(run);
+      });
+    }, ADOPTED_FORWARDER_CHECK_MS).unref();
+  }
+
+  private endAdoptedWatch(run: Running): void {
+    if (run.adoptedForwarderCheck) clearInterval(run.adoptedForwarderCheck);
+    run.adoptedForwarderCheck = null;
   }
 
   /** Starts the add-on's forwarder, started again if it ends while the server should run. */
