@@ -358,7 +358,7 @@ describe.skipIf(missing)('add-ons (Postgres and Redis) on the local runtime', ()
         id: uuidv7(),
         organization_id: a.orgId,
         url: 'http://127.0.0.1:9/',
-        events: ['addon.attached', 'addon.resized', 'addon.deleted'],
+        events: ['addon.created', 'addon.attached', 'addon.resized', 'addon.deleted'],
         secret_sealed: h.ctx.secrets.seal('k'),
       })
       .execute();
@@ -446,6 +446,8 @@ describe.skipIf(missing)('add-ons (Postgres and Redis) on the local runtime', ()
       ...queued.map((r) => ({ event: r.event, ...(r.data as Record<string, unknown>) })),
       ...sent.map((r) => ({ event: r.event, ...(r.payload as { data: Record<string, unknown> }).data })),
     ];
+    // Announced once made, with how it came out.
+    expect(events).toContainEqual(expect.objectContaining({ event: 'addon.created', name: 'kept', kind: 'redis', status: 'running' }));
     expect(events).toContainEqual(expect.objectContaining({ event: 'addon.attached', name: 'shared', variable: 'SESSIONS_URL' }));
     expect(events).toContainEqual(expect.objectContaining({ event: 'addon.resized', name: 'kept', from: 'hobby', to: 'standard' }));
     for (const name of ['dropped', 'shared']) expect(events).toContainEqual(expect.objectContaining({ event: 'addon.deleted', name }));

@@ -83,13 +83,17 @@ export class AddonsService {
     if (await this.repo.findByName(organization.id, body.name)) throw this.nameTaken(body.name);
     // A Postgres add-on starts as a copy of the template cluster (~40 MiB) and writes its first WAL segments.
     await this.settings.room?.require(`the add-on '${body.name}' was not created`, body.kind === 'postgres' ? 96 * 1024 * 1024 : 0);
-    const row = await this.insertRow({
-      organization_id: organization.id,
-      name: body.name,
-      kind: body.kind,
-      plan: planName,
-      credentials_sealed: sealCredentials(this.secrets, newCredentials(body.kind)),
-    });
+    // Announced once it is made (running, or failed and kept to be read): one the disk was too full for goes unannounced.
+    const row = await this.insertRow(
+      {
+        organization_id: organization.id,
+        name: body.name,
+        kind: body.kind,
+        plan: planName,
+        credentials_sealed: sealCredentials(this.secrets, newCredentials(body.kind)),
+      },
+      null,
+    );
     try {
       await supervisor.provision(row);
     } catch (err) {
@@ -101,7 +105,9 @@ export class AddonsService {
       }
       await this.repo.update(row.id, { status: 'failed', status_detail: (err as Error).message });
     }
-    return (await this.views([(await this.repo.find(row.id))!]))[0]!;
+    const made = (await this.repo.find(row.id))!;
+    await this.publish(this.db, made, 'addon.created', { status: made.status });
+    return (await this.views([made]))[0]!;
   }
 
   async attach(
@@ -390,13 +396,16 @@ export class AddonsService {
     return due.length;
   }
 
-  /** A new add-on's row (a free port; a name clash is 409), with its `addon.created` event. */
-  private async insertRow(values: Omit<Insertable<AddonsTable>, 'id' | 'port'>, event: Record<string, unknown> = {}): Promise<AddonRow> {
+  /** A new add-on's row (a free port; a name clash is 409), with its `addon.created` event unless `event` is null (sent later). */
+  private async insertRow(
+    values: Omit<Insertable<AddonsTable>, 'id' | 'port'>,
+    event: Record<string, unknown> | null = {},
+  ): Promise<AddonRow> {
     for (let attempt = 0; attempt < 5; attempt++) {
       try {
         return await this.db.transaction().execute(async (trx) => {
           const inserted = await this.repo.withDb(trx).insert({ ...values, id: uuidv7(), port: await this.freePort() });
-          await this.publish(trx, inserted, 'addon.created', event);
+          if (event) await this.publish(trx, inserted, 'addon.created', event);
           return inserted;
         });
       } catch (err) {
