@@ -104,5 +104,10 @@ describe.skipIf(missing)('Dockerfile cache mounts', () => {
     const rootfs = join(artifactDir(h.dataDir, a.appId, second.version), 'rootfs');
     expect(readFileSync(join(rootfs, 'www', 'index.html'), 'utf8')).toBe('two');
     expect(readdirSync(join(rootfs, 'd'))).toEqual(['new']);
+
+    // A failing step ends the build at once: the export job still waiting for its word ends with the script.
+    repo.commit({ Dockerfile: DOCKERFILE.replace('CMD ', `RUN exit 3\nCMD `), 'index.html': 'three' });
+    const failed = await buildAndWait(h, a);
+    expect(failed.log.error_detail).toMatch(/the Dockerfile build failed \(buildah exit code \d+\)/);
   });
 });
