@@ -736,7 +736,8 @@ export class BuildahBuilder implements Builder, ImagePuller {
       'wait "$exporter"; c=$?',
       `if [ -s ${exported} ]; then`,
       '  [ "$c" -eq 0 ] || exit "$c"',
-      `  [ "$(cat ${exported})" = "sha256:$(cat ${iid} | sed 's/^sha256://')" ] || exit 206`,
+      `  IFS= read -r built < ${exported}; IFS= read -r iid < ${iid}`,
+      '  [ "$built" = "sha256:${iid#sha256:}" ] || exit 206',
       '  exit 0',
       'fi',
       `echo ${p.exportMark}`,
@@ -752,7 +753,9 @@ export class BuildahBuilder implements Builder, ImagePuller {
     const images = shellQuote(join(ws.storage, STORAGE_DIRS[ws.driver], `${ws.driver}-images`, 'images.json'));
     const pattern = `"id":"[0-9a-f]\\{64\\}"[^{}]*"names":\\[[^]]*"${tag.replace(/[.[\]*^$\\]/g, '\\$&')}"`;
     return [
-      `id=$(grep -o ${shellQuote(pattern)} ${images} 2>/dev/null | head -n 1 | cut -c 7-70)`,
+      // A name belongs to one image: one match (two lines fail the check below).
+      `id=$(grep -o ${shellQuote(pattern)} ${images} 2>/dev/null)`,
+      `id=\${id#'"id":"'}; id=\${id%%'"'*}`,
       `case "$id" in *[!0-9a-f]*|"") exit 0 ;; esac`,
       '[ ${#id} -eq 64 ] || exit 0',
       'id=sha256:$id',
@@ -819,7 +822,8 @@ export class BuildahBuilder implements Builder, ImagePuller {
     const lines = [
       'm=',
       // Go writes the image list compactly, its fields in a fixed order: the image's id, names, then its top layer.
-      `entry=$(grep -o '"id":"'"\${id#sha256:}"'"[^{}]*"layer":"[0-9a-f]\\{64\\}"' ${images} 2>/dev/null | head -n 1)`,
+      // An id is listed once; anything else (two lines) fails the check below. Each command spared is a process less.
+      `entry=$(grep -o '"id":"'"\${id#sha256:}"'"[^{}]*"layer":"[0-9a-f]\\{64\\}"' ${images} 2>/dev/null)`,
       `layer=\${entry##*'"layer":"'}; layer=\${layer%'"'}`,
       'case "$layer" in *[!0-9a-f]*|"") layer= ;; esac',
     ];
@@ -834,7 +838,8 @@ export class BuildahBuilder implements Builder, ImagePuller {
         `if [ -n "$layer" ] && [ -d ${shellQuote(layers)}/"$layer"/diff ]; then`,
         // A bottom layer alone is the whole file system; above it, overlayfs stacks the diff on its lower layers' links (relative to the storage).
         `  if [ ! -s ${shellQuote(layers)}/"$layer"/lower ]; then m=${shellQuote(layers)}/"$layer"/diff`,
-        `  elif mkdir -p ${merged} && (cd ${shellQuote(layers)} && mount -t overlay -o "ro,userxattr,lowerdir=$layer/diff:$(cat "$layer"/lower)" overlay ${merged}) 2>/dev/null; then m=${merged}`,
+        `  elif lower= && { [ -d ${merged} ] || mkdir -p ${merged}; } && { IFS= read -r lower < ${shellQuote(layers)}/"$layer"/lower || [ -n "$lower" ]; } &&`,
+        `    (cd ${shellQuote(layers)} && mount -t overlay -o "ro,userxattr,lowerdir=$layer/diff:$lower" overlay ${merged}) 2>/dev/null; then m=${merged}`,
         '  fi',
         'fi',
       );
