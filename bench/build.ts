@@ -106,6 +106,23 @@ async function main() {
       writeFileSync(join(ctx, 'index.html'), index);
       return ctx;
     };
+    // One builder per storage and driver, kept between its builds as the server keeps its one builder
+    // (what it remembers, such as the shared storage's base-image ids, is part of what a rebuild costs).
+    const builders = new Map<string, BuildahBuilder>();
+    const builderFor = (storageRoot: string, options: { driver?: StorageDriver; sandbox?: Sandbox | null }) => {
+      const key = `${storageRoot}|${options.driver ?? ''}|${options.sandbox === null ? 'unconfined' : 'sandboxed'}`;
+      let builder = builders.get(key);
+      if (!builder) {
+        builder = new BuildahBuilder({
+          storageRoot,
+          registry: null,
+          sandbox: options.sandbox === undefined ? sandbox : options.sandbox,
+          storageDriver: options.driver,
+        });
+        builders.set(key, builder);
+      }
+      return builder;
+    };
     const build = async (
       storageRoot: string,
       index: string,
@@ -135,12 +152,7 @@ async function main() {
         cacheScope: { name: 'bench', throwaway: false },
       };
       const started = process.hrtime.bigint();
-      await new BuildahBuilder({
-        storageRoot,
-        registry: null,
-        sandbox: options.sandbox === undefined ? sandbox : options.sandbox,
-        storageDriver: options.driver,
-      }).build(input);
+      await builderFor(storageRoot, options).build(input);
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       rmSync(ctx, { recursive: true, force: true });
       rmSync(input.artifactDir, { recursive: true, force: true });

@@ -76,5 +76,38 @@ describe.skipIf(missing)('Dockerfile cache mounts', () => {
     const separate = await buildAndWait(h, other);
     expect(separate.log.error_detail).toBeNull();
     expect(separate.log.log_text).toContain('builds seen by the cache: 1');
+
+    // The export starts while bud removes its working container: none is left in the storage afterwards.
+    const lists = readdirSync(scopes)
+      .flatMap((scope) =>
+        ['storage-overlay/overlay-containers', 'storage/vfs-containers'].map((dir) => join(scopes, scope, dir, 'containers.json')),
+      )
+      .filter((list) => existsSync(list));
+    expect(lists.length).toBeGreaterThan(0);
+    for (const list of lists) expect(JSON.parse(readFileSync(list, 'utf8'))).toEqual([]);
+  });
+
+  it('export the image bud built when a build step prints the line bud tags it with', async () => {
+    const repo = new TestRepo();
+    repos.push(repo);
+    repo.commit({ Dockerfile: DOCKERFILE, 'index.html': 'one' });
+    const a = await createApp(h, { github_repository: repo.dir });
+    const first = await buildAndWait(h, a);
+    expect(first.log.error_detail).toBeNull();
+    // The line the platform starts the export on, printed by a step before bud has tagged anything.
+    const tagged = `Successfully tagged localhost/${first.detail.repository_name}:${first.version + 1}`;
+    repo.commit({ Dockerfile: DOCKERFILE.replace('CMD ', `RUN echo '${tagged}'\nCMD `), 'index.html': 'two' });
+    const second = await buildAndWait(h, a);
+    expect(second.version).toBe(first.version + 1);
+    expect(second.log.error_detail).toBeNull();
+    expect(second.log.log_text.split('\n').filter((l: string) => l === tagged)).toHaveLength(2);
+    const rootfs = join(artifactDir(h.dataDir, a.appId, second.version), 'rootfs');
+    expect(readFileSync(join(rootfs, 'www', 'index.html'), 'utf8')).toBe('two');
+    expect(readdirSync(join(rootfs, 'd'))).toEqual(['new']);
+
+    // A failing step ends the build at once: the export job still waiting for its word ends with the script.
+    repo.commit({ Dockerfile: DOCKERFILE.replace('CMD ', `RUN exit 3\nCMD `), 'index.html': 'three' });
+    const failed = await buildAndWait(h, a);
+    expect(failed.log.error_detail).toMatch(/the Dockerfile build failed \(buildah exit code \d+\)/);
   });
 });

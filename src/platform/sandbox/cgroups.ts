@@ -207,17 +207,23 @@ async function moveProcesses(from: string, to: string): Promise<void> {
   }
 }
 
+/** How long a group's removal waits for the kernel to let go of its exited processes. */
+const REMOVE_PATIENCE_MS = 1000;
+
 async function removeDirs(dirs: string[]): Promise<void> {
   for (const dir of dirs) {
-    for (let attempt = 0; attempt < 20; attempt++) {
+    const deadline = Date.now() + REMOVE_PATIENCE_MS;
+    // The kernel usually frees a group within milliseconds of its last process's exit: retried
+    // soon, then less often (a fixed 50 ms wait was most of a sandboxed command's clean-up).
+    for (let attempt = 0; ; attempt++) {
       try {
         await rmdir(dir);
         break;
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
         if (code === 'ENOENT') break;
-        if (code !== 'EBUSY' || attempt === 19) return;
-        await new Promise((r) => setTimeout(r, 50));
+        if (code !== 'EBUSY' || Date.now() >= deadline) return;
+        await new Promise((r) => setTimeout(r, Math.min(50, 2 ** attempt)));
       }
     }
   }
