@@ -386,7 +386,8 @@ try {
     if (nginxLogged && measured('nginxLogged')) runs.nginxLogged.push(await load(nginxLogged.port, HOST, nginxLogged.pids()));
     if (nginxDriver) runs.nginxDriver.push(await load(nginxDriver.port, HOST, nginxDriver.pids()));
     if (haproxyDriver && measured('haproxyDriver')) runs.haproxyDriver.push(await load(haproxyDriver.port, HOST, haproxyDriver.pids()));
-    if (haproxyVariant && measured('haproxyVariant')) runs.haproxyVariant.push(await load(haproxyVariant.port, HOST, haproxyVariant.pids()));
+    if (haproxyVariant && measured('haproxyVariant'))
+      runs.haproxyVariant.push(await load(haproxyVariant.port, HOST, haproxyVariant.pids()));
     if (nginxAuto && measured('nginxAutoTls')) runs.nginxAutoTls.push(await load(nginxAuto.tlsPort, TLS_HOST, nginxAuto.pids(), true));
     if (nginxLogged && measured('nginxLoggedTls'))
       runs.nginxLoggedTls.push(await load(nginxLogged.tlsPort, TLS_HOST, nginxLogged.pids(), true));
@@ -452,7 +453,10 @@ try {
     const r = summary(list);
     if (!r) continue;
     const base = name.startsWith('HTTPS') ? runs.nginxAutoTls : runs.nginxAuto;
-    const vsNginx = list === runs.direct || list === base ? ['', ''] : [perRound(list, base, (x) => x.rps), perRound(list, base, (x) => x.cpuUsPerRequest)];
+    const vsNginx =
+      list === runs.direct || list === base
+        ? ['', '']
+        : [perRound(list, base, (x) => x.rps), perRound(list, base, (x) => x.cpuUsPerRequest)];
     console.log(
       `| ${name} | ${r.rps.toFixed(0)} | ${(r.rps / direct.rps).toFixed(2)} | ${r.p50} | ${r.p99} | ${list === runs.direct ? '' : r.p99 - direct.p99} | ${r.errors} | ${r.cpu.toFixed(0)} | ${r.generator.toFixed(0)} | ${vsNginx[0]} | ${vsNginx[1]} |`,
     );

@@ -52,7 +52,14 @@ if (variant) {
         let out = line;
         for (const [from, to] of variant.replace ?? []) out = out.replace(new RegExp(from), to);
         if (out.trim() === '' && line.trim() !== '') return [];
-        const added = line === 'global' ? variant.global : line === 'defaults' ? variant.defaults : line.startsWith('frontend ') ? variant.frontend : [];
+        const added =
+          line === 'global'
+            ? variant.global
+            : line === 'defaults'
+              ? variant.defaults
+              : line.startsWith('frontend ')
+                ? variant.frontend
+                : [];
         return [out, ...(added ?? []).map((l) => `  ${l}`)];
       })
       .join('\n');
