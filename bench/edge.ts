@@ -307,7 +307,11 @@ async function startDriverHaproxy(
   const driver = spawn(
     process.execPath,
     ['--import', 'tsx', 'bench/haproxy-edge-server.ts', String(upstreamPort), String(await freePort()), String(tlsPort), tls.cert, tls.key],
-    { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...(variant ? { BENCH_HAPROXY_VARIANT: variant } : {}) } },
+    // BENCH_HAPROXY_EVENTS (a reader of the variant's request log, bench/haproxy-edge-server.ts) goes to the variant only.
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: variant ? { ...process.env, BENCH_HAPROXY_VARIANT: variant } : { ...process.env, BENCH_HAPROXY_EVENTS: '' },
+    },
   );
   children.push(driver);
   const [port, master] = (await firstLine(driver)).split(' ').map(Number);
@@ -461,10 +465,20 @@ try {
       `| ${name} | ${r.rps.toFixed(0)} | ${(r.rps / direct.rps).toFixed(2)} | ${r.p50} | ${r.p99} | ${list === runs.direct ? '' : r.p99 - direct.p99} | ${r.errors} | ${r.cpu.toFixed(0)} | ${r.generator.toFixed(0)} | ${vsNginx[0]} | ${vsNginx[1]} |`,
     );
   }
+  const measuredRuns = Object.entries(runs).filter(([, v]) => v.length > 0);
+  console.log('rounds (req/s):', JSON.stringify(Object.fromEntries(measuredRuns.map(([k, v]) => [k, v.map((r) => Math.round(r.rps))]))));
   console.log(
-    'rounds (req/s):',
-    JSON.stringify(Object.fromEntries(Object.entries(runs).map(([k, v]) => [k, v.map((r) => Math.round(r.rps))]))),
+    'rounds (CPU µs/request):',
+    JSON.stringify(Object.fromEntries(measuredRuns.map(([k, v]) => [k, v.map((r) => Math.round(r.cpuUsPerRequest))]))),
   );
+  for (const [a, b] of [
+    [runs.haproxyVariant, runs.haproxyDriver],
+    [runs.haproxyVariantTls, runs.haproxyDriverTls],
+  ] as const)
+    if (a.length > 0)
+      console.log(
+        `variant against the driver as shipped${a === runs.haproxyVariantTls ? ' (HTTPS)' : ''}, medians of per-round ratios: req/s × ${perRound(a, b, (x) => x.rps)}, CPU per request × ${perRound(a, b, (x) => x.cpuUsPerRequest)}`,
+      );
 } finally {
   // Caddy writes to its data directory until it has exited.
   await Promise.all(children.map((c) => (c.exitCode === null ? (c.kill('SIGTERM'), once(c, 'exit')) : null)));

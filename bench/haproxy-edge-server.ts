@@ -10,8 +10,10 @@
  * prints `<port> <HAProxy master pid>`. `BENCH_HAPROXY_VARIANT` (JSON, for A/B rows in bench/edge.ts)
  * edits the configuration the driver renders: `{"global": [lines], "defaults": [lines],
  * "frontend": [lines], "replace": [[regex, replacement], …]}` (a line the replacements empty is dropped).
+ * `BENCH_HAPROXY_EVENTS=<worker stats socket>:<ring>` reads a ring the variant logs requests to (see below).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -96,6 +98,27 @@ if (httpsPort && certFile && keyFile) {
 // Counted in memory as in production; never flushed here (no database).
 edge.useStats(new RequestStats(null as unknown as Db, 3_600_000));
 await edge.listen();
+const events = process.env.BENCH_HAPROXY_EVENTS;
+if (events) {
+  // Measuring per-request latency through HAProxy's log (bench/README.md): a variant that logs each request to a
+  // ring (`%b %ST %Ta`) and a worker stats socket; this reads the ring as a stream and counts every line as the driver would.
+  const [socketPath, ring] = events.split(':');
+  const stats = new RequestStats(null as unknown as Db, 3_600_000);
+  const owner = { applicationId: 'a', environmentId: 'e', processType: 'web' };
+  let rest = '';
+  const stream = createConnection(socketPath!);
+  stream.setEncoding('latin1');
+  stream.on('connect', () => stream.write(`show events ${ring} -w -n\n`));
+  stream.on('data', (chunk: string) => {
+    const lines = (rest + chunk).split('\n');
+    rest = lines.pop()!.slice(-4096);
+    for (const line of lines) {
+      const [backend, status, ms] = line.split(' ');
+      if (backend?.startsWith('r_')) stats.record(backend, owner, Number(status), Number(ms));
+    }
+  });
+  stream.on('error', (err) => console.error(`bench: reading HAProxy's events: ${err.message}`));
+}
 console.log(`${port} ${edge.masterProcess!.pid}`);
 process.on(
   'SIGTERM',
