@@ -132,6 +132,9 @@ export function renderHaproxyConfig(input: HaproxyConfigInput): HaproxyFiles {
           '  http-after-response set-header Strict-Transport-Security max-age=31536000 if { var(txn.hsts) -m found }',
         ]
       : [`  http-request set-var(txn.redirect) var(txn.host),map(${dir}/redirect.map)`]),
+    // A request with a body is sent once: an instance that took it and closed without answering may have acted on it
+    // (`empty-response` would send it again, up to `retries` times). Bodiless ones are retried, as the built-in edge does.
+    '  http-request disable-l7-retry if { req.hdr_cnt(transfer-encoding) gt 0 } or { req.hdr_cnt(content-length) gt 0 } !{ req.hdr(content-length) -m str 0 }',
     '  use_backend responder if { path_beg /.well-known/acme-challenge/ /.well-known/slipway-domain/ }',
     '  use_backend %[var(txn.route)] if { var(txn.route) -m found }',
     '  default_backend unknown',
