@@ -20,8 +20,18 @@
  * `--rate N` caps every connection at N requests/s (autocannon's overallRate / connections):
  * latency at a moderate, fixed load instead of at saturation. `--paths direct,nginxAuto,…` runs only
  * those rows (the names of `runs` below), e.g. `--paths direct,nginxAuto,nginxLogged,nginxDriver`.
+ *
+ * HTTPS rows (`…Tls`): nginx `auto` (with and without Debian's access log) and the HAProxy driver serve
+ * the same certificate (RSA 2048 as the platform's ACME issuer makes, self-signed here for
+ * `shop.bench.localhost`); autocannon keeps its connections alive, so the handshake happens once
+ * per connection (50 per round) and the rows measure TLS record work, not handshakes, e.g.
+ * `--paths direct,nginxAuto,nginxAutoTls,haproxyDriver,haproxyDriverTls`.
+ *
+ * `--variant '{"global":["nbthread 1"]}'` adds two rows (`haproxyVariant`, `haproxyVariantTls`): a second
+ * HAProxy driver whose configuration is edited as bench/haproxy-edge-server.ts describes, in the
+ * same interleaved rounds as the driver as shipped (an A/B of one setting).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -42,6 +52,10 @@ const only = pathsArg >= 0 ? new Set(process.argv[pathsArg + 1]!.split(',')) : n
 /** Whether a row is measured (all by default). */
 const measured = (name: string) => !only || only.has(name);
 const HOST = 'app.bench.localhost';
+/** The name served over HTTPS (a verified custom domain of HOST's route for the HAProxy driver). */
+const TLS_HOST = 'shop.bench.localhost';
+const variantArg = process.argv.indexOf('--variant');
+const variant = variantArg >= 0 ? process.argv[variantArg + 1]! : null;
 
 // A raw TCP relay: no HTTP parsing at all (no routing, headers or counters), the floor of what any proxy process costs.
 const RELAY = `const net = require('net'); const up = Number(process.argv[1]);
@@ -75,14 +89,15 @@ function cpuMs(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in clock ticks (USER_HZ 100)
 }
 
-async function load(port: number, host: string | undefined, pids: number[]) {
+async function load(port: number, host: string | undefined, pids: number[], tls = false) {
   const opts = {
-    url: `http://127.0.0.1:${port}/`,
+    url: `${tls ? 'https' : 'http'}://127.0.0.1:${port}/`,
     connections,
     // Every answer must be the instance's: a proxy answering by itself would count as an error.
     expectBody: 'hello from the instance',
     ...(rate ? { overallRate: rate } : {}),
     ...(host ? { headers: { host } } : {}),
+    ...(tls ? { servername: host } : {}),
   };
   await autocannon({ ...opts, duration: 1 });
   const cpu = () => pids.reduce((n, pid) => n + cpuMs(pid), 0);
@@ -116,9 +131,17 @@ function withChildren(pid: number): number[] {
 
 const NGINX = ['/usr/sbin/nginx', '/usr/bin/nginx'].find((p) => existsSync(p));
 
+/** A self-signed certificate for TLS_HOST (RSA 2048, as the platform's ACME issuer requests). */
+function makeCertificate(dir: string): { cert: string; key: string } {
+  const [cert, key] = [join(dir, 'cert.pem'), join(dir, 'key.pem')];
+  const args = ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', `/CN=${TLS_HOST}`];
+  execFileSync('openssl', [...args, '-addext', `subjectAltName=DNS:${TLS_HOST}`, '-keyout', key, '-out', cert], { stdio: 'ignore' });
+  return { cert, key };
+}
+
 /**
  * nginx (Debian's `nginx-light`) started by the bench: `workers` worker processes (a number or
- * `auto`), one server for the host name, `proxy_pass` to an upstream block that keeps up to 64
+ * `auto`), one server for the host name (and, with `tls`, an `ssl` listener for TLS_HOST with that certificate), `proxy_pass` to an upstream block that keeps up to 64
  * idle connections to the instance open (HTTP/1.1, `Connection` cleared), the `X-Forwarded-*`
  * headers the built-in edge sets; no access log, or (`accessLog`) the one Debian's default
  * nginx.conf writes (`access_log /var/log/nginx/access.log;`: the `combined` format, one write per
@@ -129,9 +152,11 @@ async function startNginx(
   dir: string,
   workers: string,
   accessLog = false,
-): Promise<{ port: number; pids: () => number[] } | null> {
+  tls: { cert: string; key: string } | null = null,
+): Promise<{ port: number; tlsPort: number; pids: () => number[] } | null> {
   if (!NGINX) return null;
   const port = await freePort();
+  const tlsPort = tls ? await freePort() : 0;
   const home = join(dir, `nginx-${workers}${accessLog ? '-log' : ''}`);
   mkdirSync(home, { recursive: true, mode: 0o755 });
   const temp = (name: string) => `${name}_temp_path ${join(home, name)};`;
@@ -148,7 +173,8 @@ http {
   upstream instance { server 127.0.0.1:${upstreamPort}; keepalive 64; }
   server {
     listen 127.0.0.1:${port} reuseport;
-    server_name ${HOST};
+    ${tls ? `listen 127.0.0.1:${tlsPort} ssl reuseport; ssl_certificate ${tls.cert}; ssl_certificate_key ${tls.key};` : ''}
+    server_name ${HOST} ${TLS_HOST};
     location / {
       proxy_pass http://instance;
       proxy_http_version 1.1;
@@ -172,7 +198,7 @@ http {
       (r) => r.ok,
       () => false,
     );
-    if (up) return { port, pids: () => withChildren(nginx.pid!) };
+    if (up) return { port, tlsPort, pids: () => withChildren(nginx.pid!) };
     if (nginx.exitCode !== null) throw new Error(`nginx exited with ${nginx.exitCode}`);
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -267,19 +293,29 @@ const HAPROXY = ['/usr/sbin/haproxy', '/usr/bin/haproxy'].find((p) => existsSync
 
 /**
  * HAProxy configured by the platform's HAProxy driver (bench/haproxy-edge-server.ts) in its own process:
- * master-worker, one thread per CPU, the Host map and server slots; counters read from `show stat` each second.
- * Its CPU is HAProxy's (master and worker) and the driver process's.
+ * master-worker, the Host map and server slots, HTTPS for TLS_HOST (a custom domain of the route, its
+ * certificate written by the driver); counters read from `show stat` each second. Its CPU is HAProxy's
+ * (master and worker) and the driver process's. `variant`: the configuration edits of an A/B row.
  */
-async function startDriverHaproxy(upstreamPort: number): Promise<{ port: number; pids: () => number[] } | null> {
+async function startDriverHaproxy(
+  upstreamPort: number,
+  tls: { cert: string; key: string },
+  variant: string | null = null,
+): Promise<{ port: number; tlsPort: number; pids: () => number[] } | null> {
   if (!HAPROXY) return null;
+  const tlsPort = await freePort();
   const driver = spawn(
     process.execPath,
-    ['--import', 'tsx', 'bench/haproxy-edge-server.ts', String(upstreamPort), String(await freePort())],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
+    ['--import', 'tsx', 'bench/haproxy-edge-server.ts', String(upstreamPort), String(await freePort()), String(tlsPort), tls.cert, tls.key],
+    // BENCH_HAPROXY_EVENTS (a reader of the variant's request log, bench/haproxy-edge-server.ts) goes to the variant only.
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: variant ? { ...process.env, BENCH_HAPROXY_VARIANT: variant } : { ...process.env, BENCH_HAPROXY_EVENTS: '' },
+    },
   );
   children.push(driver);
   const [port, master] = (await firstLine(driver)).split(' ').map(Number);
-  return { port: port!, pids: () => [driver.pid!, ...withChildren(master!)] };
+  return { port: port!, tlsPort, pids: () => [driver.pid!, ...withChildren(master!)] };
 }
 
 const loadBefore = loadavg();
@@ -300,17 +336,35 @@ try {
   const relayPort = relay ? Number(await firstLine(relay)) : 0;
   const caddyDriver = measured('caddy') ? await startDriverCaddy(upstreamPort, dir) : null;
   const caddyStatic = measured('caddyStatic') ? await startStaticCaddy(upstreamPort, dir) : null;
+  const certificate = makeCertificate(dir);
+  const either = (...names: string[]) => names.some(measured);
   const nginxOne = measured('nginxOne') ? await startNginx(upstreamPort, dir, '1') : null;
-  const nginxAuto = measured('nginxAuto') ? await startNginx(upstreamPort, dir, 'auto') : null;
-  const nginxLogged = measured('nginxLogged') ? await startNginx(upstreamPort, dir, 'auto', true) : null;
+  const nginxAuto = either('nginxAuto', 'nginxAutoTls') ? await startNginx(upstreamPort, dir, 'auto', false, certificate) : null;
+  const nginxLogged = either('nginxLogged', 'nginxLoggedTls') ? await startNginx(upstreamPort, dir, 'auto', true, certificate) : null;
   const nginxDriver = measured('nginxDriver') ? await startDriverNginx(upstreamPort) : null;
-  const haproxyDriver = measured('haproxyDriver') ? await startDriverHaproxy(upstreamPort) : null;
+  const haproxyDriver = either('haproxyDriver', 'haproxyDriverTls') ? await startDriverHaproxy(upstreamPort, certificate) : null;
+  const haproxyVariant =
+    variant && either('haproxyVariant', 'haproxyVariantTls') ? await startDriverHaproxy(upstreamPort, certificate, variant) : null;
   if (!HAPROXY) console.error('HAProxy is not installed (apt-get install haproxy): its row is skipped');
   if (!NGINX) console.error('nginx is not installed (apt-get install nginx-light): its rows are skipped');
 
   type Result = Awaited<ReturnType<typeof load>>;
   const runs: Record<
-    'direct' | 'nginxOne' | 'nginxAuto' | 'nginxLogged' | 'nginxDriver' | 'haproxyDriver' | 'builtin' | 'caddy' | 'caddyStatic' | 'relay',
+    | 'direct'
+    | 'nginxOne'
+    | 'nginxAuto'
+    | 'nginxLogged'
+    | 'nginxDriver'
+    | 'haproxyDriver'
+    | 'haproxyVariant'
+    | 'nginxAutoTls'
+    | 'nginxLoggedTls'
+    | 'haproxyDriverTls'
+    | 'haproxyVariantTls'
+    | 'builtin'
+    | 'caddy'
+    | 'caddyStatic'
+    | 'relay',
     Result[]
   > = {
     direct: [],
@@ -319,6 +373,11 @@ try {
     nginxLogged: [],
     nginxDriver: [],
     haproxyDriver: [],
+    haproxyVariant: [],
+    nginxAutoTls: [],
+    nginxLoggedTls: [],
+    haproxyDriverTls: [],
+    haproxyVariantTls: [],
     builtin: [],
     caddy: [],
     caddyStatic: [],
@@ -327,10 +386,19 @@ try {
   for (let round = 0; round < rounds; round++) {
     runs.direct.push(await load(upstreamPort, undefined, [upstream.pid!]));
     if (nginxOne) runs.nginxOne.push(await load(nginxOne.port, HOST, nginxOne.pids()));
-    if (nginxAuto) runs.nginxAuto.push(await load(nginxAuto.port, HOST, nginxAuto.pids()));
-    if (nginxLogged) runs.nginxLogged.push(await load(nginxLogged.port, HOST, nginxLogged.pids()));
+    if (nginxAuto && measured('nginxAuto')) runs.nginxAuto.push(await load(nginxAuto.port, HOST, nginxAuto.pids()));
+    if (nginxLogged && measured('nginxLogged')) runs.nginxLogged.push(await load(nginxLogged.port, HOST, nginxLogged.pids()));
     if (nginxDriver) runs.nginxDriver.push(await load(nginxDriver.port, HOST, nginxDriver.pids()));
-    if (haproxyDriver) runs.haproxyDriver.push(await load(haproxyDriver.port, HOST, haproxyDriver.pids()));
+    if (haproxyDriver && measured('haproxyDriver')) runs.haproxyDriver.push(await load(haproxyDriver.port, HOST, haproxyDriver.pids()));
+    if (haproxyVariant && measured('haproxyVariant'))
+      runs.haproxyVariant.push(await load(haproxyVariant.port, HOST, haproxyVariant.pids()));
+    if (nginxAuto && measured('nginxAutoTls')) runs.nginxAutoTls.push(await load(nginxAuto.tlsPort, TLS_HOST, nginxAuto.pids(), true));
+    if (nginxLogged && measured('nginxLoggedTls'))
+      runs.nginxLoggedTls.push(await load(nginxLogged.tlsPort, TLS_HOST, nginxLogged.pids(), true));
+    if (haproxyDriver && measured('haproxyDriverTls'))
+      runs.haproxyDriverTls.push(await load(haproxyDriver.tlsPort, TLS_HOST, haproxyDriver.pids(), true));
+    if (haproxyVariant && measured('haproxyVariantTls'))
+      runs.haproxyVariantTls.push(await load(haproxyVariant.tlsPort, TLS_HOST, haproxyVariant.pids(), true));
     if (edge) runs.builtin.push(await load(edgePort, HOST, [edge.pid!]));
     if (caddyDriver) runs.caddy.push(await load(caddyDriver.port, HOST, caddyDriver.pids));
     if (caddyStatic) runs.caddyStatic.push(await load(caddyStatic.port, HOST, caddyStatic.pids));
@@ -360,15 +428,27 @@ try {
       .map((n) => n.toFixed(1))
       .join(' ')} after:`,
   );
-  console.log('| path | req/s | ratio to direct | p50 ms | p99 ms | added p99 ms | errors | CPU µs/request | load generator µs/request |');
-  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+  // Against nginx auto of the same scheme, round by round (the rounds are interleaved: a burst of load elsewhere hits both).
+  const perRound = (list: Result[], base: Result[], pick: (r: Result) => number) => {
+    const ratios = list.flatMap((r, i) => (base[i] ? [pick(r) / pick(base[i]!)] : [])).sort((x, y) => x - y);
+    return ratios.length ? ratios[Math.floor(ratios.length / 2)]!.toFixed(2) : '';
+  };
+  console.log(
+    '| path | req/s | ratio to direct | p50 ms | p99 ms | added p99 ms | errors | CPU µs/request | load generator µs/request | req/s × nginx auto | CPU × nginx auto |',
+  );
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const [name, list] of [
     ['direct', runs.direct],
     ['nginx, 1 worker (keepalive upstream, no log)', runs.nginxOne],
     [`nginx, auto (${cpus().length} workers)`, runs.nginxAuto],
     [`nginx, auto, Debian's default access log (combined, a write per request)`, runs.nginxLogged],
     [`nginx driver (Slipway's nginx.conf, auto, its access log read by the platform)`, runs.nginxDriver],
-    [`HAProxy driver (Slipway's haproxy.cfg, ${cpus().length} threads, show stat counters)`, runs.haproxyDriver],
+    [`HAProxy driver (Slipway's haproxy.cfg, show stat counters)`, runs.haproxyDriver],
+    [`HAProxy driver, variant ${variant}`, runs.haproxyVariant],
+    [`HTTPS: nginx, auto (${cpus().length} workers, no log)`, runs.nginxAutoTls],
+    [`HTTPS: nginx, auto, Debian's default access log`, runs.nginxLoggedTls],
+    [`HTTPS: HAProxy driver (certificate from the platform, crt-list)`, runs.haproxyDriverTls],
+    [`HTTPS: HAProxy driver, variant ${variant}`, runs.haproxyVariantTls],
     ['built-in edge', runs.builtin],
     ['Caddy (driver: SRV upstreams, access log)', runs.caddy],
     ['Caddy (static upstream, no log)', runs.caddyStatic],
@@ -376,14 +456,29 @@ try {
   ] as const) {
     const r = summary(list);
     if (!r) continue;
+    const base = name.startsWith('HTTPS') ? runs.nginxAutoTls : runs.nginxAuto;
+    const vsNginx =
+      list === runs.direct || list === base
+        ? ['', '']
+        : [perRound(list, base, (x) => x.rps), perRound(list, base, (x) => x.cpuUsPerRequest)];
     console.log(
-      `| ${name} | ${r.rps.toFixed(0)} | ${(r.rps / direct.rps).toFixed(2)} | ${r.p50} | ${r.p99} | ${list === runs.direct ? '' : r.p99 - direct.p99} | ${r.errors} | ${r.cpu.toFixed(0)} | ${r.generator.toFixed(0)} |`,
+      `| ${name} | ${r.rps.toFixed(0)} | ${(r.rps / direct.rps).toFixed(2)} | ${r.p50} | ${r.p99} | ${list === runs.direct ? '' : r.p99 - direct.p99} | ${r.errors} | ${r.cpu.toFixed(0)} | ${r.generator.toFixed(0)} | ${vsNginx[0]} | ${vsNginx[1]} |`,
     );
   }
+  const measuredRuns = Object.entries(runs).filter(([, v]) => v.length > 0);
+  console.log('rounds (req/s):', JSON.stringify(Object.fromEntries(measuredRuns.map(([k, v]) => [k, v.map((r) => Math.round(r.rps))]))));
   console.log(
-    'rounds (req/s):',
-    JSON.stringify(Object.fromEntries(Object.entries(runs).map(([k, v]) => [k, v.map((r) => Math.round(r.rps))]))),
+    'rounds (CPU µs/request):',
+    JSON.stringify(Object.fromEntries(measuredRuns.map(([k, v]) => [k, v.map((r) => Math.round(r.cpuUsPerRequest))]))),
   );
+  for (const [a, b] of [
+    [runs.haproxyVariant, runs.haproxyDriver],
+    [runs.haproxyVariantTls, runs.haproxyDriverTls],
+  ] as const)
+    if (a.length > 0)
+      console.log(
+        `variant against the driver as shipped${a === runs.haproxyVariantTls ? ' (HTTPS)' : ''}, medians of per-round ratios: req/s × ${perRound(a, b, (x) => x.rps)}, CPU per request × ${perRound(a, b, (x) => x.cpuUsPerRequest)}`,
+      );
 } finally {
   // Caddy writes to its data directory until it has exited.
   await Promise.all(children.map((c) => (c.exitCode === null ? (c.kill('SIGTERM'), once(c, 'exit')) : null)));

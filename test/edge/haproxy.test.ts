@@ -1,4 +1,5 @@
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,12 +31,16 @@ interface WsClient {
 const WebSocket = createRequire(import.meta.url)('ws') as new (url: string, options: object) => WsClient;
 
 /**
- * Answers `<version>:<x-forwarded-proto>:<x-forwarded-host>:<x-forwarded-for>`; a WebSocket on the same port
+ * Answers `<version>:<x-forwarded-proto>:<x-forwarded-host>:<x-forwarded-for>` (and `/close`, `/closed`, below); a WebSocket on the same port
  * echoes each short text message (RFC 6455 by hand: the app runs sandboxed, without the platform's node_modules).
  */
 const APP = (version: string) => `
 const { createHash } = require('crypto');
+let closed = 0;
 const server = require('http').createServer((req, res) => {
+  // /close: taken, then the connection closed without an answer (a crash mid-request); /closed: how many arrived.
+  if (req.url === '/close') return void (closed++, req.socket.destroy());
+  if (req.url === '/closed') return void res.end(String(closed));
   res.end('${version}:' + req.headers['x-forwarded-proto'] + ':' + req.headers['x-forwarded-host'] + ':' + req.headers['x-forwarded-for']);
 });
 server.on('upgrade', (req, socket) => {
@@ -217,6 +222,27 @@ describe.skipIf(!!missing)('EDGE_DRIVER=haproxy: applications served by HAProxy,
     });
     ws.close();
     expect(reply).toBe('echo ping');
+  });
+
+  it('sends a request with a body once to an instance that closes without answering, and retries a bodiless one', async () => {
+    const closed = async () => Number((await routerGet(httpPort, platformName, '/closed')).body);
+    const post = (body: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = httpRequest(
+          { host: '127.0.0.1', port: httpPort, path: '/close', method: 'POST', headers: { host: platformName } },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode!);
+          },
+        );
+        req.on('error', reject);
+        req.end(body);
+      });
+    const before = await closed();
+    expect(await post('order=1')).toBe(502);
+    expect(await closed()).toBe(before + 1); // taken once: never sent again (it may have been acted on)
+    expect((await routerGet(httpPort, platformName, '/close')).status).toBe(502);
+    expect(await closed()).toBeGreaterThan(before + 2); // the GET was tried again
   });
 
   it('answers the maintenance page (503, Retry-After) at every name, expanding nothing of its message', async () => {

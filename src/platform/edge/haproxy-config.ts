@@ -91,6 +91,7 @@ export function renderHaproxyConfig(input: HaproxyConfigInput): HaproxyFiles {
   const lines = [
     '# Written by Slipway (the edge driver for HAProxy); replaced whole when a route, domain or certificate comes or goes.',
     'global',
+    // Threads: HAProxy's default, one per CPU it may use (one thread cost more per request and capped throughput, bench/README.md).
     '  master-worker',
     '  daemon',
     ...(input.worker ? [`  uid ${input.worker.uid}`, `  gid ${input.worker.gid}`] : []),
@@ -108,7 +109,8 @@ export function renderHaproxyConfig(input: HaproxyConfigInput): HaproxyFiles {
     // After a reload the old process answers the next request on an idle connection with Connection: close, not a cut.
     '  option idle-close-on-response',
     '  option forwardfor',
-    // A refused connection or an idle one the instance closed is retried on another slot.
+    // A refused connection or an idle one the instance closed is retried on another slot. `empty-response` makes
+    // HAProxy copy every request (5–7 % of its CPU per request, bench/README.md): kept, as the built-in edge retries too.
     '  retries 3',
     '  option redispatch 1',
     '  retry-on conn-failure empty-response',
@@ -130,6 +132,9 @@ export function renderHaproxyConfig(input: HaproxyConfigInput): HaproxyFiles {
           '  http-after-response set-header Strict-Transport-Security max-age=31536000 if { var(txn.hsts) -m found }',
         ]
       : [`  http-request set-var(txn.redirect) var(txn.host),map(${dir}/redirect.map)`]),
+    // A request with a body is sent once: an instance that took it and closed without answering may have acted on it
+    // (`empty-response` would send it again, up to `retries` times). Bodiless ones are retried, as the built-in edge does.
+    '  http-request disable-l7-retry if { req.hdr_cnt(transfer-encoding) gt 0 } or { req.hdr_cnt(content-length) gt 0 } !{ req.hdr(content-length) -m str 0 }',
     '  use_backend responder if { path_beg /.well-known/acme-challenge/ /.well-known/slipway-domain/ }',
     '  use_backend %[var(txn.route)] if { var(txn.route) -m found }',
     '  default_backend unknown',
