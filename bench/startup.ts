@@ -1,8 +1,10 @@
 /**
  * Start-up: time from spawning Slipway to a healthy `/v1/integrations/health` on an existing data
  * directory (median of 5), and idle memory of the platform's own processes IDLE_AFTER_MS (30 s) after
- * the healthy answer, median of the last 3 starts: the control-plane node process, the edge process
- * (DATA_DIR/edge/edge.pid, the `all` role's separate edge) and, reported apart, the embedded PostgreSQL
+ * the healthy answer, median of the last 3 starts: the control-plane node process, what serves applications
+ * beside it (the `all` role's separate Node edge process, DATA_DIR/edge/edge.pid, and/or HAProxy's master and
+ * workers, DATA_DIR/edge/haproxy/haproxy.pid, the default edge where HAProxy is installed, its driver in the
+ * control plane) and, reported apart, the embedded PostgreSQL
  * (postmaster and backends). PSS counts a page shared by several processes (the node binary's code,
  * PostgreSQL's shared buffers) once, split between them; RSS counts it in each.
  * Usage: tsx bench/startup.ts [command…]   (default: node dist/main.js; run `npm run build` first)
@@ -91,12 +93,23 @@ function descendants(root: number): number[] {
   return out;
 }
 
-function platformMemory(controlPlane: number): PlatformMemory {
+/** The edge's processes: a separate Node edge, HAProxy's master and workers (the default edge's daemon). */
+function edgeProcesses(): { pids: number[]; kinds: string[] } {
   const edge = pidFrom(join(dataDir, 'edge', 'edge.pid'));
+  const haproxy = pidFrom(join(dataDir, 'edge', 'haproxy', 'haproxy.pid'));
+  const pids = [...(edge ? [edge] : []), ...(haproxy ? [haproxy, ...descendants(haproxy)] : [])];
+  return { pids, kinds: [...(edge ? ['Node edge process'] : []), ...(haproxy ? [`HAProxy ×${pids.length - (edge ? 1 : 0)}`] : [])] };
+}
+
+let edgeKinds = '';
+
+function platformMemory(controlPlane: number): PlatformMemory {
+  const edge = edgeProcesses();
+  edgeKinds = edge.kinds.join(' + ') || 'none';
   const postmaster = pidFrom(join(dataDir, 'postgres', 'postmaster.pid'));
   return {
     controlPlane: processMemory(controlPlane),
-    edge: edge ? processMemory(edge) : { rss: 0, pss: 0 },
+    edge: sum(edge.pids.map(processMemory)),
     postgres: postmaster ? sum([postmaster, ...descendants(postmaster)].map(processMemory)) : { rss: 0, pss: 0 },
   };
 }
@@ -130,6 +143,8 @@ function stopEdge() {
   // The edge outlives a stopped control plane (the next start adopts it): this run's ends with it.
   const edge = pidFrom(join(dataDir, 'edge', 'edge.pid'));
   if (edge && readFileSync(`/proc/${edge}/environ`, 'utf8').split('\0').includes(`DATA_DIR=${dataDir}`)) process.kill(edge, 'SIGTERM');
+  const haproxy = pidFrom(join(dataDir, 'edge', 'haproxy', 'haproxy.pid'));
+  if (haproxy && readFileSync(`/proc/${haproxy}/cmdline`, 'utf8').includes(dataDir)) process.kill(haproxy, 'SIGTERM');
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
@@ -151,7 +166,7 @@ try {
   const platformPss = (s: PlatformMemory) => s.controlPlane.pss + s.edge.pss;
   const describe = (samples: PlatformMemory[]) =>
     `control plane PSS ${mib(of(samples, 'controlPlane', 'pss'))} MiB (RSS ${mib(of(samples, 'controlPlane', 'rss'))}), ` +
-    `edge PSS ${mib(of(samples, 'edge', 'pss'))} MiB (RSS ${mib(of(samples, 'edge', 'rss'))}), ` +
+    `edge (${edgeKinds}) PSS ${mib(of(samples, 'edge', 'pss'))} MiB (RSS ${mib(of(samples, 'edge', 'rss'))}), ` +
     `both ${mib(median(samples.map(platformPss)))} MiB PSS; ` +
     `PostgreSQL PSS ${mib(of(samples, 'postgres', 'pss'))} MiB (RSS ${mib(of(samples, 'postgres', 'rss'))})`;
   times.sort((a, b) => a - b);

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { ConfigError } from './config-error.js';
-import { findNginx } from './find-binary.js';
+import { findHaproxy } from './find-binary.js';
 import ipaddr from 'ipaddr.js';
 import { Type, type Static, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
@@ -136,12 +136,13 @@ export const EnvSchema = Type.Object({
   /** DNS server (`address` or `address:port`) the ownership check asks for `_slipway-challenge.<domain>` TXT records; unset: the system's resolvers. */
   DOMAIN_DNS_SERVER: Type.Optional(Type.String({ minLength: 1 })),
   /**
-   * What serves applications: `builtin` (Node, no dependency: the default), `nginx` (Debian's nginx, started and
-   * reconfigured by the platform: about a third of the built-in edge's CPU per request, bench/README.md; each switch
-   * is an nginx reload, at which a request sent on a kept-alive connection at that instant can fail and is retried by
-   * browsers: docs/operations.md), `haproxy` (Debian's HAProxy 2.6+, started by the platform; a deployment switch
-   * changes server slots through its runtime API, no reload) or `caddy` (a Caddy 2 configured through its admin API).
-   * The choice is logged at start.
+   * What serves applications. Unset: `haproxy` where HAProxy is installed and ROUTER_PORT / ROUTER_HTTPS_PORT are
+   * fixed (not 0), else `builtin`; the start line says which and why. `haproxy` (Debian's HAProxy 2.6+, started and
+   * adopted by the platform as a daemon of its own; a deployment switch changes server slots through its runtime API,
+   * no reload: 1.13× nginx's throughput, bench/README.md), `builtin` (Node, no dependency), `nginx` (Debian's nginx,
+   * started and reconfigured by the platform; each switch is an nginx reload, at which a request sent on a kept-alive
+   * connection at that instant can fail and is retried by browsers: docs/operations.md) or `caddy` (a Caddy 2
+   * configured through its admin API).
    */
   EDGE_DRIVER: Type.Optional(Type.Union([Type.Literal('builtin'), Type.Literal('caddy'), Type.Literal('nginx'), Type.Literal('haproxy')])),
   /** With EDGE_DRIVER=nginx and the platform running as root: the unprivileged user nginx's workers run as. */
@@ -362,11 +363,14 @@ export const EnvSchema = Type.Object({
    */
   BUILDAH_STORAGE_DRIVER: Type.Union([Type.Literal('auto'), Type.Literal('vfs'), Type.Literal('overlay')], { default: 'auto' }),
   /**
-   * Where the `all` role's edge runs: `separate` (default) spawns (or adopts) an edge process of its own that outlives
-   * this one, serving the last route table it received (DATA_DIR/edge/routes.json) through a crash or an upgrade of
-   * the control plane; `in-process` serves applications from this process (they stop with it).
+   * Where the `all` role's edge runs: `separate` spawns (or adopts) an edge process of its own that outlives this one,
+   * serving the last route table it received (DATA_DIR/edge/routes.json) through a crash or an upgrade of the control
+   * plane; `in-process` runs the edge from this process. Unset: `in-process` for `haproxy` and `nginx` (their proxy is
+   * a daemon of its own that keeps serving without this process and is adopted by the next start: a Node process
+   * beside it would only cost memory), `separate` for `builtin` and `caddy`. With `builtin` in-process, applications
+   * stop with the control plane.
    */
-  EDGE_PROCESS: Type.Union([Type.Literal('separate'), Type.Literal('in-process')], { default: 'separate' }),
+  EDGE_PROCESS: Type.Optional(Type.Union([Type.Literal('separate'), Type.Literal('in-process')])),
   /**
    * Where an edge-role process writes its log: `stdout` (default: a service manager's journal) or `file`
    * (DATA_DIR/edge/edge.log, at most 4 MiB plus one rotated file: what the separate edge of `npm start` uses).
@@ -468,11 +472,15 @@ export type Env = Static<typeof EnvSchema>;
 
 export type EdgeDriverName = 'builtin' | 'caddy' | 'nginx' | 'haproxy';
 
-export interface Config extends Omit<Env, 'EDGE_DRIVER'> {
+export type EdgeProcessMode = 'separate' | 'in-process';
+
+export interface Config extends Omit<Env, 'EDGE_DRIVER' | 'EDGE_PROCESS'> {
   dataDir: string;
   /** EDGE_DRIVER as set, or as chosen when unset (`edgeDriverChoice` says which and why). */
   EDGE_DRIVER: EdgeDriverName;
   edgeDriverChoice: string;
+  /** EDGE_PROCESS as set, or the driver's default when unset. */
+  EDGE_PROCESS: EdgeProcessMode;
 }
 
 export { ConfigError };
@@ -519,22 +527,41 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       'Invalid configuration: BACKUP_S3_FORCE_PATH_STYLE=false cannot be honoured with RUNTIME=kubernetes: CloudNativePG ' +
         '(barman-cloud) always addresses the store at BACKUP_S3_ENDPOINT path-style (<endpoint>/<bucket>); remove the setting',
     );
-  return { ...parsed, dataDir: resolve(parsed.DATA_DIR), ...chooseEdgeDriver(parsed) };
+  const edge = chooseEdgeDriver(parsed);
+  return {
+    ...parsed,
+    dataDir: resolve(parsed.DATA_DIR),
+    ...edge,
+    EDGE_PROCESS: parsed.EDGE_PROCESS ?? defaultEdgeProcess(edge.EDGE_DRIVER),
+  };
 }
 
 /**
- * EDGE_DRIVER unset: the built-in edge, whose switches drop nothing. nginx is faster but opt-in: its reloads can
- * fail a request racing a kept-alive connection's close (docs/operations.md), and it needs fixed ports.
+ * EDGE_DRIVER unset: HAProxy where it is installed (1.13× nginx's throughput, switches without a reload and without
+ * dropping a request: bench/README.md "The edge"), else the built-in edge. HAProxy binds the router ports itself, so
+ * it needs them fixed: a port 0 (any free port, tests) keeps the built-in edge.
  */
 function chooseEdgeDriver(env: Env): { EDGE_DRIVER: EdgeDriverName; edgeDriverChoice: string } {
   if (env.EDGE_DRIVER) return { EDGE_DRIVER: env.EDGE_DRIVER, edgeDriverChoice: `edge: ${env.EDGE_DRIVER} (EDGE_DRIVER)` };
-  const nginx = findNginx();
-  return {
-    EDGE_DRIVER: 'builtin',
-    edgeDriverChoice: nginx
-      ? `edge: builtin (default; EDGE_DRIVER=nginx would use ${nginx}, see docs/operations.md)`
-      : 'edge: builtin (default)',
-  };
+  const haproxy = findHaproxy();
+  if (!haproxy)
+    return { EDGE_DRIVER: 'builtin', edgeDriverChoice: 'edge: builtin (default: HAProxy not installed — apt-get install haproxy)' };
+  const anyPort = [env.ROUTER_PORT === 0 && 'ROUTER_PORT=0', env.ROUTER_HTTPS_PORT === 0 && 'ROUTER_HTTPS_PORT=0'].filter(Boolean);
+  if (anyPort.length > 0)
+    return {
+      EDGE_DRIVER: 'builtin',
+      edgeDriverChoice: `edge: builtin (default: ${anyPort.join(' and ')} needs the built-in edge; HAProxy at ${haproxy} needs fixed ports)`,
+    };
+  return { EDGE_DRIVER: 'haproxy', edgeDriverChoice: `edge: haproxy (default: ${haproxy} found)` };
+}
+
+/**
+ * A proxy that runs as a daemon of its own (HAProxy, nginx) already outlives the control plane and is adopted by the
+ * next start, so its driver runs in the control plane; the built-in edge and Caddy's driver (its access-log reader)
+ * get a Node process of their own that does.
+ */
+function defaultEdgeProcess(driver: EdgeDriverName): EdgeProcessMode {
+  return driver === 'haproxy' || driver === 'nginx' ? 'in-process' : 'separate';
 }
 
 /** Names proxy-addr (Fastify's trustProxy) accepts for address ranges. */

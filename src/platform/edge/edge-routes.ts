@@ -5,7 +5,7 @@ import type { Db } from '../db/database.js';
 import type { Notifications } from '../db/notifications.js';
 import type { EdgeDriver } from './edge-driver.js';
 import type { RouteTable } from './route-table.js';
-import { fromSnapshotUpstream, toSnapshotUpstream } from './route-snapshot.js';
+import { fromSnapshotUpstream, seedTable, toSnapshotUpstream } from './route-snapshot.js';
 
 /** The notification every route change sends (channel, payload). */
 export const EDGE_CHANNEL = 'slipway_edge';
@@ -50,6 +50,14 @@ export class EdgeRoutes {
       await sql`SELECT pg_notify(${EDGE_CHANNEL}, ${CHANGED})`.execute(tx);
       return Number(version);
     });
+  }
+
+  /**
+   * Fills `table` with the routes last published (by this process's predecessor): what an adopted proxy daemon still
+   * serves, so that the first change this process makes (one application's instances adopted) keeps the others.
+   */
+  async seed(table: RouteTable): Promise<void> {
+    seedTable(table, await this.db.selectFrom('edge_routes').select(['hostname as host', 'upstreams']).execute());
   }
 
   /** Resolves once every live edge process serves the last published version with nothing in flight to older instances. */

@@ -153,15 +153,8 @@ export class SeparateEdge implements EdgeDriver {
     return ROUTER_HTTPS_PORT === undefined || ROUTER_HTTPS_PORT === 0 || status.httpsPort === ROUTER_HTTPS_PORT;
   }
 
-  /** Asks the edge to stop and waits until its control socket no longer answers. */
-  private async stopEdge(): Promise<void> {
-    await askEdge(this.socketPath, 'stop').catch(() => null);
-    const deadline = Date.now() + STOP_TIMEOUT_MS;
-    while (Date.now() < deadline) {
-      if (!(await askEdge(this.socketPath, 'status', 500).catch(() => null))) return;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    this.notice('the edge process did not stop in time');
+  private stopEdge(): Promise<void> {
+    return stopEdgeProcess(this.socketPath, this.notice);
   }
 
   /**
@@ -203,6 +196,31 @@ export class SeparateEdge implements EdgeDriver {
     }
     throw new StartupError(`the edge process did not start within ${START_TIMEOUT_MS / 1000} s: ${tail(startLog)}`);
   }
+}
+
+/**
+ * Before an edge runs in the control plane's own process (EDGE_PROCESS=in-process, the default with HAProxy): an edge
+ * process an earlier start left serving this data directory (the built-in edge, the default before) holds the router
+ * ports, so it is stopped first. Applications are unreachable from its stop to the new edge's listen (well under a
+ * second); a running HAProxy of this data directory, adopted, has no such gap.
+ */
+export async function retireSeparateEdge(dataDir: string, notice: (line: string) => void = (line) => console.error(`[slipway] ${line}`)) {
+  const socketPath = controlSocketPath(edgeDirectory(dataDir));
+  const running = await askEdge(socketPath, 'status', 500).catch(() => null);
+  if (!running) return;
+  notice(`stopping the edge process (pid ${running.pid}, ${running.driver} on port ${running.port}): the edge now runs in this process`);
+  await stopEdgeProcess(socketPath, notice);
+}
+
+/** Asks the edge to stop and waits until its control socket no longer answers. */
+async function stopEdgeProcess(socketPath: string, notice: (line: string) => void): Promise<void> {
+  await askEdge(socketPath, 'stop').catch(() => null);
+  const deadline = Date.now() + STOP_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    if (!(await askEdge(socketPath, 'status', 500).catch(() => null))) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  notice('the edge process did not stop in time');
 }
 
 function tail(file: string): string {

@@ -4,8 +4,9 @@ import type { Config } from '../../config.js';
 import type { Db } from '../db/database.js';
 import type { EdgeDriver } from '../edge/edge-driver.js';
 import { createEdgeDriver } from '../edge/create-edge-driver.js';
+import { EdgeRoutes } from '../edge/edge-routes.js';
 import { RequestStats } from '../edge/request-stats.js';
-import { SeparateEdge } from '../edge/separate-edge.js';
+import { retireSeparateEdge, SeparateEdge } from '../edge/separate-edge.js';
 import type { ApplicationRuntime } from './application-runtime.js';
 import { LocalProcessDriver } from './local/local-driver.js';
 import { LocalRuntime } from './local/local-runtime.js';
@@ -37,13 +38,27 @@ export async function createRuntime(config: Config, db: Db, databaseUrl?: string
 }
 
 /**
- * The `all` role's edge runs as a process of its own (EDGE_PROCESS=separate) that outlives this
- * one; other roles (a `worker` beside edge-role processes) and embedders without a database URL
- * (the test harness) serve from this process.
+ * The `all` role's edge: a process of its own that outlives this one (EDGE_PROCESS=separate, the default of the
+ * built-in edge and Caddy), or the driver in this process (EDGE_PROCESS=in-process, the default of HAProxy and nginx,
+ * whose daemon outlives this process by itself). Other roles (a `worker` beside edge-role processes) and embedders
+ * without a database URL (the test harness) serve from this process.
  */
 async function runtimeEdge(config: Config, databaseUrl: string | undefined): Promise<EdgeDriver> {
   if (config.EDGE_PROCESS === 'separate' && config.SLIPWAY_ROLE === 'all' && databaseUrl) return new SeparateEdge(config, databaseUrl);
   return createEdgeDriver(config);
+}
+
+/**
+ * What an edge in this process does just before it listens: the `all` role stops an edge process an earlier start
+ * left serving this data directory (it holds the ports), and a proxy daemon's driver (which may adopt the daemon
+ * serving every route of the previous process) starts from the routes that process published.
+ */
+function takeOver(config: Config, db: Db, router: EdgeDriver): (() => Promise<void>) | undefined {
+  if (router instanceof SeparateEdge) return undefined;
+  return async () => {
+    if (config.SLIPWAY_ROLE === 'all') await retireSeparateEdge(config.dataDir);
+    if (router.name === 'haproxy' || router.name === 'nginx') await new EdgeRoutes(db).seed(router.table);
+  };
 }
 
 export async function createLocalRuntime(config: Config, db: Db, databaseUrl?: string): Promise<LocalRuntime> {
@@ -62,7 +77,10 @@ export async function createLocalRuntime(config: Config, db: Db, databaseUrl?: s
   router.useStats(new RequestStats(db, config.REQUEST_STATS_FLUSH_MS));
   // Container image builds run inside their unpacked root file system; source builds pass through.
   return new LocalRuntime(
-    new RuntimeService(db, new ImageRootDriver(driver), router, { drainTimeoutMs: config.ROUTER_DRAIN_TIMEOUT_MS }),
+    new RuntimeService(db, new ImageRootDriver(driver), router, {
+      drainTimeoutMs: config.ROUTER_DRAIN_TIMEOUT_MS,
+      beforeListen: takeOver(config, db, router),
+    }),
     sandbox,
     sandbox ? new VolumeDisks(join(config.dataDir, 'volumes')) : null,
   );

@@ -23,6 +23,8 @@ export interface RuntimeServiceOptions {
   restartHealthTimeoutMs?: number;
   workerId?: string | null;
   logger?: RuntimeLogger;
+  /** Runs just before the router listens (an edge in this process takes over from what served before it). */
+  beforeListen?: () => Promise<void>;
 }
 
 const silent: RuntimeLogger = { info() {}, warn() {}, error() {} };
@@ -92,7 +94,10 @@ export class RuntimeService {
 
   /** Starts the router (when not yet listening) and ends processes a dead platform left behind. */
   async start(): Promise<void> {
-    if (!this.router.listening) await this.router.listen();
+    if (!this.router.listening) {
+      await this.options.beforeListen?.();
+      await this.router.listen();
+    }
     await this.reapLeftovers();
   }
 
