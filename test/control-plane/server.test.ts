@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshDatabase } from '../helpers/harness.js';
+import { alive } from '../helpers/process-alive.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const ADMIN = { email: 'admin@example.com', password: 'first-admin-password' };
@@ -155,15 +156,6 @@ async function freePort(): Promise<number> {
       s.close(() => ok(port));
     });
   });
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Runs src/main.ts with exactly `env` (plus PATH/HOME); resolves once it listens or exits. */

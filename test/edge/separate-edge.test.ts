@@ -17,6 +17,7 @@ import { routerGet } from '../helpers/router-get.js';
 import { waitFor } from '../helpers/wait.js';
 import { processesUnder } from '../scale-out/platform-processes.js';
 import { freePort } from './acme-pebble.js';
+import { alive } from '../helpers/process-alive.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const ADMIN = { email: 'admin@example.com', password: 'separate-edge-admin-password' };
@@ -49,15 +50,6 @@ function runMain(env: Record<string, string>): Started {
   child.stderr!.on('data', (d) => (output += d));
   const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
   return { child, output: () => output, exited };
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Requests through the edge, four clients, until `until` resolves: every non-200 answer or socket error is a failure. */
