@@ -10,6 +10,7 @@ import { createHarness, type Harness } from '../helpers/harness.js';
 import { TestRepo } from '../helpers/git-repo.js';
 import { localRuntime } from '../helpers/local-runtime.js';
 import { routerGet } from '../helpers/router-get.js';
+import { publishedEvents } from '../helpers/published-events.js';
 import { waitFor } from '../helpers/wait.js';
 import { createApp, type TestApp } from '../pipeline-build/fixtures.js';
 import { chainDeploy, runToEnd, sandboxMissing } from '../isolation/fixtures.js';
@@ -439,13 +440,8 @@ describe.skipIf(missing)('add-ons (Postgres and Redis) on the local runtime', ()
     }
     expect((await api(a, 'GET', '/kept')).json().deleted_at).toBeNull();
 
-    // Each change sent its event (in the outbox, or already fanned out to the subscription).
-    const queued = await h.ctx.db.selectFrom('webhook_outbox').select(['event', 'data']).where('organization_id', '=', a.orgId).execute();
-    const sent = await h.ctx.db.selectFrom('webhook_deliveries').select(['event', 'payload']).execute();
-    const events = [
-      ...queued.map((r) => ({ event: r.event, ...(r.data as Record<string, unknown>) })),
-      ...sent.map((r) => ({ event: r.event, ...(r.payload as { data: Record<string, unknown> }).data })),
-    ];
+    // Each change sent its event.
+    const events = (await publishedEvents(h.ctx.db, a.orgId)).map((e) => ({ event: e.event, ...e.data }));
     // Announced once made, with how it came out.
     expect(events).toContainEqual(expect.objectContaining({ event: 'addon.created', name: 'kept', kind: 'redis', status: 'running' }));
     expect(events).toContainEqual(expect.objectContaining({ event: 'addon.attached', name: 'shared', variable: 'SESSIONS_URL' }));

@@ -2,6 +2,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { startTestS3, type TestS3 } from '../helpers/s3-server.js';
+import { publishedEvents } from '../helpers/published-events.js';
 import { waitFor } from '../helpers/wait.js';
 import { createApp, type TestApp } from '../pipeline-build/fixtures.js';
 import { sandboxMissing } from '../isolation/fixtures.js';
@@ -113,15 +114,8 @@ describe.skipIf(missing)('the per-add-on cap on WAL in the S3-compatible store',
         ),
       );
     expect(await walBytes(heavy.id)).toBeLessThanOrEqual(CAP_MB * 1024 * 1024);
-    // One event per entry, each naming it (in the outbox, or already fanned out to the subscription).
-    const queued = await h.ctx.db
-      .selectFrom('webhook_outbox')
-      .select('data')
-      .where('event', '=', 'addon.backup_failed')
-      .where('organization_id', '=', a.orgId)
-      .execute();
-    const sent = await h.ctx.db.selectFrom('webhook_deliveries').select('payload').where('event', '=', 'addon.backup_failed').execute();
-    const events = [...queued.map((r) => r.data), ...sent.map((r) => (r.payload as { data: Record<string, unknown> }).data)];
+    // One event per entry, each naming it.
+    const events = (await publishedEvents(h.ctx.db, a.orgId, 'addon.backup_failed')).map((e) => e.data);
     expect(events.map((e) => e.backup_id).sort()).toEqual(stopped.map((e) => e.id).sort());
     expect(events.every((e) => e.addon_id === heavy.id && e.detail === stopped[0]!.detail)).toBe(true);
 

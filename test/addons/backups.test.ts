@@ -6,6 +6,7 @@ import { createHarness, type Harness } from '../helpers/harness.js';
 import { TestRepo } from '../helpers/git-repo.js';
 import { localRuntime } from '../helpers/local-runtime.js';
 import { routerGet } from '../helpers/router-get.js';
+import { publishedEvents } from '../helpers/published-events.js';
 import { waitFor } from '../helpers/wait.js';
 import { createApp, type TestApp } from '../pipeline-build/fixtures.js';
 import { chainDeploy, sandboxMissing } from '../isolation/fixtures.js';
@@ -200,15 +201,10 @@ describe.skipIf(missing)('backups, point-in-time restore and restore drills of a
     // The CLI says when it was last proven restorable, and that the last drill failed and why.
     const listed = await slipway(['addons', 'backups', 'list', 'db', '--org', a.orgSlug], await cliEnv());
     expect(listed.stderr).toMatch(/last proven restorable: (?!never)\S.* \(last drill .* FAILED: the backup repository is damaged: /);
-    await waitFor('the addon.restore_drill_failed event', async () => {
-      const outbox = await h.ctx.db.selectFrom('webhook_outbox').select('id').where('event', '=', 'addon.restore_drill_failed').execute();
-      const delivered = await h.ctx.db
-        .selectFrom('webhook_deliveries')
-        .select('id')
-        .where('event', '=', 'addon.restore_drill_failed')
-        .execute();
-      return outbox.length + delivered.length > 0;
-    });
+    await waitFor(
+      'the addon.restore_drill_failed event',
+      async () => (await publishedEvents(h.ctx.db, a.orgId, 'addon.restore_drill_failed')).length > 0,
+    );
   }, 120_000);
 
   it('a release whose migration drops a table carries a restore point; `slipway rollback --restore-database` forks to it, swaps it in and brings the table back', async () => {

@@ -14,6 +14,7 @@ import { parseProcfile } from '../../src/platform/builder/procfile.js';
 import { createHarness, type Harness, type TestUser } from '../helpers/harness.js';
 import { localRuntime } from '../helpers/local-runtime.js';
 import { routerGet } from '../helpers/router-get.js';
+import { publishedEvents } from '../helpers/published-events.js';
 import { waitFor } from '../helpers/wait.js';
 import { slipway } from '../cli/slipway.js';
 import { NODE_APP, settled } from '../pipeline-deploy/fixtures.js';
@@ -113,11 +114,10 @@ describe('deleting an application', () => {
       .where('slug', '=', 'production')
       .executeTakeFirstOrThrow();
     // A subscription, so the organization's events are recorded (its address is never reached: the test checks the records).
-    const webhookId = uuidv7();
     await h.ctx.db
       .insertInto('webhooks')
       .values({
-        id: webhookId,
+        id: uuidv7(),
         organization_id: org.id,
         url: 'http://127.0.0.1:9/',
         events: ['application.deleted'],
@@ -169,17 +169,9 @@ describe('deleting an application', () => {
       .where('state', 'in', ['created', 'active'])
       .execute();
     expect(live).toEqual([]);
-    // The event is in the outbox, or already fanned out to the subscription.
-    await waitFor('the application.deleted event', async () => {
-      const outbox = await h.ctx.db.selectFrom('webhook_outbox').select('data').where('event', '=', 'application.deleted').execute();
-      const delivered = await h.ctx.db
-        .selectFrom('webhook_deliveries')
-        .select('id')
-        .where('webhook_id', '=', webhookId)
-        .where('event', '=', 'application.deleted')
-        .execute();
-      return delivered.length > 0 || outbox.some((e) => JSON.stringify(e.data).includes(app.id)) ? true : null;
-    });
+    await waitFor('the application.deleted event', async () =>
+      (await publishedEvents(h.ctx.db, org.id, 'application.deleted')).some((e) => JSON.stringify(e.data).includes(app.id)),
+    );
   });
 
   it('slipway apps delete refuses without a terminal or --yes, and deletes with --yes', async () => {

@@ -19,6 +19,7 @@ import { embeddedSuperuserUrl, startEmbeddedPostgres } from '../../src/platform/
 import type { KubernetesRuntime } from '../../src/platform/runtime/kubernetes/kubernetes-runtime.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { FakeKubeApi } from '../helpers/fake-kube-api.js';
+import { publishedEvents } from '../helpers/published-events.js';
 import { waitFor } from '../helpers/wait.js';
 import { createApp, type TestApp } from '../pipeline-build/fixtures.js';
 
@@ -136,7 +137,7 @@ beforeAll(async () => {
       id: uuidv7(),
       organization_id: t.orgId,
       url: 'http://127.0.0.1:9/',
-      events: ['addon.backup_failed', 'addon.restored'],
+      events: ['addon.backup_failed', 'addon.restored', 'addon.restore_drill_failed'],
       secret_sealed: h.ctx.secrets.seal('k'),
     })
     .execute();
@@ -221,8 +222,7 @@ describe('Postgres add-on backups on Kubernetes (CloudNativePG, BACKUP_S3_*)', (
       50,
     );
     expect(failed.detail).toBe('CloudNativePG: barman-cloud-backup: 403 for key [hidden] / [hidden]');
-    const events = await h.ctx.db.selectFrom('webhook_outbox').select('event').where('event', '=', 'addon.backup_failed').execute();
-    expect(events).toHaveLength(1);
+    expect(await publishedEvents(h.ctx.db, t.orgId, 'addon.backup_failed')).toHaveLength(1);
 
     // One the operator made from the ScheduledBackup: recorded when the platform reads the cluster.
     kube.seed('backups', {
@@ -253,11 +253,9 @@ describe('Postgres add-on backups on Kubernetes (CloudNativePG, BACKUP_S3_*)', (
     const fork = await addons('POST', '/db/restore', { name: 'db-fork', backup_id: first.id });
     expect(fork.statusCode, fork.body).toBeLessThan(300);
     const forkView = await running('db-fork');
-    // Restored, once its Cluster is ready (the event is in the outbox, or already fanned out to the subscription).
+    // Restored, once its Cluster is ready.
     const restored = await waitFor('the addon.restored event', async () => {
-      const queued = await h.ctx.db.selectFrom('webhook_outbox').select('data').where('event', '=', 'addon.restored').execute();
-      const sent = await h.ctx.db.selectFrom('webhook_deliveries').select('payload').where('event', '=', 'addon.restored').execute();
-      const all = [...queued.map((r) => r.data), ...sent.map((r) => (r.payload as { data: unknown }).data)];
+      const all = (await publishedEvents(h.ctx.db, t.orgId, 'addon.restored')).map((e) => e.data);
       return all.length ? all : null;
     });
     expect(restored).toContainEqual(expect.objectContaining({ addon_id: forkView.id, restored_from: `db at backup ${first.id}` }));
@@ -314,8 +312,7 @@ describe('Postgres add-on backups on Kubernetes (CloudNativePG, BACKUP_S3_*)', (
       ok: false,
       detail: expect.stringMatching(/^the check query failed on the restored copy: .*permission denied/),
     });
-    const events = await h.ctx.db.selectFrom('webhook_outbox').select('event').where('event', '=', 'addon.restore_drill_failed').execute();
-    expect(events).toHaveLength(1);
+    expect(await publishedEvents(h.ctx.db, t.orgId, 'addon.restore_drill_failed')).toHaveLength(1);
   }, 30_000);
 
   it('records a release’s restore point on the add-on through exec in its primary pod (pg_create_restore_point as postgres)', async () => {
