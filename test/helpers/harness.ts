@@ -27,10 +27,12 @@ const TEMPLATE_DB = 'slipway_test_template';
  * Host-wide numbers a platform hands out as "the lowest free one in its database": add-on ports
  * and sandbox uids. Test files run side by side (vitest.config.ts maxWorkers), each with its own
  * database, so each worker slot takes its own slice of the default ranges; slice 0 (the ranges'
- * starts) stays for platforms the tests start as processes with the defaults.
+ * starts) stays for platforms the tests start as processes with the defaults. Two test runs at once
+ * (two checkouts on one machine) set SLIPWAY_TEST_SLOT_OFFSET apart in one of them (e.g. 4).
  */
 function hostRangesOfThisWorker(): Partial<Env> {
-  const slot = 1 + (((Number(process.env.VITEST_POOL_ID) || 1) - 1) % 9);
+  const offset = Number(process.env.SLIPWAY_TEST_SLOT_OFFSET) || 0;
+  const slot = 1 + (((Number(process.env.VITEST_POOL_ID) || 1) - 1 + offset) % 9);
   const ports = 15400 + 60 * slot;
   const uids = 200000 + 10000 * slot;
   return { ADDONS_PORT_RANGE: `${ports}-${ports + 59}`, SANDBOX_UID_RANGE: `${uids}-${uids + 9999}` };
