@@ -8,6 +8,7 @@ import { createDb } from '../src/platform/db/database.js';
 import { embeddedSuperuserUrl, startEmbeddedPostgres } from '../src/platform/db/embedded.js';
 import { migrateToLatest } from '../src/platform/db/migrate.js';
 import { bundleCli } from './cli-bundle.js';
+import { buildServer } from './server-build.js';
 
 export const TEMPLATE_DB = 'slipway_test_template';
 
@@ -19,6 +20,8 @@ declare module 'vitest' {
     postgresOwnerUrl: string;
     /** The `slipway` CLI bundled from src/ for this run (test/cli-bundle.ts), run with node. */
     slipwayCli: string;
+    /** The server compiled from src/ for this run (test/server-build.ts): the directory holding main.js. */
+    slipwayServer: string;
   }
 }
 
@@ -84,10 +87,12 @@ export default async function setup(project: TestProject) {
   await db.destroy();
   project.provide('postgresAdminUrl', adminUrl);
   project.provide('postgresOwnerUrl', ownerUrl);
-  const cli = await bundleCli();
+  const [cli, server] = await Promise.all([bundleCli(), buildServer()]);
   project.provide('slipwayCli', cli.program);
+  project.provide('slipwayServer', server.dir);
   return async () => {
     cli.remove();
+    server.remove();
     await stop();
   };
 }

@@ -1,5 +1,5 @@
 /**
- * The real server process (`tsx src/main.ts`) against a test database: the first
+ * The real server process (`node main.js`, built from src/ for the run) against a test database: the first
  * administrator from ADMIN_EMAIL/ADMIN_PASSWORD, a cookie session over a real socket,
  * production log redaction, a clean stop on SIGTERM, and data kept across a restart.
  */
@@ -10,6 +10,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshDatabase } from '../helpers/harness.js';
 import { alive } from '../helpers/process-alive.js';
+import { serverArgs } from '../helpers/server-program.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const ADMIN = { email: 'admin@example.com', password: 'first-admin-password' };
@@ -25,8 +26,7 @@ interface Server {
 }
 
 async function startServer(): Promise<Server> {
-  // node with the tsx loader (not the tsx wrapper) so the exit code is the server's own.
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, serverArgs(), {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? '',
@@ -158,9 +158,9 @@ async function freePort(): Promise<number> {
   });
 }
 
-/** Runs src/main.ts with exactly `env` (plus PATH/HOME); resolves once it listens or exits. */
+/** Runs the server with exactly `env` (plus PATH/HOME); resolves once it listens or exits. */
 function runMain(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, serverArgs(), {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

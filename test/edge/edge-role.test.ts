@@ -8,6 +8,7 @@ import { routerGet } from '../helpers/router-get.js';
 import { waitFor } from '../helpers/wait.js';
 import { deployableApp, loadDuring, settled, type Deployable } from '../pipeline-deploy/fixtures.js';
 import { freePort } from './acme-pebble.js';
+import { serverArgs } from '../helpers/server-program.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 
@@ -48,7 +49,7 @@ describe('an edge-role process serves what another process deployed', () => {
 
     dataDir = mkdtempSync(join(tmpdir(), 'slipway-edge-role-'));
     edgePort = await freePort();
-    edge = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    edge = spawn(process.execPath, serverArgs(), {
       cwd: ROOT,
       env: {
         PATH: process.env.PATH ?? '',

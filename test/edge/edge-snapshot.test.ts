@@ -12,6 +12,7 @@ import { waitFor } from '../helpers/wait.js';
 import { deployableApp, settled, type Deployable } from '../pipeline-deploy/fixtures.js';
 import { freePort } from './acme-pebble.js';
 import { httpsGet } from './https-client.js';
+import { serverArgs } from '../helpers/server-program.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const DOMAIN = 'shop.example.test';
@@ -35,7 +36,7 @@ describe('an edge serves its persisted routes, domains and certificates without 
   const edges: ChildProcess[] = [];
 
   function startEdge(databaseUrl: string) {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    const child = spawn(process.execPath, serverArgs(), {
       cwd: ROOT,
       env: {
         PATH: process.env.PATH ?? '',

@@ -20,6 +20,7 @@ import { waitFor } from '../helpers/wait.js';
 import { processesUnder } from '../scale-out/platform-processes.js';
 import { freePort } from './acme-pebble.js';
 import { alive } from '../helpers/process-alive.js';
+import { serverArgs } from '../helpers/server-program.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const ADMIN = { email: 'admin@example.com', password: 'haproxy-default-admin-password' };
@@ -36,7 +37,7 @@ const started = new Set<ChildProcess>();
 
 /** `npm start` as an operator runs it with EDGE_DRIVER=haproxy: EDGE_PROCESS unset (the harness's runMain names the built-in edge). */
 function runMain(env: Record<string, string>): Started {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, serverArgs(), {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

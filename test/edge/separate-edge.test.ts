@@ -18,6 +18,7 @@ import { waitFor } from '../helpers/wait.js';
 import { processesUnder } from '../scale-out/platform-processes.js';
 import { freePort } from './acme-pebble.js';
 import { alive } from '../helpers/process-alive.js';
+import { serverArgs } from '../helpers/server-program.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const ADMIN = { email: 'admin@example.com', password: 'separate-edge-admin-password' };
@@ -31,7 +32,7 @@ interface Started {
 const started = new Set<ChildProcess>();
 
 function runMain(env: Record<string, string>): Started {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, serverArgs(), {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? '',

@@ -21,6 +21,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/platform/db/embedded.js';
 import { waitFor } from '../helpers/wait.js';
 import { alive } from '../helpers/process-alive.js';
+import { serverArgs } from '../helpers/server-program.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const ADMIN = { email: 'admin@example.com', password: 'supervised-db-password' };
@@ -72,7 +73,7 @@ async function freePort(): Promise<number> {
 /** `src/main.ts` with `env`; resolves once the API listens, with an API key and an organization made through it. */
 async function startServer(env: Record<string, string>): Promise<Server> {
   const routerPort = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, serverArgs(), {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? '',

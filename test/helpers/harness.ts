@@ -18,6 +18,7 @@ import { REDACT } from '../../src/platform/logs/process-logger.js';
 import { applicationJobPorts } from '../../src/platform/jobs/application-ports.js';
 import { composePlatform, createIdentity } from '../../src/services.js';
 import { pino } from 'pino';
+import { v7 as uuidv7 } from 'uuid';
 import { createScratchDatabase } from './scratch-database.js';
 import { sandboxMissing } from './sandbox.js';
 
@@ -135,6 +136,8 @@ export async function createHarness(env: Partial<Env> = {}, options: HarnessOpti
   const running = await start({ composition, logger, workers: Boolean(ctx.jobs), http: { app } });
   const { users, auth } = createIdentity(ctx);
   let counter = 0;
+  const sharedPassword = `pw-${randomBytes(8).toString('hex')}`;
+  let sharedHash: Promise<string> | null = null;
   return {
     app,
     ctx,
@@ -144,8 +147,31 @@ export async function createHarness(env: Partial<Env> = {}, options: HarnessOpti
     async user(overrides = {}) {
       counter++;
       const username = overrides.username ?? `user${counter}-${randomBytes(3).toString('hex')}`;
-      const password = `pw-${randomBytes(8).toString('hex')}`;
-      const created = await users.create({ username, email: `${username}@example.com`, password, is_admin: overrides.admin ?? false });
+      // The first user is made as the API makes one; the next share its password's hash (a row of their own):
+      // scrypt costs ~0.2 s of CPU per hash by design, and the suite makes hundreds of users.
+      const email = `${username}@example.com`;
+      const is_admin = overrides.admin ?? false;
+      let created: { id: string; email: string };
+      if (!sharedHash) {
+        const made = users.create({ username, email, password: sharedPassword, is_admin });
+        sharedHash = made.then((u) =>
+          db
+            .selectFrom('users')
+            .select('password_hash')
+            .where('id', '=', u.id)
+            .executeTakeFirstOrThrow()
+            .then((r) => r.password_hash),
+        );
+        sharedHash.catch(() => (sharedHash = null)); // a refused first user (its name taken) leaves the next to make it
+        created = await made;
+      } else {
+        created = await db
+          .insertInto('users')
+          .values({ id: uuidv7(), username, email, password_hash: await sharedHash, is_admin })
+          .returning(['id', 'email'])
+          .executeTakeFirstOrThrow();
+      }
+      const password = sharedPassword;
       const { key } = await auth.createApiKey(created.id, 'test');
       return { id: created.id, username, email: created.email, password, apiKey: key, headers: { 'x-api-key': key } };
     },

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
+import { serverArgs } from './server-program.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const running = new Set<ChildProcess>();
@@ -9,9 +10,9 @@ function baseEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   return { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env };
 }
 
-/** The real server (`tsx src/main.ts`) as an operator starts it; `ready` is its API URL (null if it exited first). */
+/** The real server (`node main.js` of the run's build) as an operator starts it; `ready` is its API URL (null if it exited first). */
 export function runMain(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, serverArgs(), {
     cwd: ROOT,
     // No stability window: a deployment completes once healthy (tests that need one set it).
     env: baseEnv({
@@ -56,7 +57,7 @@ export function runMain(env: Record<string, string>) {
 /** `npm run admin -- args` as a child process: its exit code and output. */
 export function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((done) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/admin/main.ts', ...args], {
+    const child = spawn(process.execPath, [...serverArgs('admin/main'), ...args], {
       cwd: ROOT,
       env: baseEnv(env),
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,12 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readlinkSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { serverArgs } from '../helpers/server-program.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 
 export type Role = 'api' | 'worker' | 'all';
 
-/** One real `src/main.ts` process (API-only or worker-only) and everything it printed. */
+/** One real server process (API-only or worker-only) and everything it printed. */
 export interface PlatformProcess {
   role: Role;
   name: string;
@@ -23,11 +24,11 @@ export interface PlatformProcess {
 const running = new Set<ChildProcess>();
 
 /**
- * Starts `node --import tsx src/main.ts` in `role` (node with the tsx loader, not the tsx
- * wrapper, so signals and the exit code are the server's own). Loopback and port 0 only.
+ * Starts the server (`node main.js` of the run's build, test/helpers/server-program.ts) in `role`:
+ * signals and the exit code are the server's own. Loopback and port 0 only.
  */
 export function startPlatformProcess(role: Role, name: string, env: Record<string, string>): PlatformProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, serverArgs(), {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? '',
