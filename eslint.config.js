@@ -3,7 +3,9 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'data/', '.test-data/', 'bench/.results/', 'node_modules/', 'dashboard/dist/', 'test-artifacts/', '.test-server-*/'] },
+  {
+    ignores: ['dist/', 'data/', '.test-data/', 'bench/.results/', 'node_modules/', 'dashboard/dist/', 'test-artifacts/', '.test-server-*/'],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
