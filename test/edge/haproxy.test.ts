@@ -341,22 +341,20 @@ describe.skipIf(!!missing)('EDGE_DRIVER=haproxy: applications served by HAProxy,
     const bucket = LATENCY_BOUNDS_MS.findIndex((bound) => bound >= 300); // (250, 500]
     const answers = await Promise.all(Array.from({ length: slow }, () => routerGet(httpPort, platformName, '/slow')));
     expect(answers.map((a) => a.body)).toEqual(new Array(slow).fill('slow'));
-    // At or above their bucket: a loaded machine may answer some past 500 ms, never under the 300 ms sleep.
-    const slowOnes = (counts: number[]) => counts.slice(bucket).reduce((a, b) => a + b, 0);
     const added = await waitFor(
       'the slow answers in the histogram',
       async () => {
         const now = (await histogram()).map((n, i) => n - before[i]!);
-        return slowOnes(now) >= slow ? now : null;
+        return now[bucket]! >= slow ? now : null;
       },
-      20_000,
+      10_000,
       100,
     );
-    expect(slowOnes(added)).toBe(slow);
-    expect(added.slice(0, bucket).every((n) => n === 0)).toBe(true);
-    // What a guard computes over a release's window (guard-verdict.ts), over these requests: at or above the sleep.
+    expect(added[bucket]).toBe(slow);
+    // What a guard computes over a release's window (guard-verdict.ts), over these requests: inside the bucket.
     const p95 = latencyPercentile(added, 0.95)!;
     expect(p95).toBeGreaterThan(250);
+    expect(p95).toBeLessThanOrEqual(500);
   });
 
   it('starts HAProxy again when its master and workers are killed; the next deploy switches with 0 failed requests', async () => {
