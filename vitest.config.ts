@@ -14,7 +14,8 @@ export default defineConfig({
     // Each worker process runs its files one after another on one module cache: the platform's sources
     // (Fastify, TypeBox schemas, Kysely, pg: ~2.5 s of CPU) are imported once per worker instead of once
     // per file (the suite's import time went from 437 s to 31 s). Every file makes its own harness,
-    // database and data directory; nothing in src/ keeps state a later file could trip on.
+    // database and data directory; the few module-level counters in src/ (background failures) are
+    // read by tests against their value before.
     // `npx vitest run --isolate` runs each file in a fresh process again.
     isolate: false,
     testTimeout: 60_000,

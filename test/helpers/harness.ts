@@ -7,6 +7,7 @@ import { inject } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { loadConfig, type Env } from '../../src/config.js';
 import type { AppContext } from '../../src/platform/context.js';
+import { hashPassword } from '../../src/platform/crypto/passwords.js';
 import { generateKeyText, SecretBox, parseKey } from '../../src/platform/crypto/secret-box.js';
 import { createDb } from '../../src/platform/db/database.js';
 import type { App } from '../../src/platform/http/types.js';
@@ -134,7 +135,7 @@ export async function createHarness(env: Partial<Env> = {}, options: HarnessOpti
   const composition = composePlatform(ctx, logger);
   const app = await buildApp(ctx, { composition, loggerInstance: logger });
   const running = await start({ composition, logger, workers: Boolean(ctx.jobs), http: { app } });
-  const { users, auth } = createIdentity(ctx);
+  const { auth } = createIdentity(ctx);
   let counter = 0;
   const sharedPassword = `pw-${randomBytes(8).toString('hex')}`;
   let sharedHash: Promise<string> | null = null;
@@ -147,30 +148,20 @@ export async function createHarness(env: Partial<Env> = {}, options: HarnessOpti
     async user(overrides = {}) {
       counter++;
       const username = overrides.username ?? `user${counter}-${randomBytes(3).toString('hex')}`;
-      // The first user is made as the API makes one; the next share its password's hash (a row of their own):
-      // scrypt costs ~0.2 s of CPU per hash by design, and the suite makes hundreds of users.
-      const email = `${username}@example.com`;
-      const is_admin = overrides.admin ?? false;
-      let created: { id: string; email: string };
-      if (!sharedHash) {
-        const made = users.create({ username, email, password: sharedPassword, is_admin });
-        sharedHash = made.then((u) =>
-          db
-            .selectFrom('users')
-            .select('password_hash')
-            .where('id', '=', u.id)
-            .executeTakeFirstOrThrow()
-            .then((r) => r.password_hash),
-        );
-        sharedHash.catch(() => (sharedHash = null)); // a refused first user (its name taken) leaves the next to make it
-        created = await made;
-      } else {
-        created = await db
-          .insertInto('users')
-          .values({ id: uuidv7(), username, email, password_hash: await sharedHash, is_admin })
-          .returning(['id', 'email'])
-          .executeTakeFirstOrThrow();
-      }
+      // The harness's users share one password, hashed once: scrypt costs ~0.2 s of CPU per hash by design, and
+      // the suite makes hundreds of users (each still has its own row and API key).
+      sharedHash ??= hashPassword(sharedPassword);
+      const created = await db
+        .insertInto('users')
+        .values({
+          id: uuidv7(),
+          username,
+          email: `${username}@example.com`.toLowerCase(),
+          password_hash: await sharedHash,
+          is_admin: overrides.admin ?? false,
+        })
+        .returning(['id', 'email'])
+        .executeTakeFirstOrThrow();
       const password = sharedPassword;
       const { key } = await auth.createApiKey(created.id, 'test');
       return { id: created.id, username, email: created.email, password, apiKey: key, headers: { 'x-api-key': key } };
