@@ -15,6 +15,7 @@ import { freePort, missingPackage, startPebble, type Pebble } from './acme-pebbl
 import { httpsGet } from './https-client.js';
 import { loadThroughEdge } from './load-loop.js';
 import { haproxyCommand } from '../../src/platform/edge/haproxy-cli.js';
+import { LATENCY_BOUNDS_MS, latencyPercentile } from '../../src/platform/edge/request-stats.js';
 
 const missing = missingPackage(['haproxy', 'pebble', 'pebble-challtestsrv', 'openssl']);
 if (missing)
@@ -41,6 +42,7 @@ const server = require('http').createServer((req, res) => {
   // /close: taken, then the connection closed without an answer (a crash mid-request); /closed: how many arrived.
   if (req.url === '/close') return void (closed++, req.socket.destroy());
   if (req.url === '/closed') return void res.end(String(closed));
+  if (req.url === '/slow') return void setTimeout(() => res.end('slow'), 300);
   res.end('${version}:' + req.headers['x-forwarded-proto'] + ':' + req.headers['x-forwarded-host'] + ':' + req.headers['x-forwarded-for']);
 });
 server.on('upgrade', (req, socket) => {
@@ -65,6 +67,11 @@ const SECOND_DOMAIN = 'haproxy-www.example.com';
  * goes uncounted. At most this share of the requests under load, around one reload.
  */
 const UNCOUNTED_AT_A_RELOAD = 0.05;
+/**
+ * Times come from each worker's latency table, which a worker empties when it stops: what a replaced worker answers
+ * after the driver's last read goes untimed, the answers it still gives on kept-alive connections too.
+ */
+const UNTIMED_AT_A_RELOAD = 0.12;
 
 const readProc = (path: string) => {
   try {
@@ -314,7 +321,62 @@ describe.skipIf(!!missing)('EDGE_DRIVER=haproxy: applications served by HAProxy,
     expect(sum((m) => m.status['2xx']!)).toBeGreaterThanOrEqual(servedUnderLoad * (1 - UNCOUNTED_AT_A_RELOAD));
     expect(sum((m) => m.status['3xx']!)).toBeGreaterThanOrEqual(1);
     expect(sum((m) => m.status['5xx']!)).toBeGreaterThanOrEqual(1); // the maintenance page
-    for (const m of rows) expect(m.latency.buckets.reduce((a, b) => a + b, 0)).toBe(m.requests);
+    // The histogram counts the instances' answers (HAProxy's own redirects, pages and errors are not timed).
+    const timed = sum((m) => m.latency.buckets.reduce((a, b) => a + b, 0));
+    expect(timed).toBeGreaterThanOrEqual(servedUnderLoad * (1 - UNTIMED_AT_A_RELOAD));
+    expect(timed).toBeLessThanOrEqual(sum((m) => m.requests));
+  });
+
+  it("counts each answer's time in HAProxy's own histogram: a slow path lands in its bucket, and the p95 the guards read is its", async () => {
+    type Minute = { latency: { buckets: number[] } };
+    const histogram = async () => {
+      const r = await api('GET', `/v1/applications/${app.appId}/observability/requests?minutes=10`);
+      expect(r.statusCode, r.body).toBe(200);
+      const total = new Array<number>(LATENCY_BOUNDS_MS.length + 1).fill(0);
+      for (const m of r.json() as Minute[]) m.latency.buckets.forEach((n, i) => (total[i]! += n));
+      return total;
+    };
+    const before = await histogram();
+    const slow = 40;
+    const bucket = LATENCY_BOUNDS_MS.findIndex((bound) => bound >= 300); // (250, 500]
+    const answers = await Promise.all(Array.from({ length: slow }, () => routerGet(httpPort, platformName, '/slow')));
+    expect(answers.map((a) => a.body)).toEqual(new Array(slow).fill('slow'));
+    const added = await waitFor(
+      'the slow answers in the histogram',
+      async () => {
+        const now = (await histogram()).map((n, i) => n - before[i]!);
+        return now[bucket]! >= slow ? now : null;
+      },
+      10_000,
+      100,
+    );
+    expect(added[bucket]).toBe(slow);
+    // What a guard computes over a release's window (guard-verdict.ts), over these requests: inside the bucket.
+    const p95 = latencyPercentile(added, 0.95)!;
+    expect(p95).toBeGreaterThan(250);
+    expect(p95).toBeLessThanOrEqual(500);
+  });
+
+  it('starts HAProxy again when its master and workers are killed; the next deploy switches with 0 failed requests', async () => {
+    const killed = driver().masterProcess!.pid;
+    const workers = readFileSync(`/proc/${killed}/task/${killed}/children`, 'utf8').trim().split(/\s+/).map(Number);
+    for (const pid of [killed, ...workers]) process.kill(pid, 'SIGKILL');
+    const answer = await waitFor(
+      'HAProxy started again and serving the app',
+      async () => {
+        if (driver().masterProcess!.pid === killed) return null;
+        const r = await routerGet(httpPort, platformName).catch(() => null);
+        return r?.status === 200 ? r : null;
+      },
+      10_000,
+      100,
+    );
+    expect(answer.body).toMatch(/^v3:http:/);
+    expect(driver().masterProcess!.adopted).toBe(false);
+    const load = await loadThroughEdge(httpPort, platformName, deploy('v4'));
+    console.log(`deploy after HAProxy was started again: ${load.total} requests, ${load.failures.length} failed`);
+    expect(load.failures.slice(0, 5), await procs()).toEqual([]);
+    expect(load.bodies).toEqual(['v3', 'v4']);
   });
 
   it('keeps serving while the platform restarts, and the next platform process adopts the same HAProxy', async () => {
@@ -331,6 +393,6 @@ describe.skipIf(!!missing)('EDGE_DRIVER=haproxy: applications served by HAProxy,
     expect(load.failures.slice(0, 5), await procs()).toEqual([]);
     const adopted = (restarted!.ctx.runtime!.router as unknown as HaproxyDriver).masterProcess!;
     expect(adopted).toEqual({ pid: before, adopted: true });
-    expect((await routerGet(httpPort, platformName)).body).toMatch(/^v3:http:/);
+    expect((await routerGet(httpPort, platformName)).body).toMatch(/^v4:http:/);
   });
 });

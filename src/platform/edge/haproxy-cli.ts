@@ -57,3 +57,22 @@ export function parseStatCsv(answer: string): Array<Record<string, string>> {
       return Object.fromEntries(columns.map((c, i) => [c, values[i] ?? '']));
     });
 }
+
+/**
+ * The counters of a `show table` answer by key (`key=<k> … gpc0=<n> gpc1=<n> …`): one array of
+ * `width` general purpose counters per entry. Lines that are not entries, and counters past `width`, are skipped.
+ */
+export function parseTableCounters(answer: string, width: number): Map<string, number[]> {
+  const entries = new Map<string, number[]>();
+  for (const line of answer.split('\n')) {
+    const key = /^0x[0-9a-f]+: key=(\S+) /.exec(line)?.[1];
+    if (key === undefined) continue;
+    const counters = new Array<number>(width).fill(0);
+    for (const m of line.matchAll(/ gpc(\d+)=(\d+)/g)) {
+      const i = Number(m[1]);
+      if (i < width) counters[i] = Number(m[2]);
+    }
+    entries.set(key, counters);
+  }
+  return entries;
+}

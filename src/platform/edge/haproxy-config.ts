@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 import { maintenancePage, type MaintenanceWindow } from './maintenance-page.js';
+import { LATENCY_BOUNDS_MS } from './request-stats.js';
 
 /** One server slot of a route's backend: an instance's address, or free (in maintenance, pointing nowhere). */
 export interface HaproxySlot {
@@ -50,6 +51,32 @@ export interface HaproxyFiles {
 
 /** HAProxy answers a `return` from one buffer (16 KiB, less its rewrite reserve): a page past this falls back to the default. */
 const MAX_PAGE_BYTES = 12 * 1024;
+
+/** The stick table HAProxy counts each route's response times in: one entry per route backend, one `gpc` per bucket. */
+export const LATENCY_TABLE = 'latency';
+
+/**
+ * The rules that count a route's response in its latency bucket (LATENCY_BOUNDS_MS: bucket i holds
+ * bound[i-1] < ms ≤ bound[i], the last one the slower ones). The time is `%Tr`, from the request sent
+ * to the instance until its response headers came back (Debian's 2.6 has no fetch of the whole
+ * response's time at this point): for an instance that answers at once, the built-in edge's time.
+ */
+function latencyRules(backend: string): string[] {
+  const bucket = (i: number) => {
+    const upper = LATENCY_BOUNDS_MS[i];
+    if (i === 0) return `le ${upper}`;
+    const lower = LATENCY_BOUNDS_MS[i - 1]! + 1;
+    return upper === undefined ? `ge ${lower}` : `${lower}:${upper}`;
+  };
+  return [
+    `  http-request track-sc0 str(${backend}) table ${LATENCY_TABLE}`,
+    '  http-response set-var-fmt(txn.tr) %Tr',
+    ...Array.from(
+      { length: LATENCY_BOUNDS_MS.length + 1 },
+      (_, i) => `  http-response sc-inc-gpc(${i},0) if { var(txn.tr) -m int ${bucket(i)} }`,
+    ),
+  ];
+}
 
 /** A route's backend name: stable across reloads (its counters are read by it) and free of anything the host name holds. */
 export const backendName = (host: string) => `r_${createHash('sha256').update(host).digest('hex').slice(0, 20)}`;
@@ -152,6 +179,9 @@ export function renderHaproxyConfig(input: HaproxyConfigInput): HaproxyFiles {
     `  http-request return status 404 content-type application/json string ${json(404, 'No application is served at this address')}`,
     'backend responder',
     `  server responder 127.0.0.1:${input.responderPort}`,
+    // Sized for every route (a full table would drop a route's counts); its `show table` stays inside the CLI's answer bound.
+    `backend ${LATENCY_TABLE}`,
+    `  stick-table type string len 32 size ${Math.max(64, 2 * input.routes.length)} store gpc(${LATENCY_BOUNDS_MS.length + 1})`,
   );
   const httpsSuffix = input.httpsPort === 443 ? '' : `:${input.httpsPort}`;
   for (const route of input.routes) {
@@ -168,6 +198,7 @@ export function renderHaproxyConfig(input: HaproxyConfigInput): HaproxyFiles {
         `  http-request return status 503 content-type "text/html; charset=utf-8" file ${dir}/${page} hdr Retry-After ${retryAfter} hdr Cache-Control no-store`,
       );
     }
+    lines.push(...latencyRules(route.backend));
     route.slots.forEach((slot, i) => {
       const at = slot.address && slot.state !== 'free' ? slot.address : '127.0.0.1:1';
       lines.push(`  server s${i} ${at}${slot.state === 'ready' ? '' : ' disabled'}`);

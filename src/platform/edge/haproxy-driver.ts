@@ -3,10 +3,11 @@ import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync,
 import { join } from 'node:path';
 import type { EdgeDirectory } from './edge-directory.js';
 import type { EdgeDriver, EdgeRequestLogger } from './edge-driver.js';
-import { parseStatCsv } from './haproxy-cli.js';
+import { parseStatCsv, parseTableCounters } from './haproxy-cli.js';
 import {
   backendName,
   isPlainPath,
+  LATENCY_TABLE,
   renderHaproxyConfig,
   splitAddress,
   type HaproxyFiles,
@@ -16,7 +17,7 @@ import {
 } from './haproxy-config.js';
 import { HaproxyProcess } from './haproxy-process.js';
 import { isSafeHostname, upstreamAddress } from './nginx-config.js';
-import type { RequestStats } from './request-stats.js';
+import { LATENCY_BOUNDS_MS, type RequestStats } from './request-stats.js';
 import { RouteTable, type Upstream } from './route-table.js';
 import { RouterServer } from './router-server.js';
 
@@ -34,7 +35,16 @@ export interface HaproxyOptions {
 
 /** Server slots a route's backend starts with (more on the reload that the next instance past them needs). */
 const MIN_SLOTS = 4;
-/** How often the per-route counters are read from HAProxy. */
+/** What one worker had counted for a route's backend: answers by status class (`show stat`), by latency bucket (its table). */
+interface BackendCounts {
+  classes: number[];
+  buckets: number[];
+}
+
+const STATUS_CLASSES = ['hrsp_1xx', 'hrsp_2xx', 'hrsp_3xx', 'hrsp_4xx', 'hrsp_5xx'];
+const BUCKETS = LATENCY_BOUNDS_MS.length + 1;
+
+/** How often the per-route counters are read from HAProxy (and its master checked). */
 const STATS_POLL_MS = 1000;
 // Runtime commands sent per CLI connection (each ~60 bytes; HAProxy reads one request of at most its 16 kB buffer).
 const RUNTIME_BATCH = 64;
@@ -49,7 +59,8 @@ const RUNTIME_BATCH = 64;
  * goes reloads HAProxy: the listening sockets pass to the new worker, and the old one answers
  * the next request on each idle connection with `Connection: close` (`option
  * idle-close-on-response`) instead of cutting it. HAProxy runs as a daemon of its own: the next
- * edge process adopts it. Requests are counted per route and status class from `show stat`.
+ * edge process adopts it, and this one starts it again when its master is gone. Requests are
+ * counted per route by status class (`show stat`) and latency bucket (HAProxy's `latency` table).
  */
 export class HaproxyDriver implements EdgeDriver {
   readonly name = 'haproxy' as const;
@@ -66,13 +77,15 @@ export class HaproxyDriver implements EdgeDriver {
   private slots = new Map<string, HaproxySlot[]>();
   /** Backend → the owner its requests are counted under, and the counters already counted. */
   private owners = new Map<string, Upstream>();
-  /** Worker pid → backend → answers by class already counted. */
-  private counted = new Map<number, Map<string, number[]>>();
+  /** Worker pid → backend → what was already counted. */
+  private counted = new Map<number, Map<string, BackendCounts>>();
   private poll: NodeJS.Timeout | null = null;
   private reading: Promise<void> | null = null;
   private isListening = false;
   private keepServingOnClose = false;
   private master: { pid: number; adopted: boolean } | null = null;
+  /** A start of HAProxy after its master was found gone, while it runs (one at a time). */
+  private restarting: Promise<void> | null = null;
 
   constructor(private readonly options: HaproxyOptions) {
     this.haproxy = new HaproxyProcess(options.binary, options.directory);
@@ -130,6 +143,8 @@ export class HaproxyDriver implements EdgeDriver {
     await this.readCounters(false);
     this.isListening = true;
     this.poll = setInterval(() => {
+      if (this.haproxy.masterPid() === null)
+        return void this.superviseMaster().catch((err) => this.logger?.warn({ err }, 'starting HAProxy again failed'));
       if (this.reading) return;
       this.reading = this.readCounters(true)
         .catch((err) => this.logger?.warn({ err }, 'reading HAProxy counters failed'))
@@ -161,7 +176,10 @@ export class HaproxyDriver implements EdgeDriver {
         // read (the master's re-execution, the last ones on connections it then closes) go uncounted.
         await this.haproxy.reload(files.config, async () => {
           await this.reading;
-          await this.readCounters(true).catch(() => {});
+          // Holding the poll's place: two reads at once would both add what came since the same last read.
+          this.reading = this.readCounters(true).catch(() => {});
+          await this.reading;
+          this.reading = null;
         });
       } catch (err) {
         this.slots = previous;
@@ -408,38 +426,72 @@ export class HaproxyDriver implements EdgeDriver {
   }
 
   /**
-   * Adds what each route's backend answered since the last read to its application's counters
-   * (by status class; latency is the backend's average total time: HAProxy keeps no histogram).
-   * Every worker is read, those of earlier configurations too (they finish their requests after a
-   * reload), each against its own last read. Backends are routes (never the client's Host);
-   * `record` false only takes the starting point (what an adopted HAProxy served was counted before).
+   * Starts HAProxy again when its master is gone (killed, crashed): on the current routes, slots and
+   * certificates, in the chain of changes, never while the driver closes or hands HAProxy over. What the
+   * dead workers counted since the last read is lost; the new ones are counted from zero.
+   */
+  private superviseMaster(): Promise<void> {
+    if (this.restarting) return this.restarting;
+    const next = this.applying.then(async () => {
+      if (this.haproxy.masterPid() !== null || !this.isListening || this.keepServingOnClose) return;
+      const gone = this.master?.pid ?? null;
+      const { files, shape } = this.render(true);
+      this.writeFiles(files);
+      const { pid } = await this.haproxy.start(files.config);
+      this.master = { pid, adopted: false };
+      this.loadedShape = shape;
+      this.counted = new Map();
+      this.logger?.warn(
+        { pid, previousPid: gone, configuration: this.haproxy.confPath },
+        "HAProxy's master was gone: started HAProxy again",
+      );
+    });
+    this.applying = next.catch(() => {});
+    this.restarting = next.finally(() => (this.restarting = null));
+    return this.restarting;
+  }
+
+  /**
+   * Adds what each route's backend answered since the last read to its application's counters: by
+   * status class from `show stat`, by latency bucket from the route's entry in the latency table (the
+   * mean from the backend's average total time over its last 1,024 requests). Every worker is read,
+   * those of earlier configurations too (they finish their requests after a reload), each against its
+   * own last read. Backends are routes (never the client's Host); `record` false only takes the
+   * starting point (what an adopted HAProxy served was counted before).
    */
   private async readCounters(record: boolean) {
     const { workers, oldWorkers } = await this.haproxy.procs();
-    const seen = new Map<number, Map<string, number[]>>();
+    const seen = new Map<number, Map<string, BackendCounts>>();
     for (const pid of [...oldWorkers, ...workers]) {
+      // The table first: a response counted in it by the time `show stat` is read is in both (its class is never short).
+      const table = await this.haproxy.command(`@!${pid} show table ${LATENCY_TABLE}`).catch(() => null);
       const rows = parseStatCsv(await this.haproxy.command(`@!${pid} show stat -1 2 -1`).catch(() => ''));
-      if (rows.length === 0) {
+      const last = this.counted.get(pid);
+      if (rows.length === 0 || table === null) {
         // Gone meanwhile, or one read failed: its last totals stay the baseline, so nothing it counted is added twice.
-        const last = this.counted.get(pid);
         if (last) seen.set(pid, last);
         continue;
       }
-      const last = this.counted.get(pid);
-      const now = new Map<string, number[]>();
+      const buckets = parseTableCounters(table, BUCKETS);
+      const now = new Map<string, BackendCounts>();
       seen.set(pid, now);
       for (const row of rows) {
         if (!row.pxname?.startsWith('r_')) continue;
-        const classes = ['hrsp_1xx', 'hrsp_2xx', 'hrsp_3xx', 'hrsp_4xx', 'hrsp_5xx'].map((c) => Number(row[c]) || 0);
-        now.set(row.pxname, classes);
+        const counts = {
+          classes: STATUS_CLASSES.map((c) => Number(row[c]) || 0),
+          buckets: buckets.get(row.pxname) ?? new Array<number>(BUCKETS).fill(0),
+        };
+        now.set(row.pxname, counts);
         const upstream = this.owners.get(row.pxname);
         if (!record || !upstream?.owner || !this.stats) continue;
         // A worker first seen now started since the last read: all it counted is new.
-        const before = last?.get(row.pxname) ?? [0, 0, 0, 0, 0];
+        const before = last?.get(row.pxname);
+        const classes = counts.classes.map((n, i) => Math.max(0, n - (before?.classes[i] ?? 0)));
+        const newBuckets = counts.buckets.map((n, i) => Math.max(0, n - (before?.buckets[i] ?? 0)));
+        const requests = classes.reduce((a, b) => a + b, 0);
+        if (requests === 0 && newBuckets.every((n) => n === 0)) continue;
         const ttime = Number(row.ttime) || 0;
-        classes.forEach((count, i) => {
-          if (count > before[i]!) this.stats!.record(upstream.statsKey!, upstream.owner!, (i + 1) * 100, ttime, count - before[i]!);
-        });
+        this.stats.recordTotals(upstream.statsKey!, upstream.owner, { classes, buckets: newBuckets, latencySumMs: ttime * requests });
       }
     }
     this.counted = seen;

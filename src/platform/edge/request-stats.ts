@@ -69,10 +69,37 @@ export class RequestStats {
 
   /** Counts `times` requests (default one) of that status and time: drivers that read totals add them at once. */
   record(key: string, owner: RequestOwner, status: number, elapsedMs: number, times = 1) {
+    const c = this.countsOf(key, owner);
+    c.requests += times;
+    c.classes[Math.min(Math.max(Math.floor(status / 100), 1), 5) - 1]! += times;
+    let b = 0;
+    while (b < LATENCY_BOUNDS_MS.length && elapsedMs > LATENCY_BOUNDS_MS[b]!) b++;
+    c.buckets[b]! += times;
+    c.latencySumMs += elapsedMs * times;
+  }
+
+  /**
+   * Adds totals a driver counted apart (HAProxy: answers by status class from its stats, times by
+   * bucket from its own histogram): the requests are the classes' sum, `buckets` as LATENCY_BOUNDS_MS
+   * lays them out (the percentiles are read off them alone).
+   */
+  recordTotals(key: string, owner: RequestOwner, totals: { classes: readonly number[]; buckets: readonly number[]; latencySumMs: number }) {
+    const c = this.countsOf(key, owner);
+    totals.classes.forEach((n, i) => {
+      if (i < c.classes.length) c.classes[i]! += n;
+      c.requests += n;
+    });
+    totals.buckets.forEach((n, i) => {
+      if (i < c.buckets.length) c.buckets[i]! += n;
+    });
+    c.latencySumMs += totals.latencySumMs;
+  }
+
+  /** This minute's counters of `key` (a new minute: the finished one is flushed under its own key). */
+  private countsOf(key: string, owner: RequestOwner): Counts {
     const minute = Math.floor(Date.now() / 60_000) * 60_000;
     let c = this.counts.get(key);
     if (c && c.minute !== minute) {
-      // A new minute: the finished one is flushed under its own key.
       this.counts.set(`${key}@${c.minute}`, c);
       c = undefined;
     }
@@ -87,12 +114,7 @@ export class RequestStats {
       };
       this.counts.set(key, c);
     }
-    c.requests += times;
-    c.classes[Math.min(Math.max(Math.floor(status / 100), 1), 5) - 1]! += times;
-    let b = 0;
-    while (b < LATENCY_BOUNDS_MS.length && elapsedMs > LATENCY_BOUNDS_MS[b]!) b++;
-    c.buckets[b]! += times;
-    c.latencySumMs += elapsedMs * times;
+    return c;
   }
 
   start() {
