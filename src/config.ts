@@ -136,13 +136,13 @@ export const EnvSchema = Type.Object({
   /** DNS server (`address` or `address:port`) the ownership check asks for `_slipway-challenge.<domain>` TXT records; unset: the system's resolvers. */
   DOMAIN_DNS_SERVER: Type.Optional(Type.String({ minLength: 1 })),
   /**
-   * What serves applications: `builtin` (Node, no dependency: the default; per-request latency for guards and
-   * alerts), `haproxy` (Debian's HAProxy 2.6+, started and adopted by the platform as a daemon of its own; a
-   * deployment switch changes server slots through its runtime API, no reload: 1.13× nginx's throughput, but latency
-   * only as each backend's average and no restart of a dead daemon: docs/operations.md), `nginx` (Debian's nginx,
-   * started and reconfigured by the platform; each switch is an nginx reload, at which a request sent on a kept-alive
-   * connection at that instant can fail and is retried by browsers) or `caddy` (a Caddy 2 configured through its admin
-   * API). The choice is logged at start.
+   * What serves applications. Unset: `haproxy` where HAProxy is installed and ROUTER_PORT / ROUTER_HTTPS_PORT are
+   * fixed (not 0), else `builtin`; the start line says which and why. `haproxy` (Debian's HAProxy 2.6+, started,
+   * supervised and adopted by the platform as a daemon of its own; a deployment switch changes server slots through
+   * its runtime API, no reload; nginx's throughput at about its CPU per request: bench/README.md), `builtin` (Node,
+   * no dependency, any port), `nginx` (Debian's nginx, started and reconfigured by the platform; each switch is an
+   * nginx reload, at which a request sent on a kept-alive connection at that instant can fail and is retried by
+   * browsers: docs/operations.md) or `caddy` (a Caddy 2 configured through its admin API).
    */
   EDGE_DRIVER: Type.Optional(Type.Union([Type.Literal('builtin'), Type.Literal('caddy'), Type.Literal('nginx'), Type.Literal('haproxy')])),
   /** With EDGE_DRIVER=nginx and the platform running as root: the unprivileged user nginx's workers run as. */
@@ -537,20 +537,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
 }
 
 /**
- * EDGE_DRIVER unset: the built-in edge, whose latency signal is per request (the guards' and alerts' p95) and whose
- * separate process is restarted within a second if it dies. HAProxy is faster (bench/README.md "The edge") but opt-in
- * until its driver gives the same signals: it reads only each backend's average time from `show stat`, and nothing
- * restarts its daemon if it dies (docs/operations.md).
+ * EDGE_DRIVER unset: HAProxy where it is installed (about nginx's throughput and CPU per request, a third of the
+ * built-in edge's CPU; it switches a deployment without a reload: bench/README.md "The edge"), else the built-in edge.
+ * HAProxy binds the router ports itself, so it needs them fixed: a port 0 (any free port, tests) keeps the built-in edge.
  */
 function chooseEdgeDriver(env: Env): { EDGE_DRIVER: EdgeDriverName; edgeDriverChoice: string } {
   if (env.EDGE_DRIVER) return { EDGE_DRIVER: env.EDGE_DRIVER, edgeDriverChoice: `edge: ${env.EDGE_DRIVER} (EDGE_DRIVER)` };
   const haproxy = findHaproxy();
-  return {
-    EDGE_DRIVER: 'builtin',
-    edgeDriverChoice: haproxy
-      ? `edge: builtin (default; EDGE_DRIVER=haproxy would use ${haproxy}, see docs/operations.md)`
-      : 'edge: builtin (default)',
-  };
+  if (!haproxy)
+    return { EDGE_DRIVER: 'builtin', edgeDriverChoice: 'edge: builtin (default: HAProxy is not installed; apt-get install haproxy)' };
+  const anyPort = [env.ROUTER_PORT === 0 && 'ROUTER_PORT=0', env.ROUTER_HTTPS_PORT === 0 && 'ROUTER_HTTPS_PORT=0'].filter(Boolean);
+  if (anyPort.length > 0)
+    return {
+      EDGE_DRIVER: 'builtin',
+      edgeDriverChoice: `edge: builtin (default: ${anyPort.join(' and ')} needs the built-in edge; HAProxy at ${haproxy} needs fixed ports)`,
+    };
+  return { EDGE_DRIVER: 'haproxy', edgeDriverChoice: `edge: haproxy (default: ${haproxy} found)` };
 }
 
 /**

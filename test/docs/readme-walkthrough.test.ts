@@ -12,6 +12,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findHaproxy } from '../../src/find-binary.js';
 import { freshDatabase } from '../helpers/harness.js';
 import { killLeftovers, runMain } from '../helpers/main-process.js';
 import { waitFor } from '../helpers/wait.js';
@@ -60,6 +61,8 @@ beforeAll(async () => {
     DATABASE_URL: database.url,
     DATA_DIR: join(home, 'data'),
     ROUTER_PORT: String(routerPort),
+    // The edge the README's reader gets: EDGE_DRIVER unset (HAProxy where it is installed).
+    EDGE_DRIVER: '',
     // The walk-through's ~/hello is below this test's HOME, in the temporary directory.
     SOURCE_PATH_ALLOWLIST: tmpdir(),
     ADMIN_EMAIL: adminEmail,
@@ -81,6 +84,8 @@ describe('README: a first deploy in five minutes', () => {
   it.skipIf(!existsSync('/usr/bin/script'))(
     'runs as written and reaches the served page',
     async () => {
+      // The reader's applications are served by the default edge: HAProxy where it is installed (as CI installs it).
+      expect(server.output()).toContain(findHaproxy() ? 'edge: haproxy (default:' : 'edge: builtin (default:');
       // `npm link` puts `slipway` on the PATH: here a bin directory with the checkout's bin/slipway.js.
       const bin = join(home, 'bin');
       mkdirSync(bin);

@@ -5,9 +5,10 @@ import { serverArgs } from './server-program.js';
 const ROOT = resolve(import.meta.dirname, '../..');
 const running = new Set<ChildProcess>();
 
-/** The environment a test gives the real processes: nothing of the test runner's own leaks in. */
+/** The environment a test gives the real processes: nothing of the test runner's own leaks in; a '' value unsets a default below. */
 function baseEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-  return { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env };
+  const merged = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env };
+  return Object.fromEntries(Object.entries(merged).filter(([, value]) => value !== ''));
 }
 
 /** The real server (`node main.js` of the run's build) as an operator starts it; `ready` is its API URL (null if it exited first). */
@@ -19,7 +20,7 @@ export function runMain(env: Record<string, string>) {
       HOST: '127.0.0.1',
       PORT: '0',
       ROUTER_HOST: '127.0.0.1',
-      // The built-in edge unless a test names another (nginx, the default where installed, has its own test file).
+      // The built-in edge unless a test names another, or unsets it with '' to get the default (HAProxy where installed).
       EDGE_DRIVER: 'builtin',
       LOG_LEVEL: 'info',
       DEPLOY_STABILITY_WINDOW_SECONDS: '0',
@@ -57,7 +58,7 @@ export function runMain(env: Record<string, string>) {
 /** `npm run admin -- args` as a child process: its exit code and output. */
 export function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((done) => {
-    const child = spawn(process.execPath, [...serverArgs('admin/main'), ...args], {
+    const child = spawn(process.execPath, [...serverArgs('admin'), ...args], {
       cwd: ROOT,
       env: baseEnv(env),
       stdio: ['ignore', 'pipe', 'pipe'],

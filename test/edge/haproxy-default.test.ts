@@ -1,7 +1,7 @@
 /**
- * `npm start` with EDGE_DRIVER=haproxy and EDGE_PROCESS unset (issue 35 goal 3): HAProxy, driven from the control
- * plane's own process (EDGE_PROCESS defaults to in-process for a proxy that is a daemon of its own). Issue 37's
- * guarantees with it: a kill -9 or a SIGUSR2 stop of the control
+ * The edge `npm start` runs by default (issue 35 goal 3): EDGE_DRIVER unset, fixed router ports and HAProxy
+ * installed → HAProxy, driven from the control plane's own process (EDGE_PROCESS defaults to in-process for a proxy
+ * that is a daemon of its own). Issue 37's guarantees with that default: a kill -9 or a SIGUSR2 stop of the control
  * plane leaves HAProxy and the instances serving; the next start adopts both (every application's route kept while
  * the others are adopted); a deploy after that switches without a failed request. Real server processes on an
  * embedded PostgreSQL, two applications built and deployed through the pipeline, requests counted through the API.
@@ -25,7 +25,7 @@ import { serverArgs } from '../helpers/server-program.js';
 const ROOT = resolve(import.meta.dirname, '../..');
 const ADMIN = { email: 'admin@example.com', password: 'haproxy-default-admin-password' };
 const haproxy = findHaproxy();
-if (!haproxy) console.warn('skipping HAProxy in the control plane: install the Debian package haproxy');
+if (!haproxy) console.warn('skipping the default edge (HAProxy): install the Debian package haproxy');
 
 interface Started {
   child: ChildProcess;
@@ -35,7 +35,7 @@ interface Started {
 
 const started = new Set<ChildProcess>();
 
-/** `npm start` as an operator runs it with EDGE_DRIVER=haproxy: EDGE_PROCESS unset (the harness's runMain names the built-in edge). */
+/** `npm start` as an operator runs it: EDGE_DRIVER and EDGE_PROCESS unset (the harness's runMain names the built-in edge). */
 function runMain(env: Record<string, string>): Started {
   const child = spawn(process.execPath, serverArgs(), {
     cwd: ROOT,
@@ -75,7 +75,7 @@ function trafficUntil(port: number, hosts: string[], until: Promise<unknown>) {
   return { report, finished };
 }
 
-describe.skipIf(!haproxy)('EDGE_DRIVER=haproxy: HAProxy driven from the control plane, outliving it', () => {
+describe.skipIf(!haproxy)('the default edge: HAProxy driven from the control plane, outliving it', () => {
   let dataDir: string;
   let repo: TestRepo;
   let env: Record<string, string>;
@@ -153,7 +153,6 @@ describe.skipIf(!haproxy)('EDGE_DRIVER=haproxy: HAProxy driven from the control 
     [routerPort, httpsPort] = [await freePort(), await freePort()];
     env = {
       DATA_DIR: dataDir,
-      EDGE_DRIVER: 'haproxy',
       EMBEDDED_PG_PORT: String(await freePort()),
       PORT: '0',
       ROUTER_HOST: '127.0.0.1',
@@ -205,8 +204,8 @@ describe.skipIf(!haproxy)('EDGE_DRIVER=haproxy: HAProxy driven from the control 
     repo?.remove();
   });
 
-  it('says HAProxy, runs no edge process of its own, forwards X-Forwarded-* and counts requests into the API', async () => {
-    expect(server.output()).toContain('(edge: haproxy (EDGE_DRIVER))');
+  it('chooses HAProxy, says why, runs no edge process of its own, forwards X-Forwarded-* and counts requests into the API', async () => {
+    expect(server.output()).toContain(`(edge: haproxy (default: ${haproxy} found))`);
     // No Node edge process beside the control plane: HAProxy's master is the daemon that outlives it.
     expect(existsSync(join(dataDir, 'edge', 'control.sock'))).toBe(false);
     expect(existsSync(join(dataDir, 'edge', 'edge.pid'))).toBe(false);
