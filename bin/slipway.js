@@ -8,7 +8,7 @@ import process from 'node:process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const compiled = join(root, 'dist/cli/main.js');
+const compiled = join(root, 'dist/cli.js');
 
 let main;
 if (existsSync(compiled) && process.env.SLIPWAY_CLI_SOURCE !== '1') {

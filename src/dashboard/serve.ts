@@ -1,12 +1,12 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance } from 'fastify';
+import { programFiles } from '../program-files.js';
 import { setPageFallback } from '../platform/http/error-handler.js';
 
 /** Where `vite build` (npm run build / prepare) writes the dashboard. */
-export const DASHBOARD_DIST = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'dashboard', 'dist');
+export const DASHBOARD_DIST = programFiles.dashboard;
 
 /** No inline script or style, nothing from another origin: the dashboard only talks to its own /v1. */
 export const DASHBOARD_CSP = [

@@ -22,10 +22,12 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-describe('the compiled build (npm run build)', () => {
+describe('the built server (npm run build)', () => {
   it('starts from JavaScript alone, migrates its database and answers healthy', { timeout: 240_000 }, async () => {
     execFileSync(process.execPath, ['scripts/build.mjs', outDir], { cwd: ROOT, stdio: 'pipe' });
-    expect(existsSync(join(outDir, 'platform/db/migrations/0001_control_plane.sql'))).toBe(true);
+    // One bundle per program (scripts/build-server.mjs), the migrations beside them.
+    for (const program of ['main.js', 'admin.js', 'cli.js', 'instance-shim.js']) expect(existsSync(join(outDir, program))).toBe(true);
+    expect(existsSync(join(outDir, 'migrations/0001_control_plane.sql'))).toBe(true);
 
     const database = await freshDatabase();
     dropDatabase = database.drop;

@@ -1,10 +1,10 @@
 import { readdir, readFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { Migrator, sql, type Migration, type MigrationProvider } from 'kysely';
+import { programFiles } from '../../program-files.js';
 import type { Db } from './database.js';
 
-const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
+const MIGRATIONS_DIR = programFiles.migrations;
 
 /** Numbered plain-SQL files (`0001_name.sql`), applied in order inside Kysely's migration lock. */
 class SqlFileMigrationProvider implements MigrationProvider {

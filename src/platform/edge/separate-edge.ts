@@ -1,8 +1,8 @@
-import { fileURLToPath } from 'node:url';
 import { spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
-import { extname, join } from 'node:path';
+import { join } from 'node:path';
 import type { Config } from '../../config.js';
+import { programFiles } from '../../program-files.js';
 import { StartupError } from '../startup-error.js';
 import { askEdge, controlSocketPath, START_LOG_FILE, type EdgeStatus } from './edge-control.js';
 import type { EdgeDriver } from './edge-driver.js';
@@ -11,7 +11,7 @@ import { edgeDirectory } from './route-snapshot.js';
 import { EDGE_SETTINGS_ENV, edgeSettingsOf } from './edge-settings.js';
 
 /** The platform's entry point (src/main.ts, or dist/main.js once built), whatever program started this process (a test's, say). */
-const MAIN_PROGRAM = fileURLToPath(new URL(`../../main${extname(fileURLToPath(import.meta.url))}`, import.meta.url));
+const MAIN_PROGRAM = programFiles.main;
 
 /** Longest wait for a spawned edge to answer on its control socket, and for a stopped one to go. */
 const START_TIMEOUT_MS = 60_000;

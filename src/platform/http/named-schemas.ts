@@ -54,11 +54,15 @@ export async function shareNamedSchemas(app: FastifyInstance): Promise<void> {
   await app.register(async (context) => {
     store = context;
   });
+  // A schema object already registered or compared (most routes share the same constants): nothing to check again.
+  const seen = new WeakSet<object>();
   app.addHook('onRoute', (route) => {
     const schema = route.schema as JsonObject | undefined;
     if (!schema || !store) return;
     for (const part of DOCUMENTED_PARTS) {
       for (const named of namedSchemas(schema[part])) {
+        if (seen.has(named)) continue;
+        seen.add(named);
         const id = namedId(named)!;
         const shared = { ...named, ...(referenceNamed({ ...named, $id: undefined }) as JsonObject), $id: id };
         const known = store.getSchema(id);

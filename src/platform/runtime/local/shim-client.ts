@@ -3,12 +3,12 @@ import { existsSync, renameSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { connect } from 'node:net';
-import { dirname, extname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
+import { programFiles } from '../../../program-files.js';
 import { FrameReader, FRAME, type ShimHello, type ShimSettings } from './shim-protocol.js';
 
-/** The shim's program beside this file (`.ts` under tsx in development and tests, `.js` once built). */
-const SHIM_PROGRAM = fileURLToPath(new URL(`./instance-shim${extname(fileURLToPath(import.meta.url))}`, import.meta.url));
+/** The shim's program (`.ts` under tsx in development and tests, `.js` once built). */
+const SHIM_PROGRAM = programFiles.instanceShim;
 
 /** Longest unix socket path (sun_path) Linux takes. */
 const MAX_SOCKET_PATH = 107;
