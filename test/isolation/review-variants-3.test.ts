@@ -199,7 +199,8 @@ describe('`git push` of branches no environment deploys', () => {
     expect(tooBig.output).toMatch(
       /remote rejected\] HEAD -> stash \(The push is larger than the room left in the organization's disk quota \(\d+ bytes\)\)/,
     );
-    expect(readdirSync(join(h.dataDir, 'git', '.incoming'))).toEqual([]);
+    // The spool is removed once the answer is sent: git may have exited a moment before.
+    await waitFor('the spooled push removed', () => readdirSync(join(h.dataDir, 'git', '.incoming')).length === 0, 5_000, 50);
 
     // With room, on a branch no environment deploys: stored only.
     await quota(2);

@@ -110,7 +110,10 @@ describe('outbound webhooks', () => {
       receiver.at('/ok').length >= 2 ? receiver.at('/ok') : null,
     );
     const events = received.map((r) => JSON.parse(r.body));
-    expect(events.map((e) => e.event)).toEqual(['deployment.started', 'deployment.succeeded']);
+    // Each delivery is a job of its own, so they may arrive in either order; `occurred_at` orders them (docs/guide.md).
+    expect(events.map((e) => e.event).sort()).toEqual(['deployment.started', 'deployment.succeeded']);
+    const [started, succeeded] = ['deployment.started', 'deployment.succeeded'].map((name) => events.find((e) => e.event === name));
+    expect(Date.parse(started.occurred_at)).toBeLessThanOrEqual(Date.parse(succeeded.occurred_at));
     for (const [i, r] of received.entries()) {
       expect(verify(secret, r), 'the HMAC verifies with the secret shown at creation').toBe(true);
       expect(verify('whsec_wrong', r)).toBe(false);
@@ -119,7 +122,7 @@ describe('outbound webhooks', () => {
       expect(r.headers['content-type']).toBe('application/json');
       expect(events[i]).toMatchObject({ data: { application_id: app.appId, subject_id: deploymentId } });
     }
-    expect(events[1].data.status).toBe('complete');
+    expect(succeeded.data.status).toBe('complete');
 
     // The failing receiver: the first try and WEBHOOK_MAX_ATTEMPTS - 1 retries, each in the log.
     const logUrl = `${base}/${failing.body.id}/deliveries`;
