@@ -52,8 +52,12 @@ export class VolumeDisks {
       // -m 0: no blocks kept for root (the instance never is); root_owner: the top directory is the app's.
       await exec('mkfs.ext4', ['-q', '-F', '-m', '0', '-E', `root_owner=${ownerUid}:${ownerUid}`, image]);
     } else if (existing.size < bytes) {
+      await this.released(image);
       await exec('truncate', ['-s', String(bytes), image]);
-      await exec('e2fsck', ['-f', '-p', image]);
+      // e2fsck's exit 1 is "errors corrected": the file system is sound and may grow; 2 and up are failures.
+      await exec('e2fsck', ['-f', '-p', image]).catch((err: { code?: unknown }) => {
+        if (err.code !== 1) throw err;
+      });
       await exec('resize2fs', [image]);
     }
     await exec('mount', ['-o', 'loop,nosuid,nodev', image, mount]);
@@ -106,6 +110,19 @@ export class VolumeDisks {
     await unlink(join(dir, 'disk.img')).catch(ignoreMissing);
     await rmdir(mount).catch(ignoreMissing);
     await rmdir(dir).catch(ignoreMissing);
+  }
+
+  /**
+   * Waits until no loop device holds the disk: the host's unmount succeeds while a sandbox that bound the disk still
+   * ends (its mount namespace keeps the file system active), and a disk is never checked or grown while active.
+   */
+  private async released(image: string) {
+    for (let attempt = 1; ; attempt++) {
+      const { stdout } = await exec('losetup', ['-j', image]);
+      if (stdout.trim() === '') return;
+      if (attempt >= 40) throw new Error(`the volume's disk ${image} is still in use: ${stdout.trim()}`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
   }
 
   /** The sandboxes that bound it end with their processes; their mounts may outlive the stop by a moment. */
