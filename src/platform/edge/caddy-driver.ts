@@ -70,7 +70,7 @@ export class CaddyDriver implements EdgeDriver {
   /** Route host name → an instance of its route (whose owner its requests are counted under). */
   private owners = new Map<string, Upstream>();
   private readonly hosts = new Map<string, string>();
-  private readonly responder = new RouterServer({ host: '127.0.0.1', port: 0 });
+  private readonly responder = new RouterServer({ host: '127.0.0.1', port: 0, proxies: false });
   private readonly nameServer = new UpstreamNameServer();
   private applying: Promise<void> = Promise.resolve();
   private loaded: string | null = null;

@@ -69,7 +69,7 @@ export class HaproxyDriver implements EdgeDriver {
   private logger: EdgeRequestLogger | null = null;
   private stats: RequestStats | null = null;
   private readonly haproxy: HaproxyProcess;
-  private readonly responder = new RouterServer({ host: '127.0.0.1', port: 0 });
+  private readonly responder = new RouterServer({ host: '127.0.0.1', port: 0, proxies: false });
   private applying: Promise<void> = Promise.resolve();
   /** What the running worker loaded, slot contents aside (null: unknown, the next apply reloads). */
   private loadedShape: string | null = null;

@@ -47,7 +47,7 @@ export class NginxDriver implements EdgeDriver {
   private stats: RequestStats | null = null;
   private readonly nginx: NginxProcess;
   private readonly accessLog: NginxAccessLog;
-  private readonly responder = new RouterServer({ host: '127.0.0.1', port: 0 });
+  private readonly responder = new RouterServer({ host: '127.0.0.1', port: 0, proxies: false });
   private readonly drops: Record<AccessLogDropReason, number> = { malformed: 0, oversized: 0, unknown_host: 0 };
   private dropsReported = 0;
   private dropReport: NodeJS.Timeout | null = null;

@@ -2,8 +2,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createServer as createHttpsServer } from 'node:https';
 import { connect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { Pool, type Dispatcher } from 'undici';
+import type { Dispatcher, Pool } from 'undici';
 import type { RequestStats } from './request-stats.js';
+import { loadUndici } from '../http/load-undici.js';
 import { ACME_CHALLENGE_PREFIX, OWNERSHIP_CHALLENGE_PREFIX, type EdgeDirectory } from './edge-directory.js';
 import { logsRequests, type EdgeDriver, type EdgeRequestLogger } from './edge-driver.js';
 import { RouteTable, type Upstream } from './route-table.js';
@@ -52,6 +53,11 @@ export interface RouterOptions {
   upstreamTimeoutMs?: number;
   /** How long a request without a body waits for an instance while every one refuses connections (0: answer 502 at once). */
   retryWindowMs?: number;
+  /**
+   * false for a proxy daemon's responder (HAProxy, nginx), which answers unknown hosts and challenges and never
+   * proxies: it does not load undici (~0.8 MB to compile at start).
+   */
+  proxies?: boolean;
 }
 
 /** Pause between two tries of a held request: the routes may have changed meanwhile. */
@@ -76,6 +82,7 @@ export class RouterServer implements EdgeDriver {
   private logRequests = false;
   private boundHttpsPort: number | null = null;
   private readonly pools = new Map<string, Pool>();
+  private Pool: typeof Pool | null = null;
   private poolSweep: NodeJS.Timeout | null = null;
   private readonly sockets = new Set<Socket | Duplex>();
   private readonly hosts = new Map<string, string>();
@@ -126,6 +133,7 @@ export class RouterServer implements EdgeDriver {
   }
 
   async listen(): Promise<number> {
+    if (this.options.proxies !== false) this.Pool ??= (await loadUndici()).Pool;
     await this.directory?.start();
     this.stats?.start();
     const server = createServer({ noDelay: true }, (req, res) => this.handle(req, res, false));
@@ -257,7 +265,8 @@ export class RouterServer implements EdgeDriver {
   poolOf(upstream: Upstream): Pool {
     let pool = this.pools.get(upstream.instanceId);
     if (!pool) {
-      pool = new Pool(`http://${upstream.host}:${upstream.port}`, {
+      if (!this.Pool) throw new Error('this edge server does not proxy (a responder)');
+      pool = new this.Pool(`http://${upstream.host}:${upstream.port}`, {
         connections: 256,
         keepAliveTimeout: 4000,
         headersTimeout: this.options.upstreamTimeoutMs ?? 60_000,

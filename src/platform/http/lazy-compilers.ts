@@ -9,13 +9,36 @@ import type { FastifyServerOptions } from 'fastify';
  */
 export const lazySerializers: NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']> = {
   buildSerializer(externalSchemas: unknown, serializerOpts: unknown) {
-    const compile = SerializerSelector()(externalSchemas, serializerOpts as SerializerSelector.Options);
+    const compile = SerializerSelector()(literalUnionsAsEnums(externalSchemas), serializerOpts as SerializerSelector.Options);
     return (route: SerializerSelector.RouteDefinition) => {
       let serialize: SerializerSelector.Serializer | undefined;
-      return (document: unknown) => (serialize ??= compile(route))(document);
+      return (document: unknown) => (serialize ??= compile({ ...route, schema: literalUnionsAsEnums(route.schema) }))(document);
     };
   },
 };
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;
+const LITERAL_KEYWORDS = new Set(['const', 'type', 'description']);
+
+/**
+ * A copy of a response schema where each `anyOf` of string constants (TypeBox's union of literals: a status, a
+ * kind) is the string enum it means. fast-json-stringify serializes an `anyOf` by running an Ajv validator per
+ * branch on every answer (compiled on the first, tens of milliseconds); an enum it writes as the string it is.
+ */
+export function literalUnionsAsEnums(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(literalUnionsAsEnums);
+  if (!isObject(schema)) return schema;
+  const copy: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(schema)) copy[key] = literalUnionsAsEnums(value);
+  const { anyOf, ...rest } = copy;
+  const literals =
+    Array.isArray(anyOf) &&
+    anyOf.length > 0 &&
+    anyOf.every(
+      (branch) => isObject(branch) && typeof branch.const === 'string' && Object.keys(branch).every((k) => LITERAL_KEYWORDS.has(k)),
+    );
+  return literals ? { ...rest, type: 'string', enum: (anyOf as { const: string }[]).map((branch) => branch.const) } : copy;
+}
 
 /** A validator that compiles its schema on first use (Fastify reads `.errors` after a failed call, as from Ajv's). */
 export function compiledOnFirstUse<T>(

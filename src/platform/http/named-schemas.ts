@@ -17,12 +17,17 @@ const isObject = (value: unknown): value is JsonObject => typeof value === 'obje
 const namedId = (value: JsonObject): string | undefined =>
   typeof value.$id === 'string' && !value.$id.startsWith('#') ? value.$id : undefined;
 
-/** The named schemas inside `schema`, outermost first. */
-function namedSchemas(schema: unknown, found: JsonObject[] = []): JsonObject[] {
-  if (Array.isArray(schema)) for (const item of schema) namedSchemas(item, found);
-  else if (isObject(schema)) {
+/**
+ * The named schemas inside `schema`, outermost first, leaving out objects in `walked` (whose named schemas were
+ * found before: routes share most of their schema constants, so each is walked once, not once per route).
+ */
+function namedSchemas(schema: unknown, walked: WeakSet<object>, found: JsonObject[] = []): JsonObject[] {
+  if (!isObject(schema) || walked.has(schema)) return found;
+  walked.add(schema);
+  if (Array.isArray(schema)) for (const item of schema) namedSchemas(item, walked, found);
+  else {
     if (namedId(schema)) found.push(schema);
-    for (const value of Object.values(schema)) namedSchemas(value, found);
+    for (const value of Object.values(schema)) namedSchemas(value, walked, found);
   }
   return found;
 }
@@ -54,15 +59,13 @@ export async function shareNamedSchemas(app: FastifyInstance): Promise<void> {
   await app.register(async (context) => {
     store = context;
   });
-  // A schema object already registered or compared (most routes share the same constants): nothing to check again.
-  const seen = new WeakSet<object>();
+  // Schema objects already walked (most routes share the same constants): their named schemas are registered.
+  const walked = new WeakSet<object>();
   app.addHook('onRoute', (route) => {
     const schema = route.schema as JsonObject | undefined;
     if (!schema || !store) return;
     for (const part of DOCUMENTED_PARTS) {
-      for (const named of namedSchemas(schema[part])) {
-        if (seen.has(named)) continue;
-        seen.add(named);
+      for (const named of namedSchemas(schema[part], walked)) {
         const id = namedId(named)!;
         const shared = { ...named, ...(referenceNamed({ ...named, $id: undefined }) as JsonObject), $id: id };
         const known = store.getSchema(id);
