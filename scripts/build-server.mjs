@@ -4,8 +4,8 @@
 //
 // Why a bundle: the compiled tree loaded ~2,300 files at each start (TypeBox alone ~680, Kysely ~290), and
 // resolving, reading and linking them was most of start-to-healthy; one file per program loads in a fraction.
-import { cpSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { cpSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 import { build } from 'esbuild';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -19,9 +19,31 @@ export const SERVER_PROGRAMS = {
 };
 
 /**
- * Packages left to node_modules, loaded by node as without a bundle: those that find files beside their own code
- * (embedded PostgreSQL's binaries, native addons; Swagger UI is bundled and told where its pages are, because
- * loading it from node_modules read a second copy of @fastify/static at each start), and those the platform imports only when a
+ * Bundled packages that find files beside their own code (`__dirname`): each of their modules gets the directory it
+ * has in node_modules, found at run time, so they work as unbundled. Swagger UI serves its pages this way; loaded
+ * from node_modules instead, it read a second copy of @fastify/static (and its dependencies) at each start.
+ */
+const FILES_BESIDE_CODE = ['@fastify/swagger-ui'];
+
+const packageDirectories = {
+  name: 'package-directories',
+  setup(build) {
+    for (const name of FILES_BESIDE_CODE) {
+      const root = join(ROOT, 'node_modules', name);
+      const filter = new RegExp(`^${(root + sep).replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}.*\\.js$`);
+      build.onLoad({ filter }, (args) => {
+        const here = relative(root, dirname(args.path)).split(sep).join('/');
+        const packageRoot = `require('node:path').dirname(require.resolve(${JSON.stringify(`${name}/package.json`)}))`;
+        const shim = `var __dirname = require('node:path').join(${packageRoot}, ${JSON.stringify(here)});`;
+        return { contents: `${shim}\n${readFileSync(args.path, 'utf8')}`, loader: 'js', resolveDir: dirname(args.path) };
+      });
+    }
+  },
+};
+
+/**
+ * Packages left to node_modules, loaded by node as without a bundle: those that find files beyond their own package
+ * (embedded PostgreSQL's binaries in another package, native addons), and those the platform imports only when a
  * feature needs them (ACME, mail, OIDC, signing keys, S3, Kubernetes): they cost a start nothing either way, and a
  * CommonJS package's namespace is then node's own rather than the bundler's rendition of it.
  */
@@ -61,6 +83,7 @@ export async function buildServerPrograms(outDir) {
     sourcemap: 'linked',
     legalComments: 'none',
     logLevel: 'warning',
+    plugins: [packageDirectories],
   });
   cpSync(join(ROOT, 'src/platform/db/migrations'), join(outDir, 'migrations'), { recursive: true });
 }

@@ -5,9 +5,6 @@ import Fastify, { type FastifyBaseLogger, type FastifyServerOptions } from 'fast
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { programFiles } from './program-files.js';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from './platform/context.js';
 import { AppError } from './platform/errors.js';
@@ -137,11 +134,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
       security: [{ apiKey: [] }, { session: [] }],
     },
   });
-  await app.register(swaggerUi, {
-    routePrefix: '/docs',
-    baseDir: programFiles.swaggerUiAssets,
-    logo: { type: 'image/svg+xml', content: readFileSync(join(programFiles.swaggerUiAssets, 'logo.svg')) },
-  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
   app.addSchema(ErrorResponse);
   await shareNamedSchemas(app);
 

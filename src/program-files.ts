@@ -1,4 +1,3 @@
-import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -20,6 +19,4 @@ export const programFiles = {
   migrations: join(here, fromSource ? 'platform/db/migrations' : 'migrations'),
   /** What `vite build` (npm run build / prepare) writes for the dashboard. */
   dashboard: join(here, '..', 'dashboard', 'dist'),
-  /** Swagger UI's page and assets (/docs): the package finds them beside its own code, which the bundle moves. */
-  swaggerUiAssets: join(dirname(createRequire(import.meta.url).resolve('@fastify/swagger-ui/package.json')), 'static'),
 };

@@ -64,5 +64,16 @@ describe('the built server (npm run build)', () => {
     expect(await response.json()).toMatchObject({ status: 'ok', database: 'ok' });
     // A quiet start: no embedded-database output, one line saying where the API listens.
     expect(output).not.toContain('[database]');
+
+    // Swagger UI is bundled and finds its pages in node_modules (build-server.mjs's package directories).
+    const page = await fetch(`${apiUrl}/docs/static/swagger-initializer.js`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('data:image/svg+xml;base64,');
+    expect((await fetch(`${apiUrl}/docs/static/swagger-ui-bundle.js`)).status).toBe(200);
+    // A path the API does not have: 404, or 405 naming the methods it takes (that router is built on first use).
+    expect((await fetch(`${apiUrl}/docs/index.html`)).status).toBe(404);
+    const wrongMethod = await fetch(`${apiUrl}/v1/integrations/health`, { method: 'DELETE' });
+    expect(wrongMethod.status).toBe(405);
+    expect(wrongMethod.headers.get('allow')).toContain('GET');
   });
 });

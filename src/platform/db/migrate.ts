@@ -37,18 +37,16 @@ export async function migrateTo(db: Db, name: string): Promise<void> {
 }
 
 /**
- * Whether the database has applied exactly the migrations there are, in one query: the usual start. Kysely's
+ * Whether the database has applied exactly the migrations there are, in two short queries: the usual start. Kysely's
  * migrator first makes sure of its tables (catalogue queries) and takes its lock, ~0.15 s of each start; anything
  * else (a new migration, a fresh database, another process migrating: its rows appear only when it commits) goes
  * to the migrator, which decides under its lock.
  */
 async function upToDate(db: Db): Promise<boolean> {
-  const [files, applied] = await Promise.all([
-    migrationFiles(),
-    sql<{ name: string }>`select name from kysely_migration`.execute(db).then(
-      (result) => result.rows.map((row) => row.name).sort(),
-      () => null, // no migration table yet
-    ),
-  ]);
-  return applied !== null && applied.length === files.length && files.every((file, i) => file.replace(/\.sql$/, '') === applied[i]);
+  // Asked first, so that a fresh database's log shows no failed query.
+  const table = await sql<{ present: boolean }>`select to_regclass('kysely_migration') is not null as present`.execute(db);
+  if (!table.rows[0]?.present) return false;
+  const [files, applied] = await Promise.all([migrationFiles(), sql<{ name: string }>`select name from kysely_migration`.execute(db)]);
+  const names = applied.rows.map((row) => row.name).sort();
+  return names.length === files.length && files.every((file, i) => file.replace(/\.sql$/, '') === names[i]);
 }

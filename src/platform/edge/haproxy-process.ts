@@ -87,6 +87,8 @@ export class HaproxyProcess {
     rmSync(this.socketPath, { force: true });
     await runDaemonCommand(this.binary, ['-W', '-D', '-f', this.confPath, '-p', this.pidPath, '-S', `${this.socketPath},mode,600`]).catch(
       (err: Error) => {
+        // The refused configuration goes back to being a candidate: haproxy.cfg is only ever one that ran.
+        renameSync(this.confPath, this.candidatePath);
         throw new Error(`HAProxy refused to start: ${err.message}`);
       },
     );

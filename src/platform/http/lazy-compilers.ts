@@ -24,6 +24,8 @@ const LITERAL_KEYWORDS = new Set(['const', 'type', 'description']);
  * A copy of a response schema where each `anyOf` of string constants (TypeBox's union of literals: a status, a
  * kind) is the string enum it means. fast-json-stringify serializes an `anyOf` by running an Ajv validator per
  * branch on every answer (compiled on the first, tens of milliseconds); an enum it writes as the string it is.
+ * What that gives up: a value outside the union was a 500, and is now answered as it is (a null as ""). The
+ * handlers' types (TypeBox's, from the same schemas) already hold every such field to one of the literals.
  */
 export function literalUnionsAsEnums(schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(literalUnionsAsEnums);
