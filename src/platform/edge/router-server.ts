@@ -82,7 +82,8 @@ export class RouterServer implements EdgeDriver {
   private logRequests = false;
   private boundHttpsPort: number | null = null;
   private readonly pools = new Map<string, Pool>();
-  private Pool: typeof Pool | null = null;
+  /** undici's Pool, loaded by listen() (a responder, which never proxies, does without). */
+  private PoolClass: typeof Pool | null = null;
   private poolSweep: NodeJS.Timeout | null = null;
   private readonly sockets = new Set<Socket | Duplex>();
   private readonly hosts = new Map<string, string>();
@@ -133,7 +134,7 @@ export class RouterServer implements EdgeDriver {
   }
 
   async listen(): Promise<number> {
-    if (this.options.proxies !== false) this.Pool ??= (await loadUndici()).Pool;
+    if (this.options.proxies !== false) this.PoolClass ??= (await loadUndici()).Pool;
     await this.directory?.start();
     this.stats?.start();
     const server = createServer({ noDelay: true }, (req, res) => this.handle(req, res, false));
@@ -265,8 +266,8 @@ export class RouterServer implements EdgeDriver {
   poolOf(upstream: Upstream): Pool {
     let pool = this.pools.get(upstream.instanceId);
     if (!pool) {
-      if (!this.Pool) throw new Error('this edge server does not proxy (a responder)');
-      pool = new this.Pool(`http://${upstream.host}:${upstream.port}`, {
+      if (!this.PoolClass) throw new Error('this edge server does not proxy (a responder)');
+      pool = new this.PoolClass(`http://${upstream.host}:${upstream.port}`, {
         connections: 256,
         keepAliveTimeout: 4000,
         headersTimeout: this.options.upstreamTimeoutMs ?? 60_000,

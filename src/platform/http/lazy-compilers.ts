@@ -1,5 +1,6 @@
 import SerializerSelector from '@fastify/fast-json-stringify-compiler';
 import type { FastifyServerOptions } from 'fastify';
+import { isObject } from './named-schemas.js';
 
 /**
  * Response serializers compiled on a route's first answer rather than at start: Fastify compiles
@@ -9,15 +10,17 @@ import type { FastifyServerOptions } from 'fastify';
  */
 export const lazySerializers: NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']> = {
   buildSerializer(externalSchemas: unknown, serializerOpts: unknown) {
-    const compile = SerializerSelector()(literalUnionsAsEnums(externalSchemas), serializerOpts as SerializerSelector.Options);
+    // Fastify builds one per plugin context at start: the shared schemas are prepared on the context's first answer.
+    let compile: ReturnType<ReturnType<typeof SerializerSelector>> | undefined;
+    const compiler = () =>
+      (compile ??= SerializerSelector()(literalUnionsAsEnums(externalSchemas), serializerOpts as SerializerSelector.Options));
     return (route: SerializerSelector.RouteDefinition) => {
       let serialize: SerializerSelector.Serializer | undefined;
-      return (document: unknown) => (serialize ??= compile({ ...route, schema: literalUnionsAsEnums(route.schema) }))(document);
+      return (document: unknown) => (serialize ??= compiler()({ ...route, schema: literalUnionsAsEnums(route.schema) }))(document);
     };
   },
 };
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;
 const LITERAL_KEYWORDS = new Set(['const', 'type', 'description']);
 
 /**

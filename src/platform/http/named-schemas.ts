@@ -13,7 +13,7 @@ import type { FastifyInstance, FastifySchema } from 'fastify';
 
 type JsonObject = Record<string, unknown>;
 
-const isObject = (value: unknown): value is JsonObject => typeof value === 'object' && value !== null;
+export const isObject = (value: unknown): value is JsonObject => typeof value === 'object' && value !== null;
 const namedId = (value: JsonObject): string | undefined =>
   typeof value.$id === 'string' && !value.$id.startsWith('#') ? value.$id : undefined;
 
