@@ -450,8 +450,14 @@ describe('audit log', () => {
           audit,
           () =>
             void fn().then(
-              (result) => resolve({ audit, result }),
-              (err: Error) => resolve({ audit, result: err }),
+              (result) => {
+                audit.close();
+                resolve({ audit, result });
+              },
+              (err: Error) => {
+                audit.close();
+                resolve({ audit, result: err });
+              },
             ),
         ),
       );
@@ -485,5 +491,31 @@ describe('audit log', () => {
     expect(ok.result).toBeUndefined();
     const rows = await rowsOf();
     expect(rows.map((r) => Number(r.id))).toEqual([ok.audit.rowId]);
+  });
+
+  it('changes made side by side with reads, in waves with idle time between, each leave their own row', async () => {
+    // The request's audit storage is switched off whenever no change is in flight (issue 35): each wave
+    // starts with it off, overlaps changes with reads, and must still give every change its own row.
+    const owner = await h.user();
+    const w = await seedWorld(h, owner);
+    const detail = `/v1/applications/${w.org.slug}/${w.project.slug}/${w.app.slug}`;
+    for (const wave of [1, 2, 3]) {
+      const names = Array.from({ length: 8 }, (_, i) => `WAVE_${wave}_${i}`);
+      const answers = await Promise.all([
+        ...names.map((name) => call(h, 'POST', `/v1/configurations/${w.app.id}`, owner, { name, value: 'v' })),
+        ...names.map(() => call(h, 'GET', detail, owner)),
+      ]);
+      expect(answers.map((a) => a.status)).toEqual([...names.map(() => 201), ...names.map(() => 200)]);
+      const ids = answers.slice(0, names.length).map((a) => String(a.body.id));
+      const rows = await h.ctx.db
+        .selectFrom('audit_log')
+        .select(['resource_id', 'actor_user_id', 'request_id'])
+        .where('resource_id', 'in', ids)
+        .execute();
+      expect(rows.map((r) => r.resource_id).sort()).toEqual([...ids].sort());
+      expect(new Set(rows.map((r) => r.request_id)).size).toBe(names.length);
+      expect(rows.every((r) => r.actor_user_id === owner.id)).toBe(true);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
   });
 });

@@ -64,7 +64,7 @@ export function installAuditHooks(app: App, audit: AuditService, denied: DeniedR
       // Refused: who tried what is recorded (aggregated), with the refusal's message, never the body.
       try {
         const entry = audits.get(request) ?? entryOf(request, request.routeOptions.url ?? request.url.split('?')[0]!);
-        entry.closed = true;
+        entry.close();
         await denied.record(entry, messageOf(payload));
       } catch (err) {
         request.log.warn({ err }, 'auditing a refused request failed');
@@ -73,7 +73,7 @@ export function installAuditHooks(app: App, audit: AuditService, denied: DeniedR
     }
     const entry = audits.get(request);
     if (!entry) return;
-    entry.closed = true;
+    entry.close();
     if (entry.rowId !== null && reply.statusCode < 400 && typeof payload === 'string' && payload.startsWith('{')) {
       try {
         const resource = entry.change.resourceType ?? resourceOfRoute(entry.request.route, entry.request.params, entry.request.method).type;
@@ -98,7 +98,7 @@ export function installAuditHooks(app: App, audit: AuditService, denied: DeniedR
   };
   const end = (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
     const entry = audits.get(request);
-    if (entry) entry.closed = true;
+    if (entry) entry.close();
     done();
   };
   app.addHook('onRoute', (route) => {

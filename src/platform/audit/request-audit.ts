@@ -33,6 +33,16 @@ export interface AuditedRequest {
 }
 
 /**
+ * Enabled only while a changing request is in flight: on Node 20 an enabled AsyncLocalStorage puts a hook
+ * on every promise the process makes, reads included (issue 35), and `disable()` takes it off again once
+ * no storage is enabled. Reads never need the store, and a closed audit records nothing, so a request's
+ * later work finding no store (undefined) behaves as finding its closed audit. A close that never comes
+ * (a request dropped without an answer) only keeps the hook on.
+ */
+const storage = new AsyncLocalStorage<RequestAudit>();
+let inFlight = 0;
+
+/**
  * One changing API request, for the length of its handler: the auditing database driver
  * (auditing-dialect.ts) writes its audit row in the transaction of its first write.
  */
@@ -41,6 +51,8 @@ export class RequestAudit {
   armed = false;
   /** After the response: later writes (background work the request started) are not its change. */
   closed = false;
+  /** Counted among the changing requests in flight (runWithAudit), until closed. */
+  private holding = false;
   /** A transaction holds (or committed) this request's audit row. */
   claimed = false;
   rowId: number | null = null;
@@ -66,12 +78,26 @@ export class RequestAudit {
   setActor(actor: AuditActor) {
     this.actorOverride = actor;
   }
+
+  /** The request is answered: nothing it writes from now on is its change. */
+  close() {
+    this.closed = true;
+    if (!this.holding) return;
+    this.holding = false;
+    if (--inFlight === 0) storage.disable();
+  }
+
+  /** @internal runWithAudit's count of changing requests in flight. */
+  hold() {
+    if (this.holding) return;
+    this.holding = true;
+    inFlight++;
+  }
 }
 
-const storage = new AsyncLocalStorage<RequestAudit>();
-
-/** Runs `fn` (the rest of the request) with `audit` as the current request's audit. */
+/** Runs `fn` (the rest of the request) with `audit` as the current request's audit, until `audit.close()`. */
 export function runWithAudit(audit: RequestAudit, fn: () => void) {
+  audit.hold();
   storage.run(audit, fn);
 }
 
