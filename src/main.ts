@@ -89,12 +89,11 @@ async function serve(config: Config, platform: Platform, logger: Logger) {
     keepServing,
   );
   shrinkHeapWhenIdle();
-  if (!running.apiUrl) logger.info({}, 'worker role: running pipeline jobs and applications, not serving the API');
+  const router = `application router on http://${config.ROUTER_HOST}:${config.ROUTER_PORT} (${config.edgeDriverChoice})`;
+  if (!running.apiUrl) logger.info({}, `worker role: running pipeline jobs and applications, not serving the API; ${router}`);
   else {
-    const router =
-      role === 'api' ? '' : `, application router on http://${config.ROUTER_HOST}:${config.ROUTER_PORT} (${config.edgeDriverChoice})`;
     // One line saying where everything is: the dashboard is served by the API, at its root.
-    console.error(`[slipway] API listening on ${running.apiUrl} (dashboard: ${running.apiUrl}/)${router}`);
+    console.error(`[slipway] API listening on ${running.apiUrl} (dashboard: ${running.apiUrl}/)${role === 'api' ? '' : `, ${router}`}`);
   }
 }
 

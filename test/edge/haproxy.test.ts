@@ -132,7 +132,7 @@ describe.skipIf(!!missing)('EDGE_DRIVER=haproxy: applications served by HAProxy,
       },
       { jobs: true, runtime: true },
     );
-    haproxyDir = join(h.dataDir, 'edge', 'haproxy');
+    haproxyDir = join(h.dataDir, 'edge', `haproxy-${httpPort}`); // one directory per router port (proxy-directory.ts)
     root = await pebble.issuingRoot();
     alice = await h.user();
     app = await deployableApp(h, alice);

@@ -111,7 +111,7 @@ describe.skipIf(!!missing)('EDGE_DRIVER=nginx: applications served by nginx, sta
       },
       { jobs: true, runtime: true },
     );
-    nginxDir = join(h.dataDir, 'edge', 'nginx');
+    nginxDir = join(h.dataDir, 'edge', `nginx-${httpPort}`); // one directory per router port (proxy-directory.ts)
     root = await pebble.issuingRoot();
     alice = await h.user();
     app = await deployableApp(h, alice);

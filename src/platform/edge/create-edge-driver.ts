@@ -3,6 +3,7 @@ import type { EdgeSettings } from './edge-settings.js';
 import { findHaproxy, findNginx } from '../../find-binary.js';
 import { StartupError } from '../startup-error.js';
 import type { EdgeDriver } from './edge-driver.js';
+import { proxyDirectory } from './proxy-directory.js';
 
 /**
  * The edge EDGE_DRIVER names: HAProxy or nginx (started and reloaded by the platform), the built-in router, or Caddy
@@ -18,7 +19,7 @@ export async function createEdgeDriver(config: EdgeSettings): Promise<EdgeDriver
     const { HaproxyDriver } = await import('./haproxy-driver.js');
     return new HaproxyDriver({
       binary,
-      directory: join(config.dataDir, 'edge', 'haproxy'),
+      directory: proxyDirectory(config.dataDir, 'haproxy', config.ROUTER_PORT),
       host: config.ROUTER_HOST,
       port: config.ROUTER_PORT,
       httpsPort: config.ROUTER_HTTPS_PORT,
@@ -33,7 +34,7 @@ export async function createEdgeDriver(config: EdgeSettings): Promise<EdgeDriver
     const { NginxDriver } = await import('./nginx-driver.js');
     return new NginxDriver({
       binary,
-      directory: join(config.dataDir, 'edge', 'nginx'),
+      directory: proxyDirectory(config.dataDir, 'nginx', config.ROUTER_PORT),
       host: config.ROUTER_HOST,
       port: config.ROUTER_PORT,
       httpsPort: config.ROUTER_HTTPS_PORT,
