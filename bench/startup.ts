@@ -3,7 +3,7 @@
  * directory (median of 5), and idle memory of the platform's own processes IDLE_AFTER_MS (30 s) after
  * the healthy answer, median of the last 3 starts: the control-plane node process, what serves applications
  * beside it (the `all` role's separate Node edge process, DATA_DIR/edge/edge.pid, and/or HAProxy's master and
- * workers, DATA_DIR/edge/haproxy-<ROUTER_PORT>/haproxy.pid, the default edge where HAProxy is installed, its driver in the
+ * workers, DATA_DIR/edge/haproxy/haproxy.pid, the default edge where HAProxy is installed, its driver in the
  * control plane) and, reported apart, the embedded PostgreSQL
  * (postmaster and backends). PSS counts a page shared by several processes (the node binary's code,
  * PostgreSQL's shared buffers) once, split between them; RSS counts it in each.
@@ -96,7 +96,7 @@ function descendants(root: number): number[] {
 /** The edge's processes: a separate Node edge, HAProxy's master and workers (the default edge's daemon). */
 function edgeProcesses(): { pids: number[]; kinds: string[] } {
   const edge = pidFrom(join(dataDir, 'edge', 'edge.pid'));
-  const haproxy = pidFrom(join(dataDir, 'edge', `haproxy-${port + 1}`, 'haproxy.pid'));
+  const haproxy = pidFrom(join(dataDir, 'edge', 'haproxy', 'haproxy.pid'));
   const pids = [...(edge ? [edge] : []), ...(haproxy ? [haproxy, ...descendants(haproxy)] : [])];
   return { pids, kinds: [...(edge ? ['Node edge process'] : []), ...(haproxy ? [`HAProxy ×${pids.length - (edge ? 1 : 0)}`] : [])] };
 }
@@ -143,7 +143,7 @@ function stopEdge() {
   // The edge outlives a stopped control plane (the next start adopts it): this run's ends with it.
   const edge = pidFrom(join(dataDir, 'edge', 'edge.pid'));
   if (edge && readFileSync(`/proc/${edge}/environ`, 'utf8').split('\0').includes(`DATA_DIR=${dataDir}`)) process.kill(edge, 'SIGTERM');
-  const haproxy = pidFrom(join(dataDir, 'edge', `haproxy-${port + 1}`, 'haproxy.pid'));
+  const haproxy = pidFrom(join(dataDir, 'edge', 'haproxy', 'haproxy.pid'));
   if (haproxy && readFileSync(`/proc/${haproxy}/cmdline`, 'utf8').includes(dataDir)) process.kill(haproxy, 'SIGTERM');
 }
 

@@ -86,7 +86,7 @@ describe.skipIf(!haproxy)('the default edge: HAProxy driven from the control pla
   let apiKey: string;
   const apps: Array<{ id: string; host: string }> = [];
 
-  const haproxyDir = () => join(dataDir, 'edge', `haproxy-${routerPort}`);
+  const haproxyDir = () => join(dataDir, 'edge', 'haproxy');
   const masterPid = () => Number(readFileSync(join(haproxyDir(), 'haproxy.pid'), 'utf8').trim());
   // HAProxy rewrites its pid file at a reload (emptied, then written): a read at that instant finds no number.
   const readMasterPid = () => waitFor("HAProxy's pid file written", async () => masterPid() || null, 10_000, 20);

@@ -19,7 +19,7 @@ export async function createEdgeDriver(config: EdgeSettings): Promise<EdgeDriver
     const { HaproxyDriver } = await import('./haproxy-driver.js');
     return new HaproxyDriver({
       binary,
-      directory: proxyDirectory(config.dataDir, 'haproxy', config.ROUTER_PORT),
+      directory: proxyDirectory(config.dataDir, 'haproxy', config.ROUTER_PORT, config.DATABASE_URL !== undefined),
       host: config.ROUTER_HOST,
       port: config.ROUTER_PORT,
       httpsPort: config.ROUTER_HTTPS_PORT,
@@ -34,7 +34,7 @@ export async function createEdgeDriver(config: EdgeSettings): Promise<EdgeDriver
     const { NginxDriver } = await import('./nginx-driver.js');
     return new NginxDriver({
       binary,
-      directory: proxyDirectory(config.dataDir, 'nginx', config.ROUTER_PORT),
+      directory: proxyDirectory(config.dataDir, 'nginx', config.ROUTER_PORT, config.DATABASE_URL !== undefined),
       host: config.ROUTER_HOST,
       port: config.ROUTER_PORT,
       httpsPort: config.ROUTER_HTTPS_PORT,

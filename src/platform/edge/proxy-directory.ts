@@ -7,18 +7,21 @@ type ProxyName = 'haproxy' | 'nginx';
 const CONFIG_FILE: Record<ProxyName, string> = { haproxy: 'haproxy.cfg', nginx: 'nginx.conf' };
 
 /**
- * Where the HAProxy or nginx driver keeps the proxy's configuration, pid file and sockets: one directory per
- * HTTP router port (`DATA_DIR/edge/haproxy-8081`). Workers on one machine share a DATA_DIR (a build's artifact is
- * read by whichever worker deploys it: docs/operations.md), each with its own router ports; with one directory
- * per proxy, the second worker adopted the first one's proxy and reloaded it with its own ports and routes.
+ * Where the HAProxy or nginx driver keeps the proxy's configuration, pid file and sockets.
  *
- * A proxy started by an earlier version (`DATA_DIR/edge/haproxy`) is still adopted by the process serving its
- * port: that directory is used while it holds a configuration listening on `port`, so an upgrade neither starts a
- * second proxy on a port in use nor leaves the running one unmanaged.
+ * A process on the embedded database owns its DATA_DIR alone (the database's own lock keeps a second one out):
+ * `DATA_DIR/edge/haproxy`, as before, so a restart with another ROUTER_PORT adopts the running proxy and moves it.
+ *
+ * Processes on an external database (`shared`) may share a DATA_DIR: workers on one machine do, each with its own
+ * router ports (docs/operations.md: a build's artifact is read by whichever worker deploys it). With one directory,
+ * the second worker adopted the first one's proxy and reloaded it onto its own ports and routes. So each router port
+ * gets its own (`DATA_DIR/edge/haproxy-8081`), except that the unkeyed directory of an earlier version stays in use
+ * by the process whose port its configuration listens on: an upgrade adopts the proxy already serving that port.
  */
-export function proxyDirectory(dataDir: string, proxy: ProxyName, port: number): string {
+export function proxyDirectory(dataDir: string, proxy: ProxyName, port: number, shared: boolean): string {
   const unkeyed = join(dataDir, 'edge', proxy);
-  return listensOn(join(unkeyed, CONFIG_FILE[proxy]), port) ? unkeyed : `${unkeyed}-${port}`;
+  if (!shared || listensOn(join(unkeyed, CONFIG_FILE[proxy]), port)) return unkeyed;
+  return `${unkeyed}-${port}`;
 }
 
 /** Whether the configuration the driver wrote there has a `bind` (HAProxy) or `listen` (nginx) line on `port`. */
