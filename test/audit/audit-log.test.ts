@@ -13,7 +13,7 @@ import { createHarness, type Harness, type TestUser } from '../helpers/harness.j
 import { call, expectError, seedWorld, unique } from '../control-plane/fixtures.js';
 import { ensureFixtureIssuer, fillPath, sampleBody, seedRouteWorld, type RouteWorld } from '../control-plane/route-fixtures.js';
 import { signBody } from '../../src/modules/github/signature.js';
-import { RequestAudit, runWithAudit } from '../../src/platform/audit/request-audit.js';
+import { changingRequestsInFlight, RequestAudit, runWithAudit } from '../../src/platform/audit/request-audit.js';
 
 /** Changing routes whose valid request changes nothing, so leaves no row (and why). */
 const CHANGES_NOTHING: Record<string, string> = {
@@ -515,7 +515,8 @@ describe('audit log', () => {
       expect(rows.map((r) => r.resource_id).sort()).toEqual([...ids].sort());
       expect(new Set(rows.map((r) => r.request_id)).size).toBe(names.length);
       expect(rows.every((r) => r.actor_user_id === owner.id)).toBe(true);
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      // Every change closed: the storage is off again until the next one.
+      await waitFor('no changing request left open', async () => changingRequestsInFlight() === 0 || null, 5_000, 10);
     }
   });
 });

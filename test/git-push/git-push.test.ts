@@ -3,6 +3,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { changingRequestsInFlight } from '../../src/platform/audit/request-audit.js';
 import { slipway } from '../cli/slipway.js';
 import { TestRepo } from '../helpers/git-repo.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
@@ -116,6 +117,9 @@ describe.skipIf(missing)('git push to an application', () => {
       200,
     );
     expect(served).toBe('pushed ok');
+    // The push's reply is hijacked (no onSend): its audit closes when its handler settles, so reads run without
+    // the audit's AsyncLocalStorage again (request-audit.ts).
+    await waitFor('no changing request left open', async () => changingRequestsInFlight() === 0 || null, 10_000, 50);
   }, 180_000);
 
   it("refuses a push by someone who is not a member of the application's organization, saying why", async () => {

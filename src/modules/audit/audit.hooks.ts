@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction, RouteHandlerMethod } from 'fastify';
 import { resourceOfRoute } from '../../platform/audit/audit-row.js';
 import { auditableBody } from '../../platform/audit/redact.js';
 import type { DeniedRequests } from '../../platform/audit/denied-requests.js';
@@ -108,7 +108,25 @@ export function installAuditHooks(app: App, audit: AuditService, denied: DeniedR
     route.onRequest = [...hooksOf(route.onRequest), begin];
     route.preHandler = [...hooksOf(route.preHandler), arm];
     route.onResponse = [...hooksOf(route.onResponse), end];
+    route.handler = closedWhenAbandoned(route.handler);
   });
+}
+
+/**
+ * A hijacked reply (a git push, an attached run) or an aborted request may never reach onSend nor onResponse:
+ * once its handler has settled, the request is closed here (its change is made; later work is not its change).
+ * Not at the socket's close: a push whose client hung up goes on, and its writes are still its change.
+ */
+function closedWhenAbandoned(handler: RouteHandlerMethod): RouteHandlerMethod {
+  return function (this: FastifyInstance, request, reply) {
+    const settled = () => {
+      if (reply.sent || request.raw.destroyed) audits.get(request)?.close();
+    };
+    const result: unknown = handler.call(this, request, reply);
+    if (result instanceof Promise) result.then(settled, settled);
+    else settled();
+    return result;
+  } as RouteHandlerMethod;
 }
 
 /** A route's own hooks of one kind, as a list (a route may give one function, a list, or none). */

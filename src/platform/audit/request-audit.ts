@@ -101,6 +101,11 @@ export function runWithAudit(audit: RequestAudit, fn: () => void) {
   storage.run(audit, fn);
 }
 
+/** Changing requests not closed yet (the storage is enabled while there is one): for tests and diagnostics. */
+export function changingRequestsInFlight(): number {
+  return inFlight;
+}
+
 export function currentAudit(): RequestAudit | undefined {
   return storage.getStore();
 }
