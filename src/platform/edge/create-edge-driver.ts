@@ -16,10 +16,11 @@ export async function createEdgeDriver(config: EdgeSettings): Promise<EdgeDriver
     if (!binary) throw new StartupError('EDGE_DRIVER=haproxy: HAProxy is not installed (apt-get install haproxy)');
     if (config.ROUTER_PORT === 0 || config.ROUTER_HTTPS_PORT === 0)
       throw new StartupError('EDGE_DRIVER=haproxy needs fixed ports: ROUTER_PORT and ROUTER_HTTPS_PORT cannot be 0');
-    const { HaproxyDriver } = await import('./haproxy-driver.js');
+    const [{ HaproxyDriver }, { HaproxyProcess }] = await Promise.all([import('./haproxy-driver.js'), import('./haproxy-process.js')]);
+    const directory = chosenDirectory(config, 'haproxy', (dir) => new HaproxyProcess(binary, dir).masterPid());
     return new HaproxyDriver({
       binary,
-      directory: proxyDirectory(config.dataDir, 'haproxy', config.ROUTER_PORT, config.DATABASE_URL !== undefined),
+      directory,
       host: config.ROUTER_HOST,
       port: config.ROUTER_PORT,
       httpsPort: config.ROUTER_HTTPS_PORT,
@@ -31,10 +32,11 @@ export async function createEdgeDriver(config: EdgeSettings): Promise<EdgeDriver
     if (!binary) throw new StartupError('EDGE_DRIVER=nginx: nginx is not installed (apt-get install nginx)');
     if (config.ROUTER_PORT === 0 || config.ROUTER_HTTPS_PORT === 0)
       throw new StartupError('EDGE_DRIVER=nginx needs fixed ports: ROUTER_PORT and ROUTER_HTTPS_PORT cannot be 0');
-    const { NginxDriver } = await import('./nginx-driver.js');
+    const [{ NginxDriver }, { NginxProcess }] = await Promise.all([import('./nginx-driver.js'), import('./nginx-process.js')]);
+    const directory = chosenDirectory(config, 'nginx', (dir) => new NginxProcess(binary, dir).masterPid());
     return new NginxDriver({
       binary,
-      directory: proxyDirectory(config.dataDir, 'nginx', config.ROUTER_PORT, config.DATABASE_URL !== undefined),
+      directory,
       host: config.ROUTER_HOST,
       port: config.ROUTER_PORT,
       httpsPort: config.ROUTER_HTTPS_PORT,
@@ -66,4 +68,15 @@ export async function createEdgeDriver(config: EdgeSettings): Promise<EdgeDriver
     httpsPort: config.ROUTER_HTTPS_PORT,
     retryWindowMs: config.ROUTER_RETRY_WINDOW_MS,
   });
+}
+
+/** The proxy's directory (proxy-directory.ts); proxies left running in others are named at start. */
+function chosenDirectory(config: EdgeSettings, proxy: 'haproxy' | 'nginx', masterIn: (dir: string) => number | null): string {
+  const ports = [config.ROUTER_PORT, ...(config.ROUTER_HTTPS_PORT ? [config.ROUTER_HTTPS_PORT] : [])];
+  const { dir, strays } = proxyDirectory(config.dataDir, proxy, ports, config.DATABASE_URL !== undefined, masterIn);
+  for (const stray of strays)
+    console.error(
+      `[slipway] note: ${stray} is running and no Slipway process drives it: a worker's being restarted, or the proxy of a router port changed since (then stop it)`,
+    );
+  return dir;
 }

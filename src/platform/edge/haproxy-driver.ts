@@ -16,6 +16,7 @@ import {
   type HaproxyTlsName,
 } from './haproxy-config.js';
 import { HaproxyProcess } from './haproxy-process.js';
+import { runningConfigListensOn } from './proxy-directory.js';
 import { isSafeHostname, upstreamAddress } from './nginx-config.js';
 import { LATENCY_BOUNDS_MS, type RequestStats } from './request-stats.js';
 import { RouteTable, type Upstream } from './route-table.js';
@@ -135,6 +136,7 @@ export class HaproxyDriver implements EdgeDriver {
     const { files, shape } = this.render(true);
     this.writeFiles(files);
     const { adopted, pid } = await this.haproxy.start(files.config);
+    const moved = adopted && !runningConfigListensOn(this.haproxy.confPath, this.options.port);
     this.master = { pid, adopted };
     this.logger?.warn({ pid, configuration: this.haproxy.confPath }, adopted ? 'adopted the running HAProxy' : 'started HAProxy');
     // An adopted HAProxy serves its routes until the first apply() (the table is empty until the runtime fills it),
@@ -150,6 +152,7 @@ export class HaproxyDriver implements EdgeDriver {
         .catch((err) => this.logger?.warn({ err }, 'reading HAProxy counters failed'))
         .finally(() => (this.reading = null));
     }, STATS_POLL_MS).unref();
+    if (moved) await this.apply();
     return this.options.port;
   }
 

@@ -7,6 +7,7 @@ import { logsRequests, type EdgeDriver, type EdgeRequestLogger } from './edge-dr
 import { NginxAccessLog, type NginxAccessEntry } from './nginx-access-log.js';
 import { isSafeHostname, renderNginxConfig, upstreamAddress, type NginxRoute, type NginxTlsName } from './nginx-config.js';
 import { NginxProcess } from './nginx-process.js';
+import { runningConfigListensOn } from './proxy-directory.js';
 import type { RequestStats } from './request-stats.js';
 import { RouteTable, type Upstream } from './route-table.js';
 import { RouterServer } from './router-server.js';
@@ -115,12 +116,14 @@ export class NginxDriver implements EdgeDriver {
     this.stats?.start();
     const config = this.render();
     const { adopted, pid } = await this.nginx.start(config);
+    const moved = adopted && !runningConfigListensOn(this.nginx.confPath, this.options.port);
     this.master = { pid, adopted };
     this.logger?.warn({ pid, configuration: this.nginx.confPath }, adopted ? 'adopted the running nginx' : 'started nginx');
     // An adopted nginx serves its routes until the first apply() (the table is empty until the runtime fills it).
     this.loaded = adopted ? null : config;
     this.accessLog.start();
     this.isListening = true;
+    if (moved) await this.apply();
     return this.options.port;
   }
 
