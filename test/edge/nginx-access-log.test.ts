@@ -119,6 +119,13 @@ describe('what may enter nginx.conf', () => {
     expect(quoted('a "b" \\ c')).toBe('"a \\"b\\" \\\\ c"');
     expect(() => quoted('$host')).toThrow();
   });
+
+  it('listens on an IPv6 ROUTER_HOST in brackets', () => {
+    const base = { dir: '/tmp/x', workerUser: null, port: 8081, httpsPort: null, responderPort: 2, routes: [], redirects: [], tls: [] };
+    expect(renderNginxConfig({ ...base, listenHost: '::1' })).toContain('listen [::1]:8081 default_server;');
+    expect(renderNginxConfig({ ...base, listenHost: '127.0.0.1' })).toContain('listen 127.0.0.1:8081 default_server;');
+    expect(renderNginxConfig({ ...base, listenHost: '0.0.0.0' })).toContain('listen 8081 default_server;');
+  });
 });
 
 describe("one tenant's data never makes nginx refuse every route", () => {

@@ -95,7 +95,14 @@ const json = (status: number, message: string) => quoted(JSON.stringify({ status
 /** The whole nginx.conf for the current routes, domains and certificates. */
 export function renderNginxConfig(input: NginxConfigInput): string {
   const { dir } = input;
-  const listen = (port: number) => (input.listenHost === '0.0.0.0' || input.listenHost === '' ? `${port}` : `${input.listenHost}:${port}`);
+  const { listenHost } = input;
+  // An IPv6 address is bracketed (`listen ::1:8081` is not an address nginx reads).
+  const listen = (port: number) =>
+    listenHost === '0.0.0.0' || listenHost === ''
+      ? `${port}`
+      : listenHost.includes(':')
+        ? `[${listenHost}]:${port}`
+        : `${listenHost}:${port}`;
   const lines: string[] = [
     '# Written by Slipway (the edge driver for nginx); replaced whole on every route change.',
     'daemon on;',
