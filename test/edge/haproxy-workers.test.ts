@@ -52,7 +52,14 @@ describe.skipIf(!haproxy)('two workers sharing a DATA_DIR each drive their own H
       ownerUrl: inject('postgresOwnerUrl'),
     });
     dataDir = mkdtempSync(join(tmpdir(), 'slipway-edge-workers-'));
-    common = { DATABASE_URL: database.url, SECRET_KEY: randomBytes(32).toString('base64'), DATA_DIR: dataDir };
+    common = {
+      DATABASE_URL: database.url,
+      SECRET_KEY: randomBytes(32).toString('base64'),
+      DATA_DIR: dataDir,
+      // A stop waits at most this long for HAProxy's old workers (30 s by default: the stop's own limit below).
+      ROUTER_DRAIN_TIMEOUT_MS: '1000',
+      RUNTIME_STOP_GRACE_MS: '2000',
+    };
   });
 
   afterAll(async () => {
