@@ -94,8 +94,7 @@ const json = (status: number, message: string) => quoted(JSON.stringify({ status
 
 /** The whole nginx.conf for the current routes, domains and certificates. */
 export function renderNginxConfig(input: NginxConfigInput): string {
-  const { dir } = input;
-  const { listenHost } = input;
+  const { dir, listenHost } = input;
   // An IPv6 address is bracketed (`listen ::1:8081` is not an address nginx reads).
   const listen = (port: number) =>
     listenHost === '0.0.0.0' || listenHost === ''

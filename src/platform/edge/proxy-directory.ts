@@ -78,10 +78,7 @@ function proxyDirectories(dataDir: string, proxy: ProxyName): string[] {
 
 /** The live process recorded as driving the proxy of `dir` (same pid and start time) or null, and its router ports. */
 function ownerOf(dir: string): { live: number | null; ports: number[] } {
-  const [pid, started, ports] = readPlainFile(join(dir, OWNER_FILE))
-    .trim()
-    .split(' ')
-    .map((field) => field ?? '');
+  const [pid, started, ports] = readPlainFile(join(dir, OWNER_FILE)).trim().split(' ');
   const recorded = (ports ?? '')
     .split(',')
     .map(Number)
@@ -92,11 +89,7 @@ function ownerOf(dir: string): { live: number | null; ports: number[] } {
 
 /** The ports of the `bind` (HAProxy) and `listen` (nginx) lines of a configuration the driver wrote. */
 function portsListenedOn(configPath: string): number[] {
-  return portsOf(readPlainFile(configPath));
-}
-
-function portsOf(config: string): number[] {
-  return [...config.matchAll(/^\s*(?:bind|listen)\s+(?:\S*:)?(\d+)(?:\s|;|$)/gm)].map((m) => Number(m[1]));
+  return [...readPlainFile(configPath).matchAll(/^\s*(?:bind|listen)\s+(?:\S*:)?(\d+)(?:\s|;|$)/gm)].map((m) => Number(m[1]));
 }
 
 /**
@@ -104,7 +97,7 @@ function portsOf(config: string): number[] {
  * not was started for another ROUTER_PORT: its driver reloads it at once, rather than at the table's first change.
  */
 export function runningConfigListensOn(configPath: string, port: number): boolean {
-  return portsOf(readPlainFile(configPath)).includes(port);
+  return portsListenedOn(configPath).includes(port);
 }
 
 /** A file the platform wrote in a directory only it enters, or '' (missing, or not a regular file: never followed). */
