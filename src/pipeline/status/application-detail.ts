@@ -9,7 +9,8 @@ import type { ApplicationDetailSource } from '../../modules/applications/index.j
  * organization, with its newest image, release and deployment, written by PostgreSQL as the answer's
  * JSON text (ApplicationDetail, as ApplicationsService's `shape` and `latestOf` write it; a test holds the
  * two equal). Node sends it as it is: no row of every column to parse, no dates parsed and formatted again,
- * no serializing. Prepared per connection; the plain `a.id = …` correlations keep PostgreSQL on a generic
+ * no serializing. The newest release and deployment name their environment and release version from their own
+ * columns (migration 0066), so the statement joins nothing for them. Prepared per connection; the plain `a.id = …` correlations keep PostgreSQL on a generic
  * plan. Answers nothing when any level is missing or the caller is no member: the caller's slower path then
  * tells which (404 or 403).
  */
@@ -35,13 +36,11 @@ export function applicationDetailSource(db: Db): ApplicationDetailSource {
                                                       'created', ${isoText('i.created_at')})
                from images i where i.application_id = a.id order by i.version desc limit 1),
             'latest_release', (select json_build_object('id', r.id, 'version', r.version, 'built', r.built, 'error', r.error,
-                                                        'created', ${isoText('r.created_at')}, 'environment', re.slug)
-               from releases r join environments re on re.id = r.environment_id
-               where r.application_id = a.id order by r.version desc limit 1),
-            'latest_deployment', (select json_build_object('id', d.id, 'release_version', dr.version, 'complete', d.complete,
-                                                           'error', d.error, 'created', ${isoText('d.created_at')}, 'environment', de.slug)
-               from deployments d join releases dr on dr.id = d.release_id join environments de on de.id = d.environment_id
-               where d.application_id = a.id order by d.id desc limit 1)
+                                                        'created', ${isoText('r.created_at')}, 'environment', r.environment_slug)
+               from releases r where r.application_id = a.id order by r.version desc limit 1),
+            'latest_deployment', (select json_build_object('id', d.id, 'release_version', d.release_version, 'complete', d.complete,
+                                                           'error', d.error, 'created', ${isoText('d.created_at')}, 'environment', d.environment_slug)
+               from deployments d where d.application_id = a.id order by d.id desc limit 1)
           )::text as body
           from organizations o
           join projects p on p.organization_id = o.id and p.slug = ${projectSlug}

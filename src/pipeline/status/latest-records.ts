@@ -91,8 +91,7 @@ function latestRecordsQuery(db: Db, oneEnvironment: boolean, applications: 'one'
         jsonObjectFrom(
           eb
             .selectFrom('releases as r')
-            .innerJoin('environments as re', 're.id', 'r.environment_id')
-            .select(['r.id', 'r.version', 'r.built', 'r.error', 'r.created_at', 're.slug as environment'])
+            .select(['r.id', 'r.version', 'r.built', 'r.error', 'r.created_at', 'r.environment_slug as environment'])
             .whereRef('r.application_id', '=', 'a.id')
             .where((w) => (oneEnvironment ? w('r.environment_id', '=', w.ref('only.id')) : w.lit(true)))
             .orderBy('r.version', 'desc')
@@ -101,9 +100,7 @@ function latestRecordsQuery(db: Db, oneEnvironment: boolean, applications: 'one'
         jsonObjectFrom(
           eb
             .selectFrom('deployments as d')
-            .innerJoin('releases as dr', 'dr.id', 'd.release_id')
-            .innerJoin('environments as de', 'de.id', 'd.environment_id')
-            .select(['d.id', 'dr.version as release_version', 'd.complete', 'd.error', 'd.created_at', 'de.slug as environment'])
+            .select(['d.id', 'd.release_version', 'd.complete', 'd.error', 'd.created_at', 'd.environment_slug as environment'])
             .whereRef('d.application_id', '=', 'a.id')
             .where((w) => (oneEnvironment ? w('d.environment_id', '=', w.ref('only.id')) : w.lit(true)))
             // Ids are time-ordered (UUIDv7 taken when the request arrived): the index serves this.

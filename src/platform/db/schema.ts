@@ -367,6 +367,8 @@ export interface OrganizationDiskUsageTable {
 
 export interface ReleasesTable extends BuildRecordColumns {
   environment_id: string;
+  /** Its environment's slug, written by PostgreSQL's trigger from `environment_id` (migration 0066). */
+  environment_slug: Generated<string>;
   platform: Generated<string>;
   image_ref: string | null;
   configuration: NullableJsonColumn<unknown>;
@@ -388,6 +390,9 @@ export interface DeploymentsTable {
   application_id: string;
   environment_id: string;
   release_id: string;
+  /** Its environment's slug and its release's version, written by PostgreSQL's trigger (migration 0066). */
+  environment_slug: Generated<string>;
+  release_version: Generated<number>;
   status: ColumnType<DeploymentStatus, DeploymentStatus | undefined, DeploymentStatus>;
   complete: Generated<boolean>;
   error: Generated<boolean>;
