@@ -72,9 +72,27 @@ describe('migration 0066: the environment slug and release version on each recor
     expect(
       (await db.selectFrom('releases').select('environment_slug').where('id', '=', r3).executeTakeFirstOrThrow()).environment_slug,
     ).toBe('staging');
-    // A release naming no environment is still the foreign key's refusal.
+    // A release naming no environment is still the foreign key's refusal; one naming none at all, NOT NULL's.
     await expect(
       sql`INSERT INTO releases (id, application_id, environment_id, version) VALUES (${uuidv7()}, ${app}, ${uuidv7()}, 4)`.execute(db),
     ).rejects.toMatchObject({ code: '23503' });
+    await expect(
+      sql`INSERT INTO releases (id, application_id, environment_id, version) VALUES (${uuidv7()}, ${app}, NULL, 4)`.execute(db),
+    ).rejects.toMatchObject({ code: '23502', column: 'environment_id' });
+
+    // Nothing renames an environment or renumbers a release today; should something, the copies follow.
+    await sql`UPDATE environments SET slug = 'stage' WHERE id = ${staging}`.execute(db);
+    await sql`UPDATE releases SET version = 30 WHERE id = ${r3}`.execute(db);
+    expect(
+      await db.selectFrom('releases').select(['id', 'environment_slug']).where('environment_id', '=', staging).orderBy('version').execute(),
+    ).toEqual([
+      { id: r1, environment_slug: 'stage' },
+      { id: r3, environment_slug: 'stage' },
+    ]);
+    expect(await db.selectFrom('deployments').select(['id', 'environment_slug', 'release_version']).orderBy('id').execute()).toEqual([
+      { id: d1, environment_slug: 'stage', release_version: 1 },
+      { id: d2, environment_slug: 'production', release_version: 1 },
+      { id: d3, environment_slug: 'production', release_version: 30 },
+    ]);
   });
 });

@@ -181,23 +181,29 @@ export class DeploymentsRepository {
     return countRows(this.db, 'deployments', applicationId, environmentId);
   }
 
+  /** Deployments with their release's commit, environment and guard: what the deployment list and detail show. */
+  private withDetails() {
+    return (
+      this.db
+        .selectFrom('deployments as d')
+        .innerJoin('releases as r', 'r.id', 'd.release_id')
+        // The deployment's own columns carry its release's version and environment's slug (migration 0066).
+        .selectAll('d')
+        .select(['r.commit_sha as release_commit_sha', 'd.environment_slug as environment'])
+        .leftJoin('deployment_guards as g', 'g.deployment_id', 'd.id')
+        .select([
+          'g.status as guard_status',
+          'g.watch_until as guard_watch_until',
+          'g.settings as guard_settings',
+          'g.measures as guard_measures',
+          'g.breach as guard_breach',
+          'g.rollback_deployment_id as guard_rollback_deployment_id',
+        ])
+    );
+  }
+
   page(applicationId: string, environmentId: string | null, limit: number, offset: number) {
-    let q = this.db
-      .selectFrom('deployments as d')
-      .innerJoin('releases as r', 'r.id', 'd.release_id')
-      .innerJoin('environments as e', 'e.id', 'd.environment_id')
-      .selectAll('d')
-      .select(['r.version as release_version', 'r.commit_sha as release_commit_sha', 'e.slug as environment'])
-      .leftJoin('deployment_guards as g', 'g.deployment_id', 'd.id')
-      .select([
-        'g.status as guard_status',
-        'g.watch_until as guard_watch_until',
-        'g.settings as guard_settings',
-        'g.measures as guard_measures',
-        'g.breach as guard_breach',
-        'g.rollback_deployment_id as guard_rollback_deployment_id',
-      ])
-      .where('d.application_id', '=', applicationId);
+    let q = this.withDetails().where('d.application_id', '=', applicationId);
     if (environmentId) q = q.where('d.environment_id', '=', environmentId);
     return (
       q
@@ -210,23 +216,7 @@ export class DeploymentsRepository {
   }
 
   withRelease(id: string) {
-    return this.db
-      .selectFrom('deployments as d')
-      .innerJoin('releases as r', 'r.id', 'd.release_id')
-      .innerJoin('environments as e', 'e.id', 'd.environment_id')
-      .selectAll('d')
-      .select(['r.version as release_version', 'r.commit_sha as release_commit_sha', 'e.slug as environment'])
-      .leftJoin('deployment_guards as g', 'g.deployment_id', 'd.id')
-      .select([
-        'g.status as guard_status',
-        'g.watch_until as guard_watch_until',
-        'g.settings as guard_settings',
-        'g.measures as guard_measures',
-        'g.breach as guard_breach',
-        'g.rollback_deployment_id as guard_rollback_deployment_id',
-      ])
-      .where('d.id', '=', id)
-      .executeTakeFirst();
+    return this.withDetails().where('d.id', '=', id).executeTakeFirst();
   }
 
   /**
