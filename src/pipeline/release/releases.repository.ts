@@ -120,10 +120,9 @@ export class ReleasesRepository {
     return this.db
       .selectFrom('releases as r')
       .leftJoin('images as i', 'i.id', 'r.image_ref')
-      .innerJoin('environments as e', 'e.id', 'r.environment_id')
       .selectAll('r')
       .select([
-        'e.slug as environment',
+        'r.environment_slug as environment',
         'i.id as img_id',
         'i.version as img_version',
         'i.image_id as img_digest',
@@ -139,13 +138,10 @@ export class ReleasesRepository {
 
   /** A page of the application's releases, newest first: in one environment, or in all of them (null). */
   async page(applicationId: string, environmentId: string | null, limit: number, offset: number) {
-    let base = this.db
-      .selectFrom('releases as r')
-      .innerJoin('environments as e', 'e.id', 'r.environment_id')
-      .where('r.application_id', '=', applicationId);
+    let base = this.db.selectFrom('releases as r').where('r.application_id', '=', applicationId);
     if (environmentId) base = base.where('r.environment_id', '=', environmentId);
     const [rows, total] = await Promise.all([
-      base.selectAll('r').select('e.slug as environment').orderBy('r.version', 'desc').limit(limit).offset(offset).execute(),
+      base.selectAll('r').select('r.environment_slug as environment').orderBy('r.version', 'desc').limit(limit).offset(offset).execute(),
       countRows(this.db, 'releases', applicationId, environmentId),
     ]);
     return { rows, total };

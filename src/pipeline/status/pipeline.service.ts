@@ -52,14 +52,19 @@ export class PipelineService {
     const environmentId = await environmentFilter(this.db, applicationId, environment);
     let release = this.db
       .selectFrom('releases as r')
-      .innerJoin('environments as e', 'e.id', 'r.environment_id')
-      .select(['r.id', 'r.version', 'r.status', 'r.error_detail', 'r.build_step', 'r.updated_at', 'e.slug as environment'])
+      .select(['r.id', 'r.version', 'r.status', 'r.error_detail', 'r.build_step', 'r.updated_at', 'r.environment_slug as environment'])
       .where('r.application_id', '=', applicationId);
     let deployment = this.db
       .selectFrom('deployments as d')
-      .leftJoin('releases as r', 'r.id', 'd.release_id')
-      .innerJoin('environments as e', 'e.id', 'd.environment_id')
-      .select(['d.id', 'r.version', 'd.status', 'd.error_detail', 'd.deploy_step', 'd.updated_at', 'e.slug as environment'])
+      .select([
+        'd.id',
+        'd.release_version as version',
+        'd.status',
+        'd.error_detail',
+        'd.deploy_step',
+        'd.updated_at',
+        'd.environment_slug as environment',
+      ])
       .where('d.application_id', '=', applicationId);
     if (environmentId) {
       release = release.where('r.environment_id', '=', environmentId);
