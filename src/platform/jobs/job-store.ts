@@ -195,7 +195,9 @@ export class JobStore {
           FOR UPDATE OF j SKIP LOCKED
         ), started AS (
           UPDATE pipeline_jobs j
-          SET state = 'active', started_on = now(),
+          -- This statement's time, not the transaction's (now()): that began before the advisory lock's wait,
+          -- so a job could look started before the previous job of its application completed.
+          SET state = 'active', started_on = statement_timestamp(),
               retry_count = CASE WHEN j.started_on IS NOT NULL THEN j.retry_count + 1 ELSE j.retry_count END
           FROM next WHERE j.id = next.id
           RETURNING j.id, j.data
