@@ -10,8 +10,8 @@ import type { ApplicationDetailSource } from '../../modules/applications/index.j
  * JSON text (ApplicationDetail, as ApplicationsService's `shape` and `latestOf` write it; a test holds the
  * two equal). Node sends it as it is: no row of every column to parse, no dates parsed and formatted again,
  * no serializing. The newest release and deployment name their environment and release version from their own
- * columns (migration 0066), so the statement joins nothing for them. Prepared per connection; the plain `a.id = …` correlations keep PostgreSQL on a generic
- * plan. Answers nothing when any level is missing or the caller is no member: the caller's slower path then
+ * columns (migration 0066), so the statement joins nothing for them. Prepared per connection; the plain `a.id = …`
+ * correlations keep PostgreSQL on a generic plan. Answers nothing when any level is missing or the caller is no member: the caller's slower path then
  * tells which (404 or 403).
  */
 export function applicationDetailSource(db: Db): ApplicationDetailSource {
