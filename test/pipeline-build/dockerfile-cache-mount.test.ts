@@ -5,7 +5,7 @@ import { createHarness, type Harness } from '../helpers/harness.js';
 import { TestRepo } from '../helpers/git-repo.js';
 import { sandboxMissing } from '../helpers/sandbox.js';
 import { buildBusyboxBase, BASE_IMAGE } from '../registry/base-image.js';
-import { missingBinary } from '../registry/registry-server.js';
+import { missingBinary, run } from '../registry/registry-server.js';
 import { artifactDir } from '../../src/pipeline/build/build-runner.js';
 import { buildAndWait, createApp } from './fixtures.js';
 
@@ -109,5 +109,40 @@ describe.skipIf(missing)('Dockerfile cache mounts', () => {
     repo.commit({ Dockerfile: DOCKERFILE.replace('CMD ', `RUN exit 3\nCMD `), 'index.html': 'three' });
     const failed = await buildAndWait(h, a);
     expect(failed.log.error_detail).toMatch(/the Dockerfile build failed \(buildah exit code \d+\)/);
+  });
+
+  it("copy the operator's base image into the application's storage once, and again when the operator changes it", async () => {
+    const copied = /^Base image localhost\/busybox-base:latest copied into this application's build storage in \d+\.\d s$/gm;
+    const repo = new TestRepo();
+    repos.push(repo);
+    repo.commit({ Dockerfile: `FROM ${BASE_IMAGE}\nCOPY index.html /www/\nCMD httpd -f -p $PORT -h /www\n`, 'index.html': 'one' });
+    const a = await createApp(h, { github_repository: repo.dir });
+    const first = await buildAndWait(h, a);
+    expect(first.log.error_detail).toBeNull();
+    expect(first.log.log_text.match(copied)).toHaveLength(1);
+
+    repo.commit({ 'index.html': 'two' });
+    const second = await buildAndWait(h, a);
+    expect(second.log.error_detail).toBeNull();
+    expect(second.log.log_text.match(copied)).toBeNull();
+
+    // The operator publishes a new version under the same name: the next build copies it in and builds on it.
+    const shared = join(h.dataDir, 'containers');
+    const buildah = (...args: string[]) =>
+      run('buildah', ['--root', join(shared, 'storage'), '--runroot', join(shared, 'run'), '--storage-driver', 'vfs', ...args]);
+    const container = (await buildah('from', '--pull=false', BASE_IMAGE)).stdout.trim();
+    try {
+      await buildah('run', '--isolation', 'chroot', container, '--', 'sh', '-c', 'echo 2 > /base-version');
+      await buildah('commit', '-q', container, BASE_IMAGE);
+    } finally {
+      await buildah('rm', container);
+    }
+    repo.commit({ 'index.html': 'three' });
+    const third = await buildAndWait(h, a);
+    expect(third.log.error_detail).toBeNull();
+    expect(third.log.log_text.match(copied)).toHaveLength(1);
+    const rootfs = join(artifactDir(h.dataDir, a.appId, third.version), 'rootfs');
+    expect(readFileSync(join(rootfs, 'base-version'), 'utf8')).toBe('2\n');
+    expect(readFileSync(join(rootfs, 'www', 'index.html'), 'utf8')).toBe('three');
   });
 });

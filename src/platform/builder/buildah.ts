@@ -8,7 +8,7 @@ import type { Config } from '../../config.js';
 import { platformAuthFile } from '../crypto/registry-token.js';
 import { MAX_CAPTURED_STDOUT_BYTES, run, type CommandResult, type RunOptions } from '../git/command.js';
 import { runSandboxed, SandboxUnavailable, type Sandbox } from '../sandbox/index.js';
-import { chmodBeneath, holdDirectoryBeneath, readTextBeneath, statBeneath, UnsafePathError } from '../fs/beneath.js';
+import { chmodBeneath, existsBeneath, holdDirectoryBeneath, readTextBeneath, statBeneath, UnsafePathError } from '../fs/beneath.js';
 import { privateDir } from '../fs/private-dir.js';
 import { contextHas, readContextFile } from './context-file.js';
 import {
@@ -221,12 +221,24 @@ export class BuildahBuilder implements Builder, ImagePuller {
     args: string[],
     what: string,
     input: Pick<BuildInput, 'signal' | 'log'>,
-    opts: { onLine?: (l: string) => void; deadline?: number; writable?: string[]; network?: PushNetwork } = {},
+    opts: RunChecked = {},
   ): Promise<CommandResult> {
     if (!this.buildah) throw new BuildError(BUILDAH_MISSING);
+    return this.runChecked(ws, this.buildah, [...this.storageArgs(ws), ...args], what, input, opts);
+  }
+
+  /** Runs `file args` in the workspace; a failure or the deadline passed is a BuildError naming `what`. */
+  private async runChecked(
+    ws: Workspace,
+    file: string,
+    args: string[],
+    what: string,
+    input: Pick<BuildInput, 'signal' | 'log'>,
+    opts: RunChecked,
+  ): Promise<CommandResult> {
     const remaining = opts.deadline ? opts.deadline - Date.now() : undefined;
     if (remaining !== undefined && remaining <= 0) throw new BuildError(`build timed out during ${what}`, 'build_timeout');
-    const result = await this.exec(ws, this.buildah, [...this.storageArgs(ws), ...args], {
+    const result = await this.exec(ws, file, args, {
       signal: input.signal,
       timeoutMs: remaining,
       onLine: opts.onLine,
@@ -443,6 +455,10 @@ export class BuildahBuilder implements Builder, ImagePuller {
             return input.log.line(step ? `${line} (at ${((Date.now() - started) / 1000).toFixed(1)} s)` : line);
           },
         });
+        // A cache scope's first build: its storage holds no image, so the bases are copied in before the script
+        // runs, rather than after a first run that stops to ask for them (a sandbox and a buildah start fewer).
+        if (ws.sandboxed && bases.length > 0 && (await this.holdsNoImage(ws)))
+          await this.importBaseImages(ws, bases, input, scratch, deadline, { storageEmpty: true });
         if ((await this.runExport(ws, script, 'the Dockerfile build', input, options())) === 'base images changed') {
           await this.importBaseImages(ws, bases, input, scratch, deadline);
           if ((await this.runExport(ws, script, 'the Dockerfile build', input, options())) !== 'done')
@@ -595,25 +611,53 @@ export class BuildahBuilder implements Builder, ImagePuller {
     input: BuildInput,
     scratch: string,
     deadline: number,
+    { storageEmpty = false } = {},
   ) {
     if (!ws.sandboxed) return;
     for (const [i, { name, id: shared }] of bases.entries()) {
-      if ((await this.imageIdOf(ws, name)) === shared) continue;
+      if (!storageEmpty && (await this.imageIdOf(ws, name)) === shared) continue;
       const exported = join(scratch, `base-${i}`);
       const copyStarted = Date.now();
-      await this.buildahRun(this.shared, ['push', '--quiet', shared, `oci:${exported}`], `exporting the base image ${name}`, input, {
-        deadline,
-      });
-      // Relative to the sandbox's working directory (scratch): buildah names the image after the path, which must be lower case.
-      const pulled = await this.buildahRun(ws, ['pull', '--quiet', `oci:base-${i}`], `importing the base image ${name}`, input, {
+      // A `dir:` copy keeps the layers uncompressed (an OCI layout gzips them): 25 % less time for a 700 MB base.
+      await this.buildahRun(
+        this.shared,
+        ['push', '--quiet', '--disable-compression', shared, `dir:${exported}`],
+        `exporting the base image ${name}`,
+        input,
+        { deadline },
+      );
+      await this.runChecked(ws, 'sh', ['-c', this.importScript(ws, `base-${i}`, name)], `importing the base image ${name}`, input, {
         deadline,
         writable: [exported],
+        network: { outbound: false },
       });
-      await this.buildahRun(ws, ['tag', pulled.stdout.trim().split('\n').pop()!, name], `naming the base image ${name}`, input);
-      await this.buildahRun(ws, ['rmi', `localhost/base-${i}`], `naming the base image ${name}`, input);
       await rm(exported, { recursive: true, force: true });
       input.log.line(`Base image ${name} copied into this application's build storage in ${seconds(Date.now() - copyStarted)}`);
     }
+  }
+
+  /** Whether the workspace's storage holds no image yet: buildah writes its image list with the first one. */
+  private async holdsNoImage(ws: Workspace): Promise<boolean> {
+    try {
+      return !(await existsBeneath(ws.storage, join(STORAGE_DIRS[ws.driver], `${ws.driver}-images`, 'images.json')));
+    } catch (err) {
+      // No storage yet holds no image; a link on the way is the sandboxed script's to find out.
+      return (err as NodeJS.ErrnoException).code === 'ENOENT';
+    }
+  }
+
+  /**
+   * Shell commands, run in one sandbox (a sandbox and a buildah start-up fewer than one command
+   * each), that import the image copied to `copy` (a `dir:` copy, relative to the sandbox's
+   * working directory: the scratch directory) and name it `name`, as the Dockerfile's FROM says.
+   */
+  private importScript(ws: Workspace, copy: string, name: string): string {
+    return [
+      `id=$(${this.buildahCommand(ws, ['pull', '--quiet', `dir:${copy}`])}) || exit 1`,
+      // The image's id is all `pull --quiet` prints; nothing else is ever named.
+      `case "$id" in *[!0-9a-f]*|'') echo "buildah pull printed no image id" >&2; exit 1 ;; esac`,
+      `${this.buildahCommand(ws, ['tag'])} "$id" ${shellQuote(name)}`,
+    ].join('\n');
   }
 
   /**
@@ -690,7 +734,8 @@ export class BuildahBuilder implements Builder, ImagePuller {
       ws,
       this.buildah,
       [...this.storageArgs(ws), 'inspect', '--type', 'image', '--format', '{{.FromImageID}}', name],
-      {},
+      // Reads the storage only: no way out needed (pasta's start spared).
+      { network: { outbound: false } },
     );
     return result.code === 0 ? result.stdout.trim() || null : null;
   }
@@ -1066,6 +1111,9 @@ export class BuildahBuilder implements Builder, ImagePuller {
 
 /** The network of a push: the platform's own command (no member code runs in it). */
 type PushNetwork = { outbound: boolean; hostLoopbackPorts?: number[] };
+
+/** How `runChecked` runs a command: its output lines, its deadline, what it may write, its network. */
+type RunChecked = { onLine?: (l: string) => void; deadline?: number; writable?: string[]; network?: PushNetwork };
 
 const isLoopbackHost = (hostname: string) => hostname === 'localhost' || /^127\./.test(hostname) || hostname === '[::1]';
 const portOf = (url: URL) => Number(url.port) || (url.protocol === 'http:' ? 80 : 443);
