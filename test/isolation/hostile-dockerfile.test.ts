@@ -186,5 +186,14 @@ describe.skipIf(!!missing)("a plain member's hostile Dockerfile (issue 10)", () 
     const built = await buildAndWait(h, stealing);
     expect(built.log.status, built.log.log_text).toBe('error');
     expect(built.log.log_text).toContain('no stage or image found');
+
+    // A name that reads as an option is never one: no buildah command run as root outside the sandbox is given it
+    // (`buildah inspect -h` prints its help and succeeds). A new application: its first build copies its bases first.
+    const optionRepo = new TestRepo();
+    repos.push(optionRepo);
+    optionRepo.commit({ Dockerfile: `FROM ${BASE_IMAGE}\nCOPY --from=-h / /x\n` });
+    const option = await buildAndWait(h, await createApp(h, { github_repository: optionRepo.dir, auto_deploy_branch: 'main' }));
+    expect(option.log.status, option.log.log_text).toBe('error');
+    expect(option.log.log_text).not.toMatch(/base image -h/);
   }, 240_000);
 });

@@ -160,7 +160,9 @@ export function baseImageNames(dockerfile: string): string[] {
     const name = (m[2] ?? m[4] ?? m[5])!;
     const ownStage = stages.has(name.toLowerCase()) || (m[2] === undefined && /^\d+$/.test(name));
     if (m[3]) stages.add(m[3].toLowerCase());
-    if (name === 'scratch' || name.includes('$') || ownStage || /^localhost\/[^/]+\/[^/]+\/[^/]+/.test(name)) continue;
+    // A name starting with `-` is none (it would be read as an option by the buildah commands it is given to).
+    if (name === 'scratch' || name.includes('$') || name.startsWith('-') || ownStage || /^localhost\/[^/]+\/[^/]+\/[^/]+/.test(name))
+      continue;
     if (!names.includes(name)) names.push(name);
   }
   return names;
@@ -458,9 +460,9 @@ export class BuildahBuilder implements Builder, ImagePuller {
         // A cache scope's first build: its storage holds no image, so the bases are copied in before the script
         // runs, rather than after a first run that stops to ask for them (a sandbox and a buildah start fewer).
         if (ws.sandboxed && bases.length > 0 && (await this.holdsNoImage(ws)))
-          await this.importBaseImages(ws, bases, input, scratch, deadline, { storageEmpty: true });
+          await this.importBaseImages(ws, bases, input, deadline, { storageEmpty: true });
         if ((await this.runExport(ws, script, 'the Dockerfile build', input, options())) === 'base images changed') {
-          await this.importBaseImages(ws, bases, input, scratch, deadline);
+          await this.importBaseImages(ws, bases, input, deadline);
           if ((await this.runExport(ws, script, 'the Dockerfile build', input, options())) !== 'done')
             throw new BuildError("the base images could not be copied into this application's build storage");
         }
@@ -609,30 +611,36 @@ export class BuildahBuilder implements Builder, ImagePuller {
     ws: Workspace,
     bases: Array<{ name: string; id: string }>,
     input: BuildInput,
-    scratch: string,
     deadline: number,
     { storageEmpty = false } = {},
   ) {
     if (!ws.sandboxed) return;
-    for (const [i, { name, id: shared }] of bases.entries()) {
+    for (const { name, id: shared } of bases) {
       if (!storageEmpty && (await this.imageIdOf(ws, name)) === shared) continue;
-      const exported = join(scratch, `base-${i}`);
       const copyStarted = Date.now();
-      // A `dir:` copy keeps the layers uncompressed (an OCI layout gzips them): 25 % less time for a 700 MB base.
-      await this.buildahRun(
-        this.shared,
-        ['push', '--quiet', '--disable-compression', shared, `dir:${exported}`],
-        `exporting the base image ${name}`,
-        input,
-        { deadline },
-      );
-      await this.runChecked(ws, 'sh', ['-c', this.importScript(ws, `base-${i}`, name)], `importing the base image ${name}`, input, {
-        deadline,
-        writable: [exported],
-        network: { outbound: false },
-      });
-      await rm(exported, { recursive: true, force: true });
-      input.log.line(`Base image ${name} copied into this application's build storage in ${seconds(Date.now() - copyStarted)}`);
+      // Written by root: into a directory of its own that no sandbox has seen (never below the build's
+      // scratch directory, which the build's sandbox may already have written), given to the sandbox after.
+      const holder = await mkdtemp(join(tmpdir(), 'slipway-base-'));
+      const copy = join(holder, 'image');
+      try {
+        // A `dir:` copy keeps the layers uncompressed (an OCI layout gzips them): 25 % less time for a 700 MB base.
+        await this.buildahRun(
+          this.shared,
+          ['push', '--quiet', '--disable-compression', shared, `dir:${copy}`],
+          `exporting the base image ${name}`,
+          input,
+          { deadline },
+        );
+        await this.runChecked(ws, 'sh', ['-c', this.importScript(ws, copy, name)], `importing the base image ${name}`, input, {
+          deadline,
+          writable: [holder],
+          network: { outbound: false },
+        });
+      } finally {
+        await rm(holder, { recursive: true, force: true });
+      }
+      const why = storageEmpty ? 'its first build there' : "the operator's image changed, or the copy was missing";
+      input.log.line(`Base image ${name} copied into this application's build storage in ${seconds(Date.now() - copyStarted)} (${why})`);
     }
   }
 
@@ -648,15 +656,16 @@ export class BuildahBuilder implements Builder, ImagePuller {
 
   /**
    * Shell commands, run in one sandbox (a sandbox and a buildah start-up fewer than one command
-   * each), that import the image copied to `copy` (a `dir:` copy, relative to the sandbox's
-   * working directory: the scratch directory) and name it `name`, as the Dockerfile's FROM says.
+   * each), that import the image copied to `copy` (a `dir:` copy: the image comes in unnamed) and
+   * name it `name`, as the Dockerfile's FROM says. A name pinned by digest is not a tag: the
+   * image is found by its digest instead.
    */
   private importScript(ws: Workspace, copy: string, name: string): string {
     return [
       `id=$(${this.buildahCommand(ws, ['pull', '--quiet', `dir:${copy}`])}) || exit 1`,
       // The image's id is all `pull --quiet` prints; nothing else is ever named.
       `case "$id" in *[!0-9a-f]*|'') echo "buildah pull printed no image id" >&2; exit 1 ;; esac`,
-      `${this.buildahCommand(ws, ['tag'])} "$id" ${shellQuote(name)}`,
+      ...(name.includes('@') ? [] : [`${this.buildahCommand(ws, ['tag'])} "$id" ${shellQuote(name)}`]),
     ].join('\n');
   }
 
@@ -737,7 +746,9 @@ export class BuildahBuilder implements Builder, ImagePuller {
       // Reads the storage only: no way out needed (pasta's start spared).
       { network: { outbound: false } },
     );
-    return result.code === 0 ? result.stdout.trim() || null : null;
+    // An image id is 64 hex digits (`sha256:` before them, as FromImageID shows it): anything else names no image.
+    const id = result.code === 0 ? result.stdout.trim() : '';
+    return /^(sha256:)?[0-9a-f]{64}$/.test(id) ? id : null;
   }
 
   private buildahCommand(ws: Workspace, args: string[]): string {
