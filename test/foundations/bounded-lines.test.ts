@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { run } from '../../src/platform/git/command.js';
 import { ByteTail, LINE_CUT_MARKER, LineSplitter, LineTail, OutputTooLarge } from '../../src/platform/logs/index.js';
 import { OutputRateGate } from '../../src/platform/runtime/local/output-rate.js';
+import { lineStarts } from '../../src/platform/runtime/local/line-starts.js';
 import { LineScrubber, scrubber } from '../../src/platform/runtime/scrub.js';
 
 // The bounded readers every subprocess's output passes through (issue 27, class 5); the
@@ -50,6 +51,20 @@ describe('bounded line readers', () => {
     scrubbing.write('VALUE-123 tail\nafter\n');
     scrubbing.end();
     expect(lines).toEqual(['after']);
+  });
+
+  it('says whether a drop forgot a line start, and skips nothing more when the dropped output ended the line', () => {
+    const lines: string[] = [];
+    const scrubbing = new LineScrubber([], (l) => lines.push(l));
+    scrubbing.write('held start');
+    expect(scrubbing.discardPartial(true)).toBe(true);
+    expect(scrubbing.discardPartial(true)).toBe(false);
+    scrubbing.write('next\n');
+    expect(lines).toEqual(['next']);
+    // Counted where lines begin: a chunk that continues a line holds no start for it.
+    expect(lineStarts(Buffer.from('a\nb\nc'), false)).toBe(3);
+    expect(lineStarts(Buffer.from('tail\nb\n'), true)).toBe(1);
+    expect(lineStarts(Buffer.from(''), false)).toBe(0);
   });
 
   it('counts what a closed rate gate drops and says so once per second', () => {

@@ -58,6 +58,8 @@ export class LineScrubber {
   private partial = '';
   /** Inside a line whose middle was dropped: skipped up to its newline. */
   private skipping = false;
+  /** The partial line's first piece was already emitted (an overlong line is being cut). */
+  private continuing = false;
   private readonly scrub: (t: string) => string;
   private readonly holdBack: number;
   /** Keeps a multi-byte character split between two chunks whole. */
@@ -89,24 +91,33 @@ export class LineScrubber {
       const line = this.partial.slice(start, nl).replace(/\r$/, '');
       if (this.admit(line)) this.emit(this.scrub(line));
       start = nl + 1;
+      this.continuing = false;
     }
     this.partial = this.partial.slice(start);
     while (this.partial.length > this.maxLine) {
-      if (!this.admit(this.partial.slice(0, this.maxLine))) return this.discardPartial();
+      if (!this.admit(this.partial.slice(0, this.maxLine))) {
+        this.discardPartial();
+        return;
+      }
       const clean = this.scrub(this.partial.slice(0, this.maxLine + this.holdBack));
       const cut = Math.max(1, Math.min(this.maxLine, clean.length - this.holdBack));
       this.emit(clean.slice(0, cut));
+      this.continuing = true;
       this.partial = clean.slice(cut) + this.partial.slice(this.maxLine + this.holdBack);
     }
   }
 
   /**
-   * Forgets the partial line and skips the rest of it when it comes (its middle is being dropped:
-   * what follows could begin with the end of a secret whose start was dropped).
+   * Forgets the partial line and, unless `lineEnded` (the dropped output ended it), skips the rest
+   * of it when it comes (its middle is being dropped: what follows could begin with the end of a
+   * secret whose start was dropped). Says whether a line's start was forgotten unemitted.
    */
-  discardPartial() {
+  discardPartial(lineEnded = false): boolean {
+    const forgotStart = this.partial.length > 0 && !this.continuing;
     this.partial = '';
-    this.skipping = true;
+    this.continuing = false;
+    this.skipping = !lineEnded;
+    return forgotStart;
   }
 
   end() {
@@ -115,5 +126,6 @@ export class LineScrubber {
     if (this.partial.length > 0 && this.admit(this.partial)) this.emit(this.scrub(this.partial));
     this.partial = '';
     this.skipping = false;
+    this.continuing = false;
   }
 }

@@ -9,13 +9,15 @@
  * runs) to whoever connects; to the platform that accepts it (again after a restart: the newest
  * accepting connection replaces the old one) it sends framed output chunks, counts of dropped
  * output, the exit. While nobody reads, at most `bufferBytes` of output wait; past that output is
- * dropped and counted.
+ * dropped and counted (in lines, where they begin).
  * It exits when the instance has ended and the exit was delivered (or nobody came for
  * `lingerMs`). Only node: built-ins, so it starts fast and small.
  */
 import { spawn } from 'node:child_process';
 import { chmodSync, closeSync, readFileSync, unlinkSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
+import { LINE_CUT_MARKER } from '../../logs/bounded-lines.js';
+import { endsMidLine, lineStarts } from './line-starts.js';
 import { encodeFrame, FRAME, SHIM_PROTOCOL, type ShimHello, type ShimSettings } from './shim-protocol.js';
 
 const settings = JSON.parse(readFileSync(0, 'utf8')) as ShimSettings;
@@ -37,30 +39,62 @@ const child = spawn(settings.file, settings.args, {
 // Our copies would keep the platform from seeing the sandbox's info pipe end.
 for (let i = 0; i < settings.controlFds; i++) closeSync(3 + i);
 
-function countLines(chunk: Buffer): number {
-  let n = 0;
-  for (let i = chunk.indexOf(0x0a); i >= 0; i = chunk.indexOf(0x0a, i + 1)) n++;
-  return n;
+/** Where each output stream stands, so a flood is cut at line boundaries a reader can count. */
+interface StreamState {
+  /** The last byte handed on was inside a line: the reader holds the start of a line. */
+  open: boolean;
+  /** Inside a line whose start was dropped: the rest of it is dropped too, up to its newline. */
+  skipping: boolean;
+}
+const streams = new Map<number, StreamState>([
+  [FRAME.stdout, { open: false, skipping: false }],
+  [FRAME.stderr, { open: false, skipping: false }],
+]);
+
+function fits(bytes: number): boolean {
+  return queued + (client?.writableLength ?? 0) + bytes <= settings.bufferBytes;
 }
 
-/** Queues a frame; output past the bound is dropped and counted (control frames always pass: they are tiny). */
-function push(type: number, payload: Buffer) {
-  const output = type === FRAME.stdout || type === FRAME.stderr;
-  const pending = queued + (client?.writableLength ?? 0);
-  if (output && pending + payload.length > settings.bufferBytes) {
-    dropped.lines += Math.max(1, countLines(payload));
-    dropped.bytes += payload.length;
-    return;
-  }
-  if (output && dropped.bytes > 0) {
-    const counts = dropped;
-    dropped = { lines: 0, bytes: 0 };
-    push(FRAME.dropped, Buffer.from(JSON.stringify(counts)));
-  }
+function enqueue(type: number, payload: Buffer) {
   const frame = encodeFrame(type, payload);
   queue.push(frame);
   queued += frame.length;
   pump();
+}
+
+/**
+ * Hands output on while it fits the bound; past it, drops it and counts the lines that begin in
+ * it. A line whose start was handed on is ended with the cut marker (the reader then drops its
+ * last characters, where a secret may begin); the rest of a line whose start was dropped is
+ * dropped too (it may begin with the end of a secret).
+ */
+function output(type: number, chunk: Buffer) {
+  const stream = streams.get(type)!;
+  if (stream.skipping) {
+    const newline = chunk.indexOf(0x0a);
+    dropped.bytes += newline < 0 ? chunk.length : newline + 1;
+    if (newline < 0) return;
+    stream.skipping = false;
+    chunk = chunk.subarray(newline + 1);
+    if (chunk.length === 0) return;
+  }
+  if (fits(chunk.length)) {
+    // The count goes before the output it preceded (a count of no whole line waits for one).
+    if (dropped.lines > 0) {
+      const counts = dropped;
+      dropped = { lines: 0, bytes: 0 };
+      enqueue(FRAME.dropped, Buffer.from(JSON.stringify(counts)));
+    }
+    stream.open = endsMidLine(chunk, stream.open);
+    return enqueue(type, chunk);
+  }
+  dropped.lines += lineStarts(chunk, stream.open);
+  dropped.bytes += chunk.length;
+  stream.skipping = endsMidLine(chunk, false);
+  if (stream.open) {
+    stream.open = false;
+    enqueue(type, Buffer.from(`${LINE_CUT_MARKER}\n`));
+  }
 }
 
 function pump() {
@@ -81,18 +115,18 @@ function finish() {
   process.exit(0);
 }
 
-child.stdout!.on('data', (c: Buffer) => push(FRAME.stdout, c));
-child.stderr!.on('data', (c: Buffer) => push(FRAME.stderr, c));
+child.stdout!.on('data', (c: Buffer) => output(FRAME.stdout, c));
+child.stderr!.on('data', (c: Buffer) => output(FRAME.stderr, c));
 child.on('error', (err) => {
-  push(FRAME.stderr, Buffer.from(`failed to start: ${err.message}\n`));
+  output(FRAME.stderr, Buffer.from(`failed to start: ${err.message}\n`));
   if (child.pid === undefined) onExit(127, null);
 });
 child.on('close', (code, signal) => onExit(code, signal));
 
 function onExit(code: number | null, signal: NodeJS.Signals | null) {
   if (exited) return;
-  if (dropped.bytes > 0) push(FRAME.dropped, Buffer.from(JSON.stringify(dropped)));
-  push(FRAME.exit, Buffer.from(JSON.stringify({ code, signal })));
+  if (dropped.bytes > 0) enqueue(FRAME.dropped, Buffer.from(JSON.stringify(dropped)));
+  enqueue(FRAME.exit, Buffer.from(JSON.stringify({ code, signal })));
   exited = true;
   pump();
   // Nobody reads (the platform is away): the instance is gone, a later platform starts it again.

@@ -31,7 +31,8 @@ import { LineScrubber } from '../scrub.js';
 import { runOneOff } from './one-off.js';
 import { ExecRefused, execInInstance } from './instance-exec.js';
 import { underTerminal } from './terminal-command.js';
-import { countLines, DEFAULT_OUTPUT_RATE, OutputRateGate, type OutputRate } from './output-rate.js';
+import { endsMidLine, lineStarts } from './line-starts.js';
+import { DEFAULT_OUTPUT_RATE, OutputRateGate, type OutputRate } from './output-rate.js';
 import { freePort, killGroup } from './process-group.js';
 import { processesCarrying, readProcessGroups } from './proc-stats.js';
 import { cgroupProcesses, groupProcesses, listeningPorts, type ListeningReport } from './listening-ports.js';
@@ -438,6 +439,7 @@ export class LocalProcessDriver implements RuntimeDriver {
         (line) => gate.admit(line),
       );
     const scrubbers = { stdout: capture('stdout'), stderr: capture('stderr') };
+    const midLine = { stdout: false, stderr: false };
     const note = (text: string) => scrubbers.stderr.write(text);
     let ended = false;
     let resolveExited: () => void = () => {};
@@ -466,10 +468,13 @@ export class LocalProcessDriver implements RuntimeDriver {
     };
     const events: ShimEvents = {
       // While the second's budget is spent, whole chunks are dropped unsplit (a flood costs little to ignore).
+      // Counted in lines where they begin (line-starts.ts), with the partial line a drop forgets.
       output: (stream, chunk) => {
+        const continuesLine = midLine[stream];
+        midLine[stream] = endsMidLine(chunk, continuesLine);
         if (!gate.closed()) return scrubbers[stream].write(chunk);
-        scrubbers[stream].discardPartial();
-        gate.drop(countLines(chunk), chunk.length);
+        const forgotStart = scrubbers[stream].discardPartial(!midLine[stream]);
+        gate.drop(lineStarts(chunk, continuesLine) + (forgotStart ? 1 : 0), chunk.length);
       },
       dropped: ({ lines, bytes }) =>
         record('stderr', `[slipway: ${lines} lines (${bytes} bytes) dropped: output waiting for the platform exceeded its buffer]`),

@@ -85,10 +85,3 @@ export class OutputRateGate {
     this.report();
   }
 }
-
-/** Newlines in a chunk (how many lines a dropped chunk held, give or take the one it ends inside). */
-export function countLines(chunk: Buffer): number {
-  let n = 0;
-  for (let i = chunk.indexOf(0x0a); i >= 0; i = chunk.indexOf(0x0a, i + 1)) n++;
-  return n;
-}
