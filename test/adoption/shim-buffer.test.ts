@@ -3,7 +3,7 @@
  * output budget waits; the rest is dropped and counted, and the count reaches the next reader.
  * Real processes, two drivers (the platform before and after a restart), one shim.
  */
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -124,4 +124,60 @@ describe('an instance whose platform is away', () => {
       }
     });
   });
+
+  it("never hands a new platform process the rest of a line whose start went to the one before (it may be a secret's end)", async () => {
+    const half = spec.secrets[0]!.slice(0, 10);
+    const app = partialLineApp(`say it: token=${half}`, `${spec.secrets[0]!.slice(10)} tail\nnext line\n`);
+    const { started, first } = await startWithPartialLine('shim-partial-adopted', app);
+    await first.driver.detach();
+    writeFileSync(join(started.dir, 'rest'), '');
+    const second = driver();
+    expect(await second.driver.adopt(started.spec, started.record)).not.toBeNull();
+    await waitFor('the next line', () => second.lines.some((l) => l.line === 'next line'), 30_000);
+    // The line whose start the first process held (and never logged) is counted; its rest is not a line.
+    expect(second.lines.map((l) => l.line)).toEqual([
+      '[slipway: 1 lines (15 bytes) dropped: output waiting for the platform exceeded its buffer]',
+      'next line',
+    ]);
+    await second.driver.stop(started.spec.id);
+  });
+
+  it('ends an unfinished line cut, without the start of a secret, when the shim is lost', async () => {
+    const app = partialLineApp(`say it: token=${spec.secrets[0]!.slice(0, 10)}`, '');
+    const { started, first } = await startWithPartialLine('shim-partial-lost', app);
+    const shimPid = Number(readFileSync(`/proc/${started.record.pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
+    process.kill(shimPid, 'SIGKILL');
+    await waitFor('the loss noted', () => first.lines.some((l) => l.line === 'the instance supervisor ended unexpectedly'), 30_000);
+    const lines = first.lines.map((l) => l.line).filter((l) => l !== 'ready');
+    // Cut, the line loses its last (longest secret - 1) characters: where the secret began.
+    expect(lines.slice(0, 2)).toEqual([`say it${LINE_CUT_MARKER}`, 'the instance supervisor ended unexpectedly']);
+    await first.driver.stop(started.spec.id);
+  });
 });
+
+/** Says `ready`, writes `part` (no newline) once the file `part` exists, then `rest` once `rest` exists. */
+function partialLineApp(part: string, rest: string): string {
+  return `
+const fs = require('fs');
+console.log('ready');
+const wait = (file, then) => { const t = setInterval(() => { if (fs.existsSync(file)) { clearInterval(t); then(); } }, 20); };
+wait('part', () => process.stdout.write(${JSON.stringify(part)}, () => wait('rest', () => process.stdout.write(${JSON.stringify(rest)}))));
+setInterval(() => {}, 1000);
+`;
+}
+
+/** An instance that has printed the start of a line, read by a platform process (its scrubber holds it). */
+async function startWithPartialLine(id: string, app: string) {
+  const appDir = mkdtempSync(join(dir, `${id}-`));
+  writeFileSync(join(appDir, 'app.js'), app);
+  const instance: InstanceSpec = { ...spec, id, artifactPath: appDir };
+  const first = driver();
+  const { pid } = await first.driver.start(instance);
+  await waitFor('ready', () => first.lines.some((l) => l.line === 'ready'));
+  writeFileSync(join(appDir, 'part'), '');
+  // Written to the pipe, then relayed by the shim to this platform process (a second is ample).
+  await waitFor('the start of the line written', () => existsSync(join(appDir, 'part')));
+  await new Promise((r) => setTimeout(r, 1000));
+  const record = { id, pid, startTicks: first.driver.startTicksOf(id), port: null, restartCount: 0, lastExit: null };
+  return { started: { dir: appDir, spec: instance, record }, first };
+}

@@ -65,6 +65,26 @@ describe('bounded line readers', () => {
     expect(lineStarts(Buffer.from('a\nb\nc'), false)).toBe(3);
     expect(lineStarts(Buffer.from('tail\nb\n'), true)).toBe(1);
     expect(lineStarts(Buffer.from(''), false)).toBe(0);
+    // A start held only by the decoder (a character's first byte) is a start forgotten too, and nothing of it stays.
+    scrubbing.write(Buffer.from('one\n\xc3', 'latin1'));
+    expect(scrubbing.discardPartial(true)).toBe(true);
+    scrubbing.write('three\n');
+    expect(lines).toEqual(['next', 'one', 'three']);
+  });
+
+  it('drops a character cut in two before the cut marker before it trims the end where a secret may begin', () => {
+    const scrub = scrubber(['SECRET-VALUE-123']);
+    expect(scrub(`${'x'.repeat(20)}SECRET-VA\uFFFD${LINE_CUT_MARKER}`)).toBe(`${'x'.repeat(14)}${LINE_CUT_MARKER}`);
+  });
+
+  it('counts a refused piece of an overlong line whose first piece was admitted as no line of its own', () => {
+    const notices: string[] = [];
+    const gate = new OutputRateGate({ linesPerSecond: 1, bytesPerSecond: 1000 }, (n) => notices.push(n));
+    expect(gate.admit('first piece')).toBe(true);
+    expect(gate.admit('second piece', true)).toBe(false);
+    expect(gate.admit('another line')).toBe(false);
+    gate.close();
+    expect(notices).toEqual(['[slipway: 1 lines (26 bytes) dropped: output over 1 lines or 1000 bytes per second]']);
   });
 
   it('counts what a closed rate gate drops and says so once per second', () => {

@@ -24,7 +24,7 @@ import {
   type ShimConnection,
 } from '../runtime/local/shim-client.js';
 import { killGroup } from '../runtime/local/process-group.js';
-import { SHIM_PROTOCOL } from '../runtime/local/shim-protocol.js';
+import { ADOPTED_SHIM_PROTOCOLS } from '../runtime/local/shim-protocol.js';
 import type { AddonBackend } from './backend.js';
 import { openCredentials, type AddonCredentials } from './credentials.js';
 import { findPlan, type AddonPlan } from './plans.js';
@@ -429,7 +429,7 @@ export class AddonSupervisor implements AddonBackend {
     };
     this.running.set(record.id, run);
     const connection = await this.follow(run, () => connectShim(socket, this.events(run), Date.now() + 2000)).catch(() => null);
-    if (!connection || connection.hello.protocol !== SHIM_PROTOCOL || connection.hello.pid !== record.pid) {
+    if (!connection || !ADOPTED_SHIM_PROTOCOLS.includes(connection.hello.protocol) || connection.hello.pid !== record.pid) {
       connection?.detach();
       this.running.delete(record.id);
       return false;

@@ -39,9 +39,10 @@ function scrubberWithLongest(secrets: string[]): { scrub: (text: string) => stri
     longest,
     // A line cut by a bounded reader may end with the first characters of a secret whose rest was
     // dropped: those last `longest - 1` characters go too.
+    // A character cut in two before the marker decodes as U+FFFD: it is no character of the line's, so it goes first.
     scrub: (text) =>
       text.endsWith(LINE_CUT_MARKER)
-        ? hide(text.slice(0, -LINE_CUT_MARKER.length)).slice(0, -(longest - 1) || undefined) + LINE_CUT_MARKER
+        ? hide(text.slice(0, -LINE_CUT_MARKER.length).replace(/\uFFFD+$/, '')).slice(0, -(longest - 1) || undefined) + LINE_CUT_MARKER
         : hide(text),
   };
 }
@@ -69,7 +70,8 @@ export class LineScrubber {
     secrets: string[],
     private readonly emit: (line: string) => void,
     private readonly maxLine = 16 * 1024,
-    private readonly admit: (line: string) => boolean = () => true,
+    /** Asked for each line or piece; `continuing`: an earlier piece of the same line was emitted. */
+    private readonly admit: (line: string, continuing: boolean) => boolean = () => true,
   ) {
     const { scrub, longest } = scrubberWithLongest(secrets);
     this.scrub = scrub;
@@ -89,13 +91,13 @@ export class LineScrubber {
     let nl: number;
     while ((nl = this.partial.indexOf('\n', start)) >= 0) {
       const line = this.partial.slice(start, nl).replace(/\r$/, '');
-      if (this.admit(line)) this.emit(this.scrub(line));
+      if (this.admit(line, this.continuing)) this.emit(this.scrub(line));
       start = nl + 1;
       this.continuing = false;
     }
     this.partial = this.partial.slice(start);
     while (this.partial.length > this.maxLine) {
-      if (!this.admit(this.partial.slice(0, this.maxLine))) {
+      if (!this.admit(this.partial.slice(0, this.maxLine), this.continuing)) {
         this.discardPartial();
         return;
       }
@@ -113,17 +115,21 @@ export class LineScrubber {
    * secret whose start was dropped). Says whether a line's start was forgotten unemitted.
    */
   discardPartial(lineEnded = false): boolean {
-    const forgotStart = this.partial.length > 0 && !this.continuing;
+    // A start may be held by the decoder alone (the first bytes of a character); it goes too.
+    const held = this.decoder.end();
+    const forgotStart = !this.skipping && !this.continuing && (this.partial.length > 0 || held.length > 0);
     this.partial = '';
     this.continuing = false;
     this.skipping = !lineEnded;
     return forgotStart;
   }
 
-  end() {
+  /** Emits the unfinished line; `cut`: its rest was lost (it ends with the cut marker and may end with a secret's start). */
+  end(cut = false) {
     const rest = this.decoder.end();
     if (!this.skipping) this.partial += rest;
-    if (this.partial.length > 0 && this.admit(this.partial)) this.emit(this.scrub(this.partial));
+    const text = cut ? this.partial + LINE_CUT_MARKER : this.partial;
+    if (this.partial.length > 0 && this.admit(text, this.continuing)) this.emit(this.scrub(text));
     this.partial = '';
     this.skipping = false;
     this.continuing = false;

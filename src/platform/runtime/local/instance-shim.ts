@@ -22,7 +22,8 @@ import { encodeFrame, FRAME, SHIM_PROTOCOL, type ShimHello, type ShimSettings } 
 
 const settings = JSON.parse(readFileSync(0, 'utf8')) as ShimSettings;
 
-const queue: Buffer[] = [];
+/** Frames waiting for a reader; output is framed as it is written (see `pump`). */
+const queue: Array<{ type: number; payload: Buffer }> = [];
 let queued = 0;
 let dropped = { lines: 0, bytes: 0 };
 let client: Socket | null = null;
@@ -41,24 +42,25 @@ for (let i = 0; i < settings.controlFds; i++) closeSync(3 + i);
 
 /** Where each output stream stands, so a flood is cut at line boundaries a reader can count. */
 interface StreamState {
-  /** The last byte handed on was inside a line: the reader holds the start of a line. */
+  /** The last byte queued was inside a line: the reader will hold the start of a line. */
   open: boolean;
   /** Inside a line whose start was dropped: the rest of it is dropped too, up to its newline. */
   skipping: boolean;
+  /** The last byte written to the reader was inside a line (what it holds unfinished). */
+  readerMidLine: boolean;
 }
-const streams = new Map<number, StreamState>([
-  [FRAME.stdout, { open: false, skipping: false }],
-  [FRAME.stderr, { open: false, skipping: false }],
-]);
+const streams = new Map<number, StreamState>(
+  [FRAME.stdout, FRAME.stderr].map((type) => [type, { open: false, skipping: false, readerMidLine: false }]),
+);
+const FRAME_HEADER_BYTES = 5;
 
 function fits(bytes: number): boolean {
   return queued + (client?.writableLength ?? 0) + bytes <= settings.bufferBytes;
 }
 
 function enqueue(type: number, payload: Buffer) {
-  const frame = encodeFrame(type, payload);
-  queue.push(frame);
-  queued += frame.length;
+  queue.push({ type, payload });
+  queued += FRAME_HEADER_BYTES + payload.length;
   pump();
 }
 
@@ -71,12 +73,10 @@ function enqueue(type: number, payload: Buffer) {
 function output(type: number, chunk: Buffer) {
   const stream = streams.get(type)!;
   if (stream.skipping) {
-    const newline = chunk.indexOf(0x0a);
-    dropped.bytes += newline < 0 ? chunk.length : newline + 1;
-    if (newline < 0) return;
-    stream.skipping = false;
-    chunk = chunk.subarray(newline + 1);
-    if (chunk.length === 0) return;
+    stream.skipping = chunk.indexOf(0x0a) < 0;
+    const rest = afterLine(chunk);
+    if (!rest) return;
+    chunk = rest;
   }
   if (fits(chunk.length)) {
     // The count goes before the output it preceded (a count of no whole line waits for one).
@@ -90,18 +90,64 @@ function output(type: number, chunk: Buffer) {
   }
   dropped.lines += lineStarts(chunk, stream.open);
   dropped.bytes += chunk.length;
-  stream.skipping = endsMidLine(chunk, false);
+  stream.skipping = endsMidLine(chunk, stream.open);
   if (stream.open) {
     stream.open = false;
     enqueue(type, Buffer.from(`${LINE_CUT_MARKER}\n`));
   }
 }
 
+/** What follows the chunk's first newline (`null`: nothing, or no newline); the bytes before it are counted dropped. */
+function afterLine(chunk: Buffer): Buffer | null {
+  const newline = chunk.indexOf(0x0a);
+  dropped.bytes += newline < 0 ? chunk.length : newline + 1;
+  return newline < 0 || newline === chunk.length - 1 ? null : chunk.subarray(newline + 1);
+}
+
+/**
+ * The reader went away (replaced, or its connection closed) holding the start of a line: that line
+ * is lost (counted), and its rest, queued or still to come, is not written to the next reader,
+ * which would take it for a line of its own (it may begin with the end of a secret).
+ */
+function readerGone() {
+  for (const [type, stream] of streams) {
+    if (!stream.readerMidLine) continue;
+    stream.readerMidLine = false;
+    dropped.lines++;
+    if (!dropQueuedRestOfLine(type)) {
+      stream.skipping = true;
+      stream.open = false;
+    }
+  }
+}
+
+/** Drops the queued output of `type` up to its first newline; says whether one was queued. */
+function dropQueuedRestOfLine(type: number): boolean {
+  for (let i = 0; i < queue.length; i++) {
+    const entry = queue[i]!;
+    if (entry.type !== type) continue;
+    const before = entry.payload.length;
+    const found = entry.payload.includes(0x0a);
+    const rest = afterLine(entry.payload);
+    if (rest) {
+      queued -= before - rest.length;
+      entry.payload = rest;
+    } else {
+      queued -= FRAME_HEADER_BYTES + before;
+      queue.splice(i--, 1);
+    }
+    if (found) return true;
+  }
+  return false;
+}
+
 function pump() {
   while (client && queue.length > 0 && client.writableLength < settings.bufferBytes) {
-    const frame = queue.shift()!;
-    queued -= frame.length;
-    client.write(frame);
+    const { type, payload } = queue.shift()!;
+    queued -= FRAME_HEADER_BYTES + payload.length;
+    const stream = streams.get(type);
+    if (stream) stream.readerMidLine = endsMidLine(payload, stream.readerMidLine);
+    client.write(encodeFrame(type, payload));
   }
   if (exited && queue.length === 0 && client) client.end(() => finish());
 }
@@ -125,7 +171,7 @@ child.on('close', (code, signal) => onExit(code, signal));
 
 function onExit(code: number | null, signal: NodeJS.Signals | null) {
   if (exited) return;
-  if (dropped.bytes > 0) enqueue(FRAME.dropped, Buffer.from(JSON.stringify(dropped)));
+  if (dropped.lines > 0) enqueue(FRAME.dropped, Buffer.from(JSON.stringify(dropped)));
   enqueue(FRAME.exit, Buffer.from(JSON.stringify({ code, signal })));
   exited = true;
   pump();
@@ -155,14 +201,19 @@ const hello: ShimHello = {
 const server = createServer((socket) => {
   socket.on('error', () => socket.destroy());
   socket.on('close', () => {
-    if (client === socket) client = null;
+    if (client !== socket) return;
+    client = null;
+    readerGone();
   });
   socket.on('drain', pump);
   // Output goes only to a platform that accepted this shim's hello (one byte back): a connection
   // that refuses it (not the process on its record) must not carry held output away with it.
   socket.once('data', () => {
     // The accepting platform replaces the one that went away.
-    if (client !== socket) client?.destroy();
+    if (client && client !== socket) {
+      client.destroy();
+      readerGone();
+    }
     client = socket;
     // Nothing more is read; a byte from the platform only keeps the connection open.
     socket.resume();

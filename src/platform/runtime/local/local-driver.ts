@@ -46,7 +46,7 @@ import {
   type ShimConnection,
   type ShimEvents,
 } from './shim-client.js';
-import { SHIM_PROTOCOL } from './shim-protocol.js';
+import { ADOPTED_SHIM_PROTOCOLS } from './shim-protocol.js';
 
 export { INSTANCE_ID_VARIABLE };
 
@@ -436,21 +436,25 @@ export class LocalProcessDriver implements RuntimeDriver {
         spec.secrets,
         (line) => record(stream, line),
         undefined,
-        (line) => gate.admit(line),
+        (line, continuing) => gate.admit(line, continuing),
       );
     const scrubbers = { stdout: capture('stdout'), stderr: capture('stderr') };
     const midLine = { stdout: false, stderr: false };
-    const note = (text: string) => scrubbers.stderr.write(text);
+    // The platform's own lines have their own scrubber: never joined to a line the instance has not finished.
+    const notes = capture('stderr');
+    const note = (text: string) => notes.write(text);
     let ended = false;
     let resolveExited: () => void = () => {};
     inst.exited = new Promise((resolve) => (resolveExited = resolve));
     const end = (reason: string | null, code: number | null, signal: NodeJS.Signals | null) => {
       if (ended) return;
       ended = true;
-      if (reason) note(`${reason}\n`);
       control?.release();
-      scrubbers.stdout.end();
-      scrubbers.stderr.end();
+      // Ended by anything but the instance's own exit, an unfinished line may have lost its rest: it ends cut.
+      scrubbers.stdout.end(reason !== null);
+      scrubbers.stderr.end(reason !== null);
+      if (reason) note(`${reason}\n`);
+      notes.end();
       gate.close();
       inst.connection?.detach();
       inst.connection = null;
@@ -677,7 +681,10 @@ export class LocalProcessDriver implements RuntimeDriver {
       { inst, control: null, adopted: true },
       (events) => connectShim(socket, events, Date.now() + 2000),
       ({ hello }) =>
-        hello.protocol === SHIM_PROTOCOL && hello.id === spec.id && hello.pid === record.pid && hello.startTicks === record.startTicks,
+        ADOPTED_SHIM_PROTOCOLS.includes(hello.protocol) &&
+        hello.id === spec.id &&
+        hello.pid === record.pid &&
+        hello.startTicks === record.startTicks,
     );
     if (!connection) {
       if (inst.attempt === null && inst.status.state === 'starting') {

@@ -43,10 +43,11 @@ export class OutputRateGate {
     return this.lines >= this.rate.linesPerSecond || this.bytes >= this.rate.bytesPerSecond;
   }
 
-  admit(line: string): boolean {
+  /** `continuing`: a piece of a line whose first piece was admitted (refused, it is no line lost). */
+  admit(line: string, continuing = false): boolean {
     this.roll();
     if (this.lines >= this.rate.linesPerSecond || this.bytes + line.length > this.rate.bytesPerSecond) {
-      this.drop(1, line.length + 1);
+      this.drop(continuing ? 0 : 1, line.length + 1);
       return false;
     }
     this.lines++;
