@@ -3,12 +3,15 @@
  * output budget waits; the rest is dropped and counted, and the count reaches the next reader.
  * Real processes, two drivers (the platform before and after a restart), one shim.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { LINE_CUT_MARKER } from '../../src/platform/logs/bounded-lines.js';
 import { LocalProcessDriver } from '../../src/platform/runtime/local/local-driver.js';
+import { encodeFrame, FRAME } from '../../src/platform/runtime/local/shim-protocol.js';
 import type { InstanceOutput, InstanceSpec } from '../../src/platform/runtime/port.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -152,6 +155,51 @@ describe('an instance whose platform is away', () => {
     // Cut, the line loses its last (longest secret - 1) characters: where the secret began.
     expect(lines.slice(0, 2)).toEqual([`say it${LINE_CUT_MARKER}`, 'the instance supervisor ended unexpectedly']);
     await first.driver.stop(started.spec.id);
+  });
+});
+
+describe('an instance under a protocol-2 shim (a platform upgraded from one)', () => {
+  it('is adopted; the rest of a line and what follows a drop are skipped to a newline, so no part of a secret is a line', async () => {
+    // The instance itself: any process of ours (the record is checked by pid and start time).
+    const id = 'shim-legacy';
+    const instance = spawn('sleep', ['60'], { stdio: 'ignore', detached: true, env: { ...process.env, SLIPWAY_INSTANCE_ID: id } });
+    const pid = instance.pid!;
+    const startTicks = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[19]!;
+    // The older shim's side of the conversation: frames as protocol 3 has them, output cut as 2 did.
+    const secret = spec.secrets[0]!;
+    const frames = [
+      [FRAME.stdout, `${secret.slice(5)} tail\nfirst whole line\nsay it: token=${secret.slice(0, 10)}`],
+      [FRAME.dropped, JSON.stringify({ lines: 3, bytes: 300 })],
+      [FRAME.stdout, `${secret.slice(10)} tail\nafter the drop\n`],
+    ] as const;
+    mkdirSync(join(dir, 'shims'), { recursive: true, mode: 0o700 });
+    const peers: Socket[] = [];
+    const legacy = createServer((socket) => {
+      peers.push(socket);
+      socket.write(encodeFrame(FRAME.hello, Buffer.from(JSON.stringify({ protocol: 2, id, pid, startTicks, shimPid: process.pid }))));
+      socket.once('data', () => {
+        for (const [type, text] of frames) socket.write(encodeFrame(type, Buffer.from(text)));
+      });
+    });
+    await new Promise<void>((resolve) => legacy.listen(join(dir, 'shims', `${id}.sock`), resolve));
+    try {
+      const platform = driver();
+      const record = { id, pid, startTicks, port: null, restartCount: 0, lastExit: null };
+      expect(await platform.driver.adopt({ ...spec, id }, record)).toMatchObject({ id, pid });
+      await waitFor('the line after the drop', () => platform.lines.some((l) => l.line === 'after the drop'), 30_000);
+      expect(platform.lines.map((l) => l.line)).toEqual([
+        'first whole line',
+        '[slipway: 3 lines (300 bytes) dropped: output waiting for the platform exceeded its buffer]',
+        'after the drop',
+      ]);
+      // Stopped: the platform signals the instance, whose exit reaches it as a shim reports it.
+      const stopped = platform.driver.stop(id);
+      for (const peer of peers) peer.end(encodeFrame(FRAME.exit, Buffer.from(JSON.stringify({ code: null, signal: 'SIGTERM' }))));
+      await stopped;
+    } finally {
+      legacy.close();
+      instance.kill('SIGKILL');
+    }
   });
 });
 

@@ -101,7 +101,8 @@ function output(type: number, chunk: Buffer) {
 function afterLine(chunk: Buffer): Buffer | null {
   const newline = chunk.indexOf(0x0a);
   dropped.bytes += newline < 0 ? chunk.length : newline + 1;
-  return newline < 0 || newline === chunk.length - 1 ? null : chunk.subarray(newline + 1);
+  // A copy: a view would hold the whole read (64 KiB) for the few bytes the bound counts.
+  return newline < 0 || newline === chunk.length - 1 ? null : Buffer.from(chunk.subarray(newline + 1));
 }
 
 /**

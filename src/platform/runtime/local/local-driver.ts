@@ -46,7 +46,7 @@ import {
   type ShimConnection,
   type ShimEvents,
 } from './shim-client.js';
-import { ADOPTED_SHIM_PROTOCOLS } from './shim-protocol.js';
+import { ADOPTED_SHIM_PROTOCOLS, SHIM_PROTOCOL } from './shim-protocol.js';
 
 export { INSTANCE_ID_VARIABLE };
 
@@ -440,6 +440,7 @@ export class LocalProcessDriver implements RuntimeDriver {
       );
     const scrubbers = { stdout: capture('stdout'), stderr: capture('stderr') };
     const midLine = { stdout: false, stderr: false };
+    let legacyShim = false;
     // The platform's own lines have their own scrubber: never joined to a line the instance has not finished.
     const notes = capture('stderr');
     const note = (text: string) => notes.write(text);
@@ -480,8 +481,11 @@ export class LocalProcessDriver implements RuntimeDriver {
         const forgotStart = scrubbers[stream].discardPartial(!midLine[stream]);
         gate.drop(lineStarts(chunk, continuesLine) + (forgotStart ? 1 : 0), chunk.length);
       },
-      dropped: ({ lines, bytes }) =>
-        record('stderr', `[slipway: ${lines} lines (${bytes} bytes) dropped: output waiting for the platform exceeded its buffer]`),
+      dropped: ({ lines, bytes }) => {
+        // A protocol-2 shim drops chunks uncut: an unfinished line's rest (and the next line's start) may be gone.
+        if (legacyShim) for (const scrubber of Object.values(scrubbers)) scrubber.discardPartial();
+        record('stderr', `[slipway: ${lines} lines (${bytes} bytes) dropped: output waiting for the platform exceeded its buffer]`);
+      },
       exit: (code, signal, lost) => end(lost ? 'the instance supervisor ended unexpectedly' : null, code, signal),
     };
     control?.ready.catch((err: Error) => note(`sandbox failed to start: ${err.message}\n`));
@@ -499,6 +503,9 @@ export class LocalProcessDriver implements RuntimeDriver {
           resolveExited();
           return null;
         }
+        legacyShim = connection.hello.protocol < SHIM_PROTOCOL;
+        // A protocol-2 shim hands an adopter the rest of a line its previous reader held the start of: skipped.
+        if (legacyShim && adopted) for (const scrubber of Object.values(scrubbers)) scrubber.discardPartial();
         connection.accept();
         inst.connection = connection;
         inst.pid = connection.hello.pid;

@@ -23,15 +23,17 @@ export interface ShimSettings {
 }
 
 /**
- * The version of these messages. A platform of another version (an upgrade) adopts only shims
- * that speak its own; others' instances are replaced at its start. Raise it on any change.
+ * The version of these messages and of how a shim cuts dropped output. A platform adopts the
+ * shims of ADOPTED_SHIM_PROTOCOLS; others' instances are replaced at its start. Raise it on any
+ * change.
  */
 export const SHIM_PROTOCOL = 3;
 
 /**
  * The versions a platform of this version adopts. 2 frames everything as 3 does; its shim only
- * cuts a flood less carefully (no cut marker, a dropped line's rest handed on), so an upgrade from
- * it keeps the instances and add-on servers running instead of restarting them all.
+ * cuts a flood less carefully (no cut marker, a dropped line's rest handed on), which the platform
+ * makes up for (local-driver.ts: it skips to a newline on adoption and after each drop), so an
+ * upgrade from it keeps the instances and add-on servers running instead of restarting them all.
  */
 export const ADOPTED_SHIM_PROTOCOLS: readonly number[] = [2, SHIM_PROTOCOL];
 
