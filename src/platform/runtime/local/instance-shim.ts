@@ -73,8 +73,8 @@ function enqueue(type: number, payload: Buffer) {
 function output(type: number, chunk: Buffer) {
   const stream = streams.get(type)!;
   if (stream.skipping) {
-    stream.skipping = chunk.indexOf(0x0a) < 0;
-    const rest = afterLine(chunk);
+    const { ended, rest } = afterLine(chunk);
+    stream.skipping = !ended;
     if (!rest) return;
     chunk = rest;
   }
@@ -97,12 +97,16 @@ function output(type: number, chunk: Buffer) {
   }
 }
 
-/** What follows the chunk's first newline (`null`: nothing, or no newline); the bytes before it are counted dropped. */
-function afterLine(chunk: Buffer): Buffer | null {
+/**
+ * Drops the chunk up to its first newline (counted): whether one `ended` the line, and the `rest`
+ * after it (`null`: nothing follows).
+ */
+function afterLine(chunk: Buffer): { ended: boolean; rest: Buffer | null } {
   const newline = chunk.indexOf(0x0a);
   dropped.bytes += newline < 0 ? chunk.length : newline + 1;
+  if (newline < 0 || newline === chunk.length - 1) return { ended: newline >= 0, rest: null };
   // A copy: a view would hold the whole read (64 KiB) for the few bytes the bound counts.
-  return newline < 0 || newline === chunk.length - 1 ? null : Buffer.from(chunk.subarray(newline + 1));
+  return { ended: true, rest: Buffer.from(chunk.subarray(newline + 1)) };
 }
 
 /**
@@ -128,8 +132,7 @@ function dropQueuedRestOfLine(type: number): boolean {
     const entry = queue[i]!;
     if (entry.type !== type) continue;
     const before = entry.payload.length;
-    const found = entry.payload.includes(0x0a);
-    const rest = afterLine(entry.payload);
+    const { ended, rest } = afterLine(entry.payload);
     if (rest) {
       queued -= before - rest.length;
       entry.payload = rest;
@@ -137,7 +140,7 @@ function dropQueuedRestOfLine(type: number): boolean {
       queued -= FRAME_HEADER_BYTES + before;
       queue.splice(i--, 1);
     }
-    if (found) return true;
+    if (ended) return true;
   }
   return false;
 }

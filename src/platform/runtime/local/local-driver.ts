@@ -441,6 +441,8 @@ export class LocalProcessDriver implements RuntimeDriver {
     const scrubbers = { stdout: capture('stdout'), stderr: capture('stderr') };
     const midLine = { stdout: false, stderr: false };
     let legacyShim = false;
+    /** Forgets both streams' unfinished lines and skips their rest: what a protocol-2 shim hands on there may be cut. */
+    const skipUnfinishedLines = () => Object.values(scrubbers).forEach((scrubber) => scrubber.discardPartial());
     // The platform's own lines have their own scrubber: never joined to a line the instance has not finished.
     const notes = capture('stderr');
     const note = (text: string) => notes.write(text);
@@ -483,7 +485,7 @@ export class LocalProcessDriver implements RuntimeDriver {
       },
       dropped: ({ lines, bytes }) => {
         // A protocol-2 shim drops chunks uncut: an unfinished line's rest (and the next line's start) may be gone.
-        if (legacyShim) for (const scrubber of Object.values(scrubbers)) scrubber.discardPartial();
+        if (legacyShim) skipUnfinishedLines();
         record('stderr', `[slipway: ${lines} lines (${bytes} bytes) dropped: output waiting for the platform exceeded its buffer]`);
       },
       exit: (code, signal, lost) => end(lost ? 'the instance supervisor ended unexpectedly' : null, code, signal),
@@ -505,7 +507,7 @@ export class LocalProcessDriver implements RuntimeDriver {
         }
         legacyShim = connection.hello.protocol < SHIM_PROTOCOL;
         // A protocol-2 shim hands an adopter the rest of a line its previous reader held the start of: skipped.
-        if (legacyShim && adopted) for (const scrubber of Object.values(scrubbers)) scrubber.discardPartial();
+        if (legacyShim && adopted) skipUnfinishedLines();
         connection.accept();
         inst.connection = connection;
         inst.pid = connection.hello.pid;
