@@ -56,8 +56,8 @@ const spec: InstanceSpec = {
   secrets: ['hunter2-very-secret'],
 };
 
-function driver(): { driver: LocalProcessDriver; lines: InstanceOutput[] } {
-  const d = new LocalProcessDriver({ logDir: join(dir, 'logs'), stopGraceMs: 2000, outputRate: BUDGET });
+function driver(outputRate = BUDGET): { driver: LocalProcessDriver; lines: InstanceOutput[] } {
+  const d = new LocalProcessDriver({ logDir: join(dir, 'logs'), stopGraceMs: 2000, outputRate });
   drivers.push(d);
   const lines: InstanceOutput[] = [];
   d.onOutput((o) => lines.push(o));
@@ -145,13 +145,56 @@ describe('an instance whose platform is away', () => {
     await second.driver.stop(started.spec.id);
   });
 
+  it('hands every line to the platform process that goes or the one that adopts the instance, none lost between them', async () => {
+    const appDir = mkdtempSync(join(dir, 'shim-release-'));
+    // As fast as the pipe takes it, under a budget nothing reaches: every number must arrive, once.
+    // The last one only once the file `adopted` exists (the going process may have read all the rest).
+    const total = 200_000;
+    writeFileSync(
+      join(appDir, 'app.js'),
+      `const fs = require('fs');
+let n = 0;
+const last = () => (fs.existsSync('adopted') ? console.log('seq ' + n) : setTimeout(last, 20));
+const go = () => { while (n < ${total - 1} && process.stdout.write('seq ' + n++ + '\\n')); n < ${total - 1} ? process.stdout.once('drain', go) : last(); };
+go();
+setInterval(() => {}, 1000);`,
+    );
+    const instance: InstanceSpec = { ...spec, id: 'shim-release', artifactPath: appDir };
+    const unbounded = { linesPerSecond: 100_000_000, bytesPerSecond: 64 * 1024 * 1024 };
+    const first = driver(unbounded);
+    const { pid } = await first.driver.start(instance);
+    await waitFor('output', () => first.lines.length >= 1000, 30_000);
+    const record = {
+      id: instance.id,
+      pid,
+      startTicks: first.driver.startTicksOf(instance.id),
+      port: null,
+      restartCount: 0,
+      lastExit: null,
+    };
+    await first.driver.detach();
+    const second = driver(unbounded);
+    expect(await second.driver.adopt(instance, record)).not.toBeNull();
+    writeFileSync(join(appDir, 'adopted'), '');
+    await waitFor('the last line', () => second.lines.at(-1)?.line === `seq ${total - 1}`, 30_000);
+    await second.driver.stop(instance.id);
+    expect(second.lines.length).toBeGreaterThan(0);
+    // A line the going process held unfinished is lost (it cannot be logged twice), and counted.
+    const lines = [...first.lines, ...second.lines].map((l) => l.line);
+    const counted = lines.map((l) => /^\[slipway: (\d+) lines/.exec(l)).reduce((n, m) => n + Number(m?.[1] ?? 0), 0);
+    const numbers = lines.filter((l) => !l.startsWith('[slipway: ')).map((l) => Number(/^seq (\d+)$/.exec(l)![1]));
+    expect(counted).toBeLessThanOrEqual(1);
+    expect(numbers.length + counted).toBe(total);
+    expect(numbers.every((n, i) => i === 0 || n > numbers[i - 1]!)).toBe(true);
+  });
+
   it('ends an unfinished line cut, without the start of a secret, when the shim is lost', async () => {
     const app = partialLineApp(`say it: token=${spec.secrets[0]!.slice(0, 10)}`, '');
     const { started, first } = await startWithPartialLine('shim-partial-lost', app);
     const shimPid = Number(readFileSync(`/proc/${started.record.pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
     process.kill(shimPid, 'SIGKILL');
     await waitFor('the loss noted', () => first.lines.some((l) => l.line === 'the instance supervisor ended unexpectedly'), 30_000);
-    const lines = first.lines.map((l) => l.line).filter((l) => l !== 'ready');
+    const lines = first.lines.map((l) => l.line).filter((l) => l !== 'ready' && l !== 'part follows');
     // Cut, the line loses its last (longest secret - 1) characters: where the secret began.
     expect(lines.slice(0, 2)).toEqual([`say it${LINE_CUT_MARKER}`, 'the instance supervisor ended unexpectedly']);
     await first.driver.stop(started.spec.id);
@@ -203,13 +246,17 @@ describe('an instance under a protocol-2 shim (a platform upgraded from one)', (
   });
 });
 
-/** Says `ready`, writes `part` (no newline) once the file `part` exists, then `rest` once `rest` exists. */
+/**
+ * Says `ready`; once the file `part` exists, the line `part follows` and `part` (no newline) in one
+ * write (one pipe read, one frame: the line arrives with the start of the next); `rest` once `rest`
+ * exists.
+ */
 function partialLineApp(part: string, rest: string): string {
   return `
 const fs = require('fs');
 console.log('ready');
 const wait = (file, then) => { const t = setInterval(() => { if (fs.existsSync(file)) { clearInterval(t); then(); } }, 20); };
-wait('part', () => process.stdout.write(${JSON.stringify(part)}, () => wait('rest', () => process.stdout.write(${JSON.stringify(rest)}))));
+wait('part', () => process.stdout.write('part follows\\n' + ${JSON.stringify(part)}, () => wait('rest', () => process.stdout.write(${JSON.stringify(rest)}))));
 setInterval(() => {}, 1000);
 `;
 }
@@ -223,9 +270,8 @@ async function startWithPartialLine(id: string, app: string) {
   const { pid } = await first.driver.start(instance);
   await waitFor('ready', () => first.lines.some((l) => l.line === 'ready'));
   writeFileSync(join(appDir, 'part'), '');
-  // Written to the pipe, then relayed by the shim to this platform process (a second is ample).
-  await waitFor('the start of the line written', () => existsSync(join(appDir, 'part')));
-  await new Promise((r) => setTimeout(r, 1000));
+  // The line before it came in the same frame: the platform process holds the start of the line.
+  await waitFor('the start of the line read', () => first.lines.some((l) => l.line === 'part follows'), 30_000);
   const record = { id, pid, startTicks: first.driver.startTicksOf(id), port: null, restartCount: 0, lastExit: null };
   return { started: { dir: appDir, spec: instance, record }, first };
 }

@@ -320,13 +320,16 @@ export class AddonSupervisor implements AddonBackend {
   /** Stops following the servers and leaves them running: the next platform process adopts them. */
   async detach(): Promise<void> {
     this.shuttingDown = true;
-    for (const run of this.running.values()) {
-      if (run.restartTimer) clearTimeout(run.restartTimer);
-      this.endAdoptedWatch(run);
-      run.stopping = true;
-      run.connection?.detach();
-    }
+    const runs = [...this.running.values()];
     this.running.clear();
+    await Promise.all(
+      runs.map((run) => {
+        if (run.restartTimer) clearTimeout(run.restartTimer);
+        this.endAdoptedWatch(run);
+        run.stopping = true;
+        return run.connection?.release();
+      }),
+    );
   }
 
   async shutdown(): Promise<void> {

@@ -8,7 +8,7 @@
  * listens on a unix socket in the platform's 0700 directory, and says hello (which process it
  * runs) to whoever connects; to the platform that accepts it (again after a restart: the newest
  * accepting connection replaces the old one) it sends framed output chunks, counts of dropped
- * output, the exit. While nobody reads, at most `bufferBytes` of output wait; past that output is
+ * output, the exit, until that platform releases it (going, it reads until the shim closes). While nobody reads, at most `bufferBytes` of output wait; past that output is
  * dropped and counted (in lines, where they begin).
  * It exits when the instance has ended and the exit was delivered (or nobody came for
  * `lingerMs`). Only node: built-ins, so it starts fast and small.
@@ -18,7 +18,7 @@ import { chmodSync, closeSync, readFileSync, unlinkSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
 import { LINE_CUT_MARKER } from '../../logs/bounded-lines.js';
 import { endsMidLine, lineStarts } from './line-starts.js';
-import { encodeFrame, FRAME, SHIM_PROTOCOL, type ShimHello, type ShimSettings } from './shim-protocol.js';
+import { encodeFrame, FRAME, PLATFORM_SAYS, SHIM_PROTOCOL, type ShimHello, type ShimSettings } from './shim-protocol.js';
 
 const settings = JSON.parse(readFileSync(0, 'utf8')) as ShimSettings;
 
@@ -210,21 +210,37 @@ const server = createServer((socket) => {
     readerGone();
   });
   socket.on('drain', pump);
-  // Output goes only to a platform that accepted this shim's hello (one byte back): a connection
-  // that refuses it (not the process on its record) must not carry held output away with it.
-  socket.once('data', () => {
-    // The accepting platform replaces the one that went away.
-    if (client && client !== socket) {
-      client.destroy();
-      readerGone();
+  socket.on('data', (said: Buffer) => {
+    for (const byte of said) {
+      // Output goes only to a platform that accepted this shim's hello: a connection that refuses
+      // it (not the process on its record) must not carry held output away with it.
+      if (byte === PLATFORM_SAYS.accept && client !== socket) take(socket);
+      if (byte === PLATFORM_SAYS.release && client === socket) release(socket);
     }
-    client = socket;
-    // Nothing more is read; a byte from the platform only keeps the connection open.
-    socket.resume();
-    pump();
   });
   socket.write(encodeFrame(FRAME.hello, Buffer.from(JSON.stringify(hello))));
 });
+
+/** The accepting platform replaces the one that went away. */
+function take(socket: Socket) {
+  if (client) {
+    client.destroy();
+    readerGone();
+  }
+  client = socket;
+  pump();
+}
+
+/**
+ * The platform process is going and reads what was written until this connection closes: what
+ * follows waits for the next one (a reader that simply vanishes loses what was in flight).
+ */
+function release(socket: Socket) {
+  client = null;
+  readerGone();
+  socket.end();
+}
+
 try {
   unlinkSync(settings.socket);
 } catch {

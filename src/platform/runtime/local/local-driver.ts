@@ -713,14 +713,19 @@ export class LocalProcessDriver implements RuntimeDriver {
   async detach(): Promise<void> {
     this.shuttingDown = true;
     for (const child of this.oneOffs) killGroup(child.pid, 'SIGKILL');
-    for (const inst of this.instances.values()) {
-      if (inst.restartTimer) clearTimeout(inst.restartTimer);
-      inst.attempt = null;
-      inst.connection?.detach();
-      inst.connection = null;
-      inst.log.end();
-    }
+    const instances = [...this.instances.values()];
     this.instances.clear();
+    await Promise.all(
+      instances.map(async (inst) => {
+        if (inst.restartTimer) clearTimeout(inst.restartTimer);
+        inst.attempt = null;
+        const connection = inst.connection;
+        inst.connection = null;
+        // Output the shim wrote before it answered is still logged here; the rest waits for the next process.
+        await connection?.release();
+        inst.log.end();
+      }),
+    );
   }
 
   async runOnce(spec: OneOffSpec): Promise<OneOffResult> {

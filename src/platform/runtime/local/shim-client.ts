@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
 import { connect } from 'node:net';
 import { dirname, join } from 'node:path';
 import { programFiles } from '../../../program-files.js';
-import { FrameReader, FRAME, type ShimHello, type ShimSettings } from './shim-protocol.js';
+import { FrameReader, FRAME, PLATFORM_SAYS, RELEASING_SHIM_PROTOCOL, type ShimHello, type ShimSettings } from './shim-protocol.js';
 
 /** The shim's program (`.ts` under tsx in development and tests, `.js` once built). */
 const SHIM_PROGRAM = programFiles.instanceShim;
@@ -50,13 +50,19 @@ export interface ShimEvents {
 
 /**
  * A connection to a shim: its hello; `accept` (it is the process on record: send its output
- * here) and `detach` (stop following, the instance keeps running).
+ * here); `release` (this process is going, the instance keeps running: output up to the shim's
+ * answer is still delivered, what follows waits for the next platform process); `detach` (stop
+ * following at once; what the shim writes meanwhile is lost).
  */
 export interface ShimConnection {
   hello: ShimHello;
   accept(): void;
+  release(): Promise<void>;
   detach(): void;
 }
+
+/** How long a release waits for the shim's answer (it only has to flush what it wrote). */
+const RELEASE_MS = 5000;
 
 const sourceShims = new Map<string, string>();
 
@@ -109,9 +115,6 @@ export async function connectShim(
   }
 }
 
-/** The byte that tells a shim its hello was accepted (see instance-shim.ts). */
-const ACCEPT = Buffer.from([1]);
-
 function connectOnce(path: string, events: ShimEvents): Promise<ShimConnection> {
   return new Promise((resolve, reject) => {
     const socket = connect(path);
@@ -125,14 +128,28 @@ function connectOnce(path: string, events: ShimEvents): Promise<ShimConnection> 
     };
     const reader = new FrameReader((type, payload) => {
       if (type === FRAME.hello) {
-        hello = JSON.parse(payload.toString('utf8')) as ShimHello;
+        const said = (hello = JSON.parse(payload.toString('utf8')) as ShimHello);
+        const detach = () => {
+          detached = true;
+          socket.destroy();
+        };
         resolve({
-          hello,
-          accept: () => socket.write(ACCEPT),
-          detach: () => {
+          hello: said,
+          accept: () => socket.write(Buffer.from([PLATFORM_SAYS.accept])),
+          release: () => {
+            if (said.protocol < RELEASING_SHIM_PROTOCOL || socket.destroyed) return Promise.resolve(detach());
+            // Its exit, if it comes meanwhile, is the next process's to handle: not reported here.
             detached = true;
-            socket.destroy();
+            return new Promise<void>((resolve) => {
+              const timer = setTimeout(detach, RELEASE_MS);
+              socket.once('close', () => {
+                clearTimeout(timer);
+                resolve();
+              });
+              socket.write(Buffer.from([PLATFORM_SAYS.release]));
+            });
           },
+          detach,
         });
       } else if (type === FRAME.stdout) events.output('stdout', payload);
       else if (type === FRAME.stderr) events.output('stderr', payload);

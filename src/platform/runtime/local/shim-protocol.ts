@@ -27,15 +27,27 @@ export interface ShimSettings {
  * shims of ADOPTED_SHIM_PROTOCOLS; others' instances are replaced at its start. Raise it on any
  * change.
  */
-export const SHIM_PROTOCOL = 3;
+export const SHIM_PROTOCOL = 4;
 
 /**
- * The versions a platform of this version adopts. 2 frames everything as 3 does; its shim only
- * cuts a flood less carefully (no cut marker, a dropped line's rest handed on), which the platform
- * makes up for (local-driver.ts: it skips to a newline on adoption and after each drop), so an
- * upgrade from it keeps the instances and add-on servers running instead of restarting them all.
+ * The versions a platform of this version adopts, so an upgrade keeps the instances and add-on
+ * servers running instead of restarting them all. 2 and 3 frame everything as 4 does. 3 does not
+ * answer a release (the platform lets go of it at once, as before). 2 also cuts a flood less
+ * carefully (no cut marker, a dropped line's rest handed on), which the platform makes up for
+ * (local-driver.ts: it skips to a newline on adoption and after each drop).
  */
-export const ADOPTED_SHIM_PROTOCOLS: readonly number[] = [2, SHIM_PROTOCOL];
+export const ADOPTED_SHIM_PROTOCOLS: readonly number[] = [2, 3, SHIM_PROTOCOL];
+
+/** The first protocol whose shim answers a release. */
+export const RELEASING_SHIM_PROTOCOL = 4;
+
+/**
+ * The bytes a platform sends a shim. `accept`: its hello names the process on record, output goes
+ * to this connection. `release`: this platform process is going (a graceful stop that keeps
+ * serving); the shim stops writing, holds what follows for the next one and closes the connection,
+ * so nothing is written to a reader that will never read it.
+ */
+export const PLATFORM_SAYS = { accept: 1, release: 2 } as const;
 
 /** The first frame on every connection: which process the shim runs. */
 export interface ShimHello {
