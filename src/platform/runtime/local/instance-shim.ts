@@ -54,8 +54,15 @@ const streams = new Map<number, StreamState>(
 );
 const FRAME_HEADER_BYTES = 5;
 
+/** Connections released by a going platform process, still flushing what was written to them. */
+const released = new Set<Socket>();
+/** How long a released connection may take to be read to its end (a reader that stopped reading). */
+const RELEASED_FLUSH_MS = 10_000;
+
 function fits(bytes: number): boolean {
-  return queued + (client?.writableLength ?? 0) + bytes <= settings.bufferBytes;
+  let held = queued + (client?.writableLength ?? 0) + bytes;
+  for (const socket of released) held += socket.writableLength;
+  return held <= settings.bufferBytes;
 }
 
 function enqueue(type: number, payload: Buffer) {
@@ -212,10 +219,11 @@ const server = createServer((socket) => {
   socket.on('drain', pump);
   socket.on('data', (said: Buffer) => {
     for (const byte of said) {
+      if (released.has(socket)) return;
       // Output goes only to a platform that accepted this shim's hello: a connection that refuses
       // it (not the process on its record) must not carry held output away with it.
       if (byte === PLATFORM_SAYS.accept && client !== socket) take(socket);
-      if (byte === PLATFORM_SAYS.release && client === socket) release(socket);
+      if (byte === PLATFORM_SAYS.release) release(socket);
     }
   });
   socket.write(encodeFrame(FRAME.hello, Buffer.from(JSON.stringify(hello))));
@@ -236,8 +244,13 @@ function take(socket: Socket) {
  * follows waits for the next one (a reader that simply vanishes loses what was in flight).
  */
 function release(socket: Socket) {
-  client = null;
-  readerGone();
+  released.add(socket);
+  socket.once('close', () => released.delete(socket));
+  setTimeout(() => socket.destroy(), RELEASED_FLUSH_MS).unref();
+  if (client === socket) {
+    client = null;
+    readerGone();
+  }
   socket.end();
 }
 

@@ -46,7 +46,7 @@ import {
   type ShimConnection,
   type ShimEvents,
 } from './shim-client.js';
-import { ADOPTED_SHIM_PROTOCOLS, SHIM_PROTOCOL } from './shim-protocol.js';
+import { ADOPTED_SHIM_PROTOCOLS, LINE_CUTTING_SHIM_PROTOCOL } from './shim-protocol.js';
 
 export { INSTANCE_ID_VARIABLE };
 
@@ -108,6 +108,8 @@ interface LocalInstance {
   sandbox: PreparedSandbox | null;
   /** OOM kills of its control group seen so far. */
   oomKills: number;
+  /** Logs the rate gate's count of this second's dropped output now (this process lets go of the instance). */
+  reportDropped: () => void;
 }
 
 /** What follows an instance's shim: its output pipeline and how its end is handled. */
@@ -186,6 +188,8 @@ export class LocalProcessDriver implements RuntimeDriver {
   private readonly stableAfter: number;
   private readonly baseEnv: Record<string, string>;
   private shuttingDown = false;
+  /** Letting go of the instances, which keep running (detach). */
+  private detaching = false;
   private readonly shimDir: string;
   private readonly sandbox: Sandbox | null;
 
@@ -362,6 +366,7 @@ export class LocalProcessDriver implements RuntimeDriver {
       cpu: null,
       sandbox,
       oomKills: 0,
+      reportDropped: () => {},
     };
     inst.log = this.openLog(inst, 'a');
     return inst;
@@ -430,6 +435,7 @@ export class LocalProcessDriver implements RuntimeDriver {
     };
     // One budget for both streams: a flood is dropped before it is scrubbed, stored or streamed.
     const gate = new OutputRateGate(this.options.outputRate ?? DEFAULT_OUTPUT_RATE, (notice) => record('stderr', notice));
+    inst.reportDropped = () => gate.close();
     // stdout and stderr are split into lines separately, so each line keeps its stream.
     const capture = (stream: 'stdout' | 'stderr') =>
       new LineScrubber(
@@ -493,7 +499,8 @@ export class LocalProcessDriver implements RuntimeDriver {
     control?.ready.catch((err: Error) => note(`sandbox failed to start: ${err.message}\n`));
     return connect(events).then(
       (connection) => {
-        if (ended) {
+        // Letting go of every instance (a stop that keeps them serving): one reached only now is the next process's.
+        if (ended || this.detaching) {
           connection.detach();
           return null;
         }
@@ -505,7 +512,7 @@ export class LocalProcessDriver implements RuntimeDriver {
           resolveExited();
           return null;
         }
-        legacyShim = connection.hello.protocol < SHIM_PROTOCOL;
+        legacyShim = connection.hello.protocol < LINE_CUTTING_SHIM_PROTOCOL;
         // A protocol-2 shim hands an adopter the rest of a line its previous reader held the start of: skipped.
         if (legacyShim && adopted) skipUnfinishedLines();
         connection.accept();
@@ -712,6 +719,7 @@ export class LocalProcessDriver implements RuntimeDriver {
    */
   async detach(): Promise<void> {
     this.shuttingDown = true;
+    this.detaching = true;
     for (const child of this.oneOffs) killGroup(child.pid, 'SIGKILL');
     const instances = [...this.instances.values()];
     this.instances.clear();
@@ -723,6 +731,7 @@ export class LocalProcessDriver implements RuntimeDriver {
         inst.connection = null;
         // Output the shim wrote before it answered is still logged here; the rest waits for the next process.
         await connection?.release();
+        inst.reportDropped();
         inst.log.end();
       }),
     );

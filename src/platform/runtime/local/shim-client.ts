@@ -135,7 +135,10 @@ function connectOnce(path: string, events: ShimEvents): Promise<ShimConnection> 
         };
         resolve({
           hello: said,
-          accept: () => socket.write(Buffer.from([PLATFORM_SAYS.accept])),
+          // Never after a release: the shim would take a connection it has ended.
+          accept: () => {
+            if (!detached) socket.write(Buffer.from([PLATFORM_SAYS.accept]));
+          },
           release: () => {
             if (said.protocol < RELEASING_SHIM_PROTOCOL || socket.destroyed) return Promise.resolve(detach());
             // Its exit, if it comes meanwhile, is the next process's to handle: not reported here.

@@ -38,6 +38,9 @@ export const SHIM_PROTOCOL = 4;
  */
 export const ADOPTED_SHIM_PROTOCOLS: readonly number[] = [2, 3, SHIM_PROTOCOL];
 
+/** The first protocol whose shim cuts a flood at lines (see ADOPTED_SHIM_PROTOCOLS). */
+export const LINE_CUTTING_SHIM_PROTOCOL = 3;
+
 /** The first protocol whose shim answers a release. */
 export const RELEASING_SHIM_PROTOCOL = 4;
 
