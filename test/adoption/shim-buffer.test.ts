@@ -4,7 +4,7 @@
  * Real processes, two drivers (the platform before and after a restart), one shim.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -209,6 +209,22 @@ setInterval(() => {}, 1000);`,
     await platform.driver.stop(instance.id);
   });
 
+  it('never leaves an instance it was starting as it lets go running with no pid on record (nobody could adopt it)', async () => {
+    const appDir = mkdtempSync(join(dir, 'shim-start-cut-'));
+    writeFileSync(join(appDir, 'app.js'), `setInterval(() => console.log('tick'), 200);`);
+    const instance: InstanceSpec = { ...spec, id: 'shim-start-cut', artifactPath: appDir };
+    const platform = driver();
+    const starting = platform.driver.start(instance);
+    // Before its shim is reached (a shim takes ~100 ms to start and listen).
+    await new Promise((r) => setTimeout(r, 10));
+    await platform.driver.detach();
+    const { pid } = await starting;
+    const running = () => instanceProcesses(instance.id).filter((p) => !p.includes('instance-shim'));
+    if (pid === null) await waitFor('the unrecorded instance ended', () => running().length === 0, 10_000);
+    else expect(running().length).toBeGreaterThan(0);
+    for (const p of instanceProcesses(instance.id)) process.kill(Number(p.split(' ')[0]), 'SIGKILL');
+  });
+
   it('ends an unfinished line cut, without the start of a secret, when the shim is lost', async () => {
     const app = partialLineApp(`say it: token=${spec.secrets[0]!.slice(0, 10)}`, '');
     const { started, first } = await startWithPartialLine('shim-partial-lost', app);
@@ -317,4 +333,19 @@ async function startWithPartialLine(id: string, app: string) {
   await waitFor('the start of the line read', () => first.lines.some((l) => l.line === 'part follows'), 30_000);
   const record = { id, pid, startTicks: first.driver.startTicksOf(id), port: null, restartCount: 0, lastExit: null };
   return { started: { dir: appDir, spec: instance, record }, first };
+}
+
+/** `<pid> <command line>` of the processes whose environment names the instance (its shim's included). */
+function instanceProcesses(id: string): string[] {
+  const found: string[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (!readFileSync(`/proc/${entry}/environ`, 'utf8').split('\0').includes(`SLIPWAY_INSTANCE_ID=${id}`)) continue;
+      found.push(`${entry} ${readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ')}`);
+    } catch {
+      /* ended meanwhile */
+    }
+  }
+  return found;
 }

@@ -499,8 +499,11 @@ export class LocalProcessDriver implements RuntimeDriver {
     control?.ready.catch((err: Error) => note(`sandbox failed to start: ${err.message}\n`));
     return connect(events).then(
       (connection) => {
-        // Letting go of every instance (a stop that keeps them serving): one reached only now is the next process's.
         if (ended || this.detaching) {
+          // Letting go of every instance (a stop that keeps them serving), one reached only now: an adopted one
+          // stays for the next process; one this process was starting never served and has no pid on record
+          // (nobody could adopt it), so it ends here and the next process starts it again.
+          if (this.detaching && !adopted && !ended) killGroup(connection.hello.pid, 'SIGKILL');
           connection.detach();
           return null;
         }
@@ -702,7 +705,8 @@ export class LocalProcessDriver implements RuntimeDriver {
         hello.pid === record.pid &&
         hello.startTicks === record.startTicks,
     );
-    if (!connection) {
+    // Reached while this process lets go of its instances (see follow): it stays, as recorded, for the next one.
+    if (!connection && !this.detaching) {
       if (inst.attempt === null && inst.status.state === 'starting') {
         // Not ours after all: forget it without touching the process or its port's owner.
         this.instances.delete(spec.id);
