@@ -65,7 +65,7 @@ async function serve(config: Config, platform: Platform, logger: Logger) {
   const app = role === 'worker' ? null : import('./app.js').then(({ buildApp }) => buildApp(ctx, { composition, loggerInstance: logger }));
   // Handled here so a failed build is not an unhandled rejection before its step awaits it (it still throws there).
   app?.catch(() => {});
-  const running = await start({
+  const starting = start({
     composition,
     logger,
     // A process in the `api` role only enqueues.
@@ -76,12 +76,17 @@ async function serve(config: Config, platform: Platform, logger: Logger) {
     await app?.then((built) => built.close()).catch(() => {});
     throw err;
   });
-  // Stop the control plane only: instances, add-on servers and the separate edge keep serving, the next start
-  // adopts them (docs/operations.md "Upgrading Slipway"): SIGUSR2, or SIGTERM/SIGINT with SLIPWAY_STOP_KEEPS_SERVING.
+  // Listened for before the start ends: a signal meanwhile (a stop just after the job workers said they run) waits
+  // for it, then stops what it started. Stop the control plane only: instances, add-on servers and the separate
+  // edge keep serving, the next start adopts them (docs/operations.md "Upgrading Slipway"): SIGUSR2, or
+  // SIGTERM/SIGINT with SLIPWAY_STOP_KEEPS_SERVING.
   stopOnSignals(logger, async (keepServing) => {
-    await running.stop(keepServing || config.SLIPWAY_STOP_KEEPS_SERVING);
+    // A start that fails ends the process itself (main), with its error: this stop never returns to exit 0.
+    const started = await starting.catch(() => new Promise<never>(() => {}));
+    await started.stop(keepServing || config.SLIPWAY_STOP_KEEPS_SERVING);
     await platform.close();
   });
+  const running = await starting;
   shrinkHeapWhenIdle();
   const router = `application router on http://${config.ROUTER_HOST}:${config.ROUTER_PORT} (${config.edgeDriverChoice})`;
   if (!running.apiUrl) logger.info({}, `worker role: running pipeline jobs and applications, not serving the API; ${router}`);

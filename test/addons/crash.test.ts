@@ -13,7 +13,7 @@ import { createHarness, type Harness } from '../helpers/harness.js';
 import { waitFor } from '../helpers/wait.js';
 import { createApp, type TestApp } from '../pipeline-build/fixtures.js';
 import { sandboxMissing } from '../isolation/fixtures.js';
-import { processesUnder, startPlatformProcess, stopAllStarted, type PlatformProcess } from '../scale-out/platform-processes.js';
+import { killProcessesUnder, startPlatformProcess, stopAllStarted, type PlatformProcess } from '../scale-out/platform-processes.js';
 
 const missing = sandboxMissing();
 if (missing) console.warn(missing);
@@ -70,13 +70,7 @@ describe.skipIf(missing)('a platform killed mid-backup and mid-restore', () => {
   afterAll(async () => {
     await stopAllStarted();
     // Servers the killed process left behind (the next one adopts the source's): ours to end.
-    for (const pid of processesUnder(h.dataDir)) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        /* gone */
-      }
-    }
+    killProcessesUnder(h.dataDir);
     await h?.close();
   });
 

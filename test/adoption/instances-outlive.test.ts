@@ -18,7 +18,13 @@ import { TestRepo } from '../helpers/git-repo.js';
 import { pythonHttpApp } from '../helpers/python-app.js';
 import { createScratchDatabase, type ScratchDatabase } from '../helpers/scratch-database.js';
 import { waitFor } from '../helpers/wait.js';
-import { processesUnder, startPlatformProcess, stopAllStarted, type PlatformProcess } from '../scale-out/platform-processes.js';
+import {
+  killProcessesUnder,
+  processesUnder,
+  startPlatformProcess,
+  stopAllStarted,
+  type PlatformProcess,
+} from '../scale-out/platform-processes.js';
 
 const ADMIN = { email: 'admin@example.com', password: 'adoption-admin-password' };
 
@@ -67,14 +73,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await stopAllStarted();
   // Instances (and shims) a failed test left behind: ours to end.
-  if (dataDir)
-    for (const pid of processesUnder(dataDir)) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        /* gone */
-      }
-    }
+  if (dataDir) killProcessesUnder(dataDir);
   await sql?.end().catch(() => {});
   await database?.drop();
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });

@@ -14,7 +14,7 @@ import { TestRepo } from '../helpers/git-repo.js';
 import { pythonHttpApp } from '../helpers/python-app.js';
 import { createScratchDatabase, type ScratchDatabase } from '../helpers/scratch-database.js';
 import { waitFor } from '../helpers/wait.js';
-import { processesUnder, startPlatformProcess, stopAllStarted } from '../scale-out/platform-processes.js';
+import { killProcessesUnder, startPlatformProcess, stopAllStarted } from '../scale-out/platform-processes.js';
 
 const ADMIN = { email: 'admin@example.com', password: 'adoption-admin-password' };
 
@@ -38,14 +38,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stopAllStarted();
-  if (workerDir)
-    for (const pid of processesUnder(workerDir)) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        /* gone */
-      }
-    }
+  if (workerDir) killProcessesUnder(workerDir);
   await sql?.end().catch(() => {});
   await database?.drop();
   for (const dir of [apiDir, workerDir]) if (dir) rmSync(dir, { recursive: true, force: true });

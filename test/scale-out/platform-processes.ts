@@ -145,3 +145,14 @@ export function processesUnder(dir: string): number[] {
   }
   return pids;
 }
+
+/** Ends (SIGKILL) the processes whose working directory lies under `dir`: what a test left running there. */
+export function killProcessesUnder(dir: string): void {
+  for (const pid of processesUnder(dir)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
+}

@@ -21,7 +21,7 @@ import { pythonHttpApp } from '../helpers/python-app.js';
 import { routerGet } from '../helpers/router-get.js';
 import { createScratchDatabase, type ScratchDatabase } from '../helpers/scratch-database.js';
 import { waitFor } from '../helpers/wait.js';
-import { processesUnder, startPlatformProcess, stopAllStarted, type PlatformProcess } from './platform-processes.js';
+import { killProcessesUnder, processesUnder, startPlatformProcess, stopAllStarted, type PlatformProcess } from './platform-processes.js';
 
 const APPS = 5;
 const DEPLOYS_PER_APP = 4;
@@ -56,14 +56,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await stopAllStarted();
   // Application processes our workers started and could not stop (e.g. a worker killed): ours to end.
-  if (workerDir)
-    for (const pid of processesUnder(workerDir)) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        /* gone */
-      }
-    }
+  if (workerDir) killProcessesUnder(workerDir);
   await sql?.end().catch(() => {});
   await database?.drop();
   for (const dir of [apiDir, workerDir]) if (dir) rmSync(dir, { recursive: true, force: true });

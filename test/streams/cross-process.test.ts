@@ -15,7 +15,7 @@ import { pythonHttpApp } from '../helpers/python-app.js';
 import { createScratchDatabase, type ScratchDatabase } from '../helpers/scratch-database.js';
 import { openSse } from '../helpers/sse-client.js';
 import { waitFor } from '../helpers/wait.js';
-import { processesUnder, startPlatformProcess, stopAllStarted, type PlatformProcess } from '../scale-out/platform-processes.js';
+import { killProcessesUnder, startPlatformProcess, stopAllStarted, type PlatformProcess } from '../scale-out/platform-processes.js';
 
 const ADMIN = { email: 'admin@example.com', password: 'streams-admin-password' };
 
@@ -41,14 +41,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stopAllStarted();
-  if (workerDir)
-    for (const pid of processesUnder(workerDir)) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        /* gone */
-      }
-    }
+  if (workerDir) killProcessesUnder(workerDir);
   await database?.drop();
   for (const dir of [apiDir, workerDir]) if (dir) rmSync(dir, { recursive: true, force: true });
   repo?.remove();

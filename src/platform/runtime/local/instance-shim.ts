@@ -8,8 +8,9 @@
  * listens on a unix socket in the platform's 0700 directory, and says hello (which process it
  * runs) to whoever connects; to the platform that accepts it (again after a restart: the newest
  * accepting connection replaces the old one) it sends framed output chunks, counts of dropped
- * output, the exit, until that platform releases it (going, it reads until the shim closes). While nobody reads, at most `bufferBytes` of output wait; past that output is
- * dropped and counted (in lines, where they begin).
+ * output, the exit, until that platform releases it (going, it reads until the shim closes).
+ * While nobody reads, at most `bufferBytes` of output wait; past that output is dropped and
+ * counted (in lines, where they begin).
  * It exits when the instance has ended and the exit was delivered (or nobody came for
  * `lingerMs`). Only node: built-ins, so it starts fast and small.
  */
