@@ -146,12 +146,11 @@ describe('an instance whose platform is away', () => {
   });
 
   it('hands every line to the platform process that goes or the one that adopts the instance, none lost between them', async () => {
-    const appDir = mkdtempSync(join(dir, 'shim-release-'));
     // As fast as the pipe takes it, under a budget nothing reaches: every number must arrive, once.
     // The last one only once the file `adopted` exists (the going process may have read all the rest).
     const total = 200_000;
-    writeFileSync(
-      join(appDir, 'app.js'),
+    const { appDir, instance } = appInstance(
+      'shim-release',
       `const fs = require('fs');
 let n = 0;
 const last = () => (fs.existsSync('adopted') ? console.log('seq ' + n) : setTimeout(last, 20));
@@ -159,7 +158,6 @@ const go = () => { while (n < ${total - 1} && process.stdout.write('seq ' + n++ 
 go();
 setInterval(() => {}, 1000);`,
     );
-    const instance: InstanceSpec = { ...spec, id: 'shim-release', artifactPath: appDir };
     const unbounded = { linesPerSecond: 100_000_000, bytesPerSecond: 64 * 1024 * 1024 };
     const first = driver(unbounded);
     const { pid } = await first.driver.start(instance);
@@ -189,9 +187,7 @@ setInterval(() => {}, 1000);`,
   });
 
   it('lets go of a connection released before it was accepted, and is never taken by it after', async () => {
-    const appDir = mkdtempSync(join(dir, 'shim-early-release-'));
-    writeFileSync(join(appDir, 'app.js'), `let n = 0; setInterval(() => console.log('tick ' + n++), 20);`);
-    const instance: InstanceSpec = { ...spec, id: 'shim-early-release', artifactPath: appDir };
+    const { instance } = appInstance('shim-early-release', `let n = 0; setInterval(() => console.log('tick ' + n++), 20);`);
     const platform = driver();
     await platform.driver.start(instance);
     await waitFor('output', () => platform.lines.some((l) => l.line === 'tick 1'), 30_000);
@@ -210,9 +206,7 @@ setInterval(() => {}, 1000);`,
   });
 
   it('never leaves an instance it was starting as it lets go running with no pid on record (nobody could adopt it)', async () => {
-    const appDir = mkdtempSync(join(dir, 'shim-start-cut-'));
-    writeFileSync(join(appDir, 'app.js'), `setInterval(() => console.log('tick'), 200);`);
-    const instance: InstanceSpec = { ...spec, id: 'shim-start-cut', artifactPath: appDir };
+    const { instance } = appInstance('shim-start-cut', `setInterval(() => console.log('tick'), 200);`);
     const platform = driver();
     const starting = platform.driver.start(instance);
     // Before its shim is reached (a shim takes ~100 ms to start and listen).
@@ -320,11 +314,16 @@ setInterval(() => {}, 1000);
 `;
 }
 
-/** An instance that has printed the start of a line, read by a platform process (its scrubber holds it). */
-async function startWithPartialLine(id: string, app: string) {
+/** The spec of instance `id` running `app` (node app.js) in a directory of its own. */
+function appInstance(id: string, app: string): { appDir: string; instance: InstanceSpec } {
   const appDir = mkdtempSync(join(dir, `${id}-`));
   writeFileSync(join(appDir, 'app.js'), app);
-  const instance: InstanceSpec = { ...spec, id, artifactPath: appDir };
+  return { appDir, instance: { ...spec, id, artifactPath: appDir } };
+}
+
+/** An instance that has printed the start of a line, read by a platform process (its scrubber holds it). */
+async function startWithPartialLine(id: string, app: string) {
+  const { appDir, instance } = appInstance(id, app);
   const first = driver();
   const { pid } = await first.driver.start(instance);
   await waitFor('ready', () => first.lines.some((l) => l.line === 'ready'));
