@@ -77,7 +77,6 @@ export async function openPlatform(
     // The job store opens here (every role enqueues); src/lifecycle.ts starts the workers.
     jobs = pipeline
       ? new PipelineJobs({
-          databaseUrl,
           db,
           concurrency: config.PIPELINE_CONCURRENCY,
           organizationLimits: pipelineLimits(config),

@@ -118,7 +118,6 @@ export async function createHarness(env: Partial<Env> = {}, options: HarnessOpti
   const ctx: AppContext = { config, db, secrets, databaseUrl: database.url, logger: logger.child({ component: 'pipeline' }) };
   if (options.jobs) {
     ctx.jobs = new PipelineJobs({
-      databaseUrl: database.url,
       db,
       concurrency: config.PIPELINE_CONCURRENCY,
       organizationLimits: pipelineLimits(config),

@@ -17,7 +17,6 @@ export type PlatformProcess = Awaited<ReturnType<typeof startPlatformProcess>>;
 export async function startPlatformProcess(h: Harness) {
   const ctx: AppContext = { config: h.ctx.config, db: h.ctx.db, secrets: h.ctx.secrets, databaseUrl: h.databaseUrl };
   ctx.jobs = new PipelineJobs({
-    databaseUrl: h.databaseUrl,
     db: h.ctx.db,
     ports: applicationJobPorts(h.ctx.db),
     pollIntervalMs: 200,

@@ -205,7 +205,7 @@ describe('a data directory of an earlier version (the superuser owned everything
     await admin.end();
     const old = createDb(embeddedSuperuserUrl(dataDir, port, 'slipway'), 2);
     await migrateToLatest(old);
-    const oldJobs = new PipelineJobs({ databaseUrl: embeddedSuperuserUrl(dataDir, port, 'slipway'), db: old });
+    const oldJobs = new PipelineJobs({ db: old });
     await oldJobs.start();
     await oldJobs.stop();
     await old.destroy();
@@ -240,7 +240,7 @@ describe('a data directory of an earlier version (the superuser owned everything
     const db = createDb(embedded.url, 2);
     try {
       expect(await migrateToLatest(db)).toEqual([]);
-      const jobs = new PipelineJobs({ databaseUrl: embedded.url, db });
+      const jobs = new PipelineJobs({ db });
       await jobs.start();
       await jobs.stop();
       const client2 = new pg.Client({ connectionString: embedded.url });

@@ -22,7 +22,7 @@ const orphans: number[] = [];
 beforeAll(async () => {
   // The API process: it enqueues, but runs no workers until it "restarts" below.
   h = await createHarness();
-  h.ctx.jobs = new PipelineJobs({ databaseUrl: h.databaseUrl, db: h.ctx.db, pollIntervalMs: 100, heartbeatIntervalMs: 500 });
+  h.ctx.jobs = new PipelineJobs({ db: h.ctx.db, pollIntervalMs: 100, heartbeatIntervalMs: 500 });
   await h.ctx.jobs.start();
   repo = new TestRepo();
 });

@@ -16,7 +16,7 @@ import { createRepositories } from '../../src/repositories.js';
 const config = loadConfig();
 const db = createDb(config.DATABASE_URL!, 3);
 const secrets = new SecretBox({ current: parseKey(generateKeyText()), previous: [] });
-const jobs = new PipelineJobs({ databaseUrl: config.DATABASE_URL!, db, pollIntervalMs: 100, heartbeatIntervalMs: 500 });
+const jobs = new PipelineJobs({ db, pollIntervalMs: 100, heartbeatIntervalMs: 500 });
 const ctx: AppContext = { config, db, secrets, jobs };
 const repos = createRepositories(db);
 const { apps, config: configs } = createCoreServices(ctx, repos);

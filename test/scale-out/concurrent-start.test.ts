@@ -10,7 +10,7 @@ async function openLikeAProcess(url: string): Promise<void> {
   const db = createDb(url, 3);
   try {
     await migrateToLatest(db);
-    const jobs = new PipelineJobs({ databaseUrl: url, db, concurrency: 1 });
+    const jobs = new PipelineJobs({ db, concurrency: 1 });
     await jobs.start();
     await jobs.stop();
   } finally {

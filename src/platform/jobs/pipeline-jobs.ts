@@ -26,7 +26,7 @@ export interface JobsLogger {
 }
 
 export interface PipelineJobsOptions {
-  databaseUrl: string;
+  /** Made by createDb: pg-boss runs its SQL on this pool too. */
   db: Db;
   /** Jobs run at once by this process's workers. */
   concurrency?: number;
@@ -37,7 +37,7 @@ export interface PipelineJobsOptions {
   staleAfterMs?: number;
   /** How often the registered sweepers run (in processes with workers). */
   sweepIntervalMs?: number;
-  /** How long stop() waits for running jobs after aborting them. */
+  /** How long stop() waits for running jobs after aborting them (and for side-queue jobs, at least a second). */
   stopTimeoutMs?: number;
   /** First delay before retrying a failed bookkeeping write (completing a job, …); doubles up to 5 s. */
   retryBaseMs?: number;
@@ -97,8 +97,26 @@ interface Registration {
  * jobs failed (or put back), so nothing stays in progress forever or blocks a queue.
  * pg-boss 10, through its public API only, runs the side queues (webhook deliveries, …).
  */
+/**
+ * The pool as pg-boss sees it, until its stop ends. pg-boss settles a job when the handler
+ * returns without awaiting the statement; a handler that outlives the stop (its job already
+ * failed by the stop, so retried later) would settle on a pool its owner may have ended, an
+ * unhandled rejection. After close() its statements are never sent: they never settle either,
+ * and nothing awaits them.
+ */
+function closableExecutor(pool: SqlExecutor): SqlExecutor & { close(): void } {
+  let closed = false;
+  return {
+    executeSql: (text, values) => (closed ? new Promise(() => {}) : pool.executeSql(text, values)),
+    close: () => {
+      closed = true;
+    },
+  };
+}
+
 export class PipelineJobs implements Jobs {
   private boss: PgBoss | null = null;
+  private bossExecutor: ReturnType<typeof closableExecutor> | null = null;
   private readonly store: JobStore;
   private readonly kinds = new Map<string, Registration>();
   private readonly logger: JobsLogger;
@@ -138,10 +156,12 @@ export class PipelineJobs implements Jobs {
   /** Opens the job store (pg-boss for the side queues, creating its schema when missing). Enough to enqueue. */
   async start(): Promise<void> {
     if (this.boss) return;
-    // pg-boss runs its SQL on our pool (one pool per process, sized by the API's needs) when it can.
-    const shared = sqlExecutorOf(this.options.db);
+    // pg-boss runs its SQL on our pool (one pool per process, sized by the API's needs).
+    const pool = sqlExecutorOf(this.options.db);
+    if (!pool) throw new Error('The job store needs a database made by createDb');
+    const executor = closableExecutor(pool);
     const boss = new PgBoss({
-      ...(shared ? { db: shared } : { connectionString: this.options.databaseUrl, max: 3 }),
+      db: executor,
       schedule: false,
       application_name: 'slipway-jobs',
     });
@@ -152,6 +172,7 @@ export class PipelineJobs implements Jobs {
     });
     await boss.start();
     this.boss = boss;
+    this.bossExecutor = executor;
     for (const name of this.sideQueues.keys()) await this.createSideQueue(name);
   }
 
@@ -366,6 +387,11 @@ export class PipelineJobs implements Jobs {
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
     this.heartbeatTimer = null;
     const timeout = this.options.stopTimeoutMs ?? 10_000;
+    // Side-queue jobs get as long (pg-boss waits a second at least); those still running then
+    // are failed by pg-boss, to be retried. Its pool stays ours: a shutdown has nothing left to lose, so log and go on.
+    const sideQueuesStopped = this.boss
+      ?.stop({ graceful: true, wait: true, timeout })
+      .catch((err) => this.logger.warn({ err }, 'stopping the job store failed'));
     await Promise.race([Promise.allSettled([...this.loops, this.sweeping]), new Promise((r) => setTimeout(r, timeout).unref())]);
     this.loops = [];
     if (this.id) {
@@ -382,16 +408,14 @@ export class PipelineJobs implements Jobs {
       );
       this.id = null;
     }
-    const boss = this.boss;
     this.boss = null;
     for (const queue of this.sideQueues.values()) {
       queue.working = false;
       queue.created = null;
     }
-    // Shutting down: a pool that fails to close has nothing left to lose; log and go on.
-    await boss
-      ?.stop({ graceful: false, wait: true, timeout: 1000 })
-      .catch((err) => this.logger.warn({ err }, 'stopping the job store failed'));
+    await sideQueuesStopped;
+    this.bossExecutor?.close();
+    this.bossExecutor = null;
   }
 
   /** Settles the jobs of dead workers now (also done on start and with every heartbeat). */

@@ -1,0 +1,82 @@
+/**
+ * A side queue's job (a webhook delivery, a notification, an alert evaluation) running when the
+ * process stops. pg-boss settles a job after its handler returns without awaiting the statement:
+ * a handler that outlived the stop settled on a pool already ended, an unhandled rejection that
+ * failed a CI run (test/kubernetes/addon-backups.test.ts's alert evaluation) and would end a
+ * production process with an error instead of exit 0.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { createDb, type Db } from '../../src/platform/db/database.js';
+import { PipelineJobs } from '../../src/platform/jobs/pipeline-jobs.js';
+import { freshDatabase } from '../helpers/harness.js';
+import { waitFor } from '../helpers/wait.js';
+
+let database: { url: string; drop: () => Promise<void> };
+let db: Db;
+let unhandled: unknown[];
+const recordUnhandled = (reason: unknown) => unhandled.push(reason);
+
+beforeEach(async () => {
+  database = await freshDatabase();
+  db = createDb(database.url, 4);
+  unhandled = [];
+  process.on('unhandledRejection', recordUnhandled);
+});
+
+afterEach(async () => {
+  process.off('unhandledRejection', recordUnhandled);
+  await database.drop();
+});
+
+/** A side queue whose handler holds each job until the test lets it go (then returns, or throws what it is given). */
+async function jobsWithHeldQueue(stopTimeoutMs: number) {
+  const jobs = new PipelineJobs({ db, stopTimeoutMs, pollIntervalMs: 100 });
+  const held: Array<{ id: string; finish: (error?: Error) => void }> = [];
+  await jobs.addQueue('held', { retryLimit: 2, retryDelaySeconds: 1, concurrency: 1 }, (_data, job) => {
+    return new Promise<void>((resolve, reject) => {
+      held.push({ id: job.id, finish: (error) => (error ? reject(error) : resolve()) });
+    });
+  });
+  await jobs.startWorkers();
+  return { jobs, held };
+}
+
+async function stateOf(jobId: string): Promise<string> {
+  const reader = createDb(database.url, 1);
+  try {
+    const { rows } = await sql<{ state: string }>`SELECT state FROM pgboss.job WHERE id = ${jobId}`.execute(reader);
+    return rows[0]!.state;
+  } finally {
+    await reader.destroy();
+  }
+}
+
+describe('a side-queue job running when the job store stops', () => {
+  it('that outlives the stop and the pool settles nothing and rejects nothing; the job stays for a retry', async () => {
+    const { jobs, held } = await jobsWithHeldQueue(300);
+    const jobId = await jobs.sendTo('held', { n: 1 });
+    await waitFor('the handler to hold the job', () => held.length === 1);
+    await jobs.stop();
+    await db.destroy();
+    // What its query on the ended pool would throw.
+    held[0]!.finish(new Error('Cannot use a pool after calling end on the pool'));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(unhandled).toEqual([]);
+    // The stop failed it (pg-boss: "shut down while active"); it has retries left, so it is retried.
+    expect(await stateOf(jobId)).toBe('retry');
+  });
+
+  it('that ends within the stop is recorded as done, not failed and delivered again', async () => {
+    const { jobs, held } = await jobsWithHeldQueue(10_000);
+    const jobId = await jobs.sendTo('held', { n: 2 });
+    await waitFor('the handler to hold the job', () => held.length === 1);
+    const stopping = jobs.stop();
+    setTimeout(() => held[0]!.finish(), 300);
+    await stopping;
+    await db.destroy();
+    expect(held).toHaveLength(1);
+    expect(unhandled).toEqual([]);
+    expect(await stateOf(jobId)).toBe('completed');
+  });
+});
