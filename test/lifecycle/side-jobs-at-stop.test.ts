@@ -14,18 +14,23 @@ import { waitFor } from '../helpers/wait.js';
 
 let database: { url: string; drop: () => Promise<void> };
 let db: Db;
+/** What a test left open when it failed half-way, closed after it. */
+let open: { jobs: PipelineJobs | null; db: boolean };
 let unhandled: unknown[];
 const recordUnhandled = (reason: unknown) => unhandled.push(reason);
 
 beforeEach(async () => {
   database = await freshDatabase();
   db = createDb(database.url, 4);
+  open = { jobs: null, db: true };
   unhandled = [];
   process.on('unhandledRejection', recordUnhandled);
 });
 
 afterEach(async () => {
   process.off('unhandledRejection', recordUnhandled);
+  await open.jobs?.stop();
+  if (open.db) await db.destroy();
   await database.drop();
 });
 
@@ -38,8 +43,14 @@ async function jobsWithHeldQueue(stopTimeoutMs: number) {
       held.push({ id: job.id, finish: (error) => (error ? reject(error) : resolve()) });
     });
   });
+  open.jobs = jobs;
   await jobs.startWorkers();
   return { jobs, held };
+}
+
+async function closeDatabase() {
+  open.db = false;
+  await db.destroy();
 }
 
 async function stateOf(jobId: string): Promise<string> {
@@ -58,7 +69,7 @@ describe('a side-queue job running when the job store stops', () => {
     const jobId = await jobs.sendTo('held', { n: 1 });
     await waitFor('the handler to hold the job', () => held.length === 1);
     await jobs.stop();
-    await db.destroy();
+    await closeDatabase();
     // What its query on the ended pool would throw.
     held[0]!.finish(new Error('Cannot use a pool after calling end on the pool'));
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -74,9 +85,28 @@ describe('a side-queue job running when the job store stops', () => {
     const stopping = jobs.stop();
     setTimeout(() => held[0]!.finish(), 300);
     await stopping;
-    await db.destroy();
+    await closeDatabase();
     expect(held).toHaveLength(1);
     expect(unhandled).toEqual([]);
     expect(await stateOf(jobId)).toBe('completed');
+  });
+
+  it('stopped twice at once, stops once; started again, runs side jobs again', async () => {
+    const { jobs, held } = await jobsWithHeldQueue(10_000);
+    const first = await jobs.sendTo('held', { n: 3 });
+    await waitFor('the handler to hold the job', () => held.length === 1);
+    const stops = [jobs.stop(), jobs.stop()];
+    setTimeout(() => held[0]!.finish(), 300);
+    await Promise.all(stops);
+    expect(await stateOf(first)).toBe('completed');
+
+    await jobs.startWorkers();
+    const second = await jobs.sendTo('held', { n: 4 });
+    await waitFor('the handler to hold the second job', () => held.length === 2);
+    held[1]!.finish();
+    await waitFor('the second job completed', async () => (await stateOf(second)) === 'completed');
+    await jobs.stop();
+    await closeDatabase();
+    expect(unhandled).toEqual([]);
   });
 });

@@ -73,6 +73,8 @@ export class NotificationDeliveries {
       }
       await sql`RELEASE SAVEPOINT notification_fan_out`.execute(trx);
     } catch (err) {
+      // The job store closed under it (this process is stopping): the whole batch waits in the outbox instead.
+      if (!this.jobs.isOpen) throw err;
       await sql`ROLLBACK TO SAVEPOINT notification_fan_out`.execute(trx);
       this.log.warn({ err, event: event.event, organizationId: event.organization_id }, 'notifications of an event dropped');
     }

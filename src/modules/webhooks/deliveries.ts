@@ -85,6 +85,8 @@ export class WebhookDeliveries {
 
   /** Empties the outbox (one run at a time per process; several processes share it through SKIP LOCKED). */
   drain(): Promise<void> {
+    // The job store stopped (this process is stopping): the events wait in the outbox for the next drain.
+    if (!this.jobs.isOpen) return Promise.resolve();
     if (this.draining) {
       this.drainAgain = true;
       return this.draining;
@@ -93,7 +95,7 @@ export class WebhookDeliveries {
       try {
         do {
           this.drainAgain = false;
-          while ((await this.fanOut()) > 0);
+          while (this.jobs.isOpen && (await this.fanOut()) > 0);
         } while (this.drainAgain);
       } catch (err) {
         this.log.error({ err }, 'dispatching webhook events failed');

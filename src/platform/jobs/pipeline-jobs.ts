@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { sql, type RawBuilder } from 'kysely';
 import PgBoss from 'pg-boss';
 import { isDatabaseUnavailable } from '../db/availability.js';
@@ -91,32 +92,46 @@ interface Registration {
 }
 
 /**
+ * The pool as pg-boss sees it, until its stop ends. pg-boss settles a job when its handler
+ * returns without awaiting the statement; a handler that outlives the stop (its job already
+ * failed by the stop, to be retried) would settle on a pool its owner may have ended: an
+ * unhandled rejection. After close() statements are never sent and never settle. Only such
+ * unawaited settles can come after close() (PipelineJobs.stop waits for the others): nothing
+ * waits on them.
+ */
+function closableExecutor(pool: SqlExecutor) {
+  let closed = false;
+  let inFlight = 0;
+  return {
+    executeSql(text: string, values: unknown[]): Promise<{ rows: unknown[] }> {
+      if (closed) return new Promise(() => {});
+      inFlight++;
+      return pool.executeSql(text, values).finally(() => inFlight--);
+    },
+    /** Whether a statement is on its way (a fetch whose job is still to be handed back, a settle). */
+    get busy() {
+      return inFlight > 0;
+    },
+    close() {
+      closed = true;
+    },
+  };
+}
+
+/**
  * Pipeline jobs in Slipway's own table (JobStore) with our own worker loop (see
  * JobStore.fetchNext for why), a heartbeat per worker process, and recovery of the jobs
  * of dead workers: their records are settled by the kind's `onInterrupted` and their
  * jobs failed (or put back), so nothing stays in progress forever or blocks a queue.
  * pg-boss 10, through its public API only, runs the side queues (webhook deliveries, …).
  */
-/**
- * The pool as pg-boss sees it, until its stop ends. pg-boss settles a job when the handler
- * returns without awaiting the statement; a handler that outlives the stop (its job already
- * failed by the stop, so retried later) would settle on a pool its owner may have ended, an
- * unhandled rejection. After close() its statements are never sent: they never settle either,
- * and nothing awaits them.
- */
-function closableExecutor(pool: SqlExecutor): SqlExecutor & { close(): void } {
-  let closed = false;
-  return {
-    executeSql: (text, values) => (closed ? new Promise(() => {}) : pool.executeSql(text, values)),
-    close: () => {
-      closed = true;
-    },
-  };
-}
-
 export class PipelineJobs implements Jobs {
   private boss: PgBoss | null = null;
   private bossExecutor: ReturnType<typeof closableExecutor> | null = null;
+  /** The stop under way or done (a second stop() waits for it; start() waits for it, then clears it). */
+  private stopRun: Promise<void> | null = null;
+  /** Side-queue handlers running in this process. */
+  private sideRunning = 0;
   private readonly store: JobStore;
   private readonly kinds = new Map<string, Registration>();
   private readonly logger: JobsLogger;
@@ -155,6 +170,8 @@ export class PipelineJobs implements Jobs {
 
   /** Opens the job store (pg-boss for the side queues, creating its schema when missing). Enough to enqueue. */
   async start(): Promise<void> {
+    await this.stopRun;
+    this.stopRun = null;
     if (this.boss) return;
     // pg-boss runs its SQL on our pool (one pool per process, sized by the API's needs).
     const pool = sqlExecutorOf(this.options.db);
@@ -246,7 +263,15 @@ export class PipelineJobs implements Jobs {
         name,
         { pollingIntervalSeconds: 0.5, batchSize: 1, includeMetadata: true },
         async ([job]) => {
-          if (job) await queue.handler(job.data, { id: job.id, retryCount: (job as { retryCount?: number }).retryCount ?? 0 });
+          if (!job) return;
+          // Fetched once the stop began (pg-boss no longer waits for it): handed back at once, failed to be retried.
+          if (this.stopRun) throw new Error('The worker process is stopping');
+          this.sideRunning++;
+          try {
+            await queue.handler(job.data, { id: job.id, retryCount: (job as { retryCount?: number }).retryCount ?? 0 });
+          } finally {
+            this.sideRunning--;
+          }
         },
       );
     }
@@ -380,16 +405,24 @@ export class PipelineJobs implements Jobs {
   }
 
   /** Stops the workers (running jobs see their signal aborted), then the job store. */
-  async stop(): Promise<void> {
+  stop(): Promise<void> {
+    this.stopRun ??= this.stopOnce();
+    return this.stopRun;
+  }
+
+  private async stopOnce(): Promise<void> {
     this.stopping = true;
     this.abort.abort();
     this.poke();
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
     this.heartbeatTimer = null;
     const timeout = this.options.stopTimeoutMs ?? 10_000;
+    const deadline = Date.now() + Math.max(timeout, 1000);
+    const boss = this.boss;
+    const bossExecutor = this.bossExecutor;
     // Side-queue jobs get as long (pg-boss waits a second at least); those still running then
     // are failed by pg-boss, to be retried. Its pool stays ours: a shutdown has nothing left to lose, so log and go on.
-    const sideQueuesStopped = this.boss
+    const sideQueuesStopped = boss
       ?.stop({ graceful: true, wait: true, timeout })
       .catch((err) => this.logger.warn({ err }, 'stopping the job store failed'));
     await Promise.race([Promise.allSettled([...this.loops, this.sweeping]), new Promise((r) => setTimeout(r, timeout).unref())]);
@@ -413,9 +446,19 @@ export class PipelineJobs implements Jobs {
       queue.working = false;
       queue.created = null;
     }
-    await sideQueuesStopped;
-    this.bossExecutor?.close();
     this.bossExecutor = null;
+    await sideQueuesStopped;
+    if (bossExecutor) {
+      // A fetch still on its way hands its job back, a handler that ended settles its job: both are sent
+      // before the close (a turn of the event loop each: pg-boss issues them unawaited), within the deadline.
+      const settling = () => bossExecutor.busy || this.sideRunning > 0;
+      await nextTurn();
+      while (settling() && Date.now() < deadline) {
+        await sleep(20);
+        await nextTurn();
+      }
+      bossExecutor.close();
+    }
   }
 
   /** Settles the jobs of dead workers now (also done on start and with every heartbeat). */
