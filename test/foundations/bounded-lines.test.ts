@@ -4,6 +4,7 @@ import { ByteTail, LINE_CUT_MARKER, LineSplitter, LineTail, OutputTooLarge } fro
 import { OutputRateGate } from '../../src/platform/runtime/local/output-rate.js';
 import { lineStarts } from '../../src/platform/runtime/local/line-starts.js';
 import { LineScrubber, scrubber } from '../../src/platform/runtime/scrub.js';
+import { waitFor } from '../helpers/wait.js';
 
 // The bounded readers every subprocess's output passes through (issue 27, class 5); the
 // end-to-end proof through the API is test/isolation/exhaustion.test.ts.
@@ -101,6 +102,27 @@ describe('bounded line readers', () => {
     expect(gate.admit('e')).toBe(true);
     gate.close();
     expect(notices).toEqual(['[slipway: 2 lines (4 bytes) dropped: output over 2 lines or 1000 bytes per second]']);
+  });
+
+  it("says a drop at the end of its second even when the timer fires before the gate's clock reaches it", async () => {
+    // Timers count from the event loop's clock, the gate from Date.now: about one in eight fire a
+    // millisecond early by it. Then, with no output after, the notice used to wait for the next line.
+    const started = Date.now();
+    let now = 0;
+    const notices: string[] = [];
+    const gate = new OutputRateGate(
+      { linesPerSecond: 1, bytesPerSecond: 1000 },
+      (n) => notices.push(n),
+      () => now,
+    );
+    expect([gate.admit('a'), gate.admit('b')]).toEqual([true, false]);
+    now = 999; // where the gate's clock stands when its timer (due in 1000 ms) fires
+    await waitFor('the first look at the window', () => Date.now() - started > 1100, 5000, 20);
+    expect(notices).toEqual([]);
+    now = 1000;
+    await waitFor('the notice', () => notices.length > 0, 5000, 20);
+    expect(notices).toEqual(['[slipway: 1 lines (2 bytes) dropped: output over 1 lines or 1000 bytes per second]']);
+    gate.close();
   });
 
   it('refuses to read a whole standard output past its limit, and keeps only the tail of a flood', async () => {
