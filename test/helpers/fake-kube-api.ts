@@ -315,6 +315,8 @@ export class FakeKubeApi {
   unavailable = false;
   /** Requests never answered (a hung API server or a dead connection); `stop()` ends them. */
   stall: (request: RecordedRequest) => boolean = () => false;
+  /** Requests answered only once the returned promise resolves (a slow API server); undefined: at once. */
+  hold: (request: RecordedRequest) => Promise<void> | undefined = () => undefined;
   /** Namespaces the caller has no right to touch (RBAC): every request into them answers 403. */
   readonly forbiddenNamespaces = new Set<string>();
   /** Finer RBAC: true answers 403 Forbidden. */
@@ -454,6 +456,7 @@ export class FakeKubeApi {
     const recorded: RecordedRequest = { method: req.method ?? 'GET', path: url.pathname, query, contentType, body };
     this.requests.push(recorded);
     if (this.stall(recorded)) return;
+    await this.hold(recorded);
     try {
       if (this.unavailable) throw new HttpError(503, 'ServiceUnavailable', 'the server is currently unable to handle the request');
       this.route(req.method ?? 'GET', url.pathname, query, contentType, body, raw, res);

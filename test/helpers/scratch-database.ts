@@ -49,3 +49,20 @@ export async function createScratchDatabase(
     drop: () => adminQuery(adminUrl, `drop database if exists ${name} with (force)`),
   };
 }
+
+/**
+ * Lets connections into the database of `databaseUrl` again, or refuses new ones and ends those open: what
+ * the platform sees when its server goes away for a while (a restart, a failover), for this database alone
+ * (the test files' server is shared). `adminUrl`: a superuser's (`inject('postgresAdminUrl')`).
+ */
+export async function setDatabaseReachable(adminUrl: string, databaseUrl: string, reachable: boolean): Promise<void> {
+  const name = decodeURIComponent(new URL(databaseUrl).pathname.slice(1));
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(`ALTER DATABASE ${pg.escapeIdentifier(name)} ALLOW_CONNECTIONS ${reachable}`);
+    if (!reachable) await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [name]);
+  } finally {
+    await admin.end();
+  }
+}

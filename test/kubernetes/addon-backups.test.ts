@@ -13,13 +13,14 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { v7 as uuidv7 } from 'uuid';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { sealCredentials } from '../../src/platform/addons/index.js';
 import { embeddedSuperuserUrl, startEmbeddedPostgres } from '../../src/platform/db/embedded.js';
 import type { KubernetesRuntime } from '../../src/platform/runtime/kubernetes/kubernetes-runtime.js';
 import { createHarness, type Harness } from '../helpers/harness.js';
 import { FakeKubeApi } from '../helpers/fake-kube-api.js';
 import { publishedEvents } from '../helpers/published-events.js';
+import { setDatabaseReachable } from '../helpers/scratch-database.js';
 import { waitFor } from '../helpers/wait.js';
 import { createApp, type TestApp } from '../pipeline-build/fixtures.js';
 
@@ -353,5 +354,47 @@ describe('Postgres add-on backups on Kubernetes (CloudNativePG, BACKUP_S3_*)', (
       return ids.length === 1 && ids[0] === made.id;
     });
     expect(kube.list('backups', namespace).map((b) => b.metadata.uid)).toEqual([made.id]);
+  });
+
+  it('a restore that fails while the database is away is logged, never an unhandled rejection (which would end the process)', async () => {
+    const unhandled: unknown[] = [];
+    const noteUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', noteUnhandled);
+    const databaseReachable = (reachable: boolean) => setDatabaseReachable(inject('postgresAdminUrl'), h.databaseUrl, reachable);
+    const backups = `/apis/postgresql.cnpg.io/v1/namespaces/${namespace}/backups`;
+    let answer = () => {};
+    const answered = new Promise<void>((resolve) => (answer = resolve));
+    try {
+      const backup = (await listed()).backups.at(-1);
+      // The restore, in the background, reads the source's Backups from the cluster: held until the database is away.
+      kube.hold = (r) => (r.method === 'GET' && r.path === backups ? answered : undefined);
+      const from = kube.requests.length;
+      const fork = await addons('POST', '/db/restore', { name: 'db-lost', backup_id: backup.id });
+      expect(fork.statusCode, fork.body).toBe(202);
+      await waitFor('the restore reading the Backups', async () => kube.requests.slice(from).some((r) => r.path === backups), 10_000);
+      await databaseReachable(false);
+      // Then the cluster refuses it: the restore fails, and its failure cannot be recorded.
+      kube.unavailable = true;
+      answer();
+      const warning = await waitFor(
+        'the unrecorded failure logged',
+        () =>
+          h
+            .logs()
+            .split('\n')
+            .find((line) => line.includes('recording the failed restore failed') && line.includes(fork.json().id)),
+        10_000,
+        50,
+      );
+      expect(JSON.parse(warning).err.message).toMatch(/not currently accepting connections/);
+      expect(unhandled).toEqual([]);
+    } finally {
+      kube.unavailable = false;
+      kube.hold = () => undefined;
+      answer();
+      await databaseReachable(true);
+      process.off('unhandledRejection', noteUnhandled);
+    }
+    await waitFor('the API answering again', async () => (await addons('GET', '/db')).statusCode === 200, 10_000);
   });
 });

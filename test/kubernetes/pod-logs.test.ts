@@ -66,4 +66,28 @@ describe('Kubernetes application logs', () => {
     });
     expect(lines.some((l) => l.line === 'migrating')).toBe(false);
   }, 30_000);
+
+  it('follows nothing once stopped, even when a listing of the pods was on its way at the stop', async () => {
+    await runtime.shutdown();
+    let answerList = () => {};
+    const listed = new Promise<void>((resolve) => (answerList = resolve));
+    kube.hold = (r) => (r.path === '/api/v1/pods' ? listed : undefined);
+    const from = kube.requests.length;
+    const since = () => kube.requests.slice(from);
+    runtime = new KubernetesRuntime({
+      kubeConfig: kube.kubeConfig(),
+      namespacePrefix: 'slipway-',
+      ingressClass: null,
+      pullSecret: async () => null,
+    } as never);
+    runtime.onInstanceOutput(() => {});
+    await runtime.start();
+    await waitFor('the listing of the pods on its way', async () => since().some((r) => r.path === '/api/v1/pods'), 10_000);
+    // The platform stops (its database is closed right after): then the cluster answers the listing.
+    await runtime.shutdown();
+    answerList();
+    // A follower started by the late answer asks for the pod's log within milliseconds: a second shows there is none.
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(since().filter((r) => r.path.endsWith('/log'))).toEqual([]);
+  }, 30_000);
 });

@@ -42,6 +42,8 @@ export interface BackupSettings {
   drillIntervalHours: number;
   /** DATA_DIR's disk, where the local runtime keeps backups and restored copies (null: the cluster keeps them). */
   room?: DiskRoom | null;
+  /** Where what fails in the background (a restore's end the database could not record) is told. */
+  log?: { warn(obj: object, msg: string): void };
 }
 
 /** What a restore asks for: exactly one of a time, a base backup, or a named restore point (a release's). */
@@ -127,9 +129,10 @@ export class AddonBackupsService {
     this.restoresFrom.set(source.id, (this.restoresFrom.get(source.id) ?? 0) + 1);
     const restoring = supervisor
       ? this.runRestore(supervisor, source, fork, backup, target, label)
-      : this.kube!.restore(source, fork, backup, target).catch((err: Error) =>
-          this.repo.update(fork.id, { status: 'failed', status_detail: `restore failed: ${err.message}` }),
-        );
+      : this.kube!.restore(source, fork, backup, target)
+          .catch((err: Error) => this.repo.update(fork.id, { status: 'failed', status_detail: `restore failed: ${err.message}` }))
+          // Nobody awaits it: a database that is away must not make it an unhandled rejection (the process would end).
+          .catch((err: unknown) => this.settings.log?.warn({ addonId: fork.id, err }, 'recording the failed restore failed'));
     void restoring.finally(() => {
       this.active.delete(fork.id);
       const left = (this.restoresFrom.get(source.id) ?? 1) - 1;

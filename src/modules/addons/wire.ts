@@ -79,6 +79,7 @@ export function wireAddons(deps: {
       retentionDays: ctx.config.ADDONS_BACKUP_RETENTION_DAYS,
       drillIntervalHours: ctx.config.ADDONS_RESTORE_DRILL_INTERVAL_HOURS,
       room,
+      log: deps.log.child({ component: 'addons' }),
     },
     supervisor && ctx.config.BACKUP_S3_ENDPOINT
       ? new S3Backups(objectStoreOf(ctx.config), supervisor, ctx.config.BACKUP_S3_WAL_CAP_MB * 1024 * 1024)

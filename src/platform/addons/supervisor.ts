@@ -521,7 +521,7 @@ export class AddonSupervisor implements AddonBackend {
         resolveExited();
         if (run.stopping || this.shuttingDown) return;
         const why = `${run.record.kind} ended (${signal ? `signal ${signal}` : `exit code ${code}`}): ${lastLine(run.tail)}`;
-        void this.setStatus(run.record.id, 'failed', why);
+        void this.recordStatus(run.record.id, 'failed', why);
         this.log.warn({ addonId: run.record.id }, why);
         // Restarted with backoff, like a crashed instance.
         const delay = Math.min(1000 * 2 ** run.crashes++, 30_000);
@@ -530,7 +530,7 @@ export class AddonSupervisor implements AddonBackend {
           if (run.stopping || this.shuttingDown) return;
           void this.launch(run.record)
             .then(() => this.ready(run.record, openCredentials(this.secrets, run.record.credentials_sealed)))
-            .catch((err: Error) => this.setStatus(run.record.id, 'failed', err.message));
+            .catch((err: Error) => this.recordStatus(run.record.id, 'failed', err.message));
         }, delay);
       },
     };
@@ -575,6 +575,17 @@ export class AddonSupervisor implements AddonBackend {
     }
     if (run) run.crashes = 0;
     if (markRunning) await this.setStatus(record.id, 'running', null);
+  }
+
+  /**
+   * setStatus for what runs in the background (a crash, its restart), where nobody awaits it: a
+   * database that is away, or a pool already ended by a stop, is logged instead of rejecting unhandled
+   * (which would end the process).
+   */
+  private recordStatus(id: string, status: 'running' | 'failed', detail: string | null): Promise<void> {
+    return this.setStatus(id, status, detail).catch((err: unknown) =>
+      this.log.warn({ addonId: id, status, detail, err }, 'recording the add-on status failed'),
+    );
   }
 
   private async setStatus(id: string, status: 'running' | 'failed', detail: string | null) {

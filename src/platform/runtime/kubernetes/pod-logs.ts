@@ -15,6 +15,8 @@ const LIST_INTERVAL_MS = 5000;
 export class PodLogFollower {
   private readonly following = new Map<string, { stop(): void }>();
   private timer: NodeJS.Timeout | null = null;
+  /** Set by stop() for good: a listing in flight then follows nothing (its lines would outlive the platform's database). */
+  private stopped = false;
   private readonly startedAt = new Date();
 
   constructor(
@@ -24,7 +26,7 @@ export class PodLogFollower {
   ) {}
 
   start(): void {
-    if (this.timer) return;
+    if (this.timer || this.stopped) return;
     const tick = () => {
       void this.refresh().finally(() => {
         if (this.timer) this.timer = setTimeout(tick, LIST_INTERVAL_MS).unref();
@@ -34,6 +36,7 @@ export class PodLogFollower {
   }
 
   stop(): void {
+    this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     for (const f of this.following.values()) f.stop();
@@ -45,9 +48,11 @@ export class PodLogFollower {
     try {
       pods = await this.cluster.pods(undefined, `${LABEL.managedBy}=${MANAGER},${LABEL.component}!=one-off`);
     } catch (error) {
-      this.onError(`listing pods for application logs failed: ${String(error)}`);
+      if (!this.stopped) this.onError(`listing pods for application logs failed: ${String(error)}`);
       return;
     }
+    // Stopped while the list was on its way: following now would start streams nobody stops.
+    if (this.stopped) return;
     const running = new Set<string>();
     for (const pod of pods) {
       const uid = pod.metadata?.uid;
@@ -63,6 +68,7 @@ export class PodLogFollower {
   }
 
   private follow(pod: V1Pod, uid: string) {
+    if (this.stopped) return;
     const labels = pod.metadata?.labels ?? {};
     const applicationId = labels[LABEL.applicationId];
     const environmentId = labels[LABEL.environmentId];
@@ -101,8 +107,8 @@ export class PodLogFollower {
           else this.following.set(uid, f);
         },
         (error) => {
-          this.following.delete(uid);
-          this.onError(`following ${pod.metadata?.name} failed: ${String(error)}`);
+          if (this.following.get(uid) === placeholder) this.following.delete(uid);
+          if (!this.stopped) this.onError(`following ${pod.metadata?.name} failed: ${String(error)}`);
         },
       );
   }

@@ -304,7 +304,9 @@ export class LocalRuntime implements ApplicationRuntime {
     if (!plan) {
       // Nothing should run (a deleted or stopped environment): its names stop answering too.
       const ids = running.map((s) => s.id);
-      for (const host of this.router.table.hostsRoutingTo(ids)) this.runtimeService.unpublish(host);
+      // Awaited, before the retirement's drain: every edge stops routing to them first, and a route write that fails
+      // (the database away) fails this reconcile instead of rejecting unhandled.
+      for (const host of this.router.table.hostsRoutingTo(ids)) await this.runtimeService.unpublish(host);
       await this.runtimeService.retire(ids);
       return;
     }
