@@ -68,9 +68,10 @@ describe.skipIf(missing)('an add-on server crash while the database is away', ()
     // The server crashes (its whole sandbox: bubblewrap's process group) while nothing reaches the database.
     process.kill(-row.pid!, 'SIGKILL');
     const warnings = await waitFor('both status writes reported', () => (notRecorded().length >= 2 ? notRecorded() : null), 30_000, 50);
-    expect(warnings[0]).toMatchObject({ status: 'failed', detail: expect.stringMatching(/^redis ended \(signal SIGKILL\)/) });
+    const crash = warnings.find((w) => /^redis ended \(signal SIGKILL\)/.test(String(w.detail)));
+    expect(crash, JSON.stringify(warnings)).toMatchObject({ status: 'failed' });
     // Restarted after a second: the new server runs, but its pid cannot be recorded, so the restart fails, unrecorded too.
-    expect(warnings[1]).toMatchObject({ status: 'failed', detail: warnings[1]!.err.message });
+    expect(warnings.find((w) => w !== crash)).toMatchObject({ status: 'failed' });
     expect(unhandled).toEqual([]);
 
     await databaseReachable(true);

@@ -7,6 +7,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { createDb, type Db } from '../../src/platform/db/database.js';
 import { PipelineJobs } from '../../src/platform/jobs/pipeline-jobs.js';
 import { freshDatabase } from '../helpers/harness.js';
@@ -46,6 +47,36 @@ async function jobsWithHeldQueue(stopTimeoutMs: number) {
   open.jobs = jobs;
   await jobs.startWorkers();
   return { jobs, held };
+}
+
+/**
+ * A job queued, then the first fetch of the queue's worker held on a lock of pg-boss's job table
+ * until `release()`: the fetch is on its way when the stop begins (pg-boss then waits for no job).
+ */
+async function fetchHeldAcrossStop(retryLimit: number) {
+  const jobs = new PipelineJobs({ db, stopTimeoutMs: 10_000, pollIntervalMs: 100 });
+  const ran: string[] = [];
+  await jobs.addQueue('fetched', { retryLimit, retryDelaySeconds: 1, concurrency: 1 }, async (_data, job) => {
+    ran.push(job.id);
+  });
+  open.jobs = jobs;
+  await jobs.start();
+  const jobId = await jobs.sendTo('fetched', { n: 5 });
+  const locker = new pg.Client({ connectionString: database.url });
+  await locker.connect();
+  await locker.query('BEGIN; LOCK TABLE pgboss.job IN ACCESS EXCLUSIVE MODE');
+  await jobs.startWorkers();
+  await waitFor('a fetch waiting on the lock', async () => {
+    const { rows } = await locker.query(
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%SKIP LOCKED%'",
+    );
+    return rows[0].n > 0;
+  });
+  const stopped = jobs.stop();
+  await locker.query('COMMIT');
+  await locker.end();
+  await stopped;
+  return { jobId, ran };
 }
 
 async function closeDatabase() {
@@ -106,6 +137,18 @@ describe('a side-queue job running when the job store stops', () => {
     held[1]!.finish();
     await waitFor('the second job completed', async () => (await stateOf(second)) === 'completed');
     await jobs.stop();
+    await closeDatabase();
+    expect(unhandled).toEqual([]);
+  });
+
+  it('fetched once the stop began, is handed back for a retry without running; on its last try, runs', async () => {
+    const handedBack = await fetchHeldAcrossStop(2);
+    expect(handedBack.ran).toEqual([]);
+    expect(await stateOf(handedBack.jobId)).toBe('retry');
+
+    const lastTry = await fetchHeldAcrossStop(0);
+    expect(lastTry.ran).toEqual([lastTry.jobId]);
+    expect(await stateOf(lastTry.jobId)).toBe('completed');
     await closeDatabase();
     expect(unhandled).toEqual([]);
   });

@@ -118,6 +118,12 @@ function closableExecutor(pool: SqlExecutor) {
   };
 }
 
+interface SideRun {
+  executor: ReturnType<typeof closableExecutor>;
+  stopping: boolean;
+  running: number;
+}
+
 /**
  * Pipeline jobs in Slipway's own table (JobStore) with our own worker loop (see
  * JobStore.fetchNext for why), a heartbeat per worker process, and recovery of the jobs
@@ -127,11 +133,10 @@ function closableExecutor(pool: SqlExecutor) {
  */
 export class PipelineJobs implements Jobs {
   private boss: PgBoss | null = null;
-  private bossExecutor: ReturnType<typeof closableExecutor> | null = null;
+  /** The side queues of `boss`: its pool, whether its stop began, its handlers running. */
+  private side: SideRun | null = null;
   /** The stop under way or done (a second stop() waits for it; start() waits for it, then clears it). */
   private stopRun: Promise<void> | null = null;
-  /** Side-queue handlers running in this process. */
-  private sideRunning = 0;
   private readonly store: JobStore;
   private readonly kinds = new Map<string, Registration>();
   private readonly logger: JobsLogger;
@@ -188,8 +193,13 @@ export class PipelineJobs implements Jobs {
       else this.logger.error({ err }, 'job store error');
     });
     await boss.start();
+    if (this.stopRun) {
+      // Stopped while it started: this pg-boss would be stopped by nobody.
+      await boss.stop({ graceful: false, wait: true, timeout: 1000 }).catch(() => {});
+      throw new Error('The job store was stopped while it started');
+    }
     this.boss = boss;
-    this.bossExecutor = executor;
+    this.side = { executor, stopping: false, running: 0 };
     for (const name of this.sideQueues.keys()) await this.createSideQueue(name);
   }
 
@@ -258,19 +268,22 @@ export class PipelineJobs implements Jobs {
     queue.working = true;
     await this.createSideQueue(name);
     const boss = this.boss!;
+    const side = this.side!;
     for (let i = 0; i < (queue.options.concurrency ?? 2); i++) {
       await boss.work<Record<string, unknown>>(
         name,
         { pollingIntervalSeconds: 0.5, batchSize: 1, includeMetadata: true },
         async ([job]) => {
           if (!job) return;
-          // Fetched once the stop began (pg-boss no longer waits for it): handed back at once, failed to be retried.
-          if (this.stopRun) throw new Error('The worker process is stopping');
-          this.sideRunning++;
+          const { retryCount = 0, retryLimit = 0 } = job as { retryCount?: number; retryLimit?: number };
+          // Fetched once the stop began (pg-boss no longer waits for it): handed back at once, failed to be
+          // retried; on its last try it runs instead (the stop waits for it until its deadline).
+          if (side.stopping && retryCount < retryLimit) throw new Error('The worker process is stopping');
+          side.running++;
           try {
-            await queue.handler(job.data, { id: job.id, retryCount: (job as { retryCount?: number }).retryCount ?? 0 });
+            await queue.handler(job.data, { id: job.id, retryCount });
           } finally {
-            this.sideRunning--;
+            side.running--;
           }
         },
       );
@@ -419,7 +432,8 @@ export class PipelineJobs implements Jobs {
     const timeout = this.options.stopTimeoutMs ?? 10_000;
     const deadline = Date.now() + Math.max(timeout, 1000);
     const boss = this.boss;
-    const bossExecutor = this.bossExecutor;
+    const side = this.side;
+    if (side) side.stopping = true;
     // Side-queue jobs get as long (pg-boss waits a second at least); those still running then
     // are failed by pg-boss, to be retried. Its pool stays ours: a shutdown has nothing left to lose, so log and go on.
     const sideQueuesStopped = boss
@@ -446,19 +460,19 @@ export class PipelineJobs implements Jobs {
       queue.working = false;
       queue.created = null;
     }
-    this.bossExecutor = null;
-    await sideQueuesStopped;
-    if (bossExecutor) {
-      // A fetch still on its way hands its job back, a handler that ended settles its job: both are sent
-      // before the close (a turn of the event loop each: pg-boss issues them unawaited), within the deadline.
-      const settling = () => bossExecutor.busy || this.sideRunning > 0;
+    this.side = null;
+    if (!side) return;
+    // Bounded: pg-boss's stop fails the jobs still running through the pool, which may be stalled.
+    await Promise.race([sideQueuesStopped, sleep(Math.max(0, deadline - Date.now()) + 1000, undefined, { ref: false })]);
+    // A fetch still on its way hands its job back, a handler that ended settles its job: both are sent
+    // before the close (a turn of the event loop each: pg-boss issues them unawaited), within the deadline.
+    const settling = () => side.executor.busy || side.running > 0;
+    await nextTurn();
+    while (settling() && Date.now() < deadline) {
+      await sleep(20);
       await nextTurn();
-      while (settling() && Date.now() < deadline) {
-        await sleep(20);
-        await nextTurn();
-      }
-      bossExecutor.close();
     }
+    side.executor.close();
   }
 
   /** Settles the jobs of dead workers now (also done on start and with every heartbeat). */

@@ -304,10 +304,14 @@ export class LocalRuntime implements ApplicationRuntime {
     if (!plan) {
       // Nothing should run (a deleted or stopped environment): its names stop answering too.
       const ids = running.map((s) => s.id);
-      // Awaited, before the retirement's drain: every edge stops routing to them first, and a route write that fails
-      // (the database away) fails this reconcile instead of rejecting unhandled.
-      for (const host of this.router.table.hostsRoutingTo(ids)) await this.runtimeService.unpublish(host);
+      // Before the retirement's drain, so every edge stops routing to them first. A route write that fails (the
+      // database away) still lets them be retired, then fails this reconcile (a failed job, said in its record).
+      const unpublished = await this.runtimeService.unpublish(this.router.table.hostsRoutingTo(ids)).then(
+        () => null,
+        (err: unknown) => err,
+      );
       await this.runtimeService.retire(ids);
+      if (unpublished) throw unpublished;
       return;
     }
     if (!plan.image.artifactPath || !existsSync(plan.image.artifactPath)) {
