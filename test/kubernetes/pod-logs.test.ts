@@ -37,6 +37,15 @@ const pod = (name: string, component: string | null) => ({
   spec: { containers: [{ name: 'web', image: 'registry.example/acme/shop/web@sha256:' + '1'.repeat(64) }] },
 });
 
+/** A runtime on the fake API server, with what its log follower needs. */
+const runtimeOnFakeCluster = () =>
+  new KubernetesRuntime({
+    kubeConfig: kube.kubeConfig(),
+    namespacePrefix: 'slipway-',
+    ingressClass: null,
+    pullSecret: async () => null,
+  } as never);
+
 describe('Kubernetes application logs', () => {
   it("follows running pods' logs, not one-offs', with application, environment, process and pod", async () => {
     kube.seed('namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'slipway-acme' } });
@@ -44,12 +53,7 @@ describe('Kubernetes application logs', () => {
     kube.seed('pods', pod('release-xyz', 'one-off'));
     await waitFor('the pods to run', async () => kube.list('pods', 'slipway-acme').every((p) => p.status?.phase === 'Running'), 10_000);
 
-    runtime = new KubernetesRuntime({
-      kubeConfig: kube.kubeConfig(),
-      namespacePrefix: 'slipway-',
-      ingressClass: null,
-      pullSecret: async () => null,
-    } as never);
+    runtime = runtimeOnFakeCluster();
     const lines: AppOutputLine[] = [];
     runtime.onInstanceOutput((l) => lines.push(l));
     await runtime.start();
@@ -74,12 +78,7 @@ describe('Kubernetes application logs', () => {
     kube.hold = (r) => (r.path === '/api/v1/pods' ? listed : undefined);
     const from = kube.requests.length;
     const since = () => kube.requests.slice(from);
-    runtime = new KubernetesRuntime({
-      kubeConfig: kube.kubeConfig(),
-      namespacePrefix: 'slipway-',
-      ingressClass: null,
-      pullSecret: async () => null,
-    } as never);
+    runtime = runtimeOnFakeCluster();
     runtime.onInstanceOutput(() => {});
     await runtime.start();
     await waitFor('the listing of the pods on its way', async () => since().some((r) => r.path === '/api/v1/pods'), 10_000);
