@@ -65,16 +65,23 @@ async function fetchHeldAcrossStop(retryLimit: number) {
   const locker = new pg.Client({ connectionString: database.url });
   await locker.connect();
   await locker.query('BEGIN; LOCK TABLE pgboss.job IN ACCESS EXCLUSIVE MODE');
-  await jobs.startWorkers();
-  await waitFor('a fetch waiting on the lock', async () => {
-    const { rows } = await locker.query(
-      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%SKIP LOCKED%'",
-    );
-    return rows[0].n > 0;
-  });
-  const stopped = jobs.stop();
-  await locker.query('COMMIT');
-  await locker.end();
+  let stopped: Promise<void> | null = null;
+  try {
+    await jobs.startWorkers();
+    await waitFor('a fetch waiting on the lock', async () => {
+      // Inside a transaction PostgreSQL answers pg_stat_activity from its first look: looked at afresh each time.
+      await locker.query('SELECT pg_stat_clear_snapshot()');
+      const { rows } = await locker.query(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%SKIP LOCKED%'",
+      );
+      return rows[0].n > 0;
+    });
+    stopped = jobs.stop();
+  } finally {
+    // Released even when the wait failed: the pool's connections blocked on it would hold the clean-up.
+    await locker.query('COMMIT');
+    await locker.end();
+  }
   await stopped;
   return { jobId, ran };
 }
